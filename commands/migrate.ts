@@ -1,0 +1,31 @@
+import { Flags } from '@oclif/core';
+import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
+import { loadSettings } from '../src/settings/load.js';
+import { migrateStore, openStore, type MigrationResult } from '../src/store/index.js';
+
+export default class Migrate extends SvcCommand {
+  static override summary = "Bring the store's schema to the current version.";
+  static override description = 'Safe to re-run; each migration is one transaction and never loses a record. Back up first with `svc backup`.';
+  static override examples = ['<%= config.bin %> migrate --data-dir ./data', '<%= config.bin %> migrate --dry-run --json'];
+  static override flags = {
+    'data-dir': dataDirFlag,
+    'dry-run': Flags.boolean({ description: 'print what would run and change nothing' }),
+  };
+
+  async run(): Promise<MigrationResult> {
+    const { flags } = await this.parse(Migrate);
+    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
+    const store = openStore(settings.dataDir);
+    try {
+      const result = await migrateStore(store, { dryRun: flags['dry-run'] });
+      const verb = result.dryRun ? 'would migrate' : 'migrated';
+      this.log(result.applied.length === 0
+        ? `schema version ${result.from}: up to date`
+        : `${verb} schema version ${result.from} -> ${result.dryRun ? result.applied[result.applied.length - 1]!.version : result.to}`);
+      for (const m of result.applied) this.log(`  ${m.version}: ${m.description}`);
+      return result;
+    } finally {
+      await store.close();
+    }
+  }
+}

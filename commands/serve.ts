@@ -1,0 +1,57 @@
+import { once } from 'node:events';
+import { Flags } from '@oclif/core';
+import { createApp } from '../src/app.js';
+import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
+import { createHttpServer } from '../src/http/server.js';
+import { bootstrapIfEmpty } from '../src/people/index.js';
+import { loadSettings } from '../src/settings/load.js';
+
+export default class Serve extends SvcCommand {
+  static override summary = 'Start the server.';
+  static override description = 'On an empty data dir it sets up the store, and creates a workspace "Default" with an owner admin@localhost whose one-time password is printed once. Ready when it logs "listening". SIGTERM or SIGINT: stop accepting, finish in-flight requests, flush, exit 0.';
+  static override examples = [
+    '<%= config.bin %> serve',
+    '<%= config.bin %> serve --data-dir /var/lib/svc --host 0.0.0.0 --port 8080 --config /etc/svc/config.json',
+  ];
+  static override flags = {
+    'data-dir': dataDirFlag,
+    host: Flags.string({ description: 'address to bind (default 127.0.0.1)' }),
+    port: Flags.integer({ description: 'port to bind (default 8080; 0 picks a free one)', min: 0, max: 65535 }),
+    config: Flags.string({ description: 'JSON config file merged over config/default.json' }),
+    migrate: Flags.boolean({ description: 'migrate an older store instead of refusing to start' }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Serve);
+    const settings = loadSettings({
+      ...(flags.config ? { configFile: flags.config } : {}),
+      overrides: { dataDir: flags['data-dir'], 'server.host': flags.host, 'server.port': flags.port },
+    });
+    const app = await createApp(settings, { migrate: flags.migrate });
+    if (app.migration) app.log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
+    const boot = await bootstrapIfEmpty(app.services.people);
+    const http = await createHttpServer(app);
+    await http.start();
+    const address = http.server.info.uri;
+    if (this.jsonEnabled()) {
+      this.logJson({ listening: address, ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}) });
+    } else if (boot) {
+      this.log([
+        '',
+        `  Workspace "Default" created (${boot.workspaceId}).`,
+        `  Owner: ${boot.email}`,
+        `  One-time password: ${boot.password}`,
+        '  It is shown this once and stored only as a hash. Sign in with POST /api/session and keep it safe.',
+        '',
+      ].join('\n'));
+    }
+    app.log.info({ address }, 'listening');
+
+    const signal = await Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
+    app.log.info({ signal: String(signal[0] ?? '') }, 'stopping: finishing in-flight requests');
+    await http.stop();
+    await app.close();
+    app.log.info('stopped');
+    app.log.flush();
+  }
+}

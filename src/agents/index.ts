@@ -1,0 +1,1 @@
+export { createAgentsService, type AgentsService } from './service.js';

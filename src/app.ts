@@ -1,0 +1,64 @@
+import { createAgentsService } from './agents/index.js';
+import { createKeysService } from './keys/index.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import { randomIds, type IdSource } from './lib/ids.js';
+import { createLogger, type Logger } from './lib/log.js';
+import { createPeopleService } from './people/index.js';
+import { createServiceTokensService } from './service-tokens/index.js';
+import type { Settings } from './settings/load.js';
+import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+
+/**
+ * The composition root: opens the store, checks its schema, and wires every service with its
+ * dependencies (clock, ids, store, logger). The HTTP server and the CLI both start from here.
+ */
+export interface AppOptions {
+  /** Migrate an older store instead of refusing it (`svc serve --migrate`). */
+  migrate?: boolean;
+  log?: Logger;
+  clock?: Clock;
+  ids?: IdSource;
+}
+
+export interface App {
+  settings: Readonly<Settings>;
+  store: Store;
+  log: Logger;
+  clock: Clock;
+  masterKey: Buffer;
+  migration: MigrationResult | null;
+  services: ReturnType<typeof createServices>;
+  close(): Promise<void>;
+}
+
+function createServices(store: Store, settings: Readonly<Settings>, clock: Clock, ids: IdSource) {
+  const deps = { store, clock, ids };
+  return {
+    people: createPeopleService({ ...deps, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
+    agents: createAgentsService(deps),
+    keys: createKeysService(deps),
+    serviceTokens: createServiceTokensService(deps),
+  };
+}
+
+export async function createApp(settings: Readonly<Settings>, options: AppOptions = {}): Promise<App> {
+  const log = options.log ?? createLogger(settings.log.level);
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? randomIds;
+  const masterKey = loadMasterKey(settings.dataDir, settings.masterKey);
+  const store = openStore(settings.dataDir);
+  let migration: MigrationResult | null;
+  try {
+    migration = await ensureSchema(store, { migrate: options.migrate ?? false });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return {
+    settings, store, log, clock, masterKey, migration,
+    services: createServices(store, settings, clock, ids),
+    async close() {
+      await store.close();
+    },
+  };
+}

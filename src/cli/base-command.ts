@@ -1,0 +1,69 @@
+import { Command, Errors, Flags } from '@oclif/core';
+import { AppError } from '../errors/app-error.js';
+import { SettingsError } from '../settings/load.js';
+import { StoreError } from '../store/index.js';
+import { RemoteError, UnreachableError } from './http-client.js';
+
+/**
+ * Every command: `--json` prints one JSON document on stdout and nothing else (logs go to
+ * stderr); failures map to the exit codes of API.md section 1:
+ * 0 success, 1 the thing checked is false or the server refused, 2 usage error,
+ * 3 cannot reach the server or open the store.
+ */
+export const EXIT = { ok: 0, false: 1, usage: 2, unreachable: 3 } as const;
+
+export class CliFailure extends Errors.CLIError {
+  readonly exitCode: number;
+  readonly type: string;
+  readonly fix: string | undefined;
+
+  constructor(message: string, options: { exit: number; type: string; fix?: string }) {
+    super(message, { exit: options.exit });
+    this.exitCode = options.exit;
+    this.type = options.type;
+    this.fix = options.fix;
+  }
+}
+
+export const dataDirFlag = Flags.string({ description: 'data directory of the store', env: 'SVC_DATA_DIR' });
+export const urlFlag = Flags.string({ description: 'address of a running svc server', env: 'SVC_URL', default: 'http://127.0.0.1:8080' });
+
+export abstract class SvcCommand extends Command {
+  static override enableJsonFlag = true;
+
+  protected fail(message: string, exit: number, type = 'failed', fix?: string): never {
+    throw new CliFailure(message, { exit, type, ...(fix ? { fix } : {}) });
+  }
+
+  protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
+    return super.catch(toCliFailure(err));
+  }
+
+  protected override toErrorJson(err: unknown): unknown {
+    if (err instanceof CliFailure) {
+      return { error: { type: err.type, message: err.message, ...(err.fix ? { fix: err.fix } : {}), exitCode: err.exitCode } };
+    }
+    return super.toErrorJson(err);
+  }
+}
+
+function toCliFailure(err: Error): Error {
+  if (err instanceof CliFailure) return err;
+  if (err instanceof StoreError) return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
+  if (err instanceof SettingsError) return new CliFailure(err.message, { exit: EXIT.usage, type: 'invalid_configuration' });
+  if (err instanceof UnreachableError) return new CliFailure(err.message, { exit: EXIT.unreachable, type: 'unreachable', fix: 'Start the server, or pass --url (or SVC_URL) naming where it runs.' });
+  if (err instanceof RemoteError) {
+    const usage = err.status === 400;
+    return new CliFailure(`${err.message} (${err.type}, HTTP ${err.status})`, { exit: usage ? EXIT.usage : EXIT.false, type: err.type, ...(err.fix ? { fix: err.fix } : {}) });
+  }
+  if (err instanceof AppError) {
+    const exit = err.status === 400 ? EXIT.usage : EXIT.false;
+    return new CliFailure(err.message, { exit, type: err.type, fix: err.fix });
+  }
+  if (err instanceof Errors.CLIError) {
+    // oclif's own parse errors: usage.
+    const exit = (err as Errors.CLIError).oclif?.exit ?? EXIT.usage;
+    return Object.assign(err, { exitCode: exit });
+  }
+  return err;
+}

@@ -1,0 +1,71 @@
+import { entryOf, type ErrorType } from './catalogue.js';
+
+export interface FieldError {
+  /** Dotted path into the body, or null when the body as a whole is at fault. */
+  field: string | null;
+  message: string;
+}
+
+/** Extra members of the SPEC.md 7.1 error object, beside type, message, fix, docs, requestId. */
+export interface ErrorDetails {
+  errors?: FieldError[];
+  hold?: string;
+  stopped?: string;
+  agentId?: string;
+  evidenceRecord?: string;
+  didYouMean?: string;
+  relaxations?: unknown[];
+  attemptedModels?: unknown[];
+  oldCount?: number;
+  newCount?: number;
+  reason?: string;
+  [extra: string]: unknown;
+}
+
+export interface AppErrorOptions {
+  /** Overrides the catalogue message (still safe to show). */
+  message?: string;
+  /** A route-specific fix that replaces the catalogue's. */
+  fix?: string;
+  details?: ErrorDetails;
+  /** Response headers that belong to this error, e.g. retry-after or allow. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/**
+ * The one error type code throws. Everything a surface needs to render it is here or in the
+ * catalogue; surfaces never build error bodies by hand.
+ */
+export class AppError extends Error {
+  readonly type: ErrorType;
+  readonly status: number;
+  readonly fix: string;
+  readonly details: ErrorDetails;
+  readonly headers: Record<string, string>;
+
+  constructor(type: ErrorType, options: AppErrorOptions = {}) {
+    const entry = entryOf(type);
+    const errors = options.details?.errors;
+    const message = options.message
+      ?? (entry.validation && errors && errors.length > 0
+        ? errors.map((e) => e.message).join('; ')
+        : entry.message);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.type = type;
+    this.status = entry.status;
+    this.fix = options.fix ?? entry.fix;
+    this.details = options.details ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  /** 4xx errors are the caller's to see; a 5xx never shows its cause outside the logs. */
+  get expose(): boolean {
+    return this.status < 500;
+  }
+}
+
+export function isAppError(value: unknown): value is AppError {
+  return value instanceof AppError;
+}

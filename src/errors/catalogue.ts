@@ -1,0 +1,291 @@
+/**
+ * The one error catalogue: every `error.type` the service can answer with, its HTTP status, its
+ * default message and the `fix` (one sentence on what to send differently).
+ *
+ * Invariants:
+ * - Types are spelled exactly as SPEC.md spells them (snake_case) and never reused for another
+ *   meaning. New types may be added; none is ever renamed or removed (SPEC.md section 9).
+ * - Every entry has a fix; `docs` is derived from the type (`/docs/errors#<type>`), and the docs
+ *   page is generated from this table, so the two cannot drift.
+ * - Types that carry a per-field `errors` array are marked `validation`.
+ */
+
+export interface CatalogueEntry {
+  readonly status: number;
+  readonly message: string;
+  readonly fix: string;
+  /** Carries `errors: [{ field, message }]`, and its message joins them with "; ". */
+  readonly validation?: boolean;
+  /** Where the entry is described in SPEC.md, for the docs page. */
+  readonly section: string;
+}
+
+const catalogue = {
+  // SPEC.md 7.2: common to every route
+  invalid_json: {
+    status: 400, section: '7.2',
+    message: 'The request body is not valid JSON.',
+    fix: 'Send a well-formed JSON body with content-type: application/json.',
+  },
+  invalid_request: {
+    status: 400, section: '7.2', validation: true,
+    message: 'The request has missing or malformed fields.',
+    fix: 'Correct each field listed in errors and send the request again.',
+  },
+  unauthenticated: {
+    status: 401, section: '7.2',
+    message: 'No credential of the kind this route takes was sent.',
+    fix: 'Send the credential this route takes (see the message) and try again.',
+  },
+  invalid_api_key: {
+    status: 401, section: '7.2',
+    message: 'The key is unknown, expired or revoked.',
+    fix: 'Send a current key; mint a new one if this one was revoked.',
+  },
+  forbidden: {
+    status: 403, section: '7.2',
+    message: 'The credential is valid but may not do this.',
+    fix: 'Use a credential whose role or scope permits this request.',
+  },
+  csrf: {
+    status: 403, section: '7.2',
+    message: 'Console writes need the x-svc-csrf: 1 header and, when sent, an Origin of this deployment.',
+    fix: 'Send x-svc-csrf: 1 on every console write, from a page served by this deployment.',
+  },
+  not_found: {
+    status: 404, section: '7.2',
+    message: 'No such object in this workspace.',
+    fix: 'Check the id; ids of another workspace are not visible from this one.',
+  },
+  route_not_found: {
+    status: 404, section: '7.2',
+    message: 'No route matches this method and path.',
+    fix: 'Use the method and path named in didYouMean, or see the API reference.',
+  },
+  method_not_allowed: {
+    status: 405, section: '7.2',
+    message: 'This path does not accept this method.',
+    fix: 'Use one of the methods listed in the allow header.',
+  },
+  separation_of_duties: {
+    status: 403, section: '7.2',
+    message: 'The person an agent acts for may not decide its approval.',
+    fix: 'Ask another permitted person to decide this approval.',
+  },
+  second_owner_required: {
+    status: 409, section: '7.2',
+    message: 'This change needs a second owner.',
+    fix: 'Ask a different owner to confirm the change.',
+  },
+  second_person_required: {
+    status: 409, section: '7.2',
+    message: 'Your approval is recorded; a second, different person must also approve.',
+    fix: 'Ask a different permitted person to approve as well.',
+  },
+  body_too_large: {
+    status: 413, section: '7.2',
+    message: 'The request body is over the limit for this route.',
+    fix: 'Send a smaller body; most routes accept at most 1 MB.',
+  },
+  rate_limited: {
+    status: 429, section: '7.2',
+    message: 'Too many requests.',
+    fix: 'Wait the number of seconds in the retry-after header, then retry.',
+  },
+  overloaded: {
+    status: 503, section: 'added',
+    message: 'The server is shedding load.',
+    fix: 'Wait the number of seconds in the retry-after header, then retry.',
+  },
+  internal: {
+    status: 500, section: '7.2',
+    message: 'Internal error.',
+    fix: 'Retry later; if it persists, give the operator the requestId.',
+  },
+  // Sign-in (API.md section 2)
+  totp_required: {
+    status: 401, section: 'API.md 2',
+    message: 'This account needs a two-factor code.',
+    fix: 'Send the current code from your authenticator app as totp.',
+  },
+
+  // SPEC.md 7.3: gate
+  invalid_status: {
+    status: 400, section: '7.3',
+    message: 'Settlement status must be completed, failed or cancelled.',
+    fix: 'Send status completed, failed or cancelled.',
+  },
+  invalid_amount: {
+    status: 400, section: '7.3',
+    message: 'The amount is not a whole number of minor currency units.',
+    fix: 'Send the amount as a positive integer in minor units (cents, not euros).',
+  },
+  plan_limit_reached: {
+    status: 402, section: '7.3, 7.4',
+    message: "The plan's allowance is used.",
+    fix: 'Remove unused items or raise the allowance in the configuration.',
+  },
+  invalid_mandate: {
+    status: 400, section: '7.3', validation: true,
+    message: 'The mandate has malformed rules.',
+    fix: 'Correct each rule field listed in errors.',
+  },
+  agent_key_required: {
+    status: 403, section: '7.3',
+    message: 'This route takes an agent key; the key sent is not bound to an agent.',
+    fix: "Send the agent's own key (an ask_ key minted for the agent).",
+  },
+  agent_not_found: {
+    status: 403, section: '7.3',
+    message: 'The agent behind this key was removed.',
+    fix: 'Register the agent again and mint it a new key.',
+  },
+  idempotency_conflict: {
+    status: 409, section: '7.3',
+    message: 'This idempotency key was already used for a different request.',
+    fix: 'Use a new idempotency key for a new request, or resend the original body unchanged.',
+  },
+  confirm_broaden: {
+    status: 409, section: '7.3',
+    message: 'A rule allowing anywhere would sit beside a narrower rule for the same agent.',
+    fix: 'Send confirmBroaden: true to save the broader rule on purpose.',
+  },
+  not_allowed: {
+    status: 409, section: '7.3',
+    message: 'Only an allowed action can be settled.',
+    fix: 'Settle only actions whose decision was allow.',
+  },
+  already_settled: {
+    status: 409, section: '7.3',
+    message: 'This action is already settled.',
+    fix: 'Do not settle an action twice; read it with GET to see its settlement.',
+  },
+
+  // SPEC.md 7.4: gateway
+  unclassified_request: {
+    status: 400, section: '7.4',
+    message: 'The request names no task class and the key has no default class.',
+    fix: 'Send an x-svc-task-class header, or bind a default task class to the key.',
+  },
+  sensitive_data_blocked: {
+    status: 400, section: '7.4',
+    message: 'The request contains sensitive data and the workspace blocks it.',
+    fix: 'Remove the sensitive data named by kind in the message and send again.',
+  },
+  approval_required: {
+    status: 402, section: '7.4',
+    message: "The budget's approval step is reached.",
+    fix: 'Ask the budget owner named in the message to approve more spend.',
+  },
+  seat_limit_reached: {
+    status: 402, section: '7.4',
+    message: "The free plan's people limit is in use this month and its grace period has ended.",
+    fix: 'Remove people from the workspace or move to a plan with more seats.',
+  },
+  agent_stopped: {
+    status: 403, section: '7.4',
+    message: 'The agent is stopped; nothing was sent.',
+    fix: 'Ask the person the agent acts for, an owner or an admin to restart it in the console.',
+  },
+  policy_conflict: {
+    status: 409, section: '7.4',
+    message: 'No model satisfies the policy.',
+    fix: 'Apply one of the relaxations listed, signed off by the person named.',
+  },
+  budget_exhausted: {
+    status: 429, section: '7.4',
+    message: "The budget's hard ceiling is reached.",
+    fix: 'Wait for the next budget period or ask an admin to raise the budget.',
+  },
+  upstream_failure: {
+    status: 502, section: '7.4',
+    message: 'Every eligible model failed.',
+    fix: 'Retry later; attemptedModels lists what was tried.',
+  },
+
+  // SPEC.md 7.5: machine administration
+  invalid_token: {
+    status: 401, section: '7.5',
+    message: 'The service token is unknown, revoked, or used from an address it is not pinned to.',
+    fix: 'Send a current service token from an address in its ipAllow ranges.',
+  },
+  token_expired: {
+    status: 401, section: '7.5',
+    message: 'The service token has expired.',
+    fix: 'Ask an owner to create a new service token.',
+  },
+  invalid_budget: {
+    status: 400, section: '7.5', validation: true,
+    message: 'The budget has an invalid scope, amount, period or ladder.',
+    fix: 'Correct each budget field listed in errors.',
+  },
+  missing_scope: {
+    status: 403, section: '7.5',
+    message: 'The service token lacks the scope this route needs.',
+    fix: 'Use a token created with the scope named in the message.',
+  },
+  template_only: {
+    status: 400, section: '7.5',
+    message: 'A service token may attach mandates from templates only.',
+    fix: 'Remove mandate or rules from the body and name templates instead.',
+  },
+  unknown_template: {
+    status: 400, section: '7.5',
+    message: 'A named template or blueprint does not exist in this workspace.',
+    fix: 'Name templates and blueprints that exist in this workspace.',
+  },
+  invalid_selector: {
+    status: 400, section: '7.5',
+    message: 'The selector is malformed.',
+    fix: 'Send a selector with agentIds, tags, blueprint, actsFor or all.',
+  },
+  nothing_selected: {
+    status: 400, section: '7.5',
+    message: 'The selector matches no agent.',
+    fix: 'Send a selector that matches at least one agent.',
+  },
+  reason_required: {
+    status: 400, section: '7.5',
+    message: 'A freeze needs a reason.',
+    fix: 'Send a non-empty reason.',
+  },
+  confirm_count_required: {
+    status: 409, section: '7.5',
+    message: 'A bulk freeze needs confirmCount equal to the number of agents selected.',
+    fix: 'Send confirmCount equal to the current match count.',
+  },
+  selection_changed: {
+    status: 409, section: '7.5',
+    message: 'The number of agents selected changed since it was counted.',
+    fix: 'Check the selection again and send confirmCount equal to newCount.',
+  },
+  drill_cooldown: {
+    status: 429, section: '7.5',
+    message: 'One drill per hour per workspace per token.',
+    fix: 'Wait the number of seconds in the retry-after header before the next drill.',
+  },
+
+  // Validation types of other issues, listed in SPEC.md 7.1
+  invalid_application: {
+    status: 400, section: '7.1', validation: true,
+    message: 'The application has malformed fields.',
+    fix: 'Correct each field listed in errors.',
+  },
+  invalid_upstream: {
+    status: 400, section: '7.1', validation: true,
+    message: 'The upstream has malformed fields.',
+    fix: 'Correct each field listed in errors.',
+  },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorType = keyof typeof catalogue;
+
+export const errorTypes = Object.keys(catalogue) as ErrorType[];
+
+export function entryOf(type: ErrorType): CatalogueEntry {
+  return catalogue[type];
+}
+
+export function docsUrl(baseUrl: string, type: ErrorType): string {
+  return `${baseUrl}/docs/errors#${type}`;
+}

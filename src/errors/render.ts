@@ -1,0 +1,42 @@
+import { AppError } from './app-error.js';
+import { docsUrl, entryOf } from './catalogue.js';
+
+/** Members a detail may never overwrite. */
+const RESERVED = new Set(['type', 'message', 'fix', 'docs', 'requestId']);
+
+export interface RenderContext {
+  baseUrl: string;
+  requestId: string;
+  production: boolean;
+}
+
+export interface ErrorBody {
+  error: {
+    type: string;
+    message: string;
+    fix?: string;
+    docs: string;
+    requestId: string;
+    [detail: string]: unknown;
+  };
+}
+
+/**
+ * The HTTP JSON rendering of an error (SPEC.md 7.1). Other surfaces (the vendor envelope,
+ * OAuth, JSON-RPC, the CLI) wrap or translate this one.
+ */
+export function renderError(err: AppError, ctx: RenderContext): ErrorBody {
+  const internal = err.status >= 500;
+  const message = internal && ctx.production ? entryOf('internal').message : err.message;
+  const extra = Object.fromEntries(Object.entries(internal ? {} : err.details).filter(([k]) => !RESERVED.has(k)));
+  return {
+    error: {
+      type: err.type,
+      message,
+      fix: err.fix,
+      docs: docsUrl(ctx.baseUrl, err.type),
+      requestId: ctx.requestId,
+      ...extra,
+    },
+  };
+}

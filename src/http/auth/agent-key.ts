@@ -1,0 +1,32 @@
+import type { Server } from '@hapi/hapi';
+import { AppError } from '../../errors/app-error.js';
+import type { KeysService } from '../../keys/index.js';
+import { hasPrefix } from '../../lib/ids.js';
+import { AGENT_KEY, credentials, expectedCredential } from './callers.js';
+import { bearer } from './bearer.js';
+
+/**
+ * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent.
+ * - no ask_ bearer: 401 unauthenticated (other kinds of credential are not read);
+ * - unknown or revoked: 401 invalid_api_key;
+ * - a workspace key (not bound to an agent): 403 agent_key_required;
+ * - its agent was removed: 403 agent_not_found.
+ */
+export function registerAgentKey(server: Server, deps: { keys: KeysService }): void {
+  server.auth.scheme(AGENT_KEY, () => ({
+    authenticate(request, h) {
+      const value = bearer(request);
+      if (!value || !hasPrefix(value, 'ask')) {
+        throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[AGENT_KEY]}; none was sent.` });
+      }
+      const resolved = deps.keys.resolve(value);
+      if (!resolved) throw new AppError('invalid_api_key');
+      if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
+      if (!resolved.agent || resolved.agent.removedAt) throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });
+      return h.authenticated({
+        credentials: credentials({ kind: 'agent', workspaceId: resolved.record.workspaceId, agent: resolved.agent, key: resolved.record }),
+      });
+    },
+  }));
+  server.auth.strategy(AGENT_KEY, AGENT_KEY);
+}

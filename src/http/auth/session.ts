@@ -1,0 +1,48 @@
+import Cookie from '@hapi/cookie';
+import type { Server } from '@hapi/hapi';
+import type { PeopleService } from '../../people/index.js';
+import { SESSION, SESSION_HOST, credentials } from './callers.js';
+
+/**
+ * Session cookie (SPEC.md 5.3.3): `__Host-sid` in production, `sid` on a local http server
+ * (which also accepts `__Host-sid`). HttpOnly, SameSite=Lax, Secure in production. The cookie
+ * seals a random session secret; the store holds only its hash and is checked on every request,
+ * so signing out or removing a member ends the session at once. Bearer tokens are not read here.
+ */
+export interface SessionOptions {
+  production: boolean;
+  cookiePassword: string;
+  ttlMs: number;
+  people: PeopleService;
+}
+
+export interface SessionCookie {
+  sid: string;
+}
+
+export function sessionCookieName(production: boolean): string {
+  return production ? '__Host-sid' : 'sid';
+}
+
+/** The strategies a console route names (one caller kind: the session cookie). */
+export function sessionStrategies(production: boolean): string[] {
+  return production ? [SESSION] : [SESSION, SESSION_HOST];
+}
+
+export async function registerSession(server: Server, options: SessionOptions): Promise<void> {
+  await server.register(Cookie);
+  const validate = async (_request: unknown, session: unknown) => {
+    const sid = (session as Partial<SessionCookie> | undefined)?.sid;
+    const user = typeof sid === 'string' ? options.people.sessionUser(sid) : undefined;
+    if (!user || !sid) return { isValid: false };
+    return { isValid: true, credentials: credentials({ kind: 'session', user, secret: sid }) };
+  };
+  const cookie = (name: string, secure: boolean) => ({
+    name, password: options.cookiePassword, isSecure: secure, isHttpOnly: true, isSameSite: 'Lax' as const,
+    path: '/', ttl: options.ttlMs, clearInvalid: true, strictHeader: true,
+  });
+  server.auth.strategy(SESSION, 'cookie', { cookie: cookie(sessionCookieName(options.production), options.production), validate });
+  if (!options.production) {
+    server.auth.strategy(SESSION_HOST, 'cookie', { cookie: cookie('__Host-sid', true), validate, requestDecoratorName: 'cookieAuthHost' });
+  }
+}

@@ -1,0 +1,30 @@
+import ipaddr from 'ipaddr.js';
+import type { Request } from '@hapi/hapi';
+import { addressAllowed } from '../service-tokens/index.js';
+
+/**
+ * The client's address: the socket's, unless the socket belongs to a configured trusted proxy,
+ * in which case the right-most x-forwarded-for entry that is not itself a trusted proxy.
+ * With no trusted proxies configured, x-forwarded-for is never believed.
+ */
+export function clientAddress(request: Request, trustedProxies: readonly string[]): string {
+  const socket = normalise(request.info.remoteAddress);
+  if (trustedProxies.length === 0 || !addressAllowed(socket, trustedProxies)) return socket;
+  const header = request.headers['x-forwarded-for'];
+  const joined: string = Array.isArray(header) ? header.join(',') : (typeof header === 'string' ? header : '');
+  const hops = joined.split(',').map((s) => s.trim()).filter(Boolean);
+  for (let i = hops.length - 1; i >= 0; i -= 1) {
+    const hop = normalise(hops[i]!);
+    if (!ipaddr.isValid(hop)) return socket;
+    if (!addressAllowed(hop, trustedProxies)) return hop;
+  }
+  return socket;
+}
+
+function normalise(address: string): string {
+  try {
+    return ipaddr.process(address).toString();
+  } catch {
+    return address;
+  }
+}

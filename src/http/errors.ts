@@ -1,0 +1,82 @@
+import type { Boom } from '@hapi/boom';
+import type { Request, ResponseObject, Server } from '@hapi/hapi';
+import { AppError, type FieldError } from '../errors/app-error.js';
+import type { ErrorType } from '../errors/catalogue.js';
+import { expectedCredential } from './auth/callers.js';
+import { svcOptions } from './route-options.js';
+
+/**
+ * The one translation point from anything a request can fail with to an AppError:
+ * our own typed errors pass through; hapi's Boom errors (routing, payload, auth, timeouts) are
+ * mapped to catalogue types; anything else is `internal`.
+ */
+
+interface JoiLikeError extends Error {
+  details?: Array<{ path: Array<string | number>; message: string }>;
+}
+
+/** hapi validate.failAction: joi details to SPEC.md `errors` (dotted field, messages joined). */
+export function validationFailAction(source: 'payload' | 'query' | 'params' | 'headers') {
+  return (request: Request, _h: unknown, err: Error | undefined): never => {
+    const details = (err as JoiLikeError | undefined)?.details ?? [];
+    const errors: FieldError[] = details.length > 0
+      ? details.map((d) => ({
+        field: d.path.length === 0 ? null : [...(source === 'payload' ? [] : [source]), ...d.path].join('.'),
+        message: d.message,
+      }))
+      : [{ field: null, message: err?.message ?? 'invalid request' }];
+    const type: ErrorType = svcOptions(request.route.settings).validationType ?? 'invalid_request';
+    throw new AppError(type, { details: { errors } });
+  };
+}
+
+/** hapi payload.failAction: the body could not be read or parsed. */
+export function payloadFailAction(_request: Request, _h: unknown, err: Error | undefined): never {
+  const boom = err as Boom | undefined;
+  const status = boom?.output?.statusCode;
+  if (status === 413) throw new AppError('body_too_large');
+  if (status === 415) {
+    throw new AppError('invalid_request', { details: { errors: [{ field: null, message: 'content-type must be application/json' }] } });
+  }
+  throw new AppError('invalid_json', { message: `The request body is not valid JSON${boom?.message && !/format/.test(boom.message) ? `: ${boom.message}` : '.'}` });
+}
+
+export function toAppError(server: Server, request: Request, response: Boom | Error): AppError {
+  if (response instanceof AppError) return response;
+  const boom = response as Boom;
+  const status = boom.isBoom ? boom.output.statusCode : 500;
+  if (status === 404 && isUnmatched(request)) return unmatchedError(server, request);
+  switch (status) {
+    case 400: return new AppError('invalid_request', { details: { errors: [{ field: null, message: boom.message }] } });
+    case 401: return unauthenticated(request, boom);
+    case 403: return new AppError('forbidden');
+    case 404: return new AppError('not_found');
+    case 413: return new AppError('body_too_large');
+    case 415: return new AppError('invalid_request', { details: { errors: [{ field: null, message: 'unsupported content-type' }] } });
+    case 503: return new AppError('overloaded', { headers: { 'retry-after': '5' } });
+    default: return new AppError('internal', { cause: response });
+  }
+}
+
+// Filled by the server at start so that this module needs no import cycle.
+let unmatchedError: (server: Server, request: Request) => AppError = () => new AppError('route_not_found');
+export function setUnmatched(fn: typeof unmatchedError): void {
+  unmatchedError = fn;
+}
+
+function isUnmatched(request: Request): boolean {
+  return (request.route.method as string) === '_special' || request.route.settings.isInternal === true;
+}
+
+function unauthenticated(request: Request, boom: Boom): AppError {
+  const strategy = request.route.settings.auth && request.route.settings.auth.strategies?.[0];
+  const expected = strategy ? expectedCredential[strategy] : undefined;
+  // @hapi/cookie: a cookie was sent but names no live session (signed out, expired, removed).
+  const stale = /invalid|expired|bad/i.test(boom.message ?? '');
+  const message = stale
+    ? 'The session has ended or is not valid; sign in again.'
+    : `This route takes ${expected ?? 'a credential'}; none was sent.`;
+  return new AppError('unauthenticated', { message });
+}
+
+export type { ResponseObject };

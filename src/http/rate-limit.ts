@@ -1,0 +1,40 @@
+import type { Clock } from '../lib/clock.js';
+
+/**
+ * Fixed one-minute windows per key (a client address, an agent). Memory is bounded: windows
+ * that ended are dropped when the table is swept, at most once per window.
+ */
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets. */
+  resetSeconds: number;
+}
+
+export function createRateLimiter(options: { limit: number; windowMs?: number; clock: Clock }) {
+  const windowMs = options.windowMs ?? 60_000;
+  const windows = new Map<string, { start: number; count: number }>();
+  let lastSweep = 0;
+
+  return {
+    take(key: string): RateDecision {
+      const now = options.clock.now();
+      if (now - lastSweep > windowMs) {
+        for (const [k, w] of windows) if (now - w.start >= windowMs) windows.delete(k);
+        lastSweep = now;
+      }
+      let w = windows.get(key);
+      if (!w || now - w.start >= windowMs) {
+        w = { start: now, count: 0 };
+        windows.set(key, w);
+      }
+      const resetSeconds = Math.max(1, Math.ceil((w.start + windowMs - now) / 1000));
+      if (w.count >= options.limit) return { allowed: false, limit: options.limit, remaining: 0, resetSeconds };
+      w.count += 1;
+      return { allowed: true, limit: options.limit, remaining: options.limit - w.count, resetSeconds };
+    },
+  };
+}
+
+export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -1,0 +1,24 @@
+import type {} from '@hapi/hapi';
+import type { ErrorType } from '../errors/catalogue.js';
+
+/** What a route declares under `options.plugins.svc`, read by the server's extensions. */
+export interface SvcRouteOptions {
+  /** Public routes are limited per client address. */
+  rateLimit?: 'public' | 'signIn';
+  /** Validation type for this route's request errors (default invalid_request). */
+  validationType?: ErrorType;
+  /** Workspace-key routes: the key scope needed (admin), or whether agent keys are accepted. */
+  keyScope?: 'admin' | 'any-workspace' | 'any';
+  /** Service-token routes: the scope needed. */
+  tokenScope?: string;
+}
+
+declare module '@hapi/hapi' {
+  interface PluginSpecificConfiguration {
+    svc?: SvcRouteOptions;
+  }
+}
+
+export function svcOptions(settings: { plugins?: { svc?: SvcRouteOptions } }): SvcRouteOptions {
+  return settings.plugins?.svc ?? {};
+}

@@ -1,0 +1,107 @@
+import { createServer as createNodeServer } from 'node:http';
+import Hapi from '@hapi/hapi';
+import type { Server } from '@hapi/hapi';
+import { agentsAdminRoutes } from '../agents/http.js';
+import type { App } from '../app.js';
+import { gateRoutes } from '../gate/http.js';
+import { modelsRoutes } from '../gateway/http.js';
+import { keysRoutes } from '../keys/http.js';
+import { peopleRoutes } from '../people/http.js';
+import { deriveKey } from '../store/index.js';
+import { registerAgentKey } from './auth/agent-key.js';
+import { registerServiceToken } from './auth/service-token.js';
+import { registerSession } from './auth/session.js';
+import { registerWorkspaceKey } from './auth/workspace-key.js';
+import { payloadFailAction, validationFailAction } from './errors.js';
+import { guards } from './guards.js';
+import { pipeline } from './pipeline.js';
+import { systemRoutes } from './system.js';
+
+/**
+ * Builds the hapi server. Plugins are registered explicitly and in order: the response pipeline
+ * first (so that every later failure is rendered), then guards, auth strategies, routes.
+ *
+ * Hardening: the Node server checks headersTimeout and requestTimeout every
+ * connectionsCheckingInterval (about a second, not Node's 30 s default), so slow-loris sockets
+ * are closed; bodies over the limit are cut off as they stream in, never buffered whole.
+ */
+export interface HttpServer {
+  server: Server;
+  /** The public base address: configured, or as bound. */
+  baseUrl(): string;
+  start(): Promise<void>;
+  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout). */
+  stop(): Promise<void>;
+}
+
+export async function createHttpServer(app: App): Promise<HttpServer> {
+  const { settings, services, log, clock } = app;
+  const production = settings.env === 'production';
+  const listener = createNodeServer({
+    headersTimeout: settings.server.headersTimeoutMs,
+    requestTimeout: settings.server.requestTimeoutMs,
+    connectionsCheckingInterval: settings.server.connectionsCheckingIntervalMs,
+  });
+  let draining = false;
+  const baseUrl = () => settings.baseUrl ?? server.info.uri;
+
+  const server = Hapi.server({
+    listener,
+    host: settings.server.host,
+    port: settings.server.port,
+    autoListen: true,
+    debug: false,
+    router: { stripTrailingSlash: false },
+    load: { sampleInterval: 0 },
+    routes: {
+      payload: { maxBytes: settings.limits.bodyBytes, failAction: payloadFailAction },
+      validate: {
+        options: { abortEarly: false, errors: { wrap: { label: '"' } } },
+        failAction: async (request, h, err) => {
+          // hapi does not say which source failed; the error's _original and details do.
+          const source = (err as { output?: { payload?: { validation?: { source?: string } } } }).output?.payload?.validation?.source;
+          return validationFailAction((source as 'payload' | 'query' | 'params' | 'headers' | undefined) ?? 'payload')(request, h, err);
+        },
+      },
+      response: { emptyStatusCode: 204 },
+      // Answers can carry secrets shown once (minted keys): never cached anywhere.
+      cache: { otherwise: 'no-store' },
+      security: { noSniff: true, xframe: 'deny', referrer: 'no-referrer', hsts: production },
+    },
+  });
+
+  await server.register({ plugin: pipeline, options: { baseUrl, production, log } });
+  await server.register({
+    plugin: guards,
+    options: { clock, baseUrl, trustedProxies: settings.server.trustedProxies, load: settings.load, rateLimits: settings.rateLimits },
+  });
+
+  registerAgentKey(server, { keys: services.keys });
+  registerWorkspaceKey(server, { keys: services.keys });
+  registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
+  await registerSession(server, {
+    production,
+    cookiePassword: deriveKey(app.masterKey, 'cookie-seal').toString('hex'),
+    ttlMs: settings.session.ttlHours * 3_600_000,
+    people: services.people,
+  });
+
+  await server.register({ plugin: systemRoutes, options: { store: app.store, isDraining: () => draining } });
+  await server.register({ plugin: peopleRoutes, options: { people: services.people, production } });
+  await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production } });
+  await server.register({ plugin: agentsAdminRoutes, options: { agents: services.agents } });
+  await server.register({ plugin: gateRoutes, options: {} });
+  await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models, providers: settings.gateway.providers } });
+
+  return {
+    server,
+    baseUrl,
+    async start() {
+      await server.start();
+    },
+    async stop() {
+      draining = true;
+      await server.stop({ timeout: settings.server.shutdownTimeoutMs });
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import Joi from 'joi';
+import type { Plugin } from '@hapi/hapi';
+import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { PeopleService } from '../people/index.js';
+import { mintKeySchema, type MintKeyInput } from './schemas.js';
+import { toKeyView, type KeysService } from './service.js';
+
+const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
+const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
+
+/** Workspace keys: minted by an admin key (machines) or in the console (owners, admins). */
+export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean }> = {
+  name: 'svc-keys',
+  register(server, { keys, people, production }) {
+    const session = { strategies: sessionStrategies(production) };
+    server.route([
+      {
+        method: 'POST', path: '/v1/admin/keys',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } }, validate: { payload: mintKeySchema } },
+        async handler(request, h) {
+          const c = caller(request, 'workspace-key');
+          return h.response(await keys.mint(c.workspaceId, request.payload as MintKeyInput, actorOf(c))).code(201);
+        },
+      },
+      {
+        method: 'GET', path: '/v1/whoami',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
+        handler: (request) => toKeyView(caller(request, 'workspace-key').key),
+      },
+      {
+        method: 'GET', path: '/api/w/{wid}/keys',
+        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
+        handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          people.authorize(w, caller(request, 'session').user.id, 'keys.manage');
+          const { limit, cursor } = request.query as { limit: number; cursor?: string };
+          return keys.list(w, { limit, ...(cursor ? { after: cursor } : {}) });
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/keys',
+        options: { auth: session, validate: { params: Joi.object({ wid }), payload: mintKeySchema } },
+        async handler(request, h) {
+          const { wid: w } = request.params as { wid: string };
+          const c = caller(request, 'session');
+          people.authorize(w, c.user.id, 'keys.manage');
+          return h.response(await keys.mint(w, request.payload as MintKeyInput, actorOf(c))).code(201);
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/keys/{id}',
+        options: { auth: session, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
+        async handler(request) {
+          const { wid: w, id } = request.params as { wid: string; id: string };
+          people.authorize(w, caller(request, 'session').user.id, 'keys.manage');
+          await keys.revoke(w, id);
+          return {};
+        },
+      },
+    ]);
+  },
+};

@@ -1,0 +1,28 @@
+import Joi from 'joi';
+import type { KeyScope } from '../store/index.js';
+
+export interface MintKeyInput {
+  scope: KeyScope;
+  name?: string;
+  principal?: string;
+  team?: string;
+  defaultTaskClass?: string;
+  policyProfile?: string;
+  agentId?: string;
+}
+
+const label = Joi.string().trim().min(1).max(200);
+
+/** SPEC.md 2.2 and API.md section 4: POST /v1/admin/keys and POST /api/w/{wid}/keys. */
+export const mintKeySchema = Joi.object<MintKeyInput>({
+  scope: Joi.string().valid('agent', 'inference', 'admin').default('inference'),
+  name: label,
+  principal: label,
+  team: label,
+  defaultTaskClass: Joi.string().pattern(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/).max(100)
+    .messages({ 'string.pattern.base': '"defaultTaskClass" must be a dotted class such as code.review' }),
+  policyProfile: label,
+  agentId: Joi.string().pattern(/^agt_[0-9A-Za-z]{22}$/)
+    .when('scope', { is: 'agent', then: Joi.required(), otherwise: Joi.forbidden() })
+    .messages({ 'any.unknown': '"agentId" is only for keys of scope agent', 'string.pattern.base': '"agentId" must be an agent id (agt_...)' }),
+});

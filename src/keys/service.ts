@@ -1,0 +1,99 @@
+import { AppError } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import { hasPrefix, type IdSource } from '../lib/ids.js';
+import { secretHash } from '../lib/secrets.js';
+import type { AgentRecord, KeyRecord, Store } from '../store/index.js';
+import { agentsRepo } from '../agents/repo.js';
+import { keysRepo } from './repo.js';
+import type { MintKeyInput } from './schemas.js';
+
+/**
+ * Rules:
+ * - A key value (ask_ + 256 random bits) is returned once, at minting; the store keeps its
+ *   SHA-256 hash and finds the key by that hash.
+ * - A key of scope `agent` is bound to exactly one live agent of the same workspace.
+ * - A revoked key is unknown from the next request on.
+ */
+
+export interface KeyView {
+  id: string;
+  scope: KeyRecord['scope'];
+  name: string | null;
+  principal: string | null;
+  team: string | null;
+  defaultTaskClass: string | null;
+  policyProfile: string | null;
+  agentId: string | null;
+  workspaceId: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface ResolvedKey {
+  record: KeyRecord;
+  /** For agent keys: the bound agent, which may have been removed. */
+  agent?: AgentRecord | undefined;
+}
+
+export function toKeyView(r: KeyRecord): KeyView {
+  return {
+    id: r.id, scope: r.scope, name: r.name, principal: r.principal, team: r.team,
+    defaultTaskClass: r.defaultTaskClass, policyProfile: r.policyProfile, agentId: r.agentId,
+    workspaceId: r.workspaceId, createdAt: r.createdAt, revokedAt: r.revokedAt,
+  };
+}
+
+export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSource }) {
+  const { store, clock, ids } = deps;
+  const repo = keysRepo(store);
+  const agents = agentsRepo(store);
+
+  return {
+    /** Mints a key; `createdBy` is the actor as the ledger names it (user:…, key:…, operator). */
+    async mint(workspaceId: string, input: MintKeyInput, createdBy: string): Promise<KeyView & { key: string }> {
+      const key = ids.secret('ask');
+      const record: KeyRecord = {
+        id: ids.id('key'), workspaceId, scope: input.scope, name: input.name ?? null,
+        principal: input.principal ?? null, team: input.team ?? null,
+        defaultTaskClass: input.defaultTaskClass ?? null, policyProfile: input.policyProfile ?? null,
+        agentId: input.agentId ?? null, hash: secretHash(key), createdAt: isoAt(clock.now()), createdBy,
+        revokedAt: null,
+      };
+      await store.write(() => {
+        if (record.scope === 'agent') {
+          const agent = agents.get(workspaceId, record.agentId!);
+          if (!agent || agent.removedAt) {
+            throw new AppError('invalid_request', { details: { errors: [{ field: 'agentId', message: '"agentId" names no agent in this workspace' }] } });
+          }
+        }
+        repo.put(record);
+      });
+      return { ...toKeyView(record), key };
+    },
+
+    /** The live key behind a presented value, or undefined (unknown or revoked). */
+    resolve(value: string): ResolvedKey | undefined {
+      if (!hasPrefix(value, 'ask')) return undefined;
+      const record = repo.byHash(secretHash(value));
+      if (!record || record.revokedAt) return undefined;
+      if (record.scope !== 'agent') return { record };
+      return { record, agent: agents.get(record.workspaceId, record.agentId!) };
+    },
+
+    list(wid: string, options: { after?: string; limit: number }) {
+      const rows = repo.list(wid, { ...options, limit: options.limit + 1 });
+      const page = rows.slice(0, options.limit);
+      return { data: page.map(toKeyView), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
+    },
+
+    async revoke(wid: string, keyId: string): Promise<void> {
+      await store.write(() => {
+        const record = repo.get(wid, keyId);
+        if (!record || record.revokedAt) throw new AppError('not_found', { message: 'No such key in this workspace.' });
+        repo.put({ ...record, revokedAt: isoAt(clock.now()) });
+      });
+    },
+  };
+}
+
+export type KeysService = ReturnType<typeof createKeysService>;

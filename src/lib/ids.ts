@@ -1,0 +1,36 @@
+import { randomBytes, randomInt } from 'node:crypto';
+
+/**
+ * Identifiers and secret values (API.md conventions).
+ * - Ids: a prefix plus 22 random base62 characters (about 131 bits).
+ * - Secrets: a prefix plus 43 base64url characters (256 bits), shown once, stored as hashes.
+ */
+
+export type IdPrefix = 'ws' | 'usr' | 'agt' | 'act' | 'apr' | 'mnd' | 'tpl' | 'bp' | 'key' | 'tok'
+  | 'evr' | 'whk' | 'bud' | 'call' | 'task' | 'cnx' | 'req';
+export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export interface IdSource {
+  id(prefix: IdPrefix): string;
+  secret(prefix: SecretPrefix): string;
+}
+
+export const randomIds: IdSource = {
+  id(prefix) {
+    let out = `${prefix}_`;
+    for (let i = 0; i < 22; i += 1) out += BASE62[randomInt(62)];
+    return out;
+  },
+  secret(prefix) {
+    return `${prefix}_${randomBytes(32).toString('base64url')}`;
+  },
+};
+
+export const ID_PATTERN = /^[a-z]+_[0-9A-Za-z]{22}$/;
+export const SECRET_PATTERN = /^[a-z]+_[0-9A-Za-z_-]{43}$/;
+
+export function hasPrefix(value: string, prefix: SecretPrefix | IdPrefix): boolean {
+  return value.startsWith(`${prefix}_`);
+}

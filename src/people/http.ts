@@ -1,0 +1,48 @@
+import Joi from 'joi';
+import type { Plugin } from '@hapi/hapi';
+import { caller } from '../http/auth/callers.js';
+import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
+import type { PeopleService } from './service.js';
+
+/** Sign-in and the signed-in person (API.md section 2). */
+export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean }> = {
+  name: 'svc-people',
+  register(server, { people, production }) {
+    const cookieName = sessionCookieName(production);
+    const session = { strategies: sessionStrategies(production) };
+    server.route([
+      {
+        method: 'POST', path: '/api/session',
+        options: {
+          auth: false,
+          plugins: { svc: { rateLimit: 'signIn' } },
+          validate: {
+            payload: Joi.object({
+              email: Joi.string().trim().max(320).required(),
+              password: Joi.string().max(1024).required(),
+              totp: Joi.string().pattern(/^\d{6,8}$/),
+            }),
+          },
+        },
+        async handler(request, h) {
+          const { email, password } = request.payload as { email: string; password: string };
+          const result = await people.signIn(email, password);
+          h.state(cookieName, { sid: result.secret });
+          return { user: result.user, workspaces: result.workspaces };
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/session', options: { auth: session },
+        async handler(request, h) {
+          await people.signOut(caller(request, 'session').secret);
+          h.unstate(cookieName);
+          return {};
+        },
+      },
+      {
+        method: 'GET', path: '/api/me', options: { auth: session },
+        handler: (request) => people.me(caller(request, 'session').user.id),
+      },
+    ]);
+  },
+};

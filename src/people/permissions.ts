@@ -1,0 +1,24 @@
+import type { Role } from '../store/index.js';
+
+/**
+ * The one permission table for console routes (SPEC.md 5.3.5): owners and admins manage
+ * everything; members manage agents that act for them; analysts read reports; auditors read
+ * evidence. Every console route names one permission from here.
+ */
+export const permissions = {
+  'workspace.read': ['owner', 'admin', 'member', 'analyst', 'auditor'],
+  'keys.manage': ['owner', 'admin'],
+  'service-tokens.manage': ['owner'],
+  'members.manage': ['owner', 'admin'],
+  'ledger.read': ['owner', 'admin', 'auditor'],
+} as const satisfies Record<string, readonly Role[]>;
+
+export type Permission = keyof typeof permissions;
+
+export function roleAllows(role: Role, permission: Permission): boolean {
+  return (permissions[permission] as readonly Role[]).includes(role);
+}
+
+export function rolesFor(permission: Permission): readonly Role[] {
+  return permissions[permission];
+}

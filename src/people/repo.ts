@@ -1,0 +1,54 @@
+import type { MemberRecord, Role, SessionRecord, Store, UserRecord, WorkspaceRecord } from '../store/index.js';
+
+/** Reads and writes of workspaces, people, memberships and sessions. Writes go inside store.write(). */
+export function peopleRepo(store: Store) {
+  const t = store.tables;
+  return {
+    workspaceCount(): number {
+      return t.workspaces.scan([], { limit: 1 }).length;
+    },
+    getWorkspace(wid: string): WorkspaceRecord | undefined {
+      return t.workspaces.get(wid);
+    },
+    putWorkspace(ws: WorkspaceRecord): void {
+      t.workspaces.put(ws.id, ws);
+    },
+    userByEmail(email: string): UserRecord | undefined {
+      const uid = t.usersByEmail.get(email.trim().toLowerCase());
+      return uid === undefined ? undefined : t.users.get(uid);
+    },
+    getUser(uid: string): UserRecord | undefined {
+      return t.users.get(uid);
+    },
+    putUser(user: UserRecord): void {
+      t.users.put(user.id, user);
+      t.usersByEmail.put(user.email.trim().toLowerCase(), user.id);
+    },
+    putMember(member: MemberRecord): void {
+      t.members.put([member.workspaceId, member.userId], member);
+      t.userWorkspaces.put([member.userId, member.workspaceId], member.role);
+    },
+    roleIn(wid: string, uid: string): Role | undefined {
+      return t.members.get([wid, uid])?.role;
+    },
+    workspacesOf(uid: string): Array<{ workspace: WorkspaceRecord; role: Role }> {
+      const out: Array<{ workspace: WorkspaceRecord; role: Role }> = [];
+      for (const { key, value } of t.userWorkspaces.scan([uid])) {
+        const workspace = t.workspaces.get(String(key[1]));
+        if (workspace) out.push({ workspace, role: value });
+      }
+      return out;
+    },
+    getSession(hash: string): SessionRecord | undefined {
+      return t.sessions.get(hash);
+    },
+    putSession(hash: string, session: SessionRecord): void {
+      t.sessions.put(hash, session);
+    },
+    removeSession(hash: string): void {
+      t.sessions.remove(hash);
+    },
+  };
+}
+
+export type PeopleRepo = ReturnType<typeof peopleRepo>;

@@ -1,0 +1,132 @@
+import { AppError } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import { secretHash } from '../lib/secrets.js';
+import type { Role, Store, UserRecord } from '../store/index.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { roleAllows, rolesFor, type Permission } from './permissions.js';
+import { peopleRepo } from './repo.js';
+
+/**
+ * Rules:
+ * - A wrong email and a wrong password give the same error after the same work (argon2 verify).
+ * - A session is a 256-bit random secret in the cookie; the store keeps only its hash.
+ * - A session ends at its expiry or at sign-out, checked on every request against the store.
+ * - A workspace the person is not a member of is "not found", never "forbidden".
+ */
+
+export interface PeopleDeps {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  sessionTtlMs: number;
+}
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export interface WorkspaceView {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export function toPublicUser(user: UserRecord): PublicUser {
+  return { id: user.id, email: user.email, name: user.name };
+}
+
+export function createPeopleService(deps: PeopleDeps) {
+  const { store, clock, ids } = deps;
+  const repo = peopleRepo(store);
+
+  function workspacesOf(uid: string): WorkspaceView[] {
+    return repo.workspacesOf(uid).map(({ workspace, role }) => ({ id: workspace.id, name: workspace.name, role }));
+  }
+
+  return {
+    workspaceCount: () => repo.workspaceCount(),
+
+    /** Creates a workspace with its first owner (first start, `svc init`, tests). */
+    async createWorkspace(input: { name: string; ownerEmail: string; ownerName?: string; ownerPassword: string }) {
+      const passwordHash = await hashPassword(input.ownerPassword);
+      const at = isoAt(clock.now());
+      const workspace = { id: ids.id('ws'), name: input.name, createdAt: at };
+      const user: UserRecord = {
+        id: ids.id('usr'), email: input.ownerEmail.trim(), name: input.ownerName ?? input.ownerEmail.split('@')[0]!,
+        passwordHash, createdAt: at,
+      };
+      await store.write(() => {
+        if (repo.userByEmail(user.email)) throw new AppError('invalid_request', { details: { errors: [{ field: 'email', message: 'a person with this email already exists' }] } });
+        repo.putWorkspace(workspace);
+        repo.putUser(user);
+        repo.putMember({ workspaceId: workspace.id, userId: user.id, role: 'owner', addedAt: at });
+      });
+      return { workspaceId: workspace.id, ownerId: user.id };
+    },
+
+    /** Adds a person to a workspace (members routes arrive with the people issue). */
+    async addMember(input: { workspaceId: string; email: string; name?: string; password: string; role: Role }) {
+      const passwordHash = await hashPassword(input.password);
+      const at = isoAt(clock.now());
+      return store.write(() => {
+        let user = repo.userByEmail(input.email);
+        if (!user) {
+          user = { id: ids.id('usr'), email: input.email.trim(), name: input.name ?? input.email.split('@')[0]!, passwordHash, createdAt: at };
+          repo.putUser(user);
+        }
+        repo.putMember({ workspaceId: input.workspaceId, userId: user.id, role: input.role, addedAt: at });
+        return toPublicUser(user);
+      });
+    },
+
+    async signIn(email: string, password: string) {
+      const user = repo.userByEmail(email);
+      const ok = await verifyPassword(user?.passwordHash, password);
+      if (!user || !ok) {
+        throw new AppError('unauthenticated', {
+          message: 'The email or password is wrong.',
+          fix: 'Check the email and password and sign in again.',
+        });
+      }
+      const secret = ids.secret('sid');
+      const now = clock.now();
+      await store.write(() => repo.putSession(secretHash(secret), {
+        userId: user.id, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs),
+      }));
+      return { secret, user: toPublicUser(user), workspaces: workspacesOf(user.id) };
+    },
+
+    /** The person behind a session secret, or undefined when it is unknown or expired. */
+    sessionUser(secret: string): PublicUser | undefined {
+      const session = repo.getSession(secretHash(secret));
+      if (!session || Date.parse(session.expiresAt) <= clock.now()) return undefined;
+      const user = repo.getUser(session.userId);
+      return user ? toPublicUser(user) : undefined;
+    },
+
+    async signOut(secret: string): Promise<void> {
+      await store.write(() => repo.removeSession(secretHash(secret)));
+    },
+
+    me(uid: string) {
+      const user = repo.getUser(uid);
+      if (!user) throw new AppError('unauthenticated');
+      return { user: toPublicUser(user), workspaces: workspacesOf(uid) };
+    },
+
+    /** The caller's role in a workspace, checked against a permission of the one table. */
+    authorize(wid: string, uid: string, permission: Permission): Role {
+      const role = repo.roleIn(wid, uid);
+      if (!role || !repo.getWorkspace(wid)) throw new AppError('not_found', { message: 'No such workspace.' });
+      if (!roleAllows(role, permission)) {
+        throw new AppError('forbidden', { message: `Only ${rolesFor(permission).join(' or ')} may do this; you are ${role}.` });
+      }
+      return role;
+    },
+  };
+}
+
+export type PeopleService = ReturnType<typeof createPeopleService>;

@@ -1,0 +1,1 @@
+export { createServiceTokensService, addressAllowed, parseCidr, serviceTokenScopes, type ServiceTokensService, type CreateTokenInput } from './service.js';

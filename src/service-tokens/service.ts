@@ -1,0 +1,89 @@
+import ipaddr from 'ipaddr.js';
+import { AppError } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import { hasPrefix, type IdSource } from '../lib/ids.js';
+import { secretHash } from '../lib/secrets.js';
+import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/index.js';
+
+/**
+ * Rules (SPEC.md 2.3, 5.3.2):
+ * - Every token expires, at most 90 days after creation.
+ * - Unknown, revoked, or used from an address outside ipAllow: 401 invalid_token (one answer,
+ *   so the reply does not tell a thief which check failed); expired: 401 token_expired.
+ * - ipAllow ranges are CIDR, IPv4 or IPv6; an IPv4-mapped IPv6 client address matches IPv4 ranges.
+ * - No scope decides an approval or lifts a freeze; scopes only ever add machine reads and freezes.
+ */
+
+export const serviceTokenScopes: readonly ServiceTokenScope[] = ['agents:read', 'agents:write', 'agents:freeze', 'approvals:read', 'evidence:read'];
+
+export interface CreateTokenInput {
+  name: string;
+  scopes: ServiceTokenScope[];
+  expiresInDays: number;
+  ipAllow?: string[];
+}
+
+const DAY_MS = 86_400_000;
+
+export function parseCidr(range: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
+  return range.includes('/') ? ipaddr.parseCIDR(range) : (() => {
+    const addr = ipaddr.parse(range);
+    return [addr, addr.kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number];
+  })();
+}
+
+export function addressAllowed(address: string, ranges: readonly string[]): boolean {
+  if (ranges.length === 0) return true;
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.process(address);
+  } catch {
+    return false;
+  }
+  return ranges.some((range) => {
+    const [net, bits] = parseCidr(range);
+    return addr.kind() === net.kind() && addr.match([net, bits] as never);
+  });
+}
+
+export function createServiceTokensService(deps: { store: Store; clock: Clock; ids: IdSource }) {
+  const { store, clock, ids } = deps;
+  const t = store.tables;
+  return {
+    async create(workspaceId: string, input: CreateTokenInput) {
+      const token = ids.secret('ims');
+      const now = clock.now();
+      const record: ServiceTokenRecord = {
+        id: ids.id('tok'), workspaceId, name: input.name, scopes: [...new Set(input.scopes)],
+        ipAllow: input.ipAllow ?? [], hash: secretHash(token), createdAt: isoAt(now),
+        expiresAt: isoAt(now + input.expiresInDays * DAY_MS), revokedAt: null,
+      };
+      await store.write(() => {
+        t.serviceTokens.put([workspaceId, record.id], record);
+        t.serviceTokensByHash.put(record.hash, [workspaceId, record.id]);
+      });
+      const { hash: _hash, ...view } = record;
+      return { ...view, token };
+    },
+
+    async revoke(workspaceId: string, id: string): Promise<void> {
+      await store.write(() => {
+        const record = t.serviceTokens.get([workspaceId, id]);
+        if (!record || record.revokedAt) throw new AppError('not_found', { message: 'No such service token in this workspace.' });
+        t.serviceTokens.put([workspaceId, id], { ...record, revokedAt: isoAt(clock.now()) });
+      });
+    },
+
+    /** Authenticates a presented token from a client address; throws the SPEC.md 7.5 errors. */
+    verify(value: string, clientAddress: string): ServiceTokenRecord {
+      const ref = hasPrefix(value, 'ims') ? t.serviceTokensByHash.get(secretHash(value)) : undefined;
+      const record = ref ? t.serviceTokens.get(ref) : undefined;
+      if (!record || record.revokedAt) throw new AppError('invalid_token');
+      if (Date.parse(record.expiresAt) <= clock.now()) throw new AppError('token_expired');
+      if (!addressAllowed(clientAddress, record.ipAllow)) throw new AppError('invalid_token');
+      return record;
+    },
+  };
+}
+
+export type ServiceTokensService = ReturnType<typeof createServiceTokensService>;

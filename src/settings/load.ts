@@ -1,0 +1,110 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../lib/paths.js';
+import { envMap, settingsSchema, type Settings } from './schema.js';
+
+export type { Settings } from './schema.js';
+
+export class SettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SettingsError';
+  }
+}
+
+export interface LoadOptions {
+  /** A config file (JSON) merged over config/default.json. */
+  configFile?: string;
+  /** Values from command-line flags, as dotted paths; they win over everything. */
+  overrides?: Record<string, unknown>;
+  /** The environment to read SVC_* from; defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+const defaultFile = join(packageRoot(), 'config', 'default.json');
+
+/**
+ * Loads the settings once: defaults < config/default.json < --config FILE < SVC_* < flags.
+ * A bad value stops the start with a message naming the field.
+ */
+export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
+  const env = options.env ?? process.env;
+  const merged: Record<string, unknown> = {};
+  deepMerge(merged, readJson(defaultFile));
+  if (options.configFile) deepMerge(merged, readJson(options.configFile));
+  for (const [name, path] of envMap) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    setPath(merged, path, path === 'server.trustedProxies' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw);
+  }
+  for (const [path, value] of Object.entries(options.overrides ?? {})) {
+    if (value !== undefined) setPath(merged, path, value);
+  }
+  const { value, error } = settingsSchema.validate(merged);
+  if (error) {
+    const lines = error.details.map((detail) => `  ${detail.path.join('.')}: ${detail.message}`);
+    throw new SettingsError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const settings = value as Settings;
+  if (settings.env === 'production') checkProduction(settings);
+  return deepFreeze(settings);
+}
+
+/** Production refuses settings that are only safe on a developer's machine. */
+function checkProduction(settings: Settings): void {
+  const problems: string[] = [];
+  if (!settings.baseUrl?.startsWith('https://')) {
+    problems.push('  baseUrl: production needs the public https address (SVC_BASE_URL=https://...): the session cookie is __Host-sid, which browsers only keep over https');
+  }
+  if (problems.length > 0) throw new SettingsError(`invalid configuration for production:\n${problems.join('\n')}`);
+}
+
+function readJson(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new SettingsError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new SettingsError(`config file ${file} must hold a JSON object`);
+    }
+    return parsed as Record<string, unknown>;
+  } catch (err) {
+    if (err instanceof SettingsError) throw err;
+    throw new SettingsError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    if (key === '__proto__' || key === 'constructor' || key === 'prototype') continue;
+    const existing = target[key];
+    if (isPlainObject(existing) && isPlainObject(value)) deepMerge(existing, value);
+    else target[key] = isPlainObject(value) ? structuredClone(value) : value;
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    if (!isPlainObject(node[part])) node[part] = {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts[parts.length - 1]!] = value;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,141 @@
+import Joi from 'joi';
+
+/**
+ * Every setting, with its default and a description. Loaded once (see load.ts), validated,
+ * frozen and passed in; nothing else reads process.env.
+ */
+
+export interface GatewayProvider {
+  id: string;
+  kind: 'openai' | 'anthropic';
+  /** Public address; null: derived from the bound address (http://host:port). */
+  baseUrl: string | null;
+  apiKeyEnv?: string;
+}
+
+export interface GatewayModel {
+  id: string;
+  provider: string;
+  upstreamModel: string;
+  priceMicrosPerMTokIn: number;
+  priceMicrosPerMTokOut: number;
+  quality: number;
+  latency: number;
+  jurisdiction: { domicile: string; region: string };
+  taskClasses: string[];
+}
+
+export interface Settings {
+  env: 'development' | 'production';
+  dataDir: string;
+  baseUrl: string;
+  masterKey: string | null;
+  server: {
+    host: string;
+    port: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    connectionsCheckingIntervalMs: number;
+    shutdownTimeoutMs: number;
+    trustedProxies: string[];
+  };
+  limits: { bodyBytes: number };
+  load: {
+    sampleIntervalMs: number;
+    maxEventLoopDelayMs: number;
+    maxHeapUsedBytes: number;
+    maxRssBytes: number;
+    retryAfterSeconds: number;
+  };
+  rateLimits: { publicPerMinute: number; signInPerMinute: number };
+  session: { ttlHours: number };
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  gateway: {
+    enforcement: 'enforce' | 'shadow';
+    providers: GatewayProvider[];
+    models: GatewayModel[];
+  };
+}
+
+
+export const settingsSchema = Joi.object<Settings>({
+  env: Joi.string().valid('development', 'production').default('development')
+    .description('production: __Host-sid cookie, https base URL required, generic 500 messages'),
+  dataDir: Joi.string().min(1).default('./data').description('where the LMDB store and the master key file live'),
+  baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).pattern(/[^/]$/, 'no trailing slash')
+    .allow(null).default(null)
+    .description('public address of this deployment, used in docs links, receipts and Origin checks; default http://host:port as bound'),
+  masterKey: Joi.string().base64({ paddingRequired: false, urlSafe: true }).allow(null).default(null)
+    .description('base64url of 32 random bytes; encrypts secrets at rest. Default: a key file created beside the store'),
+  server: Joi.object({
+    host: Joi.string().hostname().default('127.0.0.1').description('address to bind'),
+    port: Joi.number().integer().min(0).max(65535).default(8080).description('port to bind; 0 picks a free one'),
+    headersTimeoutMs: Joi.number().integer().min(100).default(2000)
+      .description('a client must send its headers within this time (slow-loris guard)'),
+    requestTimeoutMs: Joi.number().integer().min(100).default(10000)
+      .description('a client must send its whole request within this time'),
+    connectionsCheckingIntervalMs: Joi.number().integer().min(100).default(1000)
+      .description('how often Node checks the two timeouts above'),
+    shutdownTimeoutMs: Joi.number().integer().min(0).default(10000)
+      .description('how long in-flight requests may run after SIGTERM'),
+    trustedProxies: Joi.array().items(Joi.string()).default([])
+      .description('CIDR ranges of reverse proxies whose x-forwarded-for is believed; empty: the socket address is the client'),
+  }).default(),
+  limits: Joi.object({
+    bodyBytes: Joi.number().integer().min(1024).default(1048576).description('request body limit for most routes'),
+  }).default(),
+  load: Joi.object({
+    sampleIntervalMs: Joi.number().integer().min(0).default(1000).description('0 turns load shedding off'),
+    maxEventLoopDelayMs: Joi.number().integer().min(0).default(1000).description('shed load above this event-loop delay; 0: no limit'),
+    maxHeapUsedBytes: Joi.number().integer().min(0).default(0).description('shed load above this heap use; 0: no limit'),
+    maxRssBytes: Joi.number().integer().min(0).default(0).description('shed load above this resident size; 0: no limit'),
+    retryAfterSeconds: Joi.number().integer().min(1).default(5).description('retry-after sent with 503 overloaded'),
+  }).default(),
+  rateLimits: Joi.object({
+    publicPerMinute: Joi.number().integer().min(1).default(120).description('requests per client address per minute on public routes'),
+    signInPerMinute: Joi.number().integer().min(1).default(10).description('sign-in attempts per client address per minute'),
+  }).default(),
+  session: Joi.object({
+    ttlHours: Joi.number().min(0.01).max(720).default(12).description('a console session ends this long after sign-in'),
+  }).default(),
+  log: Joi.object({
+    level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  }).default(),
+  gateway: Joi.object({
+    enforcement: Joi.string().valid('enforce', 'shadow').default('shadow'),
+    providers: Joi.array().items(Joi.object({
+      id: Joi.string().required(),
+      kind: Joi.string().valid('openai', 'anthropic').required(),
+      baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
+      apiKeyEnv: Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/),
+    })).unique('id').default([]),
+    models: Joi.array().items(Joi.object({
+      id: Joi.string().required(),
+      provider: Joi.string().required(),
+      upstreamModel: Joi.string().required(),
+      priceMicrosPerMTokIn: Joi.number().integer().min(0).required(),
+      priceMicrosPerMTokOut: Joi.number().integer().min(0).required(),
+      quality: Joi.number().integer().min(0).default(1),
+      latency: Joi.number().integer().min(0).default(1),
+      jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),
+      taskClasses: Joi.array().items(Joi.string()).default(['*']),
+    })).unique('id').default([]),
+  }).default(),
+}).options({ abortEarly: false, convert: true });
+
+/** Environment variables and the setting each one sets (flags win over these, these over files). */
+export const envMap: ReadonlyArray<readonly [string, string]> = [
+  ['NODE_ENV', 'env'],
+  ['SVC_DATA_DIR', 'dataDir'],
+  ['SVC_BASE_URL', 'baseUrl'],
+  ['SVC_MASTER_KEY', 'masterKey'],
+  ['SVC_HOST', 'server.host'],
+  ['SVC_PORT', 'server.port'],
+  ['SVC_TRUSTED_PROXIES', 'server.trustedProxies'],
+  ['SVC_BODY_LIMIT_BYTES', 'limits.bodyBytes'],
+  ['SVC_PUBLIC_RATE_PER_MINUTE', 'rateLimits.publicPerMinute'],
+  ['SVC_SIGNIN_RATE_PER_MINUTE', 'rateLimits.signInPerMinute'],
+  ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],
+  ['SVC_LOG_LEVEL', 'log.level'],
+  ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],
+];

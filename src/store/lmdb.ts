@@ -1,0 +1,119 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { tableNames, type Tables } from './dbs.js';
+import { StoreError } from './errors.js';
+import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
+
+/** The LMDB backend: one environment file under the data dir, one named sub-database per table. */
+
+export const STORE_FILE = 'svc.mdb';
+// Sorts after every id and every string key this service writes (ids are ASCII).
+const KEY_END = '\uffff';
+
+class LmdbTable<V> implements Table<V> {
+  constructor(private readonly db: Database<V, Key>, private readonly inWrite: () => boolean) {}
+
+  get(key: Key): V | undefined {
+    return this.db.get(key);
+  }
+
+  has(key: Key): boolean {
+    return this.db.doesExist(key);
+  }
+
+  put(key: Key, value: V): void {
+    this.assertWriting();
+    // Inside the transaction callback this joins the open write transaction.
+    this.db.putSync(key, value);
+  }
+
+  remove(key: Key): void {
+    this.assertWriting();
+    this.db.removeSync(key);
+  }
+
+  scan(prefix: KeyPart[], options: ScanOptions = {}): Array<{ key: KeyPart[]; value: V }> {
+    const low = options.after === undefined ? prefix : [...prefix, options.after];
+    const high = [...prefix, KEY_END];
+    const range = options.reverse
+      ? { start: options.after === undefined ? high : low, end: prefix, reverse: true }
+      : { start: low, end: high };
+    const out: Array<{ key: KeyPart[]; value: V }> = [];
+    for (const { key, value } of this.db.getRange(range)) {
+      const tuple = key as KeyPart[];
+      if (options.after !== undefined && tuple[prefix.length] === options.after) continue;
+      out.push({ key: tuple, value });
+      if (options.limit !== undefined && out.length >= options.limit) break;
+    }
+    return out;
+  }
+
+  private assertWriting(): void {
+    if (!this.inWrite()) throw new Error('store writes are only allowed inside store.write()');
+  }
+}
+
+export function openLmdbStore(dataDir: string): Store {
+  let root: RootDatabase;
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    root = open({
+      path: join(dataDir, STORE_FILE),
+      maxDbs: 64,
+      // No value cache: other processes (the CLI) write while the server runs.
+      cache: false,
+      compression: false,
+      // Commit and flush are distinct; write() awaits the flush before it resolves.
+      overlappingSync: true,
+    });
+  } catch (err) {
+    throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, { cause: err });
+  }
+  let writing = false;
+  const inWrite = () => writing;
+  const tables = Object.fromEntries(tableNames.map((name) => [
+    name,
+    new LmdbTable(root.openDB({ name, cache: false, compression: false }) as Database<unknown, Key>, inWrite),
+  ])) as unknown as Tables;
+
+  return {
+    tables,
+    async write<T>(fn: () => T): Promise<T> {
+      let result!: T;
+      try {
+        await root.transaction(() => {
+          writing = true;
+          try {
+            result = fn();
+          } finally {
+            writing = false;
+          }
+        });
+        // Acknowledge only what is on disk: a commit is visible before it is durable.
+        await root.flushed;
+      } catch (err) {
+        if (err instanceof StoreError) throw err;
+        if (isDomainError(err)) throw err;
+        throw new StoreError('write_failed', `store write failed: ${(err as Error).message}`, { cause: err });
+      }
+      return result;
+    },
+    schemaVersion() {
+      const version = tables.meta.get('schemaVersion');
+      return typeof version === 'number' ? version : 0;
+    },
+    async backup(file: string) {
+      await root.backup(file, false);
+    },
+    async close() {
+      await root.flushed;
+      await root.close();
+    },
+  };
+}
+
+/** Errors thrown on purpose by the callback (domain errors) pass through unchanged. */
+function isDomainError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AppError';
+}

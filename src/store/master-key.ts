@@ -1,0 +1,38 @@
+import { randomBytes, hkdfSync } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The master key encrypts secrets at rest and keys derived secrets (the cookie seal). It comes
+ * from SVC_MASTER_KEY, or from `master.key` beside the store, created once with mode 0600.
+ * It is never logged and never stored in the store itself.
+ */
+export const MASTER_KEY_FILE = 'master.key';
+
+export function loadMasterKey(dataDir: string, fromSettings: string | null): Buffer {
+  if (fromSettings) {
+    const key = Buffer.from(fromSettings, 'base64url');
+    if (key.length !== 32) throw new Error('masterKey must be 32 bytes, base64url-encoded');
+    return key;
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = join(dataDir, MASTER_KEY_FILE);
+  try {
+    const fd = openSync(file, 'wx', 0o600);
+    try {
+      writeSync(fd, randomBytes(32).toString('base64url'));
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64url');
+  if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key`);
+  return key;
+}
+
+/** A purpose-bound key derived from the master key (HKDF-SHA256). */
+export function deriveKey(master: Buffer, purpose: string, length = 32): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `svc:${purpose}`, length));
+}

@@ -1,0 +1,52 @@
+import { StoreError } from './errors.js';
+import { CURRENT_SCHEMA_VERSION, migrations } from './migrations/index.js';
+import type { Store } from './types.js';
+
+export interface MigrationResult {
+  from: number;
+  to: number;
+  applied: Array<{ version: number; description: string }>;
+  dryRun: boolean;
+}
+
+/** Brings the store to the current schema, one migration per transaction, in order. */
+export async function migrateStore(store: Store, options: { dryRun?: boolean; target?: number } = {}): Promise<MigrationResult> {
+  const from = store.schemaVersion();
+  const target = options.target ?? CURRENT_SCHEMA_VERSION;
+  if (from > CURRENT_SCHEMA_VERSION) throw newerSchema(from);
+  const pending = migrations.filter((m) => m.version > from && m.version <= target);
+  if (!options.dryRun) {
+    for (const migration of pending) {
+      await store.write(() => {
+        migration.up(store);
+        store.tables.meta.put('schemaVersion', migration.version);
+      });
+    }
+  }
+  return {
+    from,
+    to: options.dryRun ? from : Math.max(from, ...pending.map((m) => m.version)),
+    applied: pending.map(({ version, description }) => ({ version, description })),
+    dryRun: options.dryRun ?? false,
+  };
+}
+
+export function newerSchema(found: number): StoreError {
+  return new StoreError('newer_schema',
+    `the store has schema version ${found}, newer than this svc understands (${CURRENT_SCHEMA_VERSION}); run a newer svc, or restore a backup made for this one`);
+}
+
+/**
+ * The check made when the server opens the store: a newer schema is refused; an older one asks
+ * for `svc migrate` unless migration was requested; an empty store is always set up.
+ */
+export async function ensureSchema(store: Store, options: { migrate: boolean }): Promise<MigrationResult | null> {
+  const found = store.schemaVersion();
+  if (found > CURRENT_SCHEMA_VERSION) throw newerSchema(found);
+  if (found === CURRENT_SCHEMA_VERSION) return null;
+  if (found > 0 && !options.migrate) {
+    throw new StoreError('older_schema',
+      `the store has schema version ${found}; this svc needs ${CURRENT_SCHEMA_VERSION}. Run \`svc migrate\` (back up first with \`svc backup\`), or start with --migrate`);
+  }
+  return migrateStore(store);
+}

@@ -1,0 +1,12 @@
+import type { Migration } from './index.js';
+
+/** Schema 1: the tables of dbs.ts exist (LMDB creates named databases on first open). */
+export const m001Initial: Migration = {
+  version: 1,
+  description: 'initial schema',
+  up(store) {
+    if (store.tables.meta.get('createdAt') === undefined) {
+      store.tables.meta.put('createdAt', new Date().toISOString());
+    }
+  },
+};

@@ -1,0 +1,16 @@
+import type { Migration } from './index.js';
+
+/**
+ * Schema 2: a reverse index of memberships, [uid, wid] -> role, so that signing in and
+ * GET /api/me read a person's workspaces directly instead of scanning every workspace.
+ * Built from `members`; re-running it rebuilds the same entries.
+ */
+export const m002UserWorkspaces: Migration = {
+  version: 2,
+  description: 'index memberships by person (userWorkspaces)',
+  up(store) {
+    for (const { value } of store.tables.members.scan([])) {
+      store.tables.userWorkspaces.put([value.userId, value.workspaceId], value.role);
+    }
+  },
+};

@@ -1,0 +1,19 @@
+import type { Store } from '../types.js';
+import { m001Initial } from './001-initial.js';
+import { m002UserWorkspaces } from './002-user-workspaces.js';
+
+/**
+ * Ordered, numbered migrations. Each runs inside one store transaction together with the
+ * version bump, so a crash leaves the store at the old or the new version, never between.
+ * Each is idempotent: re-running it over its own output changes nothing.
+ */
+export interface Migration {
+  version: number;
+  description: string;
+  /** Synchronous: it runs inside store.write(). */
+  up(store: Store): void;
+}
+
+export const migrations: readonly Migration[] = [m001Initial, m002UserWorkspaces];
+
+export const CURRENT_SCHEMA_VERSION = migrations[migrations.length - 1]!.version;

@@ -1,0 +1,39 @@
+import { request } from 'undici';
+
+/** A small HTTP client for tests: status, headers and parsed JSON (or text) of one call. */
+export interface Reply<T = any> {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: T;
+  text: string;
+}
+
+export async function call<T = any>(base: string, method: string, path: string, options: { headers?: Record<string, string>; json?: unknown; body?: string | Buffer } = {}): Promise<Reply<T>> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  let body: string | Buffer | undefined = options.body;
+  if (options.json !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(options.json);
+  }
+  const res = await request(base + path, { method: method as 'GET', headers, body: body ?? null });
+  const text = await res.body.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch { /* not JSON: keep the text */ }
+  return { status: res.statusCode, headers: res.headers, body: parsed as T, text };
+}
+
+export const bearer = (value: string) => ({ authorization: `Bearer ${value}` });
+
+/** Console writes need the CSRF header (SPEC.md 5.3.4). */
+export const csrf = { 'x-svc-csrf': '1' };
+
+/** Signs in through POST /api/session and returns the cookie header to send back. */
+export async function signIn(base: string, email: string, password: string): Promise<string> {
+  const res = await call(base, 'POST', '/api/session', { headers: csrf, json: { email, password } });
+  if (res.status !== 200) throw new Error(`sign-in failed: ${res.status} ${res.text}`);
+  const setCookie = res.headers['set-cookie'];
+  const first = (Array.isArray(setCookie) ? setCookie[0] : setCookie) ?? '';
+  return first.split(';')[0]!;
+}

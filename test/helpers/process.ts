@@ -1,0 +1,104 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Helpers that run the real `svc` binary (built to dist/ by `npm test`) as a child process. */
+
+export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const BIN = join(ROOT, 'bin', 'run.js');
+
+export async function tempDir(prefix = 'svc-test-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** An environment without the caller's SVC_* variables, so tests never leak settings. */
+export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_ENV') env[k] = v;
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
+  return env;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `svc ARGS` to completion. */
+export function svc(args: string[], options: { env?: Record<string, string | undefined>; input?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cleanEnv(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`svc ${args.join(' ')} timed out\n${stderr}`)); }, options.timeoutMs ?? 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => { clearTimeout(timer); resolvePromise({ code, stdout, stderr }); });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+export interface RunningServer {
+  url: string;
+  dataDir: string;
+  proc: ChildProcess;
+  /** What `serve --json` printed at start: the address and, on first start, the owner. */
+  boot: { listening: string; workspaceId?: string; owner?: { email: string; password: string } };
+  stdout(): string;
+  stderr(): string;
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts `svc serve --json --port 0` on 127.0.0.1 and waits for it to log `listening`.
+ * `dataDir` defaults to a new temp dir; `config` is written to a file and passed with --config.
+ */
+export async function startServer(options: { dataDir?: string; env?: Record<string, string | undefined>; args?: string[]; config?: unknown } = {}): Promise<RunningServer> {
+  const dataDir = options.dataDir ?? await tempDir();
+  const args = [BIN, 'serve', '--json', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', ...(options.args ?? [])];
+  if (options.config !== undefined) {
+    const file = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
+    await writeFile(file, JSON.stringify(options.config));
+    args.push('--config', file);
+  }
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: cleanEnv({ SVC_LOG_LEVEL: 'info', ...options.env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  // serve --json prints one (pretty) JSON document once it listens: wait until it parses whole.
+  const boot = await new Promise<RunningServer['boot']>((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 30_000);
+    proc.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      try {
+        const parsed = JSON.parse(stdout) as RunningServer['boot'];
+        clearTimeout(timer);
+        resolvePromise(parsed);
+      } catch { /* not complete yet */ }
+    });
+    proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`server exited with ${code} before listening:\n${stderr}\n${stdout}`)); });
+  });
+  return {
+    url: boot.listening,
+    dataDir,
+    proc,
+    boot,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (proc.exitCode !== null) return proc.exitCode;
+      proc.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import { createApp, type App } from '../../src/app.js';
+import { systemClock, type Clock } from '../../src/lib/clock.js';
+import { createLogger } from '../../src/lib/log.js';
+import { loadSettings } from '../../src/settings/load.js';
+
+/**
+ * Opens the same LMDB store a running server uses (LMDB is multi-process), to set up records
+ * the foundation has no route for yet (agents, members, service tokens) or to inspect state.
+ */
+export async function withStore<T>(dataDir: string, fn: (app: App) => Promise<T> | T, options: { clock?: Clock } = {}): Promise<T> {
+  const settings = loadSettings({ env: {}, overrides: { dataDir } });
+  const app = await createApp(settings, { migrate: true, log: createLogger('silent'), clock: options.clock ?? systemClock });
+  try {
+    return await fn(app);
+  } finally {
+    await app.close();
+  }
+}
+
+/** A clock fixed at a given time, for records that must look old (expired tokens). */
+export function fixedClock(ms: number): Clock {
+  return { now: () => ms };
+}
