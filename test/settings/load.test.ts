@@ -1,0 +1,73 @@
+import test from 'ava';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { loadSettings, SettingsError } from '../../src/settings/load.js';
+import { removeDir, tempDir } from '../helpers/process.js';
+
+test('defaults come from config/default.json and the schema', (t) => {
+  const s = loadSettings({ env: {} });
+  t.is(s.server.host, '127.0.0.1');
+  t.is(s.server.port, 8080);
+  t.is(s.dataDir, './data');
+  t.is(s.limits.bodyBytes, 1048576);
+  t.is(s.env, 'development');
+  t.is(s.baseUrl, null);
+});
+
+test('precedence: flags over SVC_* over the config file over defaults', async (t) => {
+  const dir = await tempDir();
+  const file = join(dir, 'config.json');
+  await writeFile(file, JSON.stringify({ server: { port: 9001, host: '0.0.0.0' }, log: { level: 'debug' } }));
+  const fromFile = loadSettings({ env: {}, configFile: file });
+  t.is(fromFile.server.port, 9001);
+  t.is(fromFile.server.host, '0.0.0.0');
+  const fromEnv = loadSettings({ env: { SVC_PORT: '9002' }, configFile: file });
+  t.is(fromEnv.server.port, 9002);
+  t.is(fromEnv.log.level, 'debug');
+  const fromFlag = loadSettings({ env: { SVC_PORT: '9002' }, configFile: file, overrides: { 'server.port': 9003 } });
+  t.is(fromFlag.server.port, 9003);
+  await removeDir(dir);
+});
+
+test('a bad value stops the load with a message naming the field', (t) => {
+  const err = t.throws(() => loadSettings({ env: { SVC_PORT: 'eighty' } }), { instanceOf: SettingsError });
+  t.regex(err!.message, /server\.port/);
+  const err2 = t.throws(() => loadSettings({ env: { SVC_LOG_LEVEL: 'loud' } }), { instanceOf: SettingsError });
+  t.regex(err2!.message, /log\.level/);
+});
+
+test('an unknown key in a config file is refused, naming it', async (t) => {
+  const dir = await tempDir();
+  const file = join(dir, 'config.json');
+  await writeFile(file, JSON.stringify({ server: { prot: 1 } }));
+  const err = t.throws(() => loadSettings({ env: {}, configFile: file }), { instanceOf: SettingsError });
+  t.regex(err!.message, /server\.prot/);
+  await removeDir(dir);
+});
+
+test('a config file that is not JSON, or missing, is named in the error', async (t) => {
+  const dir = await tempDir();
+  const file = join(dir, 'config.json');
+  await writeFile(file, '{ nope');
+  t.throws(() => loadSettings({ env: {}, configFile: file }), { instanceOf: SettingsError, message: /not valid JSON/ });
+  t.throws(() => loadSettings({ env: {}, configFile: join(dir, 'missing.json') }), { instanceOf: SettingsError, message: /cannot read config file/ });
+  await removeDir(dir);
+});
+
+test('production refuses a deployment without an https base URL', (t) => {
+  t.throws(() => loadSettings({ env: { NODE_ENV: 'production' } }), { instanceOf: SettingsError, message: /baseUrl/ });
+  t.throws(() => loadSettings({ env: { NODE_ENV: 'production', SVC_BASE_URL: 'http://svc.example' } }), { instanceOf: SettingsError, message: /https/ });
+  const ok = loadSettings({ env: { NODE_ENV: 'production', SVC_BASE_URL: 'https://svc.example' } });
+  t.is(ok.baseUrl, 'https://svc.example');
+});
+
+test('settings are frozen once loaded', (t) => {
+  const s = loadSettings({ env: {} });
+  t.true(Object.isFrozen(s));
+  t.true(Object.isFrozen(s.server));
+});
+
+test('gateway providers and models are validated in the API.md shape', (t) => {
+  t.throws(() => loadSettings({ env: {}, overrides: { gateway: { enforcement: 'enforce', providers: [{ id: 'a', kind: 'gopher', baseUrl: 'http://127.0.0.1:9/v1' }], models: [] } } }),
+    { instanceOf: SettingsError, message: /gateway\.providers\.0\.kind/ });
+});
