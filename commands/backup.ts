@@ -1,0 +1,33 @@
+import { chmodSync, existsSync } from 'node:fs';
+import { Flags } from '@oclif/core';
+import { dataDirFlag, EXIT, SvcCommand } from '../src/cli/base-command.js';
+import { loadSettings } from '../src/settings/load.js';
+import { openStore, STORE_FILE } from '../src/store/index.js';
+
+export default class Backup extends SvcCommand {
+  static override summary = 'Write a consistent copy of the store, safe while the server runs.';
+  static override description = `Restore by placing the copy as ${STORE_FILE} in an empty data dir, beside the same master.key (or with the same SVC_MASTER_KEY): secrets in the store are sealed with it.`;
+  static override examples = ['<%= config.bin %> backup --data-dir ./data --out /backups/svc-2026-11-22.mdb'];
+  static override flags = {
+    'data-dir': dataDirFlag,
+    out: Flags.string({ description: 'file to write; must not exist', required: true }),
+  };
+
+  async run(): Promise<{ out: string; schemaVersion: number }> {
+    const { flags } = await this.parse(Backup);
+    if (existsSync(flags.out)) this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
+    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
+    if (!existsSync(`${settings.dataDir}/${STORE_FILE}`)) this.fail(`no store in ${settings.dataDir}`, EXIT.unreachable, 'store_cannot_open');
+    const store = openStore(settings.dataDir);
+    try {
+      await store.backup(flags.out);
+      // The copy holds what the store holds (hashes, sealed secrets): readable by the operator only.
+      chmodSync(flags.out, 0o600);
+      const schemaVersion = store.schemaVersion();
+      this.log(`store (schema ${schemaVersion}) copied to ${flags.out}; keep master.key with it`);
+      return { out: flags.out, schemaVersion };
+    } finally {
+      await store.close();
+    }
+  }
+}
