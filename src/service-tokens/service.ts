@@ -34,6 +34,8 @@ export function parseCidr(range: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
 
 export function addressAllowed(address: string, ranges: readonly string[]): boolean {
   if (ranges.length === 0) return true;
+  // Only canonical spellings: no legacy IPv4 forms such as 0x7f.1 or 2130706433.
+  if (!address.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(address)) return false;
   let addr: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     addr = ipaddr.process(address);

@@ -41,6 +41,7 @@ export function registerSignature(server: Server, options: SignatureOptions): vo
       return h.continue;
     },
   }));
+  server.auth.strategy(SIGNATURE, SIGNATURE);
 }
 
 export { SIGNATURE };
