@@ -34,7 +34,8 @@ export function validationFailAction(source: 'payload' | 'query' | 'params' | 'h
 export function payloadFailAction(_request: Request, _h: unknown, err: Error | undefined): never {
   const boom = err as Boom | undefined;
   const status = boom?.output?.statusCode;
-  if (status === 413) throw new AppError('body_too_large');
+  // Close rather than read and discard the rest of an oversized body.
+  if (status === 413) throw new AppError('body_too_large', { headers: { connection: 'close' } });
   if (status === 415) {
     throw new AppError('invalid_request', { details: { errors: [{ field: null, message: 'content-type must be application/json' }] } });
   }
