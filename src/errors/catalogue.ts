@@ -97,6 +97,16 @@ const catalogue = {
     message: 'The server is shedding load.',
     fix: 'Wait the number of seconds in the retry-after header, then retry.',
   },
+  request_timeout: {
+    status: 408, section: 'added',
+    message: 'The request did not arrive in time.',
+    fix: 'Send the whole request promptly; the server closes connections that stall.',
+  },
+  headers_too_large: {
+    status: 431, section: 'added',
+    message: 'The request headers are too large.',
+    fix: 'Send fewer or smaller headers (cookies included).',
+  },
   internal: {
     status: 500, section: '7.2',
     message: 'Internal error.',

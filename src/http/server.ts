@@ -13,6 +13,7 @@ import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
 import { bodyLimit } from './body-limit.js';
+import { answerClientErrors } from './client-error.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
 import { guards } from './guards.js';
 import { pipeline } from './pipeline.js';
@@ -71,6 +72,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     },
   });
 
+  answerClientErrors(listener, { baseUrl, production });
   await server.register({ plugin: pipeline, options: { baseUrl, production, log } });
   await server.register({ plugin: bodyLimit, options: {} });
   await server.register({

@@ -2,7 +2,8 @@
  * Hardening of the listening server (src/http/server.ts, guards.ts, settings):
  * - a chunked body over the limit is refused with 413 as it streams in, not after it all arrived;
  * - a slow-loris socket is closed once headersTimeout has passed (checked every second);
- * - a malformed request is answered 400 and the server keeps serving;
+ * - a malformed request is answered 400 (a stalled one 408) from the catalogue, with a request id,
+ *   and the server keeps serving;
  * - over the configured load, 503 overloaded with retry-after, while health routes still answer;
  * - a bad configuration value stops `svc serve` with a message naming the field.
  */
@@ -149,8 +150,12 @@ test('a slow-loris socket is closed after headersTimeout', async (t) => {
   t.true(result.closed, 'still open after 6 s');
   t.true(result.ms < 6_000, `${result.ms} ms`);
   t.true(result.ms >= 1_800, `closed after ${result.ms} ms, before headersTimeout`);
-  // Whatever was answered is an error status line, never a 200 for half a request.
-  t.regex(result.received, /^(|HTTP\/1\.1 4\d\d [^\r\n]*\r\n[\s\S]*)$/);
+  // Answered from the catalogue like every other error: 408 request_timeout with a request id.
+  t.regex(result.received, /^HTTP\/1\.1 408 /);
+  const requestId = /\r\nx-request-id: (req_\w+)\r\n/.exec(result.received)?.[1];
+  t.truthy(requestId);
+  const body = JSON.parse(result.received.slice(result.received.indexOf('\r\n\r\n') + 4));
+  t.like(body.error, { type: 'request_timeout', requestId });
   t.is((await call(server.url, 'GET', '/healthz')).status, 200);
 });
 
@@ -159,6 +164,10 @@ test('the server keeps serving after a malformed request line or header', async 
     const result = await rawExchange(server.url, junk, 6_000);
     t.true(result.closed, JSON.stringify(junk));
     t.regex(result.received, /^HTTP\/1\.1 400 /, JSON.stringify(junk));
+    t.regex(result.received, /\r\nsvc-version: 2026-10-01\r\n/);
+    const requestId = /\r\nx-request-id: (req_\w+)\r\n/.exec(result.received)?.[1];
+    const body = JSON.parse(result.received.slice(result.received.indexOf('\r\n\r\n') + 4));
+    t.like(body.error, { type: 'invalid_request', requestId, docs: `${server.url}/docs/errors#invalid_request` });
   }
   const health = await call(server.url, 'GET', '/healthz');
   t.is(health.status, 200);
