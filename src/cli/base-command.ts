@@ -60,10 +60,10 @@ function toCliFailure(err: Error): Error {
     const exit = err.status === 400 ? EXIT.usage : EXIT.false;
     return new CliFailure(err.message, { exit, type: err.type, fix: err.fix });
   }
-  if (err instanceof Errors.CLIError) {
-    // oclif's own parse errors: usage.
-    const exit = (err as Errors.CLIError).oclif?.exit ?? EXIT.usage;
-    return Object.assign(err, { exitCode: exit });
+  if (err instanceof Errors.CLIError && 'parse' in err) {
+    // oclif's parse and flag-validation errors (unknown flag, bad choice, missing or conflicting
+    // flags): usage, whatever exit code oclif gives that kind.
+    return new CliFailure(err.message, { exit: EXIT.usage, type: 'usage', fix: 'See --help for the flags this command takes.' });
   }
   return err;
 }
