@@ -47,33 +47,31 @@ export const guards: Plugin<GuardOptions> = {
       });
     }
 
-    server.ext('onPreAuth', (request, h) => {
-      if (!request.path.startsWith('/api/') || request.method === 'get' || request.method === 'head') return h.continue;
-      if (request.headers['x-svc-csrf'] !== '1') {
-        throw new AppError('csrf', { message: 'Console writes need the header x-svc-csrf: 1.' });
-      }
-      const origin = request.headers.origin;
-      if (origin !== undefined && !originMatches(request, String(origin), new URL(options.baseUrl()).origin)) {
-        throw new AppError('csrf', { message: `Origin ${String(origin).slice(0, 200)} is not this deployment.`, fix: 'Send console writes from pages served by this deployment.' });
-      }
-      return h.continue;
-    });
-
     const limiters = {
       public: createRateLimiter({ limit: options.rateLimits.publicPerMinute, clock: options.clock }),
       signIn: createRateLimiter({ limit: options.rateLimits.signInPerMinute, clock: options.clock }),
     };
     server.ext('onPreAuth', (request, h) => {
+      if (request.method !== 'get' && request.method !== 'head' && request.path.startsWith('/api/')) checkCsrf(request, options.baseUrl);
       const kind = svcOptions(request.route.settings).rateLimit;
-      if (!kind) return h.continue;
-      const decision = limiters[kind].take(clientAddress(request, options.trustedProxies));
-      if (!decision.allowed) {
-        throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
+      if (kind) {
+        const decision = limiters[kind].take(clientAddress(request, options.trustedProxies));
+        if (!decision.allowed) throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
       }
       return h.continue;
     });
   },
 };
+
+function checkCsrf(request: Request, baseUrl: () => string): void {
+  if (request.headers['x-svc-csrf'] !== '1') {
+    throw new AppError('csrf', { message: 'Console writes need the header x-svc-csrf: 1.' });
+  }
+  const origin = request.headers.origin;
+  if (origin !== undefined && !originMatches(request, String(origin), new URL(baseUrl()).origin)) {
+    throw new AppError('csrf', { message: `Origin ${String(origin).slice(0, 200)} is not this deployment.`, fix: 'Send console writes from pages served by this deployment.' });
+  }
+}
 
 /** The Origin must be the configured public origin, or the origin the request was sent to. */
 function originMatches(request: Request, origin: string, deployment: string): boolean {

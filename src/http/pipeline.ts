@@ -4,6 +4,7 @@ import { randomIds } from '../lib/ids.js';
 import { renderError } from '../errors/render.js';
 import { setUnmatched, toAppError } from './errors.js';
 import { unmatched } from './not-found.js';
+import { API_VERSION, stampOf } from './raw-request.js';
 import { nextTraceparent } from './trace.js';
 
 /**
@@ -13,12 +14,14 @@ import { nextTraceparent } from './trace.js';
  * - a 5xx logs its cause and shows none of it;
  * - one log line per request: request id, method, route, status, ms (never headers or bodies).
  */
-export const API_VERSION = '2026-10-01';
+export { API_VERSION } from './raw-request.js';
 
 declare module '@hapi/hapi' {
   interface RequestApplicationState {
     requestId: string;
     traceparent: string;
+    /** server.inject: no listener stamped the raw response. */
+    injected?: boolean;
   }
 }
 
@@ -29,44 +32,62 @@ export interface PipelineOptions {
   log: Logger;
 }
 
+/**
+ * The request's id and trace: stamped by the listener for real requests (raw-request.ts), made
+ * here, once, for injected ones (server.inject bypasses the listener).
+ */
+export function requestStamp(request: Request): { requestId: string; traceparent: string } {
+  if (!request.app.requestId) {
+    const stamp = stampOf(request.raw.req);
+    if (stamp) {
+      request.app.requestId = stamp.requestId;
+      request.app.traceparent = stamp.traceparent;
+    } else {
+      const incoming = request.headers.traceparent;
+      request.app.requestId = randomIds.id('req');
+      request.app.traceparent = nextTraceparent(typeof incoming === 'string' ? incoming : undefined);
+      request.app.injected = true;
+    }
+  }
+  return { requestId: request.app.requestId, traceparent: request.app.traceparent };
+}
+
 export const pipeline: Plugin<PipelineOptions> = {
   name: 'svc-pipeline',
   register(server: Server, options: PipelineOptions) {
     setUnmatched(unmatched);
 
-    server.ext('onRequest', (request, h) => {
-      request.app.requestId = randomIds.id('req');
-      const incoming = request.headers.traceparent;
-      request.app.traceparent = nextTraceparent(typeof incoming === 'string' ? incoming : undefined);
-      return h.continue;
-    });
-
     server.ext('onPreResponse', (request: Request, h: ResponseToolkit) => {
       const { response } = request;
+      const { requestId } = requestStamp(request);
       const stamp = (res: { header(name: string, value: string): unknown }) => {
+        if (!request.app.injected) return;
         res.header('x-request-id', request.app.requestId);
         res.header('svc-version', API_VERSION);
         res.header('traceparent', request.app.traceparent);
+        res.header('x-content-type-options', 'nosniff');
+        res.header('x-frame-options', 'DENY');
+        res.header('referrer-policy', 'no-referrer');
       };
       if (response && 'isBoom' in response && response.isBoom) {
         const err = toAppError(server, request, response);
         if (err.status >= 500) {
-          options.log.error({ requestId: request.app.requestId, route: request.route.path, err: response }, 'request failed');
+          options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
         }
-        const body = renderError(err, { baseUrl: options.baseUrl(), requestId: request.app.requestId, production: options.production });
+        const body = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
         stamp(res);
         return res;
       }
-      if (response && 'header' in response) stamp(response);
+      if (request.app.injected && response && 'header' in response) stamp(response);
       return h.continue;
     });
 
     server.events.on('response', (request) => {
       const status = request.response && 'statusCode' in request.response ? request.response.statusCode : 0;
       options.log.info({
-        requestId: request.app.requestId,
+        requestId: requestStamp(request).requestId,
         method: request.method.toUpperCase(),
         route: request.route.path,
         status,

@@ -12,8 +12,8 @@ import { registerAgentKey } from './auth/agent-key.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
-import { bodyLimit } from './body-limit.js';
 import { answerClientErrors } from './client-error.js';
+import { stampRawRequests } from './raw-request.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
 import { guards } from './guards.js';
 import { pipeline } from './pipeline.js';
@@ -68,13 +68,14 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       response: { emptyStatusCode: 204 },
       // Answers can carry secrets shown once (minted keys): never cached anywhere.
       cache: { otherwise: 'no-store' },
-      security: { noSniff: true, xframe: 'deny', referrer: 'no-referrer', hsts: production },
+      // Security headers are stamped once per request on the raw response (raw-request.ts).
+      security: false,
     },
   });
 
+  stampRawRequests(listener, { production });
   answerClientErrors(listener, { baseUrl, production });
   await server.register({ plugin: pipeline, options: { baseUrl, production, log } });
-  await server.register({ plugin: bodyLimit, options: {} });
   await server.register({
     plugin: guards,
     options: { clock, baseUrl, trustedProxies: settings.server.trustedProxies, load: settings.load, rateLimits: settings.rateLimits },

@@ -5,15 +5,15 @@ export function keysRepo(store: Store) {
   const t = store.tables;
   return {
     byHash(hash: string): KeyRecord | undefined {
-      const ref = t.keysByHash.get(hash);
-      return ref ? t.keys.get(ref) : undefined;
+      return t.keysByHash.get(hash);
     },
     get(wid: string, keyId: string): KeyRecord | undefined {
       return t.keys.get([wid, keyId]);
     },
+    /** Writes the record and its hash-index copy together (callers are inside store.write). */
     put(record: KeyRecord): void {
       t.keys.put([record.workspaceId, record.id], record);
-      t.keysByHash.put(record.hash, [record.workspaceId, record.id]);
+      t.keysByHash.put(record.hash, record);
     },
     list(wid: string, options: { after?: string; limit?: number }): KeyRecord[] {
       return t.keys.scan([wid], options).map((e) => e.value);

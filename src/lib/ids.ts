@@ -1,4 +1,5 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { randomBase62 } from './random-pool.js';
 
 /**
  * Identifiers and secret values (API.md conventions).
@@ -10,8 +11,6 @@ export type IdPrefix = 'ws' | 'usr' | 'agt' | 'act' | 'apr' | 'mnd' | 'tpl' | 'b
   | 'evr' | 'whk' | 'bud' | 'call' | 'task' | 'cnx' | 'req';
 export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid';
 
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
 export interface IdSource {
   id(prefix: IdPrefix): string;
   secret(prefix: SecretPrefix): string;
@@ -19,9 +18,7 @@ export interface IdSource {
 
 export const randomIds: IdSource = {
   id(prefix) {
-    let out = `${prefix}_`;
-    for (let i = 0; i < 22; i += 1) out += BASE62[randomInt(62)];
-    return out;
+    return `${prefix}_${randomBase62(22)}`;
   },
   secret(prefix) {
     return `${prefix}_${randomBytes(32).toString('base64url')}`;

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 
 /**
  * Keys and tokens are stored only as SHA-256 hashes and looked up by hash. A 256-bit random
@@ -6,7 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
  * comparison out of JavaScript string equality. Passwords (low entropy) use argon2id instead.
  */
 export function secretHash(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('base64url');
+  return hash('sha256', secret, 'base64url');
 }
 
 /** Constant-time comparison of two secrets (or their hashes) of any length. */

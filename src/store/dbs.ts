@@ -99,8 +99,9 @@ export interface Tables {
   agents: Table<AgentRecord>;
   /** [wid, keyId] -> key record (workspace and agent keys) */
   keys: Table<KeyRecord>;
-  /** key hash -> [wid, keyId] */
-  keysByHash: Table<[string, string]>;
+  /** key hash -> the key record itself (a copy kept in step with `keys` in every write), so that
+   * authenticating a key is one read */
+  keysByHash: Table<KeyRecord>;
   /** [wid, tokId] -> service token record */
   serviceTokens: Table<ServiceTokenRecord>;
   /** token hash -> [wid, tokId] */
