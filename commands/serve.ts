@@ -46,6 +46,7 @@ export default class Serve extends SvcCommand {
       ].join('\n'));
     }
     app.log.info({ address }, 'listening');
+    app.log.flush();
 
     const signal = await Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
     app.log.info({ signal: String(signal[0] ?? '') }, 'stopping: finishing in-flight requests');
