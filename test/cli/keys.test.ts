@@ -1,6 +1,6 @@
 import test from 'ava';
 import { bearer, call } from '../helpers/http.js';
-import { removeDir, startServer, svc, type CliResult, type RunningServer } from '../helpers/process.js';
+import { startServer, svc, type CliResult, type RunningServer, stopAndClean } from '../helpers/process.js';
 
 /**
  * `svc keys create`: on the store directly (--local, the operator's root of trust) or through a
@@ -26,10 +26,7 @@ test.before(async () => {
   adminKey = localMinted.key;
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  if (server) await removeDir(server.dataDir);
-});
+test.after.always(() => stopAndClean(server));
 
 test('--local mints an admin key on the store: {id, key, scope}, and it works against the running server', async (t) => {
   t.regex(localMinted.key, KEY);

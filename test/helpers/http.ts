@@ -37,3 +37,15 @@ export async function signIn(base: string, email: string, password: string): Pro
   const first = (Array.isArray(setCookie) ? setCookie[0] : setCookie) ?? '';
   return first.split(';')[0]!;
 }
+
+/**
+ * Asserts an error answer of the SPEC.md 7.1 shape: the status, the type, a message, a fix, and
+ * a requestId equal to the x-request-id header.
+ */
+export function assertError(t: import('ava').ExecutionContext, res: Reply, status: number, type: string): void {
+  t.is(res.status, status, JSON.stringify(res.body));
+  t.is(res.body?.error?.type, type);
+  t.is(typeof res.body?.error?.message, 'string');
+  t.true(String(res.body?.error?.fix ?? '').length > 0);
+  t.is(res.body?.error?.requestId, res.headers['x-request-id']);
+}

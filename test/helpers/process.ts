@@ -102,3 +102,10 @@ export async function startServer(options: { dataDir?: string; env?: Record<stri
     },
   };
 }
+
+/** Stops a server started by startServer (if it started) and removes its data dir. */
+export async function stopAndClean(server: RunningServer | undefined): Promise<void> {
+  if (!server) return;
+  await server.stop();
+  await removeDir(server.dataDir);
+}

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { bearer, call, signIn } from '../helpers/http.js';
-import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { bearer, call, signIn, assertError } from '../helpers/http.js';
+import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -40,17 +40,8 @@ test.before(async () => {
   cookie = await signIn(server.url, server.boot.owner!.email, server.boot.owner!.password);
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  if (server) await removeDir(server.dataDir);
-});
+test.after.always(() => stopAndClean(server));
 
-function assertError(t: import('ava').ExecutionContext, res: { status: number; body: any }, status: number, type: string): void {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.is(res.body?.error?.type, type);
-  t.is(typeof res.body?.error?.message, 'string');
-  t.true(String(res.body?.error?.fix ?? '').length > 0);
-}
 
 // Agent key
 

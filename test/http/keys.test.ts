@@ -1,6 +1,6 @@
 import test from 'ava';
-import { bearer, call, csrf, signIn } from '../helpers/http.js';
-import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { bearer, call, csrf, signIn, assertError } from '../helpers/http.js';
+import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /** SPEC.md 2.2, API.md sections 2 and 4: workspace keys minted by an admin key and in the console. */
@@ -35,16 +35,8 @@ test.before(async () => {
   ]);
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  if (server) await removeDir(server.dataDir);
-});
+test.after.always(() => stopAndClean(server));
 
-function assertError(t: import('ava').ExecutionContext, res: { status: number; body: any }, status: number, type: string): void {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.is(res.body?.error?.type, type);
-  t.true(String(res.body?.error?.fix ?? '').length > 0);
-}
 
 // POST /v1/admin/keys (admin key)
 

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { call } from '../helpers/http.js';
-import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
 
 let server: RunningServer;
 
@@ -8,10 +8,7 @@ test.before(async () => {
   server = await startServer();
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  await removeDir(server.dataDir);
-});
+test.after.always(() => stopAndClean(server));
 
 test('every answer carries x-request-id, svc-version and a fresh traceparent', async (t) => {
   for (const [method, path] of [['GET', '/healthz'], ['GET', '/v1/models'], ['GET', '/nope']] as const) {

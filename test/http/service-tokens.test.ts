@@ -1,7 +1,7 @@
 import test from 'ava';
 import { addressAllowed } from '../../src/service-tokens/index.js';
-import { bearer, call } from '../helpers/http.js';
-import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { bearer, call, assertError } from '../helpers/http.js';
+import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
 import { fixedClock, withStore } from '../helpers/store.js';
 
 /** SPEC.md 2.3, 5.3.2, 7.5: service tokens on GET /v1/admin/agents (scope agents:read). */
@@ -42,16 +42,8 @@ test.before(async () => {
   }, { clock: fixedClock(Date.now() - 10 * 86_400_000) });
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  if (server) await removeDir(server.dataDir);
-});
+test.after.always(() => stopAndClean(server));
 
-function assertError(t: import('ava').ExecutionContext, res: { status: number; body: any }, status: number, type: string): void {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.is(res.body?.error?.type, type);
-  t.true(String(res.body?.error?.fix ?? '').length > 0);
-}
 
 test('a valid token with agents:read lists the workspace agents as { data, next }', async (t) => {
   const res = await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(tokens.reader!) });

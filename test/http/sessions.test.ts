@@ -4,7 +4,7 @@ import { createHttpServer, type HttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { call, csrf, signIn } from '../helpers/http.js';
-import { removeDir, startServer, tempDir, type RunningServer } from '../helpers/process.js';
+import { removeDir, startServer, tempDir, type RunningServer, stopAndClean } from '../helpers/process.js';
 
 /** API.md section 2 and SPEC.md 5.3.3-5.3.4: sign-in, the session cookie and CSRF. */
 
@@ -22,8 +22,7 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  await server?.stop();
-  if (server) await removeDir(server.dataDir);
+  await stopAndClean(server);
   for (const dir of dirs) await removeDir(dir);
 });
 

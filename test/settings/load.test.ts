@@ -11,7 +11,7 @@ test('defaults come from config/default.json and the schema', (t) => {
   t.is(s.dataDir, './data');
   t.is(s.limits.bodyBytes, 1048576);
   t.is(s.env, 'development');
-  t.is(s.baseUrl, null);
+  t.true(s.baseUrl === null, 'no base URL configured: derived from the bound address');
 });
 
 test('precedence: flags over SVC_* over the config file over defaults', async (t) => {

@@ -4,7 +4,7 @@ import Iron from '@hapi/iron';
 import test from 'ava';
 import { deriveKey, loadMasterKey } from '../../src/store/index.js';
 import { bearer, call, csrf } from '../helpers/http.js';
-import { removeDir, startServer, svc, type RunningServer } from '../helpers/process.js';
+import { startServer, svc, type RunningServer, stopAndClean } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -15,10 +15,7 @@ import { withStore } from '../helpers/store.js';
 
 let server: RunningServer | undefined;
 
-test.after.always(async () => {
-  await server?.stop();
-  if (server) await removeDir(server.dataDir);
-});
+test.after.always(() => stopAndClean(server));
 
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
