@@ -1,8 +1,9 @@
 import type { Boom } from '@hapi/boom';
-import type { Request, ResponseObject, Server } from '@hapi/hapi';
+import type { Request, Server } from '@hapi/hapi';
 import { AppError, type FieldError } from '../errors/app-error.js';
 import type { ErrorType } from '../errors/catalogue.js';
 import { expectedCredential } from './auth/callers.js';
+import { unmatched } from './not-found.js';
 import { svcOptions } from './route-options.js';
 
 /**
@@ -46,7 +47,7 @@ export function toAppError(server: Server, request: Request, response: Boom | Er
   if (response instanceof AppError) return response;
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
-  if (status === 404 && isUnmatched(request)) return unmatchedError(server, request);
+  if (status === 404 && isUnmatched(request)) return unmatched(server, request);
   switch (status) {
     case 400: return new AppError('invalid_request', { details: { errors: [{ field: null, message: boom.message }] } });
     case 401: return unauthenticated(request, boom);
@@ -57,12 +58,6 @@ export function toAppError(server: Server, request: Request, response: Boom | Er
     case 503: return new AppError('overloaded', { headers: { 'retry-after': '5' } });
     default: return new AppError('internal', { cause: response });
   }
-}
-
-// Filled by the server at start so that this module needs no import cycle.
-let unmatchedError: (server: Server, request: Request) => AppError = () => new AppError('route_not_found');
-export function setUnmatched(fn: typeof unmatchedError): void {
-  unmatchedError = fn;
 }
 
 function isUnmatched(request: Request): boolean {
@@ -79,5 +74,3 @@ function unauthenticated(request: Request, boom: Boom): AppError {
     : `This route takes ${expected ?? 'a credential'}; none was sent.`;
   return new AppError('unauthenticated', { message });
 }
-
-export type { ResponseObject };

@@ -2,8 +2,7 @@ import type { Plugin, Request, ResponseToolkit, Server } from '@hapi/hapi';
 import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
 import { renderError } from '../errors/render.js';
-import { setUnmatched, toAppError } from './errors.js';
-import { unmatched } from './not-found.js';
+import { toAppError } from './errors.js';
 import { API_VERSION, stampOf } from './raw-request.js';
 import { nextTraceparent } from './trace.js';
 
@@ -52,23 +51,22 @@ export function requestStamp(request: Request): { requestId: string; traceparent
   return { requestId: request.app.requestId, traceparent: request.app.traceparent };
 }
 
+/** The headers the listener sets on real requests, set through hapi for injected ones. */
+function stampInjected(request: Request, res: { header(name: string, value: string): unknown }): void {
+  res.header('x-request-id', request.app.requestId);
+  res.header('svc-version', API_VERSION);
+  res.header('traceparent', request.app.traceparent);
+  res.header('x-content-type-options', 'nosniff');
+  res.header('x-frame-options', 'DENY');
+  res.header('referrer-policy', 'no-referrer');
+}
+
 export const pipeline: Plugin<PipelineOptions> = {
   name: 'svc-pipeline',
   register(server: Server, options: PipelineOptions) {
-    setUnmatched(unmatched);
-
     server.ext('onPreResponse', (request: Request, h: ResponseToolkit) => {
       const { response } = request;
       const { requestId } = requestStamp(request);
-      const stamp = (res: { header(name: string, value: string): unknown }) => {
-        if (!request.app.injected) return;
-        res.header('x-request-id', request.app.requestId);
-        res.header('svc-version', API_VERSION);
-        res.header('traceparent', request.app.traceparent);
-        res.header('x-content-type-options', 'nosniff');
-        res.header('x-frame-options', 'DENY');
-        res.header('referrer-policy', 'no-referrer');
-      };
       if (response && 'isBoom' in response && response.isBoom) {
         const err = toAppError(server, request, response);
         if (err.status >= 500) {
@@ -77,10 +75,10 @@ export const pipeline: Plugin<PipelineOptions> = {
         const body = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
-        stamp(res);
+        if (request.app.injected) stampInjected(request, res);
         return res;
       }
-      if (request.app.injected && response && 'header' in response) stamp(response);
+      if (request.app.injected && response && 'header' in response) stampInjected(request, response);
       return h.continue;
     });
 
