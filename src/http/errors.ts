@@ -40,6 +40,10 @@ export function payloadFailAction(_request: Request, _h: unknown, err: Error | u
   if (status === 415) {
     throw new AppError('invalid_request', { details: { errors: [{ field: null, message: 'content-type must be application/json' }] } });
   }
+  // Valid JSON with a __proto__ key: hapi refuses it (prototype pollution); say so, by field.
+  if (/prototype/i.test(String((boom?.data as Error | undefined)?.message ?? ''))) {
+    throw new AppError('invalid_request', { details: { errors: [{ field: '__proto__', message: 'the key "__proto__" is not allowed anywhere in the body' }] } });
+  }
   throw new AppError('invalid_json', { message: `The request body is not valid JSON${boom?.message && !/format/.test(boom.message) ? `: ${boom.message}` : '.'}` });
 }
 

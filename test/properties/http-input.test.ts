@@ -43,10 +43,22 @@ test('POST /v1/admin/keys: any JSON body answers 201 or a 4xx of the SPEC.md sha
   await fc.assert(fc.asyncProperty(fc.oneof(jsonValue, fc.record({ scope: fc.constantFrom('agent', 'inference', 'admin', 'x'), name: fc.oneof(fc.string(), fc.integer()), agentId: fc.string(), team: fc.string() }, { requiredKeys: [] })), async (body) => {
     const res = await server.inject({ method: 'POST', url: '/v1/admin/keys', headers: { authorization: `Bearer ${adminKey}` }, payload: JSON.stringify(body) });
     const parsed = JSON.parse(res.payload);
-    return (res.statusCode === 201 || res.statusCode === 400) && wellFormedError(res.statusCode, parsed)
+    // invalid_request carries errors; invalid_json (never for these bodies) would not.
+    return (res.statusCode === 201 || (res.statusCode === 400 && parsed.error.type === 'invalid_request')) && wellFormedError(res.statusCode, parsed)
       && (res.statusCode !== 400 || parsed.error.errors.every((e: any) => typeof e.message === 'string' && (e.field === null || typeof e.field === 'string')));
   }), { numRuns: 150 });
   t.pass();
+});
+
+test('a __proto__ key anywhere in a body is refused as invalid_request naming it, and nothing is minted', async (t) => {
+  for (const body of ['{"__proto__":""}', '{"scope":"admin","__proto__":{"isAdmin":true}}', '{"name":{"__proto__":{}}}']) {
+    const res = await server.inject({ method: 'POST', url: '/v1/admin/keys', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, payload: body });
+    const parsed = JSON.parse(res.payload);
+    t.is(res.statusCode, 400, body);
+    t.is(parsed.error.type, 'invalid_request');
+    t.deepEqual(parsed.error.errors.map((e: any) => e.field), ['__proto__']);
+  }
+  t.deepEqual(({} as any).isAdmin, undefined, 'no prototype was polluted');
 });
 
 test('POST /api/session: arbitrary bytes never give a 5xx', async (t) => {
