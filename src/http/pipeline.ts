@@ -11,7 +11,8 @@ import { nextTraceparent } from './trace.js';
  * - every response, error or not, carries x-request-id, svc-version and traceparent;
  * - every error is rendered from the catalogue, with requestId equal to x-request-id;
  * - a 5xx logs its cause and shows none of it;
- * - one log line per request: request id, method, route, status, ms (never headers or bodies).
+ * - one log line per request: request id, method, route, status, ms to the answer (never headers
+ *   or bodies).
  */
 export { API_VERSION } from './raw-request.js';
 
@@ -64,6 +65,12 @@ function stampInjected(request: Request, res: { header(name: string, value: stri
 export const pipeline: Plugin<PipelineOptions> = {
   name: 'svc-pipeline',
   register(server: Server, options: PipelineOptions) {
+    // The request's log line is written here, from the answer about to go out: a separate
+    // 'response' event subscription costs every request another dispatch.
+    const logLine = (request: Request, requestId: string, status: number) => {
+      options.log.info({ requestId, method: request.method.toUpperCase(), route: request.route.path, status, ms: Date.now() - request.info.received }, 'request');
+    };
+
     server.ext('onPreResponse', (request: Request, h: ResponseToolkit) => {
       const { response } = request;
       const { requestId } = requestStamp(request);
@@ -76,21 +83,13 @@ export const pipeline: Plugin<PipelineOptions> = {
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
         if (request.app.injected) stampInjected(request, res);
+        logLine(request, requestId, err.status);
         return res;
       }
       if (request.app.injected && response && 'header' in response) stampInjected(request, response);
+      logLine(request, requestId, response && 'statusCode' in response ? response.statusCode : 0);
       return h.continue;
     });
 
-    server.events.on('response', (request) => {
-      const status = request.response && 'statusCode' in request.response ? request.response.statusCode : 0;
-      options.log.info({
-        requestId: requestStamp(request).requestId,
-        method: request.method.toUpperCase(),
-        route: request.route.path,
-        status,
-        ms: Date.now() - request.info.received,
-      }, 'request');
-    });
   },
 };
