@@ -1,6 +1,7 @@
-import { cp } from 'node:fs/promises';
+import { copyFile, cp, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { hashPassword } from '../../src/people/passwords.js';
 import { migrateStore, openStore, type Store } from '../../src/store/index.js';
 import { call, csrf } from '../helpers/http.js';
 import { removeDir, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
@@ -42,21 +43,16 @@ const V1 = {
   at: '2025-01-02T03:04:05.000Z',
 };
 
-let v1PasswordHash: Promise<string> | undefined;
+const FIXTURE = fileURLToPath(new URL('../fixtures/store-v1/svc.mdb', import.meta.url));
 
-/** A store of schema 1, as the previous release wrote it: no userWorkspaces index. */
+/**
+ * A store of schema 1, as the previous release wrote it (no userWorkspaces index): a copy of the
+ * checked-in fixture (see test/fixtures/make-store-v1.ts), so these tests read real bytes of the
+ * previous format rather than bytes today's code would write.
+ */
 async function buildV1Store(dataDir: string): Promise<void> {
-  const passwordHash = await (v1PasswordHash ??= hashPassword(V1.password));
-  await withRawStore(dataDir, async (store) => {
-    await migrateStore(store, { target: 1 });
-    await store.write(() => {
-      const t = store.tables;
-      t.workspaces.put(V1.wid, { id: V1.wid, name: 'Acme v1', createdAt: V1.at });
-      t.users.put(V1.uid, { id: V1.uid, email: V1.email, name: 'Old Owner', passwordHash, createdAt: V1.at });
-      t.usersByEmail.put(V1.email, V1.uid);
-      t.members.put([V1.wid, V1.uid], { workspaceId: V1.wid, userId: V1.uid, role: 'owner', addedAt: V1.at });
-    });
-  });
+  await mkdir(dataDir, { recursive: true });
+  await copyFile(FIXTURE, join(dataDir, 'svc.mdb'));
 }
 
 function json(stdout: string): any {
