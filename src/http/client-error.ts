@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { AppError } from '../errors/app-error.js';
 import { renderError } from '../errors/render.js';
 import { randomIds } from '../lib/ids.js';
-import { API_VERSION } from './raw-request.js';
+import { API_VERSION } from './front-door.js';
 
 /**
  * Requests Node cannot hand to hapi (a malformed request line or header, oversized headers, a

@@ -47,7 +47,7 @@ export function payloadFailAction(_request: Request, _h: unknown, err: Error | u
   throw new AppError('invalid_json', { message: `The request body is not valid JSON${boom?.message && !/format/.test(boom.message) ? `: ${boom.message}` : '.'}` });
 }
 
-export function toAppError(server: Server, request: Request, response: Boom | Error): AppError {
+export function toAppError(server: Server, request: Request, response: Boom | Error, options: { retryAfterSeconds: number }): AppError {
   if (response instanceof AppError) return response;
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
@@ -59,7 +59,8 @@ export function toAppError(server: Server, request: Request, response: Boom | Er
     case 404: return new AppError('not_found');
     case 413: return new AppError('body_too_large');
     case 415: return new AppError('invalid_request', { details: { errors: [{ field: null, message: 'unsupported content-type' }] } });
-    case 503: return new AppError('overloaded', { headers: { 'retry-after': '5' } });
+    // hapi's load shedding (server `load` limits), checked at dispatch.
+    case 503: return new AppError('overloaded', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
     default: return new AppError('internal', { cause: response });
   }
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
 import { renderError } from '../errors/render.js';
 import { toAppError } from './errors.js';
-import { API_VERSION, stampOf } from './raw-request.js';
+import { API_VERSION, stampOf } from './front-door.js';
 import { nextTraceparent } from './trace.js';
 
 /**
@@ -14,7 +14,7 @@ import { nextTraceparent } from './trace.js';
  * - one log line per request: request id, method, route, status, ms to the answer (never headers
  *   or bodies).
  */
-export { API_VERSION } from './raw-request.js';
+export { API_VERSION } from './front-door.js';
 
 declare module '@hapi/hapi' {
   interface RequestApplicationState {
@@ -30,10 +30,17 @@ export interface PipelineOptions {
   baseUrl: () => string;
   production: boolean;
   log: Logger;
+  /** retry-after sent with 503 overloaded. */
+  retryAfterSeconds: number;
+}
+
+/** One log line per request, from a fixed list of fields: never headers, query or body. */
+export function logRequest(log: Logger, entry: { requestId: string; method: string; route: string; status: number; ms: number }): void {
+  log.info(entry, 'request');
 }
 
 /**
- * The request's id and trace: stamped by the listener for real requests (raw-request.ts), made
+ * The request's id and trace: stamped by the listener for real requests (front-door.ts), made
  * here, once, for injected ones (server.inject bypasses the listener).
  */
 export function requestStamp(request: Request): { requestId: string; traceparent: string } {
@@ -68,14 +75,14 @@ export const pipeline: Plugin<PipelineOptions> = {
     // The request's log line is written here, from the answer about to go out: a separate
     // 'response' event subscription costs every request another dispatch.
     const logLine = (request: Request, requestId: string, status: number) => {
-      options.log.info({ requestId, method: request.method.toUpperCase(), route: request.route.path, status, ms: Date.now() - request.info.received }, 'request');
+      logRequest(options.log, { requestId, method: request.method.toUpperCase(), route: request.route.path, status, ms: Date.now() - request.info.received });
     };
 
     server.ext('onPreResponse', (request: Request, h: ResponseToolkit) => {
       const { response } = request;
       const { requestId } = requestStamp(request);
       if (response && 'isBoom' in response && response.isBoom) {
-        const err = toAppError(server, request, response);
+        const err = toAppError(server, request, response, { retryAfterSeconds: options.retryAfterSeconds });
         if (err.status >= 500) {
           options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
         }

@@ -3,8 +3,6 @@ import type { ErrorType } from '../errors/catalogue.js';
 
 /** What a route declares under `options.plugins.svc`, read by the server's extensions. */
 export interface SvcRouteOptions {
-  /** Public routes are limited per client address. */
-  rateLimit?: 'public' | 'signIn';
   /** Validation type for this route's request errors (default invalid_request). */
   validationType?: ErrorType;
   /** Workspace-key routes: the key scope needed (admin), or whether agent keys are accepted. */

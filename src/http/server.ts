@@ -13,11 +13,11 @@ import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
 import { answerClientErrors } from './client-error.js';
-import { stampRawRequests } from './raw-request.js';
+import { installFrontDoor } from './front-door.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
-import { guards } from './guards.js';
-import { pipeline } from './pipeline.js';
-import { systemRoutes } from './system.js';
+import { createGuards } from './guards.js';
+import { logRequest, pipeline } from './pipeline.js';
+import { healthAnswer, systemRoutes } from './system.js';
 
 /**
  * Builds the hapi server. Plugins are registered explicitly and in order: the response pipeline
@@ -54,7 +54,13 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     autoListen: true,
     debug: false,
     router: { stripTrailingSlash: false },
-    load: { sampleInterval: 0 },
+    // Load shedding: hapi checks these at dispatch, before any route work (503 overloaded).
+    load: settings.load.sampleIntervalMs === 0 ? { sampleInterval: 0 } : {
+      sampleInterval: settings.load.sampleIntervalMs,
+      maxEventLoopDelay: settings.load.maxEventLoopDelayMs,
+      maxHeapUsedBytes: settings.load.maxHeapUsedBytes,
+      maxRssBytes: settings.load.maxRssBytes,
+    },
     routes: {
       payload: { maxBytes: settings.limits.bodyBytes, failAction: payloadFailAction },
       validate: {
@@ -68,18 +74,20 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       response: { emptyStatusCode: 204 },
       // Answers can carry secrets shown once (minted keys): never cached anywhere.
       cache: { otherwise: 'no-store' },
-      // Security headers are stamped once per request on the raw response (raw-request.ts).
+      // Security headers are stamped once per request on the raw response (front-door.ts).
       security: false,
     },
   });
 
-  stampRawRequests(listener, { production });
-  answerClientErrors(listener, { baseUrl, production });
-  await server.register({ plugin: pipeline, options: { baseUrl, production, log } });
-  await server.register({
-    plugin: guards,
-    options: { clock, baseUrl, trustedProxies: settings.server.trustedProxies, load: settings.load, rateLimits: settings.rateLimits },
+  const health = { store: app.store, isDraining: () => draining };
+  installFrontDoor(listener, {
+    production,
+    health: (path) => healthAnswer(health, path),
+    answered: (entry) => logRequest(log, entry),
   });
+  answerClientErrors(listener, { baseUrl, production });
+  await server.register({ plugin: pipeline, options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds } });
+  const guards = createGuards({ clock, baseUrl, trustedProxies: settings.server.trustedProxies, rateLimits: settings.rateLimits });
 
   registerAgentKey(server, { keys: services.keys });
   registerWorkspaceKey(server, { keys: services.keys });
@@ -91,9 +99,9 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     people: services.people,
   });
 
-  await server.register({ plugin: systemRoutes, options: { store: app.store, isDraining: () => draining } });
-  await server.register({ plugin: peopleRoutes, options: { people: services.people, production } });
-  await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production } });
+  await server.register({ plugin: systemRoutes, options: health });
+  await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
+  await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production, guards } });
   await server.register({ plugin: agentsAdminRoutes, options: { agents: services.agents } });
   await server.register({ plugin: gateRoutes, options: {} });
   await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models, providers: settings.gateway.providers } });

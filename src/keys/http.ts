@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import type { Plugin } from '@hapi/hapi';
+import type { Guards } from '../http/guards.js';
 import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
@@ -10,9 +11,9 @@ const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
 
 /** Workspace keys: minted by an admin key (machines) or in the console (owners, admins). */
-export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean }> = {
+export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-keys',
-  register(server, { keys, people, production }) {
+  register(server, { keys, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     server.route([
       {
@@ -40,7 +41,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
       },
       {
         method: 'POST', path: '/api/w/{wid}/keys',
-        options: { auth: session, validate: { params: Joi.object({ wid }), payload: mintKeySchema } },
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid }), payload: mintKeySchema } },
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
@@ -50,7 +51,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
       },
       {
         method: 'DELETE', path: '/api/w/{wid}/keys/{id}',
-        options: { auth: session, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
           people.authorize(w, caller(request, 'session').user.id, 'keys.manage');

@@ -1,13 +1,14 @@
 import Joi from 'joi';
 import type { Plugin } from '@hapi/hapi';
+import type { Guards } from '../http/guards.js';
 import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from './service.js';
 
 /** Sign-in and the signed-in person (API.md section 2). */
-export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean }> = {
+export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-people',
-  register(server, { people, production }) {
+  register(server, { people, production, guards }) {
     const cookieName = sessionCookieName(production);
     const session = { strategies: sessionStrategies(production) };
     server.route([
@@ -15,7 +16,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean }
         method: 'POST', path: '/api/session',
         options: {
           auth: false,
-          plugins: { svc: { rateLimit: 'signIn' } },
+          ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
           validate: {
             payload: Joi.object({
               email: Joi.string().trim().max(320).required(),
@@ -32,7 +33,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean }
         },
       },
       {
-        method: 'DELETE', path: '/api/session', options: { auth: session },
+        method: 'DELETE', path: '/api/session', options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
         async handler(request, h) {
           await people.signOut(caller(request, 'session').secret);
           h.unstate(cookieName);

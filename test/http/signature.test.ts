@@ -22,7 +22,7 @@ const seenBodies: string[] = [];
 
 test.before(async () => {
   server = Hapi.server({ host: '127.0.0.1', port: 0 });
-  await server.register({ plugin: pipeline, options: { baseUrl: () => 'http://x', production: false, log: createLogger('silent') } });
+  await server.register({ plugin: pipeline, options: { baseUrl: () => 'http://x', production: false, log: createLogger('silent'), retryAfterSeconds: 5 } });
   registerSignature(server, { clock: { now: () => NOW_MS }, secretsFor: () => [OLD_SECRET, NEW_SECRET] });
   // registerSignature should name the 'signature' strategy itself (see the test at the end, which
   // asserts it); until it does, name it here so the scheme's own checks are still exercised.

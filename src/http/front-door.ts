@@ -3,12 +3,16 @@ import { randomIds } from '../lib/ids.js';
 import { nextTraceparent } from './trace.js';
 
 /**
- * What every request gets before hapi sees it, done once on the raw Node request and response
- * (cheaper than hapi extensions and per-header calls on the hot path):
+ * The front door: the Node server's one request handler, in front of hapi's. What every request
+ * gets before hapi sees it, done once on the raw Node request and response (cheaper than hapi
+ * extensions and per-header calls on the hot path):
  * - a request id and a trace (continued from a valid incoming traceparent);
  * - the headers every answer carries: x-request-id, svc-version, traceparent, nosniff (HSTS in
  *   production), and for everything but the machine routes under /v1/ frame denial and no referrer;
- * - bodies streamed over the limit are answered, not reset (see holdOversizedStreams).
+ * - bodies streamed over the limit are answered, not reset (see holdOversizedStreams);
+ * - GET and HEAD of /healthz and /readyz are answered here, so that hapi's load shedding (checked
+ *   at its dispatch) never refuses them: an orchestrator must see an overloaded process as alive.
+ *   Other methods on them go on to hapi (405, as for any route).
  * Requests injected in tests (server.inject) bypass the listener; the pipeline stamps those.
  */
 export const API_VERSION = '2026-10-01';
@@ -18,8 +22,21 @@ const TRACE = Symbol('svc.traceparent');
 
 type Stamped = IncomingMessage & { [REQUEST_ID]?: string; [TRACE]?: string };
 
-export function stampRawRequests(listener: NodeServer, options: { production: boolean }): void {
-  listener.prependListener('request', (req: Stamped, res: ServerResponse) => {
+export interface FrontDoorOptions {
+  production: boolean;
+  health(path: '/healthz' | '/readyz'): { status: number; body: unknown };
+  /** Called once per request answered here, for the request log. */
+  answered(entry: { requestId: string; method: string; route: string; status: number; ms: number }): void;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function installFrontDoor(listener: NodeServer, options: FrontDoorOptions): void {
+  // hapi attached its dispatcher when the server was created; it now runs behind this one.
+  const hapi = listener.listeners('request') as Handler[];
+  listener.removeAllListeners('request');
+  listener.on('request', (req: Stamped, res: ServerResponse) => {
+    const received = Date.now();
     const incoming = req.headers.traceparent;
     const id = randomIds.id('req');
     const trace = nextTraceparent(typeof incoming === 'string' ? incoming : undefined);
@@ -36,6 +53,16 @@ export function stampRawRequests(listener: NodeServer, options: { production: bo
     }
     if (options.production) res.setHeader('strict-transport-security', 'max-age=31536000; includeSubDomains');
     holdOversizedStreams(req, res);
+    const path = req.url === '/healthz' || req.url === '/readyz' ? req.url : undefined;
+    if (path && (req.method === 'GET' || req.method === 'HEAD')) {
+      const { status, body } = options.health(path);
+      const text = JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : text);
+      options.answered({ requestId: id, method: req.method, route: path, status, ms: Date.now() - received });
+      return;
+    }
+    for (const handler of hapi) handler(req, res);
   });
 }
 
