@@ -83,7 +83,10 @@ export function openLmdbStore(dataDir: string): Store {
     async write<T>(fn: () => T): Promise<T> {
       let result!: T;
       try {
-        await root.transaction(() => {
+        // A child transaction of lmdb-js's batched write: concurrent writes share one commit (and
+        // one flush), yet each is atomic on its own. A plain batched `transaction()` would commit
+        // whatever a callback put before it threw, together with the rest of the batch.
+        await root.childTransaction(() => {
           writing = true;
           try {
             result = fn();

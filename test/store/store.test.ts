@@ -1,0 +1,104 @@
+import test from 'ava';
+import { AppError } from '../../src/errors/app-error.js';
+import { CURRENT_SCHEMA_VERSION, migrateStore, openStore, StoreError, type Store } from '../../src/store/index.js';
+import { removeDir, tempDir } from '../helpers/process.js';
+
+/** The store's guarantees (src/store/types.ts), on a real LMDB file. */
+let dir: string;
+let store: Store;
+
+test.before(async () => {
+  dir = await tempDir();
+  store = openStore(dir);
+  await migrateStore(store);
+});
+
+test.after.always(async () => {
+  await store?.close();
+  await removeDir(dir);
+});
+
+const ws = (id: string) => ({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z' });
+
+test('a write that throws midway applies nothing of itself, and the error reaches the caller', async (t) => {
+  const err = await t.throwsAsync(store.write(() => {
+    store.tables.workspaces.put('ws_half', ws('ws_half'));
+    store.tables.usersByEmail.put('half@example.com', 'usr_half');
+    throw new AppError('invalid_request');
+  }));
+  t.true(err instanceof AppError, 'a domain error passes through unchanged');
+  t.is(store.tables.workspaces.get('ws_half'), undefined);
+  t.is(store.tables.usersByEmail.get('half@example.com'), undefined);
+});
+
+test('an unexpected failure inside a write is a StoreError, and nothing is applied', async (t) => {
+  const err = await t.throwsAsync(store.write(() => {
+    store.tables.workspaces.put('ws_broken', ws('ws_broken'));
+    throw new TypeError('disk on fire');
+  }));
+  t.true(err instanceof StoreError);
+  t.is((err as StoreError).code, 'write_failed');
+  t.is(store.tables.workspaces.get('ws_broken'), undefined);
+});
+
+test('puts and removes outside store.write are refused', (t) => {
+  t.throws(() => store.tables.workspaces.put('ws_loose', ws('ws_loose')), { message: /inside store\.write/ });
+  t.throws(() => store.tables.workspaces.remove('ws_loose'), { message: /inside store\.write/ });
+});
+
+test('a write resolves with its value once it is stored, and every record of it lands', async (t) => {
+  const value = await store.write(() => {
+    store.tables.workspaces.put('ws_a', ws('ws_a'));
+    store.tables.members.put(['ws_a', 'usr_1'], { workspaceId: 'ws_a', userId: 'usr_1', role: 'owner', addedAt: 'x' });
+    return 42;
+  });
+  t.is(value, 42);
+  t.deepEqual(store.tables.workspaces.get('ws_a'), ws('ws_a'));
+  t.is(store.tables.members.get(['ws_a', 'usr_1'])?.role, 'owner');
+});
+
+test('scan walks one prefix in key order, with after, limit and reverse', async (t) => {
+  await store.write(() => {
+    for (const uid of ['usr_c', 'usr_a', 'usr_b']) store.tables.userWorkspaces.put(['usr_scan', `ws_${uid}`], 'member');
+    store.tables.userWorkspaces.put(['usr_scan2', 'ws_x'], 'owner');
+    store.tables.userWorkspaces.put(['usr_sca', 'ws_y'], 'owner');
+  });
+  const keys = (rows: Array<{ key: unknown[] }>) => rows.map((r) => r.key[1]);
+  t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'])), ['ws_usr_a', 'ws_usr_b', 'ws_usr_c']);
+  t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { after: 'ws_usr_a' })), ['ws_usr_b', 'ws_usr_c']);
+  t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { limit: 2 })), ['ws_usr_a', 'ws_usr_b']);
+  t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { reverse: true })), ['ws_usr_c', 'ws_usr_b', 'ws_usr_a']);
+});
+
+test('the schema version is recorded, and a second migration run changes nothing', async (t) => {
+  t.is(store.schemaVersion(), CURRENT_SCHEMA_VERSION);
+  const again = await migrateStore(store);
+  t.deepEqual(again.applied, []);
+  t.is(again.from, CURRENT_SCHEMA_VERSION);
+});
+
+test('another process sees a write at once: no value is cached', async (t) => {
+  const other = openStore(dir);
+  try {
+    t.is(other.tables.workspaces.get('ws_late'), undefined);
+    await store.write(() => store.tables.workspaces.put('ws_late', ws('ws_late')));
+    t.deepEqual(other.tables.workspaces.get('ws_late'), ws('ws_late'));
+  } finally {
+    await other.close();
+  }
+});
+
+test('writes that share a commit stay atomic one by one: a failing one leaves the others whole', async (t) => {
+  const results = await Promise.allSettled(Array.from({ length: 20 }, (_v, i) => store.write(() => {
+    store.tables.workspaces.put(`ws_batch_${i}`, ws(`ws_batch_${i}`));
+    store.tables.usersByEmail.put(`batch${i}@example.com`, `usr_batch_${i}`);
+    if (i % 5 === 3) throw new AppError('invalid_request');
+    return i;
+  })));
+  for (const [i, r] of results.entries()) {
+    const failed = i % 5 === 3;
+    t.is(r.status, failed ? 'rejected' : 'fulfilled', `write ${i}`);
+    t.is(store.tables.workspaces.get(`ws_batch_${i}`) === undefined, failed, `workspace of write ${i}`);
+    t.is(store.tables.usersByEmail.get(`batch${i}@example.com`) === undefined, failed, `email of write ${i}`);
+  }
+});
