@@ -72,8 +72,11 @@ function isUnmatched(request: Request): boolean {
 function unauthenticated(request: Request, boom: Boom): AppError {
   const strategy = request.route.settings.auth && request.route.settings.auth.strategies?.[0];
   const expected = strategy ? expectedCredential[strategy] : undefined;
-  // @hapi/cookie: a cookie was sent but names no live session (signed out, expired, removed).
-  const stale = /invalid|expired|bad/i.test(boom.message ?? '');
+  // A session cookie was sent but names no live session (signed out, expired, sealed with another
+  // key): say so, rather than "none was sent".
+  const cookie = String(request.headers.cookie ?? '');
+  const stale = /invalid|expired|bad/i.test(boom.message ?? '')
+    || (strategy?.startsWith('session') === true && /(^|;\s*)(__Host-)?sid=/.test(cookie));
   const message = stale
     ? 'The session has ended or is not valid; sign in again.'
     : `This route takes ${expected ?? 'a credential'}; none was sent.`;
