@@ -10,6 +10,6 @@ export const DEFAULT_OWNER_EMAIL = 'admin@localhost';
 export async function bootstrapIfEmpty(people: PeopleService) {
   if (people.workspaceCount() > 0) return null;
   const password = randomBytes(18).toString('base64url');
-  const created = await people.createWorkspace({ name: 'Default', ownerEmail: DEFAULT_OWNER_EMAIL, ownerName: 'Administrator', ownerPassword: password });
+  const created = await people.createWorkspace({ name: 'Default', ownerEmail: DEFAULT_OWNER_EMAIL, ownerName: 'Administrator', ownerPassword: password, mustChangePassword: true });
   return { ...created, email: DEFAULT_OWNER_EMAIL, password };
 }

@@ -3,7 +3,7 @@ import type { Plugin } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from './service.js';
+import { MIN_PASSWORD_LENGTH, type PeopleService } from './service.js';
 
 /** Sign-in and the signed-in person (API.md section 2). */
 export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; guards: Guards }> = {
@@ -38,6 +38,25 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
           await people.signOut(caller(request, 'session').secret);
           h.unstate(cookieName);
           return {};
+        },
+      },
+      {
+        method: 'PUT', path: '/api/me/password',
+        options: {
+          auth: session,
+          // It checks a password, so it is limited per address like sign-in.
+          ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
+          validate: {
+            payload: Joi.object({
+              currentPassword: Joi.string().max(1024).required(),
+              newPassword: Joi.string().min(MIN_PASSWORD_LENGTH).max(1024).required(),
+            }),
+          },
+        },
+        async handler(request) {
+          const c = caller(request, 'session');
+          const { currentPassword, newPassword } = request.payload as { currentPassword: string; newPassword: string };
+          return people.changePassword(c.user.id, c.secret, currentPassword, newPassword);
         },
       },
       {

@@ -44,9 +44,24 @@ export function peopleRepo(store: Store) {
     },
     putSession(hash: string, session: SessionRecord): void {
       t.sessions.put(hash, session);
+      t.sessionsByUser.put([session.userId, hash], session.expiresAt);
     },
     removeSession(hash: string): void {
+      const session = t.sessions.get(hash);
       t.sessions.remove(hash);
+      if (session) t.sessionsByUser.remove([session.userId, hash]);
+    },
+    /** Ends every session of a person, except `keep` (a session hash) when given. */
+    removeSessionsOf(uid: string, keep?: string): number {
+      let ended = 0;
+      for (const { key } of t.sessionsByUser.scan([uid])) {
+        const hash = String(key[1]);
+        if (hash === keep) continue;
+        t.sessions.remove(hash);
+        t.sessionsByUser.remove([uid, hash]);
+        ended += 1;
+      }
+      return ended;
     },
   };
 }

@@ -13,7 +13,11 @@ import { peopleRepo } from './repo.js';
  * - A session is a 256-bit random secret in the cookie; the store keeps only its hash.
  * - A session ends at its expiry or at sign-out, checked on every request against the store.
  * - A workspace the person is not a member of is "not found", never "forbidden".
+ * - A password change needs the current password, and ends every other session of that person.
  */
+
+/** The least a new password may be (NIST SP 800-63B asks at least 8; an operator's console, 12). */
+export const MIN_PASSWORD_LENGTH = 12;
 
 export interface PeopleDeps {
   store: Store;
@@ -26,6 +30,8 @@ export interface PublicUser {
   id: string;
   email: string;
   name: string;
+  /** The password was chosen by someone else (the first start's one-time password): change it. */
+  mustChangePassword: boolean;
 }
 
 export interface WorkspaceView {
@@ -35,7 +41,7 @@ export interface WorkspaceView {
 }
 
 export function toPublicUser(user: UserRecord): PublicUser {
-  return { id: user.id, email: user.email, name: user.name };
+  return { id: user.id, email: user.email, name: user.name, mustChangePassword: user.mustChangePassword === true };
 }
 
 export function createPeopleService(deps: PeopleDeps) {
@@ -50,13 +56,13 @@ export function createPeopleService(deps: PeopleDeps) {
     workspaceCount: () => repo.workspaceCount(),
 
     /** Creates a workspace with its first owner (first start, `svc init`, tests). */
-    async createWorkspace(input: { name: string; ownerEmail: string; ownerName?: string; ownerPassword: string }) {
+    async createWorkspace(input: { name: string; ownerEmail: string; ownerName?: string; ownerPassword: string; mustChangePassword?: boolean }) {
       const passwordHash = await hashPassword(input.ownerPassword);
       const at = isoAt(clock.now());
       const workspace = { id: ids.id('ws'), name: input.name, createdAt: at };
       const user: UserRecord = {
         id: ids.id('usr'), email: input.ownerEmail.trim(), name: input.ownerName ?? input.ownerEmail.split('@')[0]!,
-        passwordHash, createdAt: at,
+        passwordHash, createdAt: at, ...(input.mustChangePassword ? { mustChangePassword: true } : {}),
       };
       await store.write(() => {
         if (repo.userByEmail(user.email)) throw new AppError('invalid_request', { details: { errors: [{ field: 'email', message: 'a person with this email already exists' }] } });
@@ -105,6 +111,26 @@ export function createPeopleService(deps: PeopleDeps) {
       if (!session || Date.parse(session.expiresAt) <= clock.now()) return undefined;
       const user = repo.getUser(session.userId);
       return user ? toPublicUser(user) : undefined;
+    },
+
+    /** Changes a person's password and ends their other sessions; `secret` is the session kept. */
+    async changePassword(uid: string, secret: string, currentPassword: string, newPassword: string): Promise<{ sessionsEnded: number }> {
+      const user = repo.getUser(uid);
+      if (!user) throw new AppError('unauthenticated');
+      if (!await verifyPassword(user.passwordHash, currentPassword)) {
+        throw new AppError('invalid_request', { details: { errors: [{ field: 'currentPassword', message: '"currentPassword" is not the current password' }] } });
+      }
+      if (newPassword === currentPassword) {
+        throw new AppError('invalid_request', { details: { errors: [{ field: 'newPassword', message: '"newPassword" must differ from the current password' }] } });
+      }
+      const passwordHash = await hashPassword(newPassword);
+      return store.write(() => {
+        const latest = repo.getUser(uid);
+        if (!latest) throw new AppError('unauthenticated');
+        const { mustChangePassword: _was, ...rest } = latest;
+        repo.putUser({ ...rest, passwordHash });
+        return { sessionsEnded: repo.removeSessionsOf(uid, secretHash(secret)) };
+      });
     },
 
     async signOut(secret: string): Promise<void> {

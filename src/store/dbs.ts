@@ -19,6 +19,8 @@ export interface UserRecord {
   name: string;
   /** argon2id PHC string; never the password. */
   passwordHash: string;
+  /** Set for a password someone else chose (the first start's one-time password). */
+  mustChangePassword?: boolean;
   createdAt: string;
 }
 
@@ -95,6 +97,8 @@ export interface Tables {
   userWorkspaces: Table<Role>;
   /** session secret hash -> session */
   sessions: Table<SessionRecord>;
+  /** [uid, session hash] -> expiresAt; a person's sessions, to end them together (schema 3) */
+  sessionsByUser: Table<string>;
   /** [wid, aid] -> agent */
   agents: Table<AgentRecord>;
   /** [wid, keyId] -> key record (workspace and agent keys) */
@@ -109,6 +113,6 @@ export interface Tables {
 }
 
 export const tableNames = [
-  'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions',
+  'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -36,12 +36,15 @@ class LmdbTable<V> implements Table<V> {
   scan(prefix: KeyPart[], options: ScanOptions = {}): Array<{ key: KeyPart[]; value: V }> {
     const low = options.after === undefined ? prefix : [...prefix, options.after];
     const high = [...prefix, KEY_END];
-    const range = options.reverse
-      ? { start: options.after === undefined ? high : low, end: prefix, reverse: true }
-      : { start: low, end: high };
+    // The empty prefix is the whole table, whatever its keys (strings or tuples).
+    const range = prefix.length === 0 && options.after === undefined
+      ? { reverse: options.reverse ?? false }
+      : options.reverse
+        ? { start: options.after === undefined ? high : low, end: prefix, reverse: true }
+        : { start: low, end: high };
     const out: Array<{ key: KeyPart[]; value: V }> = [];
     for (const { key, value } of this.db.getRange(range)) {
-      const tuple = key as KeyPart[];
+      const tuple = (Array.isArray(key) ? key : [key]) as KeyPart[];
       if (options.after !== undefined && tuple[prefix.length] === options.after) continue;
       out.push({ key: tuple, value });
       if (options.limit !== undefined && out.length >= options.limit) break;

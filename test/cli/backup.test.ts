@@ -1,4 +1,5 @@
 import test from 'ava';
+import { CURRENT_SCHEMA_VERSION } from '../../src/store/index.js';
 import { copyFile, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bearer, call } from '../helpers/http.js';
@@ -15,7 +16,7 @@ test('svc backup copies the store while the server runs; the copy serves the sam
     const out = join(dir, 'copy.mdb');
     const backup = await svc(['backup', '--data-dir', server.dataDir, '--out', out, '--json']);
     t.is(backup.code, 0, backup.stderr);
-    t.deepEqual(JSON.parse(backup.stdout), { out, schemaVersion: 2 });
+    t.deepEqual(JSON.parse(backup.stdout), { out, schemaVersion: CURRENT_SCHEMA_VERSION });
     t.is((await stat(out)).mode & 0o777, 0o600);
 
     const again = await svc(['backup', '--data-dir', server.dataDir, '--out', out]);

@@ -2,7 +2,7 @@ import { copyFile, cp, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { migrateStore, openStore, type Store } from '../../src/store/index.js';
+import { CURRENT_SCHEMA_VERSION, migrateStore, openStore, type Store } from '../../src/store/index.js';
 import { call, csrf } from '../helpers/http.js';
 import { removeDir, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
 
@@ -156,7 +156,7 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   const dryDoc = json(dry.stdout);
   t.is(dryDoc.from, 1);
   t.true(dryDoc.dryRun);
-  t.deepEqual(dryDoc.applied.map((m: { version: number }) => m.version), [2]);
+  t.deepEqual(dryDoc.applied.map((m: { version: number }) => m.version), [2, 3]);
   await withRawStore(d, (s) => {
     t.is(s.schemaVersion(), 1);
     t.is(s.tables.userWorkspaces.get([V1.uid, V1.wid]), undefined);
@@ -165,20 +165,20 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   const run = await svc(['migrate', '--data-dir', d, '--json']);
   t.is(run.code, 0, run.stderr);
   const runDoc = json(run.stdout);
-  t.like(runDoc, { from: 1, to: 2, dryRun: false });
-  t.deepEqual(runDoc.applied.map((m: { version: number }) => m.version), [2]);
+  t.like(runDoc, { from: 1, to: CURRENT_SCHEMA_VERSION, dryRun: false });
+  t.deepEqual(runDoc.applied.map((m: { version: number }) => m.version), [2, 3]);
   t.is(typeof runDoc.applied[0].description, 'string');
 
   const again = await svc(['migrate', '--data-dir', d, '--json']);
   t.is(again.code, 0, again.stderr);
-  t.like(json(again.stdout), { from: 2, to: 2, applied: [] });
+  t.like(json(again.stdout), { from: CURRENT_SCHEMA_VERSION, to: CURRENT_SCHEMA_VERSION, applied: [] });
 
   const plain = await svc(['migrate', '--data-dir', d]);
   t.is(plain.code, 0, plain.stderr);
   t.regex(plain.stdout, /up to date/);
 
   await withRawStore(d, (s) => {
-    t.is(s.schemaVersion(), 2);
+    t.is(s.schemaVersion(), CURRENT_SCHEMA_VERSION);
     t.is(s.tables.userWorkspaces.get([V1.uid, V1.wid]), 'owner');
     t.deepEqual(s.tables.workspaces.get(V1.wid), { id: V1.wid, name: 'Acme v1', createdAt: V1.at });
     t.like(s.tables.users.get(V1.uid), { id: V1.uid, email: V1.email, name: 'Old Owner' });
@@ -208,7 +208,7 @@ test('serve --migrate starts on a schema-1 store and migrates it', async (t) => 
   servers.push(server);
   t.is(server.boot.owner, undefined, 'a store with a workspace gets no bootstrap owner');
   const ready = await call(server.url, 'GET', '/readyz');
-  t.deepEqual(ready.body, { status: 'ready', schemaVersion: 2 });
+  t.deepEqual(ready.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
   const signIn = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: V1.email, password: V1.password } });
   t.is(signIn.status, 200, signIn.text);
   t.deepEqual(signIn.body.workspaces, [{ id: V1.wid, name: 'Acme v1', role: 'owner' }]);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import test from 'ava';
+import { CURRENT_SCHEMA_VERSION } from '../../src/store/index.js';
 import { call, csrf } from '../helpers/http.js';
 import { BIN, ROOT, cleanEnv, removeDir, tempDir } from '../helpers/process.js';
 
@@ -130,7 +131,7 @@ test.serial('the printed one-time password signs in as the owner of "Default"', 
 test.serial('GET /readyz answers 200 ready with the schema version', async (t) => {
   const res = await call(first.url, 'GET', '/readyz');
   t.is(res.status, 200);
-  t.deepEqual(res.body, { status: 'ready', schemaVersion: 2 });
+  t.deepEqual(res.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
 });
 
 test.serial('SIGTERM with a request in flight: the request is answered, then the process exits 0 and logs stopped', async (t) => {
@@ -182,5 +183,5 @@ test.serial('a second start on the same data dir prints no password, and the fir
   const res = await call(second.url, 'POST', '/api/session', { headers: csrf, json: { email: 'admin@localhost', password } });
   t.is(res.status, 200, res.text);
   const ready = await call(second.url, 'GET', '/readyz');
-  t.deepEqual(ready.body, { status: 'ready', schemaVersion: 2 });
+  t.deepEqual(ready.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
 });

@@ -1,0 +1,16 @@
+import type { Migration } from './index.js';
+
+/**
+ * Schema 3: an index of sessions by person, [uid, session hash] -> expiresAt, so that a password
+ * change (and, later, removing a member) ends every session of that person at once. Built from
+ * `sessions`; re-running it rebuilds the same entries.
+ */
+export const m003SessionsByUser: Migration = {
+  version: 3,
+  description: 'index sessions by person (sessionsByUser)',
+  up(store) {
+    for (const { key, value } of store.tables.sessions.scan([])) {
+      store.tables.sessionsByUser.put([value.userId, String(key[0])], value.expiresAt);
+    }
+  },
+};

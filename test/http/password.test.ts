@@ -1,0 +1,62 @@
+import test from 'ava';
+import { assertError, call, csrf, signIn } from '../helpers/http.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+
+/** The first start's one-time password, and changing it (PUT /api/me/password). */
+let server: RunningServer;
+
+test.before(async () => {
+  // This file signs in and changes passwords many times from one address.
+  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '100' } });
+});
+
+test.after.always(() => stopAndClean(server));
+
+const change = (cookie: string, body: unknown) => call(server.url, 'PUT', '/api/me/password', { headers: { ...csrf, cookie }, json: body });
+
+test.serial('the bootstrap owner is told to change the one-time password, and a bad change is refused by field', async (t) => {
+  const owner = server.boot.owner!;
+  const signedIn = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: owner.email, password: owner.password } });
+  t.is(signedIn.body.user.mustChangePassword, true);
+  const cookie = await signIn(server.url, owner.email, owner.password);
+  t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie } })).body.user.mustChangePassword, true);
+
+  const wrong = await change(cookie, { currentPassword: 'not it at all', newPassword: 'a brand new passphrase' });
+  assertError(t, wrong, 400, 'invalid_request');
+  t.deepEqual(wrong.body.error.errors.map((e: { field: string }) => e.field), ['currentPassword']);
+
+  const short = await change(cookie, { currentPassword: owner.password, newPassword: 'short' });
+  assertError(t, short, 400, 'invalid_request');
+  t.deepEqual(short.body.error.errors.map((e: { field: string }) => e.field), ['newPassword']);
+
+  const same = await change(cookie, { currentPassword: owner.password, newPassword: owner.password });
+  assertError(t, same, 400, 'invalid_request');
+  t.deepEqual(same.body.error.errors.map((e: { field: string }) => e.field), ['newPassword']);
+
+  const noCsrf = await call(server.url, 'PUT', '/api/me/password', { headers: { cookie }, json: { currentPassword: owner.password, newPassword: 'a brand new passphrase' } });
+  assertError(t, noCsrf, 403, 'csrf');
+
+  // Nothing above changed the password.
+  t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie } })).status, 200);
+  await t.notThrowsAsync(signIn(server.url, owner.email, owner.password));
+});
+
+test.serial('a change ends every other session of the person, keeps this one, and the old password stops working', async (t) => {
+  const owner = server.boot.owner!;
+  const kept = await signIn(server.url, owner.email, owner.password);
+  const other = await signIn(server.url, owner.email, owner.password);
+  const newPassword = 'correct horse battery staple 42';
+
+  const res = await change(kept, { currentPassword: owner.password, newPassword });
+  t.is(res.status, 200, res.text);
+  t.true(res.body.sessionsEnded >= 2, 'the other sessions of this person ended (this file signed in several times)');
+
+  t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie: other } })).status, 401);
+  const me = await call(server.url, 'GET', '/api/me', { headers: { cookie: kept } });
+  t.is(me.status, 200);
+  t.false(me.body.user.mustChangePassword);
+
+  const old = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: owner.email, password: owner.password } });
+  assertError(t, old, 401, 'unauthenticated');
+  await t.notThrowsAsync(signIn(server.url, owner.email, newPassword));
+});
