@@ -45,13 +45,7 @@ export function installFrontDoor(listener: NodeServer, options: FrontDoorOptions
     res.setHeader('x-request-id', id);
     res.setHeader('svc-version', API_VERSION);
     res.setHeader('traceparent', trace);
-    res.setHeader('x-content-type-options', 'nosniff');
-    // Frame and referrer policies protect documents; machine routes (/v1/) answer JSON only.
-    if (!req.url?.startsWith('/v1/')) {
-      res.setHeader('x-frame-options', 'DENY');
-      res.setHeader('referrer-policy', 'no-referrer');
-    }
-    if (options.production) res.setHeader('strict-transport-security', 'max-age=31536000; includeSubDomains');
+    for (const [name, value] of securityHeaders(req.url ?? '/', options.production)) res.setHeader(name, value);
     holdOversizedStreams(req, res);
     const path = req.url === '/healthz' || req.url === '/readyz' ? req.url : undefined;
     if (path && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -64,6 +58,17 @@ export function installFrontDoor(listener: NodeServer, options: FrontDoorOptions
     }
     for (const handler of hapi) handler(req, res);
   });
+}
+
+/**
+ * The security headers of an answer: nosniff everywhere; frame and referrer policies outside the
+ * machine routes (/v1/ answers JSON only; the policies protect documents); HSTS in production.
+ */
+export function securityHeaders(path: string, production: boolean): Array<[string, string]> {
+  const headers: Array<[string, string]> = [['x-content-type-options', 'nosniff']];
+  if (!path.startsWith('/v1/')) headers.push(['x-frame-options', 'DENY'], ['referrer-policy', 'no-referrer']);
+  if (production) headers.push(['strict-transport-security', 'max-age=31536000; includeSubDomains']);
+  return headers;
 }
 
 /** The request id and trace given at the listener, or undefined for an injected request. */

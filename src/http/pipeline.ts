@@ -3,7 +3,7 @@ import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
 import { renderError } from '../errors/render.js';
 import { toAppError } from './errors.js';
-import { API_VERSION, stampOf } from './front-door.js';
+import { API_VERSION, securityHeaders, stampOf } from './front-door.js';
 import { nextTraceparent } from './trace.js';
 
 /**
@@ -60,13 +60,11 @@ export function requestStamp(request: Request): { requestId: string; traceparent
 }
 
 /** The headers the listener sets on real requests, set through hapi for injected ones. */
-function stampInjected(request: Request, res: { header(name: string, value: string): unknown }): void {
+function stampInjected(request: Request, res: { header(name: string, value: string): unknown }, production: boolean): void {
   res.header('x-request-id', request.app.requestId);
   res.header('svc-version', API_VERSION);
   res.header('traceparent', request.app.traceparent);
-  res.header('x-content-type-options', 'nosniff');
-  res.header('x-frame-options', 'DENY');
-  res.header('referrer-policy', 'no-referrer');
+  for (const [name, value] of securityHeaders(request.path, production)) res.header(name, value);
 }
 
 export const pipeline: Plugin<PipelineOptions> = {
@@ -89,11 +87,11 @@ export const pipeline: Plugin<PipelineOptions> = {
         const body = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
-        if (request.app.injected) stampInjected(request, res);
+        if (request.app.injected) stampInjected(request, res, options.production);
         logLine(request, requestId, err.status);
         return res;
       }
-      if (request.app.injected && response && 'header' in response) stampInjected(request, response);
+      if (request.app.injected && response && 'header' in response) stampInjected(request, response, options.production);
       logLine(request, requestId, response && 'statusCode' in response ? response.statusCode : 0);
       return h.continue;
     });

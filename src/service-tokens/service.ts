@@ -25,6 +25,9 @@ export interface CreateTokenInput {
 
 const DAY_MS = 86_400_000;
 
+/** Every token expires, at most this many days after creation (SPEC.md 2.3). */
+export const MAX_TOKEN_DAYS = 90;
+
 export function parseCidr(range: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
   return range.includes('/') ? ipaddr.parseCIDR(range) : (() => {
     const addr = ipaddr.parse(range);
@@ -53,6 +56,9 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
   const t = store.tables;
   return {
     async create(workspaceId: string, input: CreateTokenInput) {
+      if (!Number.isInteger(input.expiresInDays) || input.expiresInDays < 1 || input.expiresInDays > MAX_TOKEN_DAYS) {
+        throw new AppError('invalid_request', { details: { errors: [{ field: 'expiresInDays', message: `"expiresInDays" must be a whole number from 1 to ${MAX_TOKEN_DAYS}` }] } });
+      }
       const token = ids.secret('ims');
       const now = clock.now();
       const record: ServiceTokenRecord = {
@@ -81,8 +87,10 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
       const ref = hasPrefix(value, 'ims') ? t.serviceTokensByHash.get(secretHash(value)) : undefined;
       const record = ref ? t.serviceTokens.get(ref) : undefined;
       if (!record || record.revokedAt) throw new AppError('invalid_token');
-      if (Date.parse(record.expiresAt) <= clock.now()) throw new AppError('token_expired');
+      // The address first: from outside ipAllow even an expired token is just invalid, so the
+      // answer never tells an outsider that the token is real.
       if (!addressAllowed(clientAddress, record.ipAllow)) throw new AppError('invalid_token');
+      if (Date.parse(record.expiresAt) <= clock.now()) throw new AppError('token_expired');
       return record;
     },
   };

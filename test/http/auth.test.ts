@@ -186,3 +186,22 @@ test('whoami answers the key view of the caller, in its own workspace', async (t
   t.false('key' in res.body);
   t.false('hash' in res.body);
 });
+
+test.serial('a key revoked by another process while the server runs is refused on its very next use', async (t) => {
+  const minted = await withStore(server.dataDir, (app) => app.services.keys.mint(wid, { scope: 'inference' }, 'test'));
+  t.is((await call(server.url, 'GET', '/v1/whoami', { headers: bearer(minted.key) })).status, 200, 'the server has used the key');
+  await withStore(server.dataDir, (app) => app.services.keys.revoke(wid, minted.id));
+  assertError(t, await call(server.url, 'GET', '/v1/whoami', { headers: bearer(minted.key) }), 401, 'invalid_api_key');
+});
+
+test.serial("an agent removed by another process: its key is refused on its very next use", async (t) => {
+  const { key, agentId } = await withStore(server.dataDir, async (app) => {
+    const agent = await app.services.agents.create({ workspaceId: wid, name: 'short-lived-bot' });
+    return { key: (await app.services.keys.mint(wid, { scope: 'agent', agentId: agent.id }, 'test')).key, agentId: agent.id };
+  });
+  assertError(t, await call(server.url, 'GET', '/v1/actions/act_unknown', { headers: bearer(key) }), 404, 'not_found');
+  await withStore(server.dataDir, (app) => app.services.agents.remove(wid, agentId));
+  const res = await call(server.url, 'GET', '/v1/actions/act_unknown', { headers: bearer(key) });
+  assertError(t, res, 403, 'agent_not_found');
+  t.is(res.body.error.agentId, agentId);
+});

@@ -219,7 +219,7 @@ test('a bad SVC_PORT stops svc serve, naming server.port', async (t) => {
   const dir = await tempDir('svc-badenv-');
   temps.push(dir);
   const result = await svc(['serve', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1'], { env: { SVC_PORT: 'abc' }, timeoutMs: 20_000 });
-  t.not(result.code, 0);
+  t.is(result.code, 2, 'a configuration error is a usage error');
   t.regex(result.stdout + result.stderr, /server\.port/);
   t.notRegex(result.stdout + result.stderr, /listening/);
 });

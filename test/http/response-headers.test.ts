@@ -39,8 +39,27 @@ test('a valid incoming traceparent is continued: same trace id, new span id', as
 });
 
 test('an invalid traceparent starts a new trace', async (t) => {
-  const res = await call(server.url, 'GET', '/healthz', { headers: { traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' } });
-  t.not(String(res.headers.traceparent).split('-')[1], '00000000000000000000000000000000');
+  for (const invalid of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'garbage', '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01']) {
+    const res = await call(server.url, 'GET', '/healthz', { headers: { traceparent: invalid } });
+    const answered = String(res.headers.traceparent);
+    t.regex(answered, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, invalid);
+    t.not(answered.split('-')[1], '00000000000000000000000000000000');
+    t.not(answered.split('-')[1], '4bf92f3577b34da6a3ce929d0e0e4736', 'an invalid parent id is not continued');
+  }
+});
+
+test('security headers: nosniff and no-store on every answer; frame and referrer policies outside /v1/; no HSTS over http', async (t) => {
+  for (const path of ['/v1/models', '/api/me', '/docs/errors', '/healthz', '/v1/nope']) {
+    const res = await call(server.url, 'GET', path);
+    t.is(res.headers['x-content-type-options'], 'nosniff', path);
+    t.regex(String(res.headers['cache-control']), /no-store|no-cache/, path);
+    const document = !path.startsWith('/v1/');
+    t.is(res.headers['x-frame-options'], document ? 'DENY' : undefined, path);
+    t.is(res.headers['referrer-policy'], document ? 'no-referrer' : undefined, path);
+    t.is(res.headers['strict-transport-security'], undefined, path);
+  }
+  const api = await call(server.url, 'GET', '/v1/models');
+  t.is(api.headers['cache-control'], 'no-store', 'API answers are never cached');
 });
 
 test('request ids differ per request', async (t) => {

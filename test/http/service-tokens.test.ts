@@ -39,6 +39,7 @@ test.before(async () => {
   // Created ten days ago with a one-day life: already expired for the server's clock.
   await withStore(server.dataDir, async (app) => {
     tokens.expired = (await app.services.serviceTokens.create(wid, { name: 'expired', scopes: ['agents:read'], expiresInDays: 1 })).token;
+    tokens.expiredElsewhere = (await app.services.serviceTokens.create(wid, { name: 'expired-elsewhere', scopes: ['agents:read'], expiresInDays: 1, ipAllow: ['10.0.0.0/8'] })).token;
   }, { clock: fixedClock(Date.now() - 10 * 86_400_000) });
 });
 
@@ -147,4 +148,34 @@ test('addressAllowed: a garbage address is never allowed', (t) => {
 test('addressAllowed: no ranges means no pinning', (t) => {
   t.true(addressAllowed('10.1.2.3', []));
   t.true(addressAllowed('2001:db8::1', []));
+});
+
+test('an expired token used from outside its ipAllow is just invalid: the answer does not say the token is real', async (t) => {
+  const res = await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(tokens.expiredElsewhere!) });
+  assertError(t, res, 401, 'invalid_token');
+});
+
+test.serial('a token revoked by another process while the server runs is refused on its very next use', async (t) => {
+  let id = '';
+  await withStore(server.dataDir, async (app) => {
+    const created = await app.services.serviceTokens.create(wid, { name: 'short-lived', scopes: ['agents:read'], expiresInDays: 1 });
+    tokens.shortLived = created.token;
+    id = created.id;
+  });
+  const before = await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(tokens.shortLived!) });
+  t.is(before.status, 200, 'the server has used the token');
+  await withStore(server.dataDir, (app) => app.services.serviceTokens.revoke(wid, id));
+  const after = await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(tokens.shortLived!) });
+  assertError(t, after, 401, 'invalid_token');
+});
+
+test.serial('every token expires: a lifetime outside 1 to 90 days is refused, naming the field', async (t) => {
+  await withStore(server.dataDir, async (app) => {
+    for (const expiresInDays of [0, 91, 1.5, -3]) {
+      const err = await t.throwsAsync(app.services.serviceTokens.create(wid, { name: 'x', scopes: ['agents:read'], expiresInDays }));
+      t.deepEqual((err as any).details.errors.map((e: any) => e.field), ['expiresInDays'], String(expiresInDays));
+    }
+    const longest = await app.services.serviceTokens.create(wid, { name: 'longest', scopes: ['agents:read'], expiresInDays: 90 });
+    t.is(Date.parse(longest.expiresAt) - Date.parse(longest.createdAt), 90 * 86_400_000);
+  });
 });

@@ -50,7 +50,9 @@ test('POST /v1/admin/keys: any JSON body answers 201 or a 4xx of the SPEC.md sha
   t.pass();
 });
 
-test('a __proto__ key anywhere in a body is refused as invalid_request naming it, and nothing is minted', async (t) => {
+test.serial('a __proto__ key anywhere in a body is refused as invalid_request naming it, and nothing is minted', async (t) => {
+  const count = () => app.services.keys.list(wid, { limit: 200 }).data.length;
+  const before = count();
   for (const body of ['{"__proto__":""}', '{"scope":"admin","__proto__":{"isAdmin":true}}', '{"name":{"__proto__":{}}}']) {
     const res = await server.inject({ method: 'POST', url: '/v1/admin/keys', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, payload: body });
     const parsed = JSON.parse(res.payload);
@@ -59,6 +61,7 @@ test('a __proto__ key anywhere in a body is refused as invalid_request naming it
     t.deepEqual(parsed.error.errors.map((e: any) => e.field), ['__proto__']);
   }
   t.deepEqual(({} as any).isAdmin, undefined, 'no prototype was polluted');
+  t.is(count(), before);
 });
 
 test('POST /api/session: arbitrary bytes never give a 5xx', async (t) => {

@@ -77,17 +77,6 @@ test('the schema version is recorded, and a second migration run changes nothing
   t.is(again.from, CURRENT_SCHEMA_VERSION);
 });
 
-test('another process sees a write at once: no value is cached', async (t) => {
-  const other = openStore(dir);
-  try {
-    t.is(other.tables.workspaces.get('ws_late'), undefined);
-    await store.write(() => store.tables.workspaces.put('ws_late', ws('ws_late')));
-    t.deepEqual(other.tables.workspaces.get('ws_late'), ws('ws_late'));
-  } finally {
-    await other.close();
-  }
-});
-
 test('writes that share a commit stay atomic one by one: a failing one leaves the others whole', async (t) => {
   const results = await Promise.allSettled(Array.from({ length: 20 }, (_v, i) => store.write(() => {
     store.tables.workspaces.put(`ws_batch_${i}`, ws(`ws_batch_${i}`));
