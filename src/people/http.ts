@@ -53,10 +53,12 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
             }),
           },
         },
-        async handler(request) {
+        async handler(request, h) {
           const c = caller(request, 'session');
           const { currentPassword, newPassword } = request.payload as { currentPassword: string; newPassword: string };
-          return people.changePassword(c.user.id, c.secret, currentPassword, newPassword);
+          const { sessionsEnded, secret } = await people.changePassword(c.user.id, currentPassword, newPassword);
+          h.state(cookieName, { sid: secret });
+          return { sessionsEnded };
         },
       },
       {

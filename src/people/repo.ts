@@ -51,12 +51,11 @@ export function peopleRepo(store: Store) {
       t.sessions.remove(hash);
       if (session) t.sessionsByUser.remove([session.userId, hash]);
     },
-    /** Ends every session of a person, except `keep` (a session hash) when given. */
-    removeSessionsOf(uid: string, keep?: string): number {
+    /** Ends every session of a person. */
+    removeSessionsOf(uid: string): number {
       let ended = 0;
       for (const { key } of t.sessionsByUser.scan([uid])) {
         const hash = String(key[1]);
-        if (hash === keep) continue;
         t.sessions.remove(hash);
         t.sessionsByUser.remove([uid, hash]);
         ended += 1;

@@ -13,7 +13,10 @@ import { peopleRepo } from './repo.js';
  * - A session is a 256-bit random secret in the cookie; the store keeps only its hash.
  * - A session ends at its expiry or at sign-out, checked on every request against the store.
  * - A workspace the person is not a member of is "not found", never "forbidden".
- * - A password change needs the current password, and ends every other session of that person.
+ * - A password change needs the current password, and ends every session of that person (the
+ *   changing one is replaced by a fresh one).
+ * - A sign-in or a change whose password check raced a change does not commit.
+ * - Until a person replaces a password someone else chose, no workspace permission holds.
  */
 
 /** The least a new password may be (NIST SP 800-63B asks at least 8; an operator's console, 12). */
@@ -42,6 +45,13 @@ export interface WorkspaceView {
 
 export function toPublicUser(user: UserRecord): PublicUser {
   return { id: user.id, email: user.email, name: user.name, mustChangePassword: user.mustChangePassword === true };
+}
+
+function wrongCredentials(): AppError {
+  return new AppError('unauthenticated', {
+    message: 'The email or password is wrong.',
+    fix: 'Check the email and password and sign in again.',
+  });
 }
 
 export function createPeopleService(deps: PeopleDeps) {
@@ -91,17 +101,15 @@ export function createPeopleService(deps: PeopleDeps) {
     async signIn(email: string, password: string) {
       const user = repo.userByEmail(email);
       const ok = await verifyPassword(user?.passwordHash, password);
-      if (!user || !ok) {
-        throw new AppError('unauthenticated', {
-          message: 'The email or password is wrong.',
-          fix: 'Check the email and password and sign in again.',
-        });
-      }
+      if (!user || !ok) throw wrongCredentials();
       const secret = ids.secret('sid');
       const now = clock.now();
-      await store.write(() => repo.putSession(secretHash(secret), {
-        userId: user.id, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs),
-      }));
+      await store.write(() => {
+        // The password verified above must still be the password when the session is stored:
+        // a sign-in racing a password change must not outlive it.
+        if (repo.getUser(user.id)?.passwordHash !== user.passwordHash) throw wrongCredentials();
+        repo.putSession(secretHash(secret), { userId: user.id, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
+      });
       return { secret, user: toPublicUser(user), workspaces: workspacesOf(user.id) };
     },
 
@@ -113,8 +121,12 @@ export function createPeopleService(deps: PeopleDeps) {
       return user ? toPublicUser(user) : undefined;
     },
 
-    /** Changes a person's password and ends their other sessions; `secret` is the session kept. */
-    async changePassword(uid: string, secret: string, currentPassword: string, newPassword: string): Promise<{ sessionsEnded: number }> {
+    /**
+     * Changes a person's password and ends every session of theirs, the one making the change
+     * too (a stolen copy of its cookie must not survive the change); the caller gets a new
+     * session secret in its place.
+     */
+    async changePassword(uid: string, currentPassword: string, newPassword: string): Promise<{ sessionsEnded: number; secret: string }> {
       const user = repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (!await verifyPassword(user.passwordHash, currentPassword)) {
@@ -124,12 +136,20 @@ export function createPeopleService(deps: PeopleDeps) {
         throw new AppError('invalid_request', { details: { errors: [{ field: 'newPassword', message: '"newPassword" must differ from the current password' }] } });
       }
       const passwordHash = await hashPassword(newPassword);
+      const secret = ids.secret('sid');
+      const now = clock.now();
       return store.write(() => {
         const latest = repo.getUser(uid);
         if (!latest) throw new AppError('unauthenticated');
+        // Two changes racing with the same current password: only the first one wins.
+        if (latest.passwordHash !== user.passwordHash) {
+          throw new AppError('invalid_request', { details: { errors: [{ field: 'currentPassword', message: '"currentPassword" is not the current password' }] } });
+        }
         const { mustChangePassword: _was, ...rest } = latest;
         repo.putUser({ ...rest, passwordHash });
-        return { sessionsEnded: repo.removeSessionsOf(uid, secretHash(secret)) };
+        const sessionsEnded = repo.removeSessionsOf(uid);
+        repo.putSession(secretHash(secret), { userId: uid, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
+        return { sessionsEnded, secret };
       });
     },
 
@@ -143,8 +163,18 @@ export function createPeopleService(deps: PeopleDeps) {
       return { user: toPublicUser(user), workspaces: workspacesOf(uid) };
     },
 
-    /** The caller's role in a workspace, checked against a permission of the one table. */
+    /**
+     * The caller's role in a workspace, checked against a permission of the one table. A person
+     * still holding a password someone else chose (the first start's) may do nothing in a
+     * workspace until they change it.
+     */
     authorize(wid: string, uid: string, permission: Permission): Role {
+      if (repo.getUser(uid)?.mustChangePassword) {
+        throw new AppError('forbidden', {
+          message: 'Change the one-time password first.',
+          fix: 'Send PUT /api/me/password with currentPassword and a newPassword of your own.',
+        });
+      }
       const role = repo.roleIn(wid, uid);
       if (!role || !repo.getWorkspace(wid)) throw new AppError('not_found', { message: 'No such workspace.' });
       if (!roleAllows(role, permission)) {

@@ -49,3 +49,27 @@ export function assertError(t: import('ava').ExecutionContext, res: Reply, statu
   t.true(String(res.body?.error?.fix ?? '').length > 0);
   t.is(res.body?.error?.requestId, res.headers['x-request-id']);
 }
+
+const readyOwners = new WeakMap<object, Promise<string>>();
+
+/**
+ * A signed-in session of a server's first-start owner, after replacing the one-time password
+ * (until then no workspace permission holds). The change happens once per server; the new
+ * password is the old one with "-changed" appended. Returns a cookie header.
+ */
+export async function ownerSession(server: { url: string; boot: { owner?: { email: string; password: string } } }): Promise<string> {
+  const owner = server.boot.owner;
+  if (!owner) throw new Error('this server had no first-start owner');
+  let ready = readyOwners.get(server);
+  if (!ready) {
+    ready = (async () => {
+      const cookie = await signIn(server.url, owner.email, owner.password);
+      const changed = `${owner.password}-changed`;
+      const res = await call(server.url, 'PUT', '/api/me/password', { headers: { ...csrf, cookie }, json: { currentPassword: owner.password, newPassword: changed } });
+      if (res.status !== 200) throw new Error(`password change failed: ${res.status} ${res.text}`);
+      return changed;
+    })();
+    readyOwners.set(server, ready);
+  }
+  return signIn(server.url, owner.email, await ready);
+}

@@ -15,7 +15,7 @@ import { AppError } from '../../src/errors/app-error.js';
 import { createHttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
-import { bearer, call, csrf, signIn, type Reply } from '../helpers/http.js';
+import { bearer, call, csrf, signIn, type Reply, ownerSession } from '../helpers/http.js';
 import { removeDir, startServer, tempDir, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -139,7 +139,7 @@ test.before(async () => {
     otherKeyId = (await app.services.keys.mint(otherWid, { scope: 'inference' }, 'test')).id;
   });
   [ownerCookie, memberCookie] = await Promise.all([
-    signIn(server.url, server.boot.owner!.email, server.boot.owner!.password),
+    ownerSession(server),
     signIn(server.url, MEMBER.email, MEMBER.password),
   ]);
 });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { bearer, call, csrf, signIn, assertError } from '../helpers/http.js';
+import { bearer, call, csrf, signIn, assertError, ownerSession } from '../helpers/http.js';
 import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -29,7 +29,7 @@ test.before(async () => {
     otherKeyId = (await keys.mint(otherWid, { scope: 'inference', name: 'theirs' }, 'test')).id;
   });
   [ownerCookie, memberCookie, otherOwnerCookie] = await Promise.all([
-    signIn(server.url, server.boot.owner!.email, server.boot.owner!.password),
+    ownerSession(server),
     signIn(server.url, 'member@example.com', 'member-password-1'),
     signIn(server.url, 'owner@other.example', 'other-password-1'),
   ]);

@@ -14,6 +14,17 @@ test.after.always(() => stopAndClean(server));
 
 const change = (cookie: string, body: unknown) => call(server.url, 'PUT', '/api/me/password', { headers: { ...csrf, cookie }, json: body });
 
+test.serial('until the one-time password is changed, no workspace permission holds', async (t) => {
+  const owner = server.boot.owner!;
+  const cookie = await signIn(server.url, owner.email, owner.password);
+  const wid = server.boot.workspaceId!;
+  const list = await call(server.url, 'GET', `/api/w/${wid}/keys`, { headers: { cookie } });
+  assertError(t, list, 403, 'forbidden');
+  t.regex(list.body.error.fix, /PUT \/api\/me\/password/);
+  assertError(t, await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { ...csrf, cookie }, json: { scope: 'admin' } }), 403, 'forbidden');
+  t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie } })).status, 200, 'the person can still see who they are');
+});
+
 test.serial('the bootstrap owner is told to change the one-time password, and a bad change is refused by field', async (t) => {
   const owner = server.boot.owner!;
   const signedIn = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: owner.email, password: owner.password } });
@@ -41,19 +52,24 @@ test.serial('the bootstrap owner is told to change the one-time password, and a 
   await t.notThrowsAsync(signIn(server.url, owner.email, owner.password));
 });
 
-test.serial('a change ends every other session of the person, keeps this one, and the old password stops working', async (t) => {
+test.serial('a change ends every session of the person, this one too, hands back a fresh one, and the old password stops working', async (t) => {
   const owner = server.boot.owner!;
-  const kept = await signIn(server.url, owner.email, owner.password);
+  const changing = await signIn(server.url, owner.email, owner.password);
   const other = await signIn(server.url, owner.email, owner.password);
   const newPassword = 'correct horse battery staple 42';
 
-  const res = await change(kept, { currentPassword: owner.password, newPassword });
+  const res = await change(changing, { currentPassword: owner.password, newPassword });
   t.is(res.status, 200, res.text);
-  // The first test signed in three times; with `other` that is four sessions besides `kept`.
-  t.is(res.body.sessionsEnded, 4);
+  // The earlier tests signed in four times; with `changing` and `other`, six sessions ended.
+  t.is(res.body.sessionsEnded, 6);
+  const setCookie = [res.headers['set-cookie']].flat().find((c) => String(c).startsWith('sid='));
+  t.truthy(setCookie, 'a fresh session cookie comes back');
+  const fresh = String(setCookie).split(';')[0]!;
+  t.not(fresh, changing);
 
   t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie: other } })).status, 401);
-  const me = await call(server.url, 'GET', '/api/me', { headers: { cookie: kept } });
+  t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie: changing } })).status, 401, 'a stolen copy of the changing session does not survive');
+  const me = await call(server.url, 'GET', '/api/me', { headers: { cookie: fresh } });
   t.is(me.status, 200);
   t.false(me.body.user.mustChangePassword);
 

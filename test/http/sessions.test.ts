@@ -5,6 +5,7 @@ import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { call, csrf, signIn } from '../helpers/http.js';
 import { removeDir, startServer, tempDir, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { withStore } from '../helpers/store.js';
 
 /** API.md section 2 and SPEC.md 5.3.3-5.3.4: sign-in, the session cookie and CSRF. */
 
@@ -19,7 +20,13 @@ test.before(async () => {
   wid = server.boot.workspaceId!;
   email = server.boot.owner!.email;
   password = server.boot.owner!.password;
+  // The first-start owner may not act in the workspace before replacing the one-time password;
+  // workspace writes below use a second owner, so every test here can keep signing in as the first.
+  await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, ...SECOND_OWNER, role: 'owner' }));
 });
+
+const SECOND_OWNER = { email: 'second-owner@example.com', password: 'second owner password 1' };
+const writerSession = () => signIn(server.url, SECOND_OWNER.email, SECOND_OWNER.password);
 
 test.after.always(async () => {
   await stopAndClean(server);
@@ -153,7 +160,7 @@ test('a console write with x-svc-csrf but from another Origin gives 403 csrf', a
 });
 
 test('a console write with x-svc-csrf and the deployment Origin is allowed', async (t) => {
-  const cookie = await signIn(server.url, email, password);
+  const cookie = await writerSession();
   const origin = new URL(server.url).origin;
   const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie, ...csrf, origin }, json: { scope: 'inference', name: 'same-origin' } });
   t.is(res.status, 201, res.text);
@@ -161,14 +168,14 @@ test('a console write with x-svc-csrf and the deployment Origin is allowed', asy
 });
 
 test('a console write with x-svc-csrf and no Origin is allowed', async (t) => {
-  const cookie = await signIn(server.url, email, password);
+  const cookie = await writerSession();
   const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie, ...csrf }, json: { scope: 'inference', name: 'no-origin' } });
   t.is(res.status, 201, res.text);
   t.is(res.body.name, 'no-origin');
 });
 
 test('console reads need no CSRF header', async (t) => {
-  const cookie = await signIn(server.url, email, password);
+  const cookie = await writerSession();
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
   t.is(me.status, 200);
   const keys = await call(server.url, 'GET', `/api/w/${wid}/keys`, { headers: { cookie } });
