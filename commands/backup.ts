@@ -20,8 +20,13 @@ export default class Backup extends SvcCommand {
     if (!existsSync(`${settings.dataDir}/${STORE_FILE}`)) this.fail(`no store in ${settings.dataDir}`, EXIT.unreachable, 'store_cannot_open');
     const store = openStore(settings.dataDir);
     try {
-      await store.backup(flags.out);
-      // The copy holds what the store holds (hashes, sealed secrets): readable by the operator only.
+      // The copy holds what the store holds (hashes, sealed secrets): private from its first byte.
+      const previous = process.umask(0o077);
+      try {
+        await store.backup(flags.out);
+      } finally {
+        process.umask(previous);
+      }
       chmodSync(flags.out, 0o600);
       const schemaVersion = store.schemaVersion();
       this.log(`store (schema ${schemaVersion}) copied to ${flags.out}; keep master.key with it`);

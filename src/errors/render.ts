@@ -26,7 +26,9 @@ export interface ErrorBody {
  * OAuth, JSON-RPC, the CLI) wrap or translate this one.
  */
 export function renderError(err: AppError, ctx: RenderContext): ErrorBody {
-  const internal = err.status >= 500;
+  // Only `internal` is a fault whose message and details could reveal the cause; other 5xx
+  // (upstream_failure, overloaded) are written for the caller and keep theirs.
+  const internal = err.type === 'internal';
   const message = internal && ctx.production ? entryOf('internal').message : err.message;
   const extra = Object.fromEntries(Object.entries(internal ? {} : err.details).filter(([k]) => !RESERVED.has(k)));
   return {

@@ -28,3 +28,17 @@ function normalise(address: string): string {
     return address;
   }
 }
+
+/**
+ * The key a per-address limit counts under: the address for IPv4, its /64 network for IPv6 (one
+ * subscriber usually holds a whole /64, and would otherwise get 2^64 budgets).
+ */
+export function rateKeyOf(address: string): string {
+  try {
+    const parsed = ipaddr.process(address);
+    if (parsed.kind() === 'ipv6') return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+    return parsed.toString();
+  } catch {
+    return address;
+  }
+}

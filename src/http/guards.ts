@@ -1,7 +1,7 @@
 import type { Request, ResponseToolkit, RouteExtObject } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
 import type { Clock } from '../lib/clock.js';
-import { clientAddress } from './client-address.js';
+import { clientAddress, rateKeyOf } from './client-address.js';
 import { createRateLimiter } from './rate-limit.js';
 
 /**
@@ -18,6 +18,8 @@ import { createRateLimiter } from './rate-limit.js';
 export interface GuardOptions {
   clock: Clock;
   baseUrl: () => string;
+  /** A public address was configured: then only its origin is this deployment's. */
+  baseUrlConfigured: boolean;
   trustedProxies: readonly string[];
   rateLimits: { publicPerMinute: number; signInPerMinute: number };
 }
@@ -25,6 +27,8 @@ export interface GuardOptions {
 export type RateLimitKind = 'public' | 'signIn';
 
 export interface Guards {
+  /** Counts a sign-in attempt at an account (by email), whatever address it comes from. */
+  accountAttempt(email: string): void;
   /** For every console write route: the CSRF check. */
   consoleWrite: RouteExtObject;
   /** For a public route: the per-address limit of its kind, and the CSRF check for console writes. */
@@ -35,13 +39,22 @@ export function createGuards(options: GuardOptions): Guards {
   const limiters = {
     public: createRateLimiter({ limit: options.rateLimits.publicPerMinute, clock: options.clock }),
     signIn: createRateLimiter({ limit: options.rateLimits.signInPerMinute, clock: options.clock }),
+    // Password guessing from many addresses at one account: the same budget per account.
+    account: createRateLimiter({ limit: options.rateLimits.signInPerMinute, clock: options.clock }),
   };
-  const csrf = (request: Request) => checkCsrf(request, options.baseUrl);
-  const limit = (request: Request, kind: RateLimitKind) => {
-    const decision = limiters[kind].take(clientAddress(request, options.trustedProxies));
+  const csrf = (request: Request) => checkCsrf(request, options.baseUrl, options.baseUrlConfigured);
+  const refuse = (decision: { allowed: boolean; resetSeconds: number }) => {
     if (!decision.allowed) throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
   };
+  const limit = (request: Request, kind: RateLimitKind) => {
+    refuse(limiters[kind].take(rateKeyOf(clientAddress(request, options.trustedProxies))));
+    // Sign-in bodies name an account; the payload is not parsed yet, so the account is counted
+    // where the body is read (accountAttempt, below).
+  };
   return {
+    accountAttempt(email: string) {
+      refuse(limiters.account.take(email.trim().toLowerCase()));
+    },
     consoleWrite: { method: (request: Request, h: ResponseToolkit) => { csrf(request); return h.continue; } },
     publicRoute(kind, routeOptions = {}) {
       return {
@@ -56,25 +69,29 @@ export function createGuards(options: GuardOptions): Guards {
   };
 }
 
-function checkCsrf(request: Request, baseUrl: () => string): void {
+function checkCsrf(request: Request, baseUrl: () => string, exact: boolean): void {
   if (request.method === 'get' || request.method === 'head') return;
   if (request.headers['x-svc-csrf'] !== '1') {
     throw new AppError('csrf', { message: 'Console writes need the header x-svc-csrf: 1.' });
   }
   const origin = request.headers.origin;
-  if (origin !== undefined && !originMatches(request, String(origin), new URL(baseUrl()).origin)) {
+  if (origin !== undefined && !originMatches(request, String(origin), new URL(baseUrl()).origin, exact)) {
     throw new AppError('csrf', { message: `Origin ${String(origin).slice(0, 200)} is not this deployment.`, fix: 'Send console writes from pages served by this deployment.' });
   }
 }
 
-/** The Origin must be the configured public origin, or the origin the request was sent to. */
-function originMatches(request: Request, origin: string, deployment: string): boolean {
+/**
+ * The Origin must be the configured public origin exactly; with none configured, the origin the
+ * request was sent to (its Host, over the scheme the server listens on).
+ */
+function originMatches(request: Request, origin: string, deployment: string, exact: boolean): boolean {
   if (origin === deployment) return true;
+  if (exact) return false;
   const host = request.headers.host;
   if (typeof host !== 'string') return false;
   try {
     const parsed = new URL(origin);
-    return parsed.host === host && (parsed.protocol === 'http:' || parsed.protocol === 'https:');
+    return parsed.host === host && parsed.protocol === new URL(deployment).protocol;
   } catch {
     return false;
   }

@@ -12,8 +12,14 @@ export interface RateDecision {
   resetSeconds: number;
 }
 
-export function createRateLimiter(options: { limit: number; windowMs?: number; clock: Clock }) {
+/**
+ * At most `maxKeys` windows are kept: past that, the oldest windows are dropped (Map order is
+ * insertion order), so an attacker rotating addresses costs bounded memory. Dropping a window can
+ * only hand a key a fresh budget early, never refuse anyone wrongly.
+ */
+export function createRateLimiter(options: { limit: number; windowMs?: number; clock: Clock; maxKeys?: number }) {
   const windowMs = options.windowMs ?? 60_000;
+  const maxKeys = options.maxKeys ?? 100_000;
   const windows = new Map<string, { start: number; count: number }>();
   let lastSweep = 0;
 
@@ -27,7 +33,9 @@ export function createRateLimiter(options: { limit: number; windowMs?: number; c
       let w = windows.get(key);
       if (!w || now - w.start >= windowMs) {
         w = { start: now, count: 0 };
+        windows.delete(key);
         windows.set(key, w);
+        if (windows.size > maxKeys) windows.delete(windows.keys().next().value!);
       }
       const resetSeconds = Math.max(1, Math.ceil((w.start + windowMs - now) / 1000));
       if (w.count >= options.limit) return { allowed: false, limit: options.limit, remaining: 0, resetSeconds };

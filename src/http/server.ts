@@ -15,6 +15,7 @@ import { registerWorkspaceKey } from './auth/workspace-key.js';
 import { answerClientErrors } from './client-error.js';
 import { installFrontDoor } from './front-door.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
+import { AppError } from '../errors/app-error.js';
 import { createGuards } from './guards.js';
 import { logRequest, pipeline } from './pipeline.js';
 import { healthAnswer, systemRoutes } from './system.js';
@@ -74,6 +75,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       response: { emptyStatusCode: 204 },
       // Answers can carry secrets shown once (minted keys): never cached anywhere.
       cache: { otherwise: 'no-store' },
+      // A malformed cookie (planted by a sibling site, say) is ignored, never a 400 on every route.
+      state: { parse: true, failAction: 'ignore' },
       // Security headers are stamped once per request on the raw response (front-door.ts).
       security: false,
     },
@@ -87,13 +90,22 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   });
   answerClientErrors(listener, { baseUrl, production });
   await server.register({ plugin: pipeline, options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds } });
-  const guards = createGuards({ clock, baseUrl, trustedProxies: settings.server.trustedProxies, rateLimits: settings.rateLimits });
+  const guards = createGuards({ clock, baseUrl, baseUrlConfigured: settings.baseUrl !== null, trustedProxies: settings.server.trustedProxies, rateLimits: settings.rateLimits });
 
   registerAgentKey(server, { keys: services.keys });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
+  // A route that names no caller kind is refused, never public by omission.
+  server.auth.scheme('deny', () => ({
+    authenticate() {
+      throw new AppError('forbidden', { message: 'This route declares no caller kind.' });
+    },
+  }));
+  server.auth.strategy('deny', 'deny');
+  server.auth.default('deny');
   await registerSession(server, {
     production,
+    secure: production || (settings.baseUrl?.startsWith('https://') ?? false),
     cookiePassword: deriveKey(app.masterKey, 'cookie-seal').toString('hex'),
     ttlMs: settings.session.ttlHours * 3_600_000,
     people: services.people,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { AppError } from '../errors/app-error.js';
 import type { PeopleService } from './service.js';
 
 export const DEFAULT_OWNER_EMAIL = 'admin@localhost';
@@ -10,6 +11,12 @@ export const DEFAULT_OWNER_EMAIL = 'admin@localhost';
 export async function bootstrapIfEmpty(people: PeopleService) {
   if (people.workspaceCount() > 0) return null;
   const password = randomBytes(18).toString('base64url');
-  const created = await people.createWorkspace({ name: 'Default', ownerEmail: DEFAULT_OWNER_EMAIL, ownerName: 'Administrator', ownerPassword: password, mustChangePassword: true });
-  return { ...created, email: DEFAULT_OWNER_EMAIL, password };
+  try {
+    const created = await people.createWorkspace({ name: 'Default', ownerEmail: DEFAULT_OWNER_EMAIL, ownerName: 'Administrator', ownerPassword: password, mustChangePassword: true, firstOnly: true });
+    return { ...created, email: DEFAULT_OWNER_EMAIL, password };
+  } catch (err) {
+    // Another process (svc init, a second serve) set the store up first: nothing to bootstrap.
+    if (err instanceof AppError && people.workspaceCount() > 0) return null;
+    throw err;
+  }
 }

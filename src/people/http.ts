@@ -27,6 +27,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
         async handler(request, h) {
           const { email, password } = request.payload as { email: string; password: string };
+          guards.accountAttempt(email);
           const result = await people.signIn(email, password);
           h.state(cookieName, { sid: result.secret });
           return { user: result.user, workspaces: result.workspaces };

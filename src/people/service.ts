@@ -66,7 +66,11 @@ export function createPeopleService(deps: PeopleDeps) {
     workspaceCount: () => repo.workspaceCount(),
 
     /** Creates a workspace with its first owner (first start, `svc init`, tests). */
-    async createWorkspace(input: { name: string; ownerEmail: string; ownerName?: string; ownerPassword: string; mustChangePassword?: boolean }) {
+    /**
+     * Creates a workspace with its owner. `firstOnly`: only if the store has no workspace yet,
+     * decided inside the same transaction, so two first starts racing create one workspace.
+     */
+    async createWorkspace(input: { name: string; ownerEmail: string; ownerName?: string; ownerPassword: string; mustChangePassword?: boolean; firstOnly?: boolean }) {
       const passwordHash = await hashPassword(input.ownerPassword);
       const at = isoAt(clock.now());
       const workspace = { id: ids.id('ws'), name: input.name, createdAt: at };
@@ -75,6 +79,9 @@ export function createPeopleService(deps: PeopleDeps) {
         passwordHash, createdAt: at, ...(input.mustChangePassword ? { mustChangePassword: true } : {}),
       };
       await store.write(() => {
+        if (input.firstOnly && repo.workspaceCount() > 0) {
+          throw new AppError('invalid_request', { message: 'The store already has a workspace.', fix: 'Set up only an empty store; use the console to add workspaces.' });
+        }
         if (repo.userByEmail(user.email)) throw new AppError('invalid_request', { details: { errors: [{ field: 'email', message: 'a person with this email already exists' }] } });
         repo.putWorkspace(workspace);
         repo.putUser(user);

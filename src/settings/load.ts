@@ -74,7 +74,9 @@ function readJson(file: string): Record<string, unknown> {
     return parsed as Record<string, unknown>;
   } catch (err) {
     if (err instanceof SettingsError) throw err;
-    throw new SettingsError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+    // Position only: the parser's message quotes the file, which may hold secrets.
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new SettingsError(`config file ${file} is not valid JSON${at === undefined ? '' : ` (at character ${at})`}`);
   }
 }
 

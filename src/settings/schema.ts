@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Every setting, with its default and a description. Loaded once (see load.ts), validated,
@@ -78,7 +79,11 @@ export const settingsSchema = Joi.object<Settings>({
       .description('how often Node checks the two timeouts above'),
     shutdownTimeoutMs: Joi.number().integer().min(0).default(10000)
       .description('how long in-flight requests may run after SIGTERM'),
-    trustedProxies: Joi.array().items(Joi.string()).default([])
+    trustedProxies: Joi.array().items(Joi.string().custom((value: string) => {
+      if (value.includes('/')) ipaddr.parseCIDR(value);
+      else if (!ipaddr.isValid(value)) throw new Error('not an address');
+      return value;
+    }).messages({ 'any.custom': '{{#label}} must be an address or a CIDR range' })).default([])
       .description('CIDR ranges of reverse proxies whose x-forwarded-for is believed; empty: the socket address is the client'),
   }).default(),
   limits: Joi.object({

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { tableNames, type Tables } from './dbs.js';
@@ -60,7 +60,10 @@ class LmdbTable<V> implements Table<V> {
 export function openLmdbStore(dataDir: string): Store {
   let root: RootDatabase;
   try {
+    // Private to the operator whatever existed before: mkdir's mode applies only when it creates
+    // the folder, and LMDB creates its files with the process umask.
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    chmodSync(dataDir, 0o700);
     root = open({
       path: join(dataDir, STORE_FILE),
       maxDbs: 64,
@@ -70,6 +73,9 @@ export function openLmdbStore(dataDir: string): Store {
       // Commit and flush are distinct; write() awaits the flush before it resolves.
       overlappingSync: true,
     });
+    for (const file of [STORE_FILE, `${STORE_FILE}-lock`]) {
+      if (existsSync(join(dataDir, file))) chmodSync(join(dataDir, file), 0o600);
+    }
   } catch (err) {
     throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, { cause: err });
   }
@@ -111,7 +117,8 @@ export function openLmdbStore(dataDir: string): Store {
       return typeof version === 'number' ? version : 0;
     },
     async backup(file: string) {
-      await root.backup(file, false);
+      // Compacted: freed pages (old password hashes, ended sessions) are not copied along.
+      await root.backup(file, true);
     },
     async close() {
       await root.flushed;

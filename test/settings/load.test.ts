@@ -71,3 +71,18 @@ test('gateway providers and models are validated in the API.md shape', (t) => {
   t.throws(() => loadSettings({ env: {}, overrides: { gateway: { enforcement: 'enforce', providers: [{ id: 'a', kind: 'gopher', baseUrl: 'http://127.0.0.1:9/v1' }], models: [] } } }),
     { instanceOf: SettingsError, message: /gateway\.providers\.0\.kind/ });
 });
+
+test('a config file that is not JSON is reported by position, never quoting its content', async (t) => {
+  const dir = await tempDir();
+  const file = join(dir, 'config.json');
+  await writeFile(file, '{ "masterKey": c2VjcmV0LXNlY3JldC1zZWNyZXQ }');
+  const err = t.throws(() => loadSettings({ env: {}, configFile: file }), { instanceOf: SettingsError });
+  t.regex(err!.message, /not valid JSON/);
+  t.false(err!.message.includes('c2VjcmV0'), 'no part of the file appears in the message');
+  await removeDir(dir);
+});
+
+test('trusted proxies must be addresses or CIDR ranges', (t) => {
+  t.throws(() => loadSettings({ env: { SVC_TRUSTED_PROXIES: '127.0.0.1,bogus' } }), { instanceOf: SettingsError, message: /server\.trustedProxies\.1/ });
+  t.deepEqual(loadSettings({ env: { SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' } }).server.trustedProxies, ['10.0.0.0/8', '::1']);
+});

@@ -91,3 +91,31 @@ test('writes that share a commit stay atomic one by one: a failing one leaves th
     t.is(store.tables.usersByEmail.get(`batch${i}@example.com`) === undefined, failed, `email of write ${i}`);
   }
 });
+
+test('the data dir, the store files and the master key are the operator\'s alone, even in a folder that was open', async (t) => {
+  const { chmod, mkdir: mk, stat } = await import('node:fs/promises');
+  const { join: j } = await import('node:path');
+  const { loadMasterKey } = await import('../../src/store/index.js');
+  const base = await tempDir();
+  const data = j(base, 'data');
+  await mk(data);
+  await chmod(data, 0o755);
+  const other = openStore(data);
+  loadMasterKey(data, null);
+  await other.close();
+  t.is((await stat(data)).mode & 0o777, 0o700);
+  t.is((await stat(j(data, 'svc.mdb'))).mode & 0o777, 0o600);
+  t.is((await stat(j(data, 'master.key'))).mode & 0o777, 0o600);
+  await removeDir(base);
+});
+
+test('a master key file is created whole once, and read back the same by later openings', async (t) => {
+  const { loadMasterKey } = await import('../../src/store/index.js');
+  const { readdir } = await import('node:fs/promises');
+  const base = await tempDir();
+  const keys = Array.from({ length: 5 }, () => loadMasterKey(base, null).toString('hex'));
+  t.is(new Set(keys).size, 1);
+  t.is(keys[0]!.length, 64);
+  t.deepEqual(await readdir(base), ['master.key'], 'no temporary file is left behind');
+  await removeDir(base);
+});

@@ -11,6 +11,8 @@ import { SESSION, SESSION_HOST, credentials } from './callers.js';
  */
 export interface SessionOptions {
   production: boolean;
+  /** Secure cookies: in production, and wherever the public address is https. */
+  secure: boolean;
   cookiePassword: string;
   ttlMs: number;
   people: PeopleService;
@@ -41,7 +43,7 @@ export async function registerSession(server: Server, options: SessionOptions): 
     name, password: options.cookiePassword, isSecure: secure, isHttpOnly: true, isSameSite: 'Lax' as const,
     path: '/', ttl: options.ttlMs, clearInvalid: true, strictHeader: true,
   });
-  server.auth.strategy(SESSION, 'cookie', { cookie: cookie(sessionCookieName(options.production), options.production), validate });
+  server.auth.strategy(SESSION, 'cookie', { cookie: cookie(sessionCookieName(options.production), options.secure), validate });
   if (!options.production) {
     server.auth.strategy(SESSION_HOST, 'cookie', { cookie: cookie('__Host-sid', true), validate, requestDecoratorName: 'cookieAuthHost' });
   }
