@@ -6,6 +6,16 @@ import { mintKeySchema, type KeyView, type MintKeyInput } from '../../src/keys/i
 
 type Minted = KeyView & { key: string };
 
+/** http to anything but this machine. */
+function sendsInClear(url: string): boolean {
+  try {
+    const { protocol, hostname } = new URL(url);
+    return protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]', '::1'].includes(hostname) && !hostname.startsWith('127.');
+  } catch {
+    return false;
+  }
+}
+
 export default class KeysCreate extends SvcCommand {
   static override summary = 'Mint a key; its value is printed once.';
   static override description = 'Through the server with an admin workspace key (SVC_ADMIN_KEY), or with --local on the store directly (the operator\'s root of trust).';
@@ -49,6 +59,7 @@ export default class KeysCreate extends SvcCommand {
       }
     } else {
       if (!flags['admin-key']) this.fail('no admin key: set SVC_ADMIN_KEY (or --admin-key), or use --local on the store', EXIT.usage, 'unauthenticated');
+      if (sendsInClear(flags.url)) this.logToStderr(`warning: ${flags.url} is plain http to another machine: the admin key crosses the network in clear. Use https.`);
       minted = await callServer<Minted>(flags.url, 'POST', '/v1/admin/keys', { bearer: flags['admin-key'], body: input });
     }
     this.log(minted.key);
