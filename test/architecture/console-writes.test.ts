@@ -1,32 +1,22 @@
 import test from 'ava';
 import type { Server } from '@hapi/hapi';
-import { createApp, type App } from '../../src/app.js';
-import { createHttpServer } from '../../src/http/server.js';
-import { createLogger } from '../../src/lib/log.js';
-import { loadSettings } from '../../src/settings/load.js';
-import { removeDir, tempDir } from '../helpers/process.js';
+import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /**
  * SPEC.md 5.3.4, for every console write there is and every one added later: the route table is
  * walked, and each non-GET /api/ route is called cross-site (no x-svc-csrf; then the header with
  * a foreign Origin). Every one answers 403 csrf before anything else is looked at.
  */
-let dir: string;
-let app: App;
+let running: InProcess;
 let server: Server;
 
 test.before(async () => {
-  dir = await tempDir();
-  app = await createApp(loadSettings({ env: {}, overrides: { dataDir: dir, 'server.port': 0 } }), { log: createLogger('silent') });
-  server = (await createHttpServer(app)).server;
+  running = await inProcessServer();
+  server = running.http.server;
   await server.initialize();
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  await app?.close();
-  await removeDir(dir);
-});
+test.after.always(() => running?.close());
 
 const fill = (path: string) => path.replace(/\{(\w+)\*?\}/g, (_m, name: string) => (name === 'wid' ? 'ws_AAAAAAAAAAAAAAAAAAAAAA' : `${name}_x`));
 

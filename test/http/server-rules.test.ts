@@ -1,29 +1,24 @@
 import test from 'ava';
-import { createApp, type App } from '../../src/app.js';
+import { createApp } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { renderError } from '../../src/errors/render.js';
-import { createHttpServer, type HttpServer } from '../../src/http/server.js';
+import type { HttpServer } from '../../src/http/server.js';
+import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 
 /** Rules of the server as a whole, on in-process servers (server.inject). */
-const made: Array<{ app: App; http: HttpServer; dir: string }> = [];
+const made: InProcess[] = [];
 
 async function server(overrides: Record<string, unknown>): Promise<HttpServer> {
-  const dir = await tempDir();
-  const app = await createApp(loadSettings({ env: {}, overrides: { dataDir: dir, 'server.port': 0, 'load.sampleIntervalMs': 0, ...overrides } }), { log: createLogger('silent') });
-  const http = await createHttpServer(app);
-  made.push({ app, http, dir });
-  return http;
+  const running = await inProcessServer(overrides);
+  made.push(running);
+  return running.http;
 }
 
 test.after.always(async () => {
-  for (const { app, http, dir } of made) {
-    await http.server.stop();
-    await app.close();
-    await removeDir(dir);
-  }
+  for (const running of made) await running.close();
 });
 
 test('a route that names no caller kind is refused, never public by omission', async (t) => {

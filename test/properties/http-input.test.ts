@@ -1,35 +1,27 @@
 import test from 'ava';
 import fc from 'fast-check';
 import type { Server } from '@hapi/hapi';
-import { createApp, type App } from '../../src/app.js';
-import { createHttpServer } from '../../src/http/server.js';
-import { createLogger } from '../../src/lib/log.js';
-import { loadSettings } from '../../src/settings/load.js';
-import { removeDir, tempDir } from '../helpers/process.js';
+import type { App } from '../../src/app.js';
+import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /** Arbitrary input, through the real server (server.inject): never a 5xx, always the SPEC.md shape. */
-let dir: string;
+let running: InProcess;
 let app: App;
 let server: Server;
 let adminKey: string;
 let wid: string;
 
 test.before(async () => {
-  dir = await tempDir();
-  const settings = loadSettings({ env: {}, overrides: { dataDir: dir, 'server.port': 0, 'load.sampleIntervalMs': 0, 'rateLimits.signInPerMinute': 1_000_000 } });
-  app = await createApp(settings, { log: createLogger('silent') });
+  running = await inProcessServer({ 'rateLimits.signInPerMinute': 1_000_000 });
+  app = running.app;
   const created = await app.services.people.createWorkspace({ name: 'P', ownerEmail: 'p@example.com', ownerPassword: 'correct horse battery' });
   wid = created.workspaceId;
   adminKey = (await app.services.keys.mint(wid, { scope: 'admin' }, 'test')).key;
-  server = (await createHttpServer(app)).server;
+  server = running.http.server;
   await server.initialize();
 });
 
-test.after.always(async () => {
-  await server?.stop();
-  await app?.close();
-  await removeDir(dir);
-});
+test.after.always(() => running?.close());
 
 function wellFormedError(status: number, body: any): boolean {
   if (status < 400) return true;
