@@ -51,6 +51,18 @@ export function peopleRepo(store: Store) {
       t.sessions.remove(hash);
       if (session) t.sessionsByUser.remove([session.userId, hash]);
     },
+    /** Removes a person's sessions that expired before `nowIso` (the index holds each expiry). */
+    removeExpiredSessionsOf(uid: string, nowIso: string): number {
+      let removed = 0;
+      for (const { key, value } of t.sessionsByUser.scan([uid])) {
+        if (value > nowIso) continue;
+        const hash = String(key[1]);
+        t.sessions.remove(hash);
+        t.sessionsByUser.remove([uid, hash]);
+        removed += 1;
+      }
+      return removed;
+    },
     /** Ends every session of a person. */
     removeSessionsOf(uid: string): number {
       let ended = 0;

@@ -115,6 +115,8 @@ export function createPeopleService(deps: PeopleDeps) {
         // The password verified above must still be the password when the session is stored:
         // a sign-in racing a password change must not outlive it.
         if (repo.getUser(user.id)?.passwordHash !== user.passwordHash) throw wrongCredentials();
+        // Sessions are not kept past their expiry: each sign-in clears the person's expired ones.
+        repo.removeExpiredSessionsOf(user.id, isoAt(now));
         repo.putSession(secretHash(secret), { userId: user.id, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
       });
       return { secret, user: toPublicUser(user), workspaces: workspacesOf(user.id) };

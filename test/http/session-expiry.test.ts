@@ -1,4 +1,5 @@
 import test from 'ava';
+import { createHash } from 'node:crypto';
 import Iron from '@hapi/iron';
 import { deriveKey, loadMasterKey } from '../../src/store/index.js';
 import { call } from '../helpers/http.js';
@@ -44,4 +45,13 @@ test.serial('a cookie sealed with another key is refused', async (t) => {
   const res = await call(server.url, 'GET', '/api/me', { headers: { cookie: forged } });
   t.is(res.status, 401);
   t.is(res.body.error.type, 'unauthenticated');
+});
+
+test.serial('signing in clears the person\'s expired sessions from the store', async (t) => {
+  const owner = server.boot.owner!;
+  const old = await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password), { clock: fixedClock(Date.now() - 30 * 3_600_000) });
+  const hashOf = (secret: string) => createHash('sha256').update(secret).digest('base64url');
+  t.truthy(await withStore(server.dataDir, (app) => app.store.tables.sessions.get(hashOf(old.secret))), 'the expired session is still stored');
+  await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password));
+  t.is(await withStore(server.dataDir, (app) => app.store.tables.sessions.get(hashOf(old.secret))), undefined);
 });
