@@ -65,7 +65,3 @@ export class AppError extends Error {
     return this.status < 500;
   }
 }
-
-export function isAppError(value: unknown): value is AppError {
-  return value instanceof AppError;
-}

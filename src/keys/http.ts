@@ -34,7 +34,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
-          people.authorize(w, caller(request, 'session').user.id, 'keys.manage');
+          people.authorize(w, caller(request, 'session').user, 'keys.manage');
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return keys.list(w, { limit, ...(cursor ? { after: cursor } : {}) });
         },
@@ -45,7 +45,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user.id, 'keys.manage');
+          people.authorize(w, c.user, 'keys.manage');
           return h.response(await keys.mint(w, request.payload as MintKeyInput, actorOf(c))).code(201);
         },
       },
@@ -54,7 +54,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
-          people.authorize(w, caller(request, 'session').user.id, 'keys.manage');
+          people.authorize(w, caller(request, 'session').user, 'keys.manage');
           await keys.revoke(w, id);
           return {};
         },

@@ -25,9 +25,6 @@ export const randomIds: IdSource = {
   },
 };
 
-export const ID_PATTERN = /^[a-z]+_[0-9A-Za-z]{22}$/;
-export const SECRET_PATTERN = /^[a-z]+_[0-9A-Za-z_-]{43}$/;
-
 export function hasPrefix(value: string, prefix: SecretPrefix | IdPrefix): boolean {
   return value.startsWith(`${prefix}_`);
 }

@@ -177,14 +177,15 @@ export function createPeopleService(deps: PeopleDeps) {
      * still holding a password someone else chose (the first start's) may do nothing in a
      * workspace until they change it.
      */
-    authorize(wid: string, uid: string, permission: Permission): Role {
-      if (repo.getUser(uid)?.mustChangePassword) {
+    authorize(wid: string, user: PublicUser, permission: Permission): Role {
+      // `user` was read from the store for this request by the session strategy: no second read.
+      if (user.mustChangePassword) {
         throw new AppError('forbidden', {
           message: 'Change the one-time password first.',
           fix: 'Send PUT /api/me/password with currentPassword and a newPassword of your own.',
         });
       }
-      const role = repo.roleIn(wid, uid);
+      const role = repo.roleIn(wid, user.id);
       if (!role || !repo.getWorkspace(wid)) throw new AppError('not_found', { message: 'No such workspace.' });
       if (!roleAllows(role, permission)) {
         throw new AppError('forbidden', { message: `Only ${rolesFor(permission).join(' or ')} may do this; you are ${role}.` });
