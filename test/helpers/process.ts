@@ -74,6 +74,10 @@ export async function startServer(options: { dataDir?: string; env?: Record<stri
   let stdout = '';
   let stderr = '';
   const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  // A test process that ends early (a timeout, a crash) must not leave its servers running.
+  const reap = () => { if (proc.exitCode === null) proc.kill('SIGKILL'); };
+  process.once('exit', reap);
+  void exited.then(() => process.off('exit', reap));
   // serve --json prints one (pretty) JSON document once it listens: wait until it parses whole.
   const boot = await new Promise<RunningServer['boot']>((resolvePromise, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 30_000);
