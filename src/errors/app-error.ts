@@ -65,3 +65,8 @@ export class AppError extends Error {
     return this.status < 500;
   }
 }
+
+/** `400 invalid_request` naming one field (a dotted path, or null for the body as a whole). */
+export function invalidField(field: string | null, message: string): AppError {
+  return new AppError('invalid_request', { details: { errors: [{ field, message }] } });
+}

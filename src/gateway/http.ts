@@ -1,9 +1,9 @@
 import type { Plugin } from '@hapi/hapi';
 import { WORKSPACE_KEY } from '../http/auth/callers.js';
-import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
+import type { GatewayModel } from '../settings/schema.js';
 
 /** GET /v1/models: the configured catalogue in the OpenAI list shape (API.md section 6). */
-export const modelsRoutes: Plugin<{ models: readonly GatewayModel[]; providers: readonly GatewayProvider[] }> = {
+export const modelsRoutes: Plugin<{ models: readonly GatewayModel[] }> = {
   name: 'svc-models',
   register(server, { models }) {
     const created = Math.floor(Date.now() / 1000);

@@ -1,6 +1,6 @@
 import type { Server as NodeServer } from 'node:http';
 import type { Socket } from 'node:net';
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { renderError } from '../errors/render.js';
 import { randomIds } from '../lib/ids.js';
 import { API_VERSION } from './front-door.js';
@@ -22,7 +22,7 @@ export function answerClientErrors(listener: NodeServer, options: { baseUrl: () 
       ? new AppError('request_timeout')
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? new AppError('headers_too_large')
-        : new AppError('invalid_request', { details: { errors: [{ field: null, message: 'the request is not valid HTTP' }] } });
+        : invalidField(null, 'the request is not valid HTTP');
     const requestId = randomIds.id('req');
     const body = JSON.stringify(renderError(error, { baseUrl: options.baseUrl(), requestId, production: options.production }));
     const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }[error.status] ?? 'Bad Request';

@@ -1,6 +1,6 @@
 import type { Boom } from '@hapi/boom';
 import type { Request, Server } from '@hapi/hapi';
-import { AppError, type FieldError } from '../errors/app-error.js';
+import { AppError, invalidField, type FieldError } from '../errors/app-error.js';
 import type { ErrorType } from '../errors/catalogue.js';
 import { expectedCredential } from './auth/callers.js';
 import { unmatched } from './not-found.js';
@@ -16,19 +16,22 @@ interface JoiLikeError extends Error {
   details?: Array<{ path: Array<string | number>; message: string }>;
 }
 
-/** hapi validate.failAction: joi details to SPEC.md `errors` (dotted field, messages joined). */
-export function validationFailAction(source: 'payload' | 'query' | 'params' | 'headers') {
-  return (request: Request, _h: unknown, err: Error | undefined): never => {
-    const details = (err as JoiLikeError | undefined)?.details ?? [];
-    const errors: FieldError[] = details.length > 0
-      ? details.map((d) => ({
-        field: d.path.length === 0 ? null : [...(source === 'payload' ? [] : [source]), ...d.path].join('.'),
-        message: d.message,
-      }))
-      : [{ field: null, message: err?.message ?? 'invalid request' }];
-    const type: ErrorType = svcOptions(request.route.settings).validationType ?? 'invalid_request';
-    throw new AppError(type, { details: { errors } });
-  };
+/**
+ * hapi validate.failAction: joi details to SPEC.md `errors` (dotted field, messages joined).
+ * Fields of the body are named as they are; others by their source (query.limit, params.wid).
+ */
+export function validationFailAction(request: Request, _h: unknown, err: Error | undefined): never {
+  const failed = err as (JoiLikeError & { output?: { payload?: { validation?: { source?: string } } } }) | undefined;
+  const source = failed?.output?.payload?.validation?.source ?? 'payload';
+  const details = failed?.details ?? [];
+  const errors: FieldError[] = details.length > 0
+    ? details.map((d) => ({
+      field: d.path.length === 0 ? null : [...(source === 'payload' ? [] : [source]), ...d.path].join('.'),
+      message: d.message,
+    }))
+    : [{ field: null, message: err?.message ?? 'invalid request' }];
+  const type: ErrorType = svcOptions(request.route.settings).validationType ?? 'invalid_request';
+  throw new AppError(type, { details: { errors } });
 }
 
 /** hapi payload.failAction: the body could not be read or parsed. */
@@ -38,11 +41,11 @@ export function payloadFailAction(_request: Request, _h: unknown, err: Error | u
   // Close rather than read and discard the rest of an oversized body.
   if (status === 413) throw new AppError('body_too_large', { headers: { connection: 'close' } });
   if (status === 415) {
-    throw new AppError('invalid_request', { details: { errors: [{ field: null, message: 'content-type must be application/json' }] } });
+    throw invalidField(null, 'content-type must be application/json');
   }
   // Valid JSON with a __proto__ key: hapi refuses it (prototype pollution); say so, by field.
   if (/prototype/i.test(String((boom?.data as Error | undefined)?.message ?? ''))) {
-    throw new AppError('invalid_request', { details: { errors: [{ field: '__proto__', message: 'the key "__proto__" is not allowed anywhere in the body' }] } });
+    throw invalidField('__proto__', 'the key "__proto__" is not allowed anywhere in the body');
   }
   throw new AppError('invalid_json', { message: `The request body is not valid JSON${boom?.message && !/format/.test(boom.message) ? `: ${boom.message}` : '.'}` });
 }
@@ -53,12 +56,12 @@ export function toAppError(server: Server, request: Request, response: Boom | Er
   const status = boom.isBoom ? boom.output.statusCode : 500;
   if (status === 404 && isUnmatched(request)) return unmatched(server, request);
   switch (status) {
-    case 400: return new AppError('invalid_request', { details: { errors: [{ field: null, message: boom.message }] } });
+    case 400: return invalidField(null, boom.message);
     case 401: return unauthenticated(request, boom);
     case 403: return new AppError('forbidden');
     case 404: return new AppError('not_found');
     case 413: return new AppError('body_too_large');
-    case 415: return new AppError('invalid_request', { details: { errors: [{ field: null, message: 'unsupported content-type' }] } });
+    case 415: return invalidField(null, 'unsupported content-type');
     // hapi's load shedding (server `load` limits), checked at dispatch.
     case 503: return new AppError('overloaded', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
     default: return new AppError('internal', { cause: response });

@@ -1,7 +1,8 @@
+// The module augmentation below needs hapi's types in scope.
 import type {} from '@hapi/hapi';
 import type { ErrorType } from '../errors/catalogue.js';
 
-/** What a route declares under `options.plugins.svc`, read by the server's extensions. */
+/** What a route declares under `options.plugins.svc`, read by the auth strategies and the validation fail action. */
 export interface SvcRouteOptions {
   /** Validation type for this route's request errors (default invalid_request). */
   validationType?: ErrorType;

@@ -9,20 +9,21 @@ import { keysRoutes } from '../keys/http.js';
 import { peopleRoutes } from '../people/http.js';
 import { deriveKey } from '../store/index.js';
 import { registerAgentKey } from './auth/agent-key.js';
+import { registerDenyByDefault } from './auth/deny.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
 import { answerClientErrors } from './client-error.js';
 import { installFrontDoor } from './front-door.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
-import { AppError } from '../errors/app-error.js';
 import { createGuards } from './guards.js';
 import { logRequest, pipeline } from './pipeline.js';
 import { healthAnswer, systemRoutes } from './system.js';
 
 /**
- * Builds the hapi server. Plugins are registered explicitly and in order: the response pipeline
- * first (so that every later failure is rendered), then guards, auth strategies, routes.
+ * Builds the hapi server, in order: the front door on the Node server (ids, headers, health),
+ * the response pipeline (so that every later failure is rendered), the auth strategies with
+ * deny-by-default, then the route plugins, each given the guards its routes attach.
  *
  * Hardening: the Node server checks headersTimeout and requestTimeout every
  * connectionsCheckingInterval (about a second, not Node's 30 s default), so slow-loris sockets
@@ -66,11 +67,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       payload: { maxBytes: settings.limits.bodyBytes, failAction: payloadFailAction },
       validate: {
         options: { abortEarly: false, errors: { wrap: { label: '"' } } },
-        failAction: async (request, h, err) => {
-          // hapi does not say which source failed; the error's _original and details do.
-          const source = (err as { output?: { payload?: { validation?: { source?: string } } } }).output?.payload?.validation?.source;
-          return validationFailAction((source as 'payload' | 'query' | 'params' | 'headers' | undefined) ?? 'payload')(request, h, err);
-        },
+        failAction: validationFailAction,
       },
       response: { emptyStatusCode: 204 },
       // Answers can carry secrets shown once (minted keys): never cached anywhere.
@@ -95,14 +92,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerAgentKey(server, { keys: services.keys });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
-  // A route that names no caller kind is refused, never public by omission.
-  server.auth.scheme('deny', () => ({
-    authenticate() {
-      throw new AppError('forbidden', { message: 'This route declares no caller kind.' });
-    },
-  }));
-  server.auth.strategy('deny', 'deny');
-  server.auth.default('deny');
+  registerDenyByDefault(server);
   await registerSession(server, {
     production,
     secure: production || (settings.baseUrl?.startsWith('https://') ?? false),
@@ -116,7 +106,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production, guards } });
   await server.register({ plugin: agentsAdminRoutes, options: { agents: services.agents } });
   await server.register({ plugin: gateRoutes, options: {} });
-  await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models, providers: settings.gateway.providers } });
+  await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });
 
   return {
     server,

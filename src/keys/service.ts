@@ -1,4 +1,4 @@
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
@@ -63,7 +63,7 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
         if (record.scope === 'agent') {
           const agent = agents.get(workspaceId, record.agentId!);
           if (!agent || agent.removedAt) {
-            throw new AppError('invalid_request', { details: { errors: [{ field: 'agentId', message: '"agentId" names no agent in this workspace' }] } });
+            throw invalidField('agentId', '"agentId" names no agent in this workspace');
           }
         }
         repo.put(record);

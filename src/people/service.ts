@@ -1,4 +1,4 @@
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
@@ -47,6 +47,10 @@ export function toPublicUser(user: UserRecord): PublicUser {
   return { id: user.id, email: user.email, name: user.name, mustChangePassword: user.mustChangePassword === true };
 }
 
+function notCurrentPassword(): AppError {
+  return invalidField('currentPassword', '"currentPassword" is not the current password');
+}
+
 function wrongCredentials(): AppError {
   return new AppError('unauthenticated', {
     message: 'The email or password is wrong.',
@@ -82,7 +86,7 @@ export function createPeopleService(deps: PeopleDeps) {
         if (input.firstOnly && repo.workspaceCount() > 0) {
           throw new AppError('invalid_request', { message: 'The store already has a workspace.', fix: 'Set up only an empty store; use the console to add workspaces.' });
         }
-        if (repo.userByEmail(user.email)) throw new AppError('invalid_request', { details: { errors: [{ field: 'email', message: 'a person with this email already exists' }] } });
+        if (repo.userByEmail(user.email)) throw invalidField('email', 'a person with this email already exists');
         repo.putWorkspace(workspace);
         repo.putUser(user);
         repo.putMember({ workspaceId: workspace.id, userId: user.id, role: 'owner', addedAt: at });
@@ -139,10 +143,10 @@ export function createPeopleService(deps: PeopleDeps) {
       const user = repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (!await verifyPassword(user.passwordHash, currentPassword)) {
-        throw new AppError('invalid_request', { details: { errors: [{ field: 'currentPassword', message: '"currentPassword" is not the current password' }] } });
+        throw notCurrentPassword();
       }
       if (newPassword === currentPassword) {
-        throw new AppError('invalid_request', { details: { errors: [{ field: 'newPassword', message: '"newPassword" must differ from the current password' }] } });
+        throw invalidField('newPassword', '"newPassword" must differ from the current password');
       }
       const passwordHash = await hashPassword(newPassword);
       const secret = ids.secret('sid');
@@ -152,7 +156,7 @@ export function createPeopleService(deps: PeopleDeps) {
         if (!latest) throw new AppError('unauthenticated');
         // Two changes racing with the same current password: only the first one wins.
         if (latest.passwordHash !== user.passwordHash) {
-          throw new AppError('invalid_request', { details: { errors: [{ field: 'currentPassword', message: '"currentPassword" is not the current password' }] } });
+          throw notCurrentPassword();
         }
         const { mustChangePassword: _was, ...rest } = latest;
         repo.putUser({ ...rest, passwordHash });

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
@@ -57,7 +57,7 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
   return {
     async create(workspaceId: string, input: CreateTokenInput) {
       if (!Number.isInteger(input.expiresInDays) || input.expiresInDays < 1 || input.expiresInDays > MAX_TOKEN_DAYS) {
-        throw new AppError('invalid_request', { details: { errors: [{ field: 'expiresInDays', message: `"expiresInDays" must be a whole number from 1 to ${MAX_TOKEN_DAYS}` }] } });
+        throw invalidField('expiresInDays', `"expiresInDays" must be a whole number from 1 to ${MAX_TOKEN_DAYS}`);
       }
       const token = ids.secret('ims');
       const now = clock.now();
