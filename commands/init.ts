@@ -32,6 +32,7 @@ export default class Init extends SvcCommand {
         this.fail(`the store in ${settings.dataDir} already has a workspace; init only sets up an empty store`, EXIT.usage, 'already_initialised');
       }
       const created = await app.services.people.createWorkspace({ name: flags.workspace, ownerEmail: flags['owner-email'], ownerPassword: password, firstOnly: true });
+      await app.services.signingKeys.ensure();
       this.log(`Workspace "${flags.workspace}" ${created.workspaceId}, owner ${flags['owner-email']} ${created.ownerId}.`);
       return created;
     } finally {

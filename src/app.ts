@@ -1,5 +1,10 @@
 import { createAgentsService } from './agents/index.js';
+import { createGate } from './gate/service.js';
 import { createKeysService } from './keys/index.js';
+import { createLedger } from './ledger/service.js';
+import { createMandatesService } from './mandates/index.js';
+import { createReceipts } from './receipts/service.js';
+import { createSigningKeys } from './receipts/signing-keys.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
@@ -28,16 +33,28 @@ export interface App {
   masterKey: Buffer;
   migration: MigrationResult | null;
   services: ReturnType<typeof createServices>;
+  /** The public base address, as receipts name it (`iss`); the HTTP server sets it once bound. */
+  publicUrl: { get(): string; set(fn: () => string): void };
   close(): Promise<void>;
 }
 
-function createServices(store: Store, settings: Readonly<Settings>, clock: Clock, ids: IdSource) {
+function createServices(store: Store, settings: Readonly<Settings>, clock: Clock, ids: IdSource, masterKey: Buffer, issuer: () => string) {
   const deps = { store, clock, ids };
+  const signingKeys = createSigningKeys({ store, masterKey, clock });
+  // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
+  const originHost = settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local';
+  const ledger = createLedger({ ...deps, signingKeys, originHost });
+  const receipts = createReceipts({ store, clock, signingKeys, ledger, ttlSeconds: settings.receipts.ttlDays * 86_400, issuer });
   return {
     people: createPeopleService({ ...deps, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
-    agents: createAgentsService(deps),
-    keys: createKeysService(deps),
+    agents: createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents }),
+    keys: createKeysService({ ...deps, ledger }),
     serviceTokens: createServiceTokensService(deps),
+    mandates: createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules }),
+    signingKeys,
+    ledger,
+    receipts,
+    gate: createGate({ ...deps, ledger, receipts }),
   };
 }
 
@@ -54,9 +71,11 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     await store.close();
     throw err;
   }
+  let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
   return {
     settings, store, log, clock, masterKey, migration,
-    services: createServices(store, settings, clock, ids),
+    services: createServices(store, settings, clock, ids, masterKey, () => publicUrl()),
+    publicUrl: { get: () => publicUrl(), set: (fn) => { publicUrl = fn; } },
     async close() {
       await store.close();
     },

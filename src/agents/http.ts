@@ -1,27 +1,129 @@
 import Joi from 'joi';
-import type { Plugin } from '@hapi/hapi';
-import { caller, SERVICE_TOKEN } from '../http/auth/callers.js';
-import type { AgentsService } from './service.js';
+import type { Plugin, Request } from '@hapi/hapi';
+import type { Guards } from '../http/guards.js';
+import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { KeysService } from '../keys/index.js';
+import type { PeopleService } from '../people/index.js';
+import { toAgentView, type AgentActor, type AgentsService } from './service.js';
 
-/** Machine administration's read of the fleet (SPEC.md 4.3). Standing arrives with the kill switch. */
-export const agentsAdminRoutes: Plugin<{ agents: AgentsService }> = {
-  name: 'svc-agents-admin',
-  register(server, { agents }) {
-    server.route({
-      method: 'GET', path: '/v1/admin/agents',
-      options: {
-        auth: SERVICE_TOKEN,
-        plugins: { svc: { tokenScope: 'agents:read' } },
-        validate: { query: Joi.object({ tag: Joi.string().max(100), status: Joi.string().valid('running', 'stopped') }) },
+const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
+const aid = Joi.string().max(64).required();
+const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
+const tags = Joi.array().items(Joi.string().trim().min(1).max(64).pattern(/^[^\s]+$/)).max(50).unique();
+const userId = Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/);
+
+const createSchema = Joi.object({
+  name: Joi.string().trim().min(1).max(200).required(),
+  actsFor: userId.allow(null),
+  tags,
+  blueprint: Joi.string().max(64),
+});
+const patchSchema = Joi.object({
+  name: Joi.string().trim().min(1).max(200),
+  actsFor: userId.allow(null),
+  tags,
+}).min(1);
+
+/**
+ * Agents in the console (API.md 2: by role: owners and admins every agent, members the agents
+ * that act for them) and the machine read of the fleet (SPEC.md 4.3, `agents:read`).
+ */
+export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
+  name: 'svc-agents',
+  register(server, { agents, keys, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
+    const write = { onPreAuth: guards.consoleWrite };
+    const who = (request: Request, w: string): AgentActor => {
+      const c = caller(request, 'session');
+      const role = people.authorize(w, c.user, 'agents.manage');
+      return { actor: actorOf(c), userId: c.user.id, role };
+    };
+    const params = (request: Request) => request.params as { wid: string; aid: string; keyId: string };
+
+    server.route([
+      {
+        method: 'GET', path: '/v1/admin/agents',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'agents:read' } },
+          validate: { query: Joi.object({ tag: Joi.string().max(100), status: Joi.string().valid('running', 'stopped') }) },
+        },
+        handler(request) {
+          const { tag, status } = request.query as { tag?: string; status?: string };
+          const data = agents.list(caller(request, 'service-token').workspaceId).map(toAgentView)
+            .filter((a) => (!tag || a.tags.includes(tag)) && (!status || a.status === status));
+          return { data, next: null };
+        },
       },
-      handler(request) {
-        const { tag, status } = request.query as { tag?: string; status?: string };
-        const data = agents.list(caller(request, 'service-token').workspaceId)
-          .filter((a) => !tag || a.tags.includes(tag))
-          .map((a) => ({ id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: 'running' as const, holds: [], createdAt: a.createdAt }))
-          .filter((a) => !status || a.status === status);
-        return { data, next: null };
+      {
+        method: 'GET', path: '/api/w/{wid}/agents',
+        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
+        handler(request) {
+          const { wid: w } = params(request);
+          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          const { limit, cursor } = request.query as { limit: number; cursor?: string };
+          return agents.page(w, { limit, ...(cursor ? { after: cursor } : {}) });
+        },
       },
-    });
+      {
+        method: 'POST', path: '/api/w/{wid}/agents',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: createSchema } },
+        async handler(request, h) {
+          const { wid: w } = params(request);
+          const body = request.payload as { name: string; actsFor?: string | null; tags?: string[] };
+          return h.response(toAgentView(await agents.create({ workspaceId: w, ...body }, who(request, w)))).code(201);
+        },
+      },
+      {
+        method: 'GET', path: '/api/w/{wid}/agents/{aid}',
+        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
+        handler(request) {
+          const { wid: w, aid: a } = params(request);
+          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          return toAgentView(agents.manageable(w, a, { actor: 'read' }));
+        },
+      },
+      {
+        method: 'PATCH', path: '/api/w/{wid}/agents/{aid}',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: patchSchema } },
+        async handler(request) {
+          const { wid: w, aid: a } = params(request);
+          return toAgentView(await agents.update(w, a, request.payload as { name?: string }, who(request, w)));
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/agents/{aid}',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }) } },
+        async handler(request) {
+          const { wid: w, aid: a } = params(request);
+          await agents.remove(w, a, who(request, w));
+          return {};
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/agents/{aid}/keys',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: Joi.object({ name: Joi.string().trim().min(1).max(200) }).allow(null) } },
+        async handler(request, h) {
+          const { wid: w, aid: a } = params(request);
+          const actor = who(request, w);
+          agents.manageable(w, a, actor);
+          const name = (request.payload as { name?: string } | null)?.name;
+          const minted = await keys.mint(w, { scope: 'agent', agentId: a, ...(name ? { name } : {}) }, actor.actor);
+          return h.response({ id: minted.id, key: minted.key, agentId: a, name: minted.name, createdAt: minted.createdAt }).code(201);
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/agents/{aid}/keys/{keyId}',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid, keyId: Joi.string().max(64).required() }) } },
+        async handler(request) {
+          const { wid: w, aid: a, keyId } = params(request);
+          const actor = who(request, w);
+          agents.manageable(w, a, actor);
+          await keys.revoke(w, keyId, actor.actor, { agentId: a });
+          return {};
+        },
+      },
+    ]);
   },
 };

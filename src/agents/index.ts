@@ -1,1 +1,1 @@
-export { createAgentsService, type AgentsService } from './service.js';
+export { createAgentsService, toAgentView, type AgentsService, type AgentView, type AgentActor } from './service.js';

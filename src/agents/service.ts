@@ -1,41 +1,134 @@
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import type { AgentRecord, Store } from '../store/index.js';
+import type { Ledger } from '../ledger/service.js';
+import type { AgentRecord, Hold, Role, Store } from '../store/index.js';
 import { agentsRepo } from './repo.js';
 
 /**
  * Rules:
  * - An agent belongs to exactly one workspace; an id of another workspace is not found.
+ * - An agent acts for a person of its workspace (or nobody, when an owner or admin says so).
+ *   A member may create and manage only agents that act for them.
  * - A removed agent keeps its record (with removedAt) so that its keys answer agent_not_found.
+ * - The plan's agent allowance (configuration; unlimited by default) counts live agents:
+ *   402 plan_limit_reached past it, checked inside the write, so racing creations cannot pass it.
+ * - Every creation, change and removal is recorded in the ledger with its actor.
  */
-export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdSource }) {
-  const { store, clock, ids } = deps;
+export interface AgentView {
+  id: string;
+  name: string;
+  actsFor: string | null;
+  tags: string[];
+  status: 'running' | 'stopped';
+  holds: Hold[];
+  createdAt: string;
+}
+
+export function toAgentView(a: AgentRecord): AgentView {
+  const holds = a.holds ?? [];
+  return { id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: holds.length > 0 ? 'stopped' : 'running', holds, createdAt: a.createdAt };
+}
+
+/** Who is asking, as far as agents care: their id and role, or a machine. */
+export interface AgentActor {
+  actor: string;
+  userId?: string;
+  role?: Role;
+}
+
+export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxAgents: number | null }) {
+  const { store, clock, ids, ledger } = deps;
   const repo = agentsRepo(store);
+  const t = store.tables;
+
+  const live = (wid: string, aid: string): AgentRecord => {
+    const agent = repo.get(wid, aid);
+    if (!agent || agent.removedAt) throw new AppError('not_found', { message: 'No such agent in this workspace.' });
+    return agent;
+  };
+  /** A member may act only on agents that act for them. */
+  const mayManage = (agent: AgentRecord, who: AgentActor): void => {
+    if (who.role === 'member' && agent.actsFor !== who.userId) {
+      throw new AppError('forbidden', { message: 'Members manage only the agents that act for them; an owner or admin manages the others.' });
+    }
+  };
+  const checkActsFor = (wid: string, actsFor: string | null, who: AgentActor): void => {
+    if (who.role === 'member' && actsFor !== who.userId) {
+      throw invalidField('actsFor', '"actsFor" must be your own id: members create agents that act for them');
+    }
+    if (actsFor !== null && !t.members.get([wid, actsFor])) throw invalidField('actsFor', '"actsFor" names no person of this workspace');
+  };
+
   return {
-    async create(input: { workspaceId: string; name: string; actsFor?: string | null; tags?: string[] }): Promise<AgentRecord> {
-      const agent: AgentRecord = {
-        id: ids.id('agt'), workspaceId: input.workspaceId, name: input.name, actsFor: input.actsFor ?? null,
-        tags: input.tags ?? [], createdAt: isoAt(clock.now()), removedAt: null,
-      };
-      await store.write(() => repo.put(agent));
-      return agent;
-    },
-    async remove(wid: string, aid: string): Promise<AgentRecord> {
+    async create(input: { workspaceId: string; name: string; actsFor?: string | null; tags?: string[] }, who: AgentActor = { actor: 'operator:cli' }): Promise<AgentRecord> {
       return store.write(() => {
-        const agent = repo.get(wid, aid);
-        if (!agent || agent.removedAt) throw new AppError('not_found', { message: 'No such agent in this workspace.' });
+        const actsFor = input.actsFor ?? (who.role === 'member' ? who.userId! : null);
+        checkActsFor(input.workspaceId, actsFor, who);
+        if (deps.maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= deps.maxAgents) {
+          throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxAgents} agents in a workspace, and they are all in use.`, fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.' });
+        }
+        const agent: AgentRecord = {
+          id: ids.id('agt'), workspaceId: input.workspaceId, name: input.name, actsFor,
+          tags: input.tags ?? [], holds: [], createdAt: isoAt(clock.now()), removedAt: null,
+        };
+        repo.put(agent);
+        ledger.record({ workspaceId: agent.workspaceId, actor: who.actor, kind: 'agent.created', subject: agent.id, data: { name: agent.name, actsFor, tags: agent.tags } });
+        return agent;
+      });
+    },
+
+    async update(wid: string, aid: string, change: { name?: string; tags?: string[]; actsFor?: string | null }, who: AgentActor): Promise<AgentRecord> {
+      return store.write(() => {
+        const agent = live(wid, aid);
+        mayManage(agent, who);
+        if (change.actsFor !== undefined) checkActsFor(wid, change.actsFor, who);
+        const updated: AgentRecord = { ...agent, ...change };
+        repo.put(updated);
+        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.updated', subject: aid, data: { ...change } });
+        return updated;
+      });
+    },
+
+    async remove(wid: string, aid: string, who: AgentActor = { actor: 'operator:cli' }): Promise<AgentRecord> {
+      return store.write(() => {
+        const agent = live(wid, aid);
+        mayManage(agent, who);
         const removed = { ...agent, removedAt: isoAt(clock.now()) };
         repo.put(removed);
+        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.removed', subject: aid, data: {} });
         return removed;
       });
     },
+
+    /** A live agent the caller may manage (members: their own), or 404/403. */
+    manageable(wid: string, aid: string, who: AgentActor): AgentRecord {
+      const agent = live(wid, aid);
+      mayManage(agent, who);
+      return agent;
+    },
+
     get(wid: string, aid: string): AgentRecord | undefined {
       const agent = repo.get(wid, aid);
       return agent && !agent.removedAt ? agent : undefined;
     },
+
     list(wid: string): AgentRecord[] {
       return repo.list(wid).filter((a) => !a.removedAt);
+    },
+
+    page(wid: string, options: { after?: string; limit: number }): { data: AgentView[]; next: string | null } {
+      const out: AgentRecord[] = [];
+      let after = options.after;
+      // Removed agents are skipped, so read on until the page is full or the table ends.
+      for (;;) {
+        const rows = repo.list(wid, { ...(after ? { after } : {}), limit: options.limit + 1 });
+        for (const a of rows) if (!a.removedAt) out.push(a);
+        if (rows.length <= options.limit || out.length > options.limit) break;
+        after = rows[rows.length - 1]!.id;
+      }
+      const page = out.slice(0, options.limit);
+      return { data: page.map(toAgentView), next: out.length > options.limit ? page[page.length - 1]!.id : null };
     },
   };
 }

@@ -31,6 +31,14 @@ export const urlFlag = Flags.string({ description: 'address of a running svc ser
 export abstract class SvcCommand extends Command {
   static override enableJsonFlag = true;
 
+  /**
+   * The thing checked is false (an invalid receipt, a broken ledger): the result is still printed
+   * (with --json, as the one JSON document), and the command exits 1 once it is written.
+   */
+  protected checkedFalse(): void {
+    process.exitCode = EXIT.false;
+  }
+
   protected fail(message: string, exit: number, type = 'failed', fix?: string): never {
     throw new CliFailure(message, { exit, type, ...(fix ? { fix } : {}) });
   }

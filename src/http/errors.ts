@@ -30,7 +30,9 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
       message: d.message,
     }))
     : [{ field: null, message: err?.message ?? 'invalid request' }];
-  const type: ErrorType = svcOptions(request.route.settings).validationType ?? 'invalid_request';
+  const options = svcOptions(request.route.settings);
+  const firstField = errors[0]?.field?.split('.')[0];
+  const type: ErrorType = (firstField !== undefined && options.validationTypeByField?.[firstField]) || options.validationType || 'invalid_request';
   throw new AppError(type, { details: { errors } });
 }
 

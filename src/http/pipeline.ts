@@ -22,6 +22,8 @@ declare module '@hapi/hapi' {
     traceparent: string;
     /** server.inject: no listener stamped the raw response. */
     injected?: boolean;
+    /** Headers a route wants on its answer whatever it is, error or not (the gate's ratelimit-*). */
+    responseHeaders?: Record<string, string>;
   }
 }
 
@@ -86,10 +88,14 @@ export const pipeline: Plugin<PipelineOptions> = {
         }
         const body = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
+        for (const [name, value] of Object.entries(request.app.responseHeaders ?? {})) res.header(name, value);
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
         if (request.app.injected) stampInjected(request, res, options.production);
         logLine(request, requestId, err.status);
         return res;
+      }
+      if (request.app.responseHeaders && response && 'header' in response) {
+        for (const [name, value] of Object.entries(request.app.responseHeaders)) response.header(name, value);
       }
       if (request.app.injected && response && 'header' in response) stampInjected(request, response, options.production);
       logLine(request, requestId, response && 'statusCode' in response ? response.statusCode : 0);

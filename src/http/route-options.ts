@@ -6,6 +6,8 @@ import type { ErrorType } from '../errors/catalogue.js';
 export interface SvcRouteOptions {
   /** Validation type for this route's request errors (default invalid_request). */
   validationType?: ErrorType;
+  /** Validation type by the first field at fault, where one route has several (settle). */
+  validationTypeByField?: Record<string, ErrorType>;
   /** Workspace-key routes: the key scope needed (admin), or whether agent keys are accepted. */
   keyScope?: 'admin' | 'any-workspace' | 'any';
   /** Service-token routes: the scope needed. */

@@ -1,11 +1,14 @@
 import { createServer as createNodeServer } from 'node:http';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
-import { agentsAdminRoutes } from '../agents/http.js';
+import { agentsRoutes } from '../agents/http.js';
 import type { App } from '../app.js';
 import { gateRoutes } from '../gate/http.js';
 import { modelsRoutes } from '../gateway/http.js';
 import { keysRoutes } from '../keys/http.js';
+import { ledgerRoutes } from '../ledger/http.js';
+import { mandatesRoutes } from '../mandates/http.js';
+import { receiptsRoutes } from '../receipts/http.js';
 import { peopleRoutes } from '../people/http.js';
 import { deriveKey } from '../store/index.js';
 import { registerAgentKey } from './auth/agent-key.js';
@@ -104,19 +107,32 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: systemRoutes, options: health });
   await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
   await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production, guards } });
-  await server.register({ plugin: agentsAdminRoutes, options: { agents: services.agents } });
-  await server.register({ plugin: gateRoutes, options: {} });
+  await server.register({ plugin: agentsRoutes, options: { agents: services.agents, keys: services.keys, people: services.people, production, guards } });
+  await server.register({ plugin: mandatesRoutes, options: { mandates: services.mandates, agents: services.agents, people: services.people, production, guards } });
+  await server.register({ plugin: gateRoutes, options: { gate: services.gate, clock, perMinute: settings.rateLimits.gatePerMinute } });
+  await server.register({ plugin: receiptsRoutes, options: { receipts: services.receipts, signingKeys: services.signingKeys, guards } });
+  await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, people: services.people, production } });
   await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });
+
+  app.publicUrl.set(baseUrl);
+  // Ledger checkpoints: every interval when records were added, and once more on shutdown.
+  let checkpoints: NodeJS.Timeout | undefined;
+  const checkpoint = () => services.ledger.checkpointAll().catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
 
   return {
     server,
     baseUrl,
     async start() {
+      await services.signingKeys.ensure();
       await server.start();
+      checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
+      checkpoints.unref();
     },
     async stop() {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
+      clearInterval(checkpoints);
+      await checkpoint();
     },
   };
 }

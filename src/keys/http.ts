@@ -54,8 +54,9 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
-          people.authorize(w, caller(request, 'session').user, 'keys.manage');
-          await keys.revoke(w, id);
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'keys.manage');
+          await keys.revoke(w, id, actorOf(c));
           return {};
         },
       },

@@ -4,6 +4,7 @@ import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { AgentRecord, KeyRecord, Store } from '../store/index.js';
 import { agentsRepo } from '../agents/repo.js';
+import type { Ledger } from '../ledger/service.js';
 import { keysRepo } from './repo.js';
 import type { MintKeyInput } from './schemas.js';
 
@@ -13,6 +14,7 @@ import type { MintKeyInput } from './schemas.js';
  *   SHA-256 hash and finds the key by that hash.
  * - A key of scope `agent` is bound to exactly one live agent of the same workspace.
  * - A revoked key is unknown from the next request on.
+ * - Minting and revoking are recorded in the ledger (never the key value or its hash).
  */
 
 export interface KeyView {
@@ -43,8 +45,8 @@ export function toKeyView(r: KeyRecord): KeyView {
   };
 }
 
-export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSource }) {
-  const { store, clock, ids } = deps;
+export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger }) {
+  const { store, clock, ids, ledger } = deps;
   const repo = keysRepo(store);
   const agents = agentsRepo(store);
 
@@ -67,6 +69,7 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
           }
         }
         repo.put(record);
+        ledger.record({ workspaceId, actor: createdBy, kind: 'key.minted', subject: record.id, data: { scope: record.scope, name: record.name, agentId: record.agentId } });
       });
       return { ...toKeyView(record), key };
     },
@@ -86,11 +89,15 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
       return { data: page.map(toKeyView), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
 
-    async revoke(wid: string, keyId: string): Promise<void> {
+    /** Revokes a key; `only.agentId` limits it to one agent's keys (404 for any other key). */
+    async revoke(wid: string, keyId: string, actor = 'operator:cli', only: { agentId?: string } = {}): Promise<void> {
       await store.write(() => {
         const record = repo.get(wid, keyId);
-        if (!record || record.revokedAt) throw new AppError('not_found', { message: 'No such key in this workspace.' });
+        if (!record || record.revokedAt || (only.agentId !== undefined && record.agentId !== only.agentId)) {
+          throw new AppError('not_found', { message: 'No such key in this workspace.' });
+        }
         repo.put({ ...record, revokedAt: isoAt(clock.now()) });
+        ledger.record({ workspaceId: wid, actor, kind: 'key.revoked', subject: keyId, data: { scope: record.scope, agentId: record.agentId } });
       });
     },
   };

@@ -11,6 +11,9 @@ export const permissions = {
   'service-tokens.manage': ['owner'],
   'members.manage': ['owner', 'admin'],
   'ledger.read': ['owner', 'admin', 'auditor'],
+  /** Agents that act for the caller; owners and admins: every agent. */
+  'agents.manage': ['owner', 'admin', 'member'],
+  'templates.manage': ['owner', 'admin'],
 } as const satisfies Record<string, readonly Role[]>;
 
 export type Permission = keyof typeof permissions;

@@ -48,7 +48,10 @@ export interface Settings {
     maxRssBytes: number;
     retryAfterSeconds: number;
   };
-  rateLimits: { publicPerMinute: number; signInPerMinute: number };
+  rateLimits: { publicPerMinute: number; signInPerMinute: number; gatePerMinute: number };
+  receipts: { ttlDays: number };
+  ledger: { checkpointIntervalMs: number };
+  plan: { agents: number | null; mandateRules: number | null };
   session: { ttlHours: number };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   gateway: {
@@ -99,6 +102,18 @@ export const settingsSchema = Joi.object<Settings>({
   rateLimits: Joi.object({
     publicPerMinute: Joi.number().integer().min(1).default(120).description('requests per client address per minute on public routes'),
     signInPerMinute: Joi.number().integer().min(1).default(10).description('sign-in attempts per client address per minute'),
+    gatePerMinute: Joi.number().integer().min(1).default(600).description('gate requests per agent per minute (ratelimit-* headers)'),
+  }).default(),
+  receipts: Joi.object({
+    ttlDays: Joi.number().integer().min(1).max(3650).default(90).description('a receipt expires this many days after it was signed'),
+  }).default(),
+  ledger: Joi.object({
+    checkpointIntervalMs: Joi.number().integer().min(100).max(60000).default(1000)
+      .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
+  }).default(),
+  plan: Joi.object({
+    agents: Joi.number().integer().min(0).allow(null).default(null).description('live agents per workspace; null: unlimited'),
+    mandateRules: Joi.number().integer().min(0).allow(null).default(null).description('mandate rules per workspace, over all its agents; null: unlimited'),
   }).default(),
   session: Joi.object({
     ttlHours: Joi.number().min(0.01).max(720).default(12).description('a console session ends this long after sign-in'),
@@ -140,6 +155,11 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_BODY_LIMIT_BYTES', 'limits.bodyBytes'],
   ['SVC_PUBLIC_RATE_PER_MINUTE', 'rateLimits.publicPerMinute'],
   ['SVC_SIGNIN_RATE_PER_MINUTE', 'rateLimits.signInPerMinute'],
+  ['SVC_GATE_RATE_PER_MINUTE', 'rateLimits.gatePerMinute'],
+  ['SVC_RECEIPT_TTL_DAYS', 'receipts.ttlDays'],
+  ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
+  ['SVC_PLAN_AGENTS', 'plan.agents'],
+  ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],
   ['SVC_LOG_LEVEL', 'log.level'],
   ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],

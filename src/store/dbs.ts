@@ -1,3 +1,4 @@
+import type { SigningKeyRecord } from '../receipts/crypto.js';
 import type { Table } from './types.js';
 
 /**
@@ -39,14 +40,133 @@ export interface SessionRecord {
   expiresAt: string;
 }
 
+/** Why an agent is stopped, and by whom (API.md 2). An agent with any hold is stopped. */
+export interface Hold {
+  hold: string;
+  reason: string;
+  by: string;
+  at: string;
+}
+
 export interface AgentRecord {
   id: string;
   workspaceId: string;
   name: string;
   actsFor: string | null;
   tags: string[];
+  /** Schema 4; absent in older records means none. */
+  holds?: Hold[];
   createdAt: string;
   removedAt: string | null;
+}
+
+/** A mandate rule (API.md 2, decided there). */
+export interface MandateRule {
+  id: string;
+  actions: string[];
+  merchants?: string[];
+  domains?: string[];
+  currencies?: string[];
+  maxAmount?: number;
+  periodLimit?: { amount: number; period: 'day' | 'week' | 'month' };
+  approval?: { above: number; approvers?: string[]; count?: 1 | 2; separationOfDuties?: boolean };
+}
+
+export interface MandateRecord {
+  workspaceId: string;
+  agentId: string;
+  rules: MandateRule[];
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export interface TemplateRecord {
+  id: string;
+  workspaceId: string;
+  name: string;
+  rules: MandateRule[];
+  createdAt: string;
+}
+
+export type ActionStatus = 'allowed' | 'denied' | 'pending_approval' | 'settled';
+export type Decision = 'allow' | 'deny' | 'review';
+
+/** What an allowed action adds to a period's usage, so a settlement can release or replace it. */
+export interface PeriodCharge {
+  ruleId: string;
+  currency: string;
+  periodStart: string;
+  amount: number;
+}
+
+export interface ActionRecord {
+  id: string;
+  workspaceId: string;
+  agentId: string;
+  type: string;
+  summary: string;
+  payment: { amount: number; currency: string; merchant?: string } | null;
+  target: { domain?: string } | null;
+  decision: Decision;
+  signals: string[];
+  reason: string;
+  status: ActionStatus;
+  /** The decision before settlement: allowed, denied or pending_approval. */
+  decidedStatus: Exclude<ActionStatus, 'settled'>;
+  ruleId: string | null;
+  approvalId: string | null;
+  receipt: string | null;
+  evidenceRecord: string | null;
+  settlement: { status: 'completed' | 'failed' | 'cancelled'; amount: number | null; at: string } | null;
+  charge: PeriodCharge | null;
+  sessionId: string | null;
+  idempotencyKey: string | null;
+  metadata: Record<string, unknown> | null;
+  createdAt: string;
+}
+
+export interface IdempotencyRecord {
+  actionId: string;
+  /** SHA-256 of the canonical request, to tell a retry from a different request. */
+  fingerprint: string;
+  expiresAt: string;
+}
+
+export interface ApprovalRecord {
+  id: string;
+  workspaceId: string;
+  actionId: string;
+  agentId: string;
+  status: 'pending' | 'approved' | 'denied' | 'expired';
+  approvers: string[] | null;
+  approvals: Array<{ by: string; at: string; note: string | null }>;
+  requiredApprovals: number;
+  separationOfDuties: boolean;
+  createdAt: string;
+}
+
+/** The head of a workspace's ledger: its size and the compact range of its Merkle tree. */
+export interface LedgerHead {
+  size: number;
+  frontier: string[];
+  checkpointSize: number;
+  /** The checkpoint origin line, fixed when the ledger starts: <host>/<wid>. */
+  origin: string;
+}
+
+/** A ledger record exactly as hashed: the RFC 8785 bytes and their RFC 9162 leaf hash. */
+export interface LedgerEntry {
+  bytes: string;
+  leaf: string;
+}
+
+export interface CheckpointRecord {
+  size: number;
+  /** The C2SP signed note. */
+  note: string;
+  at: string;
+  /** The ledger key that signed it. */
+  kid: string;
 }
 
 export type KeyScope = 'agent' | 'inference' | 'admin';
@@ -110,9 +230,37 @@ export interface Tables {
   serviceTokens: Table<ServiceTokenRecord>;
   /** token hash -> [wid, tokId] */
   serviceTokensByHash: Table<[string, string]>;
+  /** [wid, aid] -> the agent's mandate (schema 4) */
+  mandates: Table<MandateRecord>;
+  /** [wid, tplId] -> mandate template */
+  templates: Table<TemplateRecord>;
+  /** [wid, actId] -> action */
+  actions: Table<ActionRecord>;
+  /** [wid, aid, createdAt, actId] -> actId: an agent's actions in time order */
+  actionsByAgent: Table<string>;
+  /** [wid, aid, idempotency key] -> the action it made (kept 24 hours) */
+  idempotency: Table<IdempotencyRecord>;
+  /** [wid, aid, ruleId, currency, periodStart] -> minor units allowed or settled in that period */
+  periodUsage: Table<number>;
+  /** [wid, aprId] -> approval */
+  approvals: Table<ApprovalRecord>;
+  /** kid -> receipt or ledger signing key (private half sealed with the master key) */
+  signingKeys: Table<SigningKeyRecord>;
+  /** receipt jti -> first online verification time */
+  receiptsSeen: Table<string>;
+  /** wid -> ledger head */
+  ledgerHeads: Table<LedgerHead>;
+  /** [wid, index] -> ledger record bytes and leaf hash */
+  ledger: Table<LedgerEntry>;
+  /** evr id -> [wid, index] */
+  ledgerById: Table<[string, number]>;
+  /** [wid, size] -> signed checkpoint */
+  checkpoints: Table<CheckpointRecord>;
 }
 
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
+  'mandates', 'templates', 'actions', 'actionsByAgent', 'idempotency', 'periodUsage', 'approvals',
+  'signingKeys', 'receiptsSeen', 'ledgerHeads', 'ledger', 'ledgerById', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

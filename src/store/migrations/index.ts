@@ -2,6 +2,7 @@ import type { Store } from '../types.js';
 import { m001Initial } from './001-initial.js';
 import { m002UserWorkspaces } from './002-user-workspaces.js';
 import { m003SessionsByUser } from './003-sessions-by-user.js';
+import { m004Gate } from './004-gate.js';
 
 /**
  * Ordered, numbered migrations. Each runs inside one store transaction together with the
@@ -15,6 +16,6 @@ export interface Migration {
   up(store: Store): void;
 }
 
-export const migrations: readonly Migration[] = [m001Initial, m002UserWorkspaces, m003SessionsByUser];
+export const migrations: readonly Migration[] = [m001Initial, m002UserWorkspaces, m003SessionsByUser, m004Gate];
 
 export const CURRENT_SCHEMA_VERSION = migrations[migrations.length - 1]!.version;

@@ -1,0 +1,68 @@
+import Joi from 'joi';
+import { BUILT_IN_TYPES } from '../mandates/schemas.js';
+
+/**
+ * The gate's request bodies (SPEC.md 4.1, API.md 3), validated with every field's error listed.
+ * Rules:
+ * - `type`: a built-in single word, or a dotted custom type (`crm.update`).
+ * - `summary`: one sentence, required.
+ * - `payment.amount`: a positive whole number of minor units (a JSON integer, never a string);
+ *   `payment.currency`: three upper-case letters. A `payment` action names its merchant.
+ * - `session.id`: 1 to 128 printable characters.
+ * - The idempotency key: 1 to 255 printable characters, in the body or the header.
+ * - Unknown fields are refused, so a misspelt field is never silently ignored.
+ */
+const PRINTABLE = /^[\x20-\x7e]+$/;
+
+const typeSchema = Joi.string().max(128).pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).custom((value: string, helpers) => {
+  if (!value.includes('.') && !(BUILT_IN_TYPES as readonly string[]).includes(value)) {
+    return helpers.message({ custom: `{{#label}} "${value}" is not a built-in type (${BUILT_IN_TYPES.join(', ')}); custom types are dotted, such as crm.update` });
+  }
+  return value;
+}).messages({ 'string.pattern.base': '{{#label}} must be a single word or a dotted name of letters, digits, _ and -' });
+
+export const idempotencyKeySchema = Joi.string().min(1).max(255).pattern(PRINTABLE)
+  .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII characters' });
+
+export const sessionIdSchema = Joi.string().min(1).max(128).pattern(PRINTABLE)
+  .messages({ 'string.pattern.base': '{{#label}} must be 1 to 128 printable characters' });
+
+export const authorizeSchema = Joi.object({
+  type: typeSchema.required(),
+  summary: Joi.string().trim().min(1).max(1000).required(),
+  payment: Joi.object({
+    amount: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required()
+      .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units', 'number.min': '{{#label}} must be above zero' }),
+    currency: Joi.string().strict().pattern(/^[A-Z]{3}$/).required()
+      .messages({ 'string.pattern.base': '{{#label}} must be three upper-case letters, such as EUR' }),
+    merchant: Joi.string().trim().lowercase().min(1).max(253),
+  }),
+  target: Joi.object({ domain: Joi.string().trim().lowercase().hostname().max(253) }),
+  session: Joi.object({ id: sessionIdSchema.required() }),
+  idempotencyKey: idempotencyKeySchema,
+  metadata: Joi.object().unknown(true).max(50),
+}).when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
+  then: Joi.object({ payment: Joi.object({ merchant: Joi.required() }).required() }),
+});
+
+export interface AuthorizeInput {
+  type: string;
+  summary: string;
+  payment?: { amount: number; currency: string; merchant?: string };
+  target?: { domain?: string };
+  session?: { id: string };
+  idempotencyKey?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export const settleSchema = Joi.object({
+  status: Joi.string().valid('completed', 'failed', 'cancelled').required()
+    .messages({ 'any.only': '{{#label}} must be one of completed, failed, cancelled' }),
+  amount: Joi.number().strict().integer().min(0).max(Number.MAX_SAFE_INTEGER)
+    .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units' }),
+});
+
+export interface SettleInput {
+  status: 'completed' | 'failed' | 'cancelled';
+  amount?: number;
+}

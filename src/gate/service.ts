@@ -1,0 +1,185 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../errors/app-error.js';
+import { canonicalJson } from '../lib/canonical-json.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import type { Ledger } from '../ledger/service.js';
+import { evaluate, type Evaluation } from '../mandates/evaluate.js';
+import type { Receipts } from '../receipts/service.js';
+import type { ActionRecord, AgentRecord, Store } from '../store/index.js';
+import { gateRepo } from './repo.js';
+import type { AuthorizeInput, SettleInput } from './schemas.js';
+
+/**
+ * The action gate (SPEC.md 1.1, 3, 4.1; API.md 3).
+ * Rules:
+ * - One transaction per request holds the decision: the action, its idempotency record, its
+ *   ledger record, the period usage and the receipt commit together, flushed before the
+ *   answer. If any of it cannot be written the request fails: never an allow without its record.
+ * - The agent's standing and mandate are read inside that transaction, from the store: a freeze
+ *   written by another process applies to the very next request. A stopped agent gets a deny
+ *   decision with signal `agent_frozen`, not an error.
+ * - Writes serialise on the store's lock, so concurrent requests cannot together overrun a
+ *   period limit, and racing retries with one idempotency key make one action.
+ * - Same idempotency key and same request: the same action again, never a second decision.
+ *   Same key, another request: 409 idempotency_conflict. Keys are kept 24 hours per agent.
+ * - Only an allowed, unsettled action can be settled; a failed or cancelled settlement releases
+ *   its amount from the period; a settled amount replaces the authorized one.
+ * - An action of another agent (or workspace) is not found.
+ */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+export interface GateCaller {
+  workspaceId: string;
+  agentId: string;
+}
+
+export interface ActionView {
+  id: string;
+  object: 'action';
+  agentId: string;
+  type: string;
+  summary: string;
+  payment: ActionRecord['payment'];
+  target: ActionRecord['target'];
+  decision: ActionRecord['decision'];
+  signals: string[];
+  reason: string;
+  status: ActionRecord['status'];
+  approvalId: string | null;
+  receipt: string | null;
+  evidenceRecord: string | null;
+  settlement: ActionRecord['settlement'];
+  sessionId: string | null;
+  metadata: Record<string, unknown> | null;
+  createdAt: string;
+}
+
+export function toActionView(a: ActionRecord): ActionView {
+  return {
+    id: a.id, object: 'action', agentId: a.agentId, type: a.type, summary: a.summary, payment: a.payment,
+    target: a.target, decision: a.decision, signals: a.signals, reason: a.reason, status: a.status,
+    approvalId: a.approvalId, receipt: a.receipt, evidenceRecord: a.evidenceRecord, settlement: a.settlement,
+    sessionId: a.sessionId, metadata: a.metadata, createdAt: a.createdAt,
+  };
+}
+
+function fingerprint(input: AuthorizeInput, sessionId: string | null): string {
+  const { idempotencyKey: _ignored, ...request } = input;
+  return createHash('sha256').update(canonicalJson({ ...request, sessionId })).digest('base64url');
+}
+
+function stopped(agent: AgentRecord | undefined): boolean {
+  return !agent || (agent.holds?.length ?? 0) > 0;
+}
+
+export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; receipts: Receipts }) {
+  const { store, clock, ids, ledger, receipts } = deps;
+  const repo = gateRepo(store);
+  const t = store.tables;
+
+  const decide = (c: GateCaller, input: AuthorizeInput, nowMs: number): Evaluation | { decision: 'deny'; rule: null; signals: ['agent_frozen']; reason: string } => {
+    const agent = t.agents.get([c.workspaceId, c.agentId]);
+    if (stopped(agent)) {
+      const hold = agent?.holds?.[0];
+      return { decision: 'deny', rule: null, signals: ['agent_frozen'], reason: hold ? `This agent is stopped (hold ${hold.hold}: ${hold.reason}).` : 'This agent is stopped.' };
+    }
+    return evaluate(repo.rules(c.workspaceId, c.agentId), {
+      type: input.type,
+      amount: input.payment?.amount ?? null,
+      currency: input.payment?.currency ?? null,
+      merchant: input.payment?.merchant ?? null,
+      domain: input.target?.domain ?? null,
+    }, (ruleId, currency, start) => repo.usage(c.workspaceId, c.agentId, ruleId, currency, start), nowMs);
+  };
+
+  return {
+    /** Decides one action request. `replayed`: an idempotent retry answered with the first action. */
+    async authorize(c: GateCaller, input: AuthorizeInput, options: { sessionId?: string | undefined } = {}): Promise<{ action: ActionView; replayed: boolean }> {
+      const sessionId = input.session?.id ?? options.sessionId ?? null;
+      const idemKey = input.idempotencyKey ?? null;
+      const print = idemKey === null ? '' : fingerprint(input, sessionId);
+      return store.write(() => {
+        const now = clock.now();
+        if (idemKey !== null) {
+          const seen = repo.idempotency(c.workspaceId, c.agentId, idemKey);
+          if (seen && Date.parse(seen.expiresAt) > now) {
+            if (seen.fingerprint !== print) {
+              throw new AppError('idempotency_conflict', { message: `The idempotency key was first used for a different request (action ${seen.actionId}).` });
+            }
+            return { action: toActionView(repo.action(c.workspaceId, seen.actionId)!), replayed: true };
+          }
+        }
+        const verdict = decide(c, input, now);
+        const action: ActionRecord = {
+          id: ids.id('act'), workspaceId: c.workspaceId, agentId: c.agentId, type: input.type, summary: input.summary,
+          payment: input.payment ?? null, target: input.target ?? null,
+          decision: verdict.decision, signals: [...verdict.signals], reason: verdict.reason,
+          status: verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
+          decidedStatus: verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
+          ruleId: verdict.rule?.id ?? null, approvalId: null, receipt: null, evidenceRecord: null, settlement: null,
+          charge: verdict.decision === 'allow' ? verdict.charge : null,
+          sessionId, idempotencyKey: idemKey, metadata: input.metadata ?? null, createdAt: isoAt(now),
+        };
+        if (verdict.decision === 'review') {
+          const rule = verdict.rule;
+          action.approvalId = ids.id('apr');
+          repo.putApproval({
+            id: action.approvalId, workspaceId: c.workspaceId, actionId: action.id, agentId: c.agentId, status: 'pending',
+            approvers: rule.approval?.approvers ?? null, approvals: [], requiredApprovals: rule.approval?.count ?? 1,
+            separationOfDuties: rule.approval?.separationOfDuties ?? false, createdAt: action.createdAt,
+          });
+        }
+        if (action.charge) repo.addUsage(c.workspaceId, c.agentId, action.charge, action.charge.amount);
+        if (verdict.decision === 'allow' && action.payment) action.receipt = receipts.issueInWrite(action, false);
+        const evidence = ledger.record({
+          workspaceId: c.workspaceId, actor: `agent:${c.agentId}`, kind: `action.${action.status}`, subject: action.id,
+          data: {
+            type: action.type, summary: action.summary, payment: action.payment, target: action.target,
+            decision: action.decision, signals: action.signals, reason: action.reason, ruleId: action.ruleId,
+            approvalId: action.approvalId, receipt: action.receipt !== null, sessionId: action.sessionId,
+          },
+        });
+        if (verdict.decision !== 'allow') action.evidenceRecord = evidence.id;
+        repo.putAction(action);
+        if (idemKey !== null) {
+          repo.putIdempotency(c.workspaceId, c.agentId, idemKey, { actionId: action.id, fingerprint: print, expiresAt: isoAt(now + IDEMPOTENCY_TTL_MS) });
+        }
+        return { action: toActionView(action), replayed: false };
+      });
+    },
+
+    get(c: GateCaller, id: string): ActionView {
+      const action = repo.action(c.workspaceId, id);
+      if (!action || action.agentId !== c.agentId) throw new AppError('not_found', { message: 'No action with that id for this agent.' });
+      return toActionView(action);
+    },
+
+    async settle(c: GateCaller, id: string, input: SettleInput): Promise<ActionView> {
+      return store.write(() => {
+        const action = repo.action(c.workspaceId, id);
+        if (!action || action.agentId !== c.agentId) throw new AppError('not_found', { message: 'No action with that id for this agent.' });
+        if (action.status === 'settled') throw new AppError('already_settled', { message: `Action ${id} was already settled (${action.settlement!.status}).` });
+        if (action.status !== 'allowed') throw new AppError('not_allowed', { message: `Action ${id} was not allowed (status ${action.status}), so it cannot be settled.` });
+        if (input.amount !== undefined && !action.payment) {
+          throw new AppError('invalid_amount', { message: 'This action carries no payment, so its settlement takes no amount.', details: { errors: [{ field: 'amount', message: '"amount" is only for actions with a payment' }] } });
+        }
+        const now = clock.now();
+        const amount = input.amount ?? action.payment?.amount ?? null;
+        if (action.charge) {
+          const kept = input.status === 'completed' ? (amount ?? action.charge.amount) : 0;
+          repo.addUsage(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);
+        }
+        const settled: ActionRecord = { ...action, status: 'settled', settlement: { status: input.status, amount, at: isoAt(now) } };
+        ledger.record({
+          workspaceId: c.workspaceId, actor: `agent:${c.agentId}`, kind: 'action.settled', subject: id,
+          data: { status: input.status, amount, authorizedAmount: action.payment?.amount ?? null },
+        });
+        repo.putAction(settled);
+        return toActionView(settled);
+      });
+    },
+  };
+}
+
+export type Gate = ReturnType<typeof createGate>;

@@ -1,0 +1,119 @@
+import { canonicalJson } from '../lib/canonical-json.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import type { SigningKeys } from '../receipts/signing-keys.js';
+import type { LedgerHead, Store } from '../store/index.js';
+import { appendToFrontier, leafHash, rootFromFrontier, rootOf } from './merkle.js';
+import { checkpointBody, signNote } from './note.js';
+import { verifyLedger, type LedgerVerifyReport } from './verify.js';
+
+/**
+ * The ledger: an append-only transparency log per workspace (API.md section 5).
+ * Rules:
+ * - `record` runs inside the caller's store.write(), so a decision and its record commit
+ *   together or not at all: there is never an allow without its record.
+ * - The stored value is the exact RFC 8785 bytes that were hashed, with the RFC 9162 leaf hash.
+ * - The head keeps the tree's compact range, so appending and computing the root cost
+ *   O(log n) whatever the ledger's size; concurrent writers (server and CLI) serialise on the
+ *   store's write lock and read the head inside it.
+ * - A checkpoint (C2SP signed note, signed with the ledger key, never the receipt key) is written
+ *   when 1,000 records have accumulated, and by `checkpointAll` (every second and on shutdown).
+ */
+export interface LedgerEvent {
+  workspaceId: string;
+  /** agent:agt_…, user:usr_…, token:<name>, key:key_…, operator:cli, system */
+  actor: string;
+  tokenId?: string;
+  kind: string;
+  subject: string;
+  data: Record<string, unknown>;
+}
+
+export interface LedgerRecord extends LedgerEvent {
+  index: number;
+  id: string;
+  at: string;
+}
+
+export const CHECKPOINT_EVERY_RECORDS = 1000;
+
+export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; signingKeys: SigningKeys; originHost: string }) {
+  const { store, clock, ids, signingKeys } = deps;
+  const t = store.tables;
+  const emptyHead = (wid: string): LedgerHead => ({ size: 0, frontier: [], checkpointSize: 0, origin: `${deps.originHost}/${wid}` });
+
+  const checkpointInWrite = (wid: string, head: LedgerHead): void => {
+    const { record: key, privateKey } = signingKeys.currentInWrite('ledger');
+    const body = checkpointBody({ origin: head.origin, size: head.size, rootHash: rootFromFrontier(head.frontier, head.size) });
+    t.checkpoints.put([wid, head.size], { size: head.size, note: signNote(body, head.origin, privateKey), at: isoAt(clock.now()), kid: key.kid });
+    head.checkpointSize = head.size;
+  };
+
+  return {
+    /** Appends one record. Only inside store.write(). */
+    record(event: LedgerEvent): LedgerRecord {
+      const wid = event.workspaceId;
+      const head = { ...(t.ledgerHeads.get(wid) ?? emptyHead(wid)) };
+      const record: LedgerRecord = { index: head.size, id: ids.id('evr'), at: isoAt(clock.now()), ...event };
+      const bytes = canonicalJson(record);
+      const leaf = leafHash(bytes);
+      t.ledger.put([wid, head.size], { bytes, leaf: leaf.toString('base64url') });
+      t.ledgerById.put(record.id, [wid, head.size]);
+      head.frontier = appendToFrontier(head.frontier, head.size, leaf);
+      head.size += 1;
+      if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) checkpointInWrite(wid, head);
+      t.ledgerHeads.put(wid, head);
+      return record;
+    },
+
+    /** Signs a checkpoint for every workspace whose ledger grew since its last one. */
+    async checkpointAll(): Promise<number> {
+      const stale = t.ledgerHeads.scan([]).filter((e) => e.value.size > e.value.checkpointSize);
+      if (stale.length === 0) return 0;
+      return store.write(() => {
+        let n = 0;
+        for (const { key } of stale) {
+          const wid = String(key[0]);
+          const head = t.ledgerHeads.get(wid);
+          if (!head || head.size <= head.checkpointSize) continue;
+          const next = { ...head };
+          checkpointInWrite(wid, next);
+          t.ledgerHeads.put(wid, next);
+          n += 1;
+        }
+        return n;
+      });
+    },
+
+    list(wid: string, options: { after?: number; limit: number }): { data: LedgerRecord[]; next: number | null } {
+      const rows = t.ledger.scan([wid], { ...(options.after === undefined ? {} : { after: options.after }), limit: options.limit + 1 });
+      const page = rows.slice(0, options.limit).map((r) => JSON.parse(r.value.bytes) as LedgerRecord);
+      return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.index : null };
+    },
+
+    head(wid: string): LedgerHead | undefined {
+      return t.ledgerHeads.get(wid);
+    },
+
+    /** Checks a workspace's ledger in the store (see verify.ts), and that its head agrees. */
+    verify(wid: string): LedgerVerifyReport {
+      const head = t.ledgerHeads.get(wid) ?? emptyHead(wid);
+      const records = t.ledger.scan([wid]).map((e) => e.value);
+      const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value);
+      const report = verifyLedger({ origin: head.origin, records, checkpoints, jwks: signingKeys.jwks() });
+      if (report.ok && head.size !== records.length) {
+        return { ...report, ok: false, firstBadIndex: Math.min(head.size, records.length), problem: `the ledger head counts ${head.size} records but ${records.length} are stored` };
+      }
+      if (report.ok && records.length > 0 && !rootFromFrontier(head.frontier, head.size).equals(rootOf(records.map((r) => leafHash(r.bytes))))) {
+        return { ...report, ok: false, problem: 'the ledger head does not match its records' };
+      }
+      return report;
+    },
+
+    workspaces(): string[] {
+      return t.ledgerHeads.scan([]).map((e) => String(e.key[0]));
+    },
+  };
+}
+
+export type Ledger = ReturnType<typeof createLedger>;

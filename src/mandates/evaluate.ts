@@ -1,0 +1,108 @@
+import type { MandateRule, PeriodCharge } from '../store/index.js';
+
+/**
+ * Mandate evaluation (API.md section 2): an action is allowed when some rule covers its type,
+ * merchant or domain, currency and amounts; it needs a person when the covering rule's
+ * `approval.above` is exceeded; otherwise it is denied.
+ *
+ * Rules:
+ * - Default deny: no rules, no cover. A rule without `merchants` covers only actions that name no
+ *   merchant (likewise `domains`); a rule without `currencies` covers only actions without an amount.
+ * - Period limits are summed per rule, per currency, per calendar period in UTC (day; week from
+ *   Monday; month), over the period's allowed and settled amounts (the caller supplies the sum).
+ * - Among covering rules, one that allows outright wins over one that needs approval.
+ * - A refusal names the furthest check any rule got to (type, then merchant or domain, then
+ *   currency, then amount, then period), so the signal says what would have to change.
+ */
+export interface ActionFacts {
+  type: string;
+  amount: number | null;
+  currency: string | null;
+  merchant: string | null;
+  domain: string | null;
+}
+
+export type DenySignal = 'type_not_allowed' | 'merchant_not_allowed' | 'domain_not_allowed' | 'currency_not_allowed' | 'over_limit' | 'period_limit';
+
+export type Evaluation =
+  | { decision: 'allow'; rule: MandateRule; charge: PeriodCharge | null; signals: string[]; reason: string }
+  | { decision: 'review'; rule: MandateRule; signals: string[]; reason: string }
+  | { decision: 'deny'; rule: null; signals: DenySignal[]; reason: string };
+
+/** Minor units already allowed or settled under a rule in a period. */
+export type UsageLookup = (ruleId: string, currency: string, periodStart: string) => number;
+
+export function periodStart(period: 'day' | 'week' | 'month', nowMs: number): string {
+  const d = new Date(nowMs);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  if (period === 'month') return new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 10);
+  if (period === 'day') return new Date(Date.UTC(y, m, d.getUTCDate())).toISOString().slice(0, 10);
+  const sinceMonday = (d.getUTCDay() + 6) % 7;
+  return new Date(Date.UTC(y, m, d.getUTCDate() - sinceMonday)).toISOString().slice(0, 10);
+}
+
+export function typeMatches(pattern: string, type: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.endsWith('.*')) return type.startsWith(pattern.slice(0, -1));
+  return pattern === type;
+}
+
+export function nameMatches(list: readonly string[] | undefined, name: string | null): boolean {
+  if (name === null) return list === undefined || list.includes('*');
+  if (list === undefined) return false;
+  const n = name.toLowerCase();
+  return list.some((p) => p === '*' || p === n || (p.startsWith('*.') && n.endsWith(p.slice(1))));
+}
+
+const STAGES: DenySignal[] = ['type_not_allowed', 'merchant_not_allowed', 'currency_not_allowed', 'over_limit', 'period_limit'];
+
+interface RuleOutcome { stage: number; signal: DenySignal | null; charge: PeriodCharge | null; needsApproval: boolean }
+
+function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number): RuleOutcome {
+  const fail = (stage: number, signal: DenySignal): RuleOutcome => ({ stage, signal, charge: null, needsApproval: false });
+  if (!rule.actions.some((p) => typeMatches(p, a.type))) return fail(0, 'type_not_allowed');
+  if (!nameMatches(rule.merchants, a.merchant)) return fail(1, 'merchant_not_allowed');
+  if (!nameMatches(rule.domains, a.domain)) return fail(1, 'domain_not_allowed');
+  if (a.amount === null) return { stage: 5, signal: null, charge: null, needsApproval: false };
+  if (!rule.currencies || !rule.currencies.includes(a.currency!)) return fail(2, 'currency_not_allowed');
+  if (rule.maxAmount !== undefined && a.amount > rule.maxAmount) return fail(3, 'over_limit');
+  let charge: PeriodCharge | null = null;
+  if (rule.periodLimit) {
+    const start = periodStart(rule.periodLimit.period, nowMs);
+    const used = usage(rule.id, a.currency!, start);
+    if (used + a.amount > rule.periodLimit.amount) return fail(4, 'period_limit');
+    charge = { ruleId: rule.id, currency: a.currency!, periodStart: start, amount: a.amount };
+  }
+  return { stage: 5, signal: null, charge, needsApproval: rule.approval !== undefined && a.amount > rule.approval.above };
+}
+
+const DENY_REASONS: Record<DenySignal, (a: ActionFacts) => string> = {
+  type_not_allowed: (a) => `No rule of this agent's mandate allows actions of type ${a.type}.`,
+  merchant_not_allowed: (a) => a.merchant === null ? 'Every rule for this type names its merchants; this action names none.' : `No rule allows paying ${a.merchant}.`,
+  domain_not_allowed: (a) => a.domain === null ? 'Every rule for this type names its domains; this action names none.' : `No rule allows acting on ${a.domain}.`,
+  currency_not_allowed: (a) => a.currency === null ? 'This action carries no amount, but every covering rule limits amounts.' : `No covering rule allows the currency ${a.currency}.`,
+  over_limit: (a) => `The amount ${a.amount} ${a.currency} is over every covering rule's per-action limit.`,
+  period_limit: (a) => `The amount ${a.amount} ${a.currency} would take this period's total over the rule's limit.`,
+};
+
+export function evaluate(rules: readonly MandateRule[], a: ActionFacts, usage: UsageLookup, nowMs: number): Evaluation {
+  let best: RuleOutcome | null = null;
+  let review: MandateRule | null = null;
+  for (const rule of rules) {
+    const outcome = judge(rule, a, usage, nowMs);
+    if (outcome.signal === null && !outcome.needsApproval) {
+      return { decision: 'allow', rule, charge: outcome.charge, signals: [], reason: `Allowed by rule ${rule.id}.` };
+    }
+    if (outcome.signal === null) review ??= rule;
+    else if (!best || outcome.stage > best.stage) best = outcome;
+  }
+  if (review) {
+    return {
+      decision: 'review', rule: review, signals: ['approval_required'],
+      reason: `Rule ${review.id} asks a person to approve amounts above ${review.approval!.above} ${a.currency}.`,
+    };
+  }
+  const signal = best?.signal ?? STAGES[0]!;
+  return { decision: 'deny', rule: null, signals: [signal], reason: rules.length === 0 ? 'This agent has no mandate: every action is denied until one is set.' : DENY_REASONS[signal](a) };
+}

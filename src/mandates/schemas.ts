@@ -1,0 +1,72 @@
+import Joi from 'joi';
+import type { MandateRule } from '../store/index.js';
+
+/**
+ * Mandate rules as API.md section 2 decides them, and the action types of API.md section 3.
+ * Rules:
+ * - `actions` names built-in single-word types, dotted custom types (`crm.update`), a dotted
+ *   prefix wildcard (`crm.*`), or `*`.
+ * - `merchants` and `domains` are lists of names, or exactly `["*"]` (anywhere); a domain may be
+ *   `*.example.com` (that domain's subdomains). Matching ignores case.
+ * - Amounts are positive whole minor units; currencies three upper-case letters.
+ * - `approval.count` is 1 or 2; named approvers are person ids.
+ */
+export const BUILT_IN_TYPES = ['payment', 'refund', 'transfer', 'purchase', 'email', 'message', 'browse', 'download', 'deploy', 'delete'] as const;
+
+export const DOTTED_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/;
+const TYPE_PATTERN = /^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$/;
+const NAME = Joi.string().trim().lowercase().min(1).max(253).pattern(/^(\*\.)?[a-z0-9._:-]+$/);
+const wildcardOrList = (label: string) => Joi.alternatives().try(
+  Joi.array().items(Joi.string().valid('*')).length(1),
+  Joi.array().items(NAME.messages({ 'string.pattern.base': `{{#label}} must be a ${label} name or "*"` })).min(1).max(500).unique(),
+);
+
+const actionName = Joi.string().max(128).pattern(TYPE_PATTERN).custom((value: string, helpers) => {
+  if (!value.includes('.') && value !== '*' && !(BUILT_IN_TYPES as readonly string[]).includes(value)) {
+    return helpers.message({ custom: `{{#label}} "${value}" is not a built-in type (${BUILT_IN_TYPES.join(', ')}); custom types are dotted, such as crm.update` });
+  }
+  return value;
+});
+
+export const ruleSchema = Joi.object<MandateRule>({
+  id: Joi.string().pattern(/^mnd_[0-9A-Za-z]{22}$/),
+  actions: Joi.array().items(actionName).min(1).max(100).unique().required(),
+  merchants: wildcardOrList('merchant'),
+  domains: wildcardOrList('domain'),
+  currencies: Joi.array().items(Joi.string().pattern(/^[A-Z]{3}$/).messages({ 'string.pattern.base': '{{#label}} must be three upper-case letters' })).min(1).max(50).unique(),
+  maxAmount: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER),
+  periodLimit: Joi.object({
+    amount: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
+    period: Joi.string().valid('day', 'week', 'month').required(),
+  }),
+  approval: Joi.object({
+    above: Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER).required(),
+    approvers: Joi.array().items(Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/)).min(1).max(50).unique(),
+    count: Joi.number().valid(1, 2).default(1),
+    separationOfDuties: Joi.boolean().default(false),
+  }),
+})
+  // Limits need a currency: an amount is meaningless without one.
+  .with('maxAmount', 'currencies').with('periodLimit', 'currencies');
+
+export const rulesSchema = Joi.array().items(ruleSchema).max(200).required();
+
+export const mandateInputSchema = Joi.object({
+  rules: rulesSchema,
+  confirmBroaden: Joi.boolean().default(false),
+});
+
+export interface MandateInput {
+  rules: Array<Omit<MandateRule, 'id'> & { id?: string }>;
+  confirmBroaden: boolean;
+}
+
+export const templateInputSchema = Joi.object({
+  name: Joi.string().trim().min(1).max(200).required(),
+  rules: rulesSchema,
+});
+
+export interface TemplateInput {
+  name: string;
+  rules: Array<Omit<MandateRule, 'id'> & { id?: string }>;
+}

@@ -1,0 +1,101 @@
+import { isDeepStrictEqual } from 'node:util';
+import { AppError } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import type { Ledger } from '../ledger/service.js';
+import type { AgentActor } from '../agents/index.js';
+import type { MandateRecord, MandateRule, Store, TemplateRecord } from '../store/index.js';
+import type { MandateInput, TemplateInput } from './schemas.js';
+
+/**
+ * Mandates and templates (API.md section 2).
+ * Rules:
+ * - A mandate is the whole list of an agent's rules; saving replaces it. A rule sent with the id
+ *   of one of the agent's current rules keeps that id (and so its period usage); any other rule
+ *   gets a fresh id.
+ * - 409 confirm_broaden: a rule that allows any merchant or any domain saved beside a narrower
+ *   rule (named merchants or domains) for the same agent, unless confirmBroaden is true.
+ * - Members (for agents that act for them) may save only rules that a workspace template holds:
+ *   they cannot widen beyond templates. Owners and admins may save any rule.
+ * - The plan's mandate allowance counts rules over all of a workspace's agents: 402
+ *   plan_limit_reached past it, checked inside the write.
+ * - Every change is recorded in the ledger with the whole new rule list.
+ */
+export interface MandateView {
+  agentId: string;
+  rules: MandateRule[];
+  updatedAt: string | null;
+  updatedBy: string | null;
+}
+
+function withIds(rules: MandateInput['rules'], current: readonly MandateRule[], ids: IdSource): MandateRule[] {
+  const known = new Set(current.map((r) => r.id));
+  return rules.map((r) => ({ ...r, id: r.id && known.has(r.id) ? r.id : ids.id('mnd') }));
+}
+
+const anywhere = (r: MandateRule) => r.merchants?.includes('*') || r.domains?.includes('*');
+const narrow = (r: MandateRule) => (r.merchants && !r.merchants.includes('*')) || (r.domains && !r.domains.includes('*'));
+const withoutId = ({ id: _id, ...rest }: MandateRule | (Omit<MandateRule, 'id'> & { id?: string })) => rest;
+
+export function createMandatesService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxRules: number | null }) {
+  const { store, clock, ids, ledger } = deps;
+  const t = store.tables;
+
+  const rulesInWorkspace = (wid: string, exceptAgent: string) =>
+    t.mandates.scan([wid]).filter((e) => e.key[1] !== exceptAgent).reduce((n, e) => n + e.value.rules.length, 0);
+
+  return {
+    get(wid: string, aid: string): MandateView {
+      const m = t.mandates.get([wid, aid]);
+      return { agentId: aid, rules: m?.rules ?? [], updatedAt: m?.updatedAt ?? null, updatedBy: m?.updatedBy ?? null };
+    },
+
+    async put(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> {
+      return store.write(() => {
+        const current = t.mandates.get([wid, aid])?.rules ?? [];
+        const rules = withIds(input.rules, current, ids);
+        if (who.role === 'member') {
+          const allowed = t.templates.scan([wid]).flatMap((e) => e.value.rules.map(withoutId));
+          const beyond = rules.find((r) => !allowed.some((a) => isDeepStrictEqual(a, withoutId(r))));
+          if (beyond) {
+            throw new AppError('forbidden', { message: 'Members may only give an agent rules from the workspace templates; an owner or admin may save other rules.', fix: 'Copy the rules of a template unchanged, or ask an owner or admin.' });
+          }
+        }
+        const broad = rules.find(anywhere);
+        const narrower = rules.find((r) => r !== broad && narrow(r));
+        if (broad && narrower && !input.confirmBroaden) {
+          throw new AppError('confirm_broaden', {
+            details: { reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.` },
+          });
+        }
+        if (deps.maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > deps.maxRules) {
+          throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxRules} mandate rules in a workspace; this mandate would pass it.`, fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.' });
+        }
+        const record: MandateRecord = { workspaceId: wid, agentId: aid, rules, updatedAt: isoAt(clock.now()), updatedBy: who.actor };
+        t.mandates.put([wid, aid], record);
+        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'mandate.updated', subject: aid, data: { rules, confirmBroaden: input.confirmBroaden } });
+        return { agentId: aid, rules, updatedAt: record.updatedAt, updatedBy: record.updatedBy };
+      });
+    },
+
+    async createTemplate(wid: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {
+      return store.write(() => {
+        const template: TemplateRecord = {
+          id: ids.id('tpl'), workspaceId: wid, name: input.name,
+          rules: input.rules.map((r) => ({ ...r, id: ids.id('mnd') })), createdAt: isoAt(clock.now()),
+        };
+        t.templates.put([wid, template.id], template);
+        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'template.created', subject: template.id, data: { name: template.name, rules: template.rules } });
+        return template;
+      });
+    },
+
+    templates(wid: string, options: { after?: string; limit: number }): { data: TemplateRecord[]; next: string | null } {
+      const rows = t.templates.scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 }).map((e) => e.value);
+      const page = rows.slice(0, options.limit);
+      return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.id : null };
+    },
+  };
+}
+
+export type MandatesService = ReturnType<typeof createMandatesService>;

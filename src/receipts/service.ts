@@ -1,0 +1,69 @@
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { Ledger } from '../ledger/service.js';
+import type { ActionRecord, Store } from '../store/index.js';
+import { signReceipt, type ReceiptClaims } from './crypto.js';
+import type { SigningKeys } from './signing-keys.js';
+import { verifyReceipt, type VerifyResult } from './verify.js';
+
+/**
+ * Receipts (SPEC.md 2.6, API.md 3): a compact JWS over the claims of an allowed payment.
+ * Rules:
+ * - Signed with the current receipt key only (never the ledger key), inside the transaction
+ *   that stores the action, so an action and its receipt exist together or not at all.
+ * - `jti` is the action id; `exp` is `iat` plus the configured lifetime.
+ * - Online verification trusts exactly the keys in the store that are not revoked, and marks
+ *   the receipt seen: from the second check on, `replayed` is true. An invalid receipt is
+ *   never marked.
+ */
+export interface OnlineVerifyResult {
+  valid: boolean;
+  claims: ReceiptClaims | null;
+  reason: VerifyResult['reason'];
+  replayed: boolean;
+}
+
+export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: SigningKeys; ledger: Ledger; ttlSeconds: number; issuer: () => string }) {
+  const { store, clock, signingKeys } = deps;
+  const t = store.tables;
+  return {
+    /** Signs the receipt of an allowed action. Only inside store.write(). */
+    issueInWrite(action: ActionRecord, hum: boolean): string {
+      const { record, privateKey } = signingKeys.currentInWrite('receipt');
+      const iat = Math.floor(clock.now() / 1000);
+      return signReceipt(privateKey, record.kid, {
+        iss: deps.issuer(), sub: action.agentId, act: action.id, typ: action.type,
+        amt: action.payment!.amount, cur: action.payment!.currency, mer: action.payment!.merchant ?? '',
+        hum, iat, exp: iat + deps.ttlSeconds, jti: action.id,
+      });
+    },
+
+    /** A new receipt key; the old one is retired but still published. Recorded in every ledger. */
+    async rotateKey(actor: string): Promise<{ kid: string; retiredKid: string | null; createdAt: string }> {
+      return store.write(() => {
+        const { added, retired } = signingKeys.rotateInWrite('receipt');
+        for (const { value: ws } of t.workspaces.scan([])) {
+          deps.ledger.record({ workspaceId: ws.id, actor, kind: 'receipt_key.rotated', subject: added.kid, data: { retiredKid: retired?.kid ?? null } });
+        }
+        return { kid: added.kid, retiredKid: retired?.kid ?? null, createdAt: added.createdAt };
+      });
+    },
+
+    async verifyOnline(token: string): Promise<OnlineVerifyResult> {
+      const all = signingKeys.all();
+      const result = await verifyReceipt(token, {
+        jwks: signingKeys.jwks(),
+        revokedKids: new Set(all.filter((k) => k.revokedAt !== null).map((k) => k.kid)),
+      }, clock.now());
+      if (!result.valid || !result.claims) return { valid: false, claims: null, reason: result.reason, replayed: false };
+      const jti = result.claims.jti;
+      const replayed = await store.write(() => {
+        if (t.receiptsSeen.has(jti)) return true;
+        t.receiptsSeen.put(jti, isoAt(clock.now()));
+        return false;
+      });
+      return { valid: true, claims: result.claims, reason: null, replayed };
+    },
+  };
+}
+
+export type Receipts = ReturnType<typeof createReceipts>;
