@@ -59,7 +59,7 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       const leaf = leafHash(bytes);
       t.ledger.put([wid, head.size], { bytes, leaf: leaf.toString('base64url') });
       t.ledgerById.put(record.id, [wid, head.size]);
-      head.frontier = appendToFrontier(head.frontier, head.size, leaf);
+      head.frontier = appendToFrontier(head.frontier, head.size, Buffer.from(bytes));
       head.size += 1;
       if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) checkpointInWrite(wid, head);
       t.ledgerHeads.put(wid, head);
@@ -104,7 +104,7 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       if (report.ok && head.size !== records.length) {
         return { ...report, ok: false, firstBadIndex: Math.min(head.size, records.length), problem: `the ledger head counts ${head.size} records but ${records.length} are stored` };
       }
-      if (report.ok && records.length > 0 && !rootFromFrontier(head.frontier, head.size).equals(rootOf(records.map((r) => leafHash(r.bytes))))) {
+      if (report.ok && records.length > 0 && !rootFromFrontier(head.frontier, head.size).equals(rootOf(records.map((r) => Buffer.from(r.bytes))))) {
         return { ...report, ok: false, problem: 'the ledger head does not match its records' };
       }
       return report;
