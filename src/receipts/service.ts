@@ -1,3 +1,4 @@
+import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import type { ActionRecord, Store } from '../store/index.js';
@@ -45,6 +46,26 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
           deps.ledger.record({ workspaceId: ws.id, actor, kind: 'receipt_key.rotated', subject: added.kid, data: { retiredKid: retired?.kid ?? null } });
         }
         return { kid: added.kid, retiredKid: retired?.kid ?? null, createdAt: added.createdAt };
+      });
+    },
+
+    /**
+     * Revokes a receipt key (a compromised one): it leaves the JWKS and online checks of its
+     * receipts answer `revoked`. The current key cannot be revoked: rotate first.
+     */
+    async revokeKey(kid: string, actor: string): Promise<{ kid: string; revokedAt: string }> {
+      return store.write(() => {
+        const record = signingKeys.record(kid);
+        if (!record || record.use !== 'receipt') throw new AppError('not_found', { message: `No receipt key ${kid}.` });
+        if (t.meta.get('receiptKid') === kid) {
+          throw new AppError('forbidden', { message: `${kid} is the current receipt key.`, fix: 'Run svc keys rotate-receipt-key first, then revoke the old key.' });
+        }
+        const revokedAt = record.revokedAt ?? isoAt(clock.now());
+        t.signingKeys.put(kid, { ...record, revokedAt, retiredAt: record.retiredAt ?? revokedAt });
+        for (const { value: ws } of t.workspaces.scan([])) {
+          deps.ledger.record({ workspaceId: ws.id, actor, kind: 'receipt_key.revoked', subject: kid, data: {} });
+        }
+        return { kid, revokedAt };
       });
     },
 

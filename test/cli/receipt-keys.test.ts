@@ -1,0 +1,72 @@
+import test from 'ava';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { authorize, createAgent, payment } from '../helpers/gate.js';
+import { call } from '../helpers/http.js';
+import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+
+/**
+ * Receipt key rotation and revocation from the terminal, while the server runs (API.md 1, 3):
+ * a rotated key keeps verifying the receipts it signed; the server signs with the new key from
+ * the next receipt on; a revoked key leaves the JWKS and its receipts check as `revoked`.
+ */
+let server: RunningServer;
+
+test.before(async () => {
+  server = await startServer();
+});
+
+test.after.always(async () => {
+  await stopAndClean(server);
+});
+
+test.serial('rotate, then revoke the old receipt key, with the server running', async (t) => {
+  const agent = await createAgent(server);
+  const first = await authorize(server, agent.key, payment(1000));
+  t.is(first.status, 200);
+  const oldKid = decodeProtectedHeader(first.body.receipt).kid!;
+
+  const rotated = await svc(['keys', 'rotate-receipt-key', '--data-dir', server.dataDir, '--json']);
+  t.is(rotated.code, 0, rotated.stderr);
+  const { kid: newKid, retiredKid } = JSON.parse(rotated.stdout);
+  t.is(retiredKid, oldKid);
+  t.not(newKid, oldKid);
+
+  const second = await authorize(server, agent.key, payment(1000));
+  t.is(decodeProtectedHeader(second.body.receipt).kid, newKid, 'the very next receipt is signed with the new key');
+
+  const jwks = (await call(server.url, 'GET', '/.well-known/jwks.json')).body;
+  const sigKids = jwks.keys.filter((k: { use: string }) => k.use === 'sig').map((k: { kid: string }) => k.kid);
+  t.deepEqual(new Set(sigKids), new Set([oldKid, newKid]));
+  // A merchant holding the JWKS verifies both.
+  for (const receipt of [first.body.receipt, second.body.receipt]) {
+    const { payload } = await jwtVerify(receipt, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] });
+    t.is(payload.sub, agent.agentId);
+  }
+
+  const refused = await svc(['keys', 'revoke-receipt-key', newKid, '--data-dir', server.dataDir, '--json']);
+  t.is(refused.code, 1);
+  t.is(JSON.parse(refused.stdout).error.type, 'forbidden');
+
+  const revoked = await svc(['keys', 'revoke-receipt-key', oldKid, '--data-dir', server.dataDir, '--json']);
+  t.is(revoked.code, 0, revoked.stderr);
+  t.is(JSON.parse(revoked.stdout).kid, oldKid);
+
+  const after = (await call(server.url, 'GET', '/.well-known/jwks.json')).body;
+  t.false(after.keys.some((k: { kid: string }) => k.kid === oldKid));
+  const check = await call(server.url, 'POST', '/v1/verify', { json: { receipt: first.body.receipt } });
+  t.is(check.status, 200);
+  t.like(check.body, { valid: false, reason: 'revoked', claims: null });
+  const stillGood = await call(server.url, 'POST', '/v1/verify', { json: { receipt: second.body.receipt } });
+  t.like(stillGood.body, { valid: true, reason: null });
+
+  const ledger = await call(server.url, 'GET', `/api/w/${agent.wid}/ledger?limit=200`, { headers: { cookie: agent.cookie } });
+  const kinds = ledger.body.data.map((r: { kind: string; actor: string }) => `${r.kind} ${r.actor}`);
+  t.true(kinds.includes('receipt_key.rotated operator:cli'));
+  t.true(kinds.includes('receipt_key.revoked operator:cli'));
+});
+
+test.serial('revoking an unknown key id is refused, exit 1', async (t) => {
+  const res = await svc(['keys', 'revoke-receipt-key', 'no-such-kid', '--data-dir', server.dataDir, '--json']);
+  t.is(res.code, 1);
+  t.is(JSON.parse(res.stdout).error.type, 'not_found');
+});
