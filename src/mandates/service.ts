@@ -11,13 +11,13 @@ import type { MandateInput, TemplateInput } from './schemas.js';
  * Mandates and templates (API.md section 2).
  * Rules:
  * - A mandate is the whole list of an agent's rules; saving replaces it. A rule sent with the id
- *   of one of the agent's current rules keeps that id (and so its period usage); any other rule
- *   gets a fresh id.
+ *   of one of the agent's current rules keeps that id (and so its period usage); any other rule,
+ *   and a second rule sending the same id, gets a fresh id.
  * - 409 confirm_broaden: a rule that allows any merchant or any domain saved beside a narrower
  *   rule (named merchants or domains) for the same agent, unless confirmBroaden is true.
  * - Members (for agents that act for them) may save only rules that a workspace template holds:
  *   they cannot widen beyond templates. Owners and admins may save any rule.
- * - The plan's mandate allowance counts rules over all of a workspace's agents: 402
+ * - The plan's mandate allowance counts rules over all of a workspace's live agents: 402
  *   plan_limit_reached past it, checked inside the write.
  * - Every change is recorded in the ledger with the whole new rule list.
  */
@@ -28,9 +28,13 @@ export interface MandateView {
   updatedBy: string | null;
 }
 
+/** Each current id is kept at most once (by the first rule sending it): ids stay unique. */
 function withIds(rules: MandateInput['rules'], current: readonly MandateRule[], ids: IdSource): MandateRule[] {
   const known = new Set(current.map((r) => r.id));
-  return rules.map((r) => ({ ...r, id: r.id && known.has(r.id) ? r.id : ids.id('mnd') }));
+  return rules.map((r) => {
+    if (r.id && known.delete(r.id)) return { ...r, id: r.id };
+    return { ...r, id: ids.id('mnd') };
+  });
 }
 
 const anywhere = (r: MandateRule) => r.merchants?.includes('*') || r.domains?.includes('*');
@@ -41,8 +45,11 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
   const { store, clock, ids, ledger } = deps;
   const t = store.tables;
 
+  // Rules of live agents only: a removed agent's mandate can no longer be changed, nor used.
   const rulesInWorkspace = (wid: string, exceptAgent: string) =>
-    t.mandates.scan([wid]).filter((e) => e.key[1] !== exceptAgent).reduce((n, e) => n + e.value.rules.length, 0);
+    t.mandates.scan([wid])
+      .filter((e) => e.key[1] !== exceptAgent && !t.agents.get([wid, e.key[1]!])?.removedAt)
+      .reduce((n, e) => n + e.value.rules.length, 0);
 
   return {
     get(wid: string, aid: string): MandateView {

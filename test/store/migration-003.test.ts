@@ -2,7 +2,7 @@ import test from 'ava';
 import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CURRENT_SCHEMA_VERSION, migrateStore, openStore } from '../../src/store/index.js';
+import { migrateStore, openStore } from '../../src/store/index.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 
 /** Migration 3 indexes the sessions a schema-2 store already holds, so a password change ends them. */
@@ -20,9 +20,9 @@ test('sessions of a schema-2 store are indexed by person after migrating', async
       store.tables.sessions.put('hash-b', { userId: 'usr_other', createdAt: 'x', expiresAt: '2030-01-02T00:00:00.000Z' });
     });
     t.deepEqual(store.tables.sessionsByUser.scan(['usr_V1OwnerAAAAAAAAAAAAAAA']), []);
-    const result = await migrateStore(store);
+    const result = await migrateStore(store, { target: 3 });
     t.deepEqual(result.applied.map((m) => m.version), [3]);
-    t.is(store.schemaVersion(), CURRENT_SCHEMA_VERSION);
+    t.is(store.schemaVersion(), 3);
     t.deepEqual(store.tables.sessionsByUser.scan(['usr_V1OwnerAAAAAAAAAAAAAAA']).map((e) => e.key), [['usr_V1OwnerAAAAAAAAAAAAAAA', 'hash-a']]);
     t.is(store.tables.sessionsByUser.get(['usr_other', 'hash-b']), '2030-01-02T00:00:00.000Z');
     t.truthy(store.tables.sessions.get('hash-a'), 'no session was lost');
