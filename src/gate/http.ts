@@ -1,18 +1,18 @@
 import Joi from 'joi';
-import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import { AppError, invalidField } from '../errors/app-error.js';
+import type { Plugin, Request } from '@hapi/hapi';
+import { invalidField } from '../errors/app-error.js';
 import { AGENT_KEY, caller } from '../http/auth/callers.js';
-import { createRateLimiter } from '../http/rate-limit.js';
-import type { Clock } from '../lib/clock.js';
 import { authorizeSchema, idempotencyKeySchema, sessionIdSchema, settleSchema, type AuthorizeInput, type SettleInput } from './schemas.js';
 import type { GateCaller, Gate } from './service.js';
 
 /**
  * The gate's routes (agent key; SPEC.md 4.1, API.md 3). Every answer after authentication
  * carries ratelimit-limit, ratelimit-remaining and ratelimit-reset for the calling agent
- * (SPEC.md 7.6); past the per-minute limit: 429 rate_limited with retry-after.
+ * (SPEC.md 7.6); the agent-key strategy takes the limit (auth/agent-key.ts), before the body is
+ * read. An id that is no action of this agent, however long, is 404 not_found.
  */
-const actionId = Joi.object({ id: Joi.string().max(64).required() });
+const actionId = Joi.object({ id: Joi.string().max(1024).required() });
+const gate = { svc: { gateRateLimit: true } };
 
 function gateCaller(request: Request): GateCaller {
   const c = caller(request, 'agent');
@@ -24,29 +24,14 @@ function headerValue(request: Request, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-export const gateRoutes: Plugin<{ gate: Gate; clock: Clock; perMinute: number }> = {
+export const gateRoutes: Plugin<{ gate: Gate }> = {
   name: 'svc-gate',
-  register(server, { gate, clock, perMinute }) {
-    const limiter = createRateLimiter({ limit: perMinute, clock });
-    const rateLimit = {
-      method(request: Request, h: ResponseToolkit) {
-        const d = limiter.take(gateCaller(request).agentId);
-        request.app.responseHeaders = {
-          'ratelimit-limit': String(d.limit), 'ratelimit-remaining': String(d.remaining), 'ratelimit-reset': String(d.resetSeconds),
-        };
-        if (!d.allowed) {
-          throw new AppError('rate_limited', { message: `This agent sent more than ${d.limit} gate requests this minute.`, headers: { 'retry-after': String(d.resetSeconds) } });
-        }
-        return h.continue;
-      },
-    };
-    // The limit is taken after authentication (it is per agent) and before the body is judged.
-    const ext = { onPostAuth: rateLimit };
+  register(server, { gate: service }) {
 
     server.route([
       {
         method: 'POST', path: '/v1/actions/authorize',
-        options: { auth: AGENT_KEY, ext, validate: { payload: authorizeSchema } },
+        options: { auth: AGENT_KEY, plugins: gate, validate: { payload: authorizeSchema } },
         async handler(request) {
           const input = request.payload as AuthorizeInput;
           const header = headerValue(request, 'idempotency-key');
@@ -61,23 +46,23 @@ export const gateRoutes: Plugin<{ gate: Gate; clock: Clock; perMinute: number }>
           if (session !== undefined && sessionIdSchema.validate(session).error) {
             throw invalidField('x-svc-client-session', 'the x-svc-client-session header must be 1 to 128 printable characters');
           }
-          const { action } = await gate.authorize(gateCaller(request), { ...input, ...(header !== undefined ? { idempotencyKey: header } : {}) }, { sessionId: session });
+          const { action } = await service.authorize(gateCaller(request), { ...input, ...(header !== undefined ? { idempotencyKey: header } : {}) }, { sessionId: session });
           return action;
         },
       },
       {
         method: 'GET', path: '/v1/actions/{id}',
-        options: { auth: AGENT_KEY, ext, validate: { params: actionId } },
-        handler: (request) => gate.get(gateCaller(request), (request.params as { id: string }).id),
+        options: { auth: AGENT_KEY, plugins: gate, validate: { params: actionId } },
+        handler: (request) => service.get(gateCaller(request), (request.params as { id: string }).id),
       },
       {
         method: 'POST', path: '/v1/actions/{id}/settle',
         options: {
-          auth: AGENT_KEY, ext,
-          plugins: { svc: { validationTypeByField: { status: 'invalid_status', amount: 'invalid_amount' } } },
+          auth: AGENT_KEY,
+          plugins: { svc: { gateRateLimit: true, validationTypeByField: { status: 'invalid_status', amount: 'invalid_amount' } } },
           validate: { params: actionId, payload: settleSchema },
         },
-        handler: (request) => gate.settle(gateCaller(request), (request.params as { id: string }).id, request.payload as SettleInput),
+        handler: (request) => service.settle(gateCaller(request), (request.params as { id: string }).id, request.payload as SettleInput),
       },
     ]);
   },

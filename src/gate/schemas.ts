@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { nestsDeeperThan } from '../lib/well-formed.js';
 import { BUILT_IN_TYPES } from '../mandates/schemas.js';
 
 /**
@@ -7,12 +8,16 @@ import { BUILT_IN_TYPES } from '../mandates/schemas.js';
  * - `type`: a built-in single word, or a dotted custom type (`crm.update`).
  * - `summary`: one sentence, required.
  * - `payment.amount`: a positive whole number of minor units (a JSON integer, never a string);
- *   `payment.currency`: three upper-case letters. A `payment` action names its merchant.
+ *   `payment.currency`: three upper-case letters; `payment.merchant`: who is paid, always named
+ *   (a receipt names its merchant, SPEC.md 2.6).
+ * - `metadata`: any JSON object, at most 8 levels deep and 16 KB, kept with the action.
  * - `session.id`: 1 to 128 printable characters.
  * - The idempotency key: 1 to 255 printable characters, in the body or the header.
  * - Unknown fields are refused, so a misspelt field is never silently ignored.
  */
 const PRINTABLE = /^[\x20-\x7e]+$/;
+const METADATA_DEPTH = 8;
+const METADATA_BYTES = 16_384;
 
 const typeSchema = Joi.string().max(128).pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).custom((value: string, helpers) => {
   if (!value.includes('.') && !(BUILT_IN_TYPES as readonly string[]).includes(value)) {
@@ -35,14 +40,18 @@ export const authorizeSchema = Joi.object({
       .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units', 'number.min': '{{#label}} must be above zero' }),
     currency: Joi.string().strict().pattern(/^[A-Z]{3}$/).required()
       .messages({ 'string.pattern.base': '{{#label}} must be three upper-case letters, such as EUR' }),
-    merchant: Joi.string().trim().lowercase().min(1).max(253),
+    merchant: Joi.string().trim().lowercase().min(1).max(253).required(),
   }),
   target: Joi.object({ domain: Joi.string().trim().lowercase().hostname().max(253) }),
   session: Joi.object({ id: sessionIdSchema.required() }),
   idempotencyKey: idempotencyKeySchema,
-  metadata: Joi.object().unknown(true).max(50),
+  metadata: Joi.object().unknown(true).max(50).custom((value: Record<string, unknown>, helpers) => {
+    if (nestsDeeperThan(value, METADATA_DEPTH)) return helpers.message({ custom: `{{#label}} may nest at most ${METADATA_DEPTH} levels deep` });
+    if (Buffer.byteLength(JSON.stringify(value)) > METADATA_BYTES) return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
+    return value;
+  }),
 }).when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
-  then: Joi.object({ payment: Joi.object({ merchant: Joi.required() }).required() }),
+  then: Joi.object({ payment: Joi.required() }),
 });
 
 export interface AuthorizeInput {
@@ -59,6 +68,7 @@ export const settleSchema = Joi.object({
   status: Joi.string().valid('completed', 'failed', 'cancelled').required()
     .messages({ 'any.only': '{{#label}} must be one of completed, failed, cancelled' }),
   amount: Joi.number().strict().integer().min(0).max(Number.MAX_SAFE_INTEGER)
+    .messages({ 'number.min': '{{#label}} cannot be negative' })
     .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units' }),
 });
 

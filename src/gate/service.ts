@@ -24,7 +24,8 @@ import type { AuthorizeInput, SettleInput } from './schemas.js';
  * - Same idempotency key and same request: the same action again, never a second decision.
  *   Same key, another request: 409 idempotency_conflict. Keys are kept 24 hours per agent.
  * - Only an allowed, unsettled action can be settled; a failed or cancelled settlement releases
- *   its amount from the period; a settled amount replaces the authorized one.
+ *   its amount from the period; a settled amount replaces the authorized one, and is never above
+ *   it (more than was authorized needs a new authorization).
  * - An action of another agent (or workspace) is not found.
  */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -164,8 +165,17 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
         if (input.amount !== undefined && !action.payment) {
           throw new AppError('invalid_amount', { message: 'This action carries no payment, so its settlement takes no amount.', details: { errors: [{ field: 'amount', message: '"amount" is only for actions with a payment' }] } });
         }
+        if (input.amount !== undefined && action.payment && input.amount > action.payment.amount) {
+          throw new AppError('invalid_amount', {
+            message: `The settled amount ${input.amount} is above the ${action.payment.amount} ${action.payment.currency} that was authorized.`,
+            fix: 'Settle at most the authorized amount; ask again (authorize) for anything more.',
+            details: { errors: [{ field: 'amount', message: `"amount" must be at most the authorized ${action.payment.amount}` }] },
+          });
+        }
         const now = clock.now();
-        const amount = input.amount ?? action.payment?.amount ?? null;
+        // Completed: what was paid (the authorized amount unless told otherwise). Failed or
+        // cancelled: nothing was paid; an amount is recorded only if the agent names one.
+        const amount = input.status === 'completed' ? input.amount ?? action.payment?.amount ?? null : input.amount ?? null;
         if (action.charge) {
           const kept = input.status === 'completed' ? (amount ?? action.charge.amount) : 0;
           repo.addUsage(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);

@@ -1,7 +1,9 @@
 import type { Plugin, Request, ResponseToolkit, Server } from '@hapi/hapi';
 import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
+import { invalidField } from '../errors/app-error.js';
 import { renderError } from '../errors/render.js';
+import { illFormedPath } from '../lib/well-formed.js';
 import { toAppError } from './errors.js';
 import { API_VERSION, securityHeaders, stampOf } from './front-door.js';
 import { nextTraceparent } from './trace.js';
@@ -77,6 +79,17 @@ export const pipeline: Plugin<PipelineOptions> = {
     const logLine = (request: Request, requestId: string, status: number) => {
       logRequest(options.log, { requestId, method: request.method.toUpperCase(), route: request.route.path, status, ms: Date.now() - request.info.received });
     };
+
+    // Every parsed body must be well-formed Unicode: the ledger hashes what routes record, and
+    // RFC 8785 has no form for a lone surrogate. Refused here, by field, after validation.
+    server.ext('onPreHandler', (request: Request, h: ResponseToolkit) => {
+      const { payload } = request;
+      if (typeof payload === 'string' || (payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload))) {
+        const at = illFormedPath(payload);
+        if (at !== undefined) throw invalidField(at, `${at === null ? 'the body' : `"${at}"`} must be well-formed Unicode text (it holds a lone surrogate)`);
+      }
+      return h.continue;
+    });
 
     server.ext('onPreResponse', (request: Request, h: ResponseToolkit) => {
       const { response } = request;

@@ -12,6 +12,8 @@ export interface SvcRouteOptions {
   keyScope?: 'admin' | 'any-workspace' | 'any';
   /** Service-token routes: the scope needed. */
   tokenScope?: string;
+  /** Agent-key routes counted against the agent's per-minute gate limit (SPEC.md 7.6). */
+  gateRateLimit?: boolean;
 }
 
 declare module '@hapi/hapi' {

@@ -20,6 +20,7 @@ import { answerClientErrors } from './client-error.js';
 import { installFrontDoor } from './front-door.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
 import { createGuards } from './guards.js';
+import { createRateLimiter } from './rate-limit.js';
 import { logRequest, pipeline } from './pipeline.js';
 import { healthAnswer, systemRoutes } from './system.js';
 
@@ -92,7 +93,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: pipeline, options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds } });
   const guards = createGuards({ clock, baseUrl, baseUrlConfigured: settings.baseUrl !== null, trustedProxies: settings.server.trustedProxies, rateLimits: settings.rateLimits });
 
-  registerAgentKey(server, { keys: services.keys });
+  registerAgentKey(server, { keys: services.keys, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
   registerDenyByDefault(server);
@@ -109,7 +110,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production, guards } });
   await server.register({ plugin: agentsRoutes, options: { agents: services.agents, keys: services.keys, people: services.people, production, guards } });
   await server.register({ plugin: mandatesRoutes, options: { mandates: services.mandates, agents: services.agents, people: services.people, production, guards } });
-  await server.register({ plugin: gateRoutes, options: { gate: services.gate, clock, perMinute: settings.rateLimits.gatePerMinute } });
+  await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
   await server.register({ plugin: receiptsRoutes, options: { receipts: services.receipts, signingKeys: services.signingKeys, guards } });
   await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, people: services.people, production } });
   await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });

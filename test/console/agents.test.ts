@@ -370,3 +370,12 @@ test('an unknown key id gives 404 not_found', async (t) => {
   const agent = (await createAgent({ name: 'path-d', actsFor: ownerId })).body;
   assertError(t, await send('DELETE', `/agents/${agent.id}/keys/key_0000000000000000000000`), 404, 'not_found');
 });
+
+test('a name holding a lone surrogate (valid JSON, not text) is 400 naming the field, never a 500', async (t) => {
+  const res = await call(server.url, 'POST', api('/agents'), {
+    headers: { cookie, ...csrf, 'content-type': 'application/json' },
+    body: '{"name":"bot \\ud800"}',
+  });
+  assertError(t, res, 400, 'invalid_request');
+  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field), ['name']);
+});

@@ -56,7 +56,7 @@ test('a merchant verifies a receipt with jose and the published JWKS alone', asy
   t.is(protectedHeader.alg, 'EdDSA');
   t.is(protectedHeader.typ, 'JWT');
   t.like(payload, { sub: agent.agentId, typ: 'payment', amt: 1250, cur: 'EUR', mer: 'acme.example', hum: false, iss: server.url });
-  t.is(payload.jti, payload.act);
+  t.is(payload.jti, String(payload['act']));
   for (const bad of [tamperedReceipt(), algNoneReceipt(), wrongKeyReceipt()]) {
     await t.throwsAsync(jwtVerify(bad, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] }));
   }

@@ -2,6 +2,8 @@ import type { Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
 import type { KeysService } from '../../keys/index.js';
 import { hasPrefix } from '../../lib/ids.js';
+import type { RateLimiter } from '../rate-limit.js';
+import { svcOptions } from '../route-options.js';
 import { AGENT_KEY, credentials, expectedCredential } from './callers.js';
 import { bearer } from './bearer.js';
 
@@ -11,8 +13,12 @@ import { bearer } from './bearer.js';
  * - unknown or revoked: 401 invalid_api_key;
  * - a workspace key (not bound to an agent): 403 agent_key_required;
  * - its agent was removed: 403 agent_not_found.
+ * On gate routes (`plugins.svc.gateRateLimit`) the agent's per-minute limit is taken here, before
+ * the body is read, so every answer after authentication (a body that is not JSON included)
+ * counts and carries ratelimit-limit, ratelimit-remaining and ratelimit-reset; past the limit:
+ * 429 rate_limited with retry-after.
  */
-export function registerAgentKey(server: Server, deps: { keys: KeysService }): void {
+export function registerAgentKey(server: Server, deps: { keys: KeysService; gateLimiter: RateLimiter }): void {
   server.auth.scheme(AGENT_KEY, () => ({
     authenticate(request, h) {
       const value = bearer(request);
@@ -23,6 +29,15 @@ export function registerAgentKey(server: Server, deps: { keys: KeysService }): v
       if (!resolved) throw new AppError('invalid_api_key');
       if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
       if (!resolved.agent || resolved.agent.removedAt) throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });
+      if (svcOptions(request.route.settings).gateRateLimit) {
+        const d = deps.gateLimiter.take(resolved.agent.id);
+        request.app.responseHeaders = {
+          'ratelimit-limit': String(d.limit), 'ratelimit-remaining': String(d.remaining), 'ratelimit-reset': String(d.resetSeconds),
+        };
+        if (!d.allowed) {
+          throw new AppError('rate_limited', { message: `This agent sent more than ${d.limit} gate requests this minute.`, headers: { 'retry-after': String(d.resetSeconds) } });
+        }
+      }
       return h.authenticated({
         credentials: credentials({ kind: 'agent', workspaceId: resolved.record.workspaceId, agent: resolved.agent, key: resolved.record }),
       });

@@ -1,0 +1,33 @@
+/**
+ * Text the ledger can hash. RFC 8785 canonical JSON (and so every ledger record) refuses strings
+ * that are not well-formed Unicode (a lone surrogate such as "\ud800" is valid JSON text but no
+ * character), so such input is refused where it enters, naming the field, never a 500 later.
+ */
+
+const MAX_DEPTH = 64;
+
+/**
+ * Where the first ill-formed string in a JSON value is (keys included): its dotted path, null for
+ * the value as a whole, or undefined when every string is well formed.
+ * A value nested deeper than 64 levels is reported too: it cannot be checked without risking the
+ * stack, and no route accepts such a body.
+ */
+export function illFormedPath(value: unknown, path: string[] = [], depth = 0): string | null | undefined {
+  if (typeof value === 'string') return value.isWellFormed() ? undefined : path.length > 0 ? path.join('.') : null;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (depth > MAX_DEPTH) return path.join('.');
+  for (const [key, child] of Object.entries(value)) {
+    const at = [...path, key];
+    if (!key.isWellFormed()) return at.join('.');
+    const found = illFormedPath(child, at, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** Whether a JSON value nests more than `levels` objects or arrays deep; recurses at most that far. */
+export function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (levels === 0) return true;
+  return Object.values(value).some((child) => nestsDeeperThan(child, levels - 1));
+}

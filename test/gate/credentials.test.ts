@@ -1,0 +1,84 @@
+import test from 'ava';
+import { assertError, bearer, call, csrf } from '../helpers/http.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
+import { getAction, ledgerRecords, makeAgent, owner, settle } from './support.js';
+
+/**
+ * Who may use the gate (SPEC.md 5.2, 7.2, 7.3; API.md 2): an agent key only. A workspace key is
+ * 403 agent_key_required; the key of a removed agent is 403 agent_not_found; no credential is
+ * 401 unauthenticated; a revoked or unknown key is 401 invalid_api_key. Every route of the gate.
+ */
+
+let server: RunningServer;
+let wid: string;
+let cookie: string;
+
+test.before(async () => {
+  server = await startServer();
+  wid = server.boot.workspaceId!;
+  cookie = await owner(server);
+});
+
+test.after.always(() => stopAndClean(server));
+
+const ACT = 'act_0000000000000000000000';
+
+/** The three gate routes, each called with the given headers. */
+function gateCalls(headers: Record<string, string>) {
+  return [
+    () => call(server.url, 'POST', '/v1/actions/authorize', { headers, json: payment(100) }),
+    () => call(server.url, 'GET', `/v1/actions/${ACT}`, { headers }),
+    () => call(server.url, 'POST', `/v1/actions/${ACT}/settle`, { headers, json: { status: 'completed' } }),
+  ];
+}
+
+async function mintWorkspaceKey(scope: 'inference' | 'admin'): Promise<string> {
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { ...csrf, cookie }, json: { scope } });
+  if (res.status !== 201) throw new Error(`key: ${res.status} ${res.text}`);
+  return res.body.key as string;
+}
+
+test('a workspace key (inference or admin) on the gate: 403 agent_key_required', async (t) => {
+  for (const scope of ['inference', 'admin'] as const) {
+    const key = await mintWorkspaceKey(scope);
+    for (const send of gateCalls(bearer(key))) assertError(t, await send(), 403, 'agent_key_required');
+  }
+});
+
+test('the key of an agent that was removed: 403 agent_not_found, and nothing is decided', async (t) => {
+  const fx = await makeAgent(server, [PAY_ACME], 'doomed');
+  t.is((await authorize(server, fx.key, payment(100))).status, 200, 'the key worked before');
+  const removed = await call(server.url, 'DELETE', `/api/w/${wid}/agents/${fx.agentId}`, { headers: { ...csrf, cookie } });
+  t.is(removed.status, 200, removed.text);
+  for (const send of gateCalls(bearer(fx.key))) {
+    const res = await send();
+    assertError(t, res, 403, 'agent_not_found');
+  }
+  const decisions = (await ledgerRecords(server, wid, cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
+  t.is(decisions.length, 1, 'only the decision from before the removal');
+});
+
+test('no credential: 401 unauthenticated on every gate route', async (t) => {
+  for (const send of gateCalls({})) assertError(t, await send(), 401, 'unauthenticated');
+});
+
+test('a revoked agent key: 401 invalid_api_key, while the agent\'s other key still works', async (t) => {
+  const fx = await makeAgent(server, [PAY_ACME], 'rotating');
+  const second = await call(server.url, 'POST', `/api/w/${wid}/agents/${fx.agentId}/keys`, { headers: { ...csrf, cookie }, json: { name: 'second' } });
+  t.is(second.status, 201, second.text);
+  const decided = await authorize(server, fx.key, payment(100));
+  t.is(decided.status, 200);
+  const revoked = await call(server.url, 'DELETE', `/api/w/${wid}/agents/${fx.agentId}/keys/${fx.keyId}`, { headers: { ...csrf, cookie } });
+  t.is(revoked.status, 200, revoked.text);
+  for (const send of gateCalls(bearer(fx.key))) assertError(t, await send(), 401, 'invalid_api_key');
+  assertError(t, await getAction(server, fx.key, decided.body.id), 401, 'invalid_api_key');
+  // The agent keeps its actions: its other key reads and settles them.
+  const read = await getAction(server, second.body.key, decided.body.id);
+  t.is(read.status, 200, read.text);
+  t.is((await settle(server, second.body.key, decided.body.id, { status: 'completed' })).body.status, 'settled');
+});
+
+test('an unknown agent key: 401 invalid_api_key', async (t) => {
+  for (const send of gateCalls(bearer(`ask_${'A'.repeat(43)}`))) assertError(t, await send(), 401, 'invalid_api_key');
+});

@@ -1,0 +1,88 @@
+import test from 'ava';
+import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
+import { decodeReceipt, makeAgent, type Agent } from './support.js';
+
+/**
+ * Odd but well-formed JSON on the gate is the client's fault, never the server's: every such
+ * request answers 200 or a 4xx of the SPEC.md 7.1 shape (7.2: 500 is for server faults), and a
+ * refused request leaves nothing in the ledger.
+ */
+
+let server: RunningServer;
+let fx: Agent;
+
+test.before(async () => {
+  server = await startServer();
+  fx = await makeAgent(server, [PAY_ACME, { actions: ['crm.*'] }, { actions: ['transfer'], currencies: ['EUR'], maxAmount: 5000 }], 'odd-input');
+});
+
+test.after.always(() => stopAndClean(server));
+
+function send(raw: string): Promise<Reply> {
+  return call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(fx.key), 'content-type': 'application/json' }, body: raw });
+}
+
+test('deeply nested metadata: 400 invalid_request naming metadata, not a 500', async (t) => {
+  for (const depth of [5_000, 50_000]) {
+    const res = await send(`{"type":"crm.update","summary":"Update","metadata":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`);
+    assertError(t, res, 400, 'invalid_request');
+    t.true((res.body.error.errors as Array<{ field: string | null }>).some((e) => e.field?.startsWith('metadata')), JSON.stringify(res.body.error.errors));
+  }
+});
+
+test('metadata nested a few levels deep is kept as sent', async (t) => {
+  const metadata = { invoice: { id: 1043, lines: [{ sku: 'A-1', qty: 2 }] }, tags: ['q3', 'acme'], note: 'é😀' };
+  const res = await authorize(server, fx.key, { type: 'crm.update', summary: 'Update', metadata });
+  t.is(res.status, 200, res.text);
+  t.deepEqual(res.body.metadata, metadata);
+});
+
+test('a lone surrogate in the summary: 400 invalid_request naming summary, not a 500', async (t) => {
+  // "\ud800" is valid JSON text whose string is not well-formed Unicode.
+  const res = await send('{"type":"crm.update","summary":"Update \\ud800 record"}');
+  assertError(t, res, 400, 'invalid_request');
+  t.deepEqual((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field), ['summary']);
+});
+
+test('a lone surrogate in metadata with an idempotency key: 400 invalid_request, not a 500', async (t) => {
+  const res = await send('{"type":"crm.update","summary":"Update","idempotencyKey":"surrogate-1","metadata":{"s":"\\udc00"}}');
+  assertError(t, res, 400, 'invalid_request');
+  t.true((res.body.error.errors as Array<{ field: string | null }>).some((e) => e.field?.startsWith('metadata')));
+});
+
+test('a payment-carrying action that names no merchant is decided or refused as malformed, never a 500', async (t) => {
+  // A rule without merchants covers actions that name none (API.md 2); a receipt names its
+  // merchant (SPEC.md 2.6). Either the request is refused naming payment.merchant, or it is
+  // allowed and its receipt is valid.
+  const res = await authorize(server, fx.key, { type: 'transfer', summary: 'Move 100 EUR to savings', payment: { amount: 100, currency: 'EUR' } });
+  t.true(res.status < 500, `${res.status} ${res.text}`);
+  if (res.status === 400) {
+    assertError(t, res, 400, 'invalid_request');
+    t.deepEqual((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field), ['payment.merchant']);
+  } else {
+    t.is(res.status, 200, res.text);
+    t.is(res.body.decision, 'allow');
+    const { claims } = decodeReceipt(t, res.body.receipt);
+    t.like(claims, { act: res.body.id, typ: 'transfer', amt: 100, cur: 'EUR' });
+    const verified = await call(server.url, 'POST', '/v1/verify', { json: { receipt: res.body.receipt } });
+    t.is(verified.body.valid, true);
+  }
+});
+
+test('huge, fractional and exotic numbers as amounts are refused as invalid_request', async (t) => {
+  for (const amount of ['1e400', '9007199254740993', '1e-7', '-0', '12345678901234567890123']) {
+    const res = await send(`{"type":"payment","summary":"Pay","payment":{"amount":${amount},"currency":"EUR","merchant":"acme.example"}}`);
+    assertError(t, res, 400, 'invalid_request');
+    t.deepEqual([...new Set((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field))], ['payment.amount'], amount);
+  }
+});
+
+test('a body that is JSON but not an object is refused as invalid_request', async (t) => {
+  for (const raw of ['[]', '"payment"', '42', 'null', 'true']) {
+    const res = await send(raw);
+    assertError(t, res, 400, 'invalid_request');
+    t.deepEqual((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field), [null], raw);
+  }
+});
