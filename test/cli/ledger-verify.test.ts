@@ -7,6 +7,7 @@ import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
 import { removeDir, startServer, svc } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
+import type { App } from '../../src/app.js';
 
 /**
  * `svc ledger verify` (API.md 1, 5): recomputes the Merkle tree from the stored bytes, checks
@@ -27,14 +28,28 @@ function t_is(actual: unknown, expected: unknown): void {
   if (actual !== expected) throw new Error(`expected ${String(expected)}, got ${String(actual)}`);
 }
 
+/** Runs `fn` on a fresh ledger with a checkpoint (see ledgerWithCheckpoint), then removes its data dir. */
+async function withLedger(fn: (ledger: { dataDir: string; wid: string; size: number }) => Promise<void>): Promise<void> {
+  const ledger = await ledgerWithCheckpoint();
+  try {
+    await fn(ledger);
+  } finally {
+    await removeDir(ledger.dataDir);
+  }
+}
+
+/** Changes the stored ledger in one write, as someone with write access to the LMDB file could. */
+function tamper(dataDir: string, change: (app: App) => void): Promise<void> {
+  return withStore(dataDir, (app) => app.store.write(() => change(app)));
+}
+
 async function verify(dataDir: string) {
   const res = await svc(['ledger', 'verify', '--data-dir', dataDir, '--json']);
   return { code: res.code, doc: JSON.parse(res.stdout) as { ok: boolean; ledgers: Array<{ ok: boolean; size: number; checkpoints: number; firstBadIndex: number | null; problem: string | null }> }, stdout: res.stdout };
 }
 
 test.serial('an untouched ledger verifies: exit 0, every record under a signed checkpoint', async (t) => {
-  const { dataDir, size } = await ledgerWithCheckpoint();
-  try {
+  await withLedger(async ({ dataDir, size }) => {
     const { code, doc } = await verify(dataDir);
     t.is(code, 0);
     t.true(doc.ok);
@@ -43,18 +58,15 @@ test.serial('an untouched ledger verifies: exit 0, every record under a signed c
     const human = await svc(['ledger', 'verify', '--data-dir', dataDir]);
     t.is(human.code, 0);
     t.regex(human.stdout, new RegExp(`ok .*/ws_\\w+: ${size} records`));
-  } finally {
-    await removeDir(dataDir);
-  }
+  });
 });
 
 test.serial('an edited record is named by its index: exit 1', async (t) => {
-  const { dataDir, wid } = await ledgerWithCheckpoint();
-  try {
-    await withStore(dataDir, (app) => app.store.write(() => {
+  await withLedger(async ({ dataDir, wid }) => {
+    await tamper(dataDir, (app) => {
       const entry = app.store.tables.ledger.get([wid, 5])!;
       app.store.tables.ledger.put([wid, 5], { ...entry, bytes: entry.bytes.replace('"deny"', '"allow"').replace('"allow"', '"allow" ') });
-    }));
+    });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
     t.false(doc.ok);
@@ -62,15 +74,12 @@ test.serial('an edited record is named by its index: exit 1', async (t) => {
     const human = await svc(['ledger', 'verify', '--data-dir', dataDir]);
     t.is(human.code, 1);
     t.regex(human.stdout, /BROKEN .*first bad record: index 5/);
-  } finally {
-    await removeDir(dataDir);
-  }
+  });
 });
 
 test.serial('a record rewritten whole (canonical bytes, matching leaf hash) breaks the signed checkpoint', async (t) => {
-  const { dataDir, wid } = await ledgerWithCheckpoint();
-  try {
-    await withStore(dataDir, (app) => app.store.write(() => {
+  await withLedger(async ({ dataDir, wid }) => {
+    await tamper(dataDir, (app) => {
       // Record 5 is the refusal of the 9000 EUR payment: make it look allowed.
       const entry = app.store.tables.ledger.get([wid, 5])!;
       const record = JSON.parse(entry.bytes);
@@ -79,52 +88,44 @@ test.serial('a record rewritten whole (canonical bytes, matching leaf hash) brea
       record.data = { ...record.data, decision: 'allow', signals: [] };
       const bytes = canonicalJson(record);
       app.store.tables.ledger.put([wid, 5], { bytes, leaf: leafHash(bytes).toString('base64url') });
-    }));
+    });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
     t.false(doc.ok);
     t.regex(doc.ledgers[0]!.problem!, /do not match the signed checkpoint/);
     t.true(doc.ledgers[0]!.firstBadIndex! <= 5);
-  } finally {
-    await removeDir(dataDir);
-  }
+  });
 });
 
 test.serial('removing the newest record is caught by the checkpoint that covered it', async (t) => {
-  const { dataDir, wid, size } = await ledgerWithCheckpoint();
-  try {
-    await withStore(dataDir, (app) => app.store.write(() => {
+  await withLedger(async ({ dataDir, wid, size }) => {
+    await tamper(dataDir, (app) => {
       app.store.tables.ledger.remove([wid, size - 1]);
       // Hide it from the head too, as a careful forger would.
       const head = app.store.tables.ledgerHeads.get(wid)!;
       app.store.tables.ledgerHeads.put(wid, { ...head, size: size - 1 });
-    }));
+    });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
     t.is(doc.ledgers[0]!.firstBadIndex, size - 1);
     t.regex(doc.ledgers[0]!.problem!, /missing/);
-  } finally {
-    await removeDir(dataDir);
-  }
+  });
 });
 
 test.serial('a checkpoint signed by another key is refused', async (t) => {
-  const { dataDir, wid } = await ledgerWithCheckpoint();
-  try {
-    await withStore(dataDir, (app) => app.store.write(() => {
+  await withLedger(async ({ dataDir, wid }) => {
+    await tamper(dataDir, (app) => {
       const [first] = app.store.tables.checkpoints.scan([wid]);
       const note = first!.value.note;
       // Flip one character of the signature.
       const i = note.lastIndexOf(' ') + 5;
       const flipped = note.slice(0, i) + (note[i] === 'A' ? 'B' : 'A') + note.slice(i + 1);
       app.store.tables.checkpoints.put(first!.key, { ...first!.value, note: flipped });
-    }));
+    });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
     t.regex(doc.ledgers[0]!.problem!, /not signed by a ledger key/);
-  } finally {
-    await removeDir(dataDir);
-  }
+  });
 });
 
 test.serial('an auditor with only the API records, RFC 8785 and SHA-256 gets the signed checkpoint root', async (t) => {

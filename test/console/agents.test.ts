@@ -1,8 +1,8 @@
 import test from 'ava';
-import { assertError, bearer, call, csrf, ownerSession, signIn, type Reply } from '../helpers/http.js';
+import { assertError, bearer, call, csrf, type Reply } from '../helpers/http.js';
+import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment } from '../helpers/gate.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { withStore } from '../helpers/store.js';
 
 /**
  * API.md section 2 (agents and their keys in the console), SPEC.md 5.2 (agent keys), 5.3.4
@@ -16,29 +16,17 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const NO_ACTION = '/v1/actions/act_0000000000000000000000';
 
 let server: RunningServer;
-let wid: string;
-let ownerId: string;
-let cookie: string;
-let otherWid: string;
-let otherCookie: string;
-let otherOwnerId: string;
+/** The first-start owner's console, and the owner of another workspace. */
+let owner: Person;
+let other: Person;
 let otherAgentId: string;
 
-const api = (path: string) => `/api/w/${wid}${path}`;
-const get = (path: string) => call(server.url, 'GET', api(path), { headers: { cookie } });
-const send = (method: string, path: string, json?: unknown) =>
-  call(server.url, method, api(path), { headers: { cookie, ...csrf }, ...(json === undefined ? {} : { json }) });
-
 async function createAgent(body: Record<string, unknown>): Promise<Reply> {
-  const res = await send('POST', '/agents', body);
-  if (res.status !== 201) throw new Error(`agent: ${res.status} ${res.text}`);
-  return res;
+  return expectStatus(await owner.send('POST', '/agents', body), 201, 'agent');
 }
 
 async function mintKey(agentId: string, name?: string): Promise<{ id: string; key: string }> {
-  const res = await send('POST', `/agents/${agentId}/keys`, name === undefined ? {} : { name });
-  if (res.status !== 201) throw new Error(`key: ${res.status} ${res.text}`);
-  return res.body;
+  return expectStatus(await owner.send('POST', `/agents/${agentId}/keys`, name === undefined ? {} : { name }), 201, 'key').body;
 }
 
 /** Every agent of the workspace, following `next` with pages of `limit`. */
@@ -47,7 +35,7 @@ async function walkAgents(limit: number): Promise<{ ids: string[]; pages: number
   const pages: number[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 1000; i += 1) {
-    const res: Reply = await get(`/agents?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const res: Reply = await owner.get(`/agents?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     if (res.status !== 200) throw new Error(`list: ${res.status} ${res.text}`);
     ids.push(...res.body.data.map((a: { id: string }) => a.id));
     pages.push(res.body.data.length);
@@ -57,34 +45,11 @@ async function walkAgents(limit: number): Promise<{ ids: string[]; pages: number
   throw new Error('the agent list never ended');
 }
 
-async function ledger(): Promise<any[]> {
-  const out: any[] = [];
-  let after = -1;
-  for (;;) {
-    const res = await get(`/ledger?after=${after}&limit=200`);
-    if (res.status !== 200) throw new Error(`ledger: ${res.status} ${res.text}`);
-    out.push(...res.body.data);
-    if (res.body.next === null) return out;
-    after = res.body.next;
-  }
-}
-
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
-  wid = server.boot.workspaceId!;
-  await withStore(server.dataDir, async (app) => {
-    const other = await app.services.people.createWorkspace({ name: 'Other', ownerEmail: 'owner@other.example', ownerPassword: 'other-password-1' });
-    otherWid = other.workspaceId;
-    otherOwnerId = other.ownerId;
-  });
-  [cookie, otherCookie] = await Promise.all([
-    ownerSession(server),
-    signIn(server.url, 'owner@other.example', 'other-password-1'),
-  ]);
-  ownerId = (await call(server.url, 'GET', '/api/me', { headers: { cookie } })).body.user.id;
-  const theirs = await call(server.url, 'POST', `/api/w/${otherWid}/agents`, { headers: { cookie: otherCookie, ...csrf }, json: { name: 'their-bot', actsFor: otherOwnerId } });
-  if (theirs.status !== 201) throw new Error(`other agent: ${theirs.status} ${theirs.text}`);
-  otherAgentId = theirs.body.id;
+  other = await otherWorkspace(server);
+  owner = await ownerConsole(server);
+  otherAgentId = expectStatus(await other.send('POST', '/agents', { name: 'their-bot', actsFor: other.id }), 201, 'other agent').body.id;
 });
 
 test.after.always(() => stopAndClean(server));
@@ -92,24 +57,24 @@ test.after.always(() => stopAndClean(server));
 // Agents
 
 test('POST agents answers 201 with the agent in the decided shape, and GET shows the same', async (t) => {
-  const res = await send('POST', '/agents', { name: 'billing-bot', actsFor: ownerId, tags: ['team:billing', 'eu'] });
+  const res = await owner.send('POST', '/agents', { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'] });
   t.is(res.status, 201, res.text);
   t.deepEqual(Object.keys(res.body).sort(), ['actsFor', 'createdAt', 'holds', 'id', 'name', 'status', 'tags']);
   t.regex(res.body.id, AGENT_ID);
-  t.like(res.body, { name: 'billing-bot', actsFor: ownerId, tags: ['team:billing', 'eu'], status: 'running', holds: [] });
+  t.like(res.body, { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'], status: 'running', holds: [] });
   t.regex(res.body.createdAt, ISO);
 
-  const one = await get(`/agents/${res.body.id}`);
+  const one = await owner.get(`/agents/${res.body.id}`);
   t.is(one.status, 200, one.text);
   t.deepEqual(one.body, res.body);
 
-  const list = await get('/agents?limit=200');
+  const list = await owner.get('/agents?limit=200');
   t.is(list.status, 200, list.text);
   t.deepEqual(list.body.data.find((a: { id: string }) => a.id === res.body.id), res.body);
 });
 
 test('tags default to an empty list', async (t) => {
-  const res = await send('POST', '/agents', { name: 'plain-bot', actsFor: ownerId });
+  const res = await owner.send('POST', '/agents', { name: 'plain-bot', actsFor: owner.id });
   t.is(res.status, 201, res.text);
   t.deepEqual(res.body.tags, []);
   t.is(res.body.status, 'running');
@@ -121,62 +86,62 @@ test('each agent gets its own id', async (t) => {
 });
 
 test('a missing name gives 400 invalid_request naming the field name', async (t) => {
-  const res = await send('POST', '/agents', { actsFor: ownerId });
+  const res = await owner.send('POST', '/agents', { actsFor: owner.id });
   assertError(t, res, 400, 'invalid_request');
   t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field), ['name']);
 });
 
 test('actsFor naming a person of another workspace gives 400 invalid_request on the field actsFor, and no agent', async (t) => {
-  const res = await send('POST', '/agents', { name: 'stranger-bot', actsFor: otherOwnerId });
+  const res = await owner.send('POST', '/agents', { name: 'stranger-bot', actsFor: other.id });
   assertError(t, res, 400, 'invalid_request');
   t.is(res.body.error.errors[0].field, 'actsFor');
-  const list = await get('/agents?limit=200');
+  const list = await owner.get('/agents?limit=200');
   t.false(list.body.data.some((a: { name: string }) => a.name === 'stranger-bot'));
 });
 
 test('actsFor naming nobody at all gives 400 invalid_request on the field actsFor', async (t) => {
-  const res = await send('POST', '/agents', { name: 'ghost-bot', actsFor: 'usr_0000000000000000000000' });
+  const res = await owner.send('POST', '/agents', { name: 'ghost-bot', actsFor: 'usr_0000000000000000000000' });
   assertError(t, res, 400, 'invalid_request');
   t.is(res.body.error.errors[0].field, 'actsFor');
 });
 
 test('PATCH changes name and tags; GET and the ledger show the change', async (t) => {
-  const agent = (await createAgent({ name: 'draft-bot', actsFor: ownerId, tags: ['old'] })).body;
-  const res = await send('PATCH', `/agents/${agent.id}`, { name: 'final-bot', tags: ['new', 'eu'] });
+  const agent = (await createAgent({ name: 'draft-bot', actsFor: owner.id, tags: ['old'] })).body;
+  const res = await owner.send('PATCH', `/agents/${agent.id}`, { name: 'final-bot', tags: ['new', 'eu'] });
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body, { ...agent, name: 'final-bot', tags: ['new', 'eu'] });
-  const one = await get(`/agents/${agent.id}`);
+  const one = await owner.get(`/agents/${agent.id}`);
   t.deepEqual(one.body, res.body);
 
-  const records = (await ledger()).filter((r) => r.subject === agent.id);
+  const records = (await owner.ledger()).filter((r) => r.subject === agent.id);
   t.deepEqual(records.map((r) => r.kind), ['agent.created', 'agent.updated']);
-  t.is(records[1].actor, `user:${ownerId}`);
-  t.like(records[1].data, { name: 'final-bot', tags: ['new', 'eu'] });
+  t.is(records[1]!.actor, `user:${owner.id}`);
+  t.like(records[1]!.data, { name: 'final-bot', tags: ['new', 'eu'] });
 });
 
 test('PATCH with an empty body gives 400 invalid_request and changes nothing', async (t) => {
-  const agent = (await createAgent({ name: 'steady-bot', actsFor: ownerId })).body;
-  const res = await send('PATCH', `/agents/${agent.id}`, {});
+  const agent = (await createAgent({ name: 'steady-bot', actsFor: owner.id })).body;
+  const res = await owner.send('PATCH', `/agents/${agent.id}`, {});
   assertError(t, res, 400, 'invalid_request');
-  t.deepEqual((await get(`/agents/${agent.id}`)).body, agent);
+  t.deepEqual((await owner.get(`/agents/${agent.id}`)).body, agent);
 });
 
 test('DELETE removes an agent: 200 {}, then 404 not_found, and its key answers 403 agent_not_found', async (t) => {
-  const agent = (await createAgent({ name: 'doomed-bot', actsFor: ownerId })).body;
+  const agent = (await createAgent({ name: 'doomed-bot', actsFor: owner.id })).body;
   const { key } = await mintKey(agent.id);
   const before = await call(server.url, 'GET', NO_ACTION, { headers: bearer(key) });
   assertError(t, before, 404, 'not_found');
 
-  const res = await send('DELETE', `/agents/${agent.id}`);
+  const res = await owner.send('DELETE', `/agents/${agent.id}`);
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body, {});
 
-  assertError(t, await get(`/agents/${agent.id}`), 404, 'not_found');
-  assertError(t, await send('PATCH', `/agents/${agent.id}`, { name: 'zombie' }), 404, 'not_found');
-  assertError(t, await send('DELETE', `/agents/${agent.id}`), 404, 'not_found');
-  assertError(t, await send('POST', `/agents/${agent.id}/keys`, {}), 404, 'not_found');
-  assertError(t, await get(`/agents/${agent.id}/mandate`), 404, 'not_found');
-  const list = await get('/agents?limit=200');
+  assertError(t, await owner.get(`/agents/${agent.id}`), 404, 'not_found');
+  assertError(t, await owner.send('PATCH', `/agents/${agent.id}`, { name: 'zombie' }), 404, 'not_found');
+  assertError(t, await owner.send('DELETE', `/agents/${agent.id}`), 404, 'not_found');
+  assertError(t, await owner.send('POST', `/agents/${agent.id}/keys`, {}), 404, 'not_found');
+  assertError(t, await owner.get(`/agents/${agent.id}/mandate`), 404, 'not_found');
+  const list = await owner.get('/agents?limit=200');
   t.false(list.body.data.some((a: { id: string }) => a.id === agent.id));
 
   const gate = await authorize(server, key, payment(100));
@@ -184,9 +149,9 @@ test('DELETE removes an agent: 200 {}, then 404 not_found, and its key answers 4
   const poll = await call(server.url, 'GET', NO_ACTION, { headers: bearer(key) });
   assertError(t, poll, 403, 'agent_not_found');
 
-  const records = (await ledger()).filter((r) => r.subject === agent.id);
+  const records = (await owner.ledger()).filter((r) => r.subject === agent.id);
   t.deepEqual(records.map((r) => r.kind), ['agent.created', 'agent.removed']);
-  t.is(records[1].actor, `user:${ownerId}`);
+  t.is(records[1]!.actor, `user:${owner.id}`);
 });
 
 test('an agent id of another workspace is not found on every agent route', async (t) => {
@@ -199,40 +164,40 @@ test('an agent id of another workspace is not found on every agent route', async
     ['DELETE', `/agents/${otherAgentId}`],
   ];
   for (const [method, path, json] of paths) {
-    const res = method === 'GET' ? await get(path) : await send(method, path, json);
+    const res = method === 'GET' ? await owner.get(path) : await owner.send(method, path, json);
     assertError(t, res, 404, 'not_found');
   }
   // Still there, unchanged, for its own workspace.
-  const theirs = await call(server.url, 'GET', `/api/w/${otherWid}/agents/${otherAgentId}`, { headers: { cookie: otherCookie } });
+  const theirs = await other.get(`/agents/${otherAgentId}`);
   t.is(theirs.status, 200, theirs.text);
   t.like(theirs.body, { name: 'their-bot', status: 'running' });
 });
 
 test('an unknown agent id gives 404 not_found', async (t) => {
-  assertError(t, await get('/agents/agt_0000000000000000000000'), 404, 'not_found');
-  assertError(t, await send('PATCH', '/agents/agt_0000000000000000000000', { name: 'x' }), 404, 'not_found');
-  assertError(t, await send('DELETE', '/agents/agt_0000000000000000000000'), 404, 'not_found');
+  assertError(t, await owner.get('/agents/agt_0000000000000000000000'), 404, 'not_found');
+  assertError(t, await owner.send('PATCH', '/agents/agt_0000000000000000000000', { name: 'x' }), 404, 'not_found');
+  assertError(t, await owner.send('DELETE', '/agents/agt_0000000000000000000000'), 404, 'not_found');
 });
 
 test('the owner of one workspace asking for another workspace\'s agents gets 404 not_found', async (t) => {
-  const list = await call(server.url, 'GET', `/api/w/${otherWid}/agents`, { headers: { cookie } });
+  const list = await call(server.url, 'GET', `/api/w/${other.wid}/agents`, { headers: { cookie: owner.cookie } });
   assertError(t, list, 404, 'not_found');
-  const create = await call(server.url, 'POST', `/api/w/${otherWid}/agents`, { headers: { cookie, ...csrf }, json: { name: 'intruder' } });
+  const create = await call(server.url, 'POST', `/api/w/${other.wid}/agents`, { headers: { cookie: owner.cookie, ...csrf }, json: { name: 'intruder' } });
   assertError(t, create, 404, 'not_found');
 });
 
 // Serial: no other test of this file removes an agent while pages are walked.
 test.serial('GET agents pages with ?limit and the next cursor, skipping removed agents', async (t) => {
-  const made = await Promise.all(['page-a', 'page-b', 'page-c', 'page-d'].map((name) => createAgent({ name, actsFor: ownerId })));
-  const all = await get('/agents?limit=200');
+  const made = await Promise.all(['page-a', 'page-b', 'page-c', 'page-d'].map((name) => createAgent({ name, actsFor: owner.id })));
+  const all = await owner.get('/agents?limit=200');
   t.is(all.status, 200, all.text);
   t.deepEqual(Object.keys(all.body).sort(), ['data', 'next']);
   t.is(all.body.next, null);
 
-  const first = await get('/agents?limit=1');
+  const first = await owner.get('/agents?limit=1');
   t.is(first.body.data.length, 1);
   t.is(typeof first.body.next, 'string');
-  const second = await get(`/agents?limit=1&cursor=${encodeURIComponent(first.body.next)}`);
+  const second = await owner.get(`/agents?limit=1&cursor=${encodeURIComponent(first.body.next)}`);
   t.is(second.body.data.length, 1);
   t.not(second.body.data[0].id, first.body.data[0].id);
 
@@ -242,7 +207,7 @@ test.serial('GET agents pages with ?limit and the next cursor, skipping removed 
 
   // A removed agent disappears from every page, and no page comes back short before the end.
   const gone = made[1]!.body.id;
-  t.is((await send('DELETE', `/agents/${gone}`)).status, 200);
+  t.is((await owner.send('DELETE', `/agents/${gone}`)).status, 200);
   const after = await walkAgents(1);
   t.false(after.ids.includes(gone));
   t.is(after.ids.length, all.body.data.length - 1);
@@ -251,7 +216,7 @@ test.serial('GET agents pages with ?limit and the next cursor, skipping removed 
 
 test('?limit outside 1-200 gives 400 invalid_request on query.limit', async (t) => {
   for (const limit of ['0', '201', 'x']) {
-    const res = await get(`/agents?limit=${limit}`);
+    const res = await owner.get(`/agents?limit=${limit}`);
     assertError(t, res, 400, 'invalid_request');
     t.true(res.body.error.errors.some((e: { field: string }) => e.field === 'query.limit'), JSON.stringify(res.body.error.errors));
   }
@@ -260,9 +225,9 @@ test('?limit outside 1-200 gives 400 invalid_request on query.limit', async (t) 
 // CSRF (SPEC.md 5.3.4)
 
 test('console writes on agent routes without x-svc-csrf give 403 csrf and change nothing', async (t) => {
-  const agent = (await createAgent({ name: 'guarded-bot', actsFor: ownerId })).body;
+  const agent = (await createAgent({ name: 'guarded-bot', actsFor: owner.id })).body;
   const noCsrf = (method: string, path: string, json?: unknown) =>
-    call(server.url, method, api(path), { headers: { cookie }, ...(json === undefined ? {} : { json }) });
+    call(server.url, method, owner.api(path), { headers: { cookie: owner.cookie }, ...(json === undefined ? {} : { json }) });
 
   const create = await noCsrf('POST', '/agents', { name: 'forged-bot' });
   assertError(t, create, 403, 'csrf');
@@ -274,19 +239,19 @@ test('console writes on agent routes without x-svc-csrf give 403 csrf and change
   assertError(t, await noCsrf('PUT', `/agents/${agent.id}/mandate`, { rules: [] }), 403, 'csrf');
 
   // From another origin, even with the header.
-  const foreign = await call(server.url, 'POST', api('/agents'), { headers: { cookie, ...csrf, origin: 'https://evil.example' }, json: { name: 'forged-bot' } });
+  const foreign = await call(server.url, 'POST', owner.api('/agents'), { headers: { cookie: owner.cookie, ...csrf, origin: 'https://evil.example' }, json: { name: 'forged-bot' } });
   assertError(t, foreign, 403, 'csrf');
 
-  t.deepEqual((await get(`/agents/${agent.id}`)).body, agent);
-  const list = await get('/agents?limit=200');
+  t.deepEqual((await owner.get(`/agents/${agent.id}`)).body, agent);
+  const list = await owner.get('/agents?limit=200');
   t.false(list.body.data.some((a: { name: string }) => a.name === 'forged-bot'));
 });
 
 // Agent keys
 
 test('POST agent keys answers 201 { id, key } with an ask_ key that works as that agent\'s key', async (t) => {
-  const agent = (await createAgent({ name: 'keyed-bot', actsFor: ownerId })).body;
-  const res = await send('POST', `/agents/${agent.id}/keys`, { name: 'laptop' });
+  const agent = (await createAgent({ name: 'keyed-bot', actsFor: owner.id })).body;
+  const res = await owner.send('POST', `/agents/${agent.id}/keys`, { name: 'laptop' });
   t.is(res.status, 201, res.text);
   t.regex(res.body.id, KEY_ID);
   t.regex(res.body.key, KEY_VALUE);
@@ -298,7 +263,7 @@ test('POST agent keys answers 201 { id, key } with an ask_ key that works as tha
   assertError(t, poll, 404, 'not_found');
 
   // Shown once: the key list names the key and its agent, never the value.
-  const keys = await get('/keys?limit=200');
+  const keys = await owner.get('/keys?limit=200');
   t.is(keys.status, 200, keys.text);
   const row = keys.body.data.find((k: { id: string }) => k.id === res.body.id);
   t.like(row, { scope: 'agent', agentId: agent.id, name: 'laptop', revokedAt: null });
@@ -310,14 +275,14 @@ test('POST agent keys answers 201 { id, key } with an ask_ key that works as tha
 });
 
 test('a key can be minted without a body', async (t) => {
-  const agent = (await createAgent({ name: 'bodyless-bot', actsFor: ownerId })).body;
-  const res = await call(server.url, 'POST', api(`/agents/${agent.id}/keys`), { headers: { cookie, ...csrf } });
+  const agent = (await createAgent({ name: 'bodyless-bot', actsFor: owner.id })).body;
+  const res = await call(server.url, 'POST', owner.api(`/agents/${agent.id}/keys`), { headers: { cookie: owner.cookie, ...csrf } });
   t.is(res.status, 201, res.text);
   t.regex(res.body.key, KEY_VALUE);
 });
 
 test('two keys of one agent are different values and both work', async (t) => {
-  const agent = (await createAgent({ name: 'two-key-bot', actsFor: ownerId })).body;
+  const agent = (await createAgent({ name: 'two-key-bot', actsFor: owner.id })).body;
   const [a, b] = await Promise.all([mintKey(agent.id), mintKey(agent.id)]);
   t.not(a.key, b.key);
   t.not(a.id, b.id);
@@ -327,11 +292,11 @@ test('two keys of one agent are different values and both work', async (t) => {
 });
 
 test('DELETE an agent key: 200 {}, then the key gets 401 invalid_api_key and the list shows it revoked', async (t) => {
-  const agent = (await createAgent({ name: 'revoking-bot', actsFor: ownerId })).body;
+  const agent = (await createAgent({ name: 'revoking-bot', actsFor: owner.id })).body;
   const kept = await mintKey(agent.id);
   const dropped = await mintKey(agent.id);
 
-  const res = await send('DELETE', `/agents/${agent.id}/keys/${dropped.id}`);
+  const res = await owner.send('DELETE', `/agents/${agent.id}/keys/${dropped.id}`);
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body, {});
 
@@ -340,40 +305,40 @@ test('DELETE an agent key: 200 {}, then the key gets 401 invalid_api_key and the
   // The agent's other key is untouched.
   assertError(t, await call(server.url, 'GET', NO_ACTION, { headers: bearer(kept.key) }), 404, 'not_found');
 
-  const keys = await get('/keys?limit=200');
+  const keys = await owner.get('/keys?limit=200');
   t.regex(String(keys.body.data.find((k: { id: string }) => k.id === dropped.id)?.revokedAt), ISO);
   t.is(keys.body.data.find((k: { id: string }) => k.id === kept.id)?.revokedAt, null);
 
-  assertError(t, await send('DELETE', `/agents/${agent.id}/keys/${dropped.id}`), 404, 'not_found');
+  assertError(t, await owner.send('DELETE', `/agents/${agent.id}/keys/${dropped.id}`), 404, 'not_found');
 });
 
 test('deleting another agent\'s key through this agent\'s path gives 404 and the key keeps working', async (t) => {
-  const [mine, theirs] = await Promise.all([createAgent({ name: 'path-a', actsFor: ownerId }), createAgent({ name: 'path-b', actsFor: ownerId })]);
+  const [mine, theirs] = await Promise.all([createAgent({ name: 'path-a', actsFor: owner.id }), createAgent({ name: 'path-b', actsFor: owner.id })]);
   const key = await mintKey(theirs.body.id);
-  const res = await send('DELETE', `/agents/${mine.body.id}/keys/${key.id}`);
+  const res = await owner.send('DELETE', `/agents/${mine.body.id}/keys/${key.id}`);
   assertError(t, res, 404, 'not_found');
   assertError(t, await call(server.url, 'GET', NO_ACTION, { headers: bearer(key.key) }), 404, 'not_found');
-  const keys = await get('/keys?limit=200');
+  const keys = await owner.get('/keys?limit=200');
   t.is(keys.body.data.find((k: { id: string }) => k.id === key.id)?.revokedAt, null);
 });
 
 test('a workspace key cannot be deleted through an agent\'s key path', async (t) => {
-  const agent = (await createAgent({ name: 'path-c', actsFor: ownerId })).body;
-  const wkey = await send('POST', '/keys', { scope: 'inference', name: 'not-an-agent-key' });
+  const agent = (await createAgent({ name: 'path-c', actsFor: owner.id })).body;
+  const wkey = await owner.send('POST', '/keys', { scope: 'inference', name: 'not-an-agent-key' });
   t.is(wkey.status, 201, wkey.text);
-  assertError(t, await send('DELETE', `/agents/${agent.id}/keys/${wkey.body.id}`), 404, 'not_found');
+  assertError(t, await owner.send('DELETE', `/agents/${agent.id}/keys/${wkey.body.id}`), 404, 'not_found');
   const whoami = await call(server.url, 'GET', '/v1/whoami', { headers: bearer(wkey.body.key) });
   t.is(whoami.status, 200, whoami.text);
 });
 
 test('an unknown key id gives 404 not_found', async (t) => {
-  const agent = (await createAgent({ name: 'path-d', actsFor: ownerId })).body;
-  assertError(t, await send('DELETE', `/agents/${agent.id}/keys/key_0000000000000000000000`), 404, 'not_found');
+  const agent = (await createAgent({ name: 'path-d', actsFor: owner.id })).body;
+  assertError(t, await owner.send('DELETE', `/agents/${agent.id}/keys/key_0000000000000000000000`), 404, 'not_found');
 });
 
 test('a name holding a lone surrogate (valid JSON, not text) is 400 naming the field, never a 500', async (t) => {
-  const res = await call(server.url, 'POST', api('/agents'), {
-    headers: { cookie, ...csrf, 'content-type': 'application/json' },
+  const res = await call(server.url, 'POST', owner.api('/agents'), {
+    headers: { cookie: owner.cookie, ...csrf, 'content-type': 'application/json' },
     body: '{"name":"bot \\ud800"}',
   });
   assertError(t, res, 400, 'invalid_request');

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { assertError, bearer, call, csrf, ownerSession, type Reply } from '../helpers/http.js';
+import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment } from '../helpers/gate.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
@@ -18,41 +19,20 @@ const CRM = { actions: ['crm.update'], domains: ['api.example.com'] };
 const EMAIL = { actions: ['email'] };
 
 let server: RunningServer;
-let wid: string;
-let ownerId: string;
-let cookie: string;
+/** The first-start owner's console. */
+let owner: Person;
 
-const api = (path: string) => `/api/w/${wid}${path}`;
-const get = (path: string) => call(server.url, 'GET', api(path), { headers: { cookie } });
-const send = (method: string, path: string, json?: unknown) =>
-  call(server.url, method, api(path), { headers: { cookie, ...csrf }, ...(json === undefined ? {} : { json }) });
-const putMandate = (agentId: string, body: unknown) => send('PUT', `/agents/${agentId}/mandate`, body);
+const putMandate = (agentId: string, body: unknown) => owner.send('PUT', `/agents/${agentId}/mandate`, body);
 
 async function newAgent(name: string): Promise<string> {
-  const res = await send('POST', '/agents', { name, actsFor: ownerId });
-  if (res.status !== 201) throw new Error(`agent: ${res.status} ${res.text}`);
-  return res.body.id;
-}
-
-async function ledger(): Promise<any[]> {
-  const out: any[] = [];
-  let after = -1;
-  for (;;) {
-    const res = await get(`/ledger?after=${after}&limit=200`);
-    if (res.status !== 200) throw new Error(`ledger: ${res.status} ${res.text}`);
-    out.push(...res.body.data);
-    if (res.body.next === null) return out;
-    after = res.body.next;
-  }
+  return expectStatus(await owner.send('POST', '/agents', { name, actsFor: owner.id }), 201, 'agent').body.id;
 }
 
 const fieldsOf = (res: Reply): Array<string | null> => (res.body?.error?.errors ?? []).map((e: { field: string | null }) => e.field);
 
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
-  wid = server.boot.workspaceId!;
-  cookie = await ownerSession(server);
-  ownerId = (await call(server.url, 'GET', '/api/me', { headers: { cookie } })).body.user.id;
+  owner = await ownerConsole(server);
 });
 
 test.after.always(() => stopAndClean(server));
@@ -61,7 +41,7 @@ test.after.always(() => stopAndClean(server));
 
 test('an agent without a mandate has no rules', async (t) => {
   const aid = await newAgent('fresh-bot');
-  const res = await get(`/agents/${aid}/mandate`);
+  const res = await owner.get(`/agents/${aid}/mandate`);
   t.is(res.status, 200, res.text);
   t.is(res.body.agentId, aid);
   t.deepEqual(res.body.rules, []);
@@ -80,22 +60,22 @@ test('PUT saves the rules with mnd_ ids, and GET and the ledger show them', asyn
   for (const rule of res.body.rules) t.regex(rule.id, RULE_ID);
   t.not(res.body.rules[0].id, res.body.rules[1].id);
   t.regex(res.body.updatedAt, ISO);
-  t.is(res.body.updatedBy, `user:${ownerId}`);
+  t.is(res.body.updatedBy, `user:${owner.id}`);
 
-  const read = await get(`/agents/${aid}/mandate`);
+  const read = await owner.get(`/agents/${aid}/mandate`);
   t.is(read.status, 200);
   t.deepEqual(read.body, res.body);
 
-  const records = (await ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
+  const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
   t.is(records.length, 1);
-  t.is(records[0].actor, `user:${ownerId}`);
-  t.deepEqual(records[0].data.rules, res.body.rules);
+  t.is(records[0]!.actor, `user:${owner.id}`);
+  t.deepEqual(records[0]!.data.rules, res.body.rules);
 });
 
 test('the saved mandate is what the gate enforces', async (t) => {
   const aid = await newAgent('enforced-bot');
   t.is((await putMandate(aid, { rules: [PAY_ACME] })).status, 200);
-  const key = await send('POST', `/agents/${aid}/keys`, {});
+  const key = await owner.send('POST', `/agents/${aid}/keys`, {});
   t.is(key.status, 201, key.text);
 
   const allowed = await authorize(server, key.body.key, payment(1250));
@@ -137,7 +117,7 @@ test('a rule sent with its existing id keeps it; new rules get new ids; dropped 
   t.is(third.status, 200, third.text);
   t.not(third.body.rules[0].id, second.body.rules[1].id);
 
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body.rules, third.body.rules);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, third.body.rules);
 });
 
 test('an id of another agent\'s rule, or an unknown id, is not kept', async (t) => {
@@ -152,7 +132,7 @@ test('an id of another agent\'s rule, or an unknown id, is not kept', async (t) 
   t.not(res.body.rules[1].id, 'mnd_0000000000000000000000');
   t.regex(res.body.rules[0].id, RULE_ID);
   // The first agent's rule is untouched.
-  t.deepEqual((await get(`/agents/${a}/mandate`)).body.rules, theirs.body.rules);
+  t.deepEqual((await owner.get(`/agents/${a}/mandate`)).body.rules, theirs.body.rules);
 });
 
 test('two rules sent with the same id never share one id in the saved mandate', async (t) => {
@@ -169,7 +149,7 @@ test('two rules sent with the same id never share one id in the saved mandate', 
   } else {
     assertError(t, res, 400, 'invalid_mandate');
   }
-  const saved = (await get(`/agents/${aid}/mandate`)).body.rules.map((r: { id: string }) => r.id);
+  const saved = (await owner.get(`/agents/${aid}/mandate`)).body.rules.map((r: { id: string }) => r.id);
   t.is(new Set(saved).size, saved.length, JSON.stringify(saved));
 });
 
@@ -188,7 +168,7 @@ test('every documented rule field is accepted together', async (t) => {
   const rule = {
     actions: ['payment', 'refund'], merchants: ['acme.example', 'globex.example'], currencies: ['EUR', 'USD'],
     maxAmount: 5000, periodLimit: { amount: 20000, period: 'week' },
-    approval: { above: 2000, approvers: [ownerId], count: 2, separationOfDuties: true },
+    approval: { above: 2000, approvers: [owner.id], count: 2, separationOfDuties: true },
   };
   const res = await putMandate(aid, { rules: [rule, { actions: ['crm.*'], domains: ['*.example.com'] }, { actions: ['*'], domains: ['api.example.com'] }] });
   t.is(res.status, 200, res.text);
@@ -218,7 +198,7 @@ for (const [what, rule, field] of invalid) {
     t.deepEqual(fieldsOf(res), [field]);
     t.is(res.body.error.message, res.body.error.errors.map((e: { message: string }) => e.message).join('; '));
     t.true(res.body.error.docs.endsWith('#invalid_mandate'), res.body.error.docs);
-    t.deepEqual((await get(`/agents/${aid}/mandate`)).body, saved.body);
+    t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body, saved.body);
   });
 }
 
@@ -229,7 +209,7 @@ test('maxAmount without currencies gives 400 invalid_mandate naming the rule', a
   t.is(res.body.error.errors.length, 1);
   t.regex(String(res.body.error.errors[0].field), /^rules\.0(\.|$)/);
   t.regex(res.body.error.errors[0].message, /currencies/);
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body.rules, []);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
 });
 
 test('every malformed field of every rule is listed', async (t) => {
@@ -267,19 +247,19 @@ test('a rule allowing any merchant beside a narrower one gives 409 confirm_broad
   t.true(named.includes(narrowId), reason);
   t.is(new Set(named).size, 2, reason);
   // Refused: the mandate is as it was, and the ledger has no record of the attempt.
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body, narrow.body);
-  t.is((await ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid).length, 1);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body, narrow.body);
+  t.is((await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid).length, 1);
 
   const confirmed = await putMandate(aid, { rules: [narrow.body.rules[0], PAY_ANYWHERE], confirmBroaden: true });
   t.is(confirmed.status, 200, confirmed.text);
   t.is(confirmed.body.rules[0].id, narrowId);
   t.like(confirmed.body.rules[1], PAY_ANYWHERE);
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body, confirmed.body);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body, confirmed.body);
 
-  const records = (await ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
+  const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
   t.is(records.length, 2);
-  t.deepEqual(records[1].data.rules, confirmed.body.rules);
-  t.is(records[1].data.confirmBroaden, true);
+  t.deepEqual(records[1]!.data.rules, confirmed.body.rules);
+  t.is(records[1]!.data.confirmBroaden, true);
 });
 
 test('a new agent\'s mandate with a wildcard and a narrow rule in one request also needs confirmBroaden', async (t) => {
@@ -287,7 +267,7 @@ test('a new agent\'s mandate with a wildcard and a narrow rule in one request al
   const refused = await putMandate(aid, { rules: [PAY_ANYWHERE, PAY_ACME] });
   assertError(t, refused, 409, 'confirm_broaden');
   t.is(new Set(String(refused.body.error.reason).match(/mnd_[0-9A-Za-z]{22}/g) ?? []).size, 2, refused.body.error.reason);
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body.rules, []);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
 });
 
 test('a rule allowing any domain beside one naming its domains also needs confirmBroaden', async (t) => {
@@ -296,7 +276,7 @@ test('a rule allowing any domain beside one naming its domains also needs confir
   const refused = await putMandate(aid, { rules });
   assertError(t, refused, 409, 'confirm_broaden');
   t.regex(String(refused.body.error.reason), /api\.example\.com/);
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body.rules, []);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
   const confirmed = await putMandate(aid, { rules, confirmBroaden: true });
   t.is(confirmed.status, 200, confirmed.text);
   t.deepEqual(confirmed.body.rules.map((r: { domains: string[] }) => r.domains), [['api.example.com'], ['*']]);
@@ -311,16 +291,16 @@ test('each accepted mandate change is one mandate.updated ledger record by the o
     await putMandate(aid, { rules: [] }),
   ];
   t.deepEqual(saves.map((s) => s.status), [200, 200, 400, 200]);
-  const records = (await ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
+  const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
   t.is(records.length, 3);
-  for (const r of records) t.is(r.actor, `user:${ownerId}`);
+  for (const r of records) t.is(r.actor, `user:${owner.id}`);
   t.deepEqual(records.map((r) => r.data.rules), [saves[0]!.body.rules, saves[1]!.body.rules, []]);
 });
 
 // Templates
 
 test('POST templates answers 201 with a tpl_ id and the rules, and GET lists it', async (t) => {
-  const res = await send('POST', '/templates', { name: 'Pay Acme', rules: [PAY_ACME, EMAIL] });
+  const res = await owner.send('POST', '/templates', { name: 'Pay Acme', rules: [PAY_ACME, EMAIL] });
   t.is(res.status, 201, res.text);
   t.regex(res.body.id, TEMPLATE_ID);
   t.is(res.body.name, 'Pay Acme');
@@ -329,47 +309,47 @@ test('POST templates answers 201 with a tpl_ id and the rules, and GET lists it'
   t.like(res.body.rules[1], EMAIL);
   t.regex(res.body.createdAt, ISO);
 
-  const list = await get('/templates?limit=200');
+  const list = await owner.get('/templates?limit=200');
   t.is(list.status, 200, list.text);
   t.deepEqual(Object.keys(list.body).sort(), ['data', 'next']);
   t.deepEqual(list.body.data.find((tpl: { id: string }) => tpl.id === res.body.id), res.body);
 
-  const records = (await ledger()).filter((r) => r.subject === res.body.id);
-  t.deepEqual(records.map((r) => [r.kind, r.actor]), [['template.created', `user:${ownerId}`]]);
+  const records = (await owner.ledger()).filter((r) => r.subject === res.body.id);
+  t.deepEqual(records.map((r) => [r.kind, r.actor]), [['template.created', `user:${owner.id}`]]);
 });
 
 test('templates with malformed rules give 400 invalid_mandate and are not saved', async (t) => {
-  const res = await send('POST', '/templates', { name: 'Broken', rules: [{ actions: ['payment'], currencies: ['eur'] }] });
+  const res = await owner.send('POST', '/templates', { name: 'Broken', rules: [{ actions: ['payment'], currencies: ['eur'] }] });
   assertError(t, res, 400, 'invalid_mandate');
   t.deepEqual(fieldsOf(res), ['rules.0.currencies.0']);
-  const list = await get('/templates?limit=200');
+  const list = await owner.get('/templates?limit=200');
   t.false(list.body.data.some((tpl: { name: string }) => tpl.name === 'Broken'));
 });
 
 test('a template without a name gives 400', async (t) => {
-  const res = await send('POST', '/templates', { rules: [EMAIL] });
+  const res = await owner.send('POST', '/templates', { rules: [EMAIL] });
   t.is(res.status, 400, res.text);
   t.true(fieldsOf(res).includes('name'), res.text);
 });
 
 test('writes to templates and mandates without x-svc-csrf give 403 csrf', async (t) => {
   const aid = await newAgent('csrf-mandate-bot');
-  const tpl = await call(server.url, 'POST', api('/templates'), { headers: { cookie }, json: { name: 'Forged', rules: [EMAIL] } });
+  const tpl = await call(server.url, 'POST', owner.api('/templates'), { headers: { cookie: owner.cookie }, json: { name: 'Forged', rules: [EMAIL] } });
   assertError(t, tpl, 403, 'csrf');
-  const mandate = await call(server.url, 'PUT', api(`/agents/${aid}/mandate`), { headers: { cookie }, json: { rules: [EMAIL] } });
+  const mandate = await call(server.url, 'PUT', owner.api(`/agents/${aid}/mandate`), { headers: { cookie: owner.cookie }, json: { rules: [EMAIL] } });
   assertError(t, mandate, 403, 'csrf');
-  t.deepEqual((await get(`/agents/${aid}/mandate`)).body.rules, []);
-  t.false((await get('/templates?limit=200')).body.data.some((x: { name: string }) => x.name === 'Forged'));
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
+  t.false((await owner.get('/templates?limit=200')).body.data.some((x: { name: string }) => x.name === 'Forged'));
 });
 
 // Serial: no other template is created while pages are walked.
 test.serial('the template list pages with ?limit and the next cursor', async (t) => {
-  for (const name of ['tpl-a', 'tpl-b', 'tpl-c']) t.is((await send('POST', '/templates', { name, rules: [EMAIL] })).status, 201);
-  const all = await get('/templates?limit=200');
+  for (const name of ['tpl-a', 'tpl-b', 'tpl-c']) t.is((await owner.send('POST', '/templates', { name, rules: [EMAIL] })).status, 201);
+  const all = await owner.get('/templates?limit=200');
   const seen: string[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 100; i += 1) {
-    const page: Reply = await get(`/templates?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const page: Reply = await owner.get(`/templates?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     t.is(page.status, 200, page.text);
     t.true(page.body.data.length <= 1);
     seen.push(...page.body.data.map((x: { id: string }) => x.id));

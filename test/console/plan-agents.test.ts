@@ -1,22 +1,20 @@
 import test from 'ava';
-import { assertError, call, csrf, ownerSession } from '../helpers/http.js';
+import { assertError } from '../helpers/http.js';
+import { ownerConsole, type Person } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
 /** SPEC.md 7.3: 402 plan_limit_reached when the plan's agent allowance (SVC_PLAN_AGENTS) is used. */
 
 let server: RunningServer;
-let wid: string;
-let cookie: string;
+let owner: Person;
 
-const api = (path: string) => `/api/w/${wid}${path}`;
-const create = (name: string) => call(server.url, 'POST', api('/agents'), { headers: { cookie, ...csrf }, json: { name } });
-const remove = (aid: string) => call(server.url, 'DELETE', api(`/agents/${aid}`), { headers: { cookie, ...csrf } });
-const liveIds = async (): Promise<string[]> => (await call(server.url, 'GET', api('/agents?limit=200'), { headers: { cookie } })).body.data.map((a: { id: string }) => a.id);
+const create = (name: string) => owner.send('POST', '/agents', { name });
+const remove = (aid: string) => owner.send('DELETE', `/agents/${aid}`);
+const liveIds = async (): Promise<string[]> => (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id);
 
 test.before(async () => {
   server = await startServer({ env: { SVC_PLAN_AGENTS: '2' } });
-  wid = server.boot.workspaceId!;
-  cookie = await ownerSession(server);
+  owner = await ownerConsole(server);
 });
 
 test.after.always(() => stopAndClean(server));
@@ -54,7 +52,7 @@ test.serial('racing creations cannot pass the allowance', async (t) => {
 test.serial('a refused creation leaves no ledger record', async (t) => {
   const refused = await create('never-made');
   assertError(t, refused, 402, 'plan_limit_reached');
-  const ledger = await call(server.url, 'GET', api('/ledger?limit=200'), { headers: { cookie } });
+  const ledger = await owner.get('/ledger?limit=200');
   t.is(ledger.status, 200, ledger.text);
   const created = ledger.body.data.filter((r: { kind: string }) => r.kind === 'agent.created');
   t.false(created.some((r: { data: { name: string } }) => r.data.name === 'never-made'));

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { assertError, call, csrf, ownerSession } from '../helpers/http.js';
+import { assertError } from '../helpers/http.js';
+import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
 /**
@@ -10,26 +11,16 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 const rule = (n: number) => ({ actions: [`ops.task${n}`] });
 
 let server: RunningServer;
-let wid: string;
-let cookie: string;
+let owner: Person;
 
-const api = (path: string) => `/api/w/${wid}${path}`;
-const newAgent = async (name: string): Promise<string> => {
-  const res = await call(server.url, 'POST', api('/agents'), { headers: { cookie, ...csrf }, json: { name } });
-  if (res.status !== 201) throw new Error(`agent: ${res.status} ${res.text}`);
-  return res.body.id;
-};
-const put = (aid: string, rules: unknown[]) => call(server.url, 'PUT', api(`/agents/${aid}/mandate`), { headers: { cookie, ...csrf }, json: { rules } });
-const mandate = async (aid: string) => (await call(server.url, 'GET', api(`/agents/${aid}/mandate`), { headers: { cookie } })).body;
-const mandateRecords = async (aid: string) => {
-  const res = await call(server.url, 'GET', api('/ledger?limit=200'), { headers: { cookie } });
-  return res.body.data.filter((r: { kind: string; subject: string }) => r.kind === 'mandate.updated' && r.subject === aid);
-};
+const newAgent = async (name: string): Promise<string> => expectStatus(await owner.send('POST', '/agents', { name }), 201, 'agent').body.id;
+const put = (aid: string, rules: unknown[]) => owner.send('PUT', `/agents/${aid}/mandate`, { rules });
+const mandate = async (aid: string) => (await owner.get(`/agents/${aid}/mandate`)).body;
+const mandateRecords = async (aid: string) => (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
 
 test.before(async () => {
   server = await startServer({ env: { SVC_PLAN_MANDATE_RULES: '2' } });
-  wid = server.boot.workspaceId!;
-  cookie = await ownerSession(server);
+  owner = await ownerConsole(server);
 });
 
 test.after.always(() => stopAndClean(server));
@@ -89,7 +80,7 @@ test.serial('two agents racing for the last rules cannot both pass the allowance
 test.serial('the rules of a removed agent no longer use the allowance', async (t) => {
   const gone = await newAgent('retiring');
   t.is((await put(gone, [rule(1), rule(2)])).status, 200);
-  const removed = await call(server.url, 'DELETE', api(`/agents/${gone}`), { headers: { cookie, ...csrf } });
+  const removed = await owner.send('DELETE', `/agents/${gone}`);
   t.is(removed.status, 200, removed.text);
 
   const next = await newAgent('successor');

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { assertError, bearer, call, csrf, ownerSession, signIn } from '../helpers/http.js';
+import { assertError, bearer, call, signIn } from '../helpers/http.js';
+import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -14,55 +15,34 @@ const EMAIL = { actions: ['email'] };
 const NO_ACTION = '/v1/actions/act_0000000000000000000000';
 
 let server: RunningServer;
-let wid: string;
-let owner: { cookie: string; id: string };
-let admin: { cookie: string; id: string };
-let member: { cookie: string; id: string };
-let auditor: { cookie: string; id: string };
-let analyst: { cookie: string; id: string };
+let owner: Person;
+let admin: Person;
+let member: Person;
+let auditor: Person;
+let analyst: Person;
 /** An agent acting for the owner, with a mandate and a key. */
 let ownersAgent: any;
 let ownersMandate: any;
 let ownersKeyId: string;
 
-const api = (path: string) => `/api/w/${wid}${path}`;
-const get = (who: { cookie: string }, path: string) => call(server.url, 'GET', api(path), { headers: { cookie: who.cookie } });
-const send = (who: { cookie: string }, method: string, path: string, json?: unknown) =>
-  call(server.url, method, api(path), { headers: { cookie: who.cookie, ...csrf }, ...(json === undefined ? {} : { json }) });
-
-async function person(email: string, role: 'admin' | 'member' | 'auditor' | 'analyst') {
-  const user = await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, email, name: role, password: `${role}-password-1`, role }));
-  return { id: user.id, cookie: await signIn(server.url, email, `${role}-password-1`) };
-}
-
-async function ledgerOf(who: { cookie: string }): Promise<any[]> {
-  const out: any[] = [];
-  let after = -1;
-  for (;;) {
-    const res = await get(who, `/ledger?after=${after}&limit=200`);
-    if (res.status !== 200) throw new Error(`ledger: ${res.status} ${res.text}`);
-    out.push(...res.body.data);
-    if (res.body.next === null) return out;
-    after = res.body.next;
-  }
+async function person(email: string, role: 'admin' | 'member' | 'auditor' | 'analyst'): Promise<Person> {
+  const user = await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: owner.wid, email, name: role, password: `${role}-password-1`, role }));
+  return { ...consoleClient(server, owner.wid, await signIn(server.url, email, `${role}-password-1`)), id: user.id };
 }
 
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
-  wid = server.boot.workspaceId!;
-  const cookie = await ownerSession(server);
-  owner = { cookie, id: (await call(server.url, 'GET', '/api/me', { headers: { cookie } })).body.user.id };
+  owner = await ownerConsole(server);
   // One at a time: each opens the store from this process.
   admin = await person('admin@example.com', 'admin');
   member = await person('member@example.com', 'member');
   auditor = await person('auditor@example.com', 'auditor');
   analyst = await person('analyst@example.com', 'analyst');
 
-  ownersAgent = (await send(owner, 'POST', '/agents', { name: 'owners-bot', actsFor: owner.id })).body;
-  ownersMandate = (await send(owner, 'PUT', `/agents/${ownersAgent.id}/mandate`, { rules: [PAY_ACME] })).body;
-  ownersKeyId = (await send(owner, 'POST', `/agents/${ownersAgent.id}/keys`, {})).body.id;
-  const tpl = await send(owner, 'POST', '/templates', { name: 'Pay Acme', rules: [PAY_ACME] });
-  if (tpl.status !== 201) throw new Error(`template: ${tpl.status} ${tpl.text}`);
+  ownersAgent = (await owner.send('POST', '/agents', { name: 'owners-bot', actsFor: owner.id })).body;
+  ownersMandate = (await owner.send('PUT', `/agents/${ownersAgent.id}/mandate`, { rules: [PAY_ACME] })).body;
+  ownersKeyId = (await owner.send('POST', `/agents/${ownersAgent.id}/keys`, {})).body.id;
+  expectStatus(await owner.send('POST', '/templates', { name: 'Pay Acme', rules: [PAY_ACME] }), 201, 'template');
 });
 
 test.after.always(() => stopAndClean(server));
@@ -70,58 +50,58 @@ test.after.always(() => stopAndClean(server));
 // Members
 
 test('a member creates an agent, which acts for them by default', async (t) => {
-  const res = await send(member, 'POST', '/agents', { name: 'members-bot', tags: ['mine'] });
+  const res = await member.send('POST', '/agents', { name: 'members-bot', tags: ['mine'] });
   t.is(res.status, 201, res.text);
   t.like(res.body, { name: 'members-bot', actsFor: member.id, tags: ['mine'], status: 'running', holds: [] });
-  const read = await get(owner, `/agents/${res.body.id}`);
+  const read = await owner.get(`/agents/${res.body.id}`);
   t.is(read.body.actsFor, member.id);
-  const records = (await ledgerOf(owner)).filter((r) => r.subject === res.body.id);
+  const records = (await owner.ledger()).filter((r) => r.subject === res.body.id);
   t.deepEqual(records.map((r) => [r.kind, r.actor]), [['agent.created', `user:${member.id}`]]);
 });
 
 test('a member cannot create an agent acting for someone else', async (t) => {
-  const res = await send(member, 'POST', '/agents', { name: 'proxy-bot', actsFor: owner.id });
+  const res = await member.send('POST', '/agents', { name: 'proxy-bot', actsFor: owner.id });
   assertError(t, res, 400, 'invalid_request');
   t.is(res.body.error.errors[0].field, 'actsFor');
-  const list = await get(owner, '/agents?limit=200');
+  const list = await owner.get('/agents?limit=200');
   t.false(list.body.data.some((a: { name: string }) => a.name === 'proxy-bot'));
 });
 
 test('a member manages their own agent: rename, keys, mandate from a template, removal', async (t) => {
-  const agent = (await send(member, 'POST', '/agents', { name: 'own-bot' })).body;
-  const renamed = await send(member, 'PATCH', `/agents/${agent.id}`, { name: 'own-bot-2' });
+  const agent = (await member.send('POST', '/agents', { name: 'own-bot' })).body;
+  const renamed = await member.send('PATCH', `/agents/${agent.id}`, { name: 'own-bot-2' });
   t.is(renamed.status, 200, renamed.text);
   t.is(renamed.body.name, 'own-bot-2');
 
-  const key = await send(member, 'POST', `/agents/${agent.id}/keys`, {});
+  const key = await member.send('POST', `/agents/${agent.id}/keys`, {});
   t.is(key.status, 201, key.text);
   assertError(t, await call(server.url, 'GET', NO_ACTION, { headers: bearer(key.body.key) }), 404, 'not_found');
 
-  const mandate = await get(member, `/agents/${agent.id}/mandate`);
+  const mandate = await member.get(`/agents/${agent.id}/mandate`);
   t.is(mandate.status, 200, mandate.text);
   t.deepEqual(mandate.body.rules, []);
 
   // The template's rules, sent as a person would type them (defaults left out): accepted.
-  const put = await send(member, 'PUT', `/agents/${agent.id}/mandate`, { rules: [PAY_ACME] });
+  const put = await member.send('PUT', `/agents/${agent.id}/mandate`, { rules: [PAY_ACME] });
   t.is(put.status, 200, put.text);
   t.like(put.body.rules[0], PAY_ACME);
   t.is(put.body.updatedBy, `user:${member.id}`);
 
-  const revoked = await send(member, 'DELETE', `/agents/${agent.id}/keys/${key.body.id}`);
+  const revoked = await member.send('DELETE', `/agents/${agent.id}/keys/${key.body.id}`);
   t.is(revoked.status, 200, revoked.text);
   assertError(t, await call(server.url, 'GET', NO_ACTION, { headers: bearer(key.body.key) }), 401, 'invalid_api_key');
 
-  const removed = await send(member, 'DELETE', `/agents/${agent.id}`);
+  const removed = await member.send('DELETE', `/agents/${agent.id}`);
   t.is(removed.status, 200, removed.text);
-  assertError(t, await get(owner, `/agents/${agent.id}`), 404, 'not_found');
+  assertError(t, await owner.get(`/agents/${agent.id}`), 404, 'not_found');
 });
 
 test('a member may copy a template\'s rules as the template lists them, ids included', async (t) => {
-  const agent = (await send(member, 'POST', '/agents', { name: 'copy-bot' })).body;
-  const templates = await get(member, '/templates?limit=200');
+  const agent = (await member.send('POST', '/agents', { name: 'copy-bot' })).body;
+  const templates = await member.get('/templates?limit=200');
   t.is(templates.status, 200, templates.text);
   const tpl = templates.body.data.find((x: { name: string }) => x.name === 'Pay Acme');
-  const res = await send(member, 'PUT', `/agents/${agent.id}/mandate`, { rules: tpl.rules });
+  const res = await member.send('PUT', `/agents/${agent.id}/mandate`, { rules: tpl.rules });
   t.is(res.status, 200, res.text);
   t.like(res.body.rules[0], PAY_ACME);
   // The agent's rule is its own: not the template's rule id.
@@ -129,8 +109,8 @@ test('a member may copy a template\'s rules as the template lists them, ids incl
 });
 
 test('a member giving rules beyond the templates gets 403 forbidden and the mandate is unchanged', async (t) => {
-  const agent = (await send(member, 'POST', '/agents', { name: 'ambitious-bot' })).body;
-  const start = await send(member, 'PUT', `/agents/${agent.id}/mandate`, { rules: [PAY_ACME] });
+  const agent = (await member.send('POST', '/agents', { name: 'ambitious-bot' })).body;
+  const start = await member.send('PUT', `/agents/${agent.id}/mandate`, { rules: [PAY_ACME] });
   t.is(start.status, 200, start.text);
 
   // The templates of this file hold only PAY_ACME (before) and a deploy rule (the admin's).
@@ -141,48 +121,48 @@ test('a member giving rules beyond the templates gets 403 forbidden and the mand
     [{ ...PAY_ACME, approval: undefined }],
   ];
   for (const rules of attempts) {
-    const res = await send(member, 'PUT', `/agents/${agent.id}/mandate`, { rules, confirmBroaden: true });
+    const res = await member.send('PUT', `/agents/${agent.id}/mandate`, { rules, confirmBroaden: true });
     assertError(t, res, 403, 'forbidden');
   }
-  t.deepEqual((await get(member, `/agents/${agent.id}/mandate`)).body, start.body);
-  const records = (await ledgerOf(owner)).filter((r) => r.kind === 'mandate.updated' && r.subject === agent.id);
+  t.deepEqual((await member.get(`/agents/${agent.id}/mandate`)).body, start.body);
+  const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === agent.id);
   t.is(records.length, 1);
 });
 
 test('a member cannot touch an agent acting for someone else: 403 forbidden, nothing changes', async (t) => {
   const aid = ownersAgent.id;
   const attempts = [
-    await send(member, 'PATCH', `/agents/${aid}`, { name: 'hijacked' }),
-    await send(member, 'POST', `/agents/${aid}/keys`, {}),
-    await send(member, 'DELETE', `/agents/${aid}/keys/${ownersKeyId}`),
-    await get(member, `/agents/${aid}/mandate`),
-    await send(member, 'PUT', `/agents/${aid}/mandate`, { rules: [PAY_ACME] }),
-    await send(member, 'DELETE', `/agents/${aid}`),
+    await member.send('PATCH', `/agents/${aid}`, { name: 'hijacked' }),
+    await member.send('POST', `/agents/${aid}/keys`, {}),
+    await member.send('DELETE', `/agents/${aid}/keys/${ownersKeyId}`),
+    await member.get(`/agents/${aid}/mandate`),
+    await member.send('PUT', `/agents/${aid}/mandate`, { rules: [PAY_ACME] }),
+    await member.send('DELETE', `/agents/${aid}`),
   ];
   for (const res of attempts) {
     assertError(t, res, 403, 'forbidden');
     t.is(res.body.key, undefined);
   }
-  t.deepEqual((await get(owner, `/agents/${aid}`)).body, ownersAgent);
-  t.deepEqual((await get(owner, `/agents/${aid}/mandate`)).body, ownersMandate);
-  const keys = await get(owner, '/keys?limit=200');
+  t.deepEqual((await owner.get(`/agents/${aid}`)).body, ownersAgent);
+  t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body, ownersMandate);
+  const keys = await owner.get('/keys?limit=200');
   t.is(keys.body.data.find((k: { id: string }) => k.id === ownersKeyId)?.revokedAt, null);
   t.is(keys.body.data.filter((k: { agentId: string }) => k.agentId === aid).length, 1);
 });
 
 test('a member cannot hand their agent to someone else', async (t) => {
-  const agent = (await send(member, 'POST', '/agents', { name: 'keep-bot' })).body;
-  const res = await send(member, 'PATCH', `/agents/${agent.id}`, { actsFor: owner.id });
+  const agent = (await member.send('POST', '/agents', { name: 'keep-bot' })).body;
+  const res = await member.send('PATCH', `/agents/${agent.id}`, { actsFor: owner.id });
   t.is(res.status, 400, res.text);
   t.is(res.body.error.errors[0].field, 'actsFor');
-  t.is((await get(member, `/agents/${agent.id}`)).body.actsFor, member.id);
+  t.is((await member.get(`/agents/${agent.id}`)).body.actsFor, member.id);
 });
 
 test('a member cannot create templates (403 forbidden), but reads them', async (t) => {
-  const res = await send(member, 'POST', '/templates', { name: 'Anything goes', rules: [{ actions: ['*'] }] });
+  const res = await member.send('POST', '/templates', { name: 'Anything goes', rules: [{ actions: ['*'] }] });
   assertError(t, res, 403, 'forbidden');
   t.regex(res.body.error.message, /owner|admin/);
-  const list = await get(member, '/templates?limit=200');
+  const list = await member.get('/templates?limit=200');
   t.is(list.status, 200, list.text);
   t.false(list.body.data.some((x: { name: string }) => x.name === 'Anything goes'));
 });
@@ -190,15 +170,15 @@ test('a member cannot create templates (403 forbidden), but reads them', async (
 // Admins
 
 test('an admin manages an agent acting for the owner, with any rules', async (t) => {
-  const agent = (await send(owner, 'POST', '/agents', { name: 'admin-managed', actsFor: owner.id })).body;
-  const put = await send(admin, 'PUT', `/agents/${agent.id}/mandate`, { rules: [EMAIL, { actions: ['crm.update'], domains: ['api.example.com'] }] });
+  const agent = (await owner.send('POST', '/agents', { name: 'admin-managed', actsFor: owner.id })).body;
+  const put = await admin.send('PUT', `/agents/${agent.id}/mandate`, { rules: [EMAIL, { actions: ['crm.update'], domains: ['api.example.com'] }] });
   t.is(put.status, 200, put.text);
   t.is(put.body.updatedBy, `user:${admin.id}`);
-  const patched = await send(admin, 'PATCH', `/agents/${agent.id}`, { tags: ['admin-touched'] });
+  const patched = await admin.send('PATCH', `/agents/${agent.id}`, { tags: ['admin-touched'] });
   t.is(patched.status, 200, patched.text);
-  const tpl = await send(admin, 'POST', '/templates', { name: 'Admin template', rules: [{ actions: ['deploy'] }] });
+  const tpl = await admin.send('POST', '/templates', { name: 'Admin template', rules: [{ actions: ['deploy'] }] });
   t.is(tpl.status, 201, tpl.text);
-  const records = (await ledgerOf(owner)).filter((r) => r.kind === 'mandate.updated' && r.subject === agent.id);
+  const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === agent.id);
   t.deepEqual(records.map((r) => r.actor), [`user:${admin.id}`]);
 });
 
@@ -206,13 +186,13 @@ test('an admin manages an agent acting for the owner, with any rules', async (t)
 
 test('the ledger is read by an owner, an admin and an auditor; a member and an analyst get 403 forbidden', async (t) => {
   for (const who of [owner, admin, auditor]) {
-    const res = await get(who, '/ledger');
+    const res = await who.get('/ledger');
     t.is(res.status, 200, res.text);
     t.true(Array.isArray(res.body.data));
     t.true(res.body.data.length > 0);
   }
   for (const who of [member, analyst]) {
-    const res = await get(who, '/ledger');
+    const res = await who.get('/ledger');
     assertError(t, res, 403, 'forbidden');
     t.regex(res.body.error.message, /auditor/);
     t.is(res.body.data, undefined);
@@ -221,13 +201,13 @@ test('the ledger is read by an owner, an admin and an auditor; a member and an a
 
 test('an auditor and an analyst cannot create or change agents (403 forbidden)', async (t) => {
   for (const who of [auditor, analyst]) {
-    assertError(t, await send(who, 'POST', '/agents', { name: 'reader-bot' }), 403, 'forbidden');
-    assertError(t, await send(who, 'PATCH', `/agents/${ownersAgent.id}`, { name: 'reader-edit' }), 403, 'forbidden');
-    assertError(t, await send(who, 'PUT', `/agents/${ownersAgent.id}/mandate`, { rules: [] }), 403, 'forbidden');
-    assertError(t, await send(who, 'POST', `/agents/${ownersAgent.id}/keys`, {}), 403, 'forbidden');
-    assertError(t, await send(who, 'POST', '/templates', { name: 'reader-template', rules: [] }), 403, 'forbidden');
+    assertError(t, await who.send('POST', '/agents', { name: 'reader-bot' }), 403, 'forbidden');
+    assertError(t, await who.send('PATCH', `/agents/${ownersAgent.id}`, { name: 'reader-edit' }), 403, 'forbidden');
+    assertError(t, await who.send('PUT', `/agents/${ownersAgent.id}/mandate`, { rules: [] }), 403, 'forbidden');
+    assertError(t, await who.send('POST', `/agents/${ownersAgent.id}/keys`, {}), 403, 'forbidden');
+    assertError(t, await who.send('POST', '/templates', { name: 'reader-template', rules: [] }), 403, 'forbidden');
   }
-  t.deepEqual((await get(owner, `/agents/${ownersAgent.id}/mandate`)).body, ownersMandate);
-  const list = await get(owner, '/agents?limit=200');
+  t.deepEqual((await owner.get(`/agents/${ownersAgent.id}/mandate`)).body, ownersMandate);
+  const list = await owner.get('/agents?limit=200');
   t.false(list.body.data.some((a: { name: string }) => a.name === 'reader-bot'));
 });

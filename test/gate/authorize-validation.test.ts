@@ -1,8 +1,8 @@
 import test from 'ava';
-import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { assertError, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { ledgerRecords, makeAgent, type Agent } from './support.js';
+import { authorizeRaw, getAction, makeAgent, recordsBy, type Agent } from './support.js';
 
 /**
  * POST /v1/actions/authorize refuses a malformed request with 400 invalid_request, listing every
@@ -90,7 +90,7 @@ test('several bad fields at once are listed together and the message joins them 
 
 test('a refused request decides nothing: the agent has no record in the ledger', async (t) => {
   const quiet = await makeAgent(server, [PAY_ACME], 'quiet-bot');
-  const byQuiet = async () => (await ledgerRecords(server, quiet.wid, quiet.cookie)).filter((r) => r.actor === `agent:${quiet.agentId}`);
+  const byQuiet = () => recordsBy(server, quiet);
   assertInvalid(t, await authorize(server, quiet.key, payment(12.5)), ['payment.amount']);
   assertInvalid(t, await authorize(server, quiet.key, payment(100, { type: 'pay' })), ['type']);
   t.deepEqual(await byQuiet(), []);
@@ -99,7 +99,7 @@ test('a refused request decides nothing: the agent has no record in the ledger',
 });
 
 test('a body that is not JSON: 400 invalid_json', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(fx.key), 'content-type': 'application/json' }, body: '{"type": "payment",' });
+  const res = await authorizeRaw(server, fx.key, '{"type": "payment",');
   assertError(t, res, 400, 'invalid_json');
 });
 
@@ -139,6 +139,6 @@ test('a good x-svc-client-session header becomes the action sessionId', async (t
   const res = await authorize(server, fx.key, payment(100), { 'x-svc-client-session': 'run-42' });
   t.is(res.status, 200, res.text);
   t.is(res.body.sessionId, 'run-42');
-  const again = await call(server.url, 'GET', `/v1/actions/${res.body.id}`, { headers: bearer(fx.key) });
+  const again = await getAction(server, fx.key, res.body.id);
   t.is(again.body.sessionId, 'run-42');
 });

@@ -2,7 +2,7 @@ import test from 'ava';
 import { assertError } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { ledgerRecords, makeAgent, recordsAbout, settle } from './support.js';
+import { makeAgent, recordsAbout, recordsBy, settle } from './support.js';
 
 /**
  * Real concurrency against one server: racing authorizations cannot together overrun a period
@@ -29,7 +29,7 @@ test('40 concurrent payments of 1000 under a period limit of 10000: exactly 10 a
   for (const a of allowed) t.is(typeof a.body.receipt, 'string');
   t.is(new Set(answers.map((a) => a.body.id)).size, 40, 'every request is its own action');
 
-  const byAgent = (await ledgerRecords(server, fx.wid, fx.cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
+  const byAgent = await recordsBy(server, fx);
   t.is(byAgent.filter((r) => r.kind === 'action.allowed').length, 10);
   t.is(byAgent.filter((r) => r.kind === 'action.denied').length, 30);
   const allowedTotal = byAgent.filter((r) => r.kind === 'action.allowed').reduce((sum, r) => sum + (r.data.payment.amount as number), 0);

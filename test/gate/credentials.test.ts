@@ -1,8 +1,9 @@
 import test from 'ava';
-import { assertError, bearer, call, csrf } from '../helpers/http.js';
+import { consoleClient, expectStatus, type ConsoleClient } from '../helpers/console.js';
+import { assertError, bearer, call } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { getAction, ledgerRecords, makeAgent, owner, settle } from './support.js';
+import { getAction, makeAgent, owner, recordsBy, settle } from './support.js';
 
 /**
  * Who may use the gate (SPEC.md 5.2, 7.2, 7.3; API.md 2): an agent key only. A workspace key is
@@ -11,13 +12,12 @@ import { getAction, ledgerRecords, makeAgent, owner, settle } from './support.js
  */
 
 let server: RunningServer;
-let wid: string;
-let cookie: string;
+/** The owner's console. */
+let ws: ConsoleClient;
 
 test.before(async () => {
   server = await startServer();
-  wid = server.boot.workspaceId!;
-  cookie = await owner(server);
+  ws = consoleClient(server, server.boot.workspaceId!, await owner(server));
 });
 
 test.after.always(() => stopAndClean(server));
@@ -34,9 +34,7 @@ function gateCalls(headers: Record<string, string>) {
 }
 
 async function mintWorkspaceKey(scope: 'inference' | 'admin'): Promise<string> {
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { ...csrf, cookie }, json: { scope } });
-  if (res.status !== 201) throw new Error(`key: ${res.status} ${res.text}`);
-  return res.body.key as string;
+  return expectStatus(await ws.send('POST', '/keys', { scope }), 201, 'key').body.key as string;
 }
 
 test('a workspace key (inference or admin) on the gate: 403 agent_key_required', async (t) => {
@@ -49,13 +47,13 @@ test('a workspace key (inference or admin) on the gate: 403 agent_key_required',
 test('the key of an agent that was removed: 403 agent_not_found, and nothing is decided', async (t) => {
   const fx = await makeAgent(server, [PAY_ACME], 'doomed');
   t.is((await authorize(server, fx.key, payment(100))).status, 200, 'the key worked before');
-  const removed = await call(server.url, 'DELETE', `/api/w/${wid}/agents/${fx.agentId}`, { headers: { ...csrf, cookie } });
+  const removed = await ws.send('DELETE', `/agents/${fx.agentId}`);
   t.is(removed.status, 200, removed.text);
   for (const send of gateCalls(bearer(fx.key))) {
     const res = await send();
     assertError(t, res, 403, 'agent_not_found');
   }
-  const decisions = (await ledgerRecords(server, wid, cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
+  const decisions = await recordsBy(server, fx);
   t.is(decisions.length, 1, 'only the decision from before the removal');
 });
 
@@ -65,11 +63,11 @@ test('no credential: 401 unauthenticated on every gate route', async (t) => {
 
 test('a revoked agent key: 401 invalid_api_key, while the agent\'s other key still works', async (t) => {
   const fx = await makeAgent(server, [PAY_ACME], 'rotating');
-  const second = await call(server.url, 'POST', `/api/w/${wid}/agents/${fx.agentId}/keys`, { headers: { ...csrf, cookie }, json: { name: 'second' } });
+  const second = await ws.send('POST', `/agents/${fx.agentId}/keys`, { name: 'second' });
   t.is(second.status, 201, second.text);
   const decided = await authorize(server, fx.key, payment(100));
   t.is(decided.status, 200);
-  const revoked = await call(server.url, 'DELETE', `/api/w/${wid}/agents/${fx.agentId}/keys/${fx.keyId}`, { headers: { ...csrf, cookie } });
+  const revoked = await ws.send('DELETE', `/agents/${fx.agentId}/keys/${fx.keyId}`);
   t.is(revoked.status, 200, revoked.text);
   for (const send of gateCalls(bearer(fx.key))) assertError(t, await send(), 401, 'invalid_api_key');
   assertError(t, await getAction(server, fx.key, decided.body.id), 401, 'invalid_api_key');

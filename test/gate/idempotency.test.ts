@@ -2,7 +2,7 @@ import test from 'ava';
 import { assertError } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { ACTION_ID, makeAgent, recordsAbout, ledgerRecords, type Agent } from './support.js';
+import { ACTION_ID, makeAgent, recordsAbout, recordsBy, type Agent } from './support.js';
 
 /**
  * Idempotency of POST /v1/actions/authorize (SPEC.md 4.1, 7.3; API.md 3): the same key and the
@@ -78,7 +78,7 @@ test('same key, different body: 409 idempotency_conflict, and nothing new is dec
   ];
   for (const body of variants) assertError(t, await authorize(server, solo.key, body), 409, 'idempotency_conflict');
   assertError(t, await authorize(server, solo.key, payment(1501), { 'idempotency-key': key }), 409, 'idempotency_conflict');
-  const bySolo = (await ledgerRecords(server, solo.wid, solo.cookie)).filter((r) => r.actor === `agent:${solo.agentId}`);
+  const bySolo = await recordsBy(server, solo);
   t.deepEqual(bySolo.map((r) => [r.kind, r.subject]), [['action.allowed', first.body.id]]);
   const replay = await authorize(server, solo.key, payment(1500, { idempotencyKey: key }));
   t.deepEqual(replay.body, first.body, 'the first request still replays');

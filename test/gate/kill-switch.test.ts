@@ -1,5 +1,5 @@
 import test from 'ava';
-import { call } from '../helpers/http.js';
+import { consoleClient } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { withStore } from '../helpers/store.js';
@@ -47,7 +47,7 @@ test.serial('a freeze written by another process denies the very next request: a
   t.regex(res.body.reason, /stopped/i);
   t.deepEqual((await getAction(server, fx.key, res.body.id)).body, res.body, 'the denial is stored as answered');
 
-  const view = await call(server.url, 'GET', `/api/w/${fx.wid}/agents/${fx.agentId}`, { headers: { cookie: fx.cookie } });
+  const view = await consoleClient(server, fx.wid, fx.cookie).get(`/agents/${fx.agentId}`);
   t.is(view.status, 200, view.text);
   t.is(view.body.status, 'stopped');
   t.deepEqual(view.body.holds.map((h: Hold) => h.hold), ['owner']);

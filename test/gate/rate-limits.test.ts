@@ -1,8 +1,8 @@
 import test from 'ava';
-import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { assertError, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { getAction, ledgerRecords, makeAgent, rateHeaders, settle } from './support.js';
+import { authorizeRaw, getAction, makeAgent, rateHeaders, recordsBy, settle } from './support.js';
 
 /**
  * The gate's per-agent rate limit (SPEC.md 7.6, 8.1): every answer after authentication carries
@@ -75,7 +75,7 @@ test('the sixth request in a minute: 429 rate_limited with retry-after and the r
   // Every gate route is limited, and a refused request decides nothing.
   assertError(t, await getAction(tight, fx.key, 'act_0000000000000000000000'), 429, 'rate_limited');
   assertError(t, await settle(tight, fx.key, 'act_0000000000000000000000', { status: 'completed' }), 429, 'rate_limited');
-  const decisions = (await ledgerRecords(tight, fx.wid, fx.cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
+  const decisions = await recordsBy(tight, fx);
   t.is(decisions.length, 5);
 });
 
@@ -97,13 +97,13 @@ test('10 concurrent requests of one agent under a limit of 5: exactly 5 answered
   t.is(limited.length, 5);
   for (const r of limited) assertError(t, r, 429, 'rate_limited');
   t.deepEqual(ok.map((r) => rateHeaders(r).remaining).sort(), [0, 1, 2, 3, 4]);
-  const decisions = (await ledgerRecords(tight, fx.wid, fx.cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
+  const decisions = await recordsBy(tight, fx);
   t.is(decisions.length, 5);
 });
 
 test('a body that is not JSON is still a gate answer: it carries the ratelimit headers and counts against the limit', async (t) => {
   const fx = await makeAgent(tight, [PAY_ACME], 'garbled');
-  const garbled = () => call(tight.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(fx.key), 'content-type': 'application/json' }, body: '{"type": "payment",' });
+  const garbled = () => authorizeRaw(tight, fx.key, '{"type": "payment",');
   for (let i = 0; i < 5; i++) {
     const res = await garbled();
     assertError(t, res, 400, 'invalid_json');

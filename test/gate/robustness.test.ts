@@ -1,8 +1,8 @@
 import test from 'ava';
-import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { assertError, call, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { decodeReceipt, makeAgent, type Agent } from './support.js';
+import { authorizeRaw, decodeReceipt, makeAgent, type Agent } from './support.js';
 
 /**
  * Odd but well-formed JSON on the gate is the client's fault, never the server's: every such
@@ -21,7 +21,7 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 function send(raw: string): Promise<Reply> {
-  return call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(fx.key), 'content-type': 'application/json' }, body: raw });
+  return authorizeRaw(server, fx.key, raw);
 }
 
 test('deeply nested metadata: 400 invalid_request naming metadata, not a 500', async (t) => {

@@ -1,10 +1,13 @@
 import type { ExecutionContext } from 'ava';
-import { bearer, call, csrf, ownerSession, type Reply } from '../helpers/http.js';
+import { consoleClient, expectStatus, ledgerRecords, type LedgerRecord } from '../helpers/console.js';
+import type { AgentFixture } from '../helpers/gate.js';
+import { bearer, call, ownerSession, type Reply } from '../helpers/http.js';
 import type { RunningServer } from '../helpers/process.js';
 
 /**
- * What the gate suites share beyond test/helpers: the ledger as an owner reads it, agents made
- * through the console without a mandate, and the checks every decision answer must pass.
+ * What the gate suites share beyond test/helpers: the ledger records of an action or an agent,
+ * agents made through the console (with or without a mandate), and the checks every decision
+ * answer must pass.
  */
 
 export const ID = (prefix: string) => new RegExp(`^${prefix}_[0-9A-Za-z]{22}$`);
@@ -12,34 +15,14 @@ export const ACTION_ID = ID('act');
 export const EVIDENCE_ID = ID('evr');
 export const APPROVAL_ID = ID('apr');
 
-export interface LedgerRecord {
-  index: number;
-  id: string;
-  at: string;
-  workspaceId: string;
-  actor: string;
-  kind: string;
-  subject: string;
-  data: Record<string, any>;
-}
-
-/** Every record of a workspace's ledger, read page by page through GET /api/w/{wid}/ledger. */
-export async function ledgerRecords(server: RunningServer, wid: string, cookie: string): Promise<LedgerRecord[]> {
-  const records: LedgerRecord[] = [];
-  let after: number | null = null;
-  for (;;) {
-    const query: string = after === null ? '?limit=200' : `?limit=200&after=${after}`;
-    const res: Reply = await call(server.url, 'GET', `/api/w/${wid}/ledger${query}`, { headers: { cookie } });
-    if (res.status !== 200) throw new Error(`ledger: ${res.status} ${res.text}`);
-    records.push(...(res.body.data as LedgerRecord[]));
-    if (res.body.next === null) return records;
-    after = res.body.next as number;
-  }
-}
-
 /** The ledger records about one subject (an action id). */
 export async function recordsAbout(server: RunningServer, wid: string, cookie: string, subject: string): Promise<LedgerRecord[]> {
   return (await ledgerRecords(server, wid, cookie)).filter((r) => r.subject === subject);
+}
+
+/** The ledger records an agent wrote: its decisions. */
+export async function recordsBy(server: RunningServer, fx: { wid: string; cookie: string; agentId: string }): Promise<LedgerRecord[]> {
+  return (await ledgerRecords(server, fx.wid, fx.cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
 }
 
 const sessions = new WeakMap<RunningServer, Promise<string>>();
@@ -54,11 +37,8 @@ export function owner(server: RunningServer): Promise<string> {
   return cookie;
 }
 
-export interface Agent {
-  wid: string;
-  cookie: string;
-  agentId: string;
-  key: string;
+/** An agent fixture (test/helpers/gate.ts) and the id of its key. */
+export interface Agent extends AgentFixture {
   keyId: string;
 }
 
@@ -68,18 +48,11 @@ export interface Agent {
  * ever saved.
  */
 export async function makeAgent(server: RunningServer, rules: unknown[] | null, name: string): Promise<Agent> {
-  const cookie = await owner(server);
-  const wid = server.boot.workspaceId!;
-  const headers = { ...csrf, cookie };
-  const agent = await call(server.url, 'POST', `/api/w/${wid}/agents`, { headers, json: { name } });
-  if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${agent.text}`);
-  if (rules !== null) {
-    const mandate = await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, { headers, json: { rules, confirmBroaden: true } });
-    if (mandate.status !== 200) throw new Error(`mandate: ${mandate.status} ${mandate.text}`);
-  }
-  const key = await call(server.url, 'POST', `/api/w/${wid}/agents/${agent.body.id}/keys`, { headers, json: {} });
-  if (key.status !== 201) throw new Error(`key: ${key.status} ${key.text}`);
-  return { wid, cookie, agentId: agent.body.id, key: key.body.key, keyId: key.body.id };
+  const ws = consoleClient(server, server.boot.workspaceId!, await owner(server));
+  const agent = expectStatus(await ws.send('POST', '/agents', { name }), 201, 'agent');
+  if (rules !== null) expectStatus(await ws.send('PUT', `/agents/${agent.body.id}/mandate`, { rules, confirmBroaden: true }), 200, 'mandate');
+  const key = expectStatus(await ws.send('POST', `/agents/${agent.body.id}/keys`, {}), 201, 'key');
+  return { wid: ws.wid, cookie: ws.cookie, agentId: agent.body.id, key: key.body.key, keyId: key.body.id };
 }
 
 /** An agent and its key, made through the console, with no mandate ever saved. */
@@ -93,6 +66,11 @@ export function getAction(server: RunningServer, key: string, id: string) {
 
 export function settle(server: RunningServer, key: string, id: string, body: unknown) {
   return call(server.url, 'POST', `/v1/actions/${id}/settle`, { headers: bearer(key), json: body });
+}
+
+/** POST /v1/actions/authorize with a raw body sent as JSON, as it is (malformed or odd input). */
+export function authorizeRaw(server: RunningServer, key: string, raw: string) {
+  return call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(key), 'content-type': 'application/json' }, body: raw });
 }
 
 function decodePart(part: string): any {
