@@ -9,7 +9,6 @@ export function gateRepo(store: Store) {
     },
     putAction(a: ActionRecord): void {
       t.actions.put([a.workspaceId, a.id], a);
-      t.actionsByAgent.put([a.workspaceId, a.agentId, a.createdAt, a.id], a.id);
     },
     idempotency(wid: string, aid: string, key: string): IdempotencyRecord | undefined {
       return t.idempotency.get([wid, aid, key]);

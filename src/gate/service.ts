@@ -5,7 +5,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { Ledger } from '../ledger/service.js';
 import { evaluate, type Evaluation } from '../mandates/evaluate.js';
-import type { Receipts } from '../receipts/service.js';
+import type { Presigned, Receipts } from '../receipts/service.js';
 import type { ActionRecord, AgentRecord, Store } from '../store/index.js';
 import { gateRepo } from './repo.js';
 import type { AuthorizeInput, SettleInput } from './schemas.js';
@@ -100,8 +100,18 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
       const sessionId = input.session?.id ?? options.sessionId ?? null;
       const idemKey = input.idempotencyKey ?? null;
       const print = idemKey === null ? '' : fingerprint(input, sessionId);
+      const id = ids.id('act');
+      const now = clock.now();
+      // Decide once against what the store holds now and, for a payment it would allow, sign its
+      // receipt ahead on the thread pool. The transaction below decides again on the state it
+      // commits against; only that decision counts, and the receipt signed ahead is used only if
+      // it, too, allows (the claims depend on nothing else).
+      let presigned: Presigned | null = null;
+      if (input.payment && (idemKey === null || !repo.idempotency(c.workspaceId, c.agentId, idemKey))
+        && decide(c, input, now).decision === 'allow') {
+        presigned = await receipts.presign({ id, agentId: c.agentId, type: input.type, payment: input.payment }, false, now);
+      }
       return store.write(() => {
-        const now = clock.now();
         if (idemKey !== null) {
           const seen = repo.idempotency(c.workspaceId, c.agentId, idemKey);
           if (seen && Date.parse(seen.expiresAt) > now) {
@@ -113,7 +123,7 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
         }
         const verdict = decide(c, input, now);
         const action: ActionRecord = {
-          id: ids.id('act'), workspaceId: c.workspaceId, agentId: c.agentId, type: input.type, summary: input.summary,
+          id, workspaceId: c.workspaceId, agentId: c.agentId, type: input.type, summary: input.summary,
           payment: input.payment ?? null, target: input.target ?? null,
           decision: verdict.decision, signals: [...verdict.signals], reason: verdict.reason,
           status: verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
@@ -132,7 +142,7 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
           });
         }
         if (action.charge) repo.addUsage(c.workspaceId, c.agentId, action.charge, action.charge.amount);
-        if (verdict.decision === 'allow' && action.payment) action.receipt = receipts.issueInWrite(action, false);
+        if (verdict.decision === 'allow' && action.payment) action.receipt = receipts.issueInWrite(action, false, now, presigned);
         const evidence = ledger.record({
           workspaceId: c.workspaceId, actor: `agent:${c.agentId}`, kind: `action.${action.status}`, subject: action.id,
           data: {

@@ -44,9 +44,14 @@ export function rootOf(leaves: readonly Uint8Array[]): Buffer {
 
 /** The frontier for size + 1 after appending `leaf`; the input is not mutated. */
 export function appendToFrontier(frontier: Frontier, size: number, leaf: Uint8Array): Frontier {
+  return appendLeafHashToFrontier(frontier, size, leafHash(leaf));
+}
+
+/** As appendToFrontier, for a leaf whose hash (SHA-256(0x00 || bytes)) is already known. */
+export function appendLeafHashToFrontier(frontier: Frontier, size: number, hashOfLeaf: Uint8Array): Frontier {
   checkFrontier(frontier, size);
   const kept = [...frontier];
-  let hash = leafHash(leaf);
+  let hash: Buffer = Buffer.from(hashOfLeaf);
   // Each trailing 1 bit of size is a perfect subtree of the same height as the new one: merge.
   for (let s = size; s % 2 === 1; s = (s - 1) / 2) hash = nodeHash(Buffer.from(kept.pop()!, 'base64url'), hash);
   kept.push(hash.toString('base64url'));

@@ -3,7 +3,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { SigningKeys } from '../receipts/signing-keys.js';
 import type { LedgerHead, Store } from '../store/index.js';
-import { appendToFrontier, leafHash, rootFromFrontier, rootOf } from './merkle.js';
+import { appendLeafHashToFrontier, leafHash, rootFromFrontier, rootOf } from './merkle.js';
 import { checkpointBody, signNote } from './note.js';
 import { verifyLedger, type LedgerVerifyReport } from './verify.js';
 
@@ -13,9 +13,10 @@ import { verifyLedger, type LedgerVerifyReport } from './verify.js';
  * - `record` runs inside the caller's store.write(), so a decision and its record commit
  *   together or not at all: there is never an allow without its record.
  * - The stored value is the exact RFC 8785 bytes that were hashed, with the RFC 9162 leaf hash.
- * - The head keeps the tree's compact range, so appending and computing the root cost
- *   O(log n) whatever the ledger's size; concurrent writers (server and CLI) serialise on the
- *   store's write lock and read the head inside it.
+ * - An append writes the record and a small head (its size); the tree's compact range is kept
+ *   as of the last checkpoint, and a checkpoint extends it with the leaf hashes stored since, so
+ *   neither costs more with the ledger's size. Concurrent writers (server and CLI) serialise on
+ *   the store's write lock and read the head inside it.
  * - A checkpoint (C2SP signed note, signed with the ledger key, never the receipt key) is written
  *   when 1,000 records have accumulated, and by `checkpointAll` (every second and on shutdown).
  */
@@ -40,13 +41,23 @@ export const CHECKPOINT_EVERY_RECORDS = 1000;
 export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; signingKeys: SigningKeys; originHost: string }) {
   const { store, clock, ids, signingKeys } = deps;
   const t = store.tables;
-  const emptyHead = (wid: string): LedgerHead => ({ size: 0, frontier: [], checkpointSize: 0, origin: `${deps.originHost}/${wid}` });
+  const emptyHead = (wid: string): LedgerHead => ({ size: 0, checkpointSize: 0, checkpointFrontier: [], origin: `${deps.originHost}/${wid}` });
 
+  /** Signs a checkpoint over the whole ledger and moves the head's compact range up to it. */
   const checkpointInWrite = (wid: string, head: LedgerHead): void => {
     const { record: key, privateKey } = signingKeys.currentInWrite('ledger');
-    const body = checkpointBody({ origin: head.origin, size: head.size, rootHash: rootFromFrontier(head.frontier, head.size) });
-    t.checkpoints.put([wid, head.size], { size: head.size, note: signNote(body, head.origin, privateKey), at: isoAt(clock.now()), kid: key.kid });
-    head.checkpointSize = head.size;
+    let frontier = head.checkpointFrontier;
+    let size = head.checkpointSize;
+    for (const { value } of t.ledger.scan([wid], { after: head.checkpointSize - 1 })) {
+      if (size >= head.size) break;
+      frontier = appendLeafHashToFrontier(frontier, size, Buffer.from(value.leaf, 'base64url'));
+      size += 1;
+    }
+    if (size !== head.size) throw new Error(`ledger of ${wid}: the head counts ${head.size} records but ${size} are stored`);
+    const body = checkpointBody({ origin: head.origin, size, rootHash: rootFromFrontier(frontier, size) });
+    t.checkpoints.put([wid, size], { size, note: signNote(body, head.origin, privateKey), at: isoAt(clock.now()), kid: key.kid });
+    head.checkpointSize = size;
+    head.checkpointFrontier = frontier;
   };
 
   return {
@@ -58,8 +69,6 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       const bytes = canonicalJson(record);
       const leaf = leafHash(bytes);
       t.ledger.put([wid, head.size], { bytes, leaf: leaf.toString('base64url') });
-      t.ledgerById.put(record.id, [wid, head.size]);
-      head.frontier = appendToFrontier(head.frontier, head.size, Buffer.from(bytes));
       head.size += 1;
       if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) checkpointInWrite(wid, head);
       t.ledgerHeads.put(wid, head);
@@ -104,7 +113,7 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       if (report.ok && head.size !== records.length) {
         return { ...report, ok: false, firstBadIndex: Math.min(head.size, records.length), problem: `the ledger head counts ${head.size} records but ${records.length} are stored` };
       }
-      if (report.ok && records.length > 0 && !rootFromFrontier(head.frontier, head.size).equals(rootOf(records.map((r) => Buffer.from(r.bytes))))) {
+      if (report.ok && head.checkpointSize > 0 && !rootFromFrontier(head.checkpointFrontier, head.checkpointSize).equals(rootOf(records.slice(0, head.checkpointSize).map((r) => Buffer.from(r.bytes))))) {
         return { ...report, ok: false, problem: 'the ledger head does not match its records' };
       }
       return report;

@@ -18,6 +18,9 @@ import canonicalize from 'canonicalize';
  * Property order is by UTF-16 code units, whatever the insertion order.
  */
 export function canonicalJson(value: unknown): string {
+  // Fast path (the ledger's records): already plain JSON, checked without copying or building
+  // paths. Anything else takes the full path, which converts what it may and names the fault.
+  if (isPlainJson(value, 0)) return canonicalize(value)!;
   const plain = toPlain(value, '$', new Set());
   if (plain === undefined) throw new TypeError('canonicalJson: undefined has no JSON form');
   const text = canonicalize(plain);
@@ -27,6 +30,35 @@ export function canonicalJson(value: unknown): string {
 
 // With the u flag a paired surrogate is one code point, so only a lone surrogate matches.
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * True when the value needs no conversion and breaks no rule: finite numbers, well-formed strings
+ * and keys, arrays and plain objects without toJSON or undefined members, at most 64 levels deep
+ * (so no cycle can hide in it). False sends the value down the full path.
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'boolean': return true;
+    case 'number': return Number.isFinite(value);
+    case 'string': return value.isWellFormed();
+    case 'object': break;
+    default: return false;
+  }
+  if (value === null) return true;
+  if (depth > 64) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!isPlainJson(item, depth + 1)) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  for (const key in value) {
+    if (!key.isWellFormed()) return false;
+    const item = (value as Record<string, unknown>)[key];
+    if (item === undefined || !isPlainJson(item, depth + 1)) return false;
+  }
+  return true;
+}
 
 type Plain = null | boolean | number | string | Plain[] | { [key: string]: Plain };
 

@@ -103,14 +103,32 @@ export function publicKeyOf(record: SigningKeyRecord): KeyObject {
 
 const b64url = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 
-export function signReceipt(privateKey: KeyObject, kid: string, claims: ReceiptClaims): string {
+function signingInputOf(privateKey: KeyObject, kid: string, claims: ReceiptClaims): string {
   if (privateKey.type !== 'private' || privateKey.asymmetricKeyType !== 'ed25519') throw new TypeError('a receipt is signed with an Ed25519 private key');
   if (typeof kid !== 'string' || kid === '') throw new TypeError('a receipt names its key: kid must be a non-empty string');
   const checked = checkReceiptClaims(claims);
   if (!checked.ok) throw new TypeError(`receipt claims refused: ${checked.problem}`);
-  const signingInput = `${b64url(JSON.stringify({ alg: 'EdDSA', kid, typ: 'JWT' }))}.${b64url(JSON.stringify(claims))}`;
+  return `${b64url(JSON.stringify({ alg: 'EdDSA', kid, typ: 'JWT' }))}.${b64url(JSON.stringify(claims))}`;
+}
+
+export function signReceipt(privateKey: KeyObject, kid: string, claims: ReceiptClaims): string {
+  const signingInput = signingInputOf(privateKey, kid, claims);
   const signature = sign(null, Buffer.from(signingInput, 'ascii'), privateKey);
   return `${signingInput}.${signature.toString('base64url')}`;
+}
+
+/**
+ * The same receipt, byte for byte (Ed25519 is deterministic), signed on libuv's thread pool so
+ * that the event loop serves other requests meanwhile.
+ */
+export function signReceiptAsync(privateKey: KeyObject, kid: string, claims: ReceiptClaims): Promise<string> {
+  const signingInput = signingInputOf(privateKey, kid, claims);
+  return new Promise((resolve, reject) => {
+    sign(null, Buffer.from(signingInput, 'ascii'), privateKey, (err, signature) => {
+      if (err) reject(err);
+      else resolve(`${signingInput}.${signature.toString('base64url')}`);
+    });
+  });
 }
 
 export function toJwks(records: readonly SigningKeyRecord[]): { keys: Jwk[] } {

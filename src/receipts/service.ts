@@ -2,7 +2,7 @@ import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import type { ActionRecord, Store } from '../store/index.js';
-import { signReceipt, type ReceiptClaims } from './crypto.js';
+import { signReceipt, signReceiptAsync, type ReceiptClaims } from './crypto.js';
 import type { SigningKeys } from './signing-keys.js';
 import { verifyReceipt, type VerifyResult } from './verify.js';
 
@@ -23,19 +23,44 @@ export interface OnlineVerifyResult {
   replayed: boolean;
 }
 
+/** A receipt signed ahead of its transaction, and the key that signed it. */
+export interface Presigned {
+  kid: string;
+  receipt: string;
+}
+
+type ReceiptSubject = Pick<ActionRecord, 'id' | 'agentId' | 'type' | 'payment'>;
+
 export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: SigningKeys; ledger: Ledger; ttlSeconds: number; issuer: () => string }) {
   const { store, clock, signingKeys } = deps;
   const t = store.tables;
+  const claimsOf = (action: ReceiptSubject, hum: boolean, atMs: number): ReceiptClaims => {
+    const iat = Math.floor(atMs / 1000);
+    return {
+      iss: deps.issuer(), sub: action.agentId, act: action.id, typ: action.type,
+      amt: action.payment!.amount, cur: action.payment!.currency, mer: action.payment!.merchant ?? '',
+      hum, iat, exp: iat + deps.ttlSeconds, jti: action.id,
+    };
+  };
   return {
-    /** Signs the receipt of an allowed action. Only inside store.write(). */
-    issueInWrite(action: ActionRecord, hum: boolean): string {
+    /**
+     * Signs, on the thread pool and outside any transaction, the receipt an action will carry if
+     * its transaction allows it: the event loop and the write lock are not held for a signature.
+     */
+    async presign(action: ReceiptSubject, hum: boolean, atMs: number): Promise<Presigned | null> {
+      const key = signingKeys.current('receipt');
+      if (!key) return null;
+      return { kid: key.record.kid, receipt: await signReceiptAsync(key.privateKey, key.record.kid, claimsOf(action, hum, atMs)) };
+    },
+
+    /**
+     * The receipt of an allowed action. Only inside store.write(). A receipt signed ahead is used
+     * when the key that signed it is still the current one; otherwise it is signed here.
+     */
+    issueInWrite(action: ActionRecord, hum: boolean, atMs: number, presigned: Presigned | null = null): string {
+      if (presigned && signingKeys.currentKid('receipt') === presigned.kid) return presigned.receipt;
       const { record, privateKey } = signingKeys.currentInWrite('receipt');
-      const iat = Math.floor(clock.now() / 1000);
-      return signReceipt(privateKey, record.kid, {
-        iss: deps.issuer(), sub: action.agentId, act: action.id, typ: action.type,
-        amt: action.payment!.amount, cur: action.payment!.currency, mer: action.payment!.merchant ?? '',
-        hum, iat, exp: iat + deps.ttlSeconds, jti: action.id,
-      });
+      return signReceipt(privateKey, record.kid, claimsOf(action, hum, atMs));
     },
 
     /** A new receipt key; the old one is retired but still published. Recorded in every ledger. */
@@ -77,6 +102,9 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
       }, clock.now());
       if (!result.valid || !result.claims) return { valid: false, claims: null, reason: result.reason, replayed: false };
       const jti = result.claims.jti;
+      // Seen before: nothing to write. Two first checks racing both reach the write, where only
+      // one finds the receipt unseen.
+      if (t.receiptsSeen.has(jti)) return { valid: true, claims: result.claims, reason: null, replayed: true };
       const replayed = await store.write(() => {
         if (t.receiptsSeen.has(jti)) return true;
         t.receiptsSeen.put(jti, isoAt(clock.now()));

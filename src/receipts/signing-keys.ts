@@ -31,17 +31,34 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
 
   const all = (): SigningKeyRecord[] => t.signingKeys.scan([]).map((e) => e.value);
 
+  const unsealedOf = (record: SigningKeyRecord): KeyObject => {
+    let privateKey = unsealed.get(record.kid);
+    if (!privateKey) {
+      privateKey = unsealPrivateKey(record, masterKey);
+      unsealed.set(record.kid, privateKey);
+    }
+    return privateKey;
+  };
+
   return {
     /** The current key of a kind, created if the store has none. Only inside store.write(). */
     currentInWrite(use: SigningKeyUse): { record: SigningKeyRecord; privateKey: KeyObject } {
       const kid = t.meta.get(currentKidKey(use));
       const record = (typeof kid === 'string' ? t.signingKeys.get(kid) : undefined) ?? add(use);
-      let privateKey = unsealed.get(record.kid);
-      if (!privateKey) {
-        privateKey = unsealPrivateKey(record, masterKey);
-        unsealed.set(record.kid, privateKey);
-      }
-      return { record, privateKey };
+      return { record, privateKey: unsealedOf(record) };
+    },
+
+    /** The current key's id alone, as of now (inside a write: as of that transaction). */
+    currentKid(use: SigningKeyUse): string | undefined {
+      const kid = t.meta.get(currentKidKey(use));
+      return typeof kid === 'string' ? kid : undefined;
+    },
+
+    /** The current key read outside a write (to sign ahead of one), or undefined if none yet. */
+    current(use: SigningKeyUse): { record: SigningKeyRecord; privateKey: KeyObject } | undefined {
+      const kid = t.meta.get(currentKidKey(use));
+      const record = typeof kid === 'string' ? t.signingKeys.get(kid) : undefined;
+      return record ? { record, privateKey: unsealedOf(record) } : undefined;
     },
 
     /** Creates the receipt and ledger keys if they do not exist yet (first start, `svc init`). */

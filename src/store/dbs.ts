@@ -145,11 +145,15 @@ export interface ApprovalRecord {
   createdAt: string;
 }
 
-/** The head of a workspace's ledger: its size and the compact range of its Merkle tree. */
+/**
+ * The head of a workspace's ledger: its size, and the compact range of its Merkle tree as of the
+ * last checkpoint (the next checkpoint extends it with the leaf hashes stored since), so that an
+ * append writes a small head.
+ */
 export interface LedgerHead {
   size: number;
-  frontier: string[];
   checkpointSize: number;
+  checkpointFrontier: string[];
   /** The checkpoint origin line, fixed when the ledger starts: <host>/<wid>. */
   origin: string;
 }
@@ -236,8 +240,6 @@ export interface Tables {
   templates: Table<TemplateRecord>;
   /** [wid, actId] -> action */
   actions: Table<ActionRecord>;
-  /** [wid, aid, createdAt, actId] -> actId: an agent's actions in time order */
-  actionsByAgent: Table<string>;
   /** [wid, aid, idempotency key] -> the action it made (kept 24 hours) */
   idempotency: Table<IdempotencyRecord>;
   /** [wid, aid, ruleId, currency, periodStart] -> minor units allowed or settled in that period */
@@ -252,8 +254,6 @@ export interface Tables {
   ledgerHeads: Table<LedgerHead>;
   /** [wid, index] -> ledger record bytes and leaf hash */
   ledger: Table<LedgerEntry>;
-  /** evr id -> [wid, index] */
-  ledgerById: Table<[string, number]>;
   /** [wid, size] -> signed checkpoint */
   checkpoints: Table<CheckpointRecord>;
 }
@@ -261,6 +261,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'actions', 'actionsByAgent', 'idempotency', 'periodUsage', 'approvals',
-  'signingKeys', 'receiptsSeen', 'ledgerHeads', 'ledger', 'ledgerById', 'checkpoints',
+  'mandates', 'templates', 'actions', 'idempotency', 'periodUsage', 'approvals',
+  'signingKeys', 'receiptsSeen', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -1,10 +1,16 @@
 /** The part of autocannon's API the benchmark uses (the package ships no types). */
 declare module 'autocannon' {
+  import type { EventEmitter } from 'node:events';
+
   interface Options {
     url: string;
+    method?: 'GET' | 'POST';
+    body?: string;
     connections?: number;
     duration?: number;
     headers?: Record<string, string>;
+    /** Requests per second over all connections; each connection sends its share in a burst at the start of each second. */
+    overallRate?: number;
   }
   interface Result {
     duration: number;
@@ -13,6 +19,12 @@ declare module 'autocannon' {
     non2xx: number;
     errors: number;
     timeouts: number;
+    statusCodeStats: Record<string, { count: number }>;
   }
-  export default function autocannon(options: Options): Promise<Result>;
+  /** An event emitter that is also the promise of the result. */
+  interface Instance extends EventEmitter, PromiseLike<Result> {
+    /** `responseTime`: milliseconds, from writing the request to the end of its answer (not rounded). */
+    on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+  }
+  export default function autocannon(options: Options): Instance;
 }

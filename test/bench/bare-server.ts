@@ -1,12 +1,26 @@
 /**
- * The baseline: a bare hapi server in its own process, one GET route answering a fixed JSON body
- * (the same bytes as the measured route). Prints its address as one JSON line once listening.
+ * The baseline: a bare hapi server in its own process. Prints its address as one JSON line once
+ * listening.
+ * - GET /bare answers a fixed JSON body (the same bytes as the measured GET route).
+ * - POST /bare/echo?size=N parses the JSON object it is sent and answers it back, padded to N
+ *   bytes, so that the baseline of a POST route reads the same request and writes an answer of
+ *   the same size as the product's route it stands beside.
  */
 import Hapi from '@hapi/hapi';
 
 const body: unknown = JSON.parse(process.argv[2] ?? '{"ok":true}');
 const server = Hapi.server({ host: '127.0.0.1', port: 0 });
 server.route({ method: 'GET', path: '/bare', handler: () => body });
+server.route({
+  method: 'POST',
+  path: '/bare/echo',
+  handler(request, h) {
+    const echo = JSON.stringify({ echo: request.payload, pad: '' });
+    const size = Number(request.query.size ?? 0);
+    const answer = `${echo.slice(0, -2)}${'x'.repeat(Math.max(0, size - echo.length))}"}`;
+    return h.response(answer).type('application/json');
+  },
+});
 await server.start();
 console.log(JSON.stringify({ listening: server.info.uri }));
 process.on('SIGTERM', () => { void server.stop().then(() => process.exit(0)); });

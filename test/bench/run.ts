@@ -1,111 +1,56 @@
 /**
- * Benchmark: what the product's request pipeline, guards and key authentication cost over a bare
- * hapi route.
+ * Benchmark: what the product's request pipeline, guards, authentication and durable writes cost
+ * over a bare hapi route.
  *
  * Three processes, so that no two share an event loop or a JIT: the real `svc serve` binary as an
- * operator runs it (dist/, info-level request logs to a pipe), a bare hapi server answering the
- * same JSON bytes (bare-server.ts), and this process driving both with autocannon on 127.0.0.1:
- * same connections, same seconds, after a warm-up each, in alternating one-second rounds so that
- * whatever else the machine does lands on both alike. Prints requests/s, p50 and p99 latency for
- * each and their ratio; exits 1 when the authenticated route serves less than MIN_RATIO of the
- * bare route's requests/s.
+ * operator runs it (dist/, info-level request logs to a pipe), a bare hapi server (bare-server.ts)
+ * answering the same kind of body, and this process driving both with autocannon on 127.0.0.1,
+ * same connections, same seconds, after a warm-up each, in alternating rounds (load.ts).
+ *
+ * - whoami: GET /v1/whoami with a workspace key, against GET /bare answering the same bytes.
+ * - authorize: POST /v1/actions/authorize with an agent key, an allowed payment (no idempotency
+ *   key): each request signs a receipt, stores the action and a ledger record, and flushes to
+ *   disk before answering; against POST /bare/echo with the same request body and an answer of
+ *   the same size. Also its latency at a fixed offered rate.
+ * - verify: POST /v1/verify with one receipt again and again (after the first check each answer
+ *   says `replayed: true`), against POST /bare/echo likewise.
+ *
+ * Prints every route's requests/s, p50 and p99, then each goal as PASS or BELOW. Exits 1 when a
+ * goal is missed or any request failed (not 2xx, connection error, timeout), after printing all.
+ * BENCH_CPU_PROF_DIR=dir: the svc servers run with --cpu-prof and write their profiles there.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { BIN, cleanEnv, svc } from '../helpers/process.js';
+import { startChild, type Child } from './children.js';
+import { BENCH_PAYMENT, gateFixture, type ServeBoot } from './gate-fixture.js';
+import { badCount, measureAtRate, measureBoth, type Measured, type Shape, type Target } from './load.js';
+import { goalsTable, latencyGoal, ratioGoal, routesTable, type Goal } from './report.js';
 
-const CONNECTIONS = 32;
-const DURATION_S = 12;
-/** Seconds per alternating round: long enough that connection setup is not what is measured. */
-const ROUND_S = 3;
-const WARMUP_S = 1;
-const MIN_RATIO = 0.7;
+/** Rounds long enough that connection setup is not what is measured. */
+const SHAPE: Shape = { connections: 32, warmupSeconds: 1, roundSeconds: 3, rounds: 4 };
+const GOALS = {
+  whoami: 0.7,
+  authorize: 0.5,
+  verify: 0.7,
+  fixedRate: { rate: 1000, connections: 10, seconds: 5, maxP50: 2, maxP99: 10 },
+};
+const UNLIMITED = '100000000';
 
-interface Target {
-  name: string;
-  url: string;
-  headers: Record<string, string>;
+const profileDir = process.env.BENCH_CPU_PROF_DIR;
+const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] : [];
+
+interface Results {
+  rows: Array<{ benchmark: string; m: Measured }>;
+  goals: Goal[];
 }
 
-/** What the load generator reports for one round. */
-interface Round {
-  duration: number;
-  total: number;
-  p50: number;
-  p99: number;
-  bad: number;
-}
-
-interface Measured {
-  name: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  total: number;
-  bad: number;
-}
-
-async function run(target: Target, seconds: number): Promise<Round> {
-  const r = await autocannon({ url: target.url, connections: CONNECTIONS, duration: seconds, headers: target.headers });
-  return { duration: r.duration, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts };
-}
-
-/** Starts a child that prints {"listening": url} on stdout; resolves with the url. */
-function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stderr!.resume();
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      try {
-        resolve({ child, url: (JSON.parse(out) as { listening: string }).listening });
-      } catch { /* not complete yet */ }
-    });
-    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
-  });
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/**
- * Both targets get the same connections and the same seconds. The seconds are taken in
- * alternating one-second rounds, so that whatever else the machine does lands on both alike.
- */
-async function measureBoth(a: Target, b: Target): Promise<[Measured, Measured]> {
-  await run(a, WARMUP_S);
-  await run(b, WARMUP_S);
-  const rounds: [Round[], Round[]] = [[], []];
-  for (let i = 0; i < DURATION_S / ROUND_S; i += 1) {
-    rounds[0].push(await run(a, ROUND_S));
-    rounds[1].push(await run(b, ROUND_S));
-  }
-  const sum = (results: Round[]): Measured => ({
-    name: '',
-    rps: results.reduce((n, r) => n + r.total, 0) / results.reduce((n, r) => n + r.duration, 0),
-    p50: median(results.map((r) => r.p50)),
-    p99: median(results.map((r) => r.p99)),
-    total: results.reduce((n, r) => n + r.total, 0),
-    bad: results.reduce((n, r) => n + r.bad, 0),
-  });
-  return [{ ...sum(rounds[0]), name: a.name }, { ...sum(rounds[1]), name: b.name }];
-}
-
-function table(rows: Measured[]): string {
-  const head = ['route', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx/errors'];
-  const body = rows.map((m) => [m.name, m.rps.toFixed(0), m.p50.toFixed(1), m.p99.toFixed(1), String(m.total), String(m.bad)]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
-}
-
-async function main(): Promise<number> {
+/** A workspace key made with `svc init` and `svc keys create --local`, as the first benchmark always did. */
+async function whoami(startBare: (body: string) => Promise<Child<{ listening: string }>>, out: Results): Promise<Child<{ listening: string }>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
-  const children: ChildProcess[] = [];
+  let server: Child<ServeBoot> | undefined;
   try {
     const init = await svc(['init', '--data-dir', dataDir, '--workspace', 'Bench', '--owner-email', 'bench@localhost', '--owner-password-stdin'], { input: 'bench password 0123' });
     if (init.code !== 0) throw new Error(`svc init failed: ${init.stderr}`);
@@ -114,43 +59,101 @@ async function main(): Promise<number> {
     const { key } = JSON.parse(minted.stdout) as { key: string };
 
     const env = cleanEnv({ SVC_LOG_LEVEL: 'info', SVC_PUBLIC_RATE_PER_MINUTE: '1000000000' });
-    const svcServer = await startChild([BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
-    children.push(svcServer.child);
-    const whoamiUrl = `${svcServer.url}/v1/whoami`;
-    const check = await fetch(whoamiUrl, { headers: { authorization: `Bearer ${key}` } });
+    server = await startChild<ServeBoot>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
+    const url = `${server.url}/v1/whoami`;
+    const check = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
     if (check.status !== 200) throw new Error(`GET /v1/whoami answered ${check.status}: ${await check.text()}`);
-    const body = await check.text();
-
     // The bare route answers exactly the bytes /v1/whoami answers for this key.
-    const bareScript = fileURLToPath(new URL('./bare-server.ts', import.meta.url));
-    const bare = await startChild(['--import=tsx', bareScript, body], env);
-    children.push(bare.child);
+    const bare = await startBare(await check.text());
 
-    console.log(`autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s each (alternating ${ROUND_S} s rounds; latency: median over rounds), Node ${process.version}`);
-    console.log('svc: the real binary (dist/), info-level request logs; bare: hapi with one route, same body; each its own process\n');
-    const [authed, plain] = await measureBoth(
-      { name: 'GET /v1/whoami (svc, key auth)', url: whoamiUrl, headers: { authorization: `Bearer ${key}` } },
-      { name: 'GET /bare (bare hapi)', url: `${bare.url}/bare`, headers: {} },
+    const [product, baseline] = await measureBoth(
+      { name: 'GET /v1/whoami (svc, key auth)', url, headers: { authorization: `Bearer ${key}` } },
+      { name: 'GET /bare (bare hapi)', url: `${bare.url}/bare` },
+      SHAPE,
     );
-    const ratio = authed.rps / plain.rps;
-
-    console.log(table([authed, plain]));
-    console.log(`\nratio authenticated/bare (req/s): ${ratio.toFixed(2)} (minimum ${MIN_RATIO})`);
-    if (authed.bad > 0 || plain.bad > 0) {
-      console.log('FAIL: some requests were not answered 2xx');
-      return 1;
-    }
-    if (ratio < MIN_RATIO) {
-      console.log(`FAIL: the authenticated route serves ${(ratio * 100).toFixed(0)}% of the bare route's throughput`);
-      return 1;
-    }
-    console.log('OK');
-    return 0;
+    out.rows.push({ benchmark: 'whoami', m: product }, { benchmark: 'whoami', m: baseline });
+    out.goals.push(ratioGoal('whoami', product, baseline, GOALS.whoami));
+    return bare;
   } finally {
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+    await server?.stop();
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+/** A first-start server, its owner, an agent with a mandate and a key, all through the product. */
+async function gate(bare: Child<{ listening: string }>, out: Results): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-gate-'));
+  let server: Child<ServeBoot> | undefined;
+  try {
+    const env = cleanEnv({ SVC_LOG_LEVEL: 'info', SVC_GATE_RATE_PER_MINUTE: UNLIMITED, SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED });
+    server = await startChild<ServeBoot>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
+    const fx = await gateFixture(server);
+
+    const authorizeBody = JSON.stringify(BENCH_PAYMENT);
+    const authorize: Target = {
+      name: 'POST /v1/actions/authorize (svc, allow)', url: `${server.url}/v1/actions/authorize`, method: 'POST',
+      headers: { authorization: `Bearer ${fx.key}` }, body: authorizeBody,
+    };
+    const authorizeBare: Target = {
+      name: 'POST /bare/echo (bare hapi)', url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.authorizeAnswer)}`, method: 'POST', body: authorizeBody,
+    };
+    const [product, baseline] = await measureBoth(authorize, authorizeBare, SHAPE);
+    out.rows.push({ benchmark: 'authorize', m: product }, { benchmark: 'authorize', m: baseline });
+    out.goals.push(ratioGoal('authorize', product, baseline, GOALS.authorize));
+
+    const { rate, connections, seconds, maxP50, maxP99 } = GOALS.fixedRate;
+    const label = `authorize @${rate}/s`;
+    const atRate = await measureAtRate(authorize, rate, connections, seconds);
+    const bareAtRate = await measureAtRate(authorizeBare, rate, connections, seconds);
+    out.rows.push({ benchmark: label, m: atRate }, { benchmark: label, m: bareAtRate });
+    out.goals.push(latencyGoal(label, atRate, rate, maxP50, maxP99));
+
+    const verifyBody = JSON.stringify({ receipt: fx.receipt });
+    const [verified, verifyBaseline] = await measureBoth(
+      { name: 'POST /v1/verify (svc, replayed)', url: `${server.url}/v1/verify`, method: 'POST', body: verifyBody },
+      { name: 'POST /bare/echo (bare hapi)', url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.verifyAnswer)}`, method: 'POST', body: verifyBody },
+      SHAPE,
+    );
+    out.rows.push({ benchmark: 'verify', m: verified }, { benchmark: 'verify', m: verifyBaseline });
+    out.goals.push(ratioGoal('verify', verified, verifyBaseline, GOALS.verify));
+  } finally {
+    await server?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+
+async function main(): Promise<number> {
+  const bareScript = fileURLToPath(new URL('./bare-server.ts', import.meta.url));
+  let bare: Child<{ listening: string }> | undefined;
+  const startBare = async (body: string) => (bare = await startChild(['--import=tsx', bareScript, body], cleanEnv()));
+  const out: Results = { rows: [], goals: [] };
+  const { connections, warmupSeconds, roundSeconds, rounds } = SHAPE;
+  const { rate, connections: rateConnections, seconds } = GOALS.fixedRate;
+  console.log(`autocannon: ${connections} connections, ${warmupSeconds} s warm-up + ${rounds * roundSeconds} s each (alternating ${roundSeconds} s rounds; latency: median over rounds, whole ms), Node ${process.version}`);
+  console.log(`fixed rate: ${rate} req/s offered over ${rateConnections} connections (autocannon sends each connection's share in a burst at the start of every second), 1 s warm-up + ${seconds} s; latency from every answer, sub-ms`);
+  console.log('svc: the real binary (dist/), info-level request logs; bare: hapi, same kind of body; each its own process');
+  // The numbers are only as good as the machine is quiet, and the product's suffer most.
+  console.log(`machine: ${availableParallelism()} CPUs, load average ${load()} at start\n`);
+  try {
+    await gate(await whoami(startBare, out), out);
+  } finally {
+    await bare?.stop();
+  }
+
+  console.log(`load average ${load()} at the end\n`);
+  console.log(routesTable(out.rows));
+  console.log('');
+  console.log(goalsTable(out.goals));
+  const failed = out.rows.reduce((n, { m }) => n + badCount(m.bad), 0);
+  const missed = out.goals.filter((g) => !g.met);
+  console.log('');
+  if (failed > 0) console.log(`FAIL: ${failed} requests were not answered 2xx (see "failed" above)`);
+  if (missed.length > 0) console.log(`FAIL: below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
+  if (failed > 0 || missed.length > 0) return 1;
+  console.log('OK');
+  return 0;
 }
 
 process.exitCode = await main();

@@ -15,16 +15,17 @@ test.serial('a ledger that cannot be appended to: 500 internal, and no action, u
     const agent = await createAgent(server);
     t.is((await authorize(server, agent.key, payment(100))).body.decision, 'allow');
     const count = (app: Parameters<Parameters<typeof withStore>[1]>[0]) => ({
-      actions: app.store.tables.actionsByAgent.scan([agent.wid, agent.agentId]).length,
+      actions: app.store.tables.actions.scan([agent.wid]).length,
       usage: app.store.tables.periodUsage.scan([agent.wid, agent.agentId]).map((e) => e.value),
       idempotency: app.store.tables.idempotency.scan([agent.wid, agent.agentId]).length,
     });
     const before = await withStore(server.dataDir, (app) => {
-      // Break the ledger's head: its compact range no longer fits its size.
+      // Break the ledger: its head claims a last checkpoint that cannot exist, so the next append
+      // (which must sign a checkpoint over it) cannot be written.
       const snapshot = count(app);
       return app.store.write(() => {
         const head = app.store.tables.ledgerHeads.get(agent.wid)!;
-        app.store.tables.ledgerHeads.put(agent.wid, { ...head, frontier: ['not-a-hash'] });
+        app.store.tables.ledgerHeads.put(agent.wid, { ...head, checkpointSize: -1000 });
         return snapshot;
       });
     });
