@@ -1,6 +1,6 @@
 /**
- * Load generation with autocannon: saturating throughput in alternating rounds (product, then its
- * baseline, again and again), and a fixed request rate for latency.
+ * Load generation: saturating throughput with autocannon in alternating rounds (product, then its
+ * baseline, again and again), and latency at a fixed rate with an open-loop generator (undici).
  * Invariants:
  * - A product route and its baseline get the same connections and the same seconds, each after
  *   its own warm-up, so that whatever else the machine does lands on both alike.
@@ -8,6 +8,7 @@
  *   and reported: a run with any of them is not a valid measurement.
  */
 import autocannon, { type Result } from 'autocannon';
+import { Pool } from 'undici';
 
 export interface Target {
   name: string;
@@ -99,26 +100,55 @@ export async function measureBoth(a: Target, b: Target, shape: Shape): Promise<[
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 /**
- * Latency at a fixed offered rate, from every answer's own time (sub-millisecond, not
- * autocannon's whole-millisecond histogram). autocannon paces per connection and per second: each
- * connection sends its share of the second's requests back to back, then waits for the next
- * second; so these are latencies with up to `connections` requests in flight, not evenly spaced.
+ * Latency at a fixed offered rate, open loop: requests leave at evenly spaced times whatever the
+ * answers do (as independent agents would send them), each timed from its own departure to its
+ * whole answer, sub-millisecond. A closed-loop generator (autocannon's overallRate sends each
+ * connection's share of a second back to back) would measure its own queue instead: with c
+ * requests in flight, latency is c divided by throughput, whatever the server's own latency.
  */
 export async function measureAtRate(target: Target, rate: number, connections: number, seconds: number): Promise<Measured> {
-  const warm = await autocannon({ ...options(target), connections, duration: 1, overallRate: rate });
-  const times: number[] = [];
-  const instance = autocannon({ ...options(target), connections, duration: seconds, overallRate: rate });
-  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-    if (statusCode >= 200 && statusCode < 300) times.push(responseTime);
-  });
-  const r = await instance;
-  times.sort((x, y) => x - y);
-  return {
-    name: target.name,
-    rps: r.requests.total / r.duration,
-    p50: percentile(times, 50),
-    p99: percentile(times, 99),
-    total: r.requests.total,
-    bad: addInto(failures(warm), failures(r)),
+  const url = new URL(target.url);
+  const pool = new Pool(url.origin, { connections, pipelining: 1 });
+  const headers = { ...target.headers, ...(target.body !== undefined ? { 'content-type': 'application/json' } : {}) };
+  const send = async (times: number[], bad: Record<string, number>) => {
+    const t0 = performance.now();
+    try {
+      const res = await pool.request({ path: url.pathname + url.search, method: target.method ?? 'GET', headers, body: target.body ?? null });
+      await res.body.dump();
+      if (res.statusCode >= 200 && res.statusCode < 300) times.push(performance.now() - t0);
+      else bad[res.statusCode] = (bad[res.statusCode] ?? 0) + 1;
+    } catch {
+      bad.errors = (bad.errors ?? 0) + 1;
+    }
   };
+  const run = async (secs: number) => {
+    const times: number[] = [];
+    const bad: Record<string, number> = {};
+    const inFlight: Array<Promise<void>> = [];
+    const total = Math.round(rate * secs);
+    const start = performance.now();
+    let sent = 0;
+    while (sent < total) {
+      const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate) + 1);
+      for (; sent < due; sent += 1) inFlight.push(send(times, bad));
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await Promise.all(inFlight);
+    return { times, bad, duration: (performance.now() - start) / 1000 };
+  };
+  try {
+    const warm = await run(1);
+    const r = await run(seconds);
+    r.times.sort((x, y) => x - y);
+    return {
+      name: target.name,
+      rps: r.times.length / r.duration,
+      p50: percentile(r.times, 50),
+      p99: percentile(r.times, 99),
+      total: r.times.length + badCount(r.bad),
+      bad: addInto(warm.bad, r.bad),
+    };
+  } finally {
+    await pool.close();
+  }
 }
