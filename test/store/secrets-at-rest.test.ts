@@ -2,6 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Iron from '@hapi/iron';
 import test from 'ava';
+import { unsealPrivateKey } from '../../src/receipts/crypto.js';
 import { deriveKey, loadMasterKey } from '../../src/store/index.js';
 import { bearer, call, csrf } from '../helpers/http.js';
 import { startServer, svc, type RunningServer, stopAndClean } from '../helpers/process.js';
@@ -9,8 +10,9 @@ import { withStore } from '../helpers/store.js';
 
 /**
  * Secrets at rest: after real use (a sign-in, keys minted locally and through the API, a service
- * token), no file of the data dir but master.key holds a password, a key, a token or a session
- * secret, in clear or as its raw bytes. Keys and tokens are stored only as hashes.
+ * token), no file of the data dir but master.key holds a password, a key, a token, a session
+ * secret or a private signing key, in clear or as its raw bytes. Keys and tokens are stored only
+ * as hashes; signing keys only sealed.
  */
 
 let server: RunningServer | undefined;
@@ -32,6 +34,8 @@ function forms(secret: string): Buffer[] {
   const found = [Buffer.from(secret, 'utf8')];
   const m = /^[a-z]+_([A-Za-z0-9_-]{43})$/.exec(secret);
   if (m) found.push(Buffer.from(m[1]!, 'base64url'));
+  // An Ed25519 private key (JWK d): its 32 raw bytes.
+  if (/^[A-Za-z0-9_-]{43}$/.test(secret)) found.push(Buffer.from(secret, 'base64url'));
   return found;
 }
 
@@ -67,6 +71,13 @@ test('no file in the data dir but master.key holds a password, key, token or ses
 
   t.is(await server.stop(), 0);
 
+  // The receipt and ledger signing keys: their private halves, unsealed here with the master key.
+  const signing = await withStore(dataDir, (app) => app.services.signingKeys.all().map((record) => {
+    const jwk = unsealPrivateKey(record, app.masterKey).export({ format: 'jwk' });
+    return { kid: record.kid, d: String(jwk.d) };
+  }));
+  t.is(signing.length, 2, 'a receipt key and a ledger key');
+
   const secrets: Array<[string, string]> = [
     ['owner password', password],
     ['session cookie (sealed)', sealed],
@@ -74,6 +85,7 @@ test('no file in the data dir but master.key holds a password, key, token or ses
     ['session secret', sid],
     ['service token', token.token],
     ...keys.map((k, i) => [`key ${i}`, k.key] as [string, string]),
+    ...signing.map((k) => [`private signing key ${k.kid}`, k.d] as [string, string]),
   ];
   const files = (await filesUnder(dataDir)).filter((f) => !f.endsWith('/master.key'));
   t.true(files.some((f) => f.endsWith('svc.mdb')), files.join(', '));
