@@ -14,6 +14,11 @@ export const permissions = {
   /** Agents that act for the caller; owners and admins: every agent. */
   'agents.manage': ['owner', 'admin', 'member'],
   'templates.manage': ['owner', 'admin'],
+  /** "Stop every agent" on and off. */
+  'workspace.stopAll': ['owner', 'admin'],
+  /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */
+  'approvals.read': ['owner', 'admin', 'member'],
+  'approvals.decide': ['owner', 'admin', 'member'],
 } as const satisfies Record<string, readonly Role[]>;
 
 export type Permission = keyof typeof permissions;

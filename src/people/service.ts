@@ -27,6 +27,8 @@ export interface PeopleDeps {
   clock: Clock;
   ids: IdSource;
   sessionTtlMs: number;
+  /** Seals secrets that cannot be hashed (two-factor secrets). */
+  masterKey: Buffer;
 }
 
 export interface PublicUser {
