@@ -1,6 +1,8 @@
 import { createAgentsService } from './agents/index.js';
+import { createApprovals } from './approvals/service.js';
 import { createGate } from './gate/service.js';
 import { createKeysService } from './keys/index.js';
+import { createKillSwitch } from './killswitch/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -54,7 +56,9 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     signingKeys,
     ledger,
     receipts,
-    gate: createGate({ ...deps, ledger, receipts }),
+    gate: createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 }),
+    killSwitch: createKillSwitch({ ...deps, ledger }),
+    approvals: createApprovals({ ...deps, ledger, receipts }),
   };
 }
 

@@ -4,7 +4,7 @@ import { dataDirFlag, EXIT, SvcCommand } from '../../src/cli/base-command.js';
 import { openLocal } from '../../src/cli/local.js';
 import { verifyLedger, type LedgerVerifyReport } from '../../src/ledger/verify.js';
 
-type Result = { ok: boolean; ledgers: Array<LedgerVerifyReport & { workspaceId?: string }> };
+type Result = { ok: boolean; ledgers: Array<LedgerVerifyReport & { workspaceId?: string }>; keysFrom: 'store' | 'bundle' | 'file' };
 
 function readJson(file: string, what: string): unknown {
   try {
@@ -55,13 +55,17 @@ export default class LedgerVerify extends SvcCommand {
         this.fail((err as Error).message, EXIT.usage, 'invalid_request');
       }
       const report = verifyLedger(bundleInput(bundle, jwks));
-      result = { ok: report.ok, ledgers: [report] };
+      result = { ok: report.ok, ledgers: [report], keysFrom: flags.jwks ? 'file' : 'bundle' };
+      if (!flags.jwks) {
+        // A bundle's own key set proves only that the bundle agrees with itself.
+        this.logToStderr('note: the signing keys came from the bundle itself; pass --jwks with the deployment\'s published keys to check who signed it');
+      }
     } else {
       const app = await openLocal(flags['data-dir']);
       try {
         const wids = flags.workspace ? [flags.workspace] : app.services.ledger.workspaces();
         const ledgers = wids.map((wid) => ({ workspaceId: wid, ...app.services.ledger.verify(wid) }));
-        result = { ok: ledgers.every((l) => l.ok), ledgers };
+        result = { ok: ledgers.every((l) => l.ok), ledgers, keysFrom: 'store' };
       } finally {
         await app.close();
       }

@@ -82,6 +82,12 @@ const catalogue = {
     message: 'Your approval is recorded; a second, different person must also approve.',
     fix: 'Ask a different permitted person to approve as well.',
   },
+  // Added (API.md leaves the approve route's own errors open): deciding what is already decided.
+  approval_closed: {
+    status: 409, section: '4.6',
+    message: 'This approval is no longer waiting: it was decided or it expired.',
+    fix: 'Read the approval (GET /api/w/{wid}/approvals) to see how it ended; the agent can ask again.',
+  },
   body_too_large: {
     status: 413, section: '7.2',
     message: 'The request body is over the limit for this route.',

@@ -1,3 +1,4 @@
+import { usageRepo } from '../mandates/usage.js';
 import type { ActionRecord, ApprovalRecord, IdempotencyRecord, MandateRule, Store } from '../store/index.js';
 
 /** The gate's reads and writes. Writes only inside store.write(). */
@@ -19,15 +20,10 @@ export function gateRepo(store: Store) {
     rules(wid: string, aid: string): MandateRule[] {
       return t.mandates.get([wid, aid])?.rules ?? [];
     },
-    usage(wid: string, aid: string, ruleId: string, currency: string, periodStart: string): number {
-      return t.periodUsage.get([wid, aid, ruleId, currency, periodStart]) ?? 0;
-    },
-    addUsage(wid: string, aid: string, c: { ruleId: string; currency: string; periodStart: string }, delta: number): void {
-      const key = [wid, aid, c.ruleId, c.currency, c.periodStart];
-      t.periodUsage.put(key, Math.max(0, (t.periodUsage.get(key) ?? 0) + delta));
-    },
+    ...usageRepo(store),
     putApproval(a: ApprovalRecord): void {
       t.approvals.put([a.workspaceId, a.id], a);
+      t.pendingApprovals.put([a.expiresAt, a.workspaceId, a.id], true);
     },
   };
 }

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { nestsDeeperThan } from '../lib/well-formed.js';
+import { hasNonFiniteNumber, nestsDeeperThan } from '../lib/well-formed.js';
 import { BUILT_IN_TYPES } from '../mandates/schemas.js';
 
 /**
@@ -17,6 +17,7 @@ import { BUILT_IN_TYPES } from '../mandates/schemas.js';
  */
 const PRINTABLE = /^[\x20-\x7e]+$/;
 const METADATA_DEPTH = 8;
+const HOSTNAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const METADATA_BYTES = 16_384;
 
 const typeSchema = Joi.string().max(128).pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).custom((value: string, helpers) => {
@@ -40,13 +41,16 @@ export const authorizeSchema = Joi.object({
       .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units', 'number.min': '{{#label}} must be above zero' }),
     currency: Joi.string().strict().pattern(/^[A-Z]{3}$/).required()
       .messages({ 'string.pattern.base': '{{#label}} must be three upper-case letters, such as EUR' }),
-    merchant: Joi.string().trim().lowercase().min(1).max(253).required(),
+    // A domain name, so that a rule's `*.acme.example` means acme.example's subdomains only.
+    merchant: Joi.string().trim().lowercase().max(253).pattern(HOSTNAME).required()
+      .messages({ 'string.pattern.base': '{{#label}} must be the merchant\'s domain name, such as acme.example' }),
   }),
   target: Joi.object({ domain: Joi.string().trim().lowercase().hostname().max(253) }),
   session: Joi.object({ id: sessionIdSchema.required() }),
   idempotencyKey: idempotencyKeySchema,
   metadata: Joi.object().unknown(true).max(50).custom((value: Record<string, unknown>, helpers) => {
     if (nestsDeeperThan(value, METADATA_DEPTH)) return helpers.message({ custom: `{{#label}} may nest at most ${METADATA_DEPTH} levels deep` });
+    if (hasNonFiniteNumber(value)) return helpers.message({ custom: '{{#label}} holds a number too large for JSON to carry exactly' });
     if (Buffer.byteLength(JSON.stringify(value)) > METADATA_BYTES) return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
     return value;
   }),

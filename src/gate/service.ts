@@ -6,7 +6,8 @@ import type { IdSource } from '../lib/ids.js';
 import type { Ledger } from '../ledger/service.js';
 import { evaluate, type Evaluation } from '../mandates/evaluate.js';
 import type { Presigned, Receipts } from '../receipts/service.js';
-import type { ActionRecord, AgentRecord, Store } from '../store/index.js';
+import { readStanding } from '../killswitch/standing.js';
+import type { ActionRecord, Store } from '../store/index.js';
 import { gateRepo } from './repo.js';
 import type { AuthorizeInput, SettleInput } from './schemas.js';
 
@@ -23,9 +24,11 @@ import type { AuthorizeInput, SettleInput } from './schemas.js';
  *   period limit, and racing retries with one idempotency key make one action.
  * - Same idempotency key and same request: the same action again, never a second decision.
  *   Same key, another request: 409 idempotency_conflict. Keys are kept 24 hours per agent.
- * - Only an allowed, unsettled action can be settled; a failed or cancelled settlement releases
- *   its amount from the period; a settled amount replaces the authorized one, and is never above
- *   it (more than was authorized needs a new authorization).
+ * - Only an allowed, unsettled action can be settled; a failed or cancelled settlement (or one
+ *   completed with amount 0) releases its amount from the period and withdraws its receipt
+ *   (online checks then answer `revoked`); a settled amount replaces the authorized one, and is
+ *   never above it (more than was authorized needs a new authorization). Once a merchant has
+ *   checked the receipt online, its amount keeps counting and the receipt stands.
  * - An action of another agent (or workspace) is not found.
  */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -70,20 +73,16 @@ function fingerprint(input: AuthorizeInput, sessionId: string | null): string {
   return createHash('sha256').update(canonicalJson({ ...request, sessionId })).digest('base64url');
 }
 
-function stopped(agent: AgentRecord | undefined): boolean {
-  return !agent || (agent.holds?.length ?? 0) > 0;
-}
-
-export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; receipts: Receipts }) {
+export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; receipts: Receipts; approvalTtlMs: number }) {
   const { store, clock, ids, ledger, receipts } = deps;
   const repo = gateRepo(store);
   const t = store.tables;
 
   const decide = (c: GateCaller, input: AuthorizeInput, nowMs: number): Evaluation | { decision: 'deny'; rule: null; signals: ['agent_frozen']; reason: string } => {
-    const agent = t.agents.get([c.workspaceId, c.agentId]);
-    if (stopped(agent)) {
-      const hold = agent?.holds?.[0];
-      return { decision: 'deny', rule: null, signals: ['agent_frozen'], reason: hold ? `This agent is stopped (hold ${hold.hold}: ${hold.reason}).` : 'This agent is stopped.' };
+    const standing = readStanding(store, c.workspaceId, c.agentId);
+    if (standing.stopped) {
+      const by = standing.stoppedBy === 'workspace' ? 'Every agent of this workspace is stopped' : 'This agent is stopped';
+      return { decision: 'deny', rule: null, signals: ['agent_frozen'], reason: `${by} (hold ${standing.hold}: ${standing.reason}).` };
     }
     return evaluate(repo.rules(c.workspaceId, c.agentId), {
       type: input.type,
@@ -91,7 +90,7 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
       currency: input.payment?.currency ?? null,
       merchant: input.payment?.merchant ?? null,
       domain: input.target?.domain ?? null,
-    }, (ruleId, currency, start) => repo.usage(c.workspaceId, c.agentId, ruleId, currency, start), nowMs);
+    }, (key, currency, start) => repo.sum(c.workspaceId, c.agentId, key, currency, start), nowMs);
   };
 
   return {
@@ -139,9 +138,10 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
             id: action.approvalId, workspaceId: c.workspaceId, actionId: action.id, agentId: c.agentId, status: 'pending',
             approvers: rule.approval?.approvers ?? null, approvals: [], requiredApprovals: rule.approval?.count ?? 1,
             separationOfDuties: rule.approval?.separationOfDuties ?? false, createdAt: action.createdAt,
+            expiresAt: isoAt(now + deps.approvalTtlMs), decidedBy: null, reason: null,
           });
         }
-        if (action.charge) repo.addUsage(c.workspaceId, c.agentId, action.charge, action.charge.amount);
+        if (action.charge) repo.add(c.workspaceId, c.agentId, action.charge, action.charge.amount);
         if (verdict.decision === 'allow' && action.payment) action.receipt = receipts.issueInWrite(action, false, now, presigned);
         const evidence = ledger.record({
           workspaceId: c.workspaceId, actor: `agent:${c.agentId}`, kind: `action.${action.status}`, subject: action.id,
@@ -163,6 +163,11 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
     get(c: GateCaller, id: string): ActionView {
       const action = repo.action(c.workspaceId, id);
       if (!action || action.agentId !== c.agentId) throw new AppError('not_found', { message: 'No action with that id for this agent.' });
+      // A waiting approval past its time reads as the deny the expiry sweep is about to write.
+      const approval = action.status === 'pending_approval' && action.approvalId ? t.approvals.get([c.workspaceId, action.approvalId]) : undefined;
+      if (approval && approval.status === 'pending' && Date.parse(approval.expiresAt) <= clock.now()) {
+        return toActionView({ ...action, decision: 'deny', status: 'denied', signals: ['approval_expired'], reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.` });
+      }
       return toActionView(action);
     },
 
@@ -186,9 +191,18 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
         // Completed: what was paid (the authorized amount unless told otherwise). Failed or
         // cancelled: nothing was paid; an amount is recorded only if the agent names one.
         const amount = input.status === 'completed' ? input.amount ?? action.payment?.amount ?? null : input.amount ?? null;
+        // Nothing paid: failed, cancelled, or completed with amount 0.
+        const nothingPaid = input.status !== 'completed' || amount === 0;
+        // A receipt a merchant has checked online may have been taken as payment: its amount keeps
+        // counting whatever the agent reports, and it is never withdrawn after the fact.
+        const seen = action.receipt !== null && t.receiptsSeen.has(action.id);
         if (action.charge) {
-          const kept = input.status === 'completed' ? (amount ?? action.charge.amount) : 0;
-          repo.addUsage(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);
+          const paid = nothingPaid ? 0 : (amount ?? action.charge.amount);
+          const kept = seen ? Math.max(paid, action.charge.amount) : paid;
+          repo.add(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);
+        }
+        if (nothingPaid && action.receipt !== null && !seen) {
+          t.receiptsWithdrawn.put(action.id, { at: isoAt(now), reason: `the action was settled ${input.status}${input.status === 'completed' ? ' with amount 0' : ''}` });
         }
         const settled: ActionRecord = { ...action, status: 'settled', settlement: { status: input.status, amount, at: isoAt(now) } };
         ledger.record({

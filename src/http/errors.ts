@@ -16,6 +16,9 @@ interface JoiLikeError extends Error {
   details?: Array<{ path: Array<string | number>; message: string }>;
 }
 
+/** At most this many fields are listed in `errors`; the rest are counted. */
+const MAX_FIELD_ERRORS = 50;
+
 /**
  * hapi validate.failAction: joi details to SPEC.md `errors` (dotted field, messages joined).
  * Fields of the body are named as they are; others by their source (query.limit, params.wid).
@@ -24,12 +27,14 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
   const failed = err as (JoiLikeError & { output?: { payload?: { validation?: { source?: string } } } }) | undefined;
   const source = failed?.output?.payload?.validation?.source ?? 'payload';
   const details = failed?.details ?? [];
-  const errors: FieldError[] = details.length > 0
-    ? details.map((d) => ({
+  const shown = details.slice(0, MAX_FIELD_ERRORS);
+  const errors: FieldError[] = shown.length > 0
+    ? shown.map((d) => ({
       field: d.path.length === 0 ? null : [...(source === 'payload' ? [] : [source]), ...d.path].join('.'),
       message: d.message,
     }))
     : [{ field: null, message: err?.message ?? 'invalid request' }];
+  if (details.length > MAX_FIELD_ERRORS) errors.push({ field: null, message: `and ${details.length - MAX_FIELD_ERRORS} more fields at fault` });
   const options = svcOptions(request.route.settings);
   const firstField = errors[0]?.field?.split('.')[0];
   const type: ErrorType = (firstField !== undefined && options.validationTypeByField?.[firstField]) || options.validationType || 'invalid_request';

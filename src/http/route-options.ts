@@ -12,6 +12,8 @@ export interface SvcRouteOptions {
   keyScope?: 'admin' | 'any-workspace' | 'any';
   /** Service-token routes: the scope needed. */
   tokenScope?: string;
+  /** Most members (keys and items, at every depth) a body may have; default MAX_BODY_MEMBERS. */
+  maxBodyMembers?: number;
   /** Agent-key routes counted against the agent's per-minute gate limit (SPEC.md 7.6). */
   gateRateLimit?: boolean;
 }

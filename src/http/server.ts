@@ -2,10 +2,12 @@ import { createServer as createNodeServer } from 'node:http';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
 import { agentsRoutes } from '../agents/http.js';
+import { approvalsRoutes } from '../approvals/http.js';
 import type { App } from '../app.js';
 import { gateRoutes } from '../gate/http.js';
 import { modelsRoutes } from '../gateway/http.js';
 import { keysRoutes } from '../keys/http.js';
+import { killSwitchRoutes } from '../killswitch/http.js';
 import { ledgerRoutes } from '../ledger/http.js';
 import { mandatesRoutes } from '../mandates/http.js';
 import { receiptsRoutes } from '../receipts/http.js';
@@ -113,12 +115,18 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
   await server.register({ plugin: receiptsRoutes, options: { receipts: services.receipts, signingKeys: services.signingKeys, guards } });
   await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, people: services.people, production } });
+  await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
+  await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });
 
   app.publicUrl.set(baseUrl);
   // Ledger checkpoints: every interval when records were added, and once more on shutdown.
   let checkpoints: NodeJS.Timeout | undefined;
-  const checkpoint = () => services.ledger.checkpointAll().catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
+  // Expired approvals are ended first, so their ledger records make the same checkpoint.
+  const checkpoint = () => services.approvals.expireDue()
+    .catch((err: unknown) => log.error({ err }, 'approval expiry failed'))
+    .then(() => services.ledger.checkpointAll())
+    .catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
 
   return {
     server,

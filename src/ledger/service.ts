@@ -41,7 +41,10 @@ export const CHECKPOINT_EVERY_RECORDS = 1000;
 export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; signingKeys: SigningKeys; originHost: string }) {
   const { store, clock, ids, signingKeys } = deps;
   const t = store.tables;
-  const emptyHead = (wid: string): LedgerHead => ({ size: 0, checkpointSize: 0, checkpointFrontier: [], origin: `${deps.originHost}/${wid}` });
+  // The origin is fixed by the first checkpoint, which the server signs with its own public
+  // address: a record written first by the CLI (which may not know that address) cannot set it.
+  const emptyHead = (): LedgerHead => ({ size: 0, checkpointSize: 0, checkpointFrontier: [], origin: '' });
+  const originOf = (wid: string, head: LedgerHead) => head.origin || `${deps.originHost}/${wid}`;
 
   /** Signs a checkpoint over the whole ledger and moves the head's compact range up to it. */
   const checkpointInWrite = (wid: string, head: LedgerHead): void => {
@@ -54,6 +57,7 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       size += 1;
     }
     if (size !== head.size) throw new Error(`ledger of ${wid}: the head counts ${head.size} records but ${size} are stored`);
+    head.origin = originOf(wid, head);
     const body = checkpointBody({ origin: head.origin, size, rootHash: rootFromFrontier(frontier, size) });
     t.checkpoints.put([wid, size], { size, note: signNote(body, head.origin, privateKey), at: isoAt(clock.now()), kid: key.kid });
     head.checkpointSize = size;
@@ -64,7 +68,7 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
     /** Appends one record. Only inside store.write(). */
     record(event: LedgerEvent): LedgerRecord {
       const wid = event.workspaceId;
-      const head = { ...(t.ledgerHeads.get(wid) ?? emptyHead(wid)) };
+      const head = { ...(t.ledgerHeads.get(wid) ?? emptyHead()) };
       const record: LedgerRecord = { index: head.size, id: ids.id('evr'), at: isoAt(clock.now()), ...event };
       const bytes = canonicalJson(record);
       const leaf = leafHash(bytes);
@@ -106,10 +110,10 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
 
     /** Checks a workspace's ledger in the store (see verify.ts), and that its head agrees. */
     verify(wid: string): LedgerVerifyReport {
-      const head = t.ledgerHeads.get(wid) ?? emptyHead(wid);
+      const head = t.ledgerHeads.get(wid) ?? emptyHead();
       const records = t.ledger.scan([wid]).map((e) => e.value);
       const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value);
-      const report = verifyLedger({ origin: head.origin, records, checkpoints, jwks: signingKeys.jwks() });
+      const report = verifyLedger({ origin: originOf(wid, head), records, checkpoints, jwks: signingKeys.jwks() });
       if (report.ok && head.size !== records.length) {
         return { ...report, ok: false, firstBadIndex: Math.min(head.size, records.length), problem: `the ledger head counts ${head.size} records but ${records.length} are stored` };
       }

@@ -31,3 +31,29 @@ export function nestsDeeperThan(value: unknown, levels: number): boolean {
   if (levels === 0) return true;
   return Object.values(value).some((child) => nestsDeeperThan(child, levels - 1));
 }
+
+/** Whether a JSON value holds a number JSON cannot carry exactly (1e400 parses to Infinity). */
+export function hasNonFiniteNumber(value: unknown, depth = 0): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value);
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return false;
+  return Object.values(value).some((child) => hasNonFiniteNumber(child, depth + 1));
+}
+
+/**
+ * Whether a JSON value has more than `limit` members (object keys and array items, at every
+ * depth). Counting stops at the limit, so the cost is bounded whatever the value's size.
+ */
+export function exceedsMembers(value: unknown, limit: number): boolean {
+  let left = limit;
+  const walk = (v: unknown, depth: number): boolean => {
+    // Deeper levels are left to the route's own limits (and are not counted).
+    if (v === null || typeof v !== 'object' || depth > MAX_DEPTH) return false;
+    for (const key in v) {
+      left -= 1;
+      if (left < 0) return true;
+      if (walk((v as Record<string, unknown>)[key], depth + 1)) return true;
+    }
+    return false;
+  };
+  return walk(value, 0);
+}

@@ -1,4 +1,5 @@
 import type { MandateRule, PeriodCharge } from '../store/index.js';
+import { dayOf, usageKeyOf } from './usage.js';
 
 /**
  * Mandate evaluation (API.md section 2): an action is allowed when some rule covers its type,
@@ -8,8 +9,8 @@ import type { MandateRule, PeriodCharge } from '../store/index.js';
  * Rules:
  * - Default deny: no rules, no cover. A rule without `merchants` covers only actions that name no
  *   merchant (likewise `domains`); a rule without `currencies` covers only actions without an amount.
- * - Period limits are summed per rule, per currency, per calendar period in UTC (day; week from
- *   Monday; month), over the period's allowed and settled amounts (the caller supplies the sum).
+ * - Period limits are summed per rule's cover (usage.ts), per currency, per calendar period in UTC
+ *   (day; week from Monday; month), over the period's allowed and settled amounts.
  * - Among covering rules, one that allows outright wins over one that needs approval.
  * - A refusal names the furthest check any rule got to (type, then merchant or domain, then
  *   currency, then amount, then period), so the signal says what would have to change.
@@ -29,8 +30,8 @@ export type Evaluation =
   | { decision: 'review'; rule: MandateRule; signals: string[]; reason: string }
   | { decision: 'deny'; rule: null; signals: DenySignal[]; reason: string };
 
-/** Minor units already allowed or settled under a rule in a period. */
-export type UsageLookup = (ruleId: string, currency: string, periodStart: string) => number;
+/** Minor units already allowed or settled under a rule's cover (usage.ts) from a period's start on. */
+export type UsageLookup = (usageKey: string, currency: string, periodStart: string) => number;
 
 export function periodStart(period: 'day' | 'week' | 'month', nowMs: number): string {
   const d = new Date(nowMs);
@@ -59,7 +60,7 @@ const STAGES: DenySignal[] = ['type_not_allowed', 'merchant_not_allowed', 'curre
 
 interface RuleOutcome { stage: number; signal: DenySignal | null; charge: PeriodCharge | null; needsApproval: boolean }
 
-function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number): RuleOutcome {
+function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number, approved: boolean): RuleOutcome {
   const fail = (stage: number, signal: DenySignal): RuleOutcome => ({ stage, signal, charge: null, needsApproval: false });
   if (!rule.actions.some((p) => typeMatches(p, a.type))) return fail(0, 'type_not_allowed');
   if (!nameMatches(rule.merchants, a.merchant)) return fail(1, 'merchant_not_allowed');
@@ -69,12 +70,12 @@ function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: num
   if (rule.maxAmount !== undefined && a.amount > rule.maxAmount) return fail(3, 'over_limit');
   let charge: PeriodCharge | null = null;
   if (rule.periodLimit) {
-    const start = periodStart(rule.periodLimit.period, nowMs);
-    const used = usage(rule.id, a.currency!, start);
+    const key = usageKeyOf(rule);
+    const used = usage(key, a.currency!, periodStart(rule.periodLimit.period, nowMs));
     if (used + a.amount > rule.periodLimit.amount) return fail(4, 'period_limit');
-    charge = { ruleId: rule.id, currency: a.currency!, periodStart: start, amount: a.amount };
+    charge = { usageKey: key, currency: a.currency!, day: dayOf(nowMs), amount: a.amount };
   }
-  return { stage: 5, signal: null, charge, needsApproval: rule.approval !== undefined && a.amount > rule.approval.above };
+  return { stage: 5, signal: null, charge, needsApproval: !approved && rule.approval !== undefined && a.amount > rule.approval.above };
 }
 
 const DENY_REASONS: Record<DenySignal, (a: ActionFacts) => string> = {
@@ -86,11 +87,12 @@ const DENY_REASONS: Record<DenySignal, (a: ActionFacts) => string> = {
   period_limit: (a) => `The amount ${a.amount} ${a.currency} would take this period's total over the rule's limit.`,
 };
 
-export function evaluate(rules: readonly MandateRule[], a: ActionFacts, usage: UsageLookup, nowMs: number): Evaluation {
+/** `approved`: people have approved this action, so no rule's approval step applies (the fresh check at approval). */
+export function evaluate(rules: readonly MandateRule[], a: ActionFacts, usage: UsageLookup, nowMs: number, options: { approved?: boolean } = {}): Evaluation {
   let best: RuleOutcome | null = null;
   let review: MandateRule | null = null;
   for (const rule of rules) {
-    const outcome = judge(rule, a, usage, nowMs);
+    const outcome = judge(rule, a, usage, nowMs, options.approved ?? false);
     if (outcome.signal === null && !outcome.needsApproval) {
       return { decision: 'allow', rule, charge: outcome.charge, signals: [], reason: `Allowed by rule ${rule.id}.` };
     }

@@ -44,7 +44,7 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
         method: 'PUT', path: '/api/w/{wid}/agents/{aid}/mandate',
         options: {
           auth: session, ext: write,
-          plugins: { svc: { validationType: 'invalid_mandate' } },
+          plugins: { svc: { validationType: 'invalid_mandate', maxBodyMembers: 50_000 } },
           validate: { params: Joi.object({ wid, aid }), payload: mandateInputSchema },
         },
         async handler(request) {
@@ -66,7 +66,7 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
         method: 'POST', path: '/api/w/{wid}/templates',
         options: {
           auth: session, ext: write,
-          plugins: { svc: { validationType: 'invalid_mandate' } },
+          plugins: { svc: { validationType: 'invalid_mandate', maxBodyMembers: 50_000 } },
           validate: { params: Joi.object({ wid }), payload: templateInputSchema },
         },
         async handler(request, h) {

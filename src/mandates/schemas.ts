@@ -15,7 +15,8 @@ export const BUILT_IN_TYPES = ['payment', 'refund', 'transfer', 'purchase', 'ema
 
 export const DOTTED_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/;
 const TYPE_PATTERN = /^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$/;
-const NAME = Joi.string().trim().lowercase().min(1).max(253).pattern(/^(\*\.)?[a-z0-9._:-]+$/);
+// A domain name, or `*.` and a domain name (its subdomains).
+const NAME = Joi.string().trim().lowercase().min(1).max(253).pattern(/^(\*\.)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/);
 const wildcardOrList = (label: string) => Joi.alternatives().try(
   Joi.array().items(Joi.string().valid('*')).length(1),
   Joi.array().items(NAME.messages({ 'string.pattern.base': `{{#label}} must be a ${label} name or "*"` })).min(1).max(500).unique(),
@@ -50,6 +51,19 @@ export const ruleSchema = Joi.object<MandateRule>({
   .with('maxAmount', 'currencies').with('periodLimit', 'currencies');
 
 export const rulesSchema = Joi.array().items(ruleSchema).max(200).required();
+
+/** The same rule twice (ids aside) would only confuse readers of the mandate; it is refused. */
+export function duplicateRules(rules: ReadonlyArray<Record<string, unknown>>, canonical: (v: unknown) => string): Array<{ field: string; message: string }> {
+  const seen = new Map<string, number>();
+  const out: Array<{ field: string; message: string }> = [];
+  rules.forEach(({ id: _id, ...rest }, i) => {
+    const key = canonical(rest);
+    const first = seen.get(key);
+    if (first === undefined) seen.set(key, i);
+    else out.push({ field: `rules.${i}`, message: `"rules[${i}]" repeats rules[${first}]` });
+  });
+  return out;
+}
 
 export const mandateInputSchema = Joi.object({
   rules: rulesSchema,

@@ -5,7 +5,8 @@ import type { IdSource } from '../lib/ids.js';
 import type { Ledger } from '../ledger/service.js';
 import type { AgentActor } from '../agents/index.js';
 import type { MandateRecord, MandateRule, Store, TemplateRecord } from '../store/index.js';
-import type { MandateInput, TemplateInput } from './schemas.js';
+import { canonicalJson } from '../lib/canonical-json.js';
+import { duplicateRules, type MandateInput, type TemplateInput } from './schemas.js';
 
 /**
  * Mandates and templates (API.md section 2).
@@ -15,6 +16,7 @@ import type { MandateInput, TemplateInput } from './schemas.js';
  *   and a second rule sending the same id, gets a fresh id.
  * - 409 confirm_broaden: a rule that allows any merchant or any domain saved beside a narrower
  *   rule (named merchants or domains) for the same agent, unless confirmBroaden is true.
+ * - The same rule twice (ids aside) is refused: 400 invalid_mandate naming the repeat.
  * - Members (for agents that act for them) may save only rules that a workspace template holds:
  *   they cannot widen beyond templates. Owners and admins may save any rule.
  * - The plan's mandate allowance counts rules over all of a workspace's live agents: 402
@@ -41,6 +43,11 @@ const anywhere = (r: MandateRule) => r.merchants?.includes('*') || r.domains?.in
 const narrow = (r: MandateRule) => (r.merchants && !r.merchants.includes('*')) || (r.domains && !r.domains.includes('*'));
 const withoutId = ({ id: _id, ...rest }: MandateRule | (Omit<MandateRule, 'id'> & { id?: string })) => rest;
 
+function refuseDuplicates(rules: MandateInput['rules']): void {
+  const errors = duplicateRules(rules as unknown as Array<Record<string, unknown>>, canonicalJson);
+  if (errors.length > 0) throw new AppError('invalid_mandate', { details: { errors } });
+}
+
 export function createMandatesService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxRules: number | null }) {
   const { store, clock, ids, ledger } = deps;
   const t = store.tables;
@@ -58,6 +65,7 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
     },
 
     async put(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> {
+      refuseDuplicates(input.rules);
       return store.write(() => {
         const current = t.mandates.get([wid, aid])?.rules ?? [];
         const rules = withIds(input.rules, current, ids);
@@ -86,6 +94,7 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
     },
 
     async createTemplate(wid: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {
+      refuseDuplicates(input.rules);
       return store.write(() => {
         const template: TemplateRecord = {
           id: ids.id('tpl'), workspaceId: wid, name: input.name,

@@ -14,7 +14,8 @@ import { verifyReceipt, type VerifyResult } from './verify.js';
  * - `jti` is the action id; `exp` is `iat` plus the configured lifetime.
  * - Online verification trusts exactly the keys in the store that are not revoked, and marks
  *   the receipt seen: from the second check on, `replayed` is true. An invalid receipt is
- *   never marked.
+ *   never marked. A receipt withdrawn because its action failed or was cancelled (before any
+ *   online check) answers `revoked`; offline verifiers cannot know of that withdrawal.
  */
 export interface OnlineVerifyResult {
   valid: boolean;
@@ -102,14 +103,19 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
       }, clock.now());
       if (!result.valid || !result.claims) return { valid: false, claims: null, reason: result.reason, replayed: false };
       const jti = result.claims.jti;
-      // Seen before: nothing to write. Two first checks racing both reach the write, where only
-      // one finds the receipt unseen.
+      const withdrawn = { valid: false, claims: null, reason: 'revoked' as const, replayed: false };
+      // Seen before: nothing to write (a receipt once seen is never withdrawn).
       if (t.receiptsSeen.has(jti)) return { valid: true, claims: result.claims, reason: null, replayed: true };
-      const replayed = await store.write(() => {
-        if (t.receiptsSeen.has(jti)) return true;
+      if (t.receiptsWithdrawn.has(jti)) return withdrawn;
+      // Inside the write, against a settlement racing this check: one of them comes first.
+      const outcome = await store.write(() => {
+        if (t.receiptsWithdrawn.has(jti)) return 'withdrawn' as const;
+        if (t.receiptsSeen.has(jti)) return 'replayed' as const;
         t.receiptsSeen.put(jti, isoAt(clock.now()));
-        return false;
+        return 'first' as const;
       });
+      if (outcome === 'withdrawn') return withdrawn;
+      const replayed = outcome === 'replayed';
       return { valid: true, claims: result.claims, reason: null, replayed };
     },
   };

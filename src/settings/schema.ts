@@ -50,6 +50,7 @@ export interface Settings {
   };
   rateLimits: { publicPerMinute: number; signInPerMinute: number; gatePerMinute: number };
   receipts: { ttlDays: number };
+  approvals: { ttlHours: number };
   ledger: { checkpointIntervalMs: number };
   plan: { agents: number | null; mandateRules: number | null };
   session: { ttlHours: number };
@@ -107,6 +108,9 @@ export const settingsSchema = Joi.object<Settings>({
   receipts: Joi.object({
     ttlDays: Joi.number().integer().min(1).max(3650).default(90).description('a receipt expires this many days after it was signed'),
   }).default(),
+  approvals: Joi.object({
+    ttlHours: Joi.number().min(0.01).max(720).default(24).description('a waiting approval expires this long after the action asked (its action is then denied)'),
+  }).default(),
   ledger: Joi.object({
     checkpointIntervalMs: Joi.number().integer().min(100).max(60000).default(1000)
       .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
@@ -157,6 +161,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_SIGNIN_RATE_PER_MINUTE', 'rateLimits.signInPerMinute'],
   ['SVC_GATE_RATE_PER_MINUTE', 'rateLimits.gatePerMinute'],
   ['SVC_RECEIPT_TTL_DAYS', 'receipts.ttlDays'],
+  ['SVC_APPROVAL_TTL_HOURS', 'approvals.ttlHours'],
   ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],

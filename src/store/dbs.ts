@@ -22,6 +22,11 @@ export interface UserRecord {
   passwordHash: string;
   /** Set for a password someone else chose (the first start's one-time password). */
   mustChangePassword?: boolean;
+  /**
+   * Two-factor (RFC 6238), absent when never enrolled. `sealed`: the secret under AES-256-GCM
+   * (people/two-factor.ts), never in clear; `confirmedAt` null while enrolment awaits its first
+   * code (not yet asked at sign-in); `lastStep`: the last time step a code was accepted at.
+   */
   createdAt: string;
 }
 
@@ -91,11 +96,13 @@ export interface TemplateRecord {
 export type ActionStatus = 'allowed' | 'denied' | 'pending_approval' | 'settled';
 export type Decision = 'allow' | 'deny' | 'review';
 
-/** What an allowed action adds to a period's usage, so a settlement can release or replace it. */
+/** What an allowed action adds to its rule's usage (mandates/usage.ts), so a settlement can release or replace it. */
 export interface PeriodCharge {
-  ruleId: string;
+  /** The rule's cover, hashed: usage follows what a rule covers, not its id. */
+  usageKey: string;
   currency: string;
-  periodStart: string;
+  /** The UTC day the amount counts on. */
+  day: string;
   amount: number;
 }
 
@@ -143,6 +150,17 @@ export interface ApprovalRecord {
   requiredApprovals: number;
   separationOfDuties: boolean;
   createdAt: string;
+  expiresAt: string;
+  /** Who denied it and why, or why it turned into a deny (limits used meanwhile, expiry). */
+  decidedBy?: string | null;
+  reason?: string | null;
+}
+
+/** "Stop every agent" in force for a workspace (absent: not in force). */
+export interface StopAllRecord {
+  reason: string;
+  by: string;
+  at: string;
 }
 
 /**
@@ -242,14 +260,20 @@ export interface Tables {
   actions: Table<ActionRecord>;
   /** [wid, aid, idempotency key] -> the action it made (kept 24 hours) */
   idempotency: Table<IdempotencyRecord>;
-  /** [wid, aid, ruleId, currency, periodStart] -> minor units allowed or settled in that period */
+  /** [wid, aid, usageKey, currency, day] -> minor units allowed or settled that day under that cover */
   periodUsage: Table<number>;
   /** [wid, aprId] -> approval */
   approvals: Table<ApprovalRecord>;
+  /** [expiresAt, wid, aprId] -> true, for waiting approvals only: the expiry sweep's queue */
+  pendingApprovals: Table<true>;
+  /** wid -> "stop every agent", while in force */
+  stopAll: Table<StopAllRecord>;
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */
   signingKeys: Table<SigningKeyRecord>;
   /** receipt jti -> first online verification time */
   receiptsSeen: Table<string>;
+  /** receipt jti -> why it no longer stands (its action failed or was cancelled) */
+  receiptsWithdrawn: Table<{ at: string; reason: string }>;
   /** wid -> ledger head */
   ledgerHeads: Table<LedgerHead>;
   /** [wid, index] -> ledger record bytes and leaf hash */
@@ -261,6 +285,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'actions', 'idempotency', 'periodUsage', 'approvals',
-  'signingKeys', 'receiptsSeen', 'ledgerHeads', 'ledger', 'checkpoints',
+  'mandates', 'templates', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'stopAll',
+  'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

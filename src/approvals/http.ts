@@ -1,0 +1,77 @@
+import Joi from 'joi';
+import type { Plugin, Request } from '@hapi/hapi';
+import { AppError } from '../errors/app-error.js';
+import type { Guards } from '../http/guards.js';
+import { actorOf, caller } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { PeopleService } from '../people/index.js';
+import type { Approvals, ApproveOutcome, Decider } from './service.js';
+
+const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
+const apid = Joi.string().max(64).required();
+const note = Joi.object({ note: Joi.string().trim().max(1000).allow('') }).allow(null);
+
+/**
+ * Approvals in the console (SPEC.md 4.6, API.md 2): list (members and up), approve and deny
+ * (signed-in people only; the rules of approvals/service.ts decide who).
+ */
+function answer(outcome: ApproveOutcome) {
+  if (outcome.kind === 'waiting_for_second') {
+    throw new AppError('second_person_required', { details: { approval: outcome.approval } });
+  }
+  if (outcome.kind === 'expired') {
+    throw new AppError('approval_closed', { message: `Approval ${outcome.approval.id} expired at ${outcome.approval.expiresAt}; its action was denied.` });
+  }
+  return outcome.approval;
+}
+
+export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleService; production: boolean; guards: Guards }> = {
+  name: 'svc-approvals',
+  register(server, { approvals, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
+    const write = { onPreAuth: guards.consoleWrite };
+    const decider = (request: Request, w: string): Decider => {
+      const c = caller(request, 'session');
+      return { userId: c.user.id, actor: actorOf(c), role: people.authorize(w, c.user, 'approvals.decide') };
+    };
+    const body = (request: Request) => ((request.payload as { note?: string } | null)?.note || null);
+
+    server.route([
+      {
+        method: 'GET', path: '/api/w/{wid}/approvals',
+        options: {
+          auth: session,
+          validate: {
+            params: Joi.object({ wid }),
+            query: Joi.object({
+              status: Joi.string().valid('pending', 'approved', 'denied', 'expired'),
+              limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64),
+            }),
+          },
+        },
+        handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          people.authorize(w, caller(request, 'session').user, 'approvals.read');
+          const { status, limit, cursor } = request.query as { status?: 'pending'; limit: number; cursor?: string };
+          return approvals.list(w, { limit, ...(status ? { status } : {}), ...(cursor ? { after: cursor } : {}) });
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/approvals/{apid}/approve',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
+        async handler(request) {
+          const { wid: w, apid: a } = request.params as { wid: string; apid: string };
+          return answer(await approvals.approve(w, a, decider(request, w), body(request)));
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/approvals/{apid}/deny',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
+        async handler(request) {
+          const { wid: w, apid: a } = request.params as { wid: string; apid: string };
+          return answer(await approvals.deny(w, a, decider(request, w), body(request)));
+        },
+      },
+    ]);
+  },
+};

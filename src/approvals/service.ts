@@ -1,0 +1,227 @@
+import { AppError } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { Ledger } from '../ledger/service.js';
+import { readStanding } from '../killswitch/standing.js';
+import { evaluate } from '../mandates/evaluate.js';
+import { usageRepo } from '../mandates/usage.js';
+import type { Receipts } from '../receipts/service.js';
+import type { ActionRecord, ApprovalRecord, Role, Store } from '../store/index.js';
+
+/**
+ * Human approvals (SPEC.md 1.4, 4.6; API.md 2). Decided only by signed-in people: no route a key
+ * or token reaches calls this module.
+ * Rules:
+ * - Who may decide: owners and admins; members only for agents that act for them; when the rule
+ *   names approvers, only those people (whatever their role).
+ * - Separation of duties (the rule says so): the person the agent acts for may not approve its
+ *   action (403 separation_of_duties). Denying stays open to them.
+ * - Two-person rules (`count: 2`): each person approves once; the first approval is recorded and
+ *   answered 409 second_person_required until a second, different person approves.
+ * - An action of a stopped agent cannot be approved (403 agent_stopped); it can be denied.
+ * - When the last approval arrives the action is checked afresh against the mandate and period
+ *   usage as they are then: allowed, it gets its receipt with `hum: true`; limits used meanwhile
+ *   turn it into a deny naming the signal (the approval then ends `denied` with that reason).
+ * - An approval expires `ttl` after it was asked; its action is then denied (`approval_expired`).
+ *   Deciding it afterwards is 409 approval_closed; so is deciding one already decided.
+ * - Every approval, denial and expiry is a ledger record naming the person (or the system).
+ */
+export interface Decider {
+  userId: string;
+  role: Role;
+  actor: string;
+}
+
+export interface ApprovalView {
+  id: string;
+  actionId: string;
+  agentId: string;
+  status: ApprovalRecord['status'];
+  approvers: string[] | null;
+  approvals: ApprovalRecord['approvals'];
+  requiredApprovals: number;
+  separationOfDuties: boolean;
+  createdAt: string;
+  expiresAt: string;
+  decidedBy: string | null;
+  reason: string | null;
+  action: { type: string; summary: string; payment: ActionRecord['payment']; target: ActionRecord['target'] } | null;
+}
+
+export type ApproveOutcome =
+  | { kind: 'decided'; approval: ApprovalView }
+  | { kind: 'waiting_for_second'; approval: ApprovalView }
+  | { kind: 'expired'; approval: ApprovalView };
+
+export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledger; receipts: Receipts }) {
+  const { store, clock, ledger, receipts } = deps;
+  const t = store.tables;
+  const usage = usageRepo(store);
+
+  const view = (a: ApprovalRecord, nowMs: number): ApprovalView => {
+    const action = t.actions.get([a.workspaceId, a.actionId]);
+    const expired = a.status === 'pending' && Date.parse(a.expiresAt) <= nowMs;
+    return {
+      id: a.id, actionId: a.actionId, agentId: a.agentId, status: expired ? 'expired' : a.status, approvers: a.approvers,
+      approvals: a.approvals, requiredApprovals: a.requiredApprovals, separationOfDuties: a.separationOfDuties,
+      createdAt: a.createdAt, expiresAt: a.expiresAt, decidedBy: a.decidedBy ?? null, reason: a.reason ?? null,
+      action: action ? { type: action.type, summary: action.summary, payment: action.payment, target: action.target } : null,
+    };
+  };
+
+  const pendingInWrite = (wid: string, aprId: string): { approval: ApprovalRecord; action: ActionRecord } => {
+    const approval = t.approvals.get([wid, aprId]);
+    const action = approval && t.actions.get([wid, approval.actionId]);
+    if (!approval || !action) throw new AppError('not_found', { message: 'No such approval in this workspace.' });
+    return { approval, action };
+  };
+
+  /** Writes an approval that is no longer waiting, and takes it off the expiry queue. */
+  const settleApproval = (a: ApprovalRecord): void => {
+    t.approvals.put([a.workspaceId, a.id], a);
+    if (a.status !== 'pending') t.pendingApprovals.remove([a.expiresAt, a.workspaceId, a.id]);
+  };
+
+  const closed = (approval: ApprovalRecord) => new AppError('approval_closed', { message: `Approval ${approval.id} is ${approval.status}; it is no longer waiting.` });
+
+  /** Ends an approval past its time: its action is denied. Inside store.write(). */
+  const expireInWrite = (approval: ApprovalRecord, action: ActionRecord): ApprovalRecord => {
+    const expired: ApprovalRecord = { ...approval, status: 'expired', decidedBy: 'system', reason: 'nobody decided in time' };
+    const evidence = ledger.record({ workspaceId: approval.workspaceId, actor: 'system', kind: 'approval.expired', subject: approval.id, data: { actionId: action.id } });
+    settleApproval(expired);
+    t.actions.put([action.workspaceId, action.id], {
+      ...action, decision: 'deny', status: 'denied', decidedStatus: 'denied', signals: ['approval_expired'],
+      reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.`, evidenceRecord: evidence.id,
+    });
+    return expired;
+  };
+
+  /** May this person decide this approval at all (before duties and counts)? */
+  const checkDecider = (approval: ApprovalRecord, actsFor: string | null, who: Decider): void => {
+    if (approval.approvers) {
+      if (!approval.approvers.includes(who.userId)) {
+        throw new AppError('forbidden', { message: `Only the approvers the rule names may decide this approval: ${approval.approvers.join(', ')}.`, fix: 'Ask one of the named approvers to decide it.' });
+      }
+      return;
+    }
+    if (who.role === 'owner' || who.role === 'admin') return;
+    if (who.role === 'member' && actsFor === who.userId) return;
+    throw new AppError('forbidden', { message: 'Only owners, admins, or the member the agent acts for may decide this approval.', fix: 'Ask an owner or an admin to decide it.' });
+  };
+
+  return {
+    /** Ends every waiting approval past its time (the server runs this periodically). */
+    async expireDue(): Promise<number> {
+      const due = (now: number) => t.pendingApprovals.scan([], { limit: 500 }).filter((e) => Date.parse(String(e.key[0])) <= now);
+      if (due(clock.now()).length === 0) return 0;
+      return store.write(() => {
+        let n = 0;
+        for (const { key } of due(clock.now())) {
+          const approval = t.approvals.get([String(key[1]), String(key[2])]);
+          const action = approval && t.actions.get([approval.workspaceId, approval.actionId]);
+          if (!approval || !action || approval.status !== 'pending') {
+            t.pendingApprovals.remove(key);
+            continue;
+          }
+          expireInWrite(approval, action);
+          n += 1;
+        }
+        return n;
+      });
+    },
+
+    list(wid: string, options: { status?: ApprovalRecord['status']; after?: string; limit: number }): { data: ApprovalView[]; next: string | null } {
+      const now = clock.now();
+      const out: ApprovalView[] = [];
+      let after = options.after;
+      for (;;) {
+        const rows = t.approvals.scan([wid], { ...(after ? { after } : {}), limit: 200 });
+        for (const { value } of rows) {
+          const v = view(value, now);
+          if (!options.status || v.status === options.status) out.push(v);
+          if (out.length > options.limit) break;
+        }
+        if (rows.length < 200 || out.length > options.limit) break;
+        after = rows[rows.length - 1]!.value.id;
+      }
+      const page = out.slice(0, options.limit);
+      return { data: page, next: out.length > options.limit ? page[page.length - 1]!.id : null };
+    },
+
+    async approve(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {
+      return store.write((): ApproveOutcome => {
+        const now = clock.now();
+        const { approval, action } = pendingInWrite(wid, aprId);
+        if (approval.status !== 'pending') throw closed(approval);
+        if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
+        const agent = t.agents.get([wid, action.agentId]);
+        checkDecider(approval, agent?.actsFor ?? null, who);
+        if (approval.separationOfDuties && agent?.actsFor === who.userId) {
+          throw new AppError('separation_of_duties', { message: 'You are the person this agent acts for, and its rule asks for separation of duties: someone else must approve.' });
+        }
+        if (approval.approvals.some((a) => a.by === who.userId)) {
+          throw new AppError('second_person_required', { message: 'You already approved this; a second, different person must approve too.' });
+        }
+        const standing = readStanding(store, wid, action.agentId);
+        if (standing.stopped) {
+          throw new AppError('agent_stopped', {
+            message: 'The agent is stopped: its action cannot be approved until a permitted person restarts it. It can be denied.',
+            fix: 'Restart the agent first, or deny the approval.',
+            details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: action.agentId },
+          });
+        }
+        const at = isoAt(now);
+        const approvals = [...approval.approvals, { by: who.userId, at, note }];
+        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.approved', subject: approval.id, data: { actionId: action.id, note, count: approvals.length, required: approval.requiredApprovals } });
+        if (approvals.length < approval.requiredApprovals) {
+          const waiting = { ...approval, approvals };
+          t.approvals.put([wid, approval.id], waiting);
+          return { kind: 'waiting_for_second', approval: view(waiting, now) };
+        }
+        // Every approval is in: a fresh check against the mandate and usage as they are now.
+        const verdict = evaluate(t.mandates.get([wid, action.agentId])?.rules ?? [], {
+          type: action.type, amount: action.payment?.amount ?? null, currency: action.payment?.currency ?? null,
+          merchant: action.payment?.merchant ?? null, domain: action.target?.domain ?? null,
+        }, (key, currency, start) => usage.sum(wid, action.agentId, key, currency, start), now, { approved: true });
+        let decided: ApprovalRecord;
+        if (verdict.decision === 'deny') {
+          decided = { ...approval, approvals, status: 'denied', decidedBy: 'system', reason: verdict.reason };
+          const evidence = ledger.record({ workspaceId: wid, actor: 'system', kind: 'action.denied', subject: action.id, data: { approvalId: approval.id, signals: verdict.signals, reason: verdict.reason } });
+          t.actions.put([wid, action.id], { ...action, decision: 'deny', status: 'denied', decidedStatus: 'denied', signals: [...verdict.signals], reason: verdict.reason, evidenceRecord: evidence.id });
+        } else {
+          decided = { ...approval, approvals, status: 'approved', decidedBy: who.actor, reason: null };
+          const allowed: ActionRecord = {
+            ...action, decision: 'allow', status: 'allowed', decidedStatus: 'allowed', signals: [], ruleId: verdict.rule.id,
+            reason: `Approved by ${approvals.map((a) => `user:${a.by}`).join(' and ')}.`,
+            charge: verdict.decision === 'allow' ? verdict.charge : null,
+          };
+          if (allowed.charge) usage.add(wid, action.agentId, allowed.charge, allowed.charge.amount);
+          if (allowed.payment) allowed.receipt = receipts.issueInWrite(allowed, true, now);
+          ledger.record({ workspaceId: wid, actor: who.actor, kind: 'action.allowed', subject: action.id, data: { approvalId: approval.id, ruleId: verdict.rule.id, receipt: allowed.receipt !== null, hum: true } });
+          t.actions.put([wid, action.id], allowed);
+        }
+        settleApproval(decided);
+        return { kind: 'decided', approval: view(decided, now) };
+      });
+    },
+
+    async deny(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {
+      return store.write((): ApproveOutcome => {
+        const now = clock.now();
+        const { approval, action } = pendingInWrite(wid, aprId);
+        if (approval.status !== 'pending') throw closed(approval);
+        if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
+        checkDecider(approval, t.agents.get([wid, action.agentId])?.actsFor ?? null, who);
+        const denied: ApprovalRecord = { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
+        const evidence = ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.denied', subject: approval.id, data: { actionId: action.id, note } });
+        settleApproval(denied);
+        t.actions.put([wid, action.id], {
+          ...action, decision: 'deny', status: 'denied', decidedStatus: 'denied', signals: ['approval_denied'],
+          reason: `Denied by user:${who.userId}${note ? `: ${note}` : '.'}`, evidenceRecord: evidence.id,
+        });
+        return { kind: 'decided', approval: view(denied, now) };
+      });
+    },
+  };
+}
+
+export type Approvals = ReturnType<typeof createApprovals>;

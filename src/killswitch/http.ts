@@ -1,0 +1,78 @@
+import Joi from 'joi';
+import type { Plugin, Request } from '@hapi/hapi';
+import { toAgentView, type AgentsService } from '../agents/index.js';
+import type { Guards } from '../http/guards.js';
+import { actorOf, caller } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { PeopleService } from '../people/index.js';
+import type { KillSwitch, Who } from './service.js';
+
+const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
+const aid = Joi.string().max(64).required();
+const reason = Joi.object({ reason: Joi.string().trim().min(1).max(500).required() });
+
+/**
+ * The kill switch in the console (API.md 2): stop (members: agents that act for them), restart
+ * (the person the agent acts for, an owner or an admin), and "stop every agent" (owners, admins).
+ * Session only: no key or token reaches these routes.
+ */
+export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsService; people: PeopleService; production: boolean; guards: Guards }> = {
+  name: 'svc-kill-switch',
+  register(server, { killSwitch, agents, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
+    const write = { onPreAuth: guards.consoleWrite };
+    const params = (request: Request) => request.params as { wid: string; aid: string };
+    const who = (request: Request, w: string, permission: 'agents.manage' | 'workspace.stopAll' | 'workspace.read'): Who => {
+      const c = caller(request, 'session');
+      return { actor: actorOf(c), userId: c.user.id, role: people.authorize(w, c.user, permission) };
+    };
+
+    server.route([
+      {
+        method: 'POST', path: '/api/w/{wid}/agents/{aid}/stop',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: reason } },
+        async handler(request) {
+          const { wid: w, aid: a } = params(request);
+          const by = who(request, w, 'agents.manage');
+          agents.manageable(w, a, by);
+          return toAgentView(await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by));
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/agents/{aid}/restart',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: Joi.object().allow(null) } },
+        async handler(request) {
+          const { wid: w, aid: a } = params(request);
+          return toAgentView(await killSwitch.restart(w, a, who(request, w, 'workspace.read')));
+        },
+      },
+      {
+        method: 'GET', path: '/api/w/{wid}/stop-all',
+        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        handler(request) {
+          const { wid: w } = params(request);
+          who(request, w, 'workspace.read');
+          return killSwitch.stopAllState(w);
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/stop-all',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: reason } },
+        async handler(request) {
+          const { wid: w } = params(request);
+          await killSwitch.stopAll(w, (request.payload as { reason: string }).reason, who(request, w, 'workspace.stopAll'));
+          return killSwitch.stopAllState(w);
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/stop-all',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }) } },
+        async handler(request) {
+          const { wid: w } = params(request);
+          await killSwitch.startAll(w, who(request, w, 'workspace.stopAll'));
+          return killSwitch.stopAllState(w);
+        },
+      },
+    ]);
+  },
+};

@@ -1,0 +1,39 @@
+import test from 'ava';
+import { call } from '../helpers/http.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+
+/**
+ * Review: POST /v1/verify is public (no credential; 120 requests a minute per address). A body
+ * of ~650 KB holding 60,000 unknown members makes Joi (abortEarly: false) build 60,000 errors:
+ * ~0.3-0.7 s of event loop per request and a 5 MB answer. Ten such requests from one address
+ * stall every other request of the server for seconds; 120 a minute keep it stalled.
+ * A receipt is at most 8 KB: the route has no reason to read, validate and echo that much.
+ */
+
+let server: RunningServer;
+
+test.before(async () => {
+  server = await startServer();
+});
+
+test.after.always(() => stopAndClean(server));
+
+const BODY = `{${Array.from({ length: 60_000 }, (_, i) => `"k${i}":1`).join(',')}}`;
+
+test('a body of many unknown members is refused cheaply, with a small answer', async (t) => {
+  const res = await call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: BODY });
+  t.true(res.status === 400 || res.status === 413, res.text.slice(0, 200));
+  t.true(res.text.length < 64 * 1024, `the answer is ${res.text.length} bytes for a ${BODY.length}-byte request`);
+});
+
+test('ten such requests do not stall the server', async (t) => {
+  const started = Date.now();
+  const burst = Array.from({ length: 10 }, () => call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: BODY }));
+  await new Promise((r) => setTimeout(r, 50));
+  const probeStart = Date.now();
+  const health = await call(server.url, 'GET', '/.well-known/jwks.json');
+  const probeMs = Date.now() - probeStart;
+  await Promise.all(burst);
+  t.is(health.status, 200, `an unrelated request was answered ${health.status} ${health.body?.error?.type ?? ''} after ${probeMs} ms`);
+  t.true(probeMs < 1000, `an unrelated request waited ${probeMs} ms behind the burst (burst total ${Date.now() - started} ms)`);
+});
