@@ -5,7 +5,7 @@ import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
-import { toAgentView, type AgentActor, type AgentsService } from './service.js';
+import type { AgentActor, AgentsService } from './service.js';
 
 const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const aid = Joi.string().max(64).required();
@@ -52,7 +52,7 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; pe
         },
         handler(request) {
           const { tag, status } = request.query as { tag?: string; status?: string };
-          const data = agents.list(caller(request, 'service-token').workspaceId).map(toAgentView)
+          const data = agents.list(caller(request, 'service-token').workspaceId).map((a) => agents.view(a))
             .filter((a) => (!tag || a.tags.includes(tag)) && (!status || a.status === status));
           return { data, next: null };
         },
@@ -73,7 +73,7 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; pe
         async handler(request, h) {
           const { wid: w } = params(request);
           const body = request.payload as { name: string; actsFor?: string | null; tags?: string[] };
-          return h.response(toAgentView(await agents.create({ workspaceId: w, ...body }, who(request, w)))).code(201);
+          return h.response(agents.view(await agents.create({ workspaceId: w, ...body }, who(request, w)))).code(201);
         },
       },
       {
@@ -82,7 +82,7 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; pe
         handler(request) {
           const { wid: w, aid: a } = params(request);
           people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          return toAgentView(agents.manageable(w, a, { actor: 'read' }));
+          return agents.view(agents.manageable(w, a, { actor: 'read' }));
         },
       },
       {
@@ -90,7 +90,7 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; pe
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: patchSchema } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return toAgentView(await agents.update(w, a, request.payload as { name?: string }, who(request, w)));
+          return agents.view(await agents.update(w, a, request.payload as { name?: string }, who(request, w)));
         },
       },
       {

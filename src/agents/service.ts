@@ -2,7 +2,8 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { Ledger } from '../ledger/service.js';
-import type { AgentRecord, Hold, Role, Store } from '../store/index.js';
+import { standingOf } from '../killswitch/standing.js';
+import type { AgentRecord, Hold, Role, StopAllRecord, Store } from '../store/index.js';
 import { agentsRepo } from './repo.js';
 
 /**
@@ -25,9 +26,14 @@ export interface AgentView {
   createdAt: string;
 }
 
-export function toAgentView(a: AgentRecord): AgentView {
-  const holds = a.holds ?? [];
-  return { id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: holds.length > 0 ? 'stopped' : 'running', holds, createdAt: a.createdAt };
+/**
+ * An agent as people see it. Its standing is the one the gate enforces (killswitch/standing.ts):
+ * while "stop every agent" is in force the agent shows stopped, with that stop as a `workspace`
+ * hold (shown, never stored on the agent).
+ */
+export function toAgentView(a: AgentRecord, stopAll?: StopAllRecord): AgentView {
+  const holds = [...(a.holds ?? []), ...(stopAll ? [{ hold: 'workspace', reason: stopAll.reason, by: stopAll.by, at: stopAll.at }] : [])];
+  return { id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: standingOf(a, stopAll).stopped ? 'stopped' : 'running', holds, createdAt: a.createdAt };
 }
 
 /** Who is asking, as far as agents care: their id and role, or a machine. */
@@ -101,6 +107,11 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
       });
     },
 
+    /** The agent as people see it, with the workspace's stop-all read now. */
+    view(agent: AgentRecord): AgentView {
+      return toAgentView(agent, t.stopAll.get(agent.workspaceId));
+    },
+
     /** A live agent the caller may manage (members: their own), or 404/403. */
     manageable(wid: string, aid: string, who: AgentActor): AgentRecord {
       const agent = live(wid, aid);
@@ -128,7 +139,8 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
         after = rows[rows.length - 1]!.id;
       }
       const page = out.slice(0, options.limit);
-      return { data: page.map(toAgentView), next: out.length > options.limit ? page[page.length - 1]!.id : null };
+      const stopAll = t.stopAll.get(wid);
+      return { data: page.map((a) => toAgentView(a, stopAll)), next: out.length > options.limit ? page[page.length - 1]!.id : null };
     },
   };
 }

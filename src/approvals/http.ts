@@ -51,9 +51,10 @@ export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleServi
         },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
-          people.authorize(w, caller(request, 'session').user, 'approvals.read');
+          const { user } = caller(request, 'session');
+          const role = people.authorize(w, user, 'approvals.read');
           const { status, limit, cursor } = request.query as { status?: 'pending'; limit: number; cursor?: string };
-          return approvals.list(w, { limit, ...(status ? { status } : {}), ...(cursor ? { after: cursor } : {}) });
+          return approvals.list(w, { limit, ...(status ? { status } : {}), ...(cursor ? { after: cursor } : {}), ...(role === 'member' ? { onlyFor: user.id } : {}) });
         },
       },
       {

@@ -129,7 +129,8 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
       });
     },
 
-    list(wid: string, options: { status?: ApprovalRecord['status']; after?: string; limit: number }): { data: ApprovalView[]; next: string | null } {
+    /** `onlyFor`: a member sees the approvals of agents that act for them (or name them). */
+    list(wid: string, options: { status?: ApprovalRecord['status']; after?: string; limit: number; onlyFor?: string }): { data: ApprovalView[]; next: string | null } {
       const now = clock.now();
       const out: ApprovalView[] = [];
       let after = options.after;
@@ -137,7 +138,9 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         const rows = t.approvals.scan([wid], { ...(after ? { after } : {}), limit: 200 });
         for (const { value } of rows) {
           const v = view(value, now);
-          if (!options.status || v.status === options.status) out.push(v);
+          const visible = !options.onlyFor || value.approvers?.includes(options.onlyFor)
+            || t.agents.get([wid, value.agentId])?.actsFor === options.onlyFor;
+          if (visible && (!options.status || v.status === options.status)) out.push(v);
           if (out.length > options.limit) break;
         }
         if (rows.length < 200 || out.length > options.limit) break;

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
-import { toAgentView, type AgentsService } from '../agents/index.js';
+import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
 import { actorOf, caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
@@ -35,7 +35,7 @@ export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsSe
           const { wid: w, aid: a } = params(request);
           const by = who(request, w, 'agents.manage');
           agents.manageable(w, a, by);
-          return toAgentView(await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by));
+          return agents.view(await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by));
         },
       },
       {
@@ -43,7 +43,7 @@ export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsSe
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: Joi.object().allow(null) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return toAgentView(await killSwitch.restart(w, a, who(request, w, 'workspace.read')));
+          return agents.view(await killSwitch.restart(w, a, who(request, w, 'workspace.read')));
         },
       },
       {

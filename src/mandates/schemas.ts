@@ -45,6 +45,12 @@ export const ruleSchema = Joi.object<MandateRule>({
     approvers: Joi.array().items(Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/)).min(1).max(50).unique(),
     count: Joi.number().valid(1, 2).default(1),
     separationOfDuties: Joi.boolean().default(false),
+  }).custom((approval: { approvers?: string[]; count: number }, helpers) => {
+    // Each person approves once: a two-person rule naming one approver could never be met.
+    if (approval.approvers && approval.approvers.length < approval.count) {
+      return helpers.message({ custom: `{{#label}} asks for ${approval.count} approvals but names ${approval.approvers.length} approver(s)` });
+    }
+    return approval;
   }),
 })
   // Limits need a currency: an amount is meaningless without one.

@@ -109,7 +109,7 @@ export const settingsSchema = Joi.object<Settings>({
     ttlDays: Joi.number().integer().min(1).max(3650).default(90).description('a receipt expires this many days after it was signed'),
   }).default(),
   approvals: Joi.object({
-    ttlHours: Joi.number().min(0.01).max(720).default(24).description('a waiting approval expires this long after the action asked (its action is then denied)'),
+    ttlHours: Joi.number().min(0.0001).max(720).default(24).description('a waiting approval expires this long after the action asked (its action is then denied)'),
   }).default(),
   ledger: Joi.object({
     checkpointIntervalMs: Joi.number().integer().min(100).max(60000).default(1000)

@@ -168,7 +168,7 @@ test('every documented rule field is accepted together', async (t) => {
   const rule = {
     actions: ['payment', 'refund'], merchants: ['acme.example', 'globex.example'], currencies: ['EUR', 'USD'],
     maxAmount: 5000, periodLimit: { amount: 20000, period: 'week' },
-    approval: { above: 2000, approvers: [owner.id], count: 2, separationOfDuties: true },
+    approval: { above: 2000, approvers: [owner.id], count: 1, separationOfDuties: true },
   };
   const res = await putMandate(aid, { rules: [rule, { actions: ['crm.*'], domains: ['*.example.com'] }, { actions: ['*'], domains: ['api.example.com'] }] });
   t.is(res.status, 200, res.text);
@@ -184,6 +184,7 @@ const invalid: Array<[string, unknown, string]> = [
   ['periodLimit.period year', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], periodLimit: { amount: 100, period: 'year' } }, 'rules.0.periodLimit.period'],
   ['approval.count 3', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 10, count: 3 } }, 'rules.0.approval.count'],
   ['merchants empty', { actions: ['payment'], merchants: [], currencies: ['EUR'] }, 'rules.0.merchants'],
+  ['two approvals asked of one named approver', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 10, count: 2, approvers: ['usr_AAAAAAAAAAAAAAAAAAAAAA'] } }, 'rules.0.approval'],
   ['an unknown rule field', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], budget: 5 }, 'rules.0.budget'],
 ];
 
