@@ -48,7 +48,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const ledger = createLedger({ ...deps, signingKeys, originHost });
   const receipts = createReceipts({ store, clock, signingKeys, ledger, ttlSeconds: settings.receipts.ttlDays * 86_400, issuer });
   return {
-    people: createPeopleService({ ...deps, masterKey, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
+    people: createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
     agents: createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents }),
     keys: createKeysService({ ...deps, ledger }),
     serviceTokens: createServiceTokensService(deps),

@@ -3,9 +3,21 @@ import type { Plugin } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
+import type { Role } from '../store/index.js';
 import { MIN_PASSWORD_LENGTH, type PeopleService } from './service.js';
 
-/** Sign-in and the signed-in person (API.md section 2). */
+const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
+const uid = Joi.string().max(64).required();
+const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
+const role = Joi.string().valid('owner', 'admin', 'member', 'analyst', 'auditor');
+const name = Joi.string().trim().min(1).max(200);
+const code = Joi.string().pattern(/^\d{6}$/).required().messages({ 'string.pattern.base': '"code" must be the 6 digits your authenticator shows' });
+
+/**
+ * Sign-in, the signed-in person and their two-factor, and the members of a workspace
+ * (API.md section 2). Routes that check a secret (password, code) are limited per address and
+ * per account like sign-in.
+ */
 export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-people',
   register(server, { people, production, guards }) {
@@ -26,9 +38,10 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
           },
         },
         async handler(request, h) {
-          const { email, password } = request.payload as { email: string; password: string };
+          const { email, password, totp } = request.payload as { email: string; password: string; totp?: string };
+          // Every attempt counts against the account, a right password with a wrong code too.
           guards.accountAttempt(email);
-          const result = await people.signIn(email, password);
+          const result = await people.signIn(email, password, totp);
           h.state(cookieName, { sid: result.secret });
           return { user: result.user, workspaces: result.workspaces };
         },
@@ -65,6 +78,84 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
       {
         method: 'GET', path: '/api/me', options: { auth: session },
         handler: (request) => people.me(caller(request, 'session').user.id),
+      },
+      {
+        method: 'POST', path: '/api/me/totp', options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
+        handler: (request) => people.startTotp(caller(request, 'session').user.id),
+      },
+      {
+        method: 'POST', path: '/api/me/totp/confirm',
+        options: { auth: session, ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) }, validate: { payload: Joi.object({ code }) } },
+        handler(request) {
+          const { user } = caller(request, 'session');
+          guards.accountAttempt(user.email);
+          return people.confirmTotp(user.id, (request.payload as { code: string }).code);
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/me/totp',
+        options: { auth: session, ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) }, validate: { payload: Joi.object({ code }) } },
+        handler(request) {
+          const { user } = caller(request, 'session');
+          guards.accountAttempt(user.email);
+          return people.disableTotp(user.id, (request.payload as { code: string }).code);
+        },
+      },
+      {
+        method: 'GET', path: '/api/w/{wid}/members',
+        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
+        handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          people.authorize(w, caller(request, 'session').user, 'members.manage');
+          const { limit, cursor } = request.query as { limit: number; cursor?: string };
+          return people.listMembers(w, { limit, ...(cursor ? { after: cursor } : {}) });
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/members',
+        options: {
+          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid }),
+            payload: Joi.object({
+              email: Joi.string().trim().email({ tlds: false, minDomainSegments: 1 }).max(320).required(),
+              name: name.required(),
+              role: role.required(),
+              password: Joi.string().min(MIN_PASSWORD_LENGTH).max(1024),
+            }),
+          },
+        },
+        async handler(request, h) {
+          const { wid: w } = request.params as { wid: string };
+          const { user } = caller(request, 'session');
+          people.authorize(w, user, 'members.manage');
+          const input = request.payload as { email: string; name: string; role: Role; password?: string };
+          return h.response(await people.addMember({ workspaceId: w, ...input }, { userId: user.id })).code(201);
+        },
+      },
+      {
+        method: 'PATCH', path: '/api/w/{wid}/members/{uid}',
+        options: {
+          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, uid }), payload: Joi.object({ role, name }).or('role', 'name') },
+        },
+        handler(request) {
+          const { wid: w, uid: u } = request.params as { wid: string; uid: string };
+          const { user } = caller(request, 'session');
+          people.authorize(w, user, 'members.manage');
+          return people.updateMember(w, u, request.payload as { role?: Role; name?: string }, { userId: user.id });
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/members/{uid}',
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, uid }) } },
+        async handler(request) {
+          const { wid: w, uid: u } = request.params as { wid: string; uid: string };
+          const { user } = caller(request, 'session');
+          people.authorize(w, user, 'members.manage');
+          await people.removeMember(w, u, { userId: user.id });
+          return {};
+        },
       },
     ]);
   },

@@ -31,6 +31,23 @@ export function peopleRepo(store: Store) {
     roleIn(wid: string, uid: string): Role | undefined {
       return t.members.get([wid, uid])?.role;
     },
+    getMember(wid: string, uid: string): MemberRecord | undefined {
+      return t.members.get([wid, uid]);
+    },
+    /** A workspace's memberships in user id order, from after `after` (a user id). */
+    listMembers(wid: string, options: { after?: string; limit?: number }): MemberRecord[] {
+      return t.members.scan([wid], options).map((e) => e.value);
+    },
+    removeMember(wid: string, uid: string): void {
+      t.members.remove([wid, uid]);
+      t.userWorkspaces.remove([uid, wid]);
+    },
+    /** How many owners a workspace has (a scan of its memberships: workspaces are small). */
+    ownerCount(wid: string): number {
+      let owners = 0;
+      for (const { value } of t.members.scan([wid])) if (value.role === 'owner') owners += 1;
+      return owners;
+    },
     workspacesOf(uid: string): Array<{ workspace: WorkspaceRecord; role: Role }> {
       const out: Array<{ workspace: WorkspaceRecord; role: Role }> = [];
       for (const { key, value } of t.userWorkspaces.scan([uid])) {

@@ -3,9 +3,11 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Role, Store, UserRecord } from '../store/index.js';
+import { createMembers, type MembersLedger } from './members.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { roleAllows, rolesFor, type Permission } from './permissions.js';
 import { peopleRepo } from './repo.js';
+import { matchingStep, newTotpSecret, otpauthUri, sealTotpSecret, unsealTotpSecret } from './two-factor.js';
 
 /**
  * Rules:
@@ -17,6 +19,13 @@ import { peopleRepo } from './repo.js';
  *   changing one is replaced by a fresh one).
  * - A sign-in or a change whose password check raced a change does not commit.
  * - Until a person replaces a password someone else chose, no workspace permission holds.
+ * - With two-factor on, sign-in needs a code too, asked only once the password was right (a wrong
+ *   password answers exactly as before): a missing, wrong or already used code is
+ *   `401 totp_required`. A code is used once: the step it was accepted at is stored with the
+ *   session, in one transaction, so two sign-ins racing with one code make one session.
+ * - Two-factor is on only after a code confirms the enrolment; turning it off needs a code.
+ *   Starting an enrolment while it is on is refused (a stolen session cannot swap the secret).
+ * - Members: see members.ts.
  */
 
 /** The least a new password may be (NIST SP 800-63B asks at least 8; an operator's console, 12). */
@@ -29,6 +38,8 @@ export interface PeopleDeps {
   sessionTtlMs: number;
   /** Seals secrets that cannot be hashed (two-factor secrets). */
   masterKey: Buffer;
+  /** Records membership changes, when given. */
+  ledger?: MembersLedger;
 }
 
 export interface PublicUser {
@@ -37,6 +48,8 @@ export interface PublicUser {
   name: string;
   /** The password was chosen by someone else (the first start's one-time password): change it. */
   mustChangePassword: boolean;
+  /** Two-factor is on: sign-in asks for a code. */
+  totp: boolean;
 }
 
 export interface WorkspaceView {
@@ -46,8 +59,13 @@ export interface WorkspaceView {
 }
 
 export function toPublicUser(user: UserRecord): PublicUser {
-  return { id: user.id, email: user.email, name: user.name, mustChangePassword: user.mustChangePassword === true };
+  return {
+    id: user.id, email: user.email, name: user.name,
+    mustChangePassword: user.mustChangePassword === true, totp: totpOn(user),
+  };
 }
+
+const totpOn = (user: UserRecord | undefined): boolean => typeof user?.totp?.confirmedAt === 'string';
 
 function notCurrentPassword(): AppError {
   return invalidField('currentPassword', '"currentPassword" is not the current password');
@@ -60,9 +78,34 @@ function wrongCredentials(): AppError {
   });
 }
 
+function totpRequired(message: string): AppError {
+  return new AppError('totp_required', { message });
+}
+
+function wrongCode(): AppError {
+  return invalidField('code', '"code" is not the current code of your authenticator');
+}
+
 export function createPeopleService(deps: PeopleDeps) {
-  const { store, clock, ids } = deps;
+  const { store, clock, ids, masterKey } = deps;
   const repo = peopleRepo(store);
+  const members = createMembers({ store, clock, ids, repo, ledger: deps.ledger });
+
+  /** The step a code of this person's secret matches now and that was not used yet, or null. */
+  function freshStep(user: UserRecord, code: string): number | null {
+    if (!user.totp) return null;
+    const step = matchingStep(unsealTotpSecret(masterKey, user.id, user.totp.sealed), code, clock.now());
+    return step !== null && step > (user.totp.lastStep ?? -1) ? step : null;
+  }
+
+  /** Sign-in's second factor, once the password was right: the step the code used. */
+  function signInStep(user: UserRecord, code: string | undefined): number | null {
+    if (!totpOn(user)) return null;
+    if (code === undefined) throw totpRequired('This account needs a two-factor code: send it as totp.');
+    const step = freshStep(user, code);
+    if (step === null) throw totpRequired('The two-factor code is wrong, or was used already.');
+    return step;
+  }
 
   function workspacesOf(uid: string): WorkspaceView[] {
     return repo.workspacesOf(uid).map(({ workspace, role }) => ({ id: workspace.id, name: workspace.name, role }));
@@ -96,31 +139,27 @@ export function createPeopleService(deps: PeopleDeps) {
       return { workspaceId: workspace.id, ownerId: user.id };
     },
 
-    /** Adds a person to a workspace (members routes arrive with the people issue). */
-    async addMember(input: { workspaceId: string; email: string; name?: string; password: string; role: Role }) {
-      const passwordHash = await hashPassword(input.password);
-      const at = isoAt(clock.now());
-      return store.write(() => {
-        let user = repo.userByEmail(input.email);
-        if (!user) {
-          user = { id: ids.id('usr'), email: input.email.trim(), name: input.name ?? input.email.split('@')[0]!, passwordHash, createdAt: at };
-          repo.putUser(user);
-        }
-        repo.putMember({ workspaceId: input.workspaceId, userId: user.id, role: input.role, addedAt: at });
-        return toPublicUser(user);
-      });
-    },
+    ...members,
 
-    async signIn(email: string, password: string) {
+    async signIn(email: string, password: string, totp?: string) {
       const user = repo.userByEmail(email);
       const ok = await verifyPassword(user?.passwordHash, password);
       if (!user || !ok) throw wrongCredentials();
+      const step = signInStep(user, totp);
       const secret = ids.secret('sid');
       const now = clock.now();
       await store.write(() => {
         // The password verified above must still be the password when the session is stored:
         // a sign-in racing a password change must not outlive it.
-        if (repo.getUser(user.id)?.passwordHash !== user.passwordHash) throw wrongCredentials();
+        const latest = repo.getUser(user.id);
+        if (latest?.passwordHash !== user.passwordHash) throw wrongCredentials();
+        // The code is spent with the session: a second sign-in with it, even a racing one, fails.
+        if (totpOn(latest)) {
+          if (step === null || latest.totp!.sealed !== user.totp?.sealed || step <= (latest.totp!.lastStep ?? -1)) {
+            throw totpRequired('The two-factor code is wrong, or was used already.');
+          }
+          repo.putUser({ ...latest, totp: { ...latest.totp!, lastStep: step } });
+        }
         // Sessions are not kept past their expiry: each sign-in clears the person's expired ones.
         repo.removeExpiredSessionsOf(user.id, isoAt(now));
         repo.putSession(secretHash(secret), { userId: user.id, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
@@ -166,6 +205,59 @@ export function createPeopleService(deps: PeopleDeps) {
         repo.putSession(secretHash(secret), { userId: uid, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
         return { sessionsEnded, secret };
       });
+    },
+
+    /**
+     * Starts a two-factor enrolment: a new secret, sealed in the store and answered once. Until a
+     * code confirms it, sign-in does not ask for codes; a new start replaces a waiting one.
+     */
+    async startTotp(uid: string): Promise<{ secret: string; otpauthUri: string }> {
+      const user = repo.getUser(uid);
+      if (!user) throw new AppError('unauthenticated');
+      const secret = newTotpSecret();
+      const sealed = sealTotpSecret(masterKey, uid, secret);
+      await store.write(() => {
+        const latest = repo.getUser(uid);
+        if (!latest) throw new AppError('unauthenticated');
+        if (totpOn(latest)) {
+          throw invalidField(null, 'two-factor is already on: turn it off first (DELETE /api/me/totp with a code)');
+        }
+        repo.putUser({ ...latest, totp: { sealed, confirmedAt: null } });
+      });
+      return { secret, otpauthUri: otpauthUri(secret, user.email) };
+    },
+
+    /** A current code of the waiting enrolment turns two-factor on (and is spent). */
+    async confirmTotp(uid: string, code: string): Promise<{ totp: true }> {
+      const user = repo.getUser(uid);
+      if (!user) throw new AppError('unauthenticated');
+      if (!user.totp) throw invalidField(null, 'no two-factor enrolment is waiting: start one with POST /api/me/totp');
+      if (totpOn(user)) throw invalidField(null, 'two-factor is already on');
+      const step = freshStep(user, code);
+      if (step === null) throw wrongCode();
+      await store.write(() => {
+        const latest = repo.getUser(uid);
+        // Another enrolment started meanwhile: this code belongs to a secret no longer waiting.
+        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || totpOn(latest)) throw wrongCode();
+        repo.putUser({ ...latest, totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step } });
+      });
+      return { totp: true };
+    },
+
+    /** Turns two-factor off (or drops a waiting enrolment); needs a current, unused code. */
+    async disableTotp(uid: string, code: string): Promise<{ totp: false }> {
+      const user = repo.getUser(uid);
+      if (!user) throw new AppError('unauthenticated');
+      if (!user.totp) throw invalidField(null, 'two-factor is not on');
+      const step = freshStep(user, code);
+      if (step === null) throw wrongCode();
+      await store.write(() => {
+        const latest = repo.getUser(uid);
+        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1)) throw wrongCode();
+        const { totp: _off, ...rest } = latest;
+        repo.putUser(rest);
+      });
+      return { totp: false };
     },
 
     async signOut(secret: string): Promise<void> {

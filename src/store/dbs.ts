@@ -27,6 +27,7 @@ export interface UserRecord {
    * (people/two-factor.ts), never in clear; `confirmedAt` null while enrolment awaits its first
    * code (not yet asked at sign-in); `lastStep`: the last time step a code was accepted at.
    */
+  totp?: { sealed: string; confirmedAt: string | null; lastStep?: number };
   createdAt: string;
 }
 

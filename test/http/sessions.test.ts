@@ -78,7 +78,7 @@ test('GET /api/me answers the signed-in person and their workspaces', async (t) 
   const res = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
   t.is(res.status, 200, res.text);
   t.is(res.body.user.email, email);
-  t.deepEqual(Object.keys(res.body.user).sort(), ['email', 'id', 'mustChangePassword', 'name']);
+  t.deepEqual(Object.keys(res.body.user).sort(), ['email', 'id', 'mustChangePassword', 'name', 'totp']);
   t.is(res.body.user.mustChangePassword, true, 'the first start\'s one-time password is still in use');
   t.deepEqual(res.body.workspaces, [{ id: wid, name: 'Default', role: 'owner' }]);
 });

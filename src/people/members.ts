@@ -1,0 +1,166 @@
+import { AppError, invalidField } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import type { MemberRecord, Role, Store, UserRecord } from '../store/index.js';
+import { hashPassword } from './passwords.js';
+import type { PeopleRepo } from './repo.js';
+
+/**
+ * Members of a workspace (API.md section 2, members routes).
+ * Rules:
+ * - Adding a new email creates the person, and then needs a password someone chose for them;
+ *   an existing person is added by email alone (their password is theirs: never set here).
+ * - Someone already a member is not added twice (400 naming email).
+ * - Only an owner makes an owner (adding or promoting), and only an owner changes or removes an
+ *   owner's membership: an admin cannot take a workspace from its owners.
+ * - A workspace always keeps an owner: removing or demoting the last one is
+ *   `409 second_owner_required` (another owner must exist first).
+ * - Removing a member ends every session of theirs in the same transaction, so their very next
+ *   request is 401; the person keeps their account (and other workspaces).
+ * - The acting person's role is read again inside each write, so a change that raced a demotion
+ *   of the actor does not commit; the owner count is read there too, so two owners demoting each
+ *   other at once leave one.
+ * - With a ledger, each change is recorded in the same transaction, naming the actor.
+ */
+
+export interface MemberView {
+  id: string;
+  email: string;
+  name: string;
+  role: Role;
+  addedAt: string;
+}
+
+/** Who acts: a signed-in person (user:usr_…) or, for setup outside any route, nobody. */
+export interface MemberActor {
+  userId: string;
+}
+
+/** The part of the ledger the members need (records inside the caller's transaction). */
+export interface MembersLedger {
+  record(event: { workspaceId: string; actor: string; kind: string; subject: string; data: Record<string, unknown> }): unknown;
+}
+
+export interface AddMemberInput {
+  workspaceId: string;
+  email: string;
+  name?: string;
+  /** Needed when the email is new to the service; refused for an existing person. */
+  password?: string;
+  role: Role;
+}
+
+export function toMemberView(member: MemberRecord, user: UserRecord): MemberView {
+  return { id: user.id, email: user.email, name: user.name, role: member.role, addedAt: member.addedAt };
+}
+
+function noSuchMember(): AppError {
+  return new AppError('not_found', { message: 'No such member in this workspace.' });
+}
+
+function alreadyMember(user: UserRecord): AppError {
+  return invalidField('email', `"email" ${user.email} is already a member of this workspace`);
+}
+
+function passwordRequired(): AppError {
+  return invalidField('password', '"password" is required for a person new to this service');
+}
+
+function hasAccount(): AppError {
+  return invalidField('password', '"password" is not allowed: this person already has an account; add them by email alone');
+}
+
+function lastOwner(what: 'removed' | 'demoted'): AppError {
+  return new AppError('second_owner_required', {
+    message: `The workspace's last owner cannot be ${what}: another owner must exist first.`,
+    fix: 'Add or promote another person to owner first, then retry.',
+  });
+}
+
+function ownersOnly(action: string, role: Role | undefined): AppError {
+  return new AppError('forbidden', { message: `Only an owner may ${action}; you are ${role ?? 'not a member'}.`, fix: 'Ask an owner of this workspace to do it.' });
+}
+
+export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource; repo: PeopleRepo; ledger?: MembersLedger | undefined }) {
+  const { store, clock, ids, repo, ledger } = deps;
+  const actorName = (by: MemberActor | undefined) => (by ? `user:${by.userId}` : 'system');
+  /** The actor's role now, inside the write; setup outside any route (no actor) acts as an owner. */
+  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined => (by ? repo.roleIn(wid, by.userId) : 'owner');
+
+  return {
+    listMembers(wid: string, options: { after?: string; limit: number }): { data: MemberView[]; next: string | null } {
+      const rows = repo.listMembers(wid, { ...options, limit: options.limit + 1 });
+      const page = rows.slice(0, options.limit);
+      const data: MemberView[] = [];
+      for (const member of page) {
+        const user = repo.getUser(member.userId);
+        if (user) data.push(toMemberView(member, user));
+      }
+      return { data, next: rows.length > options.limit ? page[page.length - 1]!.userId : null };
+    },
+
+    /** Adds a person to a workspace, creating them when the email is new. */
+    async addMember(input: AddMemberInput, by?: MemberActor): Promise<MemberView> {
+      const existing = repo.userByEmail(input.email);
+      if (existing && repo.getMember(input.workspaceId, existing.id)) throw alreadyMember(existing);
+      if (!existing && input.password === undefined) throw passwordRequired();
+      if (existing && input.password !== undefined) throw hasAccount();
+      const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
+      const at = isoAt(clock.now());
+      const wid = input.workspaceId;
+      return store.write(() => {
+        const actorRole = roleOf(wid, by);
+        if (input.role === 'owner' && actorRole !== 'owner') throw ownersOnly('make someone an owner', actorRole);
+        let user = repo.userByEmail(input.email);
+        if (user && repo.getMember(wid, user.id)) throw alreadyMember(user);
+        // Decided again on what the transaction sees: a person who appeared since the read
+        // above gets no password from here.
+        if (user && passwordHash !== undefined) throw hasAccount();
+        if (!user) {
+          if (passwordHash === undefined) throw passwordRequired();
+          const email = input.email.trim();
+          user = { id: ids.id('usr'), email, name: input.name ?? email.split('@')[0]!, passwordHash, createdAt: at };
+          repo.putUser(user);
+        }
+        const member: MemberRecord = { workspaceId: wid, userId: user.id, role: input.role, addedAt: at };
+        repo.putMember(member);
+        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.added', subject: user.id, data: { role: input.role, created: passwordHash !== undefined } });
+        return toMemberView(member, user);
+      });
+    },
+
+    /** Changes a member's role, or the person's name. */
+    async updateMember(wid: string, uid: string, change: { role?: Role; name?: string }, by: MemberActor): Promise<MemberView> {
+      return store.write(() => {
+        const member = repo.getMember(wid, uid);
+        const user = repo.getUser(uid);
+        if (!member || !user) throw noSuchMember();
+        const actorRole = roleOf(wid, by);
+        if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('change an owner', actorRole);
+        if (change.role === 'owner' && member.role !== 'owner' && actorRole !== 'owner') throw ownersOnly('make someone an owner', actorRole);
+        if (member.role === 'owner' && change.role !== undefined && change.role !== 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('demoted');
+        const updated: MemberRecord = { ...member, role: change.role ?? member.role };
+        const renamed: UserRecord = change.name === undefined ? user : { ...user, name: change.name };
+        if (updated.role !== member.role) repo.putMember(updated);
+        if (renamed !== user) repo.putUser(renamed);
+        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.updated', subject: uid, data: { ...change } });
+        return toMemberView(updated, renamed);
+      });
+    },
+
+    /** Removes a member and ends every session of theirs at once. */
+    async removeMember(wid: string, uid: string, by: MemberActor): Promise<{ sessionsEnded: number }> {
+      return store.write(() => {
+        const member = repo.getMember(wid, uid);
+        if (!member) throw noSuchMember();
+        const actorRole = roleOf(wid, by);
+        if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('remove an owner', actorRole);
+        if (member.role === 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('removed');
+        repo.removeMember(wid, uid);
+        const sessionsEnded = repo.removeSessionsOf(uid);
+        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded } });
+        return { sessionsEnded };
+      });
+    },
+  };
+}

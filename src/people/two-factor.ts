@@ -1,0 +1,79 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
+import { deriveKey } from '../store/master-key.js';
+
+/**
+ * Two-factor codes (TOTP, RFC 6238) and the sealing of their secrets.
+ * Rules:
+ * - A secret is 160 random bits (RFC 4226 section 4 recommends 160), HMAC-SHA1, 6 digits, 30 s
+ *   steps: what every authenticator app reads from an otpauth URI.
+ * - At rest the secret is sealed with AES-256-GCM under deriveKey(masterKey, 'totp'), bound to its
+ *   person by the associated data: the store file never holds it in clear or in base32, and a
+ *   sealed secret copied onto another person does not open.
+ * - A code is good for its own step and one step either side (clock drift), and only for a step
+ *   later than the last one accepted for that person (RFC 6238 section 5.2: once only). The
+ *   callers keep that last step; `matchingStep` only says which step a code belongs to.
+ * - Codes are compared in constant time (the library's timingSafeEqual).
+ */
+
+/** The issuer authenticator apps show beside the account (a constant: no setting for it yet). */
+export const TOTP_ISSUER = 'svc';
+export const TOTP_DIGITS = 6;
+export const TOTP_PERIOD_SECONDS = 30;
+/** Steps of clock drift allowed either side of the server's current step. */
+export const TOTP_DRIFT_STEPS = 1;
+
+const SECRET_BYTES = 20;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const PURPOSE = 'totp';
+
+const aad = (uid: string) => Buffer.from(`totp:${uid}`, 'utf8');
+
+/** A new random secret (base32, as shown to the person once). */
+export function newTotpSecret(): string {
+  return new Secret({ buffer: new Uint8Array(randomBytes(SECRET_BYTES)).buffer }).base32;
+}
+
+/** The otpauth:// URI an authenticator app reads (usually from a QR code). */
+export function otpauthUri(secretBase32: string, account: string): string {
+  return new TOTP({
+    issuer: TOTP_ISSUER, label: account, secret: Secret.fromBase32(secretBase32),
+    algorithm: 'SHA1', digits: TOTP_DIGITS, period: TOTP_PERIOD_SECONDS,
+  }).toString();
+}
+
+export function sealTotpSecret(masterKey: Buffer, uid: string, secretBase32: string): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', deriveKey(masterKey, PURPOSE), iv, { authTagLength: TAG_BYTES });
+  cipher.setAAD(aad(uid));
+  const raw = Buffer.from(Secret.fromBase32(secretBase32).bytes);
+  return Buffer.concat([iv, cipher.update(raw), cipher.final(), cipher.getAuthTag()]).toString('base64url');
+}
+
+/** The secret in base32; throws when the master key is not the one that sealed it, or the record was altered. */
+export function unsealTotpSecret(masterKey: Buffer, uid: string, sealed: string): string {
+  const bytes = Buffer.from(sealed, 'base64url');
+  if (bytes.length <= IV_BYTES + TAG_BYTES) throw new Error('two-factor secret cannot be unsealed: too short');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', deriveKey(masterKey, PURPOSE), bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+    decipher.setAAD(aad(uid));
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+    const raw = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+    return new Secret({ buffer: new Uint8Array(raw).buffer }).base32;
+  } catch (cause) {
+    throw new Error('two-factor secret cannot be unsealed: wrong master key, or the record was altered', { cause });
+  }
+}
+
+/**
+ * The time step a code belongs to, if it is the secret's code for the step at `nowMs` or one step
+ * either side; otherwise null.
+ */
+export function matchingStep(secretBase32: string, code: string, nowMs: number): number | null {
+  const secret = Secret.fromBase32(secretBase32);
+  const options = { secret, algorithm: 'SHA1', digits: TOTP_DIGITS, period: TOTP_PERIOD_SECONDS };
+  const delta = TOTP.validate({ ...options, token: code, timestamp: nowMs, window: TOTP_DRIFT_STEPS });
+  if (delta === null) return null;
+  return TOTP.counter({ period: TOTP_PERIOD_SECONDS, timestamp: nowMs }) + delta;
+}
