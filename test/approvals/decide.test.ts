@@ -1,10 +1,10 @@
 import test from 'ava';
-import { ownerConsole, type Person } from '../helpers/console.js';
+import type { Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import {
-  about, addPerson, agentView, APPROVAL_ID, EVIDENCE_ID, findApproval, makeBot, pendingPayment, reviewRule,
-  SERVER_ENV, verifiedClaims, type Bot,
+  about, agentView, APPROVAL_ID, EVIDENCE_ID, findApproval, makeBot, pendingPayment, reviewRule,
+  SERVER_ENV, staff, verifiedClaims, type Bot,
 } from './support.js';
 
 /**
@@ -26,13 +26,7 @@ let auditor: Person;
 
 test.before(async () => {
   server = await startServer({ env: SERVER_ENV });
-  owner = await ownerConsole(server);
-  // One at a time: each opens the server's store from this process.
-  admin = await addPerson(server, owner.wid, 'admin@example.com', 'admin');
-  member = await addPerson(server, owner.wid, 'member@example.com', 'member');
-  otherMember = await addPerson(server, owner.wid, 'other.member@example.com', 'member');
-  analyst = await addPerson(server, owner.wid, 'analyst@example.com', 'analyst');
-  auditor = await addPerson(server, owner.wid, 'auditor@example.com', 'auditor');
+  ({ owner, admin, member, otherMember, analyst, auditor } = await staff(server));
 });
 
 test.after.always(() => stopAndClean(server));

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from 'ava';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
-import { consoleClient, expectStatus, type LedgerRecord, type Person } from '../helpers/console.js';
+import { consoleClient, ownerConsole, expectStatus, type LedgerRecord, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { bearer, call, signIn, type Reply } from '../helpers/http.js';
 import type { RunningServer } from '../helpers/process.js';
@@ -31,6 +31,27 @@ export async function addPerson(server: RunningServer, wid: string, email: strin
   const password = `${role}-password-${email.length}`;
   const user = await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, email, name: email.split('@')[0]!, password, role }));
   return { ...consoleClient(server, wid, await signIn(server.url, email, password)), id: user.id };
+}
+
+/** The first-start owner and one person of every other role (two members), all signed in. */
+export interface Staff {
+  owner: Person;
+  admin: Person;
+  member: Person;
+  otherMember: Person;
+  analyst: Person;
+  auditor: Person;
+}
+
+export async function staff(server: RunningServer): Promise<Staff> {
+  const owner = await ownerConsole(server);
+  // One at a time: each opens the server's store from this process.
+  const admin = await addPerson(server, owner.wid, 'admin@example.com', 'admin');
+  const member = await addPerson(server, owner.wid, 'member@example.com', 'member');
+  const otherMember = await addPerson(server, owner.wid, 'other.member@example.com', 'member');
+  const analyst = await addPerson(server, owner.wid, 'analyst@example.com', 'analyst');
+  const auditor = await addPerson(server, owner.wid, 'auditor@example.com', 'auditor');
+  return { owner, admin, member, otherMember, analyst, auditor };
 }
 
 export interface Bot {

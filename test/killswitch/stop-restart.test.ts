@@ -1,9 +1,9 @@
 import test, { type ExecutionContext } from 'ava';
-import { ownerConsole, type Person } from '../helpers/console.js';
+import type { Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { assertError } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { about, addPerson, makeBot, pay, SERVER_ENV, type Bot } from '../approvals/support.js';
+import { about, makeBot, pay, SERVER_ENV, staff, type Bot } from '../approvals/support.js';
 
 /**
  * The kill switch for one agent in the console (SPEC.md 3 agent rows; API.md 2): stop writes the
@@ -21,11 +21,7 @@ let analyst: Person;
 
 test.before(async () => {
   server = await startServer({ env: SERVER_ENV });
-  owner = await ownerConsole(server);
-  admin = await addPerson(server, owner.wid, 'admin@example.com', 'admin');
-  member = await addPerson(server, owner.wid, 'member@example.com', 'member');
-  otherMember = await addPerson(server, owner.wid, 'other.member@example.com', 'member');
-  analyst = await addPerson(server, owner.wid, 'analyst@example.com', 'analyst');
+  ({ owner, admin, member, otherMember, analyst } = await staff(server));
 });
 
 test.after.always(() => stopAndClean(server));
