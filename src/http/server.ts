@@ -4,6 +4,7 @@ import type { Server } from '@hapi/hapi';
 import { agentsRoutes } from '../agents/http.js';
 import { approvalsRoutes } from '../approvals/http.js';
 import type { App } from '../app.js';
+import { consoleRoutes } from '../console/http.js';
 import { gateRoutes } from '../gate/http.js';
 import { modelsRoutes } from '../gateway/http.js';
 import { keysRoutes } from '../keys/http.js';
@@ -118,6 +119,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });
+  await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
   app.publicUrl.set(baseUrl);
   // Ledger checkpoints: every interval when records were added, and once more on shutdown.

@@ -1,0 +1,293 @@
+/**
+ * The console's board: stop every agent, pending approvals (approve, deny, note) and agents (stop
+ * with a reason, restart). Data is rendered with text nodes only; what a person typed survives a
+ * reload; an error is shown beside the item it concerns, or named in the page's error line when
+ * the item is gone after the reload.
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const BOARD = String.raw`
+  function createBoard(ctx) {
+    var base = '/api/w/' + encodeURIComponent(ctx.wid);
+    var state = { agents: null, approvals: null, stopAll: null, errors: {}, pending: 0 };
+    var drafts = { notes: {}, stops: {}, stopAll: '' };
+    var itemErrors = {};
+    var shownErrors = {};
+    var stopping = {};
+    // Names of the workspace's people, for owners and admins (who may read the members list).
+    var people = {};
+
+    /** The quiet line above the sections: what the last write did ('warn' when it did not go as asked). */
+    function status(message, kind) {
+      var node = $('#status');
+      node.textContent = message;
+      node.className = 'status' + (kind === 'warn' ? ' status-warn' : '');
+    }
+
+    function sessionEnded(err) {
+      if (err && err.status === 401) { window.location.assign('/login'); return true; }
+      return false;
+    }
+
+    async function load() {
+      state.pending += 1;
+      var results = await Promise.allSettled([
+        api('GET', base + '/stop-all'),
+        $('#approvals') ? api('GET', base + '/approvals?status=pending') : Promise.resolve(null),
+        api('GET', base + '/agents?limit=200'),
+        // Names only make ids readable: without them the ids are shown, so a failure is not an error.
+        ctx.canReadMembers ? api('GET', base + '/members?limit=200').catch(function () { return null; }) : Promise.resolve(null),
+      ]);
+      var members = results.pop();
+      if (members && members.value && Array.isArray(members.value.data)) {
+        members.value.data.forEach(function (m) { people[m.id] = m.name || m.email; });
+      }
+      state.pending -= 1;
+      if (results.some(function (r) { return r.status === 'rejected' && sessionEnded(r.reason); })) return;
+      var keys = ['stopAll', 'approvals', 'agents'];
+      results.forEach(function (r, i) {
+        if (r.status === 'fulfilled') { state[keys[i]] = r.value; state.errors[keys[i]] = null; }
+        else state.errors[keys[i]] = r.reason.message;
+      });
+      render();
+      $('#updated').textContent = 'Updated ' + clock(new Date());
+    }
+
+    /**
+     * Runs one write, then reloads. Its error is shown beside the item it concerns; when that item
+     * is gone after the reload (decided or removed meanwhile), in the page's error line, named.
+     */
+    async function write(key, label, buttons, method, path, payload, done) {
+      itemErrors[key] = null;
+      showNotice($('#error'), '');
+      setBusy(buttons, true);
+      state.pending += 1;
+      try {
+        var answer = await api(method, base + path, payload);
+        if (done) done(answer);
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        itemErrors[key] = err.message;
+        status('');
+      } finally {
+        state.pending -= 1;
+      }
+      await load();
+      if (itemErrors[key] && !shownErrors[key]) {
+        showNotice($('#error'), label + ': ' + itemErrors[key]);
+        delete itemErrors[key];
+      }
+    }
+
+    function render() {
+      shownErrors = {};
+      renderStopAll();
+      if ($('#approvals')) renderApprovals();
+      renderAgents();
+    }
+
+    function errorLine(key) {
+      if (itemErrors[key]) shownErrors[key] = true;
+      return itemErrors[key] ? el('p', { class: 'notice notice-error item-error', role: 'alert', text: itemErrors[key] }) : null;
+    }
+
+    function sectionError(key) {
+      return el('p', { class: 'notice notice-error', role: 'alert', text: state.errors[key] });
+    }
+
+    function agentName(id) {
+      var list = state.agents && state.agents.data || [];
+      for (var i = 0; i < list.length; i += 1) if (list[i].id === id) return list[i].name;
+      return id;
+    }
+
+    /** A ledger actor (user:usr_…, token:name, a bare user id) as a person reads it. */
+    function who(by) {
+      if (!by) return 'someone';
+      var text = String(by);
+      var id = text.indexOf('user:') === 0 ? text.slice(5) : text;
+      if (id === ctx.me) return 'you';
+      if (people[id]) return people[id];
+      if (text.indexOf('token:') === 0) return 'service token ' + text.slice(6);
+      return text;
+    }
+
+    // -- stop every agent --
+
+    function renderStopAll() {
+      var target = $('#stop-all-body');
+      if (state.errors.stopAll && !state.stopAll) { replace(target, sectionError('stopAll')); return; }
+      var s = state.stopAll;
+      if (!s) return;
+      var description;
+      if (s.stopped) {
+        description = el('div', { class: 'switch-state' },
+          el('strong', { text: 'Every agent is stopped.' }),
+          el('span', { class: 'muted' }, s.reason ? 'Reason: ' + s.reason : null, s.reason ? ' · ' : null, 'by ' + who(s.by), s.at ? ' · ' : null, s.at ? time(s.at) : null),
+          el('span', { class: 'muted', text: 'No agent of this workspace can act until an owner or an admin lets them run again.' }));
+      } else {
+        description = el('div', { class: 'switch-state' },
+          el('strong', {}, el('span', { class: 'badge badge-ok', text: 'Agents may run' })),
+          el('span', { class: 'muted', text: 'Stops every agent of the workspace at once, on its very next request. Agents stopped one by one stay stopped.' }));
+      }
+      var control = null;
+      if (ctx.canStopAll && s.stopped) {
+        var resume = el('button', { type: 'button', class: 'button', id: 'stop-all-off', text: 'Let agents run again' });
+        resume.addEventListener('click', function () {
+          write('stopAll', 'Let agents run again', [resume], 'DELETE', '/stop-all', {}, function () { status('Agents may run again.'); });
+        });
+        control = resume;
+      } else if (ctx.canStopAll) {
+        var reason = el('input', { id: 'stop-all-reason', type: 'text', maxlength: '500', placeholder: 'Reason (required)', 'aria-label': 'Reason for stopping every agent', value: drafts.stopAll });
+        reason.addEventListener('input', function () { drafts.stopAll = reason.value; });
+        var stop = el('button', { type: 'submit', class: 'button button-danger', id: 'stop-all-on', text: 'Stop every agent' });
+        control = el('form', { class: 'inline-form', novalidate: true }, reason, stop);
+        control.addEventListener('submit', function (event) {
+          event.preventDefault();
+          var text = reason.value.trim();
+          if (!text) { itemErrors.stopAll = 'Give a reason: it is recorded in the ledger with your name.'; renderStopAll(); $('#stop-all-reason').focus(); return; }
+          write('stopAll', 'Stop every agent', [stop], 'POST', '/stop-all', { reason: text }, function () { drafts.stopAll = ''; status('Every agent is stopped.'); });
+        });
+      }
+      replace(target,
+        el('div', { class: 'switch' + (s.stopped ? ' stopped' : '') }, description, control),
+        errorLine('stopAll'),
+        state.errors.stopAll ? sectionError('stopAll') : null);
+    }
+
+    // -- approvals --
+
+    function renderApprovals() {
+      var target = $('#approvals-body');
+      var count = $('#approvals-count');
+      if (state.errors.approvals && !state.approvals) { count.textContent = ''; replace(target, sectionError('approvals')); return; }
+      var list = state.approvals && state.approvals.data || [];
+      count.textContent = list.length ? String(list.length) : '';
+      if (!list.length) {
+        replace(target, el('p', { class: 'empty', text: 'Nothing is waiting for a decision.' }), state.errors.approvals ? sectionError('approvals') : null);
+        return;
+      }
+      replace(target, el('ul', { class: 'items' }, list.map(approvalItem)), state.errors.approvals ? sectionError('approvals') : null);
+    }
+
+    function approvalItem(a) {
+      var action = a.action || {};
+      var amount = money(action.payment);
+      var merchant = action.payment && action.payment.merchant;
+      var required = a.requiredApprovals || 1;
+      var given = (a.approvals || []).length;
+      var details = el('div', { class: 'item-main' },
+        el('div', { class: 'item-title', text: action.summary || 'Action ' + a.actionId }),
+        amount ? el('div', { class: 'item-amount' }, amount, merchant ? el('span', { class: 'muted', text: ' to ' + merchant }) : null) : null,
+        el('div', { class: 'item-meta' },
+          el('span', {}, 'Agent ', el('strong', { text: agentName(a.agentId) })),
+          action.type ? el('span', { text: 'Type ' + action.type }) : null,
+          el('span', {}, 'Asked ', time(a.createdAt)),
+          a.expiresAt ? el('span', {}, 'Expires ', time(a.expiresAt)) : null,
+          required > 1 ? el('span', { class: 'badge badge-warn', text: given + ' of ' + required + ' approvals' }) : null,
+          a.approvers && a.approvers.length ? el('span', { text: 'Named approvers only' }) : null),
+        (a.approvals || []).length ? el('ul', { class: 'item-history' }, a.approvals.map(function (x) {
+          return el('li', {}, 'Approved by ' + who(x.by) + ' ', x.at ? time(x.at) : null, x.note ? ': “' + x.note + '”' : null);
+        })) : null,
+        errorLine(a.id));
+      if (!ctx.canDecide) return el('li', { class: 'item', data: { approval: a.id } }, details);
+      var note = el('input', { type: 'text', maxlength: '1000', placeholder: 'Note (optional)', 'aria-label': 'Note for this decision', value: drafts.notes[a.id] || '' });
+      note.addEventListener('input', function () { drafts.notes[a.id] = note.value; });
+      var approve = el('button', { type: 'button', class: 'button button-approve', text: 'Approve' });
+      var deny = el('button', { type: 'button', class: 'button button-outline-danger', text: 'Deny' });
+      function decide(verb, button) {
+        var text = note.value.trim();
+        var label = action.summary || a.actionId;
+        write(a.id, (verb === 'approve' ? 'Approve “' : 'Deny “') + label + '”', [approve, deny], 'POST', '/approvals/' + encodeURIComponent(a.id) + '/' + verb, text ? { note: text } : {}, function (answer) {
+          delete drafts.notes[a.id];
+          if (answer && answer.status === 'pending') status('Your approval is recorded; it needs another person.');
+          else if (verb === 'approve' && answer && answer.status !== 'approved') status('Not allowed after all: ' + label + (answer.reason ? ' (' + answer.reason + ')' : ''), 'warn');
+          else status((verb === 'approve' ? 'Approved: ' : 'Denied: ') + label);
+        });
+      }
+      approve.addEventListener('click', function () { decide('approve', approve); });
+      deny.addEventListener('click', function () { decide('deny', deny); });
+      return el('li', { class: 'item', data: { approval: a.id } }, details,
+        el('div', { class: 'item-decide' }, note, el('div', { class: 'buttons' }, deny, approve)));
+    }
+
+    // -- agents --
+
+    function renderAgents() {
+      var target = $('#agents-body');
+      var count = $('#agents-count');
+      if (state.errors.agents && !state.agents) { count.textContent = ''; replace(target, sectionError('agents')); return; }
+      var list = state.agents && state.agents.data || [];
+      count.textContent = list.length ? String(list.length) : '';
+      if (!list.length) {
+        replace(target, el('p', { class: 'empty', text: 'No agents yet.' }), state.errors.agents ? sectionError('agents') : null);
+        return;
+      }
+      var table = el('table', {},
+        el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Agent' }), el('th', { scope: 'col', text: 'Standing' }), el('th', { scope: 'col', text: 'Holds' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
+        el('tbody', {}, list.map(agentRow)));
+      replace(target, el('div', { class: 'table-wrap' }, table),
+        state.agents.next ? el('p', { class: 'hint', text: 'Showing the first ' + list.length + ' agents.' }) : null,
+        state.errors.agents ? sectionError('agents') : null);
+    }
+
+    function agentRow(agent) {
+      // The gate's standing: the agent's own holds, else "stop every agent" (hold workspace).
+      var everyAgent = state.stopAll && state.stopAll.stopped;
+      var stopped = agent.status === 'stopped' || Boolean(everyAgent);
+      var holds = (agent.holds || []).slice();
+      if (everyAgent && !holds.length) holds.push({ hold: 'workspace', reason: state.stopAll.reason, by: state.stopAll.by, at: state.stopAll.at });
+      var name = el('td', {},
+        el('div', { class: 'agent-name', text: agent.name }),
+        el('div', { class: 'muted mono', text: agent.id }),
+        (agent.tags || []).length ? el('div', {}, agent.tags.map(function (t) { return el('span', { class: 'tag', text: t }); })) : null,
+        agent.actsFor && agent.actsFor === ctx.me ? el('div', { class: 'hint', text: 'Acts for you' }) : null);
+      var standing = el('td', {}, el('span', { class: 'badge ' + (stopped ? 'badge-danger' : 'badge-ok'), text: stopped ? 'Stopped' : 'Running' }));
+      var holdList = holds.length ? el('ul', { class: 'holds' }, holds.map(function (h) {
+        return el('li', {}, el('strong', { text: h.hold }), h.reason ? ' · ' + h.reason : null, ' · by ' + who(h.by) + ' ', h.at ? time(h.at) : null);
+      })) : el('span', { class: 'muted', text: '—' });
+      var actions = el('td', { class: 'actions' }, agentActions(agent, agent.holds || []), errorLine(agent.id));
+      return el('tr', { data: { agent: agent.id } }, name, standing, el('td', {}, holdList), actions);
+    }
+
+    function agentActions(agent, holds) {
+      var held = holds.some(function (h) { return h.hold === 'owner'; });
+      if (stopping[agent.id]) {
+        var reason = el('input', { type: 'text', maxlength: '500', placeholder: 'Reason (required)', 'aria-label': 'Reason for stopping ' + agent.name, value: drafts.stops[agent.id] || '' });
+        reason.addEventListener('input', function () { drafts.stops[agent.id] = reason.value; });
+        var confirm = el('button', { type: 'submit', class: 'button button-danger', text: 'Stop agent' });
+        var cancel = el('button', { type: 'button', class: 'button button-quiet', text: 'Cancel' });
+        cancel.addEventListener('click', function () { delete stopping[agent.id]; delete itemErrors[agent.id]; renderAgents(); });
+        var form = el('form', { class: 'inline-form', novalidate: true }, reason, cancel, confirm);
+        form.addEventListener('submit', function (event) {
+          event.preventDefault();
+          var text = reason.value.trim();
+          if (!text) { itemErrors[agent.id] = 'Give a reason: it is recorded in the ledger with your name.'; renderAgents(); return; }
+          write(agent.id, 'Stop “' + agent.name + '”', [confirm, cancel], 'POST', '/agents/' + encodeURIComponent(agent.id) + '/stop', { reason: text }, function () {
+            delete stopping[agent.id];
+            delete drafts.stops[agent.id];
+            status('Stopped: ' + agent.name);
+          });
+        });
+        window.setTimeout(function () { if (document.activeElement === document.body) reason.focus(); }, 0);
+        return form;
+      }
+      var buttons = [];
+      if (!held) {
+        var stop = el('button', { type: 'button', class: 'button button-outline-danger', text: 'Stop…' });
+        stop.addEventListener('click', function () { stopping[agent.id] = true; renderAgents(); });
+        buttons.push(stop);
+      }
+      if (agent.status === 'stopped') {
+        var restart = el('button', { type: 'button', class: 'button', text: 'Restart' });
+        restart.addEventListener('click', function () {
+          write(agent.id, 'Restart “' + agent.name + '”', [restart], 'POST', '/agents/' + encodeURIComponent(agent.id) + '/restart', {}, function () { status('Restarted: ' + agent.name); });
+        });
+        buttons.push(restart);
+      }
+      return el('div', { class: 'inline-form' }, buttons);
+    }
+
+    return { load: load, busy: function () { return state.pending > 0; } };
+  }
+`;

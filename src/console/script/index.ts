@@ -1,0 +1,30 @@
+import { BOARD } from './board.js';
+import { CONSOLE_PAGE } from './console-page.js';
+import { HELPERS } from './helpers.js';
+import { SIGN_IN } from './sign-in.js';
+
+/**
+ * The console's page script, served as /console/app.js: plain browser JavaScript, no build step,
+ * no framework, nothing from another origin; one file for both pages (body data-page), its parts
+ * joined inside one function so that nothing leaks into the page's globals.
+ *
+ * Rules it keeps:
+ * - API data is rendered with DOM APIs and text nodes only; no markup is built from data.
+ * - Every write sends x-svc-csrf: 1 and a JSON body (SPEC.md 5.3.4); cookies go same-origin only.
+ * - Every error answer shows its error.message to the person, beside what they tried.
+ * - A 401 on the console means the session ended: the person is sent to /login.
+ * - What a person typed (notes, reasons) survives a refresh of the lists.
+ */
+export const APP_SCRIPT = [
+  "'use strict';",
+  '(function () {',
+  '  var body = document.body;',
+  HELPERS,
+  SIGN_IN,
+  CONSOLE_PAGE,
+  BOARD,
+  "  if (body.dataset.page === 'login') loginPage();",
+  "  else if (body.dataset.page === 'console') consolePage();",
+  '})();',
+  '',
+].join('\n');

@@ -1,0 +1,25 @@
+import { roleAllows, type PublicUser, type WorkspaceView } from '../people/index.js';
+
+/**
+ * What /console renders for one person: who they are, their workspaces, the one shown (asked for
+ * with ?w=, else the first), and what their role there lets the page offer. The offers come from
+ * the one permission table; the API checks every request again, so they only spare a person
+ * buttons that could only fail.
+ */
+export interface ConsoleView {
+  user: PublicUser;
+  workspaces: WorkspaceView[];
+  current: WorkspaceView | undefined;
+  can: { readApprovals: boolean; decideApprovals: boolean; stopAll: boolean; readMembers: boolean };
+}
+
+export function consoleView(me: { user: PublicUser; workspaces: WorkspaceView[] }, requested?: string): ConsoleView {
+  const current = me.workspaces.find((w) => w.id === requested) ?? me.workspaces[0];
+  const allows = (permission: Parameters<typeof roleAllows>[1]) => current !== undefined && roleAllows(current.role, permission);
+  return {
+    user: me.user,
+    workspaces: me.workspaces,
+    current,
+    can: { readApprovals: allows('approvals.read'), decideApprovals: allows('approvals.decide'), stopAll: allows('workspace.stopAll'), readMembers: allows('members.manage') },
+  };
+}
