@@ -83,8 +83,14 @@ export function stampOf(req: IncomingMessage): { requestId: string; traceparent:
  * would see a reset instead of `413 body_too_large`. Here that destroy is held back until the
  * answer is written: the socket stops being read at once (nothing more is buffered), `end` tells
  * hapi the body is over so that it answers without draining the rest, and the 413 carries `connection: close`
- * (payloadFailAction), after which the socket is destroyed.
+ * (payloadFailAction). Once it is written the connection closes lingering, as web servers do: the
+ * write side is shut (FIN after the answer) and what the client still sends is read and dropped
+ * for up to LINGER_MS or LINGER_BYTES. Destroying at once would make the kernel answer the unread
+ * upload with a reset, which can discard the 413 before the client has read it.
  */
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 16 * 1024 * 1024;
+
 function holdOversizedStreams(req: IncomingMessage, res: ServerResponse): void {
   if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] === undefined) return;
   const destroy = req.destroy.bind(req);
@@ -96,7 +102,24 @@ function holdOversizedStreams(req: IncomingMessage, res: ServerResponse): void {
     req.socket?.pause();
     // hapi takes `end` as "the payload is no longer pending" and answers without draining.
     req.emit('end');
-    const finish = () => destroy(error);
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      const socket = req.socket;
+      if (!socket || socket.destroyed) return destroy(error);
+      const timer = setTimeout(() => destroy(error), LINGER_MS);
+      timer.unref();
+      let dropped = 0;
+      socket.on('data', (chunk: Buffer) => {
+        dropped += chunk.length;
+        if (dropped > LINGER_BYTES) destroy(error);
+      });
+      socket.once('close', () => clearTimeout(timer));
+      socket.end();
+      req.resume();
+      socket.resume();
+    };
     res.once('finish', finish);
     res.once('close', finish);
     return req;
