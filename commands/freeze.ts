@@ -2,11 +2,11 @@ import { Flags } from '@oclif/core';
 import { dataDirFlag, EXIT, SvcCommand } from '../src/cli/base-command.js';
 import { openLocal, pickWorkspace } from '../src/cli/local.js';
 
-type Frozen = { frozen: number; agentIds: string[]; hold: 'operator' };
+type Frozen = { frozen: number; agentIds: string[]; hold: 'owner' };
 
 export default class Freeze extends SvcCommand {
   static override summary = 'Kill switch from the terminal: stop one agent or every agent.';
-  static override description = 'With --local it writes the hold on the store directly, which works while the server runs: the server reads an agent\'s standing from the store on every request, so the very next request is refused. The hold is named "operator" and only a person lifts it (restart in the console). Recorded in the ledger.';
+  static override description = 'With --local it writes the hold on the store directly, which works while the server runs: the server reads an agent\'s standing from the store on every request, so the very next request is refused. It writes the same hold as Stop in the console (hold "owner", by operator:cli), and only a person lifts it (restart in the console). Recorded in the ledger.';
   static override examples = [
     '<%= config.bin %> freeze --agent agt_... --reason "runaway spend" --local',
     '<%= config.bin %> freeze --all --reason "incident 42" --local --json',
@@ -28,9 +28,9 @@ export default class Freeze extends SvcCommand {
     try {
       const wid = pickWorkspace(app, flags.workspace);
       const ids = flags.all ? app.services.agents.list(wid).map((a) => a.id) : [flags.agent!];
-      for (const id of ids) await app.services.killSwitch.stop(wid, id, { hold: 'operator', reason: flags.reason.trim() }, { actor: 'operator:cli' });
+      for (const id of ids) await app.services.killSwitch.stop(wid, id, { hold: 'owner', reason: flags.reason.trim() }, { actor: 'operator:cli' });
       this.log(`Stopped ${ids.length} agent${ids.length === 1 ? '' : 's'}: ${ids.join(', ')}`);
-      return { frozen: ids.length, agentIds: ids, hold: 'operator' };
+      return { frozen: ids.length, agentIds: ids, hold: 'owner' };
     } finally {
       await app.close();
     }

@@ -7,8 +7,8 @@ import { readStanding, type Standing } from './standing.js';
 /**
  * The kill switch (SPEC.md 1.3, 3 agent rows; API.md 2).
  * Rules:
- * - Stopping an agent adds a hold (`owner` from the console, `operator` from `svc freeze --local`,
- *   `token` from a service token); an agent with any hold is stopped.
+ * - Stopping an agent adds a hold: `owner` from the console and from `svc freeze --local` (the
+ *   same hold; `by` says who), `token` from a service token; an agent with any hold is stopped.
  * - Only a person restarts an agent: the person it acts for, an owner or an admin; anyone else
  *   gets 403 forbidden naming who may. Restarting lifts every hold. No key or token route lifts one.
  * - "Stop every agent" is one record per workspace; owners and admins turn it on and off.
@@ -36,7 +36,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ledger: Led
       return readStanding(store, wid, aid);
     },
 
-    async stop(wid: string, aid: string, input: { hold: 'owner' | 'operator' | 'token'; reason: string }, who: Who): Promise<AgentRecord> {
+    async stop(wid: string, aid: string, input: { hold: 'owner' | 'token'; reason: string }, who: Who): Promise<AgentRecord> {
       return store.write(() => {
         const agent = live(wid, aid);
         const hold = { hold: input.hold, reason: input.reason, by: who.actor, at: isoAt(clock.now()) };

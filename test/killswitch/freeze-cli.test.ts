@@ -55,7 +55,7 @@ test.serial('svc freeze --local --agent: exit 0, { frozen: 1, agentIds, hold: op
 
   const res = await freeze(['--local', '--agent', target.agentId, '--reason', 'runaway spend']);
   t.is(res.code, 0, res.stderr);
-  t.deepEqual(parse(t, res.stdout), { frozen: 1, agentIds: [target.agentId], hold: 'operator' });
+  t.deepEqual(parse(t, res.stdout), { frozen: 1, agentIds: [target.agentId], hold: 'owner' });
 
   t.deepEqual(await decisionOf(target), FROZEN);
   t.is((await decisionOf(bystander)).decision, 'allow');
@@ -63,10 +63,10 @@ test.serial('svc freeze --local --agent: exit 0, { frozen: 1, agentIds, hold: op
   const view = await owner.get(`/agents/${target.agentId}`);
   t.is(view.body.status, 'stopped');
   t.is(view.body.holds.length, 1);
-  t.like(view.body.holds[0], { hold: 'operator', reason: 'runaway spend' });
+  t.like(view.body.holds[0], { hold: 'owner', reason: 'runaway spend', by: 'operator:cli' });
   const stopped = (await about(owner, target.agentId)).filter((r) => r.kind === 'agent.stopped');
   t.is(stopped.length, 1);
-  t.like(stopped[0]?.data, { hold: 'operator', reason: 'runaway spend' });
+  t.like(stopped[0]?.data, { hold: 'owner', reason: 'runaway spend' });
 
   // No key lifts it: restart is a session route; a bearer key there is no credential.
   const agentKey = await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${target.agentId}/restart`, { headers: { ...csrf, ...bearer(target.key) } });
@@ -83,16 +83,16 @@ test.serial('svc freeze --local --agent: exit 0, { frozen: 1, agentIds, hold: op
   t.is(restarted.body.status, 'running');
   t.is((await decisionOf(target)).decision, 'allow');
   const lifted = (await about(owner, target.agentId)).filter((r) => r.kind === 'agent.restarted');
-  t.deepEqual(lifted.map((r) => [r.actor, r.data.lifted]), [[`user:${owner.id}`, ['operator']]]);
+  t.deepEqual(lifted.map((r) => [r.actor, r.data.lifted]), [[`user:${owner.id}`, ['owner']]]);
 });
 
-test.serial('an operator hold and an owner hold together: both show, and one restart by the member the agent acts for lifts both', async (t) => {
+test.serial('the terminal writes the same hold as the console: freezing a stopped agent updates that hold, and one restart by the member the agent acts for lifts it', async (t) => {
   const bot = await makeBot(owner, 'cli-two-holds', PAY, member.id);
   t.is((await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'console' })).status, 200);
   const res = await freeze(['--local', '--agent', bot.agentId, '--reason', 'terminal']);
   t.is(res.code, 0, res.stderr);
   const view = await owner.get(`/agents/${bot.agentId}`);
-  t.deepEqual(view.body.holds.map((h: { hold: string }) => h.hold).sort(), ['operator', 'owner']);
+  t.deepEqual(view.body.holds.map((h: { hold: string; by: string; reason: string }) => [h.hold, h.by, h.reason]), [['owner', 'operator:cli', 'terminal']]);
   t.deepEqual(await decisionOf(bot), FROZEN);
 
   const restarted = await member.send('POST', `/agents/${bot.agentId}/restart`);
@@ -111,7 +111,7 @@ test.serial('svc freeze --local --all stops every live agent of the workspace', 
   const res = await freeze(['--local', '--all', '--reason', 'incident 7']);
   t.is(res.code, 0, res.stderr);
   const out = parse(t, res.stdout);
-  t.is(out.hold, 'operator');
+  t.is(out.hold, 'owner');
   t.is(out.frozen, live.length);
   t.deepEqual([...out.agentIds].sort(), [...live].sort());
 
@@ -119,7 +119,7 @@ test.serial('svc freeze --local --all stops every live agent of the workspace', 
   const agents = (await owner.get('/agents?limit=200')).body.data as { id: string; status: string; holds: { hold: string }[] }[];
   for (const agent of agents) {
     t.is(agent.status, 'stopped', agent.id);
-    t.true(agent.holds.some((h) => h.hold === 'operator'));
+    t.true(agent.holds.some((h) => h.hold === 'owner' && h.by === 'operator:cli'));
   }
 
   for (const id of live) t.is((await owner.send('POST', `/agents/${id}/restart`)).status, 200);
