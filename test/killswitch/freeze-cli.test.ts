@@ -116,7 +116,7 @@ test.serial('svc freeze --local --all stops every live agent of the workspace', 
   t.deepEqual([...out.agentIds].sort(), [...live].sort());
 
   for (const bot of fleet) t.deepEqual(await decisionOf(bot), FROZEN);
-  const agents = (await owner.get('/agents?limit=200')).body.data as { id: string; status: string; holds: { hold: string }[] }[];
+  const agents = (await owner.get('/agents?limit=200')).body.data as { id: string; status: string; holds: { hold: string; by: string }[] }[];
   for (const agent of agents) {
     t.is(agent.status, 'stopped', agent.id);
     t.true(agent.holds.some((h) => h.hold === 'owner' && h.by === 'operator:cli'));
