@@ -19,9 +19,16 @@ function bundleInput(bundle: Record<string, unknown>, jwks: unknown) {
   const records = (Array.isArray(bundle.records) ? bundle.records : []) as unknown[];
   return {
     origin: String(bundle.origin ?? ''),
-    records: records.map((r) => (r && typeof r === 'object' && typeof (r as { bytes?: unknown }).bytes === 'string'
-      ? { bytes: (r as { bytes: string }).bytes }
-      : { bytes: JSON.stringify(r) })),
+    // Each record as its exact hashed bytes (with the leaf hash when the bundle gives one), or a
+    // bare record object.
+    records: records.map((r) => {
+      const entry = r as { bytes?: unknown; leaf?: unknown };
+      if (r && typeof r === 'object' && typeof entry.bytes === 'string') {
+        return { bytes: entry.bytes, ...(typeof entry.leaf === 'string' ? { leaf: entry.leaf } : {}) };
+      }
+      return { bytes: JSON.stringify(r) };
+    }),
+    consistency: (Array.isArray(bundle.consistency) ? bundle.consistency : []) as Array<{ from: number; to: number; proof: string[] }>,
     checkpoints: ((Array.isArray(bundle.checkpoints) ? bundle.checkpoints : []) as unknown[])
       .map((c) => ({ note: typeof c === 'string' ? c : String((c as { note?: unknown }).note ?? '') })),
     jwks: (jwks ?? bundle.jwks ?? { keys: [] }) as { keys: object[] },

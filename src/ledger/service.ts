@@ -3,7 +3,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { SigningKeys } from '../receipts/signing-keys.js';
 import type { LedgerHead, Store } from '../store/index.js';
-import { appendLeafHashToFrontier, leafHash, rootFromFrontier, rootOf } from './merkle.js';
+import { appendLeafHashToFrontier, consistencyProof, leafHash, rootFromFrontier, rootOf } from './merkle.js';
 import { checkpointBody, signNote } from './note.js';
 import { verifyLedger, type LedgerVerifyReport } from './verify.js';
 
@@ -121,6 +121,33 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
         return { ...report, ok: false, problem: 'the ledger head does not match its records' };
       }
       return report;
+    },
+
+    /**
+     * The evidence bundle (API.md 5): every record from the first up to the newest signed
+     * checkpoint at or before `to` (all of them without `to`), each with the exact bytes that were
+     * hashed and its leaf hash; the signed checkpoints; RFC 9162 consistency proofs between
+     * consecutive checkpoints; and the JWKS. It always starts at record 0, so that
+     * `svc ledger verify --bundle` can recompute every root offline with nothing else.
+     */
+    bundle(wid: string, options: { to?: string } = {}) {
+      const head = t.ledgerHeads.get(wid) ?? emptyHead();
+      const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value)
+        .filter((c) => options.to === undefined || c.at <= options.to);
+      const size = checkpoints.length > 0 ? checkpoints[checkpoints.length - 1]!.size : (options.to === undefined ? head.size : 0);
+      const entries = t.ledger.scan([wid], { limit: size }).map((e) => e.value);
+      const leaves = entries.map((e) => Buffer.from(e.bytes));
+      const consistency = checkpoints.slice(1).map((c, i) => ({
+        from: checkpoints[i]!.size, to: c.size,
+        proof: consistencyProof(leaves, checkpoints[i]!.size, c.size).map((h) => h.toString('base64')),
+      }));
+      return {
+        origin: originOf(wid, head),
+        records: entries.map((e) => ({ record: JSON.parse(e.bytes) as LedgerRecord, bytes: e.bytes, leaf: e.leaf })),
+        checkpoints: checkpoints.map((c) => ({ size: c.size, at: c.at, kid: c.kid, note: c.note })),
+        consistency,
+        jwks: signingKeys.jwks(),
+      };
     },
 
     workspaces(): string[] {

@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json.js';
-import { appendToFrontier, leafHash, rootFromFrontier, type Frontier } from './merkle.js';
+import { appendToFrontier, leafHash, rootFromFrontier, verifyConsistency, type Frontier } from './merkle.js';
 import { openNote, parseCheckpointBody } from './note.js';
 
 /**
@@ -25,6 +25,8 @@ export interface LedgerVerifyInput {
   checkpoints: ReadonlyArray<{ note: string }>;
   /** JWKS; only keys with `use: "ledger"` count. */
   jwks: { keys: ReadonlyArray<object> };
+  /** A bundle's RFC 9162 proofs between consecutive checkpoints (base64 hashes), checked too. */
+  consistency?: ReadonlyArray<{ from: number; to: number; proof: readonly string[] }>;
 }
 
 export interface LedgerVerifyReport {
@@ -110,6 +112,14 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
       return report(lastGood < n ? lastGood : null, `the records ${lastGood}..${c.size - 1} do not match the signed checkpoint at size ${c.size}: one of them was changed`, k, lastGood);
     }
     lastGood = c.size;
+  }
+  // A bundle's own proofs must hold between the signed roots they name.
+  for (const p of input.consistency ?? []) {
+    const a = signed.find((c) => c.size === p.from);
+    const b = signed.find((c) => c.size === p.to);
+    if (!a || !b || !verifyConsistency(p.from, p.to, a.root, b.root, p.proof.map((h) => Buffer.from(h, 'base64')))) {
+      return report(p.from, `the consistency proof from size ${p.from} to ${p.to} does not verify against the signed checkpoints`, signed.length, lastGood);
+    }
   }
   return report(null, null, signed.length, lastGood);
 }

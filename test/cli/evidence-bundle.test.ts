@@ -1,0 +1,101 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
+import { assertError, bearer, call } from '../helpers/http.js';
+import { removeDir, startServer, stopAndClean, svc, tempDir, type RunningServer } from '../helpers/process.js';
+import { withStore } from '../helpers/store.js';
+
+/**
+ * The evidence bundle (API.md 4, 5): GET /v1/admin/evidence with a token of scope evidence:read
+ * gives the ledger's records with their hashed bytes, the signed checkpoints, the consistency
+ * proofs between them and the JWKS; `svc ledger verify --bundle` checks it offline with nothing
+ * else, and a bundle with one byte changed fails naming the record.
+ */
+let server: RunningServer;
+let agent: AgentFixture;
+let token: string;
+let weakToken: string;
+let dir: string;
+
+test.before(async () => {
+  server = await startServer();
+  agent = await createAgent(server);
+  for (const amount of [100, 200, 9000]) await authorize(server, agent.key, payment(amount));
+  ({ token, weakToken } = await withStore(server.dataDir, async (app) => ({
+    token: (await app.services.serviceTokens.create(agent.wid, { name: 'auditor-bot', scopes: ['evidence:read'], expiresInDays: 7 })).token,
+    weakToken: (await app.services.serviceTokens.create(agent.wid, { name: 'reader-bot', scopes: ['agents:read'], expiresInDays: 7 })).token,
+  })));
+  dir = await tempDir('svc-bundle-');
+});
+
+test.after.always(async () => {
+  await stopAndClean(server);
+  await removeDir(dir);
+});
+
+/** The bundle once the server has signed a checkpoint over every record so far (within ~1 s). */
+async function bundle(): Promise<any> {
+  for (let i = 0; i < 50; i += 1) {
+    const res = await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(token) });
+    if (res.status !== 200) throw new Error(`evidence: ${res.status} ${res.text}`);
+    const last = res.body.checkpoints.at(-1);
+    if (last && last.size === res.body.records.length && res.body.records.length >= 6) return res.body;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('no checkpoint covered the records');
+}
+
+test.serial('the bundle verifies offline; with the published JWKS the keys are the deployment\'s', async (t) => {
+  const b = await bundle();
+  t.regex(b.origin, new RegExp(`/${agent.wid}$`));
+  t.true(b.records.every((r: any, i: number) => r.record.index === i && typeof r.bytes === 'string' && typeof r.leaf === 'string'));
+  t.true(b.jwks.keys.some((k: any) => k.use === 'ledger'));
+  const file = join(dir, 'bundle.json');
+  await writeFile(file, JSON.stringify(b));
+  const res = await svc(['ledger', 'verify', '--bundle', file, '--json']);
+  t.is(res.code, 0, res.stdout + res.stderr);
+  t.like(JSON.parse(res.stdout), { ok: true, keysFrom: 'bundle', ledgers: [{ ok: true, size: b.records.length }] });
+  const human = await svc(['ledger', 'verify', '--bundle', file]);
+  t.is(human.code, 0);
+  t.regex(human.stderr, /keys came from the bundle itself/);
+
+  const jwks = join(dir, 'jwks.json');
+  await writeFile(jwks, JSON.stringify((await call(server.url, 'GET', '/.well-known/jwks.json')).body));
+  const pinned = await svc(['ledger', 'verify', '--bundle', file, '--jwks', jwks, '--json']);
+  t.is(pinned.code, 0, pinned.stdout + pinned.stderr);
+  t.like(JSON.parse(pinned.stdout), { ok: true, keysFrom: 'file' });
+});
+
+test.serial('one byte changed in a record fails, naming that record', async (t) => {
+  const b = await bundle();
+  const i = 4;
+  const bytes: string = b.records[i].bytes;
+  const at = bytes.indexOf('"kind":"') + 9;
+  b.records[i].bytes = bytes.slice(0, at) + (bytes[at] === 'x' ? 'y' : 'x') + bytes.slice(at + 1);
+  const file = join(dir, 'tampered.json');
+  await writeFile(file, JSON.stringify(b));
+  const res = await svc(['ledger', 'verify', '--bundle', file, '--json']);
+  t.is(res.code, 1, res.stdout + res.stderr);
+  t.like(JSON.parse(res.stdout), { ok: false, ledgers: [{ ok: false, firstBadIndex: i }] });
+});
+
+test.serial('a forged consistency proof is refused', async (t) => {
+  const b = await bundle();
+  if (b.consistency.length === 0) {
+    // One checkpoint only: append a proof that claims to link it to itself with a bogus hash.
+    b.consistency.push({ from: b.checkpoints[0].size, to: b.checkpoints[0].size, proof: [Buffer.alloc(32).toString('base64')] });
+  } else {
+    b.consistency[0].proof = [Buffer.alloc(32).toString('base64')];
+  }
+  const file = join(dir, 'proof.json');
+  await writeFile(file, JSON.stringify(b));
+  const res = await svc(['ledger', 'verify', '--bundle', file, '--json']);
+  t.is(res.code, 1, res.stdout);
+  t.regex(JSON.parse(res.stdout).ledgers[0].problem, /consistency proof/);
+});
+
+test('evidence needs the evidence:read scope; no token is 401', async (t) => {
+  assertError(t, await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(weakToken) }), 403, 'missing_scope');
+  assertError(t, await call(server.url, 'GET', '/v1/admin/evidence'), 401, 'unauthenticated');
+});
