@@ -51,7 +51,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     people: createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
     agents: createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents }),
     keys: createKeysService({ ...deps, ledger }),
-    serviceTokens: createServiceTokensService(deps),
+    serviceTokens: createServiceTokensService({ ...deps, ledger }),
     mandates: createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules }),
     signingKeys,
     ledger,

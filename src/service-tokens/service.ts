@@ -3,6 +3,7 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
+import type { Ledger } from '../ledger/service.js';
 import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/index.js';
 
 /**
@@ -12,6 +13,8 @@ import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/inde
  *   so the reply does not tell a thief which check failed); expired: 401 token_expired.
  * - ipAllow ranges are CIDR, IPv4 or IPv6; an IPv4-mapped IPv6 client address matches IPv4 ranges.
  * - No scope decides an approval or lifts a freeze; scopes only ever add machine reads and freezes.
+ * - Creating and revoking a token are ledger records naming who did it; the value and its hash
+ *   never appear there.
  */
 
 export const serviceTokenScopes: readonly ServiceTokenScope[] = ['agents:read', 'agents:write', 'agents:freeze', 'approvals:read', 'evidence:read'];
@@ -51,11 +54,16 @@ export function addressAllowed(address: string, ranges: readonly string[]): bool
   });
 }
 
-export function createServiceTokensService(deps: { store: Store; clock: Clock; ids: IdSource }) {
-  const { store, clock, ids } = deps;
+export type ServiceTokenView = Omit<ServiceTokenRecord, 'hash'>;
+
+const viewOf = ({ hash: _hash, ...view }: ServiceTokenRecord): ServiceTokenView => view;
+
+export function createServiceTokensService(deps: { store: Store; clock: Clock; ids: IdSource; ledger?: Ledger }) {
+  const { store, clock, ids, ledger } = deps;
   const t = store.tables;
   return {
-    async create(workspaceId: string, input: CreateTokenInput) {
+    /** Creates a token; its value is returned once. `actor` is who, as the ledger names them. */
+    async create(workspaceId: string, input: CreateTokenInput, actor = 'operator:cli') {
       if (!Number.isInteger(input.expiresInDays) || input.expiresInDays < 1 || input.expiresInDays > MAX_TOKEN_DAYS) {
         throw invalidField('expiresInDays', `"expiresInDays" must be a whole number from 1 to ${MAX_TOKEN_DAYS}`);
       }
@@ -69,16 +77,23 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
       await store.write(() => {
         t.serviceTokens.put([workspaceId, record.id], record);
         t.serviceTokensByHash.put(record.hash, [workspaceId, record.id]);
+        ledger?.record({ workspaceId, actor, kind: 'service_token.created', subject: record.id, data: { name: record.name, scopes: record.scopes, expiresAt: record.expiresAt, ipAllow: record.ipAllow } });
       });
-      const { hash: _hash, ...view } = record;
-      return { ...view, token };
+      return { ...viewOf(record), token };
     },
 
-    async revoke(workspaceId: string, id: string): Promise<void> {
+    list(workspaceId: string, options: { after?: string; limit: number }): { data: ServiceTokenView[]; next: string | null } {
+      const rows = t.serviceTokens.scan([workspaceId], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 }).map((e) => e.value);
+      const page = rows.slice(0, options.limit);
+      return { data: page.map(viewOf), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
+    },
+
+    async revoke(workspaceId: string, id: string, actor = 'operator:cli'): Promise<void> {
       await store.write(() => {
         const record = t.serviceTokens.get([workspaceId, id]);
         if (!record || record.revokedAt) throw new AppError('not_found', { message: 'No such service token in this workspace.' });
         t.serviceTokens.put([workspaceId, id], { ...record, revokedAt: isoAt(clock.now()) });
+        ledger?.record({ workspaceId, actor, kind: 'service_token.revoked', subject: id, data: { name: record.name } });
       });
     },
 
