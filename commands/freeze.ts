@@ -9,7 +9,7 @@ export default class Freeze extends SvcCommand {
   static override description = 'With --local it writes the hold on the store directly, which works while the server runs: the server reads an agent\'s standing from the store on every request, so the very next request is refused. It writes the same hold as Stop in the console (hold "owner", by operator:cli), and only a person lifts it (restart in the console). Recorded in the ledger.';
   static override examples = [
     '<%= config.bin %> freeze --agent agt_... --reason "runaway spend" --local',
-    '<%= config.bin %> freeze --all --reason "incident 42" --local --json',
+    '<%= config.bin %> freeze --all --reason "incident 42" --local --json   # also turns on "stop every agent"',
   ];
   static override flags = {
     agent: Flags.string({ description: 'the agent to stop (agt_...)', exactlyOne: ['agent', 'all'] }),
@@ -28,6 +28,8 @@ export default class Freeze extends SvcCommand {
     try {
       const wid = pickWorkspace(app, flags.workspace);
       const ids = flags.all ? app.services.agents.list(wid).map((a) => a.id) : [flags.agent!];
+      // --all also turns on "stop every agent", so an agent created afterwards is stopped too.
+      if (flags.all) await app.services.killSwitch.stopAll(wid, flags.reason.trim(), { actor: 'operator:cli' });
       for (const id of ids) await app.services.killSwitch.stop(wid, id, { hold: 'owner', reason: flags.reason.trim() }, { actor: 'operator:cli' });
       this.log(`Stopped ${ids.length} agent${ids.length === 1 ? '' : 's'}: ${ids.join(', ')}`);
       return { frozen: ids.length, agentIds: ids, hold: 'owner' };

@@ -46,6 +46,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
   const originHost = settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local';
   const ledger = createLedger({ ...deps, signingKeys, originHost });
+  const killSwitch = createKillSwitch({ ...deps, ledger, bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const receipts = createReceipts({ store, clock, signingKeys, ledger, ttlSeconds: settings.receipts.ttlDays * 86_400, issuer });
   return {
     people: createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
@@ -57,8 +58,8 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     ledger,
     receipts,
     gate: createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 }),
-    killSwitch: createKillSwitch({ ...deps, ledger }),
-    approvals: createApprovals({ ...deps, ledger, receipts }),
+    killSwitch,
+    approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
   };
 }
 

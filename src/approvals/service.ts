@@ -4,6 +4,7 @@ import type { Ledger } from '../ledger/service.js';
 import { readStanding } from '../killswitch/standing.js';
 import { evaluate } from '../mandates/evaluate.js';
 import { usageRepo } from '../mandates/usage.js';
+import type { KillSwitch } from '../killswitch/service.js';
 import type { Receipts } from '../receipts/service.js';
 import type { ActionRecord, ApprovalRecord, Role, Store } from '../store/index.js';
 
@@ -45,6 +46,8 @@ export interface ApprovalView {
   decidedBy: string | null;
   reason: string | null;
   action: { type: string; summary: string; payment: ActionRecord['payment']; target: ActionRecord['target'] } | null;
+  /** For a bulk freeze waiting for a person: what would be frozen, and which token asked. */
+  freeze: ApprovalRecord['freeze'] | null;
 }
 
 export type ApproveOutcome =
@@ -52,8 +55,8 @@ export type ApproveOutcome =
   | { kind: 'waiting_for_second'; approval: ApprovalView }
   | { kind: 'expired'; approval: ApprovalView };
 
-export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledger; receipts: Receipts }) {
-  const { store, clock, ledger, receipts } = deps;
+export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledger; receipts: Receipts; killSwitch: KillSwitch }) {
+  const { store, clock, ledger, receipts, killSwitch } = deps;
   const t = store.tables;
   const usage = usageRepo(store);
 
@@ -65,6 +68,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
       approvals: a.approvals, requiredApprovals: a.requiredApprovals, separationOfDuties: a.separationOfDuties,
       createdAt: a.createdAt, expiresAt: a.expiresAt, decidedBy: a.decidedBy ?? null, reason: a.reason ?? null,
       action: action ? { type: action.type, summary: action.summary, payment: action.payment, target: action.target } : null,
+      freeze: a.freeze ?? null,
     };
   };
 
@@ -95,6 +99,27 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
     return expired;
   };
 
+  /** A bulk freeze waiting for a person: owners and admins decide it. Inside store.write(). */
+  const decideFreezeInWrite = (approval: ApprovalRecord, who: Decider, approve: boolean, note: string | null, now: number): ApproveOutcome => {
+    if (approval.status !== 'pending') throw closed(approval);
+    if (Date.parse(approval.expiresAt) <= now) {
+      const expired: ApprovalRecord = { ...approval, status: 'expired', decidedBy: 'system', reason: 'nobody decided in time' };
+      ledger.record({ workspaceId: approval.workspaceId, actor: 'system', kind: 'approval.expired', subject: approval.id, data: { freeze: true } });
+      settleApproval(expired);
+      return { kind: 'expired', approval: view(expired, now) };
+    }
+    if (who.role !== 'owner' && who.role !== 'admin') {
+      throw new AppError('forbidden', { message: 'Only owners and admins may decide a fleet freeze.', fix: 'Ask an owner or an admin to decide it.' });
+    }
+    const decided: ApprovalRecord = approve
+      ? { ...approval, status: 'approved', approvals: [{ by: who.userId, at: isoAt(now), note }], decidedBy: who.actor, reason: null }
+      : { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
+    ledger.record({ workspaceId: approval.workspaceId, actor: who.actor, kind: approve ? 'approval.approved' : 'approval.denied', subject: approval.id, data: { freeze: true, note } });
+    if (approve) killSwitch.applyApprovedFreezeInWrite(approval.workspaceId, approval.freeze!, who.actor);
+    settleApproval(decided);
+    return { kind: 'decided', approval: view(decided, now) };
+  };
+
   /** May this person decide this approval at all (before duties and counts)? */
   const checkDecider = (approval: ApprovalRecord, actsFor: string | null, who: Decider): void => {
     if (approval.approvers) {
@@ -117,6 +142,11 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         let n = 0;
         for (const { key } of due(clock.now())) {
           const approval = t.approvals.get([String(key[1]), String(key[2])]);
+          if (approval?.freeze && approval.status === 'pending') {
+            decideFreezeInWrite(approval, { userId: 'system', role: 'owner', actor: 'system' }, false, null, clock.now());
+            n += 1;
+            continue;
+          }
           const action = approval && t.actions.get([approval.workspaceId, approval.actionId]);
           if (!approval || !action || approval.status !== 'pending') {
             t.pendingApprovals.remove(key);
@@ -153,17 +183,34 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
     async approve(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {
       return store.write((): ApproveOutcome => {
         const now = clock.now();
+        const freeze = t.approvals.get([wid, aprId]);
+        if (freeze?.freeze) return decideFreezeInWrite(freeze, who, true, note, now);
         const { approval, action } = pendingInWrite(wid, aprId);
         if (approval.status !== 'pending') throw closed(approval);
         if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
         const agent = t.agents.get([wid, action.agentId]);
         checkDecider(approval, agent?.actsFor ?? null, who);
-        if (approval.separationOfDuties && agent?.actsFor === who.userId) {
+        // Against whom the agent acts for now and whom it acted for when it asked: changing
+        // `actsFor` meanwhile cannot make someone their own approver.
+        const bound = (uid: string) => approval.separationOfDuties && (agent?.actsFor === uid || approval.requestedFor === uid);
+        if (bound(who.userId)) {
           throw new AppError('separation_of_duties', { message: 'You are the person this agent acts for, and its rule asks for separation of duties: someone else must approve.' });
         }
         if (approval.approvals.some((a) => a.by === who.userId)) {
           throw new AppError('second_person_required', { message: 'You already approved this; a second, different person must approve too.' });
         }
+        // Earlier approvals count only while their authors could still give them now (not
+        // removed, not demoted, not bound by separation of duties).
+        const stillValid = approval.approvals.filter((a) => {
+          const role = t.members.get([wid, a.by])?.role;
+          if (!role || bound(a.by)) return false;
+          try {
+            checkDecider(approval, agent?.actsFor ?? null, { userId: a.by, role, actor: `user:${a.by}` });
+            return role === 'owner' || role === 'admin' || role === 'member';
+          } catch {
+            return false;
+          }
+        });
         const standing = readStanding(store, wid, action.agentId);
         if (standing.stopped) {
           throw new AppError('agent_stopped', {
@@ -173,7 +220,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
           });
         }
         const at = isoAt(now);
-        const approvals = [...approval.approvals, { by: who.userId, at, note }];
+        const approvals = [...stillValid, { by: who.userId, at, note }];
         ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.approved', subject: approval.id, data: { actionId: action.id, note, count: approvals.length, required: approval.requiredApprovals } });
         if (approvals.length < approval.requiredApprovals) {
           const waiting = { ...approval, approvals };
@@ -210,6 +257,8 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
     async deny(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {
       return store.write((): ApproveOutcome => {
         const now = clock.now();
+        const freeze = t.approvals.get([wid, aprId]);
+        if (freeze?.freeze) return decideFreezeInWrite(freeze, who, false, note, now);
         const { approval, action } = pendingInWrite(wid, aprId);
         if (approval.status !== 'pending') throw closed(approval);
         if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };

@@ -139,6 +139,7 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
             approvers: rule.approval?.approvers ?? null, approvals: [], requiredApprovals: rule.approval?.count ?? 1,
             separationOfDuties: rule.approval?.separationOfDuties ?? false, createdAt: action.createdAt,
             expiresAt: isoAt(now + deps.approvalTtlMs), decidedBy: null, reason: null,
+            requestedFor: t.agents.get([c.workspaceId, c.agentId])?.actsFor ?? null,
           });
         }
         if (action.charge) repo.add(c.workspaceId, c.agentId, action.charge, action.charge.amount);

@@ -2,14 +2,26 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller } from '../http/auth/callers.js';
+import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import type { KillSwitch, Who } from './service.js';
+import type { KillSwitch, Selector, Who } from './service.js';
 
 const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const aid = Joi.string().max(64).required();
 const reason = Joi.object({ reason: Joi.string().trim().min(1).max(500).required() });
+const selectorSchema = Joi.object({
+  agentIds: Joi.array().items(Joi.string().pattern(/^agt_[0-9A-Za-z]{22}$/)).min(1).max(1000).unique(),
+  tags: Joi.array().items(Joi.string().trim().min(1).max(64)).min(1).max(50).unique(),
+  blueprint: Joi.string().max(64),
+  actsFor: Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/),
+  all: Joi.boolean().valid(true),
+}).min(1).required();
+const bulkFreeze = Joi.object({
+  selector: selectorSchema,
+  reason: Joi.string().trim().min(1).max(500).required(),
+  confirmCount: Joi.number().strict().integer().min(1).required(),
+});
 
 /**
  * The kill switch in the console (API.md 2): stop (members: agents that act for them), restart
@@ -27,7 +39,42 @@ export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsSe
       return { actor: actorOf(c), userId: c.user.id, role: people.authorize(w, c.user, permission) };
     };
 
+    const token = (request: Request) => {
+      const c = caller(request, 'service-token');
+      return { wid: c.workspaceId, actor: actorOf(c), tokenId: c.token.id };
+    };
+
     server.route([
+      {
+        // A token freezes one agent (hold `token`); no token route lifts a hold.
+        method: 'POST', path: '/v1/admin/agents/{aid}/freeze',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'agents:freeze', validationTypeByField: { reason: 'reason_required' } } },
+          validate: { params: Joi.object({ aid }), payload: reason },
+        },
+        async handler(request) {
+          const by = token(request);
+          const { aid: a } = request.params as { aid: string };
+          return agents.view(await killSwitch.stop(by.wid, a, { hold: 'token', reason: (request.payload as { reason: string }).reason }, { actor: by.actor, tokenId: by.tokenId }));
+        },
+      },
+      {
+        // Bulk freeze (API.md 4): 200 { frozen, agentIds }, or 202 { status: pending, approvalId, count } past the ceiling.
+        method: 'POST', path: '/v1/admin/freezes',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'agents:freeze', validationTypeByField: { selector: 'invalid_selector', reason: 'reason_required', confirmCount: 'confirm_count_required' } } },
+          validate: { payload: bulkFreeze },
+        },
+        async handler(request, h) {
+          const by = token(request);
+          const body = request.payload as { selector: Selector; reason: string; confirmCount: number };
+          const outcome = await killSwitch.freezeSelected(by.wid, body, { actor: by.actor, tokenId: by.tokenId });
+          if (outcome.kind === 'pending') return h.response({ status: 'pending', approvalId: outcome.approvalId, count: outcome.count }).code(202);
+          return { frozen: outcome.frozen, agentIds: outcome.agentIds };
+        },
+      },
       {
         method: 'POST', path: '/api/w/{wid}/agents/{aid}/stop',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: reason } },

@@ -1,7 +1,8 @@
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
-import type { AgentRecord, Role, StopAllRecord, Store } from '../store/index.js';
+import type { IdSource } from '../lib/ids.js';
+import type { AgentRecord, ApprovalRecord, Role, StopAllRecord, Store } from '../store/index.js';
 import { readStanding, type Standing } from './standing.js';
 
 /**
@@ -12,6 +13,8 @@ import { readStanding, type Standing } from './standing.js';
  * - Only a person restarts an agent: the person it acts for, an owner or an admin; anyone else
  *   gets 403 forbidden naming who may. Restarting lifts every hold. No key or token route lifts one.
  * - "Stop every agent" is one record per workspace; owners and admins turn it on and off.
+ * - A token may freeze one agent or a selection (hold `token`); a selection past the ceiling waits
+ *   for a person (an approval of its own) and nothing is frozen until then.
  * - Every stop, restart and stop-all change is a ledger record naming who did it, in the same
  *   transaction as the change.
  */
@@ -21,9 +24,40 @@ export interface Who {
   role?: Role;
 }
 
-export function createKillSwitch(deps: { store: Store; clock: Clock; ledger: Ledger }) {
+/** Which agents a bulk freeze names (API.md 4): every criterion given must hold. */
+export interface Selector {
+  agentIds?: string[];
+  tags?: string[];
+  blueprint?: string;
+  actsFor?: string;
+  all?: boolean;
+}
+
+export type BulkFreezeOutcome =
+  | { kind: 'frozen'; frozen: number; agentIds: string[] }
+  | { kind: 'pending'; approvalId: string; count: number };
+
+export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; bulkFreezeCeiling: number; approvalTtlMs: number }) {
   const { store, clock, ledger } = deps;
   const t = store.tables;
+
+  const selected = (wid: string, s: Selector): AgentRecord[] => t.agents.scan([wid]).map((e) => e.value).filter((a) => !a.removedAt
+    && (!s.agentIds || s.agentIds.includes(a.id))
+    && (!s.tags || s.tags.every((tag) => a.tags.includes(tag)))
+    && (!s.blueprint || (a as AgentRecord & { blueprint?: string }).blueprint === s.blueprint)
+    && (!s.actsFor || a.actsFor === s.actsFor));
+
+  /** Puts a hold on each agent. Inside store.write(). */
+  const holdInWrite = (wid: string, agentIds: readonly string[], hold: 'owner' | 'token', reason: string, by: string): string[] => {
+    const done: string[] = [];
+    for (const aid of agentIds) {
+      const agent = t.agents.get([wid, aid]);
+      if (!agent || agent.removedAt) continue;
+      t.agents.put([wid, aid], { ...agent, holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }] });
+      done.push(aid);
+    }
+    return done;
+  };
 
   const live = (wid: string, aid: string): AgentRecord => {
     const agent = t.agents.get([wid, aid]);
@@ -36,14 +70,12 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ledger: Led
       return readStanding(store, wid, aid);
     },
 
-    async stop(wid: string, aid: string, input: { hold: 'owner' | 'token'; reason: string }, who: Who): Promise<AgentRecord> {
+    async stop(wid: string, aid: string, input: { hold: 'owner' | 'token'; reason: string }, who: Who & { tokenId?: string }): Promise<AgentRecord> {
       return store.write(() => {
-        const agent = live(wid, aid);
-        const hold = { hold: input.hold, reason: input.reason, by: who.actor, at: isoAt(clock.now()) };
-        const stopped = { ...agent, holds: [...(agent.holds ?? []).filter((h) => h.hold !== input.hold), hold] };
-        t.agents.put([wid, aid], stopped);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.stopped', subject: aid, data: { hold: input.hold, reason: input.reason } });
-        return stopped;
+        live(wid, aid);
+        holdInWrite(wid, [aid], input.hold, input.reason, who.actor);
+        ledger.record({ workspaceId: wid, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'agent.stopped', subject: aid, data: { hold: input.hold, reason: input.reason } });
+        return t.agents.get([wid, aid])!;
       });
     },
 
@@ -62,6 +94,46 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ledger: Led
         ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.restarted', subject: aid, data: { lifted: (agent.holds ?? []).map((h) => h.hold) } });
         return running;
       });
+    },
+
+    /**
+     * A token's bulk freeze (API.md 4): the selection must match something and `confirmCount`
+     * must equal its count now (409 selection_changed with oldCount and newCount otherwise). Past
+     * the ceiling nothing is frozen: a person must approve it in the console (202 pending).
+     * Either way the ledger says which token asked.
+     */
+    async freezeSelected(wid: string, input: { selector: Selector; reason: string; confirmCount: number }, token: { actor: string; tokenId: string }): Promise<BulkFreezeOutcome> {
+      return store.write((): BulkFreezeOutcome => {
+        const agents = selected(wid, input.selector);
+        if (agents.length === 0) throw new AppError('nothing_selected');
+        if (agents.length !== input.confirmCount) {
+          throw new AppError('selection_changed', { message: `confirmCount is ${input.confirmCount} but the selector matches ${agents.length} agents now.`, details: { oldCount: input.confirmCount, newCount: agents.length } });
+        }
+        const agentIds = agents.map((a) => a.id);
+        if (agentIds.length > deps.bulkFreezeCeiling) {
+          const now = clock.now();
+          const approvalId = deps.ids.id('apr');
+          const expiresAt = isoAt(now + deps.approvalTtlMs);
+          t.approvals.put([wid, approvalId], {
+            id: approvalId, workspaceId: wid, actionId: '', agentId: '', status: 'pending', approvers: null, approvals: [],
+            requiredApprovals: 1, separationOfDuties: false, createdAt: isoAt(now), expiresAt, decidedBy: null, reason: null,
+            freeze: { agentIds, reason: input.reason, requestedBy: token.actor, tokenId: token.tokenId },
+          });
+          t.pendingApprovals.put([expiresAt, wid, approvalId], true);
+          ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'fleet.freeze_requested', subject: approvalId, data: { count: agentIds.length, agentIds, reason: input.reason, ceiling: deps.bulkFreezeCeiling } });
+          return { kind: 'pending', approvalId, count: agentIds.length };
+        }
+        const frozen = holdInWrite(wid, agentIds, 'token', input.reason, token.actor);
+        ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'fleet.frozen', subject: wid, data: { summary: `${token.actor} froze ${frozen.length} agents`, count: frozen.length, agentIds: frozen, reason: input.reason } });
+        return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
+      });
+    },
+
+    /** Applies a bulk freeze a person approved. Inside store.write(). */
+    applyApprovedFreezeInWrite(wid: string, freeze: NonNullable<ApprovalRecord['freeze']>, approver: string): string[] {
+      const frozen = holdInWrite(wid, freeze.agentIds, 'token', freeze.reason, `${freeze.requestedBy}, approved by ${approver}`);
+      ledger.record({ workspaceId: wid, actor: approver, kind: 'fleet.frozen', subject: wid, data: { summary: `${freeze.requestedBy} froze ${frozen.length} agents, approved by ${approver}`, count: frozen.length, agentIds: frozen, reason: freeze.reason, requestedBy: freeze.requestedBy, tokenId: freeze.tokenId } });
+      return frozen;
     },
 
     stopAllState(wid: string): { stopped: boolean; reason: string | null; by: string | null; at: string | null } {

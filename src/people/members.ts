@@ -119,7 +119,9 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
         if (!user) {
           if (passwordHash === undefined) throw passwordRequired();
           const email = input.email.trim();
-          user = { id: ids.id('usr'), email, name: input.name ?? email.split('@')[0]!, passwordHash, createdAt: at };
+          // A password a person chose for someone else (in the console): they must replace it
+          // before anything else. The operator's own path (no `by`: CLI, set-up) is trusted.
+          user = { id: ids.id('usr'), email, name: input.name ?? email.split('@')[0]!, passwordHash, ...(by ? { mustChangePassword: true } : {}), createdAt: at };
           repo.putUser(user);
         }
         const member: MemberRecord = { workspaceId: wid, userId: user.id, role: input.role, addedAt: at };

@@ -51,6 +51,7 @@ export interface Settings {
   rateLimits: { publicPerMinute: number; signInPerMinute: number; gatePerMinute: number };
   receipts: { ttlDays: number };
   approvals: { ttlHours: number };
+  killSwitch: { bulkFreezeCeiling: number };
   ledger: { checkpointIntervalMs: number };
   plan: { agents: number | null; mandateRules: number | null };
   session: { ttlHours: number };
@@ -111,6 +112,9 @@ export const settingsSchema = Joi.object<Settings>({
   approvals: Joi.object({
     ttlHours: Joi.number().min(0.0001).max(720).default(24).description('a waiting approval expires this long after the action asked (its action is then denied)'),
   }).default(),
+  killSwitch: Joi.object({
+    bulkFreezeCeiling: Joi.number().integer().min(1).default(25).description('a token freezing more agents than this at once waits for a person (202 pending)'),
+  }).default(),
   ledger: Joi.object({
     checkpointIntervalMs: Joi.number().integer().min(100).max(60000).default(1000)
       .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
@@ -162,6 +166,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_GATE_RATE_PER_MINUTE', 'rateLimits.gatePerMinute'],
   ['SVC_RECEIPT_TTL_DAYS', 'receipts.ttlDays'],
   ['SVC_APPROVAL_TTL_HOURS', 'approvals.ttlHours'],
+  ['SVC_BULK_FREEZE_CEILING', 'killSwitch.bulkFreezeCeiling'],
   ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],

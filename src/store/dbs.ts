@@ -155,6 +155,10 @@ export interface ApprovalRecord {
   /** Who denied it and why, or why it turned into a deny (limits used meanwhile, expiry). */
   decidedBy?: string | null;
   reason?: string | null;
+  /** Whom the agent acted for when the action asked: separation of duties holds against them. */
+  requestedFor?: string | null;
+  /** A bulk freeze past the ceiling, waiting for a person (actionId and agentId are then ''). */
+  freeze?: { agentIds: string[]; reason: string; requestedBy: string; tokenId: string };
 }
 
 /** "Stop every agent" in force for a workspace (absent: not in force). */

@@ -101,7 +101,7 @@ test.serial('the terminal writes the same hold as the console: freezing a stoppe
   t.is((await decisionOf(bot)).decision, 'allow');
 });
 
-test.serial('svc freeze --local --all stops every live agent of the workspace', async (t) => {
+test.serial('svc freeze --local --all stops every live agent and turns on "stop every agent" (so later agents are stopped too)', async (t) => {
   const fleet = [await makeBot(owner, 'cli-all-1', PAY), await makeBot(owner, 'cli-all-2', PAY, member.id)];
   const removed = await makeBot(owner, 'cli-all-removed', PAY);
   t.is((await owner.send('DELETE', `/agents/${removed.agentId}`)).status, 200);
@@ -122,8 +122,13 @@ test.serial('svc freeze --local --all stops every live agent of the workspace', 
     t.true(agent.holds.some((h) => h.hold === 'owner' && h.by === 'operator:cli'));
   }
 
+  t.like((await owner.get('/stop-all')).body, { stopped: true, reason: 'incident 7', by: 'operator:cli' });
+  const later = await makeBot(owner, 'cli-all-later', PAY);
+  t.deepEqual(await decisionOf(later), FROZEN, 'an agent created after the freeze is stopped too');
+
+  t.is((await owner.send('DELETE', '/stop-all')).status, 200);
   for (const id of live) t.is((await owner.send('POST', `/agents/${id}/restart`)).status, 200);
-  for (const bot of fleet) t.is((await decisionOf(bot)).decision, 'allow');
+  for (const bot of [...fleet, later]) t.is((await decisionOf(bot)).decision, 'allow');
 });
 
 test.serial('svc freeze without --local is a usage error (exit 2) and stops nothing', async (t) => {

@@ -21,16 +21,37 @@ let counter = 0;
 /** A fresh email for each person a test adds, so that concurrent tests never share one. */
 const freshEmail = (what: string) => `${what}-${(counter += 1)}@example.com`;
 const passwordOf = (email: string) => `pw-${email}-long-enough`;
+/** The password the adding person chooses; the new member must replace it at first sign-in. */
+const chosenFor = new Set<string>();
+const claimed = new Set<string>();
+const initialOf = (email: string) => {
+  chosenFor.add(email);
+  return `initial-${email}-chosen-by-another`;
+};
+
+/**
+ * Signs a person in with their own password, replacing the one they were given first (a person
+ * added in the console with a password chosen for them must change it before anything else).
+ */
+async function signInAs(email: string): Promise<string> {
+  if (chosenFor.has(email) && !claimed.has(email)) {
+    claimed.add(email);
+    const first = await signIn(server.url, email, initialOf(email));
+    const changed = await call(server.url, 'PUT', '/api/me/password', { headers: { ...csrf, cookie: first }, json: { currentPassword: initialOf(email), newPassword: passwordOf(email) } });
+    if (changed.status !== 200) throw new Error(`password change: ${changed.status} ${changed.text}`);
+  }
+  return signIn(server.url, email, passwordOf(email));
+}
 
 /** Adds a new person through POST /members as `by`, and signs them in. */
 async function addPerson(by: Person, role: Role, what: string = role): Promise<Person> {
   const email = freshEmail(what);
-  const res = expectStatus(await by.send('POST', '/members', { email, name: what, role, password: passwordOf(email) }), 201, `add ${role}`);
-  return { ...consoleClient(server, by.wid, await signIn(server.url, email, passwordOf(email))), id: res.body.id };
+  const res = expectStatus(await by.send('POST', '/members', { email, name: what, role, password: initialOf(email) }), 201, `add ${role}`);
+  return { ...consoleClient(server, by.wid, await signInAs(email)), id: res.body.id };
 }
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
   owner = await ownerConsole(server);
   admin = await addPerson(owner, 'admin');
   readers.member = await addPerson(owner, 'member');
@@ -44,14 +65,14 @@ const ID = /^usr_[0-9A-Za-z]{22}$/;
 
 test('an owner adds a new person: 201 with the member record, and they can sign in to the workspace', async (t) => {
   const email = freshEmail('new');
-  const res = await owner.send('POST', '/members', { email, name: 'New Person', role: 'member', password: passwordOf(email) });
+  const res = await owner.send('POST', '/members', { email, name: 'New Person', role: 'member', password: initialOf(email) });
   t.is(res.status, 201, res.text);
   t.deepEqual(Object.keys(res.body).sort(), ['addedAt', 'email', 'id', 'name', 'role']);
   t.like(res.body, { email, name: 'New Person', role: 'member' });
   t.regex(res.body.id, ID);
   t.false(Number.isNaN(Date.parse(res.body.addedAt)));
 
-  const cookie = await signIn(server.url, email, passwordOf(email));
+  const cookie = await signInAs(email);
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
   t.is(me.status, 200);
   t.is(me.body.user.id, res.body.id);
@@ -91,7 +112,7 @@ test('members, analysts and auditors are refused every members route with 403 fo
     const email = freshEmail(`by-${role}`);
     const answers = [
       await who.get('/members'),
-      await who.send('POST', '/members', { email, name: 'x', role: 'member', password: passwordOf(email) }),
+      await who.send('POST', '/members', { email, name: 'x', role: 'member', password: initialOf(email) }),
       await who.send('PATCH', `/members/${target.id}`, { role: 'admin' }),
       await who.send('DELETE', `/members/${target.id}`),
     ];
@@ -108,7 +129,7 @@ test('members, analysts and auditors are refused every members route with 403 fo
 
 test('an admin adds, renames, changes and removes members below owner', async (t) => {
   const email = freshEmail('by-admin');
-  const added = await admin.send('POST', '/members', { email, name: 'Added', role: 'analyst', password: passwordOf(email) });
+  const added = await admin.send('POST', '/members', { email, name: 'Added', role: 'analyst', password: initialOf(email) });
   t.is(added.status, 201, added.text);
   t.like(added.body, { email, role: 'analyst', name: 'Added' });
 
@@ -125,7 +146,7 @@ test('an admin adds, renames, changes and removes members below owner', async (t
 
 test('only an owner makes an owner, and only an owner changes or removes one', async (t) => {
   const email = freshEmail('would-be-owner');
-  const byAdmin = await admin.send('POST', '/members', { email, name: 'x', role: 'owner', password: passwordOf(email) });
+  const byAdmin = await admin.send('POST', '/members', { email, name: 'x', role: 'owner', password: initialOf(email) });
   assertError(t, byAdmin, 403, 'forbidden');
   t.is(byAdmin.body.error.message, 'Only an owner may make someone an owner; you are admin.');
 
@@ -148,7 +169,7 @@ test('only an owner makes an owner, and only an owner changes or removes one', a
   assertError(t, remove, 403, 'forbidden');
   t.is(remove.body.error.message, 'Only an owner may remove an owner; you are admin.');
 
-  const added = await owner.send('POST', '/members', { email, name: 'Owner Two', role: 'owner', password: passwordOf(email) });
+  const added = await owner.send('POST', '/members', { email, name: 'Owner Two', role: 'owner', password: initialOf(email) });
   t.is(added.status, 201, added.text);
   t.is(added.body.role, 'owner');
   const list = await owner.get('/members?limit=200');
@@ -158,7 +179,7 @@ test('only an owner makes an owner, and only an owner changes or removes one', a
 test('the last owner can be neither removed nor demoted: 409 second_owner_required', async (t) => {
   const email = freshEmail('sole-owner');
   const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Solo', ownerEmail: email, ownerPassword: passwordOf(email) }));
-  const sole = consoleClient(server, made.workspaceId, await signIn(server.url, email, passwordOf(email)));
+  const sole = consoleClient(server, made.workspaceId, await signInAs(email));
 
   for (const res of [await sole.send('DELETE', `/members/${made.ownerId}`), await sole.send('PATCH', `/members/${made.ownerId}`, { role: 'admin' })]) {
     assertError(t, res, 409, 'second_owner_required');
@@ -170,22 +191,22 @@ test('the last owner can be neither removed nor demoted: 409 second_owner_requir
 
   // With a second owner, the first may step down, and then the second is the last.
   const secondEmail = freshEmail('second-owner');
-  const second = expectStatus(await sole.send('POST', '/members', { email: secondEmail, name: 'Second', role: 'owner', password: passwordOf(secondEmail) }), 201, 'second owner');
+  const second = expectStatus(await sole.send('POST', '/members', { email: secondEmail, name: 'Second', role: 'owner', password: initialOf(secondEmail) }), 201, 'second owner');
   const down = await sole.send('PATCH', `/members/${made.ownerId}`, { role: 'admin' });
   t.is(down.status, 200, down.text);
   t.is(down.body.role, 'admin');
-  const secondClient = consoleClient(server, made.workspaceId, await signIn(server.url, secondEmail, passwordOf(secondEmail)));
+  const secondClient = consoleClient(server, made.workspaceId, await signInAs(secondEmail));
   assertError(t, await secondClient.send('DELETE', `/members/${second.body.id}`), 409, 'second_owner_required');
 });
 
 test('removing a member ends every session of theirs at once; they keep their account and other workspaces', async (t) => {
   const leaving = await addPerson(owner, 'member', 'leaving');
   const email = (await call(server.url, 'GET', '/api/me', { headers: { cookie: leaving.cookie } })).body.user.email as string;
-  const secondCookie = await signIn(server.url, email, passwordOf(email));
+  const secondCookie = await signInAs(email);
   // A second workspace they also belong to.
   const otherEmail = freshEmail('other-owner');
   const other = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Elsewhere', ownerEmail: otherEmail, ownerPassword: passwordOf(otherEmail) }));
-  const otherOwner = consoleClient(server, other.workspaceId, await signIn(server.url, otherEmail, passwordOf(otherEmail)));
+  const otherOwner = consoleClient(server, other.workspaceId, await signInAs(otherEmail));
   expectStatus(await otherOwner.send('POST', '/members', { email, name: 'ignored', role: 'analyst' }), 201, 'add to the other workspace');
   t.is((await leaving.get('/agents')).status, 200);
 
@@ -199,7 +220,7 @@ test('removing a member ends every session of theirs at once; they keep their ac
   assertError(t, await leaving.get('/agents'), 401, 'unauthenticated');
 
   // Their account stays: they sign in again, and see only the other workspace.
-  const again = await signIn(server.url, email, passwordOf(email));
+  const again = await signInAs(email);
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie: again } });
   t.is(me.status, 200);
   t.deepEqual(me.body.workspaces, [{ id: other.workspaceId, name: 'Elsewhere', role: 'analyst' }]);
@@ -221,7 +242,7 @@ test('adding an existing person: by email alone; a password for them, or a secon
   t.is(added.status, 201, added.text);
   t.like(added.body, { id: made.ownerId, email, name: 'Existing One', role: 'auditor' });
   // Their own password still works, and they now see both workspaces.
-  const cookie = await signIn(server.url, email, passwordOf(email));
+  const cookie = await signInAs(email);
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
   t.deepEqual(me.body.workspaces.map((w: { id: string; role: string }) => [w.id, w.role]).sort(), [[made.workspaceId, 'owner'], [owner.wid, 'auditor']].sort());
 
@@ -271,7 +292,7 @@ test('validation errors name every field at fault', async (t) => {
 test('another workspace\'s members are not found, and writes to them need the CSRF header', async (t) => {
   const email = freshEmail('outsider');
   const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Outside', ownerEmail: email, ownerPassword: passwordOf(email) }));
-  const outsider = consoleClient(server, made.workspaceId, await signIn(server.url, email, passwordOf(email)));
+  const outsider = consoleClient(server, made.workspaceId, await signInAs(email));
   const peek = await call(server.url, 'GET', `/api/w/${owner.wid}/members`, { headers: { cookie: outsider.cookie } });
   assertError(t, peek, 404, 'not_found');
   t.is(peek.body.error.message, 'No such workspace.');
@@ -282,4 +303,15 @@ test('another workspace\'s members are not found, and writes to them need the CS
   const noCsrf = await call(server.url, 'DELETE', `/api/w/${owner.wid}/members/${readers.analyst.id}`, { headers: { cookie: owner.cookie } });
   assertError(t, noCsrf, 403, 'csrf');
   t.is((await readers.analyst.get('/agents')).status, 200, 'still a member');
+});
+
+test('a person added with a password someone else chose must replace it before anything else', async (t) => {
+  const email = freshEmail('fresh-hire');
+  t.is((await owner.send('POST', '/members', { email, name: 'Fresh', role: 'admin', password: initialOf(email) })).status, 201);
+  const cookie = await signIn(server.url, email, initialOf(email));
+  const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
+  t.true(me.body.user.mustChangePassword);
+  const refused = await call(server.url, 'GET', `/api/w/${owner.wid}/members`, { headers: { cookie } });
+  assertError(t, refused, 403, 'forbidden');
+  t.regex(refused.body.error.message, /one-time password/);
 });
