@@ -3,6 +3,7 @@ import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { assertError, bearer, call, csrf } from '../helpers/http.js';
 import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { withStore } from '../helpers/store.js';
 import { about, addPerson, makeBot, pay, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
@@ -131,7 +132,7 @@ test.serial('svc freeze --local --all stops every live agent and turns on "stop 
   for (const bot of [...fleet, later]) t.is((await decisionOf(bot)).decision, 'allow');
 });
 
-test.serial('svc freeze without --local is a usage error (exit 2) and stops nothing', async (t) => {
+test.serial('svc freeze through the server without a service token is a usage error (exit 2) and stops nothing', async (t) => {
   const bot = await makeBot(owner, 'cli-no-local', PAY);
   const res = await freeze(['--agent', bot.agentId, '--reason', 'remote']);
   t.is(res.code, 2, res.stdout + res.stderr);
@@ -158,4 +159,30 @@ test.serial('svc freeze --local on an unknown agent fails (not 0) and names it n
   t.not(res.code, 0);
   t.not(res.code, null);
   t.regex(res.stdout + res.stderr, /not.?found|no such agent/i);
+});
+
+test.serial('through the server with SVC_TOKEN: one agent, a confirmed selection, a miscounted one (exit 1), and the ceiling (pending)', async (t) => {
+  const token = await withStore(server.dataDir, async (app) => (await app.services.serviceTokens.create(owner.wid, { name: 'ci-cli', scopes: ['agents:freeze'], expiresInDays: 1 })).token);
+  const remote = (args: string[]) => svc(['freeze', ...args, '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+  const one = await makeBot(owner, 'cli-remote-one', PAY);
+  const res = await remote(['--agent', one.agentId, '--reason', 'remote']);
+  t.is(res.code, 0, res.stdout + res.stderr);
+  t.deepEqual(JSON.parse(res.stdout), { frozen: 1, agentIds: [one.agentId], hold: 'token' });
+  t.deepEqual(await decisionOf(one), FROZEN);
+
+  const tagged = [await makeBot(owner, 'cli-remote-a', PAY), await makeBot(owner, 'cli-remote-b', PAY)];
+  for (const bot of tagged) t.is((await owner.send('PATCH', `/agents/${bot.agentId}`, { tags: ['cli-fleet'] })).status, 200);
+  const miscounted = await remote(['--selector', 'tag=cli-fleet', '--reason', 'fleet', '--confirm-count', '3']);
+  t.is(miscounted.code, 1, miscounted.stdout);
+  t.is(JSON.parse(miscounted.stdout).error.type, 'selection_changed');
+  for (const bot of tagged) t.is((await decisionOf(bot)).decision, 'allow', 'nothing frozen on a miscount');
+
+  const fleet = await remote(['--selector', 'tag=cli-fleet', '--reason', 'fleet', '--confirm-count', '2']);
+  t.is(fleet.code, 0, fleet.stdout + fleet.stderr);
+  t.like(JSON.parse(fleet.stdout), { frozen: 2, hold: 'token' });
+  for (const bot of tagged) t.deepEqual(await decisionOf(bot), FROZEN);
+
+  for (const bot of [one, ...tagged]) t.is((await owner.send('POST', `/agents/${bot.agentId}/restart`)).status, 200);
+  const bad = await remote(['--selector', 'colour=red', '--reason', 'x', '--confirm-count', '1']);
+  t.is(bad.code, 2, bad.stdout);
 });
