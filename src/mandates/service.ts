@@ -106,6 +106,15 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
       });
     },
 
+    /** The rules of the named templates, in order (ids dropped); 400 unknown_template for a missing one. */
+    rulesOfTemplates(wid: string, templateIds: readonly string[]): MandateInput['rules'] {
+      return templateIds.flatMap((id) => {
+        const template = t.templates.get([wid, id]);
+        if (!template) throw new AppError('unknown_template', { message: `No template ${id} in this workspace.` });
+        return template.rules.map(({ id: _id, ...rule }) => rule);
+      });
+    },
+
     templates(wid: string, options: { after?: string; limit: number }): { data: TemplateRecord[]; next: string | null } {
       const rows = t.templates.scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 }).map((e) => e.value);
       const page = rows.slice(0, options.limit);

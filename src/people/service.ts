@@ -114,6 +114,12 @@ export function createPeopleService(deps: PeopleDeps) {
   return {
     workspaceCount: () => repo.workspaceCount(),
 
+    /** The id of the person with this email who is a member of the workspace, if any. */
+    memberIdByEmail(wid: string, email: string): string | undefined {
+      const user = repo.userByEmail(email);
+      return user && repo.roleIn(wid, user.id) ? user.id : undefined;
+    },
+
     /** Creates a workspace with its first owner (first start, `svc init`, tests). */
     /**
      * Creates a workspace with its owner. `firstOnly`: only if the store has no workspace yet,
