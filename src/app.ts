@@ -3,6 +3,7 @@ import { createApprovals } from './approvals/service.js';
 import { createGate } from './gate/service.js';
 import { createKeysService } from './keys/index.js';
 import { createKillSwitch } from './killswitch/service.js';
+import { createDrills } from './drills/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -48,18 +49,22 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const ledger = createLedger({ ...deps, signingKeys, originHost });
   const killSwitch = createKillSwitch({ ...deps, ledger, bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const receipts = createReceipts({ store, clock, signingKeys, ledger, ttlSeconds: settings.receipts.ttlDays * 86_400, issuer });
+  const agents = createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents });
+  const mandates = createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules });
+  const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   return {
     people: createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
-    agents: createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents }),
+    agents,
     keys: createKeysService({ ...deps, ledger }),
     serviceTokens: createServiceTokensService({ ...deps, ledger }),
-    mandates: createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules }),
+    mandates,
     signingKeys,
     ledger,
     receipts,
-    gate: createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 }),
+    gate,
     killSwitch,
     approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
+    drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate }),
   };
 }
 

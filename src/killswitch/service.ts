@@ -48,7 +48,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
     && (!s.actsFor || a.actsFor === s.actsFor));
 
   /** Puts a hold on each agent. Inside store.write(). */
-  const holdInWrite = (wid: string, agentIds: readonly string[], hold: 'owner' | 'token', reason: string, by: string): string[] => {
+  const holdInWrite = (wid: string, agentIds: readonly string[], hold: 'owner' | 'token' | 'drill', reason: string, by: string): string[] => {
     const done: string[] = [];
     for (const aid of agentIds) {
       const agent = t.agents.get([wid, aid]);
@@ -70,7 +70,17 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
       return readStanding(store, wid, aid);
     },
 
-    async stop(wid: string, aid: string, input: { hold: 'owner' | 'token'; reason: string }, who: Who & { tokenId?: string }): Promise<AgentRecord> {
+    /** A drill lifts its own hold, and nothing else: every other hold stays. */
+    async liftDrillHold(wid: string, aid: string, who: Who & { tokenId?: string }): Promise<void> {
+      await store.write(() => {
+        const agent = t.agents.get([wid, aid]);
+        if (!agent || !(agent.holds ?? []).some((h) => h.hold === 'drill')) return;
+        t.agents.put([wid, aid], { ...agent, holds: (agent.holds ?? []).filter((h) => h.hold !== 'drill') });
+        ledger.record({ workspaceId: wid, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'agent.drill_hold_lifted', subject: aid, data: {} });
+      });
+    },
+
+    async stop(wid: string, aid: string, input: { hold: 'owner' | 'token' | 'drill'; reason: string }, who: Who & { tokenId?: string }): Promise<AgentRecord> {
       return store.write(() => {
         live(wid, aid);
         holdInWrite(wid, [aid], input.hold, input.reason, who.actor);

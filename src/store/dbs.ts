@@ -271,6 +271,8 @@ export interface Tables {
   approvals: Table<ApprovalRecord>;
   /** [expiresAt, wid, aprId] -> true, for waiting approvals only: the expiry sweep's queue */
   pendingApprovals: Table<true>;
+  /** [wid, tokenId] -> when that token last ran a drill in that workspace */
+  drills: Table<string>;
   /** wid -> "stop every agent", while in force */
   stopAll: Table<StopAllRecord>;
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */
@@ -290,6 +292,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'stopAll',
+  'mandates', 'templates', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

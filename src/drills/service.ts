@@ -1,0 +1,85 @@
+import { AppError } from '../errors/app-error.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { AgentsService } from '../agents/index.js';
+import type { Gate } from '../gate/service.js';
+import type { KillSwitch } from '../killswitch/service.js';
+import type { Ledger } from '../ledger/service.js';
+import type { MandatesService } from '../mandates/index.js';
+import type { Store } from '../store/index.js';
+
+/**
+ * Kill-switch drills (issue 5): proof, on demand, that a freeze takes effect.
+ * Rules:
+ * - A drill never touches a real agent: it registers a drill agent of its own (tag `drill`),
+ *   checks that the agent is served while running, freezes it (hold `drill`), measures the time
+ *   until every enforcement point refuses it, then lifts its own hold (the only hold a drill may
+ *   lift) and removes the agent.
+ * - Enforcement points probed: the gate (the model gateway and the MCP proxy join when they exist).
+ * - One drill per hour per workspace per token: 429 drill_cooldown with retry-after.
+ * - The report is a ledger record under the token's name and id.
+ */
+export interface DrillPoint {
+  point: 'gate';
+  passed: boolean;
+  timeToEffectMs: number | null;
+  detail: string;
+}
+
+export interface DrillReport {
+  id: string;
+  passed: boolean;
+  points: DrillPoint[];
+  drillAgentId: string;
+  startedAt: string;
+  finishedAt: string;
+}
+
+export const DRILL_COOLDOWN_MS = 3_600_000;
+
+export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate }) {
+  const { store, clock, ledger, agents, mandates, killSwitch, gate } = deps;
+  const t = store.tables;
+
+  return {
+    async run(wid: string, token: { actor: string; tokenId: string }): Promise<DrillReport> {
+      const startedMs = clock.now();
+      // The cooldown is claimed in one write, so two racing drills cannot both pass it.
+      await store.write(() => {
+        const last = t.drills.get([wid, token.tokenId]);
+        if (last && startedMs - Date.parse(last) < DRILL_COOLDOWN_MS) {
+          const retry = Math.ceil((Date.parse(last) + DRILL_COOLDOWN_MS - startedMs) / 1000);
+          throw new AppError('drill_cooldown', { message: `This token ran a drill in this workspace at ${last}; the next may run in ${retry} s.`, headers: { 'retry-after': String(retry) } });
+        }
+        t.drills.put([wid, token.tokenId], isoAt(startedMs));
+      });
+      const who = { actor: token.actor, tokenId: token.tokenId };
+      const agent = await agents.create({ workspaceId: wid, name: `drill-${isoAt(startedMs)}`, tags: ['drill'] }, { actor: token.actor });
+      const probe = { type: 'drill.probe', summary: 'Kill-switch drill probe' };
+      const points: DrillPoint[] = [];
+      try {
+        await mandates.put(wid, agent.id, { rules: [{ actions: ['drill.probe'] }], confirmBroaden: false }, { actor: token.actor });
+        const before = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
+        const frozeAt = performance.now();
+        await killSwitch.stop(wid, agent.id, { hold: 'drill', reason: 'kill-switch drill' }, who);
+        const after = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
+        const ms = Math.round((performance.now() - frozeAt) * 100) / 100;
+        const refused = after.decision === 'deny' && after.signals.includes('agent_frozen');
+        points.push({
+          point: 'gate', passed: before.decision === 'allow' && refused, timeToEffectMs: refused ? ms : null,
+          detail: before.decision !== 'allow' ? `the running drill agent was not served (${before.decision})` : refused ? 'the next action request was denied with agent_frozen' : `the frozen drill agent was answered ${after.decision}`,
+        });
+      } finally {
+        await killSwitch.liftDrillHold(wid, agent.id, who);
+        await agents.remove(wid, agent.id, { actor: token.actor });
+      }
+      const report: DrillReport = {
+        id: `drill_${startedMs}`, passed: points.length > 0 && points.every((p) => p.passed), points, drillAgentId: agent.id,
+        startedAt: isoAt(startedMs), finishedAt: isoAt(clock.now()),
+      };
+      await store.write(() => ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'drill.completed', subject: agent.id, data: { ...report } }));
+      return report;
+    },
+  };
+}
+
+export type Drills = ReturnType<typeof createDrills>;

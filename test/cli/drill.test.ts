@@ -1,0 +1,55 @@
+import test from 'ava';
+import { ownerConsole } from '../helpers/console.js';
+import { authorize, createAgent, payment } from '../helpers/gate.js';
+import { assertError, bearer, call } from '../helpers/http.js';
+import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { withStore } from '../helpers/store.js';
+
+/**
+ * What a CI pipeline runs (issue 5): `svc drill --json` against a live server with a token exits
+ * 0 with a passing report; a second run within the hour exits non-zero with the cooldown message.
+ * A drill freezes only an agent of its own, lifts only its own hold, and is in the ledger.
+ */
+let server: RunningServer;
+
+test.before(async () => {
+  server = await startServer();
+});
+
+test.after.always(() => stopAndClean(server));
+
+test.serial('svc drill: exit 0 and a passing report; again within the hour: exit 1, drill_cooldown', async (t) => {
+  const real = await createAgent(server);
+  const owner = await ownerConsole(server);
+  const { token, reader } = await withStore(server.dataDir, async (app) => ({
+    token: (await app.services.serviceTokens.create(owner.wid, { name: 'ci-drill', scopes: ['agents:freeze'], expiresInDays: 1 })).token,
+    reader: (await app.services.serviceTokens.create(owner.wid, { name: 'ci-read', scopes: ['agents:read'], expiresInDays: 1 })).token,
+  }));
+  const before = (await owner.get('/agents?limit=200')).body.data.length;
+
+  const run = await svc(['drill', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+  t.is(run.code, 0, run.stdout + run.stderr);
+  const report = JSON.parse(run.stdout);
+  t.true(report.passed);
+  t.is(report.points.length, 1);
+  t.like(report.points[0], { point: 'gate', passed: true });
+  t.is(typeof report.points[0].timeToEffectMs, 'number');
+
+  // Real agents are untouched; the drill agent is gone.
+  t.is((await authorize(server, real.key, payment(100))).body.decision, 'allow');
+  t.is((await owner.get('/agents?limit=200')).body.data.length, before);
+  const drillRecord = (await owner.ledger()).find((r) => r.kind === 'drill.completed');
+  t.like(drillRecord, { actor: 'token:ci-drill', data: { passed: true } });
+
+  const again = await svc(['drill', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+  t.is(again.code, 1, again.stdout);
+  t.is(JSON.parse(again.stdout).error.type, 'drill_cooldown');
+  const human = await svc(['drill', '--url', server.url], { env: { SVC_TOKEN: token } });
+  t.not(human.code, 0);
+  t.regex(human.stderr, /drill/i);
+
+  const http = await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(token), json: {} });
+  assertError(t, http, 429, 'drill_cooldown');
+  t.regex(String(http.headers['retry-after']), /^\d+$/);
+  assertError(t, await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(reader), json: {} }), 403, 'missing_scope');
+});
