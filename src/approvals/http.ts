@@ -2,7 +2,7 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller } from '../http/auth/callers.js';
+import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { Approvals, ApproveOutcome, Decider } from './service.js';
@@ -37,6 +37,24 @@ export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleServi
     const body = (request: Request) => ((request.payload as { note?: string } | null)?.note || null);
 
     server.route([
+      {
+        // Automation reads what waits for people (approvals:read); it can never decide.
+        method: 'GET', path: '/v1/admin/approvals',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'approvals:read' } },
+          validate: { query: Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) }) },
+        },
+        handler(request) {
+          const { limit, cursor } = request.query as { limit: number; cursor?: string };
+          return approvals.list(caller(request, 'service-token').workspaceId, { status: 'pending', limit, ...(cursor ? { after: cursor } : {}) });
+        },
+      },
+      {
+        method: 'GET', path: '/v1/admin/approvals/suggestions',
+        options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'approvals:read' } } },
+        handler: (request) => ({ data: approvals.suggestions(caller(request, 'service-token').workspaceId) }),
+      },
       {
         method: 'GET', path: '/api/w/{wid}/approvals',
         options: {

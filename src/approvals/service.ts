@@ -159,6 +159,37 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
       });
     },
 
+    /**
+     * Suggested rules (API.md 4, approvals:read): where people approved the same kind of payment
+     * for an agent at least `minApprovals` times, the rule that would have allowed them outright.
+     * Only a suggestion: a person decides whether to add it to the mandate.
+     */
+    suggestions(wid: string, minApprovals = 3): Array<{ agentId: string; approvedCount: number; rule: { actions: string[]; merchants?: string[]; domains?: string[]; currencies?: string[]; maxAmount?: number } }> {
+      const groups = new Map<string, { agentId: string; type: string; merchant: string | null; domain: string | null; currency: string | null; count: number; max: number }>();
+      for (const { value: a } of t.approvals.scan([wid])) {
+        if (a.status !== 'approved' || a.freeze) continue;
+        const action = t.actions.get([wid, a.actionId]);
+        if (!action) continue;
+        const merchant = action.payment?.merchant ?? null;
+        const domain = action.target?.domain ?? null;
+        const currency = action.payment?.currency ?? null;
+        const key = JSON.stringify([a.agentId, action.type, merchant, domain, currency]);
+        const g = groups.get(key) ?? { agentId: a.agentId, type: action.type, merchant, domain, currency, count: 0, max: 0 };
+        g.count += 1;
+        g.max = Math.max(g.max, action.payment?.amount ?? 0);
+        groups.set(key, g);
+      }
+      return [...groups.values()].filter((g) => g.count >= minApprovals).sort((x, y) => y.count - x.count).map((g) => ({
+        agentId: g.agentId, approvedCount: g.count,
+        rule: {
+          actions: [g.type],
+          ...(g.merchant ? { merchants: [g.merchant] } : {}),
+          ...(g.domain ? { domains: [g.domain] } : {}),
+          ...(g.currency ? { currencies: [g.currency], maxAmount: g.max } : {}),
+        },
+      }));
+    },
+
     /** `onlyFor`: a member sees the approvals of agents that act for them (or name them). */
     list(wid: string, options: { status?: ApprovalRecord['status']; after?: string; limit: number; onlyFor?: string }): { data: ApprovalView[]; next: string | null } {
       const now = clock.now();
