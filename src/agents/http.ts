@@ -6,10 +6,9 @@ import { sessionStrategies } from '../http/auth/session.js';
 import type { KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService } from './service.js';
+import { page, wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const aid = Joi.string().max(64).required();
-const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
 const tags = Joi.array().items(Joi.string().trim().min(1).max(64).pattern(/^[^\s]+$/)).max(50).unique();
 const userId = Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/);
 

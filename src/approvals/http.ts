@@ -6,8 +6,8 @@ import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { Approvals, ApproveOutcome, Decider } from './service.js';
+import { wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const apid = Joi.string().max(64).required();
 const note = Joi.object({ note: Joi.string().trim().max(1000).allow('') }).allow(null);
 

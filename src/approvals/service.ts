@@ -93,7 +93,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
     const evidence = ledger.record({ workspaceId: approval.workspaceId, actor: 'system', kind: 'approval.expired', subject: approval.id, data: { actionId: action.id } });
     settleApproval(expired);
     t.actions.put([action.workspaceId, action.id], {
-      ...action, decision: 'deny', status: 'denied', decidedStatus: 'denied', signals: ['approval_expired'],
+      ...action, decision: 'deny', status: 'denied', signals: ['approval_expired'],
       reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.`, evidenceRecord: evidence.id,
     });
     return expired;
@@ -267,11 +267,11 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         if (verdict.decision === 'deny') {
           decided = { ...approval, approvals, status: 'denied', decidedBy: 'system', reason: verdict.reason };
           const evidence = ledger.record({ workspaceId: wid, actor: 'system', kind: 'action.denied', subject: action.id, data: { approvalId: approval.id, signals: verdict.signals, reason: verdict.reason } });
-          t.actions.put([wid, action.id], { ...action, decision: 'deny', status: 'denied', decidedStatus: 'denied', signals: [...verdict.signals], reason: verdict.reason, evidenceRecord: evidence.id });
+          t.actions.put([wid, action.id], { ...action, decision: 'deny', status: 'denied', signals: [...verdict.signals], reason: verdict.reason, evidenceRecord: evidence.id });
         } else {
           decided = { ...approval, approvals, status: 'approved', decidedBy: who.actor, reason: null };
           const allowed: ActionRecord = {
-            ...action, decision: 'allow', status: 'allowed', decidedStatus: 'allowed', signals: [], ruleId: verdict.rule.id,
+            ...action, decision: 'allow', status: 'allowed', signals: [], ruleId: verdict.rule.id,
             reason: `Approved by ${approvals.map((a) => `user:${a.by}`).join(' and ')}.`,
             charge: verdict.decision === 'allow' ? verdict.charge : null,
           };
@@ -298,7 +298,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         const evidence = ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.denied', subject: approval.id, data: { actionId: action.id, note } });
         settleApproval(denied);
         t.actions.put([wid, action.id], {
-          ...action, decision: 'deny', status: 'denied', decidedStatus: 'denied', signals: ['approval_denied'],
+          ...action, decision: 'deny', status: 'denied', signals: ['approval_denied'],
           reason: `Denied by user:${who.userId}${note ? `: ${note}` : '.'}`, evidenceRecord: evidence.id,
         });
         return { kind: 'decided', approval: view(denied, now) };

@@ -126,7 +126,6 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
           payment: input.payment ?? null, target: input.target ?? null,
           decision: verdict.decision, signals: [...verdict.signals], reason: verdict.reason,
           status: verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
-          decidedStatus: verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
           ruleId: verdict.rule?.id ?? null, approvalId: null, receipt: null, evidenceRecord: null, settlement: null,
           charge: verdict.decision === 'allow' ? verdict.charge : null,
           sessionId, idempotencyKey: idemKey, metadata: input.metadata ?? null, createdAt: isoAt(now),

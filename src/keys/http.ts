@@ -6,9 +6,8 @@ import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { mintKeySchema, type MintKeyInput } from './schemas.js';
 import { toKeyView, type KeysService } from './service.js';
+import { page, wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
-const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
 
 /** Workspace keys: minted by an admin key (machines) or in the console (owners, admins). */
 export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {

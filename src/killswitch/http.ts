@@ -6,8 +6,8 @@ import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { KillSwitch, Selector, Who } from './service.js';
+import { wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const aid = Joi.string().max(64).required();
 const reason = Joi.object({ reason: Joi.string().trim().min(1).max(500).required() });
 const selectorSchema = Joi.object({

@@ -4,6 +4,7 @@ import { caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { Ledger } from './service.js';
+import { wid } from '../http/params.js';
 
 /**
  * GET /api/w/{wid}/ledger?after=INDEX (owner, admin, auditor): records in index order.
@@ -30,7 +31,7 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
       options: {
         auth: { strategies: sessionStrategies(production) },
         validate: {
-          params: Joi.object({ wid: Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required() }),
+          params: Joi.object({ wid }),
           query: Joi.object({ after: Joi.number().integer().min(-1), limit: Joi.number().integer().min(1).max(200).default(50) }),
         },
       },

@@ -7,10 +7,9 @@ import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { mandateInputSchema, templateInputSchema, type MandateInput, type TemplateInput } from './schemas.js';
 import type { MandatesService } from './service.js';
+import { page, wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const aid = Joi.string().max(64).required();
-const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
 
 /**
  * An agent's mandate (owner, admin, or the member the agent acts for) and the workspace's

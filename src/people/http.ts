@@ -5,10 +5,9 @@ import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
 import type { Role } from '../store/index.js';
 import { MIN_PASSWORD_LENGTH, type PeopleService } from './service.js';
+import { page, wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
 const uid = Joi.string().max(64).required();
-const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
 const role = Joi.string().valid('owner', 'admin', 'member', 'analyst', 'auditor');
 const name = Joi.string().trim().min(1).max(200);
 const code = Joi.string().pattern(/^\d{6}$/).required().messages({ 'string.pattern.base': '"code" must be the 6 digits your authenticator shows' });

@@ -2,7 +2,7 @@ import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import type { ActionRecord, Store } from '../store/index.js';
-import { signReceipt, signReceiptAsync, type ReceiptClaims } from './crypto.js';
+import { signReceipt, signReceiptAsync, toJwks, type ReceiptClaims } from './crypto.js';
 import type { SigningKeys } from './signing-keys.js';
 import { verifyReceipt, type VerifyResult } from './verify.js';
 
@@ -96,9 +96,10 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
     },
 
     async verifyOnline(token: string): Promise<OnlineVerifyResult> {
+      // One read of the key table serves both the key set and the revoked kids.
       const all = signingKeys.all();
       const result = await verifyReceipt(token, {
-        jwks: signingKeys.jwks(),
+        jwks: toJwks(all),
         revokedKids: new Set(all.filter((k) => k.revokedAt !== null).map((k) => k.kid)),
       }, clock.now());
       if (!result.valid || !result.claims) return { valid: false, claims: null, reason: result.reason, replayed: false };

@@ -5,9 +5,8 @@ import { actorOf, caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { MAX_TOKEN_DAYS, parseCidr, serviceTokenScopes, type CreateTokenInput, type ServiceTokensService } from './service.js';
+import { page, wid } from '../http/params.js';
 
-const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
-const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
 
 const cidr = Joi.string().max(64).custom((value: string) => {
   parseCidr(value);

@@ -119,8 +119,6 @@ export interface ActionRecord {
   signals: string[];
   reason: string;
   status: ActionStatus;
-  /** The decision before settlement: allowed, denied or pending_approval. */
-  decidedStatus: Exclude<ActionStatus, 'settled'>;
   ruleId: string | null;
   approvalId: string | null;
   receipt: string | null;
