@@ -43,11 +43,11 @@ test.serial('rotate, then revoke the old receipt key, with the server running', 
     t.is(payload.sub, agent.agentId);
   }
 
-  const refused = await svc(['keys', 'revoke-receipt-key', newKid, '--data-dir', server.dataDir, '--json']);
+  const refused = await svc(['keys', 'revoke-receipt-key', '--data-dir', server.dataDir, '--json', '--', newKid]);
   t.is(refused.code, 1);
   t.is(JSON.parse(refused.stdout).error.type, 'forbidden');
 
-  const revoked = await svc(['keys', 'revoke-receipt-key', oldKid, '--data-dir', server.dataDir, '--json']);
+  const revoked = await svc(['keys', 'revoke-receipt-key', '--data-dir', server.dataDir, '--json', '--', oldKid]);
   t.is(revoked.code, 0, revoked.stderr);
   t.is(JSON.parse(revoked.stdout).kid, oldKid);
 
@@ -66,7 +66,7 @@ test.serial('rotate, then revoke the old receipt key, with the server running', 
 });
 
 test.serial('revoking an unknown key id is refused, exit 1', async (t) => {
-  const res = await svc(['keys', 'revoke-receipt-key', 'no-such-kid', '--data-dir', server.dataDir, '--json']);
+  const res = await svc(['keys', 'revoke-receipt-key', '--data-dir', server.dataDir, '--json', '--', 'no-such-kid']);
   t.is(res.code, 1);
   t.is(JSON.parse(res.stdout).error.type, 'not_found');
 });

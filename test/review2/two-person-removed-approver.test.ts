@@ -24,7 +24,7 @@ test.after.always(() => stopAndClean(server));
 
 const approve = (who: Person, id: string) => who.send('POST', `/approvals/${id}/approve`, {});
 
-test('the approval of a person removed meanwhile does not count as the second person', async (t) => {
+test.serial('the approval of a person removed meanwhile does not count as the second person', async (t) => {
   const leaver = await addPerson(server, owner.wid, 'leaver@example.com', 'admin');
   const bot = await makeBot(owner, 'two-person-bot-a', [reviewRule({ count: 2 })]);
   const action = await pendingPayment(t, server, bot);
@@ -40,7 +40,7 @@ test('the approval of a person removed meanwhile does not count as the second pe
   t.not(view.body.decision, 'allow');
 });
 
-test('the approval of a person demoted to analyst meanwhile does not count as the second person', async (t) => {
+test.serial('the approval of a person demoted to analyst meanwhile does not count as the second person', async (t) => {
   const demoted = await addPerson(server, owner.wid, 'demoted@example.com', 'admin');
   const bot = await makeBot(owner, 'two-person-bot-b', [reviewRule({ count: 2 })]);
   const action = await pendingPayment(t, server, bot);
