@@ -23,7 +23,7 @@ export default class Backup extends SvcCommand {
       // The copy holds what the store holds (hashes, sealed secrets): private from its first byte.
       const previous = process.umask(0o077);
       try {
-        await store.backup(flags.out);
+        await this.progress('Copying the store', () => store.backup(flags.out));
       } finally {
         process.umask(previous);
       }

@@ -15,7 +15,7 @@ export default class Drill extends SvcCommand {
   async run(): Promise<DrillReport> {
     const { flags } = await this.parse(Drill);
     if (!flags.token) this.fail('no service token: set SVC_TOKEN (or --token)', EXIT.usage, 'unauthenticated');
-    const report = await callServer<DrillReport>(flags.url, 'POST', '/v1/admin/drills', { bearer: flags.token, body: {} });
+    const report = await this.progress('Running a kill-switch drill', () => callServer<DrillReport>(flags.url, 'POST', '/v1/admin/drills', { bearer: flags.token!, body: {} }));
     for (const p of report.points) this.log(`${p.passed ? 'passed' : 'FAILED'}  ${p.point}  ${p.timeToEffectMs === null ? '-' : `${p.timeToEffectMs} ms`}  ${p.detail}`);
     this.log(report.passed ? 'drill passed' : 'drill FAILED');
     if (!report.passed) this.checkedFalse();

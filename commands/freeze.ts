@@ -60,8 +60,8 @@ export default class Freeze extends SvcCommand {
       } catch (err) {
         this.fail((err as Error).message, EXIT.usage, 'invalid_selector');
       }
-      const answer = await callServer<{ frozen: number; agentIds: string[] } | { status: 'pending'; approvalId: string; count: number }>(
-        flags.url, 'POST', '/v1/admin/freezes', { bearer: flags.token, body: { selector, reason, ...(flags['confirm-count'] ? { confirmCount: flags['confirm-count'] } : {}) } });
+      const answer = await this.progress('Freezing the selection', () => callServer<{ frozen: number; agentIds: string[] } | { status: 'pending'; approvalId: string; count: number }>(
+        flags.url, 'POST', '/v1/admin/freezes', { bearer: flags.token!, body: { selector, reason, ...(flags['confirm-count'] ? { confirmCount: flags['confirm-count'] } : {}) } }));
       if ('status' in answer) {
         this.log(`${answer.count} agents selected: past the workspace's ceiling, the freeze waits for a person to approve ${answer.approvalId} in the console.`);
         return answer;
@@ -76,7 +76,12 @@ export default class Freeze extends SvcCommand {
       const ids = flags.all ? app.services.agents.list(wid).map((a) => a.id) : [flags.agent!];
       // --all also turns on "stop every agent", so an agent created afterwards is stopped too.
       if (flags.all) await app.services.killSwitch.stopAll(wid, reason, { actor: 'operator:cli' });
-      for (const id of ids) await app.services.killSwitch.stop(wid, id, { hold: 'owner', reason }, { actor: 'operator:cli' });
+      await this.progress(`Stopping ${ids.length} agent${ids.length === 1 ? '' : 's'}`, async (step) => {
+        for (const [i, id] of ids.entries()) {
+          await app.services.killSwitch.stop(wid, id, { hold: 'owner', reason }, { actor: 'operator:cli' });
+          step(`${i + 1}/${ids.length}`);
+        }
+      });
       this.log(`Stopped ${ids.length} agent${ids.length === 1 ? '' : 's'}: ${ids.join(', ')}`);
       return { frozen: ids.length, agentIds: ids, hold: 'owner' };
     } finally {

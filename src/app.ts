@@ -1,4 +1,5 @@
 import { createAgentsService } from './agents/index.js';
+import { createBlueprintsService } from './blueprints/index.js';
 import { createApprovals } from './approvals/service.js';
 import { createGate } from './gate/service.js';
 import { createKeysService } from './keys/index.js';
@@ -52,12 +53,14 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const agents = createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents });
   const mandates = createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules });
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
+  const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   return {
-    people: createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 }),
+    people,
     agents,
     keys: createKeysService({ ...deps, ledger }),
     serviceTokens: createServiceTokensService({ ...deps, ledger }),
     mandates,
+    blueprints: createBlueprintsService({ ...deps, ledger, agents, mandates, people }),
     signingKeys,
     ledger,
     receipts,

@@ -6,18 +6,18 @@ import { sessionStrategies } from '../http/auth/session.js';
 import type { KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService } from './service.js';
-import { page, wid } from '../http/params.js';
+import type { BlueprintsService } from '../blueprints/index.js';
+import { page, tagList as tags, userId, wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
-const tags = Joi.array().items(Joi.string().trim().min(1).max(64).pattern(/^[^\s]+$/)).max(50).unique();
-const userId = Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/);
 
-// `blueprint` (API.md 2) arrives with blueprints (machine administration); until then it is
-// refused as an unknown field rather than silently ignored.
+// With `blueprint` (API.md 2) the agent starts with the blueprint's tags and a mandate from its
+// templates, in the same write.
 const createSchema = Joi.object({
   name: Joi.string().trim().min(1).max(200).required(),
   actsFor: userId.allow(null),
   tags,
+  blueprint: Joi.string().trim().min(1).max(64),
 });
 const patchSchema = Joi.object({
   name: Joi.string().trim().min(1).max(200),
@@ -29,9 +29,9 @@ const patchSchema = Joi.object({
  * Agents in the console (API.md 2: by role: owners and admins every agent, members the agents
  * that act for them) and the machine read of the fleet (SPEC.md 4.3, `agents:read`).
  */
-export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
+export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: BlueprintsService; keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-agents',
-  register(server, { agents, keys, people, production, guards }) {
+  register(server, { agents, blueprints, keys, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const who = (request: Request, w: string): AgentActor => {
@@ -71,8 +71,8 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; keys: KeysService; pe
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: createSchema } },
         async handler(request, h) {
           const { wid: w } = params(request);
-          const body = request.payload as { name: string; actsFor?: string | null; tags?: string[] };
-          return h.response(agents.view(await agents.create({ workspaceId: w, ...body }, who(request, w)))).code(201);
+          const body = request.payload as { name: string; actsFor?: string | null; tags?: string[]; blueprint?: string };
+          return h.response(agents.view(await blueprints.register({ workspaceId: w, ...body }, who(request, w)))).code(201);
         },
       },
       {

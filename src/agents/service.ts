@@ -23,6 +23,8 @@ export interface AgentView {
   tags: string[];
   status: 'running' | 'stopped';
   holds: Hold[];
+  /** Added to API.md's shape: the blueprint the agent was registered from, or null. */
+  blueprint: string | null;
   createdAt: string;
 }
 
@@ -33,14 +35,23 @@ export interface AgentView {
  */
 export function toAgentView(a: AgentRecord, stopAll?: StopAllRecord): AgentView {
   const holds = [...(a.holds ?? []), ...(stopAll ? [{ hold: 'workspace', reason: stopAll.reason, by: stopAll.by, at: stopAll.at }] : [])];
-  return { id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: standingOf(a, stopAll).stopped ? 'stopped' : 'running', holds, createdAt: a.createdAt };
+  return { id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: standingOf(a, stopAll).stopped ? 'stopped' : 'running', holds, blueprint: a.blueprint ?? null, createdAt: a.createdAt };
 }
 
-/** Who is asking, as far as agents care: their id and role, or a machine. */
+/** Who is asking, as far as agents care: their id and role, or a machine (a token names its id). */
 export interface AgentActor {
   actor: string;
   userId?: string;
   role?: Role;
+  tokenId?: string;
+}
+
+export interface NewAgent {
+  workspaceId: string;
+  name: string;
+  actsFor?: string | null;
+  tags?: string[];
+  blueprint?: string | null;
 }
 
 export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxAgents: number | null }) {
@@ -66,23 +77,31 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
     if (actsFor !== null && !t.members.get([wid, actsFor])) throw invalidField('actsFor', '"actsFor" names no person of this workspace');
   };
 
+  const createIn = (input: NewAgent, who: AgentActor): AgentRecord => {
+    const actsFor = input.actsFor ?? (who.role === 'member' ? who.userId! : null);
+    checkActsFor(input.workspaceId, actsFor, who);
+    if (deps.maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= deps.maxAgents) {
+      throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxAgents} agents in a workspace, and they are all in use.`, fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.' });
+    }
+    const agent: AgentRecord = {
+      id: ids.id('agt'), workspaceId: input.workspaceId, name: input.name, actsFor,
+      tags: input.tags ?? [], holds: [], blueprint: input.blueprint ?? null, createdAt: isoAt(clock.now()), removedAt: null,
+    };
+    repo.put(agent);
+    ledger.record({
+      workspaceId: agent.workspaceId, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'agent.created', subject: agent.id,
+      data: { name: agent.name, actsFor, tags: agent.tags, ...(agent.blueprint ? { blueprint: agent.blueprint } : {}) },
+    });
+    return agent;
+  };
+
   return {
-    async create(input: { workspaceId: string; name: string; actsFor?: string | null; tags?: string[] }, who: AgentActor = { actor: 'operator:cli' }): Promise<AgentRecord> {
-      return store.write(() => {
-        const actsFor = input.actsFor ?? (who.role === 'member' ? who.userId! : null);
-        checkActsFor(input.workspaceId, actsFor, who);
-        if (deps.maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= deps.maxAgents) {
-          throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxAgents} agents in a workspace, and they are all in use.`, fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.' });
-        }
-        const agent: AgentRecord = {
-          id: ids.id('agt'), workspaceId: input.workspaceId, name: input.name, actsFor,
-          tags: input.tags ?? [], holds: [], createdAt: isoAt(clock.now()), removedAt: null,
-        };
-        repo.put(agent);
-        ledger.record({ workspaceId: agent.workspaceId, actor: who.actor, kind: 'agent.created', subject: agent.id, data: { name: agent.name, actsFor, tags: agent.tags } });
-        return agent;
-      });
+    async create(input: NewAgent, who: AgentActor = { actor: 'operator:cli' }): Promise<AgentRecord> {
+      return store.write(() => createIn(input, who));
     },
+
+    /** The creation alone, inside a write the caller holds (so a mandate can join it). */
+    createIn,
 
     async update(wid: string, aid: string, change: { name?: string; tags?: string[]; actsFor?: string | null }, who: AgentActor): Promise<AgentRecord> {
       return store.write(() => {

@@ -1,4 +1,4 @@
-import { Command, Errors, Flags } from '@oclif/core';
+import { Command, Errors, Flags, ux } from '@oclif/core';
 import { AppError } from '../errors/app-error.js';
 import { SettingsError } from '../settings/load.js';
 import { StoreError } from '../store/index.js';
@@ -37,6 +37,25 @@ export abstract class SvcCommand extends Command {
    */
   protected checkedFalse(): void {
     process.exitCode = EXIT.false;
+  }
+
+  /**
+   * A long operation with a progress display on stderr, shown only when stderr is a terminal
+   * (a spinner; oclif falls back to one plain line under CI or TERM=dumb). Pipes and CI logs get
+   * nothing extra, and stdout (the result, or the one --json document) is never touched.
+   * `step(status)` updates the line: "3/40".
+   */
+  protected async progress<T>(label: string, fn: (step: (status: string) => void) => Promise<T>): Promise<T> {
+    if (!process.stderr.isTTY) return fn(() => {});
+    ux.action.start(label);
+    try {
+      const result = await fn((status) => { ux.action.status = status; });
+      ux.action.stop('done');
+      return result;
+    } catch (err) {
+      ux.action.stop('failed');
+      throw err;
+    }
   }
 
   protected fail(message: string, exit: number, type = 'failed', fix?: string): never {

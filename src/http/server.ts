@@ -2,6 +2,7 @@ import { createServer as createNodeServer } from 'node:http';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
 import { agentsRoutes } from '../agents/http.js';
+import { blueprintsRoutes } from '../blueprints/http.js';
 import { approvalsRoutes } from '../approvals/http.js';
 import type { App } from '../app.js';
 import { consoleRoutes } from '../console/http.js';
@@ -113,7 +114,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: systemRoutes, options: health });
   await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
   await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production, guards } });
-  await server.register({ plugin: agentsRoutes, options: { agents: services.agents, keys: services.keys, people: services.people, production, guards } });
+  await server.register({ plugin: agentsRoutes, options: { agents: services.agents, blueprints: services.blueprints, keys: services.keys, people: services.people, production, guards } });
+  await server.register({ plugin: blueprintsRoutes, options: { blueprints: services.blueprints, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: mandatesRoutes, options: { mandates: services.mandates, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
   await server.register({ plugin: receiptsRoutes, options: { receipts: services.receipts, signingKeys: services.signingKeys, guards } });

@@ -44,7 +44,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
   const selected = (wid: string, s: Selector): AgentRecord[] => t.agents.scan([wid]).map((e) => e.value).filter((a) => !a.removedAt
     && (!s.agentIds || s.agentIds.includes(a.id))
     && (!s.tags || s.tags.every((tag) => a.tags.includes(tag)))
-    && (!s.blueprint || (a as AgentRecord & { blueprint?: string }).blueprint === s.blueprint)
+    && (!s.blueprint || a.blueprint === s.blueprint)
     && (!s.actsFor || a.actsFor === s.actsFor));
 
   /** Puts a hold on each agent. Inside store.write(). */

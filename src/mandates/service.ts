@@ -58,6 +58,32 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
       .filter((e) => e.key[1] !== exceptAgent && !t.agents.get([wid, e.key[1]!])?.removedAt)
       .reduce((n, e) => n + e.value.rules.length, 0);
 
+  const putIn = (wid: string, aid: string, input: MandateInput, who: AgentActor): MandateView => {
+    const current = t.mandates.get([wid, aid])?.rules ?? [];
+    const rules = withIds(input.rules, current, ids);
+    if (who.role === 'member') {
+      const allowed = t.templates.scan([wid]).flatMap((e) => e.value.rules.map(withoutId));
+      const beyond = rules.find((r) => !allowed.some((a) => isDeepStrictEqual(a, withoutId(r))));
+      if (beyond) {
+        throw new AppError('forbidden', { message: 'Members may only give an agent rules from the workspace templates; an owner or admin may save other rules.', fix: 'Copy the rules of a template unchanged, or ask an owner or admin.' });
+      }
+    }
+    const broad = rules.find(anywhere);
+    const narrower = rules.find((r) => r !== broad && narrow(r));
+    if (broad && narrower && !input.confirmBroaden) {
+      throw new AppError('confirm_broaden', {
+        details: { reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.` },
+      });
+    }
+    if (deps.maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > deps.maxRules) {
+      throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxRules} mandate rules in a workspace; this mandate would pass it.`, fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.' });
+    }
+    const record: MandateRecord = { workspaceId: wid, agentId: aid, rules, updatedAt: isoAt(clock.now()), updatedBy: who.actor };
+    t.mandates.put([wid, aid], record);
+    ledger.record({ workspaceId: wid, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'mandate.updated', subject: aid, data: { rules, confirmBroaden: input.confirmBroaden } });
+    return { agentId: aid, rules, updatedAt: record.updatedAt, updatedBy: record.updatedBy };
+  };
+
   return {
     get(wid: string, aid: string): MandateView {
       const m = t.mandates.get([wid, aid]);
@@ -66,31 +92,13 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
 
     async put(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> {
       refuseDuplicates(input.rules);
-      return store.write(() => {
-        const current = t.mandates.get([wid, aid])?.rules ?? [];
-        const rules = withIds(input.rules, current, ids);
-        if (who.role === 'member') {
-          const allowed = t.templates.scan([wid]).flatMap((e) => e.value.rules.map(withoutId));
-          const beyond = rules.find((r) => !allowed.some((a) => isDeepStrictEqual(a, withoutId(r))));
-          if (beyond) {
-            throw new AppError('forbidden', { message: 'Members may only give an agent rules from the workspace templates; an owner or admin may save other rules.', fix: 'Copy the rules of a template unchanged, or ask an owner or admin.' });
-          }
-        }
-        const broad = rules.find(anywhere);
-        const narrower = rules.find((r) => r !== broad && narrow(r));
-        if (broad && narrower && !input.confirmBroaden) {
-          throw new AppError('confirm_broaden', {
-            details: { reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.` },
-          });
-        }
-        if (deps.maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > deps.maxRules) {
-          throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxRules} mandate rules in a workspace; this mandate would pass it.`, fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.' });
-        }
-        const record: MandateRecord = { workspaceId: wid, agentId: aid, rules, updatedAt: isoAt(clock.now()), updatedBy: who.actor };
-        t.mandates.put([wid, aid], record);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'mandate.updated', subject: aid, data: { rules, confirmBroaden: input.confirmBroaden } });
-        return { agentId: aid, rules, updatedAt: record.updatedAt, updatedBy: record.updatedBy };
-      });
+      return store.write(() => putIn(wid, aid, input, who));
+    },
+
+    /** Saving a mandate inside a write the caller holds (an agent registered with its mandate). */
+    putIn(wid: string, aid: string, input: MandateInput, who: AgentActor): MandateView {
+      refuseDuplicates(input.rules);
+      return putIn(wid, aid, input, who);
     },
 
     async createTemplate(wid: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {

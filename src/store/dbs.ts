@@ -62,6 +62,8 @@ export interface AgentRecord {
   tags: string[];
   /** Schema 4; absent in older records means none. */
   holds?: Hold[];
+  /** The blueprint it was registered from (bp_ id); absent or null for none. */
+  blueprint?: string | null;
   createdAt: string;
   removedAt: string | null;
 }
@@ -92,6 +94,18 @@ export interface TemplateRecord {
   name: string;
   rules: MandateRule[];
   createdAt: string;
+}
+
+/** An agent blueprint (API.md 2): tags and templates a registered agent starts with. */
+export interface BlueprintRecord {
+  id: string;
+  workspaceId: string;
+  name: string;
+  tags: string[];
+  /** tpl_ ids, in order: their rules become the mandate. */
+  templates: string[];
+  createdAt: string;
+  createdBy: string;
 }
 
 export type ActionStatus = 'allowed' | 'denied' | 'pending_approval' | 'settled';
@@ -259,6 +273,8 @@ export interface Tables {
   mandates: Table<MandateRecord>;
   /** [wid, tplId] -> mandate template */
   templates: Table<TemplateRecord>;
+  /** [wid, bpId] -> agent blueprint */
+  blueprints: Table<BlueprintRecord>;
   /** [wid, actId] -> action */
   actions: Table<ActionRecord>;
   /** [wid, aid, idempotency key] -> the action it made (kept 24 hours) */
@@ -290,6 +306,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

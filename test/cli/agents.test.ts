@@ -61,3 +61,23 @@ test.serial('agents list: through the server with SVC_TOKEN, and --local, agree;
   const noToken = await svc(['agents', 'list', '--url', server.url, '--json']);
   t.is(noToken.code, 2);
 });
+
+test.serial('agents create through the server: SVC_TOKEN (agents:write) and a blueprint; the ledger names the token', async (t) => {
+  const blueprint = (await owner.send('POST', '/blueprints', { name: 'acme payers', tags: ['payers'], templates: [templateId] })).body.id as string;
+  const token = await withStore(server.dataDir, async (app) => (await app.services.serviceTokens.create(owner.wid, { name: 'provisioner', scopes: ['agents:write'], expiresInDays: 1 })).token);
+  const res = await svc(['agents', 'create', '--blueprint', blueprint, '--name', 'payer-1', '--acts-for', 'admin@localhost', '--tag', 'night', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+  t.is(res.code, 0, res.stdout + res.stderr);
+  const agent = JSON.parse(res.stdout);
+  t.like(agent, { name: 'payer-1', actsFor: owner.id, tags: ['payers', 'night'], blueprint, mandateRules: 1, status: 'running' });
+  t.like((await owner.ledger()).find((r) => r.kind === 'agent.created' && r.subject === agent.id), { actor: 'token:provisioner' });
+
+  const noBlueprint = await svc(['agents', 'create', '--name', 'x', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+  t.is(noBlueprint.code, 2);
+  t.regex(JSON.parse(noBlueprint.stdout).error.message, /--blueprint/);
+  const unknown = await svc(['agents', 'create', '--blueprint', 'bp_0000000000000000000000', '--name', 'x', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+  t.is(unknown.code, 2);
+  t.is(JSON.parse(unknown.stdout).error.type, 'unknown_template');
+  const noToken = await svc(['agents', 'create', '--blueprint', blueprint, '--name', 'x', '--url', server.url, '--json']);
+  t.is(noToken.code, 2);
+  t.is(JSON.parse(noToken.stdout).error.type, 'unauthenticated');
+});

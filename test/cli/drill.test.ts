@@ -2,7 +2,7 @@ import test from 'ava';
 import { ownerConsole } from '../helpers/console.js';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { startServer, stopAndClean, svc, svcOnTerminal, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -30,6 +30,7 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   const run = await svc(['drill', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
   t.is(run.code, 0, run.stdout + run.stderr);
   const report = JSON.parse(run.stdout);
+  t.notRegex(run.stderr, /Running a kill-switch drill/, 'no progress display when stderr is not a terminal');
   t.true(report.passed);
   t.is(report.points.length, 1);
   t.like(report.points[0], { point: 'gate', passed: true });
@@ -52,4 +53,14 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   assertError(t, http, 429, 'drill_cooldown');
   t.regex(String(http.headers['retry-after']), /^\d+$/);
   assertError(t, await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(reader), json: {} }), 403, 'missing_scope');
+});
+
+test.serial('on a terminal svc drill shows its progress, then the report', async (t) => {
+  const owner = await ownerConsole(server);
+  const token = await withStore(server.dataDir, async (app) => (await app.services.serviceTokens.create(owner.wid, { name: 'desk-drill', scopes: ['agents:freeze'], expiresInDays: 1 })).token);
+  const run = await svcOnTerminal(['drill', '--url', server.url], { SVC_TOKEN: token });
+  t.is(run.code, 0, run.stdout);
+  t.regex(run.stdout, /Running a kill-switch drill/);
+  t.regex(run.stdout, /passed {2}gate/);
+  t.regex(run.stdout, /drill passed/);
 });

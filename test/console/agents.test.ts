@@ -59,9 +59,10 @@ test.after.always(() => stopAndClean(server));
 test('POST agents answers 201 with the agent in the decided shape, and GET shows the same', async (t) => {
   const res = await owner.send('POST', '/agents', { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'] });
   t.is(res.status, 201, res.text);
-  t.deepEqual(Object.keys(res.body).sort(), ['actsFor', 'createdAt', 'holds', 'id', 'name', 'status', 'tags']);
+  // API.md's fields, and `blueprint` added (null: not registered from one).
+  t.deepEqual(Object.keys(res.body).sort(), ['actsFor', 'blueprint', 'createdAt', 'holds', 'id', 'name', 'status', 'tags']);
   t.regex(res.body.id, AGENT_ID);
-  t.like(res.body, { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'], status: 'running', holds: [] });
+  t.like(res.body, { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'], status: 'running', holds: [], blueprint: null });
   t.regex(res.body.createdAt, ISO);
 
   const one = await owner.get(`/agents/${res.body.id}`);

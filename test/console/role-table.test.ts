@@ -59,6 +59,8 @@ const rows: Row[] = [
   { route: 'POST restart (another person\'s agent)', allowed: ['owner', 'admin'], call: (p) => p.send('POST', `/agents/${ownersAgent}/restart`) },
   { route: 'GET templates', allowed: ROLES, call: (p) => p.get('/templates') },
   { route: 'POST templates', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/templates', { name: unique(), rules: [{ actions: ['email'] }] }) },
+  { route: 'GET blueprints', allowed: ROLES, call: (p) => p.get('/blueprints') },
+  { route: 'POST blueprints', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/blueprints', { name: unique(), tags: ['fleet'] }) },
   { route: 'GET approvals', allowed: ['owner', 'admin', 'member'], call: (p) => p.get('/approvals') },
   { route: 'GET stop-all', allowed: ROLES, call: (p) => p.get('/stop-all') },
   {

@@ -46,6 +46,27 @@ export function svc(args: string[], options: { env?: Record<string, string | und
   });
 }
 
+/**
+ * Runs `svc ARGS` on a pseudo-terminal (util-linux `script`), as a person at a terminal would:
+ * stdout and stderr arrive together, as the terminal shows them. CI is unset so that oclif
+ * draws its spinner.
+ */
+export function svcOnTerminal(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, BIN, ...args].map(quote).join(' ');
+  const terminalEnv = cleanEnv({ ...env, TERM: 'xterm' });
+  delete terminalEnv.CI;
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: terminalEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`svc ${args.join(' ')} on a terminal timed out`)); }, 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => { clearTimeout(timer); resolvePromise({ code, stdout, stderr: '' }); });
+    child.stdin.end();
+  });
+}
+
 export interface RunningServer {
   url: string;
   dataDir: string;

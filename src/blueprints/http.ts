@@ -1,0 +1,62 @@
+import Joi from 'joi';
+import type { Plugin, Request } from '@hapi/hapi';
+import type { AgentsService } from '../agents/index.js';
+import type { Guards } from '../http/guards.js';
+import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { PeopleService } from '../people/index.js';
+import { page, wid } from '../http/params.js';
+import { blueprintInputSchema, tokenRegistrationSchema, type BlueprintInput } from './schemas.js';
+import type { BlueprintsService } from './service.js';
+
+/**
+ * Blueprints in the console (API.md 2: owners and admins create them; every member may read
+ * them, as they may read templates) and a service token registering an agent from one
+ * (API.md 4, `agents:write`): `201` agent; `400 template_only` for any `mandate` or `rules`;
+ * `400 unknown_template` for a blueprint or template the workspace lacks.
+ */
+export const blueprintsRoutes: Plugin<{ blueprints: BlueprintsService; agents: AgentsService; people: PeopleService; production: boolean; guards: Guards }> = {
+  name: 'svc-blueprints',
+  register(server, { blueprints, agents, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
+    const write = { onPreAuth: guards.consoleWrite };
+    const params = (request: Request) => request.params as { wid: string };
+
+    server.route([
+      {
+        method: 'GET', path: '/api/w/{wid}/blueprints',
+        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
+        handler(request) {
+          const { wid: w } = params(request);
+          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          const { limit, cursor } = request.query as { limit: number; cursor?: string };
+          return blueprints.page(w, { limit, ...(cursor ? { after: cursor } : {}) });
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/blueprints',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: blueprintInputSchema } },
+        async handler(request, h) {
+          const { wid: w } = params(request);
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'templates.manage');
+          return h.response(await blueprints.create(w, request.payload as BlueprintInput, { actor: actorOf(c) })).code(201);
+        },
+      },
+      {
+        method: 'POST', path: '/v1/admin/agents',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'agents:write', validationTypeByField: { mandate: 'template_only', rules: 'template_only' } } },
+          validate: { payload: tokenRegistrationSchema },
+        },
+        async handler(request, h) {
+          const c = caller(request, 'service-token');
+          const body = request.payload as { blueprint: string; name: string; actsFor?: string | null; tags?: string[]; templates?: string[] };
+          const agent = await blueprints.register({ workspaceId: c.workspaceId, ...body }, { actor: actorOf(c), tokenId: c.token.id });
+          return h.response({ ...agents.view(agent), mandateRules: agent.mandateRules }).code(201);
+        },
+      },
+    ]);
+  },
+};
