@@ -5,6 +5,7 @@ import { createGate } from './gate/service.js';
 import { createKeysService } from './keys/index.js';
 import { createKillSwitch } from './killswitch/service.js';
 import { createDrills } from './drills/service.js';
+import { createScorecard } from './scorecard/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -68,6 +69,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     killSwitch,
     approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
     drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate }),
+    scorecard: createScorecard({ ...deps, ledger, agents, signingKeys, issuer }),
   };
 }
 

@@ -1,7 +1,7 @@
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import type { Ledger } from '../ledger/service.js';
+import { tokenOf, type Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, Hold, Role, StopAllRecord, Store } from '../store/index.js';
 import { agentsRepo } from './repo.js';
@@ -89,7 +89,7 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
     };
     repo.put(agent);
     ledger.record({
-      workspaceId: agent.workspaceId, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'agent.created', subject: agent.id,
+      workspaceId: agent.workspaceId, actor: who.actor, ...tokenOf(who), kind: 'agent.created', subject: agent.id,
       data: { name: agent.name, actsFor, tags: agent.tags, ...(agent.blueprint ? { blueprint: agent.blueprint } : {}) },
     });
     return agent;
@@ -110,7 +110,7 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
         if (change.actsFor !== undefined) checkActsFor(wid, change.actsFor, who);
         const updated: AgentRecord = { ...agent, ...change };
         repo.put(updated);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.updated', subject: aid, data: { ...change } });
+        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.updated', subject: aid, data: { ...change } });
         return updated;
       });
     },
@@ -121,7 +121,7 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
         mayManage(agent, who);
         const removed = { ...agent, removedAt: isoAt(clock.now()) };
         repo.put(removed);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.removed', subject: aid, data: {} });
+        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.removed', subject: aid, data: {} });
         return removed;
       });
     },

@@ -81,7 +81,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
 
   /** Writes an approval that is no longer waiting, and takes it off the expiry queue. */
   const settleApproval = (a: ApprovalRecord): void => {
-    t.approvals.put([a.workspaceId, a.id], a);
+    t.approvals.put([a.workspaceId, a.id], a.status === 'pending' ? a : { ...a, decidedAt: a.decidedAt ?? isoAt(clock.now()) });
     if (a.status !== 'pending') t.pendingApprovals.remove([a.expiresAt, a.workspaceId, a.id]);
   };
 

@@ -6,6 +6,7 @@ import type { KillSwitch } from '../killswitch/service.js';
 import type { Ledger } from '../ledger/service.js';
 import type { MandatesService } from '../mandates/index.js';
 import type { Store } from '../store/index.js';
+import { DRILL_PROBE } from './probe.js';
 
 /**
  * Kill-switch drills (issue 5): proof, on demand, that a freeze takes effect.
@@ -16,7 +17,8 @@ import type { Store } from '../store/index.js';
  *   lift) and removes the agent.
  * - Enforcement points probed: the gate (the model gateway and the MCP proxy join when they exist).
  * - One drill per hour per workspace per token: 429 drill_cooldown with retry-after.
- * - The report is a ledger record under the token's name and id.
+ * - The report is a ledger record under the token's name and id, and is kept for the scorecard.
+ * - Everything a drill writes (its agent, mandate, hold) is recorded under the token's name and id.
  */
 export interface DrillPoint {
   point: 'gate';
@@ -53,11 +55,11 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         t.drills.put([wid, token.tokenId], isoAt(startedMs));
       });
       const who = { actor: token.actor, tokenId: token.tokenId };
-      const agent = await agents.create({ workspaceId: wid, name: `drill-${isoAt(startedMs)}`, tags: ['drill'] }, { actor: token.actor });
-      const probe = { type: 'drill.probe', summary: 'Kill-switch drill probe' };
+      const agent = await agents.create({ workspaceId: wid, name: `drill-${isoAt(startedMs)}`, tags: ['drill'] }, who);
+      const probe = { type: DRILL_PROBE, summary: 'Kill-switch drill probe' };
       const points: DrillPoint[] = [];
       try {
-        await mandates.put(wid, agent.id, { rules: [{ actions: ['drill.probe'] }], confirmBroaden: false }, { actor: token.actor });
+        await mandates.put(wid, agent.id, { rules: [{ actions: [DRILL_PROBE] }], confirmBroaden: false }, who);
         const before = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
         const frozeAt = performance.now();
         await killSwitch.stop(wid, agent.id, { hold: 'drill', reason: 'kill-switch drill' }, who);
@@ -70,13 +72,19 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         });
       } finally {
         await killSwitch.liftDrillHold(wid, agent.id, who);
-        await agents.remove(wid, agent.id, { actor: token.actor });
+        await agents.remove(wid, agent.id, who);
       }
       const report: DrillReport = {
         id: `drill_${startedMs}`, passed: points.length > 0 && points.every((p) => p.passed), points, drillAgentId: agent.id,
         startedAt: isoAt(startedMs), finishedAt: isoAt(clock.now()),
       };
-      await store.write(() => ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'drill.completed', subject: agent.id, data: { ...report } }));
+      await store.write(() => {
+        ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'drill.completed', subject: agent.id, data: { ...report } });
+        t.drillReports.put([wid, report.startedAt, token.tokenId], {
+          id: report.id, tokenId: token.tokenId, passed: report.passed, startedAt: report.startedAt, finishedAt: report.finishedAt,
+          points: report.points.map((p) => ({ point: p.point, passed: p.passed, timeToEffectMs: p.timeToEffectMs })),
+        });
+      });
       return report;
     },
   };

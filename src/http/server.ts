@@ -11,6 +11,7 @@ import { modelsRoutes } from '../gateway/http.js';
 import { keysRoutes } from '../keys/http.js';
 import { killSwitchRoutes } from '../killswitch/http.js';
 import { drillsRoutes } from '../drills/http.js';
+import { scorecardRoutes } from '../scorecard/http.js';
 import { serviceTokensRoutes } from '../service-tokens/http.js';
 import { ledgerRoutes } from '../ledger/http.js';
 import { mandatesRoutes } from '../mandates/http.js';
@@ -122,6 +123,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, people: services.people, production } });
   await server.register({ plugin: serviceTokensRoutes, options: { tokens: services.serviceTokens, people: services.people, production, guards } });
   await server.register({ plugin: drillsRoutes, options: { drills: services.drills } });
+  await server.register({ plugin: scorecardRoutes, options: { scorecard: services.scorecard } });
   await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });

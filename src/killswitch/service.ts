@@ -1,6 +1,6 @@
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { Ledger } from '../ledger/service.js';
+import { tokenOf, type Ledger } from '../ledger/service.js';
 import type { IdSource } from '../lib/ids.js';
 import type { AgentRecord, ApprovalRecord, Role, StopAllRecord, Store } from '../store/index.js';
 import { readStanding, type Standing } from './standing.js';
@@ -76,7 +76,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
         const agent = t.agents.get([wid, aid]);
         if (!agent || !(agent.holds ?? []).some((h) => h.hold === 'drill')) return;
         t.agents.put([wid, aid], { ...agent, holds: (agent.holds ?? []).filter((h) => h.hold !== 'drill') });
-        ledger.record({ workspaceId: wid, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'agent.drill_hold_lifted', subject: aid, data: {} });
+        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.drill_hold_lifted', subject: aid, data: {} });
       });
     },
 
@@ -84,7 +84,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
       return store.write(() => {
         live(wid, aid);
         holdInWrite(wid, [aid], input.hold, input.reason, who.actor);
-        ledger.record({ workspaceId: wid, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'agent.stopped', subject: aid, data: { hold: input.hold, reason: input.reason } });
+        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.stopped', subject: aid, data: { hold: input.hold, reason: input.reason } });
         return t.agents.get([wid, aid])!;
       });
     },

@@ -38,6 +38,9 @@ export interface LedgerRecord extends LedgerEvent {
 
 export const CHECKPOINT_EVERY_RECORDS = 1000;
 
+/** The token id a record carries beside `token:<name>` (API.md 5), for a caller that may be a token. */
+export const tokenOf = (who: { tokenId?: string | undefined }): { tokenId?: string } => (who.tokenId ? { tokenId: who.tokenId } : {});
+
 export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; signingKeys: SigningKeys; originHost: string }) {
   const { store, clock, ids, signingKeys } = deps;
   const t = store.tables;

@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import type { Ledger } from '../ledger/service.js';
+import { tokenOf, type Ledger } from '../ledger/service.js';
 import type { AgentActor } from '../agents/index.js';
 import type { MandateRecord, MandateRule, Store, TemplateRecord } from '../store/index.js';
 import { canonicalJson } from '../lib/canonical-json.js';
@@ -80,7 +80,7 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
     }
     const record: MandateRecord = { workspaceId: wid, agentId: aid, rules, updatedAt: isoAt(clock.now()), updatedBy: who.actor };
     t.mandates.put([wid, aid], record);
-    ledger.record({ workspaceId: wid, actor: who.actor, ...(who.tokenId ? { tokenId: who.tokenId } : {}), kind: 'mandate.updated', subject: aid, data: { rules, confirmBroaden: input.confirmBroaden } });
+    ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'mandate.updated', subject: aid, data: { rules, confirmBroaden: input.confirmBroaden } });
     return { agentId: aid, rules, updatedAt: record.updatedAt, updatedBy: record.updatedBy };
   };
 

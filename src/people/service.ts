@@ -120,7 +120,6 @@ export function createPeopleService(deps: PeopleDeps) {
       return user && repo.roleIn(wid, user.id) ? user.id : undefined;
     },
 
-    /** Creates a workspace with its first owner (first start, `svc init`, tests). */
     /**
      * Creates a workspace with its owner. `firstOnly`: only if the store has no workspace yet,
      * decided inside the same transaction, so two first starts racing create one workspace.

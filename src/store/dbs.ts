@@ -169,8 +169,20 @@ export interface ApprovalRecord {
   reason?: string | null;
   /** Whom the agent acted for when the action asked: separation of duties holds against them. */
   requestedFor?: string | null;
+  /** When it stopped waiting (approved, denied or expired); absent while pending and on older records. */
+  decidedAt?: string;
   /** A bulk freeze past the ceiling, waiting for a person (actionId and agentId are then ''). */
   freeze?: { agentIds: string[]; reason: string; requestedBy: string; tokenId: string };
+}
+
+/** What a drill found, kept for the scorecard (the whole report is also in the ledger). */
+export interface DrillReportRecord {
+  id: string;
+  tokenId: string;
+  passed: boolean;
+  points: Array<{ point: string; passed: boolean; timeToEffectMs: number | null }>;
+  startedAt: string;
+  finishedAt: string;
 }
 
 /** "Stop every agent" in force for a workspace (absent: not in force). */
@@ -287,6 +299,8 @@ export interface Tables {
   pendingApprovals: Table<true>;
   /** [wid, tokenId] -> when that token last ran a drill in that workspace */
   drills: Table<string>;
+  /** [wid, startedAt, tokenId] -> a drill's report (also a ledger record), for the scorecard */
+  drillReports: Table<DrillReportRecord>;
   /** wid -> "stop every agent", while in force */
   stopAll: Table<StopAllRecord>;
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */
@@ -306,6 +320,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -41,6 +41,11 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   t.is((await owner.get('/agents?limit=200')).body.data.length, before);
   const drillRecord = (await owner.ledger()).find((r) => r.kind === 'drill.completed');
   t.like(drillRecord, { actor: 'token:ci-drill', data: { passed: true } });
+  // Everything the drill wrote (its agent, mandate, hold, removal) names the token and its id.
+  const byToken = (await owner.ledger()).filter((r) => r.actor === 'token:ci-drill');
+  t.deepEqual(byToken.map((r) => r.kind), ['agent.created', 'mandate.updated', 'agent.stopped', 'agent.drill_hold_lifted', 'agent.removed', 'drill.completed']);
+  t.is(new Set(byToken.map((r) => (r as unknown as { tokenId: string }).tokenId)).size, 1);
+  t.truthy((byToken[0] as unknown as { tokenId?: string }).tokenId);
 
   const again = await svc(['drill', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
   t.is(again.code, 1, again.stdout);

@@ -1,0 +1,61 @@
+import { CompactSign } from 'jose';
+import type { AgentsService } from '../agents/index.js';
+import { AppError } from '../errors/app-error.js';
+import type { Ledger } from '../ledger/service.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import type { SigningKeys } from '../receipts/signing-keys.js';
+import type { Store } from '../store/index.js';
+import { controlFigures, type ControlFigures } from './figures.js';
+
+/**
+ * The signed scorecard (issue 5; API.md 4 `GET /v1/admin/scorecard`).
+ * Rules:
+ * - The figures (figures.ts) are read in one synchronous pass, so they describe one moment of
+ *   the store; `ledgerSize` names the ledger record count at that moment.
+ * - It is a compact JWS (EdDSA) signed with the workspace ledger's key: the key of the evidence,
+ *   published in /.well-known/jwks.json with `use: "ledger"`, never the receipt key, so that no
+ *   scorecard can pass for a receipt. Header `typ: "svc-scorecard+jwt"`.
+ * - Claims: `iss` (base url), `sub` (workspace id), `iat`, `jti` (`scr_` id), `asOf`,
+ *   `ledgerSize`, and the figures.
+ * - Reading it is evidence:read; it reads everything of the workspace, so it costs a pass over its
+ *   actions and approvals: fine for an audit step, not for a dashboard that polls every second.
+ */
+export type ScorecardClaims = ControlFigures & { iss: string; sub: string; iat: number; jti: string; asOf: string; ledgerSize: number };
+
+export const SCORECARD_TYP = 'svc-scorecard+jwt';
+
+export function createScorecard(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; agents: AgentsService; signingKeys: SigningKeys; issuer: () => string }) {
+  const { store, clock, ids, ledger, agents, signingKeys } = deps;
+  const t = store.tables;
+
+  return {
+    /** The figures as of now, unsigned. */
+    figures(wid: string): { figures: ControlFigures; ledgerSize: number } {
+      const figures = controlFigures({
+        agents: agents.list(wid).map((a) => agents.view(a)),
+        drills: t.drillReports.scan([wid]).map((e) => e.value),
+        approvals: t.approvals.scan([wid]).map((e) => e.value),
+        actions: t.actions.scan([wid]).map((e) => e.value),
+      });
+      return { figures, ledgerSize: ledger.head(wid)?.size ?? 0 };
+    },
+
+    async signed(wid: string): Promise<{ scorecard: string; claims: ScorecardClaims }> {
+      // A store set up by `svc serve` or `svc init` has the key; any other gets it now.
+      const key = signingKeys.current('ledger') ?? (await signingKeys.ensure(), signingKeys.current('ledger'));
+      if (!key) throw new AppError('internal', { cause: new Error('no ledger key after ensure()') });
+      const now = clock.now();
+      const { figures, ledgerSize } = this.figures(wid);
+      const claims: ScorecardClaims = {
+        iss: deps.issuer(), sub: wid, iat: Math.floor(now / 1000), jti: ids.id('scr'), asOf: isoAt(now), ledgerSize, ...figures,
+      };
+      const scorecard = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
+        .setProtectedHeader({ alg: 'EdDSA', kid: key.record.kid, typ: SCORECARD_TYP })
+        .sign(key.privateKey);
+      return { scorecard, claims };
+    },
+  };
+}
+
+export type Scorecard = ReturnType<typeof createScorecard>;
