@@ -6,6 +6,9 @@ import { createKeysService } from './keys/index.js';
 import { createKillSwitch } from './killswitch/service.js';
 import { createDrills } from './drills/service.js';
 import { createScorecard } from './scorecard/service.js';
+import { createCallLog } from './gateway/calls.js';
+import { createBudgets } from './gateway/budgets.js';
+import { createGateway } from './gateway/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -43,7 +46,7 @@ export interface App {
   close(): Promise<void>;
 }
 
-function createServices(store: Store, settings: Readonly<Settings>, clock: Clock, ids: IdSource, masterKey: Buffer, issuer: () => string) {
+function createServices(store: Store, settings: Readonly<Settings>, clock: Clock, ids: IdSource, masterKey: Buffer, issuer: () => string, log: Logger) {
   const deps = { store, clock, ids };
   const signingKeys = createSigningKeys({ store, masterKey, clock });
   // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
@@ -54,6 +57,9 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const agents = createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents });
   const mandates = createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules });
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
+  const calls = createCallLog({ store, log });
+  const budgets = createBudgets({ ...deps, ledger, calls });
+  const gateway = createGateway({ ...deps, ledger, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, calls, budgets });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   return {
     people,
@@ -68,8 +74,11 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     gate,
     killSwitch,
     approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
-    drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate }),
+    drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate, gateway }),
     scorecard: createScorecard({ ...deps, ledger, agents, signingKeys, issuer }),
+    calls,
+    budgets,
+    gateway,
   };
 }
 
@@ -87,11 +96,13 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     throw err;
   }
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
+  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log);
   return {
-    settings, store, log, clock, masterKey, migration,
-    services: createServices(store, settings, clock, ids, masterKey, () => publicUrl()),
+    settings, store, log, clock, masterKey, migration, services,
     publicUrl: { get: () => publicUrl(), set: (fn) => { publicUrl = fn; } },
     async close() {
+      // Queued call records and budget spend are written before the store closes.
+      await services.gateway.close();
       await store.close();
     },
   };

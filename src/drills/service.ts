@@ -2,6 +2,7 @@ import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { AgentsService } from '../agents/index.js';
 import type { Gate } from '../gate/service.js';
+import type { Gateway } from '../gateway/service.js';
 import type { KillSwitch } from '../killswitch/service.js';
 import type { Ledger } from '../ledger/service.js';
 import type { MandatesService } from '../mandates/index.js';
@@ -15,13 +16,14 @@ import { DRILL_PROBE } from './probe.js';
  *   checks that the agent is served while running, freezes it (hold `drill`), measures the time
  *   until every enforcement point refuses it, then lifts its own hold (the only hold a drill may
  *   lift) and removes the agent.
- * - Enforcement points probed: the gate (the model gateway and the MCP proxy join when they exist).
+ * - Enforcement points probed: the gate (an action request) and the model gateway (the standing
+ *   check every model call passes first; no model is called). The MCP proxy joins when it exists.
  * - One drill per hour per workspace per token: 429 drill_cooldown with retry-after.
  * - The report is a ledger record under the token's name and id, and is kept for the scorecard.
  * - Everything a drill writes (its agent, mandate, hold) is recorded under the token's name and id.
  */
 export interface DrillPoint {
-  point: 'gate';
+  point: 'gate' | 'gateway';
   passed: boolean;
   timeToEffectMs: number | null;
   detail: string;
@@ -38,8 +40,8 @@ export interface DrillReport {
 
 export const DRILL_COOLDOWN_MS = 3_600_000;
 
-export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate }) {
-  const { store, clock, ledger, agents, mandates, killSwitch, gate } = deps;
+export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate; gateway: Pick<Gateway, 'admitsAgent'> }) {
+  const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway } = deps;
   const t = store.tables;
 
   return {
@@ -61,6 +63,7 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
       try {
         await mandates.put(wid, agent.id, { rules: [{ actions: [DRILL_PROBE] }], confirmBroaden: false }, who);
         const before = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
+        const gatewayBefore = gateway.admitsAgent(wid, agent.id);
         const frozeAt = performance.now();
         await killSwitch.stop(wid, agent.id, { hold: 'drill', reason: 'kill-switch drill' }, who);
         const after = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
@@ -69,6 +72,13 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         points.push({
           point: 'gate', passed: before.decision === 'allow' && refused, timeToEffectMs: refused ? ms : null,
           detail: before.decision !== 'allow' ? `the running drill agent was not served (${before.decision})` : refused ? 'the next action request was denied with agent_frozen' : `the frozen drill agent was answered ${after.decision}`,
+        });
+        const gatewayAfter = gateway.admitsAgent(wid, agent.id);
+        const gatewayMs = Math.round((performance.now() - frozeAt) * 100) / 100;
+        const stopped = !gatewayAfter.admitted && gatewayAfter.type === 'agent_stopped';
+        points.push({
+          point: 'gateway', passed: gatewayBefore.admitted && stopped, timeToEffectMs: stopped ? gatewayMs : null,
+          detail: !gatewayBefore.admitted ? 'the running drill agent was refused by the gateway' : stopped ? 'the next model call was refused with 403 agent_stopped before anything was sent' : 'the frozen drill agent was let through by the gateway',
         });
       } finally {
         await killSwitch.liftDrillHold(wid, agent.id, who);

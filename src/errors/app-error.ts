@@ -11,7 +11,8 @@ export interface ErrorDetails {
   errors?: FieldError[];
   hold?: string;
   stopped?: string;
-  agentId?: string;
+  /** null: the key is bound to no one agent (gateway, "stop every agent"). */
+  agentId?: string | null;
   evidenceRecord?: string;
   didYouMean?: string;
   relaxations?: unknown[];
@@ -31,6 +32,8 @@ export interface AppErrorOptions {
   /** Response headers that belong to this error, e.g. retry-after or allow. */
   headers?: Record<string, string>;
   cause?: unknown;
+  /** A status variant the catalogue entry names (see CatalogueEntry.variants). */
+  variant?: string;
 }
 
 /**
@@ -54,7 +57,7 @@ export class AppError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.type = type;
-    this.status = entry.status;
+    this.status = (options.variant !== undefined ? entry.variants?.[options.variant] : undefined) ?? entry.status;
     this.fix = options.fix ?? entry.fix;
     this.details = options.details ?? {};
     this.headers = options.headers ?? {};

@@ -18,6 +18,11 @@ export interface CatalogueEntry {
   readonly validation?: boolean;
   /** Where the entry is described in SPEC.md, for the docs page. */
   readonly section: string;
+  /**
+   * The one type SPEC.md gives two statuses (plan_limit_reached: 402 for console allowances in
+   * 7.3, 429 for the monthly request allowance in 7.4): the other status, by its name.
+   */
+  readonly variants?: Readonly<Record<string, number>>;
 }
 
 const catalogue = {
@@ -137,7 +142,7 @@ const catalogue = {
     fix: 'Send the amount as a positive integer in minor units (cents, not euros).',
   },
   plan_limit_reached: {
-    status: 402, section: '7.3, 7.4',
+    status: 402, section: '7.3, 7.4', variants: { monthlyRequests: 429 },
     message: "The plan's allowance is used.",
     fix: 'Remove unused items or raise the allowance in the configuration.',
   },

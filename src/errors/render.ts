@@ -42,3 +42,12 @@ export function renderError(err: AppError, ctx: RenderContext): ErrorBody {
     },
   };
 }
+
+/**
+ * The Anthropic-shaped surface (POST /v1/messages): the same error object inside the vendor's
+ * envelope, `{ "type": "error", "error": { type, message, fix, docs, requestId, ... } }`, so its
+ * SDK reads it as an API error and the SPEC.md fields are all there.
+ */
+export function anthropicEnvelope(body: ErrorBody): { type: 'error'; error: ErrorBody['error'] } {
+  return { type: 'error', error: body.error };
+}

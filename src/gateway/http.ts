@@ -1,21 +1,134 @@
-import type { Plugin } from '@hapi/hapi';
-import { WORKSPACE_KEY } from '../http/auth/callers.js';
-import type { GatewayModel } from '../settings/schema.js';
+import Joi from 'joi';
+import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
+import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
+import { requestStamp } from '../http/pipeline.js';
+import type { Guards } from '../http/guards.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import { wid } from '../http/params.js';
+import type { PeopleService } from '../people/index.js';
+import type { GatewayModel, GatewaySettings } from '../settings/schema.js';
+import type { KeyRecord } from '../store/index.js';
+import type { Budgets } from './budgets.js';
+import type { CallLog } from './calls.js';
+import type { Shape } from './forward.js';
+import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
+import type { Gateway } from './service.js';
+import { usageReport } from './usage.js';
 
-/** GET /v1/models: the configured catalogue in the OpenAI list shape (API.md section 6). */
-export const modelsRoutes: Plugin<{ models: readonly GatewayModel[] }> = {
-  name: 'svc-models',
-  register(server, { models }) {
+/**
+ * The model gateway's routes (API.md 6): POST /v1/chat/completions (OpenAI shape), POST
+ * /v1/messages (Anthropic shape; errors in its `{ type: "error", error }` envelope), GET
+ * /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
+ * agent key for its agent's own traffic.
+ */
+export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: CallLog; settings: GatewaySettings; people: PeopleService; production: boolean; guards: Guards }> = {
+  name: 'svc-gateway',
+  register(server, { gateway, budgets, calls, settings, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
     const created = Math.floor(Date.now() / 1000);
-    const data = models.map((m) => ({
+    const modelView = (m: GatewayModel) => ({
       id: m.id, object: 'model', created, owned_by: m.provider, provider: m.provider,
       jurisdiction: m.jurisdiction, priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
-      priceMicrosPerMTokOut: m.priceMicrosPerMTokOut, taskClasses: m.taskClasses,
-    }));
-    server.route({
-      method: 'GET', path: '/v1/models',
-      options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
-      handler: () => ({ object: 'list', data }),
+      priceMicrosPerMTokOut: m.priceMicrosPerMTokOut, taskClasses: m.taskClasses, quality: m.quality, latency: m.latency,
     });
+    const profiles = new Map(settings.policyProfiles.map((p) => [p.id, p]));
+    /** The catalogue a key may reach: its policy profile's models, providers and jurisdictions. */
+    const reachable = (key: KeyRecord) => {
+      if (!key.policyProfile) return settings.models;
+      const p = profiles.get(key.policyProfile);
+      if (!p) return [];
+      return settings.models.filter((m) => (!p.models || p.models.includes(m.id)) && (!p.providers || p.providers.includes(m.provider))
+        && (!p.domiciles || p.domiciles.includes(m.jurisdiction.domicile)) && (!p.regions || p.regions.includes(m.jurisdiction.region)));
+    };
+
+    const model = (shape: Shape) => async (request: Request, h: ResponseToolkit) => {
+      const startedAt = performance.now() - (Date.now() - request.info.received);
+      const abort = new AbortController();
+      // The client went away before its answer was written: cancel the upstream call.
+      request.raw.res.once('close', () => { if (!request.raw.res.writableFinished) abort.abort(); });
+      const answer = await gateway.handle({
+        shape, body: request.payload as Record<string, unknown>, key: caller(request, 'workspace-key').key,
+        headers: request.headers as Record<string, string | string[] | undefined>, traceparent: requestStamp(request).traceparent, signal: abort.signal, startedAt,
+      });
+      const response = answer.stream
+        ? h.response(answer.stream).type('text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('content-encoding', 'identity')
+        : h.response(answer.json).code(answer.status);
+      for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
+      return response;
+    };
+    const modelRoute = { auth: WORKSPACE_KEY, payload: { maxBytes: settings.bodyBytes } };
+
+    server.route([
+      {
+        method: 'POST', path: '/v1/chat/completions',
+        options: { ...modelRoute, plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000 } }, validate: { payload: chatCompletionsSchema } },
+        handler: model('openai'),
+      },
+      {
+        method: 'POST', path: '/v1/messages',
+        options: { ...modelRoute, plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic' } }, validate: { payload: messagesSchema } },
+        handler: model('anthropic'),
+      },
+      {
+        method: 'GET', path: '/v1/models',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
+        handler: (request) => ({ object: 'list', data: reachable(caller(request, 'workspace-key').key).map(modelView) }),
+      },
+      {
+        method: 'GET', path: '/api/w/{wid}/gateway',
+        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          return gateway.settingsOf(w);
+        },
+      },
+      {
+        // The workspace's enforcement and data-loss mode (owners, admins); a ledger record.
+        method: 'PUT', path: '/api/w/{wid}/gateway',
+        options: {
+          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid }), payload: Joi.object({ enforcement: Joi.string().valid('enforce', 'shadow'), dataLoss: Joi.string().valid('off', 'redact', 'block') }).min(1) },
+        },
+        async handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'gateway.manage');
+          return gateway.configure(w, request.payload as { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' }, actorOf(c));
+        },
+      },
+      {
+        method: 'POST', path: '/v1/admin/budgets',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin', validationType: 'invalid_budget' } }, validate: { payload: budgetSchema } },
+        async handler(request, h) {
+          const c = caller(request, 'workspace-key');
+          return h.response(await budgets.create(c.workspaceId, request.payload as BudgetInput, actorOf(c))).code(201);
+        },
+      },
+      {
+        method: 'GET', path: '/v1/admin/budgets',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
+        handler: (request) => ({ data: budgets.list(caller(request, 'workspace-key').workspaceId), next: null }),
+      },
+      {
+        method: 'GET', path: '/v1/admin/usage',
+        options: {
+          auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } },
+          validate: { query: Joi.object({ from: Joi.date().iso(), to: Joi.date().iso(), by: Joi.string().valid('model', 'principal', 'team', 'agent', 'key', 'taskClass').default('model') }) },
+        },
+        async handler(request) {
+          await calls.flush();
+          const q = request.query as { from?: Date; to?: Date; by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass' };
+          return usageReport(calls, caller(request, 'workspace-key').workspaceId, q);
+        },
+      },
+      {
+        method: 'GET', path: '/v1/admin/upstreams',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
+        handler: () => ({
+          data: settings.models.map((m) => ({ model: m.id, provider: m.provider, circuit: gateway.health.open(m.id) ? 'open' : 'closed', observedLatencyMs: gateway.health.latencyMs(m.id) ?? null })),
+        }),
+      },
+    ]);
   },
 };

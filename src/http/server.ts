@@ -7,7 +7,7 @@ import { approvalsRoutes } from '../approvals/http.js';
 import type { App } from '../app.js';
 import { consoleRoutes } from '../console/http.js';
 import { gateRoutes } from '../gate/http.js';
-import { modelsRoutes } from '../gateway/http.js';
+import { gatewayRoutes } from '../gateway/http.js';
 import { keysRoutes } from '../keys/http.js';
 import { killSwitchRoutes } from '../killswitch/http.js';
 import { drillsRoutes } from '../drills/http.js';
@@ -126,7 +126,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: scorecardRoutes, options: { scorecard: services.scorecard } });
   await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
-  await server.register({ plugin: modelsRoutes, options: { models: settings.gateway.models } });
+  await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
   app.publicUrl.set(baseUrl);

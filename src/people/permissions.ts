@@ -14,6 +14,8 @@ export const permissions = {
   /** Agents that act for the caller; owners and admins: every agent. */
   'agents.manage': ['owner', 'admin', 'member'],
   'templates.manage': ['owner', 'admin'],
+  /** The workspace's model gateway settings (enforcement, data-loss mode). */
+  'gateway.manage': ['owner', 'admin'],
   /** "Stop every agent" on and off. */
   'workspace.stopAll': ['owner', 'admin'],
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */

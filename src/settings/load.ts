@@ -47,7 +47,24 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   }
   const settings = value as Settings;
   if (settings.env === 'production') checkProduction(settings);
+  checkGateway(settings);
+  // Upstream secrets come from the environment only, named by the config file.
+  for (const provider of settings.gateway.providers) provider.apiKey = provider.apiKeyEnv ? env[provider.apiKeyEnv] ?? null : null;
   return deepFreeze(settings);
+}
+
+/** The catalogue must hang together: every model names a known provider, every profile known models and providers. */
+function checkGateway(settings: Settings): void {
+  const { providers, models, policyProfiles } = settings.gateway;
+  const providerIds = new Set(providers.map((p) => p.id));
+  const modelIds = new Set(models.map((m) => m.id));
+  const problems: string[] = [];
+  models.forEach((m, i) => { if (!providerIds.has(m.provider)) problems.push(`  gateway.models.${i}.provider: "${m.provider}" is not a configured provider`); });
+  policyProfiles.forEach((p, i) => {
+    for (const id of p.models ?? []) if (!modelIds.has(id)) problems.push(`  gateway.policyProfiles.${i}.models: "${id}" is not a configured model`);
+    for (const id of p.providers ?? []) if (!providerIds.has(id)) problems.push(`  gateway.policyProfiles.${i}.providers: "${id}" is not a configured provider`);
+  });
+  if (problems.length > 0) throw new SettingsError(`invalid configuration:\n${problems.join('\n')}`);
 }
 
 /** Production refuses settings that are only safe on a developer's machine. */

@@ -9,9 +9,12 @@ import ipaddr from 'ipaddr.js';
 export interface GatewayProvider {
   id: string;
   kind: 'openai' | 'anthropic';
-  /** Public address; null: derived from the bound address (http://host:port). */
-  baseUrl: string | null;
+  baseUrl: string;
   apiKeyEnv?: string;
+  /** The secret read from `apiKeyEnv` at load (never logged, never in a config file); null if unset. */
+  apiKey: string | null;
+  /** Concurrent connections kept to this upstream. */
+  connections: number;
 }
 
 export interface GatewayModel {
@@ -24,6 +27,47 @@ export interface GatewayModel {
   latency: number;
   jurisdiction: { domicile: string; region: string };
   taskClasses: string[];
+}
+
+export type Enforcement = 'enforce' | 'shadow';
+export type DataLossMode = 'off' | 'redact' | 'block';
+
+/** Restrictions a key's policy profile puts on routing (every list: absent means any). */
+export interface PolicyProfile {
+  id: string;
+  models?: string[];
+  providers?: string[];
+  domiciles?: string[];
+  regions?: string[];
+  enforcement?: Enforcement;
+  /** Who signs off a relaxation of this profile (named in 409 policy_conflict). */
+  signOff: string;
+}
+
+export interface ClassifierRule {
+  taskClass: string;
+  /** Lower-case words or phrases; the first rule with a match names the class. */
+  keywords: string[];
+}
+
+export interface GatewaySettings {
+  enforcement: Enforcement;
+  providers: GatewayProvider[];
+  models: GatewayModel[];
+  policyProfiles: PolicyProfile[];
+  /** Task classes that need `x-svc-human-oversight: acknowledged`. */
+  highRiskTaskClasses: string[];
+  classifier: { rules: ClassifierRule[]; fallback: string };
+  /** The deployment's own jurisdiction, for `x-svc-objective: sovereign`. */
+  home: { domicile: string; region: string | null };
+  dataLoss: DataLossMode;
+  bodyBytes: number;
+  connectTimeoutMs: number;
+  /** Until the first byte of the upstream's answer. */
+  headersTimeoutMs: number;
+  /** Between two chunks of the upstream's body. */
+  bodyTimeoutMs: number;
+  breaker: { failures: number; cooldownMs: number };
 }
 
 export interface Settings {
@@ -53,14 +97,10 @@ export interface Settings {
   approvals: { ttlHours: number };
   killSwitch: { bulkFreezeCeiling: number };
   ledger: { checkpointIntervalMs: number };
-  plan: { agents: number | null; mandateRules: number | null };
+  plan: { agents: number | null; mandateRules: number | null; monthlyRequests: number | null };
   session: { ttlHours: number };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
-  gateway: {
-    enforcement: 'enforce' | 'shadow';
-    providers: GatewayProvider[];
-    models: GatewayModel[];
-  };
+  gateway: GatewaySettings;
 }
 
 
@@ -122,6 +162,7 @@ export const settingsSchema = Joi.object<Settings>({
   plan: Joi.object({
     agents: Joi.number().integer().min(0).allow(null).default(null).description('live agents per workspace; null: unlimited'),
     mandateRules: Joi.number().integer().min(0).allow(null).default(null).description('mandate rules per workspace, over all its agents; null: unlimited'),
+    monthlyRequests: Joi.number().integer().min(0).allow(null).default(null).description('model requests per workspace per calendar month (UTC); null: unlimited'),
   }).default(),
   session: Joi.object({
     ttlHours: Joi.number().min(0.01).max(720).default(12).description('a console session ends this long after sign-in'),
@@ -130,15 +171,19 @@ export const settingsSchema = Joi.object<Settings>({
     level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   }).default(),
   gateway: Joi.object({
-    enforcement: Joi.string().valid('enforce', 'shadow').default('shadow'),
+    enforcement: Joi.string().valid('enforce', 'shadow').default('shadow')
+      .description('shadow: serve the requested model and say where routing would go; enforce: route'),
     providers: Joi.array().items(Joi.object({
-      id: Joi.string().required(),
+      id: Joi.string().pattern(/^[A-Za-z0-9._-]+$/).max(64).required(),
       kind: Joi.string().valid('openai', 'anthropic').required(),
-      baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
-      apiKeyEnv: Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/),
+      baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).required()
+        .description('openai: ends before /chat/completions; anthropic: ends before /v1/messages'),
+      apiKeyEnv: Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/).description('the environment variable holding the upstream secret'),
+      apiKey: Joi.any().strip(),
+      connections: Joi.number().integer().min(1).max(1024).default(64),
     })).unique('id').default([]),
     models: Joi.array().items(Joi.object({
-      id: Joi.string().required(),
+      id: Joi.string().pattern(/^[A-Za-z0-9._:/-]+$/).max(128).required(),
       provider: Joi.string().required(),
       upstreamModel: Joi.string().required(),
       priceMicrosPerMTokIn: Joi.number().integer().min(0).required(),
@@ -148,6 +193,37 @@ export const settingsSchema = Joi.object<Settings>({
       jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),
       taskClasses: Joi.array().items(Joi.string()).default(['*']),
     })).unique('id').default([]),
+    policyProfiles: Joi.array().items(Joi.object({
+      id: Joi.string().max(64).required(),
+      models: Joi.array().items(Joi.string()),
+      providers: Joi.array().items(Joi.string()),
+      domiciles: Joi.array().items(Joi.string()),
+      regions: Joi.array().items(Joi.string()),
+      enforcement: Joi.string().valid('enforce', 'shadow'),
+      signOff: Joi.string().default('a workspace owner'),
+    })).unique('id').default([]),
+    highRiskTaskClasses: Joi.array().items(Joi.string()).default([])
+      .description('task classes (or prefixes ending in .*) that need x-svc-human-oversight: acknowledged'),
+    classifier: Joi.object({
+      rules: Joi.array().items(Joi.object({ taskClass: Joi.string().required(), keywords: Joi.array().items(Joi.string().lowercase()).min(1).required() })).default([
+        { taskClass: 'code', keywords: ['function', 'stack trace', 'compile', 'typescript', 'python', 'refactor', 'bug', 'unit test', 'sql'] },
+        { taskClass: 'support', keywords: ['customer', 'ticket', 'refund', 'complaint', 'order'] },
+        { taskClass: 'summarize', keywords: ['summarize', 'summarise', 'summary', 'tl;dr'] },
+        { taskClass: 'translate', keywords: ['translate', 'translation'] },
+      ]),
+      fallback: Joi.string().default('general'),
+    }).default().description('shadow mode names a task class from the prompt with these rules when the request names none'),
+    home: Joi.object({ domicile: Joi.string().default('US'), region: Joi.string().allow(null).default(null) }).default()
+      .description('the jurisdiction x-svc-objective: sovereign keeps to'),
+    dataLoss: Joi.string().valid('off', 'redact', 'block').default('off').description('data-loss screening of prompts'),
+    bodyBytes: Joi.number().integer().min(1024).default(10 * 1048576).description('request body limit on model routes'),
+    connectTimeoutMs: Joi.number().integer().min(10).default(5000),
+    headersTimeoutMs: Joi.number().integer().min(10).default(60000),
+    bodyTimeoutMs: Joi.number().integer().min(10).default(60000),
+    breaker: Joi.object({
+      failures: Joi.number().integer().min(1).default(5).description('consecutive failures that open a model\'s circuit'),
+      cooldownMs: Joi.number().integer().min(10).default(30000).description('how long an open circuit skips the model before one trial'),
+    }).default(),
   }).default(),
 }).options({ abortEarly: false, convert: true });
 
@@ -173,4 +249,6 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],
   ['SVC_LOG_LEVEL', 'log.level'],
   ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],
+  ['SVC_GATEWAY_DATA_LOSS', 'gateway.dataLoss'],
+  ['SVC_PLAN_MONTHLY_REQUESTS', 'plan.monthlyRequests'],
 ];

@@ -185,6 +185,56 @@ export interface DrillReportRecord {
   finishedAt: string;
 }
 
+/** One model call through the gateway (issue 6), written off the hot path. */
+export interface CallRecord {
+  id: string;
+  workspaceId: string;
+  at: string;
+  keyId: string;
+  principal: string | null;
+  team: string | null;
+  agentId: string | null;
+  taskId: string;
+  taskClass: string;
+  sessionId: string;
+  shape: 'openai' | 'anthropic';
+  stream: boolean;
+  dryRun: boolean;
+  enforcement: string;
+  requestedModel: string | null;
+  /** The catalogue model that served it (null: none did). */
+  model: string | null;
+  provider: string | null;
+  attemptedModels: string[];
+  inputTokens: number;
+  outputTokens: number;
+  costMicros: number;
+  latencyMs: number;
+  overheadMicros: number;
+  outcome: 'ok' | 'dry_run' | 'upstream_failure' | 'upstream_error' | 'cut' | 'cancelled';
+  budgetId: string | null;
+}
+
+/** A workspace's own gateway settings, over the deployment's (absent fields: the deployment's). */
+export interface WorkspaceGatewayRecord {
+  enforcement?: 'enforce' | 'shadow';
+  dataLoss?: 'off' | 'redact' | 'block';
+  updatedAt: string;
+  updatedBy: string;
+}
+
+/** A model budget (API.md 6). */
+export interface BudgetRecord {
+  id: string;
+  workspaceId: string;
+  scope: { kind: 'workspace' | 'team' | 'principal' | 'key' | 'agent'; id: string };
+  amountMicros: number;
+  period: 'day' | 'week' | 'month';
+  ladder: Array<{ at: number; step: 'nudge' | 'downgrade' | 'approval' | 'block' }>;
+  createdAt: string;
+  createdBy: string;
+}
+
 /** "Stop every agent" in force for a workspace (absent: not in force). */
 export interface StopAllRecord {
   reason: string;
@@ -301,6 +351,18 @@ export interface Tables {
   drills: Table<string>;
   /** [wid, startedAt, tokenId] -> a drill's report (also a ledger record), for the scorecard */
   drillReports: Table<DrillReportRecord>;
+  /** [wid, callId] -> a model call */
+  calls: Table<CallRecord>;
+  /** [wid, taskId] -> when the task's first call was made */
+  tasks: Table<string>;
+  /** [wid, 'YYYY-MM'] -> model requests made that month (the plan's allowance) */
+  monthlyRequests: Table<number>;
+  /** wid -> the workspace's gateway settings */
+  workspaceGateway: Table<WorkspaceGatewayRecord>;
+  /** [wid, budId] -> budget */
+  budgets: Table<BudgetRecord>;
+  /** [wid, budId, period start] -> micro-dollars spent in that period */
+  budgetSpend: Table<number>;
   /** wid -> "stop every agent", while in force */
   stopAll: Table<StopAllRecord>;
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */
@@ -320,6 +382,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

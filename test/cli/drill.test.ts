@@ -32,8 +32,10 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   const report = JSON.parse(run.stdout);
   t.notRegex(run.stderr, /Running a kill-switch drill/, 'no progress display when stderr is not a terminal');
   t.true(report.passed);
-  t.is(report.points.length, 1);
+  t.deepEqual(report.points.map((p: { point: string }) => p.point), ['gate', 'gateway']);
   t.like(report.points[0], { point: 'gate', passed: true });
+  t.like(report.points[1], { point: 'gateway', passed: true });
+  t.is(typeof report.points[1].timeToEffectMs, 'number');
   t.is(typeof report.points[0].timeToEffectMs, 'number');
 
   // Real agents are untouched; the drill agent is gone.
@@ -66,6 +68,7 @@ test.serial('on a terminal svc drill shows its progress, then the report', async
   const run = await svcOnTerminal(['drill', '--url', server.url], { SVC_TOKEN: token });
   t.is(run.code, 0, run.stdout);
   t.regex(run.stdout, /Running a kill-switch drill/);
-  t.regex(run.stdout, /passed {2}gate/);
+  t.regex(run.stdout, /passed {2}gate /);
+  t.regex(run.stdout, /passed {2}gateway /);
   t.regex(run.stdout, /drill passed/);
 });

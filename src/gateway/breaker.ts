@@ -1,0 +1,56 @@
+/**
+ * Per-model health, in this process: a circuit breaker and the observed latency.
+ * Rules:
+ * - `failures` consecutive failures (connection error, timeout, 429, 5xx) open a model's circuit:
+ *   for `cooldownMs` it is skipped, then one request may try it (half-open); a success closes it.
+ * - When every candidate's circuit is open, the one open longest is tried, so that an outage of
+ *   everything recovers without waiting for each cooldown.
+ * - Latency is an exponentially weighted mean of the time to the upstream's headers.
+ */
+export function createModelHealth(options: { failures: number; cooldownMs: number; now: () => number }) {
+  const state = new Map<string, { failures: number; openedAt: number | null; trial: boolean; latencyMs?: number }>();
+  const of = (id: string) => {
+    let s = state.get(id);
+    if (!s) state.set(id, (s = { failures: 0, openedAt: null, trial: false }));
+    return s;
+  };
+  return {
+    /** The candidates to try, in order: closed circuits, and open ones whose cooldown ended (one trial each). */
+    admit<T extends { id: string }>(models: readonly T[]): T[] {
+      const now = options.now();
+      const out = models.filter((m) => {
+        const s = of(m.id);
+        if (s.openedAt === null) return true;
+        if (now - s.openedAt >= options.cooldownMs && !s.trial) {
+          s.trial = true;
+          return true;
+        }
+        return false;
+      });
+      if (out.length > 0 || models.length === 0) return out;
+      const oldest = [...models].sort((a, b) => (of(a.id).openedAt ?? 0) - (of(b.id).openedAt ?? 0))[0]!;
+      return [oldest];
+    },
+    success(id: string, latencyMs: number): void {
+      const s = of(id);
+      s.failures = 0;
+      s.openedAt = null;
+      s.trial = false;
+      s.latencyMs = s.latencyMs === undefined ? latencyMs : s.latencyMs * 0.8 + latencyMs * 0.2;
+    },
+    failure(id: string): void {
+      const s = of(id);
+      s.failures += 1;
+      s.trial = false;
+      if (s.failures >= options.failures) s.openedAt = options.now();
+    },
+    latencyMs(id: string): number | undefined {
+      return state.get(id)?.latencyMs;
+    },
+    open(id: string): boolean {
+      return state.get(id)?.openedAt != null;
+    },
+  };
+}
+
+export type ModelHealth = ReturnType<typeof createModelHealth>;

@@ -1,0 +1,190 @@
+import Joi from 'joi';
+import { AppError } from '../errors/app-error.js';
+import type { IdSource } from '../lib/ids.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { Ledger } from '../ledger/service.js';
+import { periodStart } from '../mandates/index.js';
+import type { BudgetRecord, KeyRecord, Store } from '../store/index.js';
+import type { CallLog } from './calls.js';
+
+/**
+ * Model budgets (API.md 6, issue 6).
+ * Rules:
+ * - A budget binds the traffic of its scope: the whole workspace, a team or principal (the key's),
+ *   one key, or one agent (an agent key's). Spend is micro-dollars per UTC day, week (from
+ *   Monday) or month.
+ * - What a request may cost is reserved when it is admitted (its prompt, estimated at four
+ *   characters a token, and its max tokens, at the price of the model about to serve it); the
+ *   reservation moves with a fallback to another model, and is replaced by the cost the vendor's
+ *   usage gives once the call ends. Racing requests each see the others' reservations (they are
+ *   taken synchronously), so a budget is overrun by at most one request's reservation.
+ * - The ladder's step is the highest rung at or below the share used (spent plus reserved, before
+ *   this request) of the budget that is most used: nudge (x-svc-advisory), downgrade (cheapest
+ *   eligible model first), approval (402 approval_required naming the workspace's owner), block
+ *   (429 budget_exhausted, retry-after until the period ends).
+ * - Creating a budget is a ledger record.
+ */
+export type Step = 'nudge' | 'downgrade' | 'approval' | 'block';
+const STEPS: readonly Step[] = ['nudge', 'downgrade', 'approval', 'block'];
+
+export const budgetSchema = Joi.object({
+  scope: Joi.object({
+    kind: Joi.string().valid('workspace', 'team', 'principal', 'key', 'agent').required(),
+    id: Joi.string().trim().min(1).max(200).required(),
+  }).required(),
+  amountMicros: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
+  period: Joi.string().valid('day', 'week', 'month').required(),
+  ladder: Joi.array().items(Joi.object({
+    at: Joi.number().strict().greater(0).max(1).required(),
+    step: Joi.string().valid(...STEPS).required(),
+  })).min(1).max(4).unique('step').default([{ at: 1, step: 'block' }])
+    .custom((ladder: Array<{ at: number; step: Step }>, helpers) => {
+      for (let i = 1; i < ladder.length; i += 1) {
+        if (ladder[i]!.at <= ladder[i - 1]!.at || STEPS.indexOf(ladder[i]!.step) <= STEPS.indexOf(ladder[i - 1]!.step)) {
+          return helpers.message({ custom: '{{#label}} must rise: each rung at a larger share than the one before, in the order nudge, downgrade, approval, block' });
+        }
+      }
+      return ladder;
+    }),
+});
+export type BudgetInput = Pick<BudgetRecord, 'scope' | 'amountMicros' | 'period' | 'ladder'>;
+
+export interface Binding {
+  budget: BudgetRecord;
+  periodStart: string;
+  used: number;
+}
+
+export interface Admission {
+  step: Step | null;
+  /** The most-used budget, which sets the step and the x-svc-budget-scope header. */
+  binding: Binding | null;
+  applicable: Binding[];
+}
+
+const scopeId = (b: BudgetRecord) => `${b.scope.kind}:${b.scope.id}`;
+
+export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; calls: CallLog }) {
+  const { store, clock, ids, ledger, calls } = deps;
+  const t = store.tables;
+  const reserved = new Map<string, number>();
+  const slot = (b: Binding) => `${b.budget.workspaceId}\u0000${b.budget.id}\u0000${b.periodStart}`;
+
+  const applies = (b: BudgetRecord, key: KeyRecord): boolean => {
+    switch (b.scope.kind) {
+      case 'workspace': return true;
+      case 'team': return key.team === b.scope.id;
+      case 'principal': return key.principal === b.scope.id;
+      case 'key': return key.id === b.scope.id;
+      case 'agent': return key.agentId === b.scope.id;
+    }
+  };
+
+  const periodEnd = (b: Binding): number => {
+    const start = Date.parse(`${b.periodStart}T00:00:00.000Z`);
+    const d = new Date(start);
+    if (b.budget.period === 'day') return start + 86_400_000;
+    if (b.budget.period === 'week') return start + 7 * 86_400_000;
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  };
+
+  const ownerOf = (wid: string) => {
+    for (const { key, value } of t.members.scan([wid])) {
+      if (value.role !== 'owner') continue;
+      const user = t.users.get(String(key[1]));
+      if (user) return { id: user.id, email: user.email, name: user.name };
+    }
+    return null;
+  };
+
+  return {
+    async create(wid: string, input: BudgetInput, actor: string): Promise<BudgetRecord> {
+      return store.write(() => {
+        const budget: BudgetRecord = { id: ids.id('bud'), workspaceId: wid, ...input, createdAt: isoAt(clock.now()), createdBy: actor };
+        t.budgets.put([wid, budget.id], budget);
+        ledger.record({ workspaceId: wid, actor, kind: 'budget.created', subject: budget.id, data: { scope: budget.scope, amountMicros: budget.amountMicros, period: budget.period, ladder: budget.ladder } });
+        return budget;
+      });
+    },
+
+    list(wid: string): Array<BudgetRecord & { spentMicros: number; reservedMicros: number; periodStart: string }> {
+      const now = clock.now();
+      return t.budgets.scan([wid]).map(({ value: b }) => {
+        const start = periodStart(b.period, now);
+        return { ...b, periodStart: start, spentMicros: calls.spent(wid, b.id, start), reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0 };
+      });
+    },
+
+    /** The budgets binding this key's traffic now, and the ladder's step (block and approval throw). */
+    admit(key: KeyRecord): Admission {
+      const now = clock.now();
+      const applicable: Binding[] = [];
+      for (const { value: budget } of t.budgets.scan([key.workspaceId])) {
+        if (!applies(budget, key)) continue;
+        const start = periodStart(budget.period, now);
+        const b = { budget, periodStart: start, used: 0 };
+        b.used = calls.spent(key.workspaceId, budget.id, start) + (reserved.get(slot(b)) ?? 0);
+        applicable.push(b);
+      }
+      if (applicable.length === 0) return { step: null, binding: null, applicable };
+      const share = (b: Binding) => b.used / b.budget.amountMicros;
+      const binding = applicable.reduce((a, b) => (share(b) > share(a) ? b : a));
+      const rung = [...binding.budget.ladder].reverse().find((r) => share(binding) >= r.at);
+      const step = rung?.step ?? null;
+      if (step === 'block') {
+        const retry = Math.max(1, Math.ceil((periodEnd(binding) - now) / 1000));
+        throw new AppError('budget_exhausted', {
+          message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} (${binding.budget.amountMicros} micro-dollars) is used up until ${isoAt(periodEnd(binding))}.`,
+          headers: { 'retry-after': String(retry), 'x-svc-budget-scope': scopeId(binding.budget) },
+          details: { budgetId: binding.budget.id, scope: binding.budget.scope, amountMicros: binding.budget.amountMicros, usedMicros: binding.used },
+        });
+      }
+      if (step === 'approval') {
+        const owner = ownerOf(key.workspaceId);
+        throw new AppError('approval_required', {
+          message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} has reached its approval step (${Math.round(share(binding) * 100)}% used); ${owner ? `${owner.name} (${owner.email})` : 'the workspace owner'} must approve more spend.`,
+          headers: { 'x-svc-budget-scope': scopeId(binding.budget) },
+          details: { owner, budgetId: binding.budget.id, scope: binding.budget.scope },
+        });
+      }
+      return { step, binding, applicable };
+    },
+
+    /** Reserves micros on every applicable budget; returns how to move and release it. */
+    reserve(applicable: readonly Binding[], micros: number) {
+      let held = 0;
+      const move = (delta: number) => {
+        for (const b of applicable) reserved.set(slot(b), (reserved.get(slot(b)) ?? 0) + delta);
+      };
+      const hold = (next: number) => {
+        move(next - held);
+        held = next;
+      };
+      hold(micros);
+      return {
+        /** Moves the reservation to another model's estimate (a fallback). */
+        change: hold,
+        /** Replaces the reservation by what the call cost. */
+        settle(costMicros: number): void {
+          hold(0);
+          for (const b of applicable) {
+            if ((reserved.get(slot(b)) ?? 0) <= 0) reserved.delete(slot(b));
+            calls.addSpend(b.budget.workspaceId, b.budget.id, b.periodStart, costMicros);
+          }
+        },
+      };
+    },
+
+    advisory(admission: Admission): string | null {
+      if (!admission.binding || (admission.step !== 'nudge' && admission.step !== 'downgrade')) return null;
+      const b = admission.binding;
+      const pct = Math.round((b.used / b.budget.amountMicros) * 100);
+      return `${pct}% of the ${b.budget.period} budget of ${scopeId(b.budget)} is used${admission.step === 'downgrade' ? '; cheaper models are chosen first' : ''}.`;
+    },
+
+    scopeOf: scopeId,
+  };
+}
+
+export type Budgets = ReturnType<typeof createBudgets>;
+export type Reservation = ReturnType<Budgets['reserve']>;

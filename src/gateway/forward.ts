@@ -1,0 +1,180 @@
+import { PassThrough, type Readable } from 'node:stream';
+import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
+import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
+import { SseReader } from './sse.js';
+import { anthropicToOpenaiRequest, openaiToAnthropicRequest } from './translate/requests.js';
+import { anthropicToOpenaiResponse, anthropicUsage, openaiToAnthropicResponse, openaiUsage, type Usage } from './translate/responses.js';
+import { anthropicPassThrough, anthropicToOpenaiStream, openaiPassThrough, openaiToAnthropicStream, type StreamTranslator } from './translate/streams.js';
+
+/**
+ * One attempt at one model: the upstream request in its vendor's shape, and the answer in the
+ * client's. Rules:
+ * - The body is built once from the parsed client body (translated when the shapes differ) and
+ *   sent with the provider's secret, the client's `anthropic-version` (or a default) and the
+ *   request's `traceparent`.
+ * - An answer of 408, 409, 429 or 5xx, a connection error or a timeout is a failure: the caller
+ *   may fail over. 401 and 403 are failures too (the operator's upstream secret is wrong, not the
+ *   client's request). Other 4xx are the client's request refused by the vendor: answered, not
+ *   failed over.
+ * - A stream is committed only once the upstream's first event arrived: a failure before it
+ *   can still fail over; after it, never. A stream that ends without the vendor's closing event
+ *   is cut: the client's stream is destroyed (an error the client sees), never closed as if whole.
+ */
+type Json = Record<string, any>;
+export type Shape = 'openai' | 'anthropic';
+
+export interface Attempt {
+  shape: Shape;
+  body: Json;
+  stream: boolean;
+  model: GatewayModel;
+  provider: GatewayProvider;
+  /** The model id the client's answer names. */
+  clientModel: string;
+  traceparent: string;
+  anthropicVersion: string | undefined;
+  signal: AbortSignal;
+  nowSeconds: number;
+}
+
+export type AttemptResult =
+  | { kind: 'failed'; reason: string }
+  | { kind: 'refused'; status: number; body: Json }
+  | { kind: 'json'; body: Json; usage: Usage | null; upstreamMs: number }
+  | { kind: 'stream'; stream: Readable; upstreamFirstByteMs: number; done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }> };
+
+const FAILOVER = new Set([401, 403, 408, 409, 429]);
+export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+
+function upstreamRequest(a: Attempt): { path: string; headers: Record<string, string>; body: string } {
+  const secret = a.provider.apiKey ?? '';
+  const upstreamModel = a.model.upstreamModel;
+  if (a.provider.kind === 'openai') {
+    let body: Json;
+    if (a.shape === 'openai') {
+      body = { ...a.body, model: upstreamModel };
+      // Always ask for usage: the call is accounted from the vendor's own counts.
+      if (a.stream) body.stream_options = { ...(a.body.stream_options ?? {}), include_usage: true };
+    } else {
+      body = anthropicToOpenaiRequest(a.body, upstreamModel);
+    }
+    return { path: '/chat/completions', headers: { authorization: `Bearer ${secret}`, traceparent: a.traceparent }, body: JSON.stringify(body) };
+  }
+  const body = a.shape === 'anthropic' ? { ...a.body, model: upstreamModel } : openaiToAnthropicRequest(a.body, upstreamModel);
+  return {
+    path: '/v1/messages',
+    headers: { 'x-api-key': secret, 'anthropic-version': a.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION, traceparent: a.traceparent },
+    body: JSON.stringify(body),
+  };
+}
+
+function translator(a: Attempt, id: string): StreamTranslator {
+  const clientWantsUsage = a.body.stream_options?.include_usage === true;
+  if (a.shape === 'openai') {
+    return a.provider.kind === 'openai'
+      ? openaiPassThrough({ upstreamModel: a.model.upstreamModel, clientModel: a.clientModel, clientWantsUsage })
+      : anthropicToOpenaiStream({ clientModel: a.clientModel, clientWantsUsage, id: `chatcmpl-${id}`, created: a.nowSeconds });
+  }
+  return a.provider.kind === 'anthropic'
+    ? anthropicPassThrough({ upstreamModel: a.model.upstreamModel, clientModel: a.clientModel })
+    : openaiToAnthropicStream({ clientModel: a.clientModel, id: `msg_${id}` });
+}
+
+const parseJson = (text: string): Json | null => {
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === 'object' ? v as Json : null;
+  } catch {
+    return null;
+  }
+};
+
+export async function attempt(upstream: Upstream, a: Attempt, id: string): Promise<AttemptResult> {
+  const req = upstreamRequest(a);
+  const started = performance.now();
+  let answer: UpstreamAnswer;
+  try {
+    answer = await upstream.post(req.path, req.headers, req.body, a.signal);
+  } catch (err) {
+    return { kind: 'failed', reason: (err as { code?: string }).code ?? (err as Error).name };
+  }
+  if (answer.statusCode >= 500 || FAILOVER.has(answer.statusCode)) {
+    answer.body.resume();
+    return { kind: 'failed', reason: `HTTP ${answer.statusCode}` };
+  }
+  if (answer.statusCode >= 400) {
+    const text = await answer.body.text().catch(() => '');
+    return { kind: 'refused', status: answer.statusCode, body: parseJson(text) ?? { message: text.slice(0, 500) } };
+  }
+  if (!a.stream) {
+    let text: string;
+    try {
+      text = await answer.body.text();
+    } catch (err) {
+      return { kind: 'failed', reason: (err as { code?: string }).code ?? 'body' };
+    }
+    const upstreamMs = performance.now() - started;
+    const body = parseJson(text);
+    if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
+    if (a.provider.kind === 'openai') {
+      const usage = openaiUsage(body.usage);
+      return { kind: 'json', usage, upstreamMs, body: a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel) };
+    }
+    const usage = anthropicUsage(body.usage);
+    return { kind: 'json', usage, upstreamMs, body: a.shape === 'anthropic' ? { ...body, model: a.clientModel } : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds) };
+  }
+  return commitStream(answer, a, id, started);
+}
+
+/** Waits for the upstream's first event; then the client's stream, fed event by event. */
+function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: number): Promise<AttemptResult> {
+  const reader = new SseReader();
+  const tr = translator(a, id);
+  const body = answer.body;
+  body.setEncoding('utf8');
+  return new Promise<AttemptResult>((resolve) => {
+    let out: PassThrough | null = null;
+    let settle!: (v: { usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }) => void;
+    const done = new Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>((r) => { settle = r; });
+    const onData = (chunk: string) => {
+      const events = reader.push(chunk);
+      if (events.length === 0) return;
+      if (!out) {
+        out = new PassThrough();
+        // The client went away: stop reading the upstream (undici closes the connection).
+        out.on('close', () => {
+          if (!tr.finished) {
+            body.destroy();
+            settle({ usage: tr.usage, outcome: 'cancelled' });
+          }
+        });
+        resolve({ kind: 'stream', stream: out, upstreamFirstByteMs: performance.now() - started, done });
+      }
+      let bytes = '';
+      for (const e of events) bytes += tr.event(e);
+      if (bytes !== '') out.write(bytes);
+    };
+    body.on('data', onData);
+    body.on('end', () => {
+      if (!out) {
+        resolve({ kind: 'failed', reason: 'the upstream stream ended before its first event' });
+        return;
+      }
+      if (tr.finished) {
+        out.end(tr.end());
+        settle({ usage: tr.usage, outcome: 'ok' });
+      } else {
+        out.destroy(new Error('the upstream stream was cut'));
+        settle({ usage: tr.usage, outcome: 'cut' });
+      }
+    });
+    body.on('error', (err: Error) => {
+      if (!out) {
+        resolve({ kind: 'failed', reason: (err as { code?: string }).code ?? err.name });
+        return;
+      }
+      out.destroy(err);
+      settle({ usage: tr.usage, outcome: a.signal.aborted ? 'cancelled' : 'cut' });
+    });
+  });
+}

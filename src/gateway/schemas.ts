@@ -1,0 +1,33 @@
+import Joi from 'joi';
+export { budgetSchema, type BudgetInput } from './budgets.js';
+
+/**
+ * The two request shapes the gateway accepts. Only what the gateway itself reads is checked;
+ * every other vendor parameter passes through unchanged (`unknown(true)`), so a client may use a
+ * vendor feature the gateway does not know of.
+ */
+const parts = Joi.array().items(Joi.object().unknown(true)).max(10_000);
+const maxTokens = Joi.number().strict().integer().min(1).max(10_000_000);
+
+export const chatCompletionsSchema = Joi.object({
+  model: Joi.string().max(256).required(),
+  messages: Joi.array().items(Joi.object({
+    role: Joi.string().valid('system', 'developer', 'user', 'assistant', 'tool').required(),
+    content: Joi.alternatives(Joi.string().allow(''), parts).allow(null),
+  }).unknown(true)).min(1).max(10_000).required(),
+  stream: Joi.boolean().strict(),
+  stream_options: Joi.object({ include_usage: Joi.boolean().strict() }).unknown(true).allow(null),
+  max_tokens: maxTokens.allow(null),
+  max_completion_tokens: maxTokens.allow(null),
+}).unknown(true);
+
+export const messagesSchema = Joi.object({
+  model: Joi.string().max(256).required(),
+  max_tokens: maxTokens.required(),
+  messages: Joi.array().items(Joi.object({
+    role: Joi.string().valid('user', 'assistant').required(),
+    content: Joi.alternatives(Joi.string().allow(''), parts).required(),
+  }).unknown(true)).min(1).max(10_000).required(),
+  system: Joi.alternatives(Joi.string().allow(''), parts),
+  stream: Joi.boolean().strict(),
+}).unknown(true);

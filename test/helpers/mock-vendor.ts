@@ -1,0 +1,351 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A stand-in for two outside model vendors, one OpenAI-shaped (POST /v1/chat/completions) and one
+ * Anthropic-shaped (POST /v1/messages), on a real 127.0.0.1 socket, for the gateway's tests and
+ * benchmarks. Only node:http, so it adds nothing to a benchmark's profile.
+ *
+ * Invariants the tests rely on:
+ * - Replies are deterministic: `echo: ` + the last user message's text; token counts are word
+ *   counts (prompt: every message and the system prompt, at least 1; completion: the reply's words,
+ *   5 for a tool call). A max-tokens limit below the reply's word count truncates it to that many
+ *   words and reports a length stop.
+ * - A tool call is answered, instead of text, when the request offers tools and the conversation
+ *   ends with a user message saying "call tool"; a later turn (after the tool result) gets text, so
+ *   an agent loop over the mock ends.
+ * - Streamed deltas concatenate to exactly the non-streaming text, and each SSE event is its own
+ *   write, so a `cut` fault lands between whole events.
+ * - Every request to either endpoint is recorded in `calls`, faulted and malformed ones included,
+ *   before any fault or check applies. Faults are keyed by the body's `model` and queue in order.
+ */
+
+export type Fault =
+  | { kind: 'status'; status: number; retryAfterSeconds?: number }
+  | { kind: 'hang' }
+  | { kind: 'reset' }
+  | { kind: 'cut'; afterChunks: number }
+  | { kind: 'delay'; ms: number };
+
+export interface VendorCall {
+  vendor: 'openai' | 'anthropic';
+  path: string;
+  model: string;
+  stream: boolean;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+}
+
+export interface MockVendor {
+  /** http://127.0.0.1:PORT */
+  url: string;
+  /** `${url}/v1`: an OpenAI-kind base URL ends before /chat/completions. */
+  openaiBase: string;
+  /** `${url}`: an Anthropic-kind base URL ends before /v1/messages. */
+  anthropicBase: string;
+  /** Every request received by either endpoint, in order, faulted ones included. */
+  calls: VendorCall[];
+  /** Requests received, for one upstream model name when given. */
+  count(model?: string): number;
+  /** The next `times` requests (default 1; Infinity allowed) for that model get the fault. */
+  fault(model: string, fault: Fault, times?: number): void;
+  /** Forgets calls and faults. */
+  reset(): void;
+  /** Closes the server and destroys open sockets, hung requests included. */
+  close(): Promise<void>;
+}
+
+type Vendor = VendorCall['vendor'];
+type Res = http.ServerResponse;
+
+/** What either vendor answers, before it is put in that vendor's shape. */
+interface Reply {
+  /** Text pieces, each with its leading whitespace, so joining them gives the exact text. */
+  pieces: string[];
+  /** The first offered tool's name when the reply is a tool call. */
+  tool?: string;
+  truncated: boolean;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+const ROUTES: Record<string, Vendor> = { '/v1/chat/completions': 'openai', '/v1/messages': 'anthropic' };
+const TOOL_ARGUMENTS = '{"q":"x"}';
+// The argument JSON is streamed in two pieces, as vendors split it mid-value.
+const TOOL_ARGUMENT_PIECES = ['{"q":', '"x"}'];
+
+export async function startMockVendor(options: { openaiKey?: string; anthropicKey?: string } = {}): Promise<MockVendor> {
+  const keys: Record<Vendor, string> = {
+    openai: options.openaiKey ?? 'sk-mock-openai',
+    anthropic: options.anthropicKey ?? 'sk-mock-anthropic',
+  };
+  const calls: VendorCall[] = [];
+  const faults = new Map<string, { fault: Fault; left: number }[]>();
+  const timers = new Set<NodeJS.Timeout>();
+  let serial = 0;
+
+  const takeFault = (model: string): Fault | undefined => {
+    const queue = faults.get(model);
+    const head = queue?.[0];
+    if (!queue || !head) return undefined;
+    if (--head.left <= 0) queue.shift();
+    return head.fault;
+  };
+
+  const sleep = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(() => { timers.delete(timer); resolve(); }, ms);
+    timers.add(timer);
+  });
+
+  const handle = async (req: http.IncomingMessage, res: Res): Promise<void> => {
+    const path = new URL(req.url ?? '/', 'http://mock').pathname;
+    const vendor = req.method === 'POST' ? ROUTES[path] : undefined;
+    if (!vendor) return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found_error' } });
+
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    let body: any = null;
+    let malformed = false;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      malformed = true;
+    }
+    const model = typeof body?.model === 'string' ? body.model : '';
+    const stream = body?.stream === true;
+    calls.push({ vendor, path, model, stream, headers: { ...req.headers }, body });
+
+    const fault = takeFault(model);
+    if (fault?.kind === 'hang') return;
+    if (fault?.kind === 'reset' || (fault?.kind === 'cut' && !stream)) {
+      req.socket.destroy();
+      return;
+    }
+    if (fault?.kind === 'status') {
+      const headers: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      return json(res, fault.status, errorBody(vendor, fault.status, `mock fault: status ${fault.status}`), headers);
+    }
+    if (fault?.kind === 'delay') {
+      await sleep(fault.ms);
+      if (res.destroyed) return;
+    }
+    if (malformed || body === null || typeof body !== 'object') return json(res, 400, errorBody(vendor, 400, 'the body is not a JSON object'));
+
+    const cutAfter = fault?.kind === 'cut' ? fault.afterChunks : Infinity;
+    const id = ++serial;
+    if (vendor === 'openai') return openai({ req, res, body, key: keys.openai, id, cutAfter });
+    return anthropic({ req, res, body, key: keys.anthropic, id, cutAfter });
+  };
+
+  const server = http.createServer({ keepAlive: true }, (req, res) => {
+    // A client that goes away mid-answer must not take the server down.
+    res.on('error', () => {});
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) json(res, 500, { error: { message: String(error), type: 'server_error' } });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    url,
+    openaiBase: `${url}/v1`,
+    anthropicBase: url,
+    calls,
+    count: (model) => (model === undefined ? calls.length : calls.filter((c) => c.model === model).length),
+    fault(model, fault, times = 1) {
+      if (!(times > 0)) throw new RangeError(`times must be positive, got ${times}`);
+      faults.set(model, [...(faults.get(model) ?? []), { fault, left: times }]);
+    },
+    reset() {
+      // Emptied in place, so a test holding `vendor.calls` sees the reset too.
+      calls.length = 0;
+      faults.clear();
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+interface Exchange {
+  req: http.IncomingMessage;
+  res: Res;
+  body: any;
+  key: string;
+  id: number;
+  /** Number of SSE events to send before destroying the socket (the `cut` fault). */
+  cutAfter: number;
+}
+
+function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> | void {
+  if (req.headers.authorization !== `Bearer ${key}`) {
+    return json(res, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+  }
+  for (const field of ['model', 'messages'] as const) {
+    if (!body[field] || (field === 'messages' && !Array.isArray(body.messages))) {
+      return json(res, 400, { error: { message: `Missing required parameter: '${field}'.`, type: 'invalid_request_error', param: field, code: 'missing_required_parameter' } });
+    }
+  }
+  const messages: any[] = body.messages;
+  const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
+  const reply = compose({
+    messages,
+    toolName: tools[0]?.function?.name,
+    maxTokens: body.max_completion_tokens ?? body.max_tokens,
+  });
+  const text = reply.tool ? null : reply.pieces.join('');
+  const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
+  const usage = { prompt_tokens: reply.promptTokens, completion_tokens: reply.completionTokens, total_tokens: reply.promptTokens + reply.completionTokens };
+  const head = { id: `chatcmpl-mock${id}`, created: Math.floor(Date.now() / 1000), model: body.model };
+
+  if (body.stream !== true) {
+    const toolCalls = reply.tool ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: TOOL_ARGUMENTS } }] : undefined;
+    return json(res, 200, {
+      ...head,
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: text, ...(toolCalls ? { tool_calls: toolCalls } : {}) }, finish_reason: finish, logprobs: null }],
+      usage,
+    });
+  }
+
+  const withUsage = body.stream_options?.include_usage === true;
+  const chunk = (delta: object, finishReason: string | null = null): object => ({
+    ...head,
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+    ...(withUsage ? { usage: null } : {}),
+  });
+  const events: object[] = [chunk({ role: 'assistant', content: reply.tool ? null : '' })];
+  if (reply.tool) {
+    events.push(chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: reply.tool, arguments: '' } }] }));
+    for (const piece of TOOL_ARGUMENT_PIECES) events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
+  } else {
+    for (const piece of reply.pieces) events.push(chunk({ content: piece }));
+  }
+  events.push(chunk({}, finish));
+  if (withUsage) events.push({ ...head, object: 'chat.completion.chunk', choices: [], usage });
+  const lines = events.map((event) => `data: ${JSON.stringify(event)}\n\n`);
+  lines.push('data: [DONE]\n\n');
+  return sse(res, lines, cutAfter);
+}
+
+function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> | void {
+  const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
+  if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
+  if (!req.headers['anthropic-version']) return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  if (typeof body.model !== 'string' || !body.model) return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
+  if (typeof body.max_tokens !== 'number') return json(res, 400, errorBody('anthropic', 400, 'max_tokens: Field required'));
+  if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));
+
+  const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
+  const reply = compose({ messages: body.messages, system: body.system, toolName: tools[0]?.name, maxTokens: body.max_tokens });
+  const stop = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
+  const toolBlock = { type: 'tool_use', id: 'toolu_1', name: reply.tool };
+  const message = { id: `msg_mock${id}`, type: 'message', role: 'assistant', model: body.model };
+
+  if (body.stream !== true) {
+    const content = reply.tool ? [{ ...toolBlock, input: { q: 'x' } }] : [{ type: 'text', text: reply.pieces.join('') }];
+    return json(res, 200, { ...message, content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: reply.promptTokens, output_tokens: reply.completionTokens } });
+  }
+
+  const events: [string, object][] = [
+    ['message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: reply.promptTokens, output_tokens: 1 } } }],
+    ['content_block_start', { index: 0, content_block: reply.tool ? { ...toolBlock, input: {} } : { type: 'text', text: '' } }],
+    ['ping', {}],
+  ];
+  const deltas = reply.tool
+    ? TOOL_ARGUMENT_PIECES.map((piece) => ({ type: 'input_json_delta', partial_json: piece }))
+    : reply.pieces.map((piece) => ({ type: 'text_delta', text: piece }));
+  for (const delta of deltas) events.push(['content_block_delta', { index: 0, delta }]);
+  events.push(
+    ['content_block_stop', { index: 0 }],
+    ['message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: reply.completionTokens } }],
+    ['message_stop', {}],
+  );
+  return sse(res, events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`), cutAfter);
+}
+
+/** The deterministic reply and its word-count usage (see the rules at the top of the file). */
+function compose(input: { messages: any[]; system?: unknown; toolName?: unknown; maxTokens?: unknown }): Reply {
+  const { messages } = input;
+  const promptWords = [input.system, ...messages.map((m) => m?.content)].reduce<number>((sum, content) => sum + words(textOf(content)).length, 0);
+  const promptTokens = Math.max(1, promptWords);
+  const last = messages.at(-1);
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  const userText = textOf(lastUser?.content);
+
+  if (typeof input.toolName === 'string' && last?.role === 'user' && /\bcall tool\b/i.test(textOf(last.content))) {
+    return { pieces: [], tool: input.toolName, truncated: false, promptTokens, completionTokens: 5 };
+  }
+  const all = `echo: ${userText}`.trimEnd().match(/\s*\S+/g) ?? [];
+  const limit = typeof input.maxTokens === 'number' ? Math.max(0, Math.floor(input.maxTokens)) : Infinity;
+  const pieces = all.slice(0, limit);
+  return { pieces, truncated: pieces.length < all.length, promptTokens, completionTokens: pieces.length };
+}
+
+/** The text of a message content: a string, or the text of its blocks (tool results included). */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block: any) => (block?.type === 'text' && typeof block.text === 'string' ? block.text : block?.type === 'tool_result' ? textOf(block.content) : ''))
+    .filter((text) => text !== '')
+    .join(' ');
+}
+
+function words(text: string): string[] {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+/** The vendor's own error body for a status, so SDKs and the gateway parse it as they would live. */
+function errorBody(vendor: Vendor, status: number, message: string): object {
+  if (vendor === 'anthropic') {
+    const type =
+      status === 400 ? 'invalid_request_error'
+      : status === 401 ? 'authentication_error'
+      : status === 403 ? 'permission_error'
+      : status === 404 ? 'not_found_error'
+      : status === 413 ? 'request_too_large'
+      : status === 429 ? 'rate_limit_error'
+      : status === 503 || status === 529 ? 'overloaded_error'
+      : 'api_error';
+    return { type: 'error', error: { type, message } };
+  }
+  const [type, code] =
+    status === 429 ? ['requests', 'rate_limit_exceeded']
+    : status === 401 ? ['invalid_request_error', 'invalid_api_key']
+    : status >= 500 ? ['server_error', null]
+    : ['invalid_request_error', null];
+  return { error: { message, type, param: null, code } };
+}
+
+function json(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** Writes each event on its own and waits for it to reach the socket; after `cutAfter` events, destroys it. */
+async function sse(res: Res, events: string[], cutAfter: number): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let sent = 0;
+  for (const event of events) {
+    if (sent >= cutAfter) {
+      res.socket?.destroy();
+      return;
+    }
+    const ok = await new Promise<boolean>((resolve) => res.write(event, (error) => resolve(!error)));
+    if (!ok || res.destroyed) return;
+    sent++;
+  }
+  res.end();
+}
