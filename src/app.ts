@@ -59,7 +59,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const calls = createCallLog({ store, log });
   const budgets = createBudgets({ ...deps, ledger, calls });
-  const gateway = createGateway({ ...deps, ledger, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, calls, budgets });
+  const gateway = createGateway({ ...deps, ledger, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, seats: { people: settings.plan.people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   return {
     people,

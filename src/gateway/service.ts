@@ -21,7 +21,8 @@ import type { Usage } from './translate/responses.js';
  * The model gateway (SPEC.md 1.5, 4.2, 7.4, 7.6; API.md 6). One request, in order:
  * 1. Standing: an agent key's stopped agent, or "stop every agent" for a key bound to no agent,
  *    is 403 agent_stopped; nothing is sent.
- * 2. The plan's monthly request allowance (429 plan_limit_reached).
+ * 2. The plan: its people limit past the grace period (402 seat_limit_reached), and its monthly
+ *    request allowance (429 plan_limit_reached).
  *    Enforcement and data-loss mode: the key's policy profile, else the workspace's own setting
  *    (console), else the deployment's.
  * 3. Steering headers; the task class (header, else the key's default; else 400
@@ -64,7 +65,7 @@ const estimateOf = (m: GatewayModel, promptChars: number, maxTokens: number): nu
 
 const priceOf = (m: GatewayModel) => m.priceMicrosPerMTokIn + m.priceMicrosPerMTokOut;
 
-export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: number | null; calls: CallLog; budgets: Budgets }) {
+export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: number | null; seats: { people: number | null; graceDays: number }; calls: CallLog; budgets: Budgets }) {
   const { store, clock, ids, settings, calls, budgets } = deps;
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
   const upstreams = new Map<string, Upstream>();
@@ -95,6 +96,29 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
     }
   };
 
+  /**
+   * The free plan's people limit: a workspace past it keeps its model traffic for the grace
+   * period, counted from when it was first seen past it; then 402 seat_limit_reached. Back within
+   * the limit, the count starts afresh. The mark is written beside the answer, not before it.
+   */
+  const checkSeats = (wid: string, nowMs: number): void => {
+    if (deps.seats.people === null) return;
+    const over = store.tables.members.scan([wid]).length > deps.seats.people;
+    const since = store.tables.seatOverage.get(wid);
+    if (!over) {
+      if (since) void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
+      return;
+    }
+    if (!since) {
+      void store.write(() => { if (!store.tables.seatOverage.has(wid)) store.tables.seatOverage.put(wid, isoAt(nowMs)); }).catch(() => {});
+      return;
+    }
+    const ends = Date.parse(since) + deps.seats.graceDays * 86_400_000;
+    if (nowMs >= ends) {
+      throw new AppError('seat_limit_reached', { message: `The plan allows ${deps.seats.people} people in a workspace; this one has had more since ${since}, and the grace period ended ${isoAt(ends)}.` });
+    }
+  };
+
   return {
     health,
 
@@ -117,6 +141,7 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       const nowMs = clock.now();
       const at = isoAt(nowMs);
       refuseIfStopped(key);
+      checkSeats(wid, nowMs);
       if (deps.monthlyRequests !== null && calls.requestsThisMonth(wid, at) >= deps.monthlyRequests) {
         throw new AppError('plan_limit_reached', { variant: 'monthlyRequests', message: `The plan allows ${deps.monthlyRequests} model requests a month, and this month's are used.`, fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.', headers: { 'retry-after': String(Math.ceil((Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() + 1, 1) - nowMs) / 1000)) } });
       }

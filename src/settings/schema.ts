@@ -97,7 +97,7 @@ export interface Settings {
   approvals: { ttlHours: number };
   killSwitch: { bulkFreezeCeiling: number };
   ledger: { checkpointIntervalMs: number };
-  plan: { agents: number | null; mandateRules: number | null; monthlyRequests: number | null };
+  plan: { agents: number | null; mandateRules: number | null; monthlyRequests: number | null; people: number | null; seatGraceDays: number };
   session: { ttlHours: number };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   gateway: GatewaySettings;
@@ -163,6 +163,8 @@ export const settingsSchema = Joi.object<Settings>({
     agents: Joi.number().integer().min(0).allow(null).default(null).description('live agents per workspace; null: unlimited'),
     mandateRules: Joi.number().integer().min(0).allow(null).default(null).description('mandate rules per workspace, over all its agents; null: unlimited'),
     monthlyRequests: Joi.number().integer().min(0).allow(null).default(null).description('model requests per workspace per calendar month (UTC); null: unlimited'),
+    people: Joi.number().integer().min(1).allow(null).default(null).description('people per workspace on a free plan; past it, after the grace period, model calls get 402 seat_limit_reached; null: unlimited'),
+    seatGraceDays: Joi.number().min(0).max(365).default(7).description('how long a workspace may stay past plan.people'),
   }).default(),
   session: Joi.object({
     ttlHours: Joi.number().min(0.01).max(720).default(12).description('a console session ends this long after sign-in'),
@@ -179,7 +181,7 @@ export const settingsSchema = Joi.object<Settings>({
       baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).required()
         .description('openai: ends before /chat/completions; anthropic: ends before /v1/messages'),
       apiKeyEnv: Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/).description('the environment variable holding the upstream secret'),
-      apiKey: Joi.any().strip(),
+      apiKey: Joi.any().forbidden().messages({ 'any.unknown': '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv' }),
       connections: Joi.number().integer().min(1).max(1024).default(64),
     })).unique('id').default([]),
     models: Joi.array().items(Joi.object({
@@ -251,4 +253,6 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],
   ['SVC_GATEWAY_DATA_LOSS', 'gateway.dataLoss'],
   ['SVC_PLAN_MONTHLY_REQUESTS', 'plan.monthlyRequests'],
+  ['SVC_PLAN_PEOPLE', 'plan.people'],
+  ['SVC_PLAN_SEAT_GRACE_DAYS', 'plan.seatGraceDays'],
 ];

@@ -359,6 +359,8 @@ export interface Tables {
   monthlyRequests: Table<number>;
   /** wid -> the workspace's gateway settings */
   workspaceGateway: Table<WorkspaceGatewayRecord>;
+  /** wid -> since when the workspace has more people than the plan allows (absent: it has not) */
+  seatOverage: Table<string>;
   /** [wid, budId] -> budget */
   budgets: Table<BudgetRecord>;
   /** [wid, budId, period start] -> micro-dollars spent in that period */
@@ -382,6 +384,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -86,3 +86,28 @@ test('trusted proxies must be addresses or CIDR ranges', (t) => {
   t.throws(() => loadSettings({ env: { SVC_TRUSTED_PROXIES: '127.0.0.1,bogus' } }), { instanceOf: SettingsError, message: /server\.trustedProxies\.1/ });
   t.deepEqual(loadSettings({ env: { SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' } }).server.trustedProxies, ['10.0.0.0/8', '::1']);
 });
+
+const MODEL = { id: 'small', provider: 'vendor-a', upstreamModel: 'small-1', priceMicrosPerMTokIn: 1, priceMicrosPerMTokOut: 2, jurisdiction: { domicile: 'US', region: 'us-east' } };
+const PROVIDER = { id: 'vendor-a', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKeyEnv: 'VENDOR_A_KEY' };
+
+test('the gateway catalogue must hang together: unknown providers and models are named', (t) => {
+  const err = t.throws(() => loadSettings({ env: {}, overrides: {
+    'gateway.providers': [PROVIDER],
+    'gateway.models': [{ ...MODEL, provider: 'vendor-z' }],
+    'gateway.policyProfiles': [{ id: 'p', models: ['ghost'], providers: ['nobody'] }],
+  } }), { instanceOf: SettingsError });
+  t.regex(err!.message, /gateway\.models\.0\.provider: "vendor-z" is not a configured provider/);
+  t.regex(err!.message, /gateway\.policyProfiles\.0\.models: "ghost" is not a configured model/);
+  t.regex(err!.message, /gateway\.policyProfiles\.0\.providers: "nobody" is not a configured provider/);
+});
+
+test('an upstream secret comes from the environment variable the config names, never from the file', (t) => {
+  const settings = loadSettings({ env: { VENDOR_A_KEY: 'sk-from-env' }, overrides: { 'gateway.providers': [PROVIDER], 'gateway.models': [MODEL] } });
+  t.is(settings.gateway.providers[0]!.apiKey, 'sk-from-env');
+  const inFile = t.throws(() => loadSettings({ env: {}, overrides: { 'gateway.providers': [{ ...PROVIDER, apiKey: 'sk-in-file' }], 'gateway.models': [MODEL] } }), { instanceOf: SettingsError });
+  t.regex(inFile!.message, /apiKey.*may not be in a config file/);
+  t.false(inFile!.message.includes('sk-in-file'), 'the secret is not repeated');
+  const unset = loadSettings({ env: {}, overrides: { 'gateway.providers': [PROVIDER], 'gateway.models': [MODEL] } });
+  t.is(unset.gateway.providers[0]!.apiKey, null);
+  t.like(unset.gateway, { enforcement: 'shadow', dataLoss: 'off', breaker: { failures: 5, cooldownMs: 30000 } });
+});
