@@ -155,10 +155,13 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       }
       const own = store.tables.workspaceGateway.get(wid);
       const enforcement = profile?.enforcement ?? own?.enforcement ?? settings.enforcement;
+      // The prompt's text is read once: for the classifier and for the budget estimate.
+      let prompt: string | null = null;
+      const promptOf = () => (prompt ??= promptText(body));
       let taskClass = steering.taskClass ?? key.defaultTaskClass;
       if (!taskClass) {
         if (enforcement === 'enforce') throw new AppError('unclassified_request');
-        taskClass = classify(promptText(body), settings.classifier.rules, settings.classifier.fallback);
+        taskClass = classify(promptOf(), settings.classifier.rules, settings.classifier.fallback);
       }
       checkOversight(taskClass, settings.highRiskTaskClasses, steering.oversight);
 
@@ -188,7 +191,7 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       const sessionId = steering.clientSession ?? `ses_${ids.id('req').slice(4)}`;
       const stream = body.stream === true;
       const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS);
-      const promptChars = promptText(body).length;
+      const promptChars = promptOf().length;
       const headers: Record<string, string> = {
         'x-svc-call-id': callId, 'x-svc-task-id': taskId, 'x-svc-session': sessionId,
         'x-svc-enforcement': enforcement === 'shadow' ? 'shadow' : admission.step === 'downgrade' ? 'downgrade' : admission.step === 'nudge' ? 'nudge' : 'observe',

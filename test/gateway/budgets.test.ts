@@ -103,3 +103,15 @@ test.serial('50 concurrent calls near the ceiling overshoot it by at most one re
   const spent = await spendOf(made.body.id);
   t.true(spent >= 3000 && spent <= 3000 + reservation, `spent ${spent}`);
 });
+
+test.serial('a fallback is charged at the price of the model that served it', async (t) => {
+  const key = await gw.key({ defaultTaskClass: 'general', team: 'fallback', policyProfile: 'us-only' });
+  const made = await budget({ scope: { kind: 'team', id: 'fallback' }, amountMicros: 1_000_000, period: 'day' });
+  vendor.fault('small-2026', { kind: 'status', status: 500 });
+  const res = await call(gw.server.url, 'POST', '/v1/chat/completions', { headers: bearer(key), json: { model: 'small', messages: user('hello'), max_tokens: 3 } });
+  t.is(res.status, 200, res.text);
+  t.is(res.headers['x-svc-routed-to'], 'large');
+  // large: 1 token in at 3,000,000 and 2 out at 12,000,000 per million: 27 micro-dollars.
+  t.is(res.headers['x-svc-cost-micros'], '27');
+  t.is(await spendOf(made.body.id), 27);
+});
