@@ -2,6 +2,7 @@ import Joi from 'joi';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
 import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
 import { requestStamp } from '../http/pipeline.js';
+import { arrivedAt } from '../http/front-door.js';
 import type { Guards } from '../http/guards.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import { wid } from '../http/params.js';
@@ -42,14 +43,24 @@ export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: 
     };
 
     const model = (shape: Shape) => async (request: Request, h: ResponseToolkit) => {
-      const startedAt = performance.now() - (Date.now() - request.info.received);
+      // From the moment the listener saw the request (parsing and authentication included).
+      const startedAt = arrivedAt(request.raw.req) ?? performance.now() - (Date.now() - request.info.received);
       const abort = new AbortController();
       // The client went away before its answer was written: cancel the upstream call.
       request.raw.res.once('close', () => { if (!request.raw.res.writableFinished) abort.abort(); });
-      const answer = await gateway.handle({
-        shape, body: request.payload as Record<string, unknown>, key: caller(request, 'workspace-key').key,
-        headers: request.headers as Record<string, string | string[] | undefined>, traceparent: requestStamp(request).traceparent, signal: abort.signal, startedAt,
-      });
+      // Headers every answer carries, refusals included (the pipeline sets them on errors too).
+      const headers = (request.app.responseHeaders ??= {});
+      let answer;
+      try {
+        answer = await gateway.handle({
+          shape, body: request.payload as Record<string, unknown>, key: caller(request, 'workspace-key').key,
+          headers: request.headers as Record<string, string | string[] | undefined>, traceparent: requestStamp(request).traceparent, signal: abort.signal, startedAt,
+          answerHeaders: headers,
+        });
+      } catch (err) {
+        headers['x-svc-overhead-micros'] ??= String(Math.round((performance.now() - startedAt) * 1000));
+        throw err;
+      }
       const response = answer.stream
         ? h.response(answer.stream).type('text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('content-encoding', 'identity')
         : h.response(answer.json).code(answer.status);

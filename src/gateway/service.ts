@@ -48,6 +48,8 @@ export interface GatewayRequest {
   traceparent: string;
   signal: AbortSignal;
   startedAt: number;
+  /** Filled as soon as each is known, so that a refusal carries them too. */
+  answerHeaders?: Record<string, string>;
 }
 
 export interface GatewayAnswer {
@@ -140,12 +142,19 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       const wid = key.workspaceId;
       const nowMs = clock.now();
       const at = isoAt(nowMs);
+      const headers: Record<string, string> = req.answerHeaders ?? {};
+      const callId = ids.id('call');
+      headers['x-svc-call-id'] = callId;
       refuseIfStopped(key);
       checkSeats(wid, nowMs);
       if (deps.monthlyRequests !== null && calls.requestsThisMonth(wid, at) >= deps.monthlyRequests) {
         throw new AppError('plan_limit_reached', { variant: 'monthlyRequests', message: `The plan allows ${deps.monthlyRequests} model requests a month, and this month's are used.`, fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.', headers: { 'retry-after': String(Math.ceil((Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() + 1, 1) - nowMs) / 1000)) } });
       }
       const steering = readSteering(req.headers);
+      const taskId = steering.taskId ?? ids.id('task');
+      const sessionId = steering.clientSession ?? `ses_${ids.id('req').slice(4)}`;
+      headers['x-svc-task-id'] = taskId;
+      headers['x-svc-session'] = sessionId;
       if (steering.taskId && !calls.taskKnown(wid, steering.taskId)) {
         throw new AppError('invalid_request', { message: `No task ${steering.taskId} in this workspace.`, details: { errors: [{ field: 'x-svc-task-id', message: 'names no task of this workspace; omit it to start a new task' }] } });
       }
@@ -186,16 +195,10 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       const admission = budgets.admit(key);
       if (admission.step === 'downgrade' && enforcement === 'enforce') candidates = [...candidates].sort((a, b) => priceOf(a) - priceOf(b));
 
-      const callId = ids.id('call');
-      const taskId = steering.taskId ?? ids.id('task');
-      const sessionId = steering.clientSession ?? `ses_${ids.id('req').slice(4)}`;
       const stream = body.stream === true;
       const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS);
       const promptChars = promptOf().length;
-      const headers: Record<string, string> = {
-        'x-svc-call-id': callId, 'x-svc-task-id': taskId, 'x-svc-session': sessionId,
-        'x-svc-enforcement': enforcement === 'shadow' ? 'shadow' : admission.step === 'downgrade' ? 'downgrade' : admission.step === 'nudge' ? 'nudge' : 'observe',
-      };
+      headers['x-svc-enforcement'] = enforcement === 'shadow' ? 'shadow' : admission.step === 'downgrade' ? 'downgrade' : admission.step === 'nudge' ? 'nudge' : 'observe';
       if (enforcement === 'shadow') headers['x-svc-would-route-to'] = routed.models[0]?.id ?? 'none';
       const advisory = budgets.advisory(admission);
       if (advisory) headers['x-svc-advisory'] = advisory;

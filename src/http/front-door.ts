@@ -19,8 +19,14 @@ export const API_VERSION = '2026-10-01';
 
 const REQUEST_ID = Symbol('svc.requestId');
 const TRACE = Symbol('svc.traceparent');
+const ARRIVED = Symbol('svc.arrived');
 
-type Stamped = IncomingMessage & { [REQUEST_ID]?: string; [TRACE]?: string };
+type Stamped = IncomingMessage & { [REQUEST_ID]?: string; [TRACE]?: string; [ARRIVED]?: number };
+
+/** When the request reached the listener, on the high-resolution clock (performance.now()); undefined for an injected one. */
+export function arrivedAt(req: IncomingMessage): number | undefined {
+  return (req as Stamped)[ARRIVED];
+}
 
 export interface FrontDoorOptions {
   production: boolean;
@@ -36,6 +42,7 @@ export function installFrontDoor(listener: NodeServer, options: FrontDoorOptions
   const hapi = listener.listeners('request') as Handler[];
   listener.removeAllListeners('request');
   listener.on('request', (req: Stamped, res: ServerResponse) => {
+    req[ARRIVED] = performance.now();
     const received = Date.now();
     const incoming = req.headers.traceparent;
     const id = randomIds.id('req');

@@ -39,6 +39,8 @@ test.serial('403 agent_stopped: a stopped agent\'s key reaches the vendor zero t
   const refused = await chat(agentKey, { 'x-svc-task-class': 'general' });
   assertError(t, refused, 403, 'agent_stopped');
   t.like(refused.body.error, { hold: 'owner', stopped: 'agent', agentId: agent });
+  t.regex(String(refused.headers['x-svc-call-id']), /^call_[0-9A-Za-z]{22}$/, 'a refusal carries its call id');
+  t.regex(String(refused.headers['x-svc-overhead-micros']), /^\d+$/);
   const anth = await call(gw.server.url, 'POST', '/v1/messages', { headers: { 'x-api-key': agentKey, 'anthropic-version': '2023-06-01', 'x-svc-task-class': 'general' }, json: { model: 'small', max_tokens: 10, messages: user('hi') } });
   t.is(anth.status, 403);
   t.is(anth.body.type, 'error');
