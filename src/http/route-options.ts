@@ -16,6 +16,8 @@ export interface SvcRouteOptions {
   maxBodyMembers?: number;
   /** Agent-key routes counted against the agent's per-minute gate limit (SPEC.md 7.6). */
   gateRateLimit?: boolean;
+  /** /mcp: a 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). */
+  mcpChallenge?: boolean;
   /** Errors in a vendor's envelope: 'anthropic' wraps the SPEC.md error as `{ type: "error", error }`. */
   errorEnvelope?: 'anthropic';
 }

@@ -18,15 +18,19 @@ import { bearer } from './bearer.js';
  * counts and carries ratelimit-limit, ratelimit-remaining and ratelimit-reset; past the limit:
  * 429 rate_limited with retry-after.
  */
-export function registerAgentKey(server: Server, deps: { keys: KeysService; gateLimiter: RateLimiter }): void {
+export function registerAgentKey(server: Server, deps: { keys: KeysService; gateLimiter: RateLimiter; baseUrl: () => string }): void {
   server.auth.scheme(AGENT_KEY, () => ({
     authenticate(request, h) {
+      // On /mcp a 401 names where to learn how to get a token (RFC 9728 section 5.1).
+      const challenge = svcOptions(request.route.settings).mcpChallenge
+        ? { headers: { 'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp"` } }
+        : {};
       const value = bearer(request);
       if (!value || !hasPrefix(value, 'ask')) {
-        throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[AGENT_KEY]}; none was sent.` });
+        throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[AGENT_KEY]}; none was sent.`, ...challenge });
       }
       const resolved = deps.keys.resolve(value);
-      if (!resolved) throw new AppError('invalid_api_key');
+      if (!resolved) throw new AppError('invalid_api_key', challenge);
       if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
       if (!resolved.agent || resolved.agent.removedAt) throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });
       if (svcOptions(request.route.settings).gateRateLimit) {
