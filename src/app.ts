@@ -9,6 +9,7 @@ import { createScorecard } from './scorecard/service.js';
 import { createCallLog } from './gateway/calls.js';
 import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
+import { createOAuth } from './oauth/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -79,6 +80,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     calls,
     budgets,
     gateway,
+    oauth: createOAuth({ ...deps, ledger, issuer }),
   };
 }
 

@@ -5,6 +5,7 @@ import { tokenOf, type Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, Hold, Role, StopAllRecord, Store } from '../store/index.js';
 import { agentsRepo } from './repo.js';
+import { endConnectionsInWrite } from '../oauth/connections.js';
 
 /**
  * Rules:
@@ -121,6 +122,7 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
         mayManage(agent, who);
         const removed = { ...agent, removedAt: isoAt(clock.now()) };
         repo.put(removed);
+        endConnectionsInWrite(store.tables, wid, { agentId: aid }, 'agent removed', clock.now());
         ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.removed', subject: aid, data: {} });
         return removed;
       });

@@ -24,8 +24,13 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
 
     server.route([
       {
-        method: 'GET', path: '/login', options: { auth: false },
-        handler: (_request, h) => page(h, login),
+        // ?next= brings a person back where sign-in interrupted them: only the OAuth consent
+        // (a path of this origin), never another site.
+        method: 'GET', path: '/login', options: { auth: false, validate: { query: Joi.object({ next: Joi.string().max(4096) }) } },
+        handler: (request, h) => {
+          const { next } = request.query as { next?: string };
+          return page(h, next && next.startsWith('/oauth/authorize?') ? loginPage(next) : login);
+        },
       },
       {
         method: 'GET', path: '/console',

@@ -53,8 +53,8 @@ ${content}
 
 const NOSCRIPT = '<noscript><p class="notice notice-error">The console needs JavaScript: its requests carry a header that only the page script can send.</p></noscript>';
 
-export function loginPage(): string {
-  return htmlDocument('Sign in · svc', { 'data-page': 'login', class: 'page-login' }, `<main class="signin">
+export function loginPage(next?: string): string {
+  return htmlDocument('Sign in · svc', { 'data-page': 'login', class: 'page-login', ...(next ? { 'data-next': next } : {}) }, `<main class="signin">
 <h1 class="brand"><span class="brand-mark" aria-hidden="true"></span>svc console</h1>
 ${NOSCRIPT}
 <form id="signin" class="card" method="post" action="/api/session" novalidate>

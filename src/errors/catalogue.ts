@@ -224,6 +224,39 @@ const catalogue = {
     fix: 'Retry later; attemptedModels lists what was tried.',
   },
 
+  // SPEC.md 4.5 and 5.5: the OAuth authorization server (RFC 6749, 7591, 8707), answered as
+  // `{ error, error_description }` on its own routes.
+  invalid_client_metadata: {
+    status: 400, section: '4.5',
+    message: 'The client registration is malformed.',
+    fix: 'Send client_name, redirect_uris and, optionally, token_endpoint_auth_method none, client_secret_post or client_secret_basic.',
+  },
+  invalid_redirect_uri: {
+    status: 400, section: '4.5',
+    message: 'A redirect URI is neither https nor http on a loopback address.',
+    fix: 'Register https redirect URIs, or http ones on 127.0.0.1, [::1] or localhost.',
+  },
+  invalid_client: {
+    status: 401, section: '4.5',
+    message: 'The client is unknown or did not authenticate as registered.',
+    fix: 'Send the client_id you registered, and its client_secret the way you registered.',
+  },
+  invalid_grant: {
+    status: 400, section: '4.5',
+    message: 'The code or refresh token is invalid, expired, already used, or was issued to another client.',
+    fix: 'Start the authorization again; a used refresh token ends the whole connection.',
+  },
+  unsupported_grant_type: {
+    status: 400, section: '4.5',
+    message: 'The grant type is not supported.',
+    fix: 'Use authorization_code or refresh_token.',
+  },
+  invalid_target: {
+    status: 400, section: '4.5',
+    message: 'The resource is not this deployment\'s /mcp address.',
+    fix: 'Send resource set to the /mcp URL named in the protected-resource metadata.',
+  },
+
   // SPEC.md 7.5: machine administration
   invalid_token: {
     status: 401, section: '7.5',

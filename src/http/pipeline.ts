@@ -2,7 +2,7 @@ import type { Plugin, Request, ResponseToolkit, Server } from '@hapi/hapi';
 import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
 import { invalidField } from '../errors/app-error.js';
-import { anthropicEnvelope, renderError } from '../errors/render.js';
+import { anthropicEnvelope, oauthEnvelope, renderError } from '../errors/render.js';
 import { exceedsMembers, illFormedPath } from '../lib/well-formed.js';
 import { svcOptions } from './route-options.js';
 
@@ -109,10 +109,12 @@ export const pipeline: Plugin<PipelineOptions> = {
           options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
         }
         const rendered = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
-        const body = svcOptions(request.route.settings).errorEnvelope === 'anthropic' ? anthropicEnvelope(rendered) : rendered;
+        const envelope = svcOptions(request.route.settings).errorEnvelope;
+        const body = envelope === 'anthropic' ? anthropicEnvelope(rendered) : envelope === 'oauth' ? oauthEnvelope(rendered, err.status) : rendered;
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
         for (const [name, value] of Object.entries(request.app.responseHeaders ?? {})) res.header(name, value);
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
+        if (envelope === 'oauth') res.header('cache-control', 'no-store');
         if (request.app.injected) stampInjected(request, res, options.production);
         logLine(request, requestId, err.status);
         return res;

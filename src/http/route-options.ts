@@ -18,8 +18,11 @@ export interface SvcRouteOptions {
   gateRateLimit?: boolean;
   /** /mcp: a 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). */
   mcpChallenge?: boolean;
-  /** Errors in a vendor's envelope: 'anthropic' wraps the SPEC.md error as `{ type: "error", error }`. */
-  errorEnvelope?: 'anthropic';
+  /**
+   * Errors in another envelope: 'anthropic' wraps the SPEC.md error as `{ type: "error", error }`;
+   * 'oauth' answers RFC 6749's `{ error, error_description }` with Cache-Control: no-store.
+   */
+  errorEnvelope?: 'anthropic' | 'oauth';
 }
 
 declare module '@hapi/hapi' {

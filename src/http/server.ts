@@ -9,6 +9,7 @@ import { consoleRoutes } from '../console/http.js';
 import { gateRoutes } from '../gate/http.js';
 import { gatewayRoutes } from '../gateway/http.js';
 import { mcpRoutes } from '../mcp/http.js';
+import { oauthRoutes } from '../oauth/http.js';
 import { API_VERSION } from './front-door.js';
 import { keysRoutes } from '../keys/http.js';
 import { killSwitchRoutes } from '../killswitch/http.js';
@@ -102,7 +103,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: pipeline, options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds } });
   const guards = createGuards({ clock, baseUrl, baseUrlConfigured: settings.baseUrl !== null, trustedProxies: settings.server.trustedProxies, rateLimits: settings.rateLimits });
 
-  registerAgentKey(server, { keys: services.keys, baseUrl, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
+  registerAgentKey(server, { keys: services.keys, oauth: services.oauth, baseUrl, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
   registerDenyByDefault(server);
@@ -130,6 +131,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, baseUrl, version: API_VERSION } });
+  await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
   app.publicUrl.set(baseUrl);

@@ -4,6 +4,7 @@ import { tokenOf, type Ledger } from '../ledger/service.js';
 import type { IdSource } from '../lib/ids.js';
 import type { AgentRecord, ApprovalRecord, Role, StopAllRecord, Store } from '../store/index.js';
 import { readStanding, type Standing } from './standing.js';
+import { endConnectionsInWrite } from '../oauth/connections.js';
 
 /**
  * The kill switch (SPEC.md 1.3, 3 agent rows; API.md 2).
@@ -54,6 +55,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
       const agent = t.agents.get([wid, aid]);
       if (!agent || agent.removedAt) continue;
       t.agents.put([wid, aid], { ...agent, holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }] });
+      endConnectionsInWrite(t, wid, { agentId: aid }, `agent frozen (${hold})`, clock.now());
       done.push(aid);
     }
     return done;
@@ -155,6 +157,7 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
       return store.write(() => {
         const record = { reason, by: who.actor, at: isoAt(clock.now()) };
         t.stopAll.put(wid, record);
+        endConnectionsInWrite(t, wid, { all: true }, 'every agent stopped', clock.now());
         ledger.record({ workspaceId: wid, actor: who.actor, kind: 'workspace.stop_all', subject: wid, data: { reason } });
         return record;
       });

@@ -3,6 +3,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { MemberRecord, Role, Store, UserRecord } from '../store/index.js';
 import { hashPassword } from './passwords.js';
+import { endConnectionsInWrite } from '../oauth/connections.js';
 import type { PeopleRepo } from './repo.js';
 
 /**
@@ -150,7 +151,7 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
       });
     },
 
-    /** Removes a member and ends every session of theirs at once. */
+    /** Removes a member and ends every session and OAuth connection of theirs at once. */
     async removeMember(wid: string, uid: string, by: MemberActor): Promise<{ sessionsEnded: number }> {
       return store.write(() => {
         const member = repo.getMember(wid, uid);
@@ -160,7 +161,9 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
         if (member.role === 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('removed');
         repo.removeMember(wid, uid);
         const sessionsEnded = repo.removeSessionsOf(uid);
-        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded } });
+        // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
+        const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, 'person left the workspace', clock.now()).length;
+        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded } });
         return { sessionsEnded };
       });
     },

@@ -223,6 +223,54 @@ export interface WorkspaceGatewayRecord {
   updatedBy: string;
 }
 
+/** An OAuth client, registered dynamically (RFC 7591; SPEC.md 2.4). */
+export interface OAuthClientRecord {
+  clientId: string;
+  clientName: string;
+  redirectUris: string[];
+  authMethod: 'none' | 'client_secret_post' | 'client_secret_basic';
+  /** SHA-256 of the client secret (confidential clients only). */
+  secretHash: string | null;
+  createdAt: string;
+}
+
+/** A person's MCP client connected to exactly one agent (SPEC.md 5.5). */
+export interface OAuthConnectionRecord {
+  id: string;
+  workspaceId: string;
+  clientId: string;
+  clientName: string;
+  agentId: string;
+  userId: string;
+  createdAt: string;
+  endedAt: string | null;
+  endedWhy: string | null;
+}
+
+/** An authorization code, stored by its hash: single use, a few minutes. */
+export interface OAuthCodeRecord {
+  clientId: string;
+  redirectUri: string;
+  challenge: string;
+  connectionId: string;
+  workspaceId: string;
+  expiresAt: string;
+  usedAt: string | null;
+}
+
+/** An access (aat_) or refresh (art_) token, stored by its hash. */
+export interface OAuthTokenRecord {
+  kind: 'access' | 'refresh';
+  connectionId: string;
+  workspaceId: string;
+  agentId: string;
+  clientId: string;
+  expiresAt: string | null;
+  usedAt: string | null;
+  /** A refresh token's access token (hash), which stops working when the refresh token is used. */
+  pairedAccess: string | null;
+}
+
 /** A model budget (API.md 6). */
 export interface BudgetRecord {
   id: string;
@@ -361,6 +409,14 @@ export interface Tables {
   workspaceGateway: Table<WorkspaceGatewayRecord>;
   /** wid -> since when the workspace has more people than the plan allows (absent: it has not) */
   seatOverage: Table<string>;
+  /** clientId -> OAuth client */
+  oauthClients: Table<OAuthClientRecord>;
+  /** [wid, cnxId] -> OAuth connection */
+  oauthConnections: Table<OAuthConnectionRecord>;
+  /** code hash -> authorization code */
+  oauthCodes: Table<OAuthCodeRecord>;
+  /** token hash -> access or refresh token */
+  oauthTokens: Table<OAuthTokenRecord>;
   /** [wid, budId] -> budget */
   budgets: Table<BudgetRecord>;
   /** [wid, budId, period start] -> micro-dollars spent in that period */
@@ -384,6 +440,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -31,7 +31,7 @@ export const SIGN_IN = String.raw`
           choosePassword(password.value);
           return;
         }
-        window.location.assign('/console');
+        window.location.assign(body.dataset.next || '/console');
       } catch (err) {
         if (err.type === 'totp_required') {
           var first = totpRow.hidden;

@@ -1,6 +1,8 @@
 import type { Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
 import type { KeysService } from '../../keys/index.js';
+import type { OAuth } from '../../oauth/service.js';
+import type { KeyRecord } from '../../store/index.js';
 import { hasPrefix } from '../../lib/ids.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { svcOptions } from '../route-options.js';
@@ -8,7 +10,8 @@ import { AGENT_KEY, credentials, expectedCredential } from './callers.js';
 import { bearer } from './bearer.js';
 
 /**
- * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent.
+ * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent. At /mcp an OAuth
+ * access token (aat_, SPEC.md 5.5) is taken exactly alike, for the agent its connection is bound to.
  * - no ask_ bearer: 401 unauthenticated (other kinds of credential are not read);
  * - unknown or revoked: 401 invalid_api_key;
  * - a workspace key (not bound to an agent): 403 agent_key_required;
@@ -18,14 +21,21 @@ import { bearer } from './bearer.js';
  * counts and carries ratelimit-limit, ratelimit-remaining and ratelimit-reset; past the limit:
  * 429 rate_limited with retry-after.
  */
-export function registerAgentKey(server: Server, deps: { keys: KeysService; gateLimiter: RateLimiter; baseUrl: () => string }): void {
+export function registerAgentKey(server: Server, deps: { keys: KeysService; oauth: Pick<OAuth, 'resolveAccess'>; gateLimiter: RateLimiter; baseUrl: () => string }): void {
   server.auth.scheme(AGENT_KEY, () => ({
     authenticate(request, h) {
       // On /mcp a 401 names where to learn how to get a token (RFC 9728 section 5.1).
-      const challenge = svcOptions(request.route.settings).mcpChallenge
+      const mcp = svcOptions(request.route.settings).mcpChallenge === true;
+      const challenge = mcp
         ? { headers: { 'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp"` } }
         : {};
       const value = bearer(request);
+      // At /mcp an OAuth access token stands for its agent exactly as the agent's key does.
+      if (mcp && value && hasPrefix(value, 'aat')) {
+        const access = deps.oauth.resolveAccess(value);
+        if (!access) throw new AppError('invalid_api_key', { message: 'The access token is unknown, expired, or its connection ended.', fix: 'Refresh it, or connect the client again.', ...challenge });
+        return h.authenticated({ credentials: credentials({ kind: 'agent', workspaceId: access.workspaceId, agent: access.agent, key: { id: access.connectionId, workspaceId: access.workspaceId, scope: 'agent', agentId: access.agent.id } as KeyRecord }) });
+      }
       if (!value || !hasPrefix(value, 'ask')) {
         throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[AGENT_KEY]}; none was sent.`, ...challenge });
       }

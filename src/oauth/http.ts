@@ -1,0 +1,162 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import Joi from 'joi';
+import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
+import { AppError } from '../errors/app-error.js';
+import { caller } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { Guards } from '../http/guards.js';
+import { wid } from '../http/params.js';
+import type { PeopleService } from '../people/index.js';
+import { consentPage, consentPolicy, errorPage, ERROR_PAGE_POLICY } from './pages.js';
+import { SCOPE, type AuthorizeRequest, type OAuth } from './service.js';
+
+/**
+ * The authorization server's routes (SPEC.md 4.5, API.md 7): discovery, registration, the
+ * authorize and consent pages, token and revocation; and the console's list of connections.
+ * Rules:
+ * - Registration, token and revocation answer errors as `{ error, error_description }` with
+ *   Cache-Control: no-store (the pipeline's 'oauth' envelope); token answers are no-store too.
+ * - /oauth/authorize: a bad client or redirect URI is an error page (never a redirect); other
+ *   problems go back to the application with `error`, `state` and `iss`; without a session the
+ *   person signs in first and comes back; with one, the consent page.
+ * - The consent form carries the request signed with a key of this deployment and bound to the
+ *   signed-in person, valid CODE_TTL; the session cookie is SameSite=Lax (no cross-site post
+ *   carries it) and the post must come from this origin.
+ */
+const CONSENT_TTL_MS = 10 * 60_000;
+
+function basicAuth(request: Request): { id: string; secret: string } | null {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string' || !/^basic /i.test(header)) return null;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw new AppError('invalid_client', { message: 'The Basic credentials are malformed.' });
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, colon)), secret: decodeURIComponent(decoded.slice(colon + 1)) };
+  } catch {
+    throw new AppError('invalid_client', { message: 'The Basic credentials are malformed.' });
+  }
+}
+
+export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; production: boolean; guards: Guards; consentKey: Buffer; issuer: () => string }> = {
+  name: 'svc-oauth',
+  register(server, { oauth, people, production, guards, consentKey, issuer }) {
+    const session = { strategies: sessionStrategies(production) };
+    const oauthErrors = { svc: { errorEnvelope: 'oauth' as const } };
+    const form = Joi.object().pattern(/./, Joi.string().allow('')).unknown(true);
+
+    const sign = (body: object): string => {
+      const data = Buffer.from(JSON.stringify(body)).toString('base64url');
+      return `${data}.${createHmac('sha256', consentKey).update(data).digest('base64url')}`;
+    };
+    const open = (token: string, userId: string): AuthorizeRequest => {
+      const [data, mac] = token.split('.');
+      const expected = createHmac('sha256', consentKey).update(data ?? '').digest('base64url');
+      if (!data || !mac || mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) {
+        throw new AppError('forbidden', { message: 'This consent form was not issued here.', fix: 'Start the connection again from the application.' });
+      }
+      const body = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as AuthorizeRequest & { userId: string; exp: number };
+      if (body.userId !== userId || body.exp < Date.now()) {
+        throw new AppError('forbidden', { message: 'This consent form has expired or belongs to another person.', fix: 'Start the connection again from the application.' });
+      }
+      return body;
+    };
+    const backTo = (h: ResponseToolkit, redirectUri: string, params: Record<string, string | null>) => {
+      const url = new URL(redirectUri);
+      for (const [k, v] of Object.entries({ ...params, iss: issuer() })) if (v !== null) url.searchParams.set(k, v);
+      return h.redirect(url.toString());
+    };
+
+    server.route([
+      {
+        method: 'GET', path: '/.well-known/oauth-authorization-server', options: { auth: false },
+        handler: () => oauth.metadata(),
+      },
+      {
+        method: 'POST', path: '/oauth/register',
+        options: { auth: false, ext: { onPreAuth: guards.publicRoute('public') }, plugins: oauthErrors },
+        async handler(request, h) {
+          const body = request.payload;
+          if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid_client_metadata', { message: 'The body must be a JSON object.' });
+          return h.response(await oauth.register(body as Record<string, unknown>)).code(201).header('cache-control', 'no-store');
+        },
+      },
+      {
+        method: 'GET', path: '/oauth/authorize',
+        options: { auth: { ...session, mode: 'try' }, validate: { query: Joi.object().pattern(/./, Joi.string().allow('')) } },
+        handler(request, h) {
+          const q = request.query as Record<string, string | undefined>;
+          const target = oauth.clientAndRedirect(q.client_id, q.redirect_uri);
+          if ('problem' in target) return h.response(errorPage(target.problem)).code(400).type('text/html; charset=utf-8').header('content-security-policy', ERROR_PAGE_POLICY);
+          const state = q.state ?? null;
+          const fail = (error: string, description: string) => backTo(h, target.redirectUri, { error, error_description: description, state });
+          if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
+          if (!q.code_challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(q.code_challenge)) return fail('invalid_request', 'a PKCE code_challenge is required');
+          if (q.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
+          if (q.resource !== undefined && q.resource !== oauth.resourceUrl()) return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
+          if (q.scope !== undefined && q.scope.split(' ').some((s) => s !== '' && s !== SCOPE)) return fail('invalid_scope', `the only scope is ${SCOPE}`);
+          if (!request.auth.isAuthenticated) return h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
+          const user = caller(request, 'session').user;
+          const req: AuthorizeRequest = { clientId: target.client.clientId, redirectUri: target.redirectUri, challenge: q.code_challenge, state, resource: oauth.resourceUrl() };
+          const html = consentPage({
+            clientName: target.client.clientName, redirectHost: new URL(target.redirectUri).host, person: user.email,
+            request: sign({ ...req, userId: user.id, exp: Date.now() + CONSENT_TTL_MS }), agents: oauth.connectable(user.id),
+          });
+          return h.response(html).type('text/html; charset=utf-8').header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin)).header('cache-control', 'no-store');
+        },
+      },
+      {
+        method: 'POST', path: '/oauth/authorize',
+        options: { auth: session, validate: { payload: Joi.object({ request: Joi.string().max(8192).required(), agent: Joi.string().max(64), decision: Joi.string().valid('allow', 'deny').required() }) } },
+        async handler(request, h) {
+          // A form post from this origin only (browsers send Origin on form posts).
+          const origin = request.headers.origin;
+          if (origin !== undefined && origin !== new URL(issuer()).origin) throw new AppError('csrf', { message: 'The consent was posted from another site.' });
+          const user = caller(request, 'session').user;
+          const body = request.payload as { request: string; agent?: string; decision: 'allow' | 'deny' };
+          const req = open(body.request, user.id);
+          if (body.decision === 'deny') return backTo(h, req.redirectUri, { error: 'access_denied', error_description: 'the person declined', state: req.state });
+          if (!body.agent) throw new AppError('invalid_request', { details: { errors: [{ field: 'agent', message: 'choose the agent to connect' }] } });
+          const code = await oauth.grant(req, user.id, body.agent);
+          return backTo(h, req.redirectUri, { code, state: req.state });
+        },
+      },
+      {
+        method: 'POST', path: '/oauth/token',
+        options: { auth: false, plugins: oauthErrors, validate: { payload: form } },
+        async handler(request, h) {
+          const tokens = await oauth.token(request.payload as Record<string, string | undefined>, basicAuth(request));
+          return h.response(tokens).header('cache-control', 'no-store').header('pragma', 'no-cache');
+        },
+      },
+      {
+        method: 'POST', path: '/oauth/revoke',
+        options: { auth: false, plugins: oauthErrors, validate: { payload: form } },
+        async handler(request, h) {
+          await oauth.revoke(request.payload as Record<string, string | undefined>, basicAuth(request));
+          return h.response({}).header('cache-control', 'no-store');
+        },
+      },
+      {
+        method: 'GET', path: '/api/w/{wid}/connections',
+        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          const user = caller(request, 'session').user;
+          const role = people.authorize(w, user, 'workspace.read');
+          return { data: oauth.connections(w, user.id, role === 'owner' || role === 'admin'), next: null };
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/connections/{cnx}',
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, cnx: Joi.string().max(64).required() }) } },
+        async handler(request) {
+          const { wid: w, cnx } = request.params as { wid: string; cnx: string };
+          const c = caller(request, 'session');
+          const role = people.authorize(w, c.user, 'workspace.read');
+          return oauth.endConnection(w, cnx, c.user.id, role === 'owner' || role === 'admin');
+        },
+      },
+    ]);
+  },
+};
