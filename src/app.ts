@@ -10,6 +10,7 @@ import { createCallLog } from './gateway/calls.js';
 import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
+import { createMcpProxy } from './mcp/proxy.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -61,6 +62,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const calls = createCallLog({ store, log });
   const budgets = createBudgets({ ...deps, ledger, calls });
   const gateway = createGateway({ ...deps, ledger, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, seats: { people: settings.plan.people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
+  const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   return {
     people,
@@ -75,12 +77,13 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     gate,
     killSwitch,
     approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
-    drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate, gateway }),
+    drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate, gateway, mcp: mcpProxy }),
     scorecard: createScorecard({ ...deps, ledger, agents, signingKeys, issuer }),
     calls,
     budgets,
     gateway,
     oauth: createOAuth({ ...deps, ledger, issuer }),
+    mcpProxy,
   };
 }
 

@@ -16,14 +16,15 @@ import { DRILL_PROBE } from './probe.js';
  *   checks that the agent is served while running, freezes it (hold `drill`), measures the time
  *   until every enforcement point refuses it, then lifts its own hold (the only hold a drill may
  *   lift) and removes the agent.
- * - Enforcement points probed: the gate (an action request) and the model gateway (the standing
- *   check every model call passes first; no model is called). The MCP proxy joins when it exists.
+ * - Enforcement points probed: the gate (an action request), and the model gateway and the MCP
+ *   proxy (the standing check every model call and proxied tool call passes first; nothing is
+ *   sent to a vendor or an upstream).
  * - One drill per hour per workspace per token: 429 drill_cooldown with retry-after.
  * - The report is a ledger record under the token's name and id, and is kept for the scorecard.
  * - Everything a drill writes (its agent, mandate, hold) is recorded under the token's name and id.
  */
 export interface DrillPoint {
-  point: 'gate' | 'gateway';
+  point: 'gate' | 'gateway' | 'mcp';
   passed: boolean;
   timeToEffectMs: number | null;
   detail: string;
@@ -40,8 +41,8 @@ export interface DrillReport {
 
 export const DRILL_COOLDOWN_MS = 3_600_000;
 
-export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate; gateway: Pick<Gateway, 'admitsAgent'> }) {
-  const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway } = deps;
+export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate; gateway: Pick<Gateway, 'admitsAgent'>; mcp: { admitsAgent: Gateway['admitsAgent'] } }) {
+  const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway, mcp } = deps;
   const t = store.tables;
 
   return {
@@ -64,6 +65,7 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         await mandates.put(wid, agent.id, { rules: [{ actions: [DRILL_PROBE] }], confirmBroaden: false }, who);
         const before = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
         const gatewayBefore = gateway.admitsAgent(wid, agent.id);
+        const mcpBefore = mcp.admitsAgent(wid, agent.id);
         const frozeAt = performance.now();
         await killSwitch.stop(wid, agent.id, { hold: 'drill', reason: 'kill-switch drill' }, who);
         const after = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
@@ -79,6 +81,13 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         points.push({
           point: 'gateway', passed: gatewayBefore.admitted && stopped, timeToEffectMs: stopped ? gatewayMs : null,
           detail: !gatewayBefore.admitted ? 'the running drill agent was refused by the gateway' : stopped ? 'the next model call was refused with 403 agent_stopped before anything was sent' : 'the frozen drill agent was let through by the gateway',
+        });
+        const mcpAfter = mcp.admitsAgent(wid, agent.id);
+        const mcpMs = Math.round((performance.now() - frozeAt) * 100) / 100;
+        const mcpStopped = !mcpAfter.admitted && mcpAfter.type === 'agent_stopped';
+        points.push({
+          point: 'mcp', passed: mcpBefore.admitted && mcpStopped, timeToEffectMs: mcpStopped ? mcpMs : null,
+          detail: !mcpBefore.admitted ? 'the running drill agent was refused by the MCP proxy' : mcpStopped ? 'the next proxied tool call was refused with agent_stopped before the upstream was contacted' : 'the frozen drill agent was let through by the MCP proxy',
         });
       } finally {
         await killSwitch.liftDrillHold(wid, agent.id, who);

@@ -130,7 +130,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
-  await server.register({ plugin: mcpRoutes, options: { gate: services.gate, baseUrl, version: API_VERSION } });
+  await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 

@@ -6,6 +6,13 @@ import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { AGENT_KEY, caller } from '../http/auth/callers.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
+import type { McpProxy } from './proxy.js';
+import Joi from 'joi';
+import { actorOf } from '../http/auth/callers.js';
+import { sessionStrategies } from '../http/auth/session.js';
+import type { Guards } from '../http/guards.js';
+import { wid } from '../http/params.js';
+import type { PeopleService } from '../people/index.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over the SDK's Streamable HTTP
@@ -22,9 +29,12 @@ import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
  */
 export const MCP_ERROR_CODE = -32001;
 
-export const mcpRoutes: Plugin<{ gate: Gate; baseUrl: () => string; version: string }> = {
+export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => string; version: string; people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-mcp',
-  register(server, { gate, baseUrl, version }) {
+  register(server, { gate, proxy, baseUrl, version, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
+    /** A refusal as a JSON-RPC error: HTTP 200, the code in the implementation range, the SPEC.md fields in data. */
+    const rpcError = (err: AppError) => new McpError(MCP_ERROR_CODE, err.message, { type: err.type, fix: err.fix, docs: `${baseUrl()}/docs/errors#${err.type}`, ...err.details });
     const metadata = () => {
       const base = baseUrl();
       return { resource: `${base}/mcp`, authorization_servers: [base], bearer_methods_supported: ['header'], resource_name: 'svc MCP server' };
@@ -46,13 +56,17 @@ export const mcpRoutes: Plugin<{ gate: Gate; baseUrl: () => string; version: str
       const c = caller(request, 'agent');
       const who = { workspaceId: c.workspaceId, agentId: c.agent.id };
       const mcp = new Server({ name: 'svc', version }, { capabilities: { tools: {} } });
-      mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...GATE_TOOLS] as never }));
+      mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...GATE_TOOLS, ...await proxy.tools(who.workspaceId)] as never }));
       mcp.setRequestHandler(CallToolRequestSchema, async (req) => {
-        if (!GATE_TOOL_NAMES.has(req.params.name)) {
-          const base = baseUrl();
-          throw new McpError(MCP_ERROR_CODE, `No tool ${req.params.name} here.`, { type: 'not_found', fix: 'Call a tool that tools/list names.', docs: `${base}/docs/errors#not_found` });
+        if (GATE_TOOL_NAMES.has(req.params.name)) return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
+        const target = await proxy.resolve(who.workspaceId, req.params.name);
+        if (!target) throw rpcError(new AppError('not_found', { message: `No tool ${req.params.name} here.`, fix: 'Call a tool that tools/list names.' }));
+        try {
+          return await proxy.call(who, target, req.params.arguments) as never;
+        } catch (err) {
+          if (err instanceof AppError && err.status < 500) throw rpcError(err);
+          throw err;
         }
-        return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
       });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       await mcp.connect(transport as never);
@@ -69,6 +83,45 @@ export const mcpRoutes: Plugin<{ gate: Gate; baseUrl: () => string; version: str
       { method: 'POST', path: '/mcp', options, handler: mount },
       { method: 'GET', path: '/mcp', options, handler: mount },
       { method: 'DELETE', path: '/mcp', options, handler: mount },
+      {
+        method: 'GET', path: '/api/w/{wid}/mcp-servers',
+        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        handler(request) {
+          const { wid: w } = request.params as { wid: string };
+          people.authorize(w, caller(request, 'session').user, 'mcp.manage');
+          return { data: proxy.list(w).map((x) => proxy.view(x)), next: null };
+        },
+      },
+      {
+        method: 'POST', path: '/api/w/{wid}/mcp-servers',
+        options: {
+          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid }),
+            payload: Joi.object({
+              name: Joi.string().required(), url: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
+              secret: Joi.string().max(4096).allow(null), allowTools: Joi.array().items(Joi.string().max(128)).max(500).allow(null), unprefixed: Joi.boolean(),
+            }),
+          },
+        },
+        async handler(request, h) {
+          const { wid: w } = request.params as { wid: string };
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'mcp.manage');
+          return h.response(await proxy.add(w, request.payload as never, actorOf(c))).code(201);
+        },
+      },
+      {
+        method: 'DELETE', path: '/api/w/{wid}/mcp-servers/{name}',
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) } },
+        async handler(request) {
+          const { wid: w, name } = request.params as { wid: string; name: string };
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'mcp.manage');
+          await proxy.remove(w, name, actorOf(c));
+          return {};
+        },
+      },
       { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', options: { auth: false }, handler: () => metadata() },
       { method: 'GET', path: '/.well-known/oauth-protected-resource', options: { auth: false }, handler: () => metadata() },
     ]);

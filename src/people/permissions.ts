@@ -16,6 +16,8 @@ export const permissions = {
   'templates.manage': ['owner', 'admin'],
   /** The workspace's model gateway settings (enforcement, data-loss mode). */
   'gateway.manage': ['owner', 'admin'],
+  /** The workspace's upstream MCP servers behind /mcp. */
+  'mcp.manage': ['owner', 'admin'],
   /** "Stop every agent" on and off. */
   'workspace.stopAll': ['owner', 'admin'],
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */

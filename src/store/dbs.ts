@@ -271,6 +271,21 @@ export interface OAuthTokenRecord {
   pairedAccess: string | null;
 }
 
+/** An upstream MCP server of a workspace, behind the proxy at /mcp (issue 7). */
+export interface McpServerRecord {
+  name: string;
+  workspaceId: string;
+  url: string;
+  /** The bearer secret sent upstream, sealed with the master key (null: none). */
+  secretSealed: string | null;
+  /** Tools passed through; null: all. */
+  allowTools: string[] | null;
+  /** Tools keep their upstream names instead of <server>__<tool>. */
+  unprefixed: boolean;
+  createdAt: string;
+  createdBy: string;
+}
+
 /** A model budget (API.md 6). */
 export interface BudgetRecord {
   id: string;
@@ -417,6 +432,8 @@ export interface Tables {
   oauthCodes: Table<OAuthCodeRecord>;
   /** token hash -> access or refresh token */
   oauthTokens: Table<OAuthTokenRecord>;
+  /** [wid, server name] -> upstream MCP server */
+  mcpServers: Table<McpServerRecord>;
   /** [wid, budId] -> budget */
   budgets: Table<BudgetRecord>;
   /** [wid, budId, period start] -> micro-dollars spent in that period */
@@ -440,6 +457,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'mcpServers', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

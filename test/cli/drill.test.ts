@@ -32,9 +32,10 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   const report = JSON.parse(run.stdout);
   t.notRegex(run.stderr, /Running a kill-switch drill/, 'no progress display when stderr is not a terminal');
   t.true(report.passed);
-  t.deepEqual(report.points.map((p: { point: string }) => p.point), ['gate', 'gateway']);
+  t.deepEqual(report.points.map((p: { point: string }) => p.point), ['gate', 'gateway', 'mcp']);
   t.like(report.points[0], { point: 'gate', passed: true });
   t.like(report.points[1], { point: 'gateway', passed: true });
+  t.like(report.points[2], { point: 'mcp', passed: true });
   t.is(typeof report.points[1].timeToEffectMs, 'number');
   t.is(typeof report.points[0].timeToEffectMs, 'number');
 
@@ -70,5 +71,6 @@ test.serial('on a terminal svc drill shows its progress, then the report', async
   t.regex(run.stdout, /Running a kill-switch drill/);
   t.regex(run.stdout, /passed {2}gate /);
   t.regex(run.stdout, /passed {2}gateway /);
+  t.regex(run.stdout, /passed {2}mcp /);
   t.regex(run.stdout, /drill passed/);
 });

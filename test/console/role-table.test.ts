@@ -61,6 +61,12 @@ const rows: Row[] = [
   { route: 'POST templates', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/templates', { name: unique(), rules: [{ actions: ['email'] }] }) },
   { route: 'GET blueprints', allowed: ROLES, call: (p) => p.get('/blueprints') },
   { route: 'GET gateway settings', allowed: ROLES, call: (p) => p.get('/gateway') },
+  { route: 'GET connections', allowed: ROLES, call: (p) => p.get('/connections') },
+  { route: 'GET mcp servers', allowed: ['owner', 'admin'], call: (p) => p.get('/mcp-servers') },
+  {
+    route: 'POST mcp servers', allowed: ['owner', 'admin'],
+    call: (p) => p.send('POST', '/mcp-servers', { name: unique(), url: 'https://tools.example/mcp' }),
+  },
   { route: 'PUT gateway settings', allowed: ['owner', 'admin'], call: (p) => p.send('PUT', '/gateway', { dataLoss: 'off' }) },
   { route: 'POST blueprints', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/blueprints', { name: unique(), tags: ['fleet'] }) },
   { route: 'GET approvals', allowed: ['owner', 'admin', 'member'], call: (p) => p.get('/approvals') },

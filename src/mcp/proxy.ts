@@ -1,0 +1,160 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AppError } from '../errors/app-error.js';
+import type { Gate } from '../gate/service.js';
+import { readStanding } from '../killswitch/standing.js';
+import type { Ledger } from '../ledger/service.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import { sealText, unsealText } from '../lib/seal.js';
+import type { McpServerRecord, Store } from '../store/index.js';
+import type { ToolResult } from './tools.js';
+
+/**
+ * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
+ * `<server>__<tool>` (or unprefixed, when the server is set so).
+ * Rules:
+ * - Owners and admins add and remove upstream servers in the console: a name, a URL, an optional
+ *   static bearer secret (sealed with the master key, never shown again) and a tool allow-list.
+ * - A stopped agent's proxied call is refused before the upstream is contacted.
+ * - Every proxied call is first an action of type `mcp.<server>.<tool>` at the gate, against the
+ *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
+ *   (errors included) is returned as it came; denied or waiting for a person, it is a tool result
+ *   with `isError: true` saying so, and the upstream never sees it.
+ * - Upstreams are reached per request (the transport is stateless), with the SDK's client.
+ */
+const SEAL_PURPOSE = 'mcp-upstream-secret';
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+export interface UpstreamTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  [extra: string]: unknown;
+}
+
+/** A tool name as one segment of an action type (letters, digits, _ and -). */
+const segment = (tool: string) => tool.replace(/[^A-Za-z0-9_-]/g, '_');
+
+export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Buffer; ledger: Ledger; gate: Gate; version: string }) {
+  const { store, clock, masterKey, ledger, gate } = deps;
+  const t = store.tables;
+
+  const open = async (server: McpServerRecord): Promise<Client> => {
+    const secret = server.secretSealed ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed) : null;
+    const client = new Client({ name: 'svc-proxy', version: deps.version });
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url), secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}));
+    return client;
+  };
+
+  const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
+  const allowed = (server: McpServerRecord, tool: string) => server.allowTools === null || server.allowTools.includes(tool);
+
+  const refuseIfStopped = (who: { workspaceId: string; agentId: string }): void => {
+    const standing = readStanding(store, who.workspaceId, who.agentId);
+    if (standing.stopped) {
+      throw new AppError('agent_stopped', { message: `Agent ${who.agentId} is stopped (${standing.reason}); the tool call was not sent.`, details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: who.agentId } });
+    }
+  };
+
+  return {
+    /** The proxy's enforcement point alone, for drills: whether a proxied call would pass the standing check. */
+    admitsAgent(wid: string, agentId: string): { admitted: true } | { admitted: false; type: string } {
+      try {
+        refuseIfStopped({ workspaceId: wid, agentId });
+        return { admitted: true };
+      } catch (err) {
+        return { admitted: false, type: (err as AppError).type };
+      }
+    },
+
+    async add(wid: string, input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean }, actor: string): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean }> {
+      if (!NAME.test(input.name)) throw new AppError('invalid_request', { details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] } });
+      const record: McpServerRecord = {
+        name: input.name, workspaceId: wid, url: input.url,
+        secretSealed: input.secret ? sealText(masterKey, SEAL_PURPOSE, `${wid}/${input.name}`, input.secret) : null,
+        allowTools: input.allowTools ?? null, unprefixed: input.unprefixed ?? false, createdAt: isoAt(clock.now()), createdBy: actor,
+      };
+      await store.write(() => {
+        if (t.mcpServers.has([wid, input.name])) throw new AppError('invalid_request', { message: `An upstream MCP server named ${input.name} exists.`, details: { errors: [{ field: 'name', message: 'is taken' }] } });
+        t.mcpServers.put([wid, input.name], record);
+        ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_added', subject: input.name, data: { url: input.url, allowTools: record.allowTools, unprefixed: record.unprefixed, secret: record.secretSealed !== null } });
+      });
+      return this.view(record);
+    },
+
+    view({ secretSealed, ...rest }: McpServerRecord) {
+      return { ...rest, hasSecret: secretSealed !== null };
+    },
+
+    list(wid: string): McpServerRecord[] {
+      return t.mcpServers.scan([wid]).map((e) => e.value);
+    },
+
+    async remove(wid: string, name: string, actor: string): Promise<void> {
+      await store.write(() => {
+        if (!t.mcpServers.has([wid, name])) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+        t.mcpServers.remove([wid, name]);
+        ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
+      });
+    },
+
+    /** Every upstream's allowed tools under their exposed names; an unreachable upstream is left out. */
+    async tools(wid: string): Promise<UpstreamTool[]> {
+      const out: UpstreamTool[] = [];
+      for (const server of this.list(wid)) {
+        let client: Client | undefined;
+        try {
+          client = await open(server);
+          const { tools } = await client.listTools();
+          for (const tool of tools) if (allowed(server, tool.name)) out.push({ ...tool, name: exposed(server, tool.name) } as UpstreamTool);
+        } catch {
+          // An upstream that does not answer only hides its own tools.
+        } finally {
+          await client?.close().catch(() => {});
+        }
+      }
+      return out;
+    },
+
+    /** The upstream server and tool behind an exposed name, or undefined. */
+    async resolve(wid: string, name: string): Promise<{ server: McpServerRecord; tool: string } | undefined> {
+      for (const server of this.list(wid)) {
+        if (!server.unprefixed && name.startsWith(`${server.name}__`)) {
+          const tool = name.slice(server.name.length + 2);
+          return allowed(server, tool) ? { server, tool } : undefined;
+        }
+      }
+      for (const server of this.list(wid).filter((s) => s.unprefixed)) {
+        if (allowed(server, name) && (await this.tools(wid)).some((x) => x.name === name)) return { server, tool: name };
+      }
+      return undefined;
+    },
+
+    /**
+     * A proxied call: refused when the agent is stopped (thrown, for a JSON-RPC error), gated as
+     * an action, then forwarded. `forward` lets the caller relay the upstream's notifications.
+     */
+    async call(who: { workspaceId: string; agentId: string }, target: { server: McpServerRecord; tool: string }, args: Record<string, unknown> | undefined): Promise<ToolResult> {
+      refuseIfStopped(who);
+      const { action } = await gate.authorize(who, {
+        type: `mcp.${target.server.name}.${segment(target.tool)}`,
+        summary: `MCP tool ${target.tool} on ${target.server.name}`,
+        target: { domain: new URL(target.server.url).hostname },
+      });
+      if (action.decision !== 'allow') {
+        const text = action.decision === 'review'
+          ? `Waiting for a person: approval ${action.approvalId} (action ${action.id}). Call get_action with that id; once allowed, call the tool again.`
+          : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
+        return { isError: true, content: [{ type: 'text', text }], structuredContent: { action: action as unknown as Record<string, unknown> } };
+      }
+      const client = await open(target.server);
+      try {
+        return await client.callTool({ name: target.tool, arguments: args ?? {} }) as ToolResult;
+      } finally {
+        await client.close().catch(() => {});
+      }
+    },
+  };
+}
+
+export type McpProxy = ReturnType<typeof createMcpProxy>;

@@ -1,0 +1,55 @@
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * An upstream MCP server for the proxy's tests: outside the product, so a real HTTP server on
+ * 127.0.0.1 built with the SDK. Tools `echo` and `add` (and `secret_tool`, to test allow-lists);
+ * it requires `Authorization: Bearer <secret>` when given one, and counts the tool calls it runs.
+ */
+export interface McpUpstream {
+  url: string;
+  calls: Array<{ name: string; args: unknown }>;
+  close(): Promise<void>;
+}
+
+const TOOLS = [
+  { name: 'echo', description: 'Says the text back.', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+  { name: 'add', description: 'Adds two numbers.', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } },
+  { name: 'secret_tool', description: 'Not for everyone.', inputSchema: { type: 'object', properties: {} } },
+];
+
+export async function startMcpUpstream(options: { secret?: string } = {}): Promise<McpUpstream> {
+  const calls: McpUpstream['calls'] = [];
+  const http: HttpServer = createServer(async (req, res) => {
+    if (options.secret && req.headers.authorization !== `Bearer ${options.secret}`) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+    const server = new Server({ name: 'fixture-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS as never }));
+    server.setRequestHandler(CallToolRequestSchema, async (r) => {
+      calls.push({ name: r.params.name, args: r.params.arguments });
+      const args = (r.params.arguments ?? {}) as Record<string, unknown>;
+      if (r.params.name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
+      if (r.params.name === 'add') return { content: [{ type: 'text', text: String(Number(args.a) + Number(args.b)) }] };
+      return { content: [{ type: 'text', text: 'the secret' }] };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport as never);
+    res.on('close', () => { void transport.close(); void server.close(); });
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    close: () => new Promise<void>((resolve) => { http.closeAllConnections(); http.close(() => resolve()); }),
+  };
+}
