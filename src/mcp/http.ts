@@ -55,20 +55,29 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
       checkHost(request);
       const c = caller(request, 'agent');
       const who = { workspaceId: c.workspaceId, agentId: c.agent.id };
-      const mcp = new Server({ name: 'svc', version }, { capabilities: { tools: {} } });
+      const mcp = new Server({ name: 'svc', version }, { capabilities: { tools: {}, logging: {} } });
       mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...GATE_TOOLS, ...await proxy.tools(who.workspaceId)] as never }));
-      mcp.setRequestHandler(CallToolRequestSchema, async (req) => {
+      mcp.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
         if (GATE_TOOL_NAMES.has(req.params.name)) return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
         const target = await proxy.resolve(who.workspaceId, req.params.name);
         if (!target) throw rpcError(new AppError('not_found', { message: `No tool ${req.params.name} here.`, fix: 'Call a tool that tools/list names.' }));
+        const token = req.params._meta?.progressToken;
         try {
-          return await proxy.call(who, target, req.params.arguments) as never;
+          return await proxy.call(who, target, req.params.arguments, {
+            signal: extra.signal,
+            log: (params) => { void extra.sendNotification({ method: 'notifications/message', params } as never); },
+            ...(token !== undefined ? { progress: (p: { progress: number; total?: number; message?: string }) => { void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } } as never); } } : {}),
+          }) as never;
         } catch (err) {
           if (err instanceof AppError && err.status < 500) throw rpcError(err);
           throw err;
         }
       });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      // A proxied tool call answers as a stream, so that the upstream's progress and log messages
+      // reach the caller while it runs; everything else answers plain JSON.
+      const body = request.payload as { method?: string; params?: { name?: string } } | null;
+      const streamed = body?.method === 'tools/call' && typeof body.params?.name === 'string' && !GATE_TOOL_NAMES.has(body.params.name);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
       await mcp.connect(transport as never);
       request.raw.res.once('close', () => {
         void transport.close();

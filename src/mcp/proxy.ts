@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LoggingMessageNotificationSchema, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
@@ -21,6 +22,8 @@ import type { ToolResult } from './tools.js';
  *   (errors included) is returned as it came; denied or waiting for a person, it is a tool result
  *   with `isError: true` saying so, and the upstream never sees it.
  * - Upstreams are reached per request (the transport is stateless), with the SDK's client.
+ * - While a proxied call runs, the upstream's progress and log messages are relayed to the
+ *   caller as they come (the caller's progress token is kept; the upstream sees one of its own).
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -134,7 +137,12 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
      * A proxied call: refused when the agent is stopped (thrown, for a JSON-RPC error), gated as
      * an action, then forwarded. `forward` lets the caller relay the upstream's notifications.
      */
-    async call(who: { workspaceId: string; agentId: string }, target: { server: McpServerRecord; tool: string }, args: Record<string, unknown> | undefined): Promise<ToolResult> {
+    async call(
+      who: { workspaceId: string; agentId: string },
+      target: { server: McpServerRecord; tool: string },
+      args: Record<string, unknown> | undefined,
+      relay: { progress?: (p: Progress) => void; log?: (params: LoggingMessageNotification['params']) => void; signal?: AbortSignal } = {},
+    ): Promise<ToolResult> {
       refuseIfStopped(who);
       const { action } = await gate.authorize(who, {
         type: `mcp.${target.server.name}.${segment(target.tool)}`,
@@ -148,8 +156,12 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
         return { isError: true, content: [{ type: 'text', text }], structuredContent: { action: action as unknown as Record<string, unknown> } };
       }
       const client = await open(target.server);
+      if (relay.log) client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => relay.log!(n.params));
       try {
-        return await client.callTool({ name: target.tool, arguments: args ?? {} }) as ToolResult;
+        return await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
+          ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
+          ...(relay.signal ? { signal: relay.signal } : {}),
+        }) as ToolResult;
       } finally {
         await client.close().catch(() => {});
       }

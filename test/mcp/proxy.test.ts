@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
@@ -59,6 +59,21 @@ test.serial('a call the mandate allows is forwarded with the upstream\'s secret,
   t.deepEqual(upstream.calls.at(-1), { name: 'add', args: { a: 2, b: 40 } });
   const records = await owner.ledger();
   t.true(records.some((r) => r.kind === 'action.allowed' && r.data.type === 'mcp.files.add' && r.actor === `agent:${bot.agentId}`));
+  await client.close();
+});
+
+test.serial('the upstream\'s progress and log messages are relayed while a proxied call runs', async (t) => {
+  expectStatus(await owner.send('PUT', `/agents/${bot.agentId}/mandate`, { rules: [{ actions: ['mcp.files.echo', 'mcp.files.add', 'mcp.files.slow'], domains: ['*'] }], confirmBroaden: true }), 200, 'mandate');
+  expectStatus(await owner.send('DELETE', '/mcp-servers/files'), 200, 'remove');
+  expectStatus(await owner.send('POST', '/mcp-servers', { name: 'files', url: upstream.url, secret: 'upstream-secret-1', allowTools: ['echo', 'add', 'slow'] }), 201, 'upstream');
+  const client = await connect(bot.key);
+  const logs: unknown[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
+  const progress: Array<{ progress: number; total?: number }> = [];
+  const res = await client.callTool({ name: 'files__slow', arguments: {} }, undefined, { onprogress: (p) => { progress.push(p); } });
+  t.deepEqual(res.content, [{ type: 'text', text: 'done' }]);
+  t.deepEqual(progress.map((p) => [p.progress, p.total]), [[1, 3], [2, 3], [3, 3]]);
+  t.deepEqual(logs, [{ level: 'info', logger: 'fixture', data: 'working' }]);
   await client.close();
 });
 
