@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
 import { SseReader } from './sse.js';
-import { anthropicToOpenaiRequest, openaiToAnthropicRequest } from './translate/requests.js';
+import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
 import { anthropicToOpenaiResponse, anthropicUsage, openaiToAnthropicResponse, openaiUsage, type Usage } from './translate/responses.js';
 import { anthropicPassThrough, anthropicToOpenaiStream, openaiPassThrough, openaiToAnthropicStream, type StreamTranslator } from './translate/streams.js';
 
@@ -55,6 +55,8 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
       body = { ...a.body, model: upstreamModel };
       // Always ask for usage: the call is accounted from the vendor's own counts.
       if (a.stream) body.stream_options = { ...(a.body.stream_options ?? {}), include_usage: true };
+      // A bound on the answer, so that the budget's reservation bounds the call's cost.
+      if (body.max_tokens == null && body.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
     } else {
       body = anthropicToOpenaiRequest(a.body, upstreamModel);
     }
@@ -116,12 +118,17 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
     const upstreamMs = performance.now() - started;
     const body = parseJson(text);
     if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
-    if (a.provider.kind === 'openai') {
-      const usage = openaiUsage(body.usage);
-      return { kind: 'json', usage, upstreamMs, body: a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel) };
+    try {
+      if (a.provider.kind === 'openai') {
+        const usage = openaiUsage(body.usage);
+        return { kind: 'json', usage, upstreamMs, body: a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel) };
+      }
+      const usage = anthropicUsage(body.usage);
+      return { kind: 'json', usage, upstreamMs, body: a.shape === 'anthropic' ? { ...body, model: a.clientModel } : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds) };
+    } catch {
+      // An answer in a shape the translation cannot read is the upstream's failure, not ours.
+      return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
     }
-    const usage = anthropicUsage(body.usage);
-    return { kind: 'json', usage, upstreamMs, body: a.shape === 'anthropic' ? { ...body, model: a.clientModel } : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds) };
   }
   return commitStream(answer, a, id, started);
 }
@@ -137,10 +144,20 @@ function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: n
     let settle!: (v: { usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }) => void;
     const done = new Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>((r) => { settle = r; });
     const onData = (chunk: string) => {
+      try {
+        forward(chunk);
+      } catch (err) {
+        // Upstream bytes the translator cannot read: the stream is cut, never the process.
+        body.destroy(err as Error);
+      }
+    };
+    const forward = (chunk: string) => {
       const events = reader.push(chunk);
       if (events.length === 0) return;
       if (!out) {
         out = new PassThrough();
+        // Errors reach the client through hapi once it pipes this; until then they must not throw.
+        out.on('error', () => {});
         // The client went away: stop reading the upstream (undici closes the connection).
         out.on('close', () => {
           if (!tr.finished) {

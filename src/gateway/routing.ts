@@ -45,6 +45,9 @@ function blockers(m: GatewayModel, profile: PolicyProfile | null, objective: Obj
   return out;
 }
 
+/** What a key's policy profile would need to admit this model (empty: it is admitted). */
+export const profileBlockers = (m: GatewayModel, profile: PolicyProfile | null, home: GatewaySettings['home']): string[] => blockers(m, profile, 'balanced', home);
+
 export function eligibleModels(input: {
   models: readonly GatewayModel[];
   taskClass: string;

@@ -7,6 +7,8 @@ export { budgetSchema, type BudgetInput } from './budgets.js';
  * vendor feature the gateway does not know of.
  */
 const parts = Joi.array().items(Joi.object().unknown(true)).max(10_000);
+// Read by the translation between shapes: arrays of objects, or absent.
+const objects = (max: number) => Joi.array().items(Joi.object().unknown(true)).max(max);
 const maxTokens = Joi.number().strict().integer().min(1).max(10_000_000);
 
 export const chatCompletionsSchema = Joi.object({
@@ -14,7 +16,9 @@ export const chatCompletionsSchema = Joi.object({
   messages: Joi.array().items(Joi.object({
     role: Joi.string().valid('system', 'developer', 'user', 'assistant', 'tool').required(),
     content: Joi.alternatives(Joi.string().allow(''), parts).allow(null),
+    tool_calls: objects(1000).allow(null),
   }).unknown(true)).min(1).max(10_000).required(),
+  tools: objects(1000).allow(null),
   stream: Joi.boolean().strict(),
   stream_options: Joi.object({ include_usage: Joi.boolean().strict() }).unknown(true).allow(null),
   max_tokens: maxTokens.allow(null),
@@ -30,4 +34,5 @@ export const messagesSchema = Joi.object({
   }).unknown(true)).min(1).max(10_000).required(),
   system: Joi.alternatives(Joi.string().allow(''), parts),
   stream: Joi.boolean().strict(),
+  tools: objects(1000),
 }).unknown(true);

@@ -11,7 +11,7 @@ import type { Ledger } from '../ledger/service.js';
 import type { Budgets, Reservation } from './budgets.js';
 import type { CallLog } from './calls.js';
 import { attempt, type Shape } from './forward.js';
-import { eligibleModels } from './routing.js';
+import { eligibleModels, profileBlockers } from './routing.js';
 import { promptText, screen } from './screen.js';
 import { checkOversight, classify, readSteering } from './steering.js';
 import { DEFAULT_MAX_TOKENS } from './translate/requests.js';
@@ -188,6 +188,15 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
         if (!asked) {
           throw new AppError('invalid_request', { message: `Model ${requested ?? '(none)'} is not in this deployment's catalogue.`, fix: 'Name a model that GET /v1/models lists.', details: { errors: [{ field: 'model', message: 'names no model of the catalogue' }] } });
         }
+        // Shadow mode observes routing, not the key's policy: a profile's models, providers and
+        // jurisdictions still bind.
+        const relax = profileBlockers(asked, profile, settings.home);
+        if (relax.length > 0) {
+          throw new AppError('policy_conflict', {
+            message: `The key's policy profile ${profile!.id} does not admit ${asked.id}.`,
+            details: { taskClass, relaxations: [{ model: asked.id, provider: asked.provider, jurisdiction: asked.jurisdiction, priceMicrosPerMTokIn: asked.priceMicrosPerMTokIn, priceMicrosPerMTokOut: asked.priceMicrosPerMTokOut, relax, signOff: profile!.signOff }] },
+          });
+        }
         candidates = [asked];
       }
 
@@ -284,7 +293,9 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
           const overhead = Math.max(0, Math.round((performance.now() - req.startedAt - result.upstreamFirstByteMs) * 1000));
           headers['x-svc-overhead-micros'] = String(overhead);
           void result.done.then(({ usage, outcome }) => {
-            const cost = costOf(model, usage);
+            // A stream that did not finish (cut, or the client left) may never have reported its
+            // usage: it is charged at least what was reserved for it, never nothing.
+            const cost = outcome === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimateOf(model, promptChars, maxTokens));
             reservation?.settle(cost);
             record({ model: model.id, provider: provider.id, attemptedModels: attempted, inputTokens: usage?.input ?? 0, outputTokens: usage?.output ?? 0, costMicros: cost, overheadMicros: overhead, outcome, latencyMs: Math.round(performance.now() - req.startedAt) });
           });

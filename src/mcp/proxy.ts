@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LoggingMessageNotificationSchema, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingMessageNotificationSchema, McpError, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
@@ -33,6 +33,20 @@ export interface UpstreamTool {
   description?: string;
   inputSchema: Record<string, unknown>;
   [extra: string]: unknown;
+}
+
+/**
+ * An upstream address the proxy may call: https, or http on the loopback interface only (a
+ * secret never crosses a network in clear); no credentials in the address itself (they would be
+ * stored, recorded and shown in clear; the secret field is sealed).
+ */
+function urlProblem(raw: string): string | null {
+  const url = new URL(raw);
+  if (url.username || url.password) return 'put credentials in the secret field, not in the URL';
+  if (url.search !== '') return 'the URL may not carry a query (credentials belong in the secret field)';
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) return 'the URL must be https (http only on the loopback interface)';
+  return null;
 }
 
 /** A tool name as one segment of an action type (letters, digits, _ and -). */
@@ -72,6 +86,8 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
 
     async add(wid: string, input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean }, actor: string): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean }> {
       if (!NAME.test(input.name)) throw new AppError('invalid_request', { details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] } });
+      const problem = urlProblem(input.url);
+      if (problem) throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: problem }] } });
       const record: McpServerRecord = {
         name: input.name, workspaceId: wid, url: input.url,
         secretSealed: input.secret ? sealText(masterKey, SEAL_PURPOSE, `${wid}/${input.name}`, input.secret) : null,
@@ -155,15 +171,21 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
           : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
         return { isError: true, content: [{ type: 'text', text }], structuredContent: { action: action as unknown as Record<string, unknown> } };
       }
-      const client = await open(target.server);
-      if (relay.log) client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => relay.log!(n.params));
+      let client: Client | undefined;
       try {
+        client = await open(target.server);
+        if (relay.log) client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => relay.log!(n.params));
         return await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
           ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
           ...(relay.signal ? { signal: relay.signal } : {}),
         }) as ToolResult;
+      } catch (err) {
+        // The upstream's own JSON-RPC errors pass through as it sent them; a transport failure
+        // is named without its text, which may hold what an internal service answered.
+        if (err instanceof McpError) throw err;
+        throw new McpError(-32003, `The upstream MCP server ${target.server.name} could not be reached or did not answer.`, { type: 'upstream_failure' });
       } finally {
-        await client.close().catch(() => {});
+        await client?.close().catch(() => {});
       }
     },
   };

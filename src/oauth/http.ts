@@ -16,11 +16,11 @@ import { SCOPE, type AuthorizeRequest, type OAuth } from './service.js';
  * Rules:
  * - Registration, token and revocation answer errors as `{ error, error_description }` with
  *   Cache-Control: no-store (the pipeline's 'oauth' envelope); token answers are no-store too.
- * - /oauth/authorize: a bad client or redirect URI is an error page (never a redirect); other
- *   problems go back to the application with `error`, `state` and `iss`; without a session the
- *   person signs in first and comes back; with one, the consent page.
+ * - /oauth/authorize: a bad client or redirect URI is an error page (never a redirect); without
+ *   a session the person signs in first and comes back; then other problems go back to the
+ *   application with `error`, `state` and `iss`, and a good request shows the consent page.
  * - The consent form carries the request signed with a key of this deployment and bound to the
- *   signed-in person, valid CODE_TTL; the session cookie is SameSite=Lax (no cross-site post
+ *   signed-in person, valid CONSENT_TTL_MS; the session cookie is SameSite=Lax (no cross-site post
  *   carries it) and the post must come from this origin.
  */
 const CONSENT_TTL_MS = 10 * 60_000;
@@ -88,6 +88,9 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
           const q = request.query as Record<string, string | undefined>;
           const target = oauth.clientAndRedirect(q.client_id, q.redirect_uri);
           if ('problem' in target) return h.response(errorPage(target.problem)).code(400).type('text/html; charset=utf-8').header('content-security-policy', ERROR_PAGE_POLICY);
+          // Only a signed-in person is ever sent back to the application, errors included: a
+          // stranger cannot use this route to bounce anyone to a registered address.
+          if (!request.auth.isAuthenticated) return h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
           const state = q.state ?? null;
           const fail = (error: string, description: string) => backTo(h, target.redirectUri, { error, error_description: description, state });
           if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
@@ -95,7 +98,6 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
           if (q.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
           if (q.resource !== undefined && q.resource !== oauth.resourceUrl()) return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
           if (q.scope !== undefined && q.scope.split(' ').some((s) => s !== '' && s !== SCOPE)) return fail('invalid_scope', `the only scope is ${SCOPE}`);
-          if (!request.auth.isAuthenticated) return h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
           const user = caller(request, 'session').user;
           const req: AuthorizeRequest = { clientId: target.client.clientId, redirectUri: target.redirectUri, challenge: q.code_challenge, state, resource: oauth.resourceUrl() };
           const html = consentPage({

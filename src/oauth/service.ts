@@ -217,6 +217,13 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       const code = ids.secret('aat').replace(/^aat_/, 'code_');
       await store.write(() => {
         const now = clock.now();
+        // Checked again inside the write: a freeze, removal or departure committed a moment
+        // earlier must not leave a connection alive that it would have ended.
+        const role = t.userWorkspaces.get([userId, choice.workspaceId]);
+        const live = t.agents.get([choice.workspaceId, agentId]);
+        if (!role || !live || live.removedAt || standingOf(live, t.stopAll.get(choice.workspaceId)).stopped || (role === 'member' && live.actsFor !== userId)) {
+          throw invalidField('agent', 'you may no longer connect that agent (it was stopped or removed, or you left the workspace)');
+        }
         const connection: OAuthConnectionRecord = {
           id: ids.id('cnx'), workspaceId: choice.workspaceId, clientId: client.clientId, clientName: client.clientName,
           agentId, userId, createdAt: isoAt(now), endedAt: null, endedWhy: null,

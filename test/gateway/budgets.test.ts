@@ -115,3 +115,18 @@ test.serial('a fallback is charged at the price of the model that served it', as
   t.is(res.headers['x-svc-cost-micros'], '27');
   t.is(await spendOf(made.body.id), 27);
 });
+
+test.serial('a stream cut before the vendor reported usage is charged what was reserved, never nothing', async (t) => {
+  const key = await gw.key({ defaultTaskClass: 'general', team: 'cut', policyProfile: 'pricey-only' });
+  const made = await budget({ scope: { kind: 'team', id: 'cut' }, amountMicros: 1_000_000, period: 'day' });
+  vendor.fault('pricey-1', { kind: 'cut', afterChunks: 2 });
+  const stream = await gw.openai(key).chat.completions.create({ model: 'pricey', messages: user('one two three four five six'), max_tokens: 10, stream: true });
+  await t.throwsAsync(async () => { for await (const _ of stream) { /* read until the cut */ } });
+  // Reserved: 7 prompt tokens (27 characters) and 10 output tokens at 100 micro-dollars each.
+  let spent = 0;
+  for (let i = 0; i < 50 && spent === 0; i += 1) {
+    await new Promise((r) => setTimeout(r, 20));
+    spent = await spendOf(made.body.id);
+  }
+  t.is(spent, 1700);
+});

@@ -102,6 +102,10 @@ test.serial('shadow (by policy profile): the requested model serves, and the rou
   t.is(res.headers['x-svc-routed-to'], undefined);
   t.is(vendor.calls.at(-1)!.model, 'large-2026');
   assertError(t, await chat(watching, {}, { model: 'no-such-model' }), 400, 'invalid_request');
+  // Shadow observes routing, not the policy: a profile's jurisdictions still bind.
+  const eu = await chat(await gw.key({ policyProfile: 'watching-eu' }), {}, { model: 'small' });
+  assertError(t, eu, 409, 'policy_conflict');
+  t.like(eu.body.error.relaxations[0], { model: 'small', relax: ['allow domicile US in policy profile watching-eu'], signOff: 'the data protection officer' });
 });
 
 test.serial('high-risk task classes need x-svc-human-oversight: acknowledged', async (t) => {
@@ -139,6 +143,12 @@ test.serial('sessions and tasks: a session is issued or echoed; a task id groups
 
 test.serial('a malformed body is 400 in the shape of its route, and nothing is sent', async (t) => {
   const before = vendor.count();
+  const eu = await gw.key({ defaultTaskClass: 'general', policyProfile: 'eu-only' });
+  // Shapes the translation between vendors reads are checked first: never a 500.
+  assertError(t, await chat(eu, {}, { model: 'claude-eu', messages: [{ role: 'assistant', content: 'x', tool_calls: 5 }, ...user('hi')] }), 400, 'invalid_request');
+  assertError(t, await chat(eu, {}, { model: 'claude-eu', tools: [null] }), 400, 'invalid_request');
+  const anthTools = await call(gw.server.url, 'POST', '/v1/messages', { headers: bearer(general), json: { model: 'small', max_tokens: 5, messages: user('x'), tools: [null] } });
+  t.like(anthTools.body, { type: 'error', error: { type: 'invalid_request' } });
   const res = await call(gw.server.url, 'POST', '/v1/chat/completions', { headers: bearer(general), json: { model: 'small', messages: [] } });
   assertError(t, res, 400, 'invalid_request');
   const anth = await call(gw.server.url, 'POST', '/v1/messages', { headers: bearer(general), json: { model: 'small', messages: user('x') } });

@@ -20,6 +20,7 @@ export const PROFILES = [
   { id: 'us-only', domiciles: ['US'] },
   { id: 'jp-only', domiciles: ['JP'], signOff: 'the CISO' },
   { id: 'watching', enforcement: 'shadow' },
+  { id: 'watching-eu', enforcement: 'shadow', domiciles: ['EU'], signOff: 'the data protection officer' },
 ];
 
 export function gatewayConfig(vendor: MockVendor, gateway: Record<string, unknown> = {}): unknown {

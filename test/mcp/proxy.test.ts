@@ -106,6 +106,11 @@ test.serial('a stopped agent\'s proxied call is a JSON-RPC error with the fix, a
 
 test.serial('only owners and admins manage upstream servers; names are checked; removal takes the tools away', async (t) => {
   assertError(t, await owner.send('POST', '/mcp-servers', { name: 'bad name!', url: upstream.url }), 400, 'invalid_request');
+  for (const url of ['http://tools.example/mcp', 'https://user:pass@tools.example/mcp', 'https://tools.example/mcp?api_key=x']) {
+    const res = await owner.send('POST', '/mcp-servers', { name: 'elsewhere', url });
+    assertError(t, res, 400, 'invalid_request');
+    t.like(res.body.error.errors[0], { field: 'url' });
+  }
   assertError(t, await owner.send('POST', '/mcp-servers', { name: 'files', url: upstream.url }), 400, 'invalid_request');
   expectStatus(await owner.send('DELETE', '/mcp-servers/files'), 200, 'remove');
   const client = await connect(bot.key);

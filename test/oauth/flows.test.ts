@@ -156,6 +156,10 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
   const signedOut = await fetch(other.url, { redirect: 'manual' });
   t.is(signedOut.status, 302);
   t.true(signedOut.headers.get('location')!.startsWith('/login?next=%2Foauth%2Fauthorize%3F'), 'sign in first, then back');
+  // Nobody is bounced to the application's address without signing in, not even with an error.
+  const bounce = new URL(other.url);
+  bounce.searchParams.set('response_type', 'token');
+  t.true((await fetch(bounce, { redirect: 'manual' })).headers.get('location')!.startsWith('/login?next='));
 
   const denied = await consent(server, (await authorizeUrl(as, server, client, 'https://app.example/cb')).url, cookie, 'deny');
   t.is(new URL(denied.location).searchParams.get('error'), 'access_denied');

@@ -69,7 +69,7 @@ export function openaiToAnthropicRequest(body: Json, model: string): Json {
     else if (m.role === 'user') pushTurn(messages, 'user', toAnthropicBlocks(m.content));
     else if (m.role === 'assistant') {
       const blocks = toAnthropicBlocks(m.content);
-      for (const call of (m.tool_calls ?? []) as Json[]) {
+      for (const call of (Array.isArray(m.tool_calls) ? m.tool_calls : []) as Json[]) {
         blocks.push({ type: 'tool_use', id: call.id, name: call.function?.name, input: safeJson(call.function?.arguments) });
       }
       pushTurn(messages, 'assistant', blocks);

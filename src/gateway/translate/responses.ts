@@ -38,7 +38,7 @@ export const toAnthropicStop = (finish: unknown): string | null => {
 };
 
 export function anthropicToOpenaiResponse(message: Json, model: string, nowSeconds: number): Json {
-  const blocks = (message.content ?? []) as Json[];
+  const blocks = (Array.isArray(message.content) ? message.content : []) as Json[];
   const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
   const calls = blocks.filter((b) => b.type === 'tool_use')
     .map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
@@ -68,7 +68,7 @@ export function openaiToAnthropicResponse(completion: Json, model: string): Json
   const content: Json[] = [];
   const text = choice.message?.content;
   if (typeof text === 'string' && text !== '') content.push({ type: 'text', text });
-  for (const call of (choice.message?.tool_calls ?? []) as Json[]) {
+  for (const call of (Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : []) as Json[]) {
     content.push({ type: 'tool_use', id: call.id, name: call.function?.name, input: safeJson(call.function?.arguments) });
   }
   const usage = openaiUsage(completion.usage) ?? { input: 0, output: 0 };

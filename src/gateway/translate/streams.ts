@@ -182,7 +182,8 @@ export function openaiToAnthropicStream(opts: { clientModel: string; id: string 
         }
         out += sseEvent('content_block_delta', { type: 'content_block_delta', index: open.index, delta: { type: 'text_delta', text: delta.content } });
       }
-      for (const call of (delta.tool_calls ?? []) as Json[]) {
+      for (const call of (Array.isArray(delta.tool_calls) ? delta.tool_calls : []) as Json[]) {
+        if (!call || typeof call !== 'object') continue;
         if (call.id !== undefined || open?.kind !== 'tool' || open.toolIndex !== call.index) {
           out += close();
           open = { index: blocks++, kind: 'tool', toolIndex: call.index };
