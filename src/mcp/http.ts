@@ -73,10 +73,11 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
           throw err;
         }
       });
-      // A proxied tool call answers as a stream, so that the upstream's progress and log messages
-      // reach the caller while it runs; everything else answers plain JSON.
-      const body = request.payload as { method?: string; params?: { name?: string } } | null;
-      const streamed = body?.method === 'tools/call' && typeof body.params?.name === 'string' && !GATE_TOOL_NAMES.has(body.params.name);
+      // A proxied tool call that asks for progress answers as a stream, so that the upstream's
+      // progress and log messages reach the caller while it runs; everything else answers JSON.
+      const body = request.payload as { method?: string; params?: { name?: string; _meta?: { progressToken?: unknown } } } | null;
+      const streamed = body?.method === 'tools/call' && typeof body.params?.name === 'string' && !GATE_TOOL_NAMES.has(body.params.name)
+        && body.params._meta?.progressToken !== undefined;
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
       await mcp.connect(transport as never);
       request.raw.res.once('close', () => {

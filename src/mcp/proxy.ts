@@ -21,9 +21,10 @@ import type { ToolResult } from './tools.js';
  *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
  *   (errors included) is returned as it came; denied or waiting for a person, it is a tool result
  *   with `isError: true` saying so, and the upstream never sees it.
- * - Upstreams are reached per request (the transport is stateless), with the SDK's client.
- * - While a proxied call runs, the upstream's progress and log messages are relayed to the
- *   caller as they come (the caller's progress token is kept; the upstream sees one of its own).
+ * - Upstreams are reached with the SDK's client: one connected client per upstream, shared by
+ *   calls; a call that asks for progress gets a client of its own, and while it runs the
+ *   upstream's progress and log messages are relayed to the caller as they come (the caller's
+ *   progress token is kept; the upstream sees one of its own).
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -61,6 +62,28 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     const client = new Client({ name: 'svc-proxy', version: deps.version });
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}));
     return client;
+  };
+
+  // One connected client per upstream server, shared by calls that need no relay (the upstream
+  // transport takes concurrent requests): a call then costs the upstream one request, not an
+  // initialize handshake as well. A client that fails is dropped and made again next time.
+  const pool = new Map<string, Promise<Client>>();
+  const poolKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const pooled = (server: McpServerRecord): Promise<Client> => {
+    const key = poolKey(server);
+    let client = pool.get(key);
+    if (!client) {
+      client = open(server);
+      pool.set(key, client);
+      client.catch(() => pool.delete(key));
+    }
+    return client;
+  };
+  const drop = async (server: McpServerRecord): Promise<void> => {
+    const key = poolKey(server);
+    const client = pool.get(key);
+    pool.delete(key);
+    await client?.then((c) => c.close()).catch(() => {});
   };
 
   const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
@@ -110,6 +133,8 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     },
 
     async remove(wid: string, name: string, actor: string): Promise<void> {
+      const existing = t.mcpServers.get([wid, name]);
+      if (existing) await drop(existing);
       await store.write(() => {
         if (!t.mcpServers.has([wid, name])) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
         t.mcpServers.remove([wid, name]);
@@ -121,15 +146,12 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     async tools(wid: string): Promise<UpstreamTool[]> {
       const out: UpstreamTool[] = [];
       for (const server of this.list(wid)) {
-        let client: Client | undefined;
         try {
-          client = await open(server);
-          const { tools } = await client.listTools();
+          const { tools } = await (await pooled(server)).listTools();
           for (const tool of tools) if (allowed(server, tool.name)) out.push({ ...tool, name: exposed(server, tool.name) } as UpstreamTool);
         } catch {
-          // An upstream that does not answer only hides its own tools.
-        } finally {
-          await client?.close().catch(() => {});
+          // An upstream that does not answer only hides its own tools (and is reconnected next time).
+          await drop(server);
         }
       }
       return out;
@@ -171,21 +193,25 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
           : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
         return { isError: true, content: [{ type: 'text', text }], structuredContent: { action: action as unknown as Record<string, unknown> } };
       }
+      // A caller that asked for progress gets a client of its own, whose notifications (progress
+      // and log messages) are all this call's; others share the pooled client.
+      const own = relay.progress !== undefined;
       let client: Client | undefined;
       try {
-        client = await open(target.server);
-        if (relay.log) client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => relay.log!(n.params));
+        client = own ? await open(target.server) : await pooled(target.server);
+        if (own && relay.log) client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => relay.log!(n.params));
         return await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
-          ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
+          ...(own ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
           ...(relay.signal ? { signal: relay.signal } : {}),
         }) as ToolResult;
       } catch (err) {
         // The upstream's own JSON-RPC errors pass through as it sent them; a transport failure
         // is named without its text, which may hold what an internal service answered.
         if (err instanceof McpError) throw err;
+        if (!own) await drop(target.server);
         throw new McpError(-32003, `The upstream MCP server ${target.server.name} could not be reached or did not answer.`, { type: 'upstream_failure' });
       } finally {
-        await client?.close().catch(() => {});
+        if (own) await client?.close().catch(() => {});
       }
     },
   };

@@ -12,7 +12,8 @@
  *   (registration, consent, code exchange); then each connection's chain of refresh grants,
  *   sequential (each grant spends the refresh token the one before it returned), all chains at
  *   once. Every grant must answer 200 with a new refresh token; a chain whose grant failed stops,
- *   since reusing a spent token would end its connection. Beside it, POST /bare/echo answering
+ *   since reusing a spent token would end its connection (but for load shedding, which refuses
+ *   before any handler runs: counted as failed, and the chain goes on with its unspent token). Beside it, POST /bare/echo answering
  *   a form of the same size with a JSON answer of the grant's size. Afterwards every chain's last
  *   access token must work at /mcp, and no connection may have ended.
  * - tools/call: the same JSON-RPC request (`files__echo` at /mcp with the agent's key; `echo`
@@ -74,6 +75,16 @@ function grantProblem(c: Connection, answer: Answer): string | undefined {
   return undefined;
 }
 
+/** A 503 `overloaded`: the server shed the request before routing it. */
+function shed(answer: Answer): boolean {
+  if ('error' in answer || answer.status !== 503) return false;
+  try {
+    return JSON.parse(answer.text).error?.type === 'overloaded';
+  } catch {
+    return false;
+  }
+}
+
 /** A connection's chain of refresh grants: each spends the refresh token the one before returned. */
 function chainLane(c: Connection): Lane {
   const lane: Lane = {
@@ -81,8 +92,10 @@ function chainLane(c: Connection): Lane {
     next: () => refreshForm(c),
     judge(answer) {
       const why = grantProblem(c, answer);
-      // Whether a failed grant spent the token is unknown: sending it again could end the connection.
-      if (why !== undefined) lane.stopped = true;
+      // Whether a failed grant spent the token is unknown: sending it again could end the
+      // connection. Except load shedding: hapi refuses at dispatch, before any handler runs, so
+      // the token is unspent and the chain goes on with it (the refusal still counts as failed).
+      if (why !== undefined && !shed(answer)) lane.stopped = true;
       return why;
     },
   };
