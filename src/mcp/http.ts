@@ -42,7 +42,14 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
 
     const checkHost = (request: Request): void => {
       const own = new URL(baseUrl());
-      if (request.headers.host !== own.host) {
+      // Compared as URLs, so that an explicit default port (example.com:443) is the same host.
+      let host: string | null = null;
+      try {
+        host = new URL(`${own.protocol}//${String(request.headers.host)}`).host;
+      } catch {
+        host = null;
+      }
+      if (host !== own.host) {
         throw new AppError('forbidden', { message: `Host ${String(request.headers.host)} is not this deployment (${own.host}).`, fix: 'Connect to the address the operator published (baseUrl).' });
       }
       const origin = request.headers.origin;

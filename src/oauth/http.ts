@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import Joi from 'joi';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
@@ -20,7 +20,7 @@ import { SCOPE, type AuthorizeRequest, type OAuth } from './service.js';
  *   a session the person signs in first and comes back; then other problems go back to the
  *   application with `error`, `state` and `iss`, and a good request shows the consent page.
  * - The consent form carries the request signed with a key of this deployment and bound to the
- *   signed-in person, valid CONSENT_TTL_MS; the session cookie is SameSite=Lax (no cross-site post
+ *   signed-in person, valid CONSENT_TTL_MS and used once (its nonce is kept); the session cookie is SameSite=Lax (no cross-site post
  *   carries it) and the post must come from this origin.
  */
 const CONSENT_TTL_MS = 10 * 60_000;
@@ -102,7 +102,7 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
           const req: AuthorizeRequest = { clientId: target.client.clientId, redirectUri: target.redirectUri, challenge: q.code_challenge, state, resource: oauth.resourceUrl() };
           const html = consentPage({
             clientName: target.client.clientName, redirectHost: new URL(target.redirectUri).host, person: user.email,
-            request: sign({ ...req, userId: user.id, exp: Date.now() + CONSENT_TTL_MS }), agents: oauth.connectable(user.id),
+            request: sign({ ...req, userId: user.id, exp: Date.now() + CONSENT_TTL_MS, nonce: randomBytes(16).toString('base64url') }), agents: oauth.connectable(user.id),
           });
           return h.response(html).type('text/html; charset=utf-8').header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin)).header('cache-control', 'no-store');
         },

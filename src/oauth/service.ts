@@ -75,6 +75,10 @@ export interface AuthorizeRequest {
   challenge: string;
   state: string | null;
   resource: string;
+  /** The consent form's own id: a form connects once. */
+  nonce?: string;
+  /** When the consent form expires (ms). */
+  exp?: number;
 }
 
 export interface TokenResponse {
@@ -223,6 +227,10 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
         const live = t.agents.get([choice.workspaceId, agentId]);
         if (!role || !live || live.removedAt || standingOf(live, t.stopAll.get(choice.workspaceId)).stopped || (role === 'member' && live.actsFor !== userId)) {
           throw invalidField('agent', 'you may no longer connect that agent (it was stopped or removed, or you left the workspace)');
+        }
+        if (req.nonce !== undefined) {
+          if (t.oauthConsentsUsed.has(req.nonce)) throw new AppError('forbidden', { message: 'This consent form was already used.', fix: 'Start the connection again from the application.' });
+          t.oauthConsentsUsed.put(req.nonce, isoAt(req.exp ?? now));
         }
         const connection: OAuthConnectionRecord = {
           id: ids.id('cnx'), workspaceId: choice.workspaceId, clientId: client.clientId, clientName: client.clientName,

@@ -163,6 +163,13 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
 
   const denied = await consent(server, (await authorizeUrl(as, server, client, 'https://app.example/cb')).url, cookie, 'deny');
   t.is(new URL(denied.location).searchParams.get('error'), 'access_denied');
+
+  // A consent form connects once: posted again, it is refused.
+  const html = await (await fetch((await authorizeUrl(as, server, client, 'https://app.example/cb')).url, { headers: { cookie } })).text();
+  const form = new URLSearchParams({ request: /name="request" value="([^"]+)"/.exec(html)![1]!, agent: /name="agent" value="([^"]+)"/.exec(html)![1]!, decision: 'allow' });
+  const post = () => fetch(`${server.url}/oauth/authorize`, { method: 'POST', body: form, headers: { cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, redirect: 'manual' });
+  t.is((await post()).status, 302);
+  t.is((await post()).status, 403);
 });
 
 test.serial('freezing the agent or removing the person ends their connections at once', async (t) => {
