@@ -28,6 +28,7 @@ import type { ToolResult } from './tools.js';
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const LIST_TIMEOUT_MS = 5_000;
 
 export interface UpstreamTool {
   name: string;
@@ -142,19 +143,21 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
       });
     },
 
-    /** Every upstream's allowed tools under their exposed names; an unreachable upstream is left out. */
+    /**
+     * Every upstream's allowed tools under their exposed names, asked of all upstreams at once; an
+     * upstream that does not answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
+     */
     async tools(wid: string): Promise<UpstreamTool[]> {
-      const out: UpstreamTool[] = [];
-      for (const server of this.list(wid)) {
+      const lists = await Promise.all(this.list(wid).map(async (server) => {
         try {
-          const { tools } = await (await pooled(server)).listTools();
-          for (const tool of tools) if (allowed(server, tool.name)) out.push({ ...tool, name: exposed(server, tool.name) } as UpstreamTool);
+          const { tools } = await (await pooled(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+          return tools.filter((tool) => allowed(server, tool.name)).map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
         } catch {
-          // An upstream that does not answer only hides its own tools (and is reconnected next time).
           await drop(server);
+          return [];
         }
-      }
-      return out;
+      }));
+      return lists.flat();
     },
 
     /** The upstream server and tool behind an exposed name, or undefined. */

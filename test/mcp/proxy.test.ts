@@ -104,6 +104,16 @@ test.serial('a stopped agent\'s proxied call is a JSON-RPC error with the fix, a
   expectStatus(await owner.send('POST', `/agents/${bot.agentId}/restart`), 200, 'restart');
 });
 
+test.serial('an upstream that does not answer hides only its own tools', async (t) => {
+  expectStatus(await owner.send('POST', '/mcp-servers', { name: 'dead', url: 'http://127.0.0.1:9/mcp' }), 201, 'dead upstream');
+  const client = await connect(bot.key);
+  const names = (await client.listTools()).tools.map((x) => x.name);
+  t.true(names.includes('files__echo'));
+  t.false(names.some((n) => n.startsWith('dead__')));
+  await client.close();
+  expectStatus(await owner.send('DELETE', '/mcp-servers/dead'), 200, 'remove dead');
+});
+
 test.serial('only owners and admins manage upstream servers; names are checked; removal takes the tools away', async (t) => {
   assertError(t, await owner.send('POST', '/mcp-servers', { name: 'bad name!', url: upstream.url }), 400, 'invalid_request');
   for (const url of ['http://tools.example/mcp', 'https://user:pass@tools.example/mcp', 'https://tools.example/mcp?api_key=x']) {
