@@ -41,7 +41,19 @@ export interface DrillReport {
 
 export const DRILL_COOLDOWN_MS = 3_600_000;
 
-export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate; gateway: Pick<Gateway, 'admitsAgent'>; mcp: { admitsAgent: Gateway['admitsAgent'] } }) {
+type Admission = { admitted: true } | { admitted: false; type: string };
+
+/** An enforcement point that checks standing first: it admitted the running agent and refuses the frozen one. */
+function standingPoint(point: 'gateway' | 'mcp', before: Admission, after: Admission, frozeAt: number, name: string, refusedText: string): DrillPoint {
+  const ms = Math.round((performance.now() - frozeAt) * 100) / 100;
+  const stopped = !after.admitted && after.type === 'agent_stopped';
+  return {
+    point, passed: before.admitted && stopped, timeToEffectMs: stopped ? ms : null,
+    detail: !before.admitted ? `the running drill agent was refused by ${name}` : stopped ? refusedText : `the frozen drill agent was let through by ${name}`,
+  };
+}
+
+export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate; gateway: Pick<Gateway, 'admitsAgent'>; mcp: Pick<Gateway, 'admitsAgent'> }) {
   const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway, mcp } = deps;
   const t = store.tables;
 
@@ -75,20 +87,10 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
           point: 'gate', passed: before.decision === 'allow' && refused, timeToEffectMs: refused ? ms : null,
           detail: before.decision !== 'allow' ? `the running drill agent was not served (${before.decision})` : refused ? 'the next action request was denied with agent_frozen' : `the frozen drill agent was answered ${after.decision}`,
         });
-        const gatewayAfter = gateway.admitsAgent(wid, agent.id);
-        const gatewayMs = Math.round((performance.now() - frozeAt) * 100) / 100;
-        const stopped = !gatewayAfter.admitted && gatewayAfter.type === 'agent_stopped';
-        points.push({
-          point: 'gateway', passed: gatewayBefore.admitted && stopped, timeToEffectMs: stopped ? gatewayMs : null,
-          detail: !gatewayBefore.admitted ? 'the running drill agent was refused by the gateway' : stopped ? 'the next model call was refused with 403 agent_stopped before anything was sent' : 'the frozen drill agent was let through by the gateway',
-        });
-        const mcpAfter = mcp.admitsAgent(wid, agent.id);
-        const mcpMs = Math.round((performance.now() - frozeAt) * 100) / 100;
-        const mcpStopped = !mcpAfter.admitted && mcpAfter.type === 'agent_stopped';
-        points.push({
-          point: 'mcp', passed: mcpBefore.admitted && mcpStopped, timeToEffectMs: mcpStopped ? mcpMs : null,
-          detail: !mcpBefore.admitted ? 'the running drill agent was refused by the MCP proxy' : mcpStopped ? 'the next proxied tool call was refused with agent_stopped before the upstream was contacted' : 'the frozen drill agent was let through by the MCP proxy',
-        });
+        points.push(
+          standingPoint('gateway', gatewayBefore, gateway.admitsAgent(wid, agent.id), frozeAt, 'the gateway', 'the next model call was refused with 403 agent_stopped before anything was sent'),
+          standingPoint('mcp', mcpBefore, mcp.admitsAgent(wid, agent.id), frozeAt, 'the MCP proxy', 'the next proxied tool call was refused with agent_stopped before the upstream was contacted'),
+        );
       } finally {
         await killSwitch.liftDrillHold(wid, agent.id, who);
         await agents.remove(wid, agent.id, who);

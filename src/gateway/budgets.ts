@@ -1,4 +1,3 @@
-import Joi from 'joi';
 import { AppError } from '../errors/app-error.js';
 import type { IdSource } from '../lib/ids.js';
 import { isoAt, type Clock } from '../lib/clock.js';
@@ -25,28 +24,7 @@ import type { CallLog } from './calls.js';
  * - Creating a budget is a ledger record.
  */
 export type Step = 'nudge' | 'downgrade' | 'approval' | 'block';
-const STEPS: readonly Step[] = ['nudge', 'downgrade', 'approval', 'block'];
 
-export const budgetSchema = Joi.object({
-  scope: Joi.object({
-    kind: Joi.string().valid('workspace', 'team', 'principal', 'key', 'agent').required(),
-    id: Joi.string().trim().min(1).max(200).required(),
-  }).required(),
-  amountMicros: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
-  period: Joi.string().valid('day', 'week', 'month').required(),
-  ladder: Joi.array().items(Joi.object({
-    at: Joi.number().strict().greater(0).max(1).required(),
-    step: Joi.string().valid(...STEPS).required(),
-  })).min(1).max(4).unique('step').default([{ at: 1, step: 'block' }])
-    .custom((ladder: Array<{ at: number; step: Step }>, helpers) => {
-      for (let i = 1; i < ladder.length; i += 1) {
-        if (ladder[i]!.at <= ladder[i - 1]!.at || STEPS.indexOf(ladder[i]!.step) <= STEPS.indexOf(ladder[i - 1]!.step)) {
-          return helpers.message({ custom: '{{#label}} must rise: each rung at a larger share than the one before, in the order nudge, downgrade, approval, block' });
-        }
-      }
-      return ladder;
-    }),
-});
 export type BudgetInput = Pick<BudgetRecord, 'scope' | 'amountMicros' | 'period' | 'ladder'>;
 
 export interface Binding {

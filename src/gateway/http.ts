@@ -13,6 +13,7 @@ import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
 import type { Shape } from './forward.js';
 import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
+import { profileBlockers } from './routing.js';
 import type { Gateway } from './service.js';
 import { usageReport } from './usage.js';
 
@@ -38,8 +39,7 @@ export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: 
       if (!key.policyProfile) return settings.models;
       const p = profiles.get(key.policyProfile);
       if (!p) return [];
-      return settings.models.filter((m) => (!p.models || p.models.includes(m.id)) && (!p.providers || p.providers.includes(m.provider))
-        && (!p.domiciles || p.domiciles.includes(m.jurisdiction.domicile)) && (!p.regions || p.regions.includes(m.jurisdiction.region)));
+      return settings.models.filter((m) => profileBlockers(m, p, settings.home).length === 0);
     };
 
     const model = (shape: Shape) => async (request: Request, h: ResponseToolkit) => {

@@ -1,5 +1,6 @@
 import Joi from 'joi';
-export { budgetSchema, type BudgetInput } from './budgets.js';
+import type { Step } from './budgets.js';
+export type { BudgetInput } from './budgets.js';
 
 /**
  * The two request shapes the gateway accepts. Only what the gateway itself reads is checked;
@@ -36,3 +37,26 @@ export const messagesSchema = Joi.object({
   stream: Joi.boolean().strict(),
   tools: objects(1000),
 }).unknown(true);
+
+/** A budget (API.md 6): 400 invalid_budget lists every field at fault. */
+const STEPS: readonly Step[] = ['nudge', 'downgrade', 'approval', 'block'];
+export const budgetSchema = Joi.object({
+  scope: Joi.object({
+    kind: Joi.string().valid('workspace', 'team', 'principal', 'key', 'agent').required(),
+    id: Joi.string().trim().min(1).max(200).required(),
+  }).required(),
+  amountMicros: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
+  period: Joi.string().valid('day', 'week', 'month').required(),
+  ladder: Joi.array().items(Joi.object({
+    at: Joi.number().strict().greater(0).max(1).required(),
+    step: Joi.string().valid(...STEPS).required(),
+  })).min(1).max(4).unique('step').default([{ at: 1, step: 'block' }])
+    .custom((ladder: Array<{ at: number; step: Step }>, helpers) => {
+      for (let i = 1; i < ladder.length; i += 1) {
+        if (ladder[i]!.at <= ladder[i - 1]!.at || STEPS.indexOf(ladder[i]!.step) <= STEPS.indexOf(ladder[i - 1]!.step)) {
+          return helpers.message({ custom: '{{#label}} must rise: each rung at a larger share than the one before, in the order nudge, downgrade, approval, block' });
+        }
+      }
+      return ladder;
+    }),
+});

@@ -40,6 +40,6 @@ export function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: 
     if (page.length < 1000) break;
     after = page[page.length - 1]!.id;
   }
-  const data = [...groups.values()].map((g) => ({ ...g, meanLatencyMs: g.calls > 0 ? Math.round(g.latencyMs / g.calls) : 0, latencyMs: undefined })).map(({ latencyMs: _l, ...rest }) => rest);
+  const data = [...groups.values()].map(({ latencyMs, ...g }) => ({ ...g, meanLatencyMs: g.calls > 0 ? Math.round(latencyMs / g.calls) : 0 }));
   return { by: q.by, from: from ?? null, to: to ?? null, data };
 }

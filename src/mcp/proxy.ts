@@ -162,16 +162,24 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
 
     /** The upstream server and tool behind an exposed name, or undefined. */
     async resolve(wid: string, name: string): Promise<{ server: McpServerRecord; tool: string } | undefined> {
-      for (const server of this.list(wid)) {
-        if (!server.unprefixed && name.startsWith(`${server.name}__`)) {
-          const tool = name.slice(server.name.length + 2);
-          return allowed(server, tool) ? { server, tool } : undefined;
+      const servers = this.list(wid);
+      const prefixed = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
+      if (prefixed) {
+        const tool = name.slice(prefixed.name.length + 2);
+        return allowed(prefixed, tool) ? { server: prefixed, tool } : undefined;
+      }
+      // An unprefixed name belongs to whichever unprefixed server lists it: each is asked once, together.
+      const owners = await Promise.all(servers.filter((s) => s.unprefixed && allowed(s, name)).map(async (s) => {
+        try {
+          const { tools } = await (await pooled(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+          return tools.some((x) => x.name === name) ? s : undefined;
+        } catch {
+          await drop(s);
+          return undefined;
         }
-      }
-      for (const server of this.list(wid).filter((s) => s.unprefixed)) {
-        if (allowed(server, name) && (await this.tools(wid)).some((x) => x.name === name)) return { server, tool: name };
-      }
-      return undefined;
+      }));
+      const server = owners.find((s) => s !== undefined);
+      return server ? { server, tool: name } : undefined;
     },
 
     /**

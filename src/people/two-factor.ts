@@ -1,6 +1,6 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
-import { deriveKey } from '../store/master-key.js';
+import { sealBytes, unsealBytes } from '../lib/seal.js';
 
 /**
  * Two-factor codes (TOTP, RFC 6238) and the sealing of their secrets.
@@ -24,11 +24,9 @@ export const TOTP_PERIOD_SECONDS = 30;
 export const TOTP_DRIFT_STEPS = 1;
 
 const SECRET_BYTES = 20;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 const PURPOSE = 'totp';
 
-const aad = (uid: string) => Buffer.from(`totp:${uid}`, 'utf8');
+const aad = (uid: string) => `totp:${uid}`;
 
 /** A new random secret (base32, as shown to the person once). */
 export function newTotpSecret(): string {
@@ -44,25 +42,17 @@ export function otpauthUri(secretBase32: string, account: string): string {
 }
 
 export function sealTotpSecret(masterKey: Buffer, uid: string, secretBase32: string): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', deriveKey(masterKey, PURPOSE), iv, { authTagLength: TAG_BYTES });
-  cipher.setAAD(aad(uid));
-  const raw = Buffer.from(Secret.fromBase32(secretBase32).bytes);
-  return Buffer.concat([iv, cipher.update(raw), cipher.final(), cipher.getAuthTag()]).toString('base64url');
+  return sealBytes(masterKey, PURPOSE, aad(uid), Secret.fromBase32(secretBase32).bytes);
 }
 
 /** The secret in base32; throws when the master key is not the one that sealed it, or the record was altered. */
 export function unsealTotpSecret(masterKey: Buffer, uid: string, sealed: string): string {
-  const bytes = Buffer.from(sealed, 'base64url');
-  if (bytes.length <= IV_BYTES + TAG_BYTES) throw new Error('two-factor secret cannot be unsealed: too short');
   try {
-    const decipher = createDecipheriv('aes-256-gcm', deriveKey(masterKey, PURPOSE), bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
-    decipher.setAAD(aad(uid));
-    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-    const raw = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+    const raw = unsealBytes(masterKey, PURPOSE, aad(uid), sealed);
     return new Secret({ buffer: new Uint8Array(raw).buffer }).base32;
   } catch (cause) {
-    throw new Error('two-factor secret cannot be unsealed: wrong master key, or the record was altered', { cause });
+    const why = /too short/.test((cause as Error).message) ? 'too short' : 'wrong master key, or the record was altered';
+    throw new Error(`two-factor secret cannot be unsealed: ${why}`, { cause });
   }
 }
 

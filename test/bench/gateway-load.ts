@@ -14,6 +14,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Client } from 'undici';
+import type { Shape } from './load.js';
+
+/** Connections, warm-up and alternating rounds: the same shape as the gate's benchmark. */
+export type { Shape };
 
 export interface Target {
   name: string;
@@ -152,12 +156,6 @@ export interface Saturated {
   bad: Record<string, number>;
 }
 
-export interface Shape {
-  connections: number;
-  warmupSeconds: number;
-  roundSeconds: number;
-  rounds: number;
-}
 
 async function cannon(target: Target, connections: number, seconds: number) {
   const headers = { ...target.headers, 'content-type': 'application/json' };

@@ -32,7 +32,7 @@ import { startChild, type Child } from './children.js';
 import { MODEL, startGatewayBench, VENDOR_ENV, type GatewayBench } from './gateway-fixture.js';
 import { CLK_TCK, saturate, sequential, type Saturated, type Sequential, type Target } from './gateway-load.js';
 import { atMost, badOf, cpuMicros, latencyTable, micros, ms, p, refusalTable, saturatedTable, ttfbTable } from './gateway-report.js';
-import { goalsTable, type Goal } from './report.js';
+import { goalsTable, verdict, type Goal } from './report.js';
 
 const SATURATE = { connections: 16, warmupSeconds: 1, roundSeconds: 3, rounds: 3 };
 /** One connection: rounds of this many seconds per target, taking turns (5 s each in all). */
@@ -213,11 +213,7 @@ async function main(): Promise<number> {
     if (upstream !== 0) problems.push(`answers given without upstream sent ${upstream} requests to the vendor`);
     if (recorded < measuredGateway) problems.push(`only ${recorded} call records for ${measuredGateway} answered requests (usage answered ${usage.status})`);
     if (missed.length > 0) problems.push(`below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
-    console.log('');
-    for (const problem of problems) console.log(`FAIL: ${problem}`);
-    if (problems.length > 0) return 1;
-    console.log('OK');
-    return 0;
+    return verdict(problems);
   } finally {
     stopping.now = true;
     for (const child of started.reverse()) await child.stop();

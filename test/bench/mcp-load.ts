@@ -16,6 +16,10 @@
  */
 import { Client } from 'undici';
 import { cpuTicks, percentile } from './gateway-load.js';
+import type { Shape } from './load.js';
+
+/** Connections, warm-up and alternating rounds: the same shape as the gate's benchmark. */
+export type { Shape };
 
 export type Answer = { status: number; contentType: string; text: string } | { error: string };
 
@@ -58,12 +62,6 @@ export interface Looped {
   stopped: number;
 }
 
-export interface Shape {
-  connections: number;
-  warmupSeconds: number;
-  roundSeconds: number;
-  rounds: number;
-}
 
 interface Running {
   target: LoopTarget;

@@ -35,7 +35,7 @@ import { CLK_TCK } from './gateway-load.js';
 import { cpuMicros, failed, micros, ms, table, times } from './gateway-report.js';
 import { connect, refreshForm, startMcpBench, TOOL, UPSTREAM_NAME, type Connection, type McpBench } from './mcp-fixture.js';
 import { closedLoop, fixedLane, notOk, type Answer, type Lane, type Looped, type LoopTarget, type Shape } from './mcp-load.js';
-import { goalsTable, type Goal } from './report.js';
+import { goalsTable, verdict, type Goal } from './report.js';
 
 const SHAPE: Shape = { connections: 16, warmupSeconds: 1, roundSeconds: 3, rounds: 4 };
 const GOALS = { grantsPerSecond: 700, proxied: 0.9 };
@@ -307,10 +307,7 @@ async function main(): Promise<number> {
     if (missed.length > 0) problems.push(`below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
     console.log('');
     for (const [why, text] of samples) console.log(`first "${why}" answer: ${text}`);
-    for (const problem of problems) console.log(`FAIL: ${problem}`);
-    if (problems.length > 0) return 1;
-    console.log('OK');
-    return 0;
+    return verdict(problems);
   } finally {
     stopping.now = true;
     for (const child of started.reverse()) await child.stop();

@@ -55,3 +55,12 @@ export function routesTable(rows: Array<{ benchmark: string; m: Measured }>): st
 export function goalsTable(goals: Goal[]): string {
   return table(['benchmark', 'measured', 'goal', 'result'], goals.map((g) => [g.benchmark, g.measured, g.goal, g.met ? 'PASS' : 'BELOW']), 3);
 }
+
+/** Prints each problem as FAIL (or OK when there is none) and gives the exit status: 1 on any. */
+export function verdict(problems: readonly string[]): number {
+  console.log('');
+  for (const problem of problems) console.log(`FAIL: ${problem}`);
+  if (problems.length > 0) return 1;
+  console.log('OK');
+  return 0;
+}

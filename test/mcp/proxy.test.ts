@@ -104,6 +104,18 @@ test.serial('a stopped agent\'s proxied call is a JSON-RPC error with the fix, a
   expectStatus(await owner.send('POST', `/agents/${bot.agentId}/restart`), 200, 'restart');
 });
 
+test.serial('an unprefixed upstream offers its tools under their own names, gated all the same', async (t) => {
+  expectStatus(await owner.send('POST', '/mcp-servers', { name: 'plain', url: upstream.url, secret: 'upstream-secret-1', allowTools: ['echo'], unprefixed: true }), 201, 'plain upstream');
+  const allowed = await makeBot(owner, 'plain-bot', [{ actions: ['mcp.plain.echo'], domains: ['*'] }]);
+  const client = await connect(allowed.key);
+  t.true((await client.listTools()).tools.some((x) => x.name === 'echo'));
+  const res = await client.callTool({ name: 'echo', arguments: { text: 'plain hello' } });
+  t.deepEqual(res.content, [{ type: 'text', text: 'plain hello' }]);
+  t.true((await owner.ledger()).some((r) => r.kind === 'action.allowed' && r.data.type === 'mcp.plain.echo'));
+  await client.close();
+  expectStatus(await owner.send('DELETE', '/mcp-servers/plain'), 200, 'remove plain');
+});
+
 test.serial('an upstream that does not answer hides only its own tools', async (t) => {
   expectStatus(await owner.send('POST', '/mcp-servers', { name: 'dead', url: 'http://127.0.0.1:9/mcp' }), 201, 'dead upstream');
   const client = await connect(bot.key);

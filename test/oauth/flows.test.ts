@@ -116,6 +116,24 @@ test.serial('a code is used once: replayed, it fails and ends what it minted; a 
   t.is(await mcpStatus(tokens.access_token), 401, 'the replayed code\'s tokens stopped');
 });
 
+test.serial('a confidential client must authenticate as it registered; an unknown grant type is named', async (t) => {
+  const { client, tokens } = await connect(server, undefined, { token_endpoint_auth_method: 'client_secret_basic' });
+  const form = (extra: Record<string, string>) => new URLSearchParams({ client_id: client.client_id, ...extra }).toString();
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    call(server.url, 'POST', path, { body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+  const noSecret = await post('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }));
+  t.is(noSecret.status, 401);
+  t.is(noSecret.body.error, 'invalid_client');
+  t.is(noSecret.headers['www-authenticate'], 'Basic realm="svc"');
+  t.is(noSecret.headers['cache-control'], 'no-store');
+  t.is((await post('/oauth/revoke', form({ token: tokens.refresh_token! }))).status, 401, 'nor can it revoke without its secret');
+  t.is(await mcpStatus(tokens.access_token), 200, 'the refused calls changed nothing');
+  const basic = { authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret as string}`).toString('base64')}` };
+  const odd = await post('/oauth/token', new URLSearchParams({ grant_type: 'password', username: 'x', password: 'y' }).toString(), basic);
+  t.is(odd.status, 400);
+  t.is(odd.body.error, 'unsupported_grant_type');
+});
+
 test.serial('revocation ends the connection and answers 200 {} whatever the token was', async (t) => {
   const { as, client, auth, tokens } = await connect(server);
   await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, tokens.refresh_token!, insecure));

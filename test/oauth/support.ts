@@ -57,7 +57,8 @@ export async function connect(server: RunningServer, cookie?: string, metadata: 
   const as = await discover(server);
   const redirectUri = 'http://127.0.0.1:53682/callback';
   const client = await register(as, { client_name: 'Test MCP client', redirect_uris: [redirectUri], ...metadata });
-  const auth = client.client_secret ? oauth.ClientSecretPost(client.client_secret as string) : oauth.None();
+  const secret = client.client_secret as string | undefined;
+  const auth = !secret ? oauth.None() : client.token_endpoint_auth_method === 'client_secret_basic' ? oauth.ClientSecretBasic(secret) : oauth.ClientSecretPost(secret);
   const { url, verifier, state } = await authorizeUrl(as, server, client, redirectUri);
   const { location } = await consent(server, url, cookie ?? await ownerSession(server));
   const params = oauth.validateAuthResponse(as, client, new URL(location), state);

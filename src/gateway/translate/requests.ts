@@ -22,7 +22,8 @@ const textOf = (content: unknown): string => {
   return '';
 };
 
-const safeJson = (text: unknown): unknown => {
+/** Tool-call arguments as JSON; text that is not JSON is kept under `_raw` rather than lost. */
+export const safeJson = (text: unknown): unknown => {
   if (typeof text !== 'string' || text === '') return {};
   try {
     return JSON.parse(text);

@@ -1,3 +1,5 @@
+import { safeJson } from './requests.js';
+
 /**
  * Whole (non-streaming) answers from one vendor shape to the other, and the usage each reports.
  * Stop reasons map: end_turn/stop_sequence <-> stop, max_tokens <-> length, tool_use <->
@@ -53,15 +55,6 @@ export function anthropicToOpenaiResponse(message: Json, model: string, nowSecon
     usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
   };
 }
-
-const safeJson = (text: unknown): unknown => {
-  if (typeof text !== 'string' || text === '') return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { _raw: text };
-  }
-};
 
 export function openaiToAnthropicResponse(completion: Json, model: string): Json {
   const choice = (completion.choices?.[0] ?? {}) as Json;
