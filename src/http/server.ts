@@ -9,6 +9,7 @@ import { consoleRoutes } from '../console/http.js';
 import { gateRoutes } from '../gate/http.js';
 import { gatewayRoutes } from '../gateway/http.js';
 import { mcpRoutes } from '../mcp/http.js';
+import { credentialLive } from '../mcp/sessions.js';
 import { oauthRoutes } from '../oauth/http.js';
 import { API_VERSION } from './front-door.js';
 import { keysRoutes } from '../keys/http.js';
@@ -130,7 +131,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
-  await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards } });
+  await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 

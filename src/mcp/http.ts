@@ -1,40 +1,49 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import Joi from 'joi';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
-import { AGENT_KEY, caller } from '../http/auth/callers.js';
-import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
-import type { McpProxy } from './proxy.js';
-import Joi from 'joi';
-import { actorOf } from '../http/auth/callers.js';
+import { actorOf, AGENT_KEY, caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
+import type { McpProxy } from './proxy.js';
+import { buildMcpServer } from './server.js';
+import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
+import { GATE_TOOL_NAMES } from './tools.js';
+
+export { MCP_ERROR_CODE } from './server.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over the SDK's Streamable HTTP
  * transport, mounted through `request.raw` with `h.abandon` once our own agent-key strategy has
- * authenticated the caller (STYLE rule 13). Stateless: each request gets its own server and
- * transport, bound to the calling agent.
+ * authenticated the caller (STYLE rule 13).
  * Rules:
  * - Host (and Origin, when a browser sends one) must name this deployment: a page on another
  *   origin cannot reach /mcp through a rebound DNS name (403 forbidden).
  * - No credential: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (the strategy adds
  *   it on this route), pointing at the protected-resource metadata (RFC 9728).
- * - Tools: the gate's three (tools.ts). An unknown tool is a JSON-RPC error in the
- *   implementation range with `type`, `fix` and `docs` in `error.data`.
+ * - `initialize` opens a session (sessions.ts): its id comes back in `Mcp-Session-Id`, and the
+ *   requests, answers and streams (GET) that carry it reach the same server. DELETE ends it; an
+ *   id that is unknown, ended or another credential's is `404 not_found`.
+ * - A request without a session id is served on its own (stateless): the gate's tools and the
+ *   upstreams' work the same, but nothing can come back to it later. GET and DELETE without
+ *   one are `405 method_not_allowed`.
+ * - Every request is authenticated anew: a revoked key or an ended connection cannot go on
+ *   using a session it opened.
  */
-export const MCP_ERROR_CODE = -32001;
+type Handle = (req: IncomingMessage, res: ServerResponse, body?: unknown) => Promise<void>;
 
-export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => string; version: string; people: PeopleService; production: boolean; guards: Guards }> = {
+export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => string; version: string; people: PeopleService; production: boolean; guards: Guards; stillValid: (p: Principal) => boolean }> = {
   name: 'svc-mcp',
-  register(server, { gate, proxy, baseUrl, version, people, production, guards }) {
+  register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
     const session = { strategies: sessionStrategies(production) };
-    /** A refusal as a JSON-RPC error: HTTP 200, the code in the implementation range, the SPEC.md fields in data. */
-    const rpcError = (err: AppError) => new McpError(MCP_ERROR_CODE, err.message, { type: err.type, fix: err.fix, docs: `${baseUrl()}/docs/errors#${err.type}`, ...err.details });
+    const sessions = createSessions({ stillValid });
+    server.ext('onPostStop', async () => { await sessions.closeAll(); });
     const metadata = () => {
       const base = baseUrl();
       return { resource: `${base}/mcp`, authorization_servers: [base], bearer_methods_supported: ['header'], resource_name: 'svc MCP server' };
@@ -58,28 +67,36 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
       }
     };
 
-    const mount = async (request: Request, h: ResponseToolkit) => {
-      checkHost(request);
-      const c = caller(request, 'agent');
-      const who = { workspaceId: c.workspaceId, agentId: c.agent.id };
-      const mcp = new Server({ name: 'svc', version }, { capabilities: { tools: {}, logging: {} } });
-      mcp.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...GATE_TOOLS, ...await proxy.tools(who.workspaceId)] as never }));
-      mcp.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-        if (GATE_TOOL_NAMES.has(req.params.name)) return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
-        const target = await proxy.resolve(who.workspaceId, req.params.name);
-        if (!target) throw rpcError(new AppError('not_found', { message: `No tool ${req.params.name} here.`, fix: 'Call a tool that tools/list names.' }));
-        const token = req.params._meta?.progressToken;
-        try {
-          return await proxy.call(who, target, req.params.arguments, {
-            signal: extra.signal,
-            log: (params) => { void extra.sendNotification({ method: 'notifications/message', params } as never); },
-            ...(token !== undefined ? { progress: (p: { progress: number; total?: number; message?: string }) => { void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } } as never); } } : {}),
-          }) as never;
-        } catch (err) {
-          if (err instanceof AppError && err.status < 500) throw rpcError(err);
-          throw err;
-        }
+    /** A session for this principal: its server, its transport, the upstream clients it opens. */
+    const openSession = async (principal: Principal): Promise<Session & { handle: Handle }> => {
+      const links = new Map<string, Promise<Client>>();
+      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl, session: { links } });
+      const state = { id: '', principal, lastSeen: Date.now(), open: 0 };
+      const closeLinks = async () => {
+        const clients = [...links.values()];
+        links.clear();
+        await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => {})));
+      };
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: newSessionId,
+        onsessioninitialized: (id) => { state.id = id; sessions.add(entry); },
       });
+      const entry: Session & { handle: Handle } = Object.assign(state, {
+        handle: (req: IncomingMessage, res: ServerResponse, body?: unknown) => transport.handleRequest(req, res, body),
+        close: async () => { await transport.close(); },
+      });
+      // However it ends (DELETE, the sweep, shutdown), the upstream sessions it opened end with it.
+      mcp.onclose = () => {
+        if (state.id) sessions.forget(state.id);
+        void closeLinks();
+      };
+      await mcp.connect(transport as never);
+      return entry;
+    };
+
+    /** One request served on its own: a server and transport for it alone. */
+    const stateless = async (request: Request, principal: Principal): Promise<Handle> => {
+      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl });
       // A proxied tool call that asks for progress answers as a stream, so that the upstream's
       // progress and log messages reach the caller while it runs; everything else answers JSON.
       const body = request.payload as { method?: string; params?: { name?: string; _meta?: { progressToken?: unknown } } } | null;
@@ -91,7 +108,32 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
         void transport.close();
         void mcp.close();
       });
-      await transport.handleRequest(request.raw.req, request.raw.res, request.payload ?? undefined);
+      return (req, res, b) => transport.handleRequest(req, res, b);
+    };
+
+    const mount = async (request: Request, h: ResponseToolkit) => {
+      checkHost(request);
+      const c = caller(request, 'agent');
+      const principal: Principal = { workspaceId: c.workspaceId, agentId: c.agent.id, credentialId: c.key.id };
+      const { req, res } = request.raw;
+      const payload = request.payload ?? undefined;
+      const sid = request.headers['mcp-session-id'];
+      if (typeof sid === 'string' && sid !== '') {
+        const found = sessions.find(sid, principal) as (Session & { handle: Handle }) | undefined;
+        if (!found) throw new AppError('not_found', { message: 'No such MCP session: it ended, or was never opened with this credential.', fix: 'Send initialize again (without Mcp-Session-Id) to open a new session.' });
+        res.once('close', sessions.enter(found));
+        await found.handle(req, res, payload);
+        return h.abandon;
+      }
+      if (request.method === 'post' && isInitializeRequest(payload)) {
+        const opened = await openSession(principal);
+        await opened.handle(req, res, payload);
+        return h.abandon;
+      }
+      if (request.method !== 'post') {
+        throw new AppError('method_not_allowed', { message: `${request.method.toUpperCase()} /mcp needs the Mcp-Session-Id of a session.`, fix: 'Send initialize first and use the session id it answers with; or POST requests without a session.', headers: { allow: 'POST' } });
+      }
+      await (await stateless(request, principal))(req, res, payload);
       return h.abandon;
     };
 

@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LoggingMessageNotificationSchema, McpError, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type ClientCapabilities, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
@@ -21,14 +21,36 @@ import type { ToolResult } from './tools.js';
  *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
  *   (errors included) is returned as it came; denied or waiting for a person, it is a tool result
  *   with `isError: true` saying so, and the upstream never sees it.
- * - Upstreams are reached with the SDK's client: one connected client per upstream, shared by
- *   calls; a call that asks for progress gets a client of its own, and while it runs the
- *   upstream's progress and log messages are relayed to the caller as they come (the caller's
- *   progress token is kept; the upstream sees one of its own).
+ * - Upstreams are reached with the SDK's client. Where nothing needs relaying, one connected
+ *   client per upstream is shared by all. A call that may receive something back (progress,
+ *   log messages, or, within an MCP session, the upstream's own requests for sampling,
+ *   elicitation or roots) gets a client of its own, declaring the caller's capabilities, so that
+ *   whatever arrives on it belongs to that call and is relayed to the caller on that call's
+ *   stream (the caller's progress token is kept; the upstream sees one of its own).
+ * - Resources, resource templates, prompts and completions of the upstreams are offered too, for
+ *   a caller whose agent is running (a stopped agent's request is refused before any upstream
+ *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
+ *   first upstream that answers for the URI.
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const LIST_TIMEOUT_MS = 5_000;
+/** Pages read of one upstream's list before the rest is left out. */
+const MAX_PAGES = 20;
+
+/**
+ * What a connection to an upstream relays back: the capabilities the upstream is told its client
+ * has (the caller's), where its requests go (the caller's answers come back), where its
+ * notifications go.
+ */
+export interface UpstreamHooks {
+  capabilities?: ClientCapabilities;
+  request?: (req: { method: string; params?: Record<string, unknown> }, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  notify?: (n: { method: string; params?: Record<string, unknown> }) => void;
+}
+
+/** How a request reaches an upstream: the shared client, or one a session opened. */
+export type UpstreamLink = (server: McpServerRecord) => Promise<Client>;
 
 export interface UpstreamTool {
   name: string;
@@ -58,9 +80,12 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
   const { store, clock, masterKey, ledger, gate } = deps;
   const t = store.tables;
 
-  const open = async (server: McpServerRecord): Promise<Client> => {
+  const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}): Promise<Client> => {
     const secret = server.secretSealed ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed) : null;
-    const client = new Client({ name: 'svc-proxy', version: deps.version });
+    const client = new Client({ name: 'svc-proxy', version: deps.version }, { capabilities: hooks.capabilities ?? {} });
+    // Whatever the upstream asks of its client, the caller answers; whatever it tells, the caller hears.
+    if (hooks.request) client.fallbackRequestHandler = async (req, extra) => await hooks.request!({ method: req.method, ...(req.params ? { params: req.params } : {}) }, extra.signal) as never;
+    if (hooks.notify) client.fallbackNotificationHandler = async (n) => hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}));
     return client;
   };
@@ -143,17 +168,22 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
       });
     },
 
+    /** The shared client of each upstream: the link for requests that need nothing relayed. */
+    pooled: pooled as UpstreamLink,
+    /** A client of its own for one session or one call; the caller closes it. */
+    open,
+
     /**
      * Every upstream's allowed tools under their exposed names, asked of all upstreams at once; an
      * upstream that does not answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
      */
-    async tools(wid: string): Promise<UpstreamTool[]> {
+    async tools(wid: string, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
       const lists = await Promise.all(this.list(wid).map(async (server) => {
         try {
-          const { tools } = await (await pooled(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+          const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
           return tools.filter((tool) => allowed(server, tool.name)).map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
         } catch {
-          await drop(server);
+          if (link === pooled) await drop(server);
           return [];
         }
       }));
@@ -161,7 +191,7 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     },
 
     /** The upstream server and tool behind an exposed name, or undefined. */
-    async resolve(wid: string, name: string): Promise<{ server: McpServerRecord; tool: string } | undefined> {
+    async resolve(wid: string, name: string, link: UpstreamLink = pooled): Promise<{ server: McpServerRecord; tool: string } | undefined> {
       const servers = this.list(wid);
       const prefixed = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
       if (prefixed) {
@@ -171,10 +201,10 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
       // An unprefixed name belongs to whichever unprefixed server lists it: each is asked once, together.
       const owners = await Promise.all(servers.filter((s) => s.unprefixed && allowed(s, name)).map(async (s) => {
         try {
-          const { tools } = await (await pooled(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+          const { tools } = await (await link(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
           return tools.some((x) => x.name === name) ? s : undefined;
         } catch {
-          await drop(s);
+          if (link === pooled) await drop(s);
           return undefined;
         }
       }));
@@ -184,13 +214,14 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
 
     /**
      * A proxied call: refused when the agent is stopped (thrown, for a JSON-RPC error), gated as
-     * an action, then forwarded. `forward` lets the caller relay the upstream's notifications.
+     * an action, then forwarded. With `own` hooks (or a progress relay) the call gets a client of
+     * its own, through which the upstream's notifications and requests reach the caller.
      */
     async call(
       who: { workspaceId: string; agentId: string },
       target: { server: McpServerRecord; tool: string },
       args: Record<string, unknown> | undefined,
-      relay: { progress?: (p: Progress) => void; log?: (params: LoggingMessageNotification['params']) => void; signal?: AbortSignal } = {},
+      relay: { progress?: (p: Progress) => void; own?: UpstreamHooks; signal?: AbortSignal } = {},
     ): Promise<ToolResult> {
       refuseIfStopped(who);
       const { action } = await gate.authorize(who, {
@@ -204,28 +235,96 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
           : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
         return { isError: true, content: [{ type: 'text', text }], structuredContent: { action: action as unknown as Record<string, unknown> } };
       }
-      // A caller that asked for progress gets a client of its own, whose notifications (progress
-      // and log messages) are all this call's; others share the pooled client.
-      const own = relay.progress !== undefined;
+      const own = relay.own !== undefined || relay.progress !== undefined;
       let client: Client | undefined;
       try {
-        client = own ? await open(target.server) : await pooled(target.server);
-        if (own && relay.log) client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => relay.log!(n.params));
+        client = own ? await open(target.server, relay.own) : await pooled(target.server);
         return await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
-          ...(own ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
+          ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
           ...(relay.signal ? { signal: relay.signal } : {}),
         }) as ToolResult;
       } catch (err) {
-        // The upstream's own JSON-RPC errors pass through as it sent them; a transport failure
-        // is named without its text, which may hold what an internal service answered.
-        if (err instanceof McpError) throw err;
-        if (!own) await drop(target.server);
-        throw new McpError(-32003, `The upstream MCP server ${target.server.name} could not be reached or did not answer.`, { type: 'upstream_failure' });
+        if (!(err instanceof McpError) && !own) await drop(target.server);
+        throw upstreamError(err, target.server);
       } finally {
         if (own) await client?.close().catch(() => {});
       }
     },
+
+    /**
+     * A request for the upstreams' resources, prompts or completions, for a running agent: `ask`
+     * is put to each upstream that declares `capability`, in the order they were added, and the
+     * first answer wins. With none declaring it: -32601, as for any method a server lacks.
+     */
+    async first<T>(
+      who: { workspaceId: string; agentId: string }, capability: 'resources' | 'prompts' | 'completions', link: UpstreamLink,
+      ask: (client: Client, server: McpServerRecord) => Promise<T | undefined>, missing?: () => McpError,
+    ): Promise<T> {
+      refuseIfStopped(who);
+      let failure: unknown;
+      for (const server of this.list(who.workspaceId)) {
+        let client: Client;
+        try {
+          client = await link(server);
+        } catch (err) {
+          failure ??= err;
+          continue;
+        }
+        if (!client.getServerCapabilities()?.[capability]) continue;
+        try {
+          const answer = await ask(client, server);
+          if (answer !== undefined) return answer;
+        } catch (err) {
+          failure ??= err;
+        }
+      }
+      if (failure !== undefined) throw upstreamError(failure);
+      if (missing) throw missing();
+      throw new McpError(-32601, `No upstream MCP server here offers ${capability}.`);
+    },
+
+    /** Every upstream's answer to a list request (all its pages), merged; upstreams that fail are left out. */
+    async all<T>(who: { workspaceId: string; agentId: string }, capability: 'resources' | 'prompts', link: UpstreamLink, list: (client: Client, server: McpServerRecord, cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>): Promise<T[]> {
+      refuseIfStopped(who);
+      const lists = await Promise.all(this.list(who.workspaceId).map(async (server) => {
+        try {
+          const client = await link(server);
+          if (!client.getServerCapabilities()?.[capability]) return [];
+          const items: T[] = [];
+          let cursor: string | undefined;
+          for (let page = 0; page < MAX_PAGES; page += 1) {
+            const answer = await list(client, server, cursor);
+            items.push(...answer.items);
+            if (!answer.nextCursor) break;
+            cursor = answer.nextCursor;
+          }
+          return items;
+        } catch {
+          return [];
+        }
+      }));
+      return lists.flat();
+    },
+
+    /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */
+    exposed,
+    promptTarget(wid: string, name: string): { server: McpServerRecord; prompt: string } | undefined {
+      const servers = this.list(wid);
+      const prefixed = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
+      if (prefixed) return { server: prefixed, prompt: name.slice(prefixed.name.length + 2) };
+      return undefined;
+    },
   };
+}
+
+/**
+ * An upstream's failure as the caller sees it: its own JSON-RPC errors pass through as it sent
+ * them; a transport failure is named without its text, which may hold what an internal service
+ * answered.
+ */
+function upstreamError(err: unknown, server?: McpServerRecord): McpError {
+  if (err instanceof McpError) return err;
+  return new McpError(-32003, `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`, { type: 'upstream_failure' });
 }
 
 export type McpProxy = ReturnType<typeof createMcpProxy>;

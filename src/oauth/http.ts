@@ -104,7 +104,11 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
             clientName: target.client.clientName, redirectHost: new URL(target.redirectUri).host, person: user.email,
             request: sign({ ...req, userId: user.id, exp: Date.now() + CONSENT_TTL_MS, nonce: randomBytes(16).toString('base64url') }), agents: oauth.connectable(user.id),
           });
-          return h.response(html).type('text/html; charset=utf-8').header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin)).header('cache-control', 'no-store');
+          // Referrer-Policy same-origin (not the deployment's no-referrer): under no-referrer a
+          // browser posts a form with `Origin: null`, and the post below could not tell this page
+          // from another site's. Nothing of this page's address reaches another origin either way.
+          return h.response(html).type('text/html; charset=utf-8').header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin))
+            .header('cache-control', 'no-store').header('referrer-policy', 'same-origin');
         },
       },
       {

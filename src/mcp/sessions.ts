@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import type { Store } from '../store/index.js';
+
+/**
+ * MCP sessions at /mcp (Streamable HTTP session management, protocol revision 2025-11-25): an
+ * `initialize` opens one, answered with an `Mcp-Session-Id`; later requests carrying that id reach
+ * the same server and transport, so that what the session holds (the client's capabilities, its
+ * open streams, the upstream sessions the proxy opened for it, answers to requests the server
+ * sent) lives across requests.
+ * Rules:
+ * - A session belongs to the credential that opened it (an agent key, or an OAuth connection,
+ *   whose refreshed tokens keep it): any other credential presenting its id is told it does not
+ *   exist (404), exactly as for an id never issued or already ended.
+ * - Ids are 32 random bytes in base64url (visible ASCII only).
+ * - A session ends on DELETE, after IDLE_MS with no request open, when its credential is
+ *   revoked or its agent removed (checked every SWEEP_MS), or when its agent opens more than
+ *   PER_AGENT_MAX sessions (the least recently used goes first). The process keeps sessions in
+ *   memory: a restart ends them all, and clients initialize again.
+ */
+export const IDLE_MS = 30 * 60_000;
+export const SWEEP_MS = 10_000;
+export const PER_AGENT_MAX = 32;
+
+export interface Principal {
+  workspaceId: string;
+  agentId: string;
+  /** The agent key's id, or the OAuth connection's id. */
+  credentialId: string;
+}
+
+export interface Session {
+  id: string;
+  principal: Principal;
+  lastSeen: number;
+  /** Requests (and streams) of this session still open: a session with one is never idle. */
+  open: number;
+  close(): Promise<void>;
+}
+
+/** Whether a session's credential still stands: its agent is not removed, its key not revoked, its connection not ended. */
+export function credentialLive(store: Store): (p: Principal) => boolean {
+  const t = store.tables;
+  return (p) => {
+    const agent = t.agents.get([p.workspaceId, p.agentId]);
+    if (!agent || agent.removedAt) return false;
+    const key = t.keys.get([p.workspaceId, p.credentialId]);
+    if (key) return key.revokedAt === null;
+    const connection = t.oauthConnections.get([p.workspaceId, p.credentialId]);
+    return connection !== undefined && connection.endedAt === null;
+  };
+}
+
+export function newSessionId(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function createSessions(options: { now?: () => number; stillValid: (p: Principal) => boolean }) {
+  const now = options.now ?? Date.now;
+  const sessions = new Map<string, Session>();
+
+  const end = (session: Session): void => {
+    if (sessions.get(session.id) !== session) return;
+    sessions.delete(session.id);
+    void session.close().catch(() => {});
+  };
+
+  const sweep = (): void => {
+    const t = now();
+    for (const session of sessions.values()) {
+      if (!options.stillValid(session.principal) || (session.open === 0 && t - session.lastSeen > IDLE_MS)) end(session);
+    }
+  };
+  const timer = setInterval(sweep, SWEEP_MS);
+  timer.unref();
+
+  const same = (a: Principal, b: Principal) => a.workspaceId === b.workspaceId && a.agentId === b.agentId && a.credentialId === b.credentialId;
+
+  return {
+    /** Keeps a session just opened; past its agent's cap, the least recently used of its others ends. */
+    add(session: Session): void {
+      sessions.set(session.id, session);
+      const mine = [...sessions.values()].filter((s) => s.principal.agentId === session.principal.agentId && s.principal.workspaceId === session.principal.workspaceId);
+      if (mine.length > PER_AGENT_MAX) end(mine.filter((s) => s !== session).sort((a, b) => a.lastSeen - b.lastSeen)[0]!);
+    },
+    /** The session with this id, if it exists and belongs to this principal. */
+    find(id: string, principal: Principal): Session | undefined {
+      const session = sessions.get(id);
+      return session && same(session.principal, principal) ? session : undefined;
+    },
+    /** A request of the session begins; the returned function marks its end. */
+    enter(session: Session): () => void {
+      session.open += 1;
+      session.lastSeen = now();
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        session.open -= 1;
+        session.lastSeen = now();
+      };
+    },
+    /** Forgets a session that closed itself (DELETE, or its transport closed). */
+    forget(id: string): void {
+      sessions.delete(id);
+    },
+    end,
+    sweep,
+    size: () => sessions.size,
+    async closeAll(): Promise<void> {
+      clearInterval(timer);
+      const all = [...sessions.values()];
+      sessions.clear();
+      await Promise.all(all.map((s) => s.close().catch(() => {})));
+    },
+  };
+}
+
+export type Sessions = ReturnType<typeof createSessions>;

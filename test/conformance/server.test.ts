@@ -1,0 +1,101 @@
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
+import { startBearerShim, type BearerShim } from '../helpers/bearer-shim.js';
+import { startConformanceUpstream } from '../helpers/conformance-upstream.js';
+import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
+import { startServer, stopAndClean, tempDir, type RunningServer } from '../helpers/process.js';
+import { connect } from '../oauth/support.js';
+
+/**
+ * The MCP conformance suite (@modelcontextprotocol/conformance, pinned) against /mcp, with the
+ * scenarios the 2025-11-25 revision requires, run twice: as an agent with its key, and as a
+ * person's MCP client with an OAuth access token. Its fixture tools, resources and prompts come
+ * from an upstream MCP server behind the proxy, offered under their own names, so that the run
+ * also proves the proxy relays progress, logging, sampling, elicitation and subscriptions, with
+ * every tool call gated against the agent's mandate. The suite's CLI sends no headers: a loopback
+ * reverse proxy adds the bearer (bearer-shim.ts), and the server's base URL is its address.
+ */
+const require = createRequire(import.meta.url);
+const PACKAGE = dirname(require.resolve('@modelcontextprotocol/conformance/package.json'));
+const CLI = join(PACKAGE, 'dist', 'index.js');
+
+/** The server scenarios the revision requires, as the suite's own requirements file lists them. */
+function required(revision: string): string[] {
+  const text = readFileSync(join(PACKAGE, 'requirements', `${revision}.yaml`), 'utf8');
+  const block = /^server:\n((?: {2}- .+\n)+)/m.exec(text);
+  if (!block) throw new Error('no server list in the requirements file');
+  return block[1]!.trim().split('\n').map((line) => line.replace(/^\s*- /, '').trim());
+}
+
+interface Check { id: string; name: string; status: string; errorMessage?: string }
+
+/** Runs the suite's CLI (under this Node) and reads back each scenario's checks. */
+async function runSuite(url: string): Promise<{ code: number | null; output: string; scenarios: Map<string, Check[]> }> {
+  const out = await tempDir('conformance-');
+  const child = spawn(process.execPath, [CLI, 'server', '--url', url, '--requirements', '2025-11-25', '--timeout', '20000', '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d) => { output += String(d); });
+  child.stderr.on('data', (d) => { output += String(d); });
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  const scenarios = new Map<string, Check[]>();
+  for (const dir of readdirSync(out)) {
+    const name = /^server-(.+)-\d{4}-\d\d-\d\dT/.exec(dir)?.[1];
+    if (name) scenarios.set(name, JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as Check[]);
+  }
+  return { code, output, scenarios };
+}
+
+let upstream: Awaited<ReturnType<typeof startConformanceUpstream>>;
+let shim: BearerShim;
+let server: RunningServer;
+let front: RunningServer;
+let owner: Person;
+let bot: Bot;
+
+test.before(async () => {
+  upstream = await startConformanceUpstream();
+  shim = await startBearerShim();
+  server = await startServer({ env: { ...SERVER_ENV, SVC_BASE_URL: shim.url } });
+  shim.target = server.url;
+  // Every client reaches the server through the shim, at the address the server calls its own.
+  front = { ...server, url: shim.url };
+  owner = await ownerConsole(front);
+  expectStatus(await owner.send('POST', '/mcp-servers', { name: 'conformance', url: upstream.url, unprefixed: true }), 201, 'upstream');
+  bot = await makeBot(owner, 'conformance-bot', [{ actions: ['mcp.conformance.*'], domains: ['*'] }]);
+});
+
+test.after.always(async () => {
+  await stopAndClean(server);
+  await shim?.close();
+  await upstream?.close();
+});
+
+async function passesInFull(t: import('ava').ExecutionContext, credential: string): Promise<void> {
+  t.timeout(600_000);
+  shim.credential = credential;
+  const { code, output, scenarios } = await runSuite(`${shim.url}/mcp`);
+  const missing = required('2025-11-25').filter((name) => !scenarios.has(name));
+  t.deepEqual(missing, [], `every required scenario ran\n${output.slice(-3000)}`);
+  const failed = [...scenarios].flatMap(([name, checks]) => checks.filter((c) => c.status === 'FAILURE').map((c) => `${name}: ${c.id} ${c.errorMessage ?? ''}`));
+  t.deepEqual(failed, [], 'no check failed');
+  t.is(code, 0, 'the suite exits 0');
+}
+
+test.serial('the conformance suite passes in full against /mcp with an agent key', async (t) => {
+  await passesInFull(t, bot.key);
+});
+
+test.serial('the conformance suite passes in full against /mcp with an OAuth access token', async (t) => {
+  const { tokens } = await connect(front);
+  t.regex(tokens.access_token, /^aat_/);
+  await passesInFull(t, tokens.access_token);
+  // Every proxied tool call was an action at the gate, recorded for the agent the token stands for.
+  const records = await owner.ledger();
+  const calls = records.filter((r) => r.kind.startsWith('action.') && r.actor === `agent:${bot.agentId}` && r.data.type === 'mcp.conformance.test_simple_text');
+  t.true(calls.length >= 2, 'both runs called test_simple_text through the gate');
+  t.true(calls.every((r) => r.data.decision === 'allow'));
+});
