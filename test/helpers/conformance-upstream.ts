@@ -50,6 +50,8 @@ import {
 export interface ConformanceUpstream {
   /** The full MCP endpoint, `http://127.0.0.1:PORT/mcp`. */
   url: string;
+  /** The JSON-RPC methods it received, in order (to show what did, or did not, reach it). */
+  methods: string[];
   close(): Promise<void>;
 }
 
@@ -478,6 +480,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 export async function startConformanceUpstream(options: ConformanceUpstreamOptions = {}): Promise<ConformanceUpstream> {
   const opts = { watchIntervalMs: options.watchIntervalMs ?? 1000 };
   const sessions = new Map<string, Session>();
+  const methods: string[] = [];
   let allowedHosts: string[] = [];
 
   const onInit = (id: string, session: Session) => {
@@ -505,6 +508,7 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
     } catch {
       return sendRpcError(res, 400, -32700, 'Parse error');
     }
+    if (body && typeof (body as { method?: unknown }).method === 'string') methods.push((body as { method: string }).method);
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
@@ -528,6 +532,7 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
 
   return {
     url: `http://127.0.0.1:${port}/mcp`,
+    methods,
     close: async () => {
       await Promise.all([...sessions.values()].map((s) => s.server.close()));
       http.closeAllConnections();
