@@ -11,6 +11,7 @@ import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
 import { createMcpProxy } from './mcp/proxy.js';
+import { createIntegrations } from './integrations/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -84,6 +85,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     gateway,
     oauth: createOAuth({ ...deps, ledger, issuer }),
     mcpProxy,
+    integrations: createIntegrations({ ...deps, masterKey, ledger, gate }),
   };
 }
 

@@ -24,6 +24,8 @@ import { peopleRoutes } from '../people/http.js';
 import { deriveKey } from '../store/index.js';
 import { registerAgentKey } from './auth/agent-key.js';
 import { registerDenyByDefault } from './auth/deny.js';
+import { registerSignature } from './auth/signature.js';
+import { hookSecrets, integrationsRoutes } from '../integrations/http.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
@@ -107,6 +109,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerAgentKey(server, { keys: services.keys, oauth: services.oauth, baseUrl, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
+  registerSignature(server, { clock, secretsFor: hookSecrets(services.integrations) });
   registerDenyByDefault(server);
   await registerSession(server, {
     production,
@@ -132,6 +135,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
+  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 

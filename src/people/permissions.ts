@@ -18,6 +18,8 @@ export const permissions = {
   'gateway.manage': ['owner', 'admin'],
   /** The workspace's upstream MCP servers behind /mcp. */
   'mcp.manage': ['owner', 'admin'],
+  /** Inbound integrations (signing secrets) and card mappings. */
+  'integrations.manage': ['owner', 'admin'],
   /** "Stop every agent" on and off. */
   'workspace.stopAll': ['owner', 'admin'],
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */

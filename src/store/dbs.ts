@@ -234,6 +234,43 @@ export interface OAuthClientRecord {
   createdAt: string;
 }
 
+/**
+ * An inbound integration's signing secrets (API.md 8), sealed with the master key: the current
+ * one, and during a rotation the one before it until `retiresAt`.
+ */
+export interface IntegrationRecord {
+  kind: 'issuer';
+  workspaceId: string;
+  secrets: Array<{ sealed: string; createdAt: string; retiresAt: string | null }>;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+/** A card of the generic issuer mapped to an agent (null: unmapped). */
+export interface CardRecord {
+  cardId: string;
+  workspaceId: string;
+  agentId: string | null;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+/** A posted (or refunded) card charge as the issuer reported it, and how it was reconciled. */
+export interface ChargeRecord {
+  eventId: string;
+  workspaceId: string;
+  cardId: string;
+  kind: 'posted' | 'refunded';
+  amount: number;
+  currency: string;
+  merchant: { name: string; domain: string | null; mcc: string | null };
+  createdAt: string;
+  importedAt: string;
+  /** The allowed action of the card's agent it matched; null: unmatched (flagged). */
+  actionId: string | null;
+  agentId: string | null;
+}
+
 /** A person's MCP client connected to exactly one agent (SPEC.md 5.5). */
 export interface OAuthConnectionRecord {
   id: string;
@@ -436,6 +473,14 @@ export interface Tables {
   oauthConsentsUsed: Table<string>;
   /** [wid, server name] -> upstream MCP server */
   mcpServers: Table<McpServerRecord>;
+  /** [wid, kind] -> inbound integration secrets */
+  integrations: Table<IntegrationRecord>;
+  /** [wid, cardId] -> card mapping */
+  cards: Table<CardRecord>;
+  /** [wid, cardId, eventId] -> imported charge */
+  charges: Table<ChargeRecord>;
+  /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
+  hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
   /** [wid, budId] -> budget */
   budgets: Table<BudgetRecord>;
   /** [wid, budId, period start] -> micro-dollars spent in that period */
@@ -459,6 +504,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;
