@@ -12,6 +12,7 @@ import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
 import { createMcpProxy } from './mcp/proxy.js';
 import { createIntegrations } from './integrations/service.js';
+import { createWebhooks } from './webhooks/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -86,6 +87,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     oauth: createOAuth({ ...deps, ledger, issuer }),
     mcpProxy,
     integrations: createIntegrations({ ...deps, masterKey, ledger, gate }),
+    webhooks: createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks }),
   };
 }
 

@@ -26,6 +26,7 @@ import { registerAgentKey } from './auth/agent-key.js';
 import { registerDenyByDefault } from './auth/deny.js';
 import { registerSignature } from './auth/signature.js';
 import { hookSecrets, integrationsRoutes } from '../integrations/http.js';
+import { webhooksRoutes } from '../webhooks/http.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
@@ -136,6 +137,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
   await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, people: services.people, production, guards } });
+  await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
@@ -156,10 +158,12 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       await server.start();
       checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
       checkpoints.unref();
+      services.webhooks.start();
     },
     async stop() {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
+      await services.webhooks.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

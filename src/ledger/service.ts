@@ -67,7 +67,15 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
     head.checkpointFrontier = frontier;
   };
 
+  /** Called with each record as it is appended, inside the same write (the webhook outbox). */
+  const listeners: Array<(record: LedgerRecord) => void> = [];
+
   return {
+    /** Adds a listener called with each record appended, inside its write: what it writes commits with the record. */
+    onRecord(listener: (record: LedgerRecord) => void): void {
+      listeners.push(listener);
+    },
+
     /** Appends one record. Only inside store.write(). */
     record(event: LedgerEvent): LedgerRecord {
       const wid = event.workspaceId;
@@ -79,6 +87,7 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       head.size += 1;
       if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) checkpointInWrite(wid, head);
       t.ledgerHeads.put(wid, head);
+      for (const listener of listeners) listener(record);
       return record;
     },
 

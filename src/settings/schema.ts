@@ -96,6 +96,7 @@ export interface Settings {
   receipts: { ttlDays: number };
   approvals: { ttlHours: number };
   killSwitch: { bulkFreezeCeiling: number };
+  webhooks: { allowPrivateTargets: boolean; timeoutMs: number; backoffBaseMs: number; backoffMaxMs: number; giveUpAfterMs: number; dispatchIntervalMs: number };
   ledger: { checkpointIntervalMs: number };
   plan: { agents: number | null; mandateRules: number | null; monthlyRequests: number | null; people: number | null; seatGraceDays: number };
   session: { ttlHours: number };
@@ -154,6 +155,14 @@ export const settingsSchema = Joi.object<Settings>({
   }).default(),
   killSwitch: Joi.object({
     bulkFreezeCeiling: Joi.number().integer().min(1).default(25).description('a token freezing more agents than this at once waits for a person (202 pending)'),
+  }).default(),
+  webhooks: Joi.object({
+    allowPrivateTargets: Joi.boolean().truthy('1').falsy('0').default(false).description('outbound webhooks may go to loopback and private addresses (link-local never)'),
+    timeoutMs: Joi.number().integer().min(100).max(60000).default(10000).description('a delivery that has not answered by then failed'),
+    backoffBaseMs: Joi.number().integer().min(10).default(30000).description('the wait before the first retry; it doubles each time (with jitter)'),
+    backoffMaxMs: Joi.number().integer().min(10).default(6 * 3_600_000).description('the longest wait between two tries'),
+    giveUpAfterMs: Joi.number().integer().min(10).default(26 * 3_600_000).description('a delivery still failing this long after its event is given up, and its endpoint disabled'),
+    dispatchIntervalMs: Joi.number().integer().min(10).max(60000).default(1000).description('how often the outbox is looked at for deliveries due'),
   }).default(),
   ledger: Joi.object({
     checkpointIntervalMs: Joi.number().integer().min(100).max(60000).default(1000)
@@ -245,6 +254,12 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_RECEIPT_TTL_DAYS', 'receipts.ttlDays'],
   ['SVC_APPROVAL_TTL_HOURS', 'approvals.ttlHours'],
   ['SVC_BULK_FREEZE_CEILING', 'killSwitch.bulkFreezeCeiling'],
+  ['SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS', 'webhooks.allowPrivateTargets'],
+  ['SVC_WEBHOOKS_TIMEOUT_MS', 'webhooks.timeoutMs'],
+  ['SVC_WEBHOOKS_BACKOFF_BASE_MS', 'webhooks.backoffBaseMs'],
+  ['SVC_WEBHOOKS_BACKOFF_MAX_MS', 'webhooks.backoffMaxMs'],
+  ['SVC_WEBHOOKS_GIVE_UP_AFTER_MS', 'webhooks.giveUpAfterMs'],
+  ['SVC_WEBHOOKS_DISPATCH_INTERVAL_MS', 'webhooks.dispatchIntervalMs'],
   ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],

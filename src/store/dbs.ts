@@ -271,6 +271,34 @@ export interface ChargeRecord {
   agentId: string | null;
 }
 
+/** An outbound webhook endpoint (API.md 8); its signing secret sealed with the master key. */
+export interface WebhookEndpointRecord {
+  id: string;
+  workspaceId: string;
+  url: string;
+  events: string[];
+  secretSealed: string;
+  createdAt: string;
+  createdBy: string;
+  /** Set when a delivery kept failing past the give-up time; nothing more is sent. */
+  disabledAt: string | null;
+}
+
+/** One event for one endpoint, in the outbox until delivered or given up. */
+export interface DeliveryRecord {
+  id: string;
+  workspaceId: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  /** The exact bytes sent on every try (the signature covers them). */
+  body: string;
+  createdAt: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: Array<{ at: string; status: number | null; error: string | null; ms: number }>;
+  nextAttemptAt: string | null;
+}
+
 /** A person's MCP client connected to exactly one agent (SPEC.md 5.5). */
 export interface OAuthConnectionRecord {
   id: string;
@@ -481,6 +509,12 @@ export interface Tables {
   charges: Table<ChargeRecord>;
   /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
   hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
+  /** [wid, whkId] -> outbound webhook endpoint */
+  webhookEndpoints: Table<WebhookEndpointRecord>;
+  /** [wid, whkId, dlvId] -> delivery and its attempts */
+  deliveries: Table<DeliveryRecord>;
+  /** [next attempt ms, wid, whkId, dlvId] -> 1: the outbox, in the order deliveries are due */
+  outbox: Table<number>;
   /** [wid, budId] -> budget */
   budgets: Table<BudgetRecord>;
   /** [wid, budId, period start] -> micro-dollars spent in that period */
@@ -504,6 +538,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'webhookEndpoints', 'deliveries', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -1,0 +1,262 @@
+import { lookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { request } from 'undici';
+import { AppError } from '../errors/app-error.js';
+import type { Ledger } from '../ledger/service.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import type { Logger } from '../lib/log.js';
+import { sealText, unsealText } from '../lib/seal.js';
+import { signPayload } from '../lib/svc-signature.js';
+import type { LedgerRecord } from '../ledger/service.js';
+import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
+
+/**
+ * Outbound webhooks (issue 8, API.md 8): endpoints per workspace, events signed with
+ * `svc-signature` over the exact bytes sent, delivered from a durable outbox.
+ * Rules:
+ * - An event is a ledger record of a kind customers subscribe to (EVENT_OF). Its deliveries are
+ *   written in the same write as the record: if the record is stored, so are they, and a crash
+ *   (even SIGKILL) loses none. The event id is the record's id, the same on every try.
+ * - The dispatcher looks at the outbox every `dispatchIntervalMs` and sends what is due, one try
+ *   per delivery at a time, with a timeout. A 2xx is delivered; anything else (a status, a
+ *   timeout, a refused connection) waits backoffBaseMs × 2^(tries-1), capped at backoffMaxMs,
+ *   with ±20% jitter, and tries again, until giveUpAfterMs after the event: then the delivery
+ *   has failed, the endpoint is disabled, and that is recorded in the ledger (and is itself an
+ *   event, `webhook.disabled`, for the workspace's other endpoints).
+ * - A delivery that was being sent when the process died is sent again after a restart (at
+ *   least once; receivers deduplicate by `svc-event-id`).
+ * - Targets: https, or http; an address resolving to link-local is always refused, loopback and
+ *   private ones unless the operator allows them (`webhooks.allowPrivateTargets`). Checked when
+ *   the endpoint is added and again at each try (DNS may change).
+ * - The secret (`whs_…`) is shown once, when the endpoint is added; it is kept sealed.
+ */
+export const EVENT_OF: Record<string, string> = {
+  'action.allowed': 'action.decided',
+  'action.denied': 'action.decided',
+  'action.pending_approval': 'approval.requested',
+  'approval.approved': 'approval.decided',
+  'approval.denied': 'approval.decided',
+  'approval.expired': 'approval.decided',
+  'agent.stopped': 'agent.stopped',
+  'fleet.frozen': 'agent.stopped',
+  'workspace.stop_all': 'agent.stopped',
+  'agent.restarted': 'agent.restarted',
+  'workspace.stop_all_lifted': 'agent.restarted',
+  'card.charge_unmatched': 'card.charge_unmatched',
+  'webhook.disabled': 'webhook.disabled',
+};
+export const EVENT_TYPES = [...new Set(Object.values(EVENT_OF))].sort();
+const SEAL_PURPOSE = 'webhook-secret';
+const BATCH = 20;
+
+export interface WebhookSettings {
+  allowPrivateTargets: boolean;
+  timeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  giveUpAfterMs: number;
+  dispatchIntervalMs: number;
+}
+
+/** Why an address may not receive webhooks, or null when it may. */
+function addressProblem(address: string, allowPrivate: boolean): string | null {
+  const parsed = ipaddr.process(address);
+  const range = parsed.range();
+  if (range === 'linkLocal') return 'it resolves to a link-local address';
+  if (['loopback', 'private', 'uniqueLocal', 'unspecified', 'carrierGradeNat'].includes(range) && !allowPrivate) {
+    return `it resolves to a ${range} address (allowed only with webhooks.allowPrivateTargets)`;
+  }
+  return null;
+}
+
+export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger; log: Logger; settings: WebhookSettings }) {
+  const { store, clock, ids, masterKey, ledger, settings } = deps;
+  const t = store.tables;
+
+  const targetProblem = async (raw: string): Promise<string | null> => {
+    const url = new URL(raw);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'the URL must be http or https';
+    if (url.username || url.password) return 'the URL may not carry credentials';
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const addresses = ipaddr.isValid(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
+    if (addresses.length === 0) return 'its host name does not resolve';
+    for (const a of addresses) {
+      const problem = addressProblem(a, settings.allowPrivateTargets);
+      if (problem) return problem;
+    }
+    return null;
+  };
+
+  /** The deliveries of one ledger record, written in its own write. */
+  ledger.onRecord((record: LedgerRecord) => {
+    const type = EVENT_OF[record.kind];
+    if (!type) return;
+    const endpoints = t.webhookEndpoints.scan([record.workspaceId]).map((e) => e.value)
+      .filter((e) => e.disabledAt === null && e.events.includes(type) && !(type === 'webhook.disabled' && e.id === record.subject));
+    if (endpoints.length === 0) return;
+    const body = JSON.stringify({ id: record.id, type, createdAt: record.at, workspaceId: record.workspaceId, data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data } });
+    const due = clock.now();
+    for (const endpoint of endpoints) {
+      const delivery: DeliveryRecord = {
+        id: ids.id('dlv'), workspaceId: record.workspaceId, endpointId: endpoint.id, eventId: record.id, eventType: type,
+        body, createdAt: record.at, status: 'pending', attempts: [], nextAttemptAt: isoAt(due),
+      };
+      t.deliveries.put([record.workspaceId, endpoint.id, delivery.id], delivery);
+      t.outbox.put([due, record.workspaceId, endpoint.id, delivery.id], 1);
+    }
+  });
+
+  const backoff = (tries: number): number => {
+    const base = Math.min(settings.backoffMaxMs, settings.backoffBaseMs * 2 ** Math.max(0, tries - 1));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  };
+
+  /** One try of one delivery: sent, then its outcome written (and its next try scheduled). */
+  const attempt = async (key: [number, string, string, string]): Promise<void> => {
+    const [, wid, endpointId, deliveryId] = key;
+    const delivery = t.deliveries.get([wid, endpointId, deliveryId]);
+    const endpoint = t.webhookEndpoints.get([wid, endpointId]);
+    if (!delivery || !endpoint || delivery.status !== 'pending' || endpoint.disabledAt) {
+      await store.write(() => { t.outbox.remove(key); });
+      return;
+    }
+    const started = clock.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    const problem = await targetProblem(endpoint.url).catch(() => 'its address could not be checked');
+    if (problem) {
+      error = `refused: ${problem}`;
+    } else {
+      const secret = unsealText(masterKey, SEAL_PURPOSE, `${wid}/${endpointId}`, endpoint.secretSealed);
+      try {
+        const answer = await request(endpoint.url, {
+          method: 'POST', body: delivery.body,
+          headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, delivery.body, Math.floor(clock.now() / 1000)) },
+          headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs, signal: AbortSignal.timeout(settings.timeoutMs),
+        });
+        status = answer.statusCode;
+        await answer.body.dump().catch(() => {});
+      } catch (err) {
+        error = (err as Error).name === 'TimeoutError' || /timeout/i.test((err as Error).message) ? 'timed out' : 'could not connect';
+      }
+    }
+    const ok = status !== null && status >= 200 && status < 300;
+    const now = clock.now();
+    await store.write(() => {
+      const current = t.deliveries.get([wid, endpointId, deliveryId]);
+      t.outbox.remove(key);
+      if (!current || current.status !== 'pending') return;
+      const attempts = [...current.attempts, { at: isoAt(started), status, error, ms: now - started }];
+      if (ok) {
+        t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'delivered', nextAttemptAt: null });
+        return;
+      }
+      const next = now + backoff(attempts.length);
+      if (next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
+        t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'failed', nextAttemptAt: null });
+        const ep = t.webhookEndpoints.get([wid, endpointId]);
+        if (ep && !ep.disabledAt) {
+          t.webhookEndpoints.put([wid, endpointId], { ...ep, disabledAt: isoAt(now) });
+          ledger.record({ workspaceId: wid, actor: 'system', kind: 'webhook.disabled', subject: endpointId, data: { url: ep.url, deliveryId, eventId: current.eventId, tries: attempts.length } });
+        }
+        return;
+      }
+      t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, nextAttemptAt: isoAt(next) });
+      t.outbox.put([next, wid, endpointId, deliveryId], 1);
+    });
+  };
+
+  const inFlight = new Set<string>();
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+
+  /** Sends what is due now (each delivery once at a time); returns when those tries are written. */
+  const dispatch = async (): Promise<void> => {
+    const due = t.outbox.scan([], { limit: BATCH * 4 }).filter((e) => Number((e.key as unknown[])[0]) <= clock.now() && !inFlight.has(String((e.key as unknown[])[3])));
+    await Promise.all(due.slice(0, BATCH).map(async (e) => {
+      const key = e.key as [number, string, string, string];
+      inFlight.add(key[3]);
+      try {
+        await attempt(key);
+      } catch (err) {
+        deps.log.error({ err, deliveryId: key[3] }, 'webhook delivery failed to be recorded');
+      } finally {
+        inFlight.delete(key[3]);
+      }
+    }));
+  };
+
+  return {
+    /** Starts the dispatcher (the server does; commands that open the store do not). */
+    start(): void {
+      if (timer) return;
+      timer = setInterval(() => {
+        if (running) return;
+        running = dispatch().finally(() => { running = null; });
+      }, settings.dispatchIntervalMs);
+      timer.unref();
+    },
+    async stop(): Promise<void> {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await running;
+    },
+    dispatch,
+
+    async add(wid: string, input: { url: string; events: string[] }, actor: string): Promise<ReturnType<typeof view> & { secret: string }> {
+      const problem = await targetProblem(input.url);
+      if (problem) throw new AppError('invalid_request', { message: `Webhooks cannot be sent to ${input.url}: ${problem}.`, details: { errors: [{ field: 'url', message: problem }] } });
+      const id = ids.id('whk');
+      const secret = ids.secret('whs');
+      const record: WebhookEndpointRecord = {
+        id, workspaceId: wid, url: input.url, events: [...new Set(input.events)].sort(), secretSealed: sealText(masterKey, SEAL_PURPOSE, `${wid}/${id}`, secret),
+        createdAt: isoAt(clock.now()), createdBy: actor, disabledAt: null,
+      };
+      await store.write(() => {
+        t.webhookEndpoints.put([wid, id], record);
+        ledger.record({ workspaceId: wid, actor, kind: 'webhook.added', subject: id, data: { url: input.url, events: record.events } });
+      });
+      return { ...view(record), secret };
+    },
+
+    list(wid: string) {
+      return t.webhookEndpoints.scan([wid]).map((e) => view(e.value));
+    },
+
+    async remove(wid: string, id: string, actor: string): Promise<void> {
+      await store.write(() => {
+        if (!t.webhookEndpoints.has([wid, id])) throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
+        t.webhookEndpoints.remove([wid, id]);
+        ledger.record({ workspaceId: wid, actor, kind: 'webhook.removed', subject: id, data: {} });
+      });
+    },
+
+    deliveries(wid: string, id: string): DeliveryRecord[] {
+      if (!t.webhookEndpoints.has([wid, id])) throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
+      return t.deliveries.scan([wid, id]).map((e) => e.value).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    },
+
+    /** Sends a delivery again now (delivered or failed ones too); re-enables a disabled endpoint. */
+    async redeliver(wid: string, id: string, deliveryId: string, actor: string): Promise<DeliveryRecord> {
+      return store.write(() => {
+        const endpoint = t.webhookEndpoints.get([wid, id]);
+        const delivery = t.deliveries.get([wid, id, deliveryId]);
+        if (!endpoint || !delivery) throw new AppError('not_found', { message: `No delivery ${deliveryId} of endpoint ${id} in this workspace.` });
+        const now = clock.now();
+        if (endpoint.disabledAt) t.webhookEndpoints.put([wid, id], { ...endpoint, disabledAt: null });
+        const again: DeliveryRecord = { ...delivery, status: 'pending', nextAttemptAt: isoAt(now), createdAt: isoAt(now) };
+        t.deliveries.put([wid, id, deliveryId], again);
+        t.outbox.put([now, wid, id, deliveryId], 1);
+        ledger.record({ workspaceId: wid, actor, kind: 'webhook.redelivered', subject: deliveryId, data: { endpointId: id, eventId: delivery.eventId } });
+        return again;
+      });
+    },
+  };
+}
+
+function view({ secretSealed: _sealed, ...rest }: WebhookEndpointRecord) {
+  return rest;
+}
+
+export type Webhooks = ReturnType<typeof createWebhooks>;
