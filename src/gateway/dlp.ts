@@ -21,7 +21,7 @@
  *   `sk-proj-`; Anthropic `sk-ant-`); AWS `AKIA`/`ASIA` + 16 [A-Z0-9]; GitHub `ghp_ gho_ ghu_ ghs_
  *   ghr_` + 36+ alphanumerics and `github_pat_` + 22+ [A-Za-z0-9_]; Slack `xox[abprs]-` + 10+
  *   [A-Za-z0-9-]; Stripe `sk_live_ rk_live_ sk_test_ rk_test_` + 16+ alphanumerics; Google `AIza` +
- *   exactly 35 [A-Za-z0-9_-]; ours `ask_ ims_ aat_ art_ mcs_` + exactly 43 base64url; a JWT
+ *   exactly 35 [A-Za-z0-9_-]; ours `ask_ ims_ aat_ art_ mcs_ whs_` + exactly 43 base64url; a JWT
  *   (`eyJ` + 8+ base64url, `.`, 8+ base64url, `.`, optional signature); a PEM block from
  *   `-----BEGIN <label>PRIVATE KEY-----` to the `-----END` with the same label, as one finding.
  *   The body may not contain `--` and has at most 256 single hyphens, so a BEGIN without its END
@@ -79,7 +79,7 @@ const PATTERNS: Record<DlpKind, string> = {
     String.raw`xox[abprs]-${atLeast(10, '[A-Za-z0-9-]')}`,
     String.raw`[sr]k_(?:live|test)_${atLeast(16, '[A-Za-z0-9]')}`,
     String.raw`AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])`,
-    String.raw`(?:ask|ims|aat|art|mcs)_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`,
+    String.raw`(?:ask|ims|aat|art|mcs|whs)_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`,
     String.raw`eyJ${atLeast(8, '[A-Za-z0-9_-]')}\.${atLeast(8, '[A-Za-z0-9_-]')}\.[A-Za-z0-9_-]*`,
     // At most 256 single hyphens in the body (encrypted keys' headers have a few): the outer
     // loop is bounded, so a hyphen-heavy BEGIN without END cannot exhaust the regex stack.
