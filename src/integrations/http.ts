@@ -1,8 +1,9 @@
 import Joi from 'joi';
-import type { Plugin, Request } from '@hapi/hapi';
+import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
-import { actorOf, caller, SIGNATURE } from '../http/auth/callers.js';
-import { sessionStrategies } from '../http/auth/session.js';
+import { SIGNATURE } from '../http/auth/callers.js';
+import { permittedMember, sessionStrategies } from '../http/auth/session.js';
+import { validationFailAction } from '../http/errors.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
@@ -54,31 +55,23 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
     const write = { onPreAuth: guards.consoleWrite };
     const refused = new Map<string, number>();
 
-    server.ext('onPreResponse', (request, h) => {
-      if (request.route.path === ISSUER_HOOK_PATH) {
-        const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
-        const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
-        if (status >= 400) {
-          const key = `${String(request.params.wid)}/issuer`;
-          if (WID.test(String(request.params.wid))) refused.set(key, (refused.get(key) ?? 0) + 1);
-        }
-      }
+    /** Counts the hook route's refusals by workspace (a route extension: no other request pays for it). */
+    const countRefusal = (request: Request, h: ResponseToolkit) => {
+      const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
+      const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
+      const w = String(request.params.wid);
+      if (status >= 400 && WID.test(w)) refused.set(`${w}/issuer`, (refused.get(`${w}/issuer`) ?? 0) + 1);
       return h.continue;
-    });
-
-    const managed = (request: Request) => {
-      const { wid: w } = request.params as { wid: string };
-      const c = caller(request, 'session');
-      people.authorize(w, c.user, 'integrations.manage');
-      return { w, actor: actorOf(c) };
     };
+
+    const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
 
     server.route([
       {
         method: 'GET', path: '/api/w/{wid}/integrations',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
-          const { w } = managed(request);
+          const { wid: w } = managed(request);
           return { data: integrations.view(w).map((v) => ({ ...v, refused: refused.get(`${w}/${v.kind}`) ?? 0 })), next: null };
         },
       },
@@ -92,7 +85,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
           },
         },
         async handler(request) {
-          const { w, actor } = managed(request);
+          const { wid: w, actor } = managed(request);
           const body = (request.payload ?? {}) as { rotate?: boolean };
           return integrations.configure(w, 'issuer', body, actor);
         },
@@ -101,7 +94,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         method: 'GET', path: '/api/w/{wid}/issuer/cards',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
-          const { w } = managed(request);
+          const { wid: w } = managed(request);
           return { data: integrations.cards(w), next: null };
         },
       },
@@ -109,7 +102,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         method: 'PUT', path: '/api/w/{wid}/issuer/cards/{cardId}',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, cardId: CARD_ID }), payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }) } },
         async handler(request) {
-          const { w, actor } = managed(request);
+          const { wid: w, actor } = managed(request);
           const { cardId } = request.params as { cardId: string };
           return integrations.mapCard(w, cardId, (request.payload as { agentId: string | null }).agentId, actor);
         },
@@ -118,7 +111,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         method: 'GET', path: '/api/w/{wid}/issuer/cards/{cardId}/charges',
         options: { auth: session, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
         handler(request) {
-          const { w } = managed(request);
+          const { wid: w } = managed(request);
           return { data: integrations.charges(w, (request.params as { cardId: string }).cardId), next: null };
         },
       },
@@ -126,19 +119,21 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         method: 'POST', path: ISSUER_HOOK_PATH,
         options: {
           auth: { strategy: SIGNATURE, payload: 'required' },
+          ext: { onPreResponse: { method: countRefusal } },
           payload: { parse: false, output: 'data', maxBytes: 1_048_576 },
           validate: { params: Joi.object({ wid }) },
         },
-        async handler(request) {
+        async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
+          // Parsed only now that the signature over these bytes has verified.
           let body: unknown;
           try {
             body = JSON.parse((request.payload as Buffer).toString('utf8'));
           } catch {
-            throw new AppError('invalid_request', { message: 'The body is not JSON.', fix: 'Send the event as a JSON object.' });
+            throw new AppError('invalid_json');
           }
           const { error, value } = issuerEventSchema.validate(body, { abortEarly: false });
-          if (error) throw new AppError('invalid_request', { details: { errors: error.details.map((d) => ({ field: d.path.join('.'), message: d.message })) } });
+          if (error) validationFailAction(request, h, error);
           return integrations.handle(w, value as IssuerEvent);
         },
       },

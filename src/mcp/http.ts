@@ -16,8 +16,6 @@ import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
 import { GATE_TOOL_NAMES } from './tools.js';
 
-export { MCP_ERROR_CODE } from './server.js';
-
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over the SDK's Streamable HTTP
  * transport, mounted through `request.raw` with `h.abandon` once our own agent-key strategy has

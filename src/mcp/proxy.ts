@@ -113,6 +113,11 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
   };
 
   const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
+  /** The prefixed upstream an exposed name (of a tool or prompt) belongs to, and the name upstream. */
+  const prefixedOwner = (servers: McpServerRecord[], name: string): { server: McpServerRecord; inner: string } | undefined => {
+    const server = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
+    return server ? { server, inner: name.slice(server.name.length + 2) } : undefined;
+  };
   const allowed = (server: McpServerRecord, tool: string) => server.allowTools === null || server.allowTools.includes(tool);
 
   const refuseIfStopped = (who: { workspaceId: string; agentId: string }): void => {
@@ -193,11 +198,8 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     /** The upstream server and tool behind an exposed name, or undefined. */
     async resolve(wid: string, name: string, link: UpstreamLink = pooled): Promise<{ server: McpServerRecord; tool: string } | undefined> {
       const servers = this.list(wid);
-      const prefixed = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
-      if (prefixed) {
-        const tool = name.slice(prefixed.name.length + 2);
-        return allowed(prefixed, tool) ? { server: prefixed, tool } : undefined;
-      }
+      const prefixed = prefixedOwner(servers, name);
+      if (prefixed) return allowed(prefixed.server, prefixed.inner) ? { server: prefixed.server, tool: prefixed.inner } : undefined;
       // An unprefixed name belongs to whichever unprefixed server lists it: each is asked once, together.
       const owners = await Promise.all(servers.filter((s) => s.unprefixed && allowed(s, name)).map(async (s) => {
         try {
@@ -309,10 +311,8 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */
     exposed,
     promptTarget(wid: string, name: string): { server: McpServerRecord; prompt: string } | undefined {
-      const servers = this.list(wid);
-      const prefixed = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
-      if (prefixed) return { server: prefixed, prompt: name.slice(prefixed.name.length + 2) };
-      return undefined;
+      const prefixed = prefixedOwner(this.list(wid), name);
+      return prefixed ? { server: prefixed.server, prompt: prefixed.inner } : undefined;
     },
   };
 }

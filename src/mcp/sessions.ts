@@ -103,9 +103,6 @@ export function createSessions(options: { now?: () => number; stillValid: (p: Pr
     forget(id: string): void {
       sessions.delete(id);
     },
-    end,
-    sweep,
-    size: () => sessions.size,
     async closeAll(): Promise<void> {
       clearInterval(timer);
       const all = [...sessions.values()];

@@ -1,7 +1,6 @@
 import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
-import { actorOf, caller } from '../http/auth/callers.js';
-import { sessionStrategies } from '../http/auth/session.js';
+import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
@@ -20,17 +19,12 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
   register(server, { webhooks, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const managed = (request: Request) => {
-      const { wid: w } = request.params as { wid: string };
-      const c = caller(request, 'session');
-      people.authorize(w, c.user, 'integrations.manage');
-      return { w, actor: actorOf(c) };
-    };
+    const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
     server.route([
       {
         method: 'GET', path: '/api/w/{wid}/webhooks',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler: (request) => ({ data: webhooks.list(managed(request).w), next: null }),
+        handler: (request) => ({ data: webhooks.list(managed(request).wid), next: null }),
       },
       {
         method: 'POST', path: '/api/w/{wid}/webhooks',
@@ -45,7 +39,7 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
           },
         },
         async handler(request, h) {
-          const { w, actor } = managed(request);
+          const { wid: w, actor } = managed(request);
           return h.response(await webhooks.add(w, request.payload as { url: string; events: string[] }, actor)).code(201);
         },
       },
@@ -53,7 +47,7 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
         method: 'DELETE', path: '/api/w/{wid}/webhooks/{id}',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID }) } },
         async handler(request) {
-          const { w, actor } = managed(request);
+          const { wid: w, actor } = managed(request);
           await webhooks.remove(w, (request.params as { id: string }).id, actor);
           return {};
         },
@@ -62,7 +56,7 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
         method: 'GET', path: '/api/w/{wid}/webhooks/{id}/deliveries',
         options: { auth: session, validate: { params: Joi.object({ wid, id: ID }) } },
         handler(request) {
-          const { w } = managed(request);
+          const { wid: w } = managed(request);
           return { data: webhooks.deliveries(w, (request.params as { id: string }).id), next: null };
         },
       },
@@ -70,7 +64,7 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
         method: 'POST', path: '/api/w/{wid}/webhooks/{id}/deliveries/{did}/redeliver',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID, did: ID }) } },
         async handler(request) {
-          const { w, actor } = managed(request);
+          const { wid: w, actor } = managed(request);
           const { id, did } = request.params as { id: string; did: string };
           return webhooks.redeliver(w, id, did, actor);
         },

@@ -138,6 +138,16 @@ test.serial('forged, stale, altered, unsigned and replayed deliveries change not
   t.is(await snapshot(), once);
 });
 
+test.serial('a signed body that is not JSON, or not an event, is refused by field and changes nothing', async (t) => {
+  const before = await snapshot();
+  assertError(t, await deliver('not json', { 'svc-signature': sign(secret, 'not json') }), 400, 'invalid_json');
+  const bad = JSON.stringify({ ...event('charge.posted'), amount: -5, currency: 'euro' });
+  const res = await deliver(bad, { 'svc-signature': sign(secret, bad) });
+  assertError(t, res, 400, 'invalid_request');
+  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), ['amount', 'currency']);
+  t.is(await snapshot(), before);
+});
+
 test.serial('a redelivered authorization request gets the first answer and the same action', async (t) => {
   const e = event('authorization.request', { amount: 1500 });
   const first = await signed(e);

@@ -1,7 +1,7 @@
 import Cookie from '@hapi/cookie';
-import type { Server } from '@hapi/hapi';
-import type { PeopleService } from '../../people/index.js';
-import { SESSION, SESSION_HOST, credentials } from './callers.js';
+import type { Request, Server } from '@hapi/hapi';
+import type { PeopleService, Permission } from '../../people/index.js';
+import { SESSION, SESSION_HOST, actorOf, caller, credentials } from './callers.js';
 
 /**
  * Session cookie (SPEC.md 5.3.3): `__Host-sid` in production, `sid` on a local http server
@@ -47,4 +47,12 @@ export async function registerSession(server: Server, options: SessionOptions): 
   if (!options.production) {
     server.auth.strategy(SESSION_HOST, 'cookie', { cookie: cookie('__Host-sid', true), validate, requestDecoratorName: 'cookieAuthHost' });
   }
+}
+
+/** The signed-in person of a console route on /api/w/{wid}/…, once their role there allows `permission` (else 403 forbidden). */
+export function permittedMember(people: Pick<PeopleService, 'authorize'>, request: Request, permission: Permission): { wid: string; actor: string } {
+  const { wid } = request.params as { wid: string };
+  const c = caller(request, 'session');
+  people.authorize(wid, c.user, permission);
+  return { wid, actor: actorOf(c) };
 }
