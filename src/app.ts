@@ -12,6 +12,8 @@ import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
 import { createMcpProxy } from './mcp/proxy.js';
 import { createIntegrations } from './integrations/service.js';
+import { createIntegrationRegistry } from './integrations/registry.js';
+import { createOnce } from './integrations/once.js';
 import { createWebhooks } from './webhooks/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
@@ -86,7 +88,9 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     gateway,
     oauth: createOAuth({ ...deps, ledger, issuer }),
     mcpProxy,
-    integrations: createIntegrations({ ...deps, masterKey, ledger, gate }),
+    integrations: createIntegrations({ ...deps, ledger, gate }),
+    integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
+    once: createOnce(deps),
     webhooks: createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks }),
   };
 }

@@ -24,8 +24,9 @@ import { peopleRoutes } from '../people/http.js';
 import { deriveKey } from '../store/index.js';
 import { registerAgentKey } from './auth/agent-key.js';
 import { registerDenyByDefault } from './auth/deny.js';
-import { registerSignature } from './auth/signature.js';
-import { hookSecrets, integrationsRoutes } from '../integrations/http.js';
+import { registerInbound } from './auth/signature.js';
+import { integrationsRoutes } from '../integrations/http.js';
+import { createRefusals, svcSignatureVerifier } from '../integrations/inbound.js';
 import { webhooksRoutes } from '../webhooks/http.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
@@ -110,7 +111,11 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerAgentKey(server, { keys: services.keys, oauth: services.oauth, baseUrl, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
-  registerSignature(server, { clock, secretsFor: hookSecrets(services.integrations) });
+  const refusals = createRefusals();
+  const registry = services.integrationRegistry;
+  registerInbound(server, clock, [
+    svcSignatureVerifier('issuer', registry),
+  ]);
   registerDenyByDefault(server);
   await registerSession(server, {
     production,
@@ -136,7 +141,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
-  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, people: services.people, production, guards } });
+  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, registry, refusals, people: services.people, production, guards } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
@@ -159,11 +164,13 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
       checkpoints.unref();
       services.webhooks.start();
+      services.once.start();
     },
     async stop() {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
+      services.once.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

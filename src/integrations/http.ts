@@ -1,26 +1,41 @@
 import Joi from 'joi';
-import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import { AppError } from '../errors/app-error.js';
-import { SIGNATURE } from '../http/auth/callers.js';
+import type { Plugin, Request } from '@hapi/hapi';
 import { permittedMember, sessionStrategies } from '../http/auth/session.js';
-import { validationFailAction } from '../http/errors.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
+import type { IntegrationKind } from '../store/index.js';
+import { hookOptions, parseVerified, type Refusals } from './inbound.js';
+import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from './registry.js';
 import type { Integrations, IssuerEvent } from './service.js';
 
 /**
- * Integration routes (API.md 8), the generic card issuer so far.
- * - Console (owners and admins): `GET /api/w/{wid}/integrations`; `PUT …/integrations/issuer`
- *   (`{}` the first time, `{ "rotate": true }` after) answers the secret once;
- *   `PUT /api/w/{wid}/issuer/cards/{cardId} { agentId | null }` maps a card; `GET …/issuer/cards`
- *   and `GET …/issuer/cards/{cardId}/charges` show mappings and imported charges.
- * - `POST /v1/hooks/issuer/{wid}`: no bearer; the `svc-signature` strategy checks the header and
- *   its timestamp before the body is read and the HMAC over the raw bytes before anything parses
- *   them. Refusals are counted per workspace (shown in `GET …/integrations`); nothing of a
- *   refused body is logged.
+ * Integration routes (API.md 8).
+ * - Console (owners and admins): `GET /api/w/{wid}/integrations` (settings, secrets' dates, and
+ *   refusals counted since start); `PUT …/integrations/{kind}` with the kind's body (SETTINGS);
+ *   the generated secrets of `issuer`, `github` and `chat-relay` are answered once.
+ * - The generic card issuer: `PUT /api/w/{wid}/issuer/cards/{cardId} { agentId | null }` maps a
+ *   card; `GET …/issuer/cards` and `GET …/issuer/cards/{cardId}/charges` show mappings and
+ *   imported charges; its deliveries arrive at `POST /v1/hooks/issuer/{wid}`, verified by the
+ *   `svc-signature` strategy before anything parses them.
  */
-const CARD_ID = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required();
+export const CARD_ID = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required();
+const url = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
+
+/** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
+export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
+  issuer: Joi.object({ rotate: Joi.boolean() }),
+  github: Joi.object({ rotate: Joi.boolean() }),
+  'chat-relay': Joi.object({ rotate: Joi.boolean(), url }),
+  stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
+  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
+  ssf: Joi.object({
+    issuer: Joi.string().min(1).max(2048).required(),
+    audience: Joi.string().min(1).max(2048).required(),
+    jwksUri: url,
+    jwks: Joi.object({ keys: Joi.array().items(Joi.object({ kty: Joi.string().required() }).unknown(true)).min(1).max(20).required() }),
+  }).xor('jwksUri', 'jwks'),
+};
 
 const issuerEventSchema = Joi.object({
   id: Joi.string().pattern(/^[A-Za-z0-9_-]{1,128}$/).required(),
@@ -36,34 +51,21 @@ const issuerEventSchema = Joi.object({
   createdAt: Joi.string().isoDate().required(),
 }).unknown(true);
 
-export const ISSUER_HOOK_PATH = '/v1/hooks/issuer/{wid}';
-const WID = /^ws_[0-9A-Za-z]{22}$/;
-
-/** The secrets a hook request may be signed with, by its route and workspace (none for a malformed workspace id). */
-export function hookSecrets(integrations: Integrations) {
-  return (request: Request): string[] => {
-    const w = String(request.params.wid ?? '');
-    if (request.route.path !== ISSUER_HOOK_PATH || !WID.test(w)) return [];
-    return integrations.secretsFor(w, 'issuer');
+/** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
+function configureInput(body: Record<string, unknown>): ConfigureInput {
+  const { rotate, signingSecret, ...config } = body;
+  return {
+    ...(rotate === true ? { rotate: true } : {}),
+    ...(typeof signingSecret === 'string' ? { signingSecret } : {}),
+    ...(Object.keys(config).length > 0 ? { config } : {}),
   };
 }
 
-export const integrationsRoutes: Plugin<{ integrations: Integrations; people: PeopleService; production: boolean; guards: Guards }> = {
+export const integrationsRoutes: Plugin<{ integrations: Integrations; registry: IntegrationRegistry; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-integrations',
-  register(server, { integrations, people, production, guards }) {
+  register(server, { integrations, registry, refusals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const refused = new Map<string, number>();
-
-    /** Counts the hook route's refusals by workspace (a route extension: no other request pays for it). */
-    const countRefusal = (request: Request, h: ResponseToolkit) => {
-      const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
-      const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
-      const w = String(request.params.wid);
-      if (status >= 400 && WID.test(w)) refused.set(`${w}/issuer`, (refused.get(`${w}/issuer`) ?? 0) + 1);
-      return h.continue;
-    };
-
     const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
 
     server.route([
@@ -72,7 +74,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = managed(request);
-          return { data: integrations.view(w).map((v) => ({ ...v, refused: refused.get(`${w}/${v.kind}`) ?? 0 })), next: null };
+          return { data: registry.view(w).map((v) => ({ ...v, refused: refusals.get(w, v.kind) })), next: null };
         },
       },
       {
@@ -80,14 +82,18 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         options: {
           auth: session, ext: write,
           validate: {
-            params: Joi.object({ wid, kind: Joi.string().valid('issuer').required().messages({ 'any.only': '{{#label}} must be issuer (the other integrations of API.md 8 are not built yet)' }) }),
-            payload: Joi.object({ rotate: Joi.boolean() }).allow(null),
+            params: Joi.object({ wid, kind: Joi.string().valid(...INTEGRATION_KINDS).required() }),
+            async payload(value: unknown, options) {
+              const kind = (options as { context?: { params?: { kind?: string } } }).context?.params?.kind as IntegrationKind | undefined;
+              const schema = kind && SETTINGS[kind] ? SETTINGS[kind] : Joi.object();
+              return schema.validateAsync(value ?? {}, { abortEarly: false });
+            },
           },
         },
         async handler(request) {
           const { wid: w, actor } = managed(request);
-          const body = (request.payload ?? {}) as { rotate?: boolean };
-          return integrations.configure(w, 'issuer', body, actor);
+          const { kind } = request.params as { kind: IntegrationKind };
+          return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },
       {
@@ -116,25 +122,11 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; people: Pe
         },
       },
       {
-        method: 'POST', path: ISSUER_HOOK_PATH,
-        options: {
-          auth: { strategy: SIGNATURE, payload: 'required' },
-          ext: { onPreResponse: { method: countRefusal } },
-          payload: { parse: false, output: 'data', maxBytes: 1_048_576 },
-          validate: { params: Joi.object({ wid }) },
-        },
+        method: 'POST', path: '/v1/hooks/issuer/{wid}',
+        options: hookOptions('issuer', refusals, { validate: { params: Joi.object({ wid }) } }),
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
-          // Parsed only now that the signature over these bytes has verified.
-          let body: unknown;
-          try {
-            body = JSON.parse((request.payload as Buffer).toString('utf8'));
-          } catch {
-            throw new AppError('invalid_json');
-          }
-          const { error, value } = issuerEventSchema.validate(body, { abortEarly: false });
-          if (error) validationFailAction(request, h, error);
-          return integrations.handle(w, value as IssuerEvent);
+          return integrations.handle(w, parseVerified<IssuerEvent>(request, h, issuerEventSchema));
         },
       },
     ]);

@@ -2,16 +2,11 @@ import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { IdSource } from '../lib/ids.js';
-import { sealText, unsealText } from '../lib/seal.js';
-import type { ActionRecord, CardRecord, ChargeRecord, IntegrationRecord, Store } from '../store/index.js';
+import type { ActionRecord, CardRecord, ChargeRecord, Store } from '../store/index.js';
 
 /**
- * Inbound integrations (issue 8, API.md 8): the generic card issuer.
+ * The generic card issuer (issue 8, API.md 8); its settings and secret are in registry.ts.
  * Rules:
- * - Owners and admins set the issuer integration up; its signing secret (`whs_…`) is shown once
- *   and kept sealed with the master key. Rotating makes a new one; the old one keeps verifying
- *   for ROTATION_OVERLAP_MS, then stops.
  * - A card maps to one agent, or to nothing. An authorization request for a card is an action of
  *   type `payment` at the gate, as the mapped agent, against its mandate (a stopped agent's is
  *   denied there); the issuer is answered at once: approved only on `allow` (a decision that waits
@@ -24,9 +19,7 @@ import type { ActionRecord, CardRecord, ChargeRecord, IntegrationRecord, Store }
  * - Each delivery is processed once, by its event id: a redelivery is answered as the first time
  *   and changes nothing.
  */
-export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 export const MATCH_WINDOW_MS = 7 * 86_400_000;
-const SEAL_PURPOSE = 'integration-secret';
 
 export interface IssuerEvent {
   id: string;
@@ -38,10 +31,9 @@ export interface IssuerEvent {
   createdAt: string;
 }
 
-export function createIntegrations(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger; gate: Gate }) {
-  const { store, clock, ids, masterKey, ledger, gate } = deps;
+export function createIntegrations(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate }) {
+  const { store, clock, ledger, gate } = deps;
   const t = store.tables;
-  const bound = (wid: string, kind: string) => `${wid}/${kind}`;
 
   const merchantOf = (m: IssuerEvent['merchant']) => (m.domain ?? m.name).toLowerCase();
 
@@ -75,39 +67,6 @@ export function createIntegrations(deps: { store: Store; clock: Clock; ids: IdSo
   };
 
   return {
-    /** The secrets a delivery for this workspace may be signed with: the current one and, during a rotation, the one before. */
-    secretsFor(wid: string, kind: 'issuer'): string[] {
-      const record = t.integrations.get([wid, kind]);
-      if (!record) return [];
-      const now = clock.now();
-      return record.secrets.filter((s) => s.retiresAt === null || Date.parse(s.retiresAt) > now).map((s) => unsealText(masterKey, SEAL_PURPOSE, bound(wid, kind), s.sealed));
-    },
-
-    /** Sets the integration up (a first secret) or, with `rotate`, replaces its secret; the new secret is returned once. */
-    async configure(wid: string, kind: 'issuer', input: { rotate?: boolean }, actor: string): Promise<{ kind: string; secret: string; previousRetiresAt: string | null }> {
-      const secret = ids.secret('whs');
-      const now = clock.now();
-      return store.write(() => {
-        const existing = t.integrations.get([wid, kind]);
-        if (existing && !input.rotate) {
-          throw new AppError('invalid_request', { message: `The ${kind} integration is set up; its secret was shown once.`, fix: 'Send { "rotate": true } to make a new secret (the old one keeps working for 24 hours).' });
-        }
-        const retiresAt = existing ? isoAt(now + ROTATION_OVERLAP_MS) : null;
-        const kept = (existing?.secrets ?? []).filter((s) => s.retiresAt === null || Date.parse(s.retiresAt) > now).map((s) => ({ ...s, retiresAt: s.retiresAt ?? retiresAt }));
-        const record: IntegrationRecord = {
-          kind, workspaceId: wid, updatedAt: isoAt(now), updatedBy: actor,
-          secrets: [{ sealed: sealText(masterKey, SEAL_PURPOSE, bound(wid, kind), secret), createdAt: isoAt(now), retiresAt: null }, ...kept],
-        };
-        t.integrations.put([wid, kind], record);
-        ledger.record({ workspaceId: wid, actor, kind: existing ? 'integration.rotated' : 'integration.configured', subject: kind, data: { previousRetiresAt: retiresAt } });
-        return { kind, secret, previousRetiresAt: retiresAt };
-      });
-    },
-
-    view(wid: string) {
-      return t.integrations.scan([wid]).map(({ value: r }) => ({ kind: r.kind, updatedAt: r.updatedAt, secrets: r.secrets.map((s) => ({ createdAt: s.createdAt, retiresAt: s.retiresAt })) }));
-    },
-
     cards(wid: string): CardRecord[] {
       return t.cards.scan([wid]).map((e) => e.value);
     },

@@ -238,10 +238,14 @@ export interface OAuthClientRecord {
  * An inbound integration's signing secrets (API.md 8), sealed with the master key: the current
  * one, and during a rotation the one before it until `retiresAt`.
  */
+export type IntegrationKind = 'issuer' | 'stripe' | 'github' | 'slack' | 'chat-relay' | 'ssf';
+
 export interface IntegrationRecord {
-  kind: 'issuer';
+  kind: IntegrationKind;
   workspaceId: string;
   secrets: Array<{ sealed: string; createdAt: string; retiresAt: string | null }>;
+  /** The kind's non-secret settings (API.md 8); absent in records older than them. */
+  config?: Record<string, unknown>;
   updatedAt: string;
   updatedBy: string;
 }
@@ -509,6 +513,8 @@ export interface Tables {
   charges: Table<ChargeRecord>;
   /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
   hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
+  /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
+  hookOnce: Table<number>;
   /** [wid, whkId] -> outbound webhook endpoint */
   webhookEndpoints: Table<WebhookEndpointRecord>;
   /** [wid, whkId, dlvId] -> delivery and its attempts */
@@ -538,6 +544,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'webhookEndpoints', 'deliveries', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -1,6 +1,8 @@
 import test from 'ava';
 import Hapi from '@hapi/hapi';
-import { registerSignature } from '../../src/http/auth/signature.js';
+import { inboundStrategy, registerInbound } from '../../src/http/auth/signature.js';
+import { svcSignatureVerifier } from '../../src/integrations/inbound.js';
+import type { IntegrationRegistry } from '../../src/integrations/registry.js';
 import { pipeline } from '../../src/http/pipeline.js';
 import { createLogger } from '../../src/lib/log.js';
 import { signPayload } from '../../src/lib/svc-signature.js';
@@ -16,6 +18,7 @@ const NOW_S = Math.floor(NOW_MS / 1000);
 const OLD_SECRET = 'old-secret';
 const NEW_SECRET = 'new-secret';
 
+const WID = 'ws_0000000000000000000000';
 let server: Hapi.Server;
 let handlerCalls = 0;
 const seenBodies: string[] = [];
@@ -23,13 +26,11 @@ const seenBodies: string[] = [];
 test.before(async () => {
   server = Hapi.server({ host: '127.0.0.1', port: 0 });
   await server.register({ plugin: pipeline, options: { baseUrl: () => 'http://x', production: false, log: createLogger('silent'), retryAfterSeconds: 5 } });
-  registerSignature(server, { clock: { now: () => NOW_MS }, secretsFor: () => [OLD_SECRET, NEW_SECRET] });
-  // registerSignature should name the 'signature' strategy itself (see the test at the end, which
-  // asserts it); until it does, name it here so the scheme's own checks are still exercised.
+  registerInbound(server, { now: () => NOW_MS }, [svcSignatureVerifier('issuer', secrets([OLD_SECRET, NEW_SECRET]))]);
   server.route({
-    method: 'POST', path: '/hook',
+    method: 'POST', path: '/hook/{wid}',
     options: {
-      auth: { strategy: 'signature', payload: 'required' },
+      auth: { strategy: inboundStrategy('issuer'), payload: 'required' },
       payload: { parse: false, output: 'data' },
     },
     handler(request) {
@@ -46,12 +47,17 @@ test.after.always(async () => {
   await server?.stop();
 });
 
+/** A registry that holds `list` as every workspace's issuer secrets. */
+function secrets(list: string[]): IntegrationRegistry {
+  return { secretsFor: () => list } as unknown as IntegrationRegistry;
+}
+
 const BODY = JSON.stringify({ id: 'evt_1', type: 'charge.posted', cardId: 'card_1', amount: 1250, currency: 'EUR' });
 
 async function post(body: string | Buffer, signature?: string) {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (signature !== undefined) headers['svc-signature'] = signature;
-  const res = await server.inject({ method: 'POST', url: '/hook', headers, payload: body });
+  const res = await server.inject({ method: 'POST', url: `/hook/${WID}`, headers, payload: body });
   return { status: res.statusCode, body: JSON.parse(res.payload) as any, headers: res.headers };
 }
 
@@ -151,12 +157,12 @@ test.serial('a signature over an empty body does not admit a non-empty one', asy
   await refused(t, BODY, signPayload(NEW_SECRET, '', NOW_S));
 });
 
-test('registerSignature makes the signature strategy available to routes, like the other caller kinds', async (t) => {
+test('registerInbound makes one signature strategy per integration kind available to routes', async (t) => {
   const bare = Hapi.server({ host: '127.0.0.1', port: 0 });
-  registerSignature(bare, { clock: { now: () => NOW_MS }, secretsFor: () => [NEW_SECRET] });
+  registerInbound(bare, { now: () => NOW_MS }, [svcSignatureVerifier('issuer', secrets([NEW_SECRET]))]);
   t.notThrows(() => bare.route({
-    method: 'POST', path: '/hook',
-    options: { auth: { strategy: 'signature', payload: 'required' }, payload: { parse: false, output: 'data' } },
+    method: 'POST', path: '/hook/{wid}',
+    options: { auth: { strategy: inboundStrategy('issuer'), payload: 'required' }, payload: { parse: false, output: 'data' } },
     handler: () => ({}),
   }));
 });

@@ -1,47 +1,56 @@
 import type { Request, Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
 import type { Clock } from '../../lib/clock.js';
-import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../../lib/svc-signature.js';
-import { SIGNATURE, credentials, expectedCredential } from './callers.js';
+import type { IntegrationKind } from '../../store/index.js';
+import { SIGNATURE, credentials } from './callers.js';
 
 /**
- * Signed inbound requests (SPEC.md 5.4), generic `svc-signature` scheme. The header and its
- * timestamp are checked before the body is read; the HMAC over the raw bytes is checked before
- * anything parses them (routes set `payload: { parse: false, output: 'data' }` and
- * `auth: { strategy: 'signature', payload: 'required' }`).
- * The route names whose secrets apply through `secretsFor(request)`: several during a rotation.
+ * Signed inbound requests (SPEC.md 5.4): one strategy per integration kind, all of the caller
+ * kind `signature`. Each runs its verifier in two steps:
+ * 1. `headers`, before the body is read: the signature header is there, well-formed and fresh.
+ * 2. `body`, over the raw bytes before anything parses them (routes set
+ *    `payload: { parse: false, output: 'data' }` and `auth: { strategy, payload: 'required' }`):
+ *    the signature verifies in constant time against every secret in force, and single-use
+ *    identifiers are claimed. What it returns (the workspace, verified claims) is what the
+ *    handler reads, through `verified(request)`.
+ * A failure in either step is `401 unauthenticated`, and the handler never runs.
  */
-export interface SignatureOptions {
-  clock: Clock;
-  secretsFor(request: Request): readonly string[] | Promise<readonly string[]>;
+export interface InboundVerifier<A = unknown> {
+  kind: IntegrationKind;
+  headers(request: Request, nowMs: number): A;
+  body(request: Request, raw: Buffer, artifacts: A): unknown;
 }
 
-export function registerSignature(server: Server, options: SignatureOptions): void {
-  server.auth.scheme(SIGNATURE, () => ({
-    options: { payload: true },
-    authenticate(request, h) {
-      const header = request.headers['svc-signature'];
-      if (typeof header !== 'string') {
-        throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[SIGNATURE]}; none was sent.` });
-      }
-      const parsed = parseSignatureHeader(header);
-      if (!parsed) throw new AppError('unauthenticated', { message: 'The svc-signature header is malformed; expected t=<unix seconds>,v1=<hex>.' });
-      if (!timestampFresh(parsed.t, options.clock.now())) {
-        throw new AppError('unauthenticated', { message: 'The signature timestamp is more than five minutes from now.', fix: "Sign each request at the moment it is sent, with the sender's clock in sync." });
-      }
-      return h.authenticated({ credentials: credentials({ kind: 'signature', keyId: 'svc-signature' }), artifacts: { parsed } });
-    },
-    async payload(request, h) {
-      const parsed = request.auth.artifacts.parsed as ParsedSignature;
-      const raw = Buffer.isBuffer(request.payload) ? request.payload : Buffer.alloc(0);
-      const secrets = await options.secretsFor(request);
-      if (!signatureMatches(parsed, raw, secrets)) {
-        throw new AppError('unauthenticated', { message: 'The signature does not match the body.', fix: 'Sign the exact bytes sent, with the current secret.' });
-      }
-      return h.continue;
-    },
-  }));
-  server.auth.strategy(SIGNATURE, SIGNATURE);
+export const inboundStrategy = (kind: IntegrationKind): string => `${SIGNATURE}:${kind}`;
+
+/** The 401 every verifier throws, with what was wrong in plain words and how to send it right. */
+export function signatureRefused(message: string, fix = 'Sign the exact bytes sent, with the current secret, at the moment of sending.'): AppError {
+  return new AppError('unauthenticated', { message, fix });
+}
+
+export function registerInbound(server: Server, clock: Clock, verifiers: readonly InboundVerifier[]): void {
+  server.auth.scheme(SIGNATURE, (_server, options) => {
+    const verifier = (options as { verifier: InboundVerifier }).verifier;
+    return {
+      options: { payload: true },
+      authenticate(request, h) {
+        const artifacts = verifier.headers(request, clock.now());
+        return h.authenticated({ credentials: credentials({ kind: 'signature', keyId: verifier.kind }), artifacts: { header: artifacts } });
+      },
+      async payload(request, h) {
+        const raw = Buffer.isBuffer(request.payload) ? request.payload : Buffer.alloc(0);
+        const artifacts = request.auth.artifacts as { header: unknown; verified?: unknown };
+        artifacts.verified = await verifier.body(request, raw, artifacts.header);
+        return h.continue;
+      },
+    };
+  });
+  for (const verifier of verifiers) server.auth.strategy(inboundStrategy(verifier.kind), SIGNATURE, { verifier });
+}
+
+/** What the route's verifier established about this request. */
+export function verified<T>(request: Request): T {
+  return (request.auth.artifacts as { verified: T }).verified;
 }
 
 export { SIGNATURE };

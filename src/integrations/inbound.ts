@@ -1,0 +1,97 @@
+import Joi from 'joi';
+import type { Request, ResponseToolkit, RouteOptions } from '@hapi/hapi';
+import { AppError } from '../errors/app-error.js';
+import { inboundStrategy, signatureRefused, type InboundVerifier } from '../http/auth/signature.js';
+import { validationFailAction } from '../http/errors.js';
+import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../lib/svc-signature.js';
+import type { IntegrationKind } from '../store/index.js';
+import type { IntegrationRegistry } from './registry.js';
+
+/**
+ * What every inbound route (API.md 8) shares:
+ * - `hookOptions(kind)`: the route's verifier strategy, the body kept as raw bytes (1 MB), and a
+ *   count of its refusals per workspace (in memory; shown by `GET /api/w/{wid}/integrations`).
+ *   A refused body is never logged: the request log has no bodies, and nothing here keeps one.
+ * - `parseVerified`: JSON parsed only after the signature over those bytes verified, then
+ *   validated with the route's schema (400 in the SPEC.md shape).
+ * - `svcSignatureVerifier`: the generic `svc-signature` scheme with a workspace's secrets, used
+ *   by the card issuer and the chat relay.
+ */
+export const WID = /^ws_[0-9A-Za-z]{22}$/;
+export const HOOK_BODY_LIMIT = 1_048_576;
+
+export function createRefusals() {
+  const counts = new Map<string, number>();
+  return {
+    get: (wid: string, kind: string): number => counts.get(`${wid}/${kind}`) ?? 0,
+    /** A route extension counting this route's 4xx and 5xx under the request's workspace (or `_` when none is known). */
+    counter(kind: IntegrationKind) {
+      return (request: Request, h: ResponseToolkit) => {
+        const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
+        const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
+        if (status >= 400) {
+          const w = String(request.params.wid ?? (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound?.workspaceId ?? '_');
+          const key = `${WID.test(w) ? w : '_'}/${kind}`;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+        return h.continue;
+      };
+    },
+  };
+}
+
+export type Refusals = ReturnType<typeof createRefusals>;
+
+/** Route options of an inbound route of `kind`; `maxBytes` only for provider bodies that may be larger. */
+export function hookOptions(kind: IntegrationKind, refusals: Refusals, extra: Partial<RouteOptions> = {}, maxBytes = HOOK_BODY_LIMIT): RouteOptions {
+  return {
+    auth: { strategy: inboundStrategy(kind), payload: 'required' },
+    ext: { onPreResponse: { method: refusals.counter(kind) } },
+    payload: { parse: false, output: 'data', maxBytes },
+    ...extra,
+  };
+}
+
+/** The verified raw body as JSON, validated by `schema` (its value, with defaults applied). */
+export function parseVerified<T>(request: Request, h: ResponseToolkit, schema: Joi.Schema): T {
+  let body: unknown;
+  try {
+    body = JSON.parse((request.payload as Buffer).toString('utf8'));
+  } catch {
+    throw new AppError('invalid_json');
+  }
+  const { error, value } = schema.validate(body, { abortEarly: false });
+  if (error) validationFailAction(request, h, error);
+  return value as T;
+}
+
+/** The workspace named by the route's address, or none for a malformed one (then no secret applies). */
+export function routeWorkspace(request: Request): string | undefined {
+  const w = String(request.params.wid ?? '');
+  return WID.test(w) ? w : undefined;
+}
+
+/**
+ * The generic `svc-signature` scheme (SPEC.md 5.4) for `kind`, with the secrets of the workspace in
+ * the address: `t=<unix>,v1=<hex>`, five minutes of tolerance, HMAC-SHA256 over `<t>.<raw body>`.
+ * With `once`, the signature itself is then claimed (a replayed call is refused).
+ */
+export function svcSignatureVerifier(kind: IntegrationKind, registry: IntegrationRegistry, once?: (wid: string, signature: string) => Promise<boolean>): InboundVerifier<ParsedSignature> {
+  return {
+    kind,
+    headers(request, nowMs) {
+      const header = request.headers['svc-signature'];
+      if (typeof header !== 'string') throw signatureRefused('This route takes a signed request (svc-signature header); none was sent.');
+      const parsed = parseSignatureHeader(header);
+      if (!parsed) throw signatureRefused('The svc-signature header is malformed; expected t=<unix seconds>,v1=<hex>.');
+      if (!timestampFresh(parsed.t, nowMs)) throw signatureRefused('The signature timestamp is more than five minutes from now.', "Sign each request at the moment it is sent, with the sender's clock in sync.");
+      return parsed;
+    },
+    async body(request, raw, parsed) {
+      const w = routeWorkspace(request);
+      if (!w || !signatureMatches(parsed, raw, registry.secretsFor(w, kind))) throw signatureRefused('The signature does not match the body.');
+      if (once && !(await once(w, `${parsed.t}:${parsed.v1.join(',')}`))) throw signatureRefused('This signed request was already received; each is accepted once.', 'Sign every request afresh.');
+      return { workspaceId: w };
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import type { Clock } from '../lib/clock.js';
+import type { Store } from '../store/index.js';
+
+/**
+ * Identifiers an inbound integration accepts once (SPEC.md 8.1: each `jti` once, each chat
+ * signature once, each button token once), remembered in the store for their validity window so
+ * that a replay is refused across restarts.
+ * - `claim` runs inside a store write: true the first time, false while the identifier is
+ *   remembered. An entry past its window is as good as absent (the sweep removes it).
+ */
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+export function createOnce(deps: { store: Store; clock: Clock }) {
+  const { store, clock } = deps;
+  const t = store.tables;
+  let timer: NodeJS.Timeout | undefined;
+
+  /** Removes identifiers past their window. */
+  const sweep = async (): Promise<number> => {
+    const now = clock.now();
+    const stale = t.hookOnce.scan([]).filter((e) => e.value <= now).map((e) => e.key);
+    if (stale.length === 0) return 0;
+    await store.write(() => { for (const key of stale) if ((t.hookOnce.get(key) ?? Infinity) <= now) t.hookOnce.remove(key); });
+    return stale.length;
+  };
+
+  return {
+    /** Inside a write: marks `id` used in `scope` until `untilMs`; false when it already was. */
+    claim(scope: string, id: string, untilMs: number): boolean {
+      const until = t.hookOnce.get([scope, id]);
+      if (until !== undefined && until > clock.now()) return false;
+      t.hookOnce.put([scope, id], untilMs);
+      return true;
+    },
+
+    /** Whether `id` is in use in `scope` (read-only; a claim decides). */
+    used(scope: string, id: string): boolean {
+      const until = t.hookOnce.get([scope, id]);
+      return until !== undefined && until > clock.now();
+    },
+
+    sweep,
+
+    start(): void {
+      timer ??= setInterval(() => { void sweep().catch(() => undefined); }, SWEEP_EVERY_MS);
+      timer.unref();
+    },
+
+    stop(): void {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}
+
+export type Once = ReturnType<typeof createOnce>;

@@ -1,0 +1,117 @@
+import { AppError } from '../errors/app-error.js';
+import type { Ledger } from '../ledger/service.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { IdSource } from '../lib/ids.js';
+import { sealText, unsealText } from '../lib/seal.js';
+import type { IntegrationKind, IntegrationRecord, Store } from '../store/index.js';
+
+/**
+ * Integration settings per workspace (API.md 8), one record per kind.
+ * Rules:
+ * - `issuer`, `github` and `chat-relay` get a secret we generate (`whs_…`), answered once. Setting
+ *   one up again needs `{ "rotate": true }`: a new secret is answered, and the old one keeps
+ *   verifying for ROTATION_OVERLAP_MS, then stops.
+ * - `stripe` and `slack` take the provider's `signingSecret` in the body. Sending a different one
+ *   later is that provider's rotation: the old one keeps verifying for the same overlap. The
+ *   secret is never answered back.
+ * - `ssf` takes `{ issuer, jwksUri | jwks, audience }`: it verifies with public keys, no secret.
+ * - Every secret is sealed with the master key, bound to its workspace and kind; other settings
+ *   of a kind (`config`) are plain. Configuring is recorded in the ledger (never the secret).
+ */
+export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
+export const INTEGRATION_KINDS = ['issuer', 'stripe', 'github', 'slack', 'chat-relay', 'ssf'] as const;
+const GENERATED: ReadonlySet<IntegrationKind> = new Set(['issuer', 'github', 'chat-relay']);
+const GIVEN: ReadonlySet<IntegrationKind> = new Set(['stripe', 'slack']);
+const SEAL_PURPOSE = 'integration-secret';
+
+export interface ConfigureInput {
+  rotate?: boolean;
+  signingSecret?: string;
+  /** The kind's other settings (validated by its route schema). */
+  config?: Record<string, unknown>;
+}
+
+export interface ConfigureResult {
+  kind: IntegrationKind;
+  /** Only for the generated kinds, shown this once. */
+  secret?: string;
+  previousRetiresAt: string | null;
+  config: Record<string, unknown>;
+}
+
+export function createIntegrationRegistry(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger }) {
+  const { store, clock, ids, masterKey, ledger } = deps;
+  const t = store.tables;
+  const bound = (wid: string, kind: string) => `${wid}/${kind}`;
+  const live = (s: IntegrationRecord['secrets'][number], now: number) => s.retiresAt === null || Date.parse(s.retiresAt) > now;
+
+  /** The secrets a delivery may be signed with: the current one and, during a rotation, the one before. */
+  const secretsFor = (wid: string, kind: IntegrationKind): string[] => {
+    const record = t.integrations.get([wid, kind]);
+    if (!record) return [];
+    const now = clock.now();
+    return record.secrets.filter((s) => live(s, now)).map((s) => unsealText(masterKey, SEAL_PURPOSE, bound(wid, kind), s.sealed));
+  };
+
+  return {
+    secretsFor,
+
+    /** The kind's non-secret settings, or undefined when it is not set up. */
+    configOf<C extends Record<string, unknown> = Record<string, unknown>>(wid: string, kind: IntegrationKind): C | undefined {
+      return t.integrations.get([wid, kind])?.config as C | undefined;
+    },
+
+    /** Every workspace that has set a kind up (for routes whose address names no workspace). */
+    workspacesWith(kind: IntegrationKind): string[] {
+      const out: string[] = [];
+      for (const { key, value } of t.integrations.scan([])) {
+        if (value.kind === kind) out.push((key as [string, string])[0]);
+      }
+      return out;
+    },
+
+    async configure(wid: string, kind: IntegrationKind, input: ConfigureInput, actor: string): Promise<ConfigureResult> {
+      const generated = GENERATED.has(kind) ? ids.secret('whs') : undefined;
+      const now = clock.now();
+      return store.write(() => {
+        const existing = t.integrations.get([wid, kind]);
+        const config = { ...(existing?.config ?? {}), ...(input.config ?? {}) };
+        let fresh: string | undefined;
+        if (GENERATED.has(kind)) {
+          if (existing && !input.rotate && input.config === undefined) {
+            throw new AppError('invalid_request', { message: `The ${kind} integration is set up; its secret was shown once.`, fix: 'Send { "rotate": true } to make a new secret (the old one keeps working for 24 hours).' });
+          }
+          if (!existing || input.rotate) fresh = generated;
+        } else if (GIVEN.has(kind)) {
+          if (!input.signingSecret && !existing) {
+            throw new AppError('invalid_request', { message: `The ${kind} integration needs the provider's signingSecret.`, fix: `Send { "signingSecret": "…" } as ${kind} shows it.` });
+          }
+          const current = existing ? secretsFor(wid, kind)[0] : undefined;
+          if (input.signingSecret && input.signingSecret !== current) fresh = input.signingSecret;
+        }
+        const retiresAt = existing && fresh !== undefined && existing.secrets.length > 0 ? isoAt(now + ROTATION_OVERLAP_MS) : null;
+        const kept = (existing?.secrets ?? []).filter((s) => live(s, now))
+          .map((s) => (fresh !== undefined ? { ...s, retiresAt: s.retiresAt ?? retiresAt } : s));
+        const secrets = fresh !== undefined
+          ? [{ sealed: sealText(masterKey, SEAL_PURPOSE, bound(wid, kind), fresh), createdAt: isoAt(now), retiresAt: null }, ...kept]
+          : kept;
+        const record: IntegrationRecord = { kind, workspaceId: wid, secrets, config, updatedAt: isoAt(now), updatedBy: actor };
+        t.integrations.put([wid, kind], record);
+        ledger.record({
+          workspaceId: wid, actor, kind: existing ? (fresh !== undefined ? 'integration.rotated' : 'integration.updated') : 'integration.configured', subject: kind,
+          data: { previousRetiresAt: retiresAt, settings: Object.keys(config).sort() },
+        });
+        return { kind, ...(GENERATED.has(kind) && fresh !== undefined ? { secret: fresh } : {}), previousRetiresAt: retiresAt, config };
+      });
+    },
+
+    view(wid: string) {
+      return t.integrations.scan([wid]).map(({ value: r }) => ({
+        kind: r.kind, updatedAt: r.updatedAt, config: r.config ?? {},
+        secrets: r.secrets.map((s) => ({ createdAt: s.createdAt, retiresAt: s.retiresAt })),
+      }));
+    },
+  };
+}
+
+export type IntegrationRegistry = ReturnType<typeof createIntegrationRegistry>;
