@@ -65,7 +65,8 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const calls = createCallLog({ store, log });
   const budgets = createBudgets({ ...deps, ledger, calls });
-  const gateway = createGateway({ ...deps, ledger, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, seats: { people: settings.plan.people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
+  const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
+  const gateway = createGateway({ ...deps, ledger, advise: webhooks.advise, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, seats: { people: settings.plan.people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
   const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   return {
@@ -91,7 +92,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     integrations: createIntegrations({ ...deps, ledger, gate }),
     integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
     once: createOnce(deps),
-    webhooks: createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks }),
+    webhooks,
   };
 }
 

@@ -67,7 +67,10 @@ const estimateOf = (m: GatewayModel, promptChars: number, maxTokens: number): nu
 
 const priceOf = (m: GatewayModel) => m.priceMicrosPerMTokIn + m.priceMicrosPerMTokOut;
 
-export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: number | null; seats: { people: number | null; graceDays: number }; calls: CallLog; budgets: Budgets }) {
+/** Emits an outbound event that is not a ledger record, once per key (webhooks/service.ts `advise`). */
+export type Advise = (wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>) => void;
+
+export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: number | null; seats: { people: number | null; graceDays: number }; calls: CallLog; budgets: Budgets; advise?: Advise }) {
   const { store, clock, ids, settings, calls, budgets } = deps;
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
   const upstreams = new Map<string, Upstream>();
@@ -210,7 +213,15 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       headers['x-svc-enforcement'] = enforcement === 'shadow' ? 'shadow' : admission.step === 'downgrade' ? 'downgrade' : admission.step === 'nudge' ? 'nudge' : 'observe';
       if (enforcement === 'shadow') headers['x-svc-would-route-to'] = routed.models[0]?.id ?? 'none';
       const advisory = budgets.advisory(admission);
-      if (advisory) headers['x-svc-advisory'] = advisory;
+      if (advisory) {
+        headers['x-svc-advisory'] = advisory;
+        const b = admission.binding!;
+        // One `budget.advisory` event per budget, period and step, not one per call.
+        deps.advise?.(wid, 'budget.advisory', `${b.budget.id}/${b.periodStart}/${admission.step}`, {
+          budgetId: b.budget.id, scope: budgets.scopeOf(b.budget), period: b.budget.period, periodStart: b.periodStart,
+          step: admission.step, usedMicros: b.used, amountMicros: b.budget.amountMicros, message: advisory,
+        });
+      }
       if (admission.binding) headers['x-svc-budget-scope'] = budgets.scopeOf(admission.binding.budget);
       if (Object.keys(redacted).length > 0) headers['x-svc-redacted'] = Object.entries(redacted).map(([k, n]) => `${k}=${n}`).join(', ');
 

@@ -8,7 +8,7 @@ import { randomBase62 } from './random-pool.js';
  */
 
 export type IdPrefix = 'ws' | 'usr' | 'agt' | 'act' | 'apr' | 'mnd' | 'tpl' | 'bp' | 'key' | 'tok'
-  | 'evr' | 'whk' | 'dlv' | 'bud' | 'call' | 'task' | 'cnx' | 'req' | 'scr';
+  | 'evr' | 'evt' | 'whk' | 'dlv' | 'bud' | 'call' | 'task' | 'cnx' | 'req' | 'scr';
 export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid' | 'whs';
 
 export interface IdSource {

@@ -519,6 +519,8 @@ export interface Tables {
   webhookEndpoints: Table<WebhookEndpointRecord>;
   /** [wid, whkId, dlvId] -> delivery and its attempts */
   deliveries: Table<DeliveryRecord>;
+  /** [wid, event type, once key] -> the event id: events that are not ledger records, sent once each */
+  webhookAdvised: Table<string>;
   /** [next attempt ms, wid, whkId, dlvId] -> 1: the outbox, in the order deliveries are due */
   outbox: Table<number>;
   /** [wid, budId] -> budget */
@@ -544,6 +546,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -46,7 +46,9 @@ export const EVENT_OF: Record<string, string> = {
   'card.charge_unmatched': 'card.charge_unmatched',
   'webhook.disabled': 'webhook.disabled',
 };
-export const EVENT_TYPES = [...new Set(Object.values(EVENT_OF))].sort();
+/** Events that are not ledger records (see `advise`). */
+export const OTHER_EVENTS = ['budget.advisory'];
+export const EVENT_TYPES = [...new Set([...Object.values(EVENT_OF), ...OTHER_EVENTS])].sort();
 const SEAL_PURPOSE = 'webhook-secret';
 const BATCH = 20;
 
@@ -88,23 +90,29 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
     return null;
   };
 
+  /** Inside a write: one event's deliveries to every endpoint of the workspace that takes its type. */
+  const enqueueInWrite = (wid: string, event: { id: string; type: string; at: string; data: Record<string, unknown> }, skipEndpoint?: string): void => {
+    const endpoints = t.webhookEndpoints.scan([wid]).map((e) => e.value)
+      .filter((e) => e.disabledAt === null && e.events.includes(event.type) && e.id !== skipEndpoint);
+    if (endpoints.length === 0) return;
+    const body = JSON.stringify({ id: event.id, type: event.type, createdAt: event.at, workspaceId: wid, data: event.data });
+    const due = clock.now();
+    for (const endpoint of endpoints) {
+      const delivery: DeliveryRecord = {
+        id: ids.id('dlv'), workspaceId: wid, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
+        body, createdAt: event.at, status: 'pending', attempts: [], nextAttemptAt: isoAt(due),
+      };
+      t.deliveries.put([wid, endpoint.id, delivery.id], delivery);
+      t.outbox.put([due, wid, endpoint.id, delivery.id], 1);
+    }
+  };
+
   /** The deliveries of one ledger record, written in its own write. */
   ledger.onRecord((record: LedgerRecord) => {
     const type = EVENT_OF[record.kind];
     if (!type) return;
-    const endpoints = t.webhookEndpoints.scan([record.workspaceId]).map((e) => e.value)
-      .filter((e) => e.disabledAt === null && e.events.includes(type) && !(type === 'webhook.disabled' && e.id === record.subject));
-    if (endpoints.length === 0) return;
-    const body = JSON.stringify({ id: record.id, type, createdAt: record.at, workspaceId: record.workspaceId, data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data } });
-    const due = clock.now();
-    for (const endpoint of endpoints) {
-      const delivery: DeliveryRecord = {
-        id: ids.id('dlv'), workspaceId: record.workspaceId, endpointId: endpoint.id, eventId: record.id, eventType: type,
-        body, createdAt: record.at, status: 'pending', attempts: [], nextAttemptAt: isoAt(due),
-      };
-      t.deliveries.put([record.workspaceId, endpoint.id, delivery.id], delivery);
-      t.outbox.put([due, record.workspaceId, endpoint.id, delivery.id], 1);
-    }
+    enqueueInWrite(record.workspaceId, { id: record.id, type, at: record.at, data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data } },
+      type === 'webhook.disabled' ? record.subject : undefined);
   });
 
   const backoff = (tries: number): number => {
@@ -189,6 +197,22 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
 
   return {
     /** Starts the dispatcher (the server does; commands that open the store do not). */
+    /**
+     * An event that is not a ledger record (`budget.advisory`), sent once per `onceKey`: a budget
+     * crossing into nudge or downgrade in a period is one event, however many calls follow. The
+     * caller does not wait for it; a failure to store it is logged and the call goes on.
+     */
+    advise(wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>): void {
+      if (t.webhookAdvised.has([wid, type, onceKey])) return;
+      void store.write(() => {
+        if (t.webhookAdvised.has([wid, type, onceKey])) return;
+        const at = isoAt(clock.now());
+        const id = ids.id('evt');
+        t.webhookAdvised.put([wid, type, onceKey], id);
+        enqueueInWrite(wid, { id, type, at, data });
+      }).catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
+    },
+
     start(): void {
       if (timer) return;
       timer = setInterval(() => {
