@@ -75,7 +75,8 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
       const now = clock.now();
       return store.write(() => {
         const existing = t.integrations.get([wid, kind]);
-        const config = { ...(existing?.config ?? {}), ...(input.config ?? {}) };
+        // The identity provider's body is whole (its keys are one or the other); other kinds' settings merge.
+        const config = kind === 'ssf' && input.config ? { ...input.config } : { ...(existing?.config ?? {}), ...(input.config ?? {}) };
         let fresh: string | undefined;
         if (GENERATED.has(kind)) {
           if (existing && !input.rotate && input.config === undefined) {
