@@ -14,6 +14,7 @@ import { createMcpProxy } from './mcp/proxy.js';
 import { createIntegrations } from './integrations/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
+import { createGithub } from './integrations/github/service.js';
 import { createWebhooks } from './webhooks/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
@@ -91,6 +92,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     integrations: createIntegrations({ ...deps, ledger, gate }),
     integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
     once: createOnce(deps),
+    github: createGithub({ ...deps, ledger, gate }),
     webhooks: createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks }),
   };
 }
