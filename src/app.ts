@@ -14,6 +14,9 @@ import { createMcpProxy } from './mcp/proxy.js';
 import { createIntegrations } from './integrations/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
+import { createGithub } from './integrations/github/service.js';
+import { createSsf } from './integrations/ssf/service.js';
+import { createSsfKeys } from './integrations/ssf/keys.js';
 import { createWebhooks } from './webhooks/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
@@ -93,6 +96,9 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
     once: createOnce(deps),
     webhooks,
+    github: createGithub({ ...deps, ledger, gate }),
+    ssf: createSsf({ store, ledger, people }),
+    ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
   };
 }
 

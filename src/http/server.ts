@@ -26,7 +26,11 @@ import { registerAgentKey } from './auth/agent-key.js';
 import { registerDenyByDefault } from './auth/deny.js';
 import { registerInbound } from './auth/signature.js';
 import { integrationsRoutes } from '../integrations/http.js';
-import { createRefusals, svcSignatureVerifier } from '../integrations/inbound.js';
+import { createRefusals, svcSignatureVerifier } from './inbound.js';
+import { githubRoutes } from '../integrations/github/http.js';
+import { githubVerifier } from '../integrations/github/verifier.js';
+import { ssfRoutes } from '../integrations/ssf/http.js';
+import { ssfVerifier } from '../integrations/ssf/verifier.js';
 import { webhooksRoutes } from '../webhooks/http.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
@@ -115,6 +119,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   const registry = services.integrationRegistry;
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
+    githubVerifier(registry),
+    ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, store: app.store, clock }),
   ]);
   registerDenyByDefault(server);
   await registerSession(server, {
@@ -142,6 +148,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
   await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, registry, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: githubRoutes, options: { github: services.github, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: ssfRoutes, options: { ssf: services.ssf, refusals } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });

@@ -5,7 +5,7 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { IntegrationKind } from '../store/index.js';
-import { hookOptions, parseVerified, type Refusals } from './inbound.js';
+import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
 import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from './registry.js';
 import type { Integrations, IssuerEvent } from './service.js';
 
@@ -34,7 +34,9 @@ export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
     audience: Joi.string().min(1).max(2048).required(),
     jwksUri: url,
     jwks: Joi.object({ keys: Joi.array().items(Joi.object({ kty: Joi.string().required() }).unknown(true)).min(1).max(20).required() }),
-  }).xor('jwksUri', 'jwks'),
+  }).xor('jwksUri', 'jwks')
+    // Settings merge with what was set before: naming one source of keys clears the other.
+    .custom((value: Record<string, unknown>) => ({ jwksUri: null, jwks: null, ...value })),
 };
 
 const issuerEventSchema = Joi.object({

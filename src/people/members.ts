@@ -32,10 +32,12 @@ export interface MemberView {
   addedAt: string;
 }
 
-/** Who acts: a signed-in person (user:usr_…) or, for setup outside any route, nobody. */
-export interface MemberActor {
-  userId: string;
-}
+/**
+ * Who acts: a signed-in person (user:usr_…), or a verified machine acting for the workspace (an
+ * identity provider's security event: `system` names it in the ledger, and it acts as an owner
+ * would), or, for setup outside any route, nobody.
+ */
+export type MemberActor = { userId: string } | { system: string };
 
 /** The part of the ledger the members need (records inside the caller's transaction). */
 export interface MembersLedger {
@@ -84,9 +86,9 @@ function ownersOnly(action: string, role: Role | undefined): AppError {
 
 export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource; repo: PeopleRepo; ledger?: MembersLedger | undefined }) {
   const { store, clock, ids, repo, ledger } = deps;
-  const actorName = (by: MemberActor | undefined) => (by ? `user:${by.userId}` : 'system');
-  /** The actor's role now, inside the write; setup outside any route (no actor) acts as an owner. */
-  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined => (by ? repo.roleIn(wid, by.userId) : 'owner');
+  const actorName = (by: MemberActor | undefined) => (!by ? 'system' : 'userId' in by ? `user:${by.userId}` : by.system);
+  /** The actor's role now, inside the write; setup outside any route (no actor) and a system actor act as an owner. */
+  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined => (by && 'userId' in by ? repo.roleIn(wid, by.userId) : 'owner');
 
   return {
     listMembers(wid: string, options: { after?: string; limit: number }): { data: MemberView[]; next: string | null } {
@@ -165,6 +167,21 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
         const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, 'person left the workspace', clock.now()).length;
         ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded } });
         return { sessionsEnded };
+      });
+    },
+
+    /**
+     * Ends every session of a member (sessions belong to the person, so this signs them out of
+     * every workspace) and the OAuth connections they made in this workspace, keeping the
+     * membership; recorded as `member.access_revoked` with `why`.
+     */
+    async revokeAccess(wid: string, uid: string, why: string, by: MemberActor): Promise<{ sessionsEnded: number; connectionsEnded: number }> {
+      return store.write(() => {
+        if (!repo.getMember(wid, uid)) throw noSuchMember();
+        const sessionsEnded = repo.removeSessionsOf(uid);
+        const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, why, clock.now()).length;
+        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.access_revoked', subject: uid, data: { why, sessionsEnded, connectionsEnded } });
+        return { sessionsEnded, connectionsEnded };
       });
     },
   };

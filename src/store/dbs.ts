@@ -259,6 +259,16 @@ export interface CardRecord {
   updatedBy: string;
 }
 
+/** A code-host (GitHub) account, usually a bot, mapped to the agent that acts through it (null: unmapped). */
+export interface GithubBotRecord {
+  /** The account's login as GitHub spells it (the key is its lower-case form: logins ignore case). */
+  login: string;
+  workspaceId: string;
+  agentId: string | null;
+  updatedAt: string;
+  updatedBy: string;
+}
+
 /** A posted (or refunded) card charge as the issuer reported it, and how it was reconciled. */
 export interface ChargeRecord {
   eventId: string;
@@ -511,6 +521,8 @@ export interface Tables {
   cards: Table<CardRecord>;
   /** [wid, cardId, eventId] -> imported charge */
   charges: Table<ChargeRecord>;
+  /** [wid, lower-case login] -> code-host account mapping */
+  githubBots: Table<GithubBotRecord>;
   /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
   hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
   /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
@@ -546,6 +558,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

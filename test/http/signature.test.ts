@@ -1,7 +1,7 @@
 import test from 'ava';
 import Hapi from '@hapi/hapi';
 import { inboundStrategy, registerInbound } from '../../src/http/auth/signature.js';
-import { svcSignatureVerifier } from '../../src/integrations/inbound.js';
+import { svcSignatureVerifier } from '../../src/http/inbound.js';
 import type { IntegrationRegistry } from '../../src/integrations/registry.js';
 import { pipeline } from '../../src/http/pipeline.js';
 import { createLogger } from '../../src/lib/log.js';

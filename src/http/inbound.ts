@@ -1,11 +1,11 @@
 import Joi from 'joi';
 import type { Request, ResponseToolkit, RouteOptions } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
-import { inboundStrategy, signatureRefused, type InboundVerifier } from '../http/auth/signature.js';
-import { validationFailAction } from '../http/errors.js';
+import { inboundStrategy, signatureRefused, type InboundVerifier } from './auth/signature.js';
+import { validationFailAction } from './errors.js';
 import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../lib/svc-signature.js';
 import type { IntegrationKind } from '../store/index.js';
-import type { IntegrationRegistry } from './registry.js';
+import type { IntegrationRegistry } from '../integrations/registry.js';
 
 /**
  * What every inbound route (API.md 8) shares:

@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../../errors/app-error.js';
+import type { Gate } from '../../gate/service.js';
+import type { Ledger } from '../../ledger/service.js';
+import { isoAt, type Clock } from '../../lib/clock.js';
+import type { GithubBotRecord, Store } from '../../store/index.js';
+
+/**
+ * The code host (GitHub, issue 8, API.md 8); its secret is in registry.ts, its signature in
+ * verifier.ts.
+ * Rules:
+ * - An account (a bot, usually) maps to one agent, or to nothing; logins ignore case.
+ * - `push`, `pull_request`, `deployment` and `deployment_status` are recorded in the ledger as
+ *   `github.<event>`, linked to the agent whose account is the event's `sender` (agentId null
+ *   when the account is not mapped), with the facts worth keeping (repository, ref, head sha,
+ *   pull request number and action, environment). `ping` is answered and changes nothing; any
+ *   other event is answered 200 and ignored (nothing stored).
+ * - `deployment_protection_rule` (action `requested`) is an action of type `deploy` at the gate,
+ *   as the sender's agent, against its mandate (a stopped agent's is denied there), idempotent by
+ *   delivery id; answered with the decision. An unmapped sender is rejected (recorded).
+ *   The action's target domain names the repository and environment (deployTarget).
+ * - Each delivery id is processed once: a redelivery (GitHub's "Redeliver", or a replay of a
+ *   captured delivery) gets the first answer and changes nothing. GitHub signs no timestamp, so
+ *   this is what stops replays.
+ */
+export const RECORDED = ['push', 'pull_request', 'deployment', 'deployment_status'] as const;
+
+interface Repo { full_name: string; html_url?: string }
+export interface GithubEvent {
+  action?: string;
+  sender: { login: string };
+  repository?: Repo;
+  [field: string]: unknown;
+}
+
+export type GithubAnswer = Record<string, unknown>;
+
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * One DNS label for a name: the name itself (lower-cased) when it already is a label without
+ * `--`; otherwise `h--` and 16 hex digits of its SHA-256. Labels made the first way never hold
+ * `--` and those made the second way always do, so two different names never share a label
+ * (short of a hash collision): a mandate naming one repository cannot be met by another.
+ */
+export function label(name: string): string {
+  const lower = name.toLowerCase();
+  return LABEL.test(lower) && !lower.includes('--') ? lower : `h--${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The target domain of a deployment: `<environment>.<repo>.<owner>.<host>`, host from the
+ * repository's address (github.com by default). A mandate rule then allows one environment
+ * (`production.app.acme.github.com`) or all of a repository's (`*.app.acme.github.com`).
+ */
+export function deployTarget(repository: Repo, environment: string): string {
+  const [owner = '', repo = ''] = repository.full_name.split('/');
+  let host = 'github.com';
+  try {
+    if (repository.html_url) host = new URL(repository.html_url).hostname.toLowerCase();
+  } catch { /* the default */ }
+  return [label(environment), label(repo), label(owner), host].join('.');
+}
+
+/** What a recorded event keeps (never bodies, messages or titles: only identifying facts). */
+function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
+  const b = body as Record<string, any>;
+  const common = { repository: body.repository?.full_name ?? null, sender: body.sender.login };
+  switch (event) {
+    case 'push':
+      return { ...common, ref: b.ref ?? null, headSha: b.after ?? null, before: b.before ?? null, forced: b.forced === true, commits: Array.isArray(b.commits) ? b.commits.length : 0 };
+    case 'pull_request':
+      return { ...common, action: b.action ?? null, number: b.number ?? b.pull_request?.number ?? null, headSha: b.pull_request?.head?.sha ?? null, headRef: b.pull_request?.head?.ref ?? null, baseRef: b.pull_request?.base?.ref ?? null, merged: b.pull_request?.merged === true };
+    case 'deployment':
+      return { ...common, action: b.action ?? null, deploymentId: b.deployment?.id ?? null, environment: b.deployment?.environment ?? null, ref: b.deployment?.ref ?? null, headSha: b.deployment?.sha ?? null };
+    default:
+      return { ...common, action: b.action ?? null, deploymentId: b.deployment?.id ?? null, environment: b.deployment_status?.environment ?? b.deployment?.environment ?? null, state: b.deployment_status?.state ?? null, headSha: b.deployment?.sha ?? null };
+  }
+}
+
+export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate }) {
+  const { store, clock, ledger, gate } = deps;
+  const t = store.tables;
+  const actor = 'github';
+  const agentOf = (wid: string, login: string): string | null => t.githubBots.get([wid, login.toLowerCase()])?.agentId ?? null;
+
+  /** Stores a delivery's answer and its ledger record in one write, unless the delivery was processed meanwhile. */
+  const once = async (wid: string, delivery: string, answer: GithubAnswer, record?: () => void): Promise<GithubAnswer> => store.write(() => {
+    const seen = t.hookEvents.get([wid, 'github', delivery]);
+    if (seen) return seen.answer;
+    record?.();
+    t.hookEvents.put([wid, 'github', delivery], { answer, at: isoAt(clock.now()) });
+    return answer;
+  });
+
+  const protection = async (wid: string, delivery: string, body: GithubEvent): Promise<GithubAnswer> => {
+    const b = body as Record<string, any>;
+    const environment = String(b.environment ?? b.deployment?.environment ?? '');
+    const repository = body.repository!;
+    const facts = { repository: repository.full_name, environment, ref: b.deployment?.ref ?? null, headSha: b.deployment?.sha ?? null, deploymentId: b.deployment?.id ?? null, sender: body.sender.login };
+    const agentId = agentOf(wid, body.sender.login);
+    if (!agentId) {
+      const answer = { state: 'rejected', decision: null, actionId: null, agentId: null, reason: `GitHub account ${body.sender.login} is not mapped to an agent.` };
+      return once(wid, delivery, answer, () => {
+        ledger.record({ workspaceId: wid, actor, kind: 'github.deployment_rejected', subject: delivery, data: { ...facts, agentId: null, reason: 'unmapped account' } });
+      });
+    }
+    const { action } = await gate.authorize({ workspaceId: wid, agentId }, {
+      type: 'deploy',
+      summary: `Deploy ${repository.full_name} to ${environment}`.slice(0, 1000),
+      target: { domain: deployTarget(repository, environment) },
+      // The delivery id makes a redelivery the same action, even if the first answer was lost.
+      idempotencyKey: `github:${delivery}`,
+      metadata: { githubDelivery: delivery, ...facts },
+    });
+    const state = action.decision === 'allow' ? 'approved' : action.decision === 'review' ? 'waiting' : 'rejected';
+    const answer = { state, decision: action.decision, actionId: action.id, agentId, approvalId: action.approvalId, reason: action.reason };
+    return once(wid, delivery, answer, () => {
+      ledger.record({ workspaceId: wid, actor, kind: 'github.deployment_protection', subject: delivery, data: { ...facts, agentId, actionId: action.id, state } });
+    });
+  };
+
+  return {
+    bots(wid: string): GithubBotRecord[] {
+      return t.githubBots.scan([wid]).map((e) => e.value);
+    },
+
+    /** Maps an account to an agent of the workspace, or unmaps it (null). */
+    async mapBot(wid: string, login: string, agentId: string | null, by: string): Promise<GithubBotRecord> {
+      return store.write(() => {
+        if (agentId !== null) {
+          const agent = t.agents.get([wid, agentId]);
+          if (!agent || agent.removedAt) throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
+        }
+        const record: GithubBotRecord = { login, workspaceId: wid, agentId, updatedAt: isoAt(clock.now()), updatedBy: by };
+        t.githubBots.put([wid, login.toLowerCase()], record);
+        ledger.record({ workspaceId: wid, actor: by, kind: 'github.bot_mapped', subject: login, data: { agentId } });
+        return record;
+      });
+    },
+
+    /** One verified delivery (its body validated by the route). */
+    async handle(wid: string, delivery: string, event: string, body: GithubEvent): Promise<GithubAnswer> {
+      const seen = t.hookEvents.get([wid, 'github', delivery]);
+      if (seen) return seen.answer;
+      if (event === 'ping') return { received: true, event, recorded: false };
+      if (event === 'deployment_protection_rule') {
+        if (body.action !== 'requested' || !body.repository) return { received: true, event, recorded: false };
+        return protection(wid, delivery, body);
+      }
+      if (!(RECORDED as readonly string[]).includes(event)) return { received: true, event, recorded: false };
+      const agentId = agentOf(wid, body.sender.login);
+      const kind = `github.${event}`;
+      return once(wid, delivery, { received: true, event, recorded: true, agentId }, () => {
+        ledger.record({ workspaceId: wid, actor, kind, subject: delivery, data: { ...factsOf(event, body), agentId } });
+      });
+    },
+  };
+}
+
+export type Github = ReturnType<typeof createGithub>;

@@ -1,0 +1,204 @@
+import test from 'ava';
+import { createHmac, randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
+import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
+import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+
+/**
+ * The code host (GitHub, issue 8): deliveries signed with X-Hub-Signature-256 over the raw bytes
+ * (signed here by GitHub's published scheme, with node:crypto), recorded in the ledger as the
+ * sender's agent, deployment protection rules decided by the gate, and every forged, altered,
+ * unsigned or replayed delivery changing nothing.
+ */
+let server: RunningServer;
+let owner: Person;
+let deployer: Bot;
+let secret: string;
+let wid: string;
+
+const DEPLOY_PROD = { actions: ['deploy'], domains: ['production.app.acme.github.com'] };
+const sign = (key: string, body: string) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+const repository = { full_name: 'acme/app', html_url: 'https://github.com/acme/app' };
+
+async function deliver(body: string, headers: Record<string, string>): Promise<Reply> {
+  return call(server.url, 'POST', `/v1/hooks/github/${wid}`, { headers: { 'content-type': 'application/json', ...headers }, body });
+}
+const headersFor = (event: string, body: string, key = secret, delivery: string = randomUUID()) => ({
+  'x-github-event': event, 'x-github-delivery': delivery, 'x-hub-signature-256': sign(key, body),
+});
+const signed = (event: string, payload: unknown, delivery?: string) => {
+  const body = JSON.stringify(payload);
+  return deliver(body, headersFor(event, body, secret, delivery));
+};
+const protection = (login: string, environment = 'production') => ({
+  action: 'requested', environment, event: 'push',
+  deployment_callback_url: 'https://api.github.com/repos/acme/app/actions/runs/1/deployment_protection_rule',
+  deployment: { id: 42, sha: 'a'.repeat(40), ref: 'main', environment }, repository, sender: { login },
+});
+
+/** What a refused delivery must leave as it was: the ledger and the mappings. */
+async function snapshot(): Promise<string> {
+  const ledger = await owner.ledger();
+  const bots = await owner.get('/github/bots');
+  return JSON.stringify({ ledger: ledger.length, bots: bots.body.data });
+}
+
+test.before(async () => {
+  server = await startServer({ env: SERVER_ENV });
+  owner = await ownerConsole(server);
+  wid = server.boot.workspaceId!;
+  deployer = await makeBot(owner, 'deploy-bot', [DEPLOY_PROD]);
+  secret = expectStatus(await owner.send('PUT', '/integrations/github', {}), 200, 'configure').body.secret;
+});
+
+test.after.always(async () => {
+  await stopAndClean(server);
+});
+
+test.serial('bot accounts are mapped to agents by owners and admins, and listed', async (t) => {
+  const mapped = expectStatus(await owner.send('PUT', '/github/bots/Deploy-Bot[bot]', { agentId: deployer.agentId }), 200, 'map');
+  t.like(mapped.body, { login: 'Deploy-Bot[bot]', agentId: deployer.agentId });
+  expectStatus(await owner.send('PUT', '/github/bots/idle-bot', { agentId: null }), 200, 'unmapped');
+  const listed = await owner.get('/github/bots');
+  t.deepEqual(listed.body.data.map((b: { login: string; agentId: string | null }) => [b.login, b.agentId]), [['Deploy-Bot[bot]', deployer.agentId], ['idle-bot', null]]);
+  assertError(t, await owner.send('PUT', '/github/bots/deploy-bot', { agentId: 'agt_nope' }), 404, 'not_found');
+  assertError(t, await owner.send('PUT', '/github/bots/not%20a%20login', { agentId: null }), 400, 'invalid_request');
+  const { addPerson } = await import('../approvals/support.js');
+  const member = await addPerson(server, wid, 'member@github.example', 'member');
+  assertError(t, await member.send('PUT', '/github/bots/x-bot', { agentId: null }), 403, 'forbidden');
+  assertError(t, await member.get('/github/bots'), 403, 'forbidden');
+  assertError(t, await owner.send('PUT', '/integrations/github', {}), 400, 'invalid_request');
+});
+
+test.serial('ping is answered and changes nothing; other events are answered and ignored', async (t) => {
+  const before = await snapshot();
+  const ping = await signed('ping', { zen: 'Keep it logically awesome.', hook_id: 1 });
+  t.is(ping.status, 200, ping.text);
+  t.deepEqual(ping.body, { received: true, event: 'ping', recorded: false });
+  const star = await signed('star', { action: 'created', sender: { login: 'someone' } });
+  t.deepEqual(star.body, { received: true, event: 'star', recorded: false });
+  t.is(await snapshot(), before);
+});
+
+test.serial('push, pull_request, deployment and deployment_status are recorded, linked to the sender\'s agent', async (t) => {
+  const sha = 'b'.repeat(40);
+  const push = await signed('push', { ref: 'refs/heads/main', before: 'c'.repeat(40), after: sha, commits: [{}, {}], repository, sender: { login: 'deploy-bot[BOT]' } });
+  t.deepEqual(push.body, { received: true, event: 'push', recorded: true, agentId: deployer.agentId });
+  await signed('pull_request', { action: 'opened', number: 7, pull_request: { number: 7, head: { sha, ref: 'feature' }, base: { ref: 'main' }, merged: false }, repository, sender: { login: 'deploy-bot[bot]' } });
+  await signed('deployment', { action: 'created', deployment: { id: 9, sha, ref: 'main', environment: 'production' }, repository, sender: { login: 'deploy-bot[bot]' } });
+  await signed('deployment_status', { action: 'created', deployment_status: { state: 'success', environment: 'production' }, deployment: { id: 9, sha }, repository, sender: { login: 'deploy-bot[bot]' } });
+  const human = await signed('push', { ref: 'refs/heads/main', after: sha, repository, sender: { login: 'a-person' } });
+  t.deepEqual(human.body, { received: true, event: 'push', recorded: true, agentId: null });
+
+  const ledger = await owner.ledger();
+  const byKind = (kind: string) => ledger.filter((r) => r.kind === kind);
+  t.like(byKind('github.push')[0]!.data, { agentId: deployer.agentId, repository: 'acme/app', ref: 'refs/heads/main', headSha: sha, commits: 2, sender: 'deploy-bot[BOT]' });
+  t.like(byKind('github.push')[1]!.data, { agentId: null, sender: 'a-person' });
+  t.like(byKind('github.pull_request')[0]!.data, { agentId: deployer.agentId, number: 7, action: 'opened', headSha: sha, headRef: 'feature', baseRef: 'main' });
+  t.like(byKind('github.deployment')[0]!.data, { agentId: deployer.agentId, environment: 'production', deploymentId: 9, headSha: sha });
+  t.like(byKind('github.deployment_status')[0]!.data, { agentId: deployer.agentId, state: 'success', environment: 'production' });
+  t.is(byKind('github.push')[0]!.actor, 'github');
+});
+
+test.serial('a deployment protection request is decided by the gate as the sender\'s agent', async (t) => {
+  const allowed = await signed('deployment_protection_rule', protection('deploy-bot[bot]'));
+  t.is(allowed.status, 200, allowed.text);
+  t.like(allowed.body, { state: 'approved', decision: 'allow', agentId: deployer.agentId });
+  const action = await call(server.url, 'GET', `/v1/actions/${allowed.body.actionId}`, { headers: bearer(deployer.key) });
+  t.like(action.body, { type: 'deploy', decision: 'allow', target: { domain: 'production.app.acme.github.com' } });
+
+  const staging = await signed('deployment_protection_rule', protection('deploy-bot[bot]', 'staging'));
+  t.like(staging.body, { state: 'rejected', decision: 'deny' });
+  const denied = await call(server.url, 'GET', `/v1/actions/${staging.body.actionId}`, { headers: bearer(deployer.key) });
+  t.true(denied.body.signals.includes('domain_not_allowed'), denied.text);
+
+  const unmapped = await signed('deployment_protection_rule', protection('idle-bot'));
+  t.deepEqual(unmapped.body, { state: 'rejected', decision: null, actionId: null, agentId: null, reason: 'GitHub account idle-bot is not mapped to an agent.' });
+  t.true((await owner.ledger()).some((r) => r.kind === 'github.deployment_rejected' && r.data.sender === 'idle-bot'));
+});
+
+test.serial('a stopped agent\'s deployment is rejected', async (t) => {
+  expectStatus(await owner.send('POST', `/agents/${deployer.agentId}/stop`, { reason: 'deploy test' }), 200, 'stop');
+  try {
+    const res = await signed('deployment_protection_rule', protection('deploy-bot[bot]'));
+    t.like(res.body, { state: 'rejected', decision: 'deny' });
+    const action = await call(server.url, 'GET', `/v1/actions/${res.body.actionId}`, { headers: bearer(deployer.key) });
+    t.true(action.body.signals.includes('agent_frozen'), action.text);
+  } finally {
+    expectStatus(await owner.send('POST', `/agents/${deployer.agentId}/restart`), 200, 'restart');
+  }
+});
+
+test.serial('forged, altered, unsigned and replayed deliveries change nothing', async (t) => {
+  const payload = { ref: 'refs/heads/main', after: 'd'.repeat(40), repository, sender: { login: 'deploy-bot[bot]' } };
+  const body = JSON.stringify(payload);
+  const before = await snapshot();
+  const refusedBefore = (await owner.get('/integrations')).body.data.find((v: { kind: string }) => v.kind === 'github').refused;
+  assertError(t, await deliver(body, headersFor('push', body, 'whs_not-the-secret')), 401, 'unauthenticated');
+  assertError(t, await deliver(body.replace('main', 'mail'), headersFor('push', body)), 401, 'unauthenticated');
+  const { 'x-hub-signature-256': _s, ...unsigned } = headersFor('push', body);
+  assertError(t, await deliver(body, unsigned), 401, 'unauthenticated');
+  const { 'x-github-delivery': _d, ...noDelivery } = headersFor('push', body);
+  assertError(t, await deliver(body, noDelivery), 401, 'unauthenticated');
+  const { 'x-github-event': _e, ...noEvent } = headersFor('push', body);
+  assertError(t, await deliver(body, noEvent), 401, 'unauthenticated');
+  assertError(t, await deliver(body, { ...headersFor('push', body), 'x-hub-signature-256': sign(secret, body).toUpperCase() }), 401, 'unauthenticated');
+  // Bytes that are not UTF-8 are refused even when signed: two of them could decode alike.
+  const bytes = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  const rawSig = `sha256=${createHmac('sha256', secret).update(bytes).digest('hex')}`;
+  assertError(t, await call(server.url, 'POST', `/v1/hooks/github/${wid}`, { headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': rawSig }, body: bytes }), 401, 'unauthenticated');
+  t.is(await snapshot(), before, 'nothing was stored or recorded');
+  const refusedAfter = (await owner.get('/integrations')).body.data.find((v: { kind: string }) => v.kind === 'github').refused;
+  t.is(refusedAfter - refusedBefore, 7);
+
+  const delivery = randomUUID();
+  const first = await deliver(body, headersFor('push', body, secret, delivery));
+  t.like(first.body, { recorded: true });
+  const once = await snapshot();
+  t.not(once, before);
+  // The same delivery again (GitHub's Redeliver, or a captured delivery replayed): the first answer, nothing more.
+  const again = await deliver(body, headersFor('push', body, secret, delivery));
+  t.deepEqual(again.body, first.body);
+  t.is(await snapshot(), once);
+});
+
+test.serial('a redelivered deployment protection request gets the first answer and one action', async (t) => {
+  const delivery = randomUUID();
+  const first = await signed('deployment_protection_rule', protection('deploy-bot[bot]'), delivery);
+  const before = await snapshot();
+  const again = await signed('deployment_protection_rule', protection('deploy-bot[bot]'), delivery);
+  t.deepEqual(again.body, first.body);
+  t.is(await snapshot(), before);
+});
+
+test.serial('a signed body that is not JSON, or lacks what the event needs, is refused and changes nothing', async (t) => {
+  const before = await snapshot();
+  assertError(t, await deliver('not json', headersFor('push', 'not json')), 400, 'invalid_json');
+  const res = await signed('push', { ref: 'refs/heads/main' });
+  assertError(t, res, 400, 'invalid_request');
+  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), ['repository', 'sender']);
+  t.is(await snapshot(), before);
+});
+
+test.serial('rotation: the new secret verifies at once and the old one still does', async (t) => {
+  const rotated = expectStatus(await owner.send('PUT', '/integrations/github', { rotate: true }), 200, 'rotate');
+  const old = secret;
+  secret = rotated.body.secret;
+  t.is((await signed('ping', {})).status, 200);
+  const body = '{}';
+  t.is((await deliver(body, headersFor('ping', body, old))).status, 200);
+});
+
+test.serial('whatever the signature header holds, the answer is 401, never a failure of the server', async (t) => {
+  await t.notThrowsAsync(fc.assert(fc.asyncProperty(fc.string({ maxLength: 200 }), async (header) => {
+    const res = await deliver('{}', { 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': header.replace(/[\r\n]/g, '') });
+    return res.status === 401 && res.body?.error?.type === 'unauthenticated';
+  }), { numRuns: 60 }));
+  await t.notThrowsAsync(fc.assert(fc.asyncProperty(fc.uint8Array({ minLength: 32, maxLength: 32 }), async (bytes) => {
+    const hex = Buffer.from(bytes).toString('hex');
+    const res = await deliver('{}', { 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${hex}` });
+    return res.status === 401 && res.body?.error?.type === 'unauthenticated';
+  }), { numRuns: 30 }));
+});
