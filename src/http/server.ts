@@ -27,6 +27,9 @@ import { registerDenyByDefault } from './auth/deny.js';
 import { registerInbound } from './auth/signature.js';
 import { integrationsRoutes } from '../integrations/http.js';
 import { createRefusals, svcSignatureVerifier } from '../integrations/inbound.js';
+import { stripeRoutes } from '../integrations/stripe/http.js';
+import { stripeVerifier } from '../integrations/stripe/signature.js';
+import { plansRoutes } from '../plans/http.js';
 import { webhooksRoutes } from '../webhooks/http.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
@@ -115,6 +118,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   const registry = services.integrationRegistry;
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
+    stripeVerifier(registry, clock),
   ]);
   registerDenyByDefault(server);
   await registerSession(server, {
@@ -141,7 +145,9 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
-  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, registry, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, cards: services.cards, registry, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: stripeRoutes, options: { stripe: services.stripe, cards: services.cards, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: plansRoutes, options: { plans: services.plans, people: services.people, production } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
