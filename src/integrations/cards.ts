@@ -17,7 +17,7 @@ import type { ActionRecord, CardProvider, CardRecord, ChargeRecord, Store } from
  *   unmapped card is declined, and the decline is recorded in the ledger.
  * - Posted charges are imported and reconciled: a charge matches an allowed payment of the
  *   card's agent with the same amount, currency and merchant, decided within MATCH_WINDOW_MS
- *   before the charge (and not matched by another charge). A charge with no match is flagged in
+ *   before the charge, compared to the second (and not matched by another charge). A charge with no match is flagged in
  *   the ledger (`card.charge_unmatched`, also an outbound webhook event). A mapping change
  *   reconciles the card's imported charges again.
  * - Each provider event is processed once, by its id (`hookEvents`, [wid, provider, id]): a
@@ -60,7 +60,9 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
   /** Whether an action is the payment a charge settles. */
   const matches = (action: ActionRecord, charge: ChargeRecord): boolean => {
     if (action.decision !== 'allow' || action.type !== 'payment' || !action.payment) return false;
-    const at = Date.parse(action.createdAt);
+    // Providers time charges in whole seconds (Stripe's `created`): compared at that grain, so a
+    // payment decided within the charge's second still counts as before it.
+    const at = Math.floor(Date.parse(action.createdAt) / 1000) * 1000;
     const chargedAt = Date.parse(charge.createdAt);
     return action.payment.amount === charge.amount && action.payment.currency === charge.currency
       && (action.payment.merchant ?? '').toLowerCase() === merchantOf(charge.merchant)
