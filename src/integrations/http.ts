@@ -19,6 +19,8 @@ import type { Integrations, IssuerEvent } from './service.js';
  *   card; `GET …/issuer/cards` and `GET …/issuer/cards/{cardId}/charges` show mappings and
  *   imported charges; its deliveries arrive at `POST /v1/hooks/issuer/{wid}`, verified by the
  *   `svc-signature` strategy before anything parses them.
+ * - `cardRoutes(provider)`: the same card routes for every card provider (Stripe's are mounted by
+ *   stripe/http.ts), over the shared card service (cards.ts).
  */
 export const CARD_ID = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required();
 const url = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
