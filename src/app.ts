@@ -11,7 +11,10 @@ import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
 import { createMcpProxy } from './mcp/proxy.js';
+import { createCards } from './integrations/cards.js';
 import { createIntegrations } from './integrations/service.js';
+import { createStripeEvents } from './integrations/stripe/service.js';
+import { createPlans } from './plans/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createGithub } from './integrations/github/service.js';
@@ -63,15 +66,18 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const ledger = createLedger({ ...deps, signingKeys, originHost });
   const killSwitch = createKillSwitch({ ...deps, ledger, bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const receipts = createReceipts({ store, clock, signingKeys, ledger, ttlSeconds: settings.receipts.ttlDays * 86_400, issuer });
-  const agents = createAgentsService({ ...deps, ledger, maxAgents: settings.plan.agents });
-  const mandates = createMandatesService({ ...deps, ledger, maxRules: settings.plan.mandateRules });
+  // The plan.* settings are the free plan's allowances; a workspace on a paid plan is not held to them.
+  const plans = createPlans({ store, clock, ledger, free: { agents: settings.plan.agents, mandateRules: settings.plan.mandateRules, monthlyRequests: settings.plan.monthlyRequests, people: settings.plan.people } });
+  const agents = createAgentsService({ ...deps, ledger, maxAgents: (wid) => plans.allowances(wid).agents });
+  const mandates = createMandatesService({ ...deps, ledger, maxRules: (wid) => plans.allowances(wid).mandateRules });
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const calls = createCallLog({ store, log });
   const budgets = createBudgets({ ...deps, ledger, calls });
   const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
-  const gateway = createGateway({ ...deps, ledger, advise: webhooks.advise, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, seats: { people: settings.plan.people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
+  const gateway = createGateway({ ...deps, ledger, advise: webhooks.advise, settings: settings.gateway, monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests, seats: { people: (wid) => plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
   const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
+  const cards = createCards({ store, clock, ledger, gate });
   return {
     people,
     agents,
@@ -92,7 +98,10 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     gateway,
     oauth: createOAuth({ ...deps, ledger, issuer }),
     mcpProxy,
-    integrations: createIntegrations({ ...deps, ledger, gate }),
+    plans,
+    cards,
+    integrations: createIntegrations({ store, cards }),
+    stripe: createStripeEvents({ store, cards, plans }),
     integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
     once: createOnce(deps),
     webhooks,

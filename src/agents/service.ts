@@ -55,7 +55,7 @@ export interface NewAgent {
   blueprint?: string | null;
 }
 
-export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxAgents: number | null }) {
+export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxAgents: (wid: string) => number | null }) {
   const { store, clock, ids, ledger } = deps;
   const repo = agentsRepo(store);
   const t = store.tables;
@@ -81,8 +81,9 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
   const createIn = (input: NewAgent, who: AgentActor): AgentRecord => {
     const actsFor = input.actsFor ?? (who.role === 'member' ? who.userId! : null);
     checkActsFor(input.workspaceId, actsFor, who);
-    if (deps.maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= deps.maxAgents) {
-      throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxAgents} agents in a workspace, and they are all in use.`, fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.' });
+    const maxAgents = deps.maxAgents(input.workspaceId);
+    if (maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= maxAgents) {
+      throw new AppError('plan_limit_reached', { message: `The plan allows ${maxAgents} agents in a workspace, and they are all in use.`, fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.' });
     }
     const agent: AgentRecord = {
       id: ids.id('agt'), workspaceId: input.workspaceId, name: input.name, actsFor,

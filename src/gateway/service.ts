@@ -70,7 +70,7 @@ const priceOf = (m: GatewayModel) => m.priceMicrosPerMTokIn + m.priceMicrosPerMT
 /** Emits an outbound event that is not a ledger record, once per key (webhooks/service.ts `advise`). */
 export type Advise = (wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>) => void;
 
-export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: number | null; seats: { people: number | null; graceDays: number }; calls: CallLog; budgets: Budgets; advise?: Advise }) {
+export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: (wid: string) => number | null; seats: { people: (wid: string) => number | null; graceDays: number }; calls: CallLog; budgets: Budgets; advise?: Advise }) {
   const { store, clock, ids, settings, calls, budgets } = deps;
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
   const upstreams = new Map<string, Upstream>();
@@ -107,8 +107,12 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
    * the limit, the count starts afresh. The mark is written beside the answer, not before it.
    */
   const checkSeats = (wid: string, nowMs: number): void => {
-    if (deps.seats.people === null) return;
-    const over = store.tables.members.scan([wid]).length > deps.seats.people;
+    const people = deps.seats.people(wid);
+    if (people === null) {
+      if (store.tables.seatOverage.has(wid)) void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
+      return;
+    }
+    const over = store.tables.members.scan([wid]).length > people;
     const since = store.tables.seatOverage.get(wid);
     if (!over) {
       if (since) void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
@@ -120,7 +124,7 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
     }
     const ends = Date.parse(since) + deps.seats.graceDays * 86_400_000;
     if (nowMs >= ends) {
-      throw new AppError('seat_limit_reached', { message: `The plan allows ${deps.seats.people} people in a workspace; this one has had more since ${since}, and the grace period ended ${isoAt(ends)}.` });
+      throw new AppError('seat_limit_reached', { message: `The plan allows ${people} people in a workspace; this one has had more since ${since}, and the grace period ended ${isoAt(ends)}.` });
     }
   };
 
@@ -150,8 +154,9 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       headers['x-svc-call-id'] = callId;
       refuseIfStopped(key);
       checkSeats(wid, nowMs);
-      if (deps.monthlyRequests !== null && calls.requestsThisMonth(wid, at) >= deps.monthlyRequests) {
-        throw new AppError('plan_limit_reached', { variant: 'monthlyRequests', message: `The plan allows ${deps.monthlyRequests} model requests a month, and this month's are used.`, fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.', headers: { 'retry-after': String(Math.ceil((Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() + 1, 1) - nowMs) / 1000)) } });
+      const monthlyRequests = deps.monthlyRequests(wid);
+      if (monthlyRequests !== null && calls.requestsThisMonth(wid, at) >= monthlyRequests) {
+        throw new AppError('plan_limit_reached', { variant: 'monthlyRequests', message: `The plan allows ${monthlyRequests} model requests a month, and this month's are used.`, fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.', headers: { 'retry-after': String(Math.ceil((Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() + 1, 1) - nowMs) / 1000)) } });
       }
       const steering = readSteering(req.headers);
       const taskId = steering.taskId ?? ids.id('task');

@@ -26,6 +26,9 @@ import { registerAgentKey } from './auth/agent-key.js';
 import { registerDenyByDefault } from './auth/deny.js';
 import { registerInbound } from './auth/signature.js';
 import { integrationsRoutes } from '../integrations/http.js';
+import { stripeRoutes } from '../integrations/stripe/http.js';
+import { stripeVerifier } from '../integrations/stripe/signature.js';
+import { plansRoutes } from '../plans/http.js';
 import { createRefusals, svcSignatureVerifier } from './inbound.js';
 import { githubRoutes } from '../integrations/github/http.js';
 import { githubVerifier } from '../integrations/github/verifier.js';
@@ -121,6 +124,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
     ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, store: app.store, clock }),
+    stripeVerifier(registry, clock),
   ]);
   registerDenyByDefault(server);
   await registerSession(server, {
@@ -147,7 +151,9 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
   await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
-  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, registry, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, cards: services.cards, registry, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: stripeRoutes, options: { stripe: services.stripe, cards: services.cards, refusals, people: services.people, production, guards } });
+  await server.register({ plugin: plansRoutes, options: { plans: services.plans, people: services.people, production } });
   await server.register({ plugin: githubRoutes, options: { github: services.github, refusals, people: services.people, production, guards } });
   await server.register({ plugin: ssfRoutes, options: { ssf: services.ssf, refusals } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });

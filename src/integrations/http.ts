@@ -1,10 +1,11 @@
 import Joi from 'joi';
-import type { Plugin, Request } from '@hapi/hapi';
+import type { Plugin, Request, RouteOptions, ServerRoute } from '@hapi/hapi';
 import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
-import type { IntegrationKind } from '../store/index.js';
+import type { CardProvider, IntegrationKind } from '../store/index.js';
+import type { Cards } from './cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
 import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from './registry.js';
 import type { Integrations, IssuerEvent } from './service.js';
@@ -18,6 +19,8 @@ import type { Integrations, IssuerEvent } from './service.js';
  *   card; `GET …/issuer/cards` and `GET …/issuer/cards/{cardId}/charges` show mappings and
  *   imported charges; its deliveries arrive at `POST /v1/hooks/issuer/{wid}`, verified by the
  *   `svc-signature` strategy before anything parses them.
+ * - `cardRoutes(provider)`: the same card routes for every card provider (Stripe's are mounted by
+ *   stripe/http.ts), over the shared card service (cards.ts).
  */
 export const CARD_ID = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required();
 const url = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
@@ -53,6 +56,44 @@ const issuerEventSchema = Joi.object({
   createdAt: Joi.string().isoDate().required(),
 }).unknown(true);
 
+/**
+ * The console's card routes of one provider (API.md 2), the same for every provider, owners and
+ * admins only: `GET /api/w/{wid}/{provider}/cards`, `PUT …/{provider}/cards/{cardId}
+ * { agentId | null }` → `{ cardId, agentId }` (the card's imported charges are reconciled again),
+ * and `GET …/{provider}/cards/{cardId}/charges`.
+ */
+export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people: PeopleService; session: RouteOptions['auth']; write: RouteOptions['ext'] }): ServerRoute[] {
+  const { cards, people, session, write } = deps;
+  const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
+  return [
+    {
+      method: 'GET', path: `/api/w/{wid}/${provider}/cards`,
+      options: { auth: session, validate: { params: Joi.object({ wid }) } },
+      handler(request) {
+        const { wid: w } = managed(request);
+        return { data: cards.cards(w, provider), next: null };
+      },
+    },
+    {
+      method: 'PUT', path: `/api/w/{wid}/${provider}/cards/{cardId}`,
+      options: { auth: session, ext: write, validate: { params: Joi.object({ wid, cardId: CARD_ID }), payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }) } },
+      async handler(request) {
+        const { wid: w, actor } = managed(request);
+        const { cardId } = request.params as { cardId: string };
+        return cards.mapCard(w, provider, cardId, (request.payload as { agentId: string | null }).agentId, actor);
+      },
+    },
+    {
+      method: 'GET', path: `/api/w/{wid}/${provider}/cards/{cardId}/charges`,
+      options: { auth: session, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
+      handler(request) {
+        const { wid: w } = managed(request);
+        return { data: cards.charges(w, provider, (request.params as { cardId: string }).cardId), next: null };
+      },
+    },
+  ];
+}
+
 /** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
 function configureInput(body: Record<string, unknown>): ConfigureInput {
   const { rotate, signingSecret, ...config } = body;
@@ -63,9 +104,9 @@ function configureInput(body: Record<string, unknown>): ConfigureInput {
   };
 }
 
-export const integrationsRoutes: Plugin<{ integrations: Integrations; registry: IntegrationRegistry; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
+export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Cards; registry: IntegrationRegistry; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-integrations',
-  register(server, { integrations, registry, refusals, people, production, guards }) {
+  register(server, { integrations, cards, registry, refusals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
@@ -98,31 +139,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; registry: 
           return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },
-      {
-        method: 'GET', path: '/api/w/{wid}/issuer/cards',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
-          const { wid: w } = managed(request);
-          return { data: integrations.cards(w), next: null };
-        },
-      },
-      {
-        method: 'PUT', path: '/api/w/{wid}/issuer/cards/{cardId}',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, cardId: CARD_ID }), payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }) } },
-        async handler(request) {
-          const { wid: w, actor } = managed(request);
-          const { cardId } = request.params as { cardId: string };
-          return integrations.mapCard(w, cardId, (request.payload as { agentId: string | null }).agentId, actor);
-        },
-      },
-      {
-        method: 'GET', path: '/api/w/{wid}/issuer/cards/{cardId}/charges',
-        options: { auth: session, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
-        handler(request) {
-          const { wid: w } = managed(request);
-          return { data: integrations.charges(w, (request.params as { cardId: string }).cardId), next: null };
-        },
-      },
+      ...cardRoutes('issuer', { cards, people, session, write }),
       {
         method: 'POST', path: '/v1/hooks/issuer/{wid}',
         options: hookOptions('issuer', refusals, { validate: { params: Joi.object({ wid }) } }),

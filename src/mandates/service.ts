@@ -48,7 +48,7 @@ function refuseDuplicates(rules: MandateInput['rules']): void {
   if (errors.length > 0) throw new AppError('invalid_mandate', { details: { errors } });
 }
 
-export function createMandatesService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxRules: number | null }) {
+export function createMandatesService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxRules: (wid: string) => number | null }) {
   const { store, clock, ids, ledger } = deps;
   const t = store.tables;
 
@@ -75,8 +75,9 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
         details: { reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.` },
       });
     }
-    if (deps.maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > deps.maxRules) {
-      throw new AppError('plan_limit_reached', { message: `The plan allows ${deps.maxRules} mandate rules in a workspace; this mandate would pass it.`, fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.' });
+    const maxRules = deps.maxRules(wid);
+    if (maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > maxRules) {
+      throw new AppError('plan_limit_reached', { message: `The plan allows ${maxRules} mandate rules in a workspace; this mandate would pass it.`, fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.' });
     }
     const record: MandateRecord = { workspaceId: wid, agentId: aid, rules, updatedAt: isoAt(clock.now()), updatedBy: who.actor };
     t.mandates.put([wid, aid], record);

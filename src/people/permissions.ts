@@ -25,6 +25,8 @@ export const permissions = {
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */
   'approvals.read': ['owner', 'admin', 'member'],
   'approvals.decide': ['owner', 'admin', 'member'],
+  /** The workspace's plan as billing reports it, and the allowances it is held to. */
+  'plan.read': ['owner', 'admin'],
 } as const satisfies Record<string, readonly Role[]>;
 
 export type Permission = keyof typeof permissions;

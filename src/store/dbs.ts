@@ -250,8 +250,12 @@ export interface IntegrationRecord {
   updatedBy: string;
 }
 
-/** A card of the generic issuer mapped to an agent (null: unmapped). */
+/** Who issued a card: the generic issuer or Stripe Issuing. Cards and charges are kept apart by it. */
+export type CardProvider = 'issuer' | 'stripe';
+
+/** A card of a provider mapped to an agent (null: unmapped). */
 export interface CardRecord {
+  provider: CardProvider;
   cardId: string;
   workspaceId: string;
   agentId: string | null;
@@ -269,8 +273,10 @@ export interface GithubBotRecord {
   updatedBy: string;
 }
 
-/** A posted (or refunded) card charge as the issuer reported it, and how it was reconciled. */
+/** A posted (or refunded) card charge as its provider reported it, and how it was reconciled. */
 export interface ChargeRecord {
+  provider: CardProvider;
+  /** The provider's id of the charge's event (issuer) or transaction (Stripe `ipi_…`). */
   eventId: string;
   workspaceId: string;
   cardId: string;
@@ -283,6 +289,23 @@ export interface ChargeRecord {
   /** The allowed action of the card's agent it matched; null: unmatched (flagged). */
   actionId: string | null;
   agentId: string | null;
+}
+
+/**
+ * A workspace's paid plan as its billing provider (Stripe) last reported it. Absent: the free plan.
+ * `eventCreated` is the provider event's `created` (unix seconds): an older event never overwrites it.
+ */
+export interface PlanRecord {
+  workspaceId: string;
+  plan: string;
+  status: string;
+  subscriptionId: string;
+  customerId: string | null;
+  currentPeriodEnd: string | null;
+  eventId: string;
+  eventCreated: number;
+  lastPaymentFailedAt: string | null;
+  updatedAt: string;
 }
 
 /** An outbound webhook endpoint (API.md 8); its signing secret sealed with the master key. */
@@ -517,12 +540,14 @@ export interface Tables {
   mcpServers: Table<McpServerRecord>;
   /** [wid, kind] -> inbound integration secrets */
   integrations: Table<IntegrationRecord>;
-  /** [wid, cardId] -> card mapping */
+  /** [wid, provider, cardId] -> card mapping */
   cards: Table<CardRecord>;
-  /** [wid, cardId, eventId] -> imported charge */
+  /** [wid, provider, cardId, eventId] -> imported charge */
   charges: Table<ChargeRecord>;
   /** [wid, lower-case login] -> code-host account mapping */
   githubBots: Table<GithubBotRecord>;
+  /** wid -> the workspace's paid plan from billing events (absent: the free plan) */
+  workspacePlans: Table<PlanRecord>;
   /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
   hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
   /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
@@ -558,6 +583,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'workspacePlans', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

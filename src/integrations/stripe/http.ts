@@ -1,0 +1,43 @@
+import Joi from 'joi';
+import type { Plugin } from '@hapi/hapi';
+import { sessionStrategies } from '../../http/auth/session.js';
+import type { Guards } from '../../http/guards.js';
+import { wid } from '../../http/params.js';
+import type { PeopleService } from '../../people/index.js';
+import { cardRoutes } from '../http.js';
+import type { Cards } from '../cards.js';
+import { hookOptions, parseVerified, type Refusals } from '../../http/inbound.js';
+import type { StripeEvents } from './service.js';
+import { stripeEventSchema, type StripeEvent } from './schemas.js';
+
+/**
+ * The payment provider (Stripe Issuing and Billing), API.md 8:
+ * - `POST /v1/hooks/stripe/{wid}`: Stripe's deliveries, verified by the `stripe` strategy
+ *   (signature.ts) before anything parses them; bodies up to STRIPE_BODY_LIMIT (billing
+ *   payloads run larger than the 1 MB of other routes, SPEC.md 8.1).
+ * - The console's card routes under `/api/w/{wid}/stripe/cards` (card-routes.ts).
+ * The signing secret is set with `PUT /api/w/{wid}/integrations/stripe { signingSecret }` (../http.ts).
+ */
+export const STRIPE_BODY_LIMIT = 5 * 1_048_576;
+
+export const stripeRoutes: Plugin<{ stripe: StripeEvents; cards: Cards; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
+  name: 'svc-stripe',
+  register(server, { stripe, cards, refusals, people, production, guards }) {
+    const session = { strategies: sessionStrategies(production) };
+    const write = { onPreAuth: guards.consoleWrite };
+    server.route([
+      ...cardRoutes('stripe', { cards, people, session, write }),
+      {
+        method: 'POST', path: '/v1/hooks/stripe/{wid}',
+        options: hookOptions('stripe', refusals, { validate: { params: Joi.object({ wid }) } }, STRIPE_BODY_LIMIT),
+        async handler(request, h) {
+          const { wid: w } = request.params as { wid: string };
+          const answer = await stripe.handle(w, parseVerified<StripeEvent>(request, h, stripeEventSchema));
+          const response = h.response(answer.body).code(200);
+          for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
+          return response;
+        },
+      },
+    ]);
+  },
+};

@@ -1,0 +1,72 @@
+import Stripe from 'stripe';
+import { signatureRefused, type InboundVerifier } from '../../http/auth/signature.js';
+import type { Clock } from '../../lib/clock.js';
+import { routeWorkspace } from '../../http/inbound.js';
+import type { IntegrationRegistry } from '../registry.js';
+
+/**
+ * The payment provider's signature (SPEC.md 5.4): Stripe's `Stripe-Signature` header,
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">[,v1=…][,v0=…]`, verified by the
+ * stripe package's own `webhooks.signature.verifyHeader` with the workspace's signing secrets.
+ * Rules:
+ * 1. Before the body is read: the header is there, well-formed (one `t`, at least one `v1` of 64
+ *    hex digits) and its `t` is within TOLERANCE_S of our clock, either way (Stripe's own check
+ *    refuses only the old; a signature from the future is refused here too).
+ * 2. Over the raw bytes, before any parse: they must be UTF-8 (Stripe's check decodes them to
+ *    text first, so bytes that are not would be compared after replacement), and the signature
+ *    must verify with a secret in force: the current one, or during a rotation the one before
+ *    (registry.ts). Stripe's check compares in constant time; its errors never leave this file.
+ * Any failure is `401 unauthenticated`; what was wrong is said in plain words, never the secret.
+ */
+export const TOLERANCE_S = 300;
+const MAX_HEADER = 4096;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+interface StripeHeader { header: string; t: number }
+
+export function stripeVerifier(registry: IntegrationRegistry, clock: Clock): InboundVerifier<StripeHeader> {
+  const webhooks = Stripe.webhooks;
+  return {
+    kind: 'stripe',
+    headers(request, nowMs) {
+      const header = request.headers['stripe-signature'];
+      if (typeof header !== 'string' || header.length === 0) throw signatureRefused('This route takes a request signed by Stripe (Stripe-Signature header); none was sent.');
+      const malformed = () => signatureRefused('The Stripe-Signature header is malformed; expected t=<unix seconds>,v1=<hex>.');
+      if (header.length > MAX_HEADER) throw malformed();
+      const items = header.split(',').map((item) => {
+        const at = item.indexOf('=');
+        return at < 0 ? ['', item] : [item.slice(0, at).trim(), item.slice(at + 1).trim()];
+      });
+      const ts = items.filter(([k]) => k === 't').map(([, v]) => v!);
+      const v1 = items.filter(([k]) => k === 'v1').map(([, v]) => v!);
+      if (ts.length !== 1 || !/^\d{1,12}$/.test(ts[0]!) || v1.length === 0 || !v1.every((s) => /^[0-9a-f]{64}$/.test(s))) throw malformed();
+      const t = Number(ts[0]);
+      if (Math.abs(Math.floor(nowMs / 1000) - t) > TOLERANCE_S) {
+        throw signatureRefused('The signature timestamp is more than five minutes from now.', "Deliver each event as Stripe signs it, with this server's clock in sync.");
+      }
+      return { header, t };
+    },
+    body(request, raw, { header }) {
+      const w = routeWorkspace(request);
+      const secrets = w ? registry.secretsFor(w, 'stripe') : [];
+      let text: string;
+      try {
+        text = utf8.decode(raw);
+      } catch {
+        throw signatureRefused('The signature does not match the body.');
+      }
+      const now = clock.now();
+      const verifies = (secret: string): boolean => {
+        try {
+          return webhooks.signature!.verifyHeader(text, header, secret, TOLERANCE_S, undefined, now);
+        } catch {
+          return false;
+        }
+      };
+      if (text.length === 0 || !secrets.some(verifies)) {
+        throw signatureRefused('The signature does not match the body.', 'Send the exact bytes Stripe signed, to the workspace whose signing secret signed them.');
+      }
+      return { workspaceId: w };
+    },
+  };
+}
