@@ -20,7 +20,12 @@ import type { IntegrationRegistry } from '../integrations/registry.js';
 export const WID = /^ws_[0-9A-Za-z]{22}$/;
 export const HOOK_BODY_LIMIT = 1_048_576;
 
-export function createRefusals() {
+/**
+ * Refusals counted per workspace and kind, in memory. Only a workspace that has set the kind up
+ * gets its own count (anything else is counted under `_`), so requests to made-up workspace ids
+ * cannot grow the map.
+ */
+export function createRefusals(registry: Pick<IntegrationRegistry, 'configOf'>) {
   const counts = new Map<string, number>();
   return {
     get: (wid: string, kind: string): number => counts.get(`${wid}/${kind}`) ?? 0,
@@ -31,7 +36,7 @@ export function createRefusals() {
         const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
         if (status >= 400) {
           const w = String(request.params.wid ?? (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound?.workspaceId ?? '_');
-          const key = `${WID.test(w) ? w : '_'}/${kind}`;
+          const key = `${WID.test(w) && registry.configOf(w, kind) !== undefined ? w : '_'}/${kind}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
         }
         return h.continue;

@@ -118,8 +118,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerAgentKey(server, { keys: services.keys, oauth: services.oauth, baseUrl, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
-  const refusals = createRefusals();
   const registry = services.integrationRegistry;
+  const refusals = createRefusals(registry);
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),

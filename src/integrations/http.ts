@@ -25,18 +25,21 @@ import type { Integrations, IssuerEvent } from './service.js';
 export const CARD_ID = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required();
 const url = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
 
+const PRIVATE_MEMBERS = Object.fromEntries(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => [m, Joi.any().forbidden().messages({ 'any.unknown': 'a JWKS here holds public keys only; {{#label}} is a private key member' })]));
+
 /** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
 export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
-  issuer: Joi.object({ rotate: Joi.boolean() }),
-  github: Joi.object({ rotate: Joi.boolean() }),
-  'chat-relay': Joi.object({ rotate: Joi.boolean(), url }),
-  stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
-  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
+  issuer: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
+  github: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
+  'chat-relay': Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean(), url }),
+  stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
+  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
   ssf: Joi.object({
     issuer: Joi.string().min(1).max(2048).required(),
     audience: Joi.string().min(1).max(2048).required(),
     jwksUri: url,
-    jwks: Joi.object({ keys: Joi.array().items(Joi.object({ kty: Joi.string().required() }).unknown(true)).min(1).max(20).required() }),
+    // Public keys only: a private or symmetric member (d, p, q, dp, dq, qi, oth, k) is refused, never stored.
+    jwks: Joi.object({ keys: Joi.array().items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true)).min(1).max(20).required() }),
   }).xor('jwksUri', 'jwks')
     // Settings merge with what was set before: naming one source of keys clears the other.
     .custom((value: Record<string, unknown>) => ({ jwksUri: null, jwks: null, ...value })),
@@ -96,9 +99,10 @@ export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people:
 
 /** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
 function configureInput(body: Record<string, unknown>): ConfigureInput {
-  const { rotate, signingSecret, ...config } = body;
+  const { rotate, revokePrevious, signingSecret, ...config } = body;
   return {
     ...(rotate === true ? { rotate: true } : {}),
+    ...(revokePrevious === true ? { revokePrevious: true } : {}),
     ...(typeof signingSecret === 'string' ? { signingSecret } : {}),
     ...(Object.keys(config).length > 0 ? { config } : {}),
   };

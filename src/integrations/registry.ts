@@ -15,6 +15,8 @@ import type { IntegrationKind, IntegrationRecord, Store } from '../store/index.j
  *   later is that provider's rotation: the old one keeps verifying for the same overlap. The
  *   secret is never answered back.
  * - `ssf` takes `{ issuer, jwksUri | jwks, audience }`: it verifies with public keys, no secret.
+ * - `{ "revokePrevious": true }` (alone, or with a rotation) ends every secret but the current one
+ *   at once: for a secret that leaked, the 24 hours of overlap are not wanted.
  * - Every secret is sealed with the master key, bound to its workspace and kind; other settings
  *   of a kind (`config`) are plain. Configuring is recorded in the ledger (never the secret).
  */
@@ -26,6 +28,8 @@ const SEAL_PURPOSE = 'integration-secret';
 
 export interface ConfigureInput {
   rotate?: boolean;
+  /** Ends every secret but the current one now (a leaked old secret need not live its 24 hours). */
+  revokePrevious?: boolean;
   signingSecret?: string;
   /** The kind's other settings (validated by its route schema). */
   config?: Record<string, unknown>;
@@ -79,7 +83,7 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
         const config = kind === 'ssf' && input.config ? { ...input.config } : { ...(existing?.config ?? {}), ...(input.config ?? {}) };
         let fresh: string | undefined;
         if (GENERATED.has(kind)) {
-          if (existing && !input.rotate && input.config === undefined) {
+          if (existing && !input.rotate && !input.revokePrevious && input.config === undefined) {
             throw new AppError('invalid_request', { message: `The ${kind} integration is set up; its secret was shown once.`, fix: 'Send { "rotate": true } to make a new secret (the old one keeps working for 24 hours).' });
           }
           if (!existing || input.rotate) fresh = generated;
@@ -93,14 +97,16 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
         const retiresAt = existing && fresh !== undefined && existing.secrets.length > 0 ? isoAt(now + ROTATION_OVERLAP_MS) : null;
         const kept = (existing?.secrets ?? []).filter((s) => live(s, now))
           .map((s) => (fresh !== undefined ? { ...s, retiresAt: s.retiresAt ?? retiresAt } : s));
-        const secrets = fresh !== undefined
+        const all = fresh !== undefined
           ? [{ sealed: sealText(masterKey, SEAL_PURPOSE, bound(wid, kind), fresh), createdAt: isoAt(now), retiresAt: null }, ...kept]
           : kept;
+        const secrets = input.revokePrevious ? all.filter((s) => s.retiresAt === null) : all;
+        const revoked = all.length - secrets.length;
         const record: IntegrationRecord = { kind, workspaceId: wid, secrets, config, updatedAt: isoAt(now), updatedBy: actor };
         t.integrations.put([wid, kind], record);
         ledger.record({
           workspaceId: wid, actor, kind: existing ? (fresh !== undefined ? 'integration.rotated' : 'integration.updated') : 'integration.configured', subject: kind,
-          data: { previousRetiresAt: retiresAt, settings: Object.keys(config).sort() },
+          data: { previousRetiresAt: retiresAt, previousRevoked: revoked, settings: Object.keys(config).sort() },
         });
         return { kind, ...(GENERATED.has(kind) && fresh !== undefined ? { secret: fresh } : {}), previousRetiresAt: retiresAt, config };
       });

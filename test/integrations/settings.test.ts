@@ -99,3 +99,21 @@ test.serial('whatever a settings body holds, the answer is 200 or a 400 naming f
   ), { numRuns: 60 });
   t.true((await owner.ledger()).length >= before + changed, 'each accepted change is in the ledger');
 });
+
+test.serial('revokePrevious ends the old secret at once; a JWKS with a private key member is refused', async (t) => {
+  await owner.send('PUT', '/integrations/issuer', {}); // set up here, unless an earlier test did
+  await owner.send('PUT', '/integrations/issuer', { revokePrevious: true });
+  const rotated = expectStatus(await owner.send('PUT', '/integrations/issuer', { rotate: true }), 200, 'rotate');
+  t.truthy(rotated.body.previousRetiresAt);
+  t.is((await viewOf('issuer'))?.secrets.length, 2);
+  const revoked = expectStatus(await owner.send('PUT', '/integrations/issuer', { revokePrevious: true }), 200, 'revoke');
+  t.is(revoked.body.secret, undefined, 'revoking is not a rotation: no new secret');
+  t.deepEqual((await viewOf('issuer'))?.secrets.map((s) => s.retiresAt), [null]);
+  const record = (await owner.ledger()).filter((r) => r.subject === 'issuer').at(-1)!;
+  t.like(record, { kind: 'integration.updated', data: { previousRevoked: 1 } });
+
+  const priv = await owner.send('PUT', '/integrations/ssf', { issuer: 'https://idp.example', audience: 'svc', jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'private' }] } });
+  assertError(t, priv, 400, 'invalid_request');
+  t.regex(priv.body.error.message, /public keys only/);
+  t.false(JSON.stringify((await owner.get('/integrations')).body).includes('private'));
+});
