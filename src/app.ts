@@ -12,6 +12,7 @@ import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
 import { createMcpProxy } from './mcp/proxy.js';
 import { createCards } from './integrations/cards.js';
+import { createHookEvents } from './integrations/hook-events.js';
 import { createIntegrations } from './integrations/service.js';
 import { createStripeEvents } from './integrations/stripe/service.js';
 import { createPlans } from './plans/service.js';
@@ -77,7 +78,8 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const gateway = createGateway({ ...deps, ledger, advise: webhooks.advise, settings: settings.gateway, monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests, seats: { people: (wid) => plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
   const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
-  const cards = createCards({ store, clock, ledger, gate });
+  const hookEvents = createHookEvents({ store, clock });
+  const cards = createCards({ store, clock, ledger, gate, hookEvents });
   return {
     people,
     agents,
@@ -100,8 +102,9 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     mcpProxy,
     plans,
     cards,
-    integrations: createIntegrations({ store, cards }),
-    stripe: createStripeEvents({ store, cards, plans }),
+    hookEvents,
+    integrations: createIntegrations({ cards, hookEvents }),
+    stripe: createStripeEvents({ cards, plans, hookEvents, ledger, clock }),
     integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
     once: createOnce(deps),
     webhooks,

@@ -124,7 +124,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
     ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, store: app.store, clock }),
-    stripeVerifier(registry, clock),
+    stripeVerifier(registry, clock, [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter((s): s is string => s !== null)),
   ]);
   registerDenyByDefault(server);
   await registerSession(server, {

@@ -3,6 +3,7 @@ import type { Gate } from '../gate/service.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { ActionRecord, CardProvider, CardRecord, ChargeRecord, Store } from '../store/index.js';
+import type { HookAnswer, HookEvents } from './hook-events.js';
 
 /**
  * Cards of every provider (the generic issuer, Stripe Issuing): mapping, authorization at the gate,
@@ -16,12 +17,18 @@ import type { ActionRecord, CardProvider, CardRecord, ChargeRecord, Store } from
  *   waits for a person cannot meet the provider's deadline, and is declined saying so). An
  *   unmapped card is declined, and the decline is recorded in the ledger.
  * - Posted charges are imported and reconciled: a charge matches an allowed payment of the
- *   card's agent with the same amount, currency and merchant, decided within MATCH_WINDOW_MS
- *   before the charge, compared to the second (and not matched by another charge). A charge with no match is flagged in
- *   the ledger (`card.charge_unmatched`, also an outbound webhook event). A mapping change
- *   reconciles the card's imported charges again.
- * - Each provider event is processed once, by its id (`hookEvents`, [wid, provider, id]): a
- *   redelivery is answered as the first time and changes nothing.
+ *   card's agent that was authorized through this very card (`cardActions`, written by
+ *   `authorize` with its answer; the action's `metadata.cardId` and `cardProvider` say the same
+ *   for people, but an agent can write any metadata itself), with the same amount, currency and
+ *   merchant, decided within MATCH_WINDOW_MS before the charge, compared to the second. A
+ *   payment the agent made any other way, or through another card, never settles a charge. An
+ *   action settles at most one charge, across every card of the workspace. A charge with no match
+ *   is flagged in the ledger (`card.charge_unmatched`, also an outbound webhook event).
+ * - A mapping change reconciles the card's imported charges again; only a charge whose match
+ *   changed is recorded again (the others keep their record, with the new agent noted).
+ * - Each provider event is processed once, by its id (hook-events.ts): a redelivery is answered as
+ *   the first time and changes nothing; the decline of an unmapped card and an imported charge
+ *   are written in the same write as the stored answer.
  */
 export const MATCH_WINDOW_MS = 7 * 86_400_000;
 
@@ -53,13 +60,16 @@ export interface CardDecision { approved: boolean; actionId: string | null; reas
 /** What a mandate's `merchants` name: the merchant's domain when known, else its name (lower case). */
 export const merchantOf = (m: CardMerchant): string => (m.domain ?? m.name).toLowerCase();
 
-export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate }) {
-  const { store, clock, ledger, gate } = deps;
+export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate; hookEvents: HookEvents }) {
+  const { store, clock, ledger, gate, hookEvents } = deps;
   const t = store.tables;
 
-  /** Whether an action is the payment a charge settles. */
+  /** Whether an action is the payment a charge settles: authorized through the charge's own card. */
   const matches = (action: ActionRecord, charge: ChargeRecord): boolean => {
     if (action.decision !== 'allow' || action.type !== 'payment' || !action.payment) return false;
+    // Metadata is what an agent may write itself on any action: the card path's own record decides.
+    const through = t.cardActions.get([action.workspaceId, action.id]);
+    if (!through || through.cardId !== charge.cardId || through.provider !== charge.provider) return false;
     // Providers time charges in whole seconds (Stripe's `created`): compared at that grain, so a
     // payment decided within the charge's second still counts as before it.
     const at = Math.floor(Date.parse(action.createdAt) / 1000) * 1000;
@@ -69,18 +79,27 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
       && at <= chargedAt && chargedAt - at <= MATCH_WINDOW_MS;
   };
 
-  /** Reconciles a card's posted charges (inside a write): each is matched to its own action, or flagged. */
-  const reconcileInWrite = (wid: string, provider: CardProvider, cardId: string, actor: string, only?: string): void => {
+  /**
+   * Reconciles a card's posted charges (inside a write): each is matched to its own action, or
+   * flagged. `fresh`: the charge just imported, always recorded; any other is recorded again only
+   * when its match changed.
+   */
+  const reconcileInWrite = (wid: string, provider: CardProvider, cardId: string, actor: string, fresh?: string): void => {
     const agentId = t.cards.get([wid, provider, cardId])?.agentId ?? null;
     const charges = t.charges.scan([wid, provider, cardId]).map((e) => e.value).filter((c) => c.kind === 'posted');
     const actions = agentId ? t.actions.scan([wid]).map((e) => e.value).filter((a) => a.agentId === agentId) : [];
+    // Actions settled by the charges of every other card of the workspace are not this card's to take.
     const taken = new Set<string>();
-    for (const charge of charges.sort((a, b) => a.createdAt.localeCompare(b.createdAt))) {
+    for (const { value: c } of t.charges.scan([wid])) {
+      if (c.actionId !== null && !(c.provider === provider && c.cardId === cardId)) taken.add(c.actionId);
+    }
+    for (const charge of charges.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.eventId.localeCompare(b.eventId))) {
       const action = actions.find((a) => !taken.has(a.id) && matches(a, charge));
       if (action) taken.add(action.id);
       const actionId = action?.id ?? null;
-      if (only !== undefined && charge.eventId !== only && charge.actionId === actionId && charge.agentId === agentId) continue;
+      if (charge.actionId === actionId && charge.agentId === agentId && charge.eventId !== fresh) continue;
       t.charges.put([wid, provider, cardId, charge.eventId], { ...charge, actionId, agentId });
+      if (charge.actionId === actionId && charge.eventId !== fresh) continue;
       ledger.record({
         workspaceId: wid, actor, kind: actionId ? 'card.charge_matched' : 'card.charge_unmatched', subject: charge.eventId,
         data: { provider, cardId, agentId, actionId, amount: charge.amount, currency: charge.currency, merchant: charge.merchant },
@@ -112,28 +131,20 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
       });
     },
 
-    /** The first answer given to a provider event, if it was processed. */
-    answered(wid: string, provider: string, eventId: string): Record<string, unknown> | undefined {
-      return t.hookEvents.get([wid, provider, eventId])?.answer;
-    },
-
-    /** Inside a write: marks a provider event processed with its answer. */
-    remember(wid: string, provider: string, eventId: string, answer: Record<string, unknown>): void {
-      t.hookEvents.put([wid, provider, eventId], { answer, at: isoAt(clock.now()) });
-    },
-
     /**
-     * An authorization request: decided at the gate as the card's agent; an unmapped card is
-     * declined. Not remembered here: the caller remembers the answer under its event id.
+     * An authorization request, answered once per provider event (hook-events.ts): decided at the
+     * gate as the card's agent (its own write; the event id as idempotency key makes a repeat the
+     * same action), the answer `answerOf(decision)` then stored. An unmapped card is declined, its
+     * ledger record written in the same write as the stored answer. A repeat gets the first answer.
      */
-    async authorize(wid: string, provider: CardProvider, auth: CardAuthorization): Promise<CardDecision> {
+    async authorize(wid: string, provider: CardProvider, auth: CardAuthorization, answerOf: (decision: CardDecision) => HookAnswer): Promise<HookAnswer> {
       const agentId = t.cards.get([wid, provider, auth.cardId])?.agentId ?? null;
       if (!agentId) {
         const decision = { approved: false, actionId: null, reason: `Card ${auth.cardId} is not mapped to an agent.` };
-        await store.write(() => {
+        return hookEvents.processOnce(wid, provider, auth.eventId, () => {
           ledger.record({ workspaceId: wid, actor: provider, kind: 'card.authorization_declined', subject: auth.eventId, data: { provider, cardId: auth.cardId, reason: 'unmapped card', amount: auth.amount, currency: auth.currency } });
+          return answerOf(decision);
         });
-        return decision;
       }
       const { action } = await gate.authorize({ workspaceId: wid, agentId }, {
         type: 'payment',
@@ -141,36 +152,35 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
         payment: { amount: auth.amount, currency: auth.currency, merchant: merchantOf(auth.merchant) },
         // The provider's event id makes a redelivery the same action, even if the answer was lost.
         idempotencyKey: `${provider}:${auth.eventId}`,
-        metadata: { cardId: auth.cardId, [`${provider}Event`]: auth.eventId, ...(auth.merchant.mcc ? { mcc: auth.merchant.mcc } : {}) },
+        // The card and its provider: only this card's charges may settle this payment.
+        metadata: { cardId: auth.cardId, cardProvider: provider, [`${provider}Event`]: auth.eventId, ...(auth.merchant.mcc ? { mcc: auth.merchant.mcc } : {}) },
       });
       const approved = action.decision === 'allow';
       const reason = approved ? 'allowed by the mandate'
         : action.decision === 'review' ? `needs a person's approval (${action.approvalId}); a card authorization cannot wait for one`
           : action.reason;
-      return { approved, actionId: action.id, reason };
+      return hookEvents.processOnce(wid, provider, auth.eventId, () => {
+        t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
+        return answerOf({ approved, actionId: action.id, reason });
+      });
     },
 
     /**
-     * Inside a write: processes the provider event `hookEventId` carrying a charge, once (false
-     * when that event was already processed). A charge already imported under its id (another
+     * Inside a write (the event's `processOnce`): a charge already imported under its id (another
      * event about the same charge) is kept as it is; a new one is stored, and reconciled when
      * posted or recorded as a refund.
      */
-    importInWrite(wid: string, provider: CardProvider, hookEventId: string, charge: CardCharge, answer: Record<string, unknown>): boolean {
-      if (t.hookEvents.has([wid, provider, hookEventId])) return false;
-      if (!t.charges.has([wid, provider, charge.cardId, charge.eventId])) {
-        const record: ChargeRecord = {
-          provider, eventId: charge.eventId, workspaceId: wid, cardId: charge.cardId, kind: charge.kind,
-          amount: charge.amount, currency: charge.currency,
-          merchant: { name: charge.merchant.name, domain: charge.merchant.domain ?? null, mcc: charge.merchant.mcc ?? null },
-          createdAt: charge.createdAt, importedAt: isoAt(clock.now()), actionId: null, agentId: t.cards.get([wid, provider, charge.cardId])?.agentId ?? null,
-        };
-        t.charges.put([wid, provider, charge.cardId, charge.eventId], record);
-        if (record.kind === 'posted') reconcileInWrite(wid, provider, charge.cardId, provider, charge.eventId);
-        else ledger.record({ workspaceId: wid, actor: provider, kind: 'card.charge_refunded', subject: charge.eventId, data: { provider, cardId: charge.cardId, amount: charge.amount, currency: charge.currency } });
-      }
-      t.hookEvents.put([wid, provider, hookEventId], { answer, at: isoAt(clock.now()) });
-      return true;
+    importInWrite(wid: string, provider: CardProvider, charge: CardCharge): void {
+      if (t.charges.has([wid, provider, charge.cardId, charge.eventId])) return;
+      const record: ChargeRecord = {
+        provider, eventId: charge.eventId, workspaceId: wid, cardId: charge.cardId, kind: charge.kind,
+        amount: charge.amount, currency: charge.currency,
+        merchant: { name: charge.merchant.name, domain: charge.merchant.domain ?? null, mcc: charge.merchant.mcc ?? null },
+        createdAt: charge.createdAt, importedAt: isoAt(clock.now()), actionId: null, agentId: t.cards.get([wid, provider, charge.cardId])?.agentId ?? null,
+      };
+      t.charges.put([wid, provider, charge.cardId, charge.eventId], record);
+      if (record.kind === 'posted') reconcileInWrite(wid, provider, charge.cardId, provider, charge.eventId);
+      else ledger.record({ workspaceId: wid, actor: provider, kind: 'card.charge_refunded', subject: charge.eventId, data: { provider, cardId: charge.cardId, amount: charge.amount, currency: charge.currency } });
     },
   };
 }

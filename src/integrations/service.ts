@@ -1,5 +1,5 @@
-import type { Store } from '../store/index.js';
 import type { Cards } from './cards.js';
+import type { HookEvents } from './hook-events.js';
 
 /**
  * The generic card issuer (issue 8, API.md 8); its settings and secret are in registry.ts, and
@@ -22,30 +22,27 @@ export interface IssuerEvent {
   createdAt: string;
 }
 
-export function createIntegrations(deps: { store: Store; cards: Cards }) {
-  const { store, cards } = deps;
+export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents }) {
+  const { cards, hookEvents } = deps;
 
   return {
     /**
      * One verified delivery from the issuer. A redelivery of an event already processed gets
-     * the first answer and changes nothing.
+     * the first answer and changes nothing (hook-events.ts).
      */
     async handle(wid: string, event: IssuerEvent): Promise<Record<string, unknown>> {
-      const seen = cards.answered(wid, 'issuer', event.id);
+      const seen = hookEvents.answered(wid, 'issuer', event.id);
       if (seen) return seen;
       if (event.type === 'authorization.request') {
-        const answer = { ...await cards.authorize(wid, 'issuer', { eventId: event.id, cardId: event.cardId, amount: event.amount, currency: event.currency, merchant: event.merchant }) };
-        await store.write(() => { cards.remember(wid, 'issuer', event.id, answer); });
-        return answer;
+        return cards.authorize(wid, 'issuer', { eventId: event.id, cardId: event.cardId, amount: event.amount, currency: event.currency, merchant: event.merchant }, (decision) => ({ ...decision }));
       }
-      const answer = { received: true };
-      await store.write(() => {
-        cards.importInWrite(wid, 'issuer', event.id, {
+      return hookEvents.processOnce(wid, 'issuer', event.id, () => {
+        cards.importInWrite(wid, 'issuer', {
           eventId: event.id, cardId: event.cardId, kind: event.type === 'charge.posted' ? 'posted' : 'refunded',
           amount: event.amount, currency: event.currency, merchant: event.merchant, createdAt: event.createdAt,
-        }, answer);
+        });
+        return { received: true };
       });
-      return answer;
     },
   };
 }

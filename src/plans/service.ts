@@ -4,20 +4,35 @@ import type { PlanRecord, Store } from '../store/index.js';
 
 /**
  * A workspace's plan. The operator's `plan.*` settings are the free plan's allowances; a workspace
- * whose billing provider (Stripe) reports a paid subscription in good standing is not held to them.
- * Rules:
- * - The record (`workspacePlans`) is written only from verified billing events (stripe.ts), in the
- *   same write that marks the event processed. An event older (`created`) than the one the record
- *   came from changes nothing, so deliveries arriving out of order cannot roll a plan back.
- * - A subscription ending (`deleted`) only ends the plan it is the subscription of; the end of an
- *   older, replaced subscription leaves the newer one alone.
+ * with a paid subscription in good standing at the operator's billing provider (Stripe) is not
+ * held to them. Rules:
+ * - Records are written only from billing events signed with the operator's billing secret and
+ *   bound to the workspace (stripe/service.ts), in the same write that marks the event processed.
+ * - One record per subscription (`subscriptions`, [wid, subscriptionId]); the workspace is paid
+ *   when any of its subscriptions is, named after the best of them (status rank, then the most
+ *   recent event). An event about one subscription never touches another, so a late update or
+ *   the end of an old, replaced subscription cannot downgrade the current one.
+ * - Per subscription, an event older (`created`) than the one the record came from changes
+ *   nothing. An event of the same second changes it only when its status ranks higher
+ *   (STATUS_RANK): Stripe often sends `created` (incomplete) and `updated` (active) in the same
+ *   second and in either order; both orders end active. A deleted subscription is final.
  * - Paid: a plan named anything but `free`, whose status is `active`, `trialing` or `past_due`.
  *   `past_due` stays paid because Stripe is still retrying the payment (its retry schedule ends
  *   in `unpaid` or `canceled`, which are not paid); `incomplete`, `incomplete_expired`, `unpaid`,
  *   `canceled` and `paused` are the free plan.
- * - Every change of the record is a `plan.changed` ledger record.
+ * - Every change of a record is a `plan.changed` ledger record, saying what the workspace's plan
+ *   is after it.
  */
 export const PAID_STATUSES: ReadonlySet<string> = new Set(['active', 'trialing', 'past_due']);
+
+/**
+ * Which of two same-second events about one subscription wins. Terminal statuses first (Stripe
+ * never moves a subscription out of them), then the paid ones, best first; unknown statuses last.
+ */
+export const STATUS_RANK: Readonly<Record<string, number>> = {
+  canceled: 9, incomplete_expired: 8, active: 7, trialing: 6, past_due: 5, unpaid: 4, paused: 3, incomplete: 2,
+};
+const rankOf = (r: { status: string; ended: boolean }): number => (r.ended ? 10 : STATUS_RANK[r.status] ?? 0);
 
 /** The allowances a workspace is held to; null: unlimited. */
 export interface PlanAllowances {
@@ -44,6 +59,7 @@ export interface PlanView {
   plan: string;
   paid: boolean;
   allowances: PlanAllowances;
+  /** The subscription the plan comes from: the best paid one, else the one changed last. */
   subscription: Omit<PlanRecord, 'workspaceId'> | null;
 }
 
@@ -53,58 +69,81 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
   const { store, clock, ledger, free } = deps;
   const t = store.tables;
 
-  const paid = (r: PlanRecord | undefined): boolean => r !== undefined && r.plan !== 'free' && PAID_STATUSES.has(r.status);
+  const paid = (r: PlanRecord | undefined): boolean => r !== undefined && !r.ended && r.plan !== 'free' && PAID_STATUSES.has(r.status);
+
+  /** The subscription that names the workspace's plan: the best paid one, else the one changed last. */
+  const current = (wid: string): PlanRecord | undefined => {
+    const all = t.subscriptions.scan([wid]).map((e) => e.value);
+    const best = all.filter(paid).sort((a, b) => rankOf(b) - rankOf(a) || b.eventCreated - a.eventCreated || a.subscriptionId.localeCompare(b.subscriptionId))[0];
+    return best ?? all.sort((a, b) => b.eventCreated - a.eventCreated || b.updatedAt.localeCompare(a.updatedAt))[0];
+  };
+  const summary = (wid: string) => {
+    const r = current(wid);
+    return { plan: paid(r) ? r!.plan : 'free', paid: paid(r) };
+  };
 
   return {
     /** The allowances the workspace is held to now (read on every check; another process may write). */
     allowances(wid: string): PlanAllowances {
-      return paid(t.workspacePlans.get(wid)) ? UNLIMITED : free;
+      return paid(current(wid)) ? UNLIMITED : free;
+    },
+
+    /** Whether the subscription is one of the workspace's (known from its bound events). */
+    has(wid: string, subscriptionId: string): boolean {
+      return t.subscriptions.has([wid, subscriptionId]);
     },
 
     view(wid: string): PlanView {
-      const r = t.workspacePlans.get(wid);
-      const isPaid = paid(r);
+      const r = current(wid);
       if (!r) return { plan: 'free', paid: false, allowances: free, subscription: null };
+      const isPaid = paid(r);
       const { workspaceId: _w, ...subscription } = r;
       return { plan: isPaid ? r.plan : 'free', paid: isPaid, allowances: isPaid ? UNLIMITED : free, subscription };
     },
 
     /**
-     * Inside a write: applies a subscription report. Returns whether the record changed (false for
-     * an older event, or the end of a subscription that is not the workspace's current one).
+     * Inside a write: applies a subscription report to its subscription's record. Returns whether
+     * the record changed (false for an older event, a same-second one that ranks no higher, or any
+     * event about a subscription already deleted).
      */
     applyInWrite(wid: string, report: SubscriptionReport, actor: string): boolean {
-      const current = t.workspacePlans.get(wid);
-      if (current && report.eventCreated < current.eventCreated) return false;
-      if (report.ended && current && current.subscriptionId !== report.subscriptionId) return false;
+      const existing = t.subscriptions.get([wid, report.subscriptionId]);
+      const incoming = { status: report.ended ? 'canceled' : report.status, ended: report.ended };
+      if (existing) {
+        if (existing.ended) return false;
+        if (report.eventCreated < existing.eventCreated) return false;
+        if (report.eventCreated === existing.eventCreated && rankOf(incoming) <= rankOf(existing)) return false;
+      }
+      const before = summary(wid);
       const record: PlanRecord = {
-        workspaceId: wid, plan: report.plan, status: report.ended ? 'canceled' : report.status,
+        workspaceId: wid, plan: report.plan, status: incoming.status, ended: incoming.ended,
         subscriptionId: report.subscriptionId, customerId: report.customerId, currentPeriodEnd: report.currentPeriodEnd,
         eventId: report.eventId, eventCreated: report.eventCreated,
-        lastPaymentFailedAt: current?.subscriptionId === report.subscriptionId ? current.lastPaymentFailedAt : null,
+        lastPaymentFailedAt: existing?.lastPaymentFailedAt ?? null,
         updatedAt: isoAt(clock.now()),
       };
-      t.workspacePlans.put(wid, record);
+      t.subscriptions.put([wid, report.subscriptionId], record);
       ledger.record({
         workspaceId: wid, actor, kind: 'plan.changed', subject: report.subscriptionId,
         data: {
           plan: record.plan, status: record.status, paid: paid(record), eventId: report.eventId,
-          previous: current ? { plan: current.plan, status: current.status, paid: paid(current) } : null,
+          previous: existing ? { plan: existing.plan, status: existing.status, paid: paid(existing) } : null,
+          workspace: { before, after: summary(wid) },
         },
       });
       return true;
     },
 
     /**
-     * Inside a write: a failed payment of the workspace's current subscription is noted on the
+     * Inside a write: a failed payment of one of the workspace's subscriptions is noted on its
      * record and in the ledger; the status itself follows the subscription's own events.
      */
     paymentFailedInWrite(wid: string, subscriptionId: string | null, eventId: string, actor: string): boolean {
-      const current = t.workspacePlans.get(wid);
-      if (!current || subscriptionId === null || current.subscriptionId !== subscriptionId) return false;
+      const existing = subscriptionId === null ? undefined : t.subscriptions.get([wid, subscriptionId]);
+      if (!existing) return false;
       const at = isoAt(clock.now());
-      t.workspacePlans.put(wid, { ...current, lastPaymentFailedAt: at, updatedAt: at });
-      ledger.record({ workspaceId: wid, actor, kind: 'plan.payment_failed', subject: subscriptionId, data: { plan: current.plan, status: current.status, eventId } });
+      t.subscriptions.put([wid, existing.subscriptionId], { ...existing, lastPaymentFailedAt: at, updatedAt: at });
+      ledger.record({ workspaceId: wid, actor, kind: 'plan.payment_failed', subject: existing.subscriptionId, data: { plan: existing.plan, status: existing.status, eventId } });
       return true;
     },
   };

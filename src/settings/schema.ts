@@ -99,11 +99,17 @@ export interface Settings {
   webhooks: { allowPrivateTargets: boolean; timeoutMs: number; backoffBaseMs: number; backoffMaxMs: number; giveUpAfterMs: number; dispatchIntervalMs: number };
   ledger: { checkpointIntervalMs: number };
   plan: { agents: number | null; mandateRules: number | null; monthlyRequests: number | null; people: number | null; seatGraceDays: number };
+  /** The operator's own billing (plans/service.ts): only events signed with these secrets change a plan. */
+  billing: { stripeSigningSecret: string | null; stripePreviousSigningSecret: string | null };
   session: { ttlHours: number };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   gateway: GatewaySettings;
 }
 
+
+/** A provider's signing secret; a refusal never quotes it (Joi's pattern message would). */
+const signingSecret = Joi.string().min(8).max(256).pattern(/^\S+$/)
+  .messages({ 'string.pattern.base': '{{#label}} must be the secret as the provider shows it, without spaces' });
 
 export const settingsSchema = Joi.object<Settings>({
   env: Joi.string().valid('development', 'production').default('development')
@@ -174,6 +180,12 @@ export const settingsSchema = Joi.object<Settings>({
     monthlyRequests: Joi.number().integer().min(0).allow(null).default(null).description('model requests per workspace per calendar month (UTC); null: unlimited'),
     people: Joi.number().integer().min(1).allow(null).default(null).description('people per workspace on a free plan; past it, after the grace period, model calls get 402 seat_limit_reached; null: unlimited'),
     seatGraceDays: Joi.number().min(0).max(365).default(7).description('how long a workspace may stay past plan.people'),
+  }).default(),
+  billing: Joi.object({
+    stripeSigningSecret: signingSecret.allow(null).default(null)
+      .description("the signing secret of the operator's own Stripe webhook endpoint: only billing events (customer.subscription.*, invoice.payment_failed) signed with it change a workspace's plan; null: no plan is ever lifted"),
+    stripePreviousSigningSecret: signingSecret.allow(null).default(null)
+      .description('during a rotation of the secret above, the one before it (also accepted); unset it once Stripe signs with the new one only'),
   }).default(),
   session: Joi.object({
     ttlHours: Joi.number().min(0.01).max(720).default(12).description('a console session ends this long after sign-in'),
@@ -270,4 +282,6 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_PLAN_MONTHLY_REQUESTS', 'plan.monthlyRequests'],
   ['SVC_PLAN_PEOPLE', 'plan.people'],
   ['SVC_PLAN_SEAT_GRACE_DAYS', 'plan.seatGraceDays'],
+  ['SVC_BILLING_STRIPE_SIGNING_SECRET', 'billing.stripeSigningSecret'],
+  ['SVC_BILLING_STRIPE_PREVIOUS_SIGNING_SECRET', 'billing.stripePreviousSigningSecret'],
 ];

@@ -292,7 +292,8 @@ export interface ChargeRecord {
 }
 
 /**
- * A workspace's paid plan as its billing provider (Stripe) last reported it. Absent: the free plan.
+ * One subscription of a workspace as the operator's billing provider (Stripe) last reported it;
+ * the workspace's plan is derived from all of them (plans/service.ts). None: the free plan.
  * `eventCreated` is the provider event's `created` (unix seconds): an older event never overwrites it.
  */
 export interface PlanRecord {
@@ -304,6 +305,8 @@ export interface PlanRecord {
   currentPeriodEnd: string | null;
   eventId: string;
   eventCreated: number;
+  /** Stripe deleted the subscription: final, no later event revives it. */
+  ended: boolean;
   lastPaymentFailedAt: string | null;
   updatedAt: string;
 }
@@ -546,8 +549,10 @@ export interface Tables {
   charges: Table<ChargeRecord>;
   /** [wid, lower-case login] -> code-host account mapping */
   githubBots: Table<GithubBotRecord>;
-  /** wid -> the workspace's paid plan from billing events (absent: the free plan) */
-  workspacePlans: Table<PlanRecord>;
+  /** [wid, subscriptionId] -> a subscription of the workspace from billing events (none: the free plan) */
+  subscriptions: Table<PlanRecord>;
+  /** [wid, actionId] -> the card an action was authorized through (cards.ts): only its charges settle it */
+  cardActions: Table<{ provider: CardProvider; cardId: string; eventId: string }>;
   /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
   hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
   /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
@@ -583,6 +588,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'workspacePlans', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'subscriptions', 'cardActions', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

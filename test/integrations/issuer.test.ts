@@ -96,7 +96,12 @@ test.serial('a stopped agent\'s card is declined', async (t) => {
 });
 
 test.serial('posted charges are reconciled: a match is linked to its action, a charge with none is flagged; remapping reconciles again', async (t) => {
-  const paid = expectStatus(await call(server.url, 'POST', '/v1/actions/authorize', { headers: bearer(billing.key), json: payment(3300) }), 200, 'authorize');
+  // The payment made through the card settles its charge; the same payment made by the agent
+  // itself (even naming the card in its metadata) settles none.
+  const through = await signed(event('authorization.request', { amount: 3300 }));
+  t.true(through.body.approved, through.text);
+  const paid = { body: { id: through.body.actionId as string } };
+  expectStatus(await call(server.url, 'POST', '/v1/actions/authorize', { headers: bearer(billing.key), json: { ...payment(4444), metadata: { cardId: 'card_billing', cardProvider: 'issuer' } } }), 200, 'agent pays itself');
   const matching = event('charge.posted', { amount: 3300 });
   const stray = event('charge.posted', { amount: 4444 });
   t.deepEqual((await signed(matching)).body, { received: true });
@@ -113,8 +118,18 @@ test.serial('posted charges are reconciled: a match is linked to its action, a c
   const again = (await owner.get('/issuer/cards/card_billing/charges')).body.data as Array<{ eventId: string; actionId: string | null; agentId: string }>;
   t.deepEqual(again.filter((c) => [matching.id, stray.id].includes(c.eventId)).map((c) => [c.actionId, c.agentId]), [[null, ops.agentId], [null, ops.agentId]]);
   const after = await owner.ledger();
-  t.true(after.some((r) => r.kind === 'card.charge_unmatched' && r.subject === matching.id && r.index > ledger.at(-1)!.index));
+  // Only the charge whose match changed is recorded again (no flood of ledger records and webhooks).
+  t.deepEqual(after.filter((r) => r.index > ledger.at(-1)!.index && r.kind.startsWith('card.charge_')).map((r) => [r.kind, r.subject]), [['card.charge_unmatched', matching.id]]);
   expectStatus(await owner.send('PUT', '/issuer/cards/card_billing', { agentId: billing.agentId }), 200, 'map back');
+});
+
+test.serial('duplicate deliveries of an unmapped card\'s request at once: one answer, one ledger record', async (t) => {
+  const e = event('authorization.request', { cardId: 'card_unmapped_twice' });
+  const answers = await Promise.all(Array.from({ length: 6 }, () => signed(e)));
+  for (const res of answers) t.deepEqual(res.body, answers[0]!.body);
+  t.like(answers[0]!.body, { approved: false, actionId: null });
+  const declines = (await owner.ledger()).filter((r) => r.kind === 'card.authorization_declined' && r.subject === e.id);
+  t.is(declines.length, 1);
 });
 
 test.serial('forged, stale, altered, unsigned and replayed deliveries change nothing', async (t) => {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import Stripe from 'stripe';
 import { addPerson, makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
-import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
+import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { PAY_ACME, payment } from '../helpers/gate.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
@@ -13,8 +13,9 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * package's own test signer (`webhooks.generateTestHeaderString`) over the raw bytes; an
  * authorization request decided by the gate as the card's agent and answered in Stripe's
  * synchronous shape; transactions reconciled like the issuer's charges; subscriptions setting the
- * workspace's plan, which lifts the free plan's allowances (here SVC_PLAN_AGENTS=2); and every
- * forged, stale, altered, unsigned or replayed delivery changing nothing.
+ * workspace's plan, which lifts the free plan's allowances (here SVC_PLAN_AGENTS=2), only when
+ * signed with the operator's billing secret (SVC_BILLING_STRIPE_SIGNING_SECRET) and bound to the
+ * workspace; and every forged, stale, altered, unsigned or replayed delivery changing nothing.
  */
 const API_VERSION = '2025-03-31.basil';
 let server: RunningServer;
@@ -23,6 +24,7 @@ let billing: Bot;
 let ops: Bot;
 let secret: string;
 let wid: string;
+const billingSecret = `whsec_billing_${randomBytes(18).toString('base64url')}`;
 
 const now = () => Math.floor(Date.now() / 1000);
 const sign = (key: string, payload: string, timestamp = now()) => Stripe.webhooks.generateTestHeaderString({ payload, secret: key, timestamp });
@@ -45,7 +47,7 @@ const transaction = (amount: number, fields: Record<string, unknown> = {}) => st
   created: now(), ...fields,
 });
 const subscription = (type: string, fields: Record<string, unknown>, created = now()) => stripeEvent(type, {
-  id: 'sub_pro', object: 'subscription', customer: 'cus_1', status: 'active', metadata: {},
+  id: 'sub_pro', object: 'subscription', customer: 'cus_1', status: 'active', metadata: { workspaceId: wid },
   items: { object: 'list', data: [{ id: 'si_1', object: 'subscription_item', current_period_end: created + 30 * 86_400, price: { id: 'price_1', object: 'price', lookup_key: 'pro' } }] },
   ...fields,
 }, { created });
@@ -53,6 +55,8 @@ const subscription = (type: string, fields: Record<string, unknown>, created = n
 async function deliver(body: string, headers: Record<string, string>): Promise<Reply> {
   return call(server.url, 'POST', `/v1/hooks/stripe/${wid}`, { headers: { 'content-type': 'application/json', ...headers }, body });
 }
+/** A billing event as the operator's endpoint signs it. */
+const billed = (e: unknown) => signed(e, billingSecret);
 const signed = (e: unknown, key = secret) => {
   const body = JSON.stringify(e);
   return deliver(body, { 'stripe-signature': sign(key, body) });
@@ -67,7 +71,7 @@ async function snapshot(): Promise<string> {
 }
 
 test.before(async () => {
-  server = await startServer({ env: { ...SERVER_ENV, SVC_PLAN_AGENTS: '2' } });
+  server = await startServer({ env: { ...SERVER_ENV, SVC_PLAN_AGENTS: '2', SVC_BILLING_STRIPE_SIGNING_SECRET: billingSecret } });
   owner = await ownerConsole(server);
   wid = server.boot.workspaceId!;
   billing = await makeBot(owner, 'billing-bot', [PAY_ACME]);
@@ -131,7 +135,12 @@ test.serial('a stopped agent\'s card is declined', async (t) => {
 });
 
 test.serial('transactions are reconciled: a capture matching a payment is linked, one with none is flagged, a refund kept; remapping reconciles again', async (t) => {
-  const paid = expectStatus(await call(server.url, 'POST', '/v1/actions/authorize', { headers: bearer(billing.key), json: payment(3300) }), 200, 'authorize');
+  const auth = await signed(authorization({ pending_request: { amount: 3300, currency: 'eur' } }));
+  t.true(auth.body.approved, auth.text);
+  const paid = { body: { id: auth.body.metadata.svc_action_id as string } };
+  // The same payment made by the agent itself, not through the card, claiming the card in its
+  // metadata: it never settles a charge.
+  expectStatus(await call(server.url, 'POST', '/v1/actions/authorize', { headers: bearer(billing.key), json: { ...payment(4444), metadata: { cardId: 'ic_billing', cardProvider: 'stripe' } } }), 200, 'agent pays itself');
   // Stripe's sign: a capture takes money from the balance (negative), a refund gives it back.
   const matching = transaction(-3300);
   const stray = transaction(-4444);
@@ -153,10 +162,38 @@ test.serial('transactions are reconciled: a capture matching a payment is linked
   const again = await charges();
   t.deepEqual(again.filter((c) => c.kind === 'posted').map((c) => [c.actionId, c.agentId]), [[null, ops.agentId], [null, ops.agentId]]);
   const after = await owner.ledger();
-  t.true(after.some((r) => r.kind === 'card.charge_unmatched' && r.subject === matching.data.object.id && r.index > ledger.at(-1)!.index));
+  const remapped = after.filter((r) => r.index > ledger.at(-1)!.index && r.kind.startsWith('card.charge_'));
+  // Only the charge whose match changed is recorded again; the stray stays unmatched, unrecorded.
+  t.deepEqual(remapped.map((r) => [r.kind, r.subject]), [['card.charge_unmatched', matching.data.object.id]]);
   const back = expectStatus(await owner.send('PUT', '/stripe/cards/ic_billing', { agentId: billing.agentId }), 200, 'map back');
   t.deepEqual(back.body, { cardId: 'ic_billing', agentId: billing.agentId });
   t.is((await charges()).find((c) => c.eventId === matching.data.object.id)!.actionId, paid.body.id);
+  const last = (await owner.ledger()).filter((r) => r.index > after.at(-1)!.index && r.kind.startsWith('card.charge_'));
+  t.deepEqual(last.map((r) => [r.kind, r.subject]), [['card.charge_matched', matching.data.object.id]]);
+});
+
+test.serial("two cards of one agent: a charge on one never settles the other's payment, and an action settles one charge", async (t) => {
+  expectStatus(await owner.send('PUT', '/stripe/cards/ic_second', { agentId: billing.agentId }), 200, 'second card');
+  const auth = await signed(authorization({ pending_request: { amount: 2100, currency: 'eur' } }));
+  t.true(auth.body.approved, auth.text);
+  const actionId = auth.body.metadata.svc_action_id as string;
+  // A charge of the same amount and merchant on the second card: not the payment made with the first.
+  const other = transaction(-2100, { card: 'ic_second' });
+  t.deepEqual((await signed(other)).body, { received: true });
+  t.like((await charges('ic_second')).find((c) => c.eventId === other.data.object.id), { actionId: null, agentId: billing.agentId });
+  t.true((await owner.ledger()).some((r) => r.kind === 'card.charge_unmatched' && r.subject === other.data.object.id && r.data.cardId === 'ic_second'));
+  // The first card's charges: the first settles the payment, a second of the same kind is flagged.
+  const first = transaction(-2100);
+  const twice = transaction(-2100);
+  await signed(first);
+  await signed(twice);
+  const own = await charges();
+  t.is(own.find((c) => c.eventId === first.data.object.id)!.actionId, actionId);
+  t.is(own.find((c) => c.eventId === twice.data.object.id)!.actionId, null);
+  // Remapping the second card to the same agent again records nothing new.
+  const before = (await owner.ledger()).length;
+  expectStatus(await owner.send('PUT', '/stripe/cards/ic_second', { agentId: billing.agentId }), 200, 'remap same');
+  t.deepEqual((await owner.ledger()).slice(before).map((r) => r.kind), ['card.mapped']);
 });
 
 test.serial('cards of the issuer and of Stripe never mix, even under one id', async (t) => {
@@ -228,7 +265,7 @@ test.serial('subscriptions set the workspace\'s plan, which lifts the free plan\
   assertError(t, await owner.send('POST', '/agents', { name: 'third-bot' }), 402, 'plan_limit_reached');
 
   const created = now();
-  expectStatus(await signed(subscription('customer.subscription.created', { status: 'trialing' }, created)), 200, 'created');
+  expectStatus(await billed(subscription('customer.subscription.created', { status: 'trialing' }, created)), 200, 'created');
   const pro = (await owner.get('/plan')).body;
   t.like(pro, { plan: 'pro', paid: true, allowances: { agents: null, mandateRules: null, monthlyRequests: null, people: null } });
   t.like(pro.subscription, { plan: 'pro', status: 'trialing', subscriptionId: 'sub_pro', customerId: 'cus_1', eventCreated: created, lastPaymentFailedAt: null });
@@ -237,19 +274,19 @@ test.serial('subscriptions set the workspace\'s plan, which lifts the free plan\
   t.truthy(third.body.id);
 
   // A payment fails: Stripe retries, the subscription is past_due, still paid.
-  expectStatus(await signed(stripeEvent('invoice.payment_failed', { id: 'in_1', object: 'invoice', parent: { subscription_details: { subscription: 'sub_pro' } } }, { created: created + 1 })), 200, 'payment failed');
-  expectStatus(await signed(subscription('customer.subscription.updated', { status: 'past_due' }, created + 2)), 200, 'past due');
+  expectStatus(await billed(stripeEvent('invoice.payment_failed', { id: 'in_1', object: 'invoice', parent: { subscription_details: { subscription: 'sub_pro' } } }, { created: created + 1 })), 200, 'payment failed');
+  expectStatus(await billed(subscription('customer.subscription.updated', { status: 'past_due' }, created + 2)), 200, 'past due');
   const pastDue = (await owner.get('/plan')).body;
   t.like(pastDue, { plan: 'pro', paid: true, subscription: { status: 'past_due' } });
   t.truthy(pastDue.subscription.lastPaymentFailedAt);
 
   // An older event arriving late (Stripe does not promise order) changes nothing.
   const before = await snapshot();
-  t.deepEqual((await signed(subscription('customer.subscription.updated', { status: 'canceled' }, created - 60))).body, { received: true });
+  t.deepEqual((await billed(subscription('customer.subscription.updated', { status: 'canceled' }, created - 60))).body, { received: true });
   t.is(await snapshot(), before);
 
   // The subscription ends: the free plan's allowances hold again.
-  expectStatus(await signed(subscription('customer.subscription.deleted', { status: 'canceled' }, created + 3)), 200, 'deleted');
+  expectStatus(await billed(subscription('customer.subscription.deleted', { status: 'canceled' }, created + 3)), 200, 'deleted');
   t.like((await owner.get('/plan')).body, { plan: 'free', paid: false, allowances: { agents: 2 }, subscription: { plan: 'pro', status: 'canceled' } });
   assertError(t, await owner.send('POST', '/agents', { name: 'fourth-bot' }), 402, 'plan_limit_reached');
 
@@ -258,16 +295,110 @@ test.serial('subscriptions set the workspace\'s plan, which lifts the free plan\
   t.true((await owner.ledger()).some((r) => r.kind === 'plan.payment_failed' && r.subject === 'sub_pro'));
 
   // The plan's name may come from the subscription's metadata instead of a price lookup key.
-  expectStatus(await signed(subscription('customer.subscription.created', { id: 'sub_team', status: 'active', metadata: { plan: 'team' }, items: { data: [{ price: { id: 'price_2', lookup_key: null } }] } }, created + 4)), 200, 'team');
+  expectStatus(await billed(subscription('customer.subscription.created', { id: 'sub_team', status: 'active', metadata: { plan: 'team', workspaceId: wid }, items: { data: [{ price: { id: 'price_2', lookup_key: null } }] } }, created + 4)), 200, 'team');
   t.like((await owner.get('/plan')).body, { plan: 'team', paid: true, subscription: { subscriptionId: 'sub_team' } });
   // The end of the replaced subscription does not end the new one.
-  expectStatus(await signed(subscription('customer.subscription.deleted', { status: 'canceled' }, created + 5)), 200, 'old one deleted');
+  expectStatus(await billed(subscription('customer.subscription.deleted', { status: 'canceled' }, created + 5)), 200, 'old one deleted');
   t.like((await owner.get('/plan')).body, { plan: 'team', paid: true });
 });
 
+test.serial("another workspace's Stripe secret is refused on this workspace's route, whatever it signs", async (t) => {
+  const other = await otherWorkspace(server);
+  const otherSecret = `whsec_${randomBytes(24).toString('base64url')}`;
+  expectStatus(await other.send('PUT', '/integrations/stripe', { signingSecret: otherSecret }), 200, 'other configures');
+  const before = await snapshot();
+  for (const e of [authorization(), transaction(-3300), subscription('customer.subscription.created', { id: 'sub_stolen', status: 'active' })]) {
+    assertError(t, await signed(e, otherSecret), 401, 'unauthenticated');
+  }
+  t.is(await snapshot(), before, 'nothing was stored or recorded');
+  // On its own route the other workspace's secret verifies; a billing event it signs changes no plan there either.
+  const own = JSON.stringify(subscription('customer.subscription.created', { id: 'sub_other', status: 'active', metadata: { workspaceId: other.wid } }));
+  const res = await call(server.url, 'POST', `/v1/hooks/stripe/${other.wid}`, { headers: { 'content-type': 'application/json', 'stripe-signature': sign(otherSecret, own) }, body: own });
+  t.is(res.status, 200, res.text);
+  t.like((await other.get('/plan')).body, { plan: 'free', paid: false, subscription: null });
+});
+
+test.serial("billing events signed with the workspace's own secret change no plan; the operator's bound elsewhere are ignored unrecorded", async (t) => {
+  // The earlier test's events are dated up to a few seconds ahead: this one comes after them.
+  expectStatus(await billed(subscription('customer.subscription.deleted', { id: 'sub_team', status: 'canceled', metadata: { plan: 'team', workspaceId: wid } }, now() + 60)), 200, 'end team');
+  t.like((await owner.get('/plan')).body, { plan: 'free', paid: false });
+  const lift = subscription('customer.subscription.created', { id: 'sub_self', status: 'active' });
+  const res = await signed(lift);
+  t.is(res.status, 200, res.text);
+  t.like(res.body, { received: true });
+  t.regex(res.body.ignored, /operator's billing secret/);
+  t.like((await owner.get('/plan')).body, { plan: 'free', paid: false });
+  const ignored = (await owner.ledger()).filter((r) => r.kind === 'plan.event_ignored' && r.subject === lift.id);
+  t.is(ignored.length, 1);
+  // A redelivery is answered the same and recorded once.
+  t.deepEqual((await signed(lift)).body, res.body);
+  t.is((await owner.ledger()).filter((r) => r.kind === 'plan.event_ignored' && r.subject === lift.id).length, 1);
+  const failed = await signed(stripeEvent('invoice.payment_failed', { id: 'in_2', object: 'invoice', parent: { subscription_details: { subscription: 'sub_pro', metadata: { workspaceId: wid } } } }));
+  t.like(failed.body, { received: true });
+  t.truthy(failed.body.ignored);
+
+  // Signed by the operator but for another workspace, or for none: received, nothing stored or recorded here.
+  const before = await snapshot();
+  const elsewhere = await billed(subscription('customer.subscription.created', { id: 'sub_elsewhere', status: 'active', metadata: { workspaceId: `ws_${'B'.repeat(22)}` } }));
+  t.deepEqual(elsewhere.body, { received: true });
+  t.deepEqual((await billed(subscription('customer.subscription.created', { id: 'sub_unbound', status: 'active', metadata: {} }))).body, { received: true });
+  t.is(await snapshot(), before);
+
+  // Issuing events must carry the workspace's own signature: the operator's alone is refused.
+  assertError(t, await billed(authorization()), 403, 'forbidden');
+  t.is(await snapshot(), before);
+});
+
+test.serial('created and updated in the same second end paid, in either order; a deleted subscription is final', async (t) => {
+  const at = now();
+  // Stripe sends the update (active) before the creation (incomplete) of the same second.
+  expectStatus(await billed(subscription('customer.subscription.updated', { id: 'sub_a', status: 'active' }, at)), 200, 'a updated');
+  expectStatus(await billed(subscription('customer.subscription.created', { id: 'sub_a', status: 'incomplete' }, at)), 200, 'a created');
+  t.like((await owner.get('/plan')).body, { plan: 'pro', paid: true, subscription: { subscriptionId: 'sub_a', status: 'active' } });
+  expectStatus(await billed(subscription('customer.subscription.deleted', { id: 'sub_a', status: 'canceled' }, at + 1)), 200, 'a deleted');
+  t.like((await owner.get('/plan')).body, { plan: 'free', paid: false });
+  // Nothing revives a deleted subscription, not even a later update.
+  expectStatus(await billed(subscription('customer.subscription.updated', { id: 'sub_a', status: 'active' }, at + 2)), 200, 'a after deletion');
+  t.like((await owner.get('/plan')).body, { plan: 'free', paid: false });
+
+  // In the order they were made.
+  expectStatus(await billed(subscription('customer.subscription.created', { id: 'sub_b', status: 'incomplete' }, at)), 200, 'b created');
+  t.like((await owner.get('/plan')).body, { paid: false });
+  expectStatus(await billed(subscription('customer.subscription.updated', { id: 'sub_b', status: 'active' }, at)), 200, 'b updated');
+  t.like((await owner.get('/plan')).body, { plan: 'pro', paid: true, subscription: { subscriptionId: 'sub_b', status: 'active' } });
+});
+
+test.serial("a late update of another, replaced subscription does not downgrade the current one", async (t) => {
+  const at = now();
+  expectStatus(await billed(subscription('customer.subscription.updated', { id: 'sub_old', status: 'unpaid', metadata: { plan: 'starter', workspaceId: wid } }, at + 5)), 200, 'old unpaid');
+  expectStatus(await billed(subscription('customer.subscription.deleted', { id: 'sub_old', status: 'canceled', metadata: { plan: 'starter', workspaceId: wid } }, at + 6)), 200, 'old deleted');
+  t.like((await owner.get('/plan')).body, { plan: 'pro', paid: true, subscription: { subscriptionId: 'sub_b', status: 'active' } });
+  const changed = (await owner.ledger()).filter((r) => r.kind === 'plan.changed' && r.subject === 'sub_old');
+  t.deepEqual(changed.map((r) => r.data.workspace.after), [{ plan: 'pro', paid: true }, { plan: 'pro', paid: true }]);
+});
+
+test.serial('a created far in the future, or a date past any calendar, is refused with 400 and changes nothing', async (t) => {
+  const before = await snapshot();
+  const ahead = await billed(subscription('customer.subscription.updated', { id: 'sub_b', status: 'canceled' }, now() + 3600));
+  assertError(t, ahead, 400, 'invalid_request');
+  t.deepEqual(ahead.body.error.errors.map((e: { field: string }) => e.field), ['created']);
+  for (const [e, key] of [
+    [subscription('customer.subscription.updated', { id: 'sub_b', status: 'active' }, Number.MAX_SAFE_INTEGER), billingSecret],
+    [subscription('customer.subscription.updated', { id: 'sub_b', status: 'active', current_period_end: 9e15, items: { data: [{ current_period_end: 9e15, price: { lookup_key: 'pro' } }] } }), billingSecret],
+    [transaction(-100, { created: 9e15 }), secret],
+    [transaction(-100, { created: now() + 3600 }), secret],
+    [{ ...authorization(), created: now() + 3600 }, secret],
+  ] as const) {
+    const res = await signed(e, key);
+    assertError(t, res, 400, 'invalid_request');
+  }
+  t.is(await snapshot(), before);
+  t.like((await owner.get('/plan')).body, { plan: 'pro', paid: true });
+});
+
 test.serial('a billing payload larger than 1 MB is taken (the route allows 5 MB); past that, 413', async (t) => {
-  const big = subscription('customer.subscription.updated', { id: 'sub_team', status: 'active', metadata: { plan: 'team' }, description: 'x'.repeat(1_500_000) }, now() + 10);
-  const res = await signed(big);
+  const big = subscription('customer.subscription.updated', { id: 'sub_team', status: 'active', metadata: { plan: 'team', workspaceId: wid }, description: 'x'.repeat(1_500_000) }, now() + 10);
+  const res = await billed(big);
   t.is(res.status, 200, res.text.slice(0, 300));
   const huge = JSON.stringify({ ...big, id: eventId(), padding: 'x'.repeat(5 * 1_048_576) });
   assertError(t, await deliver(huge, { 'stripe-signature': sign(secret, huge) }), 413, 'body_too_large');

@@ -111,3 +111,12 @@ test('an upstream secret comes from the environment variable the config names, n
   t.is(unset.gateway.providers[0]!.apiKey, null);
   t.like(unset.gateway, { enforcement: 'shadow', dataLoss: 'off', breaker: { failures: 5, cooldownMs: 30000 } });
 });
+
+test("the operator's billing secrets come from SVC_BILLING_STRIPE_*; none by default; a blank-containing one is refused", (t) => {
+  t.deepEqual({ ...loadSettings({ env: {} }).billing }, { stripeSigningSecret: null, stripePreviousSigningSecret: null });
+  const s = loadSettings({ env: { SVC_BILLING_STRIPE_SIGNING_SECRET: 'whsec_operator_new', SVC_BILLING_STRIPE_PREVIOUS_SIGNING_SECRET: 'whsec_operator_old' } });
+  t.deepEqual({ ...s.billing }, { stripeSigningSecret: 'whsec_operator_new', stripePreviousSigningSecret: 'whsec_operator_old' });
+  const err = t.throws(() => loadSettings({ env: { SVC_BILLING_STRIPE_SIGNING_SECRET: 'whsec with space' } }), { instanceOf: SettingsError });
+  t.regex(err!.message, /billing\.stripeSigningSecret/);
+  t.false(err!.message.includes('whsec with space'), 'the secret is not quoted back');
+});

@@ -7,7 +7,9 @@ import type { PeopleService } from '../../people/index.js';
 import { cardRoutes } from '../http.js';
 import type { Cards } from '../cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../../http/inbound.js';
+import { verified } from '../../http/auth/signature.js';
 import type { StripeEvents } from './service.js';
+import type { StripeVerified } from './signature.js';
 import { stripeEventSchema, type StripeEvent } from './schemas.js';
 
 /**
@@ -16,7 +18,10 @@ import { stripeEventSchema, type StripeEvent } from './schemas.js';
  *   (signature.ts) before anything parses them; bodies up to STRIPE_BODY_LIMIT (billing
  *   payloads run larger than the 1 MB of other routes, SPEC.md 8.1).
  * - The console's card routes under `/api/w/{wid}/stripe/cards` (card-routes.ts).
- * The signing secret is set with `PUT /api/w/{wid}/integrations/stripe { signingSecret }` (../http.ts).
+ * The workspace's signing secret (its own Stripe account: Issuing) is set with
+ * `PUT /api/w/{wid}/integrations/stripe { signingSecret }` (../http.ts); the operator's billing
+ * secret (plans) is a setting (`billing.stripeSigningSecret`). Which one signed is the
+ * verifier's answer, read here and passed on (service.ts decides what each may change).
  */
 export const STRIPE_BODY_LIMIT = 5 * 1_048_576;
 
@@ -32,7 +37,7 @@ export const stripeRoutes: Plugin<{ stripe: StripeEvents; cards: Cards; refusals
         options: hookOptions('stripe', refusals, { validate: { params: Joi.object({ wid }) } }, STRIPE_BODY_LIMIT),
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
-          const answer = await stripe.handle(w, parseVerified<StripeEvent>(request, h, stripeEventSchema));
+          const answer = await stripe.handle(w, verified<StripeVerified>(request).signers, parseVerified<StripeEvent>(request, h, stripeEventSchema));
           const response = h.response(answer.body).code(200);
           for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
           return response;

@@ -8,6 +8,13 @@ import Joi from 'joi';
 const id = (max = 255) => Joi.string().pattern(/^[A-Za-z0-9_]+$/).max(max);
 const expandable = Joi.alternatives(id(), Joi.object({ id: id().required() }).unknown(true));
 const currency = Joi.string().pattern(/^[A-Za-z]{3}$/);
+/**
+ * Unix seconds, at most the last second of 9999: any later one could not be written as a date
+ * (a signed body must never make the server fail). How far ahead `created` may be is checked
+ * against the clock in service.ts.
+ */
+export const MAX_UNIX_SECONDS = 253_402_300_799;
+const seconds = Joi.number().integer().min(0).max(MAX_UNIX_SECONDS);
 const amount = Joi.number().integer().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER);
 const merchantData = Joi.object({
   name: Joi.string().max(500).allow(null, ''),
@@ -36,19 +43,20 @@ const transaction = Joi.object({
   amount: amount.required(),
   currency: currency.required(),
   merchant_data: merchantData.required(),
-  created: Joi.number().integer().min(0).required(),
+  created: seconds.required(),
 }).unknown(true);
 
+const metadata = Joi.object().pattern(Joi.string(), Joi.string().allow('').max(500)).allow(null);
 const subscription = Joi.object({
   id: id().required(),
   customer: expandable.allow(null),
   status: Joi.string().max(64).required(),
-  metadata: Joi.object().pattern(Joi.string(), Joi.string().allow('').max(500)).allow(null),
-  current_period_end: Joi.number().integer().min(0).allow(null),
+  metadata,
+  current_period_end: seconds.allow(null),
   items: Joi.object({
     data: Joi.array().max(100).items(Joi.object({
       price: Joi.object({ id: Joi.string().max(255), lookup_key: Joi.string().max(200).allow(null) }).unknown(true).allow(null),
-      current_period_end: Joi.number().integer().min(0).allow(null),
+      current_period_end: seconds.allow(null),
     }).unknown(true)),
   }).unknown(true),
 }).unknown(true);
@@ -56,7 +64,8 @@ const subscription = Joi.object({
 const invoice = Joi.object({
   id: Joi.string().max(255),
   subscription: expandable.allow(null),
-  parent: Joi.object({ subscription_details: Joi.object({ subscription: expandable.allow(null) }).unknown(true).allow(null) }).unknown(true).allow(null),
+  parent: Joi.object({ subscription_details: Joi.object({ subscription: expandable.allow(null), metadata }).unknown(true).allow(null) }).unknown(true).allow(null),
+  subscription_details: Joi.object({ metadata }).unknown(true).allow(null),
 }).unknown(true);
 
 const dataOf = (object: Joi.Schema) => Joi.object({ object: object.required() }).unknown(true).required();
@@ -64,7 +73,7 @@ const dataOf = (object: Joi.Schema) => Joi.object({ object: object.required() })
 export const stripeEventSchema = Joi.object({
   id: Joi.string().pattern(/^evt_[A-Za-z0-9_]{1,250}$/).required(),
   type: Joi.string().max(128).required(),
-  created: Joi.number().integer().min(0).required(),
+  created: seconds.required(),
   api_version: Joi.string().max(64).allow(null),
   livemode: Joi.boolean(),
   data: Joi.when('type', {
@@ -121,7 +130,8 @@ export interface StripeSubscription {
 export interface StripeInvoice {
   id?: string;
   subscription?: Ref | null;
-  parent?: { subscription_details?: { subscription?: Ref | null } | null } | null;
+  parent?: { subscription_details?: { subscription?: Ref | null; metadata?: Record<string, string> | null } | null } | null;
+  subscription_details?: { metadata?: Record<string, string> | null } | null;
 }
 
 export const refId = (r: Ref | null | undefined): string | null => (r == null ? null : typeof r === 'string' ? r : r.id);

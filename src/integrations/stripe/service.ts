@@ -1,32 +1,63 @@
 import Stripe from 'stripe';
-import { isoAt } from '../../lib/clock.js';
+import { AppError } from '../../errors/app-error.js';
+import type { Ledger } from '../../ledger/service.js';
+import { isoAt, type Clock } from '../../lib/clock.js';
 import type { Plans, SubscriptionReport } from '../../plans/service.js';
-import type { Store } from '../../store/index.js';
 import type { CardMerchant, Cards } from '../cards.js';
+import type { HookEvents } from '../hook-events.js';
+import type { StripeSigner } from './signature.js';
 import { refId, type StripeAuthorization, type StripeEvent, type StripeInvoice, type StripeMerchantData, type StripeSubscription, type StripeTransaction } from './schemas.js';
 
 /**
  * The payment provider's events (Stripe Issuing and Billing), verified before they come here
- * (signature.ts). Rules:
- * - `issuing_authorization.request`: decided at the gate as the card's agent (cards.ts). Answered
- *   in Stripe's synchronous shape, `{ approved, metadata: { svc_action_id?, svc_reason } }`
- *   with the `Stripe-Version` header Stripe requires (the event's own `api_version`, else the
- *   version of the stripe package). Amount from `pending_request.amount` (else `amount`),
- *   currency upper-cased, merchant from `merchant_data` (the host of `url` when there is one, else
- *   the name; `category_code` as the MCC).
- * - `issuing_transaction.created`: imported and reconciled as the card's charge, keyed by the
- *   transaction id. Stripe's sign: a `capture` takes money (negative amount) and is a posted
- *   charge; a `refund` gives it back (positive) and is a refund; amounts are kept positive.
- *   Zero amounts and other transaction types are received and change nothing.
- * - `customer.subscription.created|updated|deleted`: the workspace's plan (plans/service.ts).
+ * (signature.ts, which says who signed: the workspace's own Stripe account, the operator's billing
+ * endpoint, or both). Rules:
+ * - `created` more than FUTURE_SKEW_S ahead of our clock is refused (400, field `created`; a
+ *   transaction's own `created` likewise): an event from the future would otherwise outrank every
+ *   later one. Every date in a signed body is
+ *   capped (schemas.ts), so no signed input makes the server fail.
+ * - Issuing events decide the workspace's cards, so they must be signed with the workspace's own
+ *   secret; signed only with the operator's billing secret they are refused (403 forbidden).
+ *   - `issuing_authorization.request`: decided at the gate as the card's agent (cards.ts).
+ *     Answered in Stripe's synchronous shape, `{ approved, metadata: { svc_action_id?,
+ *     svc_reason } }` with the `Stripe-Version` header Stripe requires (the event's own
+ *     `api_version`, else the version of the stripe package). Amount from
+ *     `pending_request.amount` (else `amount`), currency upper-cased, merchant from
+ *     `merchant_data` (the host of `url` when there is one, else the name; `category_code` as the
+ *     MCC).
+ *   - `issuing_transaction.created`: imported and reconciled as the card's charge, keyed by the
+ *     transaction id. Stripe's sign: a `capture` takes money (negative amount) and is a posted
+ *     charge; a `refund` gives it back (positive) and is a refund; amounts are kept positive.
+ *     Zero amounts and other transaction types are received and change nothing.
+ * - Billing events (`customer.subscription.created|updated|deleted`, `invoice.payment_failed`)
+ *   are the operator's business: a workspace's plan is what the operator bills it. They change a
+ *   plan (plans/service.ts) only when signed with the operator's billing secret AND bound to the
+ *   workspace in the address:
+ *   - a subscription by its `metadata.workspaceId`, equal to the `{wid}` of the address;
+ *   - a failed invoice by its subscription's metadata (`parent.subscription_details.metadata`,
+ *     or `subscription_details.metadata` in older versions) when present, else by the
+ *     subscription being one of the workspace's already.
+ *   Operator-signed but bound elsewhere (or nowhere): answered `{ received: true }`, nothing stored
+ *   or recorded (every endpoint of the operator's account receives every workspace's events; one
+ *   workspace's ledger never names another's subscription). Signed only with the workspace's own
+ *   secret: answered `{ received: true, ignored }` (200, so Stripe does not retry), changing no
+ *   plan, and recorded once as `plan.event_ignored` in the workspace's ledger.
  *   Plan name: the first item's price `lookup_key`, else the subscription's `metadata.plan`, else
- *   `paid`. `invoice.payment_failed`: noted on the current subscription's record.
- * - Each event id once: a redelivery gets the first answer and changes nothing. Event types not
- *   listed are received (`{ received: true }`) and change nothing.
+ *   `paid`. `invoice.payment_failed`: noted on the subscription's record.
+ * - Each event id once (hook-events.ts; the operator's events apart from the workspace's): a
+ *   redelivery gets the first answer and changes nothing. Event types not listed are received
+ *   (`{ received: true }`) and change nothing.
  */
 export const DEFAULT_STRIPE_VERSION: string = Stripe.API_VERSION;
 const ACTOR = 'stripe';
 const SUBSCRIPTION_EVENTS = new Set(['customer.subscription.created', 'customer.subscription.updated', 'customer.subscription.deleted']);
+const BILLING_EVENTS = new Set([...SUBSCRIPTION_EVENTS, 'invoice.payment_failed']);
+const ISSUING_EVENTS = new Set(['issuing_authorization.request', 'issuing_transaction.created']);
+/** Where the answers to events signed with the operator's billing secret are kept (apart from the workspace's). */
+const BILLING_SOURCE = 'stripe-billing';
+/** How far ahead of our clock an event's `created` may be (Stripe's own signature tolerance). */
+export const FUTURE_SKEW_S = 300;
+export const IGNORED_BILLING = "billing events change a plan only when signed with the operator's billing secret";
 
 export interface StripeAnswer {
   body: Record<string, unknown>;
@@ -35,6 +66,7 @@ export interface StripeAnswer {
 }
 
 const secondsToIso = (s: number | null | undefined): string | null => (typeof s === 'number' ? isoAt(s * 1000) : null);
+const invoiceSubscription = (invoice: StripeInvoice): string | null => refId(invoice.subscription) ?? refId(invoice.parent?.subscription_details?.subscription);
 
 /** The host of a merchant's url, lower case; null when there is none or it does not parse. */
 function hostOf(url: string | null | undefined): string | null {
@@ -63,63 +95,85 @@ export function subscriptionReport(event: StripeEvent, sub: StripeSubscription):
   };
 }
 
-export function createStripeEvents(deps: { store: Store; cards: Cards; plans: Plans }) {
-  const { store, cards, plans } = deps;
+export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvents: HookEvents; ledger: Ledger; clock: Clock }) {
+  const { cards, plans, hookEvents, ledger, clock } = deps;
   const versionOf = (event: StripeEvent) => ({ 'stripe-version': event.api_version || DEFAULT_STRIPE_VERSION });
+  const received = { received: true };
 
-  /** Remembers `answer` under the event, with `change` applied in the same write (once). */
-  const once = async (wid: string, event: StripeEvent, answer: Record<string, unknown>, change: () => void = () => {}): Promise<Record<string, unknown>> =>
-    store.write(() => {
-      const first = cards.answered(wid, ACTOR, event.id);
-      if (first) return first;
-      change();
-      cards.remember(wid, ACTOR, event.id, answer);
-      return answer;
-    });
+  /** The workspace a billing event is bound to: the address's, elsewhere, or none said. */
+  const boundTo = (wid: string, event: StripeEvent): boolean => {
+    if (SUBSCRIPTION_EVENTS.has(event.type)) return (event.data.object as unknown as StripeSubscription).metadata?.workspaceId === wid;
+    const invoice = event.data.object as unknown as StripeInvoice;
+    const named = invoice.parent?.subscription_details?.metadata?.workspaceId ?? invoice.subscription_details?.metadata?.workspaceId;
+    if (named !== undefined) return named === wid;
+    const subscriptionId = invoiceSubscription(invoice);
+    return subscriptionId !== null && plans.has(wid, subscriptionId);
+  };
+
+  const billing = async (wid: string, signers: readonly StripeSigner[], event: StripeEvent): Promise<StripeAnswer> => {
+    if (!signers.includes('operator')) {
+      const answer = { received: true, ignored: IGNORED_BILLING };
+      return {
+        body: await hookEvents.processOnce(wid, ACTOR, event.id, () => {
+          ledger.record({ workspaceId: wid, actor: ACTOR, kind: 'plan.event_ignored', subject: event.id, data: { type: event.type, reason: 'not signed with the operator\'s billing secret' } });
+          return answer;
+        }),
+        headers: {},
+      };
+    }
+    if (!boundTo(wid, event)) return { body: received, headers: {} };
+    const change = SUBSCRIPTION_EVENTS.has(event.type)
+      ? () => { plans.applyInWrite(wid, subscriptionReport(event, event.data.object as unknown as StripeSubscription), ACTOR); }
+      : () => { plans.paymentFailedInWrite(wid, invoiceSubscription(event.data.object as unknown as StripeInvoice), event.id, ACTOR); };
+    return { body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, () => { change(); return received; }), headers: {} };
+  };
 
   return {
-    async handle(wid: string, event: StripeEvent): Promise<StripeAnswer> {
-      const seen = cards.answered(wid, ACTOR, event.id);
+    async handle(wid: string, signers: readonly StripeSigner[], event: StripeEvent): Promise<StripeAnswer> {
+      const latest = Math.floor(clock.now() / 1000) + FUTURE_SKEW_S;
+      const ahead = (field: string) => new AppError('invalid_request', {
+        details: { errors: [{ field, message: `"${field}" is more than five minutes ahead of this server's clock` }] },
+        fix: "Deliver each event as Stripe made it, with this server's clock in sync.",
+      });
+      if (event.created > latest) throw ahead('created');
+      if (event.type === 'issuing_transaction.created' && (event.data.object as unknown as StripeTransaction).created > latest) throw ahead('data.object.created');
+      if (BILLING_EVENTS.has(event.type)) return billing(wid, signers, event);
+      if (ISSUING_EVENTS.has(event.type) && !signers.includes('workspace')) {
+        throw new AppError('forbidden', {
+          message: "Issuing events decide this workspace's cards: they must be signed with the workspace's own Stripe signing secret.",
+          fix: "Send the operator's billing endpoint billing events only (customer.subscription.*, invoice.payment_failed).",
+        });
+      }
+
+      const seen = hookEvents.answered(wid, ACTOR, event.id);
       if (seen) return { body: seen, headers: event.type === 'issuing_authorization.request' ? versionOf(event) : {} };
-      const received = { received: true };
 
       if (event.type === 'issuing_authorization.request') {
         const auth = event.data.object as unknown as StripeAuthorization;
         const requested = auth.pending_request ?? { amount: auth.amount, currency: auth.currency };
-        const decision = await cards.authorize(wid, 'stripe', {
+        const body = await cards.authorize(wid, 'stripe', {
           eventId: event.id, cardId: refId(auth.card)!, amount: requested.amount, currency: requested.currency.toUpperCase(), merchant: merchantFrom(auth.merchant_data),
-        });
-        // Stripe keeps metadata values up to 500 characters.
-        const metadata = { ...(decision.actionId ? { svc_action_id: decision.actionId } : {}), svc_reason: decision.reason.slice(0, 500) };
-        const body = await once(wid, event, { approved: decision.approved, metadata });
+        }, (decision) => ({
+          approved: decision.approved,
+          // Stripe keeps metadata values up to 500 characters.
+          metadata: { ...(decision.actionId ? { svc_action_id: decision.actionId } : {}), svc_reason: decision.reason.slice(0, 500) },
+        }));
         return { body, headers: versionOf(event) };
       }
 
       if (event.type === 'issuing_transaction.created') {
         const tx = event.data.object as unknown as StripeTransaction;
         const kind = tx.type === 'capture' ? (tx.amount < 0 ? 'posted' : 'refunded') : tx.type === 'refund' ? (tx.amount > 0 ? 'refunded' : 'posted') : null;
-        if (kind === null || tx.amount === 0) return { body: await once(wid, event, received), headers: {} };
-        const answer = await store.write(() => {
-          const first = cards.answered(wid, ACTOR, event.id);
-          if (first) return first;
-          cards.importInWrite(wid, 'stripe', event.id, {
-            eventId: tx.id, cardId: refId(tx.card)!, kind, amount: Math.abs(tx.amount), currency: tx.currency.toUpperCase(),
-            merchant: merchantFrom(tx.merchant_data), createdAt: isoAt(tx.created * 1000),
-          }, received);
+        const body = await hookEvents.processOnce(wid, ACTOR, event.id, () => {
+          if (kind !== null && tx.amount !== 0) {
+            cards.importInWrite(wid, 'stripe', {
+              eventId: tx.id, cardId: refId(tx.card)!, kind, amount: Math.abs(tx.amount), currency: tx.currency.toUpperCase(),
+              merchant: merchantFrom(tx.merchant_data), createdAt: isoAt(tx.created * 1000),
+            });
+          }
           return received;
         });
-        return { body: answer, headers: {} };
-      }
-
-      if (SUBSCRIPTION_EVENTS.has(event.type)) {
-        const report = subscriptionReport(event, event.data.object as unknown as StripeSubscription);
-        return { body: await once(wid, event, received, () => { plans.applyInWrite(wid, report, ACTOR); }), headers: {} };
-      }
-
-      if (event.type === 'invoice.payment_failed') {
-        const invoice = event.data.object as unknown as StripeInvoice;
-        const subscriptionId = refId(invoice.subscription) ?? refId(invoice.parent?.subscription_details?.subscription);
-        return { body: await once(wid, event, received, () => { plans.paymentFailedInWrite(wid, subscriptionId, event.id, ACTOR); }), headers: {} };
+        return { body, headers: {} };
       }
 
       return { body: received, headers: {} };

@@ -14,8 +14,14 @@ import type { IntegrationRegistry } from '../registry.js';
  *    refuses only the old; a signature from the future is refused here too).
  * 2. Over the raw bytes, before any parse: they must be UTF-8 (Stripe's check decodes them to
  *    text first, so bytes that are not would be compared after replacement), and the signature
- *    must verify with a secret in force: the current one, or during a rotation the one before
- *    (registry.ts). Stripe's check compares in constant time; its errors never leave this file.
+ *    must verify with a secret in force: the workspace's own (the current one, or during a
+ *    rotation the one before, registry.ts), or the operator's billing secret (settings
+ *    `billing.stripeSigningSecret`, and `billing.stripePreviousSigningSecret` during its
+ *    rotation). Stripe's check compares in constant time; its errors never leave this file.
+ * 3. Which verified is said to the handler (`verified(request).signers`): `operator` when an
+ *    operator's billing secret did, `workspace` when one of the workspace's did (both when the
+ *    two are the same account). Only the operator's changes a plan; only the workspace's decides
+ *    its cards (stripe/service.ts).
  * Any failure is `401 unauthenticated`; what was wrong is said in plain words, never the secret.
  */
 export const TOLERANCE_S = 300;
@@ -24,7 +30,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 interface StripeHeader { header: string; t: number }
 
-export function stripeVerifier(registry: IntegrationRegistry, clock: Clock): InboundVerifier<StripeHeader> {
+/** Who signed a verified delivery: the operator's billing endpoint, or the workspace's own Stripe account. */
+export type StripeSigner = 'operator' | 'workspace';
+export interface StripeVerified { workspaceId: string; signers: StripeSigner[] }
+
+export function stripeVerifier(registry: IntegrationRegistry, clock: Clock, billingSecrets: readonly string[] = []): InboundVerifier<StripeHeader> {
   const webhooks = Stripe.webhooks;
   return {
     kind: 'stripe',
@@ -63,10 +73,11 @@ export function stripeVerifier(registry: IntegrationRegistry, clock: Clock): Inb
           return false;
         }
       };
-      if (text.length === 0 || !secrets.some(verifies)) {
-        throw signatureRefused('The signature does not match the body.', 'Send the exact bytes Stripe signed, to the workspace whose signing secret signed them.');
-      }
-      return { workspaceId: w };
+      const refused = () => signatureRefused('The signature does not match the body.', 'Send the exact bytes Stripe signed, to the workspace whose signing secret signed them.');
+      if (!w || text.length === 0) throw refused();
+      const signers: StripeSigner[] = [...(billingSecrets.some(verifies) ? ['operator' as const] : []), ...(secrets.some(verifies) ? ['workspace' as const] : [])];
+      if (signers.length === 0) throw refused();
+      return { workspaceId: w, signers } satisfies StripeVerified;
     },
   };
 }

@@ -1,0 +1,47 @@
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { Store } from '../store/index.js';
+
+/**
+ * "Answer each provider event once" (SPEC.md 8.1), in one place for every inbound integration.
+ * The answer given to an event is kept in `hookEvents` under [wid, source, event id].
+ * Rules:
+ * - `processOnce(wid, source, id, fn)` runs `fn` inside one store write together with storing its
+ *   answer: either both land or neither does, so a crash between them, or two deliveries of the
+ *   same event at once, cannot leave a change without its answer or a change made twice. When
+ *   the event already has an answer, `fn` does not run and that first answer is returned.
+ * - `fn` is synchronous (it runs inside the write) and does every write the event makes: ledger
+ *   records, stored charges, plan changes. Work that is its own write and already idempotent
+ *   (the gate's authorize with the event id as idempotency key) is done before, outside.
+ * - `onceInWrite` is the same for a caller already inside a write.
+ * - `answered` is a read for a fast path only; `processOnce` decides.
+ */
+export type HookAnswer = Record<string, unknown>;
+
+export function createHookEvents(deps: { store: Store; clock: Clock }) {
+  const { store, clock } = deps;
+  const t = store.tables;
+
+  const onceInWrite = <A extends HookAnswer>(wid: string, source: string, id: string, fn: () => A): HookAnswer => {
+    const seen = t.hookEvents.get([wid, source, id]);
+    if (seen) return seen.answer;
+    const answer = fn();
+    t.hookEvents.put([wid, source, id], { answer, at: isoAt(clock.now()) });
+    return answer;
+  };
+
+  return {
+    /** The first answer given to an event, if it was processed. */
+    answered(wid: string, source: string, id: string): HookAnswer | undefined {
+      return t.hookEvents.get([wid, source, id])?.answer;
+    },
+
+    /** Runs `fn` and stores its answer in one write, once per event; a repeat gets the first answer. */
+    processOnce<A extends HookAnswer>(wid: string, source: string, id: string, fn: () => A): Promise<HookAnswer> {
+      return store.write(() => onceInWrite(wid, source, id, fn));
+    },
+
+    onceInWrite,
+  };
+}
+
+export type HookEvents = ReturnType<typeof createHookEvents>;
