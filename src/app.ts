@@ -15,6 +15,7 @@ import { createIntegrations } from './integrations/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createWebhooks } from './webhooks/service.js';
+import { createChat } from './chat/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -25,7 +26,7 @@ import { createLogger, type Logger } from './lib/log.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
-import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+import { deriveKey, ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its
@@ -68,6 +69,12 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const gateway = createGateway({ ...deps, ledger, settings: settings.gateway, monthlyRequests: settings.plan.monthlyRequests, seats: { people: settings.plan.people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
   const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
+  const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
+  const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
+  const once = createOnce(deps);
+  // The webhooks outbox listens to the ledger first; the chat cards queue on it after.
+  const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
+  const chat = createChat({ ...deps, ledger, webhooks, registry: integrationRegistry, approvals, people, once, buttonKey: deriveKey(masterKey, 'chat-button'), publicUrl: issuer });
   return {
     people,
     agents,
@@ -80,7 +87,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     receipts,
     gate,
     killSwitch,
-    approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
+    approvals,
     drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate, gateway, mcp: mcpProxy }),
     scorecard: createScorecard({ ...deps, ledger, agents, signingKeys, issuer }),
     calls,
@@ -89,9 +96,10 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     oauth: createOAuth({ ...deps, ledger, issuer }),
     mcpProxy,
     integrations: createIntegrations({ ...deps, ledger, gate }),
-    integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
-    once: createOnce(deps),
-    webhooks: createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks }),
+    integrationRegistry,
+    once,
+    webhooks,
+    chat,
   };
 }
 

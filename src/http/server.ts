@@ -28,6 +28,8 @@ import { registerInbound } from './auth/signature.js';
 import { integrationsRoutes } from '../integrations/http.js';
 import { createRefusals, svcSignatureVerifier } from '../integrations/inbound.js';
 import { webhooksRoutes } from '../webhooks/http.js';
+import { chatRoutes } from '../chat/http.js';
+import { slackVerifier } from '../chat/slack.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
@@ -115,6 +117,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   const registry = services.integrationRegistry;
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
+    svcSignatureVerifier('chat-relay', registry, (w, signature) => services.chat.claimSignature(`chat-relay/${w}`, signature)),
+    slackVerifier(registry, (signature) => services.chat.claimSignature('slack', signature)),
   ]);
   registerDenyByDefault(server);
   await registerSession(server, {
@@ -143,6 +147,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
   await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, registry, refusals, people: services.people, production, guards } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
+  await server.register({ plugin: chatRoutes, options: { chat: services.chat, refusals, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
@@ -165,12 +170,14 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints.unref();
       services.webhooks.start();
       services.once.start();
+      services.chat.start();
     },
     async stop() {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       services.once.stop();
+      services.chat.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

@@ -28,7 +28,7 @@ export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
   github: Joi.object({ rotate: Joi.boolean() }),
   'chat-relay': Joi.object({ rotate: Joi.boolean(), url }),
   stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
-  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
+  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), teamId: Joi.string().pattern(/^[A-Z0-9]{1,32}$/).allow(null) }),
   ssf: Joi.object({
     issuer: Joi.string().min(1).max(2048).required(),
     audience: Joi.string().min(1).max(2048).required(),
