@@ -30,6 +30,8 @@ const relayClickSchema = Joi.object({
   token: Joi.string().max(200).required(),
   user: Joi.object({ platform: PLATFORM, id: CHAT_USER_ID }).required(),
   note: Joi.string().trim().max(1000).allow('', null),
+  // Not read: it makes two sends of the same click in the same second two distinct signatures.
+  clickId: Joi.string().max(128),
 });
 
 interface RelayClick {

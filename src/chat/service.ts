@@ -90,9 +90,11 @@ export function createChat(deps: {
   const cardInWrite = (record: LedgerRecord): void => {
     const wid = record.workspaceId;
     if (record.kind !== 'action.pending_approval' || !relayUrl(wid)) return;
+    // The gate writes the approval before this record and the action after it: what the card says
+    // of the action comes from the record itself.
     const approval = t.approvals.get([wid, String(record.data.approvalId ?? '')]);
-    const action = approval && t.actions.get([wid, approval.actionId]);
-    if (!approval || !action || approval.status !== 'pending') return;
+    if (!approval || approval.status !== 'pending' || approval.actionId !== record.subject) return;
+    const action = record.data as { type: string; summary: string; payment: unknown; target: unknown };
     const agent = t.agents.get([wid, approval.agentId]);
     const buttons = (['approve', 'deny'] as const).map((decision) => {
       const salt = randomBytes(32).toString('base64url');
@@ -103,9 +105,9 @@ export function createChat(deps: {
     const card = {
       id: record.id, type: CARD_EVENT, createdAt: record.at, workspaceId: wid,
       approval: {
-        id: approval.id, actionId: action.id, type: action.type, summary: action.summary,
+        id: approval.id, actionId: approval.actionId, type: action.type, summary: action.summary,
         agent: { id: approval.agentId, name: agent?.name ?? null },
-        payment: action.payment, target: action.target,
+        payment: action.payment ?? null, target: action.target ?? null,
         requiredApprovals: approval.requiredApprovals, separationOfDuties: approval.separationOfDuties,
         approvers, whoMayDecide: whoMayDecide(approval, approvers), expiresAt: approval.expiresAt,
       },
