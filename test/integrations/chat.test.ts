@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { about, agentView, findApproval, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff, verifiedClaims, type Staff } from '../approvals/support.js';
-import { expectStatus, type Person } from '../helpers/console.js';
+import { expectStatus, otherWorkspace, type Person } from '../helpers/console.js';
 import { assertError, call, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
@@ -254,6 +254,12 @@ test.serial('an unmapped chat user, an unknown token and a token of another work
   assertError(t, invalid, 400, 'invalid_request');
   t.deepEqual(invalid.body.error.errors.map((e: { field: string }) => e.field).sort(), ['user.id', 'user.platform']);
   assertError(t, await relayPost('nope', { 'svc-signature': svcSign(relaySecret, 'nope') }), 400, 'invalid_json');
+  // Another workspace's relay, with its own secret and a mapping of its own, holding this card's token.
+  const other = await otherWorkspace(server);
+  const otherSecret = expectStatus(await other.send('PUT', '/integrations/chat-relay', { url: relay.url }), 200, 'other relay').body.secret as string;
+  expectStatus(await other.send('PUT', `/chat/users/${PLATFORM}/u-admin`, { userId: other.id }), 200, 'other map');
+  const stolen = JSON.stringify({ token: tokenOf(card, 'approve'), user: { platform: PLATFORM, id: 'u-admin' } });
+  assertError(t, await relayPost(stolen, { 'svc-signature': svcSign(otherSecret, stolen) }, other.wid), 404, 'not_found');
   t.is(await snapshot(action.approvalId), before);
   t.is((await findApproval(owner, action.approvalId)).status, 'pending');
 });
