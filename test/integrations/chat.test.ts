@@ -229,6 +229,9 @@ test.serial('a two-person rule needs two clicks from different people; a replaye
   t.is(first.body.error.approval.approvals.length, 1);
   const recorded = await snapshot(action.approvalId);
   assertError(t, await relayPost(body, { 'svc-signature': signature }), 401, 'unauthenticated');
+  // The same signed request with another v1 added, or listed first: still a replay.
+  assertError(t, await relayPost(body, { 'svc-signature': `${signature},v1=${'0'.repeat(64)}` }), 401, 'unauthenticated');
+  assertError(t, await relayPost(body, { 'svc-signature': signature.replace(/^t=(\d+),/, `t=$1,v1=${'1'.repeat(64)},`) }), 401, 'unauthenticated');
   t.is(await snapshot(action.approvalId), recorded, 'the replay changed nothing');
   // The same click sent again by the relay, signed afresh (a distinct clickId, so not a replay).
   assertError(t, await relayClick(tokenOf(card, 'approve'), 'u-admin', { clickId: 'again' }), 409, 'second_person_required');
