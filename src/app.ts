@@ -22,6 +22,7 @@ import { createGithub } from './integrations/github/service.js';
 import { createSsf } from './integrations/ssf/service.js';
 import { createSsfKeys } from './integrations/ssf/keys.js';
 import { createWebhooks } from './webhooks/service.js';
+import { createChat } from './chat/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -32,7 +33,7 @@ import { createLogger, type Logger } from './lib/log.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
-import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+import { deriveKey, ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its
@@ -80,6 +81,11 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   const hookEvents = createHookEvents({ store, clock });
   const cards = createCards({ store, clock, ledger, gate, hookEvents });
+  const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
+  const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
+  const once = createOnce(deps);
+  // The webhooks outbox (made above) listens to the ledger first; the chat cards queue on it after.
+  const chat = createChat({ ...deps, ledger, webhooks, registry: integrationRegistry, approvals, people, once, buttonKey: deriveKey(masterKey, 'chat-button'), publicUrl: issuer });
   return {
     people,
     agents,
@@ -92,7 +98,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     receipts,
     gate,
     killSwitch,
-    approvals: createApprovals({ ...deps, ledger, receipts, killSwitch }),
+    approvals,
     drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate, gateway, mcp: mcpProxy }),
     scorecard: createScorecard({ ...deps, ledger, agents, signingKeys, issuer }),
     calls,
@@ -105,12 +111,13 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     hookEvents,
     integrations: createIntegrations({ cards, hookEvents }),
     stripe: createStripeEvents({ cards, plans, hookEvents, ledger, clock }),
-    integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
-    once: createOnce(deps),
+    integrationRegistry,
+    once,
     webhooks,
     github: createGithub({ ...deps, ledger, gate }),
     ssf: createSsf({ store, ledger, people }),
     ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
+    chat,
   };
 }
 

@@ -15,7 +15,7 @@ const note = Joi.object({ note: Joi.string().trim().max(1000).allow('') }).allow
  * Approvals in the console (SPEC.md 4.6, API.md 2): list (members and up), approve and deny
  * (signed-in people only; the rules of approvals/service.ts decide who).
  */
-function answer(outcome: ApproveOutcome) {
+export function answer(outcome: ApproveOutcome) {
   if (outcome.kind === 'waiting_for_second') {
     throw new AppError('second_person_required', { details: { approval: outcome.approval } });
   }

@@ -24,13 +24,18 @@ import type { ActionRecord, ApprovalRecord, Role, Store } from '../store/index.j
  *   turn it into a deny naming the signal (the approval then ends `denied` with that reason).
  * - An approval expires `ttl` after it was asked; its action is then denied (`approval_expired`).
  *   Deciding it afterwards is 409 approval_closed; so is deciding one already decided.
- * - Every approval, denial and expiry is a ledger record naming the person (or the system).
+ * - Every approval, denial and expiry is a ledger record naming the person (or the system); a
+ *   decision made from chat also names, in that same record, the channel and the chat user.
  */
 export interface Decider {
   userId: string;
   role: Role;
   actor: string;
+  /** A decision made from chat (a mapped chat user's click), not in the console: recorded with it. */
+  via?: { channel: 'chat-relay' | 'slack'; platform: string; chatUserId: string };
 }
+
+const viaOf = (who: Decider) => (who.via ? { via: who.via } : {});
 
 export interface ApprovalView {
   id: string;
@@ -114,7 +119,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
     const decided: ApprovalRecord = approve
       ? { ...approval, status: 'approved', approvals: [{ by: who.userId, at: isoAt(now), note }], decidedBy: who.actor, reason: null }
       : { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
-    ledger.record({ workspaceId: approval.workspaceId, actor: who.actor, kind: approve ? 'approval.approved' : 'approval.denied', subject: approval.id, data: { freeze: true, note } });
+    ledger.record({ workspaceId: approval.workspaceId, actor: who.actor, kind: approve ? 'approval.approved' : 'approval.denied', subject: approval.id, data: { freeze: true, note, ...viaOf(who) } });
     if (approve) killSwitch.applyApprovedFreezeInWrite(approval.workspaceId, approval.freeze!, who.actor);
     settleApproval(decided);
     return { kind: 'decided', approval: view(decided, now) };
@@ -252,7 +257,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         }
         const at = isoAt(now);
         const approvals = [...stillValid, { by: who.userId, at, note }];
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.approved', subject: approval.id, data: { actionId: action.id, note, count: approvals.length, required: approval.requiredApprovals } });
+        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.approved', subject: approval.id, data: { actionId: action.id, note, count: approvals.length, required: approval.requiredApprovals, ...viaOf(who) } });
         if (approvals.length < approval.requiredApprovals) {
           const waiting = { ...approval, approvals };
           t.approvals.put([wid, approval.id], waiting);
@@ -295,7 +300,7 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
         checkDecider(approval, t.agents.get([wid, action.agentId])?.actsFor ?? null, who);
         const denied: ApprovalRecord = { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
-        const evidence = ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.denied', subject: approval.id, data: { actionId: action.id, note } });
+        const evidence = ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.denied', subject: approval.id, data: { actionId: action.id, note, ...viaOf(who) } });
         settleApproval(denied);
         t.actions.put([wid, action.id], {
           ...action, decision: 'deny', status: 'denied', signals: ['approval_denied'],

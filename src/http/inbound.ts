@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Joi from 'joi';
 import type { Request, ResponseToolkit, RouteOptions } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
@@ -79,7 +80,8 @@ export function routeWorkspace(request: Request): string | undefined {
 /**
  * The generic `svc-signature` scheme (SPEC.md 5.4) for `kind`, with the secrets of the workspace in
  * the address: `t=<unix>,v1=<hex>`, five minutes of tolerance, HMAC-SHA256 over `<t>.<raw body>`.
- * With `once`, the signature itself is then claimed (a replayed call is refused).
+ * With `once`, the signed request (its timestamp and body) is then claimed: a replayed call is
+ * refused, however its header lists the v1 values.
  */
 export function svcSignatureVerifier(kind: IntegrationKind, registry: IntegrationRegistry, once?: (wid: string, signature: string) => Promise<boolean>): InboundVerifier<ParsedSignature> {
   return {
@@ -95,7 +97,9 @@ export function svcSignatureVerifier(kind: IntegrationKind, registry: Integratio
     async body(request, raw, parsed) {
       const w = routeWorkspace(request);
       if (!w || !signatureMatches(parsed, raw, registry.secretsFor(w, kind))) throw signatureRefused('The signature does not match the body.');
-      if (once && !(await once(w, `${parsed.t}:${parsed.v1.join(',')}`))) throw signatureRefused('This signed request was already received; each is accepted once.', 'Sign every request afresh.');
+      // Claimed by what was signed (timestamp and body), not by the header's text: the same signed
+      // request with another v1 added or the v1s reordered is the same request.
+      if (once && !(await once(w, `${parsed.t}:${createHash('sha256').update(raw).digest('hex')}`))) throw signatureRefused('This signed request was already received; each is accepted once.', 'Sign every request afresh.');
       return { workspaceId: w };
     },
   };

@@ -35,6 +35,8 @@ import { githubVerifier } from '../integrations/github/verifier.js';
 import { ssfRoutes } from '../integrations/ssf/http.js';
 import { ssfVerifier } from '../integrations/ssf/verifier.js';
 import { webhooksRoutes } from '../webhooks/http.js';
+import { chatRoutes } from '../chat/http.js';
+import { slackVerifier } from '../chat/slack.js';
 import { registerServiceToken } from './auth/service-token.js';
 import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
@@ -125,6 +127,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     githubVerifier(registry),
     ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, store: app.store, clock }),
     stripeVerifier(registry, clock, [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter((s): s is string => s !== null)),
+    svcSignatureVerifier('chat-relay', registry, (w, signature) => services.chat.claimSignature(`chat-relay/${w}`, signature)),
+    slackVerifier(registry, (signature) => services.chat.claimSignature('slack', signature)),
   ]);
   registerDenyByDefault(server);
   await registerSession(server, {
@@ -157,6 +161,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   await server.register({ plugin: githubRoutes, options: { github: services.github, refusals, people: services.people, production, guards } });
   await server.register({ plugin: ssfRoutes, options: { ssf: services.ssf, refusals } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
+  await server.register({ plugin: chatRoutes, options: { chat: services.chat, refusals, people: services.people, production, guards } });
   await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
@@ -179,12 +184,14 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints.unref();
       services.webhooks.start();
       services.once.start();
+      services.chat.start();
     },
     async stop() {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       services.once.stop();
+      services.chat.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

@@ -33,7 +33,7 @@ export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
   github: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
   'chat-relay': Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean(), url }),
   stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
-  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
+  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean(), teamId: Joi.string().pattern(/^[A-Z0-9]{1,32}$/).allow(null) }),
   ssf: Joi.object({
     issuer: Joi.string().min(1).max(2048).required(),
     audience: Joi.string().min(1).max(2048).required(),

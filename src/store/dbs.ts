@@ -339,6 +339,26 @@ export interface DeliveryRecord {
   nextAttemptAt: string | null;
 }
 
+/**
+ * A button of an approval card sent to the chat relay, stored by the SHA-256 of its token (the
+ * token itself is never stored): what a click on it decides, until the approval's expiry.
+ */
+export interface ChatButtonRecord {
+  workspaceId: string;
+  approvalId: string;
+  decision: 'approve' | 'deny';
+  expiresAt: string;
+}
+
+/** A chat user (of a platform) mapped by an owner or admin to a member of the workspace. */
+export interface ChatUserRecord {
+  platform: string;
+  chatUserId: string;
+  userId: string;
+  updatedAt: string;
+  updatedBy: string;
+}
+
 /** A person's MCP client connected to exactly one agent (SPEC.md 5.5). */
 export interface OAuthConnectionRecord {
   id: string;
@@ -557,6 +577,10 @@ export interface Tables {
   hookEvents: Table<{ answer: Record<string, unknown>; at: string }>;
   /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
   hookOnce: Table<number>;
+  /** SHA-256 (hex) of a button token -> what the button decides (chat approvals) */
+  chatButtons: Table<ChatButtonRecord>;
+  /** [wid, platform, chat user id] -> the member it is mapped to */
+  chatUsers: Table<ChatUserRecord>;
   /** [wid, whkId] -> outbound webhook endpoint */
   webhookEndpoints: Table<WebhookEndpointRecord>;
   /** [wid, whkId, dlvId] -> delivery and its attempts */
@@ -588,6 +612,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'subscriptions', 'cardActions', 'hookEvents', 'hookOnce', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'subscriptions', 'cardActions', 'hookEvents', 'hookOnce', 'chatButtons', 'chatUsers', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

@@ -30,6 +30,11 @@ import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/inde
  *   private ones unless the operator allows them (`webhooks.allowPrivateTargets`). Checked when
  *   the endpoint is added and again at each try (DNS may change).
  * - The secret (`whs_…`) is shown once, when the endpoint is added; it is kept sealed.
+ * - Named targets (`registerTarget`, e.g. the chat relay) share the outbox, the dispatcher, the
+ *   retries and the target checks. Their address and secret are read at each try from their own
+ *   settings; their stored body is rendered into the bytes sent by a deterministic function, so
+ *   every try sends the same bytes and the store need not hold what only the sender may know.
+ *   A named target given up on is recorded (`delivery.failed`); there is no endpoint to disable.
  */
 export const EVENT_OF: Record<string, string> = {
   'action.allowed': 'action.decided',
@@ -51,6 +56,14 @@ export const OTHER_EVENTS = ['budget.advisory'];
 export const EVENT_TYPES = [...new Set([...Object.values(EVENT_OF), ...OTHER_EVENTS])].sort();
 const SEAL_PURPOSE = 'webhook-secret';
 const BATCH = 20;
+
+/** A destination of the outbox besides customers' endpoints (see the rules above). */
+export interface OutboxTarget {
+  /** Where to send and the secret to sign with, read at each try; null when not set up (the try fails and is retried). */
+  resolve(wid: string): { url: string; secret: string } | null;
+  /** The bytes sent for a stored body: deterministic, so that every try sends the same bytes. */
+  render?(wid: string, body: string): string;
+}
 
 export interface WebhookSettings {
   allowPrivateTargets: boolean;
@@ -75,6 +88,7 @@ function addressProblem(address: string, allowPrivate: boolean): string | null {
 export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger; log: Logger; settings: WebhookSettings }) {
   const { store, clock, ids, masterKey, ledger, settings } = deps;
   const t = store.tables;
+  const targets = new Map<string, OutboxTarget>();
 
   const targetProblem = async (raw: string): Promise<string | null> => {
     const url = new URL(raw);
@@ -124,23 +138,36 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
   const attempt = async (key: [number, string, string, string]): Promise<void> => {
     const [, wid, endpointId, deliveryId] = key;
     const delivery = t.deliveries.get([wid, endpointId, deliveryId]);
-    const endpoint = t.webhookEndpoints.get([wid, endpointId]);
-    if (!delivery || !endpoint || delivery.status !== 'pending' || endpoint.disabledAt) {
+    const named = targets.get(endpointId);
+    const endpoint = named ? undefined : t.webhookEndpoints.get([wid, endpointId]);
+    if (!delivery || delivery.status !== 'pending' || (!named && (!endpoint || endpoint.disabledAt))) {
       await store.write(() => { t.outbox.remove(key); });
       return;
     }
     const started = clock.now();
     let status: number | null = null;
     let error: string | null = null;
-    const problem = await targetProblem(endpoint.url).catch(() => 'its address could not be checked');
+    let destination: { url: string; secret: string; body: string } | null = null;
+    if (named) {
+      try {
+        const resolved = named.resolve(wid);
+        if (resolved) destination = { ...resolved, body: named.render ? named.render(wid, delivery.body) : delivery.body };
+        else error = 'refused: the target is not set up';
+      } catch {
+        error = 'refused: the delivery could not be prepared';
+      }
+    } else {
+      destination = { url: endpoint!.url, secret: unsealText(masterKey, SEAL_PURPOSE, `${wid}/${endpointId}`, endpoint!.secretSealed), body: delivery.body };
+    }
+    const problem = destination ? await targetProblem(destination.url).catch(() => 'its address could not be checked') : null;
     if (problem) {
       error = `refused: ${problem}`;
-    } else {
-      const secret = unsealText(masterKey, SEAL_PURPOSE, `${wid}/${endpointId}`, endpoint.secretSealed);
+    } else if (destination) {
+      const { url, secret, body } = destination;
       try {
-        const answer = await request(endpoint.url, {
-          method: 'POST', body: delivery.body,
-          headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, delivery.body, Math.floor(clock.now() / 1000)) },
+        const answer = await request(url, {
+          method: 'POST', body,
+          headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)) },
           headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs, signal: AbortSignal.timeout(settings.timeoutMs),
         });
         status = answer.statusCode;
@@ -163,6 +190,10 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       const next = now + backoff(attempts.length);
       if (next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
         t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'failed', nextAttemptAt: null });
+        if (named) {
+          ledger.record({ workspaceId: wid, actor: 'system', kind: 'delivery.failed', subject: deliveryId, data: { target: endpointId, eventId: current.eventId, eventType: current.eventType, tries: attempts.length } });
+          return;
+        }
         const ep = t.webhookEndpoints.get([wid, endpointId]);
         if (ep && !ep.disabledAt) {
           t.webhookEndpoints.put([wid, endpointId], { ...ep, disabledAt: isoAt(now) });
@@ -227,6 +258,30 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       await running;
     },
     dispatch,
+
+    /** Adds a named target (its name is not a `whk_` id); deliveries to it are queued with `enqueueInWrite`. */
+    registerTarget(name: string, target: OutboxTarget): void {
+      if (name.startsWith('whk_') || targets.has(name)) throw new Error(`outbox target ${name} is taken`);
+      targets.set(name, target);
+    },
+
+    /** Inside a store write: queues one delivery to a named target, due now; it commits with the write. */
+    enqueueInWrite(wid: string, target: string, event: { eventId: string; eventType: string; body: string; createdAt: string }): DeliveryRecord {
+      if (!targets.has(target)) throw new Error(`no outbox target ${target}`);
+      const due = clock.now();
+      const delivery: DeliveryRecord = {
+        id: ids.id('dlv'), workspaceId: wid, endpointId: target, eventId: event.eventId, eventType: event.eventType,
+        body: event.body, createdAt: event.createdAt, status: 'pending', attempts: [], nextAttemptAt: isoAt(due),
+      };
+      t.deliveries.put([wid, target, delivery.id], delivery);
+      t.outbox.put([due, wid, target, delivery.id], 1);
+      return delivery;
+    },
+
+    /** The deliveries of a named target in a workspace, newest first. */
+    deliveriesOf(wid: string, target: string): DeliveryRecord[] {
+      return t.deliveries.scan([wid, target]).map((e) => e.value).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    },
 
     async add(wid: string, input: { url: string; events: string[] }, actor: string): Promise<ReturnType<typeof view> & { secret: string }> {
       const problem = await targetProblem(input.url);

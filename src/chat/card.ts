@@ -1,0 +1,50 @@
+import type { ApprovalRecord } from '../store/index.js';
+
+/**
+ * The words of an approval card: who may decide it, in plain English, and the same card as Slack
+ * Block Kit blocks (a relay that posts to Slack sends them as they are; the buttons' `action_id`
+ * is the decision and their `value` the button token, which is what POST /v1/hooks/slack reads).
+ */
+export function whoMayDecide(approval: Pick<ApprovalRecord, 'approvers' | 'requiredApprovals' | 'separationOfDuties'>, approvers: Array<{ id: string; name: string | null }> | null): string {
+  const who = approvers
+    ? `Only ${approvers.map((a) => a.name ?? a.id).join(', ')}`
+    : 'Owners and admins, or the member the agent acts for';
+  const count = approval.requiredApprovals > 1 ? `; ${approval.requiredApprovals} different people must approve` : '';
+  const duties = approval.separationOfDuties ? '; not the person the agent acts for' : '';
+  return `${who}${count}${duties}.`;
+}
+
+/** Minor units shown in the currency's own decimals (JPY has none, EUR two). */
+function money(p: { amount: number; currency: string }): string {
+  try {
+    const format = new Intl.NumberFormat('en', { style: 'currency', currency: p.currency });
+    return format.format(p.amount / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+  } catch {
+    return `${p.amount} ${p.currency} (minor units)`;
+  }
+}
+
+export function cardBlocks(card: { [field: string]: unknown }, buttons: Array<{ decision: string; label: string; token: string }>): unknown[] {
+  const a = card.approval as {
+    summary: string; type: string; agent: { id: string; name: string | null }; expiresAt: string; whoMayDecide: string;
+    payment: { amount: number; currency: string; merchant: string } | null;
+  };
+  const fields = [
+    { type: 'mrkdwn', text: `*Agent:*\n${a.agent.name ?? a.agent.id}` },
+    { type: 'mrkdwn', text: `*Action:*\n${a.type}` },
+    ...(a.payment ? [{ type: 'mrkdwn', text: `*Amount:*\n${money(a.payment)}` }, { type: 'mrkdwn', text: `*Merchant:*\n${a.payment.merchant}` }] : []),
+    { type: 'mrkdwn', text: `*Who may decide:*\n${a.whoMayDecide}` },
+    { type: 'mrkdwn', text: `*Expires:*\n${a.expiresAt}` },
+  ];
+  return [
+    { type: 'section', text: { type: 'plain_text', text: a.summary.slice(0, 3000) } },
+    { type: 'section', fields },
+    {
+      type: 'actions',
+      elements: buttons.map((b) => ({
+        type: 'button', action_id: b.decision, value: b.token, text: { type: 'plain_text', text: b.label },
+        style: b.decision === 'approve' ? 'primary' : 'danger',
+      })),
+    },
+  ];
+}

@@ -1,0 +1,229 @@
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { AppError } from '../errors/app-error.js';
+import type { Approvals, ApproveOutcome, Decider } from '../approvals/service.js';
+import type { IntegrationRegistry } from '../integrations/registry.js';
+import type { Once } from '../integrations/once.js';
+import type { Ledger, LedgerRecord } from '../ledger/service.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import { SIGNATURE_TOLERANCE_SECONDS } from '../lib/svc-signature.js';
+import type { PeopleService } from '../people/index.js';
+import type { ChatUserRecord, Store } from '../store/index.js';
+import type { Webhooks } from '../webhooks/service.js';
+import { cardBlocks, whoMayDecide } from './card.js';
+
+/**
+ * Approvals decided from chat (issue 8; SPEC.md 1.4, 4.6, 5.4).
+ * Rules:
+ * - When an action waits for a person (ledger record `action.pending_approval`) and the workspace
+ *   has the chat relay set up with a `url`, a card is queued to the relay in the same write, on the
+ *   webhooks outbox (same retries, backoff and target checks; signed with the relay's secret).
+ * - Each card has two buttons, approve and deny, each with its own random token. A token is a
+ *   function of a random salt and a key derived from the master key: the outbox keeps the salt,
+ *   the store keeps the token's SHA-256 (`chatButtons`), and the token itself is never stored; it
+ *   is computed when the card is sent, the same on every try. A token resolves to its approval and
+ *   decision until the approval's expiry (it is not used up by a click: a two-person rule needs
+ *   two people to click the same button; the approval's own rules stop a second click by the same
+ *   person, and each signed request is accepted once).
+ * - A click is decided only for a chat user an owner or admin mapped to a member (`chatUsers`),
+ *   and exactly as the console decides it for that member: the same permission check of the
+ *   member's role, the same Decider, the same approvals service call, so who may decide, named
+ *   approvers, separation of duties, second person, holds and the fresh mandate check all apply
+ *   and their errors come back. The approval's ledger record names the member (the actor) and,
+ *   in the same record, that it came from chat (`data.via`: channel, platform, chat user).
+ * - An unknown token, a token of another workspace, an unmapped chat user, a mapping to someone
+ *   no longer a member, an approval already decided: nothing changes; the caller gets the error.
+ */
+export const CARD_TARGET = 'chat-relay';
+export const CARD_EVENT = 'approval.card';
+const BUTTON_GRACE_MS = 24 * 3_600_000;
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+export type ButtonDecision = 'approve' | 'deny';
+export interface Click {
+  token: string;
+  platform: string;
+  chatUserId: string;
+  note: string | null;
+  channel: 'chat-relay' | 'slack';
+  /** Slack: the team the click came from, checked against the workspace's `teamId` when it set one. */
+  team?: string | null;
+}
+
+export interface ClickResult {
+  decision: ButtonDecision;
+  outcome: ApproveOutcome;
+}
+
+/** The card as stored in the outbox: buttons carry their salt; sending turns each into its token. */
+interface StoredCard {
+  buttons: Array<{ decision: ButtonDecision; label: string; salt?: string; token?: string }>;
+  [field: string]: unknown;
+}
+
+export function createChat(deps: {
+  store: Store; clock: Clock; ledger: Ledger; webhooks: Webhooks; registry: IntegrationRegistry; approvals: Approvals;
+  people: PeopleService; once: Once; buttonKey: Buffer; publicUrl: () => string;
+}) {
+  const { store, clock, ledger, webhooks, registry, approvals, people, once, buttonKey } = deps;
+  const t = store.tables;
+  const tokenOf = (salt: string) => `cbt_${createHmac('sha256', buttonKey).update(salt).digest('base64url')}`;
+  const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
+  const relayUrl = (wid: string): string | undefined => {
+    const url = registry.configOf<{ url?: unknown }>(wid, 'chat-relay')?.url;
+    return typeof url === 'string' && url.length > 0 ? url : undefined;
+  };
+
+  webhooks.registerTarget(CARD_TARGET, {
+    resolve(wid) {
+      const url = relayUrl(wid);
+      const secret = registry.secretsFor(wid, 'chat-relay')[0];
+      return url && secret ? { url, secret } : null;
+    },
+    render(_wid, body) {
+      const card = JSON.parse(body) as StoredCard;
+      const buttons = card.buttons.map(({ salt, ...b }) => ({ ...b, token: tokenOf(salt!) }));
+      return JSON.stringify({ ...card, buttons, slack: { blocks: cardBlocks(card, buttons) } });
+    },
+  });
+
+  /** The card of an approval requested now, queued in the same write as its ledger record. */
+  const cardInWrite = (record: LedgerRecord): void => {
+    const wid = record.workspaceId;
+    if (record.kind !== 'action.pending_approval' || !relayUrl(wid)) return;
+    // The gate writes the approval before this record and the action after it: what the card says
+    // of the action comes from the record itself.
+    const approval = t.approvals.get([wid, String(record.data.approvalId ?? '')]);
+    if (!approval || approval.status !== 'pending' || approval.actionId !== record.subject) return;
+    const action = record.data as { type: string; summary: string; payment: unknown; target: unknown };
+    const agent = t.agents.get([wid, approval.agentId]);
+    const buttons = (['approve', 'deny'] as const).map((decision) => {
+      const salt = randomBytes(32).toString('base64url');
+      t.chatButtons.put(hashOf(tokenOf(salt)), { workspaceId: wid, approvalId: approval.id, decision, expiresAt: approval.expiresAt });
+      return { decision, label: decision === 'approve' ? 'Approve' : 'Deny', salt };
+    });
+    const approvers = approval.approvers?.map((id) => ({ id, name: t.users.get(id)?.name ?? null })) ?? null;
+    const card = {
+      id: record.id, type: CARD_EVENT, createdAt: record.at, workspaceId: wid,
+      approval: {
+        id: approval.id, actionId: approval.actionId, type: action.type, summary: action.summary,
+        agent: { id: approval.agentId, name: agent?.name ?? null },
+        payment: action.payment ?? null, target: action.target ?? null,
+        requiredApprovals: approval.requiredApprovals, separationOfDuties: approval.separationOfDuties,
+        approvers, whoMayDecide: whoMayDecide(approval, approvers), expiresAt: approval.expiresAt,
+      },
+      buttons,
+      answerTo: `${deps.publicUrl()}/v1/hooks/chat-relay/${wid}`,
+    };
+    webhooks.enqueueInWrite(wid, CARD_TARGET, { eventId: record.id, eventType: CARD_EVENT, body: JSON.stringify(card), createdAt: record.at });
+  };
+  ledger.onRecord(cardInWrite);
+
+  /** The member a chat user is mapped to, as the console would see them: role checked for deciding. */
+  const deciderFor = (wid: string, click: Click): Decider => {
+    const mapped = t.chatUsers.get([wid, click.platform, click.chatUserId]);
+    if (!mapped) {
+      throw new AppError('forbidden', {
+        message: `The ${click.platform} user ${click.chatUserId} is not mapped to a member of this workspace; nothing was decided.`,
+        fix: `Ask an owner or an admin to map it: PUT /api/w/${wid}/chat/users/${click.platform}/${click.chatUserId} { "userId": "usr_…" }.`,
+      });
+    }
+    let me: ReturnType<PeopleService['me']> | undefined;
+    try {
+      me = people.me(mapped.userId);
+    } catch {
+      me = undefined;
+    }
+    if (!me || !me.workspaces.some((w) => w.id === wid)) {
+      throw new AppError('forbidden', {
+        message: `The ${click.platform} user ${click.chatUserId} is mapped to ${mapped.userId}, who is no longer a member of this workspace; nothing was decided.`,
+        fix: 'Ask an owner or an admin to map this chat user to a current member.',
+      });
+    }
+    // The console's own check for a signed-in member (role, one-time password): same errors.
+    const role = people.authorize(wid, me.user, 'approvals.decide');
+    return { userId: me.user.id, role, actor: `user:${me.user.id}`, via: { channel: click.channel, platform: click.platform, chatUserId: click.chatUserId } };
+  };
+
+  const sweep = async (): Promise<number> => {
+    const now = clock.now();
+    const stale = t.chatButtons.scan([]).filter((e) => Date.parse(e.value.expiresAt) + BUTTON_GRACE_MS <= now).map((e) => e.key);
+    if (stale.length === 0) return 0;
+    await store.write(() => { for (const key of stale) t.chatButtons.remove(key); });
+    return stale.length;
+  };
+  let timer: NodeJS.Timeout | undefined;
+
+  return {
+    /**
+     * Decides a click: the button's approval and decision, by the member the chat user is mapped
+     * to. `workspaces`: the workspaces the request's signature proved (the relay's one; for Slack,
+     * every workspace whose signing secret matched): a token of any other is unknown.
+     */
+    async click(workspaces: readonly string[], click: Click, expected?: ButtonDecision): Promise<ClickResult & { workspaceId: string; approvalId: string }> {
+      const button = /^cbt_[A-Za-z0-9_-]{43}$/.test(click.token) ? t.chatButtons.get(hashOf(click.token)) : undefined;
+      if (!button || !workspaces.includes(button.workspaceId)) {
+        throw new AppError('not_found', { message: 'This button is unknown here, or its approval ended long ago; nothing was decided.', fix: 'Use the buttons of a current approval card.' });
+      }
+      if (expected !== undefined && expected !== button.decision) {
+        throw new AppError('invalid_request', {
+          message: `The action (${expected}) does not match its button (${button.decision}); nothing was decided.`,
+          details: { errors: [{ field: 'actions.0.action_id', message: `this button ${button.decision}s` }] },
+        });
+      }
+      const wid = button.workspaceId;
+      const teamId = click.channel === 'slack' ? registry.configOf<{ teamId?: unknown }>(wid, 'slack')?.teamId : undefined;
+      if (typeof teamId === 'string' && click.team !== teamId) {
+        throw new AppError('forbidden', { message: 'This click came from a Slack team this workspace did not set up; nothing was decided.', fix: 'Click the card in the Slack team set up for this workspace.' });
+      }
+      const who = deciderFor(wid, click);
+      const outcome = button.decision === 'approve'
+        ? await approvals.approve(wid, button.approvalId, who, click.note)
+        : await approvals.deny(wid, button.approvalId, who, click.note);
+      return { decision: button.decision, outcome, workspaceId: wid, approvalId: button.approvalId };
+    },
+
+    /** Accepts a signed request's signature once per scope, for as long as its timestamp could be fresh. */
+    async claimSignature(scope: string, signature: string): Promise<boolean> {
+      const until = clock.now() + 2 * SIGNATURE_TOLERANCE_SECONDS * 1000 + 60_000;
+      return store.write(() => once.claim(scope, signature, until));
+    },
+
+    users(wid: string): ChatUserRecord[] {
+      return t.chatUsers.scan([wid]).map((e) => e.value);
+    },
+
+    /** Maps a chat user to a member (or removes the mapping with null); recorded in the ledger. */
+    async mapUser(wid: string, platform: string, chatUserId: string, userId: string | null, actor: string): Promise<ChatUserRecord | { platform: string; chatUserId: string; userId: null }> {
+      return store.write(() => {
+        if (userId !== null && !t.members.get([wid, userId])) {
+          throw new AppError('not_found', { message: `No member ${userId} in this workspace.`, fix: 'Map the chat user to the usr_ id of a current member.' });
+        }
+        const before = t.chatUsers.get([wid, platform, chatUserId]);
+        const after = userId === null ? null : { platform, chatUserId, userId, updatedAt: isoAt(clock.now()), updatedBy: actor };
+        if (after) t.chatUsers.put([wid, platform, chatUserId], after);
+        else if (before) t.chatUsers.remove([wid, platform, chatUserId]);
+        if ((before?.userId ?? null) !== userId) {
+          ledger.record({ workspaceId: wid, actor, kind: 'chat.user_mapped', subject: `${platform}:${chatUserId}`, data: { platform, chatUserId, userId, previous: before?.userId ?? null } });
+        }
+        return after ?? { platform, chatUserId, userId: null };
+      });
+    },
+
+    /** The cards sent (or being sent) to the relay, newest first: status and tries, never tokens. */
+    deliveries(wid: string) {
+      return webhooks.deliveriesOf(wid, CARD_TARGET).map(({ body: _body, ...d }) => d);
+    },
+
+    sweep,
+    start(): void {
+      timer ??= setInterval(() => { void sweep().catch(() => undefined); }, SWEEP_EVERY_MS);
+      timer.unref();
+    },
+    stop(): void {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}
+
+export type Chat = ReturnType<typeof createChat>;
