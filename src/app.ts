@@ -78,6 +78,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   const cards = createCards({ store, clock, ledger, gate });
+  const once = createOnce(deps);
   return {
     people,
     agents,
@@ -103,10 +104,10 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     integrations: createIntegrations({ store, cards }),
     stripe: createStripeEvents({ store, cards, plans }),
     integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
-    once: createOnce(deps),
+    once,
     webhooks,
     github: createGithub({ ...deps, ledger, gate }),
-    ssf: createSsf({ store, ledger, people }),
+    ssf: createSsf({ store, ledger, people, once }),
     ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
   };
 }

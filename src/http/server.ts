@@ -123,7 +123,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
-    ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, store: app.store, clock }),
+    ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, clock }),
     stripeVerifier(registry, clock),
   ]);
   registerDenyByDefault(server);

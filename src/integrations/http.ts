@@ -14,6 +14,7 @@ import type { Integrations, IssuerEvent } from './service.js';
  * Integration routes (API.md 8).
  * - Console (owners and admins): `GET /api/w/{wid}/integrations` (settings, secrets' dates, and
  *   refusals counted since start); `PUT …/integrations/{kind}` with the kind's body (SETTINGS);
+ *   `PUT …/integrations/ssf` (the identity provider) is owners' only;
  *   the generated secrets of `issuer`, `github` and `chat-relay` are answered once.
  * - The generic card issuer: `PUT /api/w/{wid}/issuer/cards/{cardId} { agentId | null }` maps a
  *   card; `GET …/issuer/cards` and `GET …/issuer/cards/{cardId}/charges` show mappings and
@@ -134,8 +135,9 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Car
           },
         },
         async handler(request) {
-          const { wid: w, actor } = managed(request);
           const { kind } = request.params as { kind: IntegrationKind };
+          // The identity provider is owners' alone (its tokens end people's access).
+          const { wid: w, actor } = permittedMember(people, request, kind === 'ssf' ? 'integrations.identityProvider' : 'integrations.manage');
           return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },
