@@ -18,6 +18,7 @@ import { createPlans } from './plans/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createGithub } from './integrations/github/service.js';
+import { createGithubCallbacks } from './integrations/github/callbacks.js';
 import { createSsf } from './integrations/ssf/service.js';
 import { createSsfKeys } from './integrations/ssf/keys.js';
 import { createWebhooks } from './webhooks/service.js';
@@ -79,6 +80,8 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
   const cards = createCards({ store, clock, ledger, gate });
   const once = createOnce(deps);
+  const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
+  const githubCallbacks = createGithubCallbacks({ ...deps, ledger, registry: integrationRegistry, log, settings: settings.webhooks });
   return {
     people,
     agents,
@@ -103,10 +106,11 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     cards,
     integrations: createIntegrations({ store, cards }),
     stripe: createStripeEvents({ store, cards, plans }),
-    integrationRegistry: createIntegrationRegistry({ ...deps, masterKey, ledger }),
+    integrationRegistry,
+    githubCallbacks,
     once,
     webhooks,
-    github: createGithub({ ...deps, ledger, gate }),
+    github: createGithub({ ...deps, ledger, gate, callbacks: githubCallbacks }),
     ssf: createSsf({ store, ledger, people, once }),
     ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
   };

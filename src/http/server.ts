@@ -178,12 +178,14 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
       checkpoints.unref();
       services.webhooks.start();
+      services.githubCallbacks.start();
       services.once.start();
     },
     async stop() {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
+      await services.githubCallbacks.stop();
       services.once.stop();
       clearInterval(checkpoints);
       await checkpoint();

@@ -29,7 +29,13 @@ const url = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
 /** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
 export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
   issuer: Joi.object({ rotate: Joi.boolean() }),
-  github: Joi.object({ rotate: Joi.boolean() }),
+  github: Joi.object({
+    rotate: Joi.boolean(),
+    // Where deployment decisions are reported (GitHub Enterprise Server: https://host/api/v3).
+    apiUrl: Joi.string().uri({ scheme: ['https', 'http'] }).max(2048),
+    // A GitHub App installation token or a PAT that may review deployments; sealed, never answered.
+    token: Joi.string().min(1).max(1024).pattern(/^\S+$/).allow(null),
+  }),
   'chat-relay': Joi.object({ rotate: Joi.boolean(), url }),
   stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
   slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/) }),
@@ -97,10 +103,12 @@ export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people:
 
 /** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
 function configureInput(body: Record<string, unknown>): ConfigureInput {
-  const { rotate, signingSecret, ...config } = body;
+  const { rotate, signingSecret, token, ...config } = body;
   return {
     ...(rotate === true ? { rotate: true } : {}),
     ...(typeof signingSecret === 'string' ? { signingSecret } : {}),
+    // github's API token: a secret setting, sealed apart from the plain ones.
+    ...(token !== undefined ? { configSecrets: { token: token as string | null } } : {}),
     ...(Object.keys(config).length > 0 ? { config } : {}),
   };
 }
