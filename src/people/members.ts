@@ -183,7 +183,7 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
 
     /** Removes a member and ends every session and OAuth connection of theirs at once. */
     async removeMember(wid: string, uid: string, by: MemberActor): Promise<{ sessionsEnded: number }> {
-      return store.write(() => removeMemberInWrite(wid, uid, by));
+      return store.write(() => ({ sessionsEnded: removeMemberInWrite(wid, uid, by).sessionsEnded }));
     },
 
     removeMemberInWrite,
