@@ -19,6 +19,7 @@ import { createPlans } from './plans/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createGithub } from './integrations/github/service.js';
+import { createGithubCallbacks } from './integrations/github/callbacks.js';
 import { createSsf } from './integrations/ssf/service.js';
 import { createSsfKeys } from './integrations/ssf/keys.js';
 import { createWebhooks } from './webhooks/service.js';
@@ -86,6 +87,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
   const once = createOnce(deps);
   // The webhooks outbox (made above) listens to the ledger first; the chat cards queue on it after.
   const chat = createChat({ ...deps, ledger, webhooks, registry: integrationRegistry, approvals, people, once, buttonKey: deriveKey(masterKey, 'chat-button'), publicUrl: issuer });
+  const githubCallbacks = createGithubCallbacks({ ...deps, ledger, registry: integrationRegistry, log, settings: settings.webhooks });
   return {
     people,
     agents,
@@ -112,10 +114,11 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     integrations: createIntegrations({ cards, hookEvents }),
     stripe: createStripeEvents({ cards, plans, hookEvents, ledger, clock }),
     integrationRegistry,
+    githubCallbacks,
     once,
     webhooks,
-    github: createGithub({ ...deps, ledger, gate }),
-    ssf: createSsf({ store, ledger, people }),
+    github: createGithub({ ...deps, ledger, gate, callbacks: githubCallbacks }),
+    ssf: createSsf({ store, ledger, people, once }),
     ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
     chat,
   };

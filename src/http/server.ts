@@ -125,7 +125,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
-    ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, store: app.store, clock }),
+    ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, clock }),
     stripeVerifier(registry, clock, [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter((s): s is string => s !== null)),
     svcSignatureVerifier('chat-relay', registry, (w, signature) => services.chat.claimSignature(`chat-relay/${w}`, signature)),
     slackVerifier(registry, (signature) => services.chat.claimSignature('slack', signature)),
@@ -183,6 +183,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
       checkpoints.unref();
       services.webhooks.start();
+      services.githubCallbacks.start();
       services.once.start();
       services.chat.start();
     },
@@ -190,6 +191,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       draining = true;
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
+      await services.githubCallbacks.stop();
       services.once.stop();
       services.chat.stop();
       clearInterval(checkpoints);

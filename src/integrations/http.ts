@@ -14,6 +14,7 @@ import type { Integrations, IssuerEvent } from './service.js';
  * Integration routes (API.md 8).
  * - Console (owners and admins): `GET /api/w/{wid}/integrations` (settings, secrets' dates, and
  *   refusals counted since start); `PUT …/integrations/{kind}` with the kind's body (SETTINGS);
+ *   `PUT …/integrations/ssf` (the identity provider) is owners' only;
  *   the generated secrets of `issuer`, `github` and `chat-relay` are answered once.
  * - The generic card issuer: `PUT /api/w/{wid}/issuer/cards/{cardId} { agentId | null }` maps a
  *   card; `GET …/issuer/cards` and `GET …/issuer/cards/{cardId}/charges` show mappings and
@@ -30,7 +31,14 @@ const PRIVATE_MEMBERS = Object.fromEntries(['d', 'p', 'q', 'dp', 'dq', 'qi', 'ot
 /** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
 export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
   issuer: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
-  github: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
+  github: Joi.object({
+    rotate: Joi.boolean(),
+    revokePrevious: Joi.boolean(),
+    // Where deployment decisions are reported (GitHub Enterprise Server: https://host/api/v3).
+    apiUrl: Joi.string().uri({ scheme: ['https', 'http'] }).max(2048),
+    // A GitHub App installation token or a PAT that may review deployments; sealed, never answered.
+    token: Joi.string().min(1).max(1024).pattern(/^\S+$/).allow(null),
+  }),
   'chat-relay': Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean(), url }),
   stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
   slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean(), teamId: Joi.string().pattern(/^[A-Z0-9]{1,32}$/).allow(null) }),
@@ -99,11 +107,13 @@ export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people:
 
 /** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
 function configureInput(body: Record<string, unknown>): ConfigureInput {
-  const { rotate, revokePrevious, signingSecret, ...config } = body;
+  const { rotate, revokePrevious, signingSecret, token, ...config } = body;
   return {
     ...(rotate === true ? { rotate: true } : {}),
     ...(revokePrevious === true ? { revokePrevious: true } : {}),
     ...(typeof signingSecret === 'string' ? { signingSecret } : {}),
+    // github's API token: a secret setting, sealed apart from the plain ones.
+    ...(token !== undefined ? { configSecrets: { token: token as string | null } } : {}),
     ...(Object.keys(config).length > 0 ? { config } : {}),
   };
 }
@@ -138,8 +148,9 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Car
           },
         },
         async handler(request) {
-          const { wid: w, actor } = managed(request);
           const { kind } = request.params as { kind: IntegrationKind };
+          // The identity provider is owners' alone (its tokens end people's access).
+          const { wid: w, actor } = permittedMember(people, request, kind === 'ssf' ? 'integrations.identityProvider' : 'integrations.manage');
           return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },

@@ -17,6 +17,8 @@ import type { IntegrationKind, IntegrationRecord, Store } from '../store/index.j
  * - `ssf` takes `{ issuer, jwksUri | jwks, audience }`: it verifies with public keys, no secret.
  * - `{ "revokePrevious": true }` (alone, or with a rotation) ends every secret but the current one
  *   at once: for a secret that leaked, the 24 hours of overlap are not wanted.
+ * - A kind's secret settings (`configSecrets`: github's API `token`) are sealed too, bound to the
+ *   workspace, kind and setting; they are never answered, shown or recorded (only their names).
  * - Every secret is sealed with the master key, bound to its workspace and kind; other settings
  *   of a kind (`config`) are plain. Configuring is recorded in the ledger (never the secret).
  */
@@ -33,6 +35,8 @@ export interface ConfigureInput {
   signingSecret?: string;
   /** The kind's other settings (validated by its route schema). */
   config?: Record<string, unknown>;
+  /** The kind's secret settings (github's `token`): sealed, never answered; null removes one. */
+  configSecrets?: Record<string, string | null>;
 }
 
 export interface ConfigureResult {
@@ -83,7 +87,7 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
         const config = kind === 'ssf' && input.config ? { ...input.config } : { ...(existing?.config ?? {}), ...(input.config ?? {}) };
         let fresh: string | undefined;
         if (GENERATED.has(kind)) {
-          if (existing && !input.rotate && !input.revokePrevious && input.config === undefined) {
+          if (existing && !input.rotate && !input.revokePrevious && input.config === undefined && input.configSecrets === undefined) {
             throw new AppError('invalid_request', { message: `The ${kind} integration is set up; its secret was shown once.`, fix: 'Send { "rotate": true } to make a new secret (the old one keeps working for 24 hours).' });
           }
           if (!existing || input.rotate) fresh = generated;
@@ -102,19 +106,37 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
           : kept;
         const secrets = input.revokePrevious ? all.filter((s) => s.retiresAt === null) : all;
         const revoked = all.length - secrets.length;
-        const record: IntegrationRecord = { kind, workspaceId: wid, secrets, config, updatedAt: isoAt(now), updatedBy: actor };
+        const sealedConfig = { ...(existing?.sealedConfig ?? {}) };
+        for (const [name, value] of Object.entries(input.configSecrets ?? {})) {
+          if (value === null) delete sealedConfig[name];
+          else sealedConfig[name] = sealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, value);
+        }
+        const record: IntegrationRecord = { kind, workspaceId: wid, secrets, config, ...(Object.keys(sealedConfig).length > 0 ? { sealedConfig } : {}), updatedAt: isoAt(now), updatedBy: actor };
         t.integrations.put([wid, kind], record);
         ledger.record({
           workspaceId: wid, actor, kind: existing ? (fresh !== undefined ? 'integration.rotated' : 'integration.updated') : 'integration.configured', subject: kind,
-          data: { previousRetiresAt: retiresAt, previousRevoked: revoked, settings: Object.keys(config).sort() },
+          data: { previousRetiresAt: retiresAt, previousRevoked: revoked, settings: Object.keys(config).sort(), sealedSettings: Object.keys(sealedConfig).sort() },
         });
         return { kind, ...(GENERATED.has(kind) && fresh !== undefined ? { secret: fresh } : {}), previousRetiresAt: retiresAt, config };
       });
     },
 
+    /** One secret setting of a kind (github's `token`), unsealed; undefined when not set. */
+    configSecret(wid: string, kind: IntegrationKind, name: string): string | undefined {
+      const sealed = t.integrations.get([wid, kind])?.sealedConfig?.[name];
+      return sealed === undefined ? undefined : unsealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, sealed);
+    },
+
+    /** Whether a secret setting is set (without unsealing it). */
+    hasConfigSecret(wid: string, kind: IntegrationKind, name: string): boolean {
+      return t.integrations.get([wid, kind])?.sealedConfig?.[name] !== undefined;
+    },
+
     view(wid: string) {
       return t.integrations.scan([wid]).map(({ value: r }) => ({
         kind: r.kind, updatedAt: r.updatedAt, config: r.config ?? {},
+        // Names only: a secret setting is never shown.
+        sealedSettings: Object.keys(r.sealedConfig ?? {}).sort(),
         secrets: r.secrets.map((s) => ({ createdAt: s.createdAt, retiresAt: s.retiresAt })),
       }));
     },

@@ -34,8 +34,8 @@ export interface MemberView {
 
 /**
  * Who acts: a signed-in person (user:usr_…), or a verified machine acting for the workspace (an
- * identity provider's security event: `system` names it in the ledger, and it acts as an owner
- * would), or, for setup outside any route, nobody.
+ * identity provider's security event: `system` names it in the ledger, and it acts as an admin
+ * would: never on an owner's membership), or, for setup outside any route, nobody.
  */
 export type MemberActor = { userId: string } | { system: string };
 
@@ -87,8 +87,36 @@ function ownersOnly(action: string, role: Role | undefined): AppError {
 export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource; repo: PeopleRepo; ledger?: MembersLedger | undefined }) {
   const { store, clock, ids, repo, ledger } = deps;
   const actorName = (by: MemberActor | undefined) => (!by ? 'system' : 'userId' in by ? `user:${by.userId}` : by.system);
-  /** The actor's role now, inside the write; setup outside any route (no actor) and a system actor act as an owner. */
-  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined => (by && 'userId' in by ? repo.roleIn(wid, by.userId) : 'owner');
+  /**
+   * The actor's role now, inside the write. Setup outside any route (no actor) acts as an owner; a
+   * system actor (an identity provider) as an admin: whoever can configure one must not gain an
+   * owner's reach through it, so it never removes, demotes or makes an owner.
+   */
+  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined => (!by ? 'owner' : 'userId' in by ? repo.roleIn(wid, by.userId) : 'admin');
+
+  /** Inside the caller's write: removes a member and ends every session and OAuth connection of theirs. */
+  const removeMemberInWrite = (wid: string, uid: string, by: MemberActor): { sessionsEnded: number; connectionsEnded: number } => {
+    const member = repo.getMember(wid, uid);
+    if (!member) throw noSuchMember();
+    const actorRole = roleOf(wid, by);
+    if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('remove an owner', actorRole);
+    if (member.role === 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('removed');
+    repo.removeMember(wid, uid);
+    const sessionsEnded = repo.removeSessionsOf(uid);
+    // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
+    const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, 'person left the workspace', clock.now()).length;
+    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded } });
+    return { sessionsEnded, connectionsEnded };
+  };
+
+  /** Inside the caller's write: ends a member's sessions and OAuth connections, keeping the membership. */
+  const revokeAccessInWrite = (wid: string, uid: string, why: string, by: MemberActor): { sessionsEnded: number; connectionsEnded: number } => {
+    if (!repo.getMember(wid, uid)) throw noSuchMember();
+    const sessionsEnded = repo.removeSessionsOf(uid);
+    const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, why, clock.now()).length;
+    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.access_revoked', subject: uid, data: { why, sessionsEnded, connectionsEnded } });
+    return { sessionsEnded, connectionsEnded };
+  };
 
   return {
     listMembers(wid: string, options: { after?: string; limit: number }): { data: MemberView[]; next: string | null } {
@@ -155,20 +183,10 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
 
     /** Removes a member and ends every session and OAuth connection of theirs at once. */
     async removeMember(wid: string, uid: string, by: MemberActor): Promise<{ sessionsEnded: number }> {
-      return store.write(() => {
-        const member = repo.getMember(wid, uid);
-        if (!member) throw noSuchMember();
-        const actorRole = roleOf(wid, by);
-        if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('remove an owner', actorRole);
-        if (member.role === 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('removed');
-        repo.removeMember(wid, uid);
-        const sessionsEnded = repo.removeSessionsOf(uid);
-        // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
-        const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, 'person left the workspace', clock.now()).length;
-        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded } });
-        return { sessionsEnded };
-      });
+      return store.write(() => ({ sessionsEnded: removeMemberInWrite(wid, uid, by).sessionsEnded }));
     },
+
+    removeMemberInWrite,
 
     /**
      * Ends every session of a member (sessions belong to the person, so this signs them out of
@@ -176,13 +194,14 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
      * membership; recorded as `member.access_revoked` with `why`.
      */
     async revokeAccess(wid: string, uid: string, why: string, by: MemberActor): Promise<{ sessionsEnded: number; connectionsEnded: number }> {
-      return store.write(() => {
-        if (!repo.getMember(wid, uid)) throw noSuchMember();
-        const sessionsEnded = repo.removeSessionsOf(uid);
-        const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, why, clock.now()).length;
-        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.access_revoked', subject: uid, data: { why, sessionsEnded, connectionsEnded } });
-        return { sessionsEnded, connectionsEnded };
-      });
+      return store.write(() => revokeAccessInWrite(wid, uid, why, by));
+    },
+
+    revokeAccessInWrite,
+
+    /** The member's role now (read inside the caller's write when called there), or undefined. */
+    roleOf(wid: string, uid: string): Role | undefined {
+      return repo.roleIn(wid, uid);
     },
   };
 }

@@ -20,6 +20,12 @@ export const permissions = {
   'mcp.manage': ['owner', 'admin'],
   /** Inbound integrations (signing secrets) and card mappings. */
   'integrations.manage': ['owner', 'admin'],
+  /**
+   * The identity provider (integration `ssf`): its keys sign events that end people's sessions and
+   * memberships, so only an owner sets it up (an admin with keys of their own could otherwise act
+   * on anyone's access).
+   */
+  'integrations.identityProvider': ['owner'],
   /** "Stop every agent" on and off. */
   'workspace.stopAll': ['owner', 'admin'],
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */

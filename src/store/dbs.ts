@@ -246,8 +246,26 @@ export interface IntegrationRecord {
   secrets: Array<{ sealed: string; createdAt: string; retiresAt: string | null }>;
   /** The kind's non-secret settings (API.md 8); absent in records older than them. */
   config?: Record<string, unknown>;
+  /** The kind's secret settings (github's API `token`), each sealed like `secrets`; never answered. */
+  sealedConfig?: Record<string, string>;
   updatedAt: string;
   updatedBy: string;
+}
+
+/** A deployment protection decision to report to GitHub (its deployment_callback_url), until sent or given up. */
+export interface GithubCallbackRecord {
+  id: string;
+  workspaceId: string;
+  /** The delivery decided (the ledger records' subject). */
+  delivery: string;
+  url: string;
+  environment: string;
+  state: 'approved' | 'rejected';
+  comment: string;
+  actionId: string | null;
+  createdAt: string;
+  nextAttemptMs: number;
+  attempts: Array<{ at: string; status: number | null; error: string | null }>;
 }
 
 /** Who issued a card: the generic issuer or Stripe Issuing. Cards and charges are kept apart by it. */
@@ -581,6 +599,8 @@ export interface Tables {
   chatButtons: Table<ChatButtonRecord>;
   /** [wid, platform, chat user id] -> the member it is mapped to */
   chatUsers: Table<ChatUserRecord>;
+  /** [wid, id] -> a decision still to be reported to GitHub (removed once sent or given up) */
+  githubCallbacks: Table<GithubCallbackRecord>;
   /** [wid, whkId] -> outbound webhook endpoint */
   webhookEndpoints: Table<WebhookEndpointRecord>;
   /** [wid, whkId, dlvId] -> delivery and its attempts */
@@ -612,6 +632,6 @@ export interface Tables {
 export const tableNames = [
   'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
   'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'subscriptions', 'cardActions', 'hookEvents', 'hookOnce', 'chatButtons', 'chatUsers', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
+  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'subscriptions', 'cardActions', 'hookEvents', 'hookOnce', 'chatButtons', 'chatUsers', 'githubCallbacks', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
   'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

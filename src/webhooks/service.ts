@@ -1,5 +1,3 @@
-import { lookup } from 'node:dns/promises';
-import ipaddr from 'ipaddr.js';
 import { request } from 'undici';
 import { AppError } from '../errors/app-error.js';
 import type { Ledger } from '../ledger/service.js';
@@ -8,6 +6,7 @@ import type { IdSource } from '../lib/ids.js';
 import type { Logger } from '../lib/log.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import { signPayload } from '../lib/svc-signature.js';
+import { refusedBy, safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target.js';
 import type { LedgerRecord } from '../ledger/service.js';
 import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
 
@@ -28,7 +27,9 @@ import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/inde
  *   least once; receivers deduplicate by `svc-event-id`).
  * - Targets: https, or http; an address resolving to link-local is always refused, loopback and
  *   private ones unless the operator allows them (`webhooks.allowPrivateTargets`). Checked when
- *   the endpoint is added and again at each try (DNS may change).
+ *   the endpoint is added and again at each try, and enforced at connect on the address actually
+ *   connected to (lib/safe-target.ts), so a name rebound between the check and the connection is
+ *   refused.
  * - The secret (`whs_…`) is shown once, when the endpoint is added; it is kept sealed.
  * - Named targets (`registerTarget`, e.g. the chat relay) share the outbox, the dispatcher, the
  *   retries and the target checks. Their address and secret are read at each try from their own
@@ -74,35 +75,14 @@ export interface WebhookSettings {
   dispatchIntervalMs: number;
 }
 
-/** Why an address may not receive webhooks, or null when it may. */
-function addressProblem(address: string, allowPrivate: boolean): string | null {
-  const parsed = ipaddr.process(address);
-  const range = parsed.range();
-  if (range === 'linkLocal') return 'it resolves to a link-local address';
-  if (['loopback', 'private', 'uniqueLocal', 'unspecified', 'carrierGradeNat'].includes(range) && !allowPrivate) {
-    return `it resolves to a ${range} address (allowed only with webhooks.allowPrivateTargets)`;
-  }
-  return null;
-}
-
 export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger; log: Logger; settings: WebhookSettings }) {
   const { store, clock, ids, masterKey, ledger, settings } = deps;
   const t = store.tables;
   const targets = new Map<string, OutboxTarget>();
 
-  const targetProblem = async (raw: string): Promise<string | null> => {
-    const url = new URL(raw);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'the URL must be http or https';
-    if (url.username || url.password) return 'the URL may not carry credentials';
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const addresses = ipaddr.isValid(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
-    if (addresses.length === 0) return 'its host name does not resolve';
-    for (const a of addresses) {
-      const problem = addressProblem(a, settings.allowPrivateTargets);
-      if (problem) return problem;
-    }
-    return null;
-  };
+  // The shared target rule (lib/safe-target.ts): checked when added, and enforced at connect.
+  const targetProblem = (raw: string): Promise<string | null> => checkTarget(raw, { allowPrivateTargets: settings.allowPrivateTargets });
+  const dispatcher = safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
 
   /** Inside a write: one event's deliveries to every endpoint of the workspace that takes its type. */
   const enqueueInWrite = (wid: string, event: { id: string; type: string; at: string; data: Record<string, unknown> }, skipEndpoint?: string): void => {
@@ -166,14 +146,15 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       const { url, secret, body } = destination;
       try {
         const answer = await request(url, {
-          method: 'POST', body,
+          method: 'POST', body, dispatcher,
           headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)) },
           headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs, signal: AbortSignal.timeout(settings.timeoutMs),
         });
         status = answer.statusCode;
         await answer.body.dump().catch(() => {});
       } catch (err) {
-        error = (err as Error).name === 'TimeoutError' || /timeout/i.test((err as Error).message) ? 'timed out' : 'could not connect';
+        const refused = refusedBy(err);
+        error = refused ? refused.message : (err as Error).name === 'TimeoutError' || /timeout/i.test((err as Error).message) ? 'timed out' : 'could not connect';
       }
     }
     const ok = status !== null && status >= 200 && status < 300;

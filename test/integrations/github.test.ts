@@ -1,8 +1,10 @@
 import test from 'ava';
 import { createHmac, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
-import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
+import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
@@ -32,11 +34,16 @@ const signed = (event: string, payload: unknown, delivery?: string) => {
   const body = JSON.stringify(payload);
   return deliver(body, headersFor(event, body, secret, delivery));
 };
-const protection = (login: string, environment = 'production') => ({
-  action: 'requested', environment, event: 'push',
-  deployment_callback_url: 'https://api.github.com/repos/acme/app/actions/runs/1/deployment_protection_rule',
-  deployment: { id: 42, sha: 'a'.repeat(40), ref: 'main', environment }, repository, sender: { login },
-});
+let runs = 0;
+/** A protection request as GitHub sends one: each for its own run (so each body differs). */
+const protection = (login: string, environment = 'production', callbackBase = 'https://api.github.com') => {
+  runs += 1;
+  return {
+    action: 'requested', environment, event: 'push',
+    deployment_callback_url: `${callbackBase}/repos/acme/app/actions/runs/${runs}/deployment_protection_rule`,
+    deployment: { id: 42 + runs, sha: 'a'.repeat(40), ref: 'main', environment }, repository, sender: { login },
+  };
+};
 
 /** What a refused delivery must leave as it was: the ledger and the mappings. */
 async function snapshot(): Promise<string> {
@@ -46,7 +53,7 @@ async function snapshot(): Promise<string> {
 }
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await startServer({ env: { ...SERVER_ENV, SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1', SVC_WEBHOOKS_DISPATCH_INTERVAL_MS: '50', SVC_WEBHOOKS_BACKOFF_BASE_MS: '50' } });
   owner = await ownerConsole(server);
   wid = server.boot.workspaceId!;
   deployer = await makeBot(owner, 'deploy-bot', [DEPLOY_PROD]);
@@ -178,7 +185,7 @@ test.serial('a signed body that is not JSON, or lacks what the event needs, is r
   assertError(t, await deliver('not json', headersFor('push', 'not json')), 400, 'invalid_json');
   const res = await signed('push', { ref: 'refs/heads/main' });
   assertError(t, res, 400, 'invalid_request');
-  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), ['repository', 'sender']);
+  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), ['after', 'repository', 'sender']);
   t.is(await snapshot(), before);
 });
 
@@ -201,4 +208,120 @@ test.serial('whatever the signature header holds, the answer is 401, never a fai
     const res = await deliver('{}', { 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${hex}` });
     return res.status === 401 && res.body?.error?.type === 'unauthenticated';
   }), { numRuns: 30 }));
+});
+
+test.serial('the same signed body under a new delivery id gets the first answer and changes nothing', async (t) => {
+  const push = JSON.stringify({ ref: 'refs/heads/main', before: 'e'.repeat(40), after: 'f'.repeat(40), repository, sender: { login: 'deploy-bot[bot]' } });
+  const first = await deliver(push, headersFor('push', push));
+  t.like(first.body, { recorded: true });
+  const once = await snapshot();
+  const replayed = await deliver(push, headersFor('push', push, secret, randomUUID()));
+  t.deepEqual(replayed.body, first.body);
+  t.is(await snapshot(), once, 'no second ledger record');
+
+  // A captured deployment protection request resent with a fresh GUID: the same action, no new record.
+  const body = JSON.stringify(protection('deploy-bot[bot]'));
+  const decided = await deliver(body, headersFor('deployment_protection_rule', body));
+  t.like(decided.body, { state: 'approved' });
+  const afterDecision = await snapshot();
+  const again = await deliver(body, headersFor('deployment_protection_rule', body, secret, randomUUID()));
+  t.deepEqual(again.body, decided.body);
+  t.is(await snapshot(), afterDecision);
+  t.is((await owner.ledger()).filter((r) => r.kind === 'github.deployment_protection' && r.data.actionId === decided.body.actionId).length, 1);
+});
+
+test.serial('a signed body relabelled as another event is refused and changes nothing', async (t) => {
+  const before = await snapshot();
+  const push = JSON.stringify({ ref: 'refs/heads/main', before: '1'.repeat(40), after: '2'.repeat(40), repository, sender: { login: 'deploy-bot[bot]' } });
+  const guard = JSON.stringify(protection('deploy-bot[bot]'));
+  const status = JSON.stringify({ action: 'created', deployment_status: { state: 'success' }, deployment: { id: 5, sha: '3'.repeat(40), environment: 'production' }, repository, sender: { login: 'deploy-bot[bot]' } });
+  for (const [body, event] of [[push, 'pull_request'], [push, 'deployment'], [push, 'deployment_protection_rule'], [guard, 'deployment'], [guard, 'push'], [status, 'deployment'], [status, 'deployment_protection_rule']] as const) {
+    assertError(t, await deliver(body, headersFor(event, body)), 400, 'invalid_request');
+  }
+  t.is(await snapshot(), before);
+});
+
+test.serial('a second workspace\'s signatures are refused on this workspace\'s route', async (t) => {
+  const other = await otherWorkspace(server);
+  const otherSecret = expectStatus(await other.send('PUT', '/integrations/github', {}), 200, 'configure other').body.secret as string;
+  const before = await snapshot();
+  const body = JSON.stringify({ ref: 'refs/heads/main', after: '4'.repeat(40), repository, sender: { login: 'deploy-bot[bot]' } });
+  assertError(t, await deliver(body, headersFor('push', body, otherSecret)), 401, 'unauthenticated');
+  const guard = JSON.stringify(protection('deploy-bot[bot]'));
+  assertError(t, await deliver(guard, headersFor('deployment_protection_rule', guard, otherSecret)), 401, 'unauthenticated');
+  t.is(await snapshot(), before);
+  // The other workspace's own route takes it.
+  const res = await call(server.url, 'POST', `/v1/hooks/github/${other.wid}`, { headers: { 'content-type': 'application/json', ...headersFor('push', body, otherSecret) }, body });
+  t.is(res.status, 200, res.text);
+});
+
+/** A loopback stand-in for GitHub's API: answers each callback with the next of `statuses` (then 204). */
+async function mockGithub(statuses: number[] = []) {
+  const received: Array<{ path: string; headers: Record<string, unknown>; body: Record<string, unknown> }> = [];
+  const api = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => { data += c; });
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(data || '{}') });
+      res.writeHead(statuses.shift() ?? 204).end();
+    });
+  });
+  await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+  return { received, url: `http://127.0.0.1:${(api.address() as AddressInfo).port}/api/v3`, close: () => new Promise((r) => api.close(r)) };
+}
+
+async function until<T>(what: () => Promise<T | undefined> | T | undefined, ms = 8000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await what();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test.serial('decisions are reported to GitHub\'s deployment_callback_url with the token, durably retried; the token is never shown', async (t) => {
+  const api = await mockGithub([502]);
+  try {
+    const token = 'ghs_test-installation-token-1234567890';
+    const configured = expectStatus(await owner.send('PUT', '/integrations/github', { apiUrl: api.url, token }), 200, 'configure api');
+    t.false(configured.text.includes(token), 'the token is not answered');
+    const listed = await owner.get('/integrations');
+    t.false(listed.text.includes(token), 'nor shown');
+    t.deepEqual(listed.body.data.find((v: { kind: string }) => v.kind === 'github').sealedSettings, ['token']);
+    t.false(JSON.stringify(await owner.ledger()).includes(token), 'nor recorded');
+
+    const allowed = await signed('deployment_protection_rule', protection('deploy-bot[bot]', 'production', api.url));
+    t.like(allowed.body, { state: 'approved' });
+    const denied = await signed('deployment_protection_rule', protection('deploy-bot[bot]', 'staging', api.url));
+    t.like(denied.body, { state: 'rejected' });
+    const reported = await until(async () => {
+      const r = (await owner.ledger()).filter((x) => x.kind === 'github.deployment_reported');
+      return r.length >= 2 ? r : undefined;
+    });
+    t.deepEqual(reported.map((r) => r.data.state).sort(), ['approved', 'rejected']);
+    t.true(reported.some((r) => Number(r.data.tries) === 2), 'the 502 was retried');
+    const posts = api.received.filter((r) => r.path.endsWith('/deployment_protection_rule'));
+    t.is(posts.length, 3);
+    for (const p of posts) {
+      t.is(p.headers.authorization, `Bearer ${token}`);
+      t.is(p.headers.accept, 'application/vnd.github+json');
+      t.true(p.path.startsWith('/api/v3/repos/acme/app/actions/runs/'));
+    }
+    t.like(posts.find((p) => p.body.state === 'approved')?.body, { environment_name: 'production' });
+    t.like(posts.find((p) => p.body.state === 'rejected')?.body, { environment_name: 'staging' });
+    t.true(String(posts.find((p) => p.body.state === 'approved')?.body.comment).includes(allowed.body.actionId));
+
+    // A callback URL outside the configured API is never called, and the refusal is recorded.
+    const count = api.received.length;
+    const elsewhere = await signed('deployment_protection_rule', protection('deploy-bot[bot]', 'production', 'https://evil.example.com'));
+    t.like(elsewhere.body, { state: 'approved' });
+    const refused = (await owner.ledger()).filter((r) => r.kind === 'github.deployment_report_refused').at(-1);
+    t.like(refused?.data, { state: 'approved' });
+    t.regex(String(refused?.data.reason), /not under the configured apiUrl/);
+    await new Promise((r) => setTimeout(r, 300));
+    t.is(api.received.length, count);
+  } finally {
+    await api.close();
+  }
 });

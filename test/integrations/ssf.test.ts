@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { addPerson, makeBot, SERVER_ENV } from '../approvals/support.js';
-import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
+import { consoleClient, expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, call, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { connect } from '../oauth/support.js';
@@ -75,8 +75,9 @@ async function snapshot(m: Member): Promise<string> {
 test.before(async () => {
   es = await keyPair('ES256', 'es-1');
   rs = await keyPair('RS256', 'rs-1');
-  jwksServer = createServer((_req, res) => {
+  jwksServer = createServer((req, res) => {
     jwksFetches += 1;
+    if (req.url?.includes('down')) return void res.writeHead(503).end();
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(served));
   });
   await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
@@ -218,4 +219,68 @@ test.serial('keys from a jwksUri: fetched with the first token, cached, and an u
   served = { keys: [rs.jwk, rolled.jwk] };
   assertError(t, await push(await token({ [SESSION_REVOKED]: subject('nobody@ssf.example') }, { alg: 'RS256', key: rolled.privateKey, kid: 'rs-2' })), 401, 'unauthenticated');
   t.is(jwksFetches, 1, 'no refetch within a minute of the last');
+});
+
+test.serial('only an owner sets the identity provider up: an admin is refused and nothing changes', async (t) => {
+  served = { keys: [es.jwk] };
+  const admin = await addPerson(server, wid, 'admin@ssf.example', 'admin');
+  const adminClient = consoleClient(server, wid, admin.cookie);
+  const own = await keyPair('ES256', 'admin-key');
+  const before = (await owner.ledger()).length;
+  assertError(t, await adminClient.send('PUT', '/integrations/ssf', { issuer: ISS, audience: AUD, jwks: { keys: [own.jwk] } }), 403, 'forbidden');
+  t.is((await owner.ledger()).length, before);
+  // Other integrations stay theirs to manage.
+  t.is((await adminClient.get('/integrations')).status, 200);
+  expectStatus(await owner.send('PUT', '/integrations/ssf', { issuer: ISS, audience: AUD, jwks: { keys: [es.jwk, rs.jwk] } }), 200, 'owner configures');
+});
+
+test.serial('account-disabled for an owner who is not the last ends their access but keeps the membership', async (t) => {
+  const email = 'second-owner@ssf.example';
+  expectStatus(await owner.send('POST', '/members', { email, name: 'Second Owner', role: 'owner', password: 'second-owner-password-1' }), 201, 'add owner');
+  t.is((await push(await token({ [ACCOUNT_DISABLED]: subject(email) }))).status, 202);
+  t.true((await memberEmails()).includes(email));
+  const record = (await owner.ledger()).filter((r) => r.kind === 'ssf.account_disabled').at(-1);
+  t.like(record?.data, { membershipRemoved: false });
+  t.regex(String(record?.data.membershipKept), /never removes an owner/);
+  t.false((await owner.ledger()).some((r) => r.kind === 'member.removed' && r.actor === 'ssf' && r.data.role === 'owner'));
+});
+
+test.serial('a token without typ secevent+jwt is refused', async (t) => {
+  const events = { [SESSION_REVOKED]: subject('nobody@ssf.example') };
+  const before = (await owner.ledger()).length;
+  const untyped = await new SignJWT({ events }).setProtectedHeader({ alg: 'ES256', kid: 'es-1' }).setIssuer(ISS).setAudience(AUD).setIssuedAt().setJti(randomUUID()).sign(es.privateKey);
+  const wrong = await new SignJWT({ events }).setProtectedHeader({ alg: 'ES256', kid: 'es-1', typ: 'JWT' }).setIssuer(ISS).setAudience(AUD).setIssuedAt().setJti(randomUUID()).sign(es.privateKey);
+  for (const body of [untyped, wrong]) {
+    const res = await push(body);
+    assertError(t, res, 401, 'unauthenticated');
+    t.regex(res.body.error.message, /typ/);
+  }
+  t.is((await owner.ledger()).length, before);
+  const typed = await new SignJWT({ events }).setProtectedHeader({ alg: 'ES256', kid: 'es-1', typ: 'application/secevent+jwt' }).setIssuer(ISS).setAudience(AUD).setIssuedAt().setJti(randomUUID()).sign(es.privateKey);
+  t.is((await push(typed)).status, 202);
+});
+
+test.serial('a second workspace\'s identity provider keys are refused on this workspace\'s route', async (t) => {
+  const gina = await member('gina@ssf.example');
+  const other = await otherWorkspace(server);
+  const otherKey = await keyPair('ES256', 'es-1');
+  expectStatus(await other.send('PUT', '/integrations/ssf', { issuer: ISS, audience: AUD, jwks: { keys: [otherKey.jwk] } }), 200, 'other configures');
+  const before = await snapshot(gina);
+  const forged = await token({ [ACCOUNT_DISABLED]: subject('gina@ssf.example') }, { key: otherKey.privateKey });
+  assertError(t, await push(forged), 401, 'unauthenticated');
+  t.is(await snapshot(gina), before);
+  // The same token is the other workspace's to take (gina is no member there: ignored).
+  const res = await call(server.url, 'POST', `/v1/hooks/ssf/${other.wid}`, { headers: { 'content-type': 'application/secevent+jwt' }, body: forged });
+  t.is(res.status, 202, res.text);
+  t.is(await snapshot(gina), before);
+});
+
+test.serial('a key set endpoint that is down costs one fetch a minute, however many tokens arrive', async (t) => {
+  expectStatus(await owner.send('PUT', '/integrations/ssf', { issuer: ISS, audience: AUD, jwksUri: `${jwksUrl}?down=1` }), 200, 'configure a failing uri');
+  const before = jwksFetches;
+  const tokens = await Promise.all([1, 2, 3, 4].map(() => token({ [SESSION_REVOKED]: subject('nobody@ssf.example') }, { alg: 'RS256' })));
+  const answers = await Promise.all(tokens.slice(0, 3).map((tk) => push(tk)));
+  for (const res of answers) assertError(t, res, 401, 'unauthenticated');
+  assertError(t, await push(tokens[3]!), 401, 'unauthenticated');
+  t.is(jwksFetches - before, 1, 'concurrent tokens shared one fetch, and the failure is not retried within the minute');
 });

@@ -6,7 +6,7 @@ import type { Guards } from '../../http/guards.js';
 import { wid } from '../../http/params.js';
 import type { PeopleService } from '../../people/index.js';
 import { hookOptions, parseVerified, type Refusals } from '../../http/inbound.js';
-import { RECORDED, type Github, type GithubEvent } from './service.js';
+import type { Github, GithubEvent } from './service.js';
 import type { GithubDelivery } from './verifier.js';
 
 /**
@@ -14,7 +14,8 @@ import type { GithubDelivery } from './verifier.js';
  * - `PUT /api/w/{wid}/github/bots/{login}` `{ agentId | null }` maps a GitHub account to an agent
  *   (owners and admins); `GET /api/w/{wid}/github/bots` lists the mappings.
  * - `POST /v1/hooks/github/{wid}`: GitHub's deliveries, verified by the `github` strategy over the
- *   raw bytes before anything parses them; the body is then validated for the events acted on.
+ *   raw bytes before anything parses them; the body is then validated for the events acted on,
+ *   and must fit the event its (unsigned) X-GitHub-Event header names, else 400.
  */
 export const LOGIN = Joi.string().pattern(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/).required()
   .messages({ 'string.pattern.base': '{{#label}} must be a GitHub login, such as deploy-bot or my-app[bot]' });
@@ -25,18 +26,54 @@ const repository = Joi.object({
   html_url: Joi.string().uri({ scheme: ['https', 'http'] }).max(2048),
 }).unknown(true);
 
-/** What the route checks of a body, per event: only the fields acted on; the rest passes through. */
+const sha = Joi.string().pattern(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
+const callbackUrl = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
+
+/**
+ * What the route checks of a body, per event: the fields acted on, and the ones that tell the
+ * events apart (the X-GitHub-Event header is not signed, so a body relabelled as another event
+ * must not fit it); the rest passes through.
+ */
 const schemaOf = (event: string): Joi.Schema => {
-  if (event === 'deployment_protection_rule') {
-    return Joi.object({
-      action: Joi.string().max(64).required(),
-      sender,
-      repository: repository.when('action', { is: 'requested', then: Joi.required() }),
-      environment: Joi.string().min(1).max(255).when('action', { is: 'requested', then: Joi.required() }),
-    }).unknown(true);
+  switch (event) {
+    case 'deployment_protection_rule':
+      return Joi.object({
+        action: Joi.string().max(64).required(),
+        sender,
+        repository: repository.when('action', { is: 'requested', then: Joi.required() }),
+        environment: Joi.string().min(1).max(255).when('action', { is: 'requested', then: Joi.required() }),
+        deployment_callback_url: callbackUrl.when('action', { is: 'requested', then: Joi.required() }),
+        pull_request: Joi.forbidden(), deployment_status: Joi.forbidden(),
+      }).unknown(true);
+    case 'push':
+      return Joi.object({
+        sender, repository: repository.required(),
+        ref: Joi.string().min(1).max(1024).required(), after: sha.required(), before: sha,
+        pull_request: Joi.forbidden(), deployment: Joi.forbidden(), deployment_callback_url: Joi.forbidden(),
+      }).unknown(true);
+    case 'pull_request':
+      return Joi.object({
+        sender, repository: repository.required(),
+        action: Joi.string().max(64).required(), number: Joi.number().integer().min(1).required(),
+        pull_request: Joi.object({ head: Joi.object().unknown(true).required(), base: Joi.object().unknown(true).required() }).unknown(true).required(),
+        deployment: Joi.forbidden(), deployment_callback_url: Joi.forbidden(),
+      }).unknown(true);
+    case 'deployment':
+      return Joi.object({
+        sender, repository: repository.required(),
+        deployment: Joi.object({ id: Joi.number().integer().required(), environment: Joi.string().max(255).required() }).unknown(true).required(),
+        deployment_status: Joi.forbidden(), deployment_callback_url: Joi.forbidden(), pull_request: Joi.forbidden(),
+      }).unknown(true);
+    case 'deployment_status':
+      return Joi.object({
+        sender, repository: repository.required(),
+        deployment_status: Joi.object({ state: Joi.string().max(64).required() }).unknown(true).required(),
+        deployment: Joi.object({ id: Joi.number().integer().required() }).unknown(true).required(),
+        deployment_callback_url: Joi.forbidden(), pull_request: Joi.forbidden(),
+      }).unknown(true);
+    default:
+      return Joi.object().unknown(true);
   }
-  if ((RECORDED as readonly string[]).includes(event)) return Joi.object({ sender, repository: repository.required() }).unknown(true);
-  return Joi.object().unknown(true);
 };
 
 export const githubRoutes: Plugin<{ github: Github; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
@@ -70,8 +107,8 @@ export const githubRoutes: Plugin<{ github: Github; refusals: Refusals; people: 
         method: 'POST', path: '/v1/hooks/github/{wid}',
         options: hookOptions('github', refusals, { validate: { params: Joi.object({ wid }) } }),
         async handler(request, h) {
-          const { workspaceId, event, delivery } = verified<GithubDelivery>(request);
-          return github.handle(workspaceId, delivery, event, parseVerified<GithubEvent>(request, h, schemaOf(event)));
+          const { workspaceId, event, delivery, bodyHash } = verified<GithubDelivery>(request);
+          return github.handle(workspaceId, { id: delivery, bodyHash }, event, parseVerified<GithubEvent>(request, h, schemaOf(event)));
         },
       },
     ]);

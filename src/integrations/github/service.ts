@@ -4,6 +4,7 @@ import type { Gate } from '../../gate/service.js';
 import type { Ledger } from '../../ledger/service.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
 import type { GithubBotRecord, Store } from '../../store/index.js';
+import type { GithubCallbacks } from './callbacks.js';
 
 /**
  * The code host (GitHub, issue 8, API.md 8); its secret is in registry.ts, its signature in
@@ -19,9 +20,13 @@ import type { GithubBotRecord, Store } from '../../store/index.js';
  *   as the sender's agent, against its mandate (a stopped agent's is denied there), idempotent by
  *   delivery id; answered with the decision. An unmapped sender is rejected (recorded).
  *   The action's target domain names the repository and environment (deployTarget).
- * - Each delivery id is processed once: a redelivery (GitHub's "Redeliver", or a replay of a
- *   captured delivery) gets the first answer and changes nothing. GitHub signs no timestamp, so
- *   this is what stops replays.
+ * - Each body is processed once: GitHub signs the bytes but not the X-GitHub-Delivery or
+ *   X-GitHub-Event headers (nor any timestamp), so a delivery is known by the SHA-256 of its exact
+ *   bytes as well as by its id. A redelivery (GitHub's "Redeliver" sends the same bytes), or a
+ *   replay of a captured body under a fresh delivery id, gets the first answer and changes
+ *   nothing. The route checks that a body fits the event it is labelled as (http.ts).
+ * - A decided protection request (approved or rejected) is reported to GitHub's
+ *   deployment_callback_url, queued in the same write as its record (callbacks.ts).
  */
 export const RECORDED = ['push', 'pull_request', 'deployment', 'deployment_status'] as const;
 
@@ -34,6 +39,11 @@ export interface GithubEvent {
 }
 
 export type GithubAnswer = Record<string, unknown>;
+
+/** A verified delivery: GitHub's id for it (unsigned) and the SHA-256 of its exact bytes (signed). */
+export interface Delivery { id: string; bodyHash: string }
+/** hookEvents source under which answers are also kept by body hash. */
+const BODY_SOURCE = 'github-body';
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -78,22 +88,32 @@ function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
   }
 }
 
-export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate }) {
-  const { store, clock, ledger, gate } = deps;
+export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate; callbacks: GithubCallbacks }) {
+  const { store, clock, ledger, gate, callbacks } = deps;
   const t = store.tables;
   const actor = 'github';
   const agentOf = (wid: string, login: string): string | null => t.githubBots.get([wid, login.toLowerCase()])?.agentId ?? null;
 
-  /** Stores a delivery's answer and its ledger record in one write, unless the delivery was processed meanwhile. */
-  const once = async (wid: string, delivery: string, answer: GithubAnswer, record?: () => void): Promise<GithubAnswer> => store.write(() => {
-    const seen = t.hookEvents.get([wid, 'github', delivery]);
-    if (seen) return seen.answer;
+  /** The first answer to this delivery id, or to these exact bytes under any delivery id. */
+  const seenAnswer = (wid: string, d: Delivery): GithubAnswer | undefined =>
+    (t.hookEvents.get([wid, 'github', d.id]) ?? t.hookEvents.get([wid, BODY_SOURCE, d.bodyHash]))?.answer;
+
+  /**
+   * Stores a delivery's answer and its ledger record in one write, unless the delivery (by id or
+   * by body) was processed meanwhile: then the first answer, and nothing changes.
+   */
+  const once = async (wid: string, d: Delivery, answer: GithubAnswer, record?: () => void): Promise<GithubAnswer> => store.write(() => {
+    const seen = seenAnswer(wid, d);
+    if (seen) return seen;
     record?.();
-    t.hookEvents.put([wid, 'github', delivery], { answer, at: isoAt(clock.now()) });
+    const entry = { answer, at: isoAt(clock.now()) };
+    t.hookEvents.put([wid, 'github', d.id], entry);
+    t.hookEvents.put([wid, BODY_SOURCE, d.bodyHash], entry);
     return answer;
   });
 
-  const protection = async (wid: string, delivery: string, body: GithubEvent): Promise<GithubAnswer> => {
+  const protection = async (wid: string, d: Delivery, body: GithubEvent): Promise<GithubAnswer> => {
+    const delivery = d.id;
     const b = body as Record<string, any>;
     const environment = String(b.environment ?? b.deployment?.environment ?? '');
     const repository = body.repository!;
@@ -101,22 +121,28 @@ export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger;
     const agentId = agentOf(wid, body.sender.login);
     if (!agentId) {
       const answer = { state: 'rejected', decision: null, actionId: null, agentId: null, reason: `GitHub account ${body.sender.login} is not mapped to an agent.` };
-      return once(wid, delivery, answer, () => {
+      return once(wid, d, answer, () => {
         ledger.record({ workspaceId: wid, actor, kind: 'github.deployment_rejected', subject: delivery, data: { ...facts, agentId: null, reason: 'unmapped account' } });
+        callbacks.enqueueInWrite(wid, { delivery, url: b.deployment_callback_url, environment, state: 'rejected', comment: `svc: ${answer.reason}`, actionId: null });
       });
     }
     const { action } = await gate.authorize({ workspaceId: wid, agentId }, {
       type: 'deploy',
       summary: `Deploy ${repository.full_name} to ${environment}`.slice(0, 1000),
       target: { domain: deployTarget(repository, environment) },
-      // The delivery id makes a redelivery the same action, even if the first answer was lost.
-      idempotencyKey: `github:${delivery}`,
+      // The body's hash makes a redelivery (or a replay under another delivery id) the same
+      // action, even if the first answer was lost.
+      idempotencyKey: `github:${d.bodyHash}`,
       metadata: { githubDelivery: delivery, ...facts },
     });
     const state = action.decision === 'allow' ? 'approved' : action.decision === 'review' ? 'waiting' : 'rejected';
     const answer = { state, decision: action.decision, actionId: action.id, agentId, approvalId: action.approvalId, reason: action.reason };
-    return once(wid, delivery, answer, () => {
+    return once(wid, d, answer, () => {
       ledger.record({ workspaceId: wid, actor, kind: 'github.deployment_protection', subject: delivery, data: { ...facts, agentId, actionId: action.id, state } });
+      // Decided: GitHub is told, durably (queued in this same write). A review is not decided yet.
+      if (state !== 'waiting') {
+        callbacks.enqueueInWrite(wid, { delivery, url: b.deployment_callback_url, environment, state: state as 'approved' | 'rejected', comment: `svc ${action.decision} (action ${action.id})${action.reason ? `: ${action.reason}` : ''}`, actionId: action.id });
+      }
     });
   };
 
@@ -140,19 +166,19 @@ export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger;
     },
 
     /** One verified delivery (its body validated by the route). */
-    async handle(wid: string, delivery: string, event: string, body: GithubEvent): Promise<GithubAnswer> {
-      const seen = t.hookEvents.get([wid, 'github', delivery]);
-      if (seen) return seen.answer;
+    async handle(wid: string, d: Delivery, event: string, body: GithubEvent): Promise<GithubAnswer> {
+      const seen = seenAnswer(wid, d);
+      if (seen) return seen;
       if (event === 'ping') return { received: true, event, recorded: false };
       if (event === 'deployment_protection_rule') {
         if (body.action !== 'requested' || !body.repository) return { received: true, event, recorded: false };
-        return protection(wid, delivery, body);
+        return protection(wid, d, body);
       }
       if (!(RECORDED as readonly string[]).includes(event)) return { received: true, event, recorded: false };
       const agentId = agentOf(wid, body.sender.login);
       const kind = `github.${event}`;
-      return once(wid, delivery, { received: true, event, recorded: true, agentId }, () => {
-        ledger.record({ workspaceId: wid, actor, kind, subject: delivery, data: { ...factsOf(event, body), agentId } });
+      return once(wid, d, { received: true, event, recorded: true, agentId }, () => {
+        ledger.record({ workspaceId: wid, actor, kind, subject: d.id, data: { ...factsOf(event, body), agentId } });
       });
     },
   };

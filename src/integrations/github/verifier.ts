@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { verify } from '@octokit/webhooks-methods';
 import { signatureRefused, type InboundVerifier } from '../../http/auth/signature.js';
 import { routeWorkspace } from '../../http/inbound.js';
@@ -12,13 +13,17 @@ import type { IntegrationRegistry } from '../registry.js';
  *   against some secret in force for the workspace (during a rotation, the old one too). A body
  *   that is not valid UTF-8 is refused first: the library hashes a string, and two different
  *   byte strings must never decode to the same one.
- * - GitHub's scheme carries no timestamp, so nothing here bounds a delivery's age: a replay is
- *   stopped by the delivery id, processed once (service.ts), not by the signature.
+ * - GitHub's scheme carries no timestamp and signs neither X-GitHub-Event nor X-GitHub-Delivery,
+ *   so nothing here bounds a delivery's age or binds its labels: a replay is stopped by the hash
+ *   of the body (and the delivery id), each processed once (service.ts), and a relabelled body by
+ *   the route's check that it fits its event (http.ts).
  */
 export interface GithubDelivery {
   workspaceId: string;
   event: string;
   delivery: string;
+  /** SHA-256 (hex) of the exact bytes verified: what a replay under another delivery id shares. */
+  bodyHash: string;
 }
 
 const SIGNATURE = /^sha256=[0-9a-f]{64}$/;
@@ -54,7 +59,7 @@ export function githubVerifier(registry: IntegrationRegistry): InboundVerifier<{
         for (const secret of secrets) if (await verify(secret, text, headers.signature)) matched = true;
       }
       if (!w || !matched) throw signatureRefused('The X-Hub-Signature-256 signature does not match the body.', 'Sign the exact bytes sent with the current secret of this workspace\'s github integration.');
-      return { workspaceId: w, event: headers.event, delivery: headers.delivery };
+      return { workspaceId: w, event: headers.event, delivery: headers.delivery, bodyHash: createHash('sha256').update(raw).digest('hex') };
     },
   };
 }

@@ -1,20 +1,23 @@
-import { lookup } from 'node:dns/promises';
-import ipaddr from 'ipaddr.js';
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import type { Clock } from '../../lib/clock.js';
+import { refusedBy, safeDispatcher, targetProblem } from '../../lib/safe-target.js';
 
 /**
  * The identity provider's public keys, per workspace (settings `jwks` inline, or `jwksUri`).
  * Rules:
  * - Inline keys are used as given (jose's local key set).
- * - A `jwksUri` is fetched with undici (no redirects, 5 s timeouts, at most 256 KB, JSON with a
- *   `keys` array) and cached per workspace and address for an hour. A token whose `kid` no cached
- *   key has makes one refetch, at most once a minute per workspace: an identity provider that
- *   rolled its keys is followed at once, and a flood of made-up `kid`s costs one fetch a minute.
- * - The address must not resolve to a link-local address (cloud metadata), nor to a loopback or
- *   private one unless the operator allows those (`webhooks.allowPrivateTargets`, the same rule as
- *   outbound webhooks).
+ * - A `jwksUri` is fetched with undici (no redirects, one 5 s deadline for connect, headers and
+ *   body, at most 256 KB, JSON with a `keys` array) and cached per workspace and address for an
+ *   hour. A token whose `kid` no cached key has makes one refetch, at most once a minute per
+ *   workspace and address: an identity provider that rolled its keys is followed at once, and a
+ *   flood of made-up `kid`s costs one fetch a minute. The limit holds after a failed fetch too
+ *   (an endpoint that is down costs one fetch a minute, not one per token), and concurrent
+ *   tokens share the one fetch in flight.
+ * - The address must be https (http only when private targets are allowed, as in tests), and is
+ *   held to lib/safe-target.ts at connect time: never link-local, loopback or private only when
+ *   the operator allows those (`webhooks.allowPrivateTargets`, the same rule as outbound
+ *   webhooks); a name rebound to another address between a check and the connection is refused.
  * - A key set that cannot be fetched refuses the token (401), never a server error.
  */
 export const JWKS_TTL_MS = 3_600_000;
@@ -29,26 +32,16 @@ export interface SsfKeySettings {
 
 class KeysUnavailable extends Error {}
 
-async function targetProblem(raw: string, allowPrivate: boolean): Promise<string | null> {
-  const url = new URL(raw);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'the address must be http or https';
-  if (url.username || url.password) return 'the address may not carry credentials';
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const addresses = ipaddr.isValid(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
-  if (addresses.length === 0) return 'its host name does not resolve';
-  for (const address of addresses) {
-    const range = ipaddr.process(address).range();
-    if (range === 'linkLocal') return 'it resolves to a link-local address';
-    if (['loopback', 'private', 'uniqueLocal', 'unspecified', 'carrierGradeNat'].includes(range) && !allowPrivate) return `it resolves to a ${range} address`;
-  }
-  return null;
-}
-
-async function fetchJwks(uri: string, allowPrivate: boolean): Promise<JSONWebKeySet> {
-  const problem = await targetProblem(uri, allowPrivate);
+async function fetchJwks(uri: string, allowPrivate: boolean, dispatcher: Dispatcher): Promise<JSONWebKeySet> {
+  const problem = await targetProblem(uri, { allowPrivateTargets: allowPrivate, httpsOnly: true });
   if (problem) throw new KeysUnavailable(`The identity provider's jwksUri is refused: ${problem}.`);
-  const answer = await request(uri, { method: 'GET', headers: { accept: 'application/json, application/jwk-set+json' }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS })
-    .catch(() => { throw new KeysUnavailable('The identity provider\'s jwksUri could not be reached.'); });
+  // One deadline for the whole exchange (connect, headers and body), besides undici's own.
+  const signal = AbortSignal.timeout(TIMEOUT_MS);
+  const answer = await request(uri, { method: 'GET', dispatcher, signal, headers: { accept: 'application/json, application/jwk-set+json' }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS })
+    .catch((err: unknown) => {
+      const refused = refusedBy(err);
+      throw new KeysUnavailable(refused ? `The identity provider's jwksUri is ${refused.message}.` : 'The identity provider\'s jwksUri could not be reached.');
+    });
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -59,7 +52,7 @@ async function fetchJwks(uri: string, allowPrivate: boolean): Promise<JSONWebKey
     }
   } catch (err) {
     answer.body.destroy();
-    throw err instanceof KeysUnavailable ? err : new KeysUnavailable('The identity provider\'s key set could not be read.');
+    throw err instanceof KeysUnavailable ? err : new KeysUnavailable('The identity provider\'s key set could not be read in time.');
   }
   if (answer.statusCode !== 200) throw new KeysUnavailable(`The identity provider's jwksUri answered ${answer.statusCode}.`);
   let jwks: unknown;
@@ -72,16 +65,28 @@ async function fetchJwks(uri: string, allowPrivate: boolean): Promise<JSONWebKey
   return jwks as JSONWebKeySet;
 }
 
-export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean }) {
+export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean; dispatcher?: Dispatcher }) {
   const { clock, allowPrivateTargets } = deps;
+  const dispatcher = deps.dispatcher ?? safeDispatcher({ allowPrivateTargets, connectTimeoutMs: TIMEOUT_MS });
   const cache = new Map<string, { uri: string; keys: JWTVerifyGetKey; fetchedAt: number }>();
+  /** [wid, uri] -> when it was last fetched (successfully or not). */
   const lastFetch = new Map<string, number>();
+  /** [wid, uri] -> the fetch in flight: every token waiting for keys shares it. */
+  const inFlight = new Map<string, Promise<JWTVerifyGetKey>>();
+  const slot = (wid: string, uri: string) => `${wid} ${uri}`;
 
-  const load = async (wid: string, uri: string): Promise<JWTVerifyGetKey> => {
-    lastFetch.set(wid, clock.now());
-    const keys = createLocalJWKSet(await fetchJwks(uri, allowPrivateTargets));
-    cache.set(wid, { uri, keys, fetchedAt: clock.now() });
-    return keys;
+  const load = (wid: string, uri: string): Promise<JWTVerifyGetKey> => {
+    const key = slot(wid, uri);
+    const running = inFlight.get(key);
+    if (running) return running;
+    lastFetch.set(key, clock.now());
+    const fetching = (async () => {
+      const keys = createLocalJWKSet(await fetchJwks(uri, allowPrivateTargets, dispatcher));
+      cache.set(wid, { uri, keys, fetchedAt: clock.now() });
+      return keys;
+    })().finally(() => inFlight.delete(key));
+    inFlight.set(key, fetching);
+    return fetching;
   };
 
   return {
@@ -93,13 +98,18 @@ export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean
       const uri = settings.jwksUri!;
       return async (header, token) => {
         const now = clock.now();
+        const running = inFlight.get(slot(wid, uri));
+        if (running) return (await running)(header, token);
         const cached = cache.get(wid);
-        const fresh = cached && cached.uri === uri && now - cached.fetchedAt < JWKS_TTL_MS ? cached : undefined;
-        const mayFetch = now - (lastFetch.get(wid) ?? -Infinity) >= REFETCH_EVERY_MS;
+        const usable = cached && cached.uri === uri ? cached : undefined;
+        const fresh = usable && now - usable.fetchedAt < JWKS_TTL_MS ? usable : undefined;
+        // Once a minute at most per workspace and address, whether the last fetch worked or not.
+        const mayFetch = now - (lastFetch.get(slot(wid, uri)) ?? -Infinity) >= REFETCH_EVERY_MS;
         if (!fresh) {
-          // An expired or missing set: fetched again (once a minute at most; in between, the stale set serves).
-          if (mayFetch || !cached || cached.uri !== uri) return (await load(wid, uri))(header, token);
-          return cached.keys(header, token);
+          // An expired or missing set: fetched again; in between, the stale set serves.
+          if (mayFetch) return (await load(wid, uri))(header, token);
+          if (usable) return usable.keys(header, token);
+          throw new KeysUnavailable('The identity provider\'s key set could not be fetched; it is tried again at most once a minute.');
         }
         try {
           return await fresh.keys(header, token);

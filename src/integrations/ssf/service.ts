@@ -2,6 +2,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { Ledger } from '../../ledger/service.js';
 import type { PeopleService } from '../../people/index.js';
 import type { Store } from '../../store/index.js';
+import type { Once } from '../once.js';
 import type { VerifiedSet } from './verifier.js';
 
 /**
@@ -15,10 +16,11 @@ import type { VerifiedSet } from './verifier.js';
  * - `session-revoked` and `credential-change` (CAEP): every console session of the person ends
  *   (sessions belong to the person, so they are signed out of every workspace) and the OAuth
  *   connections they made in this workspace end.
- * - `account-disabled` (RISC): the same, and their membership of this workspace is removed by
- *   the members' own path. The last owner is not removed (a workspace always keeps an owner, and
- *   only a person can hand it over): their sessions and connections end, and the ledger says the
- *   membership was kept and why.
+ * - `account-disabled` (RISC): the same, and a non-owner's membership of this workspace is removed
+ *   by the members' own path. An owner's membership is never removed by an identity provider
+ *   (an admin can configure one, and must not gain an owner's reach through it): their sessions
+ *   and connections end, and the ledger says the membership was kept and why.
+ * - The token's `jti` is claimed in the same write as the effects and their ledger records.
  * - An unknown event type, or a subject that is no member here, changes nothing; the event is
  *   still accepted (the transmitter can do nothing better with it) and recorded as ignored, without
  *   the email of a subject who is not a member.
@@ -41,51 +43,52 @@ export function emailOf(subject: unknown): string | undefined {
   return undefined;
 }
 
-export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleService }) {
-  const { store, ledger, people } = deps;
+export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleService; once: Once }) {
+  const { store, ledger, people, once } = deps;
 
-  const record = (wid: string, kind: string, jti: string, data: Record<string, unknown>) =>
-    store.write(() => { ledger.record({ workspaceId: wid, actor: ACTOR.system, kind, subject: jti, data }); });
-
-  /** Ends the person's access; for account-disabled, their membership too (unless they are the last owner). */
-  const act = async (wid: string, uid: string, type: string): Promise<Record<string, unknown>> => {
+  /**
+   * Inside the write: ends the person's access; for account-disabled, a non-owner's membership
+   * too. An owner's membership is never removed by an identity provider (whoever configures one
+   * could otherwise remove owners with keys of their own): their sessions and connections end and
+   * the record says why the membership was kept.
+   */
+  const act = (wid: string, uid: string, type: string): Record<string, unknown> => {
     const why = `identity provider: ${type === ACCOUNT_DISABLED ? 'account disabled' : type === SESSION_REVOKED ? 'session revoked' : 'credential changed'}`;
     if (type === ACCOUNT_DISABLED) {
-      try {
-        const { sessionsEnded } = await people.removeMember(wid, uid, ACTOR);
-        return { userId: uid, membershipRemoved: true, sessionsEnded };
-      } catch (err) {
-        if (!(err instanceof AppError) || err.type !== 'second_owner_required') throw err;
-        const ended = await people.revokeAccess(wid, uid, why, ACTOR);
-        return { userId: uid, membershipRemoved: false, membershipKept: 'the workspace\'s last owner is never removed by an identity provider', ...ended };
+      if (people.roleOf(wid, uid) === 'owner') {
+        return { userId: uid, membershipRemoved: false, membershipKept: 'an identity provider never removes an owner\'s membership; another owner must', ...people.revokeAccessInWrite(wid, uid, why, ACTOR) };
       }
+      return { userId: uid, membershipRemoved: true, ...people.removeMemberInWrite(wid, uid, ACTOR) };
     }
-    return { userId: uid, ...await people.revokeAccess(wid, uid, why, ACTOR) };
+    return { userId: uid, ...people.revokeAccessInWrite(wid, uid, why, ACTOR) };
   };
 
   return {
-    /** Acts on each event of one verified token. */
+    /**
+     * Acts on each event of one verified token, in one write with the claim of its `jti`: the
+     * claim, every effect and every ledger record land together or not at all, so a failure
+     * leaves the token unclaimed (the transmitter's retry is acted on) and nothing half-applied.
+     */
     async handle(set: VerifiedSet): Promise<void> {
-      const { workspaceId: wid, claims } = set;
+      const { workspaceId: wid, claims, claimUntil } = set;
       const base = { jti: claims.jti, iss: claims.iss ?? null };
-      for (const [type, payload] of Object.entries(claims.events)) {
-        const kind = KIND[type];
-        const email = emailOf((claims as Record<string, unknown>).sub_id) ?? emailOf((payload as Record<string, unknown> | null)?.subject);
-        const uid = email ? people.memberIdByEmail(wid, email) : undefined;
-        if (!kind || !uid) {
-          await record(wid, 'ssf.event_ignored', claims.jti, { ...base, event: type, reason: !kind ? 'event type not acted on' : email ? 'subject is not a member of this workspace' : 'no email subject' });
-          continue;
+      await store.write(() => {
+        // Two deliveries of one token racing past the verifier's read-only check: one wins here.
+        if (!once.claim(`ssf:${wid}`, claims.jti, claimUntil)) {
+          throw new AppError('unauthenticated', { message: 'This token (its jti) was already received; each is accepted once.', fix: 'Send every event in a new token with a new jti.' });
         }
-        let outcome: Record<string, unknown>;
-        try {
-          outcome = await act(wid, uid, type);
-        } catch (err) {
-          // The member left meanwhile: nothing is left to end.
-          if (!(err instanceof AppError) || err.type !== 'not_found') throw err;
-          outcome = { userId: uid, reason: 'no longer a member' };
+        for (const [type, payload] of Object.entries(claims.events)) {
+          const kind = KIND[type];
+          const email = emailOf((claims as Record<string, unknown>).sub_id) ?? emailOf((payload as Record<string, unknown> | null)?.subject);
+          // Read inside the write: a person who left meanwhile is no member any more.
+          const uid = email ? people.memberIdByEmail(wid, email) : undefined;
+          if (!kind || !uid) {
+            ledger.record({ workspaceId: wid, actor: ACTOR.system, kind: 'ssf.event_ignored', subject: claims.jti, data: { ...base, event: type, reason: !kind ? 'event type not acted on' : email ? 'subject is not a member of this workspace' : 'no email subject' } });
+            continue;
+          }
+          ledger.record({ workspaceId: wid, actor: ACTOR.system, kind, subject: claims.jti, data: { ...base, event: type, ...act(wid, uid, type) } });
         }
-        await record(wid, kind, claims.jti, { ...base, event: type, ...outcome });
-      }
+      });
     },
   };
 }

@@ -1,7 +1,6 @@
 import { errors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import { signatureRefused, type InboundVerifier } from '../../http/auth/signature.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Store } from '../../store/index.js';
 import { routeWorkspace } from '../../http/inbound.js';
 import type { Once } from '../once.js';
 import type { IntegrationRegistry } from '../registry.js';
@@ -17,8 +16,14 @@ import type { SsfKeys } from './keys.js';
  *   `aud` as configured, `iat` present, at most five minutes old and not ahead of our clock by more
  *   than CLOCK_SKEW_S, `exp` (when present) not passed, a `jti` of 1 to 256 characters and an
  *   `events` object.
- * - Then the `jti` is claimed in the store (scope `ssf:<wid>`) until the token could no longer
- *   pass the freshness check: a replay is refused, even after a restart.
+ * - The JWS header's `typ` must be `secevent+jwt` (or `application/secevent+jwt`). RFC 8417 2.3
+ *   only RECOMMENDS explicit typing, but OpenID SSF 1.0 requires it of transmitters, and requiring
+ *   it means no other JWT the identity provider signs (an ID token, a logout token) can be
+ *   passed off as a security event. A token without `typ` is refused.
+ * - A `jti` already used in the store (scope `ssf:<wid>`) is refused here; the claim itself is
+ *   made by service.ts in the same write as the token's effects, until the token could no longer
+ *   pass the freshness check: a replay is refused, even after a restart, and a token whose
+ *   effects failed to be written is not claimed (its retry is acted on).
  * - Every refusal is 401 with a plain reason; nothing of the token is ever echoed or logged.
  */
 export const MAX_AGE_S = 300;
@@ -36,6 +41,8 @@ export interface SsfSettings extends Record<string, unknown> {
 export interface VerifiedSet {
   workspaceId: string;
   claims: JWTPayload & { jti: string; iat: number; events: Record<string, unknown> };
+  /** Until when (ms) the `jti` is claimed once the token is acted on. */
+  claimUntil: number;
 }
 
 const FIX = 'Send a Security Event Token signed (ES256 or RS256) with a key of the configured key set, with the configured iss and aud, a fresh iat and a new jti.';
@@ -51,14 +58,15 @@ function reasonOf(err: unknown, keysUnavailable: new (...args: never[]) => Error
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.reason === 'missing') return `The token has no ${err.claim} claim.`;
     if (err.claim === 'iat') return 'The token\'s iat is in the future.';
+    if (err.claim === 'typ') return 'The token\'s typ header is not secevent+jwt; it is not a Security Event Token.';
     return `The token's ${err.claim} claim is not the one configured or is malformed.`;
   }
   if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) return 'The body is not a well-formed signed token.';
   return 'The token could not be verified.';
 }
 
-export function ssfVerifier(deps: { registry: IntegrationRegistry; keys: SsfKeys; once: Once; store: Store; clock: Clock }): InboundVerifier<null> {
-  const { registry, keys, once, store, clock } = deps;
+export function ssfVerifier(deps: { registry: IntegrationRegistry; keys: SsfKeys; once: Once; clock: Clock }): InboundVerifier<null> {
+  const { registry, keys, once, clock } = deps;
   return {
     kind: 'ssf',
     headers(request) {
@@ -81,7 +89,7 @@ export function ssfVerifier(deps: { registry: IntegrationRegistry; keys: SsfKeys
       try {
         ({ payload: claims } = await jwtVerify(token, keys.resolver(w, settings), {
           algorithms: ['ES256', 'RS256'], issuer: settings.issuer, audience: settings.audience,
-          maxTokenAge: MAX_AGE_S, clockTolerance: CLOCK_SKEW_S, requiredClaims: ['iss', 'aud', 'iat', 'jti'],
+          typ: 'secevent+jwt', maxTokenAge: MAX_AGE_S, clockTolerance: CLOCK_SKEW_S, requiredClaims: ['iss', 'aud', 'iat', 'jti'],
           currentDate: new Date(clock.now()),
         }));
       } catch (err) {
@@ -91,9 +99,8 @@ export function ssfVerifier(deps: { registry: IntegrationRegistry; keys: SsfKeys
       if (typeof jti !== 'string' || jti.length < 1 || jti.length > 256) throw signatureRefused('The token\'s jti must be 1 to 256 characters.', FIX);
       if (!events || typeof events !== 'object' || Array.isArray(events)) throw signatureRefused('The token carries no events object; it is not a Security Event Token.', FIX);
       const until = (iat as number) * 1000 + (MAX_AGE_S + 2 * CLOCK_SKEW_S) * 1000;
-      const first = await store.write(() => once.claim(`ssf:${w}`, jti, until));
-      if (!first) throw signatureRefused('This token (its jti) was already received; each is accepted once.', 'Send every event in a new token with a new jti.');
-      return { workspaceId: w, claims: claims as VerifiedSet['claims'] };
+      if (once.used(`ssf:${w}`, jti)) throw signatureRefused('This token (its jti) was already received; each is accepted once.', 'Send every event in a new token with a new jti.');
+      return { workspaceId: w, claims: claims as VerifiedSet['claims'], claimUntil: until };
     },
   };
 }

@@ -1,0 +1,179 @@
+import { request, type Dispatcher } from 'undici';
+import type { Ledger } from '../../ledger/service.js';
+import { isoAt, type Clock } from '../../lib/clock.js';
+import type { IdSource } from '../../lib/ids.js';
+import type { Logger } from '../../lib/log.js';
+import { refusedBy, safeDispatcher, targetProblem } from '../../lib/safe-target.js';
+import type { GithubCallbackRecord, Store } from '../../store/index.js';
+import type { IntegrationRegistry } from '../registry.js';
+
+/**
+ * Reporting deployment protection decisions to GitHub (its `deployment_callback_url`).
+ * Rules:
+ * - A decision to report (allow → `approved`, deny → `rejected`) is written by the caller in the
+ *   same write as the decision's ledger record (`enqueueInWrite`): if the decision is stored, so is
+ *   its report, and a crash loses none.
+ * - It is reported only to a URL under the workspace's `apiUrl` (same origin, path under its
+ *   path; default https://api.github.com) and only with a `token` configured; otherwise nothing is
+ *   queued and `github.deployment_report_refused` says why.
+ * - The dispatcher sends what is due every `dispatchIntervalMs`: `POST <url>` with
+ *   `{ environment_name, state, comment }`, `Authorization: Bearer <token>`, `Accept:
+ *   application/vnd.github+json`, via undici through lib/safe-target.ts (https unless private
+ *   targets are allowed; addresses vetted at connect; no redirects followed, so the token goes
+ *   nowhere else). A 2xx is `github.deployment_reported`. A timeout, a refused connection, a 5xx,
+ *   408 or 429 is tried again after backoffBaseMs × 2^(tries-1) (capped, ±20% jitter) until
+ *   giveUpAfterMs; then, or at once for any other status (the token is wrong, the run is gone, it
+ *   was decided already), `github.deployment_report_failed`.
+ * - Settings are read again at each try: a token removed or an apiUrl changed meanwhile stops it.
+ */
+export const DEFAULT_API_URL = 'https://api.github.com';
+const BATCH = 20;
+
+export interface CallbackSettings {
+  allowPrivateTargets: boolean;
+  timeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  giveUpAfterMs: number;
+  dispatchIntervalMs: number;
+}
+
+/** Whether `url` is under `apiUrl`: same origin, and its path under apiUrl's path. */
+export function underApi(url: string, apiUrl: string): boolean {
+  let u: URL;
+  let base: URL;
+  try {
+    u = new URL(url);
+    base = new URL(apiUrl);
+  } catch {
+    return false;
+  }
+  if (u.username || u.password || u.origin !== base.origin) return false;
+  const prefix = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
+  return u.pathname.startsWith(prefix);
+}
+
+export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; registry: IntegrationRegistry; log: Logger; settings: CallbackSettings; dispatcher?: Dispatcher }) {
+  const { store, clock, ids, ledger, registry, settings } = deps;
+  const t = store.tables;
+  const dispatcher = deps.dispatcher ?? safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
+  const apiUrlOf = (wid: string): string => String(registry.configOf(wid, 'github')?.apiUrl ?? DEFAULT_API_URL);
+
+  const backoff = (tries: number): number => {
+    const base = Math.min(settings.backoffMaxMs, settings.backoffBaseMs * 2 ** Math.max(0, tries - 1));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  };
+
+  /** Inside the decision's write: queues its report, or records why it is not sent. */
+  const enqueueInWrite = (wid: string, report: { delivery: string; url: unknown; environment: string; state: 'approved' | 'rejected'; comment: string; actionId: string | null }): void => {
+    const apiUrl = apiUrlOf(wid);
+    const url = typeof report.url === 'string' ? report.url : '';
+    const reason = !url ? 'the event has no deployment_callback_url'
+      : !underApi(url, apiUrl) ? `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`
+        : !registry.hasConfigSecret(wid, 'github', 'token') ? 'no GitHub token is configured'
+          : null;
+    if (reason) {
+      ledger.record({ workspaceId: wid, actor: 'github', kind: 'github.deployment_report_refused', subject: report.delivery, data: { state: report.state, environment: report.environment, reason } });
+      return;
+    }
+    const now = clock.now();
+    const record: GithubCallbackRecord = {
+      id: ids.id('dlv'), workspaceId: wid, delivery: report.delivery, url, environment: report.environment, state: report.state,
+      comment: report.comment.slice(0, 1000), actionId: report.actionId, createdAt: isoAt(now), nextAttemptMs: now, attempts: [],
+    };
+    t.githubCallbacks.put([wid, record.id], record);
+  };
+
+  /** One try of one report: sent, then its outcome written. */
+  const attempt = async (c: GithubCallbackRecord): Promise<void> => {
+    const started = clock.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    let final: string | null = null;
+    const token = registry.configSecret(c.workspaceId, 'github', 'token');
+    const apiUrl = apiUrlOf(c.workspaceId);
+    if (!token) final = 'no GitHub token is configured';
+    else if (!underApi(c.url, apiUrl)) final = `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`;
+    else {
+      const problem = await targetProblem(c.url, { allowPrivateTargets: settings.allowPrivateTargets, httpsOnly: true });
+      if (problem) {
+        error = `refused: ${problem}`;
+      } else {
+        try {
+          const answer = await request(c.url, {
+            method: 'POST', dispatcher, signal: AbortSignal.timeout(settings.timeoutMs), headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs,
+            headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'svc-github/1', 'x-github-api-version': '2022-11-28' },
+            body: JSON.stringify({ environment_name: c.environment, state: c.state, comment: c.comment }),
+          });
+          status = answer.statusCode;
+          await answer.body.dump().catch(() => {});
+        } catch (err) {
+          const refused = refusedBy(err);
+          error = refused ? refused.message : (err as Error).name === 'TimeoutError' || /timeout/i.test((err as Error).message) ? 'timed out' : 'could not connect';
+        }
+      }
+    }
+    const ok = status !== null && status >= 200 && status < 300;
+    if (status !== null && !ok && status < 500 && status !== 408 && status !== 429) final = `GitHub answered ${status}`;
+    const now = clock.now();
+    await store.write(() => {
+      const current = t.githubCallbacks.get([c.workspaceId, c.id]);
+      if (!current) return;
+      const attempts = [...current.attempts, { at: isoAt(started), status, error: error ?? final }];
+      const facts = { state: current.state, environment: current.environment, actionId: current.actionId, tries: attempts.length, status };
+      if (ok) {
+        t.githubCallbacks.remove([c.workspaceId, c.id]);
+        ledger.record({ workspaceId: c.workspaceId, actor: 'github', kind: 'github.deployment_reported', subject: current.delivery, data: facts });
+        return;
+      }
+      const next = now + backoff(attempts.length);
+      if (final || next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
+        t.githubCallbacks.remove([c.workspaceId, c.id]);
+        ledger.record({ workspaceId: c.workspaceId, actor: 'github', kind: 'github.deployment_report_failed', subject: current.delivery, data: { ...facts, reason: final ?? error ?? 'gave up' } });
+        return;
+      }
+      t.githubCallbacks.put([c.workspaceId, c.id], { ...current, attempts, nextAttemptMs: next });
+    });
+  };
+
+  const inFlight = new Set<string>();
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+
+  /** Sends what is due now (each report once at a time); returns when those tries are written. */
+  const dispatch = async (): Promise<void> => {
+    const now = clock.now();
+    const due = t.githubCallbacks.scan([]).map((e) => e.value).filter((c) => c.nextAttemptMs <= now && !inFlight.has(c.id)).slice(0, BATCH);
+    await Promise.all(due.map(async (c) => {
+      inFlight.add(c.id);
+      try {
+        await attempt(c);
+      } catch (err) {
+        deps.log.error({ err, callbackId: c.id }, 'github deployment report failed to be recorded');
+      } finally {
+        inFlight.delete(c.id);
+      }
+    }));
+  };
+
+  return {
+    enqueueInWrite,
+    dispatch,
+    /** Starts the dispatcher (the server does; commands that open the store do not). */
+    start(): void {
+      if (timer) return;
+      timer = setInterval(() => {
+        if (running) return;
+        running = dispatch().finally(() => { running = null; });
+      }, settings.dispatchIntervalMs);
+      timer.unref();
+    },
+    async stop(): Promise<void> {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await running;
+    },
+  };
+}
+
+export type GithubCallbacks = ReturnType<typeof createGithubCallbacks>;
