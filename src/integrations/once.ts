@@ -3,7 +3,8 @@ import type { Store } from '../store/index.js';
 
 /**
  * Identifiers an inbound integration accepts once (SPEC.md 8.1: each `jti` once, each chat
- * signature once, each button token once), remembered in the store for their validity window so
+ * signature once; a chat button token is not used up by a click, since a two-person rule needs
+ * two people to press the same button), remembered in the store for their validity window so
  * that a replay is refused across restarts.
  * - `claim` runs inside a store write: true the first time, false while the identifier is
  *   remembered. An entry past its window is as good as absent (the sweep removes it).
