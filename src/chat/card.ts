@@ -26,15 +26,18 @@ function money(p: { amount: number; currency: string }): string {
 
 export function cardBlocks(card: { [field: string]: unknown }, buttons: Array<{ decision: string; label: string; token: string }>): unknown[] {
   const a = card.approval as {
-    summary: string; type: string; agent: { id: string; name: string | null }; expiresAt: string; whoMayDecide: string;
+    summary: string; type: string; agent: { id: string; name: string | null } | null; expiresAt: string; whoMayDecide: string;
     payment: { amount: number; currency: string; merchant: string } | null;
   };
+  // Plain text, never mrkdwn: names come from members and merchants, and must not be able to
+  // format the card (a fake "Amount:" line, a link, an @channel).
+  const field = (label: string, value: string) => ({ type: 'plain_text', text: `${label}: ${value.replace(/\s+/g, ' ')}`.slice(0, 2000) });
   const fields = [
-    { type: 'mrkdwn', text: `*Agent:*\n${a.agent.name ?? a.agent.id}` },
-    { type: 'mrkdwn', text: `*Action:*\n${a.type}` },
-    ...(a.payment ? [{ type: 'mrkdwn', text: `*Amount:*\n${money(a.payment)}` }, { type: 'mrkdwn', text: `*Merchant:*\n${a.payment.merchant}` }] : []),
-    { type: 'mrkdwn', text: `*Who may decide:*\n${a.whoMayDecide}` },
-    { type: 'mrkdwn', text: `*Expires:*\n${a.expiresAt}` },
+    ...(a.agent ? [field('Agent', a.agent.name ?? a.agent.id)] : []),
+    field('Action', a.type),
+    ...(a.payment ? [field('Amount', money(a.payment)), field('Merchant', a.payment.merchant)] : []),
+    field('Who may decide', a.whoMayDecide),
+    field('Expires', a.expiresAt),
   ];
   return [
     { type: 'section', text: { type: 'plain_text', text: a.summary.slice(0, 3000) } },

@@ -3,7 +3,9 @@ import type { Plugin, Request } from '@hapi/hapi';
 import { answer } from '../approvals/http.js';
 import { AppError } from '../errors/app-error.js';
 import { verified } from '../http/auth/signature.js';
+import { caller } from '../http/auth/callers.js';
 import { permittedMember, sessionStrategies } from '../http/auth/session.js';
+import { roleAllows } from '../people/permissions.js';
 import { validationFailAction } from '../http/errors.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
@@ -23,6 +25,8 @@ import { blockActionsSchema, formPayload, type BlockActions } from './slack.js';
  * - `POST /v1/hooks/slack`: Slack's `block_actions` interaction, v0 signature; always `200` once
  *   the signature verified and the payload is a click, with `{ ok, text, … }` saying what happened.
  */
+const SLACK_BODY_LIMIT = 256 * 1024;
+
 export const PLATFORM = Joi.string().pattern(/^[a-z][a-z0-9-]{0,31}$/).required();
 export const CHAT_USER_ID = Joi.string().pattern(/^[A-Za-z0-9._:@=+-]{1,128}$/).required();
 
@@ -48,14 +52,21 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
+    /** A person who may decide approvals (whose chat identity may then decide for them), and whether they manage integrations. */
+    const person = (request: Request) => {
+      const { wid: w, actor } = permittedMember(people, request, 'approvals.decide');
+      const c = caller(request, 'session');
+      return { wid: w, actor, self: c.user.id, manager: roleAllows(people.authorize(w, c.user, 'approvals.decide'), 'integrations.manage') };
+    };
 
     server.route([
       {
         method: 'GET', path: '/api/w/{wid}/chat/users',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
-          const { wid: w } = managed(request);
-          return { data: chat.users(w), next: null };
+          // Owners and admins see every mapping; others their own.
+          const { wid: w, self, manager } = person(request);
+          return { data: chat.users(w).filter((u) => manager || u.userId === self), next: null };
         },
       },
       {
@@ -68,9 +79,9 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
           },
         },
         async handler(request) {
-          const { wid: w, actor } = managed(request);
+          const { wid: w, actor, self, manager } = person(request);
           const { platform, chatUserId } = request.params as { platform: string; chatUserId: string };
-          return chat.mapUser(w, platform, chatUserId, (request.payload as { userId: string | null }).userId, actor);
+          return chat.mapUser(w, platform, chatUserId, (request.payload as { userId: string | null }).userId, { actor, self, manager });
         },
       },
       {
@@ -95,7 +106,9 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
       },
       {
         method: 'POST', path: '/v1/hooks/slack',
-        options: hookOptions('slack', refusals),
+        // Every workspace's Slack secrets are tried on each request: a small body limit keeps an
+        // unsigned flood cheap (Slack's interaction payloads are a few kilobytes).
+        options: hookOptions('slack', refusals, {}, SLACK_BODY_LIMIT),
         async handler(request, h) {
           const { workspaceIds } = verified<{ workspaceIds: string[] }>(request);
           const payload = formPayload(request.payload as Buffer);

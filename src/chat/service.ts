@@ -86,16 +86,24 @@ export function createChat(deps: {
     },
   });
 
-  /** The card of an approval requested now, queued in the same write as its ledger record. */
+  /**
+   * The card of an approval requested now, queued in the same write as its ledger record: an
+   * action waiting for a person (`action.pending_approval`), or a bulk freeze past the ceiling
+   * (`fleet.freeze_requested`, decided by owners and admins).
+   */
   const cardInWrite = (record: LedgerRecord): void => {
     const wid = record.workspaceId;
-    if (record.kind !== 'action.pending_approval' || !relayUrl(wid)) return;
+    const isFreeze = record.kind === 'fleet.freeze_requested';
+    if ((record.kind !== 'action.pending_approval' && !isFreeze) || !relayUrl(wid)) return;
     // The gate writes the approval before this record and the action after it: what the card says
     // of the action comes from the record itself.
-    const approval = t.approvals.get([wid, String(record.data.approvalId ?? '')]);
-    if (!approval || approval.status !== 'pending' || approval.actionId !== record.subject) return;
-    const action = record.data as { type: string; summary: string; payment: unknown; target: unknown };
-    const agent = t.agents.get([wid, approval.agentId]);
+    const approval = t.approvals.get([wid, isFreeze ? record.subject : String(record.data.approvalId ?? '')]);
+    if (!approval || approval.status !== 'pending') return;
+    if (isFreeze ? !approval.freeze : approval.actionId !== record.subject) return;
+    const action = isFreeze
+      ? { type: 'freeze', summary: `Freeze ${approval.freeze!.agentIds.length} agents: ${approval.freeze!.reason}`.slice(0, 1000), payment: null, target: null }
+      : record.data as { type: string; summary: string; payment: unknown; target: unknown };
+    const agent = isFreeze ? undefined : t.agents.get([wid, approval.agentId]);
     const buttons = (['approve', 'deny'] as const).map((decision) => {
       const salt = randomBytes(32).toString('base64url');
       t.chatButtons.put(hashOf(tokenOf(salt)), { workspaceId: wid, approvalId: approval.id, decision, expiresAt: approval.expiresAt });
@@ -105,11 +113,12 @@ export function createChat(deps: {
     const card = {
       id: record.id, type: CARD_EVENT, createdAt: record.at, workspaceId: wid,
       approval: {
-        id: approval.id, actionId: approval.actionId, type: action.type, summary: action.summary,
-        agent: { id: approval.agentId, name: agent?.name ?? null },
+        id: approval.id, actionId: approval.actionId || null, type: action.type, summary: action.summary,
+        agent: isFreeze ? null : { id: approval.agentId, name: agent?.name ?? null },
         payment: action.payment ?? null, target: action.target ?? null,
+        ...(isFreeze ? { freeze: { count: approval.freeze!.agentIds.length, agentIds: approval.freeze!.agentIds, reason: approval.freeze!.reason, requestedBy: approval.freeze!.requestedBy } } : {}),
         requiredApprovals: approval.requiredApprovals, separationOfDuties: approval.separationOfDuties,
-        approvers, whoMayDecide: whoMayDecide(approval, approvers), expiresAt: approval.expiresAt,
+        approvers, whoMayDecide: isFreeze ? 'Owners and admins.' : whoMayDecide(approval, approvers), expiresAt: approval.expiresAt,
       },
       buttons,
       answerTo: `${deps.publicUrl()}/v1/hooks/chat-relay/${wid}`,
@@ -170,6 +179,9 @@ export function createChat(deps: {
           details: { errors: [{ field: 'actions.0.action_id', message: `this button ${button.decision}s` }] },
         });
       }
+      if (click.channel !== 'slack' && click.platform === 'slack') {
+        throw new AppError('forbidden', { message: "A Slack user's click counts only when Slack itself signs it (POST /v1/hooks/slack); nothing was decided.", fix: 'Send Slack clicks to /v1/hooks/slack, or map the person under the platform the relay speaks for.' });
+      }
       const wid = button.workspaceId;
       const teamId = click.channel === 'slack' ? registry.configOf<{ teamId?: unknown }>(wid, 'slack')?.teamId : undefined;
       if (typeof teamId === 'string' && click.team !== teamId) {
@@ -192,18 +204,31 @@ export function createChat(deps: {
       return t.chatUsers.scan([wid]).map((e) => e.value);
     },
 
-    /** Maps a chat user to a member (or removes the mapping with null); recorded in the ledger. */
-    async mapUser(wid: string, platform: string, chatUserId: string, userId: string | null, actor: string): Promise<ChatUserRecord | { platform: string; chatUserId: string; userId: null }> {
+    /**
+     * Maps a chat identity to the person asking (or removes a mapping with null); recorded in the
+     * ledger. A person maps only their own chat identity: nobody (an admin included) can make a
+     * chat user speak for someone else. A mapping held by another person is removed by them, or
+     * by an owner or admin, before it can be taken.
+     */
+    async mapUser(wid: string, platform: string, chatUserId: string, userId: string | null, by: { actor: string; self: string; manager: boolean }): Promise<ChatUserRecord | { platform: string; chatUserId: string; userId: null }> {
       return store.write(() => {
-        if (userId !== null && !t.members.get([wid, userId])) {
-          throw new AppError('not_found', { message: `No member ${userId} in this workspace.`, fix: 'Map the chat user to the usr_ id of a current member.' });
-        }
         const before = t.chatUsers.get([wid, platform, chatUserId]);
-        const after = userId === null ? null : { platform, chatUserId, userId, updatedAt: isoAt(clock.now()), updatedBy: actor };
+        if (userId !== null) {
+          if (userId !== by.self) {
+            throw new AppError('forbidden', { message: 'A person maps only their own chat identity; nothing was changed.', fix: `Ask that person to sign in and map it: PUT /api/w/${wid}/chat/users/${platform}/${chatUserId} { "userId": "<their usr_ id>" }.` });
+          }
+          if (!t.members.get([wid, userId])) throw new AppError('not_found', { message: `No member ${userId} in this workspace.` });
+          if (before && before.userId !== userId) {
+            throw new AppError('forbidden', { message: `The ${platform} user ${chatUserId} is mapped to another member; nothing was changed.`, fix: 'That member, an owner or an admin must remove the mapping first.' });
+          }
+        } else if (before && before.userId !== by.self && !by.manager) {
+          throw new AppError('forbidden', { message: `The ${platform} user ${chatUserId} is mapped to another member; only they, an owner or an admin may remove it.` });
+        }
+        const after = userId === null ? null : { platform, chatUserId, userId, updatedAt: isoAt(clock.now()), updatedBy: by.actor };
         if (after) t.chatUsers.put([wid, platform, chatUserId], after);
         else if (before) t.chatUsers.remove([wid, platform, chatUserId]);
         if ((before?.userId ?? null) !== userId) {
-          ledger.record({ workspaceId: wid, actor, kind: 'chat.user_mapped', subject: `${platform}:${chatUserId}`, data: { platform, chatUserId, userId, previous: before?.userId ?? null } });
+          ledger.record({ workspaceId: wid, actor: by.actor, kind: 'chat.user_mapped', subject: `${platform}:${chatUserId}`, data: { platform, chatUserId, userId, previous: before?.userId ?? null } });
         }
         return after ?? { platform, chatUserId, userId: null };
       });

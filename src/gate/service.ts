@@ -94,8 +94,13 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
   };
 
   return {
-    /** Decides one action request. `replayed`: an idempotent retry answered with the first action. */
-    async authorize(c: GateCaller, input: AuthorizeInput, options: { sessionId?: string | undefined } = {}): Promise<{ action: ActionView; replayed: boolean }> {
+    /**
+     * Decides one action request. `replayed`: an idempotent retry answered with the first action.
+     * `cannotWait`: the asker must be answered now (a card network's authorization): a decision
+     * that would wait for a person is a deny saying so, and no approval is opened that nobody's
+     * answer could still reach.
+     */
+    async authorize(c: GateCaller, input: AuthorizeInput, options: { sessionId?: string | undefined; cannotWait?: boolean } = {}): Promise<{ action: ActionView; replayed: boolean }> {
       const sessionId = input.session?.id ?? options.sessionId ?? null;
       const idemKey = input.idempotencyKey ?? null;
       const print = idemKey === null ? '' : fingerprint(input, sessionId);
@@ -120,7 +125,10 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
             return { action: toActionView(repo.action(c.workspaceId, seen.actionId)!), replayed: true };
           }
         }
-        const verdict = decide(c, input, now);
+        const decided = decide(c, input, now);
+        const verdict = decided.decision === 'review' && options.cannotWait
+          ? { decision: 'deny' as const, rule: null, signals: ['approval_unavailable'], reason: `${decided.reason} This request must be answered at once and cannot wait for a person.` }
+          : decided;
         const action: ActionRecord = {
           id, workspaceId: c.workspaceId, agentId: c.agentId, type: input.type, summary: input.summary,
           payment: input.payment ?? null, target: input.target ?? null,

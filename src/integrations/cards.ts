@@ -154,11 +154,10 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
         idempotencyKey: `${provider}:${auth.eventId}`,
         // The card and its provider: only this card's charges may settle this payment.
         metadata: { cardId: auth.cardId, cardProvider: provider, [`${provider}Event`]: auth.eventId, ...(auth.merchant.mcc ? { mcc: auth.merchant.mcc } : {}) },
-      });
+        // The card network waits a second or two: a rule that needs a person declines at once.
+      }, { cannotWait: true });
       const approved = action.decision === 'allow';
-      const reason = approved ? 'allowed by the mandate'
-        : action.decision === 'review' ? `needs a person's approval (${action.approvalId}); a card authorization cannot wait for one`
-          : action.reason;
+      const reason = approved ? 'allowed by the mandate' : action.reason;
       return hookEvents.processOnce(wid, provider, auth.eventId, () => {
         t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
         return answerOf({ approved, actionId: action.id, reason });

@@ -4,6 +4,7 @@ import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
+import type { Permission } from '../people/permissions.js';
 import type { CardProvider, IntegrationKind } from '../store/index.js';
 import type { Cards } from './cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
@@ -105,6 +106,13 @@ export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people:
   ];
 }
 
+/** Who sets a kind up: owners and admins, except where the secret speaks for people (owners only). */
+const KIND_PERMISSION: Partial<Record<IntegrationKind, Permission>> = {
+  ssf: 'integrations.identityProvider',
+  slack: 'integrations.approvalChannels',
+  'chat-relay': 'integrations.approvalChannels',
+};
+
 /** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
 function configureInput(body: Record<string, unknown>): ConfigureInput {
   const { rotate, revokePrevious, signingSecret, token, ...config } = body;
@@ -150,7 +158,7 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Car
         async handler(request) {
           const { kind } = request.params as { kind: IntegrationKind };
           // The identity provider is owners' alone (its tokens end people's access).
-          const { wid: w, actor } = permittedMember(people, request, kind === 'ssf' ? 'integrations.identityProvider' : 'integrations.manage');
+          const { wid: w, actor } = permittedMember(people, request, KIND_PERMISSION[kind] ?? 'integrations.manage');
           return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },

@@ -27,6 +27,8 @@ export const INTEGRATION_KINDS = ['issuer', 'stripe', 'github', 'slack', 'chat-r
 const GENERATED: ReadonlySet<IntegrationKind> = new Set(['issuer', 'github', 'chat-relay']);
 const GIVEN: ReadonlySet<IntegrationKind> = new Set(['stripe', 'slack']);
 const SEAL_PURPOSE = 'integration-secret';
+/** The plain settings a kind's secret settings are bound to. */
+const BOUND_TO: Partial<Record<IntegrationKind, readonly string[]>> = { github: ['apiUrl'] };
 
 export interface ConfigureInput {
   rotate?: boolean;
@@ -106,7 +108,10 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
           : kept;
         const secrets = input.revokePrevious ? all.filter((s) => s.retiresAt === null) : all;
         const revoked = all.length - secrets.length;
-        const sealedConfig = { ...(existing?.sealedConfig ?? {}) };
+        // A secret setting is bound to where it is sent: moving that address drops it (github's
+        // token must never follow an apiUrl someone else chose), unless a new one comes with it.
+        const moved = (BOUND_TO[kind] ?? []).some((name) => input.config?.[name] !== undefined && input.config[name] !== existing?.config?.[name]);
+        const sealedConfig = moved ? {} : { ...(existing?.sealedConfig ?? {}) };
         for (const [name, value] of Object.entries(input.configSecrets ?? {})) {
           if (value === null) delete sealedConfig[name];
           else sealedConfig[name] = sealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, value);

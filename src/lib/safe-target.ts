@@ -40,6 +40,8 @@ export function addressProblem(address: string, allowPrivate: boolean): string |
   return `it resolves to a ${range} address`;
 }
 
+const LOOKUP_DEADLINE_MS = 5_000;
+
 const bare = (hostname: string) => hostname.replace(/^\[|\]$/g, '');
 
 /** The configure-time check: null when `raw` is a target requests may be sent to. */
@@ -57,9 +59,15 @@ export async function targetProblem(raw: string, options: { allowPrivateTargets:
   const look = options.lookup ?? (dnsLookup as unknown as LookupFn);
   const addresses = ipaddr.isValid(host)
     ? [host]
-    : await new Promise<string[]>((resolve) => {
-      look(host, { all: true }, (err, found) => resolve(err ? [] : (found as LookupAddress[]).map((a) => a.address)));
+    : await new Promise<string[] | null>((resolve) => {
+      // A name server that never answers must not hold a delivery (or shutdown) for long.
+      const late = setTimeout(() => resolve(null), LOOKUP_DEADLINE_MS);
+      look(host, { all: true }, (err, found) => {
+        clearTimeout(late);
+        resolve(err ? [] : (found as LookupAddress[]).map((a) => a.address));
+      });
     });
+  if (addresses === null) return 'its host name did not resolve in time';
   if (addresses.length === 0) return 'its host name does not resolve';
   for (const address of addresses) {
     const problem = addressProblem(address, options.allowPrivateTargets);

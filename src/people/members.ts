@@ -4,6 +4,7 @@ import type { IdSource } from '../lib/ids.js';
 import type { MemberRecord, Role, Store, UserRecord } from '../store/index.js';
 import { hashPassword } from './passwords.js';
 import { endConnectionsInWrite } from '../oauth/connections.js';
+import { endChatMappingsInWrite } from '../chat/mappings.js';
 import type { PeopleRepo } from './repo.js';
 
 /**
@@ -105,7 +106,8 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
     const sessionsEnded = repo.removeSessionsOf(uid);
     // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
     const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, 'person left the workspace', clock.now()).length;
-    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded } });
+    const chatMappingsEnded = endChatMappingsInWrite(store.tables, wid, uid);
+    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded, ...(chatMappingsEnded > 0 ? { chatMappingsEnded } : {}) } });
     return { sessionsEnded, connectionsEnded };
   };
 
@@ -114,7 +116,9 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
     if (!repo.getMember(wid, uid)) throw noSuchMember();
     const sessionsEnded = repo.removeSessionsOf(uid);
     const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, why, clock.now()).length;
-    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.access_revoked', subject: uid, data: { why, sessionsEnded, connectionsEnded } });
+    // Their chat identities stop speaking for them too: a chat account may be what was compromised.
+    const chatMappingsEnded = endChatMappingsInWrite(store.tables, wid, uid);
+    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.access_revoked', subject: uid, data: { why, sessionsEnded, connectionsEnded, chatMappingsEnded } });
     return { sessionsEnded, connectionsEnded };
   };
 

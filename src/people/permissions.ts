@@ -26,6 +26,11 @@ export const permissions = {
    * on anyone's access).
    */
   'integrations.identityProvider': ['owner'],
+  /**
+   * The approval channels (integrations `slack` and `chat-relay`): whoever holds their secrets can
+   * speak for any mapped chat user, so only an owner sets them up.
+   */
+  'integrations.approvalChannels': ['owner'],
   /** "Stop every agent" on and off. */
   'workspace.stopAll': ['owner', 'admin'],
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { about, agentView, findApproval, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff, verifiedClaims, type Staff } from '../approvals/support.js';
 import { expectStatus, otherWorkspace, type Person } from '../helpers/console.js';
-import { assertError, call, type Reply } from '../helpers/http.js';
+import { assertError, bearer, call, type Reply } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
 /**
@@ -19,6 +19,8 @@ const FAST = {
   ...SERVER_ENV,
   SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1', SVC_WEBHOOKS_TIMEOUT_MS: '500', SVC_WEBHOOKS_BACKOFF_BASE_MS: '100',
   SVC_WEBHOOKS_BACKOFF_MAX_MS: '300', SVC_WEBHOOKS_DISPATCH_INTERVAL_MS: '50', SVC_WEBHOOKS_GIVE_UP_AFTER_MS: '120000',
+  // A token freezing more than one agent at once waits for a person: that approval gets a card too.
+  SVC_BULK_FREEZE_CEILING: '1',
 };
 const SLACK_SECRET = 'slack-signing-secret-0123456789abcdef';
 const PLATFORM = 'teams';
@@ -56,6 +58,10 @@ let owner: Person;
 let wid: string;
 let relaySecret = '';
 const relay = await startRelay(() => relaySecret);
+
+let other: Person | undefined;
+/** A second workspace on the same server, made once. */
+const theOther = async (): Promise<Person> => (other ??= await otherWorkspace(server));
 
 const now = () => Math.floor(Date.now() / 1000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -125,10 +131,11 @@ test.before(async () => {
   const relaySetup = expectStatus(await owner.send('PUT', '/integrations/chat-relay', { url: relay.url }), 200, 'relay');
   relaySecret = relaySetup.body.secret;
   expectStatus(await owner.send('PUT', '/integrations/slack', { signingSecret: SLACK_SECRET }), 200, 'slack');
+  // Each person maps their own chat identity.
   for (const [id, person] of [['owner', people.owner], ['admin', people.admin], ['member', people.member], ['other', people.otherMember]] as const) {
-    expectStatus(await owner.send('PUT', `/chat/users/${PLATFORM}/u-${id}`, { userId: person.id }), 200, `map ${id}`);
+    expectStatus(await person.send('PUT', `/chat/users/${PLATFORM}/u-${id}`, { userId: person.id }), 200, `map ${id}`);
   }
-  expectStatus(await owner.send('PUT', '/chat/users/slack/UADMIN', { userId: people.admin.id }), 200, 'map slack admin');
+  expectStatus(await people.admin.send('PUT', '/chat/users/slack/UADMIN', { userId: people.admin.id }), 200, 'map slack admin');
 });
 
 test.after.always(async () => {
@@ -136,18 +143,31 @@ test.after.always(async () => {
   await relay.close();
 });
 
-test.serial('owners and admins map chat users to members; others may not; a non-member cannot be mapped', async (t) => {
+test.serial('each person maps only their own chat identity; owners and admins see and remove mappings; only owners set the channels up', async (t) => {
   const listed = expectStatus(await owner.get('/chat/users'), 200, 'list');
   t.true(listed.body.data.some((u: any) => u.platform === PLATFORM && u.chatUserId === 'u-admin' && u.userId === people.admin.id));
-  assertError(t, await people.member.send('PUT', `/chat/users/${PLATFORM}/u-x`, { userId: people.member.id }), 403, 'forbidden');
-  assertError(t, await people.member.get('/chat/users'), 403, 'forbidden');
-  assertError(t, await owner.send('PUT', `/chat/users/${PLATFORM}/u-x`, { userId: 'usr_0000000000000000000000' }), 404, 'not_found');
+  const own = expectStatus(await people.member.get('/chat/users'), 200, 'own list');
+  t.deepEqual(own.body.data.map((u: any) => u.userId), [people.member.id], 'a member sees only their own mappings');
+  const before = (await owner.ledger()).length;
+  // Nobody, an admin included, makes a chat identity speak for someone else.
+  const impersonate = await people.admin.send('PUT', `/chat/users/${PLATFORM}/u-fake-owner`, { userId: people.owner.id });
+  assertError(t, impersonate, 403, 'forbidden');
+  t.regex(impersonate.body.error.message, /only their own chat identity/);
+  // Nor takes one mapped to another person.
+  assertError(t, await people.member.send('PUT', `/chat/users/${PLATFORM}/u-admin`, { userId: people.member.id }), 403, 'forbidden');
+  assertError(t, await people.member.send('PUT', `/chat/users/${PLATFORM}/u-admin`, { userId: null }), 403, 'forbidden');
+  assertError(t, await people.analyst.send('PUT', `/chat/users/${PLATFORM}/u-x`, { userId: people.analyst.id }), 403, 'forbidden');
   assertError(t, await owner.send('PUT', `/chat/users/${PLATFORM}/u-x`, { userId: 'nobody' }), 400, 'invalid_request');
-  const mapped = expectStatus(await owner.send('PUT', `/chat/users/${PLATFORM}/u-temp`, { userId: people.analyst.id }), 200, 'map');
-  t.like(mapped.body, { platform: PLATFORM, chatUserId: 'u-temp', userId: people.analyst.id });
-  t.deepEqual(expectStatus(await owner.send('PUT', `/chat/users/${PLATFORM}/u-temp`, { userId: null }), 200, 'unmap').body, { platform: PLATFORM, chatUserId: 'u-temp', userId: null });
+  t.is((await owner.ledger()).length, before, 'refusals change nothing');
+  // Only owners set up the channels whose secrets speak for people.
+  assertError(t, await people.admin.send('PUT', '/integrations/chat-relay', { rotate: true }), 403, 'forbidden');
+  assertError(t, await people.admin.send('PUT', '/integrations/slack', { signingSecret: 'another-secret-value' }), 403, 'forbidden');
+
+  const mapped = expectStatus(await people.otherMember.send('PUT', `/chat/users/${PLATFORM}/u-temp`, { userId: people.otherMember.id }), 200, 'map');
+  t.like(mapped.body, { platform: PLATFORM, chatUserId: 'u-temp', userId: people.otherMember.id });
+  t.deepEqual(expectStatus(await people.admin.send('PUT', `/chat/users/${PLATFORM}/u-temp`, { userId: null }), 200, 'unmap').body, { platform: PLATFORM, chatUserId: 'u-temp', userId: null });
   const records = (await owner.ledger()).filter((r) => r.kind === 'chat.user_mapped' && r.subject === `${PLATFORM}:u-temp`);
-  t.deepEqual(records.map((r) => r.data.userId), [people.analyst.id, null]);
+  t.deepEqual(records.map((r) => r.data.userId), [people.otherMember.id, null]);
 });
 
 test.serial('an approval requested posts a signed card to the relay with two button tokens, stored nowhere', async (t) => {
@@ -258,9 +278,15 @@ test.serial('an unmapped chat user, an unknown token and a token of another work
   t.deepEqual(invalid.body.error.errors.map((e: { field: string }) => e.field).sort(), ['user.id', 'user.platform']);
   assertError(t, await relayPost('nope', { 'svc-signature': svcSign(relaySecret, 'nope') }), 400, 'invalid_json');
   // Another workspace's relay, with its own secret and a mapping of its own, holding this card's token.
-  const other = await otherWorkspace(server);
+  const other = await theOther();
   const otherSecret = expectStatus(await other.send('PUT', '/integrations/chat-relay', { url: relay.url }), 200, 'other relay').body.secret as string;
   expectStatus(await other.send('PUT', `/chat/users/${PLATFORM}/u-admin`, { userId: other.id }), 200, 'other map');
+  // Nor may the relay speak for a Slack user: Slack identities count only when Slack signs.
+  assertError(t, await relayPost(JSON.stringify({ token: tokenOf(card, 'approve'), user: { platform: 'slack', id: 'UADMIN' } }), {}), 401, 'unauthenticated');
+  const asSlack = JSON.stringify({ token: tokenOf(card, 'approve'), user: { platform: 'slack', id: 'UADMIN' } });
+  const slackRefused = await relayPost(asSlack, { 'svc-signature': svcSign(relaySecret, asSlack) });
+  assertError(t, slackRefused, 403, 'forbidden');
+  t.regex(slackRefused.body.error.message, /only when Slack itself signs/);
   const stolen = JSON.stringify({ token: tokenOf(card, 'approve'), user: { platform: PLATFORM, id: 'u-admin' } });
   assertError(t, await relayPost(stolen, { 'svc-signature': svcSign(otherSecret, stolen) }, other.wid), 404, 'not_found');
   t.is(await snapshot(action.approvalId), before);
@@ -356,4 +382,53 @@ test.serial('whatever the Slack signature headers hold, the answer is 401, never
     const res = await slackPost(slackBody('cbt_x', 'UADMIN'), headers);
     return res.status === 401 && res.body?.error?.type === 'unauthenticated';
   }), { numRuns: 80 }));
+});
+
+test.serial('a bulk freeze waiting for a person gets a card; only an owner or admin decides it from chat', async (t) => {
+  const a = await makeBot(owner, 'freeze-a', [reviewRule()]);
+  const b = await makeBot(owner, 'freeze-b', [reviewRule()]);
+  const token = expectStatus(await owner.send('POST', '/service-tokens', { name: 'freezer', scopes: ['agents:freeze'], expiresInDays: 1 }), 201, 'token').body.token as string;
+  const held = await call(server.url, 'POST', '/v1/admin/freezes', { headers: bearer(token), json: { selector: { agentIds: [a.agentId, b.agentId] }, reason: 'suspected leak', confirmCount: 2 } });
+  t.is(held.status, 202, held.text);
+  const card = await cardFor(held.body.approvalId);
+  t.true(card.verified);
+  t.like(card.body.approval, { type: 'freeze', agent: null, payment: null, whoMayDecide: 'Owners and admins.', freeze: { count: 2, reason: 'suspected leak' } });
+  t.deepEqual([...card.body.approval.freeze.agentIds].sort(), [a.agentId, b.agentId].sort());
+
+  const before = await snapshot(held.body.approvalId);
+  assertError(t, await relayClick(tokenOf(card, 'approve'), 'u-member'), 403, 'forbidden');
+  t.is(await snapshot(held.body.approvalId), before, "a member's click changes nothing");
+  const approved = await relayClick(tokenOf(card, 'approve'), 'u-admin');
+  t.is(approved.status, 200, approved.text);
+  t.like(approved.body, { decision: 'approve', approval: { status: 'approved' } });
+  for (const bot of [a, b]) t.is((await owner.get(`/agents/${bot.agentId}`)).body.status, 'stopped');
+  const record = (await owner.ledger()).find((r) => r.kind === 'approval.approved' && r.subject === held.body.approvalId)!;
+  t.like(record, { actor: `user:${people.admin.id}`, data: { freeze: true, via: { channel: 'chat-relay', platform: PLATFORM, chatUserId: 'u-admin' } } });
+});
+
+test.serial("a Slack request verified with this workspace's secret cannot decide another workspace's approval", async (t) => {
+  const other = await theOther();
+  // Its relay is set up (by the test before, or here): its cards reach the same relay.
+  expectStatus(await other.send('PUT', '/integrations/chat-relay', { url: relay.url }), 200, 'other relay');
+  expectStatus(await other.send('PUT', '/chat/users/slack/UADMIN', { userId: other.id }), 200, 'other map');
+  const bot = await makeBot(other, 'other-slack-bot', [reviewRule()]);
+  const action = await pendingPayment(t, server, bot);
+  const card = await cardFor(action.approvalId);
+  const before = JSON.stringify(await findApproval(other, action.approvalId));
+  // Signed with this workspace's Slack secret (the other workspace has no Slack set up), carrying the other's token.
+  const res = await slackClick(tokenOf(card, 'approve'), 'UADMIN');
+  t.is(res.status, 200, res.text);
+  t.like(res.body, { ok: false, error: { type: 'not_found' } });
+  t.is(JSON.stringify(await findApproval(other, action.approvalId)), before);
+});
+
+test.serial("a member's removal ends their chat identities: their clicks decide nothing after", async (t) => {
+  const { addPerson } = await import('../approvals/support.js');
+  const leaver = await addPerson(server, owner.wid, 'leaver@example.com', 'admin');
+  expectStatus(await leaver.send('PUT', `/chat/users/${PLATFORM}/u-leaver`, { userId: leaver.id }), 200, 'map');
+  expectStatus(await owner.send('DELETE', `/members/${leaver.id}`), 200, 'remove');
+  t.false((await owner.get('/chat/users')).body.data.some((u: any) => u.chatUserId === 'u-leaver'), 'the mapping went with the membership');
+  const { action, card } = await waiting(t, 'leaver-bot');
+  assertError(t, await relayClick(tokenOf(card, 'approve'), 'u-leaver'), 403, 'forbidden');
+  t.is((await findApproval(owner, action.approvalId)).status, 'pending');
 });

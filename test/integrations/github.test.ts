@@ -321,6 +321,10 @@ test.serial('decisions are reported to GitHub\'s deployment_callback_url with th
     t.regex(String(refused?.data.reason), /not under the configured apiUrl/);
     await new Promise((r) => setTimeout(r, 300));
     t.is(api.received.length, count);
+
+    // Moving the API address drops the token: it never follows an address someone else chose.
+    expectStatus(await owner.send('PUT', '/integrations/github', { apiUrl: 'https://evil.example.com' }), 200, 'move api');
+    t.deepEqual((await owner.get('/integrations')).body.data.find((v: { kind: string }) => v.kind === 'github').sealedSettings, []);
   } finally {
     await api.close();
   }

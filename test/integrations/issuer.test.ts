@@ -83,6 +83,21 @@ test.serial('an authorization request is decided by the gate as the card\'s agen
   t.deepEqual(unmapped.body, { approved: false, actionId: null, reason: 'Card card_nobody is not mapped to an agent.' });
 });
 
+test.serial('a card authorization that a rule sends to a person is declined at once, and no approval is left waiting', async (t) => {
+  const { reviewRule } = await import('../approvals/support.js');
+  const careful = await makeBot(owner, 'careful-bot', [reviewRule()]);
+  expectStatus(await owner.send('PUT', '/issuer/cards/card_careful', { agentId: careful.agentId }), 200, 'map');
+  const res = await signed(event('authorization.request', { cardId: 'card_careful', amount: 3000 }));
+  t.is(res.status, 200, res.text);
+  t.is(res.body.approved, false);
+  t.regex(res.body.reason, /cannot wait for a person/);
+  const action = await call(server.url, 'GET', `/v1/actions/${res.body.actionId}`, { headers: bearer(careful.key) });
+  t.like(action.body, { decision: 'deny', status: 'denied', approvalId: null });
+  t.true(action.body.signals.includes('approval_unavailable'));
+  const pending = (await owner.get('/approvals?status=pending')).body.data as Array<{ actionId: string }>;
+  t.false(pending.some((a) => a.actionId === res.body.actionId), 'no approval opened that the card network could never hear of');
+});
+
 test.serial('a stopped agent\'s card is declined', async (t) => {
   expectStatus(await owner.send('POST', `/agents/${billing.agentId}/stop`, { reason: 'card test' }), 200, 'stop');
   try {

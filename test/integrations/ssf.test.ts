@@ -97,6 +97,7 @@ test.serial('session-revoked signs the person out and ends their OAuth connectio
   const alice = await member('alice@ssf.example');
   t.is(await meStatus(alice.person), 200);
   t.is(await mcpStatus(alice.mcpToken), 200);
+  expectStatus(await alice.person.send('PUT', '/chat/users/slack/UALICE', { userId: alice.person.id }), 200, 'chat identity');
   const res = await push(await token({ [SESSION_REVOKED]: subject('Alice@SSF.example') }));
   t.is(res.status, 202, res.text);
   t.is(res.text, '');
@@ -105,7 +106,8 @@ test.serial('session-revoked signs the person out and ends their OAuth connectio
   t.true((await memberEmails()).includes('alice@ssf.example'));
   const ledger = await owner.ledger();
   t.like(ledger.find((r) => r.kind === 'ssf.session_revoked')?.data, { userId: alice.person.id, sessionsEnded: 1, connectionsEnded: 1, iss: ISS, event: SESSION_REVOKED });
-  t.like(ledger.find((r) => r.kind === 'member.access_revoked')?.data, { why: 'identity provider: session revoked' });
+  t.like(ledger.find((r) => r.kind === 'member.access_revoked')?.data, { why: 'identity provider: session revoked', chatMappingsEnded: 1 });
+  t.false((await owner.get('/chat/users')).body.data.some((u: { chatUserId: string }) => u.chatUserId === 'UALICE'), 'their chat identity no longer speaks for them');
   t.is(ledger.find((r) => r.kind === 'member.access_revoked')?.actor, 'ssf');
 });
 
