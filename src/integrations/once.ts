@@ -10,19 +10,29 @@ import type { Store } from '../store/index.js';
  *   remembered. An entry past its window is as good as absent (the sweep removes it).
  */
 const SWEEP_EVERY_MS = 10 * 60_000;
+/** How long the answer to a processed inbound event is kept for its redeliveries. */
+export const HOOK_EVENT_RETENTION_MS = 30 * 86_400_000;
 
 export function createOnce(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
   const t = store.tables;
   let timer: NodeJS.Timeout | undefined;
 
-  /** Removes identifiers past their window. */
+  /**
+   * Removes identifiers past their window, and the answers kept for processed events
+   * (`hookEvents`) once HOOK_EVENT_RETENTION_MS old: far past any provider's retries (Stripe
+   * retries for three days), so a redelivery still gets its first answer.
+   */
   const sweep = async (): Promise<number> => {
     const now = clock.now();
     const stale = t.hookOnce.scan([]).filter((e) => e.value <= now).map((e) => e.key);
-    if (stale.length === 0) return 0;
-    await store.write(() => { for (const key of stale) if ((t.hookOnce.get(key) ?? Infinity) <= now) t.hookOnce.remove(key); });
-    return stale.length;
+    const answered = t.hookEvents.scan([]).filter((e) => Date.parse(e.value.at) < now - HOOK_EVENT_RETENTION_MS).map((e) => e.key);
+    if (stale.length === 0 && answered.length === 0) return 0;
+    await store.write(() => {
+      for (const key of stale) if ((t.hookOnce.get(key) ?? Infinity) <= now) t.hookOnce.remove(key);
+      for (const key of answered) t.hookEvents.remove(key);
+    });
+    return stale.length + answered.length;
   };
 
   return {

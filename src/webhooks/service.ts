@@ -57,6 +57,9 @@ export const OTHER_EVENTS = ['budget.advisory'];
 export const EVENT_TYPES = [...new Set([...Object.values(EVENT_OF), ...OTHER_EVENTS])].sort();
 const SEAL_PURPOSE = 'webhook-secret';
 const BATCH = 20;
+/** How long a finished delivery stays in the log (and can be redelivered). */
+export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
+const SWEEP_EVERY_MS = 3_600_000;
 
 /** A destination of the outbox besides customers' endpoints (see the rules above). */
 export interface OutboxTarget {
@@ -192,6 +195,24 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
   let running: Promise<void> | null = null;
 
   /** Sends what is due now (each delivery once at a time); returns when those tries are written. */
+  /**
+   * Finished deliveries (delivered, failed) are kept DELIVERY_RETENTION_MS after their event, for
+   * the delivery log and redelivery; then removed, so the log does not grow without end. Pending
+   * ones are never swept.
+   */
+  const sweepDeliveries = async (): Promise<number> => {
+    const cutoff = clock.now() - DELIVERY_RETENTION_MS;
+    const old = t.deliveries.scan([]).filter((e) => e.value.status !== 'pending' && Date.parse(e.value.createdAt) < cutoff).map((e) => e.key);
+    if (old.length === 0) return 0;
+    await store.write(() => {
+      for (const key of old) {
+        const d = t.deliveries.get(key);
+        if (d && d.status !== 'pending') t.deliveries.remove(key);
+      }
+    });
+    return old.length;
+  };
+
   const dispatch = async (): Promise<void> => {
     const due = t.outbox.scan([], { limit: BATCH * 4 }).filter((e) => Number((e.key as unknown[])[0]) <= clock.now() && !inFlight.has(String((e.key as unknown[])[3])));
     await Promise.all(due.slice(0, BATCH).map(async (e) => {
@@ -227,9 +248,12 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
 
     start(): void {
       if (timer) return;
+      let swept = clock.now();
       timer = setInterval(() => {
         if (running) return;
-        running = dispatch().finally(() => { running = null; });
+        const sweepNow = clock.now() - swept >= SWEEP_EVERY_MS;
+        if (sweepNow) swept = clock.now();
+        running = dispatch().then(async () => { if (sweepNow) await sweepDeliveries(); }).catch((err: unknown) => deps.log.error({ err }, 'webhook dispatch failed')).finally(() => { running = null; });
       }, settings.dispatchIntervalMs);
       timer.unref();
     },
@@ -239,6 +263,7 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       await running;
     },
     dispatch,
+    sweepDeliveries,
 
     /** Adds a named target (its name is not a `whk_` id); deliveries to it are queued with `enqueueInWrite`. */
     registerTarget(name: string, target: OutboxTarget): void {
