@@ -1,5 +1,6 @@
 import test from 'ava';
 import { createHmac, randomUUID } from 'node:crypto';
+import { sign as octokitSign } from '@octokit/webhooks-methods';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
@@ -21,18 +22,19 @@ let secret: string;
 let wid: string;
 
 const DEPLOY_PROD = { actions: ['deploy'], domains: ['production.app.acme.github.com'] };
-const sign = (key: string, body: string) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+/** GitHub's own signer (@octokit/webhooks-methods): `sha256=<hex HMAC-SHA256 of the body>`. */
+const sign = (key: string, body: string): Promise<string> => octokitSign(key, body);
 const repository = { full_name: 'acme/app', html_url: 'https://github.com/acme/app' };
 
 async function deliver(body: string, headers: Record<string, string>): Promise<Reply> {
   return call(server.url, 'POST', `/v1/hooks/github/${wid}`, { headers: { 'content-type': 'application/json', ...headers }, body });
 }
-const headersFor = (event: string, body: string, key = secret, delivery: string = randomUUID()) => ({
-  'x-github-event': event, 'x-github-delivery': delivery, 'x-hub-signature-256': sign(key, body),
+const headersFor = async (event: string, body: string, key = secret, delivery: string = randomUUID()) => ({
+  'x-github-event': event, 'x-github-delivery': delivery, 'x-hub-signature-256': await sign(key, body),
 });
-const signed = (event: string, payload: unknown, delivery?: string) => {
+const signed = async (event: string, payload: unknown, delivery?: string) => {
   const body = JSON.stringify(payload);
-  return deliver(body, headersFor(event, body, secret, delivery));
+  return deliver(body, await headersFor(event, body, secret, delivery));
 };
 let runs = 0;
 /** A protection request as GitHub sends one: each for its own run (so each body differs). */
@@ -143,15 +145,15 @@ test.serial('forged, altered, unsigned and replayed deliveries change nothing', 
   const body = JSON.stringify(payload);
   const before = await snapshot();
   const refusedBefore = (await owner.get('/integrations')).body.data.find((v: { kind: string }) => v.kind === 'github').refused;
-  assertError(t, await deliver(body, headersFor('push', body, 'whs_not-the-secret')), 401, 'unauthenticated');
-  assertError(t, await deliver(body.replace('main', 'mail'), headersFor('push', body)), 401, 'unauthenticated');
-  const { 'x-hub-signature-256': _s, ...unsigned } = headersFor('push', body);
+  assertError(t, await deliver(body, await headersFor('push', body, 'whs_not-the-secret')), 401, 'unauthenticated');
+  assertError(t, await deliver(body.replace('main', 'mail'), await headersFor('push', body)), 401, 'unauthenticated');
+  const { 'x-hub-signature-256': _s, ...unsigned } = await headersFor('push', body);
   assertError(t, await deliver(body, unsigned), 401, 'unauthenticated');
-  const { 'x-github-delivery': _d, ...noDelivery } = headersFor('push', body);
+  const { 'x-github-delivery': _d, ...noDelivery } = await headersFor('push', body);
   assertError(t, await deliver(body, noDelivery), 401, 'unauthenticated');
-  const { 'x-github-event': _e, ...noEvent } = headersFor('push', body);
+  const { 'x-github-event': _e, ...noEvent } = await headersFor('push', body);
   assertError(t, await deliver(body, noEvent), 401, 'unauthenticated');
-  assertError(t, await deliver(body, { ...headersFor('push', body), 'x-hub-signature-256': sign(secret, body).toUpperCase() }), 401, 'unauthenticated');
+  assertError(t, await deliver(body, { ...await headersFor('push', body), 'x-hub-signature-256': (await sign(secret, body)).toUpperCase() }), 401, 'unauthenticated');
   // Bytes that are not UTF-8 are refused even when signed: two of them could decode alike.
   const bytes = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
   const rawSig = `sha256=${createHmac('sha256', secret).update(bytes).digest('hex')}`;
@@ -161,12 +163,12 @@ test.serial('forged, altered, unsigned and replayed deliveries change nothing', 
   t.is(refusedAfter - refusedBefore, 7);
 
   const delivery = randomUUID();
-  const first = await deliver(body, headersFor('push', body, secret, delivery));
+  const first = await deliver(body, await headersFor('push', body, secret, delivery));
   t.like(first.body, { recorded: true });
   const once = await snapshot();
   t.not(once, before);
   // The same delivery again (GitHub's Redeliver, or a captured delivery replayed): the first answer, nothing more.
-  const again = await deliver(body, headersFor('push', body, secret, delivery));
+  const again = await deliver(body, await headersFor('push', body, secret, delivery));
   t.deepEqual(again.body, first.body);
   t.is(await snapshot(), once);
 });
@@ -182,7 +184,7 @@ test.serial('a redelivered deployment protection request gets the first answer a
 
 test.serial('a signed body that is not JSON, or lacks what the event needs, is refused and changes nothing', async (t) => {
   const before = await snapshot();
-  assertError(t, await deliver('not json', headersFor('push', 'not json')), 400, 'invalid_json');
+  assertError(t, await deliver('not json', await headersFor('push', 'not json')), 400, 'invalid_json');
   const res = await signed('push', { ref: 'refs/heads/main' });
   assertError(t, res, 400, 'invalid_request');
   t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), ['after', 'repository', 'sender']);
@@ -195,7 +197,7 @@ test.serial('rotation: the new secret verifies at once and the old one still doe
   secret = rotated.body.secret;
   t.is((await signed('ping', {})).status, 200);
   const body = '{}';
-  t.is((await deliver(body, headersFor('ping', body, old))).status, 200);
+  t.is((await deliver(body, await headersFor('ping', body, old))).status, 200);
 });
 
 test.serial('whatever the signature header holds, the answer is 401, never a failure of the server', async (t) => {
@@ -212,19 +214,19 @@ test.serial('whatever the signature header holds, the answer is 401, never a fai
 
 test.serial('the same signed body under a new delivery id gets the first answer and changes nothing', async (t) => {
   const push = JSON.stringify({ ref: 'refs/heads/main', before: 'e'.repeat(40), after: 'f'.repeat(40), repository, sender: { login: 'deploy-bot[bot]' } });
-  const first = await deliver(push, headersFor('push', push));
+  const first = await deliver(push, await headersFor('push', push));
   t.like(first.body, { recorded: true });
   const once = await snapshot();
-  const replayed = await deliver(push, headersFor('push', push, secret, randomUUID()));
+  const replayed = await deliver(push, await headersFor('push', push, secret, randomUUID()));
   t.deepEqual(replayed.body, first.body);
   t.is(await snapshot(), once, 'no second ledger record');
 
   // A captured deployment protection request resent with a fresh GUID: the same action, no new record.
   const body = JSON.stringify(protection('deploy-bot[bot]'));
-  const decided = await deliver(body, headersFor('deployment_protection_rule', body));
+  const decided = await deliver(body, await headersFor('deployment_protection_rule', body));
   t.like(decided.body, { state: 'approved' });
   const afterDecision = await snapshot();
-  const again = await deliver(body, headersFor('deployment_protection_rule', body, secret, randomUUID()));
+  const again = await deliver(body, await headersFor('deployment_protection_rule', body, secret, randomUUID()));
   t.deepEqual(again.body, decided.body);
   t.is(await snapshot(), afterDecision);
   t.is((await owner.ledger()).filter((r) => r.kind === 'github.deployment_protection' && r.data.actionId === decided.body.actionId).length, 1);
@@ -236,7 +238,7 @@ test.serial('a signed body relabelled as another event is refused and changes no
   const guard = JSON.stringify(protection('deploy-bot[bot]'));
   const status = JSON.stringify({ action: 'created', deployment_status: { state: 'success' }, deployment: { id: 5, sha: '3'.repeat(40), environment: 'production' }, repository, sender: { login: 'deploy-bot[bot]' } });
   for (const [body, event] of [[push, 'pull_request'], [push, 'deployment'], [push, 'deployment_protection_rule'], [guard, 'deployment'], [guard, 'push'], [status, 'deployment'], [status, 'deployment_protection_rule']] as const) {
-    assertError(t, await deliver(body, headersFor(event, body)), 400, 'invalid_request');
+    assertError(t, await deliver(body, await headersFor(event, body)), 400, 'invalid_request');
   }
   t.is(await snapshot(), before);
 });
@@ -246,12 +248,12 @@ test.serial('a second workspace\'s signatures are refused on this workspace\'s r
   const otherSecret = expectStatus(await other.send('PUT', '/integrations/github', {}), 200, 'configure other').body.secret as string;
   const before = await snapshot();
   const body = JSON.stringify({ ref: 'refs/heads/main', after: '4'.repeat(40), repository, sender: { login: 'deploy-bot[bot]' } });
-  assertError(t, await deliver(body, headersFor('push', body, otherSecret)), 401, 'unauthenticated');
+  assertError(t, await deliver(body, await headersFor('push', body, otherSecret)), 401, 'unauthenticated');
   const guard = JSON.stringify(protection('deploy-bot[bot]'));
-  assertError(t, await deliver(guard, headersFor('deployment_protection_rule', guard, otherSecret)), 401, 'unauthenticated');
+  assertError(t, await deliver(guard, await headersFor('deployment_protection_rule', guard, otherSecret)), 401, 'unauthenticated');
   t.is(await snapshot(), before);
   // The other workspace's own route takes it.
-  const res = await call(server.url, 'POST', `/v1/hooks/github/${other.wid}`, { headers: { 'content-type': 'application/json', ...headersFor('push', body, otherSecret) }, body });
+  const res = await call(server.url, 'POST', `/v1/hooks/github/${other.wid}`, { headers: { 'content-type': 'application/json', ...await headersFor('push', body, otherSecret) }, body });
   t.is(res.status, 200, res.text);
 });
 
