@@ -2,6 +2,7 @@ import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { addPerson, makeBot, SERVER_ENV } from '../approvals/support.js';
 import { consoleClient, expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
@@ -285,4 +286,19 @@ test.serial('a key set endpoint that is down costs one fetch a minute, however m
   for (const res of answers) assertError(t, res, 401, 'unauthenticated');
   assertError(t, await push(tokens[3]!), 401, 'unauthenticated');
   t.is(jwksFetches - before, 1, 'concurrent tokens shared one fetch, and the failure is not retried within the minute');
+});
+
+test.serial('whatever the body holds (three dot-separated parts or not), the answer is 401, never a failure of the server, and nothing changes', async (t) => {
+  const before = (await owner.ledger()).length;
+  const segment = fc.oneof(fc.base64String({ maxLength: 120 }).map((b) => b.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')), fc.string({ maxLength: 40 }));
+  const header = fc.record({ alg: fc.constantFrom('ES256', 'RS256', 'none', 'HS256', 'PS256'), kid: fc.constantFrom('es-1', 'rs-1', 'nope'), typ: fc.constantFrom('secevent+jwt', 'JWT') })
+    .map((h) => Buffer.from(JSON.stringify(h)).toString('base64url'));
+  await fc.assert(fc.asyncProperty(
+    fc.oneof(fc.string({ maxLength: 300 }), fc.tuple(header, segment, segment).map((p) => p.join('.')), fc.tuple(segment, segment, segment).map((p) => p.join('.'))),
+    async (body) => {
+      const res = await push(body);
+      if (res.status !== 401 || res.body?.error?.type !== 'unauthenticated') throw new Error(`${res.status} for ${JSON.stringify(body)}: ${res.text}`);
+    },
+  ), { numRuns: 80 });
+  t.is((await owner.ledger()).length, before);
 });
