@@ -13,9 +13,9 @@ import type { HookAnswer, HookEvents } from './hook-events.js';
  * - Everything is kept per provider: a card `card_x` of the issuer and one of Stripe are two cards.
  * - A card maps to one agent, or to nothing. An authorization request for a card is an action of
  *   type `payment` at the gate, as the mapped agent, against its mandate (a stopped agent's is
- *   denied there); the provider is answered at once: approved only on `allow` (a decision that
- *   waits for a person cannot meet the provider's deadline, and is declined saying so). An
- *   unmapped card is declined, and the decline is recorded in the ledger.
+ *   denied there); the provider is answered at once: approved only on `allow`. A rule that would
+ *   wait for a person cannot meet the provider's deadline: the gate denies it then (`cannotWait`)
+ *   and opens no approval. An unmapped card is declined, and the decline is recorded.
  * - Posted charges are imported and reconciled: a charge matches an allowed payment of the
  *   card's agent that was authorized through this very card (`cardActions`, written by
  *   `authorize` with its answer; the action's `metadata.cardId` and `cardProvider` say the same
