@@ -112,7 +112,7 @@ function createServices(store: Store, settings: Readonly<Settings>, clock: Clock
     cards,
     hookEvents,
     integrations: createIntegrations({ cards, hookEvents }),
-    stripe: createStripeEvents({ cards, plans, hookEvents, ledger, clock }),
+    stripe: createStripeEvents({ cards, plans, hookEvents, ledger, clock, workspaceExists: people.workspaceExists }),
     integrationRegistry,
     githubCallbacks,
     once,

@@ -48,10 +48,13 @@ export function createRefusals(registry: Pick<IntegrationRegistry, 'configOf'>) 
 
 export type Refusals = ReturnType<typeof createRefusals>;
 
-/** Route options of an inbound route of `kind`; `maxBytes` only for provider bodies that may be larger. */
-export function hookOptions(kind: IntegrationKind, refusals: Refusals, extra: Partial<RouteOptions> = {}, maxBytes = HOOK_BODY_LIMIT): RouteOptions {
+/**
+ * Route options of an inbound route of `kind`; `maxBytes` only for provider bodies that may be
+ * larger; `variant` for a route verified by a second strategy of the kind (its verifier's `variant`).
+ */
+export function hookOptions(kind: IntegrationKind, refusals: Refusals, extra: Partial<RouteOptions> = {}, maxBytes = HOOK_BODY_LIMIT, variant?: string): RouteOptions {
   return {
-    auth: { strategy: inboundStrategy(kind), payload: 'required' },
+    auth: { strategy: inboundStrategy(kind, variant), payload: 'required' },
     ext: { onPreResponse: { method: refusals.counter(kind) } },
     payload: { parse: false, output: 'data', maxBytes },
     ...extra,

@@ -27,7 +27,7 @@ import { registerDenyByDefault } from './auth/deny.js';
 import { registerInbound } from './auth/signature.js';
 import { integrationsRoutes } from '../integrations/http.js';
 import { stripeRoutes } from '../integrations/stripe/http.js';
-import { stripeVerifier } from '../integrations/stripe/signature.js';
+import { stripeBillingVerifier, stripeVerifier } from '../integrations/stripe/signature.js';
 import { plansRoutes } from '../plans/http.js';
 import { createRefusals, svcSignatureVerifier } from './inbound.js';
 import { githubRoutes } from '../integrations/github/http.js';
@@ -122,11 +122,13 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
   const registry = services.integrationRegistry;
   const refusals = createRefusals(registry);
+  const billingSecrets = [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter((s): s is string => s !== null);
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
     ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, clock }),
-    stripeVerifier(registry, clock, [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter((s): s is string => s !== null)),
+    stripeVerifier(registry, clock, billingSecrets),
+    stripeBillingVerifier(clock, billingSecrets),
     svcSignatureVerifier('chat-relay', registry, (w, signature) => services.chat.claimSignature(`chat-relay/${w}`, signature)),
     slackVerifier(registry, (signature) => services.chat.claimSignature('slack', signature)),
   ]);

@@ -28,3 +28,8 @@ export const randomIds: IdSource = {
 export function hasPrefix(value: string, prefix: SecretPrefix | IdPrefix): boolean {
   return value.startsWith(`${prefix}_`);
 }
+
+/** Whether `value` is an id of that prefix as `randomIds` makes them (text from outside, checked before a lookup). */
+export function isId(value: string, prefix: IdPrefix): boolean {
+  return value.length === prefix.length + 23 && hasPrefix(value, prefix) && /^[0-9A-Za-z]{22}$/.test(value.slice(prefix.length + 1));
+}

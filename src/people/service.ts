@@ -1,6 +1,6 @@
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { IdSource } from '../lib/ids.js';
+import { isId, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Role, Store, UserRecord } from '../store/index.js';
 import { createMembers, type MembersLedger } from './members.js';
@@ -113,6 +113,9 @@ export function createPeopleService(deps: PeopleDeps) {
 
   return {
     workspaceCount: () => repo.workspaceCount(),
+
+    /** Whether the workspace exists (workspaces are never removed); `wid` may be any text from outside. */
+    workspaceExists: (wid: string): boolean => isId(wid, 'ws') && repo.getWorkspace(wid) !== undefined,
 
     /** The id of the person with this email who is a member of the workspace, if any. */
     memberIdByEmail(wid: string, email: string): string | undefined {

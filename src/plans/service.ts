@@ -93,6 +93,15 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
       return t.subscriptions.has([wid, subscriptionId]);
     },
 
+    /**
+     * The workspaces that have the subscription (known from their bound events): one, normally;
+     * more only when its `metadata.workspaceId` was changed at Stripe. Reads every workspace's
+     * subscriptions (one record each), for the rare failed invoice that names no workspace.
+     */
+    workspacesWith(subscriptionId: string): string[] {
+      return t.subscriptions.scan([]).filter((e) => e.value.subscriptionId === subscriptionId).map((e) => e.value.workspaceId);
+    },
+
     view(wid: string): PlanView {
       const r = current(wid);
       if (!r) return { plan: 'free', paid: false, allowances: free, subscription: null };

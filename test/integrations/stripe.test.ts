@@ -6,6 +6,7 @@ import { addPerson, makeBot, SERVER_ENV, type Bot } from '../approvals/support.j
 import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { PAY_ACME, payment } from '../helpers/gate.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { inProcessServer } from '../helpers/in-process.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
 /**
@@ -15,7 +16,9 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * synchronous shape; transactions reconciled like the issuer's charges; subscriptions setting the
  * workspace's plan, which lifts the free plan's allowances (here SVC_PLAN_AGENTS=2), only when
  * signed with the operator's billing secret (SVC_BILLING_STRIPE_SIGNING_SECRET) and bound to the
- * workspace; and every forged, stale, altered, unsigned or replayed delivery changing nothing.
+ * workspace; the operator's one billing endpoint (`/v1/hooks/stripe/billing`) routing each
+ * billing event to the workspace its subscription names; and every forged, stale, altered,
+ * unsigned or replayed delivery changing nothing.
  */
 const API_VERSION = '2025-03-31.basil';
 let server: RunningServer;
@@ -61,6 +64,16 @@ const signed = (e: unknown, key = secret) => {
   const body = JSON.stringify(e);
   return deliver(body, { 'stripe-signature': sign(key, body) });
 };
+/** A delivery to the operator's billing endpoint; `hub` signs it with the billing secret (or `key`). */
+const toBilling = (body: string, headers: Record<string, string>): Promise<Reply> =>
+  call(server.url, 'POST', '/v1/hooks/stripe/billing', { headers: { 'content-type': 'application/json', ...headers }, body });
+const hub = (e: unknown, key = billingSecret, timestamp = now()) => {
+  const body = JSON.stringify(e);
+  return toBilling(body, { 'stripe-signature': sign(key, body, timestamp) });
+};
+/** The second workspace (one per server: its owner's email is fixed). */
+let second: Person | undefined;
+const otherOne = async () => (second ??= await otherWorkspace(server));
 const charges = async (card = 'ic_billing') => (await owner.get(`/stripe/cards/${card}/charges`)).body.data as Array<Record<string, any>>;
 
 /** What a refused delivery must leave as it was: the ledger, the card's charges, the plan. */
@@ -69,6 +82,12 @@ async function snapshot(): Promise<string> {
   const plan = await owner.get('/plan');
   return JSON.stringify({ ledger: ledger.length, charges: await charges(), plan: plan.body });
 }
+/** The same of both workspaces (the second's ledger and plan). */
+async function both(): Promise<string> {
+  const other = await otherOne();
+  return JSON.stringify({ a: await snapshot(), b: { ledger: (await other.ledger()).length, plan: (await other.get('/plan')).body } });
+}
+const refusedOf = async (person: Person) => (await person.get('/integrations')).body.data.find((v: { kind: string }) => v.kind === 'stripe').refused as number;
 
 test.before(async () => {
   server = await startServer({ env: { ...SERVER_ENV, SVC_PLAN_AGENTS: '2', SVC_BILLING_STRIPE_SIGNING_SECRET: billingSecret } });
@@ -303,7 +322,7 @@ test.serial('subscriptions set the workspace\'s plan, which lifts the free plan\
 });
 
 test.serial("another workspace's Stripe secret is refused on this workspace's route, whatever it signs", async (t) => {
-  const other = await otherWorkspace(server);
+  const other = await otherOne();
   const otherSecret = `whsec_${randomBytes(24).toString('base64url')}`;
   expectStatus(await other.send('PUT', '/integrations/stripe', { signingSecret: otherSecret }), 200, 'other configures');
   const before = await snapshot();
@@ -441,4 +460,123 @@ test.serial('only owners and admins set the integration up, map cards and read t
   t.deepEqual(expectStatus(await admin.send('PUT', '/stripe/cards/ic_x', { agentId: null }), 200, 'admin maps').body, { cardId: 'ic_x', agentId: null });
   t.is((await admin.get('/plan')).status, 200);
   assertError(t, await owner.send('PUT', '/stripe/cards/ic_x', { agentId: 'agt_nope' }), 404, 'not_found');
+});
+
+test.serial("the operator's billing endpoint routes each billing event to the workspace its subscription names, once", async (t) => {
+  const other = await otherOne();
+  const otherBefore = JSON.stringify({ ledger: (await other.ledger()).length, plan: (await other.get('/plan')).body });
+  const otherNow = async () => JSON.stringify({ ledger: (await other.ledger()).length, plan: (await other.get('/plan')).body });
+  // Later than every event of the earlier tests, so this subscription names A's plan.
+  const created = now() + 20;
+  const forA = subscription('customer.subscription.created', { id: 'sub_hub_a', status: 'active', items: { data: [{ price: { id: 'price_e', lookup_key: 'enterprise' } }] } }, created);
+  const res = await hub(forA);
+  t.is(res.status, 200, res.text);
+  t.deepEqual(res.body, { received: true });
+  t.like((await owner.get('/plan')).body, { plan: 'enterprise', paid: true, subscription: { subscriptionId: 'sub_hub_a', status: 'active' } });
+  t.true((await owner.ledger()).some((r) => r.kind === 'plan.changed' && r.subject === 'sub_hub_a' && r.actor === 'stripe'));
+  t.is(await otherNow(), otherBefore, "B's plan and ledger are untouched");
+
+  // Replays of the event id: the first answer, nothing changed (re-signed later; even another body
+  // under the same id; and the same event on A's own endpoint, which shares the operator's record).
+  const applied = await snapshot();
+  t.deepEqual((await hub(forA)).body, { received: true });
+  t.deepEqual((await hub(forA, billingSecret, now() + 5)).body, { received: true });
+  t.deepEqual((await hub({ ...forA, data: { object: { ...forA.data.object, status: 'canceled' } } })).body, { received: true });
+  t.deepEqual((await billed(forA)).body, { received: true });
+  t.is(await snapshot(), applied);
+  t.is(await otherNow(), otherBefore);
+
+  // B's subscription changes B's plan, not A's.
+  const forB = subscription('customer.subscription.created', { id: 'sub_hub_b', status: 'active', metadata: { workspaceId: other.wid } }, created);
+  t.deepEqual((await hub(forB)).body, { received: true });
+  t.like((await other.get('/plan')).body, { plan: 'pro', paid: true, subscription: { subscriptionId: 'sub_hub_b' } });
+  t.is(await snapshot(), applied, "A's plan and ledger are untouched");
+
+  // A failed invoice: by its subscription's metadata, or (none) by the subscription a workspace has.
+  const failedA = stripeEvent('invoice.payment_failed', { id: 'in_hub_a', object: 'invoice', parent: { subscription_details: { subscription: 'sub_hub_a', metadata: { workspaceId: wid } } } }, { created: created + 1 });
+  const failedB = stripeEvent('invoice.payment_failed', { id: 'in_hub_b', object: 'invoice', subscription: 'sub_hub_b' }, { created: created + 1 });
+  t.deepEqual((await hub(failedA)).body, { received: true });
+  t.deepEqual((await hub(failedB)).body, { received: true });
+  t.truthy((await owner.get('/plan')).body.subscription.lastPaymentFailedAt);
+  t.truthy((await other.get('/plan')).body.subscription.lastPaymentFailedAt);
+  const failures = async (p: Person) => (await p.ledger()).filter((r) => r.kind === 'plan.payment_failed' && r.subject.startsWith('sub_hub_')).map((r) => r.subject);
+  t.deepEqual(await failures(owner), ['sub_hub_a']);
+  t.deepEqual(await failures(other), ['sub_hub_b']);
+});
+
+test.serial("forged, stale, altered, unsigned or workspace-signed deliveries to the billing endpoint are 401, change nothing, and are counted under _", async (t) => {
+  const other = await otherOne();
+  const before = await both();
+  const refused = [await refusedOf(owner), await refusedOf(other)];
+  const e = subscription('customer.subscription.updated', { id: 'sub_hub_a', status: 'canceled' }, now() + 25);
+  const body = JSON.stringify(e);
+  const attempts: Array<[string, Record<string, string>, string?]> = [
+    ["the workspace's own secret", { 'stripe-signature': sign(secret, body) }],
+    ['a wrong secret', { 'stripe-signature': sign('whsec_not-the-billing-secret', body) }],
+    ['a stale timestamp', { 'stripe-signature': sign(billingSecret, body, now() - 301) }],
+    ['a future timestamp', { 'stripe-signature': sign(billingSecret, body, now() + 301) }],
+    ['a changed byte', { 'stripe-signature': sign(billingSecret, body) }, body.replace('"canceled"', '"canceleD"')],
+    ['a byte added', { 'stripe-signature': sign(billingSecret, body) }, `${body} `],
+    ['no header', {}],
+    ['a malformed header', { 'stripe-signature': `t=${now()}` }],
+  ];
+  for (const [what, headers, sent] of attempts) {
+    const res = await toBilling(sent ?? body, headers);
+    t.is(res.status, 401, `${what}: ${res.text}`);
+    assertError(t, res, 401, 'unauthenticated');
+  }
+  t.is(await both(), before, 'nothing was stored or recorded in either workspace');
+  t.deepEqual([await refusedOf(owner), await refusedOf(other)], refused, 'refusals are counted under _, not against a workspace');
+  // None of them used the event up: signed with the billing secret, it is applied.
+  t.deepEqual((await hub(e)).body, { received: true });
+  t.like((await owner.get('/plan')).body, { plan: 'pro', paid: true, subscription: { subscriptionId: 'sub_b' } }, 'the earlier subscription names the plan again');
+  t.true((await owner.ledger()).some((r) => r.kind === 'plan.changed' && r.subject === 'sub_hub_a' && r.data.status === 'canceled'));
+});
+
+test.serial('the billing endpoint refuses Issuing events (403), takes other types unread, and ignores events bound to no workspace here', async (t) => {
+  const other = await otherOne();
+  const before = await both();
+  assertError(t, await hub(authorization()), 403, 'forbidden');
+  assertError(t, await hub(transaction(-500)), 403, 'forbidden');
+  // Signed with the workspace's own secret they are not even verified here.
+  assertError(t, await hub(authorization(), secret), 401, 'unauthenticated');
+  t.deepEqual((await hub(stripeEvent('charge.succeeded', { id: 'ch_hub', object: 'charge' }))).body, { received: true });
+  t.is(await both(), before);
+
+  const ignored = async (e: unknown, reason: RegExp) => {
+    const res = await hub(e);
+    t.is(res.status, 200, res.text);
+    t.is(res.body.received, true);
+    t.regex(String(res.body.ignored), reason);
+  };
+  await ignored(subscription('customer.subscription.created', { id: 'sub_hub_unbound', status: 'active', metadata: {} }), /names no workspace/);
+  await ignored(subscription('customer.subscription.created', { id: 'sub_hub_null', status: 'active', metadata: null }), /names no workspace/);
+  await ignored(subscription('customer.subscription.created', { id: 'sub_hub_empty', status: 'active', metadata: { workspaceId: '' } }), /names no workspace/);
+  await ignored(subscription('customer.subscription.created', { id: 'sub_hub_gone', status: 'active', metadata: { workspaceId: `ws_${'C'.repeat(22)}` } }), /does not exist/);
+  await ignored(subscription('customer.subscription.created', { id: 'sub_hub_junk', status: 'active', metadata: { workspaceId: 'x'.repeat(500) } }), /does not exist/);
+  await ignored(stripeEvent('invoice.payment_failed', { id: 'in_hub_gone', object: 'invoice', parent: { subscription_details: { subscription: 'sub_hub_a', metadata: { workspaceId: `ws_${'C'.repeat(22)}` } } } }), /does not exist/);
+  await ignored(stripeEvent('invoice.payment_failed', { id: 'in_hub_nobody', object: 'invoice', subscription: 'sub_nobody_has' }), /names no workspace/);
+  t.is(await both(), before, 'nothing was stored or recorded in either workspace');
+  t.like((await other.get('/plan')).body, { subscription: { subscriptionId: 'sub_hub_b' } });
+});
+
+test('hapi routes the literal /v1/hooks/stripe/billing before {wid}; with no billing secret configured it answers 401 to everything', async (t) => {
+  // An in-process server with no billing secret (its environment is empty).
+  const running = await inProcessServer();
+  try {
+    const s = running.http.server;
+    await s.initialize();
+    t.is(s.match('post', '/v1/hooks/stripe/billing')?.path, '/v1/hooks/stripe/billing');
+    t.is(s.match('post', `/v1/hooks/stripe/ws_${'A'.repeat(22)}`)?.path, '/v1/hooks/stripe/{wid}');
+    const body = JSON.stringify(stripeEvent('customer.subscription.created', { id: 'sub_x', object: 'subscription', customer: 'cus_x', status: 'active', metadata: { workspaceId: `ws_${'A'.repeat(22)}` } }));
+    for (const headers of [{ 'stripe-signature': sign(billingSecret, body) }, { 'stripe-signature': sign('whsec_anything', body) }, { 'stripe-signature': 'garbage' }, {}]) {
+      const res = await s.inject({ method: 'POST', url: '/v1/hooks/stripe/billing', headers: { 'content-type': 'application/json', ...headers }, payload: body, remoteAddress: '127.0.0.1' });
+      t.is(res.statusCode, 401, res.payload);
+      const error = JSON.parse(res.payload).error;
+      t.is(error.type, 'unauthenticated');
+      t.regex(error.message, /no billing signing secret is configured/);
+    }
+  } finally {
+    await running.close();
+  }
 });

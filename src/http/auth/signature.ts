@@ -17,11 +17,16 @@ import { SIGNATURE, credentials } from './callers.js';
  */
 export interface InboundVerifier<A = unknown> {
   kind: IntegrationKind;
+  /**
+   * A second strategy of the same kind, for a route whose secrets are not the workspace's (the
+   * operator's Stripe billing endpoint, `stripe:billing`). Refusals are still counted under `kind`.
+   */
+  variant?: string;
   headers(request: Request, nowMs: number): A;
   body(request: Request, raw: Buffer, artifacts: A): unknown;
 }
 
-export const inboundStrategy = (kind: IntegrationKind): string => `${SIGNATURE}:${kind}`;
+export const inboundStrategy = (kind: IntegrationKind, variant?: string): string => `${SIGNATURE}:${kind}${variant === undefined ? '' : `:${variant}`}`;
 
 /** The 401 every verifier throws, with what was wrong in plain words and how to send it right. */
 export function signatureRefused(message: string, fix = 'Sign the exact bytes sent, with the current secret, at the moment of sending.'): AppError {
@@ -45,7 +50,7 @@ export function registerInbound(server: Server, clock: Clock, verifiers: readonl
       },
     };
   });
-  for (const verifier of verifiers) server.auth.strategy(inboundStrategy(verifier.kind), SIGNATURE, { verifier });
+  for (const verifier of verifiers) server.auth.strategy(inboundStrategy(verifier.kind, verifier.variant), SIGNATURE, { verifier });
 }
 
 /** What the route's verifier established about this request. */

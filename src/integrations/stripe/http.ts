@@ -9,7 +9,7 @@ import type { Cards } from '../cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../../http/inbound.js';
 import { verified } from '../../http/auth/signature.js';
 import type { StripeEvents } from './service.js';
-import type { StripeVerified } from './signature.js';
+import { BILLING_VARIANT, type StripeVerified } from './signature.js';
 import { stripeEventSchema, type StripeEvent } from './schemas.js';
 
 /**
@@ -17,6 +17,10 @@ import { stripeEventSchema, type StripeEvent } from './schemas.js';
  * - `POST /v1/hooks/stripe/{wid}`: Stripe's deliveries, verified by the `stripe` strategy
  *   (signature.ts) before anything parses them; bodies up to STRIPE_BODY_LIMIT (billing
  *   payloads run larger than the 1 MB of other routes, SPEC.md 8.1).
+ * - `POST /v1/hooks/stripe/billing`: the operator's one billing endpoint, verified by the
+ *   `stripe:billing` strategy (the operator's billing secrets only; none configured: every request
+ *   is 401) and routed by each event's `metadata.workspaceId` (service.ts `handleBilling`). Its
+ *   refusals are counted under `_` (the address names no workspace).
  * - The console's card routes under `/api/w/{wid}/stripe/cards` (card-routes.ts).
  * The workspace's signing secret (its own Stripe account: Issuing) is set with
  * `PUT /api/w/{wid}/integrations/stripe { signingSecret }` (../http.ts); the operator's billing
@@ -32,6 +36,14 @@ export const stripeRoutes: Plugin<{ stripe: StripeEvents; cards: Cards; refusals
     const write = { onPreAuth: guards.consoleWrite };
     server.route([
       ...cardRoutes('stripe', { cards, people, session, write }),
+      {
+        // A literal segment: hapi matches it before `{wid}` (which would refuse it anyway: not a workspace id).
+        method: 'POST', path: '/v1/hooks/stripe/billing',
+        options: hookOptions('stripe', refusals, {}, STRIPE_BODY_LIMIT, BILLING_VARIANT),
+        async handler(request, h) {
+          return h.response((await stripe.handleBilling(parseVerified<StripeEvent>(request, h, stripeEventSchema))).body).code(200);
+        },
+      },
       {
         method: 'POST', path: '/v1/hooks/stripe/{wid}',
         options: hookOptions('stripe', refusals, { validate: { params: Joi.object({ wid }) } }, STRIPE_BODY_LIMIT),

@@ -44,7 +44,18 @@ import { refId, type StripeAuthorization, type StripeEvent, type StripeInvoice, 
  *   plan, and recorded once as `plan.event_ignored` in the workspace's ledger.
  *   Plan name: the first item's price `lookup_key`, else the subscription's `metadata.plan`, else
  *   `paid`. `invoice.payment_failed`: noted on the subscription's record.
- * - Each event id once (hook-events.ts; the operator's events apart from the workspace's): a
+ * - The operator's billing endpoint (`POST /v1/hooks/stripe/billing`, `handleBilling`): one
+ *   Stripe endpoint for every billed workspace, verified with the operator's billing secrets only.
+ *   Each billing event is routed to the workspace it is bound to by the same binding as above
+ *   (its subscription's `metadata.workspaceId`; a failed invoice without one, the one workspace
+ *   its subscription belongs to), then applied exactly as on the workspace's route (same source,
+ *   same plans service). Named workspace that does not exist, no binding, or a subscription known
+ *   in several workspaces: `{ received: true, ignored }`, nothing stored or recorded (there is no
+ *   workspace to record it in). Issuing events are refused there (403 forbidden); other types are
+ *   received and change nothing.
+ * - Each event id once (hook-events.ts; the operator's events apart from the workspace's, kept
+ *   under [wid, BILLING_SOURCE, id] whichever endpoint they came to, so an event delivered to the
+ *   billing endpoint and to a workspace's endpoint during a migration is applied once): a
  *   redelivery gets the first answer and changes nothing. Event types not listed are received
  *   (`{ received: true }`) and change nothing.
  */
@@ -58,6 +69,10 @@ const BILLING_SOURCE = 'stripe-billing';
 /** How far ahead of our clock an event's `created` may be (Stripe's own signature tolerance). */
 export const FUTURE_SKEW_S = 300;
 export const IGNORED_BILLING = "billing events change a plan only when signed with the operator's billing secret";
+/** Why the operator's billing endpoint routed an event to no workspace (answered 200, nothing stored). */
+export const UNBOUND_BILLING = 'the event names no workspace: set metadata.workspaceId on the subscription';
+export const UNKNOWN_WORKSPACE = 'the workspace named by metadata.workspaceId does not exist here';
+export const AMBIGUOUS_SUBSCRIPTION = 'the invoice names no workspace and its subscription belongs to more than one';
 
 export interface StripeAnswer {
   body: Record<string, unknown>;
@@ -95,19 +110,43 @@ export function subscriptionReport(event: StripeEvent, sub: StripeSubscription):
   };
 }
 
-export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvents: HookEvents; ledger: Ledger; clock: Clock }) {
-  const { cards, plans, hookEvents, ledger, clock } = deps;
+/** What a billing event names as its workspace (its subscription's metadata), else the subscription to look up. */
+type Binding = { workspaceId: string } | { subscriptionId: string } | null;
+
+export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvents: HookEvents; ledger: Ledger; clock: Clock; workspaceExists: (wid: string) => boolean }) {
+  const { cards, plans, hookEvents, ledger, clock, workspaceExists } = deps;
   const versionOf = (event: StripeEvent) => ({ 'stripe-version': event.api_version || DEFAULT_STRIPE_VERSION });
   const received = { received: true };
 
-  /** The workspace a billing event is bound to: the address's, elsewhere, or none said. */
-  const boundTo = (wid: string, event: StripeEvent): boolean => {
-    if (SUBSCRIPTION_EVENTS.has(event.type)) return (event.data.object as unknown as StripeSubscription).metadata?.workspaceId === wid;
+  /**
+   * A subscription: its `metadata.workspaceId`. A failed invoice: its subscription's metadata
+   * when present, else its subscription (to be one of a workspace's already).
+   */
+  const bindingOf = (event: StripeEvent): Binding => {
+    if (SUBSCRIPTION_EVENTS.has(event.type)) {
+      const named = (event.data.object as unknown as StripeSubscription).metadata?.workspaceId;
+      return named === undefined ? null : { workspaceId: named };
+    }
     const invoice = event.data.object as unknown as StripeInvoice;
     const named = invoice.parent?.subscription_details?.metadata?.workspaceId ?? invoice.subscription_details?.metadata?.workspaceId;
-    if (named !== undefined) return named === wid;
+    if (named !== undefined) return { workspaceId: named };
     const subscriptionId = invoiceSubscription(invoice);
-    return subscriptionId !== null && plans.has(wid, subscriptionId);
+    return subscriptionId === null ? null : { subscriptionId };
+  };
+
+  /** Whether a billing event is bound to the workspace in the address. */
+  const boundTo = (wid: string, event: StripeEvent): boolean => {
+    const binding = bindingOf(event);
+    if (binding === null) return false;
+    return 'workspaceId' in binding ? binding.workspaceId === wid : plans.has(wid, binding.subscriptionId);
+  };
+
+  /** An operator-signed billing event bound to `wid`: applied to its plan once per event id (the operator's source). */
+  const applyBilling = async (wid: string, event: StripeEvent): Promise<StripeAnswer> => {
+    const change = SUBSCRIPTION_EVENTS.has(event.type)
+      ? () => { plans.applyInWrite(wid, subscriptionReport(event, event.data.object as unknown as StripeSubscription), ACTOR); }
+      : () => { plans.paymentFailedInWrite(wid, invoiceSubscription(event.data.object as unknown as StripeInvoice), event.id, ACTOR); };
+    return { body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, () => { change(); return received; }), headers: {} };
   };
 
   const billing = async (wid: string, signers: readonly StripeSigner[], event: StripeEvent): Promise<StripeAnswer> => {
@@ -122,21 +161,51 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
       };
     }
     if (!boundTo(wid, event)) return { body: received, headers: {} };
-    const change = SUBSCRIPTION_EVENTS.has(event.type)
-      ? () => { plans.applyInWrite(wid, subscriptionReport(event, event.data.object as unknown as StripeSubscription), ACTOR); }
-      : () => { plans.paymentFailedInWrite(wid, invoiceSubscription(event.data.object as unknown as StripeInvoice), event.id, ACTOR); };
-    return { body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, () => { change(); return received; }), headers: {} };
+    return applyBilling(wid, event);
+  };
+
+  /** The operator's billing endpoint: the workspace an event is routed to, or why it is routed nowhere. */
+  const routeOf = (event: StripeEvent): { workspaceId: string } | { ignored: string } => {
+    const binding = bindingOf(event);
+    if (binding === null) return { ignored: UNBOUND_BILLING };
+    if ('workspaceId' in binding) return workspaceExists(binding.workspaceId) ? binding : { ignored: binding.workspaceId === '' ? UNBOUND_BILLING : UNKNOWN_WORKSPACE };
+    const owners = plans.workspacesWith(binding.subscriptionId);
+    return owners.length === 1 ? { workspaceId: owners[0]! } : { ignored: owners.length === 0 ? UNBOUND_BILLING : AMBIGUOUS_SUBSCRIPTION };
+  };
+
+  /** 400 for an event (or a transaction) dated more than FUTURE_SKEW_S ahead of our clock. */
+  const notAhead = (event: StripeEvent): void => {
+    const latest = Math.floor(clock.now() / 1000) + FUTURE_SKEW_S;
+    const ahead = (field: string) => new AppError('invalid_request', {
+      details: { errors: [{ field, message: `"${field}" is more than five minutes ahead of this server's clock` }] },
+      fix: "Deliver each event as Stripe made it, with this server's clock in sync.",
+    });
+    if (event.created > latest) throw ahead('created');
+    if (event.type === 'issuing_transaction.created' && (event.data.object as unknown as StripeTransaction).created > latest) throw ahead('data.object.created');
   };
 
   return {
+    /**
+     * An event verified on the operator's billing endpoint (signed with a billing secret): routed
+     * to the workspace it is bound to, then applied as on the workspace's route (same source, so
+     * one event delivered to both endpoints is applied once).
+     */
+    async handleBilling(event: StripeEvent): Promise<StripeAnswer> {
+      notAhead(event);
+      if (ISSUING_EVENTS.has(event.type)) {
+        throw new AppError('forbidden', {
+          message: "Issuing events decide a workspace's cards: the operator's billing endpoint does not take them.",
+          fix: "Send Issuing events to the workspace's own endpoint (/v1/hooks/stripe/{wid}), signed with its own signing secret; subscribe this endpoint to billing events only.",
+        });
+      }
+      if (!BILLING_EVENTS.has(event.type)) return { body: received, headers: {} };
+      const route = routeOf(event);
+      if ('ignored' in route) return { body: { received: true, ignored: route.ignored }, headers: {} };
+      return applyBilling(route.workspaceId, event);
+    },
+
     async handle(wid: string, signers: readonly StripeSigner[], event: StripeEvent): Promise<StripeAnswer> {
-      const latest = Math.floor(clock.now() / 1000) + FUTURE_SKEW_S;
-      const ahead = (field: string) => new AppError('invalid_request', {
-        details: { errors: [{ field, message: `"${field}" is more than five minutes ahead of this server's clock` }] },
-        fix: "Deliver each event as Stripe made it, with this server's clock in sync.",
-      });
-      if (event.created > latest) throw ahead('created');
-      if (event.type === 'issuing_transaction.created' && (event.data.object as unknown as StripeTransaction).created > latest) throw ahead('data.object.created');
+      notAhead(event);
       if (BILLING_EVENTS.has(event.type)) return billing(wid, signers, event);
       if (ISSUING_EVENTS.has(event.type) && !signers.includes('workspace')) {
         throw new AppError('forbidden', {
