@@ -160,7 +160,8 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
         headers: {},
       };
     }
-    if (!boundTo(wid, event)) return { body: received, headers: {} };
+    // Bound to this address, and the address names a workspace of this server.
+    if (!workspaceExists(wid) || !boundTo(wid, event)) return { body: received, headers: {} };
     return applyBilling(wid, event);
   };
 
