@@ -13,6 +13,8 @@
  * - A lane that says it cannot go on (a chain whose last grant failed: its refresh token may or
  *   may not be spent, and reusing a spent one ends the connection) sends nothing more.
  * The CPU time (utime + stime) of each named server process is read around each measured stretch.
+ * A lane makes each body when it sends it (and may sign it then: `headersFor`), inside the timed
+ * span, so that a product and its baseline given the same kind of lanes pay the same client cost.
  */
 import { Client } from 'undici';
 import { cpuTicks, percentile } from './gateway-load.js';
@@ -26,6 +28,8 @@ export type Answer = { status: number; contentType: string; text: string } | { e
 export interface Lane {
   /** The next request's body. */
   next(): string;
+  /** Headers made for that very body (a signature made at send time), added to the target's. */
+  headersFor?(body: string): Record<string, string>;
   /** undefined when the answer is what it should be; else why not (counted as failed). */
   judge(answer: Answer): string | undefined;
   /** Once true, the lane sends nothing more. */
@@ -99,7 +103,8 @@ async function lane(r: Running, i: number, until: number, record: boolean): Prom
         continue;
       }
     }
-    const answer = await post(client, r.path, target.headers, lane.next());
+    const body = lane.next();
+    const answer = await post(client, r.path, lane.headersFor ? { ...target.headers, ...lane.headersFor(body) } : target.headers, body);
     const end = performance.now();
     const why = lane.judge(answer);
     if (why !== undefined) {
