@@ -99,8 +99,11 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
      * `cannotWait`: the asker must be answered now (a card network's authorization): a decision
      * that would wait for a person is a deny saying so, and no approval is opened that nobody's
      * answer could still reach.
+     * `inWrite`: the caller's own writes about this decision (an integration's stored answer),
+     * made inside the decision's transaction, so both land with one flush or neither does; it is
+     * called for a replayed request too.
      */
-    async authorize(c: GateCaller, input: AuthorizeInput, options: { sessionId?: string | undefined; cannotWait?: boolean } = {}): Promise<{ action: ActionView; replayed: boolean }> {
+    async authorize(c: GateCaller, input: AuthorizeInput, options: { sessionId?: string | undefined; cannotWait?: boolean; inWrite?: (action: ActionView, replayed: boolean) => void } = {}): Promise<{ action: ActionView; replayed: boolean }> {
       const sessionId = input.session?.id ?? options.sessionId ?? null;
       const idemKey = input.idempotencyKey ?? null;
       const print = idemKey === null ? '' : fingerprint(input, sessionId);
@@ -122,7 +125,9 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
             if (seen.fingerprint !== print) {
               throw new AppError('idempotency_conflict', { message: `The idempotency key was first used for a different request (action ${seen.actionId}).` });
             }
-            return { action: toActionView(repo.action(c.workspaceId, seen.actionId)!), replayed: true };
+            const first = toActionView(repo.action(c.workspaceId, seen.actionId)!);
+            options.inWrite?.(first, true);
+            return { action: first, replayed: true };
           }
         }
         const decided = decide(c, input, now);
@@ -164,7 +169,9 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
         if (idemKey !== null) {
           repo.putIdempotency(c.workspaceId, c.agentId, idemKey, { actionId: action.id, fingerprint: print, expiresAt: isoAt(now + IDEMPOTENCY_TTL_MS) });
         }
-        return { action: toActionView(action), replayed: false };
+        const view = toActionView(action);
+        options.inWrite?.(view, false);
+        return { action: view, replayed: false };
       });
     },
 

@@ -133,8 +133,8 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
 
     /**
      * An authorization request, answered once per provider event (hook-events.ts): decided at the
-     * gate as the card's agent (its own write; the event id as idempotency key makes a repeat the
-     * same action), the answer `answerOf(decision)` then stored. An unmapped card is declined, its
+     * gate as the card's agent (the event id as idempotency key makes a repeat the same action),
+     * the answer `answerOf(decision)` stored in the same write. An unmapped card is declined, its
      * ledger record written in the same write as the stored answer. A repeat gets the first answer.
      */
     async authorize(wid: string, provider: CardProvider, auth: CardAuthorization, answerOf: (decision: CardDecision) => HookAnswer): Promise<HookAnswer> {
@@ -146,7 +146,10 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
           return answerOf(decision);
         });
       }
-      const { action } = await gate.authorize({ workspaceId: wid, agentId }, {
+      // The answer (and this card's claim on the action) is stored in the decision's own write:
+      // one flush on the card network's deadline path, and no decision without its answer.
+      let answer: HookAnswer | undefined;
+      await gate.authorize({ workspaceId: wid, agentId }, {
         type: 'payment',
         summary: `Card ${auth.cardId} at ${auth.merchant.name}`,
         payment: { amount: auth.amount, currency: auth.currency, merchant: merchantOf(auth.merchant) },
@@ -154,14 +157,18 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
         idempotencyKey: `${provider}:${auth.eventId}`,
         // The card and its provider: only this card's charges may settle this payment.
         metadata: { cardId: auth.cardId, cardProvider: provider, [`${provider}Event`]: auth.eventId, ...(auth.merchant.mcc ? { mcc: auth.merchant.mcc } : {}) },
+      }, {
         // The card network waits a second or two: a rule that needs a person declines at once.
-      }, { cannotWait: true });
-      const approved = action.decision === 'allow';
-      const reason = approved ? 'allowed by the mandate' : action.reason;
-      return hookEvents.processOnce(wid, provider, auth.eventId, () => {
-        t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
-        return answerOf({ approved, actionId: action.id, reason });
+        cannotWait: true,
+        inWrite: (action) => {
+          answer = hookEvents.onceInWrite(wid, provider, auth.eventId, () => {
+            t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
+            const approved = action.decision === 'allow';
+            return answerOf({ approved, actionId: action.id, reason: approved ? 'allowed by the mandate' : action.reason });
+          });
+        },
       });
+      return answer!;
     },
 
     /**
