@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { periodic } from '../lib/outbound.js';
 import { AppError } from '../errors/app-error.js';
 import type { Approvals, ApproveOutcome, Decider } from '../approvals/service.js';
 import type { IntegrationRegistry } from '../integrations/registry.js';
@@ -160,7 +161,6 @@ export function createChat(deps: {
     await store.write(() => { for (const key of stale) t.chatButtons.remove(key); });
     return stale.length;
   };
-  let timer: NodeJS.Timeout | undefined;
 
   return {
     /**
@@ -240,14 +240,7 @@ export function createChat(deps: {
     },
 
     sweep,
-    start(): void {
-      timer ??= setInterval(() => { void sweep().catch(() => undefined); }, SWEEP_EVERY_MS);
-      timer.unref();
-    },
-    stop(): void {
-      if (timer) clearInterval(timer);
-      timer = undefined;
-    },
+    ...periodic(sweep, SWEEP_EVERY_MS),
   };
 }
 

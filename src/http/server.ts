@@ -194,8 +194,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       await services.githubCallbacks.stop();
-      services.once.stop();
-      services.chat.stop();
+      await services.once.stop();
+      await services.chat.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

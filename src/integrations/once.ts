@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import { periodic } from '../lib/outbound.js';
 import type { Store } from '../store/index.js';
 
 /**
@@ -16,7 +17,6 @@ export const HOOK_EVENT_RETENTION_MS = 30 * 86_400_000;
 export function createOnce(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
   const t = store.tables;
-  let timer: NodeJS.Timeout | undefined;
 
   /**
    * Removes identifiers past their window, and the answers kept for processed events
@@ -52,15 +52,7 @@ export function createOnce(deps: { store: Store; clock: Clock }) {
 
     sweep,
 
-    start(): void {
-      timer ??= setInterval(() => { void sweep().catch(() => undefined); }, SWEEP_EVERY_MS);
-      timer.unref();
-    },
-
-    stop(): void {
-      if (timer) clearInterval(timer);
-      timer = undefined;
-    },
+    ...periodic(sweep, SWEEP_EVERY_MS),
   };
 }
 

@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import { AppError } from '../errors/app-error.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
@@ -6,7 +5,8 @@ import type { IdSource } from '../lib/ids.js';
 import type { Logger } from '../lib/log.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import { signPayload } from '../lib/svc-signature.js';
-import { refusedBy, safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target.js';
+import { periodic, postOnce, retryDelay } from '../lib/outbound.js';
+import { safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target.js';
 import type { LedgerRecord } from '../ledger/service.js';
 import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
 
@@ -112,10 +112,6 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       type === 'webhook.disabled' ? record.subject : undefined);
   });
 
-  const backoff = (tries: number): number => {
-    const base = Math.min(settings.backoffMaxMs, settings.backoffBaseMs * 2 ** Math.max(0, tries - 1));
-    return Math.round(base * (0.8 + Math.random() * 0.4));
-  };
 
   /** One try of one delivery: sent, then its outcome written (and its next try scheduled). */
   const attempt = async (key: [number, string, string, string]): Promise<void> => {
@@ -147,18 +143,10 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       error = `refused: ${problem}`;
     } else if (destination) {
       const { url, secret, body } = destination;
-      try {
-        const answer = await request(url, {
-          method: 'POST', body, dispatcher,
-          headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)) },
-          headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs, signal: AbortSignal.timeout(settings.timeoutMs),
-        });
-        status = answer.statusCode;
-        await answer.body.dump().catch(() => {});
-      } catch (err) {
-        const refused = refusedBy(err);
-        error = refused ? refused.message : (err as Error).name === 'TimeoutError' || /timeout/i.test((err as Error).message) ? 'timed out' : 'could not connect';
-      }
+      ({ status, error } = await postOnce(url, {
+        body, dispatcher, timeoutMs: settings.timeoutMs,
+        headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)) },
+      }));
     }
     const ok = status !== null && status >= 200 && status < 300;
     const now = clock.now();
@@ -171,7 +159,7 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
         t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'delivered', nextAttemptAt: null });
         return;
       }
-      const next = now + backoff(attempts.length);
+      const next = now + retryDelay(attempts.length, settings);
       if (next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
         t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'failed', nextAttemptAt: null });
         if (named) {
@@ -191,8 +179,6 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
   };
 
   const inFlight = new Set<string>();
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
 
   /** Sends what is due now (each delivery once at a time); returns when those tries are written. */
   /**
@@ -228,6 +214,14 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
     }));
   };
 
+  let swept = clock.now();
+  const loop = periodic(async () => {
+    await dispatch();
+    if (clock.now() - swept < SWEEP_EVERY_MS) return;
+    swept = clock.now();
+    await sweepDeliveries();
+  }, settings.dispatchIntervalMs, (err) => deps.log.error({ err }, 'webhook dispatch failed'));
+
   return {
     /** Starts the dispatcher (the server does; commands that open the store do not). */
     /**
@@ -246,22 +240,9 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       }).catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
     },
 
-    start(): void {
-      if (timer) return;
-      let swept = clock.now();
-      timer = setInterval(() => {
-        if (running) return;
-        const sweepNow = clock.now() - swept >= SWEEP_EVERY_MS;
-        if (sweepNow) swept = clock.now();
-        running = dispatch().then(async () => { if (sweepNow) await sweepDeliveries(); }).catch((err: unknown) => deps.log.error({ err }, 'webhook dispatch failed')).finally(() => { running = null; });
-      }, settings.dispatchIntervalMs);
-      timer.unref();
-    },
-    async stop(): Promise<void> {
-      if (timer) clearInterval(timer);
-      timer = null;
-      await running;
-    },
+    /** Starts the dispatcher, which also sweeps finished deliveries hourly (the server does; commands that open the store do not). */
+    start: loop.start,
+    stop: loop.stop,
     dispatch,
     sweepDeliveries,
 

@@ -37,3 +37,32 @@ export function startChild<Boot extends { listening: string }>(args: string[], e
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
   });
 }
+
+/**
+ * A server that dies mid-run would show only as failed requests: say which one, how, and the end
+ * of its stderr (which children.ts otherwise drops). Counts svc's error-level log lines.
+ */
+export function watch(name: string, child: Child<{ listening: string }>, stopping: { now: boolean }) {
+  const seen = { tail: '', errors: 0, firstErrors: [] as string[] };
+  let partial = '';
+  child.child.stderr!.on('data', (d: Buffer) => {
+    const text = d.toString();
+    seen.tail = (seen.tail + text).slice(-3000);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      if (!/"level":(50|60)\b/.test(line)) continue;
+      seen.errors += 1;
+      if (seen.firstErrors.length < 3) seen.firstErrors.push(line.slice(0, 500));
+    }
+  });
+  child.child.once('exit', (code, signal) => {
+    if (!stopping.now) console.error(`\n${name} (pid ${child.child.pid}) exited during the run: code ${code}, signal ${signal}; its stderr ends:\n${seen.tail}`);
+  });
+  return seen;
+}
+
+/** Throws when a preflight check fails, saying what and with what. */
+export const expect = (what: string, ok: boolean, detail: string) => {
+  if (!ok) throw new Error(`${what}: ${detail.slice(0, 400)}`);
+};

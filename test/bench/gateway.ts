@@ -28,7 +28,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { call, type Reply } from '../helpers/http.js';
 import { cleanEnv } from '../helpers/process.js';
-import { startChild, type Child } from './children.js';
+import { startChild, watch, type Child } from './children.js';
 import { MODEL, startGatewayBench, VENDOR_ENV, type GatewayBench } from './gateway-fixture.js';
 import { CLK_TCK, saturate, sequential, type Saturated, type Sequential, type Target } from './gateway-load.js';
 import { atMost, badOf, cpuMicros, latencyTable, micros, ms, p, refusalTable, saturatedTable, ttfbTable } from './gateway-report.js';
@@ -130,17 +130,6 @@ async function preflight(s: Servers): Promise<number> {
   return dryRun.text.length;
 }
 
-/**
- * A server that dies mid-run would show only as failed requests: say which one, how, and the end
- * of its stderr (which children.ts otherwise drops).
- */
-function watch(name: string, child: Child<{ listening: string }>, stopping: { now: boolean }): void {
-  let tail = '';
-  child.child.stderr!.on('data', (d: Buffer) => { tail = (tail + d.toString()).slice(-3000); });
-  child.child.once('exit', (code, signal) => {
-    if (!stopping.now) console.error(`\n${name} (pid ${child.child.pid}) exited during the run: code ${code}, signal ${signal}; its stderr ends:\n${tail}`);
-  });
-}
 
 async function main(): Promise<number> {
   console.log(`gateway benchmark: mock vendor direct, floor (hapi + undici pass-through) and svc serve (dist/, enforce, info logs, key with class and policy profile, budgets, redaction), each its own process, Node ${process.version}`);

@@ -28,7 +28,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { call } from '../helpers/http.js';
 import { cleanEnv } from '../helpers/process.js';
-import { startChild, type Child } from './children.js';
+import { expect, startChild, watch, type Child } from './children.js';
 import { CLK_TCK } from './gateway-load.js';
 import { atMost, cpuMicros, failed, micros, ms, table, times } from './gateway-report.js';
 import { authorizationEvents, CARD_ID, ledgerAfter, signature, startHooksBench, type HooksBench } from './hooks-fixture.js';
@@ -71,33 +71,6 @@ function judgeAuthorization(answer: Answer, approved: string[]): string | undefi
   return undefined;
 }
 
-/**
- * A server that dies mid-run would show only as failed requests: say which one, how, and the end
- * of its stderr (which children.ts otherwise drops). Counts svc's error-level log lines.
- */
-function watch(name: string, child: Child<{ listening: string }>, stopping: { now: boolean }) {
-  const seen = { tail: '', errors: 0, firstErrors: [] as string[] };
-  let partial = '';
-  child.child.stderr!.on('data', (d: Buffer) => {
-    const text = d.toString();
-    seen.tail = (seen.tail + text).slice(-3000);
-    const lines = (partial + text).split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) {
-      if (!/"level":(50|60)\b/.test(line)) continue;
-      seen.errors += 1;
-      if (seen.firstErrors.length < 3) seen.firstErrors.push(line.slice(0, 500));
-    }
-  });
-  child.child.once('exit', (code, signal) => {
-    if (!stopping.now) console.error(`\n${name} (pid ${child.child.pid}) exited during the run: code ${code}, signal ${signal}; its stderr ends:\n${seen.tail}`);
-  });
-  return seen;
-}
-
-const expect = (what: string, ok: boolean, detail: string) => {
-  if (!ok) throw new Error(`${what}: ${detail.slice(0, 400)}`);
-};
 
 async function post(url: string, headers: Record<string, string>, body: string) {
   const u = new URL(url);

@@ -1,9 +1,10 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Ledger } from '../../ledger/service.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
 import type { IdSource } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
-import { refusedBy, safeDispatcher, targetProblem } from '../../lib/safe-target.js';
+import { periodic, postOnce, retryDelay } from '../../lib/outbound.js';
+import { safeDispatcher, targetProblem } from '../../lib/safe-target.js';
 import type { GithubCallbackRecord, Store } from '../../store/index.js';
 import type { IntegrationRegistry } from '../registry.js';
 
@@ -59,11 +60,6 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
   const dispatcher = deps.dispatcher ?? safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
   const apiUrlOf = (wid: string): string => String(registry.configOf(wid, 'github')?.apiUrl ?? DEFAULT_API_URL);
 
-  const backoff = (tries: number): number => {
-    const base = Math.min(settings.backoffMaxMs, settings.backoffBaseMs * 2 ** Math.max(0, tries - 1));
-    return Math.round(base * (0.8 + Math.random() * 0.4));
-  };
-
   /** Inside the decision's write: queues its report, or records why it is not sent. */
   const enqueueInWrite = (wid: string, report: { delivery: string; url: unknown; environment: string; state: 'approved' | 'rejected'; comment: string; actionId: string | null }): void => {
     const apiUrl = apiUrlOf(wid);
@@ -99,18 +95,11 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
       if (problem) {
         error = `refused: ${problem}`;
       } else {
-        try {
-          const answer = await request(c.url, {
-            method: 'POST', dispatcher, signal: AbortSignal.timeout(settings.timeoutMs), headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs,
-            headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'svc-github/1', 'x-github-api-version': '2022-11-28' },
-            body: JSON.stringify({ environment_name: c.environment, state: c.state, comment: c.comment }),
-          });
-          status = answer.statusCode;
-          await answer.body.dump().catch(() => {});
-        } catch (err) {
-          const refused = refusedBy(err);
-          error = refused ? refused.message : (err as Error).name === 'TimeoutError' || /timeout/i.test((err as Error).message) ? 'timed out' : 'could not connect';
-        }
+        ({ status, error } = await postOnce(c.url, {
+          dispatcher, timeoutMs: settings.timeoutMs,
+          headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'svc-github/1', 'x-github-api-version': '2022-11-28' },
+          body: JSON.stringify({ environment_name: c.environment, state: c.state, comment: c.comment }),
+        }));
       }
     }
     const ok = status !== null && status >= 200 && status < 300;
@@ -126,7 +115,7 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
         ledger.record({ workspaceId: c.workspaceId, actor: 'github', kind: 'github.deployment_reported', subject: current.delivery, data: facts });
         return;
       }
-      const next = now + backoff(attempts.length);
+      const next = now + retryDelay(attempts.length, settings);
       if (final || next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
         t.githubCallbacks.remove([c.workspaceId, c.id]);
         ledger.record({ workspaceId: c.workspaceId, actor: 'github', kind: 'github.deployment_report_failed', subject: current.delivery, data: { ...facts, reason: final ?? error ?? 'gave up' } });
@@ -137,8 +126,6 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
   };
 
   const inFlight = new Set<string>();
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
 
   /** Sends what is due now (each report once at a time); returns when those tries are written. */
   const dispatch = async (): Promise<void> => {
@@ -160,19 +147,7 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
     enqueueInWrite,
     dispatch,
     /** Starts the dispatcher (the server does; commands that open the store do not). */
-    start(): void {
-      if (timer) return;
-      timer = setInterval(() => {
-        if (running) return;
-        running = dispatch().finally(() => { running = null; });
-      }, settings.dispatchIntervalMs);
-      timer.unref();
-    },
-    async stop(): Promise<void> {
-      if (timer) clearInterval(timer);
-      timer = null;
-      await running;
-    },
+    ...periodic(dispatch, settings.dispatchIntervalMs, (err) => deps.log.error({ err }, 'github report dispatch failed')),
   };
 }
 
