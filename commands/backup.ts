@@ -15,9 +15,11 @@ export default class Backup extends SvcCommand {
 
   async run(): Promise<{ out: string; schemaVersion: number }> {
     const { flags } = await this.parse(Backup);
-    if (existsSync(flags.out)) this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
+    if (existsSync(flags.out))
+      this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
-    if (!existsSync(`${settings.dataDir}/${STORE_FILE}`)) this.fail(`no store in ${settings.dataDir}`, EXIT.unreachable, 'store_cannot_open');
+    if (!existsSync(`${settings.dataDir}/${STORE_FILE}`))
+      this.fail(`no store in ${settings.dataDir}`, EXIT.unreachable, 'store_cannot_open');
     const store = openStore(settings.dataDir);
     try {
       // The copy holds what the store holds (hashes, sealed secrets): private from its first byte.

@@ -5,8 +5,12 @@ import { migrateStore, openStore, type MigrationResult } from '../src/store/inde
 
 export default class Migrate extends SvcCommand {
   static override summary = "Bring the store's schema to the current version.";
-  static override description = 'Safe to re-run; each migration is one transaction and never loses a record. Back up first with `svc backup`.';
-  static override examples = ['<%= config.bin %> migrate --data-dir ./data', '<%= config.bin %> migrate --dry-run --json'];
+  static override description =
+    'Safe to re-run; each migration is one transaction and never loses a record. Back up first with `svc backup`.';
+  static override examples = [
+    '<%= config.bin %> migrate --data-dir ./data',
+    '<%= config.bin %> migrate --dry-run --json',
+  ];
   static override flags = {
     'data-dir': dataDirFlag,
     'dry-run': Flags.boolean({ description: 'print what would run and change nothing' }),
@@ -19,9 +23,11 @@ export default class Migrate extends SvcCommand {
     try {
       const result = await migrateStore(store, { dryRun: flags['dry-run'] });
       const verb = result.dryRun ? 'would migrate' : 'migrated';
-      this.log(result.applied.length === 0
-        ? `schema version ${result.from}: up to date`
-        : `${verb} schema version ${result.from} -> ${result.dryRun ? result.applied[result.applied.length - 1]!.version : result.to}`);
+      this.log(
+        result.applied.length === 0
+          ? `schema version ${result.from}: up to date`
+          : `${verb} schema version ${result.from} -> ${result.dryRun ? result.applied[result.applied.length - 1]!.version : result.to}`,
+      );
       for (const m of result.applied) this.log(`  ${m.version}: ${m.description}`);
       return result;
     } finally {

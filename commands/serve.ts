@@ -8,7 +8,8 @@ import { loadSettings } from '../src/settings/load.js';
 
 export default class Serve extends SvcCommand {
   static override summary = 'Start the server.';
-  static override description = 'On an empty data dir it sets up the store, and creates a workspace "Default" with an owner admin@localhost whose one-time password is printed once. Ready when it logs "listening". SIGTERM or SIGINT: stop accepting, finish in-flight requests, flush, exit 0.';
+  static override description =
+    'On an empty data dir it sets up the store, and creates a workspace "Default" with an owner admin@localhost whose one-time password is printed once. Ready when it logs "listening". SIGTERM or SIGINT: stop accepting, finish in-flight requests, flush, exit 0.';
   static override examples = [
     '<%= config.bin %> serve',
     '<%= config.bin %> serve --data-dir /var/lib/svc --host 0.0.0.0 --port 8080 --config /etc/svc/config.json',
@@ -34,16 +35,21 @@ export default class Serve extends SvcCommand {
     await http.start();
     const address = http.server.info.uri;
     if (this.jsonEnabled()) {
-      this.logJson({ listening: address, ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}) });
+      this.logJson({
+        listening: address,
+        ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}),
+      });
     } else if (boot) {
-      this.log([
-        '',
-        `  Workspace "Default" created (${boot.workspaceId}).`,
-        `  Owner: ${boot.email}`,
-        `  One-time password: ${boot.password}`,
-        '  It is shown this once and stored only as a hash. Sign in with POST /api/session and keep it safe.',
-        '',
-      ].join('\n'));
+      this.log(
+        [
+          '',
+          `  Workspace "Default" created (${boot.workspaceId}).`,
+          `  Owner: ${boot.email}`,
+          `  One-time password: ${boot.password}`,
+          '  It is shown this once and stored only as a hash. Sign in with POST /api/session and keep it safe.',
+          '',
+        ].join('\n'),
+      );
     }
     app.log.info({ address }, 'listening');
     app.log.flush();

@@ -61,33 +61,93 @@ export interface App {
   close(): Promise<void>;
 }
 
-function createServices(store: Store, settings: Readonly<Settings>, clock: Clock, ids: IdSource, masterKey: Buffer, issuer: () => string, log: Logger) {
+function createServices(
+  store: Store,
+  settings: Readonly<Settings>,
+  clock: Clock,
+  ids: IdSource,
+  masterKey: Buffer,
+  issuer: () => string,
+  log: Logger,
+) {
   const deps = { store, clock, ids };
   const signingKeys = createSigningKeys({ store, masterKey, clock });
   // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
   const originHost = settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local';
   const ledger = createLedger({ ...deps, signingKeys, originHost });
-  const killSwitch = createKillSwitch({ ...deps, ledger, bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
-  const receipts = createReceipts({ store, clock, signingKeys, ledger, ttlSeconds: settings.receipts.ttlDays * 86_400, issuer });
+  const killSwitch = createKillSwitch({
+    ...deps,
+    ledger,
+    bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
+    approvalTtlMs: settings.approvals.ttlHours * 3_600_000,
+  });
+  const receipts = createReceipts({
+    store,
+    clock,
+    signingKeys,
+    ledger,
+    ttlSeconds: settings.receipts.ttlDays * 86_400,
+    issuer,
+  });
   // The plan.* settings are the free plan's allowances; a workspace on a paid plan is not held to them.
-  const plans = createPlans({ store, clock, ledger, free: { agents: settings.plan.agents, mandateRules: settings.plan.mandateRules, monthlyRequests: settings.plan.monthlyRequests, people: settings.plan.people } });
+  const plans = createPlans({
+    store,
+    clock,
+    ledger,
+    free: {
+      agents: settings.plan.agents,
+      mandateRules: settings.plan.mandateRules,
+      monthlyRequests: settings.plan.monthlyRequests,
+      people: settings.plan.people,
+    },
+  });
   const agents = createAgentsService({ ...deps, ledger, maxAgents: (wid) => plans.allowances(wid).agents });
   const mandates = createMandatesService({ ...deps, ledger, maxRules: (wid) => plans.allowances(wid).mandateRules });
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
   const calls = createCallLog({ store, log });
   const budgets = createBudgets({ ...deps, ledger, calls });
   const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
-  const gateway = createGateway({ ...deps, ledger, advise: webhooks.advise, settings: settings.gateway, monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests, seats: { people: (wid) => plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays }, calls, budgets });
+  const gateway = createGateway({
+    ...deps,
+    ledger,
+    advise: webhooks.advise,
+    settings: settings.gateway,
+    monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests,
+    seats: { people: (wid) => plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays },
+    calls,
+    budgets,
+  });
   const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
-  const people = createPeopleService({ ...deps, masterKey, ledger, sessionTtlMs: settings.session.ttlHours * 3_600_000 });
+  const people = createPeopleService({
+    ...deps,
+    masterKey,
+    ledger,
+    sessionTtlMs: settings.session.ttlHours * 3_600_000,
+  });
   const hookEvents = createHookEvents({ store, clock });
   const cards = createCards({ store, clock, ledger, gate, hookEvents });
   const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
   const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
   const once = createOnce(deps);
   // The webhooks outbox (made above) listens to the ledger first; the chat cards queue on it after.
-  const chat = createChat({ ...deps, ledger, webhooks, registry: integrationRegistry, approvals, people, once, buttonKey: deriveKey(masterKey, 'chat-button'), publicUrl: issuer });
-  const githubCallbacks = createGithubCallbacks({ ...deps, ledger, registry: integrationRegistry, log, settings: settings.webhooks });
+  const chat = createChat({
+    ...deps,
+    ledger,
+    webhooks,
+    registry: integrationRegistry,
+    approvals,
+    people,
+    once,
+    buttonKey: deriveKey(masterKey, 'chat-button'),
+    publicUrl: issuer,
+  });
+  const githubCallbacks = createGithubCallbacks({
+    ...deps,
+    ledger,
+    registry: integrationRegistry,
+    log,
+    settings: settings.webhooks,
+  });
   return {
     people,
     agents,
@@ -140,8 +200,19 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
   const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log);
   return {
-    settings, store, log, clock, masterKey, migration, services,
-    publicUrl: { get: () => publicUrl(), set: (fn) => { publicUrl = fn; } },
+    settings,
+    store,
+    log,
+    clock,
+    masterKey,
+    migration,
+    services,
+    publicUrl: {
+      get: () => publicUrl(),
+      set: (fn) => {
+        publicUrl = fn;
+      },
+    },
     async close() {
       // Queued call records and budget spend are written before the store closes.
       await services.gateway.close();

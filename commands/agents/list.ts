@@ -8,7 +8,8 @@ type Listed = { data: AgentView[] };
 
 export default class AgentsList extends SvcCommand {
   static override summary = 'List the agents of a workspace with their standing.';
-  static override description = 'Through the server with a service token (SVC_TOKEN, scope agents:read), or --local on the store directly.';
+  static override description =
+    'Through the server with a service token (SVC_TOKEN, scope agents:read), or --local on the store directly.';
   static override examples = [
     'SVC_TOKEN=ims_... <%= config.bin %> agents list --status stopped --json',
     '<%= config.bin %> agents list --local --data-dir /var/lib/svc',
@@ -30,17 +31,34 @@ export default class AgentsList extends SvcCommand {
       const app = await openLocal(flags['data-dir']);
       try {
         const wid = pickWorkspace(app, flags.workspace);
-        data = app.services.agents.list(wid).map((a) => app.services.agents.view(a))
+        data = app.services.agents
+          .list(wid)
+          .map((a) => app.services.agents.view(a))
           .filter((a) => (!flags.tag || a.tags.includes(flags.tag)) && (!flags.status || a.status === flags.status));
       } finally {
         await app.close();
       }
     } else {
-      if (!flags.token) this.fail('no service token: set SVC_TOKEN (or --token), or use --local on the store', EXIT.usage, 'unauthenticated');
-      const query = new URLSearchParams({ ...(flags.tag ? { tag: flags.tag } : {}), ...(flags.status ? { status: flags.status } : {}) }).toString();
-      data = (await callServer<Listed>(flags.url, 'GET', `/v1/admin/agents${query ? `?${query}` : ''}`, { bearer: flags.token })).data;
+      if (!flags.token)
+        this.fail(
+          'no service token: set SVC_TOKEN (or --token), or use --local on the store',
+          EXIT.usage,
+          'unauthenticated',
+        );
+      const query = new URLSearchParams({
+        ...(flags.tag ? { tag: flags.tag } : {}),
+        ...(flags.status ? { status: flags.status } : {}),
+      }).toString();
+      data = (
+        await callServer<Listed>(flags.url, 'GET', `/v1/admin/agents${query ? `?${query}` : ''}`, {
+          bearer: flags.token,
+        })
+      ).data;
     }
-    for (const a of data) this.log(`${a.id}  ${a.status.padEnd(7)}  ${a.name}${a.tags.length ? `  [${a.tags.join(', ')}]` : ''}${a.holds.length ? `  holds: ${a.holds.map((h) => h.hold).join(', ')}` : ''}`);
+    for (const a of data)
+      this.log(
+        `${a.id}  ${a.status.padEnd(7)}  ${a.name}${a.tags.length ? `  [${a.tags.join(', ')}]` : ''}${a.holds.length ? `  holds: ${a.holds.map((h) => h.hold).join(', ')}` : ''}`,
+      );
     return { data };
   }
 }

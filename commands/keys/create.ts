@@ -10,7 +10,11 @@ type Minted = KeyView & { key: string };
 function sendsInClear(url: string): boolean {
   try {
     const { protocol, hostname } = new URL(url);
-    return protocol === 'http:' && !['127.0.0.1', 'localhost', '[::1]', '::1'].includes(hostname) && !hostname.startsWith('127.');
+    return (
+      protocol === 'http:' &&
+      !['127.0.0.1', 'localhost', '[::1]', '::1'].includes(hostname) &&
+      !hostname.startsWith('127.')
+    );
   } catch {
     return false;
   }
@@ -18,7 +22,8 @@ function sendsInClear(url: string): boolean {
 
 export default class KeysCreate extends SvcCommand {
   static override summary = 'Mint a key; its value is printed once.';
-  static override description = 'Through the server with an admin workspace key (SVC_ADMIN_KEY), or with --local on the store directly (the operator\'s root of trust).';
+  static override description =
+    "Through the server with an admin workspace key (SVC_ADMIN_KEY), or with --local on the store directly (the operator's root of trust).";
   static override examples = [
     '<%= config.bin %> keys create --scope admin --local --name ops',
     'SVC_ADMIN_KEY=ask_... <%= config.bin %> keys create --scope inference --principal alice --team search --json',
@@ -42,10 +47,18 @@ export default class KeysCreate extends SvcCommand {
   async run(): Promise<Minted> {
     const { flags } = await this.parse(KeysCreate);
     const raw = {
-      scope: flags.scope, name: flags.name, principal: flags.principal, team: flags.team,
-      defaultTaskClass: flags['task-class'], policyProfile: flags['policy-profile'], agentId: flags.agent,
+      scope: flags.scope,
+      name: flags.name,
+      principal: flags.principal,
+      team: flags.team,
+      defaultTaskClass: flags['task-class'],
+      policyProfile: flags['policy-profile'],
+      agentId: flags.agent,
     };
-    const { value, error } = mintKeySchema.validate(Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined)), { abortEarly: false });
+    const { value, error } = mintKeySchema.validate(
+      Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined)),
+      { abortEarly: false },
+    );
     if (error) this.fail(error.details.map((d) => d.message).join('; '), EXIT.usage, 'invalid_request');
     const input = value as MintKeyInput;
 
@@ -58,9 +71,20 @@ export default class KeysCreate extends SvcCommand {
         await app.close();
       }
     } else {
-      if (!flags['admin-key']) this.fail('no admin key: set SVC_ADMIN_KEY (or --admin-key), or use --local on the store', EXIT.usage, 'unauthenticated');
-      if (sendsInClear(flags.url)) this.logToStderr(`warning: ${flags.url} is plain http to another machine: the admin key crosses the network in clear. Use https.`);
-      minted = await callServer<Minted>(flags.url, 'POST', '/v1/admin/keys', { bearer: flags['admin-key'], body: input });
+      if (!flags['admin-key'])
+        this.fail(
+          'no admin key: set SVC_ADMIN_KEY (or --admin-key), or use --local on the store',
+          EXIT.usage,
+          'unauthenticated',
+        );
+      if (sendsInClear(flags.url))
+        this.logToStderr(
+          `warning: ${flags.url} is plain http to another machine: the admin key crosses the network in clear. Use https.`,
+        );
+      minted = await callServer<Minted>(flags.url, 'POST', '/v1/admin/keys', {
+        bearer: flags['admin-key'],
+        body: input,
+      });
     }
     this.log(minted.key);
     this.logToStderr(`${minted.scope} key ${minted.id} in ${minted.workspaceId}: shown once, stored only as a hash.`);

@@ -6,9 +6,12 @@ type Revoked = { kid: string; revokedAt: string };
 
 export default class KeysRevokeReceiptKey extends SvcCommand {
   static override summary = 'Revoke a retired receipt signing key (a compromised one).';
-  static override description = 'The key leaves /.well-known/jwks.json, and online verification of the receipts it signed answers reason "revoked". The current key cannot be revoked: run `svc keys rotate-receipt-key` first. Recorded in the ledger.';
+  static override description =
+    'The key leaves /.well-known/jwks.json, and online verification of the receipts it signed answers reason "revoked". The current key cannot be revoked: run `svc keys rotate-receipt-key` first. Recorded in the ledger.';
   // A kid is base64url and may start with "-": put it after "--", last.
-  static override examples = ['<%= config.bin %> keys rotate-receipt-key && <%= config.bin %> keys revoke-receipt-key --data-dir /var/lib/svc -- -TpKZLx8SRxQI9mVY2-hdXVGFCLeQcex-ztABmItgUA'];
+  static override examples = [
+    '<%= config.bin %> keys rotate-receipt-key && <%= config.bin %> keys revoke-receipt-key --data-dir /var/lib/svc -- -TpKZLx8SRxQI9mVY2-hdXVGFCLeQcex-ztABmItgUA',
+  ];
   static override args = { kid: Args.string({ description: 'the key id (kid) to revoke', required: true }) };
   static override flags = { 'data-dir': dataDirFlag };
 

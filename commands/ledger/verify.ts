@@ -4,7 +4,11 @@ import { dataDirFlag, EXIT, SvcCommand } from '../../src/cli/base-command.js';
 import { openLocal } from '../../src/cli/local.js';
 import { verifyLedger, type LedgerVerifyReport } from '../../src/ledger/verify.js';
 
-type Result = { ok: boolean; ledgers: Array<LedgerVerifyReport & { workspaceId?: string }>; keysFrom: 'store' | 'bundle' | 'file' };
+type Result = {
+  ok: boolean;
+  ledgers: Array<LedgerVerifyReport & { workspaceId?: string }>;
+  keysFrom: 'store' | 'bundle' | 'file';
+};
 
 function readJson(file: string, what: string): unknown {
   try {
@@ -28,25 +32,31 @@ function bundleInput(bundle: Record<string, unknown>, jwks: unknown) {
       }
       return { bytes: JSON.stringify(r) };
     }),
-    consistency: (Array.isArray(bundle.consistency) ? bundle.consistency : []) as Array<{ from: number; to: number; proof: string[] }>,
-    checkpoints: ((Array.isArray(bundle.checkpoints) ? bundle.checkpoints : []) as unknown[])
-      .map((c) => ({ note: typeof c === 'string' ? c : String((c as { note?: unknown }).note ?? '') })),
+    consistency: (Array.isArray(bundle.consistency) ? bundle.consistency : []) as Array<{
+      from: number;
+      to: number;
+      proof: string[];
+    }>,
+    checkpoints: ((Array.isArray(bundle.checkpoints) ? bundle.checkpoints : []) as unknown[]).map((c) => ({
+      note: typeof c === 'string' ? c : String((c as { note?: unknown }).note ?? ''),
+    })),
     jwks: (jwks ?? bundle.jwks ?? { keys: [] }) as { keys: object[] },
   };
 }
 
 export default class LedgerVerify extends SvcCommand {
-  static override summary = 'Recompute the ledger\'s Merkle tree and check its signed checkpoints.';
-  static override description = 'In the store (--data-dir; works while the server runs) or in an evidence bundle (--bundle). Exit 1 on any break, naming the first bad record index.';
+  static override summary = "Recompute the ledger's Merkle tree and check its signed checkpoints.";
+  static override description =
+    'In the store (--data-dir; works while the server runs) or in an evidence bundle (--bundle). Exit 1 on any break, naming the first bad record index.';
   static override examples = [
     '<%= config.bin %> ledger verify --data-dir /var/lib/svc',
     '<%= config.bin %> ledger verify --bundle evidence.json --jwks jwks.json --json',
   ];
   static override flags = {
     'data-dir': dataDirFlag,
-    workspace: Flags.string({ description: 'only this workspace\'s ledger (default: every workspace)' }),
+    workspace: Flags.string({ description: "only this workspace's ledger (default: every workspace)" }),
     bundle: Flags.string({ description: 'an evidence bundle file (GET /v1/admin/evidence) instead of the store' }),
-    jwks: Flags.string({ description: 'with --bundle: a JWKS file to trust instead of the bundle\'s own' }),
+    jwks: Flags.string({ description: "with --bundle: a JWKS file to trust instead of the bundle's own" }),
   };
 
   async run(): Promise<Result> {
@@ -65,7 +75,9 @@ export default class LedgerVerify extends SvcCommand {
       result = { ok: report.ok, ledgers: [report], keysFrom: flags.jwks ? 'file' : 'bundle' };
       if (!flags.jwks) {
         // A bundle's own key set proves only that the bundle agrees with itself.
-        this.logToStderr('note: the signing keys came from the bundle itself; pass --jwks with the deployment\'s published keys to check who signed it');
+        this.logToStderr(
+          "note: the signing keys came from the bundle itself; pass --jwks with the deployment's published keys to check who signed it",
+        );
       }
     } else {
       const app = await openLocal(flags['data-dir']);
@@ -78,9 +90,11 @@ export default class LedgerVerify extends SvcCommand {
       }
     }
     for (const l of result.ledgers) {
-      this.log(l.ok
-        ? `ok ${l.origin}: ${l.size} records, ${l.checkpoints} signed checkpoints${l.uncheckpointed ? `, ${l.uncheckpointed} records after the last checkpoint` : ''}`
-        : `BROKEN ${l.origin}: ${l.problem}${l.firstBadIndex === null ? '' : ` (first bad record: index ${l.firstBadIndex})`}`);
+      this.log(
+        l.ok
+          ? `ok ${l.origin}: ${l.size} records, ${l.checkpoints} signed checkpoints${l.uncheckpointed ? `, ${l.uncheckpointed} records after the last checkpoint` : ''}`
+          : `BROKEN ${l.origin}: ${l.problem}${l.firstBadIndex === null ? '' : ` (first bad record: index ${l.firstBadIndex})`}`,
+      );
     }
     if (!result.ok) this.checkedFalse();
     return result;

@@ -26,37 +26,49 @@ export interface ReceiptVerdict {
 /** An invalid receipt: exit 1, and the verdict itself is what --json prints. */
 class InvalidReceipt extends CliFailure {
   constructor(readonly verdict: ReceiptVerdict) {
-    super(`the receipt is not valid: ${verdict.reason ?? 'unknown reason'}`, { exit: EXIT.false, type: 'invalid_receipt' });
+    super(`the receipt is not valid: ${verdict.reason ?? 'unknown reason'}`, {
+      exit: EXIT.false,
+      type: 'invalid_receipt',
+    });
     // The verdict is already on stdout; oclif need not repeat it on stderr.
     this.skipOclifErrorHandling = true;
   }
 }
 
 const MAX_JWKS_BYTES = 1024 * 1024;
-const FETCH_FIX = 'Check the address (--jwks, or --url for the server\'s /.well-known/jwks.json), or pass the key set as a file.';
+const FETCH_FIX =
+  "Check the address (--jwks, or --url for the server's /.well-known/jwks.json), or pass the key set as a file.";
 
 const EXPLAIN: Record<VerifyReason, string> = {
   malformed: 'this is not a well-formed receipt (a compact signed token with the receipt claims)',
   bad_signature: 'the signature does not match: the receipt was altered, or not signed with EdDSA by the key it names',
-  unknown_key: 'the key set holds no receipt key with the id the receipt names (wrong deployment, or an out-of-date key set)',
+  unknown_key:
+    'the key set holds no receipt key with the id the receipt names (wrong deployment, or an out-of-date key set)',
   expired: 'the receipt was genuine, and its expiry time has passed',
   revoked: 'the receipt was signed by a key that has since been revoked',
 };
 
 export default class ReceiptVerify extends SvcCommand {
-  static override summary = 'Check a receipt\'s signature and show what it says.';
-  static override description = 'Offline by default, against a JSON Web Key Set: a file, or a URL fetched once (without --jwks, the server\'s /.well-known/jwks.json at --url). '
-    + 'With --online, asks the server (POST /v1/verify), which also says whether the receipt was checked online before. Exit 0 valid, 1 invalid, 2 usage, 3 unreachable.';
+  static override summary = "Check a receipt's signature and show what it says.";
+  static override description =
+    "Offline by default, against a JSON Web Key Set: a file, or a URL fetched once (without --jwks, the server's /.well-known/jwks.json at --url). " +
+    'With --online, asks the server (POST /v1/verify), which also says whether the receipt was checked online before. Exit 0 valid, 1 invalid, 2 usage, 3 unreachable.';
   static override examples = [
     '<%= config.bin %> receipt verify eyJhbGciOiJFZERTQSIs... --jwks ./jwks.json',
     'pbpaste | <%= config.bin %> receipt verify - --jwks https://svc.example.com/.well-known/jwks.json --json',
     'SVC_URL=https://svc.example.com <%= config.bin %> receipt verify "$RECEIPT" --online',
   ];
   static override args = {
-    receipt: Args.string({ description: 'the receipt (compact JWS), or - to read it from standard input', required: true }),
+    receipt: Args.string({
+      description: 'the receipt (compact JWS), or - to read it from standard input',
+      required: true,
+    }),
   };
   static override flags = {
-    jwks: Flags.string({ description: 'key set to verify against: a JSON file, or an http(s) URL fetched once', exclusive: ['online'] }),
+    jwks: Flags.string({
+      description: 'key set to verify against: a JSON file, or an http(s) URL fetched once',
+      exclusive: ['online'],
+    }),
     online: Flags.boolean({ description: 'ask the server (POST /v1/verify) instead of verifying here' }),
     url: urlFlag,
   };
@@ -64,17 +76,34 @@ export default class ReceiptVerify extends SvcCommand {
   async run(): Promise<ReceiptVerdict> {
     const { args, flags } = await this.parse(ReceiptVerify);
     const token = (args.receipt === '-' ? await text(process.stdin) : args.receipt).trim();
-    if (token === '') this.fail('no receipt given (standard input was empty)', EXIT.usage, 'usage', 'Pass the receipt as the argument, or pipe it in with -.');
+    if (token === '')
+      this.fail(
+        'no receipt given (standard input was empty)',
+        EXIT.usage,
+        'usage',
+        'Pass the receipt as the argument, or pipe it in with -.',
+      );
 
     let verdict: ReceiptVerdict;
     if (flags.online) {
       checkedUrl(flags.url);
       const answer = await callServer<ReceiptVerdict>(flags.url, 'POST', '/v1/verify', { body: { receipt: token } });
-      verdict = { valid: answer.valid === true, claims: answer.claims ?? null, reason: answer.reason ?? null, ...(typeof answer.kid === 'string' ? { kid: answer.kid } : {}), replayed: answer.replayed === true };
+      verdict = {
+        valid: answer.valid === true,
+        claims: answer.claims ?? null,
+        reason: answer.reason ?? null,
+        ...(typeof answer.kid === 'string' ? { kid: answer.kid } : {}),
+        replayed: answer.replayed === true,
+      };
     } else {
       const jwks = await this.keySet(flags.jwks ?? defaultJwksUrl(flags.url));
       const result = await verifyReceipt(token, { jwks }, systemClock.now());
-      verdict = { valid: result.valid, claims: result.claims, reason: result.reason, ...(result.kid === null ? {} : { kid: result.kid }) };
+      verdict = {
+        valid: result.valid,
+        claims: result.claims,
+        reason: result.reason,
+        ...(result.kid === null ? {} : { kid: result.kid }),
+      };
     }
 
     for (const line of describe(verdict)) this.log(line);
@@ -90,21 +119,39 @@ export default class ReceiptVerify extends SvcCommand {
   private async keySet(source: string): Promise<VerifyKeys['jwks']> {
     const remote = /^https?:\/\//i.test(source);
     const where = remote ? source : `the file ${source}`;
-    const raw = remote ? await fetchText(source) : await readFile(source, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      this.fail(`cannot read the key set file ${source}: ${err.code ?? err.message}`, EXIT.usage, 'invalid_jwks', 'Pass --jwks a JSON Web Key Set file, or its URL.');
-    });
+    const raw = remote
+      ? await fetchText(source)
+      : await readFile(source, 'utf8').catch((err: NodeJS.ErrnoException) => {
+          this.fail(
+            `cannot read the key set file ${source}: ${err.code ?? err.message}`,
+            EXIT.usage,
+            'invalid_jwks',
+            'Pass --jwks a JSON Web Key Set file, or its URL.',
+          );
+        });
     const failure = remote ? EXIT.unreachable : EXIT.usage;
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw);
     } catch {
-      this.fail(`${where} does not hold JSON`, failure, 'invalid_jwks', 'A key set is a JSON object { "keys": [...] }, as served at /.well-known/jwks.json.');
+      this.fail(
+        `${where} does not hold JSON`,
+        failure,
+        'invalid_jwks',
+        'A key set is a JSON object { "keys": [...] }, as served at /.well-known/jwks.json.',
+      );
     }
     if (typeof parsed !== 'object' || parsed === null || !Array.isArray((parsed as { keys?: unknown }).keys)) {
-      this.fail(`${where} is not a JSON Web Key Set (no "keys" array)`, failure, 'invalid_jwks', 'A key set is a JSON object { "keys": [...] }, as served at /.well-known/jwks.json.');
+      this.fail(
+        `${where} is not a JSON Web Key Set (no "keys" array)`,
+        failure,
+        'invalid_jwks',
+        'A key set is a JSON object { "keys": [...] }, as served at /.well-known/jwks.json.',
+      );
     }
     const jwks = parsed as VerifyKeys['jwks'];
-    if (!jwks.keys.some((k) => (k as { use?: unknown })?.use === 'sig')) this.logToStderr(`warning: ${where} holds no receipt key (use "sig"); no receipt can verify against it.`);
+    if (!jwks.keys.some((k) => (k as { use?: unknown })?.use === 'sig'))
+      this.logToStderr(`warning: ${where} holds no receipt key (use "sig"); no receipt can verify against it.`);
     return jwks;
   }
 }
@@ -113,9 +160,15 @@ function checkedUrl(base: string): URL {
   let url: URL | null = null;
   try {
     url = new URL(base);
-  } catch { /* refused below */ }
+  } catch {
+    /* refused below */
+  }
   if (!url || !['http:', 'https:'].includes(url.protocol)) {
-    throw new CliFailure(`--url ${base} is not an http(s) URL`, { exit: EXIT.usage, type: 'usage', fix: 'Pass --url (or SVC_URL) as http(s)://host:port.' });
+    throw new CliFailure(`--url ${base} is not an http(s) URL`, {
+      exit: EXIT.usage,
+      type: 'usage',
+      fix: 'Pass --url (or SVC_URL) as http(s)://host:port.',
+    });
   }
   return url;
 }
@@ -127,10 +180,20 @@ function defaultJwksUrl(base: string): string {
 
 /** One GET with undici; anything short of a 200 with a body under 1 MB is "cannot get it there". */
 async function fetchText(url: string): Promise<string> {
-  const unreachable = (why: string) => new CliFailure(`cannot get the key set from ${url}: ${why}`, { exit: EXIT.unreachable, type: 'unreachable', fix: FETCH_FIX });
+  const unreachable = (why: string) =>
+    new CliFailure(`cannot get the key set from ${url}: ${why}`, {
+      exit: EXIT.unreachable,
+      type: 'unreachable',
+      fix: FETCH_FIX,
+    });
   let res;
   try {
-    res = await request(url, { method: 'GET', headers: { accept: 'application/json' }, headersTimeout: 10_000, bodyTimeout: 10_000 });
+    res = await request(url, {
+      method: 'GET',
+      headers: { accept: 'application/json' },
+      headersTimeout: 10_000,
+      bodyTimeout: 10_000,
+    });
   } catch (err) {
     throw unreachable((err as Error).message ?? String(err));
   }
@@ -167,7 +230,8 @@ function describe(verdict: ReceiptVerdict): string[] {
     if (why) lines.push(`  ${why}`);
     if (verdict.kid) lines.push(`  key named: ${verdict.kid}`);
   }
-  if (verdict.replayed) lines.push('  already checked online before: this is a repeat presentation of the same receipt');
+  if (verdict.replayed)
+    lines.push('  already checked online before: this is a repeat presentation of the same receipt');
   const c = verdict.claims;
   if (c) {
     const rows: Array<[string, string]> = [
@@ -191,7 +255,9 @@ function money(amount: number, currency: string): string {
   let digits = 2;
   try {
     digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  } catch { /* an unknown code: two decimals */ }
+  } catch {
+    /* an unknown code: two decimals */
+  }
   const minor = String(amount).padStart(digits + 1, '0');
   const major = digits === 0 ? minor : `${minor.slice(0, -digits)}.${minor.slice(-digits)}`;
   return `${major} ${currency} (${amount} minor units)`;

@@ -29,7 +29,14 @@ const patchSchema = Joi.object({
  * Agents in the console (API.md 2: by role: owners and admins every agent, members the agents
  * that act for them) and the machine read of the fleet (SPEC.md 4.3, `agents:read`).
  */
-export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: BlueprintsService; keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
+export const agentsRoutes: Plugin<{
+  agents: AgentsService;
+  blueprints: BlueprintsService;
+  keys: KeysService;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-agents',
   register(server, { agents, blueprints, keys, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -43,21 +50,27 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: Blueprint
 
     server.route([
       {
-        method: 'GET', path: '/v1/admin/agents',
+        method: 'GET',
+        path: '/v1/admin/agents',
         options: {
           auth: SERVICE_TOKEN,
           plugins: { svc: { tokenScope: 'agents:read' } },
-          validate: { query: Joi.object({ tag: Joi.string().max(100), status: Joi.string().valid('running', 'stopped') }) },
+          validate: {
+            query: Joi.object({ tag: Joi.string().max(100), status: Joi.string().valid('running', 'stopped') }),
+          },
         },
         handler(request) {
           const { tag, status } = request.query as { tag?: string; status?: string };
-          const data = agents.list(caller(request, 'service-token').workspaceId).map((a) => agents.view(a))
+          const data = agents
+            .list(caller(request, 'service-token').workspaceId)
+            .map((a) => agents.view(a))
             .filter((a) => (!tag || a.tags.includes(tag)) && (!status || a.status === status));
           return { data, next: null };
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/agents',
+        method: 'GET',
+        path: '/api/w/{wid}/agents',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = params(request);
@@ -67,16 +80,25 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: Blueprint
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/agents',
+        method: 'POST',
+        path: '/api/w/{wid}/agents',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: createSchema } },
         async handler(request, h) {
           const { wid: w } = params(request);
-          const body = request.payload as { name: string; actsFor?: string | null; tags?: string[]; blueprint?: string };
-          return h.response(agents.view(await blueprints.register({ workspaceId: w, ...body }, who(request, w)))).code(201);
+          const body = request.payload as {
+            name: string;
+            actsFor?: string | null;
+            tags?: string[];
+            blueprint?: string;
+          };
+          return h
+            .response(agents.view(await blueprints.register({ workspaceId: w, ...body }, who(request, w))))
+            .code(201);
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/agents/{aid}',
+        method: 'GET',
+        path: '/api/w/{wid}/agents/{aid}',
         options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
         handler(request) {
           const { wid: w, aid: a } = params(request);
@@ -85,7 +107,8 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: Blueprint
         },
       },
       {
-        method: 'PATCH', path: '/api/w/{wid}/agents/{aid}',
+        method: 'PATCH',
+        path: '/api/w/{wid}/agents/{aid}',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: patchSchema } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
@@ -93,7 +116,8 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: Blueprint
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/agents/{aid}',
+        method: 'DELETE',
+        path: '/api/w/{wid}/agents/{aid}',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
@@ -102,20 +126,35 @@ export const agentsRoutes: Plugin<{ agents: AgentsService; blueprints: Blueprint
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/agents/{aid}/keys',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: Joi.object({ name: Joi.string().trim().min(1).max(200) }).allow(null) } },
+        method: 'POST',
+        path: '/api/w/{wid}/agents/{aid}/keys',
+        options: {
+          auth: session,
+          ext: write,
+          validate: {
+            params: Joi.object({ wid, aid }),
+            payload: Joi.object({ name: Joi.string().trim().min(1).max(200) }).allow(null),
+          },
+        },
         async handler(request, h) {
           const { wid: w, aid: a } = params(request);
           const actor = who(request, w);
           agents.manageable(w, a, actor);
           const name = (request.payload as { name?: string } | null)?.name;
           const minted = await keys.mint(w, { scope: 'agent', agentId: a, ...(name ? { name } : {}) }, actor.actor);
-          return h.response({ id: minted.id, key: minted.key, agentId: a, name: minted.name, createdAt: minted.createdAt }).code(201);
+          return h
+            .response({ id: minted.id, key: minted.key, agentId: a, name: minted.name, createdAt: minted.createdAt })
+            .code(201);
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/agents/{aid}/keys/{keyId}',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid, keyId: Joi.string().max(64).required() }) } },
+        method: 'DELETE',
+        path: '/api/w/{wid}/agents/{aid}/keys/{keyId}',
+        options: {
+          auth: session,
+          ext: write,
+          validate: { params: Joi.object({ wid, aid, keyId: Joi.string().max(64).required() }) },
+        },
         async handler(request) {
           const { wid: w, aid: a, keyId } = params(request);
           const actor = who(request, w);

@@ -35,8 +35,20 @@ export interface AgentView {
  * hold (shown, never stored on the agent).
  */
 export function toAgentView(a: AgentRecord, stopAll?: StopAllRecord): AgentView {
-  const holds = [...(a.holds ?? []), ...(stopAll ? [{ hold: 'workspace', reason: stopAll.reason, by: stopAll.by, at: stopAll.at }] : [])];
-  return { id: a.id, name: a.name, actsFor: a.actsFor, tags: a.tags, status: standingOf(a, stopAll).stopped ? 'stopped' : 'running', holds, blueprint: a.blueprint ?? null, createdAt: a.createdAt };
+  const holds = [
+    ...(a.holds ?? []),
+    ...(stopAll ? [{ hold: 'workspace', reason: stopAll.reason, by: stopAll.by, at: stopAll.at }] : []),
+  ];
+  return {
+    id: a.id,
+    name: a.name,
+    actsFor: a.actsFor,
+    tags: a.tags,
+    status: standingOf(a, stopAll).stopped ? 'stopped' : 'running',
+    holds,
+    blueprint: a.blueprint ?? null,
+    createdAt: a.createdAt,
+  };
 }
 
 /** Who is asking, as far as agents care: their id and role, or a machine (a token names its id). */
@@ -55,7 +67,13 @@ export interface NewAgent {
   blueprint?: string | null;
 }
 
-export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxAgents: (wid: string) => number | null }) {
+export function createAgentsService(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  maxAgents: (wid: string) => number | null;
+}) {
   const { store, clock, ids, ledger } = deps;
   const repo = agentsRepo(store);
   const t = store.tables;
@@ -68,14 +86,17 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
   /** A member may act only on agents that act for them. */
   const mayManage = (agent: AgentRecord, who: AgentActor): void => {
     if (who.role === 'member' && agent.actsFor !== who.userId) {
-      throw new AppError('forbidden', { message: 'Members manage only the agents that act for them; an owner or admin manages the others.' });
+      throw new AppError('forbidden', {
+        message: 'Members manage only the agents that act for them; an owner or admin manages the others.',
+      });
     }
   };
   const checkActsFor = (wid: string, actsFor: string | null, who: AgentActor): void => {
     if (who.role === 'member' && actsFor !== who.userId) {
       throw invalidField('actsFor', '"actsFor" must be your own id: members create agents that act for them');
     }
-    if (actsFor !== null && !t.members.get([wid, actsFor])) throw invalidField('actsFor', '"actsFor" names no person of this workspace');
+    if (actsFor !== null && !t.members.get([wid, actsFor]))
+      throw invalidField('actsFor', '"actsFor" names no person of this workspace');
   };
 
   const createIn = (input: NewAgent, who: AgentActor): AgentRecord => {
@@ -83,15 +104,29 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
     checkActsFor(input.workspaceId, actsFor, who);
     const maxAgents = deps.maxAgents(input.workspaceId);
     if (maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= maxAgents) {
-      throw new AppError('plan_limit_reached', { message: `The plan allows ${maxAgents} agents in a workspace, and they are all in use.`, fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.' });
+      throw new AppError('plan_limit_reached', {
+        message: `The plan allows ${maxAgents} agents in a workspace, and they are all in use.`,
+        fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.',
+      });
     }
     const agent: AgentRecord = {
-      id: ids.id('agt'), workspaceId: input.workspaceId, name: input.name, actsFor,
-      tags: input.tags ?? [], holds: [], blueprint: input.blueprint ?? null, createdAt: isoAt(clock.now()), removedAt: null,
+      id: ids.id('agt'),
+      workspaceId: input.workspaceId,
+      name: input.name,
+      actsFor,
+      tags: input.tags ?? [],
+      holds: [],
+      blueprint: input.blueprint ?? null,
+      createdAt: isoAt(clock.now()),
+      removedAt: null,
     };
     repo.put(agent);
     ledger.record({
-      workspaceId: agent.workspaceId, actor: who.actor, ...tokenOf(who), kind: 'agent.created', subject: agent.id,
+      workspaceId: agent.workspaceId,
+      actor: who.actor,
+      ...tokenOf(who),
+      kind: 'agent.created',
+      subject: agent.id,
       data: { name: agent.name, actsFor, tags: agent.tags, ...(agent.blueprint ? { blueprint: agent.blueprint } : {}) },
     });
     return agent;
@@ -105,14 +140,26 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
     /** The creation alone, inside a write the caller holds (so a mandate can join it). */
     createIn,
 
-    async update(wid: string, aid: string, change: { name?: string; tags?: string[]; actsFor?: string | null }, who: AgentActor): Promise<AgentRecord> {
+    async update(
+      wid: string,
+      aid: string,
+      change: { name?: string; tags?: string[]; actsFor?: string | null },
+      who: AgentActor,
+    ): Promise<AgentRecord> {
       return store.write(() => {
         const agent = live(wid, aid);
         mayManage(agent, who);
         if (change.actsFor !== undefined) checkActsFor(wid, change.actsFor, who);
         const updated: AgentRecord = { ...agent, ...change };
         repo.put(updated);
-        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.updated', subject: aid, data: { ...change } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          ...tokenOf(who),
+          kind: 'agent.updated',
+          subject: aid,
+          data: { ...change },
+        });
         return updated;
       });
     },
@@ -124,7 +171,14 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
         const removed = { ...agent, removedAt: isoAt(clock.now()) };
         repo.put(removed);
         endConnectionsInWrite(store.tables, wid, { agentId: aid }, 'agent removed', clock.now());
-        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.removed', subject: aid, data: {} });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          ...tokenOf(who),
+          kind: 'agent.removed',
+          subject: aid,
+          data: {},
+        });
         return removed;
       });
     },
@@ -162,7 +216,10 @@ export function createAgentsService(deps: { store: Store; clock: Clock; ids: IdS
       }
       const page = out.slice(0, options.limit);
       const stopAll = t.stopAll.get(wid);
-      return { data: page.map((a) => toAgentView(a, stopAll)), next: out.length > options.limit ? page[page.length - 1]!.id : null };
+      return {
+        data: page.map((a) => toAgentView(a, stopAll)),
+        next: out.length > options.limit ? page[page.length - 1]!.id : null,
+      };
     },
   };
 }

@@ -20,12 +20,19 @@ export function answer(outcome: ApproveOutcome) {
     throw new AppError('second_person_required', { details: { approval: outcome.approval } });
   }
   if (outcome.kind === 'expired') {
-    throw new AppError('approval_closed', { message: `Approval ${outcome.approval.id} expired at ${outcome.approval.expiresAt}; its action was denied.` });
+    throw new AppError('approval_closed', {
+      message: `Approval ${outcome.approval.id} expired at ${outcome.approval.expiresAt}; its action was denied.`,
+    });
   }
   return outcome.approval;
 }
 
-export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleService; production: boolean; guards: Guards }> = {
+export const approvalsRoutes: Plugin<{
+  approvals: Approvals;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-approvals',
   register(server, { approvals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -34,36 +41,49 @@ export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleServi
       const c = caller(request, 'session');
       return { userId: c.user.id, actor: actorOf(c), role: people.authorize(w, c.user, 'approvals.decide') };
     };
-    const body = (request: Request) => ((request.payload as { note?: string } | null)?.note || null);
+    const body = (request: Request) => (request.payload as { note?: string } | null)?.note || null;
 
     server.route([
       {
         // Automation reads what waits for people (approvals:read); it can never decide.
-        method: 'GET', path: '/v1/admin/approvals',
+        method: 'GET',
+        path: '/v1/admin/approvals',
         options: {
           auth: SERVICE_TOKEN,
           plugins: { svc: { tokenScope: 'approvals:read' } },
-          validate: { query: Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) }) },
+          validate: {
+            query: Joi.object({
+              limit: Joi.number().integer().min(1).max(200).default(50),
+              cursor: Joi.string().max(64),
+            }),
+          },
         },
         handler(request) {
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return approvals.list(caller(request, 'service-token').workspaceId, { status: 'pending', limit, ...(cursor ? { after: cursor } : {}) });
+          return approvals.list(caller(request, 'service-token').workspaceId, {
+            status: 'pending',
+            limit,
+            ...(cursor ? { after: cursor } : {}),
+          });
         },
       },
       {
-        method: 'GET', path: '/v1/admin/approvals/suggestions',
+        method: 'GET',
+        path: '/v1/admin/approvals/suggestions',
         options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'approvals:read' } } },
         handler: (request) => ({ data: approvals.suggestions(caller(request, 'service-token').workspaceId) }),
       },
       {
-        method: 'GET', path: '/api/w/{wid}/approvals',
+        method: 'GET',
+        path: '/api/w/{wid}/approvals',
         options: {
           auth: session,
           validate: {
             params: Joi.object({ wid }),
             query: Joi.object({
               status: Joi.string().valid('pending', 'approved', 'denied', 'expired'),
-              limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64),
+              limit: Joi.number().integer().min(1).max(200).default(50),
+              cursor: Joi.string().max(64),
             }),
           },
         },
@@ -72,11 +92,17 @@ export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleServi
           const { user } = caller(request, 'session');
           const role = people.authorize(w, user, 'approvals.read');
           const { status, limit, cursor } = request.query as { status?: 'pending'; limit: number; cursor?: string };
-          return approvals.list(w, { limit, ...(status ? { status } : {}), ...(cursor ? { after: cursor } : {}), ...(role === 'member' ? { onlyFor: user.id } : {}) });
+          return approvals.list(w, {
+            limit,
+            ...(status ? { status } : {}),
+            ...(cursor ? { after: cursor } : {}),
+            ...(role === 'member' ? { onlyFor: user.id } : {}),
+          });
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/approvals/{apid}/approve',
+        method: 'POST',
+        path: '/api/w/{wid}/approvals/{apid}/approve',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
         async handler(request) {
           const { wid: w, apid: a } = request.params as { wid: string; apid: string };
@@ -84,7 +110,8 @@ export const approvalsRoutes: Plugin<{ approvals: Approvals; people: PeopleServi
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/approvals/{apid}/deny',
+        method: 'POST',
+        path: '/api/w/{wid}/approvals/{apid}/deny',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
         async handler(request) {
           const { wid: w, apid: a } = request.params as { wid: string; apid: string };

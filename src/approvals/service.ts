@@ -60,7 +60,13 @@ export type ApproveOutcome =
   | { kind: 'waiting_for_second'; approval: ApprovalView }
   | { kind: 'expired'; approval: ApprovalView };
 
-export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledger; receipts: Receipts; killSwitch: KillSwitch }) {
+export function createApprovals(deps: {
+  store: Store;
+  clock: Clock;
+  ledger: Ledger;
+  receipts: Receipts;
+  killSwitch: KillSwitch;
+}) {
   const { store, clock, ledger, receipts, killSwitch } = deps;
   const t = store.tables;
   const usage = usageRepo(store);
@@ -69,10 +75,21 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
     const action = t.actions.get([a.workspaceId, a.actionId]);
     const expired = a.status === 'pending' && Date.parse(a.expiresAt) <= nowMs;
     return {
-      id: a.id, actionId: a.actionId, agentId: a.agentId, status: expired ? 'expired' : a.status, approvers: a.approvers,
-      approvals: a.approvals, requiredApprovals: a.requiredApprovals, separationOfDuties: a.separationOfDuties,
-      createdAt: a.createdAt, expiresAt: a.expiresAt, decidedBy: a.decidedBy ?? null, reason: a.reason ?? null,
-      action: action ? { type: action.type, summary: action.summary, payment: action.payment, target: action.target } : null,
+      id: a.id,
+      actionId: a.actionId,
+      agentId: a.agentId,
+      status: expired ? 'expired' : a.status,
+      approvers: a.approvers,
+      approvals: a.approvals,
+      requiredApprovals: a.requiredApprovals,
+      separationOfDuties: a.separationOfDuties,
+      createdAt: a.createdAt,
+      expiresAt: a.expiresAt,
+      decidedBy: a.decidedBy ?? null,
+      reason: a.reason ?? null,
+      action: action
+        ? { type: action.type, summary: action.summary, payment: action.payment, target: action.target }
+        : null,
       freeze: a.freeze ?? null,
     };
   };
@@ -86,40 +103,93 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
 
   /** Writes an approval that is no longer waiting, and takes it off the expiry queue. */
   const settleApproval = (a: ApprovalRecord): void => {
-    t.approvals.put([a.workspaceId, a.id], a.status === 'pending' ? a : { ...a, decidedAt: a.decidedAt ?? isoAt(clock.now()) });
+    t.approvals.put(
+      [a.workspaceId, a.id],
+      a.status === 'pending' ? a : { ...a, decidedAt: a.decidedAt ?? isoAt(clock.now()) },
+    );
     if (a.status !== 'pending') t.pendingApprovals.remove([a.expiresAt, a.workspaceId, a.id]);
   };
 
-  const closed = (approval: ApprovalRecord) => new AppError('approval_closed', { message: `Approval ${approval.id} is ${approval.status}; it is no longer waiting.` });
+  const closed = (approval: ApprovalRecord) =>
+    new AppError('approval_closed', {
+      message: `Approval ${approval.id} is ${approval.status}; it is no longer waiting.`,
+    });
 
   /** Ends an approval past its time: its action is denied. Inside store.write(). */
   const expireInWrite = (approval: ApprovalRecord, action: ActionRecord): ApprovalRecord => {
-    const expired: ApprovalRecord = { ...approval, status: 'expired', decidedBy: 'system', reason: 'nobody decided in time' };
-    const evidence = ledger.record({ workspaceId: approval.workspaceId, actor: 'system', kind: 'approval.expired', subject: approval.id, data: { actionId: action.id } });
+    const expired: ApprovalRecord = {
+      ...approval,
+      status: 'expired',
+      decidedBy: 'system',
+      reason: 'nobody decided in time',
+    };
+    const evidence = ledger.record({
+      workspaceId: approval.workspaceId,
+      actor: 'system',
+      kind: 'approval.expired',
+      subject: approval.id,
+      data: { actionId: action.id },
+    });
     settleApproval(expired);
     t.actions.put([action.workspaceId, action.id], {
-      ...action, decision: 'deny', status: 'denied', signals: ['approval_expired'],
-      reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.`, evidenceRecord: evidence.id,
+      ...action,
+      decision: 'deny',
+      status: 'denied',
+      signals: ['approval_expired'],
+      reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.`,
+      evidenceRecord: evidence.id,
     });
     return expired;
   };
 
   /** A bulk freeze waiting for a person: owners and admins decide it. Inside store.write(). */
-  const decideFreezeInWrite = (approval: ApprovalRecord, who: Decider, approve: boolean, note: string | null, now: number): ApproveOutcome => {
+  const decideFreezeInWrite = (
+    approval: ApprovalRecord,
+    who: Decider,
+    approve: boolean,
+    note: string | null,
+    now: number,
+  ): ApproveOutcome => {
     if (approval.status !== 'pending') throw closed(approval);
     if (Date.parse(approval.expiresAt) <= now) {
-      const expired: ApprovalRecord = { ...approval, status: 'expired', decidedBy: 'system', reason: 'nobody decided in time' };
-      ledger.record({ workspaceId: approval.workspaceId, actor: 'system', kind: 'approval.expired', subject: approval.id, data: { freeze: true } });
+      const expired: ApprovalRecord = {
+        ...approval,
+        status: 'expired',
+        decidedBy: 'system',
+        reason: 'nobody decided in time',
+      };
+      ledger.record({
+        workspaceId: approval.workspaceId,
+        actor: 'system',
+        kind: 'approval.expired',
+        subject: approval.id,
+        data: { freeze: true },
+      });
       settleApproval(expired);
       return { kind: 'expired', approval: view(expired, now) };
     }
     if (who.role !== 'owner' && who.role !== 'admin') {
-      throw new AppError('forbidden', { message: 'Only owners and admins may decide a fleet freeze.', fix: 'Ask an owner or an admin to decide it.' });
+      throw new AppError('forbidden', {
+        message: 'Only owners and admins may decide a fleet freeze.',
+        fix: 'Ask an owner or an admin to decide it.',
+      });
     }
     const decided: ApprovalRecord = approve
-      ? { ...approval, status: 'approved', approvals: [{ by: who.userId, at: isoAt(now), note }], decidedBy: who.actor, reason: null }
+      ? {
+          ...approval,
+          status: 'approved',
+          approvals: [{ by: who.userId, at: isoAt(now), note }],
+          decidedBy: who.actor,
+          reason: null,
+        }
       : { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
-    ledger.record({ workspaceId: approval.workspaceId, actor: who.actor, kind: approve ? 'approval.approved' : 'approval.denied', subject: approval.id, data: { freeze: true, note, ...viaOf(who) } });
+    ledger.record({
+      workspaceId: approval.workspaceId,
+      actor: who.actor,
+      kind: approve ? 'approval.approved' : 'approval.denied',
+      subject: approval.id,
+      data: { freeze: true, note, ...viaOf(who) },
+    });
     if (approve) killSwitch.applyApprovedFreezeInWrite(approval.workspaceId, approval.freeze!, who.actor);
     settleApproval(decided);
     return { kind: 'decided', approval: view(decided, now) };
@@ -129,26 +199,39 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
   const checkDecider = (approval: ApprovalRecord, actsFor: string | null, who: Decider): void => {
     if (approval.approvers) {
       if (!approval.approvers.includes(who.userId)) {
-        throw new AppError('forbidden', { message: `Only the approvers the rule names may decide this approval: ${approval.approvers.join(', ')}.`, fix: 'Ask one of the named approvers to decide it.' });
+        throw new AppError('forbidden', {
+          message: `Only the approvers the rule names may decide this approval: ${approval.approvers.join(', ')}.`,
+          fix: 'Ask one of the named approvers to decide it.',
+        });
       }
       return;
     }
     if (who.role === 'owner' || who.role === 'admin') return;
     if (who.role === 'member' && actsFor === who.userId) return;
-    throw new AppError('forbidden', { message: 'Only owners, admins, or the member the agent acts for may decide this approval.', fix: 'Ask an owner or an admin to decide it.' });
+    throw new AppError('forbidden', {
+      message: 'Only owners, admins, or the member the agent acts for may decide this approval.',
+      fix: 'Ask an owner or an admin to decide it.',
+    });
   };
 
   return {
     /** Ends every waiting approval past its time (the server runs this periodically). */
     async expireDue(): Promise<number> {
-      const due = (now: number) => t.pendingApprovals.scan([], { limit: 500 }).filter((e) => Date.parse(String(e.key[0])) <= now);
+      const due = (now: number) =>
+        t.pendingApprovals.scan([], { limit: 500 }).filter((e) => Date.parse(String(e.key[0])) <= now);
       if (due(clock.now()).length === 0) return 0;
       return store.write(() => {
         let n = 0;
         for (const { key } of due(clock.now())) {
           const approval = t.approvals.get([String(key[1]), String(key[2])]);
           if (approval?.freeze && approval.status === 'pending') {
-            decideFreezeInWrite(approval, { userId: 'system', role: 'owner', actor: 'system' }, false, null, clock.now());
+            decideFreezeInWrite(
+              approval,
+              { userId: 'system', role: 'owner', actor: 'system' },
+              false,
+              null,
+              clock.now(),
+            );
             n += 1;
             continue;
           }
@@ -169,8 +252,26 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
      * for an agent at least `minApprovals` times, the rule that would have allowed them outright.
      * Only a suggestion: a person decides whether to add it to the mandate.
      */
-    suggestions(wid: string, minApprovals = 3): Array<{ agentId: string; approvedCount: number; rule: { actions: string[]; merchants?: string[]; domains?: string[]; currencies?: string[]; maxAmount?: number } }> {
-      const groups = new Map<string, { agentId: string; type: string; merchant: string | null; domain: string | null; currency: string | null; count: number; max: number }>();
+    suggestions(
+      wid: string,
+      minApprovals = 3,
+    ): Array<{
+      agentId: string;
+      approvedCount: number;
+      rule: { actions: string[]; merchants?: string[]; domains?: string[]; currencies?: string[]; maxAmount?: number };
+    }> {
+      const groups = new Map<
+        string,
+        {
+          agentId: string;
+          type: string;
+          merchant: string | null;
+          domain: string | null;
+          currency: string | null;
+          count: number;
+          max: number;
+        }
+      >();
       for (const { value: a } of t.approvals.scan([wid])) {
         if (a.status !== 'approved' || a.freeze) continue;
         const action = t.actions.get([wid, a.actionId]);
@@ -179,24 +280,39 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         const domain = action.target?.domain ?? null;
         const currency = action.payment?.currency ?? null;
         const key = JSON.stringify([a.agentId, action.type, merchant, domain, currency]);
-        const g = groups.get(key) ?? { agentId: a.agentId, type: action.type, merchant, domain, currency, count: 0, max: 0 };
+        const g = groups.get(key) ?? {
+          agentId: a.agentId,
+          type: action.type,
+          merchant,
+          domain,
+          currency,
+          count: 0,
+          max: 0,
+        };
         g.count += 1;
         g.max = Math.max(g.max, action.payment?.amount ?? 0);
         groups.set(key, g);
       }
-      return [...groups.values()].filter((g) => g.count >= minApprovals).sort((x, y) => y.count - x.count).map((g) => ({
-        agentId: g.agentId, approvedCount: g.count,
-        rule: {
-          actions: [g.type],
-          ...(g.merchant ? { merchants: [g.merchant] } : {}),
-          ...(g.domain ? { domains: [g.domain] } : {}),
-          ...(g.currency ? { currencies: [g.currency], maxAmount: g.max } : {}),
-        },
-      }));
+      return [...groups.values()]
+        .filter((g) => g.count >= minApprovals)
+        .sort((x, y) => y.count - x.count)
+        .map((g) => ({
+          agentId: g.agentId,
+          approvedCount: g.count,
+          rule: {
+            actions: [g.type],
+            ...(g.merchant ? { merchants: [g.merchant] } : {}),
+            ...(g.domain ? { domains: [g.domain] } : {}),
+            ...(g.currency ? { currencies: [g.currency], maxAmount: g.max } : {}),
+          },
+        }));
     },
 
     /** `onlyFor`: a member sees the approvals of agents that act for them (or name them). */
-    list(wid: string, options: { status?: ApprovalRecord['status']; after?: string; limit: number; onlyFor?: string }): { data: ApprovalView[]; next: string | null } {
+    list(
+      wid: string,
+      options: { status?: ApprovalRecord['status']; after?: string; limit: number; onlyFor?: string },
+    ): { data: ApprovalView[]; next: string | null } {
       const now = clock.now();
       const out: ApprovalView[] = [];
       let after = options.after;
@@ -204,8 +320,10 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         const rows = t.approvals.scan([wid], { ...(after ? { after } : {}), limit: 200 });
         for (const { value } of rows) {
           const v = view(value, now);
-          const visible = !options.onlyFor || value.approvers?.includes(options.onlyFor)
-            || t.agents.get([wid, value.agentId])?.actsFor === options.onlyFor;
+          const visible =
+            !options.onlyFor ||
+            value.approvers?.includes(options.onlyFor) ||
+            t.agents.get([wid, value.agentId])?.actsFor === options.onlyFor;
           if (visible && (!options.status || v.status === options.status)) out.push(v);
           if (out.length > options.limit) break;
         }
@@ -223,17 +341,24 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         if (freeze?.freeze) return decideFreezeInWrite(freeze, who, true, note, now);
         const { approval, action } = pendingInWrite(wid, aprId);
         if (approval.status !== 'pending') throw closed(approval);
-        if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
+        if (Date.parse(approval.expiresAt) <= now)
+          return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
         const agent = t.agents.get([wid, action.agentId]);
         checkDecider(approval, agent?.actsFor ?? null, who);
         // Against whom the agent acts for now and whom it acted for when it asked: changing
         // `actsFor` meanwhile cannot make someone their own approver.
-        const bound = (uid: string) => approval.separationOfDuties && (agent?.actsFor === uid || approval.requestedFor === uid);
+        const bound = (uid: string) =>
+          approval.separationOfDuties && (agent?.actsFor === uid || approval.requestedFor === uid);
         if (bound(who.userId)) {
-          throw new AppError('separation_of_duties', { message: 'You are the person this agent acts for, and its rule asks for separation of duties: someone else must approve.' });
+          throw new AppError('separation_of_duties', {
+            message:
+              'You are the person this agent acts for, and its rule asks for separation of duties: someone else must approve.',
+          });
         }
         if (approval.approvals.some((a) => a.by === who.userId)) {
-          throw new AppError('second_person_required', { message: 'You already approved this; a second, different person must approve too.' });
+          throw new AppError('second_person_required', {
+            message: 'You already approved this; a second, different person must approve too.',
+          });
         }
         // Earlier approvals count only while their authors could still give them now (not
         // removed, not demoted, not bound by separation of duties).
@@ -250,39 +375,84 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         const standing = readStanding(store, wid, action.agentId);
         if (standing.stopped) {
           throw new AppError('agent_stopped', {
-            message: 'The agent is stopped: its action cannot be approved until a permitted person restarts it. It can be denied.',
+            message:
+              'The agent is stopped: its action cannot be approved until a permitted person restarts it. It can be denied.',
             fix: 'Restart the agent first, or deny the approval.',
             details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: action.agentId },
           });
         }
         const at = isoAt(now);
         const approvals = [...stillValid, { by: who.userId, at, note }];
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.approved', subject: approval.id, data: { actionId: action.id, note, count: approvals.length, required: approval.requiredApprovals, ...viaOf(who) } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'approval.approved',
+          subject: approval.id,
+          data: {
+            actionId: action.id,
+            note,
+            count: approvals.length,
+            required: approval.requiredApprovals,
+            ...viaOf(who),
+          },
+        });
         if (approvals.length < approval.requiredApprovals) {
           const waiting = { ...approval, approvals };
           t.approvals.put([wid, approval.id], waiting);
           return { kind: 'waiting_for_second', approval: view(waiting, now) };
         }
         // Every approval is in: a fresh check against the mandate and usage as they are now.
-        const verdict = evaluate(t.mandates.get([wid, action.agentId])?.rules ?? [], {
-          type: action.type, amount: action.payment?.amount ?? null, currency: action.payment?.currency ?? null,
-          merchant: action.payment?.merchant ?? null, domain: action.target?.domain ?? null,
-        }, (key, currency, start) => usage.sum(wid, action.agentId, key, currency, start), now, { approved: true });
+        const verdict = evaluate(
+          t.mandates.get([wid, action.agentId])?.rules ?? [],
+          {
+            type: action.type,
+            amount: action.payment?.amount ?? null,
+            currency: action.payment?.currency ?? null,
+            merchant: action.payment?.merchant ?? null,
+            domain: action.target?.domain ?? null,
+          },
+          (key, currency, start) => usage.sum(wid, action.agentId, key, currency, start),
+          now,
+          { approved: true },
+        );
         let decided: ApprovalRecord;
         if (verdict.decision === 'deny') {
           decided = { ...approval, approvals, status: 'denied', decidedBy: 'system', reason: verdict.reason };
-          const evidence = ledger.record({ workspaceId: wid, actor: 'system', kind: 'action.denied', subject: action.id, data: { approvalId: approval.id, signals: verdict.signals, reason: verdict.reason } });
-          t.actions.put([wid, action.id], { ...action, decision: 'deny', status: 'denied', signals: [...verdict.signals], reason: verdict.reason, evidenceRecord: evidence.id });
+          const evidence = ledger.record({
+            workspaceId: wid,
+            actor: 'system',
+            kind: 'action.denied',
+            subject: action.id,
+            data: { approvalId: approval.id, signals: verdict.signals, reason: verdict.reason },
+          });
+          t.actions.put([wid, action.id], {
+            ...action,
+            decision: 'deny',
+            status: 'denied',
+            signals: [...verdict.signals],
+            reason: verdict.reason,
+            evidenceRecord: evidence.id,
+          });
         } else {
           decided = { ...approval, approvals, status: 'approved', decidedBy: who.actor, reason: null };
           const allowed: ActionRecord = {
-            ...action, decision: 'allow', status: 'allowed', signals: [], ruleId: verdict.rule.id,
+            ...action,
+            decision: 'allow',
+            status: 'allowed',
+            signals: [],
+            ruleId: verdict.rule.id,
             reason: `Approved by ${approvals.map((a) => `user:${a.by}`).join(' and ')}.`,
             charge: verdict.decision === 'allow' ? verdict.charge : null,
           };
           if (allowed.charge) usage.add(wid, action.agentId, allowed.charge, allowed.charge.amount);
           if (allowed.payment) allowed.receipt = receipts.issueInWrite(allowed, true, now);
-          ledger.record({ workspaceId: wid, actor: who.actor, kind: 'action.allowed', subject: action.id, data: { approvalId: approval.id, ruleId: verdict.rule.id, receipt: allowed.receipt !== null, hum: true } });
+          ledger.record({
+            workspaceId: wid,
+            actor: who.actor,
+            kind: 'action.allowed',
+            subject: action.id,
+            data: { approvalId: approval.id, ruleId: verdict.rule.id, receipt: allowed.receipt !== null, hum: true },
+          });
           t.actions.put([wid, action.id], allowed);
         }
         settleApproval(decided);
@@ -297,14 +467,30 @@ export function createApprovals(deps: { store: Store; clock: Clock; ledger: Ledg
         if (freeze?.freeze) return decideFreezeInWrite(freeze, who, false, note, now);
         const { approval, action } = pendingInWrite(wid, aprId);
         if (approval.status !== 'pending') throw closed(approval);
-        if (Date.parse(approval.expiresAt) <= now) return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
+        if (Date.parse(approval.expiresAt) <= now)
+          return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
         checkDecider(approval, t.agents.get([wid, action.agentId])?.actsFor ?? null, who);
-        const denied: ApprovalRecord = { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
-        const evidence = ledger.record({ workspaceId: wid, actor: who.actor, kind: 'approval.denied', subject: approval.id, data: { actionId: action.id, note, ...viaOf(who) } });
+        const denied: ApprovalRecord = {
+          ...approval,
+          status: 'denied',
+          decidedBy: who.actor,
+          reason: note ?? 'denied by a person',
+        };
+        const evidence = ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'approval.denied',
+          subject: approval.id,
+          data: { actionId: action.id, note, ...viaOf(who) },
+        });
         settleApproval(denied);
         t.actions.put([wid, action.id], {
-          ...action, decision: 'deny', status: 'denied', signals: ['approval_denied'],
-          reason: `Denied by user:${who.userId}${note ? `: ${note}` : '.'}`, evidenceRecord: evidence.id,
+          ...action,
+          decision: 'deny',
+          status: 'denied',
+          signals: ['approval_denied'],
+          reason: `Denied by user:${who.userId}${note ? `: ${note}` : '.'}`,
+          evidenceRecord: evidence.id,
         });
         return { kind: 'decided', approval: view(denied, now) };
       });

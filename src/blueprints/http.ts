@@ -15,7 +15,13 @@ import type { BlueprintsService } from './service.js';
  * (API.md 4, `agents:write`): `201` agent; `400 template_only` for any `mandate` or `rules`;
  * `400 unknown_template` for a blueprint or template the workspace lacks.
  */
-export const blueprintsRoutes: Plugin<{ blueprints: BlueprintsService; agents: AgentsService; people: PeopleService; production: boolean; guards: Guards }> = {
+export const blueprintsRoutes: Plugin<{
+  blueprints: BlueprintsService;
+  agents: AgentsService;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-blueprints',
   register(server, { blueprints, agents, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -24,7 +30,8 @@ export const blueprintsRoutes: Plugin<{ blueprints: BlueprintsService; agents: A
 
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/blueprints',
+        method: 'GET',
+        path: '/api/w/{wid}/blueprints',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = params(request);
@@ -34,26 +41,48 @@ export const blueprintsRoutes: Plugin<{ blueprints: BlueprintsService; agents: A
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/blueprints',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: blueprintInputSchema } },
+        method: 'POST',
+        path: '/api/w/{wid}/blueprints',
+        options: {
+          auth: session,
+          ext: write,
+          validate: { params: Joi.object({ wid }), payload: blueprintInputSchema },
+        },
         async handler(request, h) {
           const { wid: w } = params(request);
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'templates.manage');
-          return h.response(await blueprints.create(w, request.payload as BlueprintInput, { actor: actorOf(c) })).code(201);
+          return h
+            .response(await blueprints.create(w, request.payload as BlueprintInput, { actor: actorOf(c) }))
+            .code(201);
         },
       },
       {
-        method: 'POST', path: '/v1/admin/agents',
+        method: 'POST',
+        path: '/v1/admin/agents',
         options: {
           auth: SERVICE_TOKEN,
-          plugins: { svc: { tokenScope: 'agents:write', validationTypeByField: { mandate: 'template_only', rules: 'template_only' } } },
+          plugins: {
+            svc: {
+              tokenScope: 'agents:write',
+              validationTypeByField: { mandate: 'template_only', rules: 'template_only' },
+            },
+          },
           validate: { payload: tokenRegistrationSchema },
         },
         async handler(request, h) {
           const c = caller(request, 'service-token');
-          const body = request.payload as { blueprint: string; name: string; actsFor?: string | null; tags?: string[]; templates?: string[] };
-          const agent = await blueprints.register({ workspaceId: c.workspaceId, ...body }, { actor: actorOf(c), tokenId: c.token.id });
+          const body = request.payload as {
+            blueprint: string;
+            name: string;
+            actsFor?: string | null;
+            tags?: string[];
+            templates?: string[];
+          };
+          const agent = await blueprints.register(
+            { workspaceId: c.workspaceId, ...body },
+            { actor: actorOf(c), tokenId: c.token.id },
+          );
           return h.response({ ...agents.view(agent), mandateRules: agent.mandateRules }).code(201);
         },
       },

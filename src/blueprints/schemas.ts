@@ -25,11 +25,16 @@ export interface BlueprintInput {
  * the body, a token sending rules of its own hears `template_only` (the route maps them).
  */
 export const tokenRegistrationSchema = Joi.object({
-  mandate: Joi.any().forbidden().messages({ 'any.unknown': 'a service token may not send a mandate: name templates instead' }),
-  rules: Joi.any().forbidden().messages({ 'any.unknown': 'a service token may not send rules: name templates instead' }),
+  mandate: Joi.any()
+    .forbidden()
+    .messages({ 'any.unknown': 'a service token may not send a mandate: name templates instead' }),
+  rules: Joi.any()
+    .forbidden()
+    .messages({ 'any.unknown': 'a service token may not send rules: name templates instead' }),
   blueprint: ref.required(),
   name: Joi.string().trim().min(1).max(200).required(),
-  actsFor: Joi.alternatives(userId, Joi.string().trim().email({ tlds: false, minDomainSegments: 1 }).max(320)).allow(null)
+  actsFor: Joi.alternatives(userId, Joi.string().trim().email({ tlds: false, minDomainSegments: 1 }).max(320))
+    .allow(null)
     .messages({ 'alternatives.match': '{{#label}} must be a person id (usr_...) or an e-mail address' }),
   tags: tagList,
   templates: refs,

@@ -24,7 +24,15 @@ import type { BlueprintInput, Registration } from './schemas.js';
  * - `actsFor` names a person of the workspace by id or by e-mail address.
  * - Every blueprint and every registration is a ledger record under its actor (a token with its id).
  */
-export function createBlueprintsService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; agents: AgentsService; mandates: MandatesService; people: Pick<PeopleService, 'memberIdByEmail'> }) {
+export function createBlueprintsService(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  agents: AgentsService;
+  mandates: MandatesService;
+  people: Pick<PeopleService, 'memberIdByEmail'>;
+}) {
   const { store, clock, ids, ledger, agents, mandates, people } = deps;
   const t = store.tables;
 
@@ -58,17 +66,30 @@ export function createBlueprintsService(deps: { store: Store; clock: Clock; ids:
       return store.write(() => {
         rulesOf(wid, input.templates);
         const blueprint: BlueprintRecord = {
-          id: ids.id('bp'), workspaceId: wid, name: input.name, tags: input.tags, templates: input.templates,
-          createdAt: isoAt(clock.now()), createdBy: who.actor,
+          id: ids.id('bp'),
+          workspaceId: wid,
+          name: input.name,
+          tags: input.tags,
+          templates: input.templates,
+          createdAt: isoAt(clock.now()),
+          createdBy: who.actor,
         };
         t.blueprints.put([wid, blueprint.id], blueprint);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'blueprint.created', subject: blueprint.id, data: { name: blueprint.name, tags: blueprint.tags, templates: blueprint.templates } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'blueprint.created',
+          subject: blueprint.id,
+          data: { name: blueprint.name, tags: blueprint.tags, templates: blueprint.templates },
+        });
         return blueprint;
       });
     },
 
     page(wid: string, options: { after?: string; limit: number }): { data: BlueprintRecord[]; next: string | null } {
-      const rows = t.blueprints.scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 }).map((e) => e.value);
+      const rows = t.blueprints
+        .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 })
+        .map((e) => e.value);
       const page = rows.slice(0, options.limit);
       return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
@@ -79,7 +100,16 @@ export function createBlueprintsService(deps: { store: Store; clock: Clock; ids:
         const blueprint = input.blueprint ? blueprintOf(input.workspaceId, input.blueprint) : undefined;
         const rules = rulesOf(input.workspaceId, [...(blueprint?.templates ?? []), ...(input.templates ?? [])]);
         const tags = [...new Set([...(blueprint?.tags ?? []), ...(input.tags ?? [])])];
-        const agent = agents.createIn({ workspaceId: input.workspaceId, name: input.name, actsFor: personOf(input.workspaceId, input.actsFor), tags, blueprint: blueprint?.id ?? null }, who);
+        const agent = agents.createIn(
+          {
+            workspaceId: input.workspaceId,
+            name: input.name,
+            actsFor: personOf(input.workspaceId, input.actsFor),
+            tags,
+            blueprint: blueprint?.id ?? null,
+          },
+          who,
+        );
         if (rules.length > 0) mandates.putIn(input.workspaceId, agent.id, { rules, confirmBroaden: true }, who);
         return { ...agent, mandateRules: rules.length };
       });

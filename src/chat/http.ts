@@ -27,8 +27,12 @@ import { blockActionsSchema, formPayload, type BlockActions } from './slack.js';
  */
 const SLACK_BODY_LIMIT = 256 * 1024;
 
-export const PLATFORM = Joi.string().pattern(/^[a-z][a-z0-9-]{0,31}$/).required();
-export const CHAT_USER_ID = Joi.string().pattern(/^[A-Za-z0-9._:@=+-]{1,128}$/).required();
+export const PLATFORM = Joi.string()
+  .pattern(/^[a-z][a-z0-9-]{0,31}$/)
+  .required();
+export const CHAT_USER_ID = Joi.string()
+  .pattern(/^[A-Za-z0-9._:@=+-]{1,128}$/)
+  .required();
 
 const relayClickSchema = Joi.object({
   token: Joi.string().max(200).required(),
@@ -46,7 +50,13 @@ interface RelayClick {
 
 const approvalOf = (result: ClickResult) => answer(result.outcome);
 
-export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
+export const chatRoutes: Plugin<{
+  chat: Chat;
+  refusals: Refusals;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-chat',
   register(server, { chat, refusals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -56,12 +66,18 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
     const person = (request: Request) => {
       const { wid: w, actor } = permittedMember(people, request, 'approvals.decide');
       const c = caller(request, 'session');
-      return { wid: w, actor, self: c.user.id, manager: roleAllows(people.authorize(w, c.user, 'approvals.decide'), 'integrations.manage') };
+      return {
+        wid: w,
+        actor,
+        self: c.user.id,
+        manager: roleAllows(people.authorize(w, c.user, 'approvals.decide'), 'integrations.manage'),
+      };
     };
 
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/chat/users',
+        method: 'GET',
+        path: '/api/w/{wid}/chat/users',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           // Owners and admins see every mapping; others their own.
@@ -70,22 +86,34 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
         },
       },
       {
-        method: 'PUT', path: '/api/w/{wid}/chat/users/{platform}/{chatUserId}',
+        method: 'PUT',
+        path: '/api/w/{wid}/chat/users/{platform}/{chatUserId}',
         options: {
-          auth: session, ext: write,
+          auth: session,
+          ext: write,
           validate: {
             params: Joi.object({ wid, platform: PLATFORM, chatUserId: CHAT_USER_ID }),
-            payload: Joi.object({ userId: Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/).allow(null).required() }),
+            payload: Joi.object({
+              userId: Joi.string()
+                .pattern(/^usr_[0-9A-Za-z]{22}$/)
+                .allow(null)
+                .required(),
+            }),
           },
         },
         async handler(request) {
           const { wid: w, actor, self, manager } = person(request);
           const { platform, chatUserId } = request.params as { platform: string; chatUserId: string };
-          return chat.mapUser(w, platform, chatUserId, (request.payload as { userId: string | null }).userId, { actor, self, manager });
+          return chat.mapUser(w, platform, chatUserId, (request.payload as { userId: string | null }).userId, {
+            actor,
+            self,
+            manager,
+          });
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/chat/cards',
+        method: 'GET',
+        path: '/api/w/{wid}/chat/cards',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = managed(request);
@@ -93,19 +121,25 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
         },
       },
       {
-        method: 'POST', path: '/v1/hooks/chat-relay/{wid}',
+        method: 'POST',
+        path: '/v1/hooks/chat-relay/{wid}',
         options: hookOptions('chat-relay', refusals, { validate: { params: Joi.object({ wid }) } }),
         async handler(request, h) {
           const { workspaceId } = verified<{ workspaceId: string }>(request);
           const body = parseVerified<RelayClick>(request, h, relayClickSchema);
           const result = await chat.click([workspaceId], {
-            token: body.token, platform: body.user.platform, chatUserId: body.user.id, note: body.note || null, channel: 'chat-relay',
+            token: body.token,
+            platform: body.user.platform,
+            chatUserId: body.user.id,
+            note: body.note || null,
+            channel: 'chat-relay',
           });
           return { decision: result.decision, approval: approvalOf(result) };
         },
       },
       {
-        method: 'POST', path: '/v1/hooks/slack',
+        method: 'POST',
+        path: '/v1/hooks/slack',
         // Every workspace's Slack secrets are tried on each request: a small body limit keeps an
         // unsigned flood cheap (Slack's interaction payloads are a few kilobytes).
         options: hookOptions('slack', refusals, {}, SLACK_BODY_LIMIT),
@@ -114,7 +148,8 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
           const payload = formPayload(request.payload as Buffer);
           if (payload === undefined) {
             throw new AppError('invalid_request', {
-              message: 'The body is not a Slack interaction: expected application/x-www-form-urlencoded with a JSON payload field.',
+              message:
+                'The body is not a Slack interaction: expected application/x-www-form-urlencoded with a JSON payload field.',
               details: { errors: [{ field: 'payload', message: 'payload is missing or not JSON' }] },
             });
           }
@@ -123,17 +158,32 @@ export const chatRoutes: Plugin<{ chat: Chat; refusals: Refusals; people: People
           const click = value as BlockActions;
           const action = click.actions[0]!;
           try {
-            const result = await chat.click(workspaceIds, {
-              token: action.value, platform: 'slack', chatUserId: click.user.id, note: null, channel: 'slack', team: click.team?.id ?? null,
-            }, action.action_id);
+            const result = await chat.click(
+              workspaceIds,
+              {
+                token: action.value,
+                platform: 'slack',
+                chatUserId: click.user.id,
+                note: null,
+                channel: 'slack',
+                team: click.team?.id ?? null,
+              },
+              action.action_id,
+            );
             const approval = approvalOf(result);
-            return { ok: true, decision: result.decision, approval: { id: approval.id, status: approval.status }, text: `Approval ${approval.id} is now ${approval.status}.` };
+            return {
+              ok: true,
+              decision: result.decision,
+              approval: { id: approval.id, status: approval.status },
+              text: `Approval ${approval.id} is now ${approval.status}.`,
+            };
           } catch (err) {
             // Slack wants a 200 for every click it delivered; what happened is said in the body.
             if (!(err instanceof AppError)) throw err;
             const approval = (err.details as { approval?: { id: string; status: string } }).approval;
             return {
-              ok: false, error: { type: err.type, message: err.message },
+              ok: false,
+              error: { type: err.type, message: err.message },
               ...(approval ? { approval: { id: approval.id, status: approval.status } } : {}),
               text: err.message,
             };

@@ -62,8 +62,16 @@ interface StoredCard {
 }
 
 export function createChat(deps: {
-  store: Store; clock: Clock; ledger: Ledger; webhooks: Webhooks; registry: IntegrationRegistry; approvals: Approvals;
-  people: PeopleService; once: Once; buttonKey: Buffer; publicUrl: () => string;
+  store: Store;
+  clock: Clock;
+  ledger: Ledger;
+  webhooks: Webhooks;
+  registry: IntegrationRegistry;
+  approvals: Approvals;
+  people: PeopleService;
+  once: Once;
+  buttonKey: Buffer;
+  publicUrl: () => string;
 }) {
   const { store, clock, ledger, webhooks, registry, approvals, people, once, buttonKey } = deps;
   const t = store.tables;
@@ -102,29 +110,63 @@ export function createChat(deps: {
     if (!approval || approval.status !== 'pending') return;
     if (isFreeze ? !approval.freeze : approval.actionId !== record.subject) return;
     const action = isFreeze
-      ? { type: 'freeze', summary: `Freeze ${approval.freeze!.agentIds.length} agents: ${approval.freeze!.reason}`.slice(0, 1000), payment: null, target: null }
-      : record.data as { type: string; summary: string; payment: unknown; target: unknown };
+      ? {
+          type: 'freeze',
+          summary: `Freeze ${approval.freeze!.agentIds.length} agents: ${approval.freeze!.reason}`.slice(0, 1000),
+          payment: null,
+          target: null,
+        }
+      : (record.data as { type: string; summary: string; payment: unknown; target: unknown });
     const agent = isFreeze ? undefined : t.agents.get([wid, approval.agentId]);
     const buttons = (['approve', 'deny'] as const).map((decision) => {
       const salt = randomBytes(32).toString('base64url');
-      t.chatButtons.put(hashOf(tokenOf(salt)), { workspaceId: wid, approvalId: approval.id, decision, expiresAt: approval.expiresAt });
+      t.chatButtons.put(hashOf(tokenOf(salt)), {
+        workspaceId: wid,
+        approvalId: approval.id,
+        decision,
+        expiresAt: approval.expiresAt,
+      });
       return { decision, label: decision === 'approve' ? 'Approve' : 'Deny', salt };
     });
     const approvers = approval.approvers?.map((id) => ({ id, name: t.users.get(id)?.name ?? null })) ?? null;
     const card = {
-      id: record.id, type: CARD_EVENT, createdAt: record.at, workspaceId: wid,
+      id: record.id,
+      type: CARD_EVENT,
+      createdAt: record.at,
+      workspaceId: wid,
       approval: {
-        id: approval.id, actionId: approval.actionId || null, type: action.type, summary: action.summary,
+        id: approval.id,
+        actionId: approval.actionId || null,
+        type: action.type,
+        summary: action.summary,
         agent: isFreeze ? null : { id: approval.agentId, name: agent?.name ?? null },
-        payment: action.payment ?? null, target: action.target ?? null,
-        ...(isFreeze ? { freeze: { count: approval.freeze!.agentIds.length, agentIds: approval.freeze!.agentIds, reason: approval.freeze!.reason, requestedBy: approval.freeze!.requestedBy } } : {}),
-        requiredApprovals: approval.requiredApprovals, separationOfDuties: approval.separationOfDuties,
-        approvers, whoMayDecide: isFreeze ? 'Owners and admins.' : whoMayDecide(approval, approvers), expiresAt: approval.expiresAt,
+        payment: action.payment ?? null,
+        target: action.target ?? null,
+        ...(isFreeze
+          ? {
+              freeze: {
+                count: approval.freeze!.agentIds.length,
+                agentIds: approval.freeze!.agentIds,
+                reason: approval.freeze!.reason,
+                requestedBy: approval.freeze!.requestedBy,
+              },
+            }
+          : {}),
+        requiredApprovals: approval.requiredApprovals,
+        separationOfDuties: approval.separationOfDuties,
+        approvers,
+        whoMayDecide: isFreeze ? 'Owners and admins.' : whoMayDecide(approval, approvers),
+        expiresAt: approval.expiresAt,
       },
       buttons,
       answerTo: `${deps.publicUrl()}/v1/hooks/chat-relay/${wid}`,
     };
-    webhooks.enqueueInWrite(wid, CARD_TARGET, { eventId: record.id, eventType: CARD_EVENT, body: JSON.stringify(card), createdAt: record.at });
+    webhooks.enqueueInWrite(wid, CARD_TARGET, {
+      eventId: record.id,
+      eventType: CARD_EVENT,
+      body: JSON.stringify(card),
+      createdAt: record.at,
+    });
   };
   ledger.onRecord(cardInWrite);
 
@@ -151,14 +193,24 @@ export function createChat(deps: {
     }
     // The console's own check for a signed-in member (role, one-time password): same errors.
     const role = people.authorize(wid, me.user, 'approvals.decide');
-    return { userId: me.user.id, role, actor: `user:${me.user.id}`, via: { channel: click.channel, platform: click.platform, chatUserId: click.chatUserId } };
+    return {
+      userId: me.user.id,
+      role,
+      actor: `user:${me.user.id}`,
+      via: { channel: click.channel, platform: click.platform, chatUserId: click.chatUserId },
+    };
   };
 
   const sweep = async (): Promise<number> => {
     const now = clock.now();
-    const stale = t.chatButtons.scan([]).filter((e) => Date.parse(e.value.expiresAt) + BUTTON_GRACE_MS <= now).map((e) => e.key);
+    const stale = t.chatButtons
+      .scan([])
+      .filter((e) => Date.parse(e.value.expiresAt) + BUTTON_GRACE_MS <= now)
+      .map((e) => e.key);
     if (stale.length === 0) return 0;
-    await store.write(() => { for (const key of stale) t.chatButtons.remove(key); });
+    await store.write(() => {
+      for (const key of stale) t.chatButtons.remove(key);
+    });
     return stale.length;
   };
 
@@ -168,10 +220,17 @@ export function createChat(deps: {
      * to. `workspaces`: the workspaces the request's signature proved (the relay's one; for Slack,
      * every workspace whose signing secret matched): a token of any other is unknown.
      */
-    async click(workspaces: readonly string[], click: Click, expected?: ButtonDecision): Promise<ClickResult & { workspaceId: string; approvalId: string }> {
+    async click(
+      workspaces: readonly string[],
+      click: Click,
+      expected?: ButtonDecision,
+    ): Promise<ClickResult & { workspaceId: string; approvalId: string }> {
       const button = /^cbt_[A-Za-z0-9_-]{43}$/.test(click.token) ? t.chatButtons.get(hashOf(click.token)) : undefined;
       if (!button || !workspaces.includes(button.workspaceId)) {
-        throw new AppError('not_found', { message: 'This button is unknown here, or its approval ended long ago; nothing was decided.', fix: 'Use the buttons of a current approval card.' });
+        throw new AppError('not_found', {
+          message: 'This button is unknown here, or its approval ended long ago; nothing was decided.',
+          fix: 'Use the buttons of a current approval card.',
+        });
       }
       if (expected !== undefined && expected !== button.decision) {
         throw new AppError('invalid_request', {
@@ -180,17 +239,26 @@ export function createChat(deps: {
         });
       }
       if (click.channel !== 'slack' && click.platform === 'slack') {
-        throw new AppError('forbidden', { message: "A Slack user's click counts only when Slack itself signs it (POST /v1/hooks/slack); nothing was decided.", fix: 'Send Slack clicks to /v1/hooks/slack, or map the person under the platform the relay speaks for.' });
+        throw new AppError('forbidden', {
+          message:
+            "A Slack user's click counts only when Slack itself signs it (POST /v1/hooks/slack); nothing was decided.",
+          fix: 'Send Slack clicks to /v1/hooks/slack, or map the person under the platform the relay speaks for.',
+        });
       }
       const wid = button.workspaceId;
-      const teamId = click.channel === 'slack' ? registry.configOf<{ teamId?: unknown }>(wid, 'slack')?.teamId : undefined;
+      const teamId =
+        click.channel === 'slack' ? registry.configOf<{ teamId?: unknown }>(wid, 'slack')?.teamId : undefined;
       if (typeof teamId === 'string' && click.team !== teamId) {
-        throw new AppError('forbidden', { message: 'This click came from a Slack team this workspace did not set up; nothing was decided.', fix: 'Click the card in the Slack team set up for this workspace.' });
+        throw new AppError('forbidden', {
+          message: 'This click came from a Slack team this workspace did not set up; nothing was decided.',
+          fix: 'Click the card in the Slack team set up for this workspace.',
+        });
       }
       const who = deciderFor(wid, click);
-      const outcome = button.decision === 'approve'
-        ? await approvals.approve(wid, button.approvalId, who, click.note)
-        : await approvals.deny(wid, button.approvalId, who, click.note);
+      const outcome =
+        button.decision === 'approve'
+          ? await approvals.approve(wid, button.approvalId, who, click.note)
+          : await approvals.deny(wid, button.approvalId, who, click.note);
       return { decision: button.decision, outcome, workspaceId: wid, approvalId: button.approvalId };
     },
 
@@ -210,25 +278,47 @@ export function createChat(deps: {
      * chat user speak for someone else. A mapping held by another person is removed by them, or
      * by an owner or admin, before it can be taken.
      */
-    async mapUser(wid: string, platform: string, chatUserId: string, userId: string | null, by: { actor: string; self: string; manager: boolean }): Promise<ChatUserRecord | { platform: string; chatUserId: string; userId: null }> {
+    async mapUser(
+      wid: string,
+      platform: string,
+      chatUserId: string,
+      userId: string | null,
+      by: { actor: string; self: string; manager: boolean },
+    ): Promise<ChatUserRecord | { platform: string; chatUserId: string; userId: null }> {
       return store.write(() => {
         const before = t.chatUsers.get([wid, platform, chatUserId]);
         if (userId !== null) {
           if (userId !== by.self) {
-            throw new AppError('forbidden', { message: 'A person maps only their own chat identity; nothing was changed.', fix: `Ask that person to sign in and map it: PUT /api/w/${wid}/chat/users/${platform}/${chatUserId} { "userId": "<their usr_ id>" }.` });
+            throw new AppError('forbidden', {
+              message: 'A person maps only their own chat identity; nothing was changed.',
+              fix: `Ask that person to sign in and map it: PUT /api/w/${wid}/chat/users/${platform}/${chatUserId} { "userId": "<their usr_ id>" }.`,
+            });
           }
-          if (!t.members.get([wid, userId])) throw new AppError('not_found', { message: `No member ${userId} in this workspace.` });
+          if (!t.members.get([wid, userId]))
+            throw new AppError('not_found', { message: `No member ${userId} in this workspace.` });
           if (before && before.userId !== userId) {
-            throw new AppError('forbidden', { message: `The ${platform} user ${chatUserId} is mapped to another member; nothing was changed.`, fix: 'That member, an owner or an admin must remove the mapping first.' });
+            throw new AppError('forbidden', {
+              message: `The ${platform} user ${chatUserId} is mapped to another member; nothing was changed.`,
+              fix: 'That member, an owner or an admin must remove the mapping first.',
+            });
           }
         } else if (before && before.userId !== by.self && !by.manager) {
-          throw new AppError('forbidden', { message: `The ${platform} user ${chatUserId} is mapped to another member; only they, an owner or an admin may remove it.` });
+          throw new AppError('forbidden', {
+            message: `The ${platform} user ${chatUserId} is mapped to another member; only they, an owner or an admin may remove it.`,
+          });
         }
-        const after = userId === null ? null : { platform, chatUserId, userId, updatedAt: isoAt(clock.now()), updatedBy: by.actor };
+        const after =
+          userId === null ? null : { platform, chatUserId, userId, updatedAt: isoAt(clock.now()), updatedBy: by.actor };
         if (after) t.chatUsers.put([wid, platform, chatUserId], after);
         else if (before) t.chatUsers.remove([wid, platform, chatUserId]);
         if ((before?.userId ?? null) !== userId) {
-          ledger.record({ workspaceId: wid, actor: by.actor, kind: 'chat.user_mapped', subject: `${platform}:${chatUserId}`, data: { platform, chatUserId, userId, previous: before?.userId ?? null } });
+          ledger.record({
+            workspaceId: wid,
+            actor: by.actor,
+            kind: 'chat.user_mapped',
+            subject: `${platform}:${chatUserId}`,
+            data: { platform, chatUserId, userId, previous: before?.userId ?? null },
+          });
         }
         return after ?? { platform, chatUserId, userId: null };
       });

@@ -22,19 +22,29 @@ export interface SlackHeaders {
   mac: Buffer;
 }
 
-export function slackVerifier(registry: IntegrationRegistry, claim: (signature: string) => Promise<boolean>): InboundVerifier<SlackHeaders> {
+export function slackVerifier(
+  registry: IntegrationRegistry,
+  claim: (signature: string) => Promise<boolean>,
+): InboundVerifier<SlackHeaders> {
   return {
     kind: 'slack',
     headers(request, nowMs) {
       const signature = request.headers['x-slack-signature'];
       const timestamp = request.headers['x-slack-request-timestamp'];
       if (typeof signature !== 'string' || typeof timestamp !== 'string') {
-        throw signatureRefused('This route takes requests signed by Slack (X-Slack-Signature and X-Slack-Request-Timestamp); they were not both sent.');
+        throw signatureRefused(
+          'This route takes requests signed by Slack (X-Slack-Signature and X-Slack-Request-Timestamp); they were not both sent.',
+        );
       }
       const hex = /^v0=([0-9a-f]{64})$/.exec(signature)?.[1];
       if (!hex) throw signatureRefused('The X-Slack-Signature header is malformed; expected v0=<64 hex digits>.');
-      if (!/^\d{1,12}$/.test(timestamp)) throw signatureRefused('The X-Slack-Request-Timestamp header is malformed; expected unix seconds.');
-      if (!timestampFresh(Number(timestamp), nowMs)) throw signatureRefused('The Slack request timestamp is more than five minutes from now.', "Sign each request at the moment it is sent, with the sender's clock in sync.");
+      if (!/^\d{1,12}$/.test(timestamp))
+        throw signatureRefused('The X-Slack-Request-Timestamp header is malformed; expected unix seconds.');
+      if (!timestampFresh(Number(timestamp), nowMs))
+        throw signatureRefused(
+          'The Slack request timestamp is more than five minutes from now.',
+          "Sign each request at the moment it is sent, with the sender's clock in sync.",
+        );
       return { timestamp, mac: Buffer.from(hex, 'hex') };
     },
     async body(request, raw, { timestamp, mac }) {
@@ -45,10 +55,16 @@ export function slackVerifier(registry: IntegrationRegistry, claim: (signature: 
           if (timingSafeEqual(expected, mac)) matched.add(wid);
         }
       }
-      if (matched.size === 0) throw signatureRefused('The Slack signature does not match the body with any signing secret set up here.');
-      if (!(await claim(mac.toString('hex')))) throw signatureRefused('This signed request was already received; each is accepted once.', 'Send every request afresh, signed at the moment it is sent.');
+      if (matched.size === 0)
+        throw signatureRefused('The Slack signature does not match the body with any signing secret set up here.');
+      if (!(await claim(mac.toString('hex'))))
+        throw signatureRefused(
+          'This signed request was already received; each is accepted once.',
+          'Send every request afresh, signed at the moment it is sent.',
+        );
       const workspaceIds = [...matched];
-      if (workspaceIds.length === 1) (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound = { workspaceId: workspaceIds[0]! };
+      if (workspaceIds.length === 1)
+        (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound = { workspaceId: workspaceIds[0]! };
       return { workspaceIds };
     },
   };
@@ -57,12 +73,25 @@ export function slackVerifier(registry: IntegrationRegistry, claim: (signature: 
 /** The part of a `block_actions` interaction payload a click needs (other fields are ignored). */
 export const blockActionsSchema = Joi.object({
   type: Joi.string().valid('block_actions').required(),
-  user: Joi.object({ id: Joi.string().pattern(/^[A-Z0-9]{1,64}$/).required() }).unknown(true).required(),
-  team: Joi.object({ id: Joi.string().max(64).required() }).unknown(true).allow(null),
-  actions: Joi.array().min(1).items(Joi.object({
-    action_id: Joi.string().valid('approve', 'deny').required(),
-    value: Joi.string().max(200).required(),
-  }).unknown(true)).required(),
+  user: Joi.object({
+    id: Joi.string()
+      .pattern(/^[A-Z0-9]{1,64}$/)
+      .required(),
+  })
+    .unknown(true)
+    .required(),
+  team: Joi.object({ id: Joi.string().max(64).required() })
+    .unknown(true)
+    .allow(null),
+  actions: Joi.array()
+    .min(1)
+    .items(
+      Joi.object({
+        action_id: Joi.string().valid('approve', 'deny').required(),
+        value: Joi.string().max(200).required(),
+      }).unknown(true),
+    )
+    .required(),
 }).unknown(true);
 
 export interface BlockActions {

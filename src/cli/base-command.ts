@@ -26,7 +26,11 @@ export class CliFailure extends Errors.CLIError {
 }
 
 export const dataDirFlag = Flags.string({ description: 'data directory of the store', env: 'SVC_DATA_DIR' });
-export const urlFlag = Flags.string({ description: 'address of a running svc server', env: 'SVC_URL', default: 'http://127.0.0.1:8080' });
+export const urlFlag = Flags.string({
+  description: 'address of a running svc server',
+  env: 'SVC_URL',
+  default: 'http://127.0.0.1:8080',
+});
 
 export abstract class SvcCommand extends Command {
   static override enableJsonFlag = true;
@@ -49,7 +53,9 @@ export abstract class SvcCommand extends Command {
     if (!process.stderr.isTTY) return fn(() => {});
     ux.action.start(label);
     try {
-      const result = await fn((status) => { ux.action.status = status; });
+      const result = await fn((status) => {
+        ux.action.status = status;
+      });
       ux.action.stop('done');
       return result;
     } catch (err) {
@@ -68,7 +74,9 @@ export abstract class SvcCommand extends Command {
 
   protected override toErrorJson(err: unknown): unknown {
     if (err instanceof CliFailure) {
-      return { error: { type: err.type, message: err.message, ...(err.fix ? { fix: err.fix } : {}), exitCode: err.exitCode } };
+      return {
+        error: { type: err.type, message: err.message, ...(err.fix ? { fix: err.fix } : {}), exitCode: err.exitCode },
+      };
     }
     return super.toErrorJson(err);
   }
@@ -76,12 +84,23 @@ export abstract class SvcCommand extends Command {
 
 function toCliFailure(err: Error): Error {
   if (err instanceof CliFailure) return err;
-  if (err instanceof StoreError) return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
-  if (err instanceof SettingsError) return new CliFailure(err.message, { exit: EXIT.usage, type: 'invalid_configuration' });
-  if (err instanceof UnreachableError) return new CliFailure(err.message, { exit: EXIT.unreachable, type: 'unreachable', fix: 'Start the server, or pass --url (or SVC_URL) naming where it runs.' });
+  if (err instanceof StoreError)
+    return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
+  if (err instanceof SettingsError)
+    return new CliFailure(err.message, { exit: EXIT.usage, type: 'invalid_configuration' });
+  if (err instanceof UnreachableError)
+    return new CliFailure(err.message, {
+      exit: EXIT.unreachable,
+      type: 'unreachable',
+      fix: 'Start the server, or pass --url (or SVC_URL) naming where it runs.',
+    });
   if (err instanceof RemoteError) {
     const usage = err.status === 400;
-    return new CliFailure(`${err.message} (${err.type}, HTTP ${err.status})`, { exit: usage ? EXIT.usage : EXIT.false, type: err.type, ...(err.fix ? { fix: err.fix } : {}) });
+    return new CliFailure(`${err.message} (${err.type}, HTTP ${err.status})`, {
+      exit: usage ? EXIT.usage : EXIT.false,
+      type: err.type,
+      ...(err.fix ? { fix: err.fix } : {}),
+    });
   }
   if (err instanceof AppError) {
     const exit = err.status === 400 ? EXIT.usage : EXIT.false;
@@ -90,7 +109,11 @@ function toCliFailure(err: Error): Error {
   if (err instanceof Errors.CLIError && 'parse' in err) {
     // oclif's parse and flag-validation errors (unknown flag, bad choice, missing or conflicting
     // flags): usage, whatever exit code oclif gives that kind.
-    return new CliFailure(err.message, { exit: EXIT.usage, type: 'usage', fix: 'See --help for the flags this command takes.' });
+    return new CliFailure(err.message, {
+      exit: EXIT.usage,
+      type: 'usage',
+      fix: 'See --help for the flags this command takes.',
+    });
   }
   return err;
 }

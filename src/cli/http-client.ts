@@ -10,13 +10,23 @@ export class UnreachableError extends Error {
 
 /** The server answered with an error of the SPEC.md shape. */
 export class RemoteError extends Error {
-  constructor(readonly status: number, readonly type: string, message: string, readonly fix: string | undefined) {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly fix: string | undefined,
+  ) {
     super(message);
     this.name = 'RemoteError';
   }
 }
 
-export async function callServer<T>(baseUrl: string, method: 'GET' | 'POST' | 'DELETE', path: string, options: { bearer?: string; body?: unknown } = {}): Promise<T> {
+export async function callServer<T>(
+  baseUrl: string,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  options: { bearer?: string; body?: unknown } = {},
+): Promise<T> {
   const url = new URL(path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`).toString();
   let res;
   try {
@@ -39,7 +49,12 @@ export async function callServer<T>(baseUrl: string, method: 'GET' | 'POST' | 'D
   try {
     parsed = text ? JSON.parse(text) : {};
   } catch {
-    throw new RemoteError(res.statusCode, 'invalid_response', `the server at ${baseUrl} did not answer JSON`, undefined);
+    throw new RemoteError(
+      res.statusCode,
+      'invalid_response',
+      `the server at ${baseUrl} did not answer JSON`,
+      undefined,
+    );
   }
   if (res.statusCode >= 400) {
     const e = (parsed as { error?: { type?: string; message?: string; fix?: string } }).error ?? {};

@@ -4,7 +4,10 @@ import { loadSettings } from '../settings/load.js';
 import { CliFailure, EXIT } from './base-command.js';
 
 /** Opens the store directly (the operator's root of trust), for `--local` commands. */
-export async function openLocal(dataDir: string | undefined, options: { migrate?: boolean; configFile?: string } = {}): Promise<App> {
+export async function openLocal(
+  dataDir: string | undefined,
+  options: { migrate?: boolean; configFile?: string } = {},
+): Promise<App> {
   const settings = loadSettings({
     ...(options.configFile ? { configFile: options.configFile } : {}),
     overrides: { dataDir },
@@ -16,10 +19,20 @@ export async function openLocal(dataDir: string | undefined, options: { migrate?
 export function pickWorkspace(app: App, wanted: string | undefined): string {
   const all = app.store.tables.workspaces.scan([]).map((e) => e.value.id);
   if (wanted) {
-    if (!all.includes(wanted)) throw new CliFailure(`no workspace ${wanted} in this store`, { exit: EXIT.usage, type: 'not_found' });
+    if (!all.includes(wanted))
+      throw new CliFailure(`no workspace ${wanted} in this store`, { exit: EXIT.usage, type: 'not_found' });
     return wanted;
   }
   if (all.length === 1) return all[0]!;
-  if (all.length === 0) throw new CliFailure('the store has no workspace yet', { exit: EXIT.usage, type: 'not_found', fix: 'Run `svc init` or start `svc serve` once.' });
-  throw new CliFailure(`the store has ${all.length} workspaces`, { exit: EXIT.usage, type: 'ambiguous_workspace', fix: 'Name one with --workspace.' });
+  if (all.length === 0)
+    throw new CliFailure('the store has no workspace yet', {
+      exit: EXIT.usage,
+      type: 'not_found',
+      fix: 'Run `svc init` or start `svc serve` once.',
+    });
+  throw new CliFailure(`the store has ${all.length} workspaces`, {
+    exit: EXIT.usage,
+    type: 'ambiguous_workspace',
+    fix: 'Name one with --workspace.',
+  });
 }

@@ -26,14 +26,17 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
       {
         // ?next= brings a person back where sign-in interrupted them: only the OAuth consent
         // (a path of this origin), never another site.
-        method: 'GET', path: '/login', options: { auth: false, validate: { query: Joi.object({ next: Joi.string().max(4096) }) } },
+        method: 'GET',
+        path: '/login',
+        options: { auth: false, validate: { query: Joi.object({ next: Joi.string().max(4096) }) } },
         handler: (request, h) => {
           const { next } = request.query as { next?: string };
           return page(h, next && next.startsWith('/oauth/authorize?') ? loginPage(next) : login);
         },
       },
       {
-        method: 'GET', path: '/console',
+        method: 'GET',
+        path: '/console',
         options: {
           // 'try': without a session the page sends the person to /login instead of a 401.
           auth: { strategies: sessionStrategies(production), mode: 'try' },
@@ -46,11 +49,15 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
         },
       },
       {
-        method: 'GET', path: SCRIPT_PATH, options: { auth: false },
+        method: 'GET',
+        path: SCRIPT_PATH,
+        options: { auth: false },
         handler: (_request, h) => h.response(APP_SCRIPT).type('text/javascript; charset=utf-8'),
       },
       {
-        method: 'GET', path: STYLE_PATH, options: { auth: false },
+        method: 'GET',
+        path: STYLE_PATH,
+        options: { auth: false },
         handler: (_request, h) => h.response(APP_STYLE).type('text/css; charset=utf-8'),
       },
     ]);

@@ -28,11 +28,14 @@ export const SCRIPT_PATH = '/console/app.js';
 export const STYLE_PATH = '/console/app.css';
 
 // A small shield, as a data: image (img-src allows data:), so the browser asks for no /favicon.ico.
-const ICON = 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 16 16%22%3E'
-  + '%3Cpath d=%22M8 1l6 2.5v4C14 11 11.5 14 8 15 4.5 14 2 11 2 7.5v-4z%22 fill=%22%232f5d8a%22/%3E%3C/svg%3E';
+const ICON =
+  'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 16 16%22%3E' +
+  '%3Cpath d=%22M8 1l6 2.5v4C14 11 11.5 14 8 15 4.5 14 2 11 2 7.5v-4z%22 fill=%22%232f5d8a%22/%3E%3C/svg%3E';
 
 function htmlDocument(title: string, bodyAttributes: Record<string, string>, content: string): string {
-  const attributes = Object.entries(bodyAttributes).map(([name, value]) => ` ${name}="${escapeHtml(value)}"`).join('');
+  const attributes = Object.entries(bodyAttributes)
+    .map(([name, value]) => ` ${name}="${escapeHtml(value)}"`)
+    .join('');
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -51,10 +54,14 @@ ${content}
 `;
 }
 
-const NOSCRIPT = '<noscript><p class="notice notice-error">The console needs JavaScript: its requests carry a header that only the page script can send.</p></noscript>';
+const NOSCRIPT =
+  '<noscript><p class="notice notice-error">The console needs JavaScript: its requests carry a header that only the page script can send.</p></noscript>';
 
 export function loginPage(next?: string): string {
-  return htmlDocument('Sign in · svc', { 'data-page': 'login', class: 'page-login', ...(next ? { 'data-next': next } : {}) }, `<main class="signin">
+  return htmlDocument(
+    'Sign in · svc',
+    { 'data-page': 'login', class: 'page-login', ...(next ? { 'data-next': next } : {}) },
+    `<main class="signin">
 <h1 class="brand"><span class="brand-mark" aria-hidden="true"></span>svc console</h1>
 ${NOSCRIPT}
 <form id="signin" class="card" method="post" action="/api/session" novalidate>
@@ -83,7 +90,8 @@ ${NOSCRIPT}
 <p class="hint">At least 12 characters.</p>
 <button type="submit" class="button button-primary">Save and continue</button>
 </form>
-</main>`);
+</main>`,
+  );
 }
 
 function workspacePicker(view: ConsoleView): string {
@@ -92,7 +100,12 @@ function workspacePicker(view: ConsoleView): string {
   if (view.workspaces.length === 1) {
     return `<span class="workspace" id="workspace-name">${escapeHtml(current.name)}</span>`;
   }
-  const options = view.workspaces.map((w) => `<option value="${escapeHtml(w.id)}"${w.id === current.id ? ' selected' : ''}>${escapeHtml(w.name)}</option>`).join('');
+  const options = view.workspaces
+    .map(
+      (w) =>
+        `<option value="${escapeHtml(w.id)}"${w.id === current.id ? ' selected' : ''}>${escapeHtml(w.name)}</option>`,
+    )
+    .join('');
   return `<form id="workspace-form" class="workspace-form" method="get" action="/console">
 <label for="workspace-select" class="visually-hidden">Workspace</label>
 <select id="workspace-select" name="w">${options}</select>
@@ -101,7 +114,9 @@ function workspacePicker(view: ConsoleView): string {
 }
 
 function header(view: ConsoleView): string {
-  const role = view.current ? `<span class="badge badge-neutral" id="role">${escapeHtml(view.current.role)}</span>` : '';
+  const role = view.current
+    ? `<span class="badge badge-neutral" id="role">${escapeHtml(view.current.role)}</span>`
+    : '';
   return `<header class="topbar">
 <div class="topbar-left"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>svc</span>${workspacePicker(view)}${role}</div>
 <div class="topbar-right"><span class="person" title="${escapeHtml(view.user.email)}">${escapeHtml(view.user.name)} <span class="muted">${escapeHtml(view.user.email)}</span></span>
@@ -128,10 +143,12 @@ function changePasswordPanel(email: string): string {
 }
 
 function workspacePanels(view: ConsoleView): string {
-  const approvals = view.can.readApprovals ? `<section class="card" id="approvals" aria-labelledby="approvals-title">
+  const approvals = view.can.readApprovals
+    ? `<section class="card" id="approvals" aria-labelledby="approvals-title">
 <div class="section-head"><h2 id="approvals-title">Waiting for approval <span class="count" id="approvals-count"></span></h2></div>
 <div class="section-body" id="approvals-body"><p class="muted">Loading…</p></div>
-</section>` : '';
+</section>`
+    : '';
   return `<section class="card" id="stop-all" aria-labelledby="stop-all-title">
 <div class="section-head"><h2 id="stop-all-title">Stop every agent</h2></div>
 <div class="section-body" id="stop-all-body"><p class="muted">Loading…</p></div>
@@ -145,12 +162,17 @@ ${approvals}
 
 function mainContent(view: ConsoleView): string {
   if (view.user.mustChangePassword) return changePasswordPanel(view.user.email);
-  if (!view.current) return '<section class="card narrow"><h2>No workspace</h2><p>You are not a member of any workspace. Ask an owner or an admin to add you.</p></section>';
+  if (!view.current)
+    return '<section class="card narrow"><h2>No workspace</h2><p>You are not a member of any workspace. Ask an owner or an admin to add you.</p></section>';
   return workspacePanels(view);
 }
 
 export function consolePage(view: ConsoleView): string {
-  const attributes: Record<string, string> = { 'data-page': 'console', class: 'page-console', 'data-user': view.user.id };
+  const attributes: Record<string, string> = {
+    'data-page': 'console',
+    class: 'page-console',
+    'data-user': view.user.id,
+  };
   if (view.current && !view.user.mustChangePassword) {
     attributes['data-workspace'] = view.current.id;
     attributes['data-can-decide'] = String(view.can.decideApprovals);
@@ -158,12 +180,16 @@ export function consolePage(view: ConsoleView): string {
     attributes['data-can-read-members'] = String(view.can.readMembers);
   }
   const title = view.current ? `${view.current.name} · svc console` : 'svc console';
-  return htmlDocument(title, attributes, `${header(view)}
+  return htmlDocument(
+    title,
+    attributes,
+    `${header(view)}
 <main class="console">
 ${NOSCRIPT}
 <div class="toolbar"><p id="status" class="status" role="status" aria-live="polite"></p>
 ${view.current && !view.user.mustChangePassword ? '<div class="toolbar-right"><span class="muted" id="updated"></span><button type="button" class="button button-quiet" id="refresh">Refresh</button></div>' : ''}</div>
 <p id="error" class="notice notice-error" role="alert" hidden></p>
 ${mainContent(view)}
-</main>`);
+</main>`,
+  );
 }

@@ -15,11 +15,17 @@ export interface ConsoleView {
 
 export function consoleView(me: { user: PublicUser; workspaces: WorkspaceView[] }, requested?: string): ConsoleView {
   const current = me.workspaces.find((w) => w.id === requested) ?? me.workspaces[0];
-  const allows = (permission: Parameters<typeof roleAllows>[1]) => current !== undefined && roleAllows(current.role, permission);
+  const allows = (permission: Parameters<typeof roleAllows>[1]) =>
+    current !== undefined && roleAllows(current.role, permission);
   return {
     user: me.user,
     workspaces: me.workspaces,
     current,
-    can: { readApprovals: allows('approvals.read'), decideApprovals: allows('approvals.decide'), stopAll: allows('workspace.stopAll'), readMembers: allows('members.manage') },
+    can: {
+      readApprovals: allows('approvals.read'),
+      decideApprovals: allows('approvals.decide'),
+      stopAll: allows('workspace.stopAll'),
+      readMembers: allows('members.manage'),
+    },
   };
 }

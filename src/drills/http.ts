@@ -8,7 +8,8 @@ export const drillsRoutes: Plugin<{ drills: Drills }> = {
   name: 'svc-drills',
   register(server, { drills }) {
     server.route({
-      method: 'POST', path: '/v1/admin/drills',
+      method: 'POST',
+      path: '/v1/admin/drills',
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: { tokenScope: 'agents:freeze' } },

@@ -44,16 +44,39 @@ export const DRILL_COOLDOWN_MS = 3_600_000;
 type Admission = { admitted: true } | { admitted: false; type: string };
 
 /** An enforcement point that checks standing first: it admitted the running agent and refuses the frozen one. */
-function standingPoint(point: 'gateway' | 'mcp', before: Admission, after: Admission, frozeAt: number, name: string, refusedText: string): DrillPoint {
+function standingPoint(
+  point: 'gateway' | 'mcp',
+  before: Admission,
+  after: Admission,
+  frozeAt: number,
+  name: string,
+  refusedText: string,
+): DrillPoint {
   const ms = Math.round((performance.now() - frozeAt) * 100) / 100;
   const stopped = !after.admitted && after.type === 'agent_stopped';
   return {
-    point, passed: before.admitted && stopped, timeToEffectMs: stopped ? ms : null,
-    detail: !before.admitted ? `the running drill agent was refused by ${name}` : stopped ? refusedText : `the frozen drill agent was let through by ${name}`,
+    point,
+    passed: before.admitted && stopped,
+    timeToEffectMs: stopped ? ms : null,
+    detail: !before.admitted
+      ? `the running drill agent was refused by ${name}`
+      : stopped
+        ? refusedText
+        : `the frozen drill agent was let through by ${name}`,
   };
 }
 
-export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger; agents: AgentsService; mandates: MandatesService; killSwitch: KillSwitch; gate: Gate; gateway: Pick<Gateway, 'admitsAgent'>; mcp: Pick<Gateway, 'admitsAgent'> }) {
+export function createDrills(deps: {
+  store: Store;
+  clock: Clock;
+  ledger: Ledger;
+  agents: AgentsService;
+  mandates: MandatesService;
+  killSwitch: KillSwitch;
+  gate: Gate;
+  gateway: Pick<Gateway, 'admitsAgent'>;
+  mcp: Pick<Gateway, 'admitsAgent'>;
+}) {
   const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway, mcp } = deps;
   const t = store.tables;
 
@@ -65,7 +88,10 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         const last = t.drills.get([wid, token.tokenId]);
         if (last && startedMs - Date.parse(last) < DRILL_COOLDOWN_MS) {
           const retry = Math.ceil((Date.parse(last) + DRILL_COOLDOWN_MS - startedMs) / 1000);
-          throw new AppError('drill_cooldown', { message: `This token ran a drill in this workspace at ${last}; the next may run in ${retry} s.`, headers: { 'retry-after': String(retry) } });
+          throw new AppError('drill_cooldown', {
+            message: `This token ran a drill in this workspace at ${last}; the next may run in ${retry} s.`,
+            headers: { 'retry-after': String(retry) },
+          });
         }
         t.drills.put([wid, token.tokenId], isoAt(startedMs));
       });
@@ -84,25 +110,61 @@ export function createDrills(deps: { store: Store; clock: Clock; ledger: Ledger;
         const ms = Math.round((performance.now() - frozeAt) * 100) / 100;
         const refused = after.decision === 'deny' && after.signals.includes('agent_frozen');
         points.push({
-          point: 'gate', passed: before.decision === 'allow' && refused, timeToEffectMs: refused ? ms : null,
-          detail: before.decision !== 'allow' ? `the running drill agent was not served (${before.decision})` : refused ? 'the next action request was denied with agent_frozen' : `the frozen drill agent was answered ${after.decision}`,
+          point: 'gate',
+          passed: before.decision === 'allow' && refused,
+          timeToEffectMs: refused ? ms : null,
+          detail:
+            before.decision !== 'allow'
+              ? `the running drill agent was not served (${before.decision})`
+              : refused
+                ? 'the next action request was denied with agent_frozen'
+                : `the frozen drill agent was answered ${after.decision}`,
         });
         points.push(
-          standingPoint('gateway', gatewayBefore, gateway.admitsAgent(wid, agent.id), frozeAt, 'the gateway', 'the next model call was refused with 403 agent_stopped before anything was sent'),
-          standingPoint('mcp', mcpBefore, mcp.admitsAgent(wid, agent.id), frozeAt, 'the MCP proxy', 'the next proxied tool call was refused with agent_stopped before the upstream was contacted'),
+          standingPoint(
+            'gateway',
+            gatewayBefore,
+            gateway.admitsAgent(wid, agent.id),
+            frozeAt,
+            'the gateway',
+            'the next model call was refused with 403 agent_stopped before anything was sent',
+          ),
+          standingPoint(
+            'mcp',
+            mcpBefore,
+            mcp.admitsAgent(wid, agent.id),
+            frozeAt,
+            'the MCP proxy',
+            'the next proxied tool call was refused with agent_stopped before the upstream was contacted',
+          ),
         );
       } finally {
         await killSwitch.liftDrillHold(wid, agent.id, who);
         await agents.remove(wid, agent.id, who);
       }
       const report: DrillReport = {
-        id: `drill_${startedMs}`, passed: points.length > 0 && points.every((p) => p.passed), points, drillAgentId: agent.id,
-        startedAt: isoAt(startedMs), finishedAt: isoAt(clock.now()),
+        id: `drill_${startedMs}`,
+        passed: points.length > 0 && points.every((p) => p.passed),
+        points,
+        drillAgentId: agent.id,
+        startedAt: isoAt(startedMs),
+        finishedAt: isoAt(clock.now()),
       };
       await store.write(() => {
-        ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'drill.completed', subject: agent.id, data: { ...report } });
+        ledger.record({
+          workspaceId: wid,
+          actor: token.actor,
+          tokenId: token.tokenId,
+          kind: 'drill.completed',
+          subject: agent.id,
+          data: { ...report },
+        });
         t.drillReports.put([wid, report.startedAt, token.tokenId], {
-          id: report.id, tokenId: token.tokenId, passed: report.passed, startedAt: report.startedAt, finishedAt: report.finishedAt,
+          id: report.id,
+          tokenId: token.tokenId,
+          passed: report.passed,
+          startedAt: report.startedAt,
+          finishedAt: report.finishedAt,
           points: report.points.map((p) => ({ point: p.point, passed: p.passed, timeToEffectMs: p.timeToEffectMs })),
         });
       });

@@ -50,10 +50,9 @@ export class AppError extends Error {
   constructor(type: ErrorType, options: AppErrorOptions = {}) {
     const entry = entryOf(type);
     const errors = options.details?.errors;
-    const message = options.message
-      ?? (entry.validation && errors && errors.length > 0
-        ? errors.map((e) => e.message).join('; ')
-        : entry.message);
+    const message =
+      options.message ??
+      (entry.validation && errors && errors.length > 0 ? errors.map((e) => e.message).join('; ') : entry.message);
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.type = type;

@@ -3,12 +3,14 @@ import { entryOf, errorTypes } from './catalogue.js';
 
 /** The page behind every error's `docs` link, generated from the one catalogue. */
 export function errorsDocsPage(): string {
-  const rows = errorTypes.map((type) => {
-    const e = entryOf(type);
-    return `<section id="${type}"><h2><code>${type}</code> <span class="status">${e.status}</span></h2>
+  const rows = errorTypes
+    .map((type) => {
+      const e = entryOf(type);
+      return `<section id="${type}"><h2><code>${type}</code> <span class="status">${e.status}</span></h2>
 <p>${escapeHtml(e.message)}</p><p><strong>Fix:</strong> ${escapeHtml(e.fix)}</p>
 <p class="meta">${e.validation ? 'Carries <code>errors</code>: a list of {field, message}. ' : ''}Specified in: ${escapeHtml(e.section)}</p></section>`;
-  }).join('\n');
+    })
+    .join('\n');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>svc errors</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1d2329}

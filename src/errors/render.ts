@@ -57,8 +57,24 @@ export function anthropicEnvelope(body: ErrorBody): { type: 'error'; error: Erro
  * the type as the error code. Catalogue types that OAuth does not name are answered as
  * invalid_request (a 4xx) or server_error (a 5xx), with the message as the description.
  */
-const OAUTH_CODES = new Set(['invalid_request', 'invalid_client', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope', 'invalid_target', 'invalid_client_metadata', 'invalid_redirect_uri', 'rate_limited']);
+const OAUTH_CODES = new Set([
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'invalid_target',
+  'invalid_client_metadata',
+  'invalid_redirect_uri',
+  'rate_limited',
+]);
 export function oauthEnvelope(body: ErrorBody, status: number): { error: string; error_description: string } {
-  const code = OAUTH_CODES.has(body.error.type) ? (body.error.type === 'rate_limited' ? 'slow_down' : body.error.type) : status >= 500 ? 'server_error' : 'invalid_request';
+  const code = OAUTH_CODES.has(body.error.type)
+    ? body.error.type === 'rate_limited'
+      ? 'slow_down'
+      : body.error.type
+    : status >= 500
+      ? 'server_error'
+      : 'invalid_request';
   return { error: code, error_description: body.error.message };
 }

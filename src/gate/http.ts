@@ -2,7 +2,14 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import { invalidField } from '../errors/app-error.js';
 import { AGENT_KEY, caller } from '../http/auth/callers.js';
-import { authorizeSchema, idempotencyKeySchema, sessionIdSchema, settleSchema, type AuthorizeInput, type SettleInput } from './schemas.js';
+import {
+  authorizeSchema,
+  idempotencyKeySchema,
+  sessionIdSchema,
+  settleSchema,
+  type AuthorizeInput,
+  type SettleInput,
+} from './schemas.js';
 import type { GateCaller, Gate } from './service.js';
 
 /**
@@ -27,42 +34,61 @@ function headerValue(request: Request, name: string): string | undefined {
 export const gateRoutes: Plugin<{ gate: Gate }> = {
   name: 'svc-gate',
   register(server, { gate: service }) {
-
     server.route([
       {
-        method: 'POST', path: '/v1/actions/authorize',
+        method: 'POST',
+        path: '/v1/actions/authorize',
         options: { auth: AGENT_KEY, plugins: gate, validate: { payload: authorizeSchema } },
         async handler(request) {
           const input = request.payload as AuthorizeInput;
           const header = headerValue(request, 'idempotency-key');
           if (header !== undefined) {
             const { error } = idempotencyKeySchema.validate(header);
-            if (error) throw invalidField('idempotency-key', `the idempotency-key header ${error.message.replace(/^"value" /, '')}`);
+            if (error)
+              throw invalidField(
+                'idempotency-key',
+                `the idempotency-key header ${error.message.replace(/^"value" /, '')}`,
+              );
             if (input.idempotencyKey !== undefined && input.idempotencyKey !== header) {
-              throw invalidField('idempotencyKey', '"idempotencyKey" differs from the idempotency-key header; send one, or the same in both');
+              throw invalidField(
+                'idempotencyKey',
+                '"idempotencyKey" differs from the idempotency-key header; send one, or the same in both',
+              );
             }
           }
           const session = headerValue(request, 'x-svc-client-session');
           if (session !== undefined && sessionIdSchema.validate(session).error) {
-            throw invalidField('x-svc-client-session', 'the x-svc-client-session header must be 1 to 128 printable characters');
+            throw invalidField(
+              'x-svc-client-session',
+              'the x-svc-client-session header must be 1 to 128 printable characters',
+            );
           }
-          const { action } = await service.authorize(gateCaller(request), { ...input, ...(header !== undefined ? { idempotencyKey: header } : {}) }, { sessionId: session });
+          const { action } = await service.authorize(
+            gateCaller(request),
+            { ...input, ...(header !== undefined ? { idempotencyKey: header } : {}) },
+            { sessionId: session },
+          );
           return action;
         },
       },
       {
-        method: 'GET', path: '/v1/actions/{id}',
+        method: 'GET',
+        path: '/v1/actions/{id}',
         options: { auth: AGENT_KEY, plugins: gate, validate: { params: actionId } },
         handler: (request) => service.get(gateCaller(request), (request.params as { id: string }).id),
       },
       {
-        method: 'POST', path: '/v1/actions/{id}/settle',
+        method: 'POST',
+        path: '/v1/actions/{id}/settle',
         options: {
           auth: AGENT_KEY,
-          plugins: { svc: { gateRateLimit: true, validationTypeByField: { status: 'invalid_status', amount: 'invalid_amount' } } },
+          plugins: {
+            svc: { gateRateLimit: true, validationTypeByField: { status: 'invalid_status', amount: 'invalid_amount' } },
+          },
           validate: { params: actionId, payload: settleSchema },
         },
-        handler: (request) => service.settle(gateCaller(request), (request.params as { id: string }).id, request.payload as SettleInput),
+        handler: (request) =>
+          service.settle(gateCaller(request), (request.params as { id: string }).id, request.payload as SettleInput),
       },
     ]);
   },

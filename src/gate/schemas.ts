@@ -20,40 +20,75 @@ const METADATA_DEPTH = 8;
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const METADATA_BYTES = 16_384;
 
-const typeSchema = Joi.string().max(128).pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).custom((value: string, helpers) => {
-  if (!value.includes('.') && !(BUILT_IN_TYPES as readonly string[]).includes(value)) {
-    return helpers.message({ custom: `{{#label}} "${value}" is not a built-in type (${BUILT_IN_TYPES.join(', ')}); custom types are dotted, such as crm.update` });
-  }
-  return value;
-}).messages({ 'string.pattern.base': '{{#label}} must be a single word or a dotted name of letters, digits, _ and -' });
+const typeSchema = Joi.string()
+  .max(128)
+  .pattern(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+  .custom((value: string, helpers) => {
+    if (!value.includes('.') && !(BUILT_IN_TYPES as readonly string[]).includes(value)) {
+      return helpers.message({
+        custom: `{{#label}} "${value}" is not a built-in type (${BUILT_IN_TYPES.join(', ')}); custom types are dotted, such as crm.update`,
+      });
+    }
+    return value;
+  })
+  .messages({ 'string.pattern.base': '{{#label}} must be a single word or a dotted name of letters, digits, _ and -' });
 
-export const idempotencyKeySchema = Joi.string().min(1).max(255).pattern(PRINTABLE)
+export const idempotencyKeySchema = Joi.string()
+  .min(1)
+  .max(255)
+  .pattern(PRINTABLE)
   .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII characters' });
 
-export const sessionIdSchema = Joi.string().min(1).max(128).pattern(PRINTABLE)
+export const sessionIdSchema = Joi.string()
+  .min(1)
+  .max(128)
+  .pattern(PRINTABLE)
   .messages({ 'string.pattern.base': '{{#label}} must be 1 to 128 printable characters' });
 
 export const authorizeSchema = Joi.object({
   type: typeSchema.required(),
   summary: Joi.string().trim().min(1).max(1000).required(),
   payment: Joi.object({
-    amount: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required()
-      .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units', 'number.min': '{{#label}} must be above zero' }),
-    currency: Joi.string().strict().pattern(/^[A-Z]{3}$/).required()
+    amount: Joi.number()
+      .strict()
+      .integer()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .required()
+      .messages({
+        'number.base': '{{#label}} must be a whole number of minor units',
+        'number.integer': '{{#label}} must be a whole number of minor units',
+        'number.min': '{{#label}} must be above zero',
+      }),
+    currency: Joi.string()
+      .strict()
+      .pattern(/^[A-Z]{3}$/)
+      .required()
       .messages({ 'string.pattern.base': '{{#label}} must be three upper-case letters, such as EUR' }),
     // A domain name, so that a rule's `*.acme.example` means acme.example's subdomains only.
-    merchant: Joi.string().trim().lowercase().max(253).pattern(HOSTNAME).required()
-      .messages({ 'string.pattern.base': '{{#label}} must be the merchant\'s domain name, such as acme.example' }),
+    merchant: Joi.string()
+      .trim()
+      .lowercase()
+      .max(253)
+      .pattern(HOSTNAME)
+      .required()
+      .messages({ 'string.pattern.base': "{{#label}} must be the merchant's domain name, such as acme.example" }),
   }),
   target: Joi.object({ domain: Joi.string().trim().lowercase().hostname().max(253) }),
   session: Joi.object({ id: sessionIdSchema.required() }),
   idempotencyKey: idempotencyKeySchema,
-  metadata: Joi.object().unknown(true).max(50).custom((value: Record<string, unknown>, helpers) => {
-    if (nestsDeeperThan(value, METADATA_DEPTH)) return helpers.message({ custom: `{{#label}} may nest at most ${METADATA_DEPTH} levels deep` });
-    if (hasNonFiniteNumber(value)) return helpers.message({ custom: '{{#label}} holds a number too large for JSON to carry exactly' });
-    if (Buffer.byteLength(JSON.stringify(value)) > METADATA_BYTES) return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
-    return value;
-  }),
+  metadata: Joi.object()
+    .unknown(true)
+    .max(50)
+    .custom((value: Record<string, unknown>, helpers) => {
+      if (nestsDeeperThan(value, METADATA_DEPTH))
+        return helpers.message({ custom: `{{#label}} may nest at most ${METADATA_DEPTH} levels deep` });
+      if (hasNonFiniteNumber(value))
+        return helpers.message({ custom: '{{#label}} holds a number too large for JSON to carry exactly' });
+      if (Buffer.byteLength(JSON.stringify(value)) > METADATA_BYTES)
+        return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
+      return value;
+    }),
 }).when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
   then: Joi.object({ payment: Joi.required() }),
 });
@@ -69,11 +104,20 @@ export interface AuthorizeInput {
 }
 
 export const settleSchema = Joi.object({
-  status: Joi.string().valid('completed', 'failed', 'cancelled').required()
+  status: Joi.string()
+    .valid('completed', 'failed', 'cancelled')
+    .required()
     .messages({ 'any.only': '{{#label}} must be one of completed, failed, cancelled' }),
-  amount: Joi.number().strict().integer().min(0).max(Number.MAX_SAFE_INTEGER)
+  amount: Joi.number()
+    .strict()
+    .integer()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
     .messages({ 'number.min': '{{#label}} cannot be negative' })
-    .messages({ 'number.base': '{{#label}} must be a whole number of minor units', 'number.integer': '{{#label}} must be a whole number of minor units' }),
+    .messages({
+      'number.base': '{{#label}} must be a whole number of minor units',
+      'number.integer': '{{#label}} must be a whole number of minor units',
+    }),
 });
 
 export interface SettleInput {

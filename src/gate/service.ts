@@ -61,36 +61,74 @@ export interface ActionView {
 
 export function toActionView(a: ActionRecord): ActionView {
   return {
-    id: a.id, object: 'action', agentId: a.agentId, type: a.type, summary: a.summary, payment: a.payment,
-    target: a.target, decision: a.decision, signals: a.signals, reason: a.reason, status: a.status,
-    approvalId: a.approvalId, receipt: a.receipt, evidenceRecord: a.evidenceRecord, settlement: a.settlement,
-    sessionId: a.sessionId, metadata: a.metadata, createdAt: a.createdAt,
+    id: a.id,
+    object: 'action',
+    agentId: a.agentId,
+    type: a.type,
+    summary: a.summary,
+    payment: a.payment,
+    target: a.target,
+    decision: a.decision,
+    signals: a.signals,
+    reason: a.reason,
+    status: a.status,
+    approvalId: a.approvalId,
+    receipt: a.receipt,
+    evidenceRecord: a.evidenceRecord,
+    settlement: a.settlement,
+    sessionId: a.sessionId,
+    metadata: a.metadata,
+    createdAt: a.createdAt,
   };
 }
 
 function fingerprint(input: AuthorizeInput, sessionId: string | null): string {
   const { idempotencyKey: _ignored, ...request } = input;
-  return createHash('sha256').update(canonicalJson({ ...request, sessionId })).digest('base64url');
+  return createHash('sha256')
+    .update(canonicalJson({ ...request, sessionId }))
+    .digest('base64url');
 }
 
-export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; receipts: Receipts; approvalTtlMs: number }) {
+export function createGate(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  receipts: Receipts;
+  approvalTtlMs: number;
+}) {
   const { store, clock, ids, ledger, receipts } = deps;
   const repo = gateRepo(store);
   const t = store.tables;
 
-  const decide = (c: GateCaller, input: AuthorizeInput, nowMs: number): Evaluation | { decision: 'deny'; rule: null; signals: ['agent_frozen']; reason: string } => {
+  const decide = (
+    c: GateCaller,
+    input: AuthorizeInput,
+    nowMs: number,
+  ): Evaluation | { decision: 'deny'; rule: null; signals: ['agent_frozen']; reason: string } => {
     const standing = readStanding(store, c.workspaceId, c.agentId);
     if (standing.stopped) {
-      const by = standing.stoppedBy === 'workspace' ? 'Every agent of this workspace is stopped' : 'This agent is stopped';
-      return { decision: 'deny', rule: null, signals: ['agent_frozen'], reason: `${by} (hold ${standing.hold}: ${standing.reason}).` };
+      const by =
+        standing.stoppedBy === 'workspace' ? 'Every agent of this workspace is stopped' : 'This agent is stopped';
+      return {
+        decision: 'deny',
+        rule: null,
+        signals: ['agent_frozen'],
+        reason: `${by} (hold ${standing.hold}: ${standing.reason}).`,
+      };
     }
-    return evaluate(repo.rules(c.workspaceId, c.agentId), {
-      type: input.type,
-      amount: input.payment?.amount ?? null,
-      currency: input.payment?.currency ?? null,
-      merchant: input.payment?.merchant ?? null,
-      domain: input.target?.domain ?? null,
-    }, (key, currency, start) => repo.sum(c.workspaceId, c.agentId, key, currency, start), nowMs);
+    return evaluate(
+      repo.rules(c.workspaceId, c.agentId),
+      {
+        type: input.type,
+        amount: input.payment?.amount ?? null,
+        currency: input.payment?.currency ?? null,
+        merchant: input.payment?.merchant ?? null,
+        domain: input.target?.domain ?? null,
+      },
+      (key, currency, start) => repo.sum(c.workspaceId, c.agentId, key, currency, start),
+      nowMs,
+    );
   };
 
   return {
@@ -103,7 +141,15 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
      * made inside the decision's transaction, so both land with one flush or neither does; it is
      * called for a replayed request too.
      */
-    async authorize(c: GateCaller, input: AuthorizeInput, options: { sessionId?: string | undefined; cannotWait?: boolean; inWrite?: (action: ActionView, replayed: boolean) => void } = {}): Promise<{ action: ActionView; replayed: boolean }> {
+    async authorize(
+      c: GateCaller,
+      input: AuthorizeInput,
+      options: {
+        sessionId?: string | undefined;
+        cannotWait?: boolean;
+        inWrite?: (action: ActionView, replayed: boolean) => void;
+      } = {},
+    ): Promise<{ action: ActionView; replayed: boolean }> {
       const sessionId = input.session?.id ?? options.sessionId ?? null;
       const idemKey = input.idempotencyKey ?? null;
       const print = idemKey === null ? '' : fingerprint(input, sessionId);
@@ -114,16 +160,25 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
       // commits against; only that decision counts, and the receipt signed ahead is used only if
       // it, too, allows (the claims depend on nothing else).
       let presigned: Presigned | null = null;
-      if (input.payment && (idemKey === null || !repo.idempotency(c.workspaceId, c.agentId, idemKey))
-        && decide(c, input, now).decision === 'allow') {
-        presigned = await receipts.presign({ id, agentId: c.agentId, type: input.type, payment: input.payment }, false, now);
+      if (
+        input.payment &&
+        (idemKey === null || !repo.idempotency(c.workspaceId, c.agentId, idemKey)) &&
+        decide(c, input, now).decision === 'allow'
+      ) {
+        presigned = await receipts.presign(
+          { id, agentId: c.agentId, type: input.type, payment: input.payment },
+          false,
+          now,
+        );
       }
       return store.write(() => {
         if (idemKey !== null) {
           const seen = repo.idempotency(c.workspaceId, c.agentId, idemKey);
           if (seen && Date.parse(seen.expiresAt) > now) {
             if (seen.fingerprint !== print) {
-              throw new AppError('idempotency_conflict', { message: `The idempotency key was first used for a different request (action ${seen.actionId}).` });
+              throw new AppError('idempotency_conflict', {
+                message: `The idempotency key was first used for a different request (action ${seen.actionId}).`,
+              });
             }
             const first = toActionView(repo.action(c.workspaceId, seen.actionId)!);
             options.inWrite?.(first, true);
@@ -131,43 +186,89 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
           }
         }
         const decided = decide(c, input, now);
-        const verdict = decided.decision === 'review' && options.cannotWait
-          ? { decision: 'deny' as const, rule: null, signals: ['approval_unavailable'], reason: `${decided.reason} This request must be answered at once and cannot wait for a person.` }
-          : decided;
+        const verdict =
+          decided.decision === 'review' && options.cannotWait
+            ? {
+                decision: 'deny' as const,
+                rule: null,
+                signals: ['approval_unavailable'],
+                reason: `${decided.reason} This request must be answered at once and cannot wait for a person.`,
+              }
+            : decided;
         const action: ActionRecord = {
-          id, workspaceId: c.workspaceId, agentId: c.agentId, type: input.type, summary: input.summary,
-          payment: input.payment ?? null, target: input.target ?? null,
-          decision: verdict.decision, signals: [...verdict.signals], reason: verdict.reason,
-          status: verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
-          ruleId: verdict.rule?.id ?? null, approvalId: null, receipt: null, evidenceRecord: null, settlement: null,
+          id,
+          workspaceId: c.workspaceId,
+          agentId: c.agentId,
+          type: input.type,
+          summary: input.summary,
+          payment: input.payment ?? null,
+          target: input.target ?? null,
+          decision: verdict.decision,
+          signals: [...verdict.signals],
+          reason: verdict.reason,
+          status:
+            verdict.decision === 'allow' ? 'allowed' : verdict.decision === 'review' ? 'pending_approval' : 'denied',
+          ruleId: verdict.rule?.id ?? null,
+          approvalId: null,
+          receipt: null,
+          evidenceRecord: null,
+          settlement: null,
           charge: verdict.decision === 'allow' ? verdict.charge : null,
-          sessionId, idempotencyKey: idemKey, metadata: input.metadata ?? null, createdAt: isoAt(now),
+          sessionId,
+          idempotencyKey: idemKey,
+          metadata: input.metadata ?? null,
+          createdAt: isoAt(now),
         };
         if (verdict.decision === 'review') {
           const rule = verdict.rule;
           action.approvalId = ids.id('apr');
           repo.putApproval({
-            id: action.approvalId, workspaceId: c.workspaceId, actionId: action.id, agentId: c.agentId, status: 'pending',
-            approvers: rule.approval?.approvers ?? null, approvals: [], requiredApprovals: rule.approval?.count ?? 1,
-            separationOfDuties: rule.approval?.separationOfDuties ?? false, createdAt: action.createdAt,
-            expiresAt: isoAt(now + deps.approvalTtlMs), decidedBy: null, reason: null,
+            id: action.approvalId,
+            workspaceId: c.workspaceId,
+            actionId: action.id,
+            agentId: c.agentId,
+            status: 'pending',
+            approvers: rule.approval?.approvers ?? null,
+            approvals: [],
+            requiredApprovals: rule.approval?.count ?? 1,
+            separationOfDuties: rule.approval?.separationOfDuties ?? false,
+            createdAt: action.createdAt,
+            expiresAt: isoAt(now + deps.approvalTtlMs),
+            decidedBy: null,
+            reason: null,
             requestedFor: t.agents.get([c.workspaceId, c.agentId])?.actsFor ?? null,
           });
         }
         if (action.charge) repo.add(c.workspaceId, c.agentId, action.charge, action.charge.amount);
-        if (verdict.decision === 'allow' && action.payment) action.receipt = receipts.issueInWrite(action, false, now, presigned);
+        if (verdict.decision === 'allow' && action.payment)
+          action.receipt = receipts.issueInWrite(action, false, now, presigned);
         const evidence = ledger.record({
-          workspaceId: c.workspaceId, actor: `agent:${c.agentId}`, kind: `action.${action.status}`, subject: action.id,
+          workspaceId: c.workspaceId,
+          actor: `agent:${c.agentId}`,
+          kind: `action.${action.status}`,
+          subject: action.id,
           data: {
-            type: action.type, summary: action.summary, payment: action.payment, target: action.target,
-            decision: action.decision, signals: action.signals, reason: action.reason, ruleId: action.ruleId,
-            approvalId: action.approvalId, receipt: action.receipt !== null, sessionId: action.sessionId,
+            type: action.type,
+            summary: action.summary,
+            payment: action.payment,
+            target: action.target,
+            decision: action.decision,
+            signals: action.signals,
+            reason: action.reason,
+            ruleId: action.ruleId,
+            approvalId: action.approvalId,
+            receipt: action.receipt !== null,
+            sessionId: action.sessionId,
           },
         });
         if (verdict.decision !== 'allow') action.evidenceRecord = evidence.id;
         repo.putAction(action);
         if (idemKey !== null) {
-          repo.putIdempotency(c.workspaceId, c.agentId, idemKey, { actionId: action.id, fingerprint: print, expiresAt: isoAt(now + IDEMPOTENCY_TTL_MS) });
+          repo.putIdempotency(c.workspaceId, c.agentId, idemKey, {
+            actionId: action.id,
+            fingerprint: print,
+            expiresAt: isoAt(now + IDEMPOTENCY_TTL_MS),
+          });
         }
         const view = toActionView(action);
         options.inWrite?.(view, false);
@@ -177,11 +278,21 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
 
     get(c: GateCaller, id: string): ActionView {
       const action = repo.action(c.workspaceId, id);
-      if (!action || action.agentId !== c.agentId) throw new AppError('not_found', { message: 'No action with that id for this agent.' });
+      if (!action || action.agentId !== c.agentId)
+        throw new AppError('not_found', { message: 'No action with that id for this agent.' });
       // A waiting approval past its time reads as the deny the expiry sweep is about to write.
-      const approval = action.status === 'pending_approval' && action.approvalId ? t.approvals.get([c.workspaceId, action.approvalId]) : undefined;
+      const approval =
+        action.status === 'pending_approval' && action.approvalId
+          ? t.approvals.get([c.workspaceId, action.approvalId])
+          : undefined;
       if (approval && approval.status === 'pending' && Date.parse(approval.expiresAt) <= clock.now()) {
-        return toActionView({ ...action, decision: 'deny', status: 'denied', signals: ['approval_expired'], reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.` });
+        return toActionView({
+          ...action,
+          decision: 'deny',
+          status: 'denied',
+          signals: ['approval_expired'],
+          reason: `Nobody decided approval ${approval.id} before ${approval.expiresAt}.`,
+        });
       }
       return toActionView(action);
     },
@@ -189,23 +300,38 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
     async settle(c: GateCaller, id: string, input: SettleInput): Promise<ActionView> {
       return store.write(() => {
         const action = repo.action(c.workspaceId, id);
-        if (!action || action.agentId !== c.agentId) throw new AppError('not_found', { message: 'No action with that id for this agent.' });
-        if (action.status === 'settled') throw new AppError('already_settled', { message: `Action ${id} was already settled (${action.settlement!.status}).` });
-        if (action.status !== 'allowed') throw new AppError('not_allowed', { message: `Action ${id} was not allowed (status ${action.status}), so it cannot be settled.` });
+        if (!action || action.agentId !== c.agentId)
+          throw new AppError('not_found', { message: 'No action with that id for this agent.' });
+        if (action.status === 'settled')
+          throw new AppError('already_settled', {
+            message: `Action ${id} was already settled (${action.settlement!.status}).`,
+          });
+        if (action.status !== 'allowed')
+          throw new AppError('not_allowed', {
+            message: `Action ${id} was not allowed (status ${action.status}), so it cannot be settled.`,
+          });
         if (input.amount !== undefined && !action.payment) {
-          throw new AppError('invalid_amount', { message: 'This action carries no payment, so its settlement takes no amount.', details: { errors: [{ field: 'amount', message: '"amount" is only for actions with a payment' }] } });
+          throw new AppError('invalid_amount', {
+            message: 'This action carries no payment, so its settlement takes no amount.',
+            details: { errors: [{ field: 'amount', message: '"amount" is only for actions with a payment' }] },
+          });
         }
         if (input.amount !== undefined && action.payment && input.amount > action.payment.amount) {
           throw new AppError('invalid_amount', {
             message: `The settled amount ${input.amount} is above the ${action.payment.amount} ${action.payment.currency} that was authorized.`,
             fix: 'Settle at most the authorized amount; ask again (authorize) for anything more.',
-            details: { errors: [{ field: 'amount', message: `"amount" must be at most the authorized ${action.payment.amount}` }] },
+            details: {
+              errors: [
+                { field: 'amount', message: `"amount" must be at most the authorized ${action.payment.amount}` },
+              ],
+            },
           });
         }
         const now = clock.now();
         // Completed: what was paid (the authorized amount unless told otherwise). Failed or
         // cancelled: nothing was paid; an amount is recorded only if the agent names one.
-        const amount = input.status === 'completed' ? input.amount ?? action.payment?.amount ?? null : input.amount ?? null;
+        const amount =
+          input.status === 'completed' ? (input.amount ?? action.payment?.amount ?? null) : (input.amount ?? null);
         // Nothing paid: failed, cancelled, or completed with amount 0.
         const nothingPaid = input.status !== 'completed' || amount === 0;
         // A receipt a merchant has checked online may have been taken as payment: its amount keeps
@@ -217,11 +343,21 @@ export function createGate(deps: { store: Store; clock: Clock; ids: IdSource; le
           repo.add(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);
         }
         if (nothingPaid && action.receipt !== null && !seen) {
-          t.receiptsWithdrawn.put(action.id, { at: isoAt(now), reason: `the action was settled ${input.status}${input.status === 'completed' ? ' with amount 0' : ''}` });
+          t.receiptsWithdrawn.put(action.id, {
+            at: isoAt(now),
+            reason: `the action was settled ${input.status}${input.status === 'completed' ? ' with amount 0' : ''}`,
+          });
         }
-        const settled: ActionRecord = { ...action, status: 'settled', settlement: { status: input.status, amount, at: isoAt(now) } };
+        const settled: ActionRecord = {
+          ...action,
+          status: 'settled',
+          settlement: { status: input.status, amount, at: isoAt(now) },
+        };
         ledger.record({
-          workspaceId: c.workspaceId, actor: `agent:${c.agentId}`, kind: 'action.settled', subject: id,
+          workspaceId: c.workspaceId,
+          actor: `agent:${c.agentId}`,
+          kind: 'action.settled',
+          subject: id,
           data: { status: input.status, amount, authorizedAmount: action.payment?.amount ?? null },
         });
         repo.putAction(settled);

@@ -50,11 +50,16 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
 
   const applies = (b: BudgetRecord, key: KeyRecord): boolean => {
     switch (b.scope.kind) {
-      case 'workspace': return true;
-      case 'team': return key.team === b.scope.id;
-      case 'principal': return key.principal === b.scope.id;
-      case 'key': return key.id === b.scope.id;
-      case 'agent': return key.agentId === b.scope.id;
+      case 'workspace':
+        return true;
+      case 'team':
+        return key.team === b.scope.id;
+      case 'principal':
+        return key.principal === b.scope.id;
+      case 'key':
+        return key.id === b.scope.id;
+      case 'agent':
+        return key.agentId === b.scope.id;
     }
   };
 
@@ -78,9 +83,26 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
   return {
     async create(wid: string, input: BudgetInput, actor: string): Promise<BudgetRecord> {
       return store.write(() => {
-        const budget: BudgetRecord = { id: ids.id('bud'), workspaceId: wid, ...input, createdAt: isoAt(clock.now()), createdBy: actor };
+        const budget: BudgetRecord = {
+          id: ids.id('bud'),
+          workspaceId: wid,
+          ...input,
+          createdAt: isoAt(clock.now()),
+          createdBy: actor,
+        };
         t.budgets.put([wid, budget.id], budget);
-        ledger.record({ workspaceId: wid, actor, kind: 'budget.created', subject: budget.id, data: { scope: budget.scope, amountMicros: budget.amountMicros, period: budget.period, ladder: budget.ladder } });
+        ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'budget.created',
+          subject: budget.id,
+          data: {
+            scope: budget.scope,
+            amountMicros: budget.amountMicros,
+            period: budget.period,
+            ladder: budget.ladder,
+          },
+        });
         return budget;
       });
     },
@@ -89,7 +111,12 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
       const now = clock.now();
       return t.budgets.scan([wid]).map(({ value: b }) => {
         const start = periodStart(b.period, now);
-        return { ...b, periodStart: start, spentMicros: calls.spent(wid, b.id, start), reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0 };
+        return {
+          ...b,
+          periodStart: start,
+          spentMicros: calls.spent(wid, b.id, start),
+          reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0,
+        };
       });
     },
 
@@ -114,7 +141,12 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
         throw new AppError('budget_exhausted', {
           message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} (${binding.budget.amountMicros} micro-dollars) is used up until ${isoAt(periodEnd(binding))}.`,
           headers: { 'retry-after': String(retry), 'x-svc-budget-scope': scopeId(binding.budget) },
-          details: { budgetId: binding.budget.id, scope: binding.budget.scope, amountMicros: binding.budget.amountMicros, usedMicros: binding.used },
+          details: {
+            budgetId: binding.budget.id,
+            scope: binding.budget.scope,
+            amountMicros: binding.budget.amountMicros,
+            usedMicros: binding.used,
+          },
         });
       }
       if (step === 'approval') {

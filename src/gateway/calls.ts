@@ -52,23 +52,31 @@ export function createCallLog(deps: { store: Store; log: Logger; flushMs?: numbe
     const tasks = [...newTasks];
     for (const [key] of dirty) counters.get(key)!.dirty = false;
     queue = [];
-    flushing = store.write(() => {
-      for (const r of records) t.calls.put([r.workspaceId, r.id], r);
-      for (const [key, at] of tasks) {
-        const [wid, taskId] = key.split('\u0000') as [string, string];
-        if (!t.tasks.has([wid, taskId])) t.tasks.put([wid, taskId], at);
-      }
-      for (const [key, total] of dirty) {
-        const [table, ...parts] = partsOf(key);
-        t[table].put(parts, total);
-      }
-    }).then(() => {
-      for (const [key] of tasks) newTasks.delete(key);
-    }, (err: unknown) => {
-      log.error({ err, records: records.length }, 'call records could not be written; kept for the next flush');
-      queue = [...records, ...queue];
-      for (const [key] of dirty) counters.get(key)!.dirty = true;
-    }).finally(() => { flushing = null; });
+    flushing = store
+      .write(() => {
+        for (const r of records) t.calls.put([r.workspaceId, r.id], r);
+        for (const [key, at] of tasks) {
+          const [wid, taskId] = key.split('\u0000') as [string, string];
+          if (!t.tasks.has([wid, taskId])) t.tasks.put([wid, taskId], at);
+        }
+        for (const [key, total] of dirty) {
+          const [table, ...parts] = partsOf(key);
+          t[table].put(parts, total);
+        }
+      })
+      .then(
+        () => {
+          for (const [key] of tasks) newTasks.delete(key);
+        },
+        (err: unknown) => {
+          log.error({ err, records: records.length }, 'call records could not be written; kept for the next flush');
+          queue = [...records, ...queue];
+          for (const [key] of dirty) counters.get(key)!.dirty = true;
+        },
+      )
+      .finally(() => {
+        flushing = null;
+      });
     await flushing;
   };
 
@@ -109,7 +117,9 @@ export function createCallLog(deps: { store: Store; log: Logger; flushMs?: numbe
     },
     flush,
     page(wid: string, options: { after?: string; limit: number }): CallRecord[] {
-      return t.calls.scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit }).map((e) => e.value);
+      return t.calls
+        .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit })
+        .map((e) => e.value);
     },
   };
 }

@@ -46,10 +46,21 @@
  */
 
 export type DlpKind = 'email' | 'card' | 'iban' | 'secret' | 'national_id' | 'phone';
-export const DLP_KINDS: readonly DlpKind[] = Object.freeze(['email', 'card', 'iban', 'secret', 'national_id', 'phone'] as const);
+export const DLP_KINDS: readonly DlpKind[] = Object.freeze([
+  'email',
+  'card',
+  'iban',
+  'secret',
+  'national_id',
+  'phone',
+] as const);
 
 /** A sensitive value at [start, end) in UTF-16 code units. */
-export interface Finding { kind: DlpKind; start: number; end: number }
+export interface Finding {
+  kind: DlpKind;
+  start: number;
+  end: number;
+}
 
 // Every pattern is linear: each quantified part is a single character class, or a group whose
 // repetitions are separated by a character the group cannot contain, and every lookbehind stops
@@ -61,7 +72,9 @@ const R = '(?![A-Za-z0-9_])';
  * `n` or more of a class, written `{n}` + `*`: V8 keeps a backtrack entry per character for
  * `{n,}` and overflows its stack on multi-megabyte runs; `*` over a class does not.
  */
-function atLeast(n: number, cls: string): string { return `${cls}{${n}}${cls}*`; }
+function atLeast(n: number, cls: string): string {
+  return `${cls}{${n}}${cls}*`;
+}
 
 function cardGroups(sep: string): string {
   return String.raw`\d{4}(?:${sep}\d{4}){2}${sep}(?:\d{4}(?:${sep}\d{1,3})?|\d{1,3})|\d{4}${sep}\d{6}${sep}\d{4,5}`;
@@ -71,20 +84,23 @@ const PATTERNS: Record<DlpKind, string> = {
   email: String.raw`(?<![A-Za-z0-9._%+-])[A-Za-z0-9_%+-][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,16}[A-Za-z]{2,63}(?![A-Za-z0-9])`,
   card: String.raw`${L}(?:\d{13,19}|${cardGroups(' ')}|${cardGroups('-')})${R}`,
   iban: String.raw`${L}[A-Za-z]{2}\d{2}(?:[A-Za-z0-9]{11,30}|(?: [A-Za-z0-9]{4}){2,7}(?: [A-Za-z0-9]{1,4})?)${R}`,
-  secret: '(?<![A-Za-z0-9_-])(?:' + [
-    String.raw`sk-${atLeast(20, '[A-Za-z0-9_-]')}`,
-    String.raw`(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])`,
-    String.raw`gh[pousr]_${atLeast(36, '[A-Za-z0-9]')}`,
-    String.raw`github_pat_${atLeast(22, '[A-Za-z0-9_]')}`,
-    String.raw`xox[abprs]-${atLeast(10, '[A-Za-z0-9-]')}`,
-    String.raw`[sr]k_(?:live|test)_${atLeast(16, '[A-Za-z0-9]')}`,
-    String.raw`AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])`,
-    String.raw`(?:ask|ims|aat|art|mcs|whs)_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`,
-    String.raw`eyJ${atLeast(8, '[A-Za-z0-9_-]')}\.${atLeast(8, '[A-Za-z0-9_-]')}\.[A-Za-z0-9_-]*`,
-    // At most 256 single hyphens in the body (encrypted keys' headers have a few): the outer
-    // loop is bounded, so a hyphen-heavy BEGIN without END cannot exhaust the regex stack.
-    String.raw`-----BEGIN (?<pemLabel>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----[^-]*(?:-(?!-)[^-]*){0,256}-----END \k<pemLabel>PRIVATE KEY(?: BLOCK)?-----`,
-  ].join('|') + ')',
+  secret:
+    '(?<![A-Za-z0-9_-])(?:' +
+    [
+      String.raw`sk-${atLeast(20, '[A-Za-z0-9_-]')}`,
+      String.raw`(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])`,
+      String.raw`gh[pousr]_${atLeast(36, '[A-Za-z0-9]')}`,
+      String.raw`github_pat_${atLeast(22, '[A-Za-z0-9_]')}`,
+      String.raw`xox[abprs]-${atLeast(10, '[A-Za-z0-9-]')}`,
+      String.raw`[sr]k_(?:live|test)_${atLeast(16, '[A-Za-z0-9]')}`,
+      String.raw`AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])`,
+      String.raw`(?:ask|ims|aat|art|mcs|whs)_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`,
+      String.raw`eyJ${atLeast(8, '[A-Za-z0-9_-]')}\.${atLeast(8, '[A-Za-z0-9_-]')}\.[A-Za-z0-9_-]*`,
+      // At most 256 single hyphens in the body (encrypted keys' headers have a few): the outer
+      // loop is bounded, so a hyphen-heavy BEGIN without END cannot exhaust the regex stack.
+      String.raw`-----BEGIN (?<pemLabel>[A-Z0-9 ]{0,40})PRIVATE KEY(?: BLOCK)?-----[^-]*(?:-(?!-)[^-]*){0,256}-----END \k<pemLabel>PRIVATE KEY(?: BLOCK)?-----`,
+    ].join('|') +
+    ')',
   national_id: String.raw`${L}(?:(?<!\d-)\d{3}-\d{2}-\d{4}(?!-\d)|[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D])${R}`,
   phone: String.raw`(?<![A-Za-z0-9_+])(?:\+[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d){7,14}(?![ .-]?\d)|(?<!\d[.-])(?:1[ .-])?(?:\([2-9]\d\d\) ?|[2-9]\d\d[.-])\d{3}[.-]\d{4}(?![.-]\d))${R}`,
 };
@@ -95,12 +111,17 @@ const SCANNER = new RegExp(DLP_KINDS.map((k) => `(?<${k}>${PATTERNS[k]})`).join(
 const AT = Object.fromEntries(DLP_KINDS.map((k) => [k, new RegExp(PATTERNS[k], 'y')])) as Record<DlpKind, RegExp>;
 /** The characters each pattern can start with (keep in step with PATTERNS). */
 const FIRST: Record<DlpKind, RegExp> = {
-  email: /[A-Za-z0-9_%+-]/, card: /\d/, iban: /[A-Za-z]/, secret: /[sArgxaime-]/,
-  national_id: /[0-9A-Z]/, phone: /[+(0-9]/,
+  email: /[A-Za-z0-9_%+-]/,
+  card: /\d/,
+  iban: /[A-Za-z]/,
+  secret: /[sArgxaime-]/,
+  national_id: /[0-9A-Z]/,
+  phone: /[+(0-9]/,
 };
 /** Per ASCII character, one bit per kind (DLP_KINDS order) that can start there. */
 const STARTS = Uint8Array.from({ length: 128 }, (_, c) =>
-  DLP_KINDS.reduce((bits, k, i) => (FIRST[k].test(String.fromCharCode(c)) ? bits | (1 << i) : bits), 0));
+  DLP_KINDS.reduce((bits, k, i) => (FIRST[k].test(String.fromCharCode(c)) ? bits | (1 << i) : bits), 0),
+);
 /** Every kind needs one of these (AWS and Google keys and JWTs can be all letters). */
 const MAY_CONTAIN = /[0-9@_-]|A(?:KIA|SIA|Iza)|eyJ/;
 
@@ -109,7 +130,9 @@ type Validator = (text: string, start: number, end: number) => number;
 const accept: Validator = (_text, _start, end) => end;
 
 const VALIDATORS: Record<DlpKind, Validator> = {
-  email: accept, secret: accept, phone: accept,
+  email: accept,
+  secret: accept,
+  phone: accept,
   card: cardEnd,
   iban: ibanEnd,
   national_id: (text, start, end) => (validNationalId(text, start, end) ? end : -1),
@@ -151,9 +174,15 @@ export function findSensitive(text: string): Finding[] {
         candidateEnd = start + hit[0].length;
       }
       const validEnd = VALIDATORS[k](text, start, candidateEnd);
-      if (validEnd > end) { end = validEnd; kind = k; }
+      if (validEnd > end) {
+        end = validEnd;
+        kind = k;
+      }
     }
-    if (kind === undefined) { SCANNER.lastIndex = start + 1; continue; }
+    if (kind === undefined) {
+      SCANNER.lastIndex = start + 1;
+      continue;
+    }
     findings.push({ kind, start, end });
     SCANNER.lastIndex = end;
   }
@@ -175,7 +204,13 @@ export function countByKind(findings: readonly Finding[]): Partial<Record<DlpKin
 export function redact(text: string, findings: readonly Finding[] = findSensitive(text)): string {
   if (findings.length === 0) return text;
   for (const f of findings) {
-    if (!Number.isInteger(f.start) || !Number.isInteger(f.end) || f.start < 0 || f.end > text.length || f.start >= f.end) {
+    if (
+      !Number.isInteger(f.start) ||
+      !Number.isInteger(f.end) ||
+      f.start < 0 ||
+      f.end > text.length ||
+      f.start >= f.end
+    ) {
       throw new RangeError(`redact: finding [${f.start}, ${f.end}) is not a span of a ${text.length}-character text`);
     }
   }
@@ -223,7 +258,9 @@ export function describeCounts(counts: Partial<Record<DlpKind, number>>): string
 
 // --- validators --------------------------------------------------------------------------------
 
-function isDigit(c: number): boolean { return c >= 0x30 && c <= 0x39; }
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
 
 /**
  * One pass over a card candidate: the whole candidate and each prefix ending at a separator are
@@ -242,7 +279,13 @@ function cardEnd(text: string, start: number, end: number): number {
     if (isDigit(c)) {
       const d = c - 0x30;
       const doubled = d > 4 ? d * 2 - 9 : d * 2;
-      if (digits % 2 === 0) { evenDoubled += doubled; oddDoubled += d; } else { evenDoubled += d; oddDoubled += doubled; }
+      if (digits % 2 === 0) {
+        evenDoubled += doubled;
+        oddDoubled += d;
+      } else {
+        evenDoubled += d;
+        oddDoubled += doubled;
+      }
       digits++;
     } else if (digits >= 13 && digits <= 19 && (digits % 2 === 0 ? evenDoubled : oddDoubled) % 10 === 0) {
       best = i;
@@ -252,18 +295,100 @@ function cardEnd(text: string, start: number, end: number): number {
 }
 
 /** ISO 13616 registry lengths (SWIFT IBAN registry); other country codes may be 15-34 long. */
-const IBAN_LENGTHS: ReadonlyMap<number, number> = new Map(Object.entries({
-  AD: 24, AE: 23, AL: 28, AT: 20, AZ: 28, BA: 20, BE: 16, BG: 22, BH: 22, BI: 27, BR: 29, BY: 28,
-  CH: 21, CR: 22, CY: 28, CZ: 24, DE: 22, DJ: 27, DK: 18, DO: 28, EE: 20, EG: 29, ES: 24, FI: 18,
-  FK: 18, FO: 18, FR: 27, GB: 22, GE: 22, GI: 23, GL: 18, GR: 27, GT: 28, HN: 28, HR: 21, HU: 28,
-  IE: 22, IL: 23, IQ: 23, IS: 26, IT: 27, JO: 30, KW: 30, KZ: 20, LB: 28, LC: 32, LI: 21, LT: 20,
-  LU: 20, LV: 21, LY: 25, MC: 27, MD: 24, ME: 22, MK: 19, MN: 20, MR: 27, MT: 31, MU: 30, NI: 28,
-  NL: 18, NO: 15, PK: 24, PL: 28, PS: 29, PT: 25, QA: 29, RO: 24, RS: 22, RU: 33, SA: 24, SC: 31,
-  SD: 18, SE: 24, SI: 19, SK: 24, SM: 27, ST: 25, SV: 28, TL: 23, TN: 24, TR: 26, UA: 29, VA: 22,
-  VG: 24, XK: 20,
-}).map(([code, length]) => [(code.charCodeAt(0) << 8) | code.charCodeAt(1), length]));
+const IBAN_LENGTHS: ReadonlyMap<number, number> = new Map(
+  Object.entries({
+    AD: 24,
+    AE: 23,
+    AL: 28,
+    AT: 20,
+    AZ: 28,
+    BA: 20,
+    BE: 16,
+    BG: 22,
+    BH: 22,
+    BI: 27,
+    BR: 29,
+    BY: 28,
+    CH: 21,
+    CR: 22,
+    CY: 28,
+    CZ: 24,
+    DE: 22,
+    DJ: 27,
+    DK: 18,
+    DO: 28,
+    EE: 20,
+    EG: 29,
+    ES: 24,
+    FI: 18,
+    FK: 18,
+    FO: 18,
+    FR: 27,
+    GB: 22,
+    GE: 22,
+    GI: 23,
+    GL: 18,
+    GR: 27,
+    GT: 28,
+    HN: 28,
+    HR: 21,
+    HU: 28,
+    IE: 22,
+    IL: 23,
+    IQ: 23,
+    IS: 26,
+    IT: 27,
+    JO: 30,
+    KW: 30,
+    KZ: 20,
+    LB: 28,
+    LC: 32,
+    LI: 21,
+    LT: 20,
+    LU: 20,
+    LV: 21,
+    LY: 25,
+    MC: 27,
+    MD: 24,
+    ME: 22,
+    MK: 19,
+    MN: 20,
+    MR: 27,
+    MT: 31,
+    MU: 30,
+    NI: 28,
+    NL: 18,
+    NO: 15,
+    PK: 24,
+    PL: 28,
+    PS: 29,
+    PT: 25,
+    QA: 29,
+    RO: 24,
+    RS: 22,
+    RU: 33,
+    SA: 24,
+    SC: 31,
+    SD: 18,
+    SE: 24,
+    SI: 19,
+    SK: 24,
+    SM: 27,
+    ST: 25,
+    SV: 28,
+    TL: 23,
+    TN: 24,
+    TR: 26,
+    UA: 29,
+    VA: 22,
+    VG: 24,
+    XK: 20,
+  }).map(([code, length]) => [(code.charCodeAt(0) << 8) | code.charCodeAt(1), length]),
+);
 
-function upper(c: number): number { return c >= 0x61 ? c - 0x20 : c; }
+function upper(c: number): number {
+  return c >= 0x61 ? c - 0x20 : c;
+}
 
 /**
  * One pass over an IBAN candidate (no slicing: adversarial input makes many candidates): the
@@ -284,7 +409,11 @@ function ibanEnd(text: string, start: number, end: number): number {
   let best = -1;
   for (let i = start + 4; i <= end; i++) {
     const c = i < end ? text.charCodeAt(i) : 0x20;
-    if (c !== 0x20) { rest = mod97Step(rest, c); length++; continue; }
+    if (c !== 0x20) {
+      rest = mod97Step(rest, c);
+      length++;
+      continue;
+    }
     const lengthOk = known === undefined ? length >= 15 && length <= 34 : length === known;
     if (lengthOk && (rest * 1_000_000 + tail) % 97 === 1) best = i;
   }
@@ -300,6 +429,11 @@ const NINO_BAD_PREFIXES = new Set(['BG', 'GB', 'KN', 'NK', 'NT', 'TN', 'ZZ']);
 function validNationalId(text: string, start: number, end: number): boolean {
   if (!isDigit(text.charCodeAt(start))) return !NINO_BAD_PREFIXES.has(text.slice(start, start + 2));
   const area = Number(text.slice(start, start + 3));
-  return area !== 0 && area !== 666 && area < 900
-    && text.slice(start + 4, start + 6) !== '00' && text.slice(start + 7, end) !== '0000';
+  return (
+    area !== 0 &&
+    area !== 666 &&
+    area < 900 &&
+    text.slice(start + 4, start + 6) !== '00' &&
+    text.slice(start + 7, end) !== '0000'
+  );
 }

@@ -3,8 +3,20 @@ import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
 import { SseReader } from './sse.js';
 import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
-import { anthropicToOpenaiResponse, anthropicUsage, openaiToAnthropicResponse, openaiUsage, type Usage } from './translate/responses.js';
-import { anthropicPassThrough, anthropicToOpenaiStream, openaiPassThrough, openaiToAnthropicStream, type StreamTranslator } from './translate/streams.js';
+import {
+  anthropicToOpenaiResponse,
+  anthropicUsage,
+  openaiToAnthropicResponse,
+  openaiUsage,
+  type Usage,
+} from './translate/responses.js';
+import {
+  anthropicPassThrough,
+  anthropicToOpenaiStream,
+  openaiPassThrough,
+  openaiToAnthropicStream,
+  type StreamTranslator,
+} from './translate/streams.js';
 
 /**
  * One attempt at one model: the upstream request in its vendor's shape, and the answer in the
@@ -41,7 +53,12 @@ export type AttemptResult =
   | { kind: 'failed'; reason: string }
   | { kind: 'refused'; status: number; body: Json }
   | { kind: 'json'; body: Json; usage: Usage | null; upstreamMs: number }
-  | { kind: 'stream'; stream: Readable; upstreamFirstByteMs: number; done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }> };
+  | {
+      kind: 'stream';
+      stream: Readable;
+      upstreamFirstByteMs: number;
+      done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>;
+    };
 
 const FAILOVER = new Set([401, 403, 408, 409, 429]);
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -60,12 +77,21 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
     } else {
       body = anthropicToOpenaiRequest(a.body, upstreamModel);
     }
-    return { path: '/chat/completions', headers: { authorization: `Bearer ${secret}`, traceparent: a.traceparent }, body: JSON.stringify(body) };
+    return {
+      path: '/chat/completions',
+      headers: { authorization: `Bearer ${secret}`, traceparent: a.traceparent },
+      body: JSON.stringify(body),
+    };
   }
-  const body = a.shape === 'anthropic' ? { ...a.body, model: upstreamModel } : openaiToAnthropicRequest(a.body, upstreamModel);
+  const body =
+    a.shape === 'anthropic' ? { ...a.body, model: upstreamModel } : openaiToAnthropicRequest(a.body, upstreamModel);
   return {
     path: '/v1/messages',
-    headers: { 'x-api-key': secret, 'anthropic-version': a.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION, traceparent: a.traceparent },
+    headers: {
+      'x-api-key': secret,
+      'anthropic-version': a.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
+      traceparent: a.traceparent,
+    },
     body: JSON.stringify(body),
   };
 }
@@ -75,7 +101,12 @@ function translator(a: Attempt, id: string): StreamTranslator {
   if (a.shape === 'openai') {
     return a.provider.kind === 'openai'
       ? openaiPassThrough({ upstreamModel: a.model.upstreamModel, clientModel: a.clientModel, clientWantsUsage })
-      : anthropicToOpenaiStream({ clientModel: a.clientModel, clientWantsUsage, id: `chatcmpl-${id}`, created: a.nowSeconds });
+      : anthropicToOpenaiStream({
+          clientModel: a.clientModel,
+          clientWantsUsage,
+          id: `chatcmpl-${id}`,
+          created: a.nowSeconds,
+        });
   }
   return a.provider.kind === 'anthropic'
     ? anthropicPassThrough({ upstreamModel: a.model.upstreamModel, clientModel: a.clientModel })
@@ -85,7 +116,7 @@ function translator(a: Attempt, id: string): StreamTranslator {
 const parseJson = (text: string): Json | null => {
   try {
     const v = JSON.parse(text);
-    return v && typeof v === 'object' ? v as Json : null;
+    return v && typeof v === 'object' ? (v as Json) : null;
   } catch {
     return null;
   }
@@ -121,10 +152,24 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
     try {
       if (a.provider.kind === 'openai') {
         const usage = openaiUsage(body.usage);
-        return { kind: 'json', usage, upstreamMs, body: a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel) };
+        return {
+          kind: 'json',
+          usage,
+          upstreamMs,
+          body:
+            a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel),
+        };
       }
       const usage = anthropicUsage(body.usage);
-      return { kind: 'json', usage, upstreamMs, body: a.shape === 'anthropic' ? { ...body, model: a.clientModel } : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds) };
+      return {
+        kind: 'json',
+        usage,
+        upstreamMs,
+        body:
+          a.shape === 'anthropic'
+            ? { ...body, model: a.clientModel }
+            : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds),
+      };
     } catch {
       // An answer in a shape the translation cannot read is the upstream's failure, not ours.
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
@@ -142,7 +187,9 @@ function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: n
   return new Promise<AttemptResult>((resolve) => {
     let out: PassThrough | null = null;
     let settle!: (v: { usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }) => void;
-    const done = new Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>((r) => { settle = r; });
+    const done = new Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>((r) => {
+      settle = r;
+    });
     const onData = (chunk: string) => {
       try {
         forward(chunk);

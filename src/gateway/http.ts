@@ -23,15 +23,31 @@ import { usageReport } from './usage.js';
  * /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
  * agent key for its agent's own traffic.
  */
-export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: CallLog; settings: GatewaySettings; people: PeopleService; production: boolean; guards: Guards }> = {
+export const gatewayRoutes: Plugin<{
+  gateway: Gateway;
+  budgets: Budgets;
+  calls: CallLog;
+  settings: GatewaySettings;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-gateway',
   register(server, { gateway, budgets, calls, settings, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const created = Math.floor(Date.now() / 1000);
     const modelView = (m: GatewayModel) => ({
-      id: m.id, object: 'model', created, owned_by: m.provider, provider: m.provider,
-      jurisdiction: m.jurisdiction, priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
-      priceMicrosPerMTokOut: m.priceMicrosPerMTokOut, taskClasses: m.taskClasses, quality: m.quality, latency: m.latency,
+      id: m.id,
+      object: 'model',
+      created,
+      owned_by: m.provider,
+      provider: m.provider,
+      jurisdiction: m.jurisdiction,
+      priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
+      priceMicrosPerMTokOut: m.priceMicrosPerMTokOut,
+      taskClasses: m.taskClasses,
+      quality: m.quality,
+      latency: m.latency,
     });
     const profiles = new Map(settings.policyProfiles.map((p) => [p.id, p]));
     /** The catalogue a key may reach: its policy profile's models, providers and jurisdictions. */
@@ -47,14 +63,21 @@ export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: 
       const startedAt = arrivedAt(request.raw.req) ?? performance.now() - (Date.now() - request.info.received);
       const abort = new AbortController();
       // The client went away before its answer was written: cancel the upstream call.
-      request.raw.res.once('close', () => { if (!request.raw.res.writableFinished) abort.abort(); });
+      request.raw.res.once('close', () => {
+        if (!request.raw.res.writableFinished) abort.abort();
+      });
       // Headers every answer carries, refusals included (the pipeline sets them on errors too).
       const headers = (request.app.responseHeaders ??= {});
       let answer;
       try {
         answer = await gateway.handle({
-          shape, body: request.payload as Record<string, unknown>, key: caller(request, 'workspace-key').key,
-          headers: request.headers as Record<string, string | string[] | undefined>, traceparent: requestStamp(request).traceparent, signal: abort.signal, startedAt,
+          shape,
+          body: request.payload as Record<string, unknown>,
+          key: caller(request, 'workspace-key').key,
+          headers: request.headers as Record<string, string | string[] | undefined>,
+          traceparent: requestStamp(request).traceparent,
+          signal: abort.signal,
+          startedAt,
           answerHeaders: headers,
         });
       } catch (err) {
@@ -62,7 +85,11 @@ export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: 
         throw err;
       }
       const response = answer.stream
-        ? h.response(answer.stream).type('text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('content-encoding', 'identity')
+        ? h
+            .response(answer.stream)
+            .type('text/event-stream; charset=utf-8')
+            .header('cache-control', 'no-cache')
+            .header('content-encoding', 'identity')
         : h.response(answer.json).code(answer.status);
       for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
       return response;
@@ -71,22 +98,37 @@ export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: 
 
     server.route([
       {
-        method: 'POST', path: '/v1/chat/completions',
-        options: { ...modelRoute, plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000 } }, validate: { payload: chatCompletionsSchema } },
+        method: 'POST',
+        path: '/v1/chat/completions',
+        options: {
+          ...modelRoute,
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000 } },
+          validate: { payload: chatCompletionsSchema },
+        },
         handler: model('openai'),
       },
       {
-        method: 'POST', path: '/v1/messages',
-        options: { ...modelRoute, plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic' } }, validate: { payload: messagesSchema } },
+        method: 'POST',
+        path: '/v1/messages',
+        options: {
+          ...modelRoute,
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic' } },
+          validate: { payload: messagesSchema },
+        },
         handler: model('anthropic'),
       },
       {
-        method: 'GET', path: '/v1/models',
+        method: 'GET',
+        path: '/v1/models',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
-        handler: (request) => ({ object: 'list', data: reachable(caller(request, 'workspace-key').key).map(modelView) }),
+        handler: (request) => ({
+          object: 'list',
+          data: reachable(caller(request, 'workspace-key').key).map(modelView),
+        }),
       },
       {
-        method: 'GET', path: '/api/w/{wid}/gateway',
+        method: 'GET',
+        path: '/api/w/{wid}/gateway',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
@@ -96,48 +138,84 @@ export const gatewayRoutes: Plugin<{ gateway: Gateway; budgets: Budgets; calls: 
       },
       {
         // The workspace's enforcement and data-loss mode (owners, admins); a ledger record.
-        method: 'PUT', path: '/api/w/{wid}/gateway',
+        method: 'PUT',
+        path: '/api/w/{wid}/gateway',
         options: {
-          auth: session, ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid }), payload: Joi.object({ enforcement: Joi.string().valid('enforce', 'shadow'), dataLoss: Joi.string().valid('off', 'redact', 'block') }).min(1) },
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid }),
+            payload: Joi.object({
+              enforcement: Joi.string().valid('enforce', 'shadow'),
+              dataLoss: Joi.string().valid('off', 'redact', 'block'),
+            }).min(1),
+          },
         },
         async handler(request) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'gateway.manage');
-          return gateway.configure(w, request.payload as { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' }, actorOf(c));
+          return gateway.configure(
+            w,
+            request.payload as { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' },
+            actorOf(c),
+          );
         },
       },
       {
-        method: 'POST', path: '/v1/admin/budgets',
-        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin', validationType: 'invalid_budget' } }, validate: { payload: budgetSchema } },
+        method: 'POST',
+        path: '/v1/admin/budgets',
+        options: {
+          auth: WORKSPACE_KEY,
+          plugins: { svc: { keyScope: 'admin', validationType: 'invalid_budget' } },
+          validate: { payload: budgetSchema },
+        },
         async handler(request, h) {
           const c = caller(request, 'workspace-key');
           return h.response(await budgets.create(c.workspaceId, request.payload as BudgetInput, actorOf(c))).code(201);
         },
       },
       {
-        method: 'GET', path: '/v1/admin/budgets',
+        method: 'GET',
+        path: '/v1/admin/budgets',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
         handler: (request) => ({ data: budgets.list(caller(request, 'workspace-key').workspaceId), next: null }),
       },
       {
-        method: 'GET', path: '/v1/admin/usage',
+        method: 'GET',
+        path: '/v1/admin/usage',
         options: {
-          auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } },
-          validate: { query: Joi.object({ from: Joi.date().iso(), to: Joi.date().iso(), by: Joi.string().valid('model', 'principal', 'team', 'agent', 'key', 'taskClass').default('model') }) },
+          auth: WORKSPACE_KEY,
+          plugins: { svc: { keyScope: 'admin' } },
+          validate: {
+            query: Joi.object({
+              from: Joi.date().iso(),
+              to: Joi.date().iso(),
+              by: Joi.string().valid('model', 'principal', 'team', 'agent', 'key', 'taskClass').default('model'),
+            }),
+          },
         },
         async handler(request) {
           await calls.flush();
-          const q = request.query as { from?: Date; to?: Date; by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass' };
+          const q = request.query as {
+            from?: Date;
+            to?: Date;
+            by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
+          };
           return usageReport(calls, caller(request, 'workspace-key').workspaceId, q);
         },
       },
       {
-        method: 'GET', path: '/v1/admin/upstreams',
+        method: 'GET',
+        path: '/v1/admin/upstreams',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
         handler: () => ({
-          data: settings.models.map((m) => ({ model: m.id, provider: m.provider, circuit: gateway.health.open(m.id) ? 'open' : 'closed', observedLatencyMs: gateway.health.latencyMs(m.id) ?? null })),
+          data: settings.models.map((m) => ({
+            model: m.id,
+            provider: m.provider,
+            circuit: gateway.health.open(m.id) ? 'open' : 'closed',
+            observedLatencyMs: gateway.health.latencyMs(m.id) ?? null,
+          })),
         }),
       },
     ]);

@@ -33,20 +33,37 @@ export const servesClass = (model: GatewayModel, taskClass: string): boolean =>
 const price = (m: GatewayModel) => m.priceMicrosPerMTokIn + m.priceMicrosPerMTokOut;
 
 /** Why a profile or the objective keeps this model out (empty: it is admitted). */
-function blockers(m: GatewayModel, profile: PolicyProfile | null, objective: Objective, home: GatewaySettings['home']): string[] {
+function blockers(
+  m: GatewayModel,
+  profile: PolicyProfile | null,
+  objective: Objective,
+  home: GatewaySettings['home'],
+): string[] {
   const out: string[] = [];
   if (profile?.models && !profile.models.includes(m.id)) out.push(`add model ${m.id} to policy profile ${profile.id}`);
-  if (profile?.providers && !profile.providers.includes(m.provider)) out.push(`allow provider ${m.provider} in policy profile ${profile.id}`);
-  if (profile?.domiciles && !profile.domiciles.includes(m.jurisdiction.domicile)) out.push(`allow domicile ${m.jurisdiction.domicile} in policy profile ${profile.id}`);
-  if (profile?.regions && !profile.regions.includes(m.jurisdiction.region)) out.push(`allow region ${m.jurisdiction.region} in policy profile ${profile.id}`);
-  if (objective === 'sovereign' && (m.jurisdiction.domicile !== home.domicile || (home.region !== null && m.jurisdiction.region !== home.region))) {
-    out.push(`drop x-svc-objective: sovereign (the model is domiciled in ${m.jurisdiction.domicile}, ${m.jurisdiction.region})`);
+  if (profile?.providers && !profile.providers.includes(m.provider))
+    out.push(`allow provider ${m.provider} in policy profile ${profile.id}`);
+  if (profile?.domiciles && !profile.domiciles.includes(m.jurisdiction.domicile))
+    out.push(`allow domicile ${m.jurisdiction.domicile} in policy profile ${profile.id}`);
+  if (profile?.regions && !profile.regions.includes(m.jurisdiction.region))
+    out.push(`allow region ${m.jurisdiction.region} in policy profile ${profile.id}`);
+  if (
+    objective === 'sovereign' &&
+    (m.jurisdiction.domicile !== home.domicile || (home.region !== null && m.jurisdiction.region !== home.region))
+  ) {
+    out.push(
+      `drop x-svc-objective: sovereign (the model is domiciled in ${m.jurisdiction.domicile}, ${m.jurisdiction.region})`,
+    );
   }
   return out;
 }
 
 /** What a key's policy profile would need to admit this model (empty: it is admitted). */
-export const profileBlockers = (m: GatewayModel, profile: PolicyProfile | null, home: GatewaySettings['home']): string[] => blockers(m, profile, 'balanced', home);
+export const profileBlockers = (
+  m: GatewayModel,
+  profile: PolicyProfile | null,
+  home: GatewaySettings['home'],
+): string[] => blockers(m, profile, 'balanced', home);
 
 export function eligibleModels(input: {
   models: readonly GatewayModel[];
@@ -61,8 +78,11 @@ export function eligibleModels(input: {
   const admitted = serving.filter((m) => blockers(m, input.profile, input.objective, input.home).length === 0);
   if (admitted.length === 0) {
     const relaxations = serving.map((m) => ({
-      model: m.id, provider: m.provider, jurisdiction: m.jurisdiction,
-      priceMicrosPerMTokIn: m.priceMicrosPerMTokIn, priceMicrosPerMTokOut: m.priceMicrosPerMTokOut,
+      model: m.id,
+      provider: m.provider,
+      jurisdiction: m.jurisdiction,
+      priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
+      priceMicrosPerMTokOut: m.priceMicrosPerMTokOut,
       relax: blockers(m, input.profile, input.objective, input.home),
       signOff: input.profile?.signOff ?? 'a workspace owner',
     }));

@@ -14,11 +14,17 @@ const maxTokens = Joi.number().strict().integer().min(1).max(10_000_000);
 
 export const chatCompletionsSchema = Joi.object({
   model: Joi.string().max(256).required(),
-  messages: Joi.array().items(Joi.object({
-    role: Joi.string().valid('system', 'developer', 'user', 'assistant', 'tool').required(),
-    content: Joi.alternatives(Joi.string().allow(''), parts).allow(null),
-    tool_calls: objects(1000).allow(null),
-  }).unknown(true)).min(1).max(10_000).required(),
+  messages: Joi.array()
+    .items(
+      Joi.object({
+        role: Joi.string().valid('system', 'developer', 'user', 'assistant', 'tool').required(),
+        content: Joi.alternatives(Joi.string().allow(''), parts).allow(null),
+        tool_calls: objects(1000).allow(null),
+      }).unknown(true),
+    )
+    .min(1)
+    .max(10_000)
+    .required(),
   tools: objects(1000).allow(null),
   stream: Joi.boolean().strict(),
   stream_options: Joi.object({ include_usage: Joi.boolean().strict() }).unknown(true).allow(null),
@@ -29,10 +35,16 @@ export const chatCompletionsSchema = Joi.object({
 export const messagesSchema = Joi.object({
   model: Joi.string().max(256).required(),
   max_tokens: maxTokens.required(),
-  messages: Joi.array().items(Joi.object({
-    role: Joi.string().valid('user', 'assistant').required(),
-    content: Joi.alternatives(Joi.string().allow(''), parts).required(),
-  }).unknown(true)).min(1).max(10_000).required(),
+  messages: Joi.array()
+    .items(
+      Joi.object({
+        role: Joi.string().valid('user', 'assistant').required(),
+        content: Joi.alternatives(Joi.string().allow(''), parts).required(),
+      }).unknown(true),
+    )
+    .min(1)
+    .max(10_000)
+    .required(),
   system: Joi.alternatives(Joi.string().allow(''), parts),
   stream: Joi.boolean().strict(),
   tools: objects(1000),
@@ -47,14 +59,29 @@ export const budgetSchema = Joi.object({
   }).required(),
   amountMicros: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
   period: Joi.string().valid('day', 'week', 'month').required(),
-  ladder: Joi.array().items(Joi.object({
-    at: Joi.number().strict().greater(0).max(1).required(),
-    step: Joi.string().valid(...STEPS).required(),
-  })).min(1).max(4).unique('step').default([{ at: 1, step: 'block' }])
+  ladder: Joi.array()
+    .items(
+      Joi.object({
+        at: Joi.number().strict().greater(0).max(1).required(),
+        step: Joi.string()
+          .valid(...STEPS)
+          .required(),
+      }),
+    )
+    .min(1)
+    .max(4)
+    .unique('step')
+    .default([{ at: 1, step: 'block' }])
     .custom((ladder: Array<{ at: number; step: Step }>, helpers) => {
       for (let i = 1; i < ladder.length; i += 1) {
-        if (ladder[i]!.at <= ladder[i - 1]!.at || STEPS.indexOf(ladder[i]!.step) <= STEPS.indexOf(ladder[i - 1]!.step)) {
-          return helpers.message({ custom: '{{#label}} must rise: each rung at a larger share than the one before, in the order nudge, downgrade, approval, block' });
+        if (
+          ladder[i]!.at <= ladder[i - 1]!.at ||
+          STEPS.indexOf(ladder[i]!.step) <= STEPS.indexOf(ladder[i - 1]!.step)
+        ) {
+          return helpers.message({
+            custom:
+              '{{#label}} must rise: each rung at a larger share than the one before, in the order nudge, downgrade, approval, block',
+          });
         }
       }
       return ladder;

@@ -17,18 +17,25 @@ type Json = Record<string, any>;
 function eachText(body: Json, visit: (text: string, set: (v: string) => void) => void): void {
   const content = (holder: Json, key: string) => {
     const value = holder[key];
-    if (typeof value === 'string') visit(value, (v) => { holder[key] = v; });
+    if (typeof value === 'string')
+      visit(value, (v) => {
+        holder[key] = v;
+      });
     else if (Array.isArray(value)) {
       for (const part of value) {
         if (part && typeof part === 'object') {
-          if (typeof part.text === 'string') visit(part.text, (v) => { part.text = v; });
+          if (typeof part.text === 'string')
+            visit(part.text, (v) => {
+              part.text = v;
+            });
           if (part.type === 'tool_result' && part.content !== undefined) content(part, 'content');
         }
       }
     }
   };
   if (body.system !== undefined) content(body, 'system');
-  if (Array.isArray(body.messages)) for (const m of body.messages) if (m && typeof m === 'object') content(m, 'content');
+  if (Array.isArray(body.messages))
+    for (const m of body.messages) if (m && typeof m === 'object') content(m, 'content');
 }
 
 export function promptText(body: Json): string {
@@ -44,7 +51,8 @@ export function screen(body: Json, mode: DataLossMode): Partial<Record<DlpKind, 
   eachText(body, (text, set) => {
     const findings = findSensitive(text);
     if (findings.length === 0) return;
-    for (const [kind, n] of Object.entries(countByKind(findings)) as Array<[DlpKind, number]>) total[kind] = (total[kind] ?? 0) + n;
+    for (const [kind, n] of Object.entries(countByKind(findings)) as Array<[DlpKind, number]>)
+      total[kind] = (total[kind] ?? 0) + n;
     if (mode === 'redact') set(redact(text, findings));
   });
   if (mode === 'block' && Object.keys(total).length > 0) {

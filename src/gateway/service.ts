@@ -70,7 +70,18 @@ const priceOf = (m: GatewayModel) => m.priceMicrosPerMTokIn + m.priceMicrosPerMT
 /** Emits an outbound event that is not a ledger record, once per key (webhooks/service.ts `advise`). */
 export type Advise = (wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>) => void;
 
-export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; settings: GatewaySettings; monthlyRequests: (wid: string) => number | null; seats: { people: (wid: string) => number | null; graceDays: number }; calls: CallLog; budgets: Budgets; advise?: Advise }) {
+export function createGateway(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  settings: GatewaySettings;
+  monthlyRequests: (wid: string) => number | null;
+  seats: { people: (wid: string) => number | null; graceDays: number };
+  calls: CallLog;
+  budgets: Budgets;
+  advise?: Advise;
+}) {
   const { store, clock, ids, settings, calls, budgets } = deps;
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
   const upstreams = new Map<string, Upstream>();
@@ -78,7 +89,12 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
     let u = upstreams.get(providerId);
     if (!u) {
       const p = providers.get(providerId)!;
-      u = createUpstream(p.baseUrl, { connections: p.connections, connectTimeoutMs: settings.connectTimeoutMs, headersTimeoutMs: settings.headersTimeoutMs, bodyTimeoutMs: settings.bodyTimeoutMs });
+      u = createUpstream(p.baseUrl, {
+        connections: p.connections,
+        connectTimeoutMs: settings.connectTimeoutMs,
+        headersTimeoutMs: settings.headersTimeoutMs,
+        bodyTimeoutMs: settings.bodyTimeoutMs,
+      });
       upstreams.set(providerId, u);
     }
     return u;
@@ -91,13 +107,19 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
     if (key.agentId) {
       const standing = readStanding(store, key.workspaceId, key.agentId);
       if (standing.stopped) {
-        throw new AppError('agent_stopped', { message: `Agent ${key.agentId} is stopped (${standing.reason}); nothing was sent.`, details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: key.agentId } });
+        throw new AppError('agent_stopped', {
+          message: `Agent ${key.agentId} is stopped (${standing.reason}); nothing was sent.`,
+          details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: key.agentId },
+        });
       }
       return;
     }
     const stopAll = store.tables.stopAll.get(key.workspaceId);
     if (stopAll) {
-      throw new AppError('agent_stopped', { message: `Every agent of this workspace is stopped (${stopAll.reason}), and this key is bound to no one agent; nothing was sent.`, details: { hold: 'workspace', stopped: 'workspace', agentId: null } });
+      throw new AppError('agent_stopped', {
+        message: `Every agent of this workspace is stopped (${stopAll.reason}), and this key is bound to no one agent; nothing was sent.`,
+        details: { hold: 'workspace', stopped: 'workspace', agentId: null },
+      });
     }
   };
 
@@ -109,7 +131,8 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
   const checkSeats = (wid: string, nowMs: number): void => {
     const people = deps.seats.people(wid);
     if (people === null) {
-      if (store.tables.seatOverage.has(wid)) void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
+      if (store.tables.seatOverage.has(wid))
+        void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
       return;
     }
     const over = store.tables.members.scan([wid]).length > people;
@@ -119,12 +142,18 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       return;
     }
     if (!since) {
-      void store.write(() => { if (!store.tables.seatOverage.has(wid)) store.tables.seatOverage.put(wid, isoAt(nowMs)); }).catch(() => {});
+      void store
+        .write(() => {
+          if (!store.tables.seatOverage.has(wid)) store.tables.seatOverage.put(wid, isoAt(nowMs));
+        })
+        .catch(() => {});
       return;
     }
     const ends = Date.parse(since) + deps.seats.graceDays * 86_400_000;
     if (nowMs >= ends) {
-      throw new AppError('seat_limit_reached', { message: `The plan allows ${people} people in a workspace; this one has had more since ${since}, and the grace period ended ${isoAt(ends)}.` });
+      throw new AppError('seat_limit_reached', {
+        message: `The plan allows ${people} people in a workspace; this one has had more since ${since}, and the grace period ended ${isoAt(ends)}.`,
+      });
     }
   };
 
@@ -156,7 +185,18 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       checkSeats(wid, nowMs);
       const monthlyRequests = deps.monthlyRequests(wid);
       if (monthlyRequests !== null && calls.requestsThisMonth(wid, at) >= monthlyRequests) {
-        throw new AppError('plan_limit_reached', { variant: 'monthlyRequests', message: `The plan allows ${monthlyRequests} model requests a month, and this month's are used.`, fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.', headers: { 'retry-after': String(Math.ceil((Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() + 1, 1) - nowMs) / 1000)) } });
+        throw new AppError('plan_limit_reached', {
+          variant: 'monthlyRequests',
+          message: `The plan allows ${monthlyRequests} model requests a month, and this month's are used.`,
+          fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.',
+          headers: {
+            'retry-after': String(
+              Math.ceil(
+                (Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() + 1, 1) - nowMs) / 1000,
+              ),
+            ),
+          },
+        });
       }
       const steering = readSteering(req.headers);
       const taskId = steering.taskId ?? ids.id('task');
@@ -164,11 +204,21 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       headers['x-svc-task-id'] = taskId;
       headers['x-svc-session'] = sessionId;
       if (steering.taskId && !calls.taskKnown(wid, steering.taskId)) {
-        throw new AppError('invalid_request', { message: `No task ${steering.taskId} in this workspace.`, details: { errors: [{ field: 'x-svc-task-id', message: 'names no task of this workspace; omit it to start a new task' }] } });
+        throw new AppError('invalid_request', {
+          message: `No task ${steering.taskId} in this workspace.`,
+          details: {
+            errors: [
+              { field: 'x-svc-task-id', message: 'names no task of this workspace; omit it to start a new task' },
+            ],
+          },
+        });
       }
-      const profile: PolicyProfile | null = key.policyProfile ? profiles.get(key.policyProfile) ?? null : null;
+      const profile: PolicyProfile | null = key.policyProfile ? (profiles.get(key.policyProfile) ?? null) : null;
       if (key.policyProfile && !profile) {
-        throw new AppError('policy_conflict', { message: `The key's policy profile ${key.policyProfile} is not configured, so no model is admitted.`, details: { relaxations: [] } });
+        throw new AppError('policy_conflict', {
+          message: `The key's policy profile ${key.policyProfile} is not configured, so no model is admitted.`,
+          details: { relaxations: [] },
+        });
       }
       const own = store.tables.workspaceGateway.get(wid);
       const enforcement = profile?.enforcement ?? own?.enforcement ?? settings.enforcement;
@@ -184,17 +234,30 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
 
       const requested = typeof body.model === 'string' ? body.model : null;
       const routed = eligibleModels({
-        models: settings.models, taskClass, objective: steering.objective, profile, home: settings.home, requested,
+        models: settings.models,
+        taskClass,
+        objective: steering.objective,
+        profile,
+        home: settings.home,
+        requested,
         observedLatencyMs: (id) => health.latencyMs(id),
       });
       let candidates: GatewayModel[];
       if (enforcement === 'enforce') {
-        if (routed.models.length === 0) throw new AppError('policy_conflict', { message: `No configured model may serve task class ${taskClass} under this key's policy.`, details: { taskClass, relaxations: routed.relaxations } });
+        if (routed.models.length === 0)
+          throw new AppError('policy_conflict', {
+            message: `No configured model may serve task class ${taskClass} under this key's policy.`,
+            details: { taskClass, relaxations: routed.relaxations },
+          });
         candidates = routed.models;
       } else {
         const asked = requested ? catalogue.get(requested) : undefined;
         if (!asked) {
-          throw new AppError('invalid_request', { message: `Model ${requested ?? '(none)'} is not in this deployment's catalogue.`, fix: 'Name a model that GET /v1/models lists.', details: { errors: [{ field: 'model', message: 'names no model of the catalogue' }] } });
+          throw new AppError('invalid_request', {
+            message: `Model ${requested ?? '(none)'} is not in this deployment's catalogue.`,
+            fix: 'Name a model that GET /v1/models lists.',
+            details: { errors: [{ field: 'model', message: 'names no model of the catalogue' }] },
+          });
         }
         // Shadow mode observes routing, not the key's policy: a profile's models, providers and
         // jurisdictions still bind.
@@ -202,7 +265,20 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
         if (relax.length > 0) {
           throw new AppError('policy_conflict', {
             message: `The key's policy profile ${profile!.id} does not admit ${asked.id}.`,
-            details: { taskClass, relaxations: [{ model: asked.id, provider: asked.provider, jurisdiction: asked.jurisdiction, priceMicrosPerMTokIn: asked.priceMicrosPerMTokIn, priceMicrosPerMTokOut: asked.priceMicrosPerMTokOut, relax, signOff: profile!.signOff }] },
+            details: {
+              taskClass,
+              relaxations: [
+                {
+                  model: asked.id,
+                  provider: asked.provider,
+                  jurisdiction: asked.jurisdiction,
+                  priceMicrosPerMTokIn: asked.priceMicrosPerMTokIn,
+                  priceMicrosPerMTokOut: asked.priceMicrosPerMTokOut,
+                  relax,
+                  signOff: profile!.signOff,
+                },
+              ],
+            },
           });
         }
         candidates = [asked];
@@ -210,12 +286,20 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
 
       const redacted = screen(body, own?.dataLoss ?? settings.dataLoss);
       const admission = budgets.admit(key);
-      if (admission.step === 'downgrade' && enforcement === 'enforce') candidates = [...candidates].sort((a, b) => priceOf(a) - priceOf(b));
+      if (admission.step === 'downgrade' && enforcement === 'enforce')
+        candidates = [...candidates].sort((a, b) => priceOf(a) - priceOf(b));
 
       const stream = body.stream === true;
       const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS);
       const promptChars = promptOf().length;
-      headers['x-svc-enforcement'] = enforcement === 'shadow' ? 'shadow' : admission.step === 'downgrade' ? 'downgrade' : admission.step === 'nudge' ? 'nudge' : 'observe';
+      headers['x-svc-enforcement'] =
+        enforcement === 'shadow'
+          ? 'shadow'
+          : admission.step === 'downgrade'
+            ? 'downgrade'
+            : admission.step === 'nudge'
+              ? 'nudge'
+              : 'observe';
       if (enforcement === 'shadow') headers['x-svc-would-route-to'] = routed.models[0]?.id ?? 'none';
       const advisory = budgets.advisory(admission);
       if (advisory) {
@@ -223,22 +307,53 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
         const b = admission.binding!;
         // One `budget.advisory` event per budget, period and step, not one per call.
         deps.advise?.(wid, 'budget.advisory', `${b.budget.id}/${b.periodStart}/${admission.step}`, {
-          budgetId: b.budget.id, scope: budgets.scopeOf(b.budget), period: b.budget.period, periodStart: b.periodStart,
-          step: admission.step, usedMicros: b.used, amountMicros: b.budget.amountMicros, message: advisory,
+          budgetId: b.budget.id,
+          scope: budgets.scopeOf(b.budget),
+          period: b.budget.period,
+          periodStart: b.periodStart,
+          step: admission.step,
+          usedMicros: b.used,
+          amountMicros: b.budget.amountMicros,
+          message: advisory,
         });
       }
       if (admission.binding) headers['x-svc-budget-scope'] = budgets.scopeOf(admission.binding.budget);
-      if (Object.keys(redacted).length > 0) headers['x-svc-redacted'] = Object.entries(redacted).map(([k, n]) => `${k}=${n}`).join(', ');
+      if (Object.keys(redacted).length > 0)
+        headers['x-svc-redacted'] = Object.entries(redacted)
+          .map(([k, n]) => `${k}=${n}`)
+          .join(', ');
 
       calls.countRequest(wid, at);
       calls.openTask(wid, taskId, at);
-      const record = (fields: Partial<CallRecord>): void => calls.record({
-        id: callId, workspaceId: wid, at, keyId: key.id, principal: key.principal, team: key.team, agentId: key.agentId,
-        taskId, taskClass, sessionId, shape: req.shape, stream, dryRun: steering.dryRun, enforcement: headers['x-svc-enforcement']!,
-        requestedModel: requested, model: null, provider: null, attemptedModels: [], inputTokens: 0, outputTokens: 0,
-        costMicros: 0, latencyMs: Math.round(performance.now() - req.startedAt), overheadMicros: 0, outcome: 'ok',
-        budgetId: admission.binding?.budget.id ?? null, ...fields,
-      });
+      const record = (fields: Partial<CallRecord>): void =>
+        calls.record({
+          id: callId,
+          workspaceId: wid,
+          at,
+          keyId: key.id,
+          principal: key.principal,
+          team: key.team,
+          agentId: key.agentId,
+          taskId,
+          taskClass,
+          sessionId,
+          shape: req.shape,
+          stream,
+          dryRun: steering.dryRun,
+          enforcement: headers['x-svc-enforcement']!,
+          requestedModel: requested,
+          model: null,
+          provider: null,
+          attemptedModels: [],
+          inputTokens: 0,
+          outputTokens: 0,
+          costMicros: 0,
+          latencyMs: Math.round(performance.now() - req.startedAt),
+          overheadMicros: 0,
+          outcome: 'ok',
+          budgetId: admission.binding?.budget.id ?? null,
+          ...fields,
+        });
       const serveHeaders = (m: GatewayModel) => {
         headers[enforcement === 'shadow' ? 'x-svc-served-by' : 'x-svc-routed-to'] = m.id;
         headers['x-svc-jurisdiction'] = `${m.jurisdiction.domicile}; ${m.jurisdiction.region}`;
@@ -254,12 +369,24 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
         headers['x-svc-overhead-micros'] = String(Math.round((performance.now() - req.startedAt) * 1000));
         record({ model: first.id, provider: first.provider, outcome: 'dry_run' });
         return {
-          status: 200, headers,
-          json: { object: 'svc.dry_run', model: first.id, taskClass, enforcement: headers['x-svc-enforcement'], candidates: candidates.map((m) => m.id), estimatedCostMicros: estimate, budgetStep: admission.step },
+          status: 200,
+          headers,
+          json: {
+            object: 'svc.dry_run',
+            model: first.id,
+            taskClass,
+            enforcement: headers['x-svc-enforcement'],
+            candidates: candidates.map((m) => m.id),
+            estimatedCostMicros: estimate,
+            budgetStep: admission.step,
+          },
         };
       }
 
-      const reservation: Reservation | null = admission.applicable.length > 0 ? budgets.reserve(admission.applicable, estimateOf(candidates[0]!, promptChars, maxTokens)) : null;
+      const reservation: Reservation | null =
+        admission.applicable.length > 0
+          ? budgets.reserve(admission.applicable, estimateOf(candidates[0]!, promptChars, maxTokens))
+          : null;
       const attempted: string[] = [];
       let upstreamMicros = 0;
       try {
@@ -271,11 +398,23 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
           const provider = providers.get(model.provider)!;
           const clientModel = enforcement === 'shadow' ? requested! : model.id;
           const started = performance.now();
-          const result = await attempt(upstreamOf(provider.id), {
-            shape: req.shape, body, stream, model, provider, clientModel, traceparent: req.traceparent,
-            anthropicVersion: typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
-            signal: req.signal, nowSeconds: Math.floor(nowMs / 1000),
-          }, callId.slice(5));
+          const result = await attempt(
+            upstreamOf(provider.id),
+            {
+              shape: req.shape,
+              body,
+              stream,
+              model,
+              provider,
+              clientModel,
+              traceparent: req.traceparent,
+              anthropicVersion:
+                typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
+              signal: req.signal,
+              nowSeconds: Math.floor(nowMs / 1000),
+            },
+            callId.slice(5),
+          );
           if (result.kind === 'failed') {
             if (req.signal.aborted) break;
             health.failure(model.id);
@@ -288,7 +427,8 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
             record({ model: model.id, provider: provider.id, attemptedModels: attempted, outcome: 'upstream_error' });
             throw new AppError('invalid_request', {
               message: `${model.id} refused the request (HTTP ${result.status}): ${String(result.body.error?.message ?? result.body.message ?? 'no reason given')}`,
-              fix: 'Correct the request as the vendor\'s message says.', headers,
+              fix: "Correct the request as the vendor's message says.",
+              headers,
               details: { upstreamStatus: result.status },
             });
           }
@@ -301,19 +441,43 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
             headers['x-svc-cost-micros'] = String(cost);
             const overhead = Math.max(0, Math.round((performance.now() - req.startedAt) * 1000 - upstreamMicros));
             headers['x-svc-overhead-micros'] = String(overhead);
-            record({ model: model.id, provider: provider.id, attemptedModels: attempted, inputTokens: result.usage?.input ?? 0, outputTokens: result.usage?.output ?? 0, costMicros: cost, overheadMicros: overhead });
+            record({
+              model: model.id,
+              provider: provider.id,
+              attemptedModels: attempted,
+              inputTokens: result.usage?.input ?? 0,
+              outputTokens: result.usage?.output ?? 0,
+              costMicros: cost,
+              overheadMicros: overhead,
+            });
             return { status: 200, headers, json: result.body };
           }
           health.success(model.id, result.upstreamFirstByteMs);
           serveHeaders(model);
-          const overhead = Math.max(0, Math.round((performance.now() - req.startedAt - result.upstreamFirstByteMs) * 1000));
+          const overhead = Math.max(
+            0,
+            Math.round((performance.now() - req.startedAt - result.upstreamFirstByteMs) * 1000),
+          );
           headers['x-svc-overhead-micros'] = String(overhead);
           void result.done.then(({ usage, outcome }) => {
             // A stream that did not finish (cut, or the client left) may never have reported its
             // usage: it is charged at least what was reserved for it, never nothing.
-            const cost = outcome === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimateOf(model, promptChars, maxTokens));
+            const cost =
+              outcome === 'ok'
+                ? costOf(model, usage)
+                : Math.max(costOf(model, usage), estimateOf(model, promptChars, maxTokens));
             reservation?.settle(cost);
-            record({ model: model.id, provider: provider.id, attemptedModels: attempted, inputTokens: usage?.input ?? 0, outputTokens: usage?.output ?? 0, costMicros: cost, overheadMicros: overhead, outcome, latencyMs: Math.round(performance.now() - req.startedAt) });
+            record({
+              model: model.id,
+              provider: provider.id,
+              attemptedModels: attempted,
+              inputTokens: usage?.input ?? 0,
+              outputTokens: usage?.output ?? 0,
+              costMicros: cost,
+              overheadMicros: overhead,
+              outcome,
+              latencyMs: Math.round(performance.now() - req.startedAt),
+            });
           });
           return { status: 200, headers, stream: result.stream };
         }
@@ -324,22 +488,46 @@ export function createGateway(deps: { store: Store; clock: Clock; ids: IdSource;
       reservation?.settle(0);
       record({ attemptedModels: attempted, outcome: req.signal.aborted ? 'cancelled' : 'upstream_failure' });
       throw new AppError('upstream_failure', {
-        message: attempted.length > 0 ? `Every eligible model failed: ${attempted.join(', ')}.` : 'Every eligible model is failing (their circuits are open); none was tried.',
-        headers, details: { attemptedModels: attempted },
+        message:
+          attempted.length > 0
+            ? `Every eligible model failed: ${attempted.join(', ')}.`
+            : 'Every eligible model is failing (their circuits are open); none was tried.',
+        headers,
+        details: { attemptedModels: attempted },
       });
     },
 
     /** The workspace's own settings (console), over the deployment's defaults. */
     settingsOf(wid: string) {
       const own = store.tables.workspaceGateway.get(wid);
-      return { enforcement: own?.enforcement ?? settings.enforcement, dataLoss: own?.dataLoss ?? settings.dataLoss, updatedAt: own?.updatedAt ?? null, updatedBy: own?.updatedBy ?? null };
+      return {
+        enforcement: own?.enforcement ?? settings.enforcement,
+        dataLoss: own?.dataLoss ?? settings.dataLoss,
+        updatedAt: own?.updatedAt ?? null,
+        updatedBy: own?.updatedBy ?? null,
+      };
     },
 
-    async configure(wid: string, change: { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' }, actor: string) {
+    async configure(
+      wid: string,
+      change: { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' },
+      actor: string,
+    ) {
       await store.write(() => {
         const current = store.tables.workspaceGateway.get(wid);
-        store.tables.workspaceGateway.put(wid, { ...current, ...change, updatedAt: isoAt(clock.now()), updatedBy: actor });
-        deps.ledger.record({ workspaceId: wid, actor, kind: 'gateway.settings_updated', subject: wid, data: { ...change } });
+        store.tables.workspaceGateway.put(wid, {
+          ...current,
+          ...change,
+          updatedAt: isoAt(clock.now()),
+          updatedBy: actor,
+        });
+        deps.ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'gateway.settings_updated',
+          subject: wid,
+          data: { ...change },
+        });
       });
       return this.settingsOf(wid);
     },

@@ -36,18 +36,30 @@ export function readSteering(headers: Record<string, string | string[] | undefin
     throw invalidField('x-svc-task-class', 'x-svc-task-class must be dotted words such as code.review');
   }
   const taskId = one(headers, 'x-svc-task-id');
-  if (taskId !== undefined && !TASK_ID.test(taskId)) throw invalidField('x-svc-task-id', 'x-svc-task-id must be a task id (task_ and 22 letters or digits) from an earlier x-svc-task-id answer');
+  if (taskId !== undefined && !TASK_ID.test(taskId))
+    throw invalidField(
+      'x-svc-task-id',
+      'x-svc-task-id must be a task id (task_ and 22 letters or digits) from an earlier x-svc-task-id answer',
+    );
   const objective = one(headers, 'x-svc-objective') ?? 'balanced';
-  if (!(OBJECTIVES as readonly string[]).includes(objective)) throw invalidField('x-svc-objective', `x-svc-objective must be one of ${OBJECTIVES.join(', ')}`);
+  if (!(OBJECTIVES as readonly string[]).includes(objective))
+    throw invalidField('x-svc-objective', `x-svc-objective must be one of ${OBJECTIVES.join(', ')}`);
   const dryRun = one(headers, 'x-svc-dry-run');
-  if (dryRun !== undefined && dryRun !== 'true' && dryRun !== 'false') throw invalidField('x-svc-dry-run', 'x-svc-dry-run must be true or false');
+  if (dryRun !== undefined && dryRun !== 'true' && dryRun !== 'false')
+    throw invalidField('x-svc-dry-run', 'x-svc-dry-run must be true or false');
   const session = one(headers, 'x-svc-client-session');
-  if (session !== undefined && !PRINTABLE.test(session)) throw invalidField('x-svc-client-session', 'x-svc-client-session must be 1 to 128 printable characters');
+  if (session !== undefined && !PRINTABLE.test(session))
+    throw invalidField('x-svc-client-session', 'x-svc-client-session must be 1 to 128 printable characters');
   const oversight = one(headers, 'x-svc-human-oversight');
-  if (oversight !== undefined && oversight !== 'acknowledged') throw invalidField('x-svc-human-oversight', 'x-svc-human-oversight must be acknowledged when sent');
+  if (oversight !== undefined && oversight !== 'acknowledged')
+    throw invalidField('x-svc-human-oversight', 'x-svc-human-oversight must be acknowledged when sent');
   return {
-    taskClass: taskClass?.toLowerCase() ?? null, taskId: taskId ?? null, objective: objective as Objective,
-    dryRun: dryRun === 'true', clientSession: session ?? null, oversight: oversight === 'acknowledged',
+    taskClass: taskClass?.toLowerCase() ?? null,
+    taskId: taskId ?? null,
+    objective: objective as Objective,
+    dryRun: dryRun === 'true',
+    clientSession: session ?? null,
+    oversight: oversight === 'acknowledged',
   };
 }
 
@@ -59,12 +71,17 @@ export function classify(text: string, rules: readonly ClassifierRule[], fallbac
 
 /** High-risk classes (exact, or a parent ending in `.*`) need a person's acknowledged oversight. */
 export function checkOversight(taskClass: string, highRisk: readonly string[], acknowledged: boolean): void {
-  const risky = highRisk.some((c) => c === taskClass || (c.endsWith('.*') && (taskClass === c.slice(0, -2) || taskClass.startsWith(c.slice(0, -1)))));
+  const risky = highRisk.some(
+    (c) =>
+      c === taskClass || (c.endsWith('.*') && (taskClass === c.slice(0, -2) || taskClass.startsWith(c.slice(0, -1)))),
+  );
   if (risky && !acknowledged) {
     throw new AppError('invalid_request', {
       message: `Task class ${taskClass} is high-risk: a person must review this work, and the request must say so.`,
       fix: 'Send x-svc-human-oversight: acknowledged once a person reviews the output.',
-      details: { errors: [{ field: 'x-svc-human-oversight', message: `required for the high-risk task class ${taskClass}` }] },
+      details: {
+        errors: [{ field: 'x-svc-human-oversight', message: `required for the high-risk task class ${taskClass}` }],
+      },
     });
   }
 }

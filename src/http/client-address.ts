@@ -11,8 +11,11 @@ export function clientAddress(request: Request, trustedProxies: readonly string[
   const socket = normalise(request.info.remoteAddress);
   if (trustedProxies.length === 0 || !addressAllowed(socket, trustedProxies)) return socket;
   const header = request.headers['x-forwarded-for'];
-  const joined: string = Array.isArray(header) ? header.join(',') : (typeof header === 'string' ? header : '');
-  const hops = joined.split(',').map((s) => s.trim()).filter(Boolean);
+  const joined: string = Array.isArray(header) ? header.join(',') : typeof header === 'string' ? header : '';
+  const hops = joined
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (let i = hops.length - 1; i >= 0; i -= 1) {
     const hop = normalise(hops[i]!);
     if (!ipaddr.isValid(hop)) return socket;
@@ -36,7 +39,11 @@ function normalise(address: string): string {
 export function rateKeyOf(address: string): string {
   try {
     const parsed = ipaddr.process(address);
-    if (parsed.kind() === 'ipv6') return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+    if (parsed.kind() === 'ipv6')
+      return `${(parsed as ipaddr.IPv6).parts
+        .slice(0, 4)
+        .map((p) => p.toString(16))
+        .join(':')}::/64`;
     return parsed.toString();
   } catch {
     return address;

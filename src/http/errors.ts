@@ -28,16 +28,21 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
   const source = failed?.output?.payload?.validation?.source ?? 'payload';
   const details = failed?.details ?? [];
   const shown = details.slice(0, MAX_FIELD_ERRORS);
-  const errors: FieldError[] = shown.length > 0
-    ? shown.map((d) => ({
-      field: d.path.length === 0 ? null : [...(source === 'payload' ? [] : [source]), ...d.path].join('.'),
-      message: d.message,
-    }))
-    : [{ field: null, message: err?.message ?? 'invalid request' }];
-  if (details.length > MAX_FIELD_ERRORS) errors.push({ field: null, message: `and ${details.length - MAX_FIELD_ERRORS} more fields at fault` });
+  const errors: FieldError[] =
+    shown.length > 0
+      ? shown.map((d) => ({
+          field: d.path.length === 0 ? null : [...(source === 'payload' ? [] : [source]), ...d.path].join('.'),
+          message: d.message,
+        }))
+      : [{ field: null, message: err?.message ?? 'invalid request' }];
+  if (details.length > MAX_FIELD_ERRORS)
+    errors.push({ field: null, message: `and ${details.length - MAX_FIELD_ERRORS} more fields at fault` });
   const options = svcOptions(request.route.settings);
   const firstField = errors[0]?.field?.split('.')[0];
-  const type: ErrorType = (firstField !== undefined && options.validationTypeByField?.[firstField]) || options.validationType || 'invalid_request';
+  const type: ErrorType =
+    (firstField !== undefined && options.validationTypeByField?.[firstField]) ||
+    options.validationType ||
+    'invalid_request';
   throw new AppError(type, { details: { errors } });
 }
 
@@ -54,24 +59,39 @@ export function payloadFailAction(_request: Request, _h: unknown, err: Error | u
   if (/prototype/i.test(String((boom?.data as Error | undefined)?.message ?? ''))) {
     throw invalidField('__proto__', 'the key "__proto__" is not allowed anywhere in the body');
   }
-  throw new AppError('invalid_json', { message: `The request body is not valid JSON${boom?.message && !/format/.test(boom.message) ? `: ${boom.message}` : '.'}` });
+  throw new AppError('invalid_json', {
+    message: `The request body is not valid JSON${boom?.message && !/format/.test(boom.message) ? `: ${boom.message}` : '.'}`,
+  });
 }
 
-export function toAppError(server: Server, request: Request, response: Boom | Error, options: { retryAfterSeconds: number }): AppError {
+export function toAppError(
+  server: Server,
+  request: Request,
+  response: Boom | Error,
+  options: { retryAfterSeconds: number },
+): AppError {
   if (response instanceof AppError) return response;
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
   if (status === 404 && isUnmatched(request)) return unmatched(server, request);
   switch (status) {
-    case 400: return invalidField(null, boom.message);
-    case 401: return unauthenticated(request, boom);
-    case 403: return new AppError('forbidden');
-    case 404: return new AppError('not_found');
-    case 413: return new AppError('body_too_large');
-    case 415: return invalidField(null, 'unsupported content-type');
+    case 400:
+      return invalidField(null, boom.message);
+    case 401:
+      return unauthenticated(request, boom);
+    case 403:
+      return new AppError('forbidden');
+    case 404:
+      return new AppError('not_found');
+    case 413:
+      return new AppError('body_too_large');
+    case 415:
+      return invalidField(null, 'unsupported content-type');
     // hapi's load shedding (server `load` limits), checked at dispatch.
-    case 503: return new AppError('overloaded', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
-    default: return new AppError('internal', { cause: response });
+    case 503:
+      return new AppError('overloaded', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
+    default:
+      return new AppError('internal', { cause: response });
   }
 }
 
@@ -85,8 +105,9 @@ function unauthenticated(request: Request, boom: Boom): AppError {
   // A session cookie was sent but names no live session (signed out, expired, sealed with another
   // key): say so, rather than "none was sent".
   const cookie = String(request.headers.cookie ?? '');
-  const stale = /invalid|expired|bad/i.test(boom.message ?? '')
-    || (strategy?.startsWith('session') === true && /(^|;\s*)(__Host-)?sid=/.test(cookie));
+  const stale =
+    /invalid|expired|bad/i.test(boom.message ?? '') ||
+    (strategy?.startsWith('session') === true && /(^|;\s*)(__Host-)?sid=/.test(cookie));
   const message = stale
     ? 'The session has ended or is not valid; sign in again.'
     : `This route takes ${expected ?? 'a credential'}; none was sent.`;

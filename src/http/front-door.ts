@@ -58,7 +58,11 @@ export function installFrontDoor(listener: NodeServer, options: FrontDoorOptions
     if (path && (req.method === 'GET' || req.method === 'HEAD')) {
       const { status, body } = options.health(path);
       const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+      res.writeHead(status, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(text),
+        'cache-control': 'no-store',
+      });
       res.end(req.method === 'HEAD' ? undefined : text);
       options.answered({ requestId: id, method: req.method, route: path, status, ms: Date.now() - received });
       return;
@@ -81,7 +85,9 @@ export function securityHeaders(path: string, production: boolean): Array<[strin
 /** The request id and trace given at the listener, or undefined for an injected request. */
 export function stampOf(req: IncomingMessage): { requestId: string; traceparent: string } | undefined {
   const stamped = req as Stamped;
-  return stamped[REQUEST_ID] && stamped[TRACE] ? { requestId: stamped[REQUEST_ID], traceparent: stamped[TRACE] } : undefined;
+  return stamped[REQUEST_ID] && stamped[TRACE]
+    ? { requestId: stamped[REQUEST_ID], traceparent: stamped[TRACE] }
+    : undefined;
 }
 
 /**

@@ -44,7 +44,8 @@ export function createGuards(options: GuardOptions): Guards {
   };
   const csrf = (request: Request) => checkCsrf(request, options.baseUrl, options.baseUrlConfigured);
   const refuse = (decision: { allowed: boolean; resetSeconds: number }) => {
-    if (!decision.allowed) throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
+    if (!decision.allowed)
+      throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
   };
   const limit = (request: Request, kind: RateLimitKind) => {
     refuse(limiters[kind].take(rateKeyOf(clientAddress(request, options.trustedProxies))));
@@ -55,7 +56,12 @@ export function createGuards(options: GuardOptions): Guards {
     accountAttempt(email: string) {
       refuse(limiters.account.take(email.trim().toLowerCase()));
     },
-    consoleWrite: { method: (request: Request, h: ResponseToolkit) => { csrf(request); return h.continue; } },
+    consoleWrite: {
+      method: (request: Request, h: ResponseToolkit) => {
+        csrf(request);
+        return h.continue;
+      },
+    },
     publicRoute(kind, routeOptions = {}) {
       return {
         method: (request: Request, h: ResponseToolkit) => {
@@ -76,7 +82,10 @@ function checkCsrf(request: Request, baseUrl: () => string, exact: boolean): voi
   }
   const origin = request.headers.origin;
   if (origin !== undefined && !originMatches(request, String(origin), new URL(baseUrl()).origin, exact)) {
-    throw new AppError('csrf', { message: `Origin ${String(origin).slice(0, 200)} is not this deployment.`, fix: 'Send console writes from pages served by this deployment.' });
+    throw new AppError('csrf', {
+      message: `Origin ${String(origin).slice(0, 200)} is not this deployment.`,
+      fix: 'Send console writes from pages served by this deployment.',
+    });
   }
 }
 

@@ -36,7 +36,11 @@ export function createRefusals(registry: Pick<IntegrationRegistry, 'configOf'>) 
         const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
         const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
         if (status >= 400) {
-          const w = String(request.params.wid ?? (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound?.workspaceId ?? '_');
+          const w = String(
+            request.params.wid ??
+              (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound?.workspaceId ??
+              '_',
+          );
           const key = `${WID.test(w) && registry.configOf(w, kind) !== undefined ? w : '_'}/${kind}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
         }
@@ -52,7 +56,13 @@ export type Refusals = ReturnType<typeof createRefusals>;
  * Route options of an inbound route of `kind`; `maxBytes` only for provider bodies that may be
  * larger; `variant` for a route verified by a second strategy of the kind (its verifier's `variant`).
  */
-export function hookOptions(kind: IntegrationKind, refusals: Refusals, extra: Partial<RouteOptions> = {}, maxBytes = HOOK_BODY_LIMIT, variant?: string): RouteOptions {
+export function hookOptions(
+  kind: IntegrationKind,
+  refusals: Refusals,
+  extra: Partial<RouteOptions> = {},
+  maxBytes = HOOK_BODY_LIMIT,
+  variant?: string,
+): RouteOptions {
   return {
     auth: { strategy: inboundStrategy(kind, variant), payload: 'required' },
     ext: { onPreResponse: { method: refusals.counter(kind) } },
@@ -86,23 +96,37 @@ export function routeWorkspace(request: Request): string | undefined {
  * With `once`, the signed request (its timestamp and body) is then claimed: a replayed call is
  * refused, however its header lists the v1 values.
  */
-export function svcSignatureVerifier(kind: IntegrationKind, registry: IntegrationRegistry, once?: (wid: string, signature: string) => Promise<boolean>): InboundVerifier<ParsedSignature> {
+export function svcSignatureVerifier(
+  kind: IntegrationKind,
+  registry: IntegrationRegistry,
+  once?: (wid: string, signature: string) => Promise<boolean>,
+): InboundVerifier<ParsedSignature> {
   return {
     kind,
     headers(request, nowMs) {
       const header = request.headers['svc-signature'];
-      if (typeof header !== 'string') throw signatureRefused('This route takes a signed request (svc-signature header); none was sent.');
+      if (typeof header !== 'string')
+        throw signatureRefused('This route takes a signed request (svc-signature header); none was sent.');
       const parsed = parseSignatureHeader(header);
       if (!parsed) throw signatureRefused('The svc-signature header is malformed; expected t=<unix seconds>,v1=<hex>.');
-      if (!timestampFresh(parsed.t, nowMs)) throw signatureRefused('The signature timestamp is more than five minutes from now.', "Sign each request at the moment it is sent, with the sender's clock in sync.");
+      if (!timestampFresh(parsed.t, nowMs))
+        throw signatureRefused(
+          'The signature timestamp is more than five minutes from now.',
+          "Sign each request at the moment it is sent, with the sender's clock in sync.",
+        );
       return parsed;
     },
     async body(request, raw, parsed) {
       const w = routeWorkspace(request);
-      if (!w || !signatureMatches(parsed, raw, registry.secretsFor(w, kind))) throw signatureRefused('The signature does not match the body.');
+      if (!w || !signatureMatches(parsed, raw, registry.secretsFor(w, kind)))
+        throw signatureRefused('The signature does not match the body.');
       // Claimed by what was signed (timestamp and body), not by the header's text: the same signed
       // request with another v1 added or the v1s reordered is the same request.
-      if (once && !(await once(w, `${parsed.t}:${createHash('sha256').update(raw).digest('hex')}`))) throw signatureRefused('This signed request was already received; each is accepted once.', 'Sign every request afresh.');
+      if (once && !(await once(w, `${parsed.t}:${createHash('sha256').update(raw).digest('hex')}`)))
+        throw signatureRefused(
+          'This signed request was already received; each is accepted once.',
+          'Sign every request afresh.',
+        );
       return { workspaceId: w };
     },
   };

@@ -5,7 +5,21 @@ import Joi from 'joi';
  * the list query of API.md (`?limit=` 1-200, default 50, `?cursor=`), a person id, and a list of
  * agent tags (words without spaces, at most 50).
  */
-export const wid = Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/).required();
-export const page = Joi.object({ limit: Joi.number().integer().min(1).max(200).default(50), cursor: Joi.string().max(64) });
+export const wid = Joi.string()
+  .pattern(/^ws_[0-9A-Za-z]{22}$/)
+  .required();
+export const page = Joi.object({
+  limit: Joi.number().integer().min(1).max(200).default(50),
+  cursor: Joi.string().max(64),
+});
 export const userId = Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/);
-export const tagList = Joi.array().items(Joi.string().trim().min(1).max(64).pattern(/^[^\s]+$/)).max(50).unique();
+export const tagList = Joi.array()
+  .items(
+    Joi.string()
+      .trim()
+      .min(1)
+      .max(64)
+      .pattern(/^[^\s]+$/),
+  )
+  .max(50)
+  .unique();

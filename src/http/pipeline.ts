@@ -43,7 +43,10 @@ export interface PipelineOptions {
 }
 
 /** One log line per request, from a fixed list of fields: never headers, query or body. */
-export function logRequest(log: Logger, entry: { requestId: string; method: string; route: string; status: number; ms: number }): void {
+export function logRequest(
+  log: Logger,
+  entry: { requestId: string; method: string; route: string; status: number; ms: number },
+): void {
   log.info(entry, 'request');
 }
 
@@ -68,7 +71,11 @@ export function requestStamp(request: Request): { requestId: string; traceparent
 }
 
 /** The headers the listener sets on real requests, set through hapi for injected ones. */
-function stampInjected(request: Request, res: { header(name: string, value: string): unknown }, production: boolean): void {
+function stampInjected(
+  request: Request,
+  res: { header(name: string, value: string): unknown },
+  production: boolean,
+): void {
   res.header('x-request-id', request.app.requestId);
   res.header('svc-version', API_VERSION);
   res.header('traceparent', request.app.traceparent);
@@ -81,7 +88,13 @@ export const pipeline: Plugin<PipelineOptions> = {
     // The request's log line is written here, from the answer about to go out: a separate
     // 'response' event subscription costs every request another dispatch.
     const logLine = (request: Request, requestId: string, status: number) => {
-      logRequest(options.log, { requestId, method: request.method.toUpperCase(), route: request.route.path, status, ms: Date.now() - request.info.received });
+      logRequest(options.log, {
+        requestId,
+        method: request.method.toUpperCase(),
+        route: request.route.path,
+        status,
+        ms: Date.now() - request.info.received,
+      });
     };
 
     // One pass over every parsed body, before validation (one lifecycle step, not two):
@@ -91,11 +104,19 @@ export const pipeline: Plugin<PipelineOptions> = {
     //   RFC 8785 has no form for a lone surrogate. Refused by field.
     server.ext('onPostAuth', (request: Request, h: ResponseToolkit) => {
       const { payload } = request;
-      if (typeof payload === 'string' || (payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload))) {
+      if (
+        typeof payload === 'string' ||
+        (payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload))
+      ) {
         const limit = svcOptions(request.route.settings).maxBodyMembers ?? MAX_BODY_MEMBERS;
-        if (exceedsMembers(payload, limit)) throw invalidField(null, `the body has more than ${limit} fields and items in all`);
+        if (exceedsMembers(payload, limit))
+          throw invalidField(null, `the body has more than ${limit} fields and items in all`);
         const at = illFormedPath(payload);
-        if (at !== undefined) throw invalidField(at, `${at === null ? 'the body' : `"${at}"`} must be well-formed Unicode text (it holds a lone surrogate)`);
+        if (at !== undefined)
+          throw invalidField(
+            at,
+            `${at === null ? 'the body' : `"${at}"`} must be well-formed Unicode text (it holds a lone surrogate)`,
+          );
       }
       return h.continue;
     });
@@ -110,7 +131,12 @@ export const pipeline: Plugin<PipelineOptions> = {
         }
         const rendered = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const envelope = svcOptions(request.route.settings).errorEnvelope;
-        const body = envelope === 'anthropic' ? anthropicEnvelope(rendered) : envelope === 'oauth' ? oauthEnvelope(rendered, err.status) : rendered;
+        const body =
+          envelope === 'anthropic'
+            ? anthropicEnvelope(rendered)
+            : envelope === 'oauth'
+              ? oauthEnvelope(rendered, err.status)
+              : rendered;
         const res = h.response(body).code(err.status).type('application/json; charset=utf-8');
         for (const [name, value] of Object.entries(request.app.responseHeaders ?? {})) res.header(name, value);
         for (const [name, value] of Object.entries(err.headers)) res.header(name, value);
@@ -122,10 +148,10 @@ export const pipeline: Plugin<PipelineOptions> = {
       if (request.app.responseHeaders && response && 'header' in response) {
         for (const [name, value] of Object.entries(request.app.responseHeaders)) response.header(name, value);
       }
-      if (request.app.injected && response && 'header' in response) stampInjected(request, response, options.production);
+      if (request.app.injected && response && 'header' in response)
+        stampInjected(request, response, options.production);
       logLine(request, requestId, response && 'statusCode' in response ? response.statusCode : 0);
       return h.continue;
     });
-
   },
 };

@@ -85,12 +85,15 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     debug: false,
     router: { stripTrailingSlash: false },
     // Load shedding: hapi checks these at dispatch, before any route work (503 overloaded).
-    load: settings.load.sampleIntervalMs === 0 ? { sampleInterval: 0 } : {
-      sampleInterval: settings.load.sampleIntervalMs,
-      maxEventLoopDelay: settings.load.maxEventLoopDelayMs,
-      maxHeapUsedBytes: settings.load.maxHeapUsedBytes,
-      maxRssBytes: settings.load.maxRssBytes,
-    },
+    load:
+      settings.load.sampleIntervalMs === 0
+        ? { sampleInterval: 0 }
+        : {
+            sampleInterval: settings.load.sampleIntervalMs,
+            maxEventLoopDelay: settings.load.maxEventLoopDelayMs,
+            maxHeapUsedBytes: settings.load.maxHeapUsedBytes,
+            maxRssBytes: settings.load.maxRssBytes,
+          },
     routes: {
       payload: { maxBytes: settings.limits.bodyBytes, failAction: payloadFailAction },
       validate: {
@@ -114,22 +117,40 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     answered: (entry) => logRequest(log, entry),
   });
   answerClientErrors(listener, { baseUrl, production });
-  await server.register({ plugin: pipeline, options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds } });
-  const guards = createGuards({ clock, baseUrl, baseUrlConfigured: settings.baseUrl !== null, trustedProxies: settings.server.trustedProxies, rateLimits: settings.rateLimits });
+  await server.register({
+    plugin: pipeline,
+    options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds },
+  });
+  const guards = createGuards({
+    clock,
+    baseUrl,
+    baseUrlConfigured: settings.baseUrl !== null,
+    trustedProxies: settings.server.trustedProxies,
+    rateLimits: settings.rateLimits,
+  });
 
-  registerAgentKey(server, { keys: services.keys, oauth: services.oauth, baseUrl, gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }) });
+  registerAgentKey(server, {
+    keys: services.keys,
+    oauth: services.oauth,
+    baseUrl,
+    gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }),
+  });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
   const registry = services.integrationRegistry;
   const refusals = createRefusals(registry);
-  const billingSecrets = [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter((s): s is string => s !== null);
+  const billingSecrets = [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter(
+    (s): s is string => s !== null,
+  );
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
     ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, clock }),
     stripeVerifier(registry, clock, billingSecrets),
     stripeBillingVerifier(clock, billingSecrets),
-    svcSignatureVerifier('chat-relay', registry, (w, signature) => services.chat.claimSignature(`chat-relay/${w}`, signature)),
+    svcSignatureVerifier('chat-relay', registry, (w, signature) =>
+      services.chat.claimSignature(`chat-relay/${w}`, signature),
+    ),
     slackVerifier(registry, (signature) => services.chat.claimSignature('slack', signature)),
   ]);
   registerDenyByDefault(server);
@@ -143,38 +164,133 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
 
   await server.register({ plugin: systemRoutes, options: health });
   await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
-  await server.register({ plugin: keysRoutes, options: { keys: services.keys, people: services.people, production, guards } });
-  await server.register({ plugin: agentsRoutes, options: { agents: services.agents, blueprints: services.blueprints, keys: services.keys, people: services.people, production, guards } });
-  await server.register({ plugin: blueprintsRoutes, options: { blueprints: services.blueprints, agents: services.agents, people: services.people, production, guards } });
-  await server.register({ plugin: mandatesRoutes, options: { mandates: services.mandates, agents: services.agents, people: services.people, production, guards } });
+  await server.register({
+    plugin: keysRoutes,
+    options: { keys: services.keys, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: agentsRoutes,
+    options: {
+      agents: services.agents,
+      blueprints: services.blueprints,
+      keys: services.keys,
+      people: services.people,
+      production,
+      guards,
+    },
+  });
+  await server.register({
+    plugin: blueprintsRoutes,
+    options: { blueprints: services.blueprints, agents: services.agents, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: mandatesRoutes,
+    options: { mandates: services.mandates, agents: services.agents, people: services.people, production, guards },
+  });
   await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
-  await server.register({ plugin: receiptsRoutes, options: { receipts: services.receipts, signingKeys: services.signingKeys, guards } });
-  await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, people: services.people, production } });
-  await server.register({ plugin: serviceTokensRoutes, options: { tokens: services.serviceTokens, people: services.people, production, guards } });
+  await server.register({
+    plugin: receiptsRoutes,
+    options: { receipts: services.receipts, signingKeys: services.signingKeys, guards },
+  });
+  await server.register({
+    plugin: ledgerRoutes,
+    options: { ledger: services.ledger, people: services.people, production },
+  });
+  await server.register({
+    plugin: serviceTokensRoutes,
+    options: { tokens: services.serviceTokens, people: services.people, production, guards },
+  });
   await server.register({ plugin: drillsRoutes, options: { drills: services.drills } });
   await server.register({ plugin: scorecardRoutes, options: { scorecard: services.scorecard } });
-  await server.register({ plugin: killSwitchRoutes, options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards } });
-  await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, people: services.people, production, guards } });
-  await server.register({ plugin: gatewayRoutes, options: { gateway: services.gateway, budgets: services.budgets, calls: services.calls, settings: settings.gateway, people: services.people, production, guards } });
-  await server.register({ plugin: mcpRoutes, options: { gate: services.gate, proxy: services.mcpProxy, baseUrl, version: API_VERSION, people: services.people, production, guards, stillValid: credentialLive(app.store) } });
-  await server.register({ plugin: integrationsRoutes, options: { integrations: services.integrations, cards: services.cards, registry, refusals, people: services.people, production, guards } });
-  await server.register({ plugin: stripeRoutes, options: { stripe: services.stripe, cards: services.cards, refusals, people: services.people, production, guards } });
-  await server.register({ plugin: plansRoutes, options: { plans: services.plans, people: services.people, production } });
-  await server.register({ plugin: githubRoutes, options: { github: services.github, refusals, people: services.people, production, guards } });
+  await server.register({
+    plugin: killSwitchRoutes,
+    options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: approvalsRoutes,
+    options: { approvals: services.approvals, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: gatewayRoutes,
+    options: {
+      gateway: services.gateway,
+      budgets: services.budgets,
+      calls: services.calls,
+      settings: settings.gateway,
+      people: services.people,
+      production,
+      guards,
+    },
+  });
+  await server.register({
+    plugin: mcpRoutes,
+    options: {
+      gate: services.gate,
+      proxy: services.mcpProxy,
+      baseUrl,
+      version: API_VERSION,
+      people: services.people,
+      production,
+      guards,
+      stillValid: credentialLive(app.store),
+    },
+  });
+  await server.register({
+    plugin: integrationsRoutes,
+    options: {
+      integrations: services.integrations,
+      cards: services.cards,
+      registry,
+      refusals,
+      people: services.people,
+      production,
+      guards,
+    },
+  });
+  await server.register({
+    plugin: stripeRoutes,
+    options: { stripe: services.stripe, cards: services.cards, refusals, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: plansRoutes,
+    options: { plans: services.plans, people: services.people, production },
+  });
+  await server.register({
+    plugin: githubRoutes,
+    options: { github: services.github, refusals, people: services.people, production, guards },
+  });
   await server.register({ plugin: ssfRoutes, options: { ssf: services.ssf, refusals } });
-  await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, people: services.people, production, guards } });
-  await server.register({ plugin: chatRoutes, options: { chat: services.chat, refusals, people: services.people, production, guards } });
-  await server.register({ plugin: oauthRoutes, options: { oauth: services.oauth, people: services.people, production, guards, consentKey: deriveKey(app.masterKey, 'oauth-consent'), issuer: baseUrl } });
+  await server.register({
+    plugin: webhooksRoutes,
+    options: { webhooks: services.webhooks, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: chatRoutes,
+    options: { chat: services.chat, refusals, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: oauthRoutes,
+    options: {
+      oauth: services.oauth,
+      people: services.people,
+      production,
+      guards,
+      consentKey: deriveKey(app.masterKey, 'oauth-consent'),
+      issuer: baseUrl,
+    },
+  });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
 
   app.publicUrl.set(baseUrl);
   // Ledger checkpoints: every interval when records were added, and once more on shutdown.
   let checkpoints: NodeJS.Timeout | undefined;
   // Expired approvals are ended first, so their ledger records make the same checkpoint.
-  const checkpoint = () => services.approvals.expireDue()
-    .catch((err: unknown) => log.error({ err }, 'approval expiry failed'))
-    .then(() => services.ledger.checkpointAll())
-    .catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
+  const checkpoint = () =>
+    services.approvals
+      .expireDue()
+      .catch((err: unknown) => log.error({ err }, 'approval expiry failed'))
+      .then(() => services.ledger.checkpointAll())
+      .catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
 
   return {
     server,

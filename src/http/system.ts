@@ -31,7 +31,9 @@ export const systemRoutes: Plugin<HealthSource> = {
       { method: 'GET', path: '/healthz', options: { auth: false }, handler: answer('/healthz') },
       { method: 'GET', path: '/readyz', options: { auth: false }, handler: answer('/readyz') },
       {
-        method: 'GET', path: '/docs/errors', options: { auth: false },
+        method: 'GET',
+        path: '/docs/errors',
+        options: { auth: false },
         handler: (_request, h) => h.response(page).type('text/html; charset=utf-8'),
       },
     ]);

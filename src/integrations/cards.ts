@@ -32,7 +32,11 @@ import type { HookAnswer, HookEvents } from './hook-events.js';
  */
 export const MATCH_WINDOW_MS = 7 * 86_400_000;
 
-export interface CardMerchant { name: string; domain?: string | null; mcc?: string | null }
+export interface CardMerchant {
+  name: string;
+  domain?: string | null;
+  mcc?: string | null;
+}
 
 /** An authorization request, in the providers' common shape. */
 export interface CardAuthorization {
@@ -55,7 +59,11 @@ export interface CardCharge {
   createdAt: string;
 }
 
-export interface CardDecision { approved: boolean; actionId: string | null; reason: string }
+export interface CardDecision {
+  approved: boolean;
+  actionId: string | null;
+  reason: string;
+}
 
 /** What a mandate's `merchants` name: the merchant's domain when known, else its name (lower case). */
 export const merchantOf = (m: CardMerchant): string => (m.domain ?? m.name).toLowerCase();
@@ -74,9 +82,13 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
     // payment decided within the charge's second still counts as before it.
     const at = Math.floor(Date.parse(action.createdAt) / 1000) * 1000;
     const chargedAt = Date.parse(charge.createdAt);
-    return action.payment.amount === charge.amount && action.payment.currency === charge.currency
-      && (action.payment.merchant ?? '').toLowerCase() === merchantOf(charge.merchant)
-      && at <= chargedAt && chargedAt - at <= MATCH_WINDOW_MS;
+    return (
+      action.payment.amount === charge.amount &&
+      action.payment.currency === charge.currency &&
+      (action.payment.merchant ?? '').toLowerCase() === merchantOf(charge.merchant) &&
+      at <= chargedAt &&
+      chargedAt - at <= MATCH_WINDOW_MS
+    );
   };
 
   /**
@@ -84,16 +96,32 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
    * flagged. `fresh`: the charge just imported, always recorded; any other is recorded again only
    * when its match changed.
    */
-  const reconcileInWrite = (wid: string, provider: CardProvider, cardId: string, actor: string, fresh?: string): void => {
+  const reconcileInWrite = (
+    wid: string,
+    provider: CardProvider,
+    cardId: string,
+    actor: string,
+    fresh?: string,
+  ): void => {
     const agentId = t.cards.get([wid, provider, cardId])?.agentId ?? null;
-    const charges = t.charges.scan([wid, provider, cardId]).map((e) => e.value).filter((c) => c.kind === 'posted');
-    const actions = agentId ? t.actions.scan([wid]).map((e) => e.value).filter((a) => a.agentId === agentId) : [];
+    const charges = t.charges
+      .scan([wid, provider, cardId])
+      .map((e) => e.value)
+      .filter((c) => c.kind === 'posted');
+    const actions = agentId
+      ? t.actions
+          .scan([wid])
+          .map((e) => e.value)
+          .filter((a) => a.agentId === agentId)
+      : [];
     // Actions settled by the charges of every other card of the workspace are not this card's to take.
     const taken = new Set<string>();
     for (const { value: c } of t.charges.scan([wid])) {
       if (c.actionId !== null && !(c.provider === provider && c.cardId === cardId)) taken.add(c.actionId);
     }
-    for (const charge of charges.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.eventId.localeCompare(b.eventId))) {
+    for (const charge of charges.sort(
+      (a, b) => a.createdAt.localeCompare(b.createdAt) || a.eventId.localeCompare(b.eventId),
+    )) {
       const action = actions.find((a) => !taken.has(a.id) && matches(a, charge));
       if (action) taken.add(action.id);
       const actionId = action?.id ?? null;
@@ -101,8 +129,19 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
       t.charges.put([wid, provider, cardId, charge.eventId], { ...charge, actionId, agentId });
       if (charge.actionId === actionId && charge.eventId !== fresh) continue;
       ledger.record({
-        workspaceId: wid, actor, kind: actionId ? 'card.charge_matched' : 'card.charge_unmatched', subject: charge.eventId,
-        data: { provider, cardId, agentId, actionId, amount: charge.amount, currency: charge.currency, merchant: charge.merchant },
+        workspaceId: wid,
+        actor,
+        kind: actionId ? 'card.charge_matched' : 'card.charge_unmatched',
+        subject: charge.eventId,
+        data: {
+          provider,
+          cardId,
+          agentId,
+          actionId,
+          amount: charge.amount,
+          currency: charge.currency,
+          merchant: charge.merchant,
+        },
       });
     }
   };
@@ -117,13 +156,27 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
     },
 
     /** Maps a card to an agent (or unmaps it), then reconciles its imported charges again. */
-    async mapCard(wid: string, provider: CardProvider, cardId: string, agentId: string | null, actor: string): Promise<{ cardId: string; agentId: string | null }> {
+    async mapCard(
+      wid: string,
+      provider: CardProvider,
+      cardId: string,
+      agentId: string | null,
+      actor: string,
+    ): Promise<{ cardId: string; agentId: string | null }> {
       return store.write(() => {
         if (agentId !== null) {
           const agent = t.agents.get([wid, agentId]);
-          if (!agent || agent.removedAt) throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
+          if (!agent || agent.removedAt)
+            throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
         }
-        const record: CardRecord = { provider, cardId, workspaceId: wid, agentId, updatedAt: isoAt(clock.now()), updatedBy: actor };
+        const record: CardRecord = {
+          provider,
+          cardId,
+          workspaceId: wid,
+          agentId,
+          updatedAt: isoAt(clock.now()),
+          updatedBy: actor,
+        };
         t.cards.put([wid, provider, cardId], record);
         ledger.record({ workspaceId: wid, actor, kind: 'card.mapped', subject: cardId, data: { provider, agentId } });
         reconcileInWrite(wid, provider, cardId, actor);
@@ -137,37 +190,67 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
      * the answer `answerOf(decision)` stored in the same write. An unmapped card is declined, its
      * ledger record written in the same write as the stored answer. A repeat gets the first answer.
      */
-    async authorize(wid: string, provider: CardProvider, auth: CardAuthorization, answerOf: (decision: CardDecision) => HookAnswer): Promise<HookAnswer> {
+    async authorize(
+      wid: string,
+      provider: CardProvider,
+      auth: CardAuthorization,
+      answerOf: (decision: CardDecision) => HookAnswer,
+    ): Promise<HookAnswer> {
       const agentId = t.cards.get([wid, provider, auth.cardId])?.agentId ?? null;
       if (!agentId) {
         const decision = { approved: false, actionId: null, reason: `Card ${auth.cardId} is not mapped to an agent.` };
         return hookEvents.processOnce(wid, provider, auth.eventId, () => {
-          ledger.record({ workspaceId: wid, actor: provider, kind: 'card.authorization_declined', subject: auth.eventId, data: { provider, cardId: auth.cardId, reason: 'unmapped card', amount: auth.amount, currency: auth.currency } });
+          ledger.record({
+            workspaceId: wid,
+            actor: provider,
+            kind: 'card.authorization_declined',
+            subject: auth.eventId,
+            data: {
+              provider,
+              cardId: auth.cardId,
+              reason: 'unmapped card',
+              amount: auth.amount,
+              currency: auth.currency,
+            },
+          });
           return answerOf(decision);
         });
       }
       // The answer (and this card's claim on the action) is stored in the decision's own write:
       // one flush on the card network's deadline path, and no decision without its answer.
       let answer: HookAnswer | undefined;
-      await gate.authorize({ workspaceId: wid, agentId }, {
-        type: 'payment',
-        summary: `Card ${auth.cardId} at ${auth.merchant.name}`,
-        payment: { amount: auth.amount, currency: auth.currency, merchant: merchantOf(auth.merchant) },
-        // The provider's event id makes a redelivery the same action, even if the answer was lost.
-        idempotencyKey: `${provider}:${auth.eventId}`,
-        // The card and its provider: only this card's charges may settle this payment.
-        metadata: { cardId: auth.cardId, cardProvider: provider, [`${provider}Event`]: auth.eventId, ...(auth.merchant.mcc ? { mcc: auth.merchant.mcc } : {}) },
-      }, {
-        // The card network waits a second or two: a rule that needs a person declines at once.
-        cannotWait: true,
-        inWrite: (action) => {
-          answer = hookEvents.onceInWrite(wid, provider, auth.eventId, () => {
-            t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
-            const approved = action.decision === 'allow';
-            return answerOf({ approved, actionId: action.id, reason: approved ? 'allowed by the mandate' : action.reason });
-          });
+      await gate.authorize(
+        { workspaceId: wid, agentId },
+        {
+          type: 'payment',
+          summary: `Card ${auth.cardId} at ${auth.merchant.name}`,
+          payment: { amount: auth.amount, currency: auth.currency, merchant: merchantOf(auth.merchant) },
+          // The provider's event id makes a redelivery the same action, even if the answer was lost.
+          idempotencyKey: `${provider}:${auth.eventId}`,
+          // The card and its provider: only this card's charges may settle this payment.
+          metadata: {
+            cardId: auth.cardId,
+            cardProvider: provider,
+            [`${provider}Event`]: auth.eventId,
+            ...(auth.merchant.mcc ? { mcc: auth.merchant.mcc } : {}),
+          },
         },
-      });
+        {
+          // The card network waits a second or two: a rule that needs a person declines at once.
+          cannotWait: true,
+          inWrite: (action) => {
+            answer = hookEvents.onceInWrite(wid, provider, auth.eventId, () => {
+              t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
+              const approved = action.decision === 'allow';
+              return answerOf({
+                approved,
+                actionId: action.id,
+                reason: approved ? 'allowed by the mandate' : action.reason,
+              });
+            });
+          },
+        },
+      );
       return answer!;
     },
 
@@ -179,14 +262,33 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
     importInWrite(wid: string, provider: CardProvider, charge: CardCharge): void {
       if (t.charges.has([wid, provider, charge.cardId, charge.eventId])) return;
       const record: ChargeRecord = {
-        provider, eventId: charge.eventId, workspaceId: wid, cardId: charge.cardId, kind: charge.kind,
-        amount: charge.amount, currency: charge.currency,
-        merchant: { name: charge.merchant.name, domain: charge.merchant.domain ?? null, mcc: charge.merchant.mcc ?? null },
-        createdAt: charge.createdAt, importedAt: isoAt(clock.now()), actionId: null, agentId: t.cards.get([wid, provider, charge.cardId])?.agentId ?? null,
+        provider,
+        eventId: charge.eventId,
+        workspaceId: wid,
+        cardId: charge.cardId,
+        kind: charge.kind,
+        amount: charge.amount,
+        currency: charge.currency,
+        merchant: {
+          name: charge.merchant.name,
+          domain: charge.merchant.domain ?? null,
+          mcc: charge.merchant.mcc ?? null,
+        },
+        createdAt: charge.createdAt,
+        importedAt: isoAt(clock.now()),
+        actionId: null,
+        agentId: t.cards.get([wid, provider, charge.cardId])?.agentId ?? null,
       };
       t.charges.put([wid, provider, charge.cardId, charge.eventId], record);
       if (record.kind === 'posted') reconcileInWrite(wid, provider, charge.cardId, provider, charge.eventId);
-      else ledger.record({ workspaceId: wid, actor: provider, kind: 'card.charge_refunded', subject: charge.eventId, data: { provider, cardId: charge.cardId, amount: charge.amount, currency: charge.currency } });
+      else
+        ledger.record({
+          workspaceId: wid,
+          actor: provider,
+          kind: 'card.charge_refunded',
+          subject: charge.eventId,
+          data: { provider, cardId: charge.cardId, amount: charge.amount, currency: charge.currency },
+        });
     },
   };
 }

@@ -24,10 +24,21 @@ import type { Integrations, IssuerEvent } from './service.js';
  * - `cardRoutes(provider)`: the same card routes for every card provider (Stripe's are mounted by
  *   stripe/http.ts), over the shared card service (cards.ts).
  */
-export const CARD_ID = Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required();
-const url = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
+export const CARD_ID = Joi.string()
+  .pattern(/^[A-Za-z0-9_-]{1,64}$/)
+  .required();
+const url = Joi.string()
+  .uri({ scheme: ['https', 'http'] })
+  .max(2048);
 
-const PRIVATE_MEMBERS = Object.fromEntries(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => [m, Joi.any().forbidden().messages({ 'any.unknown': 'a JWKS here holds public keys only; {{#label}} is a private key member' })]));
+const PRIVATE_MEMBERS = Object.fromEntries(
+  ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => [
+    m,
+    Joi.any()
+      .forbidden()
+      .messages({ 'any.unknown': 'a JWKS here holds public keys only; {{#label}} is a private key member' }),
+  ]),
+);
 
 /** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
 export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
@@ -36,34 +47,55 @@ export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
     rotate: Joi.boolean(),
     revokePrevious: Joi.boolean(),
     // Where deployment decisions are reported (GitHub Enterprise Server: https://host/api/v3).
-    apiUrl: Joi.string().uri({ scheme: ['https', 'http'] }).max(2048),
+    apiUrl: Joi.string()
+      .uri({ scheme: ['https', 'http'] })
+      .max(2048),
     // A GitHub App installation token or a PAT that may review deployments; sealed, never answered.
     token: Joi.string().min(1).max(1024).pattern(/^\S+$/).allow(null),
   }),
   'chat-relay': Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean(), url }),
   stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
-  slack: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean(), teamId: Joi.string().pattern(/^[A-Z0-9]{1,32}$/).allow(null) }),
+  slack: Joi.object({
+    signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/),
+    revokePrevious: Joi.boolean(),
+    teamId: Joi.string()
+      .pattern(/^[A-Z0-9]{1,32}$/)
+      .allow(null),
+  }),
   ssf: Joi.object({
     issuer: Joi.string().min(1).max(2048).required(),
     audience: Joi.string().min(1).max(2048).required(),
     jwksUri: url,
     // Public keys only: a private or symmetric member (d, p, q, dp, dq, qi, oth, k) is refused, never stored.
-    jwks: Joi.object({ keys: Joi.array().items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true)).min(1).max(20).required() }),
-  }).xor('jwksUri', 'jwks')
+    jwks: Joi.object({
+      keys: Joi.array()
+        .items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true))
+        .min(1)
+        .max(20)
+        .required(),
+    }),
+  })
+    .xor('jwksUri', 'jwks')
     // Settings merge with what was set before: naming one source of keys clears the other.
     .custom((value: Record<string, unknown>) => ({ jwksUri: null, jwks: null, ...value })),
 };
 
 const issuerEventSchema = Joi.object({
-  id: Joi.string().pattern(/^[A-Za-z0-9_-]{1,128}$/).required(),
+  id: Joi.string()
+    .pattern(/^[A-Za-z0-9_-]{1,128}$/)
+    .required(),
   type: Joi.string().valid('authorization.request', 'charge.posted', 'charge.refunded').required(),
   cardId: CARD_ID,
   amount: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
-  currency: Joi.string().pattern(/^[A-Z]{3}$/).required(),
+  currency: Joi.string()
+    .pattern(/^[A-Z]{3}$/)
+    .required(),
   merchant: Joi.object({
     name: Joi.string().min(1).max(200).required(),
     domain: Joi.string().hostname().max(253).allow(null),
-    mcc: Joi.string().pattern(/^\d{4}$/).allow(null),
+    mcc: Joi.string()
+      .pattern(/^\d{4}$/)
+      .allow(null),
   }).required(),
   createdAt: Joi.string().isoDate().required(),
 }).unknown(true);
@@ -74,12 +106,16 @@ const issuerEventSchema = Joi.object({
  * { agentId | null }` → `{ cardId, agentId }` (the card's imported charges are reconciled again),
  * and `GET …/{provider}/cards/{cardId}/charges`.
  */
-export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people: PeopleService; session: RouteOptions['auth']; write: RouteOptions['ext'] }): ServerRoute[] {
+export function cardRoutes(
+  provider: CardProvider,
+  deps: { cards: Cards; people: PeopleService; session: RouteOptions['auth']; write: RouteOptions['ext'] },
+): ServerRoute[] {
   const { cards, people, session, write } = deps;
   const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
   return [
     {
-      method: 'GET', path: `/api/w/{wid}/${provider}/cards`,
+      method: 'GET',
+      path: `/api/w/{wid}/${provider}/cards`,
       options: { auth: session, validate: { params: Joi.object({ wid }) } },
       handler(request) {
         const { wid: w } = managed(request);
@@ -87,8 +123,16 @@ export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people:
       },
     },
     {
-      method: 'PUT', path: `/api/w/{wid}/${provider}/cards/{cardId}`,
-      options: { auth: session, ext: write, validate: { params: Joi.object({ wid, cardId: CARD_ID }), payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }) } },
+      method: 'PUT',
+      path: `/api/w/{wid}/${provider}/cards/{cardId}`,
+      options: {
+        auth: session,
+        ext: write,
+        validate: {
+          params: Joi.object({ wid, cardId: CARD_ID }),
+          payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }),
+        },
+      },
       async handler(request) {
         const { wid: w, actor } = managed(request);
         const { cardId } = request.params as { cardId: string };
@@ -96,7 +140,8 @@ export function cardRoutes(provider: CardProvider, deps: { cards: Cards; people:
       },
     },
     {
-      method: 'GET', path: `/api/w/{wid}/${provider}/cards/{cardId}/charges`,
+      method: 'GET',
+      path: `/api/w/{wid}/${provider}/cards/{cardId}/charges`,
       options: { auth: session, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
       handler(request) {
         const { wid: w } = managed(request);
@@ -126,7 +171,15 @@ function configureInput(body: Record<string, unknown>): ConfigureInput {
   };
 }
 
-export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Cards; registry: IntegrationRegistry; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
+export const integrationsRoutes: Plugin<{
+  integrations: Integrations;
+  cards: Cards;
+  registry: IntegrationRegistry;
+  refusals: Refusals;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-integrations',
   register(server, { integrations, cards, registry, refusals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -135,7 +188,8 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Car
 
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/integrations',
+        method: 'GET',
+        path: '/api/w/{wid}/integrations',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = managed(request);
@@ -143,13 +197,21 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Car
         },
       },
       {
-        method: 'PUT', path: '/api/w/{wid}/integrations/{kind}',
+        method: 'PUT',
+        path: '/api/w/{wid}/integrations/{kind}',
         options: {
-          auth: session, ext: write,
+          auth: session,
+          ext: write,
           validate: {
-            params: Joi.object({ wid, kind: Joi.string().valid(...INTEGRATION_KINDS).required() }),
+            params: Joi.object({
+              wid,
+              kind: Joi.string()
+                .valid(...INTEGRATION_KINDS)
+                .required(),
+            }),
             async payload(value: unknown, options) {
-              const kind = (options as { context?: { params?: { kind?: string } } }).context?.params?.kind as IntegrationKind | undefined;
+              const kind = (options as { context?: { params?: { kind?: string } } }).context?.params?.kind as
+                IntegrationKind | undefined;
               const schema = kind && SETTINGS[kind] ? SETTINGS[kind] : Joi.object();
               return schema.validateAsync(value ?? {}, { abortEarly: false });
             },
@@ -164,7 +226,8 @@ export const integrationsRoutes: Plugin<{ integrations: Integrations; cards: Car
       },
       ...cardRoutes('issuer', { cards, people, session, write }),
       {
-        method: 'POST', path: '/v1/hooks/issuer/{wid}',
+        method: 'POST',
+        path: '/v1/hooks/issuer/{wid}',
         options: hookOptions('issuer', refusals, { validate: { params: Joi.object({ wid }) } }),
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };

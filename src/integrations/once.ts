@@ -25,8 +25,14 @@ export function createOnce(deps: { store: Store; clock: Clock }) {
    */
   const sweep = async (): Promise<number> => {
     const now = clock.now();
-    const stale = t.hookOnce.scan([]).filter((e) => e.value <= now).map((e) => e.key);
-    const answered = t.hookEvents.scan([]).filter((e) => Date.parse(e.value.at) < now - HOOK_EVENT_RETENTION_MS).map((e) => e.key);
+    const stale = t.hookOnce
+      .scan([])
+      .filter((e) => e.value <= now)
+      .map((e) => e.key);
+    const answered = t.hookEvents
+      .scan([])
+      .filter((e) => Date.parse(e.value.at) < now - HOOK_EVENT_RETENTION_MS)
+      .map((e) => e.key);
     if (stale.length === 0 && answered.length === 0) return 0;
     await store.write(() => {
       for (const key of stale) if ((t.hookOnce.get(key) ?? Infinity) <= now) t.hookOnce.remove(key);

@@ -49,25 +49,37 @@ export interface ConfigureResult {
   config: Record<string, unknown>;
 }
 
-export function createIntegrationRegistry(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger }) {
+export function createIntegrationRegistry(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  masterKey: Buffer;
+  ledger: Ledger;
+}) {
   const { store, clock, ids, masterKey, ledger } = deps;
   const t = store.tables;
   const bound = (wid: string, kind: string) => `${wid}/${kind}`;
-  const live = (s: IntegrationRecord['secrets'][number], now: number) => s.retiresAt === null || Date.parse(s.retiresAt) > now;
+  const live = (s: IntegrationRecord['secrets'][number], now: number) =>
+    s.retiresAt === null || Date.parse(s.retiresAt) > now;
 
   /** The secrets a delivery may be signed with: the current one and, during a rotation, the one before. */
   const secretsFor = (wid: string, kind: IntegrationKind): string[] => {
     const record = t.integrations.get([wid, kind]);
     if (!record) return [];
     const now = clock.now();
-    return record.secrets.filter((s) => live(s, now)).map((s) => unsealText(masterKey, SEAL_PURPOSE, bound(wid, kind), s.sealed));
+    return record.secrets
+      .filter((s) => live(s, now))
+      .map((s) => unsealText(masterKey, SEAL_PURPOSE, bound(wid, kind), s.sealed));
   };
 
   return {
     secretsFor,
 
     /** The kind's non-secret settings, or undefined when it is not set up. */
-    configOf<C extends Record<string, unknown> = Record<string, unknown>>(wid: string, kind: IntegrationKind): C | undefined {
+    configOf<C extends Record<string, unknown> = Record<string, unknown>>(
+      wid: string,
+      kind: IntegrationKind,
+    ): C | undefined {
       return t.integrations.get([wid, kind])?.config as C | undefined;
     },
 
@@ -80,56 +92,115 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
       return out;
     },
 
-    async configure(wid: string, kind: IntegrationKind, input: ConfigureInput, actor: string): Promise<ConfigureResult> {
+    async configure(
+      wid: string,
+      kind: IntegrationKind,
+      input: ConfigureInput,
+      actor: string,
+    ): Promise<ConfigureResult> {
       const generated = GENERATED.has(kind) ? ids.secret('whs') : undefined;
       const now = clock.now();
       return store.write(() => {
         const existing = t.integrations.get([wid, kind]);
         // The identity provider's body is whole (its keys are one or the other); other kinds' settings merge.
-        const config = kind === 'ssf' && input.config ? { ...input.config } : { ...(existing?.config ?? {}), ...(input.config ?? {}) };
+        const config =
+          kind === 'ssf' && input.config
+            ? { ...input.config }
+            : { ...(existing?.config ?? {}), ...(input.config ?? {}) };
         let fresh: string | undefined;
         if (GENERATED.has(kind)) {
-          if (existing && !input.rotate && !input.revokePrevious && input.config === undefined && input.configSecrets === undefined) {
-            throw new AppError('invalid_request', { message: `The ${kind} integration is set up; its secret was shown once.`, fix: 'Send { "rotate": true } to make a new secret (the old one keeps working for 24 hours).' });
+          if (
+            existing &&
+            !input.rotate &&
+            !input.revokePrevious &&
+            input.config === undefined &&
+            input.configSecrets === undefined
+          ) {
+            throw new AppError('invalid_request', {
+              message: `The ${kind} integration is set up; its secret was shown once.`,
+              fix: 'Send { "rotate": true } to make a new secret (the old one keeps working for 24 hours).',
+            });
           }
           if (!existing || input.rotate) fresh = generated;
         } else if (GIVEN.has(kind)) {
           if (!input.signingSecret && !existing) {
-            throw new AppError('invalid_request', { message: `The ${kind} integration needs the provider's signingSecret.`, fix: `Send { "signingSecret": "…" } as ${kind} shows it.` });
+            throw new AppError('invalid_request', {
+              message: `The ${kind} integration needs the provider's signingSecret.`,
+              fix: `Send { "signingSecret": "…" } as ${kind} shows it.`,
+            });
           }
           const current = existing ? secretsFor(wid, kind)[0] : undefined;
           if (input.signingSecret && input.signingSecret !== current) fresh = input.signingSecret;
         }
-        const retiresAt = existing && fresh !== undefined && existing.secrets.length > 0 ? isoAt(now + ROTATION_OVERLAP_MS) : null;
-        const kept = (existing?.secrets ?? []).filter((s) => live(s, now))
+        const retiresAt =
+          existing && fresh !== undefined && existing.secrets.length > 0 ? isoAt(now + ROTATION_OVERLAP_MS) : null;
+        const kept = (existing?.secrets ?? [])
+          .filter((s) => live(s, now))
           .map((s) => (fresh !== undefined ? { ...s, retiresAt: s.retiresAt ?? retiresAt } : s));
-        const all = fresh !== undefined
-          ? [{ sealed: sealText(masterKey, SEAL_PURPOSE, bound(wid, kind), fresh), createdAt: isoAt(now), retiresAt: null }, ...kept]
-          : kept;
+        const all =
+          fresh !== undefined
+            ? [
+                {
+                  sealed: sealText(masterKey, SEAL_PURPOSE, bound(wid, kind), fresh),
+                  createdAt: isoAt(now),
+                  retiresAt: null,
+                },
+                ...kept,
+              ]
+            : kept;
         const secrets = input.revokePrevious ? all.filter((s) => s.retiresAt === null) : all;
         const revoked = all.length - secrets.length;
         // A secret setting is bound to where it is sent: moving that address drops it (github's
         // token must never follow an apiUrl someone else chose), unless a new one comes with it.
-        const moved = (BOUND_TO[kind] ?? []).some((name) => input.config?.[name] !== undefined && input.config[name] !== existing?.config?.[name]);
+        const moved = (BOUND_TO[kind] ?? []).some(
+          (name) => input.config?.[name] !== undefined && input.config[name] !== existing?.config?.[name],
+        );
         const sealedConfig = moved ? {} : { ...(existing?.sealedConfig ?? {}) };
         for (const [name, value] of Object.entries(input.configSecrets ?? {})) {
           if (value === null) delete sealedConfig[name];
           else sealedConfig[name] = sealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, value);
         }
-        const record: IntegrationRecord = { kind, workspaceId: wid, secrets, config, ...(Object.keys(sealedConfig).length > 0 ? { sealedConfig } : {}), updatedAt: isoAt(now), updatedBy: actor };
+        const record: IntegrationRecord = {
+          kind,
+          workspaceId: wid,
+          secrets,
+          config,
+          ...(Object.keys(sealedConfig).length > 0 ? { sealedConfig } : {}),
+          updatedAt: isoAt(now),
+          updatedBy: actor,
+        };
         t.integrations.put([wid, kind], record);
         ledger.record({
-          workspaceId: wid, actor, kind: existing ? (fresh !== undefined ? 'integration.rotated' : 'integration.updated') : 'integration.configured', subject: kind,
-          data: { previousRetiresAt: retiresAt, previousRevoked: revoked, settings: Object.keys(config).sort(), sealedSettings: Object.keys(sealedConfig).sort() },
+          workspaceId: wid,
+          actor,
+          kind: existing
+            ? fresh !== undefined
+              ? 'integration.rotated'
+              : 'integration.updated'
+            : 'integration.configured',
+          subject: kind,
+          data: {
+            previousRetiresAt: retiresAt,
+            previousRevoked: revoked,
+            settings: Object.keys(config).sort(),
+            sealedSettings: Object.keys(sealedConfig).sort(),
+          },
         });
-        return { kind, ...(GENERATED.has(kind) && fresh !== undefined ? { secret: fresh } : {}), previousRetiresAt: retiresAt, config };
+        return {
+          kind,
+          ...(GENERATED.has(kind) && fresh !== undefined ? { secret: fresh } : {}),
+          previousRetiresAt: retiresAt,
+          config,
+        };
       });
     },
 
     /** One secret setting of a kind (github's `token`), unsealed; undefined when not set. */
     configSecret(wid: string, kind: IntegrationKind, name: string): string | undefined {
       const sealed = t.integrations.get([wid, kind])?.sealedConfig?.[name];
-      return sealed === undefined ? undefined : unsealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, sealed);
+      return sealed === undefined
+        ? undefined
+        : unsealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, sealed);
     },
 
     /** Whether a secret setting is set (without unsealing it). */
@@ -139,7 +210,9 @@ export function createIntegrationRegistry(deps: { store: Store; clock: Clock; id
 
     view(wid: string) {
       return t.integrations.scan([wid]).map(({ value: r }) => ({
-        kind: r.kind, updatedAt: r.updatedAt, config: r.config ?? {},
+        kind: r.kind,
+        updatedAt: r.updatedAt,
+        config: r.config ?? {},
         // Names only: a secret setting is never shown.
         sealedSettings: Object.keys(r.sealedConfig ?? {}).sort(),
         secrets: r.secrets.map((s) => ({ createdAt: s.createdAt, retiresAt: s.retiresAt })),

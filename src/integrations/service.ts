@@ -34,12 +34,28 @@ export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents 
       const seen = hookEvents.answered(wid, 'issuer', event.id);
       if (seen) return seen;
       if (event.type === 'authorization.request') {
-        return cards.authorize(wid, 'issuer', { eventId: event.id, cardId: event.cardId, amount: event.amount, currency: event.currency, merchant: event.merchant }, (decision) => ({ ...decision }));
+        return cards.authorize(
+          wid,
+          'issuer',
+          {
+            eventId: event.id,
+            cardId: event.cardId,
+            amount: event.amount,
+            currency: event.currency,
+            merchant: event.merchant,
+          },
+          (decision) => ({ ...decision }),
+        );
       }
       return hookEvents.processOnce(wid, 'issuer', event.id, () => {
         cards.importInWrite(wid, 'issuer', {
-          eventId: event.id, cardId: event.cardId, kind: event.type === 'charge.posted' ? 'posted' : 'refunded',
-          amount: event.amount, currency: event.currency, merchant: event.merchant, createdAt: event.createdAt,
+          eventId: event.id,
+          cardId: event.cardId,
+          kind: event.type === 'charge.posted' ? 'posted' : 'refunded',
+          amount: event.amount,
+          currency: event.currency,
+          merchant: event.merchant,
+          createdAt: event.createdAt,
         });
         return { received: true };
       });

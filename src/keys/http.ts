@@ -8,7 +8,6 @@ import { mintKeySchema, type MintKeyInput } from './schemas.js';
 import { toKeyView, type KeysService } from './service.js';
 import { page, wid } from '../http/params.js';
 
-
 /** Workspace keys: minted by an admin key (machines) or in the console (owners, admins). */
 export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
   name: 'svc-keys',
@@ -16,7 +15,8 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
     const session = { strategies: sessionStrategies(production) };
     server.route([
       {
-        method: 'POST', path: '/v1/admin/keys',
+        method: 'POST',
+        path: '/v1/admin/keys',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } }, validate: { payload: mintKeySchema } },
         async handler(request, h) {
           const c = caller(request, 'workspace-key');
@@ -24,12 +24,14 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         },
       },
       {
-        method: 'GET', path: '/v1/whoami',
+        method: 'GET',
+        path: '/v1/whoami',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
         handler: (request) => toKeyView(caller(request, 'workspace-key').key),
       },
       {
-        method: 'GET', path: '/api/w/{wid}/keys',
+        method: 'GET',
+        path: '/api/w/{wid}/keys',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
@@ -39,8 +41,13 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/keys',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid }), payload: mintKeySchema } },
+        method: 'POST',
+        path: '/api/w/{wid}/keys',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid }), payload: mintKeySchema },
+        },
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
@@ -49,8 +56,13 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/keys/{id}',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
+        method: 'DELETE',
+        path: '/api/w/{wid}/keys/{id}',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) },
+        },
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
           const c = caller(request, 'session');

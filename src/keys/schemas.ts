@@ -19,10 +19,16 @@ export const mintKeySchema = Joi.object<MintKeyInput>({
   name: label,
   principal: label,
   team: label,
-  defaultTaskClass: Joi.string().pattern(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/).max(100)
+  defaultTaskClass: Joi.string()
+    .pattern(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/)
+    .max(100)
     .messages({ 'string.pattern.base': '"defaultTaskClass" must be a dotted class such as code.review' }),
   policyProfile: label,
-  agentId: Joi.string().pattern(/^agt_[0-9A-Za-z]{22}$/)
+  agentId: Joi.string()
+    .pattern(/^agt_[0-9A-Za-z]{22}$/)
     .when('scope', { is: 'agent', then: Joi.required(), otherwise: Joi.forbidden() })
-    .messages({ 'any.unknown': '"agentId" is only for keys of scope agent', 'string.pattern.base': '"agentId" must be an agent id (agt_...)' }),
+    .messages({
+      'any.unknown': '"agentId" is only for keys of scope agent',
+      'string.pattern.base': '"agentId" must be an agent id (agt_...)',
+    }),
 });

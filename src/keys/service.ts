@@ -39,9 +39,17 @@ export interface ResolvedKey {
 
 export function toKeyView(r: KeyRecord): KeyView {
   return {
-    id: r.id, scope: r.scope, name: r.name, principal: r.principal, team: r.team,
-    defaultTaskClass: r.defaultTaskClass, policyProfile: r.policyProfile, agentId: r.agentId,
-    workspaceId: r.workspaceId, createdAt: r.createdAt, revokedAt: r.revokedAt,
+    id: r.id,
+    scope: r.scope,
+    name: r.name,
+    principal: r.principal,
+    team: r.team,
+    defaultTaskClass: r.defaultTaskClass,
+    policyProfile: r.policyProfile,
+    agentId: r.agentId,
+    workspaceId: r.workspaceId,
+    createdAt: r.createdAt,
+    revokedAt: r.revokedAt,
   };
 }
 
@@ -55,10 +63,18 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
     async mint(workspaceId: string, input: MintKeyInput, createdBy: string): Promise<KeyView & { key: string }> {
       const key = ids.secret('ask');
       const record: KeyRecord = {
-        id: ids.id('key'), workspaceId, scope: input.scope, name: input.name ?? null,
-        principal: input.principal ?? null, team: input.team ?? null,
-        defaultTaskClass: input.defaultTaskClass ?? null, policyProfile: input.policyProfile ?? null,
-        agentId: input.agentId ?? null, hash: secretHash(key), createdAt: isoAt(clock.now()), createdBy,
+        id: ids.id('key'),
+        workspaceId,
+        scope: input.scope,
+        name: input.name ?? null,
+        principal: input.principal ?? null,
+        team: input.team ?? null,
+        defaultTaskClass: input.defaultTaskClass ?? null,
+        policyProfile: input.policyProfile ?? null,
+        agentId: input.agentId ?? null,
+        hash: secretHash(key),
+        createdAt: isoAt(clock.now()),
+        createdBy,
         revokedAt: null,
       };
       await store.write(() => {
@@ -69,7 +85,13 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
           }
         }
         repo.put(record);
-        ledger.record({ workspaceId, actor: createdBy, kind: 'key.minted', subject: record.id, data: { scope: record.scope, name: record.name, agentId: record.agentId } });
+        ledger.record({
+          workspaceId,
+          actor: createdBy,
+          kind: 'key.minted',
+          subject: record.id,
+          data: { scope: record.scope, name: record.name, agentId: record.agentId },
+        });
       });
       return { ...toKeyView(record), key };
     },
@@ -97,7 +119,13 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
           throw new AppError('not_found', { message: 'No such key in this workspace.' });
         }
         repo.put({ ...record, revokedAt: isoAt(clock.now()) });
-        ledger.record({ workspaceId: wid, actor, kind: 'key.revoked', subject: keyId, data: { scope: record.scope, agentId: record.agentId } });
+        ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'key.revoked',
+          subject: keyId,
+          data: { scope: record.scope, agentId: record.agentId },
+        });
       });
     },
   };

@@ -11,12 +11,18 @@ import { wid } from '../http/params.js';
 const aid = Joi.string().max(64).required();
 const reason = Joi.object({ reason: Joi.string().trim().min(1).max(500).required() });
 const selectorSchema = Joi.object({
-  agentIds: Joi.array().items(Joi.string().pattern(/^agt_[0-9A-Za-z]{22}$/)).min(1).max(1000).unique(),
+  agentIds: Joi.array()
+    .items(Joi.string().pattern(/^agt_[0-9A-Za-z]{22}$/))
+    .min(1)
+    .max(1000)
+    .unique(),
   tags: Joi.array().items(Joi.string().trim().min(1).max(64)).min(1).max(50).unique(),
   blueprint: Joi.string().max(64),
   actsFor: Joi.string().pattern(/^usr_[0-9A-Za-z]{22}$/),
   all: Joi.boolean().valid(true),
-}).min(1).required();
+})
+  .min(1)
+  .required();
 const bulkFreeze = Joi.object({
   selector: selectorSchema,
   reason: Joi.string().trim().min(1).max(500).required(),
@@ -28,13 +34,23 @@ const bulkFreeze = Joi.object({
  * (the person the agent acts for, an owner or an admin), and "stop every agent" (owners, admins).
  * Session only: no key or token reaches these routes.
  */
-export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsService; people: PeopleService; production: boolean; guards: Guards }> = {
+export const killSwitchRoutes: Plugin<{
+  killSwitch: KillSwitch;
+  agents: AgentsService;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-kill-switch',
   register(server, { killSwitch, agents, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const params = (request: Request) => request.params as { wid: string; aid: string };
-    const who = (request: Request, w: string, permission: 'agents.manage' | 'workspace.stopAll' | 'workspace.read'): Who => {
+    const who = (
+      request: Request,
+      w: string,
+      permission: 'agents.manage' | 'workspace.stopAll' | 'workspace.read',
+    ): Who => {
       const c = caller(request, 'session');
       return { actor: actorOf(c), userId: c.user.id, role: people.authorize(w, c.user, permission) };
     };
@@ -47,7 +63,8 @@ export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsSe
     server.route([
       {
         // A token freezes one agent (hold `token`); no token route lifts a hold.
-        method: 'POST', path: '/v1/admin/agents/{aid}/freeze',
+        method: 'POST',
+        path: '/v1/admin/agents/{aid}/freeze',
         options: {
           auth: SERVICE_TOKEN,
           plugins: { svc: { tokenScope: 'agents:freeze', validationTypeByField: { reason: 'reason_required' } } },
@@ -56,45 +73,72 @@ export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsSe
         async handler(request) {
           const by = token(request);
           const { aid: a } = request.params as { aid: string };
-          return agents.view(await killSwitch.stop(by.wid, a, { hold: 'token', reason: (request.payload as { reason: string }).reason }, { actor: by.actor, tokenId: by.tokenId }));
+          return agents.view(
+            await killSwitch.stop(
+              by.wid,
+              a,
+              { hold: 'token', reason: (request.payload as { reason: string }).reason },
+              { actor: by.actor, tokenId: by.tokenId },
+            ),
+          );
         },
       },
       {
         // Bulk freeze (API.md 4): 200 { frozen, agentIds }, or 202 { status: pending, approvalId, count } past the ceiling.
-        method: 'POST', path: '/v1/admin/freezes',
+        method: 'POST',
+        path: '/v1/admin/freezes',
         options: {
           auth: SERVICE_TOKEN,
-          plugins: { svc: { tokenScope: 'agents:freeze', validationTypeByField: { selector: 'invalid_selector', reason: 'reason_required', confirmCount: 'confirm_count_required' } } },
+          plugins: {
+            svc: {
+              tokenScope: 'agents:freeze',
+              validationTypeByField: {
+                selector: 'invalid_selector',
+                reason: 'reason_required',
+                confirmCount: 'confirm_count_required',
+              },
+            },
+          },
           validate: { payload: bulkFreeze },
         },
         async handler(request, h) {
           const by = token(request);
           const body = request.payload as { selector: Selector; reason: string; confirmCount: number };
           const outcome = await killSwitch.freezeSelected(by.wid, body, { actor: by.actor, tokenId: by.tokenId });
-          if (outcome.kind === 'pending') return h.response({ status: 'pending', approvalId: outcome.approvalId, count: outcome.count }).code(202);
+          if (outcome.kind === 'pending')
+            return h.response({ status: 'pending', approvalId: outcome.approvalId, count: outcome.count }).code(202);
           return { frozen: outcome.frozen, agentIds: outcome.agentIds };
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/agents/{aid}/stop',
+        method: 'POST',
+        path: '/api/w/{wid}/agents/{aid}/stop',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: reason } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
           const by = who(request, w, 'agents.manage');
           agents.manageable(w, a, by);
-          return agents.view(await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by));
+          return agents.view(
+            await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by),
+          );
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/agents/{aid}/restart',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: Joi.object().allow(null) } },
+        method: 'POST',
+        path: '/api/w/{wid}/agents/{aid}/restart',
+        options: {
+          auth: session,
+          ext: write,
+          validate: { params: Joi.object({ wid, aid }), payload: Joi.object().allow(null) },
+        },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
           return agents.view(await killSwitch.restart(w, a, who(request, w, 'workspace.read')));
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/stop-all',
+        method: 'GET',
+        path: '/api/w/{wid}/stop-all',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = params(request);
@@ -103,16 +147,22 @@ export const killSwitchRoutes: Plugin<{ killSwitch: KillSwitch; agents: AgentsSe
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/stop-all',
+        method: 'POST',
+        path: '/api/w/{wid}/stop-all',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: reason } },
         async handler(request) {
           const { wid: w } = params(request);
-          await killSwitch.stopAll(w, (request.payload as { reason: string }).reason, who(request, w, 'workspace.stopAll'));
+          await killSwitch.stopAll(
+            w,
+            (request.payload as { reason: string }).reason,
+            who(request, w, 'workspace.stopAll'),
+          );
           return killSwitch.stopAllState(w);
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/stop-all',
+        method: 'DELETE',
+        path: '/api/w/{wid}/stop-all',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid }) } },
         async handler(request) {
           const { wid: w } = params(request);

@@ -35,26 +35,48 @@ export interface Selector {
 }
 
 export type BulkFreezeOutcome =
-  | { kind: 'frozen'; frozen: number; agentIds: string[] }
-  | { kind: 'pending'; approvalId: string; count: number };
+  { kind: 'frozen'; frozen: number; agentIds: string[] } | { kind: 'pending'; approvalId: string; count: number };
 
-export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; bulkFreezeCeiling: number; approvalTtlMs: number }) {
+export function createKillSwitch(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  bulkFreezeCeiling: number;
+  approvalTtlMs: number;
+}) {
   const { store, clock, ledger } = deps;
   const t = store.tables;
 
-  const selected = (wid: string, s: Selector): AgentRecord[] => t.agents.scan([wid]).map((e) => e.value).filter((a) => !a.removedAt
-    && (!s.agentIds || s.agentIds.includes(a.id))
-    && (!s.tags || s.tags.every((tag) => a.tags.includes(tag)))
-    && (!s.blueprint || a.blueprint === s.blueprint)
-    && (!s.actsFor || a.actsFor === s.actsFor));
+  const selected = (wid: string, s: Selector): AgentRecord[] =>
+    t.agents
+      .scan([wid])
+      .map((e) => e.value)
+      .filter(
+        (a) =>
+          !a.removedAt &&
+          (!s.agentIds || s.agentIds.includes(a.id)) &&
+          (!s.tags || s.tags.every((tag) => a.tags.includes(tag))) &&
+          (!s.blueprint || a.blueprint === s.blueprint) &&
+          (!s.actsFor || a.actsFor === s.actsFor),
+      );
 
   /** Puts a hold on each agent. Inside store.write(). */
-  const holdInWrite = (wid: string, agentIds: readonly string[], hold: 'owner' | 'token' | 'drill', reason: string, by: string): string[] => {
+  const holdInWrite = (
+    wid: string,
+    agentIds: readonly string[],
+    hold: 'owner' | 'token' | 'drill',
+    reason: string,
+    by: string,
+  ): string[] => {
     const done: string[] = [];
     for (const aid of agentIds) {
       const agent = t.agents.get([wid, aid]);
       if (!agent || agent.removedAt) continue;
-      t.agents.put([wid, aid], { ...agent, holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }] });
+      t.agents.put([wid, aid], {
+        ...agent,
+        holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }],
+      });
       endConnectionsInWrite(t, wid, { agentId: aid }, `agent frozen (${hold})`, clock.now());
       done.push(aid);
     }
@@ -78,15 +100,34 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
         const agent = t.agents.get([wid, aid]);
         if (!agent || !(agent.holds ?? []).some((h) => h.hold === 'drill')) return;
         t.agents.put([wid, aid], { ...agent, holds: (agent.holds ?? []).filter((h) => h.hold !== 'drill') });
-        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.drill_hold_lifted', subject: aid, data: {} });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          ...tokenOf(who),
+          kind: 'agent.drill_hold_lifted',
+          subject: aid,
+          data: {},
+        });
       });
     },
 
-    async stop(wid: string, aid: string, input: { hold: 'owner' | 'token' | 'drill'; reason: string }, who: Who & { tokenId?: string }): Promise<AgentRecord> {
+    async stop(
+      wid: string,
+      aid: string,
+      input: { hold: 'owner' | 'token' | 'drill'; reason: string },
+      who: Who & { tokenId?: string },
+    ): Promise<AgentRecord> {
       return store.write(() => {
         live(wid, aid);
         holdInWrite(wid, [aid], input.hold, input.reason, who.actor);
-        ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'agent.stopped', subject: aid, data: { hold: input.hold, reason: input.reason } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          ...tokenOf(who),
+          kind: 'agent.stopped',
+          subject: aid,
+          data: { hold: input.hold, reason: input.reason },
+        });
         return t.agents.get([wid, aid])!;
       });
     },
@@ -94,7 +135,8 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
     async restart(wid: string, aid: string, who: Who): Promise<AgentRecord> {
       return store.write(() => {
         const agent = live(wid, aid);
-        const permitted = who.role === 'owner' || who.role === 'admin' || (who.userId !== undefined && agent.actsFor === who.userId);
+        const permitted =
+          who.role === 'owner' || who.role === 'admin' || (who.userId !== undefined && agent.actsFor === who.userId);
         if (!permitted) {
           throw new AppError('forbidden', {
             message: `Only ${agent.actsFor ? `the person this agent acts for (${agent.actsFor}), ` : ''}an owner or an admin may restart this agent.`,
@@ -103,7 +145,13 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
         }
         const running = { ...agent, holds: [] };
         t.agents.put([wid, aid], running);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'agent.restarted', subject: aid, data: { lifted: (agent.holds ?? []).map((h) => h.hold) } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'agent.restarted',
+          subject: aid,
+          data: { lifted: (agent.holds ?? []).map((h) => h.hold) },
+        });
         return running;
       });
     },
@@ -114,12 +162,19 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
      * the ceiling nothing is frozen: a person must approve it in the console (202 pending).
      * Either way the ledger says which token asked.
      */
-    async freezeSelected(wid: string, input: { selector: Selector; reason: string; confirmCount: number }, token: { actor: string; tokenId: string }): Promise<BulkFreezeOutcome> {
+    async freezeSelected(
+      wid: string,
+      input: { selector: Selector; reason: string; confirmCount: number },
+      token: { actor: string; tokenId: string },
+    ): Promise<BulkFreezeOutcome> {
       return store.write((): BulkFreezeOutcome => {
         const agents = selected(wid, input.selector);
         if (agents.length === 0) throw new AppError('nothing_selected');
         if (agents.length !== input.confirmCount) {
-          throw new AppError('selection_changed', { message: `confirmCount is ${input.confirmCount} but the selector matches ${agents.length} agents now.`, details: { oldCount: input.confirmCount, newCount: agents.length } });
+          throw new AppError('selection_changed', {
+            message: `confirmCount is ${input.confirmCount} but the selector matches ${agents.length} agents now.`,
+            details: { oldCount: input.confirmCount, newCount: agents.length },
+          });
         }
         const agentIds = agents.map((a) => a.id);
         if (agentIds.length > deps.bulkFreezeCeiling) {
@@ -127,24 +182,73 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
           const approvalId = deps.ids.id('apr');
           const expiresAt = isoAt(now + deps.approvalTtlMs);
           t.approvals.put([wid, approvalId], {
-            id: approvalId, workspaceId: wid, actionId: '', agentId: '', status: 'pending', approvers: null, approvals: [],
-            requiredApprovals: 1, separationOfDuties: false, createdAt: isoAt(now), expiresAt, decidedBy: null, reason: null,
+            id: approvalId,
+            workspaceId: wid,
+            actionId: '',
+            agentId: '',
+            status: 'pending',
+            approvers: null,
+            approvals: [],
+            requiredApprovals: 1,
+            separationOfDuties: false,
+            createdAt: isoAt(now),
+            expiresAt,
+            decidedBy: null,
+            reason: null,
             freeze: { agentIds, reason: input.reason, requestedBy: token.actor, tokenId: token.tokenId },
           });
           t.pendingApprovals.put([expiresAt, wid, approvalId], true);
-          ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'fleet.freeze_requested', subject: approvalId, data: { count: agentIds.length, agentIds, reason: input.reason, ceiling: deps.bulkFreezeCeiling } });
+          ledger.record({
+            workspaceId: wid,
+            actor: token.actor,
+            tokenId: token.tokenId,
+            kind: 'fleet.freeze_requested',
+            subject: approvalId,
+            data: { count: agentIds.length, agentIds, reason: input.reason, ceiling: deps.bulkFreezeCeiling },
+          });
           return { kind: 'pending', approvalId, count: agentIds.length };
         }
         const frozen = holdInWrite(wid, agentIds, 'token', input.reason, token.actor);
-        ledger.record({ workspaceId: wid, actor: token.actor, tokenId: token.tokenId, kind: 'fleet.frozen', subject: wid, data: { summary: `${token.actor} froze ${frozen.length} agents`, count: frozen.length, agentIds: frozen, reason: input.reason } });
+        ledger.record({
+          workspaceId: wid,
+          actor: token.actor,
+          tokenId: token.tokenId,
+          kind: 'fleet.frozen',
+          subject: wid,
+          data: {
+            summary: `${token.actor} froze ${frozen.length} agents`,
+            count: frozen.length,
+            agentIds: frozen,
+            reason: input.reason,
+          },
+        });
         return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
       });
     },
 
     /** Applies a bulk freeze a person approved. Inside store.write(). */
     applyApprovedFreezeInWrite(wid: string, freeze: NonNullable<ApprovalRecord['freeze']>, approver: string): string[] {
-      const frozen = holdInWrite(wid, freeze.agentIds, 'token', freeze.reason, `${freeze.requestedBy}, approved by ${approver}`);
-      ledger.record({ workspaceId: wid, actor: approver, kind: 'fleet.frozen', subject: wid, data: { summary: `${freeze.requestedBy} froze ${frozen.length} agents, approved by ${approver}`, count: frozen.length, agentIds: frozen, reason: freeze.reason, requestedBy: freeze.requestedBy, tokenId: freeze.tokenId } });
+      const frozen = holdInWrite(
+        wid,
+        freeze.agentIds,
+        'token',
+        freeze.reason,
+        `${freeze.requestedBy}, approved by ${approver}`,
+      );
+      ledger.record({
+        workspaceId: wid,
+        actor: approver,
+        kind: 'fleet.frozen',
+        subject: wid,
+        data: {
+          summary: `${freeze.requestedBy} froze ${frozen.length} agents, approved by ${approver}`,
+          count: frozen.length,
+          agentIds: frozen,
+          reason: freeze.reason,
+          requestedBy: freeze.requestedBy,
+          tokenId: freeze.tokenId,
+        },
+      });
       return frozen;
     },
 
@@ -158,7 +262,13 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
         const record = { reason, by: who.actor, at: isoAt(clock.now()) };
         t.stopAll.put(wid, record);
         endConnectionsInWrite(t, wid, { all: true }, 'every agent stopped', clock.now());
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'workspace.stop_all', subject: wid, data: { reason } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'workspace.stop_all',
+          subject: wid,
+          data: { reason },
+        });
         return record;
       });
     },
@@ -167,7 +277,13 @@ export function createKillSwitch(deps: { store: Store; clock: Clock; ids: IdSour
       await store.write(() => {
         if (!t.stopAll.get(wid)) return;
         t.stopAll.remove(wid);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'workspace.stop_all_lifted', subject: wid, data: {} });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'workspace.stop_all_lifted',
+          subject: wid,
+          data: {},
+        });
       });
     },
   };

@@ -10,11 +10,11 @@ import type { AgentRecord, Hold, StopAllRecord, Store } from '../store/index.js'
  *   the state that transaction commits against.
  */
 export type Standing =
-  | { stopped: false }
-  | { stopped: true; hold: string; reason: string; stoppedBy: 'agent' | 'workspace' };
+  { stopped: false } | { stopped: true; hold: string; reason: string; stoppedBy: 'agent' | 'workspace' };
 
 export function standingOf(agent: AgentRecord | undefined, stopAll: StopAllRecord | undefined): Standing {
-  if (!agent || agent.removedAt) return { stopped: true, hold: 'removed', reason: 'the agent was removed', stoppedBy: 'agent' };
+  if (!agent || agent.removedAt)
+    return { stopped: true, hold: 'removed', reason: 'the agent was removed', stoppedBy: 'agent' };
   const hold: Hold | undefined = agent.holds?.[0];
   if (hold) return { stopped: true, hold: hold.hold, reason: hold.reason, stoppedBy: 'agent' };
   if (stopAll) return { stopped: true, hold: 'workspace', reason: stopAll.reason, stoppedBy: 'workspace' };

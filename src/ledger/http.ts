@@ -15,7 +15,8 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
   name: 'svc-ledger',
   register(server, { ledger, people, production }) {
     server.route({
-      method: 'GET', path: '/v1/admin/evidence',
+      method: 'GET',
+      path: '/v1/admin/evidence',
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: { tokenScope: 'evidence:read' } },
@@ -23,16 +24,23 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
       },
       handler(request) {
         const { to } = request.query as { to?: string };
-        return ledger.bundle(caller(request, 'service-token').workspaceId, to ? { to: new Date(to).toISOString() } : {});
+        return ledger.bundle(
+          caller(request, 'service-token').workspaceId,
+          to ? { to: new Date(to).toISOString() } : {},
+        );
       },
     });
     server.route({
-      method: 'GET', path: '/api/w/{wid}/ledger',
+      method: 'GET',
+      path: '/api/w/{wid}/ledger',
       options: {
         auth: { strategies: sessionStrategies(production) },
         validate: {
           params: Joi.object({ wid }),
-          query: Joi.object({ after: Joi.number().integer().min(-1), limit: Joi.number().integer().min(1).max(200).default(50) }),
+          query: Joi.object({
+            after: Joi.number().integer().min(-1),
+            limit: Joi.number().integer().min(1).max(200).default(50),
+          }),
         },
       },
       handler(request) {

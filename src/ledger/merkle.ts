@@ -39,7 +39,11 @@ export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
 
 /** MTH(D[n]) for the given leaves; the empty list gives SHA-256 of the empty string. */
 export function rootOf(leaves: readonly Uint8Array[]): Buffer {
-  return rangeRoot(leaves.map((leaf) => leafHash(leaf)), 0, leaves.length);
+  return rangeRoot(
+    leaves.map((leaf) => leafHash(leaf)),
+    0,
+    leaves.length,
+  );
 }
 
 /** The frontier for size + 1 after appending `leaf`; the input is not mutated. */
@@ -122,7 +126,13 @@ export function consistencyProof(leaves: readonly Uint8Array[], m: number, n: nu
 }
 
 /** RFC 9162 2.1.3.2: does `proof` show that `leaf` (the entry's bytes) is at `index` in the tree of size n with `root`? Never throws. */
-export function verifyInclusion(index: number, n: number, leaf: Uint8Array, root: Uint8Array, proof: readonly Uint8Array[]): boolean {
+export function verifyInclusion(
+  index: number,
+  n: number,
+  leaf: Uint8Array,
+  root: Uint8Array,
+  proof: readonly Uint8Array[],
+): boolean {
   try {
     if (!isSize(index) || !isSize(n) || index >= n || !isHash(root) || !proof.every(isHash)) return false;
     let fn = index;
@@ -149,9 +159,16 @@ export function verifyInclusion(index: number, n: number, leaf: Uint8Array, root
 }
 
 /** RFC 9162 2.1.4.2: is the tree of size n with rootN an append-only extension of the tree of size m with rootM? Needs 0 < m <= n. Never throws. */
-export function verifyConsistency(m: number, n: number, rootM: Uint8Array, rootN: Uint8Array, proof: readonly Uint8Array[]): boolean {
+export function verifyConsistency(
+  m: number,
+  n: number,
+  rootM: Uint8Array,
+  rootN: Uint8Array,
+  proof: readonly Uint8Array[],
+): boolean {
   try {
-    if (!isSize(m) || !isSize(n) || m < 1 || m > n || !isHash(rootM) || !isHash(rootN) || !proof.every(isHash)) return false;
+    if (!isSize(m) || !isSize(n) || m < 1 || m > n || !isHash(rootM) || !isHash(rootN) || !proof.every(isHash))
+      return false;
     if (m === n) return proof.length === 0 && Buffer.from(rootM).equals(rootN);
     if (proof.length === 0) return false;
     const path = isPowerOfTwo(m) ? [rootM, ...proof] : [...proof];
@@ -200,10 +217,13 @@ function rangeRoot(hashes: readonly Buffer[], lo: number, hi: number): Buffer {
 function checkFrontier(frontier: Frontier, size: number): void {
   if (!isSize(size)) throw new RangeError(`frontier: size must be a non-negative safe integer, got ${size}`);
   if (!Array.isArray(frontier) || frontier.length !== popcount(size)) {
-    throw new RangeError(`frontier: size ${size} needs ${popcount(size)} nodes, got ${Array.isArray(frontier) ? frontier.length : typeof frontier}`);
+    throw new RangeError(
+      `frontier: size ${size} needs ${popcount(size)} nodes, got ${Array.isArray(frontier) ? frontier.length : typeof frontier}`,
+    );
   }
   const bad = frontier.findIndex((node) => typeof node !== 'string' || !FRONTIER_NODE.test(node));
-  if (bad >= 0) throw new RangeError(`frontier: node ${bad} is not the unpadded base64url of a ${HASH_BYTES}-byte hash`);
+  if (bad >= 0)
+    throw new RangeError(`frontier: node ${bad} is not the unpadded base64url of a ${HASH_BYTES}-byte hash`);
 }
 
 function emptyRoot(): Buffer {

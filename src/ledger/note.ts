@@ -44,7 +44,8 @@ export function checkpointBody(c: Checkpoint): string {
   if (typeof c.origin !== 'string' || c.origin === '' || c.origin.includes('\n') || !isNoteText(`${c.origin}\n`)) {
     throw new Error('checkpoint: origin must be a non-empty line without control characters');
   }
-  if (!Number.isSafeInteger(c.size) || c.size < 0) throw new Error(`checkpoint: size must be a non-negative safe integer, got ${c.size}`);
+  if (!Number.isSafeInteger(c.size) || c.size < 0)
+    throw new Error(`checkpoint: size must be a non-negative safe integer, got ${c.size}`);
   if (!(c.rootHash instanceof Uint8Array) || c.rootHash.length !== ROOT_HASH_BYTES) {
     throw new Error(`checkpoint: root hash must be ${ROOT_HASH_BYTES} bytes`);
   }
@@ -57,15 +58,18 @@ export function parseCheckpointBody(body: string): Checkpoint {
   if (!body.endsWith('\n')) throw new Error('checkpoint: body must end with a newline');
   if (!isNoteText(body)) throw new Error('checkpoint: body holds a control character or invalid Unicode');
   const lines = body.slice(0, -1).split('\n');
-  if (lines.length < 3) throw new Error(`checkpoint: needs origin, size and root hash lines, got ${lines.length} line(s)`);
+  if (lines.length < 3)
+    throw new Error(`checkpoint: needs origin, size and root hash lines, got ${lines.length} line(s)`);
   const empty = lines.findIndex((line) => line === '');
   if (empty >= 0) throw new Error(`checkpoint: line ${empty + 1} is empty`);
   const [origin, sizeText, rootText] = lines as [string, string, string];
   if (!DECIMAL.test(sizeText)) throw new Error('checkpoint: size must be decimal digits without leading zeros');
   const size = Number(sizeText);
-  if (!Number.isSafeInteger(size)) throw new Error(`checkpoint: size ${sizeText} is larger than this implementation supports`);
+  if (!Number.isSafeInteger(size))
+    throw new Error(`checkpoint: size ${sizeText} is larger than this implementation supports`);
   const rootHash = decodeStdBase64(rootText);
-  if (rootHash?.length !== ROOT_HASH_BYTES) throw new Error(`checkpoint: root hash must be the standard base64 of ${ROOT_HASH_BYTES} bytes`);
+  if (rootHash?.length !== ROOT_HASH_BYTES)
+    throw new Error(`checkpoint: root hash must be the standard base64 of ${ROOT_HASH_BYTES} bytes`);
   return { origin, size, rootHash };
 }
 
@@ -142,7 +146,8 @@ function keyIdOf(keyName: string, raw: Buffer): Buffer {
 
 /** The raw 32-byte Ed25519 public key of a public or private KeyObject. */
 function rawPublicKey(key: KeyObject): Buffer {
-  if (key.asymmetricKeyType !== 'ed25519' || key.type === 'secret') throw new TypeError('note: the key must be an Ed25519 key');
+  if (key.asymmetricKeyType !== 'ed25519' || key.type === 'secret')
+    throw new TypeError('note: the key must be an Ed25519 key');
   const publicKey = key.type === 'public' ? key : createPublicKey(key);
   const x = publicKey.export({ format: 'jwk' }).x;
   const raw = x === undefined ? undefined : Buffer.from(x, 'base64url');
@@ -155,7 +160,8 @@ function isKeyName(name: unknown): name is string {
 }
 
 function assertKeyName(name: string): void {
-  if (!isKeyName(name)) throw new Error(`note: invalid key name ${JSON.stringify(name)} (non-empty, no spaces, no '+')`);
+  if (!isKeyName(name))
+    throw new Error(`note: invalid key name ${JSON.stringify(name)} (non-empty, no spaces, no '+')`);
 }
 
 function isNoteText(text: string): boolean {

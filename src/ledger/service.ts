@@ -39,9 +39,16 @@ export interface LedgerRecord extends LedgerEvent {
 export const CHECKPOINT_EVERY_RECORDS = 1000;
 
 /** The token id a record carries beside `token:<name>` (API.md 5), for a caller that may be a token. */
-export const tokenOf = (who: { tokenId?: string | undefined }): { tokenId?: string } => (who.tokenId ? { tokenId: who.tokenId } : {});
+export const tokenOf = (who: { tokenId?: string | undefined }): { tokenId?: string } =>
+  who.tokenId ? { tokenId: who.tokenId } : {};
 
-export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; signingKeys: SigningKeys; originHost: string }) {
+export function createLedger(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  signingKeys: SigningKeys;
+  originHost: string;
+}) {
   const { store, clock, ids, signingKeys } = deps;
   const t = store.tables;
   // The origin is fixed by the first checkpoint, which the server signs with its own public
@@ -59,10 +66,16 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       frontier = appendLeafHashToFrontier(frontier, size, Buffer.from(value.leaf, 'base64url'));
       size += 1;
     }
-    if (size !== head.size) throw new Error(`ledger of ${wid}: the head counts ${head.size} records but ${size} are stored`);
+    if (size !== head.size)
+      throw new Error(`ledger of ${wid}: the head counts ${head.size} records but ${size} are stored`);
     head.origin = originOf(wid, head);
     const body = checkpointBody({ origin: head.origin, size, rootHash: rootFromFrontier(frontier, size) });
-    t.checkpoints.put([wid, size], { size, note: signNote(body, head.origin, privateKey), at: isoAt(clock.now()), kid: key.kid });
+    t.checkpoints.put([wid, size], {
+      size,
+      note: signNote(body, head.origin, privateKey),
+      at: isoAt(clock.now()),
+      kid: key.kid,
+    });
     head.checkpointSize = size;
     head.checkpointFrontier = frontier;
   };
@@ -111,7 +124,10 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
     },
 
     list(wid: string, options: { after?: number; limit: number }): { data: LedgerRecord[]; next: number | null } {
-      const rows = t.ledger.scan([wid], { ...(options.after === undefined ? {} : { after: options.after }), limit: options.limit + 1 });
+      const rows = t.ledger.scan([wid], {
+        ...(options.after === undefined ? {} : { after: options.after }),
+        limit: options.limit + 1,
+      });
       const page = rows.slice(0, options.limit).map((r) => JSON.parse(r.value.bytes) as LedgerRecord);
       return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.index : null };
     },
@@ -127,9 +143,20 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
       const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value);
       const report = verifyLedger({ origin: originOf(wid, head), records, checkpoints, jwks: signingKeys.jwks() });
       if (report.ok && head.size !== records.length) {
-        return { ...report, ok: false, firstBadIndex: Math.min(head.size, records.length), problem: `the ledger head counts ${head.size} records but ${records.length} are stored` };
+        return {
+          ...report,
+          ok: false,
+          firstBadIndex: Math.min(head.size, records.length),
+          problem: `the ledger head counts ${head.size} records but ${records.length} are stored`,
+        };
       }
-      if (report.ok && head.checkpointSize > 0 && !rootFromFrontier(head.checkpointFrontier, head.checkpointSize).equals(rootOf(records.slice(0, head.checkpointSize).map((r) => Buffer.from(r.bytes))))) {
+      if (
+        report.ok &&
+        head.checkpointSize > 0 &&
+        !rootFromFrontier(head.checkpointFrontier, head.checkpointSize).equals(
+          rootOf(records.slice(0, head.checkpointSize).map((r) => Buffer.from(r.bytes))),
+        )
+      ) {
         return { ...report, ok: false, problem: 'the ledger head does not match its records' };
       }
       return report;
@@ -144,13 +171,17 @@ export function createLedger(deps: { store: Store; clock: Clock; ids: IdSource; 
      */
     bundle(wid: string, options: { to?: string } = {}) {
       const head = t.ledgerHeads.get(wid) ?? emptyHead();
-      const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value)
+      const checkpoints = t.checkpoints
+        .scan([wid])
+        .map((e) => e.value)
         .filter((c) => options.to === undefined || c.at <= options.to);
-      const size = checkpoints.length > 0 ? checkpoints[checkpoints.length - 1]!.size : (options.to === undefined ? head.size : 0);
+      const size =
+        checkpoints.length > 0 ? checkpoints[checkpoints.length - 1]!.size : options.to === undefined ? head.size : 0;
       const entries = t.ledger.scan([wid], { limit: size }).map((e) => e.value);
       const leaves = entries.map((e) => Buffer.from(e.bytes));
       const consistency = checkpoints.slice(1).map((c, i) => ({
-        from: checkpoints[i]!.size, to: c.size,
+        from: checkpoints[i]!.size,
+        to: c.size,
         proof: consistencyProof(leaves, checkpoints[i]!.size, c.size).map((h) => h.toString('base64')),
       }));
       return {

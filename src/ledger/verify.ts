@@ -62,8 +62,19 @@ function noteBody(note: string): string {
 
 export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
   const n = input.records.length;
-  const report = (firstBadIndex: number | null, problem: string | null, checkpoints = 0, lastSize = 0): LedgerVerifyReport => ({
-    ok: problem === null, origin: input.origin, size: n, checkpoints, uncheckpointed: n - lastSize, firstBadIndex, problem,
+  const report = (
+    firstBadIndex: number | null,
+    problem: string | null,
+    checkpoints = 0,
+    lastSize = 0,
+  ): LedgerVerifyReport => ({
+    ok: problem === null,
+    origin: input.origin,
+    size: n,
+    checkpoints,
+    uncheckpointed: n - lastSize,
+    firstBadIndex,
+    problem,
   });
 
   for (let i = 0; i < n; i += 1) {
@@ -74,7 +85,8 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
     } catch {
       return report(i, `record ${i} is not JSON`);
     }
-    if (parsed.index !== i) return report(i, `record ${i} says it is index ${String(parsed.index)}: a record is missing or out of place`);
+    if (parsed.index !== i)
+      return report(i, `record ${i} says it is index ${String(parsed.index)}: a record is missing or out of place`);
     let canonical: string;
     try {
       canonical = canonicalJson(parsed);
@@ -82,7 +94,8 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
       return report(i, `record ${i} holds a value JSON cannot represent exactly`);
     }
     if (canonical !== bytes) return report(i, `record ${i} is not in its canonical (RFC 8785) form: it was edited`);
-    if (leaf !== undefined && leaf !== leafHash(bytes).toString('base64url')) return report(i, `record ${i} does not match its stored leaf hash`);
+    if (leaf !== undefined && leaf !== leafHash(bytes).toString('base64url'))
+      return report(i, `record ${i} does not match its stored leaf hash`);
   }
 
   const keys = ledgerKeys(input.jwks);
@@ -94,9 +107,14 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
     } catch (err) {
       return report(null, `checkpoint ${k} is malformed: ${(err as Error).message}`, signed.length);
     }
-    if (checkpoint.origin !== input.origin) return report(null, `checkpoint ${k} is for ${checkpoint.origin}, not ${input.origin}`, signed.length);
+    if (checkpoint.origin !== input.origin)
+      return report(null, `checkpoint ${k} is for ${checkpoint.origin}, not ${input.origin}`, signed.length);
     if (!keys.some((key) => openNote(note, checkpoint.origin, key) !== null)) {
-      return report(null, `checkpoint ${k} (size ${checkpoint.size}) is not signed by a ledger key of the JWKS`, signed.length);
+      return report(
+        null,
+        `checkpoint ${k} (size ${checkpoint.size}) is not signed by a ledger key of the JWKS`,
+        signed.length,
+      );
     }
     signed.push({ size: checkpoint.size, root: checkpoint.rootHash });
   }
@@ -106,10 +124,22 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
   let frontier: Frontier = [];
   let size = 0;
   for (const [k, c] of signed.entries()) {
-    if (c.size > n) return report(n, `the checkpoint at size ${c.size} covers ${c.size - n} records that are missing: records were removed`, k, lastGood);
-    for (; size < c.size; size += 1) frontier = appendToFrontier(frontier, size, Buffer.from(input.records[size]!.bytes));
+    if (c.size > n)
+      return report(
+        n,
+        `the checkpoint at size ${c.size} covers ${c.size - n} records that are missing: records were removed`,
+        k,
+        lastGood,
+      );
+    for (; size < c.size; size += 1)
+      frontier = appendToFrontier(frontier, size, Buffer.from(input.records[size]!.bytes));
     if (!rootFromFrontier(frontier, size).equals(c.root)) {
-      return report(lastGood < n ? lastGood : null, `the records ${lastGood}..${c.size - 1} do not match the signed checkpoint at size ${c.size}: one of them was changed`, k, lastGood);
+      return report(
+        lastGood < n ? lastGood : null,
+        `the records ${lastGood}..${c.size - 1} do not match the signed checkpoint at size ${c.size}: one of them was changed`,
+        k,
+        lastGood,
+      );
     }
     lastGood = c.size;
   }
@@ -117,8 +147,23 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
   for (const p of input.consistency ?? []) {
     const a = signed.find((c) => c.size === p.from);
     const b = signed.find((c) => c.size === p.to);
-    if (!a || !b || !verifyConsistency(p.from, p.to, a.root, b.root, p.proof.map((h) => Buffer.from(h, 'base64')))) {
-      return report(p.from, `the consistency proof from size ${p.from} to ${p.to} does not verify against the signed checkpoints`, signed.length, lastGood);
+    if (
+      !a ||
+      !b ||
+      !verifyConsistency(
+        p.from,
+        p.to,
+        a.root,
+        b.root,
+        p.proof.map((h) => Buffer.from(h, 'base64')),
+      )
+    ) {
+      return report(
+        p.from,
+        `the consistency proof from size ${p.from} to ${p.to} does not verify against the signed checkpoints`,
+        signed.length,
+        lastGood,
+      );
     }
   }
   return report(null, null, signed.length, lastGood);

@@ -38,11 +38,16 @@ const LONE_SURROGATE = /\p{Cs}/u;
  */
 function isPlainJson(value: unknown, depth: number): boolean {
   switch (typeof value) {
-    case 'boolean': return true;
-    case 'number': return Number.isFinite(value);
-    case 'string': return value.isWellFormed();
-    case 'object': break;
-    default: return false;
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'string':
+      return value.isWellFormed();
+    case 'object':
+      break;
+    default:
+      return false;
   }
   if (value === null) return true;
   if (depth > 64) return false;
@@ -51,7 +56,8 @@ function isPlainJson(value: unknown, depth: number): boolean {
     return true;
   }
   const proto: unknown = Object.getPrototypeOf(value);
-  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === 'function')
+    return false;
   for (const key in value) {
     if (!key.isWellFormed()) return false;
     const item = (value as Record<string, unknown>)[key];
@@ -71,7 +77,8 @@ function toPlain(input: unknown, path: string, ancestors: Set<object>): Plain | 
     case 'boolean':
       return value;
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: ${path} is ${value}, which JSON cannot represent`);
+      if (!Number.isFinite(value))
+        throw new TypeError(`canonicalJson: ${path} is ${value}, which JSON cannot represent`);
       return value;
     case 'string':
       return checkString(value, path);
@@ -99,7 +106,11 @@ function resolveToJson(value: unknown, path: string): unknown {
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON !== 'function') return value;
   const resolved: unknown = toJSON.call(value);
-  if (resolved !== null && typeof resolved === 'object' && typeof (resolved as { toJSON?: unknown }).toJSON === 'function') {
+  if (
+    resolved !== null &&
+    typeof resolved === 'object' &&
+    typeof (resolved as { toJSON?: unknown }).toJSON === 'function'
+  ) {
     throw new TypeError(`canonicalJson: ${path}.toJSON() returned another object with toJSON`);
   }
   return resolved;
@@ -109,7 +120,8 @@ function arrayToPlain(array: readonly unknown[], path: string, ancestors: Set<ob
   const out: Plain[] = [];
   for (let i = 0; i < array.length; i++) {
     const item = toPlain(array[i], `${path}[${i}]`, ancestors);
-    if (item === undefined) throw new TypeError(`canonicalJson: ${path}[${i}] is undefined, which JSON cannot represent`);
+    if (item === undefined)
+      throw new TypeError(`canonicalJson: ${path}[${i}] is undefined, which JSON cannot represent`);
     out.push(item);
   }
   return out;

@@ -7,8 +7,27 @@ import { randomBase62 } from './random-pool.js';
  * - Secrets: a prefix plus 43 base64url characters (256 bits), shown once, stored as hashes.
  */
 
-export type IdPrefix = 'ws' | 'usr' | 'agt' | 'act' | 'apr' | 'mnd' | 'tpl' | 'bp' | 'key' | 'tok'
-  | 'evr' | 'evt' | 'whk' | 'dlv' | 'bud' | 'call' | 'task' | 'cnx' | 'req' | 'scr';
+export type IdPrefix =
+  | 'ws'
+  | 'usr'
+  | 'agt'
+  | 'act'
+  | 'apr'
+  | 'mnd'
+  | 'tpl'
+  | 'bp'
+  | 'key'
+  | 'tok'
+  | 'evr'
+  | 'evt'
+  | 'whk'
+  | 'dlv'
+  | 'bud'
+  | 'call'
+  | 'task'
+  | 'cnx'
+  | 'req'
+  | 'scr';
 export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid' | 'whs';
 
 export interface IdSource {
@@ -31,5 +50,9 @@ export function hasPrefix(value: string, prefix: SecretPrefix | IdPrefix): boole
 
 /** Whether `value` is an id of that prefix as `randomIds` makes them (text from outside, checked before a lookup). */
 export function isId(value: string, prefix: IdPrefix): boolean {
-  return value.length === prefix.length + 23 && hasPrefix(value, prefix) && /^[0-9A-Za-z]{22}$/.test(value.slice(prefix.length + 1));
+  return (
+    value.length === prefix.length + 23 &&
+    hasPrefix(value, prefix) &&
+    /^[0-9A-Za-z]{22}$/.test(value.slice(prefix.length + 1))
+  );
 }

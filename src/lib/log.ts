@@ -9,15 +9,41 @@ export type { Logger } from 'pino';
  * line together, on every request.
  */
 /** Headers that carry a credential or a signature (ours and the inbound integrations'). */
-const SECRET_HEADERS = ['authorization', 'cookie', 'x-api-key', 'svc-signature', 'stripe-signature', 'x-hub-signature-256', 'x-hub-signature', 'x-slack-signature'];
+const SECRET_HEADERS = [
+  'authorization',
+  'cookie',
+  'x-api-key',
+  'svc-signature',
+  'stripe-signature',
+  'x-hub-signature-256',
+  'x-hub-signature',
+  'x-slack-signature',
+];
 
 export const redactPaths = [
-  'authorization', 'cookie', 'set-cookie', 'x-api-key', 'svc-signature', 'stripe-signature', 'x-hub-signature-256', 'x-slack-signature',
-  'password', 'key', 'token', 'secret', 'signature', 'totp', 'session',
-  'refresh_token', 'access_token', 'client_secret', 'code_verifier',
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'svc-signature',
+  'stripe-signature',
+  'x-hub-signature-256',
+  'x-slack-signature',
+  'password',
+  'key',
+  'token',
+  'secret',
+  'signature',
+  'totp',
+  'session',
+  'refresh_token',
+  'access_token',
+  'client_secret',
+  'code_verifier',
   ...SECRET_HEADERS.map((h) => `headers["${h}"]`),
   ...SECRET_HEADERS.map((h) => `req.headers["${h}"]`),
-  'err.data', 'err.output.payload',
+  'err.data',
+  'err.output.payload',
 ];
 
 /**
@@ -29,9 +55,12 @@ export function createLogger(level: string, destination: NodeJS.WritableStream =
   const fd = destination === process.stdout ? 1 : 2;
   const dest = pino.destination({ dest: fd, sync: false, minLength: 4096 });
   if (level !== 'silent') setInterval(() => dest.flush(), 200).unref();
-  return pino({
-    level,
-    base: { svc: 'svc' },
-    redact: { paths: redactPaths, censor: '[redacted]' },
-  }, dest);
+  return pino(
+    {
+      level,
+      base: { svc: 'svc' },
+      redact: { paths: redactPaths, censor: '[redacted]' },
+    },
+    dest,
+  );
 }

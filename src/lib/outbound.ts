@@ -8,11 +8,19 @@ import { refusedBy } from './safe-target.js';
  */
 
 /** One POST with one deadline for connect, headers and body: its status, or why there is none. */
-export async function postOnce(url: string, init: { headers: Record<string, string>; body: string; dispatcher: Dispatcher; timeoutMs: number }): Promise<{ status: number | null; error: string | null }> {
+export async function postOnce(
+  url: string,
+  init: { headers: Record<string, string>; body: string; dispatcher: Dispatcher; timeoutMs: number },
+): Promise<{ status: number | null; error: string | null }> {
   try {
     const answer = await request(url, {
-      method: 'POST', body: init.body, headers: init.headers, dispatcher: init.dispatcher,
-      headersTimeout: init.timeoutMs, bodyTimeout: init.timeoutMs, signal: AbortSignal.timeout(init.timeoutMs),
+      method: 'POST',
+      body: init.body,
+      headers: init.headers,
+      dispatcher: init.dispatcher,
+      headersTimeout: init.timeoutMs,
+      bodyTimeout: init.timeoutMs,
+      signal: AbortSignal.timeout(init.timeoutMs),
     });
     await answer.body.dump().catch(() => {});
     return { status: answer.statusCode, error: null };
@@ -41,7 +49,11 @@ export function periodic(work: () => Promise<unknown>, everyMs: number, onError:
       if (timer) return;
       timer = setInterval(() => {
         if (running) return;
-        running = work().then(() => undefined, onError).finally(() => { running = null; });
+        running = work()
+          .then(() => undefined, onError)
+          .finally(() => {
+            running = null;
+          });
       }, everyMs);
       timer.unref();
     },

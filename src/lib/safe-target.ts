@@ -18,7 +18,11 @@ import { Agent, buildConnector } from 'undici';
  * - `targetProblem` is the same rule for a clear 400 when a target is configured (http or https,
  *   https only when asked, no credentials in the URL, a name that resolves).
  */
-export type LookupFn = (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => void;
+export type LookupFn = (
+  hostname: string,
+  options: LookupOptions,
+  callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+) => void;
 
 export class TargetRefused extends Error {
   readonly code = 'SVC_TARGET_REFUSED';
@@ -45,7 +49,10 @@ const LOOKUP_DEADLINE_MS = 5_000;
 const bare = (hostname: string) => hostname.replace(/^\[|\]$/g, '');
 
 /** The configure-time check: null when `raw` is a target requests may be sent to. */
-export async function targetProblem(raw: string, options: { allowPrivateTargets: boolean; httpsOnly?: boolean; lookup?: LookupFn }): Promise<string | null> {
+export async function targetProblem(
+  raw: string,
+  options: { allowPrivateTargets: boolean; httpsOnly?: boolean; lookup?: LookupFn },
+): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -60,13 +67,13 @@ export async function targetProblem(raw: string, options: { allowPrivateTargets:
   const addresses = ipaddr.isValid(host)
     ? [host]
     : await new Promise<string[] | null>((resolve) => {
-      // A name server that never answers must not hold a delivery (or shutdown) for long.
-      const late = setTimeout(() => resolve(null), LOOKUP_DEADLINE_MS);
-      look(host, { all: true }, (err, found) => {
-        clearTimeout(late);
-        resolve(err ? [] : (found as LookupAddress[]).map((a) => a.address));
+        // A name server that never answers must not hold a delivery (or shutdown) for long.
+        const late = setTimeout(() => resolve(null), LOOKUP_DEADLINE_MS);
+        look(host, { all: true }, (err, found) => {
+          clearTimeout(late);
+          resolve(err ? [] : (found as LookupAddress[]).map((a) => a.address));
+        });
       });
-    });
   if (addresses === null) return 'its host name did not resolve in time';
   if (addresses.length === 0) return 'its host name does not resolve';
   for (const address of addresses) {
@@ -80,7 +87,11 @@ export async function targetProblem(raw: string, options: { allowPrivateTargets:
  * An undici dispatcher that connects only to acceptable addresses (pass it as `dispatcher` on
  * every request to a workspace-chosen target). `lookup` replaces DNS (tests).
  */
-export function safeDispatcher(options: { allowPrivateTargets: boolean; lookup?: LookupFn; connectTimeoutMs?: number }): Agent {
+export function safeDispatcher(options: {
+  allowPrivateTargets: boolean;
+  lookup?: LookupFn;
+  connectTimeoutMs?: number;
+}): Agent {
   const { allowPrivateTargets } = options;
   const look = options.lookup ?? (dnsLookup as unknown as LookupFn);
 
@@ -88,7 +99,8 @@ export function safeDispatcher(options: { allowPrivateTargets: boolean; lookup?:
     look(hostname, { ...lookupOptions, all: true }, (err, found) => {
       if (err) return callback(err, '');
       const list = found as LookupAddress[];
-      if (list.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' }), '');
+      if (list.length === 0)
+        return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' }), '');
       for (const a of list) {
         const problem = addressProblem(a.address, allowPrivateTargets);
         if (problem) return callback(new TargetRefused(`refused: ${problem}`), '');
@@ -109,7 +121,9 @@ export function safeDispatcher(options: { allowPrivateTargets: boolean; lookup?:
     base(opts, (err, socket) => {
       if (err || !socket) return callback(err ?? new Error('could not connect'), null);
       // Whatever path led here, the peer itself must be acceptable.
-      const problem = socket.remoteAddress ? addressProblem(socket.remoteAddress, allowPrivateTargets) : 'the peer has no address';
+      const problem = socket.remoteAddress
+        ? addressProblem(socket.remoteAddress, allowPrivateTargets)
+        : 'the peer has no address';
       if (problem) {
         socket.destroy();
         return callback(new TargetRefused(`refused: ${problem}`), null);
@@ -122,7 +136,11 @@ export function safeDispatcher(options: { allowPrivateTargets: boolean; lookup?:
 
 /** Whether an undici failure was this rule refusing the target (its message says why). */
 export function refusedBy(err: unknown): TargetRefused | undefined {
-  for (let e = err as { cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as { cause?: unknown } | undefined, i += 1) {
+  for (
+    let e = err as { cause?: unknown } | undefined, i = 0;
+    e && i < 5;
+    e = e.cause as { cause?: unknown } | undefined, i += 1
+  ) {
     if (e instanceof TargetRefused) return e;
   }
   return undefined;

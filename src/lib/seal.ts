@@ -21,7 +21,9 @@ export function sealBytes(masterKey: Buffer, purpose: string, boundTo: string, p
 export function unsealBytes(masterKey: Buffer, purpose: string, boundTo: string, sealed: string): Buffer {
   const bytes = Buffer.from(sealed, 'base64url');
   if (bytes.length <= IV_BYTES + TAG_BYTES) throw new Error('sealed value too short');
-  const decipher = createDecipheriv('aes-256-gcm', deriveKey(masterKey, purpose), bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+  const decipher = createDecipheriv('aes-256-gcm', deriveKey(masterKey, purpose), bytes.subarray(0, IV_BYTES), {
+    authTagLength: TAG_BYTES,
+  });
   decipher.setAAD(Buffer.from(boundTo, 'utf8'));
   decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
   return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);

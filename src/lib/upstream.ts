@@ -38,7 +38,10 @@ export function createUpstream(baseUrl: string, options: UpstreamOptions): Upstr
   return {
     async post(path, headers, body, signal) {
       const answer = await pool.request({
-        method: 'POST', path: `${prefix}${path}`, body, signal,
+        method: 'POST',
+        path: `${prefix}${path}`,
+        body,
+        signal,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
       });
       return { statusCode: answer.statusCode, headers: answer.headers, body: answer.body };

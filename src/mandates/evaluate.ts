@@ -23,7 +23,13 @@ export interface ActionFacts {
   domain: string | null;
 }
 
-export type DenySignal = 'type_not_allowed' | 'merchant_not_allowed' | 'domain_not_allowed' | 'currency_not_allowed' | 'over_limit' | 'period_limit';
+export type DenySignal =
+  | 'type_not_allowed'
+  | 'merchant_not_allowed'
+  | 'domain_not_allowed'
+  | 'currency_not_allowed'
+  | 'over_limit'
+  | 'period_limit';
 
 export type Evaluation =
   | { decision: 'allow'; rule: MandateRule; charge: PeriodCharge | null; signals: string[]; reason: string }
@@ -56,12 +62,28 @@ export function nameMatches(list: readonly string[] | undefined, name: string | 
   return list.some((p) => p === '*' || p === n || (p.startsWith('*.') && n.endsWith(p.slice(1))));
 }
 
-const STAGES: DenySignal[] = ['type_not_allowed', 'merchant_not_allowed', 'currency_not_allowed', 'over_limit', 'period_limit'];
+const STAGES: DenySignal[] = [
+  'type_not_allowed',
+  'merchant_not_allowed',
+  'currency_not_allowed',
+  'over_limit',
+  'period_limit',
+];
 
-interface RuleOutcome { stage: number; signal: DenySignal | null; charge: PeriodCharge | null; needsApproval: boolean }
+interface RuleOutcome {
+  stage: number;
+  signal: DenySignal | null;
+  charge: PeriodCharge | null;
+  needsApproval: boolean;
+}
 
 function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number, approved: boolean): RuleOutcome {
-  const fail = (stage: number, signal: DenySignal): RuleOutcome => ({ stage, signal, charge: null, needsApproval: false });
+  const fail = (stage: number, signal: DenySignal): RuleOutcome => ({
+    stage,
+    signal,
+    charge: null,
+    needsApproval: false,
+  });
   if (!rule.actions.some((p) => typeMatches(p, a.type))) return fail(0, 'type_not_allowed');
   if (!nameMatches(rule.merchants, a.merchant)) return fail(1, 'merchant_not_allowed');
   if (!nameMatches(rule.domains, a.domain)) return fail(1, 'domain_not_allowed');
@@ -75,20 +97,40 @@ function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: num
     if (used + a.amount > rule.periodLimit.amount) return fail(4, 'period_limit');
     charge = { usageKey: key, currency: a.currency!, day: dayOf(nowMs), amount: a.amount };
   }
-  return { stage: 5, signal: null, charge, needsApproval: !approved && rule.approval !== undefined && a.amount > rule.approval.above };
+  return {
+    stage: 5,
+    signal: null,
+    charge,
+    needsApproval: !approved && rule.approval !== undefined && a.amount > rule.approval.above,
+  };
 }
 
 const DENY_REASONS: Record<DenySignal, (a: ActionFacts) => string> = {
   type_not_allowed: (a) => `No rule of this agent's mandate allows actions of type ${a.type}.`,
-  merchant_not_allowed: (a) => a.merchant === null ? 'Every rule for this type names its merchants; this action names none.' : `No rule allows paying ${a.merchant}.`,
-  domain_not_allowed: (a) => a.domain === null ? 'Every rule for this type names its domains; this action names none.' : `No rule allows acting on ${a.domain}.`,
-  currency_not_allowed: (a) => a.currency === null ? 'This action carries no amount, but every covering rule limits amounts.' : `No covering rule allows the currency ${a.currency}.`,
+  merchant_not_allowed: (a) =>
+    a.merchant === null
+      ? 'Every rule for this type names its merchants; this action names none.'
+      : `No rule allows paying ${a.merchant}.`,
+  domain_not_allowed: (a) =>
+    a.domain === null
+      ? 'Every rule for this type names its domains; this action names none.'
+      : `No rule allows acting on ${a.domain}.`,
+  currency_not_allowed: (a) =>
+    a.currency === null
+      ? 'This action carries no amount, but every covering rule limits amounts.'
+      : `No covering rule allows the currency ${a.currency}.`,
   over_limit: (a) => `The amount ${a.amount} ${a.currency} is over every covering rule's per-action limit.`,
   period_limit: (a) => `The amount ${a.amount} ${a.currency} would take this period's total over the rule's limit.`,
 };
 
 /** `approved`: people have approved this action, so no rule's approval step applies (the fresh check at approval). */
-export function evaluate(rules: readonly MandateRule[], a: ActionFacts, usage: UsageLookup, nowMs: number, options: { approved?: boolean } = {}): Evaluation {
+export function evaluate(
+  rules: readonly MandateRule[],
+  a: ActionFacts,
+  usage: UsageLookup,
+  nowMs: number,
+  options: { approved?: boolean } = {},
+): Evaluation {
   let best: RuleOutcome | null = null;
   let review: MandateRule | null = null;
   for (const rule of rules) {
@@ -101,10 +143,20 @@ export function evaluate(rules: readonly MandateRule[], a: ActionFacts, usage: U
   }
   if (review) {
     return {
-      decision: 'review', rule: review, signals: ['approval_required'],
+      decision: 'review',
+      rule: review,
+      signals: ['approval_required'],
       reason: `Rule ${review.id} asks a person to approve amounts above ${review.approval!.above} ${a.currency}.`,
     };
   }
   const signal = best?.signal ?? STAGES[0]!;
-  return { decision: 'deny', rule: null, signals: [signal], reason: rules.length === 0 ? 'This agent has no mandate: every action is denied until one is set.' : DENY_REASONS[signal](a) };
+  return {
+    decision: 'deny',
+    rule: null,
+    signals: [signal],
+    reason:
+      rules.length === 0
+        ? 'This agent has no mandate: every action is denied until one is set.'
+        : DENY_REASONS[signal](a),
+  };
 }

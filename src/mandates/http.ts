@@ -15,7 +15,13 @@ const aid = Joi.string().max(64).required();
  * An agent's mandate (owner, admin, or the member the agent acts for) and the workspace's
  * templates (owner, admin). Malformed rules: 400 invalid_mandate listing every field.
  */
-export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsService; people: PeopleService; production: boolean; guards: Guards }> = {
+export const mandatesRoutes: Plugin<{
+  mandates: MandatesService;
+  agents: AgentsService;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-mandates',
   register(server, { mandates, agents, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -31,7 +37,8 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
 
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/agents/{aid}/mandate',
+        method: 'GET',
+        path: '/api/w/{wid}/agents/{aid}/mandate',
         options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
         handler(request) {
           const { wid: w, aid: a } = params(request);
@@ -40,9 +47,11 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
         },
       },
       {
-        method: 'PUT', path: '/api/w/{wid}/agents/{aid}/mandate',
+        method: 'PUT',
+        path: '/api/w/{wid}/agents/{aid}/mandate',
         options: {
-          auth: session, ext: write,
+          auth: session,
+          ext: write,
           plugins: { svc: { validationType: 'invalid_mandate', maxBodyMembers: 50_000 } },
           validate: { params: Joi.object({ wid, aid }), payload: mandateInputSchema },
         },
@@ -52,7 +61,8 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/templates',
+        method: 'GET',
+        path: '/api/w/{wid}/templates',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = params(request);
@@ -62,9 +72,11 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/templates',
+        method: 'POST',
+        path: '/api/w/{wid}/templates',
         options: {
-          auth: session, ext: write,
+          auth: session,
+          ext: write,
           plugins: { svc: { validationType: 'invalid_mandate', maxBodyMembers: 50_000 } },
           validate: { params: Joi.object({ wid }), payload: templateInputSchema },
         },
@@ -72,7 +84,9 @@ export const mandatesRoutes: Plugin<{ mandates: MandatesService; agents: AgentsS
           const { wid: w } = params(request);
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'templates.manage');
-          return h.response(await mandates.createTemplate(w, request.payload as TemplateInput, { actor: actorOf(c) })).code(201);
+          return h
+            .response(await mandates.createTemplate(w, request.payload as TemplateInput, { actor: actorOf(c) }))
+            .code(201);
         },
       },
     ]);

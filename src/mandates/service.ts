@@ -40,7 +40,8 @@ function withIds(rules: MandateInput['rules'], current: readonly MandateRule[], 
 }
 
 const anywhere = (r: MandateRule) => r.merchants?.includes('*') || r.domains?.includes('*');
-const narrow = (r: MandateRule) => (r.merchants && !r.merchants.includes('*')) || (r.domains && !r.domains.includes('*'));
+const narrow = (r: MandateRule) =>
+  (r.merchants && !r.merchants.includes('*')) || (r.domains && !r.domains.includes('*'));
 const withoutId = ({ id: _id, ...rest }: MandateRule | (Omit<MandateRule, 'id'> & { id?: string })) => rest;
 
 function refuseDuplicates(rules: MandateInput['rules']): void {
@@ -48,13 +49,20 @@ function refuseDuplicates(rules: MandateInput['rules']): void {
   if (errors.length > 0) throw new AppError('invalid_mandate', { details: { errors } });
 }
 
-export function createMandatesService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; maxRules: (wid: string) => number | null }) {
+export function createMandatesService(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  maxRules: (wid: string) => number | null;
+}) {
   const { store, clock, ids, ledger } = deps;
   const t = store.tables;
 
   // Rules of live agents only: a removed agent's mandate can no longer be changed, nor used.
   const rulesInWorkspace = (wid: string, exceptAgent: string) =>
-    t.mandates.scan([wid])
+    t.mandates
+      .scan([wid])
       .filter((e) => e.key[1] !== exceptAgent && !t.agents.get([wid, e.key[1]!])?.removedAt)
       .reduce((n, e) => n + e.value.rules.length, 0);
 
@@ -65,23 +73,45 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
       const allowed = t.templates.scan([wid]).flatMap((e) => e.value.rules.map(withoutId));
       const beyond = rules.find((r) => !allowed.some((a) => isDeepStrictEqual(a, withoutId(r))));
       if (beyond) {
-        throw new AppError('forbidden', { message: 'Members may only give an agent rules from the workspace templates; an owner or admin may save other rules.', fix: 'Copy the rules of a template unchanged, or ask an owner or admin.' });
+        throw new AppError('forbidden', {
+          message:
+            'Members may only give an agent rules from the workspace templates; an owner or admin may save other rules.',
+          fix: 'Copy the rules of a template unchanged, or ask an owner or admin.',
+        });
       }
     }
     const broad = rules.find(anywhere);
     const narrower = rules.find((r) => r !== broad && narrow(r));
     if (broad && narrower && !input.confirmBroaden) {
       throw new AppError('confirm_broaden', {
-        details: { reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.` },
+        details: {
+          reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.`,
+        },
       });
     }
     const maxRules = deps.maxRules(wid);
     if (maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > maxRules) {
-      throw new AppError('plan_limit_reached', { message: `The plan allows ${maxRules} mandate rules in a workspace; this mandate would pass it.`, fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.' });
+      throw new AppError('plan_limit_reached', {
+        message: `The plan allows ${maxRules} mandate rules in a workspace; this mandate would pass it.`,
+        fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.',
+      });
     }
-    const record: MandateRecord = { workspaceId: wid, agentId: aid, rules, updatedAt: isoAt(clock.now()), updatedBy: who.actor };
+    const record: MandateRecord = {
+      workspaceId: wid,
+      agentId: aid,
+      rules,
+      updatedAt: isoAt(clock.now()),
+      updatedBy: who.actor,
+    };
     t.mandates.put([wid, aid], record);
-    ledger.record({ workspaceId: wid, actor: who.actor, ...tokenOf(who), kind: 'mandate.updated', subject: aid, data: { rules, confirmBroaden: input.confirmBroaden } });
+    ledger.record({
+      workspaceId: wid,
+      actor: who.actor,
+      ...tokenOf(who),
+      kind: 'mandate.updated',
+      subject: aid,
+      data: { rules, confirmBroaden: input.confirmBroaden },
+    });
     return { agentId: aid, rules, updatedAt: record.updatedAt, updatedBy: record.updatedBy };
   };
 
@@ -106,11 +136,20 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
       refuseDuplicates(input.rules);
       return store.write(() => {
         const template: TemplateRecord = {
-          id: ids.id('tpl'), workspaceId: wid, name: input.name,
-          rules: input.rules.map((r) => ({ ...r, id: ids.id('mnd') })), createdAt: isoAt(clock.now()),
+          id: ids.id('tpl'),
+          workspaceId: wid,
+          name: input.name,
+          rules: input.rules.map((r) => ({ ...r, id: ids.id('mnd') })),
+          createdAt: isoAt(clock.now()),
         };
         t.templates.put([wid, template.id], template);
-        ledger.record({ workspaceId: wid, actor: who.actor, kind: 'template.created', subject: template.id, data: { name: template.name, rules: template.rules } });
+        ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'template.created',
+          subject: template.id,
+          data: { name: template.name, rules: template.rules },
+        });
         return template;
       });
     },
@@ -124,8 +163,13 @@ export function createMandatesService(deps: { store: Store; clock: Clock; ids: I
       });
     },
 
-    templates(wid: string, options: { after?: string; limit: number }): { data: TemplateRecord[]; next: string | null } {
-      const rows = t.templates.scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 }).map((e) => e.value);
+    templates(
+      wid: string,
+      options: { after?: string; limit: number },
+    ): { data: TemplateRecord[]; next: string | null } {
+      const rows = t.templates
+        .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 })
+        .map((e) => e.value);
       const page = rows.slice(0, options.limit);
       return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },

@@ -14,7 +14,12 @@ import type { MandateRule, PeriodCharge, Store } from '../store/index.js';
  */
 export function usageKeyOf(rule: MandateRule): string {
   const sorted = (xs: readonly string[] | undefined) => (xs ? [...xs].sort() : null);
-  const cover = { actions: sorted(rule.actions), merchants: sorted(rule.merchants), domains: sorted(rule.domains), currencies: sorted(rule.currencies) };
+  const cover = {
+    actions: sorted(rule.actions),
+    merchants: sorted(rule.merchants),
+    domains: sorted(rule.domains),
+    currencies: sorted(rule.currencies),
+  };
   return createHash('sha256').update(canonicalJson(cover)).digest('base64url').slice(0, 22);
 }
 
@@ -29,7 +34,8 @@ export function usageRepo(store: Store) {
   return {
     /** Minor units spent under a cover in a currency from `periodStart` (a day) on. */
     sum(wid: string, aid: string, usageKey: string, currency: string, periodStart: string): number {
-      return t.periodUsage.scan([wid, aid, usageKey, currency], { after: dayBefore(periodStart) })
+      return t.periodUsage
+        .scan([wid, aid, usageKey, currency], { after: dayBefore(periodStart) })
         .reduce((n, e) => n + e.value, 0);
     },
     /** Adds (or, negative, gives back) an amount on the day it was charged. Only inside store.write(). */

@@ -36,15 +36,31 @@ import { GATE_TOOL_NAMES } from './tools.js';
  */
 type Handle = (req: IncomingMessage, res: ServerResponse, body?: unknown) => Promise<void>;
 
-export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => string; version: string; people: PeopleService; production: boolean; guards: Guards; stillValid: (p: Principal) => boolean }> = {
+export const mcpRoutes: Plugin<{
+  gate: Gate;
+  proxy: McpProxy;
+  baseUrl: () => string;
+  version: string;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+  stillValid: (p: Principal) => boolean;
+}> = {
   name: 'svc-mcp',
   register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
-    server.ext('onPostStop', async () => { await sessions.closeAll(); });
+    server.ext('onPostStop', async () => {
+      await sessions.closeAll();
+    });
     const metadata = () => {
       const base = baseUrl();
-      return { resource: `${base}/mcp`, authorization_servers: [base], bearer_methods_supported: ['header'], resource_name: 'svc MCP server' };
+      return {
+        resource: `${base}/mcp`,
+        authorization_servers: [base],
+        bearer_methods_supported: ['header'],
+        resource_name: 'svc MCP server',
+      };
     };
 
     const checkHost = (request: Request): void => {
@@ -57,11 +73,17 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
         host = null;
       }
       if (host !== own.host) {
-        throw new AppError('forbidden', { message: `Host ${String(request.headers.host)} is not this deployment (${own.host}).`, fix: 'Connect to the address the operator published (baseUrl).' });
+        throw new AppError('forbidden', {
+          message: `Host ${String(request.headers.host)} is not this deployment (${own.host}).`,
+          fix: 'Connect to the address the operator published (baseUrl).',
+        });
       }
       const origin = request.headers.origin;
       if (origin !== undefined && origin !== own.origin) {
-        throw new AppError('forbidden', { message: `Origin ${origin} may not call this MCP server.`, fix: 'Call /mcp from a client, not from a web page on another origin.' });
+        throw new AppError('forbidden', {
+          message: `Origin ${origin} may not call this MCP server.`,
+          fix: 'Call /mcp from a client, not from a web page on another origin.',
+        });
       }
     };
 
@@ -77,11 +99,16 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
       };
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: newSessionId,
-        onsessioninitialized: (id) => { state.id = id; sessions.add(entry); },
+        onsessioninitialized: (id) => {
+          state.id = id;
+          sessions.add(entry);
+        },
       });
       const entry: Session & { handle: Handle } = Object.assign(state, {
         handle: (req: IncomingMessage, res: ServerResponse, body?: unknown) => transport.handleRequest(req, res, body),
-        close: async () => { await transport.close(); },
+        close: async () => {
+          await transport.close();
+        },
       });
       // However it ends (DELETE, the sweep, shutdown), the upstream sessions it opened end with it.
       mcp.onclose = () => {
@@ -97,10 +124,19 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
       const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl });
       // A proxied tool call that asks for progress answers as a stream, so that the upstream's
       // progress and log messages reach the caller while it runs; everything else answers JSON.
-      const body = request.payload as { method?: string; params?: { name?: string; _meta?: { progressToken?: unknown } } } | null;
-      const streamed = body?.method === 'tools/call' && typeof body.params?.name === 'string' && !GATE_TOOL_NAMES.has(body.params.name)
-        && body.params._meta?.progressToken !== undefined;
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
+      const body = request.payload as {
+        method?: string;
+        params?: { name?: string; _meta?: { progressToken?: unknown } };
+      } | null;
+      const streamed =
+        body?.method === 'tools/call' &&
+        typeof body.params?.name === 'string' &&
+        !GATE_TOOL_NAMES.has(body.params.name) &&
+        body.params._meta?.progressToken !== undefined;
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: !streamed,
+      });
       await mcp.connect(transport as never);
       request.raw.res.once('close', () => {
         void transport.close();
@@ -118,7 +154,11 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
       const sid = request.headers['mcp-session-id'];
       if (typeof sid === 'string' && sid !== '') {
         const found = sessions.find(sid, principal) as (Session & { handle: Handle }) | undefined;
-        if (!found) throw new AppError('not_found', { message: 'No such MCP session: it ended, or was never opened with this credential.', fix: 'Send initialize again (without Mcp-Session-Id) to open a new session.' });
+        if (!found)
+          throw new AppError('not_found', {
+            message: 'No such MCP session: it ended, or was never opened with this credential.',
+            fix: 'Send initialize again (without Mcp-Session-Id) to open a new session.',
+          });
         res.once('close', sessions.enter(found));
         await found.handle(req, res, payload);
         return h.abandon;
@@ -129,9 +169,15 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
         return h.abandon;
       }
       if (request.method !== 'post') {
-        throw new AppError('method_not_allowed', { message: `${request.method.toUpperCase()} /mcp needs the Mcp-Session-Id of a session.`, fix: 'Send initialize first and use the session id it answers with; or POST requests without a session.', headers: { allow: 'POST' } });
+        throw new AppError('method_not_allowed', {
+          message: `${request.method.toUpperCase()} /mcp needs the Mcp-Session-Id of a session.`,
+          fix: 'Send initialize first and use the session id it answers with; or POST requests without a session.',
+          headers: { allow: 'POST' },
+        });
       }
-      await (await stateless(request, principal))(req, res, payload);
+      await (
+        await stateless(request, principal)
+      )(req, res, payload);
       return h.abandon;
     };
 
@@ -141,7 +187,8 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
       { method: 'GET', path: '/mcp', options, handler: mount },
       { method: 'DELETE', path: '/mcp', options, handler: mount },
       {
-        method: 'GET', path: '/api/w/{wid}/mcp-servers',
+        method: 'GET',
+        path: '/api/w/{wid}/mcp-servers',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
@@ -150,14 +197,21 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/mcp-servers',
+        method: 'POST',
+        path: '/api/w/{wid}/mcp-servers',
         options: {
-          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
           validate: {
             params: Joi.object({ wid }),
             payload: Joi.object({
-              name: Joi.string().required(), url: Joi.string().uri({ scheme: ['http', 'https'] }).required(),
-              secret: Joi.string().max(4096).allow(null), allowTools: Joi.array().items(Joi.string().max(128)).max(500).allow(null), unprefixed: Joi.boolean(),
+              name: Joi.string().required(),
+              url: Joi.string()
+                .uri({ scheme: ['http', 'https'] })
+                .required(),
+              secret: Joi.string().max(4096).allow(null),
+              allowTools: Joi.array().items(Joi.string().max(128)).max(500).allow(null),
+              unprefixed: Joi.boolean(),
             }),
           },
         },
@@ -169,8 +223,13 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/mcp-servers/{name}',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) } },
+        method: 'DELETE',
+        path: '/api/w/{wid}/mcp-servers/{name}',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) },
+        },
         async handler(request) {
           const { wid: w, name } = request.params as { wid: string; name: string };
           const c = caller(request, 'session');
@@ -179,8 +238,18 @@ export const mcpRoutes: Plugin<{ gate: Gate; proxy: McpProxy; baseUrl: () => str
           return {};
         },
       },
-      { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', options: { auth: false }, handler: () => metadata() },
-      { method: 'GET', path: '/.well-known/oauth-protected-resource', options: { auth: false }, handler: () => metadata() },
+      {
+        method: 'GET',
+        path: '/.well-known/oauth-protected-resource/mcp',
+        options: { auth: false },
+        handler: () => metadata(),
+      },
+      {
+        method: 'GET',
+        path: '/.well-known/oauth-protected-resource',
+        options: { auth: false },
+        handler: () => metadata(),
+      },
     ]);
   },
 };

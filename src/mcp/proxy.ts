@@ -45,7 +45,10 @@ const MAX_PAGES = 20;
  */
 export interface UpstreamHooks {
   capabilities?: ClientCapabilities;
-  request?: (req: { method: string; params?: Record<string, unknown> }, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  request?: (
+    req: { method: string; params?: Record<string, unknown> },
+    signal: AbortSignal,
+  ) => Promise<Record<string, unknown>>;
   notify?: (n: { method: string; params?: Record<string, unknown> }) => void;
 }
 
@@ -69,24 +72,46 @@ function urlProblem(raw: string): string | null {
   if (url.username || url.password) return 'put credentials in the secret field, not in the URL';
   if (url.search !== '') return 'the URL may not carry a query (credentials belong in the secret field)';
   const loopback = url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost';
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) return 'the URL must be https (http only on the loopback interface)';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    return 'the URL must be https (http only on the loopback interface)';
   return null;
 }
 
 /** A tool name as one segment of an action type (letters, digits, _ and -). */
 const segment = (tool: string) => tool.replace(/[^A-Za-z0-9_-]/g, '_');
 
-export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Buffer; ledger: Ledger; gate: Gate; version: string }) {
+export function createMcpProxy(deps: {
+  store: Store;
+  clock: Clock;
+  masterKey: Buffer;
+  ledger: Ledger;
+  gate: Gate;
+  version: string;
+}) {
   const { store, clock, masterKey, ledger, gate } = deps;
   const t = store.tables;
 
   const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}): Promise<Client> => {
-    const secret = server.secretSealed ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed) : null;
+    const secret = server.secretSealed
+      ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed)
+      : null;
     const client = new Client({ name: 'svc-proxy', version: deps.version }, { capabilities: hooks.capabilities ?? {} });
     // Whatever the upstream asks of its client, the caller answers; whatever it tells, the caller hears.
-    if (hooks.request) client.fallbackRequestHandler = async (req, extra) => await hooks.request!({ method: req.method, ...(req.params ? { params: req.params } : {}) }, extra.signal) as never;
-    if (hooks.notify) client.fallbackNotificationHandler = async (n) => hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
-    await client.connect(new StreamableHTTPClientTransport(new URL(server.url), secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}));
+    if (hooks.request)
+      client.fallbackRequestHandler = async (req, extra) =>
+        (await hooks.request!(
+          { method: req.method, ...(req.params ? { params: req.params } : {}) },
+          extra.signal,
+        )) as never;
+    if (hooks.notify)
+      client.fallbackNotificationHandler = async (n) =>
+        hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
+    await client.connect(
+      new StreamableHTTPClientTransport(
+        new URL(server.url),
+        secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {},
+      ),
+    );
     return client;
   };
 
@@ -114,16 +139,23 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
 
   const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
   /** The prefixed upstream an exposed name (of a tool or prompt) belongs to, and the name upstream. */
-  const prefixedOwner = (servers: McpServerRecord[], name: string): { server: McpServerRecord; inner: string } | undefined => {
+  const prefixedOwner = (
+    servers: McpServerRecord[],
+    name: string,
+  ): { server: McpServerRecord; inner: string } | undefined => {
     const server = servers.find((s) => !s.unprefixed && name.startsWith(`${s.name}__`));
     return server ? { server, inner: name.slice(server.name.length + 2) } : undefined;
   };
-  const allowed = (server: McpServerRecord, tool: string) => server.allowTools === null || server.allowTools.includes(tool);
+  const allowed = (server: McpServerRecord, tool: string) =>
+    server.allowTools === null || server.allowTools.includes(tool);
 
   const refuseIfStopped = (who: { workspaceId: string; agentId: string }): void => {
     const standing = readStanding(store, who.workspaceId, who.agentId);
     if (standing.stopped) {
-      throw new AppError('agent_stopped', { message: `Agent ${who.agentId} is stopped (${standing.reason}); the tool call was not sent.`, details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: who.agentId } });
+      throw new AppError('agent_stopped', {
+        message: `Agent ${who.agentId} is stopped (${standing.reason}); the tool call was not sent.`,
+        details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: who.agentId },
+      });
     }
   };
 
@@ -138,19 +170,46 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
       }
     },
 
-    async add(wid: string, input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean }, actor: string): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean }> {
-      if (!NAME.test(input.name)) throw new AppError('invalid_request', { details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] } });
+    async add(
+      wid: string,
+      input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean },
+      actor: string,
+    ): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean }> {
+      if (!NAME.test(input.name))
+        throw new AppError('invalid_request', {
+          details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
+        });
       const problem = urlProblem(input.url);
       if (problem) throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: problem }] } });
       const record: McpServerRecord = {
-        name: input.name, workspaceId: wid, url: input.url,
+        name: input.name,
+        workspaceId: wid,
+        url: input.url,
         secretSealed: input.secret ? sealText(masterKey, SEAL_PURPOSE, `${wid}/${input.name}`, input.secret) : null,
-        allowTools: input.allowTools ?? null, unprefixed: input.unprefixed ?? false, createdAt: isoAt(clock.now()), createdBy: actor,
+        allowTools: input.allowTools ?? null,
+        unprefixed: input.unprefixed ?? false,
+        createdAt: isoAt(clock.now()),
+        createdBy: actor,
       };
       await store.write(() => {
-        if (t.mcpServers.has([wid, input.name])) throw new AppError('invalid_request', { message: `An upstream MCP server named ${input.name} exists.`, details: { errors: [{ field: 'name', message: 'is taken' }] } });
+        if (t.mcpServers.has([wid, input.name]))
+          throw new AppError('invalid_request', {
+            message: `An upstream MCP server named ${input.name} exists.`,
+            details: { errors: [{ field: 'name', message: 'is taken' }] },
+          });
         t.mcpServers.put([wid, input.name], record);
-        ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_added', subject: input.name, data: { url: input.url, allowTools: record.allowTools, unprefixed: record.unprefixed, secret: record.secretSealed !== null } });
+        ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'mcp.server_added',
+          subject: input.name,
+          data: {
+            url: input.url,
+            allowTools: record.allowTools,
+            unprefixed: record.unprefixed,
+            secret: record.secretSealed !== null,
+          },
+        });
       });
       return this.view(record);
     },
@@ -167,7 +226,8 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
       const existing = t.mcpServers.get([wid, name]);
       if (existing) await drop(existing);
       await store.write(() => {
-        if (!t.mcpServers.has([wid, name])) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+        if (!t.mcpServers.has([wid, name]))
+          throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
         t.mcpServers.remove([wid, name]);
         ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
       });
@@ -183,33 +243,46 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
      * upstream that does not answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
      */
     async tools(wid: string, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
-      const lists = await Promise.all(this.list(wid).map(async (server) => {
-        try {
-          const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
-          return tools.filter((tool) => allowed(server, tool.name)).map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
-        } catch {
-          if (link === pooled) await drop(server);
-          return [];
-        }
-      }));
+      const lists = await Promise.all(
+        this.list(wid).map(async (server) => {
+          try {
+            const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+            return tools
+              .filter((tool) => allowed(server, tool.name))
+              .map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
+          } catch {
+            if (link === pooled) await drop(server);
+            return [];
+          }
+        }),
+      );
       return lists.flat();
     },
 
     /** The upstream server and tool behind an exposed name, or undefined. */
-    async resolve(wid: string, name: string, link: UpstreamLink = pooled): Promise<{ server: McpServerRecord; tool: string } | undefined> {
+    async resolve(
+      wid: string,
+      name: string,
+      link: UpstreamLink = pooled,
+    ): Promise<{ server: McpServerRecord; tool: string } | undefined> {
       const servers = this.list(wid);
       const prefixed = prefixedOwner(servers, name);
-      if (prefixed) return allowed(prefixed.server, prefixed.inner) ? { server: prefixed.server, tool: prefixed.inner } : undefined;
+      if (prefixed)
+        return allowed(prefixed.server, prefixed.inner) ? { server: prefixed.server, tool: prefixed.inner } : undefined;
       // An unprefixed name belongs to whichever unprefixed server lists it: each is asked once, together.
-      const owners = await Promise.all(servers.filter((s) => s.unprefixed && allowed(s, name)).map(async (s) => {
-        try {
-          const { tools } = await (await link(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
-          return tools.some((x) => x.name === name) ? s : undefined;
-        } catch {
-          if (link === pooled) await drop(s);
-          return undefined;
-        }
-      }));
+      const owners = await Promise.all(
+        servers
+          .filter((s) => s.unprefixed && allowed(s, name))
+          .map(async (s) => {
+            try {
+              const { tools } = await (await link(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+              return tools.some((x) => x.name === name) ? s : undefined;
+            } catch {
+              if (link === pooled) await drop(s);
+              return undefined;
+            }
+          }),
+      );
       const server = owners.find((s) => s !== undefined);
       return server ? { server, tool: name } : undefined;
     },
@@ -232,19 +305,24 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
         target: { domain: new URL(target.server.url).hostname },
       });
       if (action.decision !== 'allow') {
-        const text = action.decision === 'review'
-          ? `Waiting for a person: approval ${action.approvalId} (action ${action.id}). Call get_action with that id; once allowed, call the tool again.`
-          : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
-        return { isError: true, content: [{ type: 'text', text }], structuredContent: { action: action as unknown as Record<string, unknown> } };
+        const text =
+          action.decision === 'review'
+            ? `Waiting for a person: approval ${action.approvalId} (action ${action.id}). Call get_action with that id; once allowed, call the tool again.`
+            : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
+        return {
+          isError: true,
+          content: [{ type: 'text', text }],
+          structuredContent: { action: action as unknown as Record<string, unknown> },
+        };
       }
       const own = relay.own !== undefined || relay.progress !== undefined;
       let client: Client | undefined;
       try {
         client = own ? await open(target.server, relay.own) : await pooled(target.server);
-        return await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
+        return (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
           ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
           ...(relay.signal ? { signal: relay.signal } : {}),
-        }) as ToolResult;
+        })) as ToolResult;
       } catch (err) {
         if (!(err instanceof McpError) && !own) await drop(target.server);
         throw upstreamError(err, target.server);
@@ -259,8 +337,11 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
      * first answer wins. With none declaring it: -32601, as for any method a server lacks.
      */
     async first<T>(
-      who: { workspaceId: string; agentId: string }, capability: 'resources' | 'prompts' | 'completions', link: UpstreamLink,
-      ask: (client: Client, server: McpServerRecord) => Promise<T | undefined>, missing?: () => McpError,
+      who: { workspaceId: string; agentId: string },
+      capability: 'resources' | 'prompts' | 'completions',
+      link: UpstreamLink,
+      ask: (client: Client, server: McpServerRecord) => Promise<T | undefined>,
+      missing?: () => McpError,
     ): Promise<T> {
       refuseIfStopped(who);
       let failure: unknown;
@@ -286,25 +367,32 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
     },
 
     /** Every upstream's answer to a list request (all its pages), merged; upstreams that fail are left out. */
-    async all<T>(who: { workspaceId: string; agentId: string }, capability: 'resources' | 'prompts', link: UpstreamLink, list: (client: Client, server: McpServerRecord, cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>): Promise<T[]> {
+    async all<T>(
+      who: { workspaceId: string; agentId: string },
+      capability: 'resources' | 'prompts',
+      link: UpstreamLink,
+      list: (client: Client, server: McpServerRecord, cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>,
+    ): Promise<T[]> {
       refuseIfStopped(who);
-      const lists = await Promise.all(this.list(who.workspaceId).map(async (server) => {
-        try {
-          const client = await link(server);
-          if (!client.getServerCapabilities()?.[capability]) return [];
-          const items: T[] = [];
-          let cursor: string | undefined;
-          for (let page = 0; page < MAX_PAGES; page += 1) {
-            const answer = await list(client, server, cursor);
-            items.push(...answer.items);
-            if (!answer.nextCursor) break;
-            cursor = answer.nextCursor;
+      const lists = await Promise.all(
+        this.list(who.workspaceId).map(async (server) => {
+          try {
+            const client = await link(server);
+            if (!client.getServerCapabilities()?.[capability]) return [];
+            const items: T[] = [];
+            let cursor: string | undefined;
+            for (let page = 0; page < MAX_PAGES; page += 1) {
+              const answer = await list(client, server, cursor);
+              items.push(...answer.items);
+              if (!answer.nextCursor) break;
+              cursor = answer.nextCursor;
+            }
+            return items;
+          } catch {
+            return [];
           }
-          return items;
-        } catch {
-          return [];
-        }
-      }));
+        }),
+      );
       return lists.flat();
     },
 
@@ -324,7 +412,11 @@ export function createMcpProxy(deps: { store: Store; clock: Clock; masterKey: Bu
  */
 function upstreamError(err: unknown, server?: McpServerRecord): McpError {
   if (err instanceof McpError) return err;
-  return new McpError(-32003, `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`, { type: 'upstream_failure' });
+  return new McpError(
+    -32003,
+    `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`,
+    { type: 'upstream_failure' },
+  );
 }
 
 export type McpProxy = ReturnType<typeof createMcpProxy>;

@@ -1,10 +1,22 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema, CompleteRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema, ListToolsRequestSchema, McpError, ReadResourceRequestSchema, ResultSchema,
-  RootsListChangedNotificationSchema, SetLevelRequestSchema, SubscribeRequestSchema, UnsubscribeRequestSchema,
-  type ClientCapabilities, type Prompt,
+  CallToolRequestSchema,
+  CompleteRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  ResultSchema,
+  RootsListChangedNotificationSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type ClientCapabilities,
+  type Prompt,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
@@ -53,134 +65,219 @@ export function buildMcpServer(deps: {
   session?: { links: Map<string, Promise<Client>> };
 }): Server {
   const { gate, proxy, who } = deps;
-  const mcp = new Server({ name: 'svc', version: deps.version }, {
-    capabilities: {
-      tools: { listChanged: true }, logging: {}, completions: {},
-      resources: deps.session ? { subscribe: true, listChanged: true } : { listChanged: true },
-      prompts: { listChanged: true },
+  const mcp = new Server(
+    { name: 'svc', version: deps.version },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        logging: {},
+        completions: {},
+        resources: deps.session ? { subscribe: true, listChanged: true } : { listChanged: true },
+        prompts: { listChanged: true },
+      },
     },
-  });
-  const rpcError = (err: AppError) => new McpError(MCP_ERROR_CODE, err.message, { type: err.type, fix: err.fix, docs: `${deps.baseUrl()}/docs/errors#${err.type}`, ...err.details });
+  );
+  const rpcError = (err: AppError) =>
+    new McpError(MCP_ERROR_CODE, err.message, {
+      type: err.type,
+      fix: err.fix,
+      docs: `${deps.baseUrl()}/docs/errors#${err.type}`,
+      ...err.details,
+    });
   /** A handler whose refusals become JSON-RPC errors of the catalogue's shape. */
-  const guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    try {
-      return await fn(...args);
-    } catch (err) {
-      if (err instanceof AppError && err.status < 500) throw rpcError(err);
-      throw err;
-    }
-  };
+  const guarded =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) throw rpcError(err);
+        throw err;
+      }
+    };
 
   // The session's own client per upstream; what the upstream asks or says outside a tool call goes to the caller's standalone stream.
   const sessionHooks = (): UpstreamHooks => ({
     capabilities: mirrored(mcp.getClientCapabilities()),
     request: (req, signal) => mcp.request(req as never, ResultSchema, { signal }) as Promise<Record<string, unknown>>,
-    notify: (n) => { void mcp.notification(n as never).catch(() => {}); },
+    notify: (n) => {
+      void mcp.notification(n as never).catch(() => {});
+    },
   });
   const link: UpstreamLink = deps.session
     ? (server) => {
-      const links = deps.session!.links;
-      const key = `${server.name}/${server.createdAt}`;
-      let client = links.get(key);
-      if (!client) {
-        client = proxy.open(server, sessionHooks()).then((c) => {
-          c.onclose = () => { if (links.get(key) === client) links.delete(key); };
-          return c;
-        });
-        links.set(key, client);
-        client.catch(() => { if (links.get(key) === client) links.delete(key); });
+        const links = deps.session!.links;
+        const key = `${server.name}/${server.createdAt}`;
+        let client = links.get(key);
+        if (!client) {
+          client = proxy.open(server, sessionHooks()).then((c) => {
+            c.onclose = () => {
+              if (links.get(key) === client) links.delete(key);
+            };
+            return c;
+          });
+          links.set(key, client);
+          client.catch(() => {
+            if (links.get(key) === client) links.delete(key);
+          });
+        }
+        return client;
       }
-      return client;
-    }
     : proxy.pooled;
   const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
 
-  mcp.setRequestHandler(ListToolsRequestSchema, guarded(async () => ({
-    tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
-  })));
+  mcp.setRequestHandler(
+    ListToolsRequestSchema,
+    guarded(async () => ({
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
+    })),
+  );
 
-  mcp.setRequestHandler(CallToolRequestSchema, guarded(async (req, extra) => {
-    if (GATE_TOOL_NAMES.has(req.params.name)) return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
-    const target = await proxy.resolve(who.workspaceId, req.params.name, link);
-    if (!target) throw new AppError('not_found', { message: `No tool ${req.params.name} here.`, fix: 'Call a tool that tools/list names.' });
-    const token = req.params._meta?.progressToken;
-    const relayed = (n: { method: string; params?: Record<string, unknown> }) => { void extra.sendNotification(n as never).catch(() => {}); };
-    const own: UpstreamHooks | undefined = deps.session
-      ? {
-        capabilities: mirrored(mcp.getClientCapabilities()),
-        request: (r, signal) => extra.sendRequest(r as never, ResultSchema, { signal }) as Promise<Record<string, unknown>>,
-        notify: relayed,
-      }
-      : token !== undefined ? { notify: relayed } : undefined;
-    return await proxy.call(who, target, req.params.arguments, {
-      signal: extra.signal,
-      ...(own ? { own } : {}),
-      ...(token !== undefined ? { progress: (p) => relayed({ method: 'notifications/progress', params: { ...p, progressToken: token } }) } : {}),
-    }) as never;
-  }));
+  mcp.setRequestHandler(
+    CallToolRequestSchema,
+    guarded(async (req, extra) => {
+      if (GATE_TOOL_NAMES.has(req.params.name))
+        return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
+      const target = await proxy.resolve(who.workspaceId, req.params.name, link);
+      if (!target)
+        throw new AppError('not_found', {
+          message: `No tool ${req.params.name} here.`,
+          fix: 'Call a tool that tools/list names.',
+        });
+      const token = req.params._meta?.progressToken;
+      const relayed = (n: { method: string; params?: Record<string, unknown> }) => {
+        void extra.sendNotification(n as never).catch(() => {});
+      };
+      const own: UpstreamHooks | undefined = deps.session
+        ? {
+            capabilities: mirrored(mcp.getClientCapabilities()),
+            request: (r, signal) =>
+              extra.sendRequest(r as never, ResultSchema, { signal }) as Promise<Record<string, unknown>>,
+            notify: relayed,
+          }
+        : token !== undefined
+          ? { notify: relayed }
+          : undefined;
+      return (await proxy.call(who, target, req.params.arguments, {
+        signal: extra.signal,
+        ...(own ? { own } : {}),
+        ...(token !== undefined
+          ? { progress: (p) => relayed({ method: 'notifications/progress', params: { ...p, progressToken: token } }) }
+          : {}),
+      })) as never;
+    }),
+  );
 
-  mcp.setRequestHandler(ListResourcesRequestSchema, guarded(async () => ({
-    resources: await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
-      const r = await c.listResources(cursor ? { cursor } : undefined);
-      return { items: r.resources, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
-    }),
-  })));
-  mcp.setRequestHandler(ListResourceTemplatesRequestSchema, guarded(async () => ({
-    resourceTemplates: await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
-      const r = await c.listResourceTemplates(cursor ? { cursor } : undefined);
-      return { items: r.resourceTemplates, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
-    }),
-  })));
-  mcp.setRequestHandler(ReadResourceRequestSchema, guarded(async (req, extra) =>
-    proxy.first(who, 'resources', link, (c) => c.readResource(req.params, { signal: extra.signal }))));
+  mcp.setRequestHandler(
+    ListResourcesRequestSchema,
+    guarded(async () => ({
+      resources: await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
+        const r = await c.listResources(cursor ? { cursor } : undefined);
+        return { items: r.resources, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
+      }),
+    })),
+  );
+  mcp.setRequestHandler(
+    ListResourceTemplatesRequestSchema,
+    guarded(async () => ({
+      resourceTemplates: await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
+        const r = await c.listResourceTemplates(cursor ? { cursor } : undefined);
+        return { items: r.resourceTemplates, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
+      }),
+    })),
+  );
+  mcp.setRequestHandler(
+    ReadResourceRequestSchema,
+    guarded(async (req, extra) =>
+      proxy.first(who, 'resources', link, (c) => c.readResource(req.params, { signal: extra.signal })),
+    ),
+  );
   if (deps.session) {
-    mcp.setRequestHandler(SubscribeRequestSchema, guarded(async (req) =>
-      proxy.first(who, 'resources', link, async (c) => (c.getServerCapabilities()?.resources?.subscribe ? c.subscribeResource(req.params) : undefined))));
-    mcp.setRequestHandler(UnsubscribeRequestSchema, guarded(async (req) =>
-      proxy.first(who, 'resources', link, async (c) => (c.getServerCapabilities()?.resources?.subscribe ? c.unsubscribeResource(req.params) : undefined))));
+    mcp.setRequestHandler(
+      SubscribeRequestSchema,
+      guarded(async (req) =>
+        proxy.first(who, 'resources', link, async (c) =>
+          c.getServerCapabilities()?.resources?.subscribe ? c.subscribeResource(req.params) : undefined,
+        ),
+      ),
+    );
+    mcp.setRequestHandler(
+      UnsubscribeRequestSchema,
+      guarded(async (req) =>
+        proxy.first(who, 'resources', link, async (c) =>
+          c.getServerCapabilities()?.resources?.subscribe ? c.unsubscribeResource(req.params) : undefined,
+        ),
+      ),
+    );
   }
 
-  mcp.setRequestHandler(ListPromptsRequestSchema, guarded(async () => ({
-    prompts: await proxy.all<Prompt>(who, 'prompts', link, async (c, server, cursor) => {
-      const r = await c.listPrompts(cursor ? { cursor } : undefined);
-      return { items: r.prompts.map((p) => ({ ...p, name: proxy.exposed(server, p.name) })), ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
-    }),
-  })));
+  mcp.setRequestHandler(
+    ListPromptsRequestSchema,
+    guarded(async () => ({
+      prompts: await proxy.all<Prompt>(who, 'prompts', link, async (c, server, cursor) => {
+        const r = await c.listPrompts(cursor ? { cursor } : undefined);
+        return {
+          items: r.prompts.map((p) => ({ ...p, name: proxy.exposed(server, p.name) })),
+          ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}),
+        };
+      }),
+    })),
+  );
   /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
   const onPrompt = <T>(name: string, ask: (c: Client, prompt: string) => Promise<T>) => {
     const target = proxy.promptTarget(who.workspaceId, name);
-    return proxy.first(who, 'prompts', link, async (c, server) => {
-      if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
-      return server.unprefixed ? ask(c, name) : undefined;
-    }, () => new McpError(-32602, `No prompt ${name} here.`));
+    return proxy.first(
+      who,
+      'prompts',
+      link,
+      async (c, server) => {
+        if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
+        return server.unprefixed ? ask(c, name) : undefined;
+      },
+      () => new McpError(-32602, `No prompt ${name} here.`),
+    );
   };
-  mcp.setRequestHandler(GetPromptRequestSchema, guarded(async (req, extra) =>
-    onPrompt(req.params.name, (c, prompt) => c.getPrompt({ ...req.params, name: prompt }, { signal: extra.signal }))));
+  mcp.setRequestHandler(
+    GetPromptRequestSchema,
+    guarded(async (req, extra) =>
+      onPrompt(req.params.name, (c, prompt) => c.getPrompt({ ...req.params, name: prompt }, { signal: extra.signal })),
+    ),
+  );
 
-  mcp.setRequestHandler(CompleteRequestSchema, guarded(async (req) => {
-    const { ref } = req.params;
-    if (ref.type === 'ref/prompt') return onPrompt(ref.name, (c, prompt) => c.complete({ ...req.params, ref: { ...ref, name: prompt } }));
-    return proxy.first(who, 'completions', link, (c) => c.complete(req.params));
-  }));
+  mcp.setRequestHandler(
+    CompleteRequestSchema,
+    guarded(async (req) => {
+      const { ref } = req.params;
+      if (ref.type === 'ref/prompt')
+        return onPrompt(ref.name, (c, prompt) => c.complete({ ...req.params, ref: { ...ref, name: prompt } }));
+      return proxy.first(who, 'completions', link, (c) => c.complete(req.params));
+    }),
+  );
 
   // The log level is the session's: each upstream that logs is told it. Without a session no
   // log message could reach the caller later, and the shared clients are not the caller's to set.
-  mcp.setRequestHandler(SetLevelRequestSchema, guarded(async (req) => {
-    if (!deps.session || !running()) return {};
-    await Promise.all(proxy.list(who.workspaceId).map(async (server) => {
-      try {
-        const c = await link(server);
-        if (c.getServerCapabilities()?.logging) await c.setLoggingLevel(req.params.level);
-      } catch {
-        // An upstream that cannot be reached logs nothing; the others are still told.
-      }
-    }));
-    return {};
-  }));
+  mcp.setRequestHandler(
+    SetLevelRequestSchema,
+    guarded(async (req) => {
+      if (!deps.session || !running()) return {};
+      await Promise.all(
+        proxy.list(who.workspaceId).map(async (server) => {
+          try {
+            const c = await link(server);
+            if (c.getServerCapabilities()?.logging) await c.setLoggingLevel(req.params.level);
+          } catch {
+            // An upstream that cannot be reached logs nothing; the others are still told.
+          }
+        }),
+      );
+      return {};
+    }),
+  );
 
   // The caller's roots changed: the upstreams this session opened are told.
   mcp.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
-    for (const client of deps.session?.links.values() ?? []) void client.then((c) => c.sendRootsListChanged()).catch(() => {});
+    for (const client of deps.session?.links.values() ?? [])
+      void client.then((c) => c.sendRootsListChanged()).catch(() => {});
   });
   return mcp;
 }

@@ -67,20 +67,27 @@ export function createSessions(options: { now?: () => number; stillValid: (p: Pr
   const sweep = (): void => {
     const t = now();
     for (const session of sessions.values()) {
-      if (!options.stillValid(session.principal) || (session.open === 0 && t - session.lastSeen > IDLE_MS)) end(session);
+      if (!options.stillValid(session.principal) || (session.open === 0 && t - session.lastSeen > IDLE_MS))
+        end(session);
     }
   };
   const timer = setInterval(sweep, SWEEP_MS);
   timer.unref();
 
-  const same = (a: Principal, b: Principal) => a.workspaceId === b.workspaceId && a.agentId === b.agentId && a.credentialId === b.credentialId;
+  const same = (a: Principal, b: Principal) =>
+    a.workspaceId === b.workspaceId && a.agentId === b.agentId && a.credentialId === b.credentialId;
 
   return {
     /** Keeps a session just opened; past its agent's cap, the least recently used of its others ends. */
     add(session: Session): void {
       sessions.set(session.id, session);
-      const mine = [...sessions.values()].filter((s) => s.principal.agentId === session.principal.agentId && s.principal.workspaceId === session.principal.workspaceId);
-      if (mine.length > PER_AGENT_MAX) end(mine.filter((s) => s !== session).sort((a, b) => a.lastSeen - b.lastSeen)[0]!);
+      const mine = [...sessions.values()].filter(
+        (s) =>
+          s.principal.agentId === session.principal.agentId &&
+          s.principal.workspaceId === session.principal.workspaceId,
+      );
+      if (mine.length > PER_AGENT_MAX)
+        end(mine.filter((s) => s !== session).sort((a, b) => a.lastSeen - b.lastSeen)[0]!);
     },
     /** The session with this id, if it exists and belongs to this principal. */
     find(id: string, principal: Principal): Session | undefined {

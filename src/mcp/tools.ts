@@ -24,13 +24,21 @@ export const GATE_TOOLS = [
   {
     name: 'authorize_action',
     title: 'Ask before acting',
-    description: 'Ask the gate before acting (a payment, a deploy, an email). The answer is a decision: allow (with a signed receipt for payments), deny (with signals), or review (a person decides; poll get_action).',
+    description:
+      'Ask the gate before acting (a payment, a deploy, an email). The answer is a decision: allow (with a signed receipt for payments), deny (with signals), or review (a person decides; poll get_action).',
     inputSchema: {
       type: 'object',
       properties: {
-        type: { type: 'string', description: 'payment, refund, transfer, purchase, email, message, browse, download, deploy, delete, or a dotted custom type' },
+        type: {
+          type: 'string',
+          description:
+            'payment, refund, transfer, purchase, email, message, browse, download, deploy, delete, or a dotted custom type',
+        },
         summary: { type: 'string' },
-        payment: { type: 'object', properties: { amount: { type: 'integer' }, currency: { type: 'string' }, merchant: { type: 'string' } } },
+        payment: {
+          type: 'object',
+          properties: { amount: { type: 'integer' }, currency: { type: 'string' }, merchant: { type: 'string' } },
+        },
         target: { type: 'object', properties: { domain: { type: 'string' } } },
         session: { type: 'object', properties: { id: { type: 'string' } } },
         idempotencyKey: { type: 'string' },
@@ -43,7 +51,8 @@ export const GATE_TOOLS = [
   {
     name: 'get_action',
     title: 'Read an action',
-    description: 'One of this agent\'s own actions, with its current decision (a review turns into allow or deny once a person decides).',
+    description:
+      "One of this agent's own actions, with its current decision (a review turns into allow or deny once a person decides).",
     inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'act_…' } }, required: ['id'] },
     outputSchema: action,
   },
@@ -53,7 +62,11 @@ export const GATE_TOOLS = [
     description: 'Report how an allowed action ended: completed, failed or cancelled, with the amount actually spent.',
     inputSchema: {
       type: 'object',
-      properties: { id: { type: 'string' }, status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] }, amount: { type: 'integer' } },
+      properties: {
+        id: { type: 'string' },
+        status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
+        amount: { type: 'integer' },
+      },
       required: ['id', 'status'],
     },
     outputSchema: action,
@@ -67,17 +80,34 @@ export function refusal(err: AppError): ToolResult {
   const fields = (err.details.errors ?? []).map((e) => `${e.field ?? 'the request'}: ${e.message}`);
   return {
     isError: true,
-    content: [{ type: 'text', text: `${err.type}: ${err.message}${fields.length > 0 ? ` (${fields.join('; ')})` : ''}\nFix: ${err.fix}` }],
+    content: [
+      {
+        type: 'text',
+        text: `${err.type}: ${err.message}${fields.length > 0 ? ` (${fields.join('; ')})` : ''}\nFix: ${err.fix}`,
+      },
+    ],
     structuredContent: { error: { type: err.type, message: err.message, fix: err.fix, ...err.details } },
   };
 }
 
-const answer = (value: object): ToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value as Record<string, unknown> });
+const answer = (value: object): ToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(value) }],
+  structuredContent: value as Record<string, unknown>,
+});
 
-type Schema<T> = { validate(v: unknown, o: object): { value: T; error?: { details: Array<{ path: Array<string | number>; message: string }> } } };
+type Schema<T> = {
+  validate(
+    v: unknown,
+    o: object,
+  ): { value: T; error?: { details: Array<{ path: Array<string | number>; message: string }> } };
+};
 
 /** Arguments checked as the HTTP route checks its body: the first field at fault names the type. */
-function checked<T>(schema: Schema<T>, args: unknown, byField: Record<string, 'invalid_status' | 'invalid_amount'> = {}): T {
+function checked<T>(
+  schema: Schema<T>,
+  args: unknown,
+  byField: Record<string, 'invalid_status' | 'invalid_amount'> = {},
+): T {
   const { value, error } = schema.validate(args ?? {}, { abortEarly: false });
   if (error) {
     const errors = error.details.map((d) => ({ field: d.path.join('.') || null, message: d.message }));
@@ -86,7 +116,12 @@ function checked<T>(schema: Schema<T>, args: unknown, byField: Record<string, 'i
   return value;
 }
 
-export async function callGateTool(gate: Gate, c: GateCaller, name: string, args: Record<string, unknown> | undefined): Promise<ToolResult> {
+export async function callGateTool(
+  gate: Gate,
+  c: GateCaller,
+  name: string,
+  args: Record<string, unknown> | undefined,
+): Promise<ToolResult> {
   try {
     switch (name) {
       case 'authorize_action': {

@@ -38,7 +38,14 @@ function basicAuth(request: Request): { id: string; secret: string } | null {
   }
 }
 
-export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; production: boolean; guards: Guards; consentKey: Buffer; issuer: () => string }> = {
+export const oauthRoutes: Plugin<{
+  oauth: OAuth;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+  consentKey: Buffer;
+  issuer: () => string;
+}> = {
   name: 'svc-oauth',
   register(server, { oauth, people, production, guards, consentKey, issuer }) {
     const session = { strategies: sessionStrategies(production) };
@@ -51,13 +58,29 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
     };
     const open = (token: string, userId: string): AuthorizeRequest => {
       const [data, mac] = token.split('.');
-      const expected = createHmac('sha256', consentKey).update(data ?? '').digest('base64url');
-      if (!data || !mac || mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) {
-        throw new AppError('forbidden', { message: 'This consent form was not issued here.', fix: 'Start the connection again from the application.' });
+      const expected = createHmac('sha256', consentKey)
+        .update(data ?? '')
+        .digest('base64url');
+      if (
+        !data ||
+        !mac ||
+        mac.length !== expected.length ||
+        !timingSafeEqual(Buffer.from(mac), Buffer.from(expected))
+      ) {
+        throw new AppError('forbidden', {
+          message: 'This consent form was not issued here.',
+          fix: 'Start the connection again from the application.',
+        });
       }
-      const body = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as AuthorizeRequest & { userId: string; exp: number };
+      const body = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as AuthorizeRequest & {
+        userId: string;
+        exp: number;
+      };
       if (body.userId !== userId || body.exp < Date.now()) {
-        throw new AppError('forbidden', { message: 'This consent form has expired or belongs to another person.', fix: 'Start the connection again from the application.' });
+        throw new AppError('forbidden', {
+          message: 'This consent form has expired or belongs to another person.',
+          fix: 'Start the connection again from the application.',
+        });
       }
       return body;
     };
@@ -69,66 +92,125 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
 
     server.route([
       {
-        method: 'GET', path: '/.well-known/oauth-authorization-server', options: { auth: false },
+        method: 'GET',
+        path: '/.well-known/oauth-authorization-server',
+        options: { auth: false },
         handler: () => oauth.metadata(),
       },
       {
-        method: 'POST', path: '/oauth/register',
+        method: 'POST',
+        path: '/oauth/register',
         options: { auth: false, ext: { onPreAuth: guards.publicRoute('public') }, plugins: oauthErrors },
         async handler(request, h) {
           const body = request.payload;
-          if (!body || typeof body !== 'object' || Array.isArray(body)) throw new AppError('invalid_client_metadata', { message: 'The body must be a JSON object.' });
-          return h.response(await oauth.register(body as Record<string, unknown>)).code(201).header('cache-control', 'no-store');
+          if (!body || typeof body !== 'object' || Array.isArray(body))
+            throw new AppError('invalid_client_metadata', { message: 'The body must be a JSON object.' });
+          return h
+            .response(await oauth.register(body as Record<string, unknown>))
+            .code(201)
+            .header('cache-control', 'no-store');
         },
       },
       {
-        method: 'GET', path: '/oauth/authorize',
-        options: { auth: { ...session, mode: 'try' }, validate: { query: Joi.object().pattern(/./, Joi.string().allow('')) } },
+        method: 'GET',
+        path: '/oauth/authorize',
+        options: {
+          auth: { ...session, mode: 'try' },
+          validate: { query: Joi.object().pattern(/./, Joi.string().allow('')) },
+        },
         handler(request, h) {
           const q = request.query as Record<string, string | undefined>;
           const target = oauth.clientAndRedirect(q.client_id, q.redirect_uri);
-          if ('problem' in target) return h.response(errorPage(target.problem)).code(400).type('text/html; charset=utf-8').header('content-security-policy', ERROR_PAGE_POLICY);
+          if ('problem' in target)
+            return h
+              .response(errorPage(target.problem))
+              .code(400)
+              .type('text/html; charset=utf-8')
+              .header('content-security-policy', ERROR_PAGE_POLICY);
           // Only a signed-in person is ever sent back to the application, errors included: a
           // stranger cannot use this route to bounce anyone to a registered address.
-          if (!request.auth.isAuthenticated) return h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
+          if (!request.auth.isAuthenticated)
+            return h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
           const state = q.state ?? null;
-          const fail = (error: string, description: string) => backTo(h, target.redirectUri, { error, error_description: description, state });
+          const fail = (error: string, description: string) =>
+            backTo(h, target.redirectUri, { error, error_description: description, state });
           if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
-          if (!q.code_challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(q.code_challenge)) return fail('invalid_request', 'a PKCE code_challenge is required');
+          if (!q.code_challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(q.code_challenge))
+            return fail('invalid_request', 'a PKCE code_challenge is required');
           if (q.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
-          if (q.resource !== undefined && q.resource !== oauth.resourceUrl()) return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
-          if (q.scope !== undefined && q.scope.split(' ').some((s) => s !== '' && s !== SCOPE)) return fail('invalid_scope', `the only scope is ${SCOPE}`);
+          if (q.resource !== undefined && q.resource !== oauth.resourceUrl())
+            return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
+          if (q.scope !== undefined && q.scope.split(' ').some((s) => s !== '' && s !== SCOPE))
+            return fail('invalid_scope', `the only scope is ${SCOPE}`);
           const user = caller(request, 'session').user;
-          const req: AuthorizeRequest = { clientId: target.client.clientId, redirectUri: target.redirectUri, challenge: q.code_challenge, state, resource: oauth.resourceUrl() };
+          const req: AuthorizeRequest = {
+            clientId: target.client.clientId,
+            redirectUri: target.redirectUri,
+            challenge: q.code_challenge,
+            state,
+            resource: oauth.resourceUrl(),
+          };
           const html = consentPage({
-            clientName: target.client.clientName, redirectHost: new URL(target.redirectUri).host, person: user.email,
-            request: sign({ ...req, userId: user.id, exp: Date.now() + CONSENT_TTL_MS, nonce: randomBytes(16).toString('base64url') }), agents: oauth.connectable(user.id),
+            clientName: target.client.clientName,
+            redirectHost: new URL(target.redirectUri).host,
+            person: user.email,
+            request: sign({
+              ...req,
+              userId: user.id,
+              exp: Date.now() + CONSENT_TTL_MS,
+              nonce: randomBytes(16).toString('base64url'),
+            }),
+            agents: oauth.connectable(user.id),
           });
           // Referrer-Policy same-origin (not the deployment's no-referrer): under no-referrer a
           // browser posts a form with `Origin: null`, and the post below could not tell this page
           // from another site's. Nothing of this page's address reaches another origin either way.
-          return h.response(html).type('text/html; charset=utf-8').header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin))
-            .header('cache-control', 'no-store').header('referrer-policy', 'same-origin');
+          return h
+            .response(html)
+            .type('text/html; charset=utf-8')
+            .header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin))
+            .header('cache-control', 'no-store')
+            .header('referrer-policy', 'same-origin');
         },
       },
       {
-        method: 'POST', path: '/oauth/authorize',
-        options: { auth: session, validate: { payload: Joi.object({ request: Joi.string().max(8192).required(), agent: Joi.string().max(64), decision: Joi.string().valid('allow', 'deny').required() }) } },
+        method: 'POST',
+        path: '/oauth/authorize',
+        options: {
+          auth: session,
+          validate: {
+            payload: Joi.object({
+              request: Joi.string().max(8192).required(),
+              agent: Joi.string().max(64),
+              decision: Joi.string().valid('allow', 'deny').required(),
+            }),
+          },
+        },
         async handler(request, h) {
           // A form post from this origin only (browsers send Origin on form posts).
           const origin = request.headers.origin;
-          if (origin !== undefined && origin !== new URL(issuer()).origin) throw new AppError('csrf', { message: 'The consent was posted from another site.' });
+          if (origin !== undefined && origin !== new URL(issuer()).origin)
+            throw new AppError('csrf', { message: 'The consent was posted from another site.' });
           const user = caller(request, 'session').user;
           const body = request.payload as { request: string; agent?: string; decision: 'allow' | 'deny' };
           const req = open(body.request, user.id);
-          if (body.decision === 'deny') return backTo(h, req.redirectUri, { error: 'access_denied', error_description: 'the person declined', state: req.state });
-          if (!body.agent) throw new AppError('invalid_request', { details: { errors: [{ field: 'agent', message: 'choose the agent to connect' }] } });
+          if (body.decision === 'deny')
+            return backTo(h, req.redirectUri, {
+              error: 'access_denied',
+              error_description: 'the person declined',
+              state: req.state,
+            });
+          if (!body.agent)
+            throw new AppError('invalid_request', {
+              details: { errors: [{ field: 'agent', message: 'choose the agent to connect' }] },
+            });
           const code = await oauth.grant(req, user.id, body.agent);
           return backTo(h, req.redirectUri, { code, state: req.state });
         },
       },
       {
-        method: 'POST', path: '/oauth/token',
+        method: 'POST',
+        path: '/oauth/token',
         options: { auth: false, plugins: oauthErrors, validate: { payload: form } },
         async handler(request, h) {
           const tokens = await oauth.token(request.payload as Record<string, string | undefined>, basicAuth(request));
@@ -136,7 +218,8 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
         },
       },
       {
-        method: 'POST', path: '/oauth/revoke',
+        method: 'POST',
+        path: '/oauth/revoke',
         options: { auth: false, plugins: oauthErrors, validate: { payload: form } },
         async handler(request, h) {
           await oauth.revoke(request.payload as Record<string, string | undefined>, basicAuth(request));
@@ -144,7 +227,8 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/connections',
+        method: 'GET',
+        path: '/api/w/{wid}/connections',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
@@ -154,8 +238,13 @@ export const oauthRoutes: Plugin<{ oauth: OAuth; people: PeopleService; producti
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/connections/{cnx}',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, cnx: Joi.string().max(64).required() }) } },
+        method: 'DELETE',
+        path: '/api/w/{wid}/connections/{cnx}',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, cnx: Joi.string().max(64).required() }) },
+        },
         async handler(request) {
           const { wid: w, cnx } = request.params as { wid: string; cnx: string };
           const c = caller(request, 'session');

@@ -8,7 +8,14 @@ import { STYLE_PATH } from '../console/pages.js';
  * form may post only here, and the answer may redirect only to the application's own address.
  */
 export function consentPolicy(redirectOrigin: string): string {
-  return ["default-src 'none'", "style-src 'self'", "img-src 'self' data:", `form-action 'self' ${redirectOrigin}`, "frame-ancestors 'none'", "base-uri 'none'"].join('; ');
+  return [
+    "default-src 'none'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    `form-action 'self' ${redirectOrigin}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
 }
 export const ERROR_PAGE_POLICY = "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -35,18 +42,29 @@ export function consentPage(input: {
   person: string;
   agents: Array<{ agentId: string; agentName: string; workspaceName: string }>;
 }): string {
-  const choices = input.agents.map((a, i) => `<label class="choice"><input type="radio" name="agent" value="${escapeHtml(a.agentId)}"${i === 0 ? ' checked' : ''}> <strong>${escapeHtml(a.agentName)}</strong> <span class="muted">(${escapeHtml(a.workspaceName)})</span></label>`).join('\n');
-  return page('Connect an agent · svc', `<h1>Connect ${escapeHtml(input.clientName)}</h1>
+  const choices = input.agents
+    .map(
+      (a, i) =>
+        `<label class="choice"><input type="radio" name="agent" value="${escapeHtml(a.agentId)}"${i === 0 ? ' checked' : ''}> <strong>${escapeHtml(a.agentName)}</strong> <span class="muted">(${escapeHtml(a.workspaceName)})</span></label>`,
+    )
+    .join('\n');
+  return page(
+    'Connect an agent · svc',
+    `<h1>Connect ${escapeHtml(input.clientName)}</h1>
 <form id="consent" class="card" method="post" action="/oauth/authorize">
 <p><strong>${escapeHtml(input.clientName)}</strong> (returning to ${escapeHtml(input.redirectHost)}) asks to act as one of your agents through MCP, with that agent's mandate. You are signed in as ${escapeHtml(input.person)}.</p>
 ${input.agents.length > 0 ? `<fieldset><legend>Connect exactly one agent</legend>\n${choices}\n</fieldset>` : '<p class="notice notice-error">You have no running agent you may connect.</p>'}
 <input type="hidden" name="request" value="${escapeHtml(input.request)}">
 <p class="actions">${input.agents.length > 0 ? '<button type="submit" name="decision" value="allow" id="allow">Connect</button> ' : ''}<button type="submit" name="decision" value="deny" id="deny">Deny</button></p>
-</form>`);
+</form>`,
+  );
 }
 
 export function errorPage(problem: string): string {
-  return page('Cannot connect · svc', `<h1>Cannot connect this application</h1>
+  return page(
+    'Cannot connect · svc',
+    `<h1>Cannot connect this application</h1>
 <p class="notice notice-error" id="problem">${escapeHtml(problem)}</p>
-<p>Nothing was shared. Ask whoever set up the application to register it again.</p>`);
+<p>Nothing was shared. Ask whoever set up the application to register it again.</p>`,
+  );
 }

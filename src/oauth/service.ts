@@ -31,7 +31,7 @@ export const CODE_TTL_MS = 5 * 60_000;
 export const REFRESH_TTL_MS = 30 * 86_400_000;
 export const SCOPE = 'svc:agent';
 const AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
-export type AuthMethod = typeof AUTH_METHODS[number];
+export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
@@ -98,31 +98,74 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
     const access = ids.secret('aat');
     const refresh = ids.secret('art');
     const accessHash = secretHash(access);
-    const base = { connectionId: c.id, workspaceId: c.workspaceId, agentId: c.agentId, clientId: c.clientId, usedAt: null };
-    t.oauthTokens.put(accessHash, { ...base, kind: 'access', expiresAt: isoAt(nowMs + ACCESS_TTL_SECONDS * 1000), pairedAccess: null });
-    t.oauthTokens.put(secretHash(refresh), { ...base, kind: 'refresh', expiresAt: isoAt(nowMs + REFRESH_TTL_MS), pairedAccess: accessHash });
-    return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TTL_SECONDS, refresh_token: refresh, scope: SCOPE };
+    const base = {
+      connectionId: c.id,
+      workspaceId: c.workspaceId,
+      agentId: c.agentId,
+      clientId: c.clientId,
+      usedAt: null,
+    };
+    t.oauthTokens.put(accessHash, {
+      ...base,
+      kind: 'access',
+      expiresAt: isoAt(nowMs + ACCESS_TTL_SECONDS * 1000),
+      pairedAccess: null,
+    });
+    t.oauthTokens.put(secretHash(refresh), {
+      ...base,
+      kind: 'refresh',
+      expiresAt: isoAt(nowMs + REFRESH_TTL_MS),
+      pairedAccess: accessHash,
+    });
+    return {
+      access_token: access,
+      token_type: 'Bearer',
+      expires_in: ACCESS_TTL_SECONDS,
+      refresh_token: refresh,
+      scope: SCOPE,
+    };
   };
 
-  const connectionOf = (r: { workspaceId: string; connectionId: string }) => t.oauthConnections.get([r.workspaceId, r.connectionId]);
+  const connectionOf = (r: { workspaceId: string; connectionId: string }) =>
+    t.oauthConnections.get([r.workspaceId, r.connectionId]);
 
   const endInWrite = (c: OAuthConnectionRecord | undefined, why: string, actor: string): void => {
     if (!c || c.endedAt) return;
     t.oauthConnections.put([c.workspaceId, c.id], { ...c, endedAt: isoAt(clock.now()), endedWhy: why });
-    ledger.record({ workspaceId: c.workspaceId, actor, kind: 'oauth.connection_ended', subject: c.id, data: { why, clientId: c.clientId, agentId: c.agentId } });
+    ledger.record({
+      workspaceId: c.workspaceId,
+      actor,
+      kind: 'oauth.connection_ended',
+      subject: c.id,
+      data: { why, clientId: c.clientId, agentId: c.agentId },
+    });
   };
 
   /** The client, authenticated as it registered (form fields or HTTP Basic). */
-  const authenticateClient = (form: Record<string, string | undefined>, basic: { id: string; secret: string } | null): OAuthClientRecord => {
+  const authenticateClient = (
+    form: Record<string, string | undefined>,
+    basic: { id: string; secret: string } | null,
+  ): OAuthClientRecord => {
     const clientId = basic?.id ?? form.client_id;
     const client = clientId ? t.oauthClients.get(clientId) : undefined;
     if (!client) throw new AppError('invalid_client', { message: 'Unknown client.' });
-    if (form.client_id !== undefined && basic && form.client_id !== basic.id) throw new AppError('invalid_client', { message: 'client_id differs from the one in the Authorization header.' });
-    const secret = client.authMethod === 'client_secret_basic' ? basic?.secret : client.authMethod === 'client_secret_post' ? form.client_secret : undefined;
-    if (client.authMethod !== 'none' && (secret === undefined || !sameHash(secretHash(secret), client.secretHash ?? ''))) {
+    if (form.client_id !== undefined && basic && form.client_id !== basic.id)
+      throw new AppError('invalid_client', { message: 'client_id differs from the one in the Authorization header.' });
+    const secret =
+      client.authMethod === 'client_secret_basic'
+        ? basic?.secret
+        : client.authMethod === 'client_secret_post'
+          ? form.client_secret
+          : undefined;
+    if (
+      client.authMethod !== 'none' &&
+      (secret === undefined || !sameHash(secretHash(secret), client.secretHash ?? ''))
+    ) {
       throw new AppError('invalid_client', {
         message: `This client authenticates with ${client.authMethod}.`,
-        ...(client.authMethod === 'client_secret_basic' ? { headers: { 'www-authenticate': 'Basic realm="svc"' } } : {}),
+        ...(client.authMethod === 'client_secret_basic'
+          ? { headers: { 'www-authenticate': 'Basic realm="svc"' } }
+          : {}),
       });
     }
     return client;
@@ -150,21 +193,40 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       };
     },
 
-    async register(input: { client_name?: unknown; redirect_uris?: unknown; token_endpoint_auth_method?: unknown; grant_types?: unknown; response_types?: unknown }) {
+    async register(input: {
+      client_name?: unknown;
+      redirect_uris?: unknown;
+      token_endpoint_auth_method?: unknown;
+      grant_types?: unknown;
+      response_types?: unknown;
+    }) {
       const uris = input.redirect_uris;
       if (!Array.isArray(uris) || uris.length === 0 || uris.some((u) => typeof u !== 'string')) {
         throw new AppError('invalid_redirect_uri', { message: 'redirect_uris must be a non-empty array of URLs.' });
       }
       const bad = (uris as string[]).find((u) => !acceptableRedirect(u));
-      if (bad !== undefined) throw new AppError('invalid_redirect_uri', { message: `${bad} is neither https nor http on a loopback address (or it has a fragment).` });
+      if (bad !== undefined)
+        throw new AppError('invalid_redirect_uri', {
+          message: `${bad} is neither https nor http on a loopback address (or it has a fragment).`,
+        });
       const method = input.token_endpoint_auth_method ?? 'none';
       if (typeof method !== 'string' || !(AUTH_METHODS as readonly string[]).includes(method)) {
-        throw new AppError('invalid_client_metadata', { message: `token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}.` });
+        throw new AppError('invalid_client_metadata', {
+          message: `token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}.`,
+        });
       }
-      if (input.client_name !== undefined && (typeof input.client_name !== 'string' || input.client_name.length > 200)) {
-        throw new AppError('invalid_client_metadata', { message: 'client_name must be a string of at most 200 characters.' });
+      if (
+        input.client_name !== undefined &&
+        (typeof input.client_name !== 'string' || input.client_name.length > 200)
+      ) {
+        throw new AppError('invalid_client_metadata', {
+          message: 'client_name must be a string of at most 200 characters.',
+        });
       }
-      for (const [field, allowed] of [['grant_types', ['authorization_code', 'refresh_token']], ['response_types', ['code']]] as const) {
+      for (const [field, allowed] of [
+        ['grant_types', ['authorization_code', 'refresh_token']],
+        ['response_types', ['code']],
+      ] as const) {
         const v = input[field];
         if (v !== undefined && (!Array.isArray(v) || v.some((x) => !(allowed as readonly string[]).includes(x)))) {
           throw new AppError('invalid_client_metadata', { message: `${field} may hold only ${allowed.join(', ')}.` });
@@ -172,32 +234,46 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       }
       const secret = method === 'none' ? null : ids.secret('mcs');
       const client: OAuthClientRecord = {
-        clientId: ids.secret('mcp'), clientName: typeof input.client_name === 'string' ? input.client_name : 'MCP client',
-        redirectUris: uris as string[], authMethod: method as AuthMethod, secretHash: secret ? secretHash(secret) : null, createdAt: isoAt(clock.now()),
+        clientId: ids.secret('mcp'),
+        clientName: typeof input.client_name === 'string' ? input.client_name : 'MCP client',
+        redirectUris: uris as string[],
+        authMethod: method as AuthMethod,
+        secretHash: secret ? secretHash(secret) : null,
+        createdAt: isoAt(clock.now()),
       };
       await store.write(() => t.oauthClients.put(client.clientId, client));
       return {
-        client_id: client.clientId, ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
+        client_id: client.clientId,
+        ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
         client_id_issued_at: Math.floor(Date.parse(client.createdAt) / 1000),
-        client_name: client.clientName, redirect_uris: client.redirectUris, token_endpoint_auth_method: client.authMethod,
-        grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+        client_name: client.clientName,
+        redirect_uris: client.redirectUris,
+        token_endpoint_auth_method: client.authMethod,
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
       };
     },
 
     /** The registered client and the redirect to use, or undefined (answered with an error page, never a redirect). */
-    clientAndRedirect(clientId: string | undefined, redirectUri: string | undefined): { client: OAuthClientRecord; redirectUri: string } | { problem: string } {
+    clientAndRedirect(
+      clientId: string | undefined,
+      redirectUri: string | undefined,
+    ): { client: OAuthClientRecord; redirectUri: string } | { problem: string } {
       const client = clientId ? t.oauthClients.get(clientId) : undefined;
       if (!client) return { problem: 'This application is not registered here (unknown client_id).' };
       if (redirectUri === undefined) {
         if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
         return { problem: 'The application did not say where to send you back (redirect_uri).' };
       }
-      if (!client.redirectUris.some((r) => redirectMatches(r, redirectUri))) return { problem: 'The address to send you back to is not one this application registered.' };
+      if (!client.redirectUris.some((r) => redirectMatches(r, redirectUri)))
+        return { problem: 'The address to send you back to is not one this application registered.' };
       return { client, redirectUri };
     },
 
     /** The agents a person may connect: every agent of workspaces they own or administer; as a member, the agents that act for them. */
-    connectable(userId: string): Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }> {
+    connectable(
+      userId: string,
+    ): Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }> {
       const out: Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }> = [];
       for (const { key, value: role } of t.userWorkspaces.scan([userId])) {
         const wid = String(key[1]);
@@ -215,7 +291,8 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
     /** A person's consent: the connection and its code, in one write. */
     async grant(req: AuthorizeRequest, userId: string, agentId: string): Promise<string> {
       const choice = this.connectable(userId).find((c) => c.agentId === agentId);
-      if (!choice) throw invalidField('agent', 'you may not connect that agent (it is not yours, is stopped, or was removed)');
+      if (!choice)
+        throw invalidField('agent', 'you may not connect that agent (it is not yours, is stopped, or was removed)');
       const client = t.oauthClients.get(req.clientId);
       if (!client) throw new AppError('invalid_client');
       const code = ids.secret('aat').replace(/^aat_/, 'code_');
@@ -225,76 +302,143 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
         // earlier must not leave a connection alive that it would have ended.
         const role = t.userWorkspaces.get([userId, choice.workspaceId]);
         const live = t.agents.get([choice.workspaceId, agentId]);
-        if (!role || !live || live.removedAt || standingOf(live, t.stopAll.get(choice.workspaceId)).stopped || (role === 'member' && live.actsFor !== userId)) {
-          throw invalidField('agent', 'you may no longer connect that agent (it was stopped or removed, or you left the workspace)');
+        if (
+          !role ||
+          !live ||
+          live.removedAt ||
+          standingOf(live, t.stopAll.get(choice.workspaceId)).stopped ||
+          (role === 'member' && live.actsFor !== userId)
+        ) {
+          throw invalidField(
+            'agent',
+            'you may no longer connect that agent (it was stopped or removed, or you left the workspace)',
+          );
         }
         if (req.nonce !== undefined) {
-          if (t.oauthConsentsUsed.has(req.nonce)) throw new AppError('forbidden', { message: 'This consent form was already used.', fix: 'Start the connection again from the application.' });
+          if (t.oauthConsentsUsed.has(req.nonce))
+            throw new AppError('forbidden', {
+              message: 'This consent form was already used.',
+              fix: 'Start the connection again from the application.',
+            });
           t.oauthConsentsUsed.put(req.nonce, isoAt(req.exp ?? now));
         }
         const connection: OAuthConnectionRecord = {
-          id: ids.id('cnx'), workspaceId: choice.workspaceId, clientId: client.clientId, clientName: client.clientName,
-          agentId, userId, createdAt: isoAt(now), endedAt: null, endedWhy: null,
+          id: ids.id('cnx'),
+          workspaceId: choice.workspaceId,
+          clientId: client.clientId,
+          clientName: client.clientName,
+          agentId,
+          userId,
+          createdAt: isoAt(now),
+          endedAt: null,
+          endedWhy: null,
         };
         t.oauthConnections.put([connection.workspaceId, connection.id], connection);
-        t.oauthCodes.put(secretHash(code), { clientId: client.clientId, redirectUri: req.redirectUri, challenge: req.challenge, connectionId: connection.id, workspaceId: connection.workspaceId, expiresAt: isoAt(now + CODE_TTL_MS), usedAt: null });
-        ledger.record({ workspaceId: connection.workspaceId, actor: `user:${userId}`, kind: 'oauth.connected', subject: connection.id, data: { clientId: client.clientId, clientName: client.clientName, agentId } });
+        t.oauthCodes.put(secretHash(code), {
+          clientId: client.clientId,
+          redirectUri: req.redirectUri,
+          challenge: req.challenge,
+          connectionId: connection.id,
+          workspaceId: connection.workspaceId,
+          expiresAt: isoAt(now + CODE_TTL_MS),
+          usedAt: null,
+        });
+        ledger.record({
+          workspaceId: connection.workspaceId,
+          actor: `user:${userId}`,
+          kind: 'oauth.connected',
+          subject: connection.id,
+          data: { clientId: client.clientId, clientName: client.clientName, agentId },
+        });
       });
       return code;
     },
 
-    async token(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null): Promise<TokenResponse> {
+    async token(
+      form: Record<string, string | undefined>,
+      basic: { id: string; secret: string } | null,
+    ): Promise<TokenResponse> {
       const client = authenticateClient(form, basic);
-      if (form.resource !== undefined && form.resource !== resourceUrl()) throw new AppError('invalid_target', { message: `resource must be ${resourceUrl()}.` });
+      if (form.resource !== undefined && form.resource !== resourceUrl())
+        throw new AppError('invalid_target', { message: `resource must be ${resourceUrl()}.` });
       if (form.grant_type === 'authorization_code') {
-        if (!form.code || !form.code_verifier || !form.redirect_uri) throw invalidField(null, 'code, code_verifier and redirect_uri are required');
-        if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier)) throw invalidField('code_verifier', 'code_verifier must be 43 to 128 unreserved characters');
+        if (!form.code || !form.code_verifier || !form.redirect_uri)
+          throw invalidField(null, 'code, code_verifier and redirect_uri are required');
+        if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier))
+          throw invalidField('code_verifier', 'code_verifier must be 43 to 128 unreserved characters');
         const codeHash = secretHash(form.code);
         // What a failed exchange changes (the code spent, a replayed code's connection ended)
         // must commit, so refusals are returned from the write and thrown after it.
-        return outcome(await store.write((): TokenResponse | AppError => {
-          const now = clock.now();
-          const code = t.oauthCodes.get(codeHash);
-          if (!code || code.clientId !== client.clientId) return new AppError('invalid_grant', { message: 'Unknown code, or a code issued to another client.' });
-          const connection = connectionOf(code);
-          if (code.usedAt) {
-            // A replayed code: whoever holds it, the tokens it minted stop now (RFC 6749 4.1.2).
-            endInWrite(connection, 'authorization code replayed', 'system');
-            return new AppError('invalid_grant', { message: 'This code was already used; the connection it made is ended.' });
-          }
-          t.oauthCodes.put(codeHash, { ...code, usedAt: isoAt(now) });
-          if (Date.parse(code.expiresAt) <= now) return new AppError('invalid_grant', { message: 'The code expired.' });
-          if (code.redirectUri !== form.redirect_uri) return new AppError('invalid_grant', { message: 'redirect_uri differs from the one the code was issued for.' });
-          const challenge = createHash('sha256').update(form.code_verifier!).digest('base64url');
-          if (!sameHash(challenge, code.challenge)) return new AppError('invalid_grant', { message: 'The code_verifier does not match the code_challenge.' });
-          if (!connection || connection.endedAt) return new AppError('invalid_grant', { message: 'The connection has ended (the agent was stopped or removed, or the person left).' });
-          return issuePairInWrite(connection, now);
-        }));
+        return outcome(
+          await store.write((): TokenResponse | AppError => {
+            const now = clock.now();
+            const code = t.oauthCodes.get(codeHash);
+            if (!code || code.clientId !== client.clientId)
+              return new AppError('invalid_grant', { message: 'Unknown code, or a code issued to another client.' });
+            const connection = connectionOf(code);
+            if (code.usedAt) {
+              // A replayed code: whoever holds it, the tokens it minted stop now (RFC 6749 4.1.2).
+              endInWrite(connection, 'authorization code replayed', 'system');
+              return new AppError('invalid_grant', {
+                message: 'This code was already used; the connection it made is ended.',
+              });
+            }
+            t.oauthCodes.put(codeHash, { ...code, usedAt: isoAt(now) });
+            if (Date.parse(code.expiresAt) <= now)
+              return new AppError('invalid_grant', { message: 'The code expired.' });
+            if (code.redirectUri !== form.redirect_uri)
+              return new AppError('invalid_grant', {
+                message: 'redirect_uri differs from the one the code was issued for.',
+              });
+            const challenge = createHash('sha256').update(form.code_verifier!).digest('base64url');
+            if (!sameHash(challenge, code.challenge))
+              return new AppError('invalid_grant', { message: 'The code_verifier does not match the code_challenge.' });
+            if (!connection || connection.endedAt)
+              return new AppError('invalid_grant', {
+                message: 'The connection has ended (the agent was stopped or removed, or the person left).',
+              });
+            return issuePairInWrite(connection, now);
+          }),
+        );
       }
       if (form.grant_type === 'refresh_token') {
         if (!form.refresh_token) throw invalidField('refresh_token', 'refresh_token is required');
         const tokenHash = secretHash(form.refresh_token);
-        return outcome(await store.write((): TokenResponse | AppError => {
-          const now = clock.now();
-          const token = t.oauthTokens.get(tokenHash);
-          if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId) return new AppError('invalid_grant', { message: 'Unknown refresh token, or one issued to another client.' });
-          const connection = connectionOf(token);
-          if (token.usedAt) {
-            endInWrite(connection, 'refresh token reused', 'system');
-            return new AppError('invalid_grant', { message: 'This refresh token was already used: the whole connection is ended. Authorize again.' });
-          }
-          if (!connection || connection.endedAt) return new AppError('invalid_grant', { message: 'The connection has ended; authorize again.' });
-          if (token.expiresAt && Date.parse(token.expiresAt) <= now) return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
-          t.oauthTokens.put(tokenHash, { ...token, usedAt: isoAt(now) });
-          if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
-          return issuePairInWrite(connection, now);
-        }));
+        return outcome(
+          await store.write((): TokenResponse | AppError => {
+            const now = clock.now();
+            const token = t.oauthTokens.get(tokenHash);
+            if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId)
+              return new AppError('invalid_grant', {
+                message: 'Unknown refresh token, or one issued to another client.',
+              });
+            const connection = connectionOf(token);
+            if (token.usedAt) {
+              endInWrite(connection, 'refresh token reused', 'system');
+              return new AppError('invalid_grant', {
+                message: 'This refresh token was already used: the whole connection is ended. Authorize again.',
+              });
+            }
+            if (!connection || connection.endedAt)
+              return new AppError('invalid_grant', { message: 'The connection has ended; authorize again.' });
+            if (token.expiresAt && Date.parse(token.expiresAt) <= now)
+              return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
+            t.oauthTokens.put(tokenHash, { ...token, usedAt: isoAt(now) });
+            if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
+            return issuePairInWrite(connection, now);
+          }),
+        );
       }
-      throw new AppError('unsupported_grant_type', { message: `grant_type must be authorization_code or refresh_token${form.grant_type ? `, not ${form.grant_type}` : ''}.` });
+      throw new AppError('unsupported_grant_type', {
+        message: `grant_type must be authorization_code or refresh_token${form.grant_type ? `, not ${form.grant_type}` : ''}.`,
+      });
     },
 
     /** RFC 7009: ends the token's connection when it is this client's; 200 {} whatever it was. */
-    async revoke(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null): Promise<void> {
+    async revoke(
+      form: Record<string, string | undefined>,
+      basic: { id: string; secret: string } | null,
+    ): Promise<void> {
       const client = authenticateClient(form, basic);
       if (!form.token) return;
       const tokenHash = secretHash(form.token);
@@ -308,7 +452,8 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
     /** An access token as the agent it stands for, or undefined (unknown, expired, or its connection ended). */
     resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined {
       const token: OAuthTokenRecord | undefined = t.oauthTokens.get(secretHash(value));
-      if (!token || token.kind !== 'access' || !token.expiresAt || Date.parse(token.expiresAt) <= clock.now()) return undefined;
+      if (!token || token.kind !== 'access' || !token.expiresAt || Date.parse(token.expiresAt) <= clock.now())
+        return undefined;
       const connection = connectionOf(token);
       if (!connection || connection.endedAt) return undefined;
       const agent = t.agents.get([token.workspaceId, token.agentId]);
@@ -318,13 +463,17 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
 
     /** A workspace's connections: everyone's for owners and admins, their own for others. */
     connections(wid: string, userId: string, all: boolean): OAuthConnectionRecord[] {
-      return t.oauthConnections.scan([wid]).map((e) => e.value).filter((c) => all || c.userId === userId);
+      return t.oauthConnections
+        .scan([wid])
+        .map((e) => e.value)
+        .filter((c) => all || c.userId === userId);
     },
 
     async endConnection(wid: string, cnxId: string, userId: string, all: boolean): Promise<OAuthConnectionRecord> {
       return store.write(() => {
         const c = t.oauthConnections.get([wid, cnxId]);
-        if (!c || (!all && c.userId !== userId)) throw new AppError('not_found', { message: 'No such connection of yours in this workspace.' });
+        if (!c || (!all && c.userId !== userId))
+          throw new AppError('not_found', { message: 'No such connection of yours in this workspace.' });
         endInWrite(c, 'ended in the console', `user:${userId}`);
         return t.oauthConnections.get([wid, cnxId])!;
       });

@@ -12,7 +12,14 @@ export async function bootstrapIfEmpty(people: PeopleService) {
   if (people.workspaceCount() > 0) return null;
   const password = randomBytes(18).toString('base64url');
   try {
-    const created = await people.createWorkspace({ name: 'Default', ownerEmail: DEFAULT_OWNER_EMAIL, ownerName: 'Administrator', ownerPassword: password, mustChangePassword: true, firstOnly: true });
+    const created = await people.createWorkspace({
+      name: 'Default',
+      ownerEmail: DEFAULT_OWNER_EMAIL,
+      ownerName: 'Administrator',
+      ownerPassword: password,
+      mustChangePassword: true,
+      firstOnly: true,
+    });
     return { ...created, email: DEFAULT_OWNER_EMAIL, password };
   } catch (err) {
     // Another process (svc init, a second serve) set the store up first: nothing to bootstrap.

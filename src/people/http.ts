@@ -10,7 +10,10 @@ import { page, wid } from '../http/params.js';
 const uid = Joi.string().max(64).required();
 const role = Joi.string().valid('owner', 'admin', 'member', 'analyst', 'auditor');
 const name = Joi.string().trim().min(1).max(200);
-const code = Joi.string().pattern(/^\d{6}$/).required().messages({ 'string.pattern.base': '"code" must be the 6 digits your authenticator shows' });
+const code = Joi.string()
+  .pattern(/^\d{6}$/)
+  .required()
+  .messages({ 'string.pattern.base': '"code" must be the 6 digits your authenticator shows' });
 
 /**
  * Sign-in, the signed-in person and their two-factor, and the members of a workspace
@@ -24,7 +27,8 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
     const session = { strategies: sessionStrategies(production) };
     server.route([
       {
-        method: 'POST', path: '/api/session',
+        method: 'POST',
+        path: '/api/session',
         options: {
           auth: false,
           ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
@@ -46,7 +50,9 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'DELETE', path: '/api/session', options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
+        method: 'DELETE',
+        path: '/api/session',
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
         async handler(request, h) {
           await people.signOut(caller(request, 'session').secret);
           h.unstate(cookieName);
@@ -54,7 +60,8 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'PUT', path: '/api/me/password',
+        method: 'PUT',
+        path: '/api/me/password',
         options: {
           auth: session,
           // It checks a password, so it is limited per address like sign-in.
@@ -75,16 +82,25 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'GET', path: '/api/me', options: { auth: session },
+        method: 'GET',
+        path: '/api/me',
+        options: { auth: session },
         handler: (request) => people.me(caller(request, 'session').user.id),
       },
       {
-        method: 'POST', path: '/api/me/totp', options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
+        method: 'POST',
+        path: '/api/me/totp',
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
         handler: (request) => people.startTotp(caller(request, 'session').user.id),
       },
       {
-        method: 'POST', path: '/api/me/totp/confirm',
-        options: { auth: session, ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) }, validate: { payload: Joi.object({ code }) } },
+        method: 'POST',
+        path: '/api/me/totp/confirm',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
+          validate: { payload: Joi.object({ code }) },
+        },
         handler(request) {
           const { user } = caller(request, 'session');
           guards.accountAttempt(user.email);
@@ -92,8 +108,13 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'DELETE', path: '/api/me/totp',
-        options: { auth: session, ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) }, validate: { payload: Joi.object({ code }) } },
+        method: 'DELETE',
+        path: '/api/me/totp',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
+          validate: { payload: Joi.object({ code }) },
+        },
         handler(request) {
           const { user } = caller(request, 'session');
           guards.accountAttempt(user.email);
@@ -101,7 +122,8 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/members',
+        method: 'GET',
+        path: '/api/w/{wid}/members',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
@@ -111,9 +133,11 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/members',
+        method: 'POST',
+        path: '/api/w/{wid}/members',
         options: {
-          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
           validate: {
             params: Joi.object({ wid }),
             payload: Joi.object({
@@ -133,9 +157,11 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'PATCH', path: '/api/w/{wid}/members/{uid}',
+        method: 'PATCH',
+        path: '/api/w/{wid}/members/{uid}',
         options: {
-          auth: session, ext: { onPreAuth: guards.consoleWrite },
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
           validate: { params: Joi.object({ wid, uid }), payload: Joi.object({ role, name }).or('role', 'name') },
         },
         handler(request) {
@@ -146,8 +172,13 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/members/{uid}',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, uid }) } },
+        method: 'DELETE',
+        path: '/api/w/{wid}/members/{uid}',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, uid }) },
+        },
         async handler(request) {
           const { wid: w, uid: u } = request.params as { wid: string; uid: string };
           const { user } = caller(request, 'session');

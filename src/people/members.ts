@@ -42,7 +42,13 @@ export type MemberActor = { userId: string } | { system: string };
 
 /** The part of the ledger the members need (records inside the caller's transaction). */
 export interface MembersLedger {
-  record(event: { workspaceId: string; actor: string; kind: string; subject: string; data: Record<string, unknown> }): unknown;
+  record(event: {
+    workspaceId: string;
+    actor: string;
+    kind: string;
+    subject: string;
+    data: Record<string, unknown>;
+  }): unknown;
 }
 
 export interface AddMemberInput {
@@ -71,7 +77,10 @@ function passwordRequired(): AppError {
 }
 
 function hasAccount(): AppError {
-  return invalidField('password', '"password" is not allowed: this person already has an account; add them by email alone');
+  return invalidField(
+    'password',
+    '"password" is not allowed: this person already has an account; add them by email alone',
+  );
 }
 
 function lastOwner(what: 'removed' | 'demoted'): AppError {
@@ -82,21 +91,36 @@ function lastOwner(what: 'removed' | 'demoted'): AppError {
 }
 
 function ownersOnly(action: string, role: Role | undefined): AppError {
-  return new AppError('forbidden', { message: `Only an owner may ${action}; you are ${role ?? 'not a member'}.`, fix: 'Ask an owner of this workspace to do it.' });
+  return new AppError('forbidden', {
+    message: `Only an owner may ${action}; you are ${role ?? 'not a member'}.`,
+    fix: 'Ask an owner of this workspace to do it.',
+  });
 }
 
-export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource; repo: PeopleRepo; ledger?: MembersLedger | undefined }) {
+export function createMembers(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  repo: PeopleRepo;
+  ledger?: MembersLedger | undefined;
+}) {
   const { store, clock, ids, repo, ledger } = deps;
-  const actorName = (by: MemberActor | undefined) => (!by ? 'system' : 'userId' in by ? `user:${by.userId}` : by.system);
+  const actorName = (by: MemberActor | undefined) =>
+    !by ? 'system' : 'userId' in by ? `user:${by.userId}` : by.system;
   /**
    * The actor's role now, inside the write. Setup outside any route (no actor) acts as an owner; a
    * system actor (an identity provider) as an admin: whoever can configure one must not gain an
    * owner's reach through it, so it never removes, demotes or makes an owner.
    */
-  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined => (!by ? 'owner' : 'userId' in by ? repo.roleIn(wid, by.userId) : 'admin');
+  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined =>
+    !by ? 'owner' : 'userId' in by ? repo.roleIn(wid, by.userId) : 'admin';
 
   /** Inside the caller's write: removes a member and ends every session and OAuth connection of theirs. */
-  const removeMemberInWrite = (wid: string, uid: string, by: MemberActor): { sessionsEnded: number; connectionsEnded: number } => {
+  const removeMemberInWrite = (
+    wid: string,
+    uid: string,
+    by: MemberActor,
+  ): { sessionsEnded: number; connectionsEnded: number } => {
     const member = repo.getMember(wid, uid);
     if (!member) throw noSuchMember();
     const actorRole = roleOf(wid, by);
@@ -105,20 +129,48 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
     repo.removeMember(wid, uid);
     const sessionsEnded = repo.removeSessionsOf(uid);
     // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
-    const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, 'person left the workspace', clock.now()).length;
+    const connectionsEnded = endConnectionsInWrite(
+      store.tables,
+      wid,
+      { userId: uid },
+      'person left the workspace',
+      clock.now(),
+    ).length;
     const chatMappingsEnded = endChatMappingsInWrite(store.tables, wid, uid);
-    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.removed', subject: uid, data: { role: member.role, sessionsEnded, connectionsEnded, ...(chatMappingsEnded > 0 ? { chatMappingsEnded } : {}) } });
+    ledger?.record({
+      workspaceId: wid,
+      actor: actorName(by),
+      kind: 'member.removed',
+      subject: uid,
+      data: {
+        role: member.role,
+        sessionsEnded,
+        connectionsEnded,
+        ...(chatMappingsEnded > 0 ? { chatMappingsEnded } : {}),
+      },
+    });
     return { sessionsEnded, connectionsEnded };
   };
 
   /** Inside the caller's write: ends a member's sessions and OAuth connections, keeping the membership. */
-  const revokeAccessInWrite = (wid: string, uid: string, why: string, by: MemberActor): { sessionsEnded: number; connectionsEnded: number } => {
+  const revokeAccessInWrite = (
+    wid: string,
+    uid: string,
+    why: string,
+    by: MemberActor,
+  ): { sessionsEnded: number; connectionsEnded: number } => {
     if (!repo.getMember(wid, uid)) throw noSuchMember();
     const sessionsEnded = repo.removeSessionsOf(uid);
     const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, why, clock.now()).length;
     // Their chat identities stop speaking for them too: a chat account may be what was compromised.
     const chatMappingsEnded = endChatMappingsInWrite(store.tables, wid, uid);
-    ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.access_revoked', subject: uid, data: { why, sessionsEnded, connectionsEnded, chatMappingsEnded } });
+    ledger?.record({
+      workspaceId: wid,
+      actor: actorName(by),
+      kind: 'member.access_revoked',
+      subject: uid,
+      data: { why, sessionsEnded, connectionsEnded, chatMappingsEnded },
+    });
     return { sessionsEnded, connectionsEnded };
   };
 
@@ -156,31 +208,62 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
           const email = input.email.trim();
           // A password a person chose for someone else (in the console): they must replace it
           // before anything else. The operator's own path (no `by`: CLI, set-up) is trusted.
-          user = { id: ids.id('usr'), email, name: input.name ?? email.split('@')[0]!, passwordHash, ...(by ? { mustChangePassword: true } : {}), createdAt: at };
+          user = {
+            id: ids.id('usr'),
+            email,
+            name: input.name ?? email.split('@')[0]!,
+            passwordHash,
+            ...(by ? { mustChangePassword: true } : {}),
+            createdAt: at,
+          };
           repo.putUser(user);
         }
         const member: MemberRecord = { workspaceId: wid, userId: user.id, role: input.role, addedAt: at };
         repo.putMember(member);
-        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.added', subject: user.id, data: { role: input.role, created: passwordHash !== undefined } });
+        ledger?.record({
+          workspaceId: wid,
+          actor: actorName(by),
+          kind: 'member.added',
+          subject: user.id,
+          data: { role: input.role, created: passwordHash !== undefined },
+        });
         return toMemberView(member, user);
       });
     },
 
     /** Changes a member's role, or the person's name. */
-    async updateMember(wid: string, uid: string, change: { role?: Role; name?: string }, by: MemberActor): Promise<MemberView> {
+    async updateMember(
+      wid: string,
+      uid: string,
+      change: { role?: Role; name?: string },
+      by: MemberActor,
+    ): Promise<MemberView> {
       return store.write(() => {
         const member = repo.getMember(wid, uid);
         const user = repo.getUser(uid);
         if (!member || !user) throw noSuchMember();
         const actorRole = roleOf(wid, by);
         if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('change an owner', actorRole);
-        if (change.role === 'owner' && member.role !== 'owner' && actorRole !== 'owner') throw ownersOnly('make someone an owner', actorRole);
-        if (member.role === 'owner' && change.role !== undefined && change.role !== 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('demoted');
+        if (change.role === 'owner' && member.role !== 'owner' && actorRole !== 'owner')
+          throw ownersOnly('make someone an owner', actorRole);
+        if (
+          member.role === 'owner' &&
+          change.role !== undefined &&
+          change.role !== 'owner' &&
+          repo.ownerCount(wid) <= 1
+        )
+          throw lastOwner('demoted');
         const updated: MemberRecord = { ...member, role: change.role ?? member.role };
         const renamed: UserRecord = change.name === undefined ? user : { ...user, name: change.name };
         if (updated.role !== member.role) repo.putMember(updated);
         if (renamed !== user) repo.putUser(renamed);
-        ledger?.record({ workspaceId: wid, actor: actorName(by), kind: 'member.updated', subject: uid, data: { ...change } });
+        ledger?.record({
+          workspaceId: wid,
+          actor: actorName(by),
+          kind: 'member.updated',
+          subject: uid,
+          data: { ...change },
+        });
         return toMemberView(updated, renamed);
       });
     },
@@ -197,7 +280,12 @@ export function createMembers(deps: { store: Store; clock: Clock; ids: IdSource;
      * every workspace) and the OAuth connections they made in this workspace, keeping the
      * membership; recorded as `member.access_revoked` with `why`.
      */
-    async revokeAccess(wid: string, uid: string, why: string, by: MemberActor): Promise<{ sessionsEnded: number; connectionsEnded: number }> {
+    async revokeAccess(
+      wid: string,
+      uid: string,
+      why: string,
+      by: MemberActor,
+    ): Promise<{ sessionsEnded: number; connectionsEnded: number }> {
       return store.write(() => revokeAccessInWrite(wid, uid, why, by));
     },
 

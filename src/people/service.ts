@@ -60,8 +60,11 @@ export interface WorkspaceView {
 
 export function toPublicUser(user: UserRecord): PublicUser {
   return {
-    id: user.id, email: user.email, name: user.name,
-    mustChangePassword: user.mustChangePassword === true, totp: totpOn(user),
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    mustChangePassword: user.mustChangePassword === true,
+    totp: totpOn(user),
   };
 }
 
@@ -127,17 +130,31 @@ export function createPeopleService(deps: PeopleDeps) {
      * Creates a workspace with its owner. `firstOnly`: only if the store has no workspace yet,
      * decided inside the same transaction, so two first starts racing create one workspace.
      */
-    async createWorkspace(input: { name: string; ownerEmail: string; ownerName?: string; ownerPassword: string; mustChangePassword?: boolean; firstOnly?: boolean }) {
+    async createWorkspace(input: {
+      name: string;
+      ownerEmail: string;
+      ownerName?: string;
+      ownerPassword: string;
+      mustChangePassword?: boolean;
+      firstOnly?: boolean;
+    }) {
       const passwordHash = await hashPassword(input.ownerPassword);
       const at = isoAt(clock.now());
       const workspace = { id: ids.id('ws'), name: input.name, createdAt: at };
       const user: UserRecord = {
-        id: ids.id('usr'), email: input.ownerEmail.trim(), name: input.ownerName ?? input.ownerEmail.split('@')[0]!,
-        passwordHash, createdAt: at, ...(input.mustChangePassword ? { mustChangePassword: true } : {}),
+        id: ids.id('usr'),
+        email: input.ownerEmail.trim(),
+        name: input.ownerName ?? input.ownerEmail.split('@')[0]!,
+        passwordHash,
+        createdAt: at,
+        ...(input.mustChangePassword ? { mustChangePassword: true } : {}),
       };
       await store.write(() => {
         if (input.firstOnly && repo.workspaceCount() > 0) {
-          throw new AppError('invalid_request', { message: 'The store already has a workspace.', fix: 'Set up only an empty store; use the console to add workspaces.' });
+          throw new AppError('invalid_request', {
+            message: 'The store already has a workspace.',
+            fix: 'Set up only an empty store; use the console to add workspaces.',
+          });
         }
         if (repo.userByEmail(user.email)) throw invalidField('email', 'a person with this email already exists');
         repo.putWorkspace(workspace);
@@ -170,7 +187,11 @@ export function createPeopleService(deps: PeopleDeps) {
         }
         // Sessions are not kept past their expiry: each sign-in clears the person's expired ones.
         repo.removeExpiredSessionsOf(user.id, isoAt(now));
-        repo.putSession(secretHash(secret), { userId: user.id, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
+        repo.putSession(secretHash(secret), {
+          userId: user.id,
+          createdAt: isoAt(now),
+          expiresAt: isoAt(now + deps.sessionTtlMs),
+        });
       });
       return { secret, user: toPublicUser(user), workspaces: workspacesOf(user.id) };
     },
@@ -188,10 +209,14 @@ export function createPeopleService(deps: PeopleDeps) {
      * too (a stolen copy of its cookie must not survive the change); the caller gets a new
      * session secret in its place.
      */
-    async changePassword(uid: string, currentPassword: string, newPassword: string): Promise<{ sessionsEnded: number; secret: string }> {
+    async changePassword(
+      uid: string,
+      currentPassword: string,
+      newPassword: string,
+    ): Promise<{ sessionsEnded: number; secret: string }> {
       const user = repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
-      if (!await verifyPassword(user.passwordHash, currentPassword)) {
+      if (!(await verifyPassword(user.passwordHash, currentPassword))) {
         throw notCurrentPassword();
       }
       if (newPassword === currentPassword) {
@@ -210,7 +235,11 @@ export function createPeopleService(deps: PeopleDeps) {
         const { mustChangePassword: _was, ...rest } = latest;
         repo.putUser({ ...rest, passwordHash });
         const sessionsEnded = repo.removeSessionsOf(uid);
-        repo.putSession(secretHash(secret), { userId: uid, createdAt: isoAt(now), expiresAt: isoAt(now + deps.sessionTtlMs) });
+        repo.putSession(secretHash(secret), {
+          userId: uid,
+          createdAt: isoAt(now),
+          expiresAt: isoAt(now + deps.sessionTtlMs),
+        });
         return { sessionsEnded, secret };
       });
     },
@@ -247,7 +276,10 @@ export function createPeopleService(deps: PeopleDeps) {
         const latest = repo.getUser(uid);
         // Another enrolment started meanwhile: this code belongs to a secret no longer waiting.
         if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || totpOn(latest)) throw wrongCode();
-        repo.putUser({ ...latest, totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step } });
+        repo.putUser({
+          ...latest,
+          totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step },
+        });
       });
       return { totp: true };
     },
@@ -261,7 +293,8 @@ export function createPeopleService(deps: PeopleDeps) {
       if (step === null) throw wrongCode();
       await store.write(() => {
         const latest = repo.getUser(uid);
-        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1)) throw wrongCode();
+        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1))
+          throw wrongCode();
         const { totp: _off, ...rest } = latest;
         repo.putUser(rest);
       });
@@ -294,7 +327,9 @@ export function createPeopleService(deps: PeopleDeps) {
       const role = repo.roleIn(wid, user.id);
       if (!role || !repo.getWorkspace(wid)) throw new AppError('not_found', { message: 'No such workspace.' });
       if (!roleAllows(role, permission)) {
-        throw new AppError('forbidden', { message: `Only ${rolesFor(permission).join(' or ')} may do this; you are ${role}.` });
+        throw new AppError('forbidden', {
+          message: `Only ${rolesFor(permission).join(' or ')} may do this; you are ${role}.`,
+        });
       }
       return role;
     },

@@ -36,8 +36,12 @@ export function newTotpSecret(): string {
 /** The otpauth:// URI an authenticator app reads (usually from a QR code). */
 export function otpauthUri(secretBase32: string, account: string): string {
   return new TOTP({
-    issuer: TOTP_ISSUER, label: account, secret: Secret.fromBase32(secretBase32),
-    algorithm: 'SHA1', digits: TOTP_DIGITS, period: TOTP_PERIOD_SECONDS,
+    issuer: TOTP_ISSUER,
+    label: account,
+    secret: Secret.fromBase32(secretBase32),
+    algorithm: 'SHA1',
+    digits: TOTP_DIGITS,
+    period: TOTP_PERIOD_SECONDS,
   }).toString();
 }
 
@@ -51,7 +55,9 @@ export function unsealTotpSecret(masterKey: Buffer, uid: string, sealed: string)
     const raw = unsealBytes(masterKey, PURPOSE, aad(uid), sealed);
     return new Secret({ buffer: new Uint8Array(raw).buffer }).base32;
   } catch (cause) {
-    const why = /too short/.test((cause as Error).message) ? 'too short' : 'wrong master key, or the record was altered';
+    const why = /too short/.test((cause as Error).message)
+      ? 'too short'
+      : 'wrong master key, or the record was altered';
     throw new Error(`two-factor secret cannot be unsealed: ${why}`, { cause });
   }
 }

@@ -13,7 +13,8 @@ export const plansRoutes: Plugin<{ plans: Plans; people: PeopleService; producti
   name: 'svc-plans',
   register(server, { plans, people, production }) {
     server.route({
-      method: 'GET', path: '/api/w/{wid}/plan',
+      method: 'GET',
+      path: '/api/w/{wid}/plan',
       options: { auth: { strategies: sessionStrategies(production) }, validate: { params: Joi.object({ wid }) } },
       handler(request) {
         const { wid: w } = permittedMember(people, request, 'plan.read');

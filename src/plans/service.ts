@@ -30,9 +30,16 @@ export const PAID_STATUSES: ReadonlySet<string> = new Set(['active', 'trialing',
  * never moves a subscription out of them), then the paid ones, best first; unknown statuses last.
  */
 export const STATUS_RANK: Readonly<Record<string, number>> = {
-  canceled: 9, incomplete_expired: 8, active: 7, trialing: 6, past_due: 5, unpaid: 4, paused: 3, incomplete: 2,
+  canceled: 9,
+  incomplete_expired: 8,
+  active: 7,
+  trialing: 6,
+  past_due: 5,
+  unpaid: 4,
+  paused: 3,
+  incomplete: 2,
 };
-const rankOf = (r: { status: string; ended: boolean }): number => (r.ended ? 10 : STATUS_RANK[r.status] ?? 0);
+const rankOf = (r: { status: string; ended: boolean }): number => (r.ended ? 10 : (STATUS_RANK[r.status] ?? 0));
 
 /** The allowances a workspace is held to; null: unlimited. */
 export interface PlanAllowances {
@@ -69,12 +76,18 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
   const { store, clock, ledger, free } = deps;
   const t = store.tables;
 
-  const paid = (r: PlanRecord | undefined): boolean => r !== undefined && !r.ended && r.plan !== 'free' && PAID_STATUSES.has(r.status);
+  const paid = (r: PlanRecord | undefined): boolean =>
+    r !== undefined && !r.ended && r.plan !== 'free' && PAID_STATUSES.has(r.status);
 
   /** The subscription that names the workspace's plan: the best paid one, else the one changed last. */
   const current = (wid: string): PlanRecord | undefined => {
     const all = t.subscriptions.scan([wid]).map((e) => e.value);
-    const best = all.filter(paid).sort((a, b) => rankOf(b) - rankOf(a) || b.eventCreated - a.eventCreated || a.subscriptionId.localeCompare(b.subscriptionId))[0];
+    const best = all
+      .filter(paid)
+      .sort(
+        (a, b) =>
+          rankOf(b) - rankOf(a) || b.eventCreated - a.eventCreated || a.subscriptionId.localeCompare(b.subscriptionId),
+      )[0];
     return best ?? all.sort((a, b) => b.eventCreated - a.eventCreated || b.updatedAt.localeCompare(a.updatedAt))[0];
   };
   const summary = (wid: string) => {
@@ -99,7 +112,10 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
      * subscriptions (one record each), for the rare failed invoice that names no workspace.
      */
     workspacesWith(subscriptionId: string): string[] {
-      return t.subscriptions.scan([]).filter((e) => e.value.subscriptionId === subscriptionId).map((e) => e.value.workspaceId);
+      return t.subscriptions
+        .scan([])
+        .filter((e) => e.value.subscriptionId === subscriptionId)
+        .map((e) => e.value.workspaceId);
     },
 
     view(wid: string): PlanView {
@@ -125,17 +141,29 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
       }
       const before = summary(wid);
       const record: PlanRecord = {
-        workspaceId: wid, plan: report.plan, status: incoming.status, ended: incoming.ended,
-        subscriptionId: report.subscriptionId, customerId: report.customerId, currentPeriodEnd: report.currentPeriodEnd,
-        eventId: report.eventId, eventCreated: report.eventCreated,
+        workspaceId: wid,
+        plan: report.plan,
+        status: incoming.status,
+        ended: incoming.ended,
+        subscriptionId: report.subscriptionId,
+        customerId: report.customerId,
+        currentPeriodEnd: report.currentPeriodEnd,
+        eventId: report.eventId,
+        eventCreated: report.eventCreated,
         lastPaymentFailedAt: existing?.lastPaymentFailedAt ?? null,
         updatedAt: isoAt(clock.now()),
       };
       t.subscriptions.put([wid, report.subscriptionId], record);
       ledger.record({
-        workspaceId: wid, actor, kind: 'plan.changed', subject: report.subscriptionId,
+        workspaceId: wid,
+        actor,
+        kind: 'plan.changed',
+        subject: report.subscriptionId,
         data: {
-          plan: record.plan, status: record.status, paid: paid(record), eventId: report.eventId,
+          plan: record.plan,
+          status: record.status,
+          paid: paid(record),
+          eventId: report.eventId,
           previous: existing ? { plan: existing.plan, status: existing.status, paid: paid(existing) } : null,
           workspace: { before, after: summary(wid) },
         },
@@ -152,7 +180,13 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
       if (!existing) return false;
       const at = isoAt(clock.now());
       t.subscriptions.put([wid, existing.subscriptionId], { ...existing, lastPaymentFailedAt: at, updatedAt: at });
-      ledger.record({ workspaceId: wid, actor, kind: 'plan.payment_failed', subject: existing.subscriptionId, data: { plan: existing.plan, status: existing.status, eventId } });
+      ledger.record({
+        workspaceId: wid,
+        actor,
+        kind: 'plan.payment_failed',
+        subject: existing.subscriptionId,
+        data: { plan: existing.plan, status: existing.status, eventId },
+      });
       return true;
     },
   };

@@ -1,4 +1,14 @@
-import { createCipheriv, createDecipheriv, createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  type KeyObject,
+} from 'node:crypto';
 import { deriveKey } from '../store/master-key.js';
 import { isoAt } from '../lib/clock.js';
 import { checkReceiptClaims, type ReceiptClaims } from './types.js';
@@ -42,7 +52,14 @@ export interface SigningKeyRecord {
   revokedAt: string | null;
 }
 
-export interface Jwk { kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string; alg: 'EdDSA'; use: 'sig' | 'ledger' }
+export interface Jwk {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  x: string;
+  kid: string;
+  alg: 'EdDSA';
+  use: 'sig' | 'ledger';
+}
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -73,18 +90,32 @@ export function generateSigningKey(masterKey: Buffer, use: SigningKeyUse, nowMs:
   cipher.setAAD(Buffer.from(kid, 'utf8'));
   const der = privateKey.export({ format: 'der', type: 'pkcs8' });
   const sealed = Buffer.concat([iv, cipher.update(der), cipher.final(), cipher.getAuthTag()]);
-  return { kid, use, publicJwk, sealedPrivateKey: sealed.toString('base64url'), createdAt: isoAt(nowMs), retiredAt: null, revokedAt: null };
+  return {
+    kid,
+    use,
+    publicJwk,
+    sealedPrivateKey: sealed.toString('base64url'),
+    createdAt: isoAt(nowMs),
+    retiredAt: null,
+    revokedAt: null,
+  };
 }
 
 export function unsealPrivateKey(record: SigningKeyRecord, masterKey: Buffer): KeyObject {
   let privateKey: KeyObject;
   try {
     const sealed = Buffer.from(record.sealedPrivateKey, 'base64url');
-    if (sealed.length <= IV_BYTES + TAG_BYTES || sealed.toString('base64url') !== record.sealedPrivateKey) throw new Error('bad length or encoding');
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(masterKey, record.use), sealed.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+    if (sealed.length <= IV_BYTES + TAG_BYTES || sealed.toString('base64url') !== record.sealedPrivateKey)
+      throw new Error('bad length or encoding');
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(masterKey, record.use), sealed.subarray(0, IV_BYTES), {
+      authTagLength: TAG_BYTES,
+    });
     decipher.setAAD(Buffer.from(record.kid, 'utf8'));
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-    const der = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
+    const der = Buffer.concat([
+      decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)),
+      decipher.final(),
+    ]);
     privateKey = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
   } catch (cause) {
     throw new Error(UNSEAL_FAILED, { cause });
@@ -104,8 +135,10 @@ export function publicKeyOf(record: SigningKeyRecord): KeyObject {
 const b64url = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 
 function signingInputOf(privateKey: KeyObject, kid: string, claims: ReceiptClaims): string {
-  if (privateKey.type !== 'private' || privateKey.asymmetricKeyType !== 'ed25519') throw new TypeError('a receipt is signed with an Ed25519 private key');
-  if (typeof kid !== 'string' || kid === '') throw new TypeError('a receipt names its key: kid must be a non-empty string');
+  if (privateKey.type !== 'private' || privateKey.asymmetricKeyType !== 'ed25519')
+    throw new TypeError('a receipt is signed with an Ed25519 private key');
+  if (typeof kid !== 'string' || kid === '')
+    throw new TypeError('a receipt names its key: kid must be a non-empty string');
   const checked = checkReceiptClaims(claims);
   if (!checked.ok) throw new TypeError(`receipt claims refused: ${checked.problem}`);
   return `${b64url(JSON.stringify({ alg: 'EdDSA', kid, typ: 'JWT' }))}.${b64url(JSON.stringify(claims))}`;
@@ -133,8 +166,15 @@ export function signReceiptAsync(privateKey: KeyObject, kid: string, claims: Rec
 
 export function toJwks(records: readonly SigningKeyRecord[]): { keys: Jwk[] } {
   return {
-    keys: records.filter((r) => !r.revokedAt).map((r) => ({
-      kty: 'OKP', crv: 'Ed25519', x: r.publicJwk.x, kid: r.kid, alg: 'EdDSA', use: r.use === 'receipt' ? 'sig' : 'ledger',
-    })),
+    keys: records
+      .filter((r) => !r.revokedAt)
+      .map((r) => ({
+        kty: 'OKP',
+        crv: 'Ed25519',
+        x: r.publicJwk.x,
+        kid: r.kid,
+        alg: 'EdDSA',
+        use: r.use === 'receipt' ? 'sig' : 'ledger',
+      })),
   };
 }

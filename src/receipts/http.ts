@@ -18,7 +18,8 @@ const verifySchema = Joi.object({ receipt: Joi.string().min(1).max(16_384).requi
 function verifyBody(raw: Buffer): { receipt: string } {
   let colons = 0;
   for (let i = raw.indexOf(0x3a); i !== -1 && colons <= MAX_VERIFY_FIELDS; i = raw.indexOf(0x3a, i + 1)) colons += 1;
-  if (colons > MAX_VERIFY_FIELDS) throw invalidField(null, `the body may hold only { "receipt": "..." }, not ${MAX_VERIFY_FIELDS}+ fields`);
+  if (colons > MAX_VERIFY_FIELDS)
+    throw invalidField(null, `the body may hold only { "receipt": "..." }, not ${MAX_VERIFY_FIELDS}+ fields`);
   let parsed: unknown;
   try {
     // JSON.parse makes "__proto__" an own field, never a prototype; the schema refuses it.
@@ -27,7 +28,12 @@ function verifyBody(raw: Buffer): { receipt: string } {
     throw new AppError('invalid_json');
   }
   const { value, error } = verifySchema.validate(parsed, { abortEarly: false });
-  if (error) throw new AppError('invalid_request', { details: { errors: error.details.map((d) => ({ field: d.path.length ? d.path.join('.') : null, message: d.message })) } });
+  if (error)
+    throw new AppError('invalid_request', {
+      details: {
+        errors: error.details.map((d) => ({ field: d.path.length ? d.path.join('.') : null, message: d.message })),
+      },
+    });
   return value as { receipt: string };
 }
 
@@ -39,12 +45,14 @@ export const receiptsRoutes: Plugin<{ receipts: Receipts; signingKeys: SigningKe
   register(server, { receipts, signingKeys, guards }) {
     server.route([
       {
-        method: 'GET', path: '/.well-known/jwks.json',
+        method: 'GET',
+        path: '/.well-known/jwks.json',
         options: { auth: false, ext: { onPreAuth: guards.publicRoute('public') } },
         handler: (_request, h) => h.response(signingKeys.jwks()).header('cache-control', 'public, max-age=300'),
       },
       {
-        method: 'POST', path: '/v1/verify',
+        method: 'POST',
+        path: '/v1/verify',
         options: {
           auth: false,
           ext: { onPreAuth: guards.publicRoute('public') },

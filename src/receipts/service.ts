@@ -32,15 +32,30 @@ export interface Presigned {
 
 type ReceiptSubject = Pick<ActionRecord, 'id' | 'agentId' | 'type' | 'payment'>;
 
-export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: SigningKeys; ledger: Ledger; ttlSeconds: number; issuer: () => string }) {
+export function createReceipts(deps: {
+  store: Store;
+  clock: Clock;
+  signingKeys: SigningKeys;
+  ledger: Ledger;
+  ttlSeconds: number;
+  issuer: () => string;
+}) {
   const { store, clock, signingKeys } = deps;
   const t = store.tables;
   const claimsOf = (action: ReceiptSubject, hum: boolean, atMs: number): ReceiptClaims => {
     const iat = Math.floor(atMs / 1000);
     return {
-      iss: deps.issuer(), sub: action.agentId, act: action.id, typ: action.type,
-      amt: action.payment!.amount, cur: action.payment!.currency, mer: action.payment!.merchant ?? '',
-      hum, iat, exp: iat + deps.ttlSeconds, jti: action.id,
+      iss: deps.issuer(),
+      sub: action.agentId,
+      act: action.id,
+      typ: action.type,
+      amt: action.payment!.amount,
+      cur: action.payment!.currency,
+      mer: action.payment!.merchant ?? '',
+      hum,
+      iat,
+      exp: iat + deps.ttlSeconds,
+      jti: action.id,
     };
   };
   return {
@@ -51,7 +66,10 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
     async presign(action: ReceiptSubject, hum: boolean, atMs: number): Promise<Presigned | null> {
       const key = signingKeys.current('receipt');
       if (!key) return null;
-      return { kid: key.record.kid, receipt: await signReceiptAsync(key.privateKey, key.record.kid, claimsOf(action, hum, atMs)) };
+      return {
+        kid: key.record.kid,
+        receipt: await signReceiptAsync(key.privateKey, key.record.kid, claimsOf(action, hum, atMs)),
+      };
     },
 
     /**
@@ -69,7 +87,13 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
       return store.write(() => {
         const { added, retired } = signingKeys.rotateInWrite('receipt');
         for (const { value: ws } of t.workspaces.scan([])) {
-          deps.ledger.record({ workspaceId: ws.id, actor, kind: 'receipt_key.rotated', subject: added.kid, data: { retiredKid: retired?.kid ?? null } });
+          deps.ledger.record({
+            workspaceId: ws.id,
+            actor,
+            kind: 'receipt_key.rotated',
+            subject: added.kid,
+            data: { retiredKid: retired?.kid ?? null },
+          });
         }
         return { kid: added.kid, retiredKid: retired?.kid ?? null, createdAt: added.createdAt };
       });
@@ -84,7 +108,10 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
         const record = signingKeys.record(kid);
         if (!record || record.use !== 'receipt') throw new AppError('not_found', { message: `No receipt key ${kid}.` });
         if (t.meta.get('receiptKid') === kid) {
-          throw new AppError('forbidden', { message: `${kid} is the current receipt key.`, fix: 'Run svc keys rotate-receipt-key first, then revoke the old key.' });
+          throw new AppError('forbidden', {
+            message: `${kid} is the current receipt key.`,
+            fix: 'Run svc keys rotate-receipt-key first, then revoke the old key.',
+          });
         }
         const revokedAt = record.revokedAt ?? isoAt(clock.now());
         t.signingKeys.put(kid, { ...record, revokedAt, retiredAt: record.retiredAt ?? revokedAt });
@@ -98,11 +125,16 @@ export function createReceipts(deps: { store: Store; clock: Clock; signingKeys: 
     async verifyOnline(token: string): Promise<OnlineVerifyResult> {
       // One read of the key table serves both the key set and the revoked kids.
       const all = signingKeys.all();
-      const result = await verifyReceipt(token, {
-        jwks: toJwks(all),
-        revokedKids: new Set(all.filter((k) => k.revokedAt !== null).map((k) => k.kid)),
-      }, clock.now());
-      if (!result.valid || !result.claims) return { valid: false, claims: null, reason: result.reason, replayed: false };
+      const result = await verifyReceipt(
+        token,
+        {
+          jwks: toJwks(all),
+          revokedKids: new Set(all.filter((k) => k.revokedAt !== null).map((k) => k.kid)),
+        },
+        clock.now(),
+      );
+      if (!result.valid || !result.claims)
+        return { valid: false, claims: null, reason: result.reason, replayed: false };
       const jti = result.claims.jti;
       const withdrawn = { valid: false, claims: null, reason: 'revoked' as const, replayed: false };
       // Seen before: nothing to write (a receipt once seen is never withdrawn).

@@ -1,7 +1,14 @@
 import type { KeyObject } from 'node:crypto';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Store } from '../store/index.js';
-import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey, type SigningKeyRecord, type SigningKeyUse } from './crypto.js';
+import {
+  generateSigningKey,
+  publicKeyOf,
+  toJwks,
+  unsealPrivateKey,
+  type SigningKeyRecord,
+  type SigningKeyUse,
+} from './crypto.js';
 
 /**
  * The service's own signing keys: one current receipt key and one current ledger key, kept
@@ -63,7 +70,11 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
 
     /** Creates the receipt and ledger keys if they do not exist yet (first start, `svc init`). */
     async ensure(): Promise<void> {
-      if (typeof t.meta.get(currentKidKey('receipt')) === 'string' && typeof t.meta.get(currentKidKey('ledger')) === 'string') return;
+      if (
+        typeof t.meta.get(currentKidKey('receipt')) === 'string' &&
+        typeof t.meta.get(currentKidKey('ledger')) === 'string'
+      )
+        return;
       await store.write(() => {
         for (const use of ['receipt', 'ledger'] as const) {
           if (typeof t.meta.get(currentKidKey(use)) !== 'string') add(use);

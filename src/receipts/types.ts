@@ -34,21 +34,34 @@ const TIME_CLAIMS = ['iat', 'exp'] as const;
 const CURRENCY = /^[A-Z]{3}$/;
 
 export function checkReceiptClaims(value: unknown): ClaimsCheck {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, problem: 'the claims are not a JSON object' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, problem: 'the claims are not a JSON object' };
   const v = value as Record<string, unknown>;
   for (const name of STRING_CLAIMS) {
-    if (typeof v[name] !== 'string' || v[name] === '') return { ok: false, problem: `claim "${name}" must be a non-empty string` };
+    if (typeof v[name] !== 'string' || v[name] === '')
+      return { ok: false, problem: `claim "${name}" must be a non-empty string` };
   }
-  if (!Number.isSafeInteger(v.amt) || (v.amt as number) <= 0) return { ok: false, problem: 'claim "amt" must be a positive integer (minor units)' };
-  if (typeof v.cur !== 'string' || !CURRENCY.test(v.cur)) return { ok: false, problem: 'claim "cur" must be three upper-case letters' };
+  if (!Number.isSafeInteger(v.amt) || (v.amt as number) <= 0)
+    return { ok: false, problem: 'claim "amt" must be a positive integer (minor units)' };
+  if (typeof v.cur !== 'string' || !CURRENCY.test(v.cur))
+    return { ok: false, problem: 'claim "cur" must be three upper-case letters' };
   if (typeof v.hum !== 'boolean') return { ok: false, problem: 'claim "hum" must be a boolean' };
   for (const name of TIME_CLAIMS) {
-    if (!Number.isSafeInteger(v[name]) || (v[name] as number) < 0) return { ok: false, problem: `claim "${name}" must be an integer number of seconds` };
+    if (!Number.isSafeInteger(v[name]) || (v[name] as number) < 0)
+      return { ok: false, problem: `claim "${name}" must be an integer number of seconds` };
   }
   const claims: ReceiptClaims = {
-    iss: v.iss as string, sub: v.sub as string, act: v.act as string, typ: v.typ as string,
-    amt: v.amt as number, cur: v.cur as string, mer: v.mer as string, hum: v.hum as boolean,
-    iat: v.iat as number, exp: v.exp as number, jti: v.jti as string,
+    iss: v.iss as string,
+    sub: v.sub as string,
+    act: v.act as string,
+    typ: v.typ as string,
+    amt: v.amt as number,
+    cur: v.cur as string,
+    mer: v.mer as string,
+    hum: v.hum as boolean,
+    iat: v.iat as number,
+    exp: v.exp as number,
+    jti: v.jti as string,
   };
   return { ok: true, claims };
 }

@@ -34,9 +34,17 @@ import { checkReceiptClaims, type ReceiptClaims } from './types.js';
 
 export type VerifyReason = 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' | 'revoked';
 
-export interface VerifyResult { valid: boolean; claims: ReceiptClaims | null; reason: VerifyReason | null; kid: string | null }
+export interface VerifyResult {
+  valid: boolean;
+  claims: ReceiptClaims | null;
+  reason: VerifyReason | null;
+  kid: string | null;
+}
 
-export interface VerifyKeys { jwks: { keys: unknown[] }; revokedKids?: ReadonlySet<string> }
+export interface VerifyKeys {
+  jwks: { keys: unknown[] };
+  revokedKids?: ReadonlySet<string>;
+}
 
 export const MAX_RECEIPT_LENGTH = 8 * 1024;
 const ALGORITHMS = ['EdDSA'];
@@ -46,7 +54,12 @@ const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const SIGNATURE = /^[A-Za-z0-9_-]*$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-const invalid = (reason: VerifyReason, kid: string | null): VerifyResult => ({ valid: false, claims: null, reason, kid });
+const invalid = (reason: VerifyReason, kid: string | null): VerifyResult => ({
+  valid: false,
+  claims: null,
+  reason,
+  kid,
+});
 
 export async function verifyReceipt(token: string, keys: VerifyKeys, nowMs: number): Promise<VerifyResult> {
   let kid: string | null = null;
@@ -54,7 +67,13 @@ export async function verifyReceipt(token: string, keys: VerifyKeys, nowMs: numb
     if (typeof token !== 'string' || token.length > MAX_RECEIPT_LENGTH) return invalid('malformed', null);
     const parts = token.split('.');
     const [encodedHeader, encodedPayload, signature] = parts as [string, string, string];
-    if (parts.length !== 3 || !SEGMENT.test(encodedHeader) || !SEGMENT.test(encodedPayload) || !SIGNATURE.test(signature)) return invalid('malformed', null);
+    if (
+      parts.length !== 3 ||
+      !SEGMENT.test(encodedHeader) ||
+      !SEGMENT.test(encodedPayload) ||
+      !SIGNATURE.test(signature)
+    )
+      return invalid('malformed', null);
 
     const header = jsonObject(encodedHeader);
     if (!header) return invalid('malformed', null);
@@ -92,7 +111,9 @@ function canonicalSignature(segment: string): boolean {
 function jsonObject(segment: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(utf8.decode(Buffer.from(segment, 'base64url')));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }
@@ -104,7 +125,8 @@ function receiptKey(jwks: VerifyKeys['jwks'] | undefined, kid: string): KeyObjec
   for (const entry of candidates) {
     if (typeof entry !== 'object' || entry === null) continue;
     const jwk = entry as Record<string, unknown>;
-    if (jwk.kid !== kid || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || jwk.use !== 'sig' || typeof jwk.x !== 'string') continue;
+    if (jwk.kid !== kid || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || jwk.use !== 'sig' || typeof jwk.x !== 'string')
+      continue;
     if (jwk.alg !== undefined && jwk.alg !== 'EdDSA') continue;
     if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) continue;
     const key = importPublic(jwk.x);

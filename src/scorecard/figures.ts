@@ -14,8 +14,21 @@ import type { ActionRecord, ApprovalRecord, DrillReportRecord } from '../store/i
  */
 export interface ControlFigures {
   agents: { total: number; running: number; stopped: number };
-  drills: { run: number; passed: number; failed: number; lastAt: string | null; timeToEffectMs: { median: number | null; max: number | null } };
-  approvals: { decided: number; approved: number; denied: number; expired: number; pending: number; medianWaitSeconds: number | null };
+  drills: {
+    run: number;
+    passed: number;
+    failed: number;
+    lastAt: string | null;
+    timeToEffectMs: { median: number | null; max: number | null };
+  };
+  approvals: {
+    decided: number;
+    approved: number;
+    denied: number;
+    expired: number;
+    pending: number;
+    medianWaitSeconds: number | null;
+  };
   refusals: { total: number; bySignal: Record<string, number> };
 }
 
@@ -52,7 +65,14 @@ export function controlFigures(input: {
     for (const p of d.points) if (p.timeToEffectMs !== null) effects.push(p.timeToEffectMs);
   }
 
-  const approvals = { decided: 0, approved: 0, denied: 0, expired: 0, pending: 0, medianWaitSeconds: null as number | null };
+  const approvals = {
+    decided: 0,
+    approved: 0,
+    denied: 0,
+    expired: 0,
+    pending: 0,
+    medianWaitSeconds: null as number | null,
+  };
   const waits: number[] = [];
   for (const a of input.approvals) {
     approvals[a.status] += 1;
@@ -72,7 +92,13 @@ export function controlFigures(input: {
 
   return {
     agents,
-    drills: { run, passed, failed: run - passed, lastAt, timeToEffectMs: { median: median(effects), max: effects.length > 0 ? Math.max(...effects) : null } },
+    drills: {
+      run,
+      passed,
+      failed: run - passed,
+      lastAt,
+      timeToEffectMs: { median: median(effects), max: effects.length > 0 ? Math.max(...effects) : null },
+    },
     approvals,
     refusals,
   };

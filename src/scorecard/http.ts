@@ -7,7 +7,8 @@ export const scorecardRoutes: Plugin<{ scorecard: Scorecard }> = {
   name: 'svc-scorecard',
   register(server, { scorecard }) {
     server.route({
-      method: 'GET', path: '/v1/admin/scorecard',
+      method: 'GET',
+      path: '/v1/admin/scorecard',
       options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'evidence:read' } } },
       async handler(request) {
         return { scorecard: (await scorecard.signed(caller(request, 'service-token').workspaceId)).scorecard };

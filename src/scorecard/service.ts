@@ -21,11 +21,26 @@ import { controlFigures, type ControlFigures } from './figures.js';
  * - Reading it is evidence:read; it reads everything of the workspace, so it costs a pass over its
  *   actions and approvals: fine for an audit step, not for a dashboard that polls every second.
  */
-export type ScorecardClaims = ControlFigures & { iss: string; sub: string; iat: number; jti: string; asOf: string; ledgerSize: number };
+export type ScorecardClaims = ControlFigures & {
+  iss: string;
+  sub: string;
+  iat: number;
+  jti: string;
+  asOf: string;
+  ledgerSize: number;
+};
 
 export const SCORECARD_TYP = 'svc-scorecard+jwt';
 
-export function createScorecard(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; agents: AgentsService; signingKeys: SigningKeys; issuer: () => string }) {
+export function createScorecard(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  agents: AgentsService;
+  signingKeys: SigningKeys;
+  issuer: () => string;
+}) {
   const { store, clock, ids, ledger, agents, signingKeys } = deps;
   const t = store.tables;
 
@@ -48,7 +63,13 @@ export function createScorecard(deps: { store: Store; clock: Clock; ids: IdSourc
       const now = clock.now();
       const { figures, ledgerSize } = this.figures(wid);
       const claims: ScorecardClaims = {
-        iss: deps.issuer(), sub: wid, iat: Math.floor(now / 1000), jti: ids.id('scr'), asOf: isoAt(now), ledgerSize, ...figures,
+        iss: deps.issuer(),
+        sub: wid,
+        iat: Math.floor(now / 1000),
+        jti: ids.id('scr'),
+        asOf: isoAt(now),
+        ledgerSize,
+        ...figures,
       };
       const scorecard = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
         .setProtectedHeader({ alg: 'EdDSA', kid: key.record.kid, typ: SCORECARD_TYP })

@@ -4,25 +4,49 @@ import type { Guards } from '../http/guards.js';
 import { actorOf, caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import { MAX_TOKEN_DAYS, parseCidr, serviceTokenScopes, type CreateTokenInput, type ServiceTokensService } from './service.js';
+import {
+  MAX_TOKEN_DAYS,
+  parseCidr,
+  serviceTokenScopes,
+  type CreateTokenInput,
+  type ServiceTokensService,
+} from './service.js';
 import { page, wid } from '../http/params.js';
 
-
-const cidr = Joi.string().max(64).custom((value: string) => {
-  parseCidr(value);
-  return value;
-}).messages({ 'any.custom': '{{#label}} must be an IPv4 or IPv6 address or CIDR range, such as 10.0.0.0/8' });
+const cidr = Joi.string()
+  .max(64)
+  .custom((value: string) => {
+    parseCidr(value);
+    return value;
+  })
+  .messages({ 'any.custom': '{{#label}} must be an IPv4 or IPv6 address or CIDR range, such as 10.0.0.0/8' });
 
 export const createTokenSchema = Joi.object({
-  name: Joi.string().trim().min(1).max(100).pattern(/^[^\s:]+$/).required()
-    .messages({ 'string.pattern.base': '{{#label}} must be one word (no spaces or colons): the ledger names the token by it' }),
-  scopes: Joi.array().items(Joi.string().valid(...serviceTokenScopes)).min(1).unique().required(),
+  name: Joi.string()
+    .trim()
+    .min(1)
+    .max(100)
+    .pattern(/^[^\s:]+$/)
+    .required()
+    .messages({
+      'string.pattern.base': '{{#label}} must be one word (no spaces or colons): the ledger names the token by it',
+    }),
+  scopes: Joi.array()
+    .items(Joi.string().valid(...serviceTokenScopes))
+    .min(1)
+    .unique()
+    .required(),
   expiresInDays: Joi.number().strict().integer().min(1).max(MAX_TOKEN_DAYS).required(),
   ipAllow: Joi.array().items(cidr).max(50).unique(),
 });
 
 /** Service tokens in the console (API.md 2; SPEC.md 2.3): owners only; the value is shown once. */
-export const serviceTokensRoutes: Plugin<{ tokens: ServiceTokensService; people: PeopleService; production: boolean; guards: Guards }> = {
+export const serviceTokensRoutes: Plugin<{
+  tokens: ServiceTokensService;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-service-tokens',
   register(server, { tokens, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -33,7 +57,8 @@ export const serviceTokensRoutes: Plugin<{ tokens: ServiceTokensService; people:
     };
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/service-tokens',
+        method: 'GET',
+        path: '/api/w/{wid}/service-tokens',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = request.params as { wid: string };
@@ -43,17 +68,36 @@ export const serviceTokensRoutes: Plugin<{ tokens: ServiceTokensService; people:
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/service-tokens',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid }), payload: createTokenSchema } },
+        method: 'POST',
+        path: '/api/w/{wid}/service-tokens',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid }), payload: createTokenSchema },
+        },
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const created = await tokens.create(w, request.payload as CreateTokenInput, owner(request, w));
-          return h.response({ id: created.id, token: created.token, name: created.name, scopes: created.scopes, expiresAt: created.expiresAt, ipAllow: created.ipAllow }).code(201);
+          return h
+            .response({
+              id: created.id,
+              token: created.token,
+              name: created.name,
+              scopes: created.scopes,
+              expiresAt: created.expiresAt,
+              ipAllow: created.ipAllow,
+            })
+            .code(201);
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/service-tokens/{id}',
-        options: { auth: session, ext: { onPreAuth: guards.consoleWrite }, validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) } },
+        method: 'DELETE',
+        path: '/api/w/{wid}/service-tokens/{id}',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) },
+        },
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
           await tokens.revoke(w, id, owner(request, w));

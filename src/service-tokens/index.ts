@@ -1,1 +1,9 @@
-export { createServiceTokensService, addressAllowed, parseCidr, serviceTokenScopes, type ServiceTokensService, type CreateTokenInput, type ServiceTokenView } from './service.js';
+export {
+  createServiceTokensService,
+  addressAllowed,
+  parseCidr,
+  serviceTokenScopes,
+  type ServiceTokensService,
+  type CreateTokenInput,
+  type ServiceTokenView,
+} from './service.js';

@@ -17,7 +17,13 @@ import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/inde
  *   never appear there.
  */
 
-export const serviceTokenScopes: readonly ServiceTokenScope[] = ['agents:read', 'agents:write', 'agents:freeze', 'approvals:read', 'evidence:read'];
+export const serviceTokenScopes: readonly ServiceTokenScope[] = [
+  'agents:read',
+  'agents:write',
+  'agents:freeze',
+  'approvals:read',
+  'evidence:read',
+];
 
 export interface CreateTokenInput {
   name: string;
@@ -32,10 +38,12 @@ const DAY_MS = 86_400_000;
 export const MAX_TOKEN_DAYS = 90;
 
 export function parseCidr(range: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
-  return range.includes('/') ? ipaddr.parseCIDR(range) : (() => {
-    const addr = ipaddr.parse(range);
-    return [addr, addr.kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number];
-  })();
+  return range.includes('/')
+    ? ipaddr.parseCIDR(range)
+    : (() => {
+        const addr = ipaddr.parse(range);
+        return [addr, addr.kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number];
+      })();
 }
 
 export function addressAllowed(address: string, ranges: readonly string[]): boolean {
@@ -70,20 +78,37 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
       const token = ids.secret('ims');
       const now = clock.now();
       const record: ServiceTokenRecord = {
-        id: ids.id('tok'), workspaceId, name: input.name, scopes: [...new Set(input.scopes)],
-        ipAllow: input.ipAllow ?? [], hash: secretHash(token), createdAt: isoAt(now),
-        expiresAt: isoAt(now + input.expiresInDays * DAY_MS), revokedAt: null,
+        id: ids.id('tok'),
+        workspaceId,
+        name: input.name,
+        scopes: [...new Set(input.scopes)],
+        ipAllow: input.ipAllow ?? [],
+        hash: secretHash(token),
+        createdAt: isoAt(now),
+        expiresAt: isoAt(now + input.expiresInDays * DAY_MS),
+        revokedAt: null,
       };
       await store.write(() => {
         t.serviceTokens.put([workspaceId, record.id], record);
         t.serviceTokensByHash.put(record.hash, [workspaceId, record.id]);
-        ledger?.record({ workspaceId, actor, kind: 'service_token.created', subject: record.id, data: { name: record.name, scopes: record.scopes, expiresAt: record.expiresAt, ipAllow: record.ipAllow } });
+        ledger?.record({
+          workspaceId,
+          actor,
+          kind: 'service_token.created',
+          subject: record.id,
+          data: { name: record.name, scopes: record.scopes, expiresAt: record.expiresAt, ipAllow: record.ipAllow },
+        });
       });
       return { ...viewOf(record), token };
     },
 
-    list(workspaceId: string, options: { after?: string; limit: number }): { data: ServiceTokenView[]; next: string | null } {
-      const rows = t.serviceTokens.scan([workspaceId], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 }).map((e) => e.value);
+    list(
+      workspaceId: string,
+      options: { after?: string; limit: number },
+    ): { data: ServiceTokenView[]; next: string | null } {
+      const rows = t.serviceTokens
+        .scan([workspaceId], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 })
+        .map((e) => e.value);
       const page = rows.slice(0, options.limit);
       return { data: page.map(viewOf), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
@@ -91,7 +116,8 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
     async revoke(workspaceId: string, id: string, actor = 'operator:cli'): Promise<void> {
       await store.write(() => {
         const record = t.serviceTokens.get([workspaceId, id]);
-        if (!record || record.revokedAt) throw new AppError('not_found', { message: 'No such service token in this workspace.' });
+        if (!record || record.revokedAt)
+          throw new AppError('not_found', { message: 'No such service token in this workspace.' });
         t.serviceTokens.put([workspaceId, id], { ...record, revokedAt: isoAt(clock.now()) });
         ledger?.record({ workspaceId, actor, kind: 'service_token.revoked', subject: id, data: { name: record.name } });
       });

@@ -35,7 +35,16 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   for (const [name, path] of envMap) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
-    setPath(merged, path, path === 'server.trustedProxies' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw);
+    setPath(
+      merged,
+      path,
+      path === 'server.trustedProxies'
+        ? raw
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : raw,
+    );
   }
   for (const [path, value] of Object.entries(options.overrides ?? {})) {
     if (value !== undefined) setPath(merged, path, value);
@@ -49,7 +58,8 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   if (settings.env === 'production') checkProduction(settings);
   checkGateway(settings);
   // Upstream secrets come from the environment only, named by the config file.
-  for (const provider of settings.gateway.providers) provider.apiKey = provider.apiKeyEnv ? env[provider.apiKeyEnv] ?? null : null;
+  for (const provider of settings.gateway.providers)
+    provider.apiKey = provider.apiKeyEnv ? (env[provider.apiKeyEnv] ?? null) : null;
   return deepFreeze(settings);
 }
 
@@ -59,10 +69,16 @@ function checkGateway(settings: Settings): void {
   const providerIds = new Set(providers.map((p) => p.id));
   const modelIds = new Set(models.map((m) => m.id));
   const problems: string[] = [];
-  models.forEach((m, i) => { if (!providerIds.has(m.provider)) problems.push(`  gateway.models.${i}.provider: "${m.provider}" is not a configured provider`); });
+  models.forEach((m, i) => {
+    if (!providerIds.has(m.provider))
+      problems.push(`  gateway.models.${i}.provider: "${m.provider}" is not a configured provider`);
+  });
   policyProfiles.forEach((p, i) => {
-    for (const id of p.models ?? []) if (!modelIds.has(id)) problems.push(`  gateway.policyProfiles.${i}.models: "${id}" is not a configured model`);
-    for (const id of p.providers ?? []) if (!providerIds.has(id)) problems.push(`  gateway.policyProfiles.${i}.providers: "${id}" is not a configured provider`);
+    for (const id of p.models ?? [])
+      if (!modelIds.has(id)) problems.push(`  gateway.policyProfiles.${i}.models: "${id}" is not a configured model`);
+    for (const id of p.providers ?? [])
+      if (!providerIds.has(id))
+        problems.push(`  gateway.policyProfiles.${i}.providers: "${id}" is not a configured provider`);
   });
   if (problems.length > 0) throw new SettingsError(`invalid configuration:\n${problems.join('\n')}`);
 }
@@ -71,7 +87,9 @@ function checkGateway(settings: Settings): void {
 function checkProduction(settings: Settings): void {
   const problems: string[] = [];
   if (!settings.baseUrl?.startsWith('https://')) {
-    problems.push('  baseUrl: production needs the public https address (SVC_BASE_URL=https://...): the session cookie is __Host-sid, which browsers only keep over https');
+    problems.push(
+      '  baseUrl: production needs the public https address (SVC_BASE_URL=https://...): the session cookie is __Host-sid, which browsers only keep over https',
+    );
   }
   if (problems.length > 0) throw new SettingsError(`invalid configuration for production:\n${problems.join('\n')}`);
 }

@@ -96,9 +96,22 @@ export interface Settings {
   receipts: { ttlDays: number };
   approvals: { ttlHours: number };
   killSwitch: { bulkFreezeCeiling: number };
-  webhooks: { allowPrivateTargets: boolean; timeoutMs: number; backoffBaseMs: number; backoffMaxMs: number; giveUpAfterMs: number; dispatchIntervalMs: number };
+  webhooks: {
+    allowPrivateTargets: boolean;
+    timeoutMs: number;
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    giveUpAfterMs: number;
+    dispatchIntervalMs: number;
+  };
   ledger: { checkpointIntervalMs: number };
-  plan: { agents: number | null; mandateRules: number | null; monthlyRequests: number | null; people: number | null; seatGraceDays: number };
+  plan: {
+    agents: number | null;
+    mandateRules: number | null;
+    monthlyRequests: number | null;
+    people: number | null;
+    seatGraceDays: number;
+  };
   /** The operator's own billing (plans/service.ts): only events signed with these secrets change a plan. */
   billing: { stripeSigningSecret: string | null; stripePreviousSigningSecret: string | null };
   session: { ttlHours: number };
@@ -106,86 +119,221 @@ export interface Settings {
   gateway: GatewaySettings;
 }
 
-
 /** A provider's signing secret; a refusal never quotes it (Joi's pattern message would). */
-const signingSecret = Joi.string().min(8).max(256).pattern(/^\S+$/)
+const signingSecret = Joi.string()
+  .min(8)
+  .max(256)
+  .pattern(/^\S+$/)
   .messages({ 'string.pattern.base': '{{#label}} must be the secret as the provider shows it, without spaces' });
 
 export const settingsSchema = Joi.object<Settings>({
-  env: Joi.string().valid('development', 'production').default('development')
+  env: Joi.string()
+    .valid('development', 'production')
+    .default('development')
     .description('production: __Host-sid cookie, https base URL required, generic 500 messages'),
   dataDir: Joi.string().min(1).default('./data').description('where the LMDB store and the master key file live'),
-  baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).pattern(/[^/]$/, 'no trailing slash')
-    .allow(null).default(null)
-    .description('public address of this deployment, used in docs links, receipts and Origin checks; default http://host:port as bound'),
-  masterKey: Joi.string().base64({ paddingRequired: false, urlSafe: true }).allow(null).default(null)
-    .description('base64url of 32 random bytes; encrypts secrets at rest. Default: a key file created beside the store'),
+  baseUrl: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .pattern(/[^/]$/, 'no trailing slash')
+    .allow(null)
+    .default(null)
+    .description(
+      'public address of this deployment, used in docs links, receipts and Origin checks; default http://host:port as bound',
+    ),
+  masterKey: Joi.string()
+    .base64({ paddingRequired: false, urlSafe: true })
+    .allow(null)
+    .default(null)
+    .description(
+      'base64url of 32 random bytes; encrypts secrets at rest. Default: a key file created beside the store',
+    ),
   server: Joi.object({
     host: Joi.string().hostname().default('127.0.0.1').description('address to bind'),
     port: Joi.number().integer().min(0).max(65535).default(8080).description('port to bind; 0 picks a free one'),
-    headersTimeoutMs: Joi.number().integer().min(100).default(2000)
+    headersTimeoutMs: Joi.number()
+      .integer()
+      .min(100)
+      .default(2000)
       .description('a client must send its headers within this time (slow-loris guard)'),
-    requestTimeoutMs: Joi.number().integer().min(100).default(10000)
+    requestTimeoutMs: Joi.number()
+      .integer()
+      .min(100)
+      .default(10000)
       .description('a client must send its whole request within this time'),
-    connectionsCheckingIntervalMs: Joi.number().integer().min(100).default(1000)
+    connectionsCheckingIntervalMs: Joi.number()
+      .integer()
+      .min(100)
+      .default(1000)
       .description('how often Node checks the two timeouts above'),
-    shutdownTimeoutMs: Joi.number().integer().min(0).default(10000)
+    shutdownTimeoutMs: Joi.number()
+      .integer()
+      .min(0)
+      .default(10000)
       .description('how long in-flight requests may run after SIGTERM'),
-    trustedProxies: Joi.array().items(Joi.string().custom((value: string) => {
-      if (value.includes('/')) ipaddr.parseCIDR(value);
-      else if (!ipaddr.isValid(value)) throw new Error('not an address');
-      return value;
-    }).messages({ 'any.custom': '{{#label}} must be an address or a CIDR range' })).default([])
-      .description('CIDR ranges of reverse proxies whose x-forwarded-for is believed; empty: the socket address is the client'),
+    trustedProxies: Joi.array()
+      .items(
+        Joi.string()
+          .custom((value: string) => {
+            if (value.includes('/')) ipaddr.parseCIDR(value);
+            else if (!ipaddr.isValid(value)) throw new Error('not an address');
+            return value;
+          })
+          .messages({ 'any.custom': '{{#label}} must be an address or a CIDR range' }),
+      )
+      .default([])
+      .description(
+        'CIDR ranges of reverse proxies whose x-forwarded-for is believed; empty: the socket address is the client',
+      ),
   }).default(),
   limits: Joi.object({
     bodyBytes: Joi.number().integer().min(1024).default(1048576).description('request body limit for most routes'),
   }).default(),
   load: Joi.object({
     sampleIntervalMs: Joi.number().integer().min(0).default(1000).description('0 turns load shedding off'),
-    maxEventLoopDelayMs: Joi.number().integer().min(0).default(1000).description('shed load above this event-loop delay; 0: no limit'),
-    maxHeapUsedBytes: Joi.number().integer().min(0).default(0).description('shed load above this heap use; 0: no limit'),
-    maxRssBytes: Joi.number().integer().min(0).default(0).description('shed load above this resident size; 0: no limit'),
+    maxEventLoopDelayMs: Joi.number()
+      .integer()
+      .min(0)
+      .default(1000)
+      .description('shed load above this event-loop delay; 0: no limit'),
+    maxHeapUsedBytes: Joi.number()
+      .integer()
+      .min(0)
+      .default(0)
+      .description('shed load above this heap use; 0: no limit'),
+    maxRssBytes: Joi.number()
+      .integer()
+      .min(0)
+      .default(0)
+      .description('shed load above this resident size; 0: no limit'),
     retryAfterSeconds: Joi.number().integer().min(1).default(5).description('retry-after sent with 503 overloaded'),
   }).default(),
   rateLimits: Joi.object({
-    publicPerMinute: Joi.number().integer().min(1).default(120).description('requests per client address per minute on public routes'),
-    signInPerMinute: Joi.number().integer().min(1).default(10).description('sign-in attempts per client address per minute'),
-    gatePerMinute: Joi.number().integer().min(1).default(600).description('gate requests per agent per minute (ratelimit-* headers)'),
+    publicPerMinute: Joi.number()
+      .integer()
+      .min(1)
+      .default(120)
+      .description('requests per client address per minute on public routes'),
+    signInPerMinute: Joi.number()
+      .integer()
+      .min(1)
+      .default(10)
+      .description('sign-in attempts per client address per minute'),
+    gatePerMinute: Joi.number()
+      .integer()
+      .min(1)
+      .default(600)
+      .description('gate requests per agent per minute (ratelimit-* headers)'),
   }).default(),
   receipts: Joi.object({
-    ttlDays: Joi.number().integer().min(1).max(3650).default(90).description('a receipt expires this many days after it was signed'),
+    ttlDays: Joi.number()
+      .integer()
+      .min(1)
+      .max(3650)
+      .default(90)
+      .description('a receipt expires this many days after it was signed'),
   }).default(),
   approvals: Joi.object({
-    ttlHours: Joi.number().min(0.0001).max(720).default(24).description('a waiting approval expires this long after the action asked (its action is then denied)'),
+    ttlHours: Joi.number()
+      .min(0.0001)
+      .max(720)
+      .default(24)
+      .description('a waiting approval expires this long after the action asked (its action is then denied)'),
   }).default(),
   killSwitch: Joi.object({
-    bulkFreezeCeiling: Joi.number().integer().min(1).default(25).description('a token freezing more agents than this at once waits for a person (202 pending)'),
+    bulkFreezeCeiling: Joi.number()
+      .integer()
+      .min(1)
+      .default(25)
+      .description('a token freezing more agents than this at once waits for a person (202 pending)'),
   }).default(),
   webhooks: Joi.object({
-    allowPrivateTargets: Joi.boolean().truthy('1').falsy('0').default(false).description('outbound webhooks may go to loopback and private addresses (link-local never)'),
-    timeoutMs: Joi.number().integer().min(100).max(60000).default(10000).description('a delivery that has not answered by then failed'),
-    backoffBaseMs: Joi.number().integer().min(10).default(30000).description('the wait before the first retry; it doubles each time (with jitter)'),
-    backoffMaxMs: Joi.number().integer().min(10).default(6 * 3_600_000).description('the longest wait between two tries'),
-    giveUpAfterMs: Joi.number().integer().min(10).default(26 * 3_600_000).description('a delivery still failing this long after its event is given up, and its endpoint disabled'),
-    dispatchIntervalMs: Joi.number().integer().min(10).max(60000).default(1000).description('how often the outbox is looked at for deliveries due'),
+    allowPrivateTargets: Joi.boolean()
+      .truthy('1')
+      .falsy('0')
+      .default(false)
+      .description('outbound webhooks may go to loopback and private addresses (link-local never)'),
+    timeoutMs: Joi.number()
+      .integer()
+      .min(100)
+      .max(60000)
+      .default(10000)
+      .description('a delivery that has not answered by then failed'),
+    backoffBaseMs: Joi.number()
+      .integer()
+      .min(10)
+      .default(30000)
+      .description('the wait before the first retry; it doubles each time (with jitter)'),
+    backoffMaxMs: Joi.number()
+      .integer()
+      .min(10)
+      .default(6 * 3_600_000)
+      .description('the longest wait between two tries'),
+    giveUpAfterMs: Joi.number()
+      .integer()
+      .min(10)
+      .default(26 * 3_600_000)
+      .description('a delivery still failing this long after its event is given up, and its endpoint disabled'),
+    dispatchIntervalMs: Joi.number()
+      .integer()
+      .min(10)
+      .max(60000)
+      .default(1000)
+      .description('how often the outbox is looked at for deliveries due'),
   }).default(),
   ledger: Joi.object({
-    checkpointIntervalMs: Joi.number().integer().min(100).max(60000).default(1000)
+    checkpointIntervalMs: Joi.number()
+      .integer()
+      .min(100)
+      .max(60000)
+      .default(1000)
       .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
   }).default(),
   plan: Joi.object({
-    agents: Joi.number().integer().min(0).allow(null).default(null).description('live agents per workspace; null: unlimited'),
-    mandateRules: Joi.number().integer().min(0).allow(null).default(null).description('mandate rules per workspace, over all its agents; null: unlimited'),
-    monthlyRequests: Joi.number().integer().min(0).allow(null).default(null).description('model requests per workspace per calendar month (UTC); null: unlimited'),
-    people: Joi.number().integer().min(1).allow(null).default(null).description('people per workspace on a free plan; past it, after the grace period, model calls get 402 seat_limit_reached; null: unlimited'),
-    seatGraceDays: Joi.number().min(0).max(365).default(7).description('how long a workspace may stay past plan.people'),
+    agents: Joi.number()
+      .integer()
+      .min(0)
+      .allow(null)
+      .default(null)
+      .description('live agents per workspace; null: unlimited'),
+    mandateRules: Joi.number()
+      .integer()
+      .min(0)
+      .allow(null)
+      .default(null)
+      .description('mandate rules per workspace, over all its agents; null: unlimited'),
+    monthlyRequests: Joi.number()
+      .integer()
+      .min(0)
+      .allow(null)
+      .default(null)
+      .description('model requests per workspace per calendar month (UTC); null: unlimited'),
+    people: Joi.number()
+      .integer()
+      .min(1)
+      .allow(null)
+      .default(null)
+      .description(
+        'people per workspace on a free plan; past it, after the grace period, model calls get 402 seat_limit_reached; null: unlimited',
+      ),
+    seatGraceDays: Joi.number()
+      .min(0)
+      .max(365)
+      .default(7)
+      .description('how long a workspace may stay past plan.people'),
   }).default(),
   billing: Joi.object({
-    stripeSigningSecret: signingSecret.allow(null).default(null)
-      .description("the signing secret of the operator's own Stripe webhook endpoint: only billing events (customer.subscription.*, invoice.payment_failed) signed with it change a workspace's plan; null: no plan is ever lifted"),
-    stripePreviousSigningSecret: signingSecret.allow(null).default(null)
-      .description('during a rotation of the secret above, the one before it (also accepted); unset it once Stripe signs with the new one only'),
+    stripeSigningSecret: signingSecret
+      .allow(null)
+      .default(null)
+      .description(
+        "the signing secret of the operator's own Stripe webhook endpoint: only billing events (customer.subscription.*, invoice.payment_failed) signed with it change a workspace's plan; null: no plan is ever lifted",
+      ),
+    stripePreviousSigningSecret: signingSecret
+      .allow(null)
+      .default(null)
+      .description(
+        'during a rotation of the secret above, the one before it (also accepted); unset it once Stripe signs with the new one only',
+      ),
   }).default(),
   session: Joi.object({
     ttlHours: Joi.number().min(0.01).max(720).default(12).description('a console session ends this long after sign-in'),
@@ -194,58 +342,127 @@ export const settingsSchema = Joi.object<Settings>({
     level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   }).default(),
   gateway: Joi.object({
-    enforcement: Joi.string().valid('enforce', 'shadow').default('shadow')
+    enforcement: Joi.string()
+      .valid('enforce', 'shadow')
+      .default('shadow')
       .description('shadow: serve the requested model and say where routing would go; enforce: route'),
-    providers: Joi.array().items(Joi.object({
-      id: Joi.string().pattern(/^[A-Za-z0-9._-]+$/).max(64).required(),
-      kind: Joi.string().valid('openai', 'anthropic').required(),
-      baseUrl: Joi.string().uri({ scheme: ['http', 'https'] }).required()
-        .description('openai: ends before /chat/completions; anthropic: ends before /v1/messages'),
-      apiKeyEnv: Joi.string().pattern(/^[A-Z_][A-Z0-9_]*$/).description('the environment variable holding the upstream secret'),
-      apiKey: Joi.any().forbidden().messages({ 'any.unknown': '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv' }),
-      connections: Joi.number().integer().min(1).max(1024).default(64),
-    })).unique('id').default([]),
-    models: Joi.array().items(Joi.object({
-      id: Joi.string().pattern(/^[A-Za-z0-9._:/-]+$/).max(128).required(),
-      provider: Joi.string().required(),
-      upstreamModel: Joi.string().required(),
-      priceMicrosPerMTokIn: Joi.number().integer().min(0).required(),
-      priceMicrosPerMTokOut: Joi.number().integer().min(0).required(),
-      quality: Joi.number().integer().min(0).default(1),
-      latency: Joi.number().integer().min(0).default(1),
-      jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),
-      taskClasses: Joi.array().items(Joi.string()).default(['*']),
-    })).unique('id').default([]),
-    policyProfiles: Joi.array().items(Joi.object({
-      id: Joi.string().max(64).required(),
-      models: Joi.array().items(Joi.string()),
-      providers: Joi.array().items(Joi.string()),
-      domiciles: Joi.array().items(Joi.string()),
-      regions: Joi.array().items(Joi.string()),
-      enforcement: Joi.string().valid('enforce', 'shadow'),
-      signOff: Joi.string().default('a workspace owner'),
-    })).unique('id').default([]),
-    highRiskTaskClasses: Joi.array().items(Joi.string()).default([])
+    providers: Joi.array()
+      .items(
+        Joi.object({
+          id: Joi.string()
+            .pattern(/^[A-Za-z0-9._-]+$/)
+            .max(64)
+            .required(),
+          kind: Joi.string().valid('openai', 'anthropic').required(),
+          baseUrl: Joi.string()
+            .uri({ scheme: ['http', 'https'] })
+            .required()
+            .description('openai: ends before /chat/completions; anthropic: ends before /v1/messages'),
+          apiKeyEnv: Joi.string()
+            .pattern(/^[A-Z_][A-Z0-9_]*$/)
+            .description('the environment variable holding the upstream secret'),
+          apiKey: Joi.any()
+            .forbidden()
+            .messages({
+              'any.unknown':
+                '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
+            }),
+          connections: Joi.number().integer().min(1).max(1024).default(64),
+        }),
+      )
+      .unique('id')
+      .default([]),
+    models: Joi.array()
+      .items(
+        Joi.object({
+          id: Joi.string()
+            .pattern(/^[A-Za-z0-9._:/-]+$/)
+            .max(128)
+            .required(),
+          provider: Joi.string().required(),
+          upstreamModel: Joi.string().required(),
+          priceMicrosPerMTokIn: Joi.number().integer().min(0).required(),
+          priceMicrosPerMTokOut: Joi.number().integer().min(0).required(),
+          quality: Joi.number().integer().min(0).default(1),
+          latency: Joi.number().integer().min(0).default(1),
+          jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),
+          taskClasses: Joi.array().items(Joi.string()).default(['*']),
+        }),
+      )
+      .unique('id')
+      .default([]),
+    policyProfiles: Joi.array()
+      .items(
+        Joi.object({
+          id: Joi.string().max(64).required(),
+          models: Joi.array().items(Joi.string()),
+          providers: Joi.array().items(Joi.string()),
+          domiciles: Joi.array().items(Joi.string()),
+          regions: Joi.array().items(Joi.string()),
+          enforcement: Joi.string().valid('enforce', 'shadow'),
+          signOff: Joi.string().default('a workspace owner'),
+        }),
+      )
+      .unique('id')
+      .default([]),
+    highRiskTaskClasses: Joi.array()
+      .items(Joi.string())
+      .default([])
       .description('task classes (or prefixes ending in .*) that need x-svc-human-oversight: acknowledged'),
     classifier: Joi.object({
-      rules: Joi.array().items(Joi.object({ taskClass: Joi.string().required(), keywords: Joi.array().items(Joi.string().lowercase()).min(1).required() })).default([
-        { taskClass: 'code', keywords: ['function', 'stack trace', 'compile', 'typescript', 'python', 'refactor', 'bug', 'unit test', 'sql'] },
-        { taskClass: 'support', keywords: ['customer', 'ticket', 'refund', 'complaint', 'order'] },
-        { taskClass: 'summarize', keywords: ['summarize', 'summarise', 'summary', 'tl;dr'] },
-        { taskClass: 'translate', keywords: ['translate', 'translation'] },
-      ]),
+      rules: Joi.array()
+        .items(
+          Joi.object({
+            taskClass: Joi.string().required(),
+            keywords: Joi.array().items(Joi.string().lowercase()).min(1).required(),
+          }),
+        )
+        .default([
+          {
+            taskClass: 'code',
+            keywords: [
+              'function',
+              'stack trace',
+              'compile',
+              'typescript',
+              'python',
+              'refactor',
+              'bug',
+              'unit test',
+              'sql',
+            ],
+          },
+          { taskClass: 'support', keywords: ['customer', 'ticket', 'refund', 'complaint', 'order'] },
+          { taskClass: 'summarize', keywords: ['summarize', 'summarise', 'summary', 'tl;dr'] },
+          { taskClass: 'translate', keywords: ['translate', 'translation'] },
+        ]),
       fallback: Joi.string().default('general'),
-    }).default().description('shadow mode names a task class from the prompt with these rules when the request names none'),
-    home: Joi.object({ domicile: Joi.string().default('US'), region: Joi.string().allow(null).default(null) }).default()
+    })
+      .default()
+      .description('shadow mode names a task class from the prompt with these rules when the request names none'),
+    home: Joi.object({ domicile: Joi.string().default('US'), region: Joi.string().allow(null).default(null) })
+      .default()
       .description('the jurisdiction x-svc-objective: sovereign keeps to'),
     dataLoss: Joi.string().valid('off', 'redact', 'block').default('off').description('data-loss screening of prompts'),
-    bodyBytes: Joi.number().integer().min(1024).default(10 * 1048576).description('request body limit on model routes'),
+    bodyBytes: Joi.number()
+      .integer()
+      .min(1024)
+      .default(10 * 1048576)
+      .description('request body limit on model routes'),
     connectTimeoutMs: Joi.number().integer().min(10).default(5000),
     headersTimeoutMs: Joi.number().integer().min(10).default(60000),
     bodyTimeoutMs: Joi.number().integer().min(10).default(60000),
     breaker: Joi.object({
-      failures: Joi.number().integer().min(1).default(5).description('consecutive failures that open a model\'s circuit'),
-      cooldownMs: Joi.number().integer().min(10).default(30000).description('how long an open circuit skips the model before one trial'),
+      failures: Joi.number()
+        .integer()
+        .min(1)
+        .default(5)
+        .description("consecutive failures that open a model's circuit"),
+      cooldownMs: Joi.number()
+        .integer()
+        .min(10)
+        .default(30000)
+        .description('how long an open circuit skips the model before one trial'),
     }).default(),
   }).default(),
 }).options({ abortEarly: false, convert: true });

@@ -6,7 +6,9 @@ import type { Table } from './types.js';
  * A record's shape is owned by its domain (people/, keys/, ...); the store sees only values.
  */
 
-export interface MetaValue { [k: string]: unknown }
+export interface MetaValue {
+  [k: string]: unknown;
+}
 
 export interface WorkspaceRecord {
   id: string;
@@ -630,8 +632,62 @@ export interface Tables {
 }
 
 export const tableNames = [
-  'meta', 'workspaces', 'users', 'usersByEmail', 'members', 'userWorkspaces', 'sessions', 'sessionsByUser',
-  'agents', 'keys', 'keysByHash', 'serviceTokens', 'serviceTokensByHash',
-  'mandates', 'templates', 'blueprints', 'actions', 'idempotency', 'periodUsage', 'approvals', 'pendingApprovals', 'drills', 'drillReports', 'calls', 'tasks', 'monthlyRequests', 'workspaceGateway', 'seatOverage', 'oauthClients', 'oauthConnections', 'oauthCodes', 'oauthTokens', 'oauthConsentsUsed', 'mcpServers', 'integrations', 'cards', 'charges', 'githubBots', 'subscriptions', 'cardActions', 'hookEvents', 'hookOnce', 'chatButtons', 'chatUsers', 'githubCallbacks', 'webhookEndpoints', 'deliveries', 'webhookAdvised', 'outbox', 'budgets', 'budgetSpend', 'stopAll',
-  'signingKeys', 'receiptsSeen', 'receiptsWithdrawn', 'ledgerHeads', 'ledger', 'checkpoints',
+  'meta',
+  'workspaces',
+  'users',
+  'usersByEmail',
+  'members',
+  'userWorkspaces',
+  'sessions',
+  'sessionsByUser',
+  'agents',
+  'keys',
+  'keysByHash',
+  'serviceTokens',
+  'serviceTokensByHash',
+  'mandates',
+  'templates',
+  'blueprints',
+  'actions',
+  'idempotency',
+  'periodUsage',
+  'approvals',
+  'pendingApprovals',
+  'drills',
+  'drillReports',
+  'calls',
+  'tasks',
+  'monthlyRequests',
+  'workspaceGateway',
+  'seatOverage',
+  'oauthClients',
+  'oauthConnections',
+  'oauthCodes',
+  'oauthTokens',
+  'oauthConsentsUsed',
+  'mcpServers',
+  'integrations',
+  'cards',
+  'charges',
+  'githubBots',
+  'subscriptions',
+  'cardActions',
+  'hookEvents',
+  'hookOnce',
+  'chatButtons',
+  'chatUsers',
+  'githubCallbacks',
+  'webhookEndpoints',
+  'deliveries',
+  'webhookAdvised',
+  'outbox',
+  'budgets',
+  'budgetSpend',
+  'stopAll',
+  'signingKeys',
+  'receiptsSeen',
+  'receiptsWithdrawn',
+  'ledgerHeads',
+  'ledger',
+  'checkpoints',
 ] as const satisfies ReadonlyArray<keyof Tables>;

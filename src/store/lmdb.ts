@@ -12,7 +12,10 @@ export const STORE_FILE = 'svc.mdb';
 const KEY_END = '\uffff';
 
 class LmdbTable<V> implements Table<V> {
-  constructor(private readonly db: Database<V, Key>, private readonly inWrite: () => boolean) {}
+  constructor(
+    private readonly db: Database<V, Key>,
+    private readonly inWrite: () => boolean,
+  ) {}
 
   get(key: Key): V | undefined {
     return this.db.get(key);
@@ -37,11 +40,12 @@ class LmdbTable<V> implements Table<V> {
     const low = options.after === undefined ? prefix : [...prefix, options.after];
     const high = [...prefix, KEY_END];
     // The empty prefix is the whole table, whatever its keys (strings or tuples).
-    const range = prefix.length === 0 && options.after === undefined
-      ? { reverse: options.reverse ?? false }
-      : options.reverse
-        ? { start: options.after === undefined ? high : low, end: prefix, reverse: true }
-        : { start: low, end: high };
+    const range =
+      prefix.length === 0 && options.after === undefined
+        ? { reverse: options.reverse ?? false }
+        : options.reverse
+          ? { start: options.after === undefined ? high : low, end: prefix, reverse: true }
+          : { start: low, end: high };
     const out: Array<{ key: KeyPart[]; value: V }> = [];
     for (const { key, value } of this.db.getRange(range)) {
       const tuple = (Array.isArray(key) ? key : [key]) as KeyPart[];
@@ -77,15 +81,22 @@ export function openLmdbStore(dataDir: string): Store {
       if (existsSync(join(dataDir, file))) chmodSync(join(dataDir, file), 0o600);
     }
   } catch (err) {
-    throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, { cause: err });
+    throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let writing = false;
   const inWrite = () => writing;
-  const tables = Object.fromEntries(tableNames.map((name) => [
-    name,
-    // JSON values: every record is plain JSON, and it decodes fastest (about 2 µs a read).
-    new LmdbTable(root.openDB({ name, cache: false, compression: false, encoding: 'json' }) as Database<unknown, Key>, inWrite),
-  ])) as unknown as Tables;
+  const tables = Object.fromEntries(
+    tableNames.map((name) => [
+      name,
+      // JSON values: every record is plain JSON, and it decodes fastest (about 2 µs a read).
+      new LmdbTable(
+        root.openDB({ name, cache: false, compression: false, encoding: 'json' }) as Database<unknown, Key>,
+        inWrite,
+      ),
+    ]),
+  ) as unknown as Tables;
 
   return {
     tables,

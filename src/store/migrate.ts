@@ -10,7 +10,10 @@ export interface MigrationResult {
 }
 
 /** Brings the store to the current schema, one migration per transaction, in order. */
-export async function migrateStore(store: Store, options: { dryRun?: boolean; target?: number } = {}): Promise<MigrationResult> {
+export async function migrateStore(
+  store: Store,
+  options: { dryRun?: boolean; target?: number } = {},
+): Promise<MigrationResult> {
   const from = store.schemaVersion();
   const target = options.target ?? CURRENT_SCHEMA_VERSION;
   if (from > CURRENT_SCHEMA_VERSION) throw newerSchema(from);
@@ -32,8 +35,10 @@ export async function migrateStore(store: Store, options: { dryRun?: boolean; ta
 }
 
 export function newerSchema(found: number): StoreError {
-  return new StoreError('newer_schema',
-    `the store has schema version ${found}, newer than this svc understands (${CURRENT_SCHEMA_VERSION}); run a newer svc, or restore a backup made for this one`);
+  return new StoreError(
+    'newer_schema',
+    `the store has schema version ${found}, newer than this svc understands (${CURRENT_SCHEMA_VERSION}); run a newer svc, or restore a backup made for this one`,
+  );
 }
 
 /**
@@ -45,8 +50,10 @@ export async function ensureSchema(store: Store, options: { migrate: boolean }):
   if (found > CURRENT_SCHEMA_VERSION) throw newerSchema(found);
   if (found === CURRENT_SCHEMA_VERSION) return null;
   if (found > 0 && !options.migrate) {
-    throw new StoreError('older_schema',
-      `the store has schema version ${found}; this svc needs ${CURRENT_SCHEMA_VERSION}. Run \`svc migrate\` (back up first with \`svc backup\`), or start with --migrate`);
+    throw new StoreError(
+      'older_schema',
+      `the store has schema version ${found}; this svc needs ${CURRENT_SCHEMA_VERSION}. Run \`svc migrate\` (back up first with \`svc backup\`), or start with --migrate`,
+    );
   }
   return migrateStore(store);
 }

@@ -14,7 +14,12 @@ import { EVENT_TYPES, type Webhooks } from './service.js';
  */
 const ID = Joi.string().max(64).required();
 
-export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService; production: boolean; guards: Guards }> = {
+export const webhooksRoutes: Plugin<{
+  webhooks: Webhooks;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-webhooks',
   register(server, { webhooks, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -22,29 +27,42 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
     const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/webhooks',
+        method: 'GET',
+        path: '/api/w/{wid}/webhooks',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler: (request) => ({ data: webhooks.list(managed(request).wid), next: null }),
       },
       {
-        method: 'POST', path: '/api/w/{wid}/webhooks',
+        method: 'POST',
+        path: '/api/w/{wid}/webhooks',
         options: {
-          auth: session, ext: write,
+          auth: session,
+          ext: write,
           validate: {
             params: Joi.object({ wid }),
             payload: Joi.object({
-              url: Joi.string().uri({ scheme: ['http', 'https'] }).max(2048).required(),
-              events: Joi.array().items(Joi.string().valid(...EVENT_TYPES)).min(1).max(EVENT_TYPES.length).required(),
+              url: Joi.string()
+                .uri({ scheme: ['http', 'https'] })
+                .max(2048)
+                .required(),
+              events: Joi.array()
+                .items(Joi.string().valid(...EVENT_TYPES))
+                .min(1)
+                .max(EVENT_TYPES.length)
+                .required(),
             }),
           },
         },
         async handler(request, h) {
           const { wid: w, actor } = managed(request);
-          return h.response(await webhooks.add(w, request.payload as { url: string; events: string[] }, actor)).code(201);
+          return h
+            .response(await webhooks.add(w, request.payload as { url: string; events: string[] }, actor))
+            .code(201);
         },
       },
       {
-        method: 'DELETE', path: '/api/w/{wid}/webhooks/{id}',
+        method: 'DELETE',
+        path: '/api/w/{wid}/webhooks/{id}',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID }) } },
         async handler(request) {
           const { wid: w, actor } = managed(request);
@@ -53,7 +71,8 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
         },
       },
       {
-        method: 'GET', path: '/api/w/{wid}/webhooks/{id}/deliveries',
+        method: 'GET',
+        path: '/api/w/{wid}/webhooks/{id}/deliveries',
         options: { auth: session, validate: { params: Joi.object({ wid, id: ID }) } },
         handler(request) {
           const { wid: w } = managed(request);
@@ -61,7 +80,8 @@ export const webhooksRoutes: Plugin<{ webhooks: Webhooks; people: PeopleService;
         },
       },
       {
-        method: 'POST', path: '/api/w/{wid}/webhooks/{id}/deliveries/{did}/redeliver',
+        method: 'POST',
+        path: '/api/w/{wid}/webhooks/{id}/deliveries/{did}/redeliver',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID, did: ID }) } },
         async handler(request) {
           const { wid: w, actor } = managed(request);

@@ -78,26 +78,58 @@ export interface WebhookSettings {
   dispatchIntervalMs: number;
 }
 
-export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource; masterKey: Buffer; ledger: Ledger; log: Logger; settings: WebhookSettings }) {
+export function createWebhooks(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  masterKey: Buffer;
+  ledger: Ledger;
+  log: Logger;
+  settings: WebhookSettings;
+}) {
   const { store, clock, ids, masterKey, ledger, settings } = deps;
   const t = store.tables;
   const targets = new Map<string, OutboxTarget>();
 
   // The shared target rule (lib/safe-target.ts): checked when added, and enforced at connect.
-  const targetProblem = (raw: string): Promise<string | null> => checkTarget(raw, { allowPrivateTargets: settings.allowPrivateTargets });
-  const dispatcher = safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
+  const targetProblem = (raw: string): Promise<string | null> =>
+    checkTarget(raw, { allowPrivateTargets: settings.allowPrivateTargets });
+  const dispatcher = safeDispatcher({
+    allowPrivateTargets: settings.allowPrivateTargets,
+    connectTimeoutMs: settings.timeoutMs,
+  });
 
   /** Inside a write: one event's deliveries to every endpoint of the workspace that takes its type. */
-  const enqueueInWrite = (wid: string, event: { id: string; type: string; at: string; data: Record<string, unknown> }, skipEndpoint?: string): void => {
-    const endpoints = t.webhookEndpoints.scan([wid]).map((e) => e.value)
+  const enqueueInWrite = (
+    wid: string,
+    event: { id: string; type: string; at: string; data: Record<string, unknown> },
+    skipEndpoint?: string,
+  ): void => {
+    const endpoints = t.webhookEndpoints
+      .scan([wid])
+      .map((e) => e.value)
       .filter((e) => e.disabledAt === null && e.events.includes(event.type) && e.id !== skipEndpoint);
     if (endpoints.length === 0) return;
-    const body = JSON.stringify({ id: event.id, type: event.type, createdAt: event.at, workspaceId: wid, data: event.data });
+    const body = JSON.stringify({
+      id: event.id,
+      type: event.type,
+      createdAt: event.at,
+      workspaceId: wid,
+      data: event.data,
+    });
     const due = clock.now();
     for (const endpoint of endpoints) {
       const delivery: DeliveryRecord = {
-        id: ids.id('dlv'), workspaceId: wid, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
-        body, createdAt: event.at, status: 'pending', attempts: [], nextAttemptAt: isoAt(due),
+        id: ids.id('dlv'),
+        workspaceId: wid,
+        endpointId: endpoint.id,
+        eventId: event.id,
+        eventType: event.type,
+        body,
+        createdAt: event.at,
+        status: 'pending',
+        attempts: [],
+        nextAttemptAt: isoAt(due),
       };
       t.deliveries.put([wid, endpoint.id, delivery.id], delivery);
       t.outbox.put([due, wid, endpoint.id, delivery.id], 1);
@@ -108,10 +140,17 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
   ledger.onRecord((record: LedgerRecord) => {
     const type = EVENT_OF[record.kind];
     if (!type) return;
-    enqueueInWrite(record.workspaceId, { id: record.id, type, at: record.at, data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data } },
-      type === 'webhook.disabled' ? record.subject : undefined);
+    enqueueInWrite(
+      record.workspaceId,
+      {
+        id: record.id,
+        type,
+        at: record.at,
+        data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data },
+      },
+      type === 'webhook.disabled' ? record.subject : undefined,
+    );
   });
-
 
   /** One try of one delivery: sent, then its outcome written (and its next try scheduled). */
   const attempt = async (key: [number, string, string, string]): Promise<void> => {
@@ -120,7 +159,9 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
     const named = targets.get(endpointId);
     const endpoint = named ? undefined : t.webhookEndpoints.get([wid, endpointId]);
     if (!delivery || delivery.status !== 'pending' || (!named && (!endpoint || endpoint.disabledAt))) {
-      await store.write(() => { t.outbox.remove(key); });
+      await store.write(() => {
+        t.outbox.remove(key);
+      });
       return;
     }
     const started = clock.now();
@@ -130,22 +171,37 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
     if (named) {
       try {
         const resolved = named.resolve(wid);
-        if (resolved) destination = { ...resolved, body: named.render ? named.render(wid, delivery.body) : delivery.body };
+        if (resolved)
+          destination = { ...resolved, body: named.render ? named.render(wid, delivery.body) : delivery.body };
         else error = 'refused: the target is not set up';
       } catch {
         error = 'refused: the delivery could not be prepared';
       }
     } else {
-      destination = { url: endpoint!.url, secret: unsealText(masterKey, SEAL_PURPOSE, `${wid}/${endpointId}`, endpoint!.secretSealed), body: delivery.body };
+      destination = {
+        url: endpoint!.url,
+        secret: unsealText(masterKey, SEAL_PURPOSE, `${wid}/${endpointId}`, endpoint!.secretSealed),
+        body: delivery.body,
+      };
     }
-    const problem = destination ? await targetProblem(destination.url).catch(() => 'its address could not be checked') : null;
+    const problem = destination
+      ? await targetProblem(destination.url).catch(() => 'its address could not be checked')
+      : null;
     if (problem) {
       error = `refused: ${problem}`;
     } else if (destination) {
       const { url, secret, body } = destination;
       ({ status, error } = await postOnce(url, {
-        body, dispatcher, timeoutMs: settings.timeoutMs,
-        headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', 'svc-event-id': delivery.eventId, 'svc-event-type': delivery.eventType, 'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)) },
+        body,
+        dispatcher,
+        timeoutMs: settings.timeoutMs,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'svc-webhooks/1',
+          'svc-event-id': delivery.eventId,
+          'svc-event-type': delivery.eventType,
+          'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)),
+        },
       }));
     }
     const ok = status !== null && status >= 200 && status < 300;
@@ -156,20 +212,47 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       if (!current || current.status !== 'pending') return;
       const attempts = [...current.attempts, { at: isoAt(started), status, error, ms: now - started }];
       if (ok) {
-        t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'delivered', nextAttemptAt: null });
+        t.deliveries.put([wid, endpointId, deliveryId], {
+          ...current,
+          attempts,
+          status: 'delivered',
+          nextAttemptAt: null,
+        });
         return;
       }
       const next = now + retryDelay(attempts.length, settings);
       if (next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
-        t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, status: 'failed', nextAttemptAt: null });
+        t.deliveries.put([wid, endpointId, deliveryId], {
+          ...current,
+          attempts,
+          status: 'failed',
+          nextAttemptAt: null,
+        });
         if (named) {
-          ledger.record({ workspaceId: wid, actor: 'system', kind: 'delivery.failed', subject: deliveryId, data: { target: endpointId, eventId: current.eventId, eventType: current.eventType, tries: attempts.length } });
+          ledger.record({
+            workspaceId: wid,
+            actor: 'system',
+            kind: 'delivery.failed',
+            subject: deliveryId,
+            data: {
+              target: endpointId,
+              eventId: current.eventId,
+              eventType: current.eventType,
+              tries: attempts.length,
+            },
+          });
           return;
         }
         const ep = t.webhookEndpoints.get([wid, endpointId]);
         if (ep && !ep.disabledAt) {
           t.webhookEndpoints.put([wid, endpointId], { ...ep, disabledAt: isoAt(now) });
-          ledger.record({ workspaceId: wid, actor: 'system', kind: 'webhook.disabled', subject: endpointId, data: { url: ep.url, deliveryId, eventId: current.eventId, tries: attempts.length } });
+          ledger.record({
+            workspaceId: wid,
+            actor: 'system',
+            kind: 'webhook.disabled',
+            subject: endpointId,
+            data: { url: ep.url, deliveryId, eventId: current.eventId, tries: attempts.length },
+          });
         }
         return;
       }
@@ -188,7 +271,10 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
    */
   const sweepDeliveries = async (): Promise<number> => {
     const cutoff = clock.now() - DELIVERY_RETENTION_MS;
-    const old = t.deliveries.scan([]).filter((e) => e.value.status !== 'pending' && Date.parse(e.value.createdAt) < cutoff).map((e) => e.key);
+    const old = t.deliveries
+      .scan([])
+      .filter((e) => e.value.status !== 'pending' && Date.parse(e.value.createdAt) < cutoff)
+      .map((e) => e.key);
     if (old.length === 0) return 0;
     await store.write(() => {
       for (const key of old) {
@@ -200,27 +286,35 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
   };
 
   const dispatch = async (): Promise<void> => {
-    const due = t.outbox.scan([], { limit: BATCH * 4 }).filter((e) => Number((e.key as unknown[])[0]) <= clock.now() && !inFlight.has(String((e.key as unknown[])[3])));
-    await Promise.all(due.slice(0, BATCH).map(async (e) => {
-      const key = e.key as [number, string, string, string];
-      inFlight.add(key[3]);
-      try {
-        await attempt(key);
-      } catch (err) {
-        deps.log.error({ err, deliveryId: key[3] }, 'webhook delivery failed to be recorded');
-      } finally {
-        inFlight.delete(key[3]);
-      }
-    }));
+    const due = t.outbox
+      .scan([], { limit: BATCH * 4 })
+      .filter((e) => Number((e.key as unknown[])[0]) <= clock.now() && !inFlight.has(String((e.key as unknown[])[3])));
+    await Promise.all(
+      due.slice(0, BATCH).map(async (e) => {
+        const key = e.key as [number, string, string, string];
+        inFlight.add(key[3]);
+        try {
+          await attempt(key);
+        } catch (err) {
+          deps.log.error({ err, deliveryId: key[3] }, 'webhook delivery failed to be recorded');
+        } finally {
+          inFlight.delete(key[3]);
+        }
+      }),
+    );
   };
 
   let swept = clock.now();
-  const loop = periodic(async () => {
-    await dispatch();
-    if (clock.now() - swept < SWEEP_EVERY_MS) return;
-    swept = clock.now();
-    await sweepDeliveries();
-  }, settings.dispatchIntervalMs, (err) => deps.log.error({ err }, 'webhook dispatch failed'));
+  const loop = periodic(
+    async () => {
+      await dispatch();
+      if (clock.now() - swept < SWEEP_EVERY_MS) return;
+      swept = clock.now();
+      await sweepDeliveries();
+    },
+    settings.dispatchIntervalMs,
+    (err) => deps.log.error({ err }, 'webhook dispatch failed'),
+  );
 
   return {
     /** Starts the dispatcher (the server does; commands that open the store do not). */
@@ -231,13 +325,15 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
      */
     advise(wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>): void {
       if (t.webhookAdvised.has([wid, type, onceKey])) return;
-      void store.write(() => {
-        if (t.webhookAdvised.has([wid, type, onceKey])) return;
-        const at = isoAt(clock.now());
-        const id = ids.id('evt');
-        t.webhookAdvised.put([wid, type, onceKey], id);
-        enqueueInWrite(wid, { id, type, at, data });
-      }).catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
+      void store
+        .write(() => {
+          if (t.webhookAdvised.has([wid, type, onceKey])) return;
+          const at = isoAt(clock.now());
+          const id = ids.id('evt');
+          t.webhookAdvised.put([wid, type, onceKey], id);
+          enqueueInWrite(wid, { id, type, at, data });
+        })
+        .catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
     },
 
     /** Starts the dispatcher, which also sweeps finished deliveries hourly (the server does; commands that open the store do not). */
@@ -253,12 +349,24 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
     },
 
     /** Inside a store write: queues one delivery to a named target, due now; it commits with the write. */
-    enqueueInWrite(wid: string, target: string, event: { eventId: string; eventType: string; body: string; createdAt: string }): DeliveryRecord {
+    enqueueInWrite(
+      wid: string,
+      target: string,
+      event: { eventId: string; eventType: string; body: string; createdAt: string },
+    ): DeliveryRecord {
       if (!targets.has(target)) throw new Error(`no outbox target ${target}`);
       const due = clock.now();
       const delivery: DeliveryRecord = {
-        id: ids.id('dlv'), workspaceId: wid, endpointId: target, eventId: event.eventId, eventType: event.eventType,
-        body: event.body, createdAt: event.createdAt, status: 'pending', attempts: [], nextAttemptAt: isoAt(due),
+        id: ids.id('dlv'),
+        workspaceId: wid,
+        endpointId: target,
+        eventId: event.eventId,
+        eventType: event.eventType,
+        body: event.body,
+        createdAt: event.createdAt,
+        status: 'pending',
+        attempts: [],
+        nextAttemptAt: isoAt(due),
       };
       t.deliveries.put([wid, target, delivery.id], delivery);
       t.outbox.put([due, wid, target, delivery.id], 1);
@@ -267,21 +375,44 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
 
     /** The deliveries of a named target in a workspace, newest first. */
     deliveriesOf(wid: string, target: string): DeliveryRecord[] {
-      return t.deliveries.scan([wid, target]).map((e) => e.value).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+      return t.deliveries
+        .scan([wid, target])
+        .map((e) => e.value)
+        .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     },
 
-    async add(wid: string, input: { url: string; events: string[] }, actor: string): Promise<ReturnType<typeof view> & { secret: string }> {
+    async add(
+      wid: string,
+      input: { url: string; events: string[] },
+      actor: string,
+    ): Promise<ReturnType<typeof view> & { secret: string }> {
       const problem = await targetProblem(input.url);
-      if (problem) throw new AppError('invalid_request', { message: `Webhooks cannot be sent to ${input.url}: ${problem}.`, details: { errors: [{ field: 'url', message: problem }] } });
+      if (problem)
+        throw new AppError('invalid_request', {
+          message: `Webhooks cannot be sent to ${input.url}: ${problem}.`,
+          details: { errors: [{ field: 'url', message: problem }] },
+        });
       const id = ids.id('whk');
       const secret = ids.secret('whs');
       const record: WebhookEndpointRecord = {
-        id, workspaceId: wid, url: input.url, events: [...new Set(input.events)].sort(), secretSealed: sealText(masterKey, SEAL_PURPOSE, `${wid}/${id}`, secret),
-        createdAt: isoAt(clock.now()), createdBy: actor, disabledAt: null,
+        id,
+        workspaceId: wid,
+        url: input.url,
+        events: [...new Set(input.events)].sort(),
+        secretSealed: sealText(masterKey, SEAL_PURPOSE, `${wid}/${id}`, secret),
+        createdAt: isoAt(clock.now()),
+        createdBy: actor,
+        disabledAt: null,
       };
       await store.write(() => {
         t.webhookEndpoints.put([wid, id], record);
-        ledger.record({ workspaceId: wid, actor, kind: 'webhook.added', subject: id, data: { url: input.url, events: record.events } });
+        ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'webhook.added',
+          subject: id,
+          data: { url: input.url, events: record.events },
+        });
       });
       return { ...view(record), secret };
     },
@@ -292,15 +423,20 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
 
     async remove(wid: string, id: string, actor: string): Promise<void> {
       await store.write(() => {
-        if (!t.webhookEndpoints.has([wid, id])) throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
+        if (!t.webhookEndpoints.has([wid, id]))
+          throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
         t.webhookEndpoints.remove([wid, id]);
         ledger.record({ workspaceId: wid, actor, kind: 'webhook.removed', subject: id, data: {} });
       });
     },
 
     deliveries(wid: string, id: string): DeliveryRecord[] {
-      if (!t.webhookEndpoints.has([wid, id])) throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
-      return t.deliveries.scan([wid, id]).map((e) => e.value).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+      if (!t.webhookEndpoints.has([wid, id]))
+        throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
+      return t.deliveries
+        .scan([wid, id])
+        .map((e) => e.value)
+        .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     },
 
     /** Sends a delivery again now (delivered or failed ones too); re-enables a disabled endpoint. */
@@ -308,13 +444,27 @@ export function createWebhooks(deps: { store: Store; clock: Clock; ids: IdSource
       return store.write(() => {
         const endpoint = t.webhookEndpoints.get([wid, id]);
         const delivery = t.deliveries.get([wid, id, deliveryId]);
-        if (!endpoint || !delivery) throw new AppError('not_found', { message: `No delivery ${deliveryId} of endpoint ${id} in this workspace.` });
+        if (!endpoint || !delivery)
+          throw new AppError('not_found', {
+            message: `No delivery ${deliveryId} of endpoint ${id} in this workspace.`,
+          });
         const now = clock.now();
         if (endpoint.disabledAt) t.webhookEndpoints.put([wid, id], { ...endpoint, disabledAt: null });
-        const again: DeliveryRecord = { ...delivery, status: 'pending', nextAttemptAt: isoAt(now), createdAt: isoAt(now) };
+        const again: DeliveryRecord = {
+          ...delivery,
+          status: 'pending',
+          nextAttemptAt: isoAt(now),
+          createdAt: isoAt(now),
+        };
         t.deliveries.put([wid, id, deliveryId], again);
         t.outbox.put([now, wid, id, deliveryId], 1);
-        ledger.record({ workspaceId: wid, actor, kind: 'webhook.redelivered', subject: deliveryId, data: { endpointId: id, eventId: delivery.eventId } });
+        ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'webhook.redelivered',
+          subject: deliveryId,
+          data: { endpointId: id, eventId: delivery.eventId },
+        });
         return again;
       });
     },

@@ -18,8 +18,20 @@ test.before(async () => {
   server = await startServer({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   ({ token, other } = await withStore(server.dataDir, async (app) => ({
-    token: (await app.services.serviceTokens.create(owner.wid, { name: 'ops-bot', scopes: ['approvals:read'], expiresInDays: 1 })).token,
-    other: (await app.services.serviceTokens.create(owner.wid, { name: 'freezer', scopes: ['agents:freeze'], expiresInDays: 1 })).token,
+    token: (
+      await app.services.serviceTokens.create(owner.wid, {
+        name: 'ops-bot',
+        scopes: ['approvals:read'],
+        expiresInDays: 1,
+      })
+    ).token,
+    other: (
+      await app.services.serviceTokens.create(owner.wid, {
+        name: 'freezer',
+        scopes: ['agents:freeze'],
+        expiresInDays: 1,
+      })
+    ).token,
   })));
 });
 
@@ -35,20 +47,35 @@ test.serial('waiting approvals, then the rule that three approvals of the same p
   t.deepEqual(waiting.body.data.map((a: { id: string }) => a.id).sort(), pending.map((p) => p.approvalId).sort());
   t.true(waiting.body.data.every((a: { status: string }) => a.status === 'pending'));
 
-  t.deepEqual((await call(server.url, 'GET', '/v1/admin/approvals/suggestions', { headers: bearer(token) })).body, { data: [] });
+  t.deepEqual((await call(server.url, 'GET', '/v1/admin/approvals/suggestions', { headers: bearer(token) })).body, {
+    data: [],
+  });
   for (const p of pending) t.is((await owner.send('POST', `/approvals/${p.approvalId}/approve`, {})).status, 200);
 
   const suggested = await call(server.url, 'GET', '/v1/admin/approvals/suggestions', { headers: bearer(token) });
   t.is(suggested.status, 200);
-  t.deepEqual(suggested.body.data, [{
-    agentId: bot.agentId, approvedCount: 3,
-    rule: { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 3500 },
-  }]);
+  t.deepEqual(suggested.body.data, [
+    {
+      agentId: bot.agentId,
+      approvedCount: 3,
+      rule: { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 3500 },
+    },
+  ]);
   t.deepEqual((await call(server.url, 'GET', '/v1/admin/approvals', { headers: bearer(token) })).body.data, []);
 });
 
 test('approvals:read is needed; no token is 401', async (t) => {
-  assertError(t, await call(server.url, 'GET', '/v1/admin/approvals', { headers: bearer(other) }), 403, 'missing_scope');
-  assertError(t, await call(server.url, 'GET', '/v1/admin/approvals/suggestions', { headers: bearer(other) }), 403, 'missing_scope');
+  assertError(
+    t,
+    await call(server.url, 'GET', '/v1/admin/approvals', { headers: bearer(other) }),
+    403,
+    'missing_scope',
+  );
+  assertError(
+    t,
+    await call(server.url, 'GET', '/v1/admin/approvals/suggestions', { headers: bearer(other) }),
+    403,
+    'missing_scope',
+  );
   assertError(t, await call(server.url, 'GET', '/v1/admin/approvals'), 401, 'unauthenticated');
 });

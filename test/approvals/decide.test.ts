@@ -3,8 +3,18 @@ import type { Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import {
-  about, agentView, APPROVAL_ID, EVIDENCE_ID, findApproval, makeBot, pendingPayment, reviewRule,
-  SERVER_ENV, staff, verifiedClaims, type Bot,
+  about,
+  agentView,
+  APPROVAL_ID,
+  EVIDENCE_ID,
+  findApproval,
+  makeBot,
+  pendingPayment,
+  reviewRule,
+  SERVER_ENV,
+  staff,
+  verifiedClaims,
+  type Bot,
 } from './support.js';
 
 /**
@@ -31,8 +41,10 @@ test.before(async () => {
 
 test.after.always(() => stopAndClean(server));
 
-const approve = (who: Person, aprId: string, note?: string) => who.send('POST', `/approvals/${aprId}/approve`, note === undefined ? {} : { note });
-const deny = (who: Person, aprId: string, note?: string) => who.send('POST', `/approvals/${aprId}/deny`, note === undefined ? {} : { note });
+const approve = (who: Person, aprId: string, note?: string) =>
+  who.send('POST', `/approvals/${aprId}/approve`, note === undefined ? {} : { note });
+const deny = (who: Person, aprId: string, note?: string) =>
+  who.send('POST', `/approvals/${aprId}/deny`, note === undefined ? {} : { note });
 
 /** The agent's view says the action still waits for a person. */
 async function stillWaiting(t: import('ava').ExecutionContext, bot: Bot, action: any): Promise<void> {
@@ -53,7 +65,16 @@ async function allowedByPeople(t: import('ava').ExecutionContext, bot: Bot, acti
   t.is(view.body.approvalId, action.approvalId);
   t.is(typeof view.body.receipt, 'string');
   const claims = await verifiedClaims(server, view.body.receipt);
-  t.like(claims, { sub: bot.agentId, act: action.id, typ: 'payment', amt: action.payment.amount, cur: 'EUR', mer: 'acme.example', hum: true, jti: action.id });
+  t.like(claims, {
+    sub: bot.agentId,
+    act: action.id,
+    typ: 'payment',
+    amt: action.payment.amount,
+    cur: 'EUR',
+    mer: 'acme.example',
+    hum: true,
+    jti: action.id,
+  });
   return view.body;
 }
 
@@ -69,8 +90,17 @@ test('a payment above approval.above waits; an owner approves; the agent sees al
   const listed = await findApproval(owner, action.approvalId, 'pending');
   t.truthy(listed, 'the pending list holds the approval');
   t.like(listed, {
-    id: action.approvalId, actionId: action.id, agentId: bot.agentId, status: 'pending', approvals: [], requiredApprovals: 1,
-    action: { type: 'payment', summary: 'Pay Acme 3000 EUR (approve me)', payment: { amount: 3000, currency: 'EUR', merchant: 'acme.example' } },
+    id: action.approvalId,
+    actionId: action.id,
+    agentId: bot.agentId,
+    status: 'pending',
+    approvals: [],
+    requiredApprovals: 1,
+    action: {
+      type: 'payment',
+      summary: 'Pay Acme 3000 EUR (approve me)',
+      payment: { amount: 3000, currency: 'EUR', merchant: 'acme.example' },
+    },
   });
   t.is(typeof listed.createdAt, 'string');
 
@@ -102,7 +132,10 @@ test('a payment above approval.above waits; an owner approves; the agent sees al
   t.is(allowed?.data.hum, true);
 
   // An approved action is allowed: the agent settles it.
-  const settled = await call(server.url, 'POST', `/v1/actions/${action.id}/settle`, { headers: bearer(bot.key), json: { status: 'completed' } });
+  const settled = await call(server.url, 'POST', `/v1/actions/${action.id}/settle`, {
+    headers: bearer(bot.key),
+    json: { status: 'completed' },
+  });
   t.is(settled.status, 200, settled.text);
   t.is(settled.body.status, 'settled');
   t.is(settled.body.settlement?.status, 'completed');
@@ -141,14 +174,21 @@ test('deny: the approval is denied, the action is deny approval_denied with evid
   t.is(evidence?.actor, `user:${owner.id}`);
   t.is(evidence?.subject, action.approvalId);
 
-  for (const again of [await approve(owner, action.approvalId), await deny(owner, action.approvalId), await approve(admin, action.approvalId)]) {
+  for (const again of [
+    await approve(owner, action.approvalId),
+    await deny(owner, action.approvalId),
+    await approve(admin, action.approvalId),
+  ]) {
     assertError(t, again, 409, 'approval_closed');
   }
   t.deepEqual((await agentView(server, bot, action.id)).body, view.body, 'the action is unchanged');
   t.like(await findApproval(owner, action.approvalId), { status: 'denied' });
 
   // A denied action is not settled (SPEC.md 3: not allowed → 409 not_allowed).
-  const settle = await call(server.url, 'POST', `/v1/actions/${action.id}/settle`, { headers: bearer(bot.key), json: { status: 'completed' } });
+  const settle = await call(server.url, 'POST', `/v1/actions/${action.id}/settle`, {
+    headers: bearer(bot.key),
+    json: { status: 'completed' },
+  });
   assertError(t, settle, 409, 'not_allowed');
 });
 
@@ -167,7 +207,10 @@ test('separation of duties: the person the agent acts for may not approve (403),
   assertError(t, refused, 403, 'separation_of_duties');
   t.like(await findApproval(owner, action.approvalId), { status: 'pending', approvals: [] });
   await stillWaiting(t, bot, action);
-  t.false((await about(owner, action.approvalId)).some((r) => r.kind === 'approval.approved'), 'a refused approval writes no approval record');
+  t.false(
+    (await about(owner, action.approvalId)).some((r) => r.kind === 'approval.approved'),
+    'a refused approval writes no approval record',
+  );
 
   const ok = await approve(owner, action.approvalId);
   t.is(ok.status, 200, ok.text);
@@ -223,11 +266,17 @@ test('two-person rule: the first approval is recorded and answered 409 second_pe
   const second = await approve(admin, action.approvalId, 'second');
   t.is(second.status, 200, second.text);
   t.is(second.body.status, 'approved');
-  t.deepEqual(second.body.approvals.map((a: { by: string }) => a.by), [owner.id, admin.id]);
+  t.deepEqual(
+    second.body.approvals.map((a: { by: string }) => a.by),
+    [owner.id, admin.id],
+  );
   await allowedByPeople(t, bot, action);
 
   const records = (await about(owner, action.approvalId)).filter((r) => r.kind === 'approval.approved');
-  t.deepEqual(records.map((r) => r.actor), [`user:${owner.id}`, `user:${admin.id}`]);
+  t.deepEqual(
+    records.map((r) => r.actor),
+    [`user:${owner.id}`, `user:${admin.id}`],
+  );
   assertError(t, await approve(member, action.approvalId), 409, 'approval_closed');
 });
 
@@ -272,7 +321,11 @@ test('a member may not decide an approval of an agent that does not act for them
   }
   t.like(await findApproval(owner, action.approvalId), { status: 'pending', approvals: [] });
   await stillWaiting(t, bot, action);
-  t.deepEqual((await about(owner, action.approvalId)).map((r) => r.kind), [], 'no refused decision is recorded as a decision');
+  t.deepEqual(
+    (await about(owner, action.approvalId)).map((r) => r.kind),
+    [],
+    'no refused decision is recorded as a decision',
+  );
 
   // The member it acts for may.
   const ok = await approve(otherMember, action.approvalId);
@@ -309,14 +362,19 @@ test('fresh mandate check: two waiting payments fit the period limit alone, not 
   t.is(evidence?.subject, b.id);
   t.deepEqual(evidence?.data.signals, ['period_limit']);
   // The person's approval is on the ledger too, by name.
-  t.true((await about(owner, b.approvalId)).some((r) => r.kind === 'approval.approved' && r.actor === `user:${owner.id}`));
+  t.true(
+    (await about(owner, b.approvalId)).some((r) => r.kind === 'approval.approved' && r.actor === `user:${owner.id}`),
+  );
   assertError(t, await approve(admin, b.approvalId), 409, 'approval_closed');
 });
 
 test('a mandate narrowed while the action waited: the approval ends denied with the signal the fresh check names', async (t) => {
   const bot = await makeBot(owner, 'narrowed-bot', [reviewRule()]);
   const action = await pendingPayment(t, server, bot);
-  const narrowed = await owner.send('PUT', `/agents/${bot.agentId}/mandate`, { rules: [reviewRule({}, { merchants: ['other.example'] })], confirmBroaden: true });
+  const narrowed = await owner.send('PUT', `/agents/${bot.agentId}/mandate`, {
+    rules: [reviewRule({}, { merchants: ['other.example'] })],
+    confirmBroaden: true,
+  });
   t.is(narrowed.status, 200, narrowed.text);
 
   const res = await approve(owner, action.approvalId);
@@ -337,7 +395,15 @@ test('a cross-site approve or deny (no x-svc-csrf, or another Origin) is 403 csr
   for (const verb of ['approve', 'deny']) {
     const path = owner.api(`/approvals/${action.approvalId}/${verb}`);
     assertError(t, await call(server.url, 'POST', path, { headers: { cookie: owner.cookie }, json: {} }), 403, 'csrf');
-    assertError(t, await call(server.url, 'POST', path, { headers: { cookie: owner.cookie, 'x-svc-csrf': '1', origin: 'https://evil.example' }, json: {} }), 403, 'csrf');
+    assertError(
+      t,
+      await call(server.url, 'POST', path, {
+        headers: { cookie: owner.cookie, 'x-svc-csrf': '1', origin: 'https://evil.example' },
+        json: {},
+      }),
+      403,
+      'csrf',
+    );
   }
   t.like(await findApproval(owner, action.approvalId), { status: 'pending', approvals: [] });
   await stillWaiting(t, bot, action);

@@ -3,7 +3,18 @@ import { ownerConsole, type Person } from '../helpers/console.js';
 import { assertError } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { fixedClock, withStore } from '../helpers/store.js';
-import { about, agentView, findApproval, makeBot, pay, pendingPayment, reviewRule, SERVER_ENV, until, type Bot } from './support.js';
+import {
+  about,
+  agentView,
+  findApproval,
+  makeBot,
+  pay,
+  pendingPayment,
+  reviewRule,
+  SERVER_ENV,
+  until,
+  type Bot,
+} from './support.js';
 
 /**
  * Approvals expire (SVC_APPROVAL_TTL_HOURS, default 24): once past its time a waiting approval's
@@ -21,7 +32,8 @@ async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
   const server = await startServer({ env: { ...SERVER_ENV, ...env } });
   servers.push(server);
   // serve --json prints its error as the one JSON document when the configuration is refused.
-  if (!server.boot.listening) throw new Error(`the server did not start with ${JSON.stringify(env)}: ${JSON.stringify(server.boot)}`);
+  if (!server.boot.listening)
+    throw new Error(`the server did not start with ${JSON.stringify(env)}: ${JSON.stringify(server.boot)}`);
   return server;
 }
 
@@ -30,24 +42,46 @@ async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
  * the agent's view denies with approval_expired, deciding is 409 approval_closed, the list says
  * expired, and the ledger has approval.expired by system (the action's evidence record).
  */
-async function assertExpires(t: ExecutionContext, server: RunningServer, owner: Person, bot: Bot, action: { id: string; approvalId: string }): Promise<void> {
-  const view = await until(() => agentView(server, bot, action.id), (r) => r.body?.decision === 'deny', 15_000);
+async function assertExpires(
+  t: ExecutionContext,
+  server: RunningServer,
+  owner: Person,
+  bot: Bot,
+  action: { id: string; approvalId: string },
+): Promise<void> {
+  const view = await until(
+    () => agentView(server, bot, action.id),
+    (r) => r.body?.decision === 'deny',
+    15_000,
+  );
   t.is(view.status, 200, view.text);
   t.is(view.body.decision, 'deny');
   t.is(view.body.status, 'denied');
   t.deepEqual(view.body.signals, ['approval_expired']);
   t.is(view.body.receipt, null);
 
-  assertError(t, await owner.send('POST', `/approvals/${action.approvalId}/approve`, { note: 'too late' }), 409, 'approval_closed');
+  assertError(
+    t,
+    await owner.send('POST', `/approvals/${action.approvalId}/approve`, { note: 'too late' }),
+    409,
+    'approval_closed',
+  );
   assertError(t, await owner.send('POST', `/approvals/${action.approvalId}/deny`, {}), 409, 'approval_closed');
 
   // The sweep: within a few seconds the ledger holds approval.expired by system.
-  const records = await until(() => about(owner, action.approvalId), (rs) => rs.some((r) => r.kind === 'approval.expired'), 15_000);
+  const records = await until(
+    () => about(owner, action.approvalId),
+    (rs) => rs.some((r) => r.kind === 'approval.expired'),
+    15_000,
+  );
   const expired = records.filter((r) => r.kind === 'approval.expired');
   t.is(expired.length, 1, JSON.stringify(records));
   t.is(expired[0]?.actor, 'system');
   t.is(expired[0]?.data.actionId, action.id);
-  t.false(records.some((r) => r.kind === 'approval.approved' || r.kind === 'approval.denied'), 'the late decisions were not recorded');
+  t.false(
+    records.some((r) => r.kind === 'approval.approved' || r.kind === 'approval.denied'),
+    'the late decisions were not recorded',
+  );
 
   const after = await agentView(server, bot, action.id);
   t.is(after.body.decision, 'deny');
@@ -75,7 +109,11 @@ test('default TTL (24 h): an approval asked 25 hours ago is past its time; the r
   const bot = await makeBot(owner, 'old-request-bot', [reviewRule()]);
   // The request is made through the gate service on the server's store, with a clock 25 hours
   // back (as a request made then would be): its approval expired an hour ago.
-  const asked = await withStore(server.dataDir, (app) => app.services.gate.authorize({ workspaceId: owner.wid, agentId: bot.agentId }, pay(3000, 'yesterday')), { clock: fixedClock(Date.now() - 25 * 3_600_000) });
+  const asked = await withStore(
+    server.dataDir,
+    (app) => app.services.gate.authorize({ workspaceId: owner.wid, agentId: bot.agentId }, pay(3000, 'yesterday')),
+    { clock: fixedClock(Date.now() - 25 * 3_600_000) },
+  );
   t.is(asked.action.decision, 'review');
   const action = { id: asked.action.id, approvalId: asked.action.approvalId! };
   const listed = await findApproval(owner, action.approvalId);
@@ -91,8 +129,15 @@ test('an approval decided in time never expires: no approval.expired record, the
   const ok = await owner.send('POST', `/approvals/${action.approvalId}/approve`, {});
   t.is(ok.status, 200, ok.text);
   // Past its time now: it stays approved.
-  const listed = await until(() => findApproval(owner, action.approvalId), () => true);
-  await until(async () => Date.now(), (now) => now > Date.parse(listed.expiresAt) + 2_500, 5_000);
+  const listed = await until(
+    () => findApproval(owner, action.approvalId),
+    () => true,
+  );
+  await until(
+    async () => Date.now(),
+    (now) => now > Date.parse(listed.expiresAt) + 2_500,
+    5_000,
+  );
   t.is((await findApproval(owner, action.approvalId)).status, 'approved');
   const view = await agentView(server, bot, action.id);
   t.is(view.body.decision, 'allow');

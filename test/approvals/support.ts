@@ -29,7 +29,9 @@ export type Role = 'admin' | 'member' | 'analyst' | 'auditor';
  */
 export async function addPerson(server: RunningServer, wid: string, email: string, role: Role): Promise<Person> {
   const password = `${role}-password-${email.length}`;
-  const user = await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, email, name: email.split('@')[0]!, password, role }));
+  const user = await withStore(server.dataDir, (app) =>
+    app.services.people.addMember({ workspaceId: wid, email, name: email.split('@')[0]!, password, role }),
+  );
   return { ...consoleClient(server, wid, await signIn(server.url, email, password)), id: user.id };
 }
 
@@ -65,21 +67,36 @@ export interface Bot {
  */
 export async function makeBot(by: Person, name: string, rules: unknown[], actsFor?: string): Promise<Bot> {
   const agent = expectStatus(await by.send('POST', '/agents', { name, ...(actsFor ? { actsFor } : {}) }), 201, 'agent');
-  expectStatus(await by.send('PUT', `/agents/${agent.body.id}/mandate`, { rules, confirmBroaden: true }), 200, 'mandate');
+  expectStatus(
+    await by.send('PUT', `/agents/${agent.body.id}/mandate`, { rules, confirmBroaden: true }),
+    200,
+    'mandate',
+  );
   const key = expectStatus(await by.send('POST', `/agents/${agent.body.id}/keys`, {}), 201, 'key');
   return { agentId: agent.body.id, key: key.body.key };
 }
 
 /** A payment to Acme in EUR, with a summary that names it. */
-export function pay(amount: number, note = 'invoice'): { type: string; summary: string; payment: { amount: number; currency: string; merchant: string } } {
-  return { type: 'payment', summary: `Pay Acme ${amount} EUR (${note})`, payment: { amount, currency: 'EUR', merchant: 'acme.example' } };
+export function pay(
+  amount: number,
+  note = 'invoice',
+): { type: string; summary: string; payment: { amount: number; currency: string; merchant: string } } {
+  return {
+    type: 'payment',
+    summary: `Pay Acme ${amount} EUR (${note})`,
+    payment: { amount, currency: 'EUR', merchant: 'acme.example' },
+  };
 }
 
 /** A payment rule whose amounts above `above` need a person; `approval` adds to the rule's approval. */
 export function reviewRule(approval: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   return {
-    actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000,
-    approval: { above: 2000, ...approval }, ...extra,
+    actions: ['payment'],
+    merchants: ['acme.example'],
+    currencies: ['EUR'],
+    maxAmount: 5000,
+    approval: { above: 2000, ...approval },
+    ...extra,
   };
 }
 
@@ -87,7 +104,13 @@ export function reviewRule(approval: Record<string, unknown> = {}, extra: Record
  * Asks for a payment that must wait for a person: asserts the answer is `review` /
  * `pending_approval` with an apr_ approvalId and no receipt; returns the action.
  */
-export async function pendingPayment(t: ExecutionContext, server: RunningServer, bot: Bot, amount = 3000, note = 'invoice'): Promise<any> {
+export async function pendingPayment(
+  t: ExecutionContext,
+  server: RunningServer,
+  bot: Bot,
+  amount = 3000,
+  note = 'invoice',
+): Promise<any> {
   const res = await authorize(server, bot.key, pay(amount, note));
   t.is(res.status, 200, res.text);
   t.is(res.body.decision, 'review', res.text);
@@ -131,7 +154,12 @@ export async function about(reader: Person, subject: string): Promise<LedgerReco
  * Polls `read` until `done` holds of its result, at most `timeoutMs`; returns the last result
  * (the caller asserts on it, so a timeout fails with what was last seen).
  */
-export async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000, everyMs = 100): Promise<T> {
+export async function until<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+  everyMs = 100,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let value = await read();
   while (!done(value) && Date.now() < end) {

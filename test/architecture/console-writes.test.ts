@@ -18,7 +18,8 @@ test.before(async () => {
 
 test.after.always(() => running?.close());
 
-const fill = (path: string) => path.replace(/\{(\w+)\*?\}/g, (_m, name: string) => (name === 'wid' ? 'ws_AAAAAAAAAAAAAAAAAAAAAA' : `${name}_x`));
+const fill = (path: string) =>
+  path.replace(/\{(\w+)\*?\}/g, (_m, name: string) => (name === 'wid' ? 'ws_AAAAAAAAAAAAAAAAAAAAAA' : `${name}_x`));
 
 test('every console write refuses a request without x-svc-csrf, or from another origin', async (t) => {
   const writes = server.table().filter((r) => r.path.startsWith('/api/') && !['get', 'head'].includes(r.method));
@@ -29,7 +30,12 @@ test('every console write refuses a request without x-svc-csrf, or from another 
     const bare = await server.inject({ method, url, payload: {} });
     t.is(bare.statusCode, 403, `${method} ${route.path} without x-svc-csrf`);
     t.is(JSON.parse(bare.payload).error.type, 'csrf', `${method} ${route.path}`);
-    const foreign = await server.inject({ method, url, payload: {}, headers: { 'x-svc-csrf': '1', origin: 'https://evil.example' } });
+    const foreign = await server.inject({
+      method,
+      url,
+      payload: {},
+      headers: { 'x-svc-csrf': '1', origin: 'https://evil.example' },
+    });
     t.is(foreign.statusCode, 403, `${method} ${route.path} from another origin`);
     t.is(JSON.parse(foreign.payload).error.type, 'csrf', `${method} ${route.path}`);
   }

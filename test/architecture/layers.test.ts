@@ -12,7 +12,7 @@ async function sources(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(join(ROOT, dir), { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...await sources(path));
+    if (entry.isDirectory()) out.push(...(await sources(path)));
     else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(path);
   }
   return out;
@@ -21,13 +21,21 @@ async function sources(dir: string): Promise<string[]> {
 const importsOf = (text: string) => [...text.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)].map((m) => m[1]!);
 
 const rules: Array<{ name: string; matches: (spec: string) => boolean; allowed: (file: string) => boolean }> = [
-  { name: '@hapi', matches: (s) => s.startsWith('@hapi/'), allowed: (f) => f.startsWith('src/http/') || f.endsWith('/http.ts') },
-  { name: '@oclif', matches: (s) => s.startsWith('@oclif/'), allowed: (f) => f.startsWith('commands/') || f.startsWith('src/cli/') },
+  {
+    name: '@hapi',
+    matches: (s) => s.startsWith('@hapi/'),
+    allowed: (f) => f.startsWith('src/http/') || f.endsWith('/http.ts'),
+  },
+  {
+    name: '@oclif',
+    matches: (s) => s.startsWith('@oclif/'),
+    allowed: (f) => f.startsWith('commands/') || f.startsWith('src/cli/'),
+  },
   { name: 'lmdb', matches: (s) => s === 'lmdb' || s.startsWith('lmdb/'), allowed: (f) => f.startsWith('src/store/') },
 ];
 
 test('frameworks are imported only at the edges', async (t) => {
-  const files = [...await sources('src'), ...await sources('commands')];
+  const files = [...(await sources('src')), ...(await sources('commands'))];
   t.true(files.length > 20, 'the scan found the sources');
   const offenders: string[] = [];
   for (const file of files) {
@@ -41,7 +49,7 @@ test('frameworks are imported only at the edges', async (t) => {
 
 test('only src/settings reads process.env', async (t) => {
   const offenders: string[] = [];
-  for (const file of [...await sources('src'), ...await sources('commands')]) {
+  for (const file of [...(await sources('src')), ...(await sources('commands'))]) {
     if (file.startsWith('src/settings/')) continue;
     if (/process\.env\b/.test(await readFile(join(ROOT, file), 'utf8'))) offenders.push(file);
   }

@@ -23,25 +23,37 @@ const SESSION = new Set(['session', 'session-host']);
 
 /** A route that decides an approval or lifts a hold, whatever it is called. */
 const liftsOrDecides = (method: string, path: string) =>
-  /\/approvals?\/[^/]+\/(approve|deny)$/.test(path)
-  || /\/(restart|unfreeze|resume|start)$/.test(path)
-  || (method === 'delete' && /stop-all|freez|hold/.test(path));
+  /\/approvals?\/[^/]+\/(approve|deny)$/.test(path) ||
+  /\/(restart|unfreeze|resume|start)$/.test(path) ||
+  (method === 'delete' && /stop-all|freez|hold/.test(path));
 
 test('no route a key, token or signature reaches decides an approval or lifts a freeze', (t) => {
   const routes = server.table();
   const guarded = routes.filter((r) => liftsOrDecides(r.method, r.path));
   const names = guarded.map((r) => `${r.method.toUpperCase()} ${r.path}`).sort();
-  t.deepEqual(names, [
-    'DELETE /api/w/{wid}/stop-all',
-    'POST /api/w/{wid}/agents/{aid}/restart',
-    'POST /api/w/{wid}/approvals/{apid}/approve',
-    'POST /api/w/{wid}/approvals/{apid}/deny',
-  ], 'the walk found every such route (a new one must be added here on purpose)');
+  t.deepEqual(
+    names,
+    [
+      'DELETE /api/w/{wid}/stop-all',
+      'POST /api/w/{wid}/agents/{aid}/restart',
+      'POST /api/w/{wid}/approvals/{apid}/approve',
+      'POST /api/w/{wid}/approvals/{apid}/deny',
+    ],
+    'the walk found every such route (a new one must be added here on purpose)',
+  );
   for (const route of guarded) {
     const auth = route.settings.auth as { strategies?: string[] } | false | undefined;
-    const strategies = auth ? auth.strategies ?? [] : [];
-    t.true(strategies.length > 0 && strategies.every((s) => SESSION.has(s)), `${route.method} ${route.path} takes ${strategies.join(', ') || 'no auth'}`);
+    const strategies = auth ? (auth.strategies ?? []) : [];
+    t.true(
+      strategies.length > 0 && strategies.every((s) => SESSION.has(s)),
+      `${route.method} ${route.path} takes ${strategies.join(', ') || 'no auth'}`,
+    );
   }
   // And no machine route (/v1/) has any such verb at all.
-  t.deepEqual(routes.filter((r) => r.path.startsWith('/v1/') && /(approve|deny|restart|unfreeze|stop-all)/.test(r.path)).map((r) => r.path), []);
+  t.deepEqual(
+    routes
+      .filter((r) => r.path.startsWith('/v1/') && /(approve|deny|restart|unfreeze|stop-all)/.test(r.path))
+      .map((r) => r.path),
+    [],
+  );
 });

@@ -24,7 +24,10 @@ declare module 'autocannon' {
   /** An event emitter that is also the promise of the result. */
   interface Instance extends EventEmitter, PromiseLike<Result> {
     /** `responseTime`: milliseconds, from writing the request to the end of its answer (not rounded). */
-    on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void,
+    ): this;
   }
   export default function autocannon(options: Options): Instance;
 }

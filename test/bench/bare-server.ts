@@ -37,4 +37,6 @@ server.route({
 });
 await server.start();
 console.log(JSON.stringify({ listening: server.info.uri }));
-process.on('SIGTERM', () => { void server.stop().then(() => process.exit(0)); });
+process.on('SIGTERM', () => {
+  void server.stop().then(() => process.exit(0));
+});

@@ -13,7 +13,10 @@ export interface Child<Boot> {
   stop(): Promise<void>;
 }
 
-export function startChild<Boot extends { listening: string }>(args: string[], env: NodeJS.ProcessEnv): Promise<Child<Boot>> {
+export function startChild<Boot extends { listening: string }>(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<Child<Boot>> {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.resume();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -22,7 +25,9 @@ export function startChild<Boot extends { listening: string }>(args: string[], e
     await exited;
   };
   // The driver must not leave a server running if it fails between start and stop.
-  const reap = () => { if (child.exitCode === null) child.kill('SIGKILL'); };
+  const reap = () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
   process.once('exit', reap);
   void exited.then(() => process.off('exit', reap));
   return new Promise((resolve, reject) => {
@@ -32,7 +37,9 @@ export function startChild<Boot extends { listening: string }>(args: string[], e
       try {
         const boot = JSON.parse(out) as Boot;
         resolve({ child, boot, url: boot.listening, stop });
-      } catch { /* not complete yet */ }
+      } catch {
+        /* not complete yet */
+      }
     });
     child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
   });
@@ -57,7 +64,10 @@ export function watch(name: string, child: Child<{ listening: string }>, stoppin
     }
   });
   child.child.once('exit', (code, signal) => {
-    if (!stopping.now) console.error(`\n${name} (pid ${child.child.pid}) exited during the run: code ${code}, signal ${signal}; its stderr ends:\n${seen.tail}`);
+    if (!stopping.now)
+      console.error(
+        `\n${name} (pid ${child.child.pid}) exited during the run: code ${code}, signal ${signal}; its stderr ends:\n${seen.tail}`,
+      );
   });
   return seen;
 }

@@ -17,7 +17,8 @@ export const BENCH_RULE = { actions: ['payment'], merchants: ['acme.example'], c
 
 /** An allowed payment under BENCH_RULE, without an idempotency key: every request is a new action. */
 export const BENCH_PAYMENT = {
-  type: 'payment', summary: 'Pay invoice 1042 to Acme',
+  type: 'payment',
+  summary: 'Pay invoice 1042 to Acme',
   payment: { amount: 1200, currency: 'EUR', merchant: 'acme.example' },
 };
 
@@ -36,13 +37,19 @@ export async function gateFixture(server: { url: string; boot: ServeBoot }): Pro
   const headers = { ...csrf, cookie };
   const agent = await call(server.url, 'POST', `/api/w/${wid}/agents`, { headers, json: { name: 'bench-bot' } });
   if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${agent.text}`);
-  const mandate = await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, { headers, json: { rules: [BENCH_RULE], confirmBroaden: true } });
+  const mandate = await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, {
+    headers,
+    json: { rules: [BENCH_RULE], confirmBroaden: true },
+  });
   if (mandate.status !== 200) throw new Error(`mandate: ${mandate.status} ${mandate.text}`);
   const minted = await call(server.url, 'POST', `/api/w/${wid}/agents/${agent.body.id}/keys`, { headers, json: {} });
   if (minted.status !== 201) throw new Error(`key: ${minted.status} ${minted.text}`);
   const key = minted.body.key as string;
 
-  const allowed = await call(server.url, 'POST', '/v1/actions/authorize', { headers: bearer(key), json: BENCH_PAYMENT });
+  const allowed = await call(server.url, 'POST', '/v1/actions/authorize', {
+    headers: bearer(key),
+    json: BENCH_PAYMENT,
+  });
   if (allowed.status !== 200 || allowed.body.decision !== 'allow' || typeof allowed.body.receipt !== 'string') {
     throw new Error(`authorize did not allow the benchmark payment: ${allowed.status} ${allowed.text}`);
   }
@@ -50,7 +57,8 @@ export async function gateFixture(server: { url: string; boot: ServeBoot }): Pro
   let verified;
   for (let i = 0; i < 2; i += 1) {
     verified = await call(server.url, 'POST', '/v1/verify', { json: { receipt } });
-    if (verified.status !== 200 || verified.body.valid !== true) throw new Error(`verify: ${verified.status} ${verified.text}`);
+    if (verified.status !== 200 || verified.body.valid !== true)
+      throw new Error(`verify: ${verified.status} ${verified.text}`);
   }
   return { key, authorizeAnswer: allowed.text, receipt, verifyAnswer: verified!.text };
 }

@@ -25,9 +25,23 @@ export const VENDOR_ENV = { VENDOR_O_KEY: 'sk-mock-openai', VENDOR_A_KEY: 'sk-mo
 export const MODEL = 'small';
 
 function config(vendorUrl: string): unknown {
-  const model = (id: string, provider: string, upstreamModel: string, inOut: [number, number], domicile: string, region: string) => ({
-    id, provider, upstreamModel, priceMicrosPerMTokIn: inOut[0], priceMicrosPerMTokOut: inOut[1], quality: 1, latency: 1,
-    jurisdiction: { domicile, region }, taskClasses: ['*'],
+  const model = (
+    id: string,
+    provider: string,
+    upstreamModel: string,
+    inOut: [number, number],
+    domicile: string,
+    region: string,
+  ) => ({
+    id,
+    provider,
+    upstreamModel,
+    priceMicrosPerMTokIn: inOut[0],
+    priceMicrosPerMTokOut: inOut[1],
+    quality: 1,
+    latency: 1,
+    jurisdiction: { domicile, region },
+    taskClasses: ['*'],
   });
   return {
     gateway: {
@@ -38,7 +52,11 @@ function config(vendorUrl: string): unknown {
       ],
       models: [
         model(MODEL, 'vendor-o', 'small-2026', [150_000, 600_000], 'US', 'us-east'),
-        { ...model('large', 'vendor-o', 'large-2026', [3_000_000, 12_000_000], 'US', 'us-east'), quality: 3, latency: 2 },
+        {
+          ...model('large', 'vendor-o', 'large-2026', [3_000_000, 12_000_000], 'US', 'us-east'),
+          quality: 3,
+          latency: 2,
+        },
         model('claude-eu', 'vendor-a', 'claude-eu-2026', [1_000_000, 5_000_000], 'EU', 'eu-west'),
       ],
       policyProfiles: [
@@ -63,12 +81,45 @@ export interface GatewayBench {
   keys: { main: string; spent: string; stopped: string; admin: string };
 }
 
-export async function startGatewayBench(dataDir: string, vendorUrl: string, nodeFlags: string[] = []): Promise<GatewayBench> {
+export async function startGatewayBench(
+  dataDir: string,
+  vendorUrl: string,
+  nodeFlags: string[] = [],
+): Promise<GatewayBench> {
   const store = ['--local', '--data-dir', dataDir];
-  const { workspaceId } = await cli(['init', '--data-dir', dataDir, '--workspace', 'Bench', '--owner-email', OWNER.email, '--owner-password-stdin'], OWNER.password);
+  const { workspaceId } = await cli(
+    ['init', '--data-dir', dataDir, '--workspace', 'Bench', '--owner-email', OWNER.email, '--owner-password-stdin'],
+    OWNER.password,
+  );
   const key = async (...flags: string[]) => (await cli(['keys', 'create', ...flags, ...store])).key as string;
-  const main = await key('--scope', 'inference', '--name', 'bench', '--principal', 'bench', '--team', 'bench', '--task-class', 'general', '--policy-profile', 'us-only');
-  const spent = await key('--scope', 'inference', '--name', 'spent', '--principal', 'spender', '--team', 'bench', '--task-class', 'general', '--policy-profile', 'us-only');
+  const main = await key(
+    '--scope',
+    'inference',
+    '--name',
+    'bench',
+    '--principal',
+    'bench',
+    '--team',
+    'bench',
+    '--task-class',
+    'general',
+    '--policy-profile',
+    'us-only',
+  );
+  const spent = await key(
+    '--scope',
+    'inference',
+    '--name',
+    'spent',
+    '--principal',
+    'spender',
+    '--team',
+    'bench',
+    '--task-class',
+    'general',
+    '--policy-profile',
+    'us-only',
+  );
   const admin = await key('--scope', 'admin', '--name', 'bench-admin');
   const agent = await cli(['agents', 'create', '--name', 'stopped-bot', ...store]);
   const stopped = await key('--scope', 'agent', '--agent', agent.id, '--task-class', 'general');
@@ -77,23 +128,49 @@ export async function startGatewayBench(dataDir: string, vendorUrl: string, node
   const configFile = join(dataDir, 'bench-config.json');
   await writeFile(configFile, JSON.stringify(config(vendorUrl)));
   const env = cleanEnv({ ...VENDOR_ENV, SVC_LOG_LEVEL: 'info' });
-  const server = await startChild<{ listening: string }>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0', '--config', configFile], env);
+  const server = await startChild<{ listening: string }>(
+    [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0', '--config', configFile],
+    env,
+  );
   try {
     const cookie = await signIn(server.url, OWNER.email, OWNER.password);
-    const dlp = await call(server.url, 'PUT', `/api/w/${workspaceId}/gateway`, { headers: { ...csrf, cookie }, json: { dataLoss: 'redact' } });
-    if (dlp.status !== 200 || dlp.body.dataLoss !== 'redact' || dlp.body.enforcement !== 'enforce') throw new Error(`data-loss mode: ${dlp.status} ${dlp.text}`);
+    const dlp = await call(server.url, 'PUT', `/api/w/${workspaceId}/gateway`, {
+      headers: { ...csrf, cookie },
+      json: { dataLoss: 'redact' },
+    });
+    if (dlp.status !== 200 || dlp.body.dataLoss !== 'redact' || dlp.body.enforcement !== 'enforce')
+      throw new Error(`data-loss mode: ${dlp.status} ${dlp.text}`);
 
     const adminHeaders = { authorization: `Bearer ${admin}` };
     const budgets = [
-      { scope: { kind: 'workspace', id: workspaceId }, amountMicros: 1_000_000_000_000_000, period: 'month', ladder: [{ at: 0.9, step: 'nudge' }, { at: 1, step: 'block' }] },
-      { scope: { kind: 'principal', id: 'spender' }, amountMicros: 1, period: 'month', ladder: [{ at: 0.5, step: 'nudge' }, { at: 1, step: 'block' }] },
+      {
+        scope: { kind: 'workspace', id: workspaceId },
+        amountMicros: 1_000_000_000_000_000,
+        period: 'month',
+        ladder: [
+          { at: 0.9, step: 'nudge' },
+          { at: 1, step: 'block' },
+        ],
+      },
+      {
+        scope: { kind: 'principal', id: 'spender' },
+        amountMicros: 1,
+        period: 'month',
+        ladder: [
+          { at: 0.5, step: 'nudge' },
+          { at: 1, step: 'block' },
+        ],
+      },
     ];
     for (const budget of budgets) {
       const made = await call(server.url, 'POST', '/v1/admin/budgets', { headers: adminHeaders, json: budget });
       if (made.status !== 201) throw new Error(`budget: ${made.status} ${made.text}`);
     }
     // One real call uses up the spender's budget of one micro-dollar.
-    const spend = await call(server.url, 'POST', '/v1/chat/completions', { headers: { authorization: `Bearer ${spent}` }, json: { model: MODEL, messages: [{ role: 'user', content: 'spend it' }] } });
+    const spend = await call(server.url, 'POST', '/v1/chat/completions', {
+      headers: { authorization: `Bearer ${spent}` },
+      json: { model: MODEL, messages: [{ role: 'user', content: 'spend it' }] },
+    });
     if (spend.status !== 200) throw new Error(`spending the small budget: ${spend.status} ${spend.text}`);
     return { server, workspaceId, keys: { main, spent, stopped, admin } };
   } catch (err) {

@@ -56,9 +56,12 @@ export function cpuTicks(pid: number | undefined): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-const addInto = (into: Record<string, number>, key: string, n = 1) => { into[key] = (into[key] ?? 0) + n; };
+const addInto = (into: Record<string, number>, key: string, n = 1) => {
+  into[key] = (into[key] ?? 0) + n;
+};
 
-export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+export const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 export interface Sequential {
   name: string;
@@ -121,7 +124,12 @@ async function loop(r: Runner, seconds: number, record: boolean): Promise<number
  * Every target in turn, `rounds` times: a short warm-up on its connection (failures counted, times
  * not), then `seconds` of sequential requests recorded, with the server's CPU time read around them.
  */
-export async function sequential(targets: Target[], rounds: number, seconds: number, warmupSeconds = 0.2): Promise<Sequential[]> {
+export async function sequential(
+  targets: Target[],
+  rounds: number,
+  seconds: number,
+  warmupSeconds = 0.2,
+): Promise<Sequential[]> {
   const runners: Runner[] = targets.map((target) => ({
     target,
     path: new URL(target.url).pathname + new URL(target.url).search,
@@ -141,7 +149,8 @@ export async function sequential(targets: Target[], rounds: number, seconds: num
   } finally {
     await Promise.all(runners.map((r) => r.client.close()));
   }
-  for (const { result } of runners) for (const xs of [result.total, result.ttfb, result.overheadMicros]) xs.sort((a, b) => a - b);
+  for (const { result } of runners)
+    for (const xs of [result.total, result.ttfb, result.overheadMicros]) xs.sort((a, b) => a - b);
   return runners.map((r) => r.result);
 }
 
@@ -156,15 +165,22 @@ export interface Saturated {
   bad: Record<string, number>;
 }
 
-
 async function cannon(target: Target, connections: number, seconds: number) {
   const headers = { ...target.headers, 'content-type': 'application/json' };
   const before = cpuTicks(target.pid);
-  const r = await autocannon({ url: target.url, method: 'POST', headers, body: target.body, connections, duration: seconds });
+  const r = await autocannon({
+    url: target.url,
+    method: 'POST',
+    headers,
+    body: target.body,
+    connections,
+    duration: seconds,
+  });
   const ticks = cpuTicks(target.pid) - before;
   const bad: Record<string, number> = {};
   const expected = String(target.status ?? 200);
-  for (const [status, { count }] of Object.entries(r.statusCodeStats)) if (status !== expected) addInto(bad, status, Number(count));
+  for (const [status, { count }] of Object.entries(r.statusCodeStats))
+    if (status !== expected) addInto(bad, status, Number(count));
   if (r.errors > 0) addInto(bad, 'errors', r.errors);
   if (r.timeouts > 0) addInto(bad, 'timeouts', r.timeouts);
   return { duration: r.duration, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, ticks, bad };

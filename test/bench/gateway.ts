@@ -31,29 +31,61 @@ import { cleanEnv } from '../helpers/process.js';
 import { startChild, watch, type Child } from './children.js';
 import { MODEL, startGatewayBench, VENDOR_ENV, type GatewayBench } from './gateway-fixture.js';
 import { CLK_TCK, saturate, sequential, type Saturated, type Sequential, type Target } from './gateway-load.js';
-import { atMost, badOf, cpuMicros, latencyTable, micros, ms, p, refusalTable, saturatedTable, ttfbTable } from './gateway-report.js';
+import {
+  atMost,
+  badOf,
+  cpuMicros,
+  latencyTable,
+  micros,
+  ms,
+  p,
+  refusalTable,
+  saturatedTable,
+  ttfbTable,
+} from './gateway-report.js';
 import { goalsTable, verdict, type Goal } from './report.js';
 
 const SATURATE = { connections: 16, warmupSeconds: 1, roundSeconds: 3, rounds: 3 };
 /** One connection: rounds of this many seconds per target, taking turns (5 s each in all). */
 const ONE = { rounds: 4, seconds: 1.25 };
 const REFUSALS = { rounds: 3, seconds: 0.6 };
-const GOALS = { addedP50: 0.5, addedP99: 2, cpuMicros: 300, throughput: 0.5, addedTtfbP50: 1, addedTtfbP99: 3, refusalP50: 0.3 };
+const GOALS = {
+  addedP50: 0.5,
+  addedP99: 2,
+  cpuMicros: 300,
+  throughput: 0.5,
+  addedTtfbP50: 1,
+  addedTtfbP99: 3,
+  refusalP50: 0.3,
+};
 
 /** A support prompt with digits and dashes but nothing sensitive: screened, not redacted. */
 const MESSAGES = [
   { role: 'system', content: 'You are a support assistant for a software company. Answer briefly and politely.' },
-  { role: 'user', content: 'Summarize ticket 4521 opened on 2024-05-01: the customer cannot sign in since the v2.3 update, has cleared the cache twice, and asks whether the last invoice can be refunded.' },
+  {
+    role: 'user',
+    content:
+      'Summarize ticket 4521 opened on 2024-05-01: the customer cannot sign in since the v2.3 update, has cleared the cache twice, and asks whether the last invoice can be refunded.',
+  },
 ];
 const BODY = JSON.stringify({ model: MODEL, messages: MESSAGES, max_tokens: 64 });
 // Usage asked for by the client too, so the vendor sends the three of them the same events.
-const STREAM_BODY = JSON.stringify({ model: MODEL, messages: MESSAGES, max_tokens: 64, stream: true, stream_options: { include_usage: true } });
+const STREAM_BODY = JSON.stringify({
+  model: MODEL,
+  messages: MESSAGES,
+  max_tokens: 64,
+  stream: true,
+  stream_options: { include_usage: true },
+});
 
 const profileDir = process.env.BENCH_CPU_PROF_DIR;
 const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] : [];
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 interface Servers {
   mock: Child<{ listening: string; control: string }>;
@@ -66,9 +98,30 @@ function modelTargets(s: Servers, stream: boolean): Target[] {
   const body = stream ? STREAM_BODY : BODY;
   const path = '/v1/chat/completions';
   return [
-    { name: 'mock vendor, direct', url: `${s.mock.url}${path}`, headers: bearer(VENDOR_ENV.VENDOR_O_KEY), body, stream, pid: s.mock.child.pid },
-    { name: 'floor: hapi + undici', url: `${s.floor.url}${path}`, headers: bearer(s.gateway.keys.main), body, stream, pid: s.floor.child.pid },
-    { name: 'gateway: svc serve', url: `${s.gateway.server.url}${path}`, headers: { ...bearer(s.gateway.keys.main), 'x-svc-objective': 'cost' }, body, stream, pid: s.gateway.server.child.pid },
+    {
+      name: 'mock vendor, direct',
+      url: `${s.mock.url}${path}`,
+      headers: bearer(VENDOR_ENV.VENDOR_O_KEY),
+      body,
+      stream,
+      pid: s.mock.child.pid,
+    },
+    {
+      name: 'floor: hapi + undici',
+      url: `${s.floor.url}${path}`,
+      headers: bearer(s.gateway.keys.main),
+      body,
+      stream,
+      pid: s.floor.child.pid,
+    },
+    {
+      name: 'gateway: svc serve',
+      url: `${s.gateway.server.url}${path}`,
+      headers: { ...bearer(s.gateway.keys.main), 'x-svc-objective': 'cost' },
+      body,
+      stream,
+      pid: s.gateway.server.child.pid,
+    },
   ];
 }
 
@@ -77,22 +130,56 @@ function refusalTargets(s: Servers, localSize: number): Target[] {
   const url = `${gw.url}/v1/chat/completions`;
   const pid = gw.child.pid;
   return [
-    { name: 'floor: hapi, answered locally', url: `${s.floor.url}/local?size=${localSize}`, headers: bearer(s.gateway.keys.main), body: BODY, stream: false, pid: s.floor.child.pid },
-    { name: 'gateway: dry run', url, headers: { ...bearer(s.gateway.keys.main), 'x-svc-objective': 'cost', 'x-svc-dry-run': 'true' }, body: BODY, stream: false, pid },
-    { name: 'gateway: stopped agent', url, headers: bearer(s.gateway.keys.stopped), body: BODY, stream: false, status: 403, pid },
-    { name: 'gateway: budget used up', url, headers: bearer(s.gateway.keys.spent), body: BODY, stream: false, status: 429, pid },
+    {
+      name: 'floor: hapi, answered locally',
+      url: `${s.floor.url}/local?size=${localSize}`,
+      headers: bearer(s.gateway.keys.main),
+      body: BODY,
+      stream: false,
+      pid: s.floor.child.pid,
+    },
+    {
+      name: 'gateway: dry run',
+      url,
+      headers: { ...bearer(s.gateway.keys.main), 'x-svc-objective': 'cost', 'x-svc-dry-run': 'true' },
+      body: BODY,
+      stream: false,
+      pid,
+    },
+    {
+      name: 'gateway: stopped agent',
+      url,
+      headers: bearer(s.gateway.keys.stopped),
+      body: BODY,
+      stream: false,
+      status: 403,
+      pid,
+    },
+    {
+      name: 'gateway: budget used up',
+      url,
+      headers: bearer(s.gateway.keys.spent),
+      body: BODY,
+      stream: false,
+      status: 429,
+      pid,
+    },
   ];
 }
 
 const send = (t: Target, extra: Record<string, string> = {}, body = t.body) => {
   const url = new URL(t.url);
-  return call(url.origin, 'POST', url.pathname + url.search, { headers: { ...t.headers, ...extra, 'content-type': 'application/json' }, body });
+  return call(url.origin, 'POST', url.pathname + url.search, {
+    headers: { ...t.headers, ...extra, 'content-type': 'application/json' },
+    body,
+  });
 };
 
 const upstreamCalls = async (s: Servers) => (await call(s.mock.boot.control, 'GET', '/count')).body.count as number;
 
 function expect(what: string, reply: Reply, status: number, check: (r: Reply) => boolean = () => true): void {
-  if (reply.status !== status || !check(reply)) throw new Error(`${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 400)}`);
+  if (reply.status !== status || !check(reply))
+    throw new Error(`${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 400)}`);
 }
 
 /**
@@ -103,20 +190,43 @@ function expect(what: string, reply: Reply, status: number, check: (r: Reply) =>
 async function preflight(s: Servers): Promise<number> {
   const [mockJson, floorJson, gwJson] = modelTargets(s, false) as [Target, Target, Target];
   const [mockStream, floorStream, gwStream] = modelTargets(s, true) as [Target, Target, Target];
-  for (const t of [mockJson, floorJson]) expect(t.name, await send(t), 200, (r) => r.body.choices?.[0]?.message?.content?.startsWith('echo: Summarize'));
+  for (const t of [mockJson, floorJson])
+    expect(t.name, await send(t), 200, (r) => r.body.choices?.[0]?.message?.content?.startsWith('echo: Summarize'));
   const answered = await send(gwJson);
   expect(gwJson.name, answered, 200, (r) => r.body.choices?.[0]?.message?.content?.startsWith('echo: Summarize'));
   const h = answered.headers;
   const wid = s.gateway.workspaceId;
-  if (h['x-svc-routed-to'] !== MODEL || !h['x-svc-cost-micros'] || h['x-svc-budget-scope'] !== `workspace:${wid}` || h['x-svc-enforcement'] !== 'observe' || !h['x-svc-overhead-micros'] || h['x-svc-redacted']) {
+  if (
+    h['x-svc-routed-to'] !== MODEL ||
+    !h['x-svc-cost-micros'] ||
+    h['x-svc-budget-scope'] !== `workspace:${wid}` ||
+    h['x-svc-enforcement'] !== 'observe' ||
+    !h['x-svc-overhead-micros'] ||
+    h['x-svc-redacted']
+  ) {
     throw new Error(`the gateway's headers are not those of the intended path: ${JSON.stringify(h)}`);
   }
-  console.log(`gateway answer headers: ${Object.entries(h).filter(([k]) => k.startsWith('x-svc-')).map(([k, v]) => `${k}: ${String(v)}`).join('; ')}`);
-  for (const t of [mockStream, floorStream, gwStream]) expect(t.name, await send(t), 200, (r) => /data: \[DONE\]\s*$/.test(r.text) && r.text.includes('"usage"'));
+  console.log(
+    `gateway answer headers: ${Object.entries(h)
+      .filter(([k]) => k.startsWith('x-svc-'))
+      .map(([k, v]) => `${k}: ${String(v)}`)
+      .join('; ')}`,
+  );
+  for (const t of [mockStream, floorStream, gwStream])
+    expect(t.name, await send(t), 200, (r) => /data: \[DONE\]\s*$/.test(r.text) && r.text.includes('"usage"'));
 
-  const email = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Write to jane.doe@example.com about the refund.' }] });
+  const email = JSON.stringify({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Write to jane.doe@example.com about the refund.' }],
+  });
   const redacted = await send(gwJson, {}, email);
-  expect('redaction', redacted, 200, (r) => r.headers['x-svc-redacted'] === 'email=1' && !String(r.body.choices?.[0]?.message?.content).includes('jane.doe'));
+  expect(
+    'redaction',
+    redacted,
+    200,
+    (r) =>
+      r.headers['x-svc-redacted'] === 'email=1' && !String(r.body.choices?.[0]?.message?.content).includes('jane.doe'),
+  );
 
   const before = await upstreamCalls(s);
   const [, dry, stopped, spent] = refusalTargets(s, 0) as [Target, Target, Target, Target];
@@ -126,26 +236,41 @@ async function preflight(s: Servers): Promise<number> {
   expect(spent.name, await send(spent), 429, (r) => r.body.error?.type === 'budget_exhausted');
   const sent = (await upstreamCalls(s)) - before;
   if (sent !== 0) throw new Error(`the refusals and the dry run sent ${sent} requests upstream`);
-  console.log(`answer bytes: mock ${(await send(mockJson)).text.length}, floor ${(await send(floorJson)).text.length}, gateway ${(await send(gwJson)).text.length}; dry run ${dryRun.text.length}\n`);
+  console.log(
+    `answer bytes: mock ${(await send(mockJson)).text.length}, floor ${(await send(floorJson)).text.length}, gateway ${(await send(gwJson)).text.length}; dry run ${dryRun.text.length}\n`,
+  );
   return dryRun.text.length;
 }
 
-
 async function main(): Promise<number> {
-  console.log(`gateway benchmark: mock vendor direct, floor (hapi + undici pass-through) and svc serve (dist/, enforce, info logs, key with class and policy profile, budgets, redaction), each its own process, Node ${process.version}`);
-  console.log(`1 connection: ${ONE.rounds} alternating rounds of ${ONE.seconds} s per target, performance.now(), sub-ms; ${SATURATE.connections} connections: autocannon, ${SATURATE.warmupSeconds} s warm-up + ${SATURATE.rounds} x ${SATURATE.roundSeconds} s alternating rounds (latency whole ms)`);
-  console.log(`server CPU: utime + stime of the answering process alone (/proc, ${CLK_TCK} ticks/s) over each measured stretch / requests answered`);
-  console.log('own overhead: the gateway\'s x-svc-overhead-micros header (its own time by its own clock, upstream excluded)');
+  console.log(
+    `gateway benchmark: mock vendor direct, floor (hapi + undici pass-through) and svc serve (dist/, enforce, info logs, key with class and policy profile, budgets, redaction), each its own process, Node ${process.version}`,
+  );
+  console.log(
+    `1 connection: ${ONE.rounds} alternating rounds of ${ONE.seconds} s per target, performance.now(), sub-ms; ${SATURATE.connections} connections: autocannon, ${SATURATE.warmupSeconds} s warm-up + ${SATURATE.rounds} x ${SATURATE.roundSeconds} s alternating rounds (latency whole ms)`,
+  );
+  console.log(
+    `server CPU: utime + stime of the answering process alone (/proc, ${CLK_TCK} ticks/s) over each measured stretch / requests answered`,
+  );
+  console.log(
+    "own overhead: the gateway's x-svc-overhead-micros header (its own time by its own clock, upstream excluded)",
+  );
   console.log(`machine: ${availableParallelism()} CPUs, load average ${load()} at start\n`);
 
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-gateway-'));
   const started: Array<{ stop(): Promise<void> }> = [];
   const stopping = { now: false };
   try {
-    const mock = await startChild<{ listening: string; control: string }>(['--import=tsx', here('./mock-vendor-server.ts')], cleanEnv());
+    const mock = await startChild<{ listening: string; control: string }>(
+      ['--import=tsx', here('./mock-vendor-server.ts')],
+      cleanEnv(),
+    );
     started.push(mock);
     watch('the mock vendor', mock, stopping);
-    const floor = await startChild<{ listening: string }>(['--import=tsx', here('./passthrough-server.ts'), mock.url], cleanEnv(VENDOR_ENV));
+    const floor = await startChild<{ listening: string }>(
+      ['--import=tsx', here('./passthrough-server.ts'), mock.url],
+      cleanEnv(VENDOR_ENV),
+    );
     started.push(floor);
     watch('the floor', floor, stopping);
     const gateway = await startGatewayBench(dataDir, mock.url, nodeFlags);
@@ -164,9 +289,17 @@ async function main(): Promise<number> {
     const satStream = await saturate(modelTargets(s, true), SATURATE);
 
     // Every answered call left a call record (written off the hot path; flushed for the report).
-    const usage = await call(gateway.server.url, 'GET', '/v1/admin/usage?by=principal', { headers: bearer(gateway.keys.admin) });
-    const recorded = usage.status === 200 ? (usage.body.data as Array<{ group: string; calls: number }>).find((g) => g.group === 'bench')?.calls ?? 0 : -1;
-    const measuredGateway = [json[2]!, streamed[2]!, refusals[1]!].reduce((n, r) => n + r.total.length, 0) + satJson[2]!.requests + satStream[2]!.requests;
+    const usage = await call(gateway.server.url, 'GET', '/v1/admin/usage?by=principal', {
+      headers: bearer(gateway.keys.admin),
+    });
+    const recorded =
+      usage.status === 200
+        ? ((usage.body.data as Array<{ group: string; calls: number }>).find((g) => g.group === 'bench')?.calls ?? 0)
+        : -1;
+    const measuredGateway =
+      [json[2]!, streamed[2]!, refusals[1]!].reduce((n, r) => n + r.total.length, 0) +
+      satJson[2]!.requests +
+      satStream[2]!.requests;
 
     console.log(`load average ${load()} at the end\n`);
     console.log(latencyTable(json));
@@ -175,23 +308,78 @@ async function main(): Promise<number> {
     console.log('');
     console.log(saturatedTable(SATURATE.connections, satJson, satStream));
     console.log('');
-    console.log(refusalTable(refusals, refusalList.map((t) => t.status ?? 200), upstream));
-    console.log(`\ncall records of the measured key: ${recorded} (the gateway answered at least ${measuredGateway} measured requests with it, warm-ups aside)\n`);
+    console.log(
+      refusalTable(
+        refusals,
+        refusalList.map((t) => t.status ?? 200),
+        upstream,
+      ),
+    );
+    console.log(
+      `\ncall records of the measured key: ${recorded} (the gateway answered at least ${measuredGateway} measured requests with it, warm-ups aside)\n`,
+    );
 
     const [mockJ, floorJ, gwJ] = json as [Sequential, Sequential, Sequential];
     const [mockS, floorS, gwS] = streamed as [Sequential, Sequential, Sequential];
     const [, floorSat, gwSat] = satJson as [Saturated, Saturated, Saturated];
-    const added = (r: Sequential, q: number, of: 'total' | 'ttfb') => p(r[of], q) - p(of === 'total' ? mockJ.total : mockS.ttfb, q);
+    const added = (r: Sequential, q: number, of: 'total' | 'ttfb') =>
+      p(r[of], q) - p(of === 'total' ? mockJ.total : mockS.ttfb, q);
     const floorNote = (r: Sequential, q: number, of: 'total' | 'ttfb') => `floor adds ${added(r, q, of).toFixed(3)} ms`;
     const ratio = gwSat.rps / floorSat.rps;
     const goals: Goal[] = [
-      atMost('added latency p50, 1 conn', added(gwJ, 50, 'total'), GOALS.addedP50, 'ms', floorNote(floorJ, 50, 'total')),
-      atMost('added latency p99, 1 conn', added(gwJ, 99, 'total'), GOALS.addedP99, 'ms', floorNote(floorJ, 99, 'total')),
-      atMost(`gateway CPU per request, ${SATURATE.connections} conn`, cpuMicros(gwSat.cpuTicks, gwSat.requests), GOALS.cpuMicros, 'µs', `floor ${micros(cpuMicros(floorSat.cpuTicks, floorSat.requests))} µs; 1 conn: gateway ${micros(cpuMicros(gwJ.cpuTicks, gwJ.requests))} µs`),
-      { benchmark: `throughput, ${SATURATE.connections} conn`, measured: `${ratio.toFixed(2)} of floor req/s (${gwSat.rps.toFixed(0)} vs ${floorSat.rps.toFixed(0)})`, goal: `>= ${GOALS.throughput.toFixed(2)}`, met: ratio >= GOALS.throughput },
-      atMost('added TTFB p50, streamed', added(gwS, 50, 'ttfb'), GOALS.addedTtfbP50, 'ms', floorNote(floorS, 50, 'ttfb')),
-      atMost('added TTFB p99, streamed', added(gwS, 99, 'ttfb'), GOALS.addedTtfbP99, 'ms', floorNote(floorS, 99, 'ttfb')),
-      ...refusals.slice(1).map((r) => atMost(`${r.name.replace('gateway: ', '')} p50`, p(r.total, 50), GOALS.refusalP50, 'ms', `local floor ${ms(p(refusals[0]!.total, 50))} ms`, true)),
+      atMost(
+        'added latency p50, 1 conn',
+        added(gwJ, 50, 'total'),
+        GOALS.addedP50,
+        'ms',
+        floorNote(floorJ, 50, 'total'),
+      ),
+      atMost(
+        'added latency p99, 1 conn',
+        added(gwJ, 99, 'total'),
+        GOALS.addedP99,
+        'ms',
+        floorNote(floorJ, 99, 'total'),
+      ),
+      atMost(
+        `gateway CPU per request, ${SATURATE.connections} conn`,
+        cpuMicros(gwSat.cpuTicks, gwSat.requests),
+        GOALS.cpuMicros,
+        'µs',
+        `floor ${micros(cpuMicros(floorSat.cpuTicks, floorSat.requests))} µs; 1 conn: gateway ${micros(cpuMicros(gwJ.cpuTicks, gwJ.requests))} µs`,
+      ),
+      {
+        benchmark: `throughput, ${SATURATE.connections} conn`,
+        measured: `${ratio.toFixed(2)} of floor req/s (${gwSat.rps.toFixed(0)} vs ${floorSat.rps.toFixed(0)})`,
+        goal: `>= ${GOALS.throughput.toFixed(2)}`,
+        met: ratio >= GOALS.throughput,
+      },
+      atMost(
+        'added TTFB p50, streamed',
+        added(gwS, 50, 'ttfb'),
+        GOALS.addedTtfbP50,
+        'ms',
+        floorNote(floorS, 50, 'ttfb'),
+      ),
+      atMost(
+        'added TTFB p99, streamed',
+        added(gwS, 99, 'ttfb'),
+        GOALS.addedTtfbP99,
+        'ms',
+        floorNote(floorS, 99, 'ttfb'),
+      ),
+      ...refusals
+        .slice(1)
+        .map((r) =>
+          atMost(
+            `${r.name.replace('gateway: ', '')} p50`,
+            p(r.total, 50),
+            GOALS.refusalP50,
+            'ms',
+            `local floor ${ms(p(refusals[0]!.total, 50))} ms`,
+            true,
+          ),
+        ),
     ];
     console.log(goalsTable(goals));
 
@@ -200,7 +388,10 @@ async function main(): Promise<number> {
     const problems: string[] = [];
     if (failures > 0) problems.push(`${failures} requests failed (see "failed" above)`);
     if (upstream !== 0) problems.push(`answers given without upstream sent ${upstream} requests to the vendor`);
-    if (recorded < measuredGateway) problems.push(`only ${recorded} call records for ${measuredGateway} answered requests (usage answered ${usage.status})`);
+    if (recorded < measuredGateway)
+      problems.push(
+        `only ${recorded} call records for ${measuredGateway} answered requests (usage answered ${usage.status})`,
+      );
     if (missed.length > 0) problems.push(`below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
     return verdict(problems);
   } finally {

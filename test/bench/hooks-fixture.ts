@@ -32,23 +32,46 @@ export interface HooksBench {
 }
 
 const expect = (what: string, reply: { status: number; text: string }, status: number) => {
-  if (reply.status !== status) throw new Error(`${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 400)}`);
+  if (reply.status !== status)
+    throw new Error(`${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 400)}`);
 };
 
 export async function startHooksBench(dataDir: string, nodeFlags: string[] = []): Promise<HooksBench> {
-  const env = cleanEnv({ SVC_LOG_LEVEL: 'info', SVC_GATE_RATE_PER_MINUTE: UNLIMITED, SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED });
-  const server = await startChild<ServeBoot>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
+  const env = cleanEnv({
+    SVC_LOG_LEVEL: 'info',
+    SVC_GATE_RATE_PER_MINUTE: UNLIMITED,
+    SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED,
+  });
+  const server = await startChild<ServeBoot>(
+    [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'],
+    env,
+  );
   try {
     const cookie = await ownerSession(server);
     const wid = server.boot.workspaceId!;
     const headers = { ...csrf, cookie };
     const agent = await call(server.url, 'POST', `/api/w/${wid}/agents`, { headers, json: { name: 'card-bench-bot' } });
     expect('agent', agent, 201);
-    expect('mandate', await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, { headers, json: { rules: [BENCH_RULE], confirmBroaden: true } }), 200);
+    expect(
+      'mandate',
+      await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, {
+        headers,
+        json: { rules: [BENCH_RULE], confirmBroaden: true },
+      }),
+      200,
+    );
     const issuer = await call(server.url, 'PUT', `/api/w/${wid}/integrations/issuer`, { headers, json: {} });
     expect('issuer integration', issuer, 200);
-    if (typeof issuer.body.secret !== 'string') throw new Error(`the issuer integration answered no secret: ${issuer.text}`);
-    expect('card mapping', await call(server.url, 'PUT', `/api/w/${wid}/issuer/cards/${CARD_ID}`, { headers, json: { agentId: agent.body.id } }), 200);
+    if (typeof issuer.body.secret !== 'string')
+      throw new Error(`the issuer integration answered no secret: ${issuer.text}`);
+    expect(
+      'card mapping',
+      await call(server.url, 'PUT', `/api/w/${wid}/issuer/cards/${CARD_ID}`, {
+        headers,
+        json: { agentId: agent.body.id },
+      }),
+      200,
+    );
     return { server, workspaceId: wid, agentId: agent.body.id as string, secret: issuer.body.secret as string, cookie };
   } catch (err) {
     await server.stop();
@@ -66,9 +89,13 @@ export function authorizationEvents(prefix: string): () => string {
   return () => {
     sequence += 1;
     return JSON.stringify({
-      id: `evt_${prefix}_${String(sequence).padStart(9, '0')}`, type: 'authorization.request', cardId: CARD_ID,
-      amount: 1000 + (sequence % 4000), currency: 'EUR',
-      merchant: { name: 'Acme', domain: 'acme.example', mcc: '5734' }, createdAt: new Date().toISOString(),
+      id: `evt_${prefix}_${String(sequence).padStart(9, '0')}`,
+      type: 'authorization.request',
+      cardId: CARD_ID,
+      amount: 1000 + (sequence % 4000),
+      currency: 'EUR',
+      merchant: { name: 'Acme', domain: 'acme.example', mcc: '5734' },
+      createdAt: new Date().toISOString(),
     });
   };
 }
@@ -80,11 +107,16 @@ export function signature(secret: string, body: string): Record<string, string> 
 }
 
 /** Every record of the workspace's ledger after index `after` (-1: all), page by page. */
-export async function ledgerAfter(bench: HooksBench, after: number): Promise<Array<{ index: number; kind: string; subject: string }>> {
+export async function ledgerAfter(
+  bench: HooksBench,
+  after: number,
+): Promise<Array<{ index: number; kind: string; subject: string }>> {
   const records: Array<{ index: number; kind: string; subject: string }> = [];
   let next: number | null = after;
   while (next !== null) {
-    const page = await call(bench.server.url, 'GET', `/api/w/${bench.workspaceId}/ledger?after=${next}&limit=200`, { headers: { cookie: bench.cookie } });
+    const page = await call(bench.server.url, 'GET', `/api/w/${bench.workspaceId}/ledger?after=${next}&limit=200`, {
+      headers: { cookie: bench.cookie },
+    });
     expect('ledger', page, 200);
     records.push(...(page.body.data as Array<{ index: number; kind: string; subject: string }>));
     next = page.body.next as number | null;

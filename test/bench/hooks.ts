@@ -31,7 +31,14 @@ import { cleanEnv } from '../helpers/process.js';
 import { expect, startChild, watch, type Child } from './children.js';
 import { CLK_TCK } from './gateway-load.js';
 import { atMost, cpuMicros, failed, micros, ms, table, times } from './gateway-report.js';
-import { authorizationEvents, CARD_ID, ledgerAfter, signature, startHooksBench, type HooksBench } from './hooks-fixture.js';
+import {
+  authorizationEvents,
+  CARD_ID,
+  ledgerAfter,
+  signature,
+  startHooksBench,
+  type HooksBench,
+} from './hooks-fixture.js';
 import { closedLoop, notOk, type Answer, type Lane, type Looped, type LoopTarget, type Shape } from './mcp-load.js';
 import { goalsTable, verdict, type Goal } from './report.js';
 
@@ -44,7 +51,10 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 const profileDir = process.env.BENCH_CPU_PROF_DIR;
 const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] : [];
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
-const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 /** The first answer of each kind of failure, to print beside the counts. */
 const samples = new Map<string, string>();
@@ -71,7 +81,6 @@ function judgeAuthorization(answer: Answer, approved: string[]): string | undefi
   return undefined;
 }
 
-
 async function post(url: string, headers: Record<string, string>, body: string) {
   const u = new URL(url);
   return call(u.origin, 'POST', u.pathname + u.search, { headers, body });
@@ -82,19 +91,37 @@ async function post(url: string, headers: Record<string, string>, body: string) 
  * another secret is refused (the signature is checked on the measured path), and the bare route
  * answers as many bytes as svc. Returns the sizes of the request and of svc's answer.
  */
-async function preflight(bench: HooksBench, hookUrl: string, bare: Child<{ listening: string }>): Promise<{ requestBytes: number; answerBytes: number }> {
+async function preflight(
+  bench: HooksBench,
+  hookUrl: string,
+  bare: Child<{ listening: string }>,
+): Promise<{ requestBytes: number; answerBytes: number }> {
   const next = authorizationEvents('pre');
   const body = next();
   const first = await post(hookUrl, { ...JSON_HEADERS, ...signature(bench.secret, body) }, body);
-  expect('a signed authorization request', first.status === 200 && first.body.approved === true && String(first.body.actionId).startsWith('act_'), `${first.status} ${first.text}`);
+  expect(
+    'a signed authorization request',
+    first.status === 200 && first.body.approved === true && String(first.body.actionId).startsWith('act_'),
+    `${first.status} ${first.text}`,
+  );
   const forged = next();
   const refused = await post(hookUrl, { ...JSON_HEADERS, ...signature('whs_not-the-secret', forged) }, forged);
   expect('a delivery signed with another secret', refused.status === 401, `${refused.status} ${refused.text}`);
   const answerBytes = Buffer.byteLength(first.text);
   const requestBytes = Buffer.byteLength(body);
-  const sized = await post(`${bare.url}/bare/sized?size=${answerBytes}`, { ...JSON_HEADERS, ...signature(bench.secret, body) }, body);
-  expect('bare sized', sized.status === 200 && Buffer.byteLength(sized.text) === answerBytes, `${sized.status} ${sized.text}`);
-  console.log(`authorization.request: ${requestBytes} bytes, signed; svc answers ${answerBytes} bytes (${first.text}); bare answers ${Buffer.byteLength(sized.text)} bytes`);
+  const sized = await post(
+    `${bare.url}/bare/sized?size=${answerBytes}`,
+    { ...JSON_HEADERS, ...signature(bench.secret, body) },
+    body,
+  );
+  expect(
+    'bare sized',
+    sized.status === 200 && Buffer.byteLength(sized.text) === answerBytes,
+    `${sized.status} ${sized.text}`,
+  );
+  console.log(
+    `authorization.request: ${requestBytes} bytes, signed; svc answers ${answerBytes} bytes (${first.text}); bare answers ${Buffer.byteLength(sized.text)} bytes`,
+  );
   return { requestBytes, answerBytes };
 }
 
@@ -115,7 +142,8 @@ async function authorizations(bench: HooksBench, bare: Child<{ listening: string
     const next = authorizationEvents(prefix);
     return { next, headersFor: (body) => signature(bench.secret, body), judge, stopped: false };
   };
-  const lanes = (who: string, judge: (answer: Answer) => string | undefined) => Array.from({ length: SHAPE.connections }, (_, i) => signed(`${who}${String(i).padStart(2, '0')}`, judge));
+  const lanes = (who: string, judge: (answer: Answer) => string | undefined) =>
+    Array.from({ length: SHAPE.connections }, (_, i) => signed(`${who}${String(i).padStart(2, '0')}`, judge));
   const sizeOk = (bytes: number) => (answer: Answer) => {
     const status = notOk(answer);
     if (status !== undefined) return bad(status, textOf(answer));
@@ -123,18 +151,29 @@ async function authorizations(bench: HooksBench, bare: Child<{ listening: string
     return Buffer.byteLength(text) === bytes ? undefined : bad('wrong size', text);
   };
   const product: LoopTarget = {
-    name: `POST /v1/hooks/issuer (svc, ${CARD_ID} approved)`, url: hookUrl, headers: JSON_HEADERS, pids: [bench.server.child.pid!],
+    name: `POST /v1/hooks/issuer (svc, ${CARD_ID} approved)`,
+    url: hookUrl,
+    headers: JSON_HEADERS,
+    pids: [bench.server.child.pid!],
     lanes: lanes('s', (answer) => judgeAuthorization(answer, approved)),
   };
   const baseline: LoopTarget = {
-    name: 'POST /bare/sized (bare hapi)', url: `${bare.url}/bare/sized?size=${answerBytes}`, headers: JSON_HEADERS, pids: [bare.child.pid!],
+    name: 'POST /bare/sized (bare hapi)',
+    url: `${bare.url}/bare/sized?size=${answerBytes}`,
+    headers: JSON_HEADERS,
+    pids: [bare.child.pid!],
     lanes: lanes('b', sizeOk(answerBytes)),
   };
   // Both are sent bodies of the same size: the same fixed-width ids, 4-digit amounts, ISO times.
-  expect('request sizes', Buffer.byteLength(product.lanes[0]!.next()) === requestBytes && Buffer.byteLength(baseline.lanes[0]!.next()) === requestBytes, 'the bodies differ in size');
+  expect(
+    'request sizes',
+    Buffer.byteLength(product.lanes[0]!.next()) === requestBytes &&
+      Buffer.byteLength(baseline.lanes[0]!.next()) === requestBytes,
+    'the bodies differ in size',
+  );
 
   const before = await ledgerAfter(bench, -1);
-  const [s, b] = await closedLoop([product, baseline], SHAPE) as [Looped, Looped];
+  const [s, b] = (await closedLoop([product, baseline], SHAPE)) as [Looped, Looped];
   const records = await ledgerAfter(bench, before.at(-1)?.index ?? -1);
   return { svc: s, bare: b, approved, records };
 }
@@ -152,23 +191,35 @@ function ledgerProblems(run: Run): { problems: string[]; summary: string } {
   const missing = [...answered].filter((id) => !recorded.has(id)).length;
   const unanswered = [...recorded.keys()].filter((id) => !answered.has(id)).length;
   const problems: string[] = [];
-  if (actionRecords.length !== run.approved.length) problems.push(`the ledger grew by ${actionRecords.length} action records for ${run.approved.length} approved answers`);
+  if (actionRecords.length !== run.approved.length)
+    problems.push(
+      `the ledger grew by ${actionRecords.length} action records for ${run.approved.length} approved answers`,
+    );
   if (doubledAnswers > 0) problems.push(`${doubledAnswers} approved answers named an action another answer named`);
   if (doubledRecords > 0) problems.push(`${doubledRecords} actions have more than one ledger record`);
   if (missing > 0) problems.push(`${missing} approved actions have no ledger record`);
   if (unanswered > 0) problems.push(`${unanswered} action records in the ledger were never answered as approved`);
-  const summary = `ledger: ${run.records.length} records written during the run (${[...kinds].map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'}); `
-    + `approved answers, warm-ups included: ${run.approved.length} (${answered.size} distinct actions); `
-    + `missing from the ledger ${missing}, in the ledger but not answered ${unanswered}, doubled ${doubledRecords}`;
+  const summary =
+    `ledger: ${run.records.length} records written during the run (${[...kinds].map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'}); ` +
+    `approved answers, warm-ups included: ${run.approved.length} (${answered.size} distinct actions); ` +
+    `missing from the ledger ${missing}, in the ledger but not answered ${unanswered}, doubled ${doubledRecords}`;
   return { problems, summary };
 }
 
 async function main(): Promise<number> {
   const { connections, warmupSeconds, roundSeconds, rounds } = SHAPE;
-  console.log(`card authorization benchmark: svc serve (dist/, first start, info logs) and a bare hapi server, each its own process, Node ${process.version}`);
-  console.log(`closed loops: ${connections} connections, each sending its next request once its answer is read and judged; ${warmupSeconds} s warm-up + ${rounds} x ${roundSeconds} s alternating rounds; latency sub-ms (performance.now())`);
-  console.log('each request: a fresh event id, signed (svc-signature, HMAC-SHA256) when it is sent; svc must answer 200 approved: true');
-  console.log(`server CPU: utime + stime of each process (/proc, ${CLK_TCK} ticks/s) over the measured rounds / answers`);
+  console.log(
+    `card authorization benchmark: svc serve (dist/, first start, info logs) and a bare hapi server, each its own process, Node ${process.version}`,
+  );
+  console.log(
+    `closed loops: ${connections} connections, each sending its next request once its answer is read and judged; ${warmupSeconds} s warm-up + ${rounds} x ${roundSeconds} s alternating rounds; latency sub-ms (performance.now())`,
+  );
+  console.log(
+    'each request: a fresh event id, signed (svc-signature, HMAC-SHA256) when it is sent; svc must answer 200 approved: true',
+  );
+  console.log(
+    `server CPU: utime + stime of each process (/proc, ${CLK_TCK} ticks/s) over the measured rounds / answers`,
+  );
   console.log(`machine: ${availableParallelism()} CPUs, load average ${load()} at start\n`);
 
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-hooks-'));
@@ -185,17 +236,50 @@ async function main(): Promise<number> {
     const run = await authorizations(bench, bare);
     console.log(`load average ${load()} at the end\n`);
 
-    console.log(table(
-      [`authorization.request, ${connections} connections`, 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'requests', 'CPU µs/req', 'failed'],
-      [run.svc, run.bare].map((m) => [m.name, m.rps.toFixed(0), times(m.rps, run.bare.rps), ms(m.p50), ms(m.p99), String(m.requests), micros(cpuMicros(m.cpuTicks[0]!, m.requests)), failed(m.bad)]),
-    ));
+    console.log(
+      table(
+        [
+          `authorization.request, ${connections} connections`,
+          'req/s',
+          'vs bare',
+          'p50 ms',
+          'p99 ms',
+          'requests',
+          'CPU µs/req',
+          'failed',
+        ],
+        [run.svc, run.bare].map((m) => [
+          m.name,
+          m.rps.toFixed(0),
+          times(m.rps, run.bare.rps),
+          ms(m.p50),
+          ms(m.p99),
+          String(m.requests),
+          micros(cpuMicros(m.cpuTicks[0]!, m.requests)),
+          failed(m.bad),
+        ]),
+      ),
+    );
     const ledger = ledgerProblems(run);
     console.log(ledger.summary);
-    console.log(`svc serve error-level log lines: ${svcLog.errors}${svcLog.firstErrors.map((l) => `\n  ${l}`).join('')}\n`);
+    console.log(
+      `svc serve error-level log lines: ${svcLog.errors}${svcLog.firstErrors.map((l) => `\n  ${l}`).join('')}\n`,
+    );
 
-    const goals: Goal[] = [atMost(`authorization p99, ${connections} connections`, run.svc.p99, GOALS.p99, 'ms', `p50 ${ms(run.svc.p50)} ms`, true)];
+    const goals: Goal[] = [
+      atMost(
+        `authorization p99, ${connections} connections`,
+        run.svc.p99,
+        GOALS.p99,
+        'ms',
+        `p50 ${ms(run.svc.p50)} ms`,
+        true,
+      ),
+    ];
     console.log(goalsTable(goals));
-    console.log(`throughput (reported, no goal): ${(run.svc.rps / run.bare.rps).toFixed(2)} of bare req/s (${run.svc.rps.toFixed(0)} vs ${run.bare.rps.toFixed(0)})`);
+    console.log(
+      `throughput (reported, no goal): ${(run.svc.rps / run.bare.rps).toFixed(2)} of bare req/s (${run.svc.rps.toFixed(0)} vs ${run.bare.rps.toFixed(0)})`,
+    );
 
     const failures = [run.svc, run.bare].reduce((n, m) => n + Object.values(m.bad).reduce((a, v) => a + v, 0), 0);
     const problems: string[] = [];

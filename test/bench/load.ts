@@ -48,7 +48,12 @@ export interface Shape {
 
 function options(target: Target) {
   const headers = { ...target.headers, ...(target.body !== undefined ? { 'content-type': 'application/json' } : {}) };
-  return { url: target.url, method: target.method ?? 'GET', headers, ...(target.body !== undefined ? { body: target.body } : {}) };
+  return {
+    url: target.url,
+    method: target.method ?? 'GET',
+    headers,
+    ...(target.body !== undefined ? { body: target.body } : {}),
+  };
 }
 
 function failures(r: Result): Record<string, number> {
@@ -80,7 +85,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
  * milliseconds), the median over the rounds.
  */
 export async function measureBoth(a: Target, b: Target, shape: Shape): Promise<[Measured, Measured]> {
-  const warm = [await round(a, shape.connections, shape.warmupSeconds), await round(b, shape.connections, shape.warmupSeconds)];
+  const warm = [
+    await round(a, shape.connections, shape.warmupSeconds),
+    await round(b, shape.connections, shape.warmupSeconds),
+  ];
   const rounds: [Round[], Round[]] = [[], []];
   for (let i = 0; i < shape.rounds; i += 1) {
     rounds[0].push(await round(a, shape.connections, shape.roundSeconds));
@@ -97,7 +105,8 @@ export async function measureBoth(a: Target, b: Target, shape: Shape): Promise<[
   return [sum(a, rounds[0], warm[0]!), sum(b, rounds[1], warm[1]!)];
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 /**
  * Latency at a fixed offered rate, open loop: requests leave at evenly spaced times whatever the
@@ -106,14 +115,24 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
  * connection's share of a second back to back) would measure its own queue instead: with c
  * requests in flight, latency is c divided by throughput, whatever the server's own latency.
  */
-export async function measureAtRate(target: Target, rate: number, connections: number, seconds: number): Promise<Measured> {
+export async function measureAtRate(
+  target: Target,
+  rate: number,
+  connections: number,
+  seconds: number,
+): Promise<Measured> {
   const url = new URL(target.url);
   const pool = new Pool(url.origin, { connections, pipelining: 1 });
   const headers = { ...target.headers, ...(target.body !== undefined ? { 'content-type': 'application/json' } : {}) };
   const send = async (times: number[], bad: Record<string, number>) => {
     const t0 = performance.now();
     try {
-      const res = await pool.request({ path: url.pathname + url.search, method: target.method ?? 'GET', headers, body: target.body ?? null });
+      const res = await pool.request({
+        path: url.pathname + url.search,
+        method: target.method ?? 'GET',
+        headers,
+        body: target.body ?? null,
+      });
       await res.body.dump();
       if (res.statusCode >= 200 && res.statusCode < 300) times.push(performance.now() - t0);
       else bad[res.statusCode] = (bad[res.statusCode] ?? 0) + 1;

@@ -40,12 +40,25 @@ export interface Connection {
 }
 
 const expect = (what: string, reply: { status: number; text: string }, status: number) => {
-  if (reply.status !== status) throw new Error(`${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 400)}`);
+  if (reply.status !== status)
+    throw new Error(`${what}: expected ${status}, got ${reply.status} ${reply.text.slice(0, 400)}`);
 };
 
-export async function startMcpBench(dataDir: string, upstream: { url: string; secret: string }, nodeFlags: string[] = []): Promise<McpBench> {
-  const env = cleanEnv({ SVC_LOG_LEVEL: 'info', SVC_GATE_RATE_PER_MINUTE: UNLIMITED, SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED, SVC_SIGNIN_RATE_PER_MINUTE: UNLIMITED });
-  const server = await startChild<ServeBoot>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
+export async function startMcpBench(
+  dataDir: string,
+  upstream: { url: string; secret: string },
+  nodeFlags: string[] = [],
+): Promise<McpBench> {
+  const env = cleanEnv({
+    SVC_LOG_LEVEL: 'info',
+    SVC_GATE_RATE_PER_MINUTE: UNLIMITED,
+    SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED,
+    SVC_SIGNIN_RATE_PER_MINUTE: UNLIMITED,
+  });
+  const server = await startChild<ServeBoot>(
+    [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'],
+    env,
+  );
   try {
     const cookie = await ownerSession(server);
     const wid = server.boot.workspaceId!;
@@ -53,10 +66,20 @@ export async function startMcpBench(dataDir: string, upstream: { url: string; se
     const agent = await call(server.url, 'POST', `/api/w/${wid}/agents`, { headers, json: { name: 'mcp-bench-bot' } });
     expect('agent', agent, 201);
     const rules = [{ actions: [`mcp.${UPSTREAM_NAME}.${TOOL}`], domains: ['*'] }];
-    expect('mandate', await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, { headers, json: { rules, confirmBroaden: true } }), 200);
+    expect(
+      'mandate',
+      await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, {
+        headers,
+        json: { rules, confirmBroaden: true },
+      }),
+      200,
+    );
     const minted = await call(server.url, 'POST', `/api/w/${wid}/agents/${agent.body.id}/keys`, { headers, json: {} });
     expect('key', minted, 201);
-    const added = await call(server.url, 'POST', `/api/w/${wid}/mcp-servers`, { headers, json: { name: UPSTREAM_NAME, url: upstream.url, secret: upstream.secret, allowTools: [TOOL] } });
+    const added = await call(server.url, 'POST', `/api/w/${wid}/mcp-servers`, {
+      headers,
+      json: { name: UPSTREAM_NAME, url: upstream.url, secret: upstream.secret, allowTools: [TOOL] },
+    });
     expect('upstream', added, 201);
     return { server, workspaceId: wid, agentId: agent.body.id as string, key: minted.body.key as string, cookie };
   } catch (err) {
@@ -65,37 +88,59 @@ export async function startMcpBench(dataDir: string, upstream: { url: string; se
   }
 }
 
-const form = (fields: Record<string, string>) => ({ body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+const form = (fields: Record<string, string>) => ({
+  body: new URLSearchParams(fields).toString(),
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+});
 
 /** A client registered, the agent connected by the owner's consent, and the code exchanged: the first pair of tokens. */
 export async function connect(bench: McpBench, name: string): Promise<Connection> {
   const base = bench.server.url;
-  const registered = await call(base, 'POST', '/oauth/register', { json: { client_name: name, redirect_uris: [REDIRECT_URI] } });
+  const registered = await call(base, 'POST', '/oauth/register', {
+    json: { client_name: name, redirect_uris: [REDIRECT_URI] },
+  });
   expect('registration', registered, 201);
   const clientId = registered.body.client_id as string;
 
   const verifier = randomBytes(32).toString('base64url');
   const state = randomBytes(16).toString('base64url');
   const query = new URLSearchParams({
-    response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, state,
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', resource: `${base}/mcp`,
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT_URI,
+    state,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    resource: `${base}/mcp`,
   });
   const page = await call(base, 'GET', `/oauth/authorize?${query}`, { headers: { cookie: bench.cookie } });
   expect('consent page', page, 200);
   const request = /name="request" value="([^"]+)"/.exec(page.text)?.[1];
   if (!request) throw new Error('the consent page has no form');
   const consent = form({ request: request.replaceAll('&amp;', '&'), decision: 'allow', agent: bench.agentId });
-  const posted = await call(base, 'POST', '/oauth/authorize', { body: consent.body, headers: { ...consent.headers, cookie: bench.cookie, origin: new URL(base).origin } });
+  const posted = await call(base, 'POST', '/oauth/authorize', {
+    body: consent.body,
+    headers: { ...consent.headers, cookie: bench.cookie, origin: new URL(base).origin },
+  });
   expect('consent', posted, 302);
   const back = new URL(String(posted.headers.location));
-  if (back.searchParams.get('state') !== state || !back.searchParams.get('code')) throw new Error(`consent redirected to ${back}`);
+  if (back.searchParams.get('state') !== state || !back.searchParams.get('code'))
+    throw new Error(`consent redirected to ${back}`);
 
-  const exchange = form({ grant_type: 'authorization_code', code: back.searchParams.get('code')!, code_verifier: verifier, redirect_uri: REDIRECT_URI, client_id: clientId });
+  const exchange = form({
+    grant_type: 'authorization_code',
+    code: back.searchParams.get('code')!,
+    code_verifier: verifier,
+    redirect_uri: REDIRECT_URI,
+    client_id: clientId,
+  });
   const tokens = await call(base, 'POST', '/oauth/token', exchange);
   expect('code exchange', tokens, 200);
-  if (!String(tokens.body.refresh_token).startsWith('art_') || !String(tokens.body.access_token).startsWith('aat_')) throw new Error(`code exchange answered ${tokens.text}`);
+  if (!String(tokens.body.refresh_token).startsWith('art_') || !String(tokens.body.access_token).startsWith('aat_'))
+    throw new Error(`code exchange answered ${tokens.text}`);
   return { clientId, access: tokens.body.access_token, refresh: tokens.body.refresh_token };
 }
 
 /** The refresh grant's form body: what the benchmark sends, and what its baseline is sent. */
-export const refreshForm = (c: Connection) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: c.refresh, client_id: c.clientId }).toString();
+export const refreshForm = (c: Connection) =>
+  new URLSearchParams({ grant_type: 'refresh_token', refresh_token: c.refresh, client_id: c.clientId }).toString();

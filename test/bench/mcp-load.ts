@@ -66,7 +66,6 @@ export interface Looped {
   stopped: number;
 }
 
-
 interface Running {
   target: LoopTarget;
   path: string;
@@ -78,7 +77,9 @@ interface Running {
   bad: Record<string, number>;
 }
 
-const addInto = (into: Record<string, number>, key: string) => { into[key] = (into[key] ?? 0) + 1; };
+const addInto = (into: Record<string, number>, key: string) => {
+  into[key] = (into[key] ?? 0) + 1;
+};
 
 async function post(client: Client, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
   try {
@@ -104,7 +105,12 @@ async function lane(r: Running, i: number, until: number, record: boolean): Prom
       }
     }
     const body = lane.next();
-    const answer = await post(client, r.path, lane.headersFor ? { ...target.headers, ...lane.headersFor(body) } : target.headers, body);
+    const answer = await post(
+      client,
+      r.path,
+      lane.headersFor ? { ...target.headers, ...lane.headersFor(body) } : target.headers,
+      body,
+    );
     const end = performance.now();
     const why = lane.judge(answer);
     if (why !== undefined) {
@@ -123,7 +129,9 @@ async function stretch(r: Running, seconds: number, record: boolean): Promise<vo
   await Promise.all(r.clients.map((_, i) => lane(r, i, until, record)));
   if (!record) return;
   r.seconds += (performance.now() - start) / 1000;
-  r.target.pids.forEach((pid, k) => { r.ticks[k]! += cpuTicks(pid) - before[k]!; });
+  r.target.pids.forEach((pid, k) => {
+    r.ticks[k]! += cpuTicks(pid) - before[k]!;
+  });
 }
 
 /** Each target warmed up, then `rounds` rounds taking turns, at `lanes.length` connections each. */
@@ -131,8 +139,14 @@ export async function closedLoop(targets: LoopTarget[], shape: Shape): Promise<L
   const running: Running[] = targets.map((target) => ({
     target,
     path: new URL(target.url).pathname + new URL(target.url).search,
-    clients: target.lanes.map(() => new Client(new URL(target.url).origin, { pipelining: 1, keepAliveTimeout: 60_000 })),
-    times: [], seconds: 0, answeredAll: 0, ticks: target.pids.map(() => 0), bad: {},
+    clients: target.lanes.map(
+      () => new Client(new URL(target.url).origin, { pipelining: 1, keepAliveTimeout: 60_000 }),
+    ),
+    times: [],
+    seconds: 0,
+    answeredAll: 0,
+    ticks: target.pids.map(() => 0),
+    bad: {},
   }));
   try {
     for (const r of running) await stretch(r, shape.warmupSeconds, false);
@@ -162,4 +176,5 @@ export function fixedLane(body: string, judge: (answer: Answer) => string | unde
 }
 
 /** Why an answer that is not even a 200 failed: its status, or its connection error. */
-export const notOk = (answer: Answer): string | undefined => ('error' in answer ? `error ${answer.error}` : answer.status !== 200 ? String(answer.status) : undefined);
+export const notOk = (answer: Answer): string | undefined =>
+  'error' in answer ? `error ${answer.error}` : answer.status !== 200 ? String(answer.status) : undefined;

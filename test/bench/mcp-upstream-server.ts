@@ -27,7 +27,9 @@ const control = http.createServer((req, res) => {
 });
 await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
 
-console.log(JSON.stringify({ listening: upstream.url, control: `http://127.0.0.1:${(control.address() as AddressInfo).port}` }));
+console.log(
+  JSON.stringify({ listening: upstream.url, control: `http://127.0.0.1:${(control.address() as AddressInfo).port}` }),
+);
 process.on('SIGTERM', () => {
   clearInterval(forget);
   control.close();

@@ -33,23 +33,53 @@ import { cleanEnv } from '../helpers/process.js';
 import { expect, startChild, watch, type Child } from './children.js';
 import { CLK_TCK } from './gateway-load.js';
 import { cpuMicros, failed, micros, ms, table, times } from './gateway-report.js';
-import { connect, refreshForm, startMcpBench, TOOL, UPSTREAM_NAME, type Connection, type McpBench } from './mcp-fixture.js';
-import { closedLoop, fixedLane, notOk, type Answer, type Lane, type Looped, type LoopTarget, type Shape } from './mcp-load.js';
+import {
+  connect,
+  refreshForm,
+  startMcpBench,
+  TOOL,
+  UPSTREAM_NAME,
+  type Connection,
+  type McpBench,
+} from './mcp-fixture.js';
+import {
+  closedLoop,
+  fixedLane,
+  notOk,
+  type Answer,
+  type Lane,
+  type Looped,
+  type LoopTarget,
+  type Shape,
+} from './mcp-load.js';
 import { goalsTable, verdict, type Goal } from './report.js';
 
 const SHAPE: Shape = { connections: 16, warmupSeconds: 1, roundSeconds: 3, rounds: 4 };
 const GOALS = { grantsPerSecond: 700, proxied: 0.9 };
 const SECRET = 'bench-upstream-secret-0123';
 const TEXT = 'Summarize ticket 4521: the customer cannot sign in since the v2.3 update.';
-const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25' };
+const MCP_HEADERS = {
+  accept: 'application/json, text/event-stream',
+  'content-type': 'application/json',
+  'mcp-protocol-version': '2025-11-25',
+};
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
-const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'svc-bench', version: '1.0.0' } } });
-const toolCall = (name: string) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { text: TEXT } } });
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'svc-bench', version: '1.0.0' } },
+});
+const toolCall = (name: string) =>
+  JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { text: TEXT } } });
 
 const profileDir = process.env.BENCH_CPU_PROF_DIR;
 const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] : [];
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
-const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 /** The first answer of each kind of failure, to print beside the counts. */
 const samples = new Map<string, string>();
@@ -69,7 +99,13 @@ function grantProblem(c: Connection, answer: Answer): string | undefined {
   } catch {
     return bad('unparsable answer', text);
   }
-  if (typeof body.refresh_token !== 'string' || !body.refresh_token.startsWith('art_') || body.refresh_token === c.refresh || typeof body.access_token !== 'string') return bad('no new refresh token', text);
+  if (
+    typeof body.refresh_token !== 'string' ||
+    !body.refresh_token.startsWith('art_') ||
+    body.refresh_token === c.refresh ||
+    typeof body.access_token !== 'string'
+  )
+    return bad('no new refresh token', text);
   c.refresh = body.refresh_token;
   c.access = body.access_token;
   return undefined;
@@ -103,7 +139,10 @@ function chainLane(c: Connection): Lane {
 }
 
 /** The JSON-RPC answer to request id 1, from a JSON body or from an event stream's messages. */
-function rpcAnswer(answer: { contentType: string; text: string }): { result?: { isError?: boolean; content?: Array<{ text?: string }> }; error?: { code: number } } | undefined {
+function rpcAnswer(answer: {
+  contentType: string;
+  text: string;
+}): { result?: { isError?: boolean; content?: Array<{ text?: string }> }; error?: { code: number } } | undefined {
   try {
     if (!answer.contentType.includes('text/event-stream')) return JSON.parse(answer.text);
     for (const line of answer.text.split('\n')) {
@@ -111,7 +150,9 @@ function rpcAnswer(answer: { contentType: string; text: string }): { result?: { 
       const message = JSON.parse(line.slice(5));
       if (message.id === 1 && ('result' in message || 'error' in message)) return message;
     }
-  } catch { /* counted below */ }
+  } catch {
+    /* counted below */
+  }
   return undefined;
 }
 
@@ -127,7 +168,6 @@ function judgeToolCall(answer: Answer): string | undefined {
   if (rpc.result?.content?.[0]?.text !== TEXT) return bad('wrong tool result', a.text);
   return undefined;
 }
-
 
 async function post(url: string, headers: Record<string, string>, body: string): Promise<Answer> {
   const u = new URL(url);
@@ -152,32 +192,73 @@ async function refreshGrants(bench: McpBench, bare: Child<{ listening: string }>
   const first = await post(`${base}/oauth/token`, FORM, refreshForm(probe));
   expect('refresh grant', !('error' in first) && first.status === 200, JSON.stringify(first));
   const granted = JSON.parse((first as { text: string }).text);
-  expect('refresh grant', granted.refresh_token !== before.refresh && String(granted.refresh_token).startsWith('art_'), (first as { text: string }).text);
-  const mcpStatus = async (token: string) => (await call(base, 'POST', '/mcp', { headers: { ...MCP_HEADERS, ...bearer(token) }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) })).status;
-  expect('the old access token after a grant', await mcpStatus(before.access) === 401, 'still works');
-  expect('the new access token', await mcpStatus(granted.access_token) === 200, 'refused');
+  expect(
+    'refresh grant',
+    granted.refresh_token !== before.refresh && String(granted.refresh_token).startsWith('art_'),
+    (first as { text: string }).text,
+  );
+  const mcpStatus = async (token: string) =>
+    (
+      await call(base, 'POST', '/mcp', {
+        headers: { ...MCP_HEADERS, ...bearer(token) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      })
+    ).status;
+  expect('the old access token after a grant', (await mcpStatus(before.access)) === 401, 'still works');
+  expect('the new access token', (await mcpStatus(granted.access_token)) === 200, 'refused');
   const answerBytes = Buffer.byteLength((first as { text: string }).text);
   // The baseline is sent a form of the same length (a spent token) and answers as many bytes.
   const sampleForm = refreshForm(before);
   const bareUrl = `${bare.url}/bare/echo?size=${answerBytes}`;
   const bareAnswer = await post(bareUrl, FORM, sampleForm);
-  expect('bare echo', !('error' in bareAnswer) && bareAnswer.status === 200 && Buffer.byteLength(bareAnswer.text) === answerBytes, JSON.stringify(bareAnswer));
-  console.log(`refresh grant: form ${sampleForm.length} bytes, answer ${answerBytes} bytes (bare echo answers ${Buffer.byteLength((bareAnswer as { text: string }).text)})`);
+  expect(
+    'bare echo',
+    !('error' in bareAnswer) && bareAnswer.status === 200 && Buffer.byteLength(bareAnswer.text) === answerBytes,
+    JSON.stringify(bareAnswer),
+  );
+  console.log(
+    `refresh grant: form ${sampleForm.length} bytes, answer ${answerBytes} bytes (bare echo answers ${Buffer.byteLength((bareAnswer as { text: string }).text)})`,
+  );
 
   const connections: Connection[] = [];
   for (let i = 0; i < SHAPE.connections; i += 1) connections.push(await connect(bench, `bench client ${i + 1}`));
-  const token: LoopTarget = { name: 'POST /oauth/token (svc, refresh grant)', url: `${base}/oauth/token`, headers: FORM, lanes: connections.map(chainLane), pids: [bench.server.child.pid!] };
-  const baseline: LoopTarget = {
-    name: 'POST /bare/echo (bare hapi, form)', url: bareUrl, headers: FORM, pids: [bare.child.pid!],
-    lanes: connections.map(() => fixedLane(sampleForm, (a) => notOk(a) ?? (Buffer.byteLength((a as { text: string }).text) === answerBytes ? undefined : bad('wrong size', (a as { text: string }).text)))),
+  const token: LoopTarget = {
+    name: 'POST /oauth/token (svc, refresh grant)',
+    url: `${base}/oauth/token`,
+    headers: FORM,
+    lanes: connections.map(chainLane),
+    pids: [bench.server.child.pid!],
   };
-  const [t, b] = await closedLoop([token, baseline], SHAPE) as [Looped, Looped];
+  const baseline: LoopTarget = {
+    name: 'POST /bare/echo (bare hapi, form)',
+    url: bareUrl,
+    headers: FORM,
+    pids: [bare.child.pid!],
+    lanes: connections.map(() =>
+      fixedLane(
+        sampleForm,
+        (a) =>
+          notOk(a) ??
+          (Buffer.byteLength((a as { text: string }).text) === answerBytes
+            ? undefined
+            : bad('wrong size', (a as { text: string }).text)),
+      ),
+    ),
+  };
+  const [t, b] = (await closedLoop([token, baseline], SHAPE)) as [Looped, Looped];
 
   let deadTokens = 0;
-  for (const c of connections) if (await mcpStatus(c.access) !== 200) deadTokens += 1;
-  const listed = await call(base, 'GET', `/api/w/${bench.workspaceId}/connections`, { headers: { cookie: bench.cookie } });
+  for (const c of connections) if ((await mcpStatus(c.access)) !== 200) deadTokens += 1;
+  const listed = await call(base, 'GET', `/api/w/${bench.workspaceId}/connections`, {
+    headers: { cookie: bench.cookie },
+  });
   const ids = new Set(connections.map((c) => c.clientId));
-  const ended = listed.status !== 200 ? -1 : (listed.body.data as Array<{ clientId: string; endedAt: string | null }>).filter((x) => ids.has(x.clientId) && x.endedAt !== null).length;
+  const ended =
+    listed.status !== 200
+      ? -1
+      : (listed.body.data as Array<{ clientId: string; endedAt: string | null }>).filter(
+          (x) => ids.has(x.clientId) && x.endedAt !== null,
+        ).length;
   return { token: t, bare: b, answerBytes, deadTokens, ended };
 }
 
@@ -190,9 +271,24 @@ interface Part2 {
 
 async function toolCalls(bench: McpBench, upstream: Child<{ listening: string; control: string }>): Promise<Part2> {
   const count = async () => (await call(upstream.boot.control, 'GET', '/count')).body.count as number;
-  const direct: LoopTarget = { name: 'upstream MCP, direct', url: upstream.url, headers: { ...MCP_HEADERS, ...bearer(SECRET) }, lanes: [], pids: [upstream.child.pid!] };
-  const proxied: LoopTarget = { name: `svc /mcp, proxied (${UPSTREAM_NAME}__${TOOL})`, url: `${bench.server.url}/mcp`, headers: { ...MCP_HEADERS, ...bearer(bench.key) }, lanes: [], pids: [bench.server.child.pid!, upstream.child.pid!] };
-  const bodies = new Map([[direct, toolCall(TOOL)], [proxied, toolCall(`${UPSTREAM_NAME}__${TOOL}`)]]);
+  const direct: LoopTarget = {
+    name: 'upstream MCP, direct',
+    url: upstream.url,
+    headers: { ...MCP_HEADERS, ...bearer(SECRET) },
+    lanes: [],
+    pids: [upstream.child.pid!],
+  };
+  const proxied: LoopTarget = {
+    name: `svc /mcp, proxied (${UPSTREAM_NAME}__${TOOL})`,
+    url: `${bench.server.url}/mcp`,
+    headers: { ...MCP_HEADERS, ...bearer(bench.key) },
+    lanes: [],
+    pids: [bench.server.child.pid!, upstream.child.pid!],
+  };
+  const bodies = new Map([
+    [direct, toolCall(TOOL)],
+    [proxied, toolCall(`${UPSTREAM_NAME}__${TOOL}`)],
+  ]);
 
   // Without initialize first: the stateless transports should answer a lone tools/call.
   let initialize = false;
@@ -200,13 +296,21 @@ async function toolCalls(bench: McpBench, upstream: Child<{ listening: string; c
     const answer = await post(t.url, t.headers, body);
     const why = judgeToolCall(answer);
     if (why === undefined) {
-      console.log(`${t.name}: a lone tools/call answered 200 ${(answer as { contentType: string }).contentType}, ${Buffer.byteLength((answer as { text: string }).text)} bytes`);
+      console.log(
+        `${t.name}: a lone tools/call answered 200 ${(answer as { contentType: string }).contentType}, ${Buffer.byteLength((answer as { text: string }).text)} bytes`,
+      );
       continue;
     }
     const init = await post(t.url, t.headers, INITIALIZE);
     const again = await post(t.url, t.headers, body);
-    expect(`${t.name} tools/call`, !('error' in init) && init.status === 200 && judgeToolCall(again) === undefined, `${why}; with initialize first: ${JSON.stringify(again)}`);
-    console.log(`${t.name}: a lone tools/call was refused (${why}); every call is sent after an initialize on its connection, timed as one`);
+    expect(
+      `${t.name} tools/call`,
+      !('error' in init) && init.status === 200 && judgeToolCall(again) === undefined,
+      `${why}; with initialize first: ${JSON.stringify(again)}`,
+    );
+    console.log(
+      `${t.name}: a lone tools/call was refused (${why}); every call is sent after an initialize on its connection, timed as one`,
+    );
     initialize = true;
   }
   for (const t of [direct, proxied]) {
@@ -214,7 +318,7 @@ async function toolCalls(bench: McpBench, upstream: Child<{ listening: string; c
     if (initialize) t.prelude = INITIALIZE;
   }
   const before = await count();
-  const [d, p] = await closedLoop([direct, proxied], SHAPE) as [Looped, Looped];
+  const [d, p] = (await closedLoop([direct, proxied], SHAPE)) as [Looped, Looped];
   return { direct: d, proxied: p, initialize, forwarded: (await count()) - before };
 }
 
@@ -222,16 +326,25 @@ const cpuCell = (m: Looped, k: number) => micros(cpuMicros(m.cpuTicks[k]!, m.req
 
 async function main(): Promise<number> {
   const { connections, warmupSeconds, roundSeconds, rounds } = SHAPE;
-  console.log(`MCP benchmark: svc serve (dist/, first start, info logs), the fixture upstream MCP server and a bare hapi server, each its own process, Node ${process.version}`);
-  console.log(`closed loops: ${connections} connections, each sending its next request once its answer is read and judged; ${warmupSeconds} s warm-up + ${rounds} x ${roundSeconds} s alternating rounds; latency sub-ms (performance.now())`);
-  console.log(`server CPU: utime + stime of each process (/proc, ${CLK_TCK} ticks/s) over the measured rounds / answers`);
+  console.log(
+    `MCP benchmark: svc serve (dist/, first start, info logs), the fixture upstream MCP server and a bare hapi server, each its own process, Node ${process.version}`,
+  );
+  console.log(
+    `closed loops: ${connections} connections, each sending its next request once its answer is read and judged; ${warmupSeconds} s warm-up + ${rounds} x ${roundSeconds} s alternating rounds; latency sub-ms (performance.now())`,
+  );
+  console.log(
+    `server CPU: utime + stime of each process (/proc, ${CLK_TCK} ticks/s) over the measured rounds / answers`,
+  );
   console.log(`machine: ${availableParallelism()} CPUs, load average ${load()} at start\n`);
 
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-mcp-'));
   const started: Array<{ stop(): Promise<void> }> = [];
   const stopping = { now: false };
   try {
-    const upstream = await startChild<{ listening: string; control: string }>(['--import=tsx', here('./mcp-upstream-server.ts'), SECRET], cleanEnv());
+    const upstream = await startChild<{ listening: string; control: string }>(
+      ['--import=tsx', here('./mcp-upstream-server.ts'), SECRET],
+      cleanEnv(),
+    );
     started.push(upstream);
     watch('the upstream', upstream, stopping);
     const bare = await startChild<{ listening: string }>(['--import=tsx', here('./bare-server.ts')], cleanEnv());
@@ -245,26 +358,86 @@ async function main(): Promise<number> {
     const two = await toolCalls(bench, upstream);
     console.log(`load average ${load()} at the end\n`);
 
-    console.log(table(
-      [`refresh grants, ${connections} chains`, 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'requests', 'CPU µs/req', 'failed', 'chains stopped'],
-      [one.token, one.bare].map((m) => [m.name, m.rps.toFixed(0), times(m.rps, one.bare.rps), ms(m.p50), ms(m.p99), String(m.requests), cpuCell(m, 0), failed(m.bad), String(m.stopped)]),
-    ));
-    console.log(`after the grants: ${connections - one.deadTokens} of ${connections} chains' last access tokens work at /mcp; ${one.ended} connections ended\n`);
-    console.log(table(
-      [`tools/call, ${connections} connections`, 'req/s', 'vs direct', 'p50 ms', 'p99 ms', 'requests', 'svc CPU µs/req', 'upstream CPU µs/req', 'failed'],
-      [two.direct, two.proxied].map((m) => {
-        const proxied = m === two.proxied;
-        return [m.name, m.rps.toFixed(0), times(m.rps, two.direct.rps), ms(m.p50), ms(m.p99), String(m.requests), proxied ? cpuCell(m, 0) : '-', cpuCell(m, proxied ? 1 : 0), failed(m.bad)];
-      }),
-    ));
+    console.log(
+      table(
+        [
+          `refresh grants, ${connections} chains`,
+          'req/s',
+          'vs bare',
+          'p50 ms',
+          'p99 ms',
+          'requests',
+          'CPU µs/req',
+          'failed',
+          'chains stopped',
+        ],
+        [one.token, one.bare].map((m) => [
+          m.name,
+          m.rps.toFixed(0),
+          times(m.rps, one.bare.rps),
+          ms(m.p50),
+          ms(m.p99),
+          String(m.requests),
+          cpuCell(m, 0),
+          failed(m.bad),
+          String(m.stopped),
+        ]),
+      ),
+    );
+    console.log(
+      `after the grants: ${connections - one.deadTokens} of ${connections} chains' last access tokens work at /mcp; ${one.ended} connections ended\n`,
+    );
+    console.log(
+      table(
+        [
+          `tools/call, ${connections} connections`,
+          'req/s',
+          'vs direct',
+          'p50 ms',
+          'p99 ms',
+          'requests',
+          'svc CPU µs/req',
+          'upstream CPU µs/req',
+          'failed',
+        ],
+        [two.direct, two.proxied].map((m) => {
+          const proxied = m === two.proxied;
+          return [
+            m.name,
+            m.rps.toFixed(0),
+            times(m.rps, two.direct.rps),
+            ms(m.p50),
+            ms(m.p99),
+            String(m.requests),
+            proxied ? cpuCell(m, 0) : '-',
+            cpuCell(m, proxied ? 1 : 0),
+            failed(m.bad),
+          ];
+        }),
+      ),
+    );
     const answered = two.direct.answeredAll + two.proxied.answeredAll;
-    console.log(`upstream tool calls run: ${two.forwarded} (direct and proxied calls answered, warm-ups included: ${answered})${two.initialize ? '; each call after an initialize' : '; no initialize sent'}`);
-    console.log(`svc serve error-level log lines: ${svcLog.errors}${svcLog.firstErrors.map((l) => `\n  ${l}`).join('')}\n`);
+    console.log(
+      `upstream tool calls run: ${two.forwarded} (direct and proxied calls answered, warm-ups included: ${answered})${two.initialize ? '; each call after an initialize' : '; no initialize sent'}`,
+    );
+    console.log(
+      `svc serve error-level log lines: ${svcLog.errors}${svcLog.firstErrors.map((l) => `\n  ${l}`).join('')}\n`,
+    );
 
     const ratio = two.proxied.rps / two.direct.rps;
     const goals: Goal[] = [
-      { benchmark: `refresh grants, ${connections} chains`, measured: `${one.token.rps.toFixed(0)} grants/s (bare ${one.bare.rps.toFixed(0)} req/s)`, goal: `>= ${GOALS.grantsPerSecond} grants/s`, met: one.token.rps >= GOALS.grantsPerSecond },
-      { benchmark: `proxied tools/call, ${connections} conn`, measured: `${ratio.toFixed(2)} of direct req/s (${two.proxied.rps.toFixed(0)} vs ${two.direct.rps.toFixed(0)})`, goal: `>= ${GOALS.proxied.toFixed(2)}`, met: ratio >= GOALS.proxied },
+      {
+        benchmark: `refresh grants, ${connections} chains`,
+        measured: `${one.token.rps.toFixed(0)} grants/s (bare ${one.bare.rps.toFixed(0)} req/s)`,
+        goal: `>= ${GOALS.grantsPerSecond} grants/s`,
+        met: one.token.rps >= GOALS.grantsPerSecond,
+      },
+      {
+        benchmark: `proxied tools/call, ${connections} conn`,
+        measured: `${ratio.toFixed(2)} of direct req/s (${two.proxied.rps.toFixed(0)} vs ${two.direct.rps.toFixed(0)})`,
+        goal: `>= ${GOALS.proxied.toFixed(2)}`,
+        met: ratio >= GOALS.proxied,
+      },
     ];
     console.log(goalsTable(goals));
 
@@ -274,8 +447,12 @@ async function main(): Promise<number> {
     if (failures > 0) problems.push(`${failures} requests failed (see "failed" above)`);
     if (one.token.stopped > 0) problems.push(`${one.token.stopped} refresh chains stopped after a failed grant`);
     if (one.deadTokens > 0) problems.push(`${one.deadTokens} chains' last access tokens do not work at /mcp`);
-    if (one.ended !== 0) problems.push(one.ended < 0 ? 'the connections list could not be read' : `${one.ended} connections ended during the grants`);
-    if (failures === 0 && two.forwarded !== answered) problems.push(`the upstream ran ${two.forwarded} tool calls for ${answered} answered`);
+    if (one.ended !== 0)
+      problems.push(
+        one.ended < 0 ? 'the connections list could not be read' : `${one.ended} connections ended during the grants`,
+      );
+    if (failures === 0 && two.forwarded !== answered)
+      problems.push(`the upstream ran ${two.forwarded} tool calls for ${answered} answered`);
     const missed = goals.filter((g) => !g.met);
     if (missed.length > 0) problems.push(`below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
     console.log('');

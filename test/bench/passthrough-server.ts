@@ -22,12 +22,21 @@ server.route({
   async handler(request, h) {
     const body = JSON.stringify(request.payload);
     const answer = await pool.request({
-      method: 'POST', path: '/v1/chat/completions', body,
-      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      method: 'POST',
+      path: '/v1/chat/completions',
+      body,
+      headers: {
+        authorization: `Bearer ${secret}`,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+      },
     });
     // A client that leaves mid-answer makes hapi destroy the vendor's body, which then errs.
     answer.body.on('error', () => {});
-    const response = h.response(answer.body).code(answer.statusCode).type(String(answer.headers['content-type'] ?? 'application/json'));
+    const response = h
+      .response(answer.body)
+      .code(answer.statusCode)
+      .type(String(answer.headers['content-type'] ?? 'application/json'));
     const length = answer.headers['content-length'];
     if (typeof length === 'string') response.header('content-length', length);
     // As the gateway does: never compressed, never cached.
@@ -39,10 +48,19 @@ server.route({
   path: '/local',
   handler(request, h) {
     const size = Number(request.query.size ?? 0);
-    const head = JSON.stringify({ ok: true, model: (request.payload as { model?: unknown } | null)?.model ?? null, pad: '' });
+    const head = JSON.stringify({
+      ok: true,
+      model: (request.payload as { model?: unknown } | null)?.model ?? null,
+      pad: '',
+    });
     return h.response(`${head.slice(0, -2)}${'x'.repeat(Math.max(0, size - head.length))}"}`).type('application/json');
   },
 });
 await server.start();
 console.log(JSON.stringify({ listening: server.info.uri }));
-process.on('SIGTERM', () => { void server.stop().then(() => pool.close()).then(() => process.exit(0)); });
+process.on('SIGTERM', () => {
+  void server
+    .stop()
+    .then(() => pool.close())
+    .then(() => process.exit(0));
+});

@@ -37,23 +37,44 @@ export function latencyGoal(benchmark: string, m: Measured, rate: number, maxP50
 
 function table(head: string[], body: string[][], leftColumns = 1): string {
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
 const ms = (v: number) => (Number.isInteger(v) ? v.toFixed(0) : v.toFixed(2));
-const failed = (m: Measured) => (badCount(m.bad) === 0 ? '0' : `${badCount(m.bad)} (${Object.entries(m.bad).map(([k, n]) => `${k}: ${n}`).join(', ')})`);
+const failed = (m: Measured) =>
+  badCount(m.bad) === 0
+    ? '0'
+    : `${badCount(m.bad)} (${Object.entries(m.bad)
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(', ')})`;
 
 export function routesTable(rows: Array<{ benchmark: string; m: Measured }>): string {
   return table(
     ['benchmark', 'route', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'failed'],
-    rows.map(({ benchmark, m }) => [benchmark, m.name, m.rps.toFixed(0), ms(m.p50), ms(m.p99), String(m.total), failed(m)]),
+    rows.map(({ benchmark, m }) => [
+      benchmark,
+      m.name,
+      m.rps.toFixed(0),
+      ms(m.p50),
+      ms(m.p99),
+      String(m.total),
+      failed(m),
+    ]),
     2,
   );
 }
 
 export function goalsTable(goals: Goal[]): string {
-  return table(['benchmark', 'measured', 'goal', 'result'], goals.map((g) => [g.benchmark, g.measured, g.goal, g.met ? 'PASS' : 'BELOW']), 3);
+  return table(
+    ['benchmark', 'measured', 'goal', 'result'],
+    goals.map((g) => [g.benchmark, g.measured, g.goal, g.met ? 'PASS' : 'BELOW']),
+    3,
+  );
 }
 
 /** Prints each problem as FAIL (or OK when there is none) and gives the exit status: 1 on any. */

@@ -48,18 +48,47 @@ interface Results {
 }
 
 /** A workspace key made with `svc init` and `svc keys create --local`, as the first benchmark always did. */
-async function whoami(startBare: (body: string) => Promise<Child<{ listening: string }>>, out: Results): Promise<Child<{ listening: string }>> {
+async function whoami(
+  startBare: (body: string) => Promise<Child<{ listening: string }>>,
+  out: Results,
+): Promise<Child<{ listening: string }>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-'));
   let server: Child<ServeBoot> | undefined;
   try {
-    const init = await svc(['init', '--data-dir', dataDir, '--workspace', 'Bench', '--owner-email', 'bench@localhost', '--owner-password-stdin'], { input: 'bench password 0123' });
+    const init = await svc(
+      [
+        'init',
+        '--data-dir',
+        dataDir,
+        '--workspace',
+        'Bench',
+        '--owner-email',
+        'bench@localhost',
+        '--owner-password-stdin',
+      ],
+      { input: 'bench password 0123' },
+    );
     if (init.code !== 0) throw new Error(`svc init failed: ${init.stderr}`);
-    const minted = await svc(['keys', 'create', '--scope', 'inference', '--name', 'bench', '--local', '--data-dir', dataDir, '--json']);
+    const minted = await svc([
+      'keys',
+      'create',
+      '--scope',
+      'inference',
+      '--name',
+      'bench',
+      '--local',
+      '--data-dir',
+      dataDir,
+      '--json',
+    ]);
     if (minted.code !== 0) throw new Error(`svc keys create failed: ${minted.stderr}${minted.stdout}`);
     const { key } = JSON.parse(minted.stdout) as { key: string };
 
     const env = cleanEnv({ SVC_LOG_LEVEL: 'info', SVC_PUBLIC_RATE_PER_MINUTE: '1000000000' });
-    server = await startChild<ServeBoot>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
+    server = await startChild<ServeBoot>(
+      [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'],
+      env,
+    );
     const url = `${server.url}/v1/whoami`;
     const check = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
     if (check.status !== 200) throw new Error(`GET /v1/whoami answered ${check.status}: ${await check.text()}`);
@@ -85,17 +114,30 @@ async function gate(bare: Child<{ listening: string }>, out: Results): Promise<v
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-gate-'));
   let server: Child<ServeBoot> | undefined;
   try {
-    const env = cleanEnv({ SVC_LOG_LEVEL: 'info', SVC_GATE_RATE_PER_MINUTE: UNLIMITED, SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED });
-    server = await startChild<ServeBoot>([...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'], env);
+    const env = cleanEnv({
+      SVC_LOG_LEVEL: 'info',
+      SVC_GATE_RATE_PER_MINUTE: UNLIMITED,
+      SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED,
+    });
+    server = await startChild<ServeBoot>(
+      [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'],
+      env,
+    );
     const fx = await gateFixture(server);
 
     const authorizeBody = JSON.stringify(BENCH_PAYMENT);
     const authorize: Target = {
-      name: 'POST /v1/actions/authorize (svc, allow)', url: `${server.url}/v1/actions/authorize`, method: 'POST',
-      headers: { authorization: `Bearer ${fx.key}` }, body: authorizeBody,
+      name: 'POST /v1/actions/authorize (svc, allow)',
+      url: `${server.url}/v1/actions/authorize`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${fx.key}` },
+      body: authorizeBody,
     };
     const authorizeBare: Target = {
-      name: 'POST /bare/echo (bare hapi)', url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.authorizeAnswer)}`, method: 'POST', body: authorizeBody,
+      name: 'POST /bare/echo (bare hapi)',
+      url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.authorizeAnswer)}`,
+      method: 'POST',
+      body: authorizeBody,
     };
     const [product, baseline] = await measureBoth(authorize, authorizeBare, SHAPE);
     out.rows.push({ benchmark: 'authorize', m: product }, { benchmark: 'authorize', m: baseline });
@@ -111,7 +153,12 @@ async function gate(bare: Child<{ listening: string }>, out: Results): Promise<v
     const verifyBody = JSON.stringify({ receipt: fx.receipt });
     const [verified, verifyBaseline] = await measureBoth(
       { name: 'POST /v1/verify (svc, replayed)', url: `${server.url}/v1/verify`, method: 'POST', body: verifyBody },
-      { name: 'POST /bare/echo (bare hapi)', url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.verifyAnswer)}`, method: 'POST', body: verifyBody },
+      {
+        name: 'POST /bare/echo (bare hapi)',
+        url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.verifyAnswer)}`,
+        method: 'POST',
+        body: verifyBody,
+      },
       SHAPE,
     );
     out.rows.push({ benchmark: 'verify', m: verified }, { benchmark: 'verify', m: verifyBaseline });
@@ -122,7 +169,10 @@ async function gate(bare: Child<{ listening: string }>, out: Results): Promise<v
   }
 }
 
-const load = () => loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 async function main(): Promise<number> {
   const bareScript = fileURLToPath(new URL('./bare-server.ts', import.meta.url));
@@ -131,9 +181,15 @@ async function main(): Promise<number> {
   const out: Results = { rows: [], goals: [] };
   const { connections, warmupSeconds, roundSeconds, rounds } = SHAPE;
   const { rate, connections: rateConnections, seconds } = GOALS.fixedRate;
-  console.log(`autocannon: ${connections} connections, ${warmupSeconds} s warm-up + ${rounds * roundSeconds} s each (alternating ${roundSeconds} s rounds; latency: median over rounds, whole ms), Node ${process.version}`);
-  console.log(`fixed rate: ${rate} req/s offered open loop (evenly spaced departures, up to ${rateConnections} connections), 1 s warm-up + ${seconds} s; latency of every answer from its own departure, sub-ms`);
-  console.log('svc: the real binary (dist/), info-level request logs; bare: hapi, same kind of body; each its own process');
+  console.log(
+    `autocannon: ${connections} connections, ${warmupSeconds} s warm-up + ${rounds * roundSeconds} s each (alternating ${roundSeconds} s rounds; latency: median over rounds, whole ms), Node ${process.version}`,
+  );
+  console.log(
+    `fixed rate: ${rate} req/s offered open loop (evenly spaced departures, up to ${rateConnections} connections), 1 s warm-up + ${seconds} s; latency of every answer from its own departure, sub-ms`,
+  );
+  console.log(
+    'svc: the real binary (dist/), info-level request logs; bare: hapi, same kind of body; each its own process',
+  );
   // The numbers are only as good as the machine is quiet, and the product's suffer most.
   console.log(`machine: ${availableParallelism()} CPUs, load average ${load()} at start\n`);
   try {

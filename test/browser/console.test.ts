@@ -46,14 +46,18 @@ async function freshPage(): Promise<{ page: Page; close(): Promise<void> }> {
   const p = await ctx.newPage();
   p.setDefaultTimeout(10_000);
   p.on('pageerror', (err) => pageErrors.push(err.message));
-  p.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()); });
+  p.on('console', (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(msg.text());
+  });
   return { page: p, close: () => ctx.close() };
 }
 
 test.before(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing. The console's browser test drives Debian's chromium (never a downloaded browser): `
-      + 'install it with `apt-get update && apt-get install -y --no-install-recommends chromium` (.ci/run does this in CI).');
+    throw new Error(
+      `${CHROMIUM} is missing. The console's browser test drives Debian's chromium (never a downloaded browser): ` +
+        'install it with `apt-get update && apt-get install -y --no-install-recommends chromium` (.ci/run does this in CI).',
+    );
   }
   await mkdir(ARTIFACTS, { recursive: true });
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '100' } });
@@ -68,7 +72,9 @@ test.before(async () => {
   page = await context.newPage();
   page.setDefaultTimeout(10_000);
   page.on('pageerror', (err) => pageErrors.push(err.message));
-  page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()); });
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(msg.text());
+  });
 });
 
 test.after.always(async () => {
@@ -101,18 +107,24 @@ const api = (path: string) => `/api/w/${billing.wid}${path}`;
 const agentRow = (id: string) => page.locator(`tr[data-agent="${id}"]`);
 const approvalItem = (id: string) => page.locator(`li[data-approval="${id}"]`);
 
-test.serial('signs in at /login: a wrong password shows the API\'s message, the right one opens /console', async (t) => {
+test.serial("signs in at /login: a wrong password shows the API's message, the right one opens /console", async (t) => {
   t.timeout(60_000);
   const login = await page.goto(`${server.url}/login`);
   t.is(login?.status(), 200);
   await page.fill('#email', owner.email);
   await page.fill('#password', 'not-the-password');
-  const [refused] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/api/session')), page.click('#signin button[type=submit]')]);
+  const [refused] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/api/session')),
+    page.click('#signin button[type=submit]'),
+  ]);
   t.is(refused.status(), 401);
   t.is(refused.request().headers()['x-svc-csrf'], '1');
   t.is(refused.request().headers()['content-type'], 'application/json');
   await page.locator('#signin-error').waitFor({ state: 'visible' });
-  t.is(await page.locator('#signin-error').textContent(), ((await refused.json()) as { error: { message: string } }).error.message);
+  t.is(
+    await page.locator('#signin-error').textContent(),
+    ((await refused.json()) as { error: { message: string } }).error.message,
+  );
   t.true(await page.locator('#totp-row').isHidden(), 'no two-factor field for an account without it');
 
   await page.fill('#password', owner.password);
@@ -123,7 +135,7 @@ test.serial('signs in at /login: a wrong password shows the API\'s message, the 
   t.is(await page.title(), 'Default · svc console');
 });
 
-test.serial('approves a waiting payment; the agent\'s poll turns to allow with a receipt marked hum', async (t) => {
+test.serial("approves a waiting payment; the agent's poll turns to allow with a receipt marked hum", async (t) => {
   t.timeout(60_000);
   const action = await review(billing, 2000);
   t.is(action.status, 'pending_approval');
@@ -144,12 +156,20 @@ test.serial('approves a waiting payment; the agent\'s poll turns to allow with a
   t.is(await page.locator('#status').textContent(), 'Approved: Pay invoice to Acme (2000)');
   t.is(await page.locator('#approvals-body').innerText(), 'Nothing is waiting for a decision.');
 
-  const allowed = await pollAction(billing.key, action.id, (a) => a.decision === 'allow' && typeof a.receipt === 'string');
+  const allowed = await pollAction(
+    billing.key,
+    action.id,
+    (a) => a.decision === 'allow' && typeof a.receipt === 'string',
+  );
   t.is(allowed.status, 'allowed');
   t.like(decodeJwt(allowed.receipt), { act: action.id, sub: billing.agentId, amt: 2000, hum: true });
   approvedActionId = action.id;
 
-  const decided = expectStatus(await call(server.url, 'GET', api('/approvals?status=approved'), { headers: { cookie: billing.cookie } }), 200, 'approvals');
+  const decided = expectStatus(
+    await call(server.url, 'GET', api('/approvals?status=approved'), { headers: { cookie: billing.cookie } }),
+    200,
+    'approvals',
+  );
   const record = decided.body.data.find((a: { id: string }) => a.id === action.approvalId);
   t.is(record?.approvals?.[0]?.note, 'Invoice 2000 matches the order', 'the note typed in the page is recorded');
 });
@@ -187,9 +207,20 @@ test.serial('stops the agent (a reason is required); its next authorize is denie
 test.serial('an error from the API is shown to the person beside what they tried', async (t) => {
   t.timeout(60_000);
   // The ops approval is decided elsewhere (through the API) while the page still offers it.
-  const listed = expectStatus(await call(server.url, 'GET', api('/approvals?status=pending'), { headers: { cookie: billing.cookie } }), 200, 'approvals');
+  const listed = expectStatus(
+    await call(server.url, 'GET', api('/approvals?status=pending'), { headers: { cookie: billing.cookie } }),
+    200,
+    'approvals',
+  );
   const waiting = listed.body.data.find((a: { agentId: string }) => a.agentId === ops.agentId);
-  expectStatus(await call(server.url, 'POST', api(`/approvals/${waiting.id}/deny`), { headers: owners(), json: { note: 'decided elsewhere' } }), 200, 'deny');
+  expectStatus(
+    await call(server.url, 'POST', api(`/approvals/${waiting.id}/deny`), {
+      headers: owners(),
+      json: { note: 'decided elsewhere' },
+    }),
+    200,
+    'deny',
+  );
 
   const item = approvalItem(waiting.id);
   const [answer] = await Promise.all([
@@ -210,14 +241,24 @@ test.serial('an error from the API is shown to the person beside what they tried
 test.serial('stop every agent, then let them run again; restart the stopped agent', async (t) => {
   t.timeout(60_000);
   await page.locator('#stop-all-on').click();
-  t.is(await page.locator('#stop-all-body [role=alert]').textContent(), 'Give a reason: it is recorded in the ledger with your name.');
+  t.is(
+    await page.locator('#stop-all-body [role=alert]').textContent(),
+    'Give a reason: it is recorded in the ledger with your name.',
+  );
   await page.fill('#stop-all-reason', 'Drill: checking the switch');
   await page.locator('#stop-all-on').click();
   await page.locator('#stop-all-off').waitFor();
   const banner = await page.locator('#stop-all-body').innerText();
   t.true(banner.includes('Every agent is stopped.'), banner);
   t.true(banner.includes('Drill: checking the switch'), banner);
-  t.like(expectStatus(await call(server.url, 'GET', api('/stop-all'), { headers: { cookie: billing.cookie } }), 200, 'stop-all').body, { stopped: true, reason: 'Drill: checking the switch' });
+  t.like(
+    expectStatus(
+      await call(server.url, 'GET', api('/stop-all'), { headers: { cookie: billing.cookie } }),
+      200,
+      'stop-all',
+    ).body,
+    { stopped: true, reason: 'Drill: checking the switch' },
+  );
   const frozen = expectStatus(await authorize(server, ops.key, payment(100)), 200, 'authorize');
   t.is(frozen.body.decision, 'deny');
   t.true(frozen.body.signals.includes('agent_frozen'), frozen.text);
@@ -225,7 +266,14 @@ test.serial('stop every agent, then let them run again; restart the stopped agen
   await page.locator('#stop-all-off').click();
   await page.locator('#stop-all-on').waitFor();
   t.is(await page.locator('#status').textContent(), 'Agents may run again.');
-  t.like(expectStatus(await call(server.url, 'GET', api('/stop-all'), { headers: { cookie: billing.cookie } }), 200, 'stop-all').body, { stopped: false });
+  t.like(
+    expectStatus(
+      await call(server.url, 'GET', api('/stop-all'), { headers: { cookie: billing.cookie } }),
+      200,
+      'stop-all',
+    ).body,
+    { stopped: false },
+  );
   t.is(expectStatus(await authorize(server, ops.key, payment(100)), 200, 'authorize').body.decision, 'allow');
 
   // billing-bot has its own hold: it stays stopped until it is restarted.
@@ -240,7 +288,11 @@ test.serial('stop every agent, then let them run again; restart the stopped agen
 test.serial('a hostile agent name is shown as text, never run as markup', async (t) => {
   t.timeout(60_000);
   const name = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
-  const made = expectStatus(await call(server.url, 'POST', api('/agents'), { headers: owners(), json: { name } }), 201, 'agent');
+  const made = expectStatus(
+    await call(server.url, 'POST', api('/agents'), { headers: owners(), json: { name } }),
+    201,
+    'agent',
+  );
   await page.click('#refresh');
   const row = agentRow(made.body.id);
   await row.waitFor();
@@ -256,61 +308,104 @@ test.serial('signs out: the session ends and /console sends the person back to /
   t.is(page.url(), `${server.url}/login`);
 });
 
-test.serial('two-factor sign-in: the code field appears on 401 totp_required, a wrong code is refused, a right one opens /console', async (t) => {
-  t.timeout(60_000);
-  const email = 'second-admin@example.test';
-  const password = 'second-admin-password';
-  // Added with a password the owner chose, which the person replaces before anything else.
-  const chosen = 'chosen-by-the-owner-1';
-  expectStatus(await call(server.url, 'POST', api('/members'), { headers: owners(), json: { email, name: 'Second Admin', role: 'admin', password: chosen } }), 201, 'member');
-  const first = (await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email, password: chosen } })).headers['set-cookie'];
-  const firstSession = String(Array.isArray(first) ? first[0] : first).split(';')[0]!;
-  const replaced = expectStatus(await call(server.url, 'PUT', '/api/me/password', { headers: { cookie: firstSession, ...csrf }, json: { currentPassword: chosen, newPassword: password } }), 200, 'own password');
-  const cookie = replaced.headers['set-cookie'];
-  const session = String(Array.isArray(cookie) ? cookie[0] : cookie).split(';')[0]!;
-  const started = expectStatus(await call(server.url, 'POST', '/api/me/totp', { headers: { cookie: session, ...csrf }, json: {} }), 200, 'totp start');
-  const totp = new TOTP({ secret: Secret.fromBase32(started.body.secret), digits: 6, period: 30, algorithm: 'SHA1' });
-  expectStatus(await call(server.url, 'POST', '/api/me/totp/confirm', { headers: { cookie: session, ...csrf }, json: { code: totp.generate() } }), 200, 'totp confirm');
+test.serial(
+  'two-factor sign-in: the code field appears on 401 totp_required, a wrong code is refused, a right one opens /console',
+  async (t) => {
+    t.timeout(60_000);
+    const email = 'second-admin@example.test';
+    const password = 'second-admin-password';
+    // Added with a password the owner chose, which the person replaces before anything else.
+    const chosen = 'chosen-by-the-owner-1';
+    expectStatus(
+      await call(server.url, 'POST', api('/members'), {
+        headers: owners(),
+        json: { email, name: 'Second Admin', role: 'admin', password: chosen },
+      }),
+      201,
+      'member',
+    );
+    const first = (await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email, password: chosen } }))
+      .headers['set-cookie'];
+    const firstSession = String(Array.isArray(first) ? first[0] : first).split(';')[0]!;
+    const replaced = expectStatus(
+      await call(server.url, 'PUT', '/api/me/password', {
+        headers: { cookie: firstSession, ...csrf },
+        json: { currentPassword: chosen, newPassword: password },
+      }),
+      200,
+      'own password',
+    );
+    const cookie = replaced.headers['set-cookie'];
+    const session = String(Array.isArray(cookie) ? cookie[0] : cookie).split(';')[0]!;
+    const started = expectStatus(
+      await call(server.url, 'POST', '/api/me/totp', { headers: { cookie: session, ...csrf }, json: {} }),
+      200,
+      'totp start',
+    );
+    const totp = new TOTP({ secret: Secret.fromBase32(started.body.secret), digits: 6, period: 30, algorithm: 'SHA1' });
+    expectStatus(
+      await call(server.url, 'POST', '/api/me/totp/confirm', {
+        headers: { cookie: session, ...csrf },
+        json: { code: totp.generate() },
+      }),
+      200,
+      'totp confirm',
+    );
 
-  const { page: p, close } = await freshPage();
-  try {
-    await p.goto(`${server.url}/login`);
-    await p.fill('#email', email);
-    await p.fill('#password', password);
-    const signInAnswer = async () => {
-      const [res] = await Promise.all([p.waitForResponse((r) => r.url().endsWith('/api/session')), p.click('#signin button[type=submit]')]);
-      return { status: res.status(), body: await res.json() as { error: { type: string; message: string } }, sent: res.request().postDataJSON() as Record<string, unknown> };
-    };
-    const asked = await signInAnswer();
-    t.like(asked, { status: 401, body: { error: { type: 'totp_required' } } });
-    t.false('totp' in asked.sent);
-    await p.locator('#totp').waitFor({ state: 'visible' });
-    t.is(await p.locator('#signin-error').textContent(), asked.body.error.message);
-    t.is(await p.locator('#signin-error').getAttribute('class'), 'notice', 'asked for, not yet an error');
+    const { page: p, close } = await freshPage();
+    try {
+      await p.goto(`${server.url}/login`);
+      await p.fill('#email', email);
+      await p.fill('#password', password);
+      const signInAnswer = async () => {
+        const [res] = await Promise.all([
+          p.waitForResponse((r) => r.url().endsWith('/api/session')),
+          p.click('#signin button[type=submit]'),
+        ]);
+        return {
+          status: res.status(),
+          body: (await res.json()) as { error: { type: string; message: string } },
+          sent: res.request().postDataJSON() as Record<string, unknown>,
+        };
+      };
+      const asked = await signInAnswer();
+      t.like(asked, { status: 401, body: { error: { type: 'totp_required' } } });
+      t.false('totp' in asked.sent);
+      await p.locator('#totp').waitFor({ state: 'visible' });
+      t.is(await p.locator('#signin-error').textContent(), asked.body.error.message);
+      t.is(await p.locator('#signin-error').getAttribute('class'), 'notice', 'asked for, not yet an error');
 
-    await p.fill('#totp', totp.generate({ timestamp: Date.now() - 3_600_000 }));
-    const wrong = await signInAnswer();
-    t.is(wrong.status, 401);
-    t.is(typeof wrong.sent.totp, 'string');
-    await p.locator('#signin-error.notice-error').waitFor();
-    t.is(await p.locator('#signin-error').textContent(), wrong.body.error.message);
-    t.is(p.url(), `${server.url}/login`);
+      await p.fill('#totp', totp.generate({ timestamp: Date.now() - 3_600_000 }));
+      const wrong = await signInAnswer();
+      t.is(wrong.status, 401);
+      t.is(typeof wrong.sent.totp, 'string');
+      await p.locator('#signin-error.notice-error').waitFor();
+      t.is(await p.locator('#signin-error').textContent(), wrong.body.error.message);
+      t.is(p.url(), `${server.url}/login`);
 
-    // The enrolment used this step's code, and a code is good once: the next step's is accepted.
-    await p.fill('#totp', totp.generate({ timestamp: Date.now() + 30_000 }));
-    await Promise.all([p.waitForURL(`${server.url}/console`), p.click('#signin button[type=submit]')]);
-    t.is(await p.locator('#role').textContent(), 'admin');
-    await p.locator(`tr[data-agent="${billing.agentId}"]`).waitFor();
-  } finally {
-    await close();
-  }
-});
+      // The enrolment used this step's code, and a code is good once: the next step's is accepted.
+      await p.fill('#totp', totp.generate({ timestamp: Date.now() + 30_000 }));
+      await Promise.all([p.waitForURL(`${server.url}/console`), p.click('#signin button[type=submit]')]);
+      t.is(await p.locator('#role').textContent(), 'admin');
+      await p.locator(`tr[data-agent="${billing.agentId}"]`).waitFor();
+    } finally {
+      await close();
+    }
+  },
+);
 
 test.serial('a person holding a one-time password chooses their own at /login, then reaches /console', async (t) => {
   t.timeout(60_000);
   const email = 'fresh-owner@example.test';
   const oneTime = 'fresh-one-time-password';
-  await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Fresh', ownerEmail: email, ownerPassword: oneTime, mustChangePassword: true }));
+  await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({
+      name: 'Fresh',
+      ownerEmail: email,
+      ownerPassword: oneTime,
+      mustChangePassword: true,
+    }),
+  );
   const { page: p, close } = await freshPage();
   try {
     await p.goto(`${server.url}/login`);
@@ -331,11 +426,18 @@ test.serial('a person holding a one-time password chooses their own at /login, t
   } finally {
     await close();
   }
-  t.is((await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email, password: 'my-own-password-1' } })).status, 200);
+  t.is(
+    (await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email, password: 'my-own-password-1' } }))
+      .status,
+    200,
+  );
 });
 
 test.serial('the page raised no script error and no Content-Security-Policy violation', (t) => {
   t.deepEqual(pageErrors, []);
   // Chrome logs every 4xx of a fetch ("Failed to load resource"): those are the refusals above.
-  t.deepEqual(consoleErrors.filter((m) => !m.startsWith('Failed to load resource')), []);
+  t.deepEqual(
+    consoleErrors.filter((m) => !m.startsWith('Failed to load resource')),
+    [],
+  );
 });

@@ -22,8 +22,16 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   const real = await createAgent(server);
   const owner = await ownerConsole(server);
   const { token, reader } = await withStore(server.dataDir, async (app) => ({
-    token: (await app.services.serviceTokens.create(owner.wid, { name: 'ci-drill', scopes: ['agents:freeze'], expiresInDays: 1 })).token,
-    reader: (await app.services.serviceTokens.create(owner.wid, { name: 'ci-read', scopes: ['agents:read'], expiresInDays: 1 })).token,
+    token: (
+      await app.services.serviceTokens.create(owner.wid, {
+        name: 'ci-drill',
+        scopes: ['agents:freeze'],
+        expiresInDays: 1,
+      })
+    ).token,
+    reader: (
+      await app.services.serviceTokens.create(owner.wid, { name: 'ci-read', scopes: ['agents:read'], expiresInDays: 1 })
+    ).token,
   }));
   const before = (await owner.get('/agents?limit=200')).body.data.length;
 
@@ -32,7 +40,10 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   const report = JSON.parse(run.stdout);
   t.notRegex(run.stderr, /Running a kill-switch drill/, 'no progress display when stderr is not a terminal');
   t.true(report.passed);
-  t.deepEqual(report.points.map((p: { point: string }) => p.point), ['gate', 'gateway', 'mcp']);
+  t.deepEqual(
+    report.points.map((p: { point: string }) => p.point),
+    ['gate', 'gateway', 'mcp'],
+  );
   t.like(report.points[0], { point: 'gate', passed: true });
   t.like(report.points[1], { point: 'gateway', passed: true });
   t.like(report.points[2], { point: 'mcp', passed: true });
@@ -46,7 +57,17 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   t.like(drillRecord, { actor: 'token:ci-drill', data: { passed: true } });
   // Everything the drill wrote (its agent, mandate, hold, removal) names the token and its id.
   const byToken = (await owner.ledger()).filter((r) => r.actor === 'token:ci-drill');
-  t.deepEqual(byToken.map((r) => r.kind), ['agent.created', 'mandate.updated', 'agent.stopped', 'agent.drill_hold_lifted', 'agent.removed', 'drill.completed']);
+  t.deepEqual(
+    byToken.map((r) => r.kind),
+    [
+      'agent.created',
+      'mandate.updated',
+      'agent.stopped',
+      'agent.drill_hold_lifted',
+      'agent.removed',
+      'drill.completed',
+    ],
+  );
   t.is(new Set(byToken.map((r) => (r as unknown as { tokenId: string }).tokenId)).size, 1);
   t.truthy((byToken[0] as unknown as { tokenId?: string }).tokenId);
 
@@ -60,12 +81,27 @@ test.serial('svc drill: exit 0 and a passing report; again within the hour: exit
   const http = await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(token), json: {} });
   assertError(t, http, 429, 'drill_cooldown');
   t.regex(String(http.headers['retry-after']), /^\d+$/);
-  assertError(t, await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(reader), json: {} }), 403, 'missing_scope');
+  assertError(
+    t,
+    await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(reader), json: {} }),
+    403,
+    'missing_scope',
+  );
 });
 
 test.serial('on a terminal svc drill shows its progress, then the report', async (t) => {
   const owner = await ownerConsole(server);
-  const token = await withStore(server.dataDir, async (app) => (await app.services.serviceTokens.create(owner.wid, { name: 'desk-drill', scopes: ['agents:freeze'], expiresInDays: 1 })).token);
+  const token = await withStore(
+    server.dataDir,
+    async (app) =>
+      (
+        await app.services.serviceTokens.create(owner.wid, {
+          name: 'desk-drill',
+          scopes: ['agents:freeze'],
+          expiresInDays: 1,
+        })
+      ).token,
+  );
   const run = await svcOnTerminal(['drill', '--url', server.url], { SVC_TOKEN: token });
   t.is(run.code, 0, run.stdout);
   t.regex(run.stdout, /Running a kill-switch drill/);

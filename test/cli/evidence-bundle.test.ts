@@ -23,8 +23,20 @@ test.before(async () => {
   agent = await createAgent(server);
   for (const amount of [100, 200, 9000]) await authorize(server, agent.key, payment(amount));
   ({ token, weakToken } = await withStore(server.dataDir, async (app) => ({
-    token: (await app.services.serviceTokens.create(agent.wid, { name: 'auditor-bot', scopes: ['evidence:read'], expiresInDays: 7 })).token,
-    weakToken: (await app.services.serviceTokens.create(agent.wid, { name: 'reader-bot', scopes: ['agents:read'], expiresInDays: 7 })).token,
+    token: (
+      await app.services.serviceTokens.create(agent.wid, {
+        name: 'auditor-bot',
+        scopes: ['evidence:read'],
+        expiresInDays: 7,
+      })
+    ).token,
+    weakToken: (
+      await app.services.serviceTokens.create(agent.wid, {
+        name: 'reader-bot',
+        scopes: ['agents:read'],
+        expiresInDays: 7,
+      })
+    ).token,
   })));
   dir = await tempDir('svc-bundle-');
 });
@@ -46,10 +58,14 @@ async function bundle(): Promise<any> {
   throw new Error('no checkpoint covered the records');
 }
 
-test.serial('the bundle verifies offline; with the published JWKS the keys are the deployment\'s', async (t) => {
+test.serial("the bundle verifies offline; with the published JWKS the keys are the deployment's", async (t) => {
   const b = await bundle();
   t.regex(b.origin, new RegExp(`/${agent.wid}$`));
-  t.true(b.records.every((r: any, i: number) => r.record.index === i && typeof r.bytes === 'string' && typeof r.leaf === 'string'));
+  t.true(
+    b.records.every(
+      (r: any, i: number) => r.record.index === i && typeof r.bytes === 'string' && typeof r.leaf === 'string',
+    ),
+  );
   t.true(b.jwks.keys.some((k: any) => k.use === 'ledger'));
   const file = join(dir, 'bundle.json');
   await writeFile(file, JSON.stringify(b));
@@ -84,7 +100,11 @@ test.serial('a forged consistency proof is refused', async (t) => {
   const b = await bundle();
   if (b.consistency.length === 0) {
     // One checkpoint only: append a proof that claims to link it to itself with a bogus hash.
-    b.consistency.push({ from: b.checkpoints[0].size, to: b.checkpoints[0].size, proof: [Buffer.alloc(32).toString('base64')] });
+    b.consistency.push({
+      from: b.checkpoints[0].size,
+      to: b.checkpoints[0].size,
+      proof: [Buffer.alloc(32).toString('base64')],
+    });
   } else {
     b.consistency[0].proof = [Buffer.alloc(32).toString('base64')];
   }
@@ -96,6 +116,11 @@ test.serial('a forged consistency proof is refused', async (t) => {
 });
 
 test('evidence needs the evidence:read scope; no token is 401', async (t) => {
-  assertError(t, await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(weakToken) }), 403, 'missing_scope');
+  assertError(
+    t,
+    await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(weakToken) }),
+    403,
+    'missing_scope',
+  );
   assertError(t, await call(server.url, 'GET', '/v1/admin/evidence'), 401, 'unauthenticated');
 });

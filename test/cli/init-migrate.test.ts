@@ -66,12 +66,23 @@ function json(stdout: string): any {
 test('svc --help exits 0 and lists serve, init and migrate', async (t) => {
   const res = await svc(['--help']);
   t.is(res.code, 0, res.stderr);
-  for (const command of ['serve', 'init', 'migrate']) t.regex(res.stdout, new RegExp(`^\\s+${command}\\s`, 'm'), command);
+  for (const command of ['serve', 'init', 'migrate'])
+    t.regex(res.stdout, new RegExp(`^\\s+${command}\\s`, 'm'), command);
 });
 
 test('init with the password on stdin prints exactly one JSON document and exits 0; a second init exits 2', async (t) => {
   const d = await dir('svc-init-');
-  const args = ['init', '--data-dir', d, '--workspace', 'Acme', '--owner-email', 'ops@acme.example', '--owner-password-stdin', '--json'];
+  const args = [
+    'init',
+    '--data-dir',
+    d,
+    '--workspace',
+    'Acme',
+    '--owner-email',
+    'ops@acme.example',
+    '--owner-password-stdin',
+    '--json',
+  ];
   const res = await svc(args, { input: 'correct horse battery staple\n' });
   t.is(res.code, 0, res.stderr);
   const doc = json(res.stdout);
@@ -87,7 +98,10 @@ test('init with the password on stdin prints exactly one JSON document and exits
   const server = await startServer({ dataDir: d });
   servers.push(server);
   t.is(server.boot.owner, undefined, 'an initialised store gets no second bootstrap owner');
-  const signIn = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: 'ops@acme.example', password: 'correct horse battery staple' } });
+  const signIn = await call(server.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: 'ops@acme.example', password: 'correct horse battery staple' },
+  });
   t.is(signIn.status, 200, signIn.text);
   t.deepEqual(signIn.body.workspaces, [{ id: doc.workspaceId, name: 'Acme', role: 'owner' }]);
   t.is(signIn.body.user.id, doc.ownerId);
@@ -95,11 +109,35 @@ test('init with the password on stdin prints exactly one JSON document and exits
 
 test('init with a short password exits 2 and creates no workspace', async (t) => {
   const d = await dir('svc-init-short-');
-  const res = await svc(['init', '--data-dir', d, '--workspace', 'Acme', '--owner-email', 'ops@acme.example', '--owner-password-stdin', '--json'], { input: 'short\n' });
+  const res = await svc(
+    [
+      'init',
+      '--data-dir',
+      d,
+      '--workspace',
+      'Acme',
+      '--owner-email',
+      'ops@acme.example',
+      '--owner-password-stdin',
+      '--json',
+    ],
+    { input: 'short\n' },
+  );
   t.is(res.code, 2, res.stdout + res.stderr);
   t.regex(json(res.stdout).error.message, /12 characters/);
   // Still empty: a later init succeeds.
-  const ok = await svc(['init', '--data-dir', d, '--workspace', 'Acme', '--owner-email', 'ops@acme.example', '--owner-password', 'long enough password', '--json']);
+  const ok = await svc([
+    'init',
+    '--data-dir',
+    d,
+    '--workspace',
+    'Acme',
+    '--owner-email',
+    'ops@acme.example',
+    '--owner-password',
+    'long enough password',
+    '--json',
+  ]);
   t.is(ok.code, 0, ok.stderr);
 });
 
@@ -117,7 +155,9 @@ test('an unknown flag exits 2 and names the flag', async (t) => {
 test('init with both password flags, or neither, is a usage error: exit 2', async (t) => {
   const d = await dir('svc-init-flags-');
   const base = ['init', '--data-dir', d, '--workspace', 'Acme', '--owner-email', 'ops@acme.example'];
-  const both = await svc([...base, '--owner-password', 'long enough password', '--owner-password-stdin'], { input: 'long enough password\n' });
+  const both = await svc([...base, '--owner-password', 'long enough password', '--owner-password-stdin'], {
+    input: 'long enough password\n',
+  });
   t.is(both.code, 2, both.stderr);
   const neither = await svc(base);
   t.is(neither.code, 2, neither.stderr);
@@ -138,7 +178,10 @@ test('under --json a usage error is the CLI error envelope, not the parser inter
   // The envelope every other CLI failure uses (src/cli/base-command.ts): type, message, fix?, exitCode.
   t.is(typeof doc.error.type, 'string');
   t.is(doc.error.exitCode, 2);
-  t.deepEqual(Object.keys(doc.error).filter((k) => !['type', 'message', 'fix', 'exitCode'].includes(k)), []);
+  t.deepEqual(
+    Object.keys(doc.error).filter((k) => !['type', 'message', 'fix', 'exitCode'].includes(k)),
+    [],
+  );
 });
 
 test('serve refuses a schema-1 store with exit 3 and tells to run svc migrate', async (t) => {
@@ -160,7 +203,10 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   const dryDoc = json(dry.stdout);
   t.is(dryDoc.from, 1);
   t.true(dryDoc.dryRun);
-  t.deepEqual(dryDoc.applied.map((m: { version: number }) => m.version), AFTER_V1);
+  t.deepEqual(
+    dryDoc.applied.map((m: { version: number }) => m.version),
+    AFTER_V1,
+  );
   await withRawStore(d, (s) => {
     t.is(s.schemaVersion(), 1);
     t.is(s.tables.userWorkspaces.get([V1.uid, V1.wid]), undefined);
@@ -170,7 +216,10 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   t.is(run.code, 0, run.stderr);
   const runDoc = json(run.stdout);
   t.like(runDoc, { from: 1, to: CURRENT_SCHEMA_VERSION, dryRun: false });
-  t.deepEqual(runDoc.applied.map((m: { version: number }) => m.version), AFTER_V1);
+  t.deepEqual(
+    runDoc.applied.map((m: { version: number }) => m.version),
+    AFTER_V1,
+  );
   t.is(typeof runDoc.applied[0].description, 'string');
 
   const again = await svc(['migrate', '--data-dir', d, '--json']);
@@ -187,7 +236,12 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
     t.deepEqual(s.tables.workspaces.get(V1.wid), { id: V1.wid, name: 'Acme v1', createdAt: V1.at });
     t.like(s.tables.users.get(V1.uid), { id: V1.uid, email: V1.email, name: 'Old Owner' });
     t.is(s.tables.usersByEmail.get(V1.email), V1.uid);
-    t.deepEqual(s.tables.members.get([V1.wid, V1.uid]), { workspaceId: V1.wid, userId: V1.uid, role: 'owner', addedAt: V1.at });
+    t.deepEqual(s.tables.members.get([V1.wid, V1.uid]), {
+      workspaceId: V1.wid,
+      userId: V1.uid,
+      role: 'owner',
+      addedAt: V1.at,
+    });
     t.is(s.tables.workspaces.scan([]).length, 1);
     t.is(s.tables.users.scan([]).length, 1);
     t.is(s.tables.members.scan([]).length, 1);
@@ -197,7 +251,10 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   const server = await startServer({ dataDir: d });
   servers.push(server);
   t.is(server.boot.owner, undefined);
-  const signIn = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: V1.email, password: V1.password } });
+  const signIn = await call(server.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: V1.email, password: V1.password },
+  });
   t.is(signIn.status, 200, signIn.text);
   t.deepEqual(signIn.body.workspaces, [{ id: V1.wid, name: 'Acme v1', role: 'owner' }]);
 });
@@ -213,7 +270,10 @@ test('serve --migrate starts on a schema-1 store and migrates it', async (t) => 
   t.is(server.boot.owner, undefined, 'a store with a workspace gets no bootstrap owner');
   const ready = await call(server.url, 'GET', '/readyz');
   t.deepEqual(ready.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
-  const signIn = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: V1.email, password: V1.password } });
+  const signIn = await call(server.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: V1.email, password: V1.password },
+  });
   t.is(signIn.status, 200, signIn.text);
   t.deepEqual(signIn.body.workspaces, [{ id: V1.wid, name: 'Acme v1', role: 'owner' }]);
   t.regex(server.stderr(), /store migrated/);

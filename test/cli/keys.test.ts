@@ -42,9 +42,12 @@ test('--local mints an admin key on the store: {id, key, scope}, and it works ag
 });
 
 test('through the server with SVC_ADMIN_KEY: an inference key bound to a principal and team', async (t) => {
-  const res = await svc(['keys', 'create', '--scope', 'inference', '--principal', 'alice', '--team', 'search', '--json'], {
-    env: { SVC_ADMIN_KEY: adminKey, SVC_URL: server.url },
-  });
+  const res = await svc(
+    ['keys', 'create', '--scope', 'inference', '--principal', 'alice', '--team', 'search', '--json'],
+    {
+      env: { SVC_ADMIN_KEY: adminKey, SVC_URL: server.url },
+    },
+  );
   t.is(res.code, 0, res.stdout + res.stderr);
   const minted = onlyJson(res);
   t.regex(minted.key, KEY);
@@ -58,7 +61,9 @@ test('through the server with SVC_ADMIN_KEY: an inference key bound to a princip
 });
 
 test('without --json the key is printed once on stdout, and the note goes to stderr', async (t) => {
-  const res = await svc(['keys', 'create', '--scope', 'inference', '--name', 'plain', '--url', server.url], { env: { SVC_ADMIN_KEY: adminKey } });
+  const res = await svc(['keys', 'create', '--scope', 'inference', '--name', 'plain', '--url', server.url], {
+    env: { SVC_ADMIN_KEY: adminKey },
+  });
   t.is(res.code, 0, res.stderr);
   const lines = res.stdout.split('\n').filter(Boolean);
   t.is(lines.length, 1);
@@ -70,8 +75,14 @@ test('without --json the key is printed once on stdout, and the note goes to std
 });
 
 test('an inference key as SVC_ADMIN_KEY is refused: exit 1 and the error type forbidden', async (t) => {
-  const inference = onlyJson(await svc(['keys', 'create', '--scope', 'inference', '--json'], { env: { SVC_ADMIN_KEY: adminKey, SVC_URL: server.url } }));
-  const res = await svc(['keys', 'create', '--scope', 'inference', '--json'], { env: { SVC_ADMIN_KEY: inference.key, SVC_URL: server.url } });
+  const inference = onlyJson(
+    await svc(['keys', 'create', '--scope', 'inference', '--json'], {
+      env: { SVC_ADMIN_KEY: adminKey, SVC_URL: server.url },
+    }),
+  );
+  const res = await svc(['keys', 'create', '--scope', 'inference', '--json'], {
+    env: { SVC_ADMIN_KEY: inference.key, SVC_URL: server.url },
+  });
   t.is(res.code, 1, res.stdout + res.stderr);
   const doc = onlyJson(res);
   t.is(doc.error.type, 'forbidden');
@@ -88,7 +99,9 @@ test('no admin key and no --local: exit 2, nothing minted', async (t) => {
 });
 
 test('--url naming a closed port: exit 3', async (t) => {
-  const res = await svc(['keys', 'create', '--scope', 'inference', '--url', 'http://127.0.0.1:1', '--json'], { env: { SVC_ADMIN_KEY: adminKey } });
+  const res = await svc(['keys', 'create', '--scope', 'inference', '--url', 'http://127.0.0.1:1', '--json'], {
+    env: { SVC_ADMIN_KEY: adminKey },
+  });
   t.is(res.code, 3, res.stdout + res.stderr);
   const doc = onlyJson(res);
   t.is(doc.error.type, 'unreachable');
@@ -99,7 +112,9 @@ test('--scope agent without --agent: exit 2, locally and through the server', as
   const local = await svc(['keys', 'create', '--scope', 'agent', '--local', '--data-dir', server.dataDir, '--json']);
   t.is(local.code, 2, local.stdout + local.stderr);
   t.regex(onlyJson(local).error.message, /agentId/);
-  const remote = await svc(['keys', 'create', '--scope', 'agent', '--json'], { env: { SVC_ADMIN_KEY: adminKey, SVC_URL: server.url } });
+  const remote = await svc(['keys', 'create', '--scope', 'agent', '--json'], {
+    env: { SVC_ADMIN_KEY: adminKey, SVC_URL: server.url },
+  });
   t.is(remote.code, 2, remote.stdout + remote.stderr);
 });
 

@@ -29,7 +29,9 @@ function t_is(actual: unknown, expected: unknown): void {
 }
 
 /** Runs `fn` on a fresh ledger with a checkpoint (see ledgerWithCheckpoint), then removes its data dir. */
-async function withLedger(fn: (ledger: { dataDir: string; wid: string; size: number }) => Promise<void>): Promise<void> {
+async function withLedger(
+  fn: (ledger: { dataDir: string; wid: string; size: number }) => Promise<void>,
+): Promise<void> {
   const ledger = await ledgerWithCheckpoint();
   try {
     await fn(ledger);
@@ -45,7 +47,20 @@ function tamper(dataDir: string, change: (app: App) => void): Promise<void> {
 
 async function verify(dataDir: string) {
   const res = await svc(['ledger', 'verify', '--data-dir', dataDir, '--json']);
-  return { code: res.code, doc: JSON.parse(res.stdout) as { ok: boolean; ledgers: Array<{ ok: boolean; size: number; checkpoints: number; firstBadIndex: number | null; problem: string | null }> }, stdout: res.stdout };
+  return {
+    code: res.code,
+    doc: JSON.parse(res.stdout) as {
+      ok: boolean;
+      ledgers: Array<{
+        ok: boolean;
+        size: number;
+        checkpoints: number;
+        firstBadIndex: number | null;
+        problem: string | null;
+      }>;
+    },
+    stdout: res.stdout,
+  };
 }
 
 test.serial('an untouched ledger verifies: exit 0, every record under a signed checkpoint', async (t) => {
@@ -65,7 +80,10 @@ test.serial('an edited record is named by its index: exit 1', async (t) => {
   await withLedger(async ({ dataDir, wid }) => {
     await tamper(dataDir, (app) => {
       const entry = app.store.tables.ledger.get([wid, 5])!;
-      app.store.tables.ledger.put([wid, 5], { ...entry, bytes: entry.bytes.replace('"deny"', '"allow"').replace('"allow"', '"allow" ') });
+      app.store.tables.ledger.put([wid, 5], {
+        ...entry,
+        bytes: entry.bytes.replace('"deny"', '"allow"').replace('"allow"', '"allow" '),
+      });
     });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
@@ -77,25 +95,28 @@ test.serial('an edited record is named by its index: exit 1', async (t) => {
   });
 });
 
-test.serial('a record rewritten whole (canonical bytes, matching leaf hash) breaks the signed checkpoint', async (t) => {
-  await withLedger(async ({ dataDir, wid }) => {
-    await tamper(dataDir, (app) => {
-      // Record 5 is the refusal of the 9000 EUR payment: make it look allowed.
-      const entry = app.store.tables.ledger.get([wid, 5])!;
-      const record = JSON.parse(entry.bytes);
-      t.is(record.data.decision, 'deny');
-      record.kind = 'action.allowed';
-      record.data = { ...record.data, decision: 'allow', signals: [] };
-      const bytes = canonicalJson(record);
-      app.store.tables.ledger.put([wid, 5], { bytes, leaf: leafHash(bytes).toString('base64url') });
+test.serial(
+  'a record rewritten whole (canonical bytes, matching leaf hash) breaks the signed checkpoint',
+  async (t) => {
+    await withLedger(async ({ dataDir, wid }) => {
+      await tamper(dataDir, (app) => {
+        // Record 5 is the refusal of the 9000 EUR payment: make it look allowed.
+        const entry = app.store.tables.ledger.get([wid, 5])!;
+        const record = JSON.parse(entry.bytes);
+        t.is(record.data.decision, 'deny');
+        record.kind = 'action.allowed';
+        record.data = { ...record.data, decision: 'allow', signals: [] };
+        const bytes = canonicalJson(record);
+        app.store.tables.ledger.put([wid, 5], { bytes, leaf: leafHash(bytes).toString('base64url') });
+      });
+      const { code, doc } = await verify(dataDir);
+      t.is(code, 1);
+      t.false(doc.ok);
+      t.regex(doc.ledgers[0]!.problem!, /do not match the signed checkpoint/);
+      t.true(doc.ledgers[0]!.firstBadIndex! <= 5);
     });
-    const { code, doc } = await verify(dataDir);
-    t.is(code, 1);
-    t.false(doc.ok);
-    t.regex(doc.ledgers[0]!.problem!, /do not match the signed checkpoint/);
-    t.true(doc.ledgers[0]!.firstBadIndex! <= 5);
-  });
-});
+  },
+);
 
 test.serial('removing the newest record is caught by the checkpoint that covered it', async (t) => {
   await withLedger(async ({ dataDir, wid, size }) => {
@@ -134,10 +155,15 @@ test.serial('an auditor with only the API records, RFC 8785 and SHA-256 gets the
     const agent = await createAgent(server);
     for (const amount of [100, 9000]) await authorize(server, agent.key, payment(amount));
     t.is(await server.stop(), 0);
-    const checkpoint = await withStore(server.dataDir, (app) => app.store.tables.checkpoints.scan([agent.wid], { reverse: true, limit: 1 })[0]!.value);
+    const checkpoint = await withStore(
+      server.dataDir,
+      (app) => app.store.tables.checkpoints.scan([agent.wid], { reverse: true, limit: 1 })[0]!.value,
+    );
     const restarted = await startServer({ dataDir: server.dataDir });
     try {
-      const res = await call(restarted.url, 'GET', `/api/w/${agent.wid}/ledger?limit=200`, { headers: { cookie: agent.cookie } });
+      const res = await call(restarted.url, 'GET', `/api/w/${agent.wid}/ledger?limit=200`, {
+        headers: { cookie: agent.cookie },
+      });
       t.is(res.status, 200);
       const records = (res.body.data as unknown[]).slice(0, checkpoint.size);
       // An independent RFC 9162 Merkle tree hash over the RFC 8785 bytes of each record.

@@ -59,7 +59,9 @@ test.serial('rotate, then revoke the old receipt key, with the server running', 
   const stillGood = await call(server.url, 'POST', '/v1/verify', { json: { receipt: second.body.receipt } });
   t.like(stillGood.body, { valid: true, reason: null });
 
-  const ledger = await call(server.url, 'GET', `/api/w/${agent.wid}/ledger?limit=200`, { headers: { cookie: agent.cookie } });
+  const ledger = await call(server.url, 'GET', `/api/w/${agent.wid}/ledger?limit=200`, {
+    headers: { cookie: agent.cookie },
+  });
   const kinds = ledger.body.data.map((r: { kind: string; actor: string }) => `${r.kind} ${r.actor}`);
   t.true(kinds.includes('receipt_key.rotated operator:cli'));
   t.true(kinds.includes('receipt_key.revoked operator:cli'));

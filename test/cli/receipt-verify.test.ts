@@ -50,11 +50,16 @@ test.before(async () => {
     if (req.method === 'POST' && path === '/v1/verify') {
       // Stands in for the server's answer (SPEC.md 4.7): valid for the golden receipt, seen before.
       let body = '';
-      req.on('data', (d: Buffer) => { body += d.toString(); });
+      req.on('data', (d: Buffer) => {
+        body += d.toString();
+      });
       req.on('end', () => {
         verifyBodies.push(body);
         const { receipt } = JSON.parse(body) as { receipt: string };
-        const answer = receipt === golden ? { valid: true, claims, reason: null, replayed: true } : { valid: false, claims: null, reason: 'bad_signature', replayed: false };
+        const answer =
+          receipt === golden
+            ? { valid: true, claims, reason: null, replayed: true }
+            : { valid: false, claims: null, reason: 'bad_signature', replayed: false };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
       });
     } else if (path === '/jwks.json' || path === '/.well-known/jwks.json') {
@@ -93,9 +98,16 @@ test.serial('human output names validity and the claims', async (t) => {
   const res = await svc(['receipt', 'verify', golden, '--jwks', JWKS]);
   t.is(res.code, 0, show(res));
   t.regex(res.stdout, new RegExp(`^VALID receipt, signed by key ${kid}\n`));
-  for (const part of ['agent                 agt_GoldenAgentAAAAAAAAAAA', 'action                act_GoldenActionAAAAAAAAAA', 'type                  payment',
-    'amount                12.50 EUR (1250 minor units)', 'merchant              acme.example', 'approved by a person  no',
-    'issued                2026-01-01T00:00:00Z by https://svc.example', 'expires               2100-01-01T00:00:00Z']) {
+  for (const part of [
+    'agent                 agt_GoldenAgentAAAAAAAAAAA',
+    'action                act_GoldenActionAAAAAAAAAA',
+    'type                  payment',
+    'amount                12.50 EUR (1250 minor units)',
+    'merchant              acme.example',
+    'approved by a person  no',
+    'issued                2026-01-01T00:00:00Z by https://svc.example',
+    'expires               2100-01-01T00:00:00Z',
+  ]) {
     t.true(res.stdout.includes(part), part);
   }
   t.is(res.stderr, '');
@@ -107,15 +119,18 @@ test.serial('a tampered receipt: exit 1, reason bad_signature, the verdict as th
   t.deepEqual(onlyJson(res), { valid: false, claims: null, reason: 'bad_signature', kid });
 });
 
-test.serial('a tampered receipt in human form: exit 1, INVALID with the reason explained, no claims shown', async (t) => {
-  const res = await svc(['receipt', 'verify', tampered, '--jwks', JWKS]);
-  t.is(res.code, 1, show(res));
-  t.regex(res.stdout, /^INVALID receipt: bad_signature\n {2}the signature does not match/);
-  t.false(res.stdout.includes('999999'), 'claims of an invalid receipt are not shown');
-  t.is(res.stderr, '');
-});
+test.serial(
+  'a tampered receipt in human form: exit 1, INVALID with the reason explained, no claims shown',
+  async (t) => {
+    const res = await svc(['receipt', 'verify', tampered, '--jwks', JWKS]);
+    t.is(res.code, 1, show(res));
+    t.regex(res.stdout, /^INVALID receipt: bad_signature\n {2}the signature does not match/);
+    t.false(res.stdout.includes('999999'), 'claims of an invalid receipt are not shown');
+    t.is(res.stderr, '');
+  },
+);
 
-test.serial('against another deployment\'s key set: exit 1, unknown_key', async (t) => {
+test.serial("against another deployment's key set: exit 1, unknown_key", async (t) => {
   const res = await svc(['receipt', 'verify', golden, '--jwks', OTHER_JWKS, '--json']);
   t.is(res.code, 1, show(res));
   t.deepEqual(onlyJson(res), { valid: false, claims: null, reason: 'unknown_key', kid });
@@ -169,7 +184,13 @@ test.serial('without --jwks: the key set at --url (or SVC_URL) /.well-known/jwks
 
 test.serial('a key-set URL that cannot be reached, or serves no key set: exit 3', async (t) => {
   const closed = await closedPort();
-  const cases = [['--jwks', `${closed}/jwks.json`], ['--url', closed], ['--jwks', `${hostUrl}/missing.json`], ['--jwks', `${hostUrl}/html`], ['--online', '--url', closed]];
+  const cases = [
+    ['--jwks', `${closed}/jwks.json`],
+    ['--url', closed],
+    ['--jwks', `${hostUrl}/missing.json`],
+    ['--jwks', `${hostUrl}/html`],
+    ['--online', '--url', closed],
+  ];
   const results = await Promise.all(cases.map((args) => svc(['receipt', 'verify', golden, ...args, '--json'])));
   results.forEach((res, i) => {
     t.is(res.code, 3, `${cases[i]!.join(' ')}\n${show(res)}`);
@@ -194,20 +215,28 @@ test.serial('a key-set file that is missing, not JSON or not a key set: exit 2',
 });
 
 test.serial('usage: no receipt, --online with --jwks, a --url that is not http(s): exit 2', async (t) => {
-  const cases = [['receipt', 'verify', '--jwks', JWKS], ['receipt', 'verify', golden, '--online', '--jwks', JWKS], ['receipt', 'verify', golden, '--url', 'ftp://example.com'], ['receipt', 'verify', golden, '--online', '--url', 'nope']];
+  const cases = [
+    ['receipt', 'verify', '--jwks', JWKS],
+    ['receipt', 'verify', golden, '--online', '--jwks', JWKS],
+    ['receipt', 'verify', golden, '--url', 'ftp://example.com'],
+    ['receipt', 'verify', golden, '--online', '--url', 'nope'],
+  ];
   const results = await Promise.all(cases.map((args) => svc(args)));
   results.forEach((res, i) => t.is(res.code, 2, `${cases[i]!.join(' ')}\n${show(res)}`));
 });
 
-test.serial('--online: POSTs {receipt} to <url>/v1/verify and prints the server\'s verdict, replayed included', async (t) => {
-  const res = await svc(['receipt', 'verify', golden, '--online', '--json'], { env: { SVC_URL: hostUrl } });
-  t.is(res.code, 0, show(res));
-  t.deepEqual(onlyJson(res), { valid: true, claims, reason: null, replayed: true });
-  t.true(verifyBodies.includes(JSON.stringify({ receipt: golden })));
-  const human = await svc(['receipt', 'verify', golden, '--online', '--url', hostUrl]);
-  t.is(human.code, 0, show(human));
-  t.regex(human.stdout, /^VALID receipt\n {2}already checked online before/);
-  const bad = await svc(['receipt', 'verify', tampered, '--online', '--url', hostUrl, '--json']);
-  t.is(bad.code, 1, show(bad));
-  t.deepEqual(onlyJson(bad), { valid: false, claims: null, reason: 'bad_signature', replayed: false });
-});
+test.serial(
+  "--online: POSTs {receipt} to <url>/v1/verify and prints the server's verdict, replayed included",
+  async (t) => {
+    const res = await svc(['receipt', 'verify', golden, '--online', '--json'], { env: { SVC_URL: hostUrl } });
+    t.is(res.code, 0, show(res));
+    t.deepEqual(onlyJson(res), { valid: true, claims, reason: null, replayed: true });
+    t.true(verifyBodies.includes(JSON.stringify({ receipt: golden })));
+    const human = await svc(['receipt', 'verify', golden, '--online', '--url', hostUrl]);
+    t.is(human.code, 0, show(human));
+    t.regex(human.stdout, /^VALID receipt\n {2}already checked online before/);
+    const bad = await svc(['receipt', 'verify', tampered, '--online', '--url', hostUrl, '--json']);
+    t.is(bad.code, 1, show(bad));
+    t.deepEqual(onlyJson(bad), { valid: false, claims: null, reason: 'bad_signature', replayed: false });
+  },
+);

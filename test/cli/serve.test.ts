@@ -10,7 +10,12 @@ import { BIN, ROOT, cleanEnv, removeDir, tempDir } from '../helpers/process.js';
  * JSON logs on stderr, readiness, and a graceful stop on SIGTERM that lets in-flight requests finish.
  */
 
-interface LogLine { msg?: string; level?: number; address?: string; [k: string]: unknown }
+interface LogLine {
+  msg?: string;
+  level?: number;
+  address?: string;
+  [k: string]: unknown;
+}
 
 interface Serve {
   proc: ChildProcess;
@@ -29,7 +34,9 @@ function parseLogs(stderr: string): LogLine[] {
     if (!line.trim()) continue;
     try {
       out.push(JSON.parse(line) as LogLine);
-    } catch { /* not a log line */ }
+    } catch {
+      /* not a log line */
+    }
   }
   return out;
 }
@@ -37,7 +44,9 @@ function parseLogs(stderr: string): LogLine[] {
 /** Spawns `svc serve` without --json on port 0 and waits for the `listening` log line. */
 async function spawnServe(dataDir: string): Promise<Serve> {
   const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0'], {
-    cwd: ROOT, env: cleanEnv({ SVC_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT,
+    env: cleanEnv({ SVC_LOG_LEVEL: 'info' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -45,26 +54,48 @@ async function spawnServe(dataDir: string): Promise<Serve> {
   const check = () => {
     const logs = parseLogs(stderr);
     for (const w of [...waiters]) {
-      const hit = logs.find((l) => typeof l.msg === 'string' && (typeof w.match === 'string' ? l.msg === w.match : w.match.test(l.msg)));
+      const hit = logs.find(
+        (l) => typeof l.msg === 'string' && (typeof w.match === 'string' ? l.msg === w.match : w.match.test(l.msg)),
+      );
       if (hit) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve(hit);
       }
     }
   };
-  proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); check(); });
-  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-  const waitForLog = (match: string | RegExp) => new Promise<LogLine>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no log line ${String(match)} within 30 s:\n${stderr}`)), 30_000);
-    waiters.push({ match, resolve: (l) => { clearTimeout(timer); resolve(l); } });
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`server exited with ${code} before logging ${String(match)}:\n${stderr}`)); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
     check();
   });
+  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  const waitForLog = (match: string | RegExp) =>
+    new Promise<LogLine>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no log line ${String(match)} within 30 s:\n${stderr}`)), 30_000);
+      waiters.push({
+        match,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+      void exited.then((code) => {
+        clearTimeout(timer);
+        reject(new Error(`server exited with ${code} before logging ${String(match)}:\n${stderr}`));
+      });
+      check();
+    });
   const listening = await waitForLog('listening');
   return {
-    proc, url: String(listening.address), exited, waitForLog,
-    stdout: () => stdout, stderr: () => stderr, logs: () => parseLogs(stderr),
+    proc,
+    url: String(listening.address),
+    exited,
+    waitForLog,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    logs: () => parseLogs(stderr),
   };
 }
 
@@ -102,29 +133,41 @@ test.serial('first start on an empty data dir prints the owner and a one-time pa
   t.false(first.stderr().includes(passwords[0]![1]!));
 });
 
-test.serial('it logs "listening" with the bound address on stderr as pino JSON, and nothing but JSON on stderr', (t) => {
-  t.regex(first.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-  t.not(first.url, 'http://127.0.0.1:0');
-  const lines = first.stderr().split('\n').filter((l) => l.trim());
-  t.true(lines.length > 0);
-  for (const line of lines) t.notThrows(() => JSON.parse(line), line);
-  const listening = first.logs().find((l) => l.msg === 'listening')!;
-  t.is(typeof listening.level, 'number');
-  // pino's epoch milliseconds: a time from this run, not a string to parse.
-  t.true(typeof listening.time === 'number' && Math.abs(listening.time - Date.now()) < 60_000);
-  // Nothing of the log reaches stdout.
-  t.false(first.stdout().includes('"msg"'));
-});
+test.serial(
+  'it logs "listening" with the bound address on stderr as pino JSON, and nothing but JSON on stderr',
+  (t) => {
+    t.regex(first.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    t.not(first.url, 'http://127.0.0.1:0');
+    const lines = first
+      .stderr()
+      .split('\n')
+      .filter((l) => l.trim());
+    t.true(lines.length > 0);
+    for (const line of lines) t.notThrows(() => JSON.parse(line), line);
+    const listening = first.logs().find((l) => l.msg === 'listening')!;
+    t.is(typeof listening.level, 'number');
+    // pino's epoch milliseconds: a time from this run, not a string to parse.
+    t.true(typeof listening.time === 'number' && Math.abs(listening.time - Date.now()) < 60_000);
+    // Nothing of the log reaches stdout.
+    t.false(first.stdout().includes('"msg"'));
+  },
+);
 
 test.serial('the printed one-time password signs in as the owner of "Default"', async (t) => {
   const password = [...first.stdout().matchAll(passwordLine)][0]![1]!;
-  const res = await call(first.url, 'POST', '/api/session', { headers: csrf, json: { email: 'admin@localhost', password } });
+  const res = await call(first.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: 'admin@localhost', password },
+  });
   t.is(res.status, 200, res.text);
   t.is(res.body.user.email, 'admin@localhost');
   t.is(res.body.workspaces.length, 1);
   t.like(res.body.workspaces[0], { name: 'Default', role: 'owner' });
   t.regex(String(res.headers['set-cookie']), /^sid=/);
-  const wrong = await call(first.url, 'POST', '/api/session', { headers: csrf, json: { email: 'admin@localhost', password: `${password}x` } });
+  const wrong = await call(first.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: 'admin@localhost', password: `${password}x` },
+  });
   t.is(wrong.status, 401);
 });
 
@@ -134,54 +177,77 @@ test.serial('GET /readyz answers 200 ready with the schema version', async (t) =
   t.deepEqual(res.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
 });
 
-test.serial('SIGTERM with a request in flight: the request is answered, then the process exits 0 and logs stopped', async (t) => {
-  const password = [...first.stdout().matchAll(passwordLine)][0]![1]!;
-  const body = Buffer.from(JSON.stringify({ email: 'admin@localhost', password }));
-  const half = Math.floor(body.length / 2);
-  const { port } = new URL(first.url);
+test.serial(
+  'SIGTERM with a request in flight: the request is answered, then the process exits 0 and logs stopped',
+  async (t) => {
+    const password = [...first.stdout().matchAll(passwordLine)][0]![1]!;
+    const body = Buffer.from(JSON.stringify({ email: 'admin@localhost', password }));
+    const half = Math.floor(body.length / 2);
+    const { port } = new URL(first.url);
 
-  // Expect: 100-continue makes the server say when it has dispatched the request and started
-  // reading its body, so the stop below lands on a request that is really in flight.
-  const req = httpRequest({
-    host: '127.0.0.1', port: Number(port), method: 'POST', path: '/api/session', agent: false,
-    headers: { 'content-type': 'application/json', 'content-length': String(body.length), expect: '100-continue', ...csrf },
-  });
-  const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    req.on('response', (res: IncomingMessage) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', reject);
+    // Expect: 100-continue makes the server say when it has dispatched the request and started
+    // reading its body, so the stop below lands on a request that is really in flight.
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port: Number(port),
+      method: 'POST',
+      path: '/api/session',
+      agent: false,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+        expect: '100-continue',
+        ...csrf,
+      },
     });
-    req.on('error', reject);
-  });
-  const continued = new Promise<void>((r) => req.once('continue', () => r()));
-  req.flushHeaders();
-  await continued;
-  await new Promise<void>((r) => req.write(body.subarray(0, half), () => r()));
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req.on('response', (res: IncomingMessage) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+    });
+    const continued = new Promise<void>((r) => req.once('continue', () => r()));
+    req.flushHeaders();
+    await continued;
+    await new Promise<void>((r) => req.write(body.subarray(0, half), () => r()));
 
-  first.proc.kill('SIGTERM');
-  await first.waitForLog(/^stopping/);
-  req.end(body.subarray(half));
+    first.proc.kill('SIGTERM');
+    await first.waitForLog(/^stopping/);
+    req.end(body.subarray(half));
 
-  const res = await answered;
-  t.is(res.status, 200, res.body);
-  t.is(JSON.parse(res.body).user.email, 'admin@localhost');
-  t.is(await first.exited, 0, first.stderr());
-  t.truthy(first.logs().find((l) => l.msg === 'stopped'), first.stderr());
-  // Still exactly one password over the whole life of the process.
-  t.is([...first.stdout().matchAll(passwordLine)].length, 1);
-});
+    const res = await answered;
+    t.is(res.status, 200, res.body);
+    t.is(JSON.parse(res.body).user.email, 'admin@localhost');
+    t.is(await first.exited, 0, first.stderr());
+    t.truthy(
+      first.logs().find((l) => l.msg === 'stopped'),
+      first.stderr(),
+    );
+    // Still exactly one password over the whole life of the process.
+    t.is([...first.stdout().matchAll(passwordLine)].length, 1);
+  },
+);
 
-test.serial('a second start on the same data dir prints no password, and the first password still signs in', async (t) => {
-  await stopServe(first);
-  second = await spawnServe(dataDir);
-  t.false(/password/i.test(second.stdout()), second.stdout());
-  t.is(second.stdout().trim(), '');
-  const password = [...first.stdout().matchAll(passwordLine)][0]![1]!;
-  const res = await call(second.url, 'POST', '/api/session', { headers: csrf, json: { email: 'admin@localhost', password } });
-  t.is(res.status, 200, res.text);
-  const ready = await call(second.url, 'GET', '/readyz');
-  t.deepEqual(ready.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
-});
+test.serial(
+  'a second start on the same data dir prints no password, and the first password still signs in',
+  async (t) => {
+    await stopServe(first);
+    second = await spawnServe(dataDir);
+    t.false(/password/i.test(second.stdout()), second.stdout());
+    t.is(second.stdout().trim(), '');
+    const password = [...first.stdout().matchAll(passwordLine)][0]![1]!;
+    const res = await call(second.url, 'POST', '/api/session', {
+      headers: csrf,
+      json: { email: 'admin@localhost', password },
+    });
+    t.is(res.status, 200, res.text);
+    const ready = await call(second.url, 'GET', '/readyz');
+    t.deepEqual(ready.body, { status: 'ready', schemaVersion: CURRENT_SCHEMA_VERSION });
+  },
+);

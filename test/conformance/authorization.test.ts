@@ -33,7 +33,8 @@ async function freePort(): Promise<number> {
 }
 
 test.before(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does.`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does.`);
   server = await startServer({ env: SERVER_ENV });
   await makeBot(await ownerConsole(server), 'oauth-conformance-bot', [{ actions: ['mcp.*'], domains: ['*'] }]);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
@@ -47,16 +48,41 @@ test.after.always(async () => {
 test('the authorization-server scenarios pass, a scripted browser signing in and consenting', async (t) => {
   t.timeout(180_000);
   const port = await freePort();
-  const discovery = await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json() as { authorization_endpoint: string; registration_endpoint: string };
+  const discovery = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as {
+    authorization_endpoint: string;
+    registration_endpoint: string;
+  };
   const registered = await fetch(discovery.registration_endpoint, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'MCP conformance suite', redirect_uris: [`http://127.0.0.1:${port}/callback`], token_endpoint_auth_method: 'none' }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'MCP conformance suite',
+      redirect_uris: [`http://127.0.0.1:${port}/callback`],
+      token_endpoint_auth_method: 'none',
+    }),
   });
   t.is(registered.status, 201);
-  const { client_id: clientId } = await registered.json() as { client_id: string };
+  const { client_id: clientId } = (await registered.json()) as { client_id: string };
 
   const out = await tempDir('conformance-auth-');
-  const child = spawn(process.execPath, [CLI, 'authorization', '--url', server.url, '--client-id', clientId, '--resource', `${server.url}/mcp`, '--port', String(port), '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'authorization',
+      '--url',
+      server.url,
+      '--client-id',
+      clientId,
+      '--resource',
+      `${server.url}/mcp`,
+      '--port',
+      String(port),
+      '-o',
+      out,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   const authorizeUrl = new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (d) => {
@@ -66,7 +92,9 @@ test('the authorization-server scenarios pass, a scripted browser signing in and
     });
     child.on('close', () => reject(new Error(`the suite ended without an authorization URL:\n${output}`)));
   });
-  child.stderr.on('data', (d) => { output += String(d); });
+  child.stderr.on('data', (d) => {
+    output += String(d);
+  });
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
 
   // The person: not signed in, so the authorization URL leads to sign-in and back to consent.
@@ -77,17 +105,44 @@ test('the authorization-server scenarios pass, a scripted browser signing in and
   t.regex(new URL(page.url()).pathname, /^\/login$/, 'a person not signed in is sent to sign in first');
   await page.fill('#email', server.boot.owner!.email);
   await page.fill('#password', `${server.boot.owner!.password}-changed`);
-  await Promise.all([page.waitForURL((u) => u.pathname === '/oauth/authorize'), page.click('#signin button[type=submit]')]);
-  t.is(await page.locator('input[name=agent]').count(), 1, 'the consent page offers the one agent this person may connect');
-  await Promise.all([page.waitForURL((u) => u.port === String(port) && u.pathname === '/callback'), page.click('#allow')]);
+  await Promise.all([
+    page.waitForURL((u) => u.pathname === '/oauth/authorize'),
+    page.click('#signin button[type=submit]'),
+  ]);
+  t.is(
+    await page.locator('input[name=agent]').count(),
+    1,
+    'the consent page offers the one agent this person may connect',
+  );
+  await Promise.all([
+    page.waitForURL((u) => u.port === String(port) && u.pathname === '/callback'),
+    page.click('#allow'),
+  ]);
   t.is(await page.locator('body').textContent(), 'OK. You can close this page.');
   await context.close();
 
   t.is(await exited, 0, output);
-  const checks = readdirSync(out).flatMap((dir) => JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as Array<{ id: string; status: string; errorMessage?: string }>);
-  t.deepEqual(checks.filter((c) => c.status === 'FAILURE').map((c) => `${c.id}: ${c.errorMessage ?? ''}`), [], 'no check failed');
+  const checks = readdirSync(out).flatMap(
+    (dir) =>
+      JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')) as Array<{
+        id: string;
+        status: string;
+        errorMessage?: string;
+      }>,
+  );
+  t.deepEqual(
+    checks.filter((c) => c.status === 'FAILURE').map((c) => `${c.id}: ${c.errorMessage ?? ''}`),
+    [],
+    'no check failed',
+  );
   // The one warning: Client ID Metadata Documents (URL client ids, a SHOULD of 2025-11-25) are
   // not offered; clients register dynamically (README, "MCP and OAuth").
-  t.deepEqual(checks.filter((c) => c.status === 'WARNING').map((c) => c.id), ['authorization-server-metadata-cimd']);
-  t.true(checks.some((c) => c.id === 'authorization-code-grant' && c.status === 'SUCCESS'), 'the code grant went through');
+  t.deepEqual(
+    checks.filter((c) => c.status === 'WARNING').map((c) => c.id),
+    ['authorization-server-metadata-cimd'],
+  );
+  t.true(
+    checks.some((c) => c.id === 'authorization-code-grant' && c.status === 'SUCCESS'),
+    'the code grant went through',
+  );
 });

@@ -28,18 +28,36 @@ function required(revision: string): string[] {
   const text = readFileSync(join(PACKAGE, 'requirements', `${revision}.yaml`), 'utf8');
   const block = /^server:\n((?: {2}- .+\n)+)/m.exec(text);
   if (!block) throw new Error('no server list in the requirements file');
-  return block[1]!.trim().split('\n').map((line) => line.replace(/^\s*- /, '').trim());
+  return block[1]!
+    .trim()
+    .split('\n')
+    .map((line) => line.replace(/^\s*- /, '').trim());
 }
 
-interface Check { id: string; name: string; status: string; errorMessage?: string }
+interface Check {
+  id: string;
+  name: string;
+  status: string;
+  errorMessage?: string;
+}
 
 /** Runs the suite's CLI (under this Node) and reads back each scenario's checks. */
-async function runSuite(url: string): Promise<{ code: number | null; output: string; scenarios: Map<string, Check[]> }> {
+async function runSuite(
+  url: string,
+): Promise<{ code: number | null; output: string; scenarios: Map<string, Check[]> }> {
   const out = await tempDir('conformance-');
-  const child = spawn(process.execPath, [CLI, 'server', '--url', url, '--requirements', '2025-11-25', '--timeout', '20000', '-o', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'server', '--url', url, '--requirements', '2025-11-25', '--timeout', '20000', '-o', out],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
-  child.stdout.on('data', (d) => { output += String(d); });
-  child.stderr.on('data', (d) => { output += String(d); });
+  child.stdout.on('data', (d) => {
+    output += String(d);
+  });
+  child.stderr.on('data', (d) => {
+    output += String(d);
+  });
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   const scenarios = new Map<string, Check[]>();
   for (const dir of readdirSync(out)) {
@@ -64,7 +82,11 @@ test.before(async () => {
   // Every client reaches the server through the shim, at the address the server calls its own.
   front = { ...server, url: shim.url };
   owner = await ownerConsole(front);
-  expectStatus(await owner.send('POST', '/mcp-servers', { name: 'conformance', url: upstream.url, unprefixed: true }), 201, 'upstream');
+  expectStatus(
+    await owner.send('POST', '/mcp-servers', { name: 'conformance', url: upstream.url, unprefixed: true }),
+    201,
+    'upstream',
+  );
   bot = await makeBot(owner, 'conformance-bot', [{ actions: ['mcp.conformance.*'], domains: ['*'] }]);
 });
 
@@ -80,7 +102,9 @@ async function passesInFull(t: import('ava').ExecutionContext, credential: strin
   const { code, output, scenarios } = await runSuite(`${shim.url}/mcp`);
   const missing = required('2025-11-25').filter((name) => !scenarios.has(name));
   t.deepEqual(missing, [], `every required scenario ran\n${output.slice(-3000)}`);
-  const failed = [...scenarios].flatMap(([name, checks]) => checks.filter((c) => c.status === 'FAILURE').map((c) => `${name}: ${c.id} ${c.errorMessage ?? ''}`));
+  const failed = [...scenarios].flatMap(([name, checks]) =>
+    checks.filter((c) => c.status === 'FAILURE').map((c) => `${name}: ${c.id} ${c.errorMessage ?? ''}`),
+  );
   t.deepEqual(failed, [], 'no check failed');
   t.is(code, 0, 'the suite exits 0');
 }
@@ -95,7 +119,12 @@ test.serial('the conformance suite passes in full against /mcp with an OAuth acc
   await passesInFull(t, tokens.access_token);
   // Every proxied tool call was an action at the gate, recorded for the agent the token stands for.
   const records = await owner.ledger();
-  const calls = records.filter((r) => r.kind.startsWith('action.') && r.actor === `agent:${bot.agentId}` && r.data.type === 'mcp.conformance.test_simple_text');
+  const calls = records.filter(
+    (r) =>
+      r.kind.startsWith('action.') &&
+      r.actor === `agent:${bot.agentId}` &&
+      r.data.type === 'mcp.conformance.test_simple_text',
+  );
   t.true(calls.length >= 2, 'both runs called test_simple_text through the gate');
   t.true(calls.every((r) => r.data.decision === 'allow'));
 });

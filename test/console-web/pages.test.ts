@@ -12,7 +12,8 @@ import { withStore } from '../helpers/store.js';
  * What the page script does is the browser test's (test/browser/console.test.ts).
  */
 
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const EVIL_WORKSPACE = '<script>alert("ws")</script> & Co';
 const EVIL_NAME = '<img src=x onerror="alert(1)">';
 const EVIL_EMAIL = 'mallory@evil.example';
@@ -26,9 +27,14 @@ test.before(async () => {
   // Every test here signs in; a generous per-address budget keeps them from waiting on each other.
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '200' } });
   owner = await ownerSession(server);
-  const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({
-    name: EVIL_WORKSPACE, ownerEmail: EVIL_EMAIL, ownerName: EVIL_NAME, ownerPassword: EVIL_PASSWORD,
-  }));
+  const made = await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({
+      name: EVIL_WORKSPACE,
+      ownerEmail: EVIL_EMAIL,
+      ownerName: EVIL_NAME,
+      ownerPassword: EVIL_PASSWORD,
+    }),
+  );
   evil = { workspaceId: made.workspaceId, cookie: await signIn(server.url, EVIL_EMAIL, EVIL_PASSWORD) };
 });
 
@@ -50,8 +56,16 @@ function assertPageHeaders(t: import('ava').ExecutionContext, res: Reply, what: 
 /** Nothing a strict CSP would refuse: no inline script, style or handler; only our two files. */
 function assertNoInlineCode(t: import('ava').ExecutionContext, html: string, what: string): void {
   const scripts = [...html.matchAll(/<script\b([^>]*)>/gi)].map((m) => m[1]!);
-  t.deepEqual(scripts.map((a) => /\bsrc="([^"]+)"/.exec(a)?.[1]), ['/console/app.js'], `${what}: one script, from this origin`);
-  t.deepEqual([...html.matchAll(/<link\b[^>]*rel="stylesheet"[^>]*href="([^"]+)"/gi)].map((m) => m[1]), ['/console/app.css'], what);
+  t.deepEqual(
+    scripts.map((a) => /\bsrc="([^"]+)"/.exec(a)?.[1]),
+    ['/console/app.js'],
+    `${what}: one script, from this origin`,
+  );
+  t.deepEqual(
+    [...html.matchAll(/<link\b[^>]*rel="stylesheet"[^>]*href="([^"]+)"/gi)].map((m) => m[1]),
+    ['/console/app.css'],
+    what,
+  );
   t.notRegex(html, /<style\b/i, what);
   t.notRegex(html, /\sstyle\s*=/i, what);
   t.notRegex(html, /<[^>]*\son[a-z]+\s*=/i, `${what}: no inline event handlers`);
@@ -97,7 +111,12 @@ test('GET /console with a session: the workspace shell for the script, under the
   assertPageHeaders(t, res, '/console');
   assertNoInlineCode(t, res.text, '/console');
   const wid = server.boot.workspaceId!;
-  t.regex(res.text, new RegExp(`<body data-page="console" class="page-console" data-user="usr_[0-9A-Za-z]{22}" data-workspace="${wid}" data-can-decide="true" data-can-stop-all="true" data-can-read-members="true">`));
+  t.regex(
+    res.text,
+    new RegExp(
+      `<body data-page="console" class="page-console" data-user="usr_[0-9A-Za-z]{22}" data-workspace="${wid}" data-can-decide="true" data-can-stop-all="true" data-can-read-members="true">`,
+    ),
+  );
   t.regex(res.text, /<span class="workspace" id="workspace-name">Default<\/span>/);
   t.regex(res.text, /<span class="badge badge-neutral" id="role">owner<\/span>/);
   for (const id of ['stop-all-body', 'approvals-body', 'agents-body', 'sign-out', 'refresh', 'error', 'status']) {
@@ -117,23 +136,47 @@ test.serial('GET /console escapes the workspace and person names it renders on t
   const workspace = '&lt;script&gt;alert(&quot;ws&quot;)&lt;/script&gt; &amp; Co';
   t.true(res.text.includes(`<span class="workspace" id="workspace-name">${workspace}</span>`));
   t.true(res.text.includes(`<title>${workspace} · svc console</title>`));
-  t.true(res.text.includes('<span class="person" title="mallory@evil.example">&lt;img src=x onerror=&quot;alert(1)&quot;&gt; <span class="muted">mallory@evil.example</span></span>'));
+  t.true(
+    res.text.includes(
+      '<span class="person" title="mallory@evil.example">&lt;img src=x onerror=&quot;alert(1)&quot;&gt; <span class="muted">mallory@evil.example</span></span>',
+    ),
+  );
 });
 
 test.serial('GET /console with several workspaces: a selector of escaped names, ?w= picks one', async (t) => {
   // The first-start owner adds the hostile-named person to "Default": now they have two.
   const ownerWid = server.boot.workspaceId!;
-  expectStatus(await call(server.url, 'POST', `/api/w/${ownerWid}/members`, {
-    headers: { cookie: owner, ...csrf }, json: { email: EVIL_EMAIL, name: 'ignored for an existing person', role: 'analyst' },
-  }), 201, 'add member');
+  expectStatus(
+    await call(server.url, 'POST', `/api/w/${ownerWid}/members`, {
+      headers: { cookie: owner, ...csrf },
+      json: { email: EVIL_EMAIL, name: 'ignored for an existing person', role: 'analyst' },
+    }),
+    201,
+    'add member',
+  );
   const first = await page('/console', evil.cookie);
   assertPageHeaders(t, first, '/console (two workspaces)');
-  const options = [...first.text.matchAll(/<option value="(ws_[0-9A-Za-z]{22})"( selected)?>([^<]*)<\/option>/g)].map((m) => ({ id: m[1], selected: m[2] !== undefined, name: m[3] }));
+  const options = [...first.text.matchAll(/<option value="(ws_[0-9A-Za-z]{22})"( selected)?>([^<]*)<\/option>/g)].map(
+    (m) => ({ id: m[1], selected: m[2] !== undefined, name: m[3] }),
+  );
   // Without ?w=, the first of GET /api/me's workspaces is shown.
-  const me = expectStatus(await call(server.url, 'GET', '/api/me', { headers: { cookie: evil.cookie } }), 200, 'me').body;
-  t.deepEqual(options.map((o) => o.id), me.workspaces.map((w: { id: string }) => w.id));
-  t.deepEqual(options.map((o) => o.selected), [true, false]);
-  t.deepEqual(options.find((o) => o.id === evil.workspaceId)?.name, '&lt;script&gt;alert(&quot;ws&quot;)&lt;/script&gt; &amp; Co');
+  const me = expectStatus(
+    await call(server.url, 'GET', '/api/me', { headers: { cookie: evil.cookie } }),
+    200,
+    'me',
+  ).body;
+  t.deepEqual(
+    options.map((o) => o.id),
+    me.workspaces.map((w: { id: string }) => w.id),
+  );
+  t.deepEqual(
+    options.map((o) => o.selected),
+    [true, false],
+  );
+  t.deepEqual(
+    options.find((o) => o.id === evil.workspaceId)?.name,
+    '&lt;script&gt;alert(&quot;ws&quot;)&lt;/script&gt; &amp; Co',
+  );
   t.deepEqual(options.find((o) => o.id === ownerWid)?.name, 'Default');
   t.regex(first.text, /<form id="workspace-form" class="workspace-form" method="get" action="\/console">/);
 
@@ -142,7 +185,12 @@ test.serial('GET /console with several workspaces: a selector of escaped names, 
   t.regex(own.text, new RegExp(`data-workspace="${evil.workspaceId}" data-can-decide="true"`));
   const second = await page(`/console?w=${ownerWid}`, evil.cookie);
   t.is(second.status, 200);
-  t.regex(second.text, new RegExp(`data-workspace="${ownerWid}" data-can-decide="false" data-can-stop-all="false" data-can-read-members="false"`));
+  t.regex(
+    second.text,
+    new RegExp(
+      `data-workspace="${ownerWid}" data-can-decide="false" data-can-stop-all="false" data-can-read-members="false"`,
+    ),
+  );
   t.regex(second.text, /<option value="ws_[0-9A-Za-z]{22}" selected>Default<\/option>/);
   t.regex(second.text, /id="role">analyst</);
   t.false(second.text.includes('id="approvals-body"'), 'no approvals section for an analyst');
@@ -160,7 +208,14 @@ test.serial('GET /console with several workspaces: a selector of escaped names, 
 test('GET /console for a person still holding a one-time password: only the change-password form', async (t) => {
   const email = 'newcomer@example.test';
   const password = 'one-time-password-1';
-  await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Newcomer', ownerEmail: email, ownerPassword: password, mustChangePassword: true }));
+  await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({
+      name: 'Newcomer',
+      ownerEmail: email,
+      ownerPassword: password,
+      mustChangePassword: true,
+    }),
+  );
   const cookie = await signIn(server.url, email, password);
   const res = await page('/console', cookie);
   assertPageHeaders(t, res, '/console (one-time password)');
@@ -175,7 +230,11 @@ test('GET /console/app.js and /console/app.css: their content types, no session 
   t.is(js.headers['content-type'], 'text/javascript; charset=utf-8');
   t.is(js.headers['x-content-type-options'], 'nosniff');
   t.notThrows(() => new Script(js.text, { filename: 'app.js' }), 'the page script parses');
-  t.notRegex(js.text, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/, 'data never becomes markup or code');
+  t.notRegex(
+    js.text,
+    /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/,
+    'data never becomes markup or code',
+  );
   t.regex(js.text, /'x-svc-csrf'\] = '1'/);
 
   const css = await page('/console/app.css');

@@ -26,7 +26,11 @@ async function createAgent(body: Record<string, unknown>): Promise<Reply> {
 }
 
 async function mintKey(agentId: string, name?: string): Promise<{ id: string; key: string }> {
-  return expectStatus(await owner.send('POST', `/agents/${agentId}/keys`, name === undefined ? {} : { name }), 201, 'key').body;
+  return expectStatus(
+    await owner.send('POST', `/agents/${agentId}/keys`, name === undefined ? {} : { name }),
+    201,
+    'key',
+  ).body;
 }
 
 /** Every agent of the workspace, following `next` with pages of `limit`. */
@@ -35,7 +39,9 @@ async function walkAgents(limit: number): Promise<{ ids: string[]; pages: number
   const pages: number[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 1000; i += 1) {
-    const res: Reply = await owner.get(`/agents?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const res: Reply = await owner.get(
+      `/agents?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     if (res.status !== 200) throw new Error(`list: ${res.status} ${res.text}`);
     ids.push(...res.body.data.map((a: { id: string }) => a.id));
     pages.push(res.body.data.length);
@@ -49,7 +55,11 @@ test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   other = await otherWorkspace(server);
   owner = await ownerConsole(server);
-  otherAgentId = expectStatus(await other.send('POST', '/agents', { name: 'their-bot', actsFor: other.id }), 201, 'other agent').body.id;
+  otherAgentId = expectStatus(
+    await other.send('POST', '/agents', { name: 'their-bot', actsFor: other.id }),
+    201,
+    'other agent',
+  ).body.id;
 });
 
 test.after.always(() => stopAndClean(server));
@@ -57,12 +67,32 @@ test.after.always(() => stopAndClean(server));
 // Agents
 
 test('POST agents answers 201 with the agent in the decided shape, and GET shows the same', async (t) => {
-  const res = await owner.send('POST', '/agents', { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'] });
+  const res = await owner.send('POST', '/agents', {
+    name: 'billing-bot',
+    actsFor: owner.id,
+    tags: ['team:billing', 'eu'],
+  });
   t.is(res.status, 201, res.text);
   // API.md's fields, and `blueprint` added (null: not registered from one).
-  t.deepEqual(Object.keys(res.body).sort(), ['actsFor', 'blueprint', 'createdAt', 'holds', 'id', 'name', 'status', 'tags']);
+  t.deepEqual(Object.keys(res.body).sort(), [
+    'actsFor',
+    'blueprint',
+    'createdAt',
+    'holds',
+    'id',
+    'name',
+    'status',
+    'tags',
+  ]);
   t.regex(res.body.id, AGENT_ID);
-  t.like(res.body, { name: 'billing-bot', actsFor: owner.id, tags: ['team:billing', 'eu'], status: 'running', holds: [], blueprint: null });
+  t.like(res.body, {
+    name: 'billing-bot',
+    actsFor: owner.id,
+    tags: ['team:billing', 'eu'],
+    status: 'running',
+    holds: [],
+    blueprint: null,
+  });
   t.regex(res.body.createdAt, ISO);
 
   const one = await owner.get(`/agents/${res.body.id}`);
@@ -71,7 +101,10 @@ test('POST agents answers 201 with the agent in the decided shape, and GET shows
 
   const list = await owner.get('/agents?limit=200');
   t.is(list.status, 200, list.text);
-  t.deepEqual(list.body.data.find((a: { id: string }) => a.id === res.body.id), res.body);
+  t.deepEqual(
+    list.body.data.find((a: { id: string }) => a.id === res.body.id),
+    res.body,
+  );
 });
 
 test('tags default to an empty list', async (t) => {
@@ -89,7 +122,10 @@ test('each agent gets its own id', async (t) => {
 test('a missing name gives 400 invalid_request naming the field name', async (t) => {
   const res = await owner.send('POST', '/agents', { actsFor: owner.id });
   assertError(t, res, 400, 'invalid_request');
-  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field), ['name']);
+  t.deepEqual(
+    res.body.error.errors.map((e: { field: string }) => e.field),
+    ['name'],
+  );
 });
 
 test('actsFor naming a person of another workspace gives 400 invalid_request on the field actsFor, and no agent', async (t) => {
@@ -115,7 +151,10 @@ test('PATCH changes name and tags; GET and the ledger show the change', async (t
   t.deepEqual(one.body, res.body);
 
   const records = (await owner.ledger()).filter((r) => r.subject === agent.id);
-  t.deepEqual(records.map((r) => r.kind), ['agent.created', 'agent.updated']);
+  t.deepEqual(
+    records.map((r) => r.kind),
+    ['agent.created', 'agent.updated'],
+  );
   t.is(records[1]!.actor, `user:${owner.id}`);
   t.like(records[1]!.data, { name: 'final-bot', tags: ['new', 'eu'] });
 });
@@ -151,7 +190,10 @@ test('DELETE removes an agent: 200 {}, then 404 not_found, and its key answers 4
   assertError(t, poll, 403, 'agent_not_found');
 
   const records = (await owner.ledger()).filter((r) => r.subject === agent.id);
-  t.deepEqual(records.map((r) => r.kind), ['agent.created', 'agent.removed']);
+  t.deepEqual(
+    records.map((r) => r.kind),
+    ['agent.created', 'agent.removed'],
+  );
   t.is(records[1]!.actor, `user:${owner.id}`);
 });
 
@@ -180,16 +222,21 @@ test('an unknown agent id gives 404 not_found', async (t) => {
   assertError(t, await owner.send('DELETE', '/agents/agt_0000000000000000000000'), 404, 'not_found');
 });
 
-test('the owner of one workspace asking for another workspace\'s agents gets 404 not_found', async (t) => {
+test("the owner of one workspace asking for another workspace's agents gets 404 not_found", async (t) => {
   const list = await call(server.url, 'GET', `/api/w/${other.wid}/agents`, { headers: { cookie: owner.cookie } });
   assertError(t, list, 404, 'not_found');
-  const create = await call(server.url, 'POST', `/api/w/${other.wid}/agents`, { headers: { cookie: owner.cookie, ...csrf }, json: { name: 'intruder' } });
+  const create = await call(server.url, 'POST', `/api/w/${other.wid}/agents`, {
+    headers: { cookie: owner.cookie, ...csrf },
+    json: { name: 'intruder' },
+  });
   assertError(t, create, 404, 'not_found');
 });
 
 // Serial: no other test of this file removes an agent while pages are walked.
 test.serial('GET agents pages with ?limit and the next cursor, skipping removed agents', async (t) => {
-  const made = await Promise.all(['page-a', 'page-b', 'page-c', 'page-d'].map((name) => createAgent({ name, actsFor: owner.id })));
+  const made = await Promise.all(
+    ['page-a', 'page-b', 'page-c', 'page-d'].map((name) => createAgent({ name, actsFor: owner.id })),
+  );
   const all = await owner.get('/agents?limit=200');
   t.is(all.status, 200, all.text);
   t.deepEqual(Object.keys(all.body).sort(), ['data', 'next']);
@@ -212,14 +259,20 @@ test.serial('GET agents pages with ?limit and the next cursor, skipping removed 
   const after = await walkAgents(1);
   t.false(after.ids.includes(gone));
   t.is(after.ids.length, all.body.data.length - 1);
-  t.true(after.pages.every((n) => n === 1), JSON.stringify(after.pages));
+  t.true(
+    after.pages.every((n) => n === 1),
+    JSON.stringify(after.pages),
+  );
 });
 
 test('?limit outside 1-200 gives 400 invalid_request on query.limit', async (t) => {
   for (const limit of ['0', '201', 'x']) {
     const res = await owner.get(`/agents?limit=${limit}`);
     assertError(t, res, 400, 'invalid_request');
-    t.true(res.body.error.errors.some((e: { field: string }) => e.field === 'query.limit'), JSON.stringify(res.body.error.errors));
+    t.true(
+      res.body.error.errors.some((e: { field: string }) => e.field === 'query.limit'),
+      JSON.stringify(res.body.error.errors),
+    );
   }
 });
 
@@ -228,7 +281,10 @@ test('?limit outside 1-200 gives 400 invalid_request on query.limit', async (t) 
 test('console writes on agent routes without x-svc-csrf give 403 csrf and change nothing', async (t) => {
   const agent = (await createAgent({ name: 'guarded-bot', actsFor: owner.id })).body;
   const noCsrf = (method: string, path: string, json?: unknown) =>
-    call(server.url, method, owner.api(path), { headers: { cookie: owner.cookie }, ...(json === undefined ? {} : { json }) });
+    call(server.url, method, owner.api(path), {
+      headers: { cookie: owner.cookie },
+      ...(json === undefined ? {} : { json }),
+    });
 
   const create = await noCsrf('POST', '/agents', { name: 'forged-bot' });
   assertError(t, create, 403, 'csrf');
@@ -240,7 +296,10 @@ test('console writes on agent routes without x-svc-csrf give 403 csrf and change
   assertError(t, await noCsrf('PUT', `/agents/${agent.id}/mandate`, { rules: [] }), 403, 'csrf');
 
   // From another origin, even with the header.
-  const foreign = await call(server.url, 'POST', owner.api('/agents'), { headers: { cookie: owner.cookie, ...csrf, origin: 'https://evil.example' }, json: { name: 'forged-bot' } });
+  const foreign = await call(server.url, 'POST', owner.api('/agents'), {
+    headers: { cookie: owner.cookie, ...csrf, origin: 'https://evil.example' },
+    json: { name: 'forged-bot' },
+  });
   assertError(t, foreign, 403, 'csrf');
 
   t.deepEqual((await owner.get(`/agents/${agent.id}`)).body, agent);
@@ -250,7 +309,7 @@ test('console writes on agent routes without x-svc-csrf give 403 csrf and change
 
 // Agent keys
 
-test('POST agent keys answers 201 { id, key } with an ask_ key that works as that agent\'s key', async (t) => {
+test("POST agent keys answers 201 { id, key } with an ask_ key that works as that agent's key", async (t) => {
   const agent = (await createAgent({ name: 'keyed-bot', actsFor: owner.id })).body;
   const res = await owner.send('POST', `/agents/${agent.id}/keys`, { name: 'laptop' });
   t.is(res.status, 201, res.text);
@@ -277,7 +336,9 @@ test('POST agent keys answers 201 { id, key } with an ask_ key that works as tha
 
 test('a key can be minted without a body', async (t) => {
   const agent = (await createAgent({ name: 'bodyless-bot', actsFor: owner.id })).body;
-  const res = await call(server.url, 'POST', owner.api(`/agents/${agent.id}/keys`), { headers: { cookie: owner.cookie, ...csrf } });
+  const res = await call(server.url, 'POST', owner.api(`/agents/${agent.id}/keys`), {
+    headers: { cookie: owner.cookie, ...csrf },
+  });
   t.is(res.status, 201, res.text);
   t.regex(res.body.key, KEY_VALUE);
 });
@@ -313,8 +374,11 @@ test('DELETE an agent key: 200 {}, then the key gets 401 invalid_api_key and the
   assertError(t, await owner.send('DELETE', `/agents/${agent.id}/keys/${dropped.id}`), 404, 'not_found');
 });
 
-test('deleting another agent\'s key through this agent\'s path gives 404 and the key keeps working', async (t) => {
-  const [mine, theirs] = await Promise.all([createAgent({ name: 'path-a', actsFor: owner.id }), createAgent({ name: 'path-b', actsFor: owner.id })]);
+test("deleting another agent's key through this agent's path gives 404 and the key keeps working", async (t) => {
+  const [mine, theirs] = await Promise.all([
+    createAgent({ name: 'path-a', actsFor: owner.id }),
+    createAgent({ name: 'path-b', actsFor: owner.id }),
+  ]);
   const key = await mintKey(theirs.body.id);
   const res = await owner.send('DELETE', `/agents/${mine.body.id}/keys/${key.id}`);
   assertError(t, res, 404, 'not_found');
@@ -323,7 +387,7 @@ test('deleting another agent\'s key through this agent\'s path gives 404 and the
   t.is(keys.body.data.find((k: { id: string }) => k.id === key.id)?.revokedAt, null);
 });
 
-test('a workspace key cannot be deleted through an agent\'s key path', async (t) => {
+test("a workspace key cannot be deleted through an agent's key path", async (t) => {
   const agent = (await createAgent({ name: 'path-c', actsFor: owner.id })).body;
   const wkey = await owner.send('POST', '/keys', { scope: 'inference', name: 'not-an-agent-key' });
   t.is(wkey.status, 201, wkey.text);
@@ -343,5 +407,8 @@ test('a name holding a lone surrogate (valid JSON, not text) is 400 naming the f
     body: '{"name":"bot \\ud800"}',
   });
   assertError(t, res, 400, 'invalid_request');
-  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field), ['name']);
+  t.deepEqual(
+    res.body.error.errors.map((e: { field: string }) => e.field),
+    ['name'],
+  );
 });

@@ -38,7 +38,9 @@ test.before(async () => {
   const minted = await send('POST', `/agents/${agentId}/keys`, { name: 'laptop' });
   keyId = minted.body.id;
   keyValue = minted.body.key;
-  ruleIds = (await send('PUT', `/agents/${agentId}/mandate`, { rules: [{ actions: ['email'] }] })).body.rules.map((r: { id: string }) => r.id);
+  ruleIds = (await send('PUT', `/agents/${agentId}/mandate`, { rules: [{ actions: ['email'] }] })).body.rules.map(
+    (r: { id: string }) => r.id,
+  );
   await send('PATCH', `/agents/${agentId}`, { name: 'ledgered-bot-2' });
   await send('DELETE', `/agents/${agentId}/keys/${keyId}`);
   await send('DELETE', `/agents/${agentId}`);
@@ -68,17 +70,26 @@ test('records have the decided shape and indexes 0..n-1 in order', async (t) => 
   });
   t.is(new Set(records.map((r) => r.id)).size, records.length);
   const times = records.map((r) => Date.parse(r.at));
-  t.deepEqual(times, [...times].sort((a, b) => a - b));
+  t.deepEqual(
+    times,
+    [...times].sort((a, b) => a - b),
+  );
 });
 
-test('the console\'s changes to an agent appear in order, by the owner', async (t) => {
+test("the console's changes to an agent appear in order, by the owner", async (t) => {
   const { records } = await ledgerPages(server, owner.wid, owner.cookie, 200);
   const mine = records.filter((r) => r.subject === agentId || r.subject === keyId);
-  t.deepEqual(mine.map((r) => r.kind), ['agent.created', 'key.minted', 'mandate.updated', 'agent.updated', 'key.revoked', 'agent.removed']);
+  t.deepEqual(
+    mine.map((r) => r.kind),
+    ['agent.created', 'key.minted', 'mandate.updated', 'agent.updated', 'key.revoked', 'agent.removed'],
+  );
   for (const r of mine) t.is(r.actor, `user:${owner.id}`);
   t.deepEqual(mine[0]!.data, { name: 'ledgered-bot', actsFor: owner.id, tags: ['eu'] });
   t.deepEqual(mine[1]!.data, { scope: 'agent', name: 'laptop', agentId });
-  t.deepEqual(mine[2]!.data.rules.map((r: { id: string }) => r.id), ruleIds);
+  t.deepEqual(
+    mine[2]!.data.rules.map((r: { id: string }) => r.id),
+    ruleIds,
+  );
   t.deepEqual(mine[3]!.data, { name: 'ledgered-bot-2' });
   t.deepEqual(mine[4]!.data, { scope: 'agent', agentId });
   t.is(mine[1]!.subject, keyId);
@@ -87,7 +98,9 @@ test('the console\'s changes to an agent appear in order, by the owner', async (
 
 test('key minting is recorded without the key value or its hash anywhere', async (t) => {
   const res = await owner.get('/ledger?limit=200');
-  const minted = res.body.data.filter((r: { kind: string; subject: string }) => r.kind === 'key.minted' && r.subject === keyId);
+  const minted = res.body.data.filter(
+    (r: { kind: string; subject: string }) => r.kind === 'key.minted' && r.subject === keyId,
+  );
   t.is(minted.length, 1);
   t.false(res.text.includes(keyValue));
   t.false(res.text.includes(keyValue.slice(4)), 'not even without its prefix');
@@ -111,7 +124,10 @@ test('?after=INDEX&limit= pages through the records, each once, next being the l
 
   const middle = await owner.get('/ledger?after=2&limit=3');
   t.is(middle.status, 200, middle.text);
-  t.deepEqual(middle.body.data.map((r: { index: number }) => r.index), [3, 4, 5]);
+  t.deepEqual(
+    middle.body.data.map((r: { index: number }) => r.index),
+    [3, 4, 5],
+  );
   t.deepEqual(middle.body.data, all.slice(3, 6));
 
   const pastEnd = await owner.get(`/ledger?after=${all.length - 1}`);
@@ -134,14 +150,26 @@ test('each workspace sees only its own ledger', async (t) => {
   const theirs = await other.get('/ledger?limit=200');
   t.is(theirs.status, 200, theirs.text);
   t.true(theirs.body.data.length >= 1);
-  t.deepEqual(theirs.body.data.map((r: { index: number }) => r.index), theirs.body.data.map((_: unknown, i: number) => i));
+  t.deepEqual(
+    theirs.body.data.map((r: { index: number }) => r.index),
+    theirs.body.data.map((_: unknown, i: number) => i),
+  );
   for (const r of theirs.body.data) t.is(r.workspaceId, other.wid);
-  t.true(theirs.body.data.some((r: { kind: string; data: { name?: string } }) => r.kind === 'agent.created' && r.data.name === 'their-bot'));
+  t.true(
+    theirs.body.data.some(
+      (r: { kind: string; data: { name?: string } }) => r.kind === 'agent.created' && r.data.name === 'their-bot',
+    ),
+  );
 
   const mine = await owner.get('/ledger?limit=200');
   t.false(mine.body.data.some((r: { workspaceId: string }) => r.workspaceId !== owner.wid));
 
-  assertError(t, await call(server.url, 'GET', `/api/w/${other.wid}/ledger`, { headers: { cookie: owner.cookie } }), 404, 'not_found');
+  assertError(
+    t,
+    await call(server.url, 'GET', `/api/w/${other.wid}/ledger`, { headers: { cookie: owner.cookie } }),
+    404,
+    'not_found',
+  );
 });
 
 test('the ledger needs a signed-in session', async (t) => {

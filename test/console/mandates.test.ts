@@ -28,7 +28,8 @@ async function newAgent(name: string): Promise<string> {
   return expectStatus(await owner.send('POST', '/agents', { name, actsFor: owner.id }), 201, 'agent').body.id;
 }
 
-const fieldsOf = (res: Reply): Array<string | null> => (res.body?.error?.errors ?? []).map((e: { field: string | null }) => e.field);
+const fieldsOf = (res: Reply): Array<string | null> =>
+  (res.body?.error?.errors ?? []).map((e: { field: string | null }) => e.field);
 
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
@@ -81,7 +82,11 @@ test('the saved mandate is what the gate enforces', async (t) => {
   const allowed = await authorize(server, key.body.key, payment(1250));
   t.is(allowed.status, 200, allowed.text);
   t.is(allowed.body.decision, 'allow');
-  const elsewhere = await authorize(server, key.body.key, { type: 'payment', summary: 'Pay Globex', payment: { amount: 100, currency: 'EUR', merchant: 'globex.example' } });
+  const elsewhere = await authorize(server, key.body.key, {
+    type: 'payment',
+    summary: 'Pay Globex',
+    payment: { amount: 100, currency: 'EUR', merchant: 'globex.example' },
+  });
   t.is(elsewhere.status, 200, elsewhere.text);
   t.is(elsewhere.body.decision, 'deny');
   t.deepEqual(elsewhere.body.signals, ['merchant_not_allowed']);
@@ -120,13 +125,18 @@ test('a rule sent with its existing id keeps it; new rules get new ids; dropped 
   t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, third.body.rules);
 });
 
-test('an id of another agent\'s rule, or an unknown id, is not kept', async (t) => {
+test("an id of another agent's rule, or an unknown id, is not kept", async (t) => {
   const [a, b] = await Promise.all([newAgent('owner-of-rule'), newAgent('borrower')]);
   const theirs = await putMandate(a, { rules: [PAY_ACME] });
   t.is(theirs.status, 200, theirs.text);
   const foreignId = theirs.body.rules[0].id;
 
-  const res = await putMandate(b, { rules: [{ ...PAY_ACME, id: foreignId }, { ...CRM, id: 'mnd_0000000000000000000000' }] });
+  const res = await putMandate(b, {
+    rules: [
+      { ...PAY_ACME, id: foreignId },
+      { ...CRM, id: 'mnd_0000000000000000000000' },
+    ],
+  });
   t.is(res.status, 200, res.text);
   t.not(res.body.rules[0].id, foreignId);
   t.not(res.body.rules[1].id, 'mnd_0000000000000000000000');
@@ -141,7 +151,12 @@ test('two rules sent with the same id never share one id in the saved mandate', 
   t.is(first.status, 200, first.text);
   const id = first.body.rules[0].id;
 
-  const res = await putMandate(aid, { rules: [{ ...PAY_ACME, id }, { ...EMAIL, id }] });
+  const res = await putMandate(aid, {
+    rules: [
+      { ...PAY_ACME, id },
+      { ...EMAIL, id },
+    ],
+  });
   // Either refused as a malformed mandate, or saved with one fresh id: never two rules with one id.
   if (res.status === 200) {
     t.is(res.body.rules[0].id, id);
@@ -166,11 +181,16 @@ test('names are saved lower-case and approval defaults are filled in', async (t)
 test('every documented rule field is accepted together', async (t) => {
   const aid = await newAgent('complete-bot');
   const rule = {
-    actions: ['payment', 'refund'], merchants: ['acme.example', 'globex.example'], currencies: ['EUR', 'USD'],
-    maxAmount: 5000, periodLimit: { amount: 20000, period: 'week' },
+    actions: ['payment', 'refund'],
+    merchants: ['acme.example', 'globex.example'],
+    currencies: ['EUR', 'USD'],
+    maxAmount: 5000,
+    periodLimit: { amount: 20000, period: 'week' },
     approval: { above: 2000, approvers: [owner.id], count: 1, separationOfDuties: true },
   };
-  const res = await putMandate(aid, { rules: [rule, { actions: ['crm.*'], domains: ['*.example.com'] }, { actions: ['*'], domains: ['api.example.com'] }] });
+  const res = await putMandate(aid, {
+    rules: [rule, { actions: ['crm.*'], domains: ['*.example.com'] }, { actions: ['*'], domains: ['api.example.com'] }],
+  });
   t.is(res.status, 200, res.text);
   t.like(res.body.rules[0], rule);
 });
@@ -178,14 +198,52 @@ test('every documented rule field is accepted together', async (t) => {
 const invalid: Array<[string, unknown, string]> = [
   ['actions empty', { actions: [] }, 'rules.0.actions'],
   ['a single-word action that is not built in', { actions: ['pay'] }, 'rules.0.actions.0'],
-  ['a lower-case currency', { actions: ['payment'], merchants: ['acme.example'], currencies: ['eur'] }, 'rules.0.currencies.0'],
-  ['maxAmount 0', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 0 }, 'rules.0.maxAmount'],
-  ['maxAmount 1.5', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 1.5 }, 'rules.0.maxAmount'],
-  ['periodLimit.period year', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], periodLimit: { amount: 100, period: 'year' } }, 'rules.0.periodLimit.period'],
-  ['approval.count 3', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 10, count: 3 } }, 'rules.0.approval.count'],
+  [
+    'a lower-case currency',
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['eur'] },
+    'rules.0.currencies.0',
+  ],
+  [
+    'maxAmount 0',
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 0 },
+    'rules.0.maxAmount',
+  ],
+  [
+    'maxAmount 1.5',
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 1.5 },
+    'rules.0.maxAmount',
+  ],
+  [
+    'periodLimit.period year',
+    {
+      actions: ['payment'],
+      merchants: ['acme.example'],
+      currencies: ['EUR'],
+      periodLimit: { amount: 100, period: 'year' },
+    },
+    'rules.0.periodLimit.period',
+  ],
+  [
+    'approval.count 3',
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 10, count: 3 } },
+    'rules.0.approval.count',
+  ],
   ['merchants empty', { actions: ['payment'], merchants: [], currencies: ['EUR'] }, 'rules.0.merchants'],
-  ['two approvals asked of one named approver', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 10, count: 2, approvers: ['usr_AAAAAAAAAAAAAAAAAAAAAA'] } }, 'rules.0.approval'],
-  ['an unknown rule field', { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], budget: 5 }, 'rules.0.budget'],
+  [
+    'two approvals asked of one named approver',
+    {
+      actions: ['payment'],
+      merchants: ['acme.example'],
+      currencies: ['EUR'],
+      approval: { above: 10, count: 2, approvers: ['usr_AAAAAAAAAAAAAAAAAAAAAA'] },
+    },
+    'rules.0.approval',
+  ],
+  [
+    'an unknown rule field',
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], budget: 5 },
+    'rules.0.budget',
+  ],
 ];
 
 for (const [what, rule, field] of invalid) {
@@ -263,11 +321,15 @@ test('a rule allowing any merchant beside a narrower one gives 409 confirm_broad
   t.is(records[1]!.data.confirmBroaden, true);
 });
 
-test('a new agent\'s mandate with a wildcard and a narrow rule in one request also needs confirmBroaden', async (t) => {
+test("a new agent's mandate with a wildcard and a narrow rule in one request also needs confirmBroaden", async (t) => {
   const aid = await newAgent('eager-bot');
   const refused = await putMandate(aid, { rules: [PAY_ANYWHERE, PAY_ACME] });
   assertError(t, refused, 409, 'confirm_broaden');
-  t.is(new Set(String(refused.body.error.reason).match(/mnd_[0-9A-Za-z]{22}/g) ?? []).size, 2, refused.body.error.reason);
+  t.is(
+    new Set(String(refused.body.error.reason).match(/mnd_[0-9A-Za-z]{22}/g) ?? []).size,
+    2,
+    refused.body.error.reason,
+  );
   t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
 });
 
@@ -280,7 +342,10 @@ test('a rule allowing any domain beside one naming its domains also needs confir
   t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
   const confirmed = await putMandate(aid, { rules, confirmBroaden: true });
   t.is(confirmed.status, 200, confirmed.text);
-  t.deepEqual(confirmed.body.rules.map((r: { domains: string[] }) => r.domains), [['api.example.com'], ['*']]);
+  t.deepEqual(
+    confirmed.body.rules.map((r: { domains: string[] }) => r.domains),
+    [['api.example.com'], ['*']],
+  );
 });
 
 test('each accepted mandate change is one mandate.updated ledger record by the owner', async (t) => {
@@ -291,11 +356,17 @@ test('each accepted mandate change is one mandate.updated ledger record by the o
     await putMandate(aid, { rules: [{ actions: ['pay'] }] }),
     await putMandate(aid, { rules: [] }),
   ];
-  t.deepEqual(saves.map((s) => s.status), [200, 200, 400, 200]);
+  t.deepEqual(
+    saves.map((s) => s.status),
+    [200, 200, 400, 200],
+  );
   const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
   t.is(records.length, 3);
   for (const r of records) t.is(r.actor, `user:${owner.id}`);
-  t.deepEqual(records.map((r) => r.data.rules), [saves[0]!.body.rules, saves[1]!.body.rules, []]);
+  t.deepEqual(
+    records.map((r) => r.data.rules),
+    [saves[0]!.body.rules, saves[1]!.body.rules, []],
+  );
 });
 
 // Templates
@@ -313,14 +384,23 @@ test('POST templates answers 201 with a tpl_ id and the rules, and GET lists it'
   const list = await owner.get('/templates?limit=200');
   t.is(list.status, 200, list.text);
   t.deepEqual(Object.keys(list.body).sort(), ['data', 'next']);
-  t.deepEqual(list.body.data.find((tpl: { id: string }) => tpl.id === res.body.id), res.body);
+  t.deepEqual(
+    list.body.data.find((tpl: { id: string }) => tpl.id === res.body.id),
+    res.body,
+  );
 
   const records = (await owner.ledger()).filter((r) => r.subject === res.body.id);
-  t.deepEqual(records.map((r) => [r.kind, r.actor]), [['template.created', `user:${owner.id}`]]);
+  t.deepEqual(
+    records.map((r) => [r.kind, r.actor]),
+    [['template.created', `user:${owner.id}`]],
+  );
 });
 
 test('templates with malformed rules give 400 invalid_mandate and are not saved', async (t) => {
-  const res = await owner.send('POST', '/templates', { name: 'Broken', rules: [{ actions: ['payment'], currencies: ['eur'] }] });
+  const res = await owner.send('POST', '/templates', {
+    name: 'Broken',
+    rules: [{ actions: ['payment'], currencies: ['eur'] }],
+  });
   assertError(t, res, 400, 'invalid_mandate');
   t.deepEqual(fieldsOf(res), ['rules.0.currencies.0']);
   const list = await owner.get('/templates?limit=200');
@@ -335,9 +415,15 @@ test('a template without a name gives 400', async (t) => {
 
 test('writes to templates and mandates without x-svc-csrf give 403 csrf', async (t) => {
   const aid = await newAgent('csrf-mandate-bot');
-  const tpl = await call(server.url, 'POST', owner.api('/templates'), { headers: { cookie: owner.cookie }, json: { name: 'Forged', rules: [EMAIL] } });
+  const tpl = await call(server.url, 'POST', owner.api('/templates'), {
+    headers: { cookie: owner.cookie },
+    json: { name: 'Forged', rules: [EMAIL] },
+  });
   assertError(t, tpl, 403, 'csrf');
-  const mandate = await call(server.url, 'PUT', owner.api(`/agents/${aid}/mandate`), { headers: { cookie: owner.cookie }, json: { rules: [EMAIL] } });
+  const mandate = await call(server.url, 'PUT', owner.api(`/agents/${aid}/mandate`), {
+    headers: { cookie: owner.cookie },
+    json: { rules: [EMAIL] },
+  });
   assertError(t, mandate, 403, 'csrf');
   t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body.rules, []);
   t.false((await owner.get('/templates?limit=200')).body.data.some((x: { name: string }) => x.name === 'Forged'));
@@ -345,7 +431,8 @@ test('writes to templates and mandates without x-svc-csrf give 403 csrf', async 
 
 // Serial: no other template is created while pages are walked.
 test.serial('the template list pages with ?limit and the next cursor', async (t) => {
-  for (const name of ['tpl-a', 'tpl-b', 'tpl-c']) t.is((await owner.send('POST', '/templates', { name, rules: [EMAIL] })).status, 201);
+  for (const name of ['tpl-a', 'tpl-b', 'tpl-c'])
+    t.is((await owner.send('POST', '/templates', { name, rules: [EMAIL] })).status, 201);
   const all = await owner.get('/templates?limit=200');
   const seen: string[] = [];
   let cursor: string | null = null;

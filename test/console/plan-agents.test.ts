@@ -10,7 +10,8 @@ let owner: Person;
 
 const create = (name: string) => owner.send('POST', '/agents', { name });
 const remove = (aid: string) => owner.send('DELETE', `/agents/${aid}`);
-const liveIds = async (): Promise<string[]> => (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id);
+const liveIds = async (): Promise<string[]> =>
+  (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id);
 
 test.before(async () => {
   server = await startServer({ env: { SVC_PLAN_AGENTS: '2' } });
@@ -46,7 +47,13 @@ test.serial('racing creations cannot pass the allowance', async (t) => {
   const statuses = replies.map((r) => r.status).sort();
   t.deepEqual(statuses, [201, 201, 402, 402, 402, 402]);
   for (const r of replies.filter((x) => x.status === 402)) t.is(r.body.error.type, 'plan_limit_reached');
-  t.deepEqual((await liveIds()).sort(), replies.filter((r) => r.status === 201).map((r) => r.body.id).sort());
+  t.deepEqual(
+    (await liveIds()).sort(),
+    replies
+      .filter((r) => r.status === 201)
+      .map((r) => r.body.id)
+      .sort(),
+  );
 });
 
 test.serial('a refused creation leaves no ledger record', async (t) => {

@@ -13,10 +13,12 @@ const rule = (n: number) => ({ actions: [`ops.task${n}`] });
 let server: RunningServer;
 let owner: Person;
 
-const newAgent = async (name: string): Promise<string> => expectStatus(await owner.send('POST', '/agents', { name }), 201, 'agent').body.id;
+const newAgent = async (name: string): Promise<string> =>
+  expectStatus(await owner.send('POST', '/agents', { name }), 201, 'agent').body.id;
 const put = (aid: string, rules: unknown[]) => owner.send('PUT', `/agents/${aid}/mandate`, { rules });
 const mandate = async (aid: string) => (await owner.get(`/agents/${aid}/mandate`)).body;
-const mandateRecords = async (aid: string) => (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
+const mandateRecords = async (aid: string) =>
+  (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
 
 test.before(async () => {
   server = await startServer({ env: { SVC_PLAN_MANDATE_RULES: '2' } });
@@ -40,7 +42,10 @@ test.serial('a mandate of three rules gives 402 plan_limit_reached and the earli
   // Replacing an agent's rules does not count the old ones twice.
   const replaced = await put(aid, [rule(3), rule(4)]);
   t.is(replaced.status, 200, replaced.text);
-  t.deepEqual((await mandate(aid)).rules.map((r: { actions: string[] }) => r.actions[0]), ['ops.task3', 'ops.task4']);
+  t.deepEqual(
+    (await mandate(aid)).rules.map((r: { actions: string[] }) => r.actions[0]),
+    ['ops.task3', 'ops.task4'],
+  );
 
   t.is((await put(aid, [])).status, 200);
 });

@@ -21,7 +21,8 @@ test.before(async () => {
   server = await startServer({ env: SERVER_ENV });
   people.owner = await ownerConsole(server);
   const wid = server.boot.workspaceId!;
-  for (const role of ['admin', 'member', 'analyst', 'auditor'] as const) people[role] = await addPerson(server, wid, `${role}@acme.example`, role);
+  for (const role of ['admin', 'member', 'analyst', 'auditor'] as const)
+    people[role] = await addPerson(server, wid, `${role}@acme.example`, role);
   const agent = await people.owner.send('POST', '/agents', { name: 'owners-bot', actsFor: people.owner.id });
   ownersAgent = agent.body.id;
 });
@@ -41,38 +42,91 @@ const unique = () => `x${(n += 1)}`;
 
 const rows: Row[] = [
   { route: 'GET members', allowed: ['owner', 'admin'], call: (p) => p.get('/members') },
-  { route: 'POST members', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/members', { email: `${unique()}@acme.example`, name: 'New', role: 'analyst', password: 'a-long-password-1' }) },
-  { route: 'GET keys', allowed: ['owner', 'admin'], call: (p) => p.get('/keys') },
-  { route: 'POST keys', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/keys', { scope: 'inference', name: unique() }) },
-  { route: 'GET agents', allowed: ROLES, call: (p) => p.get('/agents') },
-  { route: 'POST agents', allowed: ['owner', 'admin', 'member'], call: (p) => p.send('POST', '/agents', { name: unique() }) },
-  { route: 'GET agent', allowed: ROLES, call: (p) => p.get(`/agents/${ownersAgent}`) },
-  { route: 'PATCH agent (of another person)', allowed: ['owner', 'admin'], call: (p) => p.send('PATCH', `/agents/${ownersAgent}`, { tags: ['t'] }) },
-  { route: 'GET mandate (of another person\'s agent)', allowed: ['owner', 'admin'], call: (p) => p.get(`/agents/${ownersAgent}/mandate`) },
-  { route: 'PUT mandate (of another person\'s agent)', allowed: ['owner', 'admin'], call: (p) => p.send('PUT', `/agents/${ownersAgent}/mandate`, { rules: [] }) },
-  { route: 'POST agent key (another person\'s agent)', allowed: ['owner', 'admin'], call: (p) => p.send('POST', `/agents/${ownersAgent}/keys`, {}) },
   {
-    route: 'POST stop (another person\'s agent)', allowed: ['owner', 'admin'],
+    route: 'POST members',
+    allowed: ['owner', 'admin'],
+    call: (p) =>
+      p.send('POST', '/members', {
+        email: `${unique()}@acme.example`,
+        name: 'New',
+        role: 'analyst',
+        password: 'a-long-password-1',
+      }),
+  },
+  { route: 'GET keys', allowed: ['owner', 'admin'], call: (p) => p.get('/keys') },
+  {
+    route: 'POST keys',
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('POST', '/keys', { scope: 'inference', name: unique() }),
+  },
+  { route: 'GET agents', allowed: ROLES, call: (p) => p.get('/agents') },
+  {
+    route: 'POST agents',
+    allowed: ['owner', 'admin', 'member'],
+    call: (p) => p.send('POST', '/agents', { name: unique() }),
+  },
+  { route: 'GET agent', allowed: ROLES, call: (p) => p.get(`/agents/${ownersAgent}`) },
+  {
+    route: 'PATCH agent (of another person)',
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('PATCH', `/agents/${ownersAgent}`, { tags: ['t'] }),
+  },
+  {
+    route: "GET mandate (of another person's agent)",
+    allowed: ['owner', 'admin'],
+    call: (p) => p.get(`/agents/${ownersAgent}/mandate`),
+  },
+  {
+    route: "PUT mandate (of another person's agent)",
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('PUT', `/agents/${ownersAgent}/mandate`, { rules: [] }),
+  },
+  {
+    route: "POST agent key (another person's agent)",
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('POST', `/agents/${ownersAgent}/keys`, {}),
+  },
+  {
+    route: "POST stop (another person's agent)",
+    allowed: ['owner', 'admin'],
     call: (p) => p.send('POST', `/agents/${ownersAgent}/stop`, { reason: 'table' }),
     undo: () => people.owner.send('POST', `/agents/${ownersAgent}/restart`),
   },
-  { route: 'POST restart (another person\'s agent)', allowed: ['owner', 'admin'], call: (p) => p.send('POST', `/agents/${ownersAgent}/restart`) },
+  {
+    route: "POST restart (another person's agent)",
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('POST', `/agents/${ownersAgent}/restart`),
+  },
   { route: 'GET templates', allowed: ROLES, call: (p) => p.get('/templates') },
-  { route: 'POST templates', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/templates', { name: unique(), rules: [{ actions: ['email'] }] }) },
+  {
+    route: 'POST templates',
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('POST', '/templates', { name: unique(), rules: [{ actions: ['email'] }] }),
+  },
   { route: 'GET blueprints', allowed: ROLES, call: (p) => p.get('/blueprints') },
   { route: 'GET gateway settings', allowed: ROLES, call: (p) => p.get('/gateway') },
   { route: 'GET connections', allowed: ROLES, call: (p) => p.get('/connections') },
   { route: 'GET mcp servers', allowed: ['owner', 'admin'], call: (p) => p.get('/mcp-servers') },
   {
-    route: 'POST mcp servers', allowed: ['owner', 'admin'],
+    route: 'POST mcp servers',
+    allowed: ['owner', 'admin'],
     call: (p) => p.send('POST', '/mcp-servers', { name: unique(), url: 'https://tools.example/mcp' }),
   },
-  { route: 'PUT gateway settings', allowed: ['owner', 'admin'], call: (p) => p.send('PUT', '/gateway', { dataLoss: 'off' }) },
-  { route: 'POST blueprints', allowed: ['owner', 'admin'], call: (p) => p.send('POST', '/blueprints', { name: unique(), tags: ['fleet'] }) },
+  {
+    route: 'PUT gateway settings',
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('PUT', '/gateway', { dataLoss: 'off' }),
+  },
+  {
+    route: 'POST blueprints',
+    allowed: ['owner', 'admin'],
+    call: (p) => p.send('POST', '/blueprints', { name: unique(), tags: ['fleet'] }),
+  },
   { route: 'GET approvals', allowed: ['owner', 'admin', 'member'], call: (p) => p.get('/approvals') },
   { route: 'GET stop-all', allowed: ROLES, call: (p) => p.get('/stop-all') },
   {
-    route: 'POST stop-all', allowed: ['owner', 'admin'],
+    route: 'POST stop-all',
+    allowed: ['owner', 'admin'],
     call: (p) => p.send('POST', '/stop-all', { reason: 'table' }),
     undo: () => people.owner.send('DELETE', '/stop-all'),
   },

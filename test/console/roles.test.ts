@@ -10,7 +10,13 @@ import { withStore } from '../helpers/store.js';
  * the ledger is for owners, admins and auditors.
  */
 
-const PAY_ACME = { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000, approval: { above: 2000 } };
+const PAY_ACME = {
+  actions: ['payment'],
+  merchants: ['acme.example'],
+  currencies: ['EUR'],
+  maxAmount: 5000,
+  approval: { above: 2000 },
+};
 const EMAIL = { actions: ['email'] };
 const NO_ACTION = '/v1/actions/act_0000000000000000000000';
 
@@ -26,7 +32,9 @@ let ownersMandate: any;
 let ownersKeyId: string;
 
 async function person(email: string, role: 'admin' | 'member' | 'auditor' | 'analyst'): Promise<Person> {
-  const user = await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: owner.wid, email, name: role, password: `${role}-password-1`, role }));
+  const user = await withStore(server.dataDir, (app) =>
+    app.services.people.addMember({ workspaceId: owner.wid, email, name: role, password: `${role}-password-1`, role }),
+  );
   return { ...consoleClient(server, owner.wid, await signIn(server.url, email, `${role}-password-1`)), id: user.id };
 }
 
@@ -56,7 +64,10 @@ test('a member creates an agent, which acts for them by default', async (t) => {
   const read = await owner.get(`/agents/${res.body.id}`);
   t.is(read.body.actsFor, member.id);
   const records = (await owner.ledger()).filter((r) => r.subject === res.body.id);
-  t.deepEqual(records.map((r) => [r.kind, r.actor]), [['agent.created', `user:${member.id}`]]);
+  t.deepEqual(
+    records.map((r) => [r.kind, r.actor]),
+    [['agent.created', `user:${member.id}`]],
+  );
 });
 
 test('a member cannot create an agent acting for someone else', async (t) => {
@@ -96,7 +107,7 @@ test('a member manages their own agent: rename, keys, mandate from a template, r
   assertError(t, await owner.get(`/agents/${agent.id}`), 404, 'not_found');
 });
 
-test('a member may copy a template\'s rules as the template lists them, ids included', async (t) => {
+test("a member may copy a template's rules as the template lists them, ids included", async (t) => {
   const agent = (await member.send('POST', '/agents', { name: 'copy-bot' })).body;
   const templates = await member.get('/templates?limit=200');
   t.is(templates.status, 200, templates.text);
@@ -171,7 +182,9 @@ test('a member cannot create templates (403 forbidden), but reads them', async (
 
 test('an admin manages an agent acting for the owner, with any rules', async (t) => {
   const agent = (await owner.send('POST', '/agents', { name: 'admin-managed', actsFor: owner.id })).body;
-  const put = await admin.send('PUT', `/agents/${agent.id}/mandate`, { rules: [EMAIL, { actions: ['crm.update'], domains: ['api.example.com'] }] });
+  const put = await admin.send('PUT', `/agents/${agent.id}/mandate`, {
+    rules: [EMAIL, { actions: ['crm.update'], domains: ['api.example.com'] }],
+  });
   t.is(put.status, 200, put.text);
   t.is(put.body.updatedBy, `user:${admin.id}`);
   const patched = await admin.send('PATCH', `/agents/${agent.id}`, { tags: ['admin-touched'] });
@@ -179,7 +192,10 @@ test('an admin manages an agent acting for the owner, with any rules', async (t)
   const tpl = await admin.send('POST', '/templates', { name: 'Admin template', rules: [{ actions: ['deploy'] }] });
   t.is(tpl.status, 201, tpl.text);
   const records = (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === agent.id);
-  t.deepEqual(records.map((r) => r.actor), [`user:${admin.id}`]);
+  t.deepEqual(
+    records.map((r) => r.actor),
+    [`user:${admin.id}`],
+  );
 });
 
 // Ledger access

@@ -16,7 +16,9 @@ test.after.always(async () => {
 
 test('after SIGKILL mid-load, every allow the client received exists and the ledger verifies', async (t) => {
   const server = await startServer({ env: { SVC_GATE_RATE_PER_MINUTE: '1000000' } });
-  const agent = await createAgent(server, [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }]);
+  const agent = await createAgent(server, [
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+  ]);
   const received: string[] = [];
   let running = true;
   // Eight clients authorizing in a loop until the server dies under them.

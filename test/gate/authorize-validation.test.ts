@@ -29,7 +29,6 @@ function assertInvalid(t: import('ava').ExecutionContext, res: Reply, fields: Ar
   t.is(res.body.error.message, errors.map((e) => e.message).join('; '));
 }
 
-
 test('missing type: 400 invalid_request naming type', async (t) => {
   const { type: _type, ...body } = payment(1250);
   assertInvalid(t, await authorize(server, fx.key, body), ['type']);
@@ -51,19 +50,32 @@ test('a single-word type that is not built in (pay): 400 invalid_request naming 
 
 for (const amount of [12.5, 0, -1, '1250']) {
   test(`payment.amount ${JSON.stringify(amount)}: 400 invalid_request naming payment.amount`, async (t) => {
-    const res = await authorize(server, fx.key, payment(1250, { payment: { amount, currency: 'EUR', merchant: 'acme.example' } }));
+    const res = await authorize(
+      server,
+      fx.key,
+      payment(1250, { payment: { amount, currency: 'EUR', merchant: 'acme.example' } }),
+    );
     assertInvalid(t, res, ['payment.amount']);
   });
 }
 
 for (const currency of ['eur', 'EURO', 'EU', 978]) {
   test(`payment.currency ${JSON.stringify(currency)}: 400 invalid_request naming payment.currency`, async (t) => {
-    const res = await authorize(server, fx.key, payment(1250, { payment: { amount: 1250, currency, merchant: 'acme.example' } }));
+    const res = await authorize(
+      server,
+      fx.key,
+      payment(1250, { payment: { amount: 1250, currency, merchant: 'acme.example' } }),
+    );
     assertInvalid(t, res, ['payment.currency']);
   });
 }
 
-for (const [label, id] of [['empty', ''], ['129 characters', 'x'.repeat(129)], ['a control character', 'run\u000742'], ['a newline', 'run\n42']] as const) {
+for (const [label, id] of [
+  ['empty', ''],
+  ['129 characters', 'x'.repeat(129)],
+  ['a control character', 'run\u000742'],
+  ['a newline', 'run\n42'],
+] as const) {
   test(`session.id ${label}: 400 invalid_request naming session.id`, async (t) => {
     assertInvalid(t, await authorize(server, fx.key, payment(1250, { session: { id } })), ['session.id']);
   });
@@ -83,7 +95,10 @@ test('an unknown top-level field: 400 invalid_request naming it', async (t) => {
 
 test('several bad fields at once are listed together and the message joins them with "; "', async (t) => {
   const res = await authorize(server, fx.key, {
-    type: 'pay', payment: { amount: 12.5, currency: 'eur', merchant: 'acme.example' }, session: { id: '' }, colour: 'red',
+    type: 'pay',
+    payment: { amount: 12.5, currency: 'eur', merchant: 'acme.example' },
+    session: { id: '' },
+    colour: 'red',
   });
   assertInvalid(t, res, ['type', 'summary', 'payment.amount', 'payment.currency', 'session.id', 'colour']);
 });
@@ -95,7 +110,11 @@ test('a refused request decides nothing: the agent has no record in the ledger',
   assertInvalid(t, await authorize(server, quiet.key, payment(100, { type: 'pay' })), ['type']);
   t.deepEqual(await byQuiet(), []);
   t.is((await authorize(server, quiet.key, payment(100))).status, 200);
-  t.deepEqual((await byQuiet()).map((r) => r.kind), ['action.allowed'], 'a good request is recorded, so the check can see one');
+  t.deepEqual(
+    (await byQuiet()).map((r) => r.kind),
+    ['action.allowed'],
+    'a good request is recorded, so the check can see one',
+  );
 });
 
 test('a body that is not JSON: 400 invalid_json', async (t) => {
@@ -120,12 +139,20 @@ test('a dotted custom type no rule covers is accepted and denied, not refused as
 });
 
 test('a payment names its merchant', async (t) => {
-  const res = await authorize(server, fx.key, { type: 'payment', summary: 'Pay', payment: { amount: 100, currency: 'EUR' } });
+  const res = await authorize(server, fx.key, {
+    type: 'payment',
+    summary: 'Pay',
+    payment: { amount: 100, currency: 'EUR' },
+  });
   assertError(t, res, 400, 'invalid_request');
   t.true((res.body.error.errors as Array<{ field: string }>).some((e) => e.field?.startsWith('payment')));
 });
 
-for (const [label, value] of [['empty', ''], ['129 characters', 'y'.repeat(129)], ['a tab', 'run\t42']] as const) {
+for (const [label, value] of [
+  ['empty', ''],
+  ['129 characters', 'y'.repeat(129)],
+  ['a tab', 'run\t42'],
+] as const) {
   test(`x-svc-client-session header ${label}: 400 invalid_request`, async (t) => {
     const res = await authorize(server, fx.key, payment(100), { 'x-svc-client-session': value });
     assertError(t, res, 400, 'invalid_request');

@@ -18,8 +18,14 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 test('40 concurrent payments of 1000 under a period limit of 10000: exactly 10 allowed, 30 denied period_limit', async (t) => {
-  const fx = await makeAgent(server, [{ ...PAY_ACME, maxAmount: 1000, periodLimit: { amount: 10_000, period: 'day' } }], 'racer');
-  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => authorize(server, fx.key, payment(1000, { summary: `Pay Acme, part ${i}` }))));
+  const fx = await makeAgent(
+    server,
+    [{ ...PAY_ACME, maxAmount: 1000, periodLimit: { amount: 10_000, period: 'day' } }],
+    'racer',
+  );
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, (_, i) => authorize(server, fx.key, payment(1000, { summary: `Pay Acme, part ${i}` }))),
+  );
   for (const a of answers) t.is(a.status, 200, a.text);
   const allowed = answers.filter((a) => a.body.decision === 'allow');
   const denied = answers.filter((a) => a.body.decision === 'deny');
@@ -32,7 +38,9 @@ test('40 concurrent payments of 1000 under a period limit of 10000: exactly 10 a
   const byAgent = await recordsBy(server, fx);
   t.is(byAgent.filter((r) => r.kind === 'action.allowed').length, 10);
   t.is(byAgent.filter((r) => r.kind === 'action.denied').length, 30);
-  const allowedTotal = byAgent.filter((r) => r.kind === 'action.allowed').reduce((sum, r) => sum + (r.data.payment.amount as number), 0);
+  const allowedTotal = byAgent
+    .filter((r) => r.kind === 'action.allowed')
+    .reduce((sum, r) => sum + (r.data.payment.amount as number), 0);
   t.is(allowedTotal, 10_000, 'never over the period limit');
 
   const next = await authorize(server, fx.key, payment(1));
@@ -43,8 +51,11 @@ test('40 concurrent payments of 1000 under a period limit of 10000: exactly 10 a
 test('concurrent payments of different agents do not share a period limit', async (t) => {
   const rules = [{ ...PAY_ACME, maxAmount: 1000, periodLimit: { amount: 5000, period: 'day' } }];
   const [a, b] = await Promise.all([makeAgent(server, rules, 'left'), makeAgent(server, rules, 'right')]);
-  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => authorize(server, (i % 2 === 0 ? a : b).key, payment(1000))));
-  const allowedFor = (agentId: string) => answers.filter((r) => r.body.agentId === agentId && r.body.decision === 'allow').length;
+  const answers = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => authorize(server, (i % 2 === 0 ? a : b).key, payment(1000))),
+  );
+  const allowedFor = (agentId: string) =>
+    answers.filter((r) => r.body.agentId === agentId && r.body.decision === 'allow').length;
   t.is(allowedFor(a.agentId), 5);
   t.is(allowedFor(b.agentId), 5);
 });
@@ -54,17 +65,25 @@ test('10 concurrent settlements of one action: one settles it, the rest get 409 
   const decided = await authorize(server, fx.key, payment(1000));
   t.is(decided.body.decision, 'allow', decided.text);
   const statuses = ['completed', 'failed', 'cancelled'];
-  const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => settle(server, fx.key, decided.body.id, { status: statuses[i % 3] })));
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => settle(server, fx.key, decided.body.id, { status: statuses[i % 3] })),
+  );
   const ok = answers.filter((r) => r.status === 200);
   t.is(ok.length, 1);
   for (const r of answers.filter((x) => x.status !== 200)) assertError(t, r, 409, 'already_settled');
-  const settled = (await recordsAbout(server, fx.wid, fx.cookie, decided.body.id)).filter((r) => r.kind === 'action.settled');
+  const settled = (await recordsAbout(server, fx.wid, fx.cookie, decided.body.id)).filter(
+    (r) => r.kind === 'action.settled',
+  );
   t.is(settled.length, 1);
   t.is(settled[0]!.data.status, ok[0]!.body.settlement.status);
 });
 
 test('concurrent releases and payments never leave the period over its limit', async (t) => {
-  const fx = await makeAgent(server, [{ ...PAY_ACME, maxAmount: 1000, periodLimit: { amount: 5000, period: 'day' } }], 'releaser');
+  const fx = await makeAgent(
+    server,
+    [{ ...PAY_ACME, maxAmount: 1000, periodLimit: { amount: 5000, period: 'day' } }],
+    'releaser',
+  );
   const first = await Promise.all(Array.from({ length: 5 }, () => authorize(server, fx.key, payment(1000))));
   t.true(first.every((r) => r.body.decision === 'allow'));
   // Cancel three while ten more payments race: at most three of them can be allowed.

@@ -61,7 +61,7 @@ test('no credential: 401 unauthenticated on every gate route', async (t) => {
   for (const send of gateCalls({})) assertError(t, await send(), 401, 'unauthenticated');
 });
 
-test('a revoked agent key: 401 invalid_api_key, while the agent\'s other key still works', async (t) => {
+test("a revoked agent key: 401 invalid_api_key, while the agent's other key still works", async (t) => {
   const fx = await makeAgent(server, [PAY_ACME], 'rotating');
   const second = await ws.send('POST', `/agents/${fx.agentId}/keys`, { name: 'second' });
   t.is(second.status, 201, second.text);

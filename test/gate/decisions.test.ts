@@ -2,7 +2,17 @@ import test from 'ava';
 import { assertError, call } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
-import { ACTION_ID, APPROVAL_ID, agentWithoutMandate, assertDenied, decodeReceipt, getAction, recordsAbout, makeAgent, type Agent } from './support.js';
+import {
+  ACTION_ID,
+  APPROVAL_ID,
+  agentWithoutMandate,
+  assertDenied,
+  decodeReceipt,
+  getAction,
+  recordsAbout,
+  makeAgent,
+  type Agent,
+} from './support.js';
 
 /**
  * Decisions of POST /v1/actions/authorize against the agent's mandate (API.md 2 and 3), and
@@ -19,8 +29,16 @@ let deployer: Agent;
 test.before(async () => {
   server = await startServer();
   payer = await makeAgent(server, [PAY_ACME], 'payer');
-  limited = await makeAgent(server, [{ ...PAY_ACME, maxAmount: 3000, periodLimit: { amount: 3000, period: 'day' } }], 'limited');
-  reviewed = await makeAgent(server, [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 2000 } }], 'reviewed');
+  limited = await makeAgent(
+    server,
+    [{ ...PAY_ACME, maxAmount: 3000, periodLimit: { amount: 3000, period: 'day' } }],
+    'limited',
+  );
+  reviewed = await makeAgent(
+    server,
+    [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], approval: { above: 2000 } }],
+    'reviewed',
+  );
   deployer = await makeAgent(server, [{ actions: ['deploy'], domains: ['api.example.com'] }], 'deployer');
 });
 
@@ -29,7 +47,11 @@ test.after.always(() => stopAndClean(server));
 // Allow
 
 test('a payment the mandate covers is allowed with a signed receipt and no evidence record', async (t) => {
-  const res = await authorize(server, payer.key, payment(1250, { session: { id: 'run-42' }, metadata: { invoice: 1043 } }));
+  const res = await authorize(
+    server,
+    payer.key,
+    payment(1250, { session: { id: 'run-42' }, metadata: { invoice: 1043 } }),
+  );
   t.is(res.status, 200, res.text);
   const a = res.body;
   t.regex(a.id, ACTION_ID);
@@ -50,7 +72,16 @@ test('a payment the mandate covers is allowed with a signed receipt and no evide
   const { header, claims } = decodeReceipt(t, a.receipt);
   t.is(header.alg, 'EdDSA');
   t.is(typeof header.kid, 'string');
-  t.like(claims, { sub: payer.agentId, act: a.id, jti: a.id, typ: 'payment', amt: 1250, cur: 'EUR', mer: 'acme.example', hum: false });
+  t.like(claims, {
+    sub: payer.agentId,
+    act: a.id,
+    jti: a.id,
+    typ: 'payment',
+    amt: 1250,
+    cur: 'EUR',
+    mer: 'acme.example',
+    hum: false,
+  });
 
   const verified = await call(server.url, 'POST', '/v1/verify', { json: { receipt: a.receipt } });
   t.is(verified.status, 200, verified.text);
@@ -58,24 +89,39 @@ test('a payment the mandate covers is allowed with a signed receipt and no evide
   t.is(verified.body.claims.act, a.id);
 
   const records = await recordsAbout(server, payer.wid, payer.cookie, a.id);
-  t.deepEqual(records.map((r) => r.kind), ['action.allowed']);
+  t.deepEqual(
+    records.map((r) => r.kind),
+    ['action.allowed'],
+  );
   t.is(records[0]!.actor, `agent:${payer.agentId}`);
 });
 
 // Deny, one test per signal
 
 test('a type the mandate does not name is denied: type_not_allowed', async (t) => {
-  const res = await authorize(server, payer.key, { type: 'refund', summary: 'Refund Acme', payment: { amount: 100, currency: 'EUR', merchant: 'acme.example' } });
+  const res = await authorize(server, payer.key, {
+    type: 'refund',
+    summary: 'Refund Acme',
+    payment: { amount: 100, currency: 'EUR', merchant: 'acme.example' },
+  });
   await assertDenied(t, server, payer, res, 'type_not_allowed');
 });
 
 test('another merchant is denied: merchant_not_allowed', async (t) => {
-  const res = await authorize(server, payer.key, payment(100, { payment: { amount: 100, currency: 'EUR', merchant: 'evil.example' } }));
+  const res = await authorize(
+    server,
+    payer.key,
+    payment(100, { payment: { amount: 100, currency: 'EUR', merchant: 'evil.example' } }),
+  );
   await assertDenied(t, server, payer, res, 'merchant_not_allowed');
 });
 
 test('another currency is denied: currency_not_allowed', async (t) => {
-  const res = await authorize(server, payer.key, payment(100, { payment: { amount: 100, currency: 'USD', merchant: 'acme.example' } }));
+  const res = await authorize(
+    server,
+    payer.key,
+    payment(100, { payment: { amount: 100, currency: 'USD', merchant: 'acme.example' } }),
+  );
   await assertDenied(t, server, payer, res, 'currency_not_allowed');
 });
 
@@ -106,7 +152,13 @@ test('an agent whose mandate has no rules is denied', async (t) => {
 test('an agent that never had a mandate is denied, for payments and other actions alike', async (t) => {
   const bare = await agentWithoutMandate(server, 'no-mandate');
   await assertDenied(t, server, bare, await authorize(server, bare.key, payment(100)), 'type_not_allowed');
-  await assertDenied(t, server, bare, await authorize(server, bare.key, { type: 'email', summary: 'Mail the customer' }), 'type_not_allowed');
+  await assertDenied(
+    t,
+    server,
+    bare,
+    await authorize(server, bare.key, { type: 'email', summary: 'Mail the customer' }),
+    'type_not_allowed',
+  );
 });
 
 // Review
@@ -137,7 +189,11 @@ test('an amount at or below approval.above is allowed outright under the same ru
 
 test('a non-payment action on a domain the rule names is allowed, without a receipt', async (t) => {
   for (const domain of ['api.example.com', 'API.Example.COM']) {
-    const res = await authorize(server, deployer.key, { type: 'deploy', summary: 'Deploy the API', target: { domain } });
+    const res = await authorize(server, deployer.key, {
+      type: 'deploy',
+      summary: 'Deploy the API',
+      target: { domain },
+    });
     t.is(res.status, 200, res.text);
     t.is(res.body.decision, 'allow', domain);
     t.is(res.body.status, 'allowed');
@@ -149,7 +205,11 @@ test('a non-payment action on a domain the rule names is allowed, without a rece
 
 test('a non-payment action on another domain is denied: domain_not_allowed', async (t) => {
   for (const domain of ['evil.example.com', 'example.com', 'api.example.com.evil.example']) {
-    const res = await authorize(server, deployer.key, { type: 'deploy', summary: 'Deploy the API', target: { domain } });
+    const res = await authorize(server, deployer.key, {
+      type: 'deploy',
+      summary: 'Deploy the API',
+      target: { domain },
+    });
     await assertDenied(t, server, deployer, res, 'domain_not_allowed');
   }
 });

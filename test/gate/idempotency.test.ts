@@ -31,7 +31,10 @@ test('same key in the body and same body: the same action, recorded once', async
   const second = await authorize(server, fx.key, body);
   t.is(second.status, 200, second.text);
   t.deepEqual(second.body, first.body, 'the very same action, receipt included');
-  t.deepEqual((await recordsAbout(server, fx.wid, fx.cookie, first.body.id)).map((r) => r.kind), ['action.allowed']);
+  t.deepEqual(
+    (await recordsAbout(server, fx.wid, fx.cookie, first.body.id)).map((r) => r.kind),
+    ['action.allowed'],
+  );
 });
 
 test('same key in the idempotency-key header and same body: the same action, recorded once', async (t) => {
@@ -42,7 +45,10 @@ test('same key in the idempotency-key header and same body: the same action, rec
   t.is(second.status, 200, second.text);
   t.is(second.body.id, first.body.id);
   t.deepEqual(second.body, first.body);
-  t.deepEqual((await recordsAbout(server, fx.wid, fx.cookie, first.body.id)).map((r) => r.kind), ['action.allowed']);
+  t.deepEqual(
+    (await recordsAbout(server, fx.wid, fx.cookie, first.body.id)).map((r) => r.kind),
+    ['action.allowed'],
+  );
 });
 
 test('a key sent first in the body and then in the header is the same key', async (t) => {
@@ -62,7 +68,10 @@ test('a denied request replayed with its key is the same denial, with the same e
   t.is(first.body.decision, 'deny', first.text);
   const second = await authorize(server, fx.key, body);
   t.deepEqual(second.body, first.body);
-  t.deepEqual((await recordsAbout(server, fx.wid, fx.cookie, first.body.id)).map((r) => r.id), [first.body.evidenceRecord]);
+  t.deepEqual(
+    (await recordsAbout(server, fx.wid, fx.cookie, first.body.id)).map((r) => r.id),
+    [first.body.evidenceRecord],
+  );
 });
 
 test('same key, different body: 409 idempotency_conflict, and nothing new is decided', async (t) => {
@@ -77,9 +86,17 @@ test('same key, different body: 409 idempotency_conflict, and nothing new is dec
     { type: 'crm.update', summary: 'Something else', idempotencyKey: key },
   ];
   for (const body of variants) assertError(t, await authorize(server, solo.key, body), 409, 'idempotency_conflict');
-  assertError(t, await authorize(server, solo.key, payment(1501), { 'idempotency-key': key }), 409, 'idempotency_conflict');
+  assertError(
+    t,
+    await authorize(server, solo.key, payment(1501), { 'idempotency-key': key }),
+    409,
+    'idempotency_conflict',
+  );
   const bySolo = await recordsBy(server, solo);
-  t.deepEqual(bySolo.map((r) => [r.kind, r.subject]), [['action.allowed', first.body.id]]);
+  t.deepEqual(
+    bySolo.map((r) => [r.kind, r.subject]),
+    [['action.allowed', first.body.id]],
+  );
   const replay = await authorize(server, solo.key, payment(1500, { idempotencyKey: key }));
   t.deepEqual(replay.body, first.body, 'the first request still replays');
 });
@@ -102,7 +119,12 @@ test('an idempotency key that is empty, too long or not printable: 400 invalid_r
   for (const idempotencyKey of ['', 'k'.repeat(256), 'key\u0000x', 42]) {
     assertError(t, await authorize(server, fx.key, payment(100, { idempotencyKey })), 400, 'invalid_request');
   }
-  assertError(t, await authorize(server, fx.key, payment(100), { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_request');
+  assertError(
+    t,
+    await authorize(server, fx.key, payment(100), { 'idempotency-key': 'k'.repeat(256) }),
+    400,
+    'invalid_request',
+  );
 });
 
 test('keys are per agent: another agent with the same key and body gets its own action', async (t) => {
@@ -125,5 +147,8 @@ test('20 concurrent identical requests with one key: one action, one action.allo
   const [id] = [...ids];
   for (const a of answers) t.deepEqual(a.body, answers[0]!.body);
   const records = await recordsAbout(server, fx.wid, fx.cookie, id!);
-  t.deepEqual(records.map((r) => r.kind), ['action.allowed']);
+  t.deepEqual(
+    records.map((r) => r.kind),
+    ['action.allowed'],
+  );
 });

@@ -35,26 +35,36 @@ async function setHolds(fx: Agent, holds: Hold[]): Promise<void> {
 
 const drill = (): Hold => ({ hold: 'owner', reason: 'drill', by: 'test', at: new Date().toISOString() });
 
-test.serial('a freeze written by another process denies the very next request: agent_frozen, with evidence', async (t) => {
-  const fx = await makeAgent(server, [PAY_ACME], 'frozen-bot');
-  const before = await authorize(server, fx.key, payment(1000));
-  t.is(before.body.decision, 'allow', before.text);
+test.serial(
+  'a freeze written by another process denies the very next request: agent_frozen, with evidence',
+  async (t) => {
+    const fx = await makeAgent(server, [PAY_ACME], 'frozen-bot');
+    const before = await authorize(server, fx.key, payment(1000));
+    t.is(before.body.decision, 'allow', before.text);
 
-  await setHolds(fx, [drill()]);
+    await setHolds(fx, [drill()]);
 
-  const res = await authorize(server, fx.key, payment(1000));
-  await assertDenied(t, server, fx, res, 'agent_frozen');
-  t.regex(res.body.reason, /stopped/i);
-  t.deepEqual((await getAction(server, fx.key, res.body.id)).body, res.body, 'the denial is stored as answered');
+    const res = await authorize(server, fx.key, payment(1000));
+    await assertDenied(t, server, fx, res, 'agent_frozen');
+    t.regex(res.body.reason, /stopped/i);
+    t.deepEqual((await getAction(server, fx.key, res.body.id)).body, res.body, 'the denial is stored as answered');
 
-  const view = await consoleClient(server, fx.wid, fx.cookie).get(`/agents/${fx.agentId}`);
-  t.is(view.status, 200, view.text);
-  t.is(view.body.status, 'stopped');
-  t.deepEqual(view.body.holds.map((h: Hold) => h.hold), ['owner']);
-});
+    const view = await consoleClient(server, fx.wid, fx.cookie).get(`/agents/${fx.agentId}`);
+    t.is(view.status, 200, view.text);
+    t.is(view.body.status, 'stopped');
+    t.deepEqual(
+      view.body.holds.map((h: Hold) => h.hold),
+      ['owner'],
+    );
+  },
+);
 
 test.serial('a stopped agent is denied every kind of action, each with its own evidence record', async (t) => {
-  const fx = await makeAgent(server, [PAY_ACME, { actions: ['deploy'], domains: ['api.example.com'] }, { actions: ['crm.update'] }], 'frozen-all');
+  const fx = await makeAgent(
+    server,
+    [PAY_ACME, { actions: ['deploy'], domains: ['api.example.com'] }, { actions: ['crm.update'] }],
+    'frozen-all',
+  );
   await setHolds(fx, [drill()]);
   const bodies = [
     payment(10),
@@ -84,7 +94,10 @@ test.serial('an action decided before the freeze replays unchanged with its idem
 });
 
 test.serial('the freeze of one agent leaves another running', async (t) => {
-  const [frozen, running] = await Promise.all([makeAgent(server, [PAY_ACME], 'frozen-one'), makeAgent(server, [PAY_ACME], 'running-one')]);
+  const [frozen, running] = await Promise.all([
+    makeAgent(server, [PAY_ACME], 'frozen-one'),
+    makeAgent(server, [PAY_ACME], 'running-one'),
+  ]);
   await setHolds(frozen, [drill()]);
   await assertDenied(t, server, frozen, await authorize(server, frozen.key, payment(100)), 'agent_frozen');
   const res = await authorize(server, running.key, payment(100));

@@ -21,11 +21,21 @@ test.after.always(async () => {
   await Promise.all([stopAndClean(server), stopAndClean(tight)]);
 });
 
-function assertRateHeaders(t: import('ava').ExecutionContext, res: Reply, limit: number): { remaining: number; reset: number } {
+function assertRateHeaders(
+  t: import('ava').ExecutionContext,
+  res: Reply,
+  limit: number,
+): { remaining: number; reset: number } {
   const h = rateHeaders(res);
   t.is(h.limit, limit, `ratelimit-limit on ${res.status}`);
-  t.true(Number.isInteger(h.remaining) && h.remaining >= 0, `ratelimit-remaining on ${res.status}: ${res.headers['ratelimit-remaining']}`);
-  t.true(Number.isInteger(h.reset) && h.reset >= 1 && h.reset <= 60, `ratelimit-reset on ${res.status}: ${res.headers['ratelimit-reset']}`);
+  t.true(
+    Number.isInteger(h.remaining) && h.remaining >= 0,
+    `ratelimit-remaining on ${res.status}: ${res.headers['ratelimit-remaining']}`,
+  );
+  t.true(
+    Number.isInteger(h.reset) && h.reset >= 1 && h.reset <= 60,
+    `ratelimit-reset on ${res.status}: ${res.headers['ratelimit-reset']}`,
+  );
   return h;
 }
 
@@ -55,7 +65,11 @@ test('every gate answer (200, 404, 409, 400) carries the ratelimit headers, rema
   answers.push(read);
 
   const remaining = answers.map((r) => assertRateHeaders(t, r, 600).remaining);
-  t.deepEqual(remaining, remaining.map((_, i) => 599 - i), 'each answer counts one request');
+  t.deepEqual(
+    remaining,
+    remaining.map((_, i) => 599 - i),
+    'each answer counts one request',
+  );
 });
 
 test('the sixth request in a minute: 429 rate_limited with retry-after and the ratelimit headers', async (t) => {
@@ -70,17 +84,28 @@ test('the sixth request in a minute: 429 rate_limited with retry-after and the r
   const h = assertRateHeaders(t, sixth, 5);
   t.is(h.remaining, 0);
   const retryAfter = Number(sixth.headers['retry-after']);
-  t.true(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `retry-after: ${sixth.headers['retry-after']}`);
+  t.true(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+    `retry-after: ${sixth.headers['retry-after']}`,
+  );
 
   // Every gate route is limited, and a refused request decides nothing.
   assertError(t, await getAction(tight, fx.key, 'act_0000000000000000000000'), 429, 'rate_limited');
-  assertError(t, await settle(tight, fx.key, 'act_0000000000000000000000', { status: 'completed' }), 429, 'rate_limited');
+  assertError(
+    t,
+    await settle(tight, fx.key, 'act_0000000000000000000000', { status: 'completed' }),
+    429,
+    'rate_limited',
+  );
   const decisions = await recordsBy(tight, fx);
   t.is(decisions.length, 5);
 });
 
 test('another agent is not affected by one agent using up its limit', async (t) => {
-  const [noisy, quiet] = await Promise.all([makeAgent(tight, [PAY_ACME], 'noisy'), makeAgent(tight, [PAY_ACME], 'quiet')]);
+  const [noisy, quiet] = await Promise.all([
+    makeAgent(tight, [PAY_ACME], 'noisy'),
+    makeAgent(tight, [PAY_ACME], 'quiet'),
+  ]);
   for (let i = 0; i < 6; i++) await getAction(tight, noisy.key, 'act_0000000000000000000000');
   assertError(t, await getAction(tight, noisy.key, 'act_0000000000000000000000'), 429, 'rate_limited');
   const res = await authorize(tight, quiet.key, payment(100));

@@ -15,7 +15,11 @@ let fx: Agent;
 
 test.before(async () => {
   server = await startServer();
-  fx = await makeAgent(server, [PAY_ACME, { actions: ['crm.*'] }, { actions: ['transfer'], currencies: ['EUR'], maxAmount: 5000 }], 'odd-input');
+  fx = await makeAgent(
+    server,
+    [PAY_ACME, { actions: ['crm.*'] }, { actions: ['transfer'], currencies: ['EUR'], maxAmount: 5000 }],
+    'odd-input',
+  );
 });
 
 test.after.always(() => stopAndClean(server));
@@ -26,9 +30,14 @@ function send(raw: string): Promise<Reply> {
 
 test('deeply nested metadata: 400 invalid_request naming metadata, not a 500', async (t) => {
   for (const depth of [5_000, 50_000]) {
-    const res = await send(`{"type":"crm.update","summary":"Update","metadata":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`);
+    const res = await send(
+      `{"type":"crm.update","summary":"Update","metadata":{"a":${'['.repeat(depth)}${']'.repeat(depth)}}}`,
+    );
     assertError(t, res, 400, 'invalid_request');
-    t.true((res.body.error.errors as Array<{ field: string | null }>).some((e) => e.field?.startsWith('metadata')), JSON.stringify(res.body.error.errors));
+    t.true(
+      (res.body.error.errors as Array<{ field: string | null }>).some((e) => e.field?.startsWith('metadata')),
+      JSON.stringify(res.body.error.errors),
+    );
   }
 });
 
@@ -43,11 +52,16 @@ test('a lone surrogate in the summary: 400 invalid_request naming summary, not a
   // "\ud800" is valid JSON text whose string is not well-formed Unicode.
   const res = await send('{"type":"crm.update","summary":"Update \\ud800 record"}');
   assertError(t, res, 400, 'invalid_request');
-  t.deepEqual((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field), ['summary']);
+  t.deepEqual(
+    (res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field),
+    ['summary'],
+  );
 });
 
 test('a lone surrogate in metadata with an idempotency key: 400 invalid_request, not a 500', async (t) => {
-  const res = await send('{"type":"crm.update","summary":"Update","idempotencyKey":"surrogate-1","metadata":{"s":"\\udc00"}}');
+  const res = await send(
+    '{"type":"crm.update","summary":"Update","idempotencyKey":"surrogate-1","metadata":{"s":"\\udc00"}}',
+  );
   assertError(t, res, 400, 'invalid_request');
   t.true((res.body.error.errors as Array<{ field: string | null }>).some((e) => e.field?.startsWith('metadata')));
 });
@@ -56,11 +70,18 @@ test('a payment-carrying action that names no merchant is decided or refused as 
   // A rule without merchants covers actions that name none (API.md 2); a receipt names its
   // merchant (SPEC.md 2.6). Either the request is refused naming payment.merchant, or it is
   // allowed and its receipt is valid.
-  const res = await authorize(server, fx.key, { type: 'transfer', summary: 'Move 100 EUR to savings', payment: { amount: 100, currency: 'EUR' } });
+  const res = await authorize(server, fx.key, {
+    type: 'transfer',
+    summary: 'Move 100 EUR to savings',
+    payment: { amount: 100, currency: 'EUR' },
+  });
   t.true(res.status < 500, `${res.status} ${res.text}`);
   if (res.status === 400) {
     assertError(t, res, 400, 'invalid_request');
-    t.deepEqual((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field), ['payment.merchant']);
+    t.deepEqual(
+      (res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field),
+      ['payment.merchant'],
+    );
   } else {
     t.is(res.status, 200, res.text);
     t.is(res.body.decision, 'allow');
@@ -73,9 +94,15 @@ test('a payment-carrying action that names no merchant is decided or refused as 
 
 test('huge, fractional and exotic numbers as amounts are refused as invalid_request', async (t) => {
   for (const amount of ['1e400', '9007199254740993', '1e-7', '-0', '12345678901234567890123']) {
-    const res = await send(`{"type":"payment","summary":"Pay","payment":{"amount":${amount},"currency":"EUR","merchant":"acme.example"}}`);
+    const res = await send(
+      `{"type":"payment","summary":"Pay","payment":{"amount":${amount},"currency":"EUR","merchant":"acme.example"}}`,
+    );
     assertError(t, res, 400, 'invalid_request');
-    t.deepEqual([...new Set((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field))], ['payment.amount'], amount);
+    t.deepEqual(
+      [...new Set((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field))],
+      ['payment.amount'],
+      amount,
+    );
   }
 });
 
@@ -83,6 +110,10 @@ test('a body that is JSON but not an object is refused as invalid_request', asyn
   for (const raw of ['[]', '"payment"', '42', 'null', 'true']) {
     const res = await send(raw);
     assertError(t, res, 400, 'invalid_request');
-    t.deepEqual((res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field), [null], raw);
+    t.deepEqual(
+      (res.body.error.errors as Array<{ field: string | null }>).map((e) => e.field),
+      [null],
+      raw,
+    );
   }
 });

@@ -18,7 +18,15 @@ const LIMITED = { ...PAY_ACME, maxAmount: 3000, periodLimit: { amount: 3000, per
 
 test.before(async () => {
   server = await startServer();
-  payer = await makeAgent(server, [PAY_ACME, { actions: ['crm.update'] }, { actions: ['payment'], merchants: ['big.example'], currencies: ['EUR'], approval: { above: 100 } }], 'payer');
+  payer = await makeAgent(
+    server,
+    [
+      PAY_ACME,
+      { actions: ['crm.update'] },
+      { actions: ['payment'], merchants: ['big.example'], currencies: ['EUR'], approval: { above: 100 } },
+    ],
+    'payer',
+  );
   other = await makeAgent(server, [PAY_ACME], 'other');
 });
 
@@ -40,9 +48,16 @@ for (const status of ['completed', 'failed', 'cancelled'] as const) {
     t.is(res.body.decision, 'allow');
     t.is(res.body.settlement.status, status);
     t.false(Number.isNaN(Date.parse(res.body.settlement.at)));
-    t.is(res.body.settlement.amount, status === 'completed' ? 1250 : null, 'completed without an amount: the authorized amount was paid; failed or cancelled: nothing was');
+    t.is(
+      res.body.settlement.amount,
+      status === 'completed' ? 1250 : null,
+      'completed without an amount: the authorized amount was paid; failed or cancelled: nothing was',
+    );
     t.deepEqual((await getAction(server, payer.key, id)).body, res.body, 'the settled action is what GET answers');
-    t.deepEqual((await recordsAbout(server, payer.wid, payer.cookie, id)).map((r) => r.kind), ['action.allowed', 'action.settled']);
+    t.deepEqual(
+      (await recordsAbout(server, payer.wid, payer.cookie, id)).map((r) => r.kind),
+      ['action.allowed', 'action.settled'],
+    );
   });
 }
 
@@ -61,7 +76,10 @@ test('settling above the authorized amount is 400 invalid_amount, and the action
   assertError(t, res, 400, 'invalid_amount');
   t.deepEqual(res.body.error.errors, [{ field: 'amount', message: '"amount" must be at most the authorized 1250' }]);
   t.is((await getAction(server, payer.key, id)).body.status, 'allowed');
-  t.deepEqual((await recordsAbout(server, payer.wid, payer.cookie, id)).map((r) => r.kind), ['action.allowed']);
+  t.deepEqual(
+    (await recordsAbout(server, payer.wid, payer.cookie, id)).map((r) => r.kind),
+    ['action.allowed'],
+  );
 });
 
 test('a non-payment action settles too', async (t) => {
@@ -96,7 +114,11 @@ test('settling a denied action: 409 not_allowed, and it stays denied', async (t)
 });
 
 test('settling an action waiting for approval: 409 not_allowed, and it stays pending', async (t) => {
-  const pending = await authorize(server, payer.key, payment(500, { payment: { amount: 500, currency: 'EUR', merchant: 'big.example' } }));
+  const pending = await authorize(
+    server,
+    payer.key,
+    payment(500, { payment: { amount: 500, currency: 'EUR', merchant: 'big.example' } }),
+  );
   t.is(pending.body.status, 'pending_approval', pending.text);
   assertError(t, await settle(server, payer.key, pending.body.id, { status: 'completed' }), 409, 'not_allowed');
   const after = (await getAction(server, payer.key, pending.body.id)).body;
@@ -119,7 +141,10 @@ for (const amount of [1.5, '10', -5]) {
     const id = await allowed(t, payer, 100);
     const res = await settle(server, payer.key, id, { status: 'completed', amount });
     assertError(t, res, 400, 'invalid_amount');
-    t.deepEqual((res.body.error.errors as Array<{ field: string }>).map((e) => e.field), ['amount']);
+    t.deepEqual(
+      (res.body.error.errors as Array<{ field: string }>).map((e) => e.field),
+      ['amount'],
+    );
     t.is((await getAction(server, payer.key, id)).body.status, 'allowed');
   });
 }
@@ -131,7 +156,12 @@ test("settling another agent's action: 404 not_found, and it stays unsettled", a
 });
 
 test('settling an unknown action: 404 not_found', async (t) => {
-  assertError(t, await settle(server, payer.key, 'act_0000000000000000000000', { status: 'completed' }), 404, 'not_found');
+  assertError(
+    t,
+    await settle(server, payer.key, 'act_0000000000000000000000', { status: 'completed' }),
+    404,
+    'not_found',
+  );
 });
 
 // Period usage

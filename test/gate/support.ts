@@ -16,12 +16,20 @@ export const EVIDENCE_ID = ID('evr');
 export const APPROVAL_ID = ID('apr');
 
 /** The ledger records about one subject (an action id). */
-export async function recordsAbout(server: RunningServer, wid: string, cookie: string, subject: string): Promise<LedgerRecord[]> {
+export async function recordsAbout(
+  server: RunningServer,
+  wid: string,
+  cookie: string,
+  subject: string,
+): Promise<LedgerRecord[]> {
   return (await ledgerRecords(server, wid, cookie)).filter((r) => r.subject === subject);
 }
 
 /** The ledger records an agent wrote: its decisions. */
-export async function recordsBy(server: RunningServer, fx: { wid: string; cookie: string; agentId: string }): Promise<LedgerRecord[]> {
+export async function recordsBy(
+  server: RunningServer,
+  fx: { wid: string; cookie: string; agentId: string },
+): Promise<LedgerRecord[]> {
   return (await ledgerRecords(server, fx.wid, fx.cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
 }
 
@@ -50,7 +58,12 @@ export interface Agent extends AgentFixture {
 export async function makeAgent(server: RunningServer, rules: unknown[] | null, name: string): Promise<Agent> {
   const ws = consoleClient(server, server.boot.workspaceId!, await owner(server));
   const agent = expectStatus(await ws.send('POST', '/agents', { name }), 201, 'agent');
-  if (rules !== null) expectStatus(await ws.send('PUT', `/agents/${agent.body.id}/mandate`, { rules, confirmBroaden: true }), 200, 'mandate');
+  if (rules !== null)
+    expectStatus(
+      await ws.send('PUT', `/agents/${agent.body.id}/mandate`, { rules, confirmBroaden: true }),
+      200,
+      'mandate',
+    );
   const key = expectStatus(await ws.send('POST', `/agents/${agent.body.id}/keys`, {}), 201, 'key');
   return { wid: ws.wid, cookie: ws.cookie, agentId: agent.body.id, key: key.body.key, keyId: key.body.id };
 }
@@ -70,7 +83,10 @@ export function settle(server: RunningServer, key: string, id: string, body: unk
 
 /** POST /v1/actions/authorize with a raw body sent as JSON, as it is (malformed or odd input). */
 export function authorizeRaw(server: RunningServer, key: string, raw: string) {
-  return call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(key), 'content-type': 'application/json' }, body: raw });
+  return call(server.url, 'POST', '/v1/actions/authorize', {
+    headers: { ...bearer(key), 'content-type': 'application/json' },
+    body: raw,
+  });
 }
 
 function decodePart(part: string): any {
@@ -91,7 +107,13 @@ export function decodeReceipt(t: ExecutionContext, receipt: unknown): { header: 
  * denied, the one signal, no receipt, and an evidenceRecord that the ledger holds as the
  * action.denied record of this action.
  */
-export async function assertDenied(t: ExecutionContext, server: RunningServer, fx: { wid: string; cookie: string; agentId: string }, res: Reply, signal: string): Promise<void> {
+export async function assertDenied(
+  t: ExecutionContext,
+  server: RunningServer,
+  fx: { wid: string; cookie: string; agentId: string },
+  res: Reply,
+  signal: string,
+): Promise<void> {
   t.is(res.status, 200, res.text);
   t.regex(res.body.id, ACTION_ID);
   t.is(res.body.object, 'action');

@@ -15,7 +15,10 @@ let gw: Gateway;
 let us: string;
 
 const chat = (body: Record<string, unknown> = {}) =>
-  call(gw.server.url, 'POST', '/v1/chat/completions', { headers: bearer(us), json: { model: 'small', messages: user('hello'), ...body } });
+  call(gw.server.url, 'POST', '/v1/chat/completions', {
+    headers: bearer(us),
+    json: { model: 'small', messages: user('hello'), ...body },
+  });
 
 test.before(async () => {
   vendor = await startMockVendor();
@@ -28,16 +31,28 @@ test.after.always(async () => {
   await vendor?.close();
 });
 
-for (const fault of [{ kind: 'status', status: 500 }, { kind: 'status', status: 503 }, { kind: 'status', status: 429, retryAfterSeconds: 3 }, { kind: 'reset' }, { kind: 'hang' }] as const) {
-  test.serial(`small fails (${fault.kind}${'status' in fault ? ` ${fault.status}` : ''}): large serves the same request`, async (t) => {
-    vendor.fault('small-2026', fault);
-    const before = { small: vendor.count('small-2026'), large: vendor.count('large-2026') };
-    const res = await chat();
-    t.is(res.status, 200, res.text);
-    t.is(res.headers['x-svc-routed-to'], 'large');
-    t.is(res.body.choices[0].message.content, 'echo: hello');
-    t.deepEqual({ small: vendor.count('small-2026') - before.small, large: vendor.count('large-2026') - before.large }, { small: 1, large: 1 });
-  });
+for (const fault of [
+  { kind: 'status', status: 500 },
+  { kind: 'status', status: 503 },
+  { kind: 'status', status: 429, retryAfterSeconds: 3 },
+  { kind: 'reset' },
+  { kind: 'hang' },
+] as const) {
+  test.serial(
+    `small fails (${fault.kind}${'status' in fault ? ` ${fault.status}` : ''}): large serves the same request`,
+    async (t) => {
+      vendor.fault('small-2026', fault);
+      const before = { small: vendor.count('small-2026'), large: vendor.count('large-2026') };
+      const res = await chat();
+      t.is(res.status, 200, res.text);
+      t.is(res.headers['x-svc-routed-to'], 'large');
+      t.is(res.body.choices[0].message.content, 'echo: hello');
+      t.deepEqual(
+        { small: vendor.count('small-2026') - before.small, large: vendor.count('large-2026') - before.large },
+        { small: 1, large: 1 },
+      );
+    },
+  );
 }
 
 test.serial('502 upstream_failure names every model tried', async (t) => {
@@ -49,7 +64,7 @@ test.serial('502 upstream_failure names every model tried', async (t) => {
   t.truthy(res.headers['x-svc-call-id']);
 });
 
-test.serial('a vendor\'s 400 is the client\'s to fix: answered, not failed over', async (t) => {
+test.serial("a vendor's 400 is the client's to fix: answered, not failed over", async (t) => {
   vendor.fault('small-2026', { kind: 'status', status: 400 });
   const large = vendor.count('large-2026');
   const res = await chat();
@@ -61,7 +76,10 @@ test.serial('a vendor\'s 400 is the client\'s to fix: answered, not failed over'
 test.serial('a stream fails over before its first byte', async (t) => {
   vendor.fault('small-2026', { kind: 'status', status: 502 });
   let text = '';
-  const { data: stream, response } = await gw.openai(us).chat.completions.create({ model: 'small', messages: user('stream please'), stream: true }).withResponse();
+  const { data: stream, response } = await gw
+    .openai(us)
+    .chat.completions.create({ model: 'small', messages: user('stream please'), stream: true })
+    .withResponse();
   for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
   t.is(text, 'echo: stream please');
   t.is(response.headers.get('x-svc-routed-to'), 'large');
@@ -70,26 +88,58 @@ test.serial('a stream fails over before its first byte', async (t) => {
 test.serial('a stream cut midway is an error for the client, and is not failed over', async (t) => {
   vendor.fault('small-2026', { kind: 'cut', afterChunks: 3 });
   const large = vendor.count('large-2026');
-  const stream = await gw.openai(us).chat.completions.create({ model: 'small', messages: user('one two three four five six seven'), stream: true });
+  const stream = await gw
+    .openai(us)
+    .chat.completions.create({ model: 'small', messages: user('one two three four five six seven'), stream: true });
   let text = '';
   await t.throwsAsync(async () => {
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
   });
-  t.true(text.length > 0 && text !== 'echo: one two three four five six seven', `a part arrived, never the whole: "${text}"`);
+  t.true(
+    text.length > 0 && text !== 'echo: one two three four five six seven',
+    `a part arrived, never the whole: "${text}"`,
+  );
   t.is(vendor.count('large-2026'), large, 'no failover after the first byte');
 
   vendor.fault('small-2026', { kind: 'cut', afterChunks: 2 });
-  await t.throwsAsync(gw.anthropic(us).messages.stream({ model: 'small', max_tokens: 50, messages: user('one two three four five') }).finalMessage());
+  await t.throwsAsync(
+    gw
+      .anthropic(us)
+      .messages.stream({ model: 'small', max_tokens: 50, messages: user('one two three four five') })
+      .finalMessage(),
+  );
 });
 
 test.serial('a circuit breaker skips a dead model until its cooldown ends, then tries it once', async (t) => {
-  const own = await startGateway(vendor, { breaker: { failures: 2, cooldownMs: 400 }, models: [
-    { id: 'flaky', provider: 'vendor-o', upstreamModel: 'flaky-1', priceMicrosPerMTokIn: 1, priceMicrosPerMTokOut: 1, jurisdiction: { domicile: 'US', region: 'us-east' } },
-    { id: 'steady', provider: 'vendor-o', upstreamModel: 'steady-1', priceMicrosPerMTokIn: 10, priceMicrosPerMTokOut: 10, jurisdiction: { domicile: 'US', region: 'us-east' } },
-  ], policyProfiles: [] });
+  const own = await startGateway(vendor, {
+    breaker: { failures: 2, cooldownMs: 400 },
+    models: [
+      {
+        id: 'flaky',
+        provider: 'vendor-o',
+        upstreamModel: 'flaky-1',
+        priceMicrosPerMTokIn: 1,
+        priceMicrosPerMTokOut: 1,
+        jurisdiction: { domicile: 'US', region: 'us-east' },
+      },
+      {
+        id: 'steady',
+        provider: 'vendor-o',
+        upstreamModel: 'steady-1',
+        priceMicrosPerMTokIn: 10,
+        priceMicrosPerMTokOut: 10,
+        jurisdiction: { domicile: 'US', region: 'us-east' },
+      },
+    ],
+    policyProfiles: [],
+  });
   try {
     const key = await own.key({ defaultTaskClass: 'general' });
-    const ask = () => call(own.server.url, 'POST', '/v1/chat/completions', { headers: bearer(key), json: { model: 'flaky', messages: user('hi') } });
+    const ask = () =>
+      call(own.server.url, 'POST', '/v1/chat/completions', {
+        headers: bearer(key),
+        json: { model: 'flaky', messages: user('hi') },
+      });
     vendor.fault('flaky-1', { kind: 'status', status: 500 }, Infinity);
     for (let i = 0; i < 2; i += 1) t.is((await ask()).headers['x-svc-routed-to'], 'steady');
     t.is(vendor.count('flaky-1'), 2);
@@ -97,11 +147,21 @@ test.serial('a circuit breaker skips a dead model until its cooldown ends, then 
     t.is(vendor.count('flaky-1'), 2, 'while open, the dead model costs no attempt');
     const admin = await own.key({ scope: 'admin' });
     const status = await call(own.server.url, 'GET', '/v1/admin/upstreams', { headers: bearer(admin) });
-    t.like(status.body.data.find((m: { model: string }) => m.model === 'flaky'), { circuit: 'open' });
+    t.like(
+      status.body.data.find((m: { model: string }) => m.model === 'flaky'),
+      { circuit: 'open' },
+    );
     await new Promise((r) => setTimeout(r, 450));
     vendor.reset();
-    t.is((await ask()).headers['x-svc-routed-to'], 'flaky', 'after the cooldown one trial, which succeeds and closes it');
-    t.like((await call(own.server.url, 'GET', '/v1/admin/upstreams', { headers: bearer(admin) })).body.data[0], { model: 'flaky', circuit: 'closed' });
+    t.is(
+      (await ask()).headers['x-svc-routed-to'],
+      'flaky',
+      'after the cooldown one trial, which succeeds and closes it',
+    );
+    t.like((await call(own.server.url, 'GET', '/v1/admin/upstreams', { headers: bearer(admin) })).body.data[0], {
+      model: 'flaky',
+      circuit: 'closed',
+    });
   } finally {
     await stopAndClean(own.server);
   }

@@ -23,13 +23,28 @@ test.after.always(async () => {
 });
 
 const user = (content: string) => [{ role: 'user' as const, content }];
-const openaiTool = { type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } };
-const anthropicTool = { name: 'lookup', input_schema: { type: 'object' as const, properties: { q: { type: 'string' } } } };
+const openaiTool = {
+  type: 'function' as const,
+  function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } },
+};
+const anthropicTool = {
+  name: 'lookup',
+  input_schema: { type: 'object' as const, properties: { q: { type: 'string' } } },
+};
 
 test('openai: a non-streaming answer echoes the last user message with word-count usage', async (t) => {
   const res = await openai.chat.completions.create({
     model: 'gpt-plain',
-    messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'hello' }, { type: 'text', text: 'big world' }] }],
+    messages: [
+      { role: 'system', content: 'be brief' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hello' },
+          { type: 'text', text: 'big world' },
+        ],
+      },
+    ],
   });
   t.is(res.object, 'chat.completion');
   t.is(res.model, 'gpt-plain');
@@ -42,7 +57,12 @@ test('openai: a non-streaming answer echoes the last user message with word-coun
 test('openai: the stream concatenates to the non-streaming text and ends with usage', async (t) => {
   const messages = user('the  quick\nbrown fox');
   const plain = await openai.chat.completions.create({ model: 'gpt-stream', messages });
-  const stream = await openai.chat.completions.create({ model: 'gpt-stream', messages, stream: true, stream_options: { include_usage: true } });
+  const stream = await openai.chat.completions.create({
+    model: 'gpt-stream',
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   const chunks = [];
   for await (const chunk of stream) chunks.push(chunk);
   t.deepEqual(chunks[0]?.choices[0]?.delta, { role: 'assistant', content: '' });
@@ -62,13 +82,21 @@ test('openai: tool calls, plain and streamed, and a text answer after the tool r
   const plain = await openai.chat.completions.create({ model: 'gpt-tools', messages, tools: [openaiTool] });
   t.is(plain.choices[0]?.finish_reason, 'tool_calls');
   t.is(plain.choices[0]?.message.content, null);
-  t.deepEqual(plain.choices[0]?.message.tool_calls, [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }]);
+  t.deepEqual(plain.choices[0]?.message.tool_calls, [
+    { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } },
+  ]);
   t.is(plain.usage?.completion_tokens, 5);
 
-  const streamed = await openai.chat.completions.stream({ model: 'gpt-tools', messages, tools: [openaiTool] }).finalChatCompletion();
+  const streamed = await openai.chat.completions
+    .stream({ model: 'gpt-tools', messages, tools: [openaiTool] })
+    .finalChatCompletion();
   t.is(streamed.choices[0]?.finish_reason, 'tool_calls');
   t.is(streamed.choices[0]?.message.tool_calls?.length, 1);
-  t.like(streamed.choices[0]?.message.tool_calls?.[0], { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } });
+  t.like(streamed.choices[0]?.message.tool_calls?.[0], {
+    id: 'call_1',
+    type: 'function',
+    function: { name: 'lookup', arguments: '{"q":"x"}' },
+  });
 
   const after = await openai.chat.completions.create({
     model: 'gpt-tools',
@@ -80,11 +108,20 @@ test('openai: tool calls, plain and streamed, and a text answer after the tool r
 });
 
 test('openai: max tokens truncates the reply, plain and streamed', async (t) => {
-  const plain = await openai.chat.completions.create({ model: 'gpt-short', messages: user('one two three'), max_completion_tokens: 2 });
+  const plain = await openai.chat.completions.create({
+    model: 'gpt-short',
+    messages: user('one two three'),
+    max_completion_tokens: 2,
+  });
   t.is(plain.choices[0]?.message.content, 'echo: one');
   t.is(plain.choices[0]?.finish_reason, 'length');
   t.is(plain.usage?.completion_tokens, 2);
-  const stream = await openai.chat.completions.create({ model: 'gpt-short', messages: user('one two three'), max_tokens: 3, stream: true });
+  const stream = await openai.chat.completions.create({
+    model: 'gpt-short',
+    messages: user('one two three'),
+    max_tokens: 3,
+    stream: true,
+  });
   let text = '';
   let finish: string | null | undefined;
   for await (const chunk of stream) {
@@ -97,7 +134,9 @@ test('openai: max tokens truncates the reply, plain and streamed', async (t) => 
 
 test('openai: a wrong key is the SDK AuthenticationError', async (t) => {
   const wrong = new OpenAI({ apiKey: 'sk-wrong', baseURL: vendor.openaiBase, maxRetries: 0 });
-  const error = await t.throwsAsync(wrong.chat.completions.create({ model: 'gpt-auth', messages: user('hi') }), { instanceOf: OpenAI.AuthenticationError });
+  const error = await t.throwsAsync(wrong.chat.completions.create({ model: 'gpt-auth', messages: user('hi') }), {
+    instanceOf: OpenAI.AuthenticationError,
+  });
   t.is(error?.code, 'invalid_api_key');
   t.is(error?.type, 'invalid_request_error');
 });
@@ -125,7 +164,9 @@ test('anthropic: the stream concatenates to the non-streaming text and its final
   let text = '';
   const stream = anthropic.messages.stream(params);
   stream.on('streamEvent', (event) => events.push(event.type));
-  stream.on('text', (delta) => { text += delta; });
+  stream.on('text', (delta) => {
+    text += delta;
+  });
   const final = await stream.finalMessage();
   t.is(text, 'echo: the quick brown fox');
   t.deepEqual(final.content, plain.content);
@@ -134,10 +175,21 @@ test('anthropic: the stream concatenates to the non-streaming text and its final
   t.is(final.usage.output_tokens, 5);
   t.deepEqual(final.usage, plain.usage);
   // The SDK drops pings, so they are counted on the wire.
-  t.deepEqual(events, ['message_start', 'content_block_start', ...Array(5).fill('content_block_delta'), 'content_block_stop', 'message_delta', 'message_stop']);
+  t.deepEqual(events, [
+    'message_start',
+    'content_block_start',
+    ...Array(5).fill('content_block_delta'),
+    'content_block_stop',
+    'message_delta',
+    'message_stop',
+  ]);
   const wire = await fetch(`${vendor.anthropicBase}/v1/messages`, {
     method: 'POST',
-    headers: { 'x-api-key': 'sk-mock-anthropic', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+    headers: {
+      'x-api-key': 'sk-mock-anthropic',
+      'anthropic-version': '2023-06-01',
+      'content-type': 'application/json',
+    },
     body: JSON.stringify({ ...params, stream: true }),
   });
   t.is(wire.headers.get('content-type'), 'text/event-stream');
@@ -169,7 +221,10 @@ test('anthropic: max_tokens truncates the reply, plain and streamed', async (t) 
 
 test('anthropic: a wrong key is the SDK AuthenticationError; a missing version header is a 400', async (t) => {
   const wrong = new Anthropic({ apiKey: 'sk-wrong', baseURL: vendor.anthropicBase, maxRetries: 0 });
-  const error = await t.throwsAsync(wrong.messages.create({ model: 'claude-auth', max_tokens: 5, messages: user('hi') }), { instanceOf: Anthropic.AuthenticationError });
+  const error = await t.throwsAsync(
+    wrong.messages.create({ model: 'claude-auth', max_tokens: 5, messages: user('hi') }),
+    { instanceOf: Anthropic.AuthenticationError },
+  );
   t.deepEqual(error?.error, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
 
   const res = await fetch(`${vendor.anthropicBase}/v1/messages`, {
@@ -178,7 +233,7 @@ test('anthropic: a wrong key is the SDK AuthenticationError; a missing version h
     body: JSON.stringify({ model: 'claude-auth', max_tokens: 5, messages: user('hi') }),
   });
   t.is(res.status, 400);
-  t.is((await res.json() as any).error.type, 'invalid_request_error');
+  t.is(((await res.json()) as any).error.type, 'invalid_request_error');
 });
 
 test('malformed bodies, missing fields and unknown routes are answered in the vendor shapes', async (t) => {
@@ -186,50 +241,71 @@ test('malformed bodies, missing fields and unknown routes are answered in the ve
     fetch(vendor.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   const broken = await post('/v1/chat/completions', '{not json', { authorization: 'Bearer sk-mock-openai' });
   t.is(broken.status, 400);
-  t.is((await broken.json() as any).error.type, 'invalid_request_error');
+  t.is(((await broken.json()) as any).error.type, 'invalid_request_error');
 
-  const noModel = await post('/v1/chat/completions', JSON.stringify({ messages: user('hi') }), { authorization: 'Bearer sk-mock-openai' });
+  const noModel = await post('/v1/chat/completions', JSON.stringify({ messages: user('hi') }), {
+    authorization: 'Bearer sk-mock-openai',
+  });
   t.is(noModel.status, 400);
-  t.is((await noModel.json() as any).error.param, 'model');
+  t.is(((await noModel.json()) as any).error.param, 'model');
 
-  const noMax = await post('/v1/messages', JSON.stringify({ model: 'claude-shape', messages: user('hi') }), { 'x-api-key': 'sk-mock-anthropic', 'anthropic-version': '2023-06-01' });
+  const noMax = await post('/v1/messages', JSON.stringify({ model: 'claude-shape', messages: user('hi') }), {
+    'x-api-key': 'sk-mock-anthropic',
+    'anthropic-version': '2023-06-01',
+  });
   t.is(noMax.status, 400);
   t.like(await noMax.json(), { type: 'error', error: { type: 'invalid_request_error' } });
 
   const missing = await fetch(`${vendor.url}/v1/models`);
   t.is(missing.status, 404);
-  t.is(typeof (await missing.json() as any).error.message, 'string');
+  t.is(typeof ((await missing.json()) as any).error.message, 'string');
 });
 
 test('status faults: 500 and 429 with retry-after reach the SDK, in vendor shapes, for `times` requests', async (t) => {
   vendor.fault('gpt-500', { kind: 'status', status: 500 }, 2);
   for (let i = 0; i < 2; i++) {
-    const error = await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-500', messages: user('hi') }), { instanceOf: OpenAI.APIError });
+    const error = await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-500', messages: user('hi') }), {
+      instanceOf: OpenAI.APIError,
+    });
     t.is(error?.status, 500);
     t.is(error?.type, 'server_error');
   }
-  t.is((await openai.chat.completions.create({ model: 'gpt-500', messages: user('hi') })).choices[0]?.message.content, 'echo: hi');
+  t.is(
+    (await openai.chat.completions.create({ model: 'gpt-500', messages: user('hi') })).choices[0]?.message.content,
+    'echo: hi',
+  );
 
   vendor.fault('gpt-429', { kind: 'status', status: 429, retryAfterSeconds: 7 });
-  const limited = await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-429', messages: user('hi') }), { instanceOf: OpenAI.RateLimitError });
+  const limited = await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-429', messages: user('hi') }), {
+    instanceOf: OpenAI.RateLimitError,
+  });
   t.is(limited?.status, 429);
   t.is(limited?.headers?.get('retry-after'), '7');
   t.is(limited?.code, 'rate_limit_exceeded');
 
   vendor.fault('claude-429', { kind: 'status', status: 429, retryAfterSeconds: 3 });
-  const claudeLimited = await t.throwsAsync(anthropic.messages.create({ model: 'claude-429', max_tokens: 5, messages: user('hi') }), { instanceOf: Anthropic.APIError });
+  const claudeLimited = await t.throwsAsync(
+    anthropic.messages.create({ model: 'claude-429', max_tokens: 5, messages: user('hi') }),
+    { instanceOf: Anthropic.APIError },
+  );
   t.is(claudeLimited?.status, 429);
   t.is(claudeLimited?.headers?.get('retry-after'), '3');
   t.like(claudeLimited?.error, { type: 'error', error: { type: 'rate_limit_error' } });
 
   vendor.fault('claude-529', { kind: 'status', status: 529 }, Infinity);
   for (let i = 0; i < 3; i++) {
-    const overloaded = await t.throwsAsync(anthropic.messages.create({ model: 'claude-529', max_tokens: 5, messages: user('hi') }), { instanceOf: Anthropic.APIError });
+    const overloaded = await t.throwsAsync(
+      anthropic.messages.create({ model: 'claude-529', max_tokens: 5, messages: user('hi') }),
+      { instanceOf: Anthropic.APIError },
+    );
     t.is(overloaded?.status, 529);
     t.like(overloaded?.error, { error: { type: 'overloaded_error' } });
   }
   vendor.fault('claude-500', { kind: 'status', status: 500 });
-  const internal = await t.throwsAsync(anthropic.messages.create({ model: 'claude-500', max_tokens: 5, messages: user('hi') }), { instanceOf: Anthropic.InternalServerError });
+  const internal = await t.throwsAsync(
+    anthropic.messages.create({ model: 'claude-500', max_tokens: 5, messages: user('hi') }),
+    { instanceOf: Anthropic.InternalServerError },
+  );
   t.like(internal?.error, { error: { type: 'api_error' } });
 });
 
@@ -238,27 +314,42 @@ test.serial('hang: the request is held until the client times out', async (t) =>
   vendor.fault('gpt-hang', { kind: 'hang' });
   const impatient = new OpenAI({ apiKey: 'sk-mock-openai', baseURL: vendor.openaiBase, maxRetries: 0, timeout: 300 });
   const started = Date.now();
-  await t.throwsAsync(impatient.chat.completions.create({ model: 'gpt-hang', messages: user('hi') }), { instanceOf: OpenAI.APIConnectionTimeoutError });
+  await t.throwsAsync(impatient.chat.completions.create({ model: 'gpt-hang', messages: user('hi') }), {
+    instanceOf: OpenAI.APIConnectionTimeoutError,
+  });
   t.true(Date.now() - started >= 290);
   t.is(vendor.count('gpt-hang'), 1);
   // The fault was used up: the next request is answered.
-  t.is((await impatient.chat.completions.create({ model: 'gpt-hang', messages: user('hi') })).choices[0]?.message.content, 'echo: hi');
+  t.is(
+    (await impatient.chat.completions.create({ model: 'gpt-hang', messages: user('hi') })).choices[0]?.message.content,
+    'echo: hi',
+  );
 });
 
 test('reset: the socket is destroyed without an answer, a connection error in both SDKs', async (t) => {
   vendor.fault('gpt-reset', { kind: 'reset' });
-  const error = await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-reset', messages: user('hi') }), { instanceOf: OpenAI.APIConnectionError });
+  const error = await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-reset', messages: user('hi') }), {
+    instanceOf: OpenAI.APIConnectionError,
+  });
   t.false(error instanceof OpenAI.APIConnectionTimeoutError);
   vendor.fault('claude-reset', { kind: 'reset' });
-  await t.throwsAsync(anthropic.messages.create({ model: 'claude-reset', max_tokens: 5, messages: user('hi') }), { instanceOf: Anthropic.APIConnectionError });
+  await t.throwsAsync(anthropic.messages.create({ model: 'claude-reset', max_tokens: 5, messages: user('hi') }), {
+    instanceOf: Anthropic.APIConnectionError,
+  });
   // A cut on a non-streaming request is a reset.
   vendor.fault('gpt-cut-plain', { kind: 'cut', afterChunks: 2 });
-  await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-cut-plain', messages: user('hi') }), { instanceOf: OpenAI.APIConnectionError });
+  await t.throwsAsync(openai.chat.completions.create({ model: 'gpt-cut-plain', messages: user('hi') }), {
+    instanceOf: OpenAI.APIConnectionError,
+  });
 });
 
 test('cut: stream iteration throws after the events sent before the cut', async (t) => {
   vendor.fault('gpt-cut', { kind: 'cut', afterChunks: 3 });
-  const stream = await openai.chat.completions.create({ model: 'gpt-cut', messages: user('a b c d e f'), stream: true });
+  const stream = await openai.chat.completions.create({
+    model: 'gpt-cut',
+    messages: user('a b c d e f'),
+    stream: true,
+  });
   const chunks: unknown[] = [];
   await t.throwsAsync(async () => {
     for await (const chunk of stream) chunks.push(chunk);
@@ -267,7 +358,12 @@ test('cut: stream iteration throws after the events sent before the cut', async 
 
   vendor.fault('claude-cut', { kind: 'cut', afterChunks: 4 });
   const events: string[] = [];
-  const claudeStream = await anthropic.messages.create({ model: 'claude-cut', max_tokens: 50, messages: user('a b c d e f'), stream: true });
+  const claudeStream = await anthropic.messages.create({
+    model: 'claude-cut',
+    max_tokens: 50,
+    messages: user('a b c d e f'),
+    stream: true,
+  });
   await t.throwsAsync(async () => {
     for await (const event of claudeStream) events.push(event.type);
   });
@@ -299,11 +395,14 @@ test('calls and count record every request with its model, stream flag and trace
   t.is(own.count('gpt-rec'), 2);
   t.is(own.count('claude-rec'), 1);
   t.is(own.count('nobody'), 0);
-  t.deepEqual(own.calls.map(({ vendor: v, path, model, stream }) => ({ v, path, model, stream })), [
-    { v: 'openai', path: '/v1/chat/completions', model: 'gpt-rec', stream: false },
-    { v: 'openai', path: '/v1/chat/completions', model: 'gpt-rec', stream: false },
-    { v: 'anthropic', path: '/v1/messages', model: 'claude-rec', stream: true },
-  ]);
+  t.deepEqual(
+    own.calls.map(({ vendor: v, path, model, stream }) => ({ v, path, model, stream })),
+    [
+      { v: 'openai', path: '/v1/chat/completions', model: 'gpt-rec', stream: false },
+      { v: 'openai', path: '/v1/chat/completions', model: 'gpt-rec', stream: false },
+      { v: 'anthropic', path: '/v1/messages', model: 'claude-rec', stream: true },
+    ],
+  );
   t.is(own.calls[0]?.headers.traceparent, undefined);
   t.is(own.calls[1]?.headers.traceparent, traceparent);
   t.is(own.calls[1]?.headers.authorization, 'Bearer sk-own');
@@ -316,7 +415,10 @@ test('calls and count record every request with its model, stream flag and trace
   own.reset();
   t.is(own.count(), 0);
   t.is(held.length, 0);
-  t.is((await client.chat.completions.create({ model: 'gpt-rec', messages: user('again') })).choices[0]?.message.content, 'echo: again');
+  t.is(
+    (await client.chat.completions.create({ model: 'gpt-rec', messages: user('again') })).choices[0]?.message.content,
+    'echo: again',
+  );
   t.is(own.count('gpt-rec'), 1);
 });
 

@@ -15,7 +15,11 @@ let alice: string;
 let bob: string;
 let admin: string;
 
-const chat = (key: string, model = 'small') => call(gw.server.url, 'POST', '/v1/chat/completions', { headers: bearer(key), json: { model, messages: user('hello') } });
+const chat = (key: string, model = 'small') =>
+  call(gw.server.url, 'POST', '/v1/chat/completions', {
+    headers: bearer(key),
+    json: { model, messages: user('hello') },
+  });
 const usage = (by: string) => call(gw.server.url, 'GET', `/v1/admin/usage?by=${by}`, { headers: bearer(admin) });
 
 test.before(async () => {
@@ -40,13 +44,22 @@ test.serial('usage reports group the recorded calls by model, principal and team
   const eu = byModel.body.data.find((g: { group: string }) => g.group === 'claude-eu');
   t.like(small, { calls: 2, failed: 0, inputTokens: 2, outputTokens: 4 });
   t.like(eu, { calls: 1, inputTokens: 1, outputTokens: 2 });
-  t.is(small.costMicros + eu.costMicros, answers.reduce((s, a) => s + Number(a.headers['x-svc-cost-micros']), 0));
-  t.deepEqual((await usage('principal')).body.data.map((g: { group: string; calls: number }) => [g.group, g.calls]).sort(), [['alice', 2], ['bob', 1]]);
+  t.is(
+    small.costMicros + eu.costMicros,
+    answers.reduce((s, a) => s + Number(a.headers['x-svc-cost-micros']), 0),
+  );
+  t.deepEqual(
+    (await usage('principal')).body.data.map((g: { group: string; calls: number }) => [g.group, g.calls]).sort(),
+    [
+      ['alice', 2],
+      ['bob', 1],
+    ],
+  );
   t.deepEqual((await usage('team')).body.data.map((g: { group: string }) => g.group).sort(), ['ads', 'search']);
   assertError(t, await call(gw.server.url, 'GET', '/v1/admin/usage', { headers: bearer(alice) }), 403, 'forbidden');
 });
 
-test.serial('429 plan_limit_reached once the month\'s allowance is used, and nothing is sent', async (t) => {
+test.serial("429 plan_limit_reached once the month's allowance is used, and nothing is sent", async (t) => {
   t.is((await chat(alice)).status, 200, 'the fourth request of the month');
   const before = vendor.count();
   const res = await chat(alice);

@@ -13,7 +13,11 @@ let vendor: MockVendor;
 let gw: Gateway;
 let key: string;
 
-const chat = () => call(gw.server.url, 'POST', '/v1/chat/completions', { headers: bearer(key), json: { model: 'small', messages: user('hello') } });
+const chat = () =>
+  call(gw.server.url, 'POST', '/v1/chat/completions', {
+    headers: bearer(key),
+    json: { model: 'small', messages: user('hello') },
+  });
 
 test.before(async () => {
   vendor = await startMockVendor();
@@ -27,17 +31,29 @@ test.after.always(async () => {
   await vendor?.close();
 });
 
-test.serial('past the people limit: served during the grace period, then 402 seat_limit_reached, and served again once back within it', async (t) => {
-  t.is((await chat()).status, 200, 'within the limit');
-  const added = expectStatus(await gw.owner.send('POST', '/members', { email: 'second@example.com', name: 'Second', role: 'member', password: 'a-long-password-1' }), 201, 'member');
-  t.is((await chat()).status, 200, 'past the limit, the grace period starts');
-  t.is((await chat()).status, 200, 'still within the grace period');
-  await new Promise((r) => setTimeout(r, 2000));
-  const before = vendor.count();
-  const refused = await chat();
-  assertError(t, refused, 402, 'seat_limit_reached');
-  t.regex(refused.body.error.message, /allows 1 people/);
-  t.is(vendor.count(), before, 'nothing was sent');
-  expectStatus(await gw.owner.send('DELETE', `/members/${added.body.id}`), 200, 'remove');
-  t.is((await chat()).status, 200, 'back within the limit');
-});
+test.serial(
+  'past the people limit: served during the grace period, then 402 seat_limit_reached, and served again once back within it',
+  async (t) => {
+    t.is((await chat()).status, 200, 'within the limit');
+    const added = expectStatus(
+      await gw.owner.send('POST', '/members', {
+        email: 'second@example.com',
+        name: 'Second',
+        role: 'member',
+        password: 'a-long-password-1',
+      }),
+      201,
+      'member',
+    );
+    t.is((await chat()).status, 200, 'past the limit, the grace period starts');
+    t.is((await chat()).status, 200, 'still within the grace period');
+    await new Promise((r) => setTimeout(r, 2000));
+    const before = vendor.count();
+    const refused = await chat();
+    assertError(t, refused, 402, 'seat_limit_reached');
+    t.regex(refused.body.error.message, /allows 1 people/);
+    t.is(vendor.count(), before, 'nothing was sent');
+    expectStatus(await gw.owner.send('DELETE', `/members/${added.body.id}`), 200, 'remove');
+    t.is((await chat()).status, 200, 'back within the limit');
+  },
+);

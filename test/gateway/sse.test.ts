@@ -9,7 +9,10 @@ import { SseReader, sseData, sseEvent } from '../../src/gateway/sse.js';
  */
 const event = fc.record({
   name: fc.option(fc.stringMatching(/^[a-z_]{1,12}$/), { nil: null }),
-  data: fc.array(fc.string({ unit: 'grapheme-ascii' }).filter((s) => !/[\r\n]/.test(s)), { minLength: 1, maxLength: 3 }),
+  data: fc.array(
+    fc.string({ unit: 'grapheme-ascii' }).filter((s) => !/[\r\n]/.test(s)),
+    { minLength: 1, maxLength: 3 },
+  ),
 });
 
 const encode = (e: { name: string | null; data: string[] }, eol: string) =>
@@ -29,13 +32,25 @@ const split = (text: string, cuts: number[]) => {
 };
 
 test('property: any chunking and either line ending gives the same events, with their exact bytes', (t) => {
-  fc.assert(fc.property(fc.array(event, { minLength: 1, maxLength: 8 }), fc.array(fc.nat(), { maxLength: 12 }), fc.constantFrom('\n', '\r\n'), (events, cuts, eol) => {
-    const text = events.map((e) => encode(e, eol)).join('');
-    const reader = new SseReader();
-    const got = split(text, cuts).flatMap((chunk) => reader.push(chunk));
-    if (got.length !== events.length) return false;
-    return got.every((g, i) => g.event === events[i]!.name && g.data === events[i]!.data.join('\n') && g.raw === encode(events[i]!, eol)) && reader.rest() === '';
-  }));
+  fc.assert(
+    fc.property(
+      fc.array(event, { minLength: 1, maxLength: 8 }),
+      fc.array(fc.nat(), { maxLength: 12 }),
+      fc.constantFrom('\n', '\r\n'),
+      (events, cuts, eol) => {
+        const text = events.map((e) => encode(e, eol)).join('');
+        const reader = new SseReader();
+        const got = split(text, cuts).flatMap((chunk) => reader.push(chunk));
+        if (got.length !== events.length) return false;
+        return (
+          got.every(
+            (g, i) =>
+              g.event === events[i]!.name && g.data === events[i]!.data.join('\n') && g.raw === encode(events[i]!, eol),
+          ) && reader.rest() === ''
+        );
+      },
+    ),
+  );
   t.pass();
 });
 
@@ -43,7 +58,10 @@ test('comments and blank keep-alives are skipped; a cut event stays unread', (t)
   const reader = new SseReader();
   t.deepEqual(reader.push(': keep-alive\n\n'), []);
   const got = reader.push('data: {"a":1}\n\ndata: [DONE]\n\ndata: {"half"');
-  t.deepEqual(got.map((e) => e.data), ['{"a":1}', '[DONE]']);
+  t.deepEqual(
+    got.map((e) => e.data),
+    ['{"a":1}', '[DONE]'],
+  );
   t.is(reader.rest(), 'data: {"half"');
 });
 

@@ -10,9 +10,39 @@ import type { MockVendor } from '../helpers/mock-vendor.js';
  * pointed at the gateway with workspace keys minted in the console.
  */
 export const CATALOGUE = [
-  { id: 'small', provider: 'vendor-o', upstreamModel: 'small-2026', priceMicrosPerMTokIn: 150_000, priceMicrosPerMTokOut: 600_000, quality: 1, latency: 1, jurisdiction: { domicile: 'US', region: 'us-east' }, taskClasses: ['*'] },
-  { id: 'large', provider: 'vendor-o', upstreamModel: 'large-2026', priceMicrosPerMTokIn: 3_000_000, priceMicrosPerMTokOut: 12_000_000, quality: 3, latency: 2, jurisdiction: { domicile: 'US', region: 'us-east' }, taskClasses: ['*'] },
-  { id: 'claude-eu', provider: 'vendor-a', upstreamModel: 'claude-eu-2026', priceMicrosPerMTokIn: 1_000_000, priceMicrosPerMTokOut: 5_000_000, quality: 2, latency: 1, jurisdiction: { domicile: 'EU', region: 'eu-west' }, taskClasses: ['*'] },
+  {
+    id: 'small',
+    provider: 'vendor-o',
+    upstreamModel: 'small-2026',
+    priceMicrosPerMTokIn: 150_000,
+    priceMicrosPerMTokOut: 600_000,
+    quality: 1,
+    latency: 1,
+    jurisdiction: { domicile: 'US', region: 'us-east' },
+    taskClasses: ['*'],
+  },
+  {
+    id: 'large',
+    provider: 'vendor-o',
+    upstreamModel: 'large-2026',
+    priceMicrosPerMTokIn: 3_000_000,
+    priceMicrosPerMTokOut: 12_000_000,
+    quality: 3,
+    latency: 2,
+    jurisdiction: { domicile: 'US', region: 'us-east' },
+    taskClasses: ['*'],
+  },
+  {
+    id: 'claude-eu',
+    provider: 'vendor-a',
+    upstreamModel: 'claude-eu-2026',
+    priceMicrosPerMTokIn: 1_000_000,
+    priceMicrosPerMTokOut: 5_000_000,
+    quality: 2,
+    latency: 1,
+    jurisdiction: { domicile: 'EU', region: 'eu-west' },
+    taskClasses: ['*'],
+  },
 ];
 
 export const PROFILES = [
@@ -41,7 +71,11 @@ export function gatewayConfig(vendor: MockVendor, gateway: Record<string, unknow
   };
 }
 
-export const VENDOR_ENV = { VENDOR_O_KEY: 'sk-mock-openai', VENDOR_A_KEY: 'sk-mock-anthropic', SVC_SIGNIN_RATE_PER_MINUTE: '1000' };
+export const VENDOR_ENV = {
+  VENDOR_O_KEY: 'sk-mock-openai',
+  VENDOR_A_KEY: 'sk-mock-anthropic',
+  SVC_SIGNIN_RATE_PER_MINUTE: '1000',
+};
 
 export interface Gateway {
   server: RunningServer;
@@ -52,18 +86,35 @@ export interface Gateway {
   anthropic(key: string, headers?: Record<string, string>): Anthropic;
 }
 
-export async function startGateway(vendor: MockVendor, gateway: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<Gateway> {
+export async function startGateway(
+  vendor: MockVendor,
+  gateway: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+): Promise<Gateway> {
   const server = await startServer({ config: gatewayConfig(vendor, gateway), env: { ...VENDOR_ENV, ...env } });
   const owner = await ownerConsole(server);
   let n = 0;
   return {
-    server, owner,
+    server,
+    owner,
     async key(input = {}) {
       n += 1;
-      return expectStatus(await owner.send('POST', '/keys', { scope: 'inference', name: `k${n}`, principal: 'alice', team: 'search', ...input }), 201, 'key').body.key as string;
+      return expectStatus(
+        await owner.send('POST', '/keys', {
+          scope: 'inference',
+          name: `k${n}`,
+          principal: 'alice',
+          team: 'search',
+          ...input,
+        }),
+        201,
+        'key',
+      ).body.key as string;
     },
-    openai: (key, headers = {}) => new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0, defaultHeaders: headers }),
-    anthropic: (key, headers = {}) => new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0, defaultHeaders: headers }),
+    openai: (key, headers = {}) =>
+      new OpenAI({ apiKey: key, baseURL: `${server.url}/v1`, maxRetries: 0, defaultHeaders: headers }),
+    anthropic: (key, headers = {}) =>
+      new Anthropic({ apiKey: key, baseURL: server.url, maxRetries: 0, defaultHeaders: headers }),
   };
 }
 

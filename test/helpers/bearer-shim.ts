@@ -27,17 +27,25 @@ export async function startBearerShim(): Promise<BearerShim> {
     }
     const target = new URL(shim.target);
     const headers: IncomingHttpHeaders = { ...req.headers };
-    if (req.url?.startsWith('/mcp') && !headers.authorization && shim.credential) headers.authorization = `Bearer ${shim.credential}`;
-    const upstream = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    if (req.url?.startsWith('/mcp') && !headers.authorization && shim.credential)
+      headers.authorization = `Bearer ${shim.credential}`;
+    const upstream = request(
+      { host: target.hostname, port: target.port, path: req.url, method: req.method, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     res.on('close', () => upstream.destroy());
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   shim.url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  shim.close = () => new Promise<void>((resolve) => { http.closeAllConnections(); http.close(() => resolve()); });
+  shim.close = () =>
+    new Promise<void>((resolve) => {
+      http.closeAllConnections();
+      http.close(() => resolve());
+    });
   return shim;
 }

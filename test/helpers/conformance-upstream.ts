@@ -109,7 +109,8 @@ function createEventStore(limit = 1000): EventStore {
       if (!last) throw new Error(`Unknown event id ${lastEventId}`);
       for (const e of events) {
         // Priming events are stored as `{}`: they only mark a position, there is nothing to resend.
-        if (e.streamId === last.streamId && e.id > last.id && Object.keys(e.message).length > 0) await send(String(e.id), e.message);
+        if (e.streamId === last.streamId && e.id > last.id && Object.keys(e.message).length > 0)
+          await send(String(e.id), e.message);
       }
       return last.streamId;
     },
@@ -138,7 +139,11 @@ const JSON_SCHEMA_2020_12 = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
   $defs: {
-    address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
+    address: {
+      $anchor: 'addressDef',
+      type: 'object',
+      properties: { street: { type: 'string' }, city: { type: 'string' } },
+    },
   },
   properties: {
     name: { type: 'string' },
@@ -178,8 +183,17 @@ const SEP1330_SCHEMA: ElicitRequestFormParams['requestedSchema'] = {
         { const: 'value3', title: 'Third Option' },
       ],
     },
-    legacyEnum: { type: 'string', description: 'Pick one (legacy titles)', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },
-    untitledMulti: { type: 'array', description: 'Pick some', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+    legacyEnum: {
+      type: 'string',
+      description: 'Pick one (legacy titles)',
+      enum: ['opt1', 'opt2', 'opt3'],
+      enumNames: ['Option One', 'Option Two', 'Option Three'],
+    },
+    untitledMulti: {
+      type: 'array',
+      description: 'Pick some',
+      items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+    },
     titledMulti: {
       type: 'array',
       description: 'Pick some (titled)',
@@ -199,27 +213,56 @@ function simple(name: string, description: string, result: CallToolResult): Tool
 }
 
 /** Asks the client for input on the tool call's own stream; refuses when the client never offered elicitation. */
-async function elicit(session: Session, extra: Extra, params: ElicitRequestFormParams, label: string): Promise<CallToolResult> {
-  if (!session.server.getClientCapabilities()?.elicitation) return { ...text('Client does not support elicitation'), isError: true };
+async function elicit(
+  session: Session,
+  extra: Extra,
+  params: ElicitRequestFormParams,
+  label: string,
+): Promise<CallToolResult> {
+  if (!session.server.getClientCapabilities()?.elicitation)
+    return { ...text('Client does not support elicitation'), isError: true };
   const result = await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema);
   return text(`${label}: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
 }
 
 const TOOLS: ToolDef[] = [
   simple('test_simple_text', 'Returns simple text content.', text('This is a simple text response for testing.')),
-  simple('test_image_content', 'Returns image content.', { content: [{ type: 'image', data: PNG_BASE64, mimeType: 'image/png' }] }),
-  simple('test_audio_content', 'Returns audio content.', { content: [{ type: 'audio', data: WAV_BASE64, mimeType: 'audio/wav' }] }),
+  simple('test_image_content', 'Returns image content.', {
+    content: [{ type: 'image', data: PNG_BASE64, mimeType: 'image/png' }],
+  }),
+  simple('test_audio_content', 'Returns audio content.', {
+    content: [{ type: 'audio', data: WAV_BASE64, mimeType: 'audio/wav' }],
+  }),
   simple('test_embedded_resource', 'Returns an embedded resource.', {
-    content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
+    content: [
+      {
+        type: 'resource',
+        resource: {
+          uri: 'test://embedded-resource',
+          mimeType: 'text/plain',
+          text: 'This is an embedded resource content.',
+        },
+      },
+    ],
   }),
   simple('test_multiple_content_types', 'Returns text, image and resource content together.', {
     content: [
       { type: 'text', text: 'Multiple content types test:' },
       { type: 'image', data: PNG_BASE64, mimeType: 'image/png' },
-      { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },
+      {
+        type: 'resource',
+        resource: {
+          uri: 'test://mixed-content-resource',
+          mimeType: 'application/json',
+          text: JSON.stringify({ test: 'data', value: 123 }),
+        },
+      },
     ],
   }),
-  simple('test_error_handling', 'Always fails, as a tool error.', { ...text('This tool intentionally returns an error for testing'), isError: true }),
+  simple('test_error_handling', 'Always fails, as a tool error.', {
+    ...text('This tool intentionally returns an error for testing'),
+    isError: true,
+  }),
   {
     // Three info messages as the suite asks, plus a debug one so a test can see logging/setLevel filter.
     tool: { name: 'test_tool_with_logging', description: 'Sends log messages while it runs.', inputSchema: NO_ARGS },
@@ -239,23 +282,39 @@ const TOOLS: ToolDef[] = [
       const progressToken = extra._meta?.progressToken;
       for (const progress of [0, 50, 100]) {
         if (progressToken !== undefined) {
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total: 100, message: `Completed ${progress} of 100` } });
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress, total: 100, message: `Completed ${progress} of 100` },
+          });
         }
         if (progress < 100) await sleep(50);
       }
-      return text(`Progress reported${progressToken === undefined ? ' (no token given)' : ` for token ${String(progressToken)}`}`);
+      return text(
+        `Progress reported${progressToken === undefined ? ' (no token given)' : ` for token ${String(progressToken)}`}`,
+      );
     },
   },
   {
     tool: {
       name: 'test_sampling',
       description: 'Asks the client to sample an LLM completion.',
-      inputSchema: { type: 'object', properties: { prompt: { type: 'string', description: 'The prompt to send to the LLM' } }, required: ['prompt'] },
+      inputSchema: {
+        type: 'object',
+        properties: { prompt: { type: 'string', description: 'The prompt to send to the LLM' } },
+        required: ['prompt'],
+      },
     },
     run: async (args, extra, session) => {
-      if (!session.server.getClientCapabilities()?.sampling) return { ...text('Client does not support sampling'), isError: true };
+      if (!session.server.getClientCapabilities()?.sampling)
+        return { ...text('Client does not support sampling'), isError: true };
       const result = await extra.sendRequest(
-        { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: String(args.prompt) } }], maxTokens: 100 } },
+        {
+          method: 'sampling/createMessage',
+          params: {
+            messages: [{ role: 'user', content: { type: 'text', text: String(args.prompt) } }],
+            maxTokens: 100,
+          },
+        },
         CreateMessageResultSchema,
       );
       return text(`LLM response: ${result.content.type === 'text' ? result.content.text : `[${result.content.type}]`}`);
@@ -265,38 +324,73 @@ const TOOLS: ToolDef[] = [
     tool: {
       name: 'test_elicitation',
       description: 'Asks the user for a username and email.',
-      inputSchema: { type: 'object', properties: { message: { type: 'string', description: 'The message to show the user' } }, required: ['message'] },
+      inputSchema: {
+        type: 'object',
+        properties: { message: { type: 'string', description: 'The message to show the user' } },
+        required: ['message'],
+      },
     },
     run: (args, extra, session) =>
-      elicit(session, extra, {
-        message: String(args.message),
-        requestedSchema: {
-          type: 'object',
-          properties: {
-            username: { type: 'string', description: "User's response" },
-            email: { type: 'string', description: "User's email address" },
+      elicit(
+        session,
+        extra,
+        {
+          message: String(args.message),
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              username: { type: 'string', description: "User's response" },
+              email: { type: 'string', description: "User's email address" },
+            },
+            required: ['username', 'email'],
           },
-          required: ['username', 'email'],
         },
-      }, 'User response'),
+        'User response',
+      ),
   },
   {
-    tool: { name: 'test_elicitation_sep1034_defaults', description: 'Elicits a form whose fields all carry defaults (SEP-1034).', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_elicitation_sep1034_defaults',
+      description: 'Elicits a form whose fields all carry defaults (SEP-1034).',
+      inputSchema: NO_ARGS,
+    },
     run: (_args, extra, session) =>
-      elicit(session, extra, { message: 'Please review and update the form fields with defaults', requestedSchema: SEP1034_SCHEMA }, 'Elicitation completed'),
+      elicit(
+        session,
+        extra,
+        { message: 'Please review and update the form fields with defaults', requestedSchema: SEP1034_SCHEMA },
+        'Elicitation completed',
+      ),
   },
   {
-    tool: { name: 'test_elicitation_sep1330_enums', description: 'Elicits a form with every enum variant (SEP-1330).', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_elicitation_sep1330_enums',
+      description: 'Elicits a form with every enum variant (SEP-1330).',
+      inputSchema: NO_ARGS,
+    },
     run: (_args, extra, session) =>
-      elicit(session, extra, { message: 'Please select options from the enum fields', requestedSchema: SEP1330_SCHEMA }, 'Elicitation completed'),
+      elicit(
+        session,
+        extra,
+        { message: 'Please select options from the enum fields', requestedSchema: SEP1330_SCHEMA },
+        'Elicitation completed',
+      ),
   },
   {
-    tool: { name: 'json_schema_2020_12_tool', description: 'Tool with JSON Schema 2020-12 features', inputSchema: JSON_SCHEMA_2020_12 as unknown as Tool['inputSchema'] },
+    tool: {
+      name: 'json_schema_2020_12_tool',
+      description: 'Tool with JSON Schema 2020-12 features',
+      inputSchema: JSON_SCHEMA_2020_12 as unknown as Tool['inputSchema'],
+    },
     run: async (args) => text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`),
   },
   {
     // SEP-1699: drop the POST stream mid-call; the result then arrives on the client's Last-Event-ID reconnect.
-    tool: { name: 'test_reconnection', description: 'Closes its SSE stream mid-call and answers after the client reconnects.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_reconnection',
+      description: 'Closes its SSE stream mid-call and answers after the client reconnects.',
+      inputSchema: NO_ARGS,
+    },
     run: async (_args, extra) => {
       extra.closeSSEStream?.();
       await sleep(100);
@@ -311,17 +405,41 @@ const TOOLS_BY_NAME = new Map(TOOLS.map((t) => [t.tool.name, t]));
 
 const RESOURCES: Resource[] = [
   { uri: 'test://static-text', name: 'static-text', description: 'A static text resource.', mimeType: 'text/plain' },
-  { uri: 'test://static-binary', name: 'static-binary', description: 'A static binary resource (a PNG).', mimeType: 'image/png' },
-  { uri: WATCHED_URI, name: 'watched-resource', description: 'Changes while subscribed, with notifications/resources/updated.', mimeType: 'text/plain' },
+  {
+    uri: 'test://static-binary',
+    name: 'static-binary',
+    description: 'A static binary resource (a PNG).',
+    mimeType: 'image/png',
+  },
+  {
+    uri: WATCHED_URI,
+    name: 'watched-resource',
+    description: 'Changes while subscribed, with notifications/resources/updated.',
+    mimeType: 'text/plain',
+  },
 ];
 
 function readResource(uri: string, session: Session): ReadResourceResult {
-  if (uri === 'test://static-text') return { contents: [{ uri, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }] };
+  if (uri === 'test://static-text')
+    return { contents: [{ uri, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }] };
   if (uri === 'test://static-binary') return { contents: [{ uri, mimeType: 'image/png', blob: PNG_BASE64 }] };
-  if (uri === WATCHED_URI) return { contents: [{ uri, mimeType: 'text/plain', text: `Watched resource content, revision ${session.watchedRevision}` }] };
+  if (uri === WATCHED_URI)
+    return {
+      contents: [
+        { uri, mimeType: 'text/plain', text: `Watched resource content, revision ${session.watchedRevision}` },
+      ],
+    };
   const id = /^test:\/\/template\/([^/]+)\/data$/.exec(uri)?.[1];
   if (id !== undefined) {
-    return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }) }] };
+    return {
+      contents: [
+        {
+          uri,
+          mimeType: 'application/json',
+          text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }),
+        },
+      ],
+    };
   }
   // SEP-2164: an unknown resource is an Invalid Params error naming the URI, never empty contents.
   throw new McpError(ErrorCode.InvalidParams, 'Resource not found', { uri });
@@ -353,7 +471,9 @@ interface PromptDef {
 const PROMPTS: PromptDef[] = [
   {
     prompt: { name: 'test_simple_prompt', description: 'A prompt without arguments.' },
-    get: () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }] }),
+    get: () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }],
+    }),
   },
   {
     prompt: {
@@ -364,7 +484,11 @@ const PROMPTS: PromptDef[] = [
         { name: 'arg2', description: 'Second test argument', required: true },
       ],
     },
-    get: (a) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${a.arg1}', arg2='${a.arg2}'` } }] }),
+    get: (a) => ({
+      messages: [
+        { role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${a.arg1}', arg2='${a.arg2}'` } },
+      ],
+    }),
   },
   {
     prompt: {
@@ -374,7 +498,17 @@ const PROMPTS: PromptDef[] = [
     },
     get: (a) => ({
       messages: [
-        { role: 'user', content: { type: 'resource', resource: { uri: String(a.resourceUri), mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+        {
+          role: 'user',
+          content: {
+            type: 'resource',
+            resource: {
+              uri: String(a.resourceUri),
+              mimeType: 'text/plain',
+              text: 'Embedded resource content for testing.',
+            },
+          },
+        },
         { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
       ],
     }),
@@ -395,8 +529,11 @@ const PROMPTS_BY_NAME = new Map(PROMPTS.map((p) => [p.prompt.name, p]));
 function getPrompt(name: string, args: Record<string, string>): GetPromptResult {
   const def = PROMPTS_BY_NAME.get(name);
   if (!def) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${name}`);
-  const missing = (def.prompt.arguments ?? []).filter((a) => a.required && args[a.name] === undefined).map((a) => a.name);
-  if (missing.length > 0) throw new McpError(ErrorCode.InvalidParams, `Missing required arguments: ${missing.join(', ')}`);
+  const missing = (def.prompt.arguments ?? [])
+    .filter((a) => a.required && args[a.name] === undefined)
+    .map((a) => a.name);
+  if (missing.length > 0)
+    throw new McpError(ErrorCode.InvalidParams, `Missing required arguments: ${missing.join(', ')}`);
   return def.get(args);
 }
 
@@ -418,7 +555,11 @@ function complete(ref: { type: string; name?: string; uri?: string }, argument: 
 
 // ---------- one session ----------
 
-function createSession(allowedHosts: string[], options: Required<ConformanceUpstreamOptions>, onInit: (id: string, s: Session) => void): Session {
+function createSession(
+  allowedHosts: string[],
+  options: Required<ConformanceUpstreamOptions>,
+  onInit: (id: string, s: Session) => void,
+): Session {
   const server = new Server(
     { name: 'conformance-upstream', version: '1.0.0' },
     { capabilities: { tools: {}, resources: { subscribe: true }, prompts: {}, logging: {}, completions: {} } },
@@ -448,10 +589,15 @@ function registerHandlers(session: Session, options: Required<ConformanceUpstrea
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: RESOURCES }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
-    resourceTemplates: [{ uriTemplate: TEMPLATE_URI, name: 'template', description: 'Data for an id.', mimeType: 'application/json' }],
+    resourceTemplates: [
+      { uriTemplate: TEMPLATE_URI, name: 'template', description: 'Data for an id.', mimeType: 'application/json' },
+    ],
   }));
   server.setRequestHandler(ReadResourceRequestSchema, async (r) => readResource(r.params.uri, session));
-  server.setRequestHandler(SubscribeRequestSchema, async (r) => (subscribe(session, r.params.uri, options.watchIntervalMs), {}));
+  server.setRequestHandler(
+    SubscribeRequestSchema,
+    async (r) => (subscribe(session, r.params.uri, options.watchIntervalMs), {}),
+  );
   server.setRequestHandler(UnsubscribeRequestSchema, async (r) => (unsubscribe(session, r.params.uri), {}));
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: PROMPTS.map((p) => p.prompt) }));
   server.setRequestHandler(GetPromptRequestSchema, async (r) => getPrompt(r.params.name, r.params.arguments ?? {}));
@@ -467,7 +613,9 @@ function registerHandlers(session: Session, options: Required<ConformanceUpstrea
 // ---------- HTTP ----------
 
 function sendRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 /** The parsed body, undefined when empty; throws on malformed JSON. */
@@ -501,14 +649,16 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/mcp') return sendRpcError(res, 404, -32000, 'Not found');
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/mcp')
+      return sendRpcError(res, 404, -32000, 'Not found');
     let body: unknown;
     try {
       body = req.method === 'POST' ? await readJson(req) : undefined;
     } catch {
       return sendRpcError(res, 400, -32700, 'Parse error');
     }
-    if (body && typeof (body as { method?: unknown }).method === 'string') methods.push((body as { method: string }).method);
+    if (body && typeof (body as { method?: unknown }).method === 'string')
+      methods.push((body as { method: string }).method);
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);

@@ -30,12 +30,21 @@ export function expectStatus(res: Reply, status: number, what: string): Reply {
  * Every page of a workspace's ledger, read with GET /api/w/{wid}/ledger?after=INDEX&limit=LIMIT
  * from after=-1 until `next` is null: the records in order, and each page's answer.
  */
-export async function ledgerPages(server: Server, wid: string, cookie: string, limit = 200): Promise<{ records: LedgerRecord[]; pages: Reply[] }> {
+export async function ledgerPages(
+  server: Server,
+  wid: string,
+  cookie: string,
+  limit = 200,
+): Promise<{ records: LedgerRecord[]; pages: Reply[] }> {
   const records: LedgerRecord[] = [];
   const pages: Reply[] = [];
   let after: number | null = -1;
   while (after !== null) {
-    const res: Reply = expectStatus(await call(server.url, 'GET', `/api/w/${wid}/ledger?after=${after}&limit=${limit}`, { headers: { cookie } }), 200, 'ledger');
+    const res: Reply = expectStatus(
+      await call(server.url, 'GET', `/api/w/${wid}/ledger?after=${after}&limit=${limit}`, { headers: { cookie } }),
+      200,
+      'ledger',
+    );
     pages.push(res);
     records.push(...(res.body.data as LedgerRecord[]));
     after = res.body.next as number | null;
@@ -72,9 +81,11 @@ export function consoleClient(server: Server, wid: string, cookie: string): Cons
     cookie,
     api,
     get: (path) => call(server.url, 'GET', api(path), { headers: { cookie } }),
-    send: (method, path, json) => call(server.url, method, api(path), { headers: { cookie, ...csrf }, ...(json === undefined ? {} : { json }) }),
+    send: (method, path, json) =>
+      call(server.url, method, api(path), { headers: { cookie, ...csrf }, ...(json === undefined ? {} : { json }) }),
     ledger: () => ledgerRecords(server, wid, cookie),
-    userId: async () => expectStatus(await call(server.url, 'GET', '/api/me', { headers: { cookie } }), 200, 'me').body.user.id as string,
+    userId: async () =>
+      expectStatus(await call(server.url, 'GET', '/api/me', { headers: { cookie } }), 200, 'me').body.user.id as string,
   };
 }
 
@@ -94,6 +105,8 @@ export async function ownerConsole(server: RunningServer): Promise<Person> {
 export async function otherWorkspace(server: RunningServer): Promise<Person> {
   const email = 'owner@other.example';
   const password = 'other-password-1';
-  const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Other', ownerEmail: email, ownerPassword: password }));
+  const made = await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({ name: 'Other', ownerEmail: email, ownerPassword: password }),
+  );
   return { ...consoleClient(server, made.workspaceId, await signIn(server.url, email, password)), id: made.ownerId };
 }

@@ -13,17 +13,27 @@ export interface AgentFixture {
 }
 
 export const PAY_ACME = {
-  actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000,
+  actions: ['payment'],
+  merchants: ['acme.example'],
+  currencies: ['EUR'],
+  maxAmount: 5000,
   periodLimit: { amount: 20000, period: 'day' },
 };
 
-export async function createAgent(server: RunningServer, rules: unknown[] = [PAY_ACME], name = 'billing-bot'): Promise<AgentFixture> {
+export async function createAgent(
+  server: RunningServer,
+  rules: unknown[] = [PAY_ACME],
+  name = 'billing-bot',
+): Promise<AgentFixture> {
   const cookie = await ownerSession(server);
   const wid = server.boot.workspaceId!;
   const headers = { ...csrf, cookie };
   const agent = await call(server.url, 'POST', `/api/w/${wid}/agents`, { headers, json: { name } });
   if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${agent.text}`);
-  const mandate = await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, { headers, json: { rules, confirmBroaden: true } });
+  const mandate = await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, {
+    headers,
+    json: { rules, confirmBroaden: true },
+  });
   if (mandate.status !== 200) throw new Error(`mandate: ${mandate.status} ${mandate.text}`);
   const key = await call(server.url, 'POST', `/api/w/${wid}/agents/${agent.body.id}/keys`, { headers, json: {} });
   if (key.status !== 201) throw new Error(`key: ${key.status} ${key.text}`);
@@ -35,6 +45,8 @@ export function authorize(server: RunningServer, key: string, body: unknown, hea
 }
 
 export const payment = (amount: number, extra: Record<string, unknown> = {}) => ({
-  type: 'payment', summary: `Pay invoice to Acme (${amount})`,
-  payment: { amount, currency: 'EUR', merchant: 'acme.example' }, ...extra,
+  type: 'payment',
+  summary: `Pay invoice to Acme (${amount})`,
+  payment: { amount, currency: 'EUR', merchant: 'acme.example' },
+  ...extra,
 });

@@ -8,7 +8,12 @@ export interface Reply<T = any> {
   text: string;
 }
 
-export async function call<T = any>(base: string, method: string, path: string, options: { headers?: Record<string, string>; json?: unknown; body?: string | Buffer } = {}): Promise<Reply<T>> {
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; json?: unknown; body?: string | Buffer } = {},
+): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   let body: string | Buffer | undefined = options.body;
   if (options.json !== undefined) {
@@ -20,7 +25,9 @@ export async function call<T = any>(base: string, method: string, path: string, 
   let parsed: unknown = text;
   try {
     parsed = text ? JSON.parse(text) : undefined;
-  } catch { /* not JSON: keep the text */ }
+  } catch {
+    /* not JSON: keep the text */
+  }
   return { status: res.statusCode, headers: res.headers, body: parsed as T, text };
 }
 
@@ -57,7 +64,10 @@ const readyOwners = new WeakMap<object, Promise<string>>();
  * (until then no workspace permission holds). The change happens once per server; the new
  * password is the old one with "-changed" appended. Returns a cookie header.
  */
-export async function ownerSession(server: { url: string; boot: { owner?: { email: string; password: string } } }): Promise<string> {
+export async function ownerSession(server: {
+  url: string;
+  boot: { owner?: { email: string; password: string } };
+}): Promise<string> {
   const owner = server.boot.owner;
   if (!owner) throw new Error('this server had no first-start owner');
   let ready = readyOwners.get(server);
@@ -65,7 +75,10 @@ export async function ownerSession(server: { url: string; boot: { owner?: { emai
     ready = (async () => {
       const cookie = await signIn(server.url, owner.email, owner.password);
       const changed = `${owner.password}-changed`;
-      const res = await call(server.url, 'PUT', '/api/me/password', { headers: { ...csrf, cookie }, json: { currentPassword: owner.password, newPassword: changed } });
+      const res = await call(server.url, 'PUT', '/api/me/password', {
+        headers: { ...csrf, cookie },
+        json: { currentPassword: owner.password, newPassword: changed },
+      });
       if (res.status !== 200) throw new Error(`password change failed: ${res.status} ${res.text}`);
       return changed;
     })();

@@ -17,12 +17,20 @@ export interface InProcess {
  * as dotted overrides, and an environment of its own, empty unless given; load sampling off unless asked for). Not started: call
  * `http.server.initialize()` or `http.start()`.
  */
-export async function inProcessServer(overrides: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): Promise<InProcess> {
+export async function inProcessServer(
+  overrides: Record<string, unknown> = {},
+  env: NodeJS.ProcessEnv = {},
+): Promise<InProcess> {
   const dir = await tempDir();
-  const app = await createApp(loadSettings({ env, overrides: { dataDir: dir, 'server.port': 0, 'load.sampleIntervalMs': 0, ...overrides } }), { log: createLogger('silent') });
+  const app = await createApp(
+    loadSettings({ env, overrides: { dataDir: dir, 'server.port': 0, 'load.sampleIntervalMs': 0, ...overrides } }),
+    { log: createLogger('silent') },
+  );
   const http = await createHttpServer(app);
   return {
-    app, http, dir,
+    app,
+    http,
+    dir,
     async close() {
       await http.server.stop();
       await app.close();

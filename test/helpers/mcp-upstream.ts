@@ -16,10 +16,22 @@ export interface McpUpstream {
 }
 
 const TOOLS = [
-  { name: 'echo', description: 'Says the text back.', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
-  { name: 'add', description: 'Adds two numbers.', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } },
+  {
+    name: 'echo',
+    description: 'Says the text back.',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  },
+  {
+    name: 'add',
+    description: 'Adds two numbers.',
+    inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+  },
   { name: 'secret_tool', description: 'Not for everyone.', inputSchema: { type: 'object', properties: {} } },
-  { name: 'slow', description: 'Reports progress three times and logs, then answers.', inputSchema: { type: 'object', properties: {} } },
+  {
+    name: 'slow',
+    description: 'Reports progress three times and logs, then answers.',
+    inputSchema: { type: 'object', properties: {} },
+  },
 ];
 
 export async function startMcpUpstream(options: { secret?: string } = {}): Promise<McpUpstream> {
@@ -32,28 +44,45 @@ export async function startMcpUpstream(options: { secret?: string } = {}): Promi
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const server = new Server({ name: 'fixture-upstream', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
+    const server = new Server(
+      { name: 'fixture-upstream', version: '1.0.0' },
+      { capabilities: { tools: {}, logging: {} } },
+    );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS as never }));
     server.setRequestHandler(CallToolRequestSchema, async (r, extra) => {
       calls.push({ name: r.params.name, args: r.params.arguments });
       if (r.params.name === 'slow') {
         const token = r.params._meta?.progressToken;
-        await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: 'fixture', data: 'working' } } as never);
+        await extra.sendNotification({
+          method: 'notifications/message',
+          params: { level: 'info', logger: 'fixture', data: 'working' },
+        } as never);
         for (let i = 1; i <= 3; i += 1) {
-          if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `step ${i}` } } as never);
+          if (token !== undefined)
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress: i, total: 3, message: `step ${i}` },
+            } as never);
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
         return { content: [{ type: 'text', text: 'done' }] };
       }
       const args = (r.params.arguments ?? {}) as Record<string, unknown>;
       if (r.params.name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
-      if (r.params.name === 'add') return { content: [{ type: 'text', text: String(Number(args.a) + Number(args.b)) }] };
+      if (r.params.name === 'add')
+        return { content: [{ type: 'text', text: String(Number(args.a) + Number(args.b)) }] };
       return { content: [{ type: 'text', text: 'the secret' }] };
     });
     // The slow tool streams its notifications; everything else answers JSON.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: body?.params?.name !== 'slow' });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: body?.params?.name !== 'slow',
+    });
     await server.connect(transport as never);
-    res.on('close', () => { void transport.close(); void server.close(); });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
     await transport.handleRequest(req, res, body);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -61,6 +90,10 @@ export async function startMcpUpstream(options: { secret?: string } = {}): Promi
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
-    close: () => new Promise<void>((resolve) => { http.closeAllConnections(); http.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
   };
 }

@@ -74,7 +74,9 @@ const TOOL_ARGUMENTS = '{"q":"x"}';
 // The argument JSON is streamed in two pieces, as vendors split it mid-value.
 const TOOL_ARGUMENT_PIECES = ['{"q":', '"x"}'];
 
-export async function startMockVendor(options: { openaiKey?: string; anthropicKey?: string } = {}): Promise<MockVendor> {
+export async function startMockVendor(
+  options: { openaiKey?: string; anthropicKey?: string } = {},
+): Promise<MockVendor> {
   const keys: Record<Vendor, string> = {
     openai: options.openaiKey ?? 'sk-mock-openai',
     anthropic: options.anthropicKey ?? 'sk-mock-anthropic',
@@ -92,15 +94,20 @@ export async function startMockVendor(options: { openaiKey?: string; anthropicKe
     return head.fault;
   };
 
-  const sleep = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { timers.delete(timer); resolve(); }, ms);
-    timers.add(timer);
-  });
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
 
   const handle = async (req: http.IncomingMessage, res: Res): Promise<void> => {
     const path = new URL(req.url ?? '/', 'http://mock').pathname;
     const vendor = req.method === 'POST' ? ROUTES[path] : undefined;
-    if (!vendor) return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found_error' } });
+    if (!vendor)
+      return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found_error' } });
 
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -123,14 +130,16 @@ export async function startMockVendor(options: { openaiKey?: string; anthropicKe
       return;
     }
     if (fault?.kind === 'status') {
-      const headers: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      const headers: Record<string, string> =
+        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
       return json(res, fault.status, errorBody(vendor, fault.status, `mock fault: status ${fault.status}`), headers);
     }
     if (fault?.kind === 'delay') {
       await sleep(fault.ms);
       if (res.destroyed) return;
     }
-    if (malformed || body === null || typeof body !== 'object') return json(res, 400, errorBody(vendor, 400, 'the body is not a JSON object'));
+    if (malformed || body === null || typeof body !== 'object')
+      return json(res, 400, errorBody(vendor, 400, 'the body is not a JSON object'));
 
     const cutAfter = fault?.kind === 'cut' ? fault.afterChunks : Infinity;
     const id = ++serial;
@@ -167,12 +176,13 @@ export async function startMockVendor(options: { openaiKey?: string; anthropicKe
       calls.length = 0;
       faults.clear();
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const timer of timers) clearTimeout(timer);
+        timers.clear();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -188,11 +198,25 @@ interface Exchange {
 
 function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) {
-    return json(res, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+    return json(res, 401, {
+      error: {
+        message: 'Incorrect API key provided.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    });
   }
   for (const field of ['model', 'messages'] as const) {
     if (!body[field] || (field === 'messages' && !Array.isArray(body.messages))) {
-      return json(res, 400, { error: { message: `Missing required parameter: '${field}'.`, type: 'invalid_request_error', param: field, code: 'missing_required_parameter' } });
+      return json(res, 400, {
+        error: {
+          message: `Missing required parameter: '${field}'.`,
+          type: 'invalid_request_error',
+          param: field,
+          code: 'missing_required_parameter',
+        },
+      });
     }
   }
   const messages: any[] = body.messages;
@@ -204,15 +228,28 @@ function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> 
   });
   const text = reply.tool ? null : reply.pieces.join('');
   const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
-  const usage = { prompt_tokens: reply.promptTokens, completion_tokens: reply.completionTokens, total_tokens: reply.promptTokens + reply.completionTokens };
+  const usage = {
+    prompt_tokens: reply.promptTokens,
+    completion_tokens: reply.completionTokens,
+    total_tokens: reply.promptTokens + reply.completionTokens,
+  };
   const head = { id: `chatcmpl-mock${id}`, created: Math.floor(Date.now() / 1000), model: body.model };
 
   if (body.stream !== true) {
-    const toolCalls = reply.tool ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: TOOL_ARGUMENTS } }] : undefined;
+    const toolCalls = reply.tool
+      ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: TOOL_ARGUMENTS } }]
+      : undefined;
     return json(res, 200, {
       ...head,
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content: text, ...(toolCalls ? { tool_calls: toolCalls } : {}) }, finish_reason: finish, logprobs: null }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: text, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+          finish_reason: finish,
+          logprobs: null,
+        },
+      ],
       usage,
     });
   }
@@ -226,8 +263,13 @@ function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> 
   });
   const events: object[] = [chunk({ role: 'assistant', content: reply.tool ? null : '' })];
   if (reply.tool) {
-    events.push(chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: reply.tool, arguments: '' } }] }));
-    for (const piece of TOOL_ARGUMENT_PIECES) events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
+    events.push(
+      chunk({
+        tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: reply.tool, arguments: '' } }],
+      }),
+    );
+    for (const piece of TOOL_ARGUMENT_PIECES)
+      events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
   } else {
     for (const piece of reply.pieces) events.push(chunk({ content: piece }));
   }
@@ -241,25 +283,55 @@ function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> 
 function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> | void {
   const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
-  if (!req.headers['anthropic-version']) return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
-  if (typeof body.model !== 'string' || !body.model) return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
-  if (typeof body.max_tokens !== 'number') return json(res, 400, errorBody('anthropic', 400, 'max_tokens: Field required'));
+  if (!req.headers['anthropic-version'])
+    return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  if (typeof body.model !== 'string' || !body.model)
+    return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
+  if (typeof body.max_tokens !== 'number')
+    return json(res, 400, errorBody('anthropic', 400, 'max_tokens: Field required'));
   if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));
 
   const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
-  const reply = compose({ messages: body.messages, system: body.system, toolName: tools[0]?.name, maxTokens: body.max_tokens });
+  const reply = compose({
+    messages: body.messages,
+    system: body.system,
+    toolName: tools[0]?.name,
+    maxTokens: body.max_tokens,
+  });
   const stop = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
   const toolBlock = { type: 'tool_use', id: 'toolu_1', name: reply.tool };
   const message = { id: `msg_mock${id}`, type: 'message', role: 'assistant', model: body.model };
 
   if (body.stream !== true) {
-    const content = reply.tool ? [{ ...toolBlock, input: { q: 'x' } }] : [{ type: 'text', text: reply.pieces.join('') }];
-    return json(res, 200, { ...message, content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: reply.promptTokens, output_tokens: reply.completionTokens } });
+    const content = reply.tool
+      ? [{ ...toolBlock, input: { q: 'x' } }]
+      : [{ type: 'text', text: reply.pieces.join('') }];
+    return json(res, 200, {
+      ...message,
+      content,
+      stop_reason: stop,
+      stop_sequence: null,
+      usage: { input_tokens: reply.promptTokens, output_tokens: reply.completionTokens },
+    });
   }
 
   const events: [string, object][] = [
-    ['message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: reply.promptTokens, output_tokens: 1 } } }],
-    ['content_block_start', { index: 0, content_block: reply.tool ? { ...toolBlock, input: {} } : { type: 'text', text: '' } }],
+    [
+      'message_start',
+      {
+        message: {
+          ...message,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: reply.promptTokens, output_tokens: 1 },
+        },
+      },
+    ],
+    [
+      'content_block_start',
+      { index: 0, content_block: reply.tool ? { ...toolBlock, input: {} } : { type: 'text', text: '' } },
+    ],
     ['ping', {}],
   ];
   const deltas = reply.tool
@@ -268,16 +340,26 @@ function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<voi
   for (const delta of deltas) events.push(['content_block_delta', { index: 0, delta }]);
   events.push(
     ['content_block_stop', { index: 0 }],
-    ['message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: reply.completionTokens } }],
+    [
+      'message_delta',
+      { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: reply.completionTokens } },
+    ],
     ['message_stop', {}],
   );
-  return sse(res, events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`), cutAfter);
+  return sse(
+    res,
+    events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`),
+    cutAfter,
+  );
 }
 
 /** The deterministic reply and its word-count usage (see the rules at the top of the file). */
 function compose(input: { messages: any[]; system?: unknown; toolName?: unknown; maxTokens?: unknown }): Reply {
   const { messages } = input;
-  const promptWords = [input.system, ...messages.map((m) => m?.content)].reduce<number>((sum, content) => sum + words(textOf(content)).length, 0);
+  const promptWords = [input.system, ...messages.map((m) => m?.content)].reduce<number>(
+    (sum, content) => sum + words(textOf(content)).length,
+    0,
+  );
   const promptTokens = Math.max(1, promptWords);
   const last = messages.at(-1);
   const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
@@ -297,7 +379,13 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((block: any) => (block?.type === 'text' && typeof block.text === 'string' ? block.text : block?.type === 'tool_result' ? textOf(block.content) : ''))
+    .map((block: any) =>
+      block?.type === 'text' && typeof block.text === 'string'
+        ? block.text
+        : block?.type === 'tool_result'
+          ? textOf(block.content)
+          : '',
+    )
     .filter((text) => text !== '')
     .join(' ');
 }
@@ -310,21 +398,31 @@ function words(text: string): string[] {
 function errorBody(vendor: Vendor, status: number, message: string): object {
   if (vendor === 'anthropic') {
     const type =
-      status === 400 ? 'invalid_request_error'
-      : status === 401 ? 'authentication_error'
-      : status === 403 ? 'permission_error'
-      : status === 404 ? 'not_found_error'
-      : status === 413 ? 'request_too_large'
-      : status === 429 ? 'rate_limit_error'
-      : status === 503 || status === 529 ? 'overloaded_error'
-      : 'api_error';
+      status === 400
+        ? 'invalid_request_error'
+        : status === 401
+          ? 'authentication_error'
+          : status === 403
+            ? 'permission_error'
+            : status === 404
+              ? 'not_found_error'
+              : status === 413
+                ? 'request_too_large'
+                : status === 429
+                  ? 'rate_limit_error'
+                  : status === 503 || status === 529
+                    ? 'overloaded_error'
+                    : 'api_error';
     return { type: 'error', error: { type, message } };
   }
   const [type, code] =
-    status === 429 ? ['requests', 'rate_limit_exceeded']
-    : status === 401 ? ['invalid_request_error', 'invalid_api_key']
-    : status >= 500 ? ['server_error', null]
-    : ['invalid_request_error', null];
+    status === 429
+      ? ['requests', 'rate_limit_exceeded']
+      : status === 401
+        ? ['invalid_request_error', 'invalid_api_key']
+        : status >= 500
+          ? ['server_error', null]
+          : ['invalid_request_error', null];
   return { error: { message, type, param: null, code } };
 }
 

@@ -32,16 +32,33 @@ export interface CliResult {
 }
 
 /** Runs `svc ARGS` to completion. */
-export function svc(args: string[], options: { env?: Record<string, string | undefined>; input?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+export function svc(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; input?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cleanEnv(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: cleanEnv(options.env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`svc ${args.join(' ')} timed out\n${stderr}`)); }, options.timeoutMs ?? 30_000);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`svc ${args.join(' ')} timed out\n${stderr}`));
+    }, options.timeoutMs ?? 30_000);
     child.on('error', reject);
-    child.on('close', (code) => { clearTimeout(timer); resolvePromise({ code, stdout, stderr }); });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
     child.stdin.end(options.input ?? '');
   });
 }
@@ -57,12 +74,24 @@ export function svcOnTerminal(args: string[], env: Record<string, string> = {}):
   const terminalEnv = cleanEnv({ ...env, TERM: 'xterm' });
   delete terminalEnv.CI;
   return new Promise((resolvePromise, reject) => {
-    const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: terminalEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      cwd: ROOT,
+      env: terminalEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`svc ${args.join(' ')} on a terminal timed out`)); }, 30_000);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`svc ${args.join(' ')} on a terminal timed out`));
+    }, 30_000);
     child.on('error', reject);
-    child.on('close', (code) => { clearTimeout(timer); resolvePromise({ code, stdout, stderr: '' }); });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr: '' });
+    });
     child.stdin.end();
   });
 }
@@ -83,20 +112,39 @@ export interface RunningServer {
  * Starts `svc serve --json --port 0` on 127.0.0.1 and waits for it to log `listening`.
  * `dataDir` defaults to a new temp dir; `config` is written to a file and passed with --config.
  */
-export async function startServer(options: { dataDir?: string; env?: Record<string, string | undefined>; args?: string[]; config?: unknown } = {}): Promise<RunningServer> {
-  const dataDir = options.dataDir ?? await tempDir();
-  const args = [BIN, 'serve', '--json', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0', ...(options.args ?? [])];
+export async function startServer(
+  options: { dataDir?: string; env?: Record<string, string | undefined>; args?: string[]; config?: unknown } = {},
+): Promise<RunningServer> {
+  const dataDir = options.dataDir ?? (await tempDir());
+  const args = [
+    BIN,
+    'serve',
+    '--json',
+    '--data-dir',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    ...(options.args ?? []),
+  ];
   if (options.config !== undefined) {
     const file = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
     await writeFile(file, JSON.stringify(options.config));
     args.push('--config', file);
   }
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env: cleanEnv({ SVC_LOG_LEVEL: 'info', ...options.env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: cleanEnv({ SVC_LOG_LEVEL: 'info', ...options.env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
   // A test process that ends early (a timeout, a crash) must not leave its servers running.
-  const reap = () => { if (proc.exitCode === null) proc.kill('SIGKILL'); };
+  const reap = () => {
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+  };
   process.once('exit', reap);
   void exited.then(() => process.off('exit', reap));
   // serve --json prints one (pretty) JSON document once it listens: wait until it parses whole.
@@ -108,10 +156,17 @@ export async function startServer(options: { dataDir?: string; env?: Record<stri
         const parsed = JSON.parse(stdout) as RunningServer['boot'];
         clearTimeout(timer);
         resolvePromise(parsed);
-      } catch { /* not complete yet */ }
+      } catch {
+        /* not complete yet */
+      }
     });
-    proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`server exited with ${code} before listening:\n${stderr}\n${stdout}`)); });
+    proc.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${stderr}\n${stdout}`));
+    });
   });
   return {
     url: boot.listening,

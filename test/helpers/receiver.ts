@@ -4,7 +4,13 @@ import type { AddressInfo } from 'node:net';
 
 /** A customer's webhook receiver on loopback, and waiting for what it receives. */
 export type Mode = 'ok' | 'fail' | 'hang';
-export interface Received { id: string; type: string; status: number; verified: boolean; body: string }
+export interface Received {
+  id: string;
+  type: string;
+  status: number;
+  verified: boolean;
+  body: string;
+}
 
 /** A customer's receiver on loopback: answers as `mode` says, checks each signature with its own HMAC. */
 export async function startReceiver(secret: () => string) {
@@ -18,9 +24,18 @@ export async function startReceiver(secret: () => string) {
       const t = /t=(\d+)/.exec(header)?.[1] ?? '';
       const v1 = /v1=([0-9a-f]{64})/.exec(header)?.[1] ?? '';
       const expected = createHmac('sha256', secret()).update(`${t}.${body}`).digest();
-      const verified = v1.length === 64 && timingSafeEqual(expected, Buffer.from(v1, 'hex')) && Math.abs(Date.now() / 1000 - Number(t)) < 300;
+      const verified =
+        v1.length === 64 &&
+        timingSafeEqual(expected, Buffer.from(v1, 'hex')) &&
+        Math.abs(Date.now() / 1000 - Number(t)) < 300;
       const status = state.mode === 'ok' ? 200 : 500;
-      state.received.push({ id: String(req.headers['svc-event-id']), type: String(req.headers['svc-event-type']), status: state.mode === 'hang' ? 0 : status, verified, body });
+      state.received.push({
+        id: String(req.headers['svc-event-id']),
+        type: String(req.headers['svc-event-type']),
+        status: state.mode === 'hang' ? 0 : status,
+        verified,
+        body,
+      });
       if (state.mode === 'hang') return; // never answers: the sender's timeout ends it
       res.writeHead(status).end();
     });
@@ -29,7 +44,11 @@ export async function startReceiver(secret: () => string) {
   return {
     state,
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/hooks`,
-    close: () => new Promise<void>((resolve) => { http.closeAllConnections(); http.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
   };
 }
 
@@ -42,4 +61,3 @@ export async function until(what: string, check: () => boolean | Promise<boolean
   }
   throw new Error(`timed out waiting for ${what}`);
 }
-

@@ -7,9 +7,17 @@ import { loadSettings } from '../../src/settings/load.js';
  * Opens the same LMDB store a running server uses (LMDB is multi-process), to set up records
  * the foundation has no route for yet (agents, members, service tokens) or to inspect state.
  */
-export async function withStore<T>(dataDir: string, fn: (app: App) => Promise<T> | T, options: { clock?: Clock } = {}): Promise<T> {
+export async function withStore<T>(
+  dataDir: string,
+  fn: (app: App) => Promise<T> | T,
+  options: { clock?: Clock } = {},
+): Promise<T> {
   const settings = loadSettings({ env: {}, overrides: { dataDir } });
-  const app = await createApp(settings, { migrate: true, log: createLogger('silent'), clock: options.clock ?? systemClock });
+  const app = await createApp(settings, {
+    migrate: true,
+    log: createLogger('silent'),
+    clock: options.clock ?? systemClock,
+  });
   try {
     return await fn(app);
   } finally {

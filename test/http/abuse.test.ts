@@ -18,11 +18,23 @@ test.after.always(() => stopAndClean(server));
 function signInFrom(localAddress: string, email: string): Promise<{ status: number; body: any }> {
   const url = new URL(`${server.url}/api/session`);
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress, headers: { ...csrf, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => { text += d.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        localAddress,
+        headers: { ...csrf, 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => {
+          text += d.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify({ email, password: 'a wrong password' }));
   });
@@ -53,9 +65,16 @@ test('the limiter keeps a bounded number of windows and still limits the keys it
 
 test('a malformed cookie on the request does not break sign-in or any other route', async (t) => {
   for (const cookie of ['foo="a', 'x={"json":true}', 'sid=garbage; other="unterminated']) {
-    const res = await call(server.url, 'POST', '/api/session', { headers: { ...csrf, cookie }, json: { email: 'nobody@example.com', password: 'whatever it is' } });
+    const res = await call(server.url, 'POST', '/api/session', {
+      headers: { ...csrf, cookie },
+      json: { email: 'nobody@example.com', password: 'whatever it is' },
+    });
     t.true(res.status === 401 || res.status === 429, `${cookie}: ${res.status}`);
     t.not(res.body.error.type, 'invalid_request', cookie);
-    t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie } })).body.error.type, 'unauthenticated', cookie);
+    t.is(
+      (await call(server.url, 'GET', '/api/me', { headers: { cookie } })).body.error.type,
+      'unauthenticated',
+      cookie,
+    );
   }
 });

@@ -30,7 +30,8 @@ test.before(async () => {
     const doomed = await agents.create({ workspaceId: wid, name: 'doomed-bot' });
     removedAgentKey = (await keys.mint(wid, { scope: 'agent', agentId: doomed.id }, 'test')).key;
     await agents.remove(wid, doomed.id);
-    inferenceKey = (await keys.mint(wid, { scope: 'inference', principal: 'ana@example.com', team: 'data' }, 'test')).key;
+    inferenceKey = (await keys.mint(wid, { scope: 'inference', principal: 'ana@example.com', team: 'data' }, 'test'))
+      .key;
     adminKey = (await keys.mint(wid, { scope: 'admin' }, 'test')).key;
     const revoked = await keys.mint(wid, { scope: 'inference' }, 'test');
     await keys.revoke(wid, revoked.id);
@@ -41,7 +42,6 @@ test.before(async () => {
 });
 
 test.after.always(() => stopAndClean(server));
-
 
 // Agent key
 
@@ -58,7 +58,9 @@ test('agent key route: a workspace key (inference or admin) gives 403 agent_key_
 });
 
 test('a key whose agent was removed gives 403 agent_not_found on the agent route and on whoami', async (t) => {
-  const gate = await call(server.url, 'GET', '/v1/actions/act_0000000000000000000000', { headers: bearer(removedAgentKey) });
+  const gate = await call(server.url, 'GET', '/v1/actions/act_0000000000000000000000', {
+    headers: bearer(removedAgentKey),
+  });
   assertError(t, gate, 403, 'agent_not_found');
   const whoami = await call(server.url, 'GET', '/v1/whoami', { headers: bearer(removedAgentKey) });
   assertError(t, whoami, 403, 'agent_not_found');
@@ -70,7 +72,10 @@ test('revoked and unknown ask_ keys give 401 invalid_api_key on every key route'
       const res = await call(server.url, 'GET', path, { headers: bearer(key) });
       assertError(t, res, 401, 'invalid_api_key');
     }
-    const mint = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(key), json: { scope: 'inference' } });
+    const mint = await call(server.url, 'POST', '/v1/admin/keys', {
+      headers: bearer(key),
+      json: { scope: 'inference' },
+    });
     assertError(t, mint, 401, 'invalid_api_key');
   }
 });
@@ -104,7 +109,9 @@ test('a valid session cookie on /v1/models is not read: 401 unauthenticated', as
 test('a valid ims_ service token on the agent route is not read: 401 unauthenticated', async (t) => {
   const list = await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(serviceToken) });
   t.is(list.status, 200, 'the token itself is valid');
-  const res = await call(server.url, 'GET', '/v1/actions/act_0000000000000000000000', { headers: bearer(serviceToken) });
+  const res = await call(server.url, 'GET', '/v1/actions/act_0000000000000000000000', {
+    headers: bearer(serviceToken),
+  });
   assertError(t, res, 401, 'unauthenticated');
   const models = await call(server.url, 'GET', '/v1/models', { headers: bearer(serviceToken) });
   assertError(t, models, 401, 'unauthenticated');
@@ -159,18 +166,27 @@ test('an agent key carries its own agent traffic: accepted on /v1/models and /v1
 });
 
 test('an agent key on POST /v1/admin/keys gives 403 forbidden', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(agentKey), json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', '/v1/admin/keys', {
+    headers: bearer(agentKey),
+    json: { scope: 'inference' },
+  });
   assertError(t, res, 403, 'forbidden');
 });
 
 test('an inference key on POST /v1/admin/keys gives 403 forbidden naming the admin scope', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(inferenceKey), json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', '/v1/admin/keys', {
+    headers: bearer(inferenceKey),
+    json: { scope: 'inference' },
+  });
   assertError(t, res, 403, 'forbidden');
   t.regex(res.body.error.message, /admin/);
 });
 
 test('an admin key on POST /v1/admin/keys is accepted', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(adminKey), json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', '/v1/admin/keys', {
+    headers: bearer(adminKey),
+    json: { scope: 'inference' },
+  });
   t.is(res.status, 201);
   t.is(res.body.scope, 'inference');
 });
@@ -189,15 +205,22 @@ test('whoami answers the key view of the caller, in its own workspace', async (t
 
 test.serial('a key revoked by another process while the server runs is refused on its very next use', async (t) => {
   const minted = await withStore(server.dataDir, (app) => app.services.keys.mint(wid, { scope: 'inference' }, 'test'));
-  t.is((await call(server.url, 'GET', '/v1/whoami', { headers: bearer(minted.key) })).status, 200, 'the server has used the key');
+  t.is(
+    (await call(server.url, 'GET', '/v1/whoami', { headers: bearer(minted.key) })).status,
+    200,
+    'the server has used the key',
+  );
   await withStore(server.dataDir, (app) => app.services.keys.revoke(wid, minted.id));
   assertError(t, await call(server.url, 'GET', '/v1/whoami', { headers: bearer(minted.key) }), 401, 'invalid_api_key');
 });
 
-test.serial("an agent removed by another process: its key is refused on its very next use", async (t) => {
+test.serial('an agent removed by another process: its key is refused on its very next use', async (t) => {
   const { key, agentId } = await withStore(server.dataDir, async (app) => {
     const agent = await app.services.agents.create({ workspaceId: wid, name: 'short-lived-bot' });
-    return { key: (await app.services.keys.mint(wid, { scope: 'agent', agentId: agent.id }, 'test')).key, agentId: agent.id };
+    return {
+      key: (await app.services.keys.mint(wid, { scope: 'agent', agentId: agent.id }, 'test')).key,
+      agentId: agent.id,
+    };
   });
   assertError(t, await call(server.url, 'GET', '/v1/actions/act_unknown', { headers: bearer(key) }), 404, 'not_found');
   await withStore(server.dataDir, (app) => app.services.agents.remove(wid, agentId));

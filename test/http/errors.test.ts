@@ -54,19 +54,25 @@ async function inProcess(env: 'production' | 'development'): Promise<InProcess> 
   const http = await createHttpServer(app);
   http.server.route([
     {
-      method: 'GET', path: '/test/throws', options: { auth: false },
+      method: 'GET',
+      path: '/test/throws',
+      options: { auth: false },
       handler() {
         throw new Error('secret detail xyz');
       },
     },
     {
-      method: 'GET', path: '/test/throws-app-error', options: { auth: false },
+      method: 'GET',
+      path: '/test/throws-app-error',
+      options: { auth: false },
       handler() {
         throw new AppError('internal', { message: 'secret detail xyz: db at /var/lib/secret' });
       },
     },
     {
-      method: 'POST', path: '/test/nested', options: {
+      method: 'POST',
+      path: '/test/nested',
+      options: {
         auth: false,
         validate: {
           payload: Joi.object({
@@ -95,7 +101,9 @@ async function inject(p: InProcess, method: string, url: string, payload?: unkno
   let body: unknown = res.payload;
   try {
     body = JSON.parse(res.payload);
-  } catch { /* keep the text */ }
+  } catch {
+    /* keep the text */
+  }
   return { status: res.statusCode, headers: res.headers as Reply['headers'], body, text: res.payload };
 }
 
@@ -103,7 +111,14 @@ async function inject(p: InProcess, method: string, url: string, payload?: unkno
  * Asserts SPEC.md 7.1: status, type, and exactly the members type, message, fix, docs, requestId
  * plus `extra`; docs is `${base}/docs/errors#<type>`; requestId equals x-request-id.
  */
-function assertError(t: ExecutionContext, res: Reply, base: string, status: number, type: string, extra: string[] = []) {
+function assertError(
+  t: ExecutionContext,
+  res: Reply,
+  base: string,
+  status: number,
+  type: string,
+  extra: string[] = [],
+) {
   t.is(res.status, status, res.text);
   t.regex(String(res.headers['content-type']), /^application\/json/);
   t.deepEqual(Object.keys(res.body ?? {}), ['error'], res.text);
@@ -134,8 +149,19 @@ test.before(async () => {
     const revoked = await app.services.keys.mint(wid, { scope: 'inference' }, 'test');
     await app.services.keys.revoke(wid, revoked.id);
     revokedKey = revoked.key;
-    await app.services.people.addMember({ workspaceId: wid, email: MEMBER.email, password: MEMBER.password, role: 'member' });
-    otherWid = (await app.services.people.createWorkspace({ name: 'Other', ownerEmail: OTHER_OWNER.email, ownerPassword: OTHER_OWNER.password })).workspaceId;
+    await app.services.people.addMember({
+      workspaceId: wid,
+      email: MEMBER.email,
+      password: MEMBER.password,
+      role: 'member',
+    });
+    otherWid = (
+      await app.services.people.createWorkspace({
+        name: 'Other',
+        ownerEmail: OTHER_OWNER.email,
+        ownerPassword: OTHER_OWNER.password,
+      })
+    ).workspaceId;
     otherKeyId = (await app.services.keys.mint(otherWid, { scope: 'inference' }, 'test')).id;
   });
   [ownerCookie, memberCookie] = await Promise.all([
@@ -163,7 +189,10 @@ test('invalid_json: a body that is not JSON', async (t) => {
 });
 
 test('invalid_request: every bad field listed with its dotted path; message joins them with "; "', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(adminKey), json: { scope: 'bogus', name: 5 } });
+  const res = await call(server.url, 'POST', '/v1/admin/keys', {
+    headers: bearer(adminKey),
+    json: { scope: 'bogus', name: 5 },
+  });
   const error = assertError(t, res, server.url, 400, 'invalid_request', ['errors']);
   t.deepEqual(error.errors.map((e: { field: unknown }) => e.field).sort(), ['name', 'scope']);
   for (const e of error.errors) {
@@ -177,7 +206,10 @@ test('invalid_request: every bad field listed with its dotted path; message join
 });
 
 test('invalid_request: a body that is not an object is at fault as a whole (field null)', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(adminKey), json: [{ scope: 'admin' }] });
+  const res = await call(server.url, 'POST', '/v1/admin/keys', {
+    headers: bearer(adminKey),
+    json: [{ scope: 'admin' }],
+  });
   const error = assertError(t, res, server.url, 400, 'invalid_request', ['errors']);
   t.is(error.errors.length, 1);
   t.is(error.errors[0].field, null);
@@ -187,14 +219,21 @@ test('invalid_request: a body that is not an object is at fault as a whole (fiel
 test('invalid_request: a bad query parameter is named by a dotted path', async (t) => {
   const res = await call(server.url, 'GET', `/api/w/${wid}/keys?limit=0`, { headers: { cookie: ownerCookie } });
   const error = assertError(t, res, server.url, 400, 'invalid_request', ['errors']);
-  t.deepEqual(error.errors.map((e: { field: unknown }) => e.field), ['query.limit']);
+  t.deepEqual(
+    error.errors.map((e: { field: unknown }) => e.field),
+    ['query.limit'],
+  );
   t.is(error.message, error.errors[0].message);
 });
 
 test('invalid_request: fields nested in the body are dotted paths (server.inject)', async (t) => {
   const res = await inject(production, 'POST', '/test/nested', { payment: { amount: 12.5, currency: 'EURO' } });
   const error = assertError(t, res, 'https://svc.example', 400, 'invalid_request', ['errors']);
-  t.deepEqual(error.errors.map((e: { field: unknown }) => e.field).sort(), ['payment.amount', 'payment.currency', 'type']);
+  t.deepEqual(error.errors.map((e: { field: unknown }) => e.field).sort(), [
+    'payment.amount',
+    'payment.currency',
+    'type',
+  ]);
   t.is(error.message, error.errors.map((e: { message: string }) => e.message).join('; '));
 });
 
@@ -217,7 +256,10 @@ test('invalid_api_key: an unknown key, and a revoked one', async (t) => {
 });
 
 test('forbidden: an inference key on an admin route', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/admin/keys', { headers: bearer(inferenceKey), json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', '/v1/admin/keys', {
+    headers: bearer(inferenceKey),
+    json: { scope: 'inference' },
+  });
   assertError(t, res, server.url, 403, 'forbidden');
   // The same key is valid where its scope is enough.
   t.is((await call(server.url, 'GET', '/v1/models', { headers: bearer(inferenceKey) })).status, 200);
@@ -232,7 +274,10 @@ test('forbidden: a member may not manage workspace keys', async (t) => {
 });
 
 test('csrf: a console write without x-svc-csrf', async (t) => {
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie: ownerCookie }, json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, {
+    headers: { cookie: ownerCookie },
+    json: { scope: 'inference' },
+  });
   assertError(t, res, server.url, 403, 'csrf');
   const del = await call(server.url, 'DELETE', `/api/w/${wid}/keys/key_unknown`, { headers: { cookie: ownerCookie } });
   assertError(t, del, server.url, 403, 'csrf');
@@ -247,7 +292,9 @@ test('csrf: a console write from another origin', async (t) => {
 });
 
 test('not_found: no such object in this workspace', async (t) => {
-  const res = await call(server.url, 'DELETE', `/api/w/${wid}/keys/key_unknown`, { headers: { cookie: ownerCookie, ...csrf } });
+  const res = await call(server.url, 'DELETE', `/api/w/${wid}/keys/key_unknown`, {
+    headers: { cookie: ownerCookie, ...csrf },
+  });
   assertError(t, res, server.url, 404, 'not_found');
 });
 
@@ -255,10 +302,15 @@ test('not_found, not forbidden: an id of another workspace', async (t) => {
   // A workspace the caller is not a member of.
   const list = await call(server.url, 'GET', `/api/w/${otherWid}/keys`, { headers: { cookie: ownerCookie } });
   assertError(t, list, server.url, 404, 'not_found');
-  const mint = await call(server.url, 'POST', `/api/w/${otherWid}/keys`, { headers: { cookie: ownerCookie, ...csrf }, json: { scope: 'inference' } });
+  const mint = await call(server.url, 'POST', `/api/w/${otherWid}/keys`, {
+    headers: { cookie: ownerCookie, ...csrf },
+    json: { scope: 'inference' },
+  });
   assertError(t, mint, server.url, 404, 'not_found');
   // A key of another workspace, named under the caller's own workspace.
-  const del = await call(server.url, 'DELETE', `/api/w/${wid}/keys/${otherKeyId}`, { headers: { cookie: ownerCookie, ...csrf } });
+  const del = await call(server.url, 'DELETE', `/api/w/${wid}/keys/${otherKeyId}`, {
+    headers: { cookie: ownerCookie, ...csrf },
+  });
   assertError(t, del, server.url, 404, 'not_found');
 });
 
@@ -273,7 +325,9 @@ test('route_not_found: didYouMean names the nearest real route', async (t) => {
 test('method_not_allowed: the allow header lists the accepted methods', async (t) => {
   const res = await call(server.url, 'DELETE', '/v1/models');
   assertError(t, res, server.url, 405, 'method_not_allowed');
-  const allow = String(res.headers.allow).split(',').map((m) => m.trim());
+  const allow = String(res.headers.allow)
+    .split(',')
+    .map((m) => m.trim());
   t.true(allow.includes('GET'), String(res.headers.allow));
   t.false(allow.includes('DELETE'));
 });
@@ -281,7 +335,11 @@ test('method_not_allowed: the allow header lists the accepted methods', async (t
 test('body_too_large: a body over 1 MB with content-length', async (t) => {
   const body = JSON.stringify({ scope: 'inference', name: 'x'.repeat(1_100_000) });
   const res = await call(server.url, 'POST', '/v1/admin/keys', {
-    headers: { ...bearer(adminKey), 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+    headers: {
+      ...bearer(adminKey),
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+    },
     body,
   });
   assertError(t, res, server.url, 413, 'body_too_large');
@@ -290,7 +348,11 @@ test('body_too_large: a body over 1 MB with content-length', async (t) => {
 });
 
 test('rate_limited: sign-ins over the per-minute limit, with retry-after', async (t) => {
-  const attempt = () => call(limited.url, 'POST', '/api/session', { headers: csrf, json: { email: 'nobody@example.test', password: 'wrong-password' } });
+  const attempt = () =>
+    call(limited.url, 'POST', '/api/session', {
+      headers: csrf,
+      json: { email: 'nobody@example.test', password: 'wrong-password' },
+    });
   for (let i = 0; i < 3; i += 1) {
     assertError(t, await attempt(), limited.url, 401, 'unauthenticated');
   }
@@ -342,8 +404,22 @@ test('every catalogue entry has a status and a fix; every SPEC.md 7.2 type is in
     t.true(entry.message.trim().length > 0, type);
     t.regex(type, /^[a-z]+(_[a-z]+)*$/);
   }
-  const spec72 = ['invalid_json', 'invalid_request', 'unauthenticated', 'invalid_api_key', 'forbidden', 'csrf', 'not_found',
-    'route_not_found', 'method_not_allowed', 'separation_of_duties', 'second_owner_required', 'second_person_required',
-    'body_too_large', 'rate_limited', 'internal'];
+  const spec72 = [
+    'invalid_json',
+    'invalid_request',
+    'unauthenticated',
+    'invalid_api_key',
+    'forbidden',
+    'csrf',
+    'not_found',
+    'route_not_found',
+    'method_not_allowed',
+    'separation_of_duties',
+    'second_owner_required',
+    'second_person_required',
+    'body_too_large',
+    'rate_limited',
+    'internal',
+  ];
   for (const type of spec72) t.true((errorTypes as string[]).includes(type), type);
 });

@@ -49,7 +49,12 @@ interface UploadResult {
  * POSTs a chunked body (no content-length) of up to `total` bytes in 64 KiB chunks, honouring
  * backpressure, and stops writing as soon as an answer arrives.
  */
-function chunkedUpload(base: string, path: string, headers: Record<string, string>, total: number): Promise<UploadResult> {
+function chunkedUpload(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+  total: number,
+): Promise<UploadResult> {
   const url = new URL(base);
   return new Promise((resolve) => {
     const result: UploadResult = { sent: 0 };
@@ -61,9 +66,15 @@ function chunkedUpload(base: string, path: string, headers: Record<string, strin
       req.destroy();
       resolve(result);
     };
-    const timer = setTimeout(() => { result.error ??= 'no answer within 20 s'; finish(); }, 20_000);
+    const timer = setTimeout(() => {
+      result.error ??= 'no answer within 20 s';
+      finish();
+    }, 20_000);
     const req = httpRequest({
-      host: url.hostname, port: url.port, method: 'POST', path,
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path,
       headers: { ...headers, 'transfer-encoding': 'chunked' },
     });
     const chunk = Buffer.alloc(64 * 1024, 'a');
@@ -72,7 +83,9 @@ function chunkedUpload(base: string, path: string, headers: Record<string, strin
       result.sentAtResponse = result.sent;
       let text = '';
       res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
+      res.on('data', (d: string) => {
+        text += d;
+      });
       res.on('end', () => {
         try {
           result.body = JSON.parse(text);
@@ -81,7 +94,10 @@ function chunkedUpload(base: string, path: string, headers: Record<string, strin
         }
         finish();
       });
-      res.on('error', (err) => { result.error ??= err.message; finish(); });
+      res.on('error', (err) => {
+        result.error ??= err.message;
+        finish();
+      });
     });
     // After an answer, the server may close the socket under our writes: that is expected.
     req.on('error', (err) => {
@@ -105,20 +121,30 @@ function chunkedUpload(base: string, path: string, headers: Record<string, strin
 }
 
 /** Opens a raw socket, writes `data`, and resolves when the server closes it (or `maxMs` passes). */
-async function rawExchange(base: string, data: string, maxMs: number): Promise<{ closed: boolean; ms: number; received: string }> {
+async function rawExchange(
+  base: string,
+  data: string,
+  maxMs: number,
+): Promise<{ closed: boolean; ms: number; received: string }> {
   const url = new URL(base);
   const socket = connect(Number(url.port), url.hostname);
   await once(socket, 'connect');
   const started = Date.now();
   let received = '';
   socket.setEncoding('utf8');
-  socket.on('data', (d: string) => { received += d; });
-  socket.on('error', () => { /* a reset also counts as closed */ });
+  socket.on('data', (d: string) => {
+    received += d;
+  });
+  socket.on('error', () => {
+    /* a reset also counts as closed */
+  });
   socket.write(data);
   let timer: NodeJS.Timeout | undefined;
   const closed = await Promise.race([
     once(socket, 'close').then(() => true),
-    new Promise<false>((r) => { timer = setTimeout(() => r(false), maxMs); }),
+    new Promise<false>((r) => {
+      timer = setTimeout(() => r(false), maxMs);
+    }),
   ]);
   clearTimeout(timer);
   const ms = Date.now() - started;
@@ -128,18 +154,31 @@ async function rawExchange(base: string, data: string, maxMs: number): Promise<{
 
 test('a chunked upload over 1 MB is answered 413 body_too_large before it is all sent', async (t) => {
   const total = 16 * LIMIT;
-  const result = await chunkedUpload(server.url, '/api/session', { ...csrf, 'content-type': 'application/json' }, total);
+  const result = await chunkedUpload(
+    server.url,
+    '/api/session',
+    { ...csrf, 'content-type': 'application/json' },
+    total,
+  );
   t.is(result.status, 413, `no 413: ${result.error ?? JSON.stringify(result.body)} after ${result.sent} bytes sent`);
   t.is(result.body?.error?.type, 'body_too_large');
   t.is(result.body?.error?.docs, `${server.url}/docs/errors#body_too_large`);
-  t.true(result.sentAtResponse !== undefined && result.sentAtResponse < total, `answered after ${result.sentAtResponse} of ${total} bytes`);
+  t.true(
+    result.sentAtResponse !== undefined && result.sentAtResponse < total,
+    `answered after ${result.sentAtResponse} of ${total} bytes`,
+  );
   // The server is unharmed.
   t.is((await call(server.url, 'GET', '/healthz')).status, 200);
 });
 
 test('a chunked upload under the limit is read whole (the limit is not hit early)', async (t) => {
   // A 256 KiB body that is not a valid sign-in: judged on its content, not its size.
-  const result = await chunkedUpload(server.url, '/api/session', { ...csrf, 'content-type': 'application/json' }, 256 * 1024);
+  const result = await chunkedUpload(
+    server.url,
+    '/api/session',
+    { ...csrf, 'content-type': 'application/json' },
+    256 * 1024,
+  );
   t.is(result.status, 400, result.error ?? JSON.stringify(result.body));
   t.is(result.body?.error?.type, 'invalid_json');
 });
@@ -160,7 +199,11 @@ test('a slow-loris socket is closed after headersTimeout', async (t) => {
 });
 
 test('the server keeps serving after a malformed request line or header', async (t) => {
-  for (const junk of ['THIS IS NOT HTTP\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost x\r\n\r\n', '\u0000\u0001\u0002\r\n\r\n']) {
+  for (const junk of [
+    'THIS IS NOT HTTP\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost x\r\n\r\n',
+    '\u0000\u0001\u0002\r\n\r\n',
+  ]) {
     const result = await rawExchange(server.url, junk, 6_000);
     t.true(result.closed, JSON.stringify(junk));
     t.regex(result.received, /^HTTP\/1\.1 400 /, JSON.stringify(junk));
@@ -204,7 +247,10 @@ test('a bad value in the config file stops svc serve, naming the field', async (
   temps.push(dir);
   const file = join(dir, 'config.json');
   await writeFile(file, JSON.stringify({ server: { port: 'abc' }, limits: { bodyBytes: 10 } }));
-  const result = await svc(['serve', '--json', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--config', file], { timeoutMs: 20_000 });
+  const result = await svc(
+    ['serve', '--json', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--config', file],
+    { timeoutMs: 20_000 },
+  );
   t.not(result.code, 0);
   const output = result.stdout + result.stderr;
   t.regex(output, /server\.port/);
@@ -218,7 +264,10 @@ test('a bad value in the config file stops svc serve, naming the field', async (
 test('a bad SVC_PORT stops svc serve, naming server.port', async (t) => {
   const dir = await tempDir('svc-badenv-');
   temps.push(dir);
-  const result = await svc(['serve', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1'], { env: { SVC_PORT: 'abc' }, timeoutMs: 20_000 });
+  const result = await svc(['serve', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1'], {
+    env: { SVC_PORT: 'abc' },
+    timeoutMs: 20_000,
+  });
   t.is(result.code, 2, 'a configuration error is a usage error');
   t.regex(result.stdout + result.stderr, /server\.port/);
   t.notRegex(result.stdout + result.stderr, /listening/);

@@ -13,7 +13,10 @@ test('one JSON log line per request, and no key, token, password, cookie or sign
     await call(server.url, 'GET', '/v1/whoami', { headers: bearer(key) });
     await call(server.url, 'GET', '/v1/models', { headers: { 'x-api-key': key } });
     await call(server.url, 'GET', `/v1/whoami?key=${key}`, { headers: { cookie } });
-    await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: owner.email, password: `${owner.password}-wrong` } });
+    await call(server.url, 'POST', '/api/session', {
+      headers: csrf,
+      json: { email: owner.email, password: `${owner.password}-wrong` },
+    });
     await call(server.url, 'GET', '/api/me', { headers: { cookie, 'svc-signature': 't=1,v1=deadbeef' } });
     const ims = `ims_${'x'.repeat(43)}`;
     await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(ims) });
@@ -21,12 +24,16 @@ test('one JSON log line per request, and no key, token, password, cookie or sign
 
     // Wait until the last request's line is written (logs are asynchronous).
     const deadline = Date.now() + 5000;
-    while (!server.stderr().includes(String(marker.headers['x-request-id'])) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!server.stderr().includes(String(marker.headers['x-request-id'])) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const log = server.stderr();
     for (const secret of [key, owner.password, sealed, ims, 'deadbeef', `${owner.password}-wrong`]) {
       t.false(log.includes(secret), `a secret reached the log: ${secret.slice(0, 6)}…`);
     }
-    const lines = log.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = log
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const requests = lines.filter((l) => l.msg === 'request');
     t.is(requests.length, 7 + 1, 'one line per request, including the sign-in above');
     const me = requests.find((l) => l.route === '/api/me')!;

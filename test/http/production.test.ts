@@ -16,7 +16,19 @@ test.before(async () => {
   // Load sampling off: injected requests skip the front door (which answers health before hapi's
   // load check), and hapi stops its sampler once its listener is closed, which the drain test
   // below reaches while still injecting.
-  app = await createApp(loadSettings({ env: {}, overrides: { env: 'production', baseUrl: 'https://svc.example', dataDir: dir, 'server.port': 0, 'load.sampleIntervalMs': 0 } }), { log: createLogger('silent') });
+  app = await createApp(
+    loadSettings({
+      env: {},
+      overrides: {
+        env: 'production',
+        baseUrl: 'https://svc.example',
+        dataDir: dir,
+        'server.port': 0,
+        'load.sampleIntervalMs': 0,
+      },
+    }),
+    { log: createLogger('silent') },
+  );
   http = await createHttpServer(app);
   await http.start();
 });

@@ -11,7 +11,11 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 test('every answer carries x-request-id, svc-version and a fresh traceparent', async (t) => {
-  for (const [method, path] of [['GET', '/healthz'], ['GET', '/v1/models'], ['GET', '/nope']] as const) {
+  for (const [method, path] of [
+    ['GET', '/healthz'],
+    ['GET', '/v1/models'],
+    ['GET', '/nope'],
+  ] as const) {
     const res = await call(server.url, method, path);
     t.regex(String(res.headers['x-request-id']), /^req_[0-9A-Za-z]{22}$/, path);
     t.is(res.headers['svc-version'], '2026-10-01', path);
@@ -39,7 +43,11 @@ test('a valid incoming traceparent is continued: same trace id, new span id', as
 });
 
 test('an invalid traceparent starts a new trace', async (t) => {
-  for (const invalid of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'garbage', '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01']) {
+  for (const invalid of [
+    '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+    'garbage',
+    '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+  ]) {
     const res = await call(server.url, 'GET', '/healthz', { headers: { traceparent: invalid } });
     const answered = String(res.headers.traceparent);
     t.regex(answered, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, invalid);

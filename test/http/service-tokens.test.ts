@@ -24,7 +24,12 @@ test.before(async () => {
     await agents.remove(wid, removed.id);
     removedAgentId = removed.id;
     const make = async (key: string, input: { scopes?: string[]; ipAllow?: string[] }) => {
-      const created = await serviceTokens.create(wid, { name: key, scopes: (input.scopes ?? ['agents:read']) as never, expiresInDays: 30, ...(input.ipAllow ? { ipAllow: input.ipAllow } : {}) });
+      const created = await serviceTokens.create(wid, {
+        name: key,
+        scopes: (input.scopes ?? ['agents:read']) as never,
+        expiresInDays: 30,
+        ...(input.ipAllow ? { ipAllow: input.ipAllow } : {}),
+      });
       tokens[key] = created.token;
       return created;
     };
@@ -37,14 +42,26 @@ test.before(async () => {
     await make('pinned-mixed', { ipAllow: ['::1/128', '127.0.0.1/32'] });
   });
   // Created ten days ago with a one-day life: already expired for the server's clock.
-  await withStore(server.dataDir, async (app) => {
-    tokens.expired = (await app.services.serviceTokens.create(wid, { name: 'expired', scopes: ['agents:read'], expiresInDays: 1 })).token;
-    tokens.expiredElsewhere = (await app.services.serviceTokens.create(wid, { name: 'expired-elsewhere', scopes: ['agents:read'], expiresInDays: 1, ipAllow: ['10.0.0.0/8'] })).token;
-  }, { clock: fixedClock(Date.now() - 10 * 86_400_000) });
+  await withStore(
+    server.dataDir,
+    async (app) => {
+      tokens.expired = (
+        await app.services.serviceTokens.create(wid, { name: 'expired', scopes: ['agents:read'], expiresInDays: 1 })
+      ).token;
+      tokens.expiredElsewhere = (
+        await app.services.serviceTokens.create(wid, {
+          name: 'expired-elsewhere',
+          scopes: ['agents:read'],
+          expiresInDays: 1,
+          ipAllow: ['10.0.0.0/8'],
+        })
+      ).token;
+    },
+    { clock: fixedClock(Date.now() - 10 * 86_400_000) },
+  );
 });
 
 test.after.always(() => stopAndClean(server));
-
 
 test('a valid token with agents:read lists the workspace agents as { data, next }', async (t) => {
   const res = await call(server.url, 'GET', '/v1/admin/agents', { headers: bearer(tokens.reader!) });
@@ -63,7 +80,10 @@ test('a valid token with agents:read lists the workspace agents as { data, next 
 test('the list filters by tag', async (t) => {
   const res = await call(server.url, 'GET', '/v1/admin/agents?tag=team-beta', { headers: bearer(tokens.reader!) });
   t.is(res.status, 200);
-  t.deepEqual(res.body.data.map((a: { name: string }) => a.name), ['beta']);
+  t.deepEqual(
+    res.body.data.map((a: { name: string }) => a.name),
+    ['beta'],
+  );
 });
 
 test('a token without agents:read gives 403 missing_scope naming the scope', async (t) => {
@@ -93,7 +113,9 @@ test('a token pinned to 10.0.0.0/8 used from 127.0.0.1 gives 401 invalid_token',
 });
 
 test('x-forwarded-for is not believed without trusted proxies: a forged 10.x address does not unlock a pinned token', async (t) => {
-  const res = await call(server.url, 'GET', '/v1/admin/agents', { headers: { ...bearer(tokens['pinned-elsewhere']!), 'x-forwarded-for': '10.1.2.3' } });
+  const res = await call(server.url, 'GET', '/v1/admin/agents', {
+    headers: { ...bearer(tokens['pinned-elsewhere']!), 'x-forwarded-for': '10.1.2.3' },
+  });
   assertError(t, res, 401, 'invalid_token');
 });
 
@@ -122,7 +144,10 @@ test('addressAllowed: IPv4 addresses against IPv4 ranges', (t) => {
 test('addressAllowed: IPv6 addresses against IPv6 ranges', (t) => {
   t.true(addressAllowed('2001:db8::1', ['2001:db8::/32']));
   t.true(addressAllowed('::1', ['::1/128']));
-  t.true(addressAllowed('2001:0db8:0000:0000:0000:0000:0000:0042', ['2001:db8::42/128']), 'any spelling of the address');
+  t.true(
+    addressAllowed('2001:0db8:0000:0000:0000:0000:0000:0042', ['2001:db8::42/128']),
+    'any spelling of the address',
+  );
   t.false(addressAllowed('2001:db9::1', ['2001:db8::/32']));
   t.false(addressAllowed('::2', ['::1/128']));
 });
@@ -140,7 +165,18 @@ test('addressAllowed: an IPv4-mapped IPv6 address matches IPv4 ranges', (t) => {
 });
 
 test('addressAllowed: a garbage address is never allowed', (t) => {
-  for (const address of ['', 'not-an-ip', '999.1.1.1', '1.2.3.4.5', '127.0.0.1/8', '::ffff:300.1.1.1', 'fe80::1::2', '10.0.0', '0x7f.1', '2130706433']) {
+  for (const address of [
+    '',
+    'not-an-ip',
+    '999.1.1.1',
+    '1.2.3.4.5',
+    '127.0.0.1/8',
+    '::ffff:300.1.1.1',
+    'fe80::1::2',
+    '10.0.0',
+    '0x7f.1',
+    '2130706433',
+  ]) {
     t.false(addressAllowed(address, ['0.0.0.0/0', '::/0', '10.0.0.0/8']), address);
   }
 });
@@ -158,7 +194,11 @@ test('an expired token used from outside its ipAllow is just invalid: the answer
 test.serial('a token revoked by another process while the server runs is refused on its very next use', async (t) => {
   let id = '';
   await withStore(server.dataDir, async (app) => {
-    const created = await app.services.serviceTokens.create(wid, { name: 'short-lived', scopes: ['agents:read'], expiresInDays: 1 });
+    const created = await app.services.serviceTokens.create(wid, {
+      name: 'short-lived',
+      scopes: ['agents:read'],
+      expiresInDays: 1,
+    });
     tokens.shortLived = created.token;
     id = created.id;
   });
@@ -172,10 +212,20 @@ test.serial('a token revoked by another process while the server runs is refused
 test.serial('every token expires: a lifetime outside 1 to 90 days is refused, naming the field', async (t) => {
   await withStore(server.dataDir, async (app) => {
     for (const expiresInDays of [0, 91, 1.5, -3]) {
-      const err = await t.throwsAsync(app.services.serviceTokens.create(wid, { name: 'x', scopes: ['agents:read'], expiresInDays }));
-      t.deepEqual((err as any).details.errors.map((e: any) => e.field), ['expiresInDays'], String(expiresInDays));
+      const err = await t.throwsAsync(
+        app.services.serviceTokens.create(wid, { name: 'x', scopes: ['agents:read'], expiresInDays }),
+      );
+      t.deepEqual(
+        (err as any).details.errors.map((e: any) => e.field),
+        ['expiresInDays'],
+        String(expiresInDays),
+      );
     }
-    const longest = await app.services.serviceTokens.create(wid, { name: 'longest', scopes: ['agents:read'], expiresInDays: 90 });
+    const longest = await app.services.serviceTokens.create(wid, {
+      name: 'longest',
+      scopes: ['agents:read'],
+      expiresInDays: 90,
+    });
     t.is(Date.parse(longest.expiresAt) - Date.parse(longest.createdAt), 90 * 86_400_000);
   });
 });

@@ -25,7 +25,9 @@ async function cookieFor(secret: string): Promise<string> {
 
 test.serial('a session signed in 13 hours ago (12 hour lifetime) is refused; a fresh one is accepted', async (t) => {
   const owner = server.boot.owner!;
-  const stale = await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password), { clock: fixedClock(Date.now() - 13 * 3_600_000) });
+  const stale = await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password), {
+    clock: fixedClock(Date.now() - 13 * 3_600_000),
+  });
   const fresh = await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password));
 
   const refused = await call(server.url, 'GET', '/api/me', { headers: { cookie: await cookieFor(stale.secret) } });
@@ -47,11 +49,16 @@ test.serial('a cookie sealed with another key is refused', async (t) => {
   t.is(res.body.error.type, 'unauthenticated');
 });
 
-test.serial('signing in clears the person\'s expired sessions from the store', async (t) => {
+test.serial("signing in clears the person's expired sessions from the store", async (t) => {
   const owner = server.boot.owner!;
-  const old = await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password), { clock: fixedClock(Date.now() - 30 * 3_600_000) });
+  const old = await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password), {
+    clock: fixedClock(Date.now() - 30 * 3_600_000),
+  });
   const hashOf = (secret: string) => createHash('sha256').update(secret).digest('base64url');
-  t.truthy(await withStore(server.dataDir, (app) => app.store.tables.sessions.get(hashOf(old.secret))), 'the expired session is still stored');
+  t.truthy(
+    await withStore(server.dataDir, (app) => app.store.tables.sessions.get(hashOf(old.secret))),
+    'the expired session is still stored',
+  );
   await withStore(server.dataDir, (app) => app.services.people.signIn(owner.email, owner.password));
   t.is(await withStore(server.dataDir, (app) => app.store.tables.sessions.get(hashOf(old.secret))), undefined);
 });

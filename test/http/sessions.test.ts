@@ -22,7 +22,9 @@ test.before(async () => {
   password = server.boot.owner!.password;
   // The first-start owner may not act in the workspace before replacing the one-time password;
   // workspace writes below use a second owner, so every test here can keep signing in as the first.
-  await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, ...SECOND_OWNER, role: 'owner' }));
+  await withStore(server.dataDir, (app) =>
+    app.services.people.addMember({ workspaceId: wid, ...SECOND_OWNER, role: 'owner' }),
+  );
 });
 
 const SECOND_OWNER = { email: 'second-owner@example.com', password: 'second owner password 1' };
@@ -79,13 +81,19 @@ test('GET /api/me answers the signed-in person and their workspaces', async (t) 
   t.is(res.status, 200, res.text);
   t.is(res.body.user.email, email);
   t.deepEqual(Object.keys(res.body.user).sort(), ['email', 'id', 'mustChangePassword', 'name', 'totp']);
-  t.is(res.body.user.mustChangePassword, true, 'the first start\'s one-time password is still in use');
+  t.is(res.body.user.mustChangePassword, true, "the first start's one-time password is still in use");
   t.deepEqual(res.body.workspaces, [{ id: wid, name: 'Default', role: 'owner' }]);
 });
 
 test('a wrong password and an unknown email give the same 401 unauthenticated', async (t) => {
-  const wrongPassword = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email, password: `${password}x` } });
-  const unknownEmail = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email: 'nobody@example.com', password } });
+  const wrongPassword = await call(server.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email, password: `${password}x` },
+  });
+  const unknownEmail = await call(server.url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: 'nobody@example.com', password },
+  });
   for (const res of [wrongPassword, unknownEmail]) {
     t.is(res.status, 401);
     t.is(res.body.error.type, 'unauthenticated');
@@ -133,28 +141,44 @@ test('on a development server the same sealed value is accepted under the name _
 
 test('a console write without x-svc-csrf gives 403 csrf', async (t) => {
   const cookie = await signIn(server.url, email, password);
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie }, json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, {
+    headers: { cookie },
+    json: { scope: 'inference' },
+  });
   t.is(res.status, 403);
   t.is(res.body.error.type, 'csrf');
   const signOut = await call(server.url, 'DELETE', '/api/session', { headers: { cookie } });
   t.is(signOut.status, 403);
   t.is(signOut.body.error.type, 'csrf');
-  t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie } })).status, 200, 'the refused sign-out ended nothing');
+  t.is(
+    (await call(server.url, 'GET', '/api/me', { headers: { cookie } })).status,
+    200,
+    'the refused sign-out ended nothing',
+  );
 });
 
 test('x-svc-csrf with a value other than 1 gives 403 csrf', async (t) => {
   const cookie = await signIn(server.url, email, password);
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie, 'x-svc-csrf': 'true' }, json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, {
+    headers: { cookie, 'x-svc-csrf': 'true' },
+    json: { scope: 'inference' },
+  });
   t.is(res.status, 403);
   t.is(res.body.error.type, 'csrf');
 });
 
 test('a console write with x-svc-csrf but from another Origin gives 403 csrf', async (t) => {
   const cookie = await signIn(server.url, email, password);
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie, ...csrf, origin: 'https://evil.example' }, json: { scope: 'inference' } });
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, {
+    headers: { cookie, ...csrf, origin: 'https://evil.example' },
+    json: { scope: 'inference' },
+  });
   t.is(res.status, 403);
   t.is(res.body.error.type, 'csrf');
-  const signIn2 = await call(server.url, 'POST', '/api/session', { headers: { ...csrf, origin: 'https://evil.example' }, json: { email, password } });
+  const signIn2 = await call(server.url, 'POST', '/api/session', {
+    headers: { ...csrf, origin: 'https://evil.example' },
+    json: { email, password },
+  });
   t.is(signIn2.status, 403, 'sign-in is a console write too');
   t.is(signIn2.body.error.type, 'csrf');
 });
@@ -162,14 +186,20 @@ test('a console write with x-svc-csrf but from another Origin gives 403 csrf', a
 test('a console write with x-svc-csrf and the deployment Origin is allowed', async (t) => {
   const cookie = await writerSession();
   const origin = new URL(server.url).origin;
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie, ...csrf, origin }, json: { scope: 'inference', name: 'same-origin' } });
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, {
+    headers: { cookie, ...csrf, origin },
+    json: { scope: 'inference', name: 'same-origin' },
+  });
   t.is(res.status, 201, res.text);
   t.is(res.body.name, 'same-origin');
 });
 
 test('a console write with x-svc-csrf and no Origin is allowed', async (t) => {
   const cookie = await writerSession();
-  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, { headers: { cookie, ...csrf }, json: { scope: 'inference', name: 'no-origin' } });
+  const res = await call(server.url, 'POST', `/api/w/${wid}/keys`, {
+    headers: { cookie, ...csrf },
+    json: { scope: 'inference', name: 'no-origin' },
+  });
   t.is(res.status, 201, res.text);
   t.is(res.body.name, 'no-origin');
 });
@@ -187,7 +217,10 @@ test('console reads need no CSRF header', async (t) => {
 async function productionServer(t: import('ava').ExecutionContext): Promise<{ app: App; http: HttpServer }> {
   const dataDir = await tempDir();
   dirs.push(dataDir);
-  const settings = loadSettings({ env: {}, overrides: { env: 'production', baseUrl: 'https://svc.example', dataDir, 'server.port': 0 } });
+  const settings = loadSettings({
+    env: {},
+    overrides: { env: 'production', baseUrl: 'https://svc.example', dataDir, 'server.port': 0 },
+  });
   const app = await createApp(settings, { log: createLogger('silent') });
   let http: HttpServer | undefined;
   try {
@@ -206,9 +239,15 @@ async function productionServer(t: import('ava').ExecutionContext): Promise<{ ap
 
 test('production: the session cookie is __Host-sid with Secure, HttpOnly, SameSite=Lax, Path=/ and no Domain', async (t) => {
   const { app, http } = await productionServer(t);
-  await app.services.people.createWorkspace({ name: 'Prod', ownerEmail: 'owner@prod.example', ownerPassword: 'correct horse battery staple' });
+  await app.services.people.createWorkspace({
+    name: 'Prod',
+    ownerEmail: 'owner@prod.example',
+    ownerPassword: 'correct horse battery staple',
+  });
   const res = await http.server.inject({
-    method: 'POST', url: '/api/session', headers: { 'x-svc-csrf': '1' },
+    method: 'POST',
+    url: '/api/session',
+    headers: { 'x-svc-csrf': '1' },
     payload: { email: 'owner@prod.example', password: 'correct horse battery staple' },
   });
   t.is(res.statusCode, 200, res.payload);
@@ -223,10 +262,18 @@ test('production: the session cookie is __Host-sid with Secure, HttpOnly, SameSi
   t.is(cookie.attrs.get('path'), '/');
   t.false(cookie.attrs.has('domain'));
 
-  const me = await http.server.inject({ method: 'GET', url: '/api/me', headers: { cookie: `__Host-sid=${cookie.value}` } });
+  const me = await http.server.inject({
+    method: 'GET',
+    url: '/api/me',
+    headers: { cookie: `__Host-sid=${cookie.value}` },
+  });
   t.is(me.statusCode, 200, me.payload);
   t.is(JSON.parse(me.payload).user.email, 'owner@prod.example');
-  const devName = await http.server.inject({ method: 'GET', url: '/api/me', headers: { cookie: `sid=${cookie.value}` } });
+  const devName = await http.server.inject({
+    method: 'GET',
+    url: '/api/me',
+    headers: { cookie: `sid=${cookie.value}` },
+  });
   t.is(devName.statusCode, 401, 'production takes only __Host-sid');
   t.is(JSON.parse(devName.payload).error.type, 'unauthenticated');
 });
@@ -234,7 +281,9 @@ test('production: the session cookie is __Host-sid with Secure, HttpOnly, SameSi
 test('production: a console write from another Origin than the https base URL gives 403 csrf', async (t) => {
   const { http } = await productionServer(t);
   const res = await http.server.inject({
-    method: 'POST', url: '/api/session', headers: { 'x-svc-csrf': '1', origin: 'https://evil.example' },
+    method: 'POST',
+    url: '/api/session',
+    headers: { 'x-svc-csrf': '1', origin: 'https://evil.example' },
     payload: { email: 'owner@prod.example', password: 'x' },
   });
   t.is(res.statusCode, 403);
@@ -242,7 +291,9 @@ test('production: a console write from another Origin than the https base URL gi
 });
 
 test('production refuses an http base URL, naming baseUrl', (t) => {
-  const error = t.throws(() => loadSettings({ env: {}, overrides: { env: 'production', baseUrl: 'http://svc.example', dataDir: '/nonexistent' } }));
+  const error = t.throws(() =>
+    loadSettings({ env: {}, overrides: { env: 'production', baseUrl: 'http://svc.example', dataDir: '/nonexistent' } }),
+  );
   t.regex(error!.message, /baseUrl/);
 });
 

@@ -25,10 +25,14 @@ const seenBodies: string[] = [];
 
 test.before(async () => {
   server = Hapi.server({ host: '127.0.0.1', port: 0 });
-  await server.register({ plugin: pipeline, options: { baseUrl: () => 'http://x', production: false, log: createLogger('silent'), retryAfterSeconds: 5 } });
+  await server.register({
+    plugin: pipeline,
+    options: { baseUrl: () => 'http://x', production: false, log: createLogger('silent'), retryAfterSeconds: 5 },
+  });
   registerInbound(server, { now: () => NOW_MS }, [svcSignatureVerifier('issuer', secrets([OLD_SECRET, NEW_SECRET]))]);
   server.route({
-    method: 'POST', path: '/hook/{wid}',
+    method: 'POST',
+    path: '/hook/{wid}',
     options: {
       auth: { strategy: inboundStrategy('issuer'), payload: 'required' },
       payload: { parse: false, output: 'data' },
@@ -160,9 +164,15 @@ test.serial('a signature over an empty body does not admit a non-empty one', asy
 test('registerInbound makes one signature strategy per integration kind available to routes', async (t) => {
   const bare = Hapi.server({ host: '127.0.0.1', port: 0 });
   registerInbound(bare, { now: () => NOW_MS }, [svcSignatureVerifier('issuer', secrets([NEW_SECRET]))]);
-  t.notThrows(() => bare.route({
-    method: 'POST', path: '/hook/{wid}',
-    options: { auth: { strategy: inboundStrategy('issuer'), payload: 'required' }, payload: { parse: false, output: 'data' } },
-    handler: () => ({}),
-  }));
+  t.notThrows(() =>
+    bare.route({
+      method: 'POST',
+      path: '/hook/{wid}',
+      options: {
+        auth: { strategy: inboundStrategy('issuer'), payload: 'required' },
+        payload: { parse: false, output: 'data' },
+      },
+      handler: () => ({}),
+    }),
+  );
 });

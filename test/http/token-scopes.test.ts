@@ -34,11 +34,22 @@ test.before(async () => {
   server = running.http.server;
   await server.initialize();
   const { people, agents, serviceTokens, mandates, blueprints } = running.app.services;
-  const { workspaceId: wid } = await people.createWorkspace({ name: 'Scopes', ownerEmail: 'owner@scopes.example', ownerPassword: 'a-long-password-1' });
+  const { workspaceId: wid } = await people.createWorkspace({
+    name: 'Scopes',
+    ownerEmail: 'owner@scopes.example',
+    ownerPassword: 'a-long-password-1',
+  });
   agentId = (await agents.create({ workspaceId: wid, name: 'target' })).id;
-  const template = await mandates.createTemplate(wid, { name: 'mail', rules: [{ actions: ['email'] }] } as never, { actor: 'operator:cli' });
-  blueprintId = (await blueprints.create(wid, { name: 'mailers', tags: [], templates: [template.id] }, { actor: 'operator:cli' })).id;
-  for (const scope of SCOPES) tokens[scope] = (await serviceTokens.create(wid, { name: scope.replace(':', '-'), scopes: [scope], expiresInDays: 1 })).token;
+  const template = await mandates.createTemplate(wid, { name: 'mail', rules: [{ actions: ['email'] }] } as never, {
+    actor: 'operator:cli',
+  });
+  blueprintId = (
+    await blueprints.create(wid, { name: 'mailers', tags: [], templates: [template.id] }, { actor: 'operator:cli' })
+  ).id;
+  for (const scope of SCOPES)
+    tokens[scope] = (
+      await serviceTokens.create(wid, { name: scope.replace(':', '-'), scopes: [scope], expiresInDays: 1 })
+    ).token;
 });
 
 test.after.always(() => running?.close());
@@ -65,7 +76,8 @@ test.serial('every service-token route declares the scope SPEC.md 2.3 gives it',
     const auth = r.settings.auth as { strategies?: string[] } | false | undefined;
     if (!auth || !auth.strategies?.includes('service-token')) continue;
     t.deepEqual(auth.strategies, ['service-token'], `${r.path} takes a service token and nothing else`);
-    found[`${r.method.toUpperCase()} ${r.path}`] = (r.settings.plugins as { svc?: { tokenScope?: string } } | undefined)?.svc?.tokenScope;
+    found[`${r.method.toUpperCase()} ${r.path}`] = (r.settings.plugins as { svc?: { tokenScope?: string } } | undefined)
+      ?.svc?.tokenScope;
   }
   t.deepEqual(found, EXPECTED);
 });
@@ -80,6 +92,9 @@ for (const [route, needed] of Object.entries(EXPECTED)) {
       t.regex(error.message, new RegExp(needed));
     }
     const allowed = await inject(route, tokens[needed]);
-    t.true(allowed.statusCode >= 200 && allowed.statusCode < 300, `${needed} on ${route}: ${allowed.statusCode} ${allowed.payload}`);
+    t.true(
+      allowed.statusCode >= 200 && allowed.statusCode < 300,
+      `${needed} on ${route}: ${allowed.statusCode} ${allowed.payload}`,
+    );
   });
 }

@@ -21,15 +21,25 @@ let secret: string;
 let wid: string;
 
 const now = () => Math.floor(Date.now() / 1000);
-const sign = (key: string, body: string, t = now()) => `t=${t},v1=${createHmac('sha256', key).update(`${t}.${body}`).digest('hex')}`;
+const sign = (key: string, body: string, t = now()) =>
+  `t=${t},v1=${createHmac('sha256', key).update(`${t}.${body}`).digest('hex')}`;
 let sequence = 0;
 const event = (type: string, fields: Record<string, unknown> = {}) => ({
-  id: `evt_${Date.now()}_${(sequence += 1)}`, type, cardId: 'card_billing', amount: 1250, currency: 'EUR',
-  merchant: { name: 'Acme', domain: 'acme.example', mcc: '5734' }, createdAt: new Date().toISOString(), ...fields,
+  id: `evt_${Date.now()}_${(sequence += 1)}`,
+  type,
+  cardId: 'card_billing',
+  amount: 1250,
+  currency: 'EUR',
+  merchant: { name: 'Acme', domain: 'acme.example', mcc: '5734' },
+  createdAt: new Date().toISOString(),
+  ...fields,
 });
 
 async function deliver(body: string, headers: Record<string, string>): Promise<Reply> {
-  return call(server.url, 'POST', `/v1/hooks/issuer/${wid}`, { headers: { 'content-type': 'application/json', ...headers }, body });
+  return call(server.url, 'POST', `/v1/hooks/issuer/${wid}`, {
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
 }
 const signed = (e: unknown, key = secret) => {
   const body = JSON.stringify(e);
@@ -67,38 +77,52 @@ test.serial('the issuer integration answers its secret once; setting it up again
   assertError(t, await owner.send('PUT', '/integrations/stripe', {}), 400, 'invalid_request');
 });
 
-test.serial('an authorization request is decided by the gate as the card\'s agent', async (t) => {
+test.serial("an authorization request is decided by the gate as the card's agent", async (t) => {
   expectStatus(await owner.send('PUT', '/issuer/cards/card_billing', { agentId: billing.agentId }), 200, 'map');
   const ok = await signed(event('authorization.request'));
   t.is(ok.status, 200, ok.text);
   t.is(ok.body.approved, true);
   t.regex(ok.body.actionId, /^act_/);
   const action = await call(server.url, 'GET', `/v1/actions/${ok.body.actionId}`, { headers: bearer(billing.key) });
-  t.like(action.body, { decision: 'allow', type: 'payment', payment: { amount: 1250, currency: 'EUR', merchant: 'acme.example' } });
+  t.like(action.body, {
+    decision: 'allow',
+    type: 'payment',
+    payment: { amount: 1250, currency: 'EUR', merchant: 'acme.example' },
+  });
 
   const over = await signed(event('authorization.request', { amount: 9000 }));
   t.like(over.body, { approved: false });
   t.regex(over.body.reason, /\S/);
   const unmapped = await signed(event('authorization.request', { cardId: 'card_nobody' }));
-  t.deepEqual(unmapped.body, { approved: false, actionId: null, reason: 'Card card_nobody is not mapped to an agent.' });
+  t.deepEqual(unmapped.body, {
+    approved: false,
+    actionId: null,
+    reason: 'Card card_nobody is not mapped to an agent.',
+  });
 });
 
-test.serial('a card authorization that a rule sends to a person is declined at once, and no approval is left waiting', async (t) => {
-  const { reviewRule } = await import('../approvals/support.js');
-  const careful = await makeBot(owner, 'careful-bot', [reviewRule()]);
-  expectStatus(await owner.send('PUT', '/issuer/cards/card_careful', { agentId: careful.agentId }), 200, 'map');
-  const res = await signed(event('authorization.request', { cardId: 'card_careful', amount: 3000 }));
-  t.is(res.status, 200, res.text);
-  t.is(res.body.approved, false);
-  t.regex(res.body.reason, /cannot wait for a person/);
-  const action = await call(server.url, 'GET', `/v1/actions/${res.body.actionId}`, { headers: bearer(careful.key) });
-  t.like(action.body, { decision: 'deny', status: 'denied', approvalId: null });
-  t.true(action.body.signals.includes('approval_unavailable'));
-  const pending = (await owner.get('/approvals?status=pending')).body.data as Array<{ actionId: string }>;
-  t.false(pending.some((a) => a.actionId === res.body.actionId), 'no approval opened that the card network could never hear of');
-});
+test.serial(
+  'a card authorization that a rule sends to a person is declined at once, and no approval is left waiting',
+  async (t) => {
+    const { reviewRule } = await import('../approvals/support.js');
+    const careful = await makeBot(owner, 'careful-bot', [reviewRule()]);
+    expectStatus(await owner.send('PUT', '/issuer/cards/card_careful', { agentId: careful.agentId }), 200, 'map');
+    const res = await signed(event('authorization.request', { cardId: 'card_careful', amount: 3000 }));
+    t.is(res.status, 200, res.text);
+    t.is(res.body.approved, false);
+    t.regex(res.body.reason, /cannot wait for a person/);
+    const action = await call(server.url, 'GET', `/v1/actions/${res.body.actionId}`, { headers: bearer(careful.key) });
+    t.like(action.body, { decision: 'deny', status: 'denied', approvalId: null });
+    t.true(action.body.signals.includes('approval_unavailable'));
+    const pending = (await owner.get('/approvals?status=pending')).body.data as Array<{ actionId: string }>;
+    t.false(
+      pending.some((a) => a.actionId === res.body.actionId),
+      'no approval opened that the card network could never hear of',
+    );
+  },
+);
 
-test.serial('a stopped agent\'s card is declined', async (t) => {
+test.serial("a stopped agent's card is declined", async (t) => {
   expectStatus(await owner.send('POST', `/agents/${billing.agentId}/stop`, { reason: 'card test' }), 200, 'stop');
   try {
     const res = await signed(event('authorization.request'));
@@ -110,35 +134,67 @@ test.serial('a stopped agent\'s card is declined', async (t) => {
   }
 });
 
-test.serial('posted charges are reconciled: a match is linked to its action, a charge with none is flagged; remapping reconciles again', async (t) => {
-  // The payment made through the card settles its charge; the same payment made by the agent
-  // itself (even naming the card in its metadata) settles none.
-  const through = await signed(event('authorization.request', { amount: 3300 }));
-  t.true(through.body.approved, through.text);
-  const paid = { body: { id: through.body.actionId as string } };
-  expectStatus(await call(server.url, 'POST', '/v1/actions/authorize', { headers: bearer(billing.key), json: { ...payment(4444), metadata: { cardId: 'card_billing', cardProvider: 'issuer' } } }), 200, 'agent pays itself');
-  const matching = event('charge.posted', { amount: 3300 });
-  const stray = event('charge.posted', { amount: 4444 });
-  t.deepEqual((await signed(matching)).body, { received: true });
-  t.deepEqual((await signed(stray)).body, { received: true });
-  const charges = (await owner.get('/issuer/cards/card_billing/charges')).body.data as Array<{ eventId: string; actionId: string | null }>;
-  t.is(charges.find((c) => c.eventId === matching.id)?.actionId, paid.body.id);
-  t.is(charges.find((c) => c.eventId === stray.id)?.actionId, null);
-  const ledger = await owner.ledger();
-  t.true(ledger.some((r) => r.kind === 'card.charge_unmatched' && r.subject === stray.id));
-  t.true(ledger.some((r) => r.kind === 'card.charge_matched' && r.subject === matching.id && r.data.actionId === paid.body.id));
+test.serial(
+  'posted charges are reconciled: a match is linked to its action, a charge with none is flagged; remapping reconciles again',
+  async (t) => {
+    // The payment made through the card settles its charge; the same payment made by the agent
+    // itself (even naming the card in its metadata) settles none.
+    const through = await signed(event('authorization.request', { amount: 3300 }));
+    t.true(through.body.approved, through.text);
+    const paid = { body: { id: through.body.actionId as string } };
+    expectStatus(
+      await call(server.url, 'POST', '/v1/actions/authorize', {
+        headers: bearer(billing.key),
+        json: { ...payment(4444), metadata: { cardId: 'card_billing', cardProvider: 'issuer' } },
+      }),
+      200,
+      'agent pays itself',
+    );
+    const matching = event('charge.posted', { amount: 3300 });
+    const stray = event('charge.posted', { amount: 4444 });
+    t.deepEqual((await signed(matching)).body, { received: true });
+    t.deepEqual((await signed(stray)).body, { received: true });
+    const charges = (await owner.get('/issuer/cards/card_billing/charges')).body.data as Array<{
+      eventId: string;
+      actionId: string | null;
+    }>;
+    t.is(charges.find((c) => c.eventId === matching.id)?.actionId, paid.body.id);
+    t.is(charges.find((c) => c.eventId === stray.id)?.actionId, null);
+    const ledger = await owner.ledger();
+    t.true(ledger.some((r) => r.kind === 'card.charge_unmatched' && r.subject === stray.id));
+    t.true(
+      ledger.some(
+        (r) => r.kind === 'card.charge_matched' && r.subject === matching.id && r.data.actionId === paid.body.id,
+      ),
+    );
 
-  // The card now belongs to another agent, which never made that payment: both charges are flagged.
-  expectStatus(await owner.send('PUT', '/issuer/cards/card_billing', { agentId: ops.agentId }), 200, 'remap');
-  const again = (await owner.get('/issuer/cards/card_billing/charges')).body.data as Array<{ eventId: string; actionId: string | null; agentId: string }>;
-  t.deepEqual(again.filter((c) => [matching.id, stray.id].includes(c.eventId)).map((c) => [c.actionId, c.agentId]), [[null, ops.agentId], [null, ops.agentId]]);
-  const after = await owner.ledger();
-  // Only the charge whose match changed is recorded again (no flood of ledger records and webhooks).
-  t.deepEqual(after.filter((r) => r.index > ledger.at(-1)!.index && r.kind.startsWith('card.charge_')).map((r) => [r.kind, r.subject]), [['card.charge_unmatched', matching.id]]);
-  expectStatus(await owner.send('PUT', '/issuer/cards/card_billing', { agentId: billing.agentId }), 200, 'map back');
-});
+    // The card now belongs to another agent, which never made that payment: both charges are flagged.
+    expectStatus(await owner.send('PUT', '/issuer/cards/card_billing', { agentId: ops.agentId }), 200, 'remap');
+    const again = (await owner.get('/issuer/cards/card_billing/charges')).body.data as Array<{
+      eventId: string;
+      actionId: string | null;
+      agentId: string;
+    }>;
+    t.deepEqual(
+      again.filter((c) => [matching.id, stray.id].includes(c.eventId)).map((c) => [c.actionId, c.agentId]),
+      [
+        [null, ops.agentId],
+        [null, ops.agentId],
+      ],
+    );
+    const after = await owner.ledger();
+    // Only the charge whose match changed is recorded again (no flood of ledger records and webhooks).
+    t.deepEqual(
+      after
+        .filter((r) => r.index > ledger.at(-1)!.index && r.kind.startsWith('card.charge_'))
+        .map((r) => [r.kind, r.subject]),
+      [['card.charge_unmatched', matching.id]],
+    );
+    expectStatus(await owner.send('PUT', '/issuer/cards/card_billing', { agentId: billing.agentId }), 200, 'map back');
+  },
+);
 
-test.serial('duplicate deliveries of an unmapped card\'s request at once: one answer, one ledger record', async (t) => {
+test.serial("duplicate deliveries of an unmapped card's request at once: one answer, one ledger record", async (t) => {
   const e = event('authorization.request', { cardId: 'card_unmapped_twice' });
   const answers = await Promise.all(Array.from({ length: 6 }, () => signed(e)));
   for (const res of answers) t.deepEqual(res.body, answers[0]!.body);
@@ -153,7 +209,12 @@ test.serial('forged, stale, altered, unsigned and replayed deliveries change not
   const body = JSON.stringify(e);
   assertError(t, await deliver(body, { 'svc-signature': sign('whs_not-the-secret', body) }), 401, 'unauthenticated');
   assertError(t, await deliver(body, { 'svc-signature': sign(secret, body, now() - 301) }), 401, 'unauthenticated');
-  assertError(t, await deliver(body.replace('777', '778'), { 'svc-signature': sign(secret, body) }), 401, 'unauthenticated');
+  assertError(
+    t,
+    await deliver(body.replace('777', '778'), { 'svc-signature': sign(secret, body) }),
+    401,
+    'unauthenticated',
+  );
   assertError(t, await deliver(body, {}), 401, 'unauthenticated');
   t.is(await snapshot(), before, 'nothing was stored or recorded');
   t.like((await owner.get('/integrations')).body.data[0], { refused: 4 });
@@ -200,10 +261,15 @@ test.serial('rotation: the new secret verifies at once and the old one for 24 ho
 });
 
 test.serial('whatever the signature header holds, the answer is 401, never a failure of the server', async (t) => {
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(fc.string({ maxLength: 200 }), async (header) => {
-    const res = await deliver('{}', { 'svc-signature': header.replace(/[\r\n]/g, '') });
-    return res.status === 401 && res.body?.error?.type === 'unauthenticated';
-  }), { numRuns: 60 }));
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(fc.string({ maxLength: 200 }), async (header) => {
+        const res = await deliver('{}', { 'svc-signature': header.replace(/[\r\n]/g, '') });
+        return res.status === 401 && res.body?.error?.type === 'unauthenticated';
+      }),
+      { numRuns: 60 },
+    ),
+  );
 });
 
 test.serial('only owners and admins set integrations up and map cards', async (t) => {

@@ -22,8 +22,16 @@ test('the sweeps remove old answers, used identifiers and finished deliveries, a
         tables.hookOnce.put(['slack', 'sig-old'], now - 1000);
         tables.hookOnce.put(['slack', 'sig-live'], now + 60_000);
         const delivery = (id: string, status: 'pending' | 'delivered' | 'failed', age: number) => ({
-          id, workspaceId: 'ws_a', endpointId: 'whk_a', eventId: `evr_${id}`, eventType: 'action.decided', body: '{}',
-          createdAt: iso(now - age), status, attempts: [], nextAttemptAt: status === 'pending' ? iso(now) : null,
+          id,
+          workspaceId: 'ws_a',
+          endpointId: 'whk_a',
+          eventId: `evr_${id}`,
+          eventType: 'action.decided',
+          body: '{}',
+          createdAt: iso(now - age),
+          status,
+          attempts: [],
+          nextAttemptAt: status === 'pending' ? iso(now) : null,
         });
         tables.deliveries.put(['ws_a', 'whk_a', 'dlv_old_done'], delivery('dlv_old_done', 'delivered', 31 * DAY));
         tables.deliveries.put(['ws_a', 'whk_a', 'dlv_old_failed'], delivery('dlv_old_failed', 'failed', 40 * DAY));
@@ -31,10 +39,22 @@ test('the sweeps remove old answers, used identifiers and finished deliveries, a
         tables.deliveries.put(['ws_a', 'whk_a', 'dlv_recent'], delivery('dlv_recent', 'delivered', DAY));
       });
       t.is(await app.services.once.sweep(), 2);
-      t.deepEqual(tables.hookEvents.scan(['ws_a']).map((e) => e.key[2]), ['evt_new']);
-      t.deepEqual(tables.hookOnce.scan(['slack']).map((e) => e.key[1]), ['sig-live']);
+      t.deepEqual(
+        tables.hookEvents.scan(['ws_a']).map((e) => e.key[2]),
+        ['evt_new'],
+      );
+      t.deepEqual(
+        tables.hookOnce.scan(['slack']).map((e) => e.key[1]),
+        ['sig-live'],
+      );
       t.is(await app.services.webhooks.sweepDeliveries(), 2);
-      t.deepEqual(tables.deliveries.scan(['ws_a']).map((e) => e.key[2]).sort(), ['dlv_old_pending', 'dlv_recent']);
+      t.deepEqual(
+        tables.deliveries
+          .scan(['ws_a'])
+          .map((e) => e.key[2])
+          .sort(),
+        ['dlv_old_pending', 'dlv_recent'],
+      );
     });
   } finally {
     await removeDir(dir);

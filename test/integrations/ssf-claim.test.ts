@@ -17,22 +17,51 @@ test.after.always(() => running?.close());
 
 test('a failed handle claims nothing and changes nothing; its retry is acted on, claim and effects together', async (t) => {
   const { services } = running.app;
-  const { workspaceId: wid } = await services.people.createWorkspace({ name: 'Claims', ownerEmail: 'owner@claims.example', ownerPassword: 'owner-password-12' });
-  const hal = await services.people.addMember({ workspaceId: wid, email: 'hal@claims.example', password: 'hal-password-1234', role: 'member' });
-  const ida = await services.people.addMember({ workspaceId: wid, email: 'ida@claims.example', password: 'ida-password-1234', role: 'member' });
+  const { workspaceId: wid } = await services.people.createWorkspace({
+    name: 'Claims',
+    ownerEmail: 'owner@claims.example',
+    ownerPassword: 'owner-password-12',
+  });
+  const hal = await services.people.addMember({
+    workspaceId: wid,
+    email: 'hal@claims.example',
+    password: 'hal-password-1234',
+    role: 'member',
+  });
+  const ida = await services.people.addMember({
+    workspaceId: wid,
+    email: 'ida@claims.example',
+    password: 'ida-password-1234',
+    role: 'member',
+  });
   const iat = Math.floor(Date.now() / 1000);
   const set = {
-    workspaceId: wid, claimUntil: Date.now() + 600_000,
+    workspaceId: wid,
+    claimUntil: Date.now() + 600_000,
     // Two events: the first would apply, the second fails; neither may land without the other.
-    claims: { jti: 'jti-retry-1', iat, iss: 'https://idp.example.com', events: { [ACCOUNT_DISABLED]: { subject: { format: 'email', email: 'hal@claims.example' } }, [SESSION_REVOKED]: { subject: { format: 'email', email: 'ida@claims.example' } } } },
+    claims: {
+      jti: 'jti-retry-1',
+      iat,
+      iss: 'https://idp.example.com',
+      events: {
+        [ACCOUNT_DISABLED]: { subject: { format: 'email', email: 'hal@claims.example' } },
+        [SESSION_REVOKED]: { subject: { format: 'email', email: 'ida@claims.example' } },
+      },
+    },
   };
   const ledgerSize = () => services.ledger.head(wid)?.size ?? 0;
-  const members = () => services.people.listMembers(wid, { limit: 50 }).data.map((m) => m.email).sort();
+  const members = () =>
+    services.people
+      .listMembers(wid, { limit: 50 })
+      .data.map((m) => m.email)
+      .sort();
   const before = { size: ledgerSize(), members: members() };
 
   const people = services.people as { revokeAccessInWrite: (...args: never[]) => unknown };
   const real = people.revokeAccessInWrite;
-  people.revokeAccessInWrite = () => { throw new Error('disk full'); };
+  people.revokeAccessInWrite = () => {
+    throw new Error('disk full');
+  };
   try {
     await t.throwsAsync(services.ssf.handle(set));
   } finally {
@@ -40,13 +69,16 @@ test('a failed handle claims nothing and changes nothing; its retry is acted on,
   }
   t.false(services.once.used(`ssf:${wid}`, 'jti-retry-1'), 'not claimed');
   t.is(ledgerSize(), before.size, 'no record');
-  t.deepEqual(members(), before.members, 'hal\'s removal did not land alone');
+  t.deepEqual(members(), before.members, "hal's removal did not land alone");
 
   await services.ssf.handle(set);
   t.true(services.once.used(`ssf:${wid}`, 'jti-retry-1'), 'claimed with the effects');
   t.false(members().includes('hal@claims.example'));
   t.true(members().includes('ida@claims.example'));
-  const kinds = services.ledger.list(wid, { limit: 50 }).data.slice(before.size).map((r) => r.kind);
+  const kinds = services.ledger
+    .list(wid, { limit: 50 })
+    .data.slice(before.size)
+    .map((r) => r.kind);
   t.deepEqual(kinds, ['member.removed', 'ssf.account_disabled', 'member.access_revoked', 'ssf.session_revoked']);
   t.truthy(hal.id && ida.id);
 

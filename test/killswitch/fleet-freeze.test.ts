@@ -29,8 +29,16 @@ test.before(async () => {
   loner = await makeBot(owner, 'loner', [PAY_ACME]);
   await makeBot(owner, 'spare', [PAY_ACME]);
   ({ freezer, reader } = await withStore(server.dataDir, async (app) => {
-    const f = await app.services.serviceTokens.create(owner.wid, { name: 'ci-kill', scopes: ['agents:freeze'], expiresInDays: 7 });
-    const r = await app.services.serviceTokens.create(owner.wid, { name: 'ci-read', scopes: ['agents:read'], expiresInDays: 7 });
+    const f = await app.services.serviceTokens.create(owner.wid, {
+      name: 'ci-kill',
+      scopes: ['agents:freeze'],
+      expiresInDays: 7,
+    });
+    const r = await app.services.serviceTokens.create(owner.wid, {
+      name: 'ci-read',
+      scopes: ['agents:read'],
+      expiresInDays: 7,
+    });
     return { freezer: { token: f.token, id: f.id }, reader: r.token };
   }));
 });
@@ -41,43 +49,103 @@ function t_ok(res: Reply): void {
   if (res.status >= 300) throw new Error(`${res.status} ${res.text}`);
 }
 
-const freezes = (token: string, body: unknown) => call(server.url, 'POST', '/v1/admin/freezes', { headers: bearer(token), json: body });
+const freezes = (token: string, body: unknown) =>
+  call(server.url, 'POST', '/v1/admin/freezes', { headers: bearer(token), json: body });
 
 test.serial('the bulk-freeze errors of SPEC.md 7.5', async (t) => {
   assertError(t, await freezes(freezer.token, { reason: 'x', confirmCount: 1 }), 400, 'invalid_selector');
   assertError(t, await freezes(freezer.token, { selector: {}, reason: 'x', confirmCount: 1 }), 400, 'invalid_selector');
-  assertError(t, await freezes(freezer.token, { selector: { colour: 'red' }, reason: 'x', confirmCount: 1 }), 400, 'invalid_selector');
-  assertError(t, await freezes(freezer.token, { selector: { tags: ['red'] }, reason: '  ', confirmCount: 2 }), 400, 'reason_required');
-  assertError(t, await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'x' }), 409, 'confirm_count_required');
-  assertError(t, await freezes(freezer.token, { selector: { tags: ['blue'] }, reason: 'x', confirmCount: 1 }), 400, 'nothing_selected');
+  assertError(
+    t,
+    await freezes(freezer.token, { selector: { colour: 'red' }, reason: 'x', confirmCount: 1 }),
+    400,
+    'invalid_selector',
+  );
+  assertError(
+    t,
+    await freezes(freezer.token, { selector: { tags: ['red'] }, reason: '  ', confirmCount: 2 }),
+    400,
+    'reason_required',
+  );
+  assertError(
+    t,
+    await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'x' }),
+    409,
+    'confirm_count_required',
+  );
+  assertError(
+    t,
+    await freezes(freezer.token, { selector: { tags: ['blue'] }, reason: 'x', confirmCount: 1 }),
+    400,
+    'nothing_selected',
+  );
   const changed = await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'x', confirmCount: 5 });
   assertError(t, changed, 409, 'selection_changed');
   t.like(changed.body.error, { oldCount: 5, newCount: 2 });
-  assertError(t, await freezes(reader, { selector: { tags: ['red'] }, reason: 'x', confirmCount: 2 }), 403, 'missing_scope');
-  for (const bot of team) t.is((await authorize(server, bot.key, payment(100))).body.decision, 'allow', 'nothing was frozen');
+  assertError(
+    t,
+    await freezes(reader, { selector: { tags: ['red'] }, reason: 'x', confirmCount: 2 }),
+    403,
+    'missing_scope',
+  );
+  for (const bot of team)
+    t.is((await authorize(server, bot.key, payment(100))).body.decision, 'allow', 'nothing was frozen');
 });
 
 test.serial('a token freezes a selection: 200, every selected agent denied, the ledger names the token', async (t) => {
-  const res = await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'drill gone wrong', confirmCount: 2 });
+  const res = await freezes(freezer.token, {
+    selector: { tags: ['red'] },
+    reason: 'drill gone wrong',
+    confirmCount: 2,
+  });
   t.is(res.status, 200, res.text);
   t.deepEqual([...res.body.agentIds].sort(), team.map((b) => b.agentId).sort());
   t.is(res.body.frozen, 2);
   for (const bot of team) {
     t.deepEqual((await authorize(server, bot.key, payment(100))).body.signals, ['agent_frozen']);
-    t.like((await owner.get(`/agents/${bot.agentId}`)).body, { status: 'stopped', holds: [{ hold: 'token', by: 'token:ci-kill', reason: 'drill gone wrong' }] });
+    t.like((await owner.get(`/agents/${bot.agentId}`)).body, {
+      status: 'stopped',
+      holds: [{ hold: 'token', by: 'token:ci-kill', reason: 'drill gone wrong' }],
+    });
   }
-  t.is((await authorize(server, loner.key, payment(100))).body.decision, 'allow', 'an agent outside the selection runs on');
+  t.is(
+    (await authorize(server, loner.key, payment(100))).body.decision,
+    'allow',
+    'an agent outside the selection runs on',
+  );
   const record = (await owner.ledger()).find((r) => r.kind === 'fleet.frozen');
-  t.like(record, { actor: 'token:ci-kill', tokenId: freezer.id, data: { summary: 'token:ci-kill froze 2 agents', count: 2 } });
+  t.like(record, {
+    actor: 'token:ci-kill',
+    tokenId: freezer.id,
+    data: { summary: 'token:ci-kill froze 2 agents', count: 2 },
+  });
   for (const bot of team) t_ok(await owner.send('POST', `/agents/${bot.agentId}/restart`));
 });
 
 test.serial('a token freezes one agent with hold token; the token cannot lift it', async (t) => {
-  const res = await call(server.url, 'POST', `/v1/admin/agents/${loner.agentId}/freeze`, { headers: bearer(freezer.token), json: { reason: 'spend spike' } });
+  const res = await call(server.url, 'POST', `/v1/admin/agents/${loner.agentId}/freeze`, {
+    headers: bearer(freezer.token),
+    json: { reason: 'spend spike' },
+  });
   t.is(res.status, 200, res.text);
   t.like(res.body, { status: 'stopped', holds: [{ hold: 'token', by: 'token:ci-kill' }] });
-  assertError(t, await call(server.url, 'POST', `/v1/admin/agents/${loner.agentId}/freeze`, { headers: bearer(freezer.token), json: { reason: '' } }), 400, 'reason_required');
-  assertError(t, await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${loner.agentId}/restart`, { headers: { ...bearer(freezer.token), 'x-svc-csrf': '1' } }), 401, 'unauthenticated');
+  assertError(
+    t,
+    await call(server.url, 'POST', `/v1/admin/agents/${loner.agentId}/freeze`, {
+      headers: bearer(freezer.token),
+      json: { reason: '' },
+    }),
+    400,
+    'reason_required',
+  );
+  assertError(
+    t,
+    await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${loner.agentId}/restart`, {
+      headers: { ...bearer(freezer.token), 'x-svc-csrf': '1' },
+    }),
+    401,
+    'unauthenticated',
+  );
   t.deepEqual((await authorize(server, loner.key, payment(100))).body.signals, ['agent_frozen']);
   t_ok(await owner.send('POST', `/agents/${loner.agentId}/restart`));
 });
@@ -91,7 +159,9 @@ test.serial('past the ceiling: 202 pending, nothing frozen, until a person appro
   t.regex(res.body.approvalId, /^apr_/);
   t.is((await authorize(server, loner.key, payment(100))).body.decision, 'allow', 'nothing is frozen yet');
 
-  const pending = (await owner.get('/approvals?status=pending')).body.data.find((a: { id: string }) => a.id === res.body.approvalId);
+  const pending = (await owner.get('/approvals?status=pending')).body.data.find(
+    (a: { id: string }) => a.id === res.body.approvalId,
+  );
   t.like(pending, { freeze: { requestedBy: 'token:ci-kill', reason: 'incident 9', tokenId: freezer.id } });
   const approved = await owner.send('POST', `/approvals/${res.body.approvalId}/approve`, { note: 'go' });
   t.is(approved.status, 200, approved.text);

@@ -49,110 +49,139 @@ async function decisionOf(bot: Bot): Promise<{ decision: string; signals: string
 
 const FROZEN = { decision: 'deny', signals: ['agent_frozen'] };
 
-test.serial('svc freeze --local --agent: exit 0, { frozen: 1, agentIds, hold: operator }; the very next authorize is deny agent_frozen; other agents run', async (t) => {
-  const target = await makeBot(owner, 'cli-target', PAY);
-  const bystander = await makeBot(owner, 'cli-bystander', PAY);
-  t.is((await decisionOf(target)).decision, 'allow');
+test.serial(
+  'svc freeze --local --agent: exit 0, { frozen: 1, agentIds, hold: operator }; the very next authorize is deny agent_frozen; other agents run',
+  async (t) => {
+    const target = await makeBot(owner, 'cli-target', PAY);
+    const bystander = await makeBot(owner, 'cli-bystander', PAY);
+    t.is((await decisionOf(target)).decision, 'allow');
 
-  const res = await freeze(['--local', '--agent', target.agentId, '--reason', 'runaway spend']);
-  t.is(res.code, 0, res.stderr);
-  t.deepEqual(parse(t, res.stdout), { frozen: 1, agentIds: [target.agentId], hold: 'owner' });
+    const res = await freeze(['--local', '--agent', target.agentId, '--reason', 'runaway spend']);
+    t.is(res.code, 0, res.stderr);
+    t.deepEqual(parse(t, res.stdout), { frozen: 1, agentIds: [target.agentId], hold: 'owner' });
 
-  t.deepEqual(await decisionOf(target), FROZEN);
-  t.is((await decisionOf(bystander)).decision, 'allow');
+    t.deepEqual(await decisionOf(target), FROZEN);
+    t.is((await decisionOf(bystander)).decision, 'allow');
 
-  const view = await owner.get(`/agents/${target.agentId}`);
-  t.is(view.body.status, 'stopped');
-  t.is(view.body.holds.length, 1);
-  t.like(view.body.holds[0], { hold: 'owner', reason: 'runaway spend', by: 'operator:cli' });
-  const stopped = (await about(owner, target.agentId)).filter((r) => r.kind === 'agent.stopped');
-  t.is(stopped.length, 1);
-  t.like(stopped[0]?.data, { hold: 'owner', reason: 'runaway spend' });
+    const view = await owner.get(`/agents/${target.agentId}`);
+    t.is(view.body.status, 'stopped');
+    t.is(view.body.holds.length, 1);
+    t.like(view.body.holds[0], { hold: 'owner', reason: 'runaway spend', by: 'operator:cli' });
+    const stopped = (await about(owner, target.agentId)).filter((r) => r.kind === 'agent.stopped');
+    t.is(stopped.length, 1);
+    t.like(stopped[0]?.data, { hold: 'owner', reason: 'runaway spend' });
 
-  // No key lifts it: restart is a session route; a bearer key there is no credential.
-  const agentKey = await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${target.agentId}/restart`, { headers: { ...csrf, ...bearer(target.key) } });
-  assertError(t, agentKey, 401, 'unauthenticated');
-  const minted = await owner.send('POST', '/keys', { scope: 'admin', name: 'ops' });
-  t.is(minted.status, 201, minted.text);
-  const adminKey = await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${target.agentId}/restart`, { headers: { ...csrf, ...bearer(minted.body.key) } });
-  assertError(t, adminKey, 401, 'unauthenticated');
-  t.deepEqual(await decisionOf(target), FROZEN);
+    // No key lifts it: restart is a session route; a bearer key there is no credential.
+    const agentKey = await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${target.agentId}/restart`, {
+      headers: { ...csrf, ...bearer(target.key) },
+    });
+    assertError(t, agentKey, 401, 'unauthenticated');
+    const minted = await owner.send('POST', '/keys', { scope: 'admin', name: 'ops' });
+    t.is(minted.status, 201, minted.text);
+    const adminKey = await call(server.url, 'POST', `/api/w/${owner.wid}/agents/${target.agentId}/restart`, {
+      headers: { ...csrf, ...bearer(minted.body.key) },
+    });
+    assertError(t, adminKey, 401, 'unauthenticated');
+    t.deepEqual(await decisionOf(target), FROZEN);
 
-  // A person lifts it.
-  const restarted = await owner.send('POST', `/agents/${target.agentId}/restart`);
-  t.is(restarted.status, 200, restarted.text);
-  t.is(restarted.body.status, 'running');
-  t.is((await decisionOf(target)).decision, 'allow');
-  const lifted = (await about(owner, target.agentId)).filter((r) => r.kind === 'agent.restarted');
-  t.deepEqual(lifted.map((r) => [r.actor, r.data.lifted]), [[`user:${owner.id}`, ['owner']]]);
-});
+    // A person lifts it.
+    const restarted = await owner.send('POST', `/agents/${target.agentId}/restart`);
+    t.is(restarted.status, 200, restarted.text);
+    t.is(restarted.body.status, 'running');
+    t.is((await decisionOf(target)).decision, 'allow');
+    const lifted = (await about(owner, target.agentId)).filter((r) => r.kind === 'agent.restarted');
+    t.deepEqual(
+      lifted.map((r) => [r.actor, r.data.lifted]),
+      [[`user:${owner.id}`, ['owner']]],
+    );
+  },
+);
 
-test.serial('the terminal writes the same hold as the console: freezing a stopped agent updates that hold, and one restart by the member the agent acts for lifts it', async (t) => {
-  const bot = await makeBot(owner, 'cli-two-holds', PAY, member.id);
-  t.is((await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'console' })).status, 200);
-  const res = await freeze(['--local', '--agent', bot.agentId, '--reason', 'terminal']);
-  t.is(res.code, 0, res.stderr);
-  const view = await owner.get(`/agents/${bot.agentId}`);
-  t.deepEqual(view.body.holds.map((h: { hold: string; by: string; reason: string }) => [h.hold, h.by, h.reason]), [['owner', 'operator:cli', 'terminal']]);
-  t.deepEqual(await decisionOf(bot), FROZEN);
+test.serial(
+  'the terminal writes the same hold as the console: freezing a stopped agent updates that hold, and one restart by the member the agent acts for lifts it',
+  async (t) => {
+    const bot = await makeBot(owner, 'cli-two-holds', PAY, member.id);
+    t.is((await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'console' })).status, 200);
+    const res = await freeze(['--local', '--agent', bot.agentId, '--reason', 'terminal']);
+    t.is(res.code, 0, res.stderr);
+    const view = await owner.get(`/agents/${bot.agentId}`);
+    t.deepEqual(
+      view.body.holds.map((h: { hold: string; by: string; reason: string }) => [h.hold, h.by, h.reason]),
+      [['owner', 'operator:cli', 'terminal']],
+    );
+    t.deepEqual(await decisionOf(bot), FROZEN);
 
-  const restarted = await member.send('POST', `/agents/${bot.agentId}/restart`);
-  t.is(restarted.status, 200, restarted.text);
-  t.deepEqual(restarted.body.holds, []);
-  t.is((await decisionOf(bot)).decision, 'allow');
-});
+    const restarted = await member.send('POST', `/agents/${bot.agentId}/restart`);
+    t.is(restarted.status, 200, restarted.text);
+    t.deepEqual(restarted.body.holds, []);
+    t.is((await decisionOf(bot)).decision, 'allow');
+  },
+);
 
-test.serial('svc freeze --local --all stops every live agent and turns on "stop every agent" (so later agents are stopped too)', async (t) => {
-  const fleet = [await makeBot(owner, 'cli-all-1', PAY), await makeBot(owner, 'cli-all-2', PAY, member.id)];
-  const removed = await makeBot(owner, 'cli-all-removed', PAY);
-  t.is((await owner.send('DELETE', `/agents/${removed.agentId}`)).status, 200);
-  const live = (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id) as string[];
-  t.false(live.includes(removed.agentId));
+test.serial(
+  'svc freeze --local --all stops every live agent and turns on "stop every agent" (so later agents are stopped too)',
+  async (t) => {
+    const fleet = [await makeBot(owner, 'cli-all-1', PAY), await makeBot(owner, 'cli-all-2', PAY, member.id)];
+    const removed = await makeBot(owner, 'cli-all-removed', PAY);
+    t.is((await owner.send('DELETE', `/agents/${removed.agentId}`)).status, 200);
+    const live = (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id) as string[];
+    t.false(live.includes(removed.agentId));
 
-  const res = await freeze(['--local', '--all', '--reason', 'incident 7']);
-  t.is(res.code, 0, res.stderr);
-  const out = parse(t, res.stdout);
-  t.is(out.hold, 'owner');
-  t.is(out.frozen, live.length);
-  t.deepEqual([...out.agentIds].sort(), [...live].sort());
+    const res = await freeze(['--local', '--all', '--reason', 'incident 7']);
+    t.is(res.code, 0, res.stderr);
+    const out = parse(t, res.stdout);
+    t.is(out.hold, 'owner');
+    t.is(out.frozen, live.length);
+    t.deepEqual([...out.agentIds].sort(), [...live].sort());
 
-  for (const bot of fleet) t.deepEqual(await decisionOf(bot), FROZEN);
-  const agents = (await owner.get('/agents?limit=200')).body.data as { id: string; status: string; holds: { hold: string; by: string }[] }[];
-  for (const agent of agents) {
-    t.is(agent.status, 'stopped', agent.id);
-    t.true(agent.holds.some((h) => h.hold === 'owner' && h.by === 'operator:cli'));
-  }
+    for (const bot of fleet) t.deepEqual(await decisionOf(bot), FROZEN);
+    const agents = (await owner.get('/agents?limit=200')).body.data as {
+      id: string;
+      status: string;
+      holds: { hold: string; by: string }[];
+    }[];
+    for (const agent of agents) {
+      t.is(agent.status, 'stopped', agent.id);
+      t.true(agent.holds.some((h) => h.hold === 'owner' && h.by === 'operator:cli'));
+    }
 
-  t.like((await owner.get('/stop-all')).body, { stopped: true, reason: 'incident 7', by: 'operator:cli' });
-  const later = await makeBot(owner, 'cli-all-later', PAY);
-  t.deepEqual(await decisionOf(later), FROZEN, 'an agent created after the freeze is stopped too');
+    t.like((await owner.get('/stop-all')).body, { stopped: true, reason: 'incident 7', by: 'operator:cli' });
+    const later = await makeBot(owner, 'cli-all-later', PAY);
+    t.deepEqual(await decisionOf(later), FROZEN, 'an agent created after the freeze is stopped too');
 
-  t.is((await owner.send('DELETE', '/stop-all')).status, 200);
-  for (const id of live) t.is((await owner.send('POST', `/agents/${id}/restart`)).status, 200);
-  for (const bot of [...fleet, later]) t.is((await decisionOf(bot)).decision, 'allow');
-});
+    t.is((await owner.send('DELETE', '/stop-all')).status, 200);
+    for (const id of live) t.is((await owner.send('POST', `/agents/${id}/restart`)).status, 200);
+    for (const bot of [...fleet, later]) t.is((await decisionOf(bot)).decision, 'allow');
+  },
+);
 
-test.serial('svc freeze through the server without a service token is a usage error (exit 2) and stops nothing', async (t) => {
-  const bot = await makeBot(owner, 'cli-no-local', PAY);
-  const res = await freeze(['--agent', bot.agentId, '--reason', 'remote']);
-  t.is(res.code, 2, res.stdout + res.stderr);
-  t.is((await decisionOf(bot)).decision, 'allow');
-  t.is((await owner.get(`/agents/${bot.agentId}`)).body.status, 'running');
-});
+test.serial(
+  'svc freeze through the server without a service token is a usage error (exit 2) and stops nothing',
+  async (t) => {
+    const bot = await makeBot(owner, 'cli-no-local', PAY);
+    const res = await freeze(['--agent', bot.agentId, '--reason', 'remote']);
+    t.is(res.code, 2, res.stdout + res.stderr);
+    t.is((await decisionOf(bot)).decision, 'allow');
+    t.is((await owner.get(`/agents/${bot.agentId}`)).body.status, 'running');
+  },
+);
 
-test.serial('svc freeze usage errors: no reason, an empty reason, both --agent and --all, neither: exit 2', async (t) => {
-  const bot = await makeBot(owner, 'cli-usage', PAY);
-  for (const args of [
-    ['--local', '--agent', bot.agentId],
-    ['--local', '--agent', bot.agentId, '--reason', '  '],
-    ['--local', '--agent', bot.agentId, '--all', '--reason', 'both'],
-    ['--local', '--reason', 'neither'],
-  ]) {
-    const res = await freeze(args);
-    t.is(res.code, 2, `${args.join(' ')}: ${res.stdout}${res.stderr}`);
-  }
-  t.is((await decisionOf(bot)).decision, 'allow');
-});
+test.serial(
+  'svc freeze usage errors: no reason, an empty reason, both --agent and --all, neither: exit 2',
+  async (t) => {
+    const bot = await makeBot(owner, 'cli-usage', PAY);
+    for (const args of [
+      ['--local', '--agent', bot.agentId],
+      ['--local', '--agent', bot.agentId, '--reason', '  '],
+      ['--local', '--agent', bot.agentId, '--all', '--reason', 'both'],
+      ['--local', '--reason', 'neither'],
+    ]) {
+      const res = await freeze(args);
+      t.is(res.code, 2, `${args.join(' ')}: ${res.stdout}${res.stderr}`);
+    }
+    t.is((await decisionOf(bot)).decision, 'allow');
+  },
+);
 
 test.serial('svc freeze --local on an unknown agent fails (not 0) and names it not found', async (t) => {
   const res = await freeze(['--local', '--agent', 'agt_0000000000000000000000', '--reason', 'typo']);
@@ -161,28 +190,43 @@ test.serial('svc freeze --local on an unknown agent fails (not 0) and names it n
   t.regex(res.stdout + res.stderr, /not.?found|no such agent/i);
 });
 
-test.serial('through the server with SVC_TOKEN: one agent, a confirmed selection, a miscounted one (exit 1), and the ceiling (pending)', async (t) => {
-  const token = await withStore(server.dataDir, async (app) => (await app.services.serviceTokens.create(owner.wid, { name: 'ci-cli', scopes: ['agents:freeze'], expiresInDays: 1 })).token);
-  const remote = (args: string[]) => svc(['freeze', ...args, '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
-  const one = await makeBot(owner, 'cli-remote-one', PAY);
-  const res = await remote(['--agent', one.agentId, '--reason', 'remote']);
-  t.is(res.code, 0, res.stdout + res.stderr);
-  t.deepEqual(JSON.parse(res.stdout), { frozen: 1, agentIds: [one.agentId], hold: 'token' });
-  t.deepEqual(await decisionOf(one), FROZEN);
+test.serial(
+  'through the server with SVC_TOKEN: one agent, a confirmed selection, a miscounted one (exit 1), and the ceiling (pending)',
+  async (t) => {
+    const token = await withStore(
+      server.dataDir,
+      async (app) =>
+        (
+          await app.services.serviceTokens.create(owner.wid, {
+            name: 'ci-cli',
+            scopes: ['agents:freeze'],
+            expiresInDays: 1,
+          })
+        ).token,
+    );
+    const remote = (args: string[]) =>
+      svc(['freeze', ...args, '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
+    const one = await makeBot(owner, 'cli-remote-one', PAY);
+    const res = await remote(['--agent', one.agentId, '--reason', 'remote']);
+    t.is(res.code, 0, res.stdout + res.stderr);
+    t.deepEqual(JSON.parse(res.stdout), { frozen: 1, agentIds: [one.agentId], hold: 'token' });
+    t.deepEqual(await decisionOf(one), FROZEN);
 
-  const tagged = [await makeBot(owner, 'cli-remote-a', PAY), await makeBot(owner, 'cli-remote-b', PAY)];
-  for (const bot of tagged) t.is((await owner.send('PATCH', `/agents/${bot.agentId}`, { tags: ['cli-fleet'] })).status, 200);
-  const miscounted = await remote(['--selector', 'tag=cli-fleet', '--reason', 'fleet', '--confirm-count', '3']);
-  t.is(miscounted.code, 1, miscounted.stdout);
-  t.is(JSON.parse(miscounted.stdout).error.type, 'selection_changed');
-  for (const bot of tagged) t.is((await decisionOf(bot)).decision, 'allow', 'nothing frozen on a miscount');
+    const tagged = [await makeBot(owner, 'cli-remote-a', PAY), await makeBot(owner, 'cli-remote-b', PAY)];
+    for (const bot of tagged)
+      t.is((await owner.send('PATCH', `/agents/${bot.agentId}`, { tags: ['cli-fleet'] })).status, 200);
+    const miscounted = await remote(['--selector', 'tag=cli-fleet', '--reason', 'fleet', '--confirm-count', '3']);
+    t.is(miscounted.code, 1, miscounted.stdout);
+    t.is(JSON.parse(miscounted.stdout).error.type, 'selection_changed');
+    for (const bot of tagged) t.is((await decisionOf(bot)).decision, 'allow', 'nothing frozen on a miscount');
 
-  const fleet = await remote(['--selector', 'tag=cli-fleet', '--reason', 'fleet', '--confirm-count', '2']);
-  t.is(fleet.code, 0, fleet.stdout + fleet.stderr);
-  t.like(JSON.parse(fleet.stdout), { frozen: 2, hold: 'token' });
-  for (const bot of tagged) t.deepEqual(await decisionOf(bot), FROZEN);
+    const fleet = await remote(['--selector', 'tag=cli-fleet', '--reason', 'fleet', '--confirm-count', '2']);
+    t.is(fleet.code, 0, fleet.stdout + fleet.stderr);
+    t.like(JSON.parse(fleet.stdout), { frozen: 2, hold: 'token' });
+    for (const bot of tagged) t.deepEqual(await decisionOf(bot), FROZEN);
 
-  for (const bot of [one, ...tagged]) t.is((await owner.send('POST', `/agents/${bot.agentId}/restart`)).status, 200);
-  const bad = await remote(['--selector', 'colour=red', '--reason', 'x', '--confirm-count', '1']);
-  t.is(bad.code, 2, bad.stdout);
-});
+    for (const bot of [one, ...tagged]) t.is((await owner.send('POST', `/agents/${bot.agentId}/restart`)).status, 200);
+    const bad = await remote(['--selector', 'colour=red', '--reason', 'x', '--confirm-count', '1']);
+    t.is(bad.code, 2, bad.stdout);
+  },
+);

@@ -56,7 +56,10 @@ test('stop: the agent is stopped with hold owner by the person, its next authori
   t.is(stopped.body.holds.length, 1);
   t.like(stopped.body.holds[0], { hold: 'owner', reason: 'runaway spend', by: `user:${owner.id}` });
   t.is(typeof stopped.body.holds[0].at, 'string');
-  t.like((await owner.get(`/agents/${bot.agentId}`)).body, { status: 'stopped', holds: [{ hold: 'owner', by: `user:${owner.id}` }] });
+  t.like((await owner.get(`/agents/${bot.agentId}`)).body, {
+    status: 'stopped',
+    holds: [{ hold: 'owner', by: `user:${owner.id}` }],
+  });
 
   await assertFrozen(t, bot);
 
@@ -67,8 +70,16 @@ test('stop: the agent is stopped with hold owner by the person, its next authori
   t.like((await owner.get(`/agents/${bot.agentId}`)).body, { status: 'running', holds: [] });
   await assertRuns(t, bot);
 
-  const records = (await about(owner, bot.agentId)).filter((r) => r.kind.startsWith('agent.') && r.kind !== 'agent.created');
-  t.deepEqual(records.map((r) => [r.kind, r.actor]), [['agent.stopped', `user:${owner.id}`], ['agent.restarted', `user:${owner.id}`]]);
+  const records = (await about(owner, bot.agentId)).filter(
+    (r) => r.kind.startsWith('agent.') && r.kind !== 'agent.created',
+  );
+  t.deepEqual(
+    records.map((r) => [r.kind, r.actor]),
+    [
+      ['agent.stopped', `user:${owner.id}`],
+      ['agent.restarted', `user:${owner.id}`],
+    ],
+  );
   t.like(records[0]?.data, { hold: 'owner', reason: 'runaway spend' });
 });
 
@@ -92,8 +103,14 @@ test('restart: a member the agent does not act for gets 403 forbidden naming who
   t.is(res.body.status, 'running');
   await assertRuns(t, bot);
   const restarted = (await about(owner, bot.agentId)).filter((r) => r.kind === 'agent.restarted');
-  t.deepEqual(restarted.map((r) => r.actor), [`user:${member.id}`]);
-  t.false((await about(owner, bot.agentId)).some((r) => r.kind === 'agent.restarted' && r.actor !== `user:${member.id}`), 'refused restarts are not recorded');
+  t.deepEqual(
+    restarted.map((r) => r.actor),
+    [`user:${member.id}`],
+  );
+  t.false(
+    (await about(owner, bot.agentId)).some((r) => r.kind === 'agent.restarted' && r.actor !== `user:${member.id}`),
+    'refused restarts are not recorded',
+  );
 });
 
 test('restart: an admin restarts an agent acting for someone else', async (t) => {
@@ -123,7 +140,10 @@ test('stop without a reason is 400 invalid_request naming reason, and nothing st
   for (const body of [{}, { reason: '' }, { reason: '   ' }]) {
     const res = await owner.send('POST', `/agents/${bot.agentId}/stop`, body);
     assertError(t, res, 400, 'invalid_request');
-    t.true(res.body.error.errors?.some((e: { field: string }) => e.field === 'reason'), res.text);
+    t.true(
+      res.body.error.errors?.some((e: { field: string }) => e.field === 'reason'),
+      res.text,
+    );
   }
   const noBody = await owner.send('POST', `/agents/${bot.agentId}/stop`);
   assertError(t, noBody, 400, 'invalid_request');

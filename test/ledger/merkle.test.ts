@@ -23,7 +23,9 @@ interface Vectors {
 }
 
 // Certificate Transparency's reference vectors; where they come from is in the fixture itself.
-const vectors = JSON.parse(readFileSync(new URL('../fixtures/ledger/rfc6962-vectors.json', import.meta.url), 'utf8')) as Vectors;
+const vectors = JSON.parse(
+  readFileSync(new URL('../fixtures/ledger/rfc6962-vectors.json', import.meta.url), 'utf8'),
+) as Vectors;
 const hex = (value: string) => Buffer.from(value, 'hex');
 const LEAVES = vectors.leaves.map(hex);
 const ROOTS = vectors.roots.map(hex);
@@ -80,11 +82,18 @@ test('reference inclusion proofs: built exactly, verify, and every corruption fa
       ['trailing root', index, size, leaf, root, [...proof, root]],
       ['preceding garbage', index, size, leaf, root, [new Uint8Array(), ...proof]],
       ['preceding root', index, size, leaf, root, [root, ...proof]],
-      ...proof.map((_, i): [string, number, number, Uint8Array, Uint8Array, Uint8Array[]] =>
-        [`flipped proof[${i}]`, index, size, leaf, root, proof.map((p, j) => (j === i ? flipped(p, 0, 8) : p))]),
+      ...proof.map((_, i): [string, number, number, Uint8Array, Uint8Array, Uint8Array[]] => [
+        `flipped proof[${i}]`,
+        index,
+        size,
+        leaf,
+        root,
+        proof.map((p, j) => (j === i ? flipped(p, 0, 8) : p)),
+      ]),
     ];
     if (proof.length > 0) probes.push(['removed component', index, size, leaf, root, proof.slice(0, -1)]);
-    if (proof.length > 1) probes.push(['inserted component', index, size, leaf, root, [proof[0]!, SOME_HASH, ...proof.slice(1)]]);
+    if (proof.length > 1)
+      probes.push(['inserted component', index, size, leaf, root, [proof[0]!, SOME_HASH, ...proof.slice(1)]]);
     for (const [name, i, n, l, r, p] of probes) t.false(verifyInclusion(i, n, l, r, p), `${label}: ${name}`);
   }
 });
@@ -119,8 +128,14 @@ test('reference consistency proofs: built exactly, verify, and every corruption 
       ['preceding rootN', m, n, rootM, rootN, [rootN, ...proof]],
       ['preceding proof[0]', m, n, rootM, rootN, [proof[0]!, ...proof]],
       ['truncated proof', m, n, rootM, rootN, proof.slice(0, -1)],
-      ...proof.map((_, i): [string, number, number, Uint8Array, Uint8Array, Uint8Array[]] =>
-        [`flipped proof[${i}]`, m, n, rootM, rootN, proof.map((p, j) => (j === i ? flipped(p) : p))]),
+      ...proof.map((_, i): [string, number, number, Uint8Array, Uint8Array, Uint8Array[]] => [
+        `flipped proof[${i}]`,
+        m,
+        n,
+        rootM,
+        rootN,
+        proof.map((p, j) => (j === i ? flipped(p) : p)),
+      ]),
     ];
     for (const [name, a, b, ra, rb, p] of probes) t.false(verifyConsistency(a, b, ra, rb, p), `${label}: ${name}`);
   }
@@ -147,10 +162,22 @@ test('verifyConsistency: equal sizes need an empty proof and equal roots; bad in
 });
 
 test('proof builders refuse sizes and indexes the RFC does not define', (t) => {
-  for (const [m, n] of [[0, 3], [4, 3], [1, 9], [-1, 3], [1.5, 3]] as const) {
+  for (const [m, n] of [
+    [0, 3],
+    [4, 3],
+    [1, 9],
+    [-1, 3],
+    [1.5, 3],
+  ] as const) {
     t.throws(() => consistencyProof(LEAVES, m, n), { instanceOf: RangeError }, `m ${m} n ${n}`);
   }
-  for (const [index, n] of [[3, 3], [-1, 3], [0, 0], [0, 9], [0.5, 3]] as const) {
+  for (const [index, n] of [
+    [3, 3],
+    [-1, 3],
+    [0, 0],
+    [0, 9],
+    [0.5, 3],
+  ] as const) {
     t.throws(() => inclusionProof(LEAVES, index, n), { instanceOf: RangeError }, `index ${index} n ${n}`);
   }
   t.deepEqual(consistencyProof(LEAVES, 8), []);
@@ -163,12 +190,28 @@ test('frontier: the input is not mutated, and a malformed frontier is refused', 
   const next = appendToFrontier(frontier, 3, LEAVES[3]!);
   t.deepEqual(frontier, copy);
   t.is(next.length, 1);
-  t.throws(() => appendToFrontier(frontier, 4, LEAVES[3]!), { instanceOf: RangeError }, 'size does not match the node count');
+  t.throws(
+    () => appendToFrontier(frontier, 4, LEAVES[3]!),
+    { instanceOf: RangeError },
+    'size does not match the node count',
+  );
   t.throws(() => rootFromFrontier([], 1), { instanceOf: RangeError });
   t.throws(() => rootFromFrontier([frontier[0]!.slice(1)], 2), { instanceOf: RangeError }, 'short node');
-  t.throws(() => rootFromFrontier([Buffer.alloc(32).toString('base64')], 1), { instanceOf: RangeError }, 'padded base64 is not base64url');
-  t.throws(() => rootFromFrontier([`${'A'.repeat(42)}B`], 1), { instanceOf: RangeError }, 'non-canonical last character');
-  t.throws(() => appendToFrontier([`${'A'.repeat(42)}B`], 1, LEAVES[1]!), { instanceOf: RangeError }, 'non-canonical last character');
+  t.throws(
+    () => rootFromFrontier([Buffer.alloc(32).toString('base64')], 1),
+    { instanceOf: RangeError },
+    'padded base64 is not base64url',
+  );
+  t.throws(
+    () => rootFromFrontier([`${'A'.repeat(42)}B`], 1),
+    { instanceOf: RangeError },
+    'non-canonical last character',
+  );
+  t.throws(
+    () => appendToFrontier([`${'A'.repeat(42)}B`], 1, LEAVES[1]!),
+    { instanceOf: RangeError },
+    'non-canonical last character',
+  );
   t.notThrows(() => rootFromFrontier([`${'A'.repeat(42)}A`], 1));
   t.throws(() => rootFromFrontier(frontier, -1), { instanceOf: RangeError });
 });
@@ -188,67 +231,110 @@ test('rootOf handles 100,000 leaves in linear time and splits at the largest pow
 const leafList = (minLength: number) => fc.array(fc.uint8Array({ maxLength: 12 }), { minLength, maxLength: 70 });
 
 test('property: the frontier root equals rootOf at every size', (t) => {
-  t.notThrows(() => fc.assert(fc.property(leafList(0), (leaves) => {
-    let frontier: Frontier = [];
-    for (let size = 0; size <= leaves.length; size++) {
-      if (!rootFromFrontier(frontier, size).equals(rootOf(leaves.slice(0, size)))) return false;
-      if (size < leaves.length) frontier = appendToFrontier(frontier, size, leaves[size]!);
-    }
-    return true;
-  }), { numRuns: 100 }));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(leafList(0), (leaves) => {
+        let frontier: Frontier = [];
+        for (let size = 0; size <= leaves.length; size++) {
+          if (!rootFromFrontier(frontier, size).equals(rootOf(leaves.slice(0, size)))) return false;
+          if (size < leaves.length) frontier = appendToFrontier(frontier, size, leaves[size]!);
+        }
+        return true;
+      }),
+      { numRuns: 100 },
+    ),
+  );
 });
 
 /** A leaf list with a pair 0 < m <= n <= length and a position to corrupt. */
-const consistencyCase = leafList(1).chain((leaves) => fc.record({
-  leaves: fc.constant(leaves),
-  n: fc.integer({ min: 1, max: leaves.length }),
-  mSeed: fc.nat(),
-  at: fc.nat(),
-})).map(({ leaves, n, mSeed, at }) => ({ leaves, n, m: 1 + (mSeed % n), at }));
+const consistencyCase = leafList(1)
+  .chain((leaves) =>
+    fc.record({
+      leaves: fc.constant(leaves),
+      n: fc.integer({ min: 1, max: leaves.length }),
+      mSeed: fc.nat(),
+      at: fc.nat(),
+    }),
+  )
+  .map(({ leaves, n, mSeed, at }) => ({ leaves, n, m: 1 + (mSeed % n), at }));
 
 test('property: consistency proofs verify, and a flipped byte or a wrong root fails', (t) => {
-  t.notThrows(() => fc.assert(fc.property(consistencyCase, ({ leaves, m, n, at }) => {
-    const proof = consistencyProof(leaves, m, n);
-    const rootM = rootOf(leaves.slice(0, m));
-    const rootN = rootOf(leaves.slice(0, n));
-    if (!verifyConsistency(m, n, rootM, rootN, proof)) return false;
-    if (verifyConsistency(m, n, flipped(rootM, at, 1), rootN, proof)) return false;
-    if (verifyConsistency(m, n, rootM, flipped(rootN, at, 1), proof)) return false;
-    if (proof.length === 0) return m === n;
-    const i = at % proof.length;
-    const bad = proof.map((p, j) => (j === i ? flipped(p, Math.floor(at / proof.length), 1) : p));
-    return !verifyConsistency(m, n, rootM, rootN, bad) && !verifyConsistency(m, n, rootM, rootN, proof.slice(1));
-  }), { numRuns: 300 }));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(consistencyCase, ({ leaves, m, n, at }) => {
+        const proof = consistencyProof(leaves, m, n);
+        const rootM = rootOf(leaves.slice(0, m));
+        const rootN = rootOf(leaves.slice(0, n));
+        if (!verifyConsistency(m, n, rootM, rootN, proof)) return false;
+        if (verifyConsistency(m, n, flipped(rootM, at, 1), rootN, proof)) return false;
+        if (verifyConsistency(m, n, rootM, flipped(rootN, at, 1), proof)) return false;
+        if (proof.length === 0) return m === n;
+        const i = at % proof.length;
+        const bad = proof.map((p, j) => (j === i ? flipped(p, Math.floor(at / proof.length), 1) : p));
+        return !verifyConsistency(m, n, rootM, rootN, bad) && !verifyConsistency(m, n, rootM, rootN, proof.slice(1));
+      }),
+      { numRuns: 300 },
+    ),
+  );
 });
 
 test('property: a consistency proof convinces a verifier holding the true roots of other sizes only if it is their proof', (t) => {
   // With honest roots for (m2, n2), the only accepted proof is PROOF(m2, n2) itself, so a proof
   // for other sizes fails unless both happen to be the same list (for example both empty).
-  const sizes = (length: number) => fc.integer({ min: 1, max: length }).chain((n) => fc.tuple(fc.integer({ min: 1, max: n }), fc.constant(n)));
-  const arbitrary = leafList(1).chain((leaves) => fc.tuple(fc.constant(leaves), sizes(leaves.length), sizes(leaves.length)));
-  t.notThrows(() => fc.assert(fc.property(arbitrary, ([leaves, [m, n], [m2, n2]]) => {
-    const proof = consistencyProof(leaves, m, n);
-    const accepted = verifyConsistency(m2, n2, rootOf(leaves.slice(0, m2)), rootOf(leaves.slice(0, n2)), proof);
-    const same = consistencyProof(leaves, m2, n2);
-    return accepted === (same.length === proof.length && same.every((p, i) => p.equals(proof[i]!)));
-  }), { numRuns: 300 }));
+  const sizes = (length: number) =>
+    fc.integer({ min: 1, max: length }).chain((n) => fc.tuple(fc.integer({ min: 1, max: n }), fc.constant(n)));
+  const arbitrary = leafList(1).chain((leaves) =>
+    fc.tuple(fc.constant(leaves), sizes(leaves.length), sizes(leaves.length)),
+  );
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(arbitrary, ([leaves, [m, n], [m2, n2]]) => {
+        const proof = consistencyProof(leaves, m, n);
+        const accepted = verifyConsistency(m2, n2, rootOf(leaves.slice(0, m2)), rootOf(leaves.slice(0, n2)), proof);
+        const same = consistencyProof(leaves, m2, n2);
+        return accepted === (same.length === proof.length && same.every((p, i) => p.equals(proof[i]!)));
+      }),
+      { numRuns: 300 },
+    ),
+  );
 });
 
 test('property: inclusion proofs verify for every index and fail for a different leaf or a flipped byte', (t) => {
-  const arbitrary = leafList(1).chain((leaves) => fc.tuple(fc.constant(leaves), fc.integer({ min: 1, max: leaves.length }), fc.uint8Array({ maxLength: 12 }), fc.nat()));
-  t.notThrows(() => fc.assert(fc.property(arbitrary, ([leaves, n, other, at]) => {
-    const root = rootOf(leaves.slice(0, n));
-    for (let index = 0; index < n; index++) {
-      const proof = inclusionProof(leaves, index, n);
-      const leaf = leaves[index]!;
-      if (!verifyInclusion(index, n, leaf, root, proof)) return false;
-      if (!Buffer.from(other).equals(leaf) && verifyInclusion(index, n, other, root, proof)) return false;
-      if (verifyInclusion(index, n, leaf, flipped(root, at, 1), proof)) return false;
-      if (proof.length > 0) {
-        const i = at % proof.length;
-        if (verifyInclusion(index, n, leaf, root, proof.map((p, j) => (j === i ? flipped(p, at, 1) : p)))) return false;
-      }
-    }
-    return true;
-  }), { numRuns: 100 }));
+  const arbitrary = leafList(1).chain((leaves) =>
+    fc.tuple(
+      fc.constant(leaves),
+      fc.integer({ min: 1, max: leaves.length }),
+      fc.uint8Array({ maxLength: 12 }),
+      fc.nat(),
+    ),
+  );
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(arbitrary, ([leaves, n, other, at]) => {
+        const root = rootOf(leaves.slice(0, n));
+        for (let index = 0; index < n; index++) {
+          const proof = inclusionProof(leaves, index, n);
+          const leaf = leaves[index]!;
+          if (!verifyInclusion(index, n, leaf, root, proof)) return false;
+          if (!Buffer.from(other).equals(leaf) && verifyInclusion(index, n, other, root, proof)) return false;
+          if (verifyInclusion(index, n, leaf, flipped(root, at, 1), proof)) return false;
+          if (proof.length > 0) {
+            const i = at % proof.length;
+            if (
+              verifyInclusion(
+                index,
+                n,
+                leaf,
+                root,
+                proof.map((p, j) => (j === i ? flipped(p, at, 1) : p)),
+              )
+            )
+              return false;
+          }
+        }
+        return true;
+      }),
+      { numRuns: 100 },
+    ),
+  );
 });

@@ -20,7 +20,9 @@ interface NoteVectors {
 }
 
 // golang.org/x/mod/sumdb/note's own test vectors; where they come from is in the fixture itself.
-const vectors = JSON.parse(readFileSync(new URL('../fixtures/ledger/sumdb-note-vectors.json', import.meta.url), 'utf8')) as NoteVectors;
+const vectors = JSON.parse(
+  readFileSync(new URL('../fixtures/ledger/sumdb-note-vectors.json', import.meta.url), 'utf8'),
+) as NoteVectors;
 const { peter, enoch, text } = vectors;
 
 // PKCS#8 DER for an Ed25519 private key is this fixed prefix followed by the 32-byte seed.
@@ -60,7 +62,11 @@ test('sumdb vectors: openNote accepts the note by each known key and ignores the
   t.deepEqual(openNote(both, enoch.name, enochPublic), { body: text });
   t.deepEqual(openNote(peterNote, peter.name, peterPublic), { body: text });
   t.is(openNote(peterNote, enoch.name, enochPublic), null, 'no line by this key');
-  t.deepEqual(openNote(`${text}\n${peter.signatureLine}${peter.signatureLine}`, peter.name, peterPublic), { body: text }, 'a repeated valid line');
+  t.deepEqual(
+    openNote(`${text}\n${peter.signatureLine}${peter.signatureLine}`, peter.name, peterPublic),
+    { body: text },
+    'a repeated valid line',
+  );
 });
 
 test('sumdb vectors: malformed notes and bad signatures give null', (t) => {
@@ -143,7 +149,8 @@ test('checkpoint: malformed bodies throw an Error saying what is wrong', (t) => 
     [`origin\n1\n${root.slice(0, -2)}3=\n`, /root hash/],
     [`ori\tgin\n1\n${root}\n`, /control/],
   ];
-  for (const [body, message] of bad) t.throws(() => parseCheckpointBody(body), { instanceOf: Error, message }, JSON.stringify(body));
+  for (const [body, message] of bad)
+    t.throws(() => parseCheckpointBody(body), { instanceOf: Error, message }, JSON.stringify(body));
   t.throws(() => checkpointBody({ origin: '', size: 1, rootHash: ROOT }), { instanceOf: Error });
   t.throws(() => checkpointBody({ origin: 'a\nb', size: 1, rootHash: ROOT }), { instanceOf: Error });
   t.throws(() => checkpointBody({ origin: 'o', size: -1, rootHash: ROOT }), { instanceOf: Error });
@@ -162,78 +169,111 @@ const keyName = fc.stringMatching(/^[A-Za-z0-9./_-]{1,24}$/);
 const seed = fc.uint8Array({ minLength: 32, maxLength: 32 });
 
 test('property: a signed note opens to its body, and a changed body, another key or another name gives null', (t) => {
-  t.notThrows(() => fc.assert(fc.property(noteBody, keyName, seed, seed, fc.nat(), (body, name, seedA, seedB, at) => {
-    const key = privateKeyFromSeed(seedA);
-    const publicKey = createPublicKey(key);
-    const note = signNote(body, name, key);
-    const opened = openNote(note, name, publicKey);
-    if (opened?.body !== body) return false;
-    const i = at % body.length;
-    const changed = `${body.slice(0, i)}${body[i] === 'x' ? 'y' : 'x'}${body.slice(i + 1)}`;
-    if (openNote(`${changed}${note.slice(body.length)}`, name, publicKey) !== null) return false;
-    if (openNote(note, `${name}x`, publicKey) !== null) return false;
-    const other = createPublicKey(privateKeyFromSeed(seedB));
-    return Buffer.from(seedA).equals(seedB) || openNote(note, name, other) === null;
-  }), { numRuns: 150 }));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(noteBody, keyName, seed, seed, fc.nat(), (body, name, seedA, seedB, at) => {
+        const key = privateKeyFromSeed(seedA);
+        const publicKey = createPublicKey(key);
+        const note = signNote(body, name, key);
+        const opened = openNote(note, name, publicKey);
+        if (opened?.body !== body) return false;
+        const i = at % body.length;
+        const changed = `${body.slice(0, i)}${body[i] === 'x' ? 'y' : 'x'}${body.slice(i + 1)}`;
+        if (openNote(`${changed}${note.slice(body.length)}`, name, publicKey) !== null) return false;
+        if (openNote(note, `${name}x`, publicKey) !== null) return false;
+        const other = createPublicKey(privateKeyFromSeed(seedB));
+        return Buffer.from(seedA).equals(seedB) || openNote(note, name, other) === null;
+      }),
+      { numRuns: 150 },
+    ),
+  );
 });
 
 test('property: a truncated or garbled signature line gives null', (t) => {
   const base64Char = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=');
-  t.notThrows(() => fc.assert(fc.property(noteBody, keyName, seed, fc.nat(), base64Char, (body, name, s, at, replacement) => {
-    const key = privateKeyFromSeed(s);
-    const publicKey = createPublicKey(key);
-    const note = signNote(body, name, key);
-    const lineStart = body.length + 1;
-    const cut = lineStart + (at % (note.length - lineStart));
-    if (openNote(note.slice(0, cut), name, publicKey) !== null) return false;
-    const sigStart = note.lastIndexOf(' ') + 1;
-    const j = sigStart + (at % (note.length - 1 - sigStart));
-    if (note[j] === replacement) return true;
-    return openNote(`${note.slice(0, j)}${replacement}${note.slice(j + 1)}`, name, publicKey) === null;
-  }), { numRuns: 200 }));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(noteBody, keyName, seed, fc.nat(), base64Char, (body, name, s, at, replacement) => {
+        const key = privateKeyFromSeed(s);
+        const publicKey = createPublicKey(key);
+        const note = signNote(body, name, key);
+        const lineStart = body.length + 1;
+        const cut = lineStart + (at % (note.length - lineStart));
+        if (openNote(note.slice(0, cut), name, publicKey) !== null) return false;
+        const sigStart = note.lastIndexOf(' ') + 1;
+        const j = sigStart + (at % (note.length - 1 - sigStart));
+        if (note[j] === replacement) return true;
+        return openNote(`${note.slice(0, j)}${replacement}${note.slice(j + 1)}`, name, publicKey) === null;
+      }),
+      { numRuns: 200 },
+    ),
+  );
 });
 
 test('property: checkpoint bodies round-trip, with or without extension lines', (t) => {
   const origin = fc.string({ unit: noteChar, minLength: 1, maxLength: 40 }).filter((s) => !s.includes('\n'));
-  const extensions = fc.array(fc.string({ unit: noteChar, minLength: 1, maxLength: 20 }).filter((s) => !s.includes('\n')), { maxLength: 3 });
+  const extensions = fc.array(
+    fc.string({ unit: noteChar, minLength: 1, maxLength: 20 }).filter((s) => !s.includes('\n')),
+    { maxLength: 3 },
+  );
   const checkpoint = fc.record({
     origin,
     size: fc.nat({ max: Number.MAX_SAFE_INTEGER }),
     rootHash: fc.uint8Array({ minLength: 32, maxLength: 32 }).map((bytes) => Buffer.from(bytes)),
   });
-  t.notThrows(() => fc.assert(fc.property(checkpoint, extensions, (c: Checkpoint, ext) => {
-    const body = checkpointBody(c);
-    const parsed = parseCheckpointBody(body + ext.map((line) => `${line}\n`).join(''));
-    return parsed.origin === c.origin && parsed.size === c.size && parsed.rootHash.equals(c.rootHash);
-  })));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(checkpoint, extensions, (c: Checkpoint, ext) => {
+        const body = checkpointBody(c);
+        const parsed = parseCheckpointBody(body + ext.map((line) => `${line}\n`).join(''));
+        return parsed.origin === c.origin && parsed.size === c.size && parsed.rootHash.equals(c.rootHash);
+      }),
+    ),
+  );
 });
 
 test('property: a size or root line that is not canonical is rejected with an Error', (t) => {
-  const size = fc.string({ unit: fc.constantFrom(...'0123456789-+. xe'), minLength: 1, maxLength: 6 })
+  const size = fc
+    .string({ unit: fc.constantFrom(...'0123456789-+. xe'), minLength: 1, maxLength: 6 })
     .filter((s) => !/^(?:0|[1-9][0-9]*)$/.test(s));
-  const root = fc.uint8Array({ maxLength: 40 }).filter((bytes) => bytes.length !== 32).map((bytes) => Buffer.from(bytes).toString('base64'));
-  t.notThrows(() => fc.assert(fc.property(size, root, (badSize, badRoot) => {
-    const good = ROOT.toString('base64');
-    const threw = (body: string) => {
-      try {
-        parseCheckpointBody(body);
-        return false;
-      } catch (error) {
-        return error instanceof Error;
-      }
-    };
-    return threw(`o\n${badSize}\n${good}\n`) && threw(`o\n1\n${badRoot}\n`);
-  })));
+  const root = fc
+    .uint8Array({ maxLength: 40 })
+    .filter((bytes) => bytes.length !== 32)
+    .map((bytes) => Buffer.from(bytes).toString('base64'));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(size, root, (badSize, badRoot) => {
+        const good = ROOT.toString('base64');
+        const threw = (body: string) => {
+          try {
+            parseCheckpointBody(body);
+            return false;
+          } catch (error) {
+            return error instanceof Error;
+          }
+        };
+        return threw(`o\n${badSize}\n${good}\n`) && threw(`o\n1\n${badRoot}\n`);
+      }),
+    ),
+  );
 });
 
 test('property: parseCheckpointBody never throws anything but Error', (t) => {
-  const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 120 }), fc.string({ unit: fc.constantFrom('\n', '0', '1', 'A', '=', '/', 'o'), maxLength: 80 }));
-  t.notThrows(() => fc.assert(fc.property(text, (body) => {
-    try {
-      const parsed = parseCheckpointBody(body);
-      return parsed.rootHash.length === 32 && Number.isSafeInteger(parsed.size);
-    } catch (error) {
-      return error instanceof Error;
-    }
-  }), { numRuns: 500 }));
+  const text = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 120 }),
+    fc.string({ unit: fc.constantFrom('\n', '0', '1', 'A', '=', '/', 'o'), maxLength: 80 }),
+  );
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(text, (body) => {
+        try {
+          const parsed = parseCheckpointBody(body);
+          return parsed.rootHash.length === 32 && Number.isSafeInteger(parsed.size);
+        } catch (error) {
+          return error instanceof Error;
+        }
+      }),
+      { numRuns: 500 },
+    ),
+  );
 });

@@ -33,7 +33,9 @@ test('reference implementation README sample: exact UTF-8 bytes', (t) => {
     '5c 5c 5c 22 2f 22 2c 22 6e 75 6d 62 65 72 73 22 3a 5b 31 65 2b 33 30 2c 34 2e 35 2c 36 2c 30 2e',
     '30 30 32 2c 31 65 2d 32 37 5d 2c 22 6f 74 68 65 72 22 3a 5b 6e 75 6c 6c 2c 74 72 75 65 2c 66 61',
     '6c 73 65 5d 7d',
-  ].join(' ').replaceAll(' ', '');
+  ]
+    .join(' ')
+    .replaceAll(' ', '');
   t.is(Buffer.from(canonicalJson(JSON.parse(input)), 'utf8').toString('hex'), hex);
 });
 
@@ -71,7 +73,10 @@ test('RFC 8785 Appendix B: number serialization', (t) => {
 });
 
 test('numbers named in the brief: 1e21, 1e-7, -0 and 333333333.33333329', (t) => {
-  t.is(canonicalJson([1e21, 1e-7, -0, 333333333.33333329, 1e20, 1e-6]), '[1e+21,1e-7,0,333333333.3333333,100000000000000000000,0.000001]');
+  t.is(
+    canonicalJson([1e21, 1e-7, -0, 333333333.33333329, 1e20, 1e-6]),
+    '[1e+21,1e-7,0,333333333.3333333,100000000000000000000,0.000001]',
+  );
 });
 
 test('RFC 8785 3.2.3: properties sorted by UTF-16 code units, non-ASCII included', (t) => {
@@ -86,8 +91,8 @@ test('RFC 8785 3.2.3: properties sorted by UTF-16 code units, non-ASCII included
   };
   t.is(
     canonicalJson(input),
-    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",'
-      + '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+    '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",' +
+      '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
   );
 });
 
@@ -103,23 +108,32 @@ test('reference implementation weird.json: sorting and raw non-ASCII output', (t
   }`;
   t.is(
     canonicalJson(JSON.parse(input)),
-    '{"1":"One","</script>":"Browser Challenge","\u0080":"Control\u007f","\u00f6":"Latin Small Letter O With Diaeresis",'
-      + '"\u20ac":"Euro Sign","\ud83d\ude02":"Smiley","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+    '{"1":"One","</script>":"Browser Challenge","\u0080":"Control\u007f","\u00f6":"Latin Small Letter O With Diaeresis",' +
+      '"\u20ac":"Euro Sign","\ud83d\ude02":"Smiley","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
   );
 });
 
 test('RFC 8785 3.2.2.2: string escaping uses the short forms, lowercase \\u00xx for other controls, nothing else', (t) => {
-  t.is(canonicalJson('\u0000\b\t\n\f\r"\\\u001f\u007f/\u2028é'), String.raw`"\u0000\b\t\n\f\r\"\\\u001f` + '\u007f/\u2028é"');
+  t.is(
+    canonicalJson('\u0000\b\t\n\f\r"\\\u001f\u007f/\u2028é'),
+    String.raw`"\u0000\b\t\n\f\r\"\\\u001f` + '\u007f/\u2028é"',
+  );
 });
 
 test('literals, empty containers and nesting', (t) => {
-  t.is(canonicalJson({ b: [], a: {}, c: [{ z: null, y: false }, true] }), '{"a":{},"b":[],"c":[{"y":false,"z":null},true]}');
+  t.is(
+    canonicalJson({ b: [], a: {}, c: [{ z: null, y: false }, true] }),
+    '{"a":{},"b":[],"c":[{"y":false,"z":null},true]}',
+  );
   t.is(canonicalJson(null), 'null');
   t.is(canonicalJson('x'), '"x"');
 });
 
 test('toJSON is applied once (Date, Buffer), boxed primitives are unwrapped, undefined members are omitted', (t) => {
-  t.is(canonicalJson({ at: new Date(0), b: Buffer.from([1]) }), '{"at":"1970-01-01T00:00:00.000Z","b":{"data":[1],"type":"Buffer"}}');
+  t.is(
+    canonicalJson({ at: new Date(0), b: Buffer.from([1]) }),
+    '{"at":"1970-01-01T00:00:00.000Z","b":{"data":[1],"type":"Buffer"}}',
+  );
   t.is(canonicalJson([new Number(1), new String('s'), new Boolean(false)]), '[1,"s",false]');
   t.is(canonicalJson({ a: undefined, b: 1 }), '{"b":1}');
   t.is(canonicalJson(Object.assign(Object.create(null) as object, { k: 1 })), '{"k":1}');
@@ -128,7 +142,9 @@ test('toJSON is applied once (Date, Buffer), boxed primitives are unwrapped, und
 test('rejects values JSON cannot represent exactly, with a TypeError', (t) => {
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
-  class Point { x = 1; }
+  class Point {
+    x = 1;
+  }
   const bad: [string, unknown][] = [
     ['NaN', NaN],
     ['Infinity', { a: [Infinity] }],
@@ -164,18 +180,29 @@ function reorder(value: unknown, rotate: number): unknown {
 }
 
 test('property: key insertion order never changes the output, and the output parses back to the value', (t) => {
-  t.notThrows(() => fc.assert(fc.property(fc.jsonValue(), fc.nat(), (value, rotate) => {
-    const text = canonicalJson(value);
-    if (canonicalJson(reorder(value, rotate)) !== text) return false;
-    // Any JSON text of the value, including the canonical one, canonicalizes to the same string.
-    return canonicalJson(JSON.parse(text)) === text && canonicalJson(JSON.parse(JSON.stringify(value))) === text;
-  }), { numRuns: 300 }));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.nat(), (value, rotate) => {
+        const text = canonicalJson(value);
+        if (canonicalJson(reorder(value, rotate)) !== text) return false;
+        // Any JSON text of the value, including the canonical one, canonicalizes to the same string.
+        return canonicalJson(JSON.parse(text)) === text && canonicalJson(JSON.parse(JSON.stringify(value))) === text;
+      }),
+      { numRuns: 300 },
+    ),
+  );
 });
 
 test('property: members come out sorted by UTF-16 code units, whatever the keys', (t) => {
-  t.notThrows(() => fc.assert(fc.property(fc.dictionary(fc.string({ unit: 'binary' }), fc.integer()), (object) => {
-    // Array.prototype.sort without a comparator orders by UTF-16 code units, as RFC 8785 3.2.3 asks.
-    const members = Object.keys(object).sort().map((key) => `${JSON.stringify(key)}:${object[key]}`);
-    return canonicalJson(object) === `{${members.join(',')}}`;
-  })));
+  t.notThrows(() =>
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ unit: 'binary' }), fc.integer()), (object) => {
+        // Array.prototype.sort without a comparator orders by UTF-16 code units, as RFC 8785 3.2.3 asks.
+        const members = Object.keys(object)
+          .sort()
+          .map((key) => `${JSON.stringify(key)}:${object[key]}`);
+        return canonicalJson(object) === `{${members.join(',')}}`;
+      }),
+    ),
+  );
 });

@@ -17,14 +17,21 @@ test.before(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
 });
-test.after.always(() => new Promise<void>((r) => { server.close(() => r()); }));
+test.after.always(
+  () =>
+    new Promise<void>((r) => {
+      server.close(() => r());
+    }),
+);
 
 /** A resolver answering `address` for every name (DNS rebinding, as the connection sees it). */
-const resolvesTo = (address: string): LookupFn => (_host, options, cb) => {
-  const family = address.includes(':') ? 6 : 4;
-  if (options.all) cb(null, [{ address, family }]);
-  else cb(null, address, family);
-};
+const resolvesTo =
+  (address: string): LookupFn =>
+  (_host, options, cb) => {
+    const family = address.includes(':') ? 6 : 4;
+    if (options.all) cb(null, [{ address, family }]);
+    else cb(null, address, family);
+  };
 
 test('address ranges: public unicast only; loopback and private when allowed; link-local never', (t) => {
   t.is(addressProblem('93.184.216.34', false), null);
@@ -32,7 +39,8 @@ test('address ranges: public unicast only; loopback and private when allowed; li
   t.is(addressProblem('127.0.0.1', true), null);
   t.is(addressProblem('10.1.2.3', true), null);
   t.is(addressProblem('fd00::1', true), null);
-  for (const a of ['169.254.169.254', 'fe80::1', '::ffff:169.254.169.254']) t.regex(addressProblem(a, true)!, /link-local/);
+  for (const a of ['169.254.169.254', 'fe80::1', '::ffff:169.254.169.254'])
+    t.regex(addressProblem(a, true)!, /link-local/);
   for (const a of ['0.0.0.0', '100.64.0.1', '224.0.0.1', '255.255.255.255']) t.truthy(addressProblem(a, true), a);
 });
 
@@ -62,8 +70,28 @@ test('an address written in the URL is vetted too', async (t) => {
 });
 
 test('the configure-time check: https only when asked, unless private targets are allowed', async (t) => {
-  t.regex((await targetProblem('http://idp.test/jwks', { allowPrivateTargets: false, httpsOnly: true, lookup: resolvesTo('93.184.216.34') }))!, /https/);
-  t.is(await targetProblem('https://idp.test/jwks', { allowPrivateTargets: false, httpsOnly: true, lookup: resolvesTo('93.184.216.34') }), null);
-  t.regex((await targetProblem('https://idp.test/jwks', { allowPrivateTargets: true, lookup: resolvesTo('169.254.169.254') }))!, /link-local/);
+  t.regex(
+    (await targetProblem('http://idp.test/jwks', {
+      allowPrivateTargets: false,
+      httpsOnly: true,
+      lookup: resolvesTo('93.184.216.34'),
+    }))!,
+    /https/,
+  );
+  t.is(
+    await targetProblem('https://idp.test/jwks', {
+      allowPrivateTargets: false,
+      httpsOnly: true,
+      lookup: resolvesTo('93.184.216.34'),
+    }),
+    null,
+  );
+  t.regex(
+    (await targetProblem('https://idp.test/jwks', {
+      allowPrivateTargets: true,
+      lookup: resolvesTo('169.254.169.254'),
+    }))!,
+    /link-local/,
+  );
   t.regex((await targetProblem('https://u:p@idp.test/', { allowPrivateTargets: true }))!, /credentials/);
 });

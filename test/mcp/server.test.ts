@@ -18,7 +18,11 @@ let agent: AgentFixture;
 
 async function connect(key: string): Promise<Client> {
   const client = new Client({ name: 'svc-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+    }),
+  );
   return client;
 }
 
@@ -31,48 +35,73 @@ test.before(async () => {
 
 test.after.always(() => stopAndClean(server));
 
-test.serial('tools/list names the gate\'s three tools, with their input schemas', async (t) => {
+test.serial("tools/list names the gate's three tools, with their input schemas", async (t) => {
   const client = await connect(agent.key);
   const { tools } = await client.listTools();
-  t.deepEqual(tools.map((x) => x.name), ['authorize_action', 'get_action', 'settle_action']);
+  t.deepEqual(
+    tools.map((x) => x.name),
+    ['authorize_action', 'get_action', 'settle_action'],
+  );
   t.deepEqual(tools[0]!.inputSchema.required, ['type', 'summary']);
   await client.close();
 });
 
-test.serial('authorize_action decides as the HTTP route does: allow with a receipt, the same action again for the same idempotency key', async (t) => {
-  const client = await connect(agent.key);
-  const first = await client.callTool({ name: 'authorize_action', arguments: payment(1200, { idempotencyKey: 'mcp-1' }) });
-  t.falsy(first.isError);
-  const action = structured(first);
-  t.like(action, { object: 'action', decision: 'allow', status: 'allowed', agentId: agent.agentId });
-  t.regex(action.receipt, /^eyJ/);
-  t.deepEqual(JSON.parse((first.content as Array<{ text: string }>)[0]!.text), action);
-  const again = structured(await client.callTool({ name: 'authorize_action', arguments: payment(1200, { idempotencyKey: 'mcp-1' }) }));
-  t.is(again.id, action.id);
-  const read = structured(await client.callTool({ name: 'get_action', arguments: { id: action.id } }));
-  t.is(read.id, action.id);
-  const settled = structured(await client.callTool({ name: 'settle_action', arguments: { id: action.id, status: 'completed', amount: 1200 } }));
-  t.is(settled.status, 'settled');
-  const ledger = await call(server.url, 'GET', `/api/w/${agent.wid}/ledger?after=-1&limit=200`, { headers: { cookie: agent.cookie } });
-  t.true(ledger.body.data.some((r: { kind: string; subject: string }) => r.kind === 'action.allowed' && r.subject === action.id));
-  await client.close();
-});
+test.serial(
+  'authorize_action decides as the HTTP route does: allow with a receipt, the same action again for the same idempotency key',
+  async (t) => {
+    const client = await connect(agent.key);
+    const first = await client.callTool({
+      name: 'authorize_action',
+      arguments: payment(1200, { idempotencyKey: 'mcp-1' }),
+    });
+    t.falsy(first.isError);
+    const action = structured(first);
+    t.like(action, { object: 'action', decision: 'allow', status: 'allowed', agentId: agent.agentId });
+    t.regex(action.receipt, /^eyJ/);
+    t.deepEqual(JSON.parse((first.content as Array<{ text: string }>)[0]!.text), action);
+    const again = structured(
+      await client.callTool({ name: 'authorize_action', arguments: payment(1200, { idempotencyKey: 'mcp-1' }) }),
+    );
+    t.is(again.id, action.id);
+    const read = structured(await client.callTool({ name: 'get_action', arguments: { id: action.id } }));
+    t.is(read.id, action.id);
+    const settled = structured(
+      await client.callTool({ name: 'settle_action', arguments: { id: action.id, status: 'completed', amount: 1200 } }),
+    );
+    t.is(settled.status, 'settled');
+    const ledger = await call(server.url, 'GET', `/api/w/${agent.wid}/ledger?after=-1&limit=200`, {
+      headers: { cookie: agent.cookie },
+    });
+    t.true(
+      ledger.body.data.some(
+        (r: { kind: string; subject: string }) => r.kind === 'action.allowed' && r.subject === action.id,
+      ),
+    );
+    await client.close();
+  },
+);
 
-test.serial('a deny is a decision; a request the gate cannot judge is a tool result with isError and the fix', async (t) => {
-  const client = await connect(agent.key);
-  const denied = structured(await client.callTool({ name: 'authorize_action', arguments: payment(900_000) }));
-  t.is(denied.decision, 'deny');
-  t.deepEqual(denied.signals, ['over_limit']);
-  const bad = await client.callTool({ name: 'authorize_action', arguments: { type: 'payment' } });
-  t.true(bad.isError);
-  t.regex((bad.content as Array<{ text: string }>)[0]!.text, /^invalid_request: .*summary.*\nFix: /s);
-  const missing = await client.callTool({ name: 'get_action', arguments: { id: 'act_0000000000000000000000' } });
-  t.true(missing.isError);
-  t.like(structured(missing), { error: { type: 'not_found' } });
-  const badStatus = await client.callTool({ name: 'settle_action', arguments: { id: 'act_0000000000000000000000', status: 'done' } });
-  t.like(structured(badStatus), { error: { type: 'invalid_status' } });
-  await client.close();
-});
+test.serial(
+  'a deny is a decision; a request the gate cannot judge is a tool result with isError and the fix',
+  async (t) => {
+    const client = await connect(agent.key);
+    const denied = structured(await client.callTool({ name: 'authorize_action', arguments: payment(900_000) }));
+    t.is(denied.decision, 'deny');
+    t.deepEqual(denied.signals, ['over_limit']);
+    const bad = await client.callTool({ name: 'authorize_action', arguments: { type: 'payment' } });
+    t.true(bad.isError);
+    t.regex((bad.content as Array<{ text: string }>)[0]!.text, /^invalid_request: .*summary.*\nFix: /s);
+    const missing = await client.callTool({ name: 'get_action', arguments: { id: 'act_0000000000000000000000' } });
+    t.true(missing.isError);
+    t.like(structured(missing), { error: { type: 'not_found' } });
+    const badStatus = await client.callTool({
+      name: 'settle_action',
+      arguments: { id: 'act_0000000000000000000000', status: 'done' },
+    });
+    t.like(structured(badStatus), { error: { type: 'invalid_status' } });
+    await client.close();
+  },
+);
 
 test.serial('an unknown tool is a JSON-RPC error in the implementation range, with type, fix and docs', async (t) => {
   const client = await connect(agent.key);
@@ -84,20 +113,39 @@ test.serial('an unknown tool is a JSON-RPC error in the implementation range, wi
   await client.close();
 });
 
-test.serial('a stopped agent\'s action request through MCP is denied with agent_frozen', async (t) => {
-  expectStatus(await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/stop`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' }, json: { reason: 'mcp test' } }), 200, 'stop');
+test.serial("a stopped agent's action request through MCP is denied with agent_frozen", async (t) => {
+  expectStatus(
+    await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/stop`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+      json: { reason: 'mcp test' },
+    }),
+    200,
+    'stop',
+  );
   const client = await connect(agent.key);
   const res = structured(await client.callTool({ name: 'authorize_action', arguments: payment(100) }));
   t.like(res, { decision: 'deny', signals: ['agent_frozen'] });
   await client.close();
-  expectStatus(await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/restart`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' } }), 200, 'restart');
+  expectStatus(
+    await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/restart`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+    }),
+    200,
+    'restart',
+  );
 });
 
 test('401 without a credential points at the protected-resource metadata (RFC 9728)', async (t) => {
   const res = await call(server.url, 'POST', '/mcp', { json: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
   t.is(res.status, 401);
-  t.is(res.headers['www-authenticate'], `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`);
-  const bad = await call(server.url, 'POST', '/mcp', { headers: { authorization: 'Bearer ask_wrong' }, json: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+  t.is(
+    res.headers['www-authenticate'],
+    `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`,
+  );
+  const bad = await call(server.url, 'POST', '/mcp', {
+    headers: { authorization: 'Bearer ask_wrong' },
+    json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  });
   t.is(bad.status, 401);
   t.truthy(bad.headers['www-authenticate']);
   for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
@@ -111,11 +159,23 @@ test('401 without a credential points at the protected-resource metadata (RFC 97
 
 test('Host and Origin must name this deployment (DNS-rebinding protection)', async (t) => {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
-  const headers = { authorization: `Bearer ${agent.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  const rebound = await request(`${server.url}/mcp`, { method: 'POST', body, headers: { ...headers, host: 'evil.example:80' } });
+  const headers = {
+    authorization: `Bearer ${agent.key}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
+  const rebound = await request(`${server.url}/mcp`, {
+    method: 'POST',
+    body,
+    headers: { ...headers, host: 'evil.example:80' },
+  });
   t.is(rebound.statusCode, 403);
   t.is(((await rebound.body.json()) as { error: { type: string } }).error.type, 'forbidden');
-  const page = await request(`${server.url}/mcp`, { method: 'POST', body, headers: { ...headers, origin: 'https://evil.example' } });
+  const page = await request(`${server.url}/mcp`, {
+    method: 'POST',
+    body,
+    headers: { ...headers, origin: 'https://evil.example' },
+  });
   t.is(page.statusCode, 403);
   await page.body.dump();
 });

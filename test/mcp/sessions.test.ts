@@ -1,7 +1,11 @@
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  McpError,
+  ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { startConformanceUpstream, type ConformanceUpstream } from '../helpers/conformance-upstream.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
@@ -20,13 +24,25 @@ let owner: Person;
 let bot: Bot;
 let other: Bot;
 
-const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
-const mcpHeaders = (key: string, session?: string) => ({ ...bearer(key), accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', ...(session ? { 'mcp-session-id': session } : {}) });
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+const mcpHeaders = (key: string, session?: string) => ({
+  ...bearer(key),
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+  ...(session ? { 'mcp-session-id': session } : {}),
+});
 const TOOLS_LIST = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
 
 async function open(key: string, capabilities: Record<string, unknown> = {}): Promise<Client> {
   const client = new Client({ name: 'session-test', version: '1.0.0' }, { capabilities });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: bearer(key) } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: bearer(key) } }),
+  );
   return client;
 }
 
@@ -55,9 +71,19 @@ test.serial('initialize opens a session only its own credential can use; DELETE 
   t.regex(own.text, /authorize_action/);
 
   // Another agent's key, and another key of the same agent, are told the session does not exist.
-  assertError(t, await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(other.key, session), json: TOOLS_LIST }), 404, 'not_found');
+  assertError(
+    t,
+    await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(other.key, session), json: TOOLS_LIST }),
+    404,
+    'not_found',
+  );
   const second = expectStatus(await owner.send('POST', `/agents/${bot.agentId}/keys`, {}), 201, 'second key');
-  assertError(t, await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(second.body.key, session), json: TOOLS_LIST }), 404, 'not_found');
+  assertError(
+    t,
+    await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(second.body.key, session), json: TOOLS_LIST }),
+    404,
+    'not_found',
+  );
 
   t.is((await call(server.url, 'DELETE', '/mcp', { headers: mcpHeaders(bot.key, session) })).status, 200);
   const after = await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(bot.key, session), json: TOOLS_LIST });
@@ -78,7 +104,12 @@ test.serial('a revoked key cannot go on using the session it opened', async (t) 
   const init = await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(minted.body.key), json: INIT });
   const session = String(init.headers['mcp-session-id']);
   expectStatus(await owner.send('DELETE', `/keys/${minted.body.id}`), 200, 'revoke');
-  assertError(t, await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(minted.body.key, session), json: TOOLS_LIST }), 401, 'invalid_api_key');
+  assertError(
+    t,
+    await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(minted.body.key, session), json: TOOLS_LIST }),
+    401,
+    'invalid_api_key',
+  );
 });
 
 test.serial('resources, templates, prompts and completions of the upstream, through the session', async (t) => {
@@ -91,10 +122,19 @@ test.serial('resources, templates, prompts and completions of the upstream, thro
   t.true(resourceTemplates.some((r) => r.uriTemplate === 'test://template/{id}/data'));
 
   const { prompts } = await client.listPrompts();
-  t.true(prompts.some((p) => p.name === 'conf__test_simple_prompt'), 'prompts are named as tools are: <server>__<prompt>');
-  const prompt = await client.getPrompt({ name: 'conf__test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } });
+  t.true(
+    prompts.some((p) => p.name === 'conf__test_simple_prompt'),
+    'prompts are named as tools are: <server>__<prompt>',
+  );
+  const prompt = await client.getPrompt({
+    name: 'conf__test_prompt_with_arguments',
+    arguments: { arg1: 'a', arg2: 'b' },
+  });
   t.true(prompt.messages.length > 0);
-  const done = await client.complete({ ref: { type: 'ref/prompt', name: 'conf__test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'par' } });
+  const done = await client.complete({
+    ref: { type: 'ref/prompt', name: 'conf__test_prompt_with_arguments' },
+    argument: { name: 'arg1', value: 'par' },
+  });
   t.deepEqual(done.completion.values, ['paris', 'park', 'party']);
 
   // The upstream's own errors pass through as it sent them.
@@ -104,16 +144,18 @@ test.serial('resources, templates, prompts and completions of the upstream, thro
   await client.close();
 });
 
-test.serial('a subscription is the session\'s: the upstream\'s updates reach the client\'s stream', async (t) => {
+test.serial("a subscription is the session's: the upstream's updates reach the client's stream", async (t) => {
   const client = await open(bot.key);
-  const updated = new Promise<string>((resolve) => client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)));
+  const updated = new Promise<string>((resolve) =>
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resolve(n.params.uri)),
+  );
   await client.subscribeResource({ uri: 'test://watched-resource' });
   t.is(await updated, 'test://watched-resource');
   await client.unsubscribeResource({ uri: 'test://watched-resource' });
   await client.close();
 });
 
-test.serial('the upstream\'s sampling request during a tool call is answered by the client, on that call', async (t) => {
+test.serial("the upstream's sampling request during a tool call is answered by the client, on that call", async (t) => {
   const client = await open(bot.key, { sampling: {} });
   const asked: string[] = [];
   client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
@@ -127,21 +169,31 @@ test.serial('the upstream\'s sampling request during a tool call is answered by 
   await client.close();
 });
 
-test.serial('a stopped agent\'s session reaches no upstream: lists only the gate\'s tools, and reads are refused', async (t) => {
-  const client = await open(bot.key);
-  expectStatus(await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'session test' }), 200, 'stop');
-  try {
-    const before = upstream.methods.length;
-    const { tools } = await client.listTools();
-    t.deepEqual(tools.map((x) => x.name), ['authorize_action', 'get_action', 'settle_action']);
-    for (const attempt of [client.readResource({ uri: 'test://static-text' }), client.listPrompts(), client.callTool({ name: 'conf__test_simple_text', arguments: {} })]) {
-      const err = await t.throwsAsync(attempt);
-      t.is((err as McpError).code, -32001);
-      t.like((err as McpError).data, { type: 'agent_stopped', agentId: bot.agentId });
+test.serial(
+  "a stopped agent's session reaches no upstream: lists only the gate's tools, and reads are refused",
+  async (t) => {
+    const client = await open(bot.key);
+    expectStatus(await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'session test' }), 200, 'stop');
+    try {
+      const before = upstream.methods.length;
+      const { tools } = await client.listTools();
+      t.deepEqual(
+        tools.map((x) => x.name),
+        ['authorize_action', 'get_action', 'settle_action'],
+      );
+      for (const attempt of [
+        client.readResource({ uri: 'test://static-text' }),
+        client.listPrompts(),
+        client.callTool({ name: 'conf__test_simple_text', arguments: {} }),
+      ]) {
+        const err = await t.throwsAsync(attempt);
+        t.is((err as McpError).code, -32001);
+        t.like((err as McpError).data, { type: 'agent_stopped', agentId: bot.agentId });
+      }
+      t.deepEqual(upstream.methods.slice(before), [], 'nothing was sent upstream');
+    } finally {
+      expectStatus(await owner.send('POST', `/agents/${bot.agentId}/restart`), 200, 'restart');
+      await client.close();
     }
-    t.deepEqual(upstream.methods.slice(before), [], 'nothing was sent upstream');
-  } finally {
-    expectStatus(await owner.send('POST', `/agents/${bot.agentId}/restart`), 200, 'restart');
-    await client.close();
-  }
-});
+  },
+);

@@ -19,10 +19,20 @@ let agent: AgentFixture;
 
 const mcpAs = async (token: string) => {
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 };
-const mcpStatus = async (token: string) => (await call(server.url, 'POST', '/mcp', { headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' }, json: { jsonrpc: '2.0', id: 1, method: 'tools/list' } })).status;
+const mcpStatus = async (token: string) =>
+  (
+    await call(server.url, 'POST', '/mcp', {
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' },
+      json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    })
+  ).status;
 
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
@@ -41,30 +51,48 @@ test.serial('discovery and protected-resource metadata name each other, byte for
   t.deepEqual(pr.authorization_servers, [as.issuer]);
 });
 
-test.serial('registration: 201 echoing every field, a secret only for confidential clients, no-store; bad metadata refused', async (t) => {
-  const res = await call(server.url, 'POST', '/oauth/register', { json: { client_name: 'Desk', redirect_uris: ['https://desk.example/cb', 'http://localhost:8123/cb'] } });
-  t.is(res.status, 201, res.text);
-  t.is(res.headers['cache-control'], 'no-store');
-  t.regex(res.body.client_id, /^mcp_[A-Za-z0-9_-]{43}$/);
-  t.like(res.body, { client_name: 'Desk', redirect_uris: ['https://desk.example/cb', 'http://localhost:8123/cb'], token_endpoint_auth_method: 'none' });
-  t.is(res.body.client_secret, undefined);
-  const confidential = await call(server.url, 'POST', '/oauth/register', { json: { client_name: 'Server', redirect_uris: ['https://s.example/cb'], token_endpoint_auth_method: 'client_secret_basic' } });
-  t.regex(confidential.body.client_secret, /^mcs_[A-Za-z0-9_-]{43}$/);
-  for (const [body, error] of [
-    [{ redirect_uris: ['http://evil.example/cb'] }, 'invalid_redirect_uri'],
-    [{ redirect_uris: [] }, 'invalid_redirect_uri'],
-    [{ redirect_uris: ['https://a.example/cb#frag'] }, 'invalid_redirect_uri'],
-    [{ redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
-  ] as const) {
-    const bad = await call(server.url, 'POST', '/oauth/register', { json: body });
-    t.is(bad.status, 400, JSON.stringify(body));
-    t.is(bad.body.error, error);
-    t.is(typeof bad.body.error_description, 'string');
-    t.is(bad.headers['cache-control'], 'no-store');
-  }
-});
+test.serial(
+  'registration: 201 echoing every field, a secret only for confidential clients, no-store; bad metadata refused',
+  async (t) => {
+    const res = await call(server.url, 'POST', '/oauth/register', {
+      json: { client_name: 'Desk', redirect_uris: ['https://desk.example/cb', 'http://localhost:8123/cb'] },
+    });
+    t.is(res.status, 201, res.text);
+    t.is(res.headers['cache-control'], 'no-store');
+    t.regex(res.body.client_id, /^mcp_[A-Za-z0-9_-]{43}$/);
+    t.like(res.body, {
+      client_name: 'Desk',
+      redirect_uris: ['https://desk.example/cb', 'http://localhost:8123/cb'],
+      token_endpoint_auth_method: 'none',
+    });
+    t.is(res.body.client_secret, undefined);
+    const confidential = await call(server.url, 'POST', '/oauth/register', {
+      json: {
+        client_name: 'Server',
+        redirect_uris: ['https://s.example/cb'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    });
+    t.regex(confidential.body.client_secret, /^mcs_[A-Za-z0-9_-]{43}$/);
+    for (const [body, error] of [
+      [{ redirect_uris: ['http://evil.example/cb'] }, 'invalid_redirect_uri'],
+      [{ redirect_uris: [] }, 'invalid_redirect_uri'],
+      [{ redirect_uris: ['https://a.example/cb#frag'] }, 'invalid_redirect_uri'],
+      [
+        { redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: 'private_key_jwt' },
+        'invalid_client_metadata',
+      ],
+    ] as const) {
+      const bad = await call(server.url, 'POST', '/oauth/register', { json: body });
+      t.is(bad.status, 400, JSON.stringify(body));
+      t.is(bad.body.error, error);
+      t.is(typeof bad.body.error_description, 'string');
+      t.is(bad.headers['cache-control'], 'no-store');
+    }
+  },
+);
 
-test.serial('a person connects a client to one agent: the access token works at /mcp as the agent\'s key', async (t) => {
+test.serial("a person connects a client to one agent: the access token works at /mcp as the agent's key", async (t) => {
   const { tokens } = await connect(server);
   t.regex(tokens.access_token, /^aat_/);
   t.regex(String(tokens.refresh_token), /^art_/);
@@ -75,23 +103,35 @@ test.serial('a person connects a client to one agent: the access token works at 
   t.like((res as { structuredContent: object }).structuredContent, { decision: 'allow', agentId: agent.agentId });
   await client.close();
   const conns = await call(server.url, 'GET', `/api/w/${agent.wid}/connections`, { headers: { cookie: agent.cookie } });
-  t.true(conns.body.data.some((c: { agentId: string; clientName: string; endedAt: string | null }) => c.agentId === agent.agentId && c.clientName === 'Test MCP client' && c.endedAt === null));
+  t.true(
+    conns.body.data.some(
+      (c: { agentId: string; clientName: string; endedAt: string | null }) =>
+        c.agentId === agent.agentId && c.clientName === 'Test MCP client' && c.endedAt === null,
+    ),
+  );
 });
 
-test.serial('refresh rotates the pair; the old access token stops; reusing a refresh token ends the whole connection', async (t) => {
-  const { as, client, auth, tokens } = await connect(server);
-  const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure));
-  t.not(refreshed.access_token, tokens.access_token);
-  t.not(refreshed.refresh_token, tokens.refresh_token);
-  t.is(await mcpStatus(tokens.access_token), 401, 'the old access token stopped');
-  t.is(await mcpStatus(refreshed.access_token), 200);
-  const reuse = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure);
-  const err = await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, reuse));
-  t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');
-  t.is(await mcpStatus(refreshed.access_token), 401, 'every token of the connection stopped');
-  const after = await oauth.refreshTokenGrantRequest(as, client, auth, refreshed.refresh_token!, insecure);
-  await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, after), { instanceOf: oauth.ResponseBodyError });
-});
+test.serial(
+  'refresh rotates the pair; the old access token stops; reusing a refresh token ends the whole connection',
+  async (t) => {
+    const { as, client, auth, tokens } = await connect(server);
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure),
+    );
+    t.not(refreshed.access_token, tokens.access_token);
+    t.not(refreshed.refresh_token, tokens.refresh_token);
+    t.is(await mcpStatus(tokens.access_token), 401, 'the old access token stopped');
+    t.is(await mcpStatus(refreshed.access_token), 200);
+    const reuse = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure);
+    const err = await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, reuse));
+    t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');
+    t.is(await mcpStatus(refreshed.access_token), 401, 'every token of the connection stopped');
+    const after = await oauth.refreshTokenGrantRequest(as, client, auth, refreshed.refresh_token!, insecure);
+    await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, after), { instanceOf: oauth.ResponseBodyError });
+  },
+);
 
 test.serial('a code is used once: replayed, it fails and ends what it minted; a wrong verifier fails', async (t) => {
   const as = await discover(server);
@@ -101,44 +141,105 @@ test.serial('a code is used once: replayed, it fails and ends what it minted; a 
   const { location } = await consent(server, url, agent.cookie);
   const params = oauth.validateAuthResponse(as, client, new URL(location), state);
   t.is(new URL(location).searchParams.get('iss'), server.url);
-  const bad = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, oauth.generateRandomCodeVerifier(), insecure);
-  t.is((await t.throwsAsync<oauth.ResponseBodyError>(oauth.processAuthorizationCodeResponse(as, client, bad)))!.error, 'invalid_grant');
+  const bad = await oauth.authorizationCodeGrantRequest(
+    as,
+    client,
+    oauth.None(),
+    params,
+    redirectUri,
+    oauth.generateRandomCodeVerifier(),
+    insecure,
+  );
+  t.is(
+    (await t.throwsAsync<oauth.ResponseBodyError>(oauth.processAuthorizationCodeResponse(as, client, bad)))!.error,
+    'invalid_grant',
+  );
   // The failed attempt spent the code too.
-  const again = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure);
-  t.is((await t.throwsAsync<oauth.ResponseBodyError>(oauth.processAuthorizationCodeResponse(as, client, again)))!.error, 'invalid_grant');
+  const again = await oauth.authorizationCodeGrantRequest(
+    as,
+    client,
+    oauth.None(),
+    params,
+    redirectUri,
+    verifier,
+    insecure,
+  );
+  t.is(
+    (await t.throwsAsync<oauth.ResponseBodyError>(oauth.processAuthorizationCodeResponse(as, client, again)))!.error,
+    'invalid_grant',
+  );
 
   const second = await authorizeUrl(as, server, client, redirectUri);
-  const ok = oauth.validateAuthResponse(as, client, new URL((await consent(server, second.url, agent.cookie)).location), second.state);
-  const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), ok, redirectUri, second.verifier, insecure));
+  const ok = oauth.validateAuthResponse(
+    as,
+    client,
+    new URL((await consent(server, second.url, agent.cookie)).location),
+    second.state,
+  );
+  const tokens = await oauth.processAuthorizationCodeResponse(
+    as,
+    client,
+    await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), ok, redirectUri, second.verifier, insecure),
+  );
   t.is(await mcpStatus(tokens.access_token), 200);
-  const replay = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), ok, redirectUri, second.verifier, insecure);
+  const replay = await oauth.authorizationCodeGrantRequest(
+    as,
+    client,
+    oauth.None(),
+    ok,
+    redirectUri,
+    second.verifier,
+    insecure,
+  );
   await t.throwsAsync(oauth.processAuthorizationCodeResponse(as, client, replay));
-  t.is(await mcpStatus(tokens.access_token), 401, 'the replayed code\'s tokens stopped');
+  t.is(await mcpStatus(tokens.access_token), 401, "the replayed code's tokens stopped");
 });
 
 test.serial('a confidential client must authenticate as it registered; an unknown grant type is named', async (t) => {
   const { client, tokens } = await connect(server, undefined, { token_endpoint_auth_method: 'client_secret_basic' });
-  const form = (extra: Record<string, string>) => new URLSearchParams({ client_id: client.client_id, ...extra }).toString();
+  const form = (extra: Record<string, string>) =>
+    new URLSearchParams({ client_id: client.client_id, ...extra }).toString();
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
-    call(server.url, 'POST', path, { body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
-  const noSecret = await post('/oauth/token', form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }));
+    call(server.url, 'POST', path, {
+      body,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    });
+  const noSecret = await post(
+    '/oauth/token',
+    form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }),
+  );
   t.is(noSecret.status, 401);
   t.is(noSecret.body.error, 'invalid_client');
   t.is(noSecret.headers['www-authenticate'], 'Basic realm="svc"');
   t.is(noSecret.headers['cache-control'], 'no-store');
-  t.is((await post('/oauth/revoke', form({ token: tokens.refresh_token! }))).status, 401, 'nor can it revoke without its secret');
+  t.is(
+    (await post('/oauth/revoke', form({ token: tokens.refresh_token! }))).status,
+    401,
+    'nor can it revoke without its secret',
+  );
   t.is(await mcpStatus(tokens.access_token), 200, 'the refused calls changed nothing');
-  const basic = { authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret as string}`).toString('base64')}` };
-  const odd = await post('/oauth/token', new URLSearchParams({ grant_type: 'password', username: 'x', password: 'y' }).toString(), basic);
+  const basic = {
+    authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret as string}`).toString('base64')}`,
+  };
+  const odd = await post(
+    '/oauth/token',
+    new URLSearchParams({ grant_type: 'password', username: 'x', password: 'y' }).toString(),
+    basic,
+  );
   t.is(odd.status, 400);
   t.is(odd.body.error, 'unsupported_grant_type');
 });
 
 test.serial('revocation ends the connection and answers 200 {} whatever the token was', async (t) => {
   const { as, client, auth, tokens } = await connect(server);
-  await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, tokens.refresh_token!, insecure));
+  await oauth.processRevocationResponse(
+    await oauth.revocationRequest(as, client, auth, tokens.refresh_token!, insecure),
+  );
   t.is(await mcpStatus(tokens.access_token), 401);
-  const unknown = await call(server.url, 'POST', '/oauth/revoke', { body: new URLSearchParams({ token: 'aat_nothing', client_id: client.client_id }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const unknown = await call(server.url, 'POST', '/oauth/revoke', {
+    body: new URLSearchParams({ token: 'aat_nothing', client_id: client.client_id }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   t.is(unknown.status, 200);
   t.deepEqual(unknown.body, {});
 });
@@ -148,9 +249,14 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
   const client = await register(as, { redirect_uris: ['http://127.0.0.1/cb', 'https://app.example/cb'] });
   const cookie = await ownerSession(server);
   const other = await authorizeUrl(as, server, client, 'http://127.0.0.1:61234/cb');
-  t.true((await consent(server, other.url, cookie)).location.startsWith('http://127.0.0.1:61234/cb?code='), 'a loopback redirect may come back on any port');
+  t.true(
+    (await consent(server, other.url, cookie)).location.startsWith('http://127.0.0.1:61234/cb?code='),
+    'a loopback redirect may come back on any port',
+  );
 
-  const wrongTarget = await authorizeUrl(as, server, client, 'https://app.example/cb', { resource: 'https://elsewhere.example/mcp' });
+  const wrongTarget = await authorizeUrl(as, server, client, 'https://app.example/cb', {
+    resource: 'https://elsewhere.example/mcp',
+  });
   const res = await fetch(wrongTarget.url, { headers: { cookie }, redirect: 'manual' });
   t.is(res.status, 302);
   const back = new URL(res.headers.get('location')!);
@@ -161,7 +267,12 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
   const noPkce = new URL(wrongTarget.url);
   noPkce.searchParams.set('resource', `${server.url}/mcp`);
   noPkce.searchParams.delete('code_challenge');
-  t.is(new URL((await fetch(noPkce, { headers: { cookie }, redirect: 'manual' })).headers.get('location')!).searchParams.get('error'), 'invalid_request');
+  t.is(
+    new URL(
+      (await fetch(noPkce, { headers: { cookie }, redirect: 'manual' })).headers.get('location')!,
+    ).searchParams.get('error'),
+    'invalid_request',
+  );
 
   const notRegistered = await authorizeUrl(as, server, client, 'https://app.example/other');
   const page = await fetch(notRegistered.url, { headers: { cookie }, redirect: 'manual' });
@@ -173,19 +284,39 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
 
   const signedOut = await fetch(other.url, { redirect: 'manual' });
   t.is(signedOut.status, 302);
-  t.true(signedOut.headers.get('location')!.startsWith('/login?next=%2Foauth%2Fauthorize%3F'), 'sign in first, then back');
+  t.true(
+    signedOut.headers.get('location')!.startsWith('/login?next=%2Foauth%2Fauthorize%3F'),
+    'sign in first, then back',
+  );
   // Nobody is bounced to the application's address without signing in, not even with an error.
   const bounce = new URL(other.url);
   bounce.searchParams.set('response_type', 'token');
   t.true((await fetch(bounce, { redirect: 'manual' })).headers.get('location')!.startsWith('/login?next='));
 
-  const denied = await consent(server, (await authorizeUrl(as, server, client, 'https://app.example/cb')).url, cookie, 'deny');
+  const denied = await consent(
+    server,
+    (await authorizeUrl(as, server, client, 'https://app.example/cb')).url,
+    cookie,
+    'deny',
+  );
   t.is(new URL(denied.location).searchParams.get('error'), 'access_denied');
 
   // A consent form connects once: posted again, it is refused.
-  const html = await (await fetch((await authorizeUrl(as, server, client, 'https://app.example/cb')).url, { headers: { cookie } })).text();
-  const form = new URLSearchParams({ request: /name="request" value="([^"]+)"/.exec(html)![1]!, agent: /name="agent" value="([^"]+)"/.exec(html)![1]!, decision: 'allow' });
-  const post = () => fetch(`${server.url}/oauth/authorize`, { method: 'POST', body: form, headers: { cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, redirect: 'manual' });
+  const html = await (
+    await fetch((await authorizeUrl(as, server, client, 'https://app.example/cb')).url, { headers: { cookie } })
+  ).text();
+  const form = new URLSearchParams({
+    request: /name="request" value="([^"]+)"/.exec(html)![1]!,
+    agent: /name="agent" value="([^"]+)"/.exec(html)![1]!,
+    decision: 'allow',
+  });
+  const post = () =>
+    fetch(`${server.url}/oauth/authorize`, {
+      method: 'POST',
+      body: form,
+      headers: { cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' },
+      redirect: 'manual',
+    });
   t.is((await post()).status, 302);
   t.is((await post()).status, 403);
 });
@@ -193,22 +324,68 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
 test.serial('freezing the agent or removing the person ends their connections at once', async (t) => {
   const first = await connect(server);
   t.is(await mcpStatus(first.tokens.access_token), 200);
-  expectStatus(await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/stop`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' }, json: { reason: 'oauth test' } }), 200, 'stop');
-  expectStatus(await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/restart`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' } }), 200, 'restart');
+  expectStatus(
+    await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/stop`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+      json: { reason: 'oauth test' },
+    }),
+    200,
+    'stop',
+  );
+  expectStatus(
+    await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/restart`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+    }),
+    200,
+    'restart',
+  );
   t.is(await mcpStatus(first.tokens.access_token), 401, 'a restart does not bring an ended connection back');
-  const refresh = await oauth.refreshTokenGrantRequest(first.as, first.client, first.auth, first.tokens.refresh_token!, insecure);
+  const refresh = await oauth.refreshTokenGrantRequest(
+    first.as,
+    first.client,
+    first.auth,
+    first.tokens.refresh_token!,
+    insecure,
+  );
   await t.throwsAsync(oauth.processRefreshTokenResponse(first.as, first.client, refresh));
 
   // A member connects the agent that acts for them; removing the member ends it.
-  const member = expectStatus(await call(server.url, 'POST', `/api/w/${agent.wid}/members`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' }, json: { email: 'leaver@example.com', name: 'Leaver', role: 'member', password: 'a-long-password-1' } }), 201, 'member').body;
-  expectStatus(await call(server.url, 'POST', `/api/w/${agent.wid}/agents`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' }, json: { name: 'leavers-bot', actsFor: member.id } }), 201, 'agent');
+  const member = expectStatus(
+    await call(server.url, 'POST', `/api/w/${agent.wid}/members`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+      json: { email: 'leaver@example.com', name: 'Leaver', role: 'member', password: 'a-long-password-1' },
+    }),
+    201,
+    'member',
+  ).body;
+  expectStatus(
+    await call(server.url, 'POST', `/api/w/${agent.wid}/agents`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+      json: { name: 'leavers-bot', actsFor: member.id },
+    }),
+    201,
+    'agent',
+  );
   // A password chosen by someone else is replaced first; that answers a fresh session.
   const initial = await signIn(server.url, 'leaver@example.com', 'a-long-password-1');
-  const changed = expectStatus(await call(server.url, 'PUT', '/api/me/password', { headers: { cookie: initial, 'x-svc-csrf': '1' }, json: { currentPassword: 'a-long-password-1', newPassword: 'my-own-password-22' } }), 200, 'password');
+  const changed = expectStatus(
+    await call(server.url, 'PUT', '/api/me/password', {
+      headers: { cookie: initial, 'x-svc-csrf': '1' },
+      json: { currentPassword: 'a-long-password-1', newPassword: 'my-own-password-22' },
+    }),
+    200,
+    'password',
+  );
   const memberCookie = await signIn(server.url, 'leaver@example.com', 'my-own-password-22');
   t.truthy(changed.headers['set-cookie']);
   const theirs = await connect(server, memberCookie);
   t.is(await mcpStatus(theirs.tokens.access_token), 200);
-  expectStatus(await call(server.url, 'DELETE', `/api/w/${agent.wid}/members/${member.id}`, { headers: { cookie: agent.cookie, 'x-svc-csrf': '1' } }), 200, 'remove');
+  expectStatus(
+    await call(server.url, 'DELETE', `/api/w/${agent.wid}/members/${member.id}`, {
+      headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
+    }),
+    200,
+    'remove',
+  );
   t.is(await mcpStatus(theirs.tokens.access_token), 401);
 });

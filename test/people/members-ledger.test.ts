@@ -13,10 +13,30 @@ test('adding, changing and removing a member are ledger records naming the actor
   const dir = await tempDir();
   try {
     await withStore(dir, async (app) => {
-      const made = await app.services.people.createWorkspace({ name: 'W', ownerEmail: 'o@example.com', ownerPassword: 'owner password 1' });
-      const people = createPeopleService({ store: app.store, clock: systemClock, ids: randomIds, masterKey: app.masterKey, sessionTtlMs: 60_000, ledger: app.services.ledger });
+      const made = await app.services.people.createWorkspace({
+        name: 'W',
+        ownerEmail: 'o@example.com',
+        ownerPassword: 'owner password 1',
+      });
+      const people = createPeopleService({
+        store: app.store,
+        clock: systemClock,
+        ids: randomIds,
+        masterKey: app.masterKey,
+        sessionTtlMs: 60_000,
+        ledger: app.services.ledger,
+      });
       const by = { userId: made.ownerId };
-      const added = await people.addMember({ workspaceId: made.workspaceId, email: 'm@example.com', name: 'M', password: 'member password 1', role: 'member' }, by);
+      const added = await people.addMember(
+        {
+          workspaceId: made.workspaceId,
+          email: 'm@example.com',
+          name: 'M',
+          password: 'member password 1',
+          role: 'member',
+        },
+        by,
+      );
       await people.updateMember(made.workspaceId, added.id, { role: 'admin' }, by);
       await people.signIn('m@example.com', 'member password 1');
       t.deepEqual(await people.removeMember(made.workspaceId, added.id, by), { sessionsEnded: 1 });
@@ -24,11 +44,19 @@ test('adding, changing and removing a member are ledger records naming the actor
       await t.throwsAsync(people.removeMember(made.workspaceId, made.ownerId, by), { message: /last owner/ });
 
       const records = app.services.ledger.list(made.workspaceId, { limit: 50 }).data;
-      t.deepEqual(records.map((r) => [r.kind, r.actor, r.subject, r.data]), [
-        ['member.added', `user:${made.ownerId}`, added.id, { role: 'member', created: true }],
-        ['member.updated', `user:${made.ownerId}`, added.id, { role: 'admin' }],
-        ['member.removed', `user:${made.ownerId}`, added.id, { role: 'admin', sessionsEnded: 1, connectionsEnded: 0 }],
-      ]);
+      t.deepEqual(
+        records.map((r) => [r.kind, r.actor, r.subject, r.data]),
+        [
+          ['member.added', `user:${made.ownerId}`, added.id, { role: 'member', created: true }],
+          ['member.updated', `user:${made.ownerId}`, added.id, { role: 'admin' }],
+          [
+            'member.removed',
+            `user:${made.ownerId}`,
+            added.id,
+            { role: 'admin', sessionsEnded: 1, connectionsEnded: 0 },
+          ],
+        ],
+      );
     });
   } finally {
     await removeDir(dir);

@@ -37,7 +37,10 @@ async function signInAs(email: string): Promise<string> {
   if (chosenFor.has(email) && !claimed.has(email)) {
     claimed.add(email);
     const first = await signIn(server.url, email, initialOf(email));
-    const changed = await call(server.url, 'PUT', '/api/me/password', { headers: { ...csrf, cookie: first }, json: { currentPassword: initialOf(email), newPassword: passwordOf(email) } });
+    const changed = await call(server.url, 'PUT', '/api/me/password', {
+      headers: { ...csrf, cookie: first },
+      json: { currentPassword: initialOf(email), newPassword: passwordOf(email) },
+    });
     if (changed.status !== 200) throw new Error(`password change: ${changed.status} ${changed.text}`);
   }
   return signIn(server.url, email, passwordOf(email));
@@ -46,7 +49,11 @@ async function signInAs(email: string): Promise<string> {
 /** Adds a new person through POST /members as `by`, and signs them in. */
 async function addPerson(by: Person, role: Role, what: string = role): Promise<Person> {
   const email = freshEmail(what);
-  const res = expectStatus(await by.send('POST', '/members', { email, name: what, role, password: initialOf(email) }), 201, `add ${role}`);
+  const res = expectStatus(
+    await by.send('POST', '/members', { email, name: what, role, password: initialOf(email) }),
+    201,
+    `add ${role}`,
+  );
   return { ...consoleClient(server, by.wid, await signInAs(email)), id: res.body.id };
 }
 
@@ -65,7 +72,12 @@ const ID = /^usr_[0-9A-Za-z]{22}$/;
 
 test('an owner adds a new person: 201 with the member record, and they can sign in to the workspace', async (t) => {
   const email = freshEmail('new');
-  const res = await owner.send('POST', '/members', { email, name: 'New Person', role: 'member', password: initialOf(email) });
+  const res = await owner.send('POST', '/members', {
+    email,
+    name: 'New Person',
+    role: 'member',
+    password: initialOf(email),
+  });
   t.is(res.status, 201, res.text);
   t.deepEqual(Object.keys(res.body).sort(), ['addedAt', 'email', 'id', 'name', 'role']);
   t.like(res.body, { email, name: 'New Person', role: 'member' });
@@ -122,14 +134,22 @@ test('members, analysts and auditors are refused every members route with 403 fo
     }
   }
   const list = await owner.get('/members?limit=200');
-  t.like(list.body.data.find((m: { id: string }) => m.id === target.id), { role: 'member' });
+  t.like(
+    list.body.data.find((m: { id: string }) => m.id === target.id),
+    { role: 'member' },
+  );
   t.false(list.body.data.some((m: { email: string }) => m.email.startsWith('by-')));
   t.is((await target.get('/agents')).status, 200, 'the target is still a member, signed in');
 });
 
 test('an admin adds, renames, changes and removes members below owner', async (t) => {
   const email = freshEmail('by-admin');
-  const added = await admin.send('POST', '/members', { email, name: 'Added', role: 'analyst', password: initialOf(email) });
+  const added = await admin.send('POST', '/members', {
+    email,
+    name: 'Added',
+    role: 'analyst',
+    password: initialOf(email),
+  });
   t.is(added.status, 201, added.text);
   t.like(added.body, { email, role: 'analyst', name: 'Added' });
 
@@ -158,7 +178,9 @@ test('only an owner makes an owner, and only an owner changes or removes one', a
   const byOwner = await owner.send('PATCH', `/members/${someone.id}`, { role: 'owner' });
   t.is(byOwner.status, 200, byOwner.text);
   t.is(byOwner.body.role, 'owner');
-  t.deepEqual((await call(server.url, 'GET', '/api/me', { headers: { cookie: someone.cookie } })).body.workspaces, [{ id: owner.wid, name: 'Default', role: 'owner' }]);
+  t.deepEqual((await call(server.url, 'GET', '/api/me', { headers: { cookie: someone.cookie } })).body.workspaces, [
+    { id: owner.wid, name: 'Default', role: 'owner' },
+  ]);
 
   const demote = await admin.send('PATCH', `/members/${someone.id}`, { role: 'member' });
   assertError(t, demote, 403, 'forbidden');
@@ -169,29 +191,54 @@ test('only an owner makes an owner, and only an owner changes or removes one', a
   assertError(t, remove, 403, 'forbidden');
   t.is(remove.body.error.message, 'Only an owner may remove an owner; you are admin.');
 
-  const added = await owner.send('POST', '/members', { email, name: 'Owner Two', role: 'owner', password: initialOf(email) });
+  const added = await owner.send('POST', '/members', {
+    email,
+    name: 'Owner Two',
+    role: 'owner',
+    password: initialOf(email),
+  });
   t.is(added.status, 201, added.text);
   t.is(added.body.role, 'owner');
   const list = await owner.get('/members?limit=200');
-  t.like(list.body.data.find((m: { id: string }) => m.id === someone.id), { role: 'owner', name: 'promoted' });
+  t.like(
+    list.body.data.find((m: { id: string }) => m.id === someone.id),
+    { role: 'owner', name: 'promoted' },
+  );
 });
 
 test('the last owner can be neither removed nor demoted: 409 second_owner_required', async (t) => {
   const email = freshEmail('sole-owner');
-  const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Solo', ownerEmail: email, ownerPassword: passwordOf(email) }));
+  const made = await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({ name: 'Solo', ownerEmail: email, ownerPassword: passwordOf(email) }),
+  );
   const sole = consoleClient(server, made.workspaceId, await signInAs(email));
 
-  for (const res of [await sole.send('DELETE', `/members/${made.ownerId}`), await sole.send('PATCH', `/members/${made.ownerId}`, { role: 'admin' })]) {
+  for (const res of [
+    await sole.send('DELETE', `/members/${made.ownerId}`),
+    await sole.send('PATCH', `/members/${made.ownerId}`, { role: 'admin' }),
+  ]) {
     assertError(t, res, 409, 'second_owner_required');
     t.regex(res.body.error.message, /last owner cannot be (removed|demoted): another owner must exist first/);
     t.is(res.body.error.fix, 'Add or promote another person to owner first, then retry.');
   }
   const members = await sole.get('/members');
-  t.deepEqual(members.body.data.map((m: { id: string; role: string }) => [m.id, m.role]), [[made.ownerId, 'owner']]);
+  t.deepEqual(
+    members.body.data.map((m: { id: string; role: string }) => [m.id, m.role]),
+    [[made.ownerId, 'owner']],
+  );
 
   // With a second owner, the first may step down, and then the second is the last.
   const secondEmail = freshEmail('second-owner');
-  const second = expectStatus(await sole.send('POST', '/members', { email: secondEmail, name: 'Second', role: 'owner', password: initialOf(secondEmail) }), 201, 'second owner');
+  const second = expectStatus(
+    await sole.send('POST', '/members', {
+      email: secondEmail,
+      name: 'Second',
+      role: 'owner',
+      password: initialOf(secondEmail),
+    }),
+    201,
+    'second owner',
+  );
   const down = await sole.send('PATCH', `/members/${made.ownerId}`, { role: 'admin' });
   t.is(down.status, 200, down.text);
   t.is(down.body.role, 'admin');
@@ -201,13 +248,24 @@ test('the last owner can be neither removed nor demoted: 409 second_owner_requir
 
 test('removing a member ends every session of theirs at once; they keep their account and other workspaces', async (t) => {
   const leaving = await addPerson(owner, 'member', 'leaving');
-  const email = (await call(server.url, 'GET', '/api/me', { headers: { cookie: leaving.cookie } })).body.user.email as string;
+  const email = (await call(server.url, 'GET', '/api/me', { headers: { cookie: leaving.cookie } })).body.user
+    .email as string;
   const secondCookie = await signInAs(email);
   // A second workspace they also belong to.
   const otherEmail = freshEmail('other-owner');
-  const other = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Elsewhere', ownerEmail: otherEmail, ownerPassword: passwordOf(otherEmail) }));
+  const other = await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({
+      name: 'Elsewhere',
+      ownerEmail: otherEmail,
+      ownerPassword: passwordOf(otherEmail),
+    }),
+  );
   const otherOwner = consoleClient(server, other.workspaceId, await signInAs(otherEmail));
-  expectStatus(await otherOwner.send('POST', '/members', { email, name: 'ignored', role: 'analyst' }), 201, 'add to the other workspace');
+  expectStatus(
+    await otherOwner.send('POST', '/members', { email, name: 'ignored', role: 'analyst' }),
+    201,
+    'add to the other workspace',
+  );
   t.is((await leaving.get('/agents')).status, 200);
 
   const res = await owner.send('DELETE', `/members/${leaving.id}`);
@@ -232,34 +290,68 @@ test('removing a member ends every session of theirs at once; they keep their ac
 
 test('adding an existing person: by email alone; a password for them, or a second add, is 400 naming the field', async (t) => {
   const email = freshEmail('existing');
-  const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Theirs', ownerEmail: email, ownerName: 'Existing One', ownerPassword: passwordOf(email) }));
+  const made = await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({
+      name: 'Theirs',
+      ownerEmail: email,
+      ownerName: 'Existing One',
+      ownerPassword: passwordOf(email),
+    }),
+  );
 
-  const withPassword = await owner.send('POST', '/members', { email, name: 'x', role: 'member', password: 'someone-elses-choice' });
+  const withPassword = await owner.send('POST', '/members', {
+    email,
+    name: 'x',
+    role: 'member',
+    password: 'someone-elses-choice',
+  });
   assertError(t, withPassword, 400, 'invalid_request');
-  t.deepEqual(withPassword.body.error.errors, [{ field: 'password', message: '"password" is not allowed: this person already has an account; add them by email alone' }]);
+  t.deepEqual(withPassword.body.error.errors, [
+    {
+      field: 'password',
+      message: '"password" is not allowed: this person already has an account; add them by email alone',
+    },
+  ]);
 
-  const added = await owner.send('POST', '/members', { email: email.toUpperCase(), name: 'Another Name', role: 'auditor' });
+  const added = await owner.send('POST', '/members', {
+    email: email.toUpperCase(),
+    name: 'Another Name',
+    role: 'auditor',
+  });
   t.is(added.status, 201, added.text);
   t.like(added.body, { id: made.ownerId, email, name: 'Existing One', role: 'auditor' });
   // Their own password still works, and they now see both workspaces.
   const cookie = await signInAs(email);
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
-  t.deepEqual(me.body.workspaces.map((w: { id: string; role: string }) => [w.id, w.role]).sort(), [[made.workspaceId, 'owner'], [owner.wid, 'auditor']].sort());
+  t.deepEqual(
+    me.body.workspaces.map((w: { id: string; role: string }) => [w.id, w.role]).sort(),
+    [
+      [made.workspaceId, 'owner'],
+      [owner.wid, 'auditor'],
+    ].sort(),
+  );
 
   const twice = await owner.send('POST', '/members', { email, name: 'x', role: 'member' });
   assertError(t, twice, 400, 'invalid_request');
-  t.deepEqual(twice.body.error.errors, [{ field: 'email', message: `"email" ${email} is already a member of this workspace` }]);
+  t.deepEqual(twice.body.error.errors, [
+    { field: 'email', message: `"email" ${email} is already a member of this workspace` },
+  ]);
 });
 
 test('a person new to the service needs a password of at least 12 characters', async (t) => {
   const email = freshEmail('nopass');
   const none = await owner.send('POST', '/members', { email, name: 'x', role: 'member' });
   assertError(t, none, 400, 'invalid_request');
-  t.deepEqual(none.body.error.errors, [{ field: 'password', message: '"password" is required for a person new to this service' }]);
+  t.deepEqual(none.body.error.errors, [
+    { field: 'password', message: '"password" is required for a person new to this service' },
+  ]);
 
   const short = await owner.send('POST', '/members', { email, name: 'x', role: 'member', password: 'short-pw' });
   assertError(t, short, 400, 'invalid_request');
-  t.deepEqual(short.body.error.errors.map((e: { field: string }) => e.field), ['password']);
+  t.deepEqual(
+    short.body.error.errors.map((e: { field: string }) => e.field),
+    ['password'],
+  );
   t.regex(short.body.error.message, /"password" length must be at least 12 characters long/);
   const sign = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { email, password: 'short-pw' } });
   assertError(t, sign, 401, 'unauthenticated');
@@ -268,7 +360,12 @@ test('a person new to the service needs a password of at least 12 characters', a
 test('validation errors name every field at fault', async (t) => {
   const bad = await owner.send('POST', '/members', { email: 'not an email', role: 'superuser', password: 12 });
   assertError(t, bad, 400, 'invalid_request');
-  t.deepEqual(bad.body.error.errors.map((e: { field: string }) => e.field).sort(), ['email', 'name', 'password', 'role']);
+  t.deepEqual(bad.body.error.errors.map((e: { field: string }) => e.field).sort(), [
+    'email',
+    'name',
+    'password',
+    'role',
+  ]);
 
   const target = await addPerson(owner, 'analyst', 'patched');
   const empty = await owner.send('PATCH', `/members/${target.id}`, {});
@@ -289,9 +386,11 @@ test('validation errors name every field at fault', async (t) => {
   t.is(badQuery.body.error.errors[0].field, 'query.limit');
 });
 
-test('another workspace\'s members are not found, and writes to them need the CSRF header', async (t) => {
+test("another workspace's members are not found, and writes to them need the CSRF header", async (t) => {
   const email = freshEmail('outsider');
-  const made = await withStore(server.dataDir, (app) => app.services.people.createWorkspace({ name: 'Outside', ownerEmail: email, ownerPassword: passwordOf(email) }));
+  const made = await withStore(server.dataDir, (app) =>
+    app.services.people.createWorkspace({ name: 'Outside', ownerEmail: email, ownerPassword: passwordOf(email) }),
+  );
   const outsider = consoleClient(server, made.workspaceId, await signInAs(email));
   const peek = await call(server.url, 'GET', `/api/w/${owner.wid}/members`, { headers: { cookie: outsider.cookie } });
   assertError(t, peek, 404, 'not_found');
@@ -300,14 +399,19 @@ test('another workspace\'s members are not found, and writes to them need the CS
   assertError(t, await owner.send('DELETE', `/members/${made.ownerId}`), 404, 'not_found');
   assertError(t, await owner.send('PATCH', `/members/${made.ownerId}`, { role: 'member' }), 404, 'not_found');
 
-  const noCsrf = await call(server.url, 'DELETE', `/api/w/${owner.wid}/members/${readers.analyst.id}`, { headers: { cookie: owner.cookie } });
+  const noCsrf = await call(server.url, 'DELETE', `/api/w/${owner.wid}/members/${readers.analyst.id}`, {
+    headers: { cookie: owner.cookie },
+  });
   assertError(t, noCsrf, 403, 'csrf');
   t.is((await readers.analyst.get('/agents')).status, 200, 'still a member');
 });
 
 test('a person added with a password someone else chose must replace it before anything else', async (t) => {
   const email = freshEmail('fresh-hire');
-  t.is((await owner.send('POST', '/members', { email, name: 'Fresh', role: 'admin', password: initialOf(email) })).status, 201);
+  t.is(
+    (await owner.send('POST', '/members', { email, name: 'Fresh', role: 'admin', password: initialOf(email) })).status,
+    201,
+  );
   const cookie = await signIn(server.url, email, initialOf(email));
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
   t.true(me.body.user.mustChangePassword);

@@ -1,7 +1,13 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { Secret } from 'otpauth';
-import { matchingStep, newTotpSecret, otpauthUri, sealTotpSecret, unsealTotpSecret } from '../../src/people/two-factor.js';
+import {
+  matchingStep,
+  newTotpSecret,
+  otpauthUri,
+  sealTotpSecret,
+  unsealTotpSecret,
+} from '../../src/people/two-factor.js';
 
 /**
  * Codes against the known answers of RFC 6238 Appendix B (SHA-1 seed "12345678901234567890";

@@ -31,23 +31,42 @@ test.after.always(() => stopAndClean(server));
 function signInFrom(localAddress: string, body: Record<string, string>): Promise<{ status: number; body: any }> {
   const url = new URL(`${server.url}/api/session`);
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress, headers: { ...csrf, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => { text += d.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        localAddress,
+        headers: { ...csrf, 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => {
+          text += d.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
 }
 
-test('wrong codes from many addresses use up the account\'s sign-in budget: then 429, even with the right code', async (t) => {
+test("wrong codes from many addresses use up the account's sign-in budget: then 429, even with the right code", async (t) => {
   const totp = new TOTP({ secret: Secret.fromBase32(secret) });
   const valid = new Set([-1, 0, 1, 2].map((s) => totp.generate({ timestamp: Date.now() + s * 30_000 })));
   const wrong = ['000000', '111111', '222222', '333333'].find((c) => !valid.has(c))!;
   const answers = [];
   for (let i = 2; i <= 4; i += 1) answers.push(await signInFrom(`127.0.0.${i}`, { ...person, totp: wrong }));
-  t.deepEqual(answers.map((a) => [a.status, a.body.error.type]), [[401, 'totp_required'], [401, 'totp_required'], [401, 'totp_required']]);
+  t.deepEqual(
+    answers.map((a) => [a.status, a.body.error.type]),
+    [
+      [401, 'totp_required'],
+      [401, 'totp_required'],
+      [401, 'totp_required'],
+    ],
+  );
 
   const right = totp.generate({ timestamp: Date.now() + 30_000 });
   const limited = await call(server.url, 'POST', '/api/session', { headers: csrf, json: { ...person, totp: right } });

@@ -22,13 +22,16 @@ let secret: string;
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   wid = server.boot.workspaceId!;
-  await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, ...person, role: 'member' }));
+  await withStore(server.dataDir, (app) =>
+    app.services.people.addMember({ workspaceId: wid, ...person, role: 'member' }),
+  );
   cookie = await signIn(server.url, person.email, person.password);
 });
 
 test.after.always(() => stopAndClean(server));
 
-const totpOf = (base32: string) => new TOTP({ secret: Secret.fromBase32(base32), algorithm: 'SHA1', digits: 6, period: 30 });
+const totpOf = (base32: string) =>
+  new TOTP({ secret: Secret.fromBase32(base32), algorithm: 'SHA1', digits: 6, period: 30 });
 /** The code for the time step `steps` away from now. */
 const codeAt = (base32: string, steps = 0) => totpOf(base32).generate({ timestamp: Date.now() + steps * 30_000 });
 /** A six-digit code that is none of the secret's codes near now. */
@@ -41,8 +44,10 @@ function wrongCode(base32: string): string {
 }
 
 const me = () => call(server.url, 'GET', '/api/me', { headers: { cookie } });
-const send = (method: string, path: string, json?: unknown, as = cookie) => call(server.url, method, path, { headers: { ...csrf, cookie: as }, ...(json === undefined ? {} : { json }) });
-const signInWith = (body: Record<string, string>) => call(server.url, 'POST', '/api/session', { headers: csrf, json: body });
+const send = (method: string, path: string, json?: unknown, as = cookie) =>
+  call(server.url, method, path, { headers: { ...csrf, cookie: as }, ...(json === undefined ? {} : { json }) });
+const signInWith = (body: Record<string, string>) =>
+  call(server.url, 'POST', '/api/session', { headers: csrf, json: body });
 const setsCookie = (res: Reply) => res.headers['set-cookie'] !== undefined;
 
 test.serial('two-factor is off until enrolled; enrolment answers the secret and its otpauth URI once', async (t) => {
@@ -70,11 +75,15 @@ test.serial('two-factor is off until enrolled; enrolment answers the secret and 
 test.serial('confirming: a wrong or malformed code is 400 naming code; the current code turns it on', async (t) => {
   const wrong = await send('POST', '/api/me/totp/confirm', { code: wrongCode(secret) });
   assertError(t, wrong, 400, 'invalid_request');
-  t.deepEqual(wrong.body.error.errors, [{ field: 'code', message: '"code" is not the current code of your authenticator' }]);
+  t.deepEqual(wrong.body.error.errors, [
+    { field: 'code', message: '"code" is not the current code of your authenticator' },
+  ]);
 
   const malformed = await send('POST', '/api/me/totp/confirm', { code: '12ab' });
   assertError(t, malformed, 400, 'invalid_request');
-  t.deepEqual(malformed.body.error.errors, [{ field: 'code', message: '"code" must be the 6 digits your authenticator shows' }]);
+  t.deepEqual(malformed.body.error.errors, [
+    { field: 'code', message: '"code" must be the 6 digits your authenticator shows' },
+  ]);
   t.is((await me()).body.user.totp, false);
 
   const right = await send('POST', '/api/me/totp/confirm', { code: codeAt(secret) });
@@ -86,7 +95,9 @@ test.serial('confirming: a wrong or malformed code is 400 naming code; the curre
 
   const again = await send('POST', '/api/me/totp');
   assertError(t, again, 400, 'invalid_request');
-  t.deepEqual(again.body.error.errors, [{ field: null, message: 'two-factor is already on: turn it off first (DELETE /api/me/totp with a code)' }]);
+  t.deepEqual(again.body.error.errors, [
+    { field: null, message: 'two-factor is already on: turn it off first (DELETE /api/me/totp with a code)' },
+  ]);
 });
 
 test.serial('with two-factor on, sign-in without a code or with a wrong one is 401 totp_required', async (t) => {
@@ -106,7 +117,11 @@ test.serial('with two-factor on, sign-in without a code or with a wrong one is 4
 });
 
 test.serial('a wrong password with two-factor on is the same 401 unauthenticated as an unknown email', async (t) => {
-  const wrongPassword = await signInWith({ email: person.email, password: `${person.password}x`, totp: codeAt(secret, 1) });
+  const wrongPassword = await signInWith({
+    email: person.email,
+    password: `${person.password}x`,
+    totp: codeAt(secret, 1),
+  });
   const unknown = await signInWith({ email: 'nobody@example.com', password: person.password, totp: codeAt(secret, 1) });
   for (const res of [wrongPassword, unknown]) {
     assertError(t, res, 401, 'unauthenticated');
@@ -137,7 +152,9 @@ test.serial('the right code signs in once; the same code again is 401 totp_requi
 test.serial('turning two-factor off needs a current, unused code', async (t) => {
   // A second person, so that no code of the sign-in above is in the way.
   const other = { email: 'two-factor-off@example.com', password: 'two-factor off password' };
-  await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: wid, ...other, role: 'analyst' }));
+  await withStore(server.dataDir, (app) =>
+    app.services.people.addMember({ workspaceId: wid, ...other, role: 'analyst' }),
+  );
   const theirs = await signIn(server.url, other.email, other.password);
   const enrolled = await send('POST', '/api/me/totp', undefined, theirs);
   t.is(enrolled.status, 200, enrolled.text);
@@ -150,7 +167,9 @@ test.serial('turning two-factor off needs a current, unused code', async (t) => 
   t.is(missing.body.error.errors[0].field, 'code');
   const wrong = await send('DELETE', '/api/me/totp', { code: wrongCode(base32) }, theirs);
   assertError(t, wrong, 400, 'invalid_request');
-  t.deepEqual(wrong.body.error.errors, [{ field: 'code', message: '"code" is not the current code of your authenticator' }]);
+  t.deepEqual(wrong.body.error.errors, [
+    { field: 'code', message: '"code" is not the current code of your authenticator' },
+  ]);
   const spent = await send('DELETE', '/api/me/totp', { code: confirmCode }, theirs);
   assertError(t, spent, 400, 'invalid_request');
   t.is(spent.body.error.errors[0].field, 'code');
@@ -172,7 +191,12 @@ test.serial('turning two-factor off needs a current, unused code', async (t) => 
 test.serial('the two-factor routes need a session and the CSRF header', async (t) => {
   assertError(t, await call(server.url, 'POST', '/api/me/totp', { headers: csrf }), 401, 'unauthenticated');
   assertError(t, await call(server.url, 'POST', '/api/me/totp', { headers: { cookie } }), 403, 'csrf');
-  assertError(t, await call(server.url, 'DELETE', '/api/me/totp', { headers: { cookie }, json: { code: '123456' } }), 403, 'csrf');
+  assertError(
+    t,
+    await call(server.url, 'DELETE', '/api/me/totp', { headers: { cookie }, json: { code: '123456' } }),
+    403,
+    'csrf',
+  );
   t.is((await me()).body.user.totp, true);
 });
 

@@ -20,7 +20,13 @@ const actionIds: string[] = [];
 let receipt: string;
 
 const RUNS = 150;
-const VALIDATION_TYPES = new Set(['invalid_request', 'invalid_mandate', 'invalid_budget', 'invalid_application', 'invalid_upstream']);
+const VALIDATION_TYPES = new Set([
+  'invalid_request',
+  'invalid_mandate',
+  'invalid_budget',
+  'invalid_application',
+  'invalid_upstream',
+]);
 const VERIFY_REASONS = new Set(['malformed', 'bad_signature', 'unknown_key', 'expired', 'revoked']);
 
 test.before(async () => {
@@ -42,7 +48,10 @@ test.before(async () => {
   ]);
   for (const r of made) if (r.status !== 200) throw new Error(`fixture: ${r.status} ${r.text}`);
   actionIds.push(...made.map((r) => r.body.id as string));
-  const settled = await call(server.url, 'POST', `/v1/actions/${actionIds[2]}/settle`, { headers: bearer(fx.key), json: { status: 'completed' } });
+  const settled = await call(server.url, 'POST', `/v1/actions/${actionIds[2]}/settle`, {
+    headers: bearer(fx.key),
+    json: { status: 'completed' },
+  });
   if (settled.status !== 200) throw new Error(`fixture settle: ${settled.status} ${settled.text}`);
   receipt = made[0]!.body.receipt as string;
 });
@@ -51,7 +60,9 @@ test.after.always(() => stopAndClean(server));
 
 /** Throws (so fast-check reports the input) unless the answer is a 200 or a well-formed 4xx. */
 function wellFormed(res: Reply, label: string): void {
-  const fail = (why: string) => { throw new Error(`${label}: ${why}: ${res.status} ${res.text.slice(0, 500)}`); };
+  const fail = (why: string) => {
+    throw new Error(`${label}: ${why}: ${res.status} ${res.text.slice(0, 500)}`);
+  };
   if (res.status >= 500) fail('server error');
   if (typeof res.headers['x-request-id'] !== 'string') fail('no x-request-id');
   if (res.status === 200) return;
@@ -64,9 +75,11 @@ function wellFormed(res: Reply, label: string): void {
   if (VALIDATION_TYPES.has(e.type)) {
     if (!Array.isArray(e.errors) || e.errors.length === 0) fail('validation error without errors');
     for (const item of e.errors) {
-      if (!(item.field === null || typeof item.field === 'string') || typeof item.message !== 'string') fail('malformed errors item');
+      if (!(item.field === null || typeof item.field === 'string') || typeof item.message !== 'string')
+        fail('malformed errors item');
     }
-    if (e.type === 'invalid_request' && e.message !== e.errors.map((x: { message: string }) => x.message).join('; ')) fail('message does not join errors');
+    if (e.type === 'invalid_request' && e.message !== e.errors.map((x: { message: string }) => x.message).join('; '))
+      fail('message does not join errors');
   }
 }
 
@@ -94,8 +107,22 @@ const oddValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.jsonValue({ maxDepth: 3, stringUnit: anyChar }),
 );
 
-const FIELDS = ['type', 'summary', 'payment', 'payment.amount', 'payment.currency', 'payment.merchant', 'target', 'target.domain',
-  'session', 'session.id', 'idempotencyKey', 'metadata', 'metadata.note', 'extra'] as const;
+const FIELDS = [
+  'type',
+  'summary',
+  'payment',
+  'payment.amount',
+  'payment.currency',
+  'payment.merchant',
+  'target',
+  'target.domain',
+  'session',
+  'session.id',
+  'idempotencyKey',
+  'metadata',
+  'metadata.note',
+  'extra',
+] as const;
 
 function mutate(base: Record<string, any>, path: string, value: unknown): Record<string, any> {
   const copy = structuredClone(base);
@@ -117,47 +144,102 @@ const validBodies = fc.constantFrom<Record<string, any>>(
   { type: 'transfer', summary: 'Move money', payment: { amount: 10, currency: 'EUR', merchant: 'bank.example' } },
   { type: 'email', summary: 'Mail the customer', idempotencyKey: 'k-1' },
 );
-const mutatedBody = fc.tuple(validBodies, fc.array(fc.tuple(fc.constantFrom(...FIELDS), fc.option(oddValue, { nil: undefined })), { minLength: 1, maxLength: 3 }))
+const mutatedBody = fc
+  .tuple(
+    validBodies,
+    fc.array(fc.tuple(fc.constantFrom(...FIELDS), fc.option(oddValue, { nil: undefined })), {
+      minLength: 1,
+      maxLength: 3,
+    }),
+  )
   .map(([base, changes]) => changes.reduce((b, [path, value]) => mutate(b, path, value), base));
 
 test('POST /v1/actions/authorize: arbitrary JSON bodies never give a 5xx, and refusals have the SPEC.md shape', async (t) => {
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.object({ maxDepth: 3 }), fc.anything({ maxDepth: 3 })), async (body) => {
-    const res = await authorize(server, fx.key, body);
-    wellFormed(res, 'authorize');
-    if (res.status === 200 && (res.body.object !== 'action' || !['allow', 'deny', 'review'].includes(res.body.decision))) throw new Error(`not a decision: ${res.text}`);
-  }), { numRuns: RUNS, verbose: 1 }));
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.object({ maxDepth: 3 }), fc.anything({ maxDepth: 3 })),
+        async (body) => {
+          const res = await authorize(server, fx.key, body);
+          wellFormed(res, 'authorize');
+          if (
+            res.status === 200 &&
+            (res.body.object !== 'action' || !['allow', 'deny', 'review'].includes(res.body.decision))
+          )
+            throw new Error(`not a decision: ${res.text}`);
+        },
+      ),
+      { numRuns: RUNS, verbose: 1 },
+    ),
+  );
 });
 
 test('POST /v1/actions/authorize: valid bodies with odd values (unicode, odd types, huge numbers) never give a 5xx', async (t) => {
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(mutatedBody, fc.option(fc.string({ unit: 'grapheme-ascii', maxLength: 300 }), { nil: undefined }), async (body, idem) => {
-    const res = await authorize(server, fx.key, body, idem === undefined ? {} : { 'idempotency-key': idem });
-    wellFormed(res, 'authorize');
-  }), { numRuns: 2 * RUNS, verbose: 1 }));
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(
+        mutatedBody,
+        fc.option(fc.string({ unit: 'grapheme-ascii', maxLength: 300 }), { nil: undefined }),
+        async (body, idem) => {
+          const res = await authorize(server, fx.key, body, idem === undefined ? {} : { 'idempotency-key': idem });
+          wellFormed(res, 'authorize');
+        },
+      ),
+      { numRuns: 2 * RUNS, verbose: 1 },
+    ),
+  );
 });
 
 test('POST /v1/actions/authorize: numeric literals JSON.stringify cannot write, as amounts, never give a 5xx', async (t) => {
-  const literal = fc.tuple(fc.boolean(), fc.stringMatching(/^[1-9][0-9]{0,40}$/), fc.option(fc.stringMatching(/^[0-9]{1,20}$/), { nil: undefined }), fc.option(fc.integer({ min: -400, max: 400 }), { nil: undefined }))
-    .map(([neg, int, frac, exp]) => `${neg ? '-' : ''}${int}${frac === undefined ? '' : `.${frac}`}${exp === undefined ? '' : `e${exp}`}`);
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(literal, async (amount) => {
-    const res = await call(server.url, 'POST', '/v1/actions/authorize', {
-      headers: { ...bearer(fx.key), 'content-type': 'application/json' },
-      body: `{"type":"payment","summary":"Pay","payment":{"amount":${amount},"currency":"EUR","merchant":"acme.example"}}`,
-    });
-    wellFormed(res, `amount ${amount}`);
-    if (res.status === 200 && !Number.isSafeInteger(res.body.payment.amount)) throw new Error(`accepted ${amount} as ${res.body.payment.amount}`);
-  }), { numRuns: RUNS, verbose: 1 }));
+  const literal = fc
+    .tuple(
+      fc.boolean(),
+      fc.stringMatching(/^[1-9][0-9]{0,40}$/),
+      fc.option(fc.stringMatching(/^[0-9]{1,20}$/), { nil: undefined }),
+      fc.option(fc.integer({ min: -400, max: 400 }), { nil: undefined }),
+    )
+    .map(
+      ([neg, int, frac, exp]) =>
+        `${neg ? '-' : ''}${int}${frac === undefined ? '' : `.${frac}`}${exp === undefined ? '' : `e${exp}`}`,
+    );
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(literal, async (amount) => {
+        const res = await call(server.url, 'POST', '/v1/actions/authorize', {
+          headers: { ...bearer(fx.key), 'content-type': 'application/json' },
+          body: `{"type":"payment","summary":"Pay","payment":{"amount":${amount},"currency":"EUR","merchant":"acme.example"}}`,
+        });
+        wellFormed(res, `amount ${amount}`);
+        if (res.status === 200 && !Number.isSafeInteger(res.body.payment.amount))
+          throw new Error(`accepted ${amount} as ${res.body.payment.amount}`);
+      }),
+      { numRuns: RUNS, verbose: 1 },
+    ),
+  );
 });
 
 test('POST /v1/actions/authorize: deeply nested bodies never give a 5xx', async (t) => {
   // The counterexample is reported as [depth, field, arrays], not as the (long) body.
-  const nested = fc.tuple(fc.integer({ min: 1, max: 30_000 }), fc.constantFrom('metadata', 'payment', 'target', 'session', 'extra'), fc.boolean());
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(nested, async ([depth, field, arrays]) => {
-    const open = arrays ? '[' : '{"a":';
-    const close = arrays ? ']' : '}';
-    const raw = `{"type":"crm.update","summary":"Nested","${field}":{"x":${open.repeat(depth)}1${close.repeat(depth)}}}`;
-    const res = await call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(fx.key), 'content-type': 'application/json' }, body: raw });
-    wellFormed(res, `${field} nested ${depth} deep`);
-  }), { numRuns: 40, verbose: 1 }));
+  const nested = fc.tuple(
+    fc.integer({ min: 1, max: 30_000 }),
+    fc.constantFrom('metadata', 'payment', 'target', 'session', 'extra'),
+    fc.boolean(),
+  );
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(nested, async ([depth, field, arrays]) => {
+        const open = arrays ? '[' : '{"a":';
+        const close = arrays ? ']' : '}';
+        const raw = `{"type":"crm.update","summary":"Nested","${field}":{"x":${open.repeat(depth)}1${close.repeat(depth)}}}`;
+        const res = await call(server.url, 'POST', '/v1/actions/authorize', {
+          headers: { ...bearer(fx.key), 'content-type': 'application/json' },
+          body: raw,
+        });
+        wellFormed(res, `${field} nested ${depth} deep`);
+      }),
+      { numRuns: 40, verbose: 1 },
+    ),
+  );
 });
 
 test('POST /v1/actions/{id}/settle and GET /v1/actions/{id}: arbitrary ids and bodies never give a 5xx', async (t) => {
@@ -171,36 +253,77 @@ test('POST /v1/actions/{id}/settle and GET /v1/actions/{id}: arbitrary ids and b
   );
   const body = fc.oneof(
     fc.jsonValue({ maxDepth: 3, stringUnit: anyChar }),
-    fc.record({ status: fc.oneof(fc.constantFrom('completed', 'failed', 'cancelled'), oddValue), amount: oddValue }, { requiredKeys: [] }),
-    fc.record({ status: fc.constantFrom('completed', 'failed', 'cancelled'), amount: fc.nat(10_000) }, { requiredKeys: ['status'] }),
+    fc.record(
+      { status: fc.oneof(fc.constantFrom('completed', 'failed', 'cancelled'), oddValue), amount: oddValue },
+      { requiredKeys: [] },
+    ),
+    fc.record(
+      { status: fc.constantFrom('completed', 'failed', 'cancelled'), amount: fc.nat(10_000) },
+      { requiredKeys: ['status'] },
+    ),
   );
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(segment, body, async (actionId, payload) => {
-    const path = `/v1/actions/${actionId}`;
-    const settled = await call(server.url, 'POST', `${path}/settle`, { headers: bearer(fx.key), json: payload });
-    wellFormed(settled, `settle ${JSON.stringify(actionId)}`);
-    if (settled.status === 200 && (settled.body.status !== 'settled' || settled.body.agentId !== fx.agentId)) throw new Error(`settled wrongly: ${settled.text}`);
-    const read = await call(server.url, 'GET', path, { headers: bearer(fx.key) });
-    wellFormed(read, `get ${JSON.stringify(actionId)}`);
-    if (read.status === 200 && read.body.agentId !== fx.agentId) throw new Error(`read another agent's action: ${read.text}`);
-  }), { numRuns: RUNS, verbose: 1 }));
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(segment, body, async (actionId, payload) => {
+        const path = `/v1/actions/${actionId}`;
+        const settled = await call(server.url, 'POST', `${path}/settle`, { headers: bearer(fx.key), json: payload });
+        wellFormed(settled, `settle ${JSON.stringify(actionId)}`);
+        if (settled.status === 200 && (settled.body.status !== 'settled' || settled.body.agentId !== fx.agentId))
+          throw new Error(`settled wrongly: ${settled.text}`);
+        const read = await call(server.url, 'GET', path, { headers: bearer(fx.key) });
+        wellFormed(read, `get ${JSON.stringify(actionId)}`);
+        if (read.status === 200 && read.body.agentId !== fx.agentId)
+          throw new Error(`read another agent's action: ${read.text}`);
+      }),
+      { numRuns: RUNS, verbose: 1 },
+    ),
+  );
 });
 
 test('POST /v1/verify: arbitrary strings as receipt never give a 5xx; a 200 says valid or names a reason', async (t) => {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
   const parts = receipt.split('.') as [string, string, string];
-  const forged = fc.tuple(fc.jsonValue({ maxDepth: 2 }), fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: anyChar, maxLength: 90 }))
+  const forged = fc
+    .tuple(fc.jsonValue({ maxDepth: 2 }), fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: anyChar, maxLength: 90 }))
     .map(([h, c, s]) => `${b64(h)}.${b64(c)}.${Buffer.from(s).toString('base64url')}`);
-  const tampered = fc.tuple(fc.nat(receipt.length - 1), anyChar).map(([i, ch]) => receipt.slice(0, i) + ch + receipt.slice(i + 1));
-  const spliced = fc.tuple(fc.constantFrom(0, 1, 2), fc.string({ unit: anyChar, maxLength: 60 })).map(([i, s]) => parts.map((p, j) => (j === i ? s : p)).join('.'));
-  const claims = fc.record({ alg: fc.constantFrom('EdDSA', 'none', 'HS256', 'RS256'), kid: fc.oneof(fc.string(), fc.constant(JSON.parse(Buffer.from(parts[0], 'base64url').toString()).kid)) })
+  const tampered = fc
+    .tuple(fc.nat(receipt.length - 1), anyChar)
+    .map(([i, ch]) => receipt.slice(0, i) + ch + receipt.slice(i + 1));
+  const spliced = fc
+    .tuple(fc.constantFrom(0, 1, 2), fc.string({ unit: anyChar, maxLength: 60 }))
+    .map(([i, s]) => parts.map((p, j) => (j === i ? s : p)).join('.'));
+  const claims = fc
+    .record({
+      alg: fc.constantFrom('EdDSA', 'none', 'HS256', 'RS256'),
+      kid: fc.oneof(fc.string(), fc.constant(JSON.parse(Buffer.from(parts[0], 'base64url').toString()).kid)),
+    })
     .map((h) => `${b64(h)}.${parts[1]}.${parts[2]}`);
-  const text = fc.oneof(fc.string({ unit: anyChar, maxLength: 300 }), forged, tampered, spliced, claims, fc.constantFrom('a'.repeat(20_000), '..', '...', receipt, `${receipt}.`, ` ${receipt}`));
-  await t.notThrowsAsync(fc.assert(fc.asyncProperty(fc.oneof({ weight: 5, arbitrary: text.map((r) => ({ receipt: r })) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }), async (body) => {
-    const res = await call(server.url, 'POST', '/v1/verify', { json: body });
-    wellFormed(res, 'verify');
-    if (res.status === 200) {
-      if (typeof res.body.valid !== 'boolean') throw new Error(`no validity: ${res.text}`);
-      if (!res.body.valid && !VERIFY_REASONS.has(res.body.reason)) throw new Error(`invalid without a known reason: ${res.text}`);
-    }
-  }), { numRuns: RUNS, verbose: 1 }));
+  const text = fc.oneof(
+    fc.string({ unit: anyChar, maxLength: 300 }),
+    forged,
+    tampered,
+    spliced,
+    claims,
+    fc.constantFrom('a'.repeat(20_000), '..', '...', receipt, `${receipt}.`, ` ${receipt}`),
+  );
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          { weight: 5, arbitrary: text.map((r) => ({ receipt: r })) },
+          { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+        ),
+        async (body) => {
+          const res = await call(server.url, 'POST', '/v1/verify', { json: body });
+          wellFormed(res, 'verify');
+          if (res.status === 200) {
+            if (typeof res.body.valid !== 'boolean') throw new Error(`no validity: ${res.text}`);
+            if (!res.body.valid && !VERIFY_REASONS.has(res.body.reason))
+              throw new Error(`invalid without a known reason: ${res.text}`);
+          }
+        },
+      ),
+      { numRuns: RUNS, verbose: 1 },
+    ),
+  );
 });

@@ -2,7 +2,15 @@ import test from 'ava';
 import { createPublicKey, sign, verify } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { calculateJwkThumbprint } from 'jose';
-import { generateSigningKey, publicKeyOf, signReceipt, toJwks, unsealPrivateKey, type ReceiptClaims, type SigningKeyRecord } from '../../src/receipts/crypto.js';
+import {
+  generateSigningKey,
+  publicKeyOf,
+  signReceipt,
+  toJwks,
+  unsealPrivateKey,
+  type ReceiptClaims,
+  type SigningKeyRecord,
+} from '../../src/receipts/crypto.js';
 import { receiptKey, ledgerKey, otherKey, RFC8032 } from '../fixtures/receipts/test-keys.js';
 
 /**
@@ -32,8 +40,10 @@ test('known answer: RFC 8037 A.3 thumbprint and A.4 JWS of the same key', (t) =>
   t.is(receiptKey().x, '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo');
   t.is(receiptKey().kid, 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k');
   const input = 'eyJhbGciOiJFZERTQSJ9.RXhhbXBsZSBvZiBFZDI1NTE5IHNpZ25pbmc';
-  t.is(sign(null, Buffer.from(input), receiptKey().privateKey).toString('base64url'),
-    'hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg');
+  t.is(
+    sign(null, Buffer.from(input), receiptKey().privateKey).toString('base64url'),
+    'hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg',
+  );
 });
 
 test('known answer: signReceipt reproduces the golden receipt byte for byte', async (t) => {
@@ -48,8 +58,22 @@ test('known answer: signReceipt reproduces the golden receipt byte for byte', as
 test('signReceipt refuses claims a verifier would call malformed, and keys that are not Ed25519 private keys', async (t) => {
   const key = receiptKey();
   const claims = await goldenClaims();
-  for (const bad of [{ amt: 12.5 }, { amt: 0 }, { amt: -1 }, { cur: 'eur' }, { cur: 'EURO' }, { hum: 'no' }, { sub: '' }, { exp: 1.5 }, { iat: undefined }]) {
-    t.throws(() => signReceipt(key.privateKey, key.kid, { ...claims, ...bad } as unknown as ReceiptClaims), { instanceOf: TypeError, message: /receipt claims refused/ }, JSON.stringify(bad));
+  for (const bad of [
+    { amt: 12.5 },
+    { amt: 0 },
+    { amt: -1 },
+    { cur: 'eur' },
+    { cur: 'EURO' },
+    { hum: 'no' },
+    { sub: '' },
+    { exp: 1.5 },
+    { iat: undefined },
+  ]) {
+    t.throws(
+      () => signReceipt(key.privateKey, key.kid, { ...claims, ...bad } as unknown as ReceiptClaims),
+      { instanceOf: TypeError, message: /receipt claims refused/ },
+      JSON.stringify(bad),
+    );
   }
   t.throws(() => signReceipt(key.publicKey, key.kid, claims), { instanceOf: TypeError });
   t.throws(() => signReceipt(key.privateKey, '', claims), { instanceOf: TypeError });
@@ -97,12 +121,20 @@ test('unseal refuses a flipped bit anywhere in the sealed key (IV, ciphertext, t
   for (let i = 0; i < sealed.length; i++) {
     const changed = Buffer.from(sealed);
     changed[i] = changed[i]! ^ 0x01;
-    t.throws(() => unsealPrivateKey({ ...record, sealedPrivateKey: changed.toString('base64url') }, MASTER), { message: UNSEAL }, `byte ${i}`);
+    t.throws(
+      () => unsealPrivateKey({ ...record, sealedPrivateKey: changed.toString('base64url') }, MASTER),
+      { message: UNSEAL },
+      `byte ${i}`,
+    );
   }
   for (const cut of [sealed.subarray(0, sealed.length - 1), sealed.subarray(0, 28), Buffer.alloc(0)]) {
-    t.throws(() => unsealPrivateKey({ ...record, sealedPrivateKey: cut.toString('base64url') }, MASTER), { message: UNSEAL });
+    t.throws(() => unsealPrivateKey({ ...record, sealedPrivateKey: cut.toString('base64url') }, MASTER), {
+      message: UNSEAL,
+    });
   }
-  t.throws(() => unsealPrivateKey({ ...record, sealedPrivateKey: `${record.sealedPrivateKey}=` }, MASTER), { message: UNSEAL });
+  t.throws(() => unsealPrivateKey({ ...record, sealedPrivateKey: `${record.sealedPrivateKey}=` }, MASTER), {
+    message: UNSEAL,
+  });
 });
 
 test('unseal refuses a record whose kid, use or public key was changed', (t) => {
@@ -138,7 +170,16 @@ test('toJwks publishes every key not revoked: receipt keys as use "sig", ledger 
 
 test('the published key set of the fixtures is what toJwks gives for the test keys', async (t) => {
   const record = (key: ReturnType<typeof receiptKey>, use: 'receipt' | 'ledger'): SigningKeyRecord => ({
-    kid: key.kid, use, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, sealedPrivateKey: '', createdAt: '', retiredAt: null, revokedAt: null,
+    kid: key.kid,
+    use,
+    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x },
+    sealedPrivateKey: '',
+    createdAt: '',
+    retiredAt: null,
+    revokedAt: null,
   });
-  t.deepEqual(toJwks([record(receiptKey(), 'receipt'), record(ledgerKey(), 'ledger')]), JSON.parse(await fixture('jwks.json')));
+  t.deepEqual(
+    toJwks([record(receiptKey(), 'receipt'), record(ledgerKey(), 'ledger')]),
+    JSON.parse(await fixture('jwks.json')),
+  );
 });

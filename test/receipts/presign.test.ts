@@ -10,7 +10,9 @@ import { withStore } from '../helpers/store.js';
  * rotated in between (by `svc keys rotate-receipt-key`, say) means signing again with the new one.
  */
 const action = {
-  id: 'act_AAAAAAAAAAAAAAAAAAAAAA', agentId: 'agt_AAAAAAAAAAAAAAAAAAAAAA', type: 'payment',
+  id: 'act_AAAAAAAAAAAAAAAAAAAAAA',
+  agentId: 'agt_AAAAAAAAAAAAAAAAAAAAAA',
+  type: 'payment',
   payment: { amount: 100, currency: 'EUR', merchant: 'acme.example' },
 } as ActionRecord;
 

@@ -56,7 +56,15 @@ test('a merchant verifies a receipt with jose and the published JWKS alone', asy
   const { payload, protectedHeader } = await jwtVerify(receipt, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] });
   t.is(protectedHeader.alg, 'EdDSA');
   t.is(protectedHeader.typ, 'JWT');
-  t.like(payload, { sub: agent.agentId, typ: 'payment', amt: 1250, cur: 'EUR', mer: 'acme.example', hum: false, iss: server.url });
+  t.like(payload, {
+    sub: agent.agentId,
+    typ: 'payment',
+    amt: 1250,
+    cur: 'EUR',
+    mer: 'acme.example',
+    hum: false,
+    iss: server.url,
+  });
   t.is(payload.jti, String(payload['act']));
   for (const bad of [tamperedReceipt(), algNoneReceipt(), wrongKeyReceipt()]) {
     await t.throwsAsync(jwtVerify(bad, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] }));
@@ -76,7 +84,12 @@ test.serial('POST /v1/verify: valid with claims, then replayed from the second c
   const fresh = (await authorize(server, agent.key, payment(100))).body.receipt;
   const first = await verifyOnline(fresh);
   t.is(first.status, 200);
-  t.like(first.body, { valid: true, reason: null, replayed: false, claims: { sub: agent.agentId, amt: 100, cur: 'EUR', hum: false } });
+  t.like(first.body, {
+    valid: true,
+    reason: null,
+    replayed: false,
+    claims: { sub: agent.agentId, amt: 100, cur: 'EUR', hum: false },
+  });
   for (let i = 0; i < 2; i += 1) {
     const again = await verifyOnline(fresh);
     t.like(again.body, { valid: true, replayed: true });
@@ -99,14 +112,16 @@ test('POST /v1/verify names the reason for each kind of bad receipt', async (t) 
 
 test.serial('POST /v1/verify: an expired receipt and one signed with the ledger key are refused', async (t) => {
   const claims = claimsOf(receipt);
-  const { expired, ledgerSigned } = await withStore(server.dataDir, (app) => app.store.write(() => {
-    const r = app.services.signingKeys.currentInWrite('receipt');
-    const l = app.services.signingKeys.currentInWrite('ledger');
-    return {
-      expired: signReceipt(r.privateKey, r.record.kid, { ...claims, iat: claims.iat - 100, exp: claims.iat - 10 }),
-      ledgerSigned: signReceipt(l.privateKey, l.record.kid, claims),
-    };
-  }));
+  const { expired, ledgerSigned } = await withStore(server.dataDir, (app) =>
+    app.store.write(() => {
+      const r = app.services.signingKeys.currentInWrite('receipt');
+      const l = app.services.signingKeys.currentInWrite('ledger');
+      return {
+        expired: signReceipt(r.privateKey, r.record.kid, { ...claims, iat: claims.iat - 100, exp: claims.iat - 10 }),
+        ledgerSigned: signReceipt(l.privateKey, l.record.kid, claims),
+      };
+    }),
+  );
   const a = await verifyOnline(expired);
   t.like(a.body, { valid: false, reason: 'expired', claims: null });
   const b = await verifyOnline(ledgerSigned);
@@ -116,7 +131,15 @@ test.serial('POST /v1/verify: an expired receipt and one signed with the ledger 
 test('POST /v1/verify: a body without a receipt is 400; over 1 MB is 413; not JSON is 400 invalid_json', async (t) => {
   assertError(t, await call(server.url, 'POST', '/v1/verify', { json: {} }), 400, 'invalid_request');
   assertError(t, await verifyOnline('x'.repeat(1_100_000)), 413, 'body_too_large');
-  assertError(t, await call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: '{"receipt":' }), 400, 'invalid_json');
+  assertError(
+    t,
+    await call(server.url, 'POST', '/v1/verify', {
+      headers: { 'content-type': 'application/json' },
+      body: '{"receipt":',
+    }),
+    400,
+    'invalid_json',
+  );
 });
 
 test.serial('svc receipt verify agrees with the server: valid, tampered, wrong key, alg none', async (t) => {
@@ -141,7 +164,10 @@ test.serial('POST /v1/verify is rate limited per address', async (t) => {
   try {
     const answers = [];
     for (let i = 0; i < 4; i += 1) answers.push(await verifyOnline('x.y.z', limited.url));
-    t.deepEqual(answers.slice(0, 3).map((a) => a.status), [200, 200, 200]);
+    t.deepEqual(
+      answers.slice(0, 3).map((a) => a.status),
+      [200, 200, 200],
+    );
     assertError(t, answers[3]!, 429, 'rate_limited');
     t.regex(String(answers[3]!.headers['retry-after']), /^\d+$/);
   } finally {

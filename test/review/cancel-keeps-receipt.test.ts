@@ -18,7 +18,19 @@ let fx: Agent;
 
 test.before(async () => {
   server = await startServer();
-  fx = await makeAgent(server, [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: LIMIT, periodLimit: { amount: LIMIT, period: 'day' } }], 'looping-bot');
+  fx = await makeAgent(
+    server,
+    [
+      {
+        actions: ['payment'],
+        merchants: ['acme.example'],
+        currencies: ['EUR'],
+        maxAmount: LIMIT,
+        periodLimit: { amount: LIMIT, period: 'day' },
+      },
+    ],
+    'looping-bot',
+  );
 });
 
 test.after.always(() => stopAndClean(server));
@@ -38,10 +50,16 @@ async function collect(status: 'cancelled' | 'failed' | 'completed', amount?: nu
 
 test.serial('receipts of cancelled actions do not let valid receipts exceed the period limit', async (t) => {
   const vouched = await collect('cancelled');
-  t.true(vouched <= LIMIT, `${vouched} EUR-cents of receipts verify valid and fresh online today, under a daily limit of ${LIMIT}`);
+  t.true(
+    vouched <= LIMIT,
+    `${vouched} EUR-cents of receipts verify valid and fresh online today, under a daily limit of ${LIMIT}`,
+  );
 });
 
 test.serial('a completed settlement of 0 does not let a 5000 receipt be re-issued', async (t) => {
   const vouched = await collect('completed', 0);
-  t.true(vouched <= LIMIT, `${vouched} EUR-cents of receipts verify valid and fresh online today, under a daily limit of ${LIMIT}`);
+  t.true(
+    vouched <= LIMIT,
+    `${vouched} EUR-cents of receipts verify valid and fresh online today, under a daily limit of ${LIMIT}`,
+  );
 });

@@ -19,12 +19,25 @@ test.before(async () => {
 
 test.after.always(() => stopAndClean(server));
 
-test('checkpoints name the deployment\'s host even when the CLI wrote the first ledger record', async (t) => {
+test("checkpoints name the deployment's host even when the CLI wrote the first ledger record", async (t) => {
   const wid = server.boot.workspaceId!;
-  const minted = await svc(['keys', 'create', '--scope', 'admin', '--local', '--name', 'ops', '--data-dir', server.dataDir, '--json']);
+  const minted = await svc([
+    'keys',
+    'create',
+    '--scope',
+    'admin',
+    '--local',
+    '--name',
+    'ops',
+    '--data-dir',
+    server.dataDir,
+    '--json',
+  ]);
   t.is(minted.code, 0, minted.stderr);
   await sleep(2500); // the server signs a checkpoint every second when records were added
-  const notes = await withStore(server.dataDir, (app) => app.store.tables.checkpoints.scan([wid]).map((e) => e.value.note));
+  const notes = await withStore(server.dataDir, (app) =>
+    app.store.tables.checkpoints.scan([wid]).map((e) => e.value.note),
+  );
   t.true(notes.length > 0, 'a checkpoint was signed');
   for (const note of notes) t.is(note.split('\n')[0], `svc.acme.example/${wid}`);
 });

@@ -11,7 +11,10 @@ import { withStore } from '../helpers/store.js';
  */
 
 const TEMPLATE_RULE = {
-  actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000,
+  actions: ['payment'],
+  merchants: ['acme.example'],
+  currencies: ['EUR'],
+  maxAmount: 5000,
   periodLimit: { amount: 5000, period: 'day' },
 };
 
@@ -22,14 +25,33 @@ let member: Person;
 test.before(async () => {
   server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   owner = await ownerConsole(server);
-  const user = await withStore(server.dataDir, (app) => app.services.people.addMember({ workspaceId: owner.wid, email: 'm@example.com', name: 'm', password: 'member-password-1', role: 'member' }));
-  member = { ...consoleClient(server, owner.wid, await signIn(server.url, 'm@example.com', 'member-password-1')), id: user.id };
-  expectStatus(await owner.send('POST', '/templates', { name: 'Pay Acme 50/day', rules: [TEMPLATE_RULE] }), 201, 'template');
+  const user = await withStore(server.dataDir, (app) =>
+    app.services.people.addMember({
+      workspaceId: owner.wid,
+      email: 'm@example.com',
+      name: 'm',
+      password: 'member-password-1',
+      role: 'member',
+    }),
+  );
+  member = {
+    ...consoleClient(server, owner.wid, await signIn(server.url, 'm@example.com', 'member-password-1')),
+    id: user.id,
+  };
+  expectStatus(
+    await owner.send('POST', '/templates', { name: 'Pay Acme 50/day', rules: [TEMPLATE_RULE] }),
+    201,
+    'template',
+  );
 });
 
 test.after.always(() => stopAndClean(server));
 
-const pay = (amount: number) => ({ type: 'payment', summary: 'Pay Acme', payment: { amount, currency: 'EUR', merchant: 'acme.example' } });
+const pay = (amount: number) => ({
+  type: 'payment',
+  summary: 'Pay Acme',
+  payment: { amount, currency: 'EUR', merchant: 'acme.example' },
+});
 
 async function memberAgent(name: string): Promise<{ id: string; key: string }> {
   const agent = expectStatus(await member.send('POST', '/agents', { name }), 201, 'agent').body;
@@ -39,7 +61,9 @@ async function memberAgent(name: string): Promise<{ id: string; key: string }> {
 
 test('a member cannot multiply a template period limit by repeating the template rule', async (t) => {
   const agent = await memberAgent('dup-bot');
-  const put = await member.send('PUT', `/agents/${agent.id}/mandate`, { rules: [TEMPLATE_RULE, TEMPLATE_RULE, TEMPLATE_RULE, TEMPLATE_RULE] });
+  const put = await member.send('PUT', `/agents/${agent.id}/mandate`, {
+    rules: [TEMPLATE_RULE, TEMPLATE_RULE, TEMPLATE_RULE, TEMPLATE_RULE],
+  });
   let allowed = 0;
   if (put.status === 200) {
     for (let i = 0; i < 4; i += 1) {
@@ -47,7 +71,10 @@ test('a member cannot multiply a template period limit by repeating the template
       if (res.body.decision === 'allow') allowed += res.body.payment.amount;
     }
   }
-  t.true(allowed <= TEMPLATE_RULE.periodLimit.amount, `the member's agent was allowed ${allowed} EUR-cents in one day under a template limit of ${TEMPLATE_RULE.periodLimit.amount}`);
+  t.true(
+    allowed <= TEMPLATE_RULE.periodLimit.amount,
+    `the member's agent was allowed ${allowed} EUR-cents in one day under a template limit of ${TEMPLATE_RULE.periodLimit.amount}`,
+  );
 });
 
 test('a member cannot reset a template period limit by saving the same template rule again', async (t) => {
@@ -63,5 +90,8 @@ test('a member cannot reset a template period limit by saving the same template 
     const res = await authorize(server, agent.key, pay(5000));
     if (res.body.decision === 'allow') allowed += 5000;
   }
-  t.true(allowed <= TEMPLATE_RULE.periodLimit.amount, `the member's agent was allowed ${allowed} in one day under a template limit of ${TEMPLATE_RULE.periodLimit.amount}`);
+  t.true(
+    allowed <= TEMPLATE_RULE.periodLimit.amount,
+    `the member's agent was allowed ${allowed} in one day under a template limit of ${TEMPLATE_RULE.periodLimit.amount}`,
+  );
 });

@@ -19,11 +19,19 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 test('metadata holding 1e400 with an idempotency key is not a 500', async (t) => {
-  const res = await authorizeRaw(server, fx.key, '{"type":"crm.update","summary":"Update","idempotencyKey":"inf-1","metadata":{"n":1e400}}');
+  const res = await authorizeRaw(
+    server,
+    fx.key,
+    '{"type":"crm.update","summary":"Update","idempotencyKey":"inf-1","metadata":{"n":1e400}}',
+  );
   t.true(res.status < 500, `${res.status} ${res.text}`);
 });
 
 test('metadata holding -1e400 in a payment with an idempotency key is not a 500', async (t) => {
-  const res = await authorizeRaw(server, fx.key, '{"type":"payment","summary":"Pay","idempotencyKey":"inf-2","payment":{"amount":100,"currency":"EUR","merchant":"acme.example"},"metadata":{"n":-1e400}}');
+  const res = await authorizeRaw(
+    server,
+    fx.key,
+    '{"type":"payment","summary":"Pay","idempotencyKey":"inf-2","payment":{"amount":100,"currency":"EUR","merchant":"acme.example"},"metadata":{"n":-1e400}}',
+  );
   t.true(res.status < 500, `${res.status} ${res.text}`);
 });

@@ -15,17 +15,35 @@ import { removeDir, tempDir } from '../helpers/process.js';
 
 test('an agent removed before the decision transaction is not allowed to pay', async (t) => {
   const dir = await tempDir();
-  const app = await createApp(loadSettings({ env: {}, overrides: { dataDir: dir } }), { migrate: true, log: createLogger('silent') });
+  const app = await createApp(loadSettings({ env: {}, overrides: { dataDir: dir } }), {
+    migrate: true,
+    log: createLogger('silent'),
+  });
   try {
     const s = app.services;
     await s.signingKeys.ensure();
-    const { workspaceId: wid } = await s.people.createWorkspace({ name: 'W', ownerEmail: 'o@example.com', ownerPassword: 'owner-password-1' });
+    const { workspaceId: wid } = await s.people.createWorkspace({
+      name: 'W',
+      ownerEmail: 'o@example.com',
+      ownerPassword: 'owner-password-1',
+    });
     const who = { actor: 'user:owner', role: 'owner' as const };
     const agent = await s.agents.create({ workspaceId: wid, name: 'bot' }, who);
-    await s.mandates.put(wid, agent.id, { rules: [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }], confirmBroaden: false }, who);
+    await s.mandates.put(
+      wid,
+      agent.id,
+      {
+        rules: [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }],
+        confirmBroaden: false,
+      },
+      who,
+    );
     // Authenticated (the key resolved to a live agent) ... then the owner removes the agent.
     await s.agents.remove(wid, agent.id, who);
-    const { action } = await s.gate.authorize({ workspaceId: wid, agentId: agent.id }, { type: 'payment', summary: 'Pay', payment: { amount: 100, currency: 'EUR', merchant: 'acme.example' } });
+    const { action } = await s.gate.authorize(
+      { workspaceId: wid, agentId: agent.id },
+      { type: 'payment', summary: 'Pay', payment: { amount: 100, currency: 'EUR', merchant: 'acme.example' } },
+    );
     t.not(action.decision, 'allow', `decided ${action.decision} with receipt ${action.receipt ? 'issued' : 'none'}`);
   } finally {
     await app.close();

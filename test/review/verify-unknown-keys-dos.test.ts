@@ -21,19 +21,31 @@ test.after.always(() => stopAndClean(server));
 const BODY = `{${Array.from({ length: 60_000 }, (_, i) => `"k${i}":1`).join(',')}}`;
 
 test('a body of many unknown members is refused cheaply, with a small answer', async (t) => {
-  const res = await call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: BODY });
+  const res = await call(server.url, 'POST', '/v1/verify', {
+    headers: { 'content-type': 'application/json' },
+    body: BODY,
+  });
   t.true(res.status === 400 || res.status === 413, res.text.slice(0, 200));
   t.true(res.text.length < 64 * 1024, `the answer is ${res.text.length} bytes for a ${BODY.length}-byte request`);
 });
 
 test('ten such requests do not stall the server', async (t) => {
   const started = Date.now();
-  const burst = Array.from({ length: 10 }, () => call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: BODY }));
+  const burst = Array.from({ length: 10 }, () =>
+    call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: BODY }),
+  );
   await new Promise((r) => setTimeout(r, 50));
   const probeStart = Date.now();
   const health = await call(server.url, 'GET', '/.well-known/jwks.json');
   const probeMs = Date.now() - probeStart;
   await Promise.all(burst);
-  t.is(health.status, 200, `an unrelated request was answered ${health.status} ${health.body?.error?.type ?? ''} after ${probeMs} ms`);
-  t.true(probeMs < 1000, `an unrelated request waited ${probeMs} ms behind the burst (burst total ${Date.now() - started} ms)`);
+  t.is(
+    health.status,
+    200,
+    `an unrelated request was answered ${health.status} ${health.body?.error?.type ?? ''} after ${probeMs} ms`,
+  );
+  t.true(
+    probeMs < 1000,
+    `an unrelated request waited ${probeMs} ms behind the burst (burst total ${Date.now() - started} ms)`,
+  );
 });

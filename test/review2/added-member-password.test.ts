@@ -24,7 +24,16 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 test('a person added with a password chosen by an admin must replace it before acting', async (t) => {
-  expectStatus(await owner.send('POST', '/members', { email: 'new.admin@example.com', name: 'New', role: 'admin', password: 'chosen-by-the-owner-1' }), 201, 'add member');
+  expectStatus(
+    await owner.send('POST', '/members', {
+      email: 'new.admin@example.com',
+      name: 'New',
+      role: 'admin',
+      password: 'chosen-by-the-owner-1',
+    }),
+    201,
+    'add member',
+  );
   const cookie = await signIn(server.url, 'new.admin@example.com', 'chosen-by-the-owner-1');
   const me = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
   t.is(me.status, 200, me.text);

@@ -26,7 +26,16 @@ const RULE = { actions: ['payment'], merchants: ['acme.example'], currencies: ['
 
 test('after svc freeze --all, an agent created later is stopped too', async (t) => {
   const before = await makeBot(owner, 'before-freeze', [RULE]);
-  const run = await svc(['freeze', '--all', '--reason', 'incident 42', '--local', '--data-dir', server.dataDir, '--json']);
+  const run = await svc([
+    'freeze',
+    '--all',
+    '--reason',
+    'incident 42',
+    '--local',
+    '--data-dir',
+    server.dataDir,
+    '--json',
+  ]);
   t.is(run.code, 0, run.stderr);
 
   const old = await authorize(server, before.key, pay(100));
@@ -35,6 +44,10 @@ test('after svc freeze --all, an agent created later is stopped too', async (t) 
   const later = await makeBot(owner, 'after-freeze', [RULE]);
   const res = await authorize(server, later.key, pay(100));
   t.is(res.status, 200, res.text);
-  t.is(res.body.decision, 'deny', `an agent created after freeze --all was ${res.body.decision} (receipt ${res.body.receipt ? 'issued' : 'none'})`);
+  t.is(
+    res.body.decision,
+    'deny',
+    `an agent created after freeze --all was ${res.body.decision} (receipt ${res.body.receipt ? 'issued' : 'none'})`,
+  );
   t.deepEqual(res.body.signals, ['agent_frozen']);
 });

@@ -6,8 +6,18 @@ import type { ApprovalRecord } from '../../src/store/index.js';
 /** The scorecard's arithmetic, on its own: medians, waits, and refusals by signal. */
 
 const approval = (status: ApprovalRecord['status'], createdAt: string, decidedAt?: string): ApprovalRecord => ({
-  id: 'apr_x', workspaceId: 'ws_x', actionId: 'act_x', agentId: 'agt_x', status, approvers: null, approvals: [],
-  requiredApprovals: 1, separationOfDuties: false, createdAt, expiresAt: '2030-01-01T00:00:00.000Z', ...(decidedAt ? { decidedAt } : {}),
+  id: 'apr_x',
+  workspaceId: 'ws_x',
+  actionId: 'act_x',
+  agentId: 'agt_x',
+  status,
+  approvers: null,
+  approvals: [],
+  requiredApprovals: 1,
+  separationOfDuties: false,
+  createdAt,
+  expiresAt: '2030-01-01T00:00:00.000Z',
+  ...(decidedAt ? { decidedAt } : {}),
 });
 
 test('median of odd and even counts, and of nothing', (t) => {
@@ -17,10 +27,12 @@ test('median of odd and even counts, and of nothing', (t) => {
 });
 
 test('property: a median lies between the smallest and the largest value', (t) => {
-  fc.assert(fc.property(fc.array(fc.integer({ min: -1e6, max: 1e6 }), { minLength: 1, maxLength: 50 }), (values) => {
-    const m = median(values)!;
-    return m >= Math.min(...values) && m <= Math.max(...values);
-  }));
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: -1e6, max: 1e6 }), { minLength: 1, maxLength: 50 }), (values) => {
+      const m = median(values)!;
+      return m >= Math.min(...values) && m <= Math.max(...values);
+    }),
+  );
   t.pass();
 });
 
@@ -28,8 +40,22 @@ test('waits count decided approvals only; refusals count denied actions (drill p
   const figures = controlFigures({
     agents: [{ status: 'running' }, { status: 'stopped' }, { status: 'stopped' }],
     drills: [
-      { id: 'd1', tokenId: 'tok_a', passed: true, startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', points: [{ point: 'gate', passed: true, timeToEffectMs: 2 }] },
-      { id: 'd2', tokenId: 'tok_a', passed: false, startedAt: '2026-02-01T00:00:00.000Z', finishedAt: '2026-02-01T00:00:01.000Z', points: [{ point: 'gate', passed: false, timeToEffectMs: null }] },
+      {
+        id: 'd1',
+        tokenId: 'tok_a',
+        passed: true,
+        startedAt: '2026-01-01T00:00:00.000Z',
+        finishedAt: '2026-01-01T00:00:01.000Z',
+        points: [{ point: 'gate', passed: true, timeToEffectMs: 2 }],
+      },
+      {
+        id: 'd2',
+        tokenId: 'tok_a',
+        passed: false,
+        startedAt: '2026-02-01T00:00:00.000Z',
+        finishedAt: '2026-02-01T00:00:01.000Z',
+        points: [{ point: 'gate', passed: false, timeToEffectMs: null }],
+      },
     ],
     approvals: [
       approval('approved', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:10.000Z'),

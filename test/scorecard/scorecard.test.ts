@@ -19,9 +19,11 @@ let auditor: string;
 let reader: string;
 
 const tokenOf = async (name: string, scopes: string[]) =>
-  expectStatus(await owner.send('POST', '/service-tokens', { name, scopes, expiresInDays: 7 }), 201, 'token').body.token as string;
+  expectStatus(await owner.send('POST', '/service-tokens', { name, scopes, expiresInDays: 7 }), 201, 'token').body
+    .token as string;
 const scorecard = (token: string) => call(server.url, 'GET', '/v1/admin/scorecard', { headers: bearer(token) });
-const jwks = async () => expectStatus(await call(server.url, 'GET', '/.well-known/jwks.json'), 200, 'jwks').body as JSONWebKeySet;
+const jwks = async () =>
+  expectStatus(await call(server.url, 'GET', '/.well-known/jwks.json'), 200, 'jwks').body as JSONWebKeySet;
 
 test.before(async () => {
   server = await startServer({ env: SERVER_ENV });
@@ -37,7 +39,15 @@ test.after.always(() => stopAndClean(server));
 test.serial('the scorecard counts agents, drills, approvals and refusals, signed with the ledger key', async (t) => {
   // Refusals: a merchant outside the mandate, a frozen agent, and a payment a person denied.
   t.is((await authorize(server, payer.key, pay(100))).body.decision, 'allow');
-  t.deepEqual((await authorize(server, payer.key, { ...pay(100), payment: { amount: 100, currency: 'EUR', merchant: 'elsewhere.example' } })).body.signals, ['merchant_not_allowed']);
+  t.deepEqual(
+    (
+      await authorize(server, payer.key, {
+        ...pay(100),
+        payment: { amount: 100, currency: 'EUR', merchant: 'elsewhere.example' },
+      })
+    ).body.signals,
+    ['merchant_not_allowed'],
+  );
   const approved = await pendingPayment(t, server, payer, 3000, 'first');
   const denied = await pendingPayment(t, server, payer, 3100, 'second');
   await pendingPayment(t, server, payer, 3200, 'left waiting');
@@ -45,7 +55,10 @@ test.serial('the scorecard counts agents, drills, approvals and refusals, signed
   expectStatus(await owner.send('POST', `/approvals/${denied.approvalId}/deny`, { note: 'not this one' }), 200, 'deny');
   expectStatus(await owner.send('POST', `/agents/${idle.agentId}/stop`, { reason: 'scorecard' }), 200, 'stop');
   t.deepEqual((await authorize(server, idle.key, pay(100))).body.signals, ['agent_frozen']);
-  const drill = await call(server.url, 'POST', '/v1/admin/drills', { headers: bearer(await tokenOf('drill', ['agents:freeze'])), json: {} });
+  const drill = await call(server.url, 'POST', '/v1/admin/drills', {
+    headers: bearer(await tokenOf('drill', ['agents:freeze'])),
+    json: {},
+  });
   t.is(drill.status, 201, drill.text);
 
   const res = await scorecard(auditor);
@@ -56,9 +69,13 @@ test.serial('the scorecard counts agents, drills, approvals and refusals, signed
   const published = (await jwks()).keys.find((k) => k.kid === header.kid);
   t.is(published?.use, 'ledger', 'signed with the ledger key the JWKS publishes');
 
-  const { payload } = await jwtVerify(res.body.scorecard, await importJWK(published as JWK, 'EdDSA'), { algorithms: ['EdDSA'], typ: 'svc-scorecard+jwt' });
+  const { payload } = await jwtVerify(res.body.scorecard, await importJWK(published as JWK, 'EdDSA'), {
+    algorithms: ['EdDSA'],
+    typ: 'svc-scorecard+jwt',
+  });
   t.like(payload, {
-    iss: server.url, sub: owner.wid,
+    iss: server.url,
+    sub: owner.wid,
     agents: { total: 2, running: 1, stopped: 1 },
     drills: { run: 1, passed: 1, failed: 0 },
     approvals: { decided: 2, approved: 1, denied: 1, expired: 0, pending: 1 },
@@ -66,7 +83,9 @@ test.serial('the scorecard counts agents, drills, approvals and refusals, signed
   });
   const figures = payload as any;
   t.is(typeof figures.drills.timeToEffectMs.median, 'number');
-  const effects = drill.body.points.map((p: { timeToEffectMs: number }) => p.timeToEffectMs).sort((a: number, b: number) => a - b);
+  const effects = drill.body.points
+    .map((p: { timeToEffectMs: number }) => p.timeToEffectMs)
+    .sort((a: number, b: number) => a - b);
   t.is(figures.drills.timeToEffectMs.median, effects[1], 'the median over every point of every drill');
   t.is(figures.drills.timeToEffectMs.max, effects[2]);
   t.is(figures.drills.lastAt, drill.body.startedAt);
@@ -91,11 +110,18 @@ test.serial('a scorecard with one changed figure fails verification', async (t) 
   claims.agents.stopped = 0;
   const forged = `${head}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
   const published = (await jwks()).keys.find((k) => k.kid === decodeProtectedHeader(card).kid) as JWK;
-  await t.throwsAsync(jwtVerify(forged, await importJWK(published, 'EdDSA'), { algorithms: ['EdDSA'] }), { code: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
+  await t.throwsAsync(jwtVerify(forged, await importJWK(published, 'EdDSA'), { algorithms: ['EdDSA'] }), {
+    code: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED',
+  });
 });
 
 test.serial('reading the scorecard needs evidence:read', async (t) => {
   assertError(t, await scorecard(reader), 403, 'missing_scope');
   assertError(t, await call(server.url, 'GET', '/v1/admin/scorecard'), 401, 'unauthenticated');
-  assertError(t, await call(server.url, 'GET', '/v1/admin/scorecard', { headers: { cookie: owner.cookie } }), 401, 'unauthenticated');
+  assertError(
+    t,
+    await call(server.url, 'GET', '/v1/admin/scorecard', { headers: { cookie: owner.cookie } }),
+    401,
+    'unauthenticated',
+  );
 });

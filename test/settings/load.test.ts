@@ -50,13 +50,19 @@ test('a config file that is not JSON, or missing, is named in the error', async 
   const file = join(dir, 'config.json');
   await writeFile(file, '{ nope');
   t.throws(() => loadSettings({ env: {}, configFile: file }), { instanceOf: SettingsError, message: /not valid JSON/ });
-  t.throws(() => loadSettings({ env: {}, configFile: join(dir, 'missing.json') }), { instanceOf: SettingsError, message: /cannot read config file/ });
+  t.throws(() => loadSettings({ env: {}, configFile: join(dir, 'missing.json') }), {
+    instanceOf: SettingsError,
+    message: /cannot read config file/,
+  });
   await removeDir(dir);
 });
 
 test('production refuses a deployment without an https base URL', (t) => {
   t.throws(() => loadSettings({ env: { NODE_ENV: 'production' } }), { instanceOf: SettingsError, message: /baseUrl/ });
-  t.throws(() => loadSettings({ env: { NODE_ENV: 'production', SVC_BASE_URL: 'http://svc.example' } }), { instanceOf: SettingsError, message: /https/ });
+  t.throws(() => loadSettings({ env: { NODE_ENV: 'production', SVC_BASE_URL: 'http://svc.example' } }), {
+    instanceOf: SettingsError,
+    message: /https/,
+  });
   const ok = loadSettings({ env: { NODE_ENV: 'production', SVC_BASE_URL: 'https://svc.example' } });
   t.is(ok.baseUrl, 'https://svc.example');
 });
@@ -68,8 +74,20 @@ test('settings are frozen once loaded', (t) => {
 });
 
 test('gateway providers and models are validated in the API.md shape', (t) => {
-  t.throws(() => loadSettings({ env: {}, overrides: { gateway: { enforcement: 'enforce', providers: [{ id: 'a', kind: 'gopher', baseUrl: 'http://127.0.0.1:9/v1' }], models: [] } } }),
-    { instanceOf: SettingsError, message: /gateway\.providers\.0\.kind/ });
+  t.throws(
+    () =>
+      loadSettings({
+        env: {},
+        overrides: {
+          gateway: {
+            enforcement: 'enforce',
+            providers: [{ id: 'a', kind: 'gopher', baseUrl: 'http://127.0.0.1:9/v1' }],
+            models: [],
+          },
+        },
+      }),
+    { instanceOf: SettingsError, message: /gateway\.providers\.0\.kind/ },
+  );
 });
 
 test('a config file that is not JSON is reported by position, never quoting its content', async (t) => {
@@ -83,28 +101,58 @@ test('a config file that is not JSON is reported by position, never quoting its 
 });
 
 test('trusted proxies must be addresses or CIDR ranges', (t) => {
-  t.throws(() => loadSettings({ env: { SVC_TRUSTED_PROXIES: '127.0.0.1,bogus' } }), { instanceOf: SettingsError, message: /server\.trustedProxies\.1/ });
-  t.deepEqual(loadSettings({ env: { SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' } }).server.trustedProxies, ['10.0.0.0/8', '::1']);
+  t.throws(() => loadSettings({ env: { SVC_TRUSTED_PROXIES: '127.0.0.1,bogus' } }), {
+    instanceOf: SettingsError,
+    message: /server\.trustedProxies\.1/,
+  });
+  t.deepEqual(loadSettings({ env: { SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' } }).server.trustedProxies, [
+    '10.0.0.0/8',
+    '::1',
+  ]);
 });
 
-const MODEL = { id: 'small', provider: 'vendor-a', upstreamModel: 'small-1', priceMicrosPerMTokIn: 1, priceMicrosPerMTokOut: 2, jurisdiction: { domicile: 'US', region: 'us-east' } };
+const MODEL = {
+  id: 'small',
+  provider: 'vendor-a',
+  upstreamModel: 'small-1',
+  priceMicrosPerMTokIn: 1,
+  priceMicrosPerMTokOut: 2,
+  jurisdiction: { domicile: 'US', region: 'us-east' },
+};
 const PROVIDER = { id: 'vendor-a', kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKeyEnv: 'VENDOR_A_KEY' };
 
 test('the gateway catalogue must hang together: unknown providers and models are named', (t) => {
-  const err = t.throws(() => loadSettings({ env: {}, overrides: {
-    'gateway.providers': [PROVIDER],
-    'gateway.models': [{ ...MODEL, provider: 'vendor-z' }],
-    'gateway.policyProfiles': [{ id: 'p', models: ['ghost'], providers: ['nobody'] }],
-  } }), { instanceOf: SettingsError });
+  const err = t.throws(
+    () =>
+      loadSettings({
+        env: {},
+        overrides: {
+          'gateway.providers': [PROVIDER],
+          'gateway.models': [{ ...MODEL, provider: 'vendor-z' }],
+          'gateway.policyProfiles': [{ id: 'p', models: ['ghost'], providers: ['nobody'] }],
+        },
+      }),
+    { instanceOf: SettingsError },
+  );
   t.regex(err!.message, /gateway\.models\.0\.provider: "vendor-z" is not a configured provider/);
   t.regex(err!.message, /gateway\.policyProfiles\.0\.models: "ghost" is not a configured model/);
   t.regex(err!.message, /gateway\.policyProfiles\.0\.providers: "nobody" is not a configured provider/);
 });
 
 test('an upstream secret comes from the environment variable the config names, never from the file', (t) => {
-  const settings = loadSettings({ env: { VENDOR_A_KEY: 'sk-from-env' }, overrides: { 'gateway.providers': [PROVIDER], 'gateway.models': [MODEL] } });
+  const settings = loadSettings({
+    env: { VENDOR_A_KEY: 'sk-from-env' },
+    overrides: { 'gateway.providers': [PROVIDER], 'gateway.models': [MODEL] },
+  });
   t.is(settings.gateway.providers[0]!.apiKey, 'sk-from-env');
-  const inFile = t.throws(() => loadSettings({ env: {}, overrides: { 'gateway.providers': [{ ...PROVIDER, apiKey: 'sk-in-file' }], 'gateway.models': [MODEL] } }), { instanceOf: SettingsError });
+  const inFile = t.throws(
+    () =>
+      loadSettings({
+        env: {},
+        overrides: { 'gateway.providers': [{ ...PROVIDER, apiKey: 'sk-in-file' }], 'gateway.models': [MODEL] },
+      }),
+    { instanceOf: SettingsError },
+  );
   t.regex(inFile!.message, /apiKey.*may not be in a config file/);
   t.false(inFile!.message.includes('sk-in-file'), 'the secret is not repeated');
   const unset = loadSettings({ env: {}, overrides: { 'gateway.providers': [PROVIDER], 'gateway.models': [MODEL] } });
@@ -113,10 +161,23 @@ test('an upstream secret comes from the environment variable the config names, n
 });
 
 test("the operator's billing secrets come from SVC_BILLING_STRIPE_*; none by default; a blank-containing one is refused", (t) => {
-  t.deepEqual({ ...loadSettings({ env: {} }).billing }, { stripeSigningSecret: null, stripePreviousSigningSecret: null });
-  const s = loadSettings({ env: { SVC_BILLING_STRIPE_SIGNING_SECRET: 'whsec_operator_new', SVC_BILLING_STRIPE_PREVIOUS_SIGNING_SECRET: 'whsec_operator_old' } });
-  t.deepEqual({ ...s.billing }, { stripeSigningSecret: 'whsec_operator_new', stripePreviousSigningSecret: 'whsec_operator_old' });
-  const err = t.throws(() => loadSettings({ env: { SVC_BILLING_STRIPE_SIGNING_SECRET: 'whsec with space' } }), { instanceOf: SettingsError });
+  t.deepEqual(
+    { ...loadSettings({ env: {} }).billing },
+    { stripeSigningSecret: null, stripePreviousSigningSecret: null },
+  );
+  const s = loadSettings({
+    env: {
+      SVC_BILLING_STRIPE_SIGNING_SECRET: 'whsec_operator_new',
+      SVC_BILLING_STRIPE_PREVIOUS_SIGNING_SECRET: 'whsec_operator_old',
+    },
+  });
+  t.deepEqual(
+    { ...s.billing },
+    { stripeSigningSecret: 'whsec_operator_new', stripePreviousSigningSecret: 'whsec_operator_old' },
+  );
+  const err = t.throws(() => loadSettings({ env: { SVC_BILLING_STRIPE_SIGNING_SECRET: 'whsec with space' } }), {
+    instanceOf: SettingsError,
+  });
   t.regex(err!.message, /billing\.stripeSigningSecret/);
   t.false(err!.message.includes('whsec with space'), 'the secret is not quoted back');
 });

@@ -21,8 +21,14 @@ test('50 concurrent POST /v1/admin/keys all answer 201, and every key works afte
   t.is(local.code, 0, local.stderr);
   const admin = JSON.parse(local.stdout).key as string;
 
-  const minted = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-    call(first.url, 'POST', '/v1/admin/keys', { headers: bearer(admin), json: { scope: 'inference', name: `k${i}` } })));
+  const minted = await Promise.all(
+    Array.from({ length: 50 }, (_, i) =>
+      call(first.url, 'POST', '/v1/admin/keys', {
+        headers: bearer(admin),
+        json: { scope: 'inference', name: `k${i}` },
+      }),
+    ),
+  );
   for (const res of minted) t.is(res.status, 201, res.text);
   const keys = minted.map((r) => ({ id: r.body.id as string, key: r.body.key as string, name: r.body.name as string }));
   t.is(new Set(keys.map((k) => k.key)).size, 50);

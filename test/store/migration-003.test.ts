@@ -16,14 +16,28 @@ test('sessions of a schema-2 store are indexed by person after migrating', async
     await migrateStore(store, { target: 2 });
     await store.write(() => {
       // As schema 2 wrote sessions: the session record only.
-      store.tables.sessions.put('hash-a', { userId: 'usr_V1OwnerAAAAAAAAAAAAAAA', createdAt: 'x', expiresAt: '2030-01-01T00:00:00.000Z' });
-      store.tables.sessions.put('hash-b', { userId: 'usr_other', createdAt: 'x', expiresAt: '2030-01-02T00:00:00.000Z' });
+      store.tables.sessions.put('hash-a', {
+        userId: 'usr_V1OwnerAAAAAAAAAAAAAAA',
+        createdAt: 'x',
+        expiresAt: '2030-01-01T00:00:00.000Z',
+      });
+      store.tables.sessions.put('hash-b', {
+        userId: 'usr_other',
+        createdAt: 'x',
+        expiresAt: '2030-01-02T00:00:00.000Z',
+      });
     });
     t.deepEqual(store.tables.sessionsByUser.scan(['usr_V1OwnerAAAAAAAAAAAAAAA']), []);
     const result = await migrateStore(store, { target: 3 });
-    t.deepEqual(result.applied.map((m) => m.version), [3]);
+    t.deepEqual(
+      result.applied.map((m) => m.version),
+      [3],
+    );
     t.is(store.schemaVersion(), 3);
-    t.deepEqual(store.tables.sessionsByUser.scan(['usr_V1OwnerAAAAAAAAAAAAAAA']).map((e) => e.key), [['usr_V1OwnerAAAAAAAAAAAAAAA', 'hash-a']]);
+    t.deepEqual(
+      store.tables.sessionsByUser.scan(['usr_V1OwnerAAAAAAAAAAAAAAA']).map((e) => e.key),
+      [['usr_V1OwnerAAAAAAAAAAAAAAA', 'hash-a']],
+    );
     t.is(store.tables.sessionsByUser.get(['usr_other', 'hash-b']), '2030-01-02T00:00:00.000Z');
     t.truthy(store.tables.sessions.get('hash-a'), 'no session was lost');
   } finally {

@@ -8,10 +8,21 @@ test.serial('agents of a schema-3 store get holds: [] and keep every field', asy
   const store = openStore(dir);
   try {
     await migrateStore(store, { target: 3 });
-    const agent = { id: 'agt_AAAAAAAAAAAAAAAAAAAAAA', workspaceId: 'ws_AAAAAAAAAAAAAAAAAAAAAA', name: 'old-bot', actsFor: null, tags: ['x'], createdAt: '2026-01-01T00:00:00.000Z', removedAt: null };
+    const agent = {
+      id: 'agt_AAAAAAAAAAAAAAAAAAAAAA',
+      workspaceId: 'ws_AAAAAAAAAAAAAAAAAAAAAA',
+      name: 'old-bot',
+      actsFor: null,
+      tags: ['x'],
+      createdAt: '2026-01-01T00:00:00.000Z',
+      removedAt: null,
+    };
     await store.write(() => store.tables.agents.put([agent.workspaceId, agent.id], agent));
     const result = await migrateStore(store);
-    t.deepEqual(result.applied.map((m) => m.version), [4]);
+    t.deepEqual(
+      result.applied.map((m) => m.version),
+      [4],
+    );
     t.deepEqual(store.tables.agents.get([agent.workspaceId, agent.id]), { ...agent, holds: [] });
     const again = await migrateStore(store);
     t.deepEqual(again.applied, [], 'safe to re-run');

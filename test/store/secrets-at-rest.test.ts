@@ -23,7 +23,7 @@ async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...await filesUnder(path));
+    if (entry.isDirectory()) out.push(...(await filesUnder(path)));
     else out.push(path);
   }
   return out;
@@ -46,36 +46,46 @@ test('no file in the data dir but master.key holds a password, key, token or ses
   const password = server.boot.owner!.password;
 
   // A session: the cookie seals a random session secret.
-  const signIn = await call(url, 'POST', '/api/session', { headers: csrf, json: { email: 'admin@localhost', password } });
+  const signIn = await call(url, 'POST', '/api/session', {
+    headers: csrf,
+    json: { email: 'admin@localhost', password },
+  });
   t.is(signIn.status, 200, signIn.text);
   const setCookie = String(([] as string[]).concat(signIn.headers['set-cookie'] as string | string[])[0]);
   const sealed = /^sid=([^;]+)/.exec(setCookie)![1]!;
   const me = await call(url, 'GET', '/api/me', { headers: { cookie: `sid=${sealed}` } });
   t.is(me.status, 200);
   const cookiePassword = deriveKey(loadMasterKey(dataDir, null), 'cookie-seal').toString('hex');
-  const { sid } = await Iron.unseal(decodeURIComponent(sealed), cookiePassword, Iron.defaults) as { sid: string };
+  const { sid } = (await Iron.unseal(decodeURIComponent(sealed), cookiePassword, Iron.defaults)) as { sid: string };
   t.regex(sid, /^sid_[A-Za-z0-9_-]{43}$/);
 
   // Keys: the first admin key on the store directly, then two through the API.
   const local = await svc(['keys', 'create', '--scope', 'admin', '--local', '--data-dir', dataDir, '--json']);
   t.is(local.code, 0, local.stderr);
   const adminKey = JSON.parse(local.stdout) as { id: string; key: string };
-  const viaApi = await Promise.all(['admin', 'inference'].map((scope) =>
-    call(url, 'POST', '/v1/admin/keys', { headers: bearer(adminKey.key), json: { scope, principal: 'alice' } })));
+  const viaApi = await Promise.all(
+    ['admin', 'inference'].map((scope) =>
+      call(url, 'POST', '/v1/admin/keys', { headers: bearer(adminKey.key), json: { scope, principal: 'alice' } }),
+    ),
+  );
   for (const res of viaApi) t.is(res.status, 201, res.text);
   const keys = [adminKey, ...viaApi.map((r) => r.body as { id: string; key: string })];
 
   // A service token, written on the store while the server runs.
-  const token = await withStore(dataDir, (app) => app.services.serviceTokens.create(wid, { name: 'ci', scopes: ['agents:read'], expiresInDays: 30 }));
+  const token = await withStore(dataDir, (app) =>
+    app.services.serviceTokens.create(wid, { name: 'ci', scopes: ['agents:read'], expiresInDays: 30 }),
+  );
   t.regex(token.token, /^ims_[A-Za-z0-9_-]{43}$/);
 
   t.is(await server.stop(), 0);
 
   // The receipt and ledger signing keys: their private halves, unsealed here with the master key.
-  const signing = await withStore(dataDir, (app) => app.services.signingKeys.all().map((record) => {
-    const jwk = unsealPrivateKey(record, app.masterKey).export({ format: 'jwk' });
-    return { kid: record.kid, d: String(jwk.d) };
-  }));
+  const signing = await withStore(dataDir, (app) =>
+    app.services.signingKeys.all().map((record) => {
+      const jwk = unsealPrivateKey(record, app.masterKey).export({ format: 'jwk' });
+      return { kid: record.kid, d: String(jwk.d) };
+    }),
+  );
   t.is(signing.length, 2, 'a receipt key and a ledger key');
 
   const secrets: Array<[string, string]> = [
@@ -88,7 +98,10 @@ test('no file in the data dir but master.key holds a password, key, token or ses
     ...signing.map((k) => [`private signing key ${k.kid}`, k.d] as [string, string]),
   ];
   const files = (await filesUnder(dataDir)).filter((f) => !f.endsWith('/master.key'));
-  t.true(files.some((f) => f.endsWith('svc.mdb')), files.join(', '));
+  t.true(
+    files.some((f) => f.endsWith('svc.mdb')),
+    files.join(', '),
+  );
 
   let storeBytes = Buffer.alloc(0);
   for (const file of files) {
@@ -99,7 +112,8 @@ test('no file in the data dir but master.key holds a password, key, token or ses
     }
   }
   // A positive control, so the search above is known to look at the records: their ids are there.
-  for (const id of [wid, token.id, ...keys.map((k) => k.id)]) t.not(storeBytes.indexOf(Buffer.from(id)), -1, `${id} not in the store file`);
+  for (const id of [wid, token.id, ...keys.map((k) => k.id)])
+    t.not(storeBytes.indexOf(Buffer.from(id)), -1, `${id} not in the store file`);
 
   const mode = (await stat(join(dataDir, 'master.key'))).mode & 0o777;
   t.is(mode.toString(8), '600');

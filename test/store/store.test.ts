@@ -21,21 +21,25 @@ test.after.always(async () => {
 const ws = (id: string) => ({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z' });
 
 test('a write that throws midway applies nothing of itself, and the error reaches the caller', async (t) => {
-  const err = await t.throwsAsync(store.write(() => {
-    store.tables.workspaces.put('ws_half', ws('ws_half'));
-    store.tables.usersByEmail.put('half@example.com', 'usr_half');
-    throw new AppError('invalid_request');
-  }));
+  const err = await t.throwsAsync(
+    store.write(() => {
+      store.tables.workspaces.put('ws_half', ws('ws_half'));
+      store.tables.usersByEmail.put('half@example.com', 'usr_half');
+      throw new AppError('invalid_request');
+    }),
+  );
   t.true(err instanceof AppError, 'a domain error passes through unchanged');
   t.is(store.tables.workspaces.get('ws_half'), undefined);
   t.is(store.tables.usersByEmail.get('half@example.com'), undefined);
 });
 
 test('an unexpected failure inside a write is a StoreError, and nothing is applied', async (t) => {
-  const err = await t.throwsAsync(store.write(() => {
-    store.tables.workspaces.put('ws_broken', ws('ws_broken'));
-    throw new TypeError('disk on fire');
-  }));
+  const err = await t.throwsAsync(
+    store.write(() => {
+      store.tables.workspaces.put('ws_broken', ws('ws_broken'));
+      throw new TypeError('disk on fire');
+    }),
+  );
   t.true(err instanceof StoreError);
   t.is((err as StoreError).code, 'write_failed');
   t.is(store.tables.workspaces.get('ws_broken'), undefined);
@@ -67,7 +71,11 @@ test('scan walks one prefix in key order, with after, limit and reverse', async 
   t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'])), ['ws_usr_a', 'ws_usr_b', 'ws_usr_c']);
   t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { after: 'ws_usr_a' })), ['ws_usr_b', 'ws_usr_c']);
   t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { limit: 2 })), ['ws_usr_a', 'ws_usr_b']);
-  t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { reverse: true })), ['ws_usr_c', 'ws_usr_b', 'ws_usr_a']);
+  t.deepEqual(keys(store.tables.userWorkspaces.scan(['usr_scan'], { reverse: true })), [
+    'ws_usr_c',
+    'ws_usr_b',
+    'ws_usr_a',
+  ]);
 });
 
 test('the schema version is recorded, and a second migration run changes nothing', async (t) => {
@@ -78,12 +86,16 @@ test('the schema version is recorded, and a second migration run changes nothing
 });
 
 test('writes that share a commit stay atomic one by one: a failing one leaves the others whole', async (t) => {
-  const results = await Promise.allSettled(Array.from({ length: 20 }, (_v, i) => store.write(() => {
-    store.tables.workspaces.put(`ws_batch_${i}`, ws(`ws_batch_${i}`));
-    store.tables.usersByEmail.put(`batch${i}@example.com`, `usr_batch_${i}`);
-    if (i % 5 === 3) throw new AppError('invalid_request');
-    return i;
-  })));
+  const results = await Promise.allSettled(
+    Array.from({ length: 20 }, (_v, i) =>
+      store.write(() => {
+        store.tables.workspaces.put(`ws_batch_${i}`, ws(`ws_batch_${i}`));
+        store.tables.usersByEmail.put(`batch${i}@example.com`, `usr_batch_${i}`);
+        if (i % 5 === 3) throw new AppError('invalid_request');
+        return i;
+      }),
+    ),
+  );
   for (const [i, r] of results.entries()) {
     const failed = i % 5 === 3;
     t.is(r.status, failed ? 'rejected' : 'fulfilled', `write ${i}`);
@@ -92,7 +104,7 @@ test('writes that share a commit stay atomic one by one: a failing one leaves th
   }
 });
 
-test('the data dir, the store files and the master key are the operator\'s alone, even in a folder that was open', async (t) => {
+test("the data dir, the store files and the master key are the operator's alone, even in a folder that was open", async (t) => {
   const { chmod, mkdir: mk, stat } = await import('node:fs/promises');
   const { join: j } = await import('node:path');
   const { loadMasterKey } = await import('../../src/store/index.js');

@@ -5,9 +5,14 @@ import { distance } from 'fastest-levenshtein';
 const hook: Hook.CommandNotFound = async function (options) {
   const wanted = options.id.replaceAll(':', ' ');
   const known = options.config.commandIDs.map((id) => id.replaceAll(':', ' '));
-  const nearest = known.reduce((best, id) => (distance(wanted, id) < distance(wanted, best) ? id : best), known[0] ?? '');
+  const nearest = known.reduce(
+    (best, id) => (distance(wanted, id) < distance(wanted, best) ? id : best),
+    known[0] ?? '',
+  );
   const close = nearest !== '' && distance(wanted, nearest) <= Math.max(2, Math.floor(wanted.length / 3));
-  Errors.error(`svc: "${wanted}" is not a command.${close ? ` Did you mean "${nearest}"?` : ''} See svc --help.`, { exit: 2 });
+  Errors.error(`svc: "${wanted}" is not a command.${close ? ` Did you mean "${nearest}"?` : ''} See svc --help.`, {
+    exit: 2,
+  });
 };
 
 export default hook;

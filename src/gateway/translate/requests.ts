@@ -40,7 +40,11 @@ function toAnthropicBlocks(content: unknown): Json[] {
     if (part?.type === 'image_url') {
       const url = String(part.image_url?.url ?? '');
       const data = /^data:([^;]+);base64,(.*)$/s.exec(url);
-      return [data ? { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } } : { type: 'image', source: { type: 'url', url } }];
+      return [
+        data
+          ? { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } }
+          : { type: 'image', source: { type: 'url', url } },
+      ];
     }
     return [];
   });
@@ -57,7 +61,8 @@ const toAnthropicToolChoice = (choice: unknown): Json | undefined => {
   if (choice === 'auto') return { type: 'auto' };
   if (choice === 'required') return { type: 'any' };
   if (choice === 'none') return { type: 'none' };
-  if (choice && typeof choice === 'object' && (choice as Json).function?.name) return { type: 'tool', name: (choice as Json).function.name };
+  if (choice && typeof choice === 'object' && (choice as Json).function?.name)
+    return { type: 'tool', name: (choice as Json).function.name };
   return undefined;
 };
 
@@ -71,21 +76,35 @@ export function openaiToAnthropicRequest(body: Json, model: string): Json {
     else if (m.role === 'assistant') {
       const blocks = toAnthropicBlocks(m.content);
       for (const call of (Array.isArray(m.tool_calls) ? m.tool_calls : []) as Json[]) {
-        blocks.push({ type: 'tool_use', id: call.id, name: call.function?.name, input: safeJson(call.function?.arguments) });
+        blocks.push({
+          type: 'tool_use',
+          id: call.id,
+          name: call.function?.name,
+          input: safeJson(call.function?.arguments),
+        });
       }
       pushTurn(messages, 'assistant', blocks);
     } else if (m.role === 'tool') {
       pushTurn(messages, 'user', [{ type: 'tool_result', tool_use_id: m.tool_call_id, content: textOf(m.content) }]);
     }
   }
-  const out: Json = { model, max_tokens: body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS, messages };
+  const out: Json = {
+    model,
+    max_tokens: body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS,
+    messages,
+  };
   if (system.length > 0) out.system = system.join('\n\n');
   if (typeof body.temperature === 'number') out.temperature = Math.min(1, Math.max(0, body.temperature));
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
-  if (body.stop !== undefined && body.stop !== null) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  if (body.stop !== undefined && body.stop !== null)
+    out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
   if (body.stream === true) out.stream = true;
   if (Array.isArray(body.tools) && body.tools.length > 0) {
-    out.tools = body.tools.map((t: Json) => ({ name: t.function?.name, ...(t.function?.description ? { description: t.function.description } : {}), input_schema: t.function?.parameters ?? { type: 'object', properties: {} } }));
+    out.tools = body.tools.map((t: Json) => ({
+      name: t.function?.name,
+      ...(t.function?.description ? { description: t.function.description } : {}),
+      input_schema: t.function?.parameters ?? { type: 'object', properties: {} },
+    }));
     const choice = toAnthropicToolChoice(body.tool_choice);
     if (choice) out.tool_choice = choice;
   }
@@ -94,11 +113,16 @@ export function openaiToAnthropicRequest(body: Json, model: string): Json {
 
 const toOpenaiToolChoice = (choice: Json | undefined): unknown => {
   switch (choice?.type) {
-    case 'auto': return 'auto';
-    case 'any': return 'required';
-    case 'none': return 'none';
-    case 'tool': return { type: 'function', function: { name: choice.name } };
-    default: return undefined;
+    case 'auto':
+      return 'auto';
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
+    case 'tool':
+      return { type: 'function', function: { name: choice.name } };
+    default:
+      return undefined;
   }
 };
 
@@ -106,7 +130,10 @@ function toOpenaiParts(blocks: Json[]): Json[] {
   return blocks.flatMap((b): Json[] => {
     if (b.type === 'text') return [{ type: 'text', text: String(b.text ?? '') }];
     if (b.type === 'image') {
-      const url = b.source?.type === 'base64' ? `data:${b.source.media_type};base64,${b.source.data}` : String(b.source?.url ?? '');
+      const url =
+        b.source?.type === 'base64'
+          ? `data:${b.source.media_type};base64,${b.source.data}`
+          : String(b.source?.url ?? '');
       return [{ type: 'image_url', image_url: { url } }];
     }
     return [];
@@ -124,15 +151,33 @@ export function anthropicToOpenaiRequest(body: Json, model: string): Json {
     }
     const blocks = (m.content ?? []) as Json[];
     if (m.role === 'assistant') {
-      const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
-      const calls = blocks.filter((b) => b.type === 'tool_use')
-        .map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
-      messages.push({ role: 'assistant', content: text === '' && calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+      const text = blocks
+        .filter((b) => b.type === 'text')
+        .map((b) => b.text)
+        .join('');
+      const calls = blocks
+        .filter((b) => b.type === 'tool_use')
+        .map((b) => ({
+          id: b.id,
+          type: 'function',
+          function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) },
+        }));
+      messages.push({
+        role: 'assistant',
+        content: text === '' && calls.length > 0 ? null : text,
+        ...(calls.length > 0 ? { tool_calls: calls } : {}),
+      });
       continue;
     }
-    for (const b of blocks) if (b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: textOf(b.content) });
+    for (const b of blocks)
+      if (b.type === 'tool_result')
+        messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: textOf(b.content) });
     const parts = toOpenaiParts(blocks);
-    if (parts.length > 0) messages.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => p.text).join('') : parts });
+    if (parts.length > 0)
+      messages.push({
+        role: 'user',
+        content: parts.every((p) => p.type === 'text') ? parts.map((p) => p.text).join('') : parts,
+      });
   }
   const out: Json = { model, messages, max_tokens: body.max_tokens };
   if (typeof body.temperature === 'number') out.temperature = body.temperature;
@@ -143,7 +188,14 @@ export function anthropicToOpenaiRequest(body: Json, model: string): Json {
     out.stream_options = { include_usage: true };
   }
   if (Array.isArray(body.tools) && body.tools.length > 0) {
-    out.tools = body.tools.map((t: Json) => ({ type: 'function', function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } } }));
+    out.tools = body.tools.map((t: Json) => ({
+      type: 'function',
+      function: {
+        name: t.name,
+        ...(t.description ? { description: t.description } : {}),
+        parameters: t.input_schema ?? { type: 'object', properties: {} },
+      },
+    }));
     const choice = toOpenaiToolChoice(body.tool_choice);
     if (choice !== undefined) out.tool_choice = choice;
   }

@@ -21,37 +21,65 @@ export const anthropicUsage = (u: Json | null | undefined): Usage | null =>
 
 export const toOpenaiFinish = (stop: unknown): string | null => {
   switch (stop) {
-    case 'end_turn': case 'stop_sequence': case 'pause_turn': return 'stop';
-    case 'max_tokens': return 'length';
-    case 'tool_use': return 'tool_calls';
-    case 'refusal': return 'content_filter';
-    default: return stop === null || stop === undefined ? null : 'stop';
+    case 'end_turn':
+    case 'stop_sequence':
+    case 'pause_turn':
+      return 'stop';
+    case 'max_tokens':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return stop === null || stop === undefined ? null : 'stop';
   }
 };
 
 export const toAnthropicStop = (finish: unknown): string | null => {
   switch (finish) {
-    case 'stop': return 'end_turn';
-    case 'length': return 'max_tokens';
-    case 'tool_calls': case 'function_call': return 'tool_use';
-    case 'content_filter': return 'refusal';
-    default: return finish === null || finish === undefined ? null : 'end_turn';
+    case 'stop':
+      return 'end_turn';
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'content_filter':
+      return 'refusal';
+    default:
+      return finish === null || finish === undefined ? null : 'end_turn';
   }
 };
 
 export function anthropicToOpenaiResponse(message: Json, model: string, nowSeconds: number): Json {
   const blocks = (Array.isArray(message.content) ? message.content : []) as Json[];
-  const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
-  const calls = blocks.filter((b) => b.type === 'tool_use')
+  const text = blocks
+    .filter((b) => b.type === 'text')
+    .map((b) => b.text)
+    .join('');
+  const calls = blocks
+    .filter((b) => b.type === 'tool_use')
     .map((b) => ({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } }));
   const usage = anthropicUsage(message.usage) ?? { input: 0, output: 0 };
   return {
-    id: `chatcmpl-${String(message.id ?? '').replace(/^msg_/, '')}`, object: 'chat.completion', created: nowSeconds, model,
-    choices: [{
-      index: 0,
-      message: { role: 'assistant', content: text === '' && calls.length > 0 ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}), refusal: null },
-      finish_reason: toOpenaiFinish(message.stop_reason), logprobs: null,
-    }],
+    id: `chatcmpl-${String(message.id ?? '').replace(/^msg_/, '')}`,
+    object: 'chat.completion',
+    created: nowSeconds,
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: text === '' && calls.length > 0 ? null : text,
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+          refusal: null,
+        },
+        finish_reason: toOpenaiFinish(message.stop_reason),
+        logprobs: null,
+      },
+    ],
     usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
   };
 }
@@ -62,12 +90,22 @@ export function openaiToAnthropicResponse(completion: Json, model: string): Json
   const text = choice.message?.content;
   if (typeof text === 'string' && text !== '') content.push({ type: 'text', text });
   for (const call of (Array.isArray(choice.message?.tool_calls) ? choice.message.tool_calls : []) as Json[]) {
-    content.push({ type: 'tool_use', id: call.id, name: call.function?.name, input: safeJson(call.function?.arguments) });
+    content.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function?.name,
+      input: safeJson(call.function?.arguments),
+    });
   }
   const usage = openaiUsage(completion.usage) ?? { input: 0, output: 0 };
   return {
-    id: `msg_${String(completion.id ?? '').replace(/^chatcmpl-/, '')}`, type: 'message', role: 'assistant', model, content,
-    stop_reason: toAnthropicStop(choice.finish_reason), stop_sequence: null,
+    id: `msg_${String(completion.id ?? '').replace(/^chatcmpl-/, '')}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: toAnthropicStop(choice.finish_reason),
+    stop_sequence: null,
     usage: { input_tokens: usage.input, output_tokens: usage.output },
   };
 }

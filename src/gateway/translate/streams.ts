@@ -36,7 +36,11 @@ const renamer = (upstreamModel: string, clientModel: string) => {
   return (raw: string) => raw.replace(from, to);
 };
 
-export function openaiPassThrough(opts: { upstreamModel: string; clientModel: string; clientWantsUsage: boolean }): StreamTranslator {
+export function openaiPassThrough(opts: {
+  upstreamModel: string;
+  clientModel: string;
+  clientWantsUsage: boolean;
+}): StreamTranslator {
   const rename = renamer(opts.upstreamModel, opts.clientModel);
   const state = { usage: null as Usage | null, finished: false };
   return {
@@ -57,8 +61,12 @@ export function openaiPassThrough(opts: { upstreamModel: string; clientModel: st
       return rename(e.raw);
     },
     end: () => '',
-    get usage() { return state.usage; },
-    get finished() { return state.finished; },
+    get usage() {
+      return state.usage;
+    },
+    get finished() {
+      return state.finished;
+    },
   };
 }
 
@@ -81,19 +89,32 @@ export function anthropicPassThrough(opts: { upstreamModel: string; clientModel:
       return e.event === 'message_start' ? rename(e.raw) : e.raw;
     },
     end: () => '',
-    get usage() { return state.seen ? { input: state.input, output: state.output } : null; },
-    get finished() { return state.finished; },
+    get usage() {
+      return state.seen ? { input: state.input, output: state.output } : null;
+    },
+    get finished() {
+      return state.finished;
+    },
   };
 }
 
 /** Anthropic events from the upstream, OpenAI chunks to the client. */
-export function anthropicToOpenaiStream(opts: { clientModel: string; clientWantsUsage: boolean; id: string; created: number }): StreamTranslator {
+export function anthropicToOpenaiStream(opts: {
+  clientModel: string;
+  clientWantsUsage: boolean;
+  id: string;
+  created: number;
+}): StreamTranslator {
   const state = { input: 0, output: 0, seen: false, finished: false, finish: null as string | null };
   const toolIndex = new Map<number, number>();
-  const chunk = (delta: Json, finish: string | null = null) => sseData({
-    id: opts.id, object: 'chat.completion.chunk', created: opts.created, model: opts.clientModel,
-    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-  });
+  const chunk = (delta: Json, finish: string | null = null) =>
+    sseData({
+      id: opts.id,
+      object: 'chat.completion.chunk',
+      created: opts.created,
+      model: opts.clientModel,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    });
   return {
     event(e) {
       const body = parse(e.data);
@@ -101,19 +122,35 @@ export function anthropicToOpenaiStream(opts: { clientModel: string; clientWants
       switch (e.event ?? body.type) {
         case 'message_start': {
           const usage = anthropicUsage(body.message?.usage);
-          if (usage) { state.seen = true; state.input = usage.input; state.output = usage.output; }
+          if (usage) {
+            state.seen = true;
+            state.input = usage.input;
+            state.output = usage.output;
+          }
           return chunk({ role: 'assistant', content: '' });
         }
         case 'content_block_start':
           if (body.content_block?.type === 'tool_use') {
             const index = toolIndex.size;
             toolIndex.set(body.index, index);
-            return chunk({ tool_calls: [{ index, id: body.content_block.id, type: 'function', function: { name: body.content_block.name, arguments: '' } }] });
+            return chunk({
+              tool_calls: [
+                {
+                  index,
+                  id: body.content_block.id,
+                  type: 'function',
+                  function: { name: body.content_block.name, arguments: '' },
+                },
+              ],
+            });
           }
           return '';
         case 'content_block_delta':
           if (body.delta?.type === 'text_delta') return chunk({ content: body.delta.text });
-          if (body.delta?.type === 'input_json_delta') return chunk({ tool_calls: [{ index: toolIndex.get(body.index) ?? 0, function: { arguments: body.delta.partial_json } }] });
+          if (body.delta?.type === 'input_json_delta')
+            return chunk({
+              tool_calls: [{ index: toolIndex.get(body.index) ?? 0, function: { arguments: body.delta.partial_json } }],
+            });
           return '';
         case 'message_delta':
           if (body.usage) {
@@ -131,13 +168,29 @@ export function anthropicToOpenaiStream(opts: { clientModel: string; clientWants
       }
     },
     end() {
-      const usage = opts.clientWantsUsage && state.seen
-        ? sseData({ id: opts.id, object: 'chat.completion.chunk', created: opts.created, model: opts.clientModel, choices: [], usage: { prompt_tokens: state.input, completion_tokens: state.output, total_tokens: state.input + state.output } })
-        : '';
+      const usage =
+        opts.clientWantsUsage && state.seen
+          ? sseData({
+              id: opts.id,
+              object: 'chat.completion.chunk',
+              created: opts.created,
+              model: opts.clientModel,
+              choices: [],
+              usage: {
+                prompt_tokens: state.input,
+                completion_tokens: state.output,
+                total_tokens: state.input + state.output,
+              },
+            })
+          : '';
       return `${usage}data: [DONE]\n\n`;
     },
-    get usage() { return state.seen ? { input: state.input, output: state.output } : null; },
-    get finished() { return state.finished; },
+    get usage() {
+      return state.seen ? { input: state.input, output: state.output } : null;
+    },
+    get finished() {
+      return state.finished;
+    },
   };
 }
 
@@ -157,7 +210,16 @@ export function openaiToAnthropicStream(opts: { clientModel: string; id: string 
     state.started = true;
     return sseEvent('message_start', {
       type: 'message_start',
-      message: { id: opts.id, type: 'message', role: 'assistant', model: opts.clientModel, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } },
+      message: {
+        id: opts.id,
+        type: 'message',
+        role: 'assistant',
+        model: opts.clientModel,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 0, output_tokens: 0 },
+      },
     });
   };
   return {
@@ -178,20 +240,36 @@ export function openaiToAnthropicStream(opts: { clientModel: string; id: string 
         if (open?.kind !== 'text') {
           out += close();
           open = { index: blocks++, kind: 'text' };
-          out += sseEvent('content_block_start', { type: 'content_block_start', index: open.index, content_block: { type: 'text', text: '' } });
+          out += sseEvent('content_block_start', {
+            type: 'content_block_start',
+            index: open.index,
+            content_block: { type: 'text', text: '' },
+          });
         }
-        out += sseEvent('content_block_delta', { type: 'content_block_delta', index: open.index, delta: { type: 'text_delta', text: delta.content } });
+        out += sseEvent('content_block_delta', {
+          type: 'content_block_delta',
+          index: open.index,
+          delta: { type: 'text_delta', text: delta.content },
+        });
       }
       for (const call of (Array.isArray(delta.tool_calls) ? delta.tool_calls : []) as Json[]) {
         if (!call || typeof call !== 'object') continue;
         if (call.id !== undefined || open?.kind !== 'tool' || open.toolIndex !== call.index) {
           out += close();
           open = { index: blocks++, kind: 'tool', toolIndex: call.index };
-          out += sseEvent('content_block_start', { type: 'content_block_start', index: open.index, content_block: { type: 'tool_use', id: call.id, name: call.function?.name, input: {} } });
+          out += sseEvent('content_block_start', {
+            type: 'content_block_start',
+            index: open.index,
+            content_block: { type: 'tool_use', id: call.id, name: call.function?.name, input: {} },
+          });
         }
         const piece = call.function?.arguments;
         if (typeof piece === 'string' && piece !== '') {
-          out += sseEvent('content_block_delta', { type: 'content_block_delta', index: open.index, delta: { type: 'input_json_delta', partial_json: piece } });
+          out += sseEvent('content_block_delta', {
+            type: 'content_block_delta',
+            index: open.index,
+            delta: { type: 'input_json_delta', partial_json: piece },
+          });
         }
       }
       if (choice.finish_reason) state.stop = toAnthropicStop(choice.finish_reason);
@@ -199,11 +277,22 @@ export function openaiToAnthropicStream(opts: { clientModel: string; id: string 
     },
     end() {
       const usage = state.usage ?? { input: 0, output: 0 };
-      return start() + close()
-        + sseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: state.stop ?? 'end_turn', stop_sequence: null }, usage: { input_tokens: usage.input, output_tokens: usage.output } })
-        + sseEvent('message_stop', { type: 'message_stop' });
+      return (
+        start() +
+        close() +
+        sseEvent('message_delta', {
+          type: 'message_delta',
+          delta: { stop_reason: state.stop ?? 'end_turn', stop_sequence: null },
+          usage: { input_tokens: usage.input, output_tokens: usage.output },
+        }) +
+        sseEvent('message_stop', { type: 'message_stop' })
+      );
     },
-    get usage() { return state.usage; },
-    get finished() { return state.finished; },
+    get usage() {
+      return state.usage;
+    },
+    get finished() {
+      return state.finished;
+    },
   };
 }

@@ -21,39 +21,77 @@ import { bearer } from './bearer.js';
  * counts and carries ratelimit-limit, ratelimit-remaining and ratelimit-reset; past the limit:
  * 429 rate_limited with retry-after.
  */
-export function registerAgentKey(server: Server, deps: { keys: KeysService; oauth: Pick<OAuth, 'resolveAccess'>; gateLimiter: RateLimiter; baseUrl: () => string }): void {
+export function registerAgentKey(
+  server: Server,
+  deps: { keys: KeysService; oauth: Pick<OAuth, 'resolveAccess'>; gateLimiter: RateLimiter; baseUrl: () => string },
+): void {
   server.auth.scheme(AGENT_KEY, () => ({
     authenticate(request, h) {
       // On /mcp a 401 names where to learn how to get a token (RFC 9728 section 5.1).
       const mcp = svcOptions(request.route.settings).mcpChallenge === true;
       const challenge = mcp
-        ? { headers: { 'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp"` } }
+        ? {
+            headers: {
+              'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp"`,
+            },
+          }
         : {};
       const value = bearer(request);
       // At /mcp an OAuth access token stands for its agent exactly as the agent's key does.
       if (mcp && value && hasPrefix(value, 'aat')) {
         const access = deps.oauth.resolveAccess(value);
-        if (!access) throw new AppError('invalid_api_key', { message: 'The access token is unknown, expired, or its connection ended.', fix: 'Refresh it, or connect the client again.', ...challenge });
-        return h.authenticated({ credentials: credentials({ kind: 'agent', workspaceId: access.workspaceId, agent: access.agent, key: { id: access.connectionId, workspaceId: access.workspaceId, scope: 'agent', agentId: access.agent.id } as KeyRecord }) });
+        if (!access)
+          throw new AppError('invalid_api_key', {
+            message: 'The access token is unknown, expired, or its connection ended.',
+            fix: 'Refresh it, or connect the client again.',
+            ...challenge,
+          });
+        return h.authenticated({
+          credentials: credentials({
+            kind: 'agent',
+            workspaceId: access.workspaceId,
+            agent: access.agent,
+            key: {
+              id: access.connectionId,
+              workspaceId: access.workspaceId,
+              scope: 'agent',
+              agentId: access.agent.id,
+            } as KeyRecord,
+          }),
+        });
       }
       if (!value || !hasPrefix(value, 'ask')) {
-        throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[AGENT_KEY]}; none was sent.`, ...challenge });
+        throw new AppError('unauthenticated', {
+          message: `This route takes ${expectedCredential[AGENT_KEY]}; none was sent.`,
+          ...challenge,
+        });
       }
       const resolved = deps.keys.resolve(value);
       if (!resolved) throw new AppError('invalid_api_key', challenge);
       if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
-      if (!resolved.agent || resolved.agent.removedAt) throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });
+      if (!resolved.agent || resolved.agent.removedAt)
+        throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });
       if (svcOptions(request.route.settings).gateRateLimit) {
         const d = deps.gateLimiter.take(resolved.agent.id);
         request.app.responseHeaders = {
-          'ratelimit-limit': String(d.limit), 'ratelimit-remaining': String(d.remaining), 'ratelimit-reset': String(d.resetSeconds),
+          'ratelimit-limit': String(d.limit),
+          'ratelimit-remaining': String(d.remaining),
+          'ratelimit-reset': String(d.resetSeconds),
         };
         if (!d.allowed) {
-          throw new AppError('rate_limited', { message: `This agent sent more than ${d.limit} gate requests this minute.`, headers: { 'retry-after': String(d.resetSeconds) } });
+          throw new AppError('rate_limited', {
+            message: `This agent sent more than ${d.limit} gate requests this minute.`,
+            headers: { 'retry-after': String(d.resetSeconds) },
+          });
         }
       }
       return h.authenticated({
-        credentials: credentials({ kind: 'agent', workspaceId: resolved.record.workspaceId, agent: resolved.agent, key: resolved.record }),
+        credentials: credentials({
+          kind: 'agent',
+          workspaceId: resolved.record.workspaceId,
+          agent: resolved.agent,
+          key: resolved.record,
+        }),
       });
     },
   }));

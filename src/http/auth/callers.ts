@@ -25,11 +25,16 @@ export function caller<K extends Caller['kind']>(request: Request, kind: K): Cal
 /** How the ledger names a caller. */
 export function actorOf(c: Caller): string {
   switch (c.kind) {
-    case 'agent': return `agent:${c.agent.id}`;
-    case 'workspace-key': return `key:${c.key.id}`;
-    case 'service-token': return `token:${c.token.name}`;
-    case 'session': return `user:${c.user.id}`;
-    case 'signature': return `system`;
+    case 'agent':
+      return `agent:${c.agent.id}`;
+    case 'workspace-key':
+      return `key:${c.key.id}`;
+    case 'service-token':
+      return `token:${c.token.name}`;
+    case 'session':
+      return `user:${c.user.id}`;
+    case 'signature':
+      return `system`;
   }
 }
 

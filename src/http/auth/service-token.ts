@@ -12,19 +12,26 @@ import { bearer } from './bearer.js';
  * outside ipAllow: 401 invalid_token; expired: 401 token_expired; the route's scope
  * (`plugins.svc.tokenScope`) missing: 403 missing_scope.
  */
-export function registerServiceToken(server: Server, deps: { tokens: ServiceTokensService; trustedProxies: readonly string[] }): void {
+export function registerServiceToken(
+  server: Server,
+  deps: { tokens: ServiceTokensService; trustedProxies: readonly string[] },
+): void {
   server.auth.scheme(SERVICE_TOKEN, () => ({
     authenticate(request, h) {
       const value = bearer(request);
       if (!value || !value.startsWith('ims_')) {
-        throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[SERVICE_TOKEN]}; none was sent.` });
+        throw new AppError('unauthenticated', {
+          message: `This route takes ${expectedCredential[SERVICE_TOKEN]}; none was sent.`,
+        });
       }
       const token = deps.tokens.verify(value, clientAddress(request, deps.trustedProxies));
       const needed = svcOptions(request.route.settings).tokenScope as ServiceTokenScope | undefined;
       if (needed && !token.scopes.includes(needed)) {
         throw new AppError('missing_scope', { message: `This route needs a service token with scope ${needed}.` });
       }
-      return h.authenticated({ credentials: credentials({ kind: 'service-token', workspaceId: token.workspaceId, token }) });
+      return h.authenticated({
+        credentials: credentials({ kind: 'service-token', workspaceId: token.workspaceId, token }),
+      });
     },
   }));
   server.auth.strategy(SERVICE_TOKEN, SERVICE_TOKEN);

@@ -40,17 +40,35 @@ export async function registerSession(server: Server, options: SessionOptions): 
     return { isValid: true, credentials: credentials({ kind: 'session', user, secret: sid }) };
   };
   const cookie = (name: string, secure: boolean) => ({
-    name, password: options.cookiePassword, isSecure: secure, isHttpOnly: true, isSameSite: 'Lax' as const,
-    path: '/', ttl: options.ttlMs, clearInvalid: true, strictHeader: true,
+    name,
+    password: options.cookiePassword,
+    isSecure: secure,
+    isHttpOnly: true,
+    isSameSite: 'Lax' as const,
+    path: '/',
+    ttl: options.ttlMs,
+    clearInvalid: true,
+    strictHeader: true,
   });
-  server.auth.strategy(SESSION, 'cookie', { cookie: cookie(sessionCookieName(options.production), options.secure), validate });
+  server.auth.strategy(SESSION, 'cookie', {
+    cookie: cookie(sessionCookieName(options.production), options.secure),
+    validate,
+  });
   if (!options.production) {
-    server.auth.strategy(SESSION_HOST, 'cookie', { cookie: cookie('__Host-sid', true), validate, requestDecoratorName: 'cookieAuthHost' });
+    server.auth.strategy(SESSION_HOST, 'cookie', {
+      cookie: cookie('__Host-sid', true),
+      validate,
+      requestDecoratorName: 'cookieAuthHost',
+    });
   }
 }
 
 /** The signed-in person of a console route on /api/w/{wid}/…, once their role there allows `permission` (else 403 forbidden). */
-export function permittedMember(people: Pick<PeopleService, 'authorize'>, request: Request, permission: Permission): { wid: string; actor: string } {
+export function permittedMember(
+  people: Pick<PeopleService, 'authorize'>,
+  request: Request,
+  permission: Permission,
+): { wid: string; actor: string } {
   const { wid } = request.params as { wid: string };
   const c = caller(request, 'session');
   people.authorize(wid, c.user, permission);

@@ -26,10 +26,14 @@ export interface InboundVerifier<A = unknown> {
   body(request: Request, raw: Buffer, artifacts: A): unknown;
 }
 
-export const inboundStrategy = (kind: IntegrationKind, variant?: string): string => `${SIGNATURE}:${kind}${variant === undefined ? '' : `:${variant}`}`;
+export const inboundStrategy = (kind: IntegrationKind, variant?: string): string =>
+  `${SIGNATURE}:${kind}${variant === undefined ? '' : `:${variant}`}`;
 
 /** The 401 every verifier throws, with what was wrong in plain words and how to send it right. */
-export function signatureRefused(message: string, fix = 'Sign the exact bytes sent, with the current secret, at the moment of sending.'): AppError {
+export function signatureRefused(
+  message: string,
+  fix = 'Sign the exact bytes sent, with the current secret, at the moment of sending.',
+): AppError {
   return new AppError('unauthenticated', { message, fix });
 }
 
@@ -40,7 +44,10 @@ export function registerInbound(server: Server, clock: Clock, verifiers: readonl
       options: { payload: true },
       authenticate(request, h) {
         const artifacts = verifier.headers(request, clock.now());
-        return h.authenticated({ credentials: credentials({ kind: 'signature', keyId: verifier.kind }), artifacts: { header: artifacts } });
+        return h.authenticated({
+          credentials: credentials({ kind: 'signature', keyId: verifier.kind }),
+          artifacts: { header: artifacts },
+        });
       },
       async payload(request, h) {
         const raw = Buffer.isBuffer(request.payload) ? request.payload : Buffer.alloc(0);
@@ -50,7 +57,8 @@ export function registerInbound(server: Server, clock: Clock, verifiers: readonl
       },
     };
   });
-  for (const verifier of verifiers) server.auth.strategy(inboundStrategy(verifier.kind, verifier.variant), SIGNATURE, { verifier });
+  for (const verifier of verifiers)
+    server.auth.strategy(inboundStrategy(verifier.kind, verifier.variant), SIGNATURE, { verifier });
 }
 
 /** What the route's verifier established about this request. */

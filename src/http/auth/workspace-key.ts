@@ -25,21 +25,33 @@ export function registerWorkspaceKey(server: Server, deps: { keys: KeysService }
   server.auth.scheme(WORKSPACE_KEY, () => ({
     authenticate(request, h) {
       const value = presentedKey(request);
-      if (!value) throw new AppError('unauthenticated', { message: `This route takes ${expectedCredential[WORKSPACE_KEY]}; none was sent.` });
+      if (!value)
+        throw new AppError('unauthenticated', {
+          message: `This route takes ${expectedCredential[WORKSPACE_KEY]}; none was sent.`,
+        });
       const resolved = deps.keys.resolve(value);
       if (!resolved) throw new AppError('invalid_api_key');
       const { record } = resolved;
       const needed = svcOptions(request.route.settings).keyScope ?? 'any-workspace';
       if (needed === 'admin' && record.scope !== 'admin') {
-        throw new AppError('forbidden', { message: 'This route needs a workspace key of scope admin.', fix: 'Use an admin workspace key (svc keys create --scope admin).' });
+        throw new AppError('forbidden', {
+          message: 'This route needs a workspace key of scope admin.',
+          fix: 'Use an admin workspace key (svc keys create --scope admin).',
+        });
       }
       if (record.scope === 'agent') {
         if (needed !== 'any') {
-          throw new AppError('forbidden', { message: "An agent key carries only its agent's own traffic; this route needs a workspace key.", fix: 'Use a workspace key of scope inference or admin.' });
+          throw new AppError('forbidden', {
+            message: "An agent key carries only its agent's own traffic; this route needs a workspace key.",
+            fix: 'Use a workspace key of scope inference or admin.',
+          });
         }
-        if (!resolved.agent || resolved.agent.removedAt) throw new AppError('agent_not_found', { details: { agentId: record.agentId! } });
+        if (!resolved.agent || resolved.agent.removedAt)
+          throw new AppError('agent_not_found', { details: { agentId: record.agentId! } });
       }
-      return h.authenticated({ credentials: credentials({ kind: 'workspace-key', workspaceId: record.workspaceId, key: record }) });
+      return h.authenticated({
+        credentials: credentials({ kind: 'workspace-key', workspaceId: record.workspaceId, key: record }),
+      });
     },
   }));
   server.auth.strategy(WORKSPACE_KEY, WORKSPACE_KEY);

@@ -54,28 +54,67 @@ export function underApi(url: string, apiUrl: string): boolean {
   return u.pathname.startsWith(prefix);
 }
 
-export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; registry: IntegrationRegistry; log: Logger; settings: CallbackSettings; dispatcher?: Dispatcher }) {
+export function createGithubCallbacks(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  registry: IntegrationRegistry;
+  log: Logger;
+  settings: CallbackSettings;
+  dispatcher?: Dispatcher;
+}) {
   const { store, clock, ids, ledger, registry, settings } = deps;
   const t = store.tables;
-  const dispatcher = deps.dispatcher ?? safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
+  const dispatcher =
+    deps.dispatcher ??
+    safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
   const apiUrlOf = (wid: string): string => String(registry.configOf(wid, 'github')?.apiUrl ?? DEFAULT_API_URL);
 
   /** Inside the decision's write: queues its report, or records why it is not sent. */
-  const enqueueInWrite = (wid: string, report: { delivery: string; url: unknown; environment: string; state: 'approved' | 'rejected'; comment: string; actionId: string | null }): void => {
+  const enqueueInWrite = (
+    wid: string,
+    report: {
+      delivery: string;
+      url: unknown;
+      environment: string;
+      state: 'approved' | 'rejected';
+      comment: string;
+      actionId: string | null;
+    },
+  ): void => {
     const apiUrl = apiUrlOf(wid);
     const url = typeof report.url === 'string' ? report.url : '';
-    const reason = !url ? 'the event has no deployment_callback_url'
-      : !underApi(url, apiUrl) ? `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`
-        : !registry.hasConfigSecret(wid, 'github', 'token') ? 'no GitHub token is configured'
+    const reason = !url
+      ? 'the event has no deployment_callback_url'
+      : !underApi(url, apiUrl)
+        ? `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`
+        : !registry.hasConfigSecret(wid, 'github', 'token')
+          ? 'no GitHub token is configured'
           : null;
     if (reason) {
-      ledger.record({ workspaceId: wid, actor: 'github', kind: 'github.deployment_report_refused', subject: report.delivery, data: { state: report.state, environment: report.environment, reason } });
+      ledger.record({
+        workspaceId: wid,
+        actor: 'github',
+        kind: 'github.deployment_report_refused',
+        subject: report.delivery,
+        data: { state: report.state, environment: report.environment, reason },
+      });
       return;
     }
     const now = clock.now();
     const record: GithubCallbackRecord = {
-      id: ids.id('dlv'), workspaceId: wid, delivery: report.delivery, url, environment: report.environment, state: report.state,
-      comment: report.comment.slice(0, 1000), actionId: report.actionId, createdAt: isoAt(now), nextAttemptMs: now, attempts: [],
+      id: ids.id('dlv'),
+      workspaceId: wid,
+      delivery: report.delivery,
+      url,
+      environment: report.environment,
+      state: report.state,
+      comment: report.comment.slice(0, 1000),
+      actionId: report.actionId,
+      createdAt: isoAt(now),
+      nextAttemptMs: now,
+      attempts: [],
     };
     t.githubCallbacks.put([wid, record.id], record);
   };
@@ -89,15 +128,26 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
     const token = registry.configSecret(c.workspaceId, 'github', 'token');
     const apiUrl = apiUrlOf(c.workspaceId);
     if (!token) final = 'no GitHub token is configured';
-    else if (!underApi(c.url, apiUrl)) final = `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`;
+    else if (!underApi(c.url, apiUrl))
+      final = `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`;
     else {
-      const problem = await targetProblem(c.url, { allowPrivateTargets: settings.allowPrivateTargets, httpsOnly: true });
+      const problem = await targetProblem(c.url, {
+        allowPrivateTargets: settings.allowPrivateTargets,
+        httpsOnly: true,
+      });
       if (problem) {
         error = `refused: ${problem}`;
       } else {
         ({ status, error } = await postOnce(c.url, {
-          dispatcher, timeoutMs: settings.timeoutMs,
-          headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'svc-github/1', 'x-github-api-version': '2022-11-28' },
+          dispatcher,
+          timeoutMs: settings.timeoutMs,
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: 'application/vnd.github+json',
+            'content-type': 'application/json',
+            'user-agent': 'svc-github/1',
+            'x-github-api-version': '2022-11-28',
+          },
           body: JSON.stringify({ environment_name: c.environment, state: c.state, comment: c.comment }),
         }));
       }
@@ -109,16 +159,34 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
       const current = t.githubCallbacks.get([c.workspaceId, c.id]);
       if (!current) return;
       const attempts = [...current.attempts, { at: isoAt(started), status, error: error ?? final }];
-      const facts = { state: current.state, environment: current.environment, actionId: current.actionId, tries: attempts.length, status };
+      const facts = {
+        state: current.state,
+        environment: current.environment,
+        actionId: current.actionId,
+        tries: attempts.length,
+        status,
+      };
       if (ok) {
         t.githubCallbacks.remove([c.workspaceId, c.id]);
-        ledger.record({ workspaceId: c.workspaceId, actor: 'github', kind: 'github.deployment_reported', subject: current.delivery, data: facts });
+        ledger.record({
+          workspaceId: c.workspaceId,
+          actor: 'github',
+          kind: 'github.deployment_reported',
+          subject: current.delivery,
+          data: facts,
+        });
         return;
       }
       const next = now + retryDelay(attempts.length, settings);
       if (final || next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
         t.githubCallbacks.remove([c.workspaceId, c.id]);
-        ledger.record({ workspaceId: c.workspaceId, actor: 'github', kind: 'github.deployment_report_failed', subject: current.delivery, data: { ...facts, reason: final ?? error ?? 'gave up' } });
+        ledger.record({
+          workspaceId: c.workspaceId,
+          actor: 'github',
+          kind: 'github.deployment_report_failed',
+          subject: current.delivery,
+          data: { ...facts, reason: final ?? error ?? 'gave up' },
+        });
         return;
       }
       t.githubCallbacks.put([c.workspaceId, c.id], { ...current, attempts, nextAttemptMs: next });
@@ -130,24 +198,32 @@ export function createGithubCallbacks(deps: { store: Store; clock: Clock; ids: I
   /** Sends what is due now (each report once at a time); returns when those tries are written. */
   const dispatch = async (): Promise<void> => {
     const now = clock.now();
-    const due = t.githubCallbacks.scan([]).map((e) => e.value).filter((c) => c.nextAttemptMs <= now && !inFlight.has(c.id)).slice(0, BATCH);
-    await Promise.all(due.map(async (c) => {
-      inFlight.add(c.id);
-      try {
-        await attempt(c);
-      } catch (err) {
-        deps.log.error({ err, callbackId: c.id }, 'github deployment report failed to be recorded');
-      } finally {
-        inFlight.delete(c.id);
-      }
-    }));
+    const due = t.githubCallbacks
+      .scan([])
+      .map((e) => e.value)
+      .filter((c) => c.nextAttemptMs <= now && !inFlight.has(c.id))
+      .slice(0, BATCH);
+    await Promise.all(
+      due.map(async (c) => {
+        inFlight.add(c.id);
+        try {
+          await attempt(c);
+        } catch (err) {
+          deps.log.error({ err, callbackId: c.id }, 'github deployment report failed to be recorded');
+        } finally {
+          inFlight.delete(c.id);
+        }
+      }),
+    );
   };
 
   return {
     enqueueInWrite,
     dispatch,
     /** Starts the dispatcher (the server does; commands that open the store do not). */
-    ...periodic(dispatch, settings.dispatchIntervalMs, (err) => deps.log.error({ err }, 'github report dispatch failed')),
+    ...periodic(dispatch, settings.dispatchIntervalMs, (err) =>
+      deps.log.error({ err }, 'github report dispatch failed'),
+    ),
   };
 }
 

@@ -17,17 +17,27 @@ import type { GithubDelivery } from './verifier.js';
  *   raw bytes before anything parses them; the body is then validated for the events acted on,
  *   and must fit the event its (unsigned) X-GitHub-Event header names, else 400.
  */
-export const LOGIN = Joi.string().pattern(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/).required()
+export const LOGIN = Joi.string()
+  .pattern(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/)
+  .required()
   .messages({ 'string.pattern.base': '{{#label}} must be a GitHub login, such as deploy-bot or my-app[bot]' });
 
-const sender = Joi.object({ login: Joi.string().max(100).required() }).unknown(true).required();
+const sender = Joi.object({ login: Joi.string().max(100).required() })
+  .unknown(true)
+  .required();
 const repository = Joi.object({
-  full_name: Joi.string().pattern(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/).required(),
-  html_url: Joi.string().uri({ scheme: ['https', 'http'] }).max(2048),
+  full_name: Joi.string()
+    .pattern(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/)
+    .required(),
+  html_url: Joi.string()
+    .uri({ scheme: ['https', 'http'] })
+    .max(2048),
 }).unknown(true);
 
 const sha = Joi.string().pattern(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/);
-const callbackUrl = Joi.string().uri({ scheme: ['https', 'http'] }).max(2048);
+const callbackUrl = Joi.string()
+  .uri({ scheme: ['https', 'http'] })
+  .max(2048);
 
 /**
  * What the route checks of a body, per event: the fields acted on, and the ones that tell the
@@ -43,40 +53,69 @@ const schemaOf = (event: string): Joi.Schema => {
         repository: repository.when('action', { is: 'requested', then: Joi.required() }),
         environment: Joi.string().min(1).max(255).when('action', { is: 'requested', then: Joi.required() }),
         deployment_callback_url: callbackUrl.when('action', { is: 'requested', then: Joi.required() }),
-        pull_request: Joi.forbidden(), deployment_status: Joi.forbidden(),
+        pull_request: Joi.forbidden(),
+        deployment_status: Joi.forbidden(),
       }).unknown(true);
     case 'push':
       return Joi.object({
-        sender, repository: repository.required(),
-        ref: Joi.string().min(1).max(1024).required(), after: sha.required(), before: sha,
-        pull_request: Joi.forbidden(), deployment: Joi.forbidden(), deployment_callback_url: Joi.forbidden(),
+        sender,
+        repository: repository.required(),
+        ref: Joi.string().min(1).max(1024).required(),
+        after: sha.required(),
+        before: sha,
+        pull_request: Joi.forbidden(),
+        deployment: Joi.forbidden(),
+        deployment_callback_url: Joi.forbidden(),
       }).unknown(true);
     case 'pull_request':
       return Joi.object({
-        sender, repository: repository.required(),
-        action: Joi.string().max(64).required(), number: Joi.number().integer().min(1).required(),
-        pull_request: Joi.object({ head: Joi.object().unknown(true).required(), base: Joi.object().unknown(true).required() }).unknown(true).required(),
-        deployment: Joi.forbidden(), deployment_callback_url: Joi.forbidden(),
+        sender,
+        repository: repository.required(),
+        action: Joi.string().max(64).required(),
+        number: Joi.number().integer().min(1).required(),
+        pull_request: Joi.object({
+          head: Joi.object().unknown(true).required(),
+          base: Joi.object().unknown(true).required(),
+        })
+          .unknown(true)
+          .required(),
+        deployment: Joi.forbidden(),
+        deployment_callback_url: Joi.forbidden(),
       }).unknown(true);
     case 'deployment':
       return Joi.object({
-        sender, repository: repository.required(),
-        deployment: Joi.object({ id: Joi.number().integer().required(), environment: Joi.string().max(255).required() }).unknown(true).required(),
-        deployment_status: Joi.forbidden(), deployment_callback_url: Joi.forbidden(), pull_request: Joi.forbidden(),
+        sender,
+        repository: repository.required(),
+        deployment: Joi.object({ id: Joi.number().integer().required(), environment: Joi.string().max(255).required() })
+          .unknown(true)
+          .required(),
+        deployment_status: Joi.forbidden(),
+        deployment_callback_url: Joi.forbidden(),
+        pull_request: Joi.forbidden(),
       }).unknown(true);
     case 'deployment_status':
       return Joi.object({
-        sender, repository: repository.required(),
-        deployment_status: Joi.object({ state: Joi.string().max(64).required() }).unknown(true).required(),
+        sender,
+        repository: repository.required(),
+        deployment_status: Joi.object({ state: Joi.string().max(64).required() })
+          .unknown(true)
+          .required(),
         deployment: Joi.object({ id: Joi.number().integer().required() }).unknown(true).required(),
-        deployment_callback_url: Joi.forbidden(), pull_request: Joi.forbidden(),
+        deployment_callback_url: Joi.forbidden(),
+        pull_request: Joi.forbidden(),
       }).unknown(true);
     default:
       return Joi.object().unknown(true);
   }
 };
 
-export const githubRoutes: Plugin<{ github: Github; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
+export const githubRoutes: Plugin<{
+  github: Github;
+  refusals: Refusals;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-github',
   register(server, { github, refusals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -84,7 +123,8 @@ export const githubRoutes: Plugin<{ github: Github; refusals: Refusals; people: 
 
     server.route([
       {
-        method: 'GET', path: '/api/w/{wid}/github/bots',
+        method: 'GET',
+        path: '/api/w/{wid}/github/bots',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
         handler(request) {
           const { wid: w } = managed(request);
@@ -92,10 +132,15 @@ export const githubRoutes: Plugin<{ github: Github; refusals: Refusals; people: 
         },
       },
       {
-        method: 'PUT', path: '/api/w/{wid}/github/bots/{login}',
+        method: 'PUT',
+        path: '/api/w/{wid}/github/bots/{login}',
         options: {
-          auth: session, ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid, login: LOGIN }), payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }) },
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid, login: LOGIN }),
+            payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }),
+          },
         },
         async handler(request) {
           const { wid: w, actor } = managed(request);
@@ -104,11 +149,17 @@ export const githubRoutes: Plugin<{ github: Github; refusals: Refusals; people: 
         },
       },
       {
-        method: 'POST', path: '/v1/hooks/github/{wid}',
+        method: 'POST',
+        path: '/v1/hooks/github/{wid}',
         options: hookOptions('github', refusals, { validate: { params: Joi.object({ wid }) } }),
         async handler(request, h) {
           const { workspaceId, event, delivery, bodyHash } = verified<GithubDelivery>(request);
-          return github.handle(workspaceId, { id: delivery, bodyHash }, event, parseVerified<GithubEvent>(request, h, schemaOf(event)));
+          return github.handle(
+            workspaceId,
+            { id: delivery, bodyHash },
+            event,
+            parseVerified<GithubEvent>(request, h, schemaOf(event)),
+          );
         },
       },
     ]);

@@ -30,7 +30,10 @@ import type { GithubCallbacks } from './callbacks.js';
  */
 export const RECORDED = ['push', 'pull_request', 'deployment', 'deployment_status'] as const;
 
-interface Repo { full_name: string; html_url?: string }
+interface Repo {
+  full_name: string;
+  html_url?: string;
+}
 export interface GithubEvent {
   action?: string;
   sender: { login: string };
@@ -41,7 +44,10 @@ export interface GithubEvent {
 export type GithubAnswer = Record<string, unknown>;
 
 /** A verified delivery: GitHub's id for it (unsigned) and the SHA-256 of its exact bytes (signed). */
-export interface Delivery { id: string; bodyHash: string }
+export interface Delivery {
+  id: string;
+  bodyHash: string;
+}
 /** hookEvents source under which answers are also kept by body hash. */
 const BODY_SOURCE = 'github-body';
 
@@ -55,7 +61,9 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
  */
 export function label(name: string): string {
   const lower = name.toLowerCase();
-  return LABEL.test(lower) && !lower.includes('--') ? lower : `h--${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
+  return LABEL.test(lower) && !lower.includes('--')
+    ? lower
+    : `h--${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
 }
 
 /**
@@ -68,7 +76,9 @@ export function deployTarget(repository: Repo, environment: string): string {
   let host = 'github.com';
   try {
     if (repository.html_url) host = new URL(repository.html_url).hostname.toLowerCase();
-  } catch { /* the default */ }
+  } catch {
+    /* the default */
+  }
   return [label(environment), label(repo), label(owner), host].join('.');
 }
 
@@ -78,21 +88,57 @@ function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
   const common = { repository: body.repository?.full_name ?? null, sender: body.sender.login };
   switch (event) {
     case 'push':
-      return { ...common, ref: b.ref ?? null, headSha: b.after ?? null, before: b.before ?? null, forced: b.forced === true, commits: Array.isArray(b.commits) ? b.commits.length : 0 };
+      return {
+        ...common,
+        ref: b.ref ?? null,
+        headSha: b.after ?? null,
+        before: b.before ?? null,
+        forced: b.forced === true,
+        commits: Array.isArray(b.commits) ? b.commits.length : 0,
+      };
     case 'pull_request':
-      return { ...common, action: b.action ?? null, number: b.number ?? b.pull_request?.number ?? null, headSha: b.pull_request?.head?.sha ?? null, headRef: b.pull_request?.head?.ref ?? null, baseRef: b.pull_request?.base?.ref ?? null, merged: b.pull_request?.merged === true };
+      return {
+        ...common,
+        action: b.action ?? null,
+        number: b.number ?? b.pull_request?.number ?? null,
+        headSha: b.pull_request?.head?.sha ?? null,
+        headRef: b.pull_request?.head?.ref ?? null,
+        baseRef: b.pull_request?.base?.ref ?? null,
+        merged: b.pull_request?.merged === true,
+      };
     case 'deployment':
-      return { ...common, action: b.action ?? null, deploymentId: b.deployment?.id ?? null, environment: b.deployment?.environment ?? null, ref: b.deployment?.ref ?? null, headSha: b.deployment?.sha ?? null };
+      return {
+        ...common,
+        action: b.action ?? null,
+        deploymentId: b.deployment?.id ?? null,
+        environment: b.deployment?.environment ?? null,
+        ref: b.deployment?.ref ?? null,
+        headSha: b.deployment?.sha ?? null,
+      };
     default:
-      return { ...common, action: b.action ?? null, deploymentId: b.deployment?.id ?? null, environment: b.deployment_status?.environment ?? b.deployment?.environment ?? null, state: b.deployment_status?.state ?? null, headSha: b.deployment?.sha ?? null };
+      return {
+        ...common,
+        action: b.action ?? null,
+        deploymentId: b.deployment?.id ?? null,
+        environment: b.deployment_status?.environment ?? b.deployment?.environment ?? null,
+        state: b.deployment_status?.state ?? null,
+        headSha: b.deployment?.sha ?? null,
+      };
   }
 }
 
-export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate; callbacks: GithubCallbacks }) {
+export function createGithub(deps: {
+  store: Store;
+  clock: Clock;
+  ledger: Ledger;
+  gate: Gate;
+  callbacks: GithubCallbacks;
+}) {
   const { store, clock, ledger, gate, callbacks } = deps;
   const t = store.tables;
   const actor = 'github';
-  const agentOf = (wid: string, login: string): string | null => t.githubBots.get([wid, login.toLowerCase()])?.agentId ?? null;
+  const agentOf = (wid: string, login: string): string | null =>
+    t.githubBots.get([wid, login.toLowerCase()])?.agentId ?? null;
 
   /** The first answer to this delivery id, or to these exact bytes under any delivery id. */
   const seenAnswer = (wid: string, d: Delivery): GithubAnswer | undefined =>
@@ -102,46 +148,96 @@ export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger;
    * Stores a delivery's answer and its ledger record in one write, unless the delivery (by id or
    * by body) was processed meanwhile: then the first answer, and nothing changes.
    */
-  const once = async (wid: string, d: Delivery, answer: GithubAnswer, record?: () => void): Promise<GithubAnswer> => store.write(() => {
-    const seen = seenAnswer(wid, d);
-    if (seen) return seen;
-    record?.();
-    const entry = { answer, at: isoAt(clock.now()) };
-    t.hookEvents.put([wid, 'github', d.id], entry);
-    t.hookEvents.put([wid, BODY_SOURCE, d.bodyHash], entry);
-    return answer;
-  });
+  const once = async (wid: string, d: Delivery, answer: GithubAnswer, record?: () => void): Promise<GithubAnswer> =>
+    store.write(() => {
+      const seen = seenAnswer(wid, d);
+      if (seen) return seen;
+      record?.();
+      const entry = { answer, at: isoAt(clock.now()) };
+      t.hookEvents.put([wid, 'github', d.id], entry);
+      t.hookEvents.put([wid, BODY_SOURCE, d.bodyHash], entry);
+      return answer;
+    });
 
   const protection = async (wid: string, d: Delivery, body: GithubEvent): Promise<GithubAnswer> => {
     const delivery = d.id;
     const b = body as Record<string, any>;
     const environment = String(b.environment ?? b.deployment?.environment ?? '');
     const repository = body.repository!;
-    const facts = { repository: repository.full_name, environment, ref: b.deployment?.ref ?? null, headSha: b.deployment?.sha ?? null, deploymentId: b.deployment?.id ?? null, sender: body.sender.login };
+    const facts = {
+      repository: repository.full_name,
+      environment,
+      ref: b.deployment?.ref ?? null,
+      headSha: b.deployment?.sha ?? null,
+      deploymentId: b.deployment?.id ?? null,
+      sender: body.sender.login,
+    };
     const agentId = agentOf(wid, body.sender.login);
     if (!agentId) {
-      const answer = { state: 'rejected', decision: null, actionId: null, agentId: null, reason: `GitHub account ${body.sender.login} is not mapped to an agent.` };
+      const answer = {
+        state: 'rejected',
+        decision: null,
+        actionId: null,
+        agentId: null,
+        reason: `GitHub account ${body.sender.login} is not mapped to an agent.`,
+      };
       return once(wid, d, answer, () => {
-        ledger.record({ workspaceId: wid, actor, kind: 'github.deployment_rejected', subject: delivery, data: { ...facts, agentId: null, reason: 'unmapped account' } });
-        callbacks.enqueueInWrite(wid, { delivery, url: b.deployment_callback_url, environment, state: 'rejected', comment: `svc: ${answer.reason}`, actionId: null });
+        ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'github.deployment_rejected',
+          subject: delivery,
+          data: { ...facts, agentId: null, reason: 'unmapped account' },
+        });
+        callbacks.enqueueInWrite(wid, {
+          delivery,
+          url: b.deployment_callback_url,
+          environment,
+          state: 'rejected',
+          comment: `svc: ${answer.reason}`,
+          actionId: null,
+        });
       });
     }
-    const { action } = await gate.authorize({ workspaceId: wid, agentId }, {
-      type: 'deploy',
-      summary: `Deploy ${repository.full_name} to ${environment}`.slice(0, 1000),
-      target: { domain: deployTarget(repository, environment) },
-      // The body's hash makes a redelivery (or a replay under another delivery id) the same
-      // action, even if the first answer was lost.
-      idempotencyKey: `github:${d.bodyHash}`,
-      metadata: { githubDelivery: delivery, ...facts },
-    });
+    const { action } = await gate.authorize(
+      { workspaceId: wid, agentId },
+      {
+        type: 'deploy',
+        summary: `Deploy ${repository.full_name} to ${environment}`.slice(0, 1000),
+        target: { domain: deployTarget(repository, environment) },
+        // The body's hash makes a redelivery (or a replay under another delivery id) the same
+        // action, even if the first answer was lost.
+        idempotencyKey: `github:${d.bodyHash}`,
+        metadata: { githubDelivery: delivery, ...facts },
+      },
+    );
     const state = action.decision === 'allow' ? 'approved' : action.decision === 'review' ? 'waiting' : 'rejected';
-    const answer = { state, decision: action.decision, actionId: action.id, agentId, approvalId: action.approvalId, reason: action.reason };
+    const answer = {
+      state,
+      decision: action.decision,
+      actionId: action.id,
+      agentId,
+      approvalId: action.approvalId,
+      reason: action.reason,
+    };
     return once(wid, d, answer, () => {
-      ledger.record({ workspaceId: wid, actor, kind: 'github.deployment_protection', subject: delivery, data: { ...facts, agentId, actionId: action.id, state } });
+      ledger.record({
+        workspaceId: wid,
+        actor,
+        kind: 'github.deployment_protection',
+        subject: delivery,
+        data: { ...facts, agentId, actionId: action.id, state },
+      });
       // Decided: GitHub is told, durably (queued in this same write). A review is not decided yet.
       if (state !== 'waiting') {
-        callbacks.enqueueInWrite(wid, { delivery, url: b.deployment_callback_url, environment, state: state as 'approved' | 'rejected', comment: `svc ${action.decision} (action ${action.id})${action.reason ? `: ${action.reason}` : ''}`, actionId: action.id });
+        callbacks.enqueueInWrite(wid, {
+          delivery,
+          url: b.deployment_callback_url,
+          environment,
+          state: state as 'approved' | 'rejected',
+          comment: `svc ${action.decision} (action ${action.id})${action.reason ? `: ${action.reason}` : ''}`,
+          actionId: action.id,
+        });
       }
     });
   };
@@ -156,9 +252,16 @@ export function createGithub(deps: { store: Store; clock: Clock; ledger: Ledger;
       return store.write(() => {
         if (agentId !== null) {
           const agent = t.agents.get([wid, agentId]);
-          if (!agent || agent.removedAt) throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
+          if (!agent || agent.removedAt)
+            throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
         }
-        const record: GithubBotRecord = { login, workspaceId: wid, agentId, updatedAt: isoAt(clock.now()), updatedBy: by };
+        const record: GithubBotRecord = {
+          login,
+          workspaceId: wid,
+          agentId,
+          updatedAt: isoAt(clock.now()),
+          updatedBy: by,
+        };
         t.githubBots.put([wid, login.toLowerCase()], record);
         ledger.record({ workspaceId: wid, actor: by, kind: 'github.bot_mapped', subject: login, data: { agentId } });
         return record;

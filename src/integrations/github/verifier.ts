@@ -31,17 +31,35 @@ const EVENT = /^[a-z_]{1,64}$/;
 const DELIVERY = /^[A-Za-z0-9-]{1,128}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function githubVerifier(registry: IntegrationRegistry): InboundVerifier<{ signature: string; event: string; delivery: string }> {
+export function githubVerifier(
+  registry: IntegrationRegistry,
+): InboundVerifier<{ signature: string; event: string; delivery: string }> {
   return {
     kind: 'github',
     headers(request) {
       const signature = request.headers['x-hub-signature-256'];
-      if (typeof signature !== 'string') throw signatureRefused('This route takes a GitHub delivery signed with X-Hub-Signature-256; none was sent.', 'Set the webhook\'s secret in GitHub to the one this workspace\'s github integration answered.');
-      if (!SIGNATURE.test(signature)) throw signatureRefused('The X-Hub-Signature-256 header is malformed; expected sha256=<64 hex digits>.', 'Send the header exactly as GitHub computes it.');
+      if (typeof signature !== 'string')
+        throw signatureRefused(
+          'This route takes a GitHub delivery signed with X-Hub-Signature-256; none was sent.',
+          "Set the webhook's secret in GitHub to the one this workspace's github integration answered.",
+        );
+      if (!SIGNATURE.test(signature))
+        throw signatureRefused(
+          'The X-Hub-Signature-256 header is malformed; expected sha256=<64 hex digits>.',
+          'Send the header exactly as GitHub computes it.',
+        );
       const event = request.headers['x-github-event'];
-      if (typeof event !== 'string' || !EVENT.test(event)) throw signatureRefused('The X-GitHub-Event header is missing or malformed.', 'Send the event name GitHub sends, such as push.');
+      if (typeof event !== 'string' || !EVENT.test(event))
+        throw signatureRefused(
+          'The X-GitHub-Event header is missing or malformed.',
+          'Send the event name GitHub sends, such as push.',
+        );
       const delivery = request.headers['x-github-delivery'];
-      if (typeof delivery !== 'string' || !DELIVERY.test(delivery)) throw signatureRefused('The X-GitHub-Delivery header is missing or malformed.', 'Send the delivery id GitHub sends (a GUID).');
+      if (typeof delivery !== 'string' || !DELIVERY.test(delivery))
+        throw signatureRefused(
+          'The X-GitHub-Delivery header is missing or malformed.',
+          'Send the delivery id GitHub sends (a GUID).',
+        );
       return { signature, event, delivery };
     },
     async body(request, raw, headers): Promise<GithubDelivery> {
@@ -58,8 +76,17 @@ export function githubVerifier(registry: IntegrationRegistry): InboundVerifier<{
         // Every secret in force is tried (not only until one matches), so timing says nothing of which.
         for (const secret of secrets) if (await verify(secret, text, headers.signature)) matched = true;
       }
-      if (!w || !matched) throw signatureRefused('The X-Hub-Signature-256 signature does not match the body.', 'Sign the exact bytes sent with the current secret of this workspace\'s github integration.');
-      return { workspaceId: w, event: headers.event, delivery: headers.delivery, bodyHash: createHash('sha256').update(raw).digest('hex') };
+      if (!w || !matched)
+        throw signatureRefused(
+          'The X-Hub-Signature-256 signature does not match the body.',
+          "Sign the exact bytes sent with the current secret of this workspace's github integration.",
+        );
+      return {
+        workspaceId: w,
+        event: headers.event,
+        delivery: headers.delivery,
+        bodyHash: createHash('sha256').update(raw).digest('hex'),
+      };
     },
   };
 }

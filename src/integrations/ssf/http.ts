@@ -16,7 +16,8 @@ export const ssfRoutes: Plugin<{ ssf: Ssf; refusals: Refusals }> = {
   name: 'svc-ssf',
   register(server, { ssf, refusals }) {
     server.route({
-      method: 'POST', path: '/v1/hooks/ssf/{wid}',
+      method: 'POST',
+      path: '/v1/hooks/ssf/{wid}',
       options: hookOptions('ssf', refusals, { validate: { params: Joi.object({ wid }) } }),
       async handler(request, h) {
         await ssf.handle(verified<VerifiedSet>(request));

@@ -37,31 +37,45 @@ async function fetchJwks(uri: string, allowPrivate: boolean, dispatcher: Dispatc
   if (problem) throw new KeysUnavailable(`The identity provider's jwksUri is refused: ${problem}.`);
   // One deadline for the whole exchange (connect, headers and body), besides undici's own.
   const signal = AbortSignal.timeout(TIMEOUT_MS);
-  const answer = await request(uri, { method: 'GET', dispatcher, signal, headers: { accept: 'application/json, application/jwk-set+json' }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS })
-    .catch((err: unknown) => {
-      const refused = refusedBy(err);
-      throw new KeysUnavailable(refused ? `The identity provider's jwksUri is ${refused.message}.` : 'The identity provider\'s jwksUri could not be reached.');
-    });
+  const answer = await request(uri, {
+    method: 'GET',
+    dispatcher,
+    signal,
+    headers: { accept: 'application/json, application/jwk-set+json' },
+    headersTimeout: TIMEOUT_MS,
+    bodyTimeout: TIMEOUT_MS,
+  }).catch((err: unknown) => {
+    const refused = refusedBy(err);
+    throw new KeysUnavailable(
+      refused
+        ? `The identity provider's jwksUri is ${refused.message}.`
+        : "The identity provider's jwksUri could not be reached.",
+    );
+  });
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of answer.body) {
       size += (chunk as Buffer).length;
-      if (size > MAX_BYTES) throw new KeysUnavailable('The identity provider\'s key set is too large.');
+      if (size > MAX_BYTES) throw new KeysUnavailable("The identity provider's key set is too large.");
       chunks.push(chunk as Buffer);
     }
   } catch (err) {
     answer.body.destroy();
-    throw err instanceof KeysUnavailable ? err : new KeysUnavailable('The identity provider\'s key set could not be read in time.');
+    throw err instanceof KeysUnavailable
+      ? err
+      : new KeysUnavailable("The identity provider's key set could not be read in time.");
   }
-  if (answer.statusCode !== 200) throw new KeysUnavailable(`The identity provider's jwksUri answered ${answer.statusCode}.`);
+  if (answer.statusCode !== 200)
+    throw new KeysUnavailable(`The identity provider's jwksUri answered ${answer.statusCode}.`);
   let jwks: unknown;
   try {
     jwks = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
-    throw new KeysUnavailable('The identity provider\'s key set is not JSON.');
+    throw new KeysUnavailable("The identity provider's key set is not JSON.");
   }
-  if (!jwks || typeof jwks !== 'object' || !Array.isArray((jwks as JSONWebKeySet).keys)) throw new KeysUnavailable('The identity provider\'s key set has no keys array.');
+  if (!jwks || typeof jwks !== 'object' || !Array.isArray((jwks as JSONWebKeySet).keys))
+    throw new KeysUnavailable("The identity provider's key set has no keys array.");
   return jwks as JSONWebKeySet;
 }
 
@@ -109,7 +123,9 @@ export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean
           // An expired or missing set: fetched again; in between, the stale set serves.
           if (mayFetch) return (await load(wid, uri))(header, token);
           if (usable) return usable.keys(header, token);
-          throw new KeysUnavailable('The identity provider\'s key set could not be fetched; it is tried again at most once a minute.');
+          throw new KeysUnavailable(
+            "The identity provider's key set could not be fetched; it is tried again at most once a minute.",
+          );
         }
         try {
           return await fresh.keys(header, token);

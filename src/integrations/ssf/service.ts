@@ -30,7 +30,11 @@ import type { VerifiedSet } from './verifier.js';
 export const SESSION_REVOKED = 'https://schemas.openid.net/secevent/caep/event-type/session-revoked';
 export const CREDENTIAL_CHANGE = 'https://schemas.openid.net/secevent/caep/event-type/credential-change';
 export const ACCOUNT_DISABLED = 'https://schemas.openid.net/secevent/risc/event-type/account-disabled';
-const KIND: Record<string, string> = { [SESSION_REVOKED]: 'ssf.session_revoked', [CREDENTIAL_CHANGE]: 'ssf.credential_change', [ACCOUNT_DISABLED]: 'ssf.account_disabled' };
+const KIND: Record<string, string> = {
+  [SESSION_REVOKED]: 'ssf.session_revoked',
+  [CREDENTIAL_CHANGE]: 'ssf.credential_change',
+  [ACCOUNT_DISABLED]: 'ssf.account_disabled',
+};
 const ACTOR = { system: 'ssf' };
 
 /** The email a subject identifier names, if it names one. */
@@ -56,7 +60,12 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
     const why = `identity provider: ${type === ACCOUNT_DISABLED ? 'account disabled' : type === SESSION_REVOKED ? 'session revoked' : 'credential changed'}`;
     if (type === ACCOUNT_DISABLED) {
       if (people.roleOf(wid, uid) === 'owner') {
-        return { userId: uid, membershipRemoved: false, membershipKept: 'an identity provider never removes an owner\'s membership; another owner must', ...people.revokeAccessInWrite(wid, uid, why, ACTOR) };
+        return {
+          userId: uid,
+          membershipRemoved: false,
+          membershipKept: "an identity provider never removes an owner's membership; another owner must",
+          ...people.revokeAccessInWrite(wid, uid, why, ACTOR),
+        };
       }
       return { userId: uid, membershipRemoved: true, ...people.removeMemberInWrite(wid, uid, ACTOR) };
     }
@@ -75,18 +84,43 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
       await store.write(() => {
         // Two deliveries of one token racing past the verifier's read-only check: one wins here.
         if (!once.claim(`ssf:${wid}`, claims.jti, claimUntil)) {
-          throw new AppError('unauthenticated', { message: 'This token (its jti) was already received; each is accepted once.', fix: 'Send every event in a new token with a new jti.' });
+          throw new AppError('unauthenticated', {
+            message: 'This token (its jti) was already received; each is accepted once.',
+            fix: 'Send every event in a new token with a new jti.',
+          });
         }
         for (const [type, payload] of Object.entries(claims.events)) {
           const kind = KIND[type];
-          const email = emailOf((claims as Record<string, unknown>).sub_id) ?? emailOf((payload as Record<string, unknown> | null)?.subject);
+          const email =
+            emailOf((claims as Record<string, unknown>).sub_id) ??
+            emailOf((payload as Record<string, unknown> | null)?.subject);
           // Read inside the write: a person who left meanwhile is no member any more.
           const uid = email ? people.memberIdByEmail(wid, email) : undefined;
           if (!kind || !uid) {
-            ledger.record({ workspaceId: wid, actor: ACTOR.system, kind: 'ssf.event_ignored', subject: claims.jti, data: { ...base, event: type, reason: !kind ? 'event type not acted on' : email ? 'subject is not a member of this workspace' : 'no email subject' } });
+            ledger.record({
+              workspaceId: wid,
+              actor: ACTOR.system,
+              kind: 'ssf.event_ignored',
+              subject: claims.jti,
+              data: {
+                ...base,
+                event: type,
+                reason: !kind
+                  ? 'event type not acted on'
+                  : email
+                    ? 'subject is not a member of this workspace'
+                    : 'no email subject',
+              },
+            });
             continue;
           }
-          ledger.record({ workspaceId: wid, actor: ACTOR.system, kind, subject: claims.jti, data: { ...base, event: type, ...act(wid, uid, type) } });
+          ledger.record({
+            workspaceId: wid,
+            actor: ACTOR.system,
+            kind,
+            subject: claims.jti,
+            data: { ...base, event: type, ...act(wid, uid, type) },
+          });
         }
       });
     },

@@ -45,39 +45,55 @@ export interface VerifiedSet {
   claimUntil: number;
 }
 
-const FIX = 'Send a Security Event Token signed (ES256 or RS256) with a key of the configured key set, with the configured iss and aud, a fresh iat and a new jti.';
+const FIX =
+  'Send a Security Event Token signed (ES256 or RS256) with a key of the configured key set, with the configured iss and aud, a fresh iat and a new jti.';
 
 /** A jose failure in plain words (its claim name at most: never a value from the token). */
 function reasonOf(err: unknown, keysUnavailable: new (...args: never[]) => Error): string {
   if (err instanceof keysUnavailable) return (err as Error).message;
-  if (err instanceof errors.JOSEAlgNotAllowed) return 'The token\'s algorithm is not allowed; only ES256 and RS256 are.';
-  if (err instanceof errors.JWKSNoMatchingKey) return 'No key of the identity provider\'s key set matches the token.';
+  if (err instanceof errors.JOSEAlgNotAllowed) return "The token's algorithm is not allowed; only ES256 and RS256 are.";
+  if (err instanceof errors.JWKSNoMatchingKey) return "No key of the identity provider's key set matches the token.";
   if (err instanceof errors.JWKSMultipleMatchingKeys) return 'The token names no key id and several keys could match.';
-  if (err instanceof errors.JWSSignatureVerificationFailed) return 'The token\'s signature does not verify.';
-  if (err instanceof errors.JWTExpired) return err.claim === 'iat' ? 'The token is older than five minutes (iat).' : 'The token has expired (exp).';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return "The token's signature does not verify.";
+  if (err instanceof errors.JWTExpired)
+    return err.claim === 'iat' ? 'The token is older than five minutes (iat).' : 'The token has expired (exp).';
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.reason === 'missing') return `The token has no ${err.claim} claim.`;
-    if (err.claim === 'iat') return 'The token\'s iat is in the future.';
-    if (err.claim === 'typ') return 'The token\'s typ header is not secevent+jwt; it is not a Security Event Token.';
+    if (err.claim === 'iat') return "The token's iat is in the future.";
+    if (err.claim === 'typ') return "The token's typ header is not secevent+jwt; it is not a Security Event Token.";
     return `The token's ${err.claim} claim is not the one configured or is malformed.`;
   }
-  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) return 'The body is not a well-formed signed token.';
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported)
+    return 'The body is not a well-formed signed token.';
   return 'The token could not be verified.';
 }
 
-export function ssfVerifier(deps: { registry: IntegrationRegistry; keys: SsfKeys; once: Once; clock: Clock }): InboundVerifier<null> {
+export function ssfVerifier(deps: {
+  registry: IntegrationRegistry;
+  keys: SsfKeys;
+  once: Once;
+  clock: Clock;
+}): InboundVerifier<null> {
   const { registry, keys, once, clock } = deps;
   return {
     kind: 'ssf',
     headers(request) {
-      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (type !== 'application/secevent+jwt') throw signatureRefused('This route takes a Security Event Token (content-type application/secevent+jwt).', FIX);
+      const type = String(request.headers['content-type'] ?? '')
+        .split(';')[0]!
+        .trim()
+        .toLowerCase();
+      if (type !== 'application/secevent+jwt')
+        throw signatureRefused('This route takes a Security Event Token (content-type application/secevent+jwt).', FIX);
       return null;
     },
     async body(request, raw): Promise<VerifiedSet> {
       const w = routeWorkspace(request);
       const settings = w ? registry.configOf<SsfSettings>(w, 'ssf') : undefined;
-      if (!w || !settings || (!settings.jwks && !settings.jwksUri)) throw signatureRefused('This workspace has no identity provider set up.', 'Set one up with PUT /api/w/{wid}/integrations/ssf first.');
+      if (!w || !settings || (!settings.jwks && !settings.jwksUri))
+        throw signatureRefused(
+          'This workspace has no identity provider set up.',
+          'Set one up with PUT /api/w/{wid}/integrations/ssf first.',
+        );
       let token: string;
       try {
         token = utf8.decode(raw).trim();
@@ -88,18 +104,29 @@ export function ssfVerifier(deps: { registry: IntegrationRegistry; keys: SsfKeys
       let claims: JWTPayload;
       try {
         ({ payload: claims } = await jwtVerify(token, keys.resolver(w, settings), {
-          algorithms: ['ES256', 'RS256'], issuer: settings.issuer, audience: settings.audience,
-          typ: 'secevent+jwt', maxTokenAge: MAX_AGE_S, clockTolerance: CLOCK_SKEW_S, requiredClaims: ['iss', 'aud', 'iat', 'jti'],
+          algorithms: ['ES256', 'RS256'],
+          issuer: settings.issuer,
+          audience: settings.audience,
+          typ: 'secevent+jwt',
+          maxTokenAge: MAX_AGE_S,
+          clockTolerance: CLOCK_SKEW_S,
+          requiredClaims: ['iss', 'aud', 'iat', 'jti'],
           currentDate: new Date(clock.now()),
         }));
       } catch (err) {
         throw signatureRefused(reasonOf(err, keys.KeysUnavailable), FIX);
       }
       const { jti, iat, events } = claims as { jti?: unknown; iat?: unknown; events?: unknown };
-      if (typeof jti !== 'string' || jti.length < 1 || jti.length > 256) throw signatureRefused('The token\'s jti must be 1 to 256 characters.', FIX);
-      if (!events || typeof events !== 'object' || Array.isArray(events)) throw signatureRefused('The token carries no events object; it is not a Security Event Token.', FIX);
+      if (typeof jti !== 'string' || jti.length < 1 || jti.length > 256)
+        throw signatureRefused("The token's jti must be 1 to 256 characters.", FIX);
+      if (!events || typeof events !== 'object' || Array.isArray(events))
+        throw signatureRefused('The token carries no events object; it is not a Security Event Token.', FIX);
       const until = (iat as number) * 1000 + (MAX_AGE_S + 2 * CLOCK_SKEW_S) * 1000;
-      if (once.used(`ssf:${w}`, jti)) throw signatureRefused('This token (its jti) was already received; each is accepted once.', 'Send every event in a new token with a new jti.');
+      if (once.used(`ssf:${w}`, jti))
+        throw signatureRefused(
+          'This token (its jti) was already received; each is accepted once.',
+          'Send every event in a new token with a new jti.',
+        );
       return { workspaceId: w, claims: claims as VerifiedSet['claims'], claimUntil: until };
     },
   };

@@ -29,7 +29,14 @@ import { stripeEventSchema, type StripeEvent } from './schemas.js';
  */
 export const STRIPE_BODY_LIMIT = 5 * 1_048_576;
 
-export const stripeRoutes: Plugin<{ stripe: StripeEvents; cards: Cards; refusals: Refusals; people: PeopleService; production: boolean; guards: Guards }> = {
+export const stripeRoutes: Plugin<{
+  stripe: StripeEvents;
+  cards: Cards;
+  refusals: Refusals;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-stripe',
   register(server, { stripe, cards, refusals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
@@ -38,18 +45,26 @@ export const stripeRoutes: Plugin<{ stripe: StripeEvents; cards: Cards; refusals
       ...cardRoutes('stripe', { cards, people, session, write }),
       {
         // A literal segment: hapi matches it before `{wid}` (which would refuse it anyway: not a workspace id).
-        method: 'POST', path: '/v1/hooks/stripe/billing',
+        method: 'POST',
+        path: '/v1/hooks/stripe/billing',
         options: hookOptions('stripe', refusals, {}, STRIPE_BODY_LIMIT, BILLING_VARIANT),
         async handler(request, h) {
-          return h.response((await stripe.handleBilling(parseVerified<StripeEvent>(request, h, stripeEventSchema))).body).code(200);
+          return h
+            .response((await stripe.handleBilling(parseVerified<StripeEvent>(request, h, stripeEventSchema))).body)
+            .code(200);
         },
       },
       {
-        method: 'POST', path: '/v1/hooks/stripe/{wid}',
+        method: 'POST',
+        path: '/v1/hooks/stripe/{wid}',
         options: hookOptions('stripe', refusals, { validate: { params: Joi.object({ wid }) } }, STRIPE_BODY_LIMIT),
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
-          const answer = await stripe.handle(w, verified<StripeVerified>(request).signers, parseVerified<StripeEvent>(request, h, stripeEventSchema));
+          const answer = await stripe.handle(
+            w,
+            verified<StripeVerified>(request).signers,
+            parseVerified<StripeEvent>(request, h, stripeEventSchema),
+          );
           const response = h.response(answer.body).code(200);
           for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
           return response;

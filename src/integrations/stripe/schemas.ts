@@ -5,7 +5,10 @@ import Joi from 'joi';
  * case, lower-case currencies, unix seconds). Only the fields used are checked; everything else is
  * let through unread. Events of other types are accepted with their envelope alone.
  */
-const id = (max = 255) => Joi.string().pattern(/^[A-Za-z0-9_]+$/).max(max);
+const id = (max = 255) =>
+  Joi.string()
+    .pattern(/^[A-Za-z0-9_]+$/)
+    .max(max);
 const expandable = Joi.alternatives(id(), Joi.object({ id: id().required() }).unknown(true));
 const currency = Joi.string().pattern(/^[A-Za-z]{3}$/);
 /**
@@ -24,7 +27,11 @@ const merchantData = Joi.object({
 }).unknown(true);
 const cardRef = Joi.alternatives(
   Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/),
-  Joi.object({ id: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).required() }).unknown(true),
+  Joi.object({
+    id: Joi.string()
+      .pattern(/^[A-Za-z0-9_-]{1,64}$/)
+      .required(),
+  }).unknown(true),
 );
 
 const authorization = Joi.object({
@@ -32,7 +39,9 @@ const authorization = Joi.object({
   card: cardRef.required(),
   amount: amount.min(0).required(),
   currency: currency.required(),
-  pending_request: Joi.object({ amount: amount.min(0).required(), currency: currency.required() }).unknown(true).allow(null),
+  pending_request: Joi.object({ amount: amount.min(0).required(), currency: currency.required() })
+    .unknown(true)
+    .allow(null),
   merchant_data: merchantData.required(),
 }).unknown(true);
 
@@ -54,24 +63,38 @@ const subscription = Joi.object({
   metadata,
   current_period_end: seconds.allow(null),
   items: Joi.object({
-    data: Joi.array().max(100).items(Joi.object({
-      price: Joi.object({ id: Joi.string().max(255), lookup_key: Joi.string().max(200).allow(null) }).unknown(true).allow(null),
-      current_period_end: seconds.allow(null),
-    }).unknown(true)),
+    data: Joi.array()
+      .max(100)
+      .items(
+        Joi.object({
+          price: Joi.object({ id: Joi.string().max(255), lookup_key: Joi.string().max(200).allow(null) })
+            .unknown(true)
+            .allow(null),
+          current_period_end: seconds.allow(null),
+        }).unknown(true),
+      ),
   }).unknown(true),
 }).unknown(true);
 
 const invoice = Joi.object({
   id: Joi.string().max(255),
   subscription: expandable.allow(null),
-  parent: Joi.object({ subscription_details: Joi.object({ subscription: expandable.allow(null), metadata }).unknown(true).allow(null) }).unknown(true).allow(null),
+  parent: Joi.object({
+    subscription_details: Joi.object({ subscription: expandable.allow(null), metadata })
+      .unknown(true)
+      .allow(null),
+  })
+    .unknown(true)
+    .allow(null),
   subscription_details: Joi.object({ metadata }).unknown(true).allow(null),
 }).unknown(true);
 
 const dataOf = (object: Joi.Schema) => Joi.object({ object: object.required() }).unknown(true).required();
 
 export const stripeEventSchema = Joi.object({
-  id: Joi.string().pattern(/^evt_[A-Za-z0-9_]{1,250}$/).required(),
+  id: Joi.string()
+    .pattern(/^evt_[A-Za-z0-9_]{1,250}$/)
+    .required(),
   type: Joi.string().max(128).required(),
   created: seconds.required(),
   api_version: Joi.string().max(64).allow(null),
@@ -80,7 +103,14 @@ export const stripeEventSchema = Joi.object({
     switch: [
       { is: 'issuing_authorization.request', then: dataOf(authorization) },
       { is: 'issuing_transaction.created', then: dataOf(transaction) },
-      { is: Joi.valid('customer.subscription.created', 'customer.subscription.updated', 'customer.subscription.deleted'), then: dataOf(subscription) },
+      {
+        is: Joi.valid(
+          'customer.subscription.created',
+          'customer.subscription.updated',
+          'customer.subscription.deleted',
+        ),
+        then: dataOf(subscription),
+      },
       { is: 'invoice.payment_failed', then: dataOf(invoice) },
     ],
     otherwise: Joi.object().unknown(true).required(),
@@ -88,7 +118,12 @@ export const stripeEventSchema = Joi.object({
 }).unknown(true);
 
 type Ref = string | { id: string };
-export interface StripeMerchantData { name?: string | null; url?: string | null; category_code?: string | null; network_id?: string | null }
+export interface StripeMerchantData {
+  name?: string | null;
+  url?: string | null;
+  category_code?: string | null;
+  network_id?: string | null;
+}
 
 export interface StripeEvent {
   id: string;
@@ -124,14 +159,19 @@ export interface StripeSubscription {
   status: string;
   metadata?: Record<string, string> | null;
   current_period_end?: number | null;
-  items?: { data?: Array<{ price?: { id?: string; lookup_key?: string | null } | null; current_period_end?: number | null }> };
+  items?: {
+    data?: Array<{ price?: { id?: string; lookup_key?: string | null } | null; current_period_end?: number | null }>;
+  };
 }
 
 export interface StripeInvoice {
   id?: string;
   subscription?: Ref | null;
-  parent?: { subscription_details?: { subscription?: Ref | null; metadata?: Record<string, string> | null } | null } | null;
+  parent?: {
+    subscription_details?: { subscription?: Ref | null; metadata?: Record<string, string> | null } | null;
+  } | null;
   subscription_details?: { metadata?: Record<string, string> | null } | null;
 }
 
-export const refId = (r: Ref | null | undefined): string | null => (r == null ? null : typeof r === 'string' ? r : r.id);
+export const refId = (r: Ref | null | undefined): string | null =>
+  r == null ? null : typeof r === 'string' ? r : r.id;

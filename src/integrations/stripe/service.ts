@@ -6,7 +6,15 @@ import type { Plans, SubscriptionReport } from '../../plans/service.js';
 import type { CardMerchant, Cards } from '../cards.js';
 import type { HookEvents } from '../hook-events.js';
 import type { StripeSigner } from './signature.js';
-import { refId, type StripeAuthorization, type StripeEvent, type StripeInvoice, type StripeMerchantData, type StripeSubscription, type StripeTransaction } from './schemas.js';
+import {
+  refId,
+  type StripeAuthorization,
+  type StripeEvent,
+  type StripeInvoice,
+  type StripeMerchantData,
+  type StripeSubscription,
+  type StripeTransaction,
+} from './schemas.js';
 
 /**
  * The payment provider's events (Stripe Issuing and Billing), verified before they come here
@@ -61,7 +69,11 @@ import { refId, type StripeAuthorization, type StripeEvent, type StripeInvoice, 
  */
 export const DEFAULT_STRIPE_VERSION: string = Stripe.API_VERSION;
 const ACTOR = 'stripe';
-const SUBSCRIPTION_EVENTS = new Set(['customer.subscription.created', 'customer.subscription.updated', 'customer.subscription.deleted']);
+const SUBSCRIPTION_EVENTS = new Set([
+  'customer.subscription.created',
+  'customer.subscription.updated',
+  'customer.subscription.deleted',
+]);
 const BILLING_EVENTS = new Set([...SUBSCRIPTION_EVENTS, 'invoice.payment_failed']);
 const ISSUING_EVENTS = new Set(['issuing_authorization.request', 'issuing_transaction.created']);
 /** Where the answers to events signed with the operator's billing secret are kept (apart from the workspace's). */
@@ -81,7 +93,8 @@ export interface StripeAnswer {
 }
 
 const secondsToIso = (s: number | null | undefined): string | null => (typeof s === 'number' ? isoAt(s * 1000) : null);
-const invoiceSubscription = (invoice: StripeInvoice): string | null => refId(invoice.subscription) ?? refId(invoice.parent?.subscription_details?.subscription);
+const invoiceSubscription = (invoice: StripeInvoice): string | null =>
+  refId(invoice.subscription) ?? refId(invoice.parent?.subscription_details?.subscription);
 
 /** The host of a merchant's url, lower case; null when there is none or it does not parse. */
 function hostOf(url: string | null | undefined): string | null {
@@ -103,7 +116,12 @@ export function subscriptionReport(event: StripeEvent, sub: StripeSubscription):
   const item = sub.items?.data?.[0];
   const plan = (item?.price?.lookup_key || sub.metadata?.plan || 'paid').slice(0, 200);
   return {
-    eventId: event.id, eventCreated: event.created, plan, status: sub.status, subscriptionId: sub.id, customerId: refId(sub.customer),
+    eventId: event.id,
+    eventCreated: event.created,
+    plan,
+    status: sub.status,
+    subscriptionId: sub.id,
+    customerId: refId(sub.customer),
     // Newer API versions keep the period on the item; older ones on the subscription.
     currentPeriodEnd: secondsToIso(item?.current_period_end ?? sub.current_period_end),
     ended: event.type === 'customer.subscription.deleted',
@@ -113,7 +131,14 @@ export function subscriptionReport(event: StripeEvent, sub: StripeSubscription):
 /** What a billing event names as its workspace (its subscription's metadata), else the subscription to look up. */
 type Binding = { workspaceId: string } | { subscriptionId: string } | null;
 
-export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvents: HookEvents; ledger: Ledger; clock: Clock; workspaceExists: (wid: string) => boolean }) {
+export function createStripeEvents(deps: {
+  cards: Cards;
+  plans: Plans;
+  hookEvents: HookEvents;
+  ledger: Ledger;
+  clock: Clock;
+  workspaceExists: (wid: string) => boolean;
+}) {
   const { cards, plans, hookEvents, ledger, clock, workspaceExists } = deps;
   const versionOf = (event: StripeEvent) => ({ 'stripe-version': event.api_version || DEFAULT_STRIPE_VERSION });
   const received = { received: true };
@@ -128,7 +153,9 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
       return named === undefined ? null : { workspaceId: named };
     }
     const invoice = event.data.object as unknown as StripeInvoice;
-    const named = invoice.parent?.subscription_details?.metadata?.workspaceId ?? invoice.subscription_details?.metadata?.workspaceId;
+    const named =
+      invoice.parent?.subscription_details?.metadata?.workspaceId ??
+      invoice.subscription_details?.metadata?.workspaceId;
     if (named !== undefined) return { workspaceId: named };
     const subscriptionId = invoiceSubscription(invoice);
     return subscriptionId === null ? null : { subscriptionId };
@@ -144,9 +171,24 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
   /** An operator-signed billing event bound to `wid`: applied to its plan once per event id (the operator's source). */
   const applyBilling = async (wid: string, event: StripeEvent): Promise<StripeAnswer> => {
     const change = SUBSCRIPTION_EVENTS.has(event.type)
-      ? () => { plans.applyInWrite(wid, subscriptionReport(event, event.data.object as unknown as StripeSubscription), ACTOR); }
-      : () => { plans.paymentFailedInWrite(wid, invoiceSubscription(event.data.object as unknown as StripeInvoice), event.id, ACTOR); };
-    return { body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, () => { change(); return received; }), headers: {} };
+      ? () => {
+          plans.applyInWrite(wid, subscriptionReport(event, event.data.object as unknown as StripeSubscription), ACTOR);
+        }
+      : () => {
+          plans.paymentFailedInWrite(
+            wid,
+            invoiceSubscription(event.data.object as unknown as StripeInvoice),
+            event.id,
+            ACTOR,
+          );
+        };
+    return {
+      body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, () => {
+        change();
+        return received;
+      }),
+      headers: {},
+    };
   };
 
   const billing = async (wid: string, signers: readonly StripeSigner[], event: StripeEvent): Promise<StripeAnswer> => {
@@ -154,7 +196,13 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
       const answer = { received: true, ignored: IGNORED_BILLING };
       return {
         body: await hookEvents.processOnce(wid, ACTOR, event.id, () => {
-          ledger.record({ workspaceId: wid, actor: ACTOR, kind: 'plan.event_ignored', subject: event.id, data: { type: event.type, reason: 'not signed with the operator\'s billing secret' } });
+          ledger.record({
+            workspaceId: wid,
+            actor: ACTOR,
+            kind: 'plan.event_ignored',
+            subject: event.id,
+            data: { type: event.type, reason: "not signed with the operator's billing secret" },
+          });
           return answer;
         }),
         headers: {},
@@ -169,20 +217,30 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
   const routeOf = (event: StripeEvent): { workspaceId: string } | { ignored: string } => {
     const binding = bindingOf(event);
     if (binding === null) return { ignored: UNBOUND_BILLING };
-    if ('workspaceId' in binding) return workspaceExists(binding.workspaceId) ? binding : { ignored: binding.workspaceId === '' ? UNBOUND_BILLING : UNKNOWN_WORKSPACE };
+    if ('workspaceId' in binding)
+      return workspaceExists(binding.workspaceId)
+        ? binding
+        : { ignored: binding.workspaceId === '' ? UNBOUND_BILLING : UNKNOWN_WORKSPACE };
     const owners = plans.workspacesWith(binding.subscriptionId);
-    return owners.length === 1 ? { workspaceId: owners[0]! } : { ignored: owners.length === 0 ? UNBOUND_BILLING : AMBIGUOUS_SUBSCRIPTION };
+    return owners.length === 1
+      ? { workspaceId: owners[0]! }
+      : { ignored: owners.length === 0 ? UNBOUND_BILLING : AMBIGUOUS_SUBSCRIPTION };
   };
 
   /** 400 for an event (or a transaction) dated more than FUTURE_SKEW_S ahead of our clock. */
   const notAhead = (event: StripeEvent): void => {
     const latest = Math.floor(clock.now() / 1000) + FUTURE_SKEW_S;
-    const ahead = (field: string) => new AppError('invalid_request', {
-      details: { errors: [{ field, message: `"${field}" is more than five minutes ahead of this server's clock` }] },
-      fix: "Deliver each event as Stripe made it, with this server's clock in sync.",
-    });
+    const ahead = (field: string) =>
+      new AppError('invalid_request', {
+        details: { errors: [{ field, message: `"${field}" is more than five minutes ahead of this server's clock` }] },
+        fix: "Deliver each event as Stripe made it, with this server's clock in sync.",
+      });
     if (event.created > latest) throw ahead('created');
-    if (event.type === 'issuing_transaction.created' && (event.data.object as unknown as StripeTransaction).created > latest) throw ahead('data.object.created');
+    if (
+      event.type === 'issuing_transaction.created' &&
+      (event.data.object as unknown as StripeTransaction).created > latest
+    )
+      throw ahead('data.object.created');
   };
 
   return {
@@ -210,7 +268,8 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
       if (BILLING_EVENTS.has(event.type)) return billing(wid, signers, event);
       if (ISSUING_EVENTS.has(event.type) && !signers.includes('workspace')) {
         throw new AppError('forbidden', {
-          message: "Issuing events decide this workspace's cards: they must be signed with the workspace's own Stripe signing secret.",
+          message:
+            "Issuing events decide this workspace's cards: they must be signed with the workspace's own Stripe signing secret.",
           fix: "Send the operator's billing endpoint billing events only (customer.subscription.*, invoice.payment_failed).",
         });
       }
@@ -221,24 +280,50 @@ export function createStripeEvents(deps: { cards: Cards; plans: Plans; hookEvent
       if (event.type === 'issuing_authorization.request') {
         const auth = event.data.object as unknown as StripeAuthorization;
         const requested = auth.pending_request ?? { amount: auth.amount, currency: auth.currency };
-        const body = await cards.authorize(wid, 'stripe', {
-          eventId: event.id, cardId: refId(auth.card)!, amount: requested.amount, currency: requested.currency.toUpperCase(), merchant: merchantFrom(auth.merchant_data),
-        }, (decision) => ({
-          approved: decision.approved,
-          // Stripe keeps metadata values up to 500 characters.
-          metadata: { ...(decision.actionId ? { svc_action_id: decision.actionId } : {}), svc_reason: decision.reason.slice(0, 500) },
-        }));
+        const body = await cards.authorize(
+          wid,
+          'stripe',
+          {
+            eventId: event.id,
+            cardId: refId(auth.card)!,
+            amount: requested.amount,
+            currency: requested.currency.toUpperCase(),
+            merchant: merchantFrom(auth.merchant_data),
+          },
+          (decision) => ({
+            approved: decision.approved,
+            // Stripe keeps metadata values up to 500 characters.
+            metadata: {
+              ...(decision.actionId ? { svc_action_id: decision.actionId } : {}),
+              svc_reason: decision.reason.slice(0, 500),
+            },
+          }),
+        );
         return { body, headers: versionOf(event) };
       }
 
       if (event.type === 'issuing_transaction.created') {
         const tx = event.data.object as unknown as StripeTransaction;
-        const kind = tx.type === 'capture' ? (tx.amount < 0 ? 'posted' : 'refunded') : tx.type === 'refund' ? (tx.amount > 0 ? 'refunded' : 'posted') : null;
+        const kind =
+          tx.type === 'capture'
+            ? tx.amount < 0
+              ? 'posted'
+              : 'refunded'
+            : tx.type === 'refund'
+              ? tx.amount > 0
+                ? 'refunded'
+                : 'posted'
+              : null;
         const body = await hookEvents.processOnce(wid, ACTOR, event.id, () => {
           if (kind !== null && tx.amount !== 0) {
             cards.importInWrite(wid, 'stripe', {
-              eventId: tx.id, cardId: refId(tx.card)!, kind, amount: Math.abs(tx.amount), currency: tx.currency.toUpperCase(),
-              merchant: merchantFrom(tx.merchant_data), createdAt: isoAt(tx.created * 1000),
+              eventId: tx.id,
+              cardId: refId(tx.card)!,
+              kind,
+              amount: Math.abs(tx.amount),
+              currency: tx.currency.toUpperCase(),
+              merchant: merchantFrom(tx.merchant_data),
+              createdAt: isoAt(tx.created * 1000),
             });
           }
           return received;

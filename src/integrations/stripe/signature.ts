@@ -31,19 +31,29 @@ export const TOLERANCE_S = 300;
 const MAX_HEADER = 4096;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-interface StripeHeader { header: string; t: number }
+interface StripeHeader {
+  header: string;
+  t: number;
+}
 
 /** Who signed a verified delivery: the operator's billing endpoint, or the workspace's own Stripe account. */
 export type StripeSigner = 'operator' | 'workspace';
-export interface StripeVerified { workspaceId: string; signers: StripeSigner[] }
+export interface StripeVerified {
+  workspaceId: string;
+  signers: StripeSigner[];
+}
 /** What the operator's billing endpoint verified: always the operator's secret. */
-export interface StripeBillingVerified { signers: ['operator'] }
+export interface StripeBillingVerified {
+  signers: ['operator'];
+}
 
 /** Rule 1: the Stripe-Signature header, read before the body (the same on every Stripe route). */
 function stripeHeader(request: Parameters<InboundVerifier['headers']>[0], nowMs: number): StripeHeader {
   const header = request.headers['stripe-signature'];
-  if (typeof header !== 'string' || header.length === 0) throw signatureRefused('This route takes a request signed by Stripe (Stripe-Signature header); none was sent.');
-  const malformed = () => signatureRefused('The Stripe-Signature header is malformed; expected t=<unix seconds>,v1=<hex>.');
+  if (typeof header !== 'string' || header.length === 0)
+    throw signatureRefused('This route takes a request signed by Stripe (Stripe-Signature header); none was sent.');
+  const malformed = () =>
+    signatureRefused('The Stripe-Signature header is malformed; expected t=<unix seconds>,v1=<hex>.');
   if (header.length > MAX_HEADER) throw malformed();
   const items = header.split(',').map((item) => {
     const at = item.indexOf('=');
@@ -51,10 +61,14 @@ function stripeHeader(request: Parameters<InboundVerifier['headers']>[0], nowMs:
   });
   const ts = items.filter(([k]) => k === 't').map(([, v]) => v!);
   const v1 = items.filter(([k]) => k === 'v1').map(([, v]) => v!);
-  if (ts.length !== 1 || !/^\d{1,12}$/.test(ts[0]!) || v1.length === 0 || !v1.every((s) => /^[0-9a-f]{64}$/.test(s))) throw malformed();
+  if (ts.length !== 1 || !/^\d{1,12}$/.test(ts[0]!) || v1.length === 0 || !v1.every((s) => /^[0-9a-f]{64}$/.test(s)))
+    throw malformed();
   const t = Number(ts[0]);
   if (Math.abs(Math.floor(nowMs / 1000) - t) > TOLERANCE_S) {
-    throw signatureRefused('The signature timestamp is more than five minutes from now.', "Deliver each event as Stripe signs it, with this server's clock in sync.");
+    throw signatureRefused(
+      'The signature timestamp is more than five minutes from now.',
+      "Deliver each event as Stripe signs it, with this server's clock in sync.",
+    );
   }
   return { header, t };
 }
@@ -81,16 +95,27 @@ function signedBy(raw: Buffer, header: string, clock: Clock): (secret: string) =
   };
 }
 
-export function stripeVerifier(registry: IntegrationRegistry, clock: Clock, billingSecrets: readonly string[] = []): InboundVerifier<StripeHeader> {
+export function stripeVerifier(
+  registry: IntegrationRegistry,
+  clock: Clock,
+  billingSecrets: readonly string[] = [],
+): InboundVerifier<StripeHeader> {
   return {
     kind: 'stripe',
     headers: stripeHeader,
     body(request, raw, { header }) {
       const w = routeWorkspace(request);
-      const refused = () => signatureRefused('The signature does not match the body.', 'Send the exact bytes Stripe signed, to the workspace whose signing secret signed them.');
+      const refused = () =>
+        signatureRefused(
+          'The signature does not match the body.',
+          'Send the exact bytes Stripe signed, to the workspace whose signing secret signed them.',
+        );
       if (!w) throw refused();
       const verifies = signedBy(raw, header, clock);
-      const signers: StripeSigner[] = [...(billingSecrets.some(verifies) ? ['operator' as const] : []), ...(registry.secretsFor(w, 'stripe').some(verifies) ? ['workspace' as const] : [])];
+      const signers: StripeSigner[] = [
+        ...(billingSecrets.some(verifies) ? ['operator' as const] : []),
+        ...(registry.secretsFor(w, 'stripe').some(verifies) ? ['workspace' as const] : []),
+      ];
       if (signers.length === 0) throw refused();
       return { workspaceId: w, signers } satisfies StripeVerified;
     },
@@ -111,13 +136,19 @@ export function stripeBillingVerifier(clock: Clock, billingSecrets: readonly str
     variant: BILLING_VARIANT,
     headers(request, nowMs) {
       if (billingSecrets.length === 0) {
-        throw signatureRefused('This server takes no billing events: no billing signing secret is configured.', "Set billing.stripeSigningSecret (SVC_BILLING_STRIPE_SIGNING_SECRET) to the signing secret of the operator's Stripe endpoint.");
+        throw signatureRefused(
+          'This server takes no billing events: no billing signing secret is configured.',
+          "Set billing.stripeSigningSecret (SVC_BILLING_STRIPE_SIGNING_SECRET) to the signing secret of the operator's Stripe endpoint.",
+        );
       }
       return stripeHeader(request, nowMs);
     },
     body(_request, raw, { header }) {
       if (!billingSecrets.some(signedBy(raw, header, clock))) {
-        throw signatureRefused('The signature does not match the body.', "Send the exact bytes Stripe signed, signed with the operator's billing signing secret.");
+        throw signatureRefused(
+          'The signature does not match the body.',
+          "Send the exact bytes Stripe signed, signed with the operator's billing signing secret.",
+        );
       }
       return { signers: ['operator'] } satisfies StripeBillingVerified;
     },
