@@ -2,7 +2,7 @@ import test from 'ava';
 import { call } from '../helpers/http.js';
 import { authorize, payment } from '../helpers/gate.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { makeAgent, settle, type Agent } from '../gate/support.js';
+import { makeAgent, settle, type Agent } from './support.js';
 
 /**
  * Review: a cancelled or failed settlement gives the amount back to the period (README), but the

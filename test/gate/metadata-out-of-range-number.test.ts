@@ -1,7 +1,7 @@
 import test from 'ava';
 import { PAY_ACME } from '../helpers/gate.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { authorizeRaw, makeAgent, type Agent } from '../gate/support.js';
+import { authorizeRaw, makeAgent, type Agent } from './support.js';
 
 /**
  * Review: SPEC.md 7.2 keeps 500 for server faults. A number too large for a double in metadata

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { expectStatus, type Person } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { addPerson, agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV } from '../approvals/support.js';
+import { addPerson, agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV } from './support.js';
 import { ownerConsole } from '../helpers/console.js';
 
 /**

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { expectStatus, type Person } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff } from '../approvals/support.js';
+import { agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff } from './support.js';
 
 /**
  * Review 2: separation of duties (SPEC.md 4.6, issue 4): "the person the agent acts for may not

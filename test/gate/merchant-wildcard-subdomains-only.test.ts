@@ -2,7 +2,7 @@ import test from 'ava';
 import { call } from '../helpers/http.js';
 import { authorize } from '../helpers/gate.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { makeAgent, type Agent } from '../gate/support.js';
+import { makeAgent, type Agent } from './support.js';
 
 /**
  * Review: a rule for `*.acme.example` covers acme.example's subdomains (README: "where
