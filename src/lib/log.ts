@@ -49,18 +49,13 @@ export const redactPaths = [
 /**
  * JSON lines on stderr. Writes are buffered (4 KiB, flushed at least every 200 ms and at
  * shutdown): one write per request would cost a quarter of a small request's time. A hard
- * crash can lose the last 200 ms of lines, never a stored record.
+ * crash can lose the last 200 ms of lines, never a stored record. Any other destination (a
+ * test's capture) gets each line as it is written.
  */
 export function createLogger(level: string, destination: NodeJS.WritableStream = process.stderr): Logger {
-  const fd = destination === process.stdout ? 1 : 2;
-  const dest = pino.destination({ dest: fd, sync: false, minLength: 4096 });
+  const options = { level, base: { svc: 'svc' }, redact: { paths: redactPaths, censor: '[redacted]' } };
+  if (destination !== process.stdout && destination !== process.stderr) return pino(options, destination);
+  const dest = pino.destination({ dest: destination === process.stdout ? 1 : 2, sync: false, minLength: 4096 });
   if (level !== 'silent') setInterval(() => dest.flush(), 200).unref();
-  return pino(
-    {
-      level,
-      base: { svc: 'svc' },
-      redact: { paths: redactPaths, censor: '[redacted]' },
-    },
-    dest,
-  );
+  return pino(options, dest);
 }

@@ -3,7 +3,7 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } fro
 import { consoleClient, ownerConsole, expectStatus, type LedgerRecord, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { bearer, call, signIn, type Reply } from '../helpers/http.js';
-import type { RunningServer } from '../helpers/process.js';
+import type { Served } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -27,7 +27,7 @@ export type Role = 'admin' | 'member' | 'analyst' | 'auditor';
  * A person of the given role added to the workspace in the server's store, then signed in
  * through POST /api/session. Call these one at a time (each opens the store from this process).
  */
-export async function addPerson(server: RunningServer, wid: string, email: string, role: Role): Promise<Person> {
+export async function addPerson(server: Served, wid: string, email: string, role: Role): Promise<Person> {
   const password = `${role}-password-${email.length}`;
   const user = await withStore(server.dataDir, (app) =>
     app.services.people.addMember({ workspaceId: wid, email, name: email.split('@')[0]!, password, role }),
@@ -45,7 +45,7 @@ export interface Staff {
   auditor: Person;
 }
 
-export async function staff(server: RunningServer): Promise<Staff> {
+export async function staff(server: Served): Promise<Staff> {
   const owner = await ownerConsole(server);
   // One at a time: each opens the server's store from this process.
   const admin = await addPerson(server, owner.wid, 'admin@example.com', 'admin');
@@ -106,7 +106,7 @@ export function reviewRule(approval: Record<string, unknown> = {}, extra: Record
  */
 export async function pendingPayment(
   t: ExecutionContext,
-  server: RunningServer,
+  server: Served,
   bot: Bot,
   amount = 3000,
   note = 'invoice',
@@ -121,7 +121,7 @@ export async function pendingPayment(
 }
 
 /** The agent's own view of its action: GET /v1/actions/{id} with its key. */
-export function agentView(server: RunningServer, bot: Bot, actionId: string): Promise<Reply> {
+export function agentView(server: Served, bot: Bot, actionId: string): Promise<Reply> {
   return call(server.url, 'GET', `/v1/actions/${actionId}`, { headers: bearer(bot.key) });
 }
 
@@ -138,7 +138,7 @@ export async function findApproval(who: Person, id: string, status?: string): Pr
 }
 
 /** The receipt's claims, verified with jose against the server's published JWKS (EdDSA only). */
-export async function verifiedClaims(server: RunningServer, receipt: string): Promise<JWTPayload> {
+export async function verifiedClaims(server: Served, receipt: string): Promise<JWTPayload> {
   const jwks = await call<JSONWebKeySet>(server.url, 'GET', '/.well-known/jwks.json');
   if (jwks.status !== 200) throw new Error(`jwks: ${jwks.status} ${jwks.text}`);
   const { payload } = await jwtVerify(receipt, createLocalJWKSet(jwks.body), { algorithms: ['EdDSA'] });

@@ -2,7 +2,7 @@ import type { ExecutionContext } from 'ava';
 import { consoleClient, expectStatus, ledgerRecords, type LedgerRecord } from '../helpers/console.js';
 import type { AgentFixture } from '../helpers/gate.js';
 import { bearer, call, ownerSession, type Reply } from '../helpers/http.js';
-import type { RunningServer } from '../helpers/process.js';
+import type { Served } from '../helpers/process.js';
 
 /**
  * What the gate suites share beyond test/helpers: the ledger records of an action or an agent,
@@ -17,7 +17,7 @@ export const APPROVAL_ID = ID('apr');
 
 /** The ledger records about one subject (an action id). */
 export async function recordsAbout(
-  server: RunningServer,
+  server: Served,
   wid: string,
   cookie: string,
   subject: string,
@@ -27,16 +27,16 @@ export async function recordsAbout(
 
 /** The ledger records an agent wrote: its decisions. */
 export async function recordsBy(
-  server: RunningServer,
+  server: Served,
   fx: { wid: string; cookie: string; agentId: string },
 ): Promise<LedgerRecord[]> {
   return (await ledgerRecords(server, fx.wid, fx.cookie)).filter((r) => r.actor === `agent:${fx.agentId}`);
 }
 
-const sessions = new WeakMap<RunningServer, Promise<string>>();
+const sessions = new WeakMap<Served, Promise<string>>();
 
 /** The first-start owner's session, signed in once per server (sign-in is rate limited). */
-export function owner(server: RunningServer): Promise<string> {
+export function owner(server: Served): Promise<string> {
   let cookie = sessions.get(server);
   if (!cookie) {
     cookie = ownerSession(server);
@@ -55,7 +55,7 @@ export interface Agent extends AgentFixture {
  * test/helpers/gate.ts createAgent, with one sign-in per server). `rules` null: no mandate is
  * ever saved.
  */
-export async function makeAgent(server: RunningServer, rules: unknown[] | null, name: string): Promise<Agent> {
+export async function makeAgent(server: Served, rules: unknown[] | null, name: string): Promise<Agent> {
   const ws = consoleClient(server, server.boot.workspaceId!, await owner(server));
   const agent = expectStatus(await ws.send('POST', '/agents', { name }), 201, 'agent');
   if (rules !== null)
@@ -69,20 +69,20 @@ export async function makeAgent(server: RunningServer, rules: unknown[] | null, 
 }
 
 /** An agent and its key, made through the console, with no mandate ever saved. */
-export async function agentWithoutMandate(server: RunningServer, name: string): Promise<Agent> {
+export async function agentWithoutMandate(server: Served, name: string): Promise<Agent> {
   return makeAgent(server, null, name);
 }
 
-export function getAction(server: RunningServer, key: string, id: string) {
+export function getAction(server: Served, key: string, id: string) {
   return call(server.url, 'GET', `/v1/actions/${id}`, { headers: bearer(key) });
 }
 
-export function settle(server: RunningServer, key: string, id: string, body: unknown) {
+export function settle(server: Served, key: string, id: string, body: unknown) {
   return call(server.url, 'POST', `/v1/actions/${id}/settle`, { headers: bearer(key), json: body });
 }
 
 /** POST /v1/actions/authorize with a raw body sent as JSON, as it is (malformed or odd input). */
-export function authorizeRaw(server: RunningServer, key: string, raw: string) {
+export function authorizeRaw(server: Served, key: string, raw: string) {
   return call(server.url, 'POST', '/v1/actions/authorize', {
     headers: { ...bearer(key), 'content-type': 'application/json' },
     body: raw,
@@ -109,7 +109,7 @@ export function decodeReceipt(t: ExecutionContext, receipt: unknown): { header: 
  */
 export async function assertDenied(
   t: ExecutionContext,
-  server: RunningServer,
+  server: Served,
   fx: { wid: string; cookie: string; agentId: string },
   res: Reply,
   signal: string,

@@ -1,5 +1,5 @@
 import { call, csrf, ownerSession, signIn, type Reply } from './http.js';
-import type { RunningServer } from './process.js';
+import type { Served } from './process.js';
 import { withStore } from './store.js';
 
 /**
@@ -7,7 +7,7 @@ import { withStore } from './store.js';
  * a workspace and a session cookie, and the workspace ledger read page by page.
  */
 
-type Server = Pick<RunningServer, 'url'>;
+type Server = Pick<Served, 'url'>;
 
 export interface LedgerRecord {
   index: number;
@@ -93,7 +93,7 @@ export function consoleClient(server: Server, wid: string, cookie: string): Cons
 export type Person = ConsoleClient & { id: string };
 
 /** The first-start owner in the first workspace (see ownerSession). */
-export async function ownerConsole(server: RunningServer): Promise<Person> {
+export async function ownerConsole(server: Served): Promise<Person> {
   const client = consoleClient(server, server.boot.workspaceId!, await ownerSession(server));
   return { ...client, id: await client.userId() };
 }
@@ -102,7 +102,7 @@ export async function ownerConsole(server: RunningServer): Promise<Person> {
  * A second workspace, made in the server's store, and its owner signed in: to check that one
  * workspace never sees another's data.
  */
-export async function otherWorkspace(server: RunningServer): Promise<Person> {
+export async function otherWorkspace(server: Served): Promise<Person> {
   const email = 'owner@other.example';
   const password = 'other-password-1';
   const made = await withStore(server.dataDir, (app) =>

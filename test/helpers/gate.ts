@@ -1,5 +1,5 @@
 import { bearer, call, csrf, ownerSession } from './http.js';
-import type { RunningServer } from './process.js';
+import type { Served } from './process.js';
 
 /**
  * Gate fixtures made through the console API, as an owner would: an agent, its mandate and its
@@ -21,7 +21,7 @@ export const PAY_ACME = {
 };
 
 export async function createAgent(
-  server: RunningServer,
+  server: Served,
   rules: unknown[] = [PAY_ACME],
   name = 'billing-bot',
 ): Promise<AgentFixture> {
@@ -40,7 +40,7 @@ export async function createAgent(
   return { wid, cookie, agentId: agent.body.id, key: key.body.key };
 }
 
-export function authorize(server: RunningServer, key: string, body: unknown, headers: Record<string, string> = {}) {
+export function authorize(server: Served, key: string, body: unknown, headers: Record<string, string> = {}) {
   return call(server.url, 'POST', '/v1/actions/authorize', { headers: { ...bearer(key), ...headers }, json: body });
 }
 

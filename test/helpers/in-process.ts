@@ -1,8 +1,14 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { createApp, type App } from '../../src/app.js';
 import { createHttpServer, type HttpServer } from '../../src/http/server.js';
+import type { Clock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/log.js';
+import { bootstrapIfEmpty } from '../../src/people/index.js';
 import { loadSettings } from '../../src/settings/load.js';
-import { removeDir, tempDir } from './process.js';
+import { removeDir, tempDir, type Served } from './process.js';
+import { servingApps } from './store.js';
 
 export interface InProcess {
   app: App;
@@ -37,4 +43,91 @@ export async function inProcessServer(
       await removeDir(dir);
     },
   };
+}
+
+/** A server started by serveInProcess, with its app (store, services, clock) at hand. */
+export interface ServedInProcess extends Served {
+  app: App;
+  http: HttpServer;
+  /** The log lines written so far (JSON lines, as `svc serve` writes them to stderr); empty when silent. */
+  logs(): string;
+}
+
+/**
+ * What `svc serve --json --host 127.0.0.1 --port 0` does (settings from `config` and `env` only,
+ * never this process's environment; the first-start owner; listening on a free loopback port),
+ * in this process, with its log kept in memory (silent unless `logLevel`) and, when given, an
+ * injected clock; load shedding off unless `config.load.sampleIntervalMs` asks for it. For route tests whose
+ * subject is not the process itself: no spawn, and time moves when the test says so.
+ * `stop()` drains like SIGTERM does (in-flight requests finish, last checkpoint, store closed).
+ */
+export async function serveInProcess(
+  options: {
+    dataDir?: string;
+    env?: Record<string, string | undefined>;
+    config?: unknown;
+    clock?: Clock;
+    logLevel?: string;
+    overrides?: Record<string, unknown>;
+  } = {},
+): Promise<ServedInProcess> {
+  const dataDir = options.dataDir ?? (await tempDir());
+  let configFile: string | undefined;
+  if (options.config !== undefined) {
+    configFile = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
+    await writeFile(configFile, JSON.stringify(options.config));
+  }
+  const settings = loadSettings({
+    ...(configFile ? { configFile } : {}),
+    env: { ...options.env },
+    overrides: {
+      dataDir,
+      'server.host': '127.0.0.1',
+      'server.port': 0,
+      // The test shares this event loop: load shedding stays off unless the config turns it on.
+      ...(sheds(options.config) ? {} : { 'load.sampleIntervalMs': 0 }),
+      ...options.overrides,
+    },
+  });
+  let logs = '';
+  const capture = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs += chunk.toString();
+      done();
+    },
+  });
+  const app = await createApp(settings, {
+    log: createLogger(options.logLevel ?? 'silent', capture),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  const boot = await bootstrapIfEmpty(app.services.people);
+  const http = await createHttpServer(app);
+  await http.start();
+  servingApps.set(dataDir, app);
+  const url = http.server.info.uri;
+  let stopped: Promise<void> | undefined;
+  return {
+    url,
+    dataDir,
+    app,
+    http,
+    boot: {
+      listening: url,
+      ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}),
+    },
+    logs: () => logs,
+    stop() {
+      stopped ??= (async () => {
+        await http.stop();
+        servingApps.delete(dataDir);
+        await app.close();
+      })();
+      return stopped;
+    },
+  };
+}
+
+function sheds(config: unknown): boolean {
+  const load = (config as { load?: { sampleIntervalMs?: unknown } } | undefined)?.load;
+  return load?.sampleIntervalMs !== undefined;
 }

@@ -96,12 +96,27 @@ export function svcOnTerminal(args: string[], env: Record<string, string> = {}):
   });
 }
 
-export interface RunningServer {
+/** What `serve --json` prints at start: the address and, on first start, the owner. */
+export interface Boot {
+  listening: string;
+  workspaceId?: string;
+  owner?: { email: string; password: string };
+}
+
+/**
+ * A server under test, spawned (startServer) or in this process (serveInProcess, in
+ * in-process.ts): what the route helpers need of it.
+ */
+export interface Served {
   url: string;
   dataDir: string;
+  boot: Boot;
+  /** Stops it: finishes in-flight requests, flushes, closes the store. */
+  stop(): Promise<unknown>;
+}
+
+export interface RunningServer extends Served {
   proc: ChildProcess;
-  /** What `serve --json` printed at start: the address and, on first start, the owner. */
-  boot: { listening: string; workspaceId?: string; owner?: { email: string; password: string } };
   stdout(): string;
   stderr(): string;
   /** Sends a signal and waits for the exit code. */
@@ -148,12 +163,12 @@ export async function startServer(
   process.once('exit', reap);
   void exited.then(() => process.off('exit', reap));
   // serve --json prints one (pretty) JSON document once it listens: wait until it parses whole.
-  const boot = await new Promise<RunningServer['boot']>((resolvePromise, reject) => {
+  const boot = await new Promise<Boot>((resolvePromise, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 30_000);
     proc.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
       try {
-        const parsed = JSON.parse(stdout) as RunningServer['boot'];
+        const parsed = JSON.parse(stdout) as Boot;
         clearTimeout(timer);
         resolvePromise(parsed);
       } catch {
@@ -183,8 +198,8 @@ export async function startServer(
   };
 }
 
-/** Stops a server started by startServer (if it started) and removes its data dir. */
-export async function stopAndClean(server: RunningServer | undefined): Promise<void> {
+/** Stops a server (if it started) and removes its data dir. */
+export async function stopAndClean(server: Served | undefined): Promise<void> {
   if (!server) return;
   await server.stop();
   await removeDir(server.dataDir);

@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { ownerSession } from '../helpers/http.js';
-import type { RunningServer } from '../helpers/process.js';
+import type { Served } from '../helpers/process.js';
 
 /**
  * A person connecting an MCP client, driven with oauth4webapi against the real server: discovery,
@@ -17,7 +17,7 @@ export interface Connected {
   tokens: oauth.TokenEndpointResponse;
 }
 
-export async function discover(server: RunningServer): Promise<oauth.AuthorizationServer> {
+export async function discover(server: Served): Promise<oauth.AuthorizationServer> {
   const issuer = new URL(server.url);
   return oauth.processDiscoveryResponse(
     issuer,
@@ -36,7 +36,7 @@ export async function register(
 
 export async function authorizeUrl(
   as: oauth.AuthorizationServer,
-  server: RunningServer,
+  server: Served,
   client: oauth.Client,
   redirectUri: string,
   extra: Record<string, string> = {},
@@ -60,7 +60,7 @@ export async function authorizeUrl(
 
 /** The consent page as the signed-in person sees it, and their choice posted back; returns the Location the browser follows. */
 export async function consent(
-  server: RunningServer,
+  server: Served,
   url: URL,
   cookie: string,
   decision: 'allow' | 'deny' = 'allow',
@@ -89,7 +89,7 @@ export async function consent(
 }
 
 export async function connect(
-  server: RunningServer,
+  server: Served,
   cookie?: string,
   metadata: Record<string, unknown> = {},
 ): Promise<Connected> {

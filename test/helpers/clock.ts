@@ -1,0 +1,21 @@
+import type { Clock } from '../../src/lib/clock.js';
+
+/** A clock the test moves (STYLE.md rule 8): time passes only when `advance` or `set` says so. */
+export interface ManualClock extends Clock {
+  advance(ms: number): void;
+  set(ms: number): void;
+}
+
+/** Starts at `startMs` (now by default, so that what it stamps looks current to everything else). */
+export function manualClock(startMs = Date.now()): ManualClock {
+  let now = startMs;
+  return {
+    now: () => now,
+    advance(ms) {
+      now += ms;
+    },
+    set(ms) {
+      now = ms;
+    },
+  };
+}
