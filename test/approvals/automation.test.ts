@@ -1,7 +1,8 @@
 import test from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 import { makeBot, pendingPayment, reviewRule, SERVER_ENV } from './support.js';
 
@@ -9,13 +10,13 @@ import { makeBot, pendingPayment, reviewRule, SERVER_ENV } from './support.js';
  * Approvals for automation (API.md 4, approvals:read): a token reads what waits for people and
  * the rules people's repeated approvals suggest; it can never decide (see the route-table test).
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let token: string;
 let other: string;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   ({ token, other } = await withStore(server.dataDir, async (app) => ({
     token: (

@@ -1,7 +1,8 @@
 import test from 'ava';
 import type { Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import {
   about,
   agentView,
@@ -26,7 +27,7 @@ import {
  * Each test makes its own agents, so tests run concurrently on one server.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let admin: Person;
 let member: Person;
@@ -35,7 +36,7 @@ let analyst: Person;
 let auditor: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   ({ owner, admin, member, otherMember, analyst, auditor } = await staff(server));
 });
 

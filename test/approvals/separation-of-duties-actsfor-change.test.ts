@@ -1,6 +1,7 @@
 import test from 'ava';
 import { expectStatus, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff } from './support.js';
 
 /**
@@ -11,11 +12,11 @@ import { agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff } fro
  * null or to someone else), approves their own agent's payment, and may point it back afterwards.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let admin: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   ({ admin } = await staff(server));
 });
 

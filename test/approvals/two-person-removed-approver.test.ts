@@ -1,6 +1,7 @@
 import test from 'ava';
 import { expectStatus, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { addPerson, agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV } from './support.js';
 import { ownerConsole } from '../helpers/console.js';
 
@@ -12,11 +13,11 @@ import { ownerConsole } from '../helpers/console.js';
  * may decide approved it.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
 });
 

@@ -2,7 +2,8 @@ import test from 'ava';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { addPerson, ID, SERVER_ENV } from '../approvals/support.js';
 
 /**
@@ -11,7 +12,7 @@ import { addPerson, ID, SERVER_ENV } from '../approvals/support.js';
  * a blueprint or template the workspace lacks is 400 unknown_template, and a refused
  * registration leaves nothing behind.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let member: Person;
 let payTemplate: string;
@@ -36,7 +37,7 @@ const tokenOf = async (name: string, scopes: string[]) => {
 };
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   member = await addPerson(server, owner.wid, 'member@example.com', 'member');
   payTemplate = expectStatus(

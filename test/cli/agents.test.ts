@@ -1,19 +1,20 @@
 import test from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment } from '../helpers/gate.js';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, svc } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
  * `svc agents create --local` (mandate from templates only) and `svc agents list` (through the
  * server with SVC_TOKEN, or --local), as spawned processes against a running server's store.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let templateId: string;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   owner = await ownerConsole(server);
   const tpl = await owner.send('POST', '/templates', {
     name: 'pay acme',

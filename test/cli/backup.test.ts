@@ -3,11 +3,12 @@ import { CURRENT_SCHEMA_VERSION } from '../../src/store/index.js';
 import { copyFile, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bearer, call } from '../helpers/http.js';
-import { removeDir, startServer, svc, tempDir } from '../helpers/process.js';
+import { removeDir, svc, tempDir } from '../helpers/process.js';
+import { serveInProcess } from '../helpers/in-process.js';
 
 test('svc backup copies the store while the server runs; the copy serves the same keys', async (t) => {
   const dir = await tempDir();
-  const server = await startServer({ dataDir: join(dir, 'live') });
+  const server = await serveInProcess({ dataDir: join(dir, 'live') });
   try {
     const minted = await svc(['keys', 'create', '--scope', 'admin', '--local', '--data-dir', server.dataDir, '--json']);
     t.is(minted.code, 0, minted.stderr);
@@ -26,7 +27,7 @@ test('svc backup copies the store while the server runs; the copy serves the sam
     await mkdir(restored);
     await copyFile(out, join(restored, 'svc.mdb'));
     await copyFile(join(server.dataDir, 'master.key'), join(restored, 'master.key'));
-    const second = await startServer({ dataDir: restored });
+    const second = await serveInProcess({ dataDir: restored });
     try {
       const res = await call(second.url, 'GET', '/v1/whoami', { headers: bearer(key) });
       t.is(res.status, 200);

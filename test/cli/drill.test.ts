@@ -2,7 +2,8 @@ import test from 'ava';
 import { ownerConsole } from '../helpers/console.js';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, svc, svcOnTerminal, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, svc, svcOnTerminal } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -10,10 +11,10 @@ import { withStore } from '../helpers/store.js';
  * 0 with a passing report; a second run within the hour exits non-zero with the cooldown message.
  * A drill freezes only an agent of its own, lifts only its own hold, and is in the ledger.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(() => stopAndClean(server));

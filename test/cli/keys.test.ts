@@ -1,6 +1,7 @@
 import test from 'ava';
 import { bearer, call } from '../helpers/http.js';
-import { startServer, svc, type CliResult, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { svc, type CliResult, stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * `svc keys create`: on the store directly (--local, the operator's root of trust) or through a
@@ -9,7 +10,7 @@ import { startServer, svc, type CliResult, type RunningServer, stopAndClean } fr
 
 const KEY = /^ask_[A-Za-z0-9_-]{43}$/;
 
-let server: RunningServer;
+let server: ServedInProcess;
 let adminKey: string;
 let localMinted: any;
 
@@ -19,7 +20,7 @@ function onlyJson(res: CliResult): any {
 }
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   const res = await svc(['keys', 'create', '--scope', 'admin', '--local', '--data-dir', server.dataDir, '--json']);
   if (res.code !== 0) throw new Error(`keys create --local failed: ${res.code}\n${res.stdout}\n${res.stderr}`);
   localMinted = onlyJson(res);

@@ -2,17 +2,18 @@ import test from 'ava';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, svc } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * Receipt key rotation and revocation from the terminal, while the server runs (API.md 1, 3):
  * a rotated key keeps verifying the receipts it signed; the server signs with the new key from
  * the next receipt on; a revoked key leaves the JWKS and its receipts check as `revoked`.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(async () => {

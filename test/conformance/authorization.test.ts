@@ -7,7 +7,8 @@ import { dirname, join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { SERVER_ENV, makeBot } from '../approvals/support.js';
 import { ownerConsole } from '../helpers/console.js';
-import { startServer, stopAndClean, tempDir, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, tempDir } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * The conformance suite's authorization-server scenarios (metadata endpoint, authorization code
@@ -20,7 +21,7 @@ const require = createRequire(import.meta.url);
 const CLI = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist', 'index.js');
 const CHROMIUM = '/usr/bin/chromium';
 
-let server: RunningServer;
+let server: ServedInProcess;
 let browser: Browser;
 
 /** A loopback port free right now, for the suite's callback server. */
@@ -35,7 +36,7 @@ async function freePort(): Promise<number> {
 test.before(async () => {
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does.`);
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   await makeBot(await ownerConsole(server), 'oauth-conformance-bot', [{ actions: ['mcp.*'], domains: ['*'] }]);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
 });

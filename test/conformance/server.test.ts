@@ -7,7 +7,8 @@ import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { startBearerShim, type BearerShim } from '../helpers/bearer-shim.js';
 import { startConformanceUpstream } from '../helpers/conformance-upstream.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, tempDir, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, tempDir } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { connect } from '../oauth/support.js';
 
 /**
@@ -69,15 +70,15 @@ async function runSuite(
 
 let upstream: Awaited<ReturnType<typeof startConformanceUpstream>>;
 let shim: BearerShim;
-let server: RunningServer;
-let front: RunningServer;
+let server: ServedInProcess;
+let front: ServedInProcess;
 let owner: Person;
 let bot: Bot;
 
 test.before(async () => {
   upstream = await startConformanceUpstream();
   shim = await startBearerShim();
-  server = await startServer({ env: { ...SERVER_ENV, SVC_BASE_URL: shim.url } });
+  server = await serveInProcess({ env: { ...SERVER_ENV, SVC_BASE_URL: shim.url } });
   shim.target = server.url;
   // Every client reaches the server through the shim, at the address the server calls its own.
   front = { ...server, url: shim.url };

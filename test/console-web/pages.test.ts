@@ -2,7 +2,8 @@ import test from 'ava';
 import { Script } from 'node:vm';
 import { expectStatus } from '../helpers/console.js';
 import { call, csrf, ownerSession, signIn, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -19,13 +20,13 @@ const EVIL_NAME = '<img src=x onerror="alert(1)">';
 const EVIL_EMAIL = 'mallory@evil.example';
 const EVIL_PASSWORD = 'mallory-password-1';
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: string;
 let evil: { workspaceId: string; cookie: string };
 
 test.before(async () => {
   // Every test here signs in; a generous per-address budget keeps them from waiting on each other.
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '200' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '200' } });
   owner = await ownerSession(server);
   const made = await withStore(server.dataDir, (app) =>
     app.services.people.createWorkspace({

@@ -2,7 +2,8 @@ import test from 'ava';
 import { assertError, bearer, call, csrf, type Reply } from '../helpers/http.js';
 import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * API.md section 2 (agents and their keys in the console), SPEC.md 5.2 (agent keys), 5.3.4
@@ -15,7 +16,7 @@ const KEY_VALUE = /^ask_[A-Za-z0-9_-]{43}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const NO_ACTION = '/v1/actions/act_0000000000000000000000';
 
-let server: RunningServer;
+let server: ServedInProcess;
 /** The first-start owner's console, and the owner of another workspace. */
 let owner: Person;
 let other: Person;
@@ -52,7 +53,7 @@ async function walkAgents(limit: number): Promise<{ ids: string[]; pages: number
 }
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   other = await otherWorkspace(server);
   owner = await ownerConsole(server);
   otherAgentId = expectStatus(

@@ -2,7 +2,8 @@ import test from 'ava';
 import { createHash } from 'node:crypto';
 import { assertError, call, type Reply } from '../helpers/http.js';
 import { expectStatus, ledgerPages, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * GET /api/w/{wid}/ledger?after=INDEX (API.md sections 2 and 5): the workspace's records in
@@ -12,7 +13,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 const RECORD_ID = /^evr_[0-9A-Za-z]{22}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
-let server: RunningServer;
+let server: ServedInProcess;
 /** The first-start owner's console, and the owner of another workspace. */
 let owner: Person;
 let other: Person;
@@ -30,7 +31,7 @@ const send = async (method: string, path: string, json?: unknown): Promise<Reply
 };
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   other = await otherWorkspace(server);
   owner = await ownerConsole(server);
 

@@ -2,7 +2,8 @@ import test from 'ava';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * API.md section 2 (an agent's mandate, the mandate rule, templates) and SPEC.md 7.3
@@ -18,7 +19,7 @@ const PAY_ANYWHERE = { actions: ['payment'], merchants: ['*'], currencies: ['EUR
 const CRM = { actions: ['crm.update'], domains: ['api.example.com'] };
 const EMAIL = { actions: ['email'] };
 
-let server: RunningServer;
+let server: ServedInProcess;
 /** The first-start owner's console. */
 let owner: Person;
 
@@ -32,7 +33,7 @@ const fieldsOf = (res: Reply): Array<string | null> =>
   (res.body?.error?.errors ?? []).map((e: { field: string | null }) => e.field);
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   owner = await ownerConsole(server);
 });
 

@@ -1,11 +1,12 @@
 import test from 'ava';
 import { assertError } from '../helpers/http.js';
 import { ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /** SPEC.md 7.3: 402 plan_limit_reached when the plan's agent allowance (SVC_PLAN_AGENTS) is used. */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 
 const create = (name: string) => owner.send('POST', '/agents', { name });
@@ -14,7 +15,7 @@ const liveIds = async (): Promise<string[]> =>
   (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id);
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_PLAN_AGENTS: '2' } });
+  server = await serveInProcess({ env: { SVC_PLAN_AGENTS: '2' } });
   owner = await ownerConsole(server);
 });
 

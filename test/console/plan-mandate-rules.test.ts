@@ -1,7 +1,8 @@
 import test from 'ava';
 import { assertError } from '../helpers/http.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * SPEC.md 7.3: 402 plan_limit_reached when the plan's mandate allowance (SVC_PLAN_MANDATE_RULES,
@@ -10,7 +11,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 
 const rule = (n: number) => ({ actions: [`ops.task${n}`] });
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 
 const newAgent = async (name: string): Promise<string> =>
@@ -21,7 +22,7 @@ const mandateRecords = async (aid: string) =>
   (await owner.ledger()).filter((r) => r.kind === 'mandate.updated' && r.subject === aid);
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_PLAN_MANDATE_RULES: '2' } });
+  server = await serveInProcess({ env: { SVC_PLAN_MANDATE_RULES: '2' } });
   owner = await ownerConsole(server);
 });
 

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import type { Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { addPerson, SERVER_ENV } from '../approvals/support.js';
 
 /**
@@ -13,12 +14,12 @@ import { addPerson, SERVER_ENV } from '../approvals/support.js';
 type Role = 'owner' | 'admin' | 'member' | 'analyst' | 'auditor';
 const ROLES: Role[] = ['owner', 'admin', 'member', 'analyst', 'auditor'];
 
-let server: RunningServer;
+let server: ServedInProcess;
 const people = {} as Record<Role, Person>;
 let ownersAgent: string;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   people.owner = await ownerConsole(server);
   const wid = server.boot.workspaceId!;
   for (const role of ['admin', 'member', 'analyst', 'auditor'] as const)

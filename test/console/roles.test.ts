@@ -1,7 +1,8 @@
 import test from 'ava';
 import { assertError, bearer, call, signIn } from '../helpers/http.js';
 import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -20,7 +21,7 @@ const PAY_ACME = {
 const EMAIL = { actions: ['email'] };
 const NO_ACTION = '/v1/actions/act_0000000000000000000000';
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let admin: Person;
 let member: Person;
@@ -39,7 +40,7 @@ async function person(email: string, role: 'admin' | 'member' | 'auditor' | 'ana
 }
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   owner = await ownerConsole(server);
   // One at a time: each opens the store from this process.
   admin = await person('admin@example.com', 'admin');

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { addPerson, SERVER_ENV } from '../approvals/support.js';
 
 /**
@@ -9,12 +10,12 @@ import { addPerson, SERVER_ENV } from '../approvals/support.js';
  * once), list them (never the value or its hash) and revoke them; every token expires within 90
  * days; ipAllow pins it to address ranges; creation and revocation are ledger records.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let admin: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   admin = await addPerson(server, owner.wid, 'admin@acme.example', 'admin');
 });

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { authorizeRaw, getAction, makeAgent, recordsBy, type Agent } from './support.js';
 
@@ -9,11 +10,11 @@ import { authorizeRaw, getAction, makeAgent, recordsBy, type Agent } from './sup
  * bad field in `errors` (SPEC.md 4.1, 7.1, 7.3), and decides nothing for it.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   fx = await makeAgent(server, [PAY_ACME, { actions: ['crm.update'] }], 'validation-bot');
 });
 

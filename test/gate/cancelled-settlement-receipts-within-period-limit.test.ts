@@ -1,7 +1,8 @@
 import test from 'ava';
 import { call } from '../helpers/http.js';
 import { authorize, payment } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeAgent, settle, type Agent } from './support.js';
 
 /**
@@ -13,11 +14,11 @@ import { makeAgent, settle, type Agent } from './support.js';
  */
 
 const LIMIT = 5000;
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   fx = await makeAgent(
     server,
     [

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { makeAgent, recordsAbout, recordsBy, settle } from './support.js';
 
@@ -9,10 +10,10 @@ import { makeAgent, recordsAbout, recordsBy, settle } from './support.js';
  * limit, and racing settlements settle an action once (SPEC.md 3; src/gate/service.ts rules).
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(() => stopAndClean(server));

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { consoleClient, expectStatus, type ConsoleClient } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { getAction, makeAgent, owner, recordsBy, settle } from './support.js';
 
@@ -11,12 +12,12 @@ import { getAction, makeAgent, owner, recordsBy, settle } from './support.js';
  * 401 unauthenticated; a revoked or unknown key is 401 invalid_api_key. Every route of the gate.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 /** The owner's console. */
 let ws: ConsoleClient;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   ws = consoleClient(server, server.boot.workspaceId!, await owner(server));
 });
 

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import {
   ACTION_ID,
@@ -20,14 +21,14 @@ import {
  * evidence record the ledger holds; review with a pending approval.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let payer: Agent;
 let limited: Agent;
 let reviewed: Agent;
 let deployer: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   payer = await makeAgent(server, [PAY_ACME], 'payer');
   limited = await makeAgent(
     server,

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { ACTION_ID, makeAgent, recordsAbout, recordsBy, type Agent } from './support.js';
 
@@ -10,11 +11,11 @@ import { ACTION_ID, makeAgent, recordsAbout, recordsBy, type Agent } from './sup
  * request is 409 idempotency_conflict. The key goes in the body or the idempotency-key header.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   fx = await makeAgent(server, [{ ...PAY_ACME, periodLimit: { amount: 1_000_000, period: 'day' } }], 'idem-bot');
 });
 

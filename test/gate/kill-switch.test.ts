@@ -1,6 +1,7 @@
 import test from 'ava';
 import { consoleClient } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { withStore } from '../helpers/store.js';
 import { assertDenied, getAction, makeAgent, type Agent } from './support.js';
@@ -12,10 +13,10 @@ import { assertDenied, getAction, makeAgent, type Agent } from './support.js';
  * next request. Serial: each test opens the server's LMDB store from this process.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(() => stopAndClean(server));

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { call } from '../helpers/http.js';
 import { authorize } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeAgent, type Agent } from './support.js';
 
 /**
@@ -10,11 +11,11 @@ import { makeAgent, type Agent } from './support.js';
  * but merely ends in ".acme.example", must not be allowed, nor get a valid receipt naming it.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   fx = await makeAgent(
     server,
     [{ actions: ['payment'], merchants: ['*.acme.example'], currencies: ['EUR'], maxAmount: 5000 }],

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { PAY_ACME } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorizeRaw, makeAgent, type Agent } from './support.js';
 
 /**
@@ -8,11 +9,11 @@ import { authorizeRaw, makeAgent, type Agent } from './support.js';
  * (valid JSON, parsed as Infinity) with an idempotency key must be a 4xx or a decision, never 500.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   fx = await makeAgent(server, [PAY_ACME, { actions: ['crm.*'] }], 'infinity-bot');
 });
 

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { authorizeRaw, getAction, makeAgent, rateHeaders, recordsBy, settle } from './support.js';
 
@@ -10,11 +11,11 @@ import { authorizeRaw, getAction, makeAgent, rateHeaders, recordsBy, settle } fr
  * with retry-after. One server at the default limit, one started with SVC_GATE_RATE_PER_MINUTE=5.
  */
 
-let server: RunningServer;
-let tight: RunningServer;
+let server: ServedInProcess;
+let tight: ServedInProcess;
 
 test.before(async () => {
-  [server, tight] = await Promise.all([startServer(), startServer({ env: { SVC_GATE_RATE_PER_MINUTE: '5' } })]);
+  [server, tight] = await Promise.all([serveInProcess(), serveInProcess({ env: { SVC_GATE_RATE_PER_MINUTE: '5' } })]);
 });
 
 test.after.always(async () => {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError, call, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { authorizeRaw, decodeReceipt, makeAgent, type Agent } from './support.js';
 
@@ -10,11 +11,11 @@ import { authorizeRaw, decodeReceipt, makeAgent, type Agent } from './support.js
  * refused request leaves nothing in the ledger.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   fx = await makeAgent(
     server,
     [PAY_ACME, { actions: ['crm.*'] }, { actions: ['transfer'], currencies: ['EUR'], maxAmount: 5000 }],

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { assertDenied, getAction, recordsAbout, settle, makeAgent, type Agent } from './support.js';
 
@@ -10,14 +11,14 @@ import { assertDenied, getAction, recordsAbout, settle, makeAgent, type Agent } 
  * period, and a completed one with an amount replaces the authorized amount.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let payer: Agent;
 let other: Agent;
 
 const LIMITED = { ...PAY_ACME, maxAmount: 3000, periodLimit: { amount: 3000, period: 'day' } };
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   payer = await makeAgent(
     server,
     [

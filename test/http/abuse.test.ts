@@ -3,13 +3,14 @@ import { request } from 'node:http';
 import { rateKeyOf } from '../../src/http/client-address.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { call, csrf } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /** Sign-in abuse: limits per address, per /64, per account; cookies that would lock people out. */
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '3' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '3' } });
 });
 
 test.after.always(() => stopAndClean(server));

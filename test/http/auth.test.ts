@@ -1,6 +1,7 @@
 import test from 'ava';
 import { bearer, call, signIn, assertError } from '../helpers/http.js';
-import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -8,7 +9,7 @@ import { withStore } from '../helpers/store.js';
  * not read at all (401 unauthenticated, as if nothing was sent).
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let wid: string;
 let agentKey: string;
 let removedAgentKey: string;
@@ -21,7 +22,7 @@ let cookie: string;
 const UNKNOWN_ASK = `ask_${'A'.repeat(43)}`;
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   wid = server.boot.workspaceId!;
   await withStore(server.dataDir, async (app) => {
     const { agents, keys, serviceTokens } = app.services;

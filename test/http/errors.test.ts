@@ -16,7 +16,8 @@ import { createHttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { bearer, call, csrf, signIn, type Reply, ownerSession } from '../helpers/http.js';
-import { removeDir, startServer, tempDir, type RunningServer } from '../helpers/process.js';
+import { removeDir, tempDir } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 const MEMBER = { email: 'member@example.test', password: 'member-password-0001' };
@@ -24,8 +25,8 @@ const OTHER_OWNER = { email: 'other-owner@example.test', password: 'other-owner-
 /** A well-formed workspace key value that was never minted: ask_ + 43 base64url characters. */
 const UNKNOWN_KEY = `ask_${'A'.repeat(21)}-_${'z'.repeat(20)}`;
 
-let server: RunningServer;
-let limited: RunningServer;
+let server: ServedInProcess;
+let limited: ServedInProcess;
 let wid: string;
 let otherWid: string;
 let adminKey: string;
@@ -137,8 +138,8 @@ function assertError(
 
 test.before(async () => {
   [server, limited, production, development] = await Promise.all([
-    startServer(),
-    startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '3' } }),
+    serveInProcess(),
+    serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '3' } }),
     inProcess('production'),
     inProcess('development'),
   ]);

@@ -1,13 +1,14 @@
 import test from 'ava';
 import { bearer, call, csrf, signIn, assertError, ownerSession } from '../helpers/http.js';
-import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /** SPEC.md 2.2, API.md sections 2 and 4: workspace keys minted by an admin key and in the console. */
 
 const KEY_PATTERN = /^ask_[A-Za-z0-9_-]{43}$/;
 
-let server: RunningServer;
+let server: ServedInProcess;
 let wid: string;
 let otherWid: string;
 let adminKey: string;
@@ -18,7 +19,7 @@ let otherOwnerCookie: string;
 let otherKeyId: string;
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   wid = server.boot.workspaceId!;
   await withStore(server.dataDir, async (app) => {
     const { agents, keys, people } = app.services;

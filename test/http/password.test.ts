@@ -1,13 +1,14 @@
 import test from 'ava';
 import { assertError, call, csrf, signIn } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /** The first start's one-time password, and changing it (PUT /api/me/password). */
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
   // This file signs in and changes passwords many times from one address.
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '100' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '100' } });
 });
 
 test.after.always(() => stopAndClean(server));

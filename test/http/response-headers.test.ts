@@ -1,11 +1,12 @@
 import test from 'ava';
 import { call } from '../helpers/http.js';
-import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(() => stopAndClean(server));

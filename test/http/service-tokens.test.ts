@@ -1,19 +1,20 @@
 import test from 'ava';
 import { addressAllowed } from '../../src/service-tokens/index.js';
 import { bearer, call, assertError } from '../helpers/http.js';
-import { startServer, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { fixedClock, withStore } from '../helpers/store.js';
 
 /** SPEC.md 2.3, 5.3.2, 7.5: service tokens on GET /v1/admin/agents (scope agents:read). */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let wid: string;
 const tokens: Record<string, string> = {};
 const agentIds: string[] = [];
 let removedAgentId: string;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   wid = server.boot.workspaceId!;
   await withStore(server.dataDir, async (app) => {
     const { agents, serviceTokens } = app.services;

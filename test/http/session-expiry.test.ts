@@ -3,17 +3,18 @@ import { createHash } from 'node:crypto';
 import Iron from '@hapi/iron';
 import { deriveKey, loadMasterKey } from '../../src/store/index.js';
 import { call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { fixedClock, withStore } from '../helpers/store.js';
 
 /**
  * A session ends at its expiry (session.ttlHours, default 12), checked against the store on every
  * request: a cookie that still unseals is refused once its session is past expiry.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(() => stopAndClean(server));

@@ -4,19 +4,20 @@ import { createHttpServer, type HttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { call, csrf, signIn } from '../helpers/http.js';
-import { removeDir, startServer, tempDir, type RunningServer, stopAndClean } from '../helpers/process.js';
+import { removeDir, tempDir, stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /** API.md section 2 and SPEC.md 5.3.3-5.3.4: sign-in, the session cookie and CSRF. */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let wid: string;
 let email: string;
 let password: string;
 const dirs: string[] = [];
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   wid = server.boot.workspaceId!;
   email = server.boot.owner!.email;
   password = server.boot.owner!.password;

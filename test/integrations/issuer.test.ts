@@ -5,7 +5,8 @@ import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { PAY_ACME, payment } from '../helpers/gate.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * The generic card issuer (issue 8, API.md 8): deliveries signed with `svc-signature` over the
@@ -13,7 +14,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * decided by the gate as the card's agent, posted charges reconciled against the agent's allowed
  * payments, and every forged, stale, altered, unsigned or replayed delivery changing nothing.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let billing: Bot;
 let ops: Bot;
@@ -54,7 +55,7 @@ async function snapshot(): Promise<string> {
 }
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   wid = server.boot.workspaceId!;
   billing = await makeBot(owner, 'billing-bot', [PAY_ACME]);

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { SERVER_ENV } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * Integration settings (API.md 8): `PUT /api/w/{wid}/integrations/{kind}` for the six kinds.
@@ -12,11 +13,11 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * day; the identity provider takes its issuer, audience and keys. Secrets never reach the
  * ledger or a listing.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
 });
 

@@ -6,8 +6,8 @@ import { addPerson, makeBot, SERVER_ENV, type Bot } from '../approvals/support.j
 import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { PAY_ACME, payment } from '../helpers/gate.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
-import { inProcessServer } from '../helpers/in-process.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { inProcessServer, serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { stopAndClean } from '../helpers/process.js';
 
 /**
  * The payment provider (Stripe Issuing and Billing, API.md 8): deliveries signed by the stripe
@@ -21,7 +21,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * unsigned or replayed delivery changing nothing.
  */
 const API_VERSION = '2025-03-31.basil';
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let billing: Bot;
 let ops: Bot;
@@ -164,7 +164,7 @@ const refusedOf = async (person: Person) =>
   (await person.get('/integrations')).body.data.find((v: { kind: string }) => v.kind === 'stripe').refused as number;
 
 test.before(async () => {
-  server = await startServer({
+  server = await serveInProcess({
     env: { ...SERVER_ENV, SVC_PLAN_AGENTS: '2', SVC_BILLING_STRIPE_SIGNING_SECRET: billingSecret },
   });
   owner = await ownerConsole(server);

@@ -2,7 +2,8 @@ import test from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { withStore } from '../helpers/store.js';
 
@@ -11,7 +12,7 @@ import { withStore } from '../helpers/store.js';
  * count; past the workspace's ceiling the freeze waits for a person (202 pending) and happens only
  * when one approves. The ledger names the token ("token:<name> froze <n> agents") with its id.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let freezer: { token: string; id: string };
 let reader: string;
@@ -19,7 +20,7 @@ const team: Bot[] = [];
 let loner: Bot;
 
 test.before(async () => {
-  server = await startServer({ env: { ...SERVER_ENV, SVC_BULK_FREEZE_CEILING: '3' } });
+  server = await serveInProcess({ env: { ...SERVER_ENV, SVC_BULK_FREEZE_CEILING: '3' } });
   owner = await ownerConsole(server);
   for (const name of ['red-1', 'red-2']) {
     const bot = await makeBot(owner, name, [PAY_ACME]);

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, svc } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, pay, SERVER_ENV } from '../approvals/support.js';
 
 /**
@@ -12,11 +13,11 @@ import { makeBot, pay, SERVER_ENV } from '../approvals/support.js';
  * with a receipt while the operator believes every agent is frozen.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
 });
 

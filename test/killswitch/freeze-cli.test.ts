@@ -2,7 +2,8 @@ import test, { type ExecutionContext } from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { assertError, bearer, call, csrf } from '../helpers/http.js';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, svc } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 import { about, addPerson, makeBot, pay, SERVER_ENV, type Bot } from '../approvals/support.js';
 
@@ -14,14 +15,14 @@ import { about, addPerson, makeBot, pay, SERVER_ENV, type Bot } from '../approva
  * the server's store.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let member: Person;
 
 const PAY = [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }];
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   member = await addPerson(server, owner.wid, 'member@example.com', 'member');
 });

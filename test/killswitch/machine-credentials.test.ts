@@ -2,7 +2,8 @@ import test from 'ava';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { bearer, call, csrf } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 import {
   agentView,
@@ -23,7 +24,7 @@ import {
  * that nothing changed afterwards.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let bot: Bot;
 let stoppedBot: Bot;
@@ -31,7 +32,7 @@ let waiting: any;
 const credentials: Record<string, string> = {};
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   bot = await makeBot(owner, 'machine-bot', [reviewRule()]);
   stoppedBot = await makeBot(owner, 'machine-stopped', [reviewRule()]);

@@ -2,7 +2,8 @@ import test, { type ExecutionContext } from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, createAgent } from '../helpers/gate.js';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import {
   addPerson,
   agentView,
@@ -20,7 +21,7 @@ import {
  * approved. Serial: the switch is one per workspace.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let admin: Person;
 let member: Person;
@@ -30,7 +31,7 @@ let bots: Bot[];
 const PAY = [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }];
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   admin = await addPerson(server, owner.wid, 'admin@example.com', 'admin');
   member = await addPerson(server, owner.wid, 'member@example.com', 'member');

@@ -2,7 +2,8 @@ import test, { type ExecutionContext } from 'ava';
 import type { Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { about, makeBot, pay, SERVER_ENV, staff, type Bot } from '../approvals/support.js';
 
 /**
@@ -12,7 +13,7 @@ import { about, makeBot, pay, SERVER_ENV, staff, type Bot } from '../approvals/s
  * Each change is a ledger record naming the person. Each test makes its own agents.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let admin: Person;
 let member: Person;
@@ -20,7 +21,7 @@ let otherMember: Person;
 let analyst: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   ({ owner, admin, member, otherMember, analyst } = await staff(server));
 });
 

@@ -2,7 +2,8 @@ import test from 'ava';
 import { signIn } from '../helpers/http.js';
 import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -18,12 +19,12 @@ const TEMPLATE_RULE = {
   periodLimit: { amount: 5000, period: 'day' },
 };
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let member: Person;
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   owner = await ownerConsole(server);
   const user = await withStore(server.dataDir, (app) =>
     app.services.people.addMember({

@@ -5,7 +5,8 @@ import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotoco
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
@@ -13,7 +14,7 @@ import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
  * <server>__<tool>, each call gated as the action mcp.<server>.<tool> against the agent's
  * mandate, and a stopped agent's call refused before the upstream is contacted (it counts).
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let upstream: McpUpstream;
 let owner: Person;
 let bot: Bot;
@@ -30,7 +31,7 @@ async function connect(key: string): Promise<Client> {
 
 test.before(async () => {
   upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   bot = await makeBot(owner, 'files-bot', [{ actions: ['mcp.files.echo', 'mcp.files.add'], domains: ['*'] }]);
   const added = expectStatus(

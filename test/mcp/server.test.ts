@@ -6,14 +6,15 @@ import { request } from 'undici';
 import { expectStatus } from '../helpers/console.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * The MCP server at /mcp (issue 7) through the official SDK client: the gate's tools with the
  * same decisions, idempotency and ledger as the HTTP routes; refusals as tool results; the 401
  * challenge that points at the protected-resource metadata; Host and Origin checks.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let agent: AgentFixture;
 
 async function connect(key: string): Promise<Client> {
@@ -29,7 +30,7 @@ async function connect(key: string): Promise<Client> {
 const structured = (r: unknown) => (r as { structuredContent: Record<string, any> }).structuredContent;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   agent = await createAgent(server);
 });
 

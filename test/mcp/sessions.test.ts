@@ -10,7 +10,8 @@ import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { startConformanceUpstream, type ConformanceUpstream } from '../helpers/conformance-upstream.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * MCP sessions at /mcp: initialize opens one, bound to the credential that opened it; the proxy
@@ -18,7 +19,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * subscriptions and the upstream's requests to the client (sampling) travel; a stopped agent's
  * requests reach no upstream.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let upstream: ConformanceUpstream;
 let owner: Person;
 let bot: Bot;
@@ -48,7 +49,7 @@ async function open(key: string, capabilities: Record<string, unknown> = {}): Pr
 
 test.before(async () => {
   upstream = await startConformanceUpstream({ watchIntervalMs: 100 });
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   expectStatus(await owner.send('POST', '/mcp-servers', { name: 'conf', url: upstream.url }), 201, 'upstream');
   bot = await makeBot(owner, 'session-bot', [{ actions: ['mcp.conf.*'], domains: ['*'] }]);

@@ -5,7 +5,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { expectStatus } from '../helpers/console.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
 import { call, ownerSession, signIn } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorizeUrl, connect, consent, discover, insecure, register } from './support.js';
 
 /**
@@ -14,7 +15,7 @@ import { authorizeUrl, connect, consent, discover, insecure, register } from './
  * revocation, the loopback port rule, invalid_target; and the access token used at /mcp exactly
  * as the agent's key.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let agent: AgentFixture;
 
 const mcpAs = async (token: string) => {
@@ -35,7 +36,7 @@ const mcpStatus = async (token: string) =>
   ).status;
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
   agent = await createAgent(server);
 });
 

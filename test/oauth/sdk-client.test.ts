@@ -8,7 +8,8 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * The official MCP SDK client with its own OAuth provider connects from nothing (issue 7): 401,
@@ -16,7 +17,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * person, played by a fetch with the owner's session), token, tools/call; then a refresh; and
  * after a forced refresh-token reuse, invalid_grant and a fresh authorization.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let agent: AgentFixture;
 const REDIRECT = 'http://127.0.0.1:33418/callback';
 
@@ -100,7 +101,7 @@ async function connectWith(provider: TestProvider): Promise<Client> {
 }
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
   agent = await createAgent(server);
 });
 

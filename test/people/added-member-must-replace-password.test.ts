@@ -1,7 +1,8 @@
 import test from 'ava';
 import { ownerConsole, expectStatus, type Person } from '../helpers/console.js';
 import { call, signIn } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { SERVER_ENV } from '../approvals/support.js';
 
 /**
@@ -13,11 +14,11 @@ import { SERVER_ENV } from '../approvals/support.js';
  * e.g. as the "second person" of a two-person rule, and the ledger names the wrong person.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
 });
 

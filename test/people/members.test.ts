@@ -1,7 +1,8 @@
 import test from 'ava';
 import { assertError, call, csrf, signIn } from '../helpers/http.js';
 import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -12,7 +13,7 @@ import { withStore } from '../helpers/store.js';
 
 type Role = 'owner' | 'admin' | 'member' | 'analyst' | 'auditor';
 
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let admin: Person;
 const readers: Record<'member' | 'analyst' | 'auditor', Person> = {} as never;
@@ -58,7 +59,7 @@ async function addPerson(by: Person, role: Role, what: string = role): Promise<P
 }
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
   owner = await ownerConsole(server);
   admin = await addPerson(owner, 'admin');
   readers.member = await addPerson(owner, 'member');

@@ -2,19 +2,20 @@ import test from 'ava';
 import { request } from 'node:http';
 import { Secret, TOTP } from 'otpauth';
 import { assertError, call, csrf } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
  * Guessing codes is limited like guessing passwords: a sign-in with the right password and a
  * wrong code counts against the account's sign-in budget, whatever address it comes from.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 const person = { email: 'limited@example.com', password: 'limited password 12' };
 let secret: string;
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '3' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '3' } });
   const wid = server.boot.workspaceId!;
   secret = await withStore(server.dataDir, async (app) => {
     const added = await app.services.people.addMember({ workspaceId: wid, ...person, role: 'member' });

@@ -1,7 +1,8 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { bearer, call, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { makeAgent, type Agent } from '../gate/support.js';
 
@@ -12,7 +13,7 @@ import { makeAgent, type Agent } from '../gate/support.js';
  * The rate limits are raised so that only the input decides the answer.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 let fx: Agent;
 let other: Agent;
 /** Actions in every state, to settle and read: allowed, denied, pending, settled, another agent's. */
@@ -30,7 +31,7 @@ const VALIDATION_TYPES = new Set([
 const VERIFY_REASONS = new Set(['malformed', 'bad_signature', 'unknown_key', 'expired', 'revoked']);
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_GATE_RATE_PER_MINUTE: '100000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
+  server = await serveInProcess({ env: { SVC_GATE_RATE_PER_MINUTE: '100000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
   const rules = [
     { ...PAY_ACME, periodLimit: { amount: 1_000_000_000, period: 'day' } },
     { actions: ['payment'], merchants: ['big.example'], currencies: ['EUR', 'USD'], approval: { above: 10 } },

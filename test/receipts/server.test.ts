@@ -3,7 +3,8 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { signReceipt } from '../../src/receipts/crypto.js';
 import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
 import { assertError, call } from '../helpers/http.js';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { stopAndClean, svc } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 import { receiptKey } from '../fixtures/receipts/test-keys.js';
 
@@ -12,7 +13,7 @@ import { receiptKey } from '../fixtures/receipts/test-keys.js';
  * merchant with jose and the published JWKS alone, online through POST /v1/verify, and with
  * `svc receipt verify` offline and --online. All three must agree.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let agent: AgentFixture;
 let receipt: string;
 let jwks: JSONWebKeySet;
@@ -24,7 +25,7 @@ const claimsOf = (token: string) => JSON.parse(Buffer.from(parts(token)[1], 'bas
 const verifyOnline = (token: string, url = server.url) => call(url, 'POST', '/v1/verify', { json: { receipt: token } });
 
 test.before(async () => {
-  server = await startServer({ env: { SVC_PUBLIC_RATE_PER_MINUTE: '10000' } });
+  server = await serveInProcess({ env: { SVC_PUBLIC_RATE_PER_MINUTE: '10000' } });
   agent = await createAgent(server);
   const res = await authorize(server, agent.key, payment(1250));
   receipt = res.body.receipt;
@@ -160,7 +161,7 @@ test.serial('svc receipt verify agrees with the server: valid, tampered, wrong k
 });
 
 test.serial('POST /v1/verify is rate limited per address', async (t) => {
-  const limited = await startServer({ env: { SVC_PUBLIC_RATE_PER_MINUTE: '3' } });
+  const limited = await serveInProcess({ env: { SVC_PUBLIC_RATE_PER_MINUTE: '3' } });
   try {
     const answers = [];
     for (let i = 0; i < 4; i += 1) answers.push(await verifyOnline('x.y.z', limited.url));

@@ -3,7 +3,8 @@ import { decodeProtectedHeader, importJWK, jwtVerify, createLocalJWKSet, type JS
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, PAY_ACME } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, pay, pendingPayment, reviewRule, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
@@ -11,7 +12,7 @@ import { makeBot, pay, pendingPayment, reviewRule, SERVER_ENV, type Bot } from '
  * JWS over the workspace's control figures, signed with the ledger key (never the receipt key),
  * that an auditor verifies with jose and the published JWKS alone.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let payer: Bot;
 let idle: Bot;
@@ -26,7 +27,7 @@ const jwks = async () =>
   expectStatus(await call(server.url, 'GET', '/.well-known/jwks.json'), 200, 'jwks').body as JSONWebKeySet;
 
 test.before(async () => {
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: SERVER_ENV });
   owner = await ownerConsole(server);
   payer = await makeBot(owner, 'payer', [reviewRule()]);
   idle = await makeBot(owner, 'idle', [PAY_ACME]);
