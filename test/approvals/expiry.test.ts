@@ -1,7 +1,9 @@
 import test, { type ExecutionContext } from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { manualClock } from '../helpers/clock.js';
 import { fixedClock, withStore } from '../helpers/store.js';
 import {
   about,
@@ -20,16 +22,23 @@ import {
  * Approvals expire (SVC_APPROVAL_TTL_HOURS, default 24): once past its time a waiting approval's
  * action reads as deny `approval_expired`, deciding it is 409 approval_closed, and the server's
  * periodic sweep writes an `approval.expired` ledger record by `system`. Each test runs its own
- * server; waits are bounded polls, never fixed sleeps.
+ * server on a clock the test moves; waits for the sweep are bounded polls, never fixed sleeps.
  */
 
-const servers: RunningServer[] = [];
+const servers: ServedInProcess[] = [];
 test.after.always(async () => {
   for (const s of servers) await stopAndClean(s);
 });
 
-async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
-  const server = await startServer({ env: { ...SERVER_ENV, ...env } });
+/**
+ * A server on a clock the test moves, whose sweep (with the ledger checkpoint) runs every 100 ms
+ * instead of every second, so that bounded polls end soon.
+ */
+async function serve(env: Record<string, string> = {}, clock = manualClock()): Promise<ServedInProcess> {
+  const server = await serveInProcess({
+    env: { ...SERVER_ENV, SVC_LEDGER_CHECKPOINT_INTERVAL_MS: '100', ...env },
+    clock,
+  });
   servers.push(server);
   // serve --json prints its error as the one JSON document when the configuration is refused.
   if (!server.boot.listening)
@@ -44,7 +53,7 @@ async function serve(env: Record<string, string> = {}): Promise<RunningServer> {
  */
 async function assertExpires(
   t: ExecutionContext,
-  server: RunningServer,
+  server: ServedInProcess,
   owner: Person,
   bot: Bot,
   action: { id: string; approvalId: string },
@@ -92,7 +101,8 @@ async function assertExpires(
 }
 
 test('SVC_APPROVAL_TTL_HOURS=0.0003 (about a second): the approval expires, its action is denied approval_expired, and the sweep records it', async (t) => {
-  const server = await serve({ SVC_APPROVAL_TTL_HOURS: '0.0003' });
+  const clock = manualClock();
+  const server = await serve({ SVC_APPROVAL_TTL_HOURS: '0.0003' }, clock);
   const owner = await ownerConsole(server);
   const bot = await makeBot(owner, 'expiring-bot', [reviewRule()]);
   const action = await pendingPayment(t, server, bot);
@@ -100,11 +110,13 @@ test('SVC_APPROVAL_TTL_HOURS=0.0003 (about a second): the approval expires, its 
   t.truthy(listed);
   const ttl = Date.parse(listed.expiresAt) - Date.parse(listed.createdAt);
   t.true(ttl > 0 && ttl <= 2_000, `expires ${ttl} ms after it was asked`);
+  clock.advance(ttl + 1);
   await assertExpires(t, server, owner, bot, action);
 });
 
 test('default TTL (24 h): an approval asked 25 hours ago is past its time; the running server denies it and records the expiry', async (t) => {
-  const server = await serve();
+  const clock = manualClock();
+  const server = await serve({}, clock);
   const owner = await ownerConsole(server);
   const bot = await makeBot(owner, 'old-request-bot', [reviewRule()]);
   // The request is made through the gate service on the server's store, with a clock 25 hours
@@ -112,7 +124,7 @@ test('default TTL (24 h): an approval asked 25 hours ago is past its time; the r
   const asked = await withStore(
     server.dataDir,
     (app) => app.services.gate.authorize({ workspaceId: owner.wid, agentId: bot.agentId }, pay(3000, 'yesterday')),
-    { clock: fixedClock(Date.now() - 25 * 3_600_000) },
+    { clock: fixedClock(clock.now() - 25 * 3_600_000) },
   );
   t.is(asked.action.decision, 'review');
   const action = { id: asked.action.id, approvalId: asked.action.approvalId! };
@@ -122,7 +134,8 @@ test('default TTL (24 h): an approval asked 25 hours ago is past its time; the r
 });
 
 test('an approval decided in time never expires: no approval.expired record, the action stays allowed', async (t) => {
-  const server = await serve({ SVC_APPROVAL_TTL_HOURS: '0.0003' });
+  const clock = manualClock();
+  const server = await serve({ SVC_APPROVAL_TTL_HOURS: '0.0003' }, clock);
   const owner = await ownerConsole(server);
   const bot = await makeBot(owner, 'quick-bot', [reviewRule()]);
   const action = await pendingPayment(t, server, bot);
@@ -133,11 +146,9 @@ test('an approval decided in time never expires: no approval.expired record, the
     () => findApproval(owner, action.approvalId),
     () => true,
   );
-  await until(
-    async () => Date.now(),
-    (now) => now > Date.parse(listed.expiresAt) + 2_500,
-    5_000,
-  );
+  clock.set(Date.parse(listed.expiresAt) + 2_500);
+  // The sweep runs (as the server's interval runs it) with the clock past the approval's time.
+  await server.app.services.approvals.expireDue();
   t.is((await findApproval(owner, action.approvalId)).status, 'approved');
   const view = await agentView(server, bot, action.id);
   t.is(view.body.decision, 'allow');

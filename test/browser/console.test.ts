@@ -8,8 +8,10 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { expectStatus } from '../helpers/console.js';
 import { authorize, createAgent, PAY_ACME, payment, type AgentFixture } from '../helpers/gate.js';
 import { bearer, call, csrf, ownerSession, type Reply } from '../helpers/http.js';
-import { ROOT, startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { ROOT, stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * The web console in a real browser (issue 4, "Done when"): Debian's chromium, driven by
@@ -27,7 +29,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test', 'artifacts');
 const REVIEW_ABOVE_1000 = { ...PAY_ACME, approval: { above: 1000 } };
 
-let server: RunningServer;
+let server: ServedInProcess;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
@@ -60,7 +62,7 @@ test.before(async () => {
     );
   }
   await mkdir(ARTIFACTS, { recursive: true });
-  server = await startServer({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '100' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '100' } });
   // The first-start owner must replace the one-time password before anything else: done here
   // through the API (ownerSession), so the browser signs in with the new password.
   await ownerSession(server);
@@ -83,17 +85,14 @@ test.after.always(async () => {
   await stopAndClean(server);
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Polls GET /v1/actions/{id} with the agent's key until `done` holds (or 10 s pass). */
 async function pollAction(key: string, id: string, done: (action: any) => boolean): Promise<any> {
-  let last: Reply | undefined;
-  for (let i = 0; i < 100; i += 1) {
-    last = await call(server.url, 'GET', `/v1/actions/${id}`, { headers: bearer(key) });
-    if (last.status === 200 && done(last.body)) return last.body;
-    await sleep(100);
-  }
-  throw new Error(`action ${id} never reached the expected state: ${last?.status} ${last?.text}`);
+  const last: Reply = await poll(
+    () => call(server.url, 'GET', `/v1/actions/${id}`, { headers: bearer(key) }),
+    (res) => res.status === 200 && done(res.body),
+  );
+  if (last.status === 200 && done(last.body)) return last.body;
+  throw new Error(`action ${id} never reached the expected state: ${last.status} ${last.text}`);
 }
 
 async function review(agent: AgentFixture, amount: number): Promise<any> {

@@ -2,9 +2,11 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { assertError, bearer, call } from '../helpers/http.js';
-import { removeDir, startServer, stopAndClean, svc, tempDir, type RunningServer } from '../helpers/process.js';
+import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { removeDir, stopAndClean, svc, tempDir } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * The evidence bundle (API.md 4, 5): GET /v1/admin/evidence with a token of scope evidence:read
@@ -12,14 +14,14 @@ import { withStore } from '../helpers/store.js';
  * proofs between them and the JWKS; `svc ledger verify --bundle` checks it offline with nothing
  * else, and a bundle with one byte changed fails naming the record.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let agent: AgentFixture;
 let token: string;
 let weakToken: string;
 let dir: string;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess({ env: { SVC_LEDGER_CHECKPOINT_INTERVAL_MS: '100' } });
   agent = await createAgent(server);
   for (const amount of [100, 200, 9000]) await authorize(server, agent.key, payment(amount));
   ({ token, weakToken } = await withStore(server.dataDir, async (app) => ({
@@ -46,16 +48,16 @@ test.after.always(async () => {
   await removeDir(dir);
 });
 
-/** The bundle once the server has signed a checkpoint over every record so far (within ~1 s). */
+/** The bundle once the server has signed a checkpoint over every record so far (every 100 ms here). */
 async function bundle(): Promise<any> {
-  for (let i = 0; i < 50; i += 1) {
-    const res = await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(token) });
+  const covered = (res: Reply) => {
     if (res.status !== 200) throw new Error(`evidence: ${res.status} ${res.text}`);
     const last = res.body.checkpoints.at(-1);
-    if (last && last.size === res.body.records.length && res.body.records.length >= 6) return res.body;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('no checkpoint covered the records');
+    return last && last.size === res.body.records.length && res.body.records.length >= 6;
+  };
+  const res = await poll(() => call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(token) }), covered);
+  if (!covered(res)) throw new Error('no checkpoint covered the records');
+  return res.body;
 }
 
 test.serial("the bundle verifies offline; with the published JWKS the keys are the deployment's", async (t) => {

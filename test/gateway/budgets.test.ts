@@ -1,6 +1,7 @@
 import test from 'ava';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
+import { poll } from '../helpers/wait.js';
 import { stopAndClean } from '../helpers/process.js';
 import { CATALOGUE, PROFILES, startGateway, user, type Gateway } from './support.js';
 
@@ -199,24 +200,22 @@ test.serial('a stream cut before the vendor reported usage is charged what was r
   const key = await gw.key({ defaultTaskClass: 'general', team: 'cut', policyProfile: 'pricey-only' });
   const made = await budget({ scope: { kind: 'team', id: 'cut' }, amountMicros: 1_000_000, period: 'day' });
   vendor.fault('pricey-1', { kind: 'cut', afterChunks: 2 });
-  const stream = await gw
-    .openai(key)
-    .chat.completions.create({
-      model: 'pricey',
-      messages: user('one two three four five six'),
-      max_tokens: 10,
-      stream: true,
-    });
+  const stream = await gw.openai(key).chat.completions.create({
+    model: 'pricey',
+    messages: user('one two three four five six'),
+    max_tokens: 10,
+    stream: true,
+  });
   await t.throwsAsync(async () => {
     for await (const _ of stream) {
       /* read until the cut */
     }
   });
   // Reserved: 7 prompt tokens (27 characters) and 10 output tokens at 100 micro-dollars each.
-  let spent = 0;
-  for (let i = 0; i < 50 && spent === 0; i += 1) {
-    await new Promise((r) => setTimeout(r, 20));
-    spent = await spendOf(made.body.id);
-  }
+  const spent = await poll(
+    () => spendOf(made.body.id),
+    (micros) => micros !== 0,
+    { timeoutMs: 1_000 },
+  );
   t.is(spent, 1700);
 });

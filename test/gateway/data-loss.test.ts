@@ -69,7 +69,7 @@ test.serial(
     t.is(anth.status, 400);
     t.like(anth.body, { type: 'error', error: { type: 'sensitive_data_blocked', findings: { secret: 1, email: 1 } } });
     t.is(vendor.count(), before, 'nothing was sent');
-    for (const text of [res.text, anth.text, gw.server.stdout(), gw.server.stderr()]) {
+    for (const text of [res.text, anth.text, gw.server.logs()]) {
       t.false(text.includes('4111'), 'no card digits');
       t.false(text.includes('jane.doe'), 'no address');
       t.false(text.includes('sk-proj-'), 'no secret');

@@ -2,6 +2,7 @@ import test from 'ava';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { stopAndClean } from '../helpers/process.js';
+import { manualClock } from '../helpers/clock.js';
 import { startGateway, user, type Gateway } from './support.js';
 
 /**
@@ -111,28 +112,34 @@ test.serial('a stream cut midway is an error for the client, and is not failed o
 });
 
 test.serial('a circuit breaker skips a dead model until its cooldown ends, then tries it once', async (t) => {
-  const own = await startGateway(vendor, {
-    breaker: { failures: 2, cooldownMs: 400 },
-    models: [
-      {
-        id: 'flaky',
-        provider: 'vendor-o',
-        upstreamModel: 'flaky-1',
-        priceMicrosPerMTokIn: 1,
-        priceMicrosPerMTokOut: 1,
-        jurisdiction: { domicile: 'US', region: 'us-east' },
-      },
-      {
-        id: 'steady',
-        provider: 'vendor-o',
-        upstreamModel: 'steady-1',
-        priceMicrosPerMTokIn: 10,
-        priceMicrosPerMTokOut: 10,
-        jurisdiction: { domicile: 'US', region: 'us-east' },
-      },
-    ],
-    policyProfiles: [],
-  });
+  const clock = manualClock();
+  const own = await startGateway(
+    vendor,
+    {
+      breaker: { failures: 2, cooldownMs: 400 },
+      models: [
+        {
+          id: 'flaky',
+          provider: 'vendor-o',
+          upstreamModel: 'flaky-1',
+          priceMicrosPerMTokIn: 1,
+          priceMicrosPerMTokOut: 1,
+          jurisdiction: { domicile: 'US', region: 'us-east' },
+        },
+        {
+          id: 'steady',
+          provider: 'vendor-o',
+          upstreamModel: 'steady-1',
+          priceMicrosPerMTokIn: 10,
+          priceMicrosPerMTokOut: 10,
+          jurisdiction: { domicile: 'US', region: 'us-east' },
+        },
+      ],
+      policyProfiles: [],
+    },
+    {},
+    { clock },
+  );
   try {
     const key = await own.key({ defaultTaskClass: 'general' });
     const ask = () =>
@@ -151,7 +158,7 @@ test.serial('a circuit breaker skips a dead model until its cooldown ends, then 
       status.body.data.find((m: { model: string }) => m.model === 'flaky'),
       { circuit: 'open' },
     );
-    await new Promise((r) => setTimeout(r, 450));
+    clock.advance(450);
     vendor.reset();
     t.is(
       (await ask()).headers['x-svc-routed-to'],

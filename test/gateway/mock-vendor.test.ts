@@ -2,6 +2,7 @@ import test from 'ava';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
+import { poll } from '../helpers/wait.js';
 
 // The mock is driven through the vendors' official SDKs, so its shapes are checked by the same
 // parsers a real client uses. Each test owns its model names, so faults (keyed by model) never
@@ -428,7 +429,11 @@ test.serial('close does not wait for a hung request and ends it for the client',
   own.fault('gpt-held', { kind: 'hang' });
   const pending = client.chat.completions.create({ model: 'gpt-held', messages: user('hi') });
   pending.catch(() => {});
-  while (own.count('gpt-held') === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await poll(
+    () => own.count('gpt-held'),
+    (n) => n > 0,
+    { everyMs: 5 },
+  );
   const started = Date.now();
   await own.close();
   t.true(Date.now() - started < 1000);

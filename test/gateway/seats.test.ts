@@ -3,6 +3,8 @@ import { expectStatus } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { stopAndClean } from '../helpers/process.js';
+import { manualClock } from '../helpers/clock.js';
+import { until } from '../helpers/receiver.js';
 import { startGateway, user, type Gateway } from './support.js';
 
 /**
@@ -12,6 +14,7 @@ import { startGateway, user, type Gateway } from './support.js';
 let vendor: MockVendor;
 let gw: Gateway;
 let key: string;
+const clock = manualClock();
 
 const chat = () =>
   call(gw.server.url, 'POST', '/v1/chat/completions', {
@@ -21,8 +24,8 @@ const chat = () =>
 
 test.before(async () => {
   vendor = await startMockVendor();
-  // A grace period of about 1.7 seconds.
-  gw = await startGateway(vendor, {}, { SVC_PLAN_PEOPLE: '1', SVC_PLAN_SEAT_GRACE_DAYS: '0.00002' });
+  // A grace period of about 1.7 seconds, on a clock the test moves.
+  gw = await startGateway(vendor, {}, { SVC_PLAN_PEOPLE: '1', SVC_PLAN_SEAT_GRACE_DAYS: '0.00002' }, { clock });
   key = await gw.key({ defaultTaskClass: 'general' });
 });
 
@@ -47,7 +50,10 @@ test.serial(
     );
     t.is((await chat()).status, 200, 'past the limit, the grace period starts');
     t.is((await chat()).status, 200, 'still within the grace period');
-    await new Promise((r) => setTimeout(r, 2000));
+    // The mark of when the workspace went past the limit is written beside the answer.
+    const wid = gw.server.boot.workspaceId!;
+    await until('the overage mark', () => gw.server.app.store.tables.seatOverage.has(wid));
+    clock.advance(2000);
     const before = vendor.count();
     const refused = await chat();
     assertError(t, refused, 402, 'seat_limit_reached');

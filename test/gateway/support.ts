@@ -1,13 +1,15 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { startServer, type RunningServer } from '../helpers/process.js';
+import type { Clock } from '../../src/lib/clock.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import type { MockVendor } from '../helpers/mock-vendor.js';
 
 /**
- * A gateway under test: the real server configured with the mock vendor as two providers (an
- * OpenAI-kind and an Anthropic-kind one), a catalogue of three models, and the official SDKs
- * pointed at the gateway with workspace keys minted in the console.
+ * A gateway under test: the real server (in this process, listening on loopback, its log kept
+ * at info) configured with the mock vendor as two providers (an OpenAI-kind and an
+ * Anthropic-kind one), a catalogue of three models, and the official SDKs pointed at the gateway
+ * with workspace keys minted in the console.
  */
 export const CATALOGUE = [
   {
@@ -78,7 +80,7 @@ export const VENDOR_ENV = {
 };
 
 export interface Gateway {
-  server: RunningServer;
+  server: ServedInProcess;
   owner: Person;
   /** Mints a workspace key in the console; returns its value. */
   key(input?: Record<string, unknown>): Promise<string>;
@@ -90,8 +92,14 @@ export async function startGateway(
   vendor: MockVendor,
   gateway: Record<string, unknown> = {},
   env: Record<string, string> = {},
+  options: { clock?: Clock } = {},
 ): Promise<Gateway> {
-  const server = await startServer({ config: gatewayConfig(vendor, gateway), env: { ...VENDOR_ENV, ...env } });
+  const server = await serveInProcess({
+    config: gatewayConfig(vendor, gateway),
+    env: { ...VENDOR_ENV, ...env },
+    logLevel: 'info',
+    ...options,
+  });
   const owner = await ownerConsole(server);
   let n = 0;
   return {

@@ -14,24 +14,26 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { call, csrf, type Reply } from '../helpers/http.js';
-import { removeDir, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
+import { poll } from '../helpers/wait.js';
+import { removeDir, svc, tempDir } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 const LIMIT = 1_048_576;
 
-let server: RunningServer;
-let loaded: RunningServer;
+let server: ServedInProcess;
+let loaded: ServedInProcess;
 const temps: string[] = [];
 
 test.before(async () => {
   [server, loaded] = await Promise.all([
-    startServer(),
-    startServer({ config: { load: { maxHeapUsedBytes: 1, sampleIntervalMs: 50 } } }),
+    serveInProcess(),
+    serveInProcess({ config: { load: { maxHeapUsedBytes: 1, sampleIntervalMs: 50 } } }),
   ]);
 });
 
 test.after.always(async () => {
   await Promise.all([server?.stop(), loaded?.stop()]);
-  // startServer writes the config file beside the data dir.
+  // serveInProcess writes the config file beside the data dir.
   const leftovers = [server?.dataDir, loaded?.dataDir, loaded && `${loaded.dataDir}-config.json`, ...temps];
   await Promise.all(leftovers.filter((d): d is string => !!d).map((d) => removeDir(d)));
 });
@@ -219,12 +221,11 @@ test('the server keeps serving after a malformed request line or header', async 
 
 test('over the load limit: 503 overloaded with retry-after; /healthz and /readyz still answer', async (t) => {
   // Heavy samples every 50 ms; any heap is over 1 byte. Poll briefly for the first sample.
-  let res: Reply | undefined;
-  for (const startedAt = Date.now(); Date.now() - startedAt < 5_000;) {
-    res = await call(loaded.url, 'GET', '/v1/models');
-    if (res.status === 503) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const res: Reply | undefined = await poll(
+    () => call(loaded.url, 'GET', '/v1/models'),
+    (r) => r.status === 503,
+    { timeoutMs: 5_000 },
+  );
   t.is(res!.status, 503, res!.text);
   t.regex(String(res!.headers['content-type']), /^application\/json/);
   const error = res!.body.error;

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { bearer, call, csrf, signIn } from '../helpers/http.js';
 import { removeDir, startServer, svc } from '../helpers/process.js';
+import { poll } from '../helpers/wait.js';
 
 test('one JSON log line per request, and no key, token, password, cookie or signature in any line', async (t) => {
   const server = await startServer();
@@ -23,9 +24,11 @@ test('one JSON log line per request, and no key, token, password, cookie or sign
     const marker = await call(server.url, 'GET', '/healthz');
 
     // Wait until the last request's line is written (logs are asynchronous).
-    const deadline = Date.now() + 5000;
-    while (!server.stderr().includes(String(marker.headers['x-request-id'])) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 50));
+    await poll(
+      () => server.stderr(),
+      (text) => text.includes(String(marker.headers['x-request-id'])),
+      { timeoutMs: 5000 },
+    );
     const log = server.stderr();
     for (const secret of [key, owner.password, sealed, ims, 'deadbeef', `${owner.password}-wrong`]) {
       t.false(log.includes(secret), `a secret reached the log: ${secret.slice(0, 6)}…`);

@@ -17,7 +17,9 @@ import {
 } from '../approvals/support.js';
 import { expectStatus, otherWorkspace, type Person } from '../helpers/console.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * Approvals decided from chat (issue 8): an approval requested posts a signed card to the chat
@@ -86,7 +88,7 @@ async function startRelay(secret: () => string) {
   };
 }
 
-let server: RunningServer;
+let server: ServedInProcess;
 let people: Staff;
 let owner: Person;
 let wid: string;
@@ -98,7 +100,6 @@ let other: Person | undefined;
 const theOther = async (): Promise<Person> => (other ??= await otherWorkspace(server));
 
 const now = () => Math.floor(Date.now() / 1000);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** svc-signature: t=<unix>,v1=HMAC-SHA256(secret, "<t>.<raw body>"). */
 const svcSign = (secret: string, body: string, t = now()) =>
@@ -145,12 +146,12 @@ function slackClick(token: string, userId: string, actionId: 'approve' | 'deny' 
 
 /** The card the relay received for an approval (waits for the outbox to send it). */
 async function cardFor(approvalId: string): Promise<Card> {
-  const end = Date.now() + 15_000;
-  while (Date.now() < end) {
-    const card = relay.cards.find((c) => c.body.approval?.id === approvalId);
-    if (card) return card;
-    await sleep(50);
-  }
+  const card = await poll(
+    () => relay.cards.find((c) => c.body.approval?.id === approvalId),
+    (found) => found !== undefined,
+    { timeoutMs: 15_000 },
+  );
+  if (card) return card;
   throw new Error(`no card for ${approvalId}; the card log: ${(await owner.get('/chat/cards')).text}`);
 }
 const tokenOf = (card: Card, decision: 'approve' | 'deny'): string =>
@@ -172,7 +173,7 @@ async function waiting(t: ExecutionContext, name: string, rule = reviewRule(), a
 }
 
 test.before(async () => {
-  server = await startServer({ env: FAST });
+  server = await serveInProcess({ env: FAST });
   people = await staff(server);
   owner = people.owner;
   wid = server.boot.workspaceId!;

@@ -7,7 +7,9 @@ import fc from 'fast-check';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * The code host (GitHub, issue 8): deliveries signed with X-Hub-Signature-256 over the raw bytes
@@ -15,7 +17,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * sender's agent, deployment protection rules decided by the gate, and every forged, altered,
  * unsigned or replayed delivery changing nothing.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let owner: Person;
 let deployer: Bot;
 let secret: string;
@@ -64,7 +66,7 @@ async function snapshot(): Promise<string> {
 }
 
 test.before(async () => {
-  server = await startServer({
+  server = await serveInProcess({
     env: {
       ...SERVER_ENV,
       SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1',
@@ -461,13 +463,9 @@ async function mockGithub(statuses: number[] = []) {
 }
 
 async function until<T>(what: () => Promise<T | undefined> | T | undefined, ms = 8000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await what();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const v = await poll(what, (found) => found !== undefined, { timeoutMs: ms });
+  if (v === undefined) throw new Error('timed out waiting');
+  return v;
 }
 
 test.serial(
@@ -521,7 +519,8 @@ test.serial(
       const refused = (await owner.ledger()).filter((r) => r.kind === 'github.deployment_report_refused').at(-1);
       t.like(refused?.data, { state: 'approved' });
       t.regex(String(refused?.data.reason), /not under the configured apiUrl/);
-      await new Promise((r) => setTimeout(r, 300));
+      // One more pass of the dispatcher: nothing was queued for it to send.
+      await server.app.services.githubCallbacks.dispatch();
       t.is(api.received.length, count);
 
       // Moving the API address drops the token: it never follows an address someone else chose.

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { stopAndClean, svc } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -11,10 +11,10 @@ import { withStore } from '../helpers/store.js';
  * (which has no --config and so no baseUrl), fixes the origin to `svc.local/<wid>` for good.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer({ config: { baseUrl: 'http://svc.acme.example' } });
+  server = await serveInProcess({ config: { baseUrl: 'http://svc.acme.example' } });
 });
 
 test.after.always(() => stopAndClean(server));
@@ -34,7 +34,8 @@ test("checkpoints name the deployment's host even when the CLI wrote the first l
     '--json',
   ]);
   t.is(minted.code, 0, minted.stderr);
-  await sleep(2500); // the server signs a checkpoint every second when records were added
+  // The server signs a checkpoint every second when records were added, and a last one as it stops.
+  await server.stop();
   const notes = await withStore(server.dataDir, (app) =>
     app.store.tables.checkpoints.scan([wid]).map((e) => e.value.note),
   );

@@ -1,6 +1,8 @@
 import test from 'ava';
 import { call } from '../helpers/http.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { within } from '../helpers/wait.js';
 
 /**
  * Review: POST /v1/verify is public (no credential; 120 requests a minute per address). A body
@@ -10,10 +12,10 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
  * A receipt is at most 8 KB: the route has no reason to read, validate and echo that much.
  */
 
-let server: RunningServer;
+let server: ServedInProcess;
 
 test.before(async () => {
-  server = await startServer();
+  server = await serveInProcess();
 });
 
 test.after.always(() => stopAndClean(server));
@@ -31,10 +33,22 @@ test('a body of many unknown members is refused cheaply, with a small answer', a
 
 test('ten such requests do not stall the server', async (t) => {
   const started = Date.now();
+  // The probe goes once the server has received every request of the burst.
+  const listener = server.http.server.listener;
+  let received = 0;
+  const arrived = new Promise<void>((resolve) => {
+    const count = () => {
+      received += 1;
+      if (received < 10) return;
+      listener.off('request', count);
+      resolve();
+    };
+    listener.on('request', count);
+  });
   const burst = Array.from({ length: 10 }, () =>
     call(server.url, 'POST', '/v1/verify', { headers: { 'content-type': 'application/json' }, body: BODY }),
   );
-  await new Promise((r) => setTimeout(r, 50));
+  await within(arrived, 'burst at the server');
   const probeStart = Date.now();
   const health = await call(server.url, 'GET', '/.well-known/jwks.json');
   const probeMs = Date.now() - probeStart;
