@@ -1,6 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 import { costOf, estimateOf, maxTokensOf } from './prices.js';
 
 /**
@@ -11,7 +11,7 @@ import { costOf, estimateOf, maxTokensOf } from './prices.js';
  * message; no model answering is 502 upstream_failure with attemptedModels. Both release the
  * reservation and are recorded.
  */
-export const account: Step = {
+export const account: SyncStep = {
   name: 'account',
   run(ctx, env) {
     const { headers, outcome, reservation, attempted } = ctx;

@@ -1,4 +1,4 @@
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 
 /**
  * 7. Admitted: every check passed. The headers that say how the request is served are set
@@ -6,7 +6,7 @@ import type { Step } from './context.js';
  * x-svc-redacted), the request counts against the month's allowance (before it is answered, so
  * racing requests see it), and its task exists from now on.
  */
-export const admit: Step = {
+export const admit: SyncStep = {
   name: 'admit',
   run(ctx, env) {
     const { headers, admission } = ctx;

@@ -1,4 +1,4 @@
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 import { priceOf } from './prices.js';
 
 /**
@@ -8,7 +8,7 @@ import { priceOf } from './prices.js';
  * `budget.advisory` event per budget, period and step. The reservation is taken later, by the
  * upstream step, in the same synchronous turn as this admission (see index.ts).
  */
-export const budget: Step = {
+export const budget: SyncStep = {
   name: 'budget',
   run(ctx, env) {
     const { budgets } = env;

@@ -1,6 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { checkOversight, classify as classifyPrompt, readSteering } from '../steering.js';
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 
 /**
  * 3. Classification. The steering headers (400 invalid_request naming a malformed one); the
@@ -10,7 +10,7 @@ import type { Step } from './context.js';
  * the key's default; else 400 unclassified_request when enforcing, or the classifier's guess in
  * shadow); a high-risk class needs acknowledged human oversight.
  */
-export const classify: Step = {
+export const classify: SyncStep = {
   name: 'classify',
   run(ctx, env) {
     const { key, wid, headers } = ctx;

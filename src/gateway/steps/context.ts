@@ -102,8 +102,19 @@ export interface GatewayContext {
   outcome: Outcome;
 }
 
-/** One step: returns an answer to end the request, nothing to go on, or throws an AppError to refuse. */
-export interface Step {
+/**
+ * One step: returns an answer to end the request, nothing to go on, or throws an AppError to
+ * refuse. A synchronous step cannot await: the checks before the upstream step are all of this
+ * kind (index.ts relies on it).
+ */
+export interface SyncStep {
   readonly name: string;
-  run(ctx: GatewayContext, env: GatewayEnv): GatewayAnswer | void | Promise<GatewayAnswer | void>;
+  run(ctx: GatewayContext, env: GatewayEnv): GatewayAnswer | void;
 }
+
+export interface AsyncStep {
+  readonly name: string;
+  run(ctx: GatewayContext, env: GatewayEnv): Promise<GatewayAnswer | void>;
+}
+
+export type Step = SyncStep | AsyncStep;

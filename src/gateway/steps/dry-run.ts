@@ -1,5 +1,5 @@
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 import { estimateOf, maxTokensOf } from './prices.js';
 
 /**
@@ -7,7 +7,7 @@ import { estimateOf, maxTokensOf } from './prices.js';
  * and the estimated cost; nothing is sent, nothing is reserved, and the call is recorded as
  * `dry_run`.
  */
-export const dryRun: Step = {
+export const dryRun: SyncStep = {
   name: 'dry-run',
   run(ctx, env) {
     if (!ctx.steering.dryRun) return;

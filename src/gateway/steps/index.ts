@@ -4,7 +4,7 @@ import { account } from './account.js';
 import { admit } from './admit.js';
 import { budget } from './budget.js';
 import { classify } from './classify.js';
-import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, Step } from './context.js';
+import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, Step, SyncStep } from './context.js';
 import { dataLoss } from './data-loss.js';
 import { dryRun } from './dry-run.js';
 import { killSwitch } from './kill-switch.js';
@@ -15,44 +15,38 @@ import { upstream } from './upstream.js';
 /**
  * The model gateway's request path (SPEC.md 1.5, 4.2, 7.4, 7.6; API.md 6): one step per file, in
  * this order. A step refuses by throwing an AppError, ends the request by returning an answer, or
- * goes on. What each may read and write of the request's context (context.ts), besides `req`,
- * `key`, `body`, `wid`, `nowMs`, `at`, `callId`, `prompt()` and the answer's `headers`, which all
- * read:
+ * goes on. Every step reads `req`, `key`, `body`, `wid`, `nowMs`, `at`, `callId` and `prompt()`
+ * and may set answer `headers`; besides, of the context (context.ts):
  *
- * | step        | reads                                         | writes                                   |
- * |-------------|-----------------------------------------------|------------------------------------------|
- * | kill-switch |                                               |                                          |
- * | plan        |                                               |                                          |
- * | classify    |                                               | steering taskId sessionId profile own    |
- * |             |                                               | enforcement taskClass                    |
- * | route       | steering profile enforcement taskClass        | requested wouldRouteTo candidates        |
- * | data-loss   | own                                           | redacted, `body` (redaction in place)    |
- * | budget      | enforcement candidates                        | admission candidates (cheapest first)    |
- * | admit       | enforcement admission wouldRouteTo redacted   |                                          |
- * |             | taskId                                        |                                          |
- * | dry-run     | steering candidates admission (and, to record |                                          |
- * |             | the call, taskId sessionId taskClass requested)|                                          |
- * | upstream    | candidates admission enforcement requested    | reservation attempted outcome            |
- * | account     | outcome reservation attempted (and as dry-run)|                                          |
+ *   step         reads                                      writes
+ *   kill-switch  -                                          -
+ *   plan         -                                          -
+ *   classify     -                                          steering taskId sessionId profile own
+ *                                                           enforcement taskClass
+ *   route        steering profile enforcement taskClass     requested wouldRouteTo candidates
+ *   data-loss    own                                        redacted; body (redacts in place)
+ *   budget       enforcement candidates                     admission; candidates (cheapest first)
+ *   admit        enforcement admission wouldRouteTo         -
+ *                redacted taskId
+ *   dry-run      steering candidates admission, and what    -
+ *                a call record names (below)
+ *   upstream     candidates admission enforcement requested reservation attempted outcome
+ *   account      outcome reservation attempted, and what    -
+ *                a call record names: taskId sessionId
+ *                taskClass requested steering admission
  *
  * Invariants:
- * - Every refusal comes before the upstream step: nothing is sent for a refused request.
- * - From the budget step's admission to the upstream step's reservation nothing awaits (every step
- *   before upstream is synchronous, and the runner awaits only a step that returns a promise), so
- *   racing requests each see the others' reservations and a budget is overrun by at most one.
+ * - Every refusal comes before the upstream step, the only one that sends: the checks are typed
+ *   `SyncStep` and `CHECKS` holds them all.
+ * - From the budget step's admission to the upstream step's reservation nothing awaits (the checks
+ *   cannot, and the runner awaits only a step that returns a promise), so racing requests each see
+ *   the others' reservations and a budget is overrun by at most one.
+ * - A refusal by the kill switch, data loss or a budget (evidence.ts `EVIDENCED`) is a ledger
+ *   record, queued off the hot path (refusals.ts); the error carries its id as `evidenceRecord`.
  */
-export const STEPS: readonly Step[] = [
-  killSwitch,
-  plan,
-  classify,
-  route,
-  dataLoss,
-  budget,
-  admit,
-  dryRun,
-  upstream,
-  account,
-];
+export const CHECKS: readonly SyncStep[] = [killSwitch, plan, classify, route, dataLoss, budget, admit, dryRun];
+
+export const STEPS: readonly Step[] = [...CHECKS, upstream, account];
 
 /** A fresh context: every field a step fills starts empty. */
 export function createContext(req: GatewayRequest, env: GatewayEnv): GatewayContext {

@@ -1,7 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
 import { readStanding } from '../../killswitch/standing.js';
 import type { KeyRecord, Store } from '../../store/index.js';
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 
 /**
  * 1. Kill switch. An agent key of a stopped agent (a hold, or "stop every agent"), or any key
@@ -29,7 +29,7 @@ export function refuseIfStopped(store: Store, key: Pick<KeyRecord, 'workspaceId'
   }
 }
 
-export const killSwitch: Step = {
+export const killSwitch: SyncStep = {
   name: 'kill-switch',
   run(ctx, env) {
     refuseIfStopped(env.store, ctx.key);

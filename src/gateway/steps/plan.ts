@@ -1,6 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { isoAt } from '../../lib/clock.js';
-import type { GatewayEnv, Step } from './context.js';
+import type { GatewayEnv, SyncStep } from './context.js';
 
 /**
  * 2. The plan. The free plan's people limit: a workspace past it keeps its model traffic for the
@@ -50,7 +50,7 @@ function checkMonthlyRequests(env: GatewayEnv, wid: string, nowMs: number, at: s
   });
 }
 
-export const plan: Step = {
+export const plan: SyncStep = {
   name: 'plan',
   run(ctx, env) {
     checkSeats(env, ctx.wid, ctx.nowMs);

@@ -1,6 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { eligibleModels, profileBlockers } from '../routing.js';
-import type { Step } from './context.js';
+import type { SyncStep } from './context.js';
 
 /**
  * 4. Routing. The eligible models for the task class, the key's policy profile and the objective,
@@ -9,7 +9,7 @@ import type { Step } from './context.js';
  * invalid_request when the catalogue has no such model) and the routing choice is only reported;
  * the key's policy profile still binds (409 policy_conflict).
  */
-export const route: Step = {
+export const route: SyncStep = {
   name: 'route',
   run(ctx, env) {
     const { settings } = env;

@@ -1,5 +1,5 @@
 import { attempt } from '../forward.js';
-import type { Step } from './context.js';
+import type { AsyncStep } from './context.js';
 import { estimateOf, maxTokensOf } from './prices.js';
 
 /**
@@ -10,7 +10,7 @@ import { estimateOf, maxTokensOf } from './prices.js';
  * its first event and never failed over after it. The outcome is left for the accounting step;
  * if an attempt throws, the reservation is released.
  */
-export const upstream: Step = {
+export const upstream: AsyncStep = {
   name: 'upstream',
   async run(ctx, env) {
     const { req, body, candidates } = ctx;
