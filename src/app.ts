@@ -110,6 +110,7 @@ function createServices(
   const gateway = createGateway({
     ...deps,
     ledger,
+    log,
     advise: webhooks.advise,
     settings: settings.gateway,
     monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests,

@@ -1,6 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
+import type { Logger } from '../lib/log.js';
 import { createUpstream, type Upstream } from '../lib/upstream.js';
 import type { GatewaySettings } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
@@ -8,7 +9,9 @@ import { createModelHealth } from './breaker.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
-import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest } from './steps/context.js';
+import { createRefusalLog } from './refusals.js';
+import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest, Step } from './steps/context.js';
+import { refusalEvent } from './steps/evidence.js';
 import { createContext, runSteps } from './steps/index.js';
 import { refuseIfStopped } from './steps/kill-switch.js';
 
@@ -16,7 +19,7 @@ export type { Advise, GatewayAnswer, GatewayRequest } from './steps/context.js';
 
 /**
  * The model gateway (SPEC.md 1.5, 4.2, 7.4, 7.6; API.md 6): what lives as long as the gateway
- * (upstream pools, circuit breakers) and the request path, whose
+ * (upstream pools, circuit breakers, the refusal evidence queue) and the request path, whose
  * steps, in order, are steps/index.ts. Also the workspace's own gateway settings (console).
  */
 export function createGateway(deps: {
@@ -24,12 +27,15 @@ export function createGateway(deps: {
   clock: Clock;
   ids: IdSource;
   ledger: Ledger;
+  log: Logger;
   settings: GatewaySettings;
   monthlyRequests: (wid: string) => number | null;
   seats: { people: (wid: string) => number | null; graceDays: number };
   calls: CallLog;
   budgets: Budgets;
   advise?: Advise;
+  /** Overrides of the refusal evidence queue (tests). */
+  refusalQueue?: Partial<Pick<Parameters<typeof createRefusalLog>[0], 'capacity' | 'flushMs' | 'waitMs' | 'write'>>;
 }) {
   const { store, clock, ids, settings, calls } = deps;
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
@@ -65,6 +71,7 @@ export function createGateway(deps: {
     seats: deps.seats,
     advise: deps.advise,
   };
+  const refusals = createRefusalLog({ store, ledger: deps.ledger, ids, clock, log: deps.log, ...deps.refusalQueue });
 
   return {
     health,
@@ -84,8 +91,21 @@ export function createGateway(deps: {
 
     async handle(req: GatewayRequest): Promise<GatewayAnswer> {
       const ctx = createContext(req, env);
-      return runSteps(ctx, env, () => {});
+      return runSteps(ctx, env, async (err: unknown, step: Step) => {
+        const event = refusalEvent(ctx, err, step.name);
+        if (!event) return;
+        const id = await refusals.record(event);
+        if (id) (err as AppError).details.evidenceRecord = id;
+      });
     },
+
+    /** The bounded queues' bounds, and what this workspace lost to them (GET /v1/admin/upstreams). */
+    queues(wid: string) {
+      return { calls: calls.queueOf(wid), refusals: refusals.queueOf(wid) };
+    },
+
+    /** Writes the queued refusal records now (tests; shutdown). */
+    flushRefusals: () => refusals.flush(),
 
     /** The workspace's own settings (console), over the deployment's defaults. */
     settingsOf(wid: string) {
@@ -125,6 +145,10 @@ export function createGateway(deps: {
     async close(): Promise<void> {
       await Promise.all([...upstreams.values()].map((u) => u.close()));
       await calls.flush();
+      await refusals.flush();
+      // Refusal records written since the server's last checkpoint (it signs one as it stops,
+      // before this) get one too. Only a process that served the gateway wrote any.
+      if (refusals.stats().written > 0) await deps.ledger.checkpointAll();
     },
   };
 }
