@@ -62,6 +62,7 @@ export function createRefusalLog(deps: {
   let queue: Queued[] = [];
   let writing = 0;
   let written = 0;
+  let failures = 0;
   const waiting: Waiter[] = [];
   const drops = createDropCounter({ log, clock: deps.clock, what: 'gateway refusal records', capacity });
 
@@ -102,6 +103,7 @@ export function createRefusalLog(deps: {
     },
     failed(batch) {
       writing = 0;
+      failures += 1;
       queue = [...batch, ...queue];
     },
   });
@@ -139,7 +141,10 @@ export function createRefusalLog(deps: {
 
     /** Resolves once every record queued before the call is written (or its write failed). */
     async flush(): Promise<void> {
+      const failed = failures;
       await behind.flush();
+      // Callers waiting for room were queued as that write ended: theirs are written too.
+      for (let pass = 0; pass < 10 && queue.length > 0 && failures === failed; pass += 1) await behind.flush();
       drops.report();
     },
 

@@ -104,9 +104,6 @@ export function createGateway(deps: {
       return { calls: calls.queueOf(wid), refusals: refusals.queueOf(wid) };
     },
 
-    /** Writes the queued refusal records now (tests; shutdown). */
-    flushRefusals: () => refusals.flush(),
-
     /** The workspace's own settings (console), over the deployment's defaults. */
     settingsOf(wid: string) {
       const own = store.tables.workspaceGateway.get(wid);
