@@ -34,8 +34,6 @@ export function createGateway(deps: {
   calls: CallLog;
   budgets: Budgets;
   advise?: Advise;
-  /** Overrides of the refusal evidence queue (tests). */
-  refusalQueue?: Partial<Pick<Parameters<typeof createRefusalLog>[0], 'capacity' | 'flushMs' | 'waitMs' | 'write'>>;
 }) {
   const { store, clock, ids, settings, calls } = deps;
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
@@ -71,7 +69,7 @@ export function createGateway(deps: {
     seats: deps.seats,
     advise: deps.advise,
   };
-  const refusals = createRefusalLog({ store, ledger: deps.ledger, ids, clock, log: deps.log, ...deps.refusalQueue });
+  const refusals = createRefusalLog({ store, ledger: deps.ledger, ids, clock, log: deps.log });
 
   return {
     health,

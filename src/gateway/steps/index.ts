@@ -36,7 +36,8 @@ import { upstream } from './upstream.js';
  *                taskClass requested steering admission
  *
  * Invariants:
- * - Every refusal comes before the upstream step, the only one that sends: the checks are typed
+ * - Every check's refusal comes before the upstream step, the only one that sends (after it, only
+ *   the vendor's answer is refused: a 4xx of its own, or no model answering). The checks are typed
  *   `SyncStep` and `CHECKS` holds them all.
  * - From the budget step's admission to the upstream step's reservation nothing awaits (the checks
  *   cannot, and the runner awaits only a step that returns a promise), so racing requests each see
