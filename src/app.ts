@@ -104,12 +104,13 @@ function createServices(
   const agents = createAgentsService({ ...deps, ledger, maxAgents: (wid) => plans.allowances(wid).agents });
   const mandates = createMandatesService({ ...deps, ledger, maxRules: (wid) => plans.allowances(wid).mandateRules });
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
-  const calls = createCallLog({ store, log });
+  const calls = createCallLog({ store, log, clock });
   const budgets = createBudgets({ ...deps, ledger, calls });
   const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
   const gateway = createGateway({
     ...deps,
     ledger,
+    log,
     advise: webhooks.advise,
     settings: settings.gateway,
     monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests,

@@ -89,11 +89,19 @@ export function createLedger(deps: {
       listeners.push(listener);
     },
 
-    /** Appends one record. Only inside store.write(). */
-    record(event: LedgerEvent): LedgerRecord {
+    /**
+     * Appends one record. Only inside store.write(). `options.id` is an `evr_` id taken earlier
+     * (`ids.id('evr')`), for a record queued off the hot path whose id was already handed out.
+     */
+    record(event: LedgerEvent, options: { id?: string } = {}): LedgerRecord {
       const wid = event.workspaceId;
       const head = { ...(t.ledgerHeads.get(wid) ?? emptyHead()) };
-      const record: LedgerRecord = { index: head.size, id: ids.id('evr'), at: isoAt(clock.now()), ...event };
+      const record: LedgerRecord = {
+        index: head.size,
+        id: options.id ?? ids.id('evr'),
+        at: isoAt(clock.now()),
+        ...event,
+      };
       const bytes = canonicalJson(record);
       const leaf = leafHash(bytes);
       t.ledger.put([wid, head.size], { bytes, leaf: leaf.toString('base64url') });
