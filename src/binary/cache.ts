@@ -76,28 +76,34 @@ export function manifestHash(files: readonly ManifestFile[]): string {
 
 /**
  * Makes sure the manifest's files are on disk, complete and unchanged, in the first usable
- * candidate base folder, and returns their folder.
+ * candidate base folder, and returns their folder. `options.uid` is the user whose folders and
+ * files are accepted (default: this process's; tests pass another to play a foreign owner).
  * @example
  * const dir = materialize(source, binaryCacheCandidates());
  * const load = createRequire(join(dir, 'index.js'));
  */
-export function materialize(source: FileSource, candidates: readonly string[]): string {
+export function materialize(
+  source: FileSource,
+  candidates: readonly string[],
+  options: { uid?: number | undefined } = {},
+): string {
   const { manifest } = source;
+  const uid = 'uid' in options ? options.uid : process.getuid?.();
   checkManifest(manifest);
   const name = `${manifest.version.replace(/[^0-9A-Za-z.+-]/g, '_')}-${manifest.hash.slice(0, 16)}`;
   const problems: string[] = [];
   for (const candidate of candidates) {
     let base: string;
     try {
-      base = privateBase(candidate);
+      base = privateBase(candidate, uid);
     } catch (err) {
       problems.push(`${candidate}: ${(err as Error).message}`);
       continue;
     }
     const dir = join(base, name);
-    if (isIntact(dir, manifest)) return dir;
+    if (isIntact(dir, manifest, uid)) return dir;
     try {
-      return write(base, dir, source);
+      return write(base, dir, source, uid);
     } catch (err) {
       problems.push(`${dir}: ${(err as Error).message}`);
     }
@@ -118,10 +124,8 @@ function checkManifest(manifest: Manifest): void {
     throw new CacheError("the binary's file list does not match its hash");
 }
 
-const uid = process.getuid?.();
-
 /** The base folder, created if need be, resolved, ours and closed to others. */
-function privateBase(candidate: string): string {
+function privateBase(candidate: string, uid: number | undefined): string {
   mkdirSync(candidate, { recursive: true, mode: 0o700 });
   const real = realpathSync(candidate);
   const stat = lstatSync(real);
@@ -132,7 +136,7 @@ function privateBase(candidate: string): string {
 }
 
 /** Every file present, a regular file of ours, of the manifest's size and SHA-256; the folder itself ours and private. */
-function isIntact(dir: string, manifest: Manifest): boolean {
+function isIntact(dir: string, manifest: Manifest, uid: number | undefined): boolean {
   try {
     const stat = lstatSync(dir);
     if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || (stat.mode & 0o077) !== 0) return false;
@@ -161,7 +165,7 @@ function isIntact(dir: string, manifest: Manifest): boolean {
 }
 
 /** Writes the folder whole under a temporary name, then renames it into place (or takes another process's copy). */
-function write(base: string, dir: string, source: FileSource): string {
+function write(base: string, dir: string, source: FileSource, uid: number | undefined): string {
   removeLeftovers(base);
   const partial = mkdtempSync(join(base, '.partial-'));
   try {
@@ -186,12 +190,13 @@ function write(base: string, dir: string, source: FileSource): string {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
       // Another process put its copy in place first: use it, if it is intact.
-      if (!isIntact(dir, source.manifest)) throw new Error('another copy appeared and is not intact', { cause: err });
+      if (!isIntact(dir, source.manifest, uid))
+        throw new Error('another copy appeared and is not intact', { cause: err });
     }
   } finally {
     rmSync(partial, { recursive: true, force: true });
   }
-  if (!isIntact(dir, source.manifest)) throw new Error('the files written do not read back intact');
+  if (!isIntact(dir, source.manifest, uid)) throw new Error('the files written do not read back intact');
   return dir;
 }
 

@@ -1,4 +1,4 @@
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 
 /**
@@ -8,7 +8,8 @@ import { isAbsolute, join } from 'node:path';
  *
  * 1. `SVC_CACHE_DIR`, when the operator names one: then it is the only choice.
  * 2. `CACHE_DIRECTORY`, which systemd sets for a unit with `CacheDirectory=svc` (the first one).
- * 3. `$XDG_CACHE_HOME/svc`, else `~/.cache/svc` (the XDG base directories).
+ * 3. `$XDG_CACHE_HOME/svc`, else `~/.cache/svc` (the XDG base directories; the home from HOME,
+ *    else from the user database).
  * 4. `<tmpdir>/svc-<uid>`, last, for an account without a usable home.
  *
  * Relative values are ignored, as the XDG specification says of its variables. The chosen folder
@@ -23,20 +24,18 @@ export function binaryCacheCandidates(env: NodeJS.ProcessEnv = process.env): str
   if (systemd) candidates.push(systemd);
   const xdg = absolute(env.XDG_CACHE_HOME);
   if (xdg) candidates.push(join(xdg, 'svc'));
-  const home = absolute(env.HOME) ?? safeHomedir();
+  const home = 'HOME' in env ? absolute(env.HOME) : passwdHome();
   if (home && home !== '/') candidates.push(join(home, '.cache', 'svc'));
   candidates.push(join(tmpdir(), `svc-${process.getuid?.() ?? 'user'}`));
   return [...new Set(candidates)];
 }
 
-function safeHomedir(): string | undefined {
+/** The account's home from the user database, for a process started without HOME. */
+function passwdHome(): string | undefined {
   try {
-    return absoluteOrUndefined(homedir());
+    const { homedir } = userInfo();
+    return isAbsolute(homedir) ? homedir : undefined;
   } catch {
     return undefined;
   }
-}
-
-function absoluteOrUndefined(value: string): string | undefined {
-  return isAbsolute(value) ? value : undefined;
 }
