@@ -44,7 +44,7 @@ trap cleanup EXIT
 # A PATH of only what this script runs.
 sandbox="$work/bin"
 mkdir -p "$sandbox" "$work/home" "$work/run"
-for tool in bash curl grep sed head tail cat sleep seq rm stat ln; do
+for tool in bash curl grep sed head tail cat sleep seq rm stat ln cp cmp find chmod; do
   ln -s "$(command -v "$tool")" "$sandbox/$tool"
 done
 ln -s "$target" "$sandbox/svc"
@@ -193,6 +193,24 @@ if [ "$kind" = binary ]; then
   cache="$HOME/.cache/svc"
   [ "$(stat -c %a "$cache")" = 700 ] || fail "$cache is not 0700"
   for dir in "$cache"/*/; do [ "$(stat -c %a "$dir")" = 700 ] || fail "$dir is not 0700"; done
+
+  begin "a changed native file in the cache is never loaded: it is written again"
+  addon="$(find "$cache" -name '*.node' | head -n 1)"
+  [ -n "$addon" ] || fail "no .node file in $cache"
+  cp "$addon" "$work/addon.orig"
+  chmod u+w "$addon"
+  { printf 'X'; tail -c +2 "$work/addon.orig"; } >"$addon" # same size, first byte changed
+  cmp -s "$addon" "$work/addon.orig" && fail "the test did not change the file"
+  svc ledger verify --data-dir "$data" --json >/dev/null || fail "ledger verify after the change exited $?"
+  cmp -s "$addon" "$work/addon.orig" || fail "the changed file was not written again"
+  [ "$(stat -c %a "$addon")" = 400 ] || fail "the rewritten file is not read-only"
+
+  begin "without a usable cache folder: commands that open the store exit 3 saying why; others still work"
+  out="$(SVC_CACHE_DIR="$work/addon.orig" svc ledger verify --data-dir "$data" --json)" && fail "exit 0 without a cache"
+  echo "$out" | grep -q 'SVC_CACHE_DIR' || fail "the error does not name SVC_CACHE_DIR: $out"
+  echo "$out" | grep -q '"exitCode": *3' || fail "not exit 3: $out"
+  SVC_CACHE_DIR="$work/addon.orig" svc receipt verify "$receipt" --jwks "$work/jwks.json" --json >/dev/null ||
+    fail "receipt verify needs no native code, yet failed"
 fi
 
 if [ -n "$other" ]; then
