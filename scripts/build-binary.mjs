@@ -107,17 +107,20 @@ function ownFiles(dir, prefix = '') {
     return entry.isFile() ? [path] : [];
   });
 }
-const hasAddon = new Map([...packages.keys()].map((dir) => [dir, ownFiles(dir).some((f) => f.endsWith('.node'))]));
-const reachesAddon = new Map();
-function reaches(dir, seen = new Set()) {
-  if (reachesAddon.has(dir)) return reachesAddon.get(dir);
-  if (seen.has(dir)) return false;
-  seen.add(dir);
-  const result = hasAddon.get(dir) || packages.get(dir).deps.some((d) => reaches(d, seen));
-  reachesAddon.set(dir, result);
-  return result;
+// Native packages: those holding a `.node` file, and every package that depends on one of them,
+// directly or not (walked backwards from the addons).
+const dependents = new Map();
+for (const [dir, { deps }] of packages)
+  for (const dep of deps) dependents.set(dep, [...(dependents.get(dep) ?? []), dir]);
+const nativeDirs = new Set([...packages.keys()].filter((dir) => ownFiles(dir).some((f) => f.endsWith('.node'))));
+for (const queue = [...nativeDirs]; queue.length > 0;) {
+  for (const dependent of dependents.get(queue.pop()) ?? []) {
+    if (!nativeDirs.has(dependent)) {
+      nativeDirs.add(dependent);
+      queue.push(dependent);
+    }
+  }
 }
-const nativeDirs = [...packages.keys()].filter((dir) => reaches(dir));
 const nativeByName = new Map();
 for (const dir of nativeDirs) {
   const { name } = packages.get(dir);
@@ -289,7 +292,7 @@ for (const dir of [...shipped].sort()) {
       `${rel} holds native addons (${addons.join(', ')}) that the probe did not load: load them in the probe, or drop the package`,
     );
   }
-  for (const f of [...own.filter((f) => RUNTIME_FILE.test(f) && !f.endsWith('.d.json')), ...kept]) {
+  for (const f of [...own.filter((f) => RUNTIME_FILE.test(f)), ...kept]) {
     const path = `${rel}/${f}`;
     const bytes = readFileSync(join(root, path));
     files.push({ path, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });

@@ -134,6 +134,18 @@ stop() {
 begin "svc serve on a free port"
 serve svc
 
+begin "the console's pages and assets, and the error docs, are served"
+# page PATH TEXT: GET PATH answers 200 with TEXT in its body.
+page() {
+  local body
+  body="$(curl -sS --max-time 10 --fail "$base$1")" || fail "GET $1 did not answer 200"
+  echo "$body" | grep -q "$2" || fail "GET $1 does not hold $2"
+}
+page /login 'data-page="login"'
+page /console/app.js 'consolePage'
+page /console/app.css 'body'
+page /docs/errors 'idempotency_conflict'
+
 begin "sign in and change the password"
 api POST /api/session "{\"email\":\"owner@smoke.example\",\"password\":\"$first_password\"}" >/dev/null
 api PUT /api/me/password "{\"currentPassword\":\"$first_password\",\"newPassword\":\"$new_password\"}" >/dev/null
