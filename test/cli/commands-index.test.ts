@@ -45,6 +45,7 @@ test('package.json points oclif at the generated index with the explicit strateg
 });
 
 test('svc --help lists every topic and top-level command, and each topic answers --help', async (t) => {
+  t.timeout(180_000, 'five svc processes, one after another');
   const top = await svc(['--help']);
   t.is(top.code, 0, top.stderr);
   const topics = [
