@@ -4,9 +4,10 @@ import { join, relative } from 'node:path';
 import { ROOT } from '../helpers/process.js';
 
 /**
- * STYLE.md rule 1, enforced: frameworks stay at the edges. Only http.ts files and src/http/
- * import hapi; only commands/ and src/cli/ import oclif; only src/store/ imports lmdb; only
- * src/settings/ reads process.env; services (service.ts) import none of them.
+ * STYLE.md rule 1, enforced: frameworks stay at the edges. Only http.ts files, src/http/ and the
+ * server's assembly (src/server.ts) import hapi; only commands/ and src/cli/ import oclif; only
+ * src/store/ imports lmdb; only src/settings/ reads process.env; services (service.ts) import none
+ * of them.
  */
 async function sources(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -24,7 +25,7 @@ const rules: Array<{ name: string; matches: (spec: string) => boolean; allowed: 
   {
     name: '@hapi',
     matches: (s) => s.startsWith('@hapi/'),
-    allowed: (f) => f.startsWith('src/http/') || f.endsWith('/http.ts'),
+    allowed: (f) => f.startsWith('src/http/') || f.endsWith('/http.ts') || f === 'src/server.ts',
   },
   {
     name: '@oclif',

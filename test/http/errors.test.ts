@@ -12,7 +12,7 @@ import type { Server } from '@hapi/hapi';
 import { createApp, type App } from '../../src/app.js';
 import { entryOf, errorTypes } from '../../src/errors/catalogue.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { createHttpServer } from '../../src/http/server.js';
+import { createHttpServer } from '../../src/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { bearer, call, csrf, signIn, type Reply, ownerSession } from '../helpers/http.js';

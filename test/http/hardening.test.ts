@@ -1,5 +1,5 @@
 /**
- * Hardening of the listening server (src/http/server.ts, guards.ts, settings):
+ * Hardening of the listening server (src/server.ts, src/http/guards.ts, settings):
  * - a chunked body over the limit is refused with 413 as it streams in, not after it all arrived;
  * - a slow-loris socket is closed once headersTimeout has passed (checked every second);
  * - a malformed request is answered 400 (a stalled one 408) from the catalogue, with a request id,
