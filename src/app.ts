@@ -34,7 +34,8 @@ import { createLogger, type Logger } from './lib/log.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
-import { deriveKey, ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+import { deriveKey } from './lib/seal.js';
+import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its

@@ -21,7 +21,7 @@ import { ledgerRoutes } from './ledger/http.js';
 import { mandatesRoutes } from './mandates/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
-import { deriveKey } from './store/index.js';
+import { deriveKey } from './lib/seal.js';
 import { registerAgentKey } from './http/auth/agent-key.js';
 import { registerDenyByDefault } from './http/auth/deny.js';
 import { registerInbound } from './http/auth/signature.js';
