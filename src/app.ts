@@ -130,7 +130,6 @@ function createServices(
   const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
   const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
   const once = createOnce(deps);
-  // The webhooks outbox (made above) listens to the ledger first; the chat cards queue on it after.
   const chat = createChat({
     ...deps,
     ledger,
@@ -149,6 +148,9 @@ function createServices(
     log,
     settings: settings.webhooks,
   });
+  // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
+  // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
+  ledger.subscribe([webhooks.outbox, chat.cards]);
   return {
     people,
     agents,
