@@ -38,7 +38,7 @@ import type { Usage } from './translate/responses.js';
  *    a stream is never failed over once its first byte went out.
  * 8. The call's cost from the vendor's usage settles the reservation; the call record is queued.
  */
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
 
 export interface GatewayRequest {
   shape: Shape;
@@ -388,7 +388,7 @@ export function createGateway(deps: {
           ? budgets.reserve(admission.applicable, estimateOf(candidates[0]!, promptChars, maxTokens))
           : null;
       const attempted: string[] = [];
-      let upstreamMicros = 0;
+      let upstreamMicros: number;
       try {
         for (const model of health.admit(candidates)) {
           if (attempted.length > 0 && reservation) {

@@ -13,7 +13,7 @@ import { connect } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { call, csrf, type Reply } from '../helpers/http.js';
+import { call, csrf, type Json, type Reply } from '../helpers/http.js';
 import { removeDir, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
 
 const LIMIT = 1_048_576;
@@ -38,7 +38,7 @@ test.after.always(async () => {
 
 interface UploadResult {
   status?: number;
-  body?: any;
+  body?: Json;
   /** Bytes written when the answer arrived. */
   sentAtResponse?: number;
   sent: number;
