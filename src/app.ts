@@ -34,7 +34,8 @@ import { createLogger, type Logger } from './lib/log.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
-import { deriveKey, ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+import { deriveKey } from './lib/seal.js';
+import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its
@@ -130,7 +131,6 @@ function createServices(
   const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
   const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
   const once = createOnce(deps);
-  // The webhooks outbox (made above) listens to the ledger first; the chat cards queue on it after.
   const chat = createChat({
     ...deps,
     ledger,
@@ -149,6 +149,9 @@ function createServices(
     log,
     settings: settings.webhooks,
   });
+  // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
+  // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
+  ledger.subscribe([webhooks.outbox, chat.cards]);
   return {
     people,
     agents,

@@ -14,7 +14,7 @@ function readJson(file: string, what: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`cannot read the ${what} ${file}: ${(err as Error).message}`);
+    throw new Error(`cannot read the ${what} ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 

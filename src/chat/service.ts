@@ -5,6 +5,7 @@ import type { Approvals, ApproveOutcome, Decider } from '../approvals/service.js
 import type { IntegrationRegistry } from '../integrations/registry.js';
 import type { Once } from '../integrations/once.js';
 import type { Ledger, LedgerRecord } from '../ledger/service.js';
+import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { SIGNATURE_TOLERANCE_SECONDS } from '../lib/svc-signature.js';
 import type { PeopleService } from '../people/index.js';
@@ -168,7 +169,6 @@ export function createChat(deps: {
       createdAt: record.at,
     });
   };
-  ledger.onRecord(cardInWrite);
 
   /** The member a chat user is mapped to, as the console would see them: role checked for deciding. */
   const deciderFor = (wid: string, click: Click): Decider => {
@@ -215,6 +215,9 @@ export function createChat(deps: {
   };
 
   return {
+    /** Queues the card of each approval requested, in its ledger record's write; the composition root subscribes it. */
+    cards: { onRecordInWrite: cardInWrite } satisfies LedgerSubscriber,
+
     /**
      * Decides a click: the button's approval and decision, by the member the chat user is mapped
      * to. `workspaces`: the workspaces the request's signature proved (the relay's one; for Slack,

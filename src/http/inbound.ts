@@ -6,7 +6,6 @@ import { inboundStrategy, signatureRefused, type InboundVerifier } from './auth/
 import { validationFailAction } from './errors.js';
 import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../lib/svc-signature.js';
 import type { IntegrationKind } from '../store/index.js';
-import type { IntegrationRegistry } from '../integrations/registry.js';
 
 /**
  * What every inbound route (API.md 8) shares:
@@ -17,16 +16,26 @@ import type { IntegrationRegistry } from '../integrations/registry.js';
  *   validated with the route's schema (400 in the SPEC.md shape).
  * - `svcSignatureVerifier`: the generic `svc-signature` scheme with a workspace's secrets, used
  *   by the card issuer and the chat relay.
+ * What a workspace has set up and its secrets are given (`InboundSecrets`, the integrations
+ * registry in the server's assembly): src/http/ knows no domain.
  */
 export const WID = /^ws_[0-9A-Za-z]{22}$/;
 export const HOOK_BODY_LIMIT = 1_048_576;
+
+/** What the inbound routes ask of whoever keeps the workspaces' integrations (the integrations registry). */
+export interface InboundSecrets {
+  /** The kind's non-secret settings in a workspace, or undefined when it is not set up there. */
+  configOf(wid: string, kind: IntegrationKind): object | undefined;
+  /** The secrets a request of the kind may be signed with: the current one and, during a rotation, the one before. */
+  secretsFor(wid: string, kind: IntegrationKind): string[];
+}
 
 /**
  * Refusals counted per workspace and kind, in memory. Only a workspace that has set the kind up
  * gets its own count (anything else is counted under `_`), so requests to made-up workspace ids
  * cannot grow the map.
  */
-export function createRefusals(registry: Pick<IntegrationRegistry, 'configOf'>) {
+export function createRefusals(registry: Pick<InboundSecrets, 'configOf'>) {
   const counts = new Map<string, number>();
   return {
     get: (wid: string, kind: string): number => counts.get(`${wid}/${kind}`) ?? 0,
@@ -98,7 +107,7 @@ export function routeWorkspace(request: Request): string | undefined {
  */
 export function svcSignatureVerifier(
   kind: IntegrationKind,
-  registry: IntegrationRegistry,
+  registry: Pick<InboundSecrets, 'secretsFor'>,
   once?: (wid: string, signature: string) => Promise<boolean>,
 ): InboundVerifier<ParsedSignature> {
   return {

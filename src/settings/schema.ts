@@ -361,12 +361,10 @@ export const settingsSchema = Joi.object<Settings>({
           apiKeyEnv: Joi.string()
             .pattern(/^[A-Z_][A-Z0-9_]*$/)
             .description('the environment variable holding the upstream secret'),
-          apiKey: Joi.any()
-            .forbidden()
-            .messages({
-              'any.unknown':
-                '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
-            }),
+          apiKey: Joi.any().forbidden().messages({
+            'any.unknown':
+              '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
+          }),
           connections: Joi.number().integer().min(1).max(1024).default(64),
         }),
       )

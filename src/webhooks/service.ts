@@ -8,6 +8,7 @@ import { signPayload } from '../lib/svc-signature.js';
 import { periodic, postOnce, retryDelay } from '../lib/outbound.js';
 import { safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target.js';
 import type { LedgerRecord } from '../ledger/service.js';
+import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
 
 /**
@@ -136,21 +137,23 @@ export function createWebhooks(deps: {
     }
   };
 
-  /** The deliveries of one ledger record, written in its own write. */
-  ledger.onRecord((record: LedgerRecord) => {
-    const type = EVENT_OF[record.kind];
-    if (!type) return;
-    enqueueInWrite(
-      record.workspaceId,
-      {
-        id: record.id,
-        type,
-        at: record.at,
-        data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data },
-      },
-      type === 'webhook.disabled' ? record.subject : undefined,
-    );
-  });
+  /** The deliveries of one ledger record, written in its own write (a ledger subscriber). */
+  const outbox: LedgerSubscriber = {
+    onRecordInWrite(record: LedgerRecord): void {
+      const type = EVENT_OF[record.kind];
+      if (!type) return;
+      enqueueInWrite(
+        record.workspaceId,
+        {
+          id: record.id,
+          type,
+          at: record.at,
+          data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data },
+        },
+        type === 'webhook.disabled' ? record.subject : undefined,
+      );
+    },
+  };
 
   /** One try of one delivery: sent, then its outcome written (and its next try scheduled). */
   const attempt = async (key: [number, string, string, string]): Promise<void> => {
@@ -317,6 +320,9 @@ export function createWebhooks(deps: {
   );
 
   return {
+    /** Queues each ledger record's deliveries in the record's own write; the composition root subscribes it. */
+    outbox,
+
     /** Starts the dispatcher (the server does; commands that open the store do not). */
     /**
      * An event that is not a ledger record (`budget.advisory`), sent once per `onceKey`: a budget

@@ -14,7 +14,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { call, csrf, signIn } from '../helpers/http.js';
+import { call, csrf, signIn, type Json } from '../helpers/http.js';
 import { BIN, cleanEnv, svc } from '../helpers/process.js';
 import { startChild, type Child } from './children.js';
 
@@ -69,7 +69,7 @@ function config(vendorUrl: string): unknown {
   };
 }
 
-async function cli(args: string[], input?: string): Promise<any> {
+async function cli(args: string[], input?: string): Promise<Json> {
   const r = await svc([...args, '--json'], input === undefined ? {} : { input });
   if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return JSON.parse(r.stdout);

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { assertError, bearer, call } from '../helpers/http.js';
+import { assertError, bearer, call, type Json } from '../helpers/http.js';
 import { removeDir, startServer, stopAndClean, svc, tempDir, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -47,7 +47,7 @@ test.after.always(async () => {
 });
 
 /** The bundle once the server has signed a checkpoint over every record so far (within ~1 s). */
-async function bundle(): Promise<any> {
+async function bundle(): Promise<Json> {
   for (let i = 0; i < 50; i += 1) {
     const res = await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(token) });
     if (res.status !== 200) throw new Error(`evidence: ${res.status} ${res.text}`);
@@ -63,10 +63,11 @@ test.serial("the bundle verifies offline; with the published JWKS the keys are t
   t.regex(b.origin, new RegExp(`/${agent.wid}$`));
   t.true(
     b.records.every(
-      (r: any, i: number) => r.record.index === i && typeof r.bytes === 'string' && typeof r.leaf === 'string',
+      (r: { record: { index: number }; bytes: unknown; leaf: unknown }, i: number) =>
+        r.record.index === i && typeof r.bytes === 'string' && typeof r.leaf === 'string',
     ),
   );
-  t.true(b.jwks.keys.some((k: any) => k.use === 'ledger'));
+  t.true(b.jwks.keys.some((k: { use: string }) => k.use === 'ledger'));
   const file = join(dir, 'bundle.json');
   await writeFile(file, JSON.stringify(b));
   const res = await svc(['ledger', 'verify', '--bundle', file, '--json']);

@@ -1,4 +1,6 @@
 import test from 'ava';
+import type { AgentView } from '../../src/agents/service.js';
+import type { MandateView } from '../../src/mandates/service.js';
 import { assertError, bearer, call, signIn } from '../helpers/http.js';
 import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
@@ -27,8 +29,8 @@ let member: Person;
 let auditor: Person;
 let analyst: Person;
 /** An agent acting for the owner, with a mandate and a key. */
-let ownersAgent: any;
-let ownersMandate: any;
+let ownersAgent: AgentView;
+let ownersMandate: MandateView;
 let ownersKeyId: string;
 
 async function person(email: string, role: 'admin' | 'member' | 'auditor' | 'analyst'): Promise<Person> {

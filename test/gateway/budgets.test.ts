@@ -199,14 +199,12 @@ test.serial('a stream cut before the vendor reported usage is charged what was r
   const key = await gw.key({ defaultTaskClass: 'general', team: 'cut', policyProfile: 'pricey-only' });
   const made = await budget({ scope: { kind: 'team', id: 'cut' }, amountMicros: 1_000_000, period: 'day' });
   vendor.fault('pricey-1', { kind: 'cut', afterChunks: 2 });
-  const stream = await gw
-    .openai(key)
-    .chat.completions.create({
-      model: 'pricey',
-      messages: user('one two three four five six'),
-      max_tokens: 10,
-      stream: true,
-    });
+  const stream = await gw.openai(key).chat.completions.create({
+    model: 'pricey',
+    messages: user('one two three four five six'),
+    max_tokens: 10,
+    stream: true,
+  });
   await t.throwsAsync(async () => {
     for await (const _ of stream) {
       /* read until the cut */

@@ -1,5 +1,5 @@
 import { createApp, type App } from '../../src/app.js';
-import { createHttpServer, type HttpServer } from '../../src/http/server.js';
+import { createHttpServer, type HttpServer } from '../../src/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { removeDir, tempDir } from './process.js';

@@ -1,4 +1,4 @@
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -36,7 +36,7 @@ const TOOLS = [
 
 export async function startMcpUpstream(options: { secret?: string } = {}): Promise<McpUpstream> {
   const calls: McpUpstream['calls'] = [];
-  const http: HttpServer = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (options.secret && req.headers.authorization !== `Bearer ${options.secret}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
@@ -84,7 +84,8 @@ export async function startMcpUpstream(options: { secret?: string } = {}): Promi
       void server.close();
     });
     await transport.handleRequest(req, res, body);
-  });
+  };
+  const http: HttpServer = createServer((req, res) => void handle(req, res));
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
   return {

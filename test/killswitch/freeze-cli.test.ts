@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
-import { assertError, bearer, call, csrf } from '../helpers/http.js';
+import { assertError, bearer, call, csrf, type Json } from '../helpers/http.js';
 import { startServer, stopAndClean, svc, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 import { about, addPerson, makeBot, pay, SERVER_ENV, type Bot } from '../approvals/support.js';
@@ -32,7 +32,7 @@ function freeze(args: string[]) {
   return svc(['freeze', ...args, '--data-dir', server.dataDir, '--json']);
 }
 
-function parse(t: ExecutionContext, stdout: string): any {
+function parse(t: ExecutionContext, stdout: string): Json {
   try {
     return JSON.parse(stdout);
   } catch {

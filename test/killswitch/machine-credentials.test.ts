@@ -13,6 +13,7 @@ import {
   reviewRule,
   SERVER_ENV,
   type Bot,
+  type PendingPayment,
 } from '../approvals/support.js';
 
 /**
@@ -27,7 +28,7 @@ let server: RunningServer;
 let owner: Person;
 let bot: Bot;
 let stoppedBot: Bot;
-let waiting: any;
+let waiting: PendingPayment;
 const credentials: Record<string, string> = {};
 
 test.before(async () => {
