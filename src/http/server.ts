@@ -42,6 +42,7 @@ import { registerSession } from './auth/session.js';
 import { registerWorkspaceKey } from './auth/workspace-key.js';
 import { answerClientErrors } from './client-error.js';
 import { installFrontDoor } from './front-door.js';
+import { trackDrain } from './drain.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
 import { createGuards } from './guards.js';
 import { createRateLimiter } from './rate-limit.js';
@@ -62,7 +63,7 @@ export interface HttpServer {
   /** The public base address: configured, or as bound. */
   baseUrl(): string;
   start(): Promise<void>;
-  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout). */
+  /** Drains (drain.ts): refuses new connections, answers what is in flight, up to the shutdown timeout. */
   stop(): Promise<void>;
 }
 
@@ -74,7 +75,6 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     requestTimeout: settings.server.requestTimeoutMs,
     connectionsCheckingInterval: settings.server.connectionsCheckingIntervalMs,
   });
-  let draining = false;
   const baseUrl = () => settings.baseUrl ?? server.info.uri;
 
   const server = Hapi.server({
@@ -110,13 +110,15 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     },
   });
 
-  const health = { store: app.store, isDraining: () => draining };
+  const health = { store: app.store, isDraining: () => drain.draining() };
   installFrontDoor(listener, {
     production,
     health: (path) => healthAnswer(health, path),
     answered: (entry) => logRequest(log, entry),
   });
   answerClientErrors(listener, { baseUrl, production });
+  // After the front door, so that its answers (health) are marked during a drain too.
+  const drain = trackDrain(listener);
   await server.register({
     plugin: pipeline,
     options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds },
@@ -306,7 +308,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       services.chat.start();
     },
     async stop() {
-      draining = true;
+      await drain.drain(settings.server.shutdownTimeoutMs);
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       await services.githubCallbacks.stop();
