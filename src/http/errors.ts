@@ -47,11 +47,17 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
 }
 
 /** hapi payload.failAction: the body could not be read or parsed. */
-export function payloadFailAction(_request: Request, _h: unknown, err: Error | undefined): never {
+export function payloadFailAction(request: Request, _h: unknown, err: Error | undefined): never {
   const boom = err as Boom | undefined;
   const status = boom?.output?.statusCode;
-  // Close rather than read and discard the rest of an oversized body.
-  if (status === 413) throw new AppError('body_too_large', { headers: { connection: 'close' } });
+  // Close rather than read and discard the rest of an oversized body (body-limits.ts).
+  if (status === 413) {
+    const limit = request.route.settings.payload?.maxBytes;
+    throw new AppError('body_too_large', {
+      headers: { connection: 'close' },
+      ...(limit === undefined ? {} : { message: `The request body is over this route's limit of ${limit} bytes.` }),
+    });
+  }
   if (status === 415) {
     throw invalidField(null, 'content-type must be application/json');
   }

@@ -43,6 +43,7 @@ import { registerWorkspaceKey } from './auth/workspace-key.js';
 import { answerClientErrors } from './client-error.js';
 import { installFrontDoor } from './front-door.js';
 import { trackDrain } from './drain.js';
+import { createBodyLimits } from './body-limits.js';
 import { payloadFailAction, validationFailAction } from './errors.js';
 import { createGuards } from './guards.js';
 import { createRateLimiter } from './rate-limit.js';
@@ -56,7 +57,7 @@ import { healthAnswer, systemRoutes } from './system.js';
  *
  * Hardening: the Node server checks headersTimeout and requestTimeout every
  * connectionsCheckingInterval (about a second, not Node's 30 s default), so slow-loris sockets
- * are closed; bodies over the limit are cut off as they stream in, never buffered whole.
+ * are closed; bodies over the limit are refused before they are read (body-limits.ts).
  */
 export interface HttpServer {
   server: Server;
@@ -115,6 +116,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     production,
     health: (path) => healthAnswer(health, path),
     answered: (entry) => logRequest(log, entry),
+    bodies: createBodyLimits({ server, baseUrl, production, log }),
   });
   answerClientErrors(listener, { baseUrl, production });
   // After the front door, so that its answers (health) are marked during a drain too.

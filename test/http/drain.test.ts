@@ -129,7 +129,9 @@ test('SIGTERM under 50 keep-alive clients: every received request is answered, t
   };
   const clients = Array.from({ length: 50 }, (_, c) => client(c));
 
-  await midLoad;
+  // Mid-load: once 400 answers are in (or, should clients fail early, once they have all stopped).
+  await Promise.race([midLoad, Promise.all(clients)]);
+  t.true(answered >= 400, 'the load was running when the signal was sent');
   const before = await send(server.url, probe, 'GET', '/readyz', {});
   t.is(before.status, 200);
   server.proc.kill('SIGTERM');
