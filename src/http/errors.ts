@@ -2,6 +2,7 @@ import type { Boom } from '@hapi/boom';
 import type { Request, Server } from '@hapi/hapi';
 import { AppError, invalidField, type FieldError } from '../errors/app-error.js';
 import type { ErrorType } from '../errors/catalogue.js';
+import { StoreError } from '../store/index.js';
 import { expectedCredential } from './auth/callers.js';
 import { unmatched } from './not-found.js';
 import { svcOptions } from './route-options.js';
@@ -77,6 +78,9 @@ export function toAppError(
   options: { retryAfterSeconds: number },
 ): AppError {
   if (response instanceof AppError) return response;
+  // Fails closed: nothing of the request was written, and the client may retry (store/lmdb.ts).
+  if (response instanceof StoreError && response.code === 'no_space')
+    return new AppError('store_unavailable', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
   if (status === 404 && isUnmatched(request)) return unmatched(server, request);
