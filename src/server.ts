@@ -42,6 +42,8 @@ import { registerSession } from './http/auth/session.js';
 import { registerWorkspaceKey } from './http/auth/workspace-key.js';
 import { answerClientErrors } from './http/client-error.js';
 import { installFrontDoor } from './http/front-door.js';
+import { trackDrain } from './http/drain.js';
+import { createBodyLimits } from './http/body-limits.js';
 import { payloadFailAction, validationFailAction } from './http/errors.js';
 import { createGuards } from './http/guards.js';
 import { createRateLimiter } from './http/rate-limit.js';
@@ -55,14 +57,14 @@ import { healthAnswer, systemRoutes } from './http/system.js';
  *
  * Hardening: the Node server checks headersTimeout and requestTimeout every
  * connectionsCheckingInterval (about a second, not Node's 30 s default), so slow-loris sockets
- * are closed; bodies over the limit are cut off as they stream in, never buffered whole.
+ * are closed; bodies over the limit are refused before they are read (body-limits.ts).
  */
 export interface HttpServer {
   server: Server;
   /** The public base address: configured, or as bound. */
   baseUrl(): string;
   start(): Promise<void>;
-  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout). */
+  /** Drains (drain.ts): refuses new connections, answers what is in flight, up to the shutdown timeout. */
   stop(): Promise<void>;
 }
 
@@ -74,7 +76,6 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     requestTimeout: settings.server.requestTimeoutMs,
     connectionsCheckingInterval: settings.server.connectionsCheckingIntervalMs,
   });
-  let draining = false;
   const baseUrl = () => settings.baseUrl ?? server.info.uri;
 
   const server = Hapi.server({
@@ -110,13 +111,16 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     },
   });
 
-  const health = { store: app.store, isDraining: () => draining };
+  const health = { store: app.store, isDraining: () => drain.draining() };
   installFrontDoor(listener, {
     production,
     health: (path) => healthAnswer(health, path),
     answered: (entry) => logRequest(log, entry),
+    bodies: createBodyLimits({ server, baseUrl, production, log }),
   });
   answerClientErrors(listener, { baseUrl, production });
+  // After the front door, so that its answers (health) are marked during a drain too.
+  const drain = trackDrain(listener);
   await server.register({
     plugin: pipeline,
     options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds },
@@ -306,7 +310,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       services.chat.start();
     },
     async stop() {
-      draining = true;
+      await drain.drain(settings.server.shutdownTimeoutMs);
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       await services.githubCallbacks.stop();

@@ -125,6 +125,15 @@ const catalogue = {
     message: 'The server is shedding load.',
     fix: 'Wait the number of seconds in the retry-after header, then retry.',
   },
+  // Added: the store cannot take writes (its disk or quota is full, or read-only). Fails closed:
+  // nothing of the request was kept.
+  store_unavailable: {
+    status: 503,
+    section: 'added',
+    message:
+      'The server cannot record anything right now (its store has no space to write); nothing of this request was kept.',
+    fix: 'Retry after the seconds in retry-after; if it persists, the operator must free disk space for the data dir.',
+  },
   request_timeout: {
     status: 408,
     section: 'added',

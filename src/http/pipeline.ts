@@ -128,6 +128,10 @@ export const pipeline: Plugin<PipelineOptions> = {
         const err = toAppError(server, request, response, { retryAfterSeconds: options.retryAfterSeconds });
         if (err.status >= 500) {
           options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
+        } else if (err.type === 'body_too_large') {
+          // As body-limits.ts logs the bodies it refuses before hapi: the id, the route, the limit.
+          const limit = request.route.settings.payload?.maxBytes;
+          options.log.warn({ requestId, route: request.route.path, limit }, 'request body over the limit refused');
         }
         const rendered = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const envelope = svcOptions(request.route.settings).errorEnvelope;

@@ -205,7 +205,11 @@ export const settingsSchema = Joi.object<Settings>({
       .min(0)
       .default(0)
       .description('shed load above this resident size; 0: no limit'),
-    retryAfterSeconds: Joi.number().integer().min(1).default(5).description('retry-after sent with 503 overloaded'),
+    retryAfterSeconds: Joi.number()
+      .integer()
+      .min(1)
+      .default(5)
+      .description('retry-after sent with 503 overloaded and 503 store_unavailable'),
   }).default(),
   rateLimits: Joi.object({
     publicPerMinute: Joi.number()
