@@ -4,7 +4,7 @@
  * character), so such input is refused where it enters, naming the field, never a 500 later.
  */
 
-const MAX_DEPTH = 64;
+export const MAX_DEPTH = 64;
 
 /**
  * Where the first ill-formed string in a JSON value is (keys included): its dotted path, null for
@@ -56,4 +56,61 @@ export function exceedsMembers(value: unknown, limit: number): boolean {
     return false;
   };
   return walk(value, 0);
+}
+
+/** The dotted path of the first number JSON cannot carry (1e400 parses to Infinity), or undefined. */
+export function nonFinitePath(value: unknown, path: string[] = [], depth = 0): string | null | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : path.length > 0 ? path.join('.') : null;
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const found = nonFinitePath(child, [...path, key], depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** What is wrong with a parsed JSON value as a whole, by field, before any schema looks at it. */
+export interface JsonFault {
+  field: string | null;
+  message: string;
+}
+
+/**
+ * The first fault of a parsed JSON body that no schema should have to meet, or undefined:
+ * nesting deeper than 64 levels, a string or key that is not well-formed Unicode (a lone
+ * surrogate: RFC 8785, and so the ledger, has no form for it), or a number JSON cannot carry
+ * (Infinity). Each is named by its dotted path. Linear in the value's size, and never deeper
+ * than 64 levels of recursion, whatever the value.
+ */
+export function jsonFault(value: unknown): JsonFault | undefined {
+  const deep = deepPath(value, MAX_DEPTH);
+  if (deep !== undefined)
+    return {
+      field: deep,
+      message: `${deep === null ? 'the body' : `"${deep}"`} nests objects and arrays more than ${MAX_DEPTH} levels deep`,
+    };
+  const text = illFormedPath(value);
+  if (text !== undefined)
+    return {
+      field: text,
+      message: `${text === null ? 'the body' : `"${text}"`} must be well-formed Unicode text (it holds a lone surrogate)`,
+    };
+  const number = nonFinitePath(value);
+  if (number !== undefined)
+    return {
+      field: number,
+      message: `${number === null ? 'the body' : `"${number}"`} is a number too large for JSON to carry exactly`,
+    };
+  return undefined;
+}
+
+/** The path of the first object or array found `levels` levels down (null: the value itself), or undefined. */
+function deepPath(value: unknown, levels: number, path: string[] = []): string | null | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  if (levels === 0) return path.length > 0 ? path.join('.') : null;
+  for (const [key, child] of Object.entries(value)) {
+    const found = deepPath(child, levels - 1, [...path, key]);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
