@@ -169,6 +169,11 @@ const rows: Row[] = [
       return call(r, 'DELETE', `/members/${spare.id}`);
     },
   },
+  {
+    route: 'DELETE /api/w/{wid}/members/{uid}/lockout',
+    expect: allow('owner'),
+    call: (r) => call(r, 'DELETE', `/members/${ids.analyst}/lockout`),
+  },
   // Workspace keys
   { route: 'GET /api/w/{wid}/keys', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/keys') },
   {
