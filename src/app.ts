@@ -125,6 +125,11 @@ function createServices(
     masterKey,
     ledger,
     sessionTtlMs: settings.session.ttlHours * 3_600_000,
+    lockout: {
+      maxFailures: settings.lockout.maxFailures,
+      baseMs: settings.lockout.minutes * 60_000,
+      maxMs: settings.lockout.maxMinutes * 60_000,
+    },
   });
   const hookEvents = createHookEvents({ store, clock });
   const cards = createCards({ store, clock, ledger, gate, hookEvents });

@@ -159,6 +159,14 @@ const catalogue = {
     message: 'This account needs a two-factor code.',
     fix: 'Send the current code from your authenticator app as totp.',
   },
+  // Added (issue 15): too many wrong passwords or codes in a row at one account. The answer
+  // carries `lockout` (what is locked: "password" or "totp") and `lockedUntil`, and retry-after.
+  account_locked: {
+    status: 429,
+    section: 'API.md 2',
+    message: 'This account is locked after too many wrong attempts.',
+    fix: 'Wait until lockedUntil, or ask an owner of your workspace to lift the lockout.',
+  },
 
   // SPEC.md 7.3: gate
   invalid_status: {

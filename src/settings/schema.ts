@@ -93,6 +93,8 @@ export interface Settings {
     retryAfterSeconds: number;
   };
   rateLimits: { publicPerMinute: number; signInPerMinute: number; gatePerMinute: number };
+  /** Per-account lockouts (people/lockouts.ts): wrong current passwords and wrong two-factor codes. */
+  lockout: { maxFailures: number; minutes: number; maxMinutes: number };
   receipts: { ttlDays: number };
   approvals: { ttlHours: number };
   killSwitch: { bulkFreezeCeiling: number };
@@ -227,6 +229,22 @@ export const settingsSchema = Joi.object<Settings>({
       .min(1)
       .default(600)
       .description('gate requests per agent per minute (ratelimit-* headers)'),
+  }).default(),
+  lockout: Joi.object({
+    maxFailures: Joi.number()
+      .integer()
+      .min(1)
+      .max(100)
+      .default(5)
+      .description(
+        'wrong attempts in a row at an account (current password on a change; two-factor codes) before it is locked for that kind',
+      ),
+    minutes: Joi.number()
+      .min(0.01)
+      .max(1440)
+      .default(15)
+      .description('the first lockout lasts this long; each further one in a row twice as long'),
+    maxMinutes: Joi.number().min(0.01).max(10080).default(1440).description('no lockout lasts longer than this'),
   }).default(),
   receipts: Joi.object({
     ttlDays: Joi.number()
@@ -482,6 +500,9 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_PUBLIC_RATE_PER_MINUTE', 'rateLimits.publicPerMinute'],
   ['SVC_SIGNIN_RATE_PER_MINUTE', 'rateLimits.signInPerMinute'],
   ['SVC_GATE_RATE_PER_MINUTE', 'rateLimits.gatePerMinute'],
+  ['SVC_LOCKOUT_MAX_FAILURES', 'lockout.maxFailures'],
+  ['SVC_LOCKOUT_MINUTES', 'lockout.minutes'],
+  ['SVC_LOCKOUT_MAX_MINUTES', 'lockout.maxMinutes'],
   ['SVC_RECEIPT_TTL_DAYS', 'receipts.ttlDays'],
   ['SVC_APPROVAL_TTL_HOURS', 'approvals.ttlHours'],
   ['SVC_BULK_FREEZE_CEILING', 'killSwitch.bulkFreezeCeiling'],

@@ -5,12 +5,14 @@ import { authorize, createAgent, payment, type AgentFixture } from '../helpers/g
 import { assertError, bearer, call, type Json } from '../helpers/http.js';
 import { removeDir, startServer, stopAndClean, svc, tempDir, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
+import { verifyLedger } from '../../src/ledger/verify.js';
 
 /**
  * The evidence bundle (API.md 4, 5): GET /v1/admin/evidence with a token of scope evidence:read
  * gives the ledger's records with their hashed bytes, the signed checkpoints, the consistency
  * proofs between them and the JWKS; `svc ledger verify --bundle` checks it offline with nothing
- * else, and a bundle with one byte changed fails naming the record.
+ * else, and a bundle with one byte changed fails naming the record, as does one whose decoded
+ * `record` says anything its hashed bytes do not.
  */
 let server: RunningServer;
 let agent: AgentFixture;
@@ -46,13 +48,18 @@ test.after.always(async () => {
   await removeDir(dir);
 });
 
-/** The bundle once the server has signed a checkpoint over every record so far (within ~1 s). */
+/** The bundle once the server has signed a checkpoint over every record of the set-up (within ~1 s). */
 async function bundle(): Promise<Json> {
   for (let i = 0; i < 50; i += 1) {
     const res = await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(token) });
     if (res.status !== 200) throw new Error(`evidence: ${res.status} ${res.text}`);
     const last = res.body.checkpoints.at(-1);
-    if (last && last.size === res.body.records.length && res.body.records.length >= 6) return res.body;
+    // Every record of the set-up, the two tokens' creations included, under a signed checkpoint.
+    const tokens = res.body.records.filter(
+      (r: { record: { kind: string } }) => r.record.kind === 'service_token.created',
+    );
+    if (last && last.size === res.body.records.length && res.body.records.length >= 6 && tokens.length === 2)
+      return res.body;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('no checkpoint covered the records');
@@ -96,6 +103,71 @@ test.serial('one byte changed in a record fails, naming that record', async (t) 
   t.is(res.code, 1, res.stdout + res.stderr);
   t.like(JSON.parse(res.stdout), { ok: false, ledgers: [{ ok: false, firstBadIndex: i }] });
 });
+
+/** An evidence bundle as served (API.md 5), typed as far as the tests below read it. */
+interface DecodedRecord {
+  kind: string;
+  data: { name?: string; scopes?: unknown; approvedBy?: string; payment?: { amount: number | string } };
+}
+interface Bundle {
+  origin: string;
+  records: Array<{ bytes: string; leaf: string; record?: DecodedRecord }>;
+  checkpoints: Array<{ note: string }>;
+  consistency: Array<{ from: number; to: number; proof: string[] }>;
+  jwks: { keys: object[] };
+}
+
+test.serial(
+  'a decoded record that says something its hashed bytes do not (a token name, an amount) fails, naming its index',
+  async (t) => {
+    const b = (await bundle()) as Bundle;
+    const token = b.records.findIndex((r) => r.record?.kind === 'service_token.created');
+    const paid = b.records.findIndex((r) => r.record?.kind === 'action.allowed' && r.record.data.payment);
+    t.true(token >= 0 && paid >= 0, 'the bundle holds a token creation and an allowed payment');
+    const forged = (i: number, forge: (record: DecodedRecord) => void): Bundle => {
+      const copy = structuredClone(b);
+      forge(copy.records[i]!.record!);
+      return copy;
+    };
+
+    // Through the command, as an auditor runs it: exit 1, the index named.
+    const renamed = join(dir, 'decoded-name.json');
+    await writeFile(renamed, JSON.stringify(forged(token, (r) => (r.data.name = 'someone-else'))));
+    const res = await svc(['ledger', 'verify', '--bundle', renamed, '--json']);
+    t.is(res.code, 1, res.stdout + res.stderr);
+    const report = JSON.parse(res.stdout);
+    t.like(report, { ok: false, ledgers: [{ ok: false, firstBadIndex: token }] });
+    t.regex(report.ledgers[0].problem, new RegExp(`record ${token}: its decoded "record"`));
+    const repriced = join(dir, 'decoded-amount.json');
+    await writeFile(
+      repriced,
+      JSON.stringify(forged(paid, (r) => (r.data.payment!.amount = Number(r.data.payment!.amount) + 1))),
+    );
+    const human = await svc(['ledger', 'verify', '--bundle', repriced]);
+    t.is(human.code, 1, human.stdout + human.stderr);
+    t.regex(human.stdout, new RegExp(`BROKEN .*record ${paid}: its decoded "record".*first bad record: index ${paid}`));
+
+    // The same check, in the library the command calls, for other forgeries.
+    const input = (doc: Bundle) => ({ ...doc, records: doc.records, checkpoints: doc.checkpoints });
+    t.true(verifyLedger(input(b)).ok, 'the bundle as served verifies');
+    for (const [what, i, forge] of [
+      ['a field added', paid, (r: DecodedRecord) => (r.data.approvedBy = 'usr_nobody')],
+      ['a field removed', token, (r: DecodedRecord) => delete r.data.scopes],
+      ['the record replaced by another', token, (r: DecodedRecord) => Object.assign(r, b.records[paid]!.record)],
+      [
+        'a number written as text',
+        paid,
+        (r: DecodedRecord) => (r.data.payment!.amount = String(r.data.payment!.amount)),
+      ],
+    ] as const) {
+      t.like(verifyLedger(input(forged(i, forge))), { ok: false, firstBadIndex: i }, what);
+    }
+    // A bundle that carries the bytes alone (no decoded copies) still verifies: `record` is for reading.
+    const bare = structuredClone(b);
+    for (const r of bare.records) delete r.record;
+    t.true(verifyLedger(input(bare)).ok);
+  },
+);
 
 test.serial('a forged consistency proof is refused', async (t) => {
   const b = await bundle();
