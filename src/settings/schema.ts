@@ -303,7 +303,7 @@ export const settingsSchema = Joi.object<Settings>({
       .integer()
       .min(1000)
       .max(86_400_000)
-      .default(60_000)
+      .default(300_000)
       .description('how often the background sweeper runs over every table with a window or a retention'),
     sweepBatch: Joi.number()
       .integer()
@@ -315,7 +315,7 @@ export const settingsSchema = Joi.object<Settings>({
       .integer()
       .min(1)
       .max(10_000_000)
-      .default(20_000)
+      .default(100_000)
       .description('entries of one table the sweeper reads in one run; a larger table is walked over several runs'),
   }).default(),
   mcp: Joi.object({

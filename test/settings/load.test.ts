@@ -184,7 +184,7 @@ test("the operator's billing secrets come from SVC_BILLING_STRIPE_*; none by def
 
 test('retention: 90 days by default, set by SVC_RETENTION_DAYS; under a week (shorter than providers retry) is refused', (t) => {
   const s = loadSettings({ env: {} });
-  t.deepEqual(s.retention, { days: 90, sweepIntervalMs: 60_000, sweepBatch: 500, sweepMaxPerRun: 20_000 });
+  t.deepEqual(s.retention, { days: 90, sweepIntervalMs: 300_000, sweepBatch: 500, sweepMaxPerRun: 100_000 });
   t.is(loadSettings({ env: { SVC_RETENTION_DAYS: '30' } }).retention.days, 30);
   t.is(loadSettings({ env: { SVC_RETENTION_SWEEP_INTERVAL_MS: '5000' } }).retention.sweepIntervalMs, 5000);
   const err = t.throws(() => loadSettings({ env: { SVC_RETENTION_DAYS: '3' } }), { instanceOf: SettingsError });
