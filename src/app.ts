@@ -10,7 +10,7 @@ import { createCallLog } from './gateway/calls.js';
 import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
-import { createMcpProxy } from './mcp/proxy.js';
+import { createMcpProxy, PRIVATE_SETTING } from './mcp/proxy.js';
 import { createCards } from './integrations/cards.js';
 import { createHookEvents } from './integrations/hook-events.js';
 import { createIntegrations } from './integrations/service.js';
@@ -28,9 +28,11 @@ import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
 import { createSigningKeys } from './receipts/signing-keys.js';
+import { createSweeper, retentionJobs } from './retention/index.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
+import { safeDispatcher, type LookupFn } from './lib/safe-target.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
@@ -47,6 +49,8 @@ export interface AppOptions {
   log?: Logger;
   clock?: Clock;
   ids?: IdSource;
+  /** DNS for requests to workspace-chosen targets (MCP upstreams); tests make names resolve where they need. */
+  lookup?: LookupFn;
 }
 
 export interface App {
@@ -70,6 +74,7 @@ function createServices(
   masterKey: Buffer,
   issuer: () => string,
   log: Logger,
+  lookup?: LookupFn,
 ) {
   const deps = { store, clock, ids };
   const signingKeys = createSigningKeys({ store, masterKey, clock });
@@ -119,7 +124,20 @@ function createServices(
     calls,
     budgets,
   });
-  const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
+  // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
+  const mcpProxy = createMcpProxy({
+    ...deps,
+    masterKey,
+    ledger,
+    gate,
+    version: '1',
+    allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+    dispatcher: safeDispatcher({
+      allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
+      setting: PRIVATE_SETTING,
+      ...(lookup ? { lookup } : {}),
+    }),
+  });
   const people = createPeopleService({
     ...deps,
     masterKey,
@@ -157,6 +175,16 @@ function createServices(
   // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
   // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
   ledger.subscribe([webhooks.outbox, chat.cards]);
+  // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
+  const sweeper = createSweeper({
+    store,
+    clock,
+    log,
+    jobs: retentionJobs({ retentionDays: settings.retention.days }),
+    everyMs: settings.retention.sweepIntervalMs,
+    batch: settings.retention.sweepBatch,
+    maxPerRun: settings.retention.sweepMaxPerRun,
+  });
   return {
     people,
     agents,
@@ -190,6 +218,7 @@ function createServices(
     ssf: createSsf({ store, ledger, people, once }),
     ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
     chat,
+    sweeper,
   };
 }
 
@@ -207,7 +236,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     throw err;
   }
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
-  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log);
+  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log, options.lookup);
   return {
     settings,
     store,

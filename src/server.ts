@@ -306,16 +306,14 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints.unref();
       services.webhooks.start();
       services.githubCallbacks.start();
-      services.once.start();
-      services.chat.start();
+      services.sweeper.start();
     },
     async stop() {
       await drain.drain(settings.server.shutdownTimeoutMs);
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       await services.githubCallbacks.stop();
-      await services.once.stop();
-      await services.chat.stop();
+      await services.sweeper.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

@@ -1,5 +1,4 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { periodic } from '../lib/outbound.js';
 import { AppError } from '../errors/app-error.js';
 import type { Approvals, ApproveOutcome, Decider } from '../approvals/service.js';
 import type { IntegrationRegistry } from '../integrations/registry.js';
@@ -37,8 +36,8 @@ import { cardBlocks, whoMayDecide } from './card.js';
  */
 export const CARD_TARGET = 'chat-relay';
 export const CARD_EVENT = 'approval.card';
-const BUTTON_GRACE_MS = 24 * 3_600_000;
-const SWEEP_EVERY_MS = 10 * 60_000;
+/** A button is kept this long past its approval's expiry (then swept: retention/policy.ts), so a late click gets a clear answer. */
+export const BUTTON_GRACE_MS = 24 * 3_600_000;
 
 export type ButtonDecision = 'approve' | 'deny';
 export interface Click {
@@ -201,19 +200,6 @@ export function createChat(deps: {
     };
   };
 
-  const sweep = async (): Promise<number> => {
-    const now = clock.now();
-    const stale = t.chatButtons
-      .scan([])
-      .filter((e) => Date.parse(e.value.expiresAt) + BUTTON_GRACE_MS <= now)
-      .map((e) => e.key);
-    if (stale.length === 0) return 0;
-    await store.write(() => {
-      for (const key of stale) t.chatButtons.remove(key);
-    });
-    return stale.length;
-  };
-
   return {
     /** Queues the card of each approval requested, in its ledger record's write; the composition root subscribes it. */
     cards: { onRecordInWrite: cardInWrite } satisfies LedgerSubscriber,
@@ -331,9 +317,6 @@ export function createChat(deps: {
     deliveries(wid: string) {
       return webhooks.deliveriesOf(wid, CARD_TARGET).map(({ body: _body, ...d }) => d);
     },
-
-    sweep,
-    ...periodic(sweep, SWEEP_EVERY_MS),
   };
 }
 

@@ -1,11 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type ClientCapabilities, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import ipaddr from 'ipaddr.js';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
+import { addressProblem, refusedBy } from '../lib/safe-target.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { McpServerRecord, Store } from '../store/index.js';
 import type { ToolResult } from './tools.js';
@@ -27,12 +30,20 @@ import type { ToolResult } from './tools.js';
  *   elicitation or roots) gets a client of its own, declaring the caller's capabilities, so that
  *   whatever arrives on it belongs to that call and is relayed to the caller on that call's
  *   stream (the caller's progress token is kept; the upstream sees one of its own).
+ * - Upstreams are workspace-chosen targets, reached only through the vetted, pinned dispatcher
+ *   the outbound webhooks use (lib/safe-target.ts): link-local addresses (cloud metadata) are
+ *   always refused, loopback and private ones unless the operator sets
+ *   `mcp.allowPrivateUpstreams`. An address written in the URL is checked when the upstream is
+ *   added; a name is checked at every connection, on the address actually connected to. A
+ *   refusal reaches the caller as -32003 naming the rule, never an upstream's words.
  * - Resources, resource templates, prompts and completions of the upstreams are offered too, for
  *   a caller whose agent is running (a stopped agent's request is refused before any upstream
  *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
  *   first upstream that answers for the URI.
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
+/** The setting that lets upstreams be on loopback and private addresses. */
+export const PRIVATE_SETTING = 'mcp.allowPrivateUpstreams';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const LIST_TIMEOUT_MS = 5_000;
 /** Pages read of one upstream's list before the rest is left out. */
@@ -67,14 +78,17 @@ export interface UpstreamTool {
  * secret never crosses a network in clear); no credentials in the address itself (they would be
  * stored, recorded and shown in clear; the secret field is sealed).
  */
-function urlProblem(raw: string): string | null {
+function urlProblem(raw: string, allowPrivate: boolean): string | null {
   const url = new URL(raw);
   if (url.username || url.password) return 'put credentials in the secret field, not in the URL';
   if (url.search !== '') return 'the URL may not carry a query (credentials belong in the secret field)';
   const loopback = url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost';
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
     return 'the URL must be https (http only on the loopback interface)';
-  return null;
+  // A written address is judged now; a name when it is connected to (its addresses may change).
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const literal = host === 'localhost' ? '127.0.0.1' : ipaddr.isValid(host) ? host : null;
+  return literal ? addressProblem(literal, allowPrivate, PRIVATE_SETTING) : null;
 }
 
 /** A tool name as one segment of an action type (letters, digits, _ and -). */
@@ -87,9 +101,16 @@ export function createMcpProxy(deps: {
   ledger: Ledger;
   gate: Gate;
   version: string;
+  /** Whether upstreams on loopback and private addresses may be added (the dispatcher enforces it at connect). */
+  allowPrivateUpstreams: boolean;
+  /** Every request to an upstream goes through it: lib/safe-target.ts's safeDispatcher. */
+  dispatcher: Dispatcher;
 }) {
-  const { store, clock, masterKey, ledger, gate } = deps;
+  const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
   const t = store.tables;
+  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows.
+  const vettedFetch = ((url: string | URL, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 
   const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}): Promise<Client> => {
     const secret = server.secretSealed
@@ -107,10 +128,10 @@ export function createMcpProxy(deps: {
       client.fallbackNotificationHandler = async (n) =>
         hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
     await client.connect(
-      new StreamableHTTPClientTransport(
-        new URL(server.url),
-        secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {},
-      ),
+      new StreamableHTTPClientTransport(new URL(server.url), {
+        fetch: vettedFetch,
+        ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
+      }),
     );
     return client;
   };
@@ -179,7 +200,7 @@ export function createMcpProxy(deps: {
         throw new AppError('invalid_request', {
           details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
         });
-      const problem = urlProblem(input.url);
+      const problem = urlProblem(input.url, deps.allowPrivateUpstreams);
       if (problem) throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: problem }] } });
       const record: McpServerRecord = {
         name: input.name,
@@ -412,6 +433,13 @@ export function createMcpProxy(deps: {
  */
 function upstreamError(err: unknown, server?: McpServerRecord): McpError {
   if (err instanceof McpError) return err;
+  const refused = refusedBy(err);
+  if (refused)
+    return new McpError(
+      -32003,
+      `The upstream MCP server${server ? ` ${server.name}` : ''} was not contacted: ${refused.message.replace(/^refused: /, '')}.`,
+      { type: 'upstream_failure' },
+    );
   return new McpError(
     -32003,
     `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`,

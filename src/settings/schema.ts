@@ -107,6 +107,8 @@ export interface Settings {
     dispatchIntervalMs: number;
   };
   ledger: { checkpointIntervalMs: number };
+  retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
+  mcp: { allowPrivateUpstreams: boolean };
   plan: {
     agents: number | null;
     mandateRules: number | null;
@@ -309,6 +311,41 @@ export const settingsSchema = Joi.object<Settings>({
       .max(60000)
       .default(1000)
       .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
+  }).default(),
+  retention: Joi.object({
+    days: Joi.number()
+      .integer()
+      .min(7)
+      .max(36500)
+      .default(90)
+      .description(
+        'operational records (gateway call records and tasks, webhook delivery logs, answers kept for inbound events) are swept this many days after they were made; the ledger is never swept',
+      ),
+    sweepIntervalMs: Joi.number()
+      .integer()
+      .min(1000)
+      .max(86_400_000)
+      .default(300_000)
+      .description('how often the background sweeper runs over every table with a window or a retention'),
+    sweepBatch: Joi.number()
+      .integer()
+      .min(1)
+      .max(10_000)
+      .default(500)
+      .description('entries the sweeper reads per page and removes per write (a write never holds the lock long)'),
+    sweepMaxPerRun: Joi.number()
+      .integer()
+      .min(1)
+      .max(10_000_000)
+      .default(100_000)
+      .description('entries of one table the sweeper reads in one run; a larger table is walked over several runs'),
+  }).default(),
+  mcp: Joi.object({
+    allowPrivateUpstreams: Joi.boolean()
+      .truthy('1')
+      .falsy('0')
+      .default(false)
+      .description('the MCP proxy may reach upstream servers on loopback and private addresses (link-local never)'),
   }).default(),
   plan: Joi.object({
     agents: Joi.number()
@@ -513,6 +550,9 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_WEBHOOKS_GIVE_UP_AFTER_MS', 'webhooks.giveUpAfterMs'],
   ['SVC_WEBHOOKS_DISPATCH_INTERVAL_MS', 'webhooks.dispatchIntervalMs'],
   ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
+  ['SVC_RETENTION_DAYS', 'retention.days'],
+  ['SVC_RETENTION_SWEEP_INTERVAL_MS', 'retention.sweepIntervalMs'],
+  ['SVC_MCP_ALLOW_PRIVATE_UPSTREAMS', 'mcp.allowPrivateUpstreams'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],

@@ -3,6 +3,7 @@ import type { Table } from './types.js';
 /**
  * Every sub-database of the store and its key layout. Ids are the prefixed ids of API.md.
  * A record's shape is owned by its domain (people/, keys/, ...); the store sees only values.
+ * Which tables are swept, and after what window or retention: retention/policy.ts.
  */
 
 export interface MetaValue {

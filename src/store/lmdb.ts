@@ -37,6 +37,7 @@ class LmdbTable<V> implements Table<V> {
   }
 
   scan(prefix: KeyPart[], options: ScanOptions = {}): Array<{ key: KeyPart[]; value: V }> {
+    if (options.startAfter !== undefined) return this.scanFrom(prefix, options.startAfter, options.limit);
     const low = options.after === undefined ? prefix : [...prefix, options.after];
     const high = [...prefix, KEY_END];
     // The empty prefix is the whole table, whatever its keys (strings or tuples).
@@ -52,6 +53,21 @@ class LmdbTable<V> implements Table<V> {
       if (options.after !== undefined && tuple[prefix.length] === options.after) continue;
       out.push({ key: tuple, value });
       if (options.limit !== undefined && out.length >= options.limit) break;
+    }
+    return out;
+  }
+
+  /** Entries under `prefix` after the key `from` (a whole key; one element is a string key). */
+  private scanFrom(prefix: KeyPart[], from: KeyPart[], limit?: number): Array<{ key: KeyPart[]; value: V }> {
+    // A one-element tuple and the bare string sort alike, so `from` serves string-keyed tables too.
+    const range = prefix.length === 0 ? { start: from } : { start: from, end: [...prefix, KEY_END] };
+    const out: Array<{ key: KeyPart[]; value: V }> = [];
+    for (const { key, value } of this.db.getRange(range)) {
+      const tuple = (Array.isArray(key) ? key : [key]) as KeyPart[];
+      if (tuple.length === from.length && tuple.every((part, i) => part === from[i])) continue;
+      if (prefix.some((part, i) => tuple[i] !== part)) continue;
+      out.push({ key: tuple, value });
+      if (limit !== undefined && out.length >= limit) break;
     }
     return out;
   }

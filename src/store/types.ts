@@ -24,6 +24,12 @@ export interface ScanOptions {
   after?: KeyPart;
   limit?: number;
   reverse?: boolean;
+  /**
+   * Only entries whose whole key sorts after this key (exclusive), in key order: a cursor that
+   * resumes a walk where the last page ended, at any depth (the sweeper's). Not with `after` or
+   * `reverse`.
+   */
+  startAfter?: KeyPart[];
 }
 
 export interface Table<V> {

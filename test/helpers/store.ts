@@ -10,9 +10,9 @@ import { loadSettings } from '../../src/settings/load.js';
 export async function withStore<T>(
   dataDir: string,
   fn: (app: App) => Promise<T> | T,
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; overrides?: Record<string, unknown> } = {},
 ): Promise<T> {
-  const settings = loadSettings({ env: {}, overrides: { dataDir } });
+  const settings = loadSettings({ env: {}, overrides: { dataDir, ...options.overrides } });
   const app = await createApp(settings, {
     migrate: true,
     log: createLogger('silent'),
