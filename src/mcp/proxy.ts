@@ -235,6 +235,16 @@ export function createMcpProxy(deps: {
 
     /** The shared client of each upstream: the link for requests that need nothing relayed. */
     pooled: pooled as UpstreamLink,
+
+    /**
+     * Closes every shared client, at shutdown: each holds an event stream open to its upstream,
+     * which would otherwise keep the process alive after the server stopped.
+     */
+    async close(): Promise<void> {
+      const clients = [...pool.values()];
+      pool.clear();
+      await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => {})));
+    },
     /** A client of its own for one session or one call; the caller closes it. */
     open,
 
