@@ -72,7 +72,8 @@ export function config(vendorUrl: string): unknown {
 
 /** `svc ARGS --json`, parsed as what the caller says it prints; throws with the output when it exits non-zero. */
 export async function cli<T>(args: string[], input?: string): Promise<T> {
-  const r = await svc([...args, '--json'], input === undefined ? {} : { input });
+  // A loaded machine can take a while to start the CLI and hash a password.
+  const r = await svc([...args, '--json'], { timeoutMs: 120_000, ...(input === undefined ? {} : { input }) });
   if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
   return JSON.parse(r.stdout) as T;
 }

@@ -296,6 +296,12 @@ export function createMix(fx: SoakServer, seed = 20261124) {
   }
 
   return {
+    /** A request of one kind (or an allowed authorize, when that kind needs what no answer gave yet). */
+    make(kind: string): Outgoing {
+      const maker = makers[kind];
+      if (!maker) throw new Error(`no kind of request ${kind}`);
+      return maker();
+    },
     /** The next request of the fixed sequence. */
     next(): Outgoing {
       let best = 0;
