@@ -60,6 +60,8 @@ export async function startSoakServer(options: {
   vendorUrl: string;
   upstreamUrl: string;
   agents: number;
+  /** Lifts the per-agent gate limit (a measurement that sends as fast as it can). */
+  unlimitedGate?: boolean;
   /** false: no limit on event-loop delay (load.maxEventLoopDelayMs 0); the sampling stays on. */
   loadShedding?: boolean;
   /** Node flags for the server (--inspect=…, --cpu-prof). */
@@ -85,7 +87,12 @@ export async function startSoakServer(options: {
     ...(options.loadShedding === false ? { load: { maxEventLoopDelayMs: 0 } } : {}),
   };
   await writeFile(configFile, JSON.stringify(settings));
-  const env = cleanEnv({ ...VENDOR_ENV, SVC_LOG_LEVEL: 'info', SVC_PUBLIC_RATE_PER_MINUTE: '100000000' });
+  const env = cleanEnv({
+    ...VENDOR_ENV,
+    SVC_LOG_LEVEL: 'info',
+    SVC_PUBLIC_RATE_PER_MINUTE: '100000000',
+    ...(options.unlimitedGate ? { SVC_GATE_RATE_PER_MINUTE: '100000000' } : {}),
+  });
   const server = await startChild<{ listening: string }>(
     [
       ...(options.nodeFlags ?? []),
