@@ -52,6 +52,7 @@ export const mcpRoutes: Plugin<{
     const sessions = createSessions({ stillValid });
     server.ext('onPostStop', async () => {
       await sessions.closeAll();
+      await proxy.close();
     });
     const metadata = () => {
       const base = baseUrl();

@@ -138,24 +138,57 @@ export function createMcpProxy(deps: {
 
   // One connected client per upstream server, shared by calls that need no relay (the upstream
   // transport takes concurrent requests): a call then costs the upstream one request, not an
-  // initialize handshake as well. A client that fails is dropped and made again next time.
-  const pool = new Map<string, Promise<Client>>();
+  // initialize handshake as well. A client that fails is dropped from the pool, and made again
+  // next time; it is closed only once no call is using it, since closing it fails every call in
+  // flight on it, though the upstream may have run them (an agent told a call failed may send it
+  // again). `live` holds every client not yet closed, the dropped ones included, for shutdown.
+  interface Shared {
+    client: Promise<Client>;
+    busy: number;
+    dropped: boolean;
+  }
+  const pool = new Map<string, Shared>();
+  const live = new Set<Shared>();
   const poolKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
-  const pooled = (server: McpServerRecord): Promise<Client> => {
-    const key = poolKey(server);
-    let client = pool.get(key);
-    if (!client) {
-      client = open(server);
-      pool.set(key, client);
-      client.catch(() => pool.delete(key));
-    }
-    return client;
+  const closeIfDone = async (shared: Shared): Promise<void> => {
+    if (!shared.dropped || shared.busy > 0 || !live.delete(shared)) return;
+    await shared.client.then((c) => c.close()).catch(() => {});
   };
-  const drop = async (server: McpServerRecord): Promise<void> => {
+  const retire = async (shared: Shared): Promise<void> => {
+    for (const [key, s] of pool) if (s === shared) pool.delete(key);
+    shared.dropped = true;
+    await closeIfDone(shared);
+  };
+  const sharedOf = (server: McpServerRecord): Shared => {
     const key = poolKey(server);
-    const client = pool.get(key);
-    pool.delete(key);
-    await client?.then((c) => c.close()).catch(() => {});
+    let shared = pool.get(key);
+    if (!shared) {
+      const made: Shared = { client: open(server), busy: 0, dropped: false };
+      pool.set(key, made);
+      live.add(made);
+      made.client.catch(() => void retire(made));
+      shared = made;
+    }
+    return shared;
+  };
+  const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server).client;
+  const drop = async (server: McpServerRecord): Promise<void> => {
+    const shared = pool.get(poolKey(server));
+    if (shared) await retire(shared);
+  };
+  /** Runs `use` on the shared client, which is not closed while it runs; a transport failure drops that client. */
+  const withShared = async <T>(server: McpServerRecord, use: (client: Client) => Promise<T>): Promise<T> => {
+    const shared = sharedOf(server);
+    shared.busy += 1;
+    try {
+      return await use(await shared.client);
+    } catch (err) {
+      if (!(err instanceof McpError)) shared.dropped = true;
+      throw err;
+    } finally {
+      shared.busy -= 1;
+      if (shared.dropped) await retire(shared);
+    }
   };
 
   const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
@@ -256,6 +289,17 @@ export function createMcpProxy(deps: {
 
     /** The shared client of each upstream: the link for requests that need nothing relayed. */
     pooled: pooled as UpstreamLink,
+
+    /**
+     * Closes every shared client, at shutdown: each holds an event stream open to its upstream,
+     * which would otherwise keep the process alive after the server stopped.
+     */
+    async close(): Promise<void> {
+      const all = [...live];
+      pool.clear();
+      live.clear();
+      await Promise.all(all.map((s) => s.client.then((c) => c.close()).catch(() => {})));
+    },
     /** A client of its own for one session or one call; the caller closes it. */
     open,
 
@@ -337,15 +381,17 @@ export function createMcpProxy(deps: {
         };
       }
       const own = relay.own !== undefined || relay.progress !== undefined;
-      let client: Client | undefined;
-      try {
-        client = own ? await open(target.server, relay.own) : await pooled(target.server);
-        return (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
+      const send = async (client: Client) =>
+        (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
           ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
           ...(relay.signal ? { signal: relay.signal } : {}),
         })) as ToolResult;
+      let client: Client | undefined;
+      try {
+        if (!own) return await withShared(target.server, send);
+        client = await open(target.server, relay.own);
+        return await send(client);
       } catch (err) {
-        if (!(err instanceof McpError) && !own) await drop(target.server);
         throw upstreamError(err, target.server);
       } finally {
         if (own) await client?.close().catch(() => {});

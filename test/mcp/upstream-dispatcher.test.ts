@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createApp, type App } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { createHttpServer, type HttpServer } from '../../src/http/server.js';
+import { createHttpServer, type HttpServer } from '../../src/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { refusedBy, type LookupFn } from '../../src/lib/safe-target.js';
 import { loadSettings } from '../../src/settings/load.js';
