@@ -1,14 +1,64 @@
-# svc: one binary, one LMDB file. Build: docker build -t svc .
-# Run:   docker run -p 8080:8080 -v svc-data:/data -e SVC_BASE_URL=https://svc.example.com svc
+# svc: one binary, one LMDB file. Two images from this file:
+#
+#   docker build -t svc .                       Node and node_modules on node:24-slim (the default, last stage)
+#   docker build --target binary -t svc:binary \
+#     --build-arg SVC_BUILD_COMMIT=$(git rev-parse --short=12 HEAD) .
+#                                               the single executable alone, on distroless (no shell, no Node)
+#
+# Run either: docker run -p 8080:8080 -v svc-data:/data -e SVC_BASE_URL=https://svc.example.com svc
+# The build context holds no .git, so the commit that `svc --version` names comes from
+# SVC_BUILD_COMMIT (else it says "unknown").
+ARG SVC_BUILD_COMMIT=unknown
+
 FROM node:24-slim AS build
+ARG SVC_BUILD_COMMIT
+ENV SVC_BUILD_COMMIT=$SVC_BUILD_COMMIT
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY bin ./bin
 COPY config ./config
+COPY scripts ./scripts
 COPY src ./src
 COPY commands ./commands
-# npm ci runs the prepare script, which compiles TypeScript to dist/.
+# npm ci runs the prepare script, which generates the command index and compiles TypeScript to dist/.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
+
+# The single executable, made from this image's own Node 24 (official build, glibc).
+FROM node:24-slim AS build-binary
+ARG SVC_BUILD_COMMIT
+ENV SVC_BUILD_COMMIT=$SVC_BUILD_COMMIT
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json ./
+COPY bin ./bin
+COPY config ./config
+COPY scripts ./scripts
+COPY src ./src
+COPY commands ./commands
+RUN npm ci --no-audit --no-fund \
+  && npm run build:binary \
+  && mkdir -p /out/data \
+  && cp "dist/bin/svc-linux-$(node -p process.arch)" /out/svc
+
+# distroless/cc holds glibc, libstdc++ and libgcc: what Node and the native addons link against
+# (ldd lists nothing else). It has no shell, so the health check is svc's own `svc health`.
+FROM gcr.io/distroless/cc-debian12:nonroot AS binary
+ENV NODE_ENV=production \
+    SVC_DATA_DIR=/data \
+    SVC_HOST=0.0.0.0 \
+    SVC_PORT=8080
+COPY --from=build-binary /out/svc /usr/local/bin/svc
+# The image's nonroot user (65532) owns the volume; there is no chown to run in a distroless image.
+COPY --from=build-binary --chown=65532:65532 /out/data /data
+USER 65532:65532
+VOLUME ["/data"]
+EXPOSE 8080
+# The native code is unpacked at first start into ~/.cache/svc (HOME is /home/nonroot here). With a
+# read-only root filesystem, point SVC_CACHE_DIR at a writable volume or tmpfs mounted without noexec.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["/usr/local/bin/svc", "health"]
+# SIGTERM from `docker stop` drains in-flight requests and flushes the store.
+ENTRYPOINT ["/usr/local/bin/svc"]
+CMD ["serve"]
 
 FROM node:24-slim
 ENV NODE_ENV=production \

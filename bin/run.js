@@ -1,4 +1,5 @@
 #!/usr/bin/env node
-import { execute } from '@oclif/core';
+import { fileURLToPath } from 'node:url';
+import { run } from '../dist/src/cli/main.js';
 
-await execute({ dir: import.meta.url });
+await run({ root: fileURLToPath(new URL('..', import.meta.url)) });

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { Flags } from '@oclif/core';
 import { createApp } from '../src/app.js';
 import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
-import { createHttpServer } from '../src/http/server.js';
+import { createHttpServer } from '../src/server.js';
 import { bootstrapIfEmpty } from '../src/people/index.js';
 import { loadSettings } from '../src/settings/load.js';
 

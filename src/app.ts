@@ -10,7 +10,7 @@ import { createCallLog } from './gateway/calls.js';
 import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
-import { createMcpProxy } from './mcp/proxy.js';
+import { createMcpProxy, PRIVATE_SETTING } from './mcp/proxy.js';
 import { createCards } from './integrations/cards.js';
 import { createHookEvents } from './integrations/hook-events.js';
 import { createIntegrations } from './integrations/service.js';
@@ -28,13 +28,16 @@ import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
 import { createSigningKeys } from './receipts/signing-keys.js';
+import { createSweeper, retentionJobs } from './retention/index.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
+import { safeDispatcher, type LookupFn } from './lib/safe-target.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
-import { deriveKey, ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+import { deriveKey } from './lib/seal.js';
+import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its
@@ -46,6 +49,8 @@ export interface AppOptions {
   log?: Logger;
   clock?: Clock;
   ids?: IdSource;
+  /** DNS for requests to workspace-chosen targets (MCP upstreams); tests make names resolve where they need. */
+  lookup?: LookupFn;
 }
 
 export interface App {
@@ -69,6 +74,7 @@ function createServices(
   masterKey: Buffer,
   issuer: () => string,
   log: Logger,
+  lookup?: LookupFn,
 ) {
   const deps = { store, clock, ids };
   const signingKeys = createSigningKeys({ store, masterKey, clock });
@@ -104,12 +110,13 @@ function createServices(
   const agents = createAgentsService({ ...deps, ledger, maxAgents: (wid) => plans.allowances(wid).agents });
   const mandates = createMandatesService({ ...deps, ledger, maxRules: (wid) => plans.allowances(wid).mandateRules });
   const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
-  const calls = createCallLog({ store, log });
+  const calls = createCallLog({ store, log, clock });
   const budgets = createBudgets({ ...deps, ledger, calls });
   const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
   const gateway = createGateway({
     ...deps,
     ledger,
+    log,
     advise: webhooks.advise,
     settings: settings.gateway,
     monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests,
@@ -117,19 +124,36 @@ function createServices(
     calls,
     budgets,
   });
-  const mcpProxy = createMcpProxy({ ...deps, masterKey, ledger, gate, version: '1' });
+  // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
+  const mcpProxy = createMcpProxy({
+    ...deps,
+    masterKey,
+    ledger,
+    gate,
+    version: '1',
+    allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+    dispatcher: safeDispatcher({
+      allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
+      setting: PRIVATE_SETTING,
+      ...(lookup ? { lookup } : {}),
+    }),
+  });
   const people = createPeopleService({
     ...deps,
     masterKey,
     ledger,
     sessionTtlMs: settings.session.ttlHours * 3_600_000,
+    lockout: {
+      maxFailures: settings.lockout.maxFailures,
+      baseMs: settings.lockout.minutes * 60_000,
+      maxMs: settings.lockout.maxMinutes * 60_000,
+    },
   });
   const hookEvents = createHookEvents({ store, clock });
   const cards = createCards({ store, clock, ledger, gate, hookEvents });
   const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
   const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
   const once = createOnce(deps);
-  // The webhooks outbox (made above) listens to the ledger first; the chat cards queue on it after.
   const chat = createChat({
     ...deps,
     ledger,
@@ -147,6 +171,19 @@ function createServices(
     registry: integrationRegistry,
     log,
     settings: settings.webhooks,
+  });
+  // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
+  // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
+  ledger.subscribe([webhooks.outbox, chat.cards]);
+  // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
+  const sweeper = createSweeper({
+    store,
+    clock,
+    log,
+    jobs: retentionJobs({ retentionDays: settings.retention.days }),
+    everyMs: settings.retention.sweepIntervalMs,
+    batch: settings.retention.sweepBatch,
+    maxPerRun: settings.retention.sweepMaxPerRun,
   });
   return {
     people,
@@ -181,6 +218,7 @@ function createServices(
     ssf: createSsf({ store, ledger, people, once }),
     ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
     chat,
+    sweeper,
   };
 }
 
@@ -198,7 +236,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     throw err;
   }
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
-  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log);
+  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log, options.lookup);
   return {
     settings,
     store,

@@ -14,11 +14,14 @@ function readJson(file: string, what: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`cannot read the ${what} ${file}: ${(err as Error).message}`);
+    throw new Error(`cannot read the ${what} ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 
-/** A bundle's records may be record objects (hashed in their RFC 8785 form) or { bytes }. */
+/**
+ * A bundle's records may be record objects (hashed in their RFC 8785 form) or { bytes } with the
+ * decoded `record` beside them (API.md 5), which must then be exactly the parse of the bytes.
+ */
 function bundleInput(bundle: Record<string, unknown>, jwks: unknown) {
   const records = (Array.isArray(bundle.records) ? bundle.records : []) as unknown[];
   return {
@@ -26,9 +29,13 @@ function bundleInput(bundle: Record<string, unknown>, jwks: unknown) {
     // Each record as its exact hashed bytes (with the leaf hash when the bundle gives one), or a
     // bare record object.
     records: records.map((r) => {
-      const entry = r as { bytes?: unknown; leaf?: unknown };
+      const entry = r as { bytes?: unknown; leaf?: unknown; record?: unknown };
       if (r && typeof r === 'object' && typeof entry.bytes === 'string') {
-        return { bytes: entry.bytes, ...(typeof entry.leaf === 'string' ? { leaf: entry.leaf } : {}) };
+        return {
+          bytes: entry.bytes,
+          ...(typeof entry.leaf === 'string' ? { leaf: entry.leaf } : {}),
+          ...('record' in entry ? { record: entry.record } : {}),
+        };
       }
       return { bytes: JSON.stringify(r) };
     }),

@@ -5,7 +5,7 @@ import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
-import type { AgentActor, AgentsService } from './service.js';
+import type { AgentActor, AgentsService, AgentViewer } from './service.js';
 import type { BlueprintsService } from '../blueprints/index.js';
 import { page, tagList as tags, userId, wid } from '../http/params.js';
 
@@ -26,8 +26,10 @@ const patchSchema = Joi.object({
 }).min(1);
 
 /**
- * Agents in the console (API.md 2: by role: owners and admins every agent, members the agents
- * that act for them) and the machine read of the fleet (SPEC.md 4.3, `agents:read`).
+ * Agents in the console (API.md 2, by role: owners and admins manage every agent, members the
+ * agents that act for them; owners, admins and auditors read every agent, members and analysts
+ * only those that act for them, any other being 404) and the machine read of the fleet
+ * (SPEC.md 4.3, `agents:read`).
  */
 export const agentsRoutes: Plugin<{
   agents: AgentsService;
@@ -45,6 +47,11 @@ export const agentsRoutes: Plugin<{
       const c = caller(request, 'session');
       const role = people.authorize(w, c.user, 'agents.manage');
       return { actor: actorOf(c), userId: c.user.id, role };
+    };
+    /** A person reading agents: any role, narrowed per person by the service (`sees`). */
+    const viewer = (request: Request, w: string): AgentViewer => {
+      const { user } = caller(request, 'session');
+      return { userId: user.id, role: people.authorize(w, user, 'workspace.read') };
     };
     const params = (request: Request) => request.params as { wid: string; aid: string; keyId: string };
 
@@ -74,9 +81,8 @@ export const agentsRoutes: Plugin<{
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         handler(request) {
           const { wid: w } = params(request);
-          people.authorize(w, caller(request, 'session').user, 'workspace.read');
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return agents.page(w, { limit, ...(cursor ? { after: cursor } : {}) });
+          return agents.page(w, { limit, ...(cursor ? { after: cursor } : {}) }, viewer(request, w));
         },
       },
       {
@@ -102,8 +108,7 @@ export const agentsRoutes: Plugin<{
         options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
         handler(request) {
           const { wid: w, aid: a } = params(request);
-          people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          return agents.view(agents.manageable(w, a, { actor: 'read' }));
+          return agents.view(agents.readable(w, a, viewer(request, w)));
         },
       },
       {

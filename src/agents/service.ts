@@ -6,12 +6,17 @@ import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, Hold, Role, StopAllRecord, Store } from '../store/index.js';
 import { agentsRepo } from './repo.js';
 import { endConnectionsInWrite } from '../oauth/connections.js';
+import { roleAllows } from '../people/permissions.js';
 
 /**
  * Rules:
  * - An agent belongs to exactly one workspace; an id of another workspace is not found.
  * - An agent acts for a person of its workspace (or nobody, when an owner or admin says so).
  *   A member may create and manage only agents that act for them.
+ * - Per person (API.md 2): owners, admins and auditors read every agent (`agents.readAll`);
+ *   members and analysts read only the agents that act for them. Any other agent is to them as an
+ *   agent of another workspace: `404 not_found`, on reads and on writes, so that no answer tells
+ *   them it exists (its name, tags, holds or whom it acts for).
  * - A removed agent keeps its record (with removedAt) so that its keys answer agent_not_found.
  * - The plan's agent allowance (configuration; unlimited by default) counts live agents:
  *   402 plan_limit_reached past it, checked inside the write, so racing creations cannot pass it.
@@ -51,6 +56,18 @@ export function toAgentView(a: AgentRecord, stopAll?: StopAllRecord): AgentView 
   };
 }
 
+/** A signed-in person reading agents: who they are and their role in the workspace. */
+export interface AgentViewer {
+  userId: string;
+  role: Role;
+}
+
+/** Whether a person sees an agent at all (owners, admins, auditors: every agent; others: their own). */
+export const sees = (agent: AgentRecord, viewer: AgentViewer): boolean =>
+  roleAllows(viewer.role, 'agents.readAll') || agent.actsFor === viewer.userId;
+
+const noSuchAgent = () => new AppError('not_found', { message: 'No such agent in this workspace.' });
+
 /** Who is asking, as far as agents care: their id and role, or a machine (a token names its id). */
 export interface AgentActor {
   actor: string;
@@ -80,16 +97,12 @@ export function createAgentsService(deps: {
 
   const live = (wid: string, aid: string): AgentRecord => {
     const agent = repo.get(wid, aid);
-    if (!agent || agent.removedAt) throw new AppError('not_found', { message: 'No such agent in this workspace.' });
+    if (!agent || agent.removedAt) throw noSuchAgent();
     return agent;
   };
-  /** A member may act only on agents that act for them. */
+  /** A member may act only on agents that act for them; any other is not found to them. */
   const mayManage = (agent: AgentRecord, who: AgentActor): void => {
-    if (who.role === 'member' && agent.actsFor !== who.userId) {
-      throw new AppError('forbidden', {
-        message: 'Members manage only the agents that act for them; an owner or admin manages the others.',
-      });
-    }
+    if (who.role === 'member' && agent.actsFor !== who.userId) throw noSuchAgent();
   };
   const checkActsFor = (wid: string, actsFor: string | null, who: AgentActor): void => {
     if (who.role === 'member' && actsFor !== who.userId) {
@@ -188,10 +201,17 @@ export function createAgentsService(deps: {
       return toAgentView(agent, t.stopAll.get(agent.workspaceId));
     },
 
-    /** A live agent the caller may manage (members: their own), or 404/403. */
+    /** A live agent the caller may manage (members: their own), or 404. */
     manageable(wid: string, aid: string, who: AgentActor): AgentRecord {
       const agent = live(wid, aid);
       mayManage(agent, who);
+      return agent;
+    },
+
+    /** A live agent this person sees (see `sees`), or 404 as for an agent of another workspace. */
+    readable(wid: string, aid: string, viewer: AgentViewer): AgentRecord {
+      const agent = live(wid, aid);
+      if (!sees(agent, viewer)) throw noSuchAgent();
       return agent;
     },
 
@@ -204,13 +224,19 @@ export function createAgentsService(deps: {
       return repo.list(wid).filter((a) => !a.removedAt);
     },
 
-    page(wid: string, options: { after?: string; limit: number }): { data: AgentView[]; next: string | null } {
+    /** A page of the live agents `viewer` sees (every agent when no viewer is named: machines, the CLI). */
+    page(
+      wid: string,
+      options: { after?: string; limit: number },
+      viewer?: AgentViewer,
+    ): { data: AgentView[]; next: string | null } {
       const out: AgentRecord[] = [];
       let after = options.after;
-      // Removed agents are skipped, so read on until the page is full or the table ends.
+      // Removed agents and those the viewer does not see are skipped, so read on until the page
+      // is full or the table ends.
       for (;;) {
         const rows = repo.list(wid, { ...(after ? { after } : {}), limit: options.limit + 1 });
-        for (const a of rows) if (!a.removedAt) out.push(a);
+        for (const a of rows) if (!a.removedAt && (!viewer || sees(a, viewer))) out.push(a);
         if (rows.length <= options.limit || out.length > options.limit) break;
         after = rows[rows.length - 1]!.id;
       }

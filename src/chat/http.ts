@@ -9,7 +9,7 @@ import { roleAllows } from '../people/permissions.js';
 import { validationFailAction } from '../http/errors.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
-import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
+import { hookOptions, parseVerified, verifiedJson, type Refusals } from '../http/inbound.js';
 import type { PeopleService } from '../people/index.js';
 import type { Chat, ClickResult } from './service.js';
 import { blockActionsSchema, formPayload, type BlockActions } from './slack.js';
@@ -153,7 +153,7 @@ export const chatRoutes: Plugin<{
               details: { errors: [{ field: 'payload', message: 'payload is missing or not JSON' }] },
             });
           }
-          const { error, value } = blockActionsSchema.validate(payload, { abortEarly: false });
+          const { error, value } = blockActionsSchema.validate(verifiedJson(payload), { abortEarly: false });
           if (error) validationFailAction(request, h, error);
           const click = value as BlockActions;
           const action = click.actions[0]!;

@@ -1,10 +1,10 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { periodic } from '../lib/outbound.js';
 import { AppError } from '../errors/app-error.js';
 import type { Approvals, ApproveOutcome, Decider } from '../approvals/service.js';
 import type { IntegrationRegistry } from '../integrations/registry.js';
 import type { Once } from '../integrations/once.js';
 import type { Ledger, LedgerRecord } from '../ledger/service.js';
+import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { SIGNATURE_TOLERANCE_SECONDS } from '../lib/svc-signature.js';
 import type { PeopleService } from '../people/index.js';
@@ -36,8 +36,8 @@ import { cardBlocks, whoMayDecide } from './card.js';
  */
 export const CARD_TARGET = 'chat-relay';
 export const CARD_EVENT = 'approval.card';
-const BUTTON_GRACE_MS = 24 * 3_600_000;
-const SWEEP_EVERY_MS = 10 * 60_000;
+/** A button is kept this long past its approval's expiry (then swept: retention/policy.ts), so a late click gets a clear answer. */
+export const BUTTON_GRACE_MS = 24 * 3_600_000;
 
 export type ButtonDecision = 'approve' | 'deny';
 export interface Click {
@@ -168,7 +168,6 @@ export function createChat(deps: {
       createdAt: record.at,
     });
   };
-  ledger.onRecord(cardInWrite);
 
   /** The member a chat user is mapped to, as the console would see them: role checked for deciding. */
   const deciderFor = (wid: string, click: Click): Decider => {
@@ -201,20 +200,10 @@ export function createChat(deps: {
     };
   };
 
-  const sweep = async (): Promise<number> => {
-    const now = clock.now();
-    const stale = t.chatButtons
-      .scan([])
-      .filter((e) => Date.parse(e.value.expiresAt) + BUTTON_GRACE_MS <= now)
-      .map((e) => e.key);
-    if (stale.length === 0) return 0;
-    await store.write(() => {
-      for (const key of stale) t.chatButtons.remove(key);
-    });
-    return stale.length;
-  };
-
   return {
+    /** Queues the card of each approval requested, in its ledger record's write; the composition root subscribes it. */
+    cards: { onRecordInWrite: cardInWrite } satisfies LedgerSubscriber,
+
     /**
      * Decides a click: the button's approval and decision, by the member the chat user is mapped
      * to. `workspaces`: the workspaces the request's signature proved (the relay's one; for Slack,
@@ -328,9 +317,6 @@ export function createChat(deps: {
     deliveries(wid: string) {
       return webhooks.deliveriesOf(wid, CARD_TARGET).map(({ body: _body, ...d }) => d);
     },
-
-    sweep,
-    ...periodic(sweep, SWEEP_EVERY_MS),
   };
 }
 

@@ -125,6 +125,15 @@ const catalogue = {
     message: 'The server is shedding load.',
     fix: 'Wait the number of seconds in the retry-after header, then retry.',
   },
+  // Added: the store cannot take writes (its disk or quota is full, or read-only). Fails closed:
+  // nothing of the request was kept.
+  store_unavailable: {
+    status: 503,
+    section: 'added',
+    message:
+      'The server cannot record anything right now (its store has no space to write); nothing of this request was kept.',
+    fix: 'Retry after the seconds in retry-after; if it persists, the operator must free disk space for the data dir.',
+  },
   request_timeout: {
     status: 408,
     section: 'added',
@@ -149,6 +158,14 @@ const catalogue = {
     section: 'API.md 2',
     message: 'This account needs a two-factor code.',
     fix: 'Send the current code from your authenticator app as totp.',
+  },
+  // Added (issue 15): too many wrong passwords or codes in a row at one account. The answer
+  // carries `lockout` (what is locked: "password" or "totp") and `lockedUntil`, and retry-after.
+  account_locked: {
+    status: 429,
+    section: 'API.md 2',
+    message: 'This account is locked after too many wrong attempts.',
+    fix: 'Wait until lockedUntil, or ask an owner of your workspace to lift the lockout.',
   },
 
   // SPEC.md 7.3: gate

@@ -49,17 +49,11 @@ export const authorizeSchema = Joi.object({
   type: typeSchema.required(),
   summary: Joi.string().trim().min(1).max(1000).required(),
   payment: Joi.object({
-    amount: Joi.number()
-      .strict()
-      .integer()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .required()
-      .messages({
-        'number.base': '{{#label}} must be a whole number of minor units',
-        'number.integer': '{{#label}} must be a whole number of minor units',
-        'number.min': '{{#label}} must be above zero',
-      }),
+    amount: Joi.number().strict().integer().min(1).max(Number.MAX_SAFE_INTEGER).required().messages({
+      'number.base': '{{#label}} must be a whole number of minor units',
+      'number.integer': '{{#label}} must be a whole number of minor units',
+      'number.min': '{{#label}} must be above zero',
+    }),
     currency: Joi.string()
       .strict()
       .pattern(/^[A-Z]{3}$/)

@@ -1,25 +1,54 @@
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { CallRecord, Store } from '../store/index.js';
+import { createDropCounter } from './drops.js';
+import { createWriteBehind } from './write-behind.js';
 
 /**
  * Call records, tasks and the monthly request count, written off the hot path.
  * Rules:
  * - A call's answer never waits for its record: records queue in memory and are written together
- *   every `flushMs` (or at `batch` records), in one transaction, and at shutdown.
+ *   every `flushMs` (or at `batch` records), in one transaction, and at shutdown (write-behind.ts).
  * - Reads that must see what is queued do: a task id handed out a moment ago is known at once,
  *   and the monthly count and a budget's spend include what is not written yet.
  * - Only the server writes these tables (no command does), so the counters it holds are the truth:
  *   each is read from the store once, then kept here and written whole at each flush. A counter
  *   is never a sum of a stored value and a queue, which a flush in flight would count twice or
  *   not at all. (STYLE rule 7 forbids caching what another process writes; none does here.)
- * - A failed write is logged and its records kept for the next flush; nothing is dropped silently.
+ * - A failed write is logged and its records kept for the next try.
+ * - Memory is bounded: at most `capacity` call records (queued and being written together), and
+ *   as many new task ids, wait. A slow or full disk cannot grow it further: past that, a new call
+ *   record (or a new task id) is dropped, counted (in total and per workspace, shown in
+ *   GET /v1/admin/upstreams) and logged at most once per 10 s. The counters (monthly requests,
+ *   budget spend) are a few numbers per workspace and are never dropped, so plan limits and
+ *   budgets still hold while records are dropped.
  */
 export const monthOf = (iso: string): string => iso.slice(0, 7);
 
-export function createCallLog(deps: { store: Store; log: Logger; flushMs?: number; batch?: number }) {
+/** Call records that may wait to be written (about 1 KB each: some 10 MB at most). */
+export const CALL_QUEUE_CAPACITY = 10_000;
+
+interface Batch {
+  records: CallRecord[];
+  tasks: Array<[string, string]>;
+  dirty: Array<readonly [string, number]>;
+}
+
+export function createCallLog(deps: {
+  store: Store;
+  log: Logger;
+  clock: Clock;
+  flushMs?: number;
+  batch?: number;
+  capacity?: number;
+  /** The store writes go through (tests stall or fail it); the store's own by default. */
+  write?: Store['write'];
+}) {
   const { store, log } = deps;
   const t = store.tables;
+  const capacity = deps.capacity ?? CALL_QUEUE_CAPACITY;
   let queue: CallRecord[] = [];
+  let writing = 0;
   const newTasks = new Map<string, string>();
   // Counters by "monthlyRequests\0wid\0month" and "budgetSpend\0wid\0budId\0start".
   const counters = new Map<string, { total: number; dirty: boolean }>();
@@ -37,53 +66,46 @@ export function createCallLog(deps: { store: Store; log: Logger; flushMs?: numbe
     c.total += n;
     c.dirty = true;
   };
-  let timer: NodeJS.Timeout | null = null;
-  let flushing: Promise<void> | null = null;
+  const drops = createDropCounter({ log, clock: deps.clock, what: 'call records', capacity });
+  const taskDrops = createDropCounter({ log, clock: deps.clock, what: 'new task ids', capacity });
 
-  const flush = async (): Promise<void> => {
-    if (timer) {
-      clearTimeout(timer);
-      timer = null;
-    }
-    if (flushing) await flushing;
-    const dirty = [...counters].filter(([, c]) => c.dirty).map(([key, c]) => [key, c.total] as const);
-    if (queue.length === 0 && newTasks.size === 0 && dirty.length === 0) return;
-    const records = queue;
-    const tasks = [...newTasks];
-    for (const [key] of dirty) counters.get(key)!.dirty = false;
-    queue = [];
-    flushing = store
-      .write(() => {
-        for (const r of records) t.calls.put([r.workspaceId, r.id], r);
-        for (const [key, at] of tasks) {
-          const [wid, taskId] = key.split('\u0000') as [string, string];
-          if (!t.tasks.has([wid, taskId])) t.tasks.put([wid, taskId], at);
-        }
-        for (const [key, total] of dirty) {
-          const [table, ...parts] = partsOf(key);
-          t[table].put(parts, total);
-        }
-      })
-      .then(
-        () => {
-          for (const [key] of tasks) newTasks.delete(key);
-        },
-        (err: unknown) => {
-          log.error({ err, records: records.length }, 'call records could not be written; kept for the next flush');
-          queue = [...records, ...queue];
-          for (const [key] of dirty) counters.get(key)!.dirty = true;
-        },
-      )
-      .finally(() => {
-        flushing = null;
-      });
-    await flushing;
-  };
-
-  const schedule = () => {
-    if (queue.length >= (deps.batch ?? 256)) void flush();
-    else if (!timer) timer = setTimeout(() => void flush(), deps.flushMs ?? 50);
-  };
+  const behind = createWriteBehind<Batch>({
+    store: { write: deps.write ?? ((fn) => store.write(fn)) },
+    log,
+    what: 'call records',
+    flushMs: deps.flushMs ?? 50,
+    batch: deps.batch ?? 256,
+    take() {
+      const dirty = [...counters].filter(([, c]) => c.dirty).map(([key, c]) => [key, c.total] as const);
+      if (queue.length === 0 && newTasks.size === 0 && dirty.length === 0) return null;
+      for (const [key] of dirty) counters.get(key)!.dirty = false;
+      const batch = { records: queue, tasks: [...newTasks], dirty };
+      writing = queue.length;
+      queue = [];
+      return batch;
+    },
+    write({ records, tasks, dirty }) {
+      for (const r of records) t.calls.put([r.workspaceId, r.id], r);
+      for (const [key, at] of tasks) {
+        const [wid, taskId] = key.split('\u0000') as [string, string];
+        if (!t.tasks.has([wid, taskId])) t.tasks.put([wid, taskId], at);
+      }
+      for (const [key, total] of dirty) {
+        const [table, ...parts] = partsOf(key);
+        t[table].put(parts, total);
+      }
+    },
+    written({ tasks }) {
+      writing = 0;
+      for (const [key] of tasks) newTasks.delete(key);
+    },
+    failed({ records, dirty }) {
+      writing = 0;
+      queue = [...records, ...queue];
+      for (const [key] of dirty) counters.get(key)!.dirty = true;
+    },
+  });
+  const schedule = () => behind.queued(queue.length);
 
   return {
     /** Counts one request against the month now (before it is answered), so racing requests see it. */
@@ -108,14 +130,43 @@ export function createCallLog(deps: { store: Store; log: Logger; flushMs?: numbe
     },
     openTask(wid: string, taskId: string, at: string): void {
       const key = `${wid}\u0000${taskId}`;
-      if (!newTasks.has(key)) newTasks.set(key, at);
+      if (newTasks.has(key)) return;
+      if (newTasks.size >= capacity) {
+        taskDrops.drop(wid);
+        return;
+      }
+      newTasks.set(key, at);
       schedule();
     },
+    /** Queues a call record; drops it (counted, logged) when `capacity` records already wait. */
     record(call: CallRecord): void {
+      if (queue.length + writing >= capacity) {
+        drops.drop(call.workspaceId);
+        return;
+      }
       queue.push(call);
       schedule();
     },
-    flush,
+    /** Resolves once everything queued before the call is written (or its write failed). */
+    async flush(): Promise<void> {
+      await behind.flush();
+      drops.report();
+      taskDrops.report();
+    },
+    /** The queue's bound and what this workspace lost to it since the process started. */
+    queueOf(wid: string): { capacity: number; dropped: number; tasksDropped: number } {
+      return { capacity, dropped: drops.dropped(wid), tasksDropped: taskDrops.dropped(wid) };
+    },
+    /** The whole queue (every workspace): for the operator's logs and tests, not for a workspace's admin. */
+    stats(): { capacity: number; queued: number; tasks: number; dropped: number; tasksDropped: number } {
+      return {
+        capacity,
+        queued: queue.length + writing,
+        tasks: newTasks.size,
+        dropped: drops.total(),
+        tasksDropped: taskDrops.total(),
+      };
+    },
     page(wid: string, options: { after?: string; limit: number }): CallRecord[] {
       return t.calls
         .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit })

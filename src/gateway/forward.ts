@@ -1,3 +1,4 @@
+import type { VendorJson as Json } from './vendor-json.js';
 import { PassThrough, type Readable } from 'node:stream';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
@@ -32,7 +33,6 @@ import {
  *   can still fail over; after it, never. A stream that ends without the vendor's closing event
  *   is cut: the client's stream is destroyed (an error the client sees), never closed as if whole.
  */
-type Json = Record<string, any>;
 export type Shape = 'openai' | 'anthropic';
 
 export interface Attempt {

@@ -209,13 +209,15 @@ export const gatewayRoutes: Plugin<{
         method: 'GET',
         path: '/v1/admin/upstreams',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
-        handler: () => ({
+        handler: (request) => ({
           data: settings.models.map((m) => ({
             model: m.id,
             provider: m.provider,
             circuit: gateway.health.open(m.id) ? 'open' : 'closed',
             observedLatencyMs: gateway.health.latencyMs(m.id) ?? null,
           })),
+          // What the bounded record queues dropped of this workspace's records (README, Model gateway).
+          recordQueues: gateway.queues(caller(request, 'workspace-key').workspaceId),
         }),
       },
     ]);

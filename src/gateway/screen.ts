@@ -11,7 +11,7 @@ import { countByKind, describeCounts, findSensitive, redact, type DlpKind } from
  *   request leaves, and the counts are reported back in x-svc-redacted.
  * - Tool-call arguments and tool definitions are not prompt text and are left as they are.
  */
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
 
 /** Calls `visit` on each prompt string with a setter that replaces it. */
 function eachText(body: Json, visit: (text: string, set: (v: string) => void) => void): void {

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { Request } from '@hapi/hapi';
-import { addressAllowed } from '../service-tokens/index.js';
+import { addressAllowed } from '../lib/ip-ranges.js';
 
 /**
  * The client's address: the socket's, unless the socket belongs to a configured trusted proxy,

@@ -2,6 +2,7 @@ import type { Boom } from '@hapi/boom';
 import type { Request, Server } from '@hapi/hapi';
 import { AppError, invalidField, type FieldError } from '../errors/app-error.js';
 import type { ErrorType } from '../errors/catalogue.js';
+import { StoreError } from '../store/index.js';
 import { expectedCredential } from './auth/callers.js';
 import { unmatched } from './not-found.js';
 import { svcOptions } from './route-options.js';
@@ -47,11 +48,17 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
 }
 
 /** hapi payload.failAction: the body could not be read or parsed. */
-export function payloadFailAction(_request: Request, _h: unknown, err: Error | undefined): never {
+export function payloadFailAction(request: Request, _h: unknown, err: Error | undefined): never {
   const boom = err as Boom | undefined;
   const status = boom?.output?.statusCode;
-  // Close rather than read and discard the rest of an oversized body.
-  if (status === 413) throw new AppError('body_too_large', { headers: { connection: 'close' } });
+  // Close rather than read and discard the rest of an oversized body (body-limits.ts).
+  if (status === 413) {
+    const limit = request.route.settings.payload?.maxBytes;
+    throw new AppError('body_too_large', {
+      headers: { connection: 'close' },
+      ...(limit === undefined ? {} : { message: `The request body is over this route's limit of ${limit} bytes.` }),
+    });
+  }
   if (status === 415) {
     throw invalidField(null, 'content-type must be application/json');
   }
@@ -71,6 +78,9 @@ export function toAppError(
   options: { retryAfterSeconds: number },
 ): AppError {
   if (response instanceof AppError) return response;
+  // Fails closed: nothing of the request was written, and the client may retry (store/lmdb.ts).
+  if (response instanceof StoreError && response.code === 'no_space')
+    return new AppError('store_unavailable', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
   if (status === 404 && isUnmatched(request)) return unmatched(server, request);

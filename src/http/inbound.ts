@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import Joi from 'joi';
 import type { Request, ResponseToolkit, RouteOptions } from '@hapi/hapi';
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { inboundStrategy, signatureRefused, type InboundVerifier } from './auth/signature.js';
 import { validationFailAction } from './errors.js';
 import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../lib/svc-signature.js';
 import type { IntegrationKind } from '../store/index.js';
-import type { IntegrationRegistry } from '../integrations/registry.js';
+import { jsonFault } from '../lib/well-formed.js';
 
 /**
  * What every inbound route (API.md 8) shares:
@@ -14,19 +14,33 @@ import type { IntegrationRegistry } from '../integrations/registry.js';
  *   count of its refusals per workspace (in memory; shown by `GET /api/w/{wid}/integrations`).
  *   A refused body is never logged: the request log has no bodies, and nothing here keeps one.
  * - `parseVerified`: JSON parsed only after the signature over those bytes verified, then
- *   validated with the route's schema (400 in the SPEC.md shape).
+ *   checked as a whole (`verifiedJson`: no nesting past 64 levels, no lone surrogate, no number
+ *   past what JSON carries, each refused by field: a signed body is still the sender's text, and
+ *   the gate and the ledger hash only well-formed text) and validated with the route's schema
+ *   (400 in the SPEC.md shape). Nothing is stored before either check, so a redelivery of a
+ *   refused body is refused the same way.
  * - `svcSignatureVerifier`: the generic `svc-signature` scheme with a workspace's secrets, used
  *   by the card issuer and the chat relay.
+ * What a workspace has set up and its secrets are given (`InboundSecrets`, the integrations
+ * registry in the server's assembly): src/http/ knows no domain.
  */
 export const WID = /^ws_[0-9A-Za-z]{22}$/;
 export const HOOK_BODY_LIMIT = 1_048_576;
+
+/** What the inbound routes ask of whoever keeps the workspaces' integrations (the integrations registry). */
+export interface InboundSecrets {
+  /** The kind's non-secret settings in a workspace, or undefined when it is not set up there. */
+  configOf(wid: string, kind: IntegrationKind): object | undefined;
+  /** The secrets a request of the kind may be signed with: the current one and, during a rotation, the one before. */
+  secretsFor(wid: string, kind: IntegrationKind): string[];
+}
 
 /**
  * Refusals counted per workspace and kind, in memory. Only a workspace that has set the kind up
  * gets its own count (anything else is counted under `_`), so requests to made-up workspace ids
  * cannot grow the map.
  */
-export function createRefusals(registry: Pick<IntegrationRegistry, 'configOf'>) {
+export function createRefusals(registry: Pick<InboundSecrets, 'configOf'>) {
   const counts = new Map<string, number>();
   return {
     get: (wid: string, kind: string): number => counts.get(`${wid}/${kind}`) ?? 0,
@@ -71,6 +85,16 @@ export function hookOptions(
   };
 }
 
+/**
+ * A verified JSON value (a parsed body, a token's claims) that the gate and the ledger can take:
+ * refused by field (400 invalid_request) when `jsonFault` finds one.
+ */
+export function verifiedJson<T>(value: T): T {
+  const fault = jsonFault(value);
+  if (fault) throw invalidField(fault.field, fault.message);
+  return value;
+}
+
 /** The verified raw body as JSON, validated by `schema` (its value, with defaults applied). */
 export function parseVerified<T>(request: Request, h: ResponseToolkit, schema: Joi.Schema): T {
   let body: unknown;
@@ -79,6 +103,7 @@ export function parseVerified<T>(request: Request, h: ResponseToolkit, schema: J
   } catch {
     throw new AppError('invalid_json');
   }
+  verifiedJson(body);
   const { error, value } = schema.validate(body, { abortEarly: false });
   if (error) validationFailAction(request, h, error);
   return value as T;
@@ -98,7 +123,7 @@ export function routeWorkspace(request: Request): string | undefined {
  */
 export function svcSignatureVerifier(
   kind: IntegrationKind,
-  registry: IntegrationRegistry,
+  registry: Pick<InboundSecrets, 'secretsFor'>,
   once?: (wid: string, signature: string) => Promise<boolean>,
 ): InboundVerifier<ParsedSignature> {
   return {

@@ -3,7 +3,7 @@ import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
 import { invalidField } from '../errors/app-error.js';
 import { anthropicEnvelope, oauthEnvelope, renderError } from '../errors/render.js';
-import { exceedsMembers, illFormedPath } from '../lib/well-formed.js';
+import { exceedsMembers, jsonFault } from '../lib/well-formed.js';
 import { svcOptions } from './route-options.js';
 
 /** Members (keys and items) a body may have, unless its route says otherwise. */
@@ -100,8 +100,10 @@ export const pipeline: Plugin<PipelineOptions> = {
     // One pass over every parsed body, before validation (one lifecycle step, not two):
     // - a body with tens of thousands of members costs the validator (which lists every field at
     //   fault) as much as a second of work, so bodies are bounded first;
-    // - every string must be well-formed Unicode: the ledger hashes what routes record, and
-    //   RFC 8785 has no form for a lone surrogate. Refused by field.
+    // - every string must be well-formed Unicode (the ledger hashes what routes record, and
+    //   RFC 8785 has no form for a lone surrogate), nothing may nest past 64 levels, and no number
+    //   may be one JSON cannot carry (1e400 parses to Infinity, which no record can hold). Each is
+    //   refused by field (lib/well-formed.ts `jsonFault`, shared with the signed inbound routes).
     server.ext('onPostAuth', (request: Request, h: ResponseToolkit) => {
       const { payload } = request;
       if (
@@ -111,12 +113,8 @@ export const pipeline: Plugin<PipelineOptions> = {
         const limit = svcOptions(request.route.settings).maxBodyMembers ?? MAX_BODY_MEMBERS;
         if (exceedsMembers(payload, limit))
           throw invalidField(null, `the body has more than ${limit} fields and items in all`);
-        const at = illFormedPath(payload);
-        if (at !== undefined)
-          throw invalidField(
-            at,
-            `${at === null ? 'the body' : `"${at}"`} must be well-formed Unicode text (it holds a lone surrogate)`,
-          );
+        const fault = jsonFault(payload);
+        if (fault) throw invalidField(fault.field, fault.message);
       }
       return h.continue;
     });
@@ -128,6 +126,10 @@ export const pipeline: Plugin<PipelineOptions> = {
         const err = toAppError(server, request, response, { retryAfterSeconds: options.retryAfterSeconds });
         if (err.status >= 500) {
           options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
+        } else if (err.type === 'body_too_large') {
+          // As body-limits.ts logs the bodies it refuses before hapi: the id, the route, the limit.
+          const limit = request.route.settings.payload?.maxBytes;
+          options.log.warn({ requestId, route: request.route.path, limit }, 'request body over the limit refused');
         }
         const rendered = renderError(err, { baseUrl: options.baseUrl(), requestId, production: options.production });
         const envelope = svcOptions(request.route.settings).errorEnvelope;

@@ -7,11 +7,33 @@ export interface HealthSource {
   isDraining(): boolean;
 }
 
-/** The answers of /healthz (the process is up) and /readyz (it can serve: store open, not draining). */
+/**
+ * The answers of /healthz (the process is up) and /readyz (it can serve: not draining, and the
+ * store takes writes). A store out of space is `503 degraded` (reads still answer; every write
+ * fails closed with `503 store_unavailable`); each such readiness check tries one small write, so
+ * readiness comes back on its own once space returns, even with no other traffic.
+ */
 export function healthAnswer(source: HealthSource, path: '/healthz' | '/readyz'): { status: number; body: unknown } {
   if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
   if (source.isDraining()) return { status: 503, body: { status: 'draining' } };
-  return { status: 200, body: { status: 'ready', schemaVersion: source.store.schemaVersion() } };
+  const schemaVersion = source.store.schemaVersion();
+  if (!source.store.writable()) {
+    recheckWrites(source.store);
+    return { status: 503, body: { status: 'degraded', reason: 'store_unavailable', schemaVersion } };
+  }
+  return { status: 200, body: { status: 'ready', schemaVersion } };
+}
+
+const rechecking = new WeakSet<Store>();
+
+/** One small write at a time; its outcome sets store.writable(). */
+function recheckWrites(store: Store): void {
+  if (rechecking.has(store)) return;
+  rechecking.add(store);
+  store
+    .write(() => store.tables.meta.put('writeCheck', Number(store.tables.meta.get('writeCheck') ?? 0) + 1))
+    .catch(() => undefined)
+    .finally(() => rechecking.delete(store));
 }
 
 /**

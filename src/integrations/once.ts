@@ -1,5 +1,4 @@
 import type { Clock } from '../lib/clock.js';
-import { periodic } from '../lib/outbound.js';
 import type { Store } from '../store/index.js';
 
 /**
@@ -8,38 +7,12 @@ import type { Store } from '../store/index.js';
  * two people to press the same button), remembered in the store for their validity window so
  * that a replay is refused across restarts.
  * - `claim` runs inside a store write: true the first time, false while the identifier is
- *   remembered. An entry past its window is as good as absent (the sweep removes it).
+ *   remembered. An entry past its window is as good as absent (the sweeper removes it:
+ *   retention/policy.ts).
  */
-const SWEEP_EVERY_MS = 10 * 60_000;
-/** How long the answer to a processed inbound event is kept for its redeliveries. */
-export const HOOK_EVENT_RETENTION_MS = 30 * 86_400_000;
-
 export function createOnce(deps: { store: Store; clock: Clock }) {
-  const { store, clock } = deps;
-  const t = store.tables;
-
-  /**
-   * Removes identifiers past their window, and the answers kept for processed events
-   * (`hookEvents`) once HOOK_EVENT_RETENTION_MS old: far past any provider's retries (Stripe
-   * retries for three days), so a redelivery still gets its first answer.
-   */
-  const sweep = async (): Promise<number> => {
-    const now = clock.now();
-    const stale = t.hookOnce
-      .scan([])
-      .filter((e) => e.value <= now)
-      .map((e) => e.key);
-    const answered = t.hookEvents
-      .scan([])
-      .filter((e) => Date.parse(e.value.at) < now - HOOK_EVENT_RETENTION_MS)
-      .map((e) => e.key);
-    if (stale.length === 0 && answered.length === 0) return 0;
-    await store.write(() => {
-      for (const key of stale) if ((t.hookOnce.get(key) ?? Infinity) <= now) t.hookOnce.remove(key);
-      for (const key of answered) t.hookEvents.remove(key);
-    });
-    return stale.length + answered.length;
-  };
+  const { clock } = deps;
+  const t = deps.store.tables;
 
   return {
     /** Inside a write: marks `id` used in `scope` until `untilMs`; false when it already was. */
@@ -55,10 +28,6 @@ export function createOnce(deps: { store: Store; clock: Clock }) {
       const until = t.hookOnce.get([scope, id]);
       return until !== undefined && until > clock.now();
     },
-
-    sweep,
-
-    ...periodic(sweep, SWEEP_EVERY_MS),
   };
 }
 

@@ -5,6 +5,7 @@ import type { IdSource } from '../lib/ids.js';
 import type { AgentRecord, ApprovalRecord, Role, StopAllRecord, Store } from '../store/index.js';
 import { readStanding, type Standing } from './standing.js';
 import { endConnectionsInWrite } from '../oauth/connections.js';
+import { sees } from '../agents/service.js';
 
 /**
  * The kill switch (SPEC.md 1.3, 3 agent rows; API.md 2).
@@ -135,6 +136,9 @@ export function createKillSwitch(deps: {
     async restart(wid: string, aid: string, who: Who): Promise<AgentRecord> {
       return store.write(() => {
         const agent = live(wid, aid);
+        // An agent this person does not see (agents/service.ts `sees`) is not found to them.
+        if (who.role !== undefined && who.userId !== undefined && !sees(agent, { userId: who.userId, role: who.role }))
+          throw new AppError('not_found', { message: 'No such agent in this workspace.' });
         const permitted =
           who.role === 'owner' || who.role === 'admin' || (who.userId !== undefined && agent.actsFor === who.userId);
         if (!permitted) {

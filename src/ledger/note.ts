@@ -32,7 +32,9 @@ const ROOT_HASH_BYTES = 32;
 const MAX_SIGNATURES = 100;
 const SIGNATURE_PREFIX = '\u2014 ';
 // Go's unicode.IsSpace also counts U+0085; \s covers the rest (and U+FEFF, which is refused too).
+// eslint-disable-next-line no-control-regex -- a key name may hold no control character
 const NOT_IN_KEY_NAME = /[\s\u0085+\u0000-\u001f]/u;
+// eslint-disable-next-line no-control-regex -- control characters other than the newline are refused in a note
 const CONTROL_EXCEPT_NEWLINE = /[\u0000-\u0009\u000b-\u001f]/;
 const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // With the u flag a paired surrogate is one code point, so only a lone surrogate matches.

@@ -6,12 +6,18 @@ import type { LedgerHead, Store } from '../store/index.js';
 import { appendLeafHashToFrontier, consistencyProof, leafHash, rootFromFrontier, rootOf } from './merkle.js';
 import { checkpointBody, signNote } from './note.js';
 import { verifyLedger, type LedgerVerifyReport } from './verify.js';
+import type { LedgerEvent, LedgerRecord } from './records.js';
+import type { LedgerSubscriber } from './subscribers.js';
+
+export type { LedgerEvent, LedgerRecord } from './records.js';
 
 /**
  * The ledger: an append-only transparency log per workspace (API.md section 5).
  * Rules:
  * - `record` runs inside the caller's store.write(), so a decision and its record commit
- *   together or not at all: there is never an allow without its record.
+ *   together or not at all: there is never an allow without its record. The subscribers
+ *   (subscribers.ts), given once in order by the composition root, are called with each record
+ *   in that same write.
  * - The stored value is the exact RFC 8785 bytes that were hashed, with the RFC 9162 leaf hash.
  * - An append writes the record and a small head (its size); the tree's compact range is kept
  *   as of the last checkpoint, and a checkpoint extends it with the leaf hashes stored since, so
@@ -20,22 +26,6 @@ import { verifyLedger, type LedgerVerifyReport } from './verify.js';
  * - A checkpoint (C2SP signed note, signed with the ledger key, never the receipt key) is written
  *   when 1,000 records have accumulated, and by `checkpointAll` (every second and on shutdown).
  */
-export interface LedgerEvent {
-  workspaceId: string;
-  /** agent:agt_…, user:usr_…, token:<name>, key:key_…, operator:cli, system */
-  actor: string;
-  tokenId?: string;
-  kind: string;
-  subject: string;
-  data: Record<string, unknown>;
-}
-
-export interface LedgerRecord extends LedgerEvent {
-  index: number;
-  id: string;
-  at: string;
-}
-
 export const CHECKPOINT_EVERY_RECORDS = 1000;
 
 /** The token id a record carries beside `token:<name>` (API.md 5), for a caller that may be a token. */
@@ -80,27 +70,42 @@ export function createLedger(deps: {
     head.checkpointFrontier = frontier;
   };
 
-  /** Called with each record as it is appended, inside the same write (the webhook outbox). */
-  const listeners: Array<(record: LedgerRecord) => void> = [];
+  let subscribers: readonly LedgerSubscriber[] | null = null;
+  // Subscribers given after a record was appended would have missed it: refused.
+  let appended = false;
 
   return {
-    /** Adds a listener called with each record appended, inside its write: what it writes commits with the record. */
-    onRecord(listener: (record: LedgerRecord) => void): void {
-      listeners.push(listener);
+    /**
+     * Gives the ledger its subscribers, called in this order with each record appended, inside its
+     * write (subscribers.ts). Once, by the composition root, before anything is recorded.
+     */
+    subscribe(ordered: readonly LedgerSubscriber[]): void {
+      if (subscribers) throw new Error('the ledger has its subscribers already');
+      if (appended) throw new Error('the ledger takes its subscribers before its first record');
+      subscribers = Object.freeze([...ordered]);
     },
 
-    /** Appends one record. Only inside store.write(). */
-    record(event: LedgerEvent): LedgerRecord {
+    /**
+     * Appends one record. Only inside store.write(). `options.id` is an `evr_` id taken earlier
+     * (`ids.id('evr')`), for a record queued off the hot path whose id was already handed out.
+     */
+    record(event: LedgerEvent, options: { id?: string } = {}): LedgerRecord {
       const wid = event.workspaceId;
       const head = { ...(t.ledgerHeads.get(wid) ?? emptyHead()) };
-      const record: LedgerRecord = { index: head.size, id: ids.id('evr'), at: isoAt(clock.now()), ...event };
+      const record: LedgerRecord = {
+        index: head.size,
+        id: options.id ?? ids.id('evr'),
+        at: isoAt(clock.now()),
+        ...event,
+      };
       const bytes = canonicalJson(record);
       const leaf = leafHash(bytes);
       t.ledger.put([wid, head.size], { bytes, leaf: leaf.toString('base64url') });
       head.size += 1;
       if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) checkpointInWrite(wid, head);
       t.ledgerHeads.put(wid, head);
-      for (const listener of listeners) listener(record);
+      appended = true;
+      for (const subscriber of subscribers ?? []) subscriber.onRecordInWrite(record);
       return record;
     },
 

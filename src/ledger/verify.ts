@@ -8,7 +8,11 @@ import { openNote, parseCheckpointBody } from './note.js';
  * bundle's), with nothing but the public ledger keys.
  * Checks, in order; the first failure names the first bad record index:
  * 1. Record i has index i, its stored bytes are the RFC 8785 form of the record they hold, and,
- *    when a leaf hash was stored, it is SHA-256(0x00 || bytes).
+ *    when a leaf hash was stored, it is SHA-256(0x00 || bytes). An evidence bundle also shows
+ *    each record decoded (`record`), for people to read: when it is there, it must be exactly
+ *    the parse of the hashed bytes (the same RFC 8785 form), or the bundle is refused at that
+ *    index. Only the bytes are hashed and signed, so a decoded copy that says anything else (a
+ *    token's name, an amount) is a forgery a reader would otherwise believe.
  * 2. Every checkpoint is a signed note by a ledger key (`use: "ledger"`), for this ledger's origin.
  * 3. Every checkpoint's root equals the Merkle root recomputed over its first `size` records; a
  *    checkpoint over more records than exist means records were removed. Recomputing every
@@ -20,8 +24,11 @@ import { openNote, parseCheckpointBody } from './note.js';
  */
 export interface LedgerVerifyInput {
   origin: string;
-  /** In index order. `leaf`, when given, is the stored leaf hash (base64url). */
-  records: ReadonlyArray<{ bytes: string; leaf?: string }>;
+  /**
+   * In index order. `leaf`, when given, is the stored leaf hash (base64url); `record`, when the
+   * member is present (a bundle's decoded copy), must be exactly the parse of `bytes`.
+   */
+  records: ReadonlyArray<{ bytes: string; leaf?: string; record?: unknown }>;
   checkpoints: ReadonlyArray<{ note: string }>;
   /** JWKS; only keys with `use: "ledger"` count. */
   jwks: { keys: ReadonlyArray<object> };
@@ -60,6 +67,15 @@ function noteBody(note: string): string {
   return end < 0 ? note : note.slice(0, end + 1);
 }
 
+/** Whether a decoded copy is exactly the record its (canonical) bytes hold. */
+function decodedMatches(record: unknown, bytes: string): boolean {
+  try {
+    return canonicalJson(record) === bytes;
+  } catch {
+    return false;
+  }
+}
+
 export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
   const n = input.records.length;
   const report = (
@@ -96,6 +112,11 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
     if (canonical !== bytes) return report(i, `record ${i} is not in its canonical (RFC 8785) form: it was edited`);
     if (leaf !== undefined && leaf !== leafHash(bytes).toString('base64url'))
       return report(i, `record ${i} does not match its stored leaf hash`);
+    if ('record' in input.records[i]! && !decodedMatches(input.records[i]!.record, bytes))
+      return report(
+        i,
+        `record ${i}: its decoded "record" is not what its hashed bytes say: the bundle was edited (trust the bytes)`,
+      );
   }
 
   const keys = ledgerKeys(input.jwks);

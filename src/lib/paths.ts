@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { getAsset, isSea } from 'node:sea';
 import { fileURLToPath } from 'node:url';
 
 let root: string | undefined;
@@ -15,4 +16,14 @@ export function packageRoot(): string {
   }
   root = dir;
   return root;
+}
+
+/**
+ * A file the package ships (`config/default.json`), by its path in the package: read from the
+ * package folder, or, in the single executable, from the copy embedded in it at build time (the
+ * build embeds every file it is asked for under the same name).
+ */
+export function readPackageFile(path: string): string {
+  if (isSea()) return getAsset(path, 'utf8');
+  return readFileSync(join(packageRoot(), path), 'utf8');
 }

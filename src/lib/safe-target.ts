@@ -4,7 +4,7 @@ import { Agent, buildConnector } from 'undici';
 
 /**
  * Where the service may send a request it makes for a workspace (outbound webhooks, identity
- * provider key sets, GitHub deployment callbacks): the one rule, and the undici dispatcher that
+ * provider key sets, GitHub deployment callbacks, upstream MCP servers): the one rule, and the undici dispatcher that
  * enforces it at connect time.
  * Rules:
  * - An address is acceptable when ipaddr.js calls its range `unicast` (public); `loopback`,
@@ -28,8 +28,12 @@ export class TargetRefused extends Error {
   readonly code = 'SVC_TARGET_REFUSED';
 }
 
-/** Why an address may not be connected to, or null when it may. */
-export function addressProblem(address: string, allowPrivate: boolean): string | null {
+/** Why an address may not be connected to, or null when it may; `setting` is what allows private ones. */
+export function addressProblem(
+  address: string,
+  allowPrivate: boolean,
+  setting = 'webhooks.allowPrivateTargets',
+): string | null {
   let range: string;
   try {
     range = ipaddr.process(address).range();
@@ -39,7 +43,7 @@ export function addressProblem(address: string, allowPrivate: boolean): string |
   if (range === 'unicast') return null;
   if (range === 'linkLocal') return 'it resolves to a link-local address';
   if (['loopback', 'private', 'uniqueLocal'].includes(range)) {
-    return allowPrivate ? null : `it resolves to a ${range} address (allowed only with webhooks.allowPrivateTargets)`;
+    return allowPrivate ? null : `it resolves to a ${range} address (allowed only with ${setting})`;
   }
   return `it resolves to a ${range} address`;
 }
@@ -89,10 +93,12 @@ export async function targetProblem(
  */
 export function safeDispatcher(options: {
   allowPrivateTargets: boolean;
+  /** The setting a refusal names as the one that allows private addresses. */
+  setting?: string;
   lookup?: LookupFn;
   connectTimeoutMs?: number;
 }): Agent {
-  const { allowPrivateTargets } = options;
+  const { allowPrivateTargets, setting } = options;
   const look = options.lookup ?? (dnsLookup as unknown as LookupFn);
 
   const vetted: LookupFn = (hostname, lookupOptions, callback) => {
@@ -102,7 +108,7 @@ export function safeDispatcher(options: {
       if (list.length === 0)
         return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' }), '');
       for (const a of list) {
-        const problem = addressProblem(a.address, allowPrivateTargets);
+        const problem = addressProblem(a.address, allowPrivateTargets, setting);
         if (problem) return callback(new TargetRefused(`refused: ${problem}`), '');
       }
       // The connection uses exactly the addresses vetted here.
@@ -115,14 +121,14 @@ export function safeDispatcher(options: {
   const connect: buildConnector.connector = (opts, callback) => {
     const host = bare(opts.hostname);
     if (ipaddr.isValid(host)) {
-      const problem = addressProblem(host, allowPrivateTargets);
+      const problem = addressProblem(host, allowPrivateTargets, setting);
       if (problem) return callback(new TargetRefused(`refused: ${problem}`), null);
     }
     base(opts, (err, socket) => {
       if (err || !socket) return callback(err ?? new Error('could not connect'), null);
       // Whatever path led here, the peer itself must be acceptable.
       const problem = socket.remoteAddress
-        ? addressProblem(socket.remoteAddress, allowPrivateTargets)
+        ? addressProblem(socket.remoteAddress, allowPrivateTargets, setting)
         : 'the peer has no address';
       if (problem) {
         socket.destroy();

@@ -1,5 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { deriveKey } from '../store/master-key.js';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * Secrets the service must use later (a two-factor secret, an upstream's bearer secret), sealed
@@ -9,6 +8,11 @@ import { deriveKey } from '../store/master-key.js';
  */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+
+/** A purpose-bound key derived from the master key (HKDF-SHA256). */
+export function deriveKey(master: Buffer, purpose: string, length = 32): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `svc:${purpose}`, length));
+}
 
 export function sealBytes(masterKey: Buffer, purpose: string, boundTo: string, plain: Uint8Array): string {
   const iv = randomBytes(IV_BYTES);

@@ -4,7 +4,7 @@
  * character), so such input is refused where it enters, naming the field, never a 500 later.
  */
 
-const MAX_DEPTH = 64;
+export const MAX_DEPTH = 64;
 
 /**
  * Where the first ill-formed string in a JSON value is (keys included): its dotted path, null for
@@ -56,4 +56,52 @@ export function exceedsMembers(value: unknown, limit: number): boolean {
     return false;
   };
   return walk(value, 0);
+}
+
+/** What is wrong with a parsed JSON value as a whole, by field, before any schema looks at it. */
+export interface JsonFault {
+  field: string | null;
+  message: string;
+}
+
+/**
+ * The first fault of a parsed JSON body that no schema should have to meet, or undefined:
+ * nesting deeper than 64 levels, a string or key that is not well-formed Unicode (a lone
+ * surrogate: RFC 8785, and so the ledger, has no form for it), or a number JSON cannot carry
+ * (Infinity). Each is named by its dotted path; when a body has several, nesting is named first,
+ * then text, then numbers. One walk, linear in the value's size, never deeper than 64 levels of
+ * recursion whatever the value: every body of every route passes here.
+ */
+export function jsonFault(value: unknown): JsonFault | undefined {
+  let text: string | null | undefined;
+  let number: string | null | undefined;
+  const at = (path: string[]) => (path.length > 0 ? path.join('.') : null);
+  const walk = (v: unknown, path: string[]): string | null | undefined => {
+    if (typeof v === 'string') {
+      if (text === undefined && !v.isWellFormed()) text = at(path);
+      return undefined;
+    }
+    if (typeof v === 'number') {
+      if (number === undefined && !Number.isFinite(v)) number = at(path);
+      return undefined;
+    }
+    if (v === null || typeof v !== 'object') return undefined;
+    if (path.length === MAX_DEPTH) return at(path);
+    for (const [key, child] of Object.entries(v)) {
+      const next = [...path, key];
+      if (text === undefined && !key.isWellFormed()) text = at(next);
+      const deep = walk(child, next);
+      if (deep !== undefined) return deep;
+    }
+    return undefined;
+  };
+  const deep = walk(value, []);
+  const say = (field: string | null, what: string): JsonFault => ({
+    field,
+    message: `${field === null ? 'the body' : `"${field}"`} ${what}`,
+  });
+  if (deep !== undefined) return say(deep, `nests objects and arrays more than ${MAX_DEPTH} levels deep`);
+  if (text !== undefined) return say(text, 'must be well-formed Unicode text (it holds a lone surrogate)');
+  if (number !== undefined) return say(number, 'is a number too large for JSON to carry exactly');
+  return undefined;
 }

@@ -52,6 +52,7 @@ export const mcpRoutes: Plugin<{
     const sessions = createSessions({ stillValid });
     server.ext('onPostStop', async () => {
       await sessions.closeAll();
+      await proxy.close();
     });
     const metadata = () => {
       const base = baseUrl();
@@ -66,7 +67,7 @@ export const mcpRoutes: Plugin<{
     const checkHost = (request: Request): void => {
       const own = new URL(baseUrl());
       // Compared as URLs, so that an explicit default port (example.com:443) is the same host.
-      let host: string | null = null;
+      let host: string | null;
       try {
         host = new URL(`${own.protocol}//${String(request.headers.host)}`).host;
       } catch {

@@ -1,11 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type ClientCapabilities, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import ipaddr from 'ipaddr.js';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
+import { addressProblem, refusedBy } from '../lib/safe-target.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { McpServerRecord, Store } from '../store/index.js';
 import type { ToolResult } from './tools.js';
@@ -27,12 +30,20 @@ import type { ToolResult } from './tools.js';
  *   elicitation or roots) gets a client of its own, declaring the caller's capabilities, so that
  *   whatever arrives on it belongs to that call and is relayed to the caller on that call's
  *   stream (the caller's progress token is kept; the upstream sees one of its own).
+ * - Upstreams are workspace-chosen targets, reached only through the vetted, pinned dispatcher
+ *   the outbound webhooks use (lib/safe-target.ts): link-local addresses (cloud metadata) are
+ *   always refused, loopback and private ones unless the operator sets
+ *   `mcp.allowPrivateUpstreams`. An address written in the URL is checked when the upstream is
+ *   added; a name is checked at every connection, on the address actually connected to. A
+ *   refusal reaches the caller as -32003 naming the rule, never an upstream's words.
  * - Resources, resource templates, prompts and completions of the upstreams are offered too, for
  *   a caller whose agent is running (a stopped agent's request is refused before any upstream
  *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
  *   first upstream that answers for the URI.
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
+/** The setting that lets upstreams be on loopback and private addresses. */
+export const PRIVATE_SETTING = 'mcp.allowPrivateUpstreams';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const LIST_TIMEOUT_MS = 5_000;
 /** Pages read of one upstream's list before the rest is left out. */
@@ -67,14 +78,17 @@ export interface UpstreamTool {
  * secret never crosses a network in clear); no credentials in the address itself (they would be
  * stored, recorded and shown in clear; the secret field is sealed).
  */
-function urlProblem(raw: string): string | null {
+function urlProblem(raw: string, allowPrivate: boolean): string | null {
   const url = new URL(raw);
   if (url.username || url.password) return 'put credentials in the secret field, not in the URL';
   if (url.search !== '') return 'the URL may not carry a query (credentials belong in the secret field)';
   const loopback = url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost';
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
     return 'the URL must be https (http only on the loopback interface)';
-  return null;
+  // A written address is judged now; a name when it is connected to (its addresses may change).
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const literal = host === 'localhost' ? '127.0.0.1' : ipaddr.isValid(host) ? host : null;
+  return literal ? addressProblem(literal, allowPrivate, PRIVATE_SETTING) : null;
 }
 
 /** A tool name as one segment of an action type (letters, digits, _ and -). */
@@ -87,9 +101,16 @@ export function createMcpProxy(deps: {
   ledger: Ledger;
   gate: Gate;
   version: string;
+  /** Whether upstreams on loopback and private addresses may be added (the dispatcher enforces it at connect). */
+  allowPrivateUpstreams: boolean;
+  /** Every request to an upstream goes through it: lib/safe-target.ts's safeDispatcher. */
+  dispatcher: Dispatcher;
 }) {
-  const { store, clock, masterKey, ledger, gate } = deps;
+  const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
   const t = store.tables;
+  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows.
+  const vettedFetch = ((url: string | URL, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 
   const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}): Promise<Client> => {
     const secret = server.secretSealed
@@ -107,34 +128,67 @@ export function createMcpProxy(deps: {
       client.fallbackNotificationHandler = async (n) =>
         hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
     await client.connect(
-      new StreamableHTTPClientTransport(
-        new URL(server.url),
-        secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {},
-      ),
+      new StreamableHTTPClientTransport(new URL(server.url), {
+        fetch: vettedFetch,
+        ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
+      }),
     );
     return client;
   };
 
   // One connected client per upstream server, shared by calls that need no relay (the upstream
   // transport takes concurrent requests): a call then costs the upstream one request, not an
-  // initialize handshake as well. A client that fails is dropped and made again next time.
-  const pool = new Map<string, Promise<Client>>();
+  // initialize handshake as well. A client that fails is dropped from the pool, and made again
+  // next time; it is closed only once no call is using it, since closing it fails every call in
+  // flight on it, though the upstream may have run them (an agent told a call failed may send it
+  // again). `live` holds every client not yet closed, the dropped ones included, for shutdown.
+  interface Shared {
+    client: Promise<Client>;
+    busy: number;
+    dropped: boolean;
+  }
+  const pool = new Map<string, Shared>();
+  const live = new Set<Shared>();
   const poolKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
-  const pooled = (server: McpServerRecord): Promise<Client> => {
-    const key = poolKey(server);
-    let client = pool.get(key);
-    if (!client) {
-      client = open(server);
-      pool.set(key, client);
-      client.catch(() => pool.delete(key));
-    }
-    return client;
+  const closeIfDone = async (shared: Shared): Promise<void> => {
+    if (!shared.dropped || shared.busy > 0 || !live.delete(shared)) return;
+    await shared.client.then((c) => c.close()).catch(() => {});
   };
-  const drop = async (server: McpServerRecord): Promise<void> => {
+  const retire = async (shared: Shared): Promise<void> => {
+    for (const [key, s] of pool) if (s === shared) pool.delete(key);
+    shared.dropped = true;
+    await closeIfDone(shared);
+  };
+  const sharedOf = (server: McpServerRecord): Shared => {
     const key = poolKey(server);
-    const client = pool.get(key);
-    pool.delete(key);
-    await client?.then((c) => c.close()).catch(() => {});
+    let shared = pool.get(key);
+    if (!shared) {
+      const made: Shared = { client: open(server), busy: 0, dropped: false };
+      pool.set(key, made);
+      live.add(made);
+      made.client.catch(() => void retire(made));
+      shared = made;
+    }
+    return shared;
+  };
+  const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server).client;
+  const drop = async (server: McpServerRecord): Promise<void> => {
+    const shared = pool.get(poolKey(server));
+    if (shared) await retire(shared);
+  };
+  /** Runs `use` on the shared client, which is not closed while it runs; a transport failure drops that client. */
+  const withShared = async <T>(server: McpServerRecord, use: (client: Client) => Promise<T>): Promise<T> => {
+    const shared = sharedOf(server);
+    shared.busy += 1;
+    try {
+      return await use(await shared.client);
+    } catch (err) {
+      if (!(err instanceof McpError)) shared.dropped = true;
+      throw err;
+    } finally {
+      shared.busy -= 1;
+      if (shared.dropped) await retire(shared);
+    }
   };
 
   const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
@@ -179,7 +233,7 @@ export function createMcpProxy(deps: {
         throw new AppError('invalid_request', {
           details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
         });
-      const problem = urlProblem(input.url);
+      const problem = urlProblem(input.url, deps.allowPrivateUpstreams);
       if (problem) throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: problem }] } });
       const record: McpServerRecord = {
         name: input.name,
@@ -235,6 +289,17 @@ export function createMcpProxy(deps: {
 
     /** The shared client of each upstream: the link for requests that need nothing relayed. */
     pooled: pooled as UpstreamLink,
+
+    /**
+     * Closes every shared client, at shutdown: each holds an event stream open to its upstream,
+     * which would otherwise keep the process alive after the server stopped.
+     */
+    async close(): Promise<void> {
+      const all = [...live];
+      pool.clear();
+      live.clear();
+      await Promise.all(all.map((s) => s.client.then((c) => c.close()).catch(() => {})));
+    },
     /** A client of its own for one session or one call; the caller closes it. */
     open,
 
@@ -316,15 +381,17 @@ export function createMcpProxy(deps: {
         };
       }
       const own = relay.own !== undefined || relay.progress !== undefined;
-      let client: Client | undefined;
-      try {
-        client = own ? await open(target.server, relay.own) : await pooled(target.server);
-        return (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
+      const send = async (client: Client) =>
+        (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
           ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
           ...(relay.signal ? { signal: relay.signal } : {}),
         })) as ToolResult;
+      let client: Client | undefined;
+      try {
+        if (!own) return await withShared(target.server, send);
+        client = await open(target.server, relay.own);
+        return await send(client);
       } catch (err) {
-        if (!(err instanceof McpError) && !own) await drop(target.server);
         throw upstreamError(err, target.server);
       } finally {
         if (own) await client?.close().catch(() => {});
@@ -412,6 +479,13 @@ export function createMcpProxy(deps: {
  */
 function upstreamError(err: unknown, server?: McpServerRecord): McpError {
   if (err instanceof McpError) return err;
+  const refused = refusedBy(err);
+  if (refused)
+    return new McpError(
+      -32003,
+      `The upstream MCP server${server ? ` ${server.name}` : ''} was not contacted: ${refused.message.replace(/^refused: /, '')}.`,
+      { type: 'upstream_failure' },
+    );
   return new McpError(
     -32003,
     `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`,

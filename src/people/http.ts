@@ -172,6 +172,22 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         },
       },
       {
+        // An owner lifts a member's lockout (people/lockouts.ts); recorded in this workspace.
+        method: 'DELETE',
+        path: '/api/w/{wid}/members/{uid}/lockout',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { params: Joi.object({ wid, uid }) },
+        },
+        async handler(request) {
+          const { wid: w, uid: u } = request.params as { wid: string; uid: string };
+          const { user } = caller(request, 'session');
+          people.authorize(w, user, 'members.unlock');
+          return people.liftLockout(w, u, { userId: user.id });
+        },
+      },
+      {
         method: 'DELETE',
         path: '/api/w/{wid}/members/{uid}',
         options: {

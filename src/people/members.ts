@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
@@ -10,9 +11,18 @@ import type { PeopleRepo } from './repo.js';
 /**
  * Members of a workspace (API.md section 2, members routes).
  * Rules:
- * - Adding a new email creates the person, and then needs a password someone chose for them;
- *   an existing person is added by email alone (their password is theirs: never set here).
- * - Someone already a member is not added twice (400 naming email).
+ * - Adding a member never tells whether the email already has an account on this server (in
+ *   another workspace): the answer's status and shape are the same, it echoes the name and email
+ *   given (the membership keeps them: this workspace knows the person by them), the work is the
+ *   same (one argon2 hash, of the password sent or of a random one, and one write), and the
+ *   ledger record is the same. What differs is only what the person finds:
+ *   - an account already on this server keeps its own password (one sent here is never stored)
+ *     and finds the workspace at its next request;
+ *   - an email new to this server gets an account whose password is the one sent, which they
+ *     must replace at first sign-in (a password someone else chose); sent without one, the
+ *     account has a random password no one knows, until an operator sets one.
+ * - Someone already a member is not added twice (400 naming email): that is this workspace's
+ *   own list, which the adder reads anyway.
  * - Only an owner makes an owner (adding or promoting), and only an owner changes or removes an
  *   owner's membership: an admin cannot take a workspace from its owners.
  * - A workspace always keeps an owner: removing or demoting the last one is
@@ -55,32 +65,38 @@ export interface AddMemberInput {
   workspaceId: string;
   email: string;
   name?: string;
-  /** Needed when the email is new to the service; refused for an existing person. */
+  /**
+   * The first password of an account the email does not have yet (to be replaced at first
+   * sign-in when a person chose it); ignored, never stored, for an account already here.
+   */
   password?: string;
   role: Role;
 }
 
-export function toMemberView(member: MemberRecord, user: UserRecord): MemberView {
-  return { id: user.id, email: user.email, name: user.name, role: member.role, addedAt: member.addedAt };
+/**
+ * A membership as stored: the name and email it was added under, when it was (members added
+ * before this have none, and show the person's own). Declared here while record shapes still
+ * live in store/dbs.ts: optional members, so older records read as they are.
+ */
+export type Membership = MemberRecord & { name?: string; email?: string };
+
+/** The person as this workspace knows them: the name and email of the membership, else their own. */
+export function toMemberView(member: Membership, user: UserRecord): MemberView {
+  return {
+    id: user.id,
+    email: member.email ?? user.email,
+    name: member.name ?? user.name,
+    role: member.role,
+    addedAt: member.addedAt,
+  };
 }
 
 function noSuchMember(): AppError {
   return new AppError('not_found', { message: 'No such member in this workspace.' });
 }
 
-function alreadyMember(user: UserRecord): AppError {
-  return invalidField('email', `"email" ${user.email} is already a member of this workspace`);
-}
-
-function passwordRequired(): AppError {
-  return invalidField('password', '"password" is required for a person new to this service');
-}
-
-function hasAccount(): AppError {
-  return invalidField(
-    'password',
-    '"password" is not allowed: this person already has an account; add them by email alone',
-  );
+function alreadyMember(_user: UserRecord, email: string): AppError {
+  return invalidField('email', `"email" ${email} is already a member of this workspace`);
 }
 
 function lastOwner(what: 'removed' | 'demoted'): AppError {
@@ -186,46 +202,46 @@ export function createMembers(deps: {
       return { data, next: rows.length > options.limit ? page[page.length - 1]!.userId : null };
     },
 
-    /** Adds a person to a workspace, creating them when the email is new. */
+    /**
+     * Adds a person to a workspace, creating their account when the email is new to this server,
+     * and answering the same either way (the rules above).
+     */
     async addMember(input: AddMemberInput, by?: MemberActor): Promise<MemberView> {
-      const existing = repo.userByEmail(input.email);
-      if (existing && repo.getMember(input.workspaceId, existing.id)) throw alreadyMember(existing);
-      if (!existing && input.password === undefined) throw passwordRequired();
-      if (existing && input.password !== undefined) throw hasAccount();
-      const passwordHash = input.password === undefined ? undefined : await hashPassword(input.password);
+      const email = input.email.trim();
+      const name = input.name ?? email.split('@')[0]!;
+      const existing = repo.userByEmail(email);
+      if (existing && repo.getMember(input.workspaceId, existing.id)) throw alreadyMember(existing, email);
+      // The same work whatever the email: one hash, of the password sent or of one nobody knows.
+      const passwordHash = await hashPassword(input.password ?? randomBytes(32).toString('base64url'));
       const at = isoAt(clock.now());
       const wid = input.workspaceId;
       return store.write(() => {
         const actorRole = roleOf(wid, by);
         if (input.role === 'owner' && actorRole !== 'owner') throw ownersOnly('make someone an owner', actorRole);
-        let user = repo.userByEmail(input.email);
-        if (user && repo.getMember(wid, user.id)) throw alreadyMember(user);
-        // Decided again on what the transaction sees: a person who appeared since the read
-        // above gets no password from here.
-        if (user && passwordHash !== undefined) throw hasAccount();
+        let user = repo.userByEmail(email);
+        if (user && repo.getMember(wid, user.id)) throw alreadyMember(user, email);
         if (!user) {
-          if (passwordHash === undefined) throw passwordRequired();
-          const email = input.email.trim();
-          // A password a person chose for someone else (in the console): they must replace it
-          // before anything else. The operator's own path (no `by`: CLI, set-up) is trusted.
+          // A password someone chose for another (in the console), or one nobody knows: replaced
+          // before anything else. The operator's own path (no `by`: CLI, set-up) sets a real one.
           user = {
             id: ids.id('usr'),
             email,
-            name: input.name ?? email.split('@')[0]!,
+            name,
             passwordHash,
-            ...(by ? { mustChangePassword: true } : {}),
+            ...(by || input.password === undefined ? { mustChangePassword: true } : {}),
             createdAt: at,
           };
           repo.putUser(user);
         }
-        const member: MemberRecord = { workspaceId: wid, userId: user.id, role: input.role, addedAt: at };
+        // An account already here keeps its own password: the hash above is dropped unused.
+        const member: Membership = { workspaceId: wid, userId: user.id, role: input.role, addedAt: at, name, email };
         repo.putMember(member);
         ledger?.record({
           workspaceId: wid,
           actor: actorName(by),
           kind: 'member.added',
           subject: user.id,
-          data: { role: input.role, created: passwordHash !== undefined },
+          data: { role: input.role },
         });
         return toMemberView(member, user);
       });
@@ -253,10 +269,14 @@ export function createMembers(deps: {
           repo.ownerCount(wid) <= 1
         )
           throw lastOwner('demoted');
-        const updated: MemberRecord = { ...member, role: change.role ?? member.role };
-        const renamed: UserRecord = change.name === undefined ? user : { ...user, name: change.name };
-        if (updated.role !== member.role) repo.putMember(updated);
-        if (renamed !== user) repo.putUser(renamed);
+        // A new name is this workspace's name for the person (their membership): another
+        // workspace they belong to, and their own account, keep theirs.
+        const updated: Membership = {
+          ...member,
+          role: change.role ?? member.role,
+          ...(change.name === undefined ? {} : { name: change.name }),
+        };
+        if (updated.role !== member.role || change.name !== undefined) repo.putMember(updated);
         ledger?.record({
           workspaceId: wid,
           actor: actorName(by),
@@ -264,7 +284,7 @@ export function createMembers(deps: {
           subject: uid,
           data: { ...change },
         });
-        return toMemberView(updated, renamed);
+        return toMemberView(updated, user);
       });
     },
 

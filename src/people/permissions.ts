@@ -10,9 +10,17 @@ export const permissions = {
   'keys.manage': ['owner', 'admin'],
   'service-tokens.manage': ['owner'],
   'members.manage': ['owner', 'admin'],
+  /** Lifting a member's lockout (too many wrong passwords or codes): owners, never for themselves. */
+  'members.unlock': ['owner'],
   'ledger.read': ['owner', 'admin', 'auditor'],
   /** Agents that act for the caller; owners and admins: every agent. */
   'agents.manage': ['owner', 'admin', 'member'],
+  /**
+   * Who reads every agent of the workspace (auditors read evidence, and the ledger names every
+   * agent with its holds). Everyone else with `workspace.read` sees only the agents that act for
+   * them; any other agent is "not found" to them (SPEC.md 7.2), on reads and writes alike.
+   */
+  'agents.readAll': ['owner', 'admin', 'auditor'],
   'templates.manage': ['owner', 'admin'],
   /** The workspace's model gateway settings (enforcement, data-loss mode). */
   'gateway.manage': ['owner', 'admin'],

@@ -8,6 +8,7 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import { roleAllows, rolesFor, type Permission } from './permissions.js';
 import { peopleRepo } from './repo.js';
 import { matchingStep, newTotpSecret, otpauthUri, sealTotpSecret, unsealTotpSecret } from './two-factor.js';
+import { cleared, createLockouts, type Account, type LockoutPolicy } from './lockouts.js';
 
 /**
  * Rules:
@@ -25,6 +26,9 @@ import { matchingStep, newTotpSecret, otpauthUri, sealTotpSecret, unsealTotpSecr
  *   session, in one transaction, so two sign-ins racing with one code make one session.
  * - Two-factor is on only after a code confirms the enrolment; turning it off needs a code.
  *   Starting an enrolment while it is on is refused (a stolen session cannot swap the secret).
+ * - Wrong current passwords (on a change) and wrong two-factor codes are counted per account and
+ *   lock the account for that kind after too many in a row (lockouts.ts); wrong answers say how
+ *   many attempts are left (`attemptsLeft`). A sign-in without a code is not an attempt at one.
  * - Members: see members.ts.
  */
 
@@ -40,7 +44,11 @@ export interface PeopleDeps {
   masterKey: Buffer;
   /** Records membership changes, when given. */
   ledger?: MembersLedger;
+  /** Per-account lockouts (settings `lockout`); by default 5 in a row, 15 minutes doubling to a day. */
+  lockout?: LockoutPolicy;
 }
+
+export const DEFAULT_LOCKOUT: LockoutPolicy = { maxFailures: 5, baseMs: 15 * 60_000, maxMs: 86_400_000 };
 
 export interface PublicUser {
   id: string;
@@ -70,8 +78,15 @@ export function toPublicUser(user: UserRecord): PublicUser {
 
 const totpOn = (user: UserRecord | undefined): boolean => typeof user?.totp?.confirmedAt === 'string';
 
-function notCurrentPassword(): AppError {
-  return invalidField('currentPassword', '"currentPassword" is not the current password');
+/** `400 invalid_request` naming one field, saying how many attempts are left before a lockout. */
+function wrongSecret(field: string, message: string, attemptsLeft?: number): AppError {
+  return new AppError('invalid_request', {
+    details: { errors: [{ field, message }], ...(attemptsLeft === undefined ? {} : { attemptsLeft }) },
+  });
+}
+
+function notCurrentPassword(attemptsLeft?: number): AppError {
+  return wrongSecret('currentPassword', '"currentPassword" is not the current password', attemptsLeft);
 }
 
 function wrongCredentials(): AppError {
@@ -81,18 +96,24 @@ function wrongCredentials(): AppError {
   });
 }
 
-function totpRequired(message: string): AppError {
-  return new AppError('totp_required', { message });
+function totpRequired(message: string, attemptsLeft?: number): AppError {
+  return new AppError('totp_required', {
+    message,
+    ...(attemptsLeft === undefined ? {} : { details: { attemptsLeft } }),
+  });
 }
 
-function wrongCode(): AppError {
-  return invalidField('code', '"code" is not the current code of your authenticator');
+function wrongCode(attemptsLeft?: number): AppError {
+  return wrongSecret('code', '"code" is not the current code of your authenticator', attemptsLeft);
 }
+
+const USED_CODE = 'The two-factor code is wrong, or was used already.';
 
 export function createPeopleService(deps: PeopleDeps) {
   const { store, clock, ids, masterKey } = deps;
   const repo = peopleRepo(store);
   const members = createMembers({ store, clock, ids, repo, ledger: deps.ledger });
+  const lockouts = createLockouts({ store, clock, repo, policy: deps.lockout ?? DEFAULT_LOCKOUT, ledger: deps.ledger });
 
   /** The step a code of this person's secret matches now and that was not used yet, or null. */
   function freshStep(user: UserRecord, code: string): number | null {
@@ -101,12 +122,16 @@ export function createPeopleService(deps: PeopleDeps) {
     return step !== null && step > (user.totp.lastStep ?? -1) ? step : null;
   }
 
-  /** Sign-in's second factor, once the password was right: the step the code used. */
-  function signInStep(user: UserRecord, code: string | undefined): number | null {
+  /**
+   * Sign-in's second factor, once the password was right: the step the code used. A code is an
+   * attempt at the account's two-factor, counted before it is checked.
+   */
+  async function signInStep(user: UserRecord, code: string | undefined): Promise<number | null> {
     if (!totpOn(user)) return null;
     if (code === undefined) throw totpRequired('This account needs a two-factor code: send it as totp.');
+    const attempt = await lockouts.take(user.id, 'totp');
     const step = freshStep(user, code);
-    if (step === null) throw totpRequired('The two-factor code is wrong, or was used already.');
+    if (step === null) throw lockouts.refusal(attempt, (left) => totpRequired(USED_CODE, left));
     return step;
   }
 
@@ -170,7 +195,7 @@ export function createPeopleService(deps: PeopleDeps) {
       const user = repo.userByEmail(email);
       const ok = await verifyPassword(user?.passwordHash, password);
       if (!user || !ok) throw wrongCredentials();
-      const step = signInStep(user, totp);
+      const step = await signInStep(user, totp);
       const secret = ids.secret('sid');
       const now = clock.now();
       await store.write(() => {
@@ -181,9 +206,10 @@ export function createPeopleService(deps: PeopleDeps) {
         // The code is spent with the session: a second sign-in with it, even a racing one, fails.
         if (totpOn(latest)) {
           if (step === null || latest.totp!.sealed !== user.totp?.sealed || step <= (latest.totp!.lastStep ?? -1)) {
-            throw totpRequired('The two-factor code is wrong, or was used already.');
+            throw totpRequired(USED_CODE);
           }
-          repo.putUser({ ...latest, totp: { ...latest.totp!, lastStep: step } });
+          // A right code clears the count of wrong ones.
+          repo.putUser(cleared({ ...latest, totp: { ...latest.totp!, lastStep: step } }, ['totp']));
         }
         // Sessions are not kept past their expiry: each sign-in clears the person's expired ones.
         repo.removeExpiredSessionsOf(user.id, isoAt(now));
@@ -216,11 +242,13 @@ export function createPeopleService(deps: PeopleDeps) {
     ): Promise<{ sessionsEnded: number; secret: string }> {
       const user = repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
-      if (!(await verifyPassword(user.passwordHash, currentPassword))) {
-        throw notCurrentPassword();
-      }
       if (newPassword === currentPassword) {
         throw invalidField('newPassword', '"newPassword" must differ from the current password');
+      }
+      // Counted before it is checked (lockouts.ts): a burst of guesses cannot outrun the count.
+      const attempt = await lockouts.take(uid, 'password');
+      if (!(await verifyPassword(user.passwordHash, currentPassword))) {
+        throw lockouts.refusal(attempt, notCurrentPassword);
       }
       const passwordHash = await hashPassword(newPassword);
       const secret = ids.secret('sid');
@@ -232,8 +260,8 @@ export function createPeopleService(deps: PeopleDeps) {
         if (latest.passwordHash !== user.passwordHash) {
           throw notCurrentPassword();
         }
-        const { mustChangePassword: _was, ...rest } = latest;
-        repo.putUser({ ...rest, passwordHash });
+        const { mustChangePassword: _was, ...rest } = latest as Account;
+        repo.putUser(cleared({ ...rest, passwordHash }, ['password']));
         const sessionsEnded = repo.removeSessionsOf(uid);
         repo.putSession(secretHash(secret), {
           userId: uid,
@@ -270,16 +298,19 @@ export function createPeopleService(deps: PeopleDeps) {
       if (!user) throw new AppError('unauthenticated');
       if (!user.totp) throw invalidField(null, 'no two-factor enrolment is waiting: start one with POST /api/me/totp');
       if (totpOn(user)) throw invalidField(null, 'two-factor is already on');
+      const attempt = await lockouts.take(uid, 'totp');
       const step = freshStep(user, code);
-      if (step === null) throw wrongCode();
+      if (step === null) throw lockouts.refusal(attempt, wrongCode);
       await store.write(() => {
         const latest = repo.getUser(uid);
         // Another enrolment started meanwhile: this code belongs to a secret no longer waiting.
         if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || totpOn(latest)) throw wrongCode();
-        repo.putUser({
-          ...latest,
-          totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step },
-        });
+        repo.putUser(
+          cleared(
+            { ...latest, totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step } },
+            ['totp'],
+          ),
+        );
       });
       return { totp: true };
     },
@@ -289,17 +320,21 @@ export function createPeopleService(deps: PeopleDeps) {
       const user = repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (!user.totp) throw invalidField(null, 'two-factor is not on');
+      const attempt = await lockouts.take(uid, 'totp');
       const step = freshStep(user, code);
-      if (step === null) throw wrongCode();
+      if (step === null) throw lockouts.refusal(attempt, wrongCode);
       await store.write(() => {
         const latest = repo.getUser(uid);
         if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1))
           throw wrongCode();
-        const { totp: _off, ...rest } = latest;
-        repo.putUser(rest);
+        const { totp: _off, ...rest } = latest as Account;
+        repo.putUser(cleared(rest, ['totp']));
       });
       return { totp: false };
     },
+
+    /** An owner lifts a member's lockouts (lockouts.ts); recorded in this workspace. */
+    liftLockout: lockouts.lift,
 
     async signOut(secret: string): Promise<void> {
       await store.write(() => repo.removeSession(secretHash(secret)));

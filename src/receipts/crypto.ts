@@ -9,8 +9,9 @@ import {
   sign,
   type KeyObject,
 } from 'node:crypto';
-import { deriveKey } from '../store/master-key.js';
+import { deriveKey } from '../lib/seal.js';
 import { isoAt } from '../lib/clock.js';
+import type { SigningKeyRecord, SigningKeyUse } from '../store/index.js';
 import { checkReceiptClaims, type ReceiptClaims } from './types.js';
 
 /**
@@ -35,22 +36,7 @@ import { checkReceiptClaims, type ReceiptClaims } from './types.js';
  */
 
 export type { ReceiptClaims } from './types.js';
-
-export type SigningKeyUse = 'receipt' | 'ledger';
-
-export interface SigningKeyRecord {
-  /** RFC 7638 JWK thumbprint (base64url, SHA-256) of the public JWK. */
-  kid: string;
-  use: SigningKeyUse;
-  publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
-  /** base64url(iv(12) || ciphertext || tag(16)) of the PKCS#8 DER private key; see the rules above. */
-  sealedPrivateKey: string;
-  createdAt: string;
-  /** No longer signs; still published and verifiable. */
-  retiredAt: string | null;
-  /** No longer published; online verification answers reason "revoked". */
-  revokedAt: string | null;
-}
+export type { SigningKeyRecord, SigningKeyUse } from '../store/index.js';
 
 export interface Jwk {
   kty: 'OKP';

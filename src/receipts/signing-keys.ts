@@ -1,14 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { Store } from '../store/index.js';
-import {
-  generateSigningKey,
-  publicKeyOf,
-  toJwks,
-  unsealPrivateKey,
-  type SigningKeyRecord,
-  type SigningKeyUse,
-} from './crypto.js';
+import type { SigningKeyRecord, SigningKeyUse, Store } from '../store/index.js';
+import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey } from './crypto.js';
 
 /**
  * The service's own signing keys: one current receipt key and one current ledger key, kept

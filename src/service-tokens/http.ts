@@ -4,13 +4,8 @@ import type { Guards } from '../http/guards.js';
 import { actorOf, caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import {
-  MAX_TOKEN_DAYS,
-  parseCidr,
-  serviceTokenScopes,
-  type CreateTokenInput,
-  type ServiceTokensService,
-} from './service.js';
+import { parseCidr } from '../lib/ip-ranges.js';
+import { MAX_TOKEN_DAYS, serviceTokenScopes, type CreateTokenInput, type ServiceTokensService } from './service.js';
 import { page, wid } from '../http/params.js';
 
 const cidr = Joi.string()

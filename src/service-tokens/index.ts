@@ -1,7 +1,6 @@
+export { addressAllowed, parseCidr } from '../lib/ip-ranges.js';
 export {
   createServiceTokensService,
-  addressAllowed,
-  parseCidr,
   serviceTokenScopes,
   type ServiceTokensService,
   type CreateTokenInput,

@@ -1,8 +1,8 @@
-import ipaddr from 'ipaddr.js';
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
+import { addressAllowed } from '../lib/ip-ranges.js';
 import type { Ledger } from '../ledger/service.js';
 import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/index.js';
 
@@ -36,31 +36,6 @@ const DAY_MS = 86_400_000;
 
 /** Every token expires, at most this many days after creation (SPEC.md 2.3). */
 export const MAX_TOKEN_DAYS = 90;
-
-export function parseCidr(range: string): [ipaddr.IPv4 | ipaddr.IPv6, number] {
-  return range.includes('/')
-    ? ipaddr.parseCIDR(range)
-    : (() => {
-        const addr = ipaddr.parse(range);
-        return [addr, addr.kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number];
-      })();
-}
-
-export function addressAllowed(address: string, ranges: readonly string[]): boolean {
-  if (ranges.length === 0) return true;
-  // Only canonical spellings: no legacy IPv4 forms such as 0x7f.1 or 2130706433.
-  if (!address.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(address)) return false;
-  let addr: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    addr = ipaddr.process(address);
-  } catch {
-    return false;
-  }
-  return ranges.some((range) => {
-    const [net, bits] = parseCidr(range);
-    return addr.kind() === net.kind() && addr.match([net, bits] as never);
-  });
-}
 
 export type ServiceTokenView = Omit<ServiceTokenRecord, 'hash'>;
 

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { packageRoot } from '../lib/paths.js';
+import { readPackageFile } from '../lib/paths.js';
 import { envMap, settingsSchema, type Settings } from './schema.js';
 
 export type { Settings } from './schema.js';
@@ -21,7 +20,8 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-const defaultFile = join(packageRoot(), 'config', 'default.json');
+/** The shipped defaults, by their path in the package (the single executable carries a copy). */
+const defaultFile = 'config/default.json';
 
 /**
  * Loads the settings once: defaults < config/default.json < --config FILE < SVC_* < flags.
@@ -30,7 +30,7 @@ const defaultFile = join(packageRoot(), 'config', 'default.json');
 export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   const env = options.env ?? process.env;
   const merged: Record<string, unknown> = {};
-  deepMerge(merged, readJson(defaultFile));
+  deepMerge(merged, readJson(defaultFile, readPackageFile));
   if (options.configFile) deepMerge(merged, readJson(options.configFile));
   for (const [name, path] of envMap) {
     const raw = env[name];
@@ -94,10 +94,10 @@ function checkProduction(settings: Settings): void {
   if (problems.length > 0) throw new SettingsError(`invalid configuration for production:\n${problems.join('\n')}`);
 }
 
-function readJson(file: string): Record<string, unknown> {
+function readJson(file: string, read = (path: string) => readFileSync(path, 'utf8')): Record<string, unknown> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = read(file);
   } catch (err) {
     throw new SettingsError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }

@@ -93,6 +93,8 @@ export interface Settings {
     retryAfterSeconds: number;
   };
   rateLimits: { publicPerMinute: number; signInPerMinute: number; gatePerMinute: number };
+  /** Per-account lockouts (people/lockouts.ts): wrong current passwords and wrong two-factor codes. */
+  lockout: { maxFailures: number; minutes: number; maxMinutes: number };
   receipts: { ttlDays: number };
   approvals: { ttlHours: number };
   killSwitch: { bulkFreezeCeiling: number };
@@ -105,6 +107,8 @@ export interface Settings {
     dispatchIntervalMs: number;
   };
   ledger: { checkpointIntervalMs: number };
+  retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
+  mcp: { allowPrivateUpstreams: boolean };
   plan: {
     agents: number | null;
     mandateRules: number | null;
@@ -205,7 +209,11 @@ export const settingsSchema = Joi.object<Settings>({
       .min(0)
       .default(0)
       .description('shed load above this resident size; 0: no limit'),
-    retryAfterSeconds: Joi.number().integer().min(1).default(5).description('retry-after sent with 503 overloaded'),
+    retryAfterSeconds: Joi.number()
+      .integer()
+      .min(1)
+      .default(5)
+      .description('retry-after sent with 503 overloaded and 503 store_unavailable'),
   }).default(),
   rateLimits: Joi.object({
     publicPerMinute: Joi.number()
@@ -223,6 +231,22 @@ export const settingsSchema = Joi.object<Settings>({
       .min(1)
       .default(600)
       .description('gate requests per agent per minute (ratelimit-* headers)'),
+  }).default(),
+  lockout: Joi.object({
+    maxFailures: Joi.number()
+      .integer()
+      .min(1)
+      .max(100)
+      .default(5)
+      .description(
+        'wrong attempts in a row at an account (current password on a change; two-factor codes) before it is locked for that kind',
+      ),
+    minutes: Joi.number()
+      .min(0.01)
+      .max(1440)
+      .default(15)
+      .description('the first lockout lasts this long; each further one in a row twice as long'),
+    maxMinutes: Joi.number().min(0.01).max(10080).default(1440).description('no lockout lasts longer than this'),
   }).default(),
   receipts: Joi.object({
     ttlDays: Joi.number()
@@ -287,6 +311,41 @@ export const settingsSchema = Joi.object<Settings>({
       .max(60000)
       .default(1000)
       .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
+  }).default(),
+  retention: Joi.object({
+    days: Joi.number()
+      .integer()
+      .min(7)
+      .max(36500)
+      .default(90)
+      .description(
+        'operational records (gateway call records and tasks, webhook delivery logs, answers kept for inbound events) are swept this many days after they were made; the ledger is never swept',
+      ),
+    sweepIntervalMs: Joi.number()
+      .integer()
+      .min(1000)
+      .max(86_400_000)
+      .default(300_000)
+      .description('how often the background sweeper runs over every table with a window or a retention'),
+    sweepBatch: Joi.number()
+      .integer()
+      .min(1)
+      .max(10_000)
+      .default(500)
+      .description('entries the sweeper reads per page and removes per write (a write never holds the lock long)'),
+    sweepMaxPerRun: Joi.number()
+      .integer()
+      .min(1)
+      .max(10_000_000)
+      .default(100_000)
+      .description('entries of one table the sweeper reads in one run; a larger table is walked over several runs'),
+  }).default(),
+  mcp: Joi.object({
+    allowPrivateUpstreams: Joi.boolean()
+      .truthy('1')
+      .falsy('0')
+      .default(false)
+      .description('the MCP proxy may reach upstream servers on loopback and private addresses (link-local never)'),
   }).default(),
   plan: Joi.object({
     agents: Joi.number()
@@ -361,12 +420,10 @@ export const settingsSchema = Joi.object<Settings>({
           apiKeyEnv: Joi.string()
             .pattern(/^[A-Z_][A-Z0-9_]*$/)
             .description('the environment variable holding the upstream secret'),
-          apiKey: Joi.any()
-            .forbidden()
-            .messages({
-              'any.unknown':
-                '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
-            }),
+          apiKey: Joi.any().forbidden().messages({
+            'any.unknown':
+              '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
+          }),
           connections: Joi.number().integer().min(1).max(1024).default(64),
         }),
       )
@@ -480,6 +537,9 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_PUBLIC_RATE_PER_MINUTE', 'rateLimits.publicPerMinute'],
   ['SVC_SIGNIN_RATE_PER_MINUTE', 'rateLimits.signInPerMinute'],
   ['SVC_GATE_RATE_PER_MINUTE', 'rateLimits.gatePerMinute'],
+  ['SVC_LOCKOUT_MAX_FAILURES', 'lockout.maxFailures'],
+  ['SVC_LOCKOUT_MINUTES', 'lockout.minutes'],
+  ['SVC_LOCKOUT_MAX_MINUTES', 'lockout.maxMinutes'],
   ['SVC_RECEIPT_TTL_DAYS', 'receipts.ttlDays'],
   ['SVC_APPROVAL_TTL_HOURS', 'approvals.ttlHours'],
   ['SVC_BULK_FREEZE_CEILING', 'killSwitch.bulkFreezeCeiling'],
@@ -490,6 +550,9 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_WEBHOOKS_GIVE_UP_AFTER_MS', 'webhooks.giveUpAfterMs'],
   ['SVC_WEBHOOKS_DISPATCH_INTERVAL_MS', 'webhooks.dispatchIntervalMs'],
   ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
+  ['SVC_RETENTION_DAYS', 'retention.days'],
+  ['SVC_RETENTION_SWEEP_INTERVAL_MS', 'retention.sweepIntervalMs'],
+  ['SVC_MCP_ALLOW_PRIVATE_UPSTREAMS', 'mcp.allowPrivateUpstreams'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],

@@ -1,9 +1,9 @@
-import type { SigningKeyRecord } from '../receipts/crypto.js';
 import type { Table } from './types.js';
 
 /**
  * Every sub-database of the store and its key layout. Ids are the prefixed ids of API.md.
  * A record's shape is owned by its domain (people/, keys/, ...); the store sees only values.
+ * Which tables are swept, and after what window or retention: retention/policy.ts.
  */
 
 export interface MetaValue {
@@ -508,6 +508,24 @@ export interface ServiceTokenRecord {
   hash: string;
   createdAt: string;
   expiresAt: string;
+  revokedAt: string | null;
+}
+
+/** What a signing key signs: receipts, or the ledger's checkpoints (receipts/crypto.ts keeps the two apart). */
+export type SigningKeyUse = 'receipt' | 'ledger';
+
+/** A receipt or ledger signing key, its private half sealed (receipts/crypto.ts). */
+export interface SigningKeyRecord {
+  /** RFC 7638 JWK thumbprint (base64url, SHA-256) of the public JWK. */
+  kid: string;
+  use: SigningKeyUse;
+  publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
+  /** base64url(iv(12) || ciphertext || tag(16)) of the PKCS#8 DER private key; see receipts/crypto.ts. */
+  sealedPrivateKey: string;
+  createdAt: string;
+  /** No longer signs; still published and verifiable. */
+  retiredAt: string | null;
+  /** No longer published; online verification answers reason "revoked". */
   revokedAt: string | null;
 }
 

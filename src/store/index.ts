@@ -3,6 +3,6 @@ export { openLmdbStore as openStore, STORE_FILE } from './lmdb.js';
 export { migrateStore, ensureSchema, type MigrationResult } from './migrate.js';
 export { CURRENT_SCHEMA_VERSION } from './migrations/index.js';
 export { StoreError } from './errors.js';
-export { loadMasterKey, deriveKey } from './master-key.js';
+export { loadMasterKey } from './master-key.js';
 export type { Store, Table, Key, KeyPart, ScanOptions } from './types.js';
 export type * from './dbs.js';

@@ -37,6 +37,7 @@ class LmdbTable<V> implements Table<V> {
   }
 
   scan(prefix: KeyPart[], options: ScanOptions = {}): Array<{ key: KeyPart[]; value: V }> {
+    if (options.startAfter !== undefined) return this.scanFrom(prefix, options.startAfter, options.limit);
     const low = options.after === undefined ? prefix : [...prefix, options.after];
     const high = [...prefix, KEY_END];
     // The empty prefix is the whole table, whatever its keys (strings or tuples).
@@ -52,6 +53,21 @@ class LmdbTable<V> implements Table<V> {
       if (options.after !== undefined && tuple[prefix.length] === options.after) continue;
       out.push({ key: tuple, value });
       if (options.limit !== undefined && out.length >= options.limit) break;
+    }
+    return out;
+  }
+
+  /** Entries under `prefix` after the key `from` (a whole key; one element is a string key). */
+  private scanFrom(prefix: KeyPart[], from: KeyPart[], limit?: number): Array<{ key: KeyPart[]; value: V }> {
+    // A one-element tuple and the bare string sort alike, so `from` serves string-keyed tables too.
+    const range = prefix.length === 0 ? { start: from } : { start: from, end: [...prefix, KEY_END] };
+    const out: Array<{ key: KeyPart[]; value: V }> = [];
+    for (const { key, value } of this.db.getRange(range)) {
+      const tuple = (Array.isArray(key) ? key : [key]) as KeyPart[];
+      if (tuple.length === from.length && tuple.every((part, i) => part === from[i])) continue;
+      if (prefix.some((part, i) => tuple[i] !== part)) continue;
+      out.push({ key: tuple, value });
+      if (limit !== undefined && out.length >= limit) break;
     }
     return out;
   }
@@ -87,6 +103,7 @@ export function openLmdbStore(dataDir: string): Store {
   }
   let writing = false;
   const inWrite = () => writing;
+  let writable = true;
   const tables = Object.fromEntries(
     tableNames.map((name) => [
       name,
@@ -116,13 +133,27 @@ export function openLmdbStore(dataDir: string): Store {
         });
         // Acknowledge only what is on disk: a commit is visible before it is durable.
         await root.flushed;
+        writable = true;
       } catch (err) {
         if (err instanceof StoreError) throw err;
         if (isDomainError(err)) throw err;
-        throw new StoreError('write_failed', `store write failed: ${(err as Error).message}`, { cause: err });
+        // The failed batch's own commit promise rejects as well; observed here, so that it cannot
+        // end the process as an unhandled rejection.
+        Promise.resolve(root.committed).catch(() => undefined);
+        Promise.resolve(root.flushed).catch(() => undefined);
+        const cause = await commitCause(err);
+        if (outOfSpace(cause)) writable = false;
+        throw new StoreError(
+          outOfSpace(cause) ? 'no_space' : 'write_failed',
+          `store write failed: ${messageOf(cause)}`,
+          {
+            cause,
+          },
+        );
       }
       return result;
     },
+    writable: () => writable,
     schemaVersion() {
       const version = tables.meta.get('schemaVersion');
       return typeof version === 'number' ? version : 0;
@@ -136,6 +167,36 @@ export function openLmdbStore(dataDir: string): Store {
       await root.close();
     },
   };
+}
+
+/**
+ * lmdb-js rejects a failed commit with a generic error whose `commitError` promise rejects with
+ * the cause (ENOSPC, say) in the same tick. That promise is always handled here: unhandled, its
+ * rejection would end the process.
+ */
+async function commitCause(err: unknown): Promise<unknown> {
+  const pending = (err as { commitError?: Promise<unknown> } | null)?.commitError;
+  if (!(pending instanceof Promise)) return err;
+  const cause = pending.then(
+    () => err,
+    (reason: unknown) => reason,
+  );
+  return Promise.race([cause, new Promise((resolve) => setImmediate(() => resolve(err)))]);
+}
+
+// ENOSPC, EDQUOT, EROFS (as errno values and as codes), and LMDB's MDB_MAP_FULL.
+const NO_SPACE_CODES = new Set<unknown>([28, 122, 30, 'ENOSPC', 'EDQUOT', 'EROFS', -30792, 'MDB_MAP_FULL']);
+
+/** The store cannot grow (the disk or its quota is full, the map is full) or the disk is read-only. */
+function outOfSpace(cause: unknown): boolean {
+  const code = (cause as { code?: unknown } | null)?.code;
+  return (
+    NO_SPACE_CODES.has(code) || /No space left|MDB_MAP_FULL|Disk quota|Read-only file system/i.test(messageOf(cause))
+  );
+}
+
+function messageOf(cause: unknown): string {
+  return cause instanceof Error ? cause.message : String(cause);
 }
 
 /** Errors thrown on purpose by the callback (domain errors) pass through unchanged. */

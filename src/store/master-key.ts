@@ -1,4 +1,4 @@
-import { randomBytes, hkdfSync } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -37,9 +37,4 @@ export function loadMasterKey(dataDir: string, fromSettings: string | null): Buf
   const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64url');
   if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key`);
   return key;
-}
-
-/** A purpose-bound key derived from the master key (HKDF-SHA256). */
-export function deriveKey(master: Buffer, purpose: string, length = 32): Buffer {
-  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `svc:${purpose}`, length));
 }

@@ -24,6 +24,12 @@ export interface ScanOptions {
   after?: KeyPart;
   limit?: number;
   reverse?: boolean;
+  /**
+   * Only entries whose whole key sorts after this key (exclusive), in key order: a cursor that
+   * resumes a walk where the last page ended, at any depth (the sweeper's). Not with `after` or
+   * `reverse`.
+   */
+  startAfter?: KeyPart[];
 }
 
 export interface Table<V> {
@@ -38,6 +44,11 @@ export interface Table<V> {
 export interface Store {
   readonly tables: Tables;
   write<T>(fn: () => T): Promise<T>;
+  /**
+   * False from a write that failed because the store cannot grow (disk or quota full, read-only
+   * disk) until a write succeeds again; readiness reports it.
+   */
+  writable(): boolean;
   /** The schema version recorded in the store (0 for an empty store). */
   schemaVersion(): number;
   /** A consistent copy of the whole store to `file`, safe while others write. */

@@ -8,6 +8,7 @@ import { signPayload } from '../lib/svc-signature.js';
 import { periodic, postOnce, retryDelay } from '../lib/outbound.js';
 import { safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target.js';
 import type { LedgerRecord } from '../ledger/service.js';
+import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
 
 /**
@@ -25,6 +26,9 @@ import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/inde
  *   event, `webhook.disabled`, for the workspace's other endpoints).
  * - A delivery that was being sent when the process died is sent again after a restart (at
  *   least once; receivers deduplicate by `svc-event-id`).
+ * - Finished deliveries (delivered, failed) stay in the log, and can be redelivered, for
+ *   `retention.days` after their event; then the retention sweeper removes them
+ *   (retention/policy.ts). A pending delivery is never swept.
  * - Targets: https, or http; an address resolving to link-local is always refused, loopback and
  *   private ones unless the operator allows them (`webhooks.allowPrivateTargets`). Checked when
  *   the endpoint is added and again at each try, and enforced at connect on the address actually
@@ -57,9 +61,6 @@ export const OTHER_EVENTS = ['budget.advisory'];
 export const EVENT_TYPES = [...new Set([...Object.values(EVENT_OF), ...OTHER_EVENTS])].sort();
 const SEAL_PURPOSE = 'webhook-secret';
 const BATCH = 20;
-/** How long a finished delivery stays in the log (and can be redelivered). */
-export const DELIVERY_RETENTION_MS = 30 * 86_400_000;
-const SWEEP_EVERY_MS = 3_600_000;
 
 /** A destination of the outbox besides customers' endpoints (see the rules above). */
 export interface OutboxTarget {
@@ -136,21 +137,23 @@ export function createWebhooks(deps: {
     }
   };
 
-  /** The deliveries of one ledger record, written in its own write. */
-  ledger.onRecord((record: LedgerRecord) => {
-    const type = EVENT_OF[record.kind];
-    if (!type) return;
-    enqueueInWrite(
-      record.workspaceId,
-      {
-        id: record.id,
-        type,
-        at: record.at,
-        data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data },
-      },
-      type === 'webhook.disabled' ? record.subject : undefined,
-    );
-  });
+  /** The deliveries of one ledger record, written in its own write (a ledger subscriber). */
+  const outbox: LedgerSubscriber = {
+    onRecordInWrite(record: LedgerRecord): void {
+      const type = EVENT_OF[record.kind];
+      if (!type) return;
+      enqueueInWrite(
+        record.workspaceId,
+        {
+          id: record.id,
+          type,
+          at: record.at,
+          data: { kind: record.kind, subject: record.subject, actor: record.actor, ...record.data },
+        },
+        type === 'webhook.disabled' ? record.subject : undefined,
+      );
+    },
+  };
 
   /** One try of one delivery: sent, then its outcome written (and its next try scheduled). */
   const attempt = async (key: [number, string, string, string]): Promise<void> => {
@@ -264,27 +267,6 @@ export function createWebhooks(deps: {
   const inFlight = new Set<string>();
 
   /** Sends what is due now (each delivery once at a time); returns when those tries are written. */
-  /**
-   * Finished deliveries (delivered, failed) are kept DELIVERY_RETENTION_MS after their event, for
-   * the delivery log and redelivery; then removed, so the log does not grow without end. Pending
-   * ones are never swept.
-   */
-  const sweepDeliveries = async (): Promise<number> => {
-    const cutoff = clock.now() - DELIVERY_RETENTION_MS;
-    const old = t.deliveries
-      .scan([])
-      .filter((e) => e.value.status !== 'pending' && Date.parse(e.value.createdAt) < cutoff)
-      .map((e) => e.key);
-    if (old.length === 0) return 0;
-    await store.write(() => {
-      for (const key of old) {
-        const d = t.deliveries.get(key);
-        if (d && d.status !== 'pending') t.deliveries.remove(key);
-      }
-    });
-    return old.length;
-  };
-
   const dispatch = async (): Promise<void> => {
     const due = t.outbox
       .scan([], { limit: BATCH * 4 })
@@ -304,19 +286,14 @@ export function createWebhooks(deps: {
     );
   };
 
-  let swept = clock.now();
-  const loop = periodic(
-    async () => {
-      await dispatch();
-      if (clock.now() - swept < SWEEP_EVERY_MS) return;
-      swept = clock.now();
-      await sweepDeliveries();
-    },
-    settings.dispatchIntervalMs,
-    (err) => deps.log.error({ err }, 'webhook dispatch failed'),
+  const loop = periodic(dispatch, settings.dispatchIntervalMs, (err) =>
+    deps.log.error({ err }, 'webhook dispatch failed'),
   );
 
   return {
+    /** Queues each ledger record's deliveries in the record's own write; the composition root subscribes it. */
+    outbox,
+
     /** Starts the dispatcher (the server does; commands that open the store do not). */
     /**
      * An event that is not a ledger record (`budget.advisory`), sent once per `onceKey`: a budget
@@ -336,11 +313,10 @@ export function createWebhooks(deps: {
         .catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
     },
 
-    /** Starts the dispatcher, which also sweeps finished deliveries hourly (the server does; commands that open the store do not). */
+    /** Starts the dispatcher (the server does; commands that open the store do not). Finished deliveries are swept by the retention sweeper. */
     start: loop.start,
     stop: loop.stop,
     dispatch,
-    sweepDeliveries,
 
     /** Adds a named target (its name is not a `whk_` id); deliveries to it are queued with `enqueueInWrite`. */
     registerTarget(name: string, target: OutboxTarget): void {

@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { Person } from '../helpers/console.js';
-import { assertError, bearer, call } from '../helpers/http.js';
+import { assertError, bearer, call, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import {
@@ -16,6 +16,7 @@ import {
   staff,
   verifiedClaims,
   type Bot,
+  type PendingPayment,
 } from './support.js';
 
 /**
@@ -48,7 +49,7 @@ const deny = (who: Person, aprId: string, note?: string) =>
   who.send('POST', `/approvals/${aprId}/deny`, note === undefined ? {} : { note });
 
 /** The agent's view says the action still waits for a person. */
-async function stillWaiting(t: import('ava').ExecutionContext, bot: Bot, action: any): Promise<void> {
+async function stillWaiting(t: import('ava').ExecutionContext, bot: Bot, action: PendingPayment): Promise<void> {
   const view = await agentView(server, bot, action.id);
   t.is(view.status, 200, view.text);
   t.is(view.body.decision, 'review');
@@ -57,7 +58,7 @@ async function stillWaiting(t: import('ava').ExecutionContext, bot: Bot, action:
 }
 
 /** The agent's view says the action is allowed, with a receipt signed for it carrying hum: true. */
-async function allowedByPeople(t: import('ava').ExecutionContext, bot: Bot, action: any): Promise<any> {
+async function allowedByPeople(t: import('ava').ExecutionContext, bot: Bot, action: PendingPayment): Promise<Json> {
   const view = await agentView(server, bot, action.id);
   t.is(view.status, 200, view.text);
   t.is(view.body.decision, 'allow');

@@ -1,8 +1,9 @@
 import type { ExecutionContext } from 'ava';
+import type { ActionView } from '../../src/gate/service.js';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import { consoleClient, ownerConsole, expectStatus, type LedgerRecord, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
-import { bearer, call, signIn, type Reply } from '../helpers/http.js';
+import { bearer, call, signIn, type Json, type Reply } from '../helpers/http.js';
 import type { Served } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -100,6 +101,9 @@ export function reviewRule(approval: Record<string, unknown> = {}, extra: Record
   };
 }
 
+/** A payment waiting for a person, as the gate answers it: with its approval and its payment. */
+export type PendingPayment = ActionView & { approvalId: string; payment: NonNullable<ActionView['payment']> };
+
 /**
  * Asks for a payment that must wait for a person: asserts the answer is `review` /
  * `pending_approval` with an apr_ approvalId and no receipt; returns the action.
@@ -110,7 +114,7 @@ export async function pendingPayment(
   bot: Bot,
   amount = 3000,
   note = 'invoice',
-): Promise<any> {
+): Promise<PendingPayment> {
   const res = await authorize(server, bot.key, pay(amount, note));
   t.is(res.status, 200, res.text);
   t.is(res.body.decision, 'review', res.text);
@@ -126,7 +130,7 @@ export function agentView(server: Served, bot: Bot, actionId: string): Promise<R
 }
 
 /** One approval as GET /api/w/{wid}/approvals lists it (any status), or undefined. */
-export async function findApproval(who: Person, id: string, status?: string): Promise<any> {
+export async function findApproval(who: Person, id: string, status?: string): Promise<Json> {
   for (let cursor: string | null = null, first = true; first || cursor; first = false) {
     const query = new URLSearchParams({ limit: '200', ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) });
     const res = expectStatus(await who.get(`/approvals?${query}`), 200, 'approvals');

@@ -16,8 +16,11 @@ export interface Child<Boot> {
 export function startChild<Boot extends { listening: string }>(
   args: string[],
   env: NodeJS.ProcessEnv,
+  /** Sees stderr from its first byte (watch() below sees it only once the child listens). */
+  onStderr?: (text: string) => void,
 ): Promise<Child<Boot>> {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (onStderr) child.stderr!.on('data', (d: Buffer) => onStderr(d.toString()));
   child.stderr!.resume();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {

@@ -24,7 +24,8 @@ export const VENDOR_ENV = { VENDOR_O_KEY: 'sk-mock-openai', VENDOR_A_KEY: 'sk-mo
 /** The model the benchmark asks for; the main key's profile and `x-svc-objective: cost` route to it. */
 export const MODEL = 'small';
 
-function config(vendorUrl: string): unknown {
+/** The gateway's configuration over the mock vendor (the soak and the growth measurement use it too). */
+export function config(vendorUrl: string): unknown {
   const model = (
     id: string,
     provider: string,
@@ -69,10 +70,12 @@ function config(vendorUrl: string): unknown {
   };
 }
 
-async function cli(args: string[], input?: string): Promise<any> {
-  const r = await svc([...args, '--json'], input === undefined ? {} : { input });
+/** `svc ARGS --json`, parsed as what the caller says it prints; throws with the output when it exits non-zero. */
+export async function cli<T>(args: string[], input?: string): Promise<T> {
+  // A loaded machine can take a while to start the CLI and hash a password.
+  const r = await svc([...args, '--json'], { timeoutMs: 120_000, ...(input === undefined ? {} : { input }) });
   if (r.code !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
-  return JSON.parse(r.stdout);
+  return JSON.parse(r.stdout) as T;
 }
 
 export interface GatewayBench {
@@ -87,11 +90,11 @@ export async function startGatewayBench(
   nodeFlags: string[] = [],
 ): Promise<GatewayBench> {
   const store = ['--local', '--data-dir', dataDir];
-  const { workspaceId } = await cli(
+  const { workspaceId } = await cli<{ workspaceId: string }>(
     ['init', '--data-dir', dataDir, '--workspace', 'Bench', '--owner-email', OWNER.email, '--owner-password-stdin'],
     OWNER.password,
   );
-  const key = async (...flags: string[]) => (await cli(['keys', 'create', ...flags, ...store])).key as string;
+  const key = async (...flags: string[]) => (await cli<{ key: string }>(['keys', 'create', ...flags, ...store])).key;
   const main = await key(
     '--scope',
     'inference',
@@ -121,7 +124,7 @@ export async function startGatewayBench(
     'us-only',
   );
   const admin = await key('--scope', 'admin', '--name', 'bench-admin');
-  const agent = await cli(['agents', 'create', '--name', 'stopped-bot', ...store]);
+  const agent = await cli<{ id: string }>(['agents', 'create', '--name', 'stopped-bot', ...store]);
   const stopped = await key('--scope', 'agent', '--agent', agent.id, '--task-class', 'general');
   await cli(['freeze', '--agent', agent.id, '--reason', 'benchmark: a stopped agent', ...store]);
 

@@ -54,6 +54,8 @@ export async function startMcpBench(
     SVC_GATE_RATE_PER_MINUTE: UNLIMITED,
     SVC_PUBLIC_RATE_PER_MINUTE: UNLIMITED,
     SVC_SIGNIN_RATE_PER_MINUTE: UNLIMITED,
+    // The bench's upstream listens on loopback.
+    SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1',
   });
   const server = await startChild<ServeBoot>(
     [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0'],

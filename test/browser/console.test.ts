@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { Secret, TOTP } from 'otpauth';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { ActionView } from '../../src/gate/service.js';
 import { expectStatus } from '../helpers/console.js';
 import { authorize, createAgent, PAY_ACME, payment, type AgentFixture } from '../helpers/gate.js';
-import { bearer, call, csrf, ownerSession, type Reply } from '../helpers/http.js';
+import { bearer, call, csrf, ownerSession, type Json } from '../helpers/http.js';
 import { ROOT, stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
@@ -86,16 +87,16 @@ test.after.always(async () => {
 });
 
 /** Polls GET /v1/actions/{id} with the agent's key until `done` holds (or 10 s pass). */
-async function pollAction(key: string, id: string, done: (action: any) => boolean): Promise<any> {
-  const last: Reply = await poll(
-    () => call(server.url, 'GET', `/v1/actions/${id}`, { headers: bearer(key) }),
+async function pollAction(key: string, id: string, done: (action: ActionView) => boolean): Promise<Json> {
+  const last = await poll(
+    () => call<ActionView>(server.url, 'GET', `/v1/actions/${id}`, { headers: bearer(key) }),
     (res) => res.status === 200 && done(res.body),
   );
   if (last.status === 200 && done(last.body)) return last.body;
   throw new Error(`action ${id} never reached the expected state: ${last.status} ${last.text}`);
 }
 
-async function review(agent: AgentFixture, amount: number): Promise<any> {
+async function review(agent: AgentFixture, amount: number): Promise<Json> {
   const res = expectStatus(await authorize(server, agent.key, payment(amount)), 200, 'authorize');
   if (res.body.decision !== 'review') throw new Error(`expected review: ${res.text}`);
   return res.body;

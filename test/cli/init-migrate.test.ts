@@ -7,7 +7,7 @@ import { migrations } from '../../src/store/migrations/index.js';
 
 /** Every migration after schema 1, in order: what a schema-1 store must go through. */
 const AFTER_V1 = migrations.filter((m) => m.version > 1).map((m) => m.version);
-import { call, csrf } from '../helpers/http.js';
+import { call, csrf, type Json } from '../helpers/http.js';
 import { removeDir, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
 
 /**
@@ -59,7 +59,7 @@ async function buildV1Store(dataDir: string): Promise<void> {
   await copyFile(FIXTURE, join(dataDir, 'svc.mdb'));
 }
 
-function json(stdout: string): any {
+function json(stdout: string): Json {
   return JSON.parse(stdout);
 }
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { bearer, call } from '../helpers/http.js';
+import { bearer, call, type Json } from '../helpers/http.js';
 import { svc, type CliResult, stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -12,10 +12,10 @@ const KEY = /^ask_[A-Za-z0-9_-]{43}$/;
 
 let server: ServedInProcess;
 let adminKey: string;
-let localMinted: any;
+let localMinted: Json;
 
 /** Parses --json output, failing the test when stdout holds anything but one JSON document. */
-function onlyJson(res: CliResult): any {
+function onlyJson(res: CliResult): Json {
   return JSON.parse(res.stdout);
 }
 

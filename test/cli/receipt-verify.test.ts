@@ -5,6 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Json } from '../helpers/http.js';
 import { removeDir, svc, tempDir, type CliResult } from '../helpers/process.js';
 import { receiptKey } from '../fixtures/receipts/test-keys.js';
 
@@ -31,7 +32,7 @@ const [goldenHeader, , goldenSignature] = golden.split('.');
 const tampered = `${goldenHeader}.${b64({ ...claims, amt: 999999 })}.${goldenSignature}`;
 
 /** Parses --json output, failing the test when stdout holds anything but one JSON document. */
-const onlyJson = (res: CliResult): any => JSON.parse(res.stdout);
+const onlyJson = (res: CliResult): Json => JSON.parse(res.stdout);
 const show = (res: CliResult) => `exit ${res.code}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`;
 
 let host: Server;

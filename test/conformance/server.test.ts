@@ -78,7 +78,9 @@ let bot: Bot;
 test.before(async () => {
   upstream = await startConformanceUpstream();
   shim = await startBearerShim();
-  server = await serveInProcess({ env: { ...SERVER_ENV, SVC_BASE_URL: shim.url } });
+  server = await serveInProcess({
+    env: { ...SERVER_ENV, SVC_BASE_URL: shim.url, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' },
+  });
   shim.target = server.url;
   // Every client reaches the server through the shim, at the address the server calls its own.
   front = { ...server, url: shim.url };

@@ -1,7 +1,14 @@
 import test from 'ava';
 import { createHash } from 'node:crypto';
 import { assertError, call, type Reply } from '../helpers/http.js';
-import { expectStatus, ledgerPages, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
+import {
+  expectStatus,
+  ledgerPages,
+  otherWorkspace,
+  ownerConsole,
+  type LedgerRecord,
+  type Person,
+} from '../helpers/console.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -57,7 +64,7 @@ test('records have the decided shape and indexes 0..n-1 in order', async (t) => 
   t.is(res.status, 200, res.text);
   t.deepEqual(Object.keys(res.body).sort(), ['data', 'next']);
   t.is(res.body.next, null);
-  const records = res.body.data as any[];
+  const records = res.body.data as LedgerRecord[];
   t.true(records.length >= 6);
   records.forEach((r, i) => {
     t.deepEqual(Object.keys(r).sort(), ['actor', 'at', 'data', 'id', 'index', 'kind', 'subject', 'workspaceId']);
@@ -113,7 +120,7 @@ test('key minting is recorded without the key value or its hash anywhere', async
 });
 
 test('?after=INDEX&limit= pages through the records, each once, next being the last index', async (t) => {
-  const all = (await owner.get('/ledger?limit=200')).body.data as any[];
+  const all = (await owner.get('/ledger?limit=200')).body.data as LedgerRecord[];
   const { records, pages } = await ledgerPages(server, owner.wid, owner.cookie, 2);
   t.deepEqual(records, all);
   for (const page of pages) t.true(page.body.data.length <= 2);

@@ -1,4 +1,6 @@
 import test from 'ava';
+import type { AgentView } from '../../src/agents/service.js';
+import type { MandateView } from '../../src/mandates/service.js';
 import { assertError, bearer, call, signIn } from '../helpers/http.js';
 import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { stopAndClean } from '../helpers/process.js';
@@ -28,8 +30,8 @@ let member: Person;
 let auditor: Person;
 let analyst: Person;
 /** An agent acting for the owner, with a mandate and a key. */
-let ownersAgent: any;
-let ownersMandate: any;
+let ownersAgent: AgentView;
+let ownersMandate: MandateView;
 let ownersKeyId: string;
 
 async function person(email: string, role: 'admin' | 'member' | 'auditor' | 'analyst'): Promise<Person> {
@@ -141,7 +143,7 @@ test('a member giving rules beyond the templates gets 403 forbidden and the mand
   t.is(records.length, 1);
 });
 
-test('a member cannot touch an agent acting for someone else: 403 forbidden, nothing changes', async (t) => {
+test('a member cannot see or touch an agent acting for someone else: 404 not_found, nothing changes', async (t) => {
   const aid = ownersAgent.id;
   const attempts = [
     await member.send('PATCH', `/agents/${aid}`, { name: 'hijacked' }),
@@ -150,11 +152,17 @@ test('a member cannot touch an agent acting for someone else: 403 forbidden, not
     await member.get(`/agents/${aid}/mandate`),
     await member.send('PUT', `/agents/${aid}/mandate`, { rules: [PAY_ACME] }),
     await member.send('DELETE', `/agents/${aid}`),
+    await member.get(`/agents/${aid}`),
   ];
   for (const res of attempts) {
-    assertError(t, res, 403, 'forbidden');
+    assertError(t, res, 404, 'not_found');
     t.is(res.body.key, undefined);
+    t.false(res.text.includes(owner.id), 'nothing says whom it acts for');
   }
+  t.false(
+    (await member.get('/agents?limit=200')).body.data.some((a: { id: string }) => a.id === aid),
+    'nor is it listed',
+  );
   t.deepEqual((await owner.get(`/agents/${aid}`)).body, ownersAgent);
   t.deepEqual((await owner.get(`/agents/${aid}/mandate`)).body, ownersMandate);
   const keys = await owner.get('/keys?limit=200');

@@ -2,7 +2,7 @@ import test from 'ava';
 import { assertError, call, type Reply } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
-import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
+import { authorize, PAY_ACME } from '../helpers/gate.js';
 import { authorizeRaw, decodeReceipt, makeAgent, type Agent } from './support.js';
 
 /**

@@ -1,7 +1,8 @@
 import type { ExecutionContext } from 'ava';
+import type { ReceiptClaims } from '../../src/receipts/types.js';
 import { consoleClient, expectStatus, ledgerRecords, type LedgerRecord } from '../helpers/console.js';
 import type { AgentFixture } from '../helpers/gate.js';
-import { bearer, call, ownerSession, type Reply } from '../helpers/http.js';
+import { bearer, call, ownerSession, type Json, type Reply } from '../helpers/http.js';
 import type { Served } from '../helpers/process.js';
 
 /**
@@ -89,12 +90,15 @@ export function authorizeRaw(server: Served, key: string, raw: string) {
   });
 }
 
-function decodePart(part: string): any {
+function decodePart(part: string): Json {
   return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
 }
 
 /** A compact JWS: three base64url parts; returns its header and claims. */
-export function decodeReceipt(t: ExecutionContext, receipt: unknown): { header: any; claims: any } {
+export function decodeReceipt(
+  t: ExecutionContext,
+  receipt: unknown,
+): { header: { alg: string; kid: string; typ: string }; claims: ReceiptClaims } {
   t.is(typeof receipt, 'string');
   const parts = String(receipt).split('.');
   t.is(parts.length, 3, 'a receipt is a compact JWS of three parts');

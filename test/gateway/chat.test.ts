@@ -67,14 +67,12 @@ test.serial('OpenAI SDK, streaming: the text arrives in pieces and whole, usage 
   t.false(usageSeen, 'the client did not ask for usage, so the chunk the gateway asked for is not passed on');
   t.deepEqual(vendor.calls.at(-1)!.body.stream_options, { include_usage: true });
 
-  const withUsage = await gw
-    .openai(key)
-    .chat.completions.create({
-      model: 'small',
-      messages: user('count me'),
-      stream: true,
-      stream_options: { include_usage: true },
-    });
+  const withUsage = await gw.openai(key).chat.completions.create({
+    model: 'small',
+    messages: user('count me'),
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let usage: unknown = null;
   for await (const chunk of withUsage) if (chunk.usage) usage = chunk.usage;
   t.deepEqual(usage, { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 });
@@ -102,12 +100,10 @@ test.serial('Anthropic SDK to an Anthropic-kind model (EU profile), streaming an
 });
 
 test.serial('across translation: the OpenAI SDK served by an Anthropic-kind model, and back', async (t) => {
-  const viaAnthropic = await gw
-    .openai(euKey)
-    .chat.completions.create({
-      model: 'claude-eu',
-      messages: [{ role: 'system', content: 'be kind' }, ...user('translate me')],
-    });
+  const viaAnthropic = await gw.openai(euKey).chat.completions.create({
+    model: 'claude-eu',
+    messages: [{ role: 'system', content: 'be kind' }, ...user('translate me')],
+  });
   t.is(viaAnthropic.choices[0]?.message.content, 'echo: translate me');
   t.is(viaAnthropic.choices[0]?.finish_reason, 'stop');
   const sent = vendor.calls.at(-1)!;
@@ -170,14 +166,12 @@ test.serial('tool calls survive translation both ways, streaming too', async (t)
   t.is(name, 'lookup');
   t.deepEqual(JSON.parse(args), { q: 'x' });
 
-  const anth = await gw
-    .anthropic(key)
-    .messages.create({
-      model: 'small',
-      max_tokens: 50,
-      messages: user('please call tool now'),
-      tools: [{ name: 'lookup', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
-    });
+  const anth = await gw.anthropic(key).messages.create({
+    model: 'small',
+    max_tokens: 50,
+    messages: user('please call tool now'),
+    tools: [{ name: 'lookup', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+  });
   t.is(anth.stop_reason, 'tool_use');
   t.like(anth.content[0], { type: 'tool_use', id: 'call_1', name: 'lookup', input: { q: 'x' } });
 });

@@ -4,6 +4,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { poll } from '../helpers/wait.js';
 
+/** An error answer in the vendors' shapes: `{ error: { type, message, param? } }`. */
+interface VendorError {
+  error: { type: string; message: unknown; param?: unknown };
+}
+
 // The mock is driven through the vendors' official SDKs, so its shapes are checked by the same
 // parsers a real client uses. Each test owns its model names, so faults (keyed by model) never
 // leak between tests that run at the same time on the shared vendor; the test that resets the
@@ -152,10 +157,10 @@ test('anthropic: a non-streaming answer echoes the last user message with word-c
   t.is(res.type, 'message');
   t.is(res.model, 'claude-plain');
   t.true(res.id.startsWith('msg_'));
-  t.deepEqual(res.content, [{ type: 'text', text: 'echo: hello big world' }] as any);
+  t.deepEqual(res.content as unknown, [{ type: 'text', text: 'echo: hello big world' }]);
   t.is(res.stop_reason, 'end_turn');
   t.is(res.stop_sequence, null);
-  t.deepEqual(res.usage, { input_tokens: 5, output_tokens: 4 } as any);
+  t.deepEqual(res.usage as unknown, { input_tokens: 5, output_tokens: 4 });
 });
 
 test('anthropic: the stream concatenates to the non-streaming text and its final message has usage', async (t) => {
@@ -202,7 +207,7 @@ test('anthropic: tool use, plain and streamed', async (t) => {
   const params = { model: 'claude-tools', max_tokens: 100, messages: user('call tool please'), tools: [anthropicTool] };
   const plain = await anthropic.messages.create(params);
   t.is(plain.stop_reason, 'tool_use');
-  t.deepEqual(plain.content, [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'x' } }] as any);
+  t.deepEqual(plain.content as unknown, [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'x' } }]);
   t.is(plain.usage.output_tokens, 5);
   const streamed = await anthropic.messages.stream(params).finalMessage();
   t.is(streamed.stop_reason, 'tool_use');
@@ -212,7 +217,7 @@ test('anthropic: tool use, plain and streamed', async (t) => {
 test('anthropic: max_tokens truncates the reply, plain and streamed', async (t) => {
   const params = { model: 'claude-short', max_tokens: 2, messages: user('one two three') };
   const plain = await anthropic.messages.create(params);
-  t.deepEqual(plain.content, [{ type: 'text', text: 'echo: one' }] as any);
+  t.deepEqual(plain.content as unknown, [{ type: 'text', text: 'echo: one' }]);
   t.is(plain.stop_reason, 'max_tokens');
   const streamed = await anthropic.messages.stream(params).finalMessage();
   t.deepEqual(streamed.content, plain.content);
@@ -234,7 +239,7 @@ test('anthropic: a wrong key is the SDK AuthenticationError; a missing version h
     body: JSON.stringify({ model: 'claude-auth', max_tokens: 5, messages: user('hi') }),
   });
   t.is(res.status, 400);
-  t.is(((await res.json()) as any).error.type, 'invalid_request_error');
+  t.is(((await res.json()) as VendorError).error.type, 'invalid_request_error');
 });
 
 test('malformed bodies, missing fields and unknown routes are answered in the vendor shapes', async (t) => {
@@ -242,13 +247,13 @@ test('malformed bodies, missing fields and unknown routes are answered in the ve
     fetch(vendor.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   const broken = await post('/v1/chat/completions', '{not json', { authorization: 'Bearer sk-mock-openai' });
   t.is(broken.status, 400);
-  t.is(((await broken.json()) as any).error.type, 'invalid_request_error');
+  t.is(((await broken.json()) as VendorError).error.type, 'invalid_request_error');
 
   const noModel = await post('/v1/chat/completions', JSON.stringify({ messages: user('hi') }), {
     authorization: 'Bearer sk-mock-openai',
   });
   t.is(noModel.status, 400);
-  t.is(((await noModel.json()) as any).error.param, 'model');
+  t.is(((await noModel.json()) as VendorError).error.param, 'model');
 
   const noMax = await post('/v1/messages', JSON.stringify({ model: 'claude-shape', messages: user('hi') }), {
     'x-api-key': 'sk-mock-anthropic',
@@ -259,7 +264,7 @@ test('malformed bodies, missing fields and unknown routes are answered in the ve
 
   const missing = await fetch(`${vendor.url}/v1/models`);
   t.is(missing.status, 404);
-  t.is(typeof ((await missing.json()) as any).error.message, 'string');
+  t.is(typeof ((await missing.json()) as VendorError).error.message, 'string');
 });
 
 test('status faults: 500 and 429 with retry-after reach the SDK, in vendor shapes, for `times` requests', async (t) => {
@@ -377,7 +382,7 @@ test.serial('delay: the answer comes, normally, after the delay', async (t) => {
   const started = Date.now();
   const res = await anthropic.messages.create({ model: 'claude-slow', max_tokens: 5, messages: user('hi') });
   t.true(Date.now() - started >= 140);
-  t.deepEqual(res.content, [{ type: 'text', text: 'echo: hi' }] as any);
+  t.deepEqual(res.content as unknown, [{ type: 'text', text: 'echo: hi' }]);
 });
 
 test('calls and count record every request with its model, stream flag and traceparent', async (t) => {

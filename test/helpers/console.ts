@@ -1,4 +1,4 @@
-import { call, csrf, ownerSession, signIn, type Reply } from './http.js';
+import { call, csrf, ownerSession, signIn, type Json, type Reply } from './http.js';
 import type { Served } from './process.js';
 import { withStore } from './store.js';
 
@@ -17,7 +17,7 @@ export interface LedgerRecord {
   actor: string;
   kind: string;
   subject: string;
-  data: Record<string, any>;
+  data: Record<string, Json>;
 }
 
 /** Throws (test setup failed) unless the answer has the expected status; returns it. */

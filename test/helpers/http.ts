@@ -1,14 +1,22 @@
 import { request } from 'undici';
 
+/**
+ * A parsed JSON answer as a test reads it: the test reaches for the fields it checks and asserts
+ * on them, and a field the answer lacks reads as undefined and fails that assertion. Where a test
+ * knows the shape it names it instead (`Reply<ActionView>`, `as LedgerRecord[]`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers under test are asserted field by field (above)
+export type Json = any;
+
 /** A small HTTP client for tests: status, headers and parsed JSON (or text) of one call. */
-export interface Reply<T = any> {
+export interface Reply<T = Json> {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: T;
   text: string;
 }
 
-export async function call<T = any>(
+export async function call<T = Json>(
   base: string,
   method: string,
   path: string,

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createApp, type App } from '../../src/app.js';
-import { createHttpServer, type HttpServer } from '../../src/http/server.js';
+import { createHttpServer, type HttpServer } from '../../src/server.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/log.js';
 import { bootstrapIfEmpty } from '../../src/people/index.js';

@@ -1,4 +1,4 @@
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -8,10 +8,14 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
  * An upstream MCP server for the proxy's tests: outside the product, so a real HTTP server on
  * 127.0.0.1 built with the SDK. Tools `echo` and `add` (and `secret_tool`, to test allow-lists);
  * it requires `Authorization: Bearer <secret>` when given one, and counts the tool calls it runs.
+ * With `faults`, two more tools: `hold` answers only once `release()` is called, and `hang_up`
+ * closes the connection without an answer (a transport failure, as a crashed upstream gives).
  */
 export interface McpUpstream {
   url: string;
   calls: Array<{ name: string; args: unknown }>;
+  /** Answers every `hold` call waiting, and those to come. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -34,9 +38,23 @@ const TOOLS = [
   },
 ];
 
-export async function startMcpUpstream(options: { secret?: string } = {}): Promise<McpUpstream> {
+const FAULT_TOOLS = [
+  { name: 'hold', description: 'Answers once the test releases it.', inputSchema: { type: 'object', properties: {} } },
+  {
+    name: 'hang_up',
+    description: 'Closes the connection unanswered.',
+    inputSchema: { type: 'object', properties: {} },
+  },
+];
+
+export async function startMcpUpstream(options: { secret?: string; faults?: boolean } = {}): Promise<McpUpstream> {
   const calls: McpUpstream['calls'] = [];
-  const http: HttpServer = createServer(async (req, res) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const tools = options.faults ? [...TOOLS, ...FAULT_TOOLS] : TOOLS;
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (options.secret && req.headers.authorization !== `Bearer ${options.secret}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
@@ -44,11 +62,16 @@ export async function startMcpUpstream(options: { secret?: string } = {}): Promi
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+    if (options.faults && body?.method === 'tools/call' && body.params?.name === 'hang_up') {
+      calls.push({ name: 'hang_up', args: body.params.arguments });
+      req.socket.destroy();
+      return;
+    }
     const server = new Server(
       { name: 'fixture-upstream', version: '1.0.0' },
       { capabilities: { tools: {}, logging: {} } },
     );
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS as never }));
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: tools as never }));
     server.setRequestHandler(CallToolRequestSchema, async (r, extra) => {
       calls.push({ name: r.params.name, args: r.params.arguments });
       if (r.params.name === 'slow') {
@@ -67,6 +90,10 @@ export async function startMcpUpstream(options: { secret?: string } = {}): Promi
         }
         return { content: [{ type: 'text', text: 'done' }] };
       }
+      if (r.params.name === 'hold') {
+        await released;
+        return { content: [{ type: 'text', text: 'held' }] };
+      }
       const args = (r.params.arguments ?? {}) as Record<string, unknown>;
       if (r.params.name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
       if (r.params.name === 'add')
@@ -84,12 +111,14 @@ export async function startMcpUpstream(options: { secret?: string } = {}): Promi
       void server.close();
     });
     await transport.handleRequest(req, res, body);
-  });
+  };
+  const http: HttpServer = createServer((req, res) => void handle(req, res));
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
+    release,
     close: () =>
       new Promise<void>((resolve) => {
         http.closeAllConnections();

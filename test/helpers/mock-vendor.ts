@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Json } from './http.js';
 
 /**
  * A stand-in for two outside model vendors, one OpenAI-shaped (POST /v1/chat/completions) and one
@@ -33,7 +34,7 @@ export interface VendorCall {
   model: string;
   stream: boolean;
   headers: Record<string, string | string[] | undefined>;
-  body: any;
+  body: Json;
 }
 
 export interface MockVendor {
@@ -112,7 +113,7 @@ export async function startMockVendor(
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
-    let body: any = null;
+    let body: Json = null;
     let malformed = false;
     try {
       body = JSON.parse(raw);
@@ -189,7 +190,7 @@ export async function startMockVendor(
 interface Exchange {
   req: http.IncomingMessage;
   res: Res;
-  body: any;
+  body: Json;
   key: string;
   id: number;
   /** Number of SSE events to send before destroying the socket (the `cut` fault). */
@@ -219,8 +220,8 @@ function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> 
       });
     }
   }
-  const messages: any[] = body.messages;
-  const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
+  const messages: Json[] = body.messages;
+  const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const reply = compose({
     messages,
     toolName: tools[0]?.function?.name,
@@ -291,7 +292,7 @@ function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<voi
     return json(res, 400, errorBody('anthropic', 400, 'max_tokens: Field required'));
   if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));
 
-  const tools: any[] = Array.isArray(body.tools) ? body.tools : [];
+  const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const reply = compose({
     messages: body.messages,
     system: body.system,
@@ -354,7 +355,7 @@ function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<voi
 }
 
 /** The deterministic reply and its word-count usage (see the rules at the top of the file). */
-function compose(input: { messages: any[]; system?: unknown; toolName?: unknown; maxTokens?: unknown }): Reply {
+function compose(input: { messages: Json[]; system?: unknown; toolName?: unknown; maxTokens?: unknown }): Reply {
   const { messages } = input;
   const promptWords = [input.system, ...messages.map((m) => m?.content)].reduce<number>(
     (sum, content) => sum + words(textOf(content)).length,
@@ -379,7 +380,7 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((block: any) =>
+    .map((block: { type?: unknown; text?: unknown; content?: unknown } | null) =>
       block?.type === 'text' && typeof block.text === 'string'
         ? block.text
         : block?.type === 'tool_result'

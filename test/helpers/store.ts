@@ -14,11 +14,11 @@ export const servingApps = new Map<string, App>();
 export async function withStore<T>(
   dataDir: string,
   fn: (app: App) => Promise<T> | T,
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; overrides?: Record<string, unknown> } = {},
 ): Promise<T> {
-  const serving = options.clock ? undefined : servingApps.get(dataDir);
+  const serving = options.clock || options.overrides ? undefined : servingApps.get(dataDir);
   if (serving) return fn(serving);
-  const settings = loadSettings({ env: {}, overrides: { dataDir } });
+  const settings = loadSettings({ env: {}, overrides: { dataDir, ...options.overrides } });
   const app = await createApp(settings, {
     migrate: true,
     log: createLogger('silent'),

@@ -2,7 +2,7 @@ import test from 'ava';
 import { request } from 'node:http';
 import { rateKeyOf } from '../../src/http/client-address.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
-import { call, csrf } from '../helpers/http.js';
+import { call, csrf, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -16,7 +16,7 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 /** POST /api/session from a chosen loopback source address. */
-function signInFrom(localAddress: string, email: string): Promise<{ status: number; body: any }> {
+function signInFrom(localAddress: string, email: string): Promise<{ status: number; body: Json }> {
   const url = new URL(`${server.url}/api/session`);
   return new Promise((resolve, reject) => {
     const req = request(

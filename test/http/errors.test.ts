@@ -12,10 +12,10 @@ import type { Server } from '@hapi/hapi';
 import { createApp, type App } from '../../src/app.js';
 import { entryOf, errorTypes } from '../../src/errors/catalogue.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { createHttpServer } from '../../src/http/server.js';
+import { createHttpServer } from '../../src/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
-import { bearer, call, csrf, signIn, type Reply, ownerSession } from '../helpers/http.js';
+import { bearer, call, csrf, signIn, type Json, type Reply, ownerSession } from '../helpers/http.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
@@ -112,6 +112,15 @@ async function inject(p: InProcess, method: string, url: string, payload?: unkno
  * Asserts SPEC.md 7.1: status, type, and exactly the members type, message, fix, docs, requestId
  * plus `extra`; docs is `${base}/docs/errors#<type>`; requestId equals x-request-id.
  */
+/** The `error` of an answer (SPEC.md 7.1): its requestId, and the fields `extra` names (errors, …), as sent. */
+interface ErrorBody {
+  type: string;
+  message: string;
+  fix: string;
+  docs: string;
+  [field: string]: Json;
+}
+
 function assertError(
   t: ExecutionContext,
   res: Reply,
@@ -123,7 +132,7 @@ function assertError(
   t.is(res.status, status, res.text);
   t.regex(String(res.headers['content-type']), /^application\/json/);
   t.deepEqual(Object.keys(res.body ?? {}), ['error'], res.text);
-  const error = res.body.error as Record<string, any>;
+  const error = res.body.error as ErrorBody;
   t.is(error.type, type);
   t.deepEqual(Object.keys(error).sort(), ['type', 'message', 'fix', 'docs', 'requestId', ...extra].sort());
   t.is(typeof error.message, 'string');

@@ -1,5 +1,5 @@
 /**
- * Hardening of the listening server (src/http/server.ts, guards.ts, settings):
+ * Hardening of the listening server (src/server.ts, src/http/guards.ts, settings):
  * - a chunked body over the limit is refused with 413 as it streams in, not after it all arrived;
  * - a slow-loris socket is closed once headersTimeout has passed (checked every second);
  * - a malformed request is answered 400 (a stalled one 408) from the catalogue, with a request id,
@@ -13,10 +13,10 @@ import { connect } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
-import { call, csrf, type Reply } from '../helpers/http.js';
-import { poll } from '../helpers/wait.js';
+import { call, csrf, type Json, type Reply } from '../helpers/http.js';
 import { removeDir, svc, tempDir } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { poll } from '../helpers/wait.js';
 
 const LIMIT = 1_048_576;
 
@@ -40,7 +40,7 @@ test.after.always(async () => {
 
 interface UploadResult {
   status?: number;
-  body?: any;
+  body?: Json;
   /** Bytes written when the answer arrived. */
   sentAtResponse?: number;
   sent: number;

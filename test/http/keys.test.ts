@@ -1,5 +1,5 @@
 import test from 'ava';
-import { bearer, call, csrf, signIn, assertError, ownerSession } from '../helpers/http.js';
+import { bearer, call, csrf, signIn, assertError, ownerSession, type Reply } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
@@ -206,7 +206,7 @@ test.serial('console: the key list pages with ?limit= and the next cursor', asyn
   const seen: string[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 500; i += 1) {
-    const page: any = await call(
+    const page: Reply = await call(
       server.url,
       'GET',
       `/api/w/${wid}/keys?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,

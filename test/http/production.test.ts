@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createApp, type App } from '../../src/app.js';
-import { createHttpServer, type HttpServer } from '../../src/http/server.js';
+import { createHttpServer, type HttpServer } from '../../src/server.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { CURRENT_SCHEMA_VERSION } from '../../src/store/index.js';

@@ -2,7 +2,7 @@ import test from 'ava';
 import { createApp } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { renderError } from '../../src/errors/render.js';
-import type { HttpServer } from '../../src/http/server.js';
+import type { HttpServer } from '../../src/server.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';

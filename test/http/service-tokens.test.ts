@@ -1,4 +1,5 @@
 import test from 'ava';
+import type { AppError } from '../../src/errors/app-error.js';
 import { addressAllowed } from '../../src/service-tokens/index.js';
 import { bearer, call, assertError } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
@@ -217,7 +218,7 @@ test.serial('every token expires: a lifetime outside 1 to 90 days is refused, na
         app.services.serviceTokens.create(wid, { name: 'x', scopes: ['agents:read'], expiresInDays }),
       );
       t.deepEqual(
-        (err as any).details.errors.map((e: any) => e.field),
+        (err as AppError).details.errors?.map((e) => e.field),
         ['expiresInDays'],
         String(expiresInDays),
       );

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { createHash } from 'node:crypto';
 import Iron from '@hapi/iron';
-import { deriveKey, loadMasterKey } from '../../src/store/index.js';
+import { deriveKey } from '../../src/lib/seal.js';
+import { loadMasterKey } from '../../src/store/index.js';
 import { call } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';

@@ -6,6 +6,7 @@ import type { IntegrationRegistry } from '../../src/integrations/registry.js';
 import { pipeline } from '../../src/http/pipeline.js';
 import { createLogger } from '../../src/lib/log.js';
 import { signPayload } from '../../src/lib/svc-signature.js';
+import type { Json } from '../helpers/http.js';
 
 /**
  * SPEC.md 5.4, generic `svc-signature`: `t=<unix seconds>,v1=<hex>`, HMAC-SHA256 over `<t>.<raw
@@ -62,7 +63,7 @@ async function post(body: string | Buffer, signature?: string) {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (signature !== undefined) headers['svc-signature'] = signature;
   const res = await server.inject({ method: 'POST', url: `/hook/${WID}`, headers, payload: body });
-  return { status: res.statusCode, body: JSON.parse(res.payload) as any, headers: res.headers };
+  return { status: res.statusCode, body: JSON.parse(res.payload) as Json, headers: res.headers };
 }
 
 /** Asserts a refusal that never reached the handler. */

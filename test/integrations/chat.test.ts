@@ -16,7 +16,7 @@ import {
   type Staff,
 } from '../approvals/support.js';
 import { expectStatus, otherWorkspace, type Person } from '../helpers/console.js';
-import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { assertError, bearer, call, type Json, type Reply } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { poll } from '../helpers/wait.js';
@@ -47,7 +47,7 @@ interface Card {
   verified: boolean;
   eventId: string;
   eventType: string;
-  body: any;
+  body: Json;
 }
 
 /** The chat relay on loopback: keeps every card, checking its svc-signature with the relay secret. */
@@ -211,12 +211,13 @@ test.serial(
     const listed = expectStatus(await owner.get('/chat/users'), 200, 'list');
     t.true(
       listed.body.data.some(
-        (u: any) => u.platform === PLATFORM && u.chatUserId === 'u-admin' && u.userId === people.admin.id,
+        (u: { platform: string; chatUserId: string; userId: string }) =>
+          u.platform === PLATFORM && u.chatUserId === 'u-admin' && u.userId === people.admin.id,
       ),
     );
     const own = expectStatus(await people.member.get('/chat/users'), 200, 'own list');
     t.deepEqual(
-      own.body.data.map((u: any) => u.userId),
+      own.body.data.map((u: { userId: string }) => u.userId),
       [people.member.id],
       'a member sees only their own mappings',
     );
@@ -311,9 +312,9 @@ test.serial(
     t.regex(approve, /^cbt_[A-Za-z0-9_-]{43}$/);
     t.regex(deny, /^cbt_[A-Za-z0-9_-]{43}$/);
     t.not(approve, deny);
-    const buttons = card.body.slack.blocks.find((b: any) => b.type === 'actions').elements;
+    const buttons = card.body.slack.blocks.find((b: { type: string }) => b.type === 'actions').elements;
     t.deepEqual(
-      buttons.map((b: any) => [b.action_id, b.value]),
+      buttons.map((b: { action_id: string; value: string }) => [b.action_id, b.value]),
       [
         ['approve', approve],
         ['deny', deny],
@@ -321,7 +322,11 @@ test.serial(
     );
     // Neither the card log nor the ledger holds a token.
     const log = expectStatus(await owner.get('/chat/cards'), 200, 'cards');
-    t.true(log.body.data.some((d: any) => d.eventId === card.eventId && d.status === 'delivered'));
+    t.true(
+      log.body.data.some(
+        (d: { eventId: string; status: string }) => d.eventId === card.eventId && d.status === 'delivered',
+      ),
+    );
     const everything = log.text + JSON.stringify(await owner.ledger());
     t.false(everything.includes(approve) || everything.includes(deny));
   },
@@ -700,7 +705,7 @@ test.serial("a member's removal ends their chat identities: their clicks decide 
   expectStatus(await leaver.send('PUT', `/chat/users/${PLATFORM}/u-leaver`, { userId: leaver.id }), 200, 'map');
   expectStatus(await owner.send('DELETE', `/members/${leaver.id}`), 200, 'remove');
   t.false(
-    (await owner.get('/chat/users')).body.data.some((u: any) => u.chatUserId === 'u-leaver'),
+    (await owner.get('/chat/users')).body.data.some((u: { chatUserId: string }) => u.chatUserId === 'u-leaver'),
     'the mapping went with the membership',
   );
   const { action, card } = await waiting(t, 'leaver-bot');

@@ -5,7 +5,7 @@ import Stripe from 'stripe';
 import { addPerson, makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
 import { PAY_ACME, payment } from '../helpers/gate.js';
-import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { assertError, bearer, call, type Json, type Reply } from '../helpers/http.js';
 import { inProcessServer, serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { stopAndClean } from '../helpers/process.js';
 
@@ -144,7 +144,7 @@ const hub = (e: unknown, key = billingSecret, timestamp = now()) => {
 let second: Person | undefined;
 const otherOne = async () => (second ??= await otherWorkspace(server));
 const charges = async (card = 'ic_billing') =>
-  (await owner.get(`/stripe/cards/${card}/charges`)).body.data as Array<Record<string, any>>;
+  (await owner.get(`/stripe/cards/${card}/charges`)).body.data as Array<Record<string, Json>>;
 
 /** What a refused delivery must leave as it was: the ledger, the card's charges, the plan. */
 async function snapshot(): Promise<string> {

@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize } from '../helpers/gate.js';
-import { assertError, bearer, call, csrf } from '../helpers/http.js';
+import { assertError, bearer, call, csrf, type Json } from '../helpers/http.js';
 import { stopAndClean, svc } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
@@ -33,7 +33,7 @@ function freeze(args: string[]) {
   return svc(['freeze', ...args, '--data-dir', server.dataDir, '--json']);
 }
 
-function parse(t: ExecutionContext, stdout: string): any {
+function parse(t: ExecutionContext, stdout: string): Json {
   try {
     return JSON.parse(stdout);
   } catch {

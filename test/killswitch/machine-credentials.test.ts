@@ -14,6 +14,7 @@ import {
   reviewRule,
   SERVER_ENV,
   type Bot,
+  type PendingPayment,
 } from '../approvals/support.js';
 
 /**
@@ -28,7 +29,7 @@ let server: ServedInProcess;
 let owner: Person;
 let bot: Bot;
 let stoppedBot: Bot;
-let waiting: any;
+let waiting: PendingPayment;
 const credentials: Record<string, string> = {};
 
 test.before(async () => {

@@ -9,7 +9,8 @@ import { about, makeBot, pay, SERVER_ENV, staff, type Bot } from '../approvals/s
 /**
  * The kill switch for one agent in the console (SPEC.md 3 agent rows; API.md 2): stop writes the
  * hold `owner` and the very next authorize is a deny with `agent_frozen`; restart is for the
- * person the agent acts for, an owner or an admin (anyone else: 403 forbidden naming who may).
+ * person the agent acts for, an owner or an admin (an auditor, who sees every agent: 403
+ * forbidden naming who may; a member or analyst it does not act for does not see it: 404).
  * Each change is a ledger record naming the person. Each test makes its own agents.
  */
 
@@ -19,10 +20,11 @@ let admin: Person;
 let member: Person;
 let otherMember: Person;
 let analyst: Person;
+let auditor: Person;
 
 test.before(async () => {
   server = await serveInProcess({ env: SERVER_ENV });
-  ({ owner, admin, member, otherMember, analyst } = await staff(server));
+  ({ owner, admin, member, otherMember, analyst, auditor } = await staff(server));
 });
 
 test.after.always(() => stopAndClean(server));
@@ -84,17 +86,20 @@ test('stop: the agent is stopped with hold owner by the person, its next authori
   t.like(records[0]?.data, { hold: 'owner', reason: 'runaway spend' });
 });
 
-test('restart: a member the agent does not act for gets 403 forbidden naming who may; the member it acts for restarts it', async (t) => {
+test('restart: an auditor gets 403 forbidden naming who may, a member or analyst it does not act for 404; the member it acts for restarts it', async (t) => {
   const bot = await makeBot(owner, 'members-stopped-bot', PAY, member.id);
   t.is((await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'check' })).status, 200);
 
+  const refused = await auditor.send('POST', `/agents/${bot.agentId}/restart`);
+  assertError(t, refused, 403, 'forbidden');
+  const message: string = refused.body.error.message;
+  t.true(message.includes(member.id), `names the person the agent acts for: ${message}`);
+  t.regex(message, /owner/);
+  t.regex(message, /admin/);
   for (const who of [otherMember, analyst]) {
-    const res = await who.send('POST', `/agents/${bot.agentId}/restart`);
-    assertError(t, res, 403, 'forbidden');
-    const message: string = res.body.error.message;
-    t.true(message.includes(member.id), `names the person the agent acts for: ${message}`);
-    t.regex(message, /owner/);
-    t.regex(message, /admin/);
+    const unseen = await who.send('POST', `/agents/${bot.agentId}/restart`);
+    assertError(t, unseen, 404, 'not_found');
+    t.false(unseen.text.includes(member.id), 'nothing says whom it acts for');
   }
   t.is((await owner.get(`/agents/${bot.agentId}`)).body.status, 'stopped');
   await assertFrozen(t, bot);
@@ -126,11 +131,10 @@ test('restart: an admin restarts an agent acting for someone else', async (t) =>
   await assertRuns(t, bot);
 });
 
-test('stop: a member may not stop an agent that does not act for them, nor an analyst any', async (t) => {
+test('stop: a member may not stop an agent that does not act for them (404: not theirs to see), nor an analyst any (403)', async (t) => {
   const bot = await makeBot(owner, 'not-theirs-bot', PAY, otherMember.id);
-  for (const who of [member, analyst]) {
-    assertError(t, await who.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'mischief' }), 403, 'forbidden');
-  }
+  assertError(t, await member.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'mischief' }), 404, 'not_found');
+  assertError(t, await analyst.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'mischief' }), 403, 'forbidden');
   t.is((await owner.get(`/agents/${bot.agentId}`)).body.status, 'running');
   await assertRuns(t, bot);
   t.false((await about(owner, bot.agentId)).some((r) => r.kind === 'agent.stopped'));

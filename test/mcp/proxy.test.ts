@@ -31,7 +31,7 @@ async function connect(key: string): Promise<Client> {
 
 test.before(async () => {
   upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
-  server = await serveInProcess({ env: SERVER_ENV });
+  server = await serveInProcess({ env: { ...SERVER_ENV, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } });
   owner = await ownerConsole(server);
   bot = await makeBot(owner, 'files-bot', [{ actions: ['mcp.files.echo', 'mcp.files.add'], domains: ['*'] }]);
   const added = expectStatus(

@@ -5,7 +5,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { expectStatus } from '../helpers/console.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { call } from '../helpers/http.js';
+import { call, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -27,7 +27,7 @@ async function connect(key: string): Promise<Client> {
   return client;
 }
 
-const structured = (r: unknown) => (r as { structuredContent: Record<string, any> }).structuredContent;
+const structured = (r: unknown) => (r as { structuredContent: Record<string, Json> }).structuredContent;
 
 test.before(async () => {
   server = await serveInProcess();

@@ -49,7 +49,7 @@ async function open(key: string, capabilities: Record<string, unknown> = {}): Pr
 
 test.before(async () => {
   upstream = await startConformanceUpstream({ watchIntervalMs: 100 });
-  server = await serveInProcess({ env: SERVER_ENV });
+  server = await serveInProcess({ env: { ...SERVER_ENV, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } });
   owner = await ownerConsole(server);
   expectStatus(await owner.send('POST', '/mcp-servers', { name: 'conf', url: upstream.url }), 201, 'upstream');
   bot = await makeBot(owner, 'session-bot', [{ actions: ['mcp.conf.*'], domains: ['*'] }]);

@@ -47,7 +47,7 @@ test('adding, changing and removing a member are ledger records naming the actor
       t.deepEqual(
         records.map((r) => [r.kind, r.actor, r.subject, r.data]),
         [
-          ['member.added', `user:${made.ownerId}`, added.id, { role: 'member', created: true }],
+          ['member.added', `user:${made.ownerId}`, added.id, { role: 'member' }],
           ['member.updated', `user:${made.ownerId}`, added.id, { role: 'admin' }],
           [
             'member.removed',

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { request } from 'node:http';
 import { Secret, TOTP } from 'otpauth';
-import { assertError, call, csrf } from '../helpers/http.js';
+import { assertError, call, csrf, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
@@ -29,7 +29,7 @@ test.before(async () => {
 test.after.always(() => stopAndClean(server));
 
 /** POST /api/session from a chosen loopback source address. */
-function signInFrom(localAddress: string, body: Record<string, string>): Promise<{ status: number; body: any }> {
+function signInFrom(localAddress: string, body: Record<string, string>): Promise<{ status: number; body: Json }> {
   const url = new URL(`${server.url}/api/session`);
   return new Promise((resolve, reject) => {
     const req = request(

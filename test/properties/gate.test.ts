@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { bearer, call, type Reply } from '../helpers/http.js';
+import { bearer, call, type Json, type Reply } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
@@ -125,7 +125,7 @@ const FIELDS = [
   'extra',
 ] as const;
 
-function mutate(base: Record<string, any>, path: string, value: unknown): Record<string, any> {
+function mutate(base: Record<string, Json>, path: string, value: unknown): Record<string, Json> {
   const copy = structuredClone(base);
   const [head, tail] = path.split('.') as [string, string | undefined];
   if (tail === undefined) {
@@ -139,7 +139,7 @@ function mutate(base: Record<string, any>, path: string, value: unknown): Record
   return copy;
 }
 
-const validBodies = fc.constantFrom<Record<string, any>>(
+const validBodies = fc.constantFrom<Record<string, Json>>(
   payment(1250, { session: { id: 'run-1' }, metadata: { note: 'n' } }),
   { type: 'crm.update', summary: 'Update the Acme record', target: { domain: 'api.example.com' } },
   { type: 'transfer', summary: 'Move money', payment: { amount: 10, currency: 'EUR', merchant: 'bank.example' } },

@@ -1,6 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import type { Server } from '@hapi/hapi';
+import type { Json } from '../helpers/http.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 
@@ -89,7 +90,7 @@ const extras = fc.record(
   { requiredKeys: [] },
 );
 
-function wellFormed(status: number, body: any, envelope: boolean): boolean {
+function wellFormed(status: number, body: Json, envelope: boolean): boolean {
   if (status === 200) return true;
   const error = envelope ? (body?.type === 'error' ? body.error : undefined) : body?.error;
   return (

@@ -2,6 +2,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import type { Server } from '@hapi/hapi';
 import type { App } from '../../src/app.js';
+import type { Json } from '../helpers/http.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /** Arbitrary input, through the real server (server.inject): never a 5xx, always the SPEC.md shape. */
@@ -27,7 +28,7 @@ test.before(async () => {
 
 test.after.always(() => running?.close());
 
-function wellFormedError(status: number, body: any): boolean {
+function wellFormedError(status: number, body: Json): boolean {
   if (status < 400) return true;
   return (
     status < 500 &&
@@ -69,7 +70,8 @@ test('POST /v1/admin/keys: any JSON body answers 201 or a 4xx of the SPEC.md sha
           wellFormedError(res.statusCode, parsed) &&
           (res.statusCode !== 400 ||
             parsed.error.errors.every(
-              (e: any) => typeof e.message === 'string' && (e.field === null || typeof e.field === 'string'),
+              (e: { message: unknown; field: unknown }) =>
+                typeof e.message === 'string' && (e.field === null || typeof e.field === 'string'),
             ))
         );
       },
@@ -99,11 +101,11 @@ test.serial(
       t.is(res.statusCode, 400, body);
       t.is(parsed.error.type, 'invalid_request');
       t.deepEqual(
-        parsed.error.errors.map((e: any) => e.field),
+        parsed.error.errors.map((e: { field: unknown }) => e.field),
         ['__proto__'],
       );
     }
-    t.deepEqual(({} as any).isAdmin, undefined, 'no prototype was polluted');
+    t.deepEqual(({} as Record<string, unknown>).isAdmin, undefined, 'no prototype was polluted');
     t.is(count(), before);
   },
 );

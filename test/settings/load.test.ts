@@ -181,3 +181,25 @@ test("the operator's billing secrets come from SVC_BILLING_STRIPE_*; none by def
   t.regex(err!.message, /billing\.stripeSigningSecret/);
   t.false(err!.message.includes('whsec with space'), 'the secret is not quoted back');
 });
+
+test('retention: 90 days by default, set by SVC_RETENTION_DAYS; under a week (shorter than providers retry) is refused', (t) => {
+  const s = loadSettings({ env: {} });
+  t.deepEqual(s.retention, { days: 90, sweepIntervalMs: 300_000, sweepBatch: 500, sweepMaxPerRun: 100_000 });
+  t.is(loadSettings({ env: { SVC_RETENTION_DAYS: '30' } }).retention.days, 30);
+  t.is(loadSettings({ env: { SVC_RETENTION_SWEEP_INTERVAL_MS: '5000' } }).retention.sweepIntervalMs, 5000);
+  const err = t.throws(() => loadSettings({ env: { SVC_RETENTION_DAYS: '3' } }), { instanceOf: SettingsError });
+  t.regex(err!.message, /retention\.days.*greater than or equal to 7/);
+  const batch = t.throws(() => loadSettings({ env: {}, overrides: { 'retention.sweepBatch': 0 } }), {
+    instanceOf: SettingsError,
+  });
+  t.regex(batch!.message, /retention\.sweepBatch/);
+});
+
+test('MCP upstreams on private addresses: off by default, on with SVC_MCP_ALLOW_PRIVATE_UPSTREAMS=1', (t) => {
+  t.false(loadSettings({ env: {} }).mcp.allowPrivateUpstreams);
+  t.true(loadSettings({ env: { SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } }).mcp.allowPrivateUpstreams);
+  t.false(
+    loadSettings({ env: { SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1' } }).mcp.allowPrivateUpstreams,
+    "the webhooks' setting does not open the MCP proxy",
+  );
+});

@@ -78,6 +78,28 @@ test('scan walks one prefix in key order, with after, limit and reverse', async 
   ]);
 });
 
+test('scan with startAfter resumes after a whole key at any depth, on tuple and string keys alike', async (t) => {
+  await store.write(() => {
+    for (const [wid, id] of [
+      ['ws_r1', 'b'],
+      ['ws_r1', 'a'],
+      ['ws_r2', 'a'],
+      ['ws_r10', 'z'],
+    ] as const)
+      store.tables.tasks.put([wid, id], '2026-01-01T00:00:00.000Z');
+    for (const nonce of ['n-c', 'n-a', 'n-b']) store.tables.oauthConsentsUsed.put(nonce, '2026-01-01T00:00:00.000Z');
+  });
+  const keys = (rows: Array<{ key: unknown[] }>) => rows.map((r) => r.key.join('/'));
+  const all = keys(store.tables.tasks.scan([]));
+  t.deepEqual(all, ['ws_r1/a', 'ws_r1/b', 'ws_r10/z', 'ws_r2/a']);
+  t.deepEqual(keys(store.tables.tasks.scan([], { startAfter: ['ws_r1', 'a'] })), all.slice(1));
+  t.deepEqual(keys(store.tables.tasks.scan([], { startAfter: ['ws_r1', 'b'], limit: 1 })), ['ws_r10/z']);
+  t.deepEqual(keys(store.tables.tasks.scan([], { startAfter: ['ws_r1', 'aa'] })), all.slice(1), 'a key that is gone');
+  t.deepEqual(keys(store.tables.tasks.scan([], { startAfter: ['ws_r2', 'a'] })), []);
+  t.deepEqual(keys(store.tables.tasks.scan(['ws_r1'], { startAfter: ['ws_r1', 'a'] })), ['ws_r1/b'], 'within a prefix');
+  t.deepEqual(keys(store.tables.oauthConsentsUsed.scan([], { startAfter: ['n-a'] })), ['n-b', 'n-c']);
+});
+
 test('the schema version is recorded, and a second migration run changes nothing', async (t) => {
   t.is(store.schemaVersion(), CURRENT_SCHEMA_VERSION);
   const again = await migrateStore(store);

@@ -1,3 +1,5 @@
+import type { VendorJson as Json } from '../vendor-json.js';
+
 /**
  * Request bodies from one vendor shape to the other (OpenAI chat completions <-> Anthropic
  * messages). Rules:
@@ -12,7 +14,6 @@
  * - A streaming request sent to an OpenAI-kind upstream always asks for usage, so that the call
  *   is accounted from the vendor's own counts.
  */
-type Json = Record<string, any>;
 
 export const DEFAULT_MAX_TOKENS = 4096;
 

@@ -1,3 +1,4 @@
+import type { VendorJson as Json } from '../vendor-json.js';
 import { safeJson } from './requests.js';
 
 /**
@@ -6,7 +7,6 @@ import { safeJson } from './requests.js';
  * tool_calls; a refusal becomes content_filter. The body's `model` is the catalogue id the
  * client sees, never the upstream's own name.
  */
-type Json = Record<string, any>;
 
 export interface Usage {
   input: number;

@@ -1,3 +1,4 @@
+import type { VendorJson as Json } from '../vendor-json.js';
 import { sseData, sseEvent, type SseEvent } from '../sse.js';
 import { anthropicUsage, openaiUsage, toAnthropicStop, toOpenaiFinish, type Usage } from './responses.js';
 
@@ -11,7 +12,6 @@ import { anthropicUsage, openaiUsage, toAnthropicStop, toOpenaiFinish, type Usag
  * - Across shapes: text deltas, tool calls (ids, names, argument pieces), stop reasons and usage
  *   are rebuilt in the other vendor's event sequence.
  */
-type Json = Record<string, any>;
 
 export interface StreamTranslator {
   event(e: SseEvent): string;

@@ -1,12 +1,10 @@
 import type { Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
-import type { KeysService } from '../../keys/index.js';
-import type { OAuth } from '../../oauth/service.js';
-import type { KeyRecord } from '../../store/index.js';
+import type { AgentRecord, KeyRecord } from '../../store/index.js';
 import { hasPrefix } from '../../lib/ids.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { svcOptions } from '../route-options.js';
-import { AGENT_KEY, credentials, expectedCredential } from './callers.js';
+import { AGENT_KEY, credentials, expectedCredential, type KeyResolver } from './callers.js';
 import { bearer } from './bearer.js';
 
 /**
@@ -21,9 +19,14 @@ import { bearer } from './bearer.js';
  * counts and carries ratelimit-limit, ratelimit-remaining and ratelimit-reset; past the limit:
  * 429 rate_limited with retry-after.
  */
+/** What the strategy asks of the OAuth service at /mcp: the agent an access token stands for, or undefined. */
+export interface AccessResolver {
+  resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined;
+}
+
 export function registerAgentKey(
   server: Server,
-  deps: { keys: KeysService; oauth: Pick<OAuth, 'resolveAccess'>; gateLimiter: RateLimiter; baseUrl: () => string },
+  deps: { keys: KeyResolver; oauth: AccessResolver; gateLimiter: RateLimiter; baseUrl: () => string },
 ): void {
   server.auth.scheme(AGENT_KEY, () => ({
     authenticate(request, h) {

@@ -1,6 +1,25 @@
 import type { Request } from '@hapi/hapi';
-import type { PublicUser } from '../../people/index.js';
 import type { AgentRecord, KeyRecord, ServiceTokenRecord } from '../../store/index.js';
+
+/**
+ * The signed-in person as routes see them: the people domain's PublicUser. Declared here so that
+ * src/http/ imports no domain; the compiler holds the two together, since the session strategy
+ * takes the people service's users and routes hand this one back to its `authorize`.
+ */
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string;
+  /** The password was chosen by someone else (the first start's one-time password): change it. */
+  mustChangePassword: boolean;
+  /** Two-factor is on: sign-in asks for a code. */
+  totp: boolean;
+}
+
+/** What the key strategies ask of the keys service: a key and an agent key's agent (undefined: unknown or revoked). */
+export interface KeyResolver {
+  resolve(value: string): { record: KeyRecord; agent?: AgentRecord | undefined } | undefined;
+}
 
 /**
  * The five caller kinds of SPEC.md 5.1. Each route accepts exactly one; a strategy reads only its
@@ -10,7 +29,7 @@ export type Caller =
   | { kind: 'agent'; workspaceId: string; agent: AgentRecord; key: KeyRecord }
   | { kind: 'workspace-key'; workspaceId: string; key: KeyRecord }
   | { kind: 'service-token'; workspaceId: string; token: ServiceTokenRecord }
-  | { kind: 'session'; user: PublicUser; secret: string }
+  | { kind: 'session'; user: SessionUser; secret: string }
   | { kind: 'signature'; keyId: string };
 
 export type CallerOf<K extends Caller['kind']> = Extract<Caller, { kind: K }>;

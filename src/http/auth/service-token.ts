@@ -1,7 +1,6 @@
 import type { Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
-import type { ServiceTokensService } from '../../service-tokens/index.js';
-import type { ServiceTokenScope } from '../../store/index.js';
+import type { ServiceTokenRecord, ServiceTokenScope } from '../../store/index.js';
 import { clientAddress } from '../client-address.js';
 import { svcOptions } from '../route-options.js';
 import { SERVICE_TOKEN, credentials, expectedCredential } from './callers.js';
@@ -12,9 +11,14 @@ import { bearer } from './bearer.js';
  * outside ipAllow: 401 invalid_token; expired: 401 token_expired; the route's scope
  * (`plugins.svc.tokenScope`) missing: 403 missing_scope.
  */
+/** What the strategy asks of the service tokens service: the live token, else an AppError (invalid_token, …). */
+export interface TokenVerifier {
+  verify(value: string, clientAddress: string): ServiceTokenRecord;
+}
+
 export function registerServiceToken(
   server: Server,
-  deps: { tokens: ServiceTokensService; trustedProxies: readonly string[] },
+  deps: { tokens: TokenVerifier; trustedProxies: readonly string[] },
 ): void {
   server.auth.scheme(SERVICE_TOKEN, () => ({
     authenticate(request, h) {

@@ -1,7 +1,6 @@
 import Cookie from '@hapi/cookie';
 import type { Request, Server } from '@hapi/hapi';
-import type { PeopleService, Permission } from '../../people/index.js';
-import { SESSION, SESSION_HOST, actorOf, caller, credentials } from './callers.js';
+import { SESSION, SESSION_HOST, actorOf, caller, credentials, type SessionUser } from './callers.js';
 
 /**
  * Session cookie (SPEC.md 5.3.3): `__Host-sid` in production, `sid` on a local http server
@@ -15,7 +14,8 @@ export interface SessionOptions {
   secure: boolean;
   cookiePassword: string;
   ttlMs: number;
-  people: PeopleService;
+  /** The people service: the person a live session secret belongs to, read from the store at each request. */
+  people: { sessionUser(secret: string): SessionUser | undefined };
 }
 
 export interface SessionCookie {
@@ -64,10 +64,10 @@ export async function registerSession(server: Server, options: SessionOptions): 
 }
 
 /** The signed-in person of a console route on /api/w/{wid}/…, once their role there allows `permission` (else 403 forbidden). */
-export function permittedMember(
-  people: Pick<PeopleService, 'authorize'>,
+export function permittedMember<P extends string>(
+  people: { authorize: (wid: string, user: SessionUser, permission: P) => unknown },
   request: Request,
-  permission: Permission,
+  permission: P,
 ): { wid: string; actor: string } {
   const { wid } = request.params as { wid: string };
   const c = caller(request, 'session');

@@ -1,9 +1,8 @@
 import type { Request, Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
-import type { KeysService } from '../../keys/index.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { svcOptions } from '../route-options.js';
-import { WORKSPACE_KEY, credentials, expectedCredential } from './callers.js';
+import { WORKSPACE_KEY, credentials, expectedCredential, type KeyResolver } from './callers.js';
 import { bearer } from './bearer.js';
 
 /**
@@ -21,7 +20,7 @@ function presentedKey(request: Request): string | undefined {
   return undefined;
 }
 
-export function registerWorkspaceKey(server: Server, deps: { keys: KeysService }): void {
+export function registerWorkspaceKey(server: Server, deps: { keys: KeyResolver }): void {
   server.auth.scheme(WORKSPACE_KEY, () => ({
     authenticate(request, h) {
       const value = presentedKey(request);

@@ -41,6 +41,26 @@ export interface GithubEvent {
   [field: string]: unknown;
 }
 
+/** The fields of GitHub's events that are read here, each as GitHub may send it or leave it out. */
+interface GithubFields {
+  ref?: unknown;
+  after?: unknown;
+  before?: unknown;
+  forced?: unknown;
+  commits?: unknown;
+  number?: unknown;
+  environment?: unknown;
+  pull_request?: {
+    number?: unknown;
+    merged?: unknown;
+    head?: { sha?: unknown; ref?: unknown };
+    base?: { ref?: unknown };
+  };
+  deployment?: { id?: unknown; environment?: unknown; ref?: unknown; sha?: unknown };
+  deployment_status?: { environment?: unknown; state?: unknown };
+  deployment_callback_url?: unknown;
+}
+
 export type GithubAnswer = Record<string, unknown>;
 
 /** A verified delivery: GitHub's id for it (unsigned) and the SHA-256 of its exact bytes (signed). */
@@ -84,7 +104,7 @@ export function deployTarget(repository: Repo, environment: string): string {
 
 /** What a recorded event keeps (never bodies, messages or titles: only identifying facts). */
 function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
-  const b = body as Record<string, any>;
+  const b = body as GithubEvent & GithubFields;
   const common = { repository: body.repository?.full_name ?? null, sender: body.sender.login };
   switch (event) {
     case 'push':
@@ -161,7 +181,7 @@ export function createGithub(deps: {
 
   const protection = async (wid: string, d: Delivery, body: GithubEvent): Promise<GithubAnswer> => {
     const delivery = d.id;
-    const b = body as Record<string, any>;
+    const b = body as GithubEvent & GithubFields;
     const environment = String(b.environment ?? b.deployment?.environment ?? '');
     const repository = body.repository!;
     const facts = {

@@ -1,7 +1,7 @@
 import { errors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import { signatureRefused, type InboundVerifier } from '../../http/auth/signature.js';
 import type { Clock } from '../../lib/clock.js';
-import { routeWorkspace } from '../../http/inbound.js';
+import { routeWorkspace, verifiedJson } from '../../http/inbound.js';
 import type { Once } from '../once.js';
 import type { IntegrationRegistry } from '../registry.js';
 import type { SsfKeys } from './keys.js';
@@ -25,6 +25,8 @@ import type { SsfKeys } from './keys.js';
  *   pass the freshness check: a replay is refused, even after a restart, and a token whose
  *   effects failed to be written is not claimed (its retry is acted on).
  * - Every refusal is 401 with a plain reason; nothing of the token is ever echoed or logged.
+ *   Claims that verified but hold text the ledger cannot hash (a lone surrogate), nesting past 64
+ *   levels or a number JSON cannot carry are `400 invalid_request` naming the claim.
  */
 export const MAX_AGE_S = 300;
 export const CLOCK_SKEW_S = 30;
@@ -116,6 +118,8 @@ export function ssfVerifier(deps: {
       } catch (err) {
         throw signatureRefused(reasonOf(err, keys.KeysUnavailable), FIX);
       }
+      // Verified, yet still the sender's text: a claim the ledger cannot hash is refused by field.
+      verifiedJson(claims);
       const { jti, iat, events } = claims as { jti?: unknown; iat?: unknown; events?: unknown };
       if (typeof jti !== 'string' || jti.length < 1 || jti.length > 256)
         throw signatureRefused("The token's jti must be 1 to 256 characters.", FIX);

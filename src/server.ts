@@ -1,52 +1,54 @@
 import { createServer as createNodeServer } from 'node:http';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
-import { agentsRoutes } from '../agents/http.js';
-import { blueprintsRoutes } from '../blueprints/http.js';
-import { approvalsRoutes } from '../approvals/http.js';
-import type { App } from '../app.js';
-import { consoleRoutes } from '../console/http.js';
-import { gateRoutes } from '../gate/http.js';
-import { gatewayRoutes } from '../gateway/http.js';
-import { mcpRoutes } from '../mcp/http.js';
-import { credentialLive } from '../mcp/sessions.js';
-import { oauthRoutes } from '../oauth/http.js';
-import { API_VERSION } from './front-door.js';
-import { keysRoutes } from '../keys/http.js';
-import { killSwitchRoutes } from '../killswitch/http.js';
-import { drillsRoutes } from '../drills/http.js';
-import { scorecardRoutes } from '../scorecard/http.js';
-import { serviceTokensRoutes } from '../service-tokens/http.js';
-import { ledgerRoutes } from '../ledger/http.js';
-import { mandatesRoutes } from '../mandates/http.js';
-import { receiptsRoutes } from '../receipts/http.js';
-import { peopleRoutes } from '../people/http.js';
-import { deriveKey } from '../store/index.js';
-import { registerAgentKey } from './auth/agent-key.js';
-import { registerDenyByDefault } from './auth/deny.js';
-import { registerInbound } from './auth/signature.js';
-import { integrationsRoutes } from '../integrations/http.js';
-import { stripeRoutes } from '../integrations/stripe/http.js';
-import { stripeBillingVerifier, stripeVerifier } from '../integrations/stripe/signature.js';
-import { plansRoutes } from '../plans/http.js';
-import { createRefusals, svcSignatureVerifier } from './inbound.js';
-import { githubRoutes } from '../integrations/github/http.js';
-import { githubVerifier } from '../integrations/github/verifier.js';
-import { ssfRoutes } from '../integrations/ssf/http.js';
-import { ssfVerifier } from '../integrations/ssf/verifier.js';
-import { webhooksRoutes } from '../webhooks/http.js';
-import { chatRoutes } from '../chat/http.js';
-import { slackVerifier } from '../chat/slack.js';
-import { registerServiceToken } from './auth/service-token.js';
-import { registerSession } from './auth/session.js';
-import { registerWorkspaceKey } from './auth/workspace-key.js';
-import { answerClientErrors } from './client-error.js';
-import { installFrontDoor } from './front-door.js';
-import { payloadFailAction, validationFailAction } from './errors.js';
-import { createGuards } from './guards.js';
-import { createRateLimiter } from './rate-limit.js';
-import { logRequest, pipeline } from './pipeline.js';
-import { healthAnswer, systemRoutes } from './system.js';
+import { agentsRoutes } from './agents/http.js';
+import { blueprintsRoutes } from './blueprints/http.js';
+import { approvalsRoutes } from './approvals/http.js';
+import type { App } from './app.js';
+import { consoleRoutes } from './console/http.js';
+import { gateRoutes } from './gate/http.js';
+import { gatewayRoutes } from './gateway/http.js';
+import { mcpRoutes } from './mcp/http.js';
+import { credentialLive } from './mcp/sessions.js';
+import { oauthRoutes } from './oauth/http.js';
+import { API_VERSION } from './http/front-door.js';
+import { keysRoutes } from './keys/http.js';
+import { killSwitchRoutes } from './killswitch/http.js';
+import { drillsRoutes } from './drills/http.js';
+import { scorecardRoutes } from './scorecard/http.js';
+import { serviceTokensRoutes } from './service-tokens/http.js';
+import { ledgerRoutes } from './ledger/http.js';
+import { mandatesRoutes } from './mandates/http.js';
+import { receiptsRoutes } from './receipts/http.js';
+import { peopleRoutes } from './people/http.js';
+import { deriveKey } from './lib/seal.js';
+import { registerAgentKey } from './http/auth/agent-key.js';
+import { registerDenyByDefault } from './http/auth/deny.js';
+import { registerInbound } from './http/auth/signature.js';
+import { integrationsRoutes } from './integrations/http.js';
+import { stripeRoutes } from './integrations/stripe/http.js';
+import { stripeBillingVerifier, stripeVerifier } from './integrations/stripe/signature.js';
+import { plansRoutes } from './plans/http.js';
+import { createRefusals, svcSignatureVerifier } from './http/inbound.js';
+import { githubRoutes } from './integrations/github/http.js';
+import { githubVerifier } from './integrations/github/verifier.js';
+import { ssfRoutes } from './integrations/ssf/http.js';
+import { ssfVerifier } from './integrations/ssf/verifier.js';
+import { webhooksRoutes } from './webhooks/http.js';
+import { chatRoutes } from './chat/http.js';
+import { slackVerifier } from './chat/slack.js';
+import { registerServiceToken } from './http/auth/service-token.js';
+import { registerSession } from './http/auth/session.js';
+import { registerWorkspaceKey } from './http/auth/workspace-key.js';
+import { answerClientErrors } from './http/client-error.js';
+import { installFrontDoor } from './http/front-door.js';
+import { trackDrain } from './http/drain.js';
+import { createBodyLimits } from './http/body-limits.js';
+import { payloadFailAction, validationFailAction } from './http/errors.js';
+import { createGuards } from './http/guards.js';
+import { createRateLimiter } from './http/rate-limit.js';
+import { logRequest, pipeline } from './http/pipeline.js';
+import { healthAnswer, systemRoutes } from './http/system.js';
 
 /**
  * Builds the hapi server, in order: the front door on the Node server (ids, headers, health),
@@ -55,14 +57,14 @@ import { healthAnswer, systemRoutes } from './system.js';
  *
  * Hardening: the Node server checks headersTimeout and requestTimeout every
  * connectionsCheckingInterval (about a second, not Node's 30 s default), so slow-loris sockets
- * are closed; bodies over the limit are cut off as they stream in, never buffered whole.
+ * are closed; bodies over the limit are refused before they are read (body-limits.ts).
  */
 export interface HttpServer {
   server: Server;
   /** The public base address: configured, or as bound. */
   baseUrl(): string;
   start(): Promise<void>;
-  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout). */
+  /** Drains (drain.ts): refuses new connections, answers what is in flight, up to the shutdown timeout. */
   stop(): Promise<void>;
 }
 
@@ -74,7 +76,6 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     requestTimeout: settings.server.requestTimeoutMs,
     connectionsCheckingInterval: settings.server.connectionsCheckingIntervalMs,
   });
-  let draining = false;
   const baseUrl = () => settings.baseUrl ?? server.info.uri;
 
   const server = Hapi.server({
@@ -110,13 +111,16 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     },
   });
 
-  const health = { store: app.store, isDraining: () => draining };
+  const health = { store: app.store, isDraining: () => drain.draining() };
   installFrontDoor(listener, {
     production,
     health: (path) => healthAnswer(health, path),
     answered: (entry) => logRequest(log, entry),
+    bodies: createBodyLimits({ server, baseUrl, production, log }),
   });
   answerClientErrors(listener, { baseUrl, production });
+  // After the front door, so that its answers (health) are marked during a drain too.
+  const drain = trackDrain(listener);
   await server.register({
     plugin: pipeline,
     options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds },
@@ -302,16 +306,14 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       checkpoints.unref();
       services.webhooks.start();
       services.githubCallbacks.start();
-      services.once.start();
-      services.chat.start();
+      services.sweeper.start();
     },
     async stop() {
-      draining = true;
+      await drain.drain(settings.server.shutdownTimeoutMs);
       await server.stop({ timeout: settings.server.shutdownTimeoutMs });
       await services.webhooks.stop();
       await services.githubCallbacks.stop();
-      await services.once.stop();
-      await services.chat.stop();
+      await services.sweeper.stop();
       clearInterval(checkpoints);
       await checkpoint();
     },

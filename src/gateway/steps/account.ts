@@ -1,0 +1,80 @@
+import { AppError } from '../../errors/app-error.js';
+import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
+import type { SyncStep } from './context.js';
+import { costOf, estimateOf, maxTokensOf } from './prices.js';
+
+/**
+ * 10. Accounting: the upstream step's outcome becomes the answer. The call's cost from the
+ * vendor's usage settles the reservation (a stream when it ends: one that did not finish is
+ * charged at least its estimate, never nothing), the cost and overhead headers are set, and the
+ * call record is queued. A vendor's refusal of the request is 400 invalid_request with its
+ * message; no model answering is 502 upstream_failure with attemptedModels. Both release the
+ * reservation and are recorded.
+ */
+export const account: SyncStep = {
+  name: 'account',
+  run(ctx, env) {
+    const { headers, outcome, reservation, attempted } = ctx;
+    if (outcome.kind === 'exhausted') {
+      reservation?.settle(0);
+      recordCall(ctx, env, {
+        attemptedModels: attempted,
+        outcome: ctx.req.signal.aborted ? 'cancelled' : 'upstream_failure',
+      });
+      throw new AppError('upstream_failure', {
+        message:
+          attempted.length > 0
+            ? `Every eligible model failed: ${attempted.join(', ')}.`
+            : 'Every eligible model is failing (their circuits are open); none was tried.',
+        headers,
+        details: { attemptedModels: attempted },
+      });
+    }
+    const { model, result } = outcome;
+    const served = { model: model.id, provider: model.provider, attemptedModels: attempted };
+    serveHeaders(ctx, env, model);
+    if (result.kind === 'refused') {
+      reservation?.settle(0);
+      recordCall(ctx, env, { ...served, outcome: 'upstream_error' });
+      throw new AppError('invalid_request', {
+        message: `${model.id} refused the request (HTTP ${result.status}): ${String(result.body.error?.message ?? result.body.message ?? 'no reason given')}`,
+        fix: "Correct the request as the vendor's message says.",
+        headers,
+        details: { upstreamStatus: result.status },
+      });
+    }
+    if (result.kind === 'json') {
+      const cost = costOf(model, result.usage);
+      reservation?.settle(cost);
+      headers['x-svc-cost-micros'] = String(cost);
+      const overhead = overheadMicros(ctx, result.upstreamMs);
+      headers['x-svc-overhead-micros'] = String(overhead);
+      recordCall(ctx, env, {
+        ...served,
+        inputTokens: result.usage?.input ?? 0,
+        outputTokens: result.usage?.output ?? 0,
+        costMicros: cost,
+        overheadMicros: overhead,
+      });
+      return { status: 200, headers, json: result.body };
+    }
+    const overhead = overheadMicros(ctx, result.upstreamFirstByteMs);
+    headers['x-svc-overhead-micros'] = String(overhead);
+    const estimate = estimateOf(model, ctx.prompt().length, maxTokensOf(ctx.body));
+    void result.done.then(({ usage, outcome: ended }) => {
+      // A stream that did not finish (cut, or the client left) may never have reported its usage.
+      const cost = ended === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimate);
+      reservation?.settle(cost);
+      recordCall(ctx, env, {
+        ...served,
+        inputTokens: usage?.input ?? 0,
+        outputTokens: usage?.output ?? 0,
+        costMicros: cost,
+        overheadMicros: overhead,
+        outcome: ended,
+        latencyMs: Math.round(performance.now() - ctx.req.startedAt),
+      });
+    });
+    return { status: 200, headers, stream: result.stream };
+  },
+};

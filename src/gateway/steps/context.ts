@@ -1,0 +1,120 @@
+import type { Readable } from 'node:stream';
+import type { Clock } from '../../lib/clock.js';
+import type { IdSource } from '../../lib/ids.js';
+import type { Upstream } from '../../lib/upstream.js';
+import type { GatewayModel, GatewayProvider, GatewaySettings, PolicyProfile } from '../../settings/schema.js';
+import type { KeyRecord, Store, WorkspaceGatewayRecord } from '../../store/index.js';
+import type { ModelHealth } from '../breaker.js';
+import type { Admission, Budgets, Reservation } from '../budgets.js';
+import type { CallLog } from '../calls.js';
+import type { DlpKind } from '../dlp.js';
+import type { AttemptResult, Shape } from '../forward.js';
+import type { Steering } from '../steering.js';
+
+/**
+ * What the gateway's steps share: the request (`GatewayRequest`), what lives as long as the
+ * gateway (`GatewayEnv`), and what one request learns on its way (`GatewayContext`). Each step
+ * reads and writes only the fields that steps/index.ts lists for it. A field a later step fills
+ * starts empty (never undefined), so a step tested alone sees a well-formed context.
+ */
+type Json = Record<string, unknown>;
+
+export interface GatewayRequest {
+  shape: Shape;
+  body: Json;
+  key: KeyRecord;
+  headers: Record<string, string | string[] | undefined>;
+  traceparent: string;
+  signal: AbortSignal;
+  startedAt: number;
+  /** Filled as soon as each is known, so that a refusal carries them too. */
+  answerHeaders?: Record<string, string>;
+}
+
+export interface GatewayAnswer {
+  status: number;
+  headers: Record<string, string>;
+  json?: Json;
+  stream?: Readable;
+}
+
+/** Emits an outbound event that is not a ledger record, once per key (webhooks/service.ts `advise`). */
+export type Advise = (wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>) => void;
+
+/** What the steps use that outlives a request: made once, in service.ts. */
+export interface GatewayEnv {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  settings: GatewaySettings;
+  calls: CallLog;
+  budgets: Budgets;
+  health: ModelHealth;
+  providers: ReadonlyMap<string, GatewayProvider>;
+  profiles: ReadonlyMap<string, PolicyProfile>;
+  catalogue: ReadonlyMap<string, GatewayModel>;
+  upstreamOf(providerId: string): Upstream;
+  monthlyRequests(wid: string): number | null;
+  seats: { people: (wid: string) => number | null; graceDays: number };
+  advise?: Advise | undefined;
+}
+
+/** How the upstream step ended (exhausted: no model answered); the accounting step answers from it. */
+export type Outcome =
+  { kind: 'exhausted' } | { kind: 'answered'; model: GatewayModel; result: Exclude<AttemptResult, { kind: 'failed' }> };
+
+export interface GatewayContext {
+  readonly req: GatewayRequest;
+  readonly key: KeyRecord;
+  readonly body: Json;
+  readonly wid: string;
+  readonly nowMs: number;
+  readonly at: string;
+  readonly callId: string;
+  /** The answer's headers, refusals included. */
+  readonly headers: Record<string, string>;
+  /** The prompt's text, read once (for the classifier and the budget estimate). */
+  prompt(): string;
+
+  // classify
+  steering: Steering;
+  taskId: string;
+  sessionId: string;
+  profile: PolicyProfile | null;
+  own: WorkspaceGatewayRecord | undefined;
+  enforcement: 'enforce' | 'shadow';
+  taskClass: string | null;
+
+  // route
+  requested: string | null;
+  wouldRouteTo: string | null;
+  candidates: GatewayModel[];
+
+  // data loss
+  redacted: Partial<Record<DlpKind, number>>;
+
+  // budget
+  admission: Admission;
+
+  // upstream
+  reservation: Reservation | null;
+  attempted: string[];
+  outcome: Outcome;
+}
+
+/**
+ * One step: returns an answer to end the request, nothing to go on, or throws an AppError to
+ * refuse. A synchronous step cannot await: the checks before the upstream step are all of this
+ * kind (index.ts relies on it).
+ */
+export interface SyncStep {
+  readonly name: string;
+  run(ctx: GatewayContext, env: GatewayEnv): GatewayAnswer | void;
+}
+
+export interface AsyncStep {
+  readonly name: string;
+  run(ctx: GatewayContext, env: GatewayEnv): Promise<GatewayAnswer | void>;
+}
+
+export type Step = SyncStep | AsyncStep;

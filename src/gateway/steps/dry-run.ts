@@ -1,0 +1,33 @@
+import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
+import type { SyncStep } from './context.js';
+import { estimateOf, maxTokensOf } from './prices.js';
+
+/**
+ * 8. Dry run (x-svc-dry-run: true): answered here with the model that would serve, the candidates
+ * and the estimated cost; nothing is sent, nothing is reserved, and the call is recorded as
+ * `dry_run`.
+ */
+export const dryRun: SyncStep = {
+  name: 'dry-run',
+  run(ctx, env) {
+    if (!ctx.steering.dryRun) return;
+    const first = ctx.candidates[0]!;
+    serveHeaders(ctx, env, first);
+    const estimate = estimateOf(first, ctx.prompt().length, maxTokensOf(ctx.body));
+    ctx.headers['x-svc-overhead-micros'] = String(overheadMicros(ctx));
+    recordCall(ctx, env, { model: first.id, provider: first.provider, outcome: 'dry_run' });
+    return {
+      status: 200,
+      headers: ctx.headers,
+      json: {
+        object: 'svc.dry_run',
+        model: first.id,
+        taskClass: ctx.taskClass,
+        enforcement: ctx.headers['x-svc-enforcement'],
+        candidates: ctx.candidates.map((m) => m.id),
+        estimatedCostMicros: estimate,
+        budgetStep: ctx.admission.step,
+      },
+    };
+  },
+};

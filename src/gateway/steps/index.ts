@@ -1,0 +1,117 @@
+import { isoAt } from '../../lib/clock.js';
+import { promptText } from '../screen.js';
+import { account } from './account.js';
+import { admit } from './admit.js';
+import { budget } from './budget.js';
+import { classify } from './classify.js';
+import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, Step, SyncStep } from './context.js';
+import { dataLoss } from './data-loss.js';
+import { dryRun } from './dry-run.js';
+import { killSwitch } from './kill-switch.js';
+import { plan } from './plan.js';
+import { route } from './route.js';
+import { upstream } from './upstream.js';
+
+/**
+ * The model gateway's request path (SPEC.md 1.5, 4.2, 7.4, 7.6; API.md 6): one step per file, in
+ * this order. A step refuses by throwing an AppError, ends the request by returning an answer, or
+ * goes on. Every step reads `req`, `key`, `body`, `wid`, `nowMs`, `at`, `callId` and `prompt()`
+ * and may set answer `headers`; besides, of the context (context.ts):
+ *
+ *   step         reads                                      writes
+ *   kill-switch  -                                          -
+ *   plan         -                                          -
+ *   classify     -                                          steering taskId sessionId profile own
+ *                                                           enforcement taskClass
+ *   route        steering profile enforcement taskClass     requested wouldRouteTo candidates
+ *   data-loss    own                                        redacted; body (redacts in place)
+ *   budget       enforcement candidates                     admission; candidates (cheapest first)
+ *   admit        enforcement admission wouldRouteTo         -
+ *                redacted taskId
+ *   dry-run      steering candidates admission, and what    -
+ *                a call record names (below)
+ *   upstream     candidates admission enforcement requested reservation attempted outcome
+ *   account      outcome reservation attempted, and what    -
+ *                a call record names: taskId sessionId
+ *                taskClass requested steering admission
+ *
+ * Invariants:
+ * - Every check's refusal comes before the upstream step, the only one that sends (after it, only
+ *   the vendor's answer is refused: a 4xx of its own, or no model answering). The checks are typed
+ *   `SyncStep` and `CHECKS` holds them all.
+ * - From the budget step's admission to the upstream step's reservation nothing awaits (the checks
+ *   cannot, and the runner awaits only a step that returns a promise), so racing requests each see
+ *   the others' reservations and a budget is overrun by at most one.
+ * - A refusal by the kill switch, data loss or a budget (evidence.ts `EVIDENCED`) is a ledger
+ *   record, queued off the hot path (refusals.ts); the error carries its id as `evidenceRecord`.
+ */
+export const CHECKS: readonly SyncStep[] = [killSwitch, plan, classify, route, dataLoss, budget, admit, dryRun];
+
+export const STEPS: readonly Step[] = [...CHECKS, upstream, account];
+
+/** A fresh context: every field a step fills starts empty. */
+export function createContext(req: GatewayRequest, env: GatewayEnv): GatewayContext {
+  const nowMs = env.clock.now();
+  const headers = req.answerHeaders ?? {};
+  const callId = env.ids.id('call');
+  headers['x-svc-call-id'] = callId;
+  let prompt: string | null = null;
+  return {
+    req,
+    key: req.key,
+    body: req.body,
+    wid: req.key.workspaceId,
+    nowMs,
+    at: isoAt(nowMs),
+    callId,
+    headers,
+    prompt: () => (prompt ??= promptText(req.body)),
+    steering: {
+      taskClass: null,
+      taskId: null,
+      objective: 'balanced',
+      dryRun: false,
+      clientSession: null,
+      oversight: false,
+    },
+    taskId: '',
+    sessionId: '',
+    profile: null,
+    own: undefined,
+    enforcement: env.settings.enforcement,
+    taskClass: null,
+    requested: null,
+    wouldRouteTo: null,
+    candidates: [],
+    redacted: {},
+    admission: { step: null, binding: null, applicable: [] },
+    reservation: null,
+    attempted: [],
+    outcome: { kind: 'exhausted' },
+  };
+}
+
+/**
+ * Runs the steps in order until one answers. A refusal is thrown as it was raised, after `onRefusal`
+ * (which may add to it, e.g. its evidence record) saw it with the step that raised it.
+ */
+export async function runSteps(
+  ctx: GatewayContext,
+  env: GatewayEnv,
+  onRefusal: (err: unknown, step: Step) => void | Promise<void>,
+  steps: readonly Step[] = STEPS,
+): Promise<GatewayAnswer> {
+  for (const step of steps) {
+    let answer: GatewayAnswer | void;
+    try {
+      const ran = step.run(ctx, env);
+      // Only a step that returns a promise is awaited (see the invariants above).
+      answer = ran instanceof Promise ? await ran : ran;
+    } catch (err) {
+      await onRefusal(err, step);
+      throw err;
+    }
+    if (answer) return answer;
+  }
+  throw new Error('the gateway steps ended without an answer');
+}

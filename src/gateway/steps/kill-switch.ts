@@ -1,0 +1,37 @@
+import { AppError } from '../../errors/app-error.js';
+import { readStanding } from '../../killswitch/standing.js';
+import type { KeyRecord, Store } from '../../store/index.js';
+import type { SyncStep } from './context.js';
+
+/**
+ * 1. Kill switch. An agent key of a stopped agent (a hold, or "stop every agent"), or any key
+ * bound to no one agent while "stop every agent" stands, is 403 agent_stopped; nothing is sent.
+ * Standing is read from the store at each request, so a freeze by another process applies to the
+ * very next one.
+ */
+export function refuseIfStopped(store: Store, key: Pick<KeyRecord, 'workspaceId' | 'agentId'>): void {
+  if (key.agentId) {
+    const standing = readStanding(store, key.workspaceId, key.agentId);
+    if (standing.stopped) {
+      throw new AppError('agent_stopped', {
+        message: `Agent ${key.agentId} is stopped (${standing.reason}); nothing was sent.`,
+        details: { hold: standing.hold, stopped: standing.stoppedBy, agentId: key.agentId },
+      });
+    }
+    return;
+  }
+  const stopAll = store.tables.stopAll.get(key.workspaceId);
+  if (stopAll) {
+    throw new AppError('agent_stopped', {
+      message: `Every agent of this workspace is stopped (${stopAll.reason}), and this key is bound to no one agent; nothing was sent.`,
+      details: { hold: 'workspace', stopped: 'workspace', agentId: null },
+    });
+  }
+}
+
+export const killSwitch: SyncStep = {
+  name: 'kill-switch',
+  run(ctx, env) {
+    refuseIfStopped(env.store, ctx.key);
+  },
+};

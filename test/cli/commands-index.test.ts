@@ -1,0 +1,97 @@
+import test from 'ava';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { Config, Help } from '@oclif/core';
+import { COMMANDS } from '../../src/cli/generated/commands.js';
+import { ROOT, svc } from '../helpers/process.js';
+
+/**
+ * The commands come from one generated index (oclif's explicit strategy), not from a scan of
+ * commands/: every file there must be in it, under the id the file's path gives, and every
+ * command and topic must still answer --help through the npm-installed svc.
+ */
+
+async function commandFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(join(ROOT, dir), { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await commandFiles(path)));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+
+test('every file under commands/ is in the generated index, by the id its path gives', async (t) => {
+  const files = await commandFiles('commands');
+  const ids = files.map((f) => relative('commands', f).replace(/\.ts$/, '').split('/').join(':')).sort();
+  t.true(ids.length >= 13, 'the scan found the commands');
+  t.deepEqual(Object.keys(COMMANDS).sort(), ids);
+  for (const [id, command] of Object.entries(COMMANDS)) {
+    t.is(typeof command.run, 'function', `${id} is a command class`);
+    t.truthy(command.summary, `${id} has a summary`);
+    t.true((command.examples ?? []).length > 0, `${id} has an example`);
+  }
+});
+
+test('package.json points oclif at the generated index with the explicit strategy', async (t) => {
+  const pjson = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+    oclif: { commands: unknown };
+  };
+  t.deepEqual(pjson.oclif.commands, {
+    strategy: 'explicit',
+    target: './dist/src/cli/generated/commands.js',
+    identifier: 'COMMANDS',
+  });
+});
+
+test('svc --help lists every topic and top-level command, and each topic answers --help', async (t) => {
+  t.timeout(180_000, 'five svc processes, one after another');
+  const top = await svc(['--help']);
+  t.is(top.code, 0, top.stderr);
+  const topics = [
+    ...new Set(
+      Object.keys(COMMANDS)
+        .filter((id) => id.includes(':'))
+        .map((id) => id.split(':')[0]!),
+    ),
+  ];
+  const singles = Object.keys(COMMANDS).filter((id) => !id.includes(':'));
+  for (const name of [...topics, ...singles]) t.regex(top.stdout, new RegExp(`^  ${name} `, 'm'), name);
+  for (const topic of topics) {
+    const { code, stdout, stderr } = await svc([topic, '--help']);
+    t.is(code, 0, `svc ${topic} --help: ${stderr}`);
+    for (const id of Object.keys(COMMANDS).filter((i) => i.startsWith(`${topic}:`))) {
+      t.true(stdout.includes(id.split(':').join(' ')), `svc ${topic} --help lists ${id}`);
+    }
+  }
+});
+
+test("oclif, loaded as svc loads it, finds every command through the index and renders each one's help", async (t) => {
+  const config = await Config.load({ root: ROOT, userPlugins: false, devPlugins: false });
+  t.deepEqual(config.commandIDs.slice().sort(), Object.keys(COMMANDS).sort());
+  const help = new (class extends Help {
+    commandHelp(command: Parameters<Help['formatCommand']>[0]): string {
+      return this.formatCommand(command);
+    }
+  })(config);
+  for (const id of Object.keys(COMMANDS)) {
+    const command = await config.findCommand(id, { must: true }).load();
+    t.is(command, COMMANDS[id as keyof typeof COMMANDS], `${id} is the indexed class`);
+    const text = help.commandHelp(config.findCommand(id, { must: true }));
+    t.true(text.includes(`$ svc ${id.split(':').join(' ')}`), `${id}'s help shows its usage`);
+  }
+});
+
+test('svc --version names the version and the git commit it was built from', async (t) => {
+  const pjson = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  const { code, stdout } = await svc(['--version']);
+  t.is(code, 0);
+  const escaped = pjson.version.replaceAll('.', '\\.');
+  t.regex(stdout, new RegExp(`^svc/${escaped}\\+([0-9a-f]{12}(\\.dirty)?|unknown) linux-`));
+});
+
+test('an unknown command is still a usage error with the nearest command suggested', async (t) => {
+  const { code, stderr } = await svc(['kees', 'create']);
+  t.is(code, 2);
+  t.regex(stderr, /"kees create" is not a command\. Did you mean "keys create"\?/);
+});

@@ -1,0 +1,246 @@
+import test from 'ava';
+import type { App } from '../../src/app.js';
+import { AppError } from '../../src/errors/app-error.js';
+import { createModelHealth } from '../../src/gateway/breaker.js';
+import { account } from '../../src/gateway/steps/account.js';
+import { admit } from '../../src/gateway/steps/admit.js';
+import type { GatewayContext, GatewayEnv, Step } from '../../src/gateway/steps/context.js';
+import { dataLoss } from '../../src/gateway/steps/data-loss.js';
+import { dryRun } from '../../src/gateway/steps/dry-run.js';
+import { CHECKS, createContext, runSteps, STEPS } from '../../src/gateway/steps/index.js';
+import { killSwitch } from '../../src/gateway/steps/kill-switch.js';
+import { randomIds } from '../../src/lib/ids.js';
+import type { GatewayModel } from '../../src/settings/schema.js';
+import type { KeyRecord } from '../../src/store/index.js';
+import { removeDir, tempDir } from '../helpers/process.js';
+import { withStore } from '../helpers/store.js';
+
+/**
+ * The gateway's request path as ordered steps (issue 16 item 4), each run alone over a real store:
+ * the order, the runner's rules (a refusal stops the path and is seen with its step; synchronous
+ * steps run in one turn), and what single steps read and write of the context.
+ */
+const WID = 'wsp_cccccccccccccccccccccc';
+
+const model = (id: string, price: number): GatewayModel => ({
+  id,
+  provider: 'vendor-o',
+  upstreamModel: `${id}-1`,
+  priceMicrosPerMTokIn: price,
+  priceMicrosPerMTokOut: price,
+  quality: 1,
+  latency: 1,
+  jurisdiction: { domicile: 'US', region: 'us-east' },
+  taskClasses: ['*'],
+});
+const SMALL = model('small', 1_000_000);
+const LARGE = model('large', 5_000_000);
+
+const key: KeyRecord = {
+  id: 'key_cccccccccccccccccccccc',
+  workspaceId: WID,
+  scope: 'inference',
+  name: 'k',
+  principal: 'alice',
+  team: 'search',
+  defaultTaskClass: 'general',
+  policyProfile: null,
+  agentId: null,
+  hash: 'x',
+  createdAt: '2026-11-24T00:00:00.000Z',
+  createdBy: 'user:usr_x',
+  revokedAt: null,
+};
+
+function envOf(app: App): GatewayEnv {
+  const settings = { ...app.settings.gateway, enforcement: 'enforce' as const, models: [SMALL, LARGE] };
+  return {
+    store: app.store,
+    clock: app.clock,
+    ids: randomIds,
+    settings,
+    calls: app.services.calls,
+    budgets: app.services.budgets,
+    health: createModelHealth({ failures: 3, cooldownMs: 60_000, now: () => app.clock.now() }),
+    providers: new Map(),
+    profiles: new Map(),
+    catalogue: new Map(settings.models.map((m) => [m.id, m])),
+    upstreamOf: () => {
+      throw new Error('nothing is sent in these tests');
+    },
+    monthlyRequests: () => null,
+    seats: { people: () => null, graceDays: 0 },
+  };
+}
+
+const contextOf = (env: GatewayEnv, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  createContext(
+    {
+      shape: 'openai',
+      body,
+      key,
+      headers,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      signal: new AbortController().signal,
+      startedAt: performance.now(),
+    },
+    env,
+  );
+
+async function inStore(fn: (app: App, env: GatewayEnv) => Promise<void> | void): Promise<void> {
+  const dir = await tempDir();
+  try {
+    await withStore(dir, (app) => fn(app, envOf(app)));
+  } finally {
+    await removeDir(dir);
+  }
+}
+
+const hello = { model: 'small', messages: [{ role: 'user', content: 'hello' }] };
+
+test('the steps, in order: every check before the one step that sends', (t) => {
+  t.deepEqual(
+    STEPS.map((s) => s.name),
+    ['kill-switch', 'plan', 'classify', 'route', 'data-loss', 'budget', 'admit', 'dry-run', 'upstream', 'account'],
+  );
+});
+
+test('every step up to the upstream one answers in the same turn; a refusal is seen with its step, then thrown', async (t) => {
+  await inStore(async (_app, env) => {
+    const ctx = contextOf(env, { ...hello });
+    t.deepEqual(STEPS.slice(0, CHECKS.length), CHECKS, 'the checks come first');
+    t.is(STEPS[CHECKS.length]!.name, 'upstream');
+    for (const step of CHECKS) t.false(step.run(ctx, env) instanceof Promise, `${step.name} is synchronous`);
+    t.deepEqual(
+      ctx.candidates.map((m) => m.id),
+      ['small', 'large'],
+    );
+    const seen: string[] = [];
+    const refuse: Step = {
+      name: 'refuse',
+      run: () => {
+        throw new AppError('agent_stopped');
+      },
+    };
+    const never: Step = { name: 'never', run: () => t.fail('a step after a refusal ran') };
+    const err = await t.throwsAsync(
+      runSteps(contextOf(env, hello), env, (_e, step) => void seen.push(step.name), [refuse, never]),
+    );
+    t.is((err as AppError).type, 'agent_stopped');
+    t.deepEqual(seen, ['refuse']);
+  });
+});
+
+test('the runner does not yield between synchronous steps (admission and reservation share one turn)', async (t) => {
+  await inStore(async (_app, env) => {
+    let interleaved = false;
+    const first: Step = {
+      name: 'first',
+      run: () => {
+        queueMicrotask(() => (interleaved = true));
+      },
+    };
+    const second: Step = {
+      name: 'second',
+      run: () => ({ status: 200, headers: {}, json: { interleaved } }),
+    };
+    const answer = await runSteps(contextOf(env, hello), env, () => {}, [first, second]);
+    t.deepEqual(answer.json, { interleaved: false });
+  });
+});
+
+test('kill-switch: passes while nothing stands; "stop every agent" refuses a key bound to no agent', async (t) => {
+  await inStore(async (app, env) => {
+    t.notThrows(() => killSwitch.run(contextOf(env, hello), env));
+    await app.store.write(() =>
+      app.store.tables.stopAll.put(WID, { reason: 'incident', by: 'user:usr_x', at: '2026-11-24T00:00:00.000Z' }),
+    );
+    const err = t.throws(() => killSwitch.run(contextOf(env, hello), env)) as AppError;
+    t.is(err.type, 'agent_stopped');
+    t.like(err.details, { hold: 'workspace', stopped: 'workspace', agentId: null });
+  });
+});
+
+test('data-loss: redact rewrites the body and counts by kind; block refuses with counts only', async (t) => {
+  await inStore(async (app, env) => {
+    const body = { model: 'small', messages: [{ role: 'user', content: 'mail jane.doe@example.com' }] };
+    const ctx = contextOf(env, body);
+    await app.store.write(() =>
+      app.store.tables.workspaceGateway.put(WID, { dataLoss: 'redact', updatedAt: 'now', updatedBy: 'user:usr_x' }),
+    );
+    ctx.own = app.store.tables.workspaceGateway.get(WID);
+    dataLoss.run(ctx, env);
+    t.deepEqual(ctx.redacted, { email: 1 });
+    t.is(body.messages[0]!.content, 'mail [REDACTED:email]');
+    const blocking = contextOf(env, { ...hello, messages: [{ role: 'user', content: 'card 4111 1111 1111 1111' }] });
+    blocking.own = { dataLoss: 'block', updatedAt: 'now', updatedBy: 'user:usr_x' };
+    const err = t.throws(() => dataLoss.run(blocking, env)) as AppError;
+    t.is(err.type, 'sensitive_data_blocked');
+    t.deepEqual(err.details, { findings: { card: 1 } });
+  });
+});
+
+test('admit: the answer says how it is served, and the request counts against the month', async (t) => {
+  await inStore(async (_app, env) => {
+    const ctx: GatewayContext = contextOf(env, hello);
+    ctx.enforcement = 'shadow';
+    ctx.wouldRouteTo = 'large';
+    ctx.redacted = { email: 2, phone: 1 };
+    const before = env.calls.requestsThisMonth(WID, ctx.at);
+    admit.run(ctx, env);
+    t.like(ctx.headers, {
+      'x-svc-enforcement': 'shadow',
+      'x-svc-would-route-to': 'large',
+      'x-svc-redacted': 'email=2, phone=1',
+    });
+    t.is(env.calls.requestsThisMonth(WID, ctx.at), before + 1);
+  });
+});
+
+test('dry-run: answers with the first candidate and the estimate only when asked, and records the call', async (t) => {
+  await inStore(async (_app, env) => {
+    const plain = contextOf(env, hello);
+    plain.candidates = [SMALL, LARGE];
+    t.is(dryRun.run(plain, env), undefined, 'not asked: the path goes on');
+    const ctx = contextOf(env, { ...hello, max_tokens: 10 });
+    ctx.steering = { ...ctx.steering, dryRun: true };
+    ctx.candidates = [SMALL, LARGE];
+    ctx.taskClass = 'general';
+    ctx.headers['x-svc-enforcement'] = 'observe';
+    const answer = dryRun.run(ctx, env) as { status: number; json: Record<string, unknown> };
+    t.is(answer.status, 200);
+    // "hello": 2 tokens in (five characters), 10 out, at 1,000,000 per million: 12 micro-dollars.
+    t.like(answer.json, {
+      object: 'svc.dry_run',
+      model: 'small',
+      candidates: ['small', 'large'],
+      estimatedCostMicros: 12,
+    });
+    t.is(ctx.headers['x-svc-routed-to'], 'small');
+    await env.calls.flush();
+    t.like(
+      env.calls.page(WID, { limit: 10 }).find((c) => c.id === ctx.callId),
+      { outcome: 'dry_run', model: 'small' },
+    );
+  });
+});
+
+test('account: no model answered is 502 upstream_failure naming the models tried, and the call is recorded', async (t) => {
+  await inStore(async (_app, env) => {
+    const ctx = contextOf(env, hello);
+    ctx.attempted.push('small', 'large');
+    ctx.outcome = { kind: 'exhausted' };
+    ctx.headers['x-svc-enforcement'] = 'observe';
+    const err = t.throws(() => account.run(ctx, env)) as AppError;
+    t.is(err.type, 'upstream_failure');
+    t.deepEqual(err.details, { attemptedModels: ['small', 'large'] });
+    await env.calls.flush();
+    t.like(
+      env.calls.page(WID, { limit: 10 }).find((c) => c.id === ctx.callId),
+      {
+        outcome: 'upstream_failure',
+        attemptedModels: ['small', 'large'],
+      },
+    );
+  });
+});

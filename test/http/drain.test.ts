@@ -1,0 +1,240 @@
+import { once } from 'node:events';
+import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import test from 'ava';
+import { createAgent, payment } from '../helpers/gate.js';
+import { bearer } from '../helpers/http.js';
+import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { withStore } from '../helpers/store.js';
+
+/**
+ * SIGTERM under load (src/http/drain.ts, `svc serve`): 50 keep-alive clients authorize in a loop
+ * and the server is told to stop in the middle of it. What a client must see:
+ * - every request the server received is answered with a whole HTTP response, never a reset;
+ * - a request sent on a kept-alive socket is never cut off (Node's `reusedSocket`: the race that
+ *   a server closing idle sockets early causes); the only failures allowed are new connections
+ *   refused once the drain has begun;
+ * - every answer sent during the drain carries `connection: close`, so clients stop reusing sockets;
+ * - `/readyz` answers 503 draining over a connection that was open before the signal;
+ * - the process exits 0, and every allow a client received is in the store with its ledger record.
+ */
+
+interface Outcome {
+  key: string;
+  status?: number;
+  connection?: string;
+  decision?: string;
+  actionId?: string;
+  /** The request went out on a socket that had already carried a request (keep-alive). */
+  reused: boolean;
+  /** Sent after readiness answered draining. */
+  afterStopping: boolean;
+  error?: string;
+}
+
+function send(
+  url: string,
+  agent: Agent | false,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status?: number; headers?: Record<string, unknown>; text?: string; reused: boolean; error?: string }> {
+  const { hostname, port } = new URL(url);
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve) => {
+    const req = httpRequest({
+      host: hostname,
+      port: Number(port),
+      method,
+      path,
+      agent,
+      headers: {
+        ...headers,
+        ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+      },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        text += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text, reused: req.reusedSocket }));
+      res.on('error', (err: NodeJS.ErrnoException) =>
+        resolve({ reused: req.reusedSocket, error: `${err.code ?? ''} ${err.message}` }),
+      );
+    });
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ reused: req.reusedSocket, error: `${err.code ?? 'ERROR'} ${err.message}` }),
+    );
+    req.end(payload);
+  });
+}
+
+let first: RunningServer | undefined;
+
+test.after.always(async () => {
+  if (first?.proc.exitCode === null) first.proc.kill('SIGKILL');
+  if (first) await removeDir(first.dataDir);
+});
+
+test('SIGTERM under 50 keep-alive clients: every received request is answered, then exit 0 with nothing lost', async (t) => {
+  t.timeout(180_000);
+  const server = await startServer({
+    env: { SVC_GATE_RATE_PER_MINUTE: '100000000' },
+    config: { load: { sampleIntervalMs: 0 } },
+  });
+  first = server;
+  const exited = new Promise<number | null>((r) => server.proc.on('exit', (code) => r(code)));
+  const agent = await createAgent(server, [
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+  ]);
+
+  const pool = new Agent({ keepAlive: true, maxSockets: 50 });
+  // A connection opened before the signal and left idle: readiness is asked on it during the drain.
+  const probe = new Agent({ keepAlive: true, maxSockets: 1 });
+
+  const outcomes: Outcome[] = [];
+  let stopping = false;
+  let answered = 0;
+  let signalled!: () => void;
+  const midLoad = new Promise<void>((r) => {
+    signalled = r;
+  });
+  const client = async (c: number) => {
+    for (let n = 0; ; n++) {
+      const key = `c${c}-${n}`;
+      const afterStopping = stopping;
+      const res = await send(
+        server.url,
+        pool,
+        'POST',
+        '/v1/actions/authorize',
+        bearer(agent.key),
+        payment(100, { idempotencyKey: key }),
+      );
+      const outcome: Outcome = { key, reused: res.reused, afterStopping };
+      if (res.error !== undefined) {
+        outcomes.push({ ...outcome, error: res.error });
+        return; // the server no longer takes connections
+      }
+      const body = JSON.parse(res.text ?? '') as { decision?: string; id?: string };
+      outcomes.push({
+        ...outcome,
+        status: res.status,
+        connection: String(res.headers?.connection ?? ''),
+        ...(body.decision ? { decision: body.decision } : {}),
+        ...(body.id ? { actionId: body.id } : {}),
+      });
+      if (++answered === 400) signalled();
+    }
+  };
+  const clients = Array.from({ length: 50 }, (_, c) => client(c));
+
+  // Mid-load: once 400 answers are in (or, should clients fail early, once they have all stopped).
+  await Promise.race([midLoad, Promise.all(clients)]);
+  t.true(answered >= 400, 'the load was running when the signal was sent');
+  const before = await send(server.url, probe, 'GET', '/readyz', {});
+  t.is(before.status, 200);
+  server.proc.kill('SIGTERM');
+  // Readiness, asked again and again on that one kept-alive connection until the signal lands:
+  // 200 ready before, then 503 draining, and the connection is closed after that answer.
+  let ready = before;
+  while (ready.status === 200) {
+    ready = await send(server.url, probe, 'GET', '/readyz', {});
+    t.true(ready.reused, 'readiness is asked on the connection opened before the signal');
+  }
+  stopping = true;
+  t.is(ready.error, undefined, 'the open connection was not cut');
+  t.is(ready.status, 503);
+  t.deepEqual(JSON.parse(ready.text ?? '{}'), { status: 'draining' });
+  t.is(ready.headers?.connection, 'close');
+  const fresh = await send(server.url, false, 'GET', '/healthz', {});
+  t.regex(fresh.error ?? `answered ${fresh.status}`, /^ECONNREFUSED/, 'a new connection is refused while draining');
+
+  await Promise.all(clients);
+  t.is(await exited, 0, server.stderr());
+  t.true(server.stderr().includes('"msg":"stopped"'), 'the server logged that it stopped');
+  pool.destroy();
+  probe.destroy();
+
+  const failed = outcomes.filter((o) => o.error !== undefined);
+  const answers = outcomes.filter((o) => o.error === undefined);
+  t.true(answers.length >= 400, `${answers.length} answers`);
+  // Each client ends with one refused connection, and with nothing else.
+  t.deepEqual(
+    failed.filter((o) => o.reused || !o.error!.startsWith('ECONNREFUSED')),
+    [],
+    'only new connections may fail, and only by being refused',
+  );
+  t.is(failed.length, 50, 'every client ended on a refused connection');
+  // Whole answers: a decision, every time.
+  t.deepEqual(
+    answers.filter((o) => o.status !== 200 || o.decision !== 'allow' || !o.actionId),
+    [],
+    'every answer is a 200 allow with its action',
+  );
+  const late = answers.filter((o) => o.afterStopping);
+  t.deepEqual(
+    late.filter((o) => o.connection !== 'close'),
+    [],
+    'every answer during the drain carries connection: close',
+  );
+  // Every request the server logged was answered to its client.
+  const logLines = server
+    .stderr()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"') && l.includes('"route":"/v1/actions/authorize"'));
+  t.is(logLines.length, answers.length, 'as many authorize answers received as the server logged');
+
+  // Nothing acknowledged was lost: the store, opened again, holds every allow a client received,
+  // each with its ledger record, and the ledger verifies.
+  const found = await withStore(server.dataDir, (app) => {
+    const subjects = new Set(
+      app.store.tables.ledger
+        .scan([agent.wid])
+        .map((e) => JSON.parse(e.value.bytes) as { subject?: string; kind?: string })
+        .filter((r) => r.kind === 'action.allowed')
+        .map((r) => r.subject),
+    );
+    return {
+      verify: app.services.ledger.verify(agent.wid),
+      missing: answers
+        .filter((o) => app.store.tables.actions.get([agent.wid, o.actionId!])?.decision !== 'allow')
+        .map((o) => o.key),
+      unrecorded: answers.filter((o) => !subjects.has(o.actionId)).map((o) => o.key),
+    };
+  });
+  t.deepEqual(found.missing, [], 'every allow a client received is in the store');
+  t.deepEqual(found.unrecorded, [], 'every allow a client received has its ledger record');
+  t.true(found.verify.ok, found.verify.problem ?? '');
+});
+
+test('the drain is bounded by server.shutdownTimeoutMs: a request that never finishes arriving is cut, then exit 0', async (t) => {
+  const server = await startServer({
+    config: { server: { shutdownTimeoutMs: 1000, requestTimeoutMs: 60_000 }, load: { sampleIntervalMs: 0 } },
+  });
+  try {
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    socket.on('error', () => {
+      /* cut by the server: expected */
+    });
+    // Half of a declared body, then nothing: the request stays in flight for the request timeout (a minute).
+    socket.write('POST /api/session HTTP/1.1\r\nHost: x\r\nx-svc-csrf: 1\r\ncontent-type: application/json\r\n');
+    socket.write('content-length: 40\r\n\r\n{"email":"a@example.com",');
+    const closed = once(socket, 'close');
+    const exited = new Promise<number | null>((r) => server.proc.on('exit', (code) => r(code)));
+    const started = Date.now();
+    server.proc.kill('SIGTERM');
+    t.is(await exited, 0, server.stderr());
+    await closed;
+    // One second of drain, plus the process's own start-up of its stop: far below the minute.
+    t.true(Date.now() - started < 20_000, `stopped after ${Date.now() - started} ms`);
+  } finally {
+    await removeDir(server.dataDir);
+    await removeDir(`${server.dataDir}-config.json`);
+  }
+});

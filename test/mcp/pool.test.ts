@@ -1,0 +1,77 @@
+import test from 'ava';
+import { expectStatus, ownerConsole } from '../helpers/console.js';
+import { bearer, call } from '../helpers/http.js';
+import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
+
+/**
+ * Found by the soak (issue 15): calls without a session share one client of each upstream. When
+ * one call failed on the way (a connection the upstream closed), that shared client was closed at
+ * once, and every other call in flight on it was answered "Connection closed", though the
+ * upstream had run some of them: an agent told that a tool call failed may well send it again.
+ * A failed client is now only dropped from the pool: new calls get a new one, and the calls still
+ * on the old one are answered before it closes.
+ */
+let server: RunningServer;
+let upstream: McpUpstream;
+let bot: Bot;
+
+test.before(async () => {
+  upstream = await startMcpUpstream({ secret: 'upstream-secret-1', faults: true });
+  server = await startServer({ env: SERVER_ENV });
+  const owner = await ownerConsole(server);
+  bot = await makeBot(owner, 'files-bot', [{ actions: ['mcp.files.*'], domains: ['*'] }]);
+  expectStatus(
+    await owner.send('POST', '/mcp-servers', { name: 'files', url: upstream.url, secret: 'upstream-secret-1' }),
+    201,
+    'upstream',
+  );
+});
+
+test.after.always(async () => {
+  await stopAndClean(server);
+  await upstream?.close();
+});
+
+/** A lone tools/call, as a client without a session sends it: served on the shared client. */
+const toolCall = (name: string, args: Record<string, unknown> = {}) =>
+  call(server.url, 'POST', '/mcp', {
+    headers: {
+      ...bearer(bot.key),
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    },
+    json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
+  });
+
+/** Resolves once the upstream has received a call of that tool; fails after `ms`. */
+async function received(tool: string, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!upstream.calls.some((c) => c.name === tool)) {
+    if (Date.now() > until) throw new Error(`the upstream never received ${tool}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('a call that fails on the shared client does not fail the calls in flight beside it', async (t) => {
+  const warm = await toolCall('files__echo', { text: 'warm' });
+  t.deepEqual(warm.body.result?.content, [{ type: 'text', text: 'warm' }]);
+
+  const held = toolCall('files__hold');
+  await received('hold');
+  const failed = await toolCall('files__hang_up');
+  t.is(failed.status, 200);
+  t.is(failed.body.error?.code, -32003, failed.text);
+  t.true(upstream.calls.some((c) => c.name === 'hang_up'));
+
+  upstream.release();
+  const answer = await held;
+  t.is(answer.status, 200);
+  t.is(answer.body.error, undefined, answer.text);
+  t.deepEqual(answer.body.result?.content, [{ type: 'text', text: 'held' }]);
+
+  // And the next call is served, on a new client.
+  const next = await toolCall('files__echo', { text: 'after' });
+  t.deepEqual(next.body.result?.content, [{ type: 'text', text: 'after' }]);
+});
