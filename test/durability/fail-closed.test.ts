@@ -1,7 +1,8 @@
 import test from 'ava';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { assertError } from '../helpers/http.js';
-import { startServer, stopAndClean } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -12,7 +13,7 @@ import { withStore } from '../helpers/store.js';
 test.serial(
   'a ledger that cannot be appended to: 500 internal, and no action, usage or idempotency record is kept',
   async (t) => {
-    const server = await startServer();
+    const server = await serveInProcess();
     try {
       const agent = await createAgent(server);
       t.is((await authorize(server, agent.key, payment(100))).body.decision, 'allow');

@@ -2,7 +2,8 @@ import test from 'ava';
 import { expectStatus, ownerConsole } from '../helpers/console.js';
 import { bearer, call } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
-import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
@@ -13,13 +14,13 @@ import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
  * A failed client is now only dropped from the pool: new calls get a new one, and the calls still
  * on the old one are answered before it closes.
  */
-let server: RunningServer;
+let server: ServedInProcess;
 let upstream: McpUpstream;
 let bot: Bot;
 
 test.before(async () => {
   upstream = await startMcpUpstream({ secret: 'upstream-secret-1', faults: true });
-  server = await startServer({ env: SERVER_ENV });
+  server = await serveInProcess({ env: { ...SERVER_ENV, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } });
   const owner = await ownerConsole(server);
   bot = await makeBot(owner, 'files-bot', [{ actions: ['mcp.files.*'], domains: ['*'] }]);
   expectStatus(
