@@ -6,6 +6,7 @@ import { authorize } from '../helpers/gate.js';
 import { bearer, call, signIn, type Json, type Reply } from '../helpers/http.js';
 import type { Served } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * What the approval and kill-switch suites share: people of each role signed in through the real
@@ -158,17 +159,11 @@ export async function about(reader: Person, subject: string): Promise<LedgerReco
  * Polls `read` until `done` holds of its result, at most `timeoutMs`; returns the last result
  * (the caller asserts on it, so a timeout fails with what was last seen).
  */
-export async function until<T>(
+export function until<T>(
   read: () => Promise<T>,
   done: (value: T) => boolean,
   timeoutMs = 10_000,
   everyMs = 100,
 ): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let value = await read();
-  while (!done(value) && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, everyMs));
-    value = await read();
-  }
-  return value;
+  return poll(read, done, { timeoutMs, everyMs });
 }

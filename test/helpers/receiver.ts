@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { poll } from './wait.js';
 
 /** A customer's webhook receiver on loopback, and waiting for what it receives. */
 export type Mode = 'ok' | 'fail' | 'hang';
@@ -52,12 +53,8 @@ export async function startReceiver(secret: () => string) {
   };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A bounded wait on what the test can observe (see wait.ts): fails naming `what` after `ms`. */
 export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  if (!(await poll(check, (ok) => ok, { timeoutMs: ms, everyMs: 50 })))
+    throw new Error(`timed out waiting for ${what}`);
 }
