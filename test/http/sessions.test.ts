@@ -220,7 +220,14 @@ async function productionServer(t: import('ava').ExecutionContext): Promise<{ ap
   dirs.push(dataDir);
   const settings = loadSettings({
     env: {},
-    overrides: { env: 'production', baseUrl: 'https://svc.example', dataDir, 'server.port': 0 },
+    // Load shedding off, as for every server in the test's process: it shares the test's event loop.
+    overrides: {
+      env: 'production',
+      baseUrl: 'https://svc.example',
+      dataDir,
+      'server.port': 0,
+      'load.sampleIntervalMs': 0,
+    },
   });
   const app = await createApp(settings, { log: createLogger('silent') });
   let http: HttpServer | undefined;
