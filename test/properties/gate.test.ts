@@ -1,8 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { bearer, call, type Json, type Reply } from '../helpers/http.js';
-import { stopAndClean } from '../helpers/process.js';
-import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { makeAgent, type Agent } from '../gate/support.js';
 
@@ -13,7 +12,7 @@ import { makeAgent, type Agent } from '../gate/support.js';
  * The rate limits are raised so that only the input decides the answer.
  */
 
-let server: ServedInProcess;
+let server: RunningServer;
 let fx: Agent;
 let other: Agent;
 /** Actions in every state, to settle and read: allowed, denied, pending, settled, another agent's. */
@@ -31,7 +30,7 @@ const VALIDATION_TYPES = new Set([
 const VERIFY_REASONS = new Set(['malformed', 'bad_signature', 'unknown_key', 'expired', 'revoked']);
 
 test.before(async () => {
-  server = await serveInProcess({ env: { SVC_GATE_RATE_PER_MINUTE: '100000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
+  server = await startServer({ env: { SVC_GATE_RATE_PER_MINUTE: '100000', SVC_PUBLIC_RATE_PER_MINUTE: '100000' } });
   const rules = [
     { ...PAY_ACME, periodLimit: { amount: 1_000_000_000, period: 'day' } },
     { actions: ['payment'], merchants: ['big.example'], currencies: ['EUR', 'USD'], approval: { above: 10 } },
