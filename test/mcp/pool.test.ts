@@ -19,7 +19,7 @@ let bot: Bot;
 
 test.before(async () => {
   upstream = await startMcpUpstream({ secret: 'upstream-secret-1', faults: true });
-  server = await startServer({ env: SERVER_ENV });
+  server = await startServer({ env: { ...SERVER_ENV, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } });
   const owner = await ownerConsole(server);
   bot = await makeBot(owner, 'files-bot', [{ actions: ['mcp.files.*'], domains: ['*'] }]);
   expectStatus(

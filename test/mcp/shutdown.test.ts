@@ -13,7 +13,7 @@ import { makeBot, SERVER_ENV } from '../approvals/support.js';
  */
 test('svc serve exits 0 on SIGTERM after proxied tool calls, with the upstream still up', async (t) => {
   const upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
-  const server = await startServer({ env: SERVER_ENV });
+  const server = await startServer({ env: { ...SERVER_ENV, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } });
   try {
     const owner = await ownerConsole(server);
     const bot = await makeBot(owner, 'files-bot', [{ actions: ['mcp.files.echo'], domains: ['*'] }]);
