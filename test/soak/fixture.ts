@@ -90,6 +90,7 @@ export async function startSoakServer(options: {
   const env = cleanEnv({
     ...VENDOR_ENV,
     SVC_LOG_LEVEL: 'info',
+    SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1',
     SVC_PUBLIC_RATE_PER_MINUTE: '100000000',
     ...(options.unlimitedGate ? { SVC_GATE_RATE_PER_MINUTE: '100000000' } : {}),
   });
