@@ -235,7 +235,9 @@ function prepareDataDir(dir: string, options: { create: boolean; chmod: boolean 
     }
     if (!stats.isDirectory())
       throw new AppError('not_a_directory', { message: `the data directory ${dir} is a file, not a directory` });
-    if (options.chmod) chmodSync(dir, 0o700);
+    // Group and other lose their access; the owner's own bits are left as they are (a read-only
+    // copy stays read-only).
+    if (options.chmod && (stats.mode & 0o077) !== 0) chmodSync(dir, stats.mode & 0o700);
   } catch (err) {
     if (err instanceof AppError) throw err;
     throw systemError(err, { kind: 'data-dir', path: dir }) ?? err;
