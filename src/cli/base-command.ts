@@ -88,6 +88,8 @@ export abstract class SvcCommand extends Command {
 
 function toCliFailure(err: Error): Error {
   if (err instanceof CliFailure) return err;
+  if (err instanceof StoreError && err.code === 'no_space')
+    return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
   if (err instanceof StoreError)
     return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
   if (err instanceof SettingsError)

@@ -1,3 +1,4 @@
+import { getSystemErrorName } from 'node:util';
 import { AppError } from './app-error.js';
 
 /**
@@ -12,8 +13,8 @@ const NO_SPACE = new Set(['ENOSPC', 'EDQUOT', 'EROFS']);
 
 /** The catalogue error for an errno error in this context, or undefined when it is not one. */
 export function systemError(err: unknown, context: SystemContext): AppError | undefined {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  if (typeof code !== 'string') return undefined;
+  const code = errnoName((err as { code?: unknown } | null)?.code);
+  if (code === undefined) return undefined;
   const options = { cause: err };
   if (context.kind === 'listen') {
     const where = `${context.host}:${context.port}`;
@@ -48,4 +49,15 @@ export function systemError(err: unknown, context: SystemContext): AppError | un
         code === 'EROFS' ? `${what} ${path} is on a read-only disk` : `no space left on the disk of ${what} ${path}`,
     });
   return undefined;
+}
+
+/** Node gives errno names (EACCES); LMDB's errors carry the number (13). */
+function errnoName(code: unknown): string | undefined {
+  if (typeof code === 'string') return code;
+  if (typeof code !== 'number' || !Number.isInteger(code) || code <= 0 || code > 4095) return undefined;
+  try {
+    return getSystemErrorName(-code);
+  } catch {
+    return undefined;
+  }
 }

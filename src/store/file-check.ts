@@ -49,6 +49,7 @@ export function damageOf(file: string): string | null {
   const fd = openSync(file, 'r');
   try {
     const size = fstatSync(fd).size;
+    if (size === 0) return 'the file is empty (if a first start failed here before writing anything, remove it)';
     const first = readAt(fd, 0, Math.min(size, 512));
     if (size < PAGE_HEADER + LAST_PAGE) return `the file is ${size} bytes long, shorter than its header`;
     const a = parseMeta(first);

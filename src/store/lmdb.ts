@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statfsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { AppError } from '../errors/app-error.js';
@@ -108,6 +108,7 @@ export function openLmdbStore(dataDir: string, options: OpenOptions = {}): Store
   if (damage !== null)
     throw new AppError('store_damaged', { message: `store file damaged: restore from backup (${file}: ${damage})` });
   if (!existsSync(file) && (!create || readOnly)) throw storeNotFound(dir);
+  if (!readOnly) ensureRoomToOpen(dir);
   let root: RootDatabase;
   try {
     root = open({
@@ -242,6 +243,22 @@ function prepareDataDir(dir: string, options: { create: boolean; chmod: boolean 
     if (err instanceof AppError) throw err;
     throw systemError(err, { kind: 'data-dir', path: dir }) ?? err;
   }
+}
+
+/**
+ * LMDB maps its lock file (and a new store's first pages) and writes through the mapping: on a
+ * full disk that write is a SIGBUS, not an error. So when those files must still be made, the room
+ * for them is checked first, and a full disk is `disk_full` (exit 3) with nothing created.
+ */
+const ROOM_TO_CREATE = 1024 * 1024;
+function ensureRoomToOpen(dir: string): void {
+  const made = existsSync(join(dir, STORE_FILE)) && existsSync(join(dir, `${STORE_FILE}-lock`));
+  if (made) return;
+  const fs = statfsSync(dir);
+  if (fs.bavail * fs.bsize < ROOM_TO_CREATE)
+    throw new AppError('disk_full', {
+      message: `no space left on the disk of the data directory ${dir} (less than 1 MiB free)`,
+    });
 }
 
 function statOrUndefined(path: string) {

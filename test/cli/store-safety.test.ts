@@ -1,4 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { chmod, chown, cp, mkdir, readdir, readFile, rename, stat, truncate, writeFile, open } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -344,3 +346,49 @@ test.serial(
     t.is(await snapshot(copy), before);
   },
 );
+
+/** Whether this machine lets the test mount a tmpfs (root, or a user namespace that allows it). */
+function mountable(): string | null {
+  const probe = mkdtempSync(join(tmpdir(), 'svc-mount-probe-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1M', 'tmpfs', probe], { stdio: 'pipe' });
+    execFileSync('umount', [probe], { stdio: 'pipe' });
+    return null;
+  } catch (err) {
+    return String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim() || 'mount failed';
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+
+const cannotMount = mountable();
+const fullDiskTitle = 'a new store on a full disk: disk_full, exit 3, never a bus error, and no store file left';
+if (cannotMount) {
+  test.skip(`${fullDiskTitle} (skipped: this machine cannot mount a tmpfs: ${cannotMount})`, () => {});
+} else {
+  test.serial(fullDiskTitle, async (t) => {
+    const mount = mkdtempSync(join(tmpdir(), 'svc-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mount]);
+    try {
+      // Fill it: LMDB would map its new lock file there and die of SIGBUS writing to it.
+      const filler = await open(join(mount, 'filler'), 'w');
+      try {
+        for (;;) await filler.write(Buffer.alloc(4096));
+      } catch {
+        /* the disk is full */
+      } finally {
+        await filler.close();
+      }
+      const args = ['--workspace', 'Acme', '--owner-email', 'ops@acme.example', '--owner-password', PASSWORD];
+      const res = await run(['init', '--data-dir', join(mount, 'data'), ...args, '--json']);
+      t.is(res.code, 3, res.stderr);
+      t.is(errorOf(res).type, 'disk_full');
+      t.true(errorOf(res).message.includes(join(mount, 'data')));
+      t.regex(errorOf(res).fix, /Free space/);
+      t.deepEqual(await readdir(join(mount, 'data')), [], 'no empty store file that would later read as damaged');
+    } finally {
+      execFileSync('umount', [mount], { stdio: 'pipe' });
+      rmSync(mount, { recursive: true, force: true });
+    }
+  });
+}
