@@ -6,6 +6,9 @@
 #                                               the single executable alone, on distroless (no shell, no Node)
 #
 # Run either: docker run -p 8080:8080 -v svc-data:/data -e SVC_BASE_URL=https://svc.example.com svc
+# (production: behind a TLS proxy, see the README's Docker section). `svc` is on PATH in both, for
+# `docker exec CONTAINER svc ledger verify` and the other --local commands. The master key can come
+# from a mounted secret instead of the volume: -e SVC_MASTER_KEY_FILE=/run/secrets/svc_master_key.
 # The build context holds no .git, so the commit that `svc --version` names comes from
 # SVC_BUILD_COMMIT (else it says "unknown").
 ARG SVC_BUILD_COMMIT=unknown
@@ -71,12 +74,15 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/config ./config
 COPY --from=build /app/dist ./dist
-RUN mkdir -p /data && chown node:node /data
+# `svc` on PATH (docker exec CONTAINER svc ...): bin/run.js, which finds dist/ by its real path.
+RUN chmod 0755 /app/bin/run.js \
+  && ln -s /app/bin/run.js /usr/local/bin/svc \
+  && mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.SVC_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # SIGTERM from `docker stop` drains in-flight requests and flushes the store.
-ENTRYPOINT ["node", "bin/run.js"]
+ENTRYPOINT ["svc"]
 CMD ["serve"]

@@ -18,9 +18,8 @@ export default class Backup extends SvcCommand {
     if (existsSync(flags.out))
       this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
-    if (!existsSync(`${settings.dataDir}/${STORE_FILE}`))
-      this.fail(`no store in ${settings.dataDir}`, EXIT.unreachable, 'store_cannot_open');
-    const store = openStore(settings.dataDir);
+    // Read-only: a missing store is store_not_found (exit 3), and a read-only mount can be copied.
+    const store = openStore(settings.dataDir, { create: false, readOnly: true });
     try {
       // The copy holds what the store holds (hashes, sealed secrets): private from its first byte.
       const previous = process.umask(0o077);

@@ -32,7 +32,7 @@ export default class Init extends SvcCommand {
     if (!/^[^@\s]+@[^@\s]+$/.test(flags['owner-email']))
       this.fail('--owner-email is not an email address', EXIT.usage, 'invalid_request');
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
-    const app = await createApp(settings, { migrate: true, log: createLogger('warn') });
+    const app = await createApp(settings, { migrate: true, create: true, log: createLogger('warn') });
     try {
       if (app.services.people.workspaceCount() > 0) {
         this.fail(

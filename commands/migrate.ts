@@ -19,7 +19,8 @@ export default class Migrate extends SvcCommand {
   async run(): Promise<MigrationResult> {
     const { flags } = await this.parse(Migrate);
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
-    const store = openStore(settings.dataDir);
+    // Never creates a store; a dry run writes nothing, not even LMDB's lock file.
+    const store = openStore(settings.dataDir, { create: false, readOnly: flags['dry-run'] });
     try {
       const result = await migrateStore(store, { dryRun: flags['dry-run'] });
       const verb = result.dryRun ? 'would migrate' : 'migrated';

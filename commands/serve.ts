@@ -3,6 +3,8 @@ import { Flags } from '@oclif/core';
 import { createApp } from '../src/app.js';
 import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
 import { createHttpServer } from '../src/server.js';
+import { systemError } from '../src/errors/system.js';
+import { createLogger, prettyLogs } from '../src/lib/log.js';
 import { bootstrapIfEmpty } from '../src/people/index.js';
 import { loadSettings } from '../src/settings/load.js';
 
@@ -28,11 +30,21 @@ export default class Serve extends SvcCommand {
       ...(flags.config ? { configFile: flags.config } : {}),
       overrides: { dataDir: flags['data-dir'], 'server.host': flags.host, 'server.port': flags.port },
     });
-    const app = await createApp(settings, { migrate: flags.migrate });
+    const log = createLogger(settings.log.level, { pretty: prettyLogs(settings.log.format, process.stderr.isTTY) });
+    const app = await createApp(settings, { migrate: flags.migrate, create: true, log });
     if (app.migration) app.log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
-    const boot = await bootstrapIfEmpty(app.services.people);
+    // Bound before anything the operator must read is created: a start that cannot listen leaves no
+    // workspace behind whose one-time password nobody saw; the next start creates it and prints it.
     const http = await createHttpServer(app);
-    await http.start();
+    try {
+      await http.start();
+    } catch (err) {
+      // What the failed start set up (hapi's initialised plugins, their timers) is stopped too.
+      await http.server.stop({ timeout: 0 }).catch(() => undefined);
+      await app.close();
+      throw systemError(err, { kind: 'listen', host: settings.server.host, port: settings.server.port }) ?? err;
+    }
+    const boot = await bootstrapIfEmpty(app.services.people);
     const address = http.server.info.uri;
     if (this.jsonEnabled()) {
       this.logJson({
@@ -46,7 +58,8 @@ export default class Serve extends SvcCommand {
           `  Workspace "Default" created (${boot.workspaceId}).`,
           `  Owner: ${boot.email}`,
           `  One-time password: ${boot.password}`,
-          '  It is shown this once and stored only as a hash. Sign in with POST /api/session and keep it safe.',
+          '  It is shown this once and stored only as a hash. Sign in at /login and choose your own.',
+          '  Lost it? `svc owner reset-password --email admin@localhost --local` prints a new one.',
           '',
         ].join('\n'),
       );

@@ -37,7 +37,24 @@ import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
 import { deriveKey } from './lib/seal.js';
-import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Store } from './store/index.js';
+import { resolve } from 'node:path';
+import {
+  createMasterKey,
+  CURRENT_SCHEMA_VERSION,
+  ensureSchema,
+  newerSchema,
+  MASTER_KEY_CHECK,
+  masterKeyCheck,
+  matchesCheck,
+  missingKey,
+  openStore,
+  readMasterKey,
+  storeNotFound,
+  wrongKey,
+  type MasterKeySource,
+  type MigrationResult,
+  type Store,
+} from './store/index.js';
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its
@@ -46,6 +63,13 @@ import { ensureSchema, loadMasterKey, openStore, type MigrationResult, type Stor
 export interface AppOptions {
   /** Migrate an older store instead of refusing it (`svc serve --migrate`). */
   migrate?: boolean;
+  /**
+   * Create the data dir, the store and its master key when there is none (default true). Only
+   * `svc serve` and `svc init` among the commands create: the others refuse a missing store.
+   */
+  create?: boolean;
+  /** Open the store read-only and write nothing in the data dir (read-only commands). */
+  readOnly?: boolean;
   log?: Logger;
   clock?: Clock;
   ids?: IdSource;
@@ -226,17 +250,32 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   const log = options.log ?? createLogger(settings.log.level);
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
-  const masterKey = loadMasterKey(settings.dataDir, settings.masterKey);
-  const store = openStore(settings.dataDir);
+  const create = options.create ?? true;
+  const readOnly = options.readOnly ?? false;
+  const store = openStore(settings.dataDir, { create, readOnly });
+  let masterKey: Buffer;
   let migration: MigrationResult | null;
+  let services: ReturnType<typeof createServices> | undefined;
+  let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
   try {
+    const source = { dataDir: settings.dataDir, fromSettings: settings.masterKey, file: settings.masterKeyFile };
+    // A store this svc cannot read is named as such before its key is looked at.
+    if (store.schemaVersion() > CURRENT_SCHEMA_VERSION) throw newerSchema(store.schemaVersion());
+    const check = store.tables.meta.get(MASTER_KEY_CHECK);
+    const fresh = store.schemaVersion() === 0 && check === undefined;
+    if (readOnly && fresh) throw storeNotFound(resolve(settings.dataDir));
+    const found = readMasterKey(source);
+    if (!found && (!fresh || !create)) throw missingKey(source);
+    masterKey = found ?? createMasterKey(settings.dataDir);
+    if (typeof check === 'string' && !matchesCheck(masterKey, check)) throw wrongKey(source);
     migration = await ensureSchema(store, { migrate: options.migrate ?? false });
+    services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log, options.lookup);
+    if (check === undefined) await recordKeyCheck(store, masterKey, { readOnly, fresh, services, source });
   } catch (err) {
+    await services?.gateway.close();
     await store.close();
     throw err;
   }
-  let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
-  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log, options.lookup);
   return {
     settings,
     store,
@@ -257,4 +296,34 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
       await store.close();
     },
   };
+}
+
+/**
+ * The store keeps a check value of its master key from its first opening on. A store made before
+ * there was one (an older svc) gets it on its first opening by this one, once the key has proved
+ * itself on what the store already sealed with it (the current receipt signing key): a wrong key
+ * is refused, never recorded. Read-only, the proof is made and nothing is written.
+ */
+async function recordKeyCheck(
+  store: Store,
+  masterKey: Buffer,
+  context: {
+    readOnly: boolean;
+    fresh: boolean;
+    services: ReturnType<typeof createServices>;
+    source: MasterKeySource;
+  },
+): Promise<void> {
+  if (!context.fresh) {
+    try {
+      context.services.signingKeys.current('receipt');
+    } catch {
+      throw wrongKey(context.source);
+    }
+  }
+  if (context.readOnly) return;
+  await store.write(() => {
+    if (store.tables.meta.get(MASTER_KEY_CHECK) === undefined)
+      store.tables.meta.put(MASTER_KEY_CHECK, masterKeyCheck(masterKey));
+  });
 }

@@ -28,7 +28,7 @@ export default class AgentsList extends SvcCommand {
     const { flags } = await this.parse(AgentsList);
     let data: AgentView[];
     if (flags.local) {
-      const app = await openLocal(flags['data-dir']);
+      const app = await openLocal(flags['data-dir'], { readOnly: true });
       try {
         const wid = pickWorkspace(app, flags.workspace);
         data = app.services.agents

@@ -87,7 +87,7 @@ export default class LedgerVerify extends SvcCommand {
         );
       }
     } else {
-      const app = await openLocal(flags['data-dir']);
+      const app = await openLocal(flags['data-dir'], { readOnly: true });
       try {
         const wids = flags.workspace ? [flags.workspace] : app.services.ledger.workspaces();
         const ledgers = wids.map((wid) => ({ workspaceId: wid, ...app.services.ledger.verify(wid) }));

@@ -1,16 +1,19 @@
 import { Command, Errors, Flags, ux } from '@oclif/core';
 import { AppError } from '../errors/app-error.js';
+import { entryOf } from '../errors/catalogue.js';
+import { systemError } from '../errors/system.js';
 import { SettingsError } from '../settings/load.js';
 import { StoreError } from '../store/index.js';
 import { RemoteError, UnreachableError } from './http-client.js';
 
 /**
  * Every command: `--json` prints one JSON document on stdout and nothing else (logs go to
- * stderr); failures map to the exit codes of API.md section 1:
- * 0 success, 1 the thing checked is false or the server refused, 2 usage error,
- * 3 cannot reach the server or open the store.
+ * stderr); failures map to the exit codes of API.md section 9:
+ * 0 success, 1 the operation ran and failed (the thing checked is false, the server refused),
+ * 2 usage or configuration error, 3 cannot reach or open the store, the master key does not match
+ * it, or the port cannot be bound, 4 refused without running.
  */
-export const EXIT = { ok: 0, false: 1, usage: 2, unreachable: 3 } as const;
+export const EXIT = { ok: 0, false: 1, usage: 2, unreachable: 3, refused: 4 } as const;
 
 export class CliFailure extends Errors.CLIError {
   readonly exitCode: number;
@@ -18,7 +21,8 @@ export class CliFailure extends Errors.CLIError {
   readonly fix: string | undefined;
 
   constructor(message: string, options: { exit: number; type: string; fix?: string }) {
-    super(message, { exit: options.exit });
+    // oclif prints suggestions under the message on a terminal ("Try this: ..."); --json has `fix`.
+    super(message, { exit: options.exit, ...(options.fix ? { suggestions: [options.fix] } : {}) });
     this.exitCode = options.exit;
     this.type = options.type;
     this.fix = options.fix;
@@ -84,6 +88,8 @@ export abstract class SvcCommand extends Command {
 
 function toCliFailure(err: Error): Error {
   if (err instanceof CliFailure) return err;
+  if (err instanceof StoreError && err.code === 'no_space')
+    return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
   if (err instanceof StoreError)
     return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
   if (err instanceof SettingsError)
@@ -103,9 +109,14 @@ function toCliFailure(err: Error): Error {
     });
   }
   if (err instanceof AppError) {
-    const exit = err.status === 400 ? EXIT.usage : EXIT.false;
+    const exit = entryOf(err.type).exit ?? (err.status === 400 ? EXIT.usage : EXIT.false);
     return new CliFailure(err.message, { exit, type: err.type, fix: err.fix });
   }
+  // The operating system's refusals met outside the store and the listener (a file named by a
+  // flag, say): the catalogue's error for it rather than a raw errno object.
+  const path = (err as NodeJS.ErrnoException).path;
+  const system = typeof path === 'string' ? systemError(err, { kind: 'file', path }) : undefined;
+  if (system) return toCliFailure(system);
   if (err instanceof Errors.CLIError && 'parse' in err) {
     // oclif's parse and flag-validation errors (unknown flag, bad choice, missing or conflicting
     // flags): usage, whatever exit code oclif gives that kind.

@@ -3,16 +3,26 @@ import { createLogger } from '../lib/log.js';
 import { loadSettings } from '../settings/load.js';
 import { CliFailure, EXIT } from './base-command.js';
 
-/** Opens the store directly (the operator's root of trust), for `--local` commands. */
+/**
+ * Opens the store directly (the operator's root of trust), for `--local` commands. Never creates
+ * one: a missing store is `store_not_found` (exit 3) naming the directory, and a missing or
+ * different master key is refused. `readOnly`: nothing in the data dir is written (the command
+ * works on a read-only copy).
+ */
 export async function openLocal(
   dataDir: string | undefined,
-  options: { migrate?: boolean; configFile?: string } = {},
+  options: { migrate?: boolean; configFile?: string; readOnly?: boolean } = {},
 ): Promise<App> {
   const settings = loadSettings({
     ...(options.configFile ? { configFile: options.configFile } : {}),
     overrides: { dataDir },
   });
-  return createApp(settings, { migrate: options.migrate ?? false, log: createLogger('warn') });
+  return createApp(settings, {
+    migrate: options.migrate ?? false,
+    create: false,
+    readOnly: options.readOnly ?? false,
+    log: createLogger('warn'),
+  });
 }
 
 /** The one workspace of the store, or the one named; a store with several needs --workspace. */

@@ -23,6 +23,13 @@ export interface CatalogueEntry {
    * 7.3, 429 for the monthly request allowance in 7.4): the other status, by its name.
    */
   readonly variants?: Readonly<Record<string, number>>;
+  /**
+   * The exit status of `svc` for this type (API.md section 9), for the operator's errors that
+   * stop a command or a start before any request: 3 cannot reach or open the store, the master
+   * key does not match it, or the port cannot be bound. Other types exit 1, or 2 when their
+   * status is 400.
+   */
+  readonly exit?: number;
 }
 
 const catalogue = {
@@ -410,6 +417,72 @@ const catalogue = {
     validation: true,
     message: 'The upstream has malformed fields.',
     fix: 'Correct each field listed in errors.',
+  },
+
+  // Added (API.md section 9): the operator's errors, met by `svc` before any request is served.
+  // The server never answers with them; their status is the one a health check would see.
+  store_not_found: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'There is no store in the data directory.',
+    fix: 'Check --data-dir (or SVC_DATA_DIR) and the directory you run from; only `svc serve` and `svc init` create a new store.',
+  },
+  store_damaged: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'store file damaged: restore from backup.',
+    fix: 'Stop the server, move the damaged svc.mdb aside, and restore the last `svc backup` file as svc.mdb together with the master.key saved with it.',
+  },
+  master_key_missing: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'The store exists but its master key was not found; svc never makes a new key over an existing store.',
+    fix: "Put the backup's master.key back beside svc.mdb in the data directory, or point SVC_MASTER_KEY_FILE at it.",
+  },
+  master_key_mismatch: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'The master key is not the one this store was sealed with.',
+    fix: "Use the master.key that was saved with this store (the backup's master.key): put it beside svc.mdb, or point SVC_MASTER_KEY_FILE or SVC_MASTER_KEY at it.",
+  },
+  port_in_use: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'The port is already in use by another process.',
+    fix: 'Stop what holds the port, or choose another one with --port (or SVC_PORT).',
+  },
+  address_unavailable: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'The address to bind is not an address of this machine.',
+    fix: 'Choose an address of this machine with --host (or SVC_HOST): 127.0.0.1, or 0.0.0.0 for every interface.',
+  },
+  permission_denied: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'Permission denied.',
+    fix: 'Give the user svc runs as read and write access to the data directory (chown, chmod), or choose another with --data-dir (or SVC_DATA_DIR).',
+  },
+  not_a_directory: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'The data directory is not a directory.',
+    fix: 'Point --data-dir (or SVC_DATA_DIR) at a directory, or move the file that stands in its place.',
+  },
+  disk_full: {
+    status: 503,
+    section: 'API.md 9',
+    exit: 3,
+    message: 'The disk holding the data directory is full (or read-only).',
+    fix: 'Free space on the disk of the data directory (or make it writable), then run the command again; nothing was half-written.',
   },
 } as const satisfies Record<string, CatalogueEntry>;
 

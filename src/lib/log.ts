@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import PinoPretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -46,16 +47,51 @@ export const redactPaths = [
   'err.output.payload',
 ];
 
+export interface LoggerOptions {
+  /** Where the lines go (default stderr). */
+  destination?: NodeJS.WritableStream;
+  /** Readable lines for a person at a terminal instead of JSON (see prettyLogs). */
+  pretty?: boolean;
+}
+
+/** Whether `svc serve` writes readable lines: `log.format` pretty, or auto on a terminal. */
+export function prettyLogs(format: 'auto' | 'json' | 'pretty', isTerminal: boolean | undefined): boolean {
+  return format === 'pretty' || (format === 'auto' && isTerminal === true);
+}
+
 /**
- * JSON lines on stderr. Writes are buffered (4 KiB, flushed at least every 200 ms and at
- * shutdown): one write per request would cost a quarter of a small request's time. A hard
- * crash can lose the last 200 ms of lines, never a stored record. Any other destination (a
- * test's capture) gets each line as it is written.
+ * JSON lines on stderr, each with its time in ISO 8601 UTC. Writes are buffered (4 KiB, flushed
+ * at least every 200 ms and at shutdown): one write per request would cost a quarter of a small
+ * request's time. A hard crash can lose the last 200 ms of lines, never a stored record. Any other
+ * destination (a test's capture) gets each line as it is written.
+ *
+ * `pretty`: the same records, redacted the same way, formatted by pino-pretty as a stream in this
+ * thread (never pino's transports: they run in a worker thread, which the single executable
+ * cannot start), written synchronously.
  */
-export function createLogger(level: string, destination: NodeJS.WritableStream = process.stderr): Logger {
-  const options = { level, base: { svc: 'svc' }, redact: { paths: redactPaths, censor: '[redacted]' } };
-  if (destination !== process.stdout && destination !== process.stderr) return pino(options, destination);
-  const dest = pino.destination({ dest: destination === process.stdout ? 1 : 2, sync: false, minLength: 4096 });
+export function createLogger(level: string, options: LoggerOptions | NodeJS.WritableStream = {}): Logger {
+  const { destination = process.stderr, pretty = false } = 'write' in options ? { destination: options } : options;
+  const fd = destination === process.stdout ? 1 : 2;
+  const settings = {
+    level,
+    base: { svc: 'svc' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: { paths: redactPaths, censor: '[redacted]' },
+  };
+  if (pretty) {
+    return pino(
+      settings,
+      PinoPretty({
+        destination: fd,
+        sync: true,
+        translateTime: 'UTC:yyyy-mm-dd HH:MM:ss.l',
+        ignore: 'pid,hostname,svc',
+        singleLine: true,
+      }),
+    );
+  }
+  if (destination !== process.stdout && destination !== process.stderr) return pino(settings, destination);
+  const dest = pino.destination({ dest: fd, sync: false, minLength: 4096 });
   if (level !== 'silent') setInterval(() => dest.flush(), 200).unref();
-  return pino(options, dest);
+  return pino(settings, dest);
 }

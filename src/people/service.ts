@@ -6,6 +6,7 @@ import type { Role, Store, UserRecord } from '../store/index.js';
 import { createMembers, type MembersLedger } from './members.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { roleAllows, rolesFor, type Permission } from './permissions.js';
+import { createRecovery } from './recovery.js';
 import { peopleRepo } from './repo.js';
 import { matchingStep, newTotpSecret, otpauthUri, sealTotpSecret, unsealTotpSecret } from './two-factor.js';
 import { cleared, createLockouts, type Account, type LockoutPolicy } from './lockouts.js';
@@ -29,7 +30,7 @@ import { cleared, createLockouts, type Account, type LockoutPolicy } from './loc
  * - Wrong current passwords (on a change) and wrong two-factor codes are counted per account and
  *   lock the account for that kind after too many in a row (lockouts.ts); wrong answers say how
  *   many attempts are left (`attemptsLeft`). A sign-in without a code is not an attempt at one.
- * - Members: see members.ts.
+ * - Members: see members.ts; the operator's reset of an owner's password: recovery.ts.
  */
 
 /** The least a new password may be (NIST SP 800-63B asks at least 8; an operator's console, 12). */
@@ -113,6 +114,7 @@ export function createPeopleService(deps: PeopleDeps) {
   const { store, clock, ids, masterKey } = deps;
   const repo = peopleRepo(store);
   const members = createMembers({ store, clock, ids, repo, ledger: deps.ledger });
+  const recovery = createRecovery({ store, clock, repo, ...(deps.ledger ? { ledger: deps.ledger } : {}) });
   const lockouts = createLockouts({ store, clock, repo, policy: deps.lockout ?? DEFAULT_LOCKOUT, ledger: deps.ledger });
 
   /** The step a code of this person's secret matches now and that was not used yet, or null. */
@@ -190,6 +192,9 @@ export function createPeopleService(deps: PeopleDeps) {
     },
 
     ...members,
+
+    /** The operator's reset of an owner's password (recovery.ts). */
+    resetOwnerPassword: recovery.resetOwnerPassword,
 
     async signIn(email: string, password: string, totp?: string) {
       const user = repo.userByEmail(email);

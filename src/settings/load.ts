@@ -55,6 +55,10 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
     throw new SettingsError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const settings = value as Settings;
+  if (settings.masterKey && settings.masterKeyFile)
+    throw new SettingsError(
+      'invalid configuration:\n  masterKey: give the master key once, as SVC_MASTER_KEY or as SVC_MASTER_KEY_FILE, not both',
+    );
   if (settings.env === 'production') checkProduction(settings);
   checkGateway(settings);
   // Upstream secrets come from the environment only, named by the config file.

@@ -75,6 +75,7 @@ export interface Settings {
   dataDir: string;
   baseUrl: string;
   masterKey: string | null;
+  masterKeyFile: string | null;
   server: {
     host: string;
     port: number;
@@ -119,7 +120,10 @@ export interface Settings {
   /** The operator's own billing (plans/service.ts): only events signed with these secrets change a plan. */
   billing: { stripeSigningSecret: string | null; stripePreviousSigningSecret: string | null };
   session: { ttlHours: number };
-  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  log: {
+    level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+    format: 'auto' | 'json' | 'pretty';
+  };
   gateway: GatewaySettings;
 }
 
@@ -150,6 +154,13 @@ export const settingsSchema = Joi.object<Settings>({
     .default(null)
     .description(
       'base64url of 32 random bytes; encrypts secrets at rest. Default: a key file created beside the store',
+    ),
+  masterKeyFile: Joi.string()
+    .min(1)
+    .allow(null)
+    .default(null)
+    .description(
+      'a file holding the master key (a mounted secret, or a master.key copied from a backup); read, never written',
     ),
   server: Joi.object({
     host: Joi.string().hostname().default('127.0.0.1').description('address to bind'),
@@ -399,6 +410,10 @@ export const settingsSchema = Joi.object<Settings>({
   }).default(),
   log: Joi.object({
     level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+    format: Joi.string()
+      .valid('auto', 'json', 'pretty')
+      .default('auto')
+      .description('auto: readable lines when svc serve runs on a terminal, JSON lines otherwise'),
   }).default(),
   gateway: Joi.object({
     enforcement: Joi.string()
@@ -530,6 +545,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_DATA_DIR', 'dataDir'],
   ['SVC_BASE_URL', 'baseUrl'],
   ['SVC_MASTER_KEY', 'masterKey'],
+  ['SVC_MASTER_KEY_FILE', 'masterKeyFile'],
   ['SVC_HOST', 'server.host'],
   ['SVC_PORT', 'server.port'],
   ['SVC_TRUSTED_PROXIES', 'server.trustedProxies'],
@@ -557,6 +573,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],
   ['SVC_LOG_LEVEL', 'log.level'],
+  ['SVC_LOG_FORMAT', 'log.format'],
   ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],
   ['SVC_GATEWAY_DATA_LOSS', 'gateway.dataLoss'],
   ['SVC_PLAN_MONTHLY_REQUESTS', 'plan.monthlyRequests'],

@@ -1,8 +1,11 @@
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, statfsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { AppError } from '../errors/app-error.js';
+import { systemError } from '../errors/system.js';
 import { tableNames, type Tables } from './dbs.js';
 import { StoreError } from './errors.js';
+import { damageOf } from './file-check.js';
 import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
 
 /** The LMDB backend: one environment file under the data dir, one named sub-database per table. */
@@ -77,41 +80,68 @@ class LmdbTable<V> implements Table<V> {
   }
 }
 
-export function openLmdbStore(dataDir: string): Store {
+export interface OpenOptions {
+  /**
+   * Create the data dir and the store file when they do not exist (`svc serve`, `svc init`, tests).
+   * Without it a missing store is `store_not_found`, naming the directory looked in.
+   */
+  create?: boolean;
+  /**
+   * Open LMDB read-only: nothing in the data dir is written or created, so a read-only copy (or
+   * mount) of a data dir can be read. Writes fail.
+   */
+  readOnly?: boolean;
+}
+
+export function openLmdbStore(dataDir: string, options: OpenOptions = {}): Store {
+  const create = options.create ?? true;
+  const readOnly = options.readOnly ?? false;
+  const dir = resolve(dataDir);
+  const file = join(dir, STORE_FILE);
+  prepareDataDir(dir, { create: create && !readOnly, chmod: !readOnly });
+  let damage: string | null;
+  try {
+    damage = existsSync(file) ? damageOf(file) : null;
+  } catch (err) {
+    throw systemError(err, { kind: 'data-dir', path: dir }) ?? err;
+  }
+  if (damage !== null)
+    throw new AppError('store_damaged', { message: `store file damaged: restore from backup (${file}: ${damage})` });
+  if (!existsSync(file) && (!create || readOnly)) throw storeNotFound(dir);
+  if (!readOnly) ensureRoomToOpen(dir);
   let root: RootDatabase;
   try {
-    // Private to the operator whatever existed before: mkdir's mode applies only when it creates
-    // the folder, and LMDB creates its files with the process umask.
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    chmodSync(dataDir, 0o700);
     root = open({
-      path: join(dataDir, STORE_FILE),
+      path: file,
       maxDbs: 64,
       // No value cache: other processes (the CLI) write while the server runs.
       cache: false,
       compression: false,
       // Commit and flush are distinct; write() awaits the flush before it resolves.
       overlappingSync: true,
+      readOnly,
     });
-    for (const file of [STORE_FILE, `${STORE_FILE}-lock`]) {
-      if (existsSync(join(dataDir, file))) chmodSync(join(dataDir, file), 0o600);
+    if (!readOnly) {
+      // LMDB creates its files with the process umask.
+      for (const name of [STORE_FILE, `${STORE_FILE}-lock`]) {
+        if (existsSync(join(dir, name))) chmodSync(join(dir, name), 0o600);
+      }
     }
   } catch (err) {
-    throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, {
+    const known = systemError(err, { kind: 'data-dir', path: dir });
+    if (known) throw known;
+    throw new StoreError('cannot_open', `cannot open the store in ${dir}: ${(err as Error).message}`, {
       cause: err,
     });
   }
   let writing = false;
   const inWrite = () => writing;
-  let writable = true;
+  let writable = !readOnly;
   const tables = Object.fromEntries(
     tableNames.map((name) => [
       name,
       // JSON values: every record is plain JSON, and it decodes fastest (about 2 µs a read).
-      new LmdbTable(
-        root.openDB({ name, cache: false, compression: false, encoding: 'json' }) as Database<unknown, Key>,
-        inWrite,
-      ),
+      openTable(root, name, inWrite),
     ]),
   ) as unknown as Tables;
 
@@ -167,6 +197,81 @@ export function openLmdbStore(dataDir: string): Store {
       await root.close();
     },
   };
+}
+
+/**
+ * One table. Read-only, a table the store does not have yet (made by an older svc) reads as empty:
+ * lmdb-js gives no handle for a sub-database it cannot create.
+ */
+function openTable(root: RootDatabase, name: string, inWrite: () => boolean): Table<unknown> {
+  const db = root.openDB({ name, cache: false, compression: false, encoding: 'json' }) as
+    Database<unknown, Key> | undefined;
+  return db ? new LmdbTable(db, inWrite) : EMPTY_TABLE;
+}
+
+const EMPTY_TABLE: Table<unknown> = {
+  get: () => undefined,
+  has: () => false,
+  put() {
+    throw new Error('the store is open read-only');
+  },
+  remove() {
+    throw new Error('the store is open read-only');
+  },
+  scan: () => [],
+};
+
+/**
+ * The data dir, made private to the operator whatever existed before (mkdir's mode applies only
+ * when it creates the folder). Errors of the file system become the catalogue's (not a directory,
+ * permission denied, disk full); a missing dir is created only when asked.
+ */
+function prepareDataDir(dir: string, options: { create: boolean; chmod: boolean }): void {
+  try {
+    let stats = statOrUndefined(dir);
+    if (!stats) {
+      if (!options.create) throw storeNotFound(dir);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      stats = statSync(dir);
+    }
+    if (!stats.isDirectory())
+      throw new AppError('not_a_directory', { message: `the data directory ${dir} is a file, not a directory` });
+    // Group and other lose their access; the owner's own bits are left as they are (a read-only
+    // copy stays read-only).
+    if (options.chmod && (stats.mode & 0o077) !== 0) chmodSync(dir, stats.mode & 0o700);
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw systemError(err, { kind: 'data-dir', path: dir }) ?? err;
+  }
+}
+
+/**
+ * LMDB maps its lock file (and a new store's first pages) and writes through the mapping: on a
+ * full disk that write is a SIGBUS, not an error. So when those files must still be made, the room
+ * for them is checked first, and a full disk is `disk_full` (exit 3) with nothing created.
+ */
+const ROOM_TO_CREATE = 1024 * 1024;
+function ensureRoomToOpen(dir: string): void {
+  const made = existsSync(join(dir, STORE_FILE)) && existsSync(join(dir, `${STORE_FILE}-lock`));
+  if (made) return;
+  const fs = statfsSync(dir);
+  if (fs.bavail * fs.bsize < ROOM_TO_CREATE)
+    throw new AppError('disk_full', {
+      message: `no space left on the disk of the data directory ${dir} (less than 1 MiB free)`,
+    });
+}
+
+function statOrUndefined(path: string) {
+  try {
+    return statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+export function storeNotFound(dir: string): AppError {
+  return new AppError('store_not_found', { message: `no store in ${dir}` });
 }
 
 /**

@@ -1,5 +1,5 @@
 import { copyFile, cp, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { CURRENT_SCHEMA_VERSION, migrateStore, openStore, type Store } from '../../src/store/index.js';
@@ -57,6 +57,8 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/store-v1/svc.mdb', import.met
 async function buildV1Store(dataDir: string): Promise<void> {
   await mkdir(dataDir, { recursive: true });
   await copyFile(FIXTURE, join(dataDir, 'svc.mdb'));
+  // A store always had its master key beside it; the first opening by this svc records its check value.
+  await copyFile(join(dirname(FIXTURE), 'master.key'), join(dataDir, 'master.key'));
 }
 
 function json(stdout: string): Json {

@@ -146,8 +146,9 @@ test.serial(
     for (const line of lines) t.notThrows(() => JSON.parse(line), line);
     const listening = first.logs().find((l) => l.msg === 'listening')!;
     t.is(typeof listening.level, 'number');
-    // pino's epoch milliseconds: a time from this run, not a string to parse.
-    t.true(typeof listening.time === 'number' && Math.abs(listening.time - Date.now()) < 60_000);
+    // An ISO 8601 UTC time (issue 18): a time from this run, readable as it is.
+    t.regex(String(listening.time), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    t.true(Math.abs(Date.parse(String(listening.time)) - Date.now()) < 60_000);
     // Nothing of the log reaches stdout.
     t.false(first.stdout().includes('"msg"'));
   },
