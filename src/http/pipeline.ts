@@ -9,7 +9,8 @@ import { svcOptions } from './route-options.js';
 /** Members (keys and items) a body may have, unless its route says otherwise. */
 export const MAX_BODY_MEMBERS = 2_000;
 import { toAppError } from './errors.js';
-import { API_VERSION, securityHeaders, stampOf } from './front-door.js';
+import { API_VERSION, arrivedAt, requestSpanOf, securityHeaders, stampOf } from './front-door.js';
+import { observeRequest } from './request-metrics.js';
 import { nextTraceparent } from './trace.js';
 
 /**
@@ -88,13 +89,19 @@ export const pipeline: Plugin<PipelineOptions> = {
     // The request's log line is written here, from the answer about to go out: a separate
     // 'response' event subscription costs every request another dispatch.
     const logLine = (request: Request, requestId: string, status: number) => {
-      logRequest(options.log, {
-        requestId,
-        method: request.method.toUpperCase(),
-        route: request.route.path,
-        status,
-        ms: Date.now() - request.info.received,
-      });
+      const method = request.method.toUpperCase();
+      const route = request.route.path;
+      logRequest(options.log, { requestId, method, route, status, ms: Date.now() - request.info.received });
+      // The answer is about to be written: time to it, from the listener's arrival mark when there is one.
+      const arrived = arrivedAt(request.raw.req);
+      const seconds =
+        arrived === undefined ? (Date.now() - request.info.received) / 1000 : (performance.now() - arrived) / 1000;
+      observeRequest({ route, method, status, seconds });
+      const span = requestSpanOf(request.raw.req);
+      if (span) {
+        span.updateName(`${method} ${route}`);
+        span.setAttribute('http.route', route);
+      }
     };
 
     // One pass over every parsed body, before validation (one lifecycle step, not two):
