@@ -29,6 +29,7 @@ import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
 import { createSigningKeys } from './receipts/signing-keys.js';
 import { createSweeper, retentionJobs } from './retention/index.js';
+import { instrumentStore } from './observability/store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
@@ -236,7 +237,17 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     throw err;
   }
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
-  const services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log, options.lookup);
+  // The services write through the measured store (a span and the write latency series per write).
+  const services = createServices(
+    instrumentStore(store),
+    settings,
+    clock,
+    ids,
+    masterKey,
+    () => publicUrl(),
+    log,
+    options.lookup,
+  );
   return {
     settings,
     store,

@@ -120,6 +120,14 @@ export interface Settings {
   billing: { stripeSigningSecret: string | null; stripePreviousSigningSecret: string | null };
   session: { ttlHours: number };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  /** GET /metrics and OpenTelemetry traces (observability/): both off unless configured. */
+  observability: {
+    metricsToken: string | null;
+    metricsPort: number | null;
+    otlpEndpoint: string | null;
+    otlpTracesEndpoint: string | null;
+    serviceName: string;
+  };
   gateway: GatewaySettings;
 }
 
@@ -400,6 +408,34 @@ export const settingsSchema = Joi.object<Settings>({
   log: Joi.object({
     level: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   }).default(),
+  observability: Joi.object({
+    metricsToken: Joi.string()
+      .min(16)
+      .max(256)
+      .pattern(/^[\x21-\x7e]+$/)
+      .allow(null)
+      .default(null)
+      .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII without spaces' })
+      .description('bearer token that GET /metrics requires; unset (and no metricsPort): /metrics is off'),
+    metricsPort: Joi.number()
+      .integer()
+      .min(0)
+      .max(65535)
+      .allow(null)
+      .default(null)
+      .description('serve GET /metrics without a token on a separate listener bound to 127.0.0.1 at this port'),
+    otlpEndpoint: Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .allow(null)
+      .default(null)
+      .description('OTLP/HTTP base address: traces are sent to <it>/v1/traces; unset: no trace is kept or sent'),
+    otlpTracesEndpoint: Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .allow(null)
+      .default(null)
+      .description('OTLP/HTTP traces address used as it is (over otlpEndpoint)'),
+    serviceName: Joi.string().min(1).max(128).default('svc').description('service.name on every span'),
+  }).default(),
   gateway: Joi.object({
     enforcement: Joi.string()
       .valid('enforce', 'shadow')
@@ -557,6 +593,11 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],
   ['SVC_LOG_LEVEL', 'log.level'],
+  ['SVC_METRICS_TOKEN', 'observability.metricsToken'],
+  ['SVC_METRICS_PORT', 'observability.metricsPort'],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', 'observability.otlpEndpoint'],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'observability.otlpTracesEndpoint'],
+  ['OTEL_SERVICE_NAME', 'observability.serviceName'],
   ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],
   ['SVC_GATEWAY_DATA_LOSS', 'gateway.dataLoss'],
   ['SVC_PLAN_MONTHLY_REQUESTS', 'plan.monthlyRequests'],
