@@ -49,7 +49,7 @@ import { createGuards } from './http/guards.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { logRequest, pipeline } from './http/pipeline.js';
 import { healthAnswer, systemRoutes } from './http/system.js';
-import { createObservability, metricsRoutes } from './observability/index.js';
+import { apiDocsRoutes, createObservability, metricsRoutes } from './observability/index.js';
 
 /**
  * Builds the hapi server, in order: the front door on the Node server (ids, headers, health),
@@ -296,6 +296,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     circuitOpen: (id) => services.gateway.health.open(id),
     version: API_VERSION,
   });
+  await server.register({ plugin: apiDocsRoutes, options: { baseUrl, version: API_VERSION } });
   if (observability.metrics && observability.scrapeToken !== null)
     await server.register({
       plugin: metricsRoutes,
