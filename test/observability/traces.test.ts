@@ -1,0 +1,137 @@
+import test from 'ava';
+import { authorize, createAgent, payment } from '../helpers/gate.js';
+import { bearer, call } from '../helpers/http.js';
+import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { stopAndClean } from '../helpers/process.js';
+import { startGateway, user, type Gateway } from '../gateway/support.js';
+
+/**
+ * OpenTelemetry traces (issue 21, API.md 9): with OTEL_EXPORTER_OTLP_ENDPOINT set, the server
+ * sends its spans over OTLP/HTTP to a collector (here a loopback receiver). One span per request,
+ * named after its route, continuing an incoming traceparent; child spans for the upstream attempt
+ * (GenAI semantic conventions, and the traceparent sent upstream names it), the signing and the
+ * store write. A collector that never answers slows no request.
+ */
+const SERVER = 2;
+const CLIENT = 3;
+let vendor: MockVendor;
+let receiver: OtlpReceiver;
+let gw: Gateway;
+
+test.before(async () => {
+  vendor = await startMockVendor();
+  receiver = await startOtlpReceiver();
+  gw = await startGateway(
+    vendor,
+    {},
+    { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'svc-under-test' },
+  );
+});
+
+test.after.always(async () => {
+  if (gw) await stopAndClean(gw.server);
+  await vendor?.close();
+  await receiver?.close();
+});
+
+const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) =>
+  spans.filter((s) => s.traceId === parent.traceId && s.parentSpanId === parent.spanId);
+
+test.serial(
+  'one gateway call: its request span continues the caller trace, the upstream attempt is its GenAI child',
+  async (t) => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    const key = await gw.key({ defaultTaskClass: 'general', policyProfile: 'us-only' });
+    const res = await call(gw.server.url, 'POST', '/v1/chat/completions', {
+      headers: { ...bearer(key), traceparent: `00-${traceId}-${callerSpan}-01` },
+      json: { model: 'small', messages: user('hello'), max_tokens: 50 },
+    });
+    t.is(res.status, 200, res.text);
+    const answered = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(res.headers.traceparent));
+    t.is(answered?.[1], traceId, 'the answer names the same trace');
+
+    const isRequest = (s: ReceivedSpan) => s.traceId === traceId && s.name === 'POST /v1/chat/completions';
+    await receiver.waitFor(
+      (spans) => spans.some(isRequest) && spans.some((s) => s.traceId === traceId && s.kind === CLIENT),
+    );
+    t.true(receiver.contentTypes.every((c) => c.startsWith('application/json')));
+    const request = receiver.spans.find(isRequest)!;
+    t.is(request.kind, SERVER);
+    t.is(request.parentSpanId, callerSpan, 'continues the incoming traceparent');
+    t.is(request.service, 'svc-under-test');
+    t.is(request.attributes['http.route'], '/v1/chat/completions');
+    t.is(request.attributes['http.response.status_code'], 200);
+    t.is(answered?.[2], request.spanId, "the answer's traceparent names the request span");
+
+    const upstream = childrenOf(receiver.spans, request).filter((s) => s.kind === CLIENT);
+    t.is(upstream.length, 1);
+    const attempt = upstream[0]!;
+    t.is(attempt.name, 'chat small-2026');
+    t.like(attempt.attributes, {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.system': 'openai',
+      'gen_ai.request.model': 'small-2026',
+      'gen_ai.response.model': 'small-2026',
+      'gen_ai.request.max_tokens': 50,
+      'svc.gateway.model': 'small',
+      'svc.gateway.provider': 'vendor-o',
+    });
+    t.true(Number(attempt.attributes['gen_ai.usage.input_tokens']) > 0);
+    t.true(Number(attempt.attributes['gen_ai.usage.output_tokens']) > 0);
+    t.deepEqual(attempt.attributes['gen_ai.response.finish_reasons'], ['stop']);
+    // Nothing of the prompt or the answer is an attribute.
+    t.false(JSON.stringify(receiver.spans).includes('hello'));
+
+    // Outgoing propagation: the vendor was sent the attempt span as its parent.
+    const sent = vendor.calls.at(-1)!;
+    t.is(sent.headers.traceparent, `00-${traceId}-${attempt.spanId}-01`);
+  },
+);
+
+test.serial('one authorize: its request span has the signing and the store write as children', async (t) => {
+  const agent = await createAgent(gw.server);
+  const res = await authorize(gw.server, agent.key, payment(1200));
+  t.is(res.status, 200, res.text);
+  t.truthy(res.body.receipt);
+  const traceId = /^00-([0-9a-f]{32})-/.exec(String(res.headers.traceparent))![1]!;
+  const isRequest = (s: ReceivedSpan) => s.traceId === traceId && s.name === 'POST /v1/actions/authorize';
+  await receiver.waitFor((spans) => {
+    const request = spans.find(isRequest);
+    if (!request) return false;
+    const names = childrenOf(spans, request).map((s) => s.name);
+    return names.includes('store.write') && names.includes('receipt.sign');
+  });
+  const request = receiver.spans.find(isRequest)!;
+  t.is(request.kind, SERVER);
+  t.is(request.parentSpanId, '', 'a request without traceparent starts a trace');
+  t.is(request.attributes['http.route'], '/v1/actions/authorize');
+  const children = childrenOf(receiver.spans, request);
+  const sign = children.find((s) => s.name === 'receipt.sign')!;
+  t.truthy(sign.attributes['svc.signing.kid']);
+  t.is(children.filter((s) => s.name === 'store.write').length, 1, 'the decision is one write');
+  // The tree is whole: every span of the trace hangs under the request span.
+  const trace = receiver.spans.filter((s) => s.traceId === traceId);
+  t.true(trace.every((s) => s === request || s.parentSpanId === request.spanId));
+});
+
+test.serial('a collector that never answers slows no request', async (t) => {
+  receiver.hang = true;
+  try {
+    const key = await gw.key({ defaultTaskClass: 'general', policyProfile: 'us-only' });
+    const chat = () => gw.openai(key).chat.completions.create({ model: 'small', messages: user('again') });
+    await chat();
+    // An export is now held open by the collector (the exporter waits up to 5 s for it)...
+    await receiver.waitFor(() => receiver.hung > 0);
+    // ...and requests are answered meanwhile, without waiting on it.
+    for (let i = 0; i < 3; i += 1) {
+      const started = performance.now();
+      const answer = await chat();
+      t.is(answer.choices[0]!.message.content, 'echo: again');
+      t.true(performance.now() - started < 4_000, 'well under the export timeout');
+    }
+  } finally {
+    receiver.hang = false;
+  }
+});
