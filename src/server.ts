@@ -49,7 +49,8 @@ import { createGuards } from './http/guards.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { logRequest, pipeline } from './http/pipeline.js';
 import { healthAnswer, systemRoutes } from './http/system.js';
-import { apiDocsRoutes, createObservability, metricsRoutes } from './observability/index.js';
+import { createObservability } from './observability/index.js';
+import { apiDocsRoutes, metricsRoutes } from './observability/http.js';
 
 /**
  * Builds the hapi server, in order: the front door on the Node server (ids, headers, health),

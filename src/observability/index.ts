@@ -7,7 +7,6 @@ import { startMetricsListener, type MetricsListener } from './metrics-listener.j
 import { startTracing, type Tracing } from './tracing.js';
 
 export { instrumentStore } from './store.js';
-export { apiDocsRoutes, metricsRoutes } from './http.js';
 export type { Metrics } from './metrics.js';
 
 /**
