@@ -4,7 +4,7 @@ import type { Settings } from '../settings/load.js';
 import type { Store } from '../store/index.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { startMetricsListener, type MetricsListener } from './metrics-listener.js';
-import { startTracing, type Tracing } from './tracing.js';
+import type { Tracing } from './tracing.js';
 
 export { instrumentStore } from './store.js';
 export type { Metrics } from './metrics.js';
@@ -46,7 +46,11 @@ export function createObservability(deps: {
     metrics,
     scrapeToken: settings.metricsToken,
     async start() {
-      tracing = startTracing({ ...settings, serviceVersion: deps.version });
+      // The SDK and its exporter are loaded only when traces are on: no cost to a start without them.
+      if (settings.otlpEndpoint !== null || settings.otlpTracesEndpoint !== null) {
+        const { startTracing } = await import('./tracing.js');
+        tracing = startTracing({ ...settings, serviceVersion: deps.version });
+      }
       if (tracing) deps.log.info({ url: tracing.url }, 'traces are exported over OTLP/HTTP');
       if (metrics && settings.metricsPort !== null) {
         listener = await startMetricsListener(metrics, settings.metricsPort);
