@@ -1,4 +1,7 @@
 import test from 'ava';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
@@ -11,7 +14,8 @@ import { startGateway, user, type Gateway } from '../gateway/support.js';
  * sends its spans over OTLP/HTTP to a collector (here a loopback receiver). One span per request,
  * named after its route, continuing an incoming traceparent; child spans for the upstream attempt
  * (GenAI semantic conventions, and the traceparent sent upstream names it), the signing and the
- * store write. A collector that never answers slows no request.
+ * store write; a webhook delivery is a trace of its own whose traceparent the receiver gets. A
+ * collector that never answers slows no request.
  */
 const SERVER = 2;
 const CLIENT = 3;
@@ -25,7 +29,12 @@ test.before(async () => {
   gw = await startGateway(
     vendor,
     {},
-    { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'svc-under-test' },
+    {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_SERVICE_NAME: 'svc-under-test',
+      SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1',
+      SVC_WEBHOOKS_DISPATCH_INTERVAL_MS: '50',
+    },
   );
 });
 
@@ -114,6 +123,41 @@ test.serial('one authorize: its request span has the signing and the store write
   // The tree is whole: every span of the trace hangs under the request span.
   const trace = receiver.spans.filter((s) => s.traceId === traceId);
   t.true(trace.every((s) => s === request || s.parentSpanId === request.spanId));
+});
+
+test.serial('an outbound webhook delivery is a CLIENT span whose traceparent the receiver gets', async (t) => {
+  const got: IncomingHttpHeaders[] = [];
+  const hooks = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      got.push(req.headers);
+      res.writeHead(204).end();
+      hooks.emit('delivered');
+    });
+  });
+  await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', () => r()));
+  try {
+    const url = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/hooks`;
+    const added = await gw.owner.send('POST', '/webhooks', { url, events: ['action.decided'] });
+    t.is(added.status, 201, added.text);
+    const agent = await createAgent(gw.server, undefined, 'hooked-bot');
+    t.is((await authorize(gw.server, agent.key, payment(700))).status, 200);
+    const deadline = AbortSignal.timeout(15_000);
+    while (got.length === 0) await once(hooks, 'delivered', { signal: deadline });
+    const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(got[0]!.traceparent));
+    t.truthy(sent, 'the delivery carries a traceparent');
+    await receiver.waitFor((spans) => spans.some((s) => s.spanId === sent![2]));
+    const span = receiver.spans.find((s) => s.spanId === sent![2])!;
+    t.is(span.traceId, String(sent![1]));
+    t.is(span.kind, CLIENT);
+    t.is(span.parentSpanId, '', 'a delivery runs apart from any request: a trace of its own');
+    t.is(span.name, `webhook ${String(got[0]!['svc-event-type'])}`);
+    t.is(span.attributes['http.response.status_code'], 204);
+    t.is(span.attributes['server.address'], '127.0.0.1');
+  } finally {
+    hooks.closeAllConnections();
+    await new Promise<void>((r) => hooks.close(() => r()));
+  }
 });
 
 test.serial('a collector that never answers slows no request', async (t) => {
