@@ -3,6 +3,7 @@ import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-t
 import { createAgent, authorize, payment } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
+import { inProcessServer } from '../helpers/in-process.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 import { startGateway, user, type Gateway } from '../gateway/support.js';
 
@@ -152,12 +153,15 @@ test.serial('the same counters move with the next decision', async (t) => {
 });
 
 test('with neither a token nor --metrics-port, GET /metrics does not exist', async (t) => {
-  let server: RunningServer | undefined;
+  const s = await inProcessServer();
   try {
-    server = await startServer();
-    assertError(t, await call(server.url, 'GET', '/metrics'), 404, 'route_not_found');
+    await s.http.server.initialize();
+    const res = await s.http.server.inject({ url: '/metrics', headers: bearer(TOKEN) });
+    t.is(res.statusCode, 404);
+    t.is(JSON.parse(res.payload).error.type, 'route_not_found');
+    t.is(s.http.metricsUrl(), null);
   } finally {
-    await stopAndClean(server);
+    await s.close();
   }
 });
 
