@@ -83,6 +83,15 @@ function stampInjected(
   for (const [name, value] of securityHeaders(request.path, production)) res.header(name, value);
 }
 
+/** The request's span (when traced) is named after its route template, once routed. */
+function nameRequestSpan(request: Request): void {
+  const span = requestSpanOf(request.raw.req);
+  if (!span) return;
+  const route = request.route.path;
+  span.updateName(`${request.method.toUpperCase()} ${route}`);
+  span.setAttribute('http.route', route);
+}
+
 export const pipeline: Plugin<PipelineOptions> = {
   name: 'svc-pipeline',
   register(server: Server, options: PipelineOptions) {
@@ -97,11 +106,7 @@ export const pipeline: Plugin<PipelineOptions> = {
       const seconds =
         arrived === undefined ? (Date.now() - request.info.received) / 1000 : (performance.now() - arrived) / 1000;
       observeRequest({ route, method, status, seconds });
-      const span = requestSpanOf(request.raw.req);
-      if (span) {
-        span.updateName(`${method} ${route}`);
-        span.setAttribute('http.route', route);
-      }
+      nameRequestSpan(request);
     };
 
     // One pass over every parsed body, before validation (one lifecycle step, not two):
@@ -112,6 +117,9 @@ export const pipeline: Plugin<PipelineOptions> = {
     //   may be one JSON cannot carry (1e400 parses to Infinity, which no record can hold). Each is
     //   refused by field (lib/well-formed.ts `jsonFault`, shared with the signed inbound routes).
     server.ext('onPostAuth', (request: Request, h: ResponseToolkit) => {
+      // Named here too: a route that hands the raw request to a foreign handler (/mcp) never
+      // reaches onPreResponse.
+      nameRequestSpan(request);
       const { payload } = request;
       if (
         typeof payload === 'string' ||
