@@ -74,6 +74,15 @@ test('each operation names its credential, its schemas from joi and its errors f
   t.deepEqual(freezes.security, [{ serviceToken: ['agents:freeze'] }]);
   t.true(freezes.responses['400']['x-svc-error-types'].includes('invalid_selector'));
 
+  // Errors a route's own logic answers with, as the route declares them.
+  const typesOf = (op: { responses: Record<string, { 'x-svc-error-types'?: string[] }> }) =>
+    Object.values(op.responses).flatMap((r) => r['x-svc-error-types'] ?? []);
+  const chat = doc.paths['/v1/chat/completions'].post;
+  for (const type of ['budget_exhausted', 'sensitive_data_blocked', 'upstream_failure', 'agent_stopped'])
+    t.true(typesOf(chat).includes(type), type);
+  t.true(typesOf(authorize).includes('idempotency_conflict'));
+  t.true(typesOf(doc.paths['/v1/actions/{id}/settle'].post).includes('already_settled'));
+
   t.deepEqual(doc.paths['/healthz'].get.security, []);
   t.is(
     doc.paths['/v1/messages'].post.responses['401'].content['application/json'].schema.$ref,
