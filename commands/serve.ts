@@ -22,13 +22,23 @@ export default class Serve extends SvcCommand {
     port: Flags.integer({ description: 'port to bind (default 8080; 0 picks a free one)', min: 0, max: 65535 }),
     config: Flags.string({ description: 'JSON config file merged over config/default.json' }),
     migrate: Flags.boolean({ description: 'migrate an older store instead of refusing to start' }),
+    'metrics-port': Flags.integer({
+      description: 'serve GET /metrics without a token on 127.0.0.1 at this port (0 picks a free one)',
+      min: 0,
+      max: 65535,
+    }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Serve);
     const settings = loadSettings({
       ...(flags.config ? { configFile: flags.config } : {}),
-      overrides: { dataDir: flags['data-dir'], 'server.host': flags.host, 'server.port': flags.port },
+      overrides: {
+        dataDir: flags['data-dir'],
+        'server.host': flags.host,
+        'server.port': flags.port,
+        'observability.metricsPort': flags['metrics-port'],
+      },
     });
     const log = createLogger(settings.log.level, { pretty: prettyLogs(settings.log.format, process.stderr.isTTY) });
     const app = await createApp(settings, { migrate: flags.migrate, create: true, log });
@@ -49,6 +59,7 @@ export default class Serve extends SvcCommand {
     if (this.jsonEnabled()) {
       this.logJson({
         listening: address,
+        ...(http.metricsUrl() ? { metrics: http.metricsUrl() } : {}),
         ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}),
       });
     } else if (boot) {

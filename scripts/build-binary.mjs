@@ -216,6 +216,9 @@ const seaPlugin = {
       resolveDir: root,
     }));
     build.onResolve({ filter: /^(@[^/.][^/]*\/)?[^/.][^/]*/ }, (args) => {
+      // `#name`: a package's own subpath import (package.json "imports", as OpenTelemetry's
+      // `#platform`), resolved by esbuild inside the importing package.
+      if (args.path.startsWith('#')) return undefined;
       const name = packageName(args.path);
       if (args.path.startsWith('node:') || builtinModules.includes(name)) return undefined;
       // Only production dependencies go in: a development tool that a library loads only when it

@@ -29,6 +29,7 @@ import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
 import { createSigningKeys } from './receipts/signing-keys.js';
 import { createSweeper, retentionJobs } from './retention/index.js';
+import { instrumentStore } from './observability/store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
@@ -269,7 +270,17 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     masterKey = found ?? createMasterKey(settings.dataDir);
     if (typeof check === 'string' && !matchesCheck(masterKey, check)) throw wrongKey(source);
     migration = await ensureSchema(store, { migrate: options.migrate ?? false });
-    services = createServices(store, settings, clock, ids, masterKey, () => publicUrl(), log, options.lookup);
+    // The services write through the measured store (a span and the write latency series per write).
+    services = createServices(
+      instrumentStore(store),
+      settings,
+      clock,
+      ids,
+      masterKey,
+      () => publicUrl(),
+      log,
+      options.lookup,
+    );
     if (check === undefined) await recordKeyCheck(store, masterKey, { readOnly, fresh, services, source });
   } catch (err) {
     await services?.gateway.close();

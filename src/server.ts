@@ -49,6 +49,8 @@ import { createGuards } from './http/guards.js';
 import { createRateLimiter } from './http/rate-limit.js';
 import { logRequest, pipeline } from './http/pipeline.js';
 import { healthAnswer, systemRoutes } from './http/system.js';
+import { createObservability } from './observability/index.js';
+import { apiDocsRoutes, metricsRoutes } from './observability/http.js';
 
 /**
  * Builds the hapi server, in order: the front door on the Node server (ids, headers, health),
@@ -66,6 +68,8 @@ export interface HttpServer {
   start(): Promise<void>;
   /** Drains (drain.ts): refuses new connections, answers what is in flight, up to the shutdown timeout. */
   stop(): Promise<void>;
+  /** The separate metrics listener's /metrics address (`--metrics-port`), once started; else null. */
+  metricsUrl(): string | null;
 }
 
 export async function createHttpServer(app: App): Promise<HttpServer> {
@@ -284,6 +288,21 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     },
   });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
+  const observability = createObservability({
+    settings: settings.observability,
+    store: app.store,
+    clock,
+    log,
+    models: settings.gateway.models,
+    circuitOpen: (id) => services.gateway.health.open(id),
+    version: API_VERSION,
+  });
+  await server.register({ plugin: apiDocsRoutes, options: { baseUrl, version: API_VERSION } });
+  if (observability.metrics && observability.scrapeToken !== null)
+    await server.register({
+      plugin: metricsRoutes,
+      options: { metrics: observability.metrics, token: observability.scrapeToken },
+    });
 
   app.publicUrl.set(baseUrl);
   // Ledger checkpoints: every interval when records were added, and once more on shutdown.
@@ -299,7 +318,9 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   return {
     server,
     baseUrl,
+    metricsUrl: () => observability.metricsUrl(),
     async start() {
+      await observability.start();
       await services.signingKeys.ensure();
       await server.start();
       checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
@@ -316,6 +337,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
       await services.sweeper.stop();
       clearInterval(checkpoints);
       await checkpoint();
+      await observability.stop();
     },
   };
 }

@@ -38,7 +38,11 @@ export const gateRoutes: Plugin<{ gate: Gate }> = {
       {
         method: 'POST',
         path: '/v1/actions/authorize',
-        options: { auth: AGENT_KEY, plugins: gate, validate: { payload: authorizeSchema } },
+        options: {
+          auth: AGENT_KEY,
+          plugins: { svc: { ...gate.svc, errors: ['idempotency_conflict'] } },
+          validate: { payload: authorizeSchema },
+        },
         async handler(request) {
           const input = request.payload as AuthorizeInput;
           const header = headerValue(request, 'idempotency-key');
@@ -83,7 +87,11 @@ export const gateRoutes: Plugin<{ gate: Gate }> = {
         options: {
           auth: AGENT_KEY,
           plugins: {
-            svc: { gateRateLimit: true, validationTypeByField: { status: 'invalid_status', amount: 'invalid_amount' } },
+            svc: {
+              gateRateLimit: true,
+              validationTypeByField: { status: 'invalid_status', amount: 'invalid_amount' },
+              errors: ['already_settled', 'not_allowed', 'invalid_amount'],
+            },
           },
           validate: { params: actionId, payload: settleSchema },
         },

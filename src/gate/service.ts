@@ -3,6 +3,7 @@ import { AppError } from '../errors/app-error.js';
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
+import { bounded, metrics } from '../lib/metrics.js';
 import type { Ledger } from '../ledger/service.js';
 import { evaluate, type Evaluation } from '../mandates/evaluate.js';
 import type { Presigned, Receipts } from '../receipts/service.js';
@@ -171,7 +172,7 @@ export function createGate(deps: {
           now,
         );
       }
-      return store.write(() => {
+      const decided = await store.write(() => {
         if (idemKey !== null) {
           const seen = repo.idempotency(c.workspaceId, c.agentId, idemKey);
           if (seen && Date.parse(seen.expiresAt) > now) {
@@ -274,6 +275,9 @@ export function createGate(deps: {
         options.inWrite?.(view, false);
         return { action: view, replayed: false };
       });
+      // Counted once durable, and once per decision (a replay decided nothing new).
+      if (!decided.replayed) countDecision(decided.action.decision, decided.action.signals);
+      return decided;
     },
 
     get(c: GateCaller, id: string): ActionView {
@@ -368,3 +372,9 @@ export function createGate(deps: {
 }
 
 export type Gate = ReturnType<typeof createGate>;
+
+/** One count per decision, under each of its signals (signals are the product's own closed set). */
+function countDecision(decision: string, signals: readonly string[]): void {
+  if (signals.length === 0) metrics.decisions.inc({ decision, signal: 'none' });
+  for (const signal of signals) metrics.decisions.inc({ decision, signal: bounded(signal) });
+}

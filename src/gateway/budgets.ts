@@ -1,5 +1,6 @@
 import { AppError } from '../errors/app-error.js';
 import type { IdSource } from '../lib/ids.js';
+import { metrics } from '../lib/metrics.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import { periodStart } from '../mandates/index.js';
@@ -136,6 +137,7 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
       const binding = applicable.reduce((a, b) => (share(b) > share(a) ? b : a));
       const rung = [...binding.budget.ladder].reverse().find((r) => share(binding) >= r.at);
       const step = rung?.step ?? null;
+      if (step) metrics.budgetSteps.inc({ step });
       if (step === 'block') {
         const retry = Math.max(1, Math.ceil((periodEnd(binding) - now) / 1000));
         throw new AppError('budget_exhausted', {

@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import { bounded, metrics } from '../lib/metrics.js';
 import type { Logger } from '../lib/log.js';
 import type { CallRecord, Store } from '../store/index.js';
 import { createDropCounter } from './drops.js';
@@ -140,6 +141,7 @@ export function createCallLog(deps: {
     },
     /** Queues a call record; drops it (counted, logged) when `capacity` records already wait. */
     record(call: CallRecord): void {
+      countCall(call);
       if (queue.length + writing >= capacity) {
         drops.drop(call.workspaceId);
         return;
@@ -176,3 +178,13 @@ export function createCallLog(deps: {
 }
 
 export type CallLog = ReturnType<typeof createCallLog>;
+
+/** The call's series: by the served model and provider (configured ids, so a bounded set), never by key or agent. */
+function countCall(call: CallRecord): void {
+  const model = bounded(call.model);
+  const provider = bounded(call.provider);
+  metrics.gatewayRequests.inc({ model, provider, outcome: call.outcome });
+  if (call.inputTokens > 0) metrics.gatewayTokens.inc({ model, provider, direction: 'input' }, call.inputTokens);
+  if (call.outputTokens > 0) metrics.gatewayTokens.inc({ model, provider, direction: 'output' }, call.outputTokens);
+  if (call.costMicros > 0) metrics.gatewayCost.inc({ model, provider }, call.costMicros / 1_000_000);
+}

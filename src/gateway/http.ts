@@ -16,6 +16,7 @@ import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput }
 import { profileBlockers } from './routing.js';
 import type { Gateway } from './service.js';
 import { usageReport } from './usage.js';
+import type { ErrorType } from '../errors/catalogue.js';
 
 /**
  * The model gateway's routes (API.md 6): POST /v1/chat/completions (OpenAI shape), POST
@@ -95,6 +96,18 @@ export const gatewayRoutes: Plugin<{
       return response;
     };
     const modelRoute = { auth: WORKSPACE_KEY, payload: { maxBytes: settings.bodyBytes } };
+    // What the gateway's steps can refuse a model request with (listed in GET /openapi.json).
+    const modelErrors: ErrorType[] = [
+      'agent_stopped',
+      'unclassified_request',
+      'policy_conflict',
+      'sensitive_data_blocked',
+      'budget_exhausted',
+      'approval_required',
+      'plan_limit_reached',
+      'seat_limit_reached',
+      'upstream_failure',
+    ];
 
     server.route([
       {
@@ -102,7 +115,7 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/chat/completions',
         options: {
           ...modelRoute,
-          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000 } },
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
           validate: { payload: chatCompletionsSchema },
         },
         handler: model('openai'),
@@ -112,7 +125,9 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/messages',
         options: {
           ...modelRoute,
-          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic' } },
+          plugins: {
+            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic', errors: modelErrors },
+          },
           validate: { payload: messagesSchema },
         },
         handler: model('anthropic'),

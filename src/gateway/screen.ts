@@ -1,4 +1,5 @@
 import { AppError } from '../errors/app-error.js';
+import { metrics } from '../lib/metrics.js';
 import type { DataLossMode } from '../settings/schema.js';
 import { countByKind, describeCounts, findSensitive, redact, type DlpKind } from './dlp.js';
 
@@ -55,6 +56,7 @@ export function screen(body: Json, mode: DataLossMode): Partial<Record<DlpKind, 
       total[kind] = (total[kind] ?? 0) + n;
     if (mode === 'redact') set(redact(text, findings));
   });
+  for (const [kind, n] of Object.entries(total)) metrics.dataLossFindings.inc({ kind, mode }, n);
   if (mode === 'block' && Object.keys(total).length > 0) {
     throw new AppError('sensitive_data_blocked', {
       message: `The request holds ${describeCounts(total)}, and this workspace blocks sensitive data.`,

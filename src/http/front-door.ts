@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server as NodeServer, ServerResponse } from 'node:http';
 import { randomIds } from '../lib/ids.js';
 import type { BodyLimits } from './body-limits.js';
+import { SpanStatusCode, startServerSpan, traceparentOf, withSpan, type Span } from '../lib/tracing.js';
 import { nextTraceparent } from './trace.js';
 
 /**
@@ -24,8 +25,14 @@ export const API_VERSION = '2026-10-01';
 const REQUEST_ID = Symbol('svc.requestId');
 const TRACE = Symbol('svc.traceparent');
 const ARRIVED = Symbol('svc.arrived');
+const SPAN = Symbol('svc.span');
 
-type Stamped = IncomingMessage & { [REQUEST_ID]?: string; [TRACE]?: string; [ARRIVED]?: number };
+type Stamped = IncomingMessage & { [REQUEST_ID]?: string; [TRACE]?: string; [ARRIVED]?: number; [SPAN]?: Span };
+
+/** The request's server span, when tracing records it: the pipeline names it after its route. */
+export function requestSpanOf(req: IncomingMessage): Span | undefined {
+  return (req as Stamped)[SPAN];
+}
 
 /** When the request reached the listener, on the high-resolution clock (performance.now()); undefined for an injected one. */
 export function arrivedAt(req: IncomingMessage): number | undefined {
@@ -49,9 +56,18 @@ export function installFrontDoor(listener: NodeServer, options: FrontDoorOptions
     const hapi = listener.listeners(event) as Handler[];
     listener.removeAllListeners(event);
     listener.on(event, (req: Stamped, res: ServerResponse) => {
-      if (admit(req, res, options)) for (const handler of hapi) handler(req, res);
+      if (!admit(req, res, options)) return;
+      const span = req[SPAN];
+      // The request's span is active for all of hapi's work on it (the store writes, the signing,
+      // the upstream calls become its children), and ends when the answer is written or dropped.
+      if (span) withSpan(span, () => dispatch(hapi, req, res));
+      else dispatch(hapi, req, res);
     });
   }
+}
+
+function dispatch(hapi: Handler[], req: IncomingMessage, res: ServerResponse): void {
+  for (const handler of hapi) handler(req, res);
 }
 
 /** Stamps the request and answers it here when it is health or a refused body; true: hapi goes on. */
@@ -60,7 +76,18 @@ function admit(req: Stamped, res: ServerResponse, options: FrontDoorOptions): bo
   const received = Date.now();
   const incoming = req.headers.traceparent;
   const id = randomIds.id('req');
-  const trace = nextTraceparent(typeof incoming === 'string' ? incoming : undefined);
+  // Health probes are not traced: an orchestrator's probes would drown the traces that matter.
+  const probe = req.url === '/healthz' || req.url === '/readyz';
+  const span = probe ? null : startServerSpan(req.headers, req.method ?? 'GET');
+  const trace = (span && traceparentOf(span)) ?? nextTraceparent(typeof incoming === 'string' ? incoming : undefined);
+  if (span) {
+    req[SPAN] = span;
+    res.once('close', () => {
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    });
+  }
   req[REQUEST_ID] = id;
   req[TRACE] = trace;
   res.setHeader('x-request-id', id);

@@ -9,7 +9,8 @@ import { svcOptions } from './route-options.js';
 /** Members (keys and items) a body may have, unless its route says otherwise. */
 export const MAX_BODY_MEMBERS = 2_000;
 import { toAppError } from './errors.js';
-import { API_VERSION, securityHeaders, stampOf } from './front-door.js';
+import { API_VERSION, arrivedAt, requestSpanOf, securityHeaders, stampOf } from './front-door.js';
+import { observeRequest } from './request-metrics.js';
 import { nextTraceparent } from './trace.js';
 
 /**
@@ -82,19 +83,30 @@ function stampInjected(
   for (const [name, value] of securityHeaders(request.path, production)) res.header(name, value);
 }
 
+/** The request's span (when traced) is named after its route template, once routed. */
+function nameRequestSpan(request: Request): void {
+  const span = requestSpanOf(request.raw.req);
+  if (!span) return;
+  const route = request.route.path;
+  span.updateName(`${request.method.toUpperCase()} ${route}`);
+  span.setAttribute('http.route', route);
+}
+
 export const pipeline: Plugin<PipelineOptions> = {
   name: 'svc-pipeline',
   register(server: Server, options: PipelineOptions) {
     // The request's log line is written here, from the answer about to go out: a separate
     // 'response' event subscription costs every request another dispatch.
     const logLine = (request: Request, requestId: string, status: number) => {
-      logRequest(options.log, {
-        requestId,
-        method: request.method.toUpperCase(),
-        route: request.route.path,
-        status,
-        ms: Date.now() - request.info.received,
-      });
+      const method = request.method.toUpperCase();
+      const route = request.route.path;
+      logRequest(options.log, { requestId, method, route, status, ms: Date.now() - request.info.received });
+      // The answer is about to be written: time to it, from the listener's arrival mark when there is one.
+      const arrived = arrivedAt(request.raw.req);
+      const seconds =
+        arrived === undefined ? (Date.now() - request.info.received) / 1000 : (performance.now() - arrived) / 1000;
+      observeRequest({ route, method, status, seconds });
+      nameRequestSpan(request);
     };
 
     // One pass over every parsed body, before validation (one lifecycle step, not two):
@@ -105,6 +117,9 @@ export const pipeline: Plugin<PipelineOptions> = {
     //   may be one JSON cannot carry (1e400 parses to Infinity, which no record can hold). Each is
     //   refused by field (lib/well-formed.ts `jsonFault`, shared with the signed inbound routes).
     server.ext('onPostAuth', (request: Request, h: ResponseToolkit) => {
+      // Named here too: a route that hands the raw request to a foreign handler (/mcp) never
+      // reaches onPreResponse.
+      nameRequestSpan(request);
       const { payload } = request;
       if (
         typeof payload === 'string' ||

@@ -23,6 +23,11 @@ export interface SvcRouteOptions {
    * 'oauth' answers RFC 6749's `{ error, error_description }` with Cache-Control: no-store.
    */
   errorEnvelope?: 'anthropic' | 'oauth';
+  /**
+   * Errors this route's own logic can answer with, beyond those of its credential and validation
+   * (which are derived): the OpenAPI document (GET /openapi.json) lists them.
+   */
+  errors?: ErrorType[];
 }
 
 declare module '@hapi/hapi' {

@@ -12,6 +12,8 @@ import { addressProblem, refusedBy } from '../lib/safe-target.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { McpServerRecord, Store } from '../store/index.js';
 import type { ToolResult } from './tools.js';
+import { metrics } from '../lib/metrics.js';
+import { inSpan, SpanKind } from '../lib/tracing.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -363,13 +365,19 @@ export function createMcpProxy(deps: {
       args: Record<string, unknown> | undefined,
       relay: { progress?: (p: Progress) => void; own?: UpstreamHooks; signal?: AbortSignal } = {},
     ): Promise<ToolResult> {
-      refuseIfStopped(who);
+      try {
+        refuseIfStopped(who);
+      } catch (err) {
+        metrics.mcpCalls.inc({ outcome: 'stopped' });
+        throw err;
+      }
       const { action } = await gate.authorize(who, {
         type: `mcp.${target.server.name}.${segment(target.tool)}`,
         summary: `MCP tool ${target.tool} on ${target.server.name}`,
         target: { domain: new URL(target.server.url).hostname },
       });
       if (action.decision !== 'allow') {
+        metrics.mcpCalls.inc({ outcome: action.decision === 'review' ? 'review' : 'denied' });
         const text =
           action.decision === 'review'
             ? `Waiting for a person: approval ${action.approvalId} (action ${action.id}). Call get_action with that id; once allowed, call the tool again.`
@@ -387,15 +395,32 @@ export function createMcpProxy(deps: {
           ...(relay.signal ? { signal: relay.signal } : {}),
         })) as ToolResult;
       let client: Client | undefined;
-      try {
-        if (!own) return await withShared(target.server, send);
-        client = await open(target.server, relay.own);
-        return await send(client);
-      } catch (err) {
-        throw upstreamError(err, target.server);
-      } finally {
-        if (own) await client?.close().catch(() => {});
-      }
+      // The forwarded call is a CLIENT span (the gate's decision above has its own spans).
+      return inSpan(
+        `tools/call ${target.tool}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'mcp.method.name': 'tools/call',
+            'gen_ai.tool.name': target.tool,
+            'svc.mcp.server': target.server.name,
+          },
+        },
+        async () => {
+          try {
+            const result = own
+              ? await send((client = await open(target.server, relay.own)))
+              : await withShared(target.server, send);
+            metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
+            return result;
+          } catch (err) {
+            metrics.mcpCalls.inc({ outcome: 'upstream_error' });
+            throw upstreamError(err, target.server);
+          } finally {
+            if (own) await client?.close().catch(() => {});
+          }
+        },
+      );
     },
 
     /**

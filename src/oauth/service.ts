@@ -7,6 +7,7 @@ import type { Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord, Store } from '../store/index.js';
 import { endConnectionsInWrite } from './connections.js';
+import { bounded, metrics } from '../lib/metrics.js';
 
 /**
  * The OAuth 2.1 authorization server for MCP clients (SPEC.md 2.4, 2.5, 3, 4.5, 5.5).
@@ -358,79 +359,83 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       form: Record<string, string | undefined>,
       basic: { id: string; secret: string } | null,
     ): Promise<TokenResponse> {
-      const client = authenticateClient(form, basic);
-      if (form.resource !== undefined && form.resource !== resourceUrl())
-        throw new AppError('invalid_target', { message: `resource must be ${resourceUrl()}.` });
-      if (form.grant_type === 'authorization_code') {
-        if (!form.code || !form.code_verifier || !form.redirect_uri)
-          throw invalidField(null, 'code, code_verifier and redirect_uri are required');
-        if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier))
-          throw invalidField('code_verifier', 'code_verifier must be 43 to 128 unreserved characters');
-        const codeHash = secretHash(form.code);
-        // What a failed exchange changes (the code spent, a replayed code's connection ended)
-        // must commit, so refusals are returned from the write and thrown after it.
-        return outcome(
-          await store.write((): TokenResponse | AppError => {
-            const now = clock.now();
-            const code = t.oauthCodes.get(codeHash);
-            if (!code || code.clientId !== client.clientId)
-              return new AppError('invalid_grant', { message: 'Unknown code, or a code issued to another client.' });
-            const connection = connectionOf(code);
-            if (code.usedAt) {
-              // A replayed code: whoever holds it, the tokens it minted stop now (RFC 6749 4.1.2).
-              endInWrite(connection, 'authorization code replayed', 'system');
-              return new AppError('invalid_grant', {
-                message: 'This code was already used; the connection it made is ended.',
-              });
-            }
-            t.oauthCodes.put(codeHash, { ...code, usedAt: isoAt(now) });
-            if (Date.parse(code.expiresAt) <= now)
-              return new AppError('invalid_grant', { message: 'The code expired.' });
-            if (code.redirectUri !== form.redirect_uri)
-              return new AppError('invalid_grant', {
-                message: 'redirect_uri differs from the one the code was issued for.',
-              });
-            const challenge = createHash('sha256').update(form.code_verifier!).digest('base64url');
-            if (!sameHash(challenge, code.challenge))
-              return new AppError('invalid_grant', { message: 'The code_verifier does not match the code_challenge.' });
-            if (!connection || connection.endedAt)
-              return new AppError('invalid_grant', {
-                message: 'The connection has ended (the agent was stopped or removed, or the person left).',
-              });
-            return issuePairInWrite(connection, now);
-          }),
-        );
-      }
-      if (form.grant_type === 'refresh_token') {
-        if (!form.refresh_token) throw invalidField('refresh_token', 'refresh_token is required');
-        const tokenHash = secretHash(form.refresh_token);
-        return outcome(
-          await store.write((): TokenResponse | AppError => {
-            const now = clock.now();
-            const token = t.oauthTokens.get(tokenHash);
-            if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId)
-              return new AppError('invalid_grant', {
-                message: 'Unknown refresh token, or one issued to another client.',
-              });
-            const connection = connectionOf(token);
-            if (token.usedAt) {
-              endInWrite(connection, 'refresh token reused', 'system');
-              return new AppError('invalid_grant', {
-                message: 'This refresh token was already used: the whole connection is ended. Authorize again.',
-              });
-            }
-            if (!connection || connection.endedAt)
-              return new AppError('invalid_grant', { message: 'The connection has ended; authorize again.' });
-            if (token.expiresAt && Date.parse(token.expiresAt) <= now)
-              return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
-            t.oauthTokens.put(tokenHash, { ...token, usedAt: isoAt(now) });
-            if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
-            return issuePairInWrite(connection, now);
-          }),
-        );
-      }
-      throw new AppError('unsupported_grant_type', {
-        message: `grant_type must be authorization_code or refresh_token${form.grant_type ? `, not ${form.grant_type}` : ''}.`,
+      return countGrant(form.grant_type, async () => {
+        const client = authenticateClient(form, basic);
+        if (form.resource !== undefined && form.resource !== resourceUrl())
+          throw new AppError('invalid_target', { message: `resource must be ${resourceUrl()}.` });
+        if (form.grant_type === 'authorization_code') {
+          if (!form.code || !form.code_verifier || !form.redirect_uri)
+            throw invalidField(null, 'code, code_verifier and redirect_uri are required');
+          if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier))
+            throw invalidField('code_verifier', 'code_verifier must be 43 to 128 unreserved characters');
+          const codeHash = secretHash(form.code);
+          // What a failed exchange changes (the code spent, a replayed code's connection ended)
+          // must commit, so refusals are returned from the write and thrown after it.
+          return outcome(
+            await store.write((): TokenResponse | AppError => {
+              const now = clock.now();
+              const code = t.oauthCodes.get(codeHash);
+              if (!code || code.clientId !== client.clientId)
+                return new AppError('invalid_grant', { message: 'Unknown code, or a code issued to another client.' });
+              const connection = connectionOf(code);
+              if (code.usedAt) {
+                // A replayed code: whoever holds it, the tokens it minted stop now (RFC 6749 4.1.2).
+                endInWrite(connection, 'authorization code replayed', 'system');
+                return new AppError('invalid_grant', {
+                  message: 'This code was already used; the connection it made is ended.',
+                });
+              }
+              t.oauthCodes.put(codeHash, { ...code, usedAt: isoAt(now) });
+              if (Date.parse(code.expiresAt) <= now)
+                return new AppError('invalid_grant', { message: 'The code expired.' });
+              if (code.redirectUri !== form.redirect_uri)
+                return new AppError('invalid_grant', {
+                  message: 'redirect_uri differs from the one the code was issued for.',
+                });
+              const challenge = createHash('sha256').update(form.code_verifier!).digest('base64url');
+              if (!sameHash(challenge, code.challenge))
+                return new AppError('invalid_grant', {
+                  message: 'The code_verifier does not match the code_challenge.',
+                });
+              if (!connection || connection.endedAt)
+                return new AppError('invalid_grant', {
+                  message: 'The connection has ended (the agent was stopped or removed, or the person left).',
+                });
+              return issuePairInWrite(connection, now);
+            }),
+          );
+        }
+        if (form.grant_type === 'refresh_token') {
+          if (!form.refresh_token) throw invalidField('refresh_token', 'refresh_token is required');
+          const tokenHash = secretHash(form.refresh_token);
+          return outcome(
+            await store.write((): TokenResponse | AppError => {
+              const now = clock.now();
+              const token = t.oauthTokens.get(tokenHash);
+              if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId)
+                return new AppError('invalid_grant', {
+                  message: 'Unknown refresh token, or one issued to another client.',
+                });
+              const connection = connectionOf(token);
+              if (token.usedAt) {
+                endInWrite(connection, 'refresh token reused', 'system');
+                return new AppError('invalid_grant', {
+                  message: 'This refresh token was already used: the whole connection is ended. Authorize again.',
+                });
+              }
+              if (!connection || connection.endedAt)
+                return new AppError('invalid_grant', { message: 'The connection has ended; authorize again.' });
+              if (token.expiresAt && Date.parse(token.expiresAt) <= now)
+                return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
+              t.oauthTokens.put(tokenHash, { ...token, usedAt: isoAt(now) });
+              if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
+              return issuePairInWrite(connection, now);
+            }),
+          );
+        }
+        throw new AppError('unsupported_grant_type', {
+          message: `grant_type must be authorization_code or refresh_token${form.grant_type ? `, not ${form.grant_type}` : ''}.`,
+        });
       });
     },
 
@@ -484,3 +489,19 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
 }
 
 export type OAuth = ReturnType<typeof createOAuth>;
+
+/** Token requests counted by grant type and outcome (the OAuth error code: a closed set). */
+async function countGrant(
+  grantType: string | undefined,
+  exchange: () => Promise<TokenResponse>,
+): Promise<TokenResponse> {
+  const grant = grantType === 'authorization_code' || grantType === 'refresh_token' ? grantType : 'other';
+  try {
+    const tokens = await exchange();
+    metrics.oauthGrants.inc({ grant_type: grant, outcome: 'issued' });
+    return tokens;
+  } catch (err) {
+    metrics.oauthGrants.inc({ grant_type: grant, outcome: err instanceof AppError ? bounded(err.type) : 'error' });
+    throw err;
+  }
+}

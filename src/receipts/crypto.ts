@@ -13,6 +13,7 @@ import { deriveKey } from '../lib/seal.js';
 import { isoAt } from '../lib/clock.js';
 import type { SigningKeyRecord, SigningKeyUse } from '../store/index.js';
 import { checkReceiptClaims, type ReceiptClaims } from './types.js';
+import { inSpan, inSpanSync } from '../lib/tracing.js';
 
 /**
  * Signing keys (receipt and ledger), their sealing at rest, receipt signing and the published
@@ -131,9 +132,11 @@ function signingInputOf(privateKey: KeyObject, kid: string, claims: ReceiptClaim
 }
 
 export function signReceipt(privateKey: KeyObject, kid: string, claims: ReceiptClaims): string {
-  const signingInput = signingInputOf(privateKey, kid, claims);
-  const signature = sign(null, Buffer.from(signingInput, 'ascii'), privateKey);
-  return `${signingInput}.${signature.toString('base64url')}`;
+  return inSpanSync('receipt.sign', { attributes: { 'svc.signing.kid': kid } }, () => {
+    const signingInput = signingInputOf(privateKey, kid, claims);
+    const signature = sign(null, Buffer.from(signingInput, 'ascii'), privateKey);
+    return `${signingInput}.${signature.toString('base64url')}`;
+  });
 }
 
 /**
@@ -142,12 +145,17 @@ export function signReceipt(privateKey: KeyObject, kid: string, claims: ReceiptC
  */
 export function signReceiptAsync(privateKey: KeyObject, kid: string, claims: ReceiptClaims): Promise<string> {
   const signingInput = signingInputOf(privateKey, kid, claims);
-  return new Promise((resolve, reject) => {
-    sign(null, Buffer.from(signingInput, 'ascii'), privateKey, (err, signature) => {
-      if (err) reject(err);
-      else resolve(`${signingInput}.${signature.toString('base64url')}`);
-    });
-  });
+  return inSpan(
+    'receipt.sign',
+    { attributes: { 'svc.signing.kid': kid } },
+    () =>
+      new Promise((resolve, reject) => {
+        sign(null, Buffer.from(signingInput, 'ascii'), privateKey, (err, signature) => {
+          if (err) reject(err);
+          else resolve(`${signingInput}.${signature.toString('base64url')}`);
+        });
+      }),
+  );
 }
 
 export function toJwks(records: readonly SigningKeyRecord[]): { keys: Jwk[] } {

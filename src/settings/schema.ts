@@ -124,6 +124,14 @@ export interface Settings {
     level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
     format: 'auto' | 'json' | 'pretty';
   };
+  /** GET /metrics and OpenTelemetry traces (observability/): both off unless configured. */
+  observability: {
+    metricsToken: string | null;
+    metricsPort: number | null;
+    otlpEndpoint: string | null;
+    otlpTracesEndpoint: string | null;
+    serviceName: string;
+  };
   gateway: GatewaySettings;
 }
 
@@ -415,6 +423,34 @@ export const settingsSchema = Joi.object<Settings>({
       .default('auto')
       .description('auto: readable lines when svc serve runs on a terminal, JSON lines otherwise'),
   }).default(),
+  observability: Joi.object({
+    metricsToken: Joi.string()
+      .min(16)
+      .max(256)
+      .pattern(/^[\x21-\x7e]+$/)
+      .allow(null)
+      .default(null)
+      .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII without spaces' })
+      .description('bearer token that GET /metrics requires; unset (and no metricsPort): /metrics is off'),
+    metricsPort: Joi.number()
+      .integer()
+      .min(0)
+      .max(65535)
+      .allow(null)
+      .default(null)
+      .description('serve GET /metrics without a token on a separate listener bound to 127.0.0.1 at this port'),
+    otlpEndpoint: Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .allow(null)
+      .default(null)
+      .description('OTLP/HTTP base address: traces are sent to <it>/v1/traces; unset: no trace is kept or sent'),
+    otlpTracesEndpoint: Joi.string()
+      .uri({ scheme: ['http', 'https'] })
+      .allow(null)
+      .default(null)
+      .description('OTLP/HTTP traces address used as it is (over otlpEndpoint)'),
+    serviceName: Joi.string().min(1).max(128).default('svc').description('service.name on every span'),
+  }).default(),
   gateway: Joi.object({
     enforcement: Joi.string()
       .valid('enforce', 'shadow')
@@ -574,6 +610,11 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],
   ['SVC_LOG_LEVEL', 'log.level'],
   ['SVC_LOG_FORMAT', 'log.format'],
+  ['SVC_METRICS_TOKEN', 'observability.metricsToken'],
+  ['SVC_METRICS_PORT', 'observability.metricsPort'],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', 'observability.otlpEndpoint'],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'observability.otlpTracesEndpoint'],
+  ['OTEL_SERVICE_NAME', 'observability.serviceName'],
   ['SVC_GATEWAY_ENFORCEMENT', 'gateway.enforcement'],
   ['SVC_GATEWAY_DATA_LOSS', 'gateway.dataLoss'],
   ['SVC_PLAN_MONTHLY_REQUESTS', 'plan.monthlyRequests'],

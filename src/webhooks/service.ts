@@ -10,6 +10,8 @@ import { safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target
 import type { LedgerRecord } from '../ledger/service.js';
 import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
+import { metrics } from '../lib/metrics.js';
+import { inSpan, ROOT_CONTEXT, SpanKind, traceparentOf } from '../lib/tracing.js';
 
 /**
  * Outbound webhooks (issue 8, API.md 8): endpoints per workspace, events signed with
@@ -194,20 +196,37 @@ export function createWebhooks(deps: {
       error = `refused: ${problem}`;
     } else if (destination) {
       const { url, secret, body } = destination;
-      ({ status, error } = await postOnce(url, {
-        body,
-        dispatcher,
-        timeoutMs: settings.timeoutMs,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'svc-webhooks/1',
-          'svc-event-id': delivery.eventId,
-          'svc-event-type': delivery.eventType,
-          'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)),
+      // A root span per try (deliveries run in the background, apart from any request); the
+      // receiver gets its traceparent.
+      ({ status, error } = await inSpan(
+        `webhook ${delivery.eventType}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: { 'svc.webhook.event_type': delivery.eventType, 'server.address': hostOf(url) },
+          parent: ROOT_CONTEXT,
         },
-      }));
+        async (span) => {
+          const traceparent = traceparentOf(span);
+          const sent = await postOnce(url, {
+            body,
+            dispatcher,
+            timeoutMs: settings.timeoutMs,
+            headers: {
+              'content-type': 'application/json',
+              'user-agent': 'svc-webhooks/1',
+              'svc-event-id': delivery.eventId,
+              'svc-event-type': delivery.eventType,
+              'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)),
+              ...(traceparent ? { traceparent } : {}),
+            },
+          });
+          if (sent.status !== null) span.setAttribute('http.response.status_code', sent.status);
+          return sent;
+        },
+      ));
     }
     const ok = status !== null && status >= 200 && status < 300;
+    metrics.webhookAttempts.inc({ result: ok ? 'delivered' : problem || !destination ? 'refused' : 'failed' });
     const now = clock.now();
     await store.write(() => {
       const current = t.deliveries.get([wid, endpointId, deliveryId]);
@@ -452,3 +471,11 @@ function view({ secretSealed: _sealed, ...rest }: WebhookEndpointRecord) {
 }
 
 export type Webhooks = ReturnType<typeof createWebhooks>;
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+}

@@ -1,3 +1,4 @@
+import { observeAttempt } from '../attempt-telemetry.js';
 import { attempt } from '../forward.js';
 import type { AsyncStep } from './context.js';
 import { estimateOf, maxTokensOf } from './prices.js';
@@ -29,22 +30,24 @@ export const upstream: AsyncStep = {
         attempted.push(model.id);
         const provider = env.providers.get(model.provider)!;
         const started = performance.now();
-        const result = await attempt(
-          env.upstreamOf(provider.id),
-          {
-            shape: req.shape,
-            body,
-            stream: body.stream === true,
-            model,
-            provider,
-            clientModel: ctx.enforcement === 'shadow' ? ctx.requested! : model.id,
-            traceparent: req.traceparent,
-            anthropicVersion:
-              typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
-            signal: req.signal,
-            nowSeconds: Math.floor(ctx.nowMs / 1000),
-          },
-          ctx.callId.slice(5),
+        const result = await observeAttempt(model, provider, body, (traceparent) =>
+          attempt(
+            env.upstreamOf(provider.id),
+            {
+              shape: req.shape,
+              body,
+              stream: body.stream === true,
+              model,
+              provider,
+              clientModel: ctx.enforcement === 'shadow' ? ctx.requested! : model.id,
+              traceparent: traceparent ?? req.traceparent,
+              anthropicVersion:
+                typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
+              signal: req.signal,
+              nowSeconds: Math.floor(ctx.nowMs / 1000),
+            },
+            ctx.callId.slice(5),
+          ),
         );
         if (result.kind === 'failed') {
           if (req.signal.aborted) break;
