@@ -1,4 +1,3 @@
-import type { SigningKeyRecord } from '../receipts/crypto.js';
 import type {
   ActionRecord,
   AgentRecord,
@@ -32,6 +31,7 @@ import type {
   Role,
   ServiceTokenRecord,
   SessionRecord,
+  SigningKeyRecord,
   StopAllRecord,
   TemplateRecord,
   Tables as SyncTables,
@@ -193,7 +193,10 @@ type SyncValue<N extends keyof SyncTables> = SyncTables[N] extends { get(key: ne
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type RegistryMatchesDbs =
   Same<TableName, keyof SyncTables> extends true
-    ? { [N in TableName]: Same<Exclude<TableValue<N>, undefined>, SyncValue<N>> }[TableName]
+    ? // One mismatching table makes the union `boolean`, which `false extends` catches.
+      false extends { [N in TableName]: Same<Exclude<TableValue<N>, undefined>, SyncValue<N>> }[TableName]
+      ? false
+      : true
     : false;
 const registryMatchesDbs: RegistryMatchesDbs = true;
 void registryMatchesDbs;
