@@ -1,9 +1,21 @@
 /**
  * Why the store could not be opened or used; the CLI maps these to exit status 3. `no_space`: a
  * write failed because the store cannot grow (disk or quota full) or its disk is read-only; nothing
- * of it was applied, and writes can succeed again once space returns.
+ * of it was applied, and writes can succeed again once space returns. `unavailable`: the database
+ * server cannot be reached or the connection was lost mid-request (PostgreSQL); `conflict`: a write
+ * function kept conflicting with concurrent writers past the retry bound (`unsupported`: an operation
+ * the backend does not offer, e.g. `backup` on PostgreSQL). Nothing of a write that
+ * failed with either was applied; the HTTP layer answers both with 503 (try again).
  */
-export type StoreErrorCode = 'newer_schema' | 'older_schema' | 'cannot_open' | 'write_failed' | 'no_space';
+export type StoreErrorCode =
+  | 'newer_schema'
+  | 'older_schema'
+  | 'cannot_open'
+  | 'write_failed'
+  | 'no_space'
+  | 'unavailable'
+  | 'conflict'
+  | 'unsupported';
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;

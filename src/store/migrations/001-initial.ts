@@ -9,4 +9,7 @@ export const m001Initial: Migration = {
       store.tables.meta.put('createdAt', new Date().toISOString());
     }
   },
+  async apply(tx, { now }) {
+    if ((await tx.meta.get('createdAt')) === undefined) await tx.meta.put('createdAt', now);
+  },
 };

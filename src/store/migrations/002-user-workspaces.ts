@@ -13,4 +13,9 @@ export const m002UserWorkspaces: Migration = {
       store.tables.userWorkspaces.put([value.userId, value.workspaceId], value.role);
     }
   },
+  async apply(tx) {
+    for (const { value } of await tx.members.scan([])) {
+      await tx.userWorkspaces.put([value.userId, value.workspaceId], value.role);
+    }
+  },
 };

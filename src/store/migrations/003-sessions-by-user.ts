@@ -13,4 +13,9 @@ export const m003SessionsByUser: Migration = {
       store.tables.sessionsByUser.put([value.userId, String(key[0])], value.expiresAt);
     }
   },
+  async apply(tx) {
+    for (const { key, value } of await tx.sessions.scan([])) {
+      await tx.sessionsByUser.put([value.userId, String(key[0])], value.expiresAt);
+    }
+  },
 };

@@ -13,4 +13,9 @@ export const m004Gate: Migration = {
       if (!Array.isArray(value.holds)) store.tables.agents.put(key, { ...value, holds: [] });
     }
   },
+  async apply(tx) {
+    for (const { key, value } of await tx.agents.scan([])) {
+      if (!Array.isArray(value.holds)) await tx.agents.put(key, { ...value, holds: [] });
+    }
+  },
 };

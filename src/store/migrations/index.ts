@@ -1,3 +1,4 @@
+import type { WriteTx } from '../kv.js';
 import type { Store } from '../types.js';
 import { m001Initial } from './001-initial.js';
 import { m002UserWorkspaces } from './002-user-workspaces.js';
@@ -14,6 +15,12 @@ export interface Migration {
   description: string;
   /** Synchronous: it runs inside store.write(). */
   up(store: Store): void;
+  /**
+   * The same step through the asynchronous interface (kv.ts), on LMDB or PostgreSQL: run by
+   * kv-migrate.ts inside one write with the version bump. Like any write function it may run more
+   * than once, so it only reads and writes `tx`; the time comes from the runner (`now`).
+   */
+  apply(tx: WriteTx, context: { now: string }): Promise<void>;
 }
 
 export const migrations: readonly Migration[] = [m001Initial, m002UserWorkspaces, m003SessionsByUser, m004Gate];

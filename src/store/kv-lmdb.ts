@@ -1,0 +1,377 @@
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { StoreError } from './errors.js';
+import { isDomainError, type Entry, type KvStore, type ReadTable, type WriteTable, type WriteTx } from './kv.js';
+import { STORE_FILE } from './lmdb.js';
+import { tableNames, type TableName } from './tables.js';
+import { compareKeys, hasPrefix, toTuple } from './tuple-key.js';
+import type { Key, KeyPart, ScanOptions } from './types.js';
+
+/**
+ * The LMDB backend of the asynchronous interface: the same file, named databases and JSON values
+ * as today's synchronous backend (lmdb.ts), so existing stores and migrations keep working and the
+ * two can open one file side by side.
+ *
+ * Why optimistic concurrency. lmdb-js runs a transaction callback on the main thread while it holds
+ * LMDB's single write lock (across processes). It does accept an async callback, but holds that
+ * lock, and the batch every concurrent request joins, across each await: one slow write function
+ * would stall every writer of every process (the CLI included), and concurrent requests would no
+ * longer share one commit and one flush. So a write function never runs inside a transaction:
+ * - while it runs, its reads go straight to LMDB (the latest commit, other processes' included),
+ *   through its own buffered puts and removes, and each read is recorded with the bytes it saw
+ *   (a get: the value's bytes or absence; a scan: the query and every key and value it returned);
+ * - its puts and removes are buffered in memory, nothing touches LMDB;
+ * - at the end, one synchronous lmdb-js `childTransaction` (inside the write lock, joined to the
+ *   current batch so concurrent writes still share one commit and one flush) re-reads the read
+ *   set; if every byte is the same the buffered writes are applied there, else the child does
+ *   nothing and the function runs again from the start (at most MAX_ATTEMPTS times, then a
+ *   StoreError 'conflict'). Retries go one at a time per process (a queue), each after the
+ *   previous one committed, so a hot key converges instead of conflicting again. Re-reading inside the write lock sees every commit made before it,
+ *   of this process's batch and of other processes, so validated writes are serializable.
+ * - the promise resolves after `root.flushed`: acknowledged means on disk, as today.
+ * Entry versions (lmdb-js `useVersions`) would make validation cheaper but change the on-disk
+ * format; comparing bytes keeps it. Reads outside a write are a plain `get` on the named database.
+ */
+
+const MAX_ATTEMPTS = 32;
+// Sorts after every id and every string key this service writes (ids are ASCII).
+const KEY_END = '\uffff';
+const REMOVED = Symbol('removed');
+
+type Raw = Buffer | undefined;
+type Dbs = { json: Database<unknown, Key>; raw: Database<Buffer, Key> };
+
+interface GetRead {
+  dbs: Dbs;
+  key: Key;
+  raw: Raw;
+}
+interface ScanRead {
+  dbs: Dbs;
+  prefix: KeyPart[];
+  options: ScanOptions;
+  limit: number | undefined;
+  entries: Array<{ key: KeyPart[]; raw: Buffer }>;
+}
+
+/** The range lmdb-js walks for a scan, and the entries to skip in it (today's semantics). */
+function* scanRange<V>(
+  db: Database<V, Key>,
+  prefix: KeyPart[],
+  options: ScanOptions,
+  limit: number | undefined,
+): Generator<{ key: KeyPart[]; value: V }> {
+  let range: { start?: Key; end?: Key; reverse?: boolean };
+  if (options.startAfter !== undefined) {
+    range =
+      prefix.length === 0 ? { start: options.startAfter } : { start: options.startAfter, end: [...prefix, KEY_END] };
+  } else {
+    const low = options.after === undefined ? prefix : [...prefix, options.after];
+    const high = [...prefix, KEY_END];
+    range =
+      prefix.length === 0 && options.after === undefined
+        ? { reverse: options.reverse ?? false }
+        : options.reverse
+          ? { start: options.after === undefined ? high : low, end: prefix, reverse: true }
+          : { start: low, end: high };
+  }
+  let n = 0;
+  for (const { key, value } of db.getRange(range)) {
+    const tuple = toTuple(key as Key);
+    if (options.startAfter !== undefined) {
+      if (compareKeys(tuple, options.startAfter) === 0 || !hasPrefix(tuple, prefix)) continue;
+    } else if (options.after !== undefined && tuple[prefix.length] === options.after) continue;
+    yield { key: tuple, value };
+    if (limit !== undefined && ++n >= limit) return;
+  }
+}
+
+/** Whether a buffered key belongs to a scan's answer (the same filter scanRange applies). */
+function inScan(key: KeyPart[], prefix: KeyPart[], options: ScanOptions): boolean {
+  if (!hasPrefix(key, prefix)) return false;
+  if (options.startAfter !== undefined) return compareKeys(key, options.startAfter) > 0;
+  if (options.after === undefined) return !(options.reverse && key.length === prefix.length && prefix.length > 0);
+  const element = key[prefix.length];
+  if (element === undefined) return false;
+  const order = compareKeys([element], [options.after]);
+  return options.reverse ? order < 0 : order > 0;
+}
+
+const decode = (raw: Buffer): unknown => JSON.parse(raw.toString('utf8'));
+
+class LmdbReadTable<V> implements ReadTable<V> {
+  constructor(protected readonly dbs: Dbs) {}
+
+  async get(key: Key): Promise<V | undefined> {
+    return this.dbs.json.get(key) as V | undefined;
+  }
+
+  async has(key: Key): Promise<boolean> {
+    return this.dbs.json.doesExist(key);
+  }
+
+  async scan(prefix: KeyPart[], options: ScanOptions = {}): Promise<Array<Entry<V>>> {
+    return [...scanRange(this.dbs.json, prefix, options, options.limit)] as Array<Entry<V>>;
+  }
+}
+
+class LmdbWriteTable<V> implements WriteTable<V> {
+  /** Buffered puts and removes, by the key's JSON text. */
+  readonly pending = new Map<string, { key: Key; value: unknown }>();
+
+  constructor(
+    private readonly dbs: Dbs,
+    private readonly tx: LmdbTx,
+  ) {}
+
+  async get(key: Key): Promise<V | undefined> {
+    this.tx.assertOpen();
+    const own = this.pending.get(JSON.stringify(toTuple(key)));
+    if (own !== undefined) return own.value === REMOVED ? undefined : (own.value as V);
+    const raw = this.dbs.raw.getBinary(key);
+    this.tx.gets.push({ dbs: this.dbs, key, raw });
+    return raw === undefined ? undefined : (decode(raw) as V);
+  }
+
+  async has(key: Key): Promise<boolean> {
+    return (await this.get(key)) !== undefined;
+  }
+
+  async scan(prefix: KeyPart[], options: ScanOptions = {}): Promise<Array<Entry<V>>> {
+    this.tx.assertOpen();
+    const own = [...this.pending.values()].filter(({ key }) => inScan(toTuple(key), prefix, options));
+    // With buffered writes in range, read the whole range: a buffered remove may hide stored entries.
+    const limit = own.length === 0 ? options.limit : undefined;
+    const entries: Array<{ key: KeyPart[]; raw: Buffer }> = [];
+    for (const { key, value } of scanRange(this.dbs.raw, prefix, options, limit)) {
+      entries.push({ key, raw: Buffer.from(value) });
+    }
+    this.tx.scans.push({ dbs: this.dbs, prefix, options, limit, entries });
+    if (own.length === 0) return entries.map(({ key, raw }) => ({ key, value: decode(raw) as V }));
+    const merged = new Map<string, Entry<V>>();
+    for (const { key, raw } of entries) merged.set(JSON.stringify(key), { key, value: decode(raw) as V });
+    for (const { key, value } of own) {
+      const tuple = toTuple(key);
+      if (value === REMOVED) merged.delete(JSON.stringify(tuple));
+      else merged.set(JSON.stringify(tuple), { key: tuple, value: value as V });
+    }
+    const out = [...merged.values()].sort((a, b) => compareKeys(a.key, b.key));
+    if (options.reverse && options.startAfter === undefined) out.reverse();
+    return options.limit === undefined ? out : out.slice(0, options.limit);
+  }
+
+  async put(key: Key, value: V): Promise<void> {
+    this.tx.assertOpen();
+    // Stored as the JSON it will be on disk: later changes to the object do not leak in.
+    this.pending.set(JSON.stringify(toTuple(key)), { key, value: JSON.parse(JSON.stringify(value)) as unknown });
+  }
+
+  async remove(key: Key): Promise<void> {
+    this.tx.assertOpen();
+    this.pending.set(JSON.stringify(toTuple(key)), { key, value: REMOVED });
+  }
+}
+
+class LmdbTx {
+  readonly gets: GetRead[] = [];
+  readonly scans: ScanRead[] = [];
+  readonly tables: Partial<Record<TableName, LmdbWriteTable<unknown>>> = {};
+  open = true;
+
+  constructor(private readonly dbs: Record<TableName, Dbs>) {}
+
+  /** Tables are made on first use: most write functions touch two or three of them. */
+  view(): WriteTx {
+    return new Proxy({} as WriteTx, {
+      get: (_, name) => {
+        const table = name as TableName;
+        if (!(table in this.dbs)) return undefined;
+        return (this.tables[table] ??= new LmdbWriteTable(this.dbs[table], this));
+      },
+    });
+  }
+
+  assertOpen(): void {
+    if (!this.open) throw new Error('a store transaction was used after its write function ended');
+  }
+
+  /** Inside the write lock: whether every read would see the same bytes now. */
+  valid(): boolean {
+    for (const read of this.gets) {
+      const now = read.dbs.raw.getBinary(read.key);
+      if (now === undefined ? read.raw !== undefined : read.raw === undefined || !now.equals(read.raw)) return false;
+    }
+    for (const read of this.scans) {
+      let i = 0;
+      for (const { key, value } of scanRange(read.dbs.raw, read.prefix, read.options, read.limit)) {
+        const seen = read.entries[i++];
+        if (seen === undefined || compareKeys(seen.key, key) !== 0 || !seen.raw.equals(value)) return false;
+      }
+      if (i !== read.entries.length) return false;
+    }
+    return true;
+  }
+
+  apply(): void {
+    for (const [name, table] of Object.entries(this.tables) as Array<[TableName, LmdbWriteTable<unknown>]>) {
+      const db = this.dbs[name].json;
+      for (const { key, value } of table.pending.values()) {
+        if (value === REMOVED) db.removeSync(key);
+        else db.putSync(key, value);
+      }
+    }
+  }
+
+  writes(): boolean {
+    return Object.values(this.tables).some((t) => t.pending.size > 0);
+  }
+}
+
+export function openKvLmdbStore(dataDir: string): KvStore {
+  let root: RootDatabase;
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    chmodSync(dataDir, 0o700);
+    // The options of today's backend (lmdb.ts), so that both read and write the same file alike.
+    root = open({
+      path: join(dataDir, STORE_FILE),
+      maxDbs: 64,
+      cache: false,
+      compression: false,
+      overlappingSync: true,
+    });
+    for (const file of [STORE_FILE, `${STORE_FILE}-lock`]) {
+      if (existsSync(join(dataDir, file))) chmodSync(join(dataDir, file), 0o600);
+    }
+  } catch (err) {
+    throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const dbs = Object.fromEntries(
+    tableNames.map((name) => [
+      name,
+      {
+        json: root.openDB({ name, cache: false, compression: false, encoding: 'json' }),
+        // The same named database seen as bytes: what validation compares.
+        raw: root.openDB({ name, cache: false, compression: false, encoding: 'binary' }),
+      },
+    ]),
+  ) as unknown as Record<TableName, Dbs>;
+  const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
+  let writable = true;
+
+  /** Validates and applies `tx` in the current batch; true once committed (not yet flushed). */
+  async function commit(tx: LmdbTx): Promise<boolean> {
+    let ok = false;
+    try {
+      // A child transaction of lmdb-js's batched write: concurrent writes share one commit and one
+      // flush, yet each is atomic on its own.
+      await root.childTransaction(() => {
+        ok = tx.valid();
+        if (ok) tx.apply();
+      });
+    } catch (err) {
+      throw await writeFault(err);
+    }
+    return ok;
+  }
+
+  async function flushed(): Promise<void> {
+    try {
+      await root.flushed;
+    } catch (err) {
+      throw await writeFault(err);
+    }
+    writable = true;
+  }
+
+  async function writeFault(err: unknown): Promise<StoreError> {
+    Promise.resolve(root.committed).catch(() => undefined);
+    Promise.resolve(root.flushed).catch(() => undefined);
+    const cause = await commitCause(err);
+    if (outOfSpace(cause)) writable = false;
+    return new StoreError(outOfSpace(cause) ? 'no_space' : 'write_failed', `store write failed: ${messageOf(cause)}`, {
+      cause,
+    });
+  }
+
+  async function attempt<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ ok: boolean; result: T }> {
+    const tx = new LmdbTx(dbs);
+    let result: T;
+    try {
+      result = await fn(tx.view());
+    } finally {
+      tx.open = false;
+    }
+    if (!tx.writes() && tx.gets.length + tx.scans.length === 0) return { ok: true, result };
+    return { ok: await commit(tx), result };
+  }
+
+  // Writers that conflicted retry one at a time (per process), each from the state the previous
+  // one committed: on a hot key, N concurrent writers then finish in about N commits instead of
+  // conflicting with each other again. First attempts stay concurrent (the common, uncontended case).
+  let lane: Promise<unknown> = Promise.resolve();
+
+  return {
+    backend: 'lmdb',
+    tables,
+    async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+      const first = await attempt(fn);
+      if (first.ok) {
+        await flushed();
+        return first.result;
+      }
+      const retried = lane.then(async () => {
+        for (let n = 2; n <= MAX_ATTEMPTS; n++) {
+          const again = await attempt(fn);
+          if (again.ok) return again.result;
+        }
+        throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
+      });
+      lane = retried.catch(() => undefined);
+      const result = await retried;
+      await flushed();
+      return result;
+    },
+    writable: () => writable,
+    async schemaVersion() {
+      const version = dbs.meta.json.get('schemaVersion');
+      return typeof version === 'number' ? version : 0;
+    },
+    async backup(file: string) {
+      await root.backup(file, true);
+    },
+    async close() {
+      await root.flushed;
+      await root.close();
+    },
+  };
+}
+
+/** lmdb-js rejects a failed commit with an error whose `commitError` promise holds the cause. */
+async function commitCause(err: unknown): Promise<unknown> {
+  const pending = (err as { commitError?: Promise<unknown> } | null)?.commitError;
+  if (!(pending instanceof Promise)) return err;
+  const cause = pending.then(
+    () => err,
+    (reason: unknown) => reason,
+  );
+  return Promise.race([cause, new Promise((resolve) => setImmediate(() => resolve(err)))]);
+}
+
+const NO_SPACE_CODES = new Set<unknown>([28, 122, 30, 'ENOSPC', 'EDQUOT', 'EROFS', -30792, 'MDB_MAP_FULL']);
+
+function outOfSpace(cause: unknown): boolean {
+  const code = (cause as { code?: unknown } | null)?.code;
+  return (
+    NO_SPACE_CODES.has(code) || /No space left|MDB_MAP_FULL|Disk quota|Read-only file system/i.test(messageOf(cause))
+  );
+}
+
+function messageOf(cause: unknown): string {
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+export { isDomainError };

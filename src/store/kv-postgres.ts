@@ -1,0 +1,321 @@
+import pg from 'pg';
+import { StoreError } from './errors.js';
+import {
+  isDomainError,
+  type Entry,
+  type KvStore,
+  type ReadTable,
+  type ReadTables,
+  type WriteTable,
+  type WriteTx,
+} from './kv.js';
+import { tableNames, type TableName } from './tables.js';
+import { AFTER_ALL, decodeKey, encodeKey } from './tuple-key.js';
+import type { Key, KeyPart, ScanOptions } from './types.js';
+
+/**
+ * The PostgreSQL backend of the asynchronous interface, for operators past one machine
+ * (`--store postgres://user:pass@host:port/db`).
+ *
+ * - One table, `svc_kv (tbl, k, v)`, keyed by (store table name, tuple key), rather than one SQL
+ *   table per store table: the store's tables are a registry in code (tables.ts) that grows with
+ *   features, and on LMDB a new table costs nothing; here too adding a table needs no DDL, and the
+ *   numbered migrations (shared with LMDB) only ever move data, never the SQL schema.
+ * - Keys: the order-preserving byte encoding of tuple-key.ts as `bytea`, whose order is byte order
+ *   whatever the database's collation; so prefix, `after`, `limit`, `reverse` and `startAfter`
+ *   scans are index range scans and answer exactly as on LMDB.
+ * - Values: the JSON text, in a `text` column (not `jsonb`, which reorders object keys and rewrites
+ *   numbers): what JSON.parse gives back is exactly what was put, as on LMDB.
+ * - A write is one SERIALIZABLE transaction on one pooled connection; on a serialization failure
+ *   (40001) or deadlock (40P01) it is rolled back and the write function runs again after a
+ *   jittered backoff, at most MAX_ATTEMPTS times (then StoreError 'conflict'); retries go one at a
+ *   time per process, so a hot key converges. COMMIT returns once
+ *   the WAL is flushed (synchronous_commit on): acknowledged means durable.
+ * - Reads outside a write are single autocommit statements: the latest commit, no cache.
+ * - A lost or refused connection is StoreError 'unavailable' (the HTTP layer answers 503); the
+ *   pool drops the broken connection and opens new ones when the database returns. Messages name
+ *   the host, port and database, never the URL (it holds the password).
+ */
+
+const MAX_ATTEMPTS = 32;
+const RETRY_CODES = new Set(['40001', '40P01']);
+
+const SCHEMA = `CREATE TABLE IF NOT EXISTS svc_kv (
+  tbl text COLLATE "C" NOT NULL,
+  k bytea NOT NULL,
+  v text NOT NULL,
+  PRIMARY KEY (tbl, k)
+)`;
+
+type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+/** Where a URL points, for messages: host, port and database, never the user or password. */
+export function describePostgresUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || '5432'} (database ${decodeURIComponent(u.pathname.slice(1)) || 'postgres'})`;
+  } catch {
+    return 'an unparsable PostgreSQL URL';
+  }
+}
+
+/** Connection faults: the database is down, unreachable, restarting, or the connection broke. */
+function connectionFault(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (/^(08|57P0)/.test(code)) return true;
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN'].includes(code)) {
+    return true;
+  }
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable/i.test(
+    typeof e?.message === 'string' ? e.message : '',
+  );
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+function scanQuery(table: TableName, prefix: KeyPart[], options: ScanOptions): { text: string; values: unknown[] } {
+  const base = encodeKey(prefix);
+  const values: unknown[] = [table];
+  const where = ['tbl = $1'];
+  const arg = (v: unknown) => `$${values.push(v)}`;
+  const high = Buffer.concat([base, Buffer.from([AFTER_ALL])]);
+  let reverse = false;
+  if (options.startAfter !== undefined) {
+    where.push(`k > ${arg(encodeKey(options.startAfter))}`, `k >= ${arg(base)}`, `k < ${arg(high)}`);
+  } else {
+    reverse = options.reverse ?? false;
+    const at = options.after === undefined ? undefined : encodeKey([...prefix, options.after]);
+    if (!reverse) {
+      where.push(`k >= ${arg(at === undefined ? base : Buffer.concat([at, Buffer.from([AFTER_ALL])]))}`);
+      where.push(`k < ${arg(high)}`);
+    } else {
+      // As on LMDB, a reverse scan under a non-empty prefix leaves out the key equal to the prefix.
+      where.push(prefix.length === 0 ? `k >= ${arg(base)}` : `k > ${arg(base)}`);
+      where.push(`k < ${arg(at ?? high)}`);
+    }
+  }
+  let text = `SELECT k, v FROM svc_kv WHERE ${where.join(' AND ')} ORDER BY k ${reverse ? 'DESC' : 'ASC'}`;
+  if (options.limit !== undefined) text += ` LIMIT ${arg(options.limit)}`;
+  return { text, values };
+}
+
+class PgTable<V> implements WriteTable<V> {
+  constructor(
+    private readonly name: TableName,
+    private readonly db: () => Queryable,
+  ) {}
+
+  async get(key: Key): Promise<V | undefined> {
+    const { rows } = await this.db().query<{ v: string }>({
+      name: 'svc_kv_get',
+      text: 'SELECT v FROM svc_kv WHERE tbl = $1 AND k = $2',
+      values: [this.name, encodeKey(key)],
+    });
+    return rows[0] === undefined ? undefined : (JSON.parse(rows[0].v) as V);
+  }
+
+  async has(key: Key): Promise<boolean> {
+    return (await this.get(key)) !== undefined;
+  }
+
+  async scan(prefix: KeyPart[], options: ScanOptions = {}): Promise<Array<Entry<V>>> {
+    const { rows } = await this.db().query<{ k: Buffer; v: string }>(scanQuery(this.name, prefix, options));
+    return rows.map((row) => ({ key: decodeKey(row.k), value: JSON.parse(row.v) as V }));
+  }
+
+  async put(key: Key, value: V): Promise<void> {
+    await this.db().query({
+      name: 'svc_kv_put',
+      text: 'INSERT INTO svc_kv (tbl, k, v) VALUES ($1, $2, $3) ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v',
+      values: [this.name, encodeKey(key), JSON.stringify(value)],
+    });
+  }
+
+  async remove(key: Key): Promise<void> {
+    await this.db().query({
+      name: 'svc_kv_remove',
+      text: 'DELETE FROM svc_kv WHERE tbl = $1 AND k = $2',
+      values: [this.name, encodeKey(key)],
+    });
+  }
+}
+
+function tablesOn(db: () => Queryable): Record<TableName, PgTable<unknown>> {
+  return Object.fromEntries(tableNames.map((name) => [name, new PgTable(name, db)])) as Record<
+    TableName,
+    PgTable<unknown>
+  >;
+}
+
+export interface PostgresOptions {
+  /** Connections in the pool (default 10). */
+  max?: number;
+  /** How long getting a connection may take before the database counts as unreachable (default 10 s). */
+  connectTimeoutMs?: number;
+}
+
+export async function openKvPostgresStore(url: string, options: PostgresOptions = {}): Promise<KvStore> {
+  const where = describePostgresUrl(url);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    // Also how long a write may wait for a free pooled connection under load.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+  });
+  // An idle connection that breaks (the database restarted) is dropped by the pool; without a
+  // listener its 'error' event would end the process.
+  pool.on('error', () => undefined);
+  try {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      // Several processes may open a new database at once: one creates the table at a time.
+      await client.query('SELECT pg_advisory_xact_lock(7170291)');
+      await client.query(SCHEMA);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw new StoreError(
+      'cannot_open',
+      `cannot open the PostgreSQL store at ${where}: ${messageOf(err)}. Check that PostgreSQL runs there and accepts this user, and the URL given to --store or SVC_STORE_URL`,
+    );
+  }
+
+  let writable = true;
+  const tables = tablesOn(() => pool);
+
+  const fault = (err: unknown): StoreError => {
+    if (connectionFault(err)) {
+      writable = false;
+      return new StoreError('unavailable', `the PostgreSQL store at ${where} is unavailable: ${messageOf(err)}`);
+    }
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === '53100' || code === '53200') {
+      writable = false;
+      return new StoreError('no_space', `store write failed at ${where}: ${messageOf(err)}`);
+    }
+    return new StoreError('write_failed', `store write failed at ${where}: ${messageOf(err)}`);
+  };
+
+  /** Reads outside a write: a connection fault becomes 'unavailable', other errors pass. */
+  const readTables = Object.fromEntries(
+    tableNames.map((name) => {
+      const t = tables[name];
+      const guard =
+        <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+        async (...a: A): Promise<R> => {
+          try {
+            return await f(...a);
+          } catch (err) {
+            throw err instanceof StoreError ? err : fault(err);
+          }
+        };
+      const read: ReadTable<unknown> = {
+        get: guard((key: Key) => t.get(key)),
+        has: guard((key: Key) => t.has(key)),
+        scan: guard((prefix: KeyPart[], o?: ScanOptions) => t.scan(prefix, o)),
+      };
+      return [name, read];
+    }),
+  ) as unknown as ReadTables;
+
+  /**
+   * One run of `fn` in a SERIALIZABLE transaction on one pooled connection; `ok: false` after a
+   * serialization failure or deadlock (rolled back, to be run again).
+   */
+  async function attempt<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ ok: true; result: T } | { ok: false }> {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      throw fault(err);
+    }
+    let broken: Error | undefined;
+    // A connection that breaks while checked out emits 'error' (unhandled, it would end the
+    // process); its next query then fails, and that failure is the write's StoreError.
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on('error', onError);
+    let open = true;
+    const tx = tablesOn(() => {
+      if (!open) throw new Error('a store transaction was used after its write function ended');
+      return client;
+    }) as unknown as WriteTx;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+      const result = await fn(tx);
+      open = false;
+      await client.query('COMMIT');
+      writable = true;
+      return { ok: true, result };
+    } catch (err) {
+      open = false;
+      if (connectionFault(err)) {
+        broken = err as Error;
+        throw fault(err);
+      }
+      await client.query('ROLLBACK').catch((e: unknown) => {
+        broken = e as Error;
+      });
+      const code = (err as { code?: unknown } | null)?.code;
+      if (typeof code === 'string' && RETRY_CODES.has(code) && !broken) return { ok: false };
+      if (isDomainError(err) || err instanceof StoreError) throw err;
+      // A database error from a statement (a bug or a constraint) is a store fault; any other
+      // error thrown by the write function itself passes through unchanged.
+      if (err instanceof pg.DatabaseError) throw fault(err);
+      throw err;
+    } finally {
+      // A broken connection is destroyed rather than returned to the pool.
+      client.off('error', onError);
+      client.release(broken);
+    }
+  }
+
+  // Writers that hit a serialization failure retry one at a time (per process), each after the
+  // previous one committed: on a hot key N concurrent writers finish in about N transactions
+  // instead of failing each other again. First attempts stay concurrent.
+  let lane: Promise<unknown> = Promise.resolve();
+
+  return {
+    backend: 'postgres',
+    tables: readTables,
+    async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+      const first = await attempt(fn);
+      if (first.ok) return first.result;
+      const retried = lane.then(async () => {
+        for (let n = 2; n <= MAX_ATTEMPTS; n++) {
+          // Jittered exponential backoff (1, 2, 4 … ms, capped at 50 ms, times a random factor):
+          // writers of other processes, retrying too, do not meet again in step.
+          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** n)));
+          const again = await attempt(fn);
+          if (again.ok) return again.result;
+        }
+        throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
+      });
+      lane = retried.catch(() => undefined);
+      return retried;
+    },
+    writable: () => writable,
+    async schemaVersion() {
+      const version = await readTables.meta.get('schemaVersion');
+      return typeof version === 'number' ? version : 0;
+    },
+    async backup() {
+      throw new StoreError(
+        'unsupported',
+        `svc backup copies the LMDB file; the store is in PostgreSQL at ${where}: back it up with pg_dump (or your database's own backups)`,
+      );
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}

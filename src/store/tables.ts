@@ -1,0 +1,202 @@
+import type {
+  ActionRecord,
+  AgentRecord,
+  ApprovalRecord,
+  BlueprintRecord,
+  BudgetRecord,
+  CallRecord,
+  CardProvider,
+  CardRecord,
+  ChargeRecord,
+  ChatButtonRecord,
+  ChatUserRecord,
+  CheckpointRecord,
+  DeliveryRecord,
+  DrillReportRecord,
+  GithubBotRecord,
+  GithubCallbackRecord,
+  IdempotencyRecord,
+  IntegrationRecord,
+  KeyRecord,
+  LedgerEntry,
+  LedgerHead,
+  MandateRecord,
+  McpServerRecord,
+  MemberRecord,
+  OAuthClientRecord,
+  OAuthCodeRecord,
+  OAuthConnectionRecord,
+  OAuthTokenRecord,
+  PlanRecord,
+  Role,
+  ServiceTokenRecord,
+  SessionRecord,
+  SigningKeyRecord,
+  StopAllRecord,
+  TemplateRecord,
+  Tables as SyncTables,
+  UserRecord,
+  WebhookEndpointRecord,
+  WorkspaceGatewayRecord,
+  WorkspaceRecord,
+} from './dbs.js';
+
+/**
+ * The table registry: every table of the store, its key layout (in its comment) and the type of
+ * its values, declared once. The name list (`tableNames`: LMDB's named databases, PostgreSQL's
+ * `tbl` column) and the `Tables` types of the async interface (kv.ts) both derive from this one
+ * object, so they cannot drift apart. Adding a table is adding one line here: neither backend
+ * needs a migration for an empty table.
+ *
+ * Record types still come from dbs.ts while the domains move to the async store; the assertion
+ * at the bottom keeps this registry and dbs.ts's `Tables` identical until dbs.ts's copy goes.
+ */
+
+/** A table's declaration; `V` is only a type (nothing is stored in the object). */
+export interface TableSpec<V> {
+  readonly value?: V;
+}
+
+const table = <V>(): TableSpec<V> => Object.freeze({});
+
+export const tableSpec = {
+  /** 'schemaVersion' -> number; other store-wide values. */
+  meta: table<unknown>(),
+  /** wid -> workspace */
+  workspaces: table<WorkspaceRecord>(),
+  /** uid -> user */
+  users: table<UserRecord>(),
+  /** lower-cased email -> uid */
+  usersByEmail: table<string>(),
+  /** [wid, uid] -> membership */
+  members: table<MemberRecord>(),
+  /** [uid, wid] -> role; the reverse of members (schema 2) */
+  userWorkspaces: table<Role>(),
+  /** session secret hash -> session */
+  sessions: table<SessionRecord>(),
+  /** [uid, session hash] -> expiresAt; a person's sessions, to end them together (schema 3) */
+  sessionsByUser: table<string>(),
+  /** [wid, aid] -> agent */
+  agents: table<AgentRecord>(),
+  /** [wid, keyId] -> key record (workspace and agent keys) */
+  keys: table<KeyRecord>(),
+  /** key hash -> the key record itself (a copy kept in step with `keys` in every write), so that
+   * authenticating a key is one read */
+  keysByHash: table<KeyRecord>(),
+  /** [wid, tokId] -> service token record */
+  serviceTokens: table<ServiceTokenRecord>(),
+  /** token hash -> [wid, tokId] */
+  serviceTokensByHash: table<[string, string]>(),
+  /** [wid, aid] -> the agent's mandate (schema 4) */
+  mandates: table<MandateRecord>(),
+  /** [wid, tplId] -> mandate template */
+  templates: table<TemplateRecord>(),
+  /** [wid, bpId] -> agent blueprint */
+  blueprints: table<BlueprintRecord>(),
+  /** [wid, actId] -> action */
+  actions: table<ActionRecord>(),
+  /** [wid, aid, idempotency key] -> the action it made (kept 24 hours) */
+  idempotency: table<IdempotencyRecord>(),
+  /** [wid, aid, usageKey, currency, day] -> minor units allowed or settled that day under that cover */
+  periodUsage: table<number>(),
+  /** [wid, aprId] -> approval */
+  approvals: table<ApprovalRecord>(),
+  /** [expiresAt, wid, aprId] -> true, for waiting approvals only: the expiry sweep's queue */
+  pendingApprovals: table<true>(),
+  /** [wid, tokenId] -> when that token last ran a drill in that workspace */
+  drills: table<string>(),
+  /** [wid, startedAt, tokenId] -> a drill's report (also a ledger record), for the scorecard */
+  drillReports: table<DrillReportRecord>(),
+  /** [wid, callId] -> a model call */
+  calls: table<CallRecord>(),
+  /** [wid, taskId] -> when the task's first call was made */
+  tasks: table<string>(),
+  /** [wid, 'YYYY-MM'] -> model requests made that month (the plan's allowance) */
+  monthlyRequests: table<number>(),
+  /** wid -> the workspace's gateway settings */
+  workspaceGateway: table<WorkspaceGatewayRecord>(),
+  /** wid -> since when the workspace has more people than the plan allows (absent: it has not) */
+  seatOverage: table<string>(),
+  /** clientId -> OAuth client */
+  oauthClients: table<OAuthClientRecord>(),
+  /** [wid, cnxId] -> OAuth connection */
+  oauthConnections: table<OAuthConnectionRecord>(),
+  /** code hash -> authorization code */
+  oauthCodes: table<OAuthCodeRecord>(),
+  /** token hash -> access or refresh token */
+  oauthTokens: table<OAuthTokenRecord>(),
+  /** consent nonce -> when its form expires: a signed consent form connects once */
+  oauthConsentsUsed: table<string>(),
+  /** [wid, server name] -> upstream MCP server */
+  mcpServers: table<McpServerRecord>(),
+  /** [wid, kind] -> inbound integration secrets */
+  integrations: table<IntegrationRecord>(),
+  /** [wid, provider, cardId] -> card mapping */
+  cards: table<CardRecord>(),
+  /** [wid, provider, cardId, eventId] -> imported charge */
+  charges: table<ChargeRecord>(),
+  /** [wid, lower-case login] -> code-host account mapping */
+  githubBots: table<GithubBotRecord>(),
+  /** [wid, subscriptionId] -> a subscription of the workspace from billing events (none: the free plan) */
+  subscriptions: table<PlanRecord>(),
+  /** [wid, actionId] -> the card an action was authorized through (cards.ts): only its charges settle it */
+  cardActions: table<{ provider: CardProvider; cardId: string; eventId: string }>(),
+  /** [wid, source, event id] -> the answer given to that delivery (a redelivery gets it again) */
+  hookEvents: table<{ answer: Record<string, unknown>; at: string }>(),
+  /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
+  hookOnce: table<number>(),
+  /** SHA-256 (hex) of a button token -> what the button decides (chat approvals) */
+  chatButtons: table<ChatButtonRecord>(),
+  /** [wid, platform, chat user id] -> the member it is mapped to */
+  chatUsers: table<ChatUserRecord>(),
+  /** [wid, id] -> a decision still to be reported to GitHub (removed once sent or given up) */
+  githubCallbacks: table<GithubCallbackRecord>(),
+  /** [wid, whkId] -> outbound webhook endpoint */
+  webhookEndpoints: table<WebhookEndpointRecord>(),
+  /** [wid, whkId, dlvId] -> delivery and its attempts */
+  deliveries: table<DeliveryRecord>(),
+  /** [wid, event type, once key] -> the event id: events that are not ledger records, sent once each */
+  webhookAdvised: table<string>(),
+  /** [next attempt ms, wid, whkId, dlvId] -> 1: the outbox, in the order deliveries are due */
+  outbox: table<number>(),
+  /** [wid, budId] -> budget */
+  budgets: table<BudgetRecord>(),
+  /** [wid, budId, period start] -> micro-dollars spent in that period */
+  budgetSpend: table<number>(),
+  /** wid -> "stop every agent", while in force */
+  stopAll: table<StopAllRecord>(),
+  /** kid -> receipt or ledger signing key (private half sealed with the master key) */
+  signingKeys: table<SigningKeyRecord>(),
+  /** receipt jti -> first online verification time */
+  receiptsSeen: table<string>(),
+  /** receipt jti -> why it no longer stands (its action failed or was cancelled) */
+  receiptsWithdrawn: table<{ at: string; reason: string }>(),
+  /** wid -> ledger head */
+  ledgerHeads: table<LedgerHead>(),
+  /** [wid, index] -> ledger record bytes and leaf hash */
+  ledger: table<LedgerEntry>(),
+  /** [wid, size] -> signed checkpoint */
+  checkpoints: table<CheckpointRecord>(),
+} as const;
+
+export type TableName = keyof typeof tableSpec;
+export type TableValue<N extends TableName> = (typeof tableSpec)[N] extends TableSpec<infer V> ? V : never;
+
+/** Every table name, in declaration order. */
+export const tableNames: readonly TableName[] = Object.freeze(Object.keys(tableSpec) as TableName[]);
+
+// Compile-time only: the registry and dbs.ts's synchronous `Tables` name the same tables with the
+// same value types (a table added to one and not the other fails the type check).
+type SyncValue<N extends keyof SyncTables> = SyncTables[N] extends { get(key: never): infer V }
+  ? Exclude<V, undefined>
+  : never;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type RegistryMatchesDbs =
+  Same<TableName, keyof SyncTables> extends true
+    ? // One mismatching table makes the union `boolean`, which `false extends` catches.
+      false extends { [N in TableName]: Same<Exclude<TableValue<N>, undefined>, SyncValue<N>> }[TableName]
+      ? false
+      : true
+    : false;
+const registryMatchesDbs: RegistryMatchesDbs = true;
+void registryMatchesDbs;

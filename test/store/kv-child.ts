@@ -1,0 +1,42 @@
+import { openKvStore } from '../../src/store/kv-open.js';
+
+/**
+ * A second process on the same store, for the contract suite (contract-suite.ts):
+ *   kv-child.ts SPEC ack          writes ['ack', i] = i for i = 0, 1, … with 16 writes in flight,
+ *                                 printing i once each is acknowledged, until killed;
+ *   kv-child.ts SPEC inc N C      N read-modify-write increments of one counter, C at a time;
+ *   kv-child.ts SPEC put KEY N    one write of periodUsage[KEY] = N.
+ * SPEC is JSON: { dataDir, url }.
+ */
+
+const [specText, mode, a, b] = process.argv.slice(2);
+const spec = JSON.parse(specText!) as { dataDir: string; url?: string };
+const store = await openKvStore(spec);
+
+if (mode === 'ack') {
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      await store.write(async (tx) => tx.periodUsage.put(['ack', i], i));
+      process.stdout.write(`${i}\n`);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+} else if (mode === 'inc') {
+  let left = Number(a);
+  const worker = async () => {
+    while (left-- > 0) {
+      await store.write(async (tx) => {
+        const n = (await tx.periodUsage.get('counter')) ?? 0;
+        await tx.periodUsage.put('counter', n + 1);
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Number(b) }, worker));
+  process.stdout.write('done\n');
+} else if (mode === 'put') {
+  await store.write(async (tx) => tx.periodUsage.put(a!, Number(b)));
+  process.stdout.write('ok\n');
+}
+await store.close();
