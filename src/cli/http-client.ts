@@ -15,6 +15,8 @@ export class RemoteError extends Error {
     readonly type: string,
     message: string,
     readonly fix: string | undefined,
+    /** The error object's other members (`count`, `oldCount`, `errors`, ...), beside docs and requestId. */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'RemoteError';
@@ -58,7 +60,14 @@ export async function callServer<T>(
   }
   if (res.statusCode >= 400) {
     const e = (parsed as { error?: { type?: string; message?: string; fix?: string } }).error ?? {};
-    throw new RemoteError(res.statusCode, e.type ?? 'unknown', e.message ?? `HTTP ${res.statusCode}`, e.fix);
+    const { type, message, fix, docs: _docs, requestId: _requestId, ...details } = e as Record<string, unknown>;
+    throw new RemoteError(
+      res.statusCode,
+      typeof type === 'string' ? type : 'unknown',
+      typeof message === 'string' ? message : `HTTP ${res.statusCode}`,
+      typeof fix === 'string' ? fix : undefined,
+      details,
+    );
   }
   return parsed as T;
 }

@@ -1,18 +1,38 @@
-import { createApp, type App } from '../app.js';
-import { createLogger } from '../lib/log.js';
-import { loadSettings } from '../settings/load.js';
+import type { App, Services } from '../app.js';
 import { CliFailure, EXIT } from './base-command.js';
 
-/** Opens the store directly (the operator's root of trust), for `--local` commands. */
+/**
+ * Opens the store directly (the operator's root of trust), for `--local` commands. The app is
+ * loaded only here, on first use, and its services are built lazily: a command builds only the
+ * services it uses, and a command that talks to the server never loads the app at all.
+ */
 export async function openLocal(
   dataDir: string | undefined,
   options: { migrate?: boolean; configFile?: string } = {},
 ): Promise<App> {
+  const [{ createApp }, { createLogger }, { loadSettings }] = await Promise.all([
+    import('../app.js'),
+    import('../lib/log.js'),
+    import('../settings/load.js'),
+  ]);
   const settings = loadSettings({
     ...(options.configFile ? { configFile: options.configFile } : {}),
     overrides: { dataDir },
   });
-  return createApp(settings, { migrate: options.migrate ?? false, log: createLogger('warn') });
+  return createApp(settings, { migrate: options.migrate ?? false, log: createLogger('warn'), lazy: true });
+}
+
+/** Runs `fn` on the store of `--data-dir`, in its one workspace or the one `--workspace` names, and closes it. */
+export async function withLocal<T>(
+  flags: { 'data-dir'?: string | undefined; workspace?: string | undefined },
+  fn: (services: Services, workspaceId: string) => Promise<T> | T,
+): Promise<T> {
+  const app = await openLocal(flags['data-dir']);
+  try {
+    return await fn(app.services, pickWorkspace(app, flags.workspace));
+  } finally {
+    await app.close();
+  }
 }
 
 /** The one workspace of the store, or the one named; a store with several needs --workspace. */
