@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { withAdmin } from '../../src/cli/admin.js';
 import { EXIT, SvcCommand } from '../../src/cli/base-command.js';
-import { localFlags, localOnly } from '../../src/cli/flags.js';
+import { localFlags, localOnly, tokenFlags } from '../../src/cli/flags.js';
 import { createTokenSchema, serviceTokenScopes, type CreateTokenInput } from '../../src/service-tokens/index.js';
 import type { ServiceTokenView } from '../../src/service-tokens/index.js';
 
@@ -27,6 +27,7 @@ export default class TokensCreate extends SvcCommand {
       multiple: true,
     }),
     ...localFlags,
+    ...tokenFlags('none: service tokens are --local only'),
   };
 
   async run(): Promise<ServiceTokenView & { token: string }> {
@@ -37,7 +38,7 @@ export default class TokensCreate extends SvcCommand {
       { abortEarly: false },
     );
     if (error) this.fail(error.details.map((d) => d.message).join('; '), EXIT.usage, 'invalid_request');
-    const created = await withAdmin({ ...flags, url: '' }, undefined, (a) => a.createToken(value as CreateTokenInput));
+    const created = await withAdmin(flags, undefined, (a) => a.createToken(value as CreateTokenInput));
     this.log(created.token);
     this.logToStderr(`service token ${created.id} (${created.name}) expires ${created.expiresAt}: shown once.`);
     return created;
