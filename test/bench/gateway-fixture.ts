@@ -14,7 +14,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { call, csrf, signIn, type Json } from '../helpers/http.js';
+import { call, csrf, signIn } from '../helpers/http.js';
 import { BIN, cleanEnv, svc } from '../helpers/process.js';
 import { startChild, type Child } from './children.js';
 
