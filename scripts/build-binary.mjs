@@ -13,8 +13,8 @@
 //    what they export (so that the bundle can defer loading them to the first use of an export).
 // 3. Bundle dist/src/cli/binary.js with esbuild into one CommonJS file (Node 24's SEA runs
 //    CommonJS only). oclif's module loader is swapped for a table of the bundled modules that
-//    package.json's oclif section names (the commands index and the hooks), so oclif loads
-//    nothing from disk.
+//    the executable's oclif section names (src/cli/generated/build.ts: the index of command
+//    classes, since it reads no manifest, and the hooks), so oclif loads nothing from disk.
 // 4. Write the SEA blob (node --experimental-sea-config) with the bundle as main script, V8's code
 //    cache, and the assets: config/default.json, the native packages' files and their manifest
 //    (path, size, SHA-256; its hash names the cache folder).
@@ -37,7 +37,7 @@ import {
 } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -159,8 +159,11 @@ const loadedAddons = new Set(loaded.map((file) => relative(root, file).split(sep
 
 // 3. The bundle.
 const nativeModule = join(root, 'dist', 'src', 'binary', 'native.js');
+// The executable's oclif section (src/cli/generated/build.ts): its commands come from the index of
+// classes, since it reads no manifest file.
+const { PACKAGE } = await import(pathToFileURL(join(root, 'dist', 'src', 'cli', 'generated', 'build.js')).href);
 const oclifModuleTable = () => {
-  const oclif = pjson.oclif ?? {};
+  const oclif = PACKAGE.oclif ?? {};
   const targets = [
     typeof oclif.commands === 'string' ? undefined : oclif.commands?.target,
     ...Object.values(oclif.hooks ?? {}).flatMap((hooks) =>

@@ -1,9 +1,14 @@
 #!/usr/bin/env node
-// Writes the two generated modules of the command line, before tsc compiles them (npm run build):
+// Writes the generated modules of the command line, before tsc compiles them (npm run build):
 //
-// - src/cli/generated/commands.ts: every command class under commands/, by its oclif id. package.json
-//   points oclif's "explicit" command strategy at it, so neither the npm-installed svc nor the single
-//   executable scans a directory for commands; a file added under commands/ is listed at the next build.
+// - src/cli/generated/commands.ts: every command under commands/, by its oclif id, each as a stub
+//   that loads its command's module only when that command runs (src/cli/lazy-command.ts), so
+//   running one command never loads another's dependencies. package.json points oclif's "explicit"
+//   command strategy at it, so no directory is scanned; a file added under commands/ is listed at
+//   the next build. What oclif shows without running a command (help, the command list) comes from
+//   oclif.manifest.json, written after tsc by scripts/generate-manifest.mjs.
+// - src/cli/generated/command-classes.ts: the same commands as their classes, imported at once: what
+//   the manifest is made from, and what the single executable uses (one bundle, no manifest file).
 // - src/cli/generated/build.ts: the version and git commit baked in at build time (`svc --version`),
 //   and the package.json fields oclif reads, for the single executable, which has no package.json.
 //
@@ -65,29 +70,49 @@ const ids = files.map(commandId);
 const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
 if (duplicate) throw new Error(`two files under commands/ make the command ${duplicate}`);
 
-const imports = files.map((file, i) => {
-  const from = relative(out, file)
+const modules = files.map((file) =>
+  relative(out, file)
     .split(sep)
     .join('/')
-    .replace(/\.([mc]?)ts$/, '.$1js');
-  return `import ${identifier(ids[i])} from '${from}';`;
-});
+    .replace(/\.([mc]?)ts$/, '.$1js'),
+);
+const imports = modules.map((from, i) => `import ${identifier(ids[i])} from '${from}';`);
 const entries = ids.map((id) => `  '${id}': ${identifier(id)},`);
-const commands = `${header}${imports.join('\n')}
+const classes = `${header}${imports.join('\n')}
 
-/** Every command by its oclif id; package.json's oclif "commands" (strategy "explicit") names this export. */
-export const COMMANDS = {
+/** Every command class by its oclif id, imported at once (the manifest's source; the single executable's index). */
+export const COMMAND_CLASSES = {
 ${entries.join('\n')}
+};
+`;
+const stubs = ids.map((id, i) => `  '${id}': lazyCommand(() => import('${modules[i]}')),`);
+const commands = `${header}import { lazyCommand } from '../lazy-command.js';
+
+/**
+ * Every command by its oclif id, loaded only when it runs; package.json's oclif "commands"
+ * (strategy "explicit") names this export.
+ */
+export const COMMANDS = {
+${stubs.join('\n')}
 };
 `;
 
 const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+/** oclif's "commands" for the index of classes (scripts/generate-manifest.mjs and the single executable). */
+const CLASSES_INDEX = {
+  strategy: 'explicit',
+  target: './dist/src/cli/generated/command-classes.js',
+  identifier: 'COMMAND_CLASSES',
+};
 const build = `${header}
 /** What this build is: its version and the git commit it was built from (\`.dirty\`: with uncommitted changes). */
 export const BUILD = ${JSON.stringify({ version: pjson.version, commit: commit() }, null, 2)} as const;
 
-/** The package.json fields oclif reads, for a build that has no package.json beside it (the single executable). */
-export const PACKAGE = ${JSON.stringify({ name: pjson.name, version: pjson.version, type: pjson.type, oclif: pjson.oclif }, null, 2)};
+/**
+ * The package.json fields oclif reads, for a build that has no package.json beside it (the single
+ * executable): one bundle without a manifest file, so its commands come as classes.
+ */
+export const PACKAGE = ${JSON.stringify({ name: pjson.name, version: pjson.version, type: pjson.type, oclif: { ...pjson.oclif, commands: CLASSES_INDEX } }, null, 2)};
 `;
 
 mkdirSync(out, { recursive: true });
@@ -103,4 +128,5 @@ function write(name, text) {
   if (old !== text) writeFileSync(file, text);
 }
 write('commands.ts', commands);
+write('command-classes.ts', classes);
 write('build.ts', build);

@@ -31,6 +31,7 @@ import { createSigningKeys } from './receipts/signing-keys.js';
 import { createSweeper, retentionJobs } from './retention/index.js';
 import { instrumentStore } from './observability/store.js';
 import { systemClock, type Clock } from './lib/clock.js';
+import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
 import { safeDispatcher, type LookupFn } from './lib/safe-target.js';
@@ -76,6 +77,11 @@ export interface AppOptions {
   ids?: IdSource;
   /** DNS for requests to workspace-chosen targets (MCP upstreams); tests make names resolve where they need. */
   lookup?: LookupFn;
+  /**
+   * Build each service on first use instead of all at once: for a `--local` command, which uses
+   * a few. The server builds them all (the default), so a wiring mistake shows at start.
+   */
+  lazy?: boolean;
 }
 
 export interface App {
@@ -85,12 +91,54 @@ export interface App {
   clock: Clock;
   masterKey: Buffer;
   migration: MigrationResult | null;
-  services: ReturnType<typeof createServices>;
+  services: Services;
   /** The public base address, as receipts name it (`iss`); the HTTP server sets it once bound. */
   publicUrl: { get(): string; set(fn: () => string): void };
   close(): Promise<void>;
 }
 
+/** Every service of the app, by name; built on first use (see createServices). */
+export interface Services {
+  people: ReturnType<typeof createPeopleService>;
+  agents: ReturnType<typeof createAgentsService>;
+  keys: ReturnType<typeof createKeysService>;
+  serviceTokens: ReturnType<typeof createServiceTokensService>;
+  mandates: ReturnType<typeof createMandatesService>;
+  blueprints: ReturnType<typeof createBlueprintsService>;
+  signingKeys: ReturnType<typeof createSigningKeys>;
+  ledger: ReturnType<typeof createLedger>;
+  receipts: ReturnType<typeof createReceipts>;
+  gate: ReturnType<typeof createGate>;
+  killSwitch: ReturnType<typeof createKillSwitch>;
+  approvals: ReturnType<typeof createApprovals>;
+  drills: ReturnType<typeof createDrills>;
+  scorecard: ReturnType<typeof createScorecard>;
+  calls: ReturnType<typeof createCallLog>;
+  budgets: ReturnType<typeof createBudgets>;
+  gateway: ReturnType<typeof createGateway>;
+  oauth: ReturnType<typeof createOAuth>;
+  mcpProxy: ReturnType<typeof createMcpProxy>;
+  plans: ReturnType<typeof createPlans>;
+  cards: ReturnType<typeof createCards>;
+  hookEvents: ReturnType<typeof createHookEvents>;
+  integrations: ReturnType<typeof createIntegrations>;
+  stripe: ReturnType<typeof createStripeEvents>;
+  integrationRegistry: ReturnType<typeof createIntegrationRegistry>;
+  githubCallbacks: ReturnType<typeof createGithubCallbacks>;
+  once: ReturnType<typeof createOnce>;
+  webhooks: ReturnType<typeof createWebhooks>;
+  github: ReturnType<typeof createGithub>;
+  ssf: ReturnType<typeof createSsf>;
+  ssfKeys: ReturnType<typeof createSsfKeys>;
+  chat: ReturnType<typeof createChat>;
+  sweeper: ReturnType<typeof createSweeper>;
+}
+
+/**
+ * The wiring of every service with its dependencies, each built on first use (lib/lazy.ts): the
+ * server builds them all at once (createApp), a `--local` command only those it uses. The ledger
+ * is never used without its subscribers: whoever first reaches it also wires them.
+ */
 function createServices(
   store: Store,
   settings: Readonly<Settings>,
@@ -102,149 +150,173 @@ function createServices(
   lookup?: LookupFn,
 ) {
   const deps = { store, clock, ids };
-  const signingKeys = createSigningKeys({ store, masterKey, clock });
+  const approvalTtlMs = settings.approvals.ttlHours * 3_600_000;
   // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
   const originHost = settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local';
-  const ledger = createLedger({ ...deps, signingKeys, originHost });
-  const killSwitch = createKillSwitch({
-    ...deps,
-    ledger,
-    bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
-    approvalTtlMs: settings.approvals.ttlHours * 3_600_000,
-  });
-  const receipts = createReceipts({
-    store,
-    clock,
-    signingKeys,
-    ledger,
-    ttlSeconds: settings.receipts.ttlDays * 86_400,
-    issuer,
-  });
-  // The plan.* settings are the free plan's allowances; a workspace on a paid plan is not held to them.
-  const plans = createPlans({
-    store,
-    clock,
-    ledger,
-    free: {
-      agents: settings.plan.agents,
-      mandateRules: settings.plan.mandateRules,
-      monthlyRequests: settings.plan.monthlyRequests,
-      people: settings.plan.people,
+  return lazily<Services>(
+    {
+      signingKeys: () => createSigningKeys({ store, masterKey, clock }),
+      ledger: (s) => createLedger({ ...deps, signingKeys: s.signingKeys, originHost }),
+      killSwitch: (s) =>
+        createKillSwitch({
+          ...deps,
+          ledger: s.ledger,
+          bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
+          approvalTtlMs,
+        }),
+      receipts: (s) =>
+        createReceipts({
+          store,
+          clock,
+          signingKeys: s.signingKeys,
+          ledger: s.ledger,
+          ttlSeconds: settings.receipts.ttlDays * 86_400,
+          issuer,
+        }),
+      // The plan.* settings are the free plan's allowances; a workspace on a paid plan is not held to them.
+      plans: (s) =>
+        createPlans({
+          store,
+          clock,
+          ledger: s.ledger,
+          free: {
+            agents: settings.plan.agents,
+            mandateRules: settings.plan.mandateRules,
+            monthlyRequests: settings.plan.monthlyRequests,
+            people: settings.plan.people,
+          },
+        }),
+      agents: (s) =>
+        createAgentsService({ ...deps, ledger: s.ledger, maxAgents: (wid) => s.plans.allowances(wid).agents }),
+      mandates: (s) =>
+        createMandatesService({
+          ...deps,
+          ledger: s.ledger,
+          maxRules: (wid) => s.plans.allowances(wid).mandateRules,
+        }),
+      gate: (s) => createGate({ ...deps, ledger: s.ledger, receipts: s.receipts, approvalTtlMs }),
+      calls: () => createCallLog({ store, log, clock }),
+      budgets: (s) => createBudgets({ ...deps, ledger: s.ledger, calls: s.calls }),
+      webhooks: (s) => createWebhooks({ ...deps, masterKey, ledger: s.ledger, log, settings: settings.webhooks }),
+      gateway: (s) =>
+        createGateway({
+          ...deps,
+          ledger: s.ledger,
+          log,
+          advise: s.webhooks.advise,
+          settings: settings.gateway,
+          monthlyRequests: (wid) => s.plans.allowances(wid).monthlyRequests,
+          seats: { people: (wid) => s.plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays },
+          calls: s.calls,
+          budgets: s.budgets,
+        }),
+      // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
+      mcpProxy: (s) =>
+        createMcpProxy({
+          ...deps,
+          masterKey,
+          ledger: s.ledger,
+          gate: s.gate,
+          version: '1',
+          allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+          dispatcher: safeDispatcher({
+            allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
+            setting: PRIVATE_SETTING,
+            ...(lookup ? { lookup } : {}),
+          }),
+        }),
+      people: (s) =>
+        createPeopleService({
+          ...deps,
+          masterKey,
+          ledger: s.ledger,
+          sessionTtlMs: settings.session.ttlHours * 3_600_000,
+          lockout: {
+            maxFailures: settings.lockout.maxFailures,
+            baseMs: settings.lockout.minutes * 60_000,
+            maxMs: settings.lockout.maxMinutes * 60_000,
+          },
+        }),
+      hookEvents: () => createHookEvents({ store, clock }),
+      cards: (s) => createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
+      approvals: (s) => createApprovals({ ...deps, ledger: s.ledger, receipts: s.receipts, killSwitch: s.killSwitch }),
+      integrationRegistry: (s) => createIntegrationRegistry({ ...deps, masterKey, ledger: s.ledger }),
+      once: () => createOnce(deps),
+      chat: (s) =>
+        createChat({
+          ...deps,
+          ledger: s.ledger,
+          webhooks: s.webhooks,
+          registry: s.integrationRegistry,
+          approvals: s.approvals,
+          people: s.people,
+          once: s.once,
+          buttonKey: deriveKey(masterKey, 'chat-button'),
+          publicUrl: issuer,
+        }),
+      githubCallbacks: (s) =>
+        createGithubCallbacks({
+          ...deps,
+          ledger: s.ledger,
+          registry: s.integrationRegistry,
+          log,
+          settings: settings.webhooks,
+        }),
+      // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
+      sweeper: () =>
+        createSweeper({
+          store,
+          clock,
+          log,
+          jobs: retentionJobs({ retentionDays: settings.retention.days }),
+          everyMs: settings.retention.sweepIntervalMs,
+          batch: settings.retention.sweepBatch,
+          maxPerRun: settings.retention.sweepMaxPerRun,
+        }),
+      keys: (s) => createKeysService({ ...deps, ledger: s.ledger }),
+      serviceTokens: (s) => createServiceTokensService({ ...deps, ledger: s.ledger }),
+      blueprints: (s) =>
+        createBlueprintsService({
+          ...deps,
+          ledger: s.ledger,
+          agents: s.agents,
+          mandates: s.mandates,
+          people: s.people,
+        }),
+      drills: (s) =>
+        createDrills({
+          ...deps,
+          ledger: s.ledger,
+          agents: s.agents,
+          mandates: s.mandates,
+          killSwitch: s.killSwitch,
+          gate: s.gate,
+          gateway: s.gateway,
+          mcp: s.mcpProxy,
+        }),
+      scorecard: (s) =>
+        createScorecard({ ...deps, ledger: s.ledger, agents: s.agents, signingKeys: s.signingKeys, issuer }),
+      oauth: (s) => createOAuth({ ...deps, ledger: s.ledger, issuer }),
+      integrations: (s) => createIntegrations({ cards: s.cards, hookEvents: s.hookEvents }),
+      stripe: (s) =>
+        createStripeEvents({
+          cards: s.cards,
+          plans: s.plans,
+          hookEvents: s.hookEvents,
+          ledger: s.ledger,
+          clock,
+          workspaceExists: s.people.workspaceExists,
+        }),
+      github: (s) => createGithub({ ...deps, ledger: s.ledger, gate: s.gate, callbacks: s.githubCallbacks }),
+      ssf: (s) => createSsf({ store, ledger: s.ledger, people: s.people, once: s.once }),
+      ssfKeys: () => createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
     },
-  });
-  const agents = createAgentsService({ ...deps, ledger, maxAgents: (wid) => plans.allowances(wid).agents });
-  const mandates = createMandatesService({ ...deps, ledger, maxRules: (wid) => plans.allowances(wid).mandateRules });
-  const gate = createGate({ ...deps, ledger, receipts, approvalTtlMs: settings.approvals.ttlHours * 3_600_000 });
-  const calls = createCallLog({ store, log, clock });
-  const budgets = createBudgets({ ...deps, ledger, calls });
-  const webhooks = createWebhooks({ ...deps, masterKey, ledger, log, settings: settings.webhooks });
-  const gateway = createGateway({
-    ...deps,
-    ledger,
-    log,
-    advise: webhooks.advise,
-    settings: settings.gateway,
-    monthlyRequests: (wid) => plans.allowances(wid).monthlyRequests,
-    seats: { people: (wid) => plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays },
-    calls,
-    budgets,
-  });
-  // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
-  const mcpProxy = createMcpProxy({
-    ...deps,
-    masterKey,
-    ledger,
-    gate,
-    version: '1',
-    allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
-    dispatcher: safeDispatcher({
-      allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
-      setting: PRIVATE_SETTING,
-      ...(lookup ? { lookup } : {}),
-    }),
-  });
-  const people = createPeopleService({
-    ...deps,
-    masterKey,
-    ledger,
-    sessionTtlMs: settings.session.ttlHours * 3_600_000,
-    lockout: {
-      maxFailures: settings.lockout.maxFailures,
-      baseMs: settings.lockout.minutes * 60_000,
-      maxMs: settings.lockout.maxMinutes * 60_000,
+    {
+      // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
+      // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
+      ledger: (ledger, s) => ledger.subscribe([s.webhooks.outbox, s.chat.cards]),
     },
-  });
-  const hookEvents = createHookEvents({ store, clock });
-  const cards = createCards({ store, clock, ledger, gate, hookEvents });
-  const approvals = createApprovals({ ...deps, ledger, receipts, killSwitch });
-  const integrationRegistry = createIntegrationRegistry({ ...deps, masterKey, ledger });
-  const once = createOnce(deps);
-  const chat = createChat({
-    ...deps,
-    ledger,
-    webhooks,
-    registry: integrationRegistry,
-    approvals,
-    people,
-    once,
-    buttonKey: deriveKey(masterKey, 'chat-button'),
-    publicUrl: issuer,
-  });
-  const githubCallbacks = createGithubCallbacks({
-    ...deps,
-    ledger,
-    registry: integrationRegistry,
-    log,
-    settings: settings.webhooks,
-  });
-  // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
-  // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
-  ledger.subscribe([webhooks.outbox, chat.cards]);
-  // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
-  const sweeper = createSweeper({
-    store,
-    clock,
-    log,
-    jobs: retentionJobs({ retentionDays: settings.retention.days }),
-    everyMs: settings.retention.sweepIntervalMs,
-    batch: settings.retention.sweepBatch,
-    maxPerRun: settings.retention.sweepMaxPerRun,
-  });
-  return {
-    people,
-    agents,
-    keys: createKeysService({ ...deps, ledger }),
-    serviceTokens: createServiceTokensService({ ...deps, ledger }),
-    mandates,
-    blueprints: createBlueprintsService({ ...deps, ledger, agents, mandates, people }),
-    signingKeys,
-    ledger,
-    receipts,
-    gate,
-    killSwitch,
-    approvals,
-    drills: createDrills({ ...deps, ledger, agents, mandates, killSwitch, gate, gateway, mcp: mcpProxy }),
-    scorecard: createScorecard({ ...deps, ledger, agents, signingKeys, issuer }),
-    calls,
-    budgets,
-    gateway,
-    oauth: createOAuth({ ...deps, ledger, issuer }),
-    mcpProxy,
-    plans,
-    cards,
-    hookEvents,
-    integrations: createIntegrations({ cards, hookEvents }),
-    stripe: createStripeEvents({ cards, plans, hookEvents, ledger, clock, workspaceExists: people.workspaceExists }),
-    integrationRegistry,
-    githubCallbacks,
-    once,
-    webhooks,
-    github: createGithub({ ...deps, ledger, gate, callbacks: githubCallbacks }),
-    ssf: createSsf({ store, ledger, people, once }),
-    ssfKeys: createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
-    chat,
-    sweeper,
-  };
+  );
 }
 
 export async function createApp(settings: Readonly<Settings>, options: AppOptions = {}): Promise<App> {
@@ -256,7 +328,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   const store = openStore(settings.dataDir, { create, readOnly });
   let masterKey: Buffer;
   let migration: MigrationResult | null;
-  let services: ReturnType<typeof createServices> | undefined;
+  let wired: ReturnType<typeof createServices> | undefined;
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
   try {
     const source = { dataDir: settings.dataDir, fromSettings: settings.masterKey, file: settings.masterKeyFile };
@@ -271,7 +343,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     if (typeof check === 'string' && !matchesCheck(masterKey, check)) throw wrongKey(source);
     migration = await ensureSchema(store, { migrate: options.migrate ?? false });
     // The services write through the measured store (a span and the write latency series per write).
-    services = createServices(
+    wired = createServices(
       instrumentStore(store),
       settings,
       clock,
@@ -281,12 +353,16 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
       log,
       options.lookup,
     );
-    if (check === undefined) await recordKeyCheck(store, masterKey, { readOnly, fresh, services, source });
+    // The server builds every service now; a --local command (lazy) only those it uses.
+    if (!options.lazy) wired.buildAll();
+    if (check === undefined) await recordKeyCheck(store, masterKey, { readOnly, fresh, services: wired.self, source });
   } catch (err) {
-    await services?.gateway.close();
+    if (wired?.built('gateway')) await wired.self.gateway.close();
     await store.close();
     throw err;
   }
+  const built = wired;
+  const services = built.self;
   return {
     settings,
     store,
@@ -303,7 +379,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     },
     async close() {
       // Queued call records and budget spend are written before the store closes.
-      await services.gateway.close();
+      if (built.built('gateway')) await services.gateway.close();
       await store.close();
     },
   };
@@ -321,7 +397,7 @@ async function recordKeyCheck(
   context: {
     readOnly: boolean;
     fresh: boolean;
-    services: ReturnType<typeof createServices>;
+    services: Services;
     source: MasterKeySource;
   },
 ): Promise<void> {

@@ -1,10 +1,8 @@
 import { Flags } from '@oclif/core';
-import type { AgentView } from '../../src/agents/index.js';
-import { dataDirFlag, EXIT, SvcCommand, urlFlag } from '../../src/cli/base-command.js';
-import { callServer } from '../../src/cli/http-client.js';
-import { openLocal, pickWorkspace } from '../../src/cli/local.js';
-
-type Created = AgentView & { mandateRules: number };
+import { withAdmin } from '../../src/cli/admin.js';
+import { EXIT, SvcCommand } from '../../src/cli/base-command.js';
+import type { AgentWithRules } from '../../src/cli/client.js';
+import { localFlags, tokenFlags } from '../../src/cli/flags.js';
 
 export default class AgentsCreate extends SvcCommand {
   static override summary = 'Register an agent, with a mandate taken from templates only.';
@@ -25,56 +23,28 @@ export default class AgentsCreate extends SvcCommand {
       multiple: true,
     }),
     tag: Flags.string({ description: 'a tag; repeatable', multiple: true }),
-    local: Flags.boolean({ description: 'write to the store directly instead of calling the server' }),
-    workspace: Flags.string({ description: 'with --local: workspace id, when the store has several' }),
-    'data-dir': dataDirFlag,
-    url: urlFlag,
-    token: Flags.string({ description: 'service token with scope agents:write', env: 'SVC_TOKEN' }),
+    ...localFlags,
+    ...tokenFlags('agents:write'),
   };
 
-  async run(): Promise<Created> {
+  async run(): Promise<AgentWithRules> {
     const { flags } = await this.parse(AgentsCreate);
-    const request = {
-      name: flags.name,
-      ...(flags.blueprint ? { blueprint: flags.blueprint } : {}),
-      ...(flags['acts-for'] ? { actsFor: flags['acts-for'] } : {}),
-      ...(flags.tag ? { tags: flags.tag } : {}),
-      ...(flags.template ? { templates: flags.template } : {}),
-    };
-    let created: Created;
-    if (flags.local) {
-      const app = await openLocal(flags['data-dir']);
-      try {
-        const wid = pickWorkspace(app, flags.workspace);
-        const agent = await app.services.blueprints.register(
-          { workspaceId: wid, ...request },
-          { actor: 'operator:cli' },
-        );
-        created = { ...app.services.agents.view(agent), mandateRules: agent.mandateRules };
-      } finally {
-        await app.close();
-      }
-    } else {
-      if (!flags.token)
-        this.fail(
-          'no service token: set SVC_TOKEN (or --token), or use --local on the store',
-          EXIT.usage,
-          'unauthenticated',
-        );
-      if (!flags.blueprint)
-        this.fail(
-          'through the server an agent is registered from a blueprint: pass --blueprint bp_...',
-          EXIT.usage,
-          'usage',
-        );
-      created = await callServer<Created>(flags.url, 'POST', '/v1/admin/agents', {
-        bearer: flags.token,
-        body: request,
-      });
-    }
-    this.log(
-      `Agent ${created.id} (${created.name}) with ${created.mandateRules} mandate rule${created.mandateRules === 1 ? '' : 's'}.`,
+    if (!flags.local && flags.token && !flags.blueprint)
+      this.fail(
+        'through the server an agent is registered from a blueprint: pass --blueprint bp_...',
+        EXIT.usage,
+        'usage',
+      );
+    const created = await withAdmin(flags, flags.token, (admin) =>
+      admin.createAgent({
+        name: flags.name,
+        ...(flags.blueprint ? { blueprint: flags.blueprint } : {}),
+        ...(flags['acts-for'] ? { actsFor: flags['acts-for'] } : {}),
+        ...(flags.tag ? { tags: flags.tag } : {}),
+        ...(flags.template ? { templates: flags.template } : {}),
+      }),
     );
+    this.log(`Agent ${created.id} (${created.name}) with ${created.mandateRules} mandate rule(s).`);
     return created;
   }
 }

@@ -2,8 +2,7 @@ import { Command, Errors, Flags, ux } from '@oclif/core';
 import { AppError } from '../errors/app-error.js';
 import { entryOf } from '../errors/catalogue.js';
 import { systemError } from '../errors/system.js';
-import { SettingsError } from '../settings/load.js';
-import { StoreError } from '../store/index.js';
+import { StoreError } from '../store/errors.js';
 import { RemoteError, UnreachableError } from './http-client.js';
 
 /**
@@ -11,21 +10,30 @@ import { RemoteError, UnreachableError } from './http-client.js';
  * stderr); failures map to the exit codes of API.md section 9:
  * 0 success, 1 the operation ran and failed (the thing checked is false, the server refused),
  * 2 usage or configuration error, 3 cannot reach or open the store, the master key does not match
- * it, or the port cannot be bound, 4 refused without running.
+ * it, or the port cannot be bound, 4 refused without running (a drill in its cooldown).
+ *
+ * This module is loaded by every command, remote ones included: it imports nothing heavy (the
+ * settings loader and the app are loaded only by the commands that open the store).
  */
-export const EXIT = { ok: 0, false: 1, usage: 2, unreachable: 3, refused: 4 } as const;
+export const EXIT = { ok: 0, false: 1, usage: 2, unreachable: 3, notRun: 4 } as const;
 
 export class CliFailure extends Errors.CLIError {
   readonly exitCode: number;
   readonly type: string;
   readonly fix: string | undefined;
+  /** What the error says beside its message (a selector's `count`), shown under --json. */
+  readonly details: Record<string, unknown>;
 
-  constructor(message: string, options: { exit: number; type: string; fix?: string }) {
+  constructor(
+    message: string,
+    options: { exit: number; type: string; fix?: string | undefined; details?: Record<string, unknown> },
+  ) {
     // oclif prints suggestions under the message on a terminal ("Try this: ..."); --json has `fix`.
     super(message, { exit: options.exit, ...(options.fix ? { suggestions: [options.fix] } : {}) });
     this.exitCode = options.exit;
     this.type = options.type;
     this.fix = options.fix;
+    this.details = options.details ?? {};
   }
 }
 
@@ -73,26 +81,34 @@ export abstract class SvcCommand extends Command {
   }
 
   protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
-    return super.catch(toCliFailure(err));
+    return super.catch(await toCliFailure(err));
   }
 
   protected override toErrorJson(err: unknown): unknown {
     if (err instanceof CliFailure) {
       return {
-        error: { type: err.type, message: err.message, ...(err.fix ? { fix: err.fix } : {}), exitCode: err.exitCode },
+        error: {
+          ...err.details,
+          type: err.type,
+          message: err.message,
+          ...(err.fix ? { fix: err.fix } : {}),
+          exitCode: err.exitCode,
+        },
       };
     }
     return super.toErrorJson(err);
   }
 }
 
-function toCliFailure(err: Error): Error {
+async function toCliFailure(err: Error): Promise<Error> {
   if (err instanceof CliFailure) return err;
   if (err instanceof StoreError && err.code === 'no_space')
     return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
   if (err instanceof StoreError)
     return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
-  if (err instanceof SettingsError)
+  // Only a command that loaded the settings can have failed on them; loading the module to ask costs
+  // nothing then.
+  if (err.name === 'SettingsError' && err instanceof (await import('../settings/load.js')).SettingsError)
     return new CliFailure(err.message, { exit: EXIT.usage, type: 'invalid_configuration' });
   if (err instanceof UnreachableError)
     return new CliFailure(err.message, {
@@ -106,11 +122,12 @@ function toCliFailure(err: Error): Error {
       exit: usage ? EXIT.usage : EXIT.false,
       type: err.type,
       ...(err.fix ? { fix: err.fix } : {}),
+      details: err.details,
     });
   }
   if (err instanceof AppError) {
     const exit = entryOf(err.type).exit ?? (err.status === 400 ? EXIT.usage : EXIT.false);
-    return new CliFailure(err.message, { exit, type: err.type, fix: err.fix });
+    return new CliFailure(err.message, { exit, type: err.type, fix: err.fix, details: err.details });
   }
   // The operating system's refusals met outside the store and the listener (a file named by a
   // flag, say): the catalogue's error for it rather than a raw errno object.

@@ -1,18 +1,23 @@
-import { createApp, type App } from '../app.js';
-import { createLogger } from '../lib/log.js';
-import { loadSettings } from '../settings/load.js';
+import type { App, Services } from '../app.js';
 import { CliFailure, EXIT } from './base-command.js';
 
 /**
  * Opens the store directly (the operator's root of trust), for `--local` commands. Never creates
  * one: a missing store is `store_not_found` (exit 3) naming the directory, and a missing or
  * different master key is refused. `readOnly`: nothing in the data dir is written (the command
- * works on a read-only copy).
+ * works on a read-only copy). The app is loaded only here, on first use, and its services are
+ * built lazily: a command builds only the services it uses, and a command that talks to the
+ * server never loads the app at all.
  */
 export async function openLocal(
   dataDir: string | undefined,
   options: { migrate?: boolean; configFile?: string; readOnly?: boolean } = {},
 ): Promise<App> {
+  const [{ createApp }, { createLogger }, { loadSettings }] = await Promise.all([
+    import('../app.js'),
+    import('../lib/log.js'),
+    import('../settings/load.js'),
+  ]);
   const settings = loadSettings({
     ...(options.configFile ? { configFile: options.configFile } : {}),
     overrides: { dataDir },
@@ -22,7 +27,22 @@ export async function openLocal(
     create: false,
     readOnly: options.readOnly ?? false,
     log: createLogger('warn'),
+    lazy: true,
   });
+}
+
+/** Runs `fn` on the store of `--data-dir`, in its one workspace or the one `--workspace` names, and closes it. */
+export async function withLocal<T>(
+  flags: { 'data-dir'?: string | undefined; workspace?: string | undefined },
+  fn: (services: Services, workspaceId: string) => Promise<T> | T,
+  options: { readOnly?: boolean } = {},
+): Promise<T> {
+  const app = await openLocal(flags['data-dir'], options);
+  try {
+    return await fn(app.services, pickWorkspace(app, flags.workspace));
+  } finally {
+    await app.close();
+  }
 }
 
 /** The one workspace of the store, or the one named; a store with several needs --workspace. */

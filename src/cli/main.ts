@@ -1,11 +1,7 @@
 import { execute, type Interfaces } from '@oclif/core';
-import { BUILD } from './generated/build.js';
+import { VERSION } from './version.js';
 
-/**
- * The version `svc --version` names: the package's, with the git commit it was built from as semver
- * build metadata (`0.1.0+f7fc82f71b42`), the same for the npm-installed svc and the single executable.
- */
-export const VERSION = `${BUILD.version}+${BUILD.commit}`;
+export { VERSION } from './version.js';
 
 /**
  * Runs the command line: the one entry of both builds. `bin/run.js` passes the package folder

@@ -24,6 +24,34 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         },
       },
       {
+        // `svc keys list|revoke` through the server: an admin key may already mint keys of any
+        // scope, so reading and revoking them widens nothing.
+        method: 'GET',
+        path: '/v1/admin/keys',
+        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } }, validate: { query: page } },
+        handler(request) {
+          const { limit, cursor } = request.query as { limit: number; cursor?: string };
+          return keys.list(caller(request, 'workspace-key').workspaceId, {
+            limit,
+            ...(cursor ? { after: cursor } : {}),
+          });
+        },
+      },
+      {
+        method: 'DELETE',
+        path: '/v1/admin/keys/{id}',
+        options: {
+          auth: WORKSPACE_KEY,
+          plugins: { svc: { keyScope: 'admin' } },
+          validate: { params: Joi.object({ id: Joi.string().max(64).required() }) },
+        },
+        async handler(request) {
+          const c = caller(request, 'workspace-key');
+          await keys.revoke(c.workspaceId, (request.params as { id: string }).id, actorOf(c));
+          return {};
+        },
+      },
+      {
         method: 'GET',
         path: '/v1/whoami',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },

@@ -5,7 +5,7 @@ import type { Guards } from '../http/guards.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import type { KillSwitch, Selector, Who } from './service.js';
+import { toFreezeAnswer, type KillSwitch, type Selector, type Who } from './service.js';
 import { wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
@@ -26,7 +26,9 @@ const selectorSchema = Joi.object({
 const bulkFreeze = Joi.object({
   selector: selectorSchema,
   reason: Joi.string().trim().min(1).max(500).required(),
-  confirmCount: Joi.number().strict().integer().min(1).required(),
+  // Checked by the service against what the selector matches now, so that a missing or unusable
+  // count is answered with that count (409 confirm_count_required { count }).
+  confirmCount: Joi.any(),
 });
 
 /**
@@ -103,12 +105,36 @@ export const killSwitchRoutes: Plugin<{
         },
         async handler(request, h) {
           const by = token(request);
-          const body = request.payload as { selector: Selector; reason: string; confirmCount: number };
+          const body = request.payload as { selector: Selector; reason: string; confirmCount?: unknown };
           const outcome = await killSwitch.freezeSelected(by.wid, body, { actor: by.actor, tokenId: by.tokenId });
+          return h.response(toFreezeAnswer(outcome)).code(outcome.kind === 'pending' ? 202 : 200);
+        },
+      },
+      {
+        // "Stop every agent" by a token (agents:freeze): past the ceiling it waits for a person (202).
+        method: 'POST',
+        path: '/v1/admin/stop-all',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'agents:freeze', validationTypeByField: { reason: 'reason_required' } } },
+          validate: { payload: reason },
+        },
+        async handler(request, h) {
+          const by = token(request);
+          const outcome = await killSwitch.stopAllByToken(by.wid, (request.payload as { reason: string }).reason, {
+            actor: by.actor,
+            tokenId: by.tokenId,
+          });
           if (outcome.kind === 'pending')
             return h.response({ status: 'pending', approvalId: outcome.approvalId, count: outcome.count }).code(202);
-          return { frozen: outcome.frozen, agentIds: outcome.agentIds };
+          return outcome.state;
         },
+      },
+      {
+        method: 'GET',
+        path: '/v1/admin/stop-all',
+        options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'agents:read' } } },
+        handler: (request) => killSwitch.stopAllState(token(request).wid),
       },
       {
         method: 'POST',

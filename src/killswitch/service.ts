@@ -6,6 +6,9 @@ import type { AgentRecord, ApprovalRecord, Role, StopAllRecord, Store } from '..
 import { readStanding, type Standing } from './standing.js';
 import { endConnectionsInWrite } from '../oauth/connections.js';
 import { sees } from '../agents/service.js';
+import { checkConfirmCount, matches, stopsEveryAgent, type Selector } from './selector.js';
+
+export type { Selector } from './selector.js';
 
 /**
  * The kill switch (SPEC.md 1.3, 3 agent rows; API.md 2).
@@ -16,7 +19,12 @@ import { sees } from '../agents/service.js';
  *   gets 403 forbidden naming who may. Restarting lifts every hold. No key or token route lifts one.
  * - "Stop every agent" is one record per workspace; owners and admins turn it on and off.
  * - A token may freeze one agent or a selection (hold `token`); a selection past the ceiling waits
- *   for a person (an approval of its own) and nothing is frozen until then.
+ *   for a person (an approval of its own) and nothing is frozen until then. The operator on the
+ *   store (`--local`, the root of trust) freezes a selection with hold `owner` and no ceiling, as a
+ *   person in the console would. Either way the selection means the same (./selector.ts): the
+ *   same confirmCount, and `all` also turns on "stop every agent".
+ * - A token may turn on "stop every agent" when the workspace has no more live agents than the
+ *   ceiling; past it, that too waits for a person.
  * - Every stop, restart and stop-all change is a ledger record naming who did it, in the same
  *   transaction as the change.
  */
@@ -26,17 +34,35 @@ export interface Who {
   role?: Role;
 }
 
-/** Which agents a bulk freeze names (API.md 4): every criterion given must hold. */
-export interface Selector {
-  agentIds?: string[];
-  tags?: string[];
-  blueprint?: string;
-  actsFor?: string;
-  all?: boolean;
-}
-
 export type BulkFreezeOutcome =
   { kind: 'frozen'; frozen: number; agentIds: string[] } | { kind: 'pending'; approvalId: string; count: number };
+
+/** Waiting for a person: a token's freeze past the workspace's ceiling (202 over HTTP). */
+export interface PendingFreeze {
+  status: 'pending';
+  approvalId: string;
+  count: number;
+}
+
+/** What a freeze of a selection answers (API.md 4), through the server and from `svc freeze`. */
+export type FreezeAnswer = { frozen: number; agentIds: string[] } | PendingFreeze;
+
+export function toFreezeAnswer(outcome: BulkFreezeOutcome): FreezeAnswer {
+  return outcome.kind === 'pending'
+    ? { status: 'pending', approvalId: outcome.approvalId, count: outcome.count }
+    : { frozen: outcome.frozen, agentIds: outcome.agentIds };
+}
+
+/** "Stop every agent" as the console and `svc stop-all status` show it. */
+export interface StopAllState {
+  stopped: boolean;
+  reason: string | null;
+  by: string | null;
+  at: string | null;
+}
+
+/** Who froze: a token (hold `token`, held to the ceiling) or a person or the operator (hold `owner`). */
+export type Freezer = Who & { tokenId?: string };
 
 export function createKillSwitch(deps: {
   store: Store;
@@ -53,14 +79,75 @@ export function createKillSwitch(deps: {
     t.agents
       .scan([wid])
       .map((e) => e.value)
-      .filter(
-        (a) =>
-          !a.removedAt &&
-          (!s.agentIds || s.agentIds.includes(a.id)) &&
-          (!s.tags || s.tags.every((tag) => a.tags.includes(tag))) &&
-          (!s.blueprint || a.blueprint === s.blueprint) &&
-          (!s.actsFor || a.actsFor === s.actsFor),
-      );
+      .filter((a) => matches(a, s));
+
+  const liveCount = (wid: string): number => selected(wid, { all: true }).length;
+
+  /** Turns on "stop every agent", with its ledger record. Inside store.write(). */
+  const stopAllInWrite = (wid: string, reason: string, who: Freezer): StopAllRecord => {
+    const record = { reason, by: who.actor, at: isoAt(clock.now()) };
+    t.stopAll.put(wid, record);
+    endConnectionsInWrite(t, wid, { all: true }, 'every agent stopped', clock.now());
+    ledger.record({
+      workspaceId: wid,
+      actor: who.actor,
+      ...tokenOf(who),
+      kind: 'workspace.stop_all',
+      subject: wid,
+      data: { reason },
+    });
+    return record;
+  };
+
+  /** A token's request past the ceiling: an approval of its own, for a person to decide. Inside store.write(). */
+  const requestInWrite = (
+    wid: string,
+    freeze: { agentIds: string[]; reason: string; all: boolean },
+    token: { actor: string; tokenId: string },
+    count: number,
+  ): { kind: 'pending'; approvalId: string; count: number } => {
+    const now = clock.now();
+    const approvalId = deps.ids.id('apr');
+    const expiresAt = isoAt(now + deps.approvalTtlMs);
+    t.approvals.put([wid, approvalId], {
+      id: approvalId,
+      workspaceId: wid,
+      actionId: '',
+      agentId: '',
+      status: 'pending',
+      approvers: null,
+      approvals: [],
+      requiredApprovals: 1,
+      separationOfDuties: false,
+      createdAt: isoAt(now),
+      expiresAt,
+      decidedBy: null,
+      reason: null,
+      freeze: {
+        agentIds: freeze.agentIds,
+        reason: freeze.reason,
+        requestedBy: token.actor,
+        tokenId: token.tokenId,
+        ...(freeze.all ? { all: true } : {}),
+      },
+    });
+    t.pendingApprovals.put([expiresAt, wid, approvalId], true);
+    ledger.record({
+      workspaceId: wid,
+      actor: token.actor,
+      tokenId: token.tokenId,
+      kind: 'fleet.freeze_requested',
+      subject: approvalId,
+      data: {
+        count,
+        agentIds: freeze.agentIds,
+        reason: freeze.reason,
+        ceiling: deps.bulkFreezeCeiling,
+        ...(freeze.all ? { stopAll: true } : {}),
+      },
+    });
+    return { kind: 'pending', approvalId, count };
+  };
 
   /** Puts a hold on each agent. Inside store.write(). */
   const holdInWrite = (
@@ -161,57 +248,39 @@ export function createKillSwitch(deps: {
     },
 
     /**
-     * A token's bulk freeze (API.md 4): the selection must match something and `confirmCount`
-     * must equal its count now (409 selection_changed with oldCount and newCount otherwise). Past
-     * the ceiling nothing is frozen: a person must approve it in the console (202 pending).
-     * Either way the ledger says which token asked.
+     * A freeze of a selection (API.md 4; the selection's rules are in ./selector.ts). By a token:
+     * hold `token`, one `fleet.frozen` record, and past the ceiling nothing is frozen: a person
+     * must approve it in the console (pending). By the operator on the store (no tokenId): hold
+     * `owner` on each agent with an `agent.stopped` record each, as Stop in the console writes,
+     * and no ceiling. Either way `all` also turns on "stop every agent".
      */
     async freezeSelected(
       wid: string,
-      input: { selector: Selector; reason: string; confirmCount: number },
-      token: { actor: string; tokenId: string },
+      input: { selector: Selector; reason: string; confirmCount?: unknown },
+      by: Freezer,
     ): Promise<BulkFreezeOutcome> {
       return store.write((): BulkFreezeOutcome => {
         const agents = selected(wid, input.selector);
         if (agents.length === 0) throw new AppError('nothing_selected');
-        if (agents.length !== input.confirmCount) {
-          throw new AppError('selection_changed', {
-            message: `confirmCount is ${input.confirmCount} but the selector matches ${agents.length} agents now.`,
-            details: { oldCount: input.confirmCount, newCount: agents.length },
-          });
-        }
+        checkConfirmCount(input.confirmCount, agents.length);
         const agentIds = agents.map((a) => a.id);
-        if (agentIds.length > deps.bulkFreezeCeiling) {
-          const now = clock.now();
-          const approvalId = deps.ids.id('apr');
-          const expiresAt = isoAt(now + deps.approvalTtlMs);
-          t.approvals.put([wid, approvalId], {
-            id: approvalId,
-            workspaceId: wid,
-            actionId: '',
-            agentId: '',
-            status: 'pending',
-            approvers: null,
-            approvals: [],
-            requiredApprovals: 1,
-            separationOfDuties: false,
-            createdAt: isoAt(now),
-            expiresAt,
-            decidedBy: null,
-            reason: null,
-            freeze: { agentIds, reason: input.reason, requestedBy: token.actor, tokenId: token.tokenId },
-          });
-          t.pendingApprovals.put([expiresAt, wid, approvalId], true);
-          ledger.record({
-            workspaceId: wid,
-            actor: token.actor,
-            tokenId: token.tokenId,
-            kind: 'fleet.freeze_requested',
-            subject: approvalId,
-            data: { count: agentIds.length, agentIds, reason: input.reason, ceiling: deps.bulkFreezeCeiling },
-          });
-          return { kind: 'pending', approvalId, count: agentIds.length };
+        const all = stopsEveryAgent(input.selector);
+        if (by.tokenId === undefined) {
+          const frozen = holdInWrite(wid, agentIds, 'owner', input.reason, by.actor);
+          for (const aid of frozen)
+            ledger.record({
+              workspaceId: wid,
+              actor: by.actor,
+              kind: 'agent.stopped',
+              subject: aid,
+              data: { hold: 'owner', reason: input.reason },
+            });
+          if (all) stopAllInWrite(wid, input.reason, by);
+          return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
         }
+        const token = { actor: by.actor, tokenId: by.tokenId };
+        if (agentIds.length > deps.bulkFreezeCeiling)
+          return requestInWrite(wid, { agentIds, reason: input.reason, all }, token, agentIds.length);
         const frozen = holdInWrite(wid, agentIds, 'token', input.reason, token.actor);
         ledger.record({
           workspaceId: wid,
@@ -226,6 +295,7 @@ export function createKillSwitch(deps: {
             reason: input.reason,
           },
         });
+        if (all) stopAllInWrite(wid, input.reason, by);
         return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
       });
     },
@@ -253,27 +323,35 @@ export function createKillSwitch(deps: {
           tokenId: freeze.tokenId,
         },
       });
+      if (freeze.all) stopAllInWrite(wid, freeze.reason, { actor: approver });
       return frozen;
     },
 
-    stopAllState(wid: string): { stopped: boolean; reason: string | null; by: string | null; at: string | null } {
+    stopAllState(wid: string): StopAllState {
       const s = t.stopAll.get(wid);
       return { stopped: s !== undefined, reason: s?.reason ?? null, by: s?.by ?? null, at: s?.at ?? null };
     },
 
+    /** "Stop every agent" on, by a person or the operator on the store. */
     async stopAll(wid: string, reason: string, who: Who): Promise<StopAllRecord> {
+      return store.write(() => stopAllInWrite(wid, reason, who));
+    },
+
+    /**
+     * "Stop every agent" on, asked by a token: at once when the workspace has no more live agents
+     * than the ceiling, else it waits for a person, as a bulk freeze does.
+     */
+    async stopAllByToken(
+      wid: string,
+      reason: string,
+      token: { actor: string; tokenId: string },
+    ): Promise<{ kind: 'stopped'; state: StopAllState } | { kind: 'pending'; approvalId: string; count: number }> {
       return store.write(() => {
-        const record = { reason, by: who.actor, at: isoAt(clock.now()) };
-        t.stopAll.put(wid, record);
-        endConnectionsInWrite(t, wid, { all: true }, 'every agent stopped', clock.now());
-        ledger.record({
-          workspaceId: wid,
-          actor: who.actor,
-          kind: 'workspace.stop_all',
-          subject: wid,
-          data: { reason },
-        });
-        return record;
+        const count = liveCount(wid);
+        if (count > deps.bulkFreezeCeiling)
+          return requestInWrite(wid, { agentIds: [], reason, all: true }, token, count);
+        const record = stopAllInWrite(wid, reason, token);
+        return { kind: 'stopped' as const, state: { stopped: true, ...record } };
       });
     },
 

@@ -6,3 +6,4 @@ export {
   type CreateTokenInput,
   type ServiceTokenView,
 } from './service.js';
+export { createTokenSchema } from './schemas.js';

@@ -174,7 +174,8 @@ export interface ApprovalRecord {
   /** When it stopped waiting (approved, denied or expired); absent while pending and on older records. */
   decidedAt?: string;
   /** A bulk freeze past the ceiling, waiting for a person (actionId and agentId are then ''). */
-  freeze?: { agentIds: string[]; reason: string; requestedBy: string; tokenId: string };
+  /** `all`: the freeze named every agent, so approving it also turns on "stop every agent". */
+  freeze?: { agentIds: string[]; reason: string; requestedBy: string; tokenId: string; all?: boolean };
 }
 
 /** What a drill found, kept for the scorecard (the whole report is also in the ledger). */

@@ -49,11 +49,13 @@ test('no route a key, token or signature reaches decides an approval or lifts a 
       `${route.method} ${route.path} takes ${strategies.join(', ') || 'no auth'}`,
     );
   }
-  // And no machine route (/v1/) has any such verb at all.
+  // And no machine route (/v1/) has any such verb at all, except turning "stop every agent" on and
+  // reading it (API.md 9, `svc stop-all on|status` with a token): never off.
   t.deepEqual(
     routes
       .filter((r) => r.path.startsWith('/v1/') && /(approve|deny|restart|unfreeze|stop-all)/.test(r.path))
-      .map((r) => r.path),
-    [],
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`)
+      .sort(),
+    ['GET /v1/admin/stop-all', 'POST /v1/admin/stop-all'],
   );
 });

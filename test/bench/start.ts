@@ -10,6 +10,13 @@
  *   the median of each is reported.
  *
  * Goal: the binary starts within 20% of the npm svc (binary / npm <= 1.2 for each command).
+ *
+ * Fast commands (issue 18.7), the npm svc next to `node -e 0` (Node's own start, the floor):
+ * `svc --version` and `svc --help` under 300 ms, `svc freeze --agent` through a running server
+ * (`svc serve` on a free port, a service token) under 700 ms; medians of alternating runs.
+ * Wall times on a busy machine are longer for everything, `node -e 0` included: the load average
+ * is printed, and so is each command's time over `node -e 0`.
+ *
  * Exits 1 when a goal is missed. Expects dist/bin/svc-<platform>-<arch> (npm run bench builds it).
  */
 import { spawnSync } from 'node:child_process';
@@ -17,7 +24,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, cleanEnv, ROOT } from '../helpers/process.js';
+import { BIN, cleanEnv, ROOT, startServer, stopAndClean } from '../helpers/process.js';
 import { goalsTable, type Goal } from './report.js';
 
 const ROUNDS = 15;
@@ -111,8 +118,83 @@ try {
     goal: `<= ${MAX_RATIO.toFixed(2)}`,
     met: row.binary / row.npm <= MAX_RATIO,
   }));
+  goals.push(...(await fastCommands(dataDir)));
   console.log(`\n${goalsTable(goals)}`);
   process.exitCode = goals.every((g) => g.met) ? 0 : 1;
 } finally {
   await rm(work, { recursive: true, force: true });
+}
+
+/** Wall time of one run of a command line (argv[0] is the program); throws unless it exits 0. */
+function wall(argv: string[], extraEnv: Record<string, string> = {}): number {
+  const started = process.hrtime.bigint();
+  const result = spawnSync(argv[0]!, argv.slice(1), { cwd: work, env: { ...env, ...extraEnv }, encoding: 'utf8' });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (result.status !== 0) throw new Error(`${argv.join(' ')} exited ${result.status}:\n${result.stderr}`);
+  return ms;
+}
+
+/** The npm svc's fast commands next to `node -e 0`, alternating, after a warm-up of each. */
+async function fastCommands(dataDir: string): Promise<Goal[]> {
+  const server = await startServer({ dataDir });
+  try {
+    const local = (args: string[]) => {
+      const run = spawnSync(process.execPath, [BIN, ...args, '--local', '--data-dir', dataDir, '--json'], {
+        cwd: work,
+        env,
+        encoding: 'utf8',
+      });
+      if (run.status !== 0) throw new Error(`svc ${args.join(' ')} exited ${run.status}:\n${run.stderr}`);
+      return JSON.parse(run.stdout) as Record<string, string>;
+    };
+    const token = local([
+      'tokens',
+      'create',
+      '--name',
+      'bench',
+      '--scope',
+      'agents:freeze',
+      '--expires-in-days',
+      '1',
+    ]).token!;
+    const agentId = local(['agents', 'create', '--name', 'bench-freeze']).id!;
+    const node = [process.execPath, '-e', '0'];
+    const svcArgs = (args: string[]) => [process.execPath, BIN, ...args];
+    const cases: Array<{ label: string; argv: string[]; env?: Record<string, string>; limit: number }> = [
+      { label: 'svc --version', argv: svcArgs(['--version']), limit: 300 },
+      { label: 'svc --help', argv: svcArgs(['--help']), limit: 300 },
+      {
+        label: 'svc freeze --agent (through the server)',
+        argv: svcArgs(['freeze', '--agent', agentId, '--reason', 'bench', '--url', server.url]),
+        env: { SVC_TOKEN: token },
+        limit: 700,
+      },
+    ];
+    const measured = cases.map((c) => {
+      wall(node);
+      wall(c.argv, c.env);
+      const times = { node: [] as number[], svc: [] as number[] };
+      for (let round = 0; round < ROUNDS; round++) {
+        times.node.push(wall(node));
+        times.svc.push(wall(c.argv, c.env));
+      }
+      return { ...c, node: median(times.node), svc: median(times.svc) };
+    });
+    console.log(
+      `\nfast commands (npm svc), median of ${ROUNDS} alternating runs; load average ${loadavg()[0]!.toFixed(2)}`,
+    );
+    console.log('command                                     svc   node -e 0   over node');
+    for (const m of measured)
+      console.log(
+        `${m.label.padEnd(40)} ${m.svc.toFixed(0).padStart(5)} ms  ${m.node.toFixed(0).padStart(6)} ms  ${(m.svc - m.node).toFixed(0).padStart(6)} ms`,
+      );
+    return measured.map((m) => ({
+      benchmark: `fast: ${m.label}`,
+      measured: `${m.svc.toFixed(0)} ms (node -e 0: ${m.node.toFixed(0)} ms)`,
+      goal: `< ${m.limit} ms`,
+      met: m.svc < m.limit,
+    }));
+  } finally {
+    await stopAndClean(server);
+  }
 }

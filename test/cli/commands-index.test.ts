@@ -2,13 +2,15 @@ import test from 'ava';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Config, Help } from '@oclif/core';
+import { COMMAND_CLASSES } from '../../src/cli/generated/command-classes.js';
 import { COMMANDS } from '../../src/cli/generated/commands.js';
 import { ROOT, svc } from '../helpers/process.js';
 
 /**
  * The commands come from one generated index (oclif's explicit strategy), not from a scan of
  * commands/: every file there must be in it, under the id the file's path gives, and every
- * command and topic must still answer --help through the npm-installed svc.
+ * command and topic must still answer --help through the npm-installed svc. The index loads a
+ * command's module only when it runs; help comes from oclif.manifest.json (written by the build).
  */
 
 async function commandFiles(dir: string): Promise<string[]> {
@@ -26,7 +28,8 @@ test('every file under commands/ is in the generated index, by the id its path g
   const ids = files.map((f) => relative('commands', f).replace(/\.ts$/, '').split('/').join(':')).sort();
   t.true(ids.length >= 13, 'the scan found the commands');
   t.deepEqual(Object.keys(COMMANDS).sort(), ids);
-  for (const [id, command] of Object.entries(COMMANDS)) {
+  t.deepEqual(Object.keys(COMMAND_CLASSES).sort(), ids);
+  for (const [id, command] of Object.entries(COMMAND_CLASSES)) {
     t.is(typeof command.run, 'function', `${id} is a command class`);
     t.truthy(command.summary, `${id} has a summary`);
     t.true((command.examples ?? []).length > 0, `${id} has an example`);
@@ -76,7 +79,17 @@ test("oclif, loaded as svc loads it, finds every command through the index and r
   })(config);
   for (const id of Object.keys(COMMANDS)) {
     const command = await config.findCommand(id, { must: true }).load();
-    t.is(command, COMMANDS[id as keyof typeof COMMANDS], `${id} is the indexed class`);
+    t.is(command as unknown, COMMANDS[id as keyof typeof COMMANDS], `${id} is the indexed command`);
+    // The manifest (oclif.manifest.json) carries what the class declares, --json aside (oclif adds it).
+    const names = (flags: object) =>
+      Object.keys(flags)
+        .filter((f) => f !== 'json')
+        .sort();
+    t.deepEqual(
+      names(config.findCommand(id, { must: true }).flags),
+      names(COMMAND_CLASSES[id as keyof typeof COMMAND_CLASSES].flags ?? {}),
+      `${id}: the manifest is current`,
+    );
     const text = help.commandHelp(config.findCommand(id, { must: true }));
     t.true(text.includes(`$ svc ${id.split(':').join(' ')}`), `${id}'s help shows its usage`);
   }

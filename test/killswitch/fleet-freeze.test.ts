@@ -68,12 +68,12 @@ test.serial('the bulk-freeze errors of SPEC.md 7.5', async (t) => {
     400,
     'reason_required',
   );
-  assertError(
-    t,
-    await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'x' }),
-    409,
-    'confirm_count_required',
-  );
+  // Without a usable confirmCount the answer says how many the selector matches now (API.md 9).
+  for (const confirmCount of [undefined, 0, '2', 1.5]) {
+    const uncounted = await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'x', confirmCount });
+    assertError(t, uncounted, 409, 'confirm_count_required');
+    t.is(uncounted.body.error.count, 2, `confirmCount ${String(confirmCount)}`);
+  }
   assertError(
     t,
     await freezes(freezer.token, { selector: { tags: ['blue'] }, reason: 'x', confirmCount: 1 }),
@@ -163,10 +163,14 @@ test.serial('past the ceiling: 202 pending, nothing frozen, until a person appro
   const pending = (await owner.get('/approvals?status=pending')).body.data.find(
     (a: { id: string }) => a.id === res.body.approvalId,
   );
-  t.like(pending, { freeze: { requestedBy: 'token:ci-kill', reason: 'incident 9', tokenId: freezer.id } });
+  t.like(pending, { freeze: { requestedBy: 'token:ci-kill', reason: 'incident 9', tokenId: freezer.id, all: true } });
+  t.false((await owner.get('/stop-all')).body.stopped, '"stop every agent" waits for the person too');
   const approved = await owner.send('POST', `/approvals/${res.body.approvalId}/approve`, { note: 'go' });
   t.is(approved.status, 200, approved.text);
   t.deepEqual((await authorize(server, loner.key, payment(100))).body.signals, ['agent_frozen']);
   const record = (await owner.ledger()).filter((r) => r.kind === 'fleet.frozen').at(-1);
   t.like(record, { actor: `user:${owner.id}`, data: { requestedBy: 'token:ci-kill', count: all } });
+  // `all` means what it means everywhere (killswitch/selector.ts): "stop every agent" is on too.
+  t.like((await owner.get('/stop-all')).body, { stopped: true, reason: 'incident 9', by: `user:${owner.id}` });
+  t.like((await owner.ledger()).filter((r) => r.kind === 'workspace.stop_all').at(-1), { actor: `user:${owner.id}` });
 });

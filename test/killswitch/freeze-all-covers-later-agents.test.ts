@@ -27,9 +27,12 @@ const RULE = { actions: ['payment'], merchants: ['acme.example'], currencies: ['
 
 test('after svc freeze --all, an agent created later is stopped too', async (t) => {
   const before = await makeBot(owner, 'before-freeze', [RULE]);
+  const count = (await owner.get('/agents?limit=200')).body.data.length as number;
   const run = await svc([
     'freeze',
     '--all',
+    '--confirm-count',
+    String(count),
     '--reason',
     'incident 42',
     '--local',

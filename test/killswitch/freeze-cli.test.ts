@@ -128,7 +128,15 @@ test.serial(
     const live = (await owner.get('/agents?limit=200')).body.data.map((a: { id: string }) => a.id) as string[];
     t.false(live.includes(removed.agentId));
 
-    const res = await freeze(['--local', '--all', '--reason', 'incident 7']);
+    // --all needs the count, as through the server: without it, 409 confirm_count_required with the count now.
+    const uncounted = await freeze(['--local', '--all', '--reason', 'incident 7']);
+    t.is(uncounted.code, 1, uncounted.stdout + uncounted.stderr);
+    t.like(parse(t, uncounted.stdout).error, { type: 'confirm_count_required', count: live.length });
+    const miscounted = await freeze(['--local', '--all', '--reason', 'incident 7', '--confirm-count', '999']);
+    t.like(parse(t, miscounted.stdout).error, { type: 'selection_changed', oldCount: 999, newCount: live.length });
+    for (const bot of fleet) t.is((await decisionOf(bot)).decision, 'allow', 'nothing frozen without the right count');
+
+    const res = await freeze(['--local', '--all', '--reason', 'incident 7', '--confirm-count', String(live.length)]);
     t.is(res.code, 0, res.stderr);
     const out = parse(t, res.stdout);
     t.is(out.hold, 'owner');

@@ -1,0 +1,85 @@
+import type { AgentView } from '../agents/index.js';
+import type { ApprovalView } from '../approvals/service.js';
+import type { DrillReport } from '../drills/service.js';
+import type { KeyView, MintKeyInput } from '../keys/index.js';
+import type { FreezeAnswer, PendingFreeze, Selector, StopAllState } from '../killswitch/index.js';
+import { verdictOnline, type ReceiptVerdict } from '../receipts/verdict.js';
+import { callServer } from './http-client.js';
+
+/**
+ * The typed client of a running server that the commands use: one method per route a command
+ * calls, each returning the type the domain exports for that answer. It knows the routes, not
+ * the rules: those stay in the server. The credential is a service token (`SVC_TOKEN`) for the
+ * machine routes, or an admin workspace key (`SVC_ADMIN_KEY`) for the key routes.
+ *
+ * @example
+ * const answer = await serverClient('http://127.0.0.1:8080', token).freeze({ all: true }, 'incident 42', 12);
+ */
+export type Page<T> = { data: T[]; next: string | null };
+export type AgentWithRules = AgentView & { mandateRules: number };
+export type MintedKey = KeyView & { key: string };
+
+/** http to anything but this machine: a credential sent there crosses the network in clear. */
+export function sendsInClear(url: string): boolean {
+  try {
+    const { protocol, hostname } = new URL(url);
+    return (
+      protocol === 'http:' &&
+      !['127.0.0.1', 'localhost', '[::1]', '::1'].includes(hostname) &&
+      !hostname.startsWith('127.')
+    );
+  } catch {
+    return false;
+  }
+}
+
+export function serverClient(url: string, bearer?: string) {
+  const call = <T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) =>
+    callServer<T>(url, method, path, { ...(bearer ? { bearer } : {}), ...(body === undefined ? {} : { body }) });
+  /** Every page of a list route, in order. */
+  const all = async <T>(path: string): Promise<T[]> => {
+    const out: T[] = [];
+    for (let cursor: string | null = null; ;) {
+      const sep = path.includes('?') ? '&' : '?';
+      const page: Page<T> = await call<Page<T>>(
+        'GET',
+        `${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      out.push(...page.data);
+      if (!page.next || page.data.length === 0) return out;
+      cursor = page.next;
+    }
+  };
+  const agentPath = (aid: string) => `/v1/admin/agents/${encodeURIComponent(aid)}`;
+  return {
+    agents: {
+      list: (query: { tag?: string | undefined; status?: string | undefined }) => {
+        const q = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => !!e[1])).toString();
+        return call<Page<AgentView>>('GET', `/v1/admin/agents${q ? `?${q}` : ''}`).then((p) => p.data);
+      },
+      create: (input: object) => call<AgentWithRules>('POST', '/v1/admin/agents', input),
+      /** Hold `token` on one agent (agents:freeze). */
+      stop: (aid: string, reason: string) => call<AgentView>('POST', `${agentPath(aid)}/freeze`, { reason }),
+    },
+    freeze: (selector: Selector, reason: string, confirmCount?: number) =>
+      call<FreezeAnswer>('POST', '/v1/admin/freezes', {
+        selector,
+        reason,
+        ...(confirmCount === undefined ? {} : { confirmCount }),
+      }),
+    stopAll: {
+      on: (reason: string) => call<StopAllState | PendingFreeze>('POST', '/v1/admin/stop-all', { reason }),
+      status: () => call<StopAllState>('GET', '/v1/admin/stop-all'),
+    },
+    drill: () => call<DrillReport>('POST', '/v1/admin/drills', {}),
+    approvals: { list: () => all<ApprovalView>('/v1/admin/approvals') },
+    keys: {
+      mint: (input: MintKeyInput) => call<MintedKey>('POST', '/v1/admin/keys', input),
+      list: () => all<KeyView>('/v1/admin/keys'),
+      revoke: (id: string) => call<object>('DELETE', `/v1/admin/keys/${encodeURIComponent(id)}`).then(() => undefined),
+    },
+    verify: (receipt: string) => call<Partial<ReceiptVerdict>>('POST', '/v1/verify', { receipt }).then(verdictOnline),
+  };
+}
+
+export type ServerClient = ReturnType<typeof serverClient>;

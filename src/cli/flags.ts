@@ -1,0 +1,65 @@
+import { Flags } from '@oclif/core';
+import { CliFailure, dataDirFlag, EXIT, urlFlag } from './base-command.js';
+import { serverClient, type ServerClient } from './client.js';
+
+/**
+ * Flags that several commands share, and the one way each gets its client: through the server
+ * with a credential, or `--local` on the store (src/cli/local.ts).
+ */
+export const localFlags = {
+  local: Flags.boolean({ description: 'work on the store directly instead of calling the server' }),
+  workspace: Flags.string({ description: 'with --local: workspace id, when the store has several' }),
+  'data-dir': dataDirFlag,
+};
+
+/** `--url` and `--token` (SVC_TOKEN), a service token with the scope named. */
+export const adminKeyFlags = {
+  url: urlFlag,
+  'admin-key': Flags.string({ description: 'admin workspace key for the server', env: 'SVC_ADMIN_KEY' }),
+};
+
+export const tokenFlags = (scope: string) => ({
+  url: urlFlag,
+  token: Flags.string({ description: `service token with scope ${scope}`, env: 'SVC_TOKEN' }),
+});
+
+export const reasonFlag = Flags.string({ description: 'why (kept with the hold and in the ledger)', required: true });
+
+/** A service token (SVC_TOKEN), or an admin workspace key (SVC_ADMIN_KEY) for the key routes. */
+export type Credential = 'token' | 'admin-key';
+const NAMED = {
+  token: 'service token: set SVC_TOKEN (or --token)',
+  'admin-key': 'admin key: set SVC_ADMIN_KEY (or --admin-key)',
+};
+
+/** The client for a credential; without one, a usage error that names both ways. */
+export function tokenClient(
+  flags: { url: string; token?: string | undefined },
+  kind: Credential = 'token',
+): ServerClient {
+  if (!flags.token)
+    throw new CliFailure(`no ${NAMED[kind]}, or use --local on the store`, {
+      exit: EXIT.usage,
+      type: 'unauthenticated',
+    });
+  return serverClient(flags.url, flags.token);
+}
+
+/** A command (or a form of one) that only the operator on the store may run. */
+export function localOnly(what: string, why: string): never {
+  throw new CliFailure(`${what} works only with --local: ${why}`, {
+    exit: EXIT.usage,
+    type: 'local_only',
+    fix: 'Run it with --local on the machine that holds the store (--data-dir), or do it in the console.',
+  });
+}
+
+/** A reason that says something: trimmed, and not empty. */
+export function reasonOf(reason: string): string {
+  const trimmed = reason.trim();
+  if (trimmed === '') throw new CliFailure('--reason must say why', { exit: EXIT.usage, type: 'reason_required' });
+  return trimmed;
+}
+
+/** "1 agent", "3 agents". */
+export const agents = (n: number) => `${n} agent${n === 1 ? '' : 's'}`;
