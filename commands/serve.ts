@@ -56,6 +56,9 @@ export default class Serve extends SvcCommand {
     }
     const boot = await bootstrapIfEmpty(app.services.people);
     const address = http.server.info.uri;
+    // Listened for before anything says the server is up: a SIGTERM sent the moment a supervisor
+    // (or a test) reads the address must drain, not meet the default action and end the process.
+    const stopSignal = Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
     if (this.jsonEnabled()) {
       this.logJson({
         listening: address,
@@ -78,7 +81,7 @@ export default class Serve extends SvcCommand {
     app.log.info({ address }, 'listening');
     app.log.flush();
 
-    const signal = await Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
+    const signal = await stopSignal;
     app.log.info({ signal: String(signal[0] ?? '') }, 'stopping: finishing in-flight requests');
     await http.stop();
     await app.close();

@@ -155,7 +155,8 @@ export async function startServer(
   });
   let stdout = '';
   let stderr = '';
-  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  // 'close', not 'exit': the last lines the server flushes as it stops are read before stop() resolves.
+  const exited = new Promise<number | null>((r) => proc.on('close', (code) => r(code)));
   // A test process that ends early (a timeout, a crash) must not leave its servers running.
   const reap = () => {
     if (proc.exitCode === null) proc.kill('SIGKILL');
