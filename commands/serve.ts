@@ -1,11 +1,6 @@
-import { once } from 'node:events';
 import { Flags } from '@oclif/core';
-import { createApp } from '../src/app.js';
 import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
-import { createHttpServer } from '../src/server.js';
-import { systemError } from '../src/errors/system.js';
-import { createLogger, prettyLogs } from '../src/lib/log.js';
-import { bootstrapIfEmpty } from '../src/people/index.js';
+import { serveUntilStopped, type Listening } from '../src/cli/serving.js';
 import { loadSettings } from '../src/settings/load.js';
 
 export default class Serve extends SvcCommand {
@@ -40,29 +35,14 @@ export default class Serve extends SvcCommand {
         'observability.metricsPort': flags['metrics-port'],
       },
     });
-    const log = createLogger(settings.log.level, { pretty: prettyLogs(settings.log.format, process.stderr.isTTY) });
-    const app = await createApp(settings, { migrate: flags.migrate, create: true, log });
-    if (app.migration) app.log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
-    // Bound before anything the operator must read is created: a start that cannot listen leaves no
-    // workspace behind whose one-time password nobody saw; the next start creates it and prints it.
-    const http = await createHttpServer(app);
-    try {
-      await http.start();
-    } catch (err) {
-      // What the failed start set up (hapi's initialised plugins, their timers) is stopped too.
-      await http.server.stop({ timeout: 0 }).catch(() => undefined);
-      await app.close();
-      throw systemError(err, { kind: 'listen', host: settings.server.host, port: settings.server.port }) ?? err;
-    }
-    const boot = await bootstrapIfEmpty(app.services.people);
-    const address = http.server.info.uri;
-    // Listened for before anything says the server is up: a SIGTERM sent the moment a supervisor
-    // (or a test) reads the address must drain, not meet the default action and end the process.
-    const stopSignal = Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
+    await serveUntilStopped(settings, { migrate: flags.migrate, announce: (l) => this.announce(l) });
+  }
+
+  private announce({ address, metricsUrl, boot }: Listening): void {
     if (this.jsonEnabled()) {
       this.logJson({
         listening: address,
-        ...(http.metricsUrl() ? { metrics: http.metricsUrl() } : {}),
+        ...(metricsUrl ? { metrics: metricsUrl } : {}),
         ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}),
       });
     } else if (boot) {
@@ -73,19 +53,10 @@ export default class Serve extends SvcCommand {
           `  Owner: ${boot.email}`,
           `  One-time password: ${boot.password}`,
           '  It is shown this once and stored only as a hash. Sign in at /login and choose your own.',
-          '  Lost it? `svc owner reset-password --email admin@localhost --local` prints a new one.',
+          `  Lost it? \`svc owner reset-password --email ${boot.email} --local\` prints a new one.`,
           '',
         ].join('\n'),
       );
     }
-    app.log.info({ address }, 'listening');
-    app.log.flush();
-
-    const signal = await stopSignal;
-    app.log.info({ signal: String(signal[0] ?? '') }, 'stopping: finishing in-flight requests');
-    await http.stop();
-    await app.close();
-    app.log.info('stopped');
-    app.log.flush();
   }
 }

@@ -1,0 +1,54 @@
+import { once } from 'node:events';
+import { createApp } from '../app.js';
+import { systemError } from '../errors/system.js';
+import { createLogger, prettyLogs } from '../lib/log.js';
+import { bootstrapIfEmpty } from '../people/index.js';
+import { createHttpServer } from '../server.js';
+import type { Settings } from '../settings/schema.js';
+
+/** What `svc serve` tells once it listens. */
+export interface Listening {
+  address: string;
+  metricsUrl: string | null;
+  /** The first workspace and its owner's one-time password, when this start created them. */
+  boot: { workspaceId: string; email: string; password: string } | null;
+}
+
+/**
+ * `svc serve`: the store opened (created when empty), the port bound before the first workspace
+ * is created (a start that cannot listen leaves no workspace whose one-time password nobody saw;
+ * the next start creates it and prints it), the signals listened for before the address is told.
+ * `announce` prints what the operator must see, before the log says `listening` (ready). Resolves
+ * on SIGTERM or SIGINT, once the server has drained, flushed and closed the store.
+ */
+export async function serveUntilStopped(
+  settings: Readonly<Settings>,
+  options: { migrate: boolean; announce: (listening: Listening) => void },
+): Promise<void> {
+  const log = createLogger(settings.log.level, { pretty: prettyLogs(settings.log.format, process.stderr.isTTY) });
+  const app = await createApp(settings, { migrate: options.migrate, create: true, log });
+  if (app.migration) log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
+  const http = await createHttpServer(app);
+  try {
+    await http.start();
+  } catch (err) {
+    // What the failed start set up (hapi's initialised plugins, their timers) is stopped too.
+    await http.server.stop({ timeout: 0 }).catch(() => undefined);
+    await app.close();
+    throw systemError(err, { kind: 'listen', host: settings.server.host, port: settings.server.port }) ?? err;
+  }
+  const boot = await bootstrapIfEmpty(app.services.people);
+  const address = http.server.info.uri;
+  // Listened for before anything says the server is up: a SIGTERM sent the moment a supervisor
+  // (or a test) reads the address must drain, not meet the default action and end the process.
+  const signal = Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
+  options.announce({ address, metricsUrl: http.metricsUrl(), boot });
+  log.info({ address }, 'listening');
+  log.flush();
+  const [name] = await signal;
+  log.info({ signal: String(name ?? '') }, 'stopping: finishing in-flight requests');
+  await http.stop();
+  await app.close();
+  log.info('stopped');
+  log.flush();
+}

@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import type { LedgerVerifyInput } from './verify.js';
+
+/** A file the evidence bundle's verification cannot read (a usage error: exit 2). */
+export class BundleReadError extends Error {
+  override name = 'BundleReadError';
+}
+
+function readJson(file: string, what: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new BundleReadError(`cannot read the ${what} ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * An evidence bundle file (GET /v1/admin/evidence, API.md 5) as the ledger verifier's input, with
+ * the key set of `jwksFile` when one is given (else the bundle's own). A bundle's records may be
+ * record objects (hashed in their RFC 8785 form) or { bytes } with the decoded `record` beside
+ * them, which must then be exactly the parse of the bytes (the verifier checks it).
+ */
+export function readBundle(bundleFile: string, jwksFile?: string): LedgerVerifyInput {
+  const bundle = readJson(bundleFile, 'bundle') as Record<string, unknown>;
+  const jwks = jwksFile ? readJson(jwksFile, 'JWKS file') : undefined;
+  const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+  return {
+    origin: String(bundle.origin ?? ''),
+    records: list(bundle.records).map((r) => {
+      const entry = r as { bytes?: unknown; leaf?: unknown; record?: unknown };
+      if (r && typeof r === 'object' && typeof entry.bytes === 'string') {
+        return {
+          bytes: entry.bytes,
+          ...(typeof entry.leaf === 'string' ? { leaf: entry.leaf } : {}),
+          ...('record' in entry ? { record: entry.record } : {}),
+        };
+      }
+      return { bytes: JSON.stringify(r) };
+    }),
+    consistency: list(bundle.consistency) as LedgerVerifyInput['consistency'],
+    checkpoints: list(bundle.checkpoints).map((c) => ({
+      note: typeof c === 'string' ? c : String((c as { note?: unknown }).note ?? ''),
+    })),
+    jwks: (jwks ?? bundle.jwks ?? { keys: [] }) as { keys: object[] },
+  };
+}
