@@ -46,8 +46,15 @@ test('svc --version answers before oclif or any command loads', async (t) => {
   t.deepEqual(from(urls, '/dist/commands/'), []);
 });
 
-test('svc --help loads oclif and the command index, and no command', async (t) => {
+test('svc --help prints every command from the manifest, loading neither oclif nor any command', async (t) => {
   const { code, urls } = await loaded(['--help']);
+  t.is(code, 0);
+  t.deepEqual(from(urls, '/@oclif/core/'), []);
+  t.deepEqual(from(urls, '/dist/commands/'), []);
+});
+
+test("svc freeze --help is oclif's, from the manifest: no command is loaded", async (t) => {
+  const { code, urls } = await loaded(['freeze', '--help']);
   t.is(code, 0);
   t.true(from(urls, '/@oclif/core/').length > 0);
   t.deepEqual(from(urls, '/dist/commands/'), []);

@@ -21,6 +21,9 @@ const EXPECTED: Record<string, ServiceTokenScope> = {
   'GET /v1/admin/approvals/suggestions': 'approvals:read',
   'GET /v1/admin/evidence': 'evidence:read',
   'GET /v1/admin/scorecard': 'evidence:read',
+  'GET /v1/admin/stop-all': 'agents:read',
+  // Last: it stops every agent of the workspace (the routes above run first, in this order).
+  'POST /v1/admin/stop-all': 'agents:freeze',
 };
 
 let running: InProcess;
@@ -63,6 +66,7 @@ function requestFor(route: string): { method: string; url: string; payload?: obj
     'POST /v1/admin/agents/{aid}/freeze': { reason: 'scope walk' },
     'POST /v1/admin/freezes': { selector: { agentIds: [agentId] }, reason: 'scope walk', confirmCount: 1 },
     'POST /v1/admin/drills': {},
+    'POST /v1/admin/stop-all': { reason: 'scope walk' },
   };
   return { method, url, ...(route in payloads ? { payload: payloads[route] } : {}) };
 }
