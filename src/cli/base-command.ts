@@ -81,7 +81,8 @@ export abstract class SvcCommand extends Command {
   }
 
   protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
-    return super.catch(await toCliFailure(err));
+    // An error before the flags were parsed whole is a usage error, whichever part of oclif threw it.
+    return super.catch(await toCliFailure(err, { parsing: !this.parsed }));
   }
 
   protected override toErrorJson(err: unknown): unknown {
@@ -100,7 +101,7 @@ export abstract class SvcCommand extends Command {
   }
 }
 
-async function toCliFailure(err: Error): Promise<Error> {
+async function toCliFailure(err: Error, context: { parsing: boolean } = { parsing: false }): Promise<Error> {
   if (err instanceof CliFailure) return err;
   if (err instanceof StoreError && err.code === 'no_space')
     return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
@@ -134,9 +135,9 @@ async function toCliFailure(err: Error): Promise<Error> {
   const path = (err as NodeJS.ErrnoException).path;
   const system = typeof path === 'string' ? systemError(err, { kind: 'file', path }) : undefined;
   if (system) return toCliFailure(system);
-  if (err instanceof Errors.CLIError && 'parse' in err) {
+  if (err instanceof Errors.CLIError && ('parse' in err || context.parsing)) {
     // oclif's parse and flag-validation errors (unknown flag, bad choice, missing or conflicting
-    // flags): usage, whatever exit code oclif gives that kind.
+    // flags, a flag without its value): usage, whatever exit code oclif gives that kind.
     return new CliFailure(err.message, {
       exit: EXIT.usage,
       type: 'usage',

@@ -186,6 +186,20 @@ test('under --json a usage error is the CLI error envelope, not the parser inter
   );
 });
 
+test('a flag given without its value is a usage error: exit 2, the envelope under --json', async (t) => {
+  for (const args of [
+    ['serve', '--port', '--json'],
+    ['serve', '--json', '--port'],
+  ]) {
+    const res = await svc(args);
+    t.is(res.code, 2, args.join(' '));
+    const doc = json(res.stdout);
+    t.is(doc.error.type, 'usage');
+    t.is(doc.error.exitCode, 2);
+    t.regex(String(doc.error.message), /--port expects a value/);
+  }
+});
+
 test('serve refuses a schema-1 store with exit 3 and tells to run svc migrate', async (t) => {
   const d = await dir('svc-v1-serve-');
   await buildV1Store(d);
