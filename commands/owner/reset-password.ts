@@ -1,15 +1,7 @@
 import { Flags } from '@oclif/core';
 import { dataDirFlag, EXIT, SvcCommand } from '../../src/cli/base-command.js';
 import { openLocal } from '../../src/cli/local.js';
-
-type Reset = {
-  userId: string;
-  email: string;
-  password: string;
-  sessionsEnded: number;
-  twoFactorDisabled: boolean;
-  workspaces: string[];
-};
+import type { OwnerPasswordReset } from '../../src/people/recovery.js';
 
 export default class OwnerResetPassword extends SvcCommand {
   static override summary = "Recover an owner's access: print a new one-time password.";
@@ -26,7 +18,7 @@ export default class OwnerResetPassword extends SvcCommand {
     'data-dir': dataDirFlag,
   };
 
-  async run(): Promise<Reset> {
+  async run(): Promise<OwnerPasswordReset> {
     const { flags } = await this.parse(OwnerResetPassword);
     if (!flags.local)
       this.fail(

@@ -42,11 +42,7 @@ function failed(span: Span, err: unknown): void {
 /** Runs `fn` in a child span of the active one, ended when `fn` settles. */
 export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = tracer.startSpan(
-    name,
-    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
-    parent,
-  );
+  const span = startSpan(name, { ...options, parent });
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {
@@ -60,11 +56,7 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
 /** As `inSpan` for synchronous work (signing inside a store write). */
 export function inSpanSync<T>(name: string, options: SpanOptions, fn: (span: Span) => T): T {
   const parent = options.parent ?? context.active();
-  const span = tracer.startSpan(
-    name,
-    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
-    parent,
-  );
+  const span = startSpan(name, { ...options, parent });
   try {
     return context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {

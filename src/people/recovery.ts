@@ -20,20 +20,20 @@ import type { PeopleRepo } from './repo.js';
  * - Each workspace the person belongs to gets a ledger record `member.password_reset`, actor
  *   `system` (the operator at the store), in that transaction.
  */
+/** What `svc owner reset-password` reports: the new one-time password is shown this once. */
+export interface OwnerPasswordReset {
+  userId: string;
+  email: string;
+  password: string;
+  sessionsEnded: number;
+  twoFactorDisabled: boolean;
+  workspaces: string[];
+}
+
 export function createRecovery(deps: { store: Store; clock: Clock; repo: PeopleRepo; ledger?: MembersLedger }) {
   const { store, repo, ledger } = deps;
   return {
-    async resetOwnerPassword(
-      email: string,
-      options: { disableTwoFactor?: boolean } = {},
-    ): Promise<{
-      userId: string;
-      email: string;
-      password: string;
-      sessionsEnded: number;
-      twoFactorDisabled: boolean;
-      workspaces: string[];
-    }> {
+    async resetOwnerPassword(email: string, options: { disableTwoFactor?: boolean } = {}): Promise<OwnerPasswordReset> {
       const user = repo.userByEmail(email);
       if (!user) throw new AppError('not_found', { message: `No person with the email ${email} in this store.` });
       const memberships = repo.workspacesOf(user.id);
