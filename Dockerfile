@@ -6,7 +6,7 @@
 #                                               the single executable alone, on distroless (no shell, no Node)
 #
 # Run either: docker run -p 8080:8080 -v svc-data:/data -e SVC_BASE_URL=https://svc.example.com svc
-# (production: behind a TLS proxy, see the README's Docker section). `svc` is on PATH in both, for
+# (production: behind a TLS proxy, see docs/operations.md, Docker). `svc` is on PATH in both, for
 # `docker exec CONTAINER svc ledger verify` and the other --local commands. The master key can come
 # from a mounted secret instead of the volume: -e SVC_MASTER_KEY_FILE=/run/secrets/svc_master_key.
 # The build context holds no .git, so the commit that `svc --version` names comes from

@@ -231,7 +231,7 @@ export const gatewayRoutes: Plugin<{
             circuit: gateway.health.open(m.id) ? 'open' : 'closed',
             observedLatencyMs: gateway.health.latencyMs(m.id) ?? null,
           })),
-          // What the bounded record queues dropped of this workspace's records (README, Model gateway).
+          // What the bounded record queues dropped of this workspace's records (docs/gateway.md).
           recordQueues: gateway.queues(caller(request, 'workspace-key').workspaceId),
         }),
       },

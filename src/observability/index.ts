@@ -10,7 +10,7 @@ export { instrumentStore } from './store.js';
 export type { Metrics } from './metrics.js';
 
 /**
- * What the server starts and stops for observability (README "Observability"):
+ * What the server starts and stops for observability (docs/operations.md, "Observability"):
  * - metrics: GET /metrics on the main listener when a scrape token is set, and/or on a
  *   127.0.0.1-only listener at `metricsPort` without one; neither configured, no /metrics at all;
  * - traces: the OpenTelemetry SDK when an OTLP endpoint is set; otherwise none.

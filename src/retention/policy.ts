@@ -4,7 +4,7 @@ import { sweepJob, type SweepJob } from './sweeper.js';
 
 /**
  * What the store keeps, and for how long: every table with a window is one job of the sweeper
- * (the README's store section has the same table, for operators). Two kinds:
+ * (docs/operations.md, Retention, has the same table, for operators). Two kinds:
  * - Windows: a record that only means something for a while (an idempotency key, a code, a
  *   used identifier, a session) is swept once that while is over, plus a margin where a late
  *   use must still get the answer it would have got (WINDOW_MARGIN_MS; a spent code, a chat
