@@ -8,20 +8,28 @@ import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord, Store } from '../store/index.js';
 import { endConnectionsInWrite } from './connections.js';
 import { bounded, metrics } from '../lib/metrics.js';
+import { ClientMetadataProblem, clientIdUrlProblem, isUrlClientId, type ClientMetadata } from './client-metadata.js';
+import { openPair, sealPair } from './grace.js';
+import { acceptableRedirect, redirectMatches } from './redirects.js';
+import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope, offline, refreshScopeProblem } from './scopes.js';
 
 /**
  * The OAuth 2.1 authorization server for MCP clients (SPEC.md 2.4, 2.5, 3, 4.5, 5.5).
  * Rules:
  * - Clients register themselves (RFC 7591): redirect URIs https, or http on a loopback address;
  *   `none` (public, the default), `client_secret_post` or `client_secret_basic` (a secret is
- *   returned once and stored as a hash).
+ *   returned once and stored as a hash). Or a client's `client_id` is the https URL of its
+ *   metadata document (client-metadata.ts): a public client, never stored, its redirect URIs
+ *   from the document only.
  * - Authorization needs PKCE S256, a registered redirect URI (exact, except the port of a
  *   loopback one, RFC 8252 7.3), and `resource` equal to this deployment's /mcp URL (RFC 8707).
  *   A signed-in person connects exactly one agent they may manage: the connection.
  * - Codes last CODE_TTL_MS and are used once; a code presented again ends the connection it made.
+ * - Scopes as scopes.ts says: `svc:agent` always, a refresh token only with `offline_access`.
  * - Access tokens (`aat_`) last an hour and work at /mcp exactly as the agent's key. Refresh
- *   tokens (`art_`) are used once: each refresh issues a new pair and stops the old access token;
- *   a used refresh token presented again ends the whole connection.
+ *   tokens (`art_`) are used once: each refresh issues a new pair and stops the old access token.
+ *   The same client presenting a used refresh token again within `refreshGraceMs` of its use gets
+ *   the same new pair (grace.ts); later, the reuse ends the whole connection.
  * - Revoking either token ends its connection (RFC 7009: 200 {} whatever the token was).
  * - A connection also ends when its agent is frozen or removed, or its person leaves the
  *   workspace (connections.ts); an ended connection's tokens never work again.
@@ -30,38 +38,10 @@ import { bounded, metrics } from '../lib/metrics.js';
 export const ACCESS_TTL_SECONDS = 3600;
 export const CODE_TTL_MS = 5 * 60_000;
 export const REFRESH_TTL_MS = 30 * 86_400_000;
-export const SCOPE = 'svc:agent';
+export { SCOPE } from './scopes.js';
+export { acceptableRedirect, redirectMatches };
 const AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
-
-const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
-/** https, or http on a loopback address; no fragment. */
-export function acceptableRedirect(uri: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return false;
-  }
-  if (url.hash !== '' || uri.includes('#')) return false;
-  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname));
-}
-
-/** Exact match, except that a loopback http redirect may come back on any port (RFC 8252 7.3). */
-export function redirectMatches(registered: string, presented: string): boolean {
-  if (registered === presented) return true;
-  try {
-    const a = new URL(registered);
-    const b = new URL(presented);
-    if (a.protocol !== 'http:' || !LOOPBACK.has(a.hostname)) return false;
-    a.port = '';
-    b.port = '';
-    return a.href === b.href;
-  } catch {
-    return false;
-  }
-}
 
 const outcome = <T>(result: T | AppError): T => {
   if (result instanceof AppError) throw result;
@@ -70,12 +50,26 @@ const outcome = <T>(result: T | AppError): T => {
 
 const sameHash = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
+/** A client known by its metadata document's URL, as the token endpoint and the grant see it: public, not stored. */
+const urlClient = (clientId: string, clientName: string): OAuthClientRecord => ({
+  clientId,
+  clientName,
+  redirectUris: [],
+  authMethod: 'none',
+  secretHash: null,
+  createdAt: '',
+});
+
 export interface AuthorizeRequest {
   clientId: string;
   redirectUri: string;
   challenge: string;
   state: string | null;
   resource: string;
+  /** The granted scope (scopes.ts). */
+  scope: string;
+  /** A URL client's name, from its metadata document when the consent page was shown. */
+  clientName?: string;
   /** The consent form's own id: a form connects once. */
   nonce?: string;
   /** When the consent form expires (ms). */
@@ -86,18 +80,38 @@ export interface TokenResponse {
   access_token: string;
   token_type: 'Bearer';
   expires_in: number;
-  refresh_token: string;
+  refresh_token?: string;
   scope: string;
 }
 
-export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; issuer: () => string }) {
+/** A client as the authorization endpoint sees it: registered, or described by its metadata document (`host` set). */
+export interface AuthorizingClient {
+  clientId: string;
+  clientName: string;
+  redirectUris: string[];
+  host?: string;
+}
+
+export function createOAuth(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  issuer: () => string;
+  clientMetadata: ClientMetadata;
+  /** How long a used refresh token still gets the pair its use issued (0: never). */
+  refreshGraceMs: number;
+  /** The deployment's key for sealing that pair (grace.ts). */
+  graceKey: Buffer;
+}) {
   const { store, clock, ids, ledger } = deps;
   const t = store.tables;
   const resourceUrl = () => `${deps.issuer()}/mcp`;
 
   const issuePairInWrite = (c: OAuthConnectionRecord, nowMs: number): TokenResponse => {
+    const scope = c.scope ?? DEFAULT_SCOPE;
     const access = ids.secret('aat');
-    const refresh = ids.secret('art');
+    const refresh = offline(scope) ? ids.secret('art') : null;
     const accessHash = secretHash(access);
     const base = {
       connectionId: c.id,
@@ -112,18 +126,19 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       expiresAt: isoAt(nowMs + ACCESS_TTL_SECONDS * 1000),
       pairedAccess: null,
     });
-    t.oauthTokens.put(secretHash(refresh), {
-      ...base,
-      kind: 'refresh',
-      expiresAt: isoAt(nowMs + REFRESH_TTL_MS),
-      pairedAccess: accessHash,
-    });
+    if (refresh)
+      t.oauthTokens.put(secretHash(refresh), {
+        ...base,
+        kind: 'refresh',
+        expiresAt: isoAt(nowMs + REFRESH_TTL_MS),
+        pairedAccess: accessHash,
+      });
     return {
       access_token: access,
       token_type: 'Bearer',
       expires_in: ACCESS_TTL_SECONDS,
-      refresh_token: refresh,
-      scope: SCOPE,
+      ...(refresh ? { refresh_token: refresh } : {}),
+      scope,
     };
   };
 
@@ -148,7 +163,15 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
     basic: { id: string; secret: string } | null,
   ): OAuthClientRecord => {
     const clientId = basic?.id ?? form.client_id;
-    const client = clientId ? t.oauthClients.get(clientId) : undefined;
+    // A URL client is public: its codes and tokens are bound to the URL, so nothing is fetched here.
+    const client =
+      clientId && isUrlClientId(clientId)
+        ? clientIdUrlProblem(clientId) === null
+          ? urlClient(clientId, new URL(clientId).host)
+          : undefined
+        : clientId
+          ? t.oauthClients.get(clientId)
+          : undefined;
     if (!client) throw new AppError('invalid_client', { message: 'Unknown client.' });
     if (form.client_id !== undefined && basic && form.client_id !== basic.id)
       throw new AppError('invalid_client', { message: 'client_id differs from the one in the Authorization header.' });
@@ -174,6 +197,7 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
 
   return {
     resourceUrl,
+    grantedScope,
 
     /** RFC 8414 discovery. */
     metadata() {
@@ -189,8 +213,9 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
         code_challenge_methods_supported: ['S256'],
         token_endpoint_auth_methods_supported: [...AUTH_METHODS],
         revocation_endpoint_auth_methods_supported: [...AUTH_METHODS],
-        scopes_supported: [SCOPE],
+        scopes_supported: [...SCOPES_SUPPORTED],
         authorization_response_iss_parameter_supported: true,
+        client_id_metadata_document_supported: true,
       };
     },
 
@@ -255,19 +280,35 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       };
     },
 
-    /** The registered client and the redirect to use, or undefined (answered with an error page, never a redirect). */
-    clientAndRedirect(
+    /**
+     * The client and the redirect to use, or the problem to show on an error page (never a
+     * redirect). A URL client_id is resolved through its metadata document (fetched or cached).
+     */
+    async clientAndRedirect(
       clientId: string | undefined,
       redirectUri: string | undefined,
-    ): { client: OAuthClientRecord; redirectUri: string } | { problem: string } {
-      const client = clientId ? t.oauthClients.get(clientId) : undefined;
+    ): Promise<{ client: AuthorizingClient; redirectUri: string } | { problem: string }> {
+      let client: AuthorizingClient | undefined;
+      if (clientId && isUrlClientId(clientId)) {
+        try {
+          client = await deps.clientMetadata.resolve(clientId);
+        } catch (err) {
+          if (err instanceof ClientMetadataProblem)
+            return { problem: `This application's client_id cannot be used: ${err.message}` };
+          throw err;
+        }
+      } else client = clientId ? t.oauthClients.get(clientId) : undefined;
       if (!client) return { problem: 'This application is not registered here (unknown client_id).' };
       if (redirectUri === undefined) {
         if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
         return { problem: 'The application did not say where to send you back (redirect_uri).' };
       }
       if (!client.redirectUris.some((r) => redirectMatches(r, redirectUri)))
-        return { problem: 'The address to send you back to is not one this application registered.' };
+        return {
+          problem: client.host
+            ? `The address to send you back to is not one of those in the application's metadata document (${client.host}).`
+            : 'The address to send you back to is not one this application registered.',
+        };
       return { client, redirectUri };
     },
 
@@ -294,7 +335,9 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       const choice = this.connectable(userId).find((c) => c.agentId === agentId);
       if (!choice)
         throw invalidField('agent', 'you may not connect that agent (it is not yours, is stopped, or was removed)');
-      const client = t.oauthClients.get(req.clientId);
+      const client = isUrlClientId(req.clientId)
+        ? urlClient(req.clientId, req.clientName ?? new URL(req.clientId).host)
+        : t.oauthClients.get(req.clientId);
       if (!client) throw new AppError('invalid_client');
       const code = ids.secret('aat').replace(/^aat_/, 'code_');
       await store.write(() => {
@@ -330,6 +373,7 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
           clientName: client.clientName,
           agentId,
           userId,
+          scope: req.scope,
           createdAt: isoAt(now),
           endedAt: null,
           endedWhy: null,
@@ -418,6 +462,19 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
                 });
               const connection = connectionOf(token);
               if (token.usedAt) {
+                // Within the window, the same client (checked above) gets the pair the first use issued.
+                if (token.grace && Date.parse(token.grace.until) > now && connection && !connection.endedAt) {
+                  const pair = openPair<TokenResponse>(
+                    deps.graceKey,
+                    token.grace.sealed,
+                    form.refresh_token!,
+                    tokenHash,
+                  );
+                  if (pair) {
+                    const elapsed = Math.floor((now - Date.parse(token.usedAt)) / 1000);
+                    return { ...pair, expires_in: Math.max(0, pair.expires_in - elapsed) };
+                  }
+                }
                 endInWrite(connection, 'refresh token reused', 'system');
                 return new AppError('invalid_grant', {
                   message: 'This refresh token was already used: the whole connection is ended. Authorize again.',
@@ -427,9 +484,22 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
                 return new AppError('invalid_grant', { message: 'The connection has ended; authorize again.' });
               if (token.expiresAt && Date.parse(token.expiresAt) <= now)
                 return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
-              t.oauthTokens.put(tokenHash, { ...token, usedAt: isoAt(now) });
+              const beyond = refreshScopeProblem(connection.scope ?? DEFAULT_SCOPE, form.scope);
+              if (beyond) return new AppError('invalid_scope', { message: `${beyond}.` });
               if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
-              return issuePairInWrite(connection, now);
+              const pair = issuePairInWrite(connection, now);
+              t.oauthTokens.put(tokenHash, {
+                ...token,
+                usedAt: isoAt(now),
+                grace:
+                  deps.refreshGraceMs > 0
+                    ? {
+                        until: isoAt(now + deps.refreshGraceMs),
+                        sealed: sealPair(deps.graceKey, pair, form.refresh_token!, tokenHash),
+                      }
+                    : null,
+              });
+              return pair;
             }),
           );
         }
