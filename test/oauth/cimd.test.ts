@@ -1,5 +1,13 @@
 import test from 'ava';
 import * as oauth from 'oauth4webapi';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createAgent, type AgentFixture } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
@@ -263,4 +271,63 @@ test('without oauth.allowPrivateClientMetadata a loopback document is refused by
   } finally {
     await stopAndClean(strict);
   }
+});
+
+/** The MCP SDK's provider for a client known by its metadata document; "visiting" the URL is the person consenting. */
+class UrlClientProvider implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined;
+  stored: OAuthTokens | undefined;
+  verifier = '';
+  pendingCode: string | null = null;
+  requestedScope: string | null = null;
+  constructor(readonly clientMetadataUrl: string) {}
+  get redirectUrl() {
+    return REDIRECT;
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Browser Agent', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.stored;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.stored = tokens;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+  async redirectToAuthorization(url: URL): Promise<void> {
+    this.requestedScope = url.searchParams.get('scope');
+    const { location } = await consent(server, url, agent.cookie);
+    this.pendingCode = new URL(location).searchParams.get('code');
+  }
+}
+
+test.serial('the MCP SDK client connects with its clientMetadataUrl, without registering', async (t) => {
+  const path = '/apps/sdk-client.json';
+  docs.serve(path, (url) => ({ headers: { 'cache-control': 'max-age=300' }, body: documentFor(url, [REDIRECT]) }));
+  const provider = new UrlClientProvider(docs.url(path));
+  const before = stored();
+  const transport = () => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { authProvider: provider });
+  const first = new Client({ name: 'sdk-cimd', version: '1.0.0' });
+  await t.throwsAsync(first.connect(transport()), { instanceOf: UnauthorizedError });
+  t.is(provider.info?.client_id, docs.url(path), 'the SDK used its URL as client_id');
+  t.is(provider.requestedScope, 'svc:agent offline_access', 'the scope the /mcp challenge named');
+  const finishing = transport();
+  await finishing.finishAuth(provider.pendingCode!);
+  const client = new Client({ name: 'sdk-cimd', version: '1.0.0' });
+  await client.connect(finishing);
+  t.true((await client.listTools()).tools.length >= 3);
+  await client.close();
+  t.regex(String(provider.stored?.refresh_token), /^art_/);
+  t.is(stored().clients, before.clients);
 });
