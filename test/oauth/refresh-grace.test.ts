@@ -8,6 +8,7 @@ import { call } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
+import { freshDatabase } from '../helpers/postgres.js';
 import { connect, insecure } from './support.js';
 
 /**
@@ -125,5 +126,34 @@ test('with refreshGraceSeconds 0, a second refresh at once ends the connection, 
     t.is(status, 401);
   } finally {
     await stopAndClean(strict);
+  }
+});
+
+test('on PostgreSQL, where two refreshes really run at once, both still get the same pair', async (t) => {
+  const db = await freshDatabase();
+  const pgServer = await serveInProcess({ env: { SVC_STORE_URL: db.url, SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  try {
+    const owner = await createAgent(pgServer);
+    const { client, tokens } = await connect(pgServer, owner.cookie);
+    const pgMetadata = (await discoverAuthorizationServerMetadata(pgServer.url))!;
+    const refresh = () =>
+      refreshAuthorization(pgServer.url, {
+        metadata: pgMetadata,
+        clientInformation: { client_id: client.client_id },
+        refreshToken: tokens.refresh_token!,
+        resource: new URL(`${pgServer.url}/mcp`),
+      });
+    const pairs = await Promise.all([refresh(), refresh(), refresh()]);
+    t.is(new Set(pairs.map((p) => p.access_token)).size, 1, 'one pair for all three');
+    const status = (
+      await call(pgServer.url, 'POST', '/mcp', {
+        headers: { authorization: `Bearer ${pairs[0]!.access_token}`, accept: 'application/json, text/event-stream' },
+        json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      })
+    ).status;
+    t.is(status, 200);
+  } finally {
+    await stopAndClean(pgServer);
+    await db.drop();
   }
 });
