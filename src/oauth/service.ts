@@ -8,7 +8,7 @@ import type { AgentRecord, OAuthClientRecord, OAuthConnectionRecord, OAuthTokenR
 import { endConnectionsInWrite } from './connections.js';
 import { ClientMetadataProblem, isUrlClientId, type ClientMetadata } from './client-metadata.js';
 import { acceptableRedirect, redirectMatches } from './redirects.js';
-import { SCOPES_SUPPORTED, grantedScope } from './scopes.js';
+import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
 import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
 
 /**
@@ -107,6 +107,8 @@ export function createOAuth(deps: {
   return {
     resourceUrl,
     grantedScope,
+    /** The scope the /mcp challenge names: the access, and a refresh token to stay connected. */
+    challengeScope: DEFAULT_SCOPE,
 
     /** RFC 8414 discovery. */
     metadata() {

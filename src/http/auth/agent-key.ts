@@ -6,7 +6,6 @@ import type { RateLimiter } from '../rate-limit.js';
 import { svcOptions } from '../route-options.js';
 import { AGENT_KEY, credentials, expectedCredential, type KeyResolver } from './callers.js';
 import { bearer } from './bearer.js';
-import { DEFAULT_SCOPE } from '../../oauth/scopes.js';
 
 /**
  * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent. At /mcp an OAuth
@@ -25,6 +24,8 @@ import { DEFAULT_SCOPE } from '../../oauth/scopes.js';
  */
 /** What the strategy asks of the OAuth service at /mcp: the agent an access token stands for, or undefined. */
 export interface AccessResolver {
+  /** The scope a 401 at /mcp names: what a client should ask for (RFC 6750 3). */
+  readonly challengeScope: string;
   resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined;
 }
 
@@ -40,7 +41,7 @@ export function registerAgentKey(
         mcp
           ? {
               headers: {
-                'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp", scope="${DEFAULT_SCOPE}"${
+                'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp", scope="${deps.oauth.challengeScope}"${
                   error ? `, error="invalid_token", error_description="${error}"` : ''
                 }`,
               },
