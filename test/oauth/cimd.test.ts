@@ -33,7 +33,7 @@ test.before(async () => {
   server = await serveInProcess({
     env: {
       SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA: '1',
-      SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS: '300',
+      SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS: '1000', // the slow document's wait; ample for a loopback fetch on a busy machine
       SVC_SIGNIN_RATE_PER_MINUTE: '1000',
     },
     clock,
