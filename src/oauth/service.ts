@@ -304,7 +304,7 @@ export function createOAuth(deps: {
           actor: `user:${userId}`,
           kind: 'oauth.connected',
           subject: connection.id,
-          data: { clientId: client.clientId, clientName: client.clientName, agentId },
+          data: { clientId: client.clientId, clientName: client.clientName, agentId, scope: req.scope },
         });
       });
       return code;

@@ -10,6 +10,7 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createAgent, type AgentFixture } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
+import { ledgerRecords } from '../helpers/console.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
@@ -116,6 +117,10 @@ test.serial(
       .find((c) => c.clientId === clientId);
     t.like(connection, { clientId, clientName: 'Browser Agent', agentId: agent.agentId, endedAt: null });
     t.is(docs.hits(path), 1, 'one fetch: the token endpoint fetches nothing');
+    const recorded = (await ledgerRecords(server, agent.wid, agent.cookie)).find(
+      (r) => r.kind === 'oauth.connected' && r.subject === connection!.id,
+    );
+    t.like(recorded?.data, { clientId, clientName: 'Browser Agent', scope: 'svc:agent offline_access' });
   },
 );
 
