@@ -10,6 +10,7 @@ import { createCallLog } from './gateway/calls.js';
 import { createBudgets } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
+import { createClientMetadata } from './oauth/client-metadata.js';
 import { createMcpProxy, PRIVATE_SETTING } from './mcp/proxy.js';
 import { createCards } from './integrations/cards.js';
 import { createHookEvents } from './integrations/hook-events.js';
@@ -77,6 +78,8 @@ export interface AppOptions {
   ids?: IdSource;
   /** DNS for requests to workspace-chosen targets (MCP upstreams); tests make names resolve where they need. */
   lookup?: LookupFn;
+  /** Certificates trusted for Client ID Metadata Documents instead of the system's (tests serving https on loopback). */
+  clientMetadataCa?: string;
   /**
    * Build each service on first use instead of all at once: for a `--local` command, which uses
    * a few. The server builds them all (the default), so a wiring mistake shows at start.
@@ -148,6 +151,7 @@ function createServices(
   issuer: () => string,
   log: Logger,
   lookup?: LookupFn,
+  clientMetadataCa?: string,
 ) {
   const deps = { store, clock, ids };
   const approvalTtlMs = settings.approvals.ttlHours * 3_600_000;
@@ -296,7 +300,26 @@ function createServices(
         }),
       scorecard: (s) =>
         createScorecard({ ...deps, ledger: s.ledger, agents: s.agents, signingKeys: s.signingKeys, issuer }),
-      oauth: (s) => createOAuth({ ...deps, ledger: s.ledger, issuer }),
+      // A URL client_id's metadata document is a target chosen by whoever sends the request: the vetted dispatcher.
+      oauth: (s) =>
+        createOAuth({
+          ...deps,
+          ledger: s.ledger,
+          issuer,
+          refreshGraceMs: settings.oauth.refreshGraceSeconds * 1000,
+          graceKey: deriveKey(masterKey, 'oauth-refresh-grace'),
+          clientMetadata: createClientMetadata({
+            clock,
+            timeoutMs: settings.oauth.clientMetadataTimeoutMs,
+            dispatcher: safeDispatcher({
+              allowPrivateTargets: settings.oauth.allowPrivateClientMetadata,
+              setting: 'oauth.allowPrivateClientMetadata',
+              connectTimeoutMs: settings.oauth.clientMetadataTimeoutMs,
+              ...(lookup ? { lookup } : {}),
+              ...(clientMetadataCa ? { ca: clientMetadataCa } : {}),
+            }),
+          }),
+        }),
       integrations: (s) => createIntegrations({ cards: s.cards, hookEvents: s.hookEvents }),
       stripe: (s) =>
         createStripeEvents({
@@ -352,6 +375,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
       () => publicUrl(),
       log,
       options.lookup,
+      options.clientMetadataCa,
     );
     // The server builds every service now; a --local command (lazy) only those it uses.
     if (!options.lazy) wired.buildAll();

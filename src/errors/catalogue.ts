@@ -321,6 +321,12 @@ const catalogue = {
     message: 'The grant type is not supported.',
     fix: 'Use authorization_code or refresh_token.',
   },
+  invalid_scope: {
+    status: 400,
+    section: '4.5',
+    message: 'The scope asked for is malformed, or more than the connection was granted.',
+    fix: 'Ask for svc:agent, with offline_access for a refresh token; at refresh, no more than was granted.',
+  },
   invalid_target: {
     status: 400,
     section: '4.5',

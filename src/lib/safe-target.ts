@@ -97,6 +97,8 @@ export function safeDispatcher(options: {
   setting?: string;
   lookup?: LookupFn;
   connectTimeoutMs?: number;
+  /** Certificates to trust instead of the system's (tests serving https on loopback). */
+  ca?: string;
 }): Agent {
   const { allowPrivateTargets, setting } = options;
   const look = options.lookup ?? (dnsLookup as unknown as LookupFn);
@@ -117,7 +119,11 @@ export function safeDispatcher(options: {
     });
   };
 
-  const base = buildConnector({ lookup: vetted as never, timeout: options.connectTimeoutMs ?? 5_000 });
+  const base = buildConnector({
+    lookup: vetted as never,
+    timeout: options.connectTimeoutMs ?? 5_000,
+    ...(options.ca ? { ca: options.ca } : {}),
+  });
   const connect: buildConnector.connector = (opts, callback) => {
     const host = bare(opts.hostname);
     if (ipaddr.isValid(host)) {

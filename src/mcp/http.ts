@@ -15,6 +15,8 @@ import type { McpProxy } from './proxy.js';
 import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
 import { GATE_TOOL_NAMES } from './tools.js';
+import { SCOPES_SUPPORTED } from '../oauth/scopes.js';
+import { PUBLIC_CORS } from '../oauth/cors.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over the SDK's Streamable HTTP
@@ -60,6 +62,7 @@ export const mcpRoutes: Plugin<{
         resource: `${base}/mcp`,
         authorization_servers: [base],
         bearer_methods_supported: ['header'],
+        scopes_supported: [...SCOPES_SUPPORTED],
         resource_name: 'svc MCP server',
       };
     };
@@ -242,13 +245,13 @@ export const mcpRoutes: Plugin<{
       {
         method: 'GET',
         path: '/.well-known/oauth-protected-resource/mcp',
-        options: { auth: false },
+        options: { auth: false, cors: PUBLIC_CORS },
         handler: () => metadata(),
       },
       {
         method: 'GET',
         path: '/.well-known/oauth-protected-resource',
-        options: { auth: false },
+        options: { auth: false, cors: PUBLIC_CORS },
         handler: () => metadata(),
       },
     ]);

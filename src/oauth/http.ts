@@ -8,7 +8,9 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import { consentPage, consentPolicy, errorPage, ERROR_PAGE_POLICY } from './pages.js';
-import { SCOPE, type AuthorizeRequest, type OAuth } from './service.js';
+import { isUrlClientId } from './client-metadata.js';
+import { PUBLIC_CORS } from './cors.js';
+import { type AuthorizeRequest, type OAuth } from './service.js';
 
 /**
  * The authorization server's routes (SPEC.md 4.5, API.md 7): discovery, registration, the
@@ -22,6 +24,11 @@ import { SCOPE, type AuthorizeRequest, type OAuth } from './service.js';
  * - The consent form carries the request signed with a key of this deployment and bound to the
  *   signed-in person, valid CONSENT_TTL_MS and used once (its nonce is kept); the session cookie is SameSite=Lax (no cross-site post
  *   carries it) and the post must come from this origin.
+ * - A client_id that is a URL (a Client ID Metadata Document) is fetched only for a signed-in
+ *   person: a stranger cannot make this deployment fetch addresses.
+ * - CORS (cors.ts): the metadata, registration, token and revocation endpoints answer any
+ *   origin, without credentials (browser-based MCP clients); /oauth/authorize and the consent
+ *   page answer none (they are pages a person uses, and take the session cookie).
  */
 const CONSENT_TTL_MS = 10 * 60_000;
 
@@ -94,13 +101,18 @@ export const oauthRoutes: Plugin<{
       {
         method: 'GET',
         path: '/.well-known/oauth-authorization-server',
-        options: { auth: false },
+        options: { auth: false, cors: PUBLIC_CORS },
         handler: () => oauth.metadata(),
       },
       {
         method: 'POST',
         path: '/oauth/register',
-        options: { auth: false, ext: { onPreAuth: guards.publicRoute('public') }, plugins: oauthErrors },
+        options: {
+          auth: false,
+          cors: PUBLIC_CORS,
+          ext: { onPreAuth: guards.publicRoute('public') },
+          plugins: oauthErrors,
+        },
         async handler(request, h) {
           const body = request.payload;
           if (!body || typeof body !== 'object' || Array.isArray(body))
@@ -118,9 +130,13 @@ export const oauthRoutes: Plugin<{
           auth: { ...session, mode: 'try' },
           validate: { query: Joi.object().pattern(/./, Joi.string().allow('')) },
         },
-        handler(request, h) {
+        async handler(request, h) {
           const q = request.query as Record<string, string | undefined>;
-          const target = oauth.clientAndRedirect(q.client_id, q.redirect_uri);
+          const toSignIn = () =>
+            h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
+          if (!request.auth.isAuthenticated && q.client_id !== undefined && isUrlClientId(q.client_id))
+            return toSignIn();
+          const target = await oauth.clientAndRedirect(q.client_id, q.redirect_uri);
           if ('problem' in target)
             return h
               .response(errorPage(target.problem))
@@ -129,8 +145,7 @@ export const oauthRoutes: Plugin<{
               .header('content-security-policy', ERROR_PAGE_POLICY);
           // Only a signed-in person is ever sent back to the application, errors included: a
           // stranger cannot use this route to bounce anyone to a registered address.
-          if (!request.auth.isAuthenticated)
-            return h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
+          if (!request.auth.isAuthenticated) return toSignIn();
           const state = q.state ?? null;
           const fail = (error: string, description: string) =>
             backTo(h, target.redirectUri, { error, error_description: description, state });
@@ -140,8 +155,8 @@ export const oauthRoutes: Plugin<{
           if (q.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
           if (q.resource !== undefined && q.resource !== oauth.resourceUrl())
             return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
-          if (q.scope !== undefined && q.scope.split(' ').some((s) => s !== '' && s !== SCOPE))
-            return fail('invalid_scope', `the only scope is ${SCOPE}`);
+          const scope = oauth.grantedScope(q.scope);
+          if ('problem' in scope) return fail('invalid_scope', scope.problem);
           const user = caller(request, 'session').user;
           const req: AuthorizeRequest = {
             clientId: target.client.clientId,
@@ -149,9 +164,12 @@ export const oauthRoutes: Plugin<{
             challenge: q.code_challenge,
             state,
             resource: oauth.resourceUrl(),
+            scope: scope.scope,
+            ...(target.client.host ? { clientName: target.client.clientName } : {}),
           };
           const html = consentPage({
             clientName: target.client.clientName,
+            ...(target.client.host ? { clientHost: target.client.host } : {}),
             redirectHost: new URL(target.redirectUri).host,
             person: user.email,
             request: sign({
@@ -211,7 +229,7 @@ export const oauthRoutes: Plugin<{
       {
         method: 'POST',
         path: '/oauth/token',
-        options: { auth: false, plugins: oauthErrors, validate: { payload: form } },
+        options: { auth: false, cors: PUBLIC_CORS, plugins: oauthErrors, validate: { payload: form } },
         async handler(request, h) {
           const tokens = await oauth.token(request.payload as Record<string, string | undefined>, basicAuth(request));
           return h.response(tokens).header('cache-control', 'no-store').header('pragma', 'no-cache');
@@ -220,7 +238,7 @@ export const oauthRoutes: Plugin<{
       {
         method: 'POST',
         path: '/oauth/revoke',
-        options: { auth: false, plugins: oauthErrors, validate: { payload: form } },
+        options: { auth: false, cors: PUBLIC_CORS, plugins: oauthErrors, validate: { payload: form } },
         async handler(request, h) {
           await oauth.revoke(request.payload as Record<string, string | undefined>, basicAuth(request));
           return h.response({}).header('cache-control', 'no-store');

@@ -37,6 +37,8 @@ ${content}
 
 export function consentPage(input: {
   clientName: string;
+  /** A client known by its metadata document: the host that document is served from. */
+  clientHost?: string;
   redirectHost: string;
   request: string;
   person: string;
@@ -51,7 +53,11 @@ export function consentPage(input: {
   return page(
     'Connect an agent · svc',
     `<h1>Connect ${escapeHtml(input.clientName)}</h1>
-<form id="consent" class="card" method="post" action="/oauth/authorize">
+${
+  input.clientHost
+    ? `<p class="notice" id="client-host">This application is described by <strong>${escapeHtml(input.clientHost)}</strong>. Its name above is what that site says about itself: connect it only if you trust <strong>${escapeHtml(input.clientHost)}</strong>.</p>\n`
+    : ''
+}<form id="consent" class="card" method="post" action="/oauth/authorize">
 <p><strong>${escapeHtml(input.clientName)}</strong> (returning to ${escapeHtml(input.redirectHost)}) asks to act as one of your agents through MCP, with that agent's mandate. You are signed in as ${escapeHtml(input.person)}.</p>
 ${input.agents.length > 0 ? `<fieldset><legend>Connect exactly one agent</legend>\n${choices}\n</fieldset>` : '<p class="notice notice-error">You have no running agent you may connect.</p>'}
 <input type="hidden" name="request" value="${escapeHtml(input.request)}">

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
@@ -7,68 +6,37 @@ import type { Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord, Store } from '../store/index.js';
 import { endConnectionsInWrite } from './connections.js';
-import { bounded, metrics } from '../lib/metrics.js';
+import { ClientMetadataProblem, isUrlClientId, type ClientMetadata } from './client-metadata.js';
+import { acceptableRedirect, redirectMatches } from './redirects.js';
+import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
+import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
 
 /**
  * The OAuth 2.1 authorization server for MCP clients (SPEC.md 2.4, 2.5, 3, 4.5, 5.5).
  * Rules:
  * - Clients register themselves (RFC 7591): redirect URIs https, or http on a loopback address;
  *   `none` (public, the default), `client_secret_post` or `client_secret_basic` (a secret is
- *   returned once and stored as a hash).
+ *   returned once and stored as a hash). Or a client's `client_id` is the https URL of its
+ *   metadata document (client-metadata.ts): a public client, never stored, its redirect URIs
+ *   from the document only.
  * - Authorization needs PKCE S256, a registered redirect URI (exact, except the port of a
  *   loopback one, RFC 8252 7.3), and `resource` equal to this deployment's /mcp URL (RFC 8707).
  *   A signed-in person connects exactly one agent they may manage: the connection.
  * - Codes last CODE_TTL_MS and are used once; a code presented again ends the connection it made.
+ * - Scopes as scopes.ts says: `svc:agent` always, a refresh token only with `offline_access`.
  * - Access tokens (`aat_`) last an hour and work at /mcp exactly as the agent's key. Refresh
- *   tokens (`art_`) are used once: each refresh issues a new pair and stops the old access token;
- *   a used refresh token presented again ends the whole connection.
+ *   tokens (`art_`) are used once: each refresh issues a new pair and stops the old access token.
+ *   The same client presenting a used refresh token again within `refreshGraceMs` of its use gets
+ *   the same new pair (grace.ts); later, the reuse ends the whole connection.
  * - Revoking either token ends its connection (RFC 7009: 200 {} whatever the token was).
  * - A connection also ends when its agent is frozen or removed, or its person leaves the
  *   workspace (connections.ts); an ended connection's tokens never work again.
  * - Codes and tokens are stored only as hashes.
  */
-export const ACCESS_TTL_SECONDS = 3600;
 export const CODE_TTL_MS = 5 * 60_000;
-export const REFRESH_TTL_MS = 30 * 86_400_000;
-export const SCOPE = 'svc:agent';
-const AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
-export type AuthMethod = (typeof AUTH_METHODS)[number];
-
-const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
-/** https, or http on a loopback address; no fragment. */
-export function acceptableRedirect(uri: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return false;
-  }
-  if (url.hash !== '' || uri.includes('#')) return false;
-  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname));
-}
-
-/** Exact match, except that a loopback http redirect may come back on any port (RFC 8252 7.3). */
-export function redirectMatches(registered: string, presented: string): boolean {
-  if (registered === presented) return true;
-  try {
-    const a = new URL(registered);
-    const b = new URL(presented);
-    if (a.protocol !== 'http:' || !LOOPBACK.has(a.hostname)) return false;
-    a.port = '';
-    b.port = '';
-    return a.href === b.href;
-  } catch {
-    return false;
-  }
-}
-
-const outcome = <T>(result: T | AppError): T => {
-  if (result instanceof AppError) throw result;
-  return result;
-};
-
-const sameHash = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+export { SCOPE } from './scopes.js';
+export { ACCESS_TTL_SECONDS, REFRESH_TTL_MS, type AuthMethod, type TokenResponse } from './token.js';
+export { acceptableRedirect, redirectMatches };
 
 export interface AuthorizeRequest {
   clientId: string;
@@ -76,56 +44,39 @@ export interface AuthorizeRequest {
   challenge: string;
   state: string | null;
   resource: string;
+  /** The granted scope (scopes.ts). */
+  scope: string;
+  /** A URL client's name, from its metadata document when the consent page was shown. */
+  clientName?: string;
   /** The consent form's own id: a form connects once. */
   nonce?: string;
   /** When the consent form expires (ms). */
   exp?: number;
 }
 
-export interface TokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  refresh_token: string;
-  scope: string;
+/** A client as the authorization endpoint sees it: registered, or described by its metadata document (`host` set). */
+export interface AuthorizingClient {
+  clientId: string;
+  clientName: string;
+  redirectUris: string[];
+  host?: string;
 }
 
-export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; issuer: () => string }) {
+export function createOAuth(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  issuer: () => string;
+  clientMetadata: ClientMetadata;
+  /** How long a used refresh token still gets the pair its use issued (0: never). */
+  refreshGraceMs: number;
+  /** The deployment's key for sealing that pair (grace.ts). */
+  graceKey: Buffer;
+}) {
   const { store, clock, ids, ledger } = deps;
   const t = store.tables;
   const resourceUrl = () => `${deps.issuer()}/mcp`;
-
-  const issuePairInWrite = (c: OAuthConnectionRecord, nowMs: number): TokenResponse => {
-    const access = ids.secret('aat');
-    const refresh = ids.secret('art');
-    const accessHash = secretHash(access);
-    const base = {
-      connectionId: c.id,
-      workspaceId: c.workspaceId,
-      agentId: c.agentId,
-      clientId: c.clientId,
-      usedAt: null,
-    };
-    t.oauthTokens.put(accessHash, {
-      ...base,
-      kind: 'access',
-      expiresAt: isoAt(nowMs + ACCESS_TTL_SECONDS * 1000),
-      pairedAccess: null,
-    });
-    t.oauthTokens.put(secretHash(refresh), {
-      ...base,
-      kind: 'refresh',
-      expiresAt: isoAt(nowMs + REFRESH_TTL_MS),
-      pairedAccess: accessHash,
-    });
-    return {
-      access_token: access,
-      token_type: 'Bearer',
-      expires_in: ACCESS_TTL_SECONDS,
-      refresh_token: refresh,
-      scope: SCOPE,
-    };
-  };
 
   const connectionOf = (r: { workspaceId: string; connectionId: string }) =>
     t.oauthConnections.get([r.workspaceId, r.connectionId]);
@@ -142,38 +93,22 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
     });
   };
 
-  /** The client, authenticated as it registered (form fields or HTTP Basic). */
-  const authenticateClient = (
-    form: Record<string, string | undefined>,
-    basic: { id: string; secret: string } | null,
-  ): OAuthClientRecord => {
-    const clientId = basic?.id ?? form.client_id;
-    const client = clientId ? t.oauthClients.get(clientId) : undefined;
-    if (!client) throw new AppError('invalid_client', { message: 'Unknown client.' });
-    if (form.client_id !== undefined && basic && form.client_id !== basic.id)
-      throw new AppError('invalid_client', { message: 'client_id differs from the one in the Authorization header.' });
-    const secret =
-      client.authMethod === 'client_secret_basic'
-        ? basic?.secret
-        : client.authMethod === 'client_secret_post'
-          ? form.client_secret
-          : undefined;
-    if (
-      client.authMethod !== 'none' &&
-      (secret === undefined || !sameHash(secretHash(secret), client.secretHash ?? ''))
-    ) {
-      throw new AppError('invalid_client', {
-        message: `This client authenticates with ${client.authMethod}.`,
-        ...(client.authMethod === 'client_secret_basic'
-          ? { headers: { 'www-authenticate': 'Basic realm="svc"' } }
-          : {}),
-      });
-    }
-    return client;
-  };
+  const endpoint = createTokenEndpoint({
+    store,
+    clock,
+    ids,
+    resourceUrl,
+    refreshGraceMs: deps.refreshGraceMs,
+    graceKey: deps.graceKey,
+    connectionOf,
+    endInWrite,
+  });
 
   return {
     resourceUrl,
+    grantedScope,
+    /** The scope the /mcp challenge names: the access, and a refresh token to stay connected. */
+    challengeScope: DEFAULT_SCOPE,
 
     /** RFC 8414 discovery. */
     metadata() {
@@ -189,8 +124,9 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
         code_challenge_methods_supported: ['S256'],
         token_endpoint_auth_methods_supported: [...AUTH_METHODS],
         revocation_endpoint_auth_methods_supported: [...AUTH_METHODS],
-        scopes_supported: [SCOPE],
+        scopes_supported: [...SCOPES_SUPPORTED],
         authorization_response_iss_parameter_supported: true,
+        client_id_metadata_document_supported: true,
       };
     },
 
@@ -255,19 +191,35 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       };
     },
 
-    /** The registered client and the redirect to use, or undefined (answered with an error page, never a redirect). */
-    clientAndRedirect(
+    /**
+     * The client and the redirect to use, or the problem to show on an error page (never a
+     * redirect). A URL client_id is resolved through its metadata document (fetched or cached).
+     */
+    async clientAndRedirect(
       clientId: string | undefined,
       redirectUri: string | undefined,
-    ): { client: OAuthClientRecord; redirectUri: string } | { problem: string } {
-      const client = clientId ? t.oauthClients.get(clientId) : undefined;
+    ): Promise<{ client: AuthorizingClient; redirectUri: string } | { problem: string }> {
+      let client: AuthorizingClient | undefined;
+      if (clientId && isUrlClientId(clientId)) {
+        try {
+          client = await deps.clientMetadata.resolve(clientId);
+        } catch (err) {
+          if (err instanceof ClientMetadataProblem)
+            return { problem: `This application's client_id cannot be used: ${err.message}` };
+          throw err;
+        }
+      } else client = clientId ? t.oauthClients.get(clientId) : undefined;
       if (!client) return { problem: 'This application is not registered here (unknown client_id).' };
       if (redirectUri === undefined) {
         if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
         return { problem: 'The application did not say where to send you back (redirect_uri).' };
       }
       if (!client.redirectUris.some((r) => redirectMatches(r, redirectUri)))
-        return { problem: 'The address to send you back to is not one this application registered.' };
+        return {
+          problem: client.host
+            ? `The address to send you back to is not one of those in the application's metadata document (${client.host}).`
+            : 'The address to send you back to is not one this application registered.',
+        };
       return { client, redirectUri };
     },
 
@@ -294,7 +246,9 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
       const choice = this.connectable(userId).find((c) => c.agentId === agentId);
       if (!choice)
         throw invalidField('agent', 'you may not connect that agent (it is not yours, is stopped, or was removed)');
-      const client = t.oauthClients.get(req.clientId);
+      const client = isUrlClientId(req.clientId)
+        ? urlClient(req.clientId, req.clientName ?? new URL(req.clientId).host)
+        : t.oauthClients.get(req.clientId);
       if (!client) throw new AppError('invalid_client');
       const code = ids.secret('aat').replace(/^aat_/, 'code_');
       await store.write(() => {
@@ -330,6 +284,7 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
           clientName: client.clientName,
           agentId,
           userId,
+          scope: req.scope,
           createdAt: isoAt(now),
           endedAt: null,
           endedWhy: null,
@@ -349,110 +304,16 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
           actor: `user:${userId}`,
           kind: 'oauth.connected',
           subject: connection.id,
-          data: { clientId: client.clientId, clientName: client.clientName, agentId },
+          data: { clientId: client.clientId, clientName: client.clientName, agentId, scope: req.scope },
         });
       });
       return code;
     },
 
-    async token(
-      form: Record<string, string | undefined>,
-      basic: { id: string; secret: string } | null,
-    ): Promise<TokenResponse> {
-      return countGrant(form.grant_type, async () => {
-        const client = authenticateClient(form, basic);
-        if (form.resource !== undefined && form.resource !== resourceUrl())
-          throw new AppError('invalid_target', { message: `resource must be ${resourceUrl()}.` });
-        if (form.grant_type === 'authorization_code') {
-          if (!form.code || !form.code_verifier || !form.redirect_uri)
-            throw invalidField(null, 'code, code_verifier and redirect_uri are required');
-          if (!/^[A-Za-z0-9._~-]{43,128}$/.test(form.code_verifier))
-            throw invalidField('code_verifier', 'code_verifier must be 43 to 128 unreserved characters');
-          const codeHash = secretHash(form.code);
-          // What a failed exchange changes (the code spent, a replayed code's connection ended)
-          // must commit, so refusals are returned from the write and thrown after it.
-          return outcome(
-            await store.write((): TokenResponse | AppError => {
-              const now = clock.now();
-              const code = t.oauthCodes.get(codeHash);
-              if (!code || code.clientId !== client.clientId)
-                return new AppError('invalid_grant', { message: 'Unknown code, or a code issued to another client.' });
-              const connection = connectionOf(code);
-              if (code.usedAt) {
-                // A replayed code: whoever holds it, the tokens it minted stop now (RFC 6749 4.1.2).
-                endInWrite(connection, 'authorization code replayed', 'system');
-                return new AppError('invalid_grant', {
-                  message: 'This code was already used; the connection it made is ended.',
-                });
-              }
-              t.oauthCodes.put(codeHash, { ...code, usedAt: isoAt(now) });
-              if (Date.parse(code.expiresAt) <= now)
-                return new AppError('invalid_grant', { message: 'The code expired.' });
-              if (code.redirectUri !== form.redirect_uri)
-                return new AppError('invalid_grant', {
-                  message: 'redirect_uri differs from the one the code was issued for.',
-                });
-              const challenge = createHash('sha256').update(form.code_verifier!).digest('base64url');
-              if (!sameHash(challenge, code.challenge))
-                return new AppError('invalid_grant', {
-                  message: 'The code_verifier does not match the code_challenge.',
-                });
-              if (!connection || connection.endedAt)
-                return new AppError('invalid_grant', {
-                  message: 'The connection has ended (the agent was stopped or removed, or the person left).',
-                });
-              return issuePairInWrite(connection, now);
-            }),
-          );
-        }
-        if (form.grant_type === 'refresh_token') {
-          if (!form.refresh_token) throw invalidField('refresh_token', 'refresh_token is required');
-          const tokenHash = secretHash(form.refresh_token);
-          return outcome(
-            await store.write((): TokenResponse | AppError => {
-              const now = clock.now();
-              const token = t.oauthTokens.get(tokenHash);
-              if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId)
-                return new AppError('invalid_grant', {
-                  message: 'Unknown refresh token, or one issued to another client.',
-                });
-              const connection = connectionOf(token);
-              if (token.usedAt) {
-                endInWrite(connection, 'refresh token reused', 'system');
-                return new AppError('invalid_grant', {
-                  message: 'This refresh token was already used: the whole connection is ended. Authorize again.',
-                });
-              }
-              if (!connection || connection.endedAt)
-                return new AppError('invalid_grant', { message: 'The connection has ended; authorize again.' });
-              if (token.expiresAt && Date.parse(token.expiresAt) <= now)
-                return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
-              t.oauthTokens.put(tokenHash, { ...token, usedAt: isoAt(now) });
-              if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
-              return issuePairInWrite(connection, now);
-            }),
-          );
-        }
-        throw new AppError('unsupported_grant_type', {
-          message: `grant_type must be authorization_code or refresh_token${form.grant_type ? `, not ${form.grant_type}` : ''}.`,
-        });
-      });
-    },
-
-    /** RFC 7009: ends the token's connection when it is this client's; 200 {} whatever it was. */
-    async revoke(
-      form: Record<string, string | undefined>,
-      basic: { id: string; secret: string } | null,
-    ): Promise<void> {
-      const client = authenticateClient(form, basic);
-      if (!form.token) return;
-      const tokenHash = secretHash(form.token);
-      await store.write(() => {
-        const token = t.oauthTokens.get(tokenHash);
-        if (!token || token.clientId !== client.clientId) return;
-        endInWrite(connectionOf(token), 'revoked by the client', `oauth:${client.clientId}`);
-      });
-    },
+    /** The token endpoint (token.ts). */
+    token: endpoint.token,
+    /** RFC 7009 revocation (token.ts). */
+    revoke: endpoint.revoke,
 
     /** An access token as the agent it stands for, or undefined (unknown, expired, or its connection ended). */
     resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined {
@@ -489,19 +350,3 @@ export function createOAuth(deps: { store: Store; clock: Clock; ids: IdSource; l
 }
 
 export type OAuth = ReturnType<typeof createOAuth>;
-
-/** Token requests counted by grant type and outcome (the OAuth error code: a closed set). */
-async function countGrant(
-  grantType: string | undefined,
-  exchange: () => Promise<TokenResponse>,
-): Promise<TokenResponse> {
-  const grant = grantType === 'authorization_code' || grantType === 'refresh_token' ? grantType : 'other';
-  try {
-    const tokens = await exchange();
-    metrics.oauthGrants.inc({ grant_type: grant, outcome: 'issued' });
-    return tokens;
-  } catch (err) {
-    metrics.oauthGrants.inc({ grant_type: grant, outcome: err instanceof AppError ? bounded(err.type) : 'error' });
-    throw err;
-  }
-}

@@ -110,6 +110,8 @@ export interface Settings {
   ledger: { checkpointIntervalMs: number };
   retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
   mcp: { allowPrivateUpstreams: boolean };
+  /** The OAuth authorization server (oauth/): Client ID Metadata Documents and refresh token rotation. */
+  oauth: { allowPrivateClientMetadata: boolean; clientMetadataTimeoutMs: number; refreshGraceSeconds: number };
   plan: {
     agents: number | null;
     mandateRules: number | null;
@@ -366,6 +368,29 @@ export const settingsSchema = Joi.object<Settings>({
       .default(false)
       .description('the MCP proxy may reach upstream servers on loopback and private addresses (link-local never)'),
   }).default(),
+  oauth: Joi.object({
+    allowPrivateClientMetadata: Joi.boolean()
+      .truthy('1')
+      .falsy('0')
+      .default(false)
+      .description(
+        'a client_id that is a URL (Client ID Metadata Document) may be fetched from loopback and private addresses (link-local never); for tests and closed networks',
+      ),
+    clientMetadataTimeoutMs: Joi.number()
+      .integer()
+      .min(100)
+      .max(30000)
+      .default(5000)
+      .description('a Client ID Metadata Document not fully received by then is refused (connect, headers and body)'),
+    refreshGraceSeconds: Joi.number()
+      .integer()
+      .min(0)
+      .max(60)
+      .default(10)
+      .description(
+        'a refresh token presented again this long after its first use, by the same client, gets the same new pair (concurrent refreshes); later, reuse ends the connection. 0: no grace',
+      ),
+  }).default(),
   plan: Joi.object({
     agents: Joi.number()
       .integer()
@@ -605,6 +630,9 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_RETENTION_DAYS', 'retention.days'],
   ['SVC_RETENTION_SWEEP_INTERVAL_MS', 'retention.sweepIntervalMs'],
   ['SVC_MCP_ALLOW_PRIVATE_UPSTREAMS', 'mcp.allowPrivateUpstreams'],
+  ['SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', 'oauth.allowPrivateClientMetadata'],
+  ['SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS', 'oauth.clientMetadataTimeoutMs'],
+  ['SVC_OAUTH_REFRESH_GRACE_SECONDS', 'oauth.refreshGraceSeconds'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],

@@ -388,6 +388,8 @@ export interface OAuthConnectionRecord {
   clientName: string;
   agentId: string;
   userId: string;
+  /** The granted scope (oauth/scopes.ts); absent on connections made before scopes: `svc:agent offline_access`. */
+  scope?: string;
   createdAt: string;
   endedAt: string | null;
   endedWhy: string | null;
@@ -415,6 +417,8 @@ export interface OAuthTokenRecord {
   usedAt: string | null;
   /** A refresh token's access token (hash), which stops working when the refresh token is used. */
   pairedAccess: string | null;
+  /** A used refresh token: the pair its use issued, sealed (oauth/grace.ts), served again until `until`. */
+  grace?: { until: string; sealed: string } | null;
 }
 
 /** An upstream MCP server of a workspace, behind the proxy at /mcp (issue 7). */

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { createApp, type App } from '../../src/app.js';
+import { createApp, type App, type AppOptions } from '../../src/app.js';
 import { createHttpServer, type HttpServer } from '../../src/server.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/log.js';
@@ -69,6 +69,10 @@ export async function serveInProcess(
     clock?: Clock;
     logLevel?: string;
     overrides?: Record<string, unknown>;
+    /** DNS for workspace-chosen targets and Client ID Metadata Documents (AppOptions.lookup). */
+    lookup?: AppOptions['lookup'];
+    /** Certificates trusted for Client ID Metadata Documents (AppOptions.clientMetadataCa). */
+    clientMetadataCa?: string;
   } = {},
 ): Promise<ServedInProcess> {
   const dataDir = options.dataDir ?? (await tempDir());
@@ -99,6 +103,8 @@ export async function serveInProcess(
   const app = await createApp(settings, {
     log: createLogger(options.logLevel ?? 'silent', capture),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+    ...(options.clientMetadataCa ? { clientMetadataCa: options.clientMetadataCa } : {}),
   });
   const boot = await bootstrapIfEmpty(app.services.people);
   const http = await createHttpServer(app);

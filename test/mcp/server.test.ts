@@ -141,7 +141,7 @@ test('401 without a credential points at the protected-resource metadata (RFC 97
   t.is(res.status, 401);
   t.is(
     res.headers['www-authenticate'],
-    `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`,
+    `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp", scope="svc:agent offline_access"`,
   );
   const bad = await call(server.url, 'POST', '/mcp', {
     headers: { authorization: 'Bearer ask_wrong' },

@@ -7,6 +7,7 @@ import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
 import { call, ownerSession, signIn } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { manualClock } from '../helpers/clock.js';
 import { authorizeUrl, connect, consent, discover, insecure, register } from './support.js';
 
 /**
@@ -17,6 +18,7 @@ import { authorizeUrl, connect, consent, discover, insecure, register } from './
  */
 let server: ServedInProcess;
 let agent: AgentFixture;
+const clock = manualClock();
 
 const mcpAs = async (token: string) => {
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
@@ -36,7 +38,7 @@ const mcpStatus = async (token: string) =>
   ).status;
 
 test.before(async () => {
-  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' }, clock });
   agent = await createAgent(server);
 });
 
@@ -98,7 +100,7 @@ test.serial("a person connects a client to one agent: the access token works at 
   t.regex(tokens.access_token, /^aat_/);
   t.regex(String(tokens.refresh_token), /^art_/);
   t.is(tokens.expires_in, 3600);
-  t.is(tokens.scope, 'svc:agent');
+  t.is(tokens.scope, 'svc:agent offline_access', 'asked for no scope: the default, with a refresh token');
   const client = await mcpAs(tokens.access_token);
   const res = await client.callTool({ name: 'authorize_action', arguments: payment(100) });
   t.like((res as { structuredContent: object }).structuredContent, { decision: 'allow', agentId: agent.agentId });
@@ -125,6 +127,8 @@ test.serial(
     t.not(refreshed.refresh_token, tokens.refresh_token);
     t.is(await mcpStatus(tokens.access_token), 401, 'the old access token stopped');
     t.is(await mcpStatus(refreshed.access_token), 200);
+    // Past the grace window (10 s by default): a reuse is a stolen token's.
+    clock.advance(10_001);
     const reuse = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure);
     const err = await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, reuse));
     t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');

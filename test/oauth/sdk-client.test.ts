@@ -10,6 +10,7 @@ import type {
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { manualClock } from '../helpers/clock.js';
 
 /**
  * The official MCP SDK client with its own OAuth provider connects from nothing (issue 7): 401,
@@ -20,6 +21,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 let server: ServedInProcess;
 let agent: AgentFixture;
 const REDIRECT = 'http://127.0.0.1:33418/callback';
+const clock = manualClock();
 
 /** An in-memory provider; "visiting" the authorization URL is the person consenting in their browser. */
 class TestProvider implements OAuthClientProvider {
@@ -101,7 +103,7 @@ async function connectWith(provider: TestProvider): Promise<Client> {
 }
 
 test.before(async () => {
-  server = await serveInProcess();
+  server = await serveInProcess({ clock });
   agent = await createAgent(server);
 });
 
@@ -128,7 +130,9 @@ test.serial(
     t.true((await refreshed.listTools()).tools.length >= 3);
     await refreshed.close();
 
-    // A copied (used) refresh token presented again: invalid_grant ends the connection; the SDK authorizes afresh.
+    // A copied (used) refresh token presented again past the grace window: invalid_grant ends the
+    // connection; the SDK authorizes afresh.
+    clock.advance(10_001);
     provider.stored = { ...provider.stored!, access_token: 'aat_expired', refresh_token: firstRefresh };
     const again = await connectWith(provider);
     t.is(provider.authorizations, 2, 'after invalid_grant the client went through consent again');

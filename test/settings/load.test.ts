@@ -203,3 +203,30 @@ test('MCP upstreams on private addresses: off by default, on with SVC_MCP_ALLOW_
     "the webhooks' setting does not open the MCP proxy",
   );
 });
+
+test('OAuth: private client metadata off by default, a 5 s fetch limit and a 10 s refresh grace; SVC_OAUTH_* set them', (t) => {
+  t.deepEqual(loadSettings({ env: {} }).oauth, {
+    allowPrivateClientMetadata: false,
+    clientMetadataTimeoutMs: 5000,
+    refreshGraceSeconds: 10,
+  });
+  t.deepEqual(
+    loadSettings({
+      env: {
+        SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA: '1',
+        SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS: '300',
+        SVC_OAUTH_REFRESH_GRACE_SECONDS: '0',
+      },
+    }).oauth,
+    { allowPrivateClientMetadata: true, clientMetadataTimeoutMs: 300, refreshGraceSeconds: 0 },
+  );
+  t.false(
+    loadSettings({ env: { SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1', SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1' } }).oauth
+      .allowPrivateClientMetadata,
+    'neither the MCP nor the webhooks setting opens client metadata fetches',
+  );
+  const err = t.throws(() => loadSettings({ env: { SVC_OAUTH_REFRESH_GRACE_SECONDS: '3600' } }), {
+    instanceOf: SettingsError,
+  });
+  t.regex(err!.message, /oauth\.refreshGraceSeconds/);
+});

@@ -10,6 +10,9 @@ import { bearer } from './bearer.js';
 /**
  * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent. At /mcp an OAuth
  * access token (aat_, SPEC.md 5.5) is taken exactly alike, for the agent its connection is bound to.
+ * At /mcp a 401 challenges with `Bearer resource_metadata="…", scope="svc:agent offline_access"`
+ * (RFC 9728 5.1, RFC 6750 3), and with `error="invalid_token"` when a token was sent but is
+ * unknown, expired or revoked (RFC 6750 3.1; none when no token was sent).
  * - no ask_ bearer: 401 unauthenticated (other kinds of credential are not read);
  * - unknown or revoked: 401 invalid_api_key;
  * - a workspace key (not bound to an agent): 403 agent_key_required;
@@ -21,6 +24,8 @@ import { bearer } from './bearer.js';
  */
 /** What the strategy asks of the OAuth service at /mcp: the agent an access token stands for, or undefined. */
 export interface AccessResolver {
+  /** The scope a 401 at /mcp names: what a client should ask for (RFC 6750 3). */
+  readonly challengeScope: string;
   resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined;
 }
 
@@ -32,13 +37,17 @@ export function registerAgentKey(
     authenticate(request, h) {
       // On /mcp a 401 names where to learn how to get a token (RFC 9728 section 5.1).
       const mcp = svcOptions(request.route.settings).mcpChallenge === true;
-      const challenge = mcp
-        ? {
-            headers: {
-              'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp"`,
-            },
-          }
-        : {};
+      const challengeWith = (error?: string) =>
+        mcp
+          ? {
+              headers: {
+                'www-authenticate': `Bearer resource_metadata="${deps.baseUrl()}/.well-known/oauth-protected-resource/mcp", scope="${deps.oauth.challengeScope}"${
+                  error ? `, error="invalid_token", error_description="${error}"` : ''
+                }`,
+              },
+            }
+          : {};
+      const challenge = challengeWith();
       const value = bearer(request);
       // At /mcp an OAuth access token stands for its agent exactly as the agent's key does.
       if (mcp && value && hasPrefix(value, 'aat')) {
@@ -47,7 +56,7 @@ export function registerAgentKey(
           throw new AppError('invalid_api_key', {
             message: 'The access token is unknown, expired, or its connection ended.',
             fix: 'Refresh it, or connect the client again.',
-            ...challenge,
+            ...challengeWith('The access token is unknown, expired, or its connection ended'),
           });
         return h.authenticated({
           credentials: credentials({
@@ -70,7 +79,7 @@ export function registerAgentKey(
         });
       }
       const resolved = deps.keys.resolve(value);
-      if (!resolved) throw new AppError('invalid_api_key', challenge);
+      if (!resolved) throw new AppError('invalid_api_key', challengeWith('The key is unknown or revoked'));
       if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
       if (!resolved.agent || resolved.agent.removedAt)
         throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });

@@ -1,0 +1,44 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+
+/**
+ * The refresh grace window (issue 20): two refreshes with the same refresh token a moment apart
+ * (two tabs, two processes of one client, a retry after a lost answer) both get the pair the
+ * first one was issued, instead of the second being taken for a stolen token's reuse.
+ * Rules:
+ * - The pair is kept on the used refresh token's record, sealed with AES-256-GCM under a key
+ *   derived (HKDF-SHA256) from that refresh token and a key of this deployment (from the master
+ *   key): the store holds no usable token, and neither a copy of the store nor the old refresh
+ *   token alone opens it. It is opened only within the window.
+ * - The sealed pair is bound to the token's hash as additional data: it cannot be moved to
+ *   another record.
+ */
+const INFO = 'svc oauth refresh grace v1';
+
+const keyOf = (deploymentKey: Buffer, refreshToken: string) =>
+  Buffer.from(hkdfSync('sha256', Buffer.from(refreshToken, 'utf8'), deploymentKey, INFO, 32));
+
+export function sealPair(deploymentKey: Buffer, pair: object, refreshToken: string, tokenHash: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', keyOf(deploymentKey, refreshToken), iv);
+  cipher.setAAD(Buffer.from(tokenHash, 'utf8'));
+  const body = Buffer.concat([cipher.update(JSON.stringify(pair), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+/** The pair, or undefined when it cannot be opened with this token. */
+export function openPair<T>(
+  deploymentKey: Buffer,
+  sealed: string,
+  refreshToken: string,
+  tokenHash: string,
+): T | undefined {
+  try {
+    const raw = Buffer.from(sealed, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', keyOf(deploymentKey, refreshToken), raw.subarray(0, 12));
+    decipher.setAAD(Buffer.from(tokenHash, 'utf8'));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
