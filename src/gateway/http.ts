@@ -104,6 +104,7 @@ export const gatewayRoutes: Plugin<{
       'sensitive_data_blocked',
       'budget_exhausted',
       'approval_required',
+      'rate_limited',
       'plan_limit_reached',
       'seat_limit_reached',
       'upstream_failure',

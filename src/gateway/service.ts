@@ -6,12 +6,15 @@ import { createUpstream, type Upstream } from '../lib/upstream.js';
 import type { GatewaySettings } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
 import { createModelHealth } from './breaker.js';
+import { createResponseCache } from './cache.js';
+import { createLimits } from './limits.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
 import { createRefusalLog } from './refusals.js';
 import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest, Step } from './steps/context.js';
 import { refusalEvent } from './steps/evidence.js';
+import { keepAnswer } from './steps/cache.js';
 import { createContext, runSteps } from './steps/index.js';
 import { refuseIfStopped } from './steps/kill-switch.js';
 
@@ -53,6 +56,8 @@ export function createGateway(deps: {
     return u;
   };
   const health = createModelHealth({ ...settings.breaker, now: () => clock.now() });
+  const limits = createLimits({ store, clock, log: deps.log, settings });
+  const cache = createResponseCache({ store, clock, log: deps.log });
   const env: GatewayEnv = {
     store,
     clock,
@@ -60,6 +65,8 @@ export function createGateway(deps: {
     settings,
     calls,
     budgets: deps.budgets,
+    limits,
+    cache,
     health,
     providers,
     profiles: new Map(settings.policyProfiles.map((p) => [p.id, p])),
@@ -89,12 +96,15 @@ export function createGateway(deps: {
 
     async handle(req: GatewayRequest): Promise<GatewayAnswer> {
       const ctx = createContext(req, env);
-      return runSteps(ctx, env, async (err: unknown, step: Step) => {
+      const answer = await runSteps(ctx, env, async (err: unknown, step: Step) => {
+        // Refused after its limits counted it: the request used no tokens.
+        ctx.limitHold?.settle(0);
         const event = refusalEvent(ctx, err, step.name);
         if (!event) return;
         const id = await refusals.record(event);
         if (id) (err as AppError).details.evidenceRecord = id;
       });
+      return keepAnswer(ctx, env, answer);
     },
 
     /** The bounded queues' bounds, and what this workspace lost to them (GET /v1/admin/upstreams). */
@@ -140,6 +150,8 @@ export function createGateway(deps: {
     async close(): Promise<void> {
       await Promise.all([...upstreams.values()].map((u) => u.close()));
       await calls.flush();
+      await limits.flush();
+      await cache.flush();
       await refusals.flush();
       // Refusal records written since the server's last checkpoint (it signs one as it stops,
       // before this) get one too. Only a process that served the gateway wrote any.

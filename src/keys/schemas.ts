@@ -1,5 +1,6 @@
 import Joi from 'joi';
-import type { KeyScope } from '../store/index.js';
+import { rateLimitsSchema } from '../settings/schema.js';
+import type { KeyScope, RateLimits } from '../store/index.js';
 
 export interface MintKeyInput {
   scope: KeyScope;
@@ -9,6 +10,7 @@ export interface MintKeyInput {
   defaultTaskClass?: string;
   policyProfile?: string;
   agentId?: string;
+  limits?: RateLimits | null;
 }
 
 const label = Joi.string().trim().min(1).max(200);
@@ -31,4 +33,5 @@ export const mintKeySchema = Joi.object<MintKeyInput>({
       'any.unknown': '"agentId" is only for keys of scope agent',
       'string.pattern.base': '"agentId" must be an agent id (agt_...)',
     }),
+  limits: rateLimitsSchema.allow(null).description("the key's requests and tokens per minute (API.md 9)"),
 });

@@ -2,7 +2,7 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
-import type { AgentRecord, KeyRecord, Store } from '../store/index.js';
+import type { AgentRecord, KeyRecord, RateLimits, Store } from '../store/index.js';
 import { agentsRepo } from '../agents/repo.js';
 import type { Ledger } from '../ledger/service.js';
 import { keysRepo } from './repo.js';
@@ -26,6 +26,7 @@ export interface KeyView {
   defaultTaskClass: string | null;
   policyProfile: string | null;
   agentId: string | null;
+  limits: RateLimits | null;
   workspaceId: string;
   createdAt: string;
   revokedAt: string | null;
@@ -47,6 +48,7 @@ export function toKeyView(r: KeyRecord): KeyView {
     defaultTaskClass: r.defaultTaskClass,
     policyProfile: r.policyProfile,
     agentId: r.agentId,
+    limits: r.limits ?? null,
     workspaceId: r.workspaceId,
     createdAt: r.createdAt,
     revokedAt: r.revokedAt,
@@ -72,6 +74,7 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
         defaultTaskClass: input.defaultTaskClass ?? null,
         policyProfile: input.policyProfile ?? null,
         agentId: input.agentId ?? null,
+        ...(input.limits && Object.keys(input.limits).length > 0 ? { limits: input.limits } : {}),
         hash: secretHash(key),
         createdAt: isoAt(clock.now()),
         createdBy,

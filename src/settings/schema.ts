@@ -42,6 +42,21 @@ export interface PolicyProfile {
   enforcement?: Enforcement;
   /** Who signs off a relaxation of this profile (named in 409 policy_conflict). */
   signOff: string;
+  /** Requests and tokens per minute for the traffic of the profile's keys, per workspace (gateway/limits.ts). */
+  limits?: RateLimits;
+  /** Turns the response cache on for the profile's keys (gateway/cache.ts). */
+  cache?: { ttlSeconds: number };
+}
+
+/** Requests and tokens per minute (API.md 9); absent: no limit. */
+export interface RateLimits {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+}
+
+/** A team's or principal's limits (`gateway.limits`), in every workspace that has it. */
+export interface ScopeLimits extends RateLimits {
+  scope: { kind: 'team' | 'principal'; id: string };
 }
 
 export interface ClassifierRule {
@@ -68,6 +83,7 @@ export interface GatewaySettings {
   /** Between two chunks of the upstream's body. */
   bodyTimeoutMs: number;
   breaker: { failures: number; cooldownMs: number };
+  limits: ScopeLimits[];
 }
 
 export interface Settings {
@@ -143,6 +159,17 @@ const signingSecret = Joi.string()
   .max(256)
   .pattern(/^\S+$/)
   .messages({ 'string.pattern.base': '{{#label}} must be the secret as the provider shows it, without spaces' });
+
+/** The most requests or tokens per minute a limit may name. */
+export const MAX_PER_MINUTE = 1_000_000_000;
+/** The longest a cached answer may be kept (30 days). */
+export const MAX_CACHE_TTL_SECONDS = 30 * 86_400;
+
+/** `limits: { requestsPerMinute?, tokensPerMinute? }` (API.md 9): keys, policy profiles, teams and principals. */
+export const rateLimitsSchema = Joi.object({
+  requestsPerMinute: Joi.number().integer().min(1).max(MAX_PER_MINUTE),
+  tokensPerMinute: Joi.number().integer().min(1).max(MAX_PER_MINUTE),
+});
 
 export const settingsSchema = Joi.object<Settings>({
   env: Joi.string()
@@ -534,6 +561,10 @@ export const settingsSchema = Joi.object<Settings>({
           regions: Joi.array().items(Joi.string()),
           enforcement: Joi.string().valid('enforce', 'shadow'),
           signOff: Joi.string().default('a workspace owner'),
+          limits: rateLimitsSchema.description("requests and tokens per minute for the profile's keys"),
+          cache: Joi.object({
+            ttlSeconds: Joi.number().integer().min(1).max(MAX_CACHE_TTL_SECONDS).required(),
+          }).description("the response cache, on for the profile's keys, entries kept ttlSeconds"),
         }),
       )
       .unique('id')
@@ -597,6 +628,18 @@ export const settingsSchema = Joi.object<Settings>({
         .default(30000)
         .description('how long an open circuit skips the model before one trial'),
     }).default(),
+    limits: Joi.array()
+      .items(
+        rateLimitsSchema.keys({
+          scope: Joi.object({
+            kind: Joi.string().valid('team', 'principal').required(),
+            id: Joi.string().min(1).max(200).required(),
+          }).required(),
+        }),
+      )
+      .unique((a: ScopeLimits, b: ScopeLimits) => a.scope?.kind === b.scope?.kind && a.scope?.id === b.scope?.id)
+      .default([])
+      .description("requests and tokens per minute for a team's or a principal's model traffic, in each workspace"),
   }).default(),
 }).options({ abortEarly: false, convert: true });
 

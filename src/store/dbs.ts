@@ -215,6 +215,8 @@ export interface CallRecord {
   latencyMs: number;
   overheadMicros: number;
   outcome: 'ok' | 'dry_run' | 'upstream_failure' | 'upstream_error' | 'cut' | 'cancelled';
+  /** Whether the response cache answered (hit, at zero cost) or missed; absent when it did not apply. */
+  cache?: 'hit' | 'miss';
   budgetId: string | null;
 }
 
@@ -448,6 +450,33 @@ export interface BudgetRecord {
   createdBy: string;
 }
 
+/** A key's, team's, principal's or policy profile's model traffic limits (API.md 9; gateway/limits.ts). */
+export interface RateLimits {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+}
+
+/** What one scope used in one minute (gateway/limits.ts). */
+export interface RateWindowRecord {
+  requests: number;
+  tokens: number;
+  /** Bumped by every write: a writer knows when the store shows its own write. */
+  version: number;
+}
+
+/** A model answer kept for replay (gateway/cache.ts). */
+export interface CachedAnswerRecord {
+  expiresAtMs: number;
+  model: string;
+  provider: string;
+  /** The vendor's JSON answer, or the SSE bytes (UTF-8) of a streamed one. */
+  json: Record<string, unknown> | null;
+  sse: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  storedAt: string;
+}
+
 /** "Stop every agent" in force for a workspace (absent: not in force). */
 export interface StopAllRecord {
   reason: string;
@@ -495,6 +524,8 @@ export interface KeyRecord {
   defaultTaskClass: string | null;
   policyProfile: string | null;
   agentId: string | null;
+  /** Requests and tokens per minute (absent: none); API.md 9. */
+  limits?: RateLimits | null;
   /** SHA-256 of the key value (base64url). */
   hash: string;
   createdAt: string;
@@ -638,6 +669,12 @@ export interface Tables {
   budgets: Table<BudgetRecord>;
   /** [wid, budId, period start] -> micro-dollars spent in that period */
   budgetSpend: Table<number>;
+  /** [wid, scope kind, scope id, minute start ms] -> requests and tokens that scope used that minute */
+  rateWindows: Table<RateWindowRecord>;
+  /** [wid, SHA-256 of the canonical request] -> a cached model answer */
+  responseCache: Table<CachedAnswerRecord>;
+  /** [expires at ms, wid, hash] -> 1: the cache's entries in the order they expire, for pruning */
+  responseCacheExpiry: Table<number>;
   /** wid -> "stop every agent", while in force */
   stopAll: Table<StopAllRecord>;
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */
@@ -706,6 +743,9 @@ export const tableNames = [
   'outbox',
   'budgets',
   'budgetSpend',
+  'rateWindows',
+  'responseCache',
+  'responseCacheExpiry',
   'stopAll',
   'signingKeys',
   'receiptsSeen',

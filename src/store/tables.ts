@@ -4,6 +4,7 @@ import type {
   ApprovalRecord,
   BlueprintRecord,
   BudgetRecord,
+  CachedAnswerRecord,
   CallRecord,
   CardProvider,
   CardRecord,
@@ -28,6 +29,7 @@ import type {
   OAuthConnectionRecord,
   OAuthTokenRecord,
   PlanRecord,
+  RateWindowRecord,
   Role,
   ServiceTokenRecord,
   SessionRecord,
@@ -163,6 +165,12 @@ export const tableSpec = {
   budgets: table<BudgetRecord>(),
   /** [wid, budId, period start] -> micro-dollars spent in that period */
   budgetSpend: table<number>(),
+  /** [wid, scope kind, scope id, minute start ms] -> requests and tokens that scope used that minute */
+  rateWindows: table<RateWindowRecord>(),
+  /** [wid, SHA-256 of the canonical request] -> a cached model answer */
+  responseCache: table<CachedAnswerRecord>(),
+  /** [expires at ms, wid, hash] -> 1: the cache's entries in the order they expire, for pruning */
+  responseCacheExpiry: table<number>(),
   /** wid -> "stop every agent", while in force */
   stopAll: table<StopAllRecord>(),
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */

@@ -2,6 +2,8 @@ import test from 'ava';
 import type { App } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { createModelHealth } from '../../src/gateway/breaker.js';
+import { createResponseCache } from '../../src/gateway/cache.js';
+import { createLimits } from '../../src/gateway/limits.js';
 import { account } from '../../src/gateway/steps/account.js';
 import { admit } from '../../src/gateway/steps/admit.js';
 import type { GatewayContext, GatewayEnv, Step } from '../../src/gateway/steps/context.js';
@@ -61,6 +63,8 @@ function envOf(app: App): GatewayEnv {
     settings,
     calls: app.services.calls,
     budgets: app.services.budgets,
+    limits: createLimits({ store: app.store, clock: app.clock, log: app.log, settings }),
+    cache: createResponseCache({ store: app.store, clock: app.clock, log: app.log }),
     health: createModelHealth({ failures: 3, cooldownMs: 60_000, now: () => app.clock.now() }),
     providers: new Map(),
     profiles: new Map(),
@@ -101,7 +105,20 @@ const hello = { model: 'small', messages: [{ role: 'user', content: 'hello' }] }
 test('the steps, in order: every check before the one step that sends', (t) => {
   t.deepEqual(
     STEPS.map((s) => s.name),
-    ['kill-switch', 'plan', 'classify', 'route', 'data-loss', 'budget', 'admit', 'dry-run', 'upstream', 'account'],
+    [
+      'kill-switch',
+      'plan',
+      'classify',
+      'route',
+      'data-loss',
+      'limit',
+      'budget',
+      'admit',
+      'cache',
+      'dry-run',
+      'upstream',
+      'account',
+    ],
   );
 });
 

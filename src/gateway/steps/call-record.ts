@@ -8,6 +8,8 @@ import { priceOf } from './prices.js';
 /** Queues the call's record: what the context knows, with `fields` over it. */
 export function recordCall(ctx: GatewayContext, env: GatewayEnv, fields: Partial<CallRecord>): void {
   const { key } = ctx;
+  // The call is over: its limits count the tokens it used instead of its estimate (limits.ts).
+  ctx.limitHold?.settle((fields.inputTokens ?? 0) + (fields.outputTokens ?? 0));
   env.calls.record({
     id: ctx.callId,
     workspaceId: ctx.wid,
@@ -34,6 +36,7 @@ export function recordCall(ctx: GatewayContext, env: GatewayEnv, fields: Partial
     overheadMicros: 0,
     outcome: 'ok',
     budgetId: ctx.admission.binding?.budget.id ?? null,
+    ...(ctx.cacheState ? { cache: ctx.cacheState } : {}),
     ...fields,
   });
 }

@@ -6,8 +6,10 @@ import type { GatewayModel, GatewayProvider, GatewaySettings, PolicyProfile } fr
 import type { KeyRecord, Store, WorkspaceGatewayRecord } from '../../store/index.js';
 import type { ModelHealth } from '../breaker.js';
 import type { Admission, Budgets, Reservation } from '../budgets.js';
+import type { CacheSlot, ResponseCache } from '../cache.js';
 import type { CallLog } from '../calls.js';
 import type { DlpKind } from '../dlp.js';
+import type { LimitHold, Limits } from '../limits.js';
 import type { AttemptResult, Shape } from '../forward.js';
 import type { Steering } from '../steering.js';
 
@@ -49,6 +51,8 @@ export interface GatewayEnv {
   settings: GatewaySettings;
   calls: CallLog;
   budgets: Budgets;
+  limits: Limits;
+  cache: ResponseCache;
   health: ModelHealth;
   providers: ReadonlyMap<string, GatewayProvider>;
   profiles: ReadonlyMap<string, PolicyProfile>;
@@ -93,8 +97,17 @@ export interface GatewayContext {
   // data loss
   redacted: Partial<Record<DlpKind, number>>;
 
+  // limit
+  /** The request's tokens counted against its limits, settled by its call record. */
+  limitHold: LimitHold | null;
+
   // budget
   admission: Admission;
+
+  // cache
+  /** Where a missed answer is kept (null: the cache does not apply). */
+  cacheSlot: CacheSlot | null;
+  cacheState: 'hit' | 'miss' | null;
 
   // upstream
   reservation: Reservation | null;

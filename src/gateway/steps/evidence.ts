@@ -11,7 +11,8 @@ import type { GatewayContext } from './context.js';
  *   agent (`agent:agt_…`) for an agent's key, else the key (`key:key_…`).
  * - Data: the error type, the step that refused, when, the key, the agent, the principal and team,
  *   the requested model and the task class when known, and the refusal's own facts (the hold; the
- *   data-loss counts by kind, never a value; the budget, its scope and use; the approver's id).
+ *   data-loss counts by kind, never a value; the budget, its scope and use; the approver's id; the
+ *   rate limit's scope, which limit, its value and what was used).
  * - Client text (the model's name) is made well-formed Unicode first, so the record can be hashed.
  */
 export const EVIDENCED: ReadonlySet<ErrorType> = new Set<ErrorType>([
@@ -19,6 +20,7 @@ export const EVIDENCED: ReadonlySet<ErrorType> = new Set<ErrorType>([
   'sensitive_data_blocked',
   'budget_exhausted',
   'approval_required',
+  'rate_limited',
 ]);
 
 const FACTS: Partial<Record<ErrorType, readonly string[]>> = {
@@ -26,6 +28,7 @@ const FACTS: Partial<Record<ErrorType, readonly string[]>> = {
   sensitive_data_blocked: ['findings'],
   budget_exhausted: ['budgetId', 'scope', 'amountMicros', 'usedMicros'],
   approval_required: ['budgetId', 'scope'],
+  rate_limited: ['scope', 'limit', 'limitValue', 'used'],
 };
 
 /** The ledger record of a refusal, or null when the error is not evidence. */

@@ -3,11 +3,13 @@ import { promptText } from '../screen.js';
 import { account } from './account.js';
 import { admit } from './admit.js';
 import { budget } from './budget.js';
+import { cache } from './cache.js';
 import { classify } from './classify.js';
 import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, Step, SyncStep } from './context.js';
 import { dataLoss } from './data-loss.js';
 import { dryRun } from './dry-run.js';
 import { killSwitch } from './kill-switch.js';
+import { limit } from './limit.js';
 import { plan } from './plan.js';
 import { route } from './route.js';
 import { upstream } from './upstream.js';
@@ -25,9 +27,12 @@ import { upstream } from './upstream.js';
  *                                                           enforcement taskClass
  *   route        steering profile enforcement taskClass     requested wouldRouteTo candidates
  *   data-loss    own                                        redacted; body (redacts in place)
+ *   limit        profile                                    limitHold
  *   budget       enforcement candidates                     admission; candidates (cheapest first)
  *   admit        enforcement admission wouldRouteTo         -
  *                redacted taskId
+ *   cache        profile candidates steering, and what a    cacheSlot cacheState
+ *                call record names (below)
  *   dry-run      steering candidates admission, and what    -
  *                a call record names (below)
  *   upstream     candidates admission enforcement requested reservation attempted outcome
@@ -45,7 +50,18 @@ import { upstream } from './upstream.js';
  * - A refusal by the kill switch, data loss or a budget (evidence.ts `EVIDENCED`) is a ledger
  *   record, queued off the hot path (refusals.ts); the error carries its id as `evidenceRecord`.
  */
-export const CHECKS: readonly SyncStep[] = [killSwitch, plan, classify, route, dataLoss, budget, admit, dryRun];
+export const CHECKS: readonly SyncStep[] = [
+  killSwitch,
+  plan,
+  classify,
+  route,
+  dataLoss,
+  limit,
+  budget,
+  admit,
+  cache,
+  dryRun,
+];
 
 export const STEPS: readonly Step[] = [...CHECKS, upstream, account];
 
@@ -84,6 +100,9 @@ export function createContext(req: GatewayRequest, env: GatewayEnv): GatewayCont
     wouldRouteTo: null,
     candidates: [],
     redacted: {},
+    limitHold: null,
+    cacheSlot: null,
+    cacheState: null,
     admission: { step: null, binding: null, applicable: [] },
     reservation: null,
     attempted: [],

@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto';
+import { pipeline, Transform, type Readable } from 'node:stream';
+import { canonicalJson } from '../lib/canonical-json.js';
+import { isoAt, type Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import type { CachedAnswerRecord, Store } from '../store/index.js';
+
+/**
+ * The response cache (API.md 9, issue 19 item 7).
+ * Rules:
+ * - Off unless the key's policy profile has `cache: { ttlSeconds }`. Skipped for a dry run and for
+ *   a request with `x-svc-cache: bypass` (any other value is 400 invalid_request).
+ * - An entry is found by exact match: the SHA-256 of the canonical JSON (RFC 8785) of the shape
+ *   (chat completions or messages), the model that would serve first, and the body as it would
+ *   be sent (after data-loss redaction; `stream` included, so a streamed request replays a
+ *   stream), under the workspace: `responseCache` [wid, hash]. Another workspace's entry is never
+ *   looked at.
+ * - Kept only for a call that answered in full: a JSON answer, or a stream that ended well (its
+ *   SSE bytes, replayed as they came). At most `maxEntryBytes` (1 MiB) each; a bigger answer is not
+ *   kept. Written after the answer, in a transaction of its own (a failure is logged, never the
+ *   caller's problem); the same write prunes up to 100 expired entries, oldest first, through
+ *   `responseCacheExpiry` [expires at ms, wid, hash].
+ * - An entry past its `expiresAtMs` (by the gateway's clock) is a miss.
+ * - A hit answers with what was kept, `x-svc-cache: hit`, nothing sent, nothing reserved, and is
+ *   recorded as a call of zero cost and zero tokens; a miss that is kept carries `x-svc-cache: miss`.
+ */
+export const MAX_CACHE_ENTRY_BYTES = 1 << 20;
+const PRUNE_PER_WRITE = 100;
+
+export interface CacheSlot {
+  wid: string;
+  hash: string;
+  ttlSeconds: number;
+}
+
+export function cacheKeyOf(input: { shape: string; model: string; body: Record<string, unknown> }): string | null {
+  let text: string;
+  try {
+    text = canonicalJson({ shape: input.shape, model: input.model, body: input.body });
+  } catch {
+    // Not hashable (e.g. a lone surrogate): such a request is simply not cached.
+    return null;
+  }
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export function createResponseCache(deps: { store: Store; clock: Clock; log: Logger; maxEntryBytes?: number }) {
+  const { store, clock, log } = deps;
+  const t = store.tables;
+  const maxBytes = deps.maxEntryBytes ?? MAX_CACHE_ENTRY_BYTES;
+  const pending = new Set<Promise<void>>();
+
+  const put = (slot: CacheSlot, entry: Omit<CachedAnswerRecord, 'expiresAtMs' | 'storedAt'>): void => {
+    const now = clock.now();
+    const record: CachedAnswerRecord = { ...entry, expiresAtMs: now + slot.ttlSeconds * 1000, storedAt: isoAt(now) };
+    const done = store
+      .write(() => {
+        const old = t.responseCache.get([slot.wid, slot.hash]);
+        if (old) t.responseCacheExpiry.remove([old.expiresAtMs, slot.wid, slot.hash]);
+        t.responseCache.put([slot.wid, slot.hash], record);
+        t.responseCacheExpiry.put([record.expiresAtMs, slot.wid, slot.hash], 1);
+        for (const { key } of t.responseCacheExpiry.scan([], { limit: PRUNE_PER_WRITE })) {
+          const [at, wid, hash] = key as [number, string, string];
+          if (at > now) break;
+          t.responseCacheExpiry.remove(key);
+          if (t.responseCache.get([wid, hash])?.expiresAtMs === at) t.responseCache.remove([wid, hash]);
+        }
+      })
+      .catch((err: unknown) => log.error({ err }, 'a model answer could not be cached; it will be asked again'))
+      .finally(() => pending.delete(done));
+    pending.add(done);
+  };
+
+  return {
+    /** The live entry for this slot, or undefined (none, or expired). */
+    lookup(slot: Pick<CacheSlot, 'wid' | 'hash'>): CachedAnswerRecord | undefined {
+      const entry = t.responseCache.get([slot.wid, slot.hash]);
+      return entry && entry.expiresAtMs > clock.now() ? entry : undefined;
+    },
+
+    /** Keeps a JSON answer. */
+    keepJson(
+      slot: CacheSlot,
+      entry: {
+        model: string;
+        provider: string;
+        json: Record<string, unknown>;
+        inputTokens: number;
+        outputTokens: number;
+      },
+    ): void {
+      if (Buffer.byteLength(JSON.stringify(entry.json)) > maxBytes) return;
+      put(slot, { ...entry, sse: null });
+    },
+
+    /**
+     * The stream the client reads: the same bytes, also collected; once the stream ended and
+     * `ended` says it ended well, they are kept. The client leaving ends the source too.
+     */
+    teeStream(
+      slot: CacheSlot,
+      source: Readable,
+      ended: Promise<{ ok: boolean; inputTokens: number; outputTokens: number }>,
+      served: { model: string; provider: string },
+    ): Readable {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const out = new Transform({
+        transform(chunk: Buffer | string, _enc, done) {
+          const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+          size += b.length;
+          if (size <= maxBytes) chunks.push(b);
+          else chunks.length = 0;
+          done(null, b);
+        },
+      });
+      pipeline(source, out, (err) => {
+        if (err || size > maxBytes) return;
+        void ended.then((e) => {
+          if (!e.ok) return;
+          put(slot, {
+            ...served,
+            json: null,
+            sse: Buffer.concat(chunks).toString('utf8'),
+            inputTokens: e.inputTokens,
+            outputTokens: e.outputTokens,
+          });
+        });
+      });
+      return out;
+    },
+
+    /** Resolves once the entries being written are written (or failed): for shutdown and tests. */
+    async flush(): Promise<void> {
+      await Promise.all([...pending]);
+    },
+  };
+}
+
+export type ResponseCache = ReturnType<typeof createResponseCache>;

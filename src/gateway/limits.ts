@@ -1,0 +1,275 @@
+import { AppError } from '../errors/app-error.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/log.js';
+import type { PolicyProfile, RateLimits, ScopeLimits } from '../settings/schema.js';
+import type { KeyRecord, RateWindowRecord, Store } from '../store/index.js';
+import { createWriteBehind } from './write-behind.js';
+
+/**
+ * Requests and tokens per minute on model traffic (API.md 9, issue 19 item 5).
+ * Rules:
+ * - A limit binds a scope: the key (its `limits`), its team and its principal (`gateway.limits`
+ *   in settings) and its policy profile (the profile's `limits`). Teams, principals and profiles
+ *   are counted per workspace: team "search" of one workspace never uses another's minute.
+ * - Windows are fixed UTC minutes, one counter per scope and minute: `rateWindows`
+ *   [wid, kind, id, minute start ms] -> { requests, tokens }.
+ * - A request is refused (429 rate_limited, retry-after until the minute ends) when a scope has
+ *   already used its requests, or its tokens, this minute. Otherwise it counts one request and its
+ *   estimated tokens (the prompt at four characters a token plus its max tokens) at once, so racing
+ *   requests see each other; when the call ends (its record is made) the estimate is replaced by
+ *   the tokens the vendor reported (none for a refusal, a failure or a cache hit). The request
+ *   that crosses the token limit is let through, so a minute overruns by at most one request's
+ *   tokens, like budgets.
+ * - A dry run is checked (it says what a real call would meet) but not counted.
+ * - Durability: counts are written behind, like call records: the deltas of `flushMs` (50 ms) are
+ *   added, in one transaction, to what the store holds (read and written inside the transaction),
+ *   and at shutdown. Reading a scope's use is the stored count plus what this process has not
+ *   written yet, so a limit holds across a restart and across `--workers` processes sharing the
+ *   store. The window of loss: a crash (kill -9, power loss) forgets the counts of at most the last
+ *   `flushMs`; another process's requests are seen once that process has written them (within its
+ *   `flushMs`). A count being written is counted once: each write bumps the window's `version`,
+ *   and a count in flight is added to the stored one only until the store shows the version its
+ *   write made (a commit is visible before the write's promise resolves).
+ * - No maintained limiter fits: rate-limiter-flexible and its peers keep their counters in Redis,
+ *   a SQL database or memory, and answer through a promise; the gateway's checks are synchronous
+ *   (steps/index.ts) and its state lives in the store (LMDB, or PostgreSQL). A fixed window is one
+ *   store read per scope.
+ */
+export type LimitScopeKind = 'key' | 'team' | 'principal' | 'profile';
+
+export interface LimitScope {
+  kind: LimitScopeKind;
+  id: string;
+  limits: RateLimits;
+}
+
+/** A counted request's tokens: replaced by what the call used (once; later calls do nothing). */
+export interface LimitHold {
+  settle(tokens: number): void;
+}
+
+export interface LimitCheck {
+  /** The x-ratelimit-* headers of the most constraining scopes (empty when no limit applies). */
+  headers: Record<string, string>;
+  hold: LimitHold | null;
+}
+
+const MINUTE = 60_000;
+
+/** Go-style durations, as OpenAI's x-ratelimit-reset-* headers give them: 340ms, 12s, 1m0s. */
+export function resetIn(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  const s = Math.ceil(ms / 1000);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${s % 60}s`;
+}
+
+export const scopeName = (s: Pick<LimitScope, 'kind' | 'id'>): string => `${s.kind}:${s.id}`;
+
+interface Batch {
+  deltas: Array<[string, RateWindowRecord]>;
+  nowMs: number;
+}
+
+export function createLimits(deps: {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  settings: { limits: readonly ScopeLimits[] };
+  flushMs?: number;
+  /** The store writes go through (tests stall or fail it); the store's own by default. */
+  write?: Store['write'];
+}) {
+  const t = deps.store.tables;
+  const byScope = new Map(deps.settings.limits.map((l) => [`${l.scope.kind}\u0000${l.scope.id}`, l]));
+  // Deltas this process has not written yet, and those being written, by slot.
+  let pending = new Map<string, RateWindowRecord>();
+  let writing = new Map<string, RateWindowRecord>();
+  // The version each slot's write in flight made, once its transaction ran.
+  let versions = new Map<string, number>();
+  const slotOf = (wid: string, s: LimitScope, minute: number) => `${wid}\u0000${s.kind}\u0000${s.id}\u0000${minute}`;
+  const keyOf = (slot: string) => {
+    const [wid, kind, id, minute] = slot.split('\u0000') as [string, string, string, string];
+    return [wid, kind, id, Number(minute)];
+  };
+  const used = (slot: string): RateWindowRecord => {
+    const stored = t.rateWindows.get(keyOf(slot));
+    const v = versions.get(slot);
+    // Once the store shows the version of this process's write in flight, that count is in it.
+    const a = v !== undefined && (stored?.version ?? 0) >= v ? undefined : writing.get(slot);
+    const b = pending.get(slot);
+    return {
+      requests: (stored?.requests ?? 0) + (a?.requests ?? 0) + (b?.requests ?? 0),
+      tokens: (stored?.tokens ?? 0) + (a?.tokens ?? 0) + (b?.tokens ?? 0),
+      version: 0,
+    };
+  };
+  const add = (slot: string, requests: number, tokens: number) => {
+    const d = pending.get(slot) ?? { requests: 0, tokens: 0, version: 0 };
+    d.requests += requests;
+    d.tokens += tokens;
+    pending.set(slot, d);
+    behind.queued(pending.size);
+  };
+
+  const behind = createWriteBehind<Batch>({
+    store: { write: deps.write ?? ((fn) => deps.store.write(fn)) },
+    log: deps.log,
+    what: 'model rate limit counts',
+    flushMs: deps.flushMs ?? 50,
+    batch: 512,
+    take() {
+      if (pending.size === 0) return null;
+      writing = pending;
+      pending = new Map();
+      return { deltas: [...writing], nowMs: deps.clock.now() };
+    },
+    write({ deltas, nowMs }) {
+      const scopes = new Set<string>();
+      for (const [slot, d] of deltas) {
+        const key = keyOf(slot);
+        const cur = t.rateWindows.get(key);
+        const version = (cur?.version ?? 0) + 1;
+        t.rateWindows.put(key, {
+          requests: Math.max(0, (cur?.requests ?? 0) + d.requests),
+          tokens: Math.max(0, (cur?.tokens ?? 0) + d.tokens),
+          version,
+        });
+        versions.set(slot, version);
+        scopes.add(JSON.stringify(key.slice(0, 3)));
+      }
+      // A scope's past minutes are of no use: removed as it is written, so the table stays small.
+      const before = Math.floor(nowMs / MINUTE) * MINUTE - MINUTE;
+      for (const s of scopes) {
+        for (const { key } of t.rateWindows.scan(JSON.parse(s) as string[])) {
+          if (Number(key[3]) < before) t.rateWindows.remove(key);
+        }
+      }
+    },
+    written() {
+      writing = new Map();
+      versions = new Map();
+    },
+    failed({ deltas }) {
+      writing = new Map();
+      versions = new Map();
+      for (const [slot, d] of deltas) {
+        const p = pending.get(slot) ?? { requests: 0, tokens: 0, version: 0 };
+        pending.set(slot, { requests: p.requests + d.requests, tokens: p.tokens + d.tokens, version: 0 });
+      }
+    },
+  });
+
+  return {
+    /** The scopes whose limits bind this key's traffic. */
+    scopesOf(key: KeyRecord, profile: PolicyProfile | null): LimitScope[] {
+      const out: LimitScope[] = [];
+      const push = (kind: LimitScopeKind, id: string | null | undefined, limits: RateLimits | null | undefined) => {
+        if (id && limits && (limits.requestsPerMinute !== undefined || limits.tokensPerMinute !== undefined))
+          out.push({ kind, id, limits });
+      };
+      push('key', key.id, key.limits);
+      if (key.team) push('team', key.team, byScope.get(`team\u0000${key.team}`));
+      if (key.principal) push('principal', key.principal, byScope.get(`principal\u0000${key.principal}`));
+      push('profile', profile?.id, profile?.limits);
+      return out;
+    },
+
+    /**
+     * Refuses (429 rate_limited) when a scope has used its minute; else counts the request and its
+     * estimated tokens (unless `count` is false: a dry run) and gives the headers and the hold.
+     */
+    check(input: {
+      wid: string;
+      scopes: readonly LimitScope[];
+      nowMs: number;
+      tokens: number;
+      count: boolean;
+    }): LimitCheck {
+      const { wid, scopes, nowMs, tokens } = input;
+      if (scopes.length === 0) return { headers: {}, hold: null };
+      const minute = Math.floor(nowMs / MINUTE) * MINUTE;
+      const resetMs = minute + MINUTE - nowMs;
+      const seen = scopes.map((s) => ({ s, slot: slotOf(wid, s, minute), use: used(slotOf(wid, s, minute)) }));
+      for (const { s, use } of seen) {
+        const rpm = s.limits.requestsPerMinute;
+        const tpm = s.limits.tokensPerMinute;
+        const which =
+          rpm !== undefined && use.requests >= rpm
+            ? 'requests'
+            : tpm !== undefined && use.tokens >= tpm
+              ? 'tokens'
+              : null;
+        if (!which) continue;
+        const limit = which === 'requests' ? rpm! : tpm!;
+        throw new AppError('rate_limited', {
+          message: `The ${which} per minute of ${scopeName(s)} (${limit}) are used until ${new Date(minute + MINUTE).toISOString()}; nothing was sent.`,
+          fix: `Wait the seconds in retry-after, then retry; or ask an admin to raise the limits of ${scopeName(s)}.`,
+          headers: {
+            'retry-after': String(Math.max(1, Math.ceil(resetMs / 1000))),
+            'x-svc-ratelimit-scope': scopeName(s),
+            ...headersOf(seen, 0, 0, resetMs),
+          },
+          details: {
+            scope: { kind: s.kind, id: s.id },
+            limit: which === 'requests' ? 'requestsPerMinute' : 'tokensPerMinute',
+            limitValue: limit,
+            used: which === 'requests' ? use.requests : use.tokens,
+          },
+        });
+      }
+      if (!input.count) return { headers: headersOf(seen, 0, 0, resetMs), hold: null };
+      for (const { slot } of seen) add(slot, 1, tokens);
+      let open = true;
+      return {
+        headers: headersOf(seen, 1, tokens, resetMs),
+        hold: {
+          settle(actual) {
+            if (!open) return;
+            open = false;
+            if (actual !== tokens) for (const { slot } of seen) add(slot, 0, actual - tokens);
+          },
+        },
+      };
+    },
+
+    /** Resolves once every count made before the call is written (or its write failed). */
+    flush: () => behind.flush(),
+  };
+}
+
+/** OpenAI's headers, from the scope with the fewest requests (and tokens) left after this request. */
+function headersOf(
+  seen: ReadonlyArray<{ s: LimitScope; use: RateWindowRecord }>,
+  requests: number,
+  tokens: number,
+  resetMs: number,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  let r: { limit: number; left: number } | null = null;
+  let k: { limit: number; left: number } | null = null;
+  for (const { s, use } of seen) {
+    const rpm = s.limits.requestsPerMinute;
+    const tpm = s.limits.tokensPerMinute;
+    if (rpm !== undefined) {
+      const left = Math.max(0, rpm - use.requests - requests);
+      if (!r || left < r.left) r = { limit: rpm, left };
+    }
+    if (tpm !== undefined) {
+      const left = Math.max(0, tpm - use.tokens - tokens);
+      if (!k || left < k.left) k = { limit: tpm, left };
+    }
+  }
+  if (r) {
+    out['x-ratelimit-limit-requests'] = String(r.limit);
+    out['x-ratelimit-remaining-requests'] = String(r.left);
+    out['x-ratelimit-reset-requests'] = resetIn(resetMs);
+  }
+  if (k) {
+    out['x-ratelimit-limit-tokens'] = String(k.limit);
+    out['x-ratelimit-remaining-tokens'] = String(k.left);
+    out['x-ratelimit-reset-tokens'] = resetIn(resetMs);
+  }
+  return out;
+}
+
+export type Limits = ReturnType<typeof createLimits>;
