@@ -40,7 +40,7 @@ export const cache: SyncStep = {
     headers['x-svc-overhead-micros'] = String(overheadMicros(ctx));
     recordCall(ctx, env, { model: entry.model, provider: entry.provider, attemptedModels: [] });
     return entry.sse !== null
-      ? { status: 200, headers, stream: Readable.from([Buffer.from(entry.sse, 'utf8')]) }
+      ? { status: 200, headers, stream: Readable.from([Buffer.from(entry.sse, 'utf8')], { objectMode: false }) }
       : { status: 200, headers, json: entry.json ?? {} };
   },
 };
