@@ -124,7 +124,7 @@ const catalogue = {
     status: 429,
     section: '7.2',
     message: 'Too many requests.',
-    fix: 'Wait the number of seconds in the retry-after header, then retry.',
+    fix: 'Wait the number of seconds in the retry-after header, then retry. On the model gateway, x-svc-ratelimit-scope names the key, team, principal or policy profile whose per-minute limit was reached; an admin can raise it.',
   },
   overloaded: {
     status: 503,

@@ -278,7 +278,7 @@ test('property: gateway.limits in settings takes a team or principal scope and t
           ...(tpm === undefined ? {} : { tokensPerMinute: tpm }),
         };
         const ok = (sc.kind === 'team' || sc.kind === 'principal') && sc.id.length > 0;
-        let loaded: ReturnType<typeof loadSettings> | null = null;
+        let loaded: ReturnType<typeof loadSettings>;
         try {
           loaded = loadSettings({ env: {}, overrides: { 'gateway.limits': [entry] } });
         } catch {
