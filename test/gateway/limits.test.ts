@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import OpenAI from 'openai';
 import { rateLimitsSchema } from '../../src/settings/schema.js';
 import { loadSettings } from '../../src/settings/load.js';
-import { resetIn } from '../../src/gateway/limits.js';
+import { AppError } from '../../src/errors/app-error.js';
+import { createLimits, resetIn } from '../../src/gateway/limits.js';
 import { expectStatus, ownerConsole, type LedgerRecord } from '../helpers/console.js';
 import { manualClock } from '../helpers/clock.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
@@ -11,6 +12,7 @@ import { serveInProcess } from '../helpers/in-process.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { removeDir, stopAndClean, tempDir } from '../helpers/process.js';
 import { until } from '../helpers/receiver.js';
+import { withStore } from '../helpers/store.js';
 import { gatewayConfig, PROFILES, startGateway, user, VENDOR_ENV, type Gateway } from './support.js';
 
 /**
@@ -291,4 +293,32 @@ test('property: gateway.limits in settings takes a team or principal scope and t
       { numRuns: 100 },
     ),
   );
+});
+
+test('processes sharing one store add their counts to it, never overwrite each other', async (t) => {
+  const dir = await tempDir();
+  try {
+    await withStore(dir, async (app) => {
+      const at = manualClock(clock.now());
+      const make = () => createLimits({ store: app.store, clock: at, log: app.log, settings: { limits: [] } });
+      const scopes = [{ kind: 'key' as const, id: 'key_shared', limits: { requestsPerMinute: 3 } }];
+      const ask = (l: ReturnType<typeof make>) =>
+        l.check({ wid: 'wsp_x', scopes, nowMs: at.now(), tokens: 10, count: true });
+      const [one, two] = [make(), make()];
+      ask(one);
+      ask(two);
+      await Promise.all([one.flush(), two.flush()]);
+      const minute = Math.floor(at.now() / 60_000) * 60_000;
+      t.like(app.store.tables.rateWindows.get(['wsp_x', 'key', 'key_shared', minute]), { requests: 2, tokens: 20 });
+      // A third process (or a restart) starts from what the store holds.
+      const three = make();
+      t.is(ask(three).headers['x-ratelimit-remaining-requests'], '0');
+      const err = t.throws(() => ask(three));
+      t.is((err as AppError).type, 'rate_limited');
+      await three.flush();
+      t.is(app.store.tables.rateWindows.get(['wsp_x', 'key', 'key_shared', minute])?.requests, 3);
+    });
+  } finally {
+    await removeDir(dir);
+  }
 });
