@@ -74,12 +74,17 @@ const chat = (
   });
 
 /** Waits until the cache holds the answer to `text` (entries are written just after the answer). */
-async function cached(t: import('ava').ExecutionContext, text: string | null): Promise<void> {
+async function cached(t: import('ava').ExecutionContext, text: string, streamed = false): Promise<void> {
+  // A streamed answer's words are in separate events: its last word is looked for.
   const holds = () =>
     gw.server.app.store.tables.responseCache
       .scan([])
-      .some((e) => (text === null ? e.value.sse !== null : JSON.stringify(e.value.json).includes(`echo: ${text}`)));
-  t.true(await poll(holds, Boolean), `the answer to "${text ?? 'a stream'}" is cached`);
+      .some((e) =>
+        streamed
+          ? (e.value.sse ?? '').includes(` ${text.split(' ').at(-1)!}`)
+          : JSON.stringify(e.value.json).includes(`echo: ${text}`),
+      );
+  t.true(await poll(holds, Boolean), `the answer to "${text}" is cached`);
 }
 
 async function recordOf(wid: string, callId: string): Promise<CallRecord> {
@@ -199,7 +204,7 @@ test.serial('a streamed hit is replayed as the same server-sent events', async (
   const first = await ask();
   t.is(first.response.headers.get('x-svc-cache'), 'miss');
   t.is(await read(first), 'echo: stream this please');
-  await cached(t, null);
+  await cached(t, 'stream this please', true);
   const before = vendor.count();
   const hit = await ask();
   t.is(hit.response.headers.get('x-svc-cache'), 'hit');
@@ -209,6 +214,29 @@ test.serial('a streamed hit is replayed as the same server-sent events', async (
   // A JSON request with the same messages is another request: it does not get the stream.
   const json = await chat(key, 'stream this please');
   t.is(json.headers['x-svc-cache'], 'miss');
+});
+
+test.serial('the Anthropic shape is cached apart, and its stream replays through the SDK', async (t) => {
+  const { key } = await mint();
+  const ask = async () => {
+    const stream = gw.anthropic(key).messages.stream({
+      model: 'claude-eu',
+      max_tokens: 50,
+      messages: user('claude stream anthropically'),
+    });
+    let text = '';
+    stream.on('text', (piece) => {
+      text += piece;
+    });
+    await stream.finalMessage();
+    const { response } = await stream.withResponse();
+    return { text, cache: response.headers.get('x-svc-cache') };
+  };
+  t.deepEqual(await ask(), { text: 'echo: claude stream anthropically', cache: 'miss' });
+  await cached(t, 'claude stream anthropically', true);
+  const before = vendor.count();
+  t.deepEqual(await ask(), { text: 'echo: claude stream anthropically', cache: 'hit' });
+  t.is(vendor.count(), before);
 });
 
 test.serial('an entry expires after its TTL by the gateway clock', async (t) => {
