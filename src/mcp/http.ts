@@ -12,6 +12,7 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
+import { createModernHandler, isModernRequest } from './modern.js';
 import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
 import { GATE_TOOL_NAMES } from './tools.js';
@@ -50,7 +51,9 @@ export const mcpRoutes: Plugin<{
   register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
+    const modern = createModernHandler({ gate, proxy, version, baseUrl });
     server.ext('onPostStop', async () => {
+      await modern.handler.close();
       await sessions.closeAll();
       await proxy.close();
     });
@@ -152,6 +155,11 @@ export const mcpRoutes: Plugin<{
       const principal: Principal = { workspaceId: c.workspaceId, agentId: c.agent.id, credentialId: c.key.id };
       const { req, res } = request.raw;
       const payload = request.payload ?? undefined;
+      // A request of the 2026-07-28 revision (its _meta envelope) is served statelessly by the SDK's handler.
+      if (request.method === 'post' && isModernRequest(request.method, req.headers, payload)) {
+        await modern.serve(req, res, principal, payload);
+        return h.abandon;
+      }
       const sid = request.headers['mcp-session-id'];
       if (typeof sid === 'string' && sid !== '') {
         const found = sessions.find(sid, principal) as (Session & { handle: Handle }) | undefined;

@@ -1,0 +1,266 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import {
+  classifyInboundRequest,
+  createMcpHandler,
+  ProtocolError,
+  Server,
+  type AuthInfo,
+  type McpHttpHandler,
+  type Prompt,
+} from '@modelcontextprotocol/server';
+import { AppError } from '../errors/app-error.js';
+import type { Gate } from '../gate/service.js';
+import type { McpProxy } from './proxy.js';
+import { MCP_ERROR_CODE } from './server.js';
+import type { Principal } from './sessions.js';
+import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
+
+/**
+ * The 2026-07-28 protocol at /mcp (the "modern" era): no `initialize`, a `server/discover`
+ * advertisement, the protocol version, client info and capabilities in every request's `_meta`
+ * envelope, and nothing kept between requests. Served by the official SDK's per-request handler
+ * (`createMcpHandler` of `@modelcontextprotocol/server`), which answers the envelope's errors as
+ * the revision names them (-32601 unknown method, -32602 bad params, -32020 a missing or
+ * malformed envelope, -32021 a capability the client did not declare, -32022 an unsupported
+ * version), each with the request's own `id`.
+ * Rules:
+ * - A request is modern when it claims the envelope (`MCP-Protocol-Version` 2026-07-28 or later,
+ *   `_meta["io.modelcontextprotocol/protocolVersion"]`); everything else (an `initialize`, a
+ *   request of a 2025 session, a 2025 stateless request) stays on the 2025 path of http.ts,
+ *   which keeps its sessions. The SDK's own classifier decides, so the two never disagree.
+ * - Every request is served by a fresh server built for the authenticated caller: the gate's
+ *   tools, and the workspace's upstream tools, resources, prompts and completions through the
+ *   proxy's shared clients, every proxied tool call gated as on the 2025 path.
+ * - Refusals are JSON-RPC errors of the catalogue's shape (`type`, `fix`, `docs` in `data`);
+ *   an upstream's own errors pass through with their code.
+ */
+/** Whether this request belongs to the 2026-07-28 era (judged by the SDK's own classifier). */
+export function isModernRequest(method: string, headers: IncomingMessage['headers'], body: unknown): boolean {
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  return (
+    classifyInboundRequest({
+      httpMethod: method.toUpperCase(),
+      protocolVersionHeader: one(headers['mcp-protocol-version']),
+      mcpMethodHeader: one(headers['mcp-method']),
+      body,
+    }).kind !== 'legacy'
+  );
+}
+
+/** An error of the v1 SDK, or anything else carrying a JSON-RPC code, as the v2 SDK's error. */
+function asProtocolError(err: unknown, baseUrl: () => string): unknown {
+  if (err instanceof ProtocolError) return err;
+  if (err instanceof AppError && err.status < 500)
+    return new ProtocolError(MCP_ERROR_CODE, err.message, {
+      type: err.type,
+      fix: err.fix,
+      docs: `${baseUrl()}/docs/errors#${err.type}`,
+      ...err.details,
+    });
+  if (err instanceof Error && typeof (err as { code?: unknown }).code === 'number') {
+    const { code, data } = err as Error & { code: number; data?: unknown };
+    // The v1 error's message carries its "MCP error N: " prefix; the wire message is the rest.
+    return new ProtocolError(code, err.message.replace(/^MCP error -?\d+: /, ''), data);
+  }
+  return err;
+}
+
+export function buildModernServer(deps: {
+  gate: Gate;
+  proxy: McpProxy;
+  who: Principal;
+  version: string;
+  baseUrl: () => string;
+}): Server {
+  const { gate, proxy, who } = deps;
+  const mcp = new Server(
+    { name: 'svc', version: deps.version },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        completions: {},
+        resources: { listChanged: true },
+        prompts: { listChanged: true },
+      },
+    },
+  );
+  const guarded =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        throw asProtocolError(err, deps.baseUrl);
+      }
+    };
+  const link = proxy.pooled;
+  const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
+
+  mcp.setRequestHandler(
+    'tools/list',
+    guarded(async () => ({
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
+    })),
+  );
+
+  mcp.setRequestHandler(
+    'tools/call',
+    guarded(async (req, ctx) => {
+      const { name } = req.params;
+      if (GATE_TOOL_NAMES.has(name)) return callGateTool(gate, who, name, req.params.arguments) as never;
+      const target = await proxy.resolve(who.workspaceId, name, link);
+      if (!target)
+        throw new AppError('not_found', { message: `No tool ${name} here.`, fix: 'Call a tool that tools/list names.' });
+      const token = req.params._meta?.progressToken;
+      return (await proxy.call(who, target, req.params.arguments, {
+        signal: ctx.mcpReq.signal,
+        ...(token !== undefined
+          ? {
+              progress: (p) => {
+                void ctx.mcpReq
+                  .notify({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+                  .catch(() => {});
+              },
+            }
+          : {}),
+      })) as never;
+    }),
+  );
+
+  mcp.setRequestHandler(
+    'resources/list',
+    guarded(async () => ({
+      resources: (await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
+        const r = await c.listResources(cursor ? { cursor } : undefined);
+        return { items: r.resources, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
+      })) as never,
+    })),
+  );
+  mcp.setRequestHandler(
+    'resources/templates/list',
+    guarded(async () => ({
+      resourceTemplates: (await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
+        const r = await c.listResourceTemplates(cursor ? { cursor } : undefined);
+        return { items: r.resourceTemplates, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
+      })) as never,
+    })),
+  );
+  mcp.setRequestHandler(
+    'resources/read',
+    guarded(
+      async (req, ctx) =>
+        (await proxy.first(who, 'resources', link, (c) =>
+          c.readResource({ uri: req.params.uri }, { signal: ctx.mcpReq.signal }),
+        )) as never,
+    ),
+  );
+
+  mcp.setRequestHandler(
+    'prompts/list',
+    guarded(async () => ({
+      prompts: (await proxy.all<Prompt>(who, 'prompts', link, async (c, server, cursor) => {
+        const r = await c.listPrompts(cursor ? { cursor } : undefined);
+        return {
+          items: r.prompts.map((p) => ({ ...p, name: proxy.exposed(server, p.name) }) as Prompt),
+          ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}),
+        };
+      })) as never,
+    })),
+  );
+  /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
+  const onPrompt = <T>(name: string, ask: (c: Awaited<ReturnType<typeof link>>, prompt: string) => Promise<T>) => {
+    const target = proxy.promptTarget(who.workspaceId, name);
+    return proxy.first(who, 'prompts', link, async (c, server) => {
+      if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
+      return server.unprefixed ? ask(c, name) : undefined;
+    }).catch((err: unknown) => {
+      // No upstream had it: Invalid Params, as the revision names an unknown prompt.
+      if (err instanceof Error && (err as { code?: unknown }).code === -32601)
+        throw new ProtocolError(-32602, `No prompt ${name} here.`);
+      throw err;
+    });
+  };
+  mcp.setRequestHandler(
+    'prompts/get',
+    guarded(
+      async (req, ctx) =>
+        (await onPrompt(req.params.name, (c, prompt) =>
+          c.getPrompt(
+            { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) },
+            { signal: ctx.mcpReq.signal },
+          ),
+        )) as never,
+    ),
+  );
+
+  mcp.setRequestHandler(
+    'completion/complete',
+    guarded(async (req) => {
+      const { ref, argument, context } = req.params;
+      const params = { argument, ...(context ? { context } : {}) };
+      if (ref.type === 'ref/prompt')
+        return (await onPrompt(ref.name, (c, prompt) => c.complete({ ...params, ref: { ...ref, name: prompt } }))) as never;
+      return (await proxy.first(who, 'completions', link, (c) => c.complete({ ...params, ref }))) as never;
+    }),
+  );
+  return mcp;
+}
+
+/**
+ * The SDK's per-request handler for the modern era, for callers http.ts has authenticated: the
+ * principal rides in `authInfo`, and the server the factory builds is that caller's.
+ */
+export function createModernHandler(deps: {
+  gate: Gate;
+  proxy: McpProxy;
+  version: string;
+  baseUrl: () => string;
+}): {
+  handler: McpHttpHandler;
+  serve(req: IncomingMessage, res: ServerResponse, principal: Principal, body: unknown): Promise<void>;
+} {
+  const handler = createMcpHandler(
+    ({ authInfo }) => {
+      const who = (authInfo?.extra as { principal?: Principal } | undefined)?.principal;
+      if (!who) throw new Error('no principal for the MCP request');
+      return buildModernServer({ ...deps, who });
+    },
+    { legacy: 'reject' },
+  );
+  return {
+    handler,
+    async serve(req, res, principal, body) {
+      const abort = new AbortController();
+      res.once('close', () => abort.abort());
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
+        headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+      }
+      const method = (req.method ?? 'POST').toUpperCase();
+      const request = new Request(`${deps.baseUrl()}/mcp`, {
+        method,
+        headers,
+        signal: abort.signal,
+        ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
+      });
+      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
+      const response = await handler.fetch(request, { authInfo, parsedBody: body });
+      const out: Record<string, string> = {};
+      response.headers.forEach((value, name) => {
+        out[name] = value;
+      });
+      res.writeHead(response.status, out);
+      if (!response.body) {
+        res.end();
+        return;
+      }
+      const stream = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
+      stream.on('error', () => res.destroy());
+      res.once('close', () => stream.destroy());
+      stream.pipe(res);
+    },
+  };
+}
