@@ -3,6 +3,8 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import {
   classifyInboundRequest,
+  CLIENT_CAPABILITIES_META_KEY,
+  MissingRequiredClientCapabilityError,
   createMcpHandler,
   ProtocolError,
   Server,
@@ -51,7 +53,6 @@ export function isModernRequest(method: string, headers: IncomingMessage['header
 
 /** An error of the v1 SDK, or anything else carrying a JSON-RPC code, as the v2 SDK's error. */
 function asProtocolError(err: unknown, baseUrl: () => string): unknown {
-  if (err instanceof ProtocolError) return err;
   if (err instanceof AppError && err.status < 500)
     return new ProtocolError(MCP_ERROR_CODE, err.message, {
       type: err.type,
@@ -61,10 +62,25 @@ function asProtocolError(err: unknown, baseUrl: () => string): unknown {
     });
   if (err instanceof Error && typeof (err as { code?: unknown }).code === 'number') {
     const { code, data } = err as Error & { code: number; data?: unknown };
+    // An upstream that needs a capability the caller did not declare (the proxy declares the
+    // caller's own upstream): the caller is told so, as HTTP 400, in its own terms.
+    if (code === -32021)
+      return new MissingRequiredClientCapabilityError(
+        data as ConstructorParameters<typeof MissingRequiredClientCapabilityError>[0],
+        err.message.replace(/^MCP error -?\d+: /, ''),
+      );
     // The v1 error's message carries its "MCP error N: " prefix; the wire message is the rest.
     return new ProtocolError(code, err.message.replace(/^MCP error -?\d+: /, ''), data);
   }
   return err;
+}
+
+/** What the caller declared it can answer, as its upstream is told (the parts an upstream may ask for). */
+function mirrored(caps: Record<string, unknown>): Record<string, object> {
+  const out: Record<string, object> = {};
+  for (const name of ['sampling', 'elicitation', 'roots'])
+    if (caps[name] !== undefined && caps[name] !== null) out[name] = caps[name] as object;
+  return out;
 }
 
 export function buildModernServer(deps: {
@@ -95,7 +111,7 @@ export function buildModernServer(deps: {
         throw asProtocolError(err, deps.baseUrl);
       }
     };
-  const link = proxy.pooled;
+  const link = proxy.pooledModern;
   const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
 
   mcp.setRequestHandler(
@@ -114,7 +130,18 @@ export function buildModernServer(deps: {
       if (!target)
         throw new AppError('not_found', { message: `No tool ${name} here.`, fix: 'Call a tool that tools/list names.' });
       const token = req.params._meta?.progressToken;
+      // The upstream is told the caller's capabilities, so that what it asks for (input_required)
+      // is what the caller can answer; the caller's answers and state go back to it unchanged.
+      const envelope = { ...req.params._meta, ...ctx.mcpReq.envelope } as Record<string, unknown>;
+      const declared = (envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>;
+      const state = ctx.mcpReq.requestState<unknown>();
       return (await proxy.call(who, target, req.params.arguments, {
+        era: 'modern',
+        own: { capabilities: mirrored(declared) },
+        input: {
+          ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+          ...(typeof state === 'string' ? { requestState: state } : {}),
+        },
         signal: ctx.mcpReq.signal,
         ...(token !== undefined
           ? {

@@ -1,4 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client } from '@modelcontextprotocol/client';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -50,9 +50,9 @@ export interface McpCaller {
 }
 
 /** What the caller declared it can do, as the upstream is told it (the parts an upstream may use). */
-function mirrored(caps: ClientCapabilities | undefined): ClientCapabilities {
+function mirrored(caps: ClientCapabilities | undefined): NonNullable<UpstreamHooks['capabilities']> {
   const { sampling, elicitation, roots } = caps ?? {};
-  return { ...(sampling ? { sampling } : {}), ...(elicitation ? { elicitation } : {}), ...(roots ? { roots } : {}) };
+  return { ...(sampling ? { sampling } : {}), ...(elicitation ? { elicitation } : {}), ...(roots ? { roots } : {}) } as never;
 }
 
 export function buildMcpServer(deps: {
