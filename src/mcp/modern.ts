@@ -112,6 +112,41 @@ export function buildModernServer(deps: {
       }
     };
   const link = proxy.pooledModern;
+  /** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
+  const callerOf = (
+    meta: Record<string, unknown> | undefined,
+    ctx: { mcpReq: { envelope?: unknown; inputResponses?: Record<string, unknown>; requestState: <T>() => T | undefined } },
+  ) => {
+    const envelope = { ...meta, ...(ctx.mcpReq.envelope as object | undefined) } as Record<string, unknown>;
+    const state = ctx.mcpReq.requestState<unknown>();
+    return {
+      capabilities: mirrored((envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>),
+      input: {
+        ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+        ...(typeof state === 'string' ? { requestState: state } : {}),
+      },
+    };
+  };
+  /**
+   * A request that may be answered with input_required (prompts/get, resources/read) reaches the
+   * upstreams on connections of its own, declaring the caller's capabilities; they close with it.
+   */
+  const withCallerLinks = async <T>(
+    capabilities: Record<string, object>,
+    use: (own: typeof link) => Promise<T>,
+  ): Promise<T> => {
+    const opened = new Map<string, ReturnType<typeof link>>();
+    const own: typeof link = (server) => {
+      let c = opened.get(server.name);
+      if (!c) opened.set(server.name, (c = proxy.open(server, { capabilities }, 'modern')));
+      return c;
+    };
+    try {
+      return await use(own);
+    } finally {
+      await Promise.all([...opened.values()].map((c) => c.then((x) => x.close()).catch(() => {})));
+    }
+  };
   const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
 
   mcp.setRequestHandler(
@@ -132,16 +167,11 @@ export function buildModernServer(deps: {
       const token = req.params._meta?.progressToken;
       // The upstream is told the caller's capabilities, so that what it asks for (input_required)
       // is what the caller can answer; the caller's answers and state go back to it unchanged.
-      const envelope = { ...req.params._meta, ...ctx.mcpReq.envelope } as Record<string, unknown>;
-      const declared = (envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>;
-      const state = ctx.mcpReq.requestState<unknown>();
+      const caller = callerOf(req.params._meta, ctx);
       return (await proxy.call(who, target, req.params.arguments, {
         era: 'modern',
-        own: { capabilities: mirrored(declared) },
-        input: {
-          ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
-          ...(typeof state === 'string' ? { requestState: state } : {}),
-        },
+        own: { capabilities: caller.capabilities },
+        input: caller.input,
         signal: ctx.mcpReq.signal,
         ...(token !== undefined
           ? {
@@ -176,12 +206,17 @@ export function buildModernServer(deps: {
   );
   mcp.setRequestHandler(
     'resources/read',
-    guarded(
-      async (req, ctx) =>
-        (await proxy.first(who, 'resources', link, (c) =>
-          c.readResource({ uri: req.params.uri }, { signal: ctx.mcpReq.signal }),
-        )) as never,
-    ),
+    guarded(async (req, ctx) => {
+      const caller = callerOf(req.params._meta, ctx);
+      return (await withCallerLinks(caller.capabilities, (own) =>
+        proxy.first(who, 'resources', own, (c) =>
+          c.readResource({ uri: req.params.uri, ...caller.input } as never, {
+            signal: ctx.mcpReq.signal,
+            allowInputRequired: true,
+          }),
+        ),
+      )) as never;
+    }),
   );
 
   mcp.setRequestHandler(
@@ -197,9 +232,13 @@ export function buildModernServer(deps: {
     })),
   );
   /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
-  const onPrompt = <T>(name: string, ask: (c: Awaited<ReturnType<typeof link>>, prompt: string) => Promise<T>) => {
+  const onPrompt = <T>(
+    name: string,
+    ask: (c: Awaited<ReturnType<typeof link>>, prompt: string) => Promise<T>,
+    through: typeof link = link,
+  ) => {
     const target = proxy.promptTarget(who.workspaceId, name);
-    return proxy.first(who, 'prompts', link, async (c, server) => {
+    return proxy.first(who, 'prompts', through, async (c, server) => {
       if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
       return server.unprefixed ? ask(c, name) : undefined;
     }).catch((err: unknown) => {
@@ -211,15 +250,20 @@ export function buildModernServer(deps: {
   };
   mcp.setRequestHandler(
     'prompts/get',
-    guarded(
-      async (req, ctx) =>
-        (await onPrompt(req.params.name, (c, prompt) =>
-          c.getPrompt(
-            { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}) },
-            { signal: ctx.mcpReq.signal },
-          ),
-        )) as never,
-    ),
+    guarded(async (req, ctx) => {
+      const caller = callerOf(req.params._meta, ctx);
+      return (await withCallerLinks(caller.capabilities, (own) =>
+        onPrompt(
+          req.params.name,
+          (c, prompt) =>
+            c.getPrompt(
+              { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}), ...caller.input },
+              { signal: ctx.mcpReq.signal, allowInputRequired: true },
+            ),
+          own,
+        ),
+      )) as never;
+    }),
   );
 
   mcp.setRequestHandler(
@@ -259,35 +303,51 @@ export function createModernHandler(deps: {
   return {
     handler,
     async serve(req, res, principal, body) {
-      const abort = new AbortController();
-      res.once('close', () => abort.abort());
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
-        headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-      }
-      const method = (req.method ?? 'POST').toUpperCase();
-      const request = new Request(`${deps.baseUrl()}/mcp`, {
-        method,
-        headers,
-        signal: abort.signal,
-        ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
-      });
       const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
-      const response = await handler.fetch(request, { authInfo, parsedBody: body });
-      const out: Record<string, string> = {};
-      response.headers.forEach((value, name) => {
-        out[name] = value;
-      });
-      res.writeHead(response.status, out);
-      if (!response.body) {
-        res.end();
-        return;
-      }
-      const stream = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
-      stream.on('error', () => res.destroy());
-      res.once('close', () => stream.destroy());
-      stream.pipe(res);
+      await answerWith((r) => handler.fetch(r, { authInfo, parsedBody: body }), req, res, `${deps.baseUrl()}/mcp`, body);
     },
   };
+}
+
+/**
+ * Serves a Node request with a web-standard handler (the SDK's): the already parsed body is
+ * sent on as JSON, the answer (a JSON body or an event stream) is piped back, and the handler's
+ * request is aborted when the client goes away.
+ */
+export async function answerWith(
+  fetchLike: (request: Request) => Promise<Response>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: string,
+  body: unknown,
+): Promise<void> {
+  const abort = new AbortController();
+  res.once('close', () => abort.abort());
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const method = (req.method ?? 'POST').toUpperCase();
+  const response = await fetchLike(
+    new Request(url, {
+      method,
+      headers,
+      signal: abort.signal,
+      ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
+    }),
+  );
+  const out: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    out[name] = value;
+  });
+  res.writeHead(response.status, out);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const stream = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
+  stream.on('error', () => res.destroy());
+  res.once('close', () => stream.destroy());
+  stream.pipe(res);
 }
