@@ -53,7 +53,7 @@ export const mcpRoutes: Plugin<{
     const sessions = createSessions({ stillValid });
     const modern = createModernHandler({ gate, proxy, version, baseUrl });
     server.ext('onPostStop', async () => {
-      await modern.handler.close();
+      await modern.close();
       await sessions.closeAll();
       await proxy.close();
     });
@@ -228,7 +228,9 @@ export const mcpRoutes: Plugin<{
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'mcp.manage');
-          return h.response(await proxy.add(w, request.payload as never, actorOf(c))).code(201);
+          const added = await proxy.add(w, request.payload as never, actorOf(c));
+          modern.changed(w);
+          return h.response(added).code(201);
         },
       },
       {
@@ -244,6 +246,7 @@ export const mcpRoutes: Plugin<{
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'mcp.manage');
           await proxy.remove(w, name, actorOf(c));
+          modern.changed(w);
           return {};
         },
       },

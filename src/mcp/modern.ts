@@ -14,6 +14,8 @@ import {
 } from '@modelcontextprotocol/server';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
+import type { Client } from '@modelcontextprotocol/client';
+import type { McpServerRecord } from '../store/index.js';
 import type { McpProxy } from './proxy.js';
 import { MCP_ERROR_CODE } from './server.js';
 import type { Principal } from './sessions.js';
@@ -291,6 +293,9 @@ export function createModernHandler(deps: {
 }): {
   handler: McpHttpHandler;
   serve(req: IncomingMessage, res: ServerResponse, principal: Principal, body: unknown): Promise<void>;
+  /** A workspace's upstreams changed (one added or removed): its listeners are told, and watches end. */
+  changed(wid: string): void;
+  close(): Promise<void>;
 } {
   const handler = createMcpHandler(
     ({ authInfo }) => {
@@ -300,9 +305,55 @@ export function createModernHandler(deps: {
     },
     { legacy: 'reject' },
   );
+  // Each upstream a listener's workspace has is watched (a subscriptions/listen stream of its
+  // own, or a 2025 upstream's event stream), so that its list changes reach our listeners.
+  const watches = new Map<string, Promise<Client | undefined>>();
+  const keyOf = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const relay = (n: { method: string }) => {
+    if (n.method === 'notifications/tools/list_changed') handler.notify.toolsChanged();
+    else if (n.method === 'notifications/prompts/list_changed') handler.notify.promptsChanged();
+    else if (n.method === 'notifications/resources/list_changed') handler.notify.resourcesChanged();
+  };
+  const watch = (server: McpServerRecord): void => {
+    const key = keyOf(server);
+    if (watches.has(key)) return;
+    const started: Promise<Client | undefined> = deps.proxy
+      .open(server, { notify: relay }, 'modern')
+      .then(async (c) => {
+        c.onclose = () => {
+          if (watches.get(key) === started) watches.delete(key);
+        };
+        if (c.getProtocolEra() === 'modern')
+          await c.listen({ toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true });
+        return c;
+      })
+      .catch(() => {
+        if (watches.get(key) === started) watches.delete(key);
+        return undefined;
+      });
+    watches.set(key, started);
+  };
+  const unwatch = async (key: string): Promise<void> => {
+    const c = watches.get(key);
+    watches.delete(key);
+    await c?.then((x) => x?.close()).catch(() => {});
+  };
   return {
     handler,
+    changed(wid) {
+      const live = new Set(deps.proxy.list(wid).map(keyOf));
+      for (const key of watches.keys()) if (key.startsWith(`${wid}/`) && !live.has(key)) void unwatch(key);
+      handler.notify.toolsChanged();
+      handler.notify.promptsChanged();
+      handler.notify.resourcesChanged();
+    },
+    async close() {
+      await Promise.all([...watches.keys()].map(unwatch));
+      await handler.close();
+    },
     async serve(req, res, principal, body) {
+      if ((body as { method?: unknown } | null)?.method === 'subscriptions/listen')
+        for (const server of deps.proxy.list(principal.workspaceId)) watch(server);
       const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
       await answerWith((r) => handler.fetch(r, { authInfo, parsedBody: body }), req, res, `${deps.baseUrl()}/mcp`, body);
     },
