@@ -6,6 +6,7 @@ import {
   CLIENT_CAPABILITIES_META_KEY,
   MissingRequiredClientCapabilityError,
   createMcpHandler,
+  inputRequired,
   ProtocolError,
   Server,
   type AuthInfo,
@@ -76,6 +77,12 @@ function asProtocolError(err: unknown, baseUrl: () => string): unknown {
   }
   return err;
 }
+
+/**
+ * The requestState of an authorize_action waiting for a person: the action's id. It needs no
+ * seal: get_action answers only the calling agent's own actions, so a forged id names nothing.
+ */
+const APPROVAL_STATE = 'svc-approval:';
 
 /** What the caller declared it can answer, as its upstream is told (the parts an upstream may ask for). */
 function mirrored(caps: Record<string, unknown>): Record<string, object> {
@@ -151,6 +158,32 @@ export function buildModernServer(deps: {
   };
   const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
 
+  /**
+   * authorize_action for a 2026-07-28 caller: a decision that waits for a person is answered as
+   * input_required when the caller can show a URL (elicitation in URL mode): the person is sent
+   * to the console's approvals, and the caller's retry (with the requestState naming the action)
+   * answers the decision once made, or asks again while it waits. A caller that cannot gets the
+   * pending action, as on 2025, and polls get_action.
+   */
+  const authorize = async (args: Record<string, unknown> | undefined, caller: ReturnType<typeof callerOf>) => {
+    const state = caller.input.requestState;
+    const result = state?.startsWith(APPROVAL_STATE)
+      ? await callGateTool(gate, who, 'get_action', { id: state.slice(APPROVAL_STATE.length) })
+      : await callGateTool(gate, who, 'authorize_action', args);
+    const action = result.structuredContent as { id?: string; decision?: string; approvalId?: string } | undefined;
+    const elicitation = caller.capabilities.elicitation as { url?: object } | undefined;
+    if (result.isError || action?.decision !== 'review' || elicitation?.url === undefined) return result;
+    return inputRequired({
+      inputRequests: {
+        approval: inputRequired.elicitUrl({
+          message: `A person must decide on action ${action.id} (approval ${action.approvalId}) before it may go ahead. Open the approvals to decide, then continue.`,
+          url: `${deps.baseUrl()}/console#approvals`,
+        }),
+      },
+      requestState: `${APPROVAL_STATE}${action.id}`,
+    });
+  };
+
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
@@ -162,6 +195,7 @@ export function buildModernServer(deps: {
     'tools/call',
     guarded(async (req, ctx) => {
       const { name } = req.params;
+      if (name === 'authorize_action') return (await authorize(req.params.arguments, callerOf(req.params._meta, ctx))) as never;
       if (GATE_TOOL_NAMES.has(name)) return callGateTool(gate, who, name, req.params.arguments) as never;
       const target = await proxy.resolve(who.workspaceId, name, link);
       if (!target)
