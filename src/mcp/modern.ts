@@ -8,6 +8,7 @@ import {
   createMcpHandler,
   inputRequired,
   ProtocolError,
+  SERVER_INFO_META_KEY,
   Server,
   type AuthInfo,
   type McpHttpHandler,
@@ -79,6 +80,17 @@ function asProtocolError(err: unknown, baseUrl: () => string): unknown {
 }
 
 /**
+ * An upstream's answer as this server's: the upstream's own identity (`serverInfo` in the
+ * result's `_meta`) is left out, so that the SDK stamps this server's.
+ */
+function ours<T>(result: T): T {
+  const meta = (result as { _meta?: Record<string, unknown> } | null)?._meta;
+  if (!meta || !(SERVER_INFO_META_KEY in meta)) return result;
+  const { [SERVER_INFO_META_KEY]: _upstream, ...rest } = meta;
+  return { ...result, _meta: rest };
+}
+
+/**
  * The requestState of an authorize_action waiting for a person: the action's id. It needs no
  * seal: get_action answers only the calling agent's own actions, so a forged id names nothing.
  */
@@ -124,7 +136,9 @@ export function buildModernServer(deps: {
   /** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
   const callerOf = (
     meta: Record<string, unknown> | undefined,
-    ctx: { mcpReq: { envelope?: unknown; inputResponses?: Record<string, unknown>; requestState: <T>() => T | undefined } },
+    ctx: {
+      mcpReq: { envelope?: unknown; inputResponses?: Record<string, unknown>; requestState: <T>() => T | undefined };
+    },
   ) => {
     const envelope = { ...meta, ...(ctx.mcpReq.envelope as object | undefined) } as Record<string, unknown>;
     const state = ctx.mcpReq.requestState<unknown>();
@@ -195,30 +209,36 @@ export function buildModernServer(deps: {
     'tools/call',
     guarded(async (req, ctx) => {
       const { name } = req.params;
-      if (name === 'authorize_action') return (await authorize(req.params.arguments, callerOf(req.params._meta, ctx))) as never;
+      if (name === 'authorize_action')
+        return (await authorize(req.params.arguments, callerOf(req.params._meta, ctx))) as never;
       if (GATE_TOOL_NAMES.has(name)) return callGateTool(gate, who, name, req.params.arguments) as never;
       const target = await proxy.resolve(who.workspaceId, name, link);
       if (!target)
-        throw new AppError('not_found', { message: `No tool ${name} here.`, fix: 'Call a tool that tools/list names.' });
+        throw new AppError('not_found', {
+          message: `No tool ${name} here.`,
+          fix: 'Call a tool that tools/list names.',
+        });
       const token = req.params._meta?.progressToken;
       // The upstream is told the caller's capabilities, so that what it asks for (input_required)
       // is what the caller can answer; the caller's answers and state go back to it unchanged.
       const caller = callerOf(req.params._meta, ctx);
-      return (await proxy.call(who, target, req.params.arguments, {
-        era: 'modern',
-        own: { capabilities: caller.capabilities },
-        input: caller.input,
-        signal: ctx.mcpReq.signal,
-        ...(token !== undefined
-          ? {
-              progress: (p) => {
-                void ctx.mcpReq
-                  .notify({ method: 'notifications/progress', params: { ...p, progressToken: token } })
-                  .catch(() => {});
-              },
-            }
-          : {}),
-      })) as never;
+      return ours(
+        await proxy.call(who, target, req.params.arguments, {
+          era: 'modern',
+          own: { capabilities: caller.capabilities },
+          input: caller.input,
+          signal: ctx.mcpReq.signal,
+          ...(token !== undefined
+            ? {
+                progress: (p) => {
+                  void ctx.mcpReq
+                    .notify({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+                    .catch(() => {});
+                },
+              }
+            : {}),
+        }),
+      ) as never;
     }),
   );
 
@@ -244,14 +264,16 @@ export function buildModernServer(deps: {
     'resources/read',
     guarded(async (req, ctx) => {
       const caller = callerOf(req.params._meta, ctx);
-      return (await withCallerLinks(caller.capabilities, (own) =>
-        proxy.first(who, 'resources', own, (c) =>
-          c.readResource({ uri: req.params.uri, ...caller.input } as never, {
-            signal: ctx.mcpReq.signal,
-            allowInputRequired: true,
-          }),
+      return ours(
+        await withCallerLinks(caller.capabilities, (own) =>
+          proxy.first(who, 'resources', own, (c) =>
+            c.readResource({ uri: req.params.uri, ...caller.input } as never, {
+              signal: ctx.mcpReq.signal,
+              allowInputRequired: true,
+            }),
+          ),
         ),
-      )) as never;
+      ) as never;
     }),
   );
 
@@ -274,31 +296,35 @@ export function buildModernServer(deps: {
     through: typeof link = link,
   ) => {
     const target = proxy.promptTarget(who.workspaceId, name);
-    return proxy.first(who, 'prompts', through, async (c, server) => {
-      if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
-      return server.unprefixed ? ask(c, name) : undefined;
-    }).catch((err: unknown) => {
-      // No upstream had it: Invalid Params, as the revision names an unknown prompt.
-      if (err instanceof Error && (err as { code?: unknown }).code === -32601)
-        throw new ProtocolError(-32602, `No prompt ${name} here.`);
-      throw err;
-    });
+    return proxy
+      .first(who, 'prompts', through, async (c, server) => {
+        if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
+        return server.unprefixed ? ask(c, name) : undefined;
+      })
+      .catch((err: unknown) => {
+        // No upstream had it: Invalid Params, as the revision names an unknown prompt.
+        if (err instanceof Error && (err as { code?: unknown }).code === -32601)
+          throw new ProtocolError(-32602, `No prompt ${name} here.`);
+        throw err;
+      });
   };
   mcp.setRequestHandler(
     'prompts/get',
     guarded(async (req, ctx) => {
       const caller = callerOf(req.params._meta, ctx);
-      return (await withCallerLinks(caller.capabilities, (own) =>
-        onPrompt(
-          req.params.name,
-          (c, prompt) =>
-            c.getPrompt(
-              { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}), ...caller.input },
-              { signal: ctx.mcpReq.signal, allowInputRequired: true },
-            ),
-          own,
+      return ours(
+        await withCallerLinks(caller.capabilities, (own) =>
+          onPrompt(
+            req.params.name,
+            (c, prompt) =>
+              c.getPrompt(
+                { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}), ...caller.input },
+                { signal: ctx.mcpReq.signal, allowInputRequired: true },
+              ),
+            own,
+          ),
         ),
-      )) as never;
+      ) as never;
     }),
   );
 
@@ -308,7 +334,9 @@ export function buildModernServer(deps: {
       const { ref, argument, context } = req.params;
       const params = { argument, ...(context ? { context } : {}) };
       if (ref.type === 'ref/prompt')
-        return (await onPrompt(ref.name, (c, prompt) => c.complete({ ...params, ref: { ...ref, name: prompt } }))) as never;
+        return (await onPrompt(ref.name, (c, prompt) =>
+          c.complete({ ...params, ref: { ...ref, name: prompt } }),
+        )) as never;
       return (await proxy.first(who, 'completions', link, (c) => c.complete({ ...params, ref }))) as never;
     }),
   );
@@ -319,12 +347,7 @@ export function buildModernServer(deps: {
  * The SDK's per-request handler for the modern era, for callers http.ts has authenticated: the
  * principal rides in `authInfo`, and the server the factory builds is that caller's.
  */
-export function createModernHandler(deps: {
-  gate: Gate;
-  proxy: McpProxy;
-  version: string;
-  baseUrl: () => string;
-}): {
+export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version: string; baseUrl: () => string }): {
   handler: McpHttpHandler;
   serve(req: IncomingMessage, res: ServerResponse, principal: Principal, body: unknown): Promise<void>;
   /** A workspace's upstreams changed (one added or removed): its listeners are told, and watches end. */
@@ -386,10 +409,40 @@ export function createModernHandler(deps: {
       await handler.close();
     },
     async serve(req, res, principal, body) {
-      if ((body as { method?: unknown } | null)?.method === 'subscriptions/listen')
+      const message = body as {
+        id?: unknown;
+        method?: unknown;
+        params?: { name?: unknown; arguments?: unknown };
+      } | null;
+      if (message?.method === 'subscriptions/listen')
         for (const server of deps.proxy.list(principal.workspaceId)) watch(server);
+      // SEP-2243: a proxied tool's arguments mirrored into Mcp-Param-* headers must agree with the body.
+      const name = message?.method === 'tools/call' ? message.params?.name : undefined;
+      if (typeof name === 'string' && !GATE_TOOL_NAMES.has(name)) {
+        const mismatch = paramHeaderMismatch(
+          await upstreamInputSchema(deps.proxy, principal.workspaceId, name),
+          message?.params?.arguments,
+          req.headers,
+        );
+        if (mismatch) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: message?.id ?? null,
+              error: { code: -32020, message: `Header mismatch: ${mismatch.message}`, data: { mismatch } },
+            }),
+          );
+          return;
+        }
+      }
       const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
-      await answerWith((r) => handler.fetch(r, { authInfo, parsedBody: body }), req, res, `${deps.baseUrl()}/mcp`, body);
+      await answerWith(
+        (r) => handler.fetch(r, { authInfo, parsedBody: body }),
+        req,
+        res,
+        `${deps.baseUrl()}/mcp`,
+        body,
+      );
     },
   };
 }
@@ -435,4 +488,75 @@ export async function answerWith(
   stream.on('error', () => res.destroy());
   res.once('close', () => stream.destroy());
   stream.pipe(res);
+}
+
+/** A proxied tool's input schema as its upstream lists it, or undefined (no such tool, or no answer). */
+async function upstreamInputSchema(proxy: McpProxy, wid: string, name: string): Promise<unknown> {
+  try {
+    const target = await proxy.resolve(wid, name, proxy.pooledModern);
+    if (!target) return undefined;
+    const { tools } = await (await proxy.pooledModern(target.server)).listTools();
+    return tools.find((x) => x.name === target.tool)?.inputSchema;
+  } catch {
+    return undefined;
+  }
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A Mcp-Param-* header's value: Base64 between `=?base64?` and `?=` is decoded; undefined when that is malformed. */
+function decodeParam(value: string): string | undefined {
+  const m = /^=\?base64\?(.*)\?=$/.exec(value);
+  if (!m) return value;
+  if (!BASE64.test(m[1]!)) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1]!, 'base64'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SEP-2243: for each property of the tool's input schema (reached through `properties` alone)
+ * that declares `x-mcp-header: Name`, a value in the body's arguments must come with a
+ * `Mcp-Param-Name` header that decodes to the same value (numbers compared as numbers); a header
+ * with malformed Base64 is refused. Returns what disagrees, or undefined.
+ */
+export function paramHeaderMismatch(
+  schema: unknown,
+  args: unknown,
+  headers: IncomingMessage['headers'],
+): { header: string; message: string } | undefined {
+  const declared: Array<{ header: string; path: string[]; type: unknown }> = [];
+  const walk = (node: unknown, path: string[]) => {
+    const properties = (node as { properties?: unknown } | null)?.properties;
+    if (!properties || typeof properties !== 'object') return;
+    for (const [key, child] of Object.entries(properties as Record<string, unknown>)) {
+      const header = (child as Record<string, unknown> | null)?.['x-mcp-header'];
+      if (typeof header === 'string' && header !== '')
+        declared.push({ header, path: [...path, key], type: (child as { type?: unknown }).type });
+      walk(child, [...path, key]);
+    }
+  };
+  walk(schema, []);
+  for (const d of declared) {
+    let value: unknown = args;
+    for (const key of d.path)
+      value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
+    if (value === undefined || value === null || typeof value === 'object') continue;
+    const header = `mcp-param-${d.header.toLowerCase()}`;
+    const raw = headers[header];
+    const sent = Array.isArray(raw) ? raw[0] : raw;
+    if (sent === undefined)
+      return { header, message: `the body carries ${d.path.join('.')} but the Mcp-Param-${d.header} header is absent` };
+    const decoded = decodeParam(sent);
+    if (decoded === undefined) return { header, message: `the Mcp-Param-${d.header} header carries malformed Base64` };
+    const same =
+      typeof value === 'number' || d.type === 'integer' || d.type === 'number'
+        ? Number(decoded) === Number(value)
+        : decoded === String(value);
+    if (!same)
+      return { header, message: `the Mcp-Param-${d.header} header disagrees with ${d.path.join('.')} in the body` };
+  }
+  return undefined;
 }

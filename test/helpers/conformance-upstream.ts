@@ -629,7 +629,6 @@ function registerHandlers(session: Session, options: Required<ConformanceUpstrea
   });
 }
 
-
 // ---------- protocol 2026-07-28 ----------
 
 /** requestState comes back from the client: sealed when minted, checked (-32602 if tampered) before a handler runs. */
@@ -647,10 +646,25 @@ const CONFIRM_SCHEMA = {
   required: ['ok'],
 };
 type ModernResult = CallToolResult | ReturnType<typeof inputRequired>;
-type ModernTool = { tool: Tool; run(ctx: ServerContext, bus: McpHttpHandler): Promise<ModernResult> };
+type ModernTool = { tool: Tool; run(ctx: ServerContext, bus: McpHttpHandler, args: Args): Promise<ModernResult> };
 
 const nonce = () => randomUUID();
 const MODERN_TOOLS: ModernTool[] = [
+  {
+    // SEP-2243: an argument mirrored into a Mcp-Param-Region header, which the server checks against the body.
+    tool: {
+      name: 'test_x_mcp_header',
+      description: 'Mirrors region into the Mcp-Param-Region header.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          region: { type: 'string', description: 'mirrored into Mcp-Param-Region', 'x-mcp-header': 'Region' },
+          level: { type: 'integer', description: 'non-mirrored argument' },
+        },
+      } as Tool['inputSchema'],
+    },
+    run: async (_ctx, _handler, args) => text(`region=${typeof args.region === 'string' ? args.region : '<none>'}`),
+  },
   {
     // SEP-2575: needs sampling; a caller that declared none is refused with -32021 (HTTP 400).
     tool: { name: 'test_missing_capability', description: 'Needs the sampling capability.', inputSchema: NO_ARGS },
@@ -671,7 +685,11 @@ const MODERN_TOOLS: ModernTool[] = [
     run: async () => text('stream observed: result frames only, no top-level requests'),
   },
   {
-    tool: { name: 'test_logging_tool', description: 'Logs only when the request asks for a level.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_logging_tool',
+      description: 'Logs only when the request asks for a level.',
+      inputSchema: NO_ARGS,
+    },
     run: async (ctx) => {
       await ctx.mcpReq.log('info', 'test_logging_tool ran');
       return text('logged through the request-scoped, logLevel-gated channel');
@@ -697,7 +715,9 @@ const MODERN_TOOLS: ModernTool[] = [
       const name = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'user_name')?.name;
       if (typeof name === 'string') return text(`Hello, ${name}!`);
       return inputRequired({
-        inputRequests: { user_name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: NAME_SCHEMA }) },
+        inputRequests: {
+          user_name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: NAME_SCHEMA }),
+        },
       });
     },
   },
@@ -726,11 +746,17 @@ const MODERN_TOOLS: ModernTool[] = [
     },
   },
   {
-    tool: { name: 'test_input_required_result_request_state', description: 'Round-trips requestState.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_input_required_result_request_state',
+      description: 'Round-trips requestState.',
+      inputSchema: NO_ARGS,
+    },
     run: async (ctx) => {
       if (acceptedContent<{ ok: boolean }>(ctx.mcpReq.inputResponses, 'confirm') === undefined)
         return inputRequired({
-          inputRequests: { confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: CONFIRM_SCHEMA }) },
+          inputRequests: {
+            confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: CONFIRM_SCHEMA }),
+          },
           requestState: await requestStateCodec.mint({ tool: 'request_state', nonce: nonce() }),
         });
       if (ctx.mcpReq.requestState() === undefined)
@@ -739,7 +765,11 @@ const MODERN_TOOLS: ModernTool[] = [
     },
   },
   {
-    tool: { name: 'test_input_required_result_multiple_inputs', description: 'Asks three things at once.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_input_required_result_multiple_inputs',
+      description: 'Asks three things at once.',
+      inputSchema: NO_ARGS,
+    },
     run: async (ctx) => {
       const r = ctx.mcpReq.inputResponses;
       const name = acceptedContent<{ name: string }>(r, 'user_name')?.name;
@@ -761,7 +791,11 @@ const MODERN_TOOLS: ModernTool[] = [
     },
   },
   {
-    tool: { name: 'test_input_required_result_multi_round', description: 'Two rounds of questions.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_input_required_result_multi_round',
+      description: 'Two rounds of questions.',
+      inputSchema: NO_ARGS,
+    },
     run: async (ctx) => {
       const state = ctx.mcpReq.requestState<Record<string, unknown>>();
       const round = state?.tool === 'multi_round' && typeof state.round === 'number' ? state.round : 0;
@@ -789,18 +823,31 @@ const MODERN_TOOLS: ModernTool[] = [
     },
   },
   {
-    tool: { name: 'test_input_required_result_tampered_state', description: 'Refuses tampered state.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_input_required_result_tampered_state',
+      description: 'Refuses tampered state.',
+      inputSchema: NO_ARGS,
+    },
     run: async (ctx) => {
-      if (ctx.mcpReq.requestState() !== undefined && acceptedContent(ctx.mcpReq.inputResponses, 'confirm') !== undefined)
+      if (
+        ctx.mcpReq.requestState() !== undefined &&
+        acceptedContent(ctx.mcpReq.inputResponses, 'confirm') !== undefined
+      )
         return text('integrity-ok: requestState verified');
       return inputRequired({
-        inputRequests: { confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: CONFIRM_SCHEMA }) },
+        inputRequests: {
+          confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: CONFIRM_SCHEMA }),
+        },
         requestState: await requestStateCodec.mint({ tool: 'tampered_state', nonce: nonce() }),
       });
     },
   },
   {
-    tool: { name: 'test_input_required_result_capabilities', description: 'Asks only what the client can answer.', inputSchema: NO_ARGS },
+    tool: {
+      name: 'test_input_required_result_capabilities',
+      description: 'Asks only what the client can answer.',
+      inputSchema: NO_ARGS,
+    },
     run: async (ctx) => {
       if (ctx.mcpReq.inputResponses !== undefined) return text('Capability-aware input requests fulfilled');
       const declared = ((ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] ??
@@ -858,7 +905,7 @@ function modernServer(handler: () => McpHttpHandler): ModernServer {
   }));
   server.setRequestHandler('tools/call', async (r, ctx) => {
     const modern = MODERN_TOOLS_BY_NAME.get(r.params.name);
-    if (modern) return (await modern.run(ctx, handler())) as never;
+    if (modern) return (await modern.run(ctx, handler(), (r.params.arguments ?? {}) as Args)) as never;
     const def = TOOLS_BY_NAME.get(r.params.name);
     if (!def) throw new ProtocolError(-32602, `Unknown tool: ${r.params.name}`);
     return (await def.run((r.params.arguments ?? {}) as Args, legacyExtra(ctx, r.params._meta), pseudo(ctx))) as never;
@@ -884,7 +931,9 @@ function modernServer(handler: () => McpHttpHandler): ModernServer {
     if (r.params.name === INPUT_PROMPT.name) {
       const context = acceptedContent<{ context: string }>(ctx.mcpReq.inputResponses, 'user_context')?.context;
       if (typeof context === 'string')
-        return { messages: [{ role: 'user', content: { type: 'text', text: `Use the following context: ${context}` } }] };
+        return {
+          messages: [{ role: 'user', content: { type: 'text', text: `Use the following context: ${context}` } }],
+        };
       return inputRequired({
         inputRequests: {
           user_context: inputRequired.elicit({

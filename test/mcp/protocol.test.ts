@@ -62,7 +62,10 @@ test.serial(
     t.true(client.getDiscoverResult()?.supportedVersions.includes(REVISION));
 
     const names = (await client.listTools()).tools.map((x) => x.name);
-    t.true(['authorize_action', 'get_action', 'settle_action', 'tools__echo'].every((n) => names.includes(n)), names.join());
+    t.true(
+      ['authorize_action', 'get_action', 'settle_action', 'tools__echo'].every((n) => names.includes(n)),
+      names.join(),
+    );
 
     const allowed = structured(await client.callTool({ name: 'authorize_action', arguments: pay(1200, 'modern') }));
     t.like(allowed, { object: 'action', decision: 'allow', status: 'allowed', agentId: bot.agentId });
@@ -103,7 +106,9 @@ test.serial('an authorize_action that needs a person answers as input_required t
     expectStatus(await owner.send('POST', `/approvals/${approvalId}/approve`, {}), 200, 'approve');
     return { action: 'accept' };
   });
-  const answer = structured(await client.callTool({ name: 'authorize_action', arguments: pay(3000, 'needs a person') }));
+  const answer = structured(
+    await client.callTool({ name: 'authorize_action', arguments: pay(3000, 'needs a person') }),
+  );
   t.is(seen.length, 1);
   t.is(seen[0]!.url, `${server.url}/console#approvals`);
   t.like(answer, { object: 'action', decision: 'allow', agentId: bot.agentId });
@@ -132,16 +137,19 @@ test.serial('the v1 SDK client on 2025-11-25 keeps working on the same endpoint,
   await client.close();
 });
 
-test.serial('a client pinned to 2026-07-28 is refused by name where it cannot connect, never silently downgraded', async (t) => {
-  const client = new ModernClient(
-    { name: 'svc-test-2026', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: REVISION } } },
-  );
-  // No credential: the probe meets the 401 challenge, an authorization failure and not an era verdict.
-  const err = await t.throwsAsync(client.connect(new ModernTransport(new URL(`${server.url}/mcp`))));
-  t.true(err instanceof SdkError, String(err));
-  t.regex(String(err?.message), /401|auth/i);
-});
+test.serial(
+  'a client pinned to 2026-07-28 is refused by name where it cannot connect, never silently downgraded',
+  async (t) => {
+    const client = new ModernClient(
+      { name: 'svc-test-2026', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: REVISION } } },
+    );
+    // No credential: the probe meets the 401 challenge, an authorization failure and not an era verdict.
+    const err = await t.throwsAsync(client.connect(new ModernTransport(new URL(`${server.url}/mcp`))));
+    t.true(err instanceof SdkError, String(err));
+    t.regex(String(err?.message), /401|auth/i);
+  },
+);
 
 /** One raw JSON-RPC POST to /mcp with the bot's key. */
 async function post(body: unknown, headers: Record<string, string> = {}) {
@@ -191,7 +199,10 @@ test.serial('server/discover advertises both revisions; errors carry the request
   t.is((badParams.json.error as { code: number }).code, -32602);
 
   // The header claims 2026-07-28 but the body carries no envelope: Invalid Params.
-  const noEnvelope = await post({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} }, modernHeaders('tools/list'));
+  const noEnvelope = await post(
+    { jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} },
+    modernHeaders('tools/list'),
+  );
   t.is(noEnvelope.json.id, 10);
   t.is((noEnvelope.json.error as { code: number }).code, -32602);
 
