@@ -127,7 +127,11 @@ export function createMcpProxy(deps: {
   const vettedFetch = ((url: string | URL, init?: RequestInit) =>
     undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 
-  const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}, era: UpstreamEra = 'legacy'): Promise<Client> => {
+  const open = async (
+    server: McpServerRecord,
+    hooks: UpstreamHooks = {},
+    era: UpstreamEra = 'legacy',
+  ): Promise<Client> => {
     const secret = server.secretSealed
       ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed)
       : null;
@@ -137,7 +141,9 @@ export function createMcpProxy(deps: {
         capabilities: hooks.capabilities ?? {},
         // A modern caller's connection: the upstream's input_required results come back to the
         // proxy as they are, for the caller to answer; nothing is fulfilled here.
-        ...(era === 'modern' ? { versionNegotiation: { mode: 'auto' as const }, inputRequired: { autoFulfill: false } } : {}),
+        ...(era === 'modern'
+          ? { versionNegotiation: { mode: 'auto' as const }, inputRequired: { autoFulfill: false } }
+          : {}),
       },
     );
     // Whatever the upstream asks of its client, the caller answers; whatever it tells, the caller hears.

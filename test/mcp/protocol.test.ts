@@ -124,6 +124,27 @@ test.serial('a 2026-07-28 client that cannot show a URL gets the pending action,
   await client.close();
 });
 
+test.serial('a 2026-07-28 listener hears that the tools changed when an upstream is added', async (t) => {
+  const client = await modernClient();
+  const changed = new Promise<void>((resolve) => {
+    client.setNotificationHandler('notifications/tools/list_changed', () => resolve());
+  });
+  const subscription = await client.listen({ toolsListChanged: true });
+  t.true(subscription.honoredFilter.toolsListChanged);
+  const more = await startMcpUpstream();
+  try {
+    expectStatus(await owner.send('POST', '/mcp-servers', { name: 'more', url: more.url }), 201, 'second upstream');
+    await changed;
+    const names = (await client.listTools()).tools.map((x) => x.name);
+    t.true(names.includes('more__echo'), names.join());
+  } finally {
+    await subscription.close();
+    await client.close();
+    expectStatus(await owner.send('DELETE', '/mcp-servers/more'), 200, 'remove the second upstream');
+    await more.close();
+  }
+});
+
 test.serial('the v1 SDK client on 2025-11-25 keeps working on the same endpoint, with its session', async (t) => {
   const client = new LegacyClient({ name: 'svc-test-2025', version: '1.0.0' });
   const transport = new LegacyTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: auth() } });
