@@ -1,6 +1,10 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type ClientCapabilities, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  ProtocolError,
+  StreamableHTTPClientTransport,
+  type ClientCapabilities,
+  type Progress,
+} from '@modelcontextprotocol/client';
 import ipaddr from 'ipaddr.js';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { AppError } from '../errors/app-error.js';
@@ -26,7 +30,13 @@ import { inSpan, SpanKind } from '../lib/tracing.js';
  *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
  *   (errors included) is returned as it came; denied or waiting for a person, it is a tool result
  *   with `isError: true` saying so, and the upstream never sees it.
- * - Upstreams are reached with the SDK's client. Where nothing needs relaying, one connected
+ * - Upstreams are reached with the official SDK's client (`@modelcontextprotocol/client`), in the
+ *   caller's protocol era: a 2025 caller's requests travel on a 2025 connection (`initialize`,
+ *   the upstream's requests pushed back on the call's stream); a 2026-07-28 caller's on a
+ *   connection that asks the upstream with `server/discover` and speaks 2026-07-28 where it can
+ *   (2025 otherwise), so that an upstream's `input_required` result (elicitation, sampling,
+ *   roots asked of the caller, with its `requestState`) reaches the caller as it came, and the
+ *   caller's retry with `inputResponses` reaches the upstream. Where nothing needs relaying, one connected
  *   client per upstream is shared by all. A call that may receive something back (progress,
  *   log messages, or, within an MCP session, the upstream's own requests for sampling,
  *   elicitation or roots) gets a client of its own, declaring the caller's capabilities, so that
@@ -67,6 +77,9 @@ export interface UpstreamHooks {
 
 /** How a request reaches an upstream: the shared client, or one a session opened. */
 export type UpstreamLink = (server: McpServerRecord) => Promise<Client>;
+
+/** The protocol era a caller speaks, and so the era of the connection its requests take upstream. */
+export type UpstreamEra = 'legacy' | 'modern';
 
 export interface UpstreamTool {
   name: string;
@@ -114,17 +127,31 @@ export function createMcpProxy(deps: {
   const vettedFetch = ((url: string | URL, init?: RequestInit) =>
     undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
 
-  const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}): Promise<Client> => {
+  const open = async (
+    server: McpServerRecord,
+    hooks: UpstreamHooks = {},
+    era: UpstreamEra = 'legacy',
+  ): Promise<Client> => {
     const secret = server.secretSealed
       ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed)
       : null;
-    const client = new Client({ name: 'svc-proxy', version: deps.version }, { capabilities: hooks.capabilities ?? {} });
+    const client = new Client(
+      { name: 'svc-proxy', version: deps.version },
+      {
+        capabilities: hooks.capabilities ?? {},
+        // A modern caller's connection: the upstream's input_required results come back to the
+        // proxy as they are, for the caller to answer; nothing is fulfilled here.
+        ...(era === 'modern'
+          ? { versionNegotiation: { mode: 'auto' as const }, inputRequired: { autoFulfill: false } }
+          : {}),
+      },
+    );
     // Whatever the upstream asks of its client, the caller answers; whatever it tells, the caller hears.
     if (hooks.request)
-      client.fallbackRequestHandler = async (req, extra) =>
+      client.fallbackRequestHandler = async (req, ctx) =>
         (await hooks.request!(
           { method: req.method, ...(req.params ? { params: req.params } : {}) },
-          extra.signal,
+          ctx.mcpReq.signal,
         )) as never;
     if (hooks.notify)
       client.fallbackNotificationHandler = async (n) =>
@@ -151,7 +178,8 @@ export function createMcpProxy(deps: {
   }
   const pool = new Map<string, Shared>();
   const live = new Set<Shared>();
-  const poolKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const poolKey = (server: McpServerRecord, era: UpstreamEra = 'legacy') =>
+    `${era}/${server.workspaceId}/${server.name}/${server.createdAt}`;
   const closeIfDone = async (shared: Shared): Promise<void> => {
     if (!shared.dropped || shared.busy > 0 || !live.delete(shared)) return;
     await shared.client.then((c) => c.close()).catch(() => {});
@@ -161,11 +189,11 @@ export function createMcpProxy(deps: {
     shared.dropped = true;
     await closeIfDone(shared);
   };
-  const sharedOf = (server: McpServerRecord): Shared => {
-    const key = poolKey(server);
+  const sharedOf = (server: McpServerRecord, era: UpstreamEra = 'legacy'): Shared => {
+    const key = poolKey(server, era);
     let shared = pool.get(key);
     if (!shared) {
-      const made: Shared = { client: open(server), busy: 0, dropped: false };
+      const made: Shared = { client: open(server, {}, era), busy: 0, dropped: false };
       pool.set(key, made);
       live.add(made);
       made.client.catch(() => void retire(made));
@@ -174,18 +202,25 @@ export function createMcpProxy(deps: {
     return shared;
   };
   const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server).client;
+  const pooledModern = (server: McpServerRecord): Promise<Client> => sharedOf(server, 'modern').client;
   const drop = async (server: McpServerRecord): Promise<void> => {
-    const shared = pool.get(poolKey(server));
-    if (shared) await retire(shared);
+    for (const era of ['legacy', 'modern'] as const) {
+      const shared = pool.get(poolKey(server, era));
+      if (shared) await retire(shared);
+    }
   };
   /** Runs `use` on the shared client, which is not closed while it runs; a transport failure drops that client. */
-  const withShared = async <T>(server: McpServerRecord, use: (client: Client) => Promise<T>): Promise<T> => {
-    const shared = sharedOf(server);
+  const withShared = async <T>(
+    server: McpServerRecord,
+    use: (client: Client) => Promise<T>,
+    era: UpstreamEra = 'legacy',
+  ): Promise<T> => {
+    const shared = sharedOf(server, era);
     shared.busy += 1;
     try {
       return await use(await shared.client);
     } catch (err) {
-      if (!(err instanceof McpError)) shared.dropped = true;
+      if (!(err instanceof ProtocolError)) shared.dropped = true;
       throw err;
     } finally {
       shared.busy -= 1;
@@ -291,6 +326,8 @@ export function createMcpProxy(deps: {
 
     /** The shared client of each upstream: the link for requests that need nothing relayed. */
     pooled: pooled as UpstreamLink,
+    /** The same for callers of protocol 2026-07-28: the upstream is spoken to in that era where it can. */
+    pooledModern: pooledModern as UpstreamLink,
 
     /**
      * Closes every shared client, at shutdown: each holds an event stream open to its upstream,
@@ -318,7 +355,7 @@ export function createMcpProxy(deps: {
               .filter((tool) => allowed(server, tool.name))
               .map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
           } catch {
-            if (link === pooled) await drop(server);
+            if (link === pooled || link === pooledModern) await drop(server);
             return [];
           }
         }),
@@ -345,7 +382,7 @@ export function createMcpProxy(deps: {
               const { tools } = await (await link(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
               return tools.some((x) => x.name === name) ? s : undefined;
             } catch {
-              if (link === pooled) await drop(s);
+              if (link === pooled || link === pooledModern) await drop(s);
               return undefined;
             }
           }),
@@ -363,7 +400,14 @@ export function createMcpProxy(deps: {
       who: { workspaceId: string; agentId: string },
       target: { server: McpServerRecord; tool: string },
       args: Record<string, unknown> | undefined,
-      relay: { progress?: (p: Progress) => void; own?: UpstreamHooks; signal?: AbortSignal } = {},
+      relay: {
+        progress?: (p: Progress) => void;
+        own?: UpstreamHooks;
+        signal?: AbortSignal;
+        /** The caller's era (legacy unless said), and for a 2026-07-28 caller's retry what it answered. */
+        era?: UpstreamEra;
+        input?: { inputResponses?: Record<string, unknown>; requestState?: string };
+      } = {},
     ): Promise<ToolResult> {
       try {
         refuseIfStopped(who);
@@ -389,11 +433,21 @@ export function createMcpProxy(deps: {
         };
       }
       const own = relay.own !== undefined || relay.progress !== undefined;
+      const era = relay.era ?? 'legacy';
       const send = async (client: Client) =>
-        (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
-          ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
-          ...(relay.signal ? { signal: relay.signal } : {}),
-        })) as ToolResult;
+        (await client.callTool(
+          {
+            name: target.tool,
+            arguments: args ?? {},
+            ...(relay.input?.inputResponses ? { inputResponses: relay.input.inputResponses } : {}),
+            ...(relay.input?.requestState !== undefined ? { requestState: relay.input.requestState } : {}),
+          } as never,
+          {
+            ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
+            ...(relay.signal ? { signal: relay.signal } : {}),
+            ...(era === 'modern' ? { allowInputRequired: true } : {}),
+          },
+        )) as ToolResult;
       let client: Client | undefined;
       // The forwarded call is a CLIENT span (the gate's decision above has its own spans).
       return inSpan(
@@ -409,8 +463,8 @@ export function createMcpProxy(deps: {
         async () => {
           try {
             const result = own
-              ? await send((client = await open(target.server, relay.own)))
-              : await withShared(target.server, send);
+              ? await send((client = await open(target.server, relay.own, era)))
+              : await withShared(target.server, send, era);
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
@@ -433,7 +487,7 @@ export function createMcpProxy(deps: {
       capability: 'resources' | 'prompts' | 'completions',
       link: UpstreamLink,
       ask: (client: Client, server: McpServerRecord) => Promise<T | undefined>,
-      missing?: () => McpError,
+      missing?: () => ProtocolError,
     ): Promise<T> {
       refuseIfStopped(who);
       let failure: unknown;
@@ -455,7 +509,7 @@ export function createMcpProxy(deps: {
       }
       if (failure !== undefined) throw upstreamError(failure);
       if (missing) throw missing();
-      throw new McpError(-32601, `No upstream MCP server here offers ${capability}.`);
+      throw new ProtocolError(-32601, `No upstream MCP server here offers ${capability}.`);
     },
 
     /** Every upstream's answer to a list request (all its pages), merged; upstreams that fail are left out. */
@@ -502,16 +556,16 @@ export function createMcpProxy(deps: {
  * them; a transport failure is named without its text, which may hold what an internal service
  * answered.
  */
-function upstreamError(err: unknown, server?: McpServerRecord): McpError {
-  if (err instanceof McpError) return err;
+function upstreamError(err: unknown, server?: McpServerRecord): ProtocolError {
+  if (err instanceof ProtocolError) return err;
   const refused = refusedBy(err);
   if (refused)
-    return new McpError(
+    return new ProtocolError(
       -32003,
       `The upstream MCP server${server ? ` ${server.name}` : ''} was not contacted: ${refused.message.replace(/^refused: /, '')}.`,
       { type: 'upstream_failure' },
     );
-  return new McpError(
+  return new ProtocolError(
     -32003,
     `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`,
     { type: 'upstream_failure' },
