@@ -129,7 +129,7 @@ export function buildMcpServer(deps: {
   mcp.setRequestHandler(
     ListToolsRequestSchema,
     guarded(async () => ({
-      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
     })),
   );
 

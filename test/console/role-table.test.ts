@@ -390,6 +390,16 @@ const rows: Row[] = [
     expect: reach(...MANAGERS),
     call: (r) => call(r, 'DELETE', '/mcp-servers/nothing-here'),
   },
+  {
+    route: 'GET /api/w/{wid}/mcp-servers/{name}/tools',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'GET', '/mcp-servers/nothing-here/tools'),
+  },
+  {
+    route: 'POST /api/w/{wid}/mcp-servers/{name}/tools/{tool}/approve',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/tools/echo/approve', { hash: '0'.repeat(64) }),
+  },
   { route: 'GET /api/w/{wid}/plan', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/plan') },
   // Integrations, cards, code host
   {
