@@ -24,6 +24,8 @@ export interface McpUpstream {
   requests: Array<{ method: string; traceparent: string | undefined }>;
   /** From now on the tool `name` lists with these fields changed. */
   change(name: string, fields: { description?: string; inputSchema?: Record<string, unknown> }): void;
+  /** While true, every request is answered 503 (an upstream that is down). */
+  down: boolean;
   /** Answers every `hold` call waiting, and those to come. */
   release(): void;
   close(): Promise<void>;
@@ -60,6 +62,7 @@ const FAULT_TOOLS = [
 export async function startMcpUpstream(options: { secret?: string; faults?: boolean } = {}): Promise<McpUpstream> {
   const calls: McpUpstream['calls'] = [];
   const requests: McpUpstream['requests'] = [];
+  const state = { down: false };
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
     release = resolve;
@@ -68,6 +71,10 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
     (x) => ({ ...x }),
   );
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (state.down) {
+      res.writeHead(503).end();
+      return;
+    }
     if (options.secret && req.headers.authorization !== `Bearer ${options.secret}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
@@ -142,6 +149,12 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     requests,
+    get down() {
+      return state.down;
+    },
+    set down(value: boolean) {
+      state.down = value;
+    },
     change(name, fields) {
       const tool = tools.find((x) => x.name === name);
       if (!tool) throw new Error(`no tool ${name}`);

@@ -130,7 +130,7 @@ test.serial('one authorize: its request span has the signing and the store write
   t.true(trace.every((s) => s === request || s.parentSpanId === request.spanId));
 });
 
-test.serial('a proxied MCP tool call is a CLIENT span under its request span', async (t) => {
+test.serial('a proxied MCP tool call is a CLIENT span under its request span, and the upstream gets its traceparent', async (t) => {
   const upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
   try {
     const added = await gw.owner.send('POST', '/mcp-servers', {
@@ -161,6 +161,11 @@ test.serial('a proxied MCP tool call is a CLIENT span under its request span', a
     const parent = receiver.spans.find((s) => s.traceId === traceId && s.spanId === span.parentSpanId);
     t.is(parent?.name, 'POST /mcp');
     t.is(parent?.kind, SERVER);
+    // The trace goes on upstream: the forwarded call names the CLIENT span as its parent.
+    t.deepEqual(
+      upstream.requests.filter((r) => r.method === 'tools/call').map((r) => r.traceparent),
+      [`00-${traceId}-${span.spanId}-01`],
+    );
   } finally {
     await upstream.close();
   }
