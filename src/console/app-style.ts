@@ -1,10 +1,11 @@
+import { STYLE_MCP } from './style-mcp.js';
 import { STYLE_OVERVIEW } from './style-overview.js';
 
 /**
  * Each console section's own rules (src/console/style-{id}.ts), appended after the shared ones
  * below, in the order of sections.ts. Shared pieces (cards, tables, inline forms, items) stay here.
  */
-const SECTION_STYLES: readonly string[] = [STYLE_OVERVIEW];
+const SECTION_STYLES: readonly string[] = [STYLE_OVERVIEW, STYLE_MCP];
 
 /**
  * The console's stylesheet, served as /console/app.css (the CSP allows no inline style). Quiet by

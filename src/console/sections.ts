@@ -1,4 +1,5 @@
 import type { ConsoleView } from './view.js';
+import { section as mcp } from './sections/mcp.js';
 import { section as overview } from './sections/overview.js';
 
 /**
@@ -21,7 +22,7 @@ export interface ConsoleSection {
   body(view: ConsoleView): string;
 }
 
-export const SECTIONS: readonly ConsoleSection[] = [overview];
+export const SECTIONS: readonly ConsoleSection[] = [overview, mcp];
 
 /** A section's address, keeping the workspace shown (?w=). */
 export function sectionPath(id: string, workspaceId?: string): string {

@@ -48,7 +48,13 @@ export function toolState(tool: PinnedTool): McpToolState {
 export interface PinView {
   tool: string;
   status: 'approved' | 'changed' | 'new';
-  approved: { hash: string; description: string | null; inputSchema: Record<string, unknown>; at: string; by: string } | null;
+  approved: {
+    hash: string;
+    description: string | null;
+    inputSchema: Record<string, unknown>;
+    at: string;
+    by: string;
+  } | null;
   changed: { hash: string; description: string | null; inputSchema: Record<string, unknown>; seenAt: string } | null;
 }
 
@@ -152,7 +158,12 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
      * upstream lists it now (undefined: it does not list it). The pin is read from the store, so
      * an approval made by another process counts at once.
      */
-    refusal(server: McpServerRecord, exposedName: string, tool: string, current: PinnedTool | undefined): AppError | null {
+    refusal(
+      server: McpServerRecord,
+      exposedName: string,
+      tool: string,
+      current: PinnedTool | undefined,
+    ): AppError | null {
       if (!current)
         return new AppError('not_found', {
           message: `No tool ${exposedName} here: the upstream MCP server ${server.name} does not list it.`,
@@ -198,7 +209,11 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
             },
           });
         const { seenAt: _seen, ...state } = pin.changed;
-        const next: McpToolPinRecord = { ...pin, approved: { ...state, at: isoAt(clock.now()), by: actor }, changed: null };
+        const next: McpToolPinRecord = {
+          ...pin,
+          approved: { ...state, at: isoAt(clock.now()), by: actor },
+          changed: null,
+        };
         repo.putPin(next);
         ledger.record({
           workspaceId: wid,

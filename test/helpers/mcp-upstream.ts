@@ -67,9 +67,9 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
-  const tools: Array<Record<string, unknown> & { name: string }> = (options.faults ? [...TOOLS, ...FAULT_TOOLS] : TOOLS).map(
-    (x) => ({ ...x }),
-  );
+  const tools: Array<Record<string, unknown> & { name: string }> = (
+    options.faults ? [...TOOLS, ...FAULT_TOOLS] : TOOLS
+  ).map((x) => ({ ...x }));
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (state.down) {
       res.writeHead(503).end();

@@ -1,6 +1,7 @@
 import { BOARD } from './board.js';
 import { CONSOLE_PAGE } from './console-page.js';
 import { HELPERS } from './helpers.js';
+import { SECTION_MCP } from './section-mcp.js';
 import { SECTION_OVERVIEW } from './section-overview.js';
 import { SIGN_IN } from './sign-in.js';
 
@@ -10,6 +11,7 @@ import { SIGN_IN } from './sign-in.js';
  */
 const SECTION_SCRIPTS: Record<string, string> = {
   overview: SECTION_OVERVIEW,
+  mcp: SECTION_MCP,
 };
 
 const runners = Object.keys(SECTION_SCRIPTS)
