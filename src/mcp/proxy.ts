@@ -225,6 +225,7 @@ export function createMcpProxy(deps: {
   // Each upstream's last tool listing (its allowed tools), for checking calls against their pins
   // without asking the upstream every time; it holds what the upstream said, never a pin.
   const listings = new Map<string, { at: number; tools: UpstreamTool[] }>();
+  const relisting = new Map<string, Promise<UpstreamTool[]>>();
   /** One upstream's allowed tools as it lists them now, under their upstream names; the pins take note. */
   const listAllowed = async (server: McpServerRecord, link: UpstreamLink): Promise<UpstreamTool[]> => {
     const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
@@ -239,11 +240,19 @@ export function createMcpProxy(deps: {
   };
   /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
   const checkPinned = async (target: { server: McpServerRecord; tool: string }): Promise<void> => {
-    const seen = listings.get(poolKey(target.server));
+    const key = poolKey(target.server);
+    const seen = listings.get(key);
     let tools = seen && clock.now() - seen.at < PIN_RECHECK_MS ? seen.tools : undefined;
     if (!tools) {
+      // Calls that find the listing old at the same moment share one new listing.
+      let pending = relisting.get(key);
+      if (!pending) {
+        pending = offered(target.server, pooled).then((o) => o.tools);
+        relisting.set(key, pending);
+        void pending.catch(() => {}).finally(() => relisting.delete(key));
+      }
       try {
-        tools = (await offered(target.server, pooled)).tools;
+        tools = await pending;
       } catch (err) {
         await drop(target.server);
         throw upstreamError(err, target.server);
