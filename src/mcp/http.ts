@@ -242,7 +242,11 @@ export const mcpRoutes: Plugin<{
       {
         method: 'GET',
         path: '/api/w/{wid}/mcp-servers/{name}/tools',
-        options: { auth: session, validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) } },
+        options: {
+          auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
+          validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) },
+        },
         async handler(request) {
           const { wid: w, name } = request.params as { wid: string; name: string };
           people.authorize(w, caller(request, 'session').user, 'mcp.manage');
@@ -255,6 +259,7 @@ export const mcpRoutes: Plugin<{
         path: '/api/w/{wid}/mcp-servers/{name}/tools/{tool}/approve',
         options: {
           auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
           ext: { onPreAuth: guards.consoleWrite },
           validate: {
             params: Joi.object({ wid, name: Joi.string().max(64).required(), tool: Joi.string().max(128).required() }),
