@@ -15,6 +15,7 @@ import type { ToolResult } from './tools.js';
 import { metrics } from '../lib/metrics.js';
 import { inSpan, SpanKind, withActiveTrace } from '../lib/tracing.js';
 import { actionOf, mayCall, mayUseServer } from './narrowing.js';
+import { createListings } from './listings.js';
 import { createPins } from './pins.js';
 
 /**
@@ -49,7 +50,7 @@ import { createPins } from './pins.js';
  *   description and input schema are pinned when the server is added, and a tool whose state is
  *   not its approved one is withheld and its calls refused until an owner or admin approves it
  *   (pins.ts). A call is checked against the upstream's listing of at most PIN_RECHECK_MS ago
- *   (listed again when older), before the gate is asked, so a withheld tool's call is no action.
+ *   (listings.ts), before the gate is asked, so a withheld tool's call is no action.
  * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
  *   CLIENT span.
  */
@@ -60,8 +61,6 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const LIST_TIMEOUT_MS = 5_000;
 /** Pages read of one upstream's list before the rest is left out. */
 const MAX_PAGES = 20;
-/** How old an upstream's tool listing may be when a call is checked against its pins. */
-export const PIN_RECHECK_MS = 10_000;
 
 /**
  * What a connection to an upstream relays back: the capabilities the upstream is told its client
@@ -222,41 +221,16 @@ export function createMcpProxy(deps: {
   const allowed = (server: McpServerRecord, tool: string) =>
     server.allowTools === null || server.allowTools.includes(tool);
 
-  // Each upstream's last tool listing (its allowed tools), for checking calls against their pins
-  // without asking the upstream every time; it holds what the upstream said, never a pin.
-  const listings = new Map<string, { at: number; tools: UpstreamTool[] }>();
-  const relisting = new Map<string, Promise<UpstreamTool[]>>();
-  /** One upstream's allowed tools as it lists them now, under their upstream names; the pins take note. */
-  const listAllowed = async (server: McpServerRecord, link: UpstreamLink): Promise<UpstreamTool[]> => {
-    const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
-    const mine = (tools as UpstreamTool[]).filter((tool) => allowed(server, tool.name));
-    listings.set(poolKey(server), { at: clock.now(), tools: mine });
-    return mine;
-  };
-  /** The tools an upstream offers, pinned and not, and which of them match their pins. */
-  const offered = async (server: McpServerRecord, link: UpstreamLink) => {
-    const tools = await listAllowed(server, link);
-    return { tools, served: await pins.observe(server, tools) };
-  };
+  const listed = createListings({ clock, pins, allowed, keyOf: poolKey, timeoutMs: LIST_TIMEOUT_MS });
+  const offered = listed.offered;
   /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
   const checkPinned = async (target: { server: McpServerRecord; tool: string }): Promise<void> => {
-    const key = poolKey(target.server);
-    const seen = listings.get(key);
-    let tools = seen && clock.now() - seen.at < PIN_RECHECK_MS ? seen.tools : undefined;
-    if (!tools) {
-      // Calls that find the listing old at the same moment share one new listing.
-      let pending = relisting.get(key);
-      if (!pending) {
-        pending = offered(target.server, pooled).then((o) => o.tools);
-        relisting.set(key, pending);
-        void pending.catch(() => {}).finally(() => relisting.delete(key));
-      }
-      try {
-        tools = await pending;
-      } catch (err) {
-        await drop(target.server);
-        throw upstreamError(err, target.server);
-      }
+    let tools: UpstreamTool[];
+    try {
+      tools = await listed.recent(target.server, pooled);
+    } catch (err) {
+      await drop(target.server);
+      throw upstreamError(err, target.server);
     }
     const refusal = pins.refusal(
       target.server,
@@ -367,7 +341,7 @@ export function createMcpProxy(deps: {
       const existing = t.mcpServers.get([wid, name]);
       if (existing) {
         await drop(existing);
-        listings.delete(poolKey(existing));
+        listed.forget(existing);
       }
       await store.write(() => {
         if (!t.mcpServers.has([wid, name]))
