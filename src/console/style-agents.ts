@@ -1,6 +1,9 @@
 /** The agents section's own rules: the agent's page (facts, standing, mandate, keys). Appended by app-style.ts. */
 export const STYLE_AGENTS = `
 /* Agents: one agent's page */
+a.button { text-decoration: none; }
+a.agent-name { color: var(--text); text-decoration-color: var(--border); text-underline-offset: 3px; }
+a.agent-name:hover { color: var(--accent); text-decoration-color: currentColor; }
 tr.selected > td { background: var(--subtle); }
 .detail-grid { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1rem 2rem; }
 .detail-part { padding-top: 1rem; margin-top: 1rem; border-top: 1px solid var(--border); }

@@ -230,11 +230,11 @@ test.serial('a member at 390 px sees only the agents that act for them, with eve
   await page.locator('#agent-detail-title', { hasText: 'mias-helper' }).waitFor();
   await assertReachable(t, page.getByRole('button', { name: 'Mint key' }), 'Mint key');
   await assertReachable(t, page.locator(`li[data-template="${templateId}"]`).getByRole('button'), 'Add its rules');
+  await screenshot(page, 'console-agents-phone.png');
+  t.true(existsSync(join(ARTIFACTS, 'console-agents-phone.png')));
   // An agent that does not act for them is not found to them.
   await page.goto(`${server.url}/console/agents?w=${server.boot.workspaceId!}#${hostileId}`);
   await page.locator('#agent-detail-body', { hasText: 'No such agent among those you see.' }).waitFor();
-  await screenshot(page, 'console-agents-phone.png');
-  t.true(existsSync(join(ARTIFACTS, 'console-agents-phone.png')));
   t.deepEqual(errors(), []);
 });
 

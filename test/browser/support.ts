@@ -89,9 +89,10 @@ export async function assertReachable(t: ExecutionContext, locator: Locator, wha
 /** The navigation as a person reads it: the labels, and the one marked as the current page. */
 export async function navigation(page: Page): Promise<{ labels: string[]; current: string | null }> {
   const nav = page.locator('nav.sections-nav');
+  const current = nav.locator('a[aria-current="page"]');
   return {
     labels: (await nav.locator('a').allTextContents()).map((s) => s.trim()),
-    current: await nav.locator('a[aria-current="page"]').textContent(),
+    current: (await current.count()) === 0 ? null : await current.textContent(),
   };
 }
 

@@ -169,14 +169,14 @@ export const SECTION_AGENTS = String.raw`
     }
 
     /** Stop with a reason; restart with a reason (the person it acts for, owners and admins). */
-    function standingActions(agent) {
+    function standingActions(agent, inDetail) {
       var mayStop = canManage && (canManageAll || agent.actsFor === ctx.me);
       var mayRestart = canManageAll || agent.actsFor === ctx.me;
       var ownHolds = (agent.holds || []).filter(function (h) { return h.hold !== 'workspace'; });
       var held = ownHolds.some(function (h) { return h.hold === 'owner'; });
       var mode = acting[agent.id];
       if (mode) return reasonForm(agent, mode);
-      var buttons = [el('a', { href: '#' + agent.id, class: 'button', text: 'Open' })];
+      var buttons = inDetail ? [] : [el('a', { href: '#' + agent.id, class: 'button', text: 'Open' })];
       if (mayStop && !held) {
         var stop = el('button', { type: 'button', class: 'button button-outline-danger', text: 'Stop…' });
         stop.addEventListener('click', function () { acting[agent.id] = 'stop'; itemErrors[agent.id] = null; rerender(); });
@@ -292,7 +292,7 @@ export const SECTION_AGENTS = String.raw`
         el('h3', { text: 'Standing' }),
         el('p', {}, el('span', { class: 'badge ' + (stopped ? 'badge-danger' : 'badge-ok'), text: stopped ? 'Stopped' : 'Running' })),
         holdsList(agent),
-        standingActions(agent),
+        standingActions(agent, true),
         errorLine(agent.id));
       replace($('#agent-detail-body'),
         d.error ? el('p', { class: 'notice notice-error', role: 'alert', text: d.error }) : null,
