@@ -1,6 +1,10 @@
 import type { ConsoleView } from './view.js';
-import { section as mcp } from './sections/mcp.js';
 import { section as overview } from './sections/overview.js';
+import { section as agents } from './sections/agents.js';
+import { section as approvals } from './sections/approvals.js';
+import { section as keys } from './sections/keys.js';
+import { section as members } from './sections/members.js';
+import { section as mcp } from './sections/mcp.js';
 
 /**
  * The console's sections (issue 21, item 4): each is its own page, /console/{id} (the overview is
@@ -22,7 +26,7 @@ export interface ConsoleSection {
   body(view: ConsoleView): string;
 }
 
-export const SECTIONS: readonly ConsoleSection[] = [overview, mcp];
+export const SECTIONS: readonly ConsoleSection[] = [overview, agents, approvals, keys, members, mcp];
 
 /** A section's address, keeping the workspace shown (?w=). */
 export function sectionPath(id: string, workspaceId?: string): string {
