@@ -259,6 +259,45 @@ export const mcpRoutes: Plugin<{
       },
       {
         method: 'GET',
+        path: '/api/w/{wid}/mcp-servers/{name}/tools',
+        options: {
+          auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
+          validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) },
+        },
+        async handler(request) {
+          const { wid: w, name } = request.params as { wid: string; name: string };
+          people.authorize(w, caller(request, 'session').user, 'mcp.manage');
+          const { reachable, tools } = await proxy.pinnedTools(w, name);
+          return { data: tools, next: null, reachable };
+        },
+      },
+      {
+        method: 'POST',
+        path: '/api/w/{wid}/mcp-servers/{name}/tools/{tool}/approve',
+        options: {
+          auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid, name: Joi.string().max(64).required(), tool: Joi.string().max(128).required() }),
+            payload: Joi.object({
+              hash: Joi.string()
+                .pattern(/^[0-9a-f]{64}$/)
+                .required(),
+            }),
+          },
+        },
+        async handler(request) {
+          const { wid: w, name, tool } = request.params as { wid: string; name: string; tool: string };
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'mcp.manage');
+          const { hash } = request.payload as { hash: string };
+          return proxy.approveTool(w, name, tool, hash, actorOf(c));
+        },
+      },
+      {
+        method: 'GET',
         path: '/.well-known/oauth-protected-resource/mcp',
         options: { auth: false, cors: PUBLIC_CORS },
         handler: () => metadata(),

@@ -14,10 +14,13 @@ import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { addressProblem, refusedBy } from '../lib/safe-target.js';
 import { sealText, unsealText } from '../lib/seal.js';
-import type { McpServerRecord, Store } from '../store/index.js';
+import type { MandateRule, McpServerRecord, Store } from '../store/index.js';
 import type { ToolResult } from './tools.js';
 import { metrics } from '../lib/metrics.js';
-import { inSpan, SpanKind } from '../lib/tracing.js';
+import { inSpan, SpanKind, withActiveTrace } from '../lib/tracing.js';
+import { actionOf, mayCall, mayUseServer } from './narrowing.js';
+import { createListings } from './listings.js';
+import { createPins } from './pins.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -52,6 +55,14 @@ import { inSpan, SpanKind } from '../lib/tracing.js';
  *   a caller whose agent is running (a stopped agent's request is refused before any upstream
  *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
  *   first upstream that answers for the URI.
+ * - The proxy defends (issue 20 item 6): tools/list shows an agent only the tools its mandate could
+ *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool's
+ *   description and input schema are pinned when the server is added, and a tool whose state is
+ *   not its approved one is withheld and its calls refused until an owner or admin approves it
+ *   (pins.ts). A call is checked against the upstream's listing of at most PIN_RECHECK_MS ago
+ *   (listings.ts), before the gate is asked, so a withheld tool's call is no action.
+ * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
+ *   CLIENT span.
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
 /** The setting that lets upstreams be on loopback and private addresses. */
@@ -106,9 +117,6 @@ function urlProblem(raw: string, allowPrivate: boolean): string | null {
   return literal ? addressProblem(literal, allowPrivate, PRIVATE_SETTING) : null;
 }
 
-/** A tool name as one segment of an action type (letters, digits, _ and -). */
-const segment = (tool: string) => tool.replace(/[^A-Za-z0-9_-]/g, '_');
-
 export function createMcpProxy(deps: {
   store: Store;
   clock: Clock;
@@ -120,12 +128,20 @@ export function createMcpProxy(deps: {
   allowPrivateUpstreams: boolean;
   /** Every request to an upstream goes through it: lib/safe-target.ts's safeDispatcher. */
   dispatcher: Dispatcher;
+  /** An agent's mandate rules, for narrowing what it is shown. */
+  rules: (wid: string, agentId: string) => readonly MandateRule[];
 }) {
   const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
   const t = store.tables;
-  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows.
+  const pins = createPins({ store, clock, ledger });
+  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows, and
+  // sends the active trace on (the request that made it, or the proxied call's CLIENT span).
   const vettedFetch = ((url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
+    undiciFetch(url, {
+      ...(init as object),
+      headers: withActiveTrace(new Headers(init?.headers)),
+      dispatcher,
+    } as never)) as unknown as typeof fetch;
 
   const open = async (
     server: McpServerRecord,
@@ -240,6 +256,31 @@ export function createMcpProxy(deps: {
   const allowed = (server: McpServerRecord, tool: string) =>
     server.allowTools === null || server.allowTools.includes(tool);
 
+  const listed = createListings({ clock, pins, allowed, keyOf: poolKey, timeoutMs: LIST_TIMEOUT_MS });
+  const offered = listed.offered;
+  /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
+  const checkPinned = async (target: { server: McpServerRecord; tool: string }): Promise<void> => {
+    let tools: UpstreamTool[];
+    try {
+      tools = await listed.recent(target.server, pooled);
+    } catch (err) {
+      await drop(target.server);
+      throw upstreamError(err, target.server);
+    }
+    const refusal = pins.refusal(
+      target.server,
+      exposed(target.server, target.tool),
+      target.tool,
+      tools.find((x) => x.name === target.tool),
+    );
+    if (refusal) throw refusal;
+  };
+  /** The upstream servers whose prompts an agent is offered (narrowing.ts). */
+  const promptServers = (who: { workspaceId: string; agentId: string }, servers: McpServerRecord[]) => {
+    const rules = deps.rules(who.workspaceId, who.agentId);
+    return servers.filter((s) => mayUseServer(rules, s));
+  };
+
   const refuseIfStopped = (who: { workspaceId: string; agentId: string }): void => {
     const standing = readStanding(store, who.workspaceId, who.agentId);
     if (standing.stopped) {
@@ -265,7 +306,7 @@ export function createMcpProxy(deps: {
       wid: string,
       input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean },
       actor: string,
-    ): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean }> {
+    ): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean; pinnedTools: string[] | null }> {
       if (!NAME.test(input.name))
         throw new AppError('invalid_request', {
           details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
@@ -282,6 +323,22 @@ export function createMcpProxy(deps: {
         createdAt: isoAt(clock.now()),
         createdBy: actor,
       };
+      // Its tools as they are now are what the person adding it approves (pins.ts). An upstream
+      // that cannot be listed is added all the same, its tools withheld until each is approved.
+      let tools: UpstreamTool[] | null = null;
+      if (!t.mcpServers.has([wid, input.name])) {
+        let client: Client | undefined;
+        try {
+          client = await open(record);
+          tools = ((await client.listTools(undefined, { timeout: LIST_TIMEOUT_MS })).tools as UpstreamTool[]).filter(
+            (tool) => allowed(record, tool.name),
+          );
+        } catch {
+          tools = null;
+        } finally {
+          await client?.close().catch(() => {});
+        }
+      }
       await store.write(() => {
         if (t.mcpServers.has([wid, input.name]))
           throw new AppError('invalid_request', {
@@ -289,6 +346,7 @@ export function createMcpProxy(deps: {
             details: { errors: [{ field: 'name', message: 'is taken' }] },
           });
         t.mcpServers.put([wid, input.name], record);
+        const pinned = pins.pinInWrite(record, tools ?? [], actor);
         ledger.record({
           workspaceId: wid,
           actor,
@@ -299,10 +357,11 @@ export function createMcpProxy(deps: {
             allowTools: record.allowTools,
             unprefixed: record.unprefixed,
             secret: record.secretSealed !== null,
+            pinned: tools === null ? null : pinned,
           },
         });
       });
-      return this.view(record);
+      return { ...this.view(record), pinnedTools: tools === null ? null : tools.map((x) => x.name) };
     },
 
     view({ secretSealed, ...rest }: McpServerRecord) {
@@ -315,11 +374,15 @@ export function createMcpProxy(deps: {
 
     async remove(wid: string, name: string, actor: string): Promise<void> {
       const existing = t.mcpServers.get([wid, name]);
-      if (existing) await drop(existing);
+      if (existing) {
+        await drop(existing);
+        listed.forget(existing);
+      }
       await store.write(() => {
         if (!t.mcpServers.has([wid, name]))
           throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
         t.mcpServers.remove([wid, name]);
+        pins.removeInWrite(wid, name);
         ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
       });
     },
@@ -343,16 +406,19 @@ export function createMcpProxy(deps: {
     open,
 
     /**
-     * Every upstream's allowed tools under their exposed names, asked of all upstreams at once; an
-     * upstream that does not answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
+     * Every upstream's allowed tools that the agent's mandate could allow and that match their
+     * pins, under their exposed names, asked of all upstreams at once; an upstream that does not
+     * answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
      */
-    async tools(wid: string, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
+    async tools(who: { workspaceId: string; agentId: string }, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
+      const rules = deps.rules(who.workspaceId, who.agentId);
+      const now = clock.now();
       const lists = await Promise.all(
-        this.list(wid).map(async (server) => {
+        this.list(who.workspaceId).map(async (server) => {
           try {
-            const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+            const { tools, served } = await offered(server, link);
             return tools
-              .filter((tool) => allowed(server, tool.name))
+              .filter((tool) => served.has(tool.name) && mayCall(rules, server, tool.name, now))
               .map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
           } catch {
             if (link === pooled || link === pooledModern) await drop(server);
@@ -379,8 +445,7 @@ export function createMcpProxy(deps: {
           .filter((s) => s.unprefixed && allowed(s, name))
           .map(async (s) => {
             try {
-              const { tools } = await (await link(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
-              return tools.some((x) => x.name === name) ? s : undefined;
+              return (await offered(s, link)).tools.some((x) => x.name === name) ? s : undefined;
             } catch {
               if (link === pooled || link === pooledModern) await drop(s);
               return undefined;
@@ -415,17 +480,24 @@ export function createMcpProxy(deps: {
         metrics.mcpCalls.inc({ outcome: 'stopped' });
         throw err;
       }
+      try {
+        await checkPinned(target);
+      } catch (err) {
+        metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
+        throw err;
+      }
+      const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
-        type: `mcp.${target.server.name}.${segment(target.tool)}`,
+        type,
         summary: `MCP tool ${target.tool} on ${target.server.name}`,
-        target: { domain: new URL(target.server.url).hostname },
+        target: { domain },
       });
       if (action.decision !== 'allow') {
         metrics.mcpCalls.inc({ outcome: action.decision === 'review' ? 'review' : 'denied' });
         const text =
           action.decision === 'review'
             ? `Waiting for a person: approval ${action.approvalId} (action ${action.id}). Call get_action with that id; once allowed, call the tool again.`
-            : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
+            : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${type}.`;
         return {
           isError: true,
           content: [{ type: 'text', text }],
@@ -491,7 +563,8 @@ export function createMcpProxy(deps: {
     ): Promise<T> {
       refuseIfStopped(who);
       let failure: unknown;
-      for (const server of this.list(who.workspaceId)) {
+      const servers = this.list(who.workspaceId);
+      for (const server of capability === 'prompts' ? promptServers(who, servers) : servers) {
         let client: Client;
         try {
           client = await link(server);
@@ -520,8 +593,9 @@ export function createMcpProxy(deps: {
       list: (client: Client, server: McpServerRecord, cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>,
     ): Promise<T[]> {
       refuseIfStopped(who);
+      const servers = this.list(who.workspaceId);
       const lists = await Promise.all(
-        this.list(who.workspaceId).map(async (server) => {
+        (capability === 'prompts' ? promptServers(who, servers) : servers).map(async (server) => {
           try {
             const client = await link(server);
             if (!client.getServerCapabilities()?.[capability]) return [];
@@ -540,6 +614,30 @@ export function createMcpProxy(deps: {
         }),
       );
       return lists.flat();
+    },
+
+    /**
+     * One server's pinned tools, for an owner or admin: its tools are listed again first (when
+     * the upstream answers), so that a change shows even before an agent met it.
+     */
+    async pinnedTools(wid: string, name: string): Promise<{ reachable: boolean; tools: ReturnType<typeof pins.list> }> {
+      const server = t.mcpServers.get([wid, name]);
+      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      let reachable = true;
+      try {
+        await offered(server, pooled);
+      } catch {
+        reachable = false;
+        await drop(server);
+      }
+      return { reachable, tools: pins.list(wid, name) };
+    },
+
+    /** Approves what a tool says now (its change, named by `hash`), serving it again. */
+    async approveTool(wid: string, name: string, tool: string, hash: string, actor: string) {
+      const server = t.mcpServers.get([wid, name]);
+      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      return pins.approve(server, tool, hash, actor);
     },
 
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */

@@ -116,7 +116,7 @@ export function buildMcpServer(deps: {
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
-      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
     })),
   );
 
