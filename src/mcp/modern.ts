@@ -201,7 +201,7 @@ export function buildModernServer(deps: {
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
-      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
     })),
   );
 
