@@ -325,18 +325,25 @@ export function createMcpProxy(deps: {
       };
       // Its tools as they are now are what the person adding it approves (pins.ts). An upstream
       // that cannot be listed is added all the same, its tools withheld until each is approved.
+      // An upstream may offer 2026-07-28 callers tools it does not offer 2025 ones: both eras'
+      // listings are pinned (a 2025-only upstream's refusal of the newer era is no failure).
       let tools: UpstreamTool[] | null = null;
       if (!t.mcpServers.has([wid, input.name])) {
-        let client: Client | undefined;
-        try {
-          client = await open(record);
-          tools = ((await client.listTools(undefined, { timeout: LIST_TIMEOUT_MS })).tools as UpstreamTool[]).filter(
-            (tool) => allowed(record, tool.name),
-          );
-        } catch {
-          tools = null;
-        } finally {
-          await client?.close().catch(() => {});
+        const listed = async (era: UpstreamEra): Promise<UpstreamTool[]> => {
+          let client: Client | undefined;
+          try {
+            client = await open(record, {}, era);
+            const all = (await client.listTools(undefined, { timeout: LIST_TIMEOUT_MS })).tools as UpstreamTool[];
+            return all.filter((tool) => allowed(record, tool.name));
+          } finally {
+            await client?.close().catch(() => {});
+          }
+        };
+        tools = await listed('legacy').catch(() => null);
+        if (tools) {
+          const legacy = tools;
+          const modern = await listed('modern').catch(() => [] as UpstreamTool[]);
+          tools = [...legacy, ...modern.filter((tool) => !legacy.some((x) => x.name === tool.name))];
         }
       }
       await store.write(() => {

@@ -31,7 +31,10 @@ test.before(async () => {
   server = await serveInProcess({ env: { ...SERVER_ENV, SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1' } });
   owner = await ownerConsole(server);
   expectStatus(await owner.send('POST', '/mcp-servers', { name: 'tools', url: upstream.url }), 201, 'upstream');
-  bot = await makeBot(owner, 'proto-bot', [reviewRule(), { actions: ['mcp.tools.echo'], domains: ['*'] }]);
+  bot = await makeBot(owner, 'proto-bot', [
+    reviewRule(),
+    { actions: ['mcp.tools.echo', 'mcp.more.echo'], domains: ['*'] },
+  ]);
 });
 
 test.after.always(async () => {
