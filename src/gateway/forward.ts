@@ -80,7 +80,9 @@ export function bodyIn(shape: Shape, a: Attempt): Json {
     if (body.max_tokens == null && body.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
     return body;
   }
-  return a.shape === 'anthropic' ? { ...a.body, model: upstreamModel } : openaiToAnthropicRequest(a.body, upstreamModel);
+  return a.shape === 'anthropic'
+    ? { ...a.body, model: upstreamModel }
+    : openaiToAnthropicRequest(a.body, upstreamModel);
 }
 
 function upstreamRequest(a: Attempt): { path: string; headers: Record<string, string>; body: string } {
@@ -183,7 +185,11 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
     const body = parseJson(text);
     if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
     try {
-      return { kind: 'json', upstreamMs, ...answerFrom(a.provider.kind === 'openai' ? 'openai' : 'anthropic', body, a) };
+      return {
+        kind: 'json',
+        upstreamMs,
+        ...answerFrom(a.provider.kind === 'openai' ? 'openai' : 'anthropic', body, a),
+      };
     } catch {
       // An answer in a shape the translation cannot read is the upstream's failure, not ours.
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };

@@ -485,7 +485,7 @@ export const settingsSchema = Joi.object<Settings>({
             .uri({ scheme: ['http', 'https'] })
             .when('kind', { is: 'bedrock', then: Joi.optional(), otherwise: Joi.required() })
             .description(
-              'openai: ends before /chat/completions; anthropic: ends before /v1/messages; azure-openai: the resource endpoint; gemini: ends before /v1beta; bedrock: optional (the region\'s endpoint)',
+              "openai: ends before /chat/completions; anthropic: ends before /v1/messages; azure-openai: the resource endpoint; gemini: ends before /v1beta; bedrock: optional (the region's endpoint)",
             ),
           apiVersion: Joi.string()
             .pattern(/^[A-Za-z0-9._-]+$/)

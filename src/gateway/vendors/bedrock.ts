@@ -119,7 +119,9 @@ export const anthropicStop = (reason: unknown): string => {
 };
 
 export const converseUsage = (u: Json | undefined): Json | undefined =>
-  u && typeof u.inputTokens === 'number' ? { input_tokens: u.inputTokens, output_tokens: u.outputTokens ?? 0 } : undefined;
+  u && typeof u.inputTokens === 'number'
+    ? { input_tokens: u.inputTokens, output_tokens: u.outputTokens ?? 0 }
+    : undefined;
 
 /** A Converse answer as an Anthropic message. */
 export function fromConverseResponse(body: Json, model: string, id: string): Json {
@@ -127,7 +129,8 @@ export function fromConverseResponse(body: Json, model: string, id: string): Jso
   if (!Array.isArray(blocks)) throw new Error('not a Converse answer');
   const content = (blocks as Json[]).flatMap((b): Json[] => {
     if (typeof b?.text === 'string') return [{ type: 'text', text: b.text }];
-    if (b?.toolUse) return [{ type: 'tool_use', id: b.toolUse.toolUseId, name: b.toolUse.name, input: b.toolUse.input ?? {} }];
+    if (b?.toolUse)
+      return [{ type: 'tool_use', id: b.toolUse.toolUseId, name: b.toolUse.name, input: b.toolUse.input ?? {} }];
     return [];
   });
   return {

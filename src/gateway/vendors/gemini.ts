@@ -121,7 +121,11 @@ export const geminiFinish = (reason: unknown, calledTool: boolean): string | nul
 export const geminiUsage = (u: Json | undefined): Json | undefined => {
   if (!u || typeof u.promptTokenCount !== 'number') return undefined;
   const completion = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
-  return { prompt_tokens: u.promptTokenCount, completion_tokens: completion, total_tokens: u.promptTokenCount + completion };
+  return {
+    prompt_tokens: u.promptTokenCount,
+    completion_tokens: completion,
+    total_tokens: u.promptTokenCount + completion,
+  };
 };
 
 /** A candidate's parts as OpenAI text and tool calls; `n` numbers the calls across a stream. */
