@@ -1,6 +1,7 @@
 import test from 'ava';
 import type OpenAI from 'openai';
 import type Anthropic from '@anthropic-ai/sdk';
+import { expectStatus } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
@@ -337,6 +338,33 @@ export function vendorSuite(s: VendorSuite): void {
     });
     t.not(text, 'echo: one two three four five six seven');
     t.is(vendor.count('backup-2026'), backup);
+  });
+
+  test.serial(`${s.kind}: redaction reaches the vendor's shape; a block and a dry run send nothing`, async (t) => {
+    const chat = (headers: Record<string, string> = {}) =>
+      call(gw.server.url, 'POST', '/v1/chat/completions', {
+        headers: { ...bearer(key), ...headers },
+        json: { model: MODEL, messages: user('mail jane.doe@example.com today') },
+      });
+    try {
+      expectStatus(await gw.owner.send('PUT', '/gateway', { dataLoss: 'redact' }), 200, 'setting');
+      const redacted = await chat();
+      t.is(redacted.status, 200, redacted.text);
+      const sent = JSON.stringify(mock.calls.at(-1)!.body);
+      t.false(sent.includes('jane.doe'), 'the address never left');
+      t.true(sent.includes('[REDACTED:email]'), sent);
+
+      expectStatus(await gw.owner.send('PUT', '/gateway', { dataLoss: 'block' }), 200, 'setting');
+      const before = mock.count();
+      assertError(t, await chat(), 400, 'sensitive_data_blocked');
+      expectStatus(await gw.owner.send('PUT', '/gateway', { dataLoss: 'off' }), 200, 'setting');
+      const dry = await chat({ 'x-svc-dry-run': 'true' });
+      t.is(dry.status, 200, dry.text);
+      t.is(dry.body.object, 'svc.dry_run');
+      t.is(mock.count(), before, 'nothing was sent');
+    } finally {
+      await gw.owner.send('PUT', '/gateway', { dataLoss: 'off' });
+    }
   });
 
   test.serial(`${s.kind}: a wrong credential is a clear 502 naming the model, never the client's 400`, async (t) => {
