@@ -31,6 +31,8 @@ import {
  *   may fail over. 401 and 403 are failures too (the operator's upstream secret is wrong, not the
  *   client's request). Other 4xx are the client's request refused by the vendor: answered, not
  *   failed over.
+ * - Kinds other than openai and anthropic go through their adapter (vendors/), which builds on
+ *   `bodyIn`, `answerFrom` and `translatorFor` here and keeps these same rules.
  * - A stream is committed only once the upstream's first event arrived: a failure before it
  *   can still fail over; after it, never. A stream that ends without the vendor's closing event
  *   is cut: the client's stream is destroyed (an error the client sees), never closed as if whole.
