@@ -5,6 +5,7 @@ import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
 import { SseReader } from './sse.js';
 import { vendorAttempt } from './vendors/attempt.js';
 import { vendorOf } from './vendors/index.js';
+import { FAILOVER } from './vendors/vendor.js';
 import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
 import {
   anthropicToOpenaiResponse,
@@ -64,7 +65,6 @@ export type AttemptResult =
       done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>;
     };
 
-export const FAILOVER = new Set([401, 403, 408, 409, 429]);
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 /**

@@ -115,6 +115,8 @@ function invalid(body: Json): string | null {
     for (const c of (m.content ?? []) as Json[]) {
       if ('text' in c && (typeof c.text !== 'string' || c.text.trim() === ''))
         return 'The text field in the ContentBlock object is blank.';
+      if ((c.toolUse || c.toolResult) && !body.toolConfig)
+        return 'The toolConfig field must be defined when using toolUse and toolResult content blocks.';
       if (c.toolUse) used.add(String(c.toolUse.toolUseId));
       if (c.toolResult && !used.has(String(c.toolResult.toolUseId)))
         return 'The toolResult blocks do not match the toolUse blocks of the previous turn.';

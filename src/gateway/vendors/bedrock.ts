@@ -12,7 +12,9 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *   blocks become `text`, `image`, `toolUse` and `toolResult` blocks (an image by URL has no
  *   Converse counterpart and is dropped; an empty text block, which Converse refuses, too).
  * - `max_tokens`, `temperature`, `top_p`, `stop_sequences` go in `inferenceConfig`; tools in
- *   `toolConfig` (`toolChoice` auto, any or one tool; Converse has no "none", so it is left out).
+ *   `toolConfig` (`toolChoice` auto, any or one tool; Converse has no "none": the tools are
+ *   offered without a choice). A conversation with earlier tool calls and no tools offered
+ *   declares the tools it used, since Converse refuses tool blocks without a toolConfig.
  * - `stopReason` end_turn, tool_use, max_tokens and stop_sequence keep their names;
  *   guardrail_intervened and content_filtered are a refusal.
  *
@@ -96,16 +98,22 @@ export function toConverseRequest(body: Json): Json {
   const out: Json = { messages, inferenceConfig };
   const system = textOf(body.system);
   if (system !== '') out.system = [{ text: system }];
-  if (Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice?.type !== 'none') {
-    out.toolConfig = {
-      tools: body.tools.map((t: Json) => ({
-        toolSpec: {
-          name: t?.name,
-          ...(t?.description ? { description: t.description } : {}),
-          inputSchema: { json: t?.input_schema ?? { type: 'object', properties: {} } },
-        },
-      })),
-    };
+  const tools: Json[] = (Array.isArray(body.tools) ? body.tools : []).map((t: Json) => ({
+    toolSpec: {
+      name: t?.name,
+      ...(t?.description ? { description: t.description } : {}),
+      inputSchema: { json: t?.input_schema ?? { type: 'object', properties: {} } },
+    },
+  }));
+  // Converse refuses toolUse and toolResult blocks without a toolConfig: a conversation that
+  // carries earlier calls but offers no tools now declares the tools it used, schema-less.
+  if (tools.length === 0) {
+    const used = new Set<string>();
+    for (const m of messages) for (const b of m.content as Json[]) if (b.toolUse) used.add(String(b.toolUse.name));
+    for (const name of used) tools.push({ toolSpec: { name, inputSchema: { json: { type: 'object' } } } });
+  }
+  if (tools.length > 0) {
+    out.toolConfig = { tools };
     const choice = toolChoiceOf(body.tool_choice);
     if (choice) out.toolConfig.toolChoice = choice;
   }

@@ -14,6 +14,7 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *   tool calls `functionCall` parts, tool results `functionResponse` parts named after the call
  *   they answer (Gemini matches results by name; the call's id is looked up in the conversation).
  * - Gemini's calls carry no id unless it gives one: each gets `call_{callId}_{n}`, unique per call.
+ * - `response_format` json_object / json_schema become `responseMimeType` (and `responseJsonSchema`).
  * - `finishReason` STOP is stop (tool_calls when the answer calls a tool), MAX_TOKENS length,
  *   SAFETY and the other blocks content_filter; thought parts are not answer text, but their
  *   tokens count as output (Google bills them so).
@@ -89,6 +90,12 @@ export function toGeminiRequest(body: Json): Json {
   if (typeof body.top_p === 'number') generationConfig.topP = body.top_p;
   if (body.stop !== undefined && body.stop !== null)
     generationConfig.stopSequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  const format = body.response_format;
+  if (format?.type === 'json_object') generationConfig.responseMimeType = 'application/json';
+  if (format?.type === 'json_schema' && format.json_schema?.schema) {
+    generationConfig.responseMimeType = 'application/json';
+    generationConfig.responseJsonSchema = format.json_schema.schema;
+  }
   const out: Json = { contents, generationConfig };
   if (system.length > 0) out.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
   if (Array.isArray(body.tools) && body.tools.length > 0) {

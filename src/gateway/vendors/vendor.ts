@@ -1,4 +1,4 @@
-import { FAILOVER, type Attempt, type Shape } from '../forward.js';
+import type { Attempt, Shape } from '../forward.js';
 import type { SseEvent } from '../sse.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 
@@ -39,6 +39,12 @@ export interface VendorAdapter {
   events(body: AsyncIterable<Buffer | Uint8Array>, a: Attempt, id: string): AsyncIterable<SseEvent[]>;
 }
 
-/** The gateway's usual rule (forward.ts): 401, 403, 408, 409, 429 and 5xx fail over. */
+/**
+ * The statuses below 500 that are failures for every kind (forward.ts's rules). Kept here, not in
+ * forward.ts, so that no adapter imports a value from forward.ts (which imports the adapters).
+ */
+export const FAILOVER = new Set([401, 403, 408, 409, 429]);
+
+/** The gateway's usual rule: those and 5xx fail over. */
 export const usualFailure = (status: number): string | null =>
   status >= 500 || FAILOVER.has(status) ? `HTTP ${status}` : null;
