@@ -95,6 +95,42 @@ test('gemini answer: text without thoughts, calls with ids, stop reasons, usage 
   t.throws(() => fromGeminiResponse({ hello: 1 }, 'flash', 'abc', 1000));
 });
 
+test('gemini thought signatures: carried in the tool call id and put back; a Gemini 3 replay without one gets the documented sentinel', (t) => {
+  const signature = 'c2lnbmF0dXJlKy8/Pz8=';
+  const answer = fromGeminiResponse(
+    {
+      candidates: [
+        {
+          content: { role: 'model', parts: [{ functionCall: { name: 'f', args: {} }, thoughtSignature: signature }] },
+          finishReason: 'STOP',
+        },
+      ],
+    },
+    'flash',
+    'abc',
+    1000,
+  );
+  const id = answer.choices[0].message.tool_calls[0].id as string;
+  t.regex(id, /^call_abc_0__ts_[A-Za-z0-9_-]+$/, 'the id stays in the characters every client accepts');
+  const replay = (model: string, callId: string) =>
+    toGeminiRequest({
+      model,
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'go' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: callId, type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: callId, content: '{}' },
+      ],
+    }).contents[1].parts[0];
+  t.is(replay('gemini-3-flash', id).thoughtSignature, signature);
+  t.is(replay('gemini-3-flash', 'call_elsewhere').thoughtSignature, 'skip_thought_signature_validator');
+  t.is(replay('gemini-2.5-flash', 'call_elsewhere').thoughtSignature, undefined);
+});
+
 test('converse request: system, images, tool use and results (errors marked), tool choice, blanks dropped', (t) => {
   const out = toConverseRequest({
     model: 'm',

@@ -6,11 +6,14 @@ import { compose, send, startLoopbackVendor, TOOL_INPUT, writePieces, type Loopb
  * `:streamGenerateContent?alt=sse`, the key in `x-goog-api-key`. A wrong or missing key is
  * answered as Google does: 400 INVALID_ARGUMENT with reason API_KEY_INVALID. The request is
  * checked as Gemini would: roles `user`/`model`, a `functionResponse` must name a function the
- * conversation called, `functionDeclarations` need a name. Answers: candidates with parts
+ * conversation called, `functionDeclarations` need a name, and a replayed `functionCall` must
+ * bring back the `thoughtSignature` the mock gave it (Gemini 3's rule). Answers: candidates with parts
  * (`text` or a `functionCall`), `finishReason`, `usageMetadata`; a stream sends one
  * GenerateContentResponse per piece, the last with the finishReason and the usage.
  */
 export const GEMINI_KEY = 'gemini-mock-key';
+/** Every functionCall the mock answers carries this, and every replayed call must bring it back (as Gemini 3 demands). */
+export const THOUGHT_SIGNATURE = 'bW9jay10aG91Z2h0LXNpZ25hdHVyZSsvPQ==';
 
 const googleError = (code: number, status: string, message: string, reason?: string): Json => ({
   error: {
@@ -45,6 +48,8 @@ function invalid(body: Json): string | null {
     if (c?.role !== 'user' && c?.role !== 'model') return `Please use a valid role: user, model.`;
     if (!Array.isArray(c.parts) || c.parts.length === 0) return '* contents.parts: must not be empty';
     for (const p of c.parts as Json[]) {
+      if (p?.functionCall && p.thoughtSignature !== THOUGHT_SIGNATURE)
+        return 'Function call is missing a thought_signature in functionCall parts.';
       if (p?.functionCall) called.add(String(p.functionCall.name));
       if (p?.functionResponse && !called.has(String(p.functionResponse.name)))
         return `* function response names ${String(p.functionResponse.name)}, which was not called`;
@@ -113,7 +118,9 @@ export function startMockGemini(options: { key?: string } = {}): Promise<Loopbac
         modelVersion: x.model,
         responseId: 'gemini-mock',
       });
-      const toolPart = reply.tool ? [{ functionCall: { name: reply.tool, args: TOOL_INPUT } }] : [];
+      const toolPart = reply.tool
+        ? [{ functionCall: { name: reply.tool, args: TOOL_INPUT }, thoughtSignature: THOUGHT_SIGNATURE }]
+        : [];
       if (!x.stream)
         return send(x.res, {
           status: 200,

@@ -14,6 +14,10 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *   tool calls `functionCall` parts, tool results `functionResponse` parts named after the call
  *   they answer (Gemini matches results by name; the call's id is looked up in the conversation).
  * - Gemini's calls carry no id unless it gives one: each gets `call_{callId}_{n}`, unique per call.
+ * - A call's `thoughtSignature` (Gemini 3 refuses a replayed call without it) travels in the tool
+ *   call's id, after `__ts_`, base64url, and is put back on the call when the client replays it;
+ *   a Gemini 3 call replayed without one (a conversation begun elsewhere) gets Google's documented
+ *   `skip_thought_signature_validator` on the first call of its turn.
  * - `response_format` json_object / json_schema become `responseMimeType` (and `responseJsonSchema`).
  * - `finishReason` STOP is stop (tool_calls when the answer calls a tool), MAX_TOKENS length,
  *   SAFETY and the other blocks content_filter; thought parts are not answer text, but their
@@ -61,20 +65,43 @@ const toolConfigOf = (choice: unknown): Json | undefined => {
   return undefined;
 };
 
+const SIGNATURE = '__ts_';
+const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+
+/** The tool call id for a call, carrying its thought signature when Gemini gave one. */
+const callId = (base: string, signature: unknown): string =>
+  typeof signature === 'string' && signature !== ''
+    ? `${base}${SIGNATURE}${Buffer.from(signature, 'base64').toString('base64url')}`
+    : base;
+
+/** The thought signature a tool call id carries, or null. */
+const signatureOf = (id: unknown): string | null => {
+  if (typeof id !== 'string') return null;
+  const at = id.indexOf(SIGNATURE);
+  return at === -1 ? null : Buffer.from(id.slice(at + SIGNATURE.length), 'base64url').toString('base64');
+};
+
 /** An OpenAI chat-completions body as a Gemini generateContent body. */
 export function toGeminiRequest(body: Json): Json {
   const system: string[] = [];
   const contents: Json[] = [];
   const nameOfCall = new Map<string, string>();
+  const gemini3 = /^gemini-3/.test(String(body.model ?? ''));
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[]) {
     if (m.role === 'system' || m.role === 'developer') system.push(textOf(m.content));
     else if (m.role === 'user') push(contents, 'user', partsOf(m.content));
     else if (m.role === 'assistant') {
       const parts = partsOf(m.content);
+      let first = true;
       for (const call of (Array.isArray(m.tool_calls) ? m.tool_calls : []) as Json[]) {
         const name = String(call?.function?.name ?? '');
         if (typeof call?.id === 'string') nameOfCall.set(call.id, name);
-        parts.push({ functionCall: { name, args: safeJson(call?.function?.arguments) } });
+        const signature = signatureOf(call?.id) ?? (first && gemini3 ? SKIP_SIGNATURE : null);
+        first = false;
+        parts.push({
+          functionCall: { name, args: safeJson(call?.function?.arguments) },
+          ...(signature ? { thoughtSignature: signature } : {}),
+        });
       }
       push(contents, 'model', parts);
     } else if (m.role === 'tool') {
@@ -145,7 +172,10 @@ export function readParts(parts: unknown, id: string, n: { calls: number }): { t
       const index = n.calls++;
       calls.push({
         index,
-        id: typeof p.functionCall.id === 'string' ? p.functionCall.id : `call_${id}_${index}`,
+        id: callId(
+          typeof p.functionCall.id === 'string' ? p.functionCall.id : `call_${id}_${index}`,
+          p.thoughtSignature,
+        ),
         type: 'function',
         function: { name: String(p.functionCall.name ?? ''), arguments: JSON.stringify(p.functionCall.args ?? {}) },
       });
