@@ -18,8 +18,8 @@ import {
  * (403 UnrecognizedClientException), and the signature is recomputed over the request as
  * received (its signed headers, path and body; the body's hash recomputed, never taken from the
  * request) with the same maintained signer, `@smithy/signature-v4` (403
- * InvalidSignatureException on any difference). Errors carry `x-amzn-errortype`. The request is
- * validated as Converse does (ValidationException): turns start with user and alternate, no blank
+ * InvalidSignatureException on any difference, or a date more than five minutes off). Errors
+ * carry `x-amzn-errortype`. The request is validated as Converse does (ValidationException): turns start with user and alternate, no blank
  * text, every toolResult answers an earlier toolUse. A stream is AWS's binary event stream,
  * encoded by AWS's codec, one frame per write; the `exception` fault sends an exception frame.
  */
@@ -74,6 +74,9 @@ async function verify(x: Exchange, secretAccessKey: string, region: string) {
   if (!m || m[1] !== AWS_ENV.AWS_ACCESS_KEY_ID)
     return awsError(403, 'UnrecognizedClientException', 'The security token included in the request is invalid.');
   const date = String(x.req.headers['x-amz-date'] ?? '');
+  // AWS refuses a signature more than five minutes from its own clock.
+  if (!/^\d{8}T\d{6}Z$/.test(date) || Math.abs(Date.now() - amzDate(date).getTime()) > 5 * 60_000)
+    return awsError(403, 'InvalidSignatureException', 'Signature expired or its date is not in the AWS format.');
   const headers: Record<string, string> = {};
   for (const name of m[4]!.split(';')) {
     // The body's hash is the signer's to compute from the body received, not the client's claim.
