@@ -19,9 +19,10 @@ import {
  * received (its signed headers, path and body; the body's hash recomputed, never taken from the
  * request) with the same maintained signer, `@smithy/signature-v4` (403
  * InvalidSignatureException on any difference, or a date more than five minutes off). Errors
- * carry `x-amzn-errortype`. The request is validated as Converse does (ValidationException): turns start with user and alternate, no blank
- * text, every toolResult answers an earlier toolUse. A stream is AWS's binary event stream,
- * encoded by AWS's codec, one frame per write; the `exception` fault sends an exception frame.
+ * carry `x-amzn-errortype`. The request is validated as Converse does (ValidationException):
+ * turns start with user and alternate, no blank text, tool blocks need a toolConfig, every
+ * toolResult answers an earlier toolUse. A stream is AWS's binary event stream, encoded by
+ * AWS's codec, one frame per write; the `exception` fault sends an exception frame.
  */
 export const AWS_ENV = {
   AWS_ACCESS_KEY_ID: 'AKIAMOCKBEDROCK00001',
