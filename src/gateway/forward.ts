@@ -60,7 +60,7 @@ export type AttemptResult =
       done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>;
     };
 
-const FAILOVER = new Set([401, 403, 408, 409, 429]);
+export const FAILOVER = new Set([401, 403, 408, 409, 429]);
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 function upstreamRequest(a: Attempt): { path: string; headers: Record<string, string>; body: string } {
@@ -113,7 +113,7 @@ function translator(a: Attempt, id: string): StreamTranslator {
     : openaiToAnthropicStream({ clientModel: a.clientModel, id: `msg_${id}` });
 }
 
-const parseJson = (text: string): Json | null => {
+export const parseJson = (text: string): Json | null => {
   try {
     const v = JSON.parse(text);
     return v && typeof v === 'object' ? (v as Json) : null;
@@ -175,13 +175,20 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
     }
   }
-  return commitStream(answer, a, id, started);
+  return commitStream(answer, a, started, translator(a, id));
 }
 
-/** Waits for the upstream's first event; then the client's stream, fed event by event. */
-function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: number): Promise<AttemptResult> {
+/**
+ * Waits for the upstream's first event; then the client's stream, fed event by event (through
+ * `tr`, the attempt's translator unless another route gives its own).
+ */
+export function commitStream(
+  answer: UpstreamAnswer,
+  a: Pick<Attempt, 'signal'>,
+  started: number,
+  tr: StreamTranslator,
+): Promise<AttemptResult> {
   const reader = new SseReader();
-  const tr = translator(a, id);
   const body = answer.body;
   body.setEncoding('utf8');
   return new Promise<AttemptResult>((resolve) => {
