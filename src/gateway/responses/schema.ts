@@ -17,6 +17,9 @@ const ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'reasoni
 const PART_TYPES = ['input_text', 'output_text', 'input_image', 'refusal'];
 
 const ofType = (type: string) => Joi.object({ type: Joi.valid(type).required() }).unknown(true);
+/** A string or an array: the array's own errors are listed (an alternatives' would hide them). */
+const stringOr = (array: Joi.Schema) =>
+  Joi.alternatives().conditional(Joi.array(), { then: array, otherwise: Joi.string().allow('') });
 
 const part = Joi.alternatives().conditional(Joi.object({ type: Joi.valid('input_image') }).unknown(true), {
   then: Joi.object({
@@ -45,14 +48,17 @@ const part = Joi.alternatives().conditional(Joi.object({ type: Joi.valid('input_
   }).unknown(true),
 });
 
+const itemType = Joi.string()
+  .valid(...ITEM_TYPES)
+  .messages({
+    'any.only': `{{#label}} must be one of ${ITEM_TYPES.join(', ')}: hosted tool calls, custom tool calls and item references are not supported`,
+  });
+const otherItem = Joi.object({ type: itemType }).unknown(true);
+
 const message = Joi.object({
-  type: Joi.string()
-    .valid(...ITEM_TYPES)
-    .messages({
-      'any.only': `{{#label}} must be one of ${ITEM_TYPES.join(', ')}: hosted tool calls, custom tool calls and item references are not supported`,
-    }),
+  type: itemType,
   role: Joi.string().valid('user', 'assistant', 'system', 'developer').required(),
-  content: Joi.alternatives(Joi.string().allow(''), Joi.array().items(part).max(10_000)).required(),
+  content: stringOr(Joi.array().items(part).max(10_000)).required(),
 }).unknown(true);
 
 const functionCall = Joi.object({
@@ -65,7 +71,7 @@ const functionCall = Joi.object({
 const functionOutput = Joi.object({
   type: Joi.valid('function_call_output').required(),
   call_id: Joi.string().min(1).max(256).required(),
-  output: Joi.alternatives(Joi.string().allow(''), Joi.array().items(part).max(10_000)).required(),
+  output: stringOr(Joi.array().items(part).max(10_000)).required(),
 }).unknown(true);
 
 const reasoning = Joi.object({ type: Joi.valid('reasoning').required() }).unknown(true);
@@ -74,7 +80,13 @@ const item = Joi.alternatives().conditional(ofType('function_call'), {
   then: functionCall,
   otherwise: Joi.alternatives().conditional(ofType('function_call_output'), {
     then: functionOutput,
-    otherwise: Joi.alternatives().conditional(ofType('reasoning'), { then: reasoning, otherwise: message }),
+    otherwise: Joi.alternatives().conditional(ofType('reasoning'), {
+      then: reasoning,
+      otherwise: Joi.alternatives().conditional(
+        Joi.object({ type: Joi.exist().invalid('message') }).unknown(true),
+        { then: otherItem, otherwise: message },
+      ),
+    }),
   }),
 });
 
@@ -86,10 +98,13 @@ const tool = Joi.object({
       'any.only':
         '{{#label}} is {{#value}}: only function tools are supported (hosted tools such as web search, file search, code interpreter, computer use, MCP and image generation are not)',
     }),
-  name: Joi.string()
-    .pattern(/^[A-Za-z0-9_-]{1,64}$/)
-    .required()
-    .messages({ 'string.pattern.base': '{{#label}} must be 1 to 64 letters, digits, _ or -' }),
+  name: Joi.when('type', {
+    is: 'function',
+    then: Joi.string()
+      .pattern(/^[A-Za-z0-9_-]{1,64}$/)
+      .required()
+      .messages({ 'string.pattern.base': '{{#label}} must be 1 to 64 letters, digits, _ or -' }),
+  }),
   description: Joi.string().allow('', null),
   parameters: Joi.object().unknown(true).allow(null),
   strict: Joi.boolean().allow(null),
@@ -102,19 +117,15 @@ const unsupported = (what: string) =>
 
 export const responsesSchema = Joi.object({
   model: Joi.string().max(256).required(),
-  input: Joi.alternatives(Joi.string().allow(''), Joi.array().items(item).min(1).max(10_000))
-    .required()
-    .messages({
-      'any.required':
-        '{{#label}} is required: the conversation so far, as a string or items (previous_response_id alone is not supported)',
-    }),
+  input: stringOr(Joi.array().items(item).min(1).max(10_000))
+    .required(),
   instructions: Joi.string().allow('', null),
   tools: Joi.array().items(tool).max(1000).allow(null),
   tool_choice: Joi.alternatives(
     Joi.string().valid('auto', 'none', 'required'),
     Joi.object({ type: Joi.valid('function').required(), name: Joi.string().required() }).unknown(true),
   ).messages({
-    'alternatives.match': '{{#label}} must be auto, none, required or { "type": "function", "name": ... }',
+    'alternatives.match': '{{#label}} must be auto, none, required or a function choice (type function, with its name)',
   }),
   parallel_tool_calls: Joi.boolean().strict().allow(null),
   max_output_tokens: maxTokens.allow(null),
