@@ -86,9 +86,7 @@ export function eligibleModels(input: {
   observedLatencyMs: (modelId: string) => number | undefined;
 }): { models: GatewayModel[]; relaxations: Relaxation[] } {
   const embedding = input.taskClass === EMBEDDING || input.taskClass.startsWith(`${EMBEDDING}.`);
-  const serving = input.models.filter(
-    (m) => servesClass(m, input.taskClass) && (!embedding || declaresEmbedding(m)),
-  );
+  const serving = input.models.filter((m) => servesClass(m, input.taskClass) && (!embedding || declaresEmbedding(m)));
   const admitted = serving.filter((m) => blockers(m, input.profile, input.objective, input.home).length === 0);
   if (admitted.length === 0) {
     const relaxations = serving.map((m) => ({

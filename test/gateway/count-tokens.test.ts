@@ -72,7 +72,11 @@ test.serial('routed to an OpenAI-kind model: counted with the tokenizer, never f
 });
 
 test.serial('?beta=true as Claude Code sends it; and a failing vendor falls back to the local count', async (t) => {
-  const res = await post(euKey, { model: 'claude-eu', messages: user('two words') }, '/v1/messages/count_tokens?beta=true');
+  const res = await post(
+    euKey,
+    { model: 'claude-eu', messages: user('two words') },
+    '/v1/messages/count_tokens?beta=true',
+  );
   t.is(res.status, 200, res.text);
   t.deepEqual(res.body, { input_tokens: 2 });
   vendor.fault('claude-eu-2026', { kind: 'status', status: 503 });
@@ -94,10 +98,12 @@ test.serial('never a call: no record, no monthly count, and a spent budget does 
   });
   t.is(chat.status, 200);
   t.is(
-    (await call(gw.server.url, 'POST', '/v1/chat/completions', {
-      headers: bearer(spender),
-      json: { model: 'small', messages: user('again') },
-    })).status,
+    (
+      await call(gw.server.url, 'POST', '/v1/chat/completions', {
+        headers: bearer(spender),
+        json: { model: 'small', messages: user('again') },
+      })
+    ).status,
     429,
     'the budget is spent',
   );
@@ -120,7 +126,10 @@ test.serial('the kill switch and data-loss screening apply; errors in Anthropic 
   const err = await t.throwsAsync(
     gw
       .anthropic(agentKey)
-      .messages.countTokens({ model: 'claude-eu', messages: user('hi') }, { headers: { 'x-svc-task-class': 'general' } }),
+      .messages.countTokens(
+        { model: 'claude-eu', messages: user('hi') },
+        { headers: { 'x-svc-task-class': 'general' } },
+      ),
   );
   t.true(err instanceof APIError && err.status === 403);
   const raw = await call(gw.server.url, 'POST', '/v1/messages/count_tokens', {
@@ -142,10 +151,12 @@ test.serial('bad bodies: every field at fault listed, in Anthropic envelope', as
   const res = await post(key, { messages: [{ role: 'robot', content: 3 }], system: 5 });
   t.is(res.status, 400);
   t.is(res.body.type, 'error');
-  t.deepEqual(
-    res.body.error.errors.map((e: { field: string }) => e.field).sort(),
-    ['messages.0.content', 'messages.0.role', 'model', 'system'],
-  );
+  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), [
+    'messages.0.content',
+    'messages.0.role',
+    'model',
+    'system',
+  ]);
   const query = await post(key, { model: 'small', messages: user('x') }, '/v1/messages/count_tokens?beta=maybe');
   t.is(query.status, 400);
 });

@@ -166,10 +166,13 @@ test.serial('bad bodies: every field at fault listed, nothing sent', async (t) =
   const before = vendor.count();
   const res = await post(key, { input: [], dimensions: 0, encoding_format: 'int8', stream: true });
   assertError(t, res, 400, 'invalid_request');
-  t.deepEqual(
-    res.body.error.errors.map((e: { field: string }) => e.field).sort(),
-    ['dimensions', 'encoding_format', 'input', 'model', 'stream'],
-  );
+  t.deepEqual(res.body.error.errors.map((e: { field: string }) => e.field).sort(), [
+    'dimensions',
+    'encoding_format',
+    'input',
+    'model',
+    'stream',
+  ]);
   assertError(t, await post(key, { model: 'embed-small', input: ['ok', 3] }), 400, 'invalid_request');
   assertError(t, await post(key, { model: 'embed-small', input: '' }), 400, 'invalid_request');
   t.is(vendor.count(), before);

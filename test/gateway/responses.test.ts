@@ -351,3 +351,25 @@ test.serial('call records: the Responses route, tokens, cost and outcome', async
   );
   t.true(rows.every((r) => r.costMicros > 0));
 });
+
+test.serial(
+  'a stream cut midway ends with an error event, which the SDK raises; never failed over after',
+  async (t) => {
+    vendor.fault('small-2026', { kind: 'cut', afterChunks: 3 });
+    const before = vendor.count();
+    const res = await post(key, { model: 'small', input: 'one two three four five', stream: true });
+    t.is(res.status, 200);
+    const events = res.text.split('\n\n').filter(Boolean);
+    t.regex(events.at(-1)!, /^event: error\ndata: \{"type":"error"/);
+    t.false(res.text.includes('response.completed'));
+    t.is(vendor.count(), before + 1, 'committed at the first event: not tried again');
+
+    vendor.fault('small-2026', { kind: 'cut', afterChunks: 3 });
+    const stream = gw.openai(key).responses.stream({ model: 'small', input: 'one two three four five' });
+    await t.throwsAsync(async () => {
+      for await (const _ of stream) {
+        /* read until the error event */
+      }
+    });
+  },
+);

@@ -82,22 +82,19 @@ const item = Joi.alternatives().conditional(ofType('function_call'), {
     then: functionOutput,
     otherwise: Joi.alternatives().conditional(ofType('reasoning'), {
       then: reasoning,
-      otherwise: Joi.alternatives().conditional(
-        Joi.object({ type: Joi.exist().invalid('message') }).unknown(true),
-        { then: otherItem, otherwise: message },
-      ),
+      otherwise: Joi.alternatives().conditional(Joi.object({ type: Joi.exist().invalid('message') }).unknown(true), {
+        then: otherItem,
+        otherwise: message,
+      }),
     }),
   }),
 });
 
 const tool = Joi.object({
-  type: Joi.string()
-    .valid('function')
-    .required()
-    .messages({
-      'any.only':
-        '{{#label}} is {{#value}}: only function tools are supported (hosted tools such as web search, file search, code interpreter, computer use, MCP and image generation are not)',
-    }),
+  type: Joi.string().valid('function').required().messages({
+    'any.only':
+      '{{#label}} is {{#value}}: only function tools are supported (hosted tools such as web search, file search, code interpreter, computer use, MCP and image generation are not)',
+  }),
   name: Joi.when('type', {
     is: 'function',
     then: Joi.string()
@@ -117,8 +114,7 @@ const unsupported = (what: string) =>
 
 export const responsesSchema = Joi.object({
   model: Joi.string().max(256).required(),
-  input: stringOr(Joi.array().items(item).min(1).max(10_000))
-    .required(),
+  input: stringOr(Joi.array().items(item).min(1).max(10_000)).required(),
   instructions: Joi.string().allow('', null),
   tools: Joi.array().items(tool).max(1000).allow(null),
   tool_choice: Joi.alternatives(
@@ -139,7 +135,9 @@ export const responsesSchema = Joi.object({
   top_p: Joi.number().min(0).max(1).allow(null),
   user: Joi.string().max(256),
   truncation: Joi.string().valid('auto', 'disabled').allow(null),
-  reasoning: Joi.object({ effort: Joi.string().allow(null) }).unknown(true).allow(null),
+  reasoning: Joi.object({ effort: Joi.string().allow(null) })
+    .unknown(true)
+    .allow(null),
   text: Joi.object({
     format: Joi.object({
       type: Joi.string().valid('text', 'json_schema', 'json_object').required(),
@@ -150,13 +148,9 @@ export const responsesSchema = Joi.object({
     .unknown(true)
     .allow(null),
   include: Joi.array().items(Joi.string()).max(100).allow(null),
-  background: Joi.boolean()
-    .strict()
-    .invalid(true)
-    .allow(null)
-    .messages({
-      'any.invalid': '{{#label}}: true is not supported (no background responses): omit it, and stream the answer',
-    }),
+  background: Joi.boolean().strict().invalid(true).allow(null).messages({
+    'any.invalid': '{{#label}}: true is not supported (no background responses): omit it, and stream the answer',
+  }),
   audio: unsupported('audio output'),
   modalities: unsupported('audio output'),
   prompt: unsupported('stored prompt templates; send instructions and input'),

@@ -19,7 +19,8 @@ export const upstream: AsyncStep = {
   async run(ctx, env) {
     const { req, body, candidates } = ctx;
     const applicable = ctx.admission.applicable;
-    const reservation = applicable.length > 0 ? env.budgets.reserve(applicable, estimateFor(ctx, candidates[0]!)) : null;
+    const reservation =
+      applicable.length > 0 ? env.budgets.reserve(applicable, estimateFor(ctx, candidates[0]!)) : null;
     ctx.reservation = reservation;
     const attempted = ctx.attempted;
     try {

@@ -237,8 +237,7 @@ export interface ResponsesStreamTranslator {
 
 export function chatToResponsesStream(request: Json, ids: ResponseIds): ResponsesStreamTranslator {
   let seq = 0;
-  const emit = (type: string, fields: Json): string =>
-    sseEvent(type, { type, sequence_number: seq++, ...fields });
+  const emit = (type: string, fields: Json): string => sseEvent(type, { type, sequence_number: seq++, ...fields });
   const state = {
     started: false,
     finished: false,
