@@ -171,3 +171,15 @@ test.serial('the budget reservation counts with the same tokenizer (a dry run sh
   // small: 150,000 in and 600,000 out per million.
   t.is(res.body.estimatedCostMicros, Math.ceil((countTokens(text) * 150_000 + 600_000) / 1_000_000));
 });
+
+test.serial('a dry run counts locally and sends nothing', async (t) => {
+  const before = vendor.count();
+  const res = await call(gw.server.url, 'POST', '/v1/messages/count_tokens', {
+    headers: { 'x-api-key': euKey, 'anthropic-version': '2023-06-01', 'x-svc-dry-run': 'true' },
+    json: { model: 'claude-eu', messages: user('two words') },
+  });
+  t.is(res.status, 200, res.text);
+  t.is(res.headers['x-svc-token-count'], 'local');
+  t.is(res.body.input_tokens, countTokens('two words') + 3);
+  t.is(vendor.count(), before);
+});
