@@ -53,6 +53,7 @@ async function passThrough(upstream: Upstream, a: Attempt): Promise<AttemptResul
     if (read.kind === 'failed') return read;
     return {
       kind: 'json',
+      // Responses names usage as Anthropic does: input_tokens, output_tokens.
       usage: anthropicUsage(read.body.usage),
       upstreamMs: read.upstreamMs,
       body: { ...read.body, model: a.clientModel },
