@@ -65,7 +65,7 @@ export function countLocally(body: Json): number {
 }
 
 export type VendorCount =
-  | { kind: 'counted'; inputTokens: number }
+  | { kind: 'counted'; inputTokens: number; upstreamMs: number }
   | { kind: 'refused'; status: number; body: Json }
   | { kind: 'failed'; reason: string };
 
@@ -96,5 +96,5 @@ export async function askVendor(
   const n = read.body.input_tokens;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
     return { kind: 'failed', reason: 'the upstream answered without input_tokens' };
-  return { kind: 'counted', inputTokens: n };
+  return { kind: 'counted', inputTokens: n, upstreamMs: read.upstreamMs };
 }

@@ -45,6 +45,8 @@ test.serial('routed to an Anthropic-kind model: the vendor counts, with its own 
   t.deepEqual(data, { input_tokens: 6 }, "the mock's word count: the vendor answered");
   t.is(response.headers.get('x-svc-token-count'), 'vendor');
   t.is(response.headers.get('x-svc-routed-to'), 'claude-eu');
+  t.is(response.headers.get('x-svc-enforcement'), 'observe');
+  t.regex(response.headers.get('x-svc-overhead-micros') ?? '', /^\d+$/);
   const sent = vendor.calls.at(-1)!;
   t.is(sent.path, '/v1/messages/count_tokens');
   t.is(sent.model, 'claude-eu-2026');
