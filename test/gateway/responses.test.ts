@@ -203,6 +203,15 @@ test.serial('translated to an Anthropic-kind vendor, streaming and not, tools in
   const tool = await client.responses.create({ model: 'claude-eu', input: 'call tool please', tools: [LOOKUP] });
   t.like(tool.output[0], { type: 'function_call', call_id: 'toolu_1', name: 'lookup' });
   t.is(vendor.calls.at(-1)!.body.tools[0].name, 'lookup');
+
+  const streamedTool = client.responses.stream({ model: 'claude-eu', input: 'call tool again', tools: [LOOKUP] });
+  let args = '';
+  streamedTool.on('response.function_call_arguments.delta', (e) => {
+    args += e.delta;
+  });
+  const done = await streamedTool.finalResponse();
+  t.is(args, '{"q":"x"}');
+  t.like(done.output[0], { type: 'function_call', call_id: 'toolu_1', name: 'lookup', arguments: '{"q":"x"}' });
 });
 
 test.serial('a length stop is an incomplete response naming max_output_tokens', async (t) => {
