@@ -1,9 +1,17 @@
+import { STYLE_OVERVIEW } from './style-overview.js';
+
+/**
+ * Each console section's own rules (src/console/style-{id}.ts), appended after the shared ones
+ * below, in the order of sections.ts. Shared pieces (cards, tables, inline forms, items) stay here.
+ */
+const SECTION_STYLES: readonly string[] = [STYLE_OVERVIEW];
+
 /**
  * The console's stylesheet, served as /console/app.css (the CSP allows no inline style). Quiet by
  * design: one accent, colour reserved for standing (running, stopped, waiting) and for the
  * destructive buttons; system font; contrast of at least 4.5:1 for text in both colour schemes.
  */
-export const APP_STYLE = `
+const SHARED_STYLE = `
 :root {
   --bg: #f5f6f8; --surface: #ffffff; --text: #1c2228; --muted: #5b6672; --border: #dbe0e6; --subtle: #f0f2f5;
   --accent: #2f5d8a; --accent-hover: #274e74; --on-accent: #ffffff;
@@ -39,9 +47,10 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 /* Brand and top bar */
 .brand { display: inline-flex; align-items: center; gap: .5rem; font-weight: 650; letter-spacing: .01em; }
 .brand-mark { width: 14px; height: 16px; background: var(--accent); clip-path: polygon(50% 0, 100% 18%, 100% 50%, 50% 100%, 0 50%, 0 18%); }
+.site-header { background: var(--surface); border-bottom: 1px solid var(--border); }
 .topbar {
   display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap;
-  padding: .7rem 1.5rem; background: var(--surface); border-bottom: 1px solid var(--border);
+  padding: .7rem 1.5rem;
 }
 .topbar-left, .topbar-right { display: flex; align-items: center; gap: .9rem; min-width: 0; }
 .workspace { font-weight: 600; overflow-wrap: anywhere; }
@@ -50,6 +59,16 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 .workspace-form::before { content: "/"; color: var(--muted); margin-right: .5rem; }
 .workspace-form select { width: auto; max-width: 22rem; padding: .3rem .5rem; font-weight: 600; }
 .person { font-size: .9rem; overflow-wrap: anywhere; }
+
+/* Sections navigation: wraps on a narrow screen, never clipped */
+.sections-nav { padding: 0 1.5rem; }
+.sections-nav ul { display: flex; flex-wrap: wrap; gap: .1rem .25rem; margin: 0; padding: 0 0 .35rem; list-style: none; }
+.sections-nav a {
+  display: inline-block; padding: .35rem .65rem; border-radius: 6px; font-size: .875rem; font-weight: 550;
+  color: var(--muted); text-decoration: none;
+}
+.sections-nav a:hover { color: var(--text); background: var(--subtle); }
+.sections-nav a[aria-current="page"] { color: var(--accent); background: var(--subtle); box-shadow: inset 0 -2px 0 var(--accent); }
 
 /* Page frame */
 main.console { max-width: 72rem; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
@@ -121,16 +140,6 @@ input:focus-visible, select:focus-visible { outline-offset: 0; border-color: var
 .signin .button-primary { width: 100%; margin-top: 1.25rem; padding: .6rem; }
 .signin .notice { margin: .5rem 0; }
 
-/* Stop every agent */
-.switch { display: flex; align-items: center; justify-content: space-between; gap: 1rem 2rem; flex-wrap: wrap; }
-.switch-state { display: flex; flex-direction: column; align-items: flex-start; gap: .35rem; flex: 1 1 22rem; }
-.switch > .inline-form, .switch > .button { flex: 0 1 30rem; }
-.switch > .button { flex: 0 0 auto; }
-.switch > .inline-form { flex-wrap: nowrap; }
-.switch-state strong { font-weight: 600; }
-.switch.stopped { padding: .85rem 1rem; border-radius: 8px; background: var(--danger-bg); }
-.switch.stopped .switch-state strong { color: var(--danger); }
-
 /* Inline forms (a reason, a note, beside their buttons) */
 .inline-form { display: flex; align-items: center; gap: .5rem; flex-wrap: wrap; }
 .inline-form input { flex: 1 1 14rem; width: auto; min-width: 10rem; }
@@ -160,9 +169,11 @@ td.actions .inline-form input { min-width: 12rem; }
 .holds li + li { margin-top: .2rem; }
 
 @media (max-width: 760px) {
-  .topbar, main.console { padding-left: 1rem; padding-right: 1rem; }
+  .topbar, .sections-nav, main.console { padding-left: 1rem; padding-right: 1rem; }
   .item { grid-template-columns: 1fr; }
   .item-decide .buttons { justify-content: flex-start; }
   td.actions .inline-form { flex-wrap: wrap; }
 }
 `;
+
+export const APP_STYLE = SHARED_STYLE + SECTION_STYLES.join('');

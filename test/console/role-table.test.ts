@@ -241,6 +241,18 @@ const rows: Row[] = [
     call: async (r) => call(r, 'DELETE', `/agents/${await freshAgent()}`),
   },
   {
+    route: 'GET /api/w/{wid}/agents/{aid}/keys',
+    about: "another person's agent",
+    expect: othersAgentWrite,
+    call: (r) => call(r, 'GET', `/agents/${ownersAgent}/keys`),
+  },
+  {
+    route: 'GET /api/w/{wid}/agents/{aid}/keys',
+    about: "the member's own agent",
+    expect: allow(...MANAGERS, 'member'),
+    call: (r) => call(r, 'GET', `/agents/${membersAgent}/keys`),
+  },
+  {
     route: 'POST /api/w/{wid}/agents/{aid}/keys',
     about: "another person's agent",
     expect: othersAgentWrite,

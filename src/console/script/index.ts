@@ -1,12 +1,26 @@
 import { BOARD } from './board.js';
 import { CONSOLE_PAGE } from './console-page.js';
 import { HELPERS } from './helpers.js';
+import { SECTION_OVERVIEW } from './section-overview.js';
 import { SIGN_IN } from './sign-in.js';
 
 /**
+ * Each console section's page script (script/section-{id}.ts defines `section_{id}()`), by the
+ * section id of sections.ts. consolePage() runs the one named by body data-section.
+ */
+const SECTION_SCRIPTS: Record<string, string> = {
+  overview: SECTION_OVERVIEW,
+};
+
+const runners = Object.keys(SECTION_SCRIPTS)
+  .map((id) => `'${id}': section_${id.replace(/-/g, '_')}`)
+  .join(', ');
+
+/**
  * The console's page script, served as /console/app.js: plain browser JavaScript, no build step,
- * no framework, nothing from another origin; one file for both pages (body data-page), its parts
- * joined inside one function so that nothing leaks into the page's globals.
+ * no framework, nothing from another origin; one file for every page (body data-page, and on
+ * the console body data-section), its parts joined inside one function so that nothing leaks
+ * into the page's globals.
  *
  * Rules it keeps:
  * - API data is rendered with DOM APIs and text nodes only; no markup is built from data.
@@ -23,6 +37,8 @@ export const APP_SCRIPT = [
   SIGN_IN,
   CONSOLE_PAGE,
   BOARD,
+  ...Object.values(SECTION_SCRIPTS),
+  `  var sectionRunners = { ${runners} };`,
   "  if (body.dataset.page === 'login') loginPage();",
   "  else if (body.dataset.page === 'console') consolePage();",
   '})();',
