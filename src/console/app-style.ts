@@ -1,10 +1,22 @@
 import { STYLE_OVERVIEW } from './style-overview.js';
+import { STYLE_LEDGER } from './style-ledger.js';
+import { STYLE_USAGE } from './style-usage.js';
+import { STYLE_BUDGETS } from './style-budgets.js';
+import { STYLE_WEBHOOKS } from './style-webhooks.js';
+import { STYLE_INTEGRATIONS } from './style-integrations.js';
 
 /**
  * Each console section's own rules (src/console/style-{id}.ts), appended after the shared ones
  * below, in the order of sections.ts. Shared pieces (cards, tables, inline forms, items) stay here.
  */
-const SECTION_STYLES: readonly string[] = [STYLE_OVERVIEW];
+const SECTION_STYLES: readonly string[] = [
+  STYLE_OVERVIEW,
+  STYLE_LEDGER,
+  STYLE_USAGE,
+  STYLE_BUDGETS,
+  STYLE_WEBHOOKS,
+  STYLE_INTEGRATIONS,
+];
 
 /**
  * The console's stylesheet, served as /console/app.css (the CSP allows no inline style). Quiet by

@@ -1,5 +1,10 @@
 import type { ConsoleView } from './view.js';
 import { section as overview } from './sections/overview.js';
+import { section as ledger } from './sections/ledger.js';
+import { section as usage } from './sections/usage.js';
+import { section as budgets } from './sections/budgets.js';
+import { section as webhooks } from './sections/webhooks.js';
+import { section as integrations } from './sections/integrations.js';
 
 /**
  * The console's sections (issue 21, item 4): each is its own page, /console/{id} (the overview is
@@ -21,7 +26,7 @@ export interface ConsoleSection {
   body(view: ConsoleView): string;
 }
 
-export const SECTIONS: readonly ConsoleSection[] = [overview];
+export const SECTIONS: readonly ConsoleSection[] = [overview, ledger, usage, budgets, webhooks, integrations];
 
 /** A section's address, keeping the workspace shown (?w=). */
 export function sectionPath(id: string, workspaceId?: string): string {

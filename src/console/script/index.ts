@@ -2,6 +2,11 @@ import { BOARD } from './board.js';
 import { CONSOLE_PAGE } from './console-page.js';
 import { HELPERS } from './helpers.js';
 import { SECTION_OVERVIEW } from './section-overview.js';
+import { SECTION_LEDGER } from './section-ledger.js';
+import { SECTION_USAGE } from './section-usage.js';
+import { SECTION_BUDGETS } from './section-budgets.js';
+import { SECTION_WEBHOOKS } from './section-webhooks.js';
+import { SECTION_INTEGRATIONS } from './section-integrations.js';
 import { SIGN_IN } from './sign-in.js';
 
 /**
@@ -10,6 +15,11 @@ import { SIGN_IN } from './sign-in.js';
  */
 const SECTION_SCRIPTS: Record<string, string> = {
   overview: SECTION_OVERVIEW,
+  ledger: SECTION_LEDGER,
+  usage: SECTION_USAGE,
+  budgets: SECTION_BUDGETS,
+  webhooks: SECTION_WEBHOOKS,
+  integrations: SECTION_INTEGRATIONS,
 };
 
 const runners = Object.keys(SECTION_SCRIPTS)
