@@ -30,10 +30,18 @@ details > summary { cursor: pointer; }
 .note summary { font-size: .875rem; color: var(--muted); }
 table.records td { font-size: .85rem; }
 table.records td.data summary { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .8rem; color: var(--muted); overflow-wrap: anywhere; }
-.kind { font-weight: 600; overflow-wrap: anywhere; }
+.kind { font-weight: 600; white-space: nowrap; }
 @media (max-width: 760px) {
-  table.records th:nth-child(5), table.records td:nth-child(5) { display: none; }
   .facts { grid-template-columns: 1fr; gap: 0; }
   .facts dd { margin-bottom: .35rem; }
+  /* A record as a stack of lines: "#index · when · kind", then actor, subject and data. */
+  table.records thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.records, table.records tbody, table.records tr { display: block; }
+  table.records tr { padding: .6rem 0; border-top: 1px solid var(--border); }
+  table.records td { display: block; border: 0; padding: .05rem 0; }
+  table.records td.index, table.records td.when, table.records td:nth-child(3) { display: inline; padding-right: .5rem; }
+  table.records td.index::before { content: "#"; }
+  table.records td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-family: system-ui, sans-serif; }
+  .kind { white-space: normal; overflow-wrap: anywhere; }
 }
 `;

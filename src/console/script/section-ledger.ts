@@ -116,12 +116,13 @@ export const SECTION_LEDGER = String.raw`
 
     function recordRow(r) {
       var data = JSON.stringify(r.data);
+      // data-label names each cell where a phone shows a record as a stack of lines (app.css).
       return el('tr', { data: { index: r.index } },
-        el('td', { class: 'mono', text: String(r.index) }),
-        el('td', {}, time(r.at)),
+        el('td', { class: 'mono index', text: String(r.index) }),
+        el('td', { class: 'when' }, time(r.at)),
         el('td', {}, el('span', { class: 'kind', text: r.kind })),
-        el('td', { class: 'mono wrap', text: r.actor }),
-        el('td', { class: 'mono wrap', text: r.subject }),
+        el('td', { class: 'mono wrap', 'data-label': 'Actor', text: r.actor }),
+        el('td', { class: 'mono wrap', 'data-label': 'Subject', text: r.subject }),
         el('td', { class: 'data' }, data && data !== '{}' ? el('details', {}, el('summary', { text: data.length > 48 ? data.slice(0, 48) + '…' : data }), el('pre', { class: 'mono', text: JSON.stringify(r.data, null, 2) })) : el('span', { class: 'muted', text: '—' })));
     }
 
