@@ -14,6 +14,7 @@ export const STYLE_LEDGER = `
 .facts dt { color: var(--muted); }
 .facts dd { margin: 0; overflow-wrap: anywhere; }
 .facts.small { font-size: .8rem; gap: .1rem .6rem; }
+tbody th[scope="row"] { text-transform: none; letter-spacing: normal; font-size: .9rem; font-weight: 600; color: var(--text); padding: .75rem .75rem .75rem 0; border-top: 1px solid var(--border); vertical-align: top; }
 th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .wrap { overflow-wrap: anywhere; word-break: break-word; }
 .small { font-size: .8rem; }

@@ -30,6 +30,10 @@ export const STYLE_USAGE = `
 .legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; margin: .5rem 0 0; padding: 0; font-size: .85rem; overflow-wrap: anywhere; }
 .legend li { display: inline-flex; align-items: center; gap: .35rem; min-width: 0; }
 .swatch { display: inline-block; flex: 0 0 auto; width: .75rem; height: .75rem; border-radius: 2px; margin-right: .35rem; vertical-align: -.05rem; }
+#usage-table tbody th .swatch { margin-right: .45rem; }
 .periods { margin-top: 1rem; }
+@media (max-width: 760px) {
+  .numbers .minor { display: none; }
+}
 .periods summary { font-size: .9rem; color: var(--muted); margin-bottom: .5rem; }
 `;

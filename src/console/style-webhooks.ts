@@ -17,7 +17,15 @@ label.check { display: flex; align-items: center; gap: .4rem; margin: .2rem 0; f
 label.check input { width: auto; }
 .secret-once { margin-top: 1rem; padding: .75rem .9rem; border-radius: 6px; background: var(--warn-bg); color: var(--warn); font-size: .9rem; }
 .secret-once .secret { display: block; margin-top: .4rem; color: var(--text); overflow-wrap: anywhere; user-select: all; }
+/* Its visually hidden heading stays inside the log, which may scroll sideways. */
+.delivery-log { position: relative; }
 @media (max-width: 760px) {
-  table.deliveries th:nth-child(3), table.deliveries td:nth-child(3) { display: none; }
+  /* A delivery as two lines: event and state, then the last answer and Redeliver. */
+  table.deliveries thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.deliveries, table.deliveries tbody { display: block; }
+  table.deliveries tr { display: grid; grid-template-columns: minmax(0, 1fr) auto; gap: .3rem .75rem; align-items: center; padding: .6rem 0; border-top: 1px solid var(--border); }
+  table.deliveries td { display: block; border: 0; padding: 0; }
+  table.deliveries td:nth-child(3) { display: none; }
+  table.deliveries td.actions { text-align: right; }
 }
 `;

@@ -37,16 +37,11 @@ export const SECTION_INTEGRATIONS = String.raw`
         replace($('#integrations-body'), el('p', { class: 'empty', id: 'integrations-empty' }, 'No integration is set up. Set one up with ', el('code', { text: 'PUT /api/w/{wid}/integrations/{kind}' }), '.'));
         return;
       }
-      var table = el('table', { id: 'integration-table' },
-        el('thead', {}, el('tr', {}, ['Integration', 'Sends to', 'Secrets', 'Refused', 'Settings'].map(function (h) {
-          return el('th', { scope: 'col', class: h === 'Refused' ? 'num' : null, text: h });
-        }))),
-        el('tbody', {}, list.map(row)));
-      replace($('#integrations-body'), el('div', { class: 'table-wrap' }, table),
+      replace($('#integrations-body'), el('ul', { class: 'integrations', id: 'integration-list' }, list.map(item)),
         el('p', { class: 'hint', text: 'Refused: inbound requests answered with an error since the server started (a wrong or missing signature, a body that is not the provider\u2019s, a replayed or stale event).' }));
     }
 
-    function row(i) {
+    function item(i) {
       var now = Date.now();
       var secrets = i.secrets.length
         ? el('ul', { class: 'plain' }, i.secrets.map(function (s) {
@@ -56,17 +51,17 @@ export const SECTION_INTEGRATIONS = String.raw`
           }))
         : el('span', { class: 'muted', text: i.kind === 'ssf' ? 'public keys only' : '—' });
       var settings = Object.keys(i.config).filter(function (k) { return i.config[k] !== null && i.config[k] !== undefined; });
-      var config = settings.length || i.sealedSettings.length
-        ? el('dl', { class: 'facts small' },
-            settings.map(function (k) { var v = i.config[k]; return [el('dt', { text: k }), el('dd', { class: 'mono wrap', text: typeof v === 'string' ? v : JSON.stringify(v) })]; }),
-            i.sealedSettings.map(function (k) { return [el('dt', { text: k }), el('dd', { class: 'muted', text: 'set (sealed)' })]; }))
-        : el('span', { class: 'muted', text: '—' });
-      return el('tr', { data: { kind: i.kind } },
-        el('th', { scope: 'row' }, el('div', { class: 'item-title', text: NAMES[i.kind] || i.kind }), el('div', { class: 'muted small' }, 'Updated ', time(i.updatedAt))),
-        el('td', { class: 'mono wrap small', text: hookUrl(i.kind) }),
-        el('td', {}, secrets),
-        el('td', { class: 'num' }, el('span', { class: 'refused' + (i.refused ? ' badge badge-danger' : ''), text: String(i.refused) })),
-        el('td', {}, config));
+      var facts = [
+        [el('dt', { text: 'Sends to' }), el('dd', { class: 'mono wrap', text: hookUrl(i.kind) })],
+        [el('dt', { text: 'Secrets' }), el('dd', {}, secrets)],
+        settings.map(function (k) { var v = i.config[k]; return [el('dt', { text: k }), el('dd', { class: 'mono wrap', text: typeof v === 'string' ? v : JSON.stringify(v) })]; }),
+        i.sealedSettings.map(function (k) { return [el('dt', { text: k }), el('dd', { class: 'muted', text: 'set (sealed)' })]; }),
+      ];
+      return el('li', { class: 'integration', data: { kind: i.kind } },
+        el('div', { class: 'integration-head' },
+          el('div', {}, el('div', { class: 'item-title', text: NAMES[i.kind] || i.kind }), el('div', { class: 'muted small' }, 'Updated ', time(i.updatedAt))),
+          el('div', { class: 'refusals' + (i.refused ? ' has-refusals' : '') }, el('span', { class: 'refused', text: String(i.refused) }), ' refused')),
+        el('dl', { class: 'facts' }, facts));
     }
 
     keepFresh(load, function () { return state.pending > 0; });

@@ -125,14 +125,15 @@ export const SECTION_USAGE = String.raw`
       if (d.groups.length === 0) { replace(target); return; }
       var heads = [d.by === 'model' ? 'Model' : d.by === 'team' ? 'Team' : 'Key', 'Calls', 'Failed', 'Tokens in', 'Tokens out', 'Spend'];
       var table = el('table', { class: 'numbers', id: 'usage-table' },
-        el('thead', {}, el('tr', {}, heads.map(function (h, i) { return el('th', { scope: 'col', class: i ? 'num' : null, text: h }); }))),
+        // Failed and token counts are 'minor' columns, left out on a phone (the totals above keep them).
+        el('thead', {}, el('tr', {}, heads.map(function (h, i) { return el('th', { scope: 'col', class: i === 0 ? null : i > 1 && i < 5 ? 'num minor' : 'num', text: h }); }))),
         el('tbody', {}, d.groups.map(function (g) {
           return el('tr', { data: { group: g.group } },
             el('th', { scope: 'row', class: 'wrap' }, el('span', { class: 'swatch series-' + seriesOf(g.group), 'aria-hidden': 'true' }), el('span', { class: d.by === 'key' ? 'mono' : null, text: g.group })),
             el('td', { class: 'num', text: count(g.calls) }),
-            el('td', { class: 'num', text: count(g.failed) }),
-            el('td', { class: 'num', text: count(g.inputTokens) }),
-            el('td', { class: 'num', text: count(g.outputTokens) }),
+            el('td', { class: 'num minor', text: count(g.failed) }),
+            el('td', { class: 'num minor', text: count(g.inputTokens) }),
+            el('td', { class: 'num minor', text: count(g.outputTokens) }),
             el('td', { class: 'num', text: usd(g.costMicros) }));
         })));
       replace(target, el('div', { class: 'table-wrap' }, table));
