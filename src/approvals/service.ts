@@ -112,8 +112,7 @@ export function createApprovals(deps: {
           }
         : null,
       rule:
-        (action?.ruleId &&
-          t.mandates.get([a.workspaceId, a.agentId])?.rules.find((r) => r.id === action.ruleId)) ||
+        (action?.ruleId && t.mandates.get([a.workspaceId, a.agentId])?.rules.find((r) => r.id === action.ruleId)) ||
         null,
       freeze: a.freeze ?? null,
     };
@@ -357,7 +356,9 @@ export function createApprovals(deps: {
         .sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? -1 : 1) : x.createdAt < y.createdAt ? -1 : 1));
       const cursor = options.after ? t.approvals.get([wid, options.after]) : undefined;
       const rest = cursor
-        ? matching.filter((v) => v.createdAt > cursor.createdAt || (v.createdAt === cursor.createdAt && v.id > cursor.id))
+        ? matching.filter(
+            (v) => v.createdAt > cursor.createdAt || (v.createdAt === cursor.createdAt && v.id > cursor.id),
+          )
         : matching;
       const page = rest.slice(0, options.limit);
       return { data: page, next: rest.length > options.limit ? page[page.length - 1]!.id : null };

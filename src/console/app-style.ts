@@ -1,3 +1,7 @@
+import { STYLE_AGENTS } from './style-agents.js';
+import { STYLE_APPROVALS } from './style-approvals.js';
+import { STYLE_KEYS } from './style-keys.js';
+import { STYLE_MEMBERS } from './style-members.js';
 import { STYLE_OVERVIEW } from './style-overview.js';
 import { STYLE_LEDGER } from './style-ledger.js';
 import { STYLE_USAGE } from './style-usage.js';
@@ -11,6 +15,10 @@ import { STYLE_INTEGRATIONS } from './style-integrations.js';
  */
 const SECTION_STYLES: readonly string[] = [
   STYLE_OVERVIEW,
+  STYLE_AGENTS,
+  STYLE_APPROVALS,
+  STYLE_KEYS,
+  STYLE_MEMBERS,
   STYLE_LEDGER,
   STYLE_USAGE,
   STYLE_BUDGETS,
@@ -179,6 +187,41 @@ td.actions .inline-form input { min-width: 12rem; }
 .agent-name { font-weight: 600; overflow-wrap: anywhere; }
 .holds { margin: 0; padding: 0; list-style: none; color: var(--muted); font-size: .85rem; }
 .holds li + li { margin-top: .2rem; }
+
+/* Forms of several fields (a new agent, key, token, person) */
+.field-row { display: flex; flex-wrap: wrap; gap: 0 1rem; }
+.field-row .field { flex: 1 1 14rem; min-width: 0; }
+.stack-form > .button { margin-top: .75rem; }
+label.check { display: inline-flex; align-items: center; gap: .4rem; margin: 0; font-weight: 400; }
+label.check input { width: auto; }
+.badge-neutral { background: var(--subtle); color: var(--text); }
+
+/* A secret shown once */
+.secret { margin-bottom: 1rem; padding: .75rem 1rem; border: 1px solid var(--warn); border-radius: 8px; background: var(--warn-bg); }
+.secret-title { color: var(--warn); font-size: .9rem; }
+.secret-row { display: flex; gap: .5rem; flex-wrap: wrap; }
+.secret-row input { flex: 1 1 16rem; min-width: 0; width: auto; }
+.secret-copied { font-size: .85rem; }
+.confirm { display: inline-flex; gap: .5rem; flex-wrap: wrap; }
+
+/*
+ * Tables that become one block per row on a narrow screen (a phone): every cell on its own line
+ * with its column's name, buttons wrapping inside the screen, never clipped beside it.
+ */
+@media (max-width: 760px) {
+  table.table-stack, table.table-stack tbody, table.table-stack tr, table.table-stack td { display: block; width: 100%; }
+  table.table-stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.table-stack tr { padding: .75rem 0; border-top: 1px solid var(--border); }
+  table.table-stack tr:first-child { border-top: 0; padding-top: 0; }
+  table.table-stack td { border-top: 0; padding: .2rem 0; text-align: left; white-space: normal; }
+  table.table-stack td[data-label]:not(:first-child):not(.actions)::before {
+    content: attr(data-label); display: block; font-size: .7rem; font-weight: 600; letter-spacing: .04em;
+    text-transform: uppercase; color: var(--muted);
+  }
+  table.table-stack td.actions { padding-top: .5rem; }
+  table.table-stack td.actions .inline-form { justify-content: flex-start; flex-wrap: wrap; }
+  table.table-stack td.actions .inline-form input { min-width: 0; flex: 1 1 100%; }
+}
 
 @media (max-width: 760px) {
   .topbar, .sections-nav, main.console { padding-left: 1rem; padding-right: 1rem; }

@@ -1,5 +1,9 @@
 import type { ConsoleView } from './view.js';
 import { section as overview } from './sections/overview.js';
+import { section as agents } from './sections/agents.js';
+import { section as approvals } from './sections/approvals.js';
+import { section as keys } from './sections/keys.js';
+import { section as members } from './sections/members.js';
 import { section as ledger } from './sections/ledger.js';
 import { section as usage } from './sections/usage.js';
 import { section as budgets } from './sections/budgets.js';
@@ -26,7 +30,18 @@ export interface ConsoleSection {
   body(view: ConsoleView): string;
 }
 
-export const SECTIONS: readonly ConsoleSection[] = [overview, ledger, usage, budgets, webhooks, integrations];
+export const SECTIONS: readonly ConsoleSection[] = [
+  overview,
+  agents,
+  approvals,
+  keys,
+  members,
+  ledger,
+  usage,
+  budgets,
+  webhooks,
+  integrations,
+];
 
 /** A section's address, keeping the workspace shown (?w=). */
 export function sectionPath(id: string, workspaceId?: string): string {

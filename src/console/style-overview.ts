@@ -9,4 +9,8 @@ export const STYLE_OVERVIEW = `
 .switch-state strong { font-weight: 600; }
 .switch.stopped { padding: .85rem 1rem; border-radius: 8px; background: var(--danger-bg); }
 .switch.stopped .switch-state strong { color: var(--danger); }
+@media (max-width: 760px) {
+  .switch > .inline-form { flex: 1 1 100%; flex-wrap: wrap; }
+  .switch > .inline-form input { min-width: 0; }
+}
 `;

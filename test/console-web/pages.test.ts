@@ -135,6 +135,22 @@ test('GET /console with a session: the workspace shell for the script, under the
   }
 });
 
+test('GET /console/{section}: every section is its page, under the same headers, its nav link current', async (t) => {
+  const wid = server.boot.workspaceId!;
+  for (const section of ['agents', 'approvals', 'keys', 'members']) {
+    const res = await page(`/console/${section}?w=${wid}`, owner);
+    assertPageHeaders(t, res, section);
+    assertNoInlineCode(t, res.text, section);
+    t.regex(res.text, new RegExp(`data-section="${section}">`), section);
+    t.regex(
+      res.text,
+      new RegExp(`<a href="/console/${section}\\?w=${wid}" data-nav="${section}" aria-current="page">`),
+    );
+    t.is([...res.text.matchAll(/aria-current="page"/g)].length, 1, section);
+    t.regex(res.text, new RegExp(`action="/console/${section}"|id="workspace-name"`), section);
+  }
+});
+
 test('GET /console/{section}: an unknown one is 404, /console/overview is /console, no session goes to /login', async (t) => {
   const unknown = await page('/console/nonsense', owner);
   t.is(unknown.status, 404);

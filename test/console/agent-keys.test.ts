@@ -34,10 +34,7 @@ test('lists the keys minted, oldest first, revoked ones marked, without their va
   t.is(listed.status, 200, listed.text);
   t.is(listed.body.next, null);
   const data = listed.body.data as Array<Record<string, unknown>>;
-  t.deepEqual(
-    data.map((k) => k.id).sort(),
-    [first.body.id, second.body.id].sort(),
-  );
+  t.deepEqual(data.map((k) => k.id).sort(), [first.body.id, second.body.id].sort());
   const byId = new Map(data.map((k) => [k.id, k]));
   t.like(byId.get(first.body.id), { name: 'laptop', scope: 'agent', agentId: agent.id });
   t.regex(String(byId.get(first.body.id)!.revokedAt), /^\d{4}-\d\d-\d\dT/);

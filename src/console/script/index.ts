@@ -1,7 +1,12 @@
 import { BOARD } from './board.js';
 import { CONSOLE_PAGE } from './console-page.js';
 import { HELPERS } from './helpers.js';
+import { SECTION_AGENTS } from './section-agents.js';
+import { SECTION_APPROVALS } from './section-approvals.js';
+import { SECTION_KEYS } from './section-keys.js';
+import { SECTION_MEMBERS } from './section-members.js';
 import { SECTION_OVERVIEW } from './section-overview.js';
+import { SECTIONS_SHARED } from './sections-shared.js';
 import { SECTION_LEDGER } from './section-ledger.js';
 import { SECTION_USAGE } from './section-usage.js';
 import { SECTION_BUDGETS } from './section-budgets.js';
@@ -15,6 +20,10 @@ import { SIGN_IN } from './sign-in.js';
  */
 const SECTION_SCRIPTS: Record<string, string> = {
   overview: SECTION_OVERVIEW,
+  agents: SECTION_AGENTS,
+  approvals: SECTION_APPROVALS,
+  keys: SECTION_KEYS,
+  members: SECTION_MEMBERS,
   ledger: SECTION_LEDGER,
   usage: SECTION_USAGE,
   budgets: SECTION_BUDGETS,
@@ -46,6 +55,7 @@ export const APP_SCRIPT = [
   HELPERS,
   SIGN_IN,
   CONSOLE_PAGE,
+  SECTIONS_SHARED,
   BOARD,
   ...Object.values(SECTION_SCRIPTS),
   `  var sectionRunners = { ${runners} };`,
