@@ -263,7 +263,14 @@ export const gatewayRoutes: Plugin<{
         options: {
           auth: session,
           ext: { onPreAuth: guards.consoleWrite },
-          plugins: { svc: { validationType: 'invalid_budget' } },
+          // The body's faults are invalid_budget, as on POST /v1/admin/budgets; a bad path stays invalid_request.
+          plugins: {
+            svc: {
+              validationTypeByField: Object.fromEntries(
+                ['scope', 'amountMicros', 'period', 'ladder'].map((f) => [f, 'invalid_budget' as const]),
+              ),
+            },
+          },
           validate: { params: Joi.object({ wid }), payload: budgetSchema },
         },
         async handler(request, h) {
