@@ -131,7 +131,8 @@ export const SECTION_AGENTS = String.raw`
       var list = state.agents || [];
       count.textContent = list.length ? String(list.length) : '';
       if (!list.length) {
-        replace(target, el('p', { class: 'empty', text: canManage ? 'No agents yet. Create one below.' : 'No agents act for you.' }));
+        var none = canManage ? 'No agents yet. Create one below.' : root.dataset.readsAll === 'true' ? 'No agents yet.' : 'No agents act for you.';
+        replace(target, el('p', { class: 'empty', text: none }));
         return;
       }
       var table = el('table', { class: 'table-stack' },

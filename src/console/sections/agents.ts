@@ -11,6 +11,7 @@ import { viewAllows } from '../view.js';
  * - data-can-manage: may create agents and manage those that act for them (owners and admins:
  *   every agent).
  * - data-can-manage-all: owners and admins; they also choose whom a new agent acts for.
+ * - data-reads-all: sees every agent (owners, admins, auditors), not only those acting for them.
  */
 export const section: ConsoleSection = {
   id: 'agents',
@@ -36,7 +37,8 @@ ${all ? '<div class="field"><label for="agent-new-acts-for">Acts for</label><sel
 </div>
 </section>`
       : '';
-    return `<div id="agents-section" data-can-manage="${String(manage)}" data-can-manage-all="${String(all)}">
+    const readsAll = viewAllows(view, 'agents.readAll');
+    return `<div id="agents-section" data-can-manage="${String(manage)}" data-can-manage-all="${String(all)}" data-reads-all="${String(readsAll)}">
 <section class="card" id="agent-detail" aria-labelledby="agent-detail-title" hidden>
 <div class="section-head"><h2 id="agent-detail-title">Agent</h2><button type="button" class="button button-quiet" id="agent-detail-close">Close</button></div>
 <div class="section-body" id="agent-detail-body"></div>
