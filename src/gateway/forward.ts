@@ -197,13 +197,20 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
     }
   }
-  return commitStream(answer, a, id, started);
+  return commitStream(answer, a, started, translator(a, id));
 }
 
-/** Waits for the upstream's first event; then the client's stream, fed event by event. */
-function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: number): Promise<AttemptResult> {
+/**
+ * Waits for the upstream's first event; then the client's stream, fed event by event (through
+ * `tr`, the attempt's translator unless another route gives its own).
+ */
+export function commitStream(
+  answer: UpstreamAnswer,
+  a: Pick<Attempt, 'signal'>,
+  started: number,
+  tr: StreamTranslator,
+): Promise<AttemptResult> {
   const reader = new SseReader();
-  const tr = translator(a, id);
   const body = answer.body;
   body.setEncoding('utf8');
   return new Promise<AttemptResult>((resolve) => {

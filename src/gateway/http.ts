@@ -4,24 +4,27 @@ import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
 import { requestStamp } from '../http/pipeline.js';
 import { arrivedAt } from '../http/front-door.js';
 import type { Guards } from '../http/guards.js';
-import { sessionStrategies } from '../http/auth/session.js';
+import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { GatewayModel, GatewaySettings } from '../settings/schema.js';
 import type { KeyRecord } from '../store/index.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
-import type { Shape } from './forward.js';
+import type { RouteShape } from './steps/context.js';
+import { countTokensSchema } from './count-tokens.js';
+import { embeddingsSchema } from './embeddings.js';
+import { responsesSchema } from './responses/schema.js';
 import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
 import { profileBlockers } from './routing.js';
 import type { Gateway } from './service.js';
-import { usageReport } from './usage.js';
+import { bucketCount, MAX_BUCKETS, usageReport, usageSeries } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
 
 /**
- * The model gateway's routes (API.md 6): POST /v1/chat/completions (OpenAI shape), POST
- * /v1/messages (Anthropic shape; errors in its `{ type: "error", error }` envelope), GET
- * /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
+ * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
+ * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
+ * errors in its `{ type: "error", error }` envelope), GET /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
  * agent key for its agent's own traffic.
  */
 export const gatewayRoutes: Plugin<{
@@ -59,7 +62,7 @@ export const gatewayRoutes: Plugin<{
       return settings.models.filter((m) => profileBlockers(m, p, settings.home).length === 0);
     };
 
-    const model = (shape: Shape) => async (request: Request, h: ResponseToolkit) => {
+    const model = (shape: RouteShape) => async (request: Request, h: ResponseToolkit) => {
       // From the moment the listener saw the request (parsing and authentication included).
       const startedAt = arrivedAt(request.raw.req) ?? performance.now() - (Date.now() - request.info.received);
       const abort = new AbortController();
@@ -109,6 +112,13 @@ export const gatewayRoutes: Plugin<{
       'seat_limit_reached',
       'upstream_failure',
     ];
+    // Token counting is no model call: no plan, budget or admission refuses it.
+    const countErrors: ErrorType[] = [
+      'agent_stopped',
+      'unclassified_request',
+      'policy_conflict',
+      'sensitive_data_blocked',
+    ];
 
     server.route([
       {
@@ -132,6 +142,39 @@ export const gatewayRoutes: Plugin<{
           validate: { payload: messagesSchema },
         },
         handler: model('anthropic'),
+      },
+      {
+        method: 'POST',
+        path: '/v1/responses',
+        options: {
+          ...modelRoute,
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          validate: { payload: responsesSchema },
+        },
+        handler: model('responses'),
+      },
+      {
+        method: 'POST',
+        path: '/v1/embeddings',
+        options: {
+          ...modelRoute,
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          validate: { payload: embeddingsSchema },
+        },
+        handler: model('embeddings'),
+      },
+      {
+        // Claude Code adds ?beta=true.
+        method: 'POST',
+        path: '/v1/messages/count_tokens',
+        options: {
+          ...modelRoute,
+          plugins: {
+            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic', errors: countErrors },
+          },
+          validate: { payload: countTokensSchema, query: Joi.object({ beta: Joi.string().valid('true', 'false') }) },
+        },
+        handler: model('count_tokens'),
       },
       {
         method: 'GET',
@@ -219,6 +262,64 @@ export const gatewayRoutes: Plugin<{
             by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
           };
           return usageReport(calls, caller(request, 'workspace-key').workspaceId, q);
+        },
+      },
+      {
+        // Usage and spend over time (owners, admins, analysts): the console's usage section.
+        method: 'GET',
+        path: '/api/w/{wid}/usage',
+        options: {
+          auth: session,
+          validate: {
+            params: Joi.object({ wid }),
+            query: Joi.object({
+              from: Joi.date().iso().required(),
+              to: Joi.date().iso().greater(Joi.ref('from')).required(),
+              by: Joi.string().valid('model', 'team', 'key').default('model'),
+              bucket: Joi.string().valid('hour', 'day').default('day'),
+            }).custom((q: { from: Date; to: Date; bucket: 'hour' | 'day' }, helpers) =>
+              bucketCount(q.from, q.to, q.bucket) > MAX_BUCKETS
+                ? helpers.message({ custom: `the window holds more than ${MAX_BUCKETS} ${q.bucket}s: narrow it` })
+                : q,
+            ),
+          },
+        },
+        async handler(request) {
+          const { wid: w } = permittedMember(people, request, 'usage.read');
+          await calls.flush();
+          const q = request.query as { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' };
+          return usageSeries(calls, w, q);
+        },
+      },
+      {
+        // Budgets with what they used this period and the ladder's step reached (owners, admins, analysts).
+        method: 'GET',
+        path: '/api/w/{wid}/budgets',
+        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        handler(request) {
+          return { data: budgets.overview(permittedMember(people, request, 'usage.read').wid), next: null };
+        },
+      },
+      {
+        // A budget set in the console (owners, admins): the same body and checks as POST /v1/admin/budgets.
+        method: 'POST',
+        path: '/api/w/{wid}/budgets',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          // The body's faults are invalid_budget, as on POST /v1/admin/budgets; a bad path stays invalid_request.
+          plugins: {
+            svc: {
+              validationTypeByField: Object.fromEntries(
+                ['scope', 'amountMicros', 'period', 'ladder'].map((f) => [f, 'invalid_budget' as const]),
+              ),
+            },
+          },
+          validate: { params: Joi.object({ wid }), payload: budgetSchema },
+        },
+        async handler(request, h) {
+          const { wid: w, actor } = permittedMember(people, request, 'gateway.manage');
+          return h.response(await budgets.create(w, request.payload as BudgetInput, actor)).code(201);
         },
       },
       {

@@ -15,7 +15,7 @@ import { createWriteBehind } from './write-behind.js';
  *   [wid, kind, id, minute start ms] -> { requests, tokens }.
  * - A request is refused (429 rate_limited, retry-after until the minute ends) when a scope has
  *   already used its requests, or its tokens, this minute. Otherwise it counts one request and its
- *   estimated tokens (the prompt at four characters a token plus its max tokens) at once, so racing
+ *   estimated tokens (the prompt's tokens, as budgets count them, plus its max tokens) at once, so racing
  *   requests see each other; when the call ends (its record is made) the estimate is replaced by
  *   the tokens the vendor reported (none for a refusal, a failure or a cache hit). The request
  *   that crosses the token limit is let through, so a minute overruns by at most one request's

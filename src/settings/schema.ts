@@ -32,6 +32,8 @@ export interface GatewayProvider {
   apiKey: string | null;
   /** Concurrent connections kept to this upstream. */
   connections: number;
+  /** openai kind: the vendor serves POST /responses, so /v1/responses passes through (and may keep state). */
+  responses?: boolean;
 }
 
 export interface GatewayModel {
@@ -555,6 +557,11 @@ export const settingsSchema = Joi.object<Settings>({
               '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
           }),
           connections: Joi.number().integer().min(1).max(1024).default(64),
+          responses: Joi.boolean()
+            .default(false)
+            .description(
+              'openai kind: the vendor serves POST /responses (OpenAI does); /v1/responses passes through to it and store or previous_response_id may be used, instead of being translated to chat completions',
+            ),
         }),
       )
       .unique('id')

@@ -200,7 +200,7 @@ export interface CallRecord {
   taskId: string;
   taskClass: string;
   sessionId: string;
-  shape: 'openai' | 'anthropic';
+  shape: 'openai' | 'anthropic' | 'responses' | 'embeddings' | 'count_tokens';
   stream: boolean;
   dryRun: boolean;
   enforcement: string;

@@ -1,5 +1,5 @@
 import type { SyncStep } from './context.js';
-import { maxTokensOf } from './prices.js';
+import { maxTokensOf, promptTokensOf } from './prices.js';
 
 /**
  * 6. Limits: requests and tokens per minute on the key, its team, its principal and its policy
@@ -13,12 +13,12 @@ export const limit: SyncStep = {
   run(ctx, env) {
     const scopes = env.limits.scopesOf(ctx.key, ctx.profile);
     if (scopes.length === 0) return;
-    const tokens = Math.ceil(ctx.prompt().length / 4) + maxTokensOf(ctx.body);
+    const tokens = promptTokensOf(ctx) + maxTokensOf(ctx.body, ctx.req.shape);
     const checked = env.limits.check({
       wid: ctx.wid,
       scopes,
       nowMs: ctx.nowMs,
-      tokens: Number.isFinite(tokens) ? tokens : 0,
+      tokens: Number.isFinite(tokens) ? Math.max(0, tokens) : 0,
       count: !ctx.steering.dryRun,
     });
     Object.assign(ctx.headers, checked.headers);

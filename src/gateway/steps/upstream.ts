@@ -1,12 +1,15 @@
 import { observeAttempt } from '../attempt-telemetry.js';
 import { attempt } from '../forward.js';
+import { attemptEmbeddings } from '../embeddings.js';
+import { attemptResponses } from '../responses/attempt.js';
 import type { AsyncStep } from './context.js';
-import { estimateOf, maxTokensOf } from './prices.js';
+import { estimateFor } from './prices.js';
 
 /**
  * 9. Upstream: the only step that sends. What the request may cost is reserved on its budgets
  * (before the first await: see index.ts), then the candidates whose circuits are closed are tried
- * in order, each in its vendor's shape (forward.ts translates both ways), failing over on a
+ * in order, each in its vendor's shape (forward.ts translates both ways; Responses and embeddings
+ * requests go by responses/attempt.ts and embeddings.ts), failing over on a
  * failure until one answers; the reservation follows the model tried. A stream is committed at
  * its first event and never failed over after it. The outcome is left for the accounting step;
  * if an attempt throws, the reservation is released.
@@ -15,26 +18,22 @@ export const upstream: AsyncStep = {
   name: 'upstream',
   async run(ctx, env) {
     const { req, body, candidates } = ctx;
-    const promptChars = ctx.prompt().length;
-    const maxTokens = maxTokensOf(body);
     const applicable = ctx.admission.applicable;
     const reservation =
-      applicable.length > 0
-        ? env.budgets.reserve(applicable, estimateOf(candidates[0]!, promptChars, maxTokens))
-        : null;
+      applicable.length > 0 ? env.budgets.reserve(applicable, estimateFor(ctx, candidates[0]!)) : null;
     ctx.reservation = reservation;
     const attempted = ctx.attempted;
     try {
       for (const model of env.health.admit(candidates)) {
-        if (attempted.length > 0 && reservation) reservation.change(estimateOf(model, promptChars, maxTokens));
+        if (attempted.length > 0 && reservation) reservation.change(estimateFor(ctx, model));
         attempted.push(model.id);
         const provider = env.providers.get(model.provider)!;
         const started = performance.now();
         const result = await observeAttempt(model, provider, body, (traceparent) =>
-          attempt(
+          (req.shape === 'responses' ? attemptResponses : req.shape === 'embeddings' ? attemptEmbeddings : attempt)(
             env.upstreamOf(provider.id),
             {
-              shape: req.shape,
+              shape: req.shape === 'anthropic' ? 'anthropic' : 'openai',
               body,
               stream: body.stream === true,
               model,
