@@ -194,6 +194,18 @@ test.serial('a streamed answer carries the headers too', async (t) => {
   t.regex(response.headers.get('x-ratelimit-reset-tokens') ?? '', /^\d+s$/);
 });
 
+test.serial('POST /v1/responses is limited too, with the same headers', async (t) => {
+  const key = await mint({ limits: { requestsPerMinute: 1 } });
+  const ask = () =>
+    call(gw.server.url, 'POST', '/v1/responses', { headers: bearer(key), json: { model: 'small', input: 'hello' } });
+  const first = await ask();
+  t.is(first.status, 200, first.text);
+  t.is(first.headers['x-ratelimit-remaining-requests'], '0');
+  const before = vendor.count();
+  assertError(t, await ask(), 429, 'rate_limited');
+  t.is(vendor.count(), before);
+});
+
 test.serial("400 lists every field at fault in a key's limits", async (t) => {
   const res = await call(gw.server.url, 'POST', '/v1/admin/keys', {
     headers: bearer(admin),
