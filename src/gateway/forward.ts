@@ -50,7 +50,7 @@ export interface Attempt {
 }
 
 export type AttemptResult =
-  | { kind: 'failed'; reason: string }
+  | { kind: 'failed'; reason: string; status?: number; retryAfter?: string | string[] | undefined }
   | { kind: 'refused'; status: number; body: Json }
   | { kind: 'json'; body: Json; usage: Usage | null; upstreamMs: number }
   | {
@@ -133,7 +133,12 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
   }
   if (answer.statusCode >= 500 || FAILOVER.has(answer.statusCode)) {
     answer.body.resume();
-    return { kind: 'failed', reason: `HTTP ${answer.statusCode}` };
+    return {
+      kind: 'failed',
+      reason: `HTTP ${answer.statusCode}`,
+      status: answer.statusCode,
+      retryAfter: answer.headers['retry-after'],
+    };
   }
   if (answer.statusCode >= 400) {
     const text = await answer.body.text().catch(() => '');

@@ -5,7 +5,7 @@ import type { Logger } from '../lib/log.js';
 import { createUpstream, type Upstream } from '../lib/upstream.js';
 import type { GatewaySettings } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
-import { createModelHealth } from './breaker.js';
+import { createDeploymentHealth } from './deployments.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
@@ -52,7 +52,7 @@ export function createGateway(deps: {
     }
     return u;
   };
-  const health = createModelHealth({ ...settings.breaker, now: () => clock.now() });
+  const health = createDeploymentHealth({ ...settings.breaker, now: () => clock.now(), models: settings.models });
   const env: GatewayEnv = {
     store,
     clock,

@@ -208,6 +208,8 @@ export interface CallRecord {
   /** The catalogue model that served it (null: none did). */
   model: string | null;
   provider: string | null;
+  /** The upstream model of the deployment that answered (absent in records from before deployments). */
+  upstreamModel?: string | null;
   attemptedModels: string[];
   inputTokens: number;
   outputTokens: number;

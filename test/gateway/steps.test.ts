@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { App } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { createModelHealth } from '../../src/gateway/breaker.js';
+import { createDeploymentHealth } from '../../src/gateway/deployments.js';
 import { account } from '../../src/gateway/steps/account.js';
 import { admit } from '../../src/gateway/steps/admit.js';
 import type { GatewayContext, GatewayEnv, Step } from '../../src/gateway/steps/context.js';
@@ -30,6 +30,7 @@ const model = (id: string, price: number): GatewayModel => ({
   priceMicrosPerMTokOut: price,
   quality: 1,
   latency: 1,
+  deployments: [{ provider: 'vendor-o', upstreamModel: `${id}-1`, weight: 1 }],
   jurisdiction: { domicile: 'US', region: 'us-east' },
   taskClasses: ['*'],
 });
@@ -61,7 +62,12 @@ function envOf(app: App): GatewayEnv {
     settings,
     calls: app.services.calls,
     budgets: app.services.budgets,
-    health: createModelHealth({ failures: 3, cooldownMs: 60_000, now: () => app.clock.now() }),
+    health: createDeploymentHealth({
+      failures: 3,
+      cooldownMs: 60_000,
+      now: () => app.clock.now(),
+      models: settings.models,
+    }),
     providers: new Map(),
     profiles: new Map(),
     catalogue: new Map(settings.models.map((m) => [m.id, m])),

@@ -31,7 +31,13 @@ export const account: SyncStep = {
       });
     }
     const { model, result } = outcome;
-    const served = { model: model.id, provider: model.provider, attemptedModels: attempted };
+    // `model` is as its answering deployment served it: the record names that provider and upstream model.
+    const served = {
+      model: model.id,
+      provider: model.provider,
+      upstreamModel: model.upstreamModel,
+      attemptedModels: attempted,
+    };
     serveHeaders(ctx, env, model);
     if (result.kind === 'refused') {
       reservation?.settle(0);
