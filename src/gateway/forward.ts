@@ -2,6 +2,7 @@ import type { VendorJson as Json } from './vendor-json.js';
 import { PassThrough, type Readable } from 'node:stream';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
+import { createStreamScreen } from './response-screen.js';
 import { SseReader } from './sse.js';
 import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
 import {
@@ -47,7 +48,16 @@ export interface Attempt {
   anthropicVersion: string | undefined;
   signal: AbortSignal;
   nowSeconds: number;
+  /** Data loss on the way back (response-screen.ts): a stream's text is screened in this mode. */
+  screen?: 'redact' | 'block' | undefined;
 }
+
+export type StreamEnd = {
+  usage: Usage | null;
+  outcome: 'ok' | 'cut' | 'cancelled' | 'blocked';
+  /** What the screen found in the answer's text (counts by kind), when it screened. */
+  findings?: Partial<Record<string, number>>;
+};
 
 export type AttemptResult =
   | { kind: 'failed'; reason: string; status?: number; retryAfter?: string | string[] | undefined }
@@ -57,7 +67,7 @@ export type AttemptResult =
       kind: 'stream';
       stream: Readable;
       upstreamFirstByteMs: number;
-      done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>;
+      done: Promise<StreamEnd>;
     };
 
 const FAILOVER = new Set([401, 403, 408, 409, 429]);
@@ -187,12 +197,13 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
 function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: number): Promise<AttemptResult> {
   const reader = new SseReader();
   const tr = translator(a, id);
+  const sc = a.screen ? createStreamScreen(a.shape, a.screen) : null;
   const body = answer.body;
   body.setEncoding('utf8');
   return new Promise<AttemptResult>((resolve) => {
     let out: PassThrough | null = null;
-    let settle!: (v: { usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }) => void;
-    const done = new Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>((r) => {
+    let settle!: (v: StreamEnd) => void;
+    const done = new Promise<StreamEnd>((r) => {
       settle = r;
     });
     const onData = (chunk: string) => {
@@ -221,7 +232,15 @@ function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: n
       }
       let bytes = '';
       for (const e of events) bytes += tr.event(e);
+      if (sc) bytes = sc.push(bytes);
       if (bytes !== '') out.write(bytes);
+      if (sc?.blocked) {
+        // The answer holds what the workspace blocks: its error event ends the stream.
+        settle({ usage: tr.usage, outcome: 'blocked', findings: sc.blocked });
+        body.off('data', onData);
+        body.destroy();
+        out.end();
+      }
     };
     body.on('data', onData);
     body.on('end', () => {
@@ -229,15 +248,21 @@ function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: n
         resolve({ kind: 'failed', reason: 'the upstream stream ended before its first event' });
         return;
       }
+      if (sc?.blocked) return;
       if (tr.finished) {
-        out.end(tr.end());
-        settle({ usage: tr.usage, outcome: 'ok' });
+        const last = sc ? sc.end(tr.end()) : tr.end();
+        const end: StreamEnd = sc?.blocked
+          ? { usage: tr.usage, outcome: 'blocked', findings: sc.blocked }
+          : { usage: tr.usage, outcome: 'ok', ...(sc ? { findings: sc.found() } : {}) };
+        settle(end);
+        out.end(last);
       } else {
         out.destroy(new Error('the upstream stream was cut'));
         settle({ usage: tr.usage, outcome: 'cut' });
       }
     });
     body.on('error', (err: Error) => {
+      if (sc?.blocked) return;
       if (!out) {
         resolve({ kind: 'failed', reason: (err as { code?: string }).code ?? err.name });
         return;

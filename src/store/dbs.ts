@@ -216,7 +216,9 @@ export interface CallRecord {
   costMicros: number;
   latencyMs: number;
   overheadMicros: number;
-  outcome: 'ok' | 'dry_run' | 'upstream_failure' | 'upstream_error' | 'cut' | 'cancelled';
+  outcome: 'ok' | 'dry_run' | 'upstream_failure' | 'upstream_error' | 'cut' | 'cancelled' | 'sensitive_data_blocked';
+  /** What data-loss screening found in the answer's text, by kind (redacted or blocked); absent: nothing. */
+  answerFindings?: Partial<Record<string, number>>;
   budgetId: string | null;
 }
 

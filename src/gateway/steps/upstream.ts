@@ -1,6 +1,7 @@
 import type { GatewayModel } from '../../settings/schema.js';
 import { observeAttempt } from '../attempt-telemetry.js';
 import { tryDeployments } from '../deployments.js';
+import { answerScreen } from '../response-screen.js';
 import { attempt, type AttemptResult } from '../forward.js';
 import type { AsyncStep } from './context.js';
 import { estimateOf, maxTokensOf } from './prices.js';
@@ -44,6 +45,7 @@ export const upstream: AsyncStep = {
               typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
             signal: req.signal,
             nowSeconds: Math.floor(ctx.nowMs / 1000),
+            screen: answerScreen(ctx, env),
           },
           ctx.callId.slice(5),
         ),
