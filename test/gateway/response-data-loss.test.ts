@@ -96,6 +96,8 @@ test.serial("block: a completion holding a card is refused in the route's shape,
     assertError(t, res, 400, 'sensitive_data_blocked');
     t.regex(res.body.error.message, /The answer holds 1 payment card number and 1 credential/);
     t.false(res.text.includes('4111'));
+    t.is(res.body.error.in, 'answer');
+    t.regex(String(res.body.error.evidenceRecord), /.+/, 'the refusal is a ledger record');
     const rec = await record(res.headers['x-svc-call-id'] as string);
     t.like(rec, { outcome: 'sensitive_data_blocked', answerFindings: { card: 1, secret: 1 } });
     t.true(rec.costMicros > 0, 'the vendor answered: the call is charged');
