@@ -33,6 +33,9 @@ import {
  * - A stream is committed only once the upstream's first event arrived: a failure before it
  *   can still fail over; after it, never. A stream that ends without the vendor's closing event
  *   is cut: the client's stream is destroyed (an error the client sees), never closed as if whole.
+ * - A failure keeps the vendor's status and `retry-after` (deployments.ts retries on them).
+ * - With `screen`, the client-shaped stream passes through response-screen.ts: redacted, or
+ *   ended at a blocked finding with the vendor's error event (outcome `blocked`).
  */
 export type Shape = 'openai' | 'anthropic';
 
