@@ -223,6 +223,7 @@ function createServices(
           gate: s.gate,
           version: '1',
           allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+          rules: (wid, aid) => s.mandates.get(wid, aid).rules,
           dispatcher: safeDispatcher({
             allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
             setting: PRIVATE_SETTING,

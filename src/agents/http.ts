@@ -131,6 +131,18 @@ export const agentsRoutes: Plugin<{
         },
       },
       {
+        // The agent's keys, for whoever may mint and revoke them (owners, admins, the member it
+        // acts for); never their values, which are shown once, when minted.
+        method: 'GET',
+        path: '/api/w/{wid}/agents/{aid}/keys',
+        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
+        handler(request) {
+          const { wid: w, aid: a } = params(request);
+          agents.manageable(w, a, who(request, w));
+          return { data: keys.forAgent(w, a), next: null };
+        },
+      },
+      {
         method: 'POST',
         path: '/api/w/{wid}/agents/{aid}/keys',
         options: {

@@ -6,7 +6,7 @@ import { evaluate } from '../mandates/evaluate.js';
 import { usageRepo } from '../mandates/usage.js';
 import type { KillSwitch } from '../killswitch/service.js';
 import type { Receipts } from '../receipts/service.js';
-import type { ActionRecord, ApprovalRecord, Role, Store } from '../store/index.js';
+import type { ActionRecord, ApprovalRecord, MandateRule, Role, Store } from '../store/index.js';
 
 /**
  * Human approvals (SPEC.md 1.4, 4.6; API.md 2). Decided only by signed-in people: no route a key
@@ -50,7 +50,21 @@ export interface ApprovalView {
   expiresAt: string;
   decidedBy: string | null;
   reason: string | null;
-  action: { type: string; summary: string; payment: ActionRecord['payment']; target: ActionRecord['target'] } | null;
+  action: {
+    type: string;
+    summary: string;
+    payment: ActionRecord['payment'];
+    target: ActionRecord['target'];
+    /** Why the gate asked a person: the rule and its threshold, as the action's `reason` says. */
+    reason: string;
+    /** The mandate rule that asked for the approval. */
+    ruleId: string | null;
+  } | null;
+  /**
+   * That rule as the agent's mandate holds it now: null when the mandate no longer has it (changed
+   * since), or for a bulk freeze.
+   */
+  rule: MandateRule | null;
   /** For a bulk freeze waiting for a person: what would be frozen, and which token asked. */
   freeze: ApprovalRecord['freeze'] | null;
 }
@@ -88,8 +102,18 @@ export function createApprovals(deps: {
       decidedBy: a.decidedBy ?? null,
       reason: a.reason ?? null,
       action: action
-        ? { type: action.type, summary: action.summary, payment: action.payment, target: action.target }
+        ? {
+            type: action.type,
+            summary: action.summary,
+            payment: action.payment,
+            target: action.target,
+            reason: action.reason,
+            ruleId: action.ruleId,
+          }
         : null,
+      rule:
+        (action?.ruleId && t.mandates.get([a.workspaceId, a.agentId])?.rules.find((r) => r.id === action.ruleId)) ||
+        null,
       freeze: a.freeze ?? null,
     };
   };
@@ -308,30 +332,36 @@ export function createApprovals(deps: {
         }));
     },
 
-    /** `onlyFor`: a member sees the approvals of agents that act for them (or name them). */
+    /**
+     * Oldest first (by when they were asked, then id): the one waiting longest is decided first.
+     * `after` is the id of the last approval of the previous page. `onlyFor`: a member sees the
+     * approvals of agents that act for them (or name them).
+     */
     list(
       wid: string,
       options: { status?: ApprovalRecord['status']; after?: string; limit: number; onlyFor?: string },
     ): { data: ApprovalView[]; next: string | null } {
       const now = clock.now();
-      const out: ApprovalView[] = [];
-      let after = options.after;
-      for (;;) {
-        const rows = t.approvals.scan([wid], { ...(after ? { after } : {}), limit: 200 });
-        for (const { value } of rows) {
-          const v = view(value, now);
-          const visible =
+      const matching = t.approvals
+        .scan([wid])
+        .map((e) => e.value)
+        .filter(
+          (value) =>
             !options.onlyFor ||
             value.approvers?.includes(options.onlyFor) ||
-            t.agents.get([wid, value.agentId])?.actsFor === options.onlyFor;
-          if (visible && (!options.status || v.status === options.status)) out.push(v);
-          if (out.length > options.limit) break;
-        }
-        if (rows.length < 200 || out.length > options.limit) break;
-        after = rows[rows.length - 1]!.value.id;
-      }
-      const page = out.slice(0, options.limit);
-      return { data: page, next: out.length > options.limit ? page[page.length - 1]!.id : null };
+            t.agents.get([wid, value.agentId])?.actsFor === options.onlyFor,
+        )
+        .map((value) => view(value, now))
+        .filter((v) => !options.status || v.status === options.status)
+        .sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? -1 : 1) : x.createdAt < y.createdAt ? -1 : 1));
+      const cursor = options.after ? t.approvals.get([wid, options.after]) : undefined;
+      const rest = cursor
+        ? matching.filter(
+            (v) => v.createdAt > cursor.createdAt || (v.createdAt === cursor.createdAt && v.id > cursor.id),
+          )
+        : matching;
+      const page = rest.slice(0, options.limit);
+      return { data: page, next: rest.length > options.limit ? page[page.length - 1]!.id : null };
     },
 
     async approve(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {

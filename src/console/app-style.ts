@@ -1,9 +1,29 @@
+import { STYLE_AGENTS } from './style-agents.js';
+import { STYLE_APPROVALS } from './style-approvals.js';
+import { STYLE_KEYS } from './style-keys.js';
+import { STYLE_MCP } from './style-mcp.js';
+import { STYLE_MEMBERS } from './style-members.js';
+import { STYLE_OVERVIEW } from './style-overview.js';
+
+/**
+ * Each console section's own rules (src/console/style-{id}.ts), appended after the shared ones
+ * below, in the order of sections.ts. Shared pieces (cards, tables, inline forms, items) stay here.
+ */
+const SECTION_STYLES: readonly string[] = [
+  STYLE_OVERVIEW,
+  STYLE_AGENTS,
+  STYLE_APPROVALS,
+  STYLE_KEYS,
+  STYLE_MEMBERS,
+  STYLE_MCP,
+];
+
 /**
  * The console's stylesheet, served as /console/app.css (the CSP allows no inline style). Quiet by
  * design: one accent, colour reserved for standing (running, stopped, waiting) and for the
  * destructive buttons; system font; contrast of at least 4.5:1 for text in both colour schemes.
  */
-export const APP_STYLE = `
+const SHARED_STYLE = `
 :root {
   --bg: #f5f6f8; --surface: #ffffff; --text: #1c2228; --muted: #5b6672; --border: #dbe0e6; --subtle: #f0f2f5;
   --accent: #2f5d8a; --accent-hover: #274e74; --on-accent: #ffffff;
@@ -39,9 +59,10 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 /* Brand and top bar */
 .brand { display: inline-flex; align-items: center; gap: .5rem; font-weight: 650; letter-spacing: .01em; }
 .brand-mark { width: 14px; height: 16px; background: var(--accent); clip-path: polygon(50% 0, 100% 18%, 100% 50%, 50% 100%, 0 50%, 0 18%); }
+.site-header { background: var(--surface); border-bottom: 1px solid var(--border); }
 .topbar {
   display: flex; align-items: center; justify-content: space-between; gap: 1rem; flex-wrap: wrap;
-  padding: .7rem 1.5rem; background: var(--surface); border-bottom: 1px solid var(--border);
+  padding: .7rem 1.5rem;
 }
 .topbar-left, .topbar-right { display: flex; align-items: center; gap: .9rem; min-width: 0; }
 .workspace { font-weight: 600; overflow-wrap: anywhere; }
@@ -50,6 +71,16 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 .workspace-form::before { content: "/"; color: var(--muted); margin-right: .5rem; }
 .workspace-form select { width: auto; max-width: 22rem; padding: .3rem .5rem; font-weight: 600; }
 .person { font-size: .9rem; overflow-wrap: anywhere; }
+
+/* Sections navigation: wraps on a narrow screen, never clipped */
+.sections-nav { padding: 0 1.5rem; }
+.sections-nav ul { display: flex; flex-wrap: wrap; gap: .1rem .25rem; margin: 0; padding: 0 0 .35rem; list-style: none; }
+.sections-nav a {
+  display: inline-block; padding: .35rem .65rem; border-radius: 6px; font-size: .875rem; font-weight: 550;
+  color: var(--muted); text-decoration: none;
+}
+.sections-nav a:hover { color: var(--text); background: var(--subtle); }
+.sections-nav a[aria-current="page"] { color: var(--accent); background: var(--subtle); box-shadow: inset 0 -2px 0 var(--accent); }
 
 /* Page frame */
 main.console { max-width: 72rem; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
@@ -121,16 +152,6 @@ input:focus-visible, select:focus-visible { outline-offset: 0; border-color: var
 .signin .button-primary { width: 100%; margin-top: 1.25rem; padding: .6rem; }
 .signin .notice { margin: .5rem 0; }
 
-/* Stop every agent */
-.switch { display: flex; align-items: center; justify-content: space-between; gap: 1rem 2rem; flex-wrap: wrap; }
-.switch-state { display: flex; flex-direction: column; align-items: flex-start; gap: .35rem; flex: 1 1 22rem; }
-.switch > .inline-form, .switch > .button { flex: 0 1 30rem; }
-.switch > .button { flex: 0 0 auto; }
-.switch > .inline-form { flex-wrap: nowrap; }
-.switch-state strong { font-weight: 600; }
-.switch.stopped { padding: .85rem 1rem; border-radius: 8px; background: var(--danger-bg); }
-.switch.stopped .switch-state strong { color: var(--danger); }
-
 /* Inline forms (a reason, a note, beside their buttons) */
 .inline-form { display: flex; align-items: center; gap: .5rem; flex-wrap: wrap; }
 .inline-form input { flex: 1 1 14rem; width: auto; min-width: 10rem; }
@@ -159,10 +180,47 @@ td.actions .inline-form input { min-width: 12rem; }
 .holds { margin: 0; padding: 0; list-style: none; color: var(--muted); font-size: .85rem; }
 .holds li + li { margin-top: .2rem; }
 
+/* Forms of several fields (a new agent, key, token, person) */
+.field-row { display: flex; flex-wrap: wrap; gap: 0 1rem; }
+.field-row .field { flex: 1 1 14rem; min-width: 0; }
+.stack-form > .button { margin-top: .75rem; }
+label.check { display: inline-flex; align-items: center; gap: .4rem; margin: 0; font-weight: 400; }
+label.check input { width: auto; }
+.badge-neutral { background: var(--subtle); color: var(--text); }
+
+/* A secret shown once */
+.secret { margin-bottom: 1rem; padding: .75rem 1rem; border: 1px solid var(--warn); border-radius: 8px; background: var(--warn-bg); }
+.secret-title { color: var(--warn); font-size: .9rem; }
+.secret-row { display: flex; gap: .5rem; flex-wrap: wrap; }
+.secret-row input { flex: 1 1 16rem; min-width: 0; width: auto; }
+.secret-copied { font-size: .85rem; }
+.confirm { display: inline-flex; gap: .5rem; flex-wrap: wrap; }
+
+/*
+ * Tables that become one block per row on a narrow screen (a phone): every cell on its own line
+ * with its column's name, buttons wrapping inside the screen, never clipped beside it.
+ */
 @media (max-width: 760px) {
-  .topbar, main.console { padding-left: 1rem; padding-right: 1rem; }
+  table.table-stack, table.table-stack tbody, table.table-stack tr, table.table-stack td { display: block; width: 100%; }
+  table.table-stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.table-stack tr { padding: .75rem 0; border-top: 1px solid var(--border); }
+  table.table-stack tr:first-child { border-top: 0; padding-top: 0; }
+  table.table-stack td { border-top: 0; padding: .2rem 0; text-align: left; white-space: normal; }
+  table.table-stack td[data-label]:not(:first-child):not(.actions)::before {
+    content: attr(data-label); display: block; font-size: .7rem; font-weight: 600; letter-spacing: .04em;
+    text-transform: uppercase; color: var(--muted);
+  }
+  table.table-stack td.actions { padding-top: .5rem; }
+  table.table-stack td.actions .inline-form { justify-content: flex-start; flex-wrap: wrap; }
+  table.table-stack td.actions .inline-form input { min-width: 0; flex: 1 1 100%; }
+}
+
+@media (max-width: 760px) {
+  .topbar, .sections-nav, main.console { padding-left: 1rem; padding-right: 1rem; }
   .item { grid-template-columns: 1fr; }
   .item-decide .buttons { justify-content: flex-start; }
   td.actions .inline-form { flex-wrap: wrap; }
 }
 `;
+
+export const APP_STYLE = SHARED_STYLE + SECTION_STYLES.join('');

@@ -1,15 +1,20 @@
 import Joi from 'joi';
-import type { Plugin, ResponseObject, ResponseToolkit } from '@hapi/hapi';
+import type { Plugin, Request, ResponseObject, ResponseToolkit } from '@hapi/hapi';
 import { caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { APP_SCRIPT } from './script/index.js';
 import { APP_STYLE } from './app-style.js';
+import { AppError } from '../errors/app-error.js';
 import { CONTENT_SECURITY_POLICY, SCRIPT_PATH, STYLE_PATH, consolePage, loginPage } from './pages.js';
+import { findSection, SECTIONS, type ConsoleSection } from './sections.js';
 import { consoleView } from './view.js';
 
+const workspaceQuery = Joi.object({ w: Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/) });
+
 /**
- * The web console (API.md 2: "Web pages, server-rendered, same origin"): /login, /console, and
+ * The web console (API.md 2: "Web pages, server-rendered, same origin"): /login, /console (the
+ * overview), /console/{section} (sections.ts), and
  * the page script and stylesheet it loads. Pages carry the strict Content-Security-Policy; the
  * front door adds X-Frame-Options: DENY, Referrer-Policy: no-referrer and nosniff to everything
  * outside /v1/. Every write the pages make goes through the API's console routes, with their
@@ -21,6 +26,19 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
     const login = loginPage();
     const page = (h: ResponseToolkit, html: string): ResponseObject =>
       h.response(html).type('text/html; charset=utf-8').header('content-security-policy', CONTENT_SECURITY_POLICY);
+    const overview = SECTIONS[0]!;
+    /** A section's page; 403 (the page, saying so) when the person's role does not open it. */
+    const sectionPage = (request: Request, h: ResponseToolkit, section: ConsoleSection): ResponseObject => {
+      if (!request.auth.isAuthenticated) return h.redirect('/login');
+      const { w } = request.query as { w?: string };
+      const view = consoleView(people.me(caller(request, 'session').user.id), w);
+      const response = page(h, consolePage(view, section));
+      return view.current && !view.user.mustChangePassword && !section.visible(view) ? response.code(403) : response;
+    };
+    // 'try': without a session the page sends the person to /login instead of a 401.
+    const pageOptions = {
+      auth: { strategies: sessionStrategies(production), mode: 'try' as const },
+    };
 
     server.route([
       {
@@ -37,15 +55,39 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
       {
         method: 'GET',
         path: '/console',
+        options: { ...pageOptions, validate: { query: workspaceQuery } },
+        handler: (request, h) => sectionPage(request, h, overview),
+      },
+      {
+        method: 'GET',
+        path: '/console/{section}',
         options: {
-          // 'try': without a session the page sends the person to /login instead of a 401.
-          auth: { strategies: sessionStrategies(production), mode: 'try' },
-          validate: { query: Joi.object({ w: Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/) }) },
+          ...pageOptions,
+          validate: {
+            params: Joi.object({
+              section: Joi.string()
+                .max(64)
+                .pattern(/^[a-z][a-z-]*$/),
+            }),
+            query: workspaceQuery,
+          },
         },
         handler(request, h) {
           if (!request.auth.isAuthenticated) return h.redirect('/login');
-          const { w } = request.query as { w?: string };
-          return page(h, consolePage(consoleView(people.me(caller(request, 'session').user.id), w)));
+          const { section: id } = request.params as { section: string };
+          const section = findSection(id);
+          if (!section) {
+            throw new AppError('not_found', {
+              message: `The console has no section "${id}".`,
+              fix: `Open one of: ${SECTIONS.map((s) => s.id).join(', ')}.`,
+            });
+          }
+          // The overview has one address, /console.
+          if (section === overview) {
+            const { w } = request.query as { w?: string };
+            return h.redirect(w ? `/console?w=${encodeURIComponent(w)}` : '/console');
+          }
+          return sectionPage(request, h, section);
         },
       },
       {

@@ -1,4 +1,5 @@
 import { escapeHtml } from '../lib/html.js';
+import { SECTIONS, sectionPath, type ConsoleSection } from './sections.js';
 import type { ConsoleView } from './view.js';
 
 /**
@@ -94,7 +95,7 @@ ${NOSCRIPT}
   );
 }
 
-function workspacePicker(view: ConsoleView): string {
+function workspacePicker(view: ConsoleView, section: ConsoleSection): string {
   const current = view.current;
   if (!current) return '';
   if (view.workspaces.length === 1) {
@@ -106,21 +107,37 @@ function workspacePicker(view: ConsoleView): string {
         `<option value="${escapeHtml(w.id)}"${w.id === current.id ? ' selected' : ''}>${escapeHtml(w.name)}</option>`,
     )
     .join('');
-  return `<form id="workspace-form" class="workspace-form" method="get" action="/console">
+  return `<form id="workspace-form" class="workspace-form" method="get" action="${escapeHtml(sectionPath(section.id))}">
 <label for="workspace-select" class="visually-hidden">Workspace</label>
 <select id="workspace-select" name="w">${options}</select>
 <button type="submit" class="button button-quiet" id="workspace-go">Open</button>
 </form>`;
 }
 
-function header(view: ConsoleView): string {
+/** The sections the person's role may see, the current one marked; every link keeps ?w=. */
+function navigation(view: ConsoleView, section: ConsoleSection): string {
+  if (!view.current || view.user.mustChangePassword) return '';
+  const wid = view.current.id;
+  const links = SECTIONS.filter((s) => s.visible(view))
+    .map(
+      (s) =>
+        `<li><a href="${escapeHtml(sectionPath(s.id, wid))}" data-nav="${escapeHtml(s.id)}"${s.id === section.id ? ' aria-current="page"' : ''}>${escapeHtml(s.title)}</a></li>`,
+    )
+    .join('');
+  return `<nav class="sections-nav" aria-label="Console sections"><ul>${links}</ul></nav>`;
+}
+
+function header(view: ConsoleView, section: ConsoleSection): string {
   const role = view.current
     ? `<span class="badge badge-neutral" id="role">${escapeHtml(view.current.role)}</span>`
     : '';
-  return `<header class="topbar">
-<div class="topbar-left"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>svc</span>${workspacePicker(view)}${role}</div>
+  return `<header class="site-header">
+<div class="topbar">
+<div class="topbar-left"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>svc</span>${workspacePicker(view, section)}${role}</div>
 <div class="topbar-right"><span class="person" title="${escapeHtml(view.user.email)}">${escapeHtml(view.user.name)} <span class="muted">${escapeHtml(view.user.email)}</span></span>
 <button type="button" class="button button-quiet" id="sign-out">Sign out</button></div>
+</div>
+${navigation(view, section)}
 </header>`;
 }
 
@@ -142,54 +159,47 @@ function changePasswordPanel(email: string): string {
 </section>`;
 }
 
-function workspacePanels(view: ConsoleView): string {
-  const approvals = view.can.readApprovals
-    ? `<section class="card" id="approvals" aria-labelledby="approvals-title">
-<div class="section-head"><h2 id="approvals-title">Waiting for approval <span class="count" id="approvals-count"></span></h2></div>
-<div class="section-body" id="approvals-body"><p class="muted">Loading…</p></div>
-</section>`
-    : '';
-  return `<section class="card" id="stop-all" aria-labelledby="stop-all-title">
-<div class="section-head"><h2 id="stop-all-title">Stop every agent</h2></div>
-<div class="section-body" id="stop-all-body"><p class="muted">Loading…</p></div>
-</section>
-${approvals}
-<section class="card" id="agents" aria-labelledby="agents-title">
-<div class="section-head"><h2 id="agents-title">Agents <span class="count" id="agents-count"></span></h2></div>
-<div class="section-body" id="agents-body"><p class="muted">Loading…</p></div>
-</section>`;
-}
-
-function mainContent(view: ConsoleView): string {
+function mainContent(view: ConsoleView, section: ConsoleSection): string {
   if (view.user.mustChangePassword) return changePasswordPanel(view.user.email);
   if (!view.current)
     return '<section class="card narrow"><h2>No workspace</h2><p>You are not a member of any workspace. Ask an owner or an admin to add you.</p></section>';
-  return workspacePanels(view);
+  if (!section.visible(view))
+    return `<section class="card narrow" id="not-for-role"><h2>${escapeHtml(section.title)}</h2><p>Your role in this workspace (${escapeHtml(view.current.role)}) does not open this section. Ask an owner or an admin if you need it.</p></section>`;
+  return section.body(view);
 }
 
-export function consolePage(view: ConsoleView): string {
+/** Whether the page shows the section itself (and so loads a workspace's data). */
+export function sectionShown(view: ConsoleView, section: ConsoleSection): boolean {
+  return view.current !== undefined && !view.user.mustChangePassword && section.visible(view);
+}
+
+export function consolePage(view: ConsoleView, section: ConsoleSection): string {
   const attributes: Record<string, string> = {
     'data-page': 'console',
     class: 'page-console',
     'data-user': view.user.id,
   };
-  if (view.current && !view.user.mustChangePassword) {
+  const shown = sectionShown(view, section);
+  if (view.current && shown) {
     attributes['data-workspace'] = view.current.id;
     attributes['data-can-decide'] = String(view.can.decideApprovals);
     attributes['data-can-stop-all'] = String(view.can.stopAll);
     attributes['data-can-read-members'] = String(view.can.readMembers);
   }
-  const title = view.current ? `${view.current.name} · svc console` : 'svc console';
+  // The page script runs a section's code only when the section is shown.
+  if (shown) attributes['data-section'] = section.id;
+  const place = section.id === 'overview' ? '' : `${section.title} · `;
+  const title = view.current ? `${place}${view.current.name} · svc console` : 'svc console';
   return htmlDocument(
     title,
     attributes,
-    `${header(view)}
+    `${header(view, section)}
 <main class="console">
 ${NOSCRIPT}
 <div class="toolbar"><p id="status" class="status" role="status" aria-live="polite"></p>
-${view.current && !view.user.mustChangePassword ? '<div class="toolbar-right"><span class="muted" id="updated"></span><button type="button" class="button button-quiet" id="refresh">Refresh</button></div>' : ''}</div>
+${shown ? '<div class="toolbar-right"><span class="muted" id="updated"></span><button type="button" class="button button-quiet" id="refresh">Refresh</button></div>' : ''}</div>
 <p id="error" class="notice notice-error" role="alert" hidden></p>
-${mainContent(view)}
+${mainContent(view, section)}
 </main>`,
   );
 }

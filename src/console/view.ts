@@ -1,4 +1,4 @@
-import { roleAllows, type PublicUser, type WorkspaceView } from '../people/index.js';
+import { roleAllows, type Permission, type PublicUser, type WorkspaceView } from '../people/index.js';
 
 /**
  * What /console renders for one person: who they are, their workspaces, the one shown (asked for
@@ -13,10 +13,14 @@ export interface ConsoleView {
   can: { readApprovals: boolean; decideApprovals: boolean; stopAll: boolean; readMembers: boolean };
 }
 
+/** Whether the person's role in the workspace shown holds a permission (false without a workspace). */
+export function viewAllows(view: Pick<ConsoleView, 'current'>, permission: Permission): boolean {
+  return view.current !== undefined && roleAllows(view.current.role, permission);
+}
+
 export function consoleView(me: { user: PublicUser; workspaces: WorkspaceView[] }, requested?: string): ConsoleView {
   const current = me.workspaces.find((w) => w.id === requested) ?? me.workspaces[0];
-  const allows = (permission: Parameters<typeof roleAllows>[1]) =>
-    current !== undefined && roleAllows(current.role, permission);
+  const allows = (permission: Permission) => viewAllows({ current }, permission);
   return {
     user: me.user,
     workspaces: me.workspaces,

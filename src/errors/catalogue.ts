@@ -425,6 +425,15 @@ const catalogue = {
     fix: 'Correct each field listed in errors.',
   },
 
+  // Added (issue 20): the MCP proxy's pins, answered in JSON-RPC error.data at /mcp.
+  tool_changed: {
+    status: 409,
+    section: 'API.md 9 (MCP)',
+    message:
+      'The upstream tool changed (its description or input schema) since an owner or admin approved it, or was never approved; it is withheld.',
+    fix: 'Ask an owner or admin to review the change in the console (MCP section) and approve it; then list the tools again.',
+  },
+
   // Added (API.md section 9): the operator's errors, met by `svc` before any request is served.
   // The server never answers with them; their status is the one a health check would see.
   store_not_found: {

@@ -12,6 +12,15 @@ import type { VendorJson as Json } from './vendor-json.js';
  * the vendor's own trace (if it keeps one) hangs under it. A stream's span ends with the stream.
  * Never an attribute from the prompt or the answer's text.
  */
+/** The semantic conventions' well-known `gen_ai.provider.name` values, by provider kind. */
+const GEN_AI_PROVIDER: Record<GatewayProvider['kind'], string> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  'azure-openai': 'azure.ai.openai',
+  gemini: 'gcp.gemini',
+  bedrock: 'aws.bedrock',
+};
+
 export async function observeAttempt(
   model: GatewayModel,
   provider: GatewayProvider,
@@ -22,8 +31,8 @@ export async function observeAttempt(
     kind: SpanKind.CLIENT,
     attributes: {
       'gen_ai.operation.name': 'chat',
-      'gen_ai.system': provider.kind,
-      'gen_ai.provider.name': provider.kind,
+      'gen_ai.system': GEN_AI_PROVIDER[provider.kind],
+      'gen_ai.provider.name': GEN_AI_PROVIDER[provider.kind],
       'gen_ai.request.model': model.upstreamModel,
       ...(typeof body.max_tokens === 'number' ? { 'gen_ai.request.max_tokens': body.max_tokens } : {}),
       'server.address': hostOf(provider.baseUrl),

@@ -13,8 +13,8 @@ import type { CallLog } from './calls.js';
  * - A budget binds the traffic of its scope: the whole workspace, a team or principal (the key's),
  *   one key, or one agent (an agent key's). Spend is micro-dollars per UTC day, week (from
  *   Monday) or month.
- * - What a request may cost is reserved when it is admitted (its prompt, estimated at four
- *   characters a token, and its max tokens, at the price of the model about to serve it); the
+ * - What a request may cost is reserved when it is admitted (its prompt's tokens, counted with
+ *   the tokenizer of tokens.ts, and its max tokens, at the price of the model about to serve it); the
  *   reservation moves with a fallback to another model, and is replaced by the cost the vendor's
  *   usage gives once the call ends. Racing requests each see the others' reservations (they are
  *   taken synchronously), so a budget is overrun by at most one request's reservation.

@@ -2,8 +2,11 @@ import type { VendorJson as Json } from './vendor-json.js';
 import { PassThrough, type Readable } from 'node:stream';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
-import { createStreamScreen } from './response-screen.js';
+import { createStreamScreen, type StreamScreen } from './response-screen.js';
 import { SseReader } from './sse.js';
+import { vendorAttempt } from './vendors/attempt.js';
+import { vendorOf } from './vendors/index.js';
+import { FAILOVER } from './vendors/vendor.js';
 import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
 import {
   anthropicToOpenaiResponse,
@@ -30,6 +33,8 @@ import {
  *   may fail over. 401 and 403 are failures too (the operator's upstream secret is wrong, not the
  *   client's request). Other 4xx are the client's request refused by the vendor: answered, not
  *   failed over.
+ * - Kinds other than openai and anthropic go through their adapter (vendors/), which builds on
+ *   `bodyIn`, `answerFrom` and `translatorFor` here and keeps these same rules.
  * - A stream is committed only once the upstream's first event arrived: a failure before it
  *   can still fail over; after it, never. A stream that ends without the vendor's closing event
  *   is cut: the client's stream is destroyed (an error the client sees), never closed as if whole.
@@ -73,31 +78,37 @@ export type AttemptResult =
       done: Promise<StreamEnd>;
     };
 
-const FAILOVER = new Set([401, 403, 408, 409, 429]);
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+
+/**
+ * The client's body in `shape` (translated when the shapes differ), for the model's upstream name.
+ * The adapters of other kinds (vendors/) start from this too.
+ */
+export function bodyIn(shape: Shape, a: Attempt): Json {
+  const upstreamModel = a.model.upstreamModel;
+  if (shape === 'openai') {
+    if (a.shape !== 'openai') return anthropicToOpenaiRequest(a.body, upstreamModel);
+    const body: Json = { ...a.body, model: upstreamModel };
+    // Always ask for usage: the call is accounted from the vendor's own counts.
+    if (a.stream) body.stream_options = { ...(a.body.stream_options ?? {}), include_usage: true };
+    // A bound on the answer, so that the budget's reservation bounds the call's cost.
+    if (body.max_tokens == null && body.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
+    return body;
+  }
+  return a.shape === 'anthropic'
+    ? { ...a.body, model: upstreamModel }
+    : openaiToAnthropicRequest(a.body, upstreamModel);
+}
 
 function upstreamRequest(a: Attempt): { path: string; headers: Record<string, string>; body: string } {
   const secret = a.provider.apiKey ?? '';
-  const upstreamModel = a.model.upstreamModel;
   if (a.provider.kind === 'openai') {
-    let body: Json;
-    if (a.shape === 'openai') {
-      body = { ...a.body, model: upstreamModel };
-      // Always ask for usage: the call is accounted from the vendor's own counts.
-      if (a.stream) body.stream_options = { ...(a.body.stream_options ?? {}), include_usage: true };
-      // A bound on the answer, so that the budget's reservation bounds the call's cost.
-      if (body.max_tokens == null && body.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
-    } else {
-      body = anthropicToOpenaiRequest(a.body, upstreamModel);
-    }
     return {
       path: '/chat/completions',
       headers: { authorization: `Bearer ${secret}`, traceparent: a.traceparent },
-      body: JSON.stringify(body),
+      body: JSON.stringify(bodyIn('openai', a)),
     };
   }
-  const body =
-    a.shape === 'anthropic' ? { ...a.body, model: upstreamModel } : openaiToAnthropicRequest(a.body, upstreamModel);
   return {
     path: '/v1/messages',
     headers: {
@@ -105,15 +116,19 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
       'anthropic-version': a.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
       traceparent: a.traceparent,
     },
-    body: JSON.stringify(body),
+    body: JSON.stringify(bodyIn('anthropic', a)),
   };
 }
 
-function translator(a: Attempt, id: string): StreamTranslator {
+/**
+ * The stream translator from upstream events in `shape` to the client's shape. Same-shape events
+ * pass through with `upstreamModel` renamed to the client's model.
+ */
+export function translatorFor(shape: Shape, a: Attempt, id: string, upstreamModel: string): StreamTranslator {
   const clientWantsUsage = a.body.stream_options?.include_usage === true;
   if (a.shape === 'openai') {
-    return a.provider.kind === 'openai'
-      ? openaiPassThrough({ upstreamModel: a.model.upstreamModel, clientModel: a.clientModel, clientWantsUsage })
+    return shape === 'openai'
+      ? openaiPassThrough({ upstreamModel, clientModel: a.clientModel, clientWantsUsage })
       : anthropicToOpenaiStream({
           clientModel: a.clientModel,
           clientWantsUsage,
@@ -121,12 +136,31 @@ function translator(a: Attempt, id: string): StreamTranslator {
           created: a.nowSeconds,
         });
   }
-  return a.provider.kind === 'anthropic'
-    ? anthropicPassThrough({ upstreamModel: a.model.upstreamModel, clientModel: a.clientModel })
+  return shape === 'anthropic'
+    ? anthropicPassThrough({ upstreamModel, clientModel: a.clientModel })
     : openaiToAnthropicStream({ clientModel: a.clientModel, id: `msg_${id}` });
 }
 
-const parseJson = (text: string): Json | null => {
+const translator = (a: Attempt, id: string): StreamTranslator =>
+  translatorFor(a.provider.kind === 'openai' ? 'openai' : 'anthropic', a, id, a.model.upstreamModel);
+
+/** A whole answer in `shape`, and its usage, in the client's shape (throws on a shape it cannot read). */
+export function answerFrom(shape: Shape, body: Json, a: Attempt): { body: Json; usage: Usage | null } {
+  if (shape === 'openai')
+    return {
+      usage: openaiUsage(body.usage),
+      body: a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel),
+    };
+  return {
+    usage: anthropicUsage(body.usage),
+    body:
+      a.shape === 'anthropic'
+        ? { ...body, model: a.clientModel }
+        : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds),
+  };
+}
+
+export const parseJson = (text: string): Json | null => {
   try {
     const v = JSON.parse(text);
     return v && typeof v === 'object' ? (v as Json) : null;
@@ -136,6 +170,9 @@ const parseJson = (text: string): Json | null => {
 };
 
 export async function attempt(upstream: Upstream, a: Attempt, id: string): Promise<AttemptResult> {
+  // Kinds beyond openai and anthropic have their own adapter (vendors/index.ts).
+  const vendor = vendorOf(a.provider.kind);
+  if (vendor) return vendorAttempt(upstream, a, id, vendor);
   const req = upstreamRequest(a);
   const started = performance.now();
   let answer: UpstreamAnswer;
@@ -168,39 +205,32 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
     const body = parseJson(text);
     if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
     try {
-      if (a.provider.kind === 'openai') {
-        const usage = openaiUsage(body.usage);
-        return {
-          kind: 'json',
-          usage,
-          upstreamMs,
-          body:
-            a.shape === 'openai' ? { ...body, model: a.clientModel } : openaiToAnthropicResponse(body, a.clientModel),
-        };
-      }
-      const usage = anthropicUsage(body.usage);
       return {
         kind: 'json',
-        usage,
         upstreamMs,
-        body:
-          a.shape === 'anthropic'
-            ? { ...body, model: a.clientModel }
-            : anthropicToOpenaiResponse(body, a.clientModel, a.nowSeconds),
+        ...answerFrom(a.provider.kind === 'openai' ? 'openai' : 'anthropic', body, a),
       };
     } catch {
       // An answer in a shape the translation cannot read is the upstream's failure, not ours.
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
     }
   }
-  return commitStream(answer, a, id, started);
+  return commitStream(answer, a, started, translator(a, id), a.screen ? createStreamScreen(a.shape, a.screen) : null);
 }
 
-/** Waits for the upstream's first event; then the client's stream, fed event by event. */
-function commitStream(answer: UpstreamAnswer, a: Attempt, id: string, started: number): Promise<AttemptResult> {
+/**
+ * Waits for the upstream's first event; then the client's stream, fed event by event (through
+ * `tr`, the attempt's translator unless another route gives its own, then the answer screen `sc`
+ * when one is given).
+ */
+export function commitStream(
+  answer: UpstreamAnswer,
+  a: Pick<Attempt, 'signal'>,
+  started: number,
+  tr: StreamTranslator,
+  sc: StreamScreen | null = null,
+): Promise<AttemptResult> {
   const reader = new SseReader();
-  const tr = translator(a, id);
-  const sc = a.screen ? createStreamScreen(a.shape, a.screen) : null;
   const body = answer.body;
   body.setEncoding('utf8');
   return new Promise<AttemptResult>((resolve) => {

@@ -11,7 +11,10 @@ import type { GatewayModel, GatewaySettings } from '../settings/schema.js';
 import type { KeyRecord } from '../store/index.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
-import type { Shape } from './forward.js';
+import type { RouteShape } from './steps/context.js';
+import { countTokensSchema } from './count-tokens.js';
+import { embeddingsSchema } from './embeddings.js';
+import { responsesSchema } from './responses/schema.js';
 import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
 import { profileBlockers } from './routing.js';
 import type { Gateway } from './service.js';
@@ -19,9 +22,9 @@ import { usageReport } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
 
 /**
- * The model gateway's routes (API.md 6): POST /v1/chat/completions (OpenAI shape), POST
- * /v1/messages (Anthropic shape; errors in its `{ type: "error", error }` envelope), GET
- * /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
+ * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
+ * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
+ * errors in its `{ type: "error", error }` envelope), GET /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
  * agent key for its agent's own traffic.
  */
 export const gatewayRoutes: Plugin<{
@@ -59,7 +62,7 @@ export const gatewayRoutes: Plugin<{
       return settings.models.filter((m) => profileBlockers(m, p, settings.home).length === 0);
     };
 
-    const model = (shape: Shape) => async (request: Request, h: ResponseToolkit) => {
+    const model = (shape: RouteShape) => async (request: Request, h: ResponseToolkit) => {
       // From the moment the listener saw the request (parsing and authentication included).
       const startedAt = arrivedAt(request.raw.req) ?? performance.now() - (Date.now() - request.info.received);
       const abort = new AbortController();
@@ -108,6 +111,13 @@ export const gatewayRoutes: Plugin<{
       'seat_limit_reached',
       'upstream_failure',
     ];
+    // Token counting is no model call: no plan, budget or admission refuses it.
+    const countErrors: ErrorType[] = [
+      'agent_stopped',
+      'unclassified_request',
+      'policy_conflict',
+      'sensitive_data_blocked',
+    ];
 
     server.route([
       {
@@ -131,6 +141,39 @@ export const gatewayRoutes: Plugin<{
           validate: { payload: messagesSchema },
         },
         handler: model('anthropic'),
+      },
+      {
+        method: 'POST',
+        path: '/v1/responses',
+        options: {
+          ...modelRoute,
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          validate: { payload: responsesSchema },
+        },
+        handler: model('responses'),
+      },
+      {
+        method: 'POST',
+        path: '/v1/embeddings',
+        options: {
+          ...modelRoute,
+          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          validate: { payload: embeddingsSchema },
+        },
+        handler: model('embeddings'),
+      },
+      {
+        // Claude Code adds ?beta=true.
+        method: 'POST',
+        path: '/v1/messages/count_tokens',
+        options: {
+          ...modelRoute,
+          plugins: {
+            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic', errors: countErrors },
+          },
+          validate: { payload: countTokensSchema, query: Joi.object({ beta: Joi.string().valid('true', 'false') }) },
+        },
+        handler: model('count_tokens'),
       },
       {
         method: 'GET',

@@ -46,8 +46,8 @@ export const answerScreen = (ctx: GatewayContext, env: GatewayEnv): 'redact' | '
   return mode === 'off' ? undefined : mode;
 };
 
-/** Screens a whole answer in place (redact); the counts found (block: the caller refuses when any). */
-export function screenAnswer(shape: Shape, body: Json, mode: DataLossMode): Counts {
+/** Screens a whole chat answer (`openai` or `anthropic` shape; other routes are not read) in place (redact); the counts found (block: the caller refuses when any). */
+export function screenAnswer(shape: string, body: Json, mode: DataLossMode): Counts {
   const found: Counts = {};
   if (mode === 'off') return found;
   const visit = (text: string, set: (v: string) => void) => {

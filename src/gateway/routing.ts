@@ -4,7 +4,8 @@ import type { GatewayModel, GatewaySettings, PolicyProfile } from '../settings/s
  * Which models may serve a request, in the order to try them (SPEC.md 1.5, issue 6).
  * Rules:
  * - A model serves a task class when its `taskClasses` holds `*`, the class itself, or a parent
- *   of it (`code` serves `code.review`).
+ *   of it (`code` serves `code.review`). Task class `embedding` (and its subclasses) is served
+ *   only by models that name it: `*` means every class of chat.
  * - A key's policy profile keeps to its models, providers, domiciles and regions.
  * - `x-svc-objective: sovereign` keeps to the deployment's home domicile (and region, if set).
  * - Order by objective: `cost` cheapest first (input plus output price); `quality` best first;
@@ -29,6 +30,16 @@ export interface Relaxation {
 
 export const servesClass = (model: GatewayModel, taskClass: string): boolean =>
   model.taskClasses.some((c) => c === '*' || c === taskClass || taskClass.startsWith(`${c}.`));
+
+/** The task class of embedding models (POST /v1/embeddings). */
+export const EMBEDDING = 'embedding';
+
+/**
+ * Whether a model declares the embedding class (or a subclass): `*` does not, since a chat model
+ * serves every class of chat but no embeddings.
+ */
+export const declaresEmbedding = (model: GatewayModel): boolean =>
+  model.taskClasses.some((c) => c === EMBEDDING || c.startsWith(`${EMBEDDING}.`));
 
 const price = (m: GatewayModel) => m.priceMicrosPerMTokIn + m.priceMicrosPerMTokOut;
 
@@ -76,7 +87,8 @@ export function eligibleModels(input: {
   requested: string | null;
   observedLatencyMs: (modelId: string) => number | undefined;
 }): { models: GatewayModel[]; relaxations: Relaxation[] } {
-  const serving = input.models.filter((m) => servesClass(m, input.taskClass));
+  const embedding = input.taskClass === EMBEDDING || input.taskClass.startsWith(`${EMBEDDING}.`);
+  const serving = input.models.filter((m) => servesClass(m, input.taskClass) && (!embedding || declaresEmbedding(m)));
   const admitted = serving.filter((m) => blockers(m, input.profile, input.objective, input.home).length === 0);
   if (admitted.length === 0) {
     const relaxations = serving.map((m) => ({

@@ -5,7 +5,8 @@ import { countByKind, describeCounts, findSensitive, redact, type DlpKind } from
 
 /**
  * Data-loss screening of a model request's prompt text (issue 6): every text a vendor would read
- * (system, message contents, text parts, tool results) in either shape.
+ * (system, message contents, text parts, tool results) in either chat shape, in a Responses body
+ * (instructions, input, function call outputs) and in an embeddings body (input).
  * Rules:
  * - off: nothing is read. block: any finding refuses the request (400 sensitive_data_blocked)
  *   with counts per kind, never a value. redact: each finding is replaced in place before the
@@ -37,6 +38,24 @@ function eachText(body: Json, visit: (text: string, set: (v: string) => void) =>
   if (body.system !== undefined) content(body, 'system');
   if (Array.isArray(body.messages))
     for (const m of body.messages) if (m && typeof m === 'object') content(m, 'content');
+  // POST /v1/responses: instructions, and input as a string or items (messages, function call
+  // outputs); POST /v1/embeddings: input as a string or strings (token arrays are not text).
+  if (typeof body.instructions === 'string') content(body, 'instructions');
+  const input = body.input;
+  if (typeof input === 'string') content(body, 'input');
+  else if (Array.isArray(input)) {
+    input.forEach((item: unknown, i: number) => {
+      if (typeof item === 'string')
+        visit(item, (v) => {
+          input[i] = v;
+        });
+      else if (item && typeof item === 'object') {
+        const it = item as Json;
+        if (it.content !== undefined) content(it, 'content');
+        if (it.type === 'function_call_output' && it.output !== undefined) content(it, 'output');
+      }
+    });
+  }
 }
 
 export function promptText(body: Json): string {

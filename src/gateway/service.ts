@@ -12,7 +12,8 @@ import type { CallLog } from './calls.js';
 import { createRefusalLog } from './refusals.js';
 import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest, Step } from './steps/context.js';
 import { refusalEvent } from './steps/evidence.js';
-import { createContext, runSteps } from './steps/index.js';
+import { createContext, runSteps, stepsFor } from './steps/index.js';
+import { loadTokenizer, tokenizerReady } from './tokens.js';
 import { refuseIfStopped } from './steps/kill-switch.js';
 
 export type { Advise, GatewayAnswer, GatewayRequest } from './steps/context.js';
@@ -70,6 +71,11 @@ export function createGateway(deps: {
     advise: deps.advise,
   };
   const refusals = createRefusalLog({ store, ledger: deps.ledger, ids, clock, log: deps.log });
+  // The tokenizer's tables load off the request path (tokens.ts), when there are models to call.
+  if (settings.models.length > 0)
+    void loadTokenizer().then((err) => {
+      if (err) deps.log.error({ err }, 'the tokenizer could not be loaded; tokens are estimated at four characters');
+    });
 
   return {
     health,
@@ -88,13 +94,20 @@ export function createGateway(deps: {
     },
 
     async handle(req: GatewayRequest): Promise<GatewayAnswer> {
+      // Once, for the first requests after start: the steps count tokens synchronously.
+      if (!tokenizerReady()) await loadTokenizer();
       const ctx = createContext(req, env);
-      return runSteps(ctx, env, async (err: unknown, step: Step) => {
-        const event = refusalEvent(ctx, err, step.name);
-        if (!event) return;
-        const id = await refusals.record(event);
-        if (id) (err as AppError).details.evidenceRecord = id;
-      });
+      return runSteps(
+        ctx,
+        env,
+        async (err: unknown, step: Step) => {
+          const event = refusalEvent(ctx, err, step.name);
+          if (!event) return;
+          const id = await refusals.record(event);
+          if (id) (err as AppError).details.evidenceRecord = id;
+        },
+        stepsFor(req.shape),
+      );
     },
 
     /** The bounded queues' bounds, and what this workspace lost to them (GET /v1/admin/upstreams). */

@@ -111,6 +111,15 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
       return { data: page.map(toKeyView), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
 
+    /** One agent's keys (revoked ones too, with revokedAt), oldest first: for its page in the console. */
+    forAgent(wid: string, agentId: string): KeyView[] {
+      return repo
+        .list(wid, {})
+        .filter((r) => r.agentId === agentId)
+        .sort((x, y) => (x.createdAt < y.createdAt ? -1 : x.createdAt > y.createdAt ? 1 : x.id < y.id ? -1 : 1))
+        .map(toKeyView);
+    },
+
     /** Revokes a key; `only.agentId` limits it to one agent's keys (404 for any other key). */
     async revoke(wid: string, keyId: string, actor = 'operator:cli', only: { agentId?: string } = {}): Promise<void> {
       await store.write(() => {

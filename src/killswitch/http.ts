@@ -155,11 +155,16 @@ export const killSwitchRoutes: Plugin<{
         options: {
           auth: session,
           ext: write,
-          validate: { params: Joi.object({ wid, aid }), payload: Joi.object().allow(null) },
+          // The reason is optional (the console asks for one): recorded with the restart.
+          validate: {
+            params: Joi.object({ wid, aid }),
+            payload: Joi.object({ reason: Joi.string().trim().max(500).allow('') }).allow(null),
+          },
         },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return agents.view(await killSwitch.restart(w, a, who(request, w, 'workspace.read')));
+          const why = (request.payload as { reason?: string } | null)?.reason || undefined;
+          return agents.view(await killSwitch.restart(w, a, who(request, w, 'workspace.read'), why));
         },
       },
       {

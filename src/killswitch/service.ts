@@ -220,7 +220,8 @@ export function createKillSwitch(deps: {
       });
     },
 
-    async restart(wid: string, aid: string, who: Who): Promise<AgentRecord> {
+    /** `reason`, when given, is recorded with the restart (the console asks for one). */
+    async restart(wid: string, aid: string, who: Who, reason?: string): Promise<AgentRecord> {
       return store.write(() => {
         const agent = live(wid, aid);
         // An agent this person does not see (agents/service.ts `sees`) is not found to them.
@@ -241,7 +242,7 @@ export function createKillSwitch(deps: {
           actor: who.actor,
           kind: 'agent.restarted',
           subject: aid,
-          data: { lifted: (agent.holds ?? []).map((h) => h.hold) },
+          data: { lifted: (agent.holds ?? []).map((h) => h.hold), ...(reason ? { reason } : {}) },
         });
         return running;
       });

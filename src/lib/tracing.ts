@@ -112,3 +112,15 @@ export function startServerSpan(headers: Record<string, string | string[] | unde
   span.end();
   return null;
 }
+
+/**
+ * `headers` with the active context's trace added (`traceparent`, through the propagator the SDK
+ * registered), for a request sent on behalf of whatever is running now (a shared connection's
+ * request belongs to the call that sends it). Unchanged when nothing records.
+ */
+export function withActiveTrace(headers: Headers): Headers {
+  propagation.inject(context.active(), headers, {
+    set: (carrier, key, value) => carrier.set(key, value),
+  });
+  return headers;
+}

@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/client';
+import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import Joi from 'joi';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
@@ -12,6 +11,7 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
+import { answerWith, createModernHandler, isModernRequest } from './modern.js';
 import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
 import { GATE_TOOL_NAMES } from './tools.js';
@@ -19,9 +19,12 @@ import { SCOPES_SUPPORTED } from '../oauth/scopes.js';
 import { PUBLIC_CORS } from '../oauth/cors.js';
 
 /**
- * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over the SDK's Streamable HTTP
- * transport, mounted through `request.raw` with `h.abandon` once our own agent-key strategy has
- * authenticated the caller (STYLE rule 13).
+ * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
+ * official SDK's server package (`@modelcontextprotocol/server`), mounted through `request.raw`
+ * with `h.abandon` once our own agent-key strategy has authenticated the caller (STYLE rule 13).
+ * Both protocol eras are served here: a request of protocol 2026-07-28 (its per-request
+ * envelope) goes to the SDK's per-request handler (modern.ts); everything else is 2025-11-25 (or
+ * older) and is served below, with its sessions, by the SDK's web-standard transport.
  * Rules:
  * - Host (and Origin, when a browser sends one) must name this deployment: a page on another
  *   origin cannot reach /mcp through a rebound DNS name (403 forbidden).
@@ -52,7 +55,9 @@ export const mcpRoutes: Plugin<{
   register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
+    const modern = createModernHandler({ gate, proxy, version, baseUrl });
     server.ext('onPostStop', async () => {
+      await modern.close();
       await sessions.closeAll();
       await proxy.close();
     });
@@ -101,7 +106,7 @@ export const mcpRoutes: Plugin<{
         links.clear();
         await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => {})));
       };
-      const transport = new StreamableHTTPServerTransport({
+      const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: newSessionId,
         onsessioninitialized: (id) => {
           state.id = id;
@@ -109,7 +114,8 @@ export const mcpRoutes: Plugin<{
         },
       });
       const entry: Session & { handle: Handle } = Object.assign(state, {
-        handle: (req: IncomingMessage, res: ServerResponse, body?: unknown) => transport.handleRequest(req, res, body),
+        handle: (req: IncomingMessage, res: ServerResponse, body?: unknown) =>
+          answerWith((r) => transport.handleRequest(r, { parsedBody: body }), req, res, `${baseUrl()}/mcp`, body),
         close: async () => {
           await transport.close();
         },
@@ -137,7 +143,7 @@ export const mcpRoutes: Plugin<{
         typeof body.params?.name === 'string' &&
         !GATE_TOOL_NAMES.has(body.params.name) &&
         body.params._meta?.progressToken !== undefined;
-      const transport = new StreamableHTTPServerTransport({
+      const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: !streamed,
       });
@@ -146,7 +152,8 @@ export const mcpRoutes: Plugin<{
         void transport.close();
         void mcp.close();
       });
-      return (req, res, b) => transport.handleRequest(req, res, b);
+      return (req, res, b) =>
+        answerWith((r) => transport.handleRequest(r, { parsedBody: b }), req, res, `${baseUrl()}/mcp`, b);
     };
 
     const mount = async (request: Request, h: ResponseToolkit) => {
@@ -155,6 +162,11 @@ export const mcpRoutes: Plugin<{
       const principal: Principal = { workspaceId: c.workspaceId, agentId: c.agent.id, credentialId: c.key.id };
       const { req, res } = request.raw;
       const payload = request.payload ?? undefined;
+      // A request of the 2026-07-28 revision (its _meta envelope) is served statelessly by the SDK's handler.
+      if (request.method === 'post' && isModernRequest(request.method, req.headers, payload)) {
+        await modern.serve(req, res, principal, payload);
+        return h.abandon;
+      }
       const sid = request.headers['mcp-session-id'];
       if (typeof sid === 'string' && sid !== '') {
         const found = sessions.find(sid, principal) as (Session & { handle: Handle }) | undefined;
@@ -223,7 +235,9 @@ export const mcpRoutes: Plugin<{
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'mcp.manage');
-          return h.response(await proxy.add(w, request.payload as never, actorOf(c))).code(201);
+          const added = await proxy.add(w, request.payload as never, actorOf(c));
+          modern.changed(w);
+          return h.response(added).code(201);
         },
       },
       {
@@ -239,7 +253,47 @@ export const mcpRoutes: Plugin<{
           const c = caller(request, 'session');
           people.authorize(w, c.user, 'mcp.manage');
           await proxy.remove(w, name, actorOf(c));
+          modern.changed(w);
           return {};
+        },
+      },
+      {
+        method: 'GET',
+        path: '/api/w/{wid}/mcp-servers/{name}/tools',
+        options: {
+          auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
+          validate: { params: Joi.object({ wid, name: Joi.string().max(64).required() }) },
+        },
+        async handler(request) {
+          const { wid: w, name } = request.params as { wid: string; name: string };
+          people.authorize(w, caller(request, 'session').user, 'mcp.manage');
+          const { reachable, tools } = await proxy.pinnedTools(w, name);
+          return { data: tools, next: null, reachable };
+        },
+      },
+      {
+        method: 'POST',
+        path: '/api/w/{wid}/mcp-servers/{name}/tools/{tool}/approve',
+        options: {
+          auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid, name: Joi.string().max(64).required(), tool: Joi.string().max(128).required() }),
+            payload: Joi.object({
+              hash: Joi.string()
+                .pattern(/^[0-9a-f]{64}$/)
+                .required(),
+            }),
+          },
+        },
+        async handler(request) {
+          const { wid: w, name, tool } = request.params as { wid: string; name: string; tool: string };
+          const c = caller(request, 'session');
+          people.authorize(w, c.user, 'mcp.manage');
+          const { hash } = request.payload as { hash: string };
+          return proxy.approveTool(w, name, tool, hash, actorOf(c));
         },
       },
       {

@@ -1,6 +1,10 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type ClientCapabilities, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  ProtocolError,
+  StreamableHTTPClientTransport,
+  type ClientCapabilities,
+  type Progress,
+} from '@modelcontextprotocol/client';
 import ipaddr from 'ipaddr.js';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { AppError } from '../errors/app-error.js';
@@ -10,10 +14,13 @@ import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { addressProblem, refusedBy } from '../lib/safe-target.js';
 import { sealText, unsealText } from '../lib/seal.js';
-import type { McpServerRecord, Store } from '../store/index.js';
+import type { MandateRule, McpServerRecord, Store } from '../store/index.js';
 import type { ToolResult } from './tools.js';
 import { metrics } from '../lib/metrics.js';
-import { inSpan, SpanKind } from '../lib/tracing.js';
+import { inSpan, SpanKind, withActiveTrace } from '../lib/tracing.js';
+import { actionOf, mayCall, mayUseServer } from './narrowing.js';
+import { createListings } from './listings.js';
+import { createPins } from './pins.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -26,7 +33,13 @@ import { inSpan, SpanKind } from '../lib/tracing.js';
  *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
  *   (errors included) is returned as it came; denied or waiting for a person, it is a tool result
  *   with `isError: true` saying so, and the upstream never sees it.
- * - Upstreams are reached with the SDK's client. Where nothing needs relaying, one connected
+ * - Upstreams are reached with the official SDK's client (`@modelcontextprotocol/client`), in the
+ *   caller's protocol era: a 2025 caller's requests travel on a 2025 connection (`initialize`,
+ *   the upstream's requests pushed back on the call's stream); a 2026-07-28 caller's on a
+ *   connection that asks the upstream with `server/discover` and speaks 2026-07-28 where it can
+ *   (2025 otherwise), so that an upstream's `input_required` result (elicitation, sampling,
+ *   roots asked of the caller, with its `requestState`) reaches the caller as it came, and the
+ *   caller's retry with `inputResponses` reaches the upstream. Where nothing needs relaying, one connected
  *   client per upstream is shared by all. A call that may receive something back (progress,
  *   log messages, or, within an MCP session, the upstream's own requests for sampling,
  *   elicitation or roots) gets a client of its own, declaring the caller's capabilities, so that
@@ -42,6 +55,14 @@ import { inSpan, SpanKind } from '../lib/tracing.js';
  *   a caller whose agent is running (a stopped agent's request is refused before any upstream
  *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
  *   first upstream that answers for the URI.
+ * - The proxy defends (issue 20 item 6): tools/list shows an agent only the tools its mandate could
+ *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool's
+ *   description and input schema are pinned when the server is added, and a tool whose state is
+ *   not its approved one is withheld and its calls refused until an owner or admin approves it
+ *   (pins.ts). A call is checked against the upstream's listing of at most PIN_RECHECK_MS ago
+ *   (listings.ts), before the gate is asked, so a withheld tool's call is no action.
+ * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
+ *   CLIENT span.
  */
 const SEAL_PURPOSE = 'mcp-upstream-secret';
 /** The setting that lets upstreams be on loopback and private addresses. */
@@ -68,6 +89,9 @@ export interface UpstreamHooks {
 /** How a request reaches an upstream: the shared client, or one a session opened. */
 export type UpstreamLink = (server: McpServerRecord) => Promise<Client>;
 
+/** The protocol era a caller speaks, and so the era of the connection its requests take upstream. */
+export type UpstreamEra = 'legacy' | 'modern';
+
 export interface UpstreamTool {
   name: string;
   description?: string;
@@ -93,9 +117,6 @@ function urlProblem(raw: string, allowPrivate: boolean): string | null {
   return literal ? addressProblem(literal, allowPrivate, PRIVATE_SETTING) : null;
 }
 
-/** A tool name as one segment of an action type (letters, digits, _ and -). */
-const segment = (tool: string) => tool.replace(/[^A-Za-z0-9_-]/g, '_');
-
 export function createMcpProxy(deps: {
   store: Store;
   clock: Clock;
@@ -107,24 +128,46 @@ export function createMcpProxy(deps: {
   allowPrivateUpstreams: boolean;
   /** Every request to an upstream goes through it: lib/safe-target.ts's safeDispatcher. */
   dispatcher: Dispatcher;
+  /** An agent's mandate rules, for narrowing what it is shown. */
+  rules: (wid: string, agentId: string) => readonly MandateRule[];
 }) {
   const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
   const t = store.tables;
-  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows.
+  const pins = createPins({ store, clock, ledger });
+  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows, and
+  // sends the active trace on (the request that made it, or the proxied call's CLIENT span).
   const vettedFetch = ((url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
+    undiciFetch(url, {
+      ...(init as object),
+      headers: withActiveTrace(new Headers(init?.headers)),
+      dispatcher,
+    } as never)) as unknown as typeof fetch;
 
-  const open = async (server: McpServerRecord, hooks: UpstreamHooks = {}): Promise<Client> => {
+  const open = async (
+    server: McpServerRecord,
+    hooks: UpstreamHooks = {},
+    era: UpstreamEra = 'legacy',
+  ): Promise<Client> => {
     const secret = server.secretSealed
       ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed)
       : null;
-    const client = new Client({ name: 'svc-proxy', version: deps.version }, { capabilities: hooks.capabilities ?? {} });
+    const client = new Client(
+      { name: 'svc-proxy', version: deps.version },
+      {
+        capabilities: hooks.capabilities ?? {},
+        // A modern caller's connection: the upstream's input_required results come back to the
+        // proxy as they are, for the caller to answer; nothing is fulfilled here.
+        ...(era === 'modern'
+          ? { versionNegotiation: { mode: 'auto' as const }, inputRequired: { autoFulfill: false } }
+          : {}),
+      },
+    );
     // Whatever the upstream asks of its client, the caller answers; whatever it tells, the caller hears.
     if (hooks.request)
-      client.fallbackRequestHandler = async (req, extra) =>
+      client.fallbackRequestHandler = async (req, ctx) =>
         (await hooks.request!(
           { method: req.method, ...(req.params ? { params: req.params } : {}) },
-          extra.signal,
+          ctx.mcpReq.signal,
         )) as never;
     if (hooks.notify)
       client.fallbackNotificationHandler = async (n) =>
@@ -151,7 +194,8 @@ export function createMcpProxy(deps: {
   }
   const pool = new Map<string, Shared>();
   const live = new Set<Shared>();
-  const poolKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const poolKey = (server: McpServerRecord, era: UpstreamEra = 'legacy') =>
+    `${era}/${server.workspaceId}/${server.name}/${server.createdAt}`;
   const closeIfDone = async (shared: Shared): Promise<void> => {
     if (!shared.dropped || shared.busy > 0 || !live.delete(shared)) return;
     await shared.client.then((c) => c.close()).catch(() => {});
@@ -161,11 +205,11 @@ export function createMcpProxy(deps: {
     shared.dropped = true;
     await closeIfDone(shared);
   };
-  const sharedOf = (server: McpServerRecord): Shared => {
-    const key = poolKey(server);
+  const sharedOf = (server: McpServerRecord, era: UpstreamEra = 'legacy'): Shared => {
+    const key = poolKey(server, era);
     let shared = pool.get(key);
     if (!shared) {
-      const made: Shared = { client: open(server), busy: 0, dropped: false };
+      const made: Shared = { client: open(server, {}, era), busy: 0, dropped: false };
       pool.set(key, made);
       live.add(made);
       made.client.catch(() => void retire(made));
@@ -174,18 +218,25 @@ export function createMcpProxy(deps: {
     return shared;
   };
   const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server).client;
+  const pooledModern = (server: McpServerRecord): Promise<Client> => sharedOf(server, 'modern').client;
   const drop = async (server: McpServerRecord): Promise<void> => {
-    const shared = pool.get(poolKey(server));
-    if (shared) await retire(shared);
+    for (const era of ['legacy', 'modern'] as const) {
+      const shared = pool.get(poolKey(server, era));
+      if (shared) await retire(shared);
+    }
   };
   /** Runs `use` on the shared client, which is not closed while it runs; a transport failure drops that client. */
-  const withShared = async <T>(server: McpServerRecord, use: (client: Client) => Promise<T>): Promise<T> => {
-    const shared = sharedOf(server);
+  const withShared = async <T>(
+    server: McpServerRecord,
+    use: (client: Client) => Promise<T>,
+    era: UpstreamEra = 'legacy',
+  ): Promise<T> => {
+    const shared = sharedOf(server, era);
     shared.busy += 1;
     try {
       return await use(await shared.client);
     } catch (err) {
-      if (!(err instanceof McpError)) shared.dropped = true;
+      if (!(err instanceof ProtocolError)) shared.dropped = true;
       throw err;
     } finally {
       shared.busy -= 1;
@@ -204,6 +255,31 @@ export function createMcpProxy(deps: {
   };
   const allowed = (server: McpServerRecord, tool: string) =>
     server.allowTools === null || server.allowTools.includes(tool);
+
+  const listed = createListings({ clock, pins, allowed, keyOf: poolKey, timeoutMs: LIST_TIMEOUT_MS });
+  const offered = listed.offered;
+  /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
+  const checkPinned = async (target: { server: McpServerRecord; tool: string }): Promise<void> => {
+    let tools: UpstreamTool[];
+    try {
+      tools = await listed.recent(target.server, pooled);
+    } catch (err) {
+      await drop(target.server);
+      throw upstreamError(err, target.server);
+    }
+    const refusal = pins.refusal(
+      target.server,
+      exposed(target.server, target.tool),
+      target.tool,
+      tools.find((x) => x.name === target.tool),
+    );
+    if (refusal) throw refusal;
+  };
+  /** The upstream servers whose prompts an agent is offered (narrowing.ts). */
+  const promptServers = (who: { workspaceId: string; agentId: string }, servers: McpServerRecord[]) => {
+    const rules = deps.rules(who.workspaceId, who.agentId);
+    return servers.filter((s) => mayUseServer(rules, s));
+  };
 
   const refuseIfStopped = (who: { workspaceId: string; agentId: string }): void => {
     const standing = readStanding(store, who.workspaceId, who.agentId);
@@ -230,7 +306,7 @@ export function createMcpProxy(deps: {
       wid: string,
       input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean },
       actor: string,
-    ): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean }> {
+    ): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean; pinnedTools: string[] | null }> {
       if (!NAME.test(input.name))
         throw new AppError('invalid_request', {
           details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
@@ -247,6 +323,29 @@ export function createMcpProxy(deps: {
         createdAt: isoAt(clock.now()),
         createdBy: actor,
       };
+      // Its tools as they are now are what the person adding it approves (pins.ts). An upstream
+      // that cannot be listed is added all the same, its tools withheld until each is approved.
+      // An upstream may offer 2026-07-28 callers tools it does not offer 2025 ones: both eras'
+      // listings are pinned (a 2025-only upstream's refusal of the newer era is no failure).
+      let tools: UpstreamTool[] | null = null;
+      if (!t.mcpServers.has([wid, input.name])) {
+        const listed = async (era: UpstreamEra): Promise<UpstreamTool[]> => {
+          let client: Client | undefined;
+          try {
+            client = await open(record, {}, era);
+            const all = (await client.listTools(undefined, { timeout: LIST_TIMEOUT_MS })).tools as UpstreamTool[];
+            return all.filter((tool) => allowed(record, tool.name));
+          } finally {
+            await client?.close().catch(() => {});
+          }
+        };
+        tools = await listed('legacy').catch(() => null);
+        if (tools) {
+          const legacy = tools;
+          const modern = await listed('modern').catch(() => [] as UpstreamTool[]);
+          tools = [...legacy, ...modern.filter((tool) => !legacy.some((x) => x.name === tool.name))];
+        }
+      }
       await store.write(() => {
         if (t.mcpServers.has([wid, input.name]))
           throw new AppError('invalid_request', {
@@ -254,6 +353,7 @@ export function createMcpProxy(deps: {
             details: { errors: [{ field: 'name', message: 'is taken' }] },
           });
         t.mcpServers.put([wid, input.name], record);
+        const pinned = pins.pinInWrite(record, tools ?? [], actor);
         ledger.record({
           workspaceId: wid,
           actor,
@@ -264,10 +364,11 @@ export function createMcpProxy(deps: {
             allowTools: record.allowTools,
             unprefixed: record.unprefixed,
             secret: record.secretSealed !== null,
+            pinned: tools === null ? null : pinned,
           },
         });
       });
-      return this.view(record);
+      return { ...this.view(record), pinnedTools: tools === null ? null : tools.map((x) => x.name) };
     },
 
     view({ secretSealed, ...rest }: McpServerRecord) {
@@ -280,17 +381,23 @@ export function createMcpProxy(deps: {
 
     async remove(wid: string, name: string, actor: string): Promise<void> {
       const existing = t.mcpServers.get([wid, name]);
-      if (existing) await drop(existing);
+      if (existing) {
+        await drop(existing);
+        listed.forget(existing);
+      }
       await store.write(() => {
         if (!t.mcpServers.has([wid, name]))
           throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
         t.mcpServers.remove([wid, name]);
+        pins.removeInWrite(wid, name);
         ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
       });
     },
 
     /** The shared client of each upstream: the link for requests that need nothing relayed. */
     pooled: pooled as UpstreamLink,
+    /** The same for callers of protocol 2026-07-28: the upstream is spoken to in that era where it can. */
+    pooledModern: pooledModern as UpstreamLink,
 
     /**
      * Closes every shared client, at shutdown: each holds an event stream open to its upstream,
@@ -306,19 +413,22 @@ export function createMcpProxy(deps: {
     open,
 
     /**
-     * Every upstream's allowed tools under their exposed names, asked of all upstreams at once; an
-     * upstream that does not answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
+     * Every upstream's allowed tools that the agent's mandate could allow and that match their
+     * pins, under their exposed names, asked of all upstreams at once; an upstream that does not
+     * answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
      */
-    async tools(wid: string, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
+    async tools(who: { workspaceId: string; agentId: string }, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
+      const rules = deps.rules(who.workspaceId, who.agentId);
+      const now = clock.now();
       const lists = await Promise.all(
-        this.list(wid).map(async (server) => {
+        this.list(who.workspaceId).map(async (server) => {
           try {
-            const { tools } = await (await link(server)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
+            const { tools, served } = await offered(server, link);
             return tools
-              .filter((tool) => allowed(server, tool.name))
+              .filter((tool) => served.has(tool.name) && mayCall(rules, server, tool.name, now))
               .map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
           } catch {
-            if (link === pooled) await drop(server);
+            if (link === pooled || link === pooledModern) await drop(server);
             return [];
           }
         }),
@@ -342,10 +452,9 @@ export function createMcpProxy(deps: {
           .filter((s) => s.unprefixed && allowed(s, name))
           .map(async (s) => {
             try {
-              const { tools } = await (await link(s)).listTools(undefined, { timeout: LIST_TIMEOUT_MS });
-              return tools.some((x) => x.name === name) ? s : undefined;
+              return (await offered(s, link)).tools.some((x) => x.name === name) ? s : undefined;
             } catch {
-              if (link === pooled) await drop(s);
+              if (link === pooled || link === pooledModern) await drop(s);
               return undefined;
             }
           }),
@@ -363,7 +472,14 @@ export function createMcpProxy(deps: {
       who: { workspaceId: string; agentId: string },
       target: { server: McpServerRecord; tool: string },
       args: Record<string, unknown> | undefined,
-      relay: { progress?: (p: Progress) => void; own?: UpstreamHooks; signal?: AbortSignal } = {},
+      relay: {
+        progress?: (p: Progress) => void;
+        own?: UpstreamHooks;
+        signal?: AbortSignal;
+        /** The caller's era (legacy unless said), and for a 2026-07-28 caller's retry what it answered. */
+        era?: UpstreamEra;
+        input?: { inputResponses?: Record<string, unknown>; requestState?: string };
+      } = {},
     ): Promise<ToolResult> {
       try {
         refuseIfStopped(who);
@@ -371,17 +487,24 @@ export function createMcpProxy(deps: {
         metrics.mcpCalls.inc({ outcome: 'stopped' });
         throw err;
       }
+      try {
+        await checkPinned(target);
+      } catch (err) {
+        metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
+        throw err;
+      }
+      const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
-        type: `mcp.${target.server.name}.${segment(target.tool)}`,
+        type,
         summary: `MCP tool ${target.tool} on ${target.server.name}`,
-        target: { domain: new URL(target.server.url).hostname },
+        target: { domain },
       });
       if (action.decision !== 'allow') {
         metrics.mcpCalls.inc({ outcome: action.decision === 'review' ? 'review' : 'denied' });
         const text =
           action.decision === 'review'
             ? `Waiting for a person: approval ${action.approvalId} (action ${action.id}). Call get_action with that id; once allowed, call the tool again.`
-            : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${`mcp.${target.server.name}.${segment(target.tool)}`}.`;
+            : `Denied by the gate: ${action.reason} (${action.signals.join(', ')}). Ask for the mandate to allow ${type}.`;
         return {
           isError: true,
           content: [{ type: 'text', text }],
@@ -389,11 +512,21 @@ export function createMcpProxy(deps: {
         };
       }
       const own = relay.own !== undefined || relay.progress !== undefined;
+      const era = relay.era ?? 'legacy';
       const send = async (client: Client) =>
-        (await client.callTool({ name: target.tool, arguments: args ?? {} }, undefined, {
-          ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
-          ...(relay.signal ? { signal: relay.signal } : {}),
-        })) as ToolResult;
+        (await client.callTool(
+          {
+            name: target.tool,
+            arguments: args ?? {},
+            ...(relay.input?.inputResponses ? { inputResponses: relay.input.inputResponses } : {}),
+            ...(relay.input?.requestState !== undefined ? { requestState: relay.input.requestState } : {}),
+          } as never,
+          {
+            ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
+            ...(relay.signal ? { signal: relay.signal } : {}),
+            ...(era === 'modern' ? { allowInputRequired: true } : {}),
+          },
+        )) as ToolResult;
       let client: Client | undefined;
       // The forwarded call is a CLIENT span (the gate's decision above has its own spans).
       return inSpan(
@@ -409,8 +542,8 @@ export function createMcpProxy(deps: {
         async () => {
           try {
             const result = own
-              ? await send((client = await open(target.server, relay.own)))
-              : await withShared(target.server, send);
+              ? await send((client = await open(target.server, relay.own, era)))
+              : await withShared(target.server, send, era);
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
@@ -433,11 +566,12 @@ export function createMcpProxy(deps: {
       capability: 'resources' | 'prompts' | 'completions',
       link: UpstreamLink,
       ask: (client: Client, server: McpServerRecord) => Promise<T | undefined>,
-      missing?: () => McpError,
+      missing?: () => ProtocolError,
     ): Promise<T> {
       refuseIfStopped(who);
       let failure: unknown;
-      for (const server of this.list(who.workspaceId)) {
+      const servers = this.list(who.workspaceId);
+      for (const server of capability === 'prompts' ? promptServers(who, servers) : servers) {
         let client: Client;
         try {
           client = await link(server);
@@ -455,7 +589,7 @@ export function createMcpProxy(deps: {
       }
       if (failure !== undefined) throw upstreamError(failure);
       if (missing) throw missing();
-      throw new McpError(-32601, `No upstream MCP server here offers ${capability}.`);
+      throw new ProtocolError(-32601, `No upstream MCP server here offers ${capability}.`);
     },
 
     /** Every upstream's answer to a list request (all its pages), merged; upstreams that fail are left out. */
@@ -466,8 +600,9 @@ export function createMcpProxy(deps: {
       list: (client: Client, server: McpServerRecord, cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>,
     ): Promise<T[]> {
       refuseIfStopped(who);
+      const servers = this.list(who.workspaceId);
       const lists = await Promise.all(
-        this.list(who.workspaceId).map(async (server) => {
+        (capability === 'prompts' ? promptServers(who, servers) : servers).map(async (server) => {
           try {
             const client = await link(server);
             if (!client.getServerCapabilities()?.[capability]) return [];
@@ -488,6 +623,30 @@ export function createMcpProxy(deps: {
       return lists.flat();
     },
 
+    /**
+     * One server's pinned tools, for an owner or admin: its tools are listed again first (when
+     * the upstream answers), so that a change shows even before an agent met it.
+     */
+    async pinnedTools(wid: string, name: string): Promise<{ reachable: boolean; tools: ReturnType<typeof pins.list> }> {
+      const server = t.mcpServers.get([wid, name]);
+      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      let reachable = true;
+      try {
+        await offered(server, pooled);
+      } catch {
+        reachable = false;
+        await drop(server);
+      }
+      return { reachable, tools: pins.list(wid, name) };
+    },
+
+    /** Approves what a tool says now (its change, named by `hash`), serving it again. */
+    async approveTool(wid: string, name: string, tool: string, hash: string, actor: string) {
+      const server = t.mcpServers.get([wid, name]);
+      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      return pins.approve(server, tool, hash, actor);
+    },
+
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */
     exposed,
     promptTarget(wid: string, name: string): { server: McpServerRecord; prompt: string } | undefined {
@@ -502,16 +661,16 @@ export function createMcpProxy(deps: {
  * them; a transport failure is named without its text, which may hold what an internal service
  * answered.
  */
-function upstreamError(err: unknown, server?: McpServerRecord): McpError {
-  if (err instanceof McpError) return err;
+function upstreamError(err: unknown, server?: McpServerRecord): ProtocolError {
+  if (err instanceof ProtocolError) return err;
   const refused = refusedBy(err);
   if (refused)
-    return new McpError(
+    return new ProtocolError(
       -32003,
       `The upstream MCP server${server ? ` ${server.name}` : ''} was not contacted: ${refused.message.replace(/^refused: /, '')}.`,
       { type: 'upstream_failure' },
     );
-  return new McpError(
+  return new ProtocolError(
     -32003,
     `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`,
     { type: 'upstream_failure' },

@@ -1,30 +1,13 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  CompleteRequestSchema,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-  ResultSchema,
-  RootsListChangedNotificationSchema,
-  SetLevelRequestSchema,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
-  type ClientCapabilities,
-  type Prompt,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/client';
+import { ProtocolError, Server, type ClientCapabilities, type Prompt } from '@modelcontextprotocol/server';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import type { McpProxy, UpstreamHooks, UpstreamLink } from './proxy.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
 
 /**
- * The MCP server one caller talks to at /mcp: the gate's tools, and the workspace's upstream MCP
+ * The MCP server one caller of protocol 2025-11-25 (or older) talks to at /mcp, on the official
+ * SDK's server package (`@modelcontextprotocol/server`): the gate's tools, and the workspace's upstream MCP
  * servers behind the proxy (tools, resources, prompts, completions), for one agent.
  * Rules:
  * - A refusal (a stopped agent, an unknown tool) is a JSON-RPC error in the implementation range
@@ -50,9 +33,13 @@ export interface McpCaller {
 }
 
 /** What the caller declared it can do, as the upstream is told it (the parts an upstream may use). */
-function mirrored(caps: ClientCapabilities | undefined): ClientCapabilities {
+function mirrored(caps: ClientCapabilities | undefined): NonNullable<UpstreamHooks['capabilities']> {
   const { sampling, elicitation, roots } = caps ?? {};
-  return { ...(sampling ? { sampling } : {}), ...(elicitation ? { elicitation } : {}), ...(roots ? { roots } : {}) };
+  return {
+    ...(sampling ? { sampling } : {}),
+    ...(elicitation ? { elicitation } : {}),
+    ...(roots ? { roots } : {}),
+  } as never;
 }
 
 export function buildMcpServer(deps: {
@@ -78,7 +65,7 @@ export function buildMcpServer(deps: {
     },
   );
   const rpcError = (err: AppError) =>
-    new McpError(MCP_ERROR_CODE, err.message, {
+    new ProtocolError(MCP_ERROR_CODE, err.message, {
       type: err.type,
       fix: err.fix,
       docs: `${deps.baseUrl()}/docs/errors#${err.type}`,
@@ -99,7 +86,7 @@ export function buildMcpServer(deps: {
   // The session's own client per upstream; what the upstream asks or says outside a tool call goes to the caller's standalone stream.
   const sessionHooks = (): UpstreamHooks => ({
     capabilities: mirrored(mcp.getClientCapabilities()),
-    request: (req, signal) => mcp.request(req as never, ResultSchema, { signal }) as Promise<Record<string, unknown>>,
+    request: (req, signal) => mcp.request(req as never, { signal }) as Promise<Record<string, unknown>>,
     notify: (n) => {
       void mcp.notification(n as never).catch(() => {});
     },
@@ -127,15 +114,15 @@ export function buildMcpServer(deps: {
   const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
 
   mcp.setRequestHandler(
-    ListToolsRequestSchema,
+    'tools/list',
     guarded(async () => ({
-      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who.workspaceId, link) : [])] as never,
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
     })),
   );
 
   mcp.setRequestHandler(
-    CallToolRequestSchema,
-    guarded(async (req, extra) => {
+    'tools/call',
+    guarded(async (req, ctx) => {
       if (GATE_TOOL_NAMES.has(req.params.name))
         return callGateTool(gate, who, req.params.name, req.params.arguments) as never;
       const target = await proxy.resolve(who.workspaceId, req.params.name, link);
@@ -146,20 +133,19 @@ export function buildMcpServer(deps: {
         });
       const token = req.params._meta?.progressToken;
       const relayed = (n: { method: string; params?: Record<string, unknown> }) => {
-        void extra.sendNotification(n as never).catch(() => {});
+        void ctx.mcpReq.notify(n as never).catch(() => {});
       };
       const own: UpstreamHooks | undefined = deps.session
         ? {
             capabilities: mirrored(mcp.getClientCapabilities()),
-            request: (r, signal) =>
-              extra.sendRequest(r as never, ResultSchema, { signal }) as Promise<Record<string, unknown>>,
+            request: (r, signal) => ctx.mcpReq.send(r as never, { signal }) as Promise<Record<string, unknown>>,
             notify: relayed,
           }
         : token !== undefined
           ? { notify: relayed }
           : undefined;
       return (await proxy.call(who, target, req.params.arguments, {
-        signal: extra.signal,
+        signal: ctx.mcpReq.signal,
         ...(own ? { own } : {}),
         ...(token !== undefined
           ? { progress: (p) => relayed({ method: 'notifications/progress', params: { ...p, progressToken: token } }) }
@@ -169,7 +155,7 @@ export function buildMcpServer(deps: {
   );
 
   mcp.setRequestHandler(
-    ListResourcesRequestSchema,
+    'resources/list',
     guarded(async () => ({
       resources: await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
         const r = await c.listResources(cursor ? { cursor } : undefined);
@@ -178,7 +164,7 @@ export function buildMcpServer(deps: {
     })),
   );
   mcp.setRequestHandler(
-    ListResourceTemplatesRequestSchema,
+    'resources/templates/list',
     guarded(async () => ({
       resourceTemplates: await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
         const r = await c.listResourceTemplates(cursor ? { cursor } : undefined);
@@ -187,14 +173,17 @@ export function buildMcpServer(deps: {
     })),
   );
   mcp.setRequestHandler(
-    ReadResourceRequestSchema,
-    guarded(async (req, extra) =>
-      proxy.first(who, 'resources', link, (c) => c.readResource(req.params, { signal: extra.signal })),
+    'resources/read',
+    guarded(
+      async (req, ctx) =>
+        (await proxy.first(who, 'resources', link, (c) =>
+          c.readResource(req.params, { signal: ctx.mcpReq.signal }),
+        )) as never,
     ),
   );
   if (deps.session) {
     mcp.setRequestHandler(
-      SubscribeRequestSchema,
+      'resources/subscribe',
       guarded(async (req) =>
         proxy.first(who, 'resources', link, async (c) =>
           c.getServerCapabilities()?.resources?.subscribe ? c.subscribeResource(req.params) : undefined,
@@ -202,7 +191,7 @@ export function buildMcpServer(deps: {
       ),
     );
     mcp.setRequestHandler(
-      UnsubscribeRequestSchema,
+      'resources/unsubscribe',
       guarded(async (req) =>
         proxy.first(who, 'resources', link, async (c) =>
           c.getServerCapabilities()?.resources?.subscribe ? c.unsubscribeResource(req.params) : undefined,
@@ -212,7 +201,7 @@ export function buildMcpServer(deps: {
   }
 
   mcp.setRequestHandler(
-    ListPromptsRequestSchema,
+    'prompts/list',
     guarded(async () => ({
       prompts: await proxy.all<Prompt>(who, 'prompts', link, async (c, server, cursor) => {
         const r = await c.listPrompts(cursor ? { cursor } : undefined);
@@ -234,18 +223,21 @@ export function buildMcpServer(deps: {
         if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
         return server.unprefixed ? ask(c, name) : undefined;
       },
-      () => new McpError(-32602, `No prompt ${name} here.`),
+      () => new ProtocolError(-32602, `No prompt ${name} here.`),
     );
   };
   mcp.setRequestHandler(
-    GetPromptRequestSchema,
-    guarded(async (req, extra) =>
-      onPrompt(req.params.name, (c, prompt) => c.getPrompt({ ...req.params, name: prompt }, { signal: extra.signal })),
+    'prompts/get',
+    guarded(
+      async (req, ctx) =>
+        (await onPrompt(req.params.name, (c, prompt) =>
+          c.getPrompt({ ...req.params, name: prompt }, { signal: ctx.mcpReq.signal }),
+        )) as never,
     ),
   );
 
   mcp.setRequestHandler(
-    CompleteRequestSchema,
+    'completion/complete',
     guarded(async (req) => {
       const { ref } = req.params;
       if (ref.type === 'ref/prompt')
@@ -257,7 +249,7 @@ export function buildMcpServer(deps: {
   // The log level is the session's: each upstream that logs is told it. Without a session no
   // log message could reach the caller later, and the shared clients are not the caller's to set.
   mcp.setRequestHandler(
-    SetLevelRequestSchema,
+    'logging/setLevel',
     guarded(async (req) => {
       if (!deps.session || !running()) return {};
       await Promise.all(
@@ -275,7 +267,7 @@ export function buildMcpServer(deps: {
   );
 
   // The caller's roots changed: the upstreams this session opened are told.
-  mcp.setNotificationHandler(RootsListChangedNotificationSchema, async () => {
+  mcp.setNotificationHandler('notifications/roots/list_changed', async () => {
     for (const client of deps.session?.links.values() ?? [])
       void client.then((c) => c.sendRootsListChanged()).catch(() => {});
   });

@@ -81,6 +81,30 @@ export interface AddMemberInput {
 export type Membership = MemberRecord & { name?: string; email?: string };
 
 /** The person as this workspace knows them: the name and email of the membership, else their own. */
+/**
+ * A member as the members list shows them to owners and admins: also whether they have
+ * two-factor on (confirmed) and, while they are locked out (lockouts.ts), until when.
+ */
+export interface MemberListView extends MemberView {
+  twoFactor: boolean;
+  /** The latest end of a lockout still in force (password or two-factor codes), or null. */
+  lockedUntil: string | null;
+}
+
+type LockedAccount = UserRecord & { attempts?: Record<string, { lockedUntil: string | null } | undefined> };
+
+function listView(member: Membership, user: LockedAccount, nowMs: number): MemberListView {
+  const locks = Object.values(user.attempts ?? {})
+    .map((a) => a?.lockedUntil ?? null)
+    .filter((at): at is string => at !== null && Date.parse(at) > nowMs)
+    .sort();
+  return {
+    ...toMemberView(member, user),
+    twoFactor: Boolean(user.totp?.confirmedAt),
+    lockedUntil: locks.length > 0 ? locks[locks.length - 1]! : null,
+  };
+}
+
 export function toMemberView(member: Membership, user: UserRecord): MemberView {
   return {
     id: user.id,
@@ -191,13 +215,17 @@ export function createMembers(deps: {
   };
 
   return {
-    listMembers(wid: string, options: { after?: string; limit: number }): { data: MemberView[]; next: string | null } {
+    listMembers(
+      wid: string,
+      options: { after?: string; limit: number },
+    ): { data: MemberListView[]; next: string | null } {
       const rows = repo.listMembers(wid, { ...options, limit: options.limit + 1 });
       const page = rows.slice(0, options.limit);
-      const data: MemberView[] = [];
+      const data: MemberListView[] = [];
+      const now = clock.now();
       for (const member of page) {
         const user = repo.getUser(member.userId);
-        if (user) data.push(toMemberView(member, user));
+        if (user) data.push(listView(member, user, now));
       }
       return { data, next: rows.length > options.limit ? page[page.length - 1]!.userId : null };
     },

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { readPackageFile } from '../lib/paths.js';
-import { envMap, settingsSchema, type Settings } from './schema.js';
+import { envMap, settingsSchema, type AwsCredentials, type Settings } from './schema.js';
 
 export type { Settings } from './schema.js';
 
@@ -62,9 +62,23 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   if (settings.env === 'production') checkProduction(settings);
   checkGateway(settings);
   // Upstream secrets come from the environment only, named by the config file.
-  for (const provider of settings.gateway.providers)
+  for (const provider of settings.gateway.providers) {
     provider.apiKey = provider.apiKeyEnv ? (env[provider.apiKeyEnv] ?? null) : null;
+    if (provider.kind === 'bedrock') {
+      provider.baseUrl ??= `https://bedrock-runtime.${provider.region}.amazonaws.com`;
+      provider.aws = awsCredentials(env);
+    }
+  }
   return deepFreeze(settings);
+}
+
+/** The standard AWS environment variables (as the AWS SDKs read them); null unless both halves are set. */
+function awsCredentials(env: Record<string, string | undefined>): AwsCredentials | null {
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) return null;
+  const sessionToken = env.AWS_SESSION_TOKEN;
+  return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 
 /** The catalogue must hang together: every model names a known provider, every profile known models and providers. */

@@ -6,15 +6,34 @@ import ipaddr from 'ipaddr.js';
  * frozen and passed in; nothing else reads process.env.
  */
 
+/** Provider kinds: `openai` is also the catch-all for any OpenAI-compatible vendor. */
+export type ProviderKind = 'openai' | 'anthropic' | 'azure-openai' | 'gemini' | 'bedrock';
+
+/** AWS credentials for a bedrock provider, from the standard AWS environment variables. */
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
 export interface GatewayProvider {
   id: string;
-  kind: 'openai' | 'anthropic';
+  kind: ProviderKind;
+  /** Always set once loaded (a bedrock provider without one gets its region's endpoint). */
   baseUrl: string;
+  /** azure-openai: the `api-version` query parameter. */
+  apiVersion?: string;
+  /** bedrock: the AWS region the requests are signed for. */
+  region?: string;
+  /** bedrock: read from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN at load; null if unset. */
+  aws?: AwsCredentials | null;
   apiKeyEnv?: string;
   /** The secret read from `apiKeyEnv` at load (never logged, never in a config file); null if unset. */
   apiKey: string | null;
   /** Concurrent connections kept to this upstream. */
   connections: number;
+  /** openai kind: the vendor serves POST /responses, so /v1/responses passes through (and may keep state). */
+  responses?: boolean;
 }
 
 /** One place a catalogue model is served from (API.md 9): traffic spreads over them by weight. */
@@ -500,11 +519,21 @@ export const settingsSchema = Joi.object<Settings>({
             .pattern(/^[A-Za-z0-9._-]+$/)
             .max(64)
             .required(),
-          kind: Joi.string().valid('openai', 'anthropic').required(),
+          kind: Joi.string().valid('openai', 'anthropic', 'azure-openai', 'gemini', 'bedrock').required(),
           baseUrl: Joi.string()
             .uri({ scheme: ['http', 'https'] })
-            .required()
-            .description('openai: ends before /chat/completions; anthropic: ends before /v1/messages'),
+            .when('kind', { is: 'bedrock', then: Joi.optional(), otherwise: Joi.required() })
+            .description(
+              "openai: ends before /chat/completions; anthropic: ends before /v1/messages; azure-openai: the resource endpoint; gemini: ends before /v1beta; bedrock: optional (the region's endpoint)",
+            ),
+          apiVersion: Joi.string()
+            .pattern(/^[A-Za-z0-9._-]+$/)
+            .when('kind', { is: 'azure-openai', then: Joi.required(), otherwise: Joi.forbidden() })
+            .description('azure-openai: the api-version query parameter'),
+          region: Joi.string()
+            .pattern(/^[a-z0-9-]+$/)
+            .when('kind', { is: 'bedrock', then: Joi.required(), otherwise: Joi.forbidden() })
+            .description('bedrock: the AWS region (credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)'),
           apiKeyEnv: Joi.string()
             .pattern(/^[A-Z_][A-Z0-9_]*$/)
             .description('the environment variable holding the upstream secret'),
@@ -513,6 +542,11 @@ export const settingsSchema = Joi.object<Settings>({
               '{{#label}} may not be in a config file: name the environment variable that holds the secret in apiKeyEnv',
           }),
           connections: Joi.number().integer().min(1).max(1024).default(64),
+          responses: Joi.boolean()
+            .default(false)
+            .description(
+              'openai kind: the vendor serves POST /responses (OpenAI does); /v1/responses passes through to it and store or previous_response_id may be used, instead of being translated to chat completions',
+            ),
         }),
       )
       .unique('id')

@@ -200,7 +200,7 @@ export interface CallRecord {
   taskId: string;
   taskClass: string;
   sessionId: string;
-  shape: 'openai' | 'anthropic';
+  shape: 'openai' | 'anthropic' | 'responses' | 'embeddings' | 'count_tokens';
   stream: boolean;
   dryRun: boolean;
   enforcement: string;
@@ -440,6 +440,27 @@ export interface McpServerRecord {
   createdBy: string;
 }
 
+/** What an upstream tool tells an agent: its description and input schema, and their hash (mcp/pins.ts). */
+export interface McpToolState {
+  hash: string;
+  description: string | null;
+  inputSchema: Record<string, unknown>;
+}
+
+/**
+ * An upstream tool's pin (issue 20): the state an owner or admin approved, and what the upstream
+ * offers now when that differs (the tool is withheld until someone approves it).
+ */
+export interface McpToolPinRecord {
+  workspaceId: string;
+  server: string;
+  tool: string;
+  /** null: never approved (the tool appeared after the server was added). */
+  approved: (McpToolState & { at: string; by: string }) | null;
+  /** The upstream's current state when it is not the approved one; null when they agree. */
+  changed: (McpToolState & { seenAt: string }) | null;
+}
+
 /** A model budget (API.md 6). */
 export interface BudgetRecord {
   id: string;
@@ -608,6 +629,8 @@ export interface Tables {
   oauthConsentsUsed: Table<string>;
   /** [wid, server name] -> upstream MCP server */
   mcpServers: Table<McpServerRecord>;
+  /** [wid, server name, upstream tool name] -> the tool's pin */
+  mcpToolPins: Table<McpToolPinRecord>;
   /** [wid, kind] -> inbound integration secrets */
   integrations: Table<IntegrationRecord>;
   /** [wid, provider, cardId] -> card mapping */
@@ -693,6 +716,7 @@ export const tableNames = [
   'oauthTokens',
   'oauthConsentsUsed',
   'mcpServers',
+  'mcpToolPins',
   'integrations',
   'cards',
   'charges',

@@ -22,6 +22,7 @@ import type {
   LedgerHead,
   MandateRecord,
   McpServerRecord,
+  McpToolPinRecord,
   MemberRecord,
   OAuthClientRecord,
   OAuthCodeRecord,
@@ -129,6 +130,8 @@ export const tableSpec = {
   oauthConsentsUsed: table<string>(),
   /** [wid, server name] -> upstream MCP server */
   mcpServers: table<McpServerRecord>(),
+  /** [wid, server name, upstream tool name] -> the tool's pin */
+  mcpToolPins: table<McpToolPinRecord>(),
   /** [wid, kind] -> inbound integration secrets */
   integrations: table<IntegrationRecord>(),
   /** [wid, provider, cardId] -> card mapping */

@@ -57,6 +57,7 @@ export const EVENT_OF: Record<string, string> = {
   'workspace.stop_all_lifted': 'agent.restarted',
   'card.charge_unmatched': 'card.charge_unmatched',
   'webhook.disabled': 'webhook.disabled',
+  'mcp.tool_changed': 'mcp.tool_changed',
 };
 /** Events that are not ledger records (see `advise`). */
 export const OTHER_EVENTS = ['budget.advisory'];

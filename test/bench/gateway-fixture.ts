@@ -23,6 +23,8 @@ export const VENDOR_ENV = { VENDOR_O_KEY: 'sk-mock-openai', VENDOR_A_KEY: 'sk-mo
 
 /** The model the benchmark asks for; the main key's profile and `x-svc-objective: cost` route to it. */
 export const MODEL = 'small';
+/** The embedding model of POST /v1/embeddings. */
+export const EMBEDDING_MODEL = 'embed';
 
 /** The gateway's configuration over the mock vendor (the soak and the growth measurement use it too). */
 export function config(vendorUrl: string): unknown {
@@ -59,6 +61,11 @@ export function config(vendorUrl: string): unknown {
           latency: 2,
         },
         model('claude-eu', 'vendor-a', 'claude-eu-2026', [1_000_000, 5_000_000], 'EU', 'eu-west'),
+        // Served only to POST /v1/embeddings (task class embedding).
+        {
+          ...model(EMBEDDING_MODEL, 'vendor-o', 'embed-2026', [20_000, 0], 'US', 'us-east'),
+          taskClasses: ['embedding'],
+        },
       ],
       policyProfiles: [
         { id: 'us-only', domiciles: ['US'], signOff: 'the CISO' },

@@ -25,8 +25,10 @@ export interface Target {
   headers: Record<string, string>;
   /** JSON request body. */
   body: string;
-  /** Whether the answer is an OpenAI-shaped event stream (ending with `data: [DONE]`). */
+  /** Whether the answer is an event stream: OpenAI chat-shaped (ending with `data: [DONE]`) unless `end` says. */
   stream: boolean;
+  /** What the end of a whole stream matches (its last 8 KB), when not `data: [DONE]` (Responses' events). */
+  end?: RegExp;
   /** The status a correct answer has (200 unless a refusal is measured). */
   status?: number;
   /** The process answering, whose CPU time is read. */
@@ -94,12 +96,13 @@ async function once(r: Runner, record: boolean): Promise<void> {
     let tail = '';
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       if (first === 0) first = performance.now();
-      if (target.stream) tail = (tail + chunk.toString('latin1')).slice(-64);
+      if (target.stream) tail = (tail + chunk.toString('latin1')).slice(target.end ? -8192 : -64);
     }
     const end = performance.now();
     if (res.statusCode !== (target.status ?? 200)) return addInto(r.result.bad, String(res.statusCode));
     // A stream that does not end with the vendor's closing event was cut.
-    if (target.stream && !/data: \[DONE\]\s*$/.test(tail)) return addInto(r.result.bad, 'incomplete stream');
+    if (target.stream && !(target.end ?? /data: \[DONE\]\s*$/).test(tail))
+      return addInto(r.result.bad, 'incomplete stream');
     if (!record) return;
     r.result.total.push(end - t0);
     r.result.ttfb.push((first || end) - t0);

@@ -15,6 +15,10 @@
  * - 16 connections, autocannon, alternating rounds: throughput and whole-ms latency.
  * - Server CPU per request: utime + stime of the server's process around each measured stretch,
  *   divided by the requests it answered in it.
+ * - The same for POST /v1/responses (not streamed and streamed; the gateway translates it to chat
+ *   completions at the same vendor model) and POST /v1/embeddings, against the same floor: the
+ *   gateway's own overhead there (x-svc-overhead-micros p50; for the stream, its added time to the
+ *   first byte) within 10% of chat completions'.
  * - Answers the gateway gives without an upstream call (a dry run, a stopped agent, a spent
  *   budget), one connection, beside the floor answering a body locally; the mock's request count
  *   proves nothing was sent.
@@ -29,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { call, type Reply } from '../helpers/http.js';
 import { cleanEnv } from '../helpers/process.js';
 import { startChild, watch, type Child } from './children.js';
-import { MODEL, startGatewayBench, VENDOR_ENV, type GatewayBench } from './gateway-fixture.js';
+import { EMBEDDING_MODEL, MODEL, startGatewayBench, VENDOR_ENV, type GatewayBench } from './gateway-fixture.js';
 import { CLK_TCK, saturate, sequential, type Saturated, type Sequential, type Target } from './gateway-load.js';
 import {
   atMost,
@@ -57,6 +61,8 @@ const GOALS = {
   addedTtfbP50: 1,
   addedTtfbP99: 3,
   refusalP50: 0.3,
+  /** The new routes' overhead, as a multiple of chat completions'. */
+  routesVsChat: 1.1,
 };
 
 /** A support prompt with digits and dashes but nothing sensitive: screened, not redacted. */
@@ -77,6 +83,17 @@ const STREAM_BODY = JSON.stringify({
   stream: true,
   stream_options: { include_usage: true },
 });
+// The same prompt in the Responses shape, and as an embedding's input.
+const RESPONSES = {
+  model: MODEL,
+  instructions: MESSAGES[0]!.content,
+  input: MESSAGES[1]!.content,
+  max_output_tokens: 64,
+};
+const RESPONSES_BODY = JSON.stringify(RESPONSES);
+const RESPONSES_STREAM_BODY = JSON.stringify({ ...RESPONSES, stream: true });
+const RESPONSES_END = /"type":"response\.completed"/;
+const EMBEDDINGS_BODY = JSON.stringify({ model: EMBEDDING_MODEL, input: MESSAGES[1]!.content });
 
 const profileDir = process.env.BENCH_CPU_PROF_DIR;
 const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] : [];
@@ -93,10 +110,17 @@ interface Servers {
   gateway: GatewayBench;
 }
 
-/** mock direct, floor, gateway: the same request to each. */
-function modelTargets(s: Servers, stream: boolean): Target[] {
-  const body = stream ? STREAM_BODY : BODY;
-  const path = '/v1/chat/completions';
+/** mock direct, floor, gateway: the same request to each (chat completions unless `route` says). */
+function modelTargets(
+  s: Servers,
+  stream: boolean,
+  route: { path: string; body: string; end?: RegExp } = {
+    path: '/v1/chat/completions',
+    body: stream ? STREAM_BODY : BODY,
+  },
+): Target[] {
+  const { path, body } = route;
+  const end = route.end ? { end: route.end } : {};
   return [
     {
       name: 'mock vendor, direct',
@@ -104,6 +128,7 @@ function modelTargets(s: Servers, stream: boolean): Target[] {
       headers: bearer(VENDOR_ENV.VENDOR_O_KEY),
       body,
       stream,
+      ...end,
       pid: s.mock.child.pid,
     },
     {
@@ -112,6 +137,7 @@ function modelTargets(s: Servers, stream: boolean): Target[] {
       headers: bearer(s.gateway.keys.main),
       body,
       stream,
+      ...end,
       pid: s.floor.child.pid,
     },
     {
@@ -120,10 +146,15 @@ function modelTargets(s: Servers, stream: boolean): Target[] {
       headers: { ...bearer(s.gateway.keys.main), 'x-svc-objective': 'cost' },
       body,
       stream,
+      ...end,
       pid: s.gateway.server.child.pid,
     },
   ];
 }
+
+const RESPONSES_ROUTE = { path: '/v1/responses', body: RESPONSES_BODY };
+const RESPONSES_STREAM_ROUTE = { path: '/v1/responses', body: RESPONSES_STREAM_BODY, end: RESPONSES_END };
+const EMBEDDINGS_ROUTE = { path: '/v1/embeddings', body: EMBEDDINGS_BODY };
 
 function refusalTargets(s: Servers, localSize: number): Target[] {
   const gw = s.gateway.server;
@@ -215,6 +246,18 @@ async function preflight(s: Servers): Promise<number> {
   for (const t of [mockStream, floorStream, gwStream])
     expect(t.name, await send(t), 200, (r) => /data: \[DONE\]\s*$/.test(r.text) && r.text.includes('"usage"'));
 
+  // The new routes: the answer in their shape from each of the three, the gateway's routed and priced.
+  for (const t of modelTargets(s, false, RESPONSES_ROUTE))
+    expect(t.name, await send(t), 200, (r) => r.body.object === 'response' && r.body.status === 'completed');
+  for (const t of modelTargets(s, true, RESPONSES_STREAM_ROUTE))
+    expect(t.name, await send(t), 200, (r) => RESPONSES_END.test(r.text) && r.text.includes('output_text.delta'));
+  for (const t of modelTargets(s, false, EMBEDDINGS_ROUTE))
+    expect(t.name, await send(t), 200, (r) => r.body.object === 'list' && r.body.data?.[0]?.embedding?.length > 0);
+  const [, , gwEmbed] = modelTargets(s, false, EMBEDDINGS_ROUTE) as [Target, Target, Target];
+  const embedded = await send(gwEmbed);
+  if (embedded.headers['x-svc-routed-to'] !== EMBEDDING_MODEL || !embedded.headers['x-svc-cost-micros'])
+    throw new Error(`the embeddings answer's headers: ${JSON.stringify(embedded.headers)}`);
+
   const email = JSON.stringify({
     model: MODEL,
     messages: [{ role: 'user', content: 'Write to jane.doe@example.com about the refund.' }],
@@ -240,6 +283,38 @@ async function preflight(s: Servers): Promise<number> {
     `answer bytes: mock ${(await send(mockJson)).text.length}, floor ${(await send(floorJson)).text.length}, gateway ${(await send(gwJson)).text.length}; dry run ${dryRun.text.length}\n`,
   );
   return dryRun.text.length;
+}
+
+/**
+ * The new routes against chat completions: the gateway's own overhead p50 (x-svc-overhead-micros),
+ * and for the Responses stream its added time to the first byte (its events are translated after
+ * the header is set), each within GOALS.routesVsChat of chat completions'.
+ */
+function routeGoals(
+  gwJ: Sequential,
+  gwS: Sequential,
+  mockS: Sequential,
+  respJson: Sequential[],
+  respStream: Sequential[],
+  embeds: Sequential[],
+): Goal[] {
+  const own = (r: Sequential) => p(r.overheadMicros, 50);
+  const ttfbAdded = (r: Sequential, mock: Sequential) => p(r.ttfb, 50) - p(mock.ttfb, 50);
+  const chatOwn = own(gwJ);
+  const chatTtfb = ttfbAdded(gwS, mockS);
+  const vs = (name: string, measured: number, chat: number, unit: 'µs' | 'ms') =>
+    atMost(
+      name,
+      measured,
+      Number((chat * GOALS.routesVsChat).toFixed(unit === 'ms' ? 3 : 0)),
+      unit,
+      `chat completions ${unit === 'ms' ? chat.toFixed(3) : micros(chat)} ${unit}`,
+    );
+  return [
+    vs('/v1/responses own overhead p50', own(respJson[2]!), chatOwn, 'µs'),
+    vs('/v1/responses added TTFB p50, streamed', ttfbAdded(respStream[2]!, respStream[0]!), chatTtfb, 'ms'),
+    vs('/v1/embeddings own overhead p50', own(embeds[2]!), chatOwn, 'µs'),
+  ];
 }
 
 async function main(): Promise<number> {
@@ -281,6 +356,9 @@ async function main(): Promise<number> {
 
     const json = await sequential(modelTargets(s, false), ONE.rounds, ONE.seconds);
     const streamed = await sequential(modelTargets(s, true), ONE.rounds, ONE.seconds);
+    const respJson = await sequential(modelTargets(s, false, RESPONSES_ROUTE), ONE.rounds, ONE.seconds);
+    const respStream = await sequential(modelTargets(s, true, RESPONSES_STREAM_ROUTE), ONE.rounds, ONE.seconds);
+    const embeds = await sequential(modelTargets(s, false, EMBEDDINGS_ROUTE), ONE.rounds, ONE.seconds);
     const upstreamBefore = await upstreamCalls(s);
     const refusalList = refusalTargets(s, localSize);
     const refusals = await sequential(refusalList, REFUSALS.rounds, REFUSALS.seconds);
@@ -297,7 +375,10 @@ async function main(): Promise<number> {
         ? ((usage.body.data as Array<{ group: string; calls: number }>).find((g) => g.group === 'bench')?.calls ?? 0)
         : -1;
     const measuredGateway =
-      [json[2]!, streamed[2]!, refusals[1]!].reduce((n, r) => n + r.total.length, 0) +
+      [json[2]!, streamed[2]!, refusals[1]!, respJson[2]!, respStream[2]!, embeds[2]!].reduce(
+        (n, r) => n + r.total.length,
+        0,
+      ) +
       satJson[2]!.requests +
       satStream[2]!.requests;
 
@@ -305,6 +386,12 @@ async function main(): Promise<number> {
     console.log(latencyTable(json));
     console.log('');
     console.log(ttfbTable(streamed));
+    console.log('');
+    console.log(latencyTable(respJson).replace('1 connection, not streamed', 'POST /v1/responses, 1 conn'));
+    console.log('');
+    console.log(ttfbTable(respStream).replace('1 connection, streamed', 'POST /v1/responses, streamed'));
+    console.log('');
+    console.log(latencyTable(embeds).replace('1 connection, not streamed', 'POST /v1/embeddings, 1 conn'));
     console.log('');
     console.log(saturatedTable(SATURATE.connections, satJson, satStream));
     console.log('');
@@ -368,6 +455,7 @@ async function main(): Promise<number> {
         'ms',
         floorNote(floorS, 99, 'ttfb'),
       ),
+      ...routeGoals(gwJ, gwS, mockS, respJson, respStream, embeds),
       ...refusals
         .slice(1)
         .map((r) =>
@@ -383,7 +471,16 @@ async function main(): Promise<number> {
     ];
     console.log(goalsTable(goals));
 
-    const failures = badOf([...json, ...streamed, ...refusals, ...satJson, ...satStream]);
+    const failures = badOf([
+      ...json,
+      ...streamed,
+      ...refusals,
+      ...satJson,
+      ...satStream,
+      ...respJson,
+      ...respStream,
+      ...embeds,
+    ]);
     const missed = goals.filter((g) => !g.met);
     const problems: string[] = [];
     if (failures > 0) problems.push(`${failures} requests failed (see "failed" above)`);

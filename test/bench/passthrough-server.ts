@@ -1,7 +1,7 @@
 /**
  * The gateway benchmark's floor: the least a model proxy can do, in its own process. Prints its
  * address as one JSON line once listening. Argument: the vendor's base address.
- * - POST /v1/chat/completions: hapi parses the JSON body, undici's Pool sends it to the vendor with
+ * - POST /v1/chat/completions, /v1/responses and /v1/embeddings: hapi parses the JSON body, undici's Pool sends it to the vendor with
  *   the upstream secret (options as the gateway's own upstream pool: 64 keep-alive connections),
  *   and the vendor's answer is piped back as it arrives, status, type and length kept; a stream is
  *   piped event by event. No auth, no routing, no accounting, no logs.
@@ -18,12 +18,12 @@ const pool = new Pool(vendor.origin, { connections: 64, keepAliveTimeout: 30_000
 const server = Hapi.server({ host: '127.0.0.1', port: 0 });
 server.route({
   method: 'POST',
-  path: '/v1/chat/completions',
+  path: '/v1/{route*}',
   async handler(request, h) {
     const body = JSON.stringify(request.payload);
     const answer = await pool.request({
       method: 'POST',
-      path: '/v1/chat/completions',
+      path: request.path,
       body,
       headers: {
         authorization: `Bearer ${secret}`,

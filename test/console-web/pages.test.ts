@@ -115,7 +115,7 @@ test('GET /console with a session: the workspace shell for the script, under the
   t.regex(
     res.text,
     new RegExp(
-      `<body data-page="console" class="page-console" data-user="usr_[0-9A-Za-z]{22}" data-workspace="${wid}" data-can-decide="true" data-can-stop-all="true" data-can-read-members="true">`,
+      `<body data-page="console" class="page-console" data-user="usr_[0-9A-Za-z]{22}" data-workspace="${wid}" data-can-decide="true" data-can-stop-all="true" data-can-read-members="true" data-section="overview">`,
     ),
   );
   t.regex(res.text, /<span class="workspace" id="workspace-name">Default<\/span>/);
@@ -123,6 +123,47 @@ test('GET /console with a session: the workspace shell for the script, under the
   for (const id of ['stop-all-body', 'approvals-body', 'agents-body', 'sign-out', 'refresh', 'error', 'status']) {
     t.regex(res.text, new RegExp(`id="${id}"`), id);
   }
+  // The sections' navigation, the overview marked as the page shown, every link keeping ?w=.
+  const nav =
+    /<nav class="sections-nav" aria-label="Console sections"><ul>(.*?)<\/ul><\/nav>/.exec(res.text)?.[1] ?? '';
+  const links = [...nav.matchAll(/<a href="([^"]+)" data-nav="([a-z-]+)"( aria-current="page")?>/g)];
+  t.true(links.length >= 1, nav);
+  t.deepEqual(links[0]!.slice(1), [`/console?w=${wid}`, 'overview', ' aria-current="page"']);
+  for (const link of links.slice(1)) {
+    t.is(link[1], `/console/${link[2]}?w=${wid}`);
+    t.is(link[3], undefined, `${link[2]} is not the page shown`);
+  }
+});
+
+test('GET /console/{section}: every section is its page, under the same headers, its nav link current', async (t) => {
+  const wid = server.boot.workspaceId!;
+  for (const section of ['agents', 'approvals', 'keys', 'members']) {
+    const res = await page(`/console/${section}?w=${wid}`, owner);
+    assertPageHeaders(t, res, section);
+    assertNoInlineCode(t, res.text, section);
+    t.regex(res.text, new RegExp(`data-section="${section}">`), section);
+    t.regex(
+      res.text,
+      new RegExp(`<a href="/console/${section}\\?w=${wid}" data-nav="${section}" aria-current="page">`),
+    );
+    t.is([...res.text.matchAll(/aria-current="page"/g)].length, 1, section);
+    t.regex(res.text, new RegExp(`action="/console/${section}"|id="workspace-name"`), section);
+  }
+});
+
+test('GET /console/{section}: an unknown one is 404, /console/overview is /console, no session goes to /login', async (t) => {
+  const unknown = await page('/console/nonsense', owner);
+  t.is(unknown.status, 404);
+  t.is(unknown.body.error.type, 'not_found');
+  t.regex(unknown.body.error.message, /no section "nonsense"/);
+  const wid = server.boot.workspaceId!;
+  const overview = await page(`/console/overview?w=${wid}`, owner);
+  t.is(overview.status, 302);
+  t.is(overview.headers.location, `/console?w=${wid}`);
+  const anonymous = await page('/console/agents');
+  t.is(anonymous.status, 302);
+  t.is(anonymous.headers.location, '/login');
+  t.is((await page('/console/%3Cscript%3E', owner)).status, 400);
 });
 
 // Serial: the next test gives this person a second workspace.

@@ -241,6 +241,18 @@ const rows: Row[] = [
     call: async (r) => call(r, 'DELETE', `/agents/${await freshAgent()}`),
   },
   {
+    route: 'GET /api/w/{wid}/agents/{aid}/keys',
+    about: "another person's agent",
+    expect: othersAgentWrite,
+    call: (r) => call(r, 'GET', `/agents/${ownersAgent}/keys`),
+  },
+  {
+    route: 'GET /api/w/{wid}/agents/{aid}/keys',
+    about: "the member's own agent",
+    expect: allow(...MANAGERS, 'member'),
+    call: (r) => call(r, 'GET', `/agents/${membersAgent}/keys`),
+  },
+  {
     route: 'POST /api/w/{wid}/agents/{aid}/keys',
     about: "another person's agent",
     expect: othersAgentWrite,
@@ -389,6 +401,16 @@ const rows: Row[] = [
     route: 'DELETE /api/w/{wid}/mcp-servers/{name}',
     expect: reach(...MANAGERS),
     call: (r) => call(r, 'DELETE', '/mcp-servers/nothing-here'),
+  },
+  {
+    route: 'GET /api/w/{wid}/mcp-servers/{name}/tools',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'GET', '/mcp-servers/nothing-here/tools'),
+  },
+  {
+    route: 'POST /api/w/{wid}/mcp-servers/{name}/tools/{tool}/approve',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/tools/echo/approve', { hash: '0'.repeat(64) }),
   },
   { route: 'GET /api/w/{wid}/plan', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/plan') },
   // Integrations, cards, code host

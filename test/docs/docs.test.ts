@@ -7,6 +7,7 @@ import { PAY_ACME } from '../helpers/gate.js';
 import { call, csrf, signIn } from '../helpers/http.js';
 import { removeDir, ROOT, tempDir } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { anchors, curlExamples, localLinks, namedRoutes, pages } from './markdown.js';
 
 /**
@@ -61,6 +62,7 @@ test('every link between the pages resolves to a file and, where it names one, a
 });
 
 let server: ServedInProcess;
+let vendor: MockVendor;
 let scratch: string;
 
 /** Whether the server's route table answers this method on this concrete path. */
@@ -68,13 +70,40 @@ const answers = (method: string, path: string) =>
   server.http.server.match(method as Parameters<typeof server.http.server.match>[0], path) !== null;
 
 test.before(async () => {
-  // Metrics are served when a scrape token is set; the pages name GET /metrics.
-  server = await serveInProcess({ env: { SVC_METRICS_TOKEN: 'docs-test-scrape-token-0123456789' } });
+  // Metrics are served when a scrape token is set; the pages name GET /metrics. The model
+  // gateway's examples name these models, served by the mock vendor.
+  vendor = await startMockVendor();
+  const model = (id: string, provider: string, taskClasses = ['*']) => ({
+    id,
+    provider,
+    upstreamModel: `${id}-2026`,
+    priceMicrosPerMTokIn: 150_000,
+    priceMicrosPerMTokOut: 600_000,
+    jurisdiction: { domicile: 'US', region: 'us-east' },
+    taskClasses,
+  });
+  server = await serveInProcess({
+    env: {
+      SVC_METRICS_TOKEN: 'docs-test-scrape-token-0123456789',
+      VENDOR_O_KEY: 'sk-mock-openai',
+      VENDOR_A_KEY: 'sk-mock-anthropic',
+    },
+    config: {
+      gateway: {
+        providers: [
+          { id: 'vendor-a', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY' },
+          { id: 'vendor-b', kind: 'anthropic', baseUrl: vendor.anthropicBase, apiKeyEnv: 'VENDOR_A_KEY' },
+        ],
+        models: [model('small', 'vendor-a'), model('embed', 'vendor-a', ['embedding']), model('claude-eu', 'vendor-b')],
+      },
+    },
+  });
   scratch = await tempDir();
 });
 
 test.after.always(async () => {
   await server?.stop();
+  await vendor?.close();
   if (scratch) await removeDir(scratch);
 });
 

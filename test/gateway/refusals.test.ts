@@ -168,7 +168,7 @@ test.serial('x-svc-dry-run routes and prices without calling a model', async (t)
     taskClass: 'general',
     candidates: ['small', 'claude-eu', 'large'],
   });
-  // 1 prompt token (5 characters) at 150,000 and 1,000 output tokens at 600,000 per million.
+  // 1 prompt token ("hello", counted by the tokenizer) at 150,000 and 1,000 output tokens at 600,000 per million.
   t.is(res.body.estimatedCostMicros, 601);
   t.is(res.headers['x-svc-routed-to'], 'small');
   t.is(vendor.count(), before);

@@ -9,6 +9,7 @@ import { dataLoss } from '../../src/gateway/steps/data-loss.js';
 import { dryRun } from '../../src/gateway/steps/dry-run.js';
 import { CHECKS, createContext, runSteps, STEPS } from '../../src/gateway/steps/index.js';
 import { killSwitch } from '../../src/gateway/steps/kill-switch.js';
+import { loadTokenizer } from '../../src/gateway/tokens.js';
 import { randomIds } from '../../src/lib/ids.js';
 import type { GatewayModel } from '../../src/settings/schema.js';
 import type { KeyRecord } from '../../src/store/index.js';
@@ -204,6 +205,8 @@ test('admit: the answer says how it is served, and the request counts against th
 });
 
 test('dry-run: answers with the first candidate and the estimate only when asked, and records the call', async (t) => {
+  // The estimate counts tokens with the tokenizer (the gateway waits for it to load; a step alone must too).
+  await loadTokenizer();
   await inStore(async (_app, env) => {
     const plain = contextOf(env, hello);
     plain.candidates = [SMALL, LARGE];
@@ -215,12 +218,12 @@ test('dry-run: answers with the first candidate and the estimate only when asked
     ctx.headers['x-svc-enforcement'] = 'observe';
     const answer = dryRun.run(ctx, env) as { status: number; json: Record<string, unknown> };
     t.is(answer.status, 200);
-    // "hello": 2 tokens in (five characters), 10 out, at 1,000,000 per million: 12 micro-dollars.
+    // "hello": 1 token in (the tokenizer's count), 10 out, at 1,000,000 per million: 11 micro-dollars.
     t.like(answer.json, {
       object: 'svc.dry_run',
       model: 'small',
       candidates: ['small', 'large'],
-      estimatedCostMicros: 12,
+      estimatedCostMicros: 11,
     });
     t.is(ctx.headers['x-svc-routed-to'], 'small');
     await env.calls.flush();

@@ -2,9 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
+import {
+  acceptedContent,
+  CLIENT_CAPABILITIES_META_KEY,
+  createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
+  ProtocolError,
+  Server as ModernServer,
+  type InputRequests,
+  type McpHttpHandler,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport, type EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { answerWith, isModernRequest } from '../../src/mcp/modern.js';
 import {
   CallToolRequestSchema,
   CompleteRequestSchema,
@@ -42,6 +55,12 @@ import {
  * prompts, completion, logging, subscriptions, SSE resumability), so the proxy can be run through the
  * suite with this behind it. Outside the product, so a real HTTP server on 127.0.0.1 built with the SDK,
  * stateful (one Server + transport per session) because several scenarios need session behaviour.
+ *
+ * It serves protocol 2026-07-28 too, on the same endpoint (requests carrying the per-request
+ * envelope), through the official v2 SDK's per-request handler: the same tools, resources and
+ * prompts, and the diagnostic fixtures the 2026-07-28 server scenarios name (input_required
+ * results with integrity-protected requestState, a tool needing sampling, list-change triggers),
+ * as the SDK's own conformance "everything server" has them.
  *
  * Server→client traffic uses the SDK's ordinary per-request APIs (`extra.sendRequest`,
  * `extra.sendNotification`), so it rides the tool call's POST SSE stream; resource-updated
@@ -610,6 +629,331 @@ function registerHandlers(session: Session, options: Required<ConformanceUpstrea
   });
 }
 
+// ---------- protocol 2026-07-28 ----------
+
+/** requestState comes back from the client: sealed when minted, checked (-32602 if tampered) before a handler runs. */
+const requestStateCodec = createRequestStateCodec<Record<string, unknown>>({
+  key: crypto.getRandomValues(new Uint8Array(32)),
+});
+const NAME_SCHEMA = {
+  type: 'object' as const,
+  properties: { name: { type: 'string' as const } },
+  required: ['name'],
+};
+const CONFIRM_SCHEMA = {
+  type: 'object' as const,
+  properties: { ok: { type: 'boolean' as const } },
+  required: ['ok'],
+};
+type ModernResult = CallToolResult | ReturnType<typeof inputRequired>;
+type ModernTool = { tool: Tool; run(ctx: ServerContext, bus: McpHttpHandler, args: Args): Promise<ModernResult> };
+
+const nonce = () => randomUUID();
+const MODERN_TOOLS: ModernTool[] = [
+  {
+    // SEP-2243: an argument mirrored into a Mcp-Param-Region header, which the server checks against the body.
+    tool: {
+      name: 'test_x_mcp_header',
+      description: 'Mirrors region into the Mcp-Param-Region header.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          region: { type: 'string', description: 'mirrored into Mcp-Param-Region', 'x-mcp-header': 'Region' },
+          level: { type: 'integer', description: 'non-mirrored argument' },
+        },
+      } as Tool['inputSchema'],
+    },
+    run: async (_ctx, _handler, args) => text(`region=${typeof args.region === 'string' ? args.region : '<none>'}`),
+  },
+  {
+    // SEP-2575: needs sampling; a caller that declared none is refused with -32021 (HTTP 400).
+    tool: { name: 'test_missing_capability', description: 'Needs the sampling capability.', inputSchema: NO_ARGS },
+    run: async (ctx) =>
+      ctx.mcpReq.inputResponses?.['llm_answer'] === undefined
+        ? inputRequired({
+            inputRequests: {
+              llm_answer: inputRequired.createMessage({
+                messages: [{ role: 'user', content: { type: 'text', text: 'Reply with the single word: pong' } }],
+                maxTokens: 16,
+              }),
+            },
+          })
+        : text('sampling round-trip complete'),
+  },
+  {
+    tool: { name: 'test_streaming_elicitation', description: 'A plain answer on the stream.', inputSchema: NO_ARGS },
+    run: async () => text('stream observed: result frames only, no top-level requests'),
+  },
+  {
+    tool: {
+      name: 'test_logging_tool',
+      description: 'Logs only when the request asks for a level.',
+      inputSchema: NO_ARGS,
+    },
+    run: async (ctx) => {
+      await ctx.mcpReq.log('info', 'test_logging_tool ran');
+      return text('logged through the request-scoped, logLevel-gated channel');
+    },
+  },
+  {
+    tool: { name: 'test_trigger_tool_change', description: 'Announces a tools/list change.', inputSchema: NO_ARGS },
+    run: async (_ctx, handler) => {
+      handler.notify.toolsChanged();
+      return text('tools_list_changed published');
+    },
+  },
+  {
+    tool: { name: 'test_trigger_prompt_change', description: 'Announces a prompts/list change.', inputSchema: NO_ARGS },
+    run: async (_ctx, handler) => {
+      handler.notify.promptsChanged();
+      return text('prompts_list_changed published');
+    },
+  },
+  {
+    tool: { name: 'test_input_required_result_elicitation', description: 'Asks for a name.', inputSchema: NO_ARGS },
+    run: async (ctx) => {
+      const name = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'user_name')?.name;
+      if (typeof name === 'string') return text(`Hello, ${name}!`);
+      return inputRequired({
+        inputRequests: {
+          user_name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: NAME_SCHEMA }),
+        },
+      });
+    },
+  },
+  {
+    tool: { name: 'test_input_required_result_sampling', description: 'Asks for a completion.', inputSchema: NO_ARGS },
+    run: async (ctx) => {
+      const answer = ctx.mcpReq.inputResponses?.['capital_question'] as { content?: { text?: string } } | undefined;
+      if (answer !== undefined) return text(`Sampling response: ${answer.content?.text ?? JSON.stringify(answer)}`);
+      return inputRequired({
+        inputRequests: {
+          capital_question: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+            maxTokens: 100,
+          }),
+        },
+      });
+    },
+  },
+  {
+    tool: { name: 'test_input_required_result_list_roots', description: 'Asks for the roots.', inputSchema: NO_ARGS },
+    run: async (ctx) => {
+      const answer = ctx.mcpReq.inputResponses?.['client_roots'] as { roots?: Array<{ uri?: string }> } | undefined;
+      if (Array.isArray(answer?.roots))
+        return text(`Client exposed ${answer.roots.length} root(s): ${answer.roots.map((r) => r.uri).join(', ')}`);
+      return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } });
+    },
+  },
+  {
+    tool: {
+      name: 'test_input_required_result_request_state',
+      description: 'Round-trips requestState.',
+      inputSchema: NO_ARGS,
+    },
+    run: async (ctx) => {
+      if (acceptedContent<{ ok: boolean }>(ctx.mcpReq.inputResponses, 'confirm') === undefined)
+        return inputRequired({
+          inputRequests: {
+            confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: CONFIRM_SCHEMA }),
+          },
+          requestState: await requestStateCodec.mint({ tool: 'request_state', nonce: nonce() }),
+        });
+      if (ctx.mcpReq.requestState() === undefined)
+        throw new ProtocolError(-32602, 'Invalid requestState: missing or failed integrity verification');
+      return text('state-ok: requestState verified and confirmation received');
+    },
+  },
+  {
+    tool: {
+      name: 'test_input_required_result_multiple_inputs',
+      description: 'Asks three things at once.',
+      inputSchema: NO_ARGS,
+    },
+    run: async (ctx) => {
+      const r = ctx.mcpReq.inputResponses;
+      const name = acceptedContent<{ name: string }>(r, 'user_name')?.name;
+      const greeting = (r?.['greeting'] as { content?: { text?: string } } | undefined)?.content?.text;
+      const roots = (r?.['client_roots'] as { roots?: unknown[] } | undefined)?.roots;
+      if (typeof name === 'string' && typeof greeting === 'string' && Array.isArray(roots))
+        return text(`${greeting} ${name} — ${roots.length} root(s) visible`);
+      return inputRequired({
+        inputRequests: {
+          user_name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: NAME_SCHEMA }),
+          greeting: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
+            maxTokens: 50,
+          }),
+          client_roots: inputRequired.listRoots(),
+        },
+        requestState: await requestStateCodec.mint({ tool: 'multiple_inputs', nonce: nonce() }),
+      });
+    },
+  },
+  {
+    tool: {
+      name: 'test_input_required_result_multi_round',
+      description: 'Two rounds of questions.',
+      inputSchema: NO_ARGS,
+    },
+    run: async (ctx) => {
+      const state = ctx.mcpReq.requestState<Record<string, unknown>>();
+      const round = state?.tool === 'multi_round' && typeof state.round === 'number' ? state.round : 0;
+      if (round === 0)
+        return inputRequired({
+          inputRequests: {
+            step1: inputRequired.elicit({ message: 'Step 1: What is your name?', requestedSchema: NAME_SCHEMA }),
+          },
+          requestState: await requestStateCodec.mint({ tool: 'multi_round', round: 1, nonce: nonce() }),
+        });
+      if (round === 1) {
+        const name = acceptedContent<{ name: string }>(ctx.mcpReq.inputResponses, 'step1')?.name ?? 'unknown';
+        return inputRequired({
+          inputRequests: {
+            step2: inputRequired.elicit({
+              message: 'Step 2: What is your favorite color?',
+              requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+            }),
+          },
+          requestState: await requestStateCodec.mint({ tool: 'multi_round', round: 2, name, nonce: nonce() }),
+        });
+      }
+      const color = acceptedContent<{ color: string }>(ctx.mcpReq.inputResponses, 'step2')?.color ?? 'unknown';
+      return text(`Multi-round complete: ${String(state?.name ?? 'unknown')} likes ${color}`);
+    },
+  },
+  {
+    tool: {
+      name: 'test_input_required_result_tampered_state',
+      description: 'Refuses tampered state.',
+      inputSchema: NO_ARGS,
+    },
+    run: async (ctx) => {
+      if (
+        ctx.mcpReq.requestState() !== undefined &&
+        acceptedContent(ctx.mcpReq.inputResponses, 'confirm') !== undefined
+      )
+        return text('integrity-ok: requestState verified');
+      return inputRequired({
+        inputRequests: {
+          confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: CONFIRM_SCHEMA }),
+        },
+        requestState: await requestStateCodec.mint({ tool: 'tampered_state', nonce: nonce() }),
+      });
+    },
+  },
+  {
+    tool: {
+      name: 'test_input_required_result_capabilities',
+      description: 'Asks only what the client can answer.',
+      inputSchema: NO_ARGS,
+    },
+    run: async (ctx) => {
+      if (ctx.mcpReq.inputResponses !== undefined) return text('Capability-aware input requests fulfilled');
+      const declared = ((ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] ??
+        {}) as Record<string, unknown>;
+      const inputRequests: InputRequests = {};
+      if (declared.elicitation !== undefined)
+        inputRequests.user_name = inputRequired.elicit({ message: 'What is your name?', requestedSchema: NAME_SCHEMA });
+      if (declared.sampling !== undefined)
+        inputRequests.greeting = inputRequired.createMessage({
+          messages: [{ role: 'user', content: { type: 'text', text: 'Generate a short greeting' } }],
+          maxTokens: 50,
+        });
+      if (declared.roots !== undefined) inputRequests.client_roots = inputRequired.listRoots();
+      if (Object.keys(inputRequests).length === 0)
+        return text('No declared client capability supports an in-band input request');
+      return inputRequired({ inputRequests });
+    },
+  },
+];
+const MODERN_TOOLS_BY_NAME = new Map(MODERN_TOOLS.map((t) => [t.tool.name, t]));
+const INPUT_PROMPT: Prompt = {
+  name: 'test_input_required_result_prompt',
+  description: 'Needs elicitation input before rendering.',
+};
+
+/** A 2025 tool run on a 2026-07-28 request: what it sends rides the request's own stream. */
+function legacyExtra(ctx: ServerContext, meta: Record<string, unknown> | undefined): Extra {
+  return {
+    signal: ctx.mcpReq.signal,
+    _meta: meta,
+    sendNotification: (n: { method: string; params?: Record<string, unknown> }) => ctx.mcpReq.notify(n as never),
+    sendRequest: (r: { method: string; params?: Record<string, unknown> }) => ctx.mcpReq.send(r as never),
+  } as unknown as Extra;
+}
+
+/** One 2026-07-28 request's server: the 2025 tools, resources and prompts, and the 2026 fixtures. */
+function modernServer(handler: () => McpHttpHandler): ModernServer {
+  const server = new ModernServer(
+    { name: 'conformance-upstream', version: '1.0.0' },
+    {
+      capabilities: { tools: { listChanged: true }, resources: {}, prompts: { listChanged: true }, completions: {} },
+      requestState: { verify: requestStateCodec.verify },
+    },
+  );
+  const pseudo = (ctx: ServerContext): Session =>
+    ({
+      server: {
+        getClientCapabilities: () =>
+          (ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] ?? {},
+      },
+      watchedRevision: 0,
+    }) as unknown as Session;
+  server.setRequestHandler('tools/list', async () => ({
+    tools: [...TOOLS.map((t) => t.tool), ...MODERN_TOOLS.map((t) => t.tool)] as never,
+  }));
+  server.setRequestHandler('tools/call', async (r, ctx) => {
+    const modern = MODERN_TOOLS_BY_NAME.get(r.params.name);
+    if (modern) return (await modern.run(ctx, handler(), (r.params.arguments ?? {}) as Args)) as never;
+    const def = TOOLS_BY_NAME.get(r.params.name);
+    if (!def) throw new ProtocolError(-32602, `Unknown tool: ${r.params.name}`);
+    return (await def.run((r.params.arguments ?? {}) as Args, legacyExtra(ctx, r.params._meta), pseudo(ctx))) as never;
+  });
+  server.setRequestHandler('resources/list', async () => ({ resources: RESOURCES as never }));
+  server.setRequestHandler('resources/templates/list', async () => ({
+    resourceTemplates: [
+      { uriTemplate: TEMPLATE_URI, name: 'template', description: 'Data for an id.', mimeType: 'application/json' },
+    ],
+  }));
+  server.setRequestHandler('resources/read', async (r, ctx) => {
+    try {
+      return readResource(r.params.uri, pseudo(ctx)) as never;
+    } catch (err) {
+      if (err instanceof McpError) throw new ProtocolError(err.code, 'Resource not found', err.data);
+      throw err;
+    }
+  });
+  server.setRequestHandler('prompts/list', async () => ({
+    prompts: [...PROMPTS.map((p) => p.prompt), INPUT_PROMPT] as never,
+  }));
+  server.setRequestHandler('prompts/get', async (r, ctx) => {
+    if (r.params.name === INPUT_PROMPT.name) {
+      const context = acceptedContent<{ context: string }>(ctx.mcpReq.inputResponses, 'user_context')?.context;
+      if (typeof context === 'string')
+        return {
+          messages: [{ role: 'user', content: { type: 'text', text: `Use the following context: ${context}` } }],
+        };
+      return inputRequired({
+        inputRequests: {
+          user_context: inputRequired.elicit({
+            message: 'What context should the prompt use?',
+            requestedSchema: { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] },
+          }),
+        },
+      }) as never;
+    }
+    try {
+      return getPrompt(r.params.name, (r.params.arguments ?? {}) as Record<string, string>) as never;
+    } catch (err) {
+      if (err instanceof McpError) throw new ProtocolError(err.code, err.message.replace(/^MCP error -?\d+: /, ''));
+      throw err;
+    }
+  });
+  server.setRequestHandler('completion/complete', async (r) => complete(r.params.ref, r.params.argument) as never);
+  return server;
+}
+
 // ---------- HTTP ----------
 
 function sendRpcError(res: ServerResponse, status: number, code: number, message: string): void {
@@ -630,6 +974,7 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
   const sessions = new Map<string, Session>();
   const methods: string[] = [];
   let allowedHosts: string[] = [];
+  const modern: McpHttpHandler = createMcpHandler(() => modernServer(() => modern), { legacy: 'reject' });
 
   const onInit = (id: string, session: Session) => {
     sessions.set(id, session);
@@ -659,6 +1004,10 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
     }
     if (body && typeof (body as { method?: unknown }).method === 'string')
       methods.push((body as { method: string }).method);
+    if (req.method === 'POST' && isModernRequest(req.method, req.headers, body)) {
+      if (!allowedHosts.includes(String(req.headers.host))) return sendRpcError(res, 403, -32000, 'Forbidden host');
+      return answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`, body);
+    }
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
@@ -684,6 +1033,7 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
     url: `http://127.0.0.1:${port}/mcp`,
     methods,
     close: async () => {
+      await modern.close();
       await Promise.all([...sessions.values()].map((s) => s.server.close()));
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));

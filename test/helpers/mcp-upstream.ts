@@ -2,7 +2,12 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListToolsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * An upstream MCP server for the proxy's tests: outside the product, so a real HTTP server on
@@ -10,10 +15,17 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
  * it requires `Authorization: Bearer <secret>` when given one, and counts the tool calls it runs.
  * With `faults`, two more tools: `hold` answers only once `release()` is called, and `hang_up`
  * closes the connection without an answer (a transport failure, as a crashed upstream gives).
+ * One prompt, `greet`. `change()` rewrites a tool's description or schema from then on (a "rug
+ * pull"); `requests` keeps each JSON-RPC method received with the `traceparent` it came with.
  */
 export interface McpUpstream {
   url: string;
   calls: Array<{ name: string; args: unknown }>;
+  requests: Array<{ method: string; traceparent: string | undefined }>;
+  /** From now on the tool `name` lists with these fields changed. */
+  change(name: string, fields: { description?: string; inputSchema?: Record<string, unknown> }): void;
+  /** While true, every request is answered 503 (an upstream that is down). */
+  down: boolean;
   /** Answers every `hold` call waiting, and those to come. */
   release(): void;
   close(): Promise<void>;
@@ -49,12 +61,20 @@ const FAULT_TOOLS = [
 
 export async function startMcpUpstream(options: { secret?: string; faults?: boolean } = {}): Promise<McpUpstream> {
   const calls: McpUpstream['calls'] = [];
+  const requests: McpUpstream['requests'] = [];
+  const state = { down: false };
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
     release = resolve;
   });
-  const tools = options.faults ? [...TOOLS, ...FAULT_TOOLS] : TOOLS;
+  const tools: Array<Record<string, unknown> & { name: string }> = (
+    options.faults ? [...TOOLS, ...FAULT_TOOLS] : TOOLS
+  ).map((x) => ({ ...x }));
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (state.down) {
+      res.writeHead(503).end();
+      return;
+    }
     if (options.secret && req.headers.authorization !== `Bearer ${options.secret}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
@@ -62,6 +82,10 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+    if (typeof body?.method === 'string') {
+      const traceparent = req.headers.traceparent;
+      requests.push({ method: body.method, traceparent: typeof traceparent === 'string' ? traceparent : undefined });
+    }
     if (options.faults && body?.method === 'tools/call' && body.params?.name === 'hang_up') {
       calls.push({ name: 'hang_up', args: body.params.arguments });
       req.socket.destroy();
@@ -69,9 +93,15 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
     }
     const server = new Server(
       { name: 'fixture-upstream', version: '1.0.0' },
-      { capabilities: { tools: {}, logging: {} } },
+      { capabilities: { tools: {}, logging: {}, prompts: {} } },
     );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: tools as never }));
+    server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+      prompts: [{ name: 'greet', description: 'A greeting.' }],
+    }));
+    server.setRequestHandler(GetPromptRequestSchema, async () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: 'Hello!' } }],
+    }));
     server.setRequestHandler(CallToolRequestSchema, async (r, extra) => {
       calls.push({ name: r.params.name, args: r.params.arguments });
       if (r.params.name === 'slow') {
@@ -118,6 +148,18 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
+    requests,
+    get down() {
+      return state.down;
+    },
+    set down(value: boolean) {
+      state.down = value;
+    },
+    change(name, fields) {
+      const tool = tools.find((x) => x.name === name);
+      if (!tool) throw new Error(`no tool ${name}`);
+      Object.assign(tool, fields);
+    },
     release,
     close: () =>
       new Promise<void>((resolve) => {

@@ -3,9 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { Json } from './http.js';
 
 /**
- * A stand-in for two outside model vendors, one OpenAI-shaped (POST /v1/chat/completions) and one
- * Anthropic-shaped (POST /v1/messages), on a real 127.0.0.1 socket, for the gateway's tests and
- * benchmarks. Only node:http, so it adds nothing to a benchmark's profile.
+ * A stand-in for two outside model vendors, one OpenAI-shaped (POST /v1/chat/completions,
+ * /v1/responses, /v1/embeddings) and one Anthropic-shaped (POST /v1/messages,
+ * /v1/messages/count_tokens), on a real 127.0.0.1 socket, for the gateway's tests and
+ * benchmarks. Only node:http, so it adds nothing to a benchmark's profile. Each endpoint checks
+ * the credentials and the required fields its vendor does.
  *
  * Invariants the tests rely on:
  * - Replies are deterministic: `echo: ` + the last user message's text; token counts are word
@@ -17,8 +19,14 @@ import type { Json } from './http.js';
  *   an agent loop over the mock ends.
  * - Streamed deltas concatenate to exactly the non-streaming text, and each SSE event is its own
  *   write, so a `cut` fault lands between whole events.
- * - Every request to either endpoint is recorded in `calls`, faulted and malformed ones included,
+ * - Every request to any endpoint is recorded in `calls`, faulted and malformed ones included,
  *   before any fault or check applies. Faults are keyed by the body's `model` and queue in order.
+ * - Responses: the same replies in the Responses shape and event sequence; `store: true` keeps a
+ *   response, and `previous_response_id` continues a kept one (an unknown id is a 400, as live).
+ * - Embeddings: `dimensions` numbers (8 by default) derived from each input's text, the same for
+ *   the same text; base64 when asked (little-endian float32). Usage: the input's word count
+ *   (a token array's length).
+ * - Token counts: the prompt's word count, as the replies' usage counts it.
  */
 
 export type Fault =
@@ -72,7 +80,13 @@ interface Reply {
   completionTokens: number;
 }
 
-const ROUTES: Record<string, Vendor> = { '/v1/chat/completions': 'openai', '/v1/messages': 'anthropic' };
+const ROUTES: Record<string, Vendor> = {
+  '/v1/chat/completions': 'openai',
+  '/v1/responses': 'openai',
+  '/v1/embeddings': 'openai',
+  '/v1/messages': 'anthropic',
+  '/v1/messages/count_tokens': 'anthropic',
+};
 const TOOL_ARGUMENTS = '{"q":"x"}';
 // The argument JSON is streamed in two pieces, as vendors split it mid-value.
 const TOOL_ARGUMENT_PIECES = ['{"q":', '"x"}'];
@@ -87,6 +101,8 @@ export async function startMockVendor(
   const calls: VendorCall[] = [];
   const faults = new Map<string, { fault: Fault; left: number }[]>();
   const timers = new Set<NodeJS.Timeout>();
+  // Responses kept with store: true, by id: the conversation so far.
+  const kept = new Map<string, Json[]>();
   let serial = 0;
 
   const takeFault = (model: string): Fault | undefined => {
@@ -147,8 +163,12 @@ export async function startMockVendor(
     const cutAfter = fault?.kind === 'cut' ? fault.afterChunks : Infinity;
     const id = ++serial;
     const pieces = fault?.kind === 'reply' ? fault.pieces : undefined;
-    if (vendor === 'openai') return openai({ req, res, body, key: keys.openai, id, cutAfter, pieces });
-    return anthropic({ req, res, body, key: keys.anthropic, id, cutAfter, pieces });
+    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces };
+    if (path === '/v1/responses') return responses(exchange, kept);
+    if (path === '/v1/embeddings') return embeddings(exchange);
+    if (path === '/v1/messages/count_tokens') return countTokens(exchange);
+    if (vendor === 'openai') return openai(exchange);
+    return anthropic(exchange);
   };
 
   const server = http.createServer({ keepAlive: true }, (req, res) => {
@@ -179,6 +199,7 @@ export async function startMockVendor(
       // Emptied in place, so a test holding `vendor.calls` sees the reset too.
       calls.length = 0;
       faults.clear();
+      kept.clear();
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -374,6 +395,202 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Pro
     events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`),
     cutAfter,
   );
+}
+
+const openaiUnauthorized = (res: Res): void =>
+  json(res, 401, {
+    error: {
+      message: 'Incorrect API key provided.',
+      type: 'invalid_request_error',
+      param: null,
+      code: 'invalid_api_key',
+    },
+  });
+
+const openaiMissing = (res: Res, field: string): void =>
+  json(res, 400, {
+    error: {
+      message: `Missing required parameter: '${field}'.`,
+      type: 'invalid_request_error',
+      param: field,
+      code: 'missing_required_parameter',
+    },
+  });
+
+/** A Responses input as chat-like messages for `compose` (text only; function outputs as tool turns). */
+function responsesMessages(body: Json): Json[] {
+  const messages: Json[] = [];
+  if (typeof body.input === 'string') return [{ role: 'user', content: body.input }];
+  for (const item of body.input as Json[]) {
+    const type = item?.type ?? 'message';
+    if (type === 'message') messages.push({ role: item.role, content: responsesText(item.content) });
+    else if (type === 'function_call') messages.push({ role: 'assistant', content: '' });
+    else if (type === 'function_call_output') messages.push({ role: 'tool', content: responsesText(item.output) });
+  }
+  return messages;
+}
+
+function responsesText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((p: Json) => (typeof p?.text === 'string' ? p.text : ''))
+    .filter(Boolean)
+    .join(' ');
+}
+
+function responses({ req, res, body, key, id, cutAfter }: Exchange, kept: Map<string, Json[]>): Promise<void> | void {
+  if (req.headers.authorization !== `Bearer ${key}`) return openaiUnauthorized(res);
+  if (!body.model) return openaiMissing(res, 'model');
+  if (body.input === undefined || (typeof body.input !== 'string' && !Array.isArray(body.input)))
+    return openaiMissing(res, 'input');
+  let earlier: Json[] = [];
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
+    const found = kept.get(body.previous_response_id);
+    if (!found)
+      return json(res, 400, {
+        error: {
+          message: `Previous response with id '${body.previous_response_id}' not found.`,
+          type: 'invalid_request_error',
+          param: 'previous_response_id',
+          code: 'previous_response_not_found',
+        },
+      });
+    earlier = found;
+  }
+  const messages = [...earlier, ...responsesMessages(body)];
+  const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
+  const reply = compose({
+    messages,
+    system: body.instructions,
+    toolName: tools.find((t) => t?.type === 'function')?.name,
+    maxTokens: body.max_output_tokens,
+  });
+  const rid = `resp_mock${id}`;
+  const text = reply.pieces.join('');
+  const usage = {
+    input_tokens: reply.promptTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: reply.completionTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: reply.promptTokens + reply.completionTokens,
+  };
+  const messageItem = (t: string, status: string) => ({
+    id: `msg_mock${id}`,
+    type: 'message',
+    status,
+    role: 'assistant',
+    content: [{ type: 'output_text', text: t, annotations: [], logprobs: [] }],
+  });
+  const callItem = (args: string, status: string) => ({
+    id: `fc_mock${id}`,
+    type: 'function_call',
+    status,
+    call_id: 'call_1',
+    name: reply.tool,
+    arguments: args,
+  });
+  const status = reply.truncated ? 'incomplete' : 'completed';
+  const envelope = (st: string, output: object[], withUsage: boolean) => ({
+    id: rid,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status: st,
+    error: null,
+    incomplete_details: st === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    metadata: body.metadata ?? {},
+    model: body.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: body.previous_response_id ?? null,
+    store: body.store === true,
+    tool_choice: body.tool_choice ?? 'auto',
+    tools,
+    usage: withUsage ? usage : null,
+  });
+  const finalItem = reply.tool ? callItem(TOOL_ARGUMENTS, 'completed') : messageItem(text, 'completed');
+  if (body.store === true) kept.set(rid, [...messages, { role: 'assistant', content: text }]);
+
+  if (body.stream !== true) return json(res, 200, envelope(status, [finalItem], true));
+
+  let seq = 0;
+  const events: [string, object][] = [];
+  const push = (type: string, data: object) => events.push([type, { type, sequence_number: seq++, ...data }]);
+  push('response.created', { response: envelope('in_progress', [], false) });
+  push('response.in_progress', { response: envelope('in_progress', [], false) });
+  if (reply.tool) {
+    push('response.output_item.added', { output_index: 0, item: callItem('', 'in_progress') });
+    for (const piece of TOOL_ARGUMENT_PIECES)
+      push('response.function_call_arguments.delta', { item_id: `fc_mock${id}`, output_index: 0, delta: piece });
+    push('response.function_call_arguments.done', {
+      item_id: `fc_mock${id}`,
+      output_index: 0,
+      arguments: TOOL_ARGUMENTS,
+    });
+  } else {
+    const item = { item_id: `msg_mock${id}`, output_index: 0, content_index: 0 };
+    push('response.output_item.added', { output_index: 0, item: { ...messageItem('', 'in_progress'), content: [] } });
+    push('response.content_part.added', { ...item, part: { type: 'output_text', text: '', annotations: [] } });
+    for (const piece of reply.pieces) push('response.output_text.delta', { ...item, delta: piece, logprobs: [] });
+    push('response.output_text.done', { ...item, text, logprobs: [] });
+    push('response.content_part.done', { ...item, part: { type: 'output_text', text, annotations: [] } });
+  }
+  push('response.output_item.done', { output_index: 0, item: finalItem });
+  push(reply.truncated ? 'response.incomplete' : 'response.completed', {
+    response: envelope(status, [finalItem], true),
+  });
+  return sse(
+    res,
+    events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`),
+    cutAfter,
+  );
+}
+
+function embeddings({ req, res, body, key }: Exchange): void {
+  if (req.headers.authorization !== `Bearer ${key}`) return openaiUnauthorized(res);
+  if (!body.model) return openaiMissing(res, 'model');
+  const input: unknown = body.input;
+  const inputs: unknown[] =
+    typeof input === 'string' || (Array.isArray(input) && typeof input[0] === 'number')
+      ? [input]
+      : Array.isArray(input)
+        ? input
+        : [];
+  if (inputs.length === 0) return openaiMissing(res, 'input');
+  const dimensions = typeof body.dimensions === 'number' ? body.dimensions : 8;
+  let tokens = 0;
+  const data = inputs.map((one, index) => {
+    const text = typeof one === 'string' ? one : JSON.stringify(one);
+    tokens += typeof one === 'string' ? Math.max(1, words(one).length) : Array.isArray(one) ? one.length : 1;
+    const vector = Array.from({ length: dimensions }, (_, d) => {
+      let h = 2166136261 ^ d;
+      for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+      return ((h >>> 0) / 4294967296) * 2 - 1;
+    });
+    const embedding =
+      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  return json(res, 200, {
+    object: 'list',
+    data,
+    model: body.model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
+}
+
+function countTokens({ req, res, body, key }: Exchange): void {
+  const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
+  if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
+  if (!req.headers['anthropic-version'])
+    return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  if (typeof body.model !== 'string' || !body.model)
+    return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
+  if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));
+  const reply = compose({ messages: body.messages, system: body.system });
+  return json(res, 200, { input_tokens: reply.promptTokens });
 }
 
 /** The deterministic reply and its word-count usage (see the rules at the top of the file). */

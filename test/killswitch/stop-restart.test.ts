@@ -131,6 +131,23 @@ test('restart: an admin restarts an agent acting for someone else', async (t) =>
   await assertRuns(t, bot);
 });
 
+test('restart with a reason: the reason is recorded with the restart in the ledger; an overlong one is 400', async (t) => {
+  const bot = await makeBot(owner, 'reasoned-restart-bot', PAY);
+  t.is((await owner.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'checking a refund' })).status, 200);
+  const tooLong = await owner.send('POST', `/agents/${bot.agentId}/restart`, { reason: 'x'.repeat(501) });
+  assertError(t, tooLong, 400, 'invalid_request');
+  t.is((await owner.get(`/agents/${bot.agentId}`)).body.status, 'stopped', 'a refused restart lifts nothing');
+  const res = await owner.send('POST', `/agents/${bot.agentId}/restart`, { reason: '  refund checked, all fine  ' });
+  t.is(res.status, 200, res.text);
+  t.is(res.body.status, 'running');
+  await assertRuns(t, bot);
+  const restarted = (await about(owner, bot.agentId)).filter((r) => r.kind === 'agent.restarted');
+  t.deepEqual(
+    restarted.map((r) => r.data),
+    [{ lifted: ['owner'], reason: 'refund checked, all fine' }],
+  );
+});
+
 test('stop: a member may not stop an agent that does not act for them (404: not theirs to see), nor an analyst any (403)', async (t) => {
   const bot = await makeBot(owner, 'not-theirs-bot', PAY, otherMember.id);
   assertError(t, await member.send('POST', `/agents/${bot.agentId}/stop`, { reason: 'mischief' }), 404, 'not_found');

@@ -152,6 +152,8 @@ test('without mcp.allowPrivateUpstreams a loopback upstream is refused when adde
   await before.app.services.mcpProxy.add(before.wid, { name: 'local', url: target.url }, 'user:test');
   await before.app.services.mcpProxy.add(before.wid, { name: 'rebound', url: 'https://rebound.test/mcp' }, 'user:test');
   await close(before);
+  // Adding it (while allowed) asked it for its tools, to pin them; from here on it must hear nothing.
+  const atAdd = target.hits();
   // ...then the setting is turned off.
   const s = await stack(dir, false, seed);
   try {
@@ -177,7 +179,7 @@ test('without mcp.allowPrivateUpstreams a loopback upstream is refused when adde
     } finally {
       await client.close();
     }
-    t.is(target.hits(), 0, 'not one request reached the loopback server');
+    t.is(target.hits() - atAdd, 0, 'not one request reached the loopback server');
   } finally {
     await close(s);
     await target.close();

@@ -130,41 +130,53 @@ test.serial('one authorize: its request span has the signing and the store write
   t.true(trace.every((s) => s === request || s.parentSpanId === request.spanId));
 });
 
-test.serial('a proxied MCP tool call is a CLIENT span under its request span', async (t) => {
-  const upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
-  try {
-    const added = await gw.owner.send('POST', '/mcp-servers', {
-      name: 'files',
-      url: upstream.url,
-      secret: 'upstream-secret-1',
-      allowTools: ['add'],
-    });
-    t.is(added.status, 201, added.text);
-    const bot = await makeBot(gw.owner, 'files-bot', [{ actions: ['mcp.files.add'], domains: ['*'] }]);
-    const traceId = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
-    const client = new Client({ name: 'trace-test', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${gw.server.url}/mcp`), {
-        requestInit: {
-          headers: { authorization: `Bearer ${bot.key}`, traceparent: `00-${traceId}-1111111111111111-01` },
-        },
-      }),
-    );
-    const res = await client.callTool({ name: 'files__add', arguments: { a: 2, b: 40 } });
-    await client.close();
-    t.deepEqual(res.content, [{ type: 'text', text: '42' }]);
-    const isCall = (s: ReceivedSpan) => s.traceId === traceId && s.name === 'tools/call add';
-    await receiver.waitFor((spans) => spans.some(isCall));
-    const span = receiver.spans.find(isCall)!;
-    t.is(span.kind, CLIENT);
-    t.like(span.attributes, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'add', 'svc.mcp.server': 'files' });
-    const parent = receiver.spans.find((s) => s.traceId === traceId && s.spanId === span.parentSpanId);
-    t.is(parent?.name, 'POST /mcp');
-    t.is(parent?.kind, SERVER);
-  } finally {
-    await upstream.close();
-  }
-});
+test.serial(
+  'a proxied MCP tool call is a CLIENT span under its request span, and the upstream gets its traceparent',
+  async (t) => {
+    const upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
+    try {
+      const added = await gw.owner.send('POST', '/mcp-servers', {
+        name: 'files',
+        url: upstream.url,
+        secret: 'upstream-secret-1',
+        allowTools: ['add'],
+      });
+      t.is(added.status, 201, added.text);
+      const bot = await makeBot(gw.owner, 'files-bot', [{ actions: ['mcp.files.add'], domains: ['*'] }]);
+      const traceId = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+      const client = new Client({ name: 'trace-test', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${gw.server.url}/mcp`), {
+          requestInit: {
+            headers: { authorization: `Bearer ${bot.key}`, traceparent: `00-${traceId}-1111111111111111-01` },
+          },
+        }),
+      );
+      const res = await client.callTool({ name: 'files__add', arguments: { a: 2, b: 40 } });
+      await client.close();
+      t.deepEqual(res.content, [{ type: 'text', text: '42' }]);
+      const isCall = (s: ReceivedSpan) => s.traceId === traceId && s.name === 'tools/call add';
+      await receiver.waitFor((spans) => spans.some(isCall));
+      const span = receiver.spans.find(isCall)!;
+      t.is(span.kind, CLIENT);
+      t.like(span.attributes, {
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': 'add',
+        'svc.mcp.server': 'files',
+      });
+      const parent = receiver.spans.find((s) => s.traceId === traceId && s.spanId === span.parentSpanId);
+      t.is(parent?.name, 'POST /mcp');
+      t.is(parent?.kind, SERVER);
+      // The trace goes on upstream: the forwarded call names the CLIENT span as its parent.
+      t.deepEqual(
+        upstream.requests.filter((r) => r.method === 'tools/call').map((r) => r.traceparent),
+        [`00-${traceId}-${span.spanId}-01`],
+      );
+    } finally {
+      await upstream.close();
+    }
+  },
+);
 
 test.serial('an outbound webhook delivery is a CLIENT span whose traceparent the receiver gets', async (t) => {
   const got: IncomingHttpHeaders[] = [];

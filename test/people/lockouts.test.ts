@@ -227,6 +227,12 @@ test.serial(
     );
 
     const owner = await signIn('owner@locks.example', PASSWORD);
+    // The members list shows owners and admins who has two-factor on and who is locked out, until when.
+    const listed = async () =>
+      (await send(server, 'GET', `/api/w/${wid}/members?limit=200`, { cookie: owner.cookie })).body.data.find(
+        (m: { id: string }) => m.id === p.id,
+      );
+    t.like(await listed(), { twoFactor: true, lockedUntil: new Date(until).toISOString() });
     const lifted = await send(server, 'DELETE', `/api/w/${wid}/members/${p.id}/lockout`, { cookie: owner.cookie });
     t.is(lifted.status, 200, JSON.stringify(lifted.body));
     t.deepEqual(lifted.body, { userId: p.id, lifted: ['totp'] });
@@ -237,6 +243,7 @@ test.serial(
     );
     const signedIn = await signIn(p.email, PASSWORD, code());
     t.is(signedIn.status, 200, JSON.stringify(signedIn.body));
+    t.like(await listed(), { twoFactor: true, lockedUntil: null });
     // Lifting again finds nothing to lift, and records nothing.
     const again = await send(server, 'DELETE', `/api/w/${wid}/members/${p.id}/lockout`, { cookie: owner.cookie });
     t.deepEqual(again.body, { userId: p.id, lifted: [] });

@@ -101,7 +101,10 @@ test('owners and admins list the members, page by page', async (t) => {
     t.like(byId.get(owner.id), { id: owner.id, email: 'admin@localhost', role: 'owner' });
     t.like(byId.get(admin.id), { id: admin.id, role: 'admin' });
     t.like(byId.get(readers.auditor.id), { id: readers.auditor.id, role: 'auditor', name: 'auditor' });
-    for (const m of all.body.data) t.deepEqual(Object.keys(m).sort(), ['addedAt', 'email', 'id', 'name', 'role']);
+    for (const m of all.body.data) {
+      t.deepEqual(Object.keys(m).sort(), ['addedAt', 'email', 'id', 'lockedUntil', 'name', 'role', 'twoFactor']);
+      t.like(m, { twoFactor: false, lockedUntil: null });
+    }
 
     // Page by two, following `next`: none twice, and everyone who stays (other tests add and
     // remove people meanwhile).

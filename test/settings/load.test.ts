@@ -230,3 +230,49 @@ test('OAuth: private client metadata off by default, a 5 s fetch limit and a 10 
   });
   t.regex(err!.message, /oauth\.refreshGraceSeconds/);
 });
+
+test('vendor kinds: azure-openai needs apiVersion, bedrock a region (its endpoint by default) and its credentials from the AWS variables', (t) => {
+  const load = (provider: Record<string, unknown>, env: Record<string, string> = {}) =>
+    loadSettings({
+      env,
+      overrides: { 'gateway.providers': [{ id: 'vendor-a', ...provider }], 'gateway.models': [MODEL] },
+    });
+  t.throws(() => load({ kind: 'azure-openai', baseUrl: 'https://r.openai.azure.com' }), {
+    instanceOf: SettingsError,
+    message: /gateway\.providers\.0\.apiVersion.*required/,
+  });
+  t.throws(() => load({ kind: 'openai', baseUrl: 'https://x.test/v1', region: 'us-east-1' }), {
+    instanceOf: SettingsError,
+    message: /gateway\.providers\.0\.region/,
+  });
+  t.throws(() => load({ kind: 'bedrock' }), {
+    instanceOf: SettingsError,
+    message: /gateway\.providers\.0\.region.*required/,
+  });
+  t.throws(() => load({ kind: 'gemini' }), {
+    instanceOf: SettingsError,
+    message: /gateway\.providers\.0\.baseUrl.*required/,
+  });
+  t.like(
+    load({ kind: 'azure-openai', baseUrl: 'https://r.openai.azure.com', apiVersion: '2024-10-21' }).gateway
+      .providers[0],
+    {
+      apiVersion: '2024-10-21',
+    },
+  );
+
+  const bedrock = load(
+    { kind: 'bedrock', region: 'eu-central-1' },
+    { AWS_ACCESS_KEY_ID: 'AKIA1', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' },
+  ).gateway.providers[0]!;
+  t.is(bedrock.baseUrl, 'https://bedrock-runtime.eu-central-1.amazonaws.com');
+  t.deepEqual(bedrock.aws, { accessKeyId: 'AKIA1', secretAccessKey: 'secret', sessionToken: 'token' });
+  t.is(
+    load({ kind: 'bedrock', region: 'eu-central-1' }, { AWS_ACCESS_KEY_ID: 'AKIA1' }).gateway.providers[0]!.aws,
+    null,
+  );
+  t.is(
+    load({ kind: 'bedrock', region: 'us-east-1', baseUrl: 'http://127.0.0.1:9' }).gateway.providers[0]!.baseUrl,
+    'http://127.0.0.1:9',
+  );
+});

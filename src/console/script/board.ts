@@ -186,6 +186,10 @@ export const BOARD = String.raw`
           a.expiresAt ? el('span', {}, 'Expires ', time(a.expiresAt)) : null,
           required > 1 ? el('span', { class: 'badge badge-warn', text: given + ' of ' + required + ' approvals' }) : null,
           a.approvers && a.approvers.length ? el('span', { text: 'Named approvers only' }) : null),
+        // Why a person is asked: the rule (as the mandate holds it now) and the gate's reason.
+        a.rule || action.reason ? el('div', { class: 'why' },
+          a.rule ? el('div', { class: 'why-line approval-rule' }, el('span', { class: 'why-label', text: 'Rule' }), el('span', { text: ruleText(a.rule) })) : null,
+          action.reason ? el('div', { class: 'why-line approval-reason' }, el('span', { class: 'why-label', text: 'Reason' }), el('span', { text: action.reason })) : null) : null,
         (a.approvals || []).length ? el('ul', { class: 'item-history' }, a.approvals.map(function (x) {
           return el('li', {}, 'Approved by ' + who(x.by) + ' ', x.at ? time(x.at) : null, x.note ? ': “' + x.note + '”' : null);
         })) : null,
@@ -223,7 +227,7 @@ export const BOARD = String.raw`
         replace(target, el('p', { class: 'empty', text: 'No agents yet.' }), state.errors.agents ? sectionError('agents') : null);
         return;
       }
-      var table = el('table', {},
+      var table = el('table', { class: 'table-stack' },
         el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Agent' }), el('th', { scope: 'col', text: 'Standing' }), el('th', { scope: 'col', text: 'Holds' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
         el('tbody', {}, list.map(agentRow)));
       replace(target, el('div', { class: 'table-wrap' }, table),
@@ -237,17 +241,17 @@ export const BOARD = String.raw`
       var stopped = agent.status === 'stopped' || Boolean(everyAgent);
       var holds = (agent.holds || []).slice();
       if (everyAgent && !holds.length) holds.push({ hold: 'workspace', reason: state.stopAll.reason, by: state.stopAll.by, at: state.stopAll.at });
-      var name = el('td', {},
+      var name = el('td', { 'data-label': 'Agent' },
         el('div', { class: 'agent-name', text: agent.name }),
         el('div', { class: 'muted mono', text: agent.id }),
         (agent.tags || []).length ? el('div', {}, agent.tags.map(function (t) { return el('span', { class: 'tag', text: t }); })) : null,
         agent.actsFor && agent.actsFor === ctx.me ? el('div', { class: 'hint', text: 'Acts for you' }) : null);
-      var standing = el('td', {}, el('span', { class: 'badge ' + (stopped ? 'badge-danger' : 'badge-ok'), text: stopped ? 'Stopped' : 'Running' }));
+      var standing = el('td', { 'data-label': 'Standing' }, el('span', { class: 'badge ' + (stopped ? 'badge-danger' : 'badge-ok'), text: stopped ? 'Stopped' : 'Running' }));
       var holdList = holds.length ? el('ul', { class: 'holds' }, holds.map(function (h) {
         return el('li', {}, el('strong', { text: h.hold }), h.reason ? ' · ' + h.reason : null, ' · by ' + who(h.by) + ' ', h.at ? time(h.at) : null);
       })) : el('span', { class: 'muted', text: '—' });
-      var actions = el('td', { class: 'actions' }, agentActions(agent, agent.holds || []), errorLine(agent.id));
-      return el('tr', { data: { agent: agent.id } }, name, standing, el('td', {}, holdList), actions);
+      var actions = el('td', { class: 'actions', 'data-label': 'Actions' }, agentActions(agent, agent.holds || []), errorLine(agent.id));
+      return el('tr', { data: { agent: agent.id } }, name, standing, el('td', { 'data-label': 'Holds' }, holdList), actions);
     }
 
     function agentActions(agent, holds) {

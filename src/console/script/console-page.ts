@@ -1,7 +1,8 @@
 /**
- * /console in the browser: the workspace picker, sign-out, the one-time password form, and the
- * board (board.ts) with its refresh: on demand, and every 20 s while the tab is visible and the
- * person is not typing.
+ * Every console page in the browser: the workspace picker, sign-out, the one-time password form,
+ * then the section shown (body data-section, run through sectionRunners of script/index.ts), and
+ * keepFresh, the refresh every section uses: on demand, and every 20 s while the tab is visible
+ * and the person is not typing.
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
  * inside the one function of script/index.ts, beside the other parts.
  */
@@ -23,20 +24,21 @@ export const CONSOLE_PAGE = String.raw`
       });
     }
     if (!body.dataset.workspace) return;
-    var board = createBoard({
-      wid: body.dataset.workspace,
-      me: body.dataset.user,
-      canDecide: body.dataset.canDecide === 'true',
-      canStopAll: body.dataset.canStopAll === 'true',
-      canReadMembers: body.dataset.canReadMembers === 'true',
-    });
-    $('#refresh').addEventListener('click', function () { board.load(); });
-    board.load();
-    // Quiet background refresh, never while the person is typing or a request is under way.
+    var run = sectionRunners[body.dataset.section];
+    if (run) run();
+  }
+
+  /**
+   * A section's refresh: now, on the Refresh button, and every 20 s while the tab is visible,
+   * never while the person is typing or a request of the section is under way (busy()).
+   */
+  function keepFresh(load, busy) {
+    $('#refresh').addEventListener('click', function () { load(); });
+    load();
     window.setInterval(function () {
       var active = document.activeElement;
-      var typing = active && (active.tagName === 'INPUT' || active.tagName === 'TEXTAREA');
-      if (document.visibilityState === 'visible' && !typing && !board.busy()) board.load();
+      var typing = active && (active.tagName === 'INPUT' || active.tagName === 'TEXTAREA' || active.tagName === 'SELECT');
+      if (document.visibilityState === 'visible' && !typing && !busy()) load();
     }, 20000);
   }
 

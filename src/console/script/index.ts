@@ -1,12 +1,37 @@
 import { BOARD } from './board.js';
 import { CONSOLE_PAGE } from './console-page.js';
 import { HELPERS } from './helpers.js';
+import { SECTION_AGENTS } from './section-agents.js';
+import { SECTION_APPROVALS } from './section-approvals.js';
+import { SECTION_KEYS } from './section-keys.js';
+import { SECTION_MCP } from './section-mcp.js';
+import { SECTION_MEMBERS } from './section-members.js';
+import { SECTION_OVERVIEW } from './section-overview.js';
+import { SECTIONS_SHARED } from './sections-shared.js';
 import { SIGN_IN } from './sign-in.js';
 
 /**
+ * Each console section's page script (script/section-{id}.ts defines `section_{id}()`), by the
+ * section id of sections.ts. consolePage() runs the one named by body data-section.
+ */
+const SECTION_SCRIPTS: Record<string, string> = {
+  overview: SECTION_OVERVIEW,
+  agents: SECTION_AGENTS,
+  approvals: SECTION_APPROVALS,
+  keys: SECTION_KEYS,
+  members: SECTION_MEMBERS,
+  mcp: SECTION_MCP,
+};
+
+const runners = Object.keys(SECTION_SCRIPTS)
+  .map((id) => `'${id}': section_${id.replace(/-/g, '_')}`)
+  .join(', ');
+
+/**
  * The console's page script, served as /console/app.js: plain browser JavaScript, no build step,
- * no framework, nothing from another origin; one file for both pages (body data-page), its parts
- * joined inside one function so that nothing leaks into the page's globals.
+ * no framework, nothing from another origin; one file for every page (body data-page, and on
+ * the console body data-section), its parts joined inside one function so that nothing leaks
+ * into the page's globals.
  *
  * Rules it keeps:
  * - API data is rendered with DOM APIs and text nodes only; no markup is built from data.
@@ -22,7 +47,10 @@ export const APP_SCRIPT = [
   HELPERS,
   SIGN_IN,
   CONSOLE_PAGE,
+  SECTIONS_SHARED,
   BOARD,
+  ...Object.values(SECTION_SCRIPTS),
+  `  var sectionRunners = { ${runners} };`,
   "  if (body.dataset.page === 'login') loginPage();",
   "  else if (body.dataset.page === 'console') consolePage();",
   '})();',

@@ -2,7 +2,7 @@ import { AppError } from '../../errors/app-error.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
 import { answerBlockedMessage, answerScreen, screenAnswer } from '../response-screen.js';
 import type { SyncStep } from './context.js';
-import { costOf, estimateOf, maxTokensOf } from './prices.js';
+import { costOf, estimateFor } from './prices.js';
 
 /**
  * 10. Accounting: the upstream step's outcome becomes the answer. The call's cost from the
@@ -88,7 +88,7 @@ export const account: SyncStep = {
     }
     const overhead = overheadMicros(ctx, result.upstreamFirstByteMs);
     headers['x-svc-overhead-micros'] = String(overhead);
-    const estimate = estimateOf(model, ctx.prompt().length, maxTokensOf(ctx.body));
+    const estimate = estimateFor(ctx, model);
     void result.done.then(({ usage, outcome: ended, findings }) => {
       // A stream that did not finish (cut, or the client left) may never have reported its usage.
       const cost = ended === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimate);

@@ -1,5 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { checkOversight, classify as classifyPrompt, readSteering } from '../steering.js';
+import { EMBEDDING } from '../routing.js';
 import type { SyncStep } from './context.js';
 
 /**
@@ -8,7 +9,8 @@ import type { SyncStep } from './context.js';
  * profile (one that is not configured admits no model: 409 policy_conflict); the enforcement
  * (the profile's, else the workspace's, else the deployment's); the task class (the header, else
  * the key's default; else 400 unclassified_request when enforcing, or the classifier's guess in
- * shadow); a high-risk class needs acknowledged human oversight.
+ * shadow; POST /v1/embeddings is always `embedding`); a high-risk class needs acknowledged human
+ * oversight.
  */
 export const classify: SyncStep = {
   name: 'classify',
@@ -37,7 +39,13 @@ export const classify: SyncStep = {
     }
     ctx.own = env.store.tables.workspaceGateway.get(wid);
     ctx.enforcement = ctx.profile?.enforcement ?? ctx.own?.enforcement ?? env.settings.enforcement;
-    let taskClass = steering.taskClass ?? key.defaultTaskClass;
+    // POST /v1/embeddings is task class embedding (or a subclass the header names), whatever the key's default.
+    let taskClass =
+      ctx.req.shape === 'embeddings'
+        ? steering.taskClass?.startsWith(`${EMBEDDING}.`)
+          ? steering.taskClass
+          : EMBEDDING
+        : (steering.taskClass ?? key.defaultTaskClass);
     if (!taskClass) {
       if (ctx.enforcement === 'enforce') throw new AppError('unclassified_request');
       taskClass = classifyPrompt(ctx.prompt(), env.settings.classifier.rules, env.settings.classifier.fallback);

@@ -19,8 +19,15 @@ import type { Steering } from '../steering.js';
  */
 type Json = Record<string, unknown>;
 
+/**
+ * The route a request came by: the two chat shapes, which forward.ts speaks; POST /v1/responses,
+ * POST /v1/embeddings (responses/attempt.ts, embeddings.ts) and POST /v1/messages/count_tokens
+ * (count-tokens.ts).
+ */
+export type RouteShape = Shape | 'responses' | 'embeddings' | 'count_tokens';
+
 export interface GatewayRequest {
-  shape: Shape;
+  shape: RouteShape;
   body: Json;
   key: KeyRecord;
   headers: Record<string, string | string[] | undefined>;

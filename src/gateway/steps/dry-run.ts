@@ -1,6 +1,6 @@
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
 import type { SyncStep } from './context.js';
-import { estimateOf, maxTokensOf } from './prices.js';
+import { estimateFor } from './prices.js';
 
 /**
  * 8. Dry run (x-svc-dry-run: true): answered here with the model that would serve, the candidates
@@ -13,7 +13,7 @@ export const dryRun: SyncStep = {
     if (!ctx.steering.dryRun) return;
     const first = ctx.candidates[0]!;
     serveHeaders(ctx, env, first);
-    const estimate = estimateOf(first, ctx.prompt().length, maxTokensOf(ctx.body));
+    const estimate = estimateFor(ctx, first);
     ctx.headers['x-svc-overhead-micros'] = String(overheadMicros(ctx));
     recordCall(ctx, env, { model: first.id, provider: first.provider, outcome: 'dry_run' });
     return {

@@ -4,11 +4,21 @@ import { account } from './account.js';
 import { admit } from './admit.js';
 import { budget } from './budget.js';
 import { classify } from './classify.js';
-import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, Step, SyncStep } from './context.js';
+import { countTokensStep } from './count-tokens.js';
+import type {
+  GatewayAnswer,
+  GatewayContext,
+  GatewayEnv,
+  GatewayRequest,
+  RouteShape,
+  Step,
+  SyncStep,
+} from './context.js';
 import { dataLoss } from './data-loss.js';
 import { dryRun } from './dry-run.js';
 import { killSwitch } from './kill-switch.js';
 import { plan } from './plan.js';
+import { responsesState } from './responses-state.js';
 import { route } from './route.js';
 import { upstream } from './upstream.js';
 
@@ -48,6 +58,29 @@ import { upstream } from './upstream.js';
 export const CHECKS: readonly SyncStep[] = [killSwitch, plan, classify, route, dataLoss, budget, admit, dryRun];
 
 export const STEPS: readonly Step[] = [...CHECKS, upstream, account];
+
+/**
+ * The path by route: POST /v1/responses checks that a vendor keeps state when asked to, right
+ * after routing; POST /v1/messages/count_tokens is no model call (no plan, budget, admission or
+ * record) and is answered by its own step.
+ */
+export const RESPONSES_STEPS: readonly Step[] = [
+  killSwitch,
+  plan,
+  classify,
+  route,
+  responsesState,
+  dataLoss,
+  budget,
+  admit,
+  dryRun,
+  upstream,
+  account,
+];
+export const COUNT_TOKENS_STEPS: readonly Step[] = [killSwitch, classify, route, dataLoss, countTokensStep];
+
+export const stepsFor = (shape: RouteShape): readonly Step[] =>
+  shape === 'responses' ? RESPONSES_STEPS : shape === 'count_tokens' ? COUNT_TOKENS_STEPS : STEPS;
 
 /** A fresh context: every field a step fills starts empty. */
 export function createContext(req: GatewayRequest, env: GatewayEnv): GatewayContext {

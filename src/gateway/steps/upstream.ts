@@ -1,17 +1,20 @@
 import type { GatewayModel } from '../../settings/schema.js';
 import { observeAttempt } from '../attempt-telemetry.js';
 import { tryDeployments } from '../deployments.js';
-import { answerScreen } from '../response-screen.js';
+import { attemptEmbeddings } from '../embeddings.js';
 import { attempt, type AttemptResult } from '../forward.js';
+import { answerScreen } from '../response-screen.js';
+import { attemptResponses } from '../responses/attempt.js';
 import type { AsyncStep } from './context.js';
-import { estimateOf, maxTokensOf } from './prices.js';
+import { estimateFor } from './prices.js';
 
 /**
  * 9. Upstream: the only step that sends. What the request may cost is reserved on its budgets
  * (before the first await: see index.ts), then the candidates with a deployment whose circuit is
- * closed are tried in order, each in its vendor's shape (forward.ts translates both ways): a
- * model's deployments first (deployments.ts: weights, retry-after), then the next model, until
- * one answers; the reservation follows the model tried. A stream is committed at
+ * closed are tried in order, each in its vendor's shape (forward.ts translates both ways;
+ * Responses and embeddings requests go by responses/attempt.ts and embeddings.ts): a model's
+ * deployments first (deployments.ts: weights, retry-after), then the next model, until one
+ * answers; the reservation follows the model tried. A stream is committed at
  * its first event and never failed over after it. The outcome is left for the accounting step;
  * if an attempt throws, the reservation is released.
  */
@@ -19,22 +22,18 @@ export const upstream: AsyncStep = {
   name: 'upstream',
   async run(ctx, env) {
     const { req, body, candidates } = ctx;
-    const promptChars = ctx.prompt().length;
-    const maxTokens = maxTokensOf(body);
     const applicable = ctx.admission.applicable;
     const reservation =
-      applicable.length > 0
-        ? env.budgets.reserve(applicable, estimateOf(candidates[0]!, promptChars, maxTokens))
-        : null;
+      applicable.length > 0 ? env.budgets.reserve(applicable, estimateFor(ctx, candidates[0]!)) : null;
     ctx.reservation = reservation;
     const attempted = ctx.attempted;
     const send = async (served: GatewayModel): Promise<AttemptResult> => {
       const provider = env.providers.get(served.provider)!;
       return observeAttempt(served, provider, body, (traceparent) =>
-        attempt(
+        (req.shape === 'responses' ? attemptResponses : req.shape === 'embeddings' ? attemptEmbeddings : attempt)(
           env.upstreamOf(provider.id),
           {
-            shape: req.shape,
+            shape: req.shape === 'anthropic' ? 'anthropic' : 'openai',
             body,
             stream: body.stream === true,
             model: served,
@@ -45,7 +44,8 @@ export const upstream: AsyncStep = {
               typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
             signal: req.signal,
             nowSeconds: Math.floor(ctx.nowMs / 1000),
-            screen: answerScreen(ctx, env),
+            // Chat answers only: the Responses and embeddings routes are not screened on the way back.
+            screen: req.shape === 'openai' || req.shape === 'anthropic' ? answerScreen(ctx, env) : undefined,
           },
           ctx.callId.slice(5),
         ),
@@ -53,7 +53,7 @@ export const upstream: AsyncStep = {
     };
     try {
       for (const { model, deployments } of env.health.plan(candidates, ctx.profile)) {
-        if (attempted.length > 0 && reservation) reservation.change(estimateOf(model, promptChars, maxTokens));
+        if (attempted.length > 0 && reservation) reservation.change(estimateFor(ctx, model));
         attempted.push(model.id);
         const answered = await tryDeployments(ctx, env, model, deployments, send);
         if (answered === 'aborted') break;

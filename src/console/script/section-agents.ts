@@ -1,0 +1,449 @@
+/**
+ * The agents section (/console/agents) in the browser: the list (a table on a wide screen, one
+ * block per agent on a phone), a new agent from a blueprint, and one agent's page (#agt_… in the
+ * address): stop and restart with a reason, the mandate edited with the workspace's templates,
+ * keys minted (the value shown once, with Copy) and revoked.
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const SECTION_AGENTS = String.raw`
+  function section_agents() {
+    var ctx = workspaceContext();
+    var root = $('#agents-section');
+    var canManage = root.dataset.canManage === 'true';
+    var canManageAll = root.dataset.canManageAll === 'true';
+    var state = {
+      agents: null, blueprints: [], templates: null, people: {}, members: [],
+      error: null, pending: 0,
+      detail: null, // { agentId, mandate, keys, error }
+    };
+    // What the person typed or opened, kept across reloads.
+    var drafts = { reasons: {}, keyName: '', rules: null, broaden: null };
+    var acting = {}; // agentId -> 'stop' | 'restart'
+    var itemErrors = {};
+    var minted = null; // { agentId, id, key }: shown once, until Done
+
+    function selected() {
+      var id = window.location.hash.slice(1);
+      return /^agt_[0-9A-Za-z]{22}$/.test(id) ? id : null;
+    }
+
+    function findAgent(id) {
+      var list = state.agents || [];
+      for (var i = 0; i < list.length; i += 1) if (list[i].id === id) return list[i];
+      return null;
+    }
+
+    async function load() {
+      state.pending += 1;
+      try {
+        var results = await Promise.allSettled([
+          listAll(ctx.base + '/agents'),
+          canManage ? listAll(ctx.base + '/blueprints') : Promise.resolve([]),
+          canManageAll ? listAll(ctx.base + '/members') : Promise.resolve([]),
+        ]);
+        if (results.some(function (r) { return r.status === 'rejected' && sessionEnded(r.reason); })) return;
+        if (results[0].status === 'fulfilled') { state.agents = results[0].value; state.error = null; }
+        else state.error = results[0].reason.message;
+        if (results[1].status === 'fulfilled') state.blueprints = results[1].value;
+        if (results[2].status === 'fulfilled') {
+          state.members = results[2].value;
+          state.members.forEach(function (m) { state.people[m.id] = m.name || m.email; });
+        }
+        renderList();
+        renderCreate();
+        await loadDetail();
+        updated();
+      } finally {
+        state.pending -= 1;
+      }
+    }
+
+    async function loadDetail() {
+      var id = selected();
+      var card = $('#agent-detail');
+      if (!id) { card.hidden = true; state.detail = null; return; }
+      var agent = findAgent(id);
+      card.hidden = false;
+      if (!agent) {
+        state.detail = null;
+        $('#agent-detail-title').textContent = 'Agent';
+        replace($('#agent-detail-body'), el('p', { class: 'notice notice-error', role: 'alert', text: state.agents ? 'No such agent among those you see.' : 'Loading…' }));
+        return;
+      }
+      var mayManage = canManage && (canManageAll || agent.actsFor === ctx.me);
+      var results = await Promise.allSettled([
+        mayManage ? api('GET', ctx.base + '/agents/' + encodeURIComponent(id) + '/mandate') : Promise.resolve(null),
+        mayManage ? api('GET', ctx.base + '/agents/' + encodeURIComponent(id) + '/keys') : Promise.resolve(null),
+        mayManage && !state.templates ? listAll(ctx.base + '/templates') : Promise.resolve(state.templates),
+      ]);
+      if (results.some(function (r) { return r.status === 'rejected' && sessionEnded(r.reason); })) return;
+      if (state.detail && state.detail.agentId !== id) { drafts.rules = null; drafts.broaden = null; }
+      state.detail = {
+        agentId: id,
+        mayManage: mayManage,
+        mandate: results[0].status === 'fulfilled' ? results[0].value : null,
+        keys: results[1].status === 'fulfilled' ? results[1].value : null,
+        error: results.filter(function (r) { return r.status === 'rejected'; }).map(function (r) { return r.reason.message; })[0] || null,
+      };
+      if (results[2].status === 'fulfilled') state.templates = results[2].value;
+      renderDetail();
+    }
+
+    /** One write, then a reload; its error is shown beside what it concerns (key), else on the page. */
+    async function write(key, label, buttons, method, path, payload, done) {
+      itemErrors[key] = null;
+      showNotice($('#error'), '');
+      setBusy(buttons, true);
+      state.pending += 1;
+      var answer = null;
+      try {
+        answer = await api(method, ctx.base + path, payload);
+        if (done) done(answer);
+      } catch (err) {
+        if (sessionEnded(err)) return null;
+        itemErrors[key] = label + ': ' + err.message;
+        say('');
+      } finally {
+        state.pending -= 1;
+        setBusy(buttons, false);
+      }
+      await load();
+      return answer;
+    }
+
+    function errorLine(key) {
+      return itemErrors[key] ? el('p', { class: 'notice notice-error item-error', role: 'alert', text: itemErrors[key] }) : null;
+    }
+
+    function personName(id) {
+      if (!id) return 'nobody';
+      if (id === ctx.me) return 'you';
+      return state.people[id] || id;
+    }
+
+    // -- the list --
+
+    function renderList() {
+      var target = $('#agents-body');
+      var count = $('#agents-count');
+      if (state.error && !state.agents) { count.textContent = ''; replace(target, el('p', { class: 'notice notice-error', role: 'alert', text: state.error })); return; }
+      var list = state.agents || [];
+      count.textContent = list.length ? String(list.length) : '';
+      if (!list.length) {
+        var none = canManage ? 'No agents yet. Create one below.' : root.dataset.readsAll === 'true' ? 'No agents yet.' : 'No agents act for you.';
+        replace(target, el('p', { class: 'empty', text: none }));
+        return;
+      }
+      var table = el('table', { class: 'table-stack' },
+        el('thead', {}, el('tr', {},
+          el('th', { scope: 'col', text: 'Agent' }),
+          el('th', { scope: 'col', text: 'Acts for' }),
+          el('th', { scope: 'col', text: 'Standing' }),
+          el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
+        el('tbody', {}, list.map(agentRow)));
+      replace(target, el('div', { class: 'table-wrap' }, table),
+        state.error ? el('p', { class: 'notice notice-error', role: 'alert', text: state.error }) : null);
+    }
+
+    function holdsList(agent) {
+      var holds = agent.holds || [];
+      if (!holds.length) return null;
+      return el('ul', { class: 'holds' }, holds.map(function (h) {
+        return el('li', {}, el('strong', { text: h.hold === 'workspace' ? 'every agent' : h.hold }), h.reason ? ' · ' + h.reason : null, ' · by ' + actorName(h.by, ctx.me, state.people) + ' ', h.at ? time(h.at) : null);
+      }));
+    }
+
+    function agentRow(agent) {
+      var stopped = agent.status === 'stopped';
+      var open = el('a', { href: '#' + agent.id, class: 'agent-name', text: agent.name });
+      var name = el('td', { 'data-label': 'Agent' },
+        open,
+        el('div', { class: 'muted mono', text: agent.id }),
+        (agent.tags || []).length ? el('div', {}, agent.tags.map(function (t) { return el('span', { class: 'tag', text: t }); })) : null);
+      var standing = el('td', { 'data-label': 'Standing' },
+        el('span', { class: 'badge ' + (stopped ? 'badge-danger' : 'badge-ok'), text: stopped ? 'Stopped' : 'Running' }),
+        holdsList(agent));
+      var actions = el('td', { class: 'actions', 'data-label': 'Actions' }, standingActions(agent), errorLine(agent.id));
+      return el('tr', { data: { agent: agent.id }, class: agent.id === selected() ? 'selected' : null },
+        name, el('td', { 'data-label': 'Acts for', text: personName(agent.actsFor) }), standing, actions);
+    }
+
+    /** Stop with a reason; restart with a reason (the person it acts for, owners and admins). */
+    function standingActions(agent, inDetail) {
+      var mayStop = canManage && (canManageAll || agent.actsFor === ctx.me);
+      var mayRestart = canManageAll || agent.actsFor === ctx.me;
+      var ownHolds = (agent.holds || []).filter(function (h) { return h.hold !== 'workspace'; });
+      var held = ownHolds.some(function (h) { return h.hold === 'owner'; });
+      var mode = acting[agent.id];
+      if (mode) return reasonForm(agent, mode);
+      var buttons = inDetail ? [] : [el('a', { href: '#' + agent.id, class: 'button', text: 'Open' })];
+      if (mayStop && !held) {
+        var stop = el('button', { type: 'button', class: 'button button-outline-danger', text: 'Stop…' });
+        stop.addEventListener('click', function () { acting[agent.id] = 'stop'; itemErrors[agent.id] = null; rerender(); });
+        buttons.push(stop);
+      }
+      if (mayRestart && ownHolds.length) {
+        var restart = el('button', { type: 'button', class: 'button', text: 'Restart…' });
+        restart.addEventListener('click', function () { acting[agent.id] = 'restart'; itemErrors[agent.id] = null; rerender(); });
+        buttons.push(restart);
+      }
+      return el('div', { class: 'inline-form' }, buttons);
+    }
+
+    function reasonForm(agent, mode) {
+      var key = mode + ':' + agent.id;
+      var stop = mode === 'stop';
+      var reason = el('input', { type: 'text', maxlength: '500', placeholder: 'Reason (required)', 'aria-label': (stop ? 'Reason for stopping ' : 'Reason for restarting ') + agent.name, value: drafts.reasons[key] || '' });
+      reason.addEventListener('input', function () { drafts.reasons[key] = reason.value; });
+      var confirm = el('button', { type: 'submit', class: 'button ' + (stop ? 'button-danger' : 'button-primary'), text: stop ? 'Stop agent' : 'Restart agent' });
+      var cancel = el('button', { type: 'button', class: 'button button-quiet', text: 'Cancel' });
+      cancel.addEventListener('click', function () { delete acting[agent.id]; itemErrors[agent.id] = null; rerender(); });
+      var form = el('form', { class: 'inline-form', novalidate: true }, reason, cancel, confirm);
+      form.addEventListener('submit', function (event) {
+        event.preventDefault();
+        var text = reason.value.trim();
+        if (!text) { itemErrors[agent.id] = 'Give a reason: it is recorded in the ledger with your name.'; rerender(); return; }
+        var path = '/agents/' + encodeURIComponent(agent.id) + (stop ? '/stop' : '/restart');
+        write(agent.id, (stop ? 'Stop “' : 'Restart “') + agent.name + '”', [confirm, cancel], 'POST', path, { reason: text }, function () {
+          delete acting[agent.id];
+          delete drafts.reasons[key];
+          say((stop ? 'Stopped: ' : 'Restarted: ') + agent.name);
+        });
+      });
+      window.setTimeout(function () { if (document.activeElement === document.body) reason.focus(); }, 0);
+      return form;
+    }
+
+    function rerender() {
+      renderList();
+      renderDetail();
+    }
+
+    // -- a new agent --
+
+    function renderCreate() {
+      var select = $('#agent-new-blueprint');
+      if (!select) return;
+      var chosen = select.value;
+      replace(select, el('option', { value: '', text: 'None: no mandate yet' }),
+        state.blueprints.map(function (b) { return el('option', { value: b.id, text: b.name + ((b.tags || []).length ? ' (' + b.tags.join(', ') + ')' : '') }); }));
+      select.value = chosen;
+      var person = $('#agent-new-acts-for');
+      if (person) {
+        var who = person.value || ctx.me;
+        replace(person,
+          state.members.map(function (m) { return el('option', { value: m.id, text: m.id === ctx.me ? 'You' : (m.name || m.email) + ' (' + m.role + ')' }); }),
+          el('option', { value: 'nobody', text: 'Nobody' }));
+        if (!state.members.length) append(person, el('option', { value: ctx.me, text: 'You' }));
+        person.value = who;
+      }
+    }
+
+    function wireCreate() {
+      var form = $('#agent-new-form');
+      if (!form) return;
+      form.addEventListener('submit', async function (event) {
+        event.preventDefault();
+        var name = $('#agent-new-name').value.trim();
+        var error = $('#agent-new-error');
+        if (!name) { showNotice(error, 'Give the agent a name.'); $('#agent-new-name').focus(); return; }
+        var payload = { name: name };
+        var blueprint = $('#agent-new-blueprint').value;
+        if (blueprint) payload.blueprint = blueprint;
+        var person = $('#agent-new-acts-for');
+        if (person) payload.actsFor = person.value === 'nobody' ? null : person.value;
+        var submit = $('#agent-new-submit');
+        showNotice(error, '');
+        setBusy([submit], true);
+        state.pending += 1;
+        try {
+          var agent = await api('POST', ctx.base + '/agents', payload);
+          $('#agent-new-name').value = '';
+          say('Created: ' + agent.name);
+          window.location.hash = agent.id;
+        } catch (err) {
+          if (sessionEnded(err)) return;
+          showNotice(error, err.message);
+        } finally {
+          state.pending -= 1;
+          setBusy([submit], false);
+        }
+        await load();
+      });
+    }
+
+    // -- one agent --
+
+    function renderDetail() {
+      var id = selected();
+      var d = state.detail;
+      if (!id || !d || d.agentId !== id) return;
+      var agent = findAgent(id);
+      if (!agent) return;
+      $('#agent-detail-title').textContent = agent.name;
+      var stopped = agent.status === 'stopped';
+      var facts = el('dl', { class: 'facts' },
+        el('dt', { text: 'Id' }), el('dd', { class: 'mono', text: agent.id }),
+        el('dt', { text: 'Acts for' }), el('dd', { text: personName(agent.actsFor) }),
+        el('dt', { text: 'Blueprint' }), el('dd', { text: blueprintName(agent.blueprint) }),
+        el('dt', { text: 'Tags' }), el('dd', { text: (agent.tags || []).join(', ') || '—' }),
+        el('dt', { text: 'Created' }), el('dd', {}, time(agent.createdAt)));
+      var standing = el('div', { class: 'detail-part', id: 'agent-standing' },
+        el('h3', { text: 'Standing' }),
+        el('p', {}, el('span', { class: 'badge ' + (stopped ? 'badge-danger' : 'badge-ok'), text: stopped ? 'Stopped' : 'Running' })),
+        holdsList(agent),
+        standingActions(agent, true),
+        errorLine(agent.id));
+      replace($('#agent-detail-body'),
+        d.error ? el('p', { class: 'notice notice-error', role: 'alert', text: d.error }) : null,
+        el('div', { class: 'detail-grid' }, facts, standing),
+        d.mayManage ? mandatePart(agent, d) : el('p', { class: 'hint', text: 'Its mandate and keys are managed by the person it acts for, an owner or an admin.' }),
+        d.mayManage ? keysPart(agent, d) : null);
+    }
+
+    function blueprintName(id) {
+      if (!id) return '—';
+      for (var i = 0; i < state.blueprints.length; i += 1) if (state.blueprints[i].id === id) return state.blueprints[i].name;
+      return id;
+    }
+
+    function sameRule(a, b) {
+      var strip = function (r) { var c = {}; Object.keys(r).sort().forEach(function (k) { if (k !== 'id') c[k] = r[k]; }); return JSON.stringify(c); };
+      return strip(a) === strip(b);
+    }
+
+    function mandatePart(agent, d) {
+      var saved = d.mandate ? d.mandate.rules : [];
+      var rules = drafts.rules || saved;
+      var changed = drafts.rules !== null;
+      var items = rules.length ? el('ul', { class: 'rules' }, rules.map(function (rule, i) {
+        var remove = el('button', { type: 'button', class: 'button button-quiet', text: 'Remove', 'aria-label': 'Remove rule ' + (i + 1) });
+        remove.addEventListener('click', function () {
+          drafts.rules = rules.filter(function (_r, j) { return j !== i; });
+          drafts.broaden = null;
+          renderDetail();
+        });
+        return el('li', { class: 'rule' }, el('span', { class: 'rule-text', text: ruleText(rule) }), rule.id ? el('span', { class: 'muted mono rule-id', text: rule.id }) : el('span', { class: 'badge badge-warn', text: 'new' }), remove);
+      })) : el('p', { class: 'empty', text: 'No rules: every action this agent asks for is denied.' });
+      var templates = state.templates || [];
+      var picker = templates.length ? el('ul', { class: 'templates' }, templates.map(function (tpl) {
+        var fresh = (tpl.rules || []).filter(function (r) { return !rules.some(function (x) { return sameRule(x, r); }); });
+        var add = el('button', { type: 'button', class: 'button', text: fresh.length ? 'Add its rules' : 'Added', disabled: !fresh.length });
+        add.addEventListener('click', function () {
+          drafts.rules = rules.concat(fresh.map(function (r) { var c = {}; Object.keys(r).forEach(function (k) { if (k !== 'id') c[k] = r[k]; }); return c; }));
+          drafts.broaden = null;
+          renderDetail();
+        });
+        return el('li', { class: 'template', data: { template: tpl.id } },
+          el('div', {}, el('strong', { text: tpl.name }),
+            el('ul', { class: 'template-rules' }, (tpl.rules || []).map(function (r) { return el('li', { text: ruleText(r) }); }))),
+          add);
+      })) : el('p', { class: 'hint', text: 'The workspace has no templates yet: an owner or an admin writes them.' });
+      var actions = null;
+      if (changed) {
+        var save = el('button', { type: 'button', class: 'button button-primary', text: 'Save mandate' });
+        var discard = el('button', { type: 'button', class: 'button button-quiet', text: 'Discard changes' });
+        discard.addEventListener('click', function () { drafts.rules = null; drafts.broaden = null; itemErrors.mandate = null; renderDetail(); });
+        save.addEventListener('click', function () { saveMandate(agent, rules, false, [save, discard]); });
+        actions = el('div', { class: 'inline-form' }, discard, save);
+      }
+      var broaden = null;
+      if (drafts.broaden) {
+        var anyway = el('button', { type: 'button', class: 'button button-danger', text: 'Save anyway' });
+        anyway.addEventListener('click', function () { saveMandate(agent, rules, true, [anyway]); });
+        broaden = el('div', { class: 'notice', role: 'alert' }, el('p', { text: drafts.broaden }), anyway);
+      }
+      return el('div', { class: 'detail-part', id: 'agent-mandate' },
+        el('h3', { text: 'Mandate' }),
+        items,
+        changed ? el('p', { class: 'hint', text: 'Not saved yet.' }) : null,
+        broaden,
+        errorLine('mandate'),
+        actions,
+        el('h4', { text: 'Templates' }),
+        picker);
+    }
+
+    async function saveMandate(agent, rules, confirmBroaden, buttons) {
+      itemErrors.mandate = null;
+      setBusy(buttons, true);
+      state.pending += 1;
+      try {
+        await api('PUT', ctx.base + '/agents/' + encodeURIComponent(agent.id) + '/mandate', { rules: rules, confirmBroaden: confirmBroaden });
+        drafts.rules = null;
+        drafts.broaden = null;
+        say('Mandate saved: ' + agent.name);
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        if (err.type === 'confirm_broaden') drafts.broaden = err.message;
+        else itemErrors.mandate = 'Save the mandate of “' + agent.name + '”: ' + err.message;
+      } finally {
+        state.pending -= 1;
+        setBusy(buttons, false);
+      }
+      await load();
+    }
+
+    function keysPart(agent, d) {
+      var keys = (d.keys && d.keys.data || []).filter(function (k) { return !k.revokedAt; });
+      var revokedCount = (d.keys && d.keys.data || []).length - keys.length;
+      var list = keys.length ? el('ul', { class: 'keys' }, keys.map(function (k) {
+        var revoke = confirmButton('Revoke', 'Revoke key', function (buttons) {
+          write('key:' + k.id, 'Revoke key ' + (k.name || k.id), buttons, 'DELETE', '/agents/' + encodeURIComponent(agent.id) + '/keys/' + encodeURIComponent(k.id), undefined, function () {
+            say('Key revoked: ' + (k.name || k.id));
+          });
+        });
+        return el('li', { class: 'key', data: { key: k.id } },
+          el('div', {}, el('strong', { text: k.name || 'Unnamed key' }), el('div', { class: 'muted mono', text: k.id }), el('div', { class: 'muted' }, 'Minted ', time(k.createdAt))),
+          revoke, errorLine('key:' + k.id));
+      })) : el('p', { class: 'empty', text: 'No live keys: the agent cannot call the gate.' });
+      var name = el('input', { type: 'text', maxlength: '200', placeholder: 'Key name (optional)', 'aria-label': 'Name of the new key', value: drafts.keyName, id: 'agent-key-name' });
+      name.addEventListener('input', function () { drafts.keyName = name.value; });
+      var mint = el('button', { type: 'submit', class: 'button button-primary', text: 'Mint key' });
+      var form = el('form', { class: 'inline-form', novalidate: true, id: 'agent-key-form' }, name, mint);
+      form.addEventListener('submit', function (event) {
+        event.preventDefault();
+        var text = name.value.trim();
+        write('mint', 'Mint a key', [mint], 'POST', '/agents/' + encodeURIComponent(agent.id) + '/keys', text ? { name: text } : {}, function (answer) {
+          minted = { agentId: agent.id, id: answer.id, key: answer.key };
+          drafts.keyName = '';
+          say('Key minted: ' + (answer.name || answer.id));
+        });
+      });
+      var shown = minted && minted.agentId === agent.id
+        ? secretOnce('New key ' + minted.id, minted.key, function () { minted = null; })
+        : null;
+      return el('div', { class: 'detail-part', id: 'agent-keys' },
+        el('h3', { text: 'Keys' }),
+        shown,
+        list,
+        revokedCount ? el('p', { class: 'hint', text: revokedCount + ' revoked.' }) : null,
+        errorLine('mint'),
+        form);
+    }
+
+    // -- wiring --
+
+    $('#agent-detail-close').addEventListener('click', function () {
+      window.history.replaceState(null, '', window.location.pathname + window.location.search);
+      minted = null;
+      $('#agent-detail').hidden = true;
+      state.detail = null;
+      renderList();
+    });
+    window.addEventListener('hashchange', function () {
+      drafts.rules = null;
+      drafts.broaden = null;
+      itemErrors.mandate = null;
+      renderList();
+      loadDetail().then(function () {
+        var card = $('#agent-detail');
+        if (!card.hidden) card.scrollIntoView({ block: 'start' });
+      });
+    });
+    wireCreate();
+    keepFresh(load, function () { return state.pending > 0 || drafts.rules !== null || minted !== null; });
+  }
+
+`;

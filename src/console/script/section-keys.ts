@@ -1,0 +1,203 @@
+/**
+ * The keys section (/console/keys) in the browser: workspace keys (list, mint, revoke) and
+ * service tokens (list, create, revoke); a new value is shown once, with Copy, and never kept.
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const SECTION_KEYS = String.raw`
+  function section_keys() {
+    var ctx = workspaceContext();
+    var hasKeys = Boolean($('#workspace-keys'));
+    var hasTokens = Boolean($('#service-tokens'));
+    var state = { keys: null, tokens: null, agents: {}, errors: {}, pending: 0 };
+    var itemErrors = {};
+    var showRevoked = false;
+
+    async function load() {
+      state.pending += 1;
+      try {
+        var results = await Promise.allSettled([
+          hasKeys ? listAll(ctx.base + '/keys') : Promise.resolve(null),
+          hasTokens ? listAll(ctx.base + '/service-tokens') : Promise.resolve(null),
+          hasKeys ? listAll(ctx.base + '/agents').catch(function () { return []; }) : Promise.resolve([]),
+        ]);
+        if (results.some(function (r) { return r.status === 'rejected' && sessionEnded(r.reason); })) return;
+        ['keys', 'tokens'].forEach(function (k, i) {
+          if (results[i].status === 'fulfilled') { state[k] = results[i].value; state.errors[k] = null; }
+          else state.errors[k] = results[i].reason.message;
+        });
+        (results[2].value || []).forEach(function (a) { state.agents[a.id] = a.name; });
+        if (hasKeys) renderKeys();
+        if (hasTokens) renderTokens();
+        updated();
+      } finally {
+        state.pending -= 1;
+      }
+    }
+
+    async function write(key, label, buttons, method, path, payload, done) {
+      delete itemErrors[key];
+      showNotice($('#error'), '');
+      setBusy(buttons, true);
+      state.pending += 1;
+      try {
+        var answer = await api(method, ctx.base + path, payload);
+        if (done) done(answer);
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        itemErrors[key] = label + ': ' + err.message;
+        say('');
+      } finally {
+        state.pending -= 1;
+        setBusy(buttons, false);
+      }
+      await load();
+    }
+
+    function errorLine(key) {
+      return itemErrors[key] ? el('p', { class: 'notice notice-error item-error', role: 'alert', text: itemErrors[key] }) : null;
+    }
+
+    function sectionError(k) {
+      return state.errors[k] ? el('p', { class: 'notice notice-error', role: 'alert', text: state.errors[k] }) : null;
+    }
+
+    // -- workspace keys --
+
+    function renderKeys() {
+      var target = $('#keys-body');
+      if (!state.keys) { replace(target, sectionError('keys')); return; }
+      var live = state.keys.filter(function (k) { return !k.revokedAt; });
+      var list = showRevoked ? state.keys : live;
+      $('#keys-count').textContent = live.length ? String(live.length) : '';
+      if (!list.length) { replace(target, el('p', { class: 'empty', text: 'No keys yet.' }), sectionError('keys')); return; }
+      var table = el('table', { class: 'table-stack' },
+        el('thead', {}, el('tr', {},
+          el('th', { scope: 'col', text: 'Key' }), el('th', { scope: 'col', text: 'Scope' }),
+          el('th', { scope: 'col', text: 'Minted' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
+        el('tbody', {}, list.map(keyRow)));
+      replace(target, el('div', { class: 'table-wrap' }, table), sectionError('keys'));
+    }
+
+    function keyRow(k) {
+      var label = k.name || (k.agentId ? 'Key of ' + (state.agents[k.agentId] || k.agentId) : 'Unnamed key');
+      var about = [];
+      if (k.agentId) about.push('agent ' + (state.agents[k.agentId] || k.agentId));
+      if (k.team) about.push('team ' + k.team);
+      if (k.principal) about.push('for ' + k.principal);
+      var actions = k.revokedAt
+        ? el('span', { class: 'badge', text: 'Revoked' })
+        : confirmButton('Revoke', 'Revoke key', function (buttons) {
+          write('key:' + k.id, 'Revoke “' + label + '”', buttons, 'DELETE', '/keys/' + encodeURIComponent(k.id), undefined, function () { say('Key revoked: ' + label); });
+        });
+      return el('tr', { data: { key: k.id } },
+        el('td', { 'data-label': 'Key' }, el('div', { class: 'agent-name', text: label }), el('div', { class: 'muted mono', text: k.id }), about.length ? el('div', { class: 'muted', text: about.join(' · ') }) : null),
+        el('td', { 'data-label': 'Scope' }, el('span', { class: 'badge ' + (k.scope === 'admin' ? 'badge-warn' : 'badge-neutral'), text: k.scope })),
+        el('td', { 'data-label': 'Minted' }, time(k.createdAt), k.revokedAt ? el('div', { class: 'muted' }, 'revoked ', time(k.revokedAt)) : null),
+        el('td', { class: 'actions', 'data-label': 'Actions' }, actions, errorLine('key:' + k.id)));
+    }
+
+    function wireKeys() {
+      var box = $('#keys-show-revoked');
+      box.addEventListener('change', function () { showRevoked = box.checked; renderKeys(); });
+      var form = $('#key-new-form');
+      form.addEventListener('submit', async function (event) {
+        event.preventDefault();
+        var error = $('#key-new-error');
+        var payload = { scope: $('#key-new-scope').value };
+        var name = $('#key-new-name').value.trim();
+        var team = $('#key-new-team').value.trim();
+        if (!name) { showNotice(error, 'Name the key after what uses it: the ledger and the usage reports show it.'); $('#key-new-name').focus(); return; }
+        payload.name = name;
+        if (team) payload.team = team;
+        var submit = $('#key-new-submit');
+        showNotice(error, '');
+        setBusy([submit], true);
+        state.pending += 1;
+        try {
+          var made = await api('POST', ctx.base + '/keys', payload);
+          $('#key-new-name').value = '';
+          $('#key-new-team').value = '';
+          replace($('#keys-secret'), secretOnce('New ' + made.scope + ' key ' + (made.name || made.id), made.key));
+          say('Key minted: ' + (made.name || made.id));
+        } catch (err) {
+          if (sessionEnded(err)) return;
+          showNotice(error, err.message);
+        } finally {
+          state.pending -= 1;
+          setBusy([submit], false);
+        }
+        await load();
+      });
+    }
+
+    // -- service tokens --
+
+    function renderTokens() {
+      var target = $('#tokens-body');
+      if (!state.tokens) { replace(target, sectionError('tokens')); return; }
+      var live = state.tokens.filter(function (tk) { return !tk.revokedAt; });
+      $('#tokens-count').textContent = live.length ? String(live.length) : '';
+      if (!live.length) { replace(target, el('p', { class: 'empty', text: 'No service tokens.' }), sectionError('tokens')); return; }
+      var table = el('table', { class: 'table-stack' },
+        el('thead', {}, el('tr', {},
+          el('th', { scope: 'col', text: 'Token' }), el('th', { scope: 'col', text: 'Scopes' }),
+          el('th', { scope: 'col', text: 'Expires' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
+        el('tbody', {}, live.map(tokenRow)));
+      replace(target, el('div', { class: 'table-wrap' }, table), sectionError('tokens'));
+    }
+
+    function tokenRow(tk) {
+      var expired = Date.parse(tk.expiresAt) <= Date.now();
+      var revoke = confirmButton('Revoke', 'Revoke token', function (buttons) {
+        write('token:' + tk.id, 'Revoke “' + tk.name + '”', buttons, 'DELETE', '/service-tokens/' + encodeURIComponent(tk.id), undefined, function () { say('Token revoked: ' + tk.name); });
+      });
+      return el('tr', { data: { token: tk.id } },
+        el('td', { 'data-label': 'Token' }, el('div', { class: 'agent-name', text: tk.name }), el('div', { class: 'muted mono', text: tk.id }),
+          (tk.ipAllow || []).length ? el('div', { class: 'muted', text: 'From ' + tk.ipAllow.join(', ') }) : null),
+        el('td', { 'data-label': 'Scopes' }, (tk.scopes || []).map(function (s) { return el('span', { class: 'tag', text: s }); })),
+        el('td', { 'data-label': 'Expires' }, expired ? el('span', { class: 'badge badge-danger', text: 'Expired' }) : null, ' ', time(tk.expiresAt)),
+        el('td', { class: 'actions', 'data-label': 'Actions' }, revoke, errorLine('token:' + tk.id)));
+    }
+
+    function wireTokens() {
+      var form = $('#token-new-form');
+      form.addEventListener('submit', async function (event) {
+        event.preventDefault();
+        var error = $('#token-new-error');
+        var name = $('#token-new-name').value.trim();
+        var days = Number($('#token-new-days').value);
+        var scopes = Array.prototype.slice.call(form.querySelectorAll('input[name=token-scope]:checked')).map(function (b) { return b.value; });
+        var ip = $('#token-new-ip').value.split(/[\s,]+/).filter(Boolean);
+        if (!name) { showNotice(error, 'Name the token (one word): the ledger names it by it.'); $('#token-new-name').focus(); return; }
+        if (!scopes.length) { showNotice(error, 'Choose at least one scope.'); return; }
+        var payload = { name: name, scopes: scopes, expiresInDays: days };
+        if (ip.length) payload.ipAllow = ip;
+        var submit = $('#token-new-submit');
+        showNotice(error, '');
+        setBusy([submit], true);
+        state.pending += 1;
+        try {
+          var made = await api('POST', ctx.base + '/service-tokens', payload);
+          $('#token-new-name').value = '';
+          $('#token-new-ip').value = '';
+          form.querySelectorAll('input[name=token-scope]').forEach(function (b) { b.checked = false; });
+          replace($('#tokens-secret'), secretOnce('New service token ' + made.name, made.token));
+          say('Token created: ' + made.name);
+        } catch (err) {
+          if (sessionEnded(err)) return;
+          showNotice(error, err.message);
+        } finally {
+          state.pending -= 1;
+          setBusy([submit], false);
+        }
+        await load();
+      });
+    }
+
+    if (hasKeys) wireKeys();
+    if (hasTokens) wireTokens();
+    keepFresh(load, function () { return state.pending > 0; });
+  }
+
+`;

@@ -1,0 +1,123 @@
+/**
+ * The MCP tools section (/console/mcp): the workspace's upstream MCP servers, each with its tools
+ * (GET /mcp-servers/{name}/tools, which lists the upstream's tools again first). A changed or new
+ * tool shows the approved and the current description and input schema as text, line by line
+ * (lines only in the approved state marked -, only in the current one +), and an Approve button
+ * that approves exactly the state shown (its hash).
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const SECTION_MCP = String.raw`
+  function section_mcp() {
+    var base = '/api/w/' + encodeURIComponent(body.dataset.workspace);
+    var state = { pending: 0 };
+
+    function textOf(s) {
+      if (!s) return [];
+      var lines = ['description:'];
+      String(s.description === null ? '(none)' : s.description).split('\n').forEach(function (l) { lines.push('  ' + l); });
+      lines.push('inputSchema:');
+      JSON.stringify(s.inputSchema, null, 2).split('\n').forEach(function (l) { lines.push('  ' + l); });
+      return lines;
+    }
+
+    /** One state as a <pre> of text lines; lines absent from the other state are marked. */
+    function block(title, lines, other, mark, cls) {
+      var seen = {};
+      other.forEach(function (l) { seen[l] = true; });
+      return el('div', { class: 'mcp-state' },
+        el('h4', { text: title }),
+        el('pre', { class: 'mcp-text' }, lines.length === 0
+          ? el('span', { class: 'muted', text: '(never approved)' })
+          : lines.map(function (l) {
+            var changed = !seen[l];
+            return el('span', { class: changed ? 'mcp-line ' + cls : 'mcp-line' }, (changed ? mark : ' ') + ' ' + l + '\n');
+          })));
+    }
+
+    function toolItem(server, tool) {
+      var label = tool.status === 'approved' ? 'Approved' : tool.status === 'new' ? 'Never approved' : 'Changed upstream';
+      var item = el('li', { class: 'mcp-tool', data: { tool: tool.tool, status: tool.status } },
+        el('div', { class: 'mcp-tool-head' },
+          el('span', { class: 'mcp-tool-name', text: tool.tool }),
+          el('span', { class: 'mcp-badge mcp-' + tool.status, text: label })));
+      if (tool.status === 'approved') {
+        append(item, el('p', { class: 'muted mcp-desc', text: tool.approved.description === null ? '(no description)' : tool.approved.description }));
+        return item;
+      }
+      var before = textOf(tool.approved);
+      var now = textOf(tool.changed);
+      var error = el('p', { class: 'notice notice-error', role: 'alert', hidden: true });
+      var button = el('button', { type: 'button', class: 'button button-primary', text: 'Approve ' + tool.tool });
+      button.addEventListener('click', async function () {
+        setBusy([button], true);
+        state.pending += 1;
+        try {
+          await api('POST', base + '/mcp-servers/' + encodeURIComponent(server.name) + '/tools/' + encodeURIComponent(tool.tool) + '/approve', { hash: tool.changed.hash });
+          $('#status').textContent = 'Approved ' + tool.tool + ' on ' + server.name + '.';
+          state.pending -= 1;
+          await load();
+        } catch (err) {
+          state.pending -= 1;
+          if (err.status === 401) { window.location.assign('/login'); return; }
+          showNotice(error, err.message);
+          setBusy([button], false);
+        }
+      });
+      append(item, [
+        el('p', { class: 'mcp-meta muted' },
+          tool.approved ? ['Approved ', time(tool.approved.at), ' by ' + tool.approved.by + '. '] : [],
+          'Seen ', time(tool.changed.seenAt), '. New hash ' + tool.changed.hash.slice(0, 12) + '…'),
+        el('div', { class: 'mcp-diff' },
+          block('Approved', before, now, '-', 'mcp-removed'),
+          block('Upstream now', now, before, '+', 'mcp-added')),
+        error,
+        el('div', { class: 'mcp-approve' }, button)]);
+      return item;
+    }
+
+    function serverCard(server, answer, failed) {
+      var tools = answer ? answer.data : [];
+      var waiting = tools.filter(function (x) { return x.status !== 'approved'; }).length;
+      var card = el('section', { class: 'mcp-server', data: { server: server.name } },
+        el('h3', {}, el('span', { text: server.name }), ' ',
+          waiting > 0 ? el('span', { class: 'mcp-badge mcp-changed', text: waiting + ' waiting' }) : null),
+        el('p', { class: 'muted mcp-url', text: server.url }));
+      if (failed) append(card, el('p', { class: 'notice notice-error', text: failed }));
+      else if (answer && !answer.reachable) append(card, el('p', { class: 'notice', text: 'The upstream did not answer just now: showing what was last seen.' }));
+      if (tools.length === 0 && !failed) append(card, el('p', { class: 'muted', text: 'No tool pinned.' }));
+      append(card, el('ul', { class: 'mcp-tools' }, tools
+        .slice()
+        .sort(function (a, b) { return (a.status === 'approved') - (b.status === 'approved') || (a.tool < b.tool ? -1 : 1); })
+        .map(function (tool) { return toolItem(server, tool); })));
+      return card;
+    }
+
+    async function load() {
+      state.pending += 1;
+      try {
+        var servers = (await api('GET', base + '/mcp-servers')).data;
+        var answers = await Promise.allSettled(servers.map(function (s) {
+          return api('GET', base + '/mcp-servers/' + encodeURIComponent(s.name) + '/tools');
+        }));
+        $('#mcp-count').textContent = String(servers.length);
+        replace($('#mcp-body'), servers.length === 0
+          ? el('p', { class: 'muted', text: 'No upstream MCP server in this workspace.' })
+          : servers.map(function (s, i) {
+            var r = answers[i];
+            return serverCard(s, r.status === 'fulfilled' ? r.value : null, r.status === 'rejected' ? r.reason.message : null);
+          }));
+        showNotice($('#error'), '');
+        $('#updated').textContent = 'Updated ' + clock(new Date());
+      } catch (err) {
+        if (err.status === 401) { window.location.assign('/login'); return; }
+        showNotice($('#error'), err.message);
+      } finally {
+        state.pending -= 1;
+      }
+    }
+
+    keepFresh(load, function () { return state.pending > 0; });
+  }
+
+`;

@@ -1,0 +1,152 @@
+/**
+ * The members section (/console/members) in the browser: people with role, two-factor and any
+ * lockout; change a role, remove a person (asked twice), lift a lockout (owners, never their
+ * own); add a person. Actions the caller's role cannot take are not offered: admins get none on
+ * an owner's row, and cannot make owners.
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const SECTION_MEMBERS = String.raw`
+  function section_members() {
+    var ctx = workspaceContext();
+    var root = $('#members-section');
+    var isOwner = root.dataset.isOwner === 'true';
+    var canUnlock = root.dataset.canUnlock === 'true';
+    var ROLES = ['owner', 'admin', 'member', 'analyst', 'auditor'];
+    var state = { members: null, error: null, pending: 0 };
+    var itemErrors = {};
+    var roleDrafts = {};
+
+    async function load() {
+      state.pending += 1;
+      try {
+        state.members = await listAll(ctx.base + '/members');
+        state.error = null;
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        state.error = err.message;
+      } finally {
+        state.pending -= 1;
+      }
+      render();
+      updated();
+    }
+
+    async function write(key, label, buttons, method, path, payload, done) {
+      delete itemErrors[key];
+      showNotice($('#error'), '');
+      setBusy(buttons, true);
+      state.pending += 1;
+      try {
+        var answer = await api(method, ctx.base + path, payload);
+        if (done) done(answer);
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        itemErrors[key] = label + ': ' + err.message;
+        say('');
+      } finally {
+        state.pending -= 1;
+        setBusy(buttons, false);
+      }
+      await load();
+    }
+
+    function render() {
+      var target = $('#members-body');
+      var errorNotice = state.error ? el('p', { class: 'notice notice-error', role: 'alert', text: state.error }) : null;
+      if (!state.members) { replace(target, errorNotice); return; }
+      $('#members-count').textContent = String(state.members.length);
+      var table = el('table', { class: 'table-stack' },
+        el('thead', {}, el('tr', {},
+          el('th', { scope: 'col', text: 'Person' }), el('th', { scope: 'col', text: 'Role' }),
+          el('th', { scope: 'col', text: 'Two-factor' }), el('th', { scope: 'col', text: 'Added' }),
+          el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
+        el('tbody', {}, state.members.map(row)));
+      replace(target, el('div', { class: 'table-wrap' }, table), errorNotice);
+    }
+
+    function row(m) {
+      var self = m.id === ctx.me;
+      // Only an owner changes or removes an owner's membership (the API refuses admins).
+      var mayChange = isOwner || m.role !== 'owner';
+      var label = m.name || m.email;
+      var person = el('td', { 'data-label': 'Person' },
+        el('div', { class: 'agent-name' }, label, self ? el('span', { class: 'muted', text: ' (you)' }) : null),
+        el('div', { class: 'muted', text: m.email }),
+        m.lockedUntil ? el('div', { class: 'locked' }, el('span', { class: 'badge badge-danger', text: 'Locked out' }), ' until ', el('time', { datetime: m.lockedUntil, title: m.lockedUntil, text: new Date(m.lockedUntil).toLocaleString() })) : null);
+      var role;
+      if (mayChange) {
+        var select = el('select', { 'aria-label': 'Role of ' + label },
+          ROLES.filter(function (r) { return isOwner || r !== 'owner'; }).map(function (r) { return el('option', { value: r, text: r }); }));
+        select.value = roleDrafts[m.id] || m.role;
+        var save = el('button', { type: 'button', class: 'button', text: 'Change role', hidden: select.value === m.role });
+        select.addEventListener('change', function () {
+          roleDrafts[m.id] = select.value;
+          save.hidden = select.value === m.role;
+        });
+        save.addEventListener('click', function () {
+          var to = select.value;
+          write(m.id, 'Change the role of ' + label, [save, select], 'PATCH', '/members/' + encodeURIComponent(m.id), { role: to }, function () {
+            delete roleDrafts[m.id];
+            say(label + ' is now ' + to + '.');
+          });
+        });
+        role = el('td', { 'data-label': 'Role' }, el('div', { class: 'inline-form' }, select, save));
+      } else {
+        role = el('td', { 'data-label': 'Role' }, el('span', { class: 'badge badge-neutral', text: m.role }));
+      }
+      var twoFactor = el('td', { 'data-label': 'Two-factor' },
+        el('span', { class: 'badge ' + (m.twoFactor ? 'badge-ok' : 'badge-warn'), text: m.twoFactor ? 'On' : 'Off' }));
+      var actions = [];
+      if (m.lockedUntil && canUnlock && !self) {
+        var lift = el('button', { type: 'button', class: 'button', text: 'Lift lockout' });
+        lift.addEventListener('click', function () {
+          write(m.id, 'Lift the lockout of ' + label, [lift], 'DELETE', '/members/' + encodeURIComponent(m.id) + '/lockout', undefined, function () { say('Lockout lifted: ' + label); });
+        });
+        actions.push(lift);
+      }
+      if (mayChange) {
+        actions.push(confirmButton(self ? 'Leave' : 'Remove', self ? 'Leave the workspace' : 'Remove ' + label, function (buttons) {
+          write(m.id, 'Remove ' + label, buttons, 'DELETE', '/members/' + encodeURIComponent(m.id), undefined, function () {
+            if (self) { window.location.assign('/console'); return; }
+            say('Removed: ' + label + '. Their sessions ended.');
+          });
+        }));
+      }
+      return el('tr', { data: { member: m.id } }, person, role, twoFactor,
+        el('td', { 'data-label': 'Added' }, time(m.addedAt)),
+        el('td', { class: 'actions', 'data-label': 'Actions' }, el('div', { class: 'inline-form' }, actions),
+          itemErrors[m.id] ? el('p', { class: 'notice notice-error item-error', role: 'alert', text: itemErrors[m.id] }) : null));
+    }
+
+    $('#member-new-form').addEventListener('submit', async function (event) {
+      event.preventDefault();
+      var error = $('#member-new-error');
+      var email = $('#member-new-email').value.trim();
+      var name = $('#member-new-name').value.trim();
+      var password = $('#member-new-password').value;
+      if (!email || !name) { showNotice(error, 'Give the person\'s email and name.'); return; }
+      var payload = { email: email, name: name, role: $('#member-new-role').value };
+      if (password) payload.password = password;
+      var submit = $('#member-new-submit');
+      showNotice(error, '');
+      setBusy([submit], true);
+      state.pending += 1;
+      try {
+        var added = await api('POST', ctx.base + '/members', payload);
+        ['#member-new-email', '#member-new-name', '#member-new-password'].forEach(function (s) { $(s).value = ''; });
+        say('Added: ' + (added.name || added.email) + ' as ' + added.role + '.');
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        showNotice(error, err.message);
+      } finally {
+        state.pending -= 1;
+        setBusy([submit], false);
+      }
+      await load();
+    });
+
+    keepFresh(load, function () { return state.pending > 0 || Object.keys(roleDrafts).length > 0; });
+  }
+
+`;

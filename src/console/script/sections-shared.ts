@@ -1,0 +1,135 @@
+/**
+ * What the console's sections share in the browser: the workspace they work in, the quiet status
+ * line, a session that ended, every page of a list, a secret shown once with a copy button, a
+ * two-step confirmation, and mandate rules and ledger actors as a person reads them.
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const SECTIONS_SHARED = String.raw`
+  // ---- shared by the sections ---------------------------------------------------------------
+
+  /** The workspace shown and the person: ids from the body, the API base of the workspace. */
+  function workspaceContext() {
+    var wid = body.dataset.workspace;
+    return { wid: wid, me: body.dataset.user, base: '/api/w/' + encodeURIComponent(wid) };
+  }
+
+  /** The quiet line above the sections: what the last write did ('warn' when not as asked). */
+  function say(message, kind) {
+    var node = $('#status');
+    if (!node) return;
+    node.textContent = message || '';
+    node.className = 'status' + (kind === 'warn' ? ' status-warn' : '');
+  }
+
+  /** A 401 means the session ended: the person is sent to sign in again. */
+  function sessionEnded(err) {
+    if (err && err.status === 401) { window.location.assign('/login'); return true; }
+    return false;
+  }
+
+  /** Every page of a list route (limit 200 a page, at most 25 pages): the items, in order. */
+  async function listAll(path) {
+    var out = [];
+    var cursor = null;
+    for (var i = 0; i < 25; i += 1) {
+      var sep = path.indexOf('?') === -1 ? '?' : '&';
+      var page = await api('GET', path + sep + 'limit=200' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+      out = out.concat(page.data || []);
+      cursor = page.next;
+      if (!cursor) break;
+    }
+    return out;
+  }
+
+  function updated() {
+    var node = $('#updated');
+    if (node) node.textContent = 'Updated ' + clock(new Date());
+  }
+
+  /**
+   * A secret shown once (a key or a token): its value in a read-only field, a Copy button, and a
+   * Done button that forgets it. The value is never stored by the page.
+   */
+  function secretOnce(label, value, onDone) {
+    var field = el('input', { type: 'text', readonly: true, class: 'mono secret-value', value: value, 'aria-label': label, spellcheck: 'false' });
+    var copied = el('span', { class: 'muted secret-copied', role: 'status' });
+    var copy = el('button', { type: 'button', class: 'button', text: 'Copy' });
+    copy.addEventListener('click', async function () {
+      field.focus();
+      field.select();
+      try {
+        await navigator.clipboard.writeText(value);
+        copied.textContent = 'Copied.';
+      } catch (err) {
+        copied.textContent = 'Selected: press Ctrl+C (⌘C) to copy.';
+      }
+    });
+    var done = el('button', { type: 'button', class: 'button button-quiet', text: 'Done' });
+    var box = el('div', { class: 'secret', role: 'group', 'aria-label': label },
+      el('p', { class: 'secret-title' }, el('strong', { text: label }), ' · shown once: store it now, it cannot be shown again.'),
+      el('div', { class: 'secret-row' }, field, copy, done),
+      copied);
+    done.addEventListener('click', function () { box.remove(); if (onDone) onDone(); });
+    return box;
+  }
+
+  /**
+   * A button that asks once more before it acts: the first click shows Confirm and Cancel beside
+   * it. onConfirm(buttons) runs the write.
+   */
+  function confirmButton(label, confirmLabel, onConfirm, kind) {
+    var wrap = el('span', { class: 'confirm' });
+    var first = el('button', { type: 'button', class: 'button ' + (kind || 'button-outline-danger'), text: label });
+    first.addEventListener('click', function () {
+      var yes = el('button', { type: 'button', class: 'button button-danger', text: confirmLabel });
+      var no = el('button', { type: 'button', class: 'button button-quiet', text: 'Cancel' });
+      no.addEventListener('click', function () { replace(wrap, first); });
+      yes.addEventListener('click', function () { onConfirm([yes, no]); });
+      replace(wrap, yes, no);
+      yes.focus();
+    });
+    wrap.append(first);
+    return wrap;
+  }
+
+  function amountText(amount, currency) {
+    return money({ amount: amount, currency: currency }) || String(amount);
+  }
+
+  /** A mandate rule as one line a person reads (what, where, how much, when a person decides). */
+  function ruleText(rule) {
+    if (!rule) return '';
+    var parts = [];
+    var actions = rule.actions || [];
+    parts.push(actions.indexOf('*') !== -1 ? 'any action' : actions.join(', '));
+    if (rule.merchants) parts.push(rule.merchants.indexOf('*') !== -1 ? 'any merchant' : 'at ' + rule.merchants.join(', '));
+    if (rule.domains) parts.push(rule.domains.indexOf('*') !== -1 ? 'any domain' : 'on ' + rule.domains.join(', '));
+    var currency = rule.currencies && rule.currencies.length === 1 ? rule.currencies[0] : null;
+    if (rule.currencies && !currency) parts.push('in ' + rule.currencies.join(', '));
+    if (typeof rule.maxAmount === 'number') parts.push('up to ' + (currency ? amountText(rule.maxAmount, currency) : rule.maxAmount) + ' each');
+    else if (currency) parts.push('in ' + currency);
+    if (rule.periodLimit) parts.push((currency ? amountText(rule.periodLimit.amount, currency) : rule.periodLimit.amount) + ' a ' + rule.periodLimit.period);
+    if (rule.approval) {
+      var above = currency ? amountText(rule.approval.above, currency) : String(rule.approval.above);
+      var asks = 'a person approves above ' + above;
+      if (rule.approval.count === 2) asks = 'two people approve above ' + above;
+      if (rule.approval.approvers && rule.approval.approvers.length) asks += ' (named approvers)';
+      if (rule.approval.separationOfDuties) asks += ', not the person it acts for';
+      parts.push(asks);
+    }
+    return parts.join(' · ');
+  }
+
+  /** A ledger actor (user:usr_…, token:name, a bare user id) as a person reads it. */
+  function actorName(by, me, people) {
+    if (!by) return 'someone';
+    var text = String(by);
+    var id = text.indexOf('user:') === 0 ? text.slice(5) : text;
+    if (id === me) return 'you';
+    if (people && people[id]) return people[id];
+    if (text.indexOf('token:') === 0) return 'service token ' + text.slice(6);
+    return text;
+  }
+
+`;

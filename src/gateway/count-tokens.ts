@@ -1,0 +1,100 @@
+import Joi from 'joi';
+import type { Upstream } from '../lib/upstream.js';
+import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
+import { exchange, readJson } from './exchange.js';
+import { DEFAULT_ANTHROPIC_VERSION } from './forward.js';
+import { countTokens } from './tokens.js';
+import type { VendorJson as Json } from './vendor-json.js';
+
+/**
+ * POST /v1/messages/count_tokens (Anthropic shape; Claude Code calls it before every turn, with
+ * ?beta=true). Rules:
+ * - Asked of the routed model's vendor when it is Anthropic-kind (its count is exact); otherwise,
+ *   or when that vendor fails, counted here with the tokenizer (tokens.ts): the text of the
+ *   system prompt and of every block (tool uses' names and inputs, tool results), the tool
+ *   definitions as JSON, three tokens a message, and 1,600 an image or document (what Anthropic
+ *   charges a large one).
+ * - A vendor's refusal of the body (another 4xx) is the client's: 400 invalid_request with its
+ *   message.
+ * - Never a model call: no budget, no reservation, no call record, not counted against the month.
+ */
+const parts = Joi.array().items(Joi.object().unknown(true)).max(10_000);
+export const countTokensSchema = Joi.object({
+  model: Joi.string().max(256).required(),
+  messages: Joi.array()
+    .items(
+      Joi.object({
+        role: Joi.string().valid('user', 'assistant').required(),
+        content: Joi.alternatives(Joi.string().allow(''), parts).required(),
+      }).unknown(true),
+    )
+    .min(1)
+    .max(10_000)
+    .required(),
+  system: Joi.alternatives(Joi.string().allow(''), parts),
+  tools: Joi.array().items(Joi.object().unknown(true)).max(1000),
+  tool_choice: Joi.object().unknown(true),
+  thinking: Joi.object().unknown(true),
+}).unknown(true);
+
+const PER_MESSAGE = 3;
+const PER_IMAGE = 1600;
+
+function blocksTokens(content: unknown): number {
+  if (typeof content === 'string') return countTokens(content);
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const b of content as Json[]) {
+    if (!b || typeof b !== 'object') continue;
+    if (typeof b.text === 'string') n += countTokens(b.text);
+    if (b.type === 'image' || b.type === 'document') n += PER_IMAGE;
+    else if (b.type === 'tool_use') n += countTokens(`${String(b.name ?? '')} ${JSON.stringify(b.input ?? {})}`);
+    else if (b.type === 'tool_result') n += blocksTokens(b.content);
+    else if (b.type === 'thinking' && typeof b.thinking === 'string') n += countTokens(b.thinking);
+  }
+  return n;
+}
+
+/** The body's input tokens, counted here. */
+export function countLocally(body: Json): number {
+  let n = blocksTokens(body.system);
+  for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[])
+    n += PER_MESSAGE + blocksTokens(m?.content);
+  if (Array.isArray(body.tools) && body.tools.length > 0) n += countTokens(JSON.stringify(body.tools));
+  return Math.max(1, n);
+}
+
+export type VendorCount =
+  | { kind: 'counted'; inputTokens: number; upstreamMs: number }
+  | { kind: 'refused'; status: number; body: Json }
+  | { kind: 'failed'; reason: string };
+
+/** Asks an Anthropic-kind vendor for the count of `body` at `model`. */
+export async function askVendor(
+  upstream: Upstream,
+  provider: GatewayProvider,
+  model: GatewayModel,
+  body: Json,
+  headers: { anthropicVersion?: string | undefined; anthropicBeta?: string | undefined; traceparent: string },
+  signal: AbortSignal,
+): Promise<VendorCount> {
+  const sent = await exchange(
+    upstream,
+    '/v1/messages/count_tokens',
+    {
+      'x-api-key': provider.apiKey ?? '',
+      'anthropic-version': headers.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
+      ...(headers.anthropicBeta ? { 'anthropic-beta': headers.anthropicBeta } : {}),
+      traceparent: headers.traceparent,
+    },
+    { ...body, model: model.upstreamModel },
+    signal,
+  );
+  if (sent.kind !== 'answer') return sent;
+  const read = await readJson(sent.answer, sent.started);
+  if (read.kind === 'failed') return read;
+  const n = read.body.input_tokens;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    return { kind: 'failed', reason: 'the upstream answered without input_tokens' };
+  return { kind: 'counted', inputTokens: n, upstreamMs: read.upstreamMs };
+}

@@ -1,0 +1,134 @@
+import { PassThrough, type Readable } from 'node:stream';
+import type { Upstream } from '../../lib/upstream.js';
+import type { GatewayProvider } from '../../settings/schema.js';
+import { exchange, readJson } from '../exchange.js';
+import { attempt, commitStream, type Attempt, type AttemptResult } from '../forward.js';
+import { SseReader } from '../sse.js';
+import { DEFAULT_MAX_TOKENS } from '../translate/requests.js';
+import { anthropicUsage, type Usage } from '../translate/responses.js';
+import {
+  chatToResponse,
+  chatToResponsesStream,
+  responsesToChatRequest,
+  type ResponseIds,
+  type ResponsesStreamTranslator,
+} from '../translate/responses-api.js';
+import type { StreamTranslator } from '../translate/streams.js';
+import type { VendorJson as Json } from '../vendor-json.js';
+
+/**
+ * POST /v1/responses at one model. A provider that speaks Responses (an OpenAI-kind provider with
+ * `responses: true`) gets the body as it is (the upstream model's name; max_output_tokens
+ * DEFAULT_MAX_TOKENS when absent, so the reservation bounds the call) at its /responses, and its
+ * answer and events come back with the catalogue's model name. Any other vendor is asked in chat
+ * completions (translate/responses-api.ts), through forward.ts, which translates on to the
+ * vendor's own shape; its answer and stream are translated back. Failover, refusals and the
+ * stream's commit follow forward.ts's rules either way.
+ */
+export const speaksResponses = (p: GatewayProvider): boolean => p.kind === 'openai' && p.responses === true;
+
+export async function attemptResponses(upstream: Upstream, a: Attempt, id: string): Promise<AttemptResult> {
+  const ids: ResponseIds = { id, model: a.clientModel, createdAt: a.nowSeconds };
+  if (speaksResponses(a.provider)) return passThrough(upstream, a);
+  const result = await attempt(upstream, { ...a, shape: 'openai', body: responsesToChatRequest(a.body) }, id);
+  if (result.kind === 'json') return { ...result, body: chatToResponse(result.body, a.body, ids, result.usage) };
+  if (result.kind === 'stream')
+    return { ...result, stream: translateStream(result.stream, chatToResponsesStream(a.body, ids)) };
+  return result;
+}
+
+async function passThrough(upstream: Upstream, a: Attempt): Promise<AttemptResult> {
+  const body: Json = { ...a.body, model: a.model.upstreamModel };
+  body.max_output_tokens ??= DEFAULT_MAX_TOKENS;
+  const sent = await exchange(
+    upstream,
+    '/responses',
+    { authorization: `Bearer ${a.provider.apiKey ?? ''}`, traceparent: a.traceparent },
+    body,
+    a.signal,
+  );
+  if (sent.kind !== 'answer') return sent;
+  if (!a.stream) {
+    const read = await readJson(sent.answer, sent.started);
+    if (read.kind === 'failed') return read;
+    return {
+      kind: 'json',
+      // Responses names usage as Anthropic does: input_tokens, output_tokens.
+      usage: anthropicUsage(read.body.usage),
+      upstreamMs: read.upstreamMs,
+      body: { ...read.body, model: a.clientModel },
+    };
+  }
+  return commitStream(sent.answer, a, sent.started, responsesPassThrough(a.model.upstreamModel, a.clientModel));
+}
+
+const LIFECYCLE = new Set([
+  'response.created',
+  'response.queued',
+  'response.in_progress',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+]);
+const FINAL = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error']);
+
+/** A Responses vendor's events as received; the model renamed, the usage kept from the last one. */
+export function responsesPassThrough(upstreamModel: string, clientModel: string): StreamTranslator {
+  const from = `"model":${JSON.stringify(upstreamModel)}`;
+  const to = `"model":${JSON.stringify(clientModel)}`;
+  const state = { usage: null as Usage | null, finished: false };
+  return {
+    event(e) {
+      const type = e.event ?? '';
+      if (!LIFECYCLE.has(type) && type !== 'error') return e.raw;
+      if (FINAL.has(type)) {
+        state.finished = true;
+        try {
+          const usage = anthropicUsage((JSON.parse(e.data) as Json)?.response?.usage);
+          if (usage) state.usage = usage;
+        } catch {
+          // An event that is not JSON passes as it is; its usage is unknown.
+        }
+      }
+      return upstreamModel === clientModel ? e.raw : e.raw.replace(from, to);
+    },
+    end: () => '',
+    get usage() {
+      return state.usage;
+    },
+    get finished() {
+      return state.finished;
+    },
+  };
+}
+
+/**
+ * The client's chat stream (forward.ts's, already committed) re-read as Responses events. A chat
+ * stream that ends without [DONE] or breaks (a cut upstream) ends the client's stream with an
+ * `error` event; the client leaving stops the chat stream, and with it the upstream.
+ */
+export function translateStream(chat: Readable, tr: ResponsesStreamTranslator): Readable {
+  const out = new PassThrough();
+  out.on('error', () => {});
+  const reader = new SseReader();
+  chat.setEncoding('utf8');
+  chat.on('data', (chunk: string) => {
+    try {
+      let bytes = '';
+      for (const e of reader.push(chunk)) bytes += tr.event(e);
+      if (bytes !== '') out.write(bytes);
+    } catch (err) {
+      chat.destroy(err as Error);
+    }
+  });
+  chat.on('end', () => {
+    out.end(tr.finished ? '' : tr.fail('the model stream ended before it finished'));
+  });
+  chat.on('error', () => {
+    if (!out.writableEnded) out.end(tr.fail('the model stream was cut'));
+  });
+  out.on('close', () => {
+    if (!chat.destroyed) chat.destroy();
+  });
+  return out;
+}

@@ -1,0 +1,40 @@
+import type { VendorJson as Json } from '../vendor-json.js';
+import { dataEvent, sseBatches } from './sse-source.js';
+import { usualFailure, type VendorAdapter } from './vendor.js';
+
+/**
+ * Azure OpenAI: the OpenAI chat-completions shape, at
+ * `{resource}/openai/deployments/{deployment}/chat/completions?api-version={apiVersion}`, with
+ * the key in an `api-key` header. The model's `upstreamModel` is the deployment's name. Azure's
+ * answers name the underlying model, so every streamed chunk is re-serialised with the client's
+ * model (a content-filter chunk without choices passes on as it came).
+ *
+ * Errors: the usual rule (401/403 a wrong key, 429 throttling, 5xx); besides, 404 is a deployment
+ * that does not exist under that name, the operator's configuration, so it fails over too.
+ */
+export const azureOpenai: VendorAdapter = {
+  pivot: 'openai',
+  request(body, a) {
+    const deployment = encodeURIComponent(a.model.upstreamModel);
+    const version = encodeURIComponent(a.provider.apiVersion ?? '');
+    return {
+      path: `/openai/deployments/${deployment}/chat/completions?api-version=${version}`,
+      headers: { 'api-key': a.provider.apiKey ?? '', traceparent: a.traceparent },
+      body: JSON.stringify(body),
+    };
+  },
+  failure(status, _headers, body) {
+    if (status === 404) return `HTTP 404 ${String(body?.error?.code ?? 'DeploymentNotFound')}`;
+    return usualFailure(status);
+  },
+  answer: (body) => body,
+  async *events(body, a) {
+    for await (const batch of sseBatches(body)) {
+      yield batch.map((e) => {
+        if (e.data === '[DONE]') return e;
+        const chunk = JSON.parse(e.data) as Json;
+        return dataEvent({ ...chunk, model: a.clientModel });
+      });
+    }
+  },
+};

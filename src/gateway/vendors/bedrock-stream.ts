@@ -1,0 +1,124 @@
+import { EventStreamCodec, getChunkedStream } from '@smithy/core/event-streams';
+import type { SseEvent } from '../sse.js';
+import type { VendorJson as Json } from '../vendor-json.js';
+import { anthropicStop, converseUsage } from './bedrock.js';
+import { namedEvent } from './sse-source.js';
+
+/**
+ * ConverseStream's answer, framed in AWS's binary event stream and read by AWS's own codec
+ * (`getChunkedStream` reassembles messages from any chunking by their prelude, `EventStreamCodec`
+ * checks both CRCs and decodes headers and payload): never hand-parsed. Its events become
+ * Anthropic events:
+ *   messageStart -> message_start; contentBlockStart (a tool use) -> content_block_start;
+ *   contentBlockDelta -> content_block_delta (a text block's start is implied: it is sent first);
+ *   contentBlockStop -> content_block_stop; messageStop keeps the stop reason; metadata, which
+ *   carries the usage and comes last, -> message_delta (stop reason and usage) and message_stop.
+ * A stream that ends after messageStop without metadata is whole (stopped, with no usage); one
+ * that ends before messageStop was cut. An exception message (`:message-type: exception`, e.g.
+ * throttlingException) or a frame the codec refuses throws.
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+const encoder = new TextEncoder();
+const codec = new EventStreamCodec(
+  (bytes) => utf8.decode(bytes),
+  (text) => encoder.encode(text),
+);
+
+export async function* bedrockEvents(
+  body: AsyncIterable<Buffer | Uint8Array>,
+  opts: { clientModel: string; id: string },
+): AsyncGenerator<SseEvent[]> {
+  const open = new Set<number>();
+  let stop: string | null = null;
+  let finished = false;
+  const start = (index: number, block: Json): SseEvent[] => {
+    open.add(index);
+    return [namedEvent('content_block_start', { type: 'content_block_start', index, content_block: block })];
+  };
+  const end = (usage: Json | undefined): SseEvent[] => {
+    finished = true;
+    return [
+      ...[...open].map((index) => namedEvent('content_block_stop', { type: 'content_block_stop', index })),
+      namedEvent('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: stop ?? 'end_turn', stop_sequence: null },
+        usage: usage ?? { output_tokens: 0 },
+      }),
+      namedEvent('message_stop', { type: 'message_stop' }),
+    ];
+  };
+  for await (const frame of getChunkedStream(body as AsyncIterable<Uint8Array>)) {
+    if (finished) continue;
+    const message = codec.decode(frame);
+    const header = (name: string) => {
+      const h = message.headers[name];
+      return h && h.type === 'string' ? h.value : '';
+    };
+    const payload = JSON.parse(utf8.decode(message.body)) as Json;
+    if (header(':message-type') !== 'event') {
+      const type = header(':exception-type') || header(':error-code') || 'exception';
+      throw Object.assign(new Error(`bedrock ${type}: ${String(payload?.message ?? '')}`), { code: type });
+    }
+    const out: SseEvent[] = [];
+    const index = typeof payload.contentBlockIndex === 'number' ? payload.contentBlockIndex : 0;
+    switch (header(':event-type')) {
+      case 'messageStart':
+        out.push(
+          namedEvent('message_start', {
+            type: 'message_start',
+            message: {
+              id: `msg_${opts.id}`,
+              type: 'message',
+              role: 'assistant',
+              model: opts.clientModel,
+              content: [],
+              stop_reason: null,
+              stop_sequence: null,
+              usage: { input_tokens: 0, output_tokens: 0 },
+            },
+          }),
+        );
+        break;
+      case 'contentBlockStart': {
+        const tool = payload.start?.toolUse;
+        if (tool) out.push(...start(index, { type: 'tool_use', id: tool.toolUseId, name: tool.name, input: {} }));
+        break;
+      }
+      case 'contentBlockDelta': {
+        const delta = payload.delta ?? {};
+        if (typeof delta.text === 'string') {
+          if (!open.has(index)) out.push(...start(index, { type: 'text', text: '' }));
+          out.push(
+            namedEvent('content_block_delta', {
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'text_delta', text: delta.text },
+            }),
+          );
+        } else if (typeof delta.toolUse?.input === 'string' && open.has(index)) {
+          out.push(
+            namedEvent('content_block_delta', {
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'input_json_delta', partial_json: delta.toolUse.input },
+            }),
+          );
+        }
+        break;
+      }
+      case 'contentBlockStop':
+        if (open.delete(index)) out.push(namedEvent('content_block_stop', { type: 'content_block_stop', index }));
+        break;
+      case 'messageStop':
+        stop = anthropicStop(payload.stopReason);
+        break;
+      case 'metadata':
+        if (stop !== null) out.push(...end(converseUsage(payload.usage)));
+        break;
+      default:
+        break;
+    }
+    if (out.length > 0) yield out;
+  }
+  if (!finished && stop !== null) yield end(undefined);
+}

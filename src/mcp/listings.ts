@@ -1,0 +1,60 @@
+import type { Clock } from '../lib/clock.js';
+import type { McpServerRecord } from '../store/index.js';
+import type { Pins } from './pins.js';
+import type { UpstreamLink, UpstreamTool } from './proxy.js';
+
+/** How old an upstream's tool listing may be when a call is checked against its pins. */
+export const PIN_RECHECK_MS = 10_000;
+
+/**
+ * Each upstream's last tool listing (its allowed tools, under their upstream names), so that a
+ * call can be checked against its pins without asking the upstream every time.
+ * Rules:
+ * - It holds what an upstream said and when, never a pin: pins are read from the store at each use.
+ * - Every listing made (an agent's tools/list, a call's check, the console's view) refreshes it,
+ *   and the pins take note of what it shows (pins.observe: a new state recorded once).
+ * - A call's check uses a listing at most PIN_RECHECK_MS old (by the injected clock), else lists
+ *   again; calls that find it old at the same moment share that one listing.
+ */
+export function createListings(deps: {
+  clock: Clock;
+  pins: Pins;
+  allowed: (server: McpServerRecord, tool: string) => boolean;
+  keyOf: (server: McpServerRecord) => string;
+  timeoutMs: number;
+}) {
+  const { clock, pins } = deps;
+  const listings = new Map<string, { at: number; tools: UpstreamTool[] }>();
+  const relisting = new Map<string, Promise<UpstreamTool[]>>();
+
+  /** The tools an upstream offers now, pinned and not, and which of them match their pins. */
+  const offered = async (server: McpServerRecord, link: UpstreamLink) => {
+    const { tools } = await (await link(server)).listTools(undefined, { timeout: deps.timeoutMs });
+    const mine = (tools as UpstreamTool[]).filter((tool) => deps.allowed(server, tool.name));
+    listings.set(deps.keyOf(server), { at: clock.now(), tools: mine });
+    return { tools: mine, served: await pins.observe(server, mine) };
+  };
+
+  return {
+    offered,
+
+    /** The upstream's allowed tools as listed at most PIN_RECHECK_MS ago (listed again through `link` when older). */
+    async recent(server: McpServerRecord, link: UpstreamLink): Promise<UpstreamTool[]> {
+      const key = deps.keyOf(server);
+      const seen = listings.get(key);
+      if (seen && clock.now() - seen.at < PIN_RECHECK_MS) return seen.tools;
+      let pending = relisting.get(key);
+      if (!pending) {
+        pending = offered(server, link).then((o) => o.tools);
+        relisting.set(key, pending);
+        void pending.catch(() => {}).finally(() => relisting.delete(key));
+      }
+      return pending;
+    },
+
+    /** Forgets a removed server's listing. */
+    forget(server: McpServerRecord): void {
+      listings.delete(deps.keyOf(server));
+    },
+  };
+}

@@ -1,0 +1,562 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import {
+  classifyInboundRequest,
+  CLIENT_CAPABILITIES_META_KEY,
+  MissingRequiredClientCapabilityError,
+  createMcpHandler,
+  inputRequired,
+  ProtocolError,
+  SERVER_INFO_META_KEY,
+  Server,
+  type AuthInfo,
+  type McpHttpHandler,
+  type Prompt,
+} from '@modelcontextprotocol/server';
+import { AppError } from '../errors/app-error.js';
+import type { Gate } from '../gate/service.js';
+import type { Client } from '@modelcontextprotocol/client';
+import type { McpServerRecord } from '../store/index.js';
+import type { McpProxy } from './proxy.js';
+import { MCP_ERROR_CODE } from './server.js';
+import type { Principal } from './sessions.js';
+import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
+
+/**
+ * The 2026-07-28 protocol at /mcp (the "modern" era): no `initialize`, a `server/discover`
+ * advertisement, the protocol version, client info and capabilities in every request's `_meta`
+ * envelope, and nothing kept between requests. Served by the official SDK's per-request handler
+ * (`createMcpHandler` of `@modelcontextprotocol/server`), which answers the envelope's errors as
+ * the revision names them (-32601 unknown method, -32602 bad params, -32020 a missing or
+ * malformed envelope, -32021 a capability the client did not declare, -32022 an unsupported
+ * version), each with the request's own `id`.
+ * Rules:
+ * - A request is modern when it claims the envelope (`MCP-Protocol-Version` 2026-07-28 or later,
+ *   `_meta["io.modelcontextprotocol/protocolVersion"]`); everything else (an `initialize`, a
+ *   request of a 2025 session, a 2025 stateless request) stays on the 2025 path of http.ts,
+ *   which keeps its sessions. The SDK's own classifier decides, so the two never disagree.
+ * - Every request is served by a fresh server built for the authenticated caller: the gate's
+ *   tools, and the workspace's upstream tools, resources, prompts and completions through the
+ *   proxy's shared clients, every proxied tool call gated as on the 2025 path.
+ * - Refusals are JSON-RPC errors of the catalogue's shape (`type`, `fix`, `docs` in `data`);
+ *   an upstream's own errors pass through with their code.
+ */
+/** Whether this request belongs to the 2026-07-28 era (judged by the SDK's own classifier). */
+export function isModernRequest(method: string, headers: IncomingMessage['headers'], body: unknown): boolean {
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  return (
+    classifyInboundRequest({
+      httpMethod: method.toUpperCase(),
+      protocolVersionHeader: one(headers['mcp-protocol-version']),
+      mcpMethodHeader: one(headers['mcp-method']),
+      body,
+    }).kind !== 'legacy'
+  );
+}
+
+/** An error of the v1 SDK, or anything else carrying a JSON-RPC code, as the v2 SDK's error. */
+function asProtocolError(err: unknown, baseUrl: () => string): unknown {
+  if (err instanceof AppError && err.status < 500)
+    return new ProtocolError(MCP_ERROR_CODE, err.message, {
+      type: err.type,
+      fix: err.fix,
+      docs: `${baseUrl()}/docs/errors#${err.type}`,
+      ...err.details,
+    });
+  if (err instanceof Error && typeof (err as { code?: unknown }).code === 'number') {
+    const { code, data } = err as Error & { code: number; data?: unknown };
+    // An upstream that needs a capability the caller did not declare (the proxy declares the
+    // caller's own upstream): the caller is told so, as HTTP 400, in its own terms.
+    if (code === -32021)
+      return new MissingRequiredClientCapabilityError(
+        data as ConstructorParameters<typeof MissingRequiredClientCapabilityError>[0],
+        err.message.replace(/^MCP error -?\d+: /, ''),
+      );
+    // The v1 error's message carries its "MCP error N: " prefix; the wire message is the rest.
+    return new ProtocolError(code, err.message.replace(/^MCP error -?\d+: /, ''), data);
+  }
+  return err;
+}
+
+/**
+ * An upstream's answer as this server's: the upstream's own identity (`serverInfo` in the
+ * result's `_meta`) is left out, so that the SDK stamps this server's.
+ */
+function ours<T>(result: T): T {
+  const meta = (result as { _meta?: Record<string, unknown> } | null)?._meta;
+  if (!meta || !(SERVER_INFO_META_KEY in meta)) return result;
+  const { [SERVER_INFO_META_KEY]: _upstream, ...rest } = meta;
+  return { ...result, _meta: rest };
+}
+
+/**
+ * The requestState of an authorize_action waiting for a person: the action's id. It needs no
+ * seal: get_action answers only the calling agent's own actions, so a forged id names nothing.
+ */
+const APPROVAL_STATE = 'svc-approval:';
+
+/** What the caller declared it can answer, as its upstream is told (the parts an upstream may ask for). */
+function mirrored(caps: Record<string, unknown>): Record<string, object> {
+  const out: Record<string, object> = {};
+  for (const name of ['sampling', 'elicitation', 'roots'])
+    if (caps[name] !== undefined && caps[name] !== null) out[name] = caps[name] as object;
+  return out;
+}
+
+export function buildModernServer(deps: {
+  gate: Gate;
+  proxy: McpProxy;
+  who: Principal;
+  version: string;
+  baseUrl: () => string;
+}): Server {
+  const { gate, proxy, who } = deps;
+  const mcp = new Server(
+    { name: 'svc', version: deps.version },
+    {
+      capabilities: {
+        tools: { listChanged: true },
+        completions: {},
+        resources: { listChanged: true },
+        prompts: { listChanged: true },
+      },
+    },
+  );
+  const guarded =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        throw asProtocolError(err, deps.baseUrl);
+      }
+    };
+  const link = proxy.pooledModern;
+  /** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
+  const callerOf = (
+    meta: Record<string, unknown> | undefined,
+    ctx: {
+      mcpReq: { envelope?: unknown; inputResponses?: Record<string, unknown>; requestState: <T>() => T | undefined };
+    },
+  ) => {
+    const envelope = { ...meta, ...(ctx.mcpReq.envelope as object | undefined) } as Record<string, unknown>;
+    const state = ctx.mcpReq.requestState<unknown>();
+    return {
+      capabilities: mirrored((envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>),
+      input: {
+        ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+        ...(typeof state === 'string' ? { requestState: state } : {}),
+      },
+    };
+  };
+  /**
+   * A request that may be answered with input_required (prompts/get, resources/read) reaches the
+   * upstreams on connections of its own, declaring the caller's capabilities; they close with it.
+   */
+  const withCallerLinks = async <T>(
+    capabilities: Record<string, object>,
+    use: (own: typeof link) => Promise<T>,
+  ): Promise<T> => {
+    const opened = new Map<string, ReturnType<typeof link>>();
+    const own: typeof link = (server) => {
+      let c = opened.get(server.name);
+      if (!c) opened.set(server.name, (c = proxy.open(server, { capabilities }, 'modern')));
+      return c;
+    };
+    try {
+      return await use(own);
+    } finally {
+      await Promise.all([...opened.values()].map((c) => c.then((x) => x.close()).catch(() => {})));
+    }
+  };
+  const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
+
+  /**
+   * authorize_action for a 2026-07-28 caller: a decision that waits for a person is answered as
+   * input_required when the caller can show a URL (elicitation in URL mode): the person is sent
+   * to the console's approvals, and the caller's retry (with the requestState naming the action)
+   * answers the decision once made, or asks again while it waits. A caller that cannot gets the
+   * pending action, as on 2025, and polls get_action.
+   */
+  const authorize = async (args: Record<string, unknown> | undefined, caller: ReturnType<typeof callerOf>) => {
+    const state = caller.input.requestState;
+    const result = state?.startsWith(APPROVAL_STATE)
+      ? await callGateTool(gate, who, 'get_action', { id: state.slice(APPROVAL_STATE.length) })
+      : await callGateTool(gate, who, 'authorize_action', args);
+    const action = result.structuredContent as { id?: string; decision?: string; approvalId?: string } | undefined;
+    const elicitation = caller.capabilities.elicitation as { url?: object } | undefined;
+    if (result.isError || action?.decision !== 'review' || elicitation?.url === undefined) return result;
+    return inputRequired({
+      inputRequests: {
+        approval: inputRequired.elicitUrl({
+          message: `A person must decide on action ${action.id} (approval ${action.approvalId}) before it may go ahead. Open the approvals to decide, then continue.`,
+          url: `${deps.baseUrl()}/console#approvals`,
+        }),
+      },
+      requestState: `${APPROVAL_STATE}${action.id}`,
+    });
+  };
+
+  mcp.setRequestHandler(
+    'tools/list',
+    guarded(async () => ({
+      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
+    })),
+  );
+
+  mcp.setRequestHandler(
+    'tools/call',
+    guarded(async (req, ctx) => {
+      const { name } = req.params;
+      if (name === 'authorize_action')
+        return (await authorize(req.params.arguments, callerOf(req.params._meta, ctx))) as never;
+      if (GATE_TOOL_NAMES.has(name)) return callGateTool(gate, who, name, req.params.arguments) as never;
+      const target = await proxy.resolve(who.workspaceId, name, link);
+      if (!target)
+        throw new AppError('not_found', {
+          message: `No tool ${name} here.`,
+          fix: 'Call a tool that tools/list names.',
+        });
+      const token = req.params._meta?.progressToken;
+      // The upstream is told the caller's capabilities, so that what it asks for (input_required)
+      // is what the caller can answer; the caller's answers and state go back to it unchanged.
+      const caller = callerOf(req.params._meta, ctx);
+      return ours(
+        await proxy.call(who, target, req.params.arguments, {
+          era: 'modern',
+          own: { capabilities: caller.capabilities },
+          input: caller.input,
+          signal: ctx.mcpReq.signal,
+          ...(token !== undefined
+            ? {
+                progress: (p) => {
+                  void ctx.mcpReq
+                    .notify({ method: 'notifications/progress', params: { ...p, progressToken: token } })
+                    .catch(() => {});
+                },
+              }
+            : {}),
+        }),
+      ) as never;
+    }),
+  );
+
+  mcp.setRequestHandler(
+    'resources/list',
+    guarded(async () => ({
+      resources: (await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
+        const r = await c.listResources(cursor ? { cursor } : undefined);
+        return { items: r.resources, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
+      })) as never,
+    })),
+  );
+  mcp.setRequestHandler(
+    'resources/templates/list',
+    guarded(async () => ({
+      resourceTemplates: (await proxy.all(who, 'resources', link, async (c, _s, cursor) => {
+        const r = await c.listResourceTemplates(cursor ? { cursor } : undefined);
+        return { items: r.resourceTemplates, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) };
+      })) as never,
+    })),
+  );
+  mcp.setRequestHandler(
+    'resources/read',
+    guarded(async (req, ctx) => {
+      const caller = callerOf(req.params._meta, ctx);
+      return ours(
+        await withCallerLinks(caller.capabilities, (own) =>
+          proxy.first(who, 'resources', own, (c) =>
+            c.readResource({ uri: req.params.uri, ...caller.input } as never, {
+              signal: ctx.mcpReq.signal,
+              allowInputRequired: true,
+            }),
+          ),
+        ),
+      ) as never;
+    }),
+  );
+
+  mcp.setRequestHandler(
+    'prompts/list',
+    guarded(async () => ({
+      prompts: (await proxy.all<Prompt>(who, 'prompts', link, async (c, server, cursor) => {
+        const r = await c.listPrompts(cursor ? { cursor } : undefined);
+        return {
+          items: r.prompts.map((p) => ({ ...p, name: proxy.exposed(server, p.name) }) as Prompt),
+          ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}),
+        };
+      })) as never,
+    })),
+  );
+  /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
+  const onPrompt = <T>(
+    name: string,
+    ask: (c: Awaited<ReturnType<typeof link>>, prompt: string) => Promise<T>,
+    through: typeof link = link,
+  ) => {
+    const target = proxy.promptTarget(who.workspaceId, name);
+    return proxy
+      .first(who, 'prompts', through, async (c, server) => {
+        if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
+        return server.unprefixed ? ask(c, name) : undefined;
+      })
+      .catch((err: unknown) => {
+        // No upstream had it: Invalid Params, as the revision names an unknown prompt.
+        if (err instanceof Error && (err as { code?: unknown }).code === -32601)
+          throw new ProtocolError(-32602, `No prompt ${name} here.`);
+        throw err;
+      });
+  };
+  mcp.setRequestHandler(
+    'prompts/get',
+    guarded(async (req, ctx) => {
+      const caller = callerOf(req.params._meta, ctx);
+      return ours(
+        await withCallerLinks(caller.capabilities, (own) =>
+          onPrompt(
+            req.params.name,
+            (c, prompt) =>
+              c.getPrompt(
+                { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}), ...caller.input },
+                { signal: ctx.mcpReq.signal, allowInputRequired: true },
+              ),
+            own,
+          ),
+        ),
+      ) as never;
+    }),
+  );
+
+  mcp.setRequestHandler(
+    'completion/complete',
+    guarded(async (req) => {
+      const { ref, argument, context } = req.params;
+      const params = { argument, ...(context ? { context } : {}) };
+      if (ref.type === 'ref/prompt')
+        return (await onPrompt(ref.name, (c, prompt) =>
+          c.complete({ ...params, ref: { ...ref, name: prompt } }),
+        )) as never;
+      return (await proxy.first(who, 'completions', link, (c) => c.complete({ ...params, ref }))) as never;
+    }),
+  );
+  return mcp;
+}
+
+/**
+ * The SDK's per-request handler for the modern era, for callers http.ts has authenticated: the
+ * principal rides in `authInfo`, and the server the factory builds is that caller's.
+ */
+export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version: string; baseUrl: () => string }): {
+  handler: McpHttpHandler;
+  serve(req: IncomingMessage, res: ServerResponse, principal: Principal, body: unknown): Promise<void>;
+  /** A workspace's upstreams changed (one added or removed): its listeners are told, and watches end. */
+  changed(wid: string): void;
+  close(): Promise<void>;
+} {
+  const handler = createMcpHandler(
+    ({ authInfo }) => {
+      const who = (authInfo?.extra as { principal?: Principal } | undefined)?.principal;
+      if (!who) throw new Error('no principal for the MCP request');
+      return buildModernServer({ ...deps, who });
+    },
+    { legacy: 'reject' },
+  );
+  // Each upstream a listener's workspace has is watched (a subscriptions/listen stream of its
+  // own, or a 2025 upstream's event stream), so that its list changes reach our listeners.
+  const watches = new Map<string, Promise<Client | undefined>>();
+  const keyOf = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const relay = (n: { method: string }) => {
+    if (n.method === 'notifications/tools/list_changed') handler.notify.toolsChanged();
+    else if (n.method === 'notifications/prompts/list_changed') handler.notify.promptsChanged();
+    else if (n.method === 'notifications/resources/list_changed') handler.notify.resourcesChanged();
+  };
+  const watch = (server: McpServerRecord): void => {
+    const key = keyOf(server);
+    if (watches.has(key)) return;
+    const started: Promise<Client | undefined> = deps.proxy
+      .open(server, { notify: relay }, 'modern')
+      .then(async (c) => {
+        c.onclose = () => {
+          if (watches.get(key) === started) watches.delete(key);
+        };
+        if (c.getProtocolEra() === 'modern')
+          await c.listen({ toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true });
+        return c;
+      })
+      .catch(() => {
+        if (watches.get(key) === started) watches.delete(key);
+        return undefined;
+      });
+    watches.set(key, started);
+  };
+  const unwatch = async (key: string): Promise<void> => {
+    const c = watches.get(key);
+    watches.delete(key);
+    await c?.then((x) => x?.close()).catch(() => {});
+  };
+  return {
+    handler,
+    changed(wid) {
+      const live = new Set(deps.proxy.list(wid).map(keyOf));
+      for (const key of watches.keys()) if (key.startsWith(`${wid}/`) && !live.has(key)) void unwatch(key);
+      handler.notify.toolsChanged();
+      handler.notify.promptsChanged();
+      handler.notify.resourcesChanged();
+    },
+    async close() {
+      await Promise.all([...watches.keys()].map(unwatch));
+      await handler.close();
+    },
+    async serve(req, res, principal, body) {
+      const message = body as {
+        id?: unknown;
+        method?: unknown;
+        params?: { name?: unknown; arguments?: unknown };
+      } | null;
+      if (message?.method === 'subscriptions/listen')
+        for (const server of deps.proxy.list(principal.workspaceId)) watch(server);
+      // SEP-2243: a proxied tool's arguments mirrored into Mcp-Param-* headers must agree with the body.
+      const name = message?.method === 'tools/call' ? message.params?.name : undefined;
+      if (typeof name === 'string' && !GATE_TOOL_NAMES.has(name)) {
+        const mismatch = paramHeaderMismatch(
+          await upstreamInputSchema(deps.proxy, principal.workspaceId, name),
+          message?.params?.arguments,
+          req.headers,
+        );
+        if (mismatch) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: message?.id ?? null,
+              error: { code: -32020, message: `Header mismatch: ${mismatch.message}`, data: { mismatch } },
+            }),
+          );
+          return;
+        }
+      }
+      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
+      await answerWith(
+        (r) => handler.fetch(r, { authInfo, parsedBody: body }),
+        req,
+        res,
+        `${deps.baseUrl()}/mcp`,
+        body,
+      );
+    },
+  };
+}
+
+/**
+ * Serves a Node request with a web-standard handler (the SDK's): the already parsed body is
+ * sent on as JSON, the answer (a JSON body or an event stream) is piped back, and the handler's
+ * request is aborted when the client goes away.
+ */
+export async function answerWith(
+  fetchLike: (request: Request) => Promise<Response>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: string,
+  body: unknown,
+): Promise<void> {
+  const abort = new AbortController();
+  res.once('close', () => abort.abort());
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const method = (req.method ?? 'POST').toUpperCase();
+  const response = await fetchLike(
+    new Request(url, {
+      method,
+      headers,
+      signal: abort.signal,
+      ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
+    }),
+  );
+  const out: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    out[name] = value;
+  });
+  res.writeHead(response.status, out);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const stream = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
+  stream.on('error', () => res.destroy());
+  res.once('close', () => stream.destroy());
+  stream.pipe(res);
+}
+
+/** A proxied tool's input schema as its upstream lists it, or undefined (no such tool, or no answer). */
+async function upstreamInputSchema(proxy: McpProxy, wid: string, name: string): Promise<unknown> {
+  try {
+    const target = await proxy.resolve(wid, name, proxy.pooledModern);
+    if (!target) return undefined;
+    const { tools } = await (await proxy.pooledModern(target.server)).listTools();
+    return tools.find((x) => x.name === target.tool)?.inputSchema;
+  } catch {
+    return undefined;
+  }
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A Mcp-Param-* header's value: Base64 between `=?base64?` and `?=` is decoded; undefined when that is malformed. */
+function decodeParam(value: string): string | undefined {
+  const m = /^=\?base64\?(.*)\?=$/.exec(value);
+  if (!m) return value;
+  if (!BASE64.test(m[1]!)) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1]!, 'base64'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * SEP-2243: for each property of the tool's input schema (reached through `properties` alone)
+ * that declares `x-mcp-header: Name`, a value in the body's arguments must come with a
+ * `Mcp-Param-Name` header that decodes to the same value (numbers compared as numbers); a header
+ * with malformed Base64 is refused. Returns what disagrees, or undefined.
+ */
+export function paramHeaderMismatch(
+  schema: unknown,
+  args: unknown,
+  headers: IncomingMessage['headers'],
+): { header: string; message: string } | undefined {
+  const declared: Array<{ header: string; path: string[]; type: unknown }> = [];
+  const walk = (node: unknown, path: string[]) => {
+    const properties = (node as { properties?: unknown } | null)?.properties;
+    if (!properties || typeof properties !== 'object') return;
+    for (const [key, child] of Object.entries(properties as Record<string, unknown>)) {
+      const header = (child as Record<string, unknown> | null)?.['x-mcp-header'];
+      if (typeof header === 'string' && header !== '')
+        declared.push({ header, path: [...path, key], type: (child as { type?: unknown }).type });
+      walk(child, [...path, key]);
+    }
+  };
+  walk(schema, []);
+  for (const d of declared) {
+    let value: unknown = args;
+    for (const key of d.path)
+      value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
+    if (value === undefined || value === null || typeof value === 'object') continue;
+    const header = `mcp-param-${d.header.toLowerCase()}`;
+    const raw = headers[header];
+    const sent = Array.isArray(raw) ? raw[0] : raw;
+    if (sent === undefined)
+      return { header, message: `the body carries ${d.path.join('.')} but the Mcp-Param-${d.header} header is absent` };
+    const decoded = decodeParam(sent);
+    if (decoded === undefined) return { header, message: `the Mcp-Param-${d.header} header carries malformed Base64` };
+    const same =
+      typeof value === 'number' || d.type === 'integer' || d.type === 'number'
+        ? Number(decoded) === Number(value)
+        : decoded === String(value);
+    if (!same)
+      return { header, message: `the Mcp-Param-${d.header} header disagrees with ${d.path.join('.')} in the body` };
+  }
+  return undefined;
+}
