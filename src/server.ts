@@ -202,7 +202,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
   });
   await server.register({
     plugin: ledgerRoutes,
-    options: { ledger: services.ledger, people: services.people, production },
+    options: { ledger: services.ledger, people: services.people, production, guards },
   });
   await server.register({
     plugin: serviceTokensRoutes,

@@ -4,6 +4,11 @@ import { STYLE_KEYS } from './style-keys.js';
 import { STYLE_MCP } from './style-mcp.js';
 import { STYLE_MEMBERS } from './style-members.js';
 import { STYLE_OVERVIEW } from './style-overview.js';
+import { STYLE_LEDGER } from './style-ledger.js';
+import { STYLE_USAGE } from './style-usage.js';
+import { STYLE_BUDGETS } from './style-budgets.js';
+import { STYLE_WEBHOOKS } from './style-webhooks.js';
+import { STYLE_INTEGRATIONS } from './style-integrations.js';
 
 /**
  * Each console section's own rules (src/console/style-{id}.ts), appended after the shared ones
@@ -15,6 +20,11 @@ const SECTION_STYLES: readonly string[] = [
   STYLE_APPROVALS,
   STYLE_KEYS,
   STYLE_MEMBERS,
+  STYLE_LEDGER,
+  STYLE_USAGE,
+  STYLE_BUDGETS,
+  STYLE_WEBHOOKS,
+  STYLE_INTEGRATIONS,
   STYLE_MCP,
 ];
 

@@ -4,6 +4,11 @@ import { section as agents } from './sections/agents.js';
 import { section as approvals } from './sections/approvals.js';
 import { section as keys } from './sections/keys.js';
 import { section as members } from './sections/members.js';
+import { section as ledger } from './sections/ledger.js';
+import { section as usage } from './sections/usage.js';
+import { section as budgets } from './sections/budgets.js';
+import { section as webhooks } from './sections/webhooks.js';
+import { section as integrations } from './sections/integrations.js';
 import { section as mcp } from './sections/mcp.js';
 
 /**
@@ -26,7 +31,19 @@ export interface ConsoleSection {
   body(view: ConsoleView): string;
 }
 
-export const SECTIONS: readonly ConsoleSection[] = [overview, agents, approvals, keys, members, mcp];
+export const SECTIONS: readonly ConsoleSection[] = [
+  overview,
+  agents,
+  approvals,
+  keys,
+  members,
+  ledger,
+  usage,
+  budgets,
+  webhooks,
+  integrations,
+  mcp,
+];
 
 /** A section's address, keeping the workspace shown (?w=). */
 export function sectionPath(id: string, workspaceId?: string): string {

@@ -81,6 +81,21 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
     return null;
   };
 
+  const list = (
+    wid: string,
+  ): Array<BudgetRecord & { spentMicros: number; reservedMicros: number; periodStart: string }> => {
+    const now = clock.now();
+    return t.budgets.scan([wid]).map(({ value: b }) => {
+      const start = periodStart(b.period, now);
+      return {
+        ...b,
+        periodStart: start,
+        spentMicros: calls.spent(wid, b.id, start),
+        reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0,
+      };
+    });
+  };
+
   return {
     async create(wid: string, input: BudgetInput, actor: string): Promise<BudgetRecord> {
       return store.write(() => {
@@ -108,15 +123,25 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
       });
     },
 
-    list(wid: string): Array<BudgetRecord & { spentMicros: number; reservedMicros: number; periodStart: string }> {
-      const now = clock.now();
-      return t.budgets.scan([wid]).map(({ value: b }) => {
-        const start = periodStart(b.period, now);
+    list,
+
+    /**
+     * The console's view of every budget now: what it has used (spent and reserved) of its period,
+     * as a share, the ladder's rung that share has reached (null below the first), and when the
+     * period ends.
+     */
+    overview(wid: string) {
+      return list(wid).map((b) => {
+        const usedMicros = b.spentMicros + b.reservedMicros;
+        const share = b.amountMicros > 0 ? usedMicros / b.amountMicros : 0;
+        const rung = [...b.ladder].sort((x, y) => x.at - y.at).findLast((r) => share >= r.at);
+        const binding = { budget: b, periodStart: b.periodStart, used: usedMicros };
         return {
           ...b,
-          periodStart: start,
-          spentMicros: calls.spent(wid, b.id, start),
-          reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0,
+          usedMicros,
+          share,
+          step: rung?.step ?? null,
+          periodEnd: isoAt(periodEnd(binding)),
         };
       });
     },

@@ -4,7 +4,7 @@ import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
 import { requestStamp } from '../http/pipeline.js';
 import { arrivedAt } from '../http/front-door.js';
 import type { Guards } from '../http/guards.js';
-import { sessionStrategies } from '../http/auth/session.js';
+import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { GatewayModel, GatewaySettings } from '../settings/schema.js';
@@ -18,7 +18,7 @@ import { responsesSchema } from './responses/schema.js';
 import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
 import { profileBlockers } from './routing.js';
 import type { Gateway } from './service.js';
-import { usageReport } from './usage.js';
+import { bucketCount, MAX_BUCKETS, usageReport, usageSeries } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
 
 /**
@@ -261,6 +261,64 @@ export const gatewayRoutes: Plugin<{
             by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
           };
           return usageReport(calls, caller(request, 'workspace-key').workspaceId, q);
+        },
+      },
+      {
+        // Usage and spend over time (owners, admins, analysts): the console's usage section.
+        method: 'GET',
+        path: '/api/w/{wid}/usage',
+        options: {
+          auth: session,
+          validate: {
+            params: Joi.object({ wid }),
+            query: Joi.object({
+              from: Joi.date().iso().required(),
+              to: Joi.date().iso().greater(Joi.ref('from')).required(),
+              by: Joi.string().valid('model', 'team', 'key').default('model'),
+              bucket: Joi.string().valid('hour', 'day').default('day'),
+            }).custom((q: { from: Date; to: Date; bucket: 'hour' | 'day' }, helpers) =>
+              bucketCount(q.from, q.to, q.bucket) > MAX_BUCKETS
+                ? helpers.message({ custom: `the window holds more than ${MAX_BUCKETS} ${q.bucket}s: narrow it` })
+                : q,
+            ),
+          },
+        },
+        async handler(request) {
+          const { wid: w } = permittedMember(people, request, 'usage.read');
+          await calls.flush();
+          const q = request.query as { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' };
+          return usageSeries(calls, w, q);
+        },
+      },
+      {
+        // Budgets with what they used this period and the ladder's step reached (owners, admins, analysts).
+        method: 'GET',
+        path: '/api/w/{wid}/budgets',
+        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        handler(request) {
+          return { data: budgets.overview(permittedMember(people, request, 'usage.read').wid), next: null };
+        },
+      },
+      {
+        // A budget set in the console (owners, admins): the same body and checks as POST /v1/admin/budgets.
+        method: 'POST',
+        path: '/api/w/{wid}/budgets',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          // The body's faults are invalid_budget, as on POST /v1/admin/budgets; a bad path stays invalid_request.
+          plugins: {
+            svc: {
+              validationTypeByField: Object.fromEntries(
+                ['scope', 'amountMicros', 'period', 'ladder'].map((f) => [f, 'invalid_budget' as const]),
+              ),
+            },
+          },
+          validate: { params: Joi.object({ wid }), payload: budgetSchema },
+        },
+        async handler(request, h) {
+          const { wid: w, actor } = permittedMember(people, request, 'gateway.manage');
+          return h.response(await budgets.create(w, request.payload as BudgetInput, actor)).code(201);
         },
       },
       {

@@ -24,6 +24,8 @@ const groupOf = (c: CallRecord, by: By): string => {
   }
 };
 
+export type UsageSeries = ReturnType<typeof usageSeries>;
+
 export function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: Date; by: By }) {
   const from = q.from?.toISOString();
   const to = q.to?.toISOString();
@@ -70,4 +72,84 @@ export function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: 
     meanLatencyMs: g.calls > 0 ? Math.round(latencyMs / g.calls) : 0,
   }));
   return { by: q.by, from: from ?? null, to: to ?? null, data };
+}
+
+/**
+ * Usage over time for the console (GET /api/w/{wid}/usage): calls, tokens and spend per hour or
+ * per UTC day between `from` (inclusive) and `to` (exclusive), split by model, team or key.
+ * Rules:
+ * - Every bucket of the window is answered, empty ones with zeros, so a chart's x axis is the
+ *   window itself; `from` is moved back to the start of its bucket.
+ * - At most MAX_BUCKETS buckets: a longer window is refused by the route's schema.
+ * - `groups` holds the window's totals per group, most spent first (then most calls, then name).
+ */
+export const MAX_BUCKETS = 400;
+const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+type Totals = { calls: number; failed: number; inputTokens: number; outputTokens: number; costMicros: number };
+const zero = (): Totals => ({ calls: 0, failed: 0, inputTokens: 0, outputTokens: 0, costMicros: 0 });
+
+export function bucketStart(at: number, bucket: 'hour' | 'day'): number {
+  return Math.floor(at / BUCKET_MS[bucket]) * BUCKET_MS[bucket];
+}
+
+export function bucketCount(from: Date, to: Date, bucket: 'hour' | 'day'): number {
+  return Math.ceil((to.getTime() - bucketStart(from.getTime(), bucket)) / BUCKET_MS[bucket]);
+}
+
+export function usageSeries(
+  calls: CallLog,
+  wid: string,
+  q: { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' },
+) {
+  const size = BUCKET_MS[q.bucket];
+  const start = bucketStart(q.from.getTime(), q.bucket);
+  const end = q.to.getTime();
+  const count = Math.max(0, Math.ceil((end - start) / size));
+  const buckets = Array.from({ length: count }, (_, i) => ({
+    start: new Date(start + i * size).toISOString(),
+    calls: 0,
+    costMicros: 0,
+    groups: {} as Record<string, { calls: number; costMicros: number }>,
+  }));
+  const groups = new Map<string, Totals & { group: string }>();
+  const total = zero();
+  const add = (t: Totals, c: CallRecord) => {
+    t.calls += 1;
+    if (c.outcome !== 'ok' && c.outcome !== 'dry_run') t.failed += 1;
+    t.inputTokens += c.inputTokens;
+    t.outputTokens += c.outputTokens;
+    t.costMicros += c.costMicros;
+  };
+  let after: string | undefined;
+  for (;;) {
+    const page = calls.page(wid, { ...(after ? { after } : {}), limit: 1000 });
+    for (const c of page) {
+      const at = Date.parse(c.at);
+      if (at < start || at >= end) continue;
+      const name = groupOf(c, q.by);
+      const g = groups.get(name) ?? { group: name, ...zero() };
+      groups.set(name, g);
+      add(g, c);
+      add(total, c);
+      const b = buckets[Math.floor((at - start) / size)]!;
+      b.calls += 1;
+      b.costMicros += c.costMicros;
+      const bg = (b.groups[name] ??= { calls: 0, costMicros: 0 });
+      bg.calls += 1;
+      bg.costMicros += c.costMicros;
+    }
+    if (page.length < 1000) break;
+    after = page[page.length - 1]!.id;
+  }
+  return {
+    by: q.by,
+    bucket: q.bucket,
+    from: new Date(start).toISOString(),
+    to: q.to.toISOString(),
+    total,
+    groups: [...groups.values()].sort(
+      (a, b) => b.costMicros - a.costMicros || b.calls - a.calls || a.group.localeCompare(b.group),
+    ),
+    buckets,
+  };
 }

@@ -8,6 +8,7 @@ import { checkpointBody, signNote } from './note.js';
 import { verifyLedger, type LedgerVerifyReport } from './verify.js';
 import type { LedgerEvent, LedgerRecord } from './records.js';
 import type { LedgerSubscriber } from './subscribers.js';
+import { matches, SCAN_LIMIT, type LedgerFilter } from './search.js';
 
 export type { LedgerEvent, LedgerRecord } from './records.js';
 
@@ -68,6 +69,32 @@ export function createLedger(deps: {
     });
     head.checkpointSize = size;
     head.checkpointFrontier = frontier;
+  };
+
+  /** Checks a workspace's ledger in the store (see verify.ts), and that its head agrees. */
+  const verify = (wid: string): LedgerVerifyReport => {
+    const head = t.ledgerHeads.get(wid) ?? emptyHead();
+    const records = t.ledger.scan([wid]).map((e) => e.value);
+    const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value);
+    const report = verifyLedger({ origin: originOf(wid, head), records, checkpoints, jwks: signingKeys.jwks() });
+    if (report.ok && head.size !== records.length) {
+      return {
+        ...report,
+        ok: false,
+        firstBadIndex: Math.min(head.size, records.length),
+        problem: `the ledger head counts ${head.size} records but ${records.length} are stored`,
+      };
+    }
+    if (
+      report.ok &&
+      head.checkpointSize > 0 &&
+      !rootFromFrontier(head.checkpointFrontier, head.checkpointSize).equals(
+        rootOf(records.slice(0, head.checkpointSize).map((r) => Buffer.from(r.bytes))),
+      )
+    ) {
+      return { ...report, ok: false, problem: 'the ledger head does not match its records' };
+    }
+    return report;
   };
 
   let subscribers: readonly LedgerSubscriber[] | null = null;
@@ -137,34 +164,65 @@ export function createLedger(deps: {
       return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.index : null };
     },
 
+    /**
+     * The console's read (search.ts): records matching `filter`, oldest first after `cursor`
+     * (`order: 'asc'`) or newest first before it (`'desc'`). At most SCAN_LIMIT records are
+     * examined; `next` is the index to resume from (the last one examined), or null at the end.
+     */
+    search(
+      wid: string,
+      options: { filter: LedgerFilter; order: 'asc' | 'desc'; cursor?: number; limit: number },
+    ): { data: LedgerRecord[]; next: number | null } {
+      const reverse = options.order === 'desc';
+      const data: LedgerRecord[] = [];
+      let cursor = options.cursor;
+      let examined = 0;
+      const chunk = Math.min(SCAN_LIMIT, Math.max(options.limit * 4, 200));
+      for (;;) {
+        const rows = t.ledger.scan([wid], {
+          ...(cursor === undefined ? {} : { after: cursor }),
+          reverse,
+          limit: chunk,
+        });
+        for (const row of rows) {
+          const record = JSON.parse(row.value.bytes) as LedgerRecord;
+          cursor = record.index;
+          examined += 1;
+          if (matches(record, options.filter)) data.push(record);
+          if (data.length === options.limit) {
+            const more = reverse ? record.index > 0 : record.index < (t.ledgerHeads.get(wid)?.size ?? 0) - 1;
+            return { data, next: more ? record.index : null };
+          }
+          if (examined >= SCAN_LIMIT) {
+            const more = rows.length === chunk || row !== rows[rows.length - 1];
+            return { data, next: more ? record.index : null };
+          }
+        }
+        if (rows.length < chunk) return { data, next: null };
+      }
+    },
+
+    /** The newest signed checkpoint, with the ledger's origin and its size now. */
+    latestCheckpoint(wid: string) {
+      const head = t.ledgerHeads.get(wid) ?? emptyHead();
+      const last = t.checkpoints.scan([wid], { reverse: true, limit: 1 })[0]?.value;
+      return {
+        origin: originOf(wid, head),
+        size: head.size,
+        checkpoint: last ? { size: last.size, at: last.at, kid: last.kid, note: last.note } : null,
+      };
+    },
+
     head(wid: string): LedgerHead | undefined {
       return t.ledgerHeads.get(wid);
     },
 
     /** Checks a workspace's ledger in the store (see verify.ts), and that its head agrees. */
-    verify(wid: string): LedgerVerifyReport {
-      const head = t.ledgerHeads.get(wid) ?? emptyHead();
-      const records = t.ledger.scan([wid]).map((e) => e.value);
-      const checkpoints = t.checkpoints.scan([wid]).map((e) => e.value);
-      const report = verifyLedger({ origin: originOf(wid, head), records, checkpoints, jwks: signingKeys.jwks() });
-      if (report.ok && head.size !== records.length) {
-        return {
-          ...report,
-          ok: false,
-          firstBadIndex: Math.min(head.size, records.length),
-          problem: `the ledger head counts ${head.size} records but ${records.length} are stored`,
-        };
-      }
-      if (
-        report.ok &&
-        head.checkpointSize > 0 &&
-        !rootFromFrontier(head.checkpointFrontier, head.checkpointSize).equals(
-          rootOf(records.slice(0, head.checkpointSize).map((r) => Buffer.from(r.bytes))),
-        )
-      ) {
-        return { ...report, ok: false, problem: 'the ledger head does not match its records' };
-      }
-      return report;
+    verify,
+
+    /** "Verify now" in the console: `verify` (what `svc ledger verify` runs), with when it ran. */
+    verifyNow(wid: string): LedgerVerifyReport & { workspaceId: string; checkedAt: string } {
+      return { workspaceId: wid, ...verify(wid), checkedAt: isoAt(clock.now()) };
     },
 
     /**

@@ -44,6 +44,8 @@ export const permissions = {
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */
   'approvals.read': ['owner', 'admin', 'member'],
   'approvals.decide': ['owner', 'admin', 'member'],
+  /** Reports: the model gateway's usage and spend over time, and budgets with their steps. */
+  'usage.read': ['owner', 'admin', 'analyst'],
   /** The workspace's plan as billing reports it, and the allowances it is held to. */
   'plan.read': ['owner', 'admin'],
 } as const satisfies Record<string, readonly Role[]>;

@@ -105,7 +105,19 @@ test.serial(
     const { page, errors } = await open(owner.cookie, DESKTOP);
     t.is(await page.title(), 'Agents · Default · svc console');
     t.deepEqual(await navigation(page), {
-      labels: ['Overview', 'Agents', 'Approvals', 'Keys', 'Members'],
+      labels: [
+        'Overview',
+        'Agents',
+        'Approvals',
+        'Keys',
+        'Members',
+        'Ledger',
+        'Usage',
+        'Budgets',
+        'Webhooks',
+        'Integrations',
+        'MCP tools',
+      ],
       current: 'Agents',
     });
     t.is(await page.locator('body').getAttribute('data-section'), 'agents');
@@ -267,7 +279,8 @@ test.serial('an analyst reads the agents that act for them, with nothing to pres
   await page.locator('#agents-body .empty').waitFor();
   t.is(await page.locator('#agents-body').innerText(), 'No agents act for you.');
   t.is(await page.locator('#agent-new').count(), 0);
-  t.deepEqual((await navigation(page)).labels, ['Overview', 'Agents']);
+  // Analysts read the reports (usage and budgets), nothing else beyond their agents.
+  t.deepEqual((await navigation(page)).labels, ['Overview', 'Agents', 'Usage', 'Budgets']);
   const keys = await call(server.url, 'GET', `/console/keys?w=${server.boot.workspaceId!}`, {
     headers: { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ') },
   });

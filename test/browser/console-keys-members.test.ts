@@ -283,7 +283,8 @@ test.serial('a member gets neither section: not in the navigation, and the page 
   const p = await open(member.cookie, DESKTOP, 'members');
   // Mia is an auditor now (the owner changed her role above).
   t.is(p.page.url().includes('/console/members'), true);
-  t.deepEqual((await navigation(p.page)).labels, ['Overview', 'Agents']);
+  // An auditor reads the ledger too.
+  t.deepEqual((await navigation(p.page)).labels, ['Overview', 'Agents', 'Ledger']);
   t.true((await p.page.locator('#not-for-role').innerText()).includes('does not open this section'));
   for (const section of ['keys', 'members']) {
     const res = await call(server.url, 'GET', `/console/${section}`, { headers: { cookie: member.cookie } });

@@ -350,6 +350,33 @@ const rows: Row[] = [
     expect: allow('owner', 'admin', 'auditor'),
     call: (r) => call(r, 'GET', '/ledger'),
   },
+  {
+    route: 'GET /api/w/{wid}/ledger/checkpoint',
+    expect: allow('owner', 'admin', 'auditor'),
+    call: (r) => call(r, 'GET', '/ledger/checkpoint'),
+  },
+  {
+    route: 'POST /api/w/{wid}/ledger/verify',
+    expect: allow('owner', 'admin', 'auditor'),
+    call: (r) => call(r, 'POST', '/ledger/verify', {}),
+  },
+  // Reports: gateway usage and budgets (analysts read reports)
+  {
+    route: 'GET /api/w/{wid}/usage',
+    expect: allow(...MANAGERS, 'analyst'),
+    call: (r) => call(r, 'GET', '/usage?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z'),
+  },
+  {
+    route: 'GET /api/w/{wid}/budgets',
+    expect: allow(...MANAGERS, 'analyst'),
+    call: (r) => call(r, 'GET', '/budgets'),
+  },
+  {
+    route: 'POST /api/w/{wid}/budgets',
+    expect: allow(...MANAGERS),
+    call: (r) =>
+      call(r, 'POST', '/budgets', { scope: { kind: 'team', id: unique() }, amountMicros: 1_000_000, period: 'day' }),
+  },
   // Service tokens: owners only
   {
     route: 'GET /api/w/{wid}/service-tokens',

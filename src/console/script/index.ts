@@ -8,6 +8,11 @@ import { SECTION_MCP } from './section-mcp.js';
 import { SECTION_MEMBERS } from './section-members.js';
 import { SECTION_OVERVIEW } from './section-overview.js';
 import { SECTIONS_SHARED } from './sections-shared.js';
+import { SECTION_LEDGER } from './section-ledger.js';
+import { SECTION_USAGE } from './section-usage.js';
+import { SECTION_BUDGETS } from './section-budgets.js';
+import { SECTION_WEBHOOKS } from './section-webhooks.js';
+import { SECTION_INTEGRATIONS } from './section-integrations.js';
 import { SIGN_IN } from './sign-in.js';
 
 /**
@@ -20,6 +25,11 @@ const SECTION_SCRIPTS: Record<string, string> = {
   approvals: SECTION_APPROVALS,
   keys: SECTION_KEYS,
   members: SECTION_MEMBERS,
+  ledger: SECTION_LEDGER,
+  usage: SECTION_USAGE,
+  budgets: SECTION_BUDGETS,
+  webhooks: SECTION_WEBHOOKS,
+  integrations: SECTION_INTEGRATIONS,
   mcp: SECTION_MCP,
 };
 

@@ -1,0 +1,109 @@
+/**
+ * The budgets section (/console/budgets): each budget's scope, period and amount, what it used
+ * of this period (a meter element: no style attribute needed), its ladder with the step reached
+ * marked, and, for owners and admins, the form that sets a new one (POST /api/w/{wid}/budgets;
+ * the API's invalid_budget message is shown beside it). Amounts use usd() of section-usage.ts.
+ * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
+ * inside the one function of script/index.ts, beside the other parts.
+ */
+export const SECTION_BUDGETS = String.raw`
+  function section_budgets() {
+    var base = '/api/w/' + encodeURIComponent(body.dataset.workspace);
+    var state = { pending: 0 };
+    var form = $('#budget-form');
+    var STEP_TEXT = { nudge: 'Nudge', downgrade: 'Downgrade', approval: 'Approval', block: 'Block' };
+    var SCOPE_TEXT = { workspace: 'Whole workspace', team: 'Team', principal: 'Principal', key: 'Key', agent: 'Agent' };
+
+    function sessionEnded(err) {
+      if (err && err.status === 401) { window.location.assign('/login'); return true; }
+      return false;
+    }
+
+    async function load() {
+      state.pending += 1;
+      try {
+        var answer = await api('GET', base + '/budgets');
+        render(answer.data);
+        $('#updated').textContent = 'Updated ' + clock(new Date());
+      } catch (err) {
+        if (sessionEnded(err)) return;
+        replace($('#budgets-body'), el('p', { class: 'notice notice-error', role: 'alert', text: err.message }));
+      } finally {
+        state.pending -= 1;
+      }
+    }
+
+    function pct(share) { return Math.round(share * 1000) / 10 + '%'; }
+
+    function render(list) {
+      $('#budgets-count').textContent = list.length ? String(list.length) : '';
+      if (list.length === 0) {
+        replace($('#budgets-body'), el('p', { class: 'empty', id: 'budgets-empty', text: 'No budgets yet: model traffic is limited only by the plan.' }));
+        return;
+      }
+      replace($('#budgets-body'), el('ul', { class: 'budgets', id: 'budget-list' }, list.map(budgetItem)));
+    }
+
+    function budgetItem(b) {
+      var scope = b.scope.kind === 'workspace' ? SCOPE_TEXT.workspace : SCOPE_TEXT[b.scope.kind] + ' ' + b.scope.id;
+      var steps = b.ladder.slice().sort(function (x, y) { return x.at - y.at; });
+      var ladder = el('ol', { class: 'ladder' }, steps.map(function (r) {
+        var reached = b.share >= r.at;
+        var current = b.step === r.step;
+        return el('li', { class: 'rung' + (reached ? ' reached' : '') + (current ? ' current' : ''), data: { step: r.step }, 'aria-current': current ? 'step' : null },
+          el('span', { class: 'rung-at', text: pct(r.at) }), ' ', el('span', { text: STEP_TEXT[r.step] || r.step }));
+      }));
+      var stepBadge = b.step
+        ? el('span', { class: 'badge ' + (b.step === 'block' || b.step === 'approval' ? 'badge-danger' : 'badge-warn'), text: 'Step: ' + (STEP_TEXT[b.step] || b.step) })
+        : el('span', { class: 'badge badge-ok', text: 'Below every step' });
+      return el('li', { class: 'budget', data: { budget: b.id } },
+        el('div', { class: 'budget-head' },
+          el('div', {}, el('div', { class: 'item-title', text: scope }), el('div', { class: 'muted mono', text: b.id })),
+          stepBadge),
+        el('div', { class: 'budget-use' },
+          el('meter', { min: '0', max: '1', low: '0.5', high: '0.8', optimum: '0', value: String(Math.min(b.share, 1)), 'aria-label': 'Share used' }),
+          el('span', { class: 'budget-figures', text: usd(b.usedMicros) + ' of ' + usd(b.amountMicros) + ' this ' + b.period + ' (' + pct(b.share) + ')' })),
+        el('div', { class: 'item-meta' },
+          el('span', {}, 'Period started ' + b.periodStart + ', ends ', time(b.periodEnd)),
+          b.reservedMicros ? el('span', { text: usd(b.reservedMicros) + ' reserved by calls under way' }) : null),
+        ladder);
+    }
+
+    if (form) {
+      form.addEventListener('submit', async function (event) {
+        event.preventDefault();
+        var button = $('#budget-create');
+        var kind = $('#budget-kind').value;
+        var dollars = Number($('#budget-amount').value);
+        var ladder = [];
+        form.querySelectorAll('input[data-step]').forEach(function (input) {
+          if (input.value.trim() !== '') ladder.push({ at: Number(input.value) / 100, step: input.dataset.step });
+        });
+        var payload = {
+          scope: { kind: kind, id: kind === 'workspace' ? body.dataset.workspace : $('#budget-scope-id').value.trim() },
+          amountMicros: Math.round(dollars * 1e6),
+          period: $('#budget-period').value,
+          ladder: ladder,
+        };
+        showNotice($('#budget-error'), '');
+        setBusy([button], true);
+        state.pending += 1;
+        try {
+          var made = await api('POST', base + '/budgets', payload);
+          $('#status').textContent = 'Budget set for ' + (kind === 'workspace' ? 'the whole workspace' : kind + ' ' + made.scope.id) + '.';
+          $('#budget-scope-id').value = '';
+          $('#budget-amount').value = '';
+          await load();
+        } catch (err) {
+          if (sessionEnded(err)) return;
+          showNotice($('#budget-error'), err.message);
+        } finally {
+          state.pending -= 1;
+          setBusy([button], false);
+        }
+      });
+    }
+    keepFresh(load, function () { return state.pending > 0; });
+  }
+
+`;
