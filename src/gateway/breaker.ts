@@ -1,7 +1,7 @@
 /**
- * Per-model health, in this process: a circuit breaker and the observed latency.
+ * Per-deployment health (deployments.ts names them), in this process: a circuit breaker and the observed latency.
  * Rules:
- * - `failures` consecutive failures (connection error, timeout, 429, 5xx) open a model's circuit:
+ * - `failures` consecutive failures (connection error, timeout, 429, 5xx) open a circuit:
  *   for `cooldownMs` it is skipped, then one request may try it (half-open); a success closes it.
  * - When every candidate's circuit is open, the one open longest is tried, so that an outage of
  *   everything recovers without waiting for each cooldown.
@@ -14,19 +14,21 @@ export function createModelHealth(options: { failures: number; cooldownMs: numbe
     if (!s) state.set(id, (s = { failures: 0, openedAt: null, trial: false }));
     return s;
   };
+  /** Whether one request may try it now: a closed circuit, or the one trial after the cooldown. */
+  const allows = (id: string): boolean => {
+    const s = of(id);
+    if (s.openedAt === null) return true;
+    if (options.now() - s.openedAt >= options.cooldownMs && !s.trial) {
+      s.trial = true;
+      return true;
+    }
+    return false;
+  };
   return {
+    allows,
     /** The candidates to try, in order: closed circuits, and open ones whose cooldown ended (one trial each). */
     admit<T extends { id: string }>(models: readonly T[]): T[] {
-      const now = options.now();
-      const out = models.filter((m) => {
-        const s = of(m.id);
-        if (s.openedAt === null) return true;
-        if (now - s.openedAt >= options.cooldownMs && !s.trial) {
-          s.trial = true;
-          return true;
-        }
-        return false;
-      });
+      const out = models.filter((m) => allows(m.id));
       if (out.length > 0 || models.length === 0) return out;
       const oldest = [...models].sort((a, b) => (of(a.id).openedAt ?? 0) - (of(b.id).openedAt ?? 0))[0]!;
       return [oldest];
@@ -46,6 +48,10 @@ export function createModelHealth(options: { failures: number; cooldownMs: numbe
     },
     latencyMs(id: string): number | undefined {
       return state.get(id)?.latencyMs;
+    },
+    /** When the circuit opened (null: closed or never seen). */
+    openedAt(id: string): number | null {
+      return state.get(id)?.openedAt ?? null;
     },
     open(id: string): boolean {
       return state.get(id)?.openedAt != null;

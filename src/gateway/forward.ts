@@ -2,6 +2,7 @@ import type { VendorJson as Json } from './vendor-json.js';
 import { PassThrough, type Readable } from 'node:stream';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
+import { createStreamScreen, type StreamScreen } from './response-screen.js';
 import { SseReader } from './sse.js';
 import { vendorAttempt } from './vendors/attempt.js';
 import { vendorOf } from './vendors/index.js';
@@ -37,6 +38,9 @@ import {
  * - A stream is committed only once the upstream's first event arrived: a failure before it
  *   can still fail over; after it, never. A stream that ends without the vendor's closing event
  *   is cut: the client's stream is destroyed (an error the client sees), never closed as if whole.
+ * - A failure keeps the vendor's status and `retry-after` (deployments.ts retries on them).
+ * - With `screen`, the client-shaped stream passes through response-screen.ts: redacted, or
+ *   ended at a blocked finding with the vendor's error event (outcome `blocked`).
  */
 export type Shape = 'openai' | 'anthropic';
 
@@ -52,17 +56,26 @@ export interface Attempt {
   anthropicVersion: string | undefined;
   signal: AbortSignal;
   nowSeconds: number;
+  /** Data loss on the way back (response-screen.ts): a stream's text is screened in this mode. */
+  screen?: 'redact' | 'block' | undefined;
 }
 
+export type StreamEnd = {
+  usage: Usage | null;
+  outcome: 'ok' | 'cut' | 'cancelled' | 'blocked';
+  /** What the screen found in the answer's text (counts by kind), when it screened. */
+  findings?: Partial<Record<string, number>>;
+};
+
 export type AttemptResult =
-  | { kind: 'failed'; reason: string }
+  | { kind: 'failed'; reason: string; status?: number; retryAfter?: string | string[] | undefined }
   | { kind: 'refused'; status: number; body: Json }
   | { kind: 'json'; body: Json; usage: Usage | null; upstreamMs: number }
   | {
       kind: 'stream';
       stream: Readable;
       upstreamFirstByteMs: number;
-      done: Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>;
+      done: Promise<StreamEnd>;
     };
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
@@ -170,7 +183,12 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
   }
   if (answer.statusCode >= 500 || FAILOVER.has(answer.statusCode)) {
     answer.body.resume();
-    return { kind: 'failed', reason: `HTTP ${answer.statusCode}` };
+    return {
+      kind: 'failed',
+      reason: `HTTP ${answer.statusCode}`,
+      status: answer.statusCode,
+      retryAfter: answer.headers['retry-after'],
+    };
   }
   if (answer.statusCode >= 400) {
     const text = await answer.body.text().catch(() => '');
@@ -197,26 +215,28 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
     }
   }
-  return commitStream(answer, a, started, translator(a, id));
+  return commitStream(answer, a, started, translator(a, id), a.screen ? createStreamScreen(a.shape, a.screen) : null);
 }
 
 /**
  * Waits for the upstream's first event; then the client's stream, fed event by event (through
- * `tr`, the attempt's translator unless another route gives its own).
+ * `tr`, the attempt's translator unless another route gives its own, then the answer screen `sc`
+ * when one is given).
  */
 export function commitStream(
   answer: UpstreamAnswer,
   a: Pick<Attempt, 'signal'>,
   started: number,
   tr: StreamTranslator,
+  sc: StreamScreen | null = null,
 ): Promise<AttemptResult> {
   const reader = new SseReader();
   const body = answer.body;
   body.setEncoding('utf8');
   return new Promise<AttemptResult>((resolve) => {
     let out: PassThrough | null = null;
-    let settle!: (v: { usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }) => void;
-    const done = new Promise<{ usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' }>((r) => {
+    let settle!: (v: StreamEnd) => void;
+    const done = new Promise<StreamEnd>((r) => {
       settle = r;
     });
     const onData = (chunk: string) => {
@@ -245,7 +265,15 @@ export function commitStream(
       }
       let bytes = '';
       for (const e of events) bytes += tr.event(e);
+      if (sc) bytes = sc.push(bytes);
       if (bytes !== '') out.write(bytes);
+      if (sc?.blocked) {
+        // The answer holds what the workspace blocks: its error event ends the stream.
+        settle({ usage: tr.usage, outcome: 'blocked', findings: sc.blocked });
+        body.off('data', onData);
+        body.destroy();
+        out.end();
+      }
     };
     body.on('data', onData);
     body.on('end', () => {
@@ -253,15 +281,21 @@ export function commitStream(
         resolve({ kind: 'failed', reason: 'the upstream stream ended before its first event' });
         return;
       }
+      if (sc?.blocked) return;
       if (tr.finished) {
-        out.end(tr.end());
-        settle({ usage: tr.usage, outcome: 'ok' });
+        const last = sc ? sc.end(tr.end()) : tr.end();
+        const end: StreamEnd = sc?.blocked
+          ? { usage: tr.usage, outcome: 'blocked', findings: sc.blocked }
+          : { usage: tr.usage, outcome: 'ok', ...(sc ? { findings: sc.found() } : {}) };
+        settle(end);
+        out.end(last);
       } else {
         out.destroy(new Error('the upstream stream was cut'));
         settle({ usage: tr.usage, outcome: 'cut' });
       }
     });
     body.on('error', (err: Error) => {
+      if (sc?.blocked) return;
       if (!out) {
         resolve({ kind: 'failed', reason: (err as { code?: string }).code ?? err.name });
         return;

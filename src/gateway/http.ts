@@ -332,6 +332,8 @@ export const gatewayRoutes: Plugin<{
             provider: m.provider,
             circuit: gateway.health.open(m.id) ? 'open' : 'closed',
             observedLatencyMs: gateway.health.latencyMs(m.id) ?? null,
+            // Each deployment's own circuit and latency (the model's circuit is open when all are).
+            deployments: gateway.health.deployments(m),
           })),
           // What the bounded record queues dropped of this workspace's records (docs/gateway.md).
           recordQueues: gateway.queues(caller(request, 'workspace-key').workspaceId),

@@ -52,7 +52,9 @@ function blockers(
 ): string[] {
   const out: string[] = [];
   if (profile?.models && !profile.models.includes(m.id)) out.push(`add model ${m.id} to policy profile ${profile.id}`);
-  if (profile?.providers && !profile.providers.includes(m.provider))
+  // A model served from several deployments is admitted when one is on an allowed provider (the
+  // upstream step keeps to those: deployments.ts).
+  if (profile?.providers && !m.deployments.some((d) => profile.providers!.includes(d.provider)))
     out.push(`allow provider ${m.provider} in policy profile ${profile.id}`);
   if (profile?.domiciles && !profile.domiciles.includes(m.jurisdiction.domicile))
     out.push(`allow domicile ${m.jurisdiction.domicile} in policy profile ${profile.id}`);

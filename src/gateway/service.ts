@@ -5,9 +5,9 @@ import type { Logger } from '../lib/log.js';
 import { createUpstream, type Upstream } from '../lib/upstream.js';
 import type { GatewaySettings } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
-import { createModelHealth } from './breaker.js';
 import { createResponseCache } from './cache.js';
 import { createLimits } from './limits.js';
+import { createDeploymentHealth } from './deployments.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
@@ -56,7 +56,7 @@ export function createGateway(deps: {
     }
     return u;
   };
-  const health = createModelHealth({ ...settings.breaker, now: () => clock.now() });
+  const health = createDeploymentHealth({ ...settings.breaker, now: () => clock.now(), models: settings.models });
   const limits = createLimits({ store, clock, log: deps.log, settings });
   const cache = createResponseCache({ store, clock, log: deps.log });
   const env: GatewayEnv = {

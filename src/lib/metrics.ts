@@ -98,7 +98,7 @@ export const metrics = {
   }),
   dataLossFindings: new Counter({
     name: 'svc_gateway_data_loss_findings_total',
-    help: 'Sensitive data found in prompts, by kind and by what was done (redact, block).',
+    help: 'Sensitive data found in prompts and answers, by kind and by what was done (redact, block).',
     labelNames: ['kind', 'mode'] as const,
     registers: [eventRegistry],
   }),

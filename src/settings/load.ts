@@ -88,8 +88,17 @@ function checkGateway(settings: Settings): void {
   const modelIds = new Set(models.map((m) => m.id));
   const problems: string[] = [];
   models.forEach((m, i) => {
-    if (!providerIds.has(m.provider))
-      problems.push(`  gateway.models.${i}.provider: "${m.provider}" is not a configured provider`);
+    // One shape for the rest of the code: every model has its deployments, the first also as provider and upstreamModel.
+    const given = m.deployments !== undefined;
+    if (!given) m.deployments = [{ provider: m.provider, upstreamModel: m.upstreamModel, weight: 1 }];
+    m.provider = m.deployments[0]!.provider;
+    m.upstreamModel = m.deployments[0]!.upstreamModel;
+    m.deployments.forEach((d, j) => {
+      if (!providerIds.has(d.provider))
+        problems.push(
+          `  gateway.models.${i}.${given ? `deployments.${j}.` : ''}provider: "${d.provider}" is not a configured provider`,
+        );
+    });
   });
   policyProfiles.forEach((p, i) => {
     for (const id of p.models ?? [])

@@ -36,10 +36,20 @@ export interface GatewayProvider {
   responses?: boolean;
 }
 
-export interface GatewayModel {
-  id: string;
+/** One place a catalogue model is served from (API.md 9): traffic spreads over them by weight. */
+export interface GatewayDeployment {
   provider: string;
   upstreamModel: string;
+  weight: number;
+}
+
+export interface GatewayModel {
+  id: string;
+  /** The first deployment's provider and upstream model (routing, policy and headers name them). */
+  provider: string;
+  upstreamModel: string;
+  /** Always at least one: settings/load.ts fills it from `provider` and `upstreamModel` when not given. */
+  deployments: GatewayDeployment[];
   priceMicrosPerMTokIn: number;
   priceMicrosPerMTokOut: number;
   quality: number;
@@ -103,6 +113,8 @@ export interface GatewaySettings {
   bodyTimeoutMs: number;
   breaker: { failures: number; cooldownMs: number };
   limits: ScopeLimits[];
+  /** How long past its start a request may wait on a vendor's retry-after before failing over (deployments.ts). */
+  retry: { deadlineMs: number };
 }
 
 export interface Settings {
@@ -573,15 +585,31 @@ export const settingsSchema = Joi.object<Settings>({
             .pattern(/^[A-Za-z0-9._:/-]+$/)
             .max(128)
             .required(),
-          provider: Joi.string().required(),
-          upstreamModel: Joi.string().required(),
+          provider: Joi.string(),
+          upstreamModel: Joi.string(),
+          deployments: Joi.array()
+            .items(
+              Joi.object({
+                provider: Joi.string().required(),
+                upstreamModel: Joi.string().required(),
+                weight: Joi.number().integer().min(1).max(1000).default(1),
+              }),
+            )
+            .min(1)
+            .max(32)
+            .description(
+              'where the model is served from, instead of provider and upstreamModel; traffic spreads by weight',
+            ),
           priceMicrosPerMTokIn: Joi.number().integer().min(0).required(),
           priceMicrosPerMTokOut: Joi.number().integer().min(0).required(),
           quality: Joi.number().integer().min(0).default(1),
           latency: Joi.number().integer().min(0).default(1),
           jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),
           taskClasses: Joi.array().items(Joi.string()).default(['*']),
-        }),
+        })
+          .xor('provider', 'deployments')
+          .and('provider', 'upstreamModel')
+          .oxor('upstreamModel', 'deployments'),
       )
       .unique('id')
       .default([]),
@@ -660,7 +688,17 @@ export const settingsSchema = Joi.object<Settings>({
         .integer()
         .min(10)
         .default(30000)
-        .description('how long an open circuit skips the model before one trial'),
+        .description('how long an open circuit skips the deployment before one trial'),
+    }).default(),
+    retry: Joi.object({
+      deadlineMs: Joi.number()
+        .integer()
+        .min(0)
+        .max(600000)
+        .default(2000)
+        .description(
+          "how long past its start a request may wait on a vendor's retry-after to retry a model's deployment; a longer wait fails over to the next model at once",
+        ),
     }).default(),
     limits: Joi.array()
       .items(

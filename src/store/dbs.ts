@@ -208,13 +208,17 @@ export interface CallRecord {
   /** The catalogue model that served it (null: none did). */
   model: string | null;
   provider: string | null;
+  /** The upstream model of the deployment that answered (absent in records from before deployments). */
+  upstreamModel?: string | null;
   attemptedModels: string[];
   inputTokens: number;
   outputTokens: number;
   costMicros: number;
   latencyMs: number;
   overheadMicros: number;
-  outcome: 'ok' | 'dry_run' | 'upstream_failure' | 'upstream_error' | 'cut' | 'cancelled';
+  outcome: 'ok' | 'dry_run' | 'upstream_failure' | 'upstream_error' | 'cut' | 'cancelled' | 'sensitive_data_blocked';
+  /** What data-loss screening found in the answer's text, by kind (redacted or blocked); absent: nothing. */
+  answerFindings?: Partial<Record<string, number>>;
   /** Whether the response cache answered (hit, at zero cost) or missed; absent when it did not apply. */
   cache?: 'hit' | 'miss';
   budgetId: string | null;

@@ -1,9 +1,9 @@
 import test from 'ava';
 import type { App } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { createModelHealth } from '../../src/gateway/breaker.js';
 import { createResponseCache } from '../../src/gateway/cache.js';
 import { createLimits } from '../../src/gateway/limits.js';
+import { createDeploymentHealth } from '../../src/gateway/deployments.js';
 import { account } from '../../src/gateway/steps/account.js';
 import { admit } from '../../src/gateway/steps/admit.js';
 import type { GatewayContext, GatewayEnv, Step } from '../../src/gateway/steps/context.js';
@@ -33,6 +33,7 @@ const model = (id: string, price: number): GatewayModel => ({
   priceMicrosPerMTokOut: price,
   quality: 1,
   latency: 1,
+  deployments: [{ provider: 'vendor-o', upstreamModel: `${id}-1`, weight: 1 }],
   jurisdiction: { domicile: 'US', region: 'us-east' },
   taskClasses: ['*'],
 });
@@ -66,7 +67,12 @@ function envOf(app: App): GatewayEnv {
     budgets: app.services.budgets,
     limits: createLimits({ store: app.store, clock: app.clock, log: app.log, settings }),
     cache: createResponseCache({ store: app.store, clock: app.clock, log: app.log }),
-    health: createModelHealth({ failures: 3, cooldownMs: 60_000, now: () => app.clock.now() }),
+    health: createDeploymentHealth({
+      failures: 3,
+      cooldownMs: 60_000,
+      now: () => app.clock.now(),
+      models: settings.models,
+    }),
     providers: new Map(),
     profiles: new Map(),
     catalogue: new Map(settings.models.map((m) => [m.id, m])),

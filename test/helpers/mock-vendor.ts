@@ -34,7 +34,9 @@ export type Fault =
   | { kind: 'hang' }
   | { kind: 'reset' }
   | { kind: 'cut'; afterChunks: number }
-  | { kind: 'delay'; ms: number };
+  | { kind: 'delay'; ms: number }
+  /** Answers with this text instead of the echo; streamed one piece per event (any split). */
+  | { kind: 'reply'; pieces: string[] };
 
 export interface VendorCall {
   vendor: 'openai' | 'anthropic';
@@ -160,7 +162,8 @@ export async function startMockVendor(
 
     const cutAfter = fault?.kind === 'cut' ? fault.afterChunks : Infinity;
     const id = ++serial;
-    const exchange = { req, res, body, key: keys[vendor], id, cutAfter };
+    const pieces = fault?.kind === 'reply' ? fault.pieces : undefined;
+    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces };
     if (path === '/v1/responses') return responses(exchange, kept);
     if (path === '/v1/embeddings') return embeddings(exchange);
     if (path === '/v1/messages/count_tokens') return countTokens(exchange);
@@ -216,9 +219,22 @@ interface Exchange {
   id: number;
   /** Number of SSE events to send before destroying the socket (the `cut` fault). */
   cutAfter: number;
+  /** A scripted reply's text pieces (the `reply` fault). */
+  pieces: string[] | undefined;
 }
 
-function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> | void {
+/** The scripted reply instead of the composed one. */
+const scripted = (reply: Reply, pieces: string[] | undefined): Reply =>
+  pieces
+    ? {
+        pieces,
+        truncated: false,
+        promptTokens: reply.promptTokens,
+        completionTokens: pieces.join('').split(/\s+/).filter(Boolean).length,
+      }
+    : reply;
+
+function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) {
     return json(res, 401, {
       error: {
@@ -243,11 +259,14 @@ function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> 
   }
   const messages: Json[] = body.messages;
   const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
-  const reply = compose({
-    messages,
-    toolName: tools[0]?.function?.name,
-    maxTokens: body.max_completion_tokens ?? body.max_tokens,
-  });
+  const reply = scripted(
+    compose({
+      messages,
+      toolName: tools[0]?.function?.name,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens,
+    }),
+    pieces,
+  );
   const text = reply.tool ? null : reply.pieces.join('');
   const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
   const usage = {
@@ -302,7 +321,7 @@ function openai({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> 
   return sse(res, lines, cutAfter);
 }
 
-function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<void> | void {
+function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promise<void> | void {
   const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
@@ -314,12 +333,15 @@ function anthropic({ req, res, body, key, id, cutAfter }: Exchange): Promise<voi
   if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));
 
   const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
-  const reply = compose({
-    messages: body.messages,
-    system: body.system,
-    toolName: tools[0]?.name,
-    maxTokens: body.max_tokens,
-  });
+  const reply = scripted(
+    compose({
+      messages: body.messages,
+      system: body.system,
+      toolName: tools[0]?.name,
+      maxTokens: body.max_tokens,
+    }),
+    pieces,
+  );
   const stop = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
   const toolBlock = { type: 'tool_use', id: 'toolu_1', name: reply.tool };
   const message = { id: `msg_mock${id}`, type: 'message', role: 'assistant', model: body.model };

@@ -106,6 +106,7 @@ function attemptFor(kind: ProviderKind, shape: Shape): Attempt {
       id: 'm',
       provider: kind,
       upstreamModel: 'up',
+      deployments: [{ provider: kind, upstreamModel: 'up', weight: 1 }],
       priceMicrosPerMTokIn: 1,
       priceMicrosPerMTokOut: 1,
       quality: 1,

@@ -1,5 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
+import { answerBlockedMessage, answerScreen, screenAnswer } from '../response-screen.js';
 import type { SyncStep } from './context.js';
 import { costOf, estimateFor } from './prices.js';
 
@@ -9,7 +10,8 @@ import { costOf, estimateFor } from './prices.js';
  * charged at least its estimate, never nothing), the cost and overhead headers are set, and the
  * call record is queued. A vendor's refusal of the request is 400 invalid_request with its
  * message; no model answering is 502 upstream_failure with attemptedModels. Both release the
- * reservation and are recorded.
+ * reservation and are recorded. The answer's text is screened for data loss (response-screen.ts):
+ * redacted, or refused with 400 sensitive_data_blocked (`in: answer`), charged and recorded.
  */
 export const account: SyncStep = {
   name: 'account',
@@ -31,7 +33,13 @@ export const account: SyncStep = {
       });
     }
     const { model, result } = outcome;
-    const served = { model: model.id, provider: model.provider, attemptedModels: attempted };
+    // `model` is as its answering deployment served it: the record names that provider and upstream model.
+    const served = {
+      model: model.id,
+      provider: model.provider,
+      upstreamModel: model.upstreamModel,
+      attemptedModels: attempted,
+    };
     serveHeaders(ctx, env, model);
     if (result.kind === 'refused') {
       reservation?.settle(0);
@@ -46,6 +54,25 @@ export const account: SyncStep = {
     if (result.kind === 'json') {
       const cost = costOf(model, result.usage);
       reservation?.settle(cost);
+      // Data loss on the way back: redacted in place, or refused (the vendor's answer is still paid for).
+      const found = screenAnswer(ctx.req.shape, result.body, answerScreen(ctx, env) ?? 'off');
+      const answerFindings = Object.keys(found).length > 0 ? { answerFindings: found } : {};
+      if (answerFindings.answerFindings && answerScreen(ctx, env) === 'block') {
+        recordCall(ctx, env, {
+          ...served,
+          inputTokens: result.usage?.input ?? 0,
+          outputTokens: result.usage?.output ?? 0,
+          costMicros: cost,
+          outcome: 'sensitive_data_blocked',
+          ...answerFindings,
+        });
+        throw new AppError('sensitive_data_blocked', {
+          message: answerBlockedMessage(found),
+          fix: 'The model answered with sensitive data; ask for an answer without it.',
+          headers,
+          details: { findings: found, in: 'answer' },
+        });
+      }
       headers['x-svc-cost-micros'] = String(cost);
       const overhead = overheadMicros(ctx, result.upstreamMs);
       headers['x-svc-overhead-micros'] = String(overhead);
@@ -55,13 +82,14 @@ export const account: SyncStep = {
         outputTokens: result.usage?.output ?? 0,
         costMicros: cost,
         overheadMicros: overhead,
+        ...answerFindings,
       });
       return { status: 200, headers, json: result.body };
     }
     const overhead = overheadMicros(ctx, result.upstreamFirstByteMs);
     headers['x-svc-overhead-micros'] = String(overhead);
     const estimate = estimateFor(ctx, model);
-    void result.done.then(({ usage, outcome: ended }) => {
+    void result.done.then(({ usage, outcome: ended, findings }) => {
       // A stream that did not finish (cut, or the client left) may never have reported its usage.
       const cost = ended === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimate);
       reservation?.settle(cost);
@@ -71,7 +99,8 @@ export const account: SyncStep = {
         outputTokens: usage?.output ?? 0,
         costMicros: cost,
         overheadMicros: overhead,
-        outcome: ended,
+        outcome: ended === 'blocked' ? 'sensitive_data_blocked' : ended,
+        ...(findings && Object.keys(findings).length > 0 ? { answerFindings: findings } : {}),
         latencyMs: Math.round(performance.now() - ctx.req.startedAt),
       });
     });

@@ -4,7 +4,7 @@ import type { IdSource } from '../../lib/ids.js';
 import type { Upstream } from '../../lib/upstream.js';
 import type { GatewayModel, GatewayProvider, GatewaySettings, PolicyProfile } from '../../settings/schema.js';
 import type { KeyRecord, Store, WorkspaceGatewayRecord } from '../../store/index.js';
-import type { ModelHealth } from '../breaker.js';
+import type { DeploymentHealth } from '../deployments.js';
 import type { Admission, Budgets, Reservation } from '../budgets.js';
 import type { CacheSlot, ResponseCache } from '../cache.js';
 import type { CallLog } from '../calls.js';
@@ -60,7 +60,7 @@ export interface GatewayEnv {
   budgets: Budgets;
   limits: Limits;
   cache: ResponseCache;
-  health: ModelHealth;
+  health: DeploymentHealth;
   providers: ReadonlyMap<string, GatewayProvider>;
   profiles: ReadonlyMap<string, PolicyProfile>;
   catalogue: ReadonlyMap<string, GatewayModel>;

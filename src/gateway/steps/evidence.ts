@@ -25,7 +25,7 @@ export const EVIDENCED: ReadonlySet<ErrorType> = new Set<ErrorType>([
 
 const FACTS: Partial<Record<ErrorType, readonly string[]>> = {
   agent_stopped: ['hold', 'stopped'],
-  sensitive_data_blocked: ['findings'],
+  sensitive_data_blocked: ['findings', 'in'],
   budget_exhausted: ['budgetId', 'scope', 'amountMicros', 'usedMicros'],
   approval_required: ['budgetId', 'scope'],
   rate_limited: ['scope', 'limit', 'limitValue', 'used'],

@@ -1,8 +1,16 @@
 import { PassThrough } from 'node:stream';
 import type { Upstream, UpstreamAnswer } from '../../lib/upstream.js';
-import { answerFrom, bodyIn, parseJson, translatorFor, type Attempt, type AttemptResult } from '../forward.js';
+import {
+  answerFrom,
+  bodyIn,
+  parseJson,
+  translatorFor,
+  type Attempt,
+  type AttemptResult,
+  type StreamEnd,
+} from '../forward.js';
+import { createStreamScreen } from '../response-screen.js';
 import type { SseEvent } from '../sse.js';
-import type { Usage } from '../translate/responses.js';
 import type { StreamTranslator } from '../translate/streams.js';
 import type { VendorAdapter } from './vendor.js';
 
@@ -30,7 +38,9 @@ export async function vendorAttempt(
     const text = await answer.body.text().catch(() => '');
     const body = parseJson(text);
     const reason = vendor.failure(answer.statusCode, answer.headers, body);
-    if (reason !== null) return { kind: 'failed', reason };
+    // The status and retry-after go with the failure: deployments.ts retries on them.
+    if (reason !== null)
+      return { kind: 'failed', reason, status: answer.statusCode, retryAfter: answer.headers['retry-after'] };
     return { kind: 'refused', status: answer.statusCode, body: body ?? { message: text.slice(0, 500) } };
   }
   if (!a.stream) {
@@ -55,8 +65,6 @@ export async function vendorAttempt(
   return commitEvents(answer, vendor.events(answer.body, a, id)[Symbol.asyncIterator](), tr, a, started);
 }
 
-type Ended = { usage: Usage | null; outcome: 'ok' | 'cut' | 'cancelled' };
-
 /** Waits for the first batch of events; then the client's stream, fed batch by batch. */
 async function commitEvents(
   answer: UpstreamAnswer,
@@ -66,7 +74,12 @@ async function commitEvents(
   started: number,
 ): Promise<AttemptResult> {
   const body = answer.body;
-  const bytesOf = (batch: SseEvent[]) => batch.map((e) => tr.event(e)).join('');
+  // The answer screen (response-screen.ts) sees the client-shaped bytes, as in forward.ts.
+  const sc = a.screen ? createStreamScreen(a.shape, a.screen) : null;
+  const bytesOf = (batch: SseEvent[]) => {
+    const bytes = batch.map((e) => tr.event(e)).join('');
+    return sc ? sc.push(bytes) : bytes;
+  };
   let first: string;
   try {
     const next = await events.next();
@@ -79,8 +92,8 @@ async function commitEvents(
   const out = new PassThrough();
   // Errors reach the client through hapi once it pipes this; until then they must not throw.
   out.on('error', () => {});
-  let settle!: (v: Ended) => void;
-  const done = new Promise<Ended>((r) => {
+  let settle!: (v: StreamEnd) => void;
+  const done = new Promise<StreamEnd>((r) => {
     settle = r;
   });
   let over = false;
@@ -92,21 +105,39 @@ async function commitEvents(
       settle({ usage: tr.usage, outcome: 'cancelled' });
     }
   });
+  /** A blocked finding: its error event was the last write; the stream ends there. */
+  const blocked = (): boolean => {
+    if (!sc?.blocked || over) return false;
+    over = true;
+    settle({ usage: tr.usage, outcome: 'blocked', findings: sc.blocked });
+    body.destroy();
+    out.end();
+    return true;
+  };
   if (first !== '') out.write(first);
   void (async () => {
+    if (blocked()) return;
     try {
       for (;;) {
         const next = await events.next();
         if (next.done) break;
         const bytes = bytesOf(next.value);
         if (bytes !== '') out.write(bytes);
+        if (blocked()) return;
       }
       if (over) return;
-      over = true;
       if (tr.finished) {
-        out.end(tr.end());
-        settle({ usage: tr.usage, outcome: 'ok' });
+        const last = sc ? sc.end(tr.end()) : tr.end();
+        if (sc?.blocked) {
+          out.write(last);
+          blocked();
+          return;
+        }
+        over = true;
+        out.end(last);
+        settle({ usage: tr.usage, outcome: 'ok', ...(sc ? { findings: sc.found() } : {}) });
       } else {
+        over = true;
         out.destroy(new Error('the upstream stream was cut'));
         settle({ usage: tr.usage, outcome: 'cut' });
       }
