@@ -1,6 +1,7 @@
 import test from 'ava';
 import type OpenAI from 'openai';
 import type Anthropic from '@anthropic-ai/sdk';
+import { manualClock } from '../helpers/clock.js';
 import { expectStatus } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
@@ -90,6 +91,8 @@ export function vendorSuite(s: VendorSuite): void {
   let gw: Gateway;
   let key: string;
   let admin: string;
+  // The gateway's time: a vendor's retry-after keeps its deployment out until it passes (deployments.ts).
+  const clock = manualClock();
   const config = (only = false) => ({
     providers: [
       { id: 'vendor-o', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY' },
@@ -99,6 +102,9 @@ export function vendorSuite(s: VendorSuite): void {
     policyProfiles: [],
     // Failover is what these tests look at: no circuit opens on the vendor's faults.
     breaker: { failures: 1000, cooldownMs: 60_000 },
+    // A vendor's retry-after is never waited out here (deployments.test.ts covers the wait): a 429
+    // moves to the next model at once, whatever the vendor's mock says.
+    retry: { deadlineMs: 0 },
   });
   const modelUsage = async () => {
     const res = await call(gw.server.url, 'GET', '/v1/admin/usage?by=model', { headers: bearer(admin) });
@@ -112,7 +118,7 @@ export function vendorSuite(s: VendorSuite): void {
   test.before(async () => {
     mock = await s.start();
     vendor = await startMockVendor();
-    gw = await startGateway(vendor, config(), s.env);
+    gw = await startGateway(vendor, config(), s.env, { clock });
     key = await gw.key({ defaultTaskClass: 'general' });
     admin = await gw.key({ scope: 'admin' });
   });
@@ -299,6 +305,8 @@ export function vendorSuite(s: VendorSuite): void {
       t.is(res.headers['x-svc-routed-to'], 'backup');
       t.is(res.body.choices[0].message.content, 'echo: hello');
 
+      // Past any retry-after the vendor sent, so that the streamed request tries the vendor again.
+      clock.advance(5_000);
       mock.fault(s.upstreamModel, { kind: 'status', status });
       const { data, response } = await gw
         .anthropic(key)
@@ -309,6 +317,8 @@ export function vendorSuite(s: VendorSuite): void {
       for await (const e of data)
         if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
       t.is(text, 'echo: streamed hello');
+      // Past any retry-after the vendor sent: the vendor's deployment is tried again by the next tests.
+      clock.advance(5_000);
     });
   }
 
