@@ -15,6 +15,9 @@
  * The CPU time (utime + stime) of each named server process is read around each measured stretch.
  * A lane makes each body when it sends it (and may sign it then: `headersFor`), inside the timed
  * span, so that a product and its baseline given the same kind of lanes pay the same client cost.
+ * A target may fan out (`fanOut`: n): each lane then holds n connections and sends each body on all
+ * of them at once (concurrent refreshes of one token); the step is timed until every answer is
+ * read, and judged as one (`judgeAll`). Its figures count answers: a step is n of them.
  */
 import { Client } from 'undici';
 import { cpuTicks, percentile } from './gateway-load.js';
@@ -32,6 +35,8 @@ export interface Lane {
   headersFor?(body: string): Record<string, string>;
   /** undefined when the answer is what it should be; else why not (counted as failed). */
   judge(answer: Answer): string | undefined;
+  /** For a target that fans out: the step's answers judged together (else each by `judge`). */
+  judgeAll?(answers: Answer[]): string | undefined;
   /** Once true, the lane sends nothing more. */
   stopped: boolean;
 }
@@ -46,13 +51,17 @@ export interface LoopTarget {
   pids: number[];
   /** A request sent before each measured one on the same connection, answered 200; the pair is timed as one. */
   prelude?: string;
+  /** Each body sent at once on this many connections of the lane (default 1); not with `prelude`. */
+  fanOut?: number;
 }
 
 export interface Looped {
   name: string;
+  /** Answers per step (the target's `fanOut`); latencies are of whole steps. */
+  fanOut: number;
   /** Accepted answers per second over the measured rounds. */
   rps: number;
-  /** Milliseconds, over every accepted answer of the measured rounds. */
+  /** Milliseconds, over every accepted answer (step) of the measured rounds. */
   p50: number;
   p99: number;
   /** Accepted answers in the measured rounds. */
@@ -94,7 +103,8 @@ async function post(client: Client, path: string, headers: Record<string, string
 async function lane(r: Running, i: number, until: number, record: boolean): Promise<void> {
   const { target } = r;
   const lane = target.lanes[i]!;
-  const client = r.clients[i]!;
+  const fanOut = target.fanOut ?? 1;
+  const client = r.clients[i * fanOut]!;
   while (!lane.stopped && performance.now() < until) {
     const t0 = performance.now();
     if (target.prelude !== undefined) {
@@ -105,19 +115,17 @@ async function lane(r: Running, i: number, until: number, record: boolean): Prom
       }
     }
     const body = lane.next();
-    const answer = await post(
-      client,
-      r.path,
-      lane.headersFor ? { ...target.headers, ...lane.headersFor(body) } : target.headers,
-      body,
+    const headers = lane.headersFor ? { ...target.headers, ...lane.headersFor(body) } : target.headers;
+    const answers = await Promise.all(
+      r.clients.slice(i * fanOut, (i + 1) * fanOut).map((c) => post(c, r.path, headers, body)),
     );
     const end = performance.now();
-    const why = lane.judge(answer);
+    const why = lane.judgeAll ? lane.judgeAll(answers) : answers.map((a) => lane.judge(a)).find((w) => w !== undefined);
     if (why !== undefined) {
       addInto(r.bad, why);
       continue;
     }
-    r.answeredAll += 1;
+    r.answeredAll += fanOut;
     if (record) r.times.push(end - t0);
   }
 }
@@ -126,7 +134,7 @@ async function stretch(r: Running, seconds: number, record: boolean): Promise<vo
   const before = r.target.pids.map(cpuTicks);
   const start = performance.now();
   const until = start + seconds * 1000;
-  await Promise.all(r.clients.map((_, i) => lane(r, i, until, record)));
+  await Promise.all(r.target.lanes.map((_, i) => lane(r, i, until, record)));
   if (!record) return;
   r.seconds += (performance.now() - start) / 1000;
   r.target.pids.forEach((pid, k) => {
@@ -139,7 +147,8 @@ export async function closedLoop(targets: LoopTarget[], shape: Shape): Promise<L
   const running: Running[] = targets.map((target) => ({
     target,
     path: new URL(target.url).pathname + new URL(target.url).search,
-    clients: target.lanes.map(
+    clients: Array.from(
+      { length: target.lanes.length * (target.fanOut ?? 1) },
       () => new Client(new URL(target.url).origin, { pipelining: 1, keepAliveTimeout: 60_000 }),
     ),
     times: [],
@@ -156,12 +165,14 @@ export async function closedLoop(targets: LoopTarget[], shape: Shape): Promise<L
   }
   return running.map((r) => {
     r.times.sort((a, b) => a - b);
+    const fanOut = r.target.fanOut ?? 1;
     return {
       name: r.target.name,
-      rps: r.times.length / r.seconds,
+      fanOut,
+      rps: (r.times.length * fanOut) / r.seconds,
       p50: percentile(r.times, 50),
       p99: percentile(r.times, 99),
-      requests: r.times.length,
+      requests: r.times.length * fanOut,
       answeredAll: r.answeredAll,
       cpuTicks: r.ticks,
       bad: r.bad,

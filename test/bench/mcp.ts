@@ -1,6 +1,7 @@
 /**
- * Benchmark: the OAuth token endpoint under rotating refresh grants, and a tool call proxied
- * through /mcp against the same call sent straight to the upstream MCP server.
+ * Benchmark: the OAuth token endpoint under rotating refresh grants (one at a time, and two at
+ * once per step), and a tool call proxied through /mcp against the same call sent straight to the
+ * upstream MCP server, at both protocol versions (2025-11-25 and 2026-07-28).
  *
  * Four processes, so that no two share an event loop or a JIT: the real `svc serve` from dist/
  * (mcp-fixture.ts: first start, info-level request logs, an agent with a mandate for
@@ -11,23 +12,32 @@
  * - Refresh grants: CHAINS OAuth connections made up front as an MCP client makes one
  *   (registration, consent, code exchange); then each connection's chain of refresh grants,
  *   sequential (each grant spends the refresh token the one before it returned), all chains at
- *   once. Every grant must answer 200 with a new refresh token; a chain whose grant failed stops,
+ *   once. Beside it, CHAINS more connections whose every step sends its refresh token twice at
+ *   once, on two connections, as two instances of one MCP client refreshing together do: within
+ *   the grace window (oauth.refreshGraceSeconds) both must answer 200 with the same new pair, and
+ *   the chain goes on with it; an invalid_grant (the reuse ended the connection) is a failure. Every grant must answer 200 with a new refresh token; a chain whose grant failed stops,
  *   since reusing a spent token would end its connection (but for load shedding, which refuses
  *   before any handler runs: counted as failed, and the chain goes on with its unspent token). Beside it, POST /bare/echo answering
  *   a form of the same size with a JSON answer of the grant's size. Afterwards every chain's last
  *   access token must work at /mcp, and no connection may have ended.
  * - tools/call: the same JSON-RPC request (`files__echo` at /mcp with the agent's key; `echo`
- *   straight to the upstream with its secret), raw POSTs without initialize (the transports are
- *   stateless; the preflight checks it and falls back to an initialize before each call if not).
+ *   straight to the upstream with its secret), in each era. At 2025-11-25, raw POSTs without
+ *   initialize (the transports are stateless; the preflight checks it and falls back to an
+ *   initialize before each call if not). At 2026-07-28, the request exactly as
+ *   @modelcontextprotocol/client pinned to 2026-07-28 sends it (the per-request `_meta` envelope,
+ *   the Mcp-Method and Mcp-Name headers), captured from one real call of that client to each
+ *   target; the upstream serves both eras (mcp-upstream-server.ts), so svc speaks 2026-07-28 to it.
  *   Each answer's body is judged: the echoed text, not `isError`, not a JSON-RPC error. The
  *   upstream's tool-call count must grow by exactly the calls answered.
  * Prints every number, then each goal as PASS or BELOW. Exits 1 when a goal is missed or any
- * request failed, after printing all. BENCH_CPU_PROF_DIR=dir: svc serve runs with --cpu-prof.
+ * request failed, after printing all (the 2026-07-28 and concurrent-refresh figures have no goal;
+ * their failures count as any other's). BENCH_CPU_PROF_DIR=dir: svc serve runs with --cpu-prof.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { bearer, call } from '../helpers/http.js';
 import { cleanEnv } from '../helpers/process.js';
 import { expect, startChild, watch, type Child } from './children.js';
@@ -70,6 +80,8 @@ const INITIALIZE = JSON.stringify({
   method: 'initialize',
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'svc-bench', version: '1.0.0' } },
 });
+/** The 2026-07-28 revision, which the v2 client is pinned to. */
+const MODERN = '2026-07-28';
 const toolCall = (name: string) =>
   JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { text: TEXT } } });
 
@@ -88,10 +100,15 @@ const bad = (why: string, text: string) => {
   return why;
 };
 
-/** Why a refresh grant's answer is not a new pair of tokens; undefined when it is (and `c` now holds it). */
-function grantProblem(c: Connection, answer: Answer): string | undefined {
+type Pair = { refresh: string; access: string };
+
+/** The new pair of tokens a refresh grant answered, or why its answer is not one (a refusal that ended the connection says so). */
+function newPair(c: Connection, answer: Answer): Pair | string {
   const status = notOk(answer);
-  if (status !== undefined) return bad(status, 'text' in answer ? answer.text : answer.error);
+  if (status !== undefined) {
+    const text = 'text' in answer ? answer.text : answer.error;
+    return bad(/"invalid_grant"/.test(text) ? `${status} invalid_grant (connection ended)` : status, text);
+  }
   const { text } = answer as { text: string };
   let body: { refresh_token?: unknown; access_token?: unknown };
   try {
@@ -106,8 +123,15 @@ function grantProblem(c: Connection, answer: Answer): string | undefined {
     typeof body.access_token !== 'string'
   )
     return bad('no new refresh token', text);
-  c.refresh = body.refresh_token;
-  c.access = body.access_token;
+  return { refresh: body.refresh_token, access: body.access_token };
+}
+
+/** Why a refresh grant's answer is not a new pair of tokens; undefined when it is (and `c` now holds it). */
+function grantProblem(c: Connection, answer: Answer): string | undefined {
+  const got = newPair(c, answer);
+  if (typeof got === 'string') return got;
+  c.refresh = got.refresh;
+  c.access = got.access;
   return undefined;
 }
 
@@ -132,6 +156,38 @@ function chainLane(c: Connection): Lane {
       // connection. Except load shedding: hapi refuses at dispatch, before any handler runs, so
       // the token is unspent and the chain goes on with it (the refusal still counts as failed).
       if (why !== undefined && !shed(answer)) lane.stopped = true;
+      return why;
+    },
+  };
+  return lane;
+}
+
+/**
+ * A connection's chain of refresh grants, each step sending its refresh token twice at once (the
+ * target fans out to two connections): both answers must be the same new pair (the grace window),
+ * which the chain goes on with. A step some of whose answers were shed goes on with the pair the
+ * others answered (or, all shed, with its unspent token); any other failure stops the chain, an
+ * invalid_grant among them (the reuse ended the connection).
+ */
+function pairLane(c: Connection): Lane {
+  const lane: Lane = {
+    stopped: false,
+    next: () => refreshForm(c),
+    judge: (answer) => grantProblem(c, answer),
+    judgeAll(answers) {
+      const got = answers.map((a) => newPair(c, a));
+      const pairs = got.filter((g): g is Pair => typeof g !== 'string');
+      const first = pairs[0];
+      const why = got.find((g): g is string => typeof g === 'string');
+      if (first && pairs.some((p) => p.refresh !== first.refresh || p.access !== first.access)) {
+        lane.stopped = true;
+        return bad('the concurrent grants answered different pairs', JSON.stringify(pairs));
+      }
+      if (why === undefined || answers.every((a, i) => typeof got[i] !== 'string' || shed(a))) {
+        if (first) Object.assign(c, first);
+        return why;
+      }
+      lane.stopped = true;
       return why;
     },
   };
@@ -177,9 +233,11 @@ async function post(url: string, headers: Record<string, string>, body: string):
 
 interface Part1 {
   token: Looped;
+  /** The chains whose every step sends its refresh token twice at once. */
+  pairs: Looped;
   bare: Looped;
   answerBytes: number;
-  /** Chains whose last access token did not work at /mcp afterwards, and connections that ended. */
+  /** Chains (of both kinds) whose last access token did not work at /mcp afterwards, and connections that ended. */
   deadTokens: number;
   ended: number;
 }
@@ -220,13 +278,33 @@ async function refreshGrants(bench: McpBench, bare: Child<{ listening: string }>
     `refresh grant: form ${sampleForm.length} bytes, answer ${answerBytes} bytes (bare echo answers ${Buffer.byteLength((bareAnswer as { text: string }).text)})`,
   );
 
+  // Two refreshes at once with one token: both must answer the same new pair (the grace window).
+  const twin = await connect(bench, 'bench preflight, twin refreshes');
+  const twins = await Promise.all([0, 1].map(() => post(`${base}/oauth/token`, FORM, refreshForm(twin))));
+  const twinPairs = twins.map((a) => newPair(twin, a));
+  expect(
+    'two refresh grants at once',
+    twinPairs.every((g) => typeof g !== 'string' && g.refresh === (twinPairs[0] as Pair).refresh),
+    JSON.stringify(twins),
+  );
+
   const connections: Connection[] = [];
   for (let i = 0; i < SHAPE.connections; i += 1) connections.push(await connect(bench, `bench client ${i + 1}`));
+  const twinned: Connection[] = [];
+  for (let i = 0; i < SHAPE.connections; i += 1) twinned.push(await connect(bench, `bench twin client ${i + 1}`));
   const token: LoopTarget = {
     name: 'POST /oauth/token (svc, refresh grant)',
     url: `${base}/oauth/token`,
     headers: FORM,
     lanes: connections.map(chainLane),
+    pids: [bench.server.child.pid!],
+  };
+  const pairs: LoopTarget = {
+    name: 'POST /oauth/token (svc, two refreshes at once)',
+    url: `${base}/oauth/token`,
+    headers: FORM,
+    lanes: twinned.map(pairLane),
+    fanOut: 2,
     pids: [bench.server.child.pid!],
   };
   const baseline: LoopTarget = {
@@ -245,52 +323,122 @@ async function refreshGrants(bench: McpBench, bare: Child<{ listening: string }>
       ),
     ),
   };
-  const [t, b] = (await closedLoop([token, baseline], SHAPE)) as [Looped, Looped];
+  const [t, p, b] = (await closedLoop([token, pairs, baseline], SHAPE)) as [Looped, Looped, Looped];
 
   let deadTokens = 0;
-  for (const c of connections) if ((await mcpStatus(c.access)) !== 200) deadTokens += 1;
+  for (const c of [...connections, ...twinned]) if ((await mcpStatus(c.access)) !== 200) deadTokens += 1;
   const listed = await call(base, 'GET', `/api/w/${bench.workspaceId}/connections`, {
     headers: { cookie: bench.cookie },
   });
-  const ids = new Set(connections.map((c) => c.clientId));
+  const ids = new Set([...connections, ...twinned, twin].map((c) => c.clientId));
   const ended =
     listed.status !== 200
       ? -1
       : (listed.body.data as Array<{ clientId: string; endedAt: string | null }>).filter(
           (x) => ids.has(x.clientId) && x.endedAt !== null,
         ).length;
-  return { token: t, bare: b, answerBytes, deadTokens, ended };
+  return { token: t, pairs: p, bare: b, answerBytes, deadTokens, ended };
 }
 
 interface Part2 {
   direct: Looped;
   proxied: Looped;
+  /** The same two at protocol 2026-07-28. */
+  modernDirect: Looped;
+  modernProxied: Looped;
   initialize: boolean;
   forwarded: number;
 }
 
+/**
+ * The tools/call request `@modelcontextprotocol/client` pinned to 2026-07-28 sends to `url` for
+ * `name`, captured from one real call of that client (whose answer must be the echoed text): its
+ * headers (the envelope's Mcp-Method, Mcp-Name, MCP-Protocol-Version, the credential) and body,
+ * the JSON-RPC id set to 1 so that answers are judged as the 2025 ones are.
+ */
+async function modernToolCall(
+  url: string,
+  credential: string,
+  name: string,
+): Promise<{ headers: Record<string, string>; body: string }> {
+  let captured: { headers: Record<string, string>; body: string } | undefined;
+  const client = new ModernClient(
+    { name: 'svc-bench', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: MODERN } } },
+  );
+  await client.connect(
+    new ModernTransport(new URL(url), {
+      requestInit: { headers: bearer(credential) },
+      fetch: async (input, init) => {
+        const body = typeof init?.body === 'string' ? init.body : undefined;
+        if (body !== undefined && (JSON.parse(body) as { method?: unknown }).method === 'tools/call') {
+          const headers: Record<string, string> = {};
+          new Headers(init?.headers).forEach((value, key) => {
+            if (key !== 'content-length') headers[key] = value;
+          });
+          captured = { headers, body: JSON.stringify({ ...JSON.parse(body), id: 1 }) };
+        }
+        return fetch(input, init);
+      },
+    }),
+  );
+  try {
+    const result = await client.callTool({ name, arguments: { text: TEXT } });
+    const text = (result as { content?: Array<{ text?: string }> }).content?.[0]?.text;
+    expect(`${url} tools/call from the 2026-07-28 client`, !result.isError && text === TEXT, JSON.stringify(result));
+  } finally {
+    await client.close();
+  }
+  expect(`${url} tools/call from the 2026-07-28 client`, captured !== undefined, 'no tools/call request was sent');
+  return captured!;
+}
+
 async function toolCalls(bench: McpBench, upstream: Child<{ listening: string; control: string }>): Promise<Part2> {
-  const count = async () => (await call(upstream.boot.control, 'GET', '/count')).body.count as number;
+  const upstreamState = async () =>
+    (await call(upstream.boot.control, 'GET', '/count')).body as { count: number; methods: Record<string, number> };
+  const count = async () => (await upstreamState()).count;
+  const proxiedName = `${UPSTREAM_NAME}__${TOOL}`;
   const direct: LoopTarget = {
-    name: 'upstream MCP, direct',
+    name: 'upstream MCP, direct, 2025-11-25',
     url: upstream.url,
     headers: { ...MCP_HEADERS, ...bearer(SECRET) },
     lanes: [],
     pids: [upstream.child.pid!],
   };
   const proxied: LoopTarget = {
-    name: `svc /mcp, proxied (${UPSTREAM_NAME}__${TOOL})`,
+    name: `svc /mcp, proxied (${proxiedName}), 2025-11-25`,
     url: `${bench.server.url}/mcp`,
     headers: { ...MCP_HEADERS, ...bearer(bench.key) },
     lanes: [],
     pids: [bench.server.child.pid!, upstream.child.pid!],
   };
+  const modernDirectCall = await modernToolCall(upstream.url, SECRET, TOOL);
+  const modernProxiedCall = await modernToolCall(`${bench.server.url}/mcp`, bench.key, proxiedName);
+  console.log(
+    `the 2026-07-28 tools/call, as @modelcontextprotocol/client sends it: headers ${Object.keys(modernProxiedCall.headers).sort().join(', ')}; body ${modernProxiedCall.body}`,
+  );
+  const modernDirect: LoopTarget = {
+    name: `upstream MCP, direct, ${MODERN}`,
+    url: upstream.url,
+    headers: modernDirectCall.headers,
+    lanes: [],
+    pids: [upstream.child.pid!],
+  };
+  const modernProxied: LoopTarget = {
+    name: `svc /mcp, proxied (${proxiedName}), ${MODERN}`,
+    url: `${bench.server.url}/mcp`,
+    headers: modernProxiedCall.headers,
+    lanes: [],
+    pids: [bench.server.child.pid!, upstream.child.pid!],
+  };
   const bodies = new Map([
     [direct, toolCall(TOOL)],
-    [proxied, toolCall(`${UPSTREAM_NAME}__${TOOL}`)],
+    [proxied, toolCall(proxiedName)],
+    [modernDirect, modernDirectCall.body],
+    [modernProxied, modernProxiedCall.body],
   ]);
 
-  // Without initialize first: the stateless transports should answer a lone tools/call.
+  // At 2025-11-25 without initialize first: the stateless transports should answer a lone tools/call.
   let initialize = false;
   for (const [t, body] of bodies) {
     const answer = await post(t.url, t.headers, body);
@@ -301,6 +449,8 @@ async function toolCalls(bench: McpBench, upstream: Child<{ listening: string; c
       );
       continue;
     }
+    const modern = t === modernDirect || t === modernProxied;
+    expect(`${t.name} tools/call`, !modern, `${why}: ${JSON.stringify(answer)}`);
     const init = await post(t.url, t.headers, INITIALIZE);
     const again = await post(t.url, t.headers, body);
     expect(
@@ -309,17 +459,41 @@ async function toolCalls(bench: McpBench, upstream: Child<{ listening: string; c
       `${why}; with initialize first: ${JSON.stringify(again)}`,
     );
     console.log(
-      `${t.name}: a lone tools/call was refused (${why}); every call is sent after an initialize on its connection, timed as one`,
+      `${t.name}: a lone tools/call was refused (${why}); every 2025-11-25 call is sent after an initialize on its connection, timed as one`,
     );
     initialize = true;
   }
-  for (const t of [direct, proxied]) {
+  // What one more call (the pools warm) asks of the upstream, by JSON-RPC method.
+  for (const [t, body] of bodies) {
+    const before = (await upstreamState()).methods;
+    if (initialize && (t === direct || t === proxied)) await post(t.url, t.headers, INITIALIZE);
+    expect(`${t.name} tools/call`, judgeToolCall(await post(t.url, t.headers, body)) === undefined, 'refused');
+    const after = (await upstreamState()).methods;
+    const asked = Object.entries(after)
+      .map(([method, n]) => [method, n - (before[method] ?? 0)] as const)
+      .filter(([, n]) => n > 0)
+      .map(([method, n]) => `${method} ${n}`);
+    console.log(`${t.name}: one call, the upstream received ${asked.join(', ') || 'nothing'}`);
+  }
+  for (const t of bodies.keys()) {
     t.lanes = Array.from({ length: SHAPE.connections }, () => fixedLane(bodies.get(t)!, judgeToolCall));
-    if (initialize) t.prelude = INITIALIZE;
+    if (initialize && (t === direct || t === proxied)) t.prelude = INITIALIZE;
   }
   const before = await count();
-  const [d, p] = (await closedLoop([direct, proxied], SHAPE)) as [Looped, Looped];
-  return { direct: d, proxied: p, initialize, forwarded: (await count()) - before };
+  const [d, p, md, mp] = (await closedLoop([direct, proxied, modernDirect, modernProxied], SHAPE)) as [
+    Looped,
+    Looped,
+    Looped,
+    Looped,
+  ];
+  return {
+    direct: d,
+    proxied: p,
+    modernDirect: md,
+    modernProxied: mp,
+    initialize,
+    forwarded: (await count()) - before,
+  };
 }
 
 const cpuCell = (m: Looped, k: number) => micros(cpuMicros(m.cpuTicks[k]!, m.requests));
@@ -371,7 +545,7 @@ async function main(): Promise<number> {
           'failed',
           'chains stopped',
         ],
-        [one.token, one.bare].map((m) => [
+        [one.token, one.pairs, one.bare].map((m) => [
           m.name,
           m.rps.toFixed(0),
           times(m.rps, one.bare.rps),
@@ -385,7 +559,10 @@ async function main(): Promise<number> {
       ),
     );
     console.log(
-      `after the grants: ${connections - one.deadTokens} of ${connections} chains' last access tokens work at /mcp; ${one.ended} connections ended\n`,
+      `two refreshes at once: ${(one.pairs.rps / 2).toFixed(0)} rotations/s, each step's two grants answered 200 with the same new pair (${one.pairs.rps.toFixed(0)} grants/s; p50/p99 of the step, until both answered; CPU per grant); one at a time: ${one.token.rps.toFixed(0)} grants/s, each a rotation`,
+    );
+    console.log(
+      `after the grants: ${2 * connections - one.deadTokens} of ${2 * connections} chains' last access tokens work at /mcp; ${one.ended} connections ended\n`,
     );
     console.log(
       table(
@@ -400,12 +577,13 @@ async function main(): Promise<number> {
           'upstream CPU µs/req',
           'failed',
         ],
-        [two.direct, two.proxied].map((m) => {
-          const proxied = m === two.proxied;
+        [two.direct, two.proxied, two.modernDirect, two.modernProxied].map((m) => {
+          const proxied = m === two.proxied || m === two.modernProxied;
+          const direct = m === two.direct || m === two.proxied ? two.direct : two.modernDirect;
           return [
             m.name,
             m.rps.toFixed(0),
-            times(m.rps, two.direct.rps),
+            times(m.rps, direct.rps),
             ms(m.p50),
             ms(m.p99),
             String(m.requests),
@@ -416,7 +594,8 @@ async function main(): Promise<number> {
         }),
       ),
     );
-    const answered = two.direct.answeredAll + two.proxied.answeredAll;
+    const tools = [two.direct, two.proxied, two.modernDirect, two.modernProxied];
+    const answered = tools.reduce((n, m) => n + m.answeredAll, 0);
     console.log(
       `upstream tool calls run: ${two.forwarded} (direct and proxied calls answered, warm-ups included: ${answered})${two.initialize ? '; each call after an initialize' : '; no initialize sent'}`,
     );
@@ -425,6 +604,13 @@ async function main(): Promise<number> {
     );
 
     const ratio = two.proxied.rps / two.direct.rps;
+    const modernRatio = two.modernProxied.rps / two.modernDirect.rps;
+    console.log(
+      `proxied of direct, req/s: ${ratio.toFixed(2)} at 2025-11-25, ${modernRatio.toFixed(2)} at ${MODERN} (no goal at ${MODERN}: figures only)`,
+    );
+    console.log(
+      `refresh grants: ${one.token.rps.toFixed(0)} grants/s one at a time, ${one.pairs.rps.toFixed(0)} grants/s two at once (${(one.pairs.rps / 2).toFixed(0)} rotations/s; no goal: figures only)\n`,
+    );
     const goals: Goal[] = [
       {
         benchmark: `refresh grants, ${connections} chains`,
@@ -441,11 +627,13 @@ async function main(): Promise<number> {
     ];
     console.log(goalsTable(goals));
 
-    const all = [one.token, one.bare, two.direct, two.proxied];
+    const all = [one.token, one.pairs, one.bare, ...tools];
     const failures = all.reduce((n, m) => n + Object.values(m.bad).reduce((a, b) => a + b, 0), 0);
     const problems: string[] = [];
     if (failures > 0) problems.push(`${failures} requests failed (see "failed" above)`);
     if (one.token.stopped > 0) problems.push(`${one.token.stopped} refresh chains stopped after a failed grant`);
+    if (one.pairs.stopped > 0)
+      problems.push(`${one.pairs.stopped} twin-refresh chains stopped after a failed pair of grants`);
     if (one.deadTokens > 0) problems.push(`${one.deadTokens} chains' last access tokens do not work at /mcp`);
     if (one.ended !== 0)
       problems.push(

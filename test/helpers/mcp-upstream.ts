@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createMcpHandler, ProtocolError, Server as ModernServer } from '@modelcontextprotocol/server';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -8,6 +9,7 @@ import {
   ListPromptsRequestSchema,
   ListToolsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { answerWith, isModernRequest } from '../../src/mcp/modern.js';
 
 /**
  * An upstream MCP server for the proxy's tests: outside the product, so a real HTTP server on
@@ -17,6 +19,10 @@ import {
  * closes the connection without an answer (a transport failure, as a crashed upstream gives).
  * One prompt, `greet`. `change()` rewrites a tool's description or schema from then on (a "rug
  * pull"); `requests` keeps each JSON-RPC method received with the `traceparent` it came with.
+ * With `modern`, it serves protocol 2026-07-28 too on the same endpoint (requests carrying the
+ * per-request envelope, through the official v2 SDK's per-request handler): tools `echo`, `add`
+ * and `secret_tool`, the same answers, the calls counted alike. Without it, such requests are
+ * answered as the v1 SDK answers them (a 2025-only upstream).
  */
 export interface McpUpstream {
   url: string;
@@ -59,7 +65,16 @@ const FAULT_TOOLS = [
   },
 ];
 
-export async function startMcpUpstream(options: { secret?: string; faults?: boolean } = {}): Promise<McpUpstream> {
+/** The answer of `echo`, `add` or `secret_tool` to these arguments: the same in both eras. */
+function answer(name: string, args: Record<string, unknown>) {
+  if (name === 'echo') return { content: [{ type: 'text' as const, text: String(args.text) }] };
+  if (name === 'add') return { content: [{ type: 'text' as const, text: String(Number(args.a) + Number(args.b)) }] };
+  return { content: [{ type: 'text' as const, text: 'the secret' }] };
+}
+
+export async function startMcpUpstream(
+  options: { secret?: string; faults?: boolean; modern?: boolean } = {},
+): Promise<McpUpstream> {
   const calls: McpUpstream['calls'] = [];
   const requests: McpUpstream['requests'] = [];
   const state = { down: false };
@@ -70,6 +85,20 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
   const tools: Array<Record<string, unknown> & { name: string }> = (
     options.faults ? [...TOOLS, ...FAULT_TOOLS] : TOOLS
   ).map((x) => ({ ...x }));
+  /** One 2026-07-28 request's server (a fresh one per request, as the SDK's handler asks). */
+  const modernServer = () => {
+    const server = new ModernServer({ name: 'fixture-upstream', version: '1.0.0' }, { capabilities: { tools: {} } });
+    const offered = () => tools.filter((x) => ['echo', 'add', 'secret_tool'].includes(x.name));
+    server.setRequestHandler('tools/list', async () => ({ tools: offered() as never }));
+    server.setRequestHandler('tools/call', async (r) => {
+      if (!offered().some((x) => x.name === r.params.name))
+        throw new ProtocolError(-32602, `Unknown tool: ${r.params.name}`);
+      calls.push({ name: r.params.name, args: r.params.arguments });
+      return answer(r.params.name, (r.params.arguments ?? {}) as Record<string, unknown>);
+    });
+    return server;
+  };
+  const modern = options.modern ? createMcpHandler(modernServer, { legacy: 'reject' }) : undefined;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (state.down) {
       res.writeHead(503).end();
@@ -85,6 +114,10 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
     if (typeof body?.method === 'string') {
       const traceparent = req.headers.traceparent;
       requests.push({ method: body.method, traceparent: typeof traceparent === 'string' ? traceparent : undefined });
+    }
+    if (modern && req.method === 'POST' && isModernRequest(req.method, req.headers, body)) {
+      await answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`, body);
+      return;
     }
     if (options.faults && body?.method === 'tools/call' && body.params?.name === 'hang_up') {
       calls.push({ name: 'hang_up', args: body.params.arguments });
@@ -124,11 +157,7 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
         await released;
         return { content: [{ type: 'text', text: 'held' }] };
       }
-      const args = (r.params.arguments ?? {}) as Record<string, unknown>;
-      if (r.params.name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
-      if (r.params.name === 'add')
-        return { content: [{ type: 'text', text: String(Number(args.a) + Number(args.b)) }] };
-      return { content: [{ type: 'text', text: 'the secret' }] };
+      return answer(r.params.name, (r.params.arguments ?? {}) as Record<string, unknown>);
     });
     // The slow tool streams its notifications; everything else answers JSON.
     const transport = new StreamableHTTPServerTransport({
@@ -161,10 +190,12 @@ export async function startMcpUpstream(options: { secret?: string; faults?: bool
       Object.assign(tool, fields);
     },
     release,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await modern?.close();
+      await new Promise<void>((resolve) => {
         http.closeAllConnections();
         http.close(() => resolve());
-      }),
+      });
+    },
   };
 }
