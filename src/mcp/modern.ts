@@ -191,7 +191,7 @@ export function buildModernServer(deps: {
       inputRequests: {
         approval: inputRequired.elicitUrl({
           message: `A person must decide on action ${action.id} (approval ${action.approvalId}) before it may go ahead. Open the approvals to decide, then continue.`,
-          url: `${deps.baseUrl()}/console#approvals`,
+          url: `${deps.baseUrl()}/console/approvals`,
         }),
       },
       requestState: `${APPROVAL_STATE}${action.id}`,

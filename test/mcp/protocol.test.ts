@@ -113,7 +113,7 @@ test.serial('an authorize_action that needs a person answers as input_required t
     await client.callTool({ name: 'authorize_action', arguments: pay(3000, 'needs a person') }),
   );
   t.is(seen.length, 1);
-  t.is(seen[0]!.url, `${server.url}/console#approvals`);
+  t.is(seen[0]!.url, `${server.url}/console/approvals`);
   t.like(answer, { object: 'action', decision: 'allow', agentId: bot.agentId });
   t.regex(String(answer.receipt), /^eyJ/);
   await client.close();
