@@ -24,11 +24,21 @@ import type { GatewayContext, GatewayEnv } from './steps/context.js';
  *   sensitive_data_blocked in the route's shape. Streamed: nothing of the held text is released;
  *   the stream ends with the vendor's error event (OpenAI `data: {"error": …}`, Anthropic
  *   `event: error`), and `blocked` says so.
+ * - Responses (POST /v1/responses, the shape the client receives, whether the vendor spoke it or
+ *   it was translated from chat): `output[]` message items' `output_text` parts, and streamed
+ *   `response.output_text.delta`s, held per output and content index by the same rule and released
+ *   before the `response.output_text.done`, `response.content_part.done`, `response.output_item.done`
+ *   or final (`response.completed`/`incomplete`/`failed`, `error`) event; the full texts those
+ *   events carry are redacted too (block: a finding in them blocks). A blocked Responses stream ends
+ *   with an `error` event (`code: sensitive_data_blocked`).
+ * - Embeddings answers are vectors: there is no text to screen.
  * - Counts by kind only, never a value; the same metric as the prompt's, with `mode`.
  */
 export type Counts = Partial<Record<DlpKind, number>>;
 
 const HOLD = 256;
+/** The Responses events after which no more text comes. */
+const FINAL_RESPONSES = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error']);
 const MAX_HOLD = 16 * 1024;
 
 const add = (total: Counts, findings: readonly Finding[]) => {
@@ -46,7 +56,7 @@ export const answerScreen = (ctx: GatewayContext, env: GatewayEnv): 'redact' | '
   return mode === 'off' ? undefined : mode;
 };
 
-/** Screens a whole chat answer (`openai` or `anthropic` shape; other routes are not read) in place (redact); the counts found (block: the caller refuses when any). */
+/** Screens a whole answer (`openai`, `anthropic` or `responses` shape; embeddings are not read) in place (redact); the counts found (block: the caller refuses when any). */
 export function screenAnswer(shape: string, body: Json, mode: DataLossMode): Counts {
   const found: Counts = {};
   if (mode === 'off') return found;
@@ -68,6 +78,14 @@ export function screenAnswer(shape: string, body: Json, mode: DataLossMode): Cou
         visit(b.text, (v) => {
           b.text = v;
         });
+  } else if (shape === 'responses' && Array.isArray(body.output)) {
+    for (const item of body.output as Json[])
+      if (item?.type === 'message' && Array.isArray(item.content))
+        for (const part of item.content as Json[])
+          if (part?.type === 'output_text' && typeof part.text === 'string')
+            visit(part.text, (v) => {
+              part.text = v;
+            });
   }
   count(found, mode);
   return found;
@@ -125,7 +143,7 @@ export class TextHold {
  * the bytes to send instead. After a block, `blocked` holds the counts and both return only the
  * error event (once), then ''.
  */
-export function createStreamScreen(shape: Shape, mode: 'redact' | 'block') {
+export function createStreamScreen(shape: Shape | 'responses', mode: 'redact' | 'block') {
   const reader = new SseReader();
   const found: Counts = {};
   const holds = new Map<number, TextHold>();
@@ -145,6 +163,8 @@ export function createStreamScreen(shape: Shape, mode: 'redact' | 'block') {
     errorSent = true;
     count(found, mode);
     const message = answerBlockedMessage(found);
+    if (shape === 'responses')
+      return sseEvent('error', { type: 'error', code: 'sensitive_data_blocked', message, param: null });
     return shape === 'openai'
       ? sseData({
           error: { message, type: 'sensitive_data_blocked', code: 'sensitive_data_blocked', param: null },
@@ -236,11 +256,95 @@ export function createStreamScreen(shape: Shape, mode: 'redact' | 'block') {
     return held === null ? null : held + raw;
   };
 
+  /** Responses: each output_text's hold by `output_index:content_index`, with its last delta event. */
+  const texts = new Map<string, { hold: TextHold; output: number; last: Json }>();
+  /** The held text of the matching Responses texts, as delta events. */
+  const flushTexts = (match: (output: number, key: string) => boolean): string | null => {
+    let bytes = '';
+    for (const [key, t] of texts) {
+      if (!match(t.output, key)) continue;
+      const text = t.hold.flush();
+      if (text === null) return null;
+      texts.delete(key);
+      if (text !== '') bytes += sseEvent('response.output_text.delta', { ...t.last, delta: text });
+    }
+    return bytes;
+  };
+  /** A full text an event carries, redacted (null: it blocks). Its findings were counted as deltas. */
+  const carried = (text: string): string | null => {
+    const findings = findSensitive(text);
+    if (findings.length === 0) return text;
+    if (mode === 'block') {
+      if (Object.keys(found).length === 0) add(found, findings);
+      return null;
+    }
+    return redact(text, findings);
+  };
+  /** Redacts the output_text parts in `parts` in place; false when one blocks. */
+  const carriedParts = (parts: unknown): boolean => {
+    if (!Array.isArray(parts)) return true;
+    for (const part of parts as Json[]) {
+      if (part?.type !== 'output_text' || typeof part.text !== 'string') continue;
+      const text = carried(part.text);
+      if (text === null) return false;
+      part.text = text;
+    }
+    return true;
+  };
+  const carriedItems = (items: unknown): boolean =>
+    !Array.isArray(items) || (items as Json[]).every((item) => item?.type !== 'message' || carriedParts(item.content));
+
+  const responsesEvent = (name: string | null, data: string, raw: string): string | null => {
+    let event: Json;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      return raw;
+    }
+    if (!event || typeof event !== 'object') return raw;
+    const type = name ?? (typeof event.type === 'string' ? event.type : '');
+    const output = typeof event.output_index === 'number' ? event.output_index : 0;
+    const key = `${output}:${typeof event.content_index === 'number' ? event.content_index : 0}`;
+    if (type === 'response.output_text.delta') {
+      if (typeof event.delta !== 'string') return raw;
+      let t = texts.get(key);
+      if (!t) texts.set(key, (t = { hold: new TextHold(mode, found), output, last: event }));
+      t.last = event;
+      const text = t.hold.push(event.delta);
+      if (text === null) return null;
+      if (text === '') return '';
+      return sseEvent(type, { ...event, delta: text });
+    }
+    let held: string | null = '';
+    if (type === 'response.output_text.done' || type === 'response.content_part.done')
+      held = flushTexts((_o, k) => k === key);
+    else if (type === 'response.output_item.done') held = flushTexts((o) => o === output);
+    else if (FINAL_RESPONSES.has(type)) held = flushTexts(() => true);
+    if (held === null) return null;
+    // The full texts the event carries: as redacted as the deltas that went out.
+    const before = JSON.stringify(event);
+    if (type === 'response.output_text.done' && typeof event.text === 'string') {
+      const text = carried(event.text);
+      if (text === null) return null;
+      event.text = text;
+    }
+    if (event.part && !carriedParts([event.part])) return null;
+    if (event.item && !carriedItems([event.item])) return null;
+    if (event.response && !carriedItems(event.response.output)) return null;
+    const after = JSON.stringify(event);
+    return held + (after === before ? raw : name ? sseEvent(name, event) : sseData(event));
+  };
+
   const screenBytes = (bytes: string): string => {
     if (blocked) return '';
     let out = '';
     for (const e of reader.push(bytes)) {
-      const sent = shape === 'openai' ? openaiEvent(e.data, e.raw) : anthropicEvent(e.event, e.data, e.raw);
+      const sent =
+        shape === 'responses'
+          ? responsesEvent(e.event, e.data, e.raw)
+          : shape === 'openai'
+            ? openaiEvent(e.data, e.raw)
+            : anthropicEvent(e.event, e.data, e.raw);
       if (sent === null) return out + block();
       out += sent;
     }
@@ -253,7 +357,7 @@ export function createStreamScreen(shape: Shape, mode: 'redact' | 'block') {
     end(bytes: string): string {
       let out = screenBytes(bytes);
       if (blocked) return out;
-      const held = flush();
+      const held = shape === 'responses' ? flushTexts(() => true) : flush();
       if (held === null) return out + block();
       out += held + reader.rest();
       count(found, mode);

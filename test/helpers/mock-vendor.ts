@@ -439,7 +439,10 @@ function responsesText(content: unknown): string {
     .join(' ');
 }
 
-function responses({ req, res, body, key, id, cutAfter }: Exchange, kept: Map<string, Json[]>): Promise<void> | void {
+function responses(
+  { req, res, body, key, id, cutAfter, pieces }: Exchange,
+  kept: Map<string, Json[]>,
+): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) return openaiUnauthorized(res);
   if (!body.model) return openaiMissing(res, 'model');
   if (body.input === undefined || (typeof body.input !== 'string' && !Array.isArray(body.input)))
@@ -460,12 +463,15 @@ function responses({ req, res, body, key, id, cutAfter }: Exchange, kept: Map<st
   }
   const messages = [...earlier, ...responsesMessages(body)];
   const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
-  const reply = compose({
-    messages,
-    system: body.instructions,
-    toolName: tools.find((t) => t?.type === 'function')?.name,
-    maxTokens: body.max_output_tokens,
-  });
+  const reply = scripted(
+    compose({
+      messages,
+      system: body.instructions,
+      toolName: tools.find((t) => t?.type === 'function')?.name,
+      maxTokens: body.max_output_tokens,
+    }),
+    pieces,
+  );
   const rid = `resp_mock${id}`;
   const text = reply.pieces.join('');
   const usage = {

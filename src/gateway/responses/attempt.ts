@@ -1,8 +1,9 @@
-import { PassThrough, type Readable } from 'node:stream';
+import { finished, PassThrough, type Readable } from 'node:stream';
 import type { Upstream } from '../../lib/upstream.js';
 import type { GatewayProvider } from '../../settings/schema.js';
 import { exchange, readJson } from '../exchange.js';
 import { attempt, commitStream, type Attempt, type AttemptResult } from '../forward.js';
+import { createStreamScreen, type StreamScreen } from '../response-screen.js';
 import { SseReader } from '../sse.js';
 import { DEFAULT_MAX_TOKENS } from '../translate/requests.js';
 import { anthropicUsage, type Usage } from '../translate/responses.js';
@@ -24,17 +25,30 @@ import type { VendorJson as Json } from '../vendor-json.js';
  * completions (translate/responses-api.ts), through forward.ts, which translates on to the
  * vendor's own shape; its answer and stream are translated back. Failover, refusals and the
  * stream's commit follow forward.ts's rules either way.
+ * Data loss on the way back (response-screen.ts) screens what the client receives, in the
+ * Responses shape, either way: the answer by the accounting step, a stream here (the chat attempt
+ * under a translation is not screened itself, so the text is screened once).
  */
 export const speaksResponses = (p: GatewayProvider): boolean => p.kind === 'openai' && p.responses === true;
 
 export async function attemptResponses(upstream: Upstream, a: Attempt, id: string): Promise<AttemptResult> {
   const ids: ResponseIds = { id, model: a.clientModel, createdAt: a.nowSeconds };
   if (speaksResponses(a.provider)) return passThrough(upstream, a);
-  const result = await attempt(upstream, { ...a, shape: 'openai', body: responsesToChatRequest(a.body) }, id);
+  const chat = { ...a, shape: 'openai' as const, body: responsesToChatRequest(a.body), screen: undefined };
+  const result = await attempt(upstream, chat, id);
   if (result.kind === 'json') return { ...result, body: chatToResponse(result.body, a.body, ids, result.usage) };
-  if (result.kind === 'stream')
-    return { ...result, stream: translateStream(result.stream, chatToResponsesStream(a.body, ids)) };
-  return result;
+  if (result.kind !== 'stream') return result;
+  const sc = a.screen ? createStreamScreen('responses', a.screen) : null;
+  const stream = translateStream(result.stream, chatToResponsesStream(a.body, ids), sc);
+  if (!sc) return { ...result, stream };
+  // The outcome once the translated stream is over too: blocked by the screen, with what it found.
+  const over = new Promise<void>((r) => finished(stream, { readable: false }, () => r()));
+  const done = Promise.all([result.done, over]).then(([end]) =>
+    sc.blocked
+      ? { ...end, outcome: 'blocked' as const, findings: sc.blocked }
+      : { ...end, findings: { ...sc.found() } },
+  );
+  return { ...result, stream, done };
 }
 
 async function passThrough(upstream: Upstream, a: Attempt): Promise<AttemptResult> {
@@ -59,7 +73,13 @@ async function passThrough(upstream: Upstream, a: Attempt): Promise<AttemptResul
       body: { ...read.body, model: a.clientModel },
     };
   }
-  return commitStream(sent.answer, a, sent.started, responsesPassThrough(a.model.upstreamModel, a.clientModel));
+  return commitStream(
+    sent.answer,
+    a,
+    sent.started,
+    responsesPassThrough(a.model.upstreamModel, a.clientModel),
+    a.screen ? createStreamScreen('responses', a.screen) : null,
+  );
 }
 
 const LIFECYCLE = new Set([
@@ -105,27 +125,39 @@ export function responsesPassThrough(upstreamModel: string, clientModel: string)
 /**
  * The client's chat stream (forward.ts's, already committed) re-read as Responses events. A chat
  * stream that ends without [DONE] or breaks (a cut upstream) ends the client's stream with an
- * `error` event; the client leaving stops the chat stream, and with it the upstream.
+ * `error` event; the client leaving stops the chat stream, and with it the upstream. With a
+ * screen `sc`, the Responses events pass through it; a block ends the stream with its error event.
  */
-export function translateStream(chat: Readable, tr: ResponsesStreamTranslator): Readable {
+export function translateStream(
+  chat: Readable,
+  tr: ResponsesStreamTranslator,
+  sc: StreamScreen | null = null,
+): Readable {
   const out = new PassThrough();
   out.on('error', () => {});
   const reader = new SseReader();
   chat.setEncoding('utf8');
   chat.on('data', (chunk: string) => {
     try {
+      if (out.writableEnded) return;
       let bytes = '';
       for (const e of reader.push(chunk)) bytes += tr.event(e);
+      if (sc) bytes = sc.push(bytes);
       if (bytes !== '') out.write(bytes);
+      if (sc?.blocked) {
+        out.end();
+        chat.destroy();
+      }
     } catch (err) {
       chat.destroy(err as Error);
     }
   });
+  const last = (bytes: string) => (sc ? sc.end(bytes) : bytes);
   chat.on('end', () => {
-    out.end(tr.finished ? '' : tr.fail('the model stream ended before it finished'));
+    if (!out.writableEnded) out.end(last(tr.finished ? '' : tr.fail('the model stream ended before it finished')));
   });
   chat.on('error', () => {
-    if (!out.writableEnded) out.end(tr.fail('the model stream was cut'));
+    if (!out.writableEnded) out.end(last(tr.fail('the model stream was cut')));
   });
   out.on('close', () => {
     if (!chat.destroyed) chat.destroy();

@@ -44,8 +44,9 @@ export const upstream: AsyncStep = {
               typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
             signal: req.signal,
             nowSeconds: Math.floor(ctx.nowMs / 1000),
-            // Chat answers only: the Responses and embeddings routes are not screened on the way back.
-            screen: req.shape === 'openai' || req.shape === 'anthropic' ? answerScreen(ctx, env) : undefined,
+            // Chat and Responses answers (a Responses stream is screened in its own shape, by
+            // responses/attempt.ts); embeddings answers are vectors, with no text to screen.
+            screen: req.shape === 'embeddings' ? undefined : answerScreen(ctx, env),
           },
           ctx.callId.slice(5),
         ),
