@@ -276,3 +276,36 @@ test('vendor kinds: azure-openai needs apiVersion, bedrock a region (its endpoin
     'http://127.0.0.1:9',
   );
 });
+
+const { id: _id, provider: _provider, upstreamModel: _upstream, ...PRICED } = MODEL;
+
+test('a model marked for embeddings on a provider kind that serves none is a configuration error naming the field', (t) => {
+  const providers = [
+    { id: 'oa', kind: 'openai', baseUrl: 'https://api.openai.example/v1' },
+    { id: 'gm', kind: 'gemini', baseUrl: 'https://gemini.example' },
+  ];
+  const load = (model: Record<string, unknown>) =>
+    loadSettings({
+      env: {},
+      overrides: { 'gateway.providers': providers, 'gateway.models': [{ ...PRICED, ...model }] },
+    });
+  const embed = { id: 'embed', upstreamModel: 'text-embedding-3-small', taskClasses: ['embedding'] };
+  t.deepEqual(load({ ...embed, provider: 'oa' }).gateway.models[0]!.taskClasses, ['embedding']);
+  const err = t.throws(() => load({ ...embed, provider: 'gm' }), { instanceOf: SettingsError });
+  t.regex(err!.message, /gateway\.models\.0\.provider: "gm" is of kind gemini, and embeddings are served/);
+  const deployed = t.throws(
+    () =>
+      load({
+        id: 'embed',
+        taskClasses: ['embedding'],
+        deployments: [
+          { provider: 'oa', upstreamModel: 'e-1' },
+          { provider: 'gm', upstreamModel: 'e-2' },
+        ],
+      }),
+    { instanceOf: SettingsError },
+  );
+  t.regex(deployed!.message, /gateway\.models\.0\.deployments\.1\.provider: "gm" is of kind gemini/);
+  // A chat model on the same provider is fine.
+  t.is(load({ id: 'chat', provider: 'gm', upstreamModel: 'gemini-2.5-flash' }).gateway.models[0]!.provider, 'gm');
+});
