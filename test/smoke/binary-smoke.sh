@@ -139,7 +139,9 @@ begin "the console's pages and assets, and the error docs, are served"
 page() {
   local body
   body="$(curl -sS --max-time 10 --fail "$base$1")" || fail "GET $1 did not answer 200"
-  echo "$body" | grep -q "$2" || fail "GET $1 does not hold $2"
+  # A here-string, not a pipe: grep -q stops at the first match, and under pipefail the writer's
+  # SIGPIPE on a long body (the console's script) would read as a failure.
+  grep -q "$2" <<<"$body" || fail "GET $1 does not hold $2"
 }
 page /login 'data-page="login"'
 page /console/app.js 'consolePage'
@@ -151,7 +153,7 @@ api POST /api/session "{\"email\":\"owner@smoke.example\",\"password\":\"$first_
 api PUT /api/me/password "{\"currentPassword\":\"$first_password\",\"newPassword\":\"$new_password\"}" >/dev/null
 rm -f "$work/jar"
 api POST /api/session "{\"email\":\"owner@smoke.example\",\"password\":\"$new_password\"}" >/dev/null
-api GET /api/me | grep -q "\"$wid\"" || fail "/api/me does not list workspace $wid"
+grep -q "\"$wid\"" <<<"$(api GET /api/me)" || fail "/api/me does not list workspace $wid"
 
 begin "an agent, its mandate and its key through the console API"
 aid="$(api POST "/api/w/$wid/agents" '{"name":"smoke-bot"}' | field id)"
@@ -175,19 +177,19 @@ receipt="$(echo "$allowed" | field receipt)"
 begin "svc receipt verify, offline against the saved JWKS"
 curl -sS --max-time 10 -o "$work/jwks.json" "$base/.well-known/jwks.json" || fail "cannot fetch the JWKS"
 verified="$(svc receipt verify "$receipt" --jwks "$work/jwks.json" --json)" || fail "exit $?: $verified"
-echo "$verified" | grep -q '"valid": *true' || fail "not valid: $verified"
+grep -q '"valid": *true' <<<"$verified" || fail "not valid: $verified"
 
 begin "svc freeze --local, then a deny"
 svc freeze --local --data-dir "$data" --agent "$aid" --reason "smoke test" --json >/dev/null || fail "exit $?"
 denied="$(authorize smoke-2)" || fail "curl"
 [ "$(echo "$denied" | field decision)" = deny ] || fail "not denied: $denied"
-echo "$denied" | grep -q 'agent_frozen' || fail "no agent_frozen signal: $denied"
+grep -q 'agent_frozen' <<<"$denied" || fail "no agent_frozen signal: $denied"
 
 begin "svc drill --json with a service token made in the console"
 token="$(api POST "/api/w/$wid/service-tokens" '{"name":"smoke-ci","scopes":["agents:freeze"],"expiresInDays":1}' | field token)"
 [ -n "$token" ] || fail "no service token"
 drill="$(SVC_TOKEN="$token" svc drill --url "$base" --json)" || fail "exit $?: $drill"
-echo "$drill" | grep -q '"passed": *true' || fail "the drill did not pass: $drill"
+grep -q '"passed": *true' <<<"$drill" || fail "the drill did not pass: $drill"
 
 begin "svc backup"
 svc backup --data-dir "$data" --out "$work/backup.mdb" --json >/dev/null || fail "exit $?"
@@ -219,8 +221,8 @@ if [ "$kind" = binary ]; then
 
   begin "without a usable cache folder: commands that open the store exit 3 saying why; others still work"
   out="$(SVC_CACHE_DIR="$work/addon.orig" svc ledger verify --data-dir "$data" --json)" && fail "exit 0 without a cache"
-  echo "$out" | grep -q 'SVC_CACHE_DIR' || fail "the error does not name SVC_CACHE_DIR: $out"
-  echo "$out" | grep -q '"exitCode": *3' || fail "not exit 3: $out"
+  grep -q 'SVC_CACHE_DIR' <<<"$out" || fail "the error does not name SVC_CACHE_DIR: $out"
+  grep -q '"exitCode": *3' <<<"$out" || fail "not exit 3: $out"
   SVC_CACHE_DIR="$work/addon.orig" svc receipt verify "$receipt" --jwks "$work/jwks.json" --json >/dev/null ||
     fail "receipt verify needs no native code, yet failed"
 fi
@@ -237,7 +239,7 @@ if [ -n "$other" ]; then
   rm -f "$work/jar"
   api POST /api/session "{\"email\":\"owner@smoke.example\",\"password\":\"$new_password\"}" >/dev/null
   denied="$(authorize smoke-3)" || fail "curl"
-  echo "$denied" | grep -q 'agent_frozen' || fail "not denied as frozen: $denied"
+  grep -q 'agent_frozen' <<<"$denied" || fail "not denied as frozen: $denied"
   stop
 
   begin "and this build verifies the ledger after the other wrote to it"
