@@ -1,14 +1,14 @@
 /**
- * The store's public surface: open it, migrate it, and the types the domain's repos use.
+ * The store's public surface: open it, migrate it, and the types the domains' repos use.
  *
- * Two interfaces live here while the domains move from one to the other: today's synchronous one
- * (types.ts, lmdb.ts, migrate.ts), which the app still opens, and the asynchronous one (kv.ts:
- * its invariants; tables.ts: the table registry, one object; kv-lmdb.ts: the LMDB backend and why
- * it validates optimistically; kv-postgres.ts: the PostgreSQL backend; tuple-key.ts: the
- * order-preserving key encoding; kv-migrate.ts: the same migrations through it; kv-open.ts: which
- * backend a `--store` URL names).
+ * types.ts: the interface the domains see and its invariants; open.ts: that interface over either
+ * backend, with the transaction ambient to a write function; kv.ts: what a backend implements;
+ * kv-lmdb.ts: the LMDB backend and why it validates optimistically; kv-postgres.ts: the PostgreSQL
+ * backend; tables.ts: the table registry, one object; tuple-key.ts: the order-preserving key
+ * encoding; migrate.ts with migrations/: the numbered schema steps every backend shares.
  */
-export { openLmdbStore as openStore, STORE_FILE, storeNotFound, type OpenOptions } from './lmdb.js';
+export { openStore, openBackend, ambientStore, type OpenOptions } from './open.js';
+export { STORE_FILE, storeNotFound } from './kv-lmdb.js';
 export { migrateStore, ensureSchema, newerSchema, type MigrationResult } from './migrate.js';
 export { CURRENT_SCHEMA_VERSION } from './migrations/index.js';
 export { StoreError } from './errors.js';
@@ -23,5 +23,5 @@ export {
   MASTER_KEY_CHECK,
   type MasterKeySource,
 } from './master-key.js';
-export type { Store, Table, Key, KeyPart, ScanOptions } from './types.js';
+export type { Store, Table, Tables, Key, KeyPart, ScanOptions } from './types.js';
 export type * from './dbs.js';

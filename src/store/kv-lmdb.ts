@@ -1,9 +1,11 @@
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, statfsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { AppError } from '../errors/app-error.js';
+import { systemError } from '../errors/system.js';
 import { StoreError } from './errors.js';
+import { damageOf } from './file-check.js';
 import { isDomainError, type Entry, type KvStore, type ReadTable, type WriteTable, type WriteTx } from './kv.js';
-import { STORE_FILE } from './lmdb.js';
 import { tableNames, type TableName } from './tables.js';
 import { compareKeys, hasPrefix, toTuple } from './tuple-key.js';
 import type { Key, KeyPart, ScanOptions } from './types.js';
@@ -34,6 +36,7 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  * format; comparing bytes keeps it. Reads outside a write are a plain `get` on the named database.
  */
 
+export const STORE_FILE = 'svc.mdb';
 const MAX_ATTEMPTS = 32;
 // Sorts after every id and every string key this service writes (ids are ASCII).
 const KEY_END = '\uffff';
@@ -99,6 +102,21 @@ function inScan(key: KeyPart[], prefix: KeyPart[], options: ScanOptions): boolea
 }
 
 const decode = (raw: Buffer): unknown => JSON.parse(raw.toString('utf8'));
+
+/** A table missing from a store opened read-only: nothing to read, nothing may be written. */
+const EMPTY_DB = {
+  get: () => undefined,
+  getBinary: () => undefined,
+  doesExist: () => false,
+  getRange: () => [],
+  putSync() {
+    throw new Error('the store is open read-only');
+  },
+  removeSync() {
+    throw new Error('the store is open read-only');
+  },
+};
+const EMPTY = { json: EMPTY_DB, raw: EMPTY_DB } as unknown as Dbs;
 
 class LmdbReadTable<V> implements ReadTable<V> {
   constructor(protected readonly dbs: Dbs) {}
@@ -228,39 +246,73 @@ class LmdbTx {
   }
 }
 
-export function openKvLmdbStore(dataDir: string): KvStore {
+export interface LmdbOpenOptions {
+  /**
+   * Create the data dir and the store file when they do not exist (`svc serve`, `svc init`, tests).
+   * Without it a missing store is `store_not_found`, naming the directory looked in.
+   */
+  create?: boolean;
+  /**
+   * Open LMDB read-only: nothing in the data dir is written or created, so a read-only copy (or
+   * mount) of a data dir can be read. Writes fail.
+   */
+  readOnly?: boolean;
+}
+
+export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}): KvStore {
+  const create = options.create ?? true;
+  const readOnly = options.readOnly ?? false;
+  const dir = resolve(dataDir);
+  const file = join(dir, STORE_FILE);
+  prepareDataDir(dir, { create: create && !readOnly, chmod: !readOnly });
+  let damage: string | null;
+  try {
+    damage = existsSync(file) ? damageOf(file) : null;
+  } catch (err) {
+    throw systemError(err, { kind: 'data-dir', path: dir }) ?? err;
+  }
+  if (damage !== null)
+    throw new AppError('store_damaged', { message: `store file damaged: restore from backup (${file}: ${damage})` });
+  if (!existsSync(file) && (!create || readOnly)) throw storeNotFound(dir);
+  if (!readOnly) ensureRoomToOpen(dir);
   let root: RootDatabase;
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    chmodSync(dataDir, 0o700);
-    // The options of today's backend (lmdb.ts), so that both read and write the same file alike.
     root = open({
-      path: join(dataDir, STORE_FILE),
+      path: file,
       maxDbs: 64,
+      // No value cache: other processes (the CLI) write while the server runs.
       cache: false,
       compression: false,
+      // Commit and flush are distinct; write() awaits the flush before it resolves.
       overlappingSync: true,
+      readOnly,
     });
-    for (const file of [STORE_FILE, `${STORE_FILE}-lock`]) {
-      if (existsSync(join(dataDir, file))) chmodSync(join(dataDir, file), 0o600);
+    if (!readOnly) {
+      // LMDB creates its files with the process umask.
+      for (const name of [STORE_FILE, `${STORE_FILE}-lock`]) {
+        if (existsSync(join(dir, name))) chmodSync(join(dir, name), 0o600);
+      }
     }
   } catch (err) {
-    throw new StoreError('cannot_open', `cannot open the store in ${dataDir}: ${(err as Error).message}`, {
+    const known = systemError(err, { kind: 'data-dir', path: dir });
+    if (known) throw known;
+    throw new StoreError('cannot_open', `cannot open the store in ${dir}: ${(err as Error).message}`, {
       cause: err,
     });
   }
   const dbs = Object.fromEntries(
-    tableNames.map((name) => [
-      name,
-      {
-        json: root.openDB({ name, cache: false, compression: false, encoding: 'json' }),
-        // The same named database seen as bytes: what validation compares.
-        raw: root.openDB({ name, cache: false, compression: false, encoding: 'binary' }),
-      },
-    ]),
+    tableNames.map((name) => {
+      const json = root.openDB({ name, cache: false, compression: false, encoding: 'json' }) as
+        Database<unknown, Key> | undefined;
+      // Read-only, a table the store does not have yet (made by an older svc) has no handle: it
+      // reads as empty.
+      if (json === undefined) return [name, EMPTY];
+      // The same named database seen as bytes: what validation compares.
+      return [name, { json, raw: root.openDB({ name, cache: false, compression: false, encoding: 'binary' }) }];
+    }),
   ) as unknown as Record<TableName, Dbs>;
+  let writable = !readOnly;
   const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
-  let writable = true;
 
   /** Validates and applies `tx` in the current batch; true once committed (not yet flushed). */
   async function commit(tx: LmdbTx): Promise<boolean> {
@@ -341,6 +393,7 @@ export function openKvLmdbStore(dataDir: string): KvStore {
       return typeof version === 'number' ? version : 0;
     },
     async backup(file: string) {
+      // Compacted: freed pages (old password hashes, ended sessions) are not copied along.
       await root.backup(file, true);
     },
     async close() {
@@ -348,6 +401,59 @@ export function openKvLmdbStore(dataDir: string): KvStore {
       await root.close();
     },
   };
+}
+
+/**
+ * The data dir, made private to the operator whatever existed before (mkdir's mode applies only
+ * when it creates the folder). Errors of the file system become the catalogue's (not a directory,
+ * permission denied, disk full); a missing dir is created only when asked.
+ */
+function prepareDataDir(dir: string, options: { create: boolean; chmod: boolean }): void {
+  try {
+    let stats = statOrUndefined(dir);
+    if (!stats) {
+      if (!options.create) throw storeNotFound(dir);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      stats = statSync(dir);
+    }
+    if (!stats.isDirectory())
+      throw new AppError('not_a_directory', { message: `the data directory ${dir} is a file, not a directory` });
+    // Group and other lose their access; the owner's own bits are left as they are (a read-only
+    // copy stays read-only).
+    if (options.chmod && (stats.mode & 0o077) !== 0) chmodSync(dir, stats.mode & 0o700);
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw systemError(err, { kind: 'data-dir', path: dir }) ?? err;
+  }
+}
+
+/**
+ * LMDB maps its lock file (and a new store's first pages) and writes through the mapping: on a
+ * full disk that write is a SIGBUS, not an error. So when those files must still be made, the room
+ * for them is checked first, and a full disk is `disk_full` (exit 3) with nothing created.
+ */
+const ROOM_TO_CREATE = 1024 * 1024;
+function ensureRoomToOpen(dir: string): void {
+  const made = existsSync(join(dir, STORE_FILE)) && existsSync(join(dir, `${STORE_FILE}-lock`));
+  if (made) return;
+  const fs = statfsSync(dir);
+  if (fs.bavail * fs.bsize < ROOM_TO_CREATE)
+    throw new AppError('disk_full', {
+      message: `no space left on the disk of the data directory ${dir} (less than 1 MiB free)`,
+    });
+}
+
+function statOrUndefined(path: string) {
+  try {
+    return statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+export function storeNotFound(dir: string): AppError {
+  return new AppError('store_not_found', { message: `no store in ${dir}` });
 }
 
 /** lmdb-js rejects a failed commit with an error whose `commitError` promise holds the cause. */

@@ -1,6 +1,5 @@
 /**
- * The store's asynchronous interface: what the domains will see once they move off the synchronous
- * one (types.ts). Two backends implement it: LMDB (kv-lmdb.ts, one machine, the same file as today)
+ * What a store backend implements (open.ts gives the domains types.ts's interface over it). Two backends implement it: LMDB (kv-lmdb.ts, one machine, the same file as today)
  * and PostgreSQL (kv-postgres.ts, past one machine). Nothing here names either.
  *
  * Invariants every backend keeps:
@@ -22,8 +21,8 @@
  *   `scan(prefix)` lists the keys that extend the prefix, in that order.
  */
 
-import type { Key, KeyPart, ScanOptions } from './types.js';
-import type { TableName, TableValue } from './tables.js';
+import type { Key, KeyPart, ScanOptions, Table } from './types.js';
+import type { TableName, TableValue, Tables } from './tables.js';
 
 export type { Key, KeyPart, ScanOptions } from './types.js';
 export { tableNames, tableSpec, type TableName, type TableValue } from './tables.js';
@@ -42,16 +41,12 @@ export interface ReadTable<V> {
 }
 
 /** A table inside a write: reads see the write's own puts and removes. */
-export interface WriteTable<V> extends ReadTable<V> {
-  put(key: Key, value: V): Promise<void>;
-  remove(key: Key): Promise<void>;
-}
+export type WriteTable<V> = Table<V>;
 
 export type ReadTables = { readonly [N in TableName]: ReadTable<TableValue<N>> };
-export type WriteTables = { readonly [N in TableName]: WriteTable<TableValue<N>> };
 
 /** What a write function is given: every table, read and written in one transaction. */
-export type WriteTx = WriteTables;
+export type WriteTx = Tables;
 
 export interface KvStore {
   /** Which backend, for readiness and `svc status`: 'lmdb' or 'postgres'. */

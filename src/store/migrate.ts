@@ -9,20 +9,28 @@ export interface MigrationResult {
   dryRun: boolean;
 }
 
-/** Brings the store to the current schema, one migration per transaction, in order. */
+/**
+ * Brings the store to the current schema (or `target`), one migration per write together with its
+ * version bump, in order: a crash leaves the store at the old version or the new one. LMDB and
+ * PostgreSQL share the one numbered sequence (migrations/). The write re-reads the version first,
+ * so two processes migrating at once (or a retried write) apply each step once.
+ */
 export async function migrateStore(
-  store: Store,
-  options: { dryRun?: boolean; target?: number } = {},
+  store: Pick<Store, 'write' | 'schemaVersion'>,
+  options: { dryRun?: boolean; target?: number; now?: () => Date } = {},
 ): Promise<MigrationResult> {
-  const from = store.schemaVersion();
+  const from = await store.schemaVersion();
   const target = options.target ?? CURRENT_SCHEMA_VERSION;
   if (from > CURRENT_SCHEMA_VERSION) throw newerSchema(from);
   const pending = migrations.filter((m) => m.version > from && m.version <= target);
   if (!options.dryRun) {
     for (const migration of pending) {
-      await store.write(() => {
-        migration.up(store);
-        store.tables.meta.put('schemaVersion', migration.version);
+      const now = (options.now?.() ?? new Date()).toISOString();
+      await store.write(async (tx) => {
+        const at = await tx.meta.get('schemaVersion');
+        if (typeof at === 'number' && at >= migration.version) return;
+        await migration.apply(tx, { now });
+        await tx.meta.put('schemaVersion', migration.version);
       });
     }
   }
@@ -45,14 +53,18 @@ export function newerSchema(found: number): StoreError {
  * The check made when the server opens the store: a newer schema is refused; an older one asks
  * for `svc migrate` unless migration was requested; an empty store is always set up.
  */
-export async function ensureSchema(store: Store, options: { migrate: boolean }): Promise<MigrationResult | null> {
-  const found = store.schemaVersion();
+export async function ensureSchema(
+  store: Pick<Store, 'write' | 'schemaVersion' | 'backend'>,
+  options: { migrate: boolean },
+): Promise<MigrationResult | null> {
+  const found = await store.schemaVersion();
   if (found > CURRENT_SCHEMA_VERSION) throw newerSchema(found);
   if (found === CURRENT_SCHEMA_VERSION) return null;
   if (found > 0 && !options.migrate) {
+    const backup = store.backend === 'postgres' ? 'pg_dump' : '`svc backup`';
     throw new StoreError(
       'older_schema',
-      `the store has schema version ${found}; this svc needs ${CURRENT_SCHEMA_VERSION}. Run \`svc migrate\` (back up first with \`svc backup\`), or start with --migrate`,
+      `the store has schema version ${found}; this svc needs ${CURRENT_SCHEMA_VERSION}. Run \`svc migrate\` (back up first with ${backup}), or start with --migrate`,
     );
   }
   return migrateStore(store);

@@ -37,12 +37,12 @@ import type {
   SigningKeyRecord,
   StopAllRecord,
   TemplateRecord,
-  Tables as SyncTables,
   UserRecord,
   WebhookEndpointRecord,
   WorkspaceGatewayRecord,
   WorkspaceRecord,
 } from './dbs.js';
+import type { Table } from './types.js';
 
 /**
  * The table registry: every table of the store, its key layout (in its comment) and the type of
@@ -51,8 +51,7 @@ import type {
  * object, so they cannot drift apart. Adding a table is adding one line here: neither backend
  * needs a migration for an empty table.
  *
- * Record types still come from dbs.ts while the domains move to the async store; the assertion
- * at the bottom keeps this registry and dbs.ts's `Tables` identical until dbs.ts's copy goes.
+ * Record types still come from dbs.ts (their shapes; the domains own them).
  */
 
 /** A table's declaration; `V` is only a type (nothing is stored in the object). */
@@ -196,18 +195,5 @@ export type TableValue<N extends TableName> = (typeof tableSpec)[N] extends Tabl
 /** Every table name, in declaration order. */
 export const tableNames: readonly TableName[] = Object.freeze(Object.keys(tableSpec) as TableName[]);
 
-// Compile-time only: the registry and dbs.ts's synchronous `Tables` name the same tables with the
-// same value types (a table added to one and not the other fails the type check).
-type SyncValue<N extends keyof SyncTables> = SyncTables[N] extends { get(key: never): infer V }
-  ? Exclude<V, undefined>
-  : never;
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-type RegistryMatchesDbs =
-  Same<TableName, keyof SyncTables> extends true
-    ? // One mismatching table makes the union `boolean`, which `false extends` catches.
-      false extends { [N in TableName]: Same<Exclude<TableValue<N>, undefined>, SyncValue<N>> }[TableName]
-      ? false
-      : true
-    : false;
-const registryMatchesDbs: RegistryMatchesDbs = true;
-void registryMatchesDbs;
+/** Every table as the domains use it (types.ts: reads anywhere, put and remove inside a write). */
+export type Tables = { readonly [N in TableName]: Table<TableValue<N>> };

@@ -1,20 +1,25 @@
 /**
- * The store's interface, as the domain sees it. Nothing here names LMDB: a second backend
- * (PostgreSQL, for operators who outgrow one machine) implements these same few operations.
+ * The store's interface, as the domains see it. Nothing here names LMDB or PostgreSQL: both
+ * backends (kv-lmdb.ts, kv-postgres.ts) implement the few operations of kv.ts, and open.ts gives
+ * the domains this one shape over either.
  *
- * Invariants every backend keeps:
- * - `write(fn)` runs `fn` synchronously inside one transaction; every put and remove in it lands
- *   together or not at all; the promise resolves only once the transaction is durable on disk.
- *   If it rejects, nothing of `fn` was applied, and the caller must fail closed.
- * - put and remove are only legal inside `write`.
- * - Reads see the latest committed state, including writes made by other processes (the CLI
- *   writes freezes and keys while the server runs): no backend caches values.
+ * Invariants every backend keeps (kv.ts states them in full):
+ * - `write(fn)` runs `fn` in one transaction; every put and remove in it lands together or not at
+ *   all; the promise resolves only once the transaction is durable. If it rejects, nothing of `fn`
+ *   was applied, and the caller must fail closed.
+ * - `fn` may run more than once (a backend retries it when a concurrent writer changed what it
+ *   read), so it does nothing but store reads and writes and pure computation: signing, network
+ *   calls, timers, logging and metrics happen before or after it, never inside.
+ * - Inside `fn` (its whole async call tree), `store.tables` reads and writes that transaction: a
+ *   repo needs no transaction handle. Outside any write, reads see the latest committed state,
+ *   other processes' commits included (no backend caches values), and put/remove reject.
+ * - A `write` started inside another write's function joins that write (one transaction).
  * - Keys are a string or a tuple of strings and numbers, ordered element by element.
  */
 
-import type { Tables } from './dbs.js';
+import type { Tables } from './tables.js';
 
-export type { Tables } from './dbs.js';
+export type { Tables } from './tables.js';
 
 export type KeyPart = string | number;
 export type Key = KeyPart | KeyPart[];
@@ -33,25 +38,33 @@ export interface ScanOptions {
 }
 
 export interface Table<V> {
-  get(key: Key): V | undefined;
-  has(key: Key): boolean;
-  put(key: Key, value: V): void;
-  remove(key: Key): void;
+  get(key: Key): Promise<V | undefined>;
+  has(key: Key): Promise<boolean>;
+  /** Only inside `store.write`. */
+  put(key: Key, value: V): Promise<void>;
+  /** Only inside `store.write`. */
+  remove(key: Key): Promise<void>;
   /** Entries whose tuple key starts with `prefix`, in key order. */
-  scan(prefix: KeyPart[], options?: ScanOptions): Array<{ key: KeyPart[]; value: V }>;
+  scan(prefix: KeyPart[], options?: ScanOptions): Promise<Array<{ key: KeyPart[]; value: V }>>;
 }
 
 export interface Store {
+  /** Which backend holds the data: readiness, `svc status` and the metrics name it. */
+  readonly backend: 'lmdb' | 'postgres';
+  /** Every table; inside a write function, the write's own transaction. */
   readonly tables: Tables;
-  write<T>(fn: () => T): Promise<T>;
+  /** Runs `fn` in one atomic, durable transaction; it may run more than once (see above). */
+  write<T>(fn: (tx: Tables) => Promise<T>): Promise<T>;
+  /** Whether the calling code runs inside a write function (repos assert it for put-only paths). */
+  inWrite(): boolean;
   /**
    * False from a write that failed because the store cannot grow (disk or quota full, read-only
-   * disk) until a write succeeds again; readiness reports it.
+   * disk) or cannot be reached, until a write succeeds again; readiness reports it.
    */
   writable(): boolean;
   /** The schema version recorded in the store (0 for an empty store). */
-  schemaVersion(): number;
-  /** A consistent copy of the whole store to `file`, safe while others write. */
+  schemaVersion(): Promise<number>;
+  /** A consistent copy of the whole store to `file`, safe while others write (LMDB only). */
   backup(file: string): Promise<void>;
   close(): Promise<void>;
 }

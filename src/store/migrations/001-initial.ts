@@ -4,11 +4,6 @@ import type { Migration } from './index.js';
 export const m001Initial: Migration = {
   version: 1,
   description: 'initial schema',
-  up(store) {
-    if (store.tables.meta.get('createdAt') === undefined) {
-      store.tables.meta.put('createdAt', new Date().toISOString());
-    }
-  },
   async apply(tx, { now }) {
     if ((await tx.meta.get('createdAt')) === undefined) await tx.meta.put('createdAt', now);
   },

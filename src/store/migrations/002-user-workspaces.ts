@@ -8,11 +8,6 @@ import type { Migration } from './index.js';
 export const m002UserWorkspaces: Migration = {
   version: 2,
   description: 'index memberships by person (userWorkspaces)',
-  up(store) {
-    for (const { value } of store.tables.members.scan([])) {
-      store.tables.userWorkspaces.put([value.userId, value.workspaceId], value.role);
-    }
-  },
   async apply(tx) {
     for (const { value } of await tx.members.scan([])) {
       await tx.userWorkspaces.put([value.userId, value.workspaceId], value.role);

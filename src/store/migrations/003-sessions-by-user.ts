@@ -8,11 +8,6 @@ import type { Migration } from './index.js';
 export const m003SessionsByUser: Migration = {
   version: 3,
   description: 'index sessions by person (sessionsByUser)',
-  up(store) {
-    for (const { key, value } of store.tables.sessions.scan([])) {
-      store.tables.sessionsByUser.put([value.userId, String(key[0])], value.expiresAt);
-    }
-  },
   async apply(tx) {
     for (const { key, value } of await tx.sessions.scan([])) {
       await tx.sessionsByUser.put([value.userId, String(key[0])], value.expiresAt);

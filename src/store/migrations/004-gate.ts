@@ -8,11 +8,6 @@ import type { Migration } from './index.js';
 export const m004Gate: Migration = {
   version: 4,
   description: 'the action gate: mandates, actions, receipts, ledger; agent holds',
-  up(store) {
-    for (const { key, value } of store.tables.agents.scan([])) {
-      if (!Array.isArray(value.holds)) store.tables.agents.put(key, { ...value, holds: [] });
-    }
-  },
   async apply(tx) {
     for (const { key, value } of await tx.agents.scan([])) {
       if (!Array.isArray(value.holds)) await tx.agents.put(key, { ...value, holds: [] });

@@ -1,5 +1,4 @@
-import type { WriteTx } from '../kv.js';
-import type { Store } from '../types.js';
+import type { Tables } from '../types.js';
 import { m001Initial } from './001-initial.js';
 import { m002UserWorkspaces } from './002-user-workspaces.js';
 import { m003SessionsByUser } from './003-sessions-by-user.js';
@@ -13,14 +12,12 @@ import { m004Gate } from './004-gate.js';
 export interface Migration {
   version: number;
   description: string;
-  /** Synchronous: it runs inside store.write(). */
-  up(store: Store): void;
   /**
-   * The same step through the asynchronous interface (kv.ts), on LMDB or PostgreSQL: run by
-   * kv-migrate.ts inside one write with the version bump. Like any write function it may run more
-   * than once, so it only reads and writes `tx`; the time comes from the runner (`now`).
+   * The step, on LMDB or PostgreSQL alike: run by migrate.ts inside one write with the version
+   * bump. Like any write function it may run more than once, so it only reads and writes `tx`;
+   * the time comes from the runner (`now`).
    */
-  apply(tx: WriteTx, context: { now: string }): Promise<void>;
+  apply(tx: Tables, context: { now: string }): Promise<void>;
 }
 
 export const migrations: readonly Migration[] = [m001Initial, m002UserWorkspaces, m003SessionsByUser, m004Gate];

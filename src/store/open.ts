@@ -1,0 +1,122 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { StoreError } from './errors.js';
+import type { KvStore, WriteTx } from './kv.js';
+import { openKvLmdbStore, type LmdbOpenOptions } from './kv-lmdb.js';
+import { openKvPostgresStore } from './kv-postgres.js';
+import { tableNames, type TableName, type Tables } from './tables.js';
+import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
+
+/**
+ * The store the app uses (types.ts) over either backend (kv.ts).
+ *
+ * The transaction is ambient: `write(fn)` runs `fn` in an AsyncLocalStorage context holding the
+ * backend's transaction, and every table read or write made in `fn`'s call tree (through any
+ * repo, however deep) goes to it. So a repo is written once, with no transaction handle threaded
+ * through every domain, and a read inside a write is one the backend validates (LMDB) or holds in
+ * its snapshot (PostgreSQL). Work that merely *started* inside a write and outlives it (a timer, a
+ * delivery scheduled for later) sees the transaction closed and falls back to the committed store:
+ * its reads see the latest commit and its writes begin their own transaction.
+ */
+
+interface Ambient {
+  tx: WriteTx;
+  open: boolean;
+}
+
+const ambient = new AsyncLocalStorage<Ambient>();
+
+function current(): Ambient | undefined {
+  const here = ambient.getStore();
+  return here?.open ? here : undefined;
+}
+
+function outsideWrite(): never {
+  throw new Error('store writes are only allowed inside store.write()');
+}
+
+class AmbientTable<V> implements Table<V> {
+  constructor(
+    private readonly name: TableName,
+    private readonly kv: KvStore,
+  ) {}
+
+  private tx(): Table<V> | undefined {
+    return current()?.tx[this.name] as Table<V> | undefined;
+  }
+
+  get(key: Key): Promise<V | undefined> {
+    return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).get(key);
+  }
+
+  has(key: Key): Promise<boolean> {
+    return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).has(key);
+  }
+
+  scan(prefix: KeyPart[], options?: ScanOptions): Promise<Array<{ key: KeyPart[]; value: V }>> {
+    return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).scan(prefix, options);
+  }
+
+  async put(key: Key, value: V): Promise<void> {
+    return (this.tx() ?? outsideWrite()).put(key, value);
+  }
+
+  async remove(key: Key): Promise<void> {
+    return (this.tx() ?? outsideWrite()).remove(key);
+  }
+}
+
+/** The domains' store over a backend's: the ambient transaction (above) and nothing else. */
+export function ambientStore(kv: KvStore): Store {
+  const tables = Object.freeze(
+    Object.fromEntries(tableNames.map((name) => [name, new AmbientTable(name, kv)])),
+  ) as unknown as Tables;
+  return {
+    backend: kv.backend,
+    tables,
+    async write<T>(fn: (tx: Tables) => Promise<T>): Promise<T> {
+      const outer = current();
+      // A write inside a write joins it: one transaction, committed by the outermost.
+      if (outer) return fn(tables);
+      return kv.write(async (tx) => {
+        const here: Ambient = { tx, open: true };
+        try {
+          return await ambient.run(here, () => fn(tables));
+        } finally {
+          here.open = false;
+        }
+      });
+    },
+    inWrite: () => current() !== undefined,
+    writable: () => kv.writable(),
+    schemaVersion: () => kv.schemaVersion(),
+    backup: (file) => kv.backup(file),
+    close: () => kv.close(),
+  };
+}
+
+export interface OpenOptions extends LmdbOpenOptions {
+  /**
+   * The `--store` URL (or SVC_STORE_URL, API.md 9): absent or `lmdb:` is the LMDB file under the
+   * data dir; `postgres://user:pass@host:port/db` or `postgresql://…` is PostgreSQL.
+   */
+  url?: string | undefined;
+}
+
+/**
+ * Opens the store the options name. Anything but LMDB or PostgreSQL is refused with a message that
+ * never repeats the URL (it may hold a password).
+ */
+export async function openStore(dataDir: string, options: OpenOptions = {}): Promise<Store> {
+  return ambientStore(await openBackend(dataDir, options));
+}
+
+export async function openBackend(dataDir: string, options: OpenOptions = {}): Promise<KvStore> {
+  const url = options.url?.trim() ?? '';
+  if (url === '' || url === 'lmdb:') return openKvLmdbStore(dataDir, options);
+  if (/^postgres(ql)?:\/\//i.test(url)) return openKvPostgresStore(url);
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? 'that value';
+  throw new StoreError(
+    'cannot_open',
+    `unknown store ${scheme}: use lmdb: (the file under the data dir) or postgres://user:password@host:port/database`,
+  );
+}
