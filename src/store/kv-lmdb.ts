@@ -349,7 +349,10 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     });
   }
 
-  async function attempt<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ ok: boolean; result: T }> {
+  async function attempt<T>(fn: (tx: WriteTx) => Promise<T>, retry: boolean): Promise<{ ok: boolean; result: T }> {
+    // lmdb-js keeps one read snapshot until the next macrotask: a retry must not read the very
+    // state that just failed validation, so it starts from a fresh snapshot (the latest commit).
+    if (retry) root.resetReadTxn();
     const tx = new LmdbTx(dbs);
     let result: T;
     try {
@@ -370,14 +373,14 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     backend: 'lmdb',
     tables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-      const first = await attempt(fn);
+      const first = await attempt(fn, false);
       if (first.ok) {
         await flushed();
         return first.result;
       }
       const retried = lane.then(async () => {
         for (let n = 2; n <= MAX_ATTEMPTS; n++) {
-          const again = await attempt(fn);
+          const again = await attempt(fn, true);
           if (again.ok) return again.result;
         }
         throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);

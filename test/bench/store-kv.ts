@@ -1,10 +1,11 @@
 import { openKvLmdbStore } from '../../src/store/kv-lmdb.js';
-import { openLmdbStore } from '../../src/store/lmdb.js';
+import { openStore } from '../../src/store/open.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 
 /**
- * The write and read paths of the asynchronous LMDB backend (kv-lmdb.ts) against today's
- * synchronous one (lmdb.ts), in one process, one run: 10,000 small write transactions from 50
+ * The write and read paths of the LMDB backend (kv-lmdb.ts) used directly, against the store the
+ * domains use (open.ts: the same backend, the transaction ambient through AsyncLocalStorage), in
+ * one process, one run: 10,000 small write transactions from 50
  * concurrent writers (each reads one key and writes two, like authorizing an action), then 100,000
  * reads of existing keys, in interleaved rounds. `node --import=tsx test/bench/store-kv.ts`
  */
@@ -31,24 +32,24 @@ function report(name: string, ms: number, n: number): void {
   );
 }
 
-const syncDir = await tempDir('svc-bench-sync-');
+const ambientDir = await tempDir('svc-bench-ambient-');
 const kvDir = await tempDir('svc-bench-kv-');
 try {
-  const sync = openLmdbStore(syncDir);
+  const ambient = await openStore(ambientDir);
   const kv = openKvLmdbStore(kvDir);
 
   // Interleaved rounds, the median of each reported: the machine is shared, and one round of
   // either can land on a busy moment.
   const ROUNDS = 5;
-  const times: Record<string, number[]> = { syncWrite: [], kvWrite: [], syncRead: [], kvRead: [] };
+  const times: Record<string, number[]> = { ambientWrite: [], kvWrite: [], ambientRead: [], kvRead: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const base = r * WRITES;
-    times.syncWrite!.push(
+    times.ambientWrite!.push(
       await lanes(WRITES, (i) =>
-        sync.write(() => {
-          sync.tables.idempotency.get(['wid_1', 'agt_1', `k${base + i}`]);
-          sync.tables.actions.put(['wid_1', `act_${base + i}`], record(i) as never);
-          sync.tables.periodUsage.put(['wid_1', 'agt_1', `u${i % 100}`, 'USD', '2026-11-24'], i);
+        ambient.write(async () => {
+          await ambient.tables.idempotency.get(['wid_1', 'agt_1', `k${base + i}`]);
+          await ambient.tables.actions.put(['wid_1', `act_${base + i}`], record(i) as never);
+          await ambient.tables.periodUsage.put(['wid_1', 'agt_1', `u${i % 100}`, 'USD', '2026-11-24'], i);
         }),
       ),
     );
@@ -62,22 +63,22 @@ try {
       ),
     );
     let start = performance.now();
-    for (let i = 0; i < READS; i++) sync.tables.actions.get(['wid_1', `act_${i % WRITES}`]);
-    times.syncRead!.push(performance.now() - start);
+    for (let i = 0; i < READS; i++) await ambient.tables.actions.get(['wid_1', `act_${i % WRITES}`]);
+    times.ambientRead!.push(performance.now() - start);
     start = performance.now();
     for (let i = 0; i < READS; i++) await kv.tables.actions.get(['wid_1', `act_${i % WRITES}`]);
     times.kvRead!.push(performance.now() - start);
   }
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
   console.log(`median of ${ROUNDS} interleaved rounds; ${WRITERS} concurrent writers`);
-  report('sync write (today)', median(times.syncWrite!), WRITES);
-  report('async write (kv-lmdb)', median(times.kvWrite!), WRITES);
-  report('sync read (today)', median(times.syncRead!), READS);
-  report('async read (kv-lmdb, awaited)', median(times.kvRead!), READS);
+  report('write (ambient store)', median(times.ambientWrite!), WRITES);
+  report('write (kv-lmdb directly)', median(times.kvWrite!), WRITES);
+  report('read (ambient store)', median(times.ambientRead!), READS);
+  report('read (kv-lmdb directly)', median(times.kvRead!), READS);
 
-  await sync.close();
+  await ambient.close();
   await kv.close();
 } finally {
-  await removeDir(syncDir);
+  await removeDir(ambientDir);
   await removeDir(kvDir);
 }

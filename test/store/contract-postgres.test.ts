@@ -1,8 +1,7 @@
 import test from 'ava';
 import pg from 'pg';
 import { StoreError } from '../../src/store/errors.js';
-import { openKvStore } from '../../src/store/kv-open.js';
-import { openKvPostgresStore } from '../../src/store/kv-postgres.js';
+import { openStore } from '../../src/store/open.js';
 import { freePort } from '../helpers/pg-cluster.js';
 import { freshDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { removeDir, tempDir } from '../helpers/process.js';
@@ -34,18 +33,16 @@ contractSuite(test, {
     const dataDir = await tempDir('svc-kv-pg-');
     dirs.push(dataDir);
     return {
-      store: await openKvPostgresStore(db.url),
+      store: await openStore(dataDir, { url: db.url }),
       spec: { dataDir, url: db.url },
-      reopen: () => openKvPostgresStore(db.url),
+      reopen: () => openStore(dataDir, { url: db.url }),
     };
   },
 });
 
 test('postgres: an unreachable server is a StoreError naming host and port, never the password', async (t) => {
   const port = await freePort();
-  const err = await t.throwsAsync(
-    openKvStore({ dataDir: '/nonexistent', url: `postgres://svc:s3cret-pw@127.0.0.1:${port}/svc` }),
-  );
+  const err = await t.throwsAsync(openStore('/nonexistent', { url: `postgres://svc:s3cret-pw@127.0.0.1:${port}/svc` }));
   t.true(err instanceof StoreError);
   t.is((err as StoreError).code, 'cannot_open');
   t.regex(err!.message, new RegExp(`127\\.0\\.0\\.1:${port} \\(database svc\\)`));
@@ -56,7 +53,7 @@ test('postgres: an unreachable server is a StoreError naming host and port, neve
 
 test('postgres: a connection lost mid-write rejects with StoreError unavailable; the pool recovers', async (t) => {
   const db = await database();
-  const store = await openKvPostgresStore(db.url);
+  const store = await openStore('/nonexistent', { url: db.url });
   const killer = new pg.Client({ connectionString: db.url });
   await killer.connect();
   try {
@@ -85,13 +82,13 @@ test('postgres: a connection lost mid-write rejects with StoreError unavailable;
 
 test('postgres: backup refuses and points to pg_dump; unknown store schemes are refused', async (t) => {
   const db = await database();
-  const store = await openKvStore({ dataDir: '/nonexistent', url: db.url });
+  const store = await openStore('/nonexistent', { url: db.url });
   t.is(store.backend, 'postgres');
   const err = await t.throwsAsync(store.backup('/tmp/x'));
   t.regex(err!.message, /pg_dump/);
   t.is((err as StoreError).code, 'unsupported');
   await store.close();
-  const bad = await t.throwsAsync(openKvStore({ dataDir: '/nonexistent', url: 'mysql://root:pw@h/db' }));
+  const bad = await t.throwsAsync(openStore('/nonexistent', { url: 'mysql://root:pw@h/db' }));
   t.regex(bad!.message, /unknown store mysql:/);
   t.false(bad!.message.includes('pw'));
 });

@@ -1,4 +1,4 @@
-import { openKvStore } from '../../src/store/kv-open.js';
+import { openStore } from '../../src/store/open.js';
 
 /**
  * A second process on the same store, for the contract suite (contract-suite.ts):
@@ -11,7 +11,7 @@ import { openKvStore } from '../../src/store/kv-open.js';
 
 const [specText, mode, a, b] = process.argv.slice(2);
 const spec = JSON.parse(specText!) as { dataDir: string; url?: string };
-const store = await openKvStore(spec);
+const store = await openStore(spec.dataDir, { url: spec.url });
 
 if (mode === 'ack') {
   let next = 0;
