@@ -1,0 +1,54 @@
+import test from 'ava';
+import { readdirSync, readFileSync } from 'node:fs';
+import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { multiSuite, SERVER_ENV } from './suite.js';
+
+/**
+ * `svc serve --workers 2` on one LMDB file (issue 17): the multi-instance suite (suite.ts), the
+ * two ways in being the one port both workers share; "kill A" kills one worker with SIGKILL.
+ */
+
+const servers: RunningServer[] = [];
+test.after.always(async () => {
+  for (const s of servers) {
+    await s.stop('SIGKILL');
+    await removeDir(s.dataDir);
+  }
+});
+
+/** The worker processes of a primary: its children, read from /proc. */
+function workersOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(entry));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+multiSuite(test, 'lmdb, two workers', async () => {
+  const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+  servers.push(server);
+  return {
+    a: server,
+    b: server,
+    storeArgs: ['--data-dir', server.dataDir],
+    killA: async () => {
+      const [worker] = workersOf(server.proc.pid!);
+      if (worker === undefined) throw new Error('no worker process found');
+      process.kill(worker, 'SIGKILL');
+    },
+  };
+});
+
+test.serial('lmdb, two workers: both workers answer on the one port', async (t) => {
+  const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+  servers.push(server);
+  t.is(workersOf(server.proc.pid!).length, 2);
+});

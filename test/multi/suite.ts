@@ -1,0 +1,155 @@
+import type { TestFn } from 'ava';
+import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
+import { bearer, call, csrf } from '../helpers/http.js';
+import { svc, type Served } from '../helpers/process.js';
+import { startReceiver, until } from '../helpers/receiver.js';
+
+/**
+ * What must hold when several processes serve one store (issue 17, item 4), run against two
+ * `svc serve` instances on one PostgreSQL database (postgres-instances.test.ts) and against
+ * `svc serve --workers 2` on one LMDB file (lmdb-workers.test.ts). `a` and `b` are the two ways in:
+ * two instances' addresses, or the one port the workers share (the kernel spreads connections).
+ */
+
+export const SERVER_ENV = {
+  SVC_SIGNIN_RATE_PER_MINUTE: '10000',
+  SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1',
+  SVC_WEBHOOKS_TIMEOUT_MS: '2000',
+  SVC_WEBHOOKS_BACKOFF_BASE_MS: '100',
+  SVC_WEBHOOKS_BACKOFF_MAX_MS: '300',
+  SVC_WEBHOOKS_DISPATCH_INTERVAL_MS: '50',
+};
+
+export interface Deployment {
+  a: Served;
+  b: Served;
+  /** Arguments that point a `--local` command at the same store (`--data-dir`, `--store`). */
+  storeArgs: string[];
+  /** Kills A (or one worker) with SIGKILL; resolves once it is gone. */
+  killA(): Promise<void>;
+}
+
+/** A fresh deployment per test (each test gets its own store). */
+export function multiSuite(test: TestFn, name: string, deploy: () => Promise<Deployment>): void {
+  const agent = (d: Deployment, limit = 20_000): Promise<AgentFixture> =>
+    createAgent(d.a, [
+      {
+        actions: ['payment'],
+        merchants: ['acme.example'],
+        currencies: ['EUR'],
+        maxAmount: 5000,
+        periodLimit: { amount: limit, period: 'day' },
+      },
+    ]);
+
+  test.serial(`${name}: a stop through A denies B's very next request`, async (t) => {
+    const d = await deploy();
+    const bot = await agent(d);
+    t.is((await authorize(d.b, bot.key, payment(100))).body.decision, 'allow');
+    const stopped = await call(d.a.url, 'POST', `/api/w/${bot.wid}/agents/${bot.agentId}/stop`, {
+      headers: { ...csrf, cookie: bot.cookie },
+      json: { reason: 'multi-instance drill' },
+    });
+    t.is(stopped.status, 200, stopped.text);
+    for (let i = 0; i < 6; i++) {
+      const res = await authorize(d.b, bot.key, payment(100));
+      t.is(res.body.decision, 'deny', res.text);
+      t.deepEqual(res.body.signals, ['agent_frozen']);
+    }
+  });
+
+  test.serial(
+    `${name}: 40 concurrent authorizations split across A and B never overrun the period limit`,
+    async (t) => {
+      const d = await deploy();
+      const bot = await agent(d, 20_000);
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => authorize(i % 2 === 0 ? d.a : d.b, bot.key, payment(1000))),
+      );
+      for (const res of answers) t.is(res.status, 200, res.text);
+      const allowed = answers.filter((r) => r.body.decision === 'allow');
+      t.is(allowed.length, 20, 'exactly the limit: 20 of 1,000 within 20,000');
+      t.true(answers.filter((r) => r.body.decision === 'deny').every((r) => r.body.signals.includes('period_limit')));
+      const verify = await svc(['ledger', 'verify', ...d.storeArgs, '--json']);
+      t.is(verify.code, 0, verify.stderr + verify.stdout);
+    },
+  );
+
+  test.serial(`${name}: 20 racing identical idempotent requests across both make one action`, async (t) => {
+    const d = await deploy();
+    const bot = await agent(d);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        authorize(i % 2 === 0 ? d.a : d.b, bot.key, payment(700), { 'idempotency-key': 'race-1' }),
+      ),
+    );
+    for (const res of answers) t.is(res.status, 200, res.text);
+    t.is(new Set(answers.map((r) => r.body.id)).size, 1, 'one action id');
+    const listed = await call(d.b.url, 'GET', `/api/w/${bot.wid}/ledger?limit=200`, {
+      headers: { cookie: bot.cookie },
+    });
+    t.is(
+      (listed.body.data as Array<{ kind: string }>).filter((r) => r.kind.startsWith('action.')).length,
+      1,
+      'one decision in the ledger',
+    );
+  });
+
+  test.serial(`${name}: one webhook event is delivered once, whichever instance sends it`, async (t) => {
+    const d = await deploy();
+    let secret = '';
+    const receiver = await startReceiver(() => secret);
+    try {
+      const bot = await agent(d);
+      const hook = await call(d.a.url, 'POST', `/api/w/${bot.wid}/webhooks`, {
+        headers: { ...csrf, cookie: bot.cookie },
+        json: { url: receiver.url, events: ['action.decided'] },
+      });
+      t.is(hook.status, 201, hook.text);
+      secret = hook.body.secret;
+      for (let i = 0; i < 6; i++) {
+        t.is((await authorize(i % 2 === 0 ? d.a : d.b, bot.key, payment(100))).status, 200);
+      }
+      await until('six deliveries', () => receiver.state.received.filter((r) => r.status === 200).length >= 6);
+      // One more event after the six: once it arrived, both dispatchers have had their turns past
+      // the first six, so a duplicate would have been sent by now.
+      await authorize(d.b, bot.key, payment(100));
+      await until('the seventh delivery', () => new Set(receiver.state.received.map((r) => r.id)).size >= 7);
+      const ids = receiver.state.received.map((r) => r.id);
+      t.is(ids.length, new Set(ids).size, `no event delivered twice: ${ids.join(', ')}`);
+      t.true(receiver.state.received.every((r) => r.verified));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  test.serial(`${name}: kill -9 of A under load loses no acknowledged action, and B keeps serving`, async (t) => {
+    const d = await deploy();
+    const bot = await agent(d, 10_000_000);
+    const acked: string[] = [];
+    let stop = false;
+    const lane = async () => {
+      while (!stop) {
+        const res = await authorize(d.a, bot.key, payment(10)).catch(() => null);
+        if (res?.status === 200 && res.body.decision === 'allow') acked.push(res.body.id);
+        else if (res === null || res.status >= 500) return;
+      }
+    };
+    const lanes = Array.from({ length: 8 }, lane);
+    await until('40 acknowledged actions', () => acked.length >= 40, 60_000);
+    await d.killA();
+    stop = true;
+    await Promise.all(lanes);
+    const seen = await Promise.all(
+      acked.map((id) => call(d.b.url, 'GET', `/v1/actions/${id}`, { headers: bearer(bot.key) })),
+    );
+    t.deepEqual(
+      seen.filter((r) => r.status !== 200).map((r) => r.text),
+      [],
+      'every acknowledged action is stored',
+    );
+    t.is((await authorize(d.b, bot.key, payment(10))).body.decision, 'allow', 'B still decides');
+    const verify = await svc(['ledger', 'verify', ...d.storeArgs, '--json']);
+    t.is(verify.code, 0, verify.stderr + verify.stdout);
+  });
+}
