@@ -120,12 +120,16 @@ export interface GatewaySettings {
 export interface Settings {
   env: 'development' | 'production';
   dataDir: string;
+  /** The store (API.md 9): null or 'lmdb:' is the LMDB file under dataDir; postgres://… is PostgreSQL. */
+  storeUrl: string | null;
   baseUrl: string;
   masterKey: string | null;
   masterKeyFile: string | null;
   server: {
     host: string;
     port: number;
+    /** Processes serving one port over one store (Node's cluster module); 1 is no cluster. */
+    workers: number;
     headersTimeoutMs: number;
     requestTimeoutMs: number;
     connectionsCheckingIntervalMs: number;
@@ -208,6 +212,14 @@ export const settingsSchema = Joi.object<Settings>({
     .default('development')
     .description('production: __Host-sid cookie, https base URL required, generic 500 messages'),
   dataDir: Joi.string().min(1).default('./data').description('where the LMDB store and the master key file live'),
+  storeUrl: Joi.string()
+    .trim()
+    .pattern(/^(lmdb:|postgres(ql)?:\/\/.+)$/i, 'lmdb: or postgres://user:password@host:port/database')
+    .allow(null)
+    .default(null)
+    .description(
+      'the store: absent or lmdb: is the LMDB file under dataDir; postgres://user:password@host:port/database (or postgresql://) is PostgreSQL, for several instances on one database',
+    ),
   baseUrl: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .pattern(/[^/]$/, 'no trailing slash')
@@ -233,6 +245,12 @@ export const settingsSchema = Joi.object<Settings>({
   server: Joi.object({
     host: Joi.string().hostname().default('127.0.0.1').description('address to bind'),
     port: Joi.number().integer().min(0).max(65535).default(8080).description('port to bind; 0 picks a free one'),
+    workers: Joi.number()
+      .integer()
+      .min(1)
+      .max(64)
+      .default(1)
+      .description('processes serving the one port over the one store (svc serve --workers); 1 runs no cluster'),
     headersTimeoutMs: Joi.number()
       .integer()
       .min(100)
@@ -719,6 +737,8 @@ export const settingsSchema = Joi.object<Settings>({
 export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['NODE_ENV', 'env'],
   ['SVC_DATA_DIR', 'dataDir'],
+  ['SVC_STORE_URL', 'storeUrl'],
+  ['SVC_WORKERS', 'server.workers'],
   ['SVC_BASE_URL', 'baseUrl'],
   ['SVC_MASTER_KEY', 'masterKey'],
   ['SVC_MASTER_KEY_FILE', 'masterKeyFile'],

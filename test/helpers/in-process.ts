@@ -7,6 +7,7 @@ import type { Clock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/log.js';
 import { bootstrapIfEmpty } from '../../src/people/index.js';
 import { loadSettings } from '../../src/settings/load.js';
+import { storeUrlFor } from './postgres.js';
 import { removeDir, tempDir, type Served } from './process.js';
 import { servingApps } from './store.js';
 
@@ -29,7 +30,16 @@ export async function inProcessServer(
 ): Promise<InProcess> {
   const dir = await tempDir();
   const app = await createApp(
-    loadSettings({ env, overrides: { dataDir: dir, 'server.port': 0, 'load.sampleIntervalMs': 0, ...overrides } }),
+    loadSettings({
+      env,
+      overrides: {
+        dataDir: dir,
+        storeUrl: (await storeUrlFor(dir)) ?? null,
+        'server.port': 0,
+        'load.sampleIntervalMs': 0,
+        ...overrides,
+      },
+    }),
     { log: createLogger('silent') },
   );
   const http = await createHttpServer(app);
@@ -86,6 +96,7 @@ export async function serveInProcess(
     env: { ...options.env },
     overrides: {
       dataDir,
+      storeUrl: (await storeUrlFor(dataDir)) ?? null,
       'server.host': '127.0.0.1',
       'server.port': 0,
       // The test shares this event loop: load shedding stays off unless the config turns it on.

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { resolve as resolvePath } from 'node:path';
 import pg from 'pg';
 import { startCluster, type Cluster } from './pg-cluster.js';
 
@@ -58,4 +59,22 @@ export async function freshDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/**
+ * The store URL for a data dir's servers and commands when the run asks for PostgreSQL
+ * (SVC_TEST_STORE=postgres: `npm test` runs the route suites a second time so): one fresh database
+ * per data dir, the same for every server and command that names that dir, so a restart or a
+ * `--local` command sees what the server wrote. Undefined otherwise (LMDB under the data dir).
+ */
+const storeUrls = new Map<string, Promise<string>>();
+export function storeUrlFor(dataDir: string): Promise<string | undefined> {
+  if (process.env.SVC_TEST_STORE !== 'postgres') return Promise.resolve(undefined);
+  const key = resolvePath(dataDir);
+  let url = storeUrls.get(key);
+  if (url === undefined) {
+    url = freshDatabase().then((db) => db.url);
+    storeUrls.set(key, url);
+  }
+  return url;
 }

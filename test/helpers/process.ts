@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { storeUrlFor } from './postgres.js';
 
 /** Helpers that run the real `svc` binary (built to dist/ by `npm test`) as a child process. */
 
@@ -31,11 +32,24 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * The arguments with `--store URL` added when the run puts data dirs on PostgreSQL
+ * (postgres.ts, storeUrlFor) and they name a `--data-dir` but no store.
+ */
+async function withStoreArg(args: string[]): Promise<string[]> {
+  const at = args.indexOf('--data-dir');
+  const dir = at >= 0 ? args[at + 1] : undefined;
+  if (dir === undefined || args.includes('--store')) return args;
+  const url = await storeUrlFor(dir);
+  return url === undefined ? args : [...args, '--store', url];
+}
+
 /** Runs `svc ARGS` to completion. */
-export function svc(
-  args: string[],
+export async function svc(
+  given: string[],
   options: { env?: Record<string, string | undefined>; input?: string; timeoutMs?: number } = {},
 ): Promise<CliResult> {
+  const args = await withStoreArg(given);
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: ROOT,
@@ -143,6 +157,8 @@ export async function startServer(
     '0',
     ...(options.args ?? []),
   ];
+  const storeUrl = (options.args ?? []).includes('--store') ? undefined : await storeUrlFor(dataDir);
+  if (storeUrl !== undefined) args.push('--store', storeUrl);
   if (options.config !== undefined) {
     const file = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
     await writeFile(file, JSON.stringify(options.config));

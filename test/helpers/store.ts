@@ -2,6 +2,7 @@ import { createApp, type App } from '../../src/app.js';
 import { systemClock, type Clock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
+import { storeUrlFor } from './postgres.js';
 
 /** The apps of the servers serving in this process (serveInProcess), by data dir. */
 export const servingApps = new Map<string, App>();
@@ -18,7 +19,8 @@ export async function withStore<T>(
 ): Promise<T> {
   const serving = options.clock || options.overrides ? undefined : servingApps.get(dataDir);
   if (serving) return fn(serving);
-  const settings = loadSettings({ env: {}, overrides: { dataDir, ...options.overrides } });
+  const storeUrl = (await storeUrlFor(dataDir)) ?? null;
+  const settings = loadSettings({ env: {}, overrides: { dataDir, storeUrl, ...options.overrides } });
   const app = await createApp(settings, {
     migrate: true,
     log: createLogger('silent'),
