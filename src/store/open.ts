@@ -87,6 +87,7 @@ export function ambientStore(kv: KvStore): Store {
       });
     },
     inWrite: () => current() !== undefined,
+    currentWrite: () => current(),
     writable: () => kv.writable(),
     schemaVersion: () => kv.schemaVersion(),
     backup: (file) => kv.backup(file),

@@ -58,6 +58,12 @@ export interface Store {
   /** Whether the calling code runs inside a write function (repos assert it for put-only paths). */
   inWrite(): boolean;
   /**
+   * An identity of the write the calling code runs in (undefined outside one): for a repo that
+   * must order its own steps within one write, such as the ledger's appends (each reads the head
+   * the previous one wrote).
+   */
+  currentWrite(): object | undefined;
+  /**
    * False from a write that failed because the store cannot grow (disk or quota full, read-only
    * disk) or cannot be reached, until a write succeeds again; readiness reports it.
    */
