@@ -43,15 +43,15 @@ export const agentsRoutes: Plugin<{
   register(server, { agents, blueprints, keys, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const who = (request: Request, w: string): AgentActor => {
+    const who = async (request: Request, w: string): Promise<AgentActor> => {
       const c = caller(request, 'session');
-      const role = people.authorize(w, c.user, 'agents.manage');
+      const role = await people.authorize(w, c.user, 'agents.manage');
       return { actor: actorOf(c), userId: c.user.id, role };
     };
     /** A person reading agents: any role, narrowed per person by the service (`sees`). */
-    const viewer = (request: Request, w: string): AgentViewer => {
+    const viewer = async (request: Request, w: string): Promise<AgentViewer> => {
       const { user } = caller(request, 'session');
-      return { userId: user.id, role: people.authorize(w, user, 'workspace.read') };
+      return { userId: user.id, role: await people.authorize(w, user, 'workspace.read') };
     };
     const params = (request: Request) => request.params as { wid: string; aid: string; keyId: string };
 
@@ -66,12 +66,11 @@ export const agentsRoutes: Plugin<{
             query: Joi.object({ tag: Joi.string().max(100), status: Joi.string().valid('running', 'stopped') }),
           },
         },
-        handler(request) {
+        async handler(request) {
           const { tag, status } = request.query as { tag?: string; status?: string };
-          const data = agents
-            .list(caller(request, 'service-token').workspaceId)
-            .map((a) => agents.view(a))
-            .filter((a) => (!tag || a.tags.includes(tag)) && (!status || a.status === status));
+          const data = (await agents.views(caller(request, 'service-token').workspaceId)).filter(
+            (a) => (!tag || a.tags.includes(tag)) && (!status || a.status === status),
+          );
           return { data, next: null };
         },
       },
@@ -79,10 +78,10 @@ export const agentsRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/agents',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = params(request);
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return agents.page(w, { limit, ...(cursor ? { after: cursor } : {}) }, viewer(request, w));
+          return agents.page(w, { limit, ...(cursor ? { after: cursor } : {}) }, await viewer(request, w));
         },
       },
       {
@@ -97,18 +96,17 @@ export const agentsRoutes: Plugin<{
             tags?: string[];
             blueprint?: string;
           };
-          return h
-            .response(agents.view(await blueprints.register({ workspaceId: w, ...body }, who(request, w))))
-            .code(201);
+          const agent = await blueprints.register({ workspaceId: w, ...body }, await who(request, w));
+          return h.response(await agents.view(agent)).code(201);
         },
       },
       {
         method: 'GET',
         path: '/api/w/{wid}/agents/{aid}',
         options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return agents.view(agents.readable(w, a, viewer(request, w)));
+          return agents.view(await agents.readable(w, a, await viewer(request, w)));
         },
       },
       {
@@ -117,7 +115,7 @@ export const agentsRoutes: Plugin<{
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: patchSchema } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return agents.view(await agents.update(w, a, request.payload as { name?: string }, who(request, w)));
+          return agents.view(await agents.update(w, a, request.payload as { name?: string }, await who(request, w)));
         },
       },
       {
@@ -126,7 +124,7 @@ export const agentsRoutes: Plugin<{
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          await agents.remove(w, a, who(request, w));
+          await agents.remove(w, a, await who(request, w));
           return {};
         },
       },
@@ -136,10 +134,10 @@ export const agentsRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/agents/{aid}/keys',
         options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w, aid: a } = params(request);
-          agents.manageable(w, a, who(request, w));
-          return { data: keys.forAgent(w, a), next: null };
+          await agents.manageable(w, a, await who(request, w));
+          return { data: await keys.forAgent(w, a), next: null };
         },
       },
       {
@@ -155,8 +153,8 @@ export const agentsRoutes: Plugin<{
         },
         async handler(request, h) {
           const { wid: w, aid: a } = params(request);
-          const actor = who(request, w);
-          agents.manageable(w, a, actor);
+          const actor = await who(request, w);
+          await agents.manageable(w, a, actor);
           const name = (request.payload as { name?: string } | null)?.name;
           const minted = await keys.mint(w, { scope: 'agent', agentId: a, ...(name ? { name } : {}) }, actor.actor);
           return h
@@ -174,8 +172,8 @@ export const agentsRoutes: Plugin<{
         },
         async handler(request) {
           const { wid: w, aid: a, keyId } = params(request);
-          const actor = who(request, w);
-          agents.manageable(w, a, actor);
+          const actor = await who(request, w);
+          await agents.manageable(w, a, actor);
           await keys.revoke(w, keyId, actor.actor, { agentId: a });
           return {};
         },

@@ -1,17 +1,30 @@
-import type { AgentRecord, Store } from '../store/index.js';
+import type { AgentRecord, StopAllRecord, Store } from '../store/index.js';
+import { endConnectionsInWrite } from '../oauth/connections.js';
 
 /** Agent records. The gate issue adds mandates and standing; keys already bind to agents here. */
 export function agentsRepo(store: Store) {
   const t = store.tables;
   return {
-    get(wid: string, aid: string): AgentRecord | undefined {
+    get(wid: string, aid: string): Promise<AgentRecord | undefined> {
       return t.agents.get([wid, aid]);
     },
-    put(agent: AgentRecord): void {
-      t.agents.put([agent.workspaceId, agent.id], agent);
+    async put(agent: AgentRecord): Promise<void> {
+      await t.agents.put([agent.workspaceId, agent.id], agent);
     },
-    list(wid: string, options: { after?: string; limit?: number } = {}): AgentRecord[] {
-      return t.agents.scan([wid], options).map((e) => e.value);
+    async list(wid: string, options: { after?: string; limit?: number } = {}): Promise<AgentRecord[]> {
+      return (await t.agents.scan([wid], options)).map((e) => e.value);
+    },
+    /** Whether a person is a member of the workspace (an agent may act only for one). */
+    isMember(wid: string, userId: string): Promise<boolean> {
+      return t.members.has([wid, userId]);
+    },
+    /** "Stop every agent" for the workspace, when in force (shown on every agent's view). */
+    stopAll(wid: string): Promise<StopAllRecord | undefined> {
+      return t.stopAll.get(wid);
+    },
+    /** Ends the agent's OAuth connections (oauth/connections.ts). Only inside store.write(). */
+    async endConnections(wid: string, aid: string, why: string, nowMs: number): Promise<void> {
+      await endConnectionsInWrite(t, wid, { agentId: aid }, why, nowMs);
     },
   };
 }

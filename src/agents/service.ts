@@ -5,7 +5,6 @@ import { tokenOf, type Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, Hold, Role, StopAllRecord, Store } from '../store/index.js';
 import { agentsRepo } from './repo.js';
-import { endConnectionsInWrite } from '../oauth/connections.js';
 import { roleAllows } from '../people/permissions.js';
 
 /**
@@ -19,7 +18,8 @@ import { roleAllows } from '../people/permissions.js';
  *   them it exists (its name, tags, holds or whom it acts for).
  * - A removed agent keeps its record (with removedAt) so that its keys answer agent_not_found.
  * - The plan's agent allowance (configuration; unlimited by default) counts live agents:
- *   402 plan_limit_reached past it, checked inside the write, so racing creations cannot pass it.
+ *   402 plan_limit_reached past it, checked inside the write, so racing creations cannot pass it
+ *   (`maxAgents` may read the store: it is awaited there, so its reads are the write's).
  * - Every creation, change and removal is recorded in the ledger with its actor.
  */
 export interface AgentView {
@@ -89,14 +89,13 @@ export function createAgentsService(deps: {
   clock: Clock;
   ids: IdSource;
   ledger: Ledger;
-  maxAgents: (wid: string) => number | null;
+  maxAgents: (wid: string) => number | null | Promise<number | null>;
 }) {
   const { store, clock, ids, ledger } = deps;
   const repo = agentsRepo(store);
-  const t = store.tables;
 
-  const live = (wid: string, aid: string): AgentRecord => {
-    const agent = repo.get(wid, aid);
+  const live = async (wid: string, aid: string): Promise<AgentRecord> => {
+    const agent = await repo.get(wid, aid);
     if (!agent || agent.removedAt) throw noSuchAgent();
     return agent;
   };
@@ -104,19 +103,19 @@ export function createAgentsService(deps: {
   const mayManage = (agent: AgentRecord, who: AgentActor): void => {
     if (who.role === 'member' && agent.actsFor !== who.userId) throw noSuchAgent();
   };
-  const checkActsFor = (wid: string, actsFor: string | null, who: AgentActor): void => {
+  const checkActsFor = async (wid: string, actsFor: string | null, who: AgentActor): Promise<void> => {
     if (who.role === 'member' && actsFor !== who.userId) {
       throw invalidField('actsFor', '"actsFor" must be your own id: members create agents that act for them');
     }
-    if (actsFor !== null && !t.members.get([wid, actsFor]))
+    if (actsFor !== null && !(await repo.isMember(wid, actsFor)))
       throw invalidField('actsFor', '"actsFor" names no person of this workspace');
   };
 
-  const createIn = (input: NewAgent, who: AgentActor): AgentRecord => {
+  const createIn = async (input: NewAgent, who: AgentActor): Promise<AgentRecord> => {
     const actsFor = input.actsFor ?? (who.role === 'member' ? who.userId! : null);
-    checkActsFor(input.workspaceId, actsFor, who);
-    const maxAgents = deps.maxAgents(input.workspaceId);
-    if (maxAgents !== null && repo.list(input.workspaceId).filter((a) => !a.removedAt).length >= maxAgents) {
+    await checkActsFor(input.workspaceId, actsFor, who);
+    const maxAgents = await deps.maxAgents(input.workspaceId);
+    if (maxAgents !== null && (await repo.list(input.workspaceId)).filter((a) => !a.removedAt).length >= maxAgents) {
       throw new AppError('plan_limit_reached', {
         message: `The plan allows ${maxAgents} agents in a workspace, and they are all in use.`,
         fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.',
@@ -133,8 +132,8 @@ export function createAgentsService(deps: {
       createdAt: isoAt(clock.now()),
       removedAt: null,
     };
-    repo.put(agent);
-    ledger.record({
+    await repo.put(agent);
+    await ledger.record({
       workspaceId: agent.workspaceId,
       actor: who.actor,
       ...tokenOf(who),
@@ -159,13 +158,13 @@ export function createAgentsService(deps: {
       change: { name?: string; tags?: string[]; actsFor?: string | null },
       who: AgentActor,
     ): Promise<AgentRecord> {
-      return store.write(() => {
-        const agent = live(wid, aid);
+      return store.write(async () => {
+        const agent = await live(wid, aid);
         mayManage(agent, who);
-        if (change.actsFor !== undefined) checkActsFor(wid, change.actsFor, who);
+        if (change.actsFor !== undefined) await checkActsFor(wid, change.actsFor, who);
         const updated: AgentRecord = { ...agent, ...change };
-        repo.put(updated);
-        ledger.record({
+        await repo.put(updated);
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           ...tokenOf(who),
@@ -178,13 +177,13 @@ export function createAgentsService(deps: {
     },
 
     async remove(wid: string, aid: string, who: AgentActor = { actor: 'operator:cli' }): Promise<AgentRecord> {
-      return store.write(() => {
-        const agent = live(wid, aid);
+      return store.write(async () => {
+        const agent = await live(wid, aid);
         mayManage(agent, who);
         const removed = { ...agent, removedAt: isoAt(clock.now()) };
-        repo.put(removed);
-        endConnectionsInWrite(store.tables, wid, { agentId: aid }, 'agent removed', clock.now());
-        ledger.record({
+        await repo.put(removed);
+        await repo.endConnections(wid, aid, 'agent removed', clock.now());
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           ...tokenOf(who),
@@ -197,51 +196,57 @@ export function createAgentsService(deps: {
     },
 
     /** The agent as people see it, with the workspace's stop-all read now. */
-    view(agent: AgentRecord): AgentView {
-      return toAgentView(agent, t.stopAll.get(agent.workspaceId));
+    async view(agent: AgentRecord): Promise<AgentView> {
+      return toAgentView(agent, await repo.stopAll(agent.workspaceId));
+    },
+
+    /** Every live agent of the workspace as people see it, with its stop-all read once for all. */
+    async views(wid: string): Promise<AgentView[]> {
+      const [agents, stopAll] = await Promise.all([repo.list(wid), repo.stopAll(wid)]);
+      return agents.filter((a) => !a.removedAt).map((a) => toAgentView(a, stopAll));
     },
 
     /** A live agent the caller may manage (members: their own), or 404. */
-    manageable(wid: string, aid: string, who: AgentActor): AgentRecord {
-      const agent = live(wid, aid);
+    async manageable(wid: string, aid: string, who: AgentActor): Promise<AgentRecord> {
+      const agent = await live(wid, aid);
       mayManage(agent, who);
       return agent;
     },
 
     /** A live agent this person sees (see `sees`), or 404 as for an agent of another workspace. */
-    readable(wid: string, aid: string, viewer: AgentViewer): AgentRecord {
-      const agent = live(wid, aid);
+    async readable(wid: string, aid: string, viewer: AgentViewer): Promise<AgentRecord> {
+      const agent = await live(wid, aid);
       if (!sees(agent, viewer)) throw noSuchAgent();
       return agent;
     },
 
-    get(wid: string, aid: string): AgentRecord | undefined {
-      const agent = repo.get(wid, aid);
+    async get(wid: string, aid: string): Promise<AgentRecord | undefined> {
+      const agent = await repo.get(wid, aid);
       return agent && !agent.removedAt ? agent : undefined;
     },
 
-    list(wid: string): AgentRecord[] {
-      return repo.list(wid).filter((a) => !a.removedAt);
+    async list(wid: string): Promise<AgentRecord[]> {
+      return (await repo.list(wid)).filter((a) => !a.removedAt);
     },
 
     /** A page of the live agents `viewer` sees (every agent when no viewer is named: machines, the CLI). */
-    page(
+    async page(
       wid: string,
       options: { after?: string; limit: number },
       viewer?: AgentViewer,
-    ): { data: AgentView[]; next: string | null } {
+    ): Promise<{ data: AgentView[]; next: string | null }> {
       const out: AgentRecord[] = [];
       let after = options.after;
       // Removed agents and those the viewer does not see are skipped, so read on until the page
       // is full or the table ends.
       for (;;) {
-        const rows = repo.list(wid, { ...(after ? { after } : {}), limit: options.limit + 1 });
+        const rows = await repo.list(wid, { ...(after ? { after } : {}), limit: options.limit + 1 });
         for (const a of rows) if (!a.removedAt && (!viewer || sees(a, viewer))) out.push(a);
         if (rows.length <= options.limit || out.length > options.limit) break;
         after = rows[rows.length - 1]!.id;
       }
       const page = out.slice(0, options.limit);
-      const stopAll = t.stopAll.get(wid);
+      const stopAll = await repo.stopAll(wid);
       return {
         data: page.map((a) => toAgentView(a, stopAll)),
         next: out.length > options.limit ? page[page.length - 1]!.id : null,

@@ -37,9 +37,9 @@ export const approvalsRoutes: Plugin<{
   register(server, { approvals, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const decider = (request: Request, w: string): Decider => {
+    const decider = async (request: Request, w: string): Promise<Decider> => {
       const c = caller(request, 'session');
-      return { userId: c.user.id, actor: actorOf(c), role: people.authorize(w, c.user, 'approvals.decide') };
+      return { userId: c.user.id, actor: actorOf(c), role: await people.authorize(w, c.user, 'approvals.decide') };
     };
     const body = (request: Request) => (request.payload as { note?: string } | null)?.note || null;
 
@@ -71,7 +71,9 @@ export const approvalsRoutes: Plugin<{
         method: 'GET',
         path: '/v1/admin/approvals/suggestions',
         options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'approvals:read' } } },
-        handler: (request) => ({ data: approvals.suggestions(caller(request, 'service-token').workspaceId) }),
+        handler: async (request) => ({
+          data: await approvals.suggestions(caller(request, 'service-token').workspaceId),
+        }),
       },
       {
         method: 'GET',
@@ -87,10 +89,10 @@ export const approvalsRoutes: Plugin<{
             }),
           },
         },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
           const { user } = caller(request, 'session');
-          const role = people.authorize(w, user, 'approvals.read');
+          const role = await people.authorize(w, user, 'approvals.read');
           const { status, limit, cursor } = request.query as { status?: 'pending'; limit: number; cursor?: string };
           return approvals.list(w, {
             limit,
@@ -106,7 +108,7 @@ export const approvalsRoutes: Plugin<{
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
         async handler(request) {
           const { wid: w, apid: a } = request.params as { wid: string; apid: string };
-          return answer(await approvals.approve(w, a, decider(request, w), body(request)));
+          return answer(await approvals.approve(w, a, await decider(request, w), body(request)));
         },
       },
       {
@@ -115,7 +117,7 @@ export const approvalsRoutes: Plugin<{
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
         async handler(request) {
           const { wid: w, apid: a } = request.params as { wid: string; apid: string };
-          return answer(await approvals.deny(w, a, decider(request, w), body(request)));
+          return answer(await approvals.deny(w, a, await decider(request, w), body(request)));
         },
       },
     ]);

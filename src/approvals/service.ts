@@ -2,11 +2,11 @@ import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import { readStanding } from '../killswitch/standing.js';
-import { evaluate } from '../mandates/evaluate.js';
-import { usageRepo } from '../mandates/usage.js';
+import { evaluate, usageQueries, type ActionFacts } from '../mandates/evaluate.js';
 import type { KillSwitch } from '../killswitch/service.js';
 import type { Receipts } from '../receipts/service.js';
 import type { ActionRecord, ApprovalRecord, MandateRule, Role, Store } from '../store/index.js';
+import { approvalsRepo } from './repo.js';
 
 /**
  * Human approvals (SPEC.md 1.4, 4.6; API.md 2). Decided only by signed-in people: no route a key
@@ -82,17 +82,22 @@ export function createApprovals(deps: {
   killSwitch: KillSwitch;
 }) {
   const { store, clock, ledger, receipts, killSwitch } = deps;
-  const t = store.tables;
-  const usage = usageRepo(store);
+  const repo = approvalsRepo(store);
 
-  const view = (a: ApprovalRecord, nowMs: number): ApprovalView => {
-    const action = t.actions.get([a.workspaceId, a.actionId]);
-    const expired = a.status === 'pending' && Date.parse(a.expiresAt) <= nowMs;
+  /** An approval's status as people see it: a waiting one past its time reads `expired`. */
+  const statusAt = (a: ApprovalRecord, nowMs: number): ApprovalRecord['status'] =>
+    a.status === 'pending' && Date.parse(a.expiresAt) <= nowMs ? 'expired' : a.status;
+
+  const view = async (a: ApprovalRecord, nowMs: number): Promise<ApprovalView> => {
+    const [action, rules] = await Promise.all([
+      repo.action(a.workspaceId, a.actionId),
+      repo.rules(a.workspaceId, a.agentId),
+    ]);
     return {
       id: a.id,
       actionId: a.actionId,
       agentId: a.agentId,
-      status: expired ? 'expired' : a.status,
+      status: statusAt(a, nowMs),
       approvers: a.approvers,
       approvals: a.approvals,
       requiredApprovals: a.requiredApprovals,
@@ -111,27 +116,25 @@ export function createApprovals(deps: {
             ruleId: action.ruleId,
           }
         : null,
-      rule:
-        (action?.ruleId && t.mandates.get([a.workspaceId, a.agentId])?.rules.find((r) => r.id === action.ruleId)) ||
-        null,
+      rule: (action?.ruleId && rules.find((r) => r.id === action.ruleId)) || null,
       freeze: a.freeze ?? null,
     };
   };
 
-  const pendingInWrite = (wid: string, aprId: string): { approval: ApprovalRecord; action: ActionRecord } => {
-    const approval = t.approvals.get([wid, aprId]);
-    const action = approval && t.actions.get([wid, approval.actionId]);
+  const pendingInWrite = async (
+    wid: string,
+    aprId: string,
+  ): Promise<{ approval: ApprovalRecord; action: ActionRecord }> => {
+    const approval = await repo.approval(wid, aprId);
+    const action = approval && (await repo.action(wid, approval.actionId));
     if (!approval || !action) throw new AppError('not_found', { message: 'No such approval in this workspace.' });
     return { approval, action };
   };
 
   /** Writes an approval that is no longer waiting, and takes it off the expiry queue. */
-  const settleApproval = (a: ApprovalRecord): void => {
-    t.approvals.put(
-      [a.workspaceId, a.id],
-      a.status === 'pending' ? a : { ...a, decidedAt: a.decidedAt ?? isoAt(clock.now()) },
-    );
-    if (a.status !== 'pending') t.pendingApprovals.remove([a.expiresAt, a.workspaceId, a.id]);
+  const settleApproval = async (a: ApprovalRecord): Promise<void> => {
+    await repo.putApproval(a.status === 'pending' ? a : { ...a, decidedAt: a.decidedAt ?? isoAt(clock.now()) });
+    if (a.status !== 'pending') await repo.unqueue([a.expiresAt, a.workspaceId, a.id]);
   };
 
   const closed = (approval: ApprovalRecord) =>
@@ -140,22 +143,22 @@ export function createApprovals(deps: {
     });
 
   /** Ends an approval past its time: its action is denied. Inside store.write(). */
-  const expireInWrite = (approval: ApprovalRecord, action: ActionRecord): ApprovalRecord => {
+  const expireInWrite = async (approval: ApprovalRecord, action: ActionRecord): Promise<ApprovalRecord> => {
     const expired: ApprovalRecord = {
       ...approval,
       status: 'expired',
       decidedBy: 'system',
       reason: 'nobody decided in time',
     };
-    const evidence = ledger.record({
+    const evidence = await ledger.record({
       workspaceId: approval.workspaceId,
       actor: 'system',
       kind: 'approval.expired',
       subject: approval.id,
       data: { actionId: action.id },
     });
-    settleApproval(expired);
-    t.actions.put([action.workspaceId, action.id], {
+    await settleApproval(expired);
+    await repo.putAction({
       ...action,
       decision: 'deny',
       status: 'denied',
@@ -167,13 +170,13 @@ export function createApprovals(deps: {
   };
 
   /** A bulk freeze waiting for a person: owners and admins decide it. Inside store.write(). */
-  const decideFreezeInWrite = (
+  const decideFreezeInWrite = async (
     approval: ApprovalRecord,
     who: Decider,
     approve: boolean,
     note: string | null,
     now: number,
-  ): ApproveOutcome => {
+  ): Promise<ApproveOutcome> => {
     if (approval.status !== 'pending') throw closed(approval);
     if (Date.parse(approval.expiresAt) <= now) {
       const expired: ApprovalRecord = {
@@ -182,15 +185,15 @@ export function createApprovals(deps: {
         decidedBy: 'system',
         reason: 'nobody decided in time',
       };
-      ledger.record({
+      await ledger.record({
         workspaceId: approval.workspaceId,
         actor: 'system',
         kind: 'approval.expired',
         subject: approval.id,
         data: { freeze: true },
       });
-      settleApproval(expired);
-      return { kind: 'expired', approval: view(expired, now) };
+      await settleApproval(expired);
+      return { kind: 'expired', approval: await view(expired, now) };
     }
     if (who.role !== 'owner' && who.role !== 'admin') {
       throw new AppError('forbidden', {
@@ -207,16 +210,16 @@ export function createApprovals(deps: {
           reason: null,
         }
       : { ...approval, status: 'denied', decidedBy: who.actor, reason: note ?? 'denied by a person' };
-    ledger.record({
+    await ledger.record({
       workspaceId: approval.workspaceId,
       actor: who.actor,
       kind: approve ? 'approval.approved' : 'approval.denied',
       subject: approval.id,
       data: { freeze: true, note, ...viaOf(who) },
     });
-    if (approve) killSwitch.applyApprovedFreezeInWrite(approval.workspaceId, approval.freeze!, who.actor);
-    settleApproval(decided);
-    return { kind: 'decided', approval: view(decided, now) };
+    if (approve) await killSwitch.applyApprovedFreezeInWrite(approval.workspaceId, approval.freeze!, who.actor);
+    await settleApproval(decided);
+    return { kind: 'decided', approval: await view(decided, now) };
   };
 
   /** May this person decide this approval at all (before duties and counts)? */
@@ -241,15 +244,14 @@ export function createApprovals(deps: {
   return {
     /** Ends every waiting approval past its time (the server runs this periodically). */
     async expireDue(): Promise<number> {
-      const due = (now: number) =>
-        t.pendingApprovals.scan([], { limit: 500 }).filter((e) => Date.parse(String(e.key[0])) <= now);
-      if (due(clock.now()).length === 0) return 0;
-      return store.write(() => {
+      const due = async (now: number) => (await repo.queue(500)).filter((key) => Date.parse(String(key[0])) <= now);
+      if ((await due(clock.now())).length === 0) return 0;
+      return store.write(async () => {
         let n = 0;
-        for (const { key } of due(clock.now())) {
-          const approval = t.approvals.get([String(key[1]), String(key[2])]);
+        for (const key of await due(clock.now())) {
+          const approval = await repo.approval(String(key[1]), String(key[2]));
           if (approval?.freeze && approval.status === 'pending') {
-            decideFreezeInWrite(
+            await decideFreezeInWrite(
               approval,
               { userId: 'system', role: 'owner', actor: 'system' },
               false,
@@ -259,12 +261,12 @@ export function createApprovals(deps: {
             n += 1;
             continue;
           }
-          const action = approval && t.actions.get([approval.workspaceId, approval.actionId]);
+          const action = approval && (await repo.action(approval.workspaceId, approval.actionId));
           if (!approval || !action || approval.status !== 'pending') {
-            t.pendingApprovals.remove(key);
+            await repo.unqueue(key);
             continue;
           }
-          expireInWrite(approval, action);
+          await expireInWrite(approval, action);
           n += 1;
         }
         return n;
@@ -276,14 +278,22 @@ export function createApprovals(deps: {
      * for an agent at least `minApprovals` times, the rule that would have allowed them outright.
      * Only a suggestion: a person decides whether to add it to the mandate.
      */
-    suggestions(
+    async suggestions(
       wid: string,
       minApprovals = 3,
-    ): Array<{
-      agentId: string;
-      approvedCount: number;
-      rule: { actions: string[]; merchants?: string[]; domains?: string[]; currencies?: string[]; maxAmount?: number };
-    }> {
+    ): Promise<
+      Array<{
+        agentId: string;
+        approvedCount: number;
+        rule: {
+          actions: string[];
+          merchants?: string[];
+          domains?: string[];
+          currencies?: string[];
+          maxAmount?: number;
+        };
+      }>
+    > {
       const groups = new Map<
         string,
         {
@@ -296,9 +306,10 @@ export function createApprovals(deps: {
           max: number;
         }
       >();
-      for (const { value: a } of t.approvals.scan([wid])) {
-        if (a.status !== 'approved' || a.freeze) continue;
-        const action = t.actions.get([wid, a.actionId]);
+      const approved = (await repo.approvals(wid)).filter((a) => a.status === 'approved' && !a.freeze);
+      const actions = await Promise.all(approved.map((a) => repo.action(wid, a.actionId)));
+      for (const [i, a] of approved.entries()) {
+        const action = actions[i];
         if (!action) continue;
         const merchant = action.payment?.merchant ?? null;
         const domain = action.target?.domain ?? null;
@@ -337,43 +348,49 @@ export function createApprovals(deps: {
      * `after` is the id of the last approval of the previous page. `onlyFor`: a member sees the
      * approvals of agents that act for them (or name them).
      */
-    list(
+    async list(
       wid: string,
       options: { status?: ApprovalRecord['status']; after?: string; limit: number; onlyFor?: string },
-    ): { data: ApprovalView[]; next: string | null } {
+    ): Promise<{ data: ApprovalView[]; next: string | null }> {
       const now = clock.now();
-      const matching = t.approvals
-        .scan([wid])
-        .map((e) => e.value)
-        .filter(
-          (value) =>
-            !options.onlyFor ||
-            value.approvers?.includes(options.onlyFor) ||
-            t.agents.get([wid, value.agentId])?.actsFor === options.onlyFor,
-        )
-        .map((value) => view(value, now))
-        .filter((v) => !options.status || v.status === options.status)
+      const [all, cursor] = await Promise.all([
+        repo.approvals(wid),
+        options.after ? repo.approval(wid, options.after) : undefined,
+      ]);
+      // Whom each agent acts for, read once per agent (a member sees the approvals of their agents).
+      const onlyFor = options.onlyFor;
+      const actsFor = new Map<string, string | null>();
+      if (onlyFor) {
+        const agentIds = [...new Set(all.map((a) => a.agentId))];
+        const agents = await Promise.all(agentIds.map((aid) => repo.agent(wid, aid)));
+        agentIds.forEach((aid, i) => actsFor.set(aid, agents[i]?.actsFor ?? null));
+      }
+      const matching = all
+        .filter((a) => !onlyFor || a.approvers?.includes(onlyFor) || actsFor.get(a.agentId) === onlyFor)
+        .filter((a) => !options.status || statusAt(a, now) === options.status)
         .sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? -1 : 1) : x.createdAt < y.createdAt ? -1 : 1));
-      const cursor = options.after ? t.approvals.get([wid, options.after]) : undefined;
       const rest = cursor
         ? matching.filter(
             (v) => v.createdAt > cursor.createdAt || (v.createdAt === cursor.createdAt && v.id > cursor.id),
           )
         : matching;
       const page = rest.slice(0, options.limit);
-      return { data: page, next: rest.length > options.limit ? page[page.length - 1]!.id : null };
+      return {
+        data: await Promise.all(page.map((a) => view(a, now))),
+        next: rest.length > options.limit ? page[page.length - 1]!.id : null,
+      };
     },
 
     async approve(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {
-      return store.write((): ApproveOutcome => {
+      return store.write(async (): Promise<ApproveOutcome> => {
         const now = clock.now();
-        const freeze = t.approvals.get([wid, aprId]);
+        const freeze = await repo.approval(wid, aprId);
         if (freeze?.freeze) return decideFreezeInWrite(freeze, who, true, note, now);
-        const { approval, action } = pendingInWrite(wid, aprId);
+        const { approval, action } = await pendingInWrite(wid, aprId);
         if (approval.status !== 'pending') throw closed(approval);
         if (Date.parse(approval.expiresAt) <= now)
-          return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
-        const agent = t.agents.get([wid, action.agentId]);
+          return { kind: 'expired', approval: await view(await expireInWrite(approval, action), now) };
+        const agent = await repo.agent(wid, action.agentId);
         checkDecider(approval, agent?.actsFor ?? null, who);
         // Against whom the agent acts for now and whom it acted for when it asked: changing
         // `actsFor` meanwhile cannot make someone their own approver.
@@ -392,8 +409,9 @@ export function createApprovals(deps: {
         }
         // Earlier approvals count only while their authors could still give them now (not
         // removed, not demoted, not bound by separation of duties).
-        const stillValid = approval.approvals.filter((a) => {
-          const role = t.members.get([wid, a.by])?.role;
+        const roles = await Promise.all(approval.approvals.map((a) => repo.role(wid, a.by)));
+        const stillValid = approval.approvals.filter((a, i) => {
+          const role = roles[i];
           if (!role || bound(a.by)) return false;
           try {
             checkDecider(approval, agent?.actsFor ?? null, { userId: a.by, role, actor: `user:${a.by}` });
@@ -402,7 +420,7 @@ export function createApprovals(deps: {
             return false;
           }
         });
-        const standing = readStanding(store, wid, action.agentId);
+        const standing = await readStanding(store, wid, action.agentId);
         if (standing.stopped) {
           throw new AppError('agent_stopped', {
             message:
@@ -413,7 +431,7 @@ export function createApprovals(deps: {
         }
         const at = isoAt(now);
         const approvals = [...stillValid, { by: who.userId, at, note }];
-        ledger.record({
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           kind: 'approval.approved',
@@ -428,34 +446,31 @@ export function createApprovals(deps: {
         });
         if (approvals.length < approval.requiredApprovals) {
           const waiting = { ...approval, approvals };
-          t.approvals.put([wid, approval.id], waiting);
-          return { kind: 'waiting_for_second', approval: view(waiting, now) };
+          await repo.putApproval(waiting);
+          return { kind: 'waiting_for_second', approval: await view(waiting, now) };
         }
         // Every approval is in: a fresh check against the mandate and usage as they are now.
-        const verdict = evaluate(
-          t.mandates.get([wid, action.agentId])?.rules ?? [],
-          {
-            type: action.type,
-            amount: action.payment?.amount ?? null,
-            currency: action.payment?.currency ?? null,
-            merchant: action.payment?.merchant ?? null,
-            domain: action.target?.domain ?? null,
-          },
-          (key, currency, start) => usage.sum(wid, action.agentId, key, currency, start),
-          now,
-          { approved: true },
-        );
+        const rules = await repo.rules(wid, action.agentId);
+        const facts: ActionFacts = {
+          type: action.type,
+          amount: action.payment?.amount ?? null,
+          currency: action.payment?.currency ?? null,
+          merchant: action.payment?.merchant ?? null,
+          domain: action.target?.domain ?? null,
+        };
+        const usage = await repo.lookup(wid, action.agentId, usageQueries(rules, facts, now));
+        const verdict = evaluate(rules, facts, usage, now, { approved: true });
         let decided: ApprovalRecord;
         if (verdict.decision === 'deny') {
           decided = { ...approval, approvals, status: 'denied', decidedBy: 'system', reason: verdict.reason };
-          const evidence = ledger.record({
+          const evidence = await ledger.record({
             workspaceId: wid,
             actor: 'system',
             kind: 'action.denied',
             subject: action.id,
             data: { approvalId: approval.id, signals: verdict.signals, reason: verdict.reason },
           });
-          t.actions.put([wid, action.id], {
+          await repo.putAction({
             ...action,
             decision: 'deny',
             status: 'denied',
@@ -474,47 +489,47 @@ export function createApprovals(deps: {
             reason: `Approved by ${approvals.map((a) => `user:${a.by}`).join(' and ')}.`,
             charge: verdict.decision === 'allow' ? verdict.charge : null,
           };
-          if (allowed.charge) usage.add(wid, action.agentId, allowed.charge, allowed.charge.amount);
-          if (allowed.payment) allowed.receipt = receipts.issueInWrite(allowed, true, now);
-          ledger.record({
+          if (allowed.charge) await repo.add(wid, action.agentId, allowed.charge, allowed.charge.amount);
+          if (allowed.payment) allowed.receipt = await receipts.issueInWrite(allowed, true, now);
+          await ledger.record({
             workspaceId: wid,
             actor: who.actor,
             kind: 'action.allowed',
             subject: action.id,
             data: { approvalId: approval.id, ruleId: verdict.rule.id, receipt: allowed.receipt !== null, hum: true },
           });
-          t.actions.put([wid, action.id], allowed);
+          await repo.putAction(allowed);
         }
-        settleApproval(decided);
-        return { kind: 'decided', approval: view(decided, now) };
+        await settleApproval(decided);
+        return { kind: 'decided', approval: await view(decided, now) };
       });
     },
 
     async deny(wid: string, aprId: string, who: Decider, note: string | null): Promise<ApproveOutcome> {
-      return store.write((): ApproveOutcome => {
+      return store.write(async (): Promise<ApproveOutcome> => {
         const now = clock.now();
-        const freeze = t.approvals.get([wid, aprId]);
+        const freeze = await repo.approval(wid, aprId);
         if (freeze?.freeze) return decideFreezeInWrite(freeze, who, false, note, now);
-        const { approval, action } = pendingInWrite(wid, aprId);
+        const { approval, action } = await pendingInWrite(wid, aprId);
         if (approval.status !== 'pending') throw closed(approval);
         if (Date.parse(approval.expiresAt) <= now)
-          return { kind: 'expired', approval: view(expireInWrite(approval, action), now) };
-        checkDecider(approval, t.agents.get([wid, action.agentId])?.actsFor ?? null, who);
+          return { kind: 'expired', approval: await view(await expireInWrite(approval, action), now) };
+        checkDecider(approval, (await repo.agent(wid, action.agentId))?.actsFor ?? null, who);
         const denied: ApprovalRecord = {
           ...approval,
           status: 'denied',
           decidedBy: who.actor,
           reason: note ?? 'denied by a person',
         };
-        const evidence = ledger.record({
+        const evidence = await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           kind: 'approval.denied',
           subject: approval.id,
           data: { actionId: action.id, note, ...viaOf(who) },
         });
-        settleApproval(denied);
-        t.actions.put([wid, action.id], {
+        await settleApproval(denied);
+        await repo.putAction({
           ...action,
           decision: 'deny',
           status: 'denied',
@@ -522,7 +537,7 @@ export function createApprovals(deps: {
           reason: `Denied by user:${who.userId}${note ? `: ${note}` : '.'}`,
           evidenceRecord: evidence.id,
         });
-        return { kind: 'decided', approval: view(denied, now) };
+        return { kind: 'decided', approval: await view(denied, now) };
       });
     },
   };

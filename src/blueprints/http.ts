@@ -33,9 +33,9 @@ export const blueprintsRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/blueprints',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = params(request);
-          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          await people.authorize(w, caller(request, 'session').user, 'workspace.read');
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return blueprints.page(w, { limit, ...(cursor ? { after: cursor } : {}) });
         },
@@ -51,7 +51,7 @@ export const blueprintsRoutes: Plugin<{
         async handler(request, h) {
           const { wid: w } = params(request);
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'templates.manage');
+          await people.authorize(w, c.user, 'templates.manage');
           return h
             .response(await blueprints.create(w, request.payload as BlueprintInput, { actor: actorOf(c) }))
             .code(201);
@@ -83,7 +83,7 @@ export const blueprintsRoutes: Plugin<{
             { workspaceId: c.workspaceId, ...body },
             { actor: actorOf(c), tokenId: c.token.id },
           );
-          return h.response({ ...agents.view(agent), mandateRules: agent.mandateRules }).code(201);
+          return h.response({ ...(await agents.view(agent)), mandateRules: agent.mandateRules }).code(201);
         },
       },
     ]);

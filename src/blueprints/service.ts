@@ -7,6 +7,7 @@ import type { AgentActor, AgentsService } from '../agents/index.js';
 import type { MandatesService } from '../mandates/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentRecord, BlueprintRecord, Store } from '../store/index.js';
+import { blueprintsRepo } from './repo.js';
 import type { BlueprintInput, Registration } from './schemas.js';
 
 /**
@@ -34,26 +35,26 @@ export function createBlueprintsService(deps: {
   people: Pick<PeopleService, 'memberIdByEmail'>;
 }) {
   const { store, clock, ids, ledger, agents, mandates, people } = deps;
-  const t = store.tables;
+  const repo = blueprintsRepo(store);
 
-  const blueprintOf = (wid: string, id: string): BlueprintRecord => {
-    const found = t.blueprints.get([wid, id]);
+  const blueprintOf = async (wid: string, id: string): Promise<BlueprintRecord> => {
+    const found = await repo.get(wid, id);
     if (!found) throw new AppError('unknown_template', { message: `No blueprint ${id} in this workspace.` });
     return found;
   };
 
   /** A person named by id stays as is (createIn checks it); by e-mail, their id in this workspace. */
-  const personOf = (wid: string, actsFor: string | null | undefined): string | null => {
+  const personOf = async (wid: string, actsFor: string | null | undefined): Promise<string | null> => {
     if (!actsFor?.includes('@')) return actsFor ?? null;
-    const id = people.memberIdByEmail(wid, actsFor);
+    const id = await people.memberIdByEmail(wid, actsFor);
     if (!id) throw invalidField('actsFor', '"actsFor" names no person of this workspace');
     return id;
   };
 
   /** The rules of the named templates, in order, each distinct rule once. */
-  const rulesOf = (wid: string, templateIds: readonly string[]) => {
+  const rulesOf = async (wid: string, templateIds: readonly string[]) => {
     const seen = new Set<string>();
-    return mandates.rulesOfTemplates(wid, templateIds).filter((rule) => {
+    return (await mandates.rulesOfTemplates(wid, templateIds)).filter((rule) => {
       const key = canonicalJson(rule);
       if (seen.has(key)) return false;
       seen.add(key);
@@ -63,8 +64,8 @@ export function createBlueprintsService(deps: {
 
   return {
     async create(wid: string, input: BlueprintInput, who: AgentActor): Promise<BlueprintRecord> {
-      return store.write(() => {
-        rulesOf(wid, input.templates);
+      return store.write(async () => {
+        await rulesOf(wid, input.templates);
         const blueprint: BlueprintRecord = {
           id: ids.id('bp'),
           workspaceId: wid,
@@ -74,8 +75,8 @@ export function createBlueprintsService(deps: {
           createdAt: isoAt(clock.now()),
           createdBy: who.actor,
         };
-        t.blueprints.put([wid, blueprint.id], blueprint);
-        ledger.record({
+        await repo.put(blueprint);
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           kind: 'blueprint.created',
@@ -86,31 +87,35 @@ export function createBlueprintsService(deps: {
       });
     },
 
-    page(wid: string, options: { after?: string; limit: number }): { data: BlueprintRecord[]; next: string | null } {
-      const rows = t.blueprints
-        .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 })
-        .map((e) => e.value);
+    async page(
+      wid: string,
+      options: { after?: string; limit: number },
+    ): Promise<{ data: BlueprintRecord[]; next: string | null }> {
+      const rows = await repo.list(wid, {
+        ...(options.after ? { after: options.after } : {}),
+        limit: options.limit + 1,
+      });
       const page = rows.slice(0, options.limit);
       return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
 
     /** An agent with its mandate from templates (a blueprint's, then the named ones), in one write. */
     async register(input: Registration, who: AgentActor): Promise<AgentRecord & { mandateRules: number }> {
-      return store.write(() => {
-        const blueprint = input.blueprint ? blueprintOf(input.workspaceId, input.blueprint) : undefined;
-        const rules = rulesOf(input.workspaceId, [...(blueprint?.templates ?? []), ...(input.templates ?? [])]);
+      return store.write(async () => {
+        const blueprint = input.blueprint ? await blueprintOf(input.workspaceId, input.blueprint) : undefined;
+        const rules = await rulesOf(input.workspaceId, [...(blueprint?.templates ?? []), ...(input.templates ?? [])]);
         const tags = [...new Set([...(blueprint?.tags ?? []), ...(input.tags ?? [])])];
-        const agent = agents.createIn(
+        const agent = await agents.createIn(
           {
             workspaceId: input.workspaceId,
             name: input.name,
-            actsFor: personOf(input.workspaceId, input.actsFor),
+            actsFor: await personOf(input.workspaceId, input.actsFor),
             tags,
             blueprint: blueprint?.id ?? null,
           },
           who,
         );
-        if (rules.length > 0) mandates.putIn(input.workspaceId, agent.id, { rules, confirmBroaden: true }, who);
+        if (rules.length > 0) await mandates.putIn(input.workspaceId, agent.id, { rules, confirmBroaden: true }, who);
         return { ...agent, mandateRules: rules.length };
       });
     },

@@ -8,6 +8,7 @@ import type { Ledger } from '../ledger/service.js';
 import type { MandatesService } from '../mandates/index.js';
 import type { Store } from '../store/index.js';
 import { DRILL_PROBE } from './probe.js';
+import { drillsRepo } from './repo.js';
 
 /**
  * Kill-switch drills (issue 5): proof, on demand, that a freeze takes effect.
@@ -78,14 +79,14 @@ export function createDrills(deps: {
   mcp: Pick<Gateway, 'admitsAgent'>;
 }) {
   const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway, mcp } = deps;
-  const t = store.tables;
+  const repo = drillsRepo(store);
 
   return {
     async run(wid: string, token: { actor: string; tokenId: string }): Promise<DrillReport> {
       const startedMs = clock.now();
       // The cooldown is claimed in one write, so two racing drills cannot both pass it.
-      await store.write(() => {
-        const last = t.drills.get([wid, token.tokenId]);
+      await store.write(async () => {
+        const last = await repo.lastRun(wid, token.tokenId);
         if (last && startedMs - Date.parse(last) < DRILL_COOLDOWN_MS) {
           const retry = Math.ceil((Date.parse(last) + DRILL_COOLDOWN_MS - startedMs) / 1000);
           throw new AppError('drill_cooldown', {
@@ -93,7 +94,7 @@ export function createDrills(deps: {
             headers: { 'retry-after': String(retry) },
           });
         }
-        t.drills.put([wid, token.tokenId], isoAt(startedMs));
+        await repo.putLastRun(wid, token.tokenId, isoAt(startedMs));
       });
       const who = { actor: token.actor, tokenId: token.tokenId };
       const agent = await agents.create({ workspaceId: wid, name: `drill-${isoAt(startedMs)}`, tags: ['drill'] }, who);
@@ -102,8 +103,8 @@ export function createDrills(deps: {
       try {
         await mandates.put(wid, agent.id, { rules: [{ actions: [DRILL_PROBE] }], confirmBroaden: false }, who);
         const before = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
-        const gatewayBefore = gateway.admitsAgent(wid, agent.id);
-        const mcpBefore = mcp.admitsAgent(wid, agent.id);
+        const gatewayBefore = await gateway.admitsAgent(wid, agent.id);
+        const mcpBefore = await mcp.admitsAgent(wid, agent.id);
         const frozeAt = performance.now();
         await killSwitch.stop(wid, agent.id, { hold: 'drill', reason: 'kill-switch drill' }, who);
         const after = (await gate.authorize({ workspaceId: wid, agentId: agent.id }, probe)).action;
@@ -124,15 +125,17 @@ export function createDrills(deps: {
           standingPoint(
             'gateway',
             gatewayBefore,
-            gateway.admitsAgent(wid, agent.id),
+            await gateway.admitsAgent(wid, agent.id),
             frozeAt,
             'the gateway',
             'the next model call was refused with 403 agent_stopped before anything was sent',
           ),
+        );
+        points.push(
           standingPoint(
             'mcp',
             mcpBefore,
-            mcp.admitsAgent(wid, agent.id),
+            await mcp.admitsAgent(wid, agent.id),
             frozeAt,
             'the MCP proxy',
             'the next proxied tool call was refused with agent_stopped before the upstream was contacted',
@@ -150,8 +153,8 @@ export function createDrills(deps: {
         startedAt: isoAt(startedMs),
         finishedAt: isoAt(clock.now()),
       };
-      await store.write(() => {
-        ledger.record({
+      await store.write(async () => {
+        await ledger.record({
           workspaceId: wid,
           actor: token.actor,
           tokenId: token.tokenId,
@@ -159,7 +162,7 @@ export function createDrills(deps: {
           subject: agent.id,
           data: { ...report },
         });
-        t.drillReports.put([wid, report.startedAt, token.tokenId], {
+        await repo.putReport(wid, {
           id: report.id,
           tokenId: token.tokenId,
           passed: report.passed,

@@ -5,7 +5,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { bounded, metrics } from '../lib/metrics.js';
 import type { Ledger } from '../ledger/service.js';
-import { evaluate, type Evaluation } from '../mandates/evaluate.js';
+import { evaluate, usageQueries, type ActionFacts, type Evaluation } from '../mandates/evaluate.js';
 import type { Presigned, Receipts } from '../receipts/service.js';
 import { readStanding } from '../killswitch/standing.js';
 import type { ActionRecord, Store } from '../store/index.js';
@@ -100,14 +100,20 @@ export function createGate(deps: {
 }) {
   const { store, clock, ids, ledger, receipts } = deps;
   const repo = gateRepo(store);
-  const t = store.tables;
 
-  const decide = (
+  /**
+   * The decision on the store as it reads now: inside a write, through the write's transaction, so
+   * the backend validates every read it rests on (standing, mandate, period usage).
+   */
+  const decide = async (
     c: GateCaller,
     input: AuthorizeInput,
     nowMs: number,
-  ): Evaluation | { decision: 'deny'; rule: null; signals: ['agent_frozen']; reason: string } => {
-    const standing = readStanding(store, c.workspaceId, c.agentId);
+  ): Promise<Evaluation | { decision: 'deny'; rule: null; signals: ['agent_frozen']; reason: string }> => {
+    const [standing, rules] = await Promise.all([
+      readStanding(store, c.workspaceId, c.agentId),
+      repo.rules(c.workspaceId, c.agentId),
+    ]);
     if (standing.stopped) {
       const by =
         standing.stoppedBy === 'workspace' ? 'Every agent of this workspace is stopped' : 'This agent is stopped';
@@ -118,18 +124,15 @@ export function createGate(deps: {
         reason: `${by} (hold ${standing.hold}: ${standing.reason}).`,
       };
     }
-    return evaluate(
-      repo.rules(c.workspaceId, c.agentId),
-      {
-        type: input.type,
-        amount: input.payment?.amount ?? null,
-        currency: input.payment?.currency ?? null,
-        merchant: input.payment?.merchant ?? null,
-        domain: input.target?.domain ?? null,
-      },
-      (key, currency, start) => repo.sum(c.workspaceId, c.agentId, key, currency, start),
-      nowMs,
-    );
+    const facts: ActionFacts = {
+      type: input.type,
+      amount: input.payment?.amount ?? null,
+      currency: input.payment?.currency ?? null,
+      merchant: input.payment?.merchant ?? null,
+      domain: input.target?.domain ?? null,
+    };
+    const usage = await repo.lookup(c.workspaceId, c.agentId, usageQueries(rules, facts, nowMs));
+    return evaluate(rules, facts, usage, nowMs);
   };
 
   return {
@@ -140,7 +143,9 @@ export function createGate(deps: {
      * answer could still reach.
      * `inWrite`: the caller's own writes about this decision (an integration's stored answer),
      * made inside the decision's transaction, so both land with one flush or neither does; it is
-     * called for a replayed request too.
+     * called for a replayed request too. It may be async, and it may run MORE THAN ONCE (the store
+     * retries a write that conflicted with another): it may only read and write the store and
+     * compute; any outside effect (network, logs, metrics, events) belongs after `authorize`.
      */
     async authorize(
       c: GateCaller,
@@ -148,7 +153,7 @@ export function createGate(deps: {
       options: {
         sessionId?: string | undefined;
         cannotWait?: boolean;
-        inWrite?: (action: ActionView, replayed: boolean) => void;
+        inWrite?: (action: ActionView, replayed: boolean) => void | Promise<void>;
       } = {},
     ): Promise<{ action: ActionView; replayed: boolean }> {
       const sessionId = input.session?.id ?? options.sessionId ?? null;
@@ -163,8 +168,8 @@ export function createGate(deps: {
       let presigned: Presigned | null = null;
       if (
         input.payment &&
-        (idemKey === null || !repo.idempotency(c.workspaceId, c.agentId, idemKey)) &&
-        decide(c, input, now).decision === 'allow'
+        (idemKey === null || !(await repo.idempotency(c.workspaceId, c.agentId, idemKey))) &&
+        (await decide(c, input, now)).decision === 'allow'
       ) {
         presigned = await receipts.presign(
           { id, agentId: c.agentId, type: input.type, payment: input.payment },
@@ -172,21 +177,21 @@ export function createGate(deps: {
           now,
         );
       }
-      const decided = await store.write(() => {
+      const decided = await store.write(async (): Promise<{ action: ActionView; replayed: boolean }> => {
         if (idemKey !== null) {
-          const seen = repo.idempotency(c.workspaceId, c.agentId, idemKey);
+          const seen = await repo.idempotency(c.workspaceId, c.agentId, idemKey);
           if (seen && Date.parse(seen.expiresAt) > now) {
             if (seen.fingerprint !== print) {
               throw new AppError('idempotency_conflict', {
                 message: `The idempotency key was first used for a different request (action ${seen.actionId}).`,
               });
             }
-            const first = toActionView(repo.action(c.workspaceId, seen.actionId)!);
-            options.inWrite?.(first, true);
+            const first = toActionView((await repo.action(c.workspaceId, seen.actionId))!);
+            await options.inWrite?.(first, true);
             return { action: first, replayed: true };
           }
         }
-        const decided = decide(c, input, now);
+        const decided = await decide(c, input, now);
         const verdict =
           decided.decision === 'review' && options.cannotWait
             ? {
@@ -223,7 +228,8 @@ export function createGate(deps: {
         if (verdict.decision === 'review') {
           const rule = verdict.rule;
           action.approvalId = ids.id('apr');
-          repo.putApproval({
+          const requestedFor = (await repo.agent(c.workspaceId, c.agentId))?.actsFor ?? null;
+          await repo.putApproval({
             id: action.approvalId,
             workspaceId: c.workspaceId,
             actionId: action.id,
@@ -237,13 +243,13 @@ export function createGate(deps: {
             expiresAt: isoAt(now + deps.approvalTtlMs),
             decidedBy: null,
             reason: null,
-            requestedFor: t.agents.get([c.workspaceId, c.agentId])?.actsFor ?? null,
+            requestedFor,
           });
         }
-        if (action.charge) repo.add(c.workspaceId, c.agentId, action.charge, action.charge.amount);
+        if (action.charge) await repo.add(c.workspaceId, c.agentId, action.charge, action.charge.amount);
         if (verdict.decision === 'allow' && action.payment)
-          action.receipt = receipts.issueInWrite(action, false, now, presigned);
-        const evidence = ledger.record({
+          action.receipt = await receipts.issueInWrite(action, false, now, presigned);
+        const evidence = await ledger.record({
           workspaceId: c.workspaceId,
           actor: `agent:${c.agentId}`,
           kind: `action.${action.status}`,
@@ -263,16 +269,16 @@ export function createGate(deps: {
           },
         });
         if (verdict.decision !== 'allow') action.evidenceRecord = evidence.id;
-        repo.putAction(action);
+        await repo.putAction(action);
         if (idemKey !== null) {
-          repo.putIdempotency(c.workspaceId, c.agentId, idemKey, {
+          await repo.putIdempotency(c.workspaceId, c.agentId, idemKey, {
             actionId: action.id,
             fingerprint: print,
             expiresAt: isoAt(now + IDEMPOTENCY_TTL_MS),
           });
         }
         const view = toActionView(action);
-        options.inWrite?.(view, false);
+        await options.inWrite?.(view, false);
         return { action: view, replayed: false };
       });
       // Counted once durable, and once per decision (a replay decided nothing new).
@@ -280,14 +286,14 @@ export function createGate(deps: {
       return decided;
     },
 
-    get(c: GateCaller, id: string): ActionView {
-      const action = repo.action(c.workspaceId, id);
+    async get(c: GateCaller, id: string): Promise<ActionView> {
+      const action = await repo.action(c.workspaceId, id);
       if (!action || action.agentId !== c.agentId)
         throw new AppError('not_found', { message: 'No action with that id for this agent.' });
       // A waiting approval past its time reads as the deny the expiry sweep is about to write.
       const approval =
         action.status === 'pending_approval' && action.approvalId
-          ? t.approvals.get([c.workspaceId, action.approvalId])
+          ? await repo.approval(c.workspaceId, action.approvalId)
           : undefined;
       if (approval && approval.status === 'pending' && Date.parse(approval.expiresAt) <= clock.now()) {
         return toActionView({
@@ -302,8 +308,8 @@ export function createGate(deps: {
     },
 
     async settle(c: GateCaller, id: string, input: SettleInput): Promise<ActionView> {
-      return store.write(() => {
-        const action = repo.action(c.workspaceId, id);
+      return store.write(async () => {
+        const action = await repo.action(c.workspaceId, id);
         if (!action || action.agentId !== c.agentId)
           throw new AppError('not_found', { message: 'No action with that id for this agent.' });
         if (action.status === 'settled')
@@ -340,14 +346,14 @@ export function createGate(deps: {
         const nothingPaid = input.status !== 'completed' || amount === 0;
         // A receipt a merchant has checked online may have been taken as payment: its amount keeps
         // counting whatever the agent reports, and it is never withdrawn after the fact.
-        const seen = action.receipt !== null && t.receiptsSeen.has(action.id);
+        const seen = action.receipt !== null && (await repo.receiptSeen(action.id));
         if (action.charge) {
           const paid = nothingPaid ? 0 : (amount ?? action.charge.amount);
           const kept = seen ? Math.max(paid, action.charge.amount) : paid;
-          repo.add(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);
+          await repo.add(c.workspaceId, c.agentId, action.charge, kept - action.charge.amount);
         }
         if (nothingPaid && action.receipt !== null && !seen) {
-          t.receiptsWithdrawn.put(action.id, {
+          await repo.withdrawReceipt(action.id, {
             at: isoAt(now),
             reason: `the action was settled ${input.status}${input.status === 'completed' ? ' with amount 0' : ''}`,
           });
@@ -357,14 +363,14 @@ export function createGate(deps: {
           status: 'settled',
           settlement: { status: input.status, amount, at: isoAt(now) },
         };
-        ledger.record({
+        await ledger.record({
           workspaceId: c.workspaceId,
           actor: `agent:${c.agentId}`,
           kind: 'action.settled',
           subject: id,
           data: { status: input.status, amount, authorizedAmount: action.payment?.amount ?? null },
         });
-        repo.putAction(settled);
+        await repo.putAction(settled);
         return toActionView(settled);
       });
     },

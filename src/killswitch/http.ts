@@ -48,13 +48,13 @@ export const killSwitchRoutes: Plugin<{
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const params = (request: Request) => request.params as { wid: string; aid: string };
-    const who = (
+    const who = async (
       request: Request,
       w: string,
       permission: 'agents.manage' | 'workspace.stopAll' | 'workspace.read',
-    ): Who => {
+    ): Promise<Who> => {
       const c = caller(request, 'session');
-      return { actor: actorOf(c), userId: c.user.id, role: people.authorize(w, c.user, permission) };
+      return { actor: actorOf(c), userId: c.user.id, role: await people.authorize(w, c.user, permission) };
     };
 
     const token = (request: Request) => {
@@ -142,8 +142,8 @@ export const killSwitchRoutes: Plugin<{
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: reason } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          const by = who(request, w, 'agents.manage');
-          agents.manageable(w, a, by);
+          const by = await who(request, w, 'agents.manage');
+          await agents.manageable(w, a, by);
           return agents.view(
             await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by),
           );
@@ -164,16 +164,16 @@ export const killSwitchRoutes: Plugin<{
         async handler(request) {
           const { wid: w, aid: a } = params(request);
           const why = (request.payload as { reason?: string } | null)?.reason || undefined;
-          return agents.view(await killSwitch.restart(w, a, who(request, w, 'workspace.read'), why));
+          return agents.view(await killSwitch.restart(w, a, await who(request, w, 'workspace.read'), why));
         },
       },
       {
         method: 'GET',
         path: '/api/w/{wid}/stop-all',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = params(request);
-          who(request, w, 'workspace.read');
+          await who(request, w, 'workspace.read');
           return killSwitch.stopAllState(w);
         },
       },
@@ -186,7 +186,7 @@ export const killSwitchRoutes: Plugin<{
           await killSwitch.stopAll(
             w,
             (request.payload as { reason: string }).reason,
-            who(request, w, 'workspace.stopAll'),
+            await who(request, w, 'workspace.stopAll'),
           );
           return killSwitch.stopAllState(w);
         },
@@ -197,7 +197,7 @@ export const killSwitchRoutes: Plugin<{
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid }) } },
         async handler(request) {
           const { wid: w } = params(request);
-          await killSwitch.startAll(w, who(request, w, 'workspace.stopAll'));
+          await killSwitch.startAll(w, await who(request, w, 'workspace.stopAll'));
           return killSwitch.stopAllState(w);
         },
       },

@@ -4,7 +4,7 @@ import { tokenOf, type Ledger } from '../ledger/service.js';
 import type { IdSource } from '../lib/ids.js';
 import type { AgentRecord, ApprovalRecord, Role, StopAllRecord, Store } from '../store/index.js';
 import { readStanding, type Standing } from './standing.js';
-import { endConnectionsInWrite } from '../oauth/connections.js';
+import { killSwitchRepo } from './repo.js';
 import { sees } from '../agents/service.js';
 import { checkConfirmCount, matches, stopsEveryAgent, type Selector } from './selector.js';
 
@@ -73,22 +73,19 @@ export function createKillSwitch(deps: {
   approvalTtlMs: number;
 }) {
   const { store, clock, ledger } = deps;
-  const t = store.tables;
+  const repo = killSwitchRepo(store);
 
-  const selected = (wid: string, s: Selector): AgentRecord[] =>
-    t.agents
-      .scan([wid])
-      .map((e) => e.value)
-      .filter((a) => matches(a, s));
+  const selected = async (wid: string, s: Selector): Promise<AgentRecord[]> =>
+    (await repo.agents(wid)).filter((a) => matches(a, s));
 
-  const liveCount = (wid: string): number => selected(wid, { all: true }).length;
+  const liveCount = async (wid: string): Promise<number> => (await selected(wid, { all: true })).length;
 
   /** Turns on "stop every agent", with its ledger record. Inside store.write(). */
-  const stopAllInWrite = (wid: string, reason: string, who: Freezer): StopAllRecord => {
+  const stopAllInWrite = async (wid: string, reason: string, who: Freezer): Promise<StopAllRecord> => {
     const record = { reason, by: who.actor, at: isoAt(clock.now()) };
-    t.stopAll.put(wid, record);
-    endConnectionsInWrite(t, wid, { all: true }, 'every agent stopped', clock.now());
-    ledger.record({
+    await repo.putStopAll(wid, record);
+    await repo.endConnections(wid, { all: true }, 'every agent stopped', clock.now());
+    await ledger.record({
       workspaceId: wid,
       actor: who.actor,
       ...tokenOf(who),
@@ -100,16 +97,16 @@ export function createKillSwitch(deps: {
   };
 
   /** A token's request past the ceiling: an approval of its own, for a person to decide. Inside store.write(). */
-  const requestInWrite = (
+  const requestInWrite = async (
     wid: string,
     freeze: { agentIds: string[]; reason: string; all: boolean },
     token: { actor: string; tokenId: string },
     count: number,
-  ): { kind: 'pending'; approvalId: string; count: number } => {
+  ): Promise<{ kind: 'pending'; approvalId: string; count: number }> => {
     const now = clock.now();
     const approvalId = deps.ids.id('apr');
     const expiresAt = isoAt(now + deps.approvalTtlMs);
-    t.approvals.put([wid, approvalId], {
+    await repo.putPendingApproval({
       id: approvalId,
       workspaceId: wid,
       actionId: '',
@@ -131,8 +128,7 @@ export function createKillSwitch(deps: {
         ...(freeze.all ? { all: true } : {}),
       },
     });
-    t.pendingApprovals.put([expiresAt, wid, approvalId], true);
-    ledger.record({
+    await ledger.record({
       workspaceId: wid,
       actor: token.actor,
       tokenId: token.tokenId,
@@ -150,45 +146,45 @@ export function createKillSwitch(deps: {
   };
 
   /** Puts a hold on each agent. Inside store.write(). */
-  const holdInWrite = (
+  const holdInWrite = async (
     wid: string,
     agentIds: readonly string[],
     hold: 'owner' | 'token' | 'drill',
     reason: string,
     by: string,
-  ): string[] => {
+  ): Promise<string[]> => {
+    const agents = await Promise.all(agentIds.map((aid) => repo.agent(wid, aid)));
     const done: string[] = [];
-    for (const aid of agentIds) {
-      const agent = t.agents.get([wid, aid]);
+    for (const agent of agents) {
       if (!agent || agent.removedAt) continue;
-      t.agents.put([wid, aid], {
+      await repo.putAgent({
         ...agent,
         holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }],
       });
-      endConnectionsInWrite(t, wid, { agentId: aid }, `agent frozen (${hold})`, clock.now());
-      done.push(aid);
+      await repo.endConnections(wid, { agentId: agent.id }, `agent frozen (${hold})`, clock.now());
+      done.push(agent.id);
     }
     return done;
   };
 
-  const live = (wid: string, aid: string): AgentRecord => {
-    const agent = t.agents.get([wid, aid]);
+  const live = async (wid: string, aid: string): Promise<AgentRecord> => {
+    const agent = await repo.agent(wid, aid);
     if (!agent || agent.removedAt) throw new AppError('not_found', { message: 'No such agent in this workspace.' });
     return agent;
   };
 
   return {
-    standing(wid: string, aid: string): Standing {
+    standing(wid: string, aid: string): Promise<Standing> {
       return readStanding(store, wid, aid);
     },
 
     /** A drill lifts its own hold, and nothing else: every other hold stays. */
     async liftDrillHold(wid: string, aid: string, who: Who & { tokenId?: string }): Promise<void> {
-      await store.write(() => {
-        const agent = t.agents.get([wid, aid]);
+      await store.write(async () => {
+        const agent = await repo.agent(wid, aid);
         if (!agent || !(agent.holds ?? []).some((h) => h.hold === 'drill')) return;
-        t.agents.put([wid, aid], { ...agent, holds: (agent.holds ?? []).filter((h) => h.hold !== 'drill') });
-        ledger.record({
+        await repo.putAgent({ ...agent, holds: (agent.holds ?? []).filter((h) => h.hold !== 'drill') });
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           ...tokenOf(who),
@@ -205,10 +201,10 @@ export function createKillSwitch(deps: {
       input: { hold: 'owner' | 'token' | 'drill'; reason: string },
       who: Who & { tokenId?: string },
     ): Promise<AgentRecord> {
-      return store.write(() => {
-        live(wid, aid);
-        holdInWrite(wid, [aid], input.hold, input.reason, who.actor);
-        ledger.record({
+      return store.write(async () => {
+        await live(wid, aid);
+        await holdInWrite(wid, [aid], input.hold, input.reason, who.actor);
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           ...tokenOf(who),
@@ -216,14 +212,14 @@ export function createKillSwitch(deps: {
           subject: aid,
           data: { hold: input.hold, reason: input.reason },
         });
-        return t.agents.get([wid, aid])!;
+        return (await repo.agent(wid, aid))!;
       });
     },
 
     /** `reason`, when given, is recorded with the restart (the console asks for one). */
     async restart(wid: string, aid: string, who: Who, reason?: string): Promise<AgentRecord> {
-      return store.write(() => {
-        const agent = live(wid, aid);
+      return store.write(async () => {
+        const agent = await live(wid, aid);
         // An agent this person does not see (agents/service.ts `sees`) is not found to them.
         if (who.role !== undefined && who.userId !== undefined && !sees(agent, { userId: who.userId, role: who.role }))
           throw new AppError('not_found', { message: 'No such agent in this workspace.' });
@@ -236,8 +232,8 @@ export function createKillSwitch(deps: {
           });
         }
         const running = { ...agent, holds: [] };
-        t.agents.put([wid, aid], running);
-        ledger.record({
+        await repo.putAgent(running);
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           kind: 'agent.restarted',
@@ -260,30 +256,30 @@ export function createKillSwitch(deps: {
       input: { selector: Selector; reason: string; confirmCount?: unknown },
       by: Freezer,
     ): Promise<BulkFreezeOutcome> {
-      return store.write((): BulkFreezeOutcome => {
-        const agents = selected(wid, input.selector);
+      return store.write(async (): Promise<BulkFreezeOutcome> => {
+        const agents = await selected(wid, input.selector);
         if (agents.length === 0) throw new AppError('nothing_selected');
         checkConfirmCount(input.confirmCount, agents.length);
         const agentIds = agents.map((a) => a.id);
         const all = stopsEveryAgent(input.selector);
         if (by.tokenId === undefined) {
-          const frozen = holdInWrite(wid, agentIds, 'owner', input.reason, by.actor);
+          const frozen = await holdInWrite(wid, agentIds, 'owner', input.reason, by.actor);
           for (const aid of frozen)
-            ledger.record({
+            await ledger.record({
               workspaceId: wid,
               actor: by.actor,
               kind: 'agent.stopped',
               subject: aid,
               data: { hold: 'owner', reason: input.reason },
             });
-          if (all) stopAllInWrite(wid, input.reason, by);
+          if (all) await stopAllInWrite(wid, input.reason, by);
           return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
         }
         const token = { actor: by.actor, tokenId: by.tokenId };
         if (agentIds.length > deps.bulkFreezeCeiling)
           return requestInWrite(wid, { agentIds, reason: input.reason, all }, token, agentIds.length);
-        const frozen = holdInWrite(wid, agentIds, 'token', input.reason, token.actor);
-        ledger.record({
+        const frozen = await holdInWrite(wid, agentIds, 'token', input.reason, token.actor);
+        await ledger.record({
           workspaceId: wid,
           actor: token.actor,
           tokenId: token.tokenId,
@@ -296,21 +292,25 @@ export function createKillSwitch(deps: {
             reason: input.reason,
           },
         });
-        if (all) stopAllInWrite(wid, input.reason, by);
+        if (all) await stopAllInWrite(wid, input.reason, by);
         return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
       });
     },
 
     /** Applies a bulk freeze a person approved. Inside store.write(). */
-    applyApprovedFreezeInWrite(wid: string, freeze: NonNullable<ApprovalRecord['freeze']>, approver: string): string[] {
-      const frozen = holdInWrite(
+    async applyApprovedFreezeInWrite(
+      wid: string,
+      freeze: NonNullable<ApprovalRecord['freeze']>,
+      approver: string,
+    ): Promise<string[]> {
+      const frozen = await holdInWrite(
         wid,
         freeze.agentIds,
         'token',
         freeze.reason,
         `${freeze.requestedBy}, approved by ${approver}`,
       );
-      ledger.record({
+      await ledger.record({
         workspaceId: wid,
         actor: approver,
         kind: 'fleet.frozen',
@@ -324,12 +324,12 @@ export function createKillSwitch(deps: {
           tokenId: freeze.tokenId,
         },
       });
-      if (freeze.all) stopAllInWrite(wid, freeze.reason, { actor: approver });
+      if (freeze.all) await stopAllInWrite(wid, freeze.reason, { actor: approver });
       return frozen;
     },
 
-    stopAllState(wid: string): StopAllState {
-      const s = t.stopAll.get(wid);
+    async stopAllState(wid: string): Promise<StopAllState> {
+      const s = await repo.stopAll(wid);
       return { stopped: s !== undefined, reason: s?.reason ?? null, by: s?.by ?? null, at: s?.at ?? null };
     },
 
@@ -347,20 +347,20 @@ export function createKillSwitch(deps: {
       reason: string,
       token: { actor: string; tokenId: string },
     ): Promise<{ kind: 'stopped'; state: StopAllState } | { kind: 'pending'; approvalId: string; count: number }> {
-      return store.write(() => {
-        const count = liveCount(wid);
+      return store.write(async () => {
+        const count = await liveCount(wid);
         if (count > deps.bulkFreezeCeiling)
           return requestInWrite(wid, { agentIds: [], reason, all: true }, token, count);
-        const record = stopAllInWrite(wid, reason, token);
+        const record = await stopAllInWrite(wid, reason, token);
         return { kind: 'stopped' as const, state: { stopped: true, ...record } };
       });
     },
 
     async startAll(wid: string, who: Who): Promise<void> {
-      await store.write(() => {
-        if (!t.stopAll.get(wid)) return;
-        t.stopAll.remove(wid);
-        ledger.record({
+      await store.write(async () => {
+        if (!(await repo.stopAll(wid))) return;
+        await repo.removeStopAll(wid);
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           kind: 'workspace.stop_all_lifted',

@@ -1,4 +1,5 @@
 import type { AgentRecord, Hold, StopAllRecord, Store } from '../store/index.js';
+import { killSwitchRepo } from './repo.js';
 
 /**
  * The one standing check every enforcement point uses (the gate now; the model gateway and the
@@ -8,6 +9,8 @@ import type { AgentRecord, Hold, StopAllRecord, Store } from '../store/index.js'
  * - Standing is read from the store at each call, never remembered: a hold written by another
  *   process (`svc freeze --local`) stops the very next request. Inside a store.write() it reads
  *   the state that transaction commits against.
+ * - It is read on every request: two store reads (the agent and its workspace's stop-all), made
+ *   at once.
  */
 export type Standing =
   { stopped: false } | { stopped: true; hold: string; reason: string; stoppedBy: 'agent' | 'workspace' };
@@ -21,6 +24,8 @@ export function standingOf(agent: AgentRecord | undefined, stopAll: StopAllRecor
   return { stopped: false };
 }
 
-export function readStanding(store: Store, wid: string, aid: string): Standing {
-  return standingOf(store.tables.agents.get([wid, aid]), store.tables.stopAll.get(wid));
+export async function readStanding(store: Store, wid: string, aid: string): Promise<Standing> {
+  const repo = killSwitchRepo(store);
+  const [agent, stopAll] = await Promise.all([repo.agent(wid, aid), repo.stopAll(wid)]);
+  return standingOf(agent, stopAll);
 }

@@ -32,7 +32,7 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
         plugins: { svc: { tokenScope: 'evidence:read' } },
         validate: { query: Joi.object({ to: Joi.date().iso().raw() }) },
       },
-      handler(request) {
+      async handler(request) {
         const { to } = request.query as { to?: string };
         return ledger.bundle(
           caller(request, 'service-token').workspaceId,
@@ -61,8 +61,8 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
           }),
         },
       },
-      handler(request) {
-        const { wid: w } = permittedMember(people, request, 'ledger.read');
+      async handler(request) {
+        const { wid: w } = await permittedMember(people, request, 'ledger.read');
         const q = request.query as {
           after?: number;
           before?: number;
@@ -97,8 +97,8 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
       method: 'GET',
       path: '/api/w/{wid}/ledger/checkpoint',
       options: { auth: session, validate: { params: Joi.object({ wid }) } },
-      handler(request) {
-        return ledger.latestCheckpoint(permittedMember(people, request, 'ledger.read').wid);
+      async handler(request) {
+        return ledger.latestCheckpoint((await permittedMember(people, request, 'ledger.read')).wid);
       },
     });
     server.route({
@@ -109,8 +109,8 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
         ext: { onPreAuth: guards.consoleWrite },
         validate: { params: Joi.object({ wid }), payload: Joi.object({}).allow(null) },
       },
-      handler(request) {
-        return ledger.verifyNow(permittedMember(people, request, 'ledger.read').wid);
+      async handler(request) {
+        return ledger.verifyNow((await permittedMember(people, request, 'ledger.read')).wid);
       },
     });
   },

@@ -36,7 +36,10 @@ export type Evaluation =
   | { decision: 'review'; rule: MandateRule; signals: string[]; reason: string }
   | { decision: 'deny'; rule: null; signals: DenySignal[]; reason: string };
 
-/** Minor units already allowed or settled under a rule's cover (usage.ts) from a period's start on. */
+/**
+ * Minor units already allowed or settled under a rule's cover (usage.ts) from a period's start on.
+ * Synchronous: the caller reads the usages `usageQueries` names from the store before evaluating.
+ */
 export type UsageLookup = (usageKey: string, currency: string, periodStart: string) => number;
 
 export function periodStart(period: 'day' | 'week' | 'month', nowMs: number): string {
@@ -77,31 +80,70 @@ interface RuleOutcome {
   needsApproval: boolean;
 }
 
-function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number, approved: boolean): RuleOutcome {
-  const fail = (stage: number, signal: DenySignal): RuleOutcome => ({
-    stage,
-    signal,
-    charge: null,
-    needsApproval: false,
-  });
+const fail = (stage: number, signal: DenySignal): RuleOutcome => ({
+  stage,
+  signal,
+  charge: null,
+  needsApproval: false,
+});
+
+/**
+ * The checks before the period limit: the rule's outcome when they settle it, or null when the
+ * rule goes on to its period limit (if any) and approval step, which only then need its usage.
+ */
+function beforePeriod(rule: MandateRule, a: ActionFacts): RuleOutcome | null {
   if (!rule.actions.some((p) => typeMatches(p, a.type))) return fail(0, 'type_not_allowed');
   if (!nameMatches(rule.merchants, a.merchant)) return fail(1, 'merchant_not_allowed');
   if (!nameMatches(rule.domains, a.domain)) return fail(1, 'domain_not_allowed');
   if (a.amount === null) return { stage: 5, signal: null, charge: null, needsApproval: false };
   if (!rule.currencies || !rule.currencies.includes(a.currency!)) return fail(2, 'currency_not_allowed');
   if (rule.maxAmount !== undefined && a.amount > rule.maxAmount) return fail(3, 'over_limit');
+  return null;
+}
+
+/** One period usage `evaluate` will look up: a rule's cover, in a currency, from a day on. */
+export interface UsageQuery {
+  usageKey: string;
+  currency: string;
+  periodStart: string;
+}
+
+/**
+ * The period usages `evaluate(rules, a, …, nowMs)` will ask its lookup for (each once), so that
+ * the caller can read them from the store first and hand `evaluate` a lookup that only answers
+ * from them: evaluation itself stays pure and synchronous.
+ */
+export function usageQueries(rules: readonly MandateRule[], a: ActionFacts, nowMs: number): UsageQuery[] {
+  const out = new Map<string, UsageQuery>();
+  for (const rule of rules) {
+    if (!rule.periodLimit || beforePeriod(rule, a) !== null) continue;
+    const q = {
+      usageKey: usageKeyOf(rule),
+      currency: a.currency!,
+      periodStart: periodStart(rule.periodLimit.period, nowMs),
+    };
+    out.set(JSON.stringify([q.usageKey, q.currency, q.periodStart]), q);
+  }
+  return [...out.values()];
+}
+
+function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number, approved: boolean): RuleOutcome {
+  const settled = beforePeriod(rule, a);
+  if (settled) return settled;
+  // beforePeriod passed only for an action with an amount in one of the rule's currencies.
+  const amount = a.amount!;
   let charge: PeriodCharge | null = null;
   if (rule.periodLimit) {
     const key = usageKeyOf(rule);
     const used = usage(key, a.currency!, periodStart(rule.periodLimit.period, nowMs));
-    if (used + a.amount > rule.periodLimit.amount) return fail(4, 'period_limit');
-    charge = { usageKey: key, currency: a.currency!, day: dayOf(nowMs), amount: a.amount };
+    if (used + amount > rule.periodLimit.amount) return fail(4, 'period_limit');
+    charge = { usageKey: key, currency: a.currency!, day: dayOf(nowMs), amount };
   }
   return {
     stage: 5,
     signal: null,
     charge,
-    needsApproval: !approved && rule.approval !== undefined && a.amount > rule.approval.above,
+    needsApproval: !approved && rule.approval !== undefined && amount > rule.approval.above,
   };
 }
 

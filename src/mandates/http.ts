@@ -27,11 +27,11 @@ export const mandatesRoutes: Plugin<{
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const params = (request: Request) => request.params as { wid: string; aid: string };
-    const who = (request: Request, w: string, a: string) => {
+    const who = async (request: Request, w: string, a: string) => {
       const c = caller(request, 'session');
-      const role = people.authorize(w, c.user, 'agents.manage');
+      const role = await people.authorize(w, c.user, 'agents.manage');
       const actor = { actor: actorOf(c), userId: c.user.id, role };
-      agents.manageable(w, a, actor);
+      await agents.manageable(w, a, actor);
       return actor;
     };
 
@@ -40,9 +40,9 @@ export const mandatesRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/agents/{aid}/mandate',
         options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w, aid: a } = params(request);
-          who(request, w, a);
+          await who(request, w, a);
           return mandates.get(w, a);
         },
       },
@@ -57,16 +57,16 @@ export const mandatesRoutes: Plugin<{
         },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return mandates.put(w, a, request.payload as MandateInput, who(request, w, a));
+          return mandates.put(w, a, request.payload as MandateInput, await who(request, w, a));
         },
       },
       {
         method: 'GET',
         path: '/api/w/{wid}/templates',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = params(request);
-          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          await people.authorize(w, caller(request, 'session').user, 'workspace.read');
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return mandates.templates(w, { limit, ...(cursor ? { after: cursor } : {}) });
         },
@@ -83,7 +83,7 @@ export const mandatesRoutes: Plugin<{
         async handler(request, h) {
           const { wid: w } = params(request);
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'templates.manage');
+          await people.authorize(w, c.user, 'templates.manage');
           return h
             .response(await mandates.createTemplate(w, request.payload as TemplateInput, { actor: actorOf(c) }))
             .code(201);

@@ -4,8 +4,10 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { tokenOf, type Ledger } from '../ledger/service.js';
 import type { AgentActor } from '../agents/index.js';
+import { agentsRepo } from '../agents/repo.js';
 import type { MandateRecord, MandateRule, Store, TemplateRecord } from '../store/index.js';
 import { canonicalJson } from '../lib/canonical-json.js';
+import { mandatesRepo } from './repo.js';
 import { duplicateRules, type MandateInput, type TemplateInput } from './schemas.js';
 
 /**
@@ -20,7 +22,8 @@ import { duplicateRules, type MandateInput, type TemplateInput } from './schemas
  * - Members (for agents that act for them) may save only rules that a workspace template holds:
  *   they cannot widen beyond templates. Owners and admins may save any rule.
  * - The plan's mandate allowance counts rules over all of a workspace's live agents: 402
- *   plan_limit_reached past it, checked inside the write.
+ *   plan_limit_reached past it, checked inside the write (`maxRules` may read the store: it is
+ *   awaited there, so its reads are the write's).
  * - Every change is recorded in the ledger with the whole new rule list.
  */
 export interface MandateView {
@@ -54,23 +57,24 @@ export function createMandatesService(deps: {
   clock: Clock;
   ids: IdSource;
   ledger: Ledger;
-  maxRules: (wid: string) => number | null;
+  maxRules: (wid: string) => number | null | Promise<number | null>;
 }) {
   const { store, clock, ids, ledger } = deps;
-  const t = store.tables;
+  const repo = mandatesRepo(store);
+  const agents = agentsRepo(store);
 
   // Rules of live agents only: a removed agent's mandate can no longer be changed, nor used.
-  const rulesInWorkspace = (wid: string, exceptAgent: string) =>
-    t.mandates
-      .scan([wid])
-      .filter((e) => e.key[1] !== exceptAgent && !t.agents.get([wid, e.key[1]!])?.removedAt)
-      .reduce((n, e) => n + e.value.rules.length, 0);
+  const rulesInWorkspace = async (wid: string, exceptAgent: string): Promise<number> => {
+    const others = (await repo.inWorkspace(wid)).filter((m) => m.agentId !== exceptAgent);
+    const live = await Promise.all(others.map(async (m) => !(await agents.get(wid, m.agentId))?.removedAt));
+    return others.reduce((n, m, i) => n + (live[i] ? m.mandate.rules.length : 0), 0);
+  };
 
-  const putIn = (wid: string, aid: string, input: MandateInput, who: AgentActor): MandateView => {
-    const current = t.mandates.get([wid, aid])?.rules ?? [];
+  const putIn = async (wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> => {
+    const current = await repo.rules(wid, aid);
     const rules = withIds(input.rules, current, ids);
     if (who.role === 'member') {
-      const allowed = t.templates.scan([wid]).flatMap((e) => e.value.rules.map(withoutId));
+      const allowed = (await repo.templates(wid)).flatMap((template) => template.rules.map(withoutId));
       const beyond = rules.find((r) => !allowed.some((a) => isDeepStrictEqual(a, withoutId(r))));
       if (beyond) {
         throw new AppError('forbidden', {
@@ -89,8 +93,8 @@ export function createMandatesService(deps: {
         },
       });
     }
-    const maxRules = deps.maxRules(wid);
-    if (maxRules !== null && rulesInWorkspace(wid, aid) + rules.length > maxRules) {
+    const maxRules = await deps.maxRules(wid);
+    if (maxRules !== null && (await rulesInWorkspace(wid, aid)) + rules.length > maxRules) {
       throw new AppError('plan_limit_reached', {
         message: `The plan allows ${maxRules} mandate rules in a workspace; this mandate would pass it.`,
         fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.',
@@ -103,8 +107,8 @@ export function createMandatesService(deps: {
       updatedAt: isoAt(clock.now()),
       updatedBy: who.actor,
     };
-    t.mandates.put([wid, aid], record);
-    ledger.record({
+    await repo.put(record);
+    await ledger.record({
       workspaceId: wid,
       actor: who.actor,
       ...tokenOf(who),
@@ -116,8 +120,8 @@ export function createMandatesService(deps: {
   };
 
   return {
-    get(wid: string, aid: string): MandateView {
-      const m = t.mandates.get([wid, aid]);
+    async get(wid: string, aid: string): Promise<MandateView> {
+      const m = await repo.mandate(wid, aid);
       return { agentId: aid, rules: m?.rules ?? [], updatedAt: m?.updatedAt ?? null, updatedBy: m?.updatedBy ?? null };
     },
 
@@ -127,14 +131,14 @@ export function createMandatesService(deps: {
     },
 
     /** Saving a mandate inside a write the caller holds (an agent registered with its mandate). */
-    putIn(wid: string, aid: string, input: MandateInput, who: AgentActor): MandateView {
+    async putIn(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> {
       refuseDuplicates(input.rules);
       return putIn(wid, aid, input, who);
     },
 
     async createTemplate(wid: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {
       refuseDuplicates(input.rules);
-      return store.write(() => {
+      return store.write(async () => {
         const template: TemplateRecord = {
           id: ids.id('tpl'),
           workspaceId: wid,
@@ -142,8 +146,8 @@ export function createMandatesService(deps: {
           rules: input.rules.map((r) => ({ ...r, id: ids.id('mnd') })),
           createdAt: isoAt(clock.now()),
         };
-        t.templates.put([wid, template.id], template);
-        ledger.record({
+        await repo.putTemplate(template);
+        await ledger.record({
           workspaceId: wid,
           actor: who.actor,
           kind: 'template.created',
@@ -155,21 +159,23 @@ export function createMandatesService(deps: {
     },
 
     /** The rules of the named templates, in order (ids dropped); 400 unknown_template for a missing one. */
-    rulesOfTemplates(wid: string, templateIds: readonly string[]): MandateInput['rules'] {
-      return templateIds.flatMap((id) => {
-        const template = t.templates.get([wid, id]);
+    async rulesOfTemplates(wid: string, templateIds: readonly string[]): Promise<MandateInput['rules']> {
+      const templates = await Promise.all(templateIds.map((id) => repo.template(wid, id)));
+      return templateIds.flatMap((id, i) => {
+        const template = templates[i];
         if (!template) throw new AppError('unknown_template', { message: `No template ${id} in this workspace.` });
         return template.rules.map(({ id: _id, ...rule }) => rule);
       });
     },
 
-    templates(
+    async templates(
       wid: string,
       options: { after?: string; limit: number },
-    ): { data: TemplateRecord[]; next: string | null } {
-      const rows = t.templates
-        .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 })
-        .map((e) => e.value);
+    ): Promise<{ data: TemplateRecord[]; next: string | null }> {
+      const rows = await repo.templates(wid, {
+        ...(options.after ? { after: options.after } : {}),
+        limit: options.limit + 1,
+      });
       const page = rows.slice(0, options.limit);
       return { data: page, next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },

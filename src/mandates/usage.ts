@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json.js';
-import type { MandateRule, PeriodCharge, Store } from '../store/index.js';
+import type { MandateRule } from '../store/index.js';
 
 /**
  * Period usage: what an agent spent under a rule, kept in daily buckets.
@@ -11,6 +11,7 @@ import type { MandateRule, PeriodCharge, Store } from '../store/index.js';
  *   reset a budget.
  * - Buckets are per day (UTC); a period's usage is the sum of its days so far, so changing a
  *   rule's period from day to week counts the whole week.
+ * Its reads and writes (the daily buckets) are in repo.ts.
  */
 export function usageKeyOf(rule: MandateRule): string {
   const sorted = (xs: readonly string[] | undefined) => (xs ? [...xs].sort() : null);
@@ -25,23 +26,4 @@ export function usageKeyOf(rule: MandateRule): string {
 
 export function dayOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
-}
-
-const dayBefore = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
-
-export function usageRepo(store: Store) {
-  const t = store.tables;
-  return {
-    /** Minor units spent under a cover in a currency from `periodStart` (a day) on. */
-    sum(wid: string, aid: string, usageKey: string, currency: string, periodStart: string): number {
-      return t.periodUsage
-        .scan([wid, aid, usageKey, currency], { after: dayBefore(periodStart) })
-        .reduce((n, e) => n + e.value, 0);
-    },
-    /** Adds (or, negative, gives back) an amount on the day it was charged. Only inside store.write(). */
-    add(wid: string, aid: string, charge: PeriodCharge, delta: number): void {
-      const key = [wid, aid, charge.usageKey, charge.currency, charge.day];
-      t.periodUsage.put(key, Math.max(0, (t.periodUsage.get(key) ?? 0) + delta));
-    },
-  };
 }

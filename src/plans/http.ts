@@ -16,8 +16,8 @@ export const plansRoutes: Plugin<{ plans: Plans; people: PeopleService; producti
       method: 'GET',
       path: '/api/w/{wid}/plan',
       options: { auth: { strategies: sessionStrategies(production) }, validate: { params: Joi.object({ wid }) } },
-      handler(request) {
-        const { wid: w } = permittedMember(people, request, 'plan.read');
+      async handler(request) {
+        const { wid: w } = await permittedMember(people, request, 'plan.read');
         return plans.view(w);
       },
     });

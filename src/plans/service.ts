@@ -1,6 +1,7 @@
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { PlanRecord, Store } from '../store/index.js';
+import { plansRepo } from './repo.js';
 
 /**
  * A workspace's plan. The operator's `plan.*` settings are the free plan's allowances; a workspace
@@ -74,14 +75,14 @@ const UNLIMITED: PlanAllowances = { agents: null, mandateRules: null, monthlyReq
 
 export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; free: PlanAllowances }) {
   const { store, clock, ledger, free } = deps;
-  const t = store.tables;
+  const repo = plansRepo(store);
 
   const paid = (r: PlanRecord | undefined): boolean =>
     r !== undefined && !r.ended && r.plan !== 'free' && PAID_STATUSES.has(r.status);
 
   /** The subscription that names the workspace's plan: the best paid one, else the one changed last. */
-  const current = (wid: string): PlanRecord | undefined => {
-    const all = t.subscriptions.scan([wid]).map((e) => e.value);
+  const current = async (wid: string): Promise<PlanRecord | undefined> => {
+    const all = await repo.of(wid);
     const best = all
       .filter(paid)
       .sort(
@@ -90,20 +91,20 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
       )[0];
     return best ?? all.sort((a, b) => b.eventCreated - a.eventCreated || b.updatedAt.localeCompare(a.updatedAt))[0];
   };
-  const summary = (wid: string) => {
-    const r = current(wid);
+  const summary = async (wid: string) => {
+    const r = await current(wid);
     return { plan: paid(r) ? r!.plan : 'free', paid: paid(r) };
   };
 
   return {
     /** The allowances the workspace is held to now (read on every check; another process may write). */
-    allowances(wid: string): PlanAllowances {
-      return paid(current(wid)) ? UNLIMITED : free;
+    async allowances(wid: string): Promise<PlanAllowances> {
+      return paid(await current(wid)) ? UNLIMITED : free;
     },
 
     /** Whether the subscription is one of the workspace's (known from its bound events). */
-    has(wid: string, subscriptionId: string): boolean {
-      return t.subscriptions.has([wid, subscriptionId]);
+    has(wid: string, subscriptionId: string): Promise<boolean> {
+      return repo.has(wid, subscriptionId);
     },
 
     /**
@@ -111,15 +112,12 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
      * more only when its `metadata.workspaceId` was changed at Stripe. Reads every workspace's
      * subscriptions (one record each), for the rare failed invoice that names no workspace.
      */
-    workspacesWith(subscriptionId: string): string[] {
-      return t.subscriptions
-        .scan([])
-        .filter((e) => e.value.subscriptionId === subscriptionId)
-        .map((e) => e.value.workspaceId);
+    async workspacesWith(subscriptionId: string): Promise<string[]> {
+      return (await repo.all()).filter((r) => r.subscriptionId === subscriptionId).map((r) => r.workspaceId);
     },
 
-    view(wid: string): PlanView {
-      const r = current(wid);
+    async view(wid: string): Promise<PlanView> {
+      const r = await current(wid);
       if (!r) return { plan: 'free', paid: false, allowances: free, subscription: null };
       const isPaid = paid(r);
       const { workspaceId: _w, ...subscription } = r;
@@ -131,15 +129,15 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
      * the record changed (false for an older event, a same-second one that ranks no higher, or any
      * event about a subscription already deleted).
      */
-    applyInWrite(wid: string, report: SubscriptionReport, actor: string): boolean {
-      const existing = t.subscriptions.get([wid, report.subscriptionId]);
+    async applyInWrite(wid: string, report: SubscriptionReport, actor: string): Promise<boolean> {
+      const existing = await repo.get(wid, report.subscriptionId);
       const incoming = { status: report.ended ? 'canceled' : report.status, ended: report.ended };
       if (existing) {
         if (existing.ended) return false;
         if (report.eventCreated < existing.eventCreated) return false;
         if (report.eventCreated === existing.eventCreated && rankOf(incoming) <= rankOf(existing)) return false;
       }
-      const before = summary(wid);
+      const before = await summary(wid);
       const record: PlanRecord = {
         workspaceId: wid,
         plan: report.plan,
@@ -153,8 +151,9 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
         lastPaymentFailedAt: existing?.lastPaymentFailedAt ?? null,
         updatedAt: isoAt(clock.now()),
       };
-      t.subscriptions.put([wid, report.subscriptionId], record);
-      ledger.record({
+      await repo.put(record);
+      const after = await summary(wid);
+      await ledger.record({
         workspaceId: wid,
         actor,
         kind: 'plan.changed',
@@ -165,7 +164,7 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
           paid: paid(record),
           eventId: report.eventId,
           previous: existing ? { plan: existing.plan, status: existing.status, paid: paid(existing) } : null,
-          workspace: { before, after: summary(wid) },
+          workspace: { before, after },
         },
       });
       return true;
@@ -175,12 +174,17 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
      * Inside a write: a failed payment of one of the workspace's subscriptions is noted on its
      * record and in the ledger; the status itself follows the subscription's own events.
      */
-    paymentFailedInWrite(wid: string, subscriptionId: string | null, eventId: string, actor: string): boolean {
-      const existing = subscriptionId === null ? undefined : t.subscriptions.get([wid, subscriptionId]);
+    async paymentFailedInWrite(
+      wid: string,
+      subscriptionId: string | null,
+      eventId: string,
+      actor: string,
+    ): Promise<boolean> {
+      const existing = subscriptionId === null ? undefined : await repo.get(wid, subscriptionId);
       if (!existing) return false;
       const at = isoAt(clock.now());
-      t.subscriptions.put([wid, existing.subscriptionId], { ...existing, lastPaymentFailedAt: at, updatedAt: at });
-      ledger.record({
+      await repo.put({ ...existing, lastPaymentFailedAt: at, updatedAt: at });
+      await ledger.record({
         workspaceId: wid,
         actor,
         kind: 'plan.payment_failed',

@@ -48,7 +48,8 @@ export const receiptsRoutes: Plugin<{ receipts: Receipts; signingKeys: SigningKe
         method: 'GET',
         path: '/.well-known/jwks.json',
         options: { auth: false, ext: { onPreAuth: guards.publicRoute('public') } },
-        handler: (_request, h) => h.response(signingKeys.jwks()).header('cache-control', 'public, max-age=300'),
+        handler: async (_request, h) =>
+          h.response(await signingKeys.jwks()).header('cache-control', 'public, max-age=300'),
       },
       {
         method: 'POST',

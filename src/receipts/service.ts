@@ -5,6 +5,7 @@ import type { ActionRecord, Store } from '../store/index.js';
 import { signReceipt, signReceiptAsync, toJwks, type ReceiptClaims } from './crypto.js';
 import type { SigningKeys } from './signing-keys.js';
 import { verifyReceipt, type VerifyResult } from './verify.js';
+import { receiptsRepo } from './repo.js';
 
 /**
  * Receipts (SPEC.md 2.6, API.md 3): a compact JWS over the claims of an allowed payment.
@@ -41,7 +42,7 @@ export function createReceipts(deps: {
   issuer: () => string;
 }) {
   const { store, clock, signingKeys } = deps;
-  const t = store.tables;
+  const repo = receiptsRepo(store);
   const claimsOf = (action: ReceiptSubject, hum: boolean, atMs: number): ReceiptClaims => {
     const iat = Math.floor(atMs / 1000);
     return {
@@ -64,7 +65,7 @@ export function createReceipts(deps: {
      * its transaction allows it: the event loop and the write lock are not held for a signature.
      */
     async presign(action: ReceiptSubject, hum: boolean, atMs: number): Promise<Presigned | null> {
-      const key = signingKeys.current('receipt');
+      const key = await signingKeys.current('receipt');
       if (!key) return null;
       return {
         kid: key.record.kid,
@@ -74,21 +75,28 @@ export function createReceipts(deps: {
 
     /**
      * The receipt of an allowed action. Only inside store.write(). A receipt signed ahead is used
-     * when the key that signed it is still the current one; otherwise it is signed here.
+     * when the key that signed it is still the current one; otherwise it is signed here (Ed25519 is
+     * deterministic: a write run again signs the same claims to the same receipt), with the key
+     * created here if the store has none yet.
      */
-    issueInWrite(action: ActionRecord, hum: boolean, atMs: number, presigned: Presigned | null = null): string {
-      if (presigned && signingKeys.currentKid('receipt') === presigned.kid) return presigned.receipt;
-      const { record, privateKey } = signingKeys.currentInWrite('receipt');
+    async issueInWrite(
+      action: ActionRecord,
+      hum: boolean,
+      atMs: number,
+      presigned: Presigned | null = null,
+    ): Promise<string> {
+      if (presigned && (await signingKeys.currentKid('receipt')) === presigned.kid) return presigned.receipt;
+      const { record, privateKey } = await signingKeys.currentInWrite('receipt');
       return signReceipt(privateKey, record.kid, claimsOf(action, hum, atMs));
     },
 
     /** A new receipt key; the old one is retired but still published. Recorded in every ledger. */
     async rotateKey(actor: string): Promise<{ kid: string; retiredKid: string | null; createdAt: string }> {
-      return store.write(() => {
-        const { added, retired } = signingKeys.rotateInWrite('receipt');
-        for (const { value: ws } of t.workspaces.scan([])) {
-          deps.ledger.record({
-            workspaceId: ws.id,
+      return store.write(async () => {
+        const { added, retired } = await signingKeys.rotateInWrite('receipt');
+        for (const wid of await repo.workspaceIds()) {
+          await deps.ledger.record({
+            workspaceId: wid,
             actor,
             kind: 'receipt_key.rotated',
             subject: added.kid,
@@ -104,19 +112,19 @@ export function createReceipts(deps: {
      * receipts answer `revoked`. The current key cannot be revoked: rotate first.
      */
     async revokeKey(kid: string, actor: string): Promise<{ kid: string; revokedAt: string }> {
-      return store.write(() => {
-        const record = signingKeys.record(kid);
+      return store.write(async () => {
+        const record = await signingKeys.record(kid);
         if (!record || record.use !== 'receipt') throw new AppError('not_found', { message: `No receipt key ${kid}.` });
-        if (t.meta.get('receiptKid') === kid) {
+        if ((await repo.currentKid('receipt')) === kid) {
           throw new AppError('forbidden', {
             message: `${kid} is the current receipt key.`,
             fix: 'Run svc keys rotate-receipt-key first, then revoke the old key.',
           });
         }
         const revokedAt = record.revokedAt ?? isoAt(clock.now());
-        t.signingKeys.put(kid, { ...record, revokedAt, retiredAt: record.retiredAt ?? revokedAt });
-        for (const { value: ws } of t.workspaces.scan([])) {
-          deps.ledger.record({ workspaceId: ws.id, actor, kind: 'receipt_key.revoked', subject: kid, data: {} });
+        await repo.putKey({ ...record, revokedAt, retiredAt: record.retiredAt ?? revokedAt });
+        for (const wid of await repo.workspaceIds()) {
+          await deps.ledger.record({ workspaceId: wid, actor, kind: 'receipt_key.revoked', subject: kid, data: {} });
         }
         return { kid, revokedAt };
       });
@@ -124,7 +132,7 @@ export function createReceipts(deps: {
 
     async verifyOnline(token: string): Promise<OnlineVerifyResult> {
       // One read of the key table serves both the key set and the revoked kids.
-      const all = signingKeys.all();
+      const all = await signingKeys.all();
       const result = await verifyReceipt(
         token,
         {
@@ -138,13 +146,14 @@ export function createReceipts(deps: {
       const jti = result.claims.jti;
       const withdrawn = { valid: false, claims: null, reason: 'revoked' as const, replayed: false };
       // Seen before: nothing to write (a receipt once seen is never withdrawn).
-      if (t.receiptsSeen.has(jti)) return { valid: true, claims: result.claims, reason: null, replayed: true };
-      if (t.receiptsWithdrawn.has(jti)) return withdrawn;
+      const [seen, gone] = await Promise.all([repo.seen(jti), repo.withdrawn(jti)]);
+      if (seen) return { valid: true, claims: result.claims, reason: null, replayed: true };
+      if (gone) return withdrawn;
       // Inside the write, against a settlement racing this check: one of them comes first.
-      const outcome = await store.write(() => {
-        if (t.receiptsWithdrawn.has(jti)) return 'withdrawn' as const;
-        if (t.receiptsSeen.has(jti)) return 'replayed' as const;
-        t.receiptsSeen.put(jti, isoAt(clock.now()));
+      const outcome = await store.write(async () => {
+        if (await repo.withdrawn(jti)) return 'withdrawn' as const;
+        if (await repo.seen(jti)) return 'replayed' as const;
+        await repo.markSeen(jti, isoAt(clock.now()));
         return 'first' as const;
       });
       if (outcome === 'withdrawn') return withdrawn;

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { SigningKeyRecord, SigningKeyUse, Store } from '../store/index.js';
 import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey } from './crypto.js';
+import { receiptsRepo } from './repo.js';
 
 /**
  * The service's own signing keys: one current receipt key and one current ledger key, kept
@@ -15,22 +16,25 @@ import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey } from './cry
  * - Rotation retires the old key (it signs no more) but keeps publishing it, so receipts it
  *   signed keep verifying.
  */
-const currentKidKey = (use: SigningKeyUse) => `${use}Kid`;
-
 export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock: Clock }) {
   const { store, masterKey, clock } = deps;
-  const t = store.tables;
+  const repo = receiptsRepo(store);
   const unsealed = new Map<string, KeyObject>();
 
-  const add = (use: SigningKeyUse): SigningKeyRecord => {
+  /**
+   * A new current key. Inside store.write(): the key is made there (random), and a write run again
+   * makes another; only the last run's is stored, and nothing outside the store has seen the others.
+   */
+  const add = async (use: SigningKeyUse): Promise<SigningKeyRecord> => {
     const record = generateSigningKey(masterKey, use, clock.now());
-    t.signingKeys.put(record.kid, record);
-    t.meta.put(currentKidKey(use), record.kid);
+    await repo.putKey(record);
+    await repo.setCurrentKid(use, record.kid);
     return record;
   };
 
-  const all = (): SigningKeyRecord[] => t.signingKeys.scan([]).map((e) => e.value);
+  const all = (): Promise<SigningKeyRecord[]> => repo.keys();
 
+  /** A kid names one immutable key, so this memo cannot go stale (nor be wrong after a rerun). */
   const unsealedOf = (record: SigningKeyRecord): KeyObject => {
     let privateKey = unsealed.get(record.kid);
     if (!privateKey) {
@@ -40,65 +44,64 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
     return privateKey;
   };
 
+  /** The current key's record, if the store names one and holds it. */
+  const currentRecord = async (use: SigningKeyUse): Promise<SigningKeyRecord | undefined> => {
+    const kid = await repo.currentKid(use);
+    return kid === undefined ? undefined : repo.key(kid);
+  };
+
   return {
     /** The current key of a kind, created if the store has none. Only inside store.write(). */
-    currentInWrite(use: SigningKeyUse): { record: SigningKeyRecord; privateKey: KeyObject } {
-      const kid = t.meta.get(currentKidKey(use));
-      const record = (typeof kid === 'string' ? t.signingKeys.get(kid) : undefined) ?? add(use);
+    async currentInWrite(use: SigningKeyUse): Promise<{ record: SigningKeyRecord; privateKey: KeyObject }> {
+      const record = (await currentRecord(use)) ?? (await add(use));
       return { record, privateKey: unsealedOf(record) };
     },
 
     /** The current key's id alone, as of now (inside a write: as of that transaction). */
-    currentKid(use: SigningKeyUse): string | undefined {
-      const kid = t.meta.get(currentKidKey(use));
-      return typeof kid === 'string' ? kid : undefined;
+    currentKid(use: SigningKeyUse): Promise<string | undefined> {
+      return repo.currentKid(use);
     },
 
     /** The current key read outside a write (to sign ahead of one), or undefined if none yet. */
-    current(use: SigningKeyUse): { record: SigningKeyRecord; privateKey: KeyObject } | undefined {
-      const kid = t.meta.get(currentKidKey(use));
-      const record = typeof kid === 'string' ? t.signingKeys.get(kid) : undefined;
+    async current(use: SigningKeyUse): Promise<{ record: SigningKeyRecord; privateKey: KeyObject } | undefined> {
+      const record = await currentRecord(use);
       return record ? { record, privateKey: unsealedOf(record) } : undefined;
     },
 
     /** Creates the receipt and ledger keys if they do not exist yet (first start, `svc init`). */
     async ensure(): Promise<void> {
-      if (
-        typeof t.meta.get(currentKidKey('receipt')) === 'string' &&
-        typeof t.meta.get(currentKidKey('ledger')) === 'string'
-      )
-        return;
-      await store.write(() => {
+      const kids = await Promise.all([repo.currentKid('receipt'), repo.currentKid('ledger')]);
+      if (kids.every((kid) => kid !== undefined)) return;
+      await store.write(async () => {
         for (const use of ['receipt', 'ledger'] as const) {
-          if (typeof t.meta.get(currentKidKey(use)) !== 'string') add(use);
+          if ((await repo.currentKid(use)) === undefined) await add(use);
         }
       });
     },
 
     /** A new current key; the old one is retired, still published. Only inside store.write(). */
-    rotateInWrite(use: SigningKeyUse): { added: SigningKeyRecord; retired: SigningKeyRecord | null } {
-      const kid = t.meta.get(currentKidKey(use));
-      const old = typeof kid === 'string' ? t.signingKeys.get(kid) : undefined;
+    async rotateInWrite(use: SigningKeyUse): Promise<{ added: SigningKeyRecord; retired: SigningKeyRecord | null }> {
+      const old = await currentRecord(use);
       let retired: SigningKeyRecord | null = null;
       if (old) {
         retired = { ...old, retiredAt: isoAt(clock.now()) };
-        t.signingKeys.put(old.kid, retired);
+        await repo.putKey(retired);
       }
-      return { added: add(use), retired };
+      return { added: await add(use), retired };
     },
 
     all,
 
-    jwks() {
-      return toJwks(all());
+    async jwks() {
+      return toJwks(await all());
     },
 
-    record(kid: string): SigningKeyRecord | undefined {
-      return t.signingKeys.get(kid);
+    record(kid: string): Promise<SigningKeyRecord | undefined> {
+      return repo.key(kid);
     },
 
-    publicKey(kid: string): KeyObject | undefined {
-      const record = t.signingKeys.get(kid);
+    async publicKey(kid: string): Promise<KeyObject | undefined> {
+      const record = await repo.key(kid);
       return record ? publicKeyOf(record) : undefined;
     },
   };

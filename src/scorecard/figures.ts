@@ -3,7 +3,7 @@ import { DRILL_PROBE } from '../drills/probe.js';
 import type { ActionRecord, ApprovalRecord, DrillReportRecord } from '../store/index.js';
 
 /**
- * The workspace's control figures (issue 5), computed from what the store holds, as of one read:
+ * The workspace's control figures (issue 5), computed from what the store holds (service.ts reads it):
  * - agents: live agents, and how many are stopped (any hold, or "stop every agent");
  * - drills: run, passed, failed, the newest, and the time to effect (median and worst, in ms) over
  *   every enforcement point of every drill that measured one;

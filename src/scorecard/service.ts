@@ -7,12 +7,15 @@ import type { IdSource } from '../lib/ids.js';
 import type { SigningKeys } from '../receipts/signing-keys.js';
 import type { Store } from '../store/index.js';
 import { controlFigures, type ControlFigures } from './figures.js';
+import { scorecardRepo } from './repo.js';
 
 /**
  * The signed scorecard (issue 5; API.md 4 `GET /v1/admin/scorecard`).
  * Rules:
- * - The figures (figures.ts) are read in one synchronous pass, so they describe one moment of
- *   the store; `ledgerSize` names the ledger record count at that moment.
+ * - The figures (figures.ts) are read at once, outside any write (one read-only pass: a write
+ *   transaction over every action of a busy workspace would conflict with its traffic), so they
+ *   describe the store as of the request, give or take the writes that land while it is read;
+ *   `ledgerSize` is the ledger's record count read with them.
  * - It is a compact JWS (EdDSA) signed with the workspace ledger's key: the key of the evidence,
  *   published in /.well-known/jwks.json with `use: "ledger"`, never the receipt key, so that no
  *   scorecard can pass for a receipt. Header `typ: "svc-scorecard+jwt"`.
@@ -42,26 +45,34 @@ export function createScorecard(deps: {
   issuer: () => string;
 }) {
   const { store, clock, ids, ledger, agents, signingKeys } = deps;
-  const t = store.tables;
+  const repo = scorecardRepo(store);
+  /** The workspace's live agents as people see them (with their standing). */
+  const viewsOf = async (wid: string) => Promise.all((await agents.list(wid)).map((a) => agents.view(a)));
 
   return {
     /** The figures as of now, unsigned. */
-    figures(wid: string): { figures: ControlFigures; ledgerSize: number } {
-      const figures = controlFigures({
-        agents: agents.list(wid).map((a) => agents.view(a)),
-        drills: t.drillReports.scan([wid]).map((e) => e.value),
-        approvals: t.approvals.scan([wid]).map((e) => e.value),
-        actions: t.actions.scan([wid]).map((e) => e.value),
-      });
-      return { figures, ledgerSize: ledger.head(wid)?.size ?? 0 };
+    async figures(wid: string): Promise<{ figures: ControlFigures; ledgerSize: number }> {
+      const [views, drills, approvals, actions, head] = await Promise.all([
+        viewsOf(wid),
+        repo.drillReports(wid),
+        repo.approvals(wid),
+        repo.actions(wid),
+        ledger.head(wid),
+      ]);
+      const figures = controlFigures({ agents: views, drills, approvals, actions });
+      return { figures, ledgerSize: head?.size ?? 0 };
     },
 
     async signed(wid: string): Promise<{ scorecard: string; claims: ScorecardClaims }> {
       // A store set up by `svc serve` or `svc init` has the key; any other gets it now.
-      const key = signingKeys.current('ledger') ?? (await signingKeys.ensure(), signingKeys.current('ledger'));
+      let key = await signingKeys.current('ledger');
+      if (!key) {
+        await signingKeys.ensure();
+        key = await signingKeys.current('ledger');
+      }
       if (!key) throw new AppError('internal', { cause: new Error('no ledger key after ensure()') });
       const now = clock.now();
-      const { figures, ledgerSize } = this.figures(wid);
+      const { figures, ledgerSize } = await this.figures(wid);
       const claims: ScorecardClaims = {
         iss: deps.issuer(),
         sub: wid,

@@ -6,8 +6,9 @@ import { ROOT } from '../helpers/process.js';
 /**
  * STYLE.md rule 1, enforced: frameworks stay at the edges. Only http.ts files, src/http/ and the
  * server's assembly (src/server.ts) import hapi; only commands/ and src/cli/ import oclif; only
- * src/store/ imports lmdb; only src/settings/ reads process.env; services (service.ts) import none
- * of them.
+ * src/store/ imports lmdb or the PostgreSQL driver (pg); only src/settings/ reads process.env;
+ * services (service.ts) import none of them. STYLE.md rule 7: only a domain's repo.ts (and
+ * src/store/ itself) touches the store's tables.
  */
 async function sources(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -33,6 +34,12 @@ const rules: Array<{ name: string; matches: (spec: string) => boolean; allowed: 
     allowed: (f) => f.startsWith('commands/') || f.startsWith('src/cli/'),
   },
   { name: 'lmdb', matches: (s) => s === 'lmdb' || s.startsWith('lmdb/'), allowed: (f) => f.startsWith('src/store/') },
+  {
+    // The PostgreSQL driver and its companions (pg-pool, pg-cursor, pg-copy-streams, …).
+    name: 'pg',
+    matches: (s) => s === 'pg' || s.startsWith('pg/') || s.startsWith('pg-'),
+    allowed: (f) => f.startsWith('src/store/'),
+  },
 ];
 
 test('frameworks are imported only at the edges', async (t) => {
@@ -67,10 +74,55 @@ test('service modules import no framework', async (t) => {
   t.deepEqual(offenders, []);
 });
 
+test('the import rules know both store drivers', (t) => {
+  // The scan above passes vacuously for a driver no rule matches: pin both, and a look-alike.
+  const matched = (spec: string) => rules.filter((r) => r.matches(spec)).map((r) => r.name);
+  t.deepEqual(matched('lmdb'), ['lmdb']);
+  t.deepEqual(matched('pg'), ['pg']);
+  t.deepEqual(matched('pg-cursor'), ['pg']);
+  t.deepEqual(matched('pgpass'), []);
+});
+
+/** The text of a source file without its comments (block comments, and lines that are a // comment). */
+const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+const TABLES = /\.tables\b/;
+/** Where src/ may touch the store's tables: a domain's repo.ts, and the store itself. */
+const mayTouchTables = (file: string) => file.startsWith('src/store/') || file.endsWith('/repo.ts');
+
+test('only repo.ts files (and src/store/) touch the store tables', async (t) => {
+  const files = await sources('src');
+  const repos = files.filter((f) => f.endsWith('/repo.ts'));
+  t.true(repos.length > 0, 'the scan found the repos');
+  t.true(
+    TABLES.test(code(await readFile(join(ROOT, 'src/agents/repo.ts'), 'utf8'))),
+    'the check sees a repo use .tables',
+  );
+  const offenders: string[] = [];
+  for (const file of files) {
+    if (mayTouchTables(file)) continue;
+    if (TABLES.test(code(await readFile(join(ROOT, file), 'utf8')))) offenders.push(file);
+  }
+  t.deepEqual(
+    offenders,
+    [],
+    `these files use \`.tables\` outside a repo (STYLE.md rule 7): move each read and write into the domain's repo.ts:\n  ${offenders.join('\n  ')}`,
+  );
+});
+
+test('the tables rule tells code from comments and repos from the rest', (t) => {
+  t.true(TABLES.test(code('const a = await store.tables.agents.get(k);')));
+  t.true(TABLES.test(code('const t = store.tables;')));
+  t.false(TABLES.test(code('// store.tables is the write transaction here\n/** or store.tables */ const x = 1;')));
+  t.true(mayTouchTables('src/agents/repo.ts'));
+  t.true(mayTouchTables('src/store/open.ts'));
+  t.false(mayTouchTables('src/agents/service.ts'));
+  t.false(mayTouchTables('src/gate/repository.ts'));
+});
+
 test('commands hold no business logic: none reaches into the store tables directly', async (t) => {
   const offenders: string[] = [];
   for (const file of await sources('commands')) {
-    if (/\.tables\./.test(await readFile(join(ROOT, file), 'utf8'))) offenders.push(file);
+    if (TABLES.test(code(await readFile(join(ROOT, file), 'utf8')))) offenders.push(file);
   }
   t.deepEqual(offenders, []);
 });

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { open, type RootDatabase } from 'lmdb';
 import { Pool } from 'undici';
-import { tableNames } from '../../src/store/dbs.js';
+import { tableNames } from '../../src/store/tables.js';
 import { bearer, call } from '../helpers/http.js';
 import { BIN, cleanEnv, svc } from '../helpers/process.js';
 import { startChild, type Child } from './children.js';

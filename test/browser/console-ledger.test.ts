@@ -173,10 +173,10 @@ test.serial('an auditor has the ledger; a member has neither its link nor its pa
 test.serial('verify now names the first record changed in the store', async (t) => {
   t.timeout(60_000);
   const { store } = server.app;
-  const entry = store.tables.ledger.get([owner.wid, 2])!;
-  await store.write(() =>
-    store.tables.ledger.put([owner.wid, 2], { ...entry, bytes: entry.bytes.replace('"agent.', '"agenT.') }),
-  );
+  const entry = (await store.tables.ledger.get([owner.wid, 2]))!;
+  await store.write(async () => {
+    await store.tables.ledger.put([owner.wid, 2], { ...entry, bytes: entry.bytes.replace('"agent.', '"agenT.') });
+  });
   const { page, problems, close } = await signedInPage(browser, server.url, owner.cookie, 'desktop');
   try {
     await page.goto(ledgerUrl());

@@ -195,14 +195,14 @@ test.serial('verify now checks the stored ledger and names the first changed rec
 
   // Someone with the store changes record 1's data: verify now names it.
   const { store } = gw.server.app;
-  const entry = store.tables.ledger.get([gw.owner.wid, 1])!;
+  const entry = (await store.tables.ledger.get([gw.owner.wid, 1]))!;
   const record = JSON.parse(entry.bytes) as LedgerRecord;
-  await store.write(() =>
-    store.tables.ledger.put([gw.owner.wid, 1], {
+  await store.write(async () => {
+    await store.tables.ledger.put([gw.owner.wid, 1], {
       ...entry,
       bytes: entry.bytes.replace(JSON.stringify(record.kind), JSON.stringify(`${record.kind}x`)),
-    }),
-  );
+    });
+  });
   const broken = expectStatus(await gw.owner.send('POST', '/ledger/verify', {}), 200, 'verify').body;
   t.like(broken, { ok: false, firstBadIndex: 1 });
   t.is(typeof broken.problem, 'string');

@@ -142,17 +142,17 @@ if (cannotMount !== null) {
     t.is(await server.stop(), 0, server.stderr());
     // Nothing half-written: exactly the allows the client received, each with its ledger record;
     // the ledger verifies.
-    const stored = await withStore(server.dataDir, (app) => {
-      const actions = app.store.tables.actions.scan([agent.wid]).map((e) => e.value);
+    const stored = await withStore(server.dataDir, async (app) => {
+      const actions = (await app.store.tables.actions.scan([agent.wid])).map((e) => e.value);
       const subjects = new Set(
-        app.store.tables.ledger
-          .scan([agent.wid])
-          .map((e) => (JSON.parse(e.value.bytes) as { subject?: string }).subject),
+        (await app.store.tables.ledger.scan([agent.wid])).map(
+          (e) => (JSON.parse(e.value.bytes) as { subject?: string }).subject,
+        ),
       );
       return {
         actions: actions.map((a) => a.id).sort(),
         unrecorded: actions.filter((a) => !subjects.has(a.id)).map((a) => a.id),
-        verify: app.services.ledger.verify(agent.wid),
+        verify: await app.services.ledger.verify(agent.wid),
       };
     });
     t.deepEqual(stored.actions, [...allowed].sort(), 'the store holds exactly the allows that were answered');

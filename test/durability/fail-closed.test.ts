@@ -17,20 +17,23 @@ test.serial(
     try {
       const agent = await createAgent(server);
       t.is((await authorize(server, agent.key, payment(100))).body.decision, 'allow');
-      const count = (app: Parameters<Parameters<typeof withStore>[1]>[0]) => ({
-        actions: app.store.tables.actions.scan([agent.wid]).length,
-        usage: app.store.tables.periodUsage.scan([agent.wid, agent.agentId]).map((e) => e.value),
-        idempotency: app.store.tables.idempotency.scan([agent.wid, agent.agentId]).length,
-      });
-      const before = await withStore(server.dataDir, (app) => {
+      const count = async (app: Parameters<Parameters<typeof withStore>[1]>[0]) => {
+        const [actions, usage, idempotency] = await Promise.all([
+          app.store.tables.actions.scan([agent.wid]),
+          app.store.tables.periodUsage.scan([agent.wid, agent.agentId]),
+          app.store.tables.idempotency.scan([agent.wid, agent.agentId]),
+        ]);
+        return { actions: actions.length, usage: usage.map((e) => e.value), idempotency: idempotency.length };
+      };
+      const before = await withStore(server.dataDir, async (app) => {
         // Break the ledger: its head claims a last checkpoint that cannot exist, so the next append
         // (which must sign a checkpoint over it) cannot be written.
-        const snapshot = count(app);
-        return app.store.write(() => {
-          const head = app.store.tables.ledgerHeads.get(agent.wid)!;
-          app.store.tables.ledgerHeads.put(agent.wid, { ...head, checkpointSize: -1000 });
-          return snapshot;
+        const snapshot = await count(app);
+        await app.store.write(async () => {
+          const head = (await app.store.tables.ledgerHeads.get(agent.wid))!;
+          await app.store.tables.ledgerHeads.put(agent.wid, { ...head, checkpointSize: -1000 });
         });
+        return snapshot;
       });
 
       const res = await authorize(server, agent.key, payment(200, { idempotencyKey: 'after-break' }));

@@ -26,10 +26,10 @@ type Hold = { hold: string; reason: string; by: string; at: string };
 /** Writes the agent's holds straight into the store, as a second process would. */
 async function setHolds(fx: Agent, holds: Hold[]): Promise<void> {
   await withStore(server.dataDir, async (app) => {
-    await app.store.write(() => {
-      const agent = app.store.tables.agents.get([fx.wid, fx.agentId]);
+    await app.store.write(async () => {
+      const agent = await app.store.tables.agents.get([fx.wid, fx.agentId]);
       if (!agent) throw new Error('agent not in the store');
-      app.store.tables.agents.put([fx.wid, fx.agentId], { ...agent, holds });
+      await app.store.tables.agents.put([fx.wid, fx.agentId], { ...agent, holds });
     });
   });
 }

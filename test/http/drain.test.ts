@@ -190,19 +190,19 @@ test('SIGTERM under 50 keep-alive clients: every received request is answered, t
 
   // Nothing acknowledged was lost: the store, opened again, holds every allow a client received,
   // each with its ledger record, and the ledger verifies.
-  const found = await withStore(server.dataDir, (app) => {
+  const found = await withStore(server.dataDir, async (app) => {
     const subjects = new Set(
-      app.store.tables.ledger
-        .scan([agent.wid])
+      (await app.store.tables.ledger.scan([agent.wid]))
         .map((e) => JSON.parse(e.value.bytes) as { subject?: string; kind?: string })
         .filter((r) => r.kind === 'action.allowed')
         .map((r) => r.subject),
     );
+    const stored = await Promise.all(
+      answers.map(async (o) => ({ o, action: await app.store.tables.actions.get([agent.wid, o.actionId!]) })),
+    );
     return {
-      verify: app.services.ledger.verify(agent.wid),
-      missing: answers
-        .filter((o) => app.store.tables.actions.get([agent.wid, o.actionId!])?.decision !== 'allow')
-        .map((o) => o.key),
+      verify: await app.services.ledger.verify(agent.wid),
+      missing: stored.filter(({ action }) => action?.decision !== 'allow').map(({ o }) => o.key),
       unrecorded: answers.filter((o) => !subjects.has(o.actionId)).map((o) => o.key),
     };
   });

@@ -98,7 +98,7 @@ test('two first starts racing set up one workspace', async (t) => {
       ),
     );
     t.is(results.filter((r) => r.status === 'fulfilled').length, 1);
-    t.is(app.services.people.workspaceCount(), 1);
+    t.is(await app.services.people.workspaceCount(), 1);
   } finally {
     await app.close();
     await removeDir(dir);

@@ -36,8 +36,8 @@ test("checkpoints name the deployment's host even when the CLI wrote the first l
   t.is(minted.code, 0, minted.stderr);
   // The server signs a checkpoint every second when records were added, and a last one as it stops.
   await server.stop();
-  const notes = await withStore(server.dataDir, (app) =>
-    app.store.tables.checkpoints.scan([wid]).map((e) => e.value.note),
+  const notes = await withStore(server.dataDir, async (app) =>
+    (await app.store.tables.checkpoints.scan([wid])).map((e) => e.value.note),
   );
   t.true(notes.length > 0, 'a checkpoint was signed');
   for (const note of notes) t.is(note.split('\n')[0], `svc.acme.example/${wid}`);

@@ -25,9 +25,9 @@ test.before(async () => {
   wid = (
     await people.createWorkspace({ name: 'Search', ownerEmail: 'o@acme.example', ownerPassword: 'a-long-password-1' })
   ).workspaceId;
-  await running.app.store.write(() => {
+  await running.app.store.write(async () => {
     for (let i = 0; i < 90; i += 1)
-      ledger.record({
+      await ledger.record({
         workspaceId: wid,
         actor: ACTORS[i % ACTORS.length]!,
         kind: KINDS[(i * 7) % KINDS.length]!,
@@ -35,7 +35,7 @@ test.before(async () => {
         data: { i },
       });
   });
-  all = ledger.list(wid, { limit: 200 }).data;
+  all = (await ledger.list(wid, { limit: 200 })).data;
 });
 
 test.after.always(() => running?.close());
@@ -49,18 +49,18 @@ const filterArb: fc.Arbitrary<LedgerFilter> = fc.record(
   { requiredKeys: [] },
 );
 
-test('paging through any filter gives exactly its matches, once each, in order', (t) => {
+test('paging through any filter gives exactly its matches, once each, in order', async (t) => {
   const { ledger } = running.app.services;
-  fc.assert(
-    fc.property(
+  await fc.assert(
+    fc.asyncProperty(
       filterArb,
       fc.constantFrom('asc' as const, 'desc' as const),
       fc.integer({ min: 1, max: 40 }),
-      (filter, order, limit) => {
+      async (filter, order, limit) => {
         const seen: number[] = [];
         let cursor: number | undefined;
         for (let pages = 0; pages < 200; pages += 1) {
-          const page = ledger.search(wid, { filter, order, limit, ...(cursor === undefined ? {} : { cursor }) });
+          const page = await ledger.search(wid, { filter, order, limit, ...(cursor === undefined ? {} : { cursor }) });
           if (page.data.length > limit) return false;
           seen.push(...page.data.map((r) => r.index));
           if (page.next === null) break;

@@ -19,7 +19,7 @@ let store: Store;
 
 test.before(async () => {
   dir = await tempDir();
-  store = openStore(dir);
+  store = await openStore(dir);
   await migrateStore(store);
 });
 
@@ -48,10 +48,10 @@ const event = (workspaceId: string, kind = 'agent.created'): LedgerEvent => ({
 
 /** A subscriber that notes, in the store, each record it saw and the ledger's size it read then. */
 const noting = (name: string, seen: string[]): LedgerSubscriber => ({
-  onRecordInWrite(record) {
-    const size = store.tables.ledgerHeads.get(record.workspaceId)?.size;
+  async onRecordInWrite(record) {
+    const size = (await store.tables.ledgerHeads.get(record.workspaceId))?.size;
     seen.push(`${name}:${record.index}`);
-    store.tables.meta.put(`test-subscriber/${name}/${record.id}`, size);
+    await store.tables.meta.put(`test-subscriber/${name}/${record.id}`, size);
   },
 });
 
@@ -59,12 +59,16 @@ test('each record reaches every subscriber, in the order given, inside its write
   const ledger = newLedger();
   const seen: string[] = [];
   ledger.subscribe([noting('first', seen), noting('second', seen)]);
-  const records = await store.write(() => [ledger.record(event('ws_order')), ledger.record(event('ws_order'))]);
+  // Appends in one write are awaited one after the other (service.ts `record`).
+  const records = await store.write(async () => [
+    await ledger.record(event('ws_order')),
+    await ledger.record(event('ws_order')),
+  ]);
   t.deepEqual(seen, ['first:0', 'second:0', 'first:1', 'second:1']);
   for (const record of records) {
     // Each read the head as of its record: written before the subscribers are called.
-    t.is(store.tables.meta.get(`test-subscriber/first/${record.id}`), record.index + 1);
-    t.is(store.tables.meta.get(`test-subscriber/second/${record.id}`), record.index + 1);
+    t.is(await store.tables.meta.get(`test-subscriber/first/${record.id}`), record.index + 1);
+    t.is(await store.tables.meta.get(`test-subscriber/second/${record.id}`), record.index + 1);
   }
 });
 
@@ -74,35 +78,37 @@ test('what a subscriber writes commits with the record, or neither is stored', a
   ledger.subscribe([noting('outbox', seen)]);
   let id = '';
   await t.throwsAsync(
-    store.write(() => {
-      id = ledger.record(event('ws_rollback')).id;
+    store.write(async () => {
+      id = (await ledger.record(event('ws_rollback'))).id;
       throw new AppError('invalid_request', { message: 'the decision failed after its record' });
     }),
     { instanceOf: AppError, message: 'the decision failed after its record' },
   );
   t.deepEqual(seen, ['outbox:0'], 'the subscriber ran');
-  t.is(store.tables.meta.get(`test-subscriber/outbox/${id}`), undefined, 'its write was rolled back');
-  t.is(ledger.head('ws_rollback'), undefined, 'and so was the record');
+  t.is(await store.tables.meta.get(`test-subscriber/outbox/${id}`), undefined, 'its write was rolled back');
+  t.is(await ledger.head('ws_rollback'), undefined, 'and so was the record');
 });
 
 test('a subscriber that throws aborts the write: the record is not stored', async (t) => {
   const ledger = newLedger();
   ledger.subscribe([
     {
-      onRecordInWrite() {
+      async onRecordInWrite() {
         throw new Error('a broken invariant');
       },
     },
   ]);
-  // An unexpected error in a write is the store's write_failed (a 500 to an HTTP caller).
+  // An unexpected error in a write aborts it and reaches the caller as thrown (the async store
+  // wraps only its own faults in StoreError); an HTTP caller gets a 500.
   await t.throwsAsync(
     store.write(() => ledger.record(event('ws_throws'))),
     {
-      message: 'store write failed: a broken invariant',
+      instanceOf: Error,
+      message: 'a broken invariant',
     },
   );
-  t.is(ledger.head('ws_throws'), undefined);
-  t.deepEqual(ledger.list('ws_throws', { limit: 10 }).data, []);
+  t.is(await ledger.head('ws_throws'), undefined);
+  t.deepEqual((await ledger.list('ws_throws', { limit: 10 })).data, []);
 });
 
 test('the subscribers are given once, before the first record', async (t) => {

@@ -84,8 +84,8 @@ test('POST /v1/admin/keys: any JSON body answers 201 or a 4xx of the SPEC.md sha
 test.serial(
   'a __proto__ key anywhere in a body is refused as invalid_request naming it, and nothing is minted',
   async (t) => {
-    const count = () => app.services.keys.list(wid, { limit: 200 }).data.length;
-    const before = count();
+    const count = async () => (await app.services.keys.list(wid, { limit: 200 })).data.length;
+    const before = await count();
     for (const body of [
       '{"__proto__":""}',
       '{"scope":"admin","__proto__":{"isAdmin":true}}',
@@ -106,7 +106,7 @@ test.serial(
       );
     }
     t.deepEqual(({} as Record<string, unknown>).isAdmin, undefined, 'no prototype was polluted');
-    t.is(count(), before);
+    t.is(await count(), before);
   },
 );
 

@@ -114,9 +114,9 @@ test('POST /v1/verify names the reason for each kind of bad receipt', async (t) 
 test.serial('POST /v1/verify: an expired receipt and one signed with the ledger key are refused', async (t) => {
   const claims = claimsOf(receipt);
   const { expired, ledgerSigned } = await withStore(server.dataDir, (app) =>
-    app.store.write(() => {
-      const r = app.services.signingKeys.currentInWrite('receipt');
-      const l = app.services.signingKeys.currentInWrite('ledger');
+    app.store.write(async () => {
+      const r = await app.services.signingKeys.currentInWrite('receipt');
+      const l = await app.services.signingKeys.currentInWrite('ledger');
       return {
         expired: signReceipt(r.privateKey, r.record.kid, { ...claims, iat: claims.iat - 100, exp: claims.iat - 10 }),
         ledgerSigned: signReceipt(l.privateKey, l.record.kid, claims),

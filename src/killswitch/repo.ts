@@ -1,0 +1,48 @@
+import { endConnectionsInWrite } from '../oauth/connections.js';
+import type { AgentRecord, ApprovalRecord, StopAllRecord, Store } from '../store/index.js';
+
+/**
+ * The kill switch's reads and writes: agents' holds (on the agent records), "stop every agent"
+ * (one record per workspace), a token's freeze waiting for a person (an approval of its own), and
+ * the OAuth connections a stop ends.
+ */
+export function killSwitchRepo(store: Store) {
+  const t = store.tables;
+  return {
+    agent(wid: string, aid: string): Promise<AgentRecord | undefined> {
+      return t.agents.get([wid, aid]);
+    },
+    async agents(wid: string): Promise<AgentRecord[]> {
+      return (await t.agents.scan([wid])).map((e) => e.value);
+    },
+    /** Only inside store.write(). */
+    putAgent(agent: AgentRecord): Promise<void> {
+      return t.agents.put([agent.workspaceId, agent.id], agent);
+    },
+    stopAll(wid: string): Promise<StopAllRecord | undefined> {
+      return t.stopAll.get(wid);
+    },
+    /** Only inside store.write(). */
+    putStopAll(wid: string, record: StopAllRecord): Promise<void> {
+      return t.stopAll.put(wid, record);
+    },
+    /** Only inside store.write(). */
+    removeStopAll(wid: string): Promise<void> {
+      return t.stopAll.remove(wid);
+    },
+    /** A pending approval and its place in the expiry index. Only inside store.write(). */
+    async putPendingApproval(approval: ApprovalRecord): Promise<void> {
+      await t.approvals.put([approval.workspaceId, approval.id], approval);
+      await t.pendingApprovals.put([approval.expiresAt, approval.workspaceId, approval.id], true);
+    },
+    /** Ends the live OAuth connections a stop covers (oauth/connections.ts). Only inside store.write(). */
+    async endConnections(
+      wid: string,
+      match: { agentId?: string; all?: true },
+      why: string,
+      nowMs: number,
+    ): Promise<void> {
+      await endConnectionsInWrite(t, wid, match, why, nowMs);
+    },
+  };
+}

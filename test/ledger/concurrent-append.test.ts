@@ -1,0 +1,80 @@
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { createLedger, CHECKPOINT_EVERY_RECORDS, type LedgerEvent } from '../../src/ledger/service.js';
+import { randomIds } from '../../src/lib/ids.js';
+import { createSigningKeys } from '../../src/receipts/signing-keys.js';
+import { migrateStore, openStore, type Store } from '../../src/store/index.js';
+import { removeDir, tempDir } from '../helpers/process.js';
+import { fixedClock } from '../helpers/store.js';
+
+/**
+ * Appends on the async store (src/ledger/service.ts): each reads the head and writes the next
+ * entry in its caller's write, so writes appending to one ledger at once conflict and run again,
+ * never two records at one index; the ledger then verifies, and a checkpoint covers all of it.
+ */
+let dir: string;
+let store: Store;
+
+test.before(async () => {
+  dir = await tempDir();
+  store = await openStore(dir);
+  await migrateStore(store);
+});
+
+test.after.always(async () => {
+  await store?.close();
+  await removeDir(dir);
+});
+
+const clock = fixedClock(Date.UTC(2026, 0, 1));
+const newLedger = () => {
+  const signingKeys = createSigningKeys({ store, masterKey: randomBytes(32), clock });
+  return createLedger({ store, clock, ids: randomIds, signingKeys, originHost: 'svc.test' });
+};
+const event = (workspaceId: string, i: number): LedgerEvent => ({
+  workspaceId,
+  actor: 'operator:cli',
+  kind: 'agent.created',
+  subject: `agt_${i}`,
+  data: { i },
+});
+
+test.serial('appends from concurrent writes get consecutive indexes, each once, and the ledger verifies', async (t) => {
+  const ledger = newLedger();
+  const n = 40;
+  const records = await Promise.all(
+    Array.from({ length: n }, (_, i) => store.write(() => ledger.record(event('ws_race', i)))),
+  );
+  t.deepEqual(
+    records.map((r) => r.index).sort((a, b) => a - b),
+    Array.from({ length: n }, (_, i) => i),
+  );
+  const stored = (await ledger.list('ws_race', { limit: 100 })).data;
+  t.is(stored.length, n);
+  t.is(new Set(stored.map((r) => r.data.i)).size, n, 'every append is stored once');
+  t.is((await ledger.head('ws_race'))?.size, n);
+  t.like(await ledger.verify('ws_race'), { ok: true, size: n, problem: null });
+});
+
+test.serial('a full batch of records signs a checkpoint in the write; checkpointAll covers the rest', async (t) => {
+  const ledger = newLedger();
+  const wid = 'ws_checkpoint';
+  await store.write(async () => {
+    for (let i = 0; i < CHECKPOINT_EVERY_RECORDS + 5; i += 1) await ledger.record(event(wid, i));
+  });
+  const first = await ledger.latestCheckpoint(wid);
+  t.is(first.size, CHECKPOINT_EVERY_RECORDS + 5);
+  t.is(first.checkpoint?.size, CHECKPOINT_EVERY_RECORDS);
+  // This ledger's, and any other ledger in the store that grew since its last checkpoint.
+  t.true((await ledger.checkpointAll()) >= 1);
+  t.is(await ledger.checkpointAll(), 0, 'nothing left to sign');
+  t.is((await ledger.latestCheckpoint(wid)).checkpoint?.size, CHECKPOINT_EVERY_RECORDS + 5);
+  t.like(await ledger.verify(wid), { ok: true, checkpoints: 2, uncheckpointed: 0 });
+  const bundle = await ledger.bundle(wid);
+  t.is(bundle.records.length, CHECKPOINT_EVERY_RECORDS + 5);
+  t.deepEqual(
+    bundle.consistency.map((c) => [c.from, c.to]),
+    [[CHECKPOINT_EVERY_RECORDS, CHECKPOINT_EVERY_RECORDS + 5]],
+  );
+  t.true(bundle.jwks.keys.some((k) => (k as { use?: string }).use === 'ledger'));
+});
