@@ -35,6 +35,10 @@ export const CHECKPOINT_EVERY_RECORDS = 1000;
 export const tokenOf = (who: { tokenId?: string | undefined }): { tokenId?: string } =>
   who.tokenId ? { tokenId: who.tokenId } : {};
 
+/** The appends under way in each write (record: one at a time per write). */
+const appending = new WeakMap<object, Promise<unknown>>();
+const NOT_IN_WRITE = {};
+
 export function createLedger(deps: {
   store: Store;
   clock: Clock;
@@ -133,28 +137,40 @@ export function createLedger(deps: {
      *
      * It reads the head and writes the next entry in the caller's transaction: a concurrent append
      * to the same ledger (another write, another process) conflicts and its write runs again, so
-     * appends are serialized by the store, and no head is kept in memory. Within ONE write, await
-     * each append before the next (never `Promise.all` over `record`): two appends running at once
-     * in the same transaction would read the same head and write the same index.
+     * appends are serialized by the store, and no head is kept in memory. Within ONE write, appends
+     * are queued one after another (store.currentWrite() names the write), so even a
+     * `Promise.all` over `record` gives consecutive indexes. A subscriber must not append itself
+     * (it would wait on its own append).
      */
     async record(event: LedgerEvent, options: { id?: string } = {}): Promise<LedgerRecord> {
-      const wid = event.workspaceId;
-      const head = { ...((await repo.head(wid)) ?? emptyHead()) };
-      const record: LedgerRecord = {
-        index: head.size,
-        id: options.id ?? ids.id('evr'),
-        at: isoAt(clock.now()),
-        ...event,
+      // Appends within one write run one after another, whatever the caller awaits: each reads
+      // the head the previous one wrote (two at once would both take the same index).
+      const write = store.currentWrite() ?? NOT_IN_WRITE;
+      const append = async (): Promise<LedgerRecord> => {
+        const wid = event.workspaceId;
+        const head = { ...((await repo.head(wid)) ?? emptyHead()) };
+        const record: LedgerRecord = {
+          index: head.size,
+          id: options.id ?? ids.id('evr'),
+          at: isoAt(clock.now()),
+          ...event,
+        };
+        const bytes = canonicalJson(record);
+        const leaf = leafHash(bytes);
+        await repo.putEntry(wid, head.size, { bytes, leaf: leaf.toString('base64url') });
+        head.size += 1;
+        if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) await checkpointInWrite(wid, head);
+        await repo.putHead(wid, head);
+        appended = true;
+        for (const subscriber of subscribers ?? []) await subscriber.onRecordInWrite(record);
+        return record;
       };
-      const bytes = canonicalJson(record);
-      const leaf = leafHash(bytes);
-      await repo.putEntry(wid, head.size, { bytes, leaf: leaf.toString('base64url') });
-      head.size += 1;
-      if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) await checkpointInWrite(wid, head);
-      await repo.putHead(wid, head);
-      appended = true;
-      for (const subscriber of subscribers ?? []) await subscriber.onRecordInWrite(record);
-      return record;
+      const mine = (appending.get(write) ?? Promise.resolve()).then(append);
+      appending.set(
+        write,
+        mine.catch(() => undefined),
+      );
+      return mine;
     },
 
     /** Signs a checkpoint for every workspace whose ledger grew since its last one. */
