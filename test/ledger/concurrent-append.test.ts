@@ -56,6 +56,18 @@ test.serial('appends from concurrent writes get consecutive indexes, each once, 
   t.like(await ledger.verify('ws_race'), { ok: true, size: n, problem: null });
 });
 
+test.serial('appends started at once inside ONE write still take consecutive indexes', async (t) => {
+  const ledger = newLedger();
+  const records = await store.write(() =>
+    Promise.all(Array.from({ length: 5 }, (_, i) => ledger.record(event('ws_one_write', i)))),
+  );
+  t.deepEqual(
+    records.map((r) => r.index),
+    [0, 1, 2, 3, 4],
+  );
+  t.like(await ledger.verify('ws_one_write'), { ok: true, size: 5, problem: null });
+});
+
 test.serial('a full batch of records signs a checkpoint in the write; checkpointAll covers the rest', async (t) => {
   const ledger = newLedger();
   const wid = 'ws_checkpoint';
