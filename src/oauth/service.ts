@@ -268,16 +268,14 @@ export function createOAuth(deps: {
         const now = clock.now();
         // Checked again inside the write: a freeze, removal or departure committed a moment
         // earlier must not leave a connection alive that it would have ended.
-        const [role, live, stopAll] = await Promise.all([
-          repo.roleIn(userId, choice.workspaceId),
-          repo.getAgent(choice.workspaceId, agentId),
-          repo.stopAllOf(choice.workspaceId),
-        ]);
+        // One read after another: a write's reads share one connection.
+        const role = await repo.roleIn(userId, choice.workspaceId);
+        const live = await repo.getAgent(choice.workspaceId, agentId);
         if (
           !role ||
           !live ||
           live.removedAt ||
-          standingOf(live, stopAll).stopped ||
+          standingOf(live, await repo.stopAllOf(choice.workspaceId)).stopped ||
           (role === 'member' && live.actsFor !== userId)
         ) {
           throw invalidField(

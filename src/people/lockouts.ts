@@ -166,8 +166,9 @@ export function createLockouts(deps: {
         });
       }
       return store.write(async () => {
-        const [latest, member] = await Promise.all([account(uid), repo.getMember(wid, uid)]);
-        if (!latest || !member) throw new AppError('not_found', { message: 'No such member in this workspace.' });
+        const latest = await account(uid);
+        if (!latest || !(await repo.getMember(wid, uid)))
+          throw new AppError('not_found', { message: 'No such member in this workspace.' });
         const lifted = LOCK_KINDS.filter((k) => latest.attempts?.[k] !== undefined);
         if (lifted.length > 0) {
           await repo.putUser(cleared(latest, LOCK_KINDS));

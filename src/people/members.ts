@@ -159,8 +159,9 @@ export function createMembers(deps: {
     uid: string,
     by: MemberActor,
   ): Promise<{ sessionsEnded: number; connectionsEnded: number }> => {
-    const [member, actorRole] = await Promise.all([repo.getMember(wid, uid), roleOf(wid, by)]);
+    const member = await repo.getMember(wid, uid);
     if (!member) throw noSuchMember();
+    const actorRole = await roleOf(wid, by);
     if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('remove an owner', actorRole);
     if (member.role === 'owner' && (await repo.ownerCount(wid)) <= 1) throw lastOwner('removed');
     await repo.removeMember(wid, uid);
@@ -275,12 +276,10 @@ export function createMembers(deps: {
       by: MemberActor,
     ): Promise<MemberView> {
       return store.write(async () => {
-        const [member, user, actorRole] = await Promise.all([
-          repo.getMember(wid, uid),
-          repo.getUser(uid),
-          roleOf(wid, by),
-        ]);
+        const member = await repo.getMember(wid, uid);
+        const user = await repo.getUser(uid);
         if (!member || !user) throw noSuchMember();
+        const actorRole = await roleOf(wid, by);
         if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('change an owner', actorRole);
         if (change.role === 'owner' && member.role !== 'owner' && actorRole !== 'owner')
           throw ownersOnly('make someone an owner', actorRole);

@@ -51,13 +51,12 @@ export function peopleRepo(store: Store) {
       return owners;
     },
     async workspacesOf(uid: string): Promise<Array<{ workspace: WorkspaceRecord; role: Role }>> {
-      const memberships = await t.userWorkspaces.scan([uid]);
-      const workspaces = await Promise.all(memberships.map(({ key }) => t.workspaces.get(String(key[1]))));
+      // One read after another: this also runs inside writes, whose reads share one connection.
       const out: Array<{ workspace: WorkspaceRecord; role: Role }> = [];
-      memberships.forEach(({ value }, i) => {
-        const workspace = workspaces[i];
+      for (const { key, value } of await t.userWorkspaces.scan([uid])) {
+        const workspace = await t.workspaces.get(String(key[1]));
         if (workspace) out.push({ workspace, role: value });
-      });
+      }
       return out;
     },
     getSession(hash: string): Promise<SessionRecord | undefined> {
