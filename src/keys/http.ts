@@ -61,9 +61,9 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         method: 'GET',
         path: '/api/w/{wid}/keys',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
-          people.authorize(w, caller(request, 'session').user, 'keys.manage');
+          await people.authorize(w, caller(request, 'session').user, 'keys.manage');
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return keys.list(w, { limit, ...(cursor ? { after: cursor } : {}) });
         },
@@ -79,7 +79,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'keys.manage');
+          await people.authorize(w, c.user, 'keys.manage');
           return h.response(await keys.mint(w, request.payload as MintKeyInput, actorOf(c))).code(201);
         },
       },
@@ -94,7 +94,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'keys.manage');
+          await people.authorize(w, c.user, 'keys.manage');
           await keys.revoke(w, id, actorOf(c));
           return {};
         },

@@ -80,15 +80,15 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
         createdBy,
         revokedAt: null,
       };
-      await store.write(() => {
+      await store.write(async () => {
         if (record.scope === 'agent') {
-          const agent = agents.get(workspaceId, record.agentId!);
+          const agent = await agents.get(workspaceId, record.agentId!);
           if (!agent || agent.removedAt) {
             throw invalidField('agentId', '"agentId" names no agent in this workspace');
           }
         }
-        repo.put(record);
-        ledger.record({
+        await repo.put(record);
+        await ledger.record({
           workspaceId,
           actor: createdBy,
           kind: 'key.minted',
@@ -100,24 +100,23 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
     },
 
     /** The live key behind a presented value, or undefined (unknown or revoked). */
-    resolve(value: string): ResolvedKey | undefined {
+    async resolve(value: string): Promise<ResolvedKey | undefined> {
       if (!hasPrefix(value, 'ask')) return undefined;
-      const record = repo.byHash(secretHash(value));
+      const record = await repo.byHash(secretHash(value));
       if (!record || record.revokedAt) return undefined;
       if (record.scope !== 'agent') return { record };
-      return { record, agent: agents.get(record.workspaceId, record.agentId!) };
+      return { record, agent: await agents.get(record.workspaceId, record.agentId!) };
     },
 
-    list(wid: string, options: { after?: string; limit: number }) {
-      const rows = repo.list(wid, { ...options, limit: options.limit + 1 });
+    async list(wid: string, options: { after?: string; limit: number }) {
+      const rows = await repo.list(wid, { ...options, limit: options.limit + 1 });
       const page = rows.slice(0, options.limit);
       return { data: page.map(toKeyView), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
 
     /** One agent's keys (revoked ones too, with revokedAt), oldest first: for its page in the console. */
-    forAgent(wid: string, agentId: string): KeyView[] {
-      return repo
-        .list(wid, {})
+    async forAgent(wid: string, agentId: string): Promise<KeyView[]> {
+      return (await repo.list(wid, {}))
         .filter((r) => r.agentId === agentId)
         .sort((x, y) => (x.createdAt < y.createdAt ? -1 : x.createdAt > y.createdAt ? 1 : x.id < y.id ? -1 : 1))
         .map(toKeyView);
@@ -125,13 +124,13 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
 
     /** Revokes a key; `only.agentId` limits it to one agent's keys (404 for any other key). */
     async revoke(wid: string, keyId: string, actor = 'operator:cli', only: { agentId?: string } = {}): Promise<void> {
-      await store.write(() => {
-        const record = repo.get(wid, keyId);
+      await store.write(async () => {
+        const record = await repo.get(wid, keyId);
         if (!record || record.revokedAt || (only.agentId !== undefined && record.agentId !== only.agentId)) {
           throw new AppError('not_found', { message: 'No such key in this workspace.' });
         }
-        repo.put({ ...record, revokedAt: isoAt(clock.now()) });
-        ledger.record({
+        await repo.put({ ...record, revokedAt: isoAt(clock.now()) });
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'key.revoked',

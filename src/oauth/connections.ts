@@ -7,19 +7,19 @@ import type { OAuthConnectionRecord, Tables } from '../store/index.js';
  * same write as the freeze, removal or departure, so no token of it works a moment longer. An
  * ended connection stays ended when the agent is restarted: the person connects again.
  */
-export function endConnectionsInWrite(
+export async function endConnectionsInWrite(
   t: Pick<Tables, 'oauthConnections'>,
   wid: string,
   match: { agentId?: string; userId?: string; all?: true },
   why: string,
   nowMs: number,
-): OAuthConnectionRecord[] {
+): Promise<OAuthConnectionRecord[]> {
   const ended: OAuthConnectionRecord[] = [];
-  for (const { value: c } of t.oauthConnections.scan([wid])) {
+  for (const { value: c } of await t.oauthConnections.scan([wid])) {
     if (c.endedAt) continue;
     if (!match.all && c.agentId !== match.agentId && c.userId !== match.userId) continue;
     const done = { ...c, endedAt: isoAt(nowMs), endedWhy: why };
-    t.oauthConnections.put([wid, c.id], done);
+    await t.oauthConnections.put([wid, c.id], done);
     ended.push(done);
   }
   return ended;

@@ -178,7 +178,7 @@ export const oauthRoutes: Plugin<{
               exp: Date.now() + CONSENT_TTL_MS,
               nonce: randomBytes(16).toString('base64url'),
             }),
-            agents: oauth.connectable(user.id),
+            agents: await oauth.connectable(user.id),
           });
           // Referrer-Policy same-origin (not the deployment's no-referrer): under no-referrer a
           // browser posts a form with `Origin: null`, and the post below could not tell this page
@@ -248,11 +248,11 @@ export const oauthRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/connections',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
           const user = caller(request, 'session').user;
-          const role = people.authorize(w, user, 'workspace.read');
-          return { data: oauth.connections(w, user.id, role === 'owner' || role === 'admin'), next: null };
+          const role = await people.authorize(w, user, 'workspace.read');
+          return { data: await oauth.connections(w, user.id, role === 'owner' || role === 'admin'), next: null };
         },
       },
       {
@@ -266,7 +266,7 @@ export const oauthRoutes: Plugin<{
         async handler(request) {
           const { wid: w, cnx } = request.params as { wid: string; cnx: string };
           const c = caller(request, 'session');
-          const role = people.authorize(w, c.user, 'workspace.read');
+          const role = await people.authorize(w, c.user, 'workspace.read');
           return oauth.endConnection(w, cnx, c.user.id, role === 'owner' || role === 'admin');
         },
       },

@@ -6,6 +6,7 @@ import type { Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
 import type { AgentRecord, OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord, Store } from '../store/index.js';
 import { endConnectionsInWrite } from './connections.js';
+import { oauthRepo } from './repo.js';
 import { ClientMetadataProblem, isUrlClientId, type ClientMetadata } from './client-metadata.js';
 import { acceptableRedirect, redirectMatches } from './redirects.js';
 import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
@@ -75,16 +76,16 @@ export function createOAuth(deps: {
   graceKey: Buffer;
 }) {
   const { store, clock, ids, ledger } = deps;
-  const t = store.tables;
+  const repo = oauthRepo(store);
   const resourceUrl = () => `${deps.issuer()}/mcp`;
 
   const connectionOf = (r: { workspaceId: string; connectionId: string }) =>
-    t.oauthConnections.get([r.workspaceId, r.connectionId]);
+    repo.getConnection(r.workspaceId, r.connectionId);
 
-  const endInWrite = (c: OAuthConnectionRecord | undefined, why: string, actor: string): void => {
+  const endInWrite = async (c: OAuthConnectionRecord | undefined, why: string, actor: string): Promise<void> => {
     if (!c || c.endedAt) return;
-    t.oauthConnections.put([c.workspaceId, c.id], { ...c, endedAt: isoAt(clock.now()), endedWhy: why });
-    ledger.record({
+    await repo.putConnection({ ...c, endedAt: isoAt(clock.now()), endedWhy: why });
+    await ledger.record({
       workspaceId: c.workspaceId,
       actor,
       kind: 'oauth.connection_ended',
@@ -95,6 +96,7 @@ export function createOAuth(deps: {
 
   const endpoint = createTokenEndpoint({
     store,
+    repo,
     clock,
     ids,
     resourceUrl,
@@ -178,7 +180,7 @@ export function createOAuth(deps: {
         secretHash: secret ? secretHash(secret) : null,
         createdAt: isoAt(clock.now()),
       };
-      await store.write(() => t.oauthClients.put(client.clientId, client));
+      await store.write(() => repo.putClient(client));
       return {
         client_id: client.clientId,
         ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
@@ -208,7 +210,7 @@ export function createOAuth(deps: {
             return { problem: `This application's client_id cannot be used: ${err.message}` };
           throw err;
         }
-      } else client = clientId ? t.oauthClients.get(clientId) : undefined;
+      } else client = clientId ? await repo.getClient(clientId) : undefined;
       if (!client) return { problem: 'This application is not registered here (unknown client_id).' };
       if (redirectUri === undefined) {
         if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
@@ -224,44 +226,56 @@ export function createOAuth(deps: {
     },
 
     /** The agents a person may connect: every agent of workspaces they own or administer; as a member, the agents that act for them. */
-    connectable(
+    async connectable(
       userId: string,
-    ): Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }> {
-      const out: Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }> = [];
-      for (const { key, value: role } of t.userWorkspaces.scan([userId])) {
-        const wid = String(key[1]);
-        if (role !== 'owner' && role !== 'admin' && role !== 'member') continue;
-        const workspace = t.workspaces.get(wid);
-        const stopAll = t.stopAll.get(wid);
-        for (const { value: a } of t.agents.scan([wid])) {
-          if (a.removedAt || (role === 'member' && a.actsFor !== userId) || standingOf(a, stopAll).stopped) continue;
-          out.push({ workspaceId: wid, workspaceName: workspace?.name ?? wid, agentId: a.id, agentName: a.name });
-        }
-      }
-      return out;
+    ): Promise<Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }>> {
+      const memberships = (await repo.membershipsOf(userId)).filter(
+        ({ role }) => role === 'owner' || role === 'admin' || role === 'member',
+      );
+      const perWorkspace = await Promise.all(
+        memberships.map(async ({ workspaceId: wid, role }) => {
+          const [workspace, stopAll, agents] = await Promise.all([
+            repo.getWorkspace(wid),
+            repo.stopAllOf(wid),
+            repo.agentsOf(wid),
+          ]);
+          return agents
+            .filter(
+              (a) => !a.removedAt && !(role === 'member' && a.actsFor !== userId) && !standingOf(a, stopAll).stopped,
+            )
+            .map((a) => ({
+              workspaceId: wid,
+              workspaceName: workspace?.name ?? wid,
+              agentId: a.id,
+              agentName: a.name,
+            }));
+        }),
+      );
+      return perWorkspace.flat();
     },
 
     /** A person's consent: the connection and its code, in one write. */
     async grant(req: AuthorizeRequest, userId: string, agentId: string): Promise<string> {
-      const choice = this.connectable(userId).find((c) => c.agentId === agentId);
+      const choice = (await this.connectable(userId)).find((c) => c.agentId === agentId);
       if (!choice)
         throw invalidField('agent', 'you may not connect that agent (it is not yours, is stopped, or was removed)');
       const client = isUrlClientId(req.clientId)
         ? urlClient(req.clientId, req.clientName ?? new URL(req.clientId).host)
-        : t.oauthClients.get(req.clientId);
+        : await repo.getClient(req.clientId);
       if (!client) throw new AppError('invalid_client');
       const code = ids.secret('aat').replace(/^aat_/, 'code_');
-      await store.write(() => {
+      await store.write(async () => {
         const now = clock.now();
         // Checked again inside the write: a freeze, removal or departure committed a moment
         // earlier must not leave a connection alive that it would have ended.
-        const role = t.userWorkspaces.get([userId, choice.workspaceId]);
-        const live = t.agents.get([choice.workspaceId, agentId]);
+        // One read after another: a write's reads share one connection.
+        const role = await repo.roleIn(userId, choice.workspaceId);
+        const live = await repo.getAgent(choice.workspaceId, agentId);
         if (
           !role ||
           !live ||
           live.removedAt ||
-          standingOf(live, t.stopAll.get(choice.workspaceId)).stopped ||
+          standingOf(live, await repo.stopAllOf(choice.workspaceId)).stopped ||
           (role === 'member' && live.actsFor !== userId)
         ) {
           throw invalidField(
@@ -270,12 +284,12 @@ export function createOAuth(deps: {
           );
         }
         if (req.nonce !== undefined) {
-          if (t.oauthConsentsUsed.has(req.nonce))
+          if (await repo.consentUsed(req.nonce))
             throw new AppError('forbidden', {
               message: 'This consent form was already used.',
               fix: 'Start the connection again from the application.',
             });
-          t.oauthConsentsUsed.put(req.nonce, isoAt(req.exp ?? now));
+          await repo.useConsent(req.nonce, isoAt(req.exp ?? now));
         }
         const connection: OAuthConnectionRecord = {
           id: ids.id('cnx'),
@@ -289,8 +303,8 @@ export function createOAuth(deps: {
           endedAt: null,
           endedWhy: null,
         };
-        t.oauthConnections.put([connection.workspaceId, connection.id], connection);
-        t.oauthCodes.put(secretHash(code), {
+        await repo.putConnection(connection);
+        await repo.putCode(secretHash(code), {
           clientId: client.clientId,
           redirectUri: req.redirectUri,
           challenge: req.challenge,
@@ -299,7 +313,7 @@ export function createOAuth(deps: {
           expiresAt: isoAt(now + CODE_TTL_MS),
           usedAt: null,
         });
-        ledger.record({
+        await ledger.record({
           workspaceId: connection.workspaceId,
           actor: `user:${userId}`,
           kind: 'oauth.connected',
@@ -316,32 +330,34 @@ export function createOAuth(deps: {
     revoke: endpoint.revoke,
 
     /** An access token as the agent it stands for, or undefined (unknown, expired, or its connection ended). */
-    resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined {
-      const token: OAuthTokenRecord | undefined = t.oauthTokens.get(secretHash(value));
+    async resolveAccess(
+      value: string,
+    ): Promise<{ workspaceId: string; agent: AgentRecord; connectionId: string } | undefined> {
+      const token: OAuthTokenRecord | undefined = await repo.getToken(secretHash(value));
       if (!token || token.kind !== 'access' || !token.expiresAt || Date.parse(token.expiresAt) <= clock.now())
         return undefined;
-      const connection = connectionOf(token);
+      // Every request at /mcp comes here: the connection and the agent are read together.
+      const [connection, agent] = await Promise.all([
+        connectionOf(token),
+        repo.getAgent(token.workspaceId, token.agentId),
+      ]);
       if (!connection || connection.endedAt) return undefined;
-      const agent = t.agents.get([token.workspaceId, token.agentId]);
       if (!agent || agent.removedAt) return undefined;
       return { workspaceId: token.workspaceId, agent, connectionId: connection.id };
     },
 
     /** A workspace's connections: everyone's for owners and admins, their own for others. */
-    connections(wid: string, userId: string, all: boolean): OAuthConnectionRecord[] {
-      return t.oauthConnections
-        .scan([wid])
-        .map((e) => e.value)
-        .filter((c) => all || c.userId === userId);
+    async connections(wid: string, userId: string, all: boolean): Promise<OAuthConnectionRecord[]> {
+      return (await repo.listConnections(wid)).filter((c) => all || c.userId === userId);
     },
 
     async endConnection(wid: string, cnxId: string, userId: string, all: boolean): Promise<OAuthConnectionRecord> {
-      return store.write(() => {
-        const c = t.oauthConnections.get([wid, cnxId]);
+      return store.write(async () => {
+        const c = await repo.getConnection(wid, cnxId);
         if (!c || (!all && c.userId !== userId))
           throw new AppError('not_found', { message: 'No such connection of yours in this workspace.' });
-        endInWrite(c, 'ended in the console', `user:${userId}`);
-        return t.oauthConnections.get([wid, cnxId])!;
+        await endInWrite(c, 'ended in the console', `user:${userId}`);
+        return (await repo.getConnection(wid, cnxId))!;
       });
     },
 

@@ -7,6 +7,7 @@ import { secretHash } from '../lib/secrets.js';
 import type { OAuthClientRecord, OAuthConnectionRecord, Store } from '../store/index.js';
 import { clientIdUrlProblem, isUrlClientId } from './client-metadata.js';
 import { openPair, sealPair } from './grace.js';
+import type { OAuthRepo } from './repo.js';
 import { DEFAULT_SCOPE, offline, refreshScopeProblem } from './scopes.js';
 
 /**
@@ -57,18 +58,18 @@ export const urlClient = (clientId: string, clientName: string): OAuthClientReco
 
 export function createTokenEndpoint(deps: {
   store: Store;
+  repo: OAuthRepo;
   clock: Clock;
   ids: IdSource;
   resourceUrl: () => string;
   refreshGraceMs: number;
   graceKey: Buffer;
-  connectionOf: (r: { workspaceId: string; connectionId: string }) => OAuthConnectionRecord | undefined;
-  endInWrite: (c: OAuthConnectionRecord | undefined, why: string, actor: string) => void;
+  connectionOf: (r: { workspaceId: string; connectionId: string }) => Promise<OAuthConnectionRecord | undefined>;
+  endInWrite: (c: OAuthConnectionRecord | undefined, why: string, actor: string) => Promise<void>;
 }) {
-  const { store, clock, ids, resourceUrl, connectionOf, endInWrite } = deps;
-  const t = store.tables;
+  const { store, repo, clock, ids, resourceUrl, connectionOf, endInWrite } = deps;
 
-  const issuePairInWrite = (c: OAuthConnectionRecord, nowMs: number): TokenResponse => {
+  const issuePairInWrite = async (c: OAuthConnectionRecord, nowMs: number): Promise<TokenResponse> => {
     const scope = c.scope ?? DEFAULT_SCOPE;
     const access = ids.secret('aat');
     const refresh = offline(scope) ? ids.secret('art') : null;
@@ -80,14 +81,14 @@ export function createTokenEndpoint(deps: {
       clientId: c.clientId,
       usedAt: null,
     };
-    t.oauthTokens.put(accessHash, {
+    await repo.putToken(accessHash, {
       ...base,
       kind: 'access',
       expiresAt: isoAt(nowMs + ACCESS_TTL_SECONDS * 1000),
       pairedAccess: null,
     });
     if (refresh)
-      t.oauthTokens.put(secretHash(refresh), {
+      await repo.putToken(secretHash(refresh), {
         ...base,
         kind: 'refresh',
         expiresAt: isoAt(nowMs + REFRESH_TTL_MS),
@@ -103,10 +104,10 @@ export function createTokenEndpoint(deps: {
   };
 
   /** The client, authenticated as it registered (form fields or HTTP Basic). */
-  const authenticateClient = (
+  const authenticateClient = async (
     form: Record<string, string | undefined>,
     basic: { id: string; secret: string } | null,
-  ): OAuthClientRecord => {
+  ): Promise<OAuthClientRecord> => {
     const clientId = basic?.id ?? form.client_id;
     // A URL client is public: its codes and tokens are bound to the URL, so nothing is fetched here.
     const client =
@@ -115,7 +116,7 @@ export function createTokenEndpoint(deps: {
           ? urlClient(clientId, new URL(clientId).host)
           : undefined
         : clientId
-          ? t.oauthClients.get(clientId)
+          ? await repo.getClient(clientId)
           : undefined;
     if (!client) throw new AppError('invalid_client', { message: 'Unknown client.' });
     if (form.client_id !== undefined && basic && form.client_id !== basic.id)
@@ -146,7 +147,7 @@ export function createTokenEndpoint(deps: {
       basic: { id: string; secret: string } | null,
     ): Promise<TokenResponse> {
       return countGrant(form.grant_type, async () => {
-        const client = authenticateClient(form, basic);
+        const client = await authenticateClient(form, basic);
         if (form.resource !== undefined && form.resource !== resourceUrl())
           throw new AppError('invalid_target', { message: `resource must be ${resourceUrl()}.` });
         if (form.grant_type === 'authorization_code') {
@@ -158,20 +159,22 @@ export function createTokenEndpoint(deps: {
           // What a failed exchange changes (the code spent, a replayed code's connection ended)
           // must commit, so refusals are returned from the write and thrown after it.
           return outcome(
-            await store.write((): TokenResponse | AppError => {
+            await store.write(async (): Promise<TokenResponse | AppError> => {
+              // The code is read, checked and spent in this one write: two exchanges racing with
+              // one code conflict, and the one retried sees the code used.
               const now = clock.now();
-              const code = t.oauthCodes.get(codeHash);
+              const code = await repo.getCode(codeHash);
               if (!code || code.clientId !== client.clientId)
                 return new AppError('invalid_grant', { message: 'Unknown code, or a code issued to another client.' });
-              const connection = connectionOf(code);
+              const connection = await connectionOf(code);
               if (code.usedAt) {
                 // A replayed code: whoever holds it, the tokens it minted stop now (RFC 6749 4.1.2).
-                endInWrite(connection, 'authorization code replayed', 'system');
+                await endInWrite(connection, 'authorization code replayed', 'system');
                 return new AppError('invalid_grant', {
                   message: 'This code was already used; the connection it made is ended.',
                 });
               }
-              t.oauthCodes.put(codeHash, { ...code, usedAt: isoAt(now) });
+              await repo.putCode(codeHash, { ...code, usedAt: isoAt(now) });
               if (Date.parse(code.expiresAt) <= now)
                 return new AppError('invalid_grant', { message: 'The code expired.' });
               if (code.redirectUri !== form.redirect_uri)
@@ -195,14 +198,16 @@ export function createTokenEndpoint(deps: {
           if (!form.refresh_token) throw invalidField('refresh_token', 'refresh_token is required');
           const tokenHash = secretHash(form.refresh_token);
           return outcome(
-            await store.write((): TokenResponse | AppError => {
+            await store.write(async (): Promise<TokenResponse | AppError> => {
+              // Read, checked and used in this one write, like a code: of two refreshes racing,
+              // the one retried sees the token used (and gets the grace pair, or ends the connection).
               const now = clock.now();
-              const token = t.oauthTokens.get(tokenHash);
+              const token = await repo.getToken(tokenHash);
               if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId)
                 return new AppError('invalid_grant', {
                   message: 'Unknown refresh token, or one issued to another client.',
                 });
-              const connection = connectionOf(token);
+              const connection = await connectionOf(token);
               if (token.usedAt) {
                 // Within the window, the same client (checked above) gets the pair the first use issued.
                 if (token.grace && Date.parse(token.grace.until) > now && connection && !connection.endedAt) {
@@ -217,7 +222,7 @@ export function createTokenEndpoint(deps: {
                     return { ...pair, expires_in: Math.max(0, pair.expires_in - elapsed) };
                   }
                 }
-                endInWrite(connection, 'refresh token reused', 'system');
+                await endInWrite(connection, 'refresh token reused', 'system');
                 return new AppError('invalid_grant', {
                   message: 'This refresh token was already used: the whole connection is ended. Authorize again.',
                 });
@@ -228,9 +233,11 @@ export function createTokenEndpoint(deps: {
                 return new AppError('invalid_grant', { message: 'The refresh token expired; authorize again.' });
               const beyond = refreshScopeProblem(connection.scope ?? DEFAULT_SCOPE, form.scope);
               if (beyond) return new AppError('invalid_scope', { message: `${beyond}.` });
-              if (token.pairedAccess) t.oauthTokens.remove(token.pairedAccess);
-              const pair = issuePairInWrite(connection, now);
-              t.oauthTokens.put(tokenHash, {
+              if (token.pairedAccess) await repo.removeToken(token.pairedAccess);
+              const pair = await issuePairInWrite(connection, now);
+              // sealPair draws a random IV: run again on a retry, it seals that attempt's pair
+              // afresh; only the committed attempt's pair and seal are stored, and nothing leaves.
+              await repo.putToken(tokenHash, {
                 ...token,
                 usedAt: isoAt(now),
                 grace:
@@ -256,13 +263,13 @@ export function createTokenEndpoint(deps: {
       form: Record<string, string | undefined>,
       basic: { id: string; secret: string } | null,
     ): Promise<void> {
-      const client = authenticateClient(form, basic);
+      const client = await authenticateClient(form, basic);
       if (!form.token) return;
       const tokenHash = secretHash(form.token);
-      await store.write(() => {
-        const token = t.oauthTokens.get(tokenHash);
+      await store.write(async () => {
+        const token = await repo.getToken(tokenHash);
         if (!token || token.clientId !== client.clientId) return;
-        endInWrite(connectionOf(token), 'revoked by the client', `oauth:${client.clientId}`);
+        await endInWrite(await connectionOf(token), 'revoked by the client', `oauth:${client.clientId}`);
       });
     },
   };

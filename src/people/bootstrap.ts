@@ -9,7 +9,7 @@ export const DEFAULT_OWNER_EMAIL = 'admin@localhost';
  * random one-time password, returned once for the operator to read and never stored in clear.
  */
 export async function bootstrapIfEmpty(people: PeopleService) {
-  if (people.workspaceCount() > 0) return null;
+  if ((await people.workspaceCount()) > 0) return null;
   const password = randomBytes(18).toString('base64url');
   try {
     const created = await people.createWorkspace({
@@ -23,7 +23,7 @@ export async function bootstrapIfEmpty(people: PeopleService) {
     return { ...created, email: DEFAULT_OWNER_EMAIL, password };
   } catch (err) {
     // Another process (svc init, a second serve) set the store up first: nothing to bootstrap.
-    if (err instanceof AppError && people.workspaceCount() > 0) return null;
+    if (err instanceof AppError && (await people.workspaceCount()) > 0) return null;
     throw err;
   }
 }

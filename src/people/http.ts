@@ -125,9 +125,9 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         method: 'GET',
         path: '/api/w/{wid}/members',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
-          people.authorize(w, caller(request, 'session').user, 'members.manage');
+          await people.authorize(w, caller(request, 'session').user, 'members.manage');
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return people.listMembers(w, { limit, ...(cursor ? { after: cursor } : {}) });
         },
@@ -151,7 +151,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const { user } = caller(request, 'session');
-          people.authorize(w, user, 'members.manage');
+          await people.authorize(w, user, 'members.manage');
           const input = request.payload as { email: string; name: string; role: Role; password?: string };
           return h.response(await people.addMember({ workspaceId: w, ...input }, { userId: user.id })).code(201);
         },
@@ -164,10 +164,10 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
           ext: { onPreAuth: guards.consoleWrite },
           validate: { params: Joi.object({ wid, uid }), payload: Joi.object({ role, name }).or('role', 'name') },
         },
-        handler(request) {
+        async handler(request) {
           const { wid: w, uid: u } = request.params as { wid: string; uid: string };
           const { user } = caller(request, 'session');
-          people.authorize(w, user, 'members.manage');
+          await people.authorize(w, user, 'members.manage');
           return people.updateMember(w, u, request.payload as { role?: Role; name?: string }, { userId: user.id });
         },
       },
@@ -183,7 +183,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         async handler(request) {
           const { wid: w, uid: u } = request.params as { wid: string; uid: string };
           const { user } = caller(request, 'session');
-          people.authorize(w, user, 'members.unlock');
+          await people.authorize(w, user, 'members.unlock');
           return people.liftLockout(w, u, { userId: user.id });
         },
       },
@@ -198,7 +198,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         async handler(request) {
           const { wid: w, uid: u } = request.params as { wid: string; uid: string };
           const { user } = caller(request, 'session');
-          people.authorize(w, user, 'members.manage');
+          await people.authorize(w, user, 'members.manage');
           await people.removeMember(w, u, { userId: user.id });
           return {};
         },

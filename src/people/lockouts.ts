@@ -101,7 +101,7 @@ export function createLockouts(deps: {
   ledger?: MembersLedger | undefined;
 }) {
   const { store, clock, repo, policy, ledger } = deps;
-  const account = (uid: string) => repo.getUser(uid) as Account | undefined;
+  const account = async (uid: string) => (await repo.getUser(uid)) as Account | undefined;
   const duration = (locks: number) => Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, locks - 1));
 
   return {
@@ -111,9 +111,9 @@ export function createLockouts(deps: {
      * it is the last one allowed (recorded in the ledger of each of their workspaces).
      */
     async take(uid: string, kind: LockKind): Promise<Attempt> {
-      return store.write((): Attempt => {
+      return store.write(async (): Promise<Attempt> => {
         const now = clock.now();
-        const latest = account(uid);
+        const latest = await account(uid);
         if (!latest) throw new AppError('unauthenticated');
         const locked = lockedUntil(latest, kind, now);
         if (locked) throw accountLocked(kind, locked, now);
@@ -127,10 +127,10 @@ export function createLockouts(deps: {
           ...latest,
           attempts: { ...latest.attempts, [kind]: { failures, lockedUntil: until, locks } },
         };
-        repo.putUser(counted);
+        await repo.putUser(counted);
         if (until) {
-          for (const { workspace } of repo.workspacesOf(uid)) {
-            ledger?.record({
+          for (const { workspace } of await repo.workspacesOf(uid)) {
+            await ledger?.record({
               workspaceId: workspace.id,
               actor: 'system',
               kind: 'member.locked_out',
@@ -165,14 +165,14 @@ export function createLockouts(deps: {
           fix: 'Ask another owner of the workspace to lift it, or wait until lockedUntil.',
         });
       }
-      return store.write(() => {
-        const latest = account(uid);
-        if (!latest || !repo.getMember(wid, uid))
+      return store.write(async () => {
+        const latest = await account(uid);
+        if (!latest || !(await repo.getMember(wid, uid)))
           throw new AppError('not_found', { message: 'No such member in this workspace.' });
         const lifted = LOCK_KINDS.filter((k) => latest.attempts?.[k] !== undefined);
         if (lifted.length > 0) {
-          repo.putUser(cleared(latest, LOCK_KINDS));
-          ledger?.record({
+          await repo.putUser(cleared(latest, LOCK_KINDS));
+          await ledger?.record({
             workspaceId: wid,
             actor: `user:${by.userId}`,
             kind: 'member.lockout_lifted',

@@ -4,8 +4,6 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { MemberRecord, Role, Store, UserRecord } from '../store/index.js';
 import { hashPassword } from './passwords.js';
-import { endConnectionsInWrite } from '../oauth/connections.js';
-import { endChatMappingsInWrite } from '../chat/mappings.js';
 import type { PeopleRepo } from './repo.js';
 
 /**
@@ -152,32 +150,26 @@ export function createMembers(deps: {
    * system actor (an identity provider) as an admin: whoever can configure one must not gain an
    * owner's reach through it, so it never removes, demotes or makes an owner.
    */
-  const roleOf = (wid: string, by: MemberActor | undefined): Role | undefined =>
+  const roleOf = async (wid: string, by: MemberActor | undefined): Promise<Role | undefined> =>
     !by ? 'owner' : 'userId' in by ? repo.roleIn(wid, by.userId) : 'admin';
 
   /** Inside the caller's write: removes a member and ends every session and OAuth connection of theirs. */
-  const removeMemberInWrite = (
+  const removeMemberInWrite = async (
     wid: string,
     uid: string,
     by: MemberActor,
-  ): { sessionsEnded: number; connectionsEnded: number } => {
-    const member = repo.getMember(wid, uid);
+  ): Promise<{ sessionsEnded: number; connectionsEnded: number }> => {
+    const member = await repo.getMember(wid, uid);
     if (!member) throw noSuchMember();
-    const actorRole = roleOf(wid, by);
+    const actorRole = await roleOf(wid, by);
     if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('remove an owner', actorRole);
-    if (member.role === 'owner' && repo.ownerCount(wid) <= 1) throw lastOwner('removed');
-    repo.removeMember(wid, uid);
-    const sessionsEnded = repo.removeSessionsOf(uid);
+    if (member.role === 'owner' && (await repo.ownerCount(wid)) <= 1) throw lastOwner('removed');
+    await repo.removeMember(wid, uid);
+    const sessionsEnded = await repo.removeSessionsOf(uid);
     // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
-    const connectionsEnded = endConnectionsInWrite(
-      store.tables,
-      wid,
-      { userId: uid },
-      'person left the workspace',
-      clock.now(),
-    ).length;
-    const chatMappingsEnded = endChatMappingsInWrite(store.tables, wid, uid);
-    ledger?.record({
+    const connectionsEnded = await repo.endConnectionsOf(wid, uid, 'person left the workspace', clock.now());
+    const chatMappingsEnded = await repo.endChatMappingsOf(wid, uid);
+    await ledger?.record({
       workspaceId: wid,
       actor: actorName(by),
       kind: 'member.removed',
@@ -193,18 +185,18 @@ export function createMembers(deps: {
   };
 
   /** Inside the caller's write: ends a member's sessions and OAuth connections, keeping the membership. */
-  const revokeAccessInWrite = (
+  const revokeAccessInWrite = async (
     wid: string,
     uid: string,
     why: string,
     by: MemberActor,
-  ): { sessionsEnded: number; connectionsEnded: number } => {
-    if (!repo.getMember(wid, uid)) throw noSuchMember();
-    const sessionsEnded = repo.removeSessionsOf(uid);
-    const connectionsEnded = endConnectionsInWrite(store.tables, wid, { userId: uid }, why, clock.now()).length;
+  ): Promise<{ sessionsEnded: number; connectionsEnded: number }> => {
+    if (!(await repo.getMember(wid, uid))) throw noSuchMember();
+    const sessionsEnded = await repo.removeSessionsOf(uid);
+    const connectionsEnded = await repo.endConnectionsOf(wid, uid, why, clock.now());
     // Their chat identities stop speaking for them too: a chat account may be what was compromised.
-    const chatMappingsEnded = endChatMappingsInWrite(store.tables, wid, uid);
-    ledger?.record({
+    const chatMappingsEnded = await repo.endChatMappingsOf(wid, uid);
+    await ledger?.record({
       workspaceId: wid,
       actor: actorName(by),
       kind: 'member.access_revoked',
@@ -215,18 +207,19 @@ export function createMembers(deps: {
   };
 
   return {
-    listMembers(
+    async listMembers(
       wid: string,
       options: { after?: string; limit: number },
-    ): { data: MemberListView[]; next: string | null } {
-      const rows = repo.listMembers(wid, { ...options, limit: options.limit + 1 });
+    ): Promise<{ data: MemberListView[]; next: string | null }> {
+      const rows = await repo.listMembers(wid, { ...options, limit: options.limit + 1 });
       const page = rows.slice(0, options.limit);
+      const users = await Promise.all(page.map((member) => repo.getUser(member.userId)));
       const data: MemberListView[] = [];
       const now = clock.now();
-      for (const member of page) {
-        const user = repo.getUser(member.userId);
+      page.forEach((member, i) => {
+        const user = users[i];
         if (user) data.push(listView(member, user, now));
-      }
+      });
       return { data, next: rows.length > options.limit ? page[page.length - 1]!.userId : null };
     },
 
@@ -237,17 +230,17 @@ export function createMembers(deps: {
     async addMember(input: AddMemberInput, by?: MemberActor): Promise<MemberView> {
       const email = input.email.trim();
       const name = input.name ?? email.split('@')[0]!;
-      const existing = repo.userByEmail(email);
-      if (existing && repo.getMember(input.workspaceId, existing.id)) throw alreadyMember(existing, email);
+      const existing = await repo.userByEmail(email);
+      if (existing && (await repo.getMember(input.workspaceId, existing.id))) throw alreadyMember(existing, email);
       // The same work whatever the email: one hash, of the password sent or of one nobody knows.
       const passwordHash = await hashPassword(input.password ?? randomBytes(32).toString('base64url'));
       const at = isoAt(clock.now());
       const wid = input.workspaceId;
-      return store.write(() => {
-        const actorRole = roleOf(wid, by);
+      return store.write(async () => {
+        const actorRole = await roleOf(wid, by);
         if (input.role === 'owner' && actorRole !== 'owner') throw ownersOnly('make someone an owner', actorRole);
-        let user = repo.userByEmail(email);
-        if (user && repo.getMember(wid, user.id)) throw alreadyMember(user, email);
+        let user = await repo.userByEmail(email);
+        if (user && (await repo.getMember(wid, user.id))) throw alreadyMember(user, email);
         if (!user) {
           // A password someone chose for another (in the console), or one nobody knows: replaced
           // before anything else. The operator's own path (no `by`: CLI, set-up) sets a real one.
@@ -259,12 +252,12 @@ export function createMembers(deps: {
             ...(by || input.password === undefined ? { mustChangePassword: true } : {}),
             createdAt: at,
           };
-          repo.putUser(user);
+          await repo.putUser(user);
         }
         // An account already here keeps its own password: the hash above is dropped unused.
         const member: Membership = { workspaceId: wid, userId: user.id, role: input.role, addedAt: at, name, email };
-        repo.putMember(member);
-        ledger?.record({
+        await repo.putMember(member);
+        await ledger?.record({
           workspaceId: wid,
           actor: actorName(by),
           kind: 'member.added',
@@ -282,11 +275,11 @@ export function createMembers(deps: {
       change: { role?: Role; name?: string },
       by: MemberActor,
     ): Promise<MemberView> {
-      return store.write(() => {
-        const member = repo.getMember(wid, uid);
-        const user = repo.getUser(uid);
+      return store.write(async () => {
+        const member = await repo.getMember(wid, uid);
+        const user = await repo.getUser(uid);
         if (!member || !user) throw noSuchMember();
-        const actorRole = roleOf(wid, by);
+        const actorRole = await roleOf(wid, by);
         if (member.role === 'owner' && actorRole !== 'owner') throw ownersOnly('change an owner', actorRole);
         if (change.role === 'owner' && member.role !== 'owner' && actorRole !== 'owner')
           throw ownersOnly('make someone an owner', actorRole);
@@ -294,7 +287,7 @@ export function createMembers(deps: {
           member.role === 'owner' &&
           change.role !== undefined &&
           change.role !== 'owner' &&
-          repo.ownerCount(wid) <= 1
+          (await repo.ownerCount(wid)) <= 1
         )
           throw lastOwner('demoted');
         // A new name is this workspace's name for the person (their membership): another
@@ -304,8 +297,8 @@ export function createMembers(deps: {
           role: change.role ?? member.role,
           ...(change.name === undefined ? {} : { name: change.name }),
         };
-        if (updated.role !== member.role || change.name !== undefined) repo.putMember(updated);
-        ledger?.record({
+        if (updated.role !== member.role || change.name !== undefined) await repo.putMember(updated);
+        await ledger?.record({
           workspaceId: wid,
           actor: actorName(by),
           kind: 'member.updated',
@@ -318,7 +311,7 @@ export function createMembers(deps: {
 
     /** Removes a member and ends every session and OAuth connection of theirs at once. */
     async removeMember(wid: string, uid: string, by: MemberActor): Promise<{ sessionsEnded: number }> {
-      return store.write(() => ({ sessionsEnded: removeMemberInWrite(wid, uid, by).sessionsEnded }));
+      return store.write(async () => ({ sessionsEnded: (await removeMemberInWrite(wid, uid, by)).sessionsEnded }));
     },
 
     removeMemberInWrite,
@@ -340,7 +333,7 @@ export function createMembers(deps: {
     revokeAccessInWrite,
 
     /** The member's role now (read inside the caller's write when called there), or undefined. */
-    roleOf(wid: string, uid: string): Role | undefined {
+    roleOf(wid: string, uid: string): Promise<Role | undefined> {
       return repo.roleIn(wid, uid);
     },
   };

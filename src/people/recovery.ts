@@ -34,9 +34,9 @@ export function createRecovery(deps: { store: Store; clock: Clock; repo: PeopleR
   const { store, repo, ledger } = deps;
   return {
     async resetOwnerPassword(email: string, options: { disableTwoFactor?: boolean } = {}): Promise<OwnerPasswordReset> {
-      const user = repo.userByEmail(email);
+      const user = await repo.userByEmail(email);
       if (!user) throw new AppError('not_found', { message: `No person with the email ${email} in this store.` });
-      const memberships = repo.workspacesOf(user.id);
+      const memberships = await repo.workspacesOf(user.id);
       if (!memberships.some((m) => m.role === 'owner')) {
         throw new AppError('forbidden', {
           message: `${user.email} is not an owner of any workspace.`,
@@ -45,17 +45,17 @@ export function createRecovery(deps: { store: Store; clock: Clock; repo: PeopleR
       }
       const password = randomBytes(18).toString('base64url');
       const passwordHash = await hashPassword(password);
-      return store.write(() => {
-        const latest = repo.getUser(user.id) as Account | undefined;
+      return store.write(async () => {
+        const latest = (await repo.getUser(user.id)) as Account | undefined;
         if (!latest) throw new AppError('not_found', { message: `No person with the email ${email} in this store.` });
         const twoFactorDisabled = options.disableTwoFactor === true && latest.totp !== undefined;
         const { totp, ...rest } = latest;
         const next = twoFactorDisabled ? rest : { ...rest, ...(totp ? { totp } : {}) };
-        repo.putUser(cleared({ ...next, passwordHash, mustChangePassword: true }, LOCK_KINDS));
-        const sessionsEnded = repo.removeSessionsOf(user.id);
-        const workspaces = repo.workspacesOf(user.id).map((m) => m.workspace.id);
+        await repo.putUser(cleared({ ...next, passwordHash, mustChangePassword: true }, LOCK_KINDS));
+        const sessionsEnded = await repo.removeSessionsOf(user.id);
+        const workspaces = (await repo.workspacesOf(user.id)).map((m) => m.workspace.id);
         for (const workspaceId of workspaces) {
-          ledger?.record({
+          await ledger?.record({
             workspaceId,
             actor: 'system',
             kind: 'member.password_reset',

@@ -137,20 +137,25 @@ export function createPeopleService(deps: PeopleDeps) {
     return step;
   }
 
-  function workspacesOf(uid: string): WorkspaceView[] {
-    return repo.workspacesOf(uid).map(({ workspace, role }) => ({ id: workspace.id, name: workspace.name, role }));
+  async function workspacesOf(uid: string): Promise<WorkspaceView[]> {
+    return (await repo.workspacesOf(uid)).map(({ workspace, role }) => ({
+      id: workspace.id,
+      name: workspace.name,
+      role,
+    }));
   }
 
   return {
     workspaceCount: () => repo.workspaceCount(),
 
     /** Whether the workspace exists (workspaces are never removed); `wid` may be any text from outside. */
-    workspaceExists: (wid: string): boolean => isId(wid, 'ws') && repo.getWorkspace(wid) !== undefined,
+    workspaceExists: async (wid: string): Promise<boolean> =>
+      isId(wid, 'ws') && (await repo.getWorkspace(wid)) !== undefined,
 
     /** The id of the person with this email who is a member of the workspace, if any. */
-    memberIdByEmail(wid: string, email: string): string | undefined {
-      const user = repo.userByEmail(email);
-      return user && repo.roleIn(wid, user.id) ? user.id : undefined;
+    async memberIdByEmail(wid: string, email: string): Promise<string | undefined> {
+      const user = await repo.userByEmail(email);
+      return user && (await repo.roleIn(wid, user.id)) ? user.id : undefined;
     },
 
     /**
@@ -176,17 +181,17 @@ export function createPeopleService(deps: PeopleDeps) {
         createdAt: at,
         ...(input.mustChangePassword ? { mustChangePassword: true } : {}),
       };
-      await store.write(() => {
-        if (input.firstOnly && repo.workspaceCount() > 0) {
+      await store.write(async () => {
+        if (input.firstOnly && (await repo.workspaceCount()) > 0) {
           throw new AppError('invalid_request', {
             message: 'The store already has a workspace.',
             fix: 'Set up only an empty store; use the console to add workspaces.',
           });
         }
-        if (repo.userByEmail(user.email)) throw invalidField('email', 'a person with this email already exists');
-        repo.putWorkspace(workspace);
-        repo.putUser(user);
-        repo.putMember({ workspaceId: workspace.id, userId: user.id, role: 'owner', addedAt: at });
+        if (await repo.userByEmail(user.email)) throw invalidField('email', 'a person with this email already exists');
+        await repo.putWorkspace(workspace);
+        await repo.putUser(user);
+        await repo.putMember({ workspaceId: workspace.id, userId: user.id, role: 'owner', addedAt: at });
       });
       return { workspaceId: workspace.id, ownerId: user.id };
     },
@@ -197,16 +202,16 @@ export function createPeopleService(deps: PeopleDeps) {
     resetOwnerPassword: recovery.resetOwnerPassword,
 
     async signIn(email: string, password: string, totp?: string) {
-      const user = repo.userByEmail(email);
+      const user = await repo.userByEmail(email);
       const ok = await verifyPassword(user?.passwordHash, password);
       if (!user || !ok) throw wrongCredentials();
       const step = await signInStep(user, totp);
       const secret = ids.secret('sid');
       const now = clock.now();
-      await store.write(() => {
+      await store.write(async () => {
         // The password verified above must still be the password when the session is stored:
         // a sign-in racing a password change must not outlive it.
-        const latest = repo.getUser(user.id);
+        const latest = await repo.getUser(user.id);
         if (latest?.passwordHash !== user.passwordHash) throw wrongCredentials();
         // The code is spent with the session: a second sign-in with it, even a racing one, fails.
         if (totpOn(latest)) {
@@ -214,24 +219,24 @@ export function createPeopleService(deps: PeopleDeps) {
             throw totpRequired(USED_CODE);
           }
           // A right code clears the count of wrong ones.
-          repo.putUser(cleared({ ...latest, totp: { ...latest.totp!, lastStep: step } }, ['totp']));
+          await repo.putUser(cleared({ ...latest, totp: { ...latest.totp!, lastStep: step } }, ['totp']));
         }
         // Sessions are not kept past their expiry: each sign-in clears the person's expired ones.
-        repo.removeExpiredSessionsOf(user.id, isoAt(now));
-        repo.putSession(secretHash(secret), {
+        await repo.removeExpiredSessionsOf(user.id, isoAt(now));
+        await repo.putSession(secretHash(secret), {
           userId: user.id,
           createdAt: isoAt(now),
           expiresAt: isoAt(now + deps.sessionTtlMs),
         });
       });
-      return { secret, user: toPublicUser(user), workspaces: workspacesOf(user.id) };
+      return { secret, user: toPublicUser(user), workspaces: await workspacesOf(user.id) };
     },
 
     /** The person behind a session secret, or undefined when it is unknown or expired. */
-    sessionUser(secret: string): PublicUser | undefined {
-      const session = repo.getSession(secretHash(secret));
+    async sessionUser(secret: string): Promise<PublicUser | undefined> {
+      const session = await repo.getSession(secretHash(secret));
       if (!session || Date.parse(session.expiresAt) <= clock.now()) return undefined;
-      const user = repo.getUser(session.userId);
+      const user = await repo.getUser(session.userId);
       return user ? toPublicUser(user) : undefined;
     },
 
@@ -245,7 +250,7 @@ export function createPeopleService(deps: PeopleDeps) {
       currentPassword: string,
       newPassword: string,
     ): Promise<{ sessionsEnded: number; secret: string }> {
-      const user = repo.getUser(uid);
+      const user = await repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (newPassword === currentPassword) {
         throw invalidField('newPassword', '"newPassword" must differ from the current password');
@@ -258,17 +263,17 @@ export function createPeopleService(deps: PeopleDeps) {
       const passwordHash = await hashPassword(newPassword);
       const secret = ids.secret('sid');
       const now = clock.now();
-      return store.write(() => {
-        const latest = repo.getUser(uid);
+      return store.write(async () => {
+        const latest = await repo.getUser(uid);
         if (!latest) throw new AppError('unauthenticated');
         // Two changes racing with the same current password: only the first one wins.
         if (latest.passwordHash !== user.passwordHash) {
           throw notCurrentPassword();
         }
         const { mustChangePassword: _was, ...rest } = latest as Account;
-        repo.putUser(cleared({ ...rest, passwordHash }, ['password']));
-        const sessionsEnded = repo.removeSessionsOf(uid);
-        repo.putSession(secretHash(secret), {
+        await repo.putUser(cleared({ ...rest, passwordHash }, ['password']));
+        const sessionsEnded = await repo.removeSessionsOf(uid);
+        await repo.putSession(secretHash(secret), {
           userId: uid,
           createdAt: isoAt(now),
           expiresAt: isoAt(now + deps.sessionTtlMs),
@@ -282,35 +287,35 @@ export function createPeopleService(deps: PeopleDeps) {
      * code confirms it, sign-in does not ask for codes; a new start replaces a waiting one.
      */
     async startTotp(uid: string): Promise<{ secret: string; otpauthUri: string }> {
-      const user = repo.getUser(uid);
+      const user = await repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       const secret = newTotpSecret();
       const sealed = sealTotpSecret(masterKey, uid, secret);
-      await store.write(() => {
-        const latest = repo.getUser(uid);
+      await store.write(async () => {
+        const latest = await repo.getUser(uid);
         if (!latest) throw new AppError('unauthenticated');
         if (totpOn(latest)) {
           throw invalidField(null, 'two-factor is already on: turn it off first (DELETE /api/me/totp with a code)');
         }
-        repo.putUser({ ...latest, totp: { sealed, confirmedAt: null } });
+        await repo.putUser({ ...latest, totp: { sealed, confirmedAt: null } });
       });
       return { secret, otpauthUri: otpauthUri(secret, user.email) };
     },
 
     /** A current code of the waiting enrolment turns two-factor on (and is spent). */
     async confirmTotp(uid: string, code: string): Promise<{ totp: true }> {
-      const user = repo.getUser(uid);
+      const user = await repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (!user.totp) throw invalidField(null, 'no two-factor enrolment is waiting: start one with POST /api/me/totp');
       if (totpOn(user)) throw invalidField(null, 'two-factor is already on');
       const attempt = await lockouts.take(uid, 'totp');
       const step = freshStep(user, code);
       if (step === null) throw lockouts.refusal(attempt, wrongCode);
-      await store.write(() => {
-        const latest = repo.getUser(uid);
+      await store.write(async () => {
+        const latest = await repo.getUser(uid);
         // Another enrolment started meanwhile: this code belongs to a secret no longer waiting.
         if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || totpOn(latest)) throw wrongCode();
-        repo.putUser(
+        await repo.putUser(
           cleared(
             { ...latest, totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step } },
             ['totp'],
@@ -322,18 +327,18 @@ export function createPeopleService(deps: PeopleDeps) {
 
     /** Turns two-factor off (or drops a waiting enrolment); needs a current, unused code. */
     async disableTotp(uid: string, code: string): Promise<{ totp: false }> {
-      const user = repo.getUser(uid);
+      const user = await repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (!user.totp) throw invalidField(null, 'two-factor is not on');
       const attempt = await lockouts.take(uid, 'totp');
       const step = freshStep(user, code);
       if (step === null) throw lockouts.refusal(attempt, wrongCode);
-      await store.write(() => {
-        const latest = repo.getUser(uid);
+      await store.write(async () => {
+        const latest = await repo.getUser(uid);
         if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1))
           throw wrongCode();
         const { totp: _off, ...rest } = latest as Account;
-        repo.putUser(cleared(rest, ['totp']));
+        await repo.putUser(cleared(rest, ['totp']));
       });
       return { totp: false };
     },
@@ -345,10 +350,10 @@ export function createPeopleService(deps: PeopleDeps) {
       await store.write(() => repo.removeSession(secretHash(secret)));
     },
 
-    me(uid: string) {
-      const user = repo.getUser(uid);
+    async me(uid: string) {
+      const [user, workspaces] = await Promise.all([repo.getUser(uid), workspacesOf(uid)]);
       if (!user) throw new AppError('unauthenticated');
-      return { user: toPublicUser(user), workspaces: workspacesOf(uid) };
+      return { user: toPublicUser(user), workspaces };
     },
 
     /**
@@ -356,7 +361,7 @@ export function createPeopleService(deps: PeopleDeps) {
      * still holding a password someone else chose (the first start's) may do nothing in a
      * workspace until they change it.
      */
-    authorize(wid: string, user: PublicUser, permission: Permission): Role {
+    async authorize(wid: string, user: PublicUser, permission: Permission): Promise<Role> {
       // `user` was read from the store for this request by the session strategy: no second read.
       if (user.mustChangePassword) {
         throw new AppError('forbidden', {
@@ -364,8 +369,8 @@ export function createPeopleService(deps: PeopleDeps) {
           fix: 'Send PUT /api/me/password with currentPassword and a newPassword of your own.',
         });
       }
-      const role = repo.roleIn(wid, user.id);
-      if (!role || !repo.getWorkspace(wid)) throw new AppError('not_found', { message: 'No such workspace.' });
+      const [role, workspace] = await Promise.all([repo.roleIn(wid, user.id), repo.getWorkspace(wid)]);
+      if (!role || !workspace) throw new AppError('not_found', { message: 'No such workspace.' });
       if (!roleAllows(role, permission)) {
         throw new AppError('forbidden', {
           message: `Only ${rolesFor(permission).join(' or ')} may do this; you are ${role}.`,

@@ -20,9 +20,9 @@ export const serviceTokensRoutes: Plugin<{
   name: 'svc-service-tokens',
   register(server, { tokens, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
-    const owner = (request: Request, w: string) => {
+    const owner = async (request: Request, w: string) => {
       const c = caller(request, 'session');
-      people.authorize(w, c.user, 'service-tokens.manage');
+      await people.authorize(w, c.user, 'service-tokens.manage');
       return actorOf(c);
     };
     server.route([
@@ -30,9 +30,9 @@ export const serviceTokensRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/service-tokens',
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
-          owner(request, w);
+          await owner(request, w);
           const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return tokens.list(w, { limit, ...(cursor ? { after: cursor } : {}) });
         },
@@ -47,7 +47,7 @@ export const serviceTokensRoutes: Plugin<{
         },
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
-          const created = await tokens.create(w, request.payload as CreateTokenInput, owner(request, w));
+          const created = await tokens.create(w, request.payload as CreateTokenInput, await owner(request, w));
           return h
             .response({
               id: created.id,
@@ -70,7 +70,7 @@ export const serviceTokensRoutes: Plugin<{
         },
         async handler(request) {
           const { wid: w, id } = request.params as { wid: string; id: string };
-          await tokens.revoke(w, id, owner(request, w));
+          await tokens.revoke(w, id, await owner(request, w));
           return {};
         },
       },

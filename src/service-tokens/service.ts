@@ -5,6 +5,7 @@ import { secretHash } from '../lib/secrets.js';
 import { addressAllowed } from '../lib/ip-ranges.js';
 import type { Ledger } from '../ledger/service.js';
 import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/index.js';
+import { serviceTokensRepo } from './repo.js';
 
 /**
  * Rules (SPEC.md 2.3, 5.3.2):
@@ -43,7 +44,7 @@ const viewOf = ({ hash: _hash, ...view }: ServiceTokenRecord): ServiceTokenView 
 
 export function createServiceTokensService(deps: { store: Store; clock: Clock; ids: IdSource; ledger?: Ledger }) {
   const { store, clock, ids, ledger } = deps;
-  const t = store.tables;
+  const repo = serviceTokensRepo(store);
   return {
     /** Creates a token; its value is returned once. `actor` is who, as the ledger names them. */
     async create(workspaceId: string, input: CreateTokenInput, actor = 'operator:cli') {
@@ -63,10 +64,9 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
         expiresAt: isoAt(now + input.expiresInDays * DAY_MS),
         revokedAt: null,
       };
-      await store.write(() => {
-        t.serviceTokens.put([workspaceId, record.id], record);
-        t.serviceTokensByHash.put(record.hash, [workspaceId, record.id]);
-        ledger?.record({
+      await store.write(async () => {
+        await repo.create(record);
+        await ledger?.record({
           workspaceId,
           actor,
           kind: 'service_token.created',
@@ -77,31 +77,37 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
       return { ...viewOf(record), token };
     },
 
-    list(
+    async list(
       workspaceId: string,
       options: { after?: string; limit: number },
-    ): { data: ServiceTokenView[]; next: string | null } {
-      const rows = t.serviceTokens
-        .scan([workspaceId], { ...(options.after ? { after: options.after } : {}), limit: options.limit + 1 })
-        .map((e) => e.value);
+    ): Promise<{ data: ServiceTokenView[]; next: string | null }> {
+      const rows = await repo.list(workspaceId, {
+        ...(options.after ? { after: options.after } : {}),
+        limit: options.limit + 1,
+      });
       const page = rows.slice(0, options.limit);
       return { data: page.map(viewOf), next: rows.length > options.limit ? page[page.length - 1]!.id : null };
     },
 
     async revoke(workspaceId: string, id: string, actor = 'operator:cli'): Promise<void> {
-      await store.write(() => {
-        const record = t.serviceTokens.get([workspaceId, id]);
+      await store.write(async () => {
+        const record = await repo.get(workspaceId, id);
         if (!record || record.revokedAt)
           throw new AppError('not_found', { message: 'No such service token in this workspace.' });
-        t.serviceTokens.put([workspaceId, id], { ...record, revokedAt: isoAt(clock.now()) });
-        ledger?.record({ workspaceId, actor, kind: 'service_token.revoked', subject: id, data: { name: record.name } });
+        await repo.put({ ...record, revokedAt: isoAt(clock.now()) });
+        await ledger?.record({
+          workspaceId,
+          actor,
+          kind: 'service_token.revoked',
+          subject: id,
+          data: { name: record.name },
+        });
       });
     },
 
     /** Authenticates a presented token from a client address; throws the SPEC.md 7.5 errors. */
-    verify(value: string, clientAddress: string): ServiceTokenRecord {
-      const ref = hasPrefix(value, 'ims') ? t.serviceTokensByHash.get(secretHash(value)) : undefined;
-      const record = ref ? t.serviceTokens.get(ref) : undefined;
+    async verify(value: string, clientAddress: string): Promise<ServiceTokenRecord> {
+      const record = hasPrefix(value, 'ims') ? await repo.byHash(secretHash(value)) : undefined;
       if (!record || record.revokedAt) throw new AppError('invalid_token');
       // The address first: from outside ipAllow even an expired token is just invalid, so the
       // answer never tells an outsider that the token is real.

@@ -49,10 +49,10 @@ test.after.always(async () => {
 });
 
 /** What the store holds about clients and connections: a refused document adds nothing. */
-const stored = () => ({
-  clients: server.app.store.tables.oauthClients.scan([]).length,
-  connections: server.app.store.tables.oauthConnections.scan([agent.wid]).length,
-  codes: server.app.store.tables.oauthCodes.scan([]).length,
+const stored = async () => ({
+  clients: (await server.app.store.tables.oauthClients.scan([])).length,
+  connections: (await server.app.store.tables.oauthConnections.scan([agent.wid])).length,
+  codes: (await server.app.store.tables.oauthCodes.scan([])).length,
 });
 
 /** The authorization request of a URL client, as the signed-in owner opens it. */
@@ -82,7 +82,7 @@ test.serial(
     const path = '/apps/browser-agent.json';
     docs.serve(path, (url) => ({ headers: { 'cache-control': 'max-age=60' }, body: documentFor(url, [REDIRECT]) }));
     const clientId = docs.url(path);
-    const before = stored();
+    const before = await stored();
     const as = await discover(server);
     const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'none' };
     const { url, verifier, state } = await authorizeUrl(as, server, client, REDIRECT);
@@ -109,10 +109,9 @@ test.serial(
     );
     t.is(await mcpStatus(refreshed.access_token), 200);
 
-    const after = stored();
+    const after = await stored();
     t.is(after.clients, before.clients, 'no client record: the document is the registration');
-    const connection = server.app.store.tables.oauthConnections
-      .scan([agent.wid])
+    const connection = (await server.app.store.tables.oauthConnections.scan([agent.wid]))
       .map((e) => e.value)
       .find((c) => c.clientId === clientId);
     t.like(connection, { clientId, clientName: 'Browser Agent', agentId: agent.agentId, endedAt: null });
@@ -224,13 +223,13 @@ for (const r of refusals) {
   test.serial(`refused with a clear error page, nothing stored: ${r.name}`, async (t) => {
     if (r.answer) docs.serve(r.path, r.answer);
     const clientId = r.clientId ? r.clientId(docs.url(r.path)) : docs.url(r.path);
-    const before = stored();
+    const before = await stored();
     const res = await openAuthorize(clientId, r.redirect ?? REDIRECT);
     t.is(res.status, 400, 'an error page, never a redirect to an address the document did not vouch for');
     t.is(res.location, null);
     const problem = /<p class="notice notice-error" id="problem">([^<]*)<\/p>/.exec(res.html)?.[1] ?? '';
     t.regex(problem.replaceAll('&#39;', "'").replaceAll('&#x27;', "'"), r.problem);
-    t.deepEqual(stored(), before);
+    t.deepEqual(await stored(), before);
     if (r.clientId) t.is(docs.hits(r.path), 0, 'a refused URL is never fetched');
   });
 }
@@ -321,7 +320,7 @@ test.serial('the MCP SDK client connects with its clientMetadataUrl, without reg
   const path = '/apps/sdk-client.json';
   docs.serve(path, (url) => ({ headers: { 'cache-control': 'max-age=300' }, body: documentFor(url, [REDIRECT]) }));
   const provider = new UrlClientProvider(docs.url(path));
-  const before = stored();
+  const before = await stored();
   const transport = () => new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { authProvider: provider });
   const first = new Client({ name: 'sdk-cimd', version: '1.0.0' });
   await t.throwsAsync(first.connect(transport()), { instanceOf: UnauthorizedError });
@@ -334,5 +333,5 @@ test.serial('the MCP SDK client connects with its clientMetadataUrl, without reg
   t.true((await client.listTools()).tools.length >= 3);
   await client.close();
   t.regex(String(provider.stored?.refresh_token), /^art_/);
-  t.is(stored().clients, before.clients);
+  t.is((await stored()).clients, before.clients);
 });

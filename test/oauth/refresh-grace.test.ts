@@ -46,9 +46,8 @@ const sdkRefresh = (clientId: string, refreshToken: string) =>
     resource: new URL(`${server.url}/mcp`),
   });
 
-const connectionOf = (clientId: string) =>
-  server.app.store.tables.oauthConnections
-    .scan([agent.wid])
+const connectionOf = async (clientId: string) =>
+  (await server.app.store.tables.oauthConnections.scan([agent.wid]))
     .map((e) => e.value)
     .find((c) => c.clientId === clientId)!;
 
@@ -63,7 +62,7 @@ test.serial('two concurrent SDK refreshes get the same new pair, and the connect
   t.not(a.refresh_token, tokens.refresh_token);
   t.is(await mcpStatus(a.access_token), 200, "the winner's access token works");
   t.is(await mcpStatus(tokens.access_token), 401, 'the old access token stopped');
-  t.is(connectionOf(client.client_id).endedAt, null);
+  t.is((await connectionOf(client.client_id)).endedAt, null);
 
   // Still within the window, a third presentation gets the same pair again.
   clock.advance(9_000);
@@ -75,7 +74,7 @@ test.serial('two concurrent SDK refreshes get the same new pair, and the connect
   const next = await sdkRefresh(client.client_id, a.refresh_token!);
   t.not(next.access_token, a.access_token);
   t.is(await mcpStatus(next.access_token), 200);
-  t.is(connectionOf(client.client_id).endedAt, null);
+  t.is((await connectionOf(client.client_id)).endedAt, null);
 });
 
 test.serial('a used refresh token presented after the window ends the whole connection', async (t) => {
@@ -85,7 +84,7 @@ test.serial('a used refresh token presented after the window ends the whole conn
   const err = await t.throwsAsync(sdkRefresh(client.client_id, tokens.refresh_token!));
   t.true(err instanceof InvalidGrantError, String(err));
   t.is(await mcpStatus(fresh.access_token), 401, 'the pair issued at the first use stopped too');
-  t.like(connectionOf(client.client_id), { endedWhy: 'refresh token reused' });
+  t.like(await connectionOf(client.client_id), { endedWhy: 'refresh token reused' });
   await t.throwsAsync(sdkRefresh(client.client_id, fresh.refresh_token!), { instanceOf: InvalidGrantError });
 });
 

@@ -173,11 +173,11 @@ test.serial('lockouts in a row last twice as long each time; a right answer star
   await lockFor(15);
   await lockFor(30);
   await lockFor(60);
-  const stored = () => (app.store.tables.users.get(p.id) as { attempts?: unknown }).attempts;
-  t.like(stored(), { password: { failures: 5, locks: 3 } });
+  const stored = async () => ((await app.store.tables.users.get(p.id)) as { attempts?: unknown }).attempts;
+  t.like(await stored(), { password: { failures: 5, locks: 3 } });
   const right = await changePassword(p.cookie, PASSWORD);
   t.is(right.status, 200, JSON.stringify(right.body));
-  t.is(stored(), undefined, 'the right answer cleared the count and the doubling');
+  t.is(await stored(), undefined, 'the right answer cleared the count and the doubling');
 });
 
 test.serial('a burst of wrong guesses sent at once cannot outrun the count', async (t) => {

@@ -190,7 +190,7 @@ test.serial('sent without a password, a new account has none anyone knows', asyn
   const fresh = newEmail();
   const res = await add({ email: fresh, name: 'Nobody Yet', role: 'member' });
   t.is(res.status, 201);
-  const stored = app.store.tables.users.get(res.body.id)!;
+  const stored = (await app.store.tables.users.get(res.body.id))!;
   t.true(stored.mustChangePassword);
   t.regex(stored.passwordHash, /^\$argon2id\$/);
   for (const guess of ['', 'password', fresh]) t.is((await signIn(fresh, guess)).status, guess ? 401 : 400);

@@ -43,7 +43,7 @@ test('adding, changing and removing a member are ledger records naming the actor
       // A refused change leaves no record.
       await t.throwsAsync(people.removeMember(made.workspaceId, made.ownerId, by), { message: /last owner/ });
 
-      const records = app.services.ledger.list(made.workspaceId, { limit: 50 }).data;
+      const records = (await app.services.ledger.list(made.workspaceId, { limit: 50 })).data;
       t.deepEqual(
         records.map((r) => [r.kind, r.actor, r.subject, r.data]),
         [

@@ -1,0 +1,99 @@
+import type {
+  AgentRecord,
+  OAuthClientRecord,
+  OAuthCodeRecord,
+  OAuthConnectionRecord,
+  OAuthTokenRecord,
+  Role,
+  StopAllRecord,
+  Store,
+  WorkspaceRecord,
+} from '../store/index.js';
+import { endConnectionsInWrite } from './connections.js';
+
+/**
+ * The authorization server's records: registered clients, connections, codes and tokens (by
+ * hash), used consent forms; and the few records of other domains it reads to decide who may
+ * connect which agent (memberships, workspaces, agents, the workspace's stop). Writes go inside
+ * store.write().
+ */
+export function oauthRepo(store: Store) {
+  const t = store.tables;
+  return {
+    getClient(clientId: string): Promise<OAuthClientRecord | undefined> {
+      return t.oauthClients.get(clientId);
+    },
+    async putClient(client: OAuthClientRecord): Promise<void> {
+      await t.oauthClients.put(client.clientId, client);
+    },
+
+    getConnection(wid: string, cnxId: string): Promise<OAuthConnectionRecord | undefined> {
+      return t.oauthConnections.get([wid, cnxId]);
+    },
+    async putConnection(c: OAuthConnectionRecord): Promise<void> {
+      await t.oauthConnections.put([c.workspaceId, c.id], c);
+    },
+    async listConnections(wid: string): Promise<OAuthConnectionRecord[]> {
+      return (await t.oauthConnections.scan([wid])).map((e) => e.value);
+    },
+    /** Inside a write: ends the connections `match` names (connections.ts). */
+    endConnections(
+      wid: string,
+      match: { agentId?: string; userId?: string; all?: true },
+      why: string,
+      nowMs: number,
+    ): Promise<OAuthConnectionRecord[]> {
+      return endConnectionsInWrite(t, wid, match, why, nowMs);
+    },
+
+    getCode(hash: string): Promise<OAuthCodeRecord | undefined> {
+      return t.oauthCodes.get(hash);
+    },
+    async putCode(hash: string, code: OAuthCodeRecord): Promise<void> {
+      await t.oauthCodes.put(hash, code);
+    },
+
+    getToken(hash: string): Promise<OAuthTokenRecord | undefined> {
+      return t.oauthTokens.get(hash);
+    },
+    async putToken(hash: string, token: OAuthTokenRecord): Promise<void> {
+      await t.oauthTokens.put(hash, token);
+    },
+    async removeToken(hash: string): Promise<void> {
+      await t.oauthTokens.remove(hash);
+    },
+
+    consentUsed(nonce: string): Promise<boolean> {
+      return t.oauthConsentsUsed.has(nonce);
+    },
+    /** Keeps a consent form's nonce until `untilIso`, when the form would have expired anyway. */
+    async useConsent(nonce: string, untilIso: string): Promise<void> {
+      await t.oauthConsentsUsed.put(nonce, untilIso);
+    },
+
+    /** A person's workspaces and their role in each. */
+    async membershipsOf(userId: string): Promise<Array<{ workspaceId: string; role: Role }>> {
+      return (await t.userWorkspaces.scan([userId])).map(({ key, value }) => ({
+        workspaceId: String(key[1]),
+        role: value,
+      }));
+    },
+    roleIn(userId: string, wid: string): Promise<Role | undefined> {
+      return t.userWorkspaces.get([userId, wid]);
+    },
+    getWorkspace(wid: string): Promise<WorkspaceRecord | undefined> {
+      return t.workspaces.get(wid);
+    },
+    stopAllOf(wid: string): Promise<StopAllRecord | undefined> {
+      return t.stopAll.get(wid);
+    },
+    getAgent(wid: string, aid: string): Promise<AgentRecord | undefined> {
+      return t.agents.get([wid, aid]);
+    },
+    async agentsOf(wid: string): Promise<AgentRecord[]> {
+      return (await t.agents.scan([wid])).map((e) => e.value);
+    },
+  };
+}
+
+export type OAuthRepo = ReturnType<typeof oauthRepo>;
