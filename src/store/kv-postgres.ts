@@ -245,9 +245,19 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
     };
     client.on('error', onError);
     let open = true;
+    // One connection runs one statement at a time: a write function's concurrent reads
+    // (Promise.all) are queued here rather than on the client (which pg deprecates).
+    let queue: Promise<unknown> = Promise.resolve();
+    const serial = {
+      query(config: unknown) {
+        const next = queue.then(() => client.query(config as pg.QueryConfig));
+        queue = next.catch(() => undefined);
+        return next;
+      },
+    } as unknown as Queryable;
     const tx = tablesOn(() => {
       if (!open) throw new Error('a store transaction was used after its write function ended');
-      return client;
+      return serial;
     }) as unknown as WriteTx;
     try {
       await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
