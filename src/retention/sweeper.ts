@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { periodic } from '../lib/outbound.js';
 import type { KeyPart, Store, Table, Tables } from '../store/index.js';
+import { sweepRepo } from './repo.js';
 
 /**
  * The one background sweeper. Every table whose records have a window (single-use identifiers,
@@ -36,7 +37,7 @@ export interface SweepJob<K extends keyof Tables = keyof Tables> {
   /** Whether the entry is past its window at `now` (ms): a pure function of the entry and `now`. */
   expired(entry: SweepEntry<ValueOf<K>>, now: number): boolean;
   /** Inside the write that removes an entry: removes what is kept beside it (an index row). */
-  alongside?(entry: SweepEntry<ValueOf<K>>, tables: Tables): void;
+  alongside?(entry: SweepEntry<ValueOf<K>>, tables: Tables): Promise<void>;
 }
 
 /** A typed job (the union of every table's job is what the sweeper takes). */
@@ -68,28 +69,28 @@ const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve)
 export function createSweeper(options: SweeperOptions) {
   const { store, clock, log, jobs, batch, maxPerRun } = options;
   const cursors = new Map<string, KeyPart[]>();
+  const repo = sweepRepo(store);
 
   const sweepTable = async (job: SweepJob): Promise<{ examined: number; removed: number }> => {
-    const table = store.tables[job.table] as Table<unknown>;
     let examined = 0;
     let removed = 0;
     while (examined < maxPerRun) {
       const from = cursors.get(job.table);
       const limit = Math.min(batch, maxPerRun - examined);
-      const page = table.scan([], from ? { startAfter: from, limit } : { limit });
+      const page = await repo.page(job.table, from, limit);
       examined += page.length;
       if (page.length < limit) cursors.delete(job.table);
       else cursors.set(job.table, page.at(-1)!.key);
       const now = clock.now();
       const stale = page.filter((entry) => job.expired(entry as never, now));
       if (stale.length > 0) {
-        removed += await store.write(() => {
+        removed += await store.write(async () => {
           let n = 0;
           for (const { key } of stale) {
-            const value = table.get(key);
+            const value = await repo.get(job.table, key);
             if (value === undefined || !job.expired({ key, value } as never, now)) continue;
-            table.remove(key);
-            job.alongside?.({ key, value } as never, store.tables);
+            await repo.remove(job.table, key);
+            await job.alongside?.({ key, value } as never, repo.tables);
             n += 1;
           }
           return n;
