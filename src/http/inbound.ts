@@ -30,9 +30,9 @@ export const HOOK_BODY_LIMIT = 1_048_576;
 /** What the inbound routes ask of whoever keeps the workspaces' integrations (the integrations registry). */
 export interface InboundSecrets {
   /** The kind's non-secret settings in a workspace, or undefined when it is not set up there. */
-  configOf(wid: string, kind: IntegrationKind): Promise<object | undefined>;
+  configOf(wid: string, kind: IntegrationKind): object | undefined;
   /** The secrets a request of the kind may be signed with: the current one and, during a rotation, the one before. */
-  secretsFor(wid: string, kind: IntegrationKind): Promise<string[]>;
+  secretsFor(wid: string, kind: IntegrationKind): string[];
 }
 
 /**
@@ -46,7 +46,7 @@ export function createRefusals(registry: Pick<InboundSecrets, 'configOf'>) {
     get: (wid: string, kind: string): number => counts.get(`${wid}/${kind}`) ?? 0,
     /** A route extension counting this route's 4xx and 5xx under the request's workspace (or `_` when none is known). */
     counter(kind: IntegrationKind) {
-      return async (request: Request, h: ResponseToolkit) => {
+      return (request: Request, h: ResponseToolkit) => {
         const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
         const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
         if (status >= 400) {
@@ -55,8 +55,7 @@ export function createRefusals(registry: Pick<InboundSecrets, 'configOf'>) {
               (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound?.workspaceId ??
               '_',
           );
-          const known = WID.test(w) && (await registry.configOf(w, kind).catch(() => undefined)) !== undefined;
-          const key = `${known ? w : '_'}/${kind}`;
+          const key = `${WID.test(w) && registry.configOf(w, kind) !== undefined ? w : '_'}/${kind}`;
           counts.set(key, (counts.get(key) ?? 0) + 1);
         }
         return h.continue;
@@ -144,7 +143,7 @@ export function svcSignatureVerifier(
     },
     async body(request, raw, parsed) {
       const w = routeWorkspace(request);
-      if (!w || !signatureMatches(parsed, raw, await registry.secretsFor(w, kind)))
+      if (!w || !signatureMatches(parsed, raw, registry.secretsFor(w, kind)))
         throw signatureRefused('The signature does not match the body.');
       // Claimed by what was signed (timestamp and body), not by the header's text: the same signed
       // request with another v1 added or the v1s reordered is the same request.

@@ -18,7 +18,5 @@ export function sweepRepo(store: Store) {
     async remove(name: keyof Tables, key: KeyPart[]): Promise<void> {
       await table(name).remove(key);
     },
-    /** The tables themselves, for a job's removals beside an entry (inside the write). */
-    tables: t,
   };
 }

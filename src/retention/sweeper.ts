@@ -36,8 +36,11 @@ export interface SweepJob<K extends keyof Tables = keyof Tables> {
   table: K;
   /** Whether the entry is past its window at `now` (ms): a pure function of the entry and `now`. */
   expired(entry: SweepEntry<ValueOf<K>>, now: number): boolean;
-  /** Inside the write that removes an entry: removes what is kept beside it (an index row). */
-  alongside?(entry: SweepEntry<ValueOf<K>>, tables: Tables): Promise<void>;
+  /** Inside the write that removes an entry: removes what is kept beside it (an index row), through `remove`. */
+  alongside?(
+    entry: SweepEntry<ValueOf<K>>,
+    remove: (table: keyof Tables, key: KeyPart[]) => Promise<void>,
+  ): Promise<void>;
 }
 
 /** A typed job (the union of every table's job is what the sweeper takes). */
@@ -90,7 +93,7 @@ export function createSweeper(options: SweeperOptions) {
             const value = await repo.get(job.table, key);
             if (value === undefined || !job.expired({ key, value } as never, now)) continue;
             await repo.remove(job.table, key);
-            await job.alongside?.({ key, value } as never, repo.tables);
+            await job.alongside?.({ key, value } as never, repo.remove);
             n += 1;
           }
           return n;
@@ -104,11 +107,12 @@ export function createSweeper(options: SweeperOptions) {
 
   /** One run over every job; what it looked at and removed. */
   const run = async (): Promise<SweepReport> => {
-    const report: SweepReport = { tables: {}, removed: 0 };
+    const perTable: SweepReport['tables'] = {};
+    const report: SweepReport = { tables: perTable, removed: 0 };
     for (const job of jobs) {
       try {
         const done = await sweepTable(job);
-        report.tables[job.table] = done;
+        perTable[job.table] = done;
         report.removed += done.removed;
       } catch (err) {
         log.error({ err, table: job.table }, 'sweep failed; the next run tries again');
@@ -116,7 +120,7 @@ export function createSweeper(options: SweeperOptions) {
     }
     if (report.removed > 0) {
       const removed = Object.fromEntries(
-        Object.entries(report.tables)
+        Object.entries(perTable)
           .filter(([, v]) => v.removed > 0)
           .map(([k, v]) => [k, v.removed]),
       );
