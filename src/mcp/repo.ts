@@ -1,4 +1,11 @@
-import type { AgentRecord, KeyRecord, McpServerRecord, McpToolPinRecord, OAuthConnectionRecord, Store } from '../store/index.js';
+import type {
+  AgentRecord,
+  KeyRecord,
+  McpServerRecord,
+  McpToolPinRecord,
+  OAuthConnectionRecord,
+  Store,
+} from '../store/index.js';
 
 /** The MCP domain's reads and writes (upstream servers, pins, sessions' credentials). Writes only inside store.write(). */
 export function pinsRepo(store: Store) {
