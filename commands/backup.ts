@@ -19,7 +19,7 @@ export default class Backup extends SvcCommand {
       this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
     // Read-only: a missing store is store_not_found (exit 3), and a read-only mount can be copied.
-    const store = openStore(settings.dataDir, { create: false, readOnly: true });
+    const store = await openStore(settings.dataDir, { create: false, readOnly: true });
     try {
       // The copy holds what the store holds (hashes, sealed secrets): private from its first byte.
       const previous = process.umask(0o077);
@@ -29,7 +29,7 @@ export default class Backup extends SvcCommand {
         process.umask(previous);
       }
       chmodSync(flags.out, 0o600);
-      const schemaVersion = store.schemaVersion();
+      const schemaVersion = await store.schemaVersion();
       this.log(`store (schema ${schemaVersion}) copied to ${flags.out}; keep master.key with it`);
       return { out: flags.out, schemaVersion };
     } finally {

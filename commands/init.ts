@@ -34,7 +34,7 @@ export default class Init extends SvcCommand {
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
     const app = await createApp(settings, { migrate: true, create: true, log: createLogger('warn') });
     try {
-      if (app.services.people.workspaceCount() > 0) {
+      if ((await app.services.people.workspaceCount()) > 0) {
         this.fail(
           `the store in ${settings.dataDir} already has a workspace; init only sets up an empty store`,
           EXIT.usage,

@@ -20,7 +20,7 @@ export default class Migrate extends SvcCommand {
     const { flags } = await this.parse(Migrate);
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
     // Never creates a store; a dry run writes nothing, not even LMDB's lock file.
-    const store = openStore(settings.dataDir, { create: false, readOnly: flags['dry-run'] });
+    const store = await openStore(settings.dataDir, { create: false, readOnly: flags['dry-run'] });
     try {
       const result = await migrateStore(store, { dryRun: flags['dry-run'] });
       const verb = result.dryRun ? 'would migrate' : 'migrated';

@@ -40,13 +40,13 @@ import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
 import { deriveKey } from './lib/seal.js';
+import { metaRepo } from './repo.js';
 import { resolve } from 'node:path';
 import {
   createMasterKey,
   CURRENT_SCHEMA_VERSION,
   ensureSchema,
   newerSchema,
-  MASTER_KEY_CHECK,
   masterKeyCheck,
   matchesCheck,
   missingKey,
@@ -191,12 +191,16 @@ function createServices(
           },
         }),
       agents: (s) =>
-        createAgentsService({ ...deps, ledger: s.ledger, maxAgents: (wid) => s.plans.allowances(wid).agents }),
+        createAgentsService({
+          ...deps,
+          ledger: s.ledger,
+          maxAgents: async (wid) => (await s.plans.allowances(wid)).agents,
+        }),
       mandates: (s) =>
         createMandatesService({
           ...deps,
           ledger: s.ledger,
-          maxRules: (wid) => s.plans.allowances(wid).mandateRules,
+          maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,
         }),
       gate: (s) => createGate({ ...deps, ledger: s.ledger, receipts: s.receipts, approvalTtlMs }),
       calls: () => createCallLog({ store, log, clock }),
@@ -209,8 +213,11 @@ function createServices(
           log,
           advise: s.webhooks.advise,
           settings: settings.gateway,
-          monthlyRequests: (wid) => s.plans.allowances(wid).monthlyRequests,
-          seats: { people: (wid) => s.plans.allowances(wid).people, graceDays: settings.plan.seatGraceDays },
+          monthlyRequests: async (wid) => (await s.plans.allowances(wid)).monthlyRequests,
+          seats: {
+            people: async (wid) => (await s.plans.allowances(wid)).people,
+            graceDays: settings.plan.seatGraceDays,
+          },
           calls: s.calls,
           budgets: s.budgets,
         }),
@@ -223,7 +230,7 @@ function createServices(
           gate: s.gate,
           version: '1',
           allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
-          rules: (wid, aid) => s.mandates.get(wid, aid).rules,
+          rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
           dispatcher: safeDispatcher({
             allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
             setting: PRIVATE_SETTING,
@@ -349,7 +356,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   const ids = options.ids ?? randomIds;
   const create = options.create ?? true;
   const readOnly = options.readOnly ?? false;
-  const store = openStore(settings.dataDir, { create, readOnly });
+  const store = await openStore(settings.dataDir, { create, readOnly });
   let masterKey: Buffer;
   let migration: MigrationResult | null;
   let wired: ReturnType<typeof createServices> | undefined;
@@ -357,9 +364,9 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   try {
     const source = { dataDir: settings.dataDir, fromSettings: settings.masterKey, file: settings.masterKeyFile };
     // A store this svc cannot read is named as such before its key is looked at.
-    if (store.schemaVersion() > CURRENT_SCHEMA_VERSION) throw newerSchema(store.schemaVersion());
-    const check = store.tables.meta.get(MASTER_KEY_CHECK);
-    const fresh = store.schemaVersion() === 0 && check === undefined;
+    const [version, check] = await Promise.all([store.schemaVersion(), metaRepo(store).keyCheck()]);
+    if (version > CURRENT_SCHEMA_VERSION) throw newerSchema(version);
+    const fresh = version === 0 && check === undefined;
     if (readOnly && fresh) throw storeNotFound(resolve(settings.dataDir));
     const found = readMasterKey(source);
     if (!found && (!fresh || !create)) throw missingKey(source);
@@ -428,14 +435,15 @@ async function recordKeyCheck(
 ): Promise<void> {
   if (!context.fresh) {
     try {
-      context.services.signingKeys.current('receipt');
+      await context.services.signingKeys.current('receipt');
     } catch {
       throw wrongKey(context.source);
     }
   }
   if (context.readOnly) return;
-  await store.write(() => {
-    if (store.tables.meta.get(MASTER_KEY_CHECK) === undefined)
-      store.tables.meta.put(MASTER_KEY_CHECK, masterKeyCheck(masterKey));
+  const meta = metaRepo(store);
+  const check = masterKeyCheck(masterKey);
+  await store.write(async () => {
+    if ((await meta.keyCheck()) === undefined) await meta.putKeyCheck(check);
   });
 }

@@ -56,8 +56,8 @@ export default class LedgerVerify extends SvcCommand {
     const app = await openLocal(flags['data-dir'], { readOnly: true });
     try {
       const { ledger } = app.services;
-      const wids = flags.workspace ? [flags.workspace] : ledger.workspaces();
-      const ledgers = wids.map((wid) => ({ workspaceId: wid, ...ledger.verify(wid) }));
+      const wids = flags.workspace ? [flags.workspace] : await ledger.workspaces();
+      const ledgers = await Promise.all(wids.map(async (wid) => ({ workspaceId: wid, ...(await ledger.verify(wid)) })));
       return { ok: ledgers.every((l) => l.ok), ledgers, keysFrom: 'store' as const };
     } finally {
       await app.close();

@@ -13,11 +13,14 @@ const AS_OWNER = { actor: 'operator:cli', role: 'owner' } as const;
 
 /** Every page of a service's list, in order. */
 async function everyPage<T extends { id: string }>(
-  list: (options: { after?: string; limit: number }) => { data: T[]; next: string | null },
+  list: (options: {
+    after?: string;
+    limit: number;
+  }) => Promise<{ data: T[]; next: string | null }> | { data: T[]; next: string | null },
 ): Promise<T[]> {
   const out: T[] = [];
   for (let after: string | undefined; ;) {
-    const page = list({ limit: 200, ...(after ? { after } : {}) });
+    const page = await list({ limit: 200, ...(after ? { after } : {}) });
     out.push(...page.data);
     if (!page.next || page.data.length === 0) return out;
     after = page.next;
@@ -28,13 +31,12 @@ export function localAdmin(s: Services, wid: string): Admin {
   return {
     createAgent: async (input) => {
       const agent = await s.blueprints.register({ workspaceId: wid, ...input }, OPERATOR);
-      return { ...s.agents.view(agent), mandateRules: agent.mandateRules };
+      return { ...(await s.agents.view(agent)), mandateRules: agent.mandateRules };
     },
     listAgents: async (q) =>
-      s.agents
-        .list(wid)
-        .map((a) => s.agents.view(a))
-        .filter((a) => (!q.tag || a.tags.includes(q.tag)) && (!q.status || a.status === q.status)),
+      (await Promise.all((await s.agents.list(wid)).map((a) => s.agents.view(a)))).filter(
+        (a) => (!q.tag || a.tags.includes(q.tag)) && (!q.status || a.status === q.status),
+      ),
     stopAgent: async (aid, reason) =>
       s.agents.view(await s.killSwitch.stop(wid, aid, { hold: 'owner', reason }, OPERATOR)),
     restartAgent: async (aid) => s.agents.view(await s.killSwitch.restart(wid, aid, AS_OWNER)),

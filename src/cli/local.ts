@@ -1,5 +1,6 @@
 import type { App, Services } from '../app.js';
 import { CliFailure, EXIT } from './base-command.js';
+import { localRepo } from './repo.js';
 
 /**
  * Opens the store directly (the operator's root of trust), for `--local` commands. Never creates
@@ -39,15 +40,15 @@ export async function withLocal<T>(
 ): Promise<T> {
   const app = await openLocal(flags['data-dir'], options);
   try {
-    return await fn(app.services, pickWorkspace(app, flags.workspace));
+    return await fn(app.services, await pickWorkspace(app, flags.workspace));
   } finally {
     await app.close();
   }
 }
 
 /** The one workspace of the store, or the one named; a store with several needs --workspace. */
-export function pickWorkspace(app: App, wanted: string | undefined): string {
-  const all = app.store.tables.workspaces.scan([]).map((e) => e.value.id);
+export async function pickWorkspace(app: App, wanted: string | undefined): Promise<string> {
+  const all = await localRepo(app.store).workspaceIds();
   if (wanted) {
     if (!all.includes(wanted))
       throw new CliFailure(`no workspace ${wanted} in this store`, { exit: EXIT.usage, type: 'not_found' });

@@ -28,10 +28,14 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
       h.response(html).type('text/html; charset=utf-8').header('content-security-policy', CONTENT_SECURITY_POLICY);
     const overview = SECTIONS[0]!;
     /** A section's page; 403 (the page, saying so) when the person's role does not open it. */
-    const sectionPage = (request: Request, h: ResponseToolkit, section: ConsoleSection): ResponseObject => {
+    const sectionPage = async (
+      request: Request,
+      h: ResponseToolkit,
+      section: ConsoleSection,
+    ): Promise<ResponseObject> => {
       if (!request.auth.isAuthenticated) return h.redirect('/login');
       const { w } = request.query as { w?: string };
-      const view = consoleView(people.me(caller(request, 'session').user.id), w);
+      const view = consoleView(await people.me(caller(request, 'session').user.id), w);
       const response = page(h, consolePage(view, section));
       return view.current && !view.user.mustChangePassword && !section.visible(view) ? response.code(403) : response;
     };

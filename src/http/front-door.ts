@@ -41,7 +41,7 @@ export function arrivedAt(req: IncomingMessage): number | undefined {
 
 export interface FrontDoorOptions {
   production: boolean;
-  health(path: '/healthz' | '/readyz'): { status: number; body: unknown };
+  health(path: '/healthz' | '/readyz'): Promise<{ status: number; body: unknown }>;
   /** Called once per request answered here, for the request log. */
   answered(entry: { requestId: string; method: string; route: string; status: number; ms: number }): void;
   /** Body limits enforced before hapi reads a body. */
@@ -102,18 +102,36 @@ function admit(req: Stamped, res: ServerResponse, options: FrontDoorOptions): bo
   }
   const path = req.url === '/healthz' || req.url === '/readyz' ? req.url : undefined;
   if (path && (method === 'GET' || method === 'HEAD')) {
-    const { status, body } = options.health(path);
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(text),
-      'cache-control': 'no-store',
-    });
-    res.end(method === 'HEAD' ? undefined : text);
-    options.answered({ requestId: id, method, route: path, status, ms: Date.now() - received });
+    void answerHealth(res, options, { id, method, path, received });
     return false;
   }
   return true;
+}
+
+/** Answers a health probe here (readiness reads the store); a failure to judge is 503, never a hang. */
+async function answerHealth(
+  res: ServerResponse,
+  options: FrontDoorOptions,
+  probe: { id: string; method: string; path: '/healthz' | '/readyz'; received: number },
+): Promise<void> {
+  const { status, body } = await options
+    .health(probe.path)
+    .catch(() => ({ status: 503, body: { status: 'degraded', reason: 'store_unavailable' } as unknown }));
+  if (res.destroyed || res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(probe.method === 'HEAD' ? undefined : text);
+  options.answered({
+    requestId: probe.id,
+    method: probe.method,
+    route: probe.path,
+    status,
+    ms: Date.now() - probe.received,
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Plugin, ResponseToolkit } from '@hapi/hapi';
 import { errorsDocsPage } from '../errors/docs-page.js';
+import { metaRepo } from '../repo.js';
 import type { Store } from '../store/index.js';
 
 export interface HealthSource {
@@ -11,12 +12,21 @@ export interface HealthSource {
  * The answers of /healthz (the process is up) and /readyz (it can serve: not draining, and the
  * store takes writes). A store out of space is `503 degraded` (reads still answer; every write
  * fails closed with `503 store_unavailable`); each such readiness check tries one small write, so
- * readiness comes back on its own once space returns, even with no other traffic.
+ * readiness comes back on its own once space returns, even with no other traffic. A store that
+ * cannot even be read (a database that does not answer) is `503 degraded` too, without a version.
  */
-export function healthAnswer(source: HealthSource, path: '/healthz' | '/readyz'): { status: number; body: unknown } {
+export async function healthAnswer(
+  source: HealthSource,
+  path: '/healthz' | '/readyz',
+): Promise<{ status: number; body: unknown }> {
   if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
   if (source.isDraining()) return { status: 503, body: { status: 'draining' } };
-  const schemaVersion = source.store.schemaVersion();
+  let schemaVersion: number;
+  try {
+    schemaVersion = await source.store.schemaVersion();
+  } catch {
+    return { status: 503, body: { status: 'degraded', reason: 'store_unavailable' } };
+  }
   if (!source.store.writable()) {
     recheckWrites(source.store);
     return { status: 503, body: { status: 'degraded', reason: 'store_unavailable', schemaVersion } };
@@ -30,8 +40,9 @@ const rechecking = new WeakSet<Store>();
 function recheckWrites(store: Store): void {
   if (rechecking.has(store)) return;
   rechecking.add(store);
+  const meta = metaRepo(store);
   store
-    .write(() => store.tables.meta.put('writeCheck', Number(store.tables.meta.get('writeCheck') ?? 0) + 1))
+    .write(() => meta.bumpWriteCheck())
     .catch(() => undefined)
     .finally(() => rechecking.delete(store));
 }
@@ -45,8 +56,8 @@ export const systemRoutes: Plugin<HealthSource> = {
   name: 'svc-system',
   register(server, options) {
     const page = errorsDocsPage();
-    const answer = (path: '/healthz' | '/readyz') => (_request: unknown, h: ResponseToolkit) => {
-      const { status, body } = healthAnswer(options, path);
+    const answer = (path: '/healthz' | '/readyz') => async (_request: unknown, h: ResponseToolkit) => {
+      const { status, body } = await healthAnswer(options, path);
       return h.response(body as object).code(status);
     };
     server.route([

@@ -49,7 +49,7 @@ export const mcpRoutes: Plugin<{
   people: PeopleService;
   production: boolean;
   guards: Guards;
-  stillValid: (p: Principal) => boolean;
+  stillValid: (p: Principal) => Promise<boolean>;
 }> = {
   name: 'svc-mcp',
   register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
@@ -206,10 +206,10 @@ export const mcpRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/mcp-servers',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
-          people.authorize(w, caller(request, 'session').user, 'mcp.manage');
-          return { data: proxy.list(w).map((x) => proxy.view(x)), next: null };
+          await people.authorize(w, caller(request, 'session').user, 'mcp.manage');
+          return { data: (await proxy.list(w)).map((x) => proxy.view(x)), next: null };
         },
       },
       {
@@ -234,9 +234,9 @@ export const mcpRoutes: Plugin<{
         async handler(request, h) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'mcp.manage');
+          await people.authorize(w, c.user, 'mcp.manage');
           const added = await proxy.add(w, request.payload as never, actorOf(c));
-          modern.changed(w);
+          await modern.changed(w);
           return h.response(added).code(201);
         },
       },
@@ -251,9 +251,9 @@ export const mcpRoutes: Plugin<{
         async handler(request) {
           const { wid: w, name } = request.params as { wid: string; name: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'mcp.manage');
+          await people.authorize(w, c.user, 'mcp.manage');
           await proxy.remove(w, name, actorOf(c));
-          modern.changed(w);
+          await modern.changed(w);
           return {};
         },
       },
@@ -267,7 +267,7 @@ export const mcpRoutes: Plugin<{
         },
         async handler(request) {
           const { wid: w, name } = request.params as { wid: string; name: string };
-          people.authorize(w, caller(request, 'session').user, 'mcp.manage');
+          await people.authorize(w, caller(request, 'session').user, 'mcp.manage');
           const { reachable, tools } = await proxy.pinnedTools(w, name);
           return { data: tools, next: null, reachable };
         },
@@ -291,7 +291,7 @@ export const mcpRoutes: Plugin<{
         async handler(request) {
           const { wid: w, name, tool } = request.params as { wid: string; name: string; tool: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'mcp.manage');
+          await people.authorize(w, c.user, 'mcp.manage');
           const { hash } = request.payload as { hash: string };
           return proxy.approveTool(w, name, tool, hash, actorOf(c));
         },

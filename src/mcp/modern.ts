@@ -170,7 +170,7 @@ export function buildModernServer(deps: {
       await Promise.all([...opened.values()].map((c) => c.then((x) => x.close()).catch(() => {})));
     }
   };
-  const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
+  const running = async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted;
 
   /**
    * authorize_action for a 2026-07-28 caller: a decision that waits for a person is answered as
@@ -201,7 +201,7 @@ export function buildModernServer(deps: {
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
-      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
+      tools: [...GATE_TOOLS, ...((await running()) ? await proxy.tools(who, link) : [])] as never,
     })),
   );
 
@@ -290,12 +290,12 @@ export function buildModernServer(deps: {
     })),
   );
   /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
-  const onPrompt = <T>(
+  const onPrompt = async <T>(
     name: string,
     ask: (c: Awaited<ReturnType<typeof link>>, prompt: string) => Promise<T>,
     through: typeof link = link,
   ) => {
-    const target = proxy.promptTarget(who.workspaceId, name);
+    const target = await proxy.promptTarget(who.workspaceId, name);
     return proxy
       .first(who, 'prompts', through, async (c, server) => {
         if (target) return server.name === target.server.name ? ask(c, target.prompt) : undefined;
@@ -351,7 +351,7 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
   handler: McpHttpHandler;
   serve(req: IncomingMessage, res: ServerResponse, principal: Principal, body: unknown): Promise<void>;
   /** A workspace's upstreams changed (one added or removed): its listeners are told, and watches end. */
-  changed(wid: string): void;
+  changed(wid: string): Promise<void>;
   close(): Promise<void>;
 } {
   const handler = createMcpHandler(
@@ -397,8 +397,8 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
   };
   return {
     handler,
-    changed(wid) {
-      const live = new Set(deps.proxy.list(wid).map(keyOf));
+    async changed(wid) {
+      const live = new Set((await deps.proxy.list(wid)).map(keyOf));
       for (const key of watches.keys()) if (key.startsWith(`${wid}/`) && !live.has(key)) void unwatch(key);
       handler.notify.toolsChanged();
       handler.notify.promptsChanged();
@@ -415,7 +415,7 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
         params?: { name?: unknown; arguments?: unknown };
       } | null;
       if (message?.method === 'subscriptions/listen')
-        for (const server of deps.proxy.list(principal.workspaceId)) watch(server);
+        for (const server of await deps.proxy.list(principal.workspaceId)) watch(server);
       // SEP-2243: a proxied tool's arguments mirrored into Mcp-Param-* headers must agree with the body.
       const name = message?.method === 'tools/call' ? message.params?.name : undefined;
       if (typeof name === 'string' && !GATE_TOOL_NAMES.has(name)) {

@@ -4,7 +4,7 @@ import type { Ledger } from '../ledger/service.js';
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { McpServerRecord, McpToolPinRecord, McpToolState, Store } from '../store/index.js';
-import { pinsRepo } from './repo.js';
+import { mcpServersRepo, pinsRepo } from './repo.js';
 
 /**
  * Pins of upstream tools (issue 20 item 6): a proxy that does not take its upstreams' word.
@@ -70,14 +70,14 @@ export function pinView(p: McpToolPinRecord): PinView {
 export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger }) {
   const { store, clock, ledger } = deps;
   const repo = pinsRepo(store);
-  const t = store.tables;
-  const sameServer = (server: McpServerRecord) =>
-    t.mcpServers.get([server.workspaceId, server.name])?.createdAt === server.createdAt;
+  const servers = mcpServersRepo(store);
+  const sameServer = async (server: McpServerRecord) =>
+    (await servers.get(server.workspaceId, server.name))?.createdAt === server.createdAt;
 
   /** Inside a write: the change to `state` recorded beside the pin, once; or the pin's pending change dropped. */
-  const noteInWrite = (server: McpServerRecord, tool: string, state: McpToolState): void => {
+  const noteInWrite = async (server: McpServerRecord, tool: string, state: McpToolState): Promise<void> => {
     const wid = server.workspaceId;
-    const pin = repo.pin(wid, server.name, tool) ?? {
+    const pin = (await repo.pin(wid, server.name, tool)) ?? {
       workspaceId: wid,
       server: server.name,
       tool,
@@ -85,12 +85,12 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
       changed: null,
     };
     if (pin.approved?.hash === state.hash) {
-      if (pin.changed !== null) repo.putPin({ ...pin, changed: null });
+      if (pin.changed !== null) await repo.putPin({ ...pin, changed: null });
       return;
     }
     if (pin.changed?.hash === state.hash) return;
-    repo.putPin({ ...pin, changed: { ...state, seenAt: isoAt(clock.now()) } });
-    ledger.record({
+    await repo.putPin({ ...pin, changed: { ...state, seenAt: isoAt(clock.now()) } });
+    await ledger.record({
       workspaceId: wid,
       actor: 'system',
       kind: 'mcp.tool_changed',
@@ -101,13 +101,17 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
 
   return {
     /** Inside the write that adds a server: its tools as listed now are its approved ones. */
-    pinInWrite(server: McpServerRecord, tools: readonly PinnedTool[], actor: string): Record<string, string> {
-      repo.removePins(server.workspaceId, server.name);
+    async pinInWrite(
+      server: McpServerRecord,
+      tools: readonly PinnedTool[],
+      actor: string,
+    ): Promise<Record<string, string>> {
+      await repo.removePins(server.workspaceId, server.name);
       const at = isoAt(clock.now());
       const hashes: Record<string, string> = {};
       for (const tool of tools) {
         const state = toolState(tool);
-        repo.putPin({
+        await repo.putPin({
           workspaceId: server.workspaceId,
           server: server.name,
           tool: tool.name,
@@ -120,8 +124,8 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
     },
 
     /** Inside the write that removes a server: its pins go with it. */
-    removeInWrite(wid: string, server: string): void {
-      repo.removePins(wid, server);
+    async removeInWrite(wid: string, server: string): Promise<void> {
+      await repo.removePins(wid, server);
     },
 
     /**
@@ -132,9 +136,10 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
     async observe(server: McpServerRecord, tools: readonly PinnedTool[]): Promise<Set<string>> {
       const served = new Set<string>();
       const notes: Array<{ tool: string; state: McpToolState }> = [];
-      for (const tool of tools) {
-        const state = toolState(tool);
-        const pin = repo.pin(server.workspaceId, server.name, tool.name);
+      const states = tools.map((tool) => ({ tool, state: toolState(tool) }));
+      const found = await Promise.all(states.map(({ tool }) => repo.pin(server.workspaceId, server.name, tool.name)));
+      for (const [i, { tool, state }] of states.entries()) {
+        const pin = found[i];
         if (pin?.approved?.hash === state.hash) {
           served.add(tool.name);
           if (pin.changed !== null) notes.push({ tool: tool.name, state });
@@ -144,10 +149,10 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
       }
       if (notes.length > 0)
         await store
-          .write(() => {
+          .write(async () => {
             // A server removed (or added again) meanwhile keeps no pin of this listing.
-            if (!sameServer(server)) return;
-            for (const n of notes) noteInWrite(server, n.tool, n.state);
+            if (!(await sameServer(server))) return;
+            for (const n of notes) await noteInWrite(server, n.tool, n.state);
           })
           .catch(() => {});
       return served;
@@ -158,19 +163,19 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
      * upstream lists it now (undefined: it does not list it). The pin is read from the store, so
      * an approval made by another process counts at once.
      */
-    refusal(
+    async refusal(
       server: McpServerRecord,
       exposedName: string,
       tool: string,
       current: PinnedTool | undefined,
-    ): AppError | null {
+    ): Promise<AppError | null> {
       if (!current)
         return new AppError('not_found', {
           message: `No tool ${exposedName} here: the upstream MCP server ${server.name} does not list it.`,
           fix: 'Call a tool that tools/list names.',
         });
       const state = toolState(current);
-      const pin = repo.pin(server.workspaceId, server.name, tool);
+      const pin = await repo.pin(server.workspaceId, server.name, tool);
       if (pin?.approved?.hash === state.hash) return null;
       const oldHash = pin?.approved?.hash ?? null;
       return new AppError('tool_changed', {
@@ -183,15 +188,15 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
       });
     },
 
-    list(wid: string, server: string): PinView[] {
-      return repo.pinsOf(wid, server).map(pinView);
+    async list(wid: string, server: string): Promise<PinView[]> {
+      return (await repo.pinsOf(wid, server)).map(pinView);
     },
 
     /** Approves the change waiting for `tool`, named by its hash; recorded in the ledger. */
     async approve(server: McpServerRecord, tool: string, hash: string, actor: string): Promise<PinView> {
       const wid = server.workspaceId;
-      return store.write(() => {
-        const pin = sameServer(server) ? repo.pin(wid, server.name, tool) : undefined;
+      return store.write(async () => {
+        const pin = (await sameServer(server)) ? await repo.pin(wid, server.name, tool) : undefined;
         if (!pin?.changed)
           throw new AppError('not_found', {
             message: `No change of tool ${tool} on the upstream MCP server ${server.name} waits for approval.`,
@@ -214,8 +219,8 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
           approved: { ...state, at: isoAt(clock.now()), by: actor },
           changed: null,
         };
-        repo.putPin(next);
-        ledger.record({
+        await repo.putPin(next);
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'mcp.tool_approved',

@@ -20,7 +20,8 @@ import { metrics } from '../lib/metrics.js';
 import { inSpan, SpanKind, withActiveTrace } from '../lib/tracing.js';
 import { actionOf, mayCall, mayUseServer } from './narrowing.js';
 import { createListings } from './listings.js';
-import { createPins } from './pins.js';
+import { createPins, type PinView } from './pins.js';
+import { mcpServersRepo } from './repo.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -129,10 +130,10 @@ export function createMcpProxy(deps: {
   /** Every request to an upstream goes through it: lib/safe-target.ts's safeDispatcher. */
   dispatcher: Dispatcher;
   /** An agent's mandate rules, for narrowing what it is shown. */
-  rules: (wid: string, agentId: string) => readonly MandateRule[];
+  rules: (wid: string, agentId: string) => Promise<readonly MandateRule[]>;
 }) {
   const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
-  const t = store.tables;
+  const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
   // The SDK's transport takes a fetch: this one connects only where the dispatcher allows, and
   // sends the active trace on (the request that made it, or the proxied call's CLIENT span).
@@ -267,7 +268,7 @@ export function createMcpProxy(deps: {
       await drop(target.server);
       throw upstreamError(err, target.server);
     }
-    const refusal = pins.refusal(
+    const refusal = await pins.refusal(
       target.server,
       exposed(target.server, target.tool),
       target.tool,
@@ -276,13 +277,13 @@ export function createMcpProxy(deps: {
     if (refusal) throw refusal;
   };
   /** The upstream servers whose prompts an agent is offered (narrowing.ts). */
-  const promptServers = (who: { workspaceId: string; agentId: string }, servers: McpServerRecord[]) => {
-    const rules = deps.rules(who.workspaceId, who.agentId);
+  const promptServers = async (who: { workspaceId: string; agentId: string }, servers: McpServerRecord[]) => {
+    const rules = await deps.rules(who.workspaceId, who.agentId);
     return servers.filter((s) => mayUseServer(rules, s));
   };
 
-  const refuseIfStopped = (who: { workspaceId: string; agentId: string }): void => {
-    const standing = readStanding(store, who.workspaceId, who.agentId);
+  const refuseIfStopped = async (who: { workspaceId: string; agentId: string }): Promise<void> => {
+    const standing = await readStanding(store, who.workspaceId, who.agentId);
     if (standing.stopped) {
       throw new AppError('agent_stopped', {
         message: `Agent ${who.agentId} is stopped (${standing.reason}); the tool call was not sent.`,
@@ -293,9 +294,9 @@ export function createMcpProxy(deps: {
 
   return {
     /** The proxy's enforcement point alone, for drills: whether a proxied call would pass the standing check. */
-    admitsAgent(wid: string, agentId: string): { admitted: true } | { admitted: false; type: string } {
+    async admitsAgent(wid: string, agentId: string): Promise<{ admitted: true } | { admitted: false; type: string }> {
       try {
-        refuseIfStopped({ workspaceId: wid, agentId });
+        await refuseIfStopped({ workspaceId: wid, agentId });
         return { admitted: true };
       } catch (err) {
         return { admitted: false, type: (err as AppError).type };
@@ -328,7 +329,7 @@ export function createMcpProxy(deps: {
       // An upstream may offer 2026-07-28 callers tools it does not offer 2025 ones: both eras'
       // listings are pinned (a 2025-only upstream's refusal of the newer era is no failure).
       let tools: UpstreamTool[] | null = null;
-      if (!t.mcpServers.has([wid, input.name])) {
+      if (!(await servers.has(wid, input.name))) {
         const listed = async (era: UpstreamEra): Promise<UpstreamTool[]> => {
           let client: Client | undefined;
           try {
@@ -346,15 +347,15 @@ export function createMcpProxy(deps: {
           tools = [...legacy, ...modern.filter((tool) => !legacy.some((x) => x.name === tool.name))];
         }
       }
-      await store.write(() => {
-        if (t.mcpServers.has([wid, input.name]))
+      await store.write(async () => {
+        if (await servers.has(wid, input.name))
           throw new AppError('invalid_request', {
             message: `An upstream MCP server named ${input.name} exists.`,
             details: { errors: [{ field: 'name', message: 'is taken' }] },
           });
-        t.mcpServers.put([wid, input.name], record);
-        const pinned = pins.pinInWrite(record, tools ?? [], actor);
-        ledger.record({
+        await servers.put(record);
+        const pinned = await pins.pinInWrite(record, tools ?? [], actor);
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'mcp.server_added',
@@ -375,22 +376,22 @@ export function createMcpProxy(deps: {
       return { ...rest, hasSecret: secretSealed !== null };
     },
 
-    list(wid: string): McpServerRecord[] {
-      return t.mcpServers.scan([wid]).map((e) => e.value);
+    async list(wid: string): Promise<McpServerRecord[]> {
+      return servers.list(wid);
     },
 
     async remove(wid: string, name: string, actor: string): Promise<void> {
-      const existing = t.mcpServers.get([wid, name]);
+      const existing = await servers.get(wid, name);
       if (existing) {
         await drop(existing);
         listed.forget(existing);
       }
-      await store.write(() => {
-        if (!t.mcpServers.has([wid, name]))
+      await store.write(async () => {
+        if (!(await servers.has(wid, name)))
           throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
-        t.mcpServers.remove([wid, name]);
-        pins.removeInWrite(wid, name);
-        ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
+        await servers.remove(wid, name);
+        await pins.removeInWrite(wid, name);
+        await ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
       });
     },
 
@@ -418,10 +419,10 @@ export function createMcpProxy(deps: {
      * answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
      */
     async tools(who: { workspaceId: string; agentId: string }, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
-      const rules = deps.rules(who.workspaceId, who.agentId);
+      const [rules, all] = await Promise.all([deps.rules(who.workspaceId, who.agentId), this.list(who.workspaceId)]);
       const now = clock.now();
       const lists = await Promise.all(
-        this.list(who.workspaceId).map(async (server) => {
+        all.map(async (server) => {
           try {
             const { tools, served } = await offered(server, link);
             return tools
@@ -442,13 +443,13 @@ export function createMcpProxy(deps: {
       name: string,
       link: UpstreamLink = pooled,
     ): Promise<{ server: McpServerRecord; tool: string } | undefined> {
-      const servers = this.list(wid);
-      const prefixed = prefixedOwner(servers, name);
+      const all = await this.list(wid);
+      const prefixed = prefixedOwner(all, name);
       if (prefixed)
         return allowed(prefixed.server, prefixed.inner) ? { server: prefixed.server, tool: prefixed.inner } : undefined;
       // An unprefixed name belongs to whichever unprefixed server lists it: each is asked once, together.
       const owners = await Promise.all(
-        servers
+        all
           .filter((s) => s.unprefixed && allowed(s, name))
           .map(async (s) => {
             try {
@@ -482,7 +483,7 @@ export function createMcpProxy(deps: {
       } = {},
     ): Promise<ToolResult> {
       try {
-        refuseIfStopped(who);
+        await refuseIfStopped(who);
       } catch (err) {
         metrics.mcpCalls.inc({ outcome: 'stopped' });
         throw err;
@@ -568,10 +569,10 @@ export function createMcpProxy(deps: {
       ask: (client: Client, server: McpServerRecord) => Promise<T | undefined>,
       missing?: () => ProtocolError,
     ): Promise<T> {
-      refuseIfStopped(who);
+      await refuseIfStopped(who);
       let failure: unknown;
-      const servers = this.list(who.workspaceId);
-      for (const server of capability === 'prompts' ? promptServers(who, servers) : servers) {
+      const all = await this.list(who.workspaceId);
+      for (const server of capability === 'prompts' ? await promptServers(who, all) : all) {
         let client: Client;
         try {
           client = await link(server);
@@ -599,10 +600,10 @@ export function createMcpProxy(deps: {
       link: UpstreamLink,
       list: (client: Client, server: McpServerRecord, cursor?: string) => Promise<{ items: T[]; nextCursor?: string }>,
     ): Promise<T[]> {
-      refuseIfStopped(who);
-      const servers = this.list(who.workspaceId);
+      await refuseIfStopped(who);
+      const all = await this.list(who.workspaceId);
       const lists = await Promise.all(
-        (capability === 'prompts' ? promptServers(who, servers) : servers).map(async (server) => {
+        (capability === 'prompts' ? await promptServers(who, all) : all).map(async (server) => {
           try {
             const client = await link(server);
             if (!client.getServerCapabilities()?.[capability]) return [];
@@ -627,8 +628,8 @@ export function createMcpProxy(deps: {
      * One server's pinned tools, for an owner or admin: its tools are listed again first (when
      * the upstream answers), so that a change shows even before an agent met it.
      */
-    async pinnedTools(wid: string, name: string): Promise<{ reachable: boolean; tools: ReturnType<typeof pins.list> }> {
-      const server = t.mcpServers.get([wid, name]);
+    async pinnedTools(wid: string, name: string): Promise<{ reachable: boolean; tools: PinView[] }> {
+      const server = await servers.get(wid, name);
       if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
       let reachable = true;
       try {
@@ -637,20 +638,20 @@ export function createMcpProxy(deps: {
         reachable = false;
         await drop(server);
       }
-      return { reachable, tools: pins.list(wid, name) };
+      return { reachable, tools: await pins.list(wid, name) };
     },
 
     /** Approves what a tool says now (its change, named by `hash`), serving it again. */
     async approveTool(wid: string, name: string, tool: string, hash: string, actor: string) {
-      const server = t.mcpServers.get([wid, name]);
+      const server = await servers.get(wid, name);
       if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
       return pins.approve(server, tool, hash, actor);
     },
 
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */
     exposed,
-    promptTarget(wid: string, name: string): { server: McpServerRecord; prompt: string } | undefined {
-      const prefixed = prefixedOwner(this.list(wid), name);
+    async promptTarget(wid: string, name: string): Promise<{ server: McpServerRecord; prompt: string } | undefined> {
+      const prefixed = prefixedOwner(await this.list(wid), name);
       return prefixed ? { server: prefixed.server, prompt: prefixed.inner } : undefined;
     },
   };

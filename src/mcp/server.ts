@@ -111,12 +111,12 @@ export function buildMcpServer(deps: {
         return client;
       }
     : proxy.pooled;
-  const running = () => proxy.admitsAgent(who.workspaceId, who.agentId).admitted;
+  const running = async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted;
 
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
-      tools: [...GATE_TOOLS, ...(running() ? await proxy.tools(who, link) : [])] as never,
+      tools: [...GATE_TOOLS, ...((await running()) ? await proxy.tools(who, link) : [])] as never,
     })),
   );
 
@@ -213,8 +213,8 @@ export function buildMcpServer(deps: {
     })),
   );
   /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
-  const onPrompt = <T>(name: string, ask: (c: Client, prompt: string) => Promise<T>) => {
-    const target = proxy.promptTarget(who.workspaceId, name);
+  const onPrompt = async <T>(name: string, ask: (c: Client, prompt: string) => Promise<T>) => {
+    const target = await proxy.promptTarget(who.workspaceId, name);
     return proxy.first(
       who,
       'prompts',
@@ -251,9 +251,9 @@ export function buildMcpServer(deps: {
   mcp.setRequestHandler(
     'logging/setLevel',
     guarded(async (req) => {
-      if (!deps.session || !running()) return {};
+      if (!deps.session || !(await running())) return {};
       await Promise.all(
-        proxy.list(who.workspaceId).map(async (server) => {
+        (await proxy.list(who.workspaceId)).map(async (server) => {
           try {
             const c = await link(server);
             if (c.getServerCapabilities()?.logging) await c.setLoggingLevel(req.params.level);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/index.js';
+import { sessionCredentialsRepo } from './repo.js';
 
 /**
  * MCP sessions at /mcp (Streamable HTTP session management, protocol revision 2025-11-25): an
@@ -38,14 +39,16 @@ export interface Session {
 }
 
 /** Whether a session's credential still stands: its agent is not removed, its key not revoked, its connection not ended. */
-export function credentialLive(store: Store): (p: Principal) => boolean {
-  const t = store.tables;
-  return (p) => {
-    const agent = t.agents.get([p.workspaceId, p.agentId]);
+export function credentialLive(store: Store): (p: Principal) => Promise<boolean> {
+  const repo = sessionCredentialsRepo(store);
+  return async (p) => {
+    const [agent, key] = await Promise.all([
+      repo.agent(p.workspaceId, p.agentId),
+      repo.key(p.workspaceId, p.credentialId),
+    ]);
     if (!agent || agent.removedAt) return false;
-    const key = t.keys.get([p.workspaceId, p.credentialId]);
     if (key) return key.revokedAt === null;
-    const connection = t.oauthConnections.get([p.workspaceId, p.credentialId]);
+    const connection = await repo.connection(p.workspaceId, p.credentialId);
     return connection !== undefined && connection.endedAt === null;
   };
 }
@@ -54,7 +57,7 @@ export function newSessionId(): string {
   return randomBytes(32).toString('base64url');
 }
 
-export function createSessions(options: { now?: () => number; stillValid: (p: Principal) => boolean }) {
+export function createSessions(options: { now?: () => number; stillValid: (p: Principal) => Promise<boolean> }) {
   const now = options.now ?? Date.now;
   const sessions = new Map<string, Session>();
 
@@ -64,14 +67,24 @@ export function createSessions(options: { now?: () => number; stillValid: (p: Pr
     void session.close().catch(() => {});
   };
 
-  const sweep = (): void => {
+  // One sweep at a time: a slow store never piles sweeps up. A credential that cannot be read
+  // (the store unreachable) keeps its session until a sweep can tell.
+  let sweeping = false;
+  const sweep = async (): Promise<void> => {
     const t = now();
-    for (const session of sessions.values()) {
-      if (!options.stillValid(session.principal) || (session.open === 0 && t - session.lastSeen > IDLE_MS))
-        end(session);
-    }
+    const all = [...sessions.values()];
+    const valid = await Promise.all(all.map((s) => options.stillValid(s.principal).catch(() => true)));
+    all.forEach((session, i) => {
+      if (!valid[i] || (session.open === 0 && t - session.lastSeen > IDLE_MS)) end(session);
+    });
   };
-  const timer = setInterval(sweep, SWEEP_MS);
+  const timer = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    void sweep().finally(() => {
+      sweeping = false;
+    });
+  }, SWEEP_MS);
   timer.unref();
 
   const same = (a: Principal, b: Principal) =>

@@ -130,7 +130,7 @@ export async function callGateTool(
       }
       case 'get_action': {
         const id = typeof args?.id === 'string' ? args.id : '';
-        return answer(gate.get(c, id));
+        return answer(await gate.get(c, id));
       }
       case 'settle_action': {
         const { id, ...rest } = (args ?? {}) as { id?: unknown } & Record<string, unknown>;

@@ -35,13 +35,15 @@ export function createMetrics(sources: MetricsSources): Metrics {
   }
   const repo = observabilityRepo(sources.store);
   const own = new Registry();
-  const gauge = (name: string, help: string, read: () => number) =>
+  // The registry starts every gauge's collect at once, in the order made (so the first of a
+  // shared pass below starts it afresh and the others of the scrape reuse it).
+  const gauge = (name: string, help: string, read: () => Promise<number>) =>
     new Gauge({
       name,
       help,
       registers: [own],
-      collect() {
-        this.set(read());
+      async collect() {
+        this.set(await read());
       },
     });
   gauge('svc_approvals_waiting', 'Approvals waiting for a person, in every workspace.', () => repo.approvalsWaiting());
@@ -52,29 +54,29 @@ export function createMetrics(sources: MetricsSources): Metrics {
   // One pass over the ledger heads gives the three ledger series.
   let ledger: ReturnType<typeof repo.ledger> | null = null;
   const ledgerNow = () => (ledger ??= repo.ledger(sources.clock.now()));
-  gauge('svc_ledger_records', 'Records in the ledgers of every workspace.', () => {
+  gauge('svc_ledger_records', 'Records in the ledgers of every workspace.', async () => {
     ledger = null;
-    return ledgerNow().records;
+    return (await ledgerNow()).records;
   });
   gauge(
     'svc_ledger_uncheckpointed_records',
     'Ledger records not yet covered by a signed checkpoint.',
-    () => ledgerNow().unCheckpointed,
+    async () => (await ledgerNow()).unCheckpointed,
   );
   gauge(
     'svc_ledger_seconds_since_checkpoint',
     'For ledgers with records not yet checkpointed: the longest time since their last checkpoint (0 when all are covered).',
-    () => ledgerNow().secondsSinceCheckpoint,
+    async () => (await ledgerNow()).secondsSinceCheckpoint,
   );
   let outbox: ReturnType<typeof repo.outbox> | null = null;
-  gauge('svc_webhook_outbox_depth', 'Webhook deliveries waiting to be sent (first tries and retries).', () => {
+  gauge('svc_webhook_outbox_depth', 'Webhook deliveries waiting to be sent (first tries and retries).', async () => {
     outbox = repo.outbox(sources.clock.now());
-    return outbox.depth;
+    return (await outbox).depth;
   });
   gauge(
     'svc_webhook_outbox_oldest_seconds',
     'Age of the oldest delivery still waiting in the outbox (0 when it is empty).',
-    () => (outbox ??= repo.outbox(sources.clock.now())).oldestSeconds,
+    async () => (await (outbox ??= repo.outbox(sources.clock.now()))).oldestSeconds,
   );
   new Gauge({
     name: 'svc_gateway_circuit_open',

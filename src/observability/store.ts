@@ -5,10 +5,14 @@ import type { Store } from '../store/index.js';
 /**
  * The store as the services see it, with every write measured: a `store.write` span (a child of
  * the request's, when there is one) and the store write latency series (commit and flush to disk:
- * a write resolves only once durable). Whatever the backend, nothing else about it changes.
+ * a write resolves only once durable). Whatever the backend, nothing else about it changes: the
+ * ambient transaction (reads and writes through `tables` inside `fn`), `inWrite`, `backend` and
+ * `schemaVersion` are the store's own.
  */
 export function instrumentStore(store: Store): Store {
   const write: Store['write'] = (fn) => {
+    // A write inside a write joins it (one transaction): measured once, as the outer one.
+    if (store.inWrite()) return store.write(fn);
     const started = performance.now();
     return inSpan('store.write', {}, () => store.write(fn)).then(
       (result) => {

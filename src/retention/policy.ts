@@ -44,7 +44,7 @@ export function retentionJobs(options: { retentionDays: number }): SweepJob[] {
     sweepJob({
       table: 'sessions',
       expired: (e, now) => past(e.value.expiresAt, 0, now),
-      alongside: (e, tables) => tables.sessionsByUser.remove([e.value.userId, e.key[0]!]),
+      alongside: (e, remove) => remove('sessionsByUser', [e.value.userId, e.key[0]!]),
     }),
     sweepJob({ table: 'drills', expired: (e, now) => past(e.value, DRILL_COOLDOWN_MS, now) }),
     sweepJob({

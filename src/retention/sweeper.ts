@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import { periodic } from '../lib/outbound.js';
 import type { KeyPart, Store, Table, Tables } from '../store/index.js';
+import { sweepRepo } from './repo.js';
 
 /**
  * The one background sweeper. Every table whose records have a window (single-use identifiers,
@@ -35,8 +36,11 @@ export interface SweepJob<K extends keyof Tables = keyof Tables> {
   table: K;
   /** Whether the entry is past its window at `now` (ms): a pure function of the entry and `now`. */
   expired(entry: SweepEntry<ValueOf<K>>, now: number): boolean;
-  /** Inside the write that removes an entry: removes what is kept beside it (an index row). */
-  alongside?(entry: SweepEntry<ValueOf<K>>, tables: Tables): void;
+  /** Inside the write that removes an entry: removes what is kept beside it (an index row), through `remove`. */
+  alongside?(
+    entry: SweepEntry<ValueOf<K>>,
+    remove: (table: keyof Tables, key: KeyPart[]) => Promise<void>,
+  ): Promise<void>;
 }
 
 /** A typed job (the union of every table's job is what the sweeper takes). */
@@ -68,28 +72,28 @@ const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve)
 export function createSweeper(options: SweeperOptions) {
   const { store, clock, log, jobs, batch, maxPerRun } = options;
   const cursors = new Map<string, KeyPart[]>();
+  const repo = sweepRepo(store);
 
   const sweepTable = async (job: SweepJob): Promise<{ examined: number; removed: number }> => {
-    const table = store.tables[job.table] as Table<unknown>;
     let examined = 0;
     let removed = 0;
     while (examined < maxPerRun) {
       const from = cursors.get(job.table);
       const limit = Math.min(batch, maxPerRun - examined);
-      const page = table.scan([], from ? { startAfter: from, limit } : { limit });
+      const page = await repo.page(job.table, from, limit);
       examined += page.length;
       if (page.length < limit) cursors.delete(job.table);
       else cursors.set(job.table, page.at(-1)!.key);
       const now = clock.now();
       const stale = page.filter((entry) => job.expired(entry as never, now));
       if (stale.length > 0) {
-        removed += await store.write(() => {
+        removed += await store.write(async () => {
           let n = 0;
           for (const { key } of stale) {
-            const value = table.get(key);
+            const value = await repo.get(job.table, key);
             if (value === undefined || !job.expired({ key, value } as never, now)) continue;
-            table.remove(key);
-            job.alongside?.({ key, value } as never, store.tables);
+            await repo.remove(job.table, key);
+            await job.alongside?.({ key, value } as never, repo.remove);
             n += 1;
           }
           return n;
@@ -103,11 +107,12 @@ export function createSweeper(options: SweeperOptions) {
 
   /** One run over every job; what it looked at and removed. */
   const run = async (): Promise<SweepReport> => {
-    const report: SweepReport = { tables: {}, removed: 0 };
+    const perTable: SweepReport['tables'] = {};
+    const report: SweepReport = { tables: perTable, removed: 0 };
     for (const job of jobs) {
       try {
         const done = await sweepTable(job);
-        report.tables[job.table] = done;
+        perTable[job.table] = done;
         report.removed += done.removed;
       } catch (err) {
         log.error({ err, table: job.table }, 'sweep failed; the next run tries again');
@@ -115,7 +120,7 @@ export function createSweeper(options: SweeperOptions) {
     }
     if (report.removed > 0) {
       const removed = Object.fromEntries(
-        Object.entries(report.tables)
+        Object.entries(perTable)
           .filter(([, v]) => v.removed > 0)
           .map(([k, v]) => [k, v.removed]),
       );

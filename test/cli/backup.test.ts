@@ -61,11 +61,11 @@ test('space freed by the sweeper is reclaimed by svc backup: the copy is compact
       live,
       async (app) => {
         for (let batch = 0; batch < 9; batch += 1) {
-          await app.store.write(() => {
+          await app.store.write(async () => {
             for (let i = 0; i < 500; i += 1) {
               const old = batch < 8;
               const at = new Date(now - (old ? 100 : 1) * 86_400_000).toISOString();
-              app.store.tables.tasks.put(['ws_a', `task_${old ? 'old' : 'new'}_${batch}_${i}_${pad}`], at);
+              await app.store.tables.tasks.put(['ws_a', `task_${old ? 'old' : 'new'}_${batch}_${i}_${pad}`], at);
             }
           });
         }
@@ -89,7 +89,9 @@ test('space freed by the sweeper is reclaimed by svc backup: the copy is compact
     await mkdir(restored);
     await copyFile(out, join(restored, 'svc.mdb'));
     await copyFile(join(live, 'master.key'), join(restored, 'master.key'));
-    const kept = await withStore(restored, (app) => app.store.tables.tasks.scan(['ws_a']).map((e) => e.key[1]));
+    const kept = await withStore(restored, async (app) =>
+      (await app.store.tables.tasks.scan(['ws_a'])).map((e) => e.key[1]),
+    );
     t.is(kept.length, 500);
     t.true(kept.every((k) => String(k).startsWith('task_new_')));
   } finally {

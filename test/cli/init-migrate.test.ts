@@ -31,7 +31,7 @@ test.after.always(async () => {
 
 /** Opens a store in this process for the length of fn (nothing else holds it open). */
 async function withRawStore<T>(dataDir: string, fn: (store: Store) => Promise<T> | T): Promise<T> {
-  const store = openStore(dataDir);
+  const store = await openStore(dataDir);
   try {
     return await fn(store);
   } finally {
@@ -223,9 +223,9 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
     dryDoc.applied.map((m: { version: number }) => m.version),
     AFTER_V1,
   );
-  await withRawStore(d, (s) => {
-    t.is(s.schemaVersion(), 1);
-    t.is(s.tables.userWorkspaces.get([V1.uid, V1.wid]), undefined);
+  await withRawStore(d, async (s) => {
+    t.is(await s.schemaVersion(), 1);
+    t.is(await s.tables.userWorkspaces.get([V1.uid, V1.wid]), undefined);
   });
 
   const run = await svc(['migrate', '--data-dir', d, '--json']);
@@ -246,21 +246,21 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   t.is(plain.code, 0, plain.stderr);
   t.regex(plain.stdout, /up to date/);
 
-  await withRawStore(d, (s) => {
-    t.is(s.schemaVersion(), CURRENT_SCHEMA_VERSION);
-    t.is(s.tables.userWorkspaces.get([V1.uid, V1.wid]), 'owner');
-    t.deepEqual(s.tables.workspaces.get(V1.wid), { id: V1.wid, name: 'Acme v1', createdAt: V1.at });
-    t.like(s.tables.users.get(V1.uid), { id: V1.uid, email: V1.email, name: 'Old Owner' });
-    t.is(s.tables.usersByEmail.get(V1.email), V1.uid);
-    t.deepEqual(s.tables.members.get([V1.wid, V1.uid]), {
+  await withRawStore(d, async (s) => {
+    t.is(await s.schemaVersion(), CURRENT_SCHEMA_VERSION);
+    t.is(await s.tables.userWorkspaces.get([V1.uid, V1.wid]), 'owner');
+    t.deepEqual(await s.tables.workspaces.get(V1.wid), { id: V1.wid, name: 'Acme v1', createdAt: V1.at });
+    t.like(await s.tables.users.get(V1.uid), { id: V1.uid, email: V1.email, name: 'Old Owner' });
+    t.is(await s.tables.usersByEmail.get(V1.email), V1.uid);
+    t.deepEqual(await s.tables.members.get([V1.wid, V1.uid]), {
       workspaceId: V1.wid,
       userId: V1.uid,
       role: 'owner',
       addedAt: V1.at,
     });
-    t.is(s.tables.workspaces.scan([]).length, 1);
-    t.is(s.tables.users.scan([]).length, 1);
-    t.is(s.tables.members.scan([]).length, 1);
+    t.is((await s.tables.workspaces.scan([])).length, 1);
+    t.is((await s.tables.users.scan([])).length, 1);
+    t.is((await s.tables.members.scan([])).length, 1);
   });
 
   // The migrated store serves: the old owner signs in and sees the workspace through the new index.

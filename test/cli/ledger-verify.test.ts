@@ -20,7 +20,7 @@ async function ledgerWithCheckpoint(): Promise<{ dataDir: string; wid: string; s
   for (const amount of [100, 200, 9000, 300]) await authorize(server, agent.key, payment(amount));
   // SIGTERM: the server signs a last checkpoint over everything on its way out.
   t_is(await server.stop(), 0);
-  const size = await withStore(server.dataDir, (app) => app.services.ledger.head(agent.wid)!.size);
+  const size = await withStore(server.dataDir, async (app) => (await app.services.ledger.head(agent.wid))!.size);
   return { dataDir: server.dataDir, wid: agent.wid, size };
 }
 
@@ -41,7 +41,7 @@ async function withLedger(
 }
 
 /** Changes the stored ledger in one write, as someone with write access to the LMDB file could. */
-function tamper(dataDir: string, change: (app: App) => void): Promise<void> {
+function tamper(dataDir: string, change: (app: App) => Promise<void>): Promise<void> {
   return withStore(dataDir, (app) => app.store.write(() => change(app)));
 }
 
@@ -78,9 +78,9 @@ test.serial('an untouched ledger verifies: exit 0, every record under a signed c
 
 test.serial('an edited record is named by its index: exit 1', async (t) => {
   await withLedger(async ({ dataDir, wid }) => {
-    await tamper(dataDir, (app) => {
-      const entry = app.store.tables.ledger.get([wid, 5])!;
-      app.store.tables.ledger.put([wid, 5], {
+    await tamper(dataDir, async (app) => {
+      const entry = (await app.store.tables.ledger.get([wid, 5]))!;
+      await app.store.tables.ledger.put([wid, 5], {
         ...entry,
         bytes: entry.bytes.replace('"deny"', '"allow"').replace('"allow"', '"allow" '),
       });
@@ -99,15 +99,15 @@ test.serial(
   'a record rewritten whole (canonical bytes, matching leaf hash) breaks the signed checkpoint',
   async (t) => {
     await withLedger(async ({ dataDir, wid }) => {
-      await tamper(dataDir, (app) => {
+      await tamper(dataDir, async (app) => {
         // Record 5 is the refusal of the 9000 EUR payment: make it look allowed.
-        const entry = app.store.tables.ledger.get([wid, 5])!;
+        const entry = (await app.store.tables.ledger.get([wid, 5]))!;
         const record = JSON.parse(entry.bytes);
         t.is(record.data.decision, 'deny');
         record.kind = 'action.allowed';
         record.data = { ...record.data, decision: 'allow', signals: [] };
         const bytes = canonicalJson(record);
-        app.store.tables.ledger.put([wid, 5], { bytes, leaf: leafHash(bytes).toString('base64url') });
+        await app.store.tables.ledger.put([wid, 5], { bytes, leaf: leafHash(bytes).toString('base64url') });
       });
       const { code, doc } = await verify(dataDir);
       t.is(code, 1);
@@ -120,11 +120,11 @@ test.serial(
 
 test.serial('removing the newest record is caught by the checkpoint that covered it', async (t) => {
   await withLedger(async ({ dataDir, wid, size }) => {
-    await tamper(dataDir, (app) => {
-      app.store.tables.ledger.remove([wid, size - 1]);
+    await tamper(dataDir, async (app) => {
+      await app.store.tables.ledger.remove([wid, size - 1]);
       // Hide it from the head too, as a careful forger would.
-      const head = app.store.tables.ledgerHeads.get(wid)!;
-      app.store.tables.ledgerHeads.put(wid, { ...head, size: size - 1 });
+      const head = (await app.store.tables.ledgerHeads.get(wid))!;
+      await app.store.tables.ledgerHeads.put(wid, { ...head, size: size - 1 });
     });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
@@ -135,13 +135,13 @@ test.serial('removing the newest record is caught by the checkpoint that covered
 
 test.serial('a checkpoint signed by another key is refused', async (t) => {
   await withLedger(async ({ dataDir, wid }) => {
-    await tamper(dataDir, (app) => {
-      const [first] = app.store.tables.checkpoints.scan([wid]);
+    await tamper(dataDir, async (app) => {
+      const [first] = await app.store.tables.checkpoints.scan([wid]);
       const note = first!.value.note;
       // Flip one character of the signature.
       const i = note.lastIndexOf(' ') + 5;
       const flipped = note.slice(0, i) + (note[i] === 'A' ? 'B' : 'A') + note.slice(i + 1);
-      app.store.tables.checkpoints.put(first!.key, { ...first!.value, note: flipped });
+      await app.store.tables.checkpoints.put(first!.key, { ...first!.value, note: flipped });
     });
     const { code, doc } = await verify(dataDir);
     t.is(code, 1);
@@ -157,7 +157,7 @@ test.serial('an auditor with only the API records, RFC 8785 and SHA-256 gets the
     t.is(await server.stop(), 0);
     const checkpoint = await withStore(
       server.dataDir,
-      (app) => app.store.tables.checkpoints.scan([agent.wid], { reverse: true, limit: 1 })[0]!.value,
+      async (app) => (await app.store.tables.checkpoints.scan([agent.wid], { reverse: true, limit: 1 }))[0]!.value,
     );
     const restarted = await startServer({ dataDir: server.dataDir });
     try {

@@ -123,7 +123,7 @@ test.serial(
   'a store made before check values: a wrong key is refused on its sealed keys, the right one is recorded',
   async (t) => {
     const { dataDir } = await initialised();
-    const store = openStore(dataDir, { create: false });
+    const store = await openStore(dataDir, { create: false });
     await store.write(() => store.tables.meta.remove('masterKeyCheck'));
     await store.close();
     const right = await readFile(join(dataDir, 'master.key'), 'utf8');
@@ -133,14 +133,18 @@ test.serial(
     });
     t.is(wrong.code, 3, wrong.stderr);
     t.is(errorOf(wrong).type, 'master_key_mismatch');
-    const readOnly = openStore(dataDir, { create: false, readOnly: true });
-    t.is(readOnly.tables.meta.get('masterKeyCheck'), undefined, 'a wrong key is never recorded');
+    const readOnly = await openStore(dataDir, { create: false, readOnly: true });
+    t.is(await readOnly.tables.meta.get('masterKeyCheck'), undefined, 'a wrong key is never recorded');
     await readOnly.close();
 
     const ok = await run(['keys', 'create', '--scope', 'admin', '--local', '--data-dir', dataDir, '--json']);
     t.is(ok.code, 0, ok.stderr);
-    const after = openStore(dataDir, { create: false, readOnly: true });
-    t.is(typeof after.tables.meta.get('masterKeyCheck'), 'string', 'recorded on the first opening with the key');
+    const after = await openStore(dataDir, { create: false, readOnly: true });
+    t.is(
+      typeof (await after.tables.meta.get('masterKeyCheck')),
+      'string',
+      'recorded on the first opening with the key',
+    );
     await after.close();
     t.is(await readFile(join(dataDir, 'master.key'), 'utf8'), right);
   },

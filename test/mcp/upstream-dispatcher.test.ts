@@ -102,7 +102,7 @@ test('an upstream whose name resolves to a link-local address is refused at conn
   try {
     const proxy = s.app.services.mcpProxy;
     await proxy.add(s.wid, { name: 'meta', url: 'https://metadata.test/mcp' }, 'user:test');
-    const record = proxy.list(s.wid)[0]!;
+    const record = (await proxy.list(s.wid))[0]!;
     const err = await t.throwsAsync(proxy.open(record));
     t.regex(refusedBy(err)?.message ?? String(err), /link-local/);
 
@@ -165,7 +165,7 @@ test('without mcp.allowPrivateUpstreams a loopback upstream is refused when adde
       { field: 'url', message: 'it resolves to a loopback address (allowed only with mcp.allowPrivateUpstreams)' },
     ]);
 
-    for (const record of proxy.list(s.wid)) {
+    for (const record of await proxy.list(s.wid)) {
       const err = await t.throwsAsync(proxy.open(record));
       t.regex(
         refusedBy(err)?.message ?? String(err),

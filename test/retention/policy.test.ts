@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { App } from '../../src/app.js';
 import type { Clock } from '../../src/lib/clock.js';
-import type { DeliveryRecord } from '../../src/store/index.js';
+import type { DeliveryRecord, Table } from '../../src/store/index.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -87,29 +87,37 @@ async function seed(app: App): Promise<void> {
     usedAt: null,
     pairedAccess: null,
   });
-  await app.store.write(() => {
+  await app.store.write(async () => {
     // The gate's idempotency keys: 24 hours per agent.
-    t.idempotency.put(['ws_a', 'agt_a', 'old'], { actionId: 'act_1', fingerprint: 'f', expiresAt: iso(T0 - 6 * MIN) });
-    t.idempotency.put(['ws_a', 'agt_a', 'live'], { actionId: 'act_2', fingerprint: 'f', expiresAt: iso(T0 + HOUR) });
+    await t.idempotency.put(['ws_a', 'agt_a', 'old'], {
+      actionId: 'act_1',
+      fingerprint: 'f',
+      expiresAt: iso(T0 - 6 * MIN),
+    });
+    await t.idempotency.put(['ws_a', 'agt_a', 'live'], {
+      actionId: 'act_2',
+      fingerprint: 'f',
+      expiresAt: iso(T0 + HOUR),
+    });
     // Authorization codes: spent or not, kept a day past their expiry (a replay still ends the connection).
-    t.oauthCodes.put('old', code(T0 - DAY - MIN));
-    t.oauthCodes.put('live', code(T0 - DAY + MIN));
-    t.oauthTokens.put('old-access', token('access', T0 - 6 * MIN));
-    t.oauthTokens.put('live-access', token('access', T0 + 30 * MIN));
-    t.oauthTokens.put('old-refresh', { ...token('refresh', T0 - HOUR), usedAt: iso(T0 - 20 * DAY) });
-    t.oauthTokens.put('live-refresh', { ...token('refresh', T0 + 10 * DAY), usedAt: iso(T0 - DAY) });
-    t.oauthConsentsUsed.put('old', iso(T0 - 6 * MIN));
-    t.oauthConsentsUsed.put('live', iso(T0 + 5 * MIN));
+    await t.oauthCodes.put('old', code(T0 - DAY - MIN));
+    await t.oauthCodes.put('live', code(T0 - DAY + MIN));
+    await t.oauthTokens.put('old-access', token('access', T0 - 6 * MIN));
+    await t.oauthTokens.put('live-access', token('access', T0 + 30 * MIN));
+    await t.oauthTokens.put('old-refresh', { ...token('refresh', T0 - HOUR), usedAt: iso(T0 - 20 * DAY) });
+    await t.oauthTokens.put('live-refresh', { ...token('refresh', T0 + 10 * DAY), usedAt: iso(T0 - DAY) });
+    await t.oauthConsentsUsed.put('old', iso(T0 - 6 * MIN));
+    await t.oauthConsentsUsed.put('live', iso(T0 + 5 * MIN));
     // Single-use identifiers (integrations/once.ts).
-    t.hookOnce.put(['slack', 'old'], T0 - 6 * MIN);
-    t.hookOnce.put(['slack', 'live'], T0 + MIN);
-    t.chatButtons.put('old', {
+    await t.hookOnce.put(['slack', 'old'], T0 - 6 * MIN);
+    await t.hookOnce.put(['slack', 'live'], T0 + MIN);
+    await t.chatButtons.put('old', {
       workspaceId: 'ws_a',
       approvalId: 'apr_1',
       decision: 'approve',
       expiresAt: iso(T0 - DAY - MIN),
     });
-    t.chatButtons.put('live', {
+    await t.chatButtons.put('live', {
       workspaceId: 'ws_a',
       approvalId: 'apr_2',
       decision: 'deny',
@@ -120,29 +128,29 @@ async function seed(app: App): Promise<void> {
       ['old', T0 - MIN],
       ['live', T0 + HOUR],
     ] as const) {
-      t.sessions.put(hash, { userId: 'usr_a', createdAt: iso(expiresAt - 12 * HOUR), expiresAt: iso(expiresAt) });
-      t.sessionsByUser.put(['usr_a', hash], iso(expiresAt));
+      await t.sessions.put(hash, { userId: 'usr_a', createdAt: iso(expiresAt - 12 * HOUR), expiresAt: iso(expiresAt) });
+      await t.sessionsByUser.put(['usr_a', hash], iso(expiresAt));
     }
-    t.drills.put(['ws_a', 'tok_old'], iso(T0 - HOUR - MIN));
-    t.drills.put(['ws_a', 'tok_live'], iso(T0 - 30 * MIN));
-    t.periodUsage.put(['ws_a', 'agt_a', 'u', 'EUR', iso(T0 - 63 * DAY).slice(0, 10)], 100);
-    t.periodUsage.put(['ws_a', 'agt_a', 'u', 'EUR', iso(T0 - 31 * DAY).slice(0, 10)], 200);
+    await t.drills.put(['ws_a', 'tok_old'], iso(T0 - HOUR - MIN));
+    await t.drills.put(['ws_a', 'tok_live'], iso(T0 - 30 * MIN));
+    await t.periodUsage.put(['ws_a', 'agt_a', 'u', 'EUR', iso(T0 - 63 * DAY).slice(0, 10)], 100);
+    await t.periodUsage.put(['ws_a', 'agt_a', 'u', 'EUR', iso(T0 - 31 * DAY).slice(0, 10)], 200);
     // Operational records: 90 days by default.
-    t.calls.put(['ws_a', 'call_old'], call('call_old', T0 - 90 * DAY - MIN));
-    t.calls.put(['ws_a', 'call_live'], call('call_live', T0 - 89 * DAY));
-    t.tasks.put(['ws_a', 'task_old'], iso(T0 - 91 * DAY));
-    t.tasks.put(['ws_a', 'task_live'], iso(T0 - 89 * DAY));
-    t.deliveries.put(['ws_a', 'whk_a', 'old_done'], delivery('old_done', 'delivered', T0 - 91 * DAY));
-    t.deliveries.put(['ws_a', 'whk_a', 'old_failed'], delivery('old_failed', 'failed', T0 - 100 * DAY));
-    t.deliveries.put(['ws_a', 'whk_a', 'old_pending'], delivery('old_pending', 'pending', T0 - 100 * DAY));
-    t.deliveries.put(['ws_a', 'whk_a', 'live'], delivery('live', 'delivered', T0 - 89 * DAY));
-    t.hookEvents.put(['ws_a', 'issuer', 'old'], { answer: { received: true }, at: iso(T0 - 91 * DAY) });
-    t.hookEvents.put(['ws_a', 'issuer', 'live'], { answer: { received: true }, at: iso(T0 - 89 * DAY) });
+    await t.calls.put(['ws_a', 'call_old'], call('call_old', T0 - 90 * DAY - MIN));
+    await t.calls.put(['ws_a', 'call_live'], call('call_live', T0 - 89 * DAY));
+    await t.tasks.put(['ws_a', 'task_old'], iso(T0 - 91 * DAY));
+    await t.tasks.put(['ws_a', 'task_live'], iso(T0 - 89 * DAY));
+    await t.deliveries.put(['ws_a', 'whk_a', 'old_done'], delivery('old_done', 'delivered', T0 - 91 * DAY));
+    await t.deliveries.put(['ws_a', 'whk_a', 'old_failed'], delivery('old_failed', 'failed', T0 - 100 * DAY));
+    await t.deliveries.put(['ws_a', 'whk_a', 'old_pending'], delivery('old_pending', 'pending', T0 - 100 * DAY));
+    await t.deliveries.put(['ws_a', 'whk_a', 'live'], delivery('live', 'delivered', T0 - 89 * DAY));
+    await t.hookEvents.put(['ws_a', 'issuer', 'old'], { answer: { received: true }, at: iso(T0 - 91 * DAY) });
+    await t.hookEvents.put(['ws_a', 'issuer', 'live'], { answer: { received: true }, at: iso(T0 - 89 * DAY) });
   });
 }
 
 /** Every swept table's keys, joined, for one comparison. */
-function held(app: App): Record<string, string[]> {
+async function held(app: App): Promise<Record<string, string[]>> {
   const t = app.store.tables;
   const names = [
     'idempotency',
@@ -160,7 +168,11 @@ function held(app: App): Record<string, string[]> {
     'deliveries',
     'hookEvents',
   ] as const;
-  return Object.fromEntries(names.map((n) => [n, t[n].scan([]).map((e) => e.key.join('/'))]));
+  return Object.fromEntries(
+    await Promise.all(
+      names.map(async (n) => [n, (await (t[n] as Table<unknown>).scan([])).map((e) => e.key.join('/'))] as const),
+    ),
+  );
 }
 
 test('a run sweeps each record past its window and keeps every record inside it', async (t) => {
@@ -173,7 +185,7 @@ test('a run sweeps each record past its window and keeps every record inside it'
         await seed(app);
         const day63 = iso(T0 - 63 * DAY).slice(0, 10);
         const day31 = iso(T0 - 31 * DAY).slice(0, 10);
-        t.deepEqual(held(app), {
+        t.deepEqual(await held(app), {
           idempotency: ['ws_a/agt_a/live', 'ws_a/agt_a/old'],
           oauthCodes: ['live', 'old'],
           oauthTokens: ['live-access', 'live-refresh', 'old-access', 'old-refresh'],
@@ -192,7 +204,7 @@ test('a run sweeps each record past its window and keeps every record inside it'
 
         const report = await app.services.sweeper.run();
         t.is(report.removed, 15);
-        t.deepEqual(held(app), {
+        t.deepEqual(await held(app), {
           idempotency: ['ws_a/agt_a/live'],
           oauthCodes: ['live'],
           oauthTokens: ['live-access', 'live-refresh'],
@@ -215,10 +227,11 @@ test('a run sweeps each record past its window and keeps every record inside it'
         // Once the clock passes every window, the rest goes too; a pending delivery never does.
         clock.set(T0 + 100 * DAY);
         t.is((await app.services.sweeper.run()).removed, 14);
-        t.deepEqual(held(app).deliveries, ['ws_a/whk_a/old_pending']);
+        const after = await held(app);
+        t.deepEqual(after.deliveries, ['ws_a/whk_a/old_pending']);
         t.true(
-          Object.entries(held(app)).every(([name, keys]) => name === 'deliveries' || keys.length === 0),
-          JSON.stringify(held(app)),
+          Object.entries(after).every(([name, keys]) => name === 'deliveries' || keys.length === 0),
+          JSON.stringify(after),
         );
       },
       { clock },
@@ -236,10 +249,10 @@ test('the retention follows retention.days, and the ledger is never swept', asyn
       dir,
       async (app) => {
         const t_ = app.store.tables;
-        await app.store.write(() => {
-          t_.calls.put(['ws_a', 'call_8d'], call('call_8d', T0 - 8 * DAY));
-          t_.calls.put(['ws_a', 'call_6d'], call('call_6d', T0 - 6 * DAY));
-          app.services.ledger.record({
+        await app.store.write(async () => {
+          await t_.calls.put(['ws_a', 'call_8d'], call('call_8d', T0 - 8 * DAY));
+          await t_.calls.put(['ws_a', 'call_6d'], call('call_6d', T0 - 6 * DAY));
+          await app.services.ledger.record({
             workspaceId: 'ws_a',
             actor: 'system',
             kind: 'test.kept',
@@ -248,19 +261,19 @@ test('the retention follows retention.days, and the ledger is never swept', asyn
           });
         });
         await app.services.ledger.checkpointAll();
-        const ledger = t_.ledger.scan([]).length;
-        const checkpoints = t_.checkpoints.scan([]).length;
+        const ledger = (await t_.ledger.scan([])).length;
+        const checkpoints = (await t_.checkpoints.scan([])).length;
         t.true(ledger > 0 && checkpoints > 0);
         t.is((await app.services.sweeper.run()).removed, 1);
         t.deepEqual(
-          t_.calls.scan([]).map((e) => e.key[1]),
+          (await t_.calls.scan([])).map((e) => e.key[1]),
           ['call_6d'],
         );
         clock.set(T0 + 10 * 365 * DAY);
         await app.services.sweeper.run();
-        t.is(t_.ledger.scan([]).length, ledger, 'ten years on, every ledger record is there');
-        t.is(t_.checkpoints.scan([]).length, checkpoints);
-        t.deepEqual(t_.calls.scan([]), []);
+        t.is((await t_.ledger.scan([])).length, ledger, 'ten years on, every ledger record is there');
+        t.is((await t_.checkpoints.scan([])).length, checkpoints);
+        t.deepEqual(await t_.calls.scan([]), []);
       },
       { clock, overrides: { 'retention.days': 7 } },
     );

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { createLogger } from '../../src/lib/log.js';
 import { createSweeper, type SweepReport } from '../../src/retention/index.js';
 import { sweepJob } from '../../src/retention/sweeper.js';
-import { migrateStore, openStore, type Store } from '../../src/store/index.js';
+import { migrateStore, openStore, type Store, type Tables } from '../../src/store/index.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { fixedClock } from '../helpers/store.js';
 
@@ -24,7 +24,7 @@ let store: Store;
 
 test.beforeEach(async () => {
   dir = await tempDir();
-  store = openStore(dir);
+  store = await openStore(dir);
   await migrateStore(store);
 });
 
@@ -37,8 +37,8 @@ test.afterEach.always(async () => {
 const tasksJob = sweepJob({ table: 'tasks', expired: (e, now) => Date.parse(e.value) <= now });
 
 async function put(entries: Array<[string, string]>, value: (id: string) => string): Promise<void> {
-  await store.write(() => {
-    for (const [wid, id] of entries) store.tables.tasks.put([wid, id], value(id));
+  await store.write(async () => {
+    for (const [wid, id] of entries) await store.tables.tasks.put([wid, id], value(id));
   });
 }
 
@@ -51,10 +51,10 @@ function counting(inner: Store) {
   const wrapped: Store = {
     ...inner,
     tables: inner.tables,
-    write: async <T>(fn: () => T) => {
-      const before = inner.tables.tasks.scan([]).length;
+    write: async <T>(fn: (tx: Tables) => Promise<T>) => {
+      const before = (await inner.tables.tasks.scan([])).length;
       const result = await inner.write(fn);
-      writes.push(before - inner.tables.tasks.scan([]).length);
+      writes.push(before - (await inner.tables.tasks.scan([])).length);
       return result;
     },
   };
@@ -78,10 +78,10 @@ test.serial(
     const first: SweepReport = await sweeper.run();
     t.deepEqual(first.tables.tasks, { examined: 100, removed: 100 });
     t.deepEqual(writes, [40, 40, 20], 'three writes, none over the batch');
-    t.is(store.tables.tasks.scan([]).length, 150);
+    t.is((await store.tables.tasks.scan([])).length, 150);
     t.is((await sweeper.run()).removed, 100);
     t.is((await sweeper.run()).removed, 50);
-    t.deepEqual(store.tables.tasks.scan([]), []);
+    t.deepEqual(await store.tables.tasks.scan([]), []);
     t.is((await sweeper.run()).removed, 0);
   },
 );
@@ -105,7 +105,7 @@ test.serial('a table larger than one run is walked on from where the last run st
     { examined: 150, removed: 0 },
     { examined: 50, removed: 50 },
   ]);
-  t.is(store.tables.tasks.scan([]).length, 300, 'every live entry stays');
+  t.is((await store.tables.tasks.scan([])).length, 300, 'every live entry stays');
   // At the end of the table the walk starts over.
   t.deepEqual((await sweeper.run()).tables.tasks, { examined: 150, removed: 0 });
 });
@@ -116,7 +116,7 @@ test.serial('an entry refreshed between the read and the write is judged by what
   const racing: Store = {
     ...store,
     tables: store.tables,
-    write: async <T>(fn: () => T) => {
+    write: async <T>(fn: (tx: Tables) => Promise<T>) => {
       if (!refreshed) {
         refreshed = true;
         // Another request renews one entry after the sweeper read it and before it writes.
@@ -136,7 +136,7 @@ test.serial('an entry refreshed between the read and the write is judged by what
   });
   t.is((await sweeper.run()).removed, 2);
   t.deepEqual(
-    store.tables.tasks.scan([]).map((e) => [e.key[1], e.value]),
+    (await store.tables.tasks.scan([])).map((e) => [e.key[1], e.value]),
     [['old00001', NEW]],
   );
 });
@@ -156,7 +156,7 @@ test.serial('two instances sweeping the same store at once remove each entry onc
   const [a, b] = await Promise.all([make().run(), make().run()]);
   t.is(a.removed + b.removed, 300, 'together they removed each expired entry once');
   t.true(a.tables.tasks!.examined >= 100 && b.tables.tasks!.examined >= 100, 'each walked the whole table');
-  const left = store.tables.tasks.scan([]);
+  const left = await store.tables.tasks.scan([]);
   t.is(left.length, 100);
   t.true(left.every((e) => e.value === NEW));
 });
@@ -174,7 +174,7 @@ test.serial('a job that fails is logged and the next job still runs', async (t) 
       sweepJob({
         table: 'tasks',
         expired: () => true,
-        alongside: () => {
+        alongside: async () => {
           throw new Error('index row unreadable');
         },
       }),
@@ -187,6 +187,6 @@ test.serial('a job that fails is logged and the next job still runs', async (t) 
   const report = await sweeper.run();
   t.deepEqual(report.tables.hookOnce, { examined: 1, removed: 1 });
   t.is(report.tables.tasks, undefined);
-  t.is(store.tables.tasks.scan([]).length, 2, 'the failed write removed nothing');
+  t.is((await store.tables.tasks.scan([])).length, 2, 'the failed write removed nothing');
   t.true(lines.some((l) => l.includes('"table":"tasks"') && l.includes('sweep failed')));
 });

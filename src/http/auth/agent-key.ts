@@ -26,7 +26,7 @@ import { bearer } from './bearer.js';
 export interface AccessResolver {
   /** The scope a 401 at /mcp names: what a client should ask for (RFC 6750 3). */
   readonly challengeScope: string;
-  resolveAccess(value: string): { workspaceId: string; agent: AgentRecord; connectionId: string } | undefined;
+  resolveAccess(value: string): Promise<{ workspaceId: string; agent: AgentRecord; connectionId: string } | undefined>;
 }
 
 export function registerAgentKey(
@@ -34,7 +34,7 @@ export function registerAgentKey(
   deps: { keys: KeyResolver; oauth: AccessResolver; gateLimiter: RateLimiter; baseUrl: () => string },
 ): void {
   server.auth.scheme(AGENT_KEY, () => ({
-    authenticate(request, h) {
+    async authenticate(request, h) {
       // On /mcp a 401 names where to learn how to get a token (RFC 9728 section 5.1).
       const mcp = svcOptions(request.route.settings).mcpChallenge === true;
       const challengeWith = (error?: string) =>
@@ -51,7 +51,7 @@ export function registerAgentKey(
       const value = bearer(request);
       // At /mcp an OAuth access token stands for its agent exactly as the agent's key does.
       if (mcp && value && hasPrefix(value, 'aat')) {
-        const access = deps.oauth.resolveAccess(value);
+        const access = await deps.oauth.resolveAccess(value);
         if (!access)
           throw new AppError('invalid_api_key', {
             message: 'The access token is unknown, expired, or its connection ended.',
@@ -78,7 +78,7 @@ export function registerAgentKey(
           ...challenge,
         });
       }
-      const resolved = deps.keys.resolve(value);
+      const resolved = await deps.keys.resolve(value);
       if (!resolved) throw new AppError('invalid_api_key', challengeWith('The key is unknown or revoked'));
       if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
       if (!resolved.agent || resolved.agent.removedAt)

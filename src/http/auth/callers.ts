@@ -18,7 +18,7 @@ export interface SessionUser {
 
 /** What the key strategies ask of the keys service: a key and an agent key's agent (undefined: unknown or revoked). */
 export interface KeyResolver {
-  resolve(value: string): { record: KeyRecord; agent?: AgentRecord | undefined } | undefined;
+  resolve(value: string): Promise<{ record: KeyRecord; agent?: AgentRecord | undefined } | undefined>;
 }
 
 /**

@@ -13,7 +13,7 @@ import { bearer } from './bearer.js';
  */
 /** What the strategy asks of the service tokens service: the live token, else an AppError (invalid_token, …). */
 export interface TokenVerifier {
-  verify(value: string, clientAddress: string): ServiceTokenRecord;
+  verify(value: string, clientAddress: string): Promise<ServiceTokenRecord>;
 }
 
 export function registerServiceToken(
@@ -21,14 +21,14 @@ export function registerServiceToken(
   deps: { tokens: TokenVerifier; trustedProxies: readonly string[] },
 ): void {
   server.auth.scheme(SERVICE_TOKEN, () => ({
-    authenticate(request, h) {
+    async authenticate(request, h) {
       const value = bearer(request);
       if (!value || !value.startsWith('ims_')) {
         throw new AppError('unauthenticated', {
           message: `This route takes ${expectedCredential[SERVICE_TOKEN]}; none was sent.`,
         });
       }
-      const token = deps.tokens.verify(value, clientAddress(request, deps.trustedProxies));
+      const token = await deps.tokens.verify(value, clientAddress(request, deps.trustedProxies));
       const needed = svcOptions(request.route.settings).tokenScope as ServiceTokenScope | undefined;
       if (needed && !token.scopes.includes(needed)) {
         throw new AppError('missing_scope', { message: `This route needs a service token with scope ${needed}.` });

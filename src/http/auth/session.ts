@@ -15,7 +15,7 @@ export interface SessionOptions {
   cookiePassword: string;
   ttlMs: number;
   /** The people service: the person a live session secret belongs to, read from the store at each request. */
-  people: { sessionUser(secret: string): SessionUser | undefined };
+  people: { sessionUser(secret: string): Promise<SessionUser | undefined> };
 }
 
 export interface SessionCookie {
@@ -35,7 +35,7 @@ export async function registerSession(server: Server, options: SessionOptions): 
   await server.register(Cookie);
   const validate = async (_request: unknown, session: unknown) => {
     const sid = (session as Partial<SessionCookie> | undefined)?.sid;
-    const user = typeof sid === 'string' ? options.people.sessionUser(sid) : undefined;
+    const user = typeof sid === 'string' ? await options.people.sessionUser(sid) : undefined;
     if (!user || !sid) return { isValid: false };
     return { isValid: true, credentials: credentials({ kind: 'session', user, secret: sid }) };
   };
@@ -64,13 +64,13 @@ export async function registerSession(server: Server, options: SessionOptions): 
 }
 
 /** The signed-in person of a console route on /api/w/{wid}/…, once their role there allows `permission` (else 403 forbidden). */
-export function permittedMember<P extends string>(
-  people: { authorize: (wid: string, user: SessionUser, permission: P) => unknown },
+export async function permittedMember<P extends string>(
+  people: { authorize: (wid: string, user: SessionUser, permission: P) => Promise<unknown> },
   request: Request,
   permission: P,
-): { wid: string; actor: string } {
+): Promise<{ wid: string; actor: string }> {
   const { wid } = request.params as { wid: string };
   const c = caller(request, 'session');
-  people.authorize(wid, c.user, permission);
+  await people.authorize(wid, c.user, permission);
   return { wid, actor: actorOf(c) };
 }

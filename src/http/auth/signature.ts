@@ -22,7 +22,7 @@ export interface InboundVerifier<A = unknown> {
    * operator's Stripe billing endpoint, `stripe:billing`). Refusals are still counted under `kind`.
    */
   variant?: string;
-  headers(request: Request, nowMs: number): A;
+  headers(request: Request, nowMs: number): A | Promise<A>;
   body(request: Request, raw: Buffer, artifacts: A): unknown;
 }
 
@@ -42,8 +42,8 @@ export function registerInbound(server: Server, clock: Clock, verifiers: readonl
     const verifier = (options as { verifier: InboundVerifier }).verifier;
     return {
       options: { payload: true },
-      authenticate(request, h) {
-        const artifacts = verifier.headers(request, clock.now());
+      async authenticate(request, h) {
+        const artifacts = await verifier.headers(request, clock.now());
         return h.authenticated({
           credentials: credentials({ kind: 'signature', keyId: verifier.kind }),
           artifacts: { header: artifacts },

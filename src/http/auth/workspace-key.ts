@@ -22,13 +22,13 @@ function presentedKey(request: Request): string | undefined {
 
 export function registerWorkspaceKey(server: Server, deps: { keys: KeyResolver }): void {
   server.auth.scheme(WORKSPACE_KEY, () => ({
-    authenticate(request, h) {
+    async authenticate(request, h) {
       const value = presentedKey(request);
       if (!value)
         throw new AppError('unauthenticated', {
           message: `This route takes ${expectedCredential[WORKSPACE_KEY]}; none was sent.`,
         });
-      const resolved = deps.keys.resolve(value);
+      const resolved = await deps.keys.resolve(value);
       if (!resolved) throw new AppError('invalid_api_key');
       const { record } = resolved;
       const needed = svcOptions(request.route.settings).keyScope ?? 'any-workspace';
