@@ -63,14 +63,14 @@ export const chatRoutes: Plugin<{
     const write = { onPreAuth: guards.consoleWrite };
     const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
     /** A person who may decide approvals (whose chat identity may then decide for them), and whether they manage integrations. */
-    const person = (request: Request) => {
-      const { wid: w, actor } = permittedMember(people, request, 'approvals.decide');
+    const person = async (request: Request) => {
+      const { wid: w, actor } = await permittedMember(people, request, 'approvals.decide');
       const c = caller(request, 'session');
       return {
         wid: w,
         actor,
         self: c.user.id,
-        manager: roleAllows(people.authorize(w, c.user, 'approvals.decide'), 'integrations.manage'),
+        manager: roleAllows(await people.authorize(w, c.user, 'approvals.decide'), 'integrations.manage'),
       };
     };
 
@@ -79,10 +79,10 @@ export const chatRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/chat/users',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
+        async handler(request) {
           // Owners and admins see every mapping; others their own.
-          const { wid: w, self, manager } = person(request);
-          return { data: chat.users(w).filter((u) => manager || u.userId === self), next: null };
+          const { wid: w, self, manager } = await person(request);
+          return { data: (await chat.users(w)).filter((u) => manager || u.userId === self), next: null };
         },
       },
       {
@@ -102,7 +102,7 @@ export const chatRoutes: Plugin<{
           },
         },
         async handler(request) {
-          const { wid: w, actor, self, manager } = person(request);
+          const { wid: w, actor, self, manager } = await person(request);
           const { platform, chatUserId } = request.params as { platform: string; chatUserId: string };
           return chat.mapUser(w, platform, chatUserId, (request.payload as { userId: string | null }).userId, {
             actor,
@@ -115,9 +115,9 @@ export const chatRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/chat/cards',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
-          const { wid: w } = managed(request);
-          return { data: chat.deliveries(w), next: null };
+        async handler(request) {
+          const { wid: w } = await managed(request);
+          return { data: await chat.deliveries(w), next: null };
         },
       },
       {

@@ -5,8 +5,8 @@ import type { Tables } from '../store/index.js';
  * person who leaves, or whose access an identity provider revoked, no longer decides anything
  * from chat; a new mapping needs them signed in again (they map only their own identity).
  */
-export function endChatMappingsInWrite(t: Pick<Tables, 'chatUsers'>, wid: string, uid: string): number {
-  const mine = t.chatUsers.scan([wid]).filter((e) => e.value.userId === uid);
-  for (const e of mine) t.chatUsers.remove(e.key);
+export async function endChatMappingsInWrite(t: Pick<Tables, 'chatUsers'>, wid: string, uid: string): Promise<number> {
+  const mine = (await t.chatUsers.scan([wid])).filter((e) => e.value.userId === uid);
+  for (const e of mine) await t.chatUsers.remove(e.key);
   return mine.length;
 }

@@ -11,6 +11,7 @@ import type { PeopleService } from '../people/index.js';
 import type { ChatUserRecord, Store } from '../store/index.js';
 import type { Webhooks } from '../webhooks/service.js';
 import { cardBlocks, whoMayDecide } from './card.js';
+import { chatRepo } from './repo.js';
 
 /**
  * Approvals decided from chat (issue 8; SPEC.md 1.4, 4.6, 5.4).
@@ -74,18 +75,18 @@ export function createChat(deps: {
   publicUrl: () => string;
 }) {
   const { store, clock, ledger, webhooks, registry, approvals, people, once, buttonKey } = deps;
-  const t = store.tables;
+  const repo = chatRepo(store);
   const tokenOf = (salt: string) => `cbt_${createHmac('sha256', buttonKey).update(salt).digest('base64url')}`;
   const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
-  const relayUrl = (wid: string): string | undefined => {
-    const url = registry.configOf<{ url?: unknown }>(wid, 'chat-relay')?.url;
+  const relayUrl = async (wid: string): Promise<string | undefined> => {
+    const url = (await registry.configOf<{ url?: unknown }>(wid, 'chat-relay'))?.url;
     return typeof url === 'string' && url.length > 0 ? url : undefined;
   };
 
   webhooks.registerTarget(CARD_TARGET, {
-    resolve(wid) {
-      const url = relayUrl(wid);
-      const secret = registry.secretsFor(wid, 'chat-relay')[0];
+    async resolve(wid) {
+      const [url, secrets] = await Promise.all([relayUrl(wid), registry.secretsFor(wid, 'chat-relay')]);
+      const secret = secrets[0];
       return url && secret ? { url, secret } : null;
     },
     render(_wid, body) {
@@ -100,13 +101,13 @@ export function createChat(deps: {
    * action waiting for a person (`action.pending_approval`), or a bulk freeze past the ceiling
    * (`fleet.freeze_requested`, decided by owners and admins).
    */
-  const cardInWrite = (record: LedgerRecord): void => {
+  const cardInWrite = async (record: LedgerRecord): Promise<void> => {
     const wid = record.workspaceId;
     const isFreeze = record.kind === 'fleet.freeze_requested';
-    if ((record.kind !== 'action.pending_approval' && !isFreeze) || !relayUrl(wid)) return;
+    if ((record.kind !== 'action.pending_approval' && !isFreeze) || !(await relayUrl(wid))) return;
     // The gate writes the approval before this record and the action after it: what the card says
     // of the action comes from the record itself.
-    const approval = t.approvals.get([wid, isFreeze ? record.subject : String(record.data.approvalId ?? '')]);
+    const approval = await repo.approval(wid, isFreeze ? record.subject : String(record.data.approvalId ?? ''));
     if (!approval || approval.status !== 'pending') return;
     if (isFreeze ? !approval.freeze : approval.actionId !== record.subject) return;
     const action = isFreeze
@@ -117,18 +118,21 @@ export function createChat(deps: {
           target: null,
         }
       : (record.data as { type: string; summary: string; payment: unknown; target: unknown });
-    const agent = isFreeze ? undefined : t.agents.get([wid, approval.agentId]);
-    const buttons = (['approve', 'deny'] as const).map((decision) => {
+    const agent = isFreeze ? undefined : await repo.agent(wid, approval.agentId);
+    const buttons: Array<{ decision: ButtonDecision; label: string; salt: string }> = [];
+    for (const decision of ['approve', 'deny'] as const) {
       const salt = randomBytes(32).toString('base64url');
-      t.chatButtons.put(hashOf(tokenOf(salt)), {
+      await repo.putButton(hashOf(tokenOf(salt)), {
         workspaceId: wid,
         approvalId: approval.id,
         decision,
         expiresAt: approval.expiresAt,
       });
-      return { decision, label: decision === 'approve' ? 'Approve' : 'Deny', salt };
-    });
-    const approvers = approval.approvers?.map((id) => ({ id, name: t.users.get(id)?.name ?? null })) ?? null;
+      buttons.push({ decision, label: decision === 'approve' ? 'Approve' : 'Deny', salt });
+    }
+    const approvers = approval.approvers
+      ? await Promise.all(approval.approvers.map(async (id) => ({ id, name: (await repo.user(id))?.name ?? null })))
+      : null;
     const card = {
       id: record.id,
       type: CARD_EVENT,
@@ -161,7 +165,7 @@ export function createChat(deps: {
       buttons,
       answerTo: `${deps.publicUrl()}/v1/hooks/chat-relay/${wid}`,
     };
-    webhooks.enqueueInWrite(wid, CARD_TARGET, {
+    await webhooks.enqueueInWrite(wid, CARD_TARGET, {
       eventId: record.id,
       eventType: CARD_EVENT,
       body: JSON.stringify(card),
@@ -170,17 +174,17 @@ export function createChat(deps: {
   };
 
   /** The member a chat user is mapped to, as the console would see them: role checked for deciding. */
-  const deciderFor = (wid: string, click: Click): Decider => {
-    const mapped = t.chatUsers.get([wid, click.platform, click.chatUserId]);
+  const deciderFor = async (wid: string, click: Click): Promise<Decider> => {
+    const mapped = await repo.chatUser(wid, click.platform, click.chatUserId);
     if (!mapped) {
       throw new AppError('forbidden', {
         message: `The ${click.platform} user ${click.chatUserId} is not mapped to a member of this workspace; nothing was decided.`,
         fix: `Ask an owner or an admin to map it: PUT /api/w/${wid}/chat/users/${click.platform}/${click.chatUserId} { "userId": "usr_…" }.`,
       });
     }
-    let me: ReturnType<PeopleService['me']> | undefined;
+    let me: Awaited<ReturnType<PeopleService['me']>> | undefined;
     try {
-      me = people.me(mapped.userId);
+      me = await people.me(mapped.userId);
     } catch {
       me = undefined;
     }
@@ -191,7 +195,7 @@ export function createChat(deps: {
       });
     }
     // The console's own check for a signed-in member (role, one-time password): same errors.
-    const role = people.authorize(wid, me.user, 'approvals.decide');
+    const role = await people.authorize(wid, me.user, 'approvals.decide');
     return {
       userId: me.user.id,
       role,
@@ -214,7 +218,7 @@ export function createChat(deps: {
       click: Click,
       expected?: ButtonDecision,
     ): Promise<ClickResult & { workspaceId: string; approvalId: string }> {
-      const button = /^cbt_[A-Za-z0-9_-]{43}$/.test(click.token) ? t.chatButtons.get(hashOf(click.token)) : undefined;
+      const button = /^cbt_[A-Za-z0-9_-]{43}$/.test(click.token) ? await repo.button(hashOf(click.token)) : undefined;
       if (!button || !workspaces.includes(button.workspaceId)) {
         throw new AppError('not_found', {
           message: 'This button is unknown here, or its approval ended long ago; nothing was decided.',
@@ -236,14 +240,14 @@ export function createChat(deps: {
       }
       const wid = button.workspaceId;
       const teamId =
-        click.channel === 'slack' ? registry.configOf<{ teamId?: unknown }>(wid, 'slack')?.teamId : undefined;
+        click.channel === 'slack' ? (await registry.configOf<{ teamId?: unknown }>(wid, 'slack'))?.teamId : undefined;
       if (typeof teamId === 'string' && click.team !== teamId) {
         throw new AppError('forbidden', {
           message: 'This click came from a Slack team this workspace did not set up; nothing was decided.',
           fix: 'Click the card in the Slack team set up for this workspace.',
         });
       }
-      const who = deciderFor(wid, click);
+      const who = await deciderFor(wid, click);
       const outcome =
         button.decision === 'approve'
           ? await approvals.approve(wid, button.approvalId, who, click.note)
@@ -254,11 +258,11 @@ export function createChat(deps: {
     /** Accepts a signed request's signature once per scope, for as long as its timestamp could be fresh. */
     async claimSignature(scope: string, signature: string): Promise<boolean> {
       const until = clock.now() + 2 * SIGNATURE_TOLERANCE_SECONDS * 1000 + 60_000;
-      return store.write(() => once.claim(scope, signature, until));
+      return once.claim(scope, signature, until);
     },
 
-    users(wid: string): ChatUserRecord[] {
-      return t.chatUsers.scan([wid]).map((e) => e.value);
+    users(wid: string): Promise<ChatUserRecord[]> {
+      return repo.chatUsers(wid);
     },
 
     /**
@@ -274,8 +278,8 @@ export function createChat(deps: {
       userId: string | null,
       by: { actor: string; self: string; manager: boolean },
     ): Promise<ChatUserRecord | { platform: string; chatUserId: string; userId: null }> {
-      return store.write(() => {
-        const before = t.chatUsers.get([wid, platform, chatUserId]);
+      return store.write(async () => {
+        const before = await repo.chatUser(wid, platform, chatUserId);
         if (userId !== null) {
           if (userId !== by.self) {
             throw new AppError('forbidden', {
@@ -283,7 +287,7 @@ export function createChat(deps: {
               fix: `Ask that person to sign in and map it: PUT /api/w/${wid}/chat/users/${platform}/${chatUserId} { "userId": "<their usr_ id>" }.`,
             });
           }
-          if (!t.members.get([wid, userId]))
+          if (!(await repo.member(wid, userId)))
             throw new AppError('not_found', { message: `No member ${userId} in this workspace.` });
           if (before && before.userId !== userId) {
             throw new AppError('forbidden', {
@@ -298,10 +302,10 @@ export function createChat(deps: {
         }
         const after =
           userId === null ? null : { platform, chatUserId, userId, updatedAt: isoAt(clock.now()), updatedBy: by.actor };
-        if (after) t.chatUsers.put([wid, platform, chatUserId], after);
-        else if (before) t.chatUsers.remove([wid, platform, chatUserId]);
+        if (after) await repo.putChatUser(wid, after);
+        else if (before) await repo.removeChatUser(wid, platform, chatUserId);
         if ((before?.userId ?? null) !== userId) {
-          ledger.record({
+          await ledger.record({
             workspaceId: wid,
             actor: by.actor,
             kind: 'chat.user_mapped',
@@ -314,8 +318,8 @@ export function createChat(deps: {
     },
 
     /** The cards sent (or being sent) to the relay, newest first: status and tries, never tokens. */
-    deliveries(wid: string) {
-      return webhooks.deliveriesOf(wid, CARD_TARGET).map(({ body: _body, ...d }) => d);
+    async deliveries(wid: string) {
+      return (await webhooks.deliveriesOf(wid, CARD_TARGET)).map(({ body: _body, ...d }) => d);
     },
   };
 }

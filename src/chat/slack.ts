@@ -49,8 +49,10 @@ export function slackVerifier(
     },
     async body(request, raw, { timestamp, mac }) {
       const matched = new Set<string>();
-      for (const wid of registry.workspacesWith('slack')) {
-        for (const secret of registry.secretsFor(wid, 'slack')) {
+      const workspaces = await registry.workspacesWith('slack');
+      const secrets = await Promise.all(workspaces.map((wid) => registry.secretsFor(wid, 'slack')));
+      for (const [i, wid] of workspaces.entries()) {
+        for (const secret of secrets[i]!) {
           const expected = createHmac('sha256', secret).update(`v0:${timestamp}:`).update(raw).digest();
           if (timingSafeEqual(expected, mac)) matched.add(wid);
         }

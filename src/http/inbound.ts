@@ -11,7 +11,8 @@ import { jsonFault } from '../lib/well-formed.js';
 /**
  * What every inbound route (API.md 8) shares:
  * - `hookOptions(kind)`: the route's verifier strategy, the body kept as raw bytes (1 MB), and a
- *   count of its refusals per workspace (in memory; shown by `GET /api/w/{wid}/integrations`).
+ *   count of its refusals per workspace (in the store, so every instance adds to one count; shown
+ *   by `GET /api/w/{wid}/integrations`).
  *   A refused body is never logged: the request log has no bodies, and nothing here keeps one.
  * - `parseVerified`: JSON parsed only after the signature over those bytes verified, then
  *   checked as a whole (`verifiedJson`: no nesting past 64 levels, no lone surrogate, no number
@@ -30,23 +31,30 @@ export const HOOK_BODY_LIMIT = 1_048_576;
 /** What the inbound routes ask of whoever keeps the workspaces' integrations (the integrations registry). */
 export interface InboundSecrets {
   /** The kind's non-secret settings in a workspace, or undefined when it is not set up there. */
-  configOf(wid: string, kind: IntegrationKind): object | undefined;
+  configOf(wid: string, kind: IntegrationKind): Promise<object | undefined>;
   /** The secrets a request of the kind may be signed with: the current one and, during a rotation, the one before. */
-  secretsFor(wid: string, kind: IntegrationKind): string[];
+  secretsFor(wid: string, kind: IntegrationKind): Promise<string[]>;
+  /** Refused requests of the kind counted for a workspace (kept in the store: one count across instances). */
+  refusals(wid: string, kind: IntegrationKind): Promise<number>;
+  /** Counts one refused request of the kind for a workspace. */
+  countRefusal(wid: string, kind: IntegrationKind): Promise<void>;
 }
 
 /**
- * Refusals counted per workspace and kind, in memory. Only a workspace that has set the kind up
- * gets its own count (anything else is counted under `_`), so requests to made-up workspace ids
- * cannot grow the map.
+ * Refusals counted per workspace and kind, in the store (every instance adds to the same count).
+ * Only a workspace that has set the kind up gets a count: a request to a made-up workspace id, or
+ * to an address that names none, is not counted (nothing shows such a count), so it cannot grow
+ * the store. A count that cannot be written is lost, never turned into an error for the sender.
  */
-export function createRefusals(registry: Pick<InboundSecrets, 'configOf'>) {
-  const counts = new Map<string, number>();
+export function createRefusals(
+  registry: Pick<InboundSecrets, 'configOf' | 'refusals' | 'countRefusal'>,
+  log?: { warn(obj: object, msg: string): void },
+) {
   return {
-    get: (wid: string, kind: string): number => counts.get(`${wid}/${kind}`) ?? 0,
-    /** A route extension counting this route's 4xx and 5xx under the request's workspace (or `_` when none is known). */
+    get: (wid: string, kind: IntegrationKind): Promise<number> => registry.refusals(wid, kind),
+    /** A route extension counting this route's 4xx and 5xx under the request's workspace, when it has set the kind up. */
     counter(kind: IntegrationKind) {
-      return (request: Request, h: ResponseToolkit) => {
+      return async (request: Request, h: ResponseToolkit) => {
         const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
         const status = response?.output?.statusCode ?? response?.statusCode ?? 0;
         if (status >= 400) {
@@ -55,8 +63,11 @@ export function createRefusals(registry: Pick<InboundSecrets, 'configOf'>) {
               (request.plugins as { svcInbound?: { workspaceId?: string } }).svcInbound?.workspaceId ??
               '_',
           );
-          const key = `${WID.test(w) && registry.configOf(w, kind) !== undefined ? w : '_'}/${kind}`;
-          counts.set(key, (counts.get(key) ?? 0) + 1);
+          try {
+            if (WID.test(w) && (await registry.configOf(w, kind)) !== undefined) await registry.countRefusal(w, kind);
+          } catch (err) {
+            log?.warn({ err, kind }, 'inbound refusal not counted');
+          }
         }
         return h.continue;
       };
@@ -143,7 +154,7 @@ export function svcSignatureVerifier(
     },
     async body(request, raw, parsed) {
       const w = routeWorkspace(request);
-      if (!w || !signatureMatches(parsed, raw, registry.secretsFor(w, kind)))
+      if (!w || !signatureMatches(parsed, raw, await registry.secretsFor(w, kind)))
         throw signatureRefused('The signature does not match the body.');
       // Claimed by what was signed (timestamp and body), not by the header's text: the same signed
       // request with another v1 added or the v1s reordered is the same request.

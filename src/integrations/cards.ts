@@ -4,6 +4,7 @@ import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { ActionRecord, CardProvider, CardRecord, ChargeRecord, Store } from '../store/index.js';
 import type { HookAnswer, HookEvents } from './hook-events.js';
+import { integrationsRepo } from './repo.js';
 
 /**
  * Cards of every provider (the generic issuer, Stripe Issuing): mapping, authorization at the gate,
@@ -70,13 +71,13 @@ export const merchantOf = (m: CardMerchant): string => (m.domain ?? m.name).toLo
 
 export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; gate: Gate; hookEvents: HookEvents }) {
   const { store, clock, ledger, gate, hookEvents } = deps;
-  const t = store.tables;
+  const repo = integrationsRepo(store);
 
   /** Whether an action is the payment a charge settles: authorized through the charge's own card. */
-  const matches = (action: ActionRecord, charge: ChargeRecord): boolean => {
+  const matches = async (action: ActionRecord, charge: ChargeRecord): Promise<boolean> => {
     if (action.decision !== 'allow' || action.type !== 'payment' || !action.payment) return false;
     // Metadata is what an agent may write itself on any action: the card path's own record decides.
-    const through = t.cardActions.get([action.workspaceId, action.id]);
+    const through = await repo.cardAction(action.workspaceId, action.id);
     if (!through || through.cardId !== charge.cardId || through.provider !== charge.provider) return false;
     // Providers time charges in whole seconds (Stripe's `created`): compared at that grain, so a
     // payment decided within the charge's second still counts as before it.
@@ -96,39 +97,38 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
    * flagged. `fresh`: the charge just imported, always recorded; any other is recorded again only
    * when its match changed.
    */
-  const reconcileInWrite = (
+  const reconcileInWrite = async (
     wid: string,
     provider: CardProvider,
     cardId: string,
     actor: string,
     fresh?: string,
-  ): void => {
-    const agentId = t.cards.get([wid, provider, cardId])?.agentId ?? null;
-    const charges = t.charges
-      .scan([wid, provider, cardId])
-      .map((e) => e.value)
-      .filter((c) => c.kind === 'posted');
-    const actions = agentId
-      ? t.actions
-          .scan([wid])
-          .map((e) => e.value)
-          .filter((a) => a.agentId === agentId)
-      : [];
+  ): Promise<void> => {
+    const [card, all] = await Promise.all([repo.card(wid, provider, cardId), repo.charges(wid)]);
+    const agentId = card?.agentId ?? null;
+    const charges = all.filter((c) => c.provider === provider && c.cardId === cardId && c.kind === 'posted');
+    const actions = agentId ? await repo.actionsOf(wid, agentId) : [];
     // Actions settled by the charges of every other card of the workspace are not this card's to take.
     const taken = new Set<string>();
-    for (const { value: c } of t.charges.scan([wid])) {
+    for (const c of all) {
       if (c.actionId !== null && !(c.provider === provider && c.cardId === cardId)) taken.add(c.actionId);
     }
     for (const charge of charges.sort(
       (a, b) => a.createdAt.localeCompare(b.createdAt) || a.eventId.localeCompare(b.eventId),
     )) {
-      const action = actions.find((a) => !taken.has(a.id) && matches(a, charge));
+      let action: ActionRecord | undefined;
+      for (const a of actions) {
+        if (!taken.has(a.id) && (await matches(a, charge))) {
+          action = a;
+          break;
+        }
+      }
       if (action) taken.add(action.id);
       const actionId = action?.id ?? null;
       if (charge.actionId === actionId && charge.agentId === agentId && charge.eventId !== fresh) continue;
-      t.charges.put([wid, provider, cardId, charge.eventId], { ...charge, actionId, agentId });
+      await repo.putCharge({ ...charge, actionId, agentId });
       if (charge.actionId === actionId && charge.eventId !== fresh) continue;
-      ledger.record({
+      await ledger.record({
         workspaceId: wid,
         actor,
         kind: actionId ? 'card.charge_matched' : 'card.charge_unmatched',
@@ -147,12 +147,12 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
   };
 
   return {
-    cards(wid: string, provider: CardProvider): CardRecord[] {
-      return t.cards.scan([wid, provider]).map((e) => e.value);
+    cards(wid: string, provider: CardProvider): Promise<CardRecord[]> {
+      return repo.cards(wid, provider);
     },
 
-    charges(wid: string, provider: CardProvider, cardId: string): ChargeRecord[] {
-      return t.charges.scan([wid, provider, cardId]).map((e) => e.value);
+    charges(wid: string, provider: CardProvider, cardId: string): Promise<ChargeRecord[]> {
+      return repo.charges(wid, provider, cardId);
     },
 
     /** Maps a card to an agent (or unmaps it), then reconciles its imported charges again. */
@@ -163,9 +163,9 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
       agentId: string | null,
       actor: string,
     ): Promise<{ cardId: string; agentId: string | null }> {
-      return store.write(() => {
+      return store.write(async () => {
         if (agentId !== null) {
-          const agent = t.agents.get([wid, agentId]);
+          const agent = await repo.agent(wid, agentId);
           if (!agent || agent.removedAt)
             throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
         }
@@ -177,9 +177,15 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
           updatedAt: isoAt(clock.now()),
           updatedBy: actor,
         };
-        t.cards.put([wid, provider, cardId], record);
-        ledger.record({ workspaceId: wid, actor, kind: 'card.mapped', subject: cardId, data: { provider, agentId } });
-        reconcileInWrite(wid, provider, cardId, actor);
+        await repo.putCard(record);
+        await ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'card.mapped',
+          subject: cardId,
+          data: { provider, agentId },
+        });
+        await reconcileInWrite(wid, provider, cardId, actor);
         return { cardId, agentId };
       });
     },
@@ -196,11 +202,11 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
       auth: CardAuthorization,
       answerOf: (decision: CardDecision) => HookAnswer,
     ): Promise<HookAnswer> {
-      const agentId = t.cards.get([wid, provider, auth.cardId])?.agentId ?? null;
+      const agentId = (await repo.card(wid, provider, auth.cardId))?.agentId ?? null;
       if (!agentId) {
         const decision = { approved: false, actionId: null, reason: `Card ${auth.cardId} is not mapped to an agent.` };
-        return hookEvents.processOnce(wid, provider, auth.eventId, () => {
-          ledger.record({
+        return hookEvents.processOnce(wid, provider, auth.eventId, async () => {
+          await ledger.record({
             workspaceId: wid,
             actor: provider,
             kind: 'card.authorization_declined',
@@ -238,9 +244,9 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
         {
           // The card network waits a second or two: a rule that needs a person declines at once.
           cannotWait: true,
-          inWrite: (action) => {
-            answer = hookEvents.onceInWrite(wid, provider, auth.eventId, () => {
-              t.cardActions.put([wid, action.id], { provider, cardId: auth.cardId, eventId: auth.eventId });
+          inWrite: async (action) => {
+            answer = await hookEvents.onceInWrite(wid, provider, auth.eventId, async () => {
+              await repo.putCardAction(wid, action.id, { provider, cardId: auth.cardId, eventId: auth.eventId });
               const approved = action.decision === 'allow';
               return answerOf({
                 approved,
@@ -259,8 +265,8 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
      * event about the same charge) is kept as it is; a new one is stored, and reconciled when
      * posted or recorded as a refund.
      */
-    importInWrite(wid: string, provider: CardProvider, charge: CardCharge): void {
-      if (t.charges.has([wid, provider, charge.cardId, charge.eventId])) return;
+    async importInWrite(wid: string, provider: CardProvider, charge: CardCharge): Promise<void> {
+      if (await repo.hasCharge(wid, provider, charge.cardId, charge.eventId)) return;
       const record: ChargeRecord = {
         provider,
         eventId: charge.eventId,
@@ -277,12 +283,12 @@ export function createCards(deps: { store: Store; clock: Clock; ledger: Ledger; 
         createdAt: charge.createdAt,
         importedAt: isoAt(clock.now()),
         actionId: null,
-        agentId: t.cards.get([wid, provider, charge.cardId])?.agentId ?? null,
+        agentId: (await repo.card(wid, provider, charge.cardId))?.agentId ?? null,
       };
-      t.charges.put([wid, provider, charge.cardId, charge.eventId], record);
-      if (record.kind === 'posted') reconcileInWrite(wid, provider, charge.cardId, provider, charge.eventId);
+      await repo.putCharge(record);
+      if (record.kind === 'posted') await reconcileInWrite(wid, provider, charge.cardId, provider, charge.eventId);
       else
-        ledger.record({
+        await ledger.record({
           workspaceId: wid,
           actor: provider,
           kind: 'card.charge_refunded',

@@ -1,5 +1,6 @@
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Store } from '../store/index.js';
+import { integrationsRepo } from './repo.js';
 
 /**
  * "Answer each provider event once" (SPEC.md 8.1), in one place for every inbound integration.
@@ -9,9 +10,10 @@ import type { Store } from '../store/index.js';
  *   answer: either both land or neither does, so a crash between them, or two deliveries of the
  *   same event at once, cannot leave a change without its answer or a change made twice. When
  *   the event already has an answer, `fn` does not run and that first answer is returned.
- * - `fn` is synchronous (it runs inside the write) and does every write the event makes: ledger
- *   records, stored charges, plan changes. Work that is its own write and already idempotent
- *   (the gate's authorize with the event id as idempotency key) is done before, outside.
+ * - `fn` runs inside the write (it may run more than once: store reads and writes only) and does
+ *   every write the event makes: ledger records, stored charges, plan changes. Work that is its
+ *   own write and already idempotent (the gate's authorize with the event id as idempotency key)
+ *   is done before, outside.
  * - `onceInWrite` is the same for a caller already inside a write.
  * - `answered` is a read for a fast path only; `processOnce` decides.
  */
@@ -19,24 +21,34 @@ export type HookAnswer = Record<string, unknown>;
 
 export function createHookEvents(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
-  const t = store.tables;
+  const repo = integrationsRepo(store);
 
-  const onceInWrite = <A extends HookAnswer>(wid: string, source: string, id: string, fn: () => A): HookAnswer => {
-    const seen = t.hookEvents.get([wid, source, id]);
+  const onceInWrite = async <A extends HookAnswer>(
+    wid: string,
+    source: string,
+    id: string,
+    fn: () => Promise<A>,
+  ): Promise<HookAnswer> => {
+    const seen = await repo.hookEvent(wid, source, id);
     if (seen) return seen.answer;
-    const answer = fn();
-    t.hookEvents.put([wid, source, id], { answer, at: isoAt(clock.now()) });
+    const answer = await fn();
+    await repo.putHookEvent(wid, source, id, { answer, at: isoAt(clock.now()) });
     return answer;
   };
 
   return {
     /** The first answer given to an event, if it was processed. */
-    answered(wid: string, source: string, id: string): HookAnswer | undefined {
-      return t.hookEvents.get([wid, source, id])?.answer;
+    async answered(wid: string, source: string, id: string): Promise<HookAnswer | undefined> {
+      return (await repo.hookEvent(wid, source, id))?.answer;
     },
 
     /** Runs `fn` and stores its answer in one write, once per event; a repeat gets the first answer. */
-    processOnce<A extends HookAnswer>(wid: string, source: string, id: string, fn: () => A): Promise<HookAnswer> {
+    processOnce<A extends HookAnswer>(
+      wid: string,
+      source: string,
+      id: string,
+      fn: () => Promise<A>,
+    ): Promise<HookAnswer> {
       return store.write(() => onceInWrite(wid, source, id, fn));
     },
 

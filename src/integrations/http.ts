@@ -117,9 +117,9 @@ export function cardRoutes(
       method: 'GET',
       path: `/api/w/{wid}/${provider}/cards`,
       options: { auth: session, validate: { params: Joi.object({ wid }) } },
-      handler(request) {
-        const { wid: w } = managed(request);
-        return { data: cards.cards(w, provider), next: null };
+      async handler(request) {
+        const { wid: w } = await managed(request);
+        return { data: await cards.cards(w, provider), next: null };
       },
     },
     {
@@ -134,7 +134,7 @@ export function cardRoutes(
         },
       },
       async handler(request) {
-        const { wid: w, actor } = managed(request);
+        const { wid: w, actor } = await managed(request);
         const { cardId } = request.params as { cardId: string };
         return cards.mapCard(w, provider, cardId, (request.payload as { agentId: string | null }).agentId, actor);
       },
@@ -143,9 +143,9 @@ export function cardRoutes(
       method: 'GET',
       path: `/api/w/{wid}/${provider}/cards/{cardId}/charges`,
       options: { auth: session, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
-      handler(request) {
-        const { wid: w } = managed(request);
-        return { data: cards.charges(w, provider, (request.params as { cardId: string }).cardId), next: null };
+      async handler(request) {
+        const { wid: w } = await managed(request);
+        return { data: await cards.charges(w, provider, (request.params as { cardId: string }).cardId), next: null };
       },
     },
   ];
@@ -191,9 +191,11 @@ export const integrationsRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/integrations',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
-          const { wid: w } = managed(request);
-          return { data: registry.view(w).map((v) => ({ ...v, refused: refusals.get(w, v.kind) })), next: null };
+        async handler(request) {
+          const { wid: w } = await managed(request);
+          const views = await registry.view(w);
+          const refused = await Promise.all(views.map((v) => refusals.get(w, v.kind)));
+          return { data: views.map((v, i) => ({ ...v, refused: refused[i] })), next: null };
         },
       },
       {
@@ -220,7 +222,11 @@ export const integrationsRoutes: Plugin<{
         async handler(request) {
           const { kind } = request.params as { kind: IntegrationKind };
           // The identity provider is owners' alone (its tokens end people's access).
-          const { wid: w, actor } = permittedMember(people, request, KIND_PERMISSION[kind] ?? 'integrations.manage');
+          const { wid: w, actor } = await permittedMember(
+            people,
+            request,
+            KIND_PERMISSION[kind] ?? 'integrations.manage',
+          );
           return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },

@@ -4,6 +4,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { IntegrationKind, IntegrationRecord, Store } from '../store/index.js';
+import { integrationsRepo } from './repo.js';
 
 /**
  * Integration settings per workspace (API.md 8), one record per kind.
@@ -57,14 +58,14 @@ export function createIntegrationRegistry(deps: {
   ledger: Ledger;
 }) {
   const { store, clock, ids, masterKey, ledger } = deps;
-  const t = store.tables;
+  const repo = integrationsRepo(store);
   const bound = (wid: string, kind: string) => `${wid}/${kind}`;
   const live = (s: IntegrationRecord['secrets'][number], now: number) =>
     s.retiresAt === null || Date.parse(s.retiresAt) > now;
 
   /** The secrets a delivery may be signed with: the current one and, during a rotation, the one before. */
-  const secretsFor = (wid: string, kind: IntegrationKind): string[] => {
-    const record = t.integrations.get([wid, kind]);
+  const secretsFor = async (wid: string, kind: IntegrationKind): Promise<string[]> => {
+    const record = await repo.integration(wid, kind);
     if (!record) return [];
     const now = clock.now();
     return record.secrets
@@ -76,20 +77,16 @@ export function createIntegrationRegistry(deps: {
     secretsFor,
 
     /** The kind's non-secret settings, or undefined when it is not set up. */
-    configOf<C extends Record<string, unknown> = Record<string, unknown>>(
+    async configOf<C extends Record<string, unknown> = Record<string, unknown>>(
       wid: string,
       kind: IntegrationKind,
-    ): C | undefined {
-      return t.integrations.get([wid, kind])?.config as C | undefined;
+    ): Promise<C | undefined> {
+      return (await repo.integration(wid, kind))?.config as C | undefined;
     },
 
     /** Every workspace that has set a kind up (for routes whose address names no workspace). */
-    workspacesWith(kind: IntegrationKind): string[] {
-      const out: string[] = [];
-      for (const { key, value } of t.integrations.scan([])) {
-        if (value.kind === kind) out.push((key as [string, string])[0]);
-      }
-      return out;
+    async workspacesWith(kind: IntegrationKind): Promise<string[]> {
+      return (await repo.allIntegrations()).filter(([, value]) => value.kind === kind).map(([wid]) => wid);
     },
 
     async configure(
@@ -100,8 +97,8 @@ export function createIntegrationRegistry(deps: {
     ): Promise<ConfigureResult> {
       const generated = GENERATED.has(kind) ? ids.secret('whs') : undefined;
       const now = clock.now();
-      return store.write(() => {
-        const existing = t.integrations.get([wid, kind]);
+      return store.write(async () => {
+        const existing = await repo.integration(wid, kind);
         // The identity provider's body is whole (its keys are one or the other); other kinds' settings merge.
         const config =
           kind === 'ssf' && input.config
@@ -129,7 +126,7 @@ export function createIntegrationRegistry(deps: {
               fix: `Send { "signingSecret": "…" } as ${kind} shows it.`,
             });
           }
-          const current = existing ? secretsFor(wid, kind)[0] : undefined;
+          const current = existing ? (await secretsFor(wid, kind))[0] : undefined;
           if (input.signingSecret && input.signingSecret !== current) fresh = input.signingSecret;
         }
         const retiresAt =
@@ -169,8 +166,8 @@ export function createIntegrationRegistry(deps: {
           updatedAt: isoAt(now),
           updatedBy: actor,
         };
-        t.integrations.put([wid, kind], record);
-        ledger.record({
+        await repo.putIntegration(record);
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: existing
@@ -196,20 +193,30 @@ export function createIntegrationRegistry(deps: {
     },
 
     /** One secret setting of a kind (github's `token`), unsealed; undefined when not set. */
-    configSecret(wid: string, kind: IntegrationKind, name: string): string | undefined {
-      const sealed = t.integrations.get([wid, kind])?.sealedConfig?.[name];
+    async configSecret(wid: string, kind: IntegrationKind, name: string): Promise<string | undefined> {
+      const sealed = (await repo.integration(wid, kind))?.sealedConfig?.[name];
       return sealed === undefined
         ? undefined
         : unsealText(masterKey, SEAL_PURPOSE, `${bound(wid, kind)}/config/${name}`, sealed);
     },
 
     /** Whether a secret setting is set (without unsealing it). */
-    hasConfigSecret(wid: string, kind: IntegrationKind, name: string): boolean {
-      return t.integrations.get([wid, kind])?.sealedConfig?.[name] !== undefined;
+    async hasConfigSecret(wid: string, kind: IntegrationKind, name: string): Promise<boolean> {
+      return (await repo.integration(wid, kind))?.sealedConfig?.[name] !== undefined;
     },
 
-    view(wid: string) {
-      return t.integrations.scan([wid]).map(({ value: r }) => ({
+    /** Inbound requests of a kind refused for a workspace, counted by every instance (http/inbound.ts). */
+    refusals(wid: string, kind: IntegrationKind): Promise<number> {
+      return repo.refusals(wid, kind);
+    },
+
+    /** Counts one refused inbound request of a kind for a workspace: its own write (or the caller's). */
+    countRefusal(wid: string, kind: IntegrationKind): Promise<void> {
+      return store.write(() => repo.addRefusal(wid, kind));
+    },
+
+    async view(wid: string) {
+      return (await repo.integrations(wid)).map((r) => ({
         kind: r.kind,
         updatedAt: r.updatedAt,
         config: r.config ?? {},

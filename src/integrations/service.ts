@@ -31,7 +31,7 @@ export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents 
      * the first answer and changes nothing (hook-events.ts).
      */
     async handle(wid: string, event: IssuerEvent): Promise<Record<string, unknown>> {
-      const seen = hookEvents.answered(wid, 'issuer', event.id);
+      const seen = await hookEvents.answered(wid, 'issuer', event.id);
       if (seen) return seen;
       if (event.type === 'authorization.request') {
         return cards.authorize(
@@ -47,8 +47,8 @@ export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents 
           (decision) => ({ ...decision }),
         );
       }
-      return hookEvents.processOnce(wid, 'issuer', event.id, () => {
-        cards.importInWrite(wid, 'issuer', {
+      return hookEvents.processOnce(wid, 'issuer', event.id, async () => {
+        await cards.importInWrite(wid, 'issuer', {
           eventId: event.id,
           cardId: event.cardId,
           kind: event.type === 'charge.posted' ? 'posted' : 'refunded',

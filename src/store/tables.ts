@@ -149,6 +149,8 @@ export const tableSpec = {
   hookEvents: table<{ answer: Record<string, unknown>; at: string }>(),
   /** [scope, identifier] -> until when (ms) it stays used: signatures, `jti`s and button tokens accepted once */
   hookOnce: table<number>(),
+  /** [wid, kind] -> inbound requests of that kind refused for the workspace (http/inbound.ts), across instances */
+  integrationRefusals: table<number>(),
   /** SHA-256 (hex) of a button token -> what the button decides (chat approvals) */
   chatButtons: table<ChatButtonRecord>(),
   /** [wid, platform, chat user id] -> the member it is mapped to */

@@ -30,7 +30,7 @@ export const webhooksRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/webhooks',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler: (request) => ({ data: webhooks.list(managed(request).wid), next: null }),
+        handler: async (request) => ({ data: await webhooks.list((await managed(request)).wid), next: null }),
       },
       {
         method: 'POST',
@@ -54,7 +54,7 @@ export const webhooksRoutes: Plugin<{
           },
         },
         async handler(request, h) {
-          const { wid: w, actor } = managed(request);
+          const { wid: w, actor } = await managed(request);
           return h
             .response(await webhooks.add(w, request.payload as { url: string; events: string[] }, actor))
             .code(201);
@@ -65,7 +65,7 @@ export const webhooksRoutes: Plugin<{
         path: '/api/w/{wid}/webhooks/{id}',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID }) } },
         async handler(request) {
-          const { wid: w, actor } = managed(request);
+          const { wid: w, actor } = await managed(request);
           await webhooks.remove(w, (request.params as { id: string }).id, actor);
           return {};
         },
@@ -74,9 +74,9 @@ export const webhooksRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/webhooks/{id}/deliveries',
         options: { auth: session, validate: { params: Joi.object({ wid, id: ID }) } },
-        handler(request) {
-          const { wid: w } = managed(request);
-          return { data: webhooks.deliveries(w, (request.params as { id: string }).id), next: null };
+        async handler(request) {
+          const { wid: w } = await managed(request);
+          return { data: await webhooks.deliveries(w, (request.params as { id: string }).id), next: null };
         },
       },
       {
@@ -84,7 +84,7 @@ export const webhooksRoutes: Plugin<{
         path: '/api/w/{wid}/webhooks/{id}/deliveries/{did}/redeliver',
         options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID, did: ID }) } },
         async handler(request) {
-          const { wid: w, actor } = managed(request);
+          const { wid: w, actor } = await managed(request);
           const { id, did } = request.params as { id: string; did: string };
           return webhooks.redeliver(w, id, did, actor);
         },

@@ -12,6 +12,7 @@ import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
 import { metrics } from '../lib/metrics.js';
 import { inSpan, ROOT_CONTEXT, SpanKind, traceparentOf } from '../lib/tracing.js';
+import { webhooksRepo, type OutboxKey } from './repo.js';
 
 /**
  * Outbound webhooks (issue 8, API.md 8): endpoints per workspace, events signed with
@@ -26,8 +27,13 @@ import { inSpan, ROOT_CONTEXT, SpanKind, traceparentOf } from '../lib/tracing.js
  *   with ±20% jitter, and tries again, until giveUpAfterMs after the event: then the delivery
  *   has failed, the endpoint is disabled, and that is recorded in the ledger (and is itself an
  *   event, `webhook.disabled`, for the workspace's other endpoints).
- * - A delivery that was being sent when the process died is sent again after a restart (at
- *   least once; receivers deduplicate by `svc-event-id`).
+ * - Each try is claimed first, in one write that reads the outbox entry, checks it is still there
+ *   and due (and its delivery pending, its endpoint live) and moves it `claimMs` ahead (the
+ *   longest a try can take: its target check and its post, each within the timeout, and a
+ *   margin): of several server instances, or passes of one, exactly one sends it. Sending and
+ *   signing happen after that write, never inside one. A delivery that was being sent when the
+ *   process died is sent again once its claim has lapsed (at least once; receivers deduplicate
+ *   by `svc-event-id`).
  * - Finished deliveries (delivered, failed) stay in the log, and can be redelivered, for
  *   `retention.days` after their event; then the retention sweeper removes them
  *   (retention/policy.ts). A pending delivery is never swept.
@@ -68,7 +74,7 @@ const BATCH = 20;
 /** A destination of the outbox besides customers' endpoints (see the rules above). */
 export interface OutboxTarget {
   /** Where to send and the secret to sign with, read at each try; null when not set up (the try fails and is retried). */
-  resolve(wid: string): { url: string; secret: string } | null;
+  resolve(wid: string): Promise<{ url: string; secret: string } | null>;
   /** The bytes sent for a stored body: deterministic, so that every try sends the same bytes. */
   render?(wid: string, body: string): string;
 }
@@ -92,8 +98,10 @@ export function createWebhooks(deps: {
   settings: WebhookSettings;
 }) {
   const { store, clock, ids, masterKey, ledger, settings } = deps;
-  const t = store.tables;
+  const repo = webhooksRepo(store);
   const targets = new Map<string, OutboxTarget>();
+  /** How long a claimed try keeps every other pass off its delivery (see the rules above). */
+  const claimMs = 2 * settings.timeoutMs + 60_000;
 
   // The shared target rule (lib/safe-target.ts): checked when added, and enforced at connect.
   const targetProblem = (raw: string): Promise<string | null> =>
@@ -104,15 +112,14 @@ export function createWebhooks(deps: {
   });
 
   /** Inside a write: one event's deliveries to every endpoint of the workspace that takes its type. */
-  const enqueueInWrite = (
+  const enqueueInWrite = async (
     wid: string,
     event: { id: string; type: string; at: string; data: Record<string, unknown> },
     skipEndpoint?: string,
-  ): void => {
-    const endpoints = t.webhookEndpoints
-      .scan([wid])
-      .map((e) => e.value)
-      .filter((e) => e.disabledAt === null && e.events.includes(event.type) && e.id !== skipEndpoint);
+  ): Promise<void> => {
+    const endpoints = (await repo.endpoints(wid)).filter(
+      (e) => e.disabledAt === null && e.events.includes(event.type) && e.id !== skipEndpoint,
+    );
     if (endpoints.length === 0) return;
     const body = JSON.stringify({
       id: event.id,
@@ -135,17 +142,17 @@ export function createWebhooks(deps: {
         attempts: [],
         nextAttemptAt: isoAt(due),
       };
-      t.deliveries.put([wid, endpoint.id, delivery.id], delivery);
-      t.outbox.put([due, wid, endpoint.id, delivery.id], 1);
+      await repo.putDelivery(delivery);
+      await repo.putOutbox([due, wid, endpoint.id, delivery.id]);
     }
   };
 
   /** The deliveries of one ledger record, written in its own write (a ledger subscriber). */
   const outbox: LedgerSubscriber = {
-    onRecordInWrite(record: LedgerRecord): void {
+    async onRecordInWrite(record: LedgerRecord): Promise<void> {
       const type = EVENT_OF[record.kind];
       if (!type) return;
-      enqueueInWrite(
+      await enqueueInWrite(
         record.workspaceId,
         {
           id: record.id,
@@ -158,25 +165,42 @@ export function createWebhooks(deps: {
     },
   };
 
-  /** One try of one delivery: sent, then its outcome written (and its next try scheduled). */
-  const attempt = async (key: [number, string, string, string]): Promise<void> => {
+  /**
+   * Claims one outbox entry for one try (see the rules above): what to send and the claim's own
+   * outbox key, or null when it is gone, not due, claimed by another pass, or has nothing left to
+   * send (then the entry is dropped).
+   */
+  const claim = (key: OutboxKey) =>
+    store.write(async () => {
+      const now = clock.now();
+      if (key[0] > now || !(await repo.inOutbox(key))) return null;
+      const [, wid, endpointId, deliveryId] = key;
+      const named = targets.get(endpointId);
+      const [delivery, endpoint] = await Promise.all([
+        repo.delivery(wid, endpointId, deliveryId),
+        named ? Promise.resolve(undefined) : repo.endpoint(wid, endpointId),
+      ]);
+      await repo.removeOutbox(key);
+      if (!delivery || delivery.status !== 'pending' || (!named && (!endpoint || endpoint.disabledAt))) return null;
+      const lease: OutboxKey = [now + claimMs, wid, endpointId, deliveryId];
+      await repo.putOutbox(lease);
+      return { lease, delivery, endpoint };
+    });
+
+  /** One try of one delivery: claimed, sent, then its outcome written (and its next try scheduled). */
+  const attempt = async (key: OutboxKey): Promise<void> => {
     const [, wid, endpointId, deliveryId] = key;
-    const delivery = t.deliveries.get([wid, endpointId, deliveryId]);
+    const claimed = await claim(key);
+    if (!claimed) return;
+    const { lease, delivery, endpoint } = claimed;
     const named = targets.get(endpointId);
-    const endpoint = named ? undefined : t.webhookEndpoints.get([wid, endpointId]);
-    if (!delivery || delivery.status !== 'pending' || (!named && (!endpoint || endpoint.disabledAt))) {
-      await store.write(() => {
-        t.outbox.remove(key);
-      });
-      return;
-    }
     const started = clock.now();
     let status: number | null = null;
     let error: string | null = null;
     let destination: { url: string; secret: string; body: string } | null = null;
     if (named) {
       try {
-        const resolved = named.resolve(wid);
+        const resolved = await named.resolve(wid);
         if (resolved)
           destination = { ...resolved, body: named.render ? named.render(wid, delivery.body) : delivery.body };
         else error = 'refused: the target is not set up';
@@ -229,13 +253,13 @@ export function createWebhooks(deps: {
     const ok = status !== null && status >= 200 && status < 300;
     metrics.webhookAttempts.inc({ result: ok ? 'delivered' : problem || !destination ? 'refused' : 'failed' });
     const now = clock.now();
-    await store.write(() => {
-      const current = t.deliveries.get([wid, endpointId, deliveryId]);
-      t.outbox.remove(key);
+    await store.write(async () => {
+      const current = await repo.delivery(wid, endpointId, deliveryId);
+      await repo.removeOutbox(lease);
       if (!current || current.status !== 'pending') return;
       const attempts = [...current.attempts, { at: isoAt(started), status, error, ms: now - started }];
       if (ok) {
-        t.deliveries.put([wid, endpointId, deliveryId], {
+        await repo.putDelivery({
           ...current,
           attempts,
           status: 'delivered',
@@ -245,14 +269,14 @@ export function createWebhooks(deps: {
       }
       const next = now + retryDelay(attempts.length, settings);
       if (next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
-        t.deliveries.put([wid, endpointId, deliveryId], {
+        await repo.putDelivery({
           ...current,
           attempts,
           status: 'failed',
           nextAttemptAt: null,
         });
         if (named) {
-          ledger.record({
+          await ledger.record({
             workspaceId: wid,
             actor: 'system',
             kind: 'delivery.failed',
@@ -266,10 +290,10 @@ export function createWebhooks(deps: {
           });
           return;
         }
-        const ep = t.webhookEndpoints.get([wid, endpointId]);
+        const ep = await repo.endpoint(wid, endpointId);
         if (ep && !ep.disabledAt) {
-          t.webhookEndpoints.put([wid, endpointId], { ...ep, disabledAt: isoAt(now) });
-          ledger.record({
+          await repo.putEndpoint({ ...ep, disabledAt: isoAt(now) });
+          await ledger.record({
             workspaceId: wid,
             actor: 'system',
             kind: 'webhook.disabled',
@@ -279,8 +303,8 @@ export function createWebhooks(deps: {
         }
         return;
       }
-      t.deliveries.put([wid, endpointId, deliveryId], { ...current, attempts, nextAttemptAt: isoAt(next) });
-      t.outbox.put([next, wid, endpointId, deliveryId], 1);
+      await repo.putDelivery({ ...current, attempts, nextAttemptAt: isoAt(next) });
+      await repo.putOutbox([next, wid, endpointId, deliveryId]);
     });
   };
 
@@ -288,12 +312,11 @@ export function createWebhooks(deps: {
 
   /** Sends what is due now (each delivery once at a time); returns when those tries are written. */
   const dispatch = async (): Promise<void> => {
-    const due = t.outbox
-      .scan([], { limit: BATCH * 4 })
-      .filter((e) => Number((e.key as unknown[])[0]) <= clock.now() && !inFlight.has(String((e.key as unknown[])[3])));
+    const now = clock.now();
+    const due = (await repo.outbox(BATCH * 4)).filter((key) => Number(key[0]) <= now && !inFlight.has(key[3]));
     await Promise.all(
-      due.slice(0, BATCH).map(async (e) => {
-        const key = e.key as [number, string, string, string];
+      due.slice(0, BATCH).map(async (key) => {
+        if (inFlight.has(key[3])) return;
         inFlight.add(key[3]);
         try {
           await attempt(key);
@@ -321,16 +344,17 @@ export function createWebhooks(deps: {
      * caller does not wait for it; a failure to store it is logged and the call goes on.
      */
     advise(wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>): void {
-      if (t.webhookAdvised.has([wid, type, onceKey])) return;
-      void store
-        .write(() => {
-          if (t.webhookAdvised.has([wid, type, onceKey])) return;
+      void (async () => {
+        // A read first: the usual case (already sent this period) writes nothing.
+        if (await repo.advised(wid, type, onceKey)) return;
+        await store.write(async () => {
+          if (await repo.advised(wid, type, onceKey)) return;
           const at = isoAt(clock.now());
           const id = ids.id('evt');
-          t.webhookAdvised.put([wid, type, onceKey], id);
-          enqueueInWrite(wid, { id, type, at, data });
-        })
-        .catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
+          await repo.putAdvised(wid, type, onceKey, id);
+          await enqueueInWrite(wid, { id, type, at, data });
+        });
+      })().catch((err: unknown) => deps.log.error({ err, type }, 'webhook event not stored'));
     },
 
     /** Starts the dispatcher (the server does; commands that open the store do not). Finished deliveries are swept by the retention sweeper. */
@@ -345,11 +369,11 @@ export function createWebhooks(deps: {
     },
 
     /** Inside a store write: queues one delivery to a named target, due now; it commits with the write. */
-    enqueueInWrite(
+    async enqueueInWrite(
       wid: string,
       target: string,
       event: { eventId: string; eventType: string; body: string; createdAt: string },
-    ): DeliveryRecord {
+    ): Promise<DeliveryRecord> {
       if (!targets.has(target)) throw new Error(`no outbox target ${target}`);
       const due = clock.now();
       const delivery: DeliveryRecord = {
@@ -364,17 +388,14 @@ export function createWebhooks(deps: {
         attempts: [],
         nextAttemptAt: isoAt(due),
       };
-      t.deliveries.put([wid, target, delivery.id], delivery);
-      t.outbox.put([due, wid, target, delivery.id], 1);
+      await repo.putDelivery(delivery);
+      await repo.putOutbox([due, wid, target, delivery.id]);
       return delivery;
     },
 
     /** The deliveries of a named target in a workspace, newest first. */
-    deliveriesOf(wid: string, target: string): DeliveryRecord[] {
-      return t.deliveries
-        .scan([wid, target])
-        .map((e) => e.value)
-        .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    async deliveriesOf(wid: string, target: string): Promise<DeliveryRecord[]> {
+      return (await repo.deliveries(wid, target)).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     },
 
     async add(
@@ -400,9 +421,9 @@ export function createWebhooks(deps: {
         createdBy: actor,
         disabledAt: null,
       };
-      await store.write(() => {
-        t.webhookEndpoints.put([wid, id], record);
-        ledger.record({
+      await store.write(async () => {
+        await repo.putEndpoint(record);
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'webhook.added',
@@ -413,48 +434,44 @@ export function createWebhooks(deps: {
       return { ...view(record), secret };
     },
 
-    list(wid: string) {
-      return t.webhookEndpoints.scan([wid]).map((e) => view(e.value));
+    async list(wid: string) {
+      return (await repo.endpoints(wid)).map(view);
     },
 
     async remove(wid: string, id: string, actor: string): Promise<void> {
-      await store.write(() => {
-        if (!t.webhookEndpoints.has([wid, id]))
+      await store.write(async () => {
+        if (!(await repo.hasEndpoint(wid, id)))
           throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
-        t.webhookEndpoints.remove([wid, id]);
-        ledger.record({ workspaceId: wid, actor, kind: 'webhook.removed', subject: id, data: {} });
+        await repo.removeEndpoint(wid, id);
+        await ledger.record({ workspaceId: wid, actor, kind: 'webhook.removed', subject: id, data: {} });
       });
     },
 
-    deliveries(wid: string, id: string): DeliveryRecord[] {
-      if (!t.webhookEndpoints.has([wid, id]))
+    async deliveries(wid: string, id: string): Promise<DeliveryRecord[]> {
+      if (!(await repo.hasEndpoint(wid, id)))
         throw new AppError('not_found', { message: `No webhook endpoint ${id} in this workspace.` });
-      return t.deliveries
-        .scan([wid, id])
-        .map((e) => e.value)
-        .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+      return (await repo.deliveries(wid, id)).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
     },
 
     /** Sends a delivery again now (delivered or failed ones too); re-enables a disabled endpoint. */
     async redeliver(wid: string, id: string, deliveryId: string, actor: string): Promise<DeliveryRecord> {
-      return store.write(() => {
-        const endpoint = t.webhookEndpoints.get([wid, id]);
-        const delivery = t.deliveries.get([wid, id, deliveryId]);
+      return store.write(async () => {
+        const [endpoint, delivery] = await Promise.all([repo.endpoint(wid, id), repo.delivery(wid, id, deliveryId)]);
         if (!endpoint || !delivery)
           throw new AppError('not_found', {
             message: `No delivery ${deliveryId} of endpoint ${id} in this workspace.`,
           });
         const now = clock.now();
-        if (endpoint.disabledAt) t.webhookEndpoints.put([wid, id], { ...endpoint, disabledAt: null });
+        if (endpoint.disabledAt) await repo.putEndpoint({ ...endpoint, disabledAt: null });
         const again: DeliveryRecord = {
           ...delivery,
           status: 'pending',
           nextAttemptAt: isoAt(now),
           createdAt: isoAt(now),
         };
-        t.deliveries.put([wid, id, deliveryId], again);
-        t.outbox.put([now, wid, id, deliveryId], 1);
-        ledger.record({
+        await repo.putDelivery(again);
+        await repo.putOutbox([now, wid, id, deliveryId]);
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'webhook.redelivered',

@@ -49,13 +49,9 @@ test('a failed handle claims nothing and changes nothing; its retry is acted on,
       },
     },
   };
-  const ledgerSize = () => services.ledger.head(wid)?.size ?? 0;
-  const members = () =>
-    services.people
-      .listMembers(wid, { limit: 50 })
-      .data.map((m) => m.email)
-      .sort();
-  const before = { size: ledgerSize(), members: members() };
+  const ledgerSize = async () => (await services.ledger.head(wid))?.size ?? 0;
+  const members = async () => (await services.people.listMembers(wid, { limit: 50 })).data.map((m) => m.email).sort();
+  const before = { size: await ledgerSize(), members: await members() };
 
   const people = services.people as { revokeAccessInWrite: (...args: never[]) => unknown };
   const real = people.revokeAccessInWrite;
@@ -67,23 +63,21 @@ test('a failed handle claims nothing and changes nothing; its retry is acted on,
   } finally {
     people.revokeAccessInWrite = real;
   }
-  t.false(services.once.used(`ssf:${wid}`, 'jti-retry-1'), 'not claimed');
-  t.is(ledgerSize(), before.size, 'no record');
-  t.deepEqual(members(), before.members, "hal's removal did not land alone");
+  t.false(await services.once.used(`ssf:${wid}`, 'jti-retry-1'), 'not claimed');
+  t.is(await ledgerSize(), before.size, 'no record');
+  t.deepEqual(await members(), before.members, "hal's removal did not land alone");
 
   await services.ssf.handle(set);
-  t.true(services.once.used(`ssf:${wid}`, 'jti-retry-1'), 'claimed with the effects');
-  t.false(members().includes('hal@claims.example'));
-  t.true(members().includes('ida@claims.example'));
-  const kinds = services.ledger
-    .list(wid, { limit: 50 })
-    .data.slice(before.size)
-    .map((r) => r.kind);
+  t.true(await services.once.used(`ssf:${wid}`, 'jti-retry-1'), 'claimed with the effects');
+  const after = await members();
+  t.false(after.includes('hal@claims.example'));
+  t.true(after.includes('ida@claims.example'));
+  const kinds = (await services.ledger.list(wid, { limit: 50 })).data.slice(before.size).map((r) => r.kind);
   t.deepEqual(kinds, ['member.removed', 'ssf.account_disabled', 'member.access_revoked', 'ssf.session_revoked']);
   t.truthy(hal.id && ida.id);
 
   // Acted on once: a second handle of the same token is refused and changes nothing.
-  const size = ledgerSize();
+  const size = await ledgerSize();
   await t.throwsAsync(services.ssf.handle(set), { message: /already received/ });
-  t.is(ledgerSize(), size);
+  t.is(await ledgerSize(), size);
 });

@@ -7,6 +7,7 @@ import { periodic, postOnce, retryDelay } from '../../lib/outbound.js';
 import { safeDispatcher, targetProblem } from '../../lib/safe-target.js';
 import type { GithubCallbackRecord, Store } from '../../store/index.js';
 import type { IntegrationRegistry } from '../registry.js';
+import { integrationsRepo } from '../repo.js';
 
 /**
  * Reporting deployment protection decisions to GitHub (its `deployment_callback_url`).
@@ -26,6 +27,9 @@ import type { IntegrationRegistry } from '../registry.js';
  *   giveUpAfterMs; then, or at once for any other status (the token is wrong, the run is gone, it
  *   was decided already), `github.deployment_report_failed`.
  * - Settings are read again at each try: a token removed or an apiUrl changed meanwhile stops it.
+ * - A try is claimed first, in one write that reads the report, checks it is due and moves its
+ *   next try past the longest a try can take (`claimMs`): of several instances (or passes), one
+ *   sends it. A process that dies during a try leaves it to be tried again once that has passed.
  */
 export const DEFAULT_API_URL = 'https://api.github.com';
 const BATCH = 20;
@@ -65,14 +69,17 @@ export function createGithubCallbacks(deps: {
   dispatcher?: Dispatcher;
 }) {
   const { store, clock, ids, ledger, registry, settings } = deps;
-  const t = store.tables;
+  const repo = integrationsRepo(store);
+  /** How long a claimed try keeps others off: its target check and its post, each bounded by the timeout, and a margin. */
+  const claimMs = 2 * settings.timeoutMs + 60_000;
   const dispatcher =
     deps.dispatcher ??
     safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
-  const apiUrlOf = (wid: string): string => String(registry.configOf(wid, 'github')?.apiUrl ?? DEFAULT_API_URL);
+  const apiUrlOf = async (wid: string): Promise<string> =>
+    String((await registry.configOf(wid, 'github'))?.apiUrl ?? DEFAULT_API_URL);
 
   /** Inside the decision's write: queues its report, or records why it is not sent. */
-  const enqueueInWrite = (
+  const enqueueInWrite = async (
     wid: string,
     report: {
       delivery: string;
@@ -82,18 +89,18 @@ export function createGithubCallbacks(deps: {
       comment: string;
       actionId: string | null;
     },
-  ): void => {
-    const apiUrl = apiUrlOf(wid);
+  ): Promise<void> => {
+    const apiUrl = await apiUrlOf(wid);
     const url = typeof report.url === 'string' ? report.url : '';
     const reason = !url
       ? 'the event has no deployment_callback_url'
       : !underApi(url, apiUrl)
         ? `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`
-        : !registry.hasConfigSecret(wid, 'github', 'token')
+        : !(await registry.hasConfigSecret(wid, 'github', 'token'))
           ? 'no GitHub token is configured'
           : null;
     if (reason) {
-      ledger.record({
+      await ledger.record({
         workspaceId: wid,
         actor: 'github',
         kind: 'github.deployment_report_refused',
@@ -116,8 +123,18 @@ export function createGithubCallbacks(deps: {
       nextAttemptMs: now,
       attempts: [],
     };
-    t.githubCallbacks.put([wid, record.id], record);
+    await repo.putGithubCallback(record);
   };
+
+  /** Claims a report that is due for one try (see the rules above); null when it is not due or is gone. */
+  const claim = (wid: string, id: string): Promise<GithubCallbackRecord | null> =>
+    store.write(async () => {
+      const current = await repo.githubCallback(wid, id);
+      const now = clock.now();
+      if (!current || current.nextAttemptMs > now) return null;
+      await repo.putGithubCallback({ ...current, nextAttemptMs: now + claimMs });
+      return current;
+    });
 
   /** One try of one report: sent, then its outcome written. */
   const attempt = async (c: GithubCallbackRecord): Promise<void> => {
@@ -125,8 +142,10 @@ export function createGithubCallbacks(deps: {
     let status: number | null = null;
     let error: string | null = null;
     let final: string | null = null;
-    const token = registry.configSecret(c.workspaceId, 'github', 'token');
-    const apiUrl = apiUrlOf(c.workspaceId);
+    const [token, apiUrl] = await Promise.all([
+      registry.configSecret(c.workspaceId, 'github', 'token'),
+      apiUrlOf(c.workspaceId),
+    ]);
     if (!token) final = 'no GitHub token is configured';
     else if (!underApi(c.url, apiUrl))
       final = `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`;
@@ -155,8 +174,8 @@ export function createGithubCallbacks(deps: {
     const ok = status !== null && status >= 200 && status < 300;
     if (status !== null && !ok && status < 500 && status !== 408 && status !== 429) final = `GitHub answered ${status}`;
     const now = clock.now();
-    await store.write(() => {
-      const current = t.githubCallbacks.get([c.workspaceId, c.id]);
+    await store.write(async () => {
+      const current = await repo.githubCallback(c.workspaceId, c.id);
       if (!current) return;
       const attempts = [...current.attempts, { at: isoAt(started), status, error: error ?? final }];
       const facts = {
@@ -167,8 +186,8 @@ export function createGithubCallbacks(deps: {
         status,
       };
       if (ok) {
-        t.githubCallbacks.remove([c.workspaceId, c.id]);
-        ledger.record({
+        await repo.removeGithubCallback(c.workspaceId, c.id);
+        await ledger.record({
           workspaceId: c.workspaceId,
           actor: 'github',
           kind: 'github.deployment_reported',
@@ -179,8 +198,8 @@ export function createGithubCallbacks(deps: {
       }
       const next = now + retryDelay(attempts.length, settings);
       if (final || next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
-        t.githubCallbacks.remove([c.workspaceId, c.id]);
-        ledger.record({
+        await repo.removeGithubCallback(c.workspaceId, c.id);
+        await ledger.record({
           workspaceId: c.workspaceId,
           actor: 'github',
           kind: 'github.deployment_report_failed',
@@ -189,7 +208,7 @@ export function createGithubCallbacks(deps: {
         });
         return;
       }
-      t.githubCallbacks.put([c.workspaceId, c.id], { ...current, attempts, nextAttemptMs: next });
+      await repo.putGithubCallback({ ...current, attempts, nextAttemptMs: next });
     });
   };
 
@@ -198,16 +217,15 @@ export function createGithubCallbacks(deps: {
   /** Sends what is due now (each report once at a time); returns when those tries are written. */
   const dispatch = async (): Promise<void> => {
     const now = clock.now();
-    const due = t.githubCallbacks
-      .scan([])
-      .map((e) => e.value)
+    const due = (await repo.githubCallbacks())
       .filter((c) => c.nextAttemptMs <= now && !inFlight.has(c.id))
       .slice(0, BATCH);
     await Promise.all(
       due.map(async (c) => {
         inFlight.add(c.id);
         try {
-          await attempt(c);
+          const claimed = await claim(c.workspaceId, c.id);
+          if (claimed) await attempt(claimed);
         } catch (err) {
           deps.log.error({ err, callbackId: c.id }, 'github deployment report failed to be recorded');
         } finally {

@@ -126,9 +126,9 @@ export const githubRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/github/bots',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
-          const { wid: w } = managed(request);
-          return { data: github.bots(w), next: null };
+        async handler(request) {
+          const { wid: w } = await managed(request);
+          return { data: await github.bots(w), next: null };
         },
       },
       {
@@ -143,7 +143,7 @@ export const githubRoutes: Plugin<{
           },
         },
         async handler(request) {
-          const { wid: w, actor } = managed(request);
+          const { wid: w, actor } = await managed(request);
           const { login } = request.params as { login: string };
           return github.mapBot(w, login, (request.payload as { agentId: string | null }).agentId, actor);
         },

@@ -4,6 +4,7 @@ import type { Gate } from '../../gate/service.js';
 import type { Ledger } from '../../ledger/service.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
 import type { GithubBotRecord, Store } from '../../store/index.js';
+import { integrationsRepo } from '../repo.js';
 import type { GithubCallbacks } from './callbacks.js';
 
 /**
@@ -155,27 +156,37 @@ export function createGithub(deps: {
   callbacks: GithubCallbacks;
 }) {
   const { store, clock, ledger, gate, callbacks } = deps;
-  const t = store.tables;
+  const repo = integrationsRepo(store);
   const actor = 'github';
-  const agentOf = (wid: string, login: string): string | null =>
-    t.githubBots.get([wid, login.toLowerCase()])?.agentId ?? null;
+  const agentOf = async (wid: string, login: string): Promise<string | null> =>
+    (await repo.githubBot(wid, login))?.agentId ?? null;
 
   /** The first answer to this delivery id, or to these exact bytes under any delivery id. */
-  const seenAnswer = (wid: string, d: Delivery): GithubAnswer | undefined =>
-    (t.hookEvents.get([wid, 'github', d.id]) ?? t.hookEvents.get([wid, BODY_SOURCE, d.bodyHash]))?.answer;
+  const seenAnswer = async (wid: string, d: Delivery): Promise<GithubAnswer | undefined> => {
+    const [byId, byBody] = await Promise.all([
+      repo.hookEvent(wid, 'github', d.id),
+      repo.hookEvent(wid, BODY_SOURCE, d.bodyHash),
+    ]);
+    return (byId ?? byBody)?.answer;
+  };
 
   /**
    * Stores a delivery's answer and its ledger record in one write, unless the delivery (by id or
    * by body) was processed meanwhile: then the first answer, and nothing changes.
    */
-  const once = async (wid: string, d: Delivery, answer: GithubAnswer, record?: () => void): Promise<GithubAnswer> =>
-    store.write(() => {
-      const seen = seenAnswer(wid, d);
+  const once = async (
+    wid: string,
+    d: Delivery,
+    answer: GithubAnswer,
+    record?: () => Promise<void>,
+  ): Promise<GithubAnswer> =>
+    store.write(async () => {
+      const seen = await seenAnswer(wid, d);
       if (seen) return seen;
-      record?.();
+      await record?.();
       const entry = { answer, at: isoAt(clock.now()) };
-      t.hookEvents.put([wid, 'github', d.id], entry);
-      t.hookEvents.put([wid, BODY_SOURCE, d.bodyHash], entry);
+      await repo.putHookEvent(wid, 'github', d.id, entry);
+      await repo.putHookEvent(wid, BODY_SOURCE, d.bodyHash, entry);
       return answer;
     });
 
@@ -192,7 +203,7 @@ export function createGithub(deps: {
       deploymentId: b.deployment?.id ?? null,
       sender: body.sender.login,
     };
-    const agentId = agentOf(wid, body.sender.login);
+    const agentId = await agentOf(wid, body.sender.login);
     if (!agentId) {
       const answer = {
         state: 'rejected',
@@ -201,15 +212,15 @@ export function createGithub(deps: {
         agentId: null,
         reason: `GitHub account ${body.sender.login} is not mapped to an agent.`,
       };
-      return once(wid, d, answer, () => {
-        ledger.record({
+      return once(wid, d, answer, async () => {
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'github.deployment_rejected',
           subject: delivery,
           data: { ...facts, agentId: null, reason: 'unmapped account' },
         });
-        callbacks.enqueueInWrite(wid, {
+        await callbacks.enqueueInWrite(wid, {
           delivery,
           url: b.deployment_callback_url,
           environment,
@@ -240,8 +251,8 @@ export function createGithub(deps: {
       approvalId: action.approvalId,
       reason: action.reason,
     };
-    return once(wid, d, answer, () => {
-      ledger.record({
+    return once(wid, d, answer, async () => {
+      await ledger.record({
         workspaceId: wid,
         actor,
         kind: 'github.deployment_protection',
@@ -250,7 +261,7 @@ export function createGithub(deps: {
       });
       // Decided: GitHub is told, durably (queued in this same write). A review is not decided yet.
       if (state !== 'waiting') {
-        callbacks.enqueueInWrite(wid, {
+        await callbacks.enqueueInWrite(wid, {
           delivery,
           url: b.deployment_callback_url,
           environment,
@@ -263,15 +274,15 @@ export function createGithub(deps: {
   };
 
   return {
-    bots(wid: string): GithubBotRecord[] {
-      return t.githubBots.scan([wid]).map((e) => e.value);
+    bots(wid: string): Promise<GithubBotRecord[]> {
+      return repo.githubBots(wid);
     },
 
     /** Maps an account to an agent of the workspace, or unmaps it (null). */
     async mapBot(wid: string, login: string, agentId: string | null, by: string): Promise<GithubBotRecord> {
-      return store.write(() => {
+      return store.write(async () => {
         if (agentId !== null) {
-          const agent = t.agents.get([wid, agentId]);
+          const agent = await repo.agent(wid, agentId);
           if (!agent || agent.removedAt)
             throw new AppError('not_found', { message: `No agent ${agentId} in this workspace.` });
         }
@@ -282,15 +293,21 @@ export function createGithub(deps: {
           updatedAt: isoAt(clock.now()),
           updatedBy: by,
         };
-        t.githubBots.put([wid, login.toLowerCase()], record);
-        ledger.record({ workspaceId: wid, actor: by, kind: 'github.bot_mapped', subject: login, data: { agentId } });
+        await repo.putGithubBot(record);
+        await ledger.record({
+          workspaceId: wid,
+          actor: by,
+          kind: 'github.bot_mapped',
+          subject: login,
+          data: { agentId },
+        });
         return record;
       });
     },
 
     /** One verified delivery (its body validated by the route). */
     async handle(wid: string, d: Delivery, event: string, body: GithubEvent): Promise<GithubAnswer> {
-      const seen = seenAnswer(wid, d);
+      const seen = await seenAnswer(wid, d);
       if (seen) return seen;
       if (event === 'ping') return { received: true, event, recorded: false };
       if (event === 'deployment_protection_rule') {
@@ -298,10 +315,16 @@ export function createGithub(deps: {
         return protection(wid, d, body);
       }
       if (!(RECORDED as readonly string[]).includes(event)) return { received: true, event, recorded: false };
-      const agentId = agentOf(wid, body.sender.login);
+      const agentId = await agentOf(wid, body.sender.login);
       const kind = `github.${event}`;
-      return once(wid, d, { received: true, event, recorded: true, agentId }, () => {
-        ledger.record({ workspaceId: wid, actor, kind, subject: d.id, data: { ...factsOf(event, body), agentId } });
+      return once(wid, d, { received: true, event, recorded: true, agentId }, async () => {
+        await ledger.record({
+          workspaceId: wid,
+          actor,
+          kind,
+          subject: d.id,
+          data: { ...factsOf(event, body), agentId },
+        });
       });
     },
   };

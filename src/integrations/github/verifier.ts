@@ -64,7 +64,7 @@ export function githubVerifier(
     },
     async body(request, raw, headers): Promise<GithubDelivery> {
       const w = routeWorkspace(request);
-      const secrets = w ? registry.secretsFor(w, 'github') : [];
+      const secrets = w ? await registry.secretsFor(w, 'github') : [];
       let text: string | null;
       try {
         text = raw.length > 0 ? utf8.decode(raw) : null;

@@ -56,20 +56,20 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
    * could otherwise remove owners with keys of their own): their sessions and connections end and
    * the record says why the membership was kept.
    */
-  const act = (wid: string, uid: string, type: string): Record<string, unknown> => {
+  const act = async (wid: string, uid: string, type: string): Promise<Record<string, unknown>> => {
     const why = `identity provider: ${type === ACCOUNT_DISABLED ? 'account disabled' : type === SESSION_REVOKED ? 'session revoked' : 'credential changed'}`;
     if (type === ACCOUNT_DISABLED) {
-      if (people.roleOf(wid, uid) === 'owner') {
+      if ((await people.roleOf(wid, uid)) === 'owner') {
         return {
           userId: uid,
           membershipRemoved: false,
           membershipKept: "an identity provider never removes an owner's membership; another owner must",
-          ...people.revokeAccessInWrite(wid, uid, why, ACTOR),
+          ...(await people.revokeAccessInWrite(wid, uid, why, ACTOR)),
         };
       }
-      return { userId: uid, membershipRemoved: true, ...people.removeMemberInWrite(wid, uid, ACTOR) };
+      return { userId: uid, membershipRemoved: true, ...(await people.removeMemberInWrite(wid, uid, ACTOR)) };
     }
-    return { userId: uid, ...people.revokeAccessInWrite(wid, uid, why, ACTOR) };
+    return { userId: uid, ...(await people.revokeAccessInWrite(wid, uid, why, ACTOR)) };
   };
 
   return {
@@ -81,9 +81,9 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
     async handle(set: VerifiedSet): Promise<void> {
       const { workspaceId: wid, claims, claimUntil } = set;
       const base = { jti: claims.jti, iss: claims.iss ?? null };
-      await store.write(() => {
+      await store.write(async () => {
         // Two deliveries of one token racing past the verifier's read-only check: one wins here.
-        if (!once.claim(`ssf:${wid}`, claims.jti, claimUntil)) {
+        if (!(await once.claim(`ssf:${wid}`, claims.jti, claimUntil))) {
           throw new AppError('unauthenticated', {
             message: 'This token (its jti) was already received; each is accepted once.',
             fix: 'Send every event in a new token with a new jti.',
@@ -95,9 +95,9 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
             emailOf((claims as Record<string, unknown>).sub_id) ??
             emailOf((payload as Record<string, unknown> | null)?.subject);
           // Read inside the write: a person who left meanwhile is no member any more.
-          const uid = email ? people.memberIdByEmail(wid, email) : undefined;
+          const uid = email ? await people.memberIdByEmail(wid, email) : undefined;
           if (!kind || !uid) {
-            ledger.record({
+            await ledger.record({
               workspaceId: wid,
               actor: ACTOR.system,
               kind: 'ssf.event_ignored',
@@ -114,12 +114,13 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
             });
             continue;
           }
-          ledger.record({
+          const acted = await act(wid, uid, type);
+          await ledger.record({
             workspaceId: wid,
             actor: ACTOR.system,
             kind,
             subject: claims.jti,
-            data: { ...base, event: type, ...act(wid, uid, type) },
+            data: { ...base, event: type, ...acted },
           });
         }
       });

@@ -90,7 +90,7 @@ export function ssfVerifier(deps: {
     },
     async body(request, raw): Promise<VerifiedSet> {
       const w = routeWorkspace(request);
-      const settings = w ? registry.configOf<SsfSettings>(w, 'ssf') : undefined;
+      const settings = w ? await registry.configOf<SsfSettings>(w, 'ssf') : undefined;
       if (!w || !settings || (!settings.jwks && !settings.jwksUri))
         throw signatureRefused(
           'This workspace has no identity provider set up.',
@@ -126,7 +126,7 @@ export function ssfVerifier(deps: {
       if (!events || typeof events !== 'object' || Array.isArray(events))
         throw signatureRefused('The token carries no events object; it is not a Security Event Token.', FIX);
       const until = (iat as number) * 1000 + (MAX_AGE_S + 2 * CLOCK_SKEW_S) * 1000;
-      if (once.used(`ssf:${w}`, jti))
+      if (await once.used(`ssf:${w}`, jti))
         throw signatureRefused(
           'This token (its jti) was already received; each is accepted once.',
           'Send every event in a new token with a new jti.',

@@ -20,7 +20,7 @@ import { stripeEventSchema, type StripeEvent } from './schemas.js';
  * - `POST /v1/hooks/stripe/billing`: the operator's one billing endpoint, verified by the
  *   `stripe:billing` strategy (the operator's billing secrets only; none configured: every request
  *   is 401) and routed by each event's `metadata.workspaceId` (service.ts `handleBilling`). Its
- *   refusals are counted under `_` (the address names no workspace).
+ *   refusals are not counted (the address names no workspace).
  * - The console's card routes under `/api/w/{wid}/stripe/cards` (card-routes.ts).
  * The workspace's signing secret (its own Stripe account: Issuing) is set with
  * `PUT /api/w/{wid}/integrations/stripe { signingSecret }` (../http.ts); the operator's billing

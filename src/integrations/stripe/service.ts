@@ -137,7 +137,7 @@ export function createStripeEvents(deps: {
   hookEvents: HookEvents;
   ledger: Ledger;
   clock: Clock;
-  workspaceExists: (wid: string) => boolean;
+  workspaceExists: (wid: string) => Promise<boolean> | boolean;
 }) {
   const { cards, plans, hookEvents, ledger, clock, workspaceExists } = deps;
   const versionOf = (event: StripeEvent) => ({ 'stripe-version': event.api_version || DEFAULT_STRIPE_VERSION });
@@ -162,20 +162,24 @@ export function createStripeEvents(deps: {
   };
 
   /** Whether a billing event is bound to the workspace in the address. */
-  const boundTo = (wid: string, event: StripeEvent): boolean => {
+  const boundTo = async (wid: string, event: StripeEvent): Promise<boolean> => {
     const binding = bindingOf(event);
     if (binding === null) return false;
-    return 'workspaceId' in binding ? binding.workspaceId === wid : plans.has(wid, binding.subscriptionId);
+    return 'workspaceId' in binding ? binding.workspaceId === wid : await plans.has(wid, binding.subscriptionId);
   };
 
   /** An operator-signed billing event bound to `wid`: applied to its plan once per event id (the operator's source). */
   const applyBilling = async (wid: string, event: StripeEvent): Promise<StripeAnswer> => {
     const change = SUBSCRIPTION_EVENTS.has(event.type)
-      ? () => {
-          plans.applyInWrite(wid, subscriptionReport(event, event.data.object as unknown as StripeSubscription), ACTOR);
+      ? async () => {
+          await plans.applyInWrite(
+            wid,
+            subscriptionReport(event, event.data.object as unknown as StripeSubscription),
+            ACTOR,
+          );
         }
-      : () => {
-          plans.paymentFailedInWrite(
+      : async () => {
+          await plans.paymentFailedInWrite(
             wid,
             invoiceSubscription(event.data.object as unknown as StripeInvoice),
             event.id,
@@ -183,8 +187,8 @@ export function createStripeEvents(deps: {
           );
         };
     return {
-      body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, () => {
-        change();
+      body: await hookEvents.processOnce(wid, BILLING_SOURCE, event.id, async () => {
+        await change();
         return received;
       }),
       headers: {},
@@ -195,8 +199,8 @@ export function createStripeEvents(deps: {
     if (!signers.includes('operator')) {
       const answer = { received: true, ignored: IGNORED_BILLING };
       return {
-        body: await hookEvents.processOnce(wid, ACTOR, event.id, () => {
-          ledger.record({
+        body: await hookEvents.processOnce(wid, ACTOR, event.id, async () => {
+          await ledger.record({
             workspaceId: wid,
             actor: ACTOR,
             kind: 'plan.event_ignored',
@@ -209,19 +213,19 @@ export function createStripeEvents(deps: {
       };
     }
     // Bound to this address, and the address names a workspace of this server.
-    if (!workspaceExists(wid) || !boundTo(wid, event)) return { body: received, headers: {} };
+    if (!(await workspaceExists(wid)) || !(await boundTo(wid, event))) return { body: received, headers: {} };
     return applyBilling(wid, event);
   };
 
   /** The operator's billing endpoint: the workspace an event is routed to, or why it is routed nowhere. */
-  const routeOf = (event: StripeEvent): { workspaceId: string } | { ignored: string } => {
+  const routeOf = async (event: StripeEvent): Promise<{ workspaceId: string } | { ignored: string }> => {
     const binding = bindingOf(event);
     if (binding === null) return { ignored: UNBOUND_BILLING };
     if ('workspaceId' in binding)
-      return workspaceExists(binding.workspaceId)
+      return (await workspaceExists(binding.workspaceId))
         ? binding
         : { ignored: binding.workspaceId === '' ? UNBOUND_BILLING : UNKNOWN_WORKSPACE };
-    const owners = plans.workspacesWith(binding.subscriptionId);
+    const owners = await plans.workspacesWith(binding.subscriptionId);
     return owners.length === 1
       ? { workspaceId: owners[0]! }
       : { ignored: owners.length === 0 ? UNBOUND_BILLING : AMBIGUOUS_SUBSCRIPTION };
@@ -258,7 +262,7 @@ export function createStripeEvents(deps: {
         });
       }
       if (!BILLING_EVENTS.has(event.type)) return { body: received, headers: {} };
-      const route = routeOf(event);
+      const route = await routeOf(event);
       if ('ignored' in route) return { body: { received: true, ignored: route.ignored }, headers: {} };
       return applyBilling(route.workspaceId, event);
     },
@@ -274,7 +278,7 @@ export function createStripeEvents(deps: {
         });
       }
 
-      const seen = hookEvents.answered(wid, ACTOR, event.id);
+      const seen = await hookEvents.answered(wid, ACTOR, event.id);
       if (seen) return { body: seen, headers: event.type === 'issuing_authorization.request' ? versionOf(event) : {} };
 
       if (event.type === 'issuing_authorization.request') {
@@ -314,9 +318,9 @@ export function createStripeEvents(deps: {
                 ? 'refunded'
                 : 'posted'
               : null;
-        const body = await hookEvents.processOnce(wid, ACTOR, event.id, () => {
+        const body = await hookEvents.processOnce(wid, ACTOR, event.id, async () => {
           if (kind !== null && tx.amount !== 0) {
-            cards.importInWrite(wid, 'stripe', {
+            await cards.importInWrite(wid, 'stripe', {
               eventId: tx.id,
               cardId: refId(tx.card)!,
               kind,

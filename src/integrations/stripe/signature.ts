@@ -103,7 +103,7 @@ export function stripeVerifier(
   return {
     kind: 'stripe',
     headers: stripeHeader,
-    body(request, raw, { header }) {
+    async body(request, raw, { header }) {
       const w = routeWorkspace(request);
       const refused = () =>
         signatureRefused(
@@ -114,7 +114,7 @@ export function stripeVerifier(
       const verifies = signedBy(raw, header, clock);
       const signers: StripeSigner[] = [
         ...(billingSecrets.some(verifies) ? ['operator' as const] : []),
-        ...(registry.secretsFor(w, 'stripe').some(verifies) ? ['workspace' as const] : []),
+        ...((await registry.secretsFor(w, 'stripe')).some(verifies) ? ['workspace' as const] : []),
       ];
       if (signers.length === 0) throw refused();
       return { workspaceId: w, signers } satisfies StripeVerified;
