@@ -1,6 +1,6 @@
 import { chmodSync, existsSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { dataDirFlag, EXIT, SvcCommand } from '../src/cli/base-command.js';
+import { dataDirFlag, EXIT, SvcCommand, storeFlag } from '../src/cli/base-command.js';
 import { loadSettings } from '../src/settings/load.js';
 import { openStore, STORE_FILE } from '../src/store/index.js';
 
@@ -10,6 +10,7 @@ export default class Backup extends SvcCommand {
   static override examples = ['<%= config.bin %> backup --data-dir ./data --out /backups/svc-2026-11-22.mdb'];
   static override flags = {
     'data-dir': dataDirFlag,
+    store: storeFlag,
     out: Flags.string({ description: 'file to write; must not exist', required: true }),
   };
 
@@ -17,7 +18,13 @@ export default class Backup extends SvcCommand {
     const { flags } = await this.parse(Backup);
     if (existsSync(flags.out))
       this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
-    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
+    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'], storeUrl: flags.store } });
+    if (settings.storeUrl !== null && /^postgres(ql)?:/i.test(settings.storeUrl))
+      this.fail(
+        'svc backup copies the LMDB file; this store is in PostgreSQL: back it up with pg_dump (for example `pg_dump -Fc -d DATABASE > svc.dump`) and keep master.key with the dump',
+        EXIT.usage,
+        'invalid_request',
+      );
     // Read-only: a missing store is store_not_found (exit 3), and a read-only mount can be copied.
     const store = await openStore(settings.dataDir, { create: false, readOnly: true });
     try {

@@ -1,7 +1,7 @@
 import { text } from 'node:stream/consumers';
 import { Flags } from '@oclif/core';
 import { createApp } from '../src/app.js';
-import { dataDirFlag, EXIT, SvcCommand } from '../src/cli/base-command.js';
+import { dataDirFlag, EXIT, SvcCommand, storeFlag } from '../src/cli/base-command.js';
 import { createLogger } from '../src/lib/log.js';
 import { loadSettings } from '../src/settings/load.js';
 
@@ -15,6 +15,7 @@ export default class Init extends SvcCommand {
   ];
   static override flags = {
     'data-dir': dataDirFlag,
+    store: storeFlag,
     workspace: Flags.string({ description: 'name of the first workspace', required: true }),
     'owner-email': Flags.string({ description: "the owner's email, used to sign in", required: true }),
     'owner-password': Flags.string({
@@ -31,7 +32,7 @@ export default class Init extends SvcCommand {
       this.fail('the owner password must have at least 12 characters', EXIT.usage, 'invalid_request');
     if (!/^[^@\s]+@[^@\s]+$/.test(flags['owner-email']))
       this.fail('--owner-email is not an email address', EXIT.usage, 'invalid_request');
-    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
+    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'], storeUrl: flags.store } });
     const app = await createApp(settings, { migrate: true, create: true, log: createLogger('warn') });
     try {
       if ((await app.services.people.workspaceCount()) > 0) {

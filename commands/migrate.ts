@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
+import { dataDirFlag, SvcCommand, storeFlag } from '../src/cli/base-command.js';
 import { loadSettings } from '../src/settings/load.js';
 import { migrateStore, openStore, type MigrationResult } from '../src/store/index.js';
 
@@ -13,14 +13,19 @@ export default class Migrate extends SvcCommand {
   ];
   static override flags = {
     'data-dir': dataDirFlag,
+    store: storeFlag,
     'dry-run': Flags.boolean({ description: 'print what would run and change nothing' }),
   };
 
   async run(): Promise<MigrationResult> {
     const { flags } = await this.parse(Migrate);
-    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'] } });
+    const settings = loadSettings({ overrides: { dataDir: flags['data-dir'], storeUrl: flags.store } });
     // Never creates a store; a dry run writes nothing, not even LMDB's lock file.
-    const store = await openStore(settings.dataDir, { create: false, readOnly: flags['dry-run'] });
+    const store = await openStore(settings.dataDir, {
+      create: false,
+      readOnly: flags['dry-run'],
+      url: settings.storeUrl ?? undefined,
+    });
     try {
       const result = await migrateStore(store, { dryRun: flags['dry-run'] });
       const verb = result.dryRun ? 'would migrate' : 'migrated';

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { dataDirFlag, SvcCommand } from '../src/cli/base-command.js';
+import { dataDirFlag, SvcCommand, storeFlag } from '../src/cli/base-command.js';
 import { serveUntilStopped, type Listening } from '../src/cli/serving.js';
 import { loadSettings } from '../src/settings/load.js';
 
@@ -13,6 +13,7 @@ export default class Serve extends SvcCommand {
   ];
   static override flags = {
     'data-dir': dataDirFlag,
+    store: storeFlag,
     host: Flags.string({ description: 'address to bind (default 127.0.0.1)' }),
     port: Flags.integer({ description: 'port to bind (default 8080; 0 picks a free one)', min: 0, max: 65535 }),
     config: Flags.string({ description: 'JSON config file merged over config/default.json' }),
@@ -30,6 +31,7 @@ export default class Serve extends SvcCommand {
       ...(flags.config ? { configFile: flags.config } : {}),
       overrides: {
         dataDir: flags['data-dir'],
+        storeUrl: flags.store,
         'server.host': flags.host,
         'server.port': flags.port,
         'observability.metricsPort': flags['metrics-port'],

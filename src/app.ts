@@ -356,7 +356,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   const ids = options.ids ?? randomIds;
   const create = options.create ?? true;
   const readOnly = options.readOnly ?? false;
-  const store = await openStore(settings.dataDir, { create, readOnly });
+  const store = await openStore(settings.dataDir, { create, readOnly, url: settings.storeUrl ?? undefined });
   let masterKey: Buffer;
   let migration: MigrationResult | null;
   let wired: ReturnType<typeof createServices> | undefined;

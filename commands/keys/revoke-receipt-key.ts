@@ -1,5 +1,5 @@
 import { Args } from '@oclif/core';
-import { dataDirFlag, SvcCommand } from '../../src/cli/base-command.js';
+import { dataDirFlag, SvcCommand, storeFlag } from '../../src/cli/base-command.js';
 import { openLocal } from '../../src/cli/local.js';
 
 type Revoked = { kid: string; revokedAt: string };
@@ -13,11 +13,11 @@ export default class KeysRevokeReceiptKey extends SvcCommand {
     '<%= config.bin %> keys rotate-receipt-key && <%= config.bin %> keys revoke-receipt-key --data-dir /var/lib/svc -- -TpKZLx8SRxQI9mVY2-hdXVGFCLeQcex-ztABmItgUA',
   ];
   static override args = { kid: Args.string({ description: 'the key id (kid) to revoke', required: true }) };
-  static override flags = { 'data-dir': dataDirFlag };
+  static override flags = { 'data-dir': dataDirFlag, store: storeFlag };
 
   async run(): Promise<Revoked> {
     const { args, flags } = await this.parse(KeysRevokeReceiptKey);
-    const app = await openLocal(flags['data-dir']);
+    const app = await openLocal(flags['data-dir'], { store: flags.store });
     try {
       const revoked = await app.services.receipts.revokeKey(args.kid, 'operator:cli');
       this.log(`Receipt key ${revoked.kid} revoked; receipts it signed no longer verify.`);

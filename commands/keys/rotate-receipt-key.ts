@@ -1,4 +1,4 @@
-import { dataDirFlag, SvcCommand } from '../../src/cli/base-command.js';
+import { dataDirFlag, SvcCommand, storeFlag } from '../../src/cli/base-command.js';
 import { openLocal } from '../../src/cli/local.js';
 
 type Rotated = { kid: string; retiredKid: string | null; createdAt: string };
@@ -8,11 +8,11 @@ export default class KeysRotateReceiptKey extends SvcCommand {
   static override description =
     "Works on the store directly, also while the server runs: the server signs with the new key from its next receipt on. The old key is retired (it signs nothing more) and stays in /.well-known/jwks.json. The change is recorded in every workspace's ledger.";
   static override examples = ['<%= config.bin %> keys rotate-receipt-key --data-dir /var/lib/svc --json'];
-  static override flags = { 'data-dir': dataDirFlag };
+  static override flags = { 'data-dir': dataDirFlag, store: storeFlag };
 
   async run(): Promise<Rotated> {
     const { flags } = await this.parse(KeysRotateReceiptKey);
-    const app = await openLocal(flags['data-dir']);
+    const app = await openLocal(flags['data-dir'], { store: flags.store });
     try {
       const rotated = await app.services.receipts.rotateKey('operator:cli');
       this.log(

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { dataDirFlag, EXIT, SvcCommand } from '../../src/cli/base-command.js';
+import { dataDirFlag, EXIT, SvcCommand, storeFlag } from '../../src/cli/base-command.js';
 import { describeLedger } from '../../src/cli/ledger-text.js';
 import { openLocal } from '../../src/cli/local.js';
 import { BundleReadError, readBundle } from '../../src/ledger/bundle.js';
@@ -21,6 +21,7 @@ export default class LedgerVerify extends SvcCommand {
   ];
   static override flags = {
     'data-dir': dataDirFlag,
+    store: storeFlag,
     workspace: Flags.string({ description: "only this workspace's ledger (default: every workspace)" }),
     bundle: Flags.string({ description: 'an evidence bundle file (GET /v1/admin/evidence) instead of the store' }),
     jwks: Flags.string({ description: "with --bundle: a JWKS file to trust instead of the bundle's own" }),
@@ -53,7 +54,7 @@ export default class LedgerVerify extends SvcCommand {
   }
 
   private async verifyStore(flags: { 'data-dir'?: string | undefined; workspace?: string | undefined }) {
-    const app = await openLocal(flags['data-dir'], { readOnly: true });
+    const app = await openLocal(flags['data-dir'], { readOnly: true, store: flags.store });
     try {
       const { ledger } = app.services;
       const wids = flags.workspace ? [flags.workspace] : await ledger.workspaces();

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { dataDirFlag, EXIT, SvcCommand } from '../../src/cli/base-command.js';
+import { dataDirFlag, EXIT, SvcCommand, storeFlag } from '../../src/cli/base-command.js';
 import { openLocal } from '../../src/cli/local.js';
 import type { OwnerPasswordReset } from '../../src/people/recovery.js';
 
@@ -16,6 +16,7 @@ export default class OwnerResetPassword extends SvcCommand {
     local: Flags.boolean({ description: 'work on the store directly (required: only the operator resets an owner)' }),
     'disable-two-factor': Flags.boolean({ description: 'also turn off their two-factor (a lost authenticator)' }),
     'data-dir': dataDirFlag,
+    store: storeFlag,
   };
 
   async run(): Promise<OwnerPasswordReset> {
@@ -27,7 +28,7 @@ export default class OwnerResetPassword extends SvcCommand {
         'usage',
         'Run it where the store is, as the operator: svc owner reset-password --email E --local.',
       );
-    const app = await openLocal(flags['data-dir']);
+    const app = await openLocal(flags['data-dir'], { store: flags.store });
     try {
       const reset = await app.services.people.resetOwnerPassword(flags.email, {
         disableTwoFactor: flags['disable-two-factor'],

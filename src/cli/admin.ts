@@ -74,6 +74,7 @@ export async function withAdmin<T>(
     local?: boolean | undefined;
     url: string;
     'data-dir'?: string | undefined;
+    store?: string | undefined;
     workspace?: string | undefined;
   },
   credential: string | undefined,

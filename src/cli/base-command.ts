@@ -38,6 +38,12 @@ export class CliFailure extends Errors.CLIError {
 }
 
 export const dataDirFlag = Flags.string({ description: 'data directory of the store', env: 'SVC_DATA_DIR' });
+/** The store (API.md 9): every command that takes --data-dir takes it too. Never echoed: it may hold a password. */
+export const storeFlag = Flags.string({
+  description:
+    'the store: lmdb: (the file under --data-dir, the default) or postgres://user:password@host:port/database',
+  env: 'SVC_STORE_URL',
+});
 export const urlFlag = Flags.string({
   description: 'address of a running svc server',
   env: 'SVC_URL',

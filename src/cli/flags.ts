@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { CliFailure, dataDirFlag, EXIT, urlFlag } from './base-command.js';
+import { CliFailure, dataDirFlag, EXIT, storeFlag, urlFlag } from './base-command.js';
 import { serverClient, type ServerClient } from './client.js';
 
 /**
@@ -10,6 +10,7 @@ export const localFlags = {
   local: Flags.boolean({ description: 'work on the store directly instead of calling the server' }),
   workspace: Flags.string({ description: 'with --local: workspace id, when the store has several' }),
   'data-dir': dataDirFlag,
+  store: storeFlag,
 };
 
 /** `--url` and `--token` (SVC_TOKEN), a service token with the scope named. */

@@ -12,7 +12,7 @@ import { localRepo } from './repo.js';
  */
 export async function openLocal(
   dataDir: string | undefined,
-  options: { migrate?: boolean; configFile?: string; readOnly?: boolean } = {},
+  options: { migrate?: boolean; configFile?: string; readOnly?: boolean; store?: string | undefined } = {},
 ): Promise<App> {
   const [{ createApp }, { createLogger }, { loadSettings }] = await Promise.all([
     import('../app.js'),
@@ -21,7 +21,7 @@ export async function openLocal(
   ]);
   const settings = loadSettings({
     ...(options.configFile ? { configFile: options.configFile } : {}),
-    overrides: { dataDir },
+    overrides: { dataDir, storeUrl: options.store },
   });
   return createApp(settings, {
     migrate: options.migrate ?? false,
@@ -34,11 +34,11 @@ export async function openLocal(
 
 /** Runs `fn` on the store of `--data-dir`, in its one workspace or the one `--workspace` names, and closes it. */
 export async function withLocal<T>(
-  flags: { 'data-dir'?: string | undefined; workspace?: string | undefined },
+  flags: { 'data-dir'?: string | undefined; store?: string | undefined; workspace?: string | undefined },
   fn: (services: Services, workspaceId: string) => Promise<T> | T,
   options: { readOnly?: boolean } = {},
 ): Promise<T> {
-  const app = await openLocal(flags['data-dir'], options);
+  const app = await openLocal(flags['data-dir'], { ...options, store: flags.store });
   try {
     return await fn(app.services, await pickWorkspace(app, flags.workspace));
   } finally {

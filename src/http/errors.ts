@@ -71,6 +71,15 @@ export function payloadFailAction(request: Request, _h: unknown, err: Error | un
   });
 }
 
+const STORE_UNAVAILABLE: Readonly<Record<string, string>> = {
+  no_space:
+    'The server cannot record anything right now (its store has no space to write); nothing of this request was kept.',
+  unavailable:
+    'The server cannot reach its store right now (the database is down or restarting); nothing of this request was kept.',
+  conflict:
+    'The server could not record this request: too many concurrent writes to the same records; nothing of it was kept.',
+};
+
 export function toAppError(
   server: Server,
   request: Request,
@@ -78,9 +87,14 @@ export function toAppError(
   options: { retryAfterSeconds: number },
 ): AppError {
   if (response instanceof AppError) return response;
-  // Fails closed: nothing of the request was written, and the client may retry (store/lmdb.ts).
-  if (response instanceof StoreError && response.code === 'no_space')
-    return new AppError('store_unavailable', { headers: { 'retry-after': String(options.retryAfterSeconds) } });
+  // Fails closed: nothing of the request was written, and the client may retry: the store cannot
+  // grow, cannot be reached (PostgreSQL down or restarting), or the write kept conflicting with
+  // concurrent writers past its retry bound.
+  if (response instanceof StoreError && STORE_UNAVAILABLE[response.code] !== undefined)
+    return new AppError('store_unavailable', {
+      message: STORE_UNAVAILABLE[response.code],
+      headers: { 'retry-after': String(options.retryAfterSeconds) },
+    });
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
   if (status === 404 && isUnmatched(request)) return unmatched(server, request);
