@@ -10,6 +10,8 @@ export default class Serve extends SvcCommand {
   static override examples = [
     '<%= config.bin %> serve',
     '<%= config.bin %> serve --data-dir /var/lib/svc --host 0.0.0.0 --port 8080 --config /etc/svc/config.json',
+    '<%= config.bin %> serve --workers 2',
+    'SVC_STORE_URL=postgres://svc:PASSWORD@db.internal:5432/svc <%= config.bin %> serve --data-dir /var/lib/svc',
   ];
   static override flags = {
     'data-dir': dataDirFlag,
@@ -18,6 +20,11 @@ export default class Serve extends SvcCommand {
     port: Flags.integer({ description: 'port to bind (default 8080; 0 picks a free one)', min: 0, max: 65535 }),
     config: Flags.string({ description: 'JSON config file merged over config/default.json' }),
     migrate: Flags.boolean({ description: 'migrate an older store instead of refusing to start' }),
+    workers: Flags.integer({
+      description: 'processes serving the one port over the one store (default 1; SVC_WORKERS)',
+      min: 1,
+      max: 64,
+    }),
     'metrics-port': Flags.integer({
       description: 'serve GET /metrics without a token on 127.0.0.1 at this port (0 picks a free one)',
       min: 0,
@@ -34,6 +41,7 @@ export default class Serve extends SvcCommand {
         storeUrl: flags.store,
         'server.host': flags.host,
         'server.port': flags.port,
+        'server.workers': flags.workers,
         'observability.metricsPort': flags['metrics-port'],
       },
     });

@@ -53,7 +53,11 @@ export default class LedgerVerify extends SvcCommand {
     return { ok: report.ok, ledgers: [report], keysFrom: jwksFile ? 'file' : 'bundle' };
   }
 
-  private async verifyStore(flags: { 'data-dir'?: string | undefined; workspace?: string | undefined }) {
+  private async verifyStore(flags: {
+    'data-dir'?: string | undefined;
+    store?: string | undefined;
+    workspace?: string | undefined;
+  }) {
     const app = await openLocal(flags['data-dir'], { readOnly: true, store: flags.store });
     try {
       const { ledger } = app.services;

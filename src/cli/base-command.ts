@@ -113,6 +113,9 @@ async function toCliFailure(err: Error, context: { parsing: boolean } = { parsin
     return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
   if (err instanceof StoreError)
     return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
+  // svc serve --workers: a worker failed to start; the command fails as that worker did.
+  if (err.name === 'WorkerStartFailed')
+    return new CliFailure(err.message, { exit: (err as Error & { exitCode: number }).exitCode, type: 'worker_failed' });
   // Only a command that loaded the settings can have failed on them; loading the module to ask costs
   // nothing then.
   if (err.name === 'SettingsError' && err instanceof (await import('../settings/load.js')).SettingsError)

@@ -5,6 +5,7 @@ import { createLogger, prettyLogs } from '../lib/log.js';
 import { bootstrapIfEmpty } from '../people/index.js';
 import { createHttpServer } from '../server.js';
 import type { Settings } from '../settings/schema.js';
+import { inWorker, reportListening, runPrimary } from './workers.js';
 
 /** What `svc serve` tells once it listens. */
 export interface Listening {
@@ -26,6 +27,12 @@ export async function serveUntilStopped(
   options: { migrate: boolean; announce: (listening: Listening) => void },
 ): Promise<void> {
   const log = createLogger(settings.log.level, { pretty: prettyLogs(settings.log.format, process.stderr.isTTY) });
+  // --workers N: this process becomes the cluster's primary; each worker runs the rest of this
+  // function (workers.ts).
+  if (settings.server.workers > 1 && !inWorker()) {
+    await runPrimary(settings.server.workers, { announce: options.announce, log });
+    return;
+  }
   const app = await createApp(settings, { migrate: options.migrate, create: true, log });
   if (app.migration) log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
   const http = await createHttpServer(app);
@@ -42,7 +49,9 @@ export async function serveUntilStopped(
   // Listened for before anything says the server is up: a SIGTERM sent the moment a supervisor
   // (or a test) reads the address must drain, not meet the default action and end the process.
   const signal = Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
-  options.announce({ address, metricsUrl: http.metricsUrl(), boot });
+  const listening = { address, metricsUrl: http.metricsUrl(), boot };
+  if (inWorker()) reportListening(listening);
+  else options.announce(listening);
   log.info({ address }, 'listening');
   log.flush();
   const [name] = await signal;

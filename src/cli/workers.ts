@@ -39,8 +39,9 @@ export function reportListening(listening: Listening): void {
 
 /** A worker ended before the server was up: the start fails with its exit code. */
 export class WorkerStartFailed extends Error {
+  override readonly name = 'WorkerStartFailed';
   constructor(readonly exitCode: number) {
-    super(`a worker exited with code ${exitCode} before the server listened (its error is logged above)`);
+    super(`a worker exited with code ${exitCode} before the server listened (its error is shown above)`);
   }
 }
 
