@@ -81,8 +81,8 @@ test('no file in the data dir but master.key holds a password, key, token or ses
   t.is(await server.stop(), 0);
 
   // The receipt and ledger signing keys: their private halves, unsealed here with the master key.
-  const signing = await withStore(dataDir, (app) =>
-    app.services.signingKeys.all().map((record) => {
+  const signing = await withStore(dataDir, async (app) =>
+    (await app.services.signingKeys.all()).map((record) => {
       const jwk = unsealPrivateKey(record, app.masterKey).export({ format: 'jwk' });
       return { kid: record.kid, d: String(jwk.d) };
     }),
