@@ -21,8 +21,8 @@ import { gatewayRepo } from './repo.js';
  *   (a reservation is taken by `admit` in the same synchronous turn as its check, after the
  *   store reads), so a budget is overrun by at most one request's reservation. Reservations are
  *   the process's own; what another process has spent is seen once its call is settled.
- * - Spend is added to the store when a call settles, read and written in one write function
- *   (calls.ts `addSpend`), so processes racing on one budget never lose each other's spend.
+ * - Spend is added to the store when a call settles, written behind and read and added in one write
+ *   function (calls.ts `addSpend`), so processes racing on one budget never lose each other's spend.
  * - The ladder's step is the highest rung at or below the share used (spent plus reserved, before
  *   this request) of the budget that is most used: nudge (x-svc-advisory), downgrade (cheapest
  *   eligible model first), approval (402 approval_required naming the workspace's owner), block
@@ -109,12 +109,12 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
       /** Moves the reservation to another model's estimate (a fallback). */
       change: hold,
       /** Replaces the reservation by what the call cost. */
-      async settle(costMicros: number): Promise<void> {
+      settle(costMicros: number): void {
         hold(0);
-        for (const b of applicable) if ((reserved.get(slot(b)) ?? 0) <= 0) reserved.delete(slot(b));
-        await Promise.all(
-          applicable.map((b) => calls.addSpend(b.budget.workspaceId, b.budget.id, b.periodStart, costMicros)),
-        );
+        for (const b of applicable) {
+          if ((reserved.get(slot(b)) ?? 0) <= 0) reserved.delete(slot(b));
+          calls.addSpend(b.budget.workspaceId, b.budget.id, b.periodStart, costMicros);
+        }
       },
     };
   };
@@ -242,6 +242,6 @@ export type Budgets = ReturnType<typeof createBudgets>;
 export interface Reservation {
   /** Moves the reservation to another model's estimate (a fallback). */
   change(micros: number): void;
-  /** Replaces the reservation by what the call cost: the spend is written before it resolves. */
-  settle(costMicros: number): Promise<void>;
+  /** Replaces the reservation by what the call cost (its spend is written behind: calls.ts). */
+  settle(costMicros: number): void;
 }

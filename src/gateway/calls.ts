@@ -7,19 +7,24 @@ import { gatewayRepo } from './repo.js';
 import { createWriteBehind } from './write-behind.js';
 
 /**
- * Call records and tasks, written off the hot path; the monthly request count and budget spend,
- * written as they change.
+ * Call records, tasks, the monthly request count and budget spend, written off the hot path
+ * (but for a request under a monthly allowance, counted as it is admitted).
  * Rules:
  * - A call's answer never waits for its record: records queue in memory and are written together
  *   every `flushMs` (or at `batch` records), in one transaction, and at shutdown (write-behind.ts).
  * - Reads that must see what is queued do: a task id handed out a moment ago is known at once.
- * - The counters (the month's requests, a budget's spend in a period) are kept in the store only:
- *   every change reads, checks and writes the stored count in one write function, so two
- *   processes (`--workers`, or instances sharing PostgreSQL) racing on one count conflict and one
- *   retries; neither's count is lost and an allowance is never passed by both. Reads are of the
- *   store (STYLE rule 7: no cache of what another process writes).
- * - A failed write of records is logged and its records kept for the next try. A failed write of
- *   a counter rejects: the request that made it fails closed.
+ * - The counters (the month's requests, a budget's spend in a period) are read and written in one
+ *   write function, so two processes (`--workers`, or instances sharing PostgreSQL) racing on one
+ *   count conflict and one retries: neither's count is lost. A request under a monthly allowance
+ *   is counted before it goes on, the allowance checked in the same write function (one write
+ *   each), so the last request of a month is never taken by two. A request under no allowance
+ *   (null: unlimited), and a call's spend, have nothing to check: they are written behind with the
+ *   records, this process's counts of the last `flushMs` added, in the records' write, to what the
+ *   store holds (read inside it). Reads are of the store plus what this process has not written
+ *   yet (STYLE rule 7: no cache of what another process writes); another process's spend is seen
+ *   once it is written (within its `flushMs`).
+ * - A failed write-behind is logged and what it held kept for the next try. A failed count under
+ *   an allowance rejects: the request that made it fails closed.
  * - Memory is bounded: at most `capacity` call records (queued and being written together), and
  *   as many new task ids, wait. A slow or full disk cannot grow it further: past that, a new call
  *   record (or a new task id) is dropped, counted (in total and per workspace, shown in
@@ -28,12 +33,18 @@ import { createWriteBehind } from './write-behind.js';
  */
 export const monthOf = (iso: string): string => iso.slice(0, 7);
 
+const monthCounter = (wid: string, month: string) => `monthlyRequests\u0000${wid}\u0000${month}`;
+const spendCounter = (wid: string, budgetId: string, periodStart: string) =>
+  `budgetSpend\u0000${wid}\u0000${budgetId}\u0000${periodStart}`;
+
 /** Call records that may wait to be written (about 1 KB each: some 10 MB at most). */
 export const CALL_QUEUE_CAPACITY = 10_000;
 
 interface Batch {
   records: CallRecord[];
   tasks: Array<[string, string]>;
+  /** Counts to add to the stored ones, by counter (`counterOf`). */
+  counts: Array<[string, number]>;
 }
 
 export function createCallLog(deps: {
@@ -52,8 +63,14 @@ export function createCallLog(deps: {
   let queue: CallRecord[] = [];
   let writing = 0;
   const newTasks = new Map<string, string>();
-  // Writes made after an answer was sent (afterAnswer), until they end.
-  const late = new Set<Promise<void>>();
+  // Counts not yet written, and those being written, by counter.
+  let counts = new Map<string, number>();
+  let countsWriting = new Map<string, number>();
+  const unwritten = (counter: string): number => (counts.get(counter) ?? 0) + (countsWriting.get(counter) ?? 0);
+  const count = (counter: string, n: number) => {
+    counts.set(counter, (counts.get(counter) ?? 0) + n);
+    schedule();
+  };
   const drops = createDropCounter({ log, clock: deps.clock, what: 'call records', capacity });
   const taskDrops = createDropCounter({ log, clock: deps.clock, what: 'new task ids', capacity });
 
@@ -64,14 +81,24 @@ export function createCallLog(deps: {
     flushMs: deps.flushMs ?? 50,
     batch: deps.batch ?? 256,
     take() {
-      if (queue.length === 0 && newTasks.size === 0) return null;
-      const batch = { records: queue, tasks: [...newTasks] };
+      if (queue.length === 0 && newTasks.size === 0 && counts.size === 0) return null;
+      const batch = { records: queue, tasks: [...newTasks], counts: [...counts] };
+      countsWriting = counts;
+      counts = new Map();
       writing = queue.length;
       queue = [];
       return batch;
     },
-    async write({ records, tasks }) {
+    async write({ records, tasks, counts: counted }) {
       await Promise.all(records.map((r) => repo.putCall(r)));
+      await Promise.all(
+        counted.map(async ([counter, n]) => {
+          const [table, wid, ...rest] = counter.split('\u0000') as [string, string, string, string?];
+          if (table === 'monthlyRequests')
+            await repo.putMonthlyRequests(wid, rest[0], (await repo.monthlyRequests(wid, rest[0])) + n);
+          else await repo.putSpent(wid, rest[0], rest[1]!, (await repo.spent(wid, rest[0], rest[1]!)) + n);
+        }),
+      );
       await Promise.all(
         tasks.map(async ([key, at]) => {
           const [wid, taskId] = key.split('\u0000') as [string, string];
@@ -81,44 +108,51 @@ export function createCallLog(deps: {
     },
     written({ tasks }) {
       writing = 0;
+      countsWriting = new Map();
       for (const [key] of tasks) newTasks.delete(key);
     },
-    failed({ records }) {
+    failed({ records, counts: counted }) {
       writing = 0;
+      countsWriting = new Map();
       queue = [...records, ...queue];
+      for (const [counter, n] of counted) counts.set(counter, (counts.get(counter) ?? 0) + n);
     },
   });
   const schedule = () => behind.queued(queue.length);
 
   return {
     /**
-     * Counts one request against the month now (before it is answered), unless `allowed` requests
-     * were already counted this month: then nothing is counted and the answer is false. Read,
-     * checked and written in one write function, so racing requests (of any process) see each other.
+     * Counts one request against the month now (before it is answered). Under an allowance
+     * (`allowed` not null), unless `allowed` requests were already counted this month (then nothing
+     * is counted and the answer is false): read, checked and written in one write function, so
+     * racing requests (of any process) see each other. Under none, written behind (above).
      */
     async countRequest(wid: string, at: string, allowed: number | null = null): Promise<boolean> {
       const month = monthOf(at);
+      if (allowed === null) {
+        count(monthCounter(wid, month), 1);
+        return true;
+      }
       return store.write(async () => {
-        const n = await repo.monthlyRequests(wid, month);
-        if (allowed !== null && n >= allowed) return false;
-        await repo.putMonthlyRequests(wid, month, n + 1);
+        const stored = await repo.monthlyRequests(wid, month);
+        if (stored + unwritten(monthCounter(wid, month)) >= allowed) return false;
+        await repo.putMonthlyRequests(wid, month, stored + 1);
         return true;
       });
     },
-    requestsThisMonth(wid: string, at: string): Promise<number> {
-      return repo.monthlyRequests(wid, monthOf(at));
+    /** The month's requests: written, and counted here but not written yet. */
+    async requestsThisMonth(wid: string, at: string): Promise<number> {
+      const month = monthOf(at);
+      return (await repo.monthlyRequests(wid, month)) + unwritten(monthCounter(wid, month));
     },
-    /** Adds to a budget's spend in a period: read and written in one write function. */
-    async addSpend(wid: string, budgetId: string, periodStart: string, micros: number): Promise<void> {
+    /** Adds to a budget's spend in a period (written behind; never dropped). */
+    addSpend(wid: string, budgetId: string, periodStart: string, micros: number): void {
       if (micros <= 0) return;
-      await store.write(async () => {
-        const spent = await repo.spent(wid, budgetId, periodStart);
-        await repo.putSpent(wid, budgetId, periodStart, spent + micros);
-      });
+      count(spendCounter(wid, budgetId, periodStart), micros);
     },
-    /** Micro-dollars a budget has spent in a period. */
-    spent(wid: string, budgetId: string, periodStart: string): Promise<number> {
-      return repo.spent(wid, budgetId, periodStart);
+    /** Micro-dollars a budget has spent in a period: written, and not written yet. */
+    async spent(wid: string, budgetId: string, periodStart: string): Promise<number> {
+      return (await repo.spent(wid, budgetId, periodStart)) + unwritten(spendCounter(wid, budgetId, periodStart));
     },
     async taskKnown(wid: string, taskId: string): Promise<boolean> {
       return newTasks.has(`${wid}\u0000${taskId}`) || (await repo.hasTask(wid, taskId));
@@ -143,19 +177,8 @@ export function createCallLog(deps: {
       queue.push(call);
       schedule();
     },
-    /**
-     * Holds a write made after the answer was sent (a stream's spend, once it ended): a failure is
-     * logged (no caller is left to tell), and `flush()` waits for it.
-     */
-    afterAnswer(work: Promise<void>, what: string): void {
-      const done: Promise<void> = work
-        .catch((err: unknown) => log.error({ err }, `${what} could not be written`))
-        .finally(() => late.delete(done));
-      late.add(done);
-    },
     /** Resolves once everything queued before the call is written (or its write failed). */
     async flush(): Promise<void> {
-      await Promise.all([...late]);
       await behind.flush();
       drops.report();
       taskDrops.report();

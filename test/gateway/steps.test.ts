@@ -178,7 +178,7 @@ test("racing budget admissions each see the others' reservations (the admission 
     t.is((refused!.reason as AppError).type, 'budget_exhausted');
     t.truthy(racing[admitted]!.reservation, 'the admitted request holds its reservation');
     t.like((await app.services.budgets.list(WID))[0], { reservedMicros: 11, spentMicros: 0 });
-    await racing[admitted]!.reservation!.settle(7);
+    racing[admitted]!.reservation!.settle(7);
     t.like((await app.services.budgets.list(WID))[0], { reservedMicros: 0, spentMicros: 7 });
   });
 });
@@ -280,7 +280,7 @@ test('account: no model answered is 502 upstream_failure naming the models tried
     ctx.attempted.push('small', 'large');
     ctx.outcome = { kind: 'exhausted' };
     ctx.headers['x-svc-enforcement'] = 'observe';
-    const err = (await t.throwsAsync(account.run(ctx, env) as Promise<unknown>)) as AppError;
+    const err = t.throws(() => account.run(ctx, env)) as AppError;
     t.is(err.type, 'upstream_failure');
     t.deepEqual(err.details, { attemptedModels: ['small', 'large'] });
     await env.calls.flush();

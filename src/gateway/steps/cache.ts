@@ -32,8 +32,8 @@ export const cache: AsyncStep = {
       return;
     }
     ctx.cacheState = 'hit';
-    // Nothing is sent: the admission's reservation is released (a cost of zero writes no spend).
-    await ctx.reservation?.settle(0);
+    // Nothing is sent: the admission's reservation is released.
+    ctx.reservation?.settle(0);
     ctx.reservation = null;
     const { headers } = ctx;
     headers['x-svc-cache'] = 'hit';

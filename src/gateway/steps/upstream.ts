@@ -61,7 +61,7 @@ export const upstream: AsyncStep = {
         }
       }
     } catch (err) {
-      await reservation?.settle(0);
+      reservation?.settle(0);
       throw err;
     }
     ctx.outcome = { kind: 'exhausted' };
