@@ -6,6 +6,7 @@ import type { Ledger } from '../ledger/service.js';
 import { periodStart } from '../mandates/index.js';
 import type { BudgetRecord, KeyRecord, Store } from '../store/index.js';
 import type { CallLog } from './calls.js';
+import { gatewayRepo } from './repo.js';
 
 /**
  * Model budgets (API.md 6, issue 6).
@@ -16,8 +17,12 @@ import type { CallLog } from './calls.js';
  * - What a request may cost is reserved when it is admitted (its prompt's tokens, counted with
  *   the tokenizer of tokens.ts, and its max tokens, at the price of the model about to serve it); the
  *   reservation moves with a fallback to another model, and is replaced by the cost the vendor's
- *   usage gives once the call ends. Racing requests each see the others' reservations (they are
- *   taken synchronously), so a budget is overrun by at most one request's reservation.
+ *   usage gives once the call ends. Racing requests of one process each see the others' reservations
+ *   (a reservation is taken by `admit` in the same synchronous turn as its check, after the
+ *   store reads), so a budget is overrun by at most one request's reservation. Reservations are
+ *   the process's own; what another process has spent is seen once its call is settled.
+ * - Spend is added to the store when a call settles, written behind and read and added in one write
+ *   function (calls.ts `addSpend`), so processes racing on one budget never lose each other's spend.
  * - The ladder's step is the highest rung at or below the share used (spent plus reserved, before
  *   this request) of the budget that is most used: nudge (x-svc-advisory), downgrade (cheapest
  *   eligible model first), approval (402 approval_required naming the workspace's owner), block
@@ -45,7 +50,7 @@ const scopeId = (b: BudgetRecord) => `${b.scope.kind}:${b.scope.id}`;
 
 export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; calls: CallLog }) {
   const { store, clock, ids, ledger, calls } = deps;
-  const t = store.tables;
+  const repo = gatewayRepo(store);
   const reserved = new Map<string, number>();
   const slot = (b: Binding) => `${b.budget.workspaceId}\u0000${b.budget.id}\u0000${b.periodStart}`;
 
@@ -72,33 +77,51 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
     return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
   };
 
-  const ownerOf = (wid: string) => {
-    for (const { key, value } of t.members.scan([wid])) {
-      if (value.role !== 'owner') continue;
-      const user = t.users.get(String(key[1]));
-      if (user) return { id: user.id, email: user.email, name: user.name };
-    }
-    return null;
+  const list = async (
+    wid: string,
+  ): Promise<Array<BudgetRecord & { spentMicros: number; reservedMicros: number; periodStart: string }>> => {
+    const now = clock.now();
+    return Promise.all(
+      (await repo.budgets(wid)).map(async (b) => {
+        const start = periodStart(b.period, now);
+        return {
+          ...b,
+          periodStart: start,
+          spentMicros: await calls.spent(wid, b.id, start),
+          reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0,
+        };
+      }),
+    );
   };
 
-  const list = (
-    wid: string,
-  ): Array<BudgetRecord & { spentMicros: number; reservedMicros: number; periodStart: string }> => {
-    const now = clock.now();
-    return t.budgets.scan([wid]).map(({ value: b }) => {
-      const start = periodStart(b.period, now);
-      return {
-        ...b,
-        periodStart: start,
-        spentMicros: calls.spent(wid, b.id, start),
-        reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0,
-      };
-    });
+  /** Reserves micros on every applicable budget; returns how to move and release it. */
+  const reserveOn = (applicable: readonly Binding[], micros: number): Reservation => {
+    let held = 0;
+    const move = (delta: number) => {
+      for (const b of applicable) reserved.set(slot(b), (reserved.get(slot(b)) ?? 0) + delta);
+    };
+    const hold = (next: number) => {
+      move(next - held);
+      held = next;
+    };
+    hold(micros);
+    return {
+      /** Moves the reservation to another model's estimate (a fallback). */
+      change: hold,
+      /** Replaces the reservation by what the call cost. */
+      settle(costMicros: number): void {
+        hold(0);
+        for (const b of applicable) {
+          if ((reserved.get(slot(b)) ?? 0) <= 0) reserved.delete(slot(b));
+          calls.addSpend(b.budget.workspaceId, b.budget.id, b.periodStart, costMicros);
+        }
+      },
+    };
   };
 
   return {
     async create(wid: string, input: BudgetInput, actor: string): Promise<BudgetRecord> {
-      return store.write(() => {
+      return store.write(async () => {
         const budget: BudgetRecord = {
           id: ids.id('bud'),
           workspaceId: wid,
@@ -106,8 +129,8 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
           createdAt: isoAt(clock.now()),
           createdBy: actor,
         };
-        t.budgets.put([wid, budget.id], budget);
-        ledger.record({
+        await repo.putBudget(budget);
+        await ledger.record({
           workspaceId: wid,
           actor,
           kind: 'budget.created',
@@ -130,8 +153,8 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
      * as a share, the ladder's rung that share has reached (null below the first), and when the
      * period ends.
      */
-    overview(wid: string) {
-      return list(wid).map((b) => {
+    async overview(wid: string) {
+      return (await list(wid)).map((b) => {
         const usedMicros = b.spentMicros + b.reservedMicros;
         const share = b.amountMicros > 0 ? usedMicros / b.amountMicros : 0;
         const rung = [...b.ladder].sort((x, y) => x.at - y.at).findLast((r) => share >= r.at);
@@ -146,18 +169,32 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
       });
     },
 
-    /** The budgets binding this key's traffic now, and the ladder's step (block and approval throw). */
-    admit(key: KeyRecord): Admission {
+    /**
+     * The budgets binding this key's traffic now, and the ladder's step (block and approval throw).
+     * With `reserve`, what it gives for the step (null: nothing) is reserved on every applicable
+     * budget in the same synchronous turn as the check, after the store reads, so racing requests
+     * of this process each see the others' reservations.
+     */
+    async admit(
+      key: KeyRecord,
+      reserve?: (step: Step | null) => number | null,
+    ): Promise<Admission & { reservation: Reservation | null }> {
       const now = clock.now();
-      const applicable: Binding[] = [];
-      for (const { value: budget } of t.budgets.scan([key.workspaceId])) {
-        if (!applies(budget, key)) continue;
-        const start = periodStart(budget.period, now);
+      const spent = await Promise.all(
+        (await repo.budgets(key.workspaceId))
+          .filter((budget) => applies(budget, key))
+          .map(async (budget) => {
+            const start = periodStart(budget.period, now);
+            return { budget, start, spent: await calls.spent(key.workspaceId, budget.id, start) };
+          }),
+      );
+      // From here on nothing awaits until the reservation is taken.
+      const applicable: Binding[] = spent.map(({ budget, start, spent: micros }) => {
         const b = { budget, periodStart: start, used: 0 };
-        b.used = calls.spent(key.workspaceId, budget.id, start) + (reserved.get(slot(b)) ?? 0);
-        applicable.push(b);
-      }
-      if (applicable.length === 0) return { step: null, binding: null, applicable };
+        b.used = micros + (reserved.get(slot(b)) ?? 0);
+        return b;
+      });
+      if (applicable.length === 0) return { step: null, binding: null, applicable, reservation: null };
       const share = (b: Binding) => b.used / b.budget.amountMicros;
       const binding = applicable.reduce((a, b) => (share(b) > share(a) ? b : a));
       const rung = [...binding.budget.ladder].reverse().find((r) => share(binding) >= r.at);
@@ -177,40 +214,18 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
         });
       }
       if (step === 'approval') {
-        const owner = ownerOf(key.workspaceId);
+        const owner = await repo.ownerOf(key.workspaceId);
         throw new AppError('approval_required', {
           message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} has reached its approval step (${Math.round(share(binding) * 100)}% used); ${owner ? `${owner.name} (${owner.email})` : 'the workspace owner'} must approve more spend.`,
           headers: { 'x-svc-budget-scope': scopeId(binding.budget) },
           details: { owner, budgetId: binding.budget.id, scope: binding.budget.scope },
         });
       }
-      return { step, binding, applicable };
+      const micros = reserve?.(step) ?? null;
+      return { step, binding, applicable, reservation: micros === null ? null : reserveOn(applicable, micros) };
     },
 
-    /** Reserves micros on every applicable budget; returns how to move and release it. */
-    reserve(applicable: readonly Binding[], micros: number) {
-      let held = 0;
-      const move = (delta: number) => {
-        for (const b of applicable) reserved.set(slot(b), (reserved.get(slot(b)) ?? 0) + delta);
-      };
-      const hold = (next: number) => {
-        move(next - held);
-        held = next;
-      };
-      hold(micros);
-      return {
-        /** Moves the reservation to another model's estimate (a fallback). */
-        change: hold,
-        /** Replaces the reservation by what the call cost. */
-        settle(costMicros: number): void {
-          hold(0);
-          for (const b of applicable) {
-            if ((reserved.get(slot(b)) ?? 0) <= 0) reserved.delete(slot(b));
-            calls.addSpend(b.budget.workspaceId, b.budget.id, b.periodStart, costMicros);
-          }
-        },
-      };
-    },
+    reserve: reserveOn,
 
     advisory(admission: Admission): string | null {
       if (!admission.binding || (admission.step !== 'nudge' && admission.step !== 'downgrade')) return null;
@@ -224,4 +239,9 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
 }
 
 export type Budgets = ReturnType<typeof createBudgets>;
-export type Reservation = ReturnType<Budgets['reserve']>;
+export interface Reservation {
+  /** Moves the reservation to another model's estimate (a fallback). */
+  change(micros: number): void;
+  /** Replaces the reservation by what the call cost (its spend is written behind: calls.ts). */
+  settle(costMicros: number): void;
+}

@@ -4,6 +4,7 @@ import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { CachedAnswerRecord, Store } from '../store/index.js';
+import { gatewayRepo } from './repo.js';
 
 /**
  * The response cache (API.md 9, issue 19 item 7).
@@ -46,7 +47,7 @@ export function cacheKeyOf(input: { shape: string; model: string; body: Record<s
 
 export function createResponseCache(deps: { store: Store; clock: Clock; log: Logger; maxEntryBytes?: number }) {
   const { store, clock, log } = deps;
-  const t = store.tables;
+  const repo = gatewayRepo(store);
   const maxBytes = deps.maxEntryBytes ?? MAX_CACHE_ENTRY_BYTES;
   const pending = new Set<Promise<void>>();
 
@@ -54,16 +55,15 @@ export function createResponseCache(deps: { store: Store; clock: Clock; log: Log
     const now = clock.now();
     const record: CachedAnswerRecord = { ...entry, expiresAtMs: now + slot.ttlSeconds * 1000, storedAt: isoAt(now) };
     const done = store
-      .write(() => {
-        const old = t.responseCache.get([slot.wid, slot.hash]);
-        if (old) t.responseCacheExpiry.remove([old.expiresAtMs, slot.wid, slot.hash]);
-        t.responseCache.put([slot.wid, slot.hash], record);
-        t.responseCacheExpiry.put([record.expiresAtMs, slot.wid, slot.hash], 1);
-        for (const { key } of t.responseCacheExpiry.scan([], { limit: PRUNE_PER_WRITE })) {
-          const [at, wid, hash] = key as [number, string, string];
+      .write(async () => {
+        const old = await repo.cached(slot.wid, slot.hash);
+        if (old) await repo.removeExpiry(old.expiresAtMs, slot.wid, slot.hash);
+        await repo.putCached(slot.wid, slot.hash, record);
+        await repo.putExpiry(record.expiresAtMs, slot.wid, slot.hash);
+        for (const [at, wid, hash] of await repo.firstExpiries(PRUNE_PER_WRITE)) {
           if (at > now) break;
-          t.responseCacheExpiry.remove(key);
-          if (t.responseCache.get([wid, hash])?.expiresAtMs === at) t.responseCache.remove([wid, hash]);
+          await repo.removeExpiry(at, wid, hash);
+          if ((await repo.cached(wid, hash))?.expiresAtMs === at) await repo.removeCached(wid, hash);
         }
       })
       .catch((err: unknown) => log.error({ err }, 'a model answer could not be cached; it will be asked again'))
@@ -73,8 +73,8 @@ export function createResponseCache(deps: { store: Store; clock: Clock; log: Log
 
   return {
     /** The live entry for this slot, or undefined (none, or expired). */
-    lookup(slot: Pick<CacheSlot, 'wid' | 'hash'>): CachedAnswerRecord | undefined {
-      const entry = t.responseCache.get([slot.wid, slot.hash]);
+    async lookup(slot: Pick<CacheSlot, 'wid' | 'hash'>): Promise<CachedAnswerRecord | undefined> {
+      const entry = await repo.cached(slot.wid, slot.hash);
       return entry && entry.expiresAtMs > clock.now() ? entry : undefined;
     },
 

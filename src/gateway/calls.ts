@@ -3,28 +3,39 @@ import { bounded, metrics } from '../lib/metrics.js';
 import type { Logger } from '../lib/log.js';
 import type { CallRecord, Store } from '../store/index.js';
 import { createDropCounter } from './drops.js';
+import { gatewayRepo } from './repo.js';
 import { createWriteBehind } from './write-behind.js';
 
 /**
- * Call records, tasks and the monthly request count, written off the hot path.
+ * Call records, tasks, the monthly request count and budget spend, written off the hot path
+ * (but for a request under a monthly allowance, counted as it is admitted).
  * Rules:
  * - A call's answer never waits for its record: records queue in memory and are written together
  *   every `flushMs` (or at `batch` records), in one transaction, and at shutdown (write-behind.ts).
- * - Reads that must see what is queued do: a task id handed out a moment ago is known at once,
- *   and the monthly count and a budget's spend include what is not written yet.
- * - Only the server writes these tables (no command does), so the counters it holds are the truth:
- *   each is read from the store once, then kept here and written whole at each flush. A counter
- *   is never a sum of a stored value and a queue, which a flush in flight would count twice or
- *   not at all. (STYLE rule 7 forbids caching what another process writes; none does here.)
- * - A failed write is logged and its records kept for the next try.
+ * - Reads that must see what is queued do: a task id handed out a moment ago is known at once.
+ * - The counters (the month's requests, a budget's spend in a period) are read and written in one
+ *   write function, so two processes (`--workers`, or instances sharing PostgreSQL) racing on one
+ *   count conflict and one retries: neither's count is lost. A request under a monthly allowance
+ *   is counted before it goes on, the allowance checked in the same write function (one write
+ *   each), so the last request of a month is never taken by two. A request under no allowance
+ *   (null: unlimited), and a call's spend, have nothing to check: they are written behind with the
+ *   records, this process's counts of the last `flushMs` added, in the records' write, to what the
+ *   store holds (read inside it). Reads are of the store plus what this process has not written
+ *   yet (STYLE rule 7: no cache of what another process writes); another process's spend is seen
+ *   once it is written (within its `flushMs`).
+ * - A failed write-behind is logged and what it held kept for the next try. A failed count under
+ *   an allowance rejects: the request that made it fails closed.
  * - Memory is bounded: at most `capacity` call records (queued and being written together), and
  *   as many new task ids, wait. A slow or full disk cannot grow it further: past that, a new call
  *   record (or a new task id) is dropped, counted (in total and per workspace, shown in
- *   GET /v1/admin/upstreams) and logged at most once per 10 s. The counters (monthly requests,
- *   budget spend) are a few numbers per workspace and are never dropped, so plan limits and
- *   budgets still hold while records are dropped.
+ *   GET /v1/admin/upstreams) and logged at most once per 10 s. The counters are never dropped, so
+ *   plan limits and budgets still hold while records are dropped.
  */
 export const monthOf = (iso: string): string => iso.slice(0, 7);
+
+const monthCounter = (wid: string, month: string) => `monthlyRequests\u0000${wid}\u0000${month}`;
+const spendCounter = (wid: string, budgetId: string, periodStart: string) =>
+  `budgetSpend\u0000${wid}\u0000${budgetId}\u0000${periodStart}`;
 
 /** Call records that may wait to be written (about 1 KB each: some 10 MB at most). */
 export const CALL_QUEUE_CAPACITY = 10_000;
@@ -32,7 +43,8 @@ export const CALL_QUEUE_CAPACITY = 10_000;
 interface Batch {
   records: CallRecord[];
   tasks: Array<[string, string]>;
-  dirty: Array<readonly [string, number]>;
+  /** Counts to add to the stored ones, by counter (`counterOf`). */
+  counts: Array<[string, number]>;
 }
 
 export function createCallLog(deps: {
@@ -46,26 +58,18 @@ export function createCallLog(deps: {
   write?: Store['write'];
 }) {
   const { store, log } = deps;
-  const t = store.tables;
+  const repo = gatewayRepo(store);
   const capacity = deps.capacity ?? CALL_QUEUE_CAPACITY;
   let queue: CallRecord[] = [];
   let writing = 0;
   const newTasks = new Map<string, string>();
-  // Counters by "monthlyRequests\0wid\0month" and "budgetSpend\0wid\0budId\0start".
-  const counters = new Map<string, { total: number; dirty: boolean }>();
-  const partsOf = (key: string) => key.split('\u0000') as ['monthlyRequests' | 'budgetSpend', ...string[]];
-  const counter = (key: string) => {
-    let c = counters.get(key);
-    if (!c) {
-      const [table, ...parts] = partsOf(key);
-      counters.set(key, (c = { total: t[table].get(parts) ?? 0, dirty: false }));
-    }
-    return c;
-  };
-  const add = (key: string, n: number) => {
-    const c = counter(key);
-    c.total += n;
-    c.dirty = true;
+  // Counts not yet written, and those being written, by counter.
+  let counts = new Map<string, number>();
+  let countsWriting = new Map<string, number>();
+  const unwritten = (counter: string): number => (counts.get(counter) ?? 0) + (countsWriting.get(counter) ?? 0);
+  const count = (counter: string, n: number) => {
+    counts.set(counter, (counts.get(counter) ?? 0) + n);
+    schedule();
   };
   const drops = createDropCounter({ log, clock: deps.clock, what: 'call records', capacity });
   const taskDrops = createDropCounter({ log, clock: deps.clock, what: 'new task ids', capacity });
@@ -77,57 +81,81 @@ export function createCallLog(deps: {
     flushMs: deps.flushMs ?? 50,
     batch: deps.batch ?? 256,
     take() {
-      const dirty = [...counters].filter(([, c]) => c.dirty).map(([key, c]) => [key, c.total] as const);
-      if (queue.length === 0 && newTasks.size === 0 && dirty.length === 0) return null;
-      for (const [key] of dirty) counters.get(key)!.dirty = false;
-      const batch = { records: queue, tasks: [...newTasks], dirty };
+      if (queue.length === 0 && newTasks.size === 0 && counts.size === 0) return null;
+      const batch = { records: queue, tasks: [...newTasks], counts: [...counts] };
+      countsWriting = counts;
+      counts = new Map();
       writing = queue.length;
       queue = [];
       return batch;
     },
-    write({ records, tasks, dirty }) {
-      for (const r of records) t.calls.put([r.workspaceId, r.id], r);
-      for (const [key, at] of tasks) {
-        const [wid, taskId] = key.split('\u0000') as [string, string];
-        if (!t.tasks.has([wid, taskId])) t.tasks.put([wid, taskId], at);
-      }
-      for (const [key, total] of dirty) {
-        const [table, ...parts] = partsOf(key);
-        t[table].put(parts, total);
-      }
+    async write({ records, tasks, counts: counted }) {
+      await Promise.all(records.map((r) => repo.putCall(r)));
+      await Promise.all(
+        counted.map(async ([counter, n]) => {
+          const [table, wid, ...rest] = counter.split('\u0000') as [string, string, string, string?];
+          if (table === 'monthlyRequests')
+            await repo.putMonthlyRequests(wid, rest[0], (await repo.monthlyRequests(wid, rest[0])) + n);
+          else await repo.putSpent(wid, rest[0], rest[1]!, (await repo.spent(wid, rest[0], rest[1]!)) + n);
+        }),
+      );
+      await Promise.all(
+        tasks.map(async ([key, at]) => {
+          const [wid, taskId] = key.split('\u0000') as [string, string];
+          if (!(await repo.hasTask(wid, taskId))) await repo.putTask(wid, taskId, at);
+        }),
+      );
     },
     written({ tasks }) {
       writing = 0;
+      countsWriting = new Map();
       for (const [key] of tasks) newTasks.delete(key);
     },
-    failed({ records, dirty }) {
+    failed({ records, counts: counted }) {
       writing = 0;
+      countsWriting = new Map();
       queue = [...records, ...queue];
-      for (const [key] of dirty) counters.get(key)!.dirty = true;
+      for (const [counter, n] of counted) counts.set(counter, (counts.get(counter) ?? 0) + n);
     },
   });
   const schedule = () => behind.queued(queue.length);
 
   return {
-    /** Counts one request against the month now (before it is answered), so racing requests see it. */
-    countRequest(wid: string, at: string): void {
-      add(`monthlyRequests\u0000${wid}\u0000${monthOf(at)}`, 1);
-      schedule();
+    /**
+     * Counts one request against the month now (before it is answered). Under an allowance
+     * (`allowed` not null), unless `allowed` requests were already counted this month (then nothing
+     * is counted and the answer is false): read, checked and written in one write function, so
+     * racing requests (of any process) see each other. Under none, written behind (above).
+     */
+    async countRequest(wid: string, at: string, allowed: number | null = null): Promise<boolean> {
+      const month = monthOf(at);
+      if (allowed === null) {
+        count(monthCounter(wid, month), 1);
+        return true;
+      }
+      return store.write(async () => {
+        const stored = await repo.monthlyRequests(wid, month);
+        if (stored + unwritten(monthCounter(wid, month)) >= allowed) return false;
+        await repo.putMonthlyRequests(wid, month, stored + 1);
+        return true;
+      });
     },
-    requestsThisMonth(wid: string, at: string): number {
-      return counter(`monthlyRequests\u0000${wid}\u0000${monthOf(at)}`).total;
+    /** The month's requests: written, and counted here but not written yet. */
+    async requestsThisMonth(wid: string, at: string): Promise<number> {
+      const month = monthOf(at);
+      return (await repo.monthlyRequests(wid, month)) + unwritten(monthCounter(wid, month));
     },
+    /** Adds to a budget's spend in a period (written behind; never dropped). */
     addSpend(wid: string, budgetId: string, periodStart: string, micros: number): void {
       if (micros <= 0) return;
-      add(`budgetSpend\u0000${wid}\u0000${budgetId}\u0000${periodStart}`, micros);
-      schedule();
+      count(spendCounter(wid, budgetId, periodStart), micros);
     },
-    /** Micro-dollars a budget has spent in a period: written, and queued to be written. */
-    spent(wid: string, budgetId: string, periodStart: string): number {
-      return counter(`budgetSpend\u0000${wid}\u0000${budgetId}\u0000${periodStart}`).total;
+    /** Micro-dollars a budget has spent in a period: written, and not written yet. */
+    async spent(wid: string, budgetId: string, periodStart: string): Promise<number> {
+      return (await repo.spent(wid, budgetId, periodStart)) + unwritten(spendCounter(wid, budgetId, periodStart));
     },
-    taskKnown(wid: string, taskId: string): boolean {
-      return newTasks.has(`${wid}\u0000${taskId}`) || t.tasks.has([wid, taskId]);
+    async taskKnown(wid: string, taskId: string): Promise<boolean> {
+      return newTasks.has(`${wid}\u0000${taskId}`) || (await repo.hasTask(wid, taskId));
     },
     openTask(wid: string, taskId: string, at: string): void {
       const key = `${wid}\u0000${taskId}`;
@@ -169,10 +197,8 @@ export function createCallLog(deps: {
         tasksDropped: taskDrops.total(),
       };
     },
-    page(wid: string, options: { after?: string; limit: number }): CallRecord[] {
-      return t.calls
-        .scan([wid], { ...(options.after ? { after: options.after } : {}), limit: options.limit })
-        .map((e) => e.value);
+    page(wid: string, options: { after?: string; limit: number }): Promise<CallRecord[]> {
+      return repo.calls(wid, { ...(options.after ? { after: options.after } : {}), limit: options.limit });
     },
   };
 }

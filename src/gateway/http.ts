@@ -189,9 +189,9 @@ export const gatewayRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/gateway',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
+        async handler(request) {
           const { wid: w } = request.params as { wid: string };
-          people.authorize(w, caller(request, 'session').user, 'workspace.read');
+          await people.authorize(w, caller(request, 'session').user, 'workspace.read');
           return gateway.settingsOf(w);
         },
       },
@@ -213,7 +213,7 @@ export const gatewayRoutes: Plugin<{
         async handler(request) {
           const { wid: w } = request.params as { wid: string };
           const c = caller(request, 'session');
-          people.authorize(w, c.user, 'gateway.manage');
+          await people.authorize(w, c.user, 'gateway.manage');
           return gateway.configure(
             w,
             request.payload as { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' },
@@ -238,7 +238,10 @@ export const gatewayRoutes: Plugin<{
         method: 'GET',
         path: '/v1/admin/budgets',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
-        handler: (request) => ({ data: budgets.list(caller(request, 'workspace-key').workspaceId), next: null }),
+        handler: async (request) => ({
+          data: await budgets.list(caller(request, 'workspace-key').workspaceId),
+          next: null,
+        }),
       },
       {
         method: 'GET',
@@ -285,7 +288,7 @@ export const gatewayRoutes: Plugin<{
           },
         },
         async handler(request) {
-          const { wid: w } = permittedMember(people, request, 'usage.read');
+          const { wid: w } = await permittedMember(people, request, 'usage.read');
           await calls.flush();
           const q = request.query as { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' };
           return usageSeries(calls, w, q);
@@ -296,8 +299,9 @@ export const gatewayRoutes: Plugin<{
         method: 'GET',
         path: '/api/w/{wid}/budgets',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler(request) {
-          return { data: budgets.overview(permittedMember(people, request, 'usage.read').wid), next: null };
+        async handler(request) {
+          const { wid: w } = await permittedMember(people, request, 'usage.read');
+          return { data: await budgets.overview(w), next: null };
         },
       },
       {
@@ -318,7 +322,7 @@ export const gatewayRoutes: Plugin<{
           validate: { params: Joi.object({ wid }), payload: budgetSchema },
         },
         async handler(request, h) {
-          const { wid: w, actor } = permittedMember(people, request, 'gateway.manage');
+          const { wid: w, actor } = await permittedMember(people, request, 'gateway.manage');
           return h.response(await budgets.create(w, request.payload as BudgetInput, actor)).code(201);
         },
       },

@@ -3,6 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { PolicyProfile, RateLimits, ScopeLimits } from '../settings/schema.js';
 import type { KeyRecord, RateWindowRecord, Store } from '../store/index.js';
+import { gatewayRepo } from './repo.js';
 import { createWriteBehind } from './write-behind.js';
 
 /**
@@ -15,25 +16,24 @@ import { createWriteBehind } from './write-behind.js';
  *   [wid, kind, id, minute start ms] -> { requests, tokens }.
  * - A request is refused (429 rate_limited, retry-after until the minute ends) when a scope has
  *   already used its requests, or its tokens, this minute. Otherwise it counts one request and its
- *   estimated tokens (the prompt's tokens, as budgets count them, plus its max tokens) at once, so racing
- *   requests see each other; when the call ends (its record is made) the estimate is replaced by
- *   the tokens the vendor reported (none for a refusal, a failure or a cache hit). The request
- *   that crosses the token limit is let through, so a minute overruns by at most one request's
- *   tokens, like budgets.
- * - A dry run is checked (it says what a real call would meet) but not counted.
- * - Durability: counts are written behind, like call records: the deltas of `flushMs` (50 ms) are
- *   added, in one transaction, to what the store holds (read and written inside the transaction),
- *   and at shutdown. Reading a scope's use is the stored count plus what this process has not
- *   written yet, so a limit holds across a restart and across `--workers` processes sharing the
- *   store. The window of loss: a crash (kill -9, power loss) forgets the counts of at most the last
- *   `flushMs`; another process's requests are seen once that process has written them (within its
- *   `flushMs`). A count being written is counted once: each write bumps the window's `version`,
- *   and a count in flight is added to the stored one only until the store shows the version its
- *   write made (a commit is visible before the write's promise resolves).
+ *   estimated tokens (the prompt's tokens, as budgets count them, plus its max tokens). The check
+ *   and the count are one write function: the windows are read, checked and written in one
+ *   transaction, so racing requests (of this process or another sharing the store) conflict and
+ *   one retries, and a limit is never passed by both. The request that crosses the token limit is
+ *   let through, so a minute overruns by at most one request's tokens, like budgets.
+ * - When the call ends (its record is made) the estimate is replaced by the tokens the vendor
+ *   reported (none for a refusal, a failure or a cache hit). These corrections are written behind,
+ *   like call records: the deltas of `flushMs` (50 ms) are added, in one transaction, to what the
+ *   store holds (read and written inside the transaction), and at shutdown. Reading a scope's use
+ *   is the stored count plus the corrections this process has not written yet. A crash forgets at
+ *   most the last `flushMs` of corrections (the counts themselves are written before the request
+ *   goes on). A correction being written is counted once: each flush bumps the window's `version`
+ *   (a count leaves it as it is), and a correction in flight is added to the stored count only
+ *   until the store shows the version its flush made.
+ * - A dry run is checked (it says what a real call would meet) but not counted: a read, no write.
  * - No maintained limiter fits: rate-limiter-flexible and its peers keep their counters in Redis,
- *   a SQL database or memory, and answer through a promise; the gateway's checks are synchronous
- *   (steps/index.ts) and its state lives in the store (LMDB, or PostgreSQL). A fixed window is one
- *   store read per scope.
+ *   a SQL database or memory; the gateway's state lives in the store (LMDB, or PostgreSQL). A
+ *   fixed window is one store read per scope.
  */
 export type LimitScopeKind = 'key' | 'team' | 'principal' | 'profile';
 
@@ -43,7 +43,7 @@ export interface LimitScope {
   limits: RateLimits;
 }
 
-/** A counted request's tokens: replaced by what the call used (once; later calls do nothing). */
+/** A counted request's tokens: replaced by what the call used (once; later calls do nothing; written behind). */
 export interface LimitHold {
   settle(tokens: number): void;
 }
@@ -79,7 +79,8 @@ export function createLimits(deps: {
   /** The store writes go through (tests stall or fail it); the store's own by default. */
   write?: Store['write'];
 }) {
-  const t = deps.store.tables;
+  const { store } = deps;
+  const repo = gatewayRepo(store);
   const byScope = new Map(deps.settings.limits.map((l) => [`${l.scope.kind}\u0000${l.scope.id}`, l]));
   // Deltas this process has not written yet, and those being written, by slot.
   let pending = new Map<string, RateWindowRecord>();
@@ -91,17 +92,19 @@ export function createLimits(deps: {
     const [wid, kind, id, minute] = slot.split('\u0000') as [string, string, string, string];
     return [wid, kind, id, Number(minute)];
   };
-  const used = (slot: string): RateWindowRecord => {
-    const stored = t.rateWindows.get(keyOf(slot));
+  // The stored window's count with this process's corrections not yet in it.
+  const used = async (slot: string): Promise<{ use: RateWindowRecord; stored: RateWindowRecord | undefined }> => {
+    const stored = await repo.rateWindow(keyOf(slot));
     const v = versions.get(slot);
     // Once the store shows the version of this process's write in flight, that count is in it.
     const a = v !== undefined && (stored?.version ?? 0) >= v ? undefined : writing.get(slot);
     const b = pending.get(slot);
-    return {
+    const use = {
       requests: (stored?.requests ?? 0) + (a?.requests ?? 0) + (b?.requests ?? 0),
       tokens: (stored?.tokens ?? 0) + (a?.tokens ?? 0) + (b?.tokens ?? 0),
       version: 0,
     };
+    return { use, stored };
   };
   const add = (slot: string, requests: number, tokens: number) => {
     const d = pending.get(slot) ?? { requests: 0, tokens: 0, version: 0 };
@@ -112,7 +115,7 @@ export function createLimits(deps: {
   };
 
   const behind = createWriteBehind<Batch>({
-    store: { write: deps.write ?? ((fn) => deps.store.write(fn)) },
+    store: { write: deps.write ?? ((fn) => store.write(fn)) },
     log: deps.log,
     what: 'model rate limit counts',
     flushMs: deps.flushMs ?? 50,
@@ -123,13 +126,13 @@ export function createLimits(deps: {
       pending = new Map();
       return { deltas: [...writing], nowMs: deps.clock.now() };
     },
-    write({ deltas, nowMs }) {
+    async write({ deltas, nowMs }) {
       const scopes = new Set<string>();
       for (const [slot, d] of deltas) {
         const key = keyOf(slot);
-        const cur = t.rateWindows.get(key);
+        const cur = await repo.rateWindow(key);
         const version = (cur?.version ?? 0) + 1;
-        t.rateWindows.put(key, {
+        await repo.putRateWindow(key, {
           requests: Math.max(0, (cur?.requests ?? 0) + d.requests),
           tokens: Math.max(0, (cur?.tokens ?? 0) + d.tokens),
           version,
@@ -140,8 +143,8 @@ export function createLimits(deps: {
       // A scope's past minutes are of no use: removed as it is written, so the table stays small.
       const before = Math.floor(nowMs / MINUTE) * MINUTE - MINUTE;
       for (const s of scopes) {
-        for (const { key } of t.rateWindows.scan(JSON.parse(s) as string[])) {
-          if (Number(key[3]) < before) t.rateWindows.remove(key);
+        for (const key of await repo.rateWindowKeys(JSON.parse(s) as string[])) {
+          if (Number(key[3]) < before) await repo.removeRateWindow(key);
         }
       }
     },
@@ -178,29 +181,42 @@ export function createLimits(deps: {
      * Refuses (429 rate_limited) when a scope has used its minute; else counts the request and its
      * estimated tokens (unless `count` is false: a dry run) and gives the headers and the hold.
      */
-    check(input: {
+    async check(input: {
       wid: string;
       scopes: readonly LimitScope[];
       nowMs: number;
       tokens: number;
       count: boolean;
-    }): LimitCheck {
+    }): Promise<LimitCheck> {
       const { wid, scopes, nowMs, tokens } = input;
       if (scopes.length === 0) return { headers: {}, hold: null };
       const minute = Math.floor(nowMs / MINUTE) * MINUTE;
       const resetMs = minute + MINUTE - nowMs;
-      const seen = scopes.map((s) => ({ s, slot: slotOf(wid, s, minute), use: used(slotOf(wid, s, minute)) }));
-      for (const { s, use } of seen) {
-        const rpm = s.limits.requestsPerMinute;
-        const tpm = s.limits.tokensPerMinute;
-        const which =
-          rpm !== undefined && use.requests >= rpm
-            ? 'requests'
-            : tpm !== undefined && use.tokens >= tpm
-              ? 'tokens'
-              : null;
-        if (!which) continue;
-        const limit = which === 'requests' ? rpm! : tpm!;
+      // Read, checked and (unless a dry run) counted in one write function: racing requests conflict.
+      const judge = async () => {
+        const seen = await Promise.all(
+          scopes.map(async (s) => {
+            const slot = slotOf(wid, s, minute);
+            return { s, slot, ...(await used(slot)) };
+          }),
+        );
+        const over = seen.find(({ s, use }) => overOf(s, use) !== null);
+        if (!over && input.count) {
+          for (const { slot, stored } of seen)
+            await repo.putRateWindow(keyOf(slot), {
+              requests: (stored?.requests ?? 0) + 1,
+              tokens: (stored?.tokens ?? 0) + tokens,
+              // A count leaves the version as it is: it marks only flushes of corrections (above).
+              version: stored?.version ?? 0,
+            });
+        }
+        return { seen, over };
+      };
+      const { seen, over } = input.count ? await store.write(judge) : await judge();
+      if (over) {
+        const { s, use } = over;
+        const which = overOf(s, use)!;
+        const limit = which === 'requests' ? s.limits.requestsPerMinute! : s.limits.tokensPerMinute!;
         throw new AppError('rate_limited', {
           message: `The ${which} per minute of ${scopeName(s)} (${limit}) are used until ${new Date(minute + MINUTE).toISOString()}; nothing was sent.`,
           fix: `Wait the seconds in retry-after, then retry; or ask an admin to raise the limits of ${scopeName(s)}.`,
@@ -218,7 +234,6 @@ export function createLimits(deps: {
         });
       }
       if (!input.count) return { headers: headersOf(seen, 0, 0, resetMs), hold: null };
-      for (const { slot } of seen) add(slot, 1, tokens);
       let open = true;
       return {
         headers: headersOf(seen, 1, tokens, resetMs),
@@ -235,6 +250,15 @@ export function createLimits(deps: {
     /** Resolves once every count made before the call is written (or its write failed). */
     flush: () => behind.flush(),
   };
+}
+
+/** Which of the scope's limits this minute's use has reached, if any. */
+function overOf(s: LimitScope, use: RateWindowRecord): 'requests' | 'tokens' | null {
+  const rpm = s.limits.requestsPerMinute;
+  const tpm = s.limits.tokensPerMinute;
+  if (rpm !== undefined && use.requests >= rpm) return 'requests';
+  if (tpm !== undefined && use.tokens >= tpm) return 'tokens';
+  return null;
 }
 
 /** OpenAI's headers, from the scope with the fewest requests (and tokens) left after this request. */

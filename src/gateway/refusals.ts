@@ -88,8 +88,9 @@ export function createRefusalLog(deps: {
       writing = batch.length;
       return batch;
     },
-    write(batch) {
-      for (const { id, event } of batch) ledger.record(event, { id });
+    async write(batch) {
+      // In order: each record chains onto the one before it.
+      for (const { id, event } of batch) await ledger.record(event, { id });
     },
     written(batch) {
       writing = 0;

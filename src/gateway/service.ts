@@ -18,6 +18,7 @@ import { keepAnswer } from './steps/cache.js';
 import { createContext, runSteps, stepsFor } from './steps/index.js';
 import { loadTokenizer, tokenizerReady } from './tokens.js';
 import { refuseIfStopped } from './steps/kill-switch.js';
+import { gatewayRepo } from './repo.js';
 
 export type { Advise, GatewayAnswer, GatewayRequest } from './steps/context.js';
 
@@ -33,13 +34,14 @@ export function createGateway(deps: {
   ledger: Ledger;
   log: Logger;
   settings: GatewaySettings;
-  monthlyRequests: (wid: string) => number | null;
-  seats: { people: (wid: string) => number | null; graceDays: number };
+  monthlyRequests: (wid: string) => number | null | Promise<number | null>;
+  seats: { people: (wid: string) => number | null | Promise<number | null>; graceDays: number };
   calls: CallLog;
   budgets: Budgets;
   advise?: Advise;
 }) {
   const { store, clock, ids, settings, calls } = deps;
+  const repo = gatewayRepo(store);
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
   const upstreams = new Map<string, Upstream>();
   const upstreamOf = (providerId: string): Upstream => {
@@ -91,9 +93,9 @@ export function createGateway(deps: {
      * The gateway's enforcement point alone, for drills: whether a model call with a key of this
      * agent would be let past the standing check (the first step of every call), without a call.
      */
-    admitsAgent(wid: string, agentId: string): { admitted: true } | { admitted: false; type: string } {
+    async admitsAgent(wid: string, agentId: string): Promise<{ admitted: true } | { admitted: false; type: string }> {
       try {
-        refuseIfStopped(store, { workspaceId: wid, agentId });
+        await refuseIfStopped(store, { workspaceId: wid, agentId });
         return { admitted: true };
       } catch (err) {
         return { admitted: false, type: (err as AppError).type };
@@ -108,8 +110,9 @@ export function createGateway(deps: {
         ctx,
         env,
         async (err: unknown, step: Step) => {
-          // Refused after its limits counted it: the request used no tokens.
+          // Refused after its limits counted it: the request used no tokens; nor did it spend.
           ctx.limitHold?.settle(0);
+          ctx.reservation?.settle(0);
           const event = refusalEvent(ctx, err, step.name);
           if (!event) return;
           const id = await refusals.record(event);
@@ -126,8 +129,8 @@ export function createGateway(deps: {
     },
 
     /** The workspace's own settings (console), over the deployment's defaults. */
-    settingsOf(wid: string) {
-      const own = store.tables.workspaceGateway.get(wid);
+    async settingsOf(wid: string) {
+      const own = await repo.settingsOf(wid);
       return {
         enforcement: own?.enforcement ?? settings.enforcement,
         dataLoss: own?.dataLoss ?? settings.dataLoss,
@@ -141,15 +144,15 @@ export function createGateway(deps: {
       change: { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' },
       actor: string,
     ) {
-      await store.write(() => {
-        const current = store.tables.workspaceGateway.get(wid);
-        store.tables.workspaceGateway.put(wid, {
+      await store.write(async () => {
+        const current = await repo.settingsOf(wid);
+        await repo.putSettings(wid, {
           ...current,
           ...change,
           updatedAt: isoAt(clock.now()),
           updatedBy: actor,
         });
-        deps.ledger.record({
+        await deps.ledger.record({
           workspaceId: wid,
           actor,
           kind: 'gateway.settings_updated',

@@ -24,9 +24,9 @@ const groupOf = (c: CallRecord, by: By): string => {
   }
 };
 
-export type UsageSeries = ReturnType<typeof usageSeries>;
+export type UsageSeries = Awaited<ReturnType<typeof usageSeries>>;
 
-export function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: Date; by: By }) {
+export async function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: Date; by: By }) {
   const from = q.from?.toISOString();
   const to = q.to?.toISOString();
   const groups = new Map<
@@ -43,7 +43,7 @@ export function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: 
   >();
   let after: string | undefined;
   for (;;) {
-    const page = calls.page(wid, { ...(after ? { after } : {}), limit: 1000 });
+    const page = await calls.page(wid, { ...(after ? { after } : {}), limit: 1000 });
     for (const c of page) {
       if ((from && c.at < from) || (to && c.at >= to)) continue;
       const name = groupOf(c, q.by);
@@ -96,7 +96,7 @@ export function bucketCount(from: Date, to: Date, bucket: 'hour' | 'day'): numbe
   return Math.ceil((to.getTime() - bucketStart(from.getTime(), bucket)) / BUCKET_MS[bucket]);
 }
 
-export function usageSeries(
+export async function usageSeries(
   calls: CallLog,
   wid: string,
   q: { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' },
@@ -122,7 +122,7 @@ export function usageSeries(
   };
   let after: string | undefined;
   for (;;) {
-    const page = calls.page(wid, { ...(after ? { after } : {}), limit: 1000 });
+    const page = await calls.page(wid, { ...(after ? { after } : {}), limit: 1000 });
     for (const c of page) {
       const at = Date.parse(c.at);
       if (at < start || at >= end) continue;

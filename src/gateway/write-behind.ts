@@ -33,8 +33,8 @@ export function createWriteBehind<B>(deps: {
   retryMs?: number;
   /** The batch to write now, or null when there is nothing to write. */
   take(): B | null;
-  /** Runs inside the store's write: store reads and writes only. */
-  write(batch: B): void;
+  /** Runs inside the store's write (perhaps more than once: a conflict retries it): store reads and writes only. */
+  write(batch: B): Promise<void>;
   written(batch: B): void;
   failed(batch: B): void;
 }): WriteBehind {

@@ -76,20 +76,18 @@ const chat = (
 /** Waits until the cache holds the answer to `text` (entries are written just after the answer). */
 async function cached(t: import('ava').ExecutionContext, text: string, streamed = false): Promise<void> {
   // A streamed answer's words are in separate events: its last word is looked for.
-  const holds = () =>
-    gw.server.app.store.tables.responseCache
-      .scan([])
-      .some((e) =>
-        streamed
-          ? (e.value.sse ?? '').includes(` ${text.split(' ').at(-1)!}`)
-          : JSON.stringify(e.value.json).includes(`echo: ${text}`),
-      );
+  const holds = async () =>
+    (await gw.server.app.store.tables.responseCache.scan([])).some((e) =>
+      streamed
+        ? (e.value.sse ?? '').includes(` ${text.split(' ').at(-1)!}`)
+        : JSON.stringify(e.value.json).includes(`echo: ${text}`),
+    );
   t.true(await poll(holds, Boolean), `the answer to "${text}" is cached`);
 }
 
 async function recordOf(wid: string, callId: string): Promise<CallRecord> {
   await gw.server.app.services.calls.flush();
-  return gw.server.app.store.tables.calls.get([wid, callId])!;
+  return (await gw.server.app.store.tables.calls.get([wid, callId]))!;
 }
 
 test.serial('a miss, then a hit for the identical request: nothing sent, zero cost, budgets untouched', async (t) => {

@@ -111,13 +111,13 @@ test.serial('never a call: no record, no monthly count, and a spent budget does 
   );
   await gw.server.app.services.calls.flush();
   const wid = gw.server.boot.workspaceId!;
-  const calls = gw.server.app.store.tables.calls.scan([wid]).length;
-  const month = gw.server.app.services.calls.requestsThisMonth(wid, new Date().toISOString());
+  const calls = (await gw.server.app.store.tables.calls.scan([wid])).length;
+  const month = await gw.server.app.services.calls.requestsThisMonth(wid, new Date().toISOString());
   const counted = await post(spender, { model: 'small', messages: user('still counted') });
   t.is(counted.status, 200, counted.text);
   await gw.server.app.services.calls.flush();
-  t.is(gw.server.app.store.tables.calls.scan([wid]).length, calls, 'no call record');
-  t.is(gw.server.app.services.calls.requestsThisMonth(wid, new Date().toISOString()), month);
+  t.is((await gw.server.app.store.tables.calls.scan([wid])).length, calls, 'no call record');
+  t.is(await gw.server.app.services.calls.requestsThisMonth(wid, new Date().toISOString()), month);
 });
 
 test.serial('the kill switch and data-loss screening apply; errors in Anthropic envelope', async (t) => {

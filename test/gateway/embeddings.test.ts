@@ -102,8 +102,7 @@ test.serial('call records and usage: input tokens only, the embeddings route', a
   const recorder = await gw.key({ defaultTaskClass: 'general', principal: 'emma' });
   await gw.openai(recorder).embeddings.create({ model: 'embed-small', input: ['one two', 'three'] });
   await gw.server.app.services.calls.flush();
-  const rows = gw.server.app.store.tables.calls
-    .scan([gw.server.boot.workspaceId!])
+  const rows = (await gw.server.app.store.tables.calls.scan([gw.server.boot.workspaceId!]))
     .map((e) => e.value)
     .filter((c) => c.principal === 'emma');
   t.is(rows.length, 1);

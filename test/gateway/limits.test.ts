@@ -317,18 +317,21 @@ test('processes sharing one store add their counts to it, never overwrite each o
       const ask = (l: ReturnType<typeof make>) =>
         l.check({ wid: 'wsp_x', scopes, nowMs: at.now(), tokens: 10, count: true });
       const [one, two] = [make(), make()];
-      ask(one);
-      ask(two);
+      // Racing: each count is read, checked and written in one write; the two conflict, never overwrite.
+      await Promise.all([ask(one), ask(two)]);
       await Promise.all([one.flush(), two.flush()]);
       const minute = Math.floor(at.now() / 60_000) * 60_000;
-      t.like(app.store.tables.rateWindows.get(['wsp_x', 'key', 'key_shared', minute]), { requests: 2, tokens: 20 });
+      t.like(await app.store.tables.rateWindows.get(['wsp_x', 'key', 'key_shared', minute]), {
+        requests: 2,
+        tokens: 20,
+      });
       // A third process (or a restart) starts from what the store holds.
       const three = make();
-      t.is(ask(three).headers['x-ratelimit-remaining-requests'], '0');
-      const err = t.throws(() => ask(three));
+      t.is((await ask(three)).headers['x-ratelimit-remaining-requests'], '0');
+      const err = await t.throwsAsync(ask(three));
       t.is((err as AppError).type, 'rate_limited');
       await three.flush();
-      t.is(app.store.tables.rateWindows.get(['wsp_x', 'key', 'key_shared', minute])?.requests, 3);
+      t.is((await app.store.tables.rateWindows.get(['wsp_x', 'key', 'key_shared', minute]))?.requests, 3);
     });
   } finally {
     await removeDir(dir);

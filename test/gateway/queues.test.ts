@@ -131,11 +131,11 @@ test('a stalled store: the call queue holds at most its capacity, and what is pa
     // The disk catches up: what was kept is written, and the queue takes records again.
     disk.release();
     await calls.flush();
-    t.is(app.store.tables.calls.scan([WA]).length + app.store.tables.calls.scan([WB]).length, 1000);
+    t.is((await app.store.tables.calls.scan([WA])).length + (await app.store.tables.calls.scan([WB])).length, 1000);
     t.is(calls.stats().queued, 0);
     calls.record(callRecord(WA, 60_000));
     await calls.flush();
-    t.is(app.store.tables.calls.scan([WA]).length, 501);
+    t.is((await app.store.tables.calls.scan([WA])).length, 501);
   });
 });
 
@@ -146,18 +146,18 @@ test('new task ids are bounded too, and the request counters are never dropped',
     const calls = createCallLog({ store: app.store, log, clock: clockAt(0), write: disk.write, capacity: 10 });
     const at = '2026-11-24T00:00:00.000Z';
     for (let i = 0; i < 25; i += 1) {
-      calls.countRequest(WA, at);
+      await calls.countRequest(WA, at);
       calls.openTask(WA, `task_${String(i).padStart(22, '0')}`, at);
     }
     t.like(calls.stats(), { tasks: 10, tasksDropped: 15 });
     t.is(calls.queueOf(WA).tasksDropped, 15);
-    t.is(calls.requestsThisMonth(WA, at), 25, 'every request counts against the month');
-    t.true(calls.taskKnown(WA, `task_${String(9).padStart(22, '0')}`));
-    t.false(calls.taskKnown(WA, `task_${String(10).padStart(22, '0')}`), 'a dropped task id is unknown');
+    t.is(await calls.requestsThisMonth(WA, at), 25, 'every request counts against the month');
+    t.true(await calls.taskKnown(WA, `task_${String(9).padStart(22, '0')}`));
+    t.false(await calls.taskKnown(WA, `task_${String(10).padStart(22, '0')}`), 'a dropped task id is unknown');
     disk.release();
     await calls.flush();
-    t.is(app.store.tables.monthlyRequests.get([WA, '2026-11']), 25);
-    t.is(app.store.tables.tasks.scan([WA]).length, 10);
+    t.is(await app.store.tables.monthlyRequests.get([WA, '2026-11']), 25);
+    t.is((await app.store.tables.tasks.scan([WA])).length, 10);
   });
 });
 
@@ -174,7 +174,7 @@ test('a failing store: call records are kept, retried, and written once it recov
     t.true(lines.some((l) => l.level === 50 && /call records could not be written/.test(String(l.msg))));
     failing = false;
     await calls.flush();
-    t.is(app.store.tables.calls.scan([WA]).length, 10);
+    t.is((await app.store.tables.calls.scan([WA])).length, 10);
     t.is(calls.stats().queued, 0);
   });
 });
@@ -194,10 +194,10 @@ test("a refusal's evidence id is handed out before any write, and names the dura
     const id = refusals.record(refusal(WA, 1));
     t.is(typeof id, 'string', 'answered at once, while the store is stalled');
     t.regex(id as string, /^evr_[0-9A-Za-z]{22}$/);
-    t.is(app.services.ledger.list(WA, { limit: 10 }).data.length, 0, 'not durable yet');
+    t.is((await app.services.ledger.list(WA, { limit: 10 })).data.length, 0, 'not durable yet');
     disk.release();
     await refusals.flush();
-    const [record] = app.services.ledger.list(WA, { limit: 10 }).data;
+    const [record] = (await app.services.ledger.list(WA, { limit: 10 })).data;
     t.like(record, {
       id: id as string,
       kind: 'gateway.call_refused',
@@ -205,7 +205,7 @@ test("a refusal's evidence id is handed out before any write, and names the dura
       subject: `call_${String(1).padStart(22, '0')}`,
       data: { type: 'agent_stopped' },
     });
-    t.true(app.services.ledger.verify(WA).ok);
+    t.true((await app.services.ledger.verify(WA)).ok);
   });
 });
 
@@ -234,7 +234,7 @@ test('a full refusal queue: the refused caller waits for room, and its record is
     const sixth = await waiting;
     t.regex(sixth!, /^evr_/);
     t.deepEqual(
-      app.services.ledger.list(WA, { limit: 10 }).data.map((r) => r.id),
+      (await app.services.ledger.list(WA, { limit: 10 })).data.map((r) => r.id),
       [...(ids as string[]), sixth],
     );
     t.like(refusals.stats(), { queued: 0, waiting: 0, dropped: 0 });
@@ -285,7 +285,7 @@ test('a stalled store and 50,000 refusals: memory stays bounded, and the drops a
     t.like(refusals.stats(), { queued: 1000, dropped: 49_000 });
     disk.release();
     await refusals.flush();
-    t.is(app.services.ledger.head(WA)!.size, 1000);
+    t.is((await app.services.ledger.head(WA))!.size, 1000);
   });
 });
 
@@ -304,7 +304,7 @@ test('a refusal record that cannot be hashed is not queued, and never blocks the
     const good = refusals.record(refusal(WA, 2));
     await refusals.flush();
     t.deepEqual(
-      app.services.ledger.list(WA, { limit: 10 }).data.map((r) => r.id),
+      (await app.services.ledger.list(WA, { limit: 10 })).data.map((r) => r.id),
       [good],
     );
   });
@@ -350,13 +350,13 @@ test("the gateway's close writes the refusal records still queued, and signs a c
       return id;
       // withStore closes the app here, as `svc serve` does on SIGTERM.
     });
-    await withStore(dir, (app) => {
-      const { data } = app.services.ledger.list(wid, { limit: 10 });
+    await withStore(dir, async (app) => {
+      const { data } = await app.services.ledger.list(wid, { limit: 10 });
       t.deepEqual(
         data.map((r) => [r.id, r.kind, r.actor]),
         [[evidence, 'gateway.call_refused', 'key:key_dddddddddddddddddddddd']],
       );
-      const head = app.services.ledger.head(wid)!;
+      const head = (await app.services.ledger.head(wid))!;
       t.is(head.checkpointSize, head.size, 'covered by a signed checkpoint');
     });
   } finally {

@@ -43,7 +43,7 @@ test.after.always(async () => {
 
 async function record(callId: string): Promise<CallRecord> {
   await gw.server.app.services.calls.flush();
-  const found = gw.server.app.store.tables.calls.scan([]).find((e) => e.value.id === callId)?.value;
+  const found = (await gw.server.app.store.tables.calls.scan([])).find((e) => e.value.id === callId)?.value;
   if (!found) throw new Error(`no call record ${callId}`);
   return found;
 }

@@ -73,7 +73,7 @@ test.after.always(async () => {
 
 async function record(callId: string): Promise<CallRecord> {
   await gw.server.app.services.calls.flush();
-  const found = gw.server.app.store.tables.calls.scan([]).find((e) => e.value.id === callId)?.value;
+  const found = (await gw.server.app.store.tables.calls.scan([])).find((e) => e.value.id === callId)?.value;
   if (!found) throw new Error(`no call record ${callId}`);
   return found;
 }
@@ -81,7 +81,7 @@ async function record(callId: string): Promise<CallRecord> {
 /** The record of the latest call (a stream's is written when it ends). */
 async function latest(): Promise<CallRecord> {
   await gw.server.app.services.calls.flush();
-  const all = gw.server.app.store.tables.calls.scan([]).map((e) => e.value);
+  const all = (await gw.server.app.store.tables.calls.scan([])).map((e) => e.value);
   return all.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)).at(-1)!;
 }
 

@@ -345,8 +345,7 @@ test.serial('call records: the Responses route, tokens, cost and outcome', async
   const stream = gw.openai(recorder).responses.stream({ model: 'small', input: 'record me too' });
   await stream.finalResponse();
   await gw.server.app.services.calls.flush();
-  const rows = gw.server.app.store.tables.calls
-    .scan([gw.server.boot.workspaceId!])
+  const rows = (await gw.server.app.store.tables.calls.scan([gw.server.boot.workspaceId!]))
     .map((e) => e.value)
     .filter((c) => c.principal === 'rita');
   t.is(rows.length, 2);

@@ -6,6 +6,7 @@ import { createLimits } from '../../src/gateway/limits.js';
 import { createDeploymentHealth } from '../../src/gateway/deployments.js';
 import { account } from '../../src/gateway/steps/account.js';
 import { admit } from '../../src/gateway/steps/admit.js';
+import { budget } from '../../src/gateway/steps/budget.js';
 import type { GatewayContext, GatewayEnv, Step } from '../../src/gateway/steps/context.js';
 import { dataLoss } from '../../src/gateway/steps/data-loss.js';
 import { dryRun } from '../../src/gateway/steps/dry-run.js';
@@ -20,8 +21,9 @@ import { withStore } from '../helpers/store.js';
 
 /**
  * The gateway's request path as ordered steps (issue 16 item 4), each run alone over a real store:
- * the order, the runner's rules (a refusal stops the path and is seen with its step; synchronous
- * steps run in one turn), and what single steps read and write of the context.
+ * the order, the runner's rules (a refusal stops the path and is seen with its step; the budget
+ * admission takes its reservation in its own turn), and what single steps read and write of the
+ * context.
  */
 const WID = 'wsp_cccccccccccccccccccccc';
 
@@ -129,12 +131,12 @@ test('the steps, in order: every check before the one step that sends', (t) => {
   );
 });
 
-test('every step up to the upstream one answers in the same turn; a refusal is seen with its step, then thrown', async (t) => {
+test('every check runs before the one step that sends; a refusal is seen with its step, then thrown', async (t) => {
   await inStore(async (_app, env) => {
     const ctx = contextOf(env, { ...hello });
     t.deepEqual(STEPS.slice(0, CHECKS.length), CHECKS, 'the checks come first');
     t.is(STEPS[CHECKS.length]!.name, 'upstream');
-    for (const step of CHECKS) t.false(step.run(ctx, env) instanceof Promise, `${step.name} is synchronous`);
+    for (const step of CHECKS) t.is(await step.run(ctx, env), undefined, `${step.name} lets a plain request on`);
     t.deepEqual(
       ctx.candidates.map((m) => m.id),
       ['small', 'large'],
@@ -155,31 +157,39 @@ test('every step up to the upstream one answers in the same turn; a refusal is s
   });
 });
 
-test('the runner does not yield between synchronous steps (admission and reservation share one turn)', async (t) => {
-  await inStore(async (_app, env) => {
-    let interleaved = false;
-    const first: Step = {
-      name: 'first',
-      run: () => {
-        queueMicrotask(() => (interleaved = true));
-      },
-    };
-    const second: Step = {
-      name: 'second',
-      run: () => ({ status: 200, headers: {}, json: { interleaved } }),
-    };
-    const answer = await runSteps(contextOf(env, hello), env, () => {}, [first, second]);
-    t.deepEqual(answer.json, { interleaved: false });
+test("racing budget admissions each see the others' reservations (the admission reserves in its own turn)", async (t) => {
+  await loadTokenizer();
+  await inStore(async (app, env) => {
+    // "hello" with 10 tokens out on the small model is 11 micro-dollars: the budget holds one such request.
+    await app.services.budgets.create(
+      WID,
+      { scope: { kind: 'workspace', id: WID }, amountMicros: 11, period: 'day', ladder: [{ at: 1, step: 'block' }] },
+      'user:usr_x',
+    );
+    const racing = [0, 1].map(() => {
+      const ctx = contextOf(env, { ...hello, max_tokens: 10 });
+      ctx.candidates = [SMALL, LARGE];
+      return ctx;
+    });
+    const ran = await Promise.allSettled(racing.map((ctx) => budget.run(ctx, env)));
+    const admitted = ran.findIndex((r) => r.status === 'fulfilled');
+    const refused = ran.find((r) => r.status === 'rejected');
+    t.is(ran.filter((r) => r.status === 'fulfilled').length, 1, "the other admission saw the first one's reservation");
+    t.is((refused!.reason as AppError).type, 'budget_exhausted');
+    t.truthy(racing[admitted]!.reservation, 'the admitted request holds its reservation');
+    t.like((await app.services.budgets.list(WID))[0], { reservedMicros: 11, spentMicros: 0 });
+    racing[admitted]!.reservation!.settle(7);
+    t.like((await app.services.budgets.list(WID))[0], { reservedMicros: 0, spentMicros: 7 });
   });
 });
 
 test('kill-switch: passes while nothing stands; "stop every agent" refuses a key bound to no agent', async (t) => {
   await inStore(async (app, env) => {
-    t.notThrows(() => killSwitch.run(contextOf(env, hello), env));
+    await t.notThrowsAsync(killSwitch.run(contextOf(env, hello), env) as Promise<void>);
     await app.store.write(() =>
       app.store.tables.stopAll.put(WID, { reason: 'incident', by: 'user:usr_x', at: '2026-11-24T00:00:00.000Z' }),
     );
-    const err = t.throws(() => killSwitch.run(contextOf(env, hello), env)) as AppError;
+    const err = (await t.throwsAsync(killSwitch.run(contextOf(env, hello), env) as Promise<void>)) as AppError;
     t.is(err.type, 'agent_stopped');
     t.like(err.details, { hold: 'workspace', stopped: 'workspace', agentId: null });
   });
@@ -192,7 +202,7 @@ test('data-loss: redact rewrites the body and counts by kind; block refuses with
     await app.store.write(() =>
       app.store.tables.workspaceGateway.put(WID, { dataLoss: 'redact', updatedAt: 'now', updatedBy: 'user:usr_x' }),
     );
-    ctx.own = app.store.tables.workspaceGateway.get(WID);
+    ctx.own = await app.store.tables.workspaceGateway.get(WID);
     dataLoss.run(ctx, env);
     t.deepEqual(ctx.redacted, { email: 1 });
     t.is(body.messages[0]!.content, 'mail [REDACTED:email]');
@@ -210,14 +220,27 @@ test('admit: the answer says how it is served, and the request counts against th
     ctx.enforcement = 'shadow';
     ctx.wouldRouteTo = 'large';
     ctx.redacted = { email: 2, phone: 1 };
-    const before = env.calls.requestsThisMonth(WID, ctx.at);
-    admit.run(ctx, env);
+    const before = await env.calls.requestsThisMonth(WID, ctx.at);
+    await admit.run(ctx, env);
     t.like(ctx.headers, {
       'x-svc-enforcement': 'shadow',
       'x-svc-would-route-to': 'large',
       'x-svc-redacted': 'email=2, phone=1',
     });
-    t.is(env.calls.requestsThisMonth(WID, ctx.at), before + 1);
+    t.is(await env.calls.requestsThisMonth(WID, ctx.at), before + 1);
+  });
+});
+
+test("admit: the month's last request is taken once; a racing one is refused with 429 plan_limit_reached", async (t) => {
+  await inStore(async (_app, env) => {
+    const limited: GatewayEnv = { ...env, monthlyRequests: () => 1 };
+    const racing = [contextOf(limited, hello), contextOf(limited, hello)];
+    const ran = await Promise.allSettled(racing.map((ctx) => admit.run(ctx, limited)));
+    t.is(ran.filter((r) => r.status === 'fulfilled').length, 1, 'one takes the last request');
+    const err = ran.find((r) => r.status === 'rejected')!.reason as AppError;
+    t.is(err.type, 'plan_limit_reached');
+    t.truthy(err.headers['retry-after']);
+    t.is(await env.calls.requestsThisMonth(WID, racing[0]!.at), 1, 'the refused request is not counted');
   });
 });
 
@@ -245,7 +268,7 @@ test('dry-run: answers with the first candidate and the estimate only when asked
     t.is(ctx.headers['x-svc-routed-to'], 'small');
     await env.calls.flush();
     t.like(
-      env.calls.page(WID, { limit: 10 }).find((c) => c.id === ctx.callId),
+      (await env.calls.page(WID, { limit: 10 })).find((c) => c.id === ctx.callId),
       { outcome: 'dry_run', model: 'small' },
     );
   });
@@ -262,7 +285,7 @@ test('account: no model answered is 502 upstream_failure naming the models tried
     t.deepEqual(err.details, { attemptedModels: ['small', 'large'] });
     await env.calls.flush();
     t.like(
-      env.calls.page(WID, { limit: 10 }).find((c) => c.id === ctx.callId),
+      (await env.calls.page(WID, { limit: 10 })).find((c) => c.id === ctx.callId),
       {
         outcome: 'upstream_failure',
         attemptedModels: ['small', 'large'],

@@ -1,14 +1,16 @@
-import type { SyncStep } from './context.js';
+import type { AsyncStep } from './context.js';
+import { monthUsed } from './plan.js';
 
 /**
  * 7. Admitted: every check passed. The headers that say how the request is served are set
  * (x-svc-enforcement: shadow, downgrade, nudge or observe; x-svc-would-route-to in shadow mode;
- * x-svc-redacted), the request counts against the month's allowance (before it is answered, so
- * racing requests see it), and its task exists from now on.
+ * x-svc-redacted), the request counts against the month's allowance (before it is answered; the
+ * allowance is checked again in the same write as the count, so racing requests of any process
+ * cannot both take the last one: 429 plan_limit_reached), and its task exists from now on.
  */
-export const admit: SyncStep = {
+export const admit: AsyncStep = {
   name: 'admit',
-  run(ctx, env) {
+  async run(ctx, env) {
     const { headers, admission } = ctx;
     headers['x-svc-enforcement'] =
       ctx.enforcement === 'shadow'
@@ -21,7 +23,8 @@ export const admit: SyncStep = {
       headers['x-svc-redacted'] = Object.entries(ctx.redacted)
         .map(([k, n]) => `${k}=${n}`)
         .join(', ');
-    env.calls.countRequest(ctx.wid, ctx.at);
+    const allowed = await env.monthlyRequests(ctx.wid);
+    if (!(await env.calls.countRequest(ctx.wid, ctx.at, allowed))) throw monthUsed(allowed!, ctx.nowMs);
     env.calls.openTask(ctx.wid, ctx.taskId, ctx.at);
   },
 };

@@ -1,21 +1,33 @@
-import type { SyncStep } from './context.js';
-import { priceOf } from './prices.js';
+import type { GatewayModel } from '../../settings/schema.js';
+import type { AsyncStep } from './context.js';
+import { estimateFor, priceOf } from './prices.js';
+
+/** The first of the candidates once sorted cheapest first (a stable sort keeps the first of equals). */
+const cheapest = (candidates: readonly GatewayModel[]): GatewayModel | undefined =>
+  [...candidates].sort((a, b) => priceOf(a) - priceOf(b))[0];
 
 /**
  * 6. Budgets. The ladder's step on the most-used budget binding the key's traffic: block (429
  * budget_exhausted) and approval (402 approval_required) refuse; downgrade puts the cheapest
  * candidates first (enforcing only); nudge and downgrade carry x-svc-advisory, and one
- * `budget.advisory` event per budget, period and step. The reservation is taken later, by the
- * upstream step, in the same synchronous turn as this admission (see index.ts).
+ * `budget.advisory` event per budget, period and step. What the request may cost (its first
+ * candidate's estimate, after a downgrade's reordering) is reserved by the admission itself, in
+ * the same synchronous turn as its check (budgets.ts), so racing requests each see the others'
+ * reservations; none for a dry run. A later refusal or a cache hit releases it; the upstream step
+ * moves it with a fallback and the accounting step settles it.
  */
-export const budget: SyncStep = {
+export const budget: AsyncStep = {
   name: 'budget',
-  run(ctx, env) {
+  async run(ctx, env) {
     const { budgets } = env;
-    const admission = budgets.admit(ctx.key);
+    const downgrades = (step: string | null) => step === 'downgrade' && ctx.enforcement === 'enforce';
+    const { reservation, ...admission } = await budgets.admit(ctx.key, (step) => {
+      const first = downgrades(step) ? cheapest(ctx.candidates) : ctx.candidates[0];
+      return ctx.steering.dryRun || !first ? null : estimateFor(ctx, first);
+    });
     ctx.admission = admission;
-    if (admission.step === 'downgrade' && ctx.enforcement === 'enforce')
-      ctx.candidates = [...ctx.candidates].sort((a, b) => priceOf(a) - priceOf(b));
+    ctx.reservation = reservation;
+    if (downgrades(admission.step)) ctx.candidates = [...ctx.candidates].sort((a, b) => priceOf(a) - priceOf(b));
     const advisory = budgets.advisory(admission);
     if (advisory) {
       ctx.headers['x-svc-advisory'] = advisory;

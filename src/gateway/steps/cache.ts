@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { invalidField } from '../../errors/app-error.js';
 import { cacheKeyOf } from '../cache.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
-import type { GatewayAnswer, GatewayContext, GatewayEnv, SyncStep } from './context.js';
+import type { GatewayAnswer, GatewayContext, GatewayEnv, AsyncStep } from './context.js';
 
 /**
  * 9. Response cache (cache.ts), on for a key whose policy profile has `cache: { ttlSeconds }`:
@@ -11,9 +11,9 @@ import type { GatewayAnswer, GatewayContext, GatewayEnv, SyncStep } from './cont
  * `x-svc-cache: hit`; a miss goes on with `x-svc-cache: miss`, and its answer is kept once it
  * ended well (`keepAnswer`, after the steps).
  */
-export const cache: SyncStep = {
+export const cache: AsyncStep = {
   name: 'cache',
-  run(ctx, env) {
+  async run(ctx, env) {
     const raw = ctx.req.headers['x-svc-cache'];
     const asked = Array.isArray(raw) ? raw.join(',') : raw;
     if (asked !== undefined && asked.trim().toLowerCase() !== 'bypass')
@@ -24,7 +24,7 @@ export const cache: SyncStep = {
     const hash = cacheKeyOf({ shape: ctx.req.shape, model: first.id, body: ctx.body });
     if (!hash) return;
     const slot = { wid: ctx.wid, hash, ttlSeconds };
-    const entry = env.cache.lookup(slot);
+    const entry = await env.cache.lookup(slot);
     if (!entry) {
       ctx.cacheSlot = slot;
       ctx.cacheState = 'miss';
@@ -32,6 +32,9 @@ export const cache: SyncStep = {
       return;
     }
     ctx.cacheState = 'hit';
+    // Nothing is sent: the admission's reservation is released.
+    ctx.reservation?.settle(0);
+    ctx.reservation = null;
     const { headers } = ctx;
     headers['x-svc-cache'] = 'hit';
     const model = env.catalogue.get(entry.model);

@@ -1,7 +1,8 @@
 import { AppError } from '../../errors/app-error.js';
 import { checkOversight, classify as classifyPrompt, readSteering } from '../steering.js';
 import { EMBEDDING } from '../routing.js';
-import type { SyncStep } from './context.js';
+import { gatewayRepo } from '../repo.js';
+import type { AsyncStep } from './context.js';
 
 /**
  * 3. Classification. The steering headers (400 invalid_request naming a malformed one); the
@@ -12,9 +13,9 @@ import type { SyncStep } from './context.js';
  * shadow; POST /v1/embeddings is always `embedding`); a high-risk class needs acknowledged human
  * oversight.
  */
-export const classify: SyncStep = {
+export const classify: AsyncStep = {
   name: 'classify',
-  run(ctx, env) {
+  async run(ctx, env) {
     const { key, wid, headers } = ctx;
     const steering = readSteering(ctx.req.headers);
     ctx.steering = steering;
@@ -22,7 +23,7 @@ export const classify: SyncStep = {
     ctx.sessionId = steering.clientSession ?? `ses_${env.ids.id('req').slice(4)}`;
     headers['x-svc-task-id'] = ctx.taskId;
     headers['x-svc-session'] = ctx.sessionId;
-    if (steering.taskId && !env.calls.taskKnown(wid, steering.taskId)) {
+    if (steering.taskId && !(await env.calls.taskKnown(wid, steering.taskId))) {
       throw new AppError('invalid_request', {
         message: `No task ${steering.taskId} in this workspace.`,
         details: {
@@ -37,7 +38,7 @@ export const classify: SyncStep = {
         details: { relaxations: [] },
       });
     }
-    ctx.own = env.store.tables.workspaceGateway.get(wid);
+    ctx.own = await gatewayRepo(env.store).settingsOf(wid);
     ctx.enforcement = ctx.profile?.enforcement ?? ctx.own?.enforcement ?? env.settings.enforcement;
     // POST /v1/embeddings is task class embedding (or a subclass the header names), whatever the key's default.
     let taskClass =

@@ -65,8 +65,9 @@ export interface GatewayEnv {
   profiles: ReadonlyMap<string, PolicyProfile>;
   catalogue: ReadonlyMap<string, GatewayModel>;
   upstreamOf(providerId: string): Upstream;
-  monthlyRequests(wid: string): number | null;
-  seats: { people: (wid: string) => number | null; graceDays: number };
+  /** The plan's allowances (the plans domain; they read the store, so they may answer later). */
+  monthlyRequests(wid: string): number | null | Promise<number | null>;
+  seats: { people: (wid: string) => number | null | Promise<number | null>; graceDays: number };
   advise?: Advise | undefined;
 }
 
@@ -124,8 +125,8 @@ export interface GatewayContext {
 
 /**
  * One step: returns an answer to end the request, nothing to go on, or throws an AppError to
- * refuse. A synchronous step cannot await: the checks before the upstream step are all of this
- * kind (index.ts relies on it).
+ * refuse. A step that reads the store is asynchronous (the store answers through promises); the
+ * runner awaits every step, in order.
  */
 export interface SyncStep {
   readonly name: string;

@@ -6,15 +6,7 @@ import { budget } from './budget.js';
 import { cache } from './cache.js';
 import { classify } from './classify.js';
 import { countTokensStep } from './count-tokens.js';
-import type {
-  GatewayAnswer,
-  GatewayContext,
-  GatewayEnv,
-  GatewayRequest,
-  RouteShape,
-  Step,
-  SyncStep,
-} from './context.js';
+import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, RouteShape, Step } from './context.js';
 import { dataLoss } from './data-loss.js';
 import { dryRun } from './dry-run.js';
 import { killSwitch } from './kill-switch.js';
@@ -38,29 +30,33 @@ import { upstream } from './upstream.js';
  *   route        steering profile enforcement taskClass     requested wouldRouteTo candidates
  *   data-loss    own                                        redacted; body (redacts in place)
  *   limit        profile                                    limitHold
- *   budget       enforcement candidates                     admission; candidates (cheapest first)
+ *   budget       enforcement candidates steering            admission reservation; candidates
+ *                                                           (cheapest first)
  *   admit        enforcement admission wouldRouteTo         -
  *                redacted taskId
- *   cache        profile candidates steering, and what a    cacheSlot cacheState
- *                call record names (below)
+ *   cache        profile candidates steering reservation,   cacheSlot cacheState reservation
+ *                and what a call record names (below)
  *   dry-run      steering candidates admission, and what    -
  *                a call record names (below)
- *   upstream     candidates admission enforcement requested reservation attempted outcome
+ *   upstream     candidates enforcement requested           attempted outcome
+ *                reservation
  *   account      outcome reservation attempted, and what    -
  *                a call record names: taskId sessionId
  *                taskClass requested steering admission
  *
  * Invariants:
  * - Every check's refusal comes before the upstream step, the only one that sends (after it, only
- *   the vendor's answer is refused: a 4xx of its own, or no model answering). The checks are typed
- *   `SyncStep` and `CHECKS` holds them all.
- * - From the budget step's admission to the upstream step's reservation nothing awaits (the checks
- *   cannot, and the runner awaits only a step that returns a promise), so racing requests each see
- *   the others' reservations and a budget is overrun by at most one.
+ *   the vendor's answer is refused: a 4xx of its own, or no model answering). `CHECKS` holds them
+ *   all. The runner awaits each step in turn (a check that reads the store is asynchronous).
+ * - The budget step's admission takes the request's reservation in the same synchronous turn as
+ *   its check (budgets.ts `admit`), so racing requests each see the others' reservations and a
+ *   budget is overrun by at most one. A refusal after it, or a cache hit, releases it.
+ * - Counts that bound traffic are read, checked and written in one store write each: the rate
+ *   windows (limit step, limits.ts) and the month's requests (admit step, calls.ts).
  * - A refusal by the kill switch, data loss or a budget (evidence.ts `EVIDENCED`) is a ledger
  *   record, queued off the hot path (refusals.ts); the error carries its id as `evidenceRecord`.
  */
-export const CHECKS: readonly SyncStep[] = [
+export const CHECKS: readonly Step[] = [
   killSwitch,
   plan,
   classify,
@@ -158,9 +154,7 @@ export async function runSteps(
   for (const step of steps) {
     let answer: GatewayAnswer | void;
     try {
-      const ran = step.run(ctx, env);
-      // Only a step that returns a promise is awaited (see the invariants above).
-      answer = ran instanceof Promise ? await ran : ran;
+      answer = await step.run(ctx, env);
     } catch (err) {
       await onRefusal(err, step);
       throw err;

@@ -1,7 +1,8 @@
 import { AppError } from '../../errors/app-error.js';
 import { readStanding } from '../../killswitch/standing.js';
 import type { KeyRecord, Store } from '../../store/index.js';
-import type { SyncStep } from './context.js';
+import { gatewayRepo } from '../repo.js';
+import type { AsyncStep } from './context.js';
 
 /**
  * 1. Kill switch. An agent key of a stopped agent (a hold, or "stop every agent"), or any key
@@ -9,9 +10,9 @@ import type { SyncStep } from './context.js';
  * Standing is read from the store at each request, so a freeze by another process applies to the
  * very next one.
  */
-export function refuseIfStopped(store: Store, key: Pick<KeyRecord, 'workspaceId' | 'agentId'>): void {
+export async function refuseIfStopped(store: Store, key: Pick<KeyRecord, 'workspaceId' | 'agentId'>): Promise<void> {
   if (key.agentId) {
-    const standing = readStanding(store, key.workspaceId, key.agentId);
+    const standing = await readStanding(store, key.workspaceId, key.agentId);
     if (standing.stopped) {
       throw new AppError('agent_stopped', {
         message: `Agent ${key.agentId} is stopped (${standing.reason}); nothing was sent.`,
@@ -20,7 +21,7 @@ export function refuseIfStopped(store: Store, key: Pick<KeyRecord, 'workspaceId'
     }
     return;
   }
-  const stopAll = store.tables.stopAll.get(key.workspaceId);
+  const stopAll = await gatewayRepo(store).stopAll(key.workspaceId);
   if (stopAll) {
     throw new AppError('agent_stopped', {
       message: `Every agent of this workspace is stopped (${stopAll.reason}), and this key is bound to no one agent; nothing was sent.`,
@@ -29,9 +30,9 @@ export function refuseIfStopped(store: Store, key: Pick<KeyRecord, 'workspaceId'
   }
 }
 
-export const killSwitch: SyncStep = {
+export const killSwitch: AsyncStep = {
   name: 'kill-switch',
-  run(ctx, env) {
-    refuseIfStopped(env.store, ctx.key);
+  async run(ctx, env) {
+    await refuseIfStopped(env.store, ctx.key);
   },
 };

@@ -1,4 +1,4 @@
-import type { SyncStep } from './context.js';
+import type { AsyncStep } from './context.js';
 import { maxTokensOf, promptTokensOf } from './prices.js';
 
 /**
@@ -8,13 +8,13 @@ import { maxTokensOf, promptTokensOf } from './prices.js';
  * from here on, refusals included, carries OpenAI's x-ratelimit-* headers. The call's record
  * replaces the estimate by the tokens used (call-record.ts); a refusal after this step releases it.
  */
-export const limit: SyncStep = {
+export const limit: AsyncStep = {
   name: 'limit',
-  run(ctx, env) {
+  async run(ctx, env) {
     const scopes = env.limits.scopesOf(ctx.key, ctx.profile);
     if (scopes.length === 0) return;
     const tokens = promptTokensOf(ctx) + maxTokensOf(ctx.body, ctx.req.shape);
-    const checked = env.limits.check({
+    const checked = await env.limits.check({
       wid: ctx.wid,
       scopes,
       nowMs: ctx.nowMs,

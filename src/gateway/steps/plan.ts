@@ -1,6 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
 import { isoAt } from '../../lib/clock.js';
-import type { GatewayEnv, SyncStep } from './context.js';
+import { gatewayRepo } from '../repo.js';
+import type { AsyncStep, GatewayEnv } from './context.js';
 
 /**
  * 2. The plan. The free plan's people limit: a workspace past it keeps its model traffic for the
@@ -8,23 +9,25 @@ import type { GatewayEnv, SyncStep } from './context.js';
  * within the limit, the count starts afresh; the mark is written beside the answer, not before
  * it. Then the monthly request allowance: 429 plan_limit_reached, retry-after until next month.
  */
-function checkSeats(env: GatewayEnv, wid: string, nowMs: number): void {
+async function checkSeats(env: GatewayEnv, wid: string, nowMs: number): Promise<void> {
   const { store } = env;
-  const people = env.seats.people(wid);
+  const repo = gatewayRepo(store);
+  const people = await env.seats.people(wid);
+  // The mark is written beside the answer (not awaited; a failure is retried by the next request).
+  const forget = () => void store.write(() => repo.removeSeatOverage(wid)).catch(() => {});
   if (people === null) {
-    if (store.tables.seatOverage.has(wid)) void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
+    if (await repo.hasSeatOverage(wid)) forget();
     return;
   }
-  const over = store.tables.members.scan([wid]).length > people;
-  const since = store.tables.seatOverage.get(wid);
-  if (!over) {
-    if (since) void store.write(() => store.tables.seatOverage.remove(wid)).catch(() => {});
+  const [count, since] = await Promise.all([repo.memberCount(wid), repo.seatOverage(wid)]);
+  if (count <= people) {
+    if (since) forget();
     return;
   }
   if (!since) {
     void store
-      .write(() => {
-        if (!store.tables.seatOverage.has(wid)) store.tables.seatOverage.put(wid, isoAt(nowMs));
+      .write(async () => {
+        if (!(await repo.hasSeatOverage(wid))) await repo.putSeatOverage(wid, isoAt(nowMs));
       })
       .catch(() => {});
     return;
@@ -37,12 +40,22 @@ function checkSeats(env: GatewayEnv, wid: string, nowMs: number): void {
   }
 }
 
-function checkMonthlyRequests(env: GatewayEnv, wid: string, nowMs: number, at: string): void {
-  const allowed = env.monthlyRequests(wid);
-  if (allowed === null || env.calls.requestsThisMonth(wid, at) < allowed) return;
+/**
+ * The month's allowance, read here so that a request past it is refused before the later checks;
+ * the admit step counts the request, checking the allowance again in the same write (racing
+ * requests cannot both take the last one).
+ */
+async function checkMonthlyRequests(env: GatewayEnv, wid: string, nowMs: number, at: string): Promise<void> {
+  const allowed = await env.monthlyRequests(wid);
+  if (allowed === null || (await env.calls.requestsThisMonth(wid, at)) < allowed) return;
+  throw monthUsed(allowed, nowMs);
+}
+
+/** 429 plan_limit_reached: this month's requests are used; retry-after until next month. */
+export function monthUsed(allowed: number, nowMs: number): AppError {
   const now = new Date(nowMs);
   const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
-  throw new AppError('plan_limit_reached', {
+  return new AppError('plan_limit_reached', {
     variant: 'monthlyRequests',
     message: `The plan allows ${allowed} model requests a month, and this month's are used.`,
     fix: 'Wait for next month, or raise plan.monthlyRequests in the configuration.',
@@ -50,10 +63,10 @@ function checkMonthlyRequests(env: GatewayEnv, wid: string, nowMs: number, at: s
   });
 }
 
-export const plan: SyncStep = {
+export const plan: AsyncStep = {
   name: 'plan',
-  run(ctx, env) {
-    checkSeats(env, ctx.wid, ctx.nowMs);
-    checkMonthlyRequests(env, ctx.wid, ctx.nowMs, ctx.at);
+  async run(ctx, env) {
+    await checkSeats(env, ctx.wid, ctx.nowMs);
+    await checkMonthlyRequests(env, ctx.wid, ctx.nowMs, ctx.at);
   },
 };

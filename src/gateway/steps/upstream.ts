@@ -9,8 +9,8 @@ import type { AsyncStep } from './context.js';
 import { estimateFor } from './prices.js';
 
 /**
- * 9. Upstream: the only step that sends. What the request may cost is reserved on its budgets
- * (before the first await: see index.ts), then the candidates with a deployment whose circuit is
+ * 9. Upstream: the only step that sends. What the request may cost was reserved on its budgets
+ * by the budget step's admission; the candidates with a deployment whose circuit is
  * closed are tried in order, each in its vendor's shape (forward.ts translates both ways;
  * Responses and embeddings requests go by responses/attempt.ts and embeddings.ts): a model's
  * deployments first (deployments.ts: weights, retry-after), then the next model, until one
@@ -22,10 +22,7 @@ export const upstream: AsyncStep = {
   name: 'upstream',
   async run(ctx, env) {
     const { req, body, candidates } = ctx;
-    const applicable = ctx.admission.applicable;
-    const reservation =
-      applicable.length > 0 ? env.budgets.reserve(applicable, estimateFor(ctx, candidates[0]!)) : null;
-    ctx.reservation = reservation;
+    const reservation = ctx.reservation;
     const attempted = ctx.attempted;
     const send = async (served: GatewayModel): Promise<AttemptResult> => {
       const provider = env.providers.get(served.provider)!;

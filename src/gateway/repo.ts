@@ -1,0 +1,94 @@
+import type {
+  BudgetRecord,
+  CachedAnswerRecord,
+  CallRecord,
+  KeyPart,
+  RateWindowRecord,
+  StopAllRecord,
+  Store,
+  UserRecord,
+  WorkspaceGatewayRecord,
+} from '../store/index.js';
+
+/**
+ * The gateway's tables: budgets and their spend, call records, tasks, the monthly request count,
+ * rate windows, the response cache, the workspace's gateway settings and seat overage; and the
+ * few reads of other domains' tables the gateway's checks make (members, users, "stop every
+ * agent"). Puts and removes are legal only inside `store.write`.
+ */
+export function gatewayRepo(store: Store) {
+  const t = store.tables;
+  return {
+    // The workspace's own gateway settings.
+    settingsOf: (wid: string): Promise<WorkspaceGatewayRecord | undefined> => t.workspaceGateway.get(wid),
+    putSettings: (wid: string, own: WorkspaceGatewayRecord): Promise<void> => t.workspaceGateway.put(wid, own),
+
+    stopAll: (wid: string): Promise<StopAllRecord | undefined> => t.stopAll.get(wid),
+
+    // Seats (the plan's people limit).
+    async memberCount(wid: string): Promise<number> {
+      return (await t.members.scan([wid])).length;
+    },
+    seatOverage: (wid: string): Promise<string | undefined> => t.seatOverage.get(wid),
+    hasSeatOverage: (wid: string): Promise<boolean> => t.seatOverage.has(wid),
+    putSeatOverage: (wid: string, since: string): Promise<void> => t.seatOverage.put(wid, since),
+    removeSeatOverage: (wid: string): Promise<void> => t.seatOverage.remove(wid),
+
+    /** The workspace's owner (the first member with that role), as an approval refusal names them. */
+    async ownerOf(wid: string): Promise<Pick<UserRecord, 'id' | 'email' | 'name'> | null> {
+      for (const { key, value } of await t.members.scan([wid])) {
+        if (value.role !== 'owner') continue;
+        const user = await t.users.get(String(key[1]));
+        if (user) return { id: user.id, email: user.email, name: user.name };
+      }
+      return null;
+    },
+
+    // Budgets and their spend.
+    async budgets(wid: string): Promise<BudgetRecord[]> {
+      return (await t.budgets.scan([wid])).map((e) => e.value);
+    },
+    putBudget: (b: BudgetRecord): Promise<void> => t.budgets.put([b.workspaceId, b.id], b),
+    async spent(wid: string, budgetId: string, periodStart: string): Promise<number> {
+      return (await t.budgetSpend.get([wid, budgetId, periodStart])) ?? 0;
+    },
+    putSpent: (wid: string, budgetId: string, periodStart: string, micros: number): Promise<void> =>
+      t.budgetSpend.put([wid, budgetId, periodStart], micros),
+
+    // The month's requests.
+    async monthlyRequests(wid: string, month: string): Promise<number> {
+      return (await t.monthlyRequests.get([wid, month])) ?? 0;
+    },
+    putMonthlyRequests: (wid: string, month: string, n: number): Promise<void> =>
+      t.monthlyRequests.put([wid, month], n),
+
+    // Tasks and call records.
+    hasTask: (wid: string, taskId: string): Promise<boolean> => t.tasks.has([wid, taskId]),
+    putTask: (wid: string, taskId: string, at: string): Promise<void> => t.tasks.put([wid, taskId], at),
+    putCall: (r: CallRecord): Promise<void> => t.calls.put([r.workspaceId, r.id], r),
+    async calls(wid: string, options: { after?: string; limit: number }): Promise<CallRecord[]> {
+      return (await t.calls.scan([wid], options)).map((e) => e.value);
+    },
+
+    // Rate windows: [wid, kind, id, minute start ms].
+    rateWindow: (key: KeyPart[]): Promise<RateWindowRecord | undefined> => t.rateWindows.get(key),
+    putRateWindow: (key: KeyPart[], w: RateWindowRecord): Promise<void> => t.rateWindows.put(key, w),
+    async rateWindowKeys(scope: KeyPart[]): Promise<KeyPart[][]> {
+      return (await t.rateWindows.scan(scope)).map((e) => e.key);
+    },
+    removeRateWindow: (key: KeyPart[]): Promise<void> => t.rateWindows.remove(key),
+
+    // The response cache: [wid, hash], and its expiry index [expires at ms, wid, hash].
+    cached: (wid: string, hash: string): Promise<CachedAnswerRecord | undefined> => t.responseCache.get([wid, hash]),
+    putCached: (wid: string, hash: string, r: CachedAnswerRecord): Promise<void> => t.responseCache.put([wid, hash], r),
+    removeCached: (wid: string, hash: string): Promise<void> => t.responseCache.remove([wid, hash]),
+    putExpiry: (at: number, wid: string, hash: string): Promise<void> => t.responseCacheExpiry.put([at, wid, hash], 1),
+    removeExpiry: (at: number, wid: string, hash: string): Promise<void> =>
+      t.responseCacheExpiry.remove([at, wid, hash]),
+    async firstExpiries(limit: number): Promise<Array<[number, string, string]>> {
+      return (await t.responseCacheExpiry.scan([], { limit })).map((e) => e.key as [number, string, string]);
+    },
+  };
+}
+
+export type GatewayRepo = ReturnType<typeof gatewayRepo>;
