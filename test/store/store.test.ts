@@ -1,6 +1,6 @@
 import test from 'ava';
 import { AppError } from '../../src/errors/app-error.js';
-import { CURRENT_SCHEMA_VERSION, migrateStore, openStore, StoreError, type Store } from '../../src/store/index.js';
+import { CURRENT_SCHEMA_VERSION, migrateStore, openStore, type Store } from '../../src/store/index.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 
 /** The store's guarantees (src/store/types.ts), on a real LMDB file. */
