@@ -215,6 +215,11 @@ export const settingsSchema = Joi.object<Settings>({
   storeUrl: Joi.string()
     .trim()
     .pattern(/^(lmdb:|postgres(ql)?:\/\/.+)$/i, 'lmdb: or postgres://user:password@host:port/database')
+    // Never echoes the value: a store URL may hold a password.
+    .messages({
+      'string.pattern.name':
+        '{{#label}} must be lmdb: or postgres://user:password@host:port/database (the value given is not shown: it may hold a password)',
+    })
     .allow(null)
     .default(null)
     .description(

@@ -20,6 +20,10 @@ export interface Cluster {
   port: number;
   dir: string;
   stop(): void;
+  /** Stops the database server, keeping its data (a database that went away). */
+  pause(): void;
+  /** Starts it again on the same port and data (the database came back). */
+  resume(): void;
 }
 
 export async function freePort(): Promise<number> {
@@ -63,14 +67,23 @@ export async function startCluster(): Promise<Cluster> {
     }
     rmSync(dir, { recursive: true, force: true });
   };
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300`;
+  const start = () =>
+    run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'], asPostgres);
   try {
     run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C'], asPostgres);
-    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300`;
-    run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'], asPostgres);
+    start();
   } catch (err) {
     stop();
     const e = err as { stderr?: Buffer; message: string };
     throw new Error(`cannot start the test PostgreSQL cluster: ${e.stderr?.toString() || e.message}`, { cause: err });
   }
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, stop };
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    dir,
+    stop,
+    pause: () => run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop'], asPostgres),
+    resume: start,
+  };
 }
