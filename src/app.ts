@@ -40,7 +40,7 @@ import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { Settings } from './settings/load.js';
 import { deriveKey } from './lib/seal.js';
-import { metaRepo } from './repo.js';
+import { metaRepo } from './store/meta-repo.js';
 import { resolve } from 'node:path';
 import {
   createMasterKey,

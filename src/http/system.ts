@@ -1,6 +1,6 @@
 import type { Plugin, ResponseToolkit } from '@hapi/hapi';
 import { errorsDocsPage } from '../errors/docs-page.js';
-import { metaRepo } from '../repo.js';
+import { metaRepo } from '../store/meta-repo.js';
 import type { Store } from '../store/index.js';
 
 export interface HealthSource {

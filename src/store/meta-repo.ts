@@ -1,4 +1,5 @@
-import { MASTER_KEY_CHECK, type Store } from './store/index.js';
+import { MASTER_KEY_CHECK } from './master-key.js';
+import type { Store } from './types.js';
 
 /**
  * The store's own bookkeeping in its meta table, as the composition root (app.ts: the master
