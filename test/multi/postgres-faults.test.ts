@@ -1,4 +1,5 @@
 import test from 'ava';
+import { existsSync } from 'node:fs';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
 import { freePort, startCluster, type Cluster } from '../helpers/pg-cluster.js';
