@@ -1,4 +1,6 @@
-import type { AgentRecord, StopAllRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from './records.js';
+import type { StopAllRecord } from '../killswitch/records.js';
 import { endConnectionsInWrite } from '../oauth/connections.js';
 
 /** Agent records. The gate issue adds mandates and standing; keys already bind to agents here. */

@@ -3,7 +3,10 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { tokenOf, type Ledger } from '../ledger/service.js';
 import { standingOf } from '../killswitch/standing.js';
-import type { AgentRecord, Hold, Role, StopAllRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord, Hold } from './records.js';
+import type { StopAllRecord } from '../killswitch/records.js';
+import type { Role } from '../people/records.js';
 import { agentsRepo } from './repo.js';
 import { roleAllows } from '../people/permissions.js';
 

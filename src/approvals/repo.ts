@@ -1,5 +1,9 @@
 import { mandatesRepo, usageRepo } from '../mandates/repo.js';
-import type { ActionRecord, AgentRecord, ApprovalRecord, KeyPart, Role, Store } from '../store/index.js';
+import type { KeyPart, Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { ApprovalRecord } from './records.js';
+import type { ActionRecord } from '../gate/records.js';
+import type { Role } from '../people/records.js';
 
 /**
  * Approvals ([wid, id]), their expiry queue ([expiresAt, wid, id], pending ones only), and what

@@ -5,7 +5,11 @@ import { readStanding } from '../killswitch/standing.js';
 import { evaluate, usageQueries, type ActionFacts } from '../mandates/evaluate.js';
 import type { KillSwitch } from '../killswitch/service.js';
 import type { Receipts } from '../receipts/service.js';
-import type { ActionRecord, ApprovalRecord, MandateRule, Role, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { ApprovalRecord } from './records.js';
+import type { ActionRecord } from '../gate/records.js';
+import type { MandateRule } from '../mandates/records.js';
+import type { Role } from '../people/records.js';
 import { approvalsRepo } from './repo.js';
 
 /**

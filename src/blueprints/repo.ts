@@ -1,4 +1,5 @@
-import type { BlueprintRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { BlueprintRecord } from './records.js';
 
 /** Blueprints, [wid, id]. Writes only inside store.write(). */
 export function blueprintsRepo(store: Store) {

@@ -6,7 +6,9 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import type { AgentActor, AgentsService } from '../agents/index.js';
 import type { MandatesService } from '../mandates/index.js';
 import type { PeopleService } from '../people/index.js';
-import type { AgentRecord, BlueprintRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { BlueprintRecord } from './records.js';
 import { blueprintsRepo } from './repo.js';
 import type { BlueprintInput, Registration } from './schemas.js';
 

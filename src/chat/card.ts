@@ -1,4 +1,4 @@
-import type { ApprovalRecord } from '../store/index.js';
+import type { ApprovalRecord } from '../approvals/records.js';
 
 /**
  * The words of an approval card: who may decide it, in plain English, and the same card as Slack

@@ -1,12 +1,8 @@
-import type {
-  AgentRecord,
-  ApprovalRecord,
-  ChatButtonRecord,
-  ChatUserRecord,
-  MemberRecord,
-  Store,
-  UserRecord,
-} from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { ApprovalRecord } from '../approvals/records.js';
+import type { ChatButtonRecord, ChatUserRecord } from './records.js';
+import type { MemberRecord, UserRecord } from '../people/records.js';
 
 /**
  * Chat approvals' tables: buttons (by their token's SHA-256) and chat identities mapped to

@@ -1,4 +1,5 @@
-import type { DrillReportRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { DrillReportRecord } from './records.js';
 
 /**
  * Drills' reads and writes: when a token last ran a drill in a workspace ([wid, tokenId], for the

@@ -1,5 +1,8 @@
 import { mandatesRepo, usageRepo } from '../mandates/repo.js';
-import type { ActionRecord, AgentRecord, ApprovalRecord, IdempotencyRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { ApprovalRecord } from '../approvals/records.js';
+import type { ActionRecord, IdempotencyRecord } from './records.js';
 
 /** The gate's reads and writes. Writes only inside store.write(). */
 export function gateRepo(store: Store) {

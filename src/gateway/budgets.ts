@@ -4,7 +4,9 @@ import { metrics } from '../lib/metrics.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import { periodStart } from '../mandates/index.js';
-import type { BudgetRecord, KeyRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { BudgetRecord } from './records.js';
+import type { KeyRecord } from '../keys/records.js';
 import type { CallLog } from './calls.js';
 import { gatewayRepo } from './repo.js';
 

@@ -3,7 +3,8 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
-import type { CachedAnswerRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { CachedAnswerRecord } from './records.js';
 import { gatewayRepo } from './repo.js';
 
 /**

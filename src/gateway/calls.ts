@@ -1,7 +1,8 @@
 import type { Clock } from '../lib/clock.js';
 import { bounded, metrics } from '../lib/metrics.js';
 import type { Logger } from '../lib/log.js';
-import type { CallRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { CallRecord } from './records.js';
 import { createDropCounter } from './drops.js';
 import { gatewayRepo } from './repo.js';
 import { createWriteBehind } from './write-behind.js';

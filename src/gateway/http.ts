@@ -8,7 +8,7 @@ import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { GatewayModel, GatewaySettings } from '../settings/schema.js';
-import type { KeyRecord } from '../store/index.js';
+import type { KeyRecord } from '../keys/records.js';
 import type { Budgets } from './budgets.js';
 import type { CallLog } from './calls.js';
 import type { RouteShape } from './steps/context.js';

@@ -2,7 +2,9 @@ import { AppError } from '../errors/app-error.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
 import type { PolicyProfile, RateLimits, ScopeLimits } from '../settings/schema.js';
-import type { KeyRecord, RateWindowRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { RateWindowRecord } from './records.js';
+import type { KeyRecord } from '../keys/records.js';
 import { gatewayRepo } from './repo.js';
 import { createWriteBehind } from './write-behind.js';
 

@@ -1,14 +1,13 @@
+import type { KeyPart, Store } from '../store/index.js';
 import type {
   BudgetRecord,
   CachedAnswerRecord,
   CallRecord,
-  KeyPart,
   RateWindowRecord,
-  StopAllRecord,
-  Store,
-  UserRecord,
   WorkspaceGatewayRecord,
-} from '../store/index.js';
+} from './records.js';
+import type { StopAllRecord } from '../killswitch/records.js';
+import type { UserRecord } from '../people/records.js';
 
 /**
  * The gateway's tables: budgets and their spend, call records, tasks, the monthly request count,

@@ -1,4 +1,4 @@
-import type { CallRecord } from '../store/index.js';
+import type { CallRecord } from './records.js';
 import type { CallLog } from './calls.js';
 
 /**

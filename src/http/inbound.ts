@@ -5,8 +5,12 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import { inboundStrategy, signatureRefused, type InboundVerifier } from './auth/signature.js';
 import { validationFailAction } from './errors.js';
 import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../lib/svc-signature.js';
-import type { IntegrationKind } from '../store/index.js';
+import type { TableValue } from '../store/index.js';
 import { jsonFault } from '../lib/well-formed.js';
+
+// The record shapes this piece handles, as the store's registry declares them (the domains own
+// them in their records.ts, a layer above this one).
+type IntegrationKind = TableValue<'integrations'>['kind'];
 
 /**
  * What every inbound route (API.md 8) shares:

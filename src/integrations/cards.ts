@@ -2,7 +2,9 @@ import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { ActionRecord, CardProvider, CardRecord, ChargeRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { ActionRecord } from '../gate/records.js';
+import type { CardProvider, CardRecord, ChargeRecord } from './records.js';
 import type { HookAnswer, HookEvents } from './hook-events.js';
 import { integrationsRepo } from './repo.js';
 

@@ -5,7 +5,7 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { Permission } from '../people/permissions.js';
-import type { CardProvider, IntegrationKind } from '../store/index.js';
+import type { CardProvider, IntegrationKind } from './records.js';
 import type { Cards } from './cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
 import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from './registry.js';

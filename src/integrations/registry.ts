@@ -3,7 +3,8 @@ import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { sealText, unsealText } from '../lib/seal.js';
-import type { IntegrationKind, IntegrationRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { IntegrationKind, IntegrationRecord } from './records.js';
 import { integrationsRepo } from './repo.js';
 
 /**

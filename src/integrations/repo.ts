@@ -1,6 +1,7 @@
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { ActionRecord } from '../gate/records.js';
 import type {
-  ActionRecord,
-  AgentRecord,
   CardProvider,
   CardRecord,
   ChargeRecord,
@@ -8,8 +9,7 @@ import type {
   GithubCallbackRecord,
   IntegrationKind,
   IntegrationRecord,
-  Store,
-} from '../store/index.js';
+} from './records.js';
 
 type HookEntry = { answer: Record<string, unknown>; at: string };
 type CardAction = { provider: CardProvider; cardId: string; eventId: string };

@@ -1,4 +1,5 @@
-import type { KeyRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { KeyRecord } from './records.js';
 
 /** Workspace and agent keys: [wid, keyId] -> record, and the hash index used to authenticate. */
 export function keysRepo(store: Store) {

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { rateLimitsSchema } from '../settings/schema.js';
-import type { KeyScope, RateLimits } from '../store/index.js';
+import type { RateLimits } from '../gateway/records.js';
+import type { KeyScope } from './records.js';
 
 export interface MintKeyInput {
   scope: KeyScope;

@@ -1,5 +1,8 @@
 import { endConnectionsInWrite } from '../oauth/connections.js';
-import type { AgentRecord, ApprovalRecord, StopAllRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { ApprovalRecord } from '../approvals/records.js';
+import type { StopAllRecord } from './records.js';
 
 /**
  * The kill switch's reads and writes: agents' holds (on the agent records), "stop every agent"

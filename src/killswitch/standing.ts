@@ -1,4 +1,6 @@
-import type { AgentRecord, Hold, StopAllRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord, Hold } from '../agents/records.js';
+import type { StopAllRecord } from './records.js';
 import { killSwitchRepo } from './repo.js';
 
 /**

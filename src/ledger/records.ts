@@ -15,3 +15,31 @@ export interface LedgerRecord extends LedgerEvent {
   id: string;
   at: string;
 }
+
+/**
+ * The head of a workspace's ledger: its size, and the compact range of its Merkle tree as of the
+ * last checkpoint (the next checkpoint extends it with the leaf hashes stored since), so that an
+ * append writes a small head.
+ */
+export interface LedgerHead {
+  size: number;
+  checkpointSize: number;
+  checkpointFrontier: string[];
+  /** The checkpoint origin line, fixed when the ledger starts: <host>/<wid>. */
+  origin: string;
+}
+
+/** A ledger record exactly as hashed: the RFC 8785 bytes and their RFC 9162 leaf hash. */
+export interface LedgerEntry {
+  bytes: string;
+  leaf: string;
+}
+
+export interface CheckpointRecord {
+  size: number;
+  /** The C2SP signed note. */
+  note: string;
+  at: string;
+  /** The ledger key that signed it. */
+  kid: string;
+}

@@ -1,4 +1,5 @@
-import type { CheckpointRecord, LedgerEntry, LedgerHead, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { CheckpointRecord, LedgerEntry, LedgerHead } from './records.js';
 
 /**
  * The ledger's reads and writes: per workspace, its head, its entries ([wid, index]) and its

@@ -1,4 +1,5 @@
-import type { MandateRule, PeriodCharge } from '../store/index.js';
+import type { PeriodCharge } from '../gate/records.js';
+import type { MandateRule } from './records.js';
 import { dayOf, usageKeyOf } from './usage.js';
 
 /**

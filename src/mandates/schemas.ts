@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import type { MandateRule } from '../store/index.js';
+import type { MandateRule } from './records.js';
 
 /**
  * Mandate rules as API.md section 2 decides them, and the action types of API.md section 3.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json.js';
-import type { MandateRule } from '../store/index.js';
+import type { MandateRule } from './records.js';
 
 /**
  * Period usage: what an agent spent under a rule, kept in daily buckets.

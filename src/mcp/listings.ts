@@ -1,5 +1,5 @@
 import type { Clock } from '../lib/clock.js';
-import type { McpServerRecord } from '../store/index.js';
+import type { McpServerRecord } from './records.js';
 import type { Pins } from './pins.js';
 import type { UpstreamLink, UpstreamTool } from './proxy.js';
 

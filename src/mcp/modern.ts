@@ -17,7 +17,7 @@ import {
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import type { Client } from '@modelcontextprotocol/client';
-import type { McpServerRecord } from '../store/index.js';
+import type { McpServerRecord } from './records.js';
 import type { McpProxy } from './proxy.js';
 import { MCP_ERROR_CODE } from './server.js';
 import type { Principal } from './sessions.js';

@@ -1,5 +1,6 @@
 import { evaluate, nameMatches } from '../mandates/evaluate.js';
-import type { McpServerRecord, MandateRule } from '../store/index.js';
+import type { MandateRule } from '../mandates/records.js';
+import type { McpServerRecord } from './records.js';
 
 /**
  * What an agent is shown of the upstreams (issue 20 item 6): only what its mandate could allow.

@@ -3,7 +3,8 @@ import { AppError } from '../errors/app-error.js';
 import type { Ledger } from '../ledger/service.js';
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { McpServerRecord, McpToolPinRecord, McpToolState, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { McpServerRecord, McpToolPinRecord, McpToolState } from './records.js';
 import { mcpServersRepo, pinsRepo } from './repo.js';
 
 /**

@@ -1,11 +1,8 @@
-import type {
-  AgentRecord,
-  KeyRecord,
-  McpServerRecord,
-  McpToolPinRecord,
-  OAuthConnectionRecord,
-  Store,
-} from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { KeyRecord } from '../keys/records.js';
+import type { McpServerRecord, McpToolPinRecord } from './records.js';
+import type { OAuthConnectionRecord } from '../oauth/records.js';
 
 /** The MCP domain's reads and writes (upstream servers, pins, sessions' credentials). Writes only inside store.write(). */
 export function pinsRepo(store: Store) {

@@ -1,5 +1,6 @@
 import { isoAt } from '../lib/clock.js';
-import type { OAuthConnectionRecord, Tables } from '../store/index.js';
+import type { Tables } from '../store/index.js';
+import type { OAuthConnectionRecord } from './records.js';
 
 /**
  * Ending OAuth connections (SPEC.md 3 and 5.5): when the agent is frozen or removed, or the

@@ -1,14 +1,8 @@
-import type {
-  AgentRecord,
-  OAuthClientRecord,
-  OAuthCodeRecord,
-  OAuthConnectionRecord,
-  OAuthTokenRecord,
-  Role,
-  StopAllRecord,
-  Store,
-  WorkspaceRecord,
-} from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { AgentRecord } from '../agents/records.js';
+import type { StopAllRecord } from '../killswitch/records.js';
+import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
+import type { Role, WorkspaceRecord } from '../people/records.js';
 import { endConnectionsInWrite } from './connections.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Plugin } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
-import type { Role } from '../store/index.js';
+import type { Role } from './records.js';
 import { MIN_PASSWORD_LENGTH, type PeopleService } from './service.js';
 import { page, wid } from '../http/params.js';
 

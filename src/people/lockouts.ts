@@ -1,6 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { Store, UserRecord } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { UserRecord } from './records.js';
 import type { MembersLedger } from './members.js';
 import type { PeopleRepo } from './repo.js';
 
@@ -50,8 +51,8 @@ export interface AttemptState {
 
 /**
  * The person's record with the counts kept on it. (Declared here, beside its only reader and
- * writer, while record shapes still live in store/dbs.ts: an optional member, so every record
- * written before reads as one with no count.)
+ * writer, rather than in records.ts: an optional member, so every record written before reads as
+ * one with no count.)
  */
 export type Account = UserRecord & { attempts?: Partial<Record<LockKind, AttemptState>> };
 

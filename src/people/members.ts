@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import type { MemberRecord, Role, Store, UserRecord } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { MemberRecord, Role, UserRecord } from './records.js';
 import { hashPassword } from './passwords.js';
 import type { PeopleRepo } from './repo.js';
 
@@ -73,8 +74,8 @@ export interface AddMemberInput {
 
 /**
  * A membership as stored: the name and email it was added under, when it was (members added
- * before this have none, and show the person's own). Declared here while record shapes still
- * live in store/dbs.ts: optional members, so older records read as they are.
+ * before this have none, and show the person's own). Declared here, beside its reader, rather
+ * than in records.ts: optional members, so older records read as they are.
  */
 export type Membership = MemberRecord & { name?: string; email?: string };
 

@@ -1,4 +1,4 @@
-import type { Role } from '../store/index.js';
+import type { Role } from './records.js';
 
 /**
  * The one permission table for console routes (SPEC.md 5.3.5): owners and admins manage

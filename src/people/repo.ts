@@ -1,4 +1,5 @@
-import type { MemberRecord, Role, SessionRecord, Store, UserRecord, WorkspaceRecord } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from './records.js';
 import { endConnectionsInWrite } from '../oauth/connections.js';
 import { endChatMappingsInWrite } from '../chat/mappings.js';
 

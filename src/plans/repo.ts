@@ -1,4 +1,5 @@
-import type { PlanRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { PlanRecord } from './records.js';
 
 /** Subscription records, [wid, subscriptionId]. Writes only inside store.write(). */
 export function plansRepo(store: Store) {

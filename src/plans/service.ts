@@ -1,6 +1,7 @@
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { PlanRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { PlanRecord } from './records.js';
 import { plansRepo } from './repo.js';
 
 /**

@@ -11,7 +11,7 @@ import {
 } from 'node:crypto';
 import { deriveKey } from '../lib/seal.js';
 import { isoAt } from '../lib/clock.js';
-import type { SigningKeyRecord, SigningKeyUse } from '../store/index.js';
+import type { SigningKeyRecord, SigningKeyUse } from './records.js';
 import { checkReceiptClaims, type ReceiptClaims } from './types.js';
 import { inSpan, inSpanSync } from '../lib/tracing.js';
 
@@ -37,7 +37,7 @@ import { inSpan, inSpanSync } from '../lib/tracing.js';
  */
 
 export type { ReceiptClaims } from './types.js';
-export type { SigningKeyRecord, SigningKeyUse } from '../store/index.js';
+export type { SigningKeyRecord, SigningKeyUse } from './records.js';
 
 export interface Jwk {
   kty: 'OKP';

@@ -1,4 +1,5 @@
-import type { SigningKeyRecord, SigningKeyUse, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { SigningKeyRecord, SigningKeyUse } from './records.js';
 
 /** The meta key that names a use's current signing key. */
 const currentKidKey = (use: SigningKeyUse) => `${use}Kid`;

@@ -1,7 +1,8 @@
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
-import type { ActionRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { ActionRecord } from '../gate/records.js';
 import { signReceipt, signReceiptAsync, toJwks, type ReceiptClaims } from './crypto.js';
 import type { SigningKeys } from './signing-keys.js';
 import { verifyReceipt, type VerifyResult } from './verify.js';

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { isoAt, type Clock } from '../lib/clock.js';
-import type { SigningKeyRecord, SigningKeyUse, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { SigningKeyRecord, SigningKeyUse } from './records.js';
 import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey } from './crypto.js';
 import { receiptsRepo } from './repo.js';
 

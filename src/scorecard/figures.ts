@@ -1,6 +1,8 @@
 import type { AgentView } from '../agents/index.js';
 import { DRILL_PROBE } from '../drills/probe.js';
-import type { ActionRecord, ApprovalRecord, DrillReportRecord } from '../store/index.js';
+import type { ApprovalRecord } from '../approvals/records.js';
+import type { DrillReportRecord } from '../drills/records.js';
+import type { ActionRecord } from '../gate/records.js';
 
 /**
  * The workspace's control figures (issue 5), computed from what the store holds (service.ts reads it):

@@ -1,4 +1,7 @@
-import type { ActionRecord, ApprovalRecord, DrillReportRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { ApprovalRecord } from '../approvals/records.js';
+import type { DrillReportRecord } from '../drills/records.js';
+import type { ActionRecord } from '../gate/records.js';
 
 /** What the scorecard reads of a workspace: its drills' reports, its approvals and its actions. */
 export function scorecardRepo(store: Store) {

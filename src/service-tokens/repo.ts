@@ -1,4 +1,5 @@
-import type { ServiceTokenRecord, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { ServiceTokenRecord } from './records.js';
 
 /** Service tokens: [wid, tokenId] -> record, and the hash index (hash -> [wid, tokenId]) used to authenticate. */
 export function serviceTokensRepo(store: Store) {

@@ -4,7 +4,8 @@ import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import { addressAllowed } from '../lib/ip-ranges.js';
 import type { Ledger } from '../ledger/service.js';
-import type { ServiceTokenRecord, ServiceTokenScope, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { ServiceTokenRecord, ServiceTokenScope } from './records.js';
 import { serviceTokensRepo } from './repo.js';
 
 /**

@@ -1,47 +1,35 @@
+import type { AgentRecord } from '../agents/records.js';
+import type { ApprovalRecord } from '../approvals/records.js';
+import type { BlueprintRecord } from '../blueprints/records.js';
+import type { ChatButtonRecord, ChatUserRecord } from '../chat/records.js';
+import type { DrillReportRecord } from '../drills/records.js';
+import type { ActionRecord, IdempotencyRecord } from '../gate/records.js';
 import type {
-  ActionRecord,
-  AgentRecord,
-  ApprovalRecord,
-  BlueprintRecord,
   BudgetRecord,
   CachedAnswerRecord,
   CallRecord,
+  RateWindowRecord,
+  WorkspaceGatewayRecord,
+} from '../gateway/records.js';
+import type {
   CardProvider,
   CardRecord,
   ChargeRecord,
-  ChatButtonRecord,
-  ChatUserRecord,
-  CheckpointRecord,
-  DeliveryRecord,
-  DrillReportRecord,
   GithubBotRecord,
   GithubCallbackRecord,
-  IdempotencyRecord,
   IntegrationRecord,
-  KeyRecord,
-  LedgerEntry,
-  LedgerHead,
-  MandateRecord,
-  McpServerRecord,
-  McpToolPinRecord,
-  MemberRecord,
-  OAuthClientRecord,
-  OAuthCodeRecord,
-  OAuthConnectionRecord,
-  OAuthTokenRecord,
-  PlanRecord,
-  RateWindowRecord,
-  Role,
-  ServiceTokenRecord,
-  SessionRecord,
-  SigningKeyRecord,
-  StopAllRecord,
-  TemplateRecord,
-  UserRecord,
-  WebhookEndpointRecord,
-  WorkspaceGatewayRecord,
-  WorkspaceRecord,
-} from './dbs.js';
+} from '../integrations/records.js';
+import type { KeyRecord } from '../keys/records.js';
+import type { StopAllRecord } from '../killswitch/records.js';
+import type { CheckpointRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
+import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
+import type { McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
+import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from '../oauth/records.js';
+import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from '../people/records.js';
+import type { PlanRecord } from '../plans/records.js';
+import type { SigningKeyRecord } from '../receipts/records.js';
+import type { ServiceTokenRecord } from '../service-tokens/records.js';
+import type { DeliveryRecord, WebhookEndpointRecord } from '../webhooks/records.js';
 import type { Table } from './types.js';
 
 /**
@@ -51,7 +39,9 @@ import type { Table } from './types.js';
  * object, so they cannot drift apart. Adding a table is adding one line here: neither backend
  * needs a migration for an empty table.
  *
- * Record types still come from dbs.ts (their shapes; the domains own them).
+ * A record's shape is owned by its domain, in that domain's records.ts (types only: the one import
+ * of the store from above it, test/architecture/layers.test.ts). Which tables are swept, and after
+ * what window or retention: retention/policy.ts.
  */
 
 /** A table's declaration; `V` is only a type (nothing is stored in the object). */

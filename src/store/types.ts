@@ -74,3 +74,8 @@ export interface Store {
   backup(file: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** A store-wide value of the `meta` table other than the schema version (tables.ts). */
+export interface MetaValue {
+  [k: string]: unknown;
+}

@@ -1,4 +1,5 @@
-import type { DeliveryRecord, Store, WebhookEndpointRecord } from '../store/index.js';
+import type { Store } from '../store/index.js';
+import type { DeliveryRecord, WebhookEndpointRecord } from './records.js';
 
 /** An outbox entry's key: [due ms, wid, endpoint id or target name, delivery id]. */
 export type OutboxKey = [number, string, string, string];

@@ -160,22 +160,89 @@ function layerOf(file: string): number {
   return LAYERS.findIndex((l) => l.holds(file));
 }
 
+/**
+ * The one exception to the layers, narrow on purpose: the store's table registry (tables.ts)
+ * names the type of each table's values, and those shapes belong to the domains that write them,
+ * in their records.ts. So tables.ts may `import type` from a `src/<domain>/records.ts`: erased at
+ * compile time, it makes the store depend on no domain code at run time, provided the records.ts
+ * files hold types only (checked below). Any other upward import, or a value import, stays an error.
+ */
+const REGISTRY = 'src/store/tables.ts';
+const RECORDS = /^src\/[^/]+\/records\.ts$/;
+function allowedUpward(file: string, target: string, typeOnly: boolean): boolean {
+  return file === REGISTRY && RECORDS.test(target) && typeOnly;
+}
+
+/** The relative specifiers a file imports or re-exports, each with whether its statement is `import type` / `export type`. */
+function relativeImportsOf(text: string): Array<{ spec: string; typeOnly: boolean }> {
+  const out: Array<{ spec: string; typeOnly: boolean }> = [];
+  for (const m of code(text).matchAll(/^(import|export)\b([^;]*?)(?:from\s*)?['"](\.[^'"]+)['"]/gm)) {
+    out.push({ spec: m[3]!, typeOnly: /^\s+type\s*[{*]/.test(m[2]!) });
+  }
+  for (const m of text.matchAll(/import\s*\(\s*['"](\.[^'"]+)['"]/g)) out.push({ spec: m[1]!, typeOnly: false });
+  return out;
+}
+
 test('every file sits in one layer and imports nothing from a layer above its own', async (t) => {
   const files = [...(await sources('src')), ...(await sources('commands'))];
   const unplaced = files.filter((f) => layerOf(f) === -1);
   t.deepEqual(unplaced, [], 'a new top-level file or folder needs a place in LAYERS');
   const upward: string[] = [];
+  let excepted = 0;
   for (const file of files) {
     const own = layerOf(file);
-    for (const spec of importsOf(await readFile(join(ROOT, file), 'utf8'))) {
+    const text = await readFile(join(ROOT, file), 'utf8');
+    const typeOnly = new Map<string, boolean>();
+    for (const { spec, typeOnly: only } of relativeImportsOf(text))
+      typeOnly.set(spec, (typeOnly.get(spec) ?? true) && only);
+    for (const spec of importsOf(text)) {
       if (!spec.startsWith('.')) continue;
       const target = normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts');
       const theirs = layerOf(target);
-      if (theirs > own) upward.push(`${file} (${LAYERS[own]!.name}) imports ${target} (${LAYERS[theirs]!.name})`);
+      if (theirs <= own) continue;
+      if (allowedUpward(file, target, typeOnly.get(spec) ?? false)) excepted++;
+      else upward.push(`${file} (${LAYERS[own]!.name}) imports ${target} (${LAYERS[theirs]!.name})`);
     }
   }
   t.deepEqual(upward, []);
+  t.true(excepted > 0, 'the check sees the registry import the record types');
 });
+
+test('the registry imports record types only, and records.ts files hold types only', async (t) => {
+  const records = (await sources('src')).filter((f) => RECORDS.test(f));
+  t.true(records.length > 10, 'the scan found the records.ts files');
+  const offenders: string[] = [];
+  // tables.ts: every import of a records.ts is an `import type`.
+  for (const { spec, typeOnly } of relativeImportsOf(await readFile(join(ROOT, REGISTRY), 'utf8'))) {
+    const target = normalize(join(dirname(REGISTRY), spec)).replace(/\.js$/, '.ts');
+    if (RECORDS.test(target) && !typeOnly) offenders.push(`${REGISTRY} imports ${target} without \`import type\``);
+  }
+  for (const file of records) {
+    const text = await readFile(join(ROOT, file), 'utf8');
+    offenders.push(...runtimeIn(text).map((line) => `${file}: ${line}`));
+    // A records.ts imports types only, and only from another records.ts or src/lib/.
+    for (const { spec, typeOnly } of relativeImportsOf(text)) {
+      const target = normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts');
+      if (!typeOnly || !(RECORDS.test(target) || target.startsWith('src/lib/')))
+        offenders.push(`${file} imports ${spec}`);
+    }
+    for (const spec of importsOf(text)) if (!spec.startsWith('.')) offenders.push(`${file} imports ${spec}`);
+  }
+  t.deepEqual(offenders, [], 'records.ts files are types only: the store imports them (the layers exception above)');
+});
+
+/**
+ * The top-level lines of a file that may be runtime code: a records.ts holds `export interface`,
+ * `export type` and `import type`/`export type` statements only (their bodies are indented, or
+ * close at the margin). Anything else at the margin (function, class, const, let, var, enum, a
+ * value import or export) is flagged.
+ */
+function runtimeIn(text: string): string[] {
+  const typeLine = /^(?:export\s+)?(?:interface|type)\b|^import\s+type\b|^export\s+type\b|^[})\]|&]/;
+  return code(text)
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !/^\s/.test(line) && !typeLine.test(line));
+}
 
 test('the layers tell the kinds of file apart', (t) => {
   // The check above passes vacuously if the layers cannot tell files apart: pin a few.
@@ -185,4 +252,37 @@ test('the layers tell the kinds of file apart', (t) => {
   t.true(layerOf('src/people/http.ts') < layerOf('src/app.ts'));
   t.true(layerOf('src/app.ts') < layerOf('src/server.ts'));
   t.true(layerOf('src/lib/seal.ts') < layerOf('src/store/index.ts'));
+  // The registry's exception is that narrow: tables.ts, a records.ts, `import type`.
+  t.true(allowedUpward('src/store/tables.ts', 'src/agents/records.ts', true));
+  t.false(allowedUpward('src/store/tables.ts', 'src/agents/records.ts', false));
+  t.false(allowedUpward('src/store/tables.ts', 'src/agents/service.ts', true));
+  t.false(allowedUpward('src/store/open.ts', 'src/agents/records.ts', true));
+  t.false(allowedUpward('src/store/tables.ts', 'src/gateway/limits/records.ts', true));
+  t.deepEqual(relativeImportsOf("import type { A } from './a.js';\nimport { b, type B } from './b.js';"), [
+    { spec: './a.js', typeOnly: true },
+    { spec: './b.js', typeOnly: false },
+  ]);
+});
+
+test('the records check tells types from runtime code', (t) => {
+  t.deepEqual(
+    runtimeIn(
+      "import type { A } from './a.js';\n/** doc\n * const x */\nexport interface R {\n  a: A;\n}\nexport type K = 'a'\n  | 'b';\nexport type { A };\n",
+    ),
+    [],
+  );
+  for (const line of [
+    'export const X = 1;',
+    'const x = 1;',
+    'let y = 2;',
+    'var z = 3;',
+    'export function f() {}',
+    'export class C {}',
+    'export enum E { A }',
+    "import { a } from './a.js';",
+    "export { a } from './a.js';",
+    'export default {};',
+  ]) {
+    t.deepEqual(runtimeIn(`${line}\n`), [line], line);
+  }
 });

@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { Server } from '@hapi/hapi';
 import type { App } from '../../src/app.js';
-import type { Role } from '../../src/store/index.js';
+import type { Role } from '../../src/people/records.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /**

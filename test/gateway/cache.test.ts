@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { loadSettings } from '../../src/settings/load.js';
-import type { CallRecord } from '../../src/store/index.js';
+import type { CallRecord } from '../../src/gateway/records.js';
 import { expectStatus, otherWorkspace } from '../helpers/console.js';
 import { manualClock } from '../helpers/clock.js';
 import { assertError, bearer, call } from '../helpers/http.js';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { loadSettings, SettingsError } from '../../src/settings/load.js';
-import type { CallRecord } from '../../src/store/index.js';
+import type { CallRecord } from '../../src/gateway/records.js';
 import { manualClock } from '../helpers/clock.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';

@@ -10,7 +10,8 @@ import { createCallLog } from '../../src/gateway/calls.js';
 import { createRefusalLog } from '../../src/gateway/refusals.js';
 import type { LedgerEvent } from '../../src/ledger/service.js';
 import { randomIds } from '../../src/lib/ids.js';
-import type { CallRecord, Store } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
+import type { CallRecord } from '../../src/gateway/records.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 

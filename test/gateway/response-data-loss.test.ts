@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { redact } from '../../src/gateway/dlp.js';
 import { createStreamScreen, TextHold } from '../../src/gateway/response-screen.js';
 import { SseReader } from '../../src/gateway/sse.js';
-import type { CallRecord } from '../../src/store/index.js';
+import type { CallRecord } from '../../src/gateway/records.js';
 import { expectStatus } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';

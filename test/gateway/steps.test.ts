@@ -15,7 +15,7 @@ import { killSwitch } from '../../src/gateway/steps/kill-switch.js';
 import { loadTokenizer } from '../../src/gateway/tokens.js';
 import { randomIds } from '../../src/lib/ids.js';
 import type { GatewayModel } from '../../src/settings/schema.js';
-import type { KeyRecord } from '../../src/store/index.js';
+import type { KeyRecord } from '../../src/keys/records.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 

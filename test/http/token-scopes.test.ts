@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { Server, ServerInjectResponse } from '@hapi/hapi';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
-import type { ServiceTokenScope } from '../../src/store/index.js';
+import type { ServiceTokenScope } from '../../src/service-tokens/records.js';
 
 /**
  * SPEC.md 2.3 and issue 5: each service-token scope allows its routes and only those. The route

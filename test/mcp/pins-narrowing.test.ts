@@ -2,7 +2,8 @@ import test from 'ava';
 import fc from 'fast-check';
 import { toolState } from '../../src/mcp/pins.js';
 import { mayCall, mayUseServer } from '../../src/mcp/narrowing.js';
-import type { MandateRule, McpServerRecord } from '../../src/store/index.js';
+import type { MandateRule } from '../../src/mandates/records.js';
+import type { McpServerRecord } from '../../src/mcp/records.js';
 
 /**
  * The pieces of the defending proxy without a server: the pin hash (a known answer, and

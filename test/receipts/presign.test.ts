@@ -1,6 +1,6 @@
 import test from 'ava';
 import { decodeProtectedHeader } from 'jose';
-import type { ActionRecord } from '../../src/store/index.js';
+import type { ActionRecord } from '../../src/gate/records.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 

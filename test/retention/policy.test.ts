@@ -1,7 +1,8 @@
 import test from 'ava';
 import type { App } from '../../src/app.js';
 import type { Clock } from '../../src/lib/clock.js';
-import type { DeliveryRecord, Table } from '../../src/store/index.js';
+import type { Table } from '../../src/store/index.js';
+import type { DeliveryRecord } from '../../src/webhooks/records.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 

@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { controlFigures, median } from '../../src/scorecard/figures.js';
-import type { ApprovalRecord } from '../../src/store/index.js';
+import type { ApprovalRecord } from '../../src/approvals/records.js';
 
 /** The scorecard's arithmetic, on its own: medians, waits, and refusals by signal. */
 

@@ -1,5 +1,5 @@
 import type { GatewayModel } from '../../settings/schema.js';
-import type { CallRecord } from '../../store/index.js';
+import type { CallRecord } from '../records.js';
 import type { GatewayContext, GatewayEnv } from './context.js';
 import { priceOf } from './prices.js';
 

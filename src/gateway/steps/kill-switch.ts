@@ -1,6 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
 import { readStanding } from '../../killswitch/standing.js';
-import type { KeyRecord, Store } from '../../store/index.js';
+import type { Store } from '../../store/index.js';
+import type { KeyRecord } from '../../keys/records.js';
 import { gatewayRepo } from '../repo.js';
 import type { AsyncStep } from './context.js';
 

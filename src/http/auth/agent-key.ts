@@ -1,11 +1,16 @@
 import type { Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
-import type { AgentRecord, KeyRecord } from '../../store/index.js';
+import type { TableValue } from '../../store/index.js';
 import { hasPrefix } from '../../lib/ids.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { svcOptions } from '../route-options.js';
 import { AGENT_KEY, credentials, expectedCredential, type KeyResolver } from './callers.js';
 import { bearer } from './bearer.js';
+
+// The record shapes this piece handles, as the store's registry declares them (the domains own
+// them in their records.ts, a layer above this one).
+type AgentRecord = TableValue<'agents'>;
+type KeyRecord = TableValue<'keys'>;
 
 /**
  * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent. At /mcp an OAuth

@@ -1,5 +1,11 @@
 import type { Request } from '@hapi/hapi';
-import type { AgentRecord, KeyRecord, ServiceTokenRecord } from '../../store/index.js';
+import type { TableValue } from '../../store/index.js';
+
+// The record shapes this piece handles, as the store's registry declares them (the domains own
+// them in their records.ts, a layer above this one).
+type AgentRecord = TableValue<'agents'>;
+type KeyRecord = TableValue<'keys'>;
+type ServiceTokenRecord = TableValue<'serviceTokens'>;
 
 /**
  * The signed-in person as routes see them: the people domain's PublicUser. Declared here so that

@@ -1,10 +1,15 @@
 import type { Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
-import type { ServiceTokenRecord, ServiceTokenScope } from '../../store/index.js';
+import type { TableValue } from '../../store/index.js';
 import { clientAddress } from '../client-address.js';
 import { svcOptions } from '../route-options.js';
 import { SERVICE_TOKEN, credentials, expectedCredential } from './callers.js';
 import { bearer } from './bearer.js';
+
+// The record shapes this piece handles, as the store's registry declares them (the domains own
+// them in their records.ts, a layer above this one).
+type ServiceTokenRecord = TableValue<'serviceTokens'>;
+type ServiceTokenScope = ServiceTokenRecord['scopes'][number];
 
 /**
  * Service token (SPEC.md 5.3.2): Authorization: Bearer ims_…. Unknown, revoked or from an address

@@ -1,8 +1,12 @@
 import type { Request, Server } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
 import type { Clock } from '../../lib/clock.js';
-import type { IntegrationKind } from '../../store/index.js';
+import type { TableValue } from '../../store/index.js';
 import { SIGNATURE, credentials } from './callers.js';
+
+// The record shapes this piece handles, as the store's registry declares them (the domains own
+// them in their records.ts, a layer above this one).
+type IntegrationKind = TableValue<'integrations'>['kind'];
 
 /**
  * Signed inbound requests (SPEC.md 5.4): one strategy per integration kind, all of the caller

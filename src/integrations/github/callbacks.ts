@@ -5,7 +5,8 @@ import type { IdSource } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
 import { periodic, postOnce, retryDelay } from '../../lib/outbound.js';
 import { safeDispatcher, targetProblem } from '../../lib/safe-target.js';
-import type { GithubCallbackRecord, Store } from '../../store/index.js';
+import type { Store } from '../../store/index.js';
+import type { GithubCallbackRecord } from '../records.js';
 import type { IntegrationRegistry } from '../registry.js';
 import { integrationsRepo } from '../repo.js';
 

@@ -3,7 +3,8 @@ import { AppError } from '../../errors/app-error.js';
 import type { Gate } from '../../gate/service.js';
 import type { Ledger } from '../../ledger/service.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
-import type { GithubBotRecord, Store } from '../../store/index.js';
+import type { Store } from '../../store/index.js';
+import type { GithubBotRecord } from '../records.js';
 import { integrationsRepo } from '../repo.js';
 import type { GithubCallbacks } from './callbacks.js';
 

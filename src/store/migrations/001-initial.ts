@@ -1,6 +1,6 @@
 import type { Migration } from './index.js';
 
-/** Schema 1: the tables of dbs.ts exist (LMDB creates named databases on first open). */
+/** Schema 1: the tables of tables.ts exist (LMDB creates named databases on first open). */
 export const m001Initial: Migration = {
   version: 1,
   description: 'initial schema',

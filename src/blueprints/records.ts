@@ -1,0 +1,17 @@
+/**
+ * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
+ * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
+ */
+
+/** An agent blueprint (API.md 2): tags and templates a registered agent starts with. */
+export interface BlueprintRecord {
+  id: string;
+  workspaceId: string;
+  name: string;
+  tags: string[];
+  /** tpl_ ids, in order: their rules become the mandate. */
+  templates: string[];
+  createdAt: string;
+  createdBy: string;
+}

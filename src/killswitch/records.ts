@@ -1,0 +1,12 @@
+/**
+ * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
+ * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
+ */
+
+/** "Stop every agent" in force for a workspace (absent: not in force). */
+export interface StopAllRecord {
+  reason: string;
+  by: string;
+  at: string;
+}

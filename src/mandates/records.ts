@@ -1,0 +1,33 @@
+/**
+ * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
+ * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
+ */
+
+/** A mandate rule (API.md 2, decided there). */
+export interface MandateRule {
+  id: string;
+  actions: string[];
+  merchants?: string[];
+  domains?: string[];
+  currencies?: string[];
+  maxAmount?: number;
+  periodLimit?: { amount: number; period: 'day' | 'week' | 'month' };
+  approval?: { above: number; approvers?: string[]; count?: 1 | 2; separationOfDuties?: boolean };
+}
+
+export interface MandateRecord {
+  workspaceId: string;
+  agentId: string;
+  rules: MandateRule[];
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export interface TemplateRecord {
+  id: string;
+  workspaceId: string;
+  name: string;
+  rules: MandateRule[];
+  createdAt: string;
+}
