@@ -80,5 +80,11 @@ test.serial(
     t.true(decided.length >= 2, 'the decisions before and after the outage are recorded');
     const verify = await svc(['ledger', 'verify', '--data-dir', dataDir, '--store', cluster.url, '--json']);
     t.is(verify.code, 0, verify.stderr + verify.stdout);
+    // svc backup copies LMDB files: on PostgreSQL it says to use pg_dump, exit 2, and writes nothing.
+    const out = `${dataDir}-backup.mdb`;
+    const backup = await svc(['backup', '--data-dir', dataDir, '--store', cluster.url, '--out', out]);
+    t.is(backup.code, 2, backup.stderr);
+    t.regex(backup.stderr, /pg_dump/);
+    t.false(existsSync(out));
   },
 );
