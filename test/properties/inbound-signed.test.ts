@@ -477,7 +477,9 @@ function mutate(event: Record<string, unknown>, mutations: Mutation[]): string {
 async function storeDigest(): Promise<string> {
   const hash = createHash('sha256');
   for (const name of tableNames) {
-    if (name === 'hookOnce') continue;
+    // The refusal counts (integrationRefusals) are meant to change with each refusal: they are
+    // the operator's view of refused requests, not anything of the request itself.
+    if (name === 'hookOnce' || name === 'integrationRefusals') continue;
     hash.update(name).update(JSON.stringify(await app.store.tables[name].scan([])));
   }
   return hash.digest('hex');
