@@ -11,7 +11,8 @@ export interface MigrationResult {
 
 /**
  * Brings the store to the current schema (or `target`), one migration per write together with its
- * version bump, in order: a crash leaves the store at the old version or the new one. LMDB and
+ * version bump, in order (an empty store: all of them in one write): a crash leaves the store at
+ * the old version or the new one. LMDB and
  * PostgreSQL share the one numbered sequence (migrations/). The write re-reads the version first,
  * so two processes migrating at once (or a retried write) apply each step once.
  */
@@ -24,13 +25,19 @@ export async function migrateStore(
   if (from > CURRENT_SCHEMA_VERSION) throw newerSchema(from);
   const pending = migrations.filter((m) => m.version > from && m.version <= target);
   if (!options.dryRun) {
-    for (const migration of pending) {
+    // An empty store is set up in ONE write: processes starting together on a new store (the
+    // workers of `svc serve --workers`, instances on a new database) see it empty or whole, never
+    // half-migrated (which would read as an older schema and be refused).
+    const steps = from === 0 ? [pending] : pending.map((m) => [m]);
+    for (const step of steps) {
       const now = (options.now?.() ?? new Date()).toISOString();
       await store.write(async (tx) => {
         const at = await tx.meta.get('schemaVersion');
-        if (typeof at === 'number' && at >= migration.version) return;
-        await migration.apply(tx, { now });
-        await tx.meta.put('schemaVersion', migration.version);
+        for (const migration of step) {
+          if (typeof at === 'number' && at >= migration.version) continue;
+          await migration.apply(tx, { now });
+          await tx.meta.put('schemaVersion', migration.version);
+        }
       });
     }
   }
