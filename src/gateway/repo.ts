@@ -1,5 +1,6 @@
 import type {
   BudgetRecord,
+  BudgetReservationRecord,
   CachedAnswerRecord,
   CallRecord,
   KeyPart,
@@ -54,6 +55,27 @@ export function gatewayRepo(store: Store) {
     },
     putSpent: (wid: string, budgetId: string, periodStart: string, micros: number): Promise<void> =>
       t.budgetSpend.put([wid, budgetId, periodStart], micros),
+
+    // Budget reservations: [wid, budId, period start, resId].
+    async reservations(
+      wid: string,
+      budgetId: string,
+      periodStart: string,
+    ): Promise<Array<{ id: string; value: BudgetReservationRecord }>> {
+      return (await t.budgetReservations.scan([wid, budgetId, periodStart])).map((e) => ({
+        id: String(e.key[3]),
+        value: e.value,
+      }));
+    },
+    putReservation: (
+      wid: string,
+      budgetId: string,
+      periodStart: string,
+      id: string,
+      r: BudgetReservationRecord,
+    ): Promise<void> => t.budgetReservations.put([wid, budgetId, periodStart, id], r),
+    removeReservation: (wid: string, budgetId: string, periodStart: string, id: string): Promise<void> =>
+      t.budgetReservations.remove([wid, budgetId, periodStart, id]),
 
     // The month's requests.
     async monthlyRequests(wid: string, month: string): Promise<number> {

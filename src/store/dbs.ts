@@ -474,6 +474,15 @@ export interface BudgetRecord {
   createdBy: string;
 }
 
+/**
+ * What an admitted model request may still cost one budget, until its call settles (gateway/budgets.ts);
+ * past `expiresAtMs` (a crashed process's) it no longer counts.
+ */
+export interface BudgetReservationRecord {
+  micros: number;
+  expiresAtMs: number;
+}
+
 /** A key's, team's, principal's or policy profile's model traffic limits (API.md 9; gateway/limits.ts). */
 export interface RateLimits {
   requestsPerMinute?: number;

@@ -4,6 +4,7 @@ import type {
   ApprovalRecord,
   BlueprintRecord,
   BudgetRecord,
+  BudgetReservationRecord,
   CachedAnswerRecord,
   CallRecord,
   CardProvider,
@@ -169,6 +170,8 @@ export const tableSpec = {
   budgets: table<BudgetRecord>(),
   /** [wid, budId, period start] -> micro-dollars spent in that period */
   budgetSpend: table<number>(),
+  /** [wid, budId, period start, resId] -> what an admitted request may still cost it, until it settles or expires */
+  budgetReservations: table<BudgetReservationRecord>(),
   /** [wid, scope kind, scope id, minute start ms] -> requests and tokens that scope used that minute */
   rateWindows: table<RateWindowRecord>(),
   /** [wid, SHA-256 of the canonical request] -> a cached model answer */
