@@ -7,7 +7,7 @@ import { createKillSwitch } from './killswitch/service.js';
 import { createDrills } from './drills/service.js';
 import { createScorecard } from './scorecard/service.js';
 import { createCallLog } from './gateway/calls.js';
-import { createBudgets } from './gateway/budgets.js';
+import { createBudgets, reservationMsOf } from './gateway/budgets.js';
 import { createGateway } from './gateway/service.js';
 import { createOAuth } from './oauth/service.js';
 import { createClientMetadata } from './oauth/client-metadata.js';
@@ -204,7 +204,13 @@ function createServices(
         }),
       gate: (s) => createGate({ ...deps, ledger: s.ledger, receipts: s.receipts, approvalTtlMs }),
       calls: () => createCallLog({ store, log, clock }),
-      budgets: (s) => createBudgets({ ...deps, ledger: s.ledger, calls: s.calls }),
+      budgets: (s) =>
+        createBudgets({
+          ...deps,
+          ledger: s.ledger,
+          calls: s.calls,
+          reservationMs: reservationMsOf(settings.gateway),
+        }),
       webhooks: (s) => createWebhooks({ ...deps, masterKey, ledger: s.ledger, log, settings: settings.webhooks }),
       gateway: (s) =>
         createGateway({

@@ -4,6 +4,7 @@ import { metrics } from '../lib/metrics.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import { periodStart } from '../mandates/index.js';
+import type { GatewaySettings } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
 import type { BudgetRecord } from './records.js';
 import type { KeyRecord } from '../keys/records.js';
@@ -17,14 +18,19 @@ import { gatewayRepo } from './repo.js';
  *   one key, or one agent (an agent key's). Spend is micro-dollars per UTC day, week (from
  *   Monday) or month.
  * - What a request may cost is reserved when it is admitted (its prompt's tokens, counted with
- *   the tokenizer of tokens.ts, and its max tokens, at the price of the model about to serve it); the
- *   reservation moves with a fallback to another model, and is replaced by the cost the vendor's
- *   usage gives once the call ends. Racing requests of one process each see the others' reservations
- *   (a reservation is taken by `admit` in the same synchronous turn as its check, after the
- *   store reads), so a budget is overrun by at most one request's reservation. Reservations are
- *   the process's own; what another process has spent is seen once its call is settled.
- * - Spend is added to the store when a call settles, written behind and read and added in one write
- *   function (calls.ts `addSpend`), so processes racing on one budget never lose each other's spend.
+ *   the tokenizer of tokens.ts, and its max tokens, at the price of the model about to serve it).
+ *   Reservations are stored (`budgetReservations`), not held by a process: `admit` reads, in one
+ *   store write, each applicable budget's spend and every live reservation of its period, decides
+ *   the step, and puts this request's reservation. Racing requests of every process (`--workers`,
+ *   instances sharing PostgreSQL) conflict and one retries, so each sees the others' reservations
+ *   and a budget is overrun by at most one request's reservation.
+ * - The reservation moves with a fallback to another model (one write). When the call ends it is
+ *   settled in one write that removes it and adds the vendor's cost to the spend, so what a call
+ *   may cost is never out of sight in between. A cache hit, a later refusal or a failure releases
+ *   it (settles at zero). A settle runs once; a failed settle leaves the reservation to expire and
+ *   adds the cost written behind (calls.ts `addSpend`, retried).
+ * - A reservation expires `reservationMs` after it was taken or moved (a crashed process's stop
+ *   counting); an expired one is removed by the next admission that reads it.
  * - The ladder's step is the highest rung at or below the share used (spent plus reserved, before
  *   this request) of the budget that is most used: nudge (x-svc-advisory), downgrade (cheapest
  *   eligible model first), approval (402 approval_required naming the workspace's owner), block
@@ -50,11 +56,33 @@ export interface Admission {
 
 const scopeId = (b: BudgetRecord) => `${b.scope.kind}:${b.scope.id}`;
 
-export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger; calls: CallLog }) {
+/** Margin on a reservation's life past what a call's upstream timeouts allow. */
+const RESERVATION_MARGIN_MS = 60_000;
+
+/**
+ * How long a reservation counts without being settled: a call's upstream timeouts, twice (a
+ * failover), its retry deadline, and a margin. A stream that runs longer keeps going; only its
+ * reservation stops counting before its cost is added.
+ */
+export const reservationMsOf = (
+  g: Pick<GatewaySettings, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'retry'>,
+): number =>
+  2 * (g.connectTimeoutMs + g.headersTimeoutMs + g.bodyTimeoutMs) + g.retry.deadlineMs + RESERVATION_MARGIN_MS;
+
+/** Used when no settings say otherwise (the defaults' value, about five minutes). */
+export const DEFAULT_RESERVATION_MS = 300_000;
+
+export function createBudgets(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  calls: CallLog;
+  reservationMs?: number;
+}) {
   const { store, clock, ids, ledger, calls } = deps;
   const repo = gatewayRepo(store);
-  const reserved = new Map<string, number>();
-  const slot = (b: Binding) => `${b.budget.workspaceId}\u0000${b.budget.id}\u0000${b.periodStart}`;
+  const reservationMs = deps.reservationMs ?? DEFAULT_RESERVATION_MS;
 
   const applies = (b: BudgetRecord, key: KeyRecord): boolean => {
     switch (b.scope.kind) {
@@ -79,6 +107,19 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
     return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
   };
 
+  /**
+   * Micro-dollars reserved on a budget's period by live reservations. Inside a write (`prune`),
+   * expired ones are removed as they are read.
+   */
+  const reservedOn = async (wid: string, budgetId: string, start: string, now: number, prune: boolean) => {
+    let micros = 0;
+    for (const { id, value } of await repo.reservations(wid, budgetId, start)) {
+      if (value.expiresAtMs > now) micros += value.micros;
+      else if (prune) await repo.removeReservation(wid, budgetId, start, id);
+    }
+    return micros;
+  };
+
   const list = async (
     wid: string,
   ): Promise<Array<BudgetRecord & { spentMicros: number; reservedMicros: number; periodStart: string }>> => {
@@ -86,36 +127,48 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
     return Promise.all(
       (await repo.budgets(wid)).map(async (b) => {
         const start = periodStart(b.period, now);
-        return {
-          ...b,
-          periodStart: start,
-          spentMicros: await calls.spent(wid, b.id, start),
-          reservedMicros: reserved.get(`${wid}\u0000${b.id}\u0000${start}`) ?? 0,
-        };
+        const [spentMicros, reservedMicros] = await Promise.all([
+          calls.spent(wid, b.id, start),
+          reservedOn(wid, b.id, start, now, false),
+        ]);
+        return { ...b, periodStart: start, spentMicros, reservedMicros };
       }),
     );
   };
 
-  /** Reserves micros on every applicable budget; returns how to move and release it. */
-  const reserveOn = (applicable: readonly Binding[], micros: number): Reservation => {
-    let held = 0;
-    const move = (delta: number) => {
-      for (const b of applicable) reserved.set(slot(b), (reserved.get(slot(b)) ?? 0) + delta);
-    };
-    const hold = (next: number) => {
-      move(next - held);
-      held = next;
-    };
-    hold(micros);
+  /** The stored reservation `id` on every applicable budget: how to move and settle it. */
+  const reservationOf = (wid: string, applicable: readonly Binding[], id: string): Reservation => {
+    let settled = false;
     return {
-      /** Moves the reservation to another model's estimate (a fallback). */
-      change: hold,
-      /** Replaces the reservation by what the call cost. */
-      settle(costMicros: number): void {
-        hold(0);
-        for (const b of applicable) {
-          if ((reserved.get(slot(b)) ?? 0) <= 0) reserved.delete(slot(b));
-          calls.addSpend(b.budget.workspaceId, b.budget.id, b.periodStart, costMicros);
+      async change(micros: number): Promise<void> {
+        if (settled) return;
+        const expiresAtMs = clock.now() + reservationMs;
+        await store.write(async () => {
+          for (const b of applicable)
+            await repo.putReservation(wid, b.budget.id, b.periodStart, id, { micros, expiresAtMs });
+        });
+      },
+      async settle(costMicros: number): Promise<void> {
+        if (settled) return;
+        settled = true;
+        const cost = Math.max(0, costMicros);
+        try {
+          await store.write(async () => {
+            for (const b of applicable) {
+              await repo.removeReservation(wid, b.budget.id, b.periodStart, id);
+              if (cost > 0)
+                await repo.putSpent(
+                  wid,
+                  b.budget.id,
+                  b.periodStart,
+                  (await repo.spent(wid, b.budget.id, b.periodStart)) + cost,
+                );
+            }
+          });
+        } catch {
+          // The store refused the write: the reservation stays until it expires, and the cost is
+          // written behind with the call records (retried until the store takes it).
+          for (const b of applicable) calls.addSpend(wid, b.budget.id, b.periodStart, cost);
         }
       },
     };
@@ -174,33 +227,46 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
     /**
      * The budgets binding this key's traffic now, and the ladder's step (block and approval throw).
      * With `reserve`, what it gives for the step (null: nothing) is reserved on every applicable
-     * budget in the same synchronous turn as the check, after the store reads, so racing requests
-     * of this process each see the others' reservations.
+     * budget in the same store write as the reads of spend and reservations the step is decided
+     * on, so racing requests of every process each see the others' reservations. A key no budget
+     * binds costs no write.
      */
     async admit(
       key: KeyRecord,
       reserve?: (step: Step | null) => number | null,
     ): Promise<Admission & { reservation: Reservation | null }> {
+      const wid = key.workspaceId;
       const now = clock.now();
-      const spent = await Promise.all(
-        (await repo.budgets(key.workspaceId))
-          .filter((budget) => applies(budget, key))
-          .map(async (budget) => {
-            const start = periodStart(budget.period, now);
-            return { budget, start, spent: await calls.spent(key.workspaceId, budget.id, start) };
-          }),
-      );
-      // From here on nothing awaits until the reservation is taken.
-      const applicable: Binding[] = spent.map(({ budget, start, spent: micros }) => {
-        const b = { budget, periodStart: start, used: 0 };
-        b.used = micros + (reserved.get(slot(b)) ?? 0);
-        return b;
-      });
-      if (applicable.length === 0) return { step: null, binding: null, applicable, reservation: null };
+      const budgets = (await repo.budgets(wid)).filter((budget) => applies(budget, key));
+      if (budgets.length === 0) return { step: null, binding: null, applicable: [], reservation: null };
       const share = (b: Binding) => b.used / b.budget.amountMicros;
-      const binding = applicable.reduce((a, b) => (share(b) > share(a) ? b : a));
-      const rung = [...binding.budget.ladder].reverse().find((r) => share(binding) >= r.at);
-      const step = rung?.step ?? null;
+      const decided = await store.write(async () => {
+        const applicable: Binding[] = await Promise.all(
+          budgets.map(async (budget) => {
+            const start = periodStart(budget.period, now);
+            const [spent, reserved] = await Promise.all([
+              calls.spent(wid, budget.id, start),
+              reservedOn(wid, budget.id, start, now, true),
+            ]);
+            return { budget, periodStart: start, used: spent + reserved };
+          }),
+        );
+        const binding = applicable.reduce((x, y) => (share(y) > share(x) ? y : x));
+        const rung = [...binding.budget.ladder].reverse().find((r) => share(binding) >= r.at);
+        const step = rung?.step ?? null;
+        const micros = step === 'block' || step === 'approval' ? null : (reserve?.(step) ?? null);
+        let id: string | null = null;
+        if (micros !== null) {
+          id = ids.id('rsv');
+          for (const b of applicable)
+            await repo.putReservation(wid, b.budget.id, b.periodStart, id, {
+              micros,
+              expiresAtMs: now + reservationMs,
+            });
+        }
+        return { applicable, binding, step, id };
+      });
+      const { applicable, binding, step, id } = decided;
       if (step) metrics.budgetSteps.inc({ step });
       if (step === 'block') {
         const retry = Math.max(1, Math.ceil((periodEnd(binding) - now) / 1000));
@@ -216,18 +282,15 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
         });
       }
       if (step === 'approval') {
-        const owner = await repo.ownerOf(key.workspaceId);
+        const owner = await repo.ownerOf(wid);
         throw new AppError('approval_required', {
           message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} has reached its approval step (${Math.round(share(binding) * 100)}% used); ${owner ? `${owner.name} (${owner.email})` : 'the workspace owner'} must approve more spend.`,
           headers: { 'x-svc-budget-scope': scopeId(binding.budget) },
           details: { owner, budgetId: binding.budget.id, scope: binding.budget.scope },
         });
       }
-      const micros = reserve?.(step) ?? null;
-      return { step, binding, applicable, reservation: micros === null ? null : reserveOn(applicable, micros) };
+      return { step, binding, applicable, reservation: id === null ? null : reservationOf(wid, applicable, id) };
     },
-
-    reserve: reserveOn,
 
     advisory(admission: Admission): string | null {
       if (!admission.binding || (admission.step !== 'nudge' && admission.step !== 'downgrade')) return null;
@@ -241,9 +304,14 @@ export function createBudgets(deps: { store: Store; clock: Clock; ids: IdSource;
 }
 
 export type Budgets = ReturnType<typeof createBudgets>;
+/** A request's stored reservation on its budgets. */
 export interface Reservation {
-  /** Moves the reservation to another model's estimate (a fallback). */
-  change(micros: number): void;
-  /** Replaces the reservation by what the call cost (its spend is written behind: calls.ts). */
-  settle(costMicros: number): void;
+  /** Moves the reservation to another model's estimate (a fallback); one store write. */
+  change(micros: number): Promise<void>;
+  /**
+   * Removes the reservation and adds what the call cost to the spend, in one store write; once
+   * (later calls do nothing). Never rejects: a failed write leaves the reservation to expire and
+   * writes the cost behind.
+   */
+  settle(costMicros: number): Promise<void>;
 }

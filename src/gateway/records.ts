@@ -86,3 +86,12 @@ export interface CachedAnswerRecord {
   outputTokens: number;
   storedAt: string;
 }
+
+/**
+ * What an admitted model request may still cost one budget, until its call settles (gateway/budgets.ts);
+ * past `expiresAtMs` (a crashed process's) it no longer counts.
+ */
+export interface BudgetReservationRecord {
+  micros: number;
+  expiresAtMs: number;
+}

@@ -1,6 +1,7 @@
 import type { KeyPart, Store } from '../store/index.js';
 import type {
   BudgetRecord,
+  BudgetReservationRecord,
   CachedAnswerRecord,
   CallRecord,
   RateWindowRecord,
@@ -53,6 +54,27 @@ export function gatewayRepo(store: Store) {
     },
     putSpent: (wid: string, budgetId: string, periodStart: string, micros: number): Promise<void> =>
       t.budgetSpend.put([wid, budgetId, periodStart], micros),
+
+    // Budget reservations: [wid, budId, period start, resId].
+    async reservations(
+      wid: string,
+      budgetId: string,
+      periodStart: string,
+    ): Promise<Array<{ id: string; value: BudgetReservationRecord }>> {
+      return (await t.budgetReservations.scan([wid, budgetId, periodStart])).map((e) => ({
+        id: String(e.key[3]),
+        value: e.value,
+      }));
+    },
+    putReservation: (
+      wid: string,
+      budgetId: string,
+      periodStart: string,
+      id: string,
+      r: BudgetReservationRecord,
+    ): Promise<void> => t.budgetReservations.put([wid, budgetId, periodStart, id], r),
+    removeReservation: (wid: string, budgetId: string, periodStart: string, id: string): Promise<void> =>
+      t.budgetReservations.remove([wid, budgetId, periodStart, id]),
 
     // The month's requests.
     async monthlyRequests(wid: string, month: string): Promise<number> {

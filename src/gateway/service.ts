@@ -112,7 +112,7 @@ export function createGateway(deps: {
         async (err: unknown, step: Step) => {
           // Refused after its limits counted it: the request used no tokens; nor did it spend.
           ctx.limitHold?.settle(0);
-          ctx.reservation?.settle(0);
+          await ctx.reservation?.settle(0);
           const event = refusalEvent(ctx, err, step.name);
           if (!event) return;
           const id = await refusals.record(event);

@@ -7,7 +7,7 @@
  * - The tokenizer's tables take a second or more to load, so they are loaded once, off the
  *   request path: the gateway starts loading them when it is created, and a model request that
  *   arrives before they are ready waits for them once (service.ts). Counting itself is synchronous,
- *   so the budget's admission and reservation still happen in one turn.
+ *   so it can run inside the budget admission's store write.
  * - Until the tables are loaded (only a caller that did not wait), text counts at four characters
  *   a token.
  * - Special-token text in a prompt (`<|endoftext|>`) is counted as ordinary text, never refused.

@@ -23,6 +23,7 @@ export type IdPrefix =
   | 'whk'
   | 'dlv'
   | 'bud'
+  | 'rsv'
   | 'call'
   | 'task'
   | 'cnx'

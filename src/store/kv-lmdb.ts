@@ -279,7 +279,8 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
   try {
     root = open({
       path: file,
-      maxDbs: 64,
+      // Named databases this process may open (one per table, tables.ts): room to grow; not stored in the file.
+      maxDbs: 128,
       // No value cache: other processes (the CLI) write while the server runs.
       cache: false,
       compression: false,

@@ -6,6 +6,7 @@ import type { DrillReportRecord } from '../drills/records.js';
 import type { ActionRecord, IdempotencyRecord } from '../gate/records.js';
 import type {
   BudgetRecord,
+  BudgetReservationRecord,
   CachedAnswerRecord,
   CallRecord,
   RateWindowRecord,
@@ -159,6 +160,8 @@ export const tableSpec = {
   budgets: table<BudgetRecord>(),
   /** [wid, budId, period start] -> micro-dollars spent in that period */
   budgetSpend: table<number>(),
+  /** [wid, budId, period start, resId] -> what an admitted request may still cost it, until it settles or expires */
+  budgetReservations: table<BudgetReservationRecord>(),
   /** [wid, scope kind, scope id, minute start ms] -> requests and tokens that scope used that minute */
   rateWindows: table<RateWindowRecord>(),
   /** [wid, SHA-256 of the canonical request] -> a cached model answer */

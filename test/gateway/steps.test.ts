@@ -1,6 +1,7 @@
 import test from 'ava';
 import type { App } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { createBudgets } from '../../src/gateway/budgets.js';
 import { createResponseCache } from '../../src/gateway/cache.js';
 import { createLimits } from '../../src/gateway/limits.js';
 import { createDeploymentHealth } from '../../src/gateway/deployments.js';
@@ -16,13 +17,14 @@ import { loadTokenizer } from '../../src/gateway/tokens.js';
 import { randomIds } from '../../src/lib/ids.js';
 import type { GatewayModel } from '../../src/settings/schema.js';
 import type { KeyRecord } from '../../src/keys/records.js';
+import { manualClock } from '../helpers/clock.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
  * The gateway's request path as ordered steps (issue 16 item 4), each run alone over a real store:
  * the order, the runner's rules (a refusal stops the path and is seen with its step; the budget
- * admission takes its reservation in its own turn), and what single steps read and write of the
+ * admission takes its reservation in its own store write), and what single steps read and write of the
  * context.
  */
 const WID = 'wsp_cccccccccccccccccccccc';
@@ -157,7 +159,7 @@ test('every check runs before the one step that sends; a refusal is seen with it
   });
 });
 
-test("racing budget admissions each see the others' reservations (the admission reserves in its own turn)", async (t) => {
+test("racing budget admissions each see the others' reservations (the admission reserves in its own store write)", async (t) => {
   await loadTokenizer();
   await inStore(async (app, env) => {
     // "hello" with 10 tokens out on the small model is 11 micro-dollars: the budget holds one such request.
@@ -178,8 +180,48 @@ test("racing budget admissions each see the others' reservations (the admission 
     t.is((refused!.reason as AppError).type, 'budget_exhausted');
     t.truthy(racing[admitted]!.reservation, 'the admitted request holds its reservation');
     t.like((await app.services.budgets.list(WID))[0], { reservedMicros: 11, spentMicros: 0 });
-    racing[admitted]!.reservation!.settle(7);
+    await racing[admitted]!.reservation!.settle(7);
     t.like((await app.services.budgets.list(WID))[0], { reservedMicros: 0, spentMicros: 7 });
+  });
+});
+
+test("a crashed process's reservation stops counting once it expires, and the next admission removes it", async (t) => {
+  await inStore(async (app) => {
+    const clock = manualClock(Date.parse('2026-11-24T10:00:00.000Z'));
+    // Two processes on one store: the first admits and dies before settling.
+    const [crashed, alive] = [0, 1].map(() =>
+      createBudgets({
+        store: app.store,
+        clock,
+        ids: randomIds,
+        ledger: app.services.ledger,
+        calls: app.services.calls,
+        reservationMs: 60_000,
+      }),
+    );
+    const made = await alive!.create(
+      WID,
+      { scope: { kind: 'workspace', id: WID }, amountMicros: 100, period: 'day', ladder: [{ at: 1, step: 'block' }] },
+      'user:usr_x',
+    );
+    const held = await crashed!.admit(key, () => 100);
+    t.truthy(held.reservation);
+    t.like((await alive!.list(WID))[0], { reservedMicros: 100 });
+    const refused = (await t.throwsAsync(alive!.admit(key, () => 10))) as AppError;
+    t.is(refused.type, 'budget_exhausted', "the other process's reservation counts while it lives");
+    clock.advance(60_001);
+    t.like((await alive!.list(WID))[0], { reservedMicros: 0, spentMicros: 0 });
+    const admitted = await alive!.admit(key, () => 10);
+    t.truthy(admitted.reservation, 'admitted once the crashed reservation expired');
+    const left = await app.store.tables.budgetReservations.scan([WID, made.id]);
+    t.deepEqual(
+      left.map((e) => e.value.micros),
+      [10],
+      'the expired reservation was removed; only the new one is stored',
+    );
+    await admitted.reservation!.settle(4);
+    t.like((await alive!.list(WID))[0], { reservedMicros: 0, spentMicros: 4 });
+    t.deepEqual(await app.store.tables.budgetReservations.scan([WID, made.id]), []);
   });
 });
 
@@ -280,7 +322,7 @@ test('account: no model answered is 502 upstream_failure naming the models tried
     ctx.attempted.push('small', 'large');
     ctx.outcome = { kind: 'exhausted' };
     ctx.headers['x-svc-enforcement'] = 'observe';
-    const err = t.throws(() => account.run(ctx, env)) as AppError;
+    const err = (await t.throwsAsync(account.run(ctx, env) as Promise<void>)) as AppError;
     t.is(err.type, 'upstream_failure');
     t.deepEqual(err.details, { attemptedModels: ['small', 'large'] });
     await env.calls.flush();

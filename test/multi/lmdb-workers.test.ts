@@ -1,7 +1,7 @@
 import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
 import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
-import { multiSuite, SERVER_ENV } from './suite.js';
+import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 
 /**
  * `svc serve --workers 2` on one LMDB file (issue 17): the multi-instance suite (suite.ts), the
@@ -32,8 +32,12 @@ function workersOf(pid: number): number[] {
   return out;
 }
 
-multiSuite(test, 'lmdb, two workers', async () => {
-  const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+multiSuite(test, 'lmdb, two workers', async (options: DeployOptions = {}) => {
+  const server = await startServer({
+    args: ['--workers', '2'],
+    env: { ...SERVER_ENV, ...options.env },
+    config: options.config,
+  });
   servers.push(server);
   const workers = workersOf(server.proc.pid!);
   if (workers.length !== 2) throw new Error(`expected 2 worker processes, found ${workers.length}`);

@@ -1,6 +1,9 @@
 import type { TestFn } from 'ava';
 import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
+import { CATALOGUE, gatewayConfig, PROFILES, user, VENDOR_ENV } from '../gateway/support.js';
+import { expectStatus, ownerConsole } from '../helpers/console.js';
 import { bearer, call, csrf } from '../helpers/http.js';
+import { startMockVendor } from '../helpers/mock-vendor.js';
 import { svc, type Served } from '../helpers/process.js';
 import { startReceiver, until } from '../helpers/receiver.js';
 
@@ -29,13 +32,20 @@ export interface Deployment {
   killA(): Promise<void>;
 }
 
+/** What a test may add to both processes: a configuration file's content, and environment. */
+export interface DeployOptions {
+  config?: unknown;
+  env?: Record<string, string>;
+}
+
 /**
  * One deployment for the file (starting servers is what costs), shared by its tests in order,
- * each with agents of its own; the kill -9 test comes last.
+ * each with agents of its own; the kill -9 test comes last. A test that needs a configuration of
+ * its own (the gateway's budget) gets a deployment of its own.
  */
-export function multiSuite(test: TestFn, name: string, start: () => Promise<Deployment>): void {
+export function multiSuite(test: TestFn, name: string, start: (options?: DeployOptions) => Promise<Deployment>): void {
   let deployed: Promise<Deployment> | undefined;
-  const deploy = () => (deployed ??= start());
+  const deploy = (options?: DeployOptions) => (options ? start(options) : (deployed ??= start()));
   const agent = (d: Deployment, limit = 20_000): Promise<AgentFixture> =>
     createAgent(d.a, [
       {
@@ -156,5 +166,77 @@ export function multiSuite(test: TestFn, name: string, start: () => Promise<Depl
     t.is((await authorize(d.b, bot.key, payment(10))).body.decision, 'allow', 'B still decides');
     const verify = await svc(['ledger', 'verify', ...d.storeArgs, '--json']);
     t.is(verify.code, 0, verify.stderr + verify.stdout);
+  });
+
+  test.serial(`${name}: a budget is never overrun by more than one reservation across A and B`, async (t) => {
+    const vendor = await startMockVendor();
+    try {
+      // 100 dollars per million tokens each way: "hello" at max_tokens 3 costs 300 micro-dollars
+      // and reserves at most 500 (gateway/budgets.test.ts).
+      const pricey = {
+        id: 'pricey',
+        provider: 'vendor-o',
+        upstreamModel: 'pricey-1',
+        priceMicrosPerMTokIn: 100_000_000,
+        priceMicrosPerMTokOut: 100_000_000,
+        quality: 5,
+        jurisdiction: { domicile: 'US', region: 'us-east' },
+      };
+      const config = gatewayConfig(vendor, {
+        models: [...CATALOGUE, pricey],
+        policyProfiles: [...PROFILES, { id: 'pricey-only', models: ['pricey'] }],
+      });
+      const d = await deploy({ config, env: VENDOR_ENV });
+      const owner = await ownerConsole(d.a);
+      const mint = async (input: Record<string, unknown>): Promise<string> =>
+        expectStatus(
+          await owner.send('POST', '/keys', { name: `k-${String(input.scope)}`, principal: 'alice', ...input }),
+          201,
+          'key',
+        ).body.key as string;
+      const admin = await mint({ scope: 'admin', team: 'ops' });
+      const key = await mint({
+        scope: 'inference',
+        team: 'crowd',
+        defaultTaskClass: 'general',
+        policyProfile: 'pricey-only',
+      });
+      const amount = 3000;
+      const reservation = 500;
+      const made = await call(d.b.url, 'POST', '/v1/admin/budgets', {
+        headers: bearer(admin),
+        json: { scope: { kind: 'team', id: 'crowd' }, amountMicros: amount, period: 'day' },
+      });
+      t.is(made.status, 201, made.text);
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          call((i % 2 === 0 ? d.a : d.b).url, 'POST', '/v1/chat/completions', {
+            headers: bearer(key),
+            json: { model: 'pricey', messages: user('hello'), max_tokens: 3 },
+          }),
+        ),
+      );
+      const served = answers.filter((a) => a.status === 200);
+      const refused = answers.filter((a) => a.status !== 200);
+      t.true(served.length >= 1, 'some were served');
+      t.true(refused.length >= 1, 'the budget refused the rest');
+      for (const r of refused) {
+        t.is(r.status, 429, r.text);
+        t.is(r.body.error.type, 'budget_exhausted', r.text);
+        t.is(r.headers['x-svc-budget-scope'], 'team:crowd');
+      }
+      const charged = served.reduce((sum, a) => sum + Number(a.headers['x-svc-cost-micros']), 0);
+      t.true(charged <= amount + reservation, `charged ${charged}`);
+      // Settled before each answer: the store holds every served call's cost, once, and no reservation.
+      const listed = await call(d.a.url, 'GET', '/v1/admin/budgets', { headers: bearer(admin) });
+      const stored = (listed.body.data as Array<{ id: string; spentMicros: number; reservedMicros: number }>).find(
+        (b) => b.id === made.body.id,
+      )!;
+      t.is(stored.spentMicros, charged, 'the stored spend is what the served calls cost');
+      t.true(stored.spentMicros <= amount + reservation, `spent ${stored.spentMicros}`);
+      t.is(stored.reservedMicros, 0, 'no reservation is left once every call has settled');
+    } finally {
+      await vendor.close();
+    }
   });
 }

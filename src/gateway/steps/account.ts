@@ -1,7 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
 import { answerBlockedMessage, answerScreen, screenAnswer } from '../response-screen.js';
-import type { SyncStep } from './context.js';
+import type { AsyncStep } from './context.js';
 import { costOf, estimateFor } from './prices.js';
 
 /**
@@ -13,12 +13,12 @@ import { costOf, estimateFor } from './prices.js';
  * reservation and are recorded. The answer's text is screened for data loss (response-screen.ts):
  * redacted, or refused with 400 sensitive_data_blocked (`in: answer`), charged and recorded.
  */
-export const account: SyncStep = {
+export const account: AsyncStep = {
   name: 'account',
-  run(ctx, env) {
+  async run(ctx, env) {
     const { headers, outcome, reservation, attempted } = ctx;
     if (outcome.kind === 'exhausted') {
-      reservation?.settle(0);
+      await reservation?.settle(0);
       recordCall(ctx, env, {
         attemptedModels: attempted,
         outcome: ctx.req.signal.aborted ? 'cancelled' : 'upstream_failure',
@@ -42,7 +42,7 @@ export const account: SyncStep = {
     };
     serveHeaders(ctx, env, model);
     if (result.kind === 'refused') {
-      reservation?.settle(0);
+      await reservation?.settle(0);
       recordCall(ctx, env, { ...served, outcome: 'upstream_error' });
       throw new AppError('invalid_request', {
         message: `${model.id} refused the request (HTTP ${result.status}): ${String(result.body.error?.message ?? result.body.message ?? 'no reason given')}`,
@@ -53,7 +53,7 @@ export const account: SyncStep = {
     }
     if (result.kind === 'json') {
       const cost = costOf(model, result.usage);
-      reservation?.settle(cost);
+      await reservation?.settle(cost);
       // Data loss on the way back: redacted in place, or refused (the vendor's answer is still paid for).
       const found = screenAnswer(ctx.req.shape, result.body, answerScreen(ctx, env) ?? 'off');
       const answerFindings = Object.keys(found).length > 0 ? { answerFindings: found } : {};
@@ -89,10 +89,10 @@ export const account: SyncStep = {
     const overhead = overheadMicros(ctx, result.upstreamFirstByteMs);
     headers['x-svc-overhead-micros'] = String(overhead);
     const estimate = estimateFor(ctx, model);
-    void result.done.then(({ usage, outcome: ended, findings }) => {
+    void result.done.then(async ({ usage, outcome: ended, findings }) => {
       // A stream that did not finish (cut, or the client left) may never have reported its usage.
       const cost = ended === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimate);
-      reservation?.settle(cost);
+      await reservation?.settle(cost);
       recordCall(ctx, env, {
         ...served,
         inputTokens: usage?.input ?? 0,

@@ -12,8 +12,8 @@ const cheapest = (candidates: readonly GatewayModel[]): GatewayModel | undefined
  * candidates first (enforcing only); nudge and downgrade carry x-svc-advisory, and one
  * `budget.advisory` event per budget, period and step. What the request may cost (its first
  * candidate's estimate, after a downgrade's reordering) is reserved by the admission itself, in
- * the same synchronous turn as its check (budgets.ts), so racing requests each see the others'
- * reservations; none for a dry run. A later refusal or a cache hit releases it; the upstream step
+ * the same store write as its check (budgets.ts), so racing requests of every process each see the
+ * others' reservations; none for a dry run. A later refusal or a cache hit releases it; the upstream step
  * moves it with a fallback and the accounting step settles it.
  */
 export const budget: AsyncStep = {

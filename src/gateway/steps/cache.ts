@@ -33,7 +33,7 @@ export const cache: AsyncStep = {
     }
     ctx.cacheState = 'hit';
     // Nothing is sent: the admission's reservation is released.
-    ctx.reservation?.settle(0);
+    await ctx.reservation?.settle(0);
     ctx.reservation = null;
     const { headers } = ctx;
     headers['x-svc-cache'] = 'hit';

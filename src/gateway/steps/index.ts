@@ -48,9 +48,10 @@ import { upstream } from './upstream.js';
  * - Every check's refusal comes before the upstream step, the only one that sends (after it, only
  *   the vendor's answer is refused: a 4xx of its own, or no model answering). `CHECKS` holds them
  *   all. The runner awaits each step in turn (a check that reads the store is asynchronous).
- * - The budget step's admission takes the request's reservation in the same synchronous turn as
- *   its check (budgets.ts `admit`), so racing requests each see the others' reservations and a
- *   budget is overrun by at most one. A refusal after it, or a cache hit, releases it.
+ * - The budget step's admission takes the request's reservation in the same store write as its
+ *   check (budgets.ts `admit`), so racing requests of every process each see the others'
+ *   reservations and a budget is overrun by at most one. A refusal after it, or a cache hit,
+ *   releases it; the call's end settles it (removed, and its cost added, in one write).
  * - Counts that bound traffic are read, checked and written in one store write each: the rate
  *   windows (limit step, limits.ts) and the month's requests (admit step, calls.ts).
  * - A refusal by the kill switch, data loss or a budget (evidence.ts `EVIDENCED`) is a ledger

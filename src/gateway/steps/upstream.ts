@@ -51,7 +51,7 @@ export const upstream: AsyncStep = {
     };
     try {
       for (const { model, deployments } of env.health.plan(candidates, ctx.profile)) {
-        if (attempted.length > 0 && reservation) reservation.change(estimateFor(ctx, model));
+        if (attempted.length > 0 && reservation) await reservation.change(estimateFor(ctx, model));
         attempted.push(model.id);
         const answered = await tryDeployments(ctx, env, model, deployments, send);
         if (answered === 'aborted') break;
@@ -61,7 +61,7 @@ export const upstream: AsyncStep = {
         }
       }
     } catch (err) {
-      reservation?.settle(0);
+      await reservation?.settle(0);
       throw err;
     }
     ctx.outcome = { kind: 'exhausted' };
