@@ -140,6 +140,19 @@ async function main(): Promise<void> {
   );
   console.log(`machine: ${availableParallelism()} CPUs, load average ${loadavg()[0]!.toFixed(2)} at start\n`);
   const rows: Row[] = [];
+  const pad = (text: string, n: number) => text.padStart(n);
+  console.log(
+    `${'configuration'.padEnd(40)} ${pad('req/s', 7)} ${pad('p50 ms', 7)} ${pad('p99 ms', 7)} ${pad('CPU ms/req', 10)} ${pad('failed', 6)}`,
+  );
+  /** Each configuration's two rows and its ratio, printed as soon as it is measured. */
+  const print = (p: Row, b: Row) => {
+    for (const r of [p, b]) {
+      console.log(
+        `${r.name.padEnd(40)} ${pad(r.rps.toFixed(0), 7)} ${pad(String(r.p50), 7)} ${pad(String(r.p99), 7)} ${pad(r.cpuMsPerRequest === null ? '' : r.cpuMsPerRequest.toFixed(2), 10)} ${pad(String(r.failed), 6)}`,
+      );
+    }
+    console.log(`${''.padEnd(40)} ratio to bare: ${(p.rps / b.rps).toFixed(2)}`);
+  };
   const configs: Array<{ name: string; start(dataDir: string): Promise<Array<Child<ServeBoot>>> }> = [
     { name: 'lmdb, 1 instance', start: async (d) => [await serve(d, [])] },
     { name: 'lmdb, --workers 2', start: async (d) => [await serve(d, ['--workers', '2'])] },
@@ -178,7 +191,9 @@ async function main(): Promise<void> {
         body,
         pids: [bare.child.pid!],
       };
-      rows.push(...(await measure(config.name, product, baseline)));
+      const [p, b] = await measure(config.name, product, baseline);
+      rows.push(p, b);
+      print(p, b);
     } catch (err) {
       console.log(`${config.name}: not measured: ${(err as Error).message}`);
     } finally {
@@ -186,19 +201,6 @@ async function main(): Promise<void> {
       await bare?.stop();
       await rm(dataDir, { recursive: true, force: true });
     }
-  }
-  const pad = (s: string, n: number) => s.padStart(n);
-  console.log(
-    `${'configuration'.padEnd(40)} ${pad('req/s', 7)} ${pad('p50 ms', 7)} ${pad('p99 ms', 7)} ${pad('CPU ms/req', 10)} ${pad('failed', 6)}`,
-  );
-  for (let i = 0; i < rows.length; i += 2) {
-    const [p, b] = [rows[i]!, rows[i + 1]!];
-    for (const r of [p, b]) {
-      console.log(
-        `${r.name.padEnd(40)} ${pad(r.rps.toFixed(0), 7)} ${pad(String(r.p50), 7)} ${pad(String(r.p99), 7)} ${pad(r.cpuMsPerRequest === null ? '' : r.cpuMsPerRequest.toFixed(2), 10)} ${pad(String(r.failed), 6)}`,
-      );
-    }
-    console.log(`${''.padEnd(40)} ratio to bare: ${(p.rps / b.rps).toFixed(2)}`);
   }
   console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end`);
 }
