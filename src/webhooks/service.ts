@@ -15,6 +15,9 @@ import { metrics } from '../lib/metrics.js';
 import { inSpan, ROOT_CONTEXT, SpanKind, traceparentOf } from '../lib/tracing.js';
 import { webhooksRepo, type OutboxKey } from './repo.js';
 
+/** Beyond a try's own bound (two timeouts: its target check and its post): a crashed try is sent again this soon after. */
+const CLAIM_MARGIN_MS = 5_000;
+
 /**
  * Outbound webhooks (issue 8, API.md 8): endpoints per workspace, events signed with
  * `svc-signature` over the exact bytes sent, delivered from a durable outbox.
@@ -102,7 +105,7 @@ export function createWebhooks(deps: {
   const repo = webhooksRepo(store);
   const targets = new Map<string, OutboxTarget>();
   /** How long a claimed try keeps every other pass off its delivery (see the rules above). */
-  const claimMs = 2 * settings.timeoutMs + 60_000;
+  const claimMs = 2 * settings.timeoutMs + CLAIM_MARGIN_MS;
 
   // The shared target rule (lib/safe-target.ts): checked when added, and enforced at connect.
   const targetProblem = (raw: string): Promise<string | null> =>

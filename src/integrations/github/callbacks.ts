@@ -10,6 +10,9 @@ import type { GithubCallbackRecord } from '../records.js';
 import type { IntegrationRegistry } from '../registry.js';
 import { integrationsRepo } from '../repo.js';
 
+/** Beyond a try's own bound (two timeouts: its target check and its post): a crashed try is sent again this soon after. */
+const CLAIM_MARGIN_MS = 5_000;
+
 /**
  * Reporting deployment protection decisions to GitHub (its `deployment_callback_url`).
  * Rules:
@@ -72,7 +75,7 @@ export function createGithubCallbacks(deps: {
   const { store, clock, ids, ledger, registry, settings } = deps;
   const repo = integrationsRepo(store);
   /** How long a claimed try keeps others off: its target check and its post, each bounded by the timeout, and a margin. */
-  const claimMs = 2 * settings.timeoutMs + 60_000;
+  const claimMs = 2 * settings.timeoutMs + CLAIM_MARGIN_MS;
   const dispatcher =
     deps.dispatcher ??
     safeDispatcher({ allowPrivateTargets: settings.allowPrivateTargets, connectTimeoutMs: settings.timeoutMs });
