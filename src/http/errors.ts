@@ -71,9 +71,12 @@ export function payloadFailAction(request: Request, _h: unknown, err: Error | un
   });
 }
 
-const STORE_UNAVAILABLE: Readonly<Record<string, string>> = {
-  no_space:
-    'The server cannot record anything right now (its store has no space to write); nothing of this request was kept.',
+/**
+ * Store faults the client may retry, and what to say for each beyond the catalogue's default
+ * (which speaks of a full store: `null` keeps it).
+ */
+const STORE_UNAVAILABLE: Readonly<Record<string, string | null>> = {
+  no_space: null,
   unavailable:
     'The server cannot reach its store right now (the database is down or restarting); nothing of this request was kept.',
   conflict:
@@ -92,7 +95,7 @@ export function toAppError(
   // concurrent writers past its retry bound.
   if (response instanceof StoreError && STORE_UNAVAILABLE[response.code] !== undefined)
     return new AppError('store_unavailable', {
-      message: STORE_UNAVAILABLE[response.code],
+      ...(STORE_UNAVAILABLE[response.code] ? { message: STORE_UNAVAILABLE[response.code]! } : {}),
       headers: { 'retry-after': String(options.retryAfterSeconds) },
     });
   const boom = response as Boom;
