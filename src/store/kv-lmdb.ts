@@ -15,25 +15,34 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  * as today's synchronous backend (lmdb.ts), so existing stores and migrations keep working and the
  * two can open one file side by side.
  *
- * Why optimistic concurrency. lmdb-js runs a transaction callback on the main thread while it holds
- * LMDB's single write lock (across processes). It does accept an async callback, but holds that
- * lock, and the batch every concurrent request joins, across each await: one slow write function
- * would stall every writer of every process (the CLI included), and concurrent requests would no
- * longer share one commit and one flush. So a write function never runs inside a transaction:
- * - while it runs, its reads go straight to LMDB (the latest commit, other processes' included),
- *   through its own buffered puts and removes, and each read is recorded with the bytes it saw
- *   (a get: the value's bytes or absence; a scan: the query and every key and value it returned);
- * - its puts and removes are buffered in memory, nothing touches LMDB;
- * - at the end, one synchronous lmdb-js `childTransaction` (inside the write lock, joined to the
- *   current batch so concurrent writes still share one commit and one flush) re-reads the read
- *   set; if every byte is the same the buffered writes are applied there, else the child does
- *   nothing and the function runs again from the start (at most MAX_ATTEMPTS times, then a
- *   StoreError 'conflict'). Retries go one at a time per process (a queue), each after the
- *   previous one committed, so a hot key converges instead of conflicting again. Re-reading inside the write lock sees every commit made before it,
- *   of this process's batch and of other processes, so validated writes are serializable.
- * - the promise resolves after `root.flushed`: acknowledged means on disk, as today.
+ * Why a per-process queue with optimistic validation. lmdb-js runs a transaction callback on the
+ * main thread while it holds LMDB's single write lock (across processes). It does accept an async
+ * callback, but holds that lock, and the batch every concurrent request joins, across each await:
+ * one slow write function would stall every writer of every process (the CLI included), and
+ * concurrent requests would no longer share one commit and one flush. So a write function never
+ * runs inside an LMDB transaction:
+ * - write functions of this process run one at a time, in a queue (they are only store reads and
+ *   writes and pure computation, so they are short). Each one's puts and removes are buffered in
+ *   memory. When it ends, its commit is handed to lmdb-js (below) and the next function starts at
+ *   once, without waiting for that commit: concurrent requests still share one commit and one flush.
+ * - its reads see, in order: its own buffered writes; the buffered writes of this process's earlier
+ *   functions whose commit is still pending ("in flight", newest first); the latest commit of LMDB
+ *   (other processes' included). Each read is recorded with the stored text it saw (a get: the
+ *   value's JSON text or absence; a scan: the query and every key and text it returned, in flight
+ *   included).
+ * - its commit is one synchronous lmdb-js `childTransaction` (inside the write lock, in the current
+ *   batch, after the earlier functions' children, which lmdb-js runs in order) that re-reads the
+ *   read set; if every text is the same the buffered writes are applied there, else the child does
+ *   nothing and the function runs again through the queue (at most MAX_ATTEMPTS times, then a
+ *   StoreError 'conflict'). A read of an earlier function's in-flight write validates exactly when
+ *   that function committed; if it did not, the reader runs again too. Re-reading inside the write
+ *   lock sees every commit made before it, of this process's batch and of other processes, so
+ *   validated writes are serializable, and within one process they never conflict with each other:
+ *   only another process's commit (the CLI, another worker) can send a function round again.
+ * - the promise resolves after `root.flushed`: acknowledged means on disk, as before.
  * Entry versions (lmdb-js `useVersions`) would make validation cheaper but change the on-disk
- * format; comparing bytes keeps it. Reads outside a write are a plain `get` on the named database.
+ * format; comparing the stored text keeps it. Reads outside a write are a plain `get` on the named database
+ * (the latest commit: a write acknowledged is visible, one in flight is not yet).
  */
 
 export const STORE_FILE = 'svc.mdb';
@@ -42,20 +51,35 @@ const MAX_ATTEMPTS = 32;
 const KEY_END = '\uffff';
 const REMOVED = Symbol('removed');
 
-type Raw = Buffer | undefined;
-type Dbs = { json: Database<unknown, Key>; raw: Database<Buffer, Key> };
+/** A buffered put (the JSON text it will be on disk) or remove. */
+interface Pending {
+  key: Key;
+  text: string | typeof REMOVED;
+}
+
+/**
+ * One table seen twice: `json` decodes values (reads outside a write); `text` gives and takes the
+ * stored JSON text as a string, which a write function's reads record and validation compares.
+ */
+type Dbs = { json: Database<unknown, Key>; text: Database<string, Key> };
 
 interface GetRead {
   dbs: Dbs;
   key: Key;
-  raw: Raw;
+  text: string | undefined;
 }
 interface ScanRead {
   dbs: Dbs;
   prefix: KeyPart[];
   options: ScanOptions;
   limit: number | undefined;
-  entries: Array<{ key: KeyPart[]; raw: Buffer }>;
+  entries: Text[];
+}
+
+/** An entry as a scan inside a write sees it: the key and the stored JSON text. */
+interface Text {
+  key: KeyPart[];
+  text: string;
 }
 
 /** The range lmdb-js walks for a scan, and the entries to skip in it (today's semantics). */
@@ -101,12 +125,11 @@ function inScan(key: KeyPart[], prefix: KeyPart[], options: ScanOptions): boolea
   return options.reverse ? order < 0 : order > 0;
 }
 
-const decode = (raw: Buffer): unknown => JSON.parse(raw.toString('utf8'));
+const decode = (text: string): unknown => JSON.parse(text);
 
 /** A table missing from a store opened read-only: nothing to read, nothing may be written. */
 const EMPTY_DB = {
   get: () => undefined,
-  getBinary: () => undefined,
   doesExist: () => false,
   getRange: () => [],
   putSync() {
@@ -116,7 +139,7 @@ const EMPTY_DB = {
     throw new Error('the store is open read-only');
   },
 };
-const EMPTY = { json: EMPTY_DB, raw: EMPTY_DB } as unknown as Dbs;
+const EMPTY = { json: EMPTY_DB, text: EMPTY_DB } as unknown as Dbs;
 
 class LmdbReadTable<V> implements ReadTable<V> {
   constructor(protected readonly dbs: Dbs) {}
@@ -136,20 +159,27 @@ class LmdbReadTable<V> implements ReadTable<V> {
 
 class LmdbWriteTable<V> implements WriteTable<V> {
   /** Buffered puts and removes, by the key's JSON text. */
-  readonly pending = new Map<string, { key: Key; value: unknown }>();
+  readonly pending = new Map<string, Pending>();
 
   constructor(
+    private readonly name: TableName,
     private readonly dbs: Dbs,
     private readonly tx: LmdbTx,
   ) {}
 
   async get(key: Key): Promise<V | undefined> {
     this.tx.assertOpen();
-    const own = this.pending.get(JSON.stringify(toTuple(key)));
-    if (own !== undefined) return own.value === REMOVED ? undefined : (own.value as V);
-    const raw = this.dbs.raw.getBinary(key);
-    this.tx.gets.push({ dbs: this.dbs, key, raw });
-    return raw === undefined ? undefined : (decode(raw) as V);
+    let text: string | typeof REMOVED | undefined;
+    // The key's id (its JSON) only when a buffered write could hold it.
+    if (this.pending.size > 0 || this.tx.flying.length > 0) {
+      const id = JSON.stringify(toTuple(key));
+      const own = this.pending.get(id);
+      if (own !== undefined) return own.text === REMOVED ? undefined : (decode(own.text) as V);
+      text = this.tx.inFlight(this.name, id);
+    }
+    const seen = text === REMOVED ? undefined : (text ?? this.dbs.text.get(key));
+    this.tx.gets.push({ dbs: this.dbs, key, text: seen });
+    return seen === undefined ? undefined : (decode(seen) as V);
   }
 
   async has(key: Key): Promise<boolean> {
@@ -159,36 +189,55 @@ class LmdbWriteTable<V> implements WriteTable<V> {
   async scan(prefix: KeyPart[], options: ScanOptions = {}): Promise<Array<Entry<V>>> {
     this.tx.assertOpen();
     const own = [...this.pending.values()].filter(({ key }) => inScan(toTuple(key), prefix, options));
-    // With buffered writes in range, read the whole range: a buffered remove may hide stored entries.
-    const limit = own.length === 0 ? options.limit : undefined;
-    const entries: Array<{ key: KeyPart[]; raw: Buffer }> = [];
-    for (const { key, value } of scanRange(this.dbs.raw, prefix, options, limit)) {
-      entries.push({ key, raw: Buffer.from(value) });
-    }
+    // Each buffered write in range hides or moves at most one entry of the committed state (and of
+    // the earlier in-flight writes): read that many more, then cut to the limit.
+    const limit = options.limit === undefined ? undefined : options.limit + own.length;
+    const entries = this.committedView(prefix, options, limit);
     this.tx.scans.push({ dbs: this.dbs, prefix, options, limit, entries });
-    if (own.length === 0) return entries.map(({ key, raw }) => ({ key, value: decode(raw) as V }));
-    const merged = new Map<string, Entry<V>>();
-    for (const { key, raw } of entries) merged.set(JSON.stringify(key), { key, value: decode(raw) as V });
-    for (const { key, value } of own) {
-      const tuple = toTuple(key);
-      if (value === REMOVED) merged.delete(JSON.stringify(tuple));
-      else merged.set(JSON.stringify(tuple), { key: tuple, value: value as V });
-    }
-    const out = [...merged.values()].sort((a, b) => compareKeys(a.key, b.key));
-    if (options.reverse && options.startAfter === undefined) out.reverse();
-    return options.limit === undefined ? out : out.slice(0, options.limit);
+    const seen = own.length === 0 ? entries : merge(entries, own, options, options.limit);
+    return seen.map(({ key, text }) => ({ key, value: decode(text) as V }));
+  }
+
+  /**
+   * A scan of what this write sees under its own writes: LMDB's latest commit with this process's
+   * in-flight writes over it. At commit, once the earlier functions' writes are applied, the same
+   * scan of LMDB returns exactly these entries unless another writer changed the range.
+   */
+  private committedView(prefix: KeyPart[], options: ScanOptions, limit: number | undefined): Text[] {
+    const over = this.tx.flying.length === 0 ? [] : this.tx.inFlightIn(this.name, prefix, options);
+    const wider = limit === undefined ? undefined : limit + over.length;
+    const entries: Text[] = [];
+    for (const { key, value } of scanRange(this.dbs.text, prefix, options, wider)) entries.push({ key, text: value });
+    return over.length === 0 ? entries : merge(entries, over, options, limit);
   }
 
   async put(key: Key, value: V): Promise<void> {
     this.tx.assertOpen();
-    // Stored as the JSON it will be on disk: later changes to the object do not leak in.
-    this.pending.set(JSON.stringify(toTuple(key)), { key, value: JSON.parse(JSON.stringify(value)) as unknown });
+    // Kept as the text it will be on disk (lmdb-js's json encoding is JSON.stringify): later
+    // changes to the object do not leak in, and a later read of it validates exactly.
+    const text = JSON.stringify(value) as string | undefined;
+    if (text === undefined) throw new TypeError('a store value must be JSON');
+    this.pending.set(JSON.stringify(toTuple(key)), { key, text });
   }
 
   async remove(key: Key): Promise<void> {
     this.tx.assertOpen();
-    this.pending.set(JSON.stringify(toTuple(key)), { key, value: REMOVED });
+    this.pending.set(JSON.stringify(toTuple(key)), { key, text: REMOVED });
   }
+}
+
+/** `entries` (in scan order) with buffered writes over them, sorted again and cut to `limit`. */
+function merge(entries: Text[], over: Pending[], options: ScanOptions, limit: number | undefined): Text[] {
+  const merged = new Map<string, Text>();
+  for (const entry of entries) merged.set(JSON.stringify(entry.key), entry);
+  for (const { key, text } of over) {
+    const tuple = toTuple(key);
+    if (text === REMOVED) merged.delete(JSON.stringify(tuple));
+    else merged.set(JSON.stringify(tuple), { key: tuple, text });
+  }
+  const out = [...merged.values()].sort((a, b) => compareKeys(a.key, b.key));
+  if (options.reverse && options.startAfter === undefined) out.reverse();
+  return limit === undefined ? out : out.slice(0, limit);
 }
 
 class LmdbTx {
@@ -197,7 +246,15 @@ class LmdbTx {
   readonly tables: Partial<Record<TableName, LmdbWriteTable<unknown>>> = {};
   open = true;
 
-  constructor(private readonly dbs: Record<TableName, Dbs>) {}
+  /**
+   * @param dbs every table's handles
+   * @param flying this process's earlier write functions whose commit is pending, oldest first
+   *   (the live list: one that commits leaves it, and its writes are then read from LMDB)
+   */
+  constructor(
+    private readonly dbs: Record<TableName, Dbs>,
+    readonly flying: readonly LmdbTx[],
+  ) {}
 
   /** Tables are made on first use: most write functions touch two or three of them. */
   view(): WriteTx {
@@ -205,26 +262,45 @@ class LmdbTx {
       get: (_, name) => {
         const table = name as TableName;
         if (!(table in this.dbs)) return undefined;
-        return (this.tables[table] ??= new LmdbWriteTable(this.dbs[table], this));
+        return (this.tables[table] ??= new LmdbWriteTable(table, this.dbs[table], this));
       },
     });
+  }
+
+  /** The newest in-flight text of a key (REMOVED when removed), or undefined when none is in flight. */
+  inFlight(table: TableName, id: string): string | typeof REMOVED | undefined {
+    for (let i = this.flying.length - 1; i >= 0; i--) {
+      const hit = this.flying[i]!.tables[table]?.pending.get(id);
+      if (hit !== undefined) return hit.text;
+    }
+    return undefined;
+  }
+
+  /** The in-flight writes in a scan's range, oldest first (a later one overrides an earlier one). */
+  inFlightIn(table: TableName, prefix: KeyPart[], options: ScanOptions): Pending[] {
+    const out: Pending[] = [];
+    for (const tx of this.flying) {
+      const pending = tx.tables[table]?.pending;
+      if (pending === undefined) continue;
+      for (const write of pending.values()) if (inScan(toTuple(write.key), prefix, options)) out.push(write);
+    }
+    return out;
   }
 
   assertOpen(): void {
     if (!this.open) throw new Error('a store transaction was used after its write function ended');
   }
 
-  /** Inside the write lock: whether every read would see the same bytes now. */
+  /** Inside the write lock: whether every read would see the same text now. */
   valid(): boolean {
     for (const read of this.gets) {
-      const now = read.dbs.raw.getBinary(read.key);
-      if (now === undefined ? read.raw !== undefined : read.raw === undefined || !now.equals(read.raw)) return false;
+      if (read.dbs.text.get(read.key) !== read.text) return false;
     }
     for (const read of this.scans) {
       let i = 0;
-      for (const { key, value } of scanRange(read.dbs.raw, read.prefix, read.options, read.limit)) {
+      for (const { key, value } of scanRange(read.dbs.text, read.prefix, read.options, read.limit)) {
         const seen = read.entries[i++];
-        if (seen === undefined || compareKeys(seen.key, key) !== 0 || !seen.raw.equals(value)) return false;
+        if (seen === undefined || seen.text !== value || compareKeys(seen.key, key) !== 0) return false;
       }
       if (i !== read.entries.length) return false;
     }
@@ -233,16 +309,20 @@ class LmdbTx {
 
   apply(): void {
     for (const [name, table] of Object.entries(this.tables) as Array<[TableName, LmdbWriteTable<unknown>]>) {
-      const db = this.dbs[name].json;
-      for (const { key, value } of table.pending.values()) {
-        if (value === REMOVED) db.removeSync(key);
-        else db.putSync(key, value);
+      const db = this.dbs[name].text;
+      for (const { key, text } of table.pending.values()) {
+        if (text === REMOVED) db.removeSync(key);
+        else db.putSync(key, text);
       }
     }
   }
 
   writes(): boolean {
     return Object.values(this.tables).some((t) => t.pending.size > 0);
+  }
+
+  reads(): boolean {
+    return this.gets.length + this.scans.length > 0;
   }
 }
 
@@ -308,8 +388,8 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       // Read-only, a table the store does not have yet (made by an older svc) has no handle: it
       // reads as empty.
       if (json === undefined) return [name, EMPTY];
-      // The same named database seen as bytes: what validation compares.
-      return [name, { json, raw: root.openDB({ name, cache: false, compression: false, encoding: 'binary' }) }];
+      // The same named database seen as its stored text: what validation compares.
+      return [name, { json, text: root.openDB({ name, cache: false, compression: false, encoding: 'string' }) }];
     }),
   ) as unknown as Record<TableName, Dbs>;
   let writable = !readOnly;
@@ -350,46 +430,56 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     });
   }
 
-  async function attempt<T>(fn: (tx: WriteTx) => Promise<T>, retry: boolean): Promise<{ ok: boolean; result: T }> {
-    // lmdb-js keeps one read snapshot until the next macrotask: a retry must not read the very
-    // state that just failed validation, so it starts from a fresh snapshot (the latest commit).
-    if (retry) root.resetReadTxn();
-    const tx = new LmdbTx(dbs);
-    let result: T;
-    try {
-      result = await fn(tx.view());
-    } finally {
-      tx.open = false;
-    }
-    if (!tx.writes() && tx.gets.length + tx.scans.length === 0) return { ok: true, result };
-    return { ok: await commit(tx), result };
-  }
+  // The queue (see the opening comment): the function running now finishes before the next starts;
+  // `flying` holds the ones that finished and whose commit is pending, oldest first.
+  let queue: Promise<unknown> = Promise.resolve();
+  const flying: LmdbTx[] = [];
+  // A commit landed since the last function started: lmdb-js's read snapshot may predate it.
+  let stale = false;
 
-  // Writers that conflicted retry one at a time (per process), each from the state the previous
-  // one committed: on a hot key, N concurrent writers then finish in about N commits instead of
-  // conflicting with each other again. First attempts stay concurrent (the common, uncontended case).
-  let lane: Promise<unknown> = Promise.resolve();
+  /**
+   * Runs `fn` at its turn in the queue and hands its commit to lmdb-js; resolves, once the function
+   * has finished, with its result and its commit (true once committed, false when it must run again).
+   */
+  function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ result: T; committed: Promise<boolean> }> {
+    const turn = queue.then(async () => {
+      if (stale) {
+        stale = false;
+        root.resetReadTxn();
+      }
+      const tx = new LmdbTx(dbs, flying);
+      let result: T;
+      try {
+        result = await fn(tx.view());
+      } finally {
+        tx.open = false;
+      }
+      if (!tx.writes() && !tx.reads()) return { result, committed: Promise.resolve(true) };
+      flying.push(tx);
+      const committed = commit(tx).finally(() => {
+        flying.splice(flying.indexOf(tx), 1);
+        stale = true;
+      });
+      // Awaited by the caller; a fault is also seen here first, so it is never unhandled.
+      committed.catch(() => undefined);
+      return { result, committed };
+    });
+    queue = turn.catch(() => undefined);
+    return turn;
+  }
 
   return {
     backend: 'lmdb',
     tables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-      const first = await attempt(fn, false);
-      if (first.ok) {
-        await flushed();
-        return first.result;
-      }
-      const retried = lane.then(async () => {
-        for (let n = 2; n <= MAX_ATTEMPTS; n++) {
-          const again = await attempt(fn, true);
-          if (again.ok) return again.result;
+      for (let n = 1; n <= MAX_ATTEMPTS; n++) {
+        const { result, committed } = await run(fn);
+        if (await committed) {
+          await flushed();
+          return result;
         }
-        throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
-      });
-      lane = retried.catch(() => undefined);
-      const result = await retried;
-      await flushed();
-      return result;
+      }
+      throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
     },
     writable: () => writable,
     async schemaVersion() {

@@ -8,7 +8,7 @@
  * each beside a bare hapi echo of the same body measured in the same run (alternating rounds), with
  * p50/p99 and the server CPU per request (user + system time of every server process, primary and
  * workers included, over the requests answered). Reports; never fails the build.
- * `node --import=tsx test/bench/multi.ts` (PostgreSQL: a private cluster is started, as in tests).
+ * `node --import=tsx test/bench/multi.ts [lmdb|postgres]` (PostgreSQL: a private cluster is started, as in tests).
  */
 import autocannon from 'autocannon';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -169,7 +169,10 @@ async function main(): Promise<void> {
       },
     },
   ];
+  // `multi.ts lmdb` (or any words): only the configurations whose name holds one of them.
+  const only = process.argv.slice(2);
   for (const config of configs) {
+    if (only.length > 0 && !only.some((word) => config.name.includes(word))) continue;
     const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-multi-'));
     let servers: Array<Child<ServeBoot>> = [];
     let bare: Child<{ listening: string }> | undefined;

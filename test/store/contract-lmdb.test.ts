@@ -3,7 +3,9 @@ import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openStore } from '../../src/store/open.js';
 import { removeDir, ROOT, tempDir } from '../helpers/process.js';
-import { contractSuite } from './contract-suite.js';
+import fc from 'fast-check';
+import type { KeyPart } from '../../src/store/types.js';
+import { contractSuite, modelScan, options } from './contract-suite.js';
 
 /** The store contract (contract-suite.ts) on the LMDB backend, and a store an older svc made. */
 
@@ -29,4 +31,93 @@ test('lmdb: a store made by an older version (fixture store-v1) opens with its s
   t.is(await kv.schemaVersion(), 1);
   t.true((await kv.tables.workspaces.scan([])).length > 0);
   await kv.close();
+});
+
+test('lmdb: concurrent writes of one process run once each, as if one after another in call order', async (t) => {
+  // Writes of one process queue: each reads through the writes of those before it whose commit is
+  // still pending (get and scan, with limits), so none conflicts and none runs twice.
+  const dataDir = await tempDir('svc-kv-');
+  dirs.push(dataDir);
+  const store = await openStore(dataDir);
+  let round = 0;
+  // A small key space, so that the writes' keys, removes and scan ranges overlap often.
+  const small = fc.constantFrom<KeyPart>('a', 'b', 1, 2);
+  const key3 = fc.tuple(small, small, small);
+  const query = fc.record(
+    {
+      prefix: fc.array(small, { maxLength: 2 }),
+      after: fc.option(small, { nil: undefined }),
+      limit: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+      reverse: fc.boolean(),
+      startAfter: fc.option(key3, { nil: undefined }),
+    },
+    { requiredKeys: ['prefix', 'reverse'] },
+  );
+  await fc.assert(
+    fc.asyncProperty(
+      fc.uniqueArray(key3, { maxLength: 16, selector: (k) => JSON.stringify(k) }),
+      fc.array(
+        fc.record({
+          before: fc.array(fc.tuple(key3, fc.boolean()), { maxLength: 3 }),
+          q: query,
+          get: key3,
+          ops: fc.array(fc.tuple(key3, fc.boolean()), { maxLength: 4 }),
+        }),
+        {
+          minLength: 2,
+          maxLength: 8,
+        },
+      ),
+      async (stored, writes) => {
+        const space = `c${round++}`;
+        const model = new Map<string, { key: KeyPart[]; value: number }>();
+        await store.write(async (tx) => {
+          for (const [i, k] of stored.entries()) await tx.periodUsage.put([space, ...k], i);
+        });
+        for (const [i, k] of stored.entries()) model.set(JSON.stringify(k), { key: [space, ...k], value: i });
+        const runs = writes.map(() => 0);
+        const got = await Promise.all(
+          writes.map(({ before, q, get, ops }, w) =>
+            store.write(async (tx) => {
+              runs[w]!++;
+              for (const [j, [k, remove]] of before.entries()) {
+                if (remove) await tx.periodUsage.remove([space, ...k]);
+                else await tx.periodUsage.put([space, ...k], 100 * (w + 1) + j);
+              }
+              const scanned = await tx.periodUsage.scan([space, ...q.prefix], options(q));
+              const one = (await tx.periodUsage.get([space, ...get])) ?? null;
+              for (const [j, [k, remove]] of ops.entries()) {
+                if (remove) await tx.periodUsage.remove([space, ...k]);
+                else await tx.periodUsage.put([space, ...k], 10000 * (w + 1) + j);
+              }
+              return { scanned, one };
+            }),
+          ),
+        );
+        const want = writes.map(({ before, q, get, ops }, w) => {
+          for (const [j, [k, remove]] of before.entries()) {
+            if (remove) model.delete(JSON.stringify(k));
+            else model.set(JSON.stringify(k), { key: [space, ...k], value: 100 * (w + 1) + j });
+          }
+          const scanned = modelScan(model, { ...options(q), prefix: [space, ...q.prefix] });
+          const one = model.get(JSON.stringify(get))?.value ?? null;
+          for (const [j, [k, remove]] of ops.entries()) {
+            if (remove) model.delete(JSON.stringify(k));
+            else model.set(JSON.stringify(k), { key: [space, ...k], value: 10000 * (w + 1) + j });
+          }
+          return { scanned, one };
+        });
+        const final = await store.tables.periodUsage.scan([space]);
+        const ok =
+          JSON.stringify(got) === JSON.stringify(want) &&
+          runs.every((n) => n === 1) &&
+          JSON.stringify(final) === JSON.stringify(modelScan(model, { prefix: [space] }));
+        if (!ok) t.log({ stored, writes, got, want, runs });
+        return ok;
+      },
+    ),
+    { numRuns: 300 },
+  );
+  await store.close();
+  t.pass();
 });
