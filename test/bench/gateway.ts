@@ -22,8 +22,8 @@
  * - Answers the gateway gives without an upstream call (a dry run, a stopped agent, a spent
  *   budget), one connection, beside the floor answering a body locally; the mock's request count
  *   proves nothing was sent.
- * Prints every number, then each goal as PASS or BELOW. Exits 1 when a goal is missed or any
- * request failed (an unexpected status, a connection error, a timeout, a cut stream), after
+ * Prints every number, then each goal as PASS or BELOW (a goal below is reported, not a failure).
+ * Exits 1 when any request failed (an unexpected status, a connection error, a timeout, a cut stream), after
  * printing all. BENCH_CPU_PROF_DIR=dir: svc serve runs with --cpu-prof and writes its profile there.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -53,11 +53,12 @@ const SATURATE = { connections: 16, warmupSeconds: 1, roundSeconds: 3, rounds: 3
 /** One connection: rounds of this many seconds per target, taking turns (5 s each in all). */
 const ONE = { rounds: 4, seconds: 1.25 };
 const REFUSALS = { rounds: 3, seconds: 0.6 };
+// Issue 23 set added p50 (0.8 ms), CPU per request (600 µs) and throughput (0.55 of the floor).
 const GOALS = {
-  addedP50: 0.5,
+  addedP50: 0.8,
   addedP99: 2,
-  cpuMicros: 300,
-  throughput: 0.5,
+  cpuMicros: 600,
+  throughput: 0.55,
   addedTtfbP50: 1,
   addedTtfbP99: 3,
   refusalP50: 0.3,
@@ -413,6 +414,13 @@ async function main(): Promise<number> {
       p(r[of], q) - p(of === 'total' ? mockJ.total : mockS.ttfb, q);
     const floorNote = (r: Sequential, q: number, of: 'total' | 'ttfb') => `floor adds ${added(r, q, of).toFixed(3)} ms`;
     const ratio = gwSat.rps / floorSat.rps;
+    // The summary's columns (summary.ts) for the saturated chat completion against the floor.
+    const saturated = {
+      svc: `${gwSat.rps.toFixed(0)} req/s`,
+      baseline: `${floorSat.rps.toFixed(0)} req/s (floor)`,
+      ratio,
+      cpuMicros: cpuMicros(gwSat.cpuTicks, gwSat.requests),
+    };
     const goals: Goal[] = [
       atMost(
         'added latency p50, 1 conn',
@@ -428,18 +436,22 @@ async function main(): Promise<number> {
         'ms',
         floorNote(floorJ, 99, 'total'),
       ),
-      atMost(
-        `gateway CPU per request, ${SATURATE.connections} conn`,
-        cpuMicros(gwSat.cpuTicks, gwSat.requests),
-        GOALS.cpuMicros,
-        'µs',
-        `floor ${micros(cpuMicros(floorSat.cpuTicks, floorSat.requests))} µs; 1 conn: gateway ${micros(cpuMicros(gwJ.cpuTicks, gwJ.requests))} µs`,
-      ),
+      {
+        ...atMost(
+          `gateway CPU per request, ${SATURATE.connections} conn`,
+          cpuMicros(gwSat.cpuTicks, gwSat.requests),
+          GOALS.cpuMicros,
+          'µs',
+          `floor ${micros(cpuMicros(floorSat.cpuTicks, floorSat.requests))} µs; 1 conn: gateway ${micros(cpuMicros(gwJ.cpuTicks, gwJ.requests))} µs`,
+        ),
+        ...saturated,
+      },
       {
         benchmark: `throughput, ${SATURATE.connections} conn`,
         measured: `${ratio.toFixed(2)} of floor req/s (${gwSat.rps.toFixed(0)} vs ${floorSat.rps.toFixed(0)})`,
         goal: `>= ${GOALS.throughput.toFixed(2)}`,
         met: ratio >= GOALS.throughput,
+        ...saturated,
       },
       atMost(
         'added TTFB p50, streamed',
@@ -489,7 +501,8 @@ async function main(): Promise<number> {
       problems.push(
         `only ${recorded} call records for ${measuredGateway} answered requests (usage answered ${usage.status})`,
       );
-    if (missed.length > 0) problems.push(`below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
+    if (missed.length > 0)
+      console.log(`\nbelow goal (reported, not a failure): ${missed.map((g) => g.benchmark).join(', ')}`);
     return verdict(problems);
   } finally {
     stopping.now = true;

@@ -8,6 +8,7 @@
  *   and reported: a run with any of them is not a valid measurement.
  */
 import autocannon, { type Result } from 'autocannon';
+import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 
 export interface Target {
@@ -17,10 +18,14 @@ export interface Target {
   headers?: Record<string, string>;
   /** JSON request body (sent with content-type application/json). */
   body?: string;
+  /** The server process answering it: its CPU over the measured rounds gives `cpuMicros`. */
+  pid?: number;
 }
 
 /** What the load generator reports for one round. */
 interface Round {
+  /** The server's CPU milliseconds over the round (0 without a pid). */
+  cpuMs: number;
   duration: number;
   total: number;
   p50: number;
@@ -37,6 +42,8 @@ export interface Measured {
   total: number;
   /** Failed requests by HTTP status, or `errors` and `timeouts`. */
   bad: Record<string, number>;
+  /** Microseconds of the server's CPU (every thread) per request answered, when its pid is known. */
+  cpuMicros?: number;
 }
 
 export interface Shape {
@@ -73,9 +80,30 @@ function addInto(into: Record<string, number>, from: Record<string, number>): Re
 
 export const badCount = (bad: Record<string, number>) => Object.values(bad).reduce((n, v) => n + v, 0);
 
+const TICKS = 100; // USER_HZ: /proc's clock ticks per second on Linux
+
+/** User + system CPU milliseconds of a process, every thread; 0 when unknown. */
+export function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
+  } catch {
+    return 0;
+  }
+}
+
 async function round(target: Target, connections: number, seconds: number): Promise<Round> {
+  const before = processCpuMs(target.pid);
   const r = await autocannon({ ...options(target), connections, duration: seconds });
-  return { duration: r.duration, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, bad: failures(r) };
+  return {
+    cpuMs: processCpuMs(target.pid) - before,
+    duration: r.duration,
+    total: r.requests.total,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    bad: failures(r),
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -101,6 +129,9 @@ export async function measureBoth(a: Target, b: Target, shape: Shape): Promise<[
     p99: median(results.map((r) => r.p99)),
     total: results.reduce((n, r) => n + r.total, 0),
     bad: [warmup, ...results].reduce((into, r) => addInto(into, r.bad), {} as Record<string, number>),
+    ...(target.pid === undefined
+      ? {}
+      : { cpuMicros: (results.reduce((n, r) => n + r.cpuMs, 0) * 1000) / results.reduce((n, r) => n + r.total, 0) }),
   });
   return [sum(a, rounds[0], warm[0]!), sum(b, rounds[1], warm[1]!)];
 }

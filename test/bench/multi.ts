@@ -20,6 +20,7 @@ import { freshDatabase } from '../helpers/postgres.js';
 import { BIN, cleanEnv } from '../helpers/process.js';
 import { startChild, type Child } from './children.js';
 import { BENCH_PAYMENT, gateFixture, type ServeBoot } from './gate-fixture.js';
+import { goalsTable, type Goal } from './report.js';
 
 const CONNECTIONS = 32;
 const WARMUP_SECONDS = 1;
@@ -205,7 +206,24 @@ async function main(): Promise<void> {
       await rm(dataDir, { recursive: true, force: true });
     }
   }
-  console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end`);
+  console.log(`\nload average ${loadavg()[0]!.toFixed(2)} at the end\n`);
+  // Figures only (issue 17 compares LMDB with the synchronous store it replaced, not measurable
+  // in the same run): listed in the summary's table without a goal.
+  const goals: Goal[] = [];
+  for (let i = 0; i + 1 < rows.length; i += 2) {
+    const [p, b] = [rows[i]!, rows[i + 1]!];
+    goals.push({
+      benchmark: `authorize, ${p.name.replace(' (svc)', '')}`,
+      measured: `${p.rps.toFixed(0)} req/s, p50 ${p.p50} ms, p99 ${p.p99} ms`,
+      goal: '',
+      met: true,
+      svc: `${p.rps.toFixed(0)} req/s (p99 ${p.p99} ms)`,
+      baseline: `${b.rps.toFixed(0)} req/s`,
+      ratio: p.rps / b.rps,
+      ...(p.cpuMsPerRequest === null ? {} : { cpuMicros: p.cpuMsPerRequest * 1000 }),
+    });
+  }
+  console.log(goalsTable(goals));
 }
 
 await main();

@@ -15,8 +15,8 @@
  * - verify: POST /v1/verify with one receipt again and again (after the first check each answer
  *   says `replayed: true`), against POST /bare/echo likewise.
  *
- * Prints every route's requests/s, p50 and p99, then each goal as PASS or BELOW. Exits 1 when a
- * goal is missed or any request failed (not 2xx, connection error, timeout), after printing all.
+ * Prints every route's requests/s, p50 and p99, then each goal as PASS or BELOW (a measurement: a
+ * goal below is reported, not a failure). Exits 1 when any request failed (not 2xx, connection error, timeout), after printing all.
  * BENCH_CPU_PROF_DIR=dir: the svc servers run with --cpu-prof and write their profiles there.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -27,15 +27,17 @@ import { BIN, cleanEnv, svc } from '../helpers/process.js';
 import { startChild, type Child } from './children.js';
 import { BENCH_PAYMENT, gateFixture, type ServeBoot } from './gate-fixture.js';
 import { badCount, measureAtRate, measureBoth, type Measured, type Shape, type Target } from './load.js';
-import { goalsTable, latencyGoal, ratioGoal, routesTable, type Goal } from './report.js';
+import { cpuGoal, goalsTable, latencyGoal, ratioGoal, routesTable, type Goal } from './report.js';
 
 /** Rounds long enough that connection setup is not what is measured. */
 const SHAPE: Shape = { connections: 32, warmupSeconds: 1, roundSeconds: 3, rounds: 4 };
+// Issue 23's goals: ratios to bare hapi in the same run, server CPU per request, p99 at a rate.
 const GOALS = {
   whoami: 0.7,
-  authorize: 0.5,
-  verify: 0.7,
-  fixedRate: { rate: 1000, connections: 64, seconds: 5, maxP50: 2, maxP99: 10 },
+  authorize: 0.4,
+  authorizeCpuMicros: 400,
+  verify: 0.6,
+  fixedRate: { rate: 1000, connections: 64, seconds: 5, maxP50: null, maxP99: 15 },
 };
 const UNLIMITED = '100000000';
 
@@ -96,7 +98,12 @@ async function whoami(
     const bare = await startBare(await check.text());
 
     const [product, baseline] = await measureBoth(
-      { name: 'GET /v1/whoami (svc, key auth)', url, headers: { authorization: `Bearer ${key}` } },
+      {
+        name: 'GET /v1/whoami (svc, key auth)',
+        url,
+        headers: { authorization: `Bearer ${key}` },
+        pid: server.child.pid!,
+      },
       { name: 'GET /bare (bare hapi)', url: `${bare.url}/bare` },
       SHAPE,
     );
@@ -132,6 +139,7 @@ async function gate(bare: Child<{ listening: string }>, out: Results): Promise<v
       method: 'POST',
       headers: { authorization: `Bearer ${fx.key}` },
       body: authorizeBody,
+      pid: server.child.pid!,
     };
     const authorizeBare: Target = {
       name: 'POST /bare/echo (bare hapi)',
@@ -142,17 +150,24 @@ async function gate(bare: Child<{ listening: string }>, out: Results): Promise<v
     const [product, baseline] = await measureBoth(authorize, authorizeBare, SHAPE);
     out.rows.push({ benchmark: 'authorize', m: product }, { benchmark: 'authorize', m: baseline });
     out.goals.push(ratioGoal('authorize', product, baseline, GOALS.authorize));
+    out.goals.push(cpuGoal('authorize', product, baseline, GOALS.authorizeCpuMicros));
 
     const { rate, connections, seconds, maxP50, maxP99 } = GOALS.fixedRate;
     const label = `authorize @${rate}/s`;
     const atRate = await measureAtRate(authorize, rate, connections, seconds);
     const bareAtRate = await measureAtRate(authorizeBare, rate, connections, seconds);
     out.rows.push({ benchmark: label, m: atRate }, { benchmark: label, m: bareAtRate });
-    out.goals.push(latencyGoal(label, atRate, rate, maxP50, maxP99));
+    out.goals.push(latencyGoal(label, atRate, rate, maxP50, maxP99, bareAtRate));
 
     const verifyBody = JSON.stringify({ receipt: fx.receipt });
     const [verified, verifyBaseline] = await measureBoth(
-      { name: 'POST /v1/verify (svc, replayed)', url: `${server.url}/v1/verify`, method: 'POST', body: verifyBody },
+      {
+        name: 'POST /v1/verify (svc, replayed)',
+        url: `${server.url}/v1/verify`,
+        method: 'POST',
+        body: verifyBody,
+        pid: server.child.pid!,
+      },
       {
         name: 'POST /bare/echo (bare hapi)',
         url: `${bare.url}/bare/echo?size=${Buffer.byteLength(fx.verifyAnswer)}`,
@@ -205,9 +220,12 @@ async function main(): Promise<number> {
   const failed = out.rows.reduce((n, { m }) => n + badCount(m.bad), 0);
   const missed = out.goals.filter((g) => !g.met);
   console.log('');
-  if (failed > 0) console.log(`FAIL: ${failed} requests were not answered 2xx (see "failed" above)`);
-  if (missed.length > 0) console.log(`FAIL: below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
-  if (failed > 0 || missed.length > 0) return 1;
+  if (missed.length > 0)
+    console.log(`below goal (reported, not a failure): ${missed.map((g) => g.benchmark).join(', ')}`);
+  if (failed > 0) {
+    console.log(`FAIL: ${failed} requests were not answered 2xx (see "failed" above)`);
+    return 1;
+  }
   console.log('OK');
   return 0;
 }

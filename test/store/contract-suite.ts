@@ -58,7 +58,10 @@ export const query = fc.record(
   { requiredKeys: ['prefix', 'reverse'] },
 );
 
-export function modelScan(model: Map<string, { key: KeyPart[]; value: number }>, q: ScanOptions & { prefix: KeyPart[] }) {
+export function modelScan(
+  model: Map<string, { key: KeyPart[]; value: number }>,
+  q: ScanOptions & { prefix: KeyPart[] },
+) {
   let out = [...model.values()].filter((e) => hasPrefix(e.key, q.prefix));
   if (q.startAfter !== undefined) {
     const from = q.startAfter;
