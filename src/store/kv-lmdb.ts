@@ -337,11 +337,14 @@ export interface LmdbOpenOptions {
    * mount) of a data dir can be read. Writes fail.
    */
   readOnly?: boolean;
+  /** Runs of a write function before a StoreError 'conflict' (default MAX_ATTEMPTS; tests lower it). */
+  maxAttempts?: number;
 }
 
 export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}): KvStore {
   const create = options.create ?? true;
   const readOnly = options.readOnly ?? false;
+  const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
   const dir = resolve(dataDir);
   const file = join(dir, STORE_FILE);
   prepareDataDir(dir, { create: create && !readOnly, chmod: !readOnly });
@@ -472,14 +475,14 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     backend: 'lmdb',
     tables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-      for (let n = 1; n <= MAX_ATTEMPTS; n++) {
+      for (let n = 1; n <= maxAttempts; n++) {
         const { result, committed } = await run(fn);
         if (await committed) {
           await flushed();
           return result;
         }
       }
-      throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
+      throw new StoreError('conflict', `store write conflicted with concurrent writers ${maxAttempts} times`);
     },
     writable: () => writable,
     async schemaVersion() {

@@ -13,6 +13,7 @@ import { createApp, type App } from '../../src/app.js';
 import { entryOf, errorTypes } from '../../src/errors/catalogue.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { createHttpServer } from '../../src/server.js';
+import { StoreError } from '../../src/store/index.js';
 import { createLogger } from '../../src/lib/log.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { bearer, call, csrf, signIn, type Json, type Reply, ownerSession } from '../helpers/http.js';
@@ -68,6 +69,16 @@ async function inProcess(env: 'production' | 'development'): Promise<InProcess> 
       options: { auth: false },
       handler() {
         throw new AppError('internal', { message: 'secret detail xyz: db at /var/lib/secret' });
+      },
+    },
+    {
+      // What the store throws when a write keeps conflicting with other processes' writes past its
+      // retry bound (kv-lmdb.ts, kv-postgres.ts): no shipped route can be made to do it on demand.
+      method: 'GET',
+      path: '/test/store-conflict',
+      options: { auth: false },
+      handler() {
+        throw new StoreError('conflict', 'store write conflicted with concurrent writers 32 times');
       },
     },
     {
@@ -386,6 +397,17 @@ test('internal in production: 500 with the generic message, the cause never show
   const typedError = assertError(t, typed, 'https://svc.example', 500, 'internal');
   t.is(typedError.message, 'Internal error.');
   t.false(typed.text.includes('secret detail'));
+});
+
+test('a write that keeps conflicting with other writers: 503 store_unavailable with retry-after, saying so (production too)', async (t) => {
+  for (const p of [production, development]) {
+    const res = await inject(p, 'GET', '/test/store-conflict');
+    t.is(res.status, 503, res.text);
+    t.is(res.body.error.type, 'store_unavailable');
+    t.regex(res.body.error.message, /too many concurrent writes to the same records; nothing of it was kept/);
+    t.false(res.text.includes('32 times'), 'the store error itself is not shown');
+    t.regex(String(res.headers['retry-after']), /^\d+$/);
+  }
 });
 
 test('internal in development: still type internal', async (t) => {

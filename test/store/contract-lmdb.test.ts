@@ -5,7 +5,8 @@ import { openStore } from '../../src/store/open.js';
 import { removeDir, ROOT, tempDir } from '../helpers/process.js';
 import fc from 'fast-check';
 import type { KeyPart } from '../../src/store/types.js';
-import { contractSuite, modelScan, options } from './contract-suite.js';
+import { contractSuite, modelScan, options, putFromAnotherProcess } from './contract-suite.js';
+import type { StoreError } from '../../src/store/errors.js';
 
 /** The store contract (contract-suite.ts) on the LMDB backend, and a store an older svc made. */
 
@@ -120,4 +121,29 @@ test('lmdb: concurrent writes of one process run once each, as if one after anot
   );
   await store.close();
   t.pass();
+});
+
+test('lmdb: a write that another process keeps changing under it gives up with StoreError conflict, nothing applied', async (t) => {
+  const dataDir = await tempDir('svc-kv-');
+  dirs.push(dataDir);
+  const store = await openStore(dataDir, { maxAttempts: 2 });
+  await store.write(async (tx) => tx.periodUsage.put('hot', 0));
+  let runs = 0;
+  const err = await t.throwsAsync(
+    store.write(async (tx) => {
+      runs++;
+      const n = (await tx.periodUsage.get('hot')) ?? 0;
+      // Each run, another process (as the CLI would) commits a change to what this one read.
+      const other = await putFromAnotherProcess(dataDir, 'hot', 100 + runs);
+      t.is(other.code, 0, other.stderr);
+      await tx.periodUsage.put('hot', n + 1);
+      await tx.periodUsage.put('mine', 1);
+    }),
+  );
+  t.is(err?.name, 'StoreError');
+  t.is((err as StoreError).code, 'conflict');
+  t.is(runs, 2);
+  t.is(await store.tables.periodUsage.get('hot'), 102, "only the other process's writes landed");
+  t.is(await store.tables.periodUsage.get('mine'), undefined);
+  await store.close();
 });

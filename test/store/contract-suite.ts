@@ -41,6 +41,11 @@ function child(spec: object, args: string[], onLine?: (line: string, kill: () =>
   );
 }
 
+/** One write of periodUsage[key] = value by another process (kv-child.ts `put`). */
+export async function putFromAnotherProcess(dataDir: string, key: string, value: number) {
+  return child({ dataDir }, ['put', key, String(value)]);
+}
+
 /** A small element domain, so that generated keys share prefixes and `after` values hit. */
 const part = fc.oneof(
   fc.constantFrom<KeyPart>('a', 'b', 'ab', '', 'é', 'Z', 'a\u0000', 'wid_1'),
