@@ -5,7 +5,7 @@ import { createLogger, prettyLogs } from '../lib/log.js';
 import { bootstrapIfEmpty } from '../people/index.js';
 import { createHttpServer } from '../server.js';
 import type { Settings } from '../settings/schema.js';
-import { inWorker, reportListening, runPrimary } from './workers.js';
+import { inWorker, leaveCluster, reportListening, runPrimary } from './workers.js';
 
 /** What `svc serve` tells once it listens. */
 export interface Listening {
@@ -30,7 +30,11 @@ export async function serveUntilStopped(
   // --workers N: this process becomes the cluster's primary; each worker runs the rest of this
   // function (workers.ts).
   if (settings.server.workers > 1 && !inWorker()) {
-    await runPrimary(settings.server.workers, { announce: options.announce, log });
+    await runPrimary(settings.server.workers, {
+      announce: options.announce,
+      log,
+      shutdownTimeoutMs: settings.server.shutdownTimeoutMs,
+    });
     return;
   }
   const app = await createApp(settings, { migrate: options.migrate, create: true, log });
@@ -60,4 +64,7 @@ export async function serveUntilStopped(
   await app.close();
   log.info('stopped');
   log.flush();
+  // A worker's IPC channel to the primary would keep it alive now that everything is closed and
+  // flushed: it leaves, and the primary, waiting for every worker's exit, ends too.
+  if (inWorker()) leaveCluster();
 }

@@ -37,6 +37,11 @@ export function reportListening(listening: Listening): void {
   process.send?.(message);
 }
 
+/** In a worker whose server has stopped (drained, flushed, store closed): exits at once. */
+export function leaveCluster(): void {
+  process.exit(0);
+}
+
 /** A worker ended before the server was up: the start fails with its exit code. */
 export class WorkerStartFailed extends Error {
   override readonly name = 'WorkerStartFailed';
@@ -48,9 +53,12 @@ export class WorkerStartFailed extends Error {
 /** Runs the primary until SIGTERM or SIGINT, once every worker has drained. */
 export async function runPrimary(
   workers: number,
-  options: { announce: (listening: Listening) => void; log: Logger },
+  options: { announce: (listening: Listening) => void; log: Logger; shutdownTimeoutMs: number },
 ): Promise<void> {
   const { log } = options;
+  // A worker gets its drain's timeout and this much more to exit before it is killed: what it
+  // acknowledged is already on disk, and a stop must end.
+  const exitBound = options.shutdownTimeoutMs + 5000;
   const listening = new Map<number, Listening>();
   let up = false;
   let stopping = false;
@@ -102,15 +110,20 @@ export async function runPrimary(
   await stopAll();
   log.info('stopped');
   log.flush();
-}
 
-async function stopAll(): Promise<void> {
-  const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
-  await Promise.all(
-    alive.map(async (worker) => {
-      const exited = once(worker, 'exit');
-      worker.process.kill('SIGTERM');
-      await exited;
-    }),
-  );
+  async function stopAll(): Promise<void> {
+    const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
+    await Promise.all(
+      alive.map(async (worker) => {
+        const exited = once(worker, 'exit');
+        worker.process.kill('SIGTERM');
+        const late = setTimeout(() => {
+          log.warn({ pid: worker.process.pid }, 'a worker did not exit in time after SIGTERM; killing it');
+          worker.process.kill('SIGKILL');
+        }, exitBound);
+        await exited;
+        clearTimeout(late);
+      }),
+    );
+  }
 }

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
 import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 
@@ -51,4 +52,32 @@ multiSuite(test, 'lmdb, two workers', async (options: DeployOptions = {}) => {
       process.kill(worker, 'SIGKILL');
     },
   };
+});
+
+test.serial('lmdb, two workers: SIGTERM after load drains both workers and the primary exits 0', async (t) => {
+  const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+  servers.push(server);
+  const workers = workersOf(server.proc.pid!);
+  t.is(workers.length, 2);
+  const bot = await createAgent(server, [
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+  ]);
+  // Decisions on kept-alive connections, some still open when the signal comes.
+  const answers = await Promise.all(Array.from({ length: 40 }, () => authorize(server, bot.key, payment(10))));
+  t.deepEqual(
+    answers.filter((a) => a.status !== 200).map((a) => a.text),
+    [],
+  );
+  const exited = new Promise<number | null>((resolve) => server.proc.once('exit', (code) => resolve(code)));
+  server.proc.kill('SIGTERM');
+  const code = await Promise.race([
+    exited,
+    new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 25_000)),
+  ]);
+  t.is(code, 0, 'the primary exits 0 once both workers have drained');
+  t.deepEqual(
+    workers.filter((pid) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z')),
+    [],
+    'no worker is left running',
+  );
 });
