@@ -28,8 +28,9 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  *   numbers): what JSON.parse gives back is exactly what was put, as on LMDB.
  * - A write is one SERIALIZABLE transaction on one pooled connection; on a serialization failure
  *   (40001) or deadlock (40P01) it is rolled back and the write function runs again after a
- *   jittered backoff, at most MAX_ATTEMPTS times (then StoreError 'conflict'); retries go one at a
- *   time per process, so a hot key converges. COMMIT returns once
+ *   jittered backoff, at most MAX_ATTEMPTS times (then StoreError 'conflict'). The writes of one
+ *   process queue, one transaction at a time (see `queue` below), so only another instance's
+ *   transaction can conflict with one. COMMIT returns once
  *   the WAL is flushed (synchronous_commit on): acknowledged means durable.
  * - Reads outside a write are single autocommit statements: the latest commit, no cache.
  * - A lost or refused connection is StoreError 'unavailable' (the HTTP layer answers 503); the
@@ -289,29 +290,31 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
     }
   }
 
-  // Writers that hit a serialization failure retry one at a time (per process), each after the
-  // previous one committed: on a hot key N concurrent writers finish in about N transactions
-  // instead of failing each other again. First attempts stay concurrent.
-  let lane: Promise<unknown> = Promise.resolve();
+  // Write functions of this process run one at a time (a queue), each transaction committed
+  // before the next begins: every decision appends to its workspace's ledger head, so concurrent
+  // transactions of one process would all touch that row and fail each other at commit, burning
+  // a round of queries each. Queued, only another instance's transaction can conflict; the one
+  // that does retries at once, at its turn, after a jittered backoff.
+  let queue: Promise<unknown> = Promise.resolve();
+
+  async function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+    for (let n = 1; n <= MAX_ATTEMPTS; n++) {
+      // Jittered exponential backoff (1, 2, 4 … ms, capped at 50 ms, times a random factor):
+      // another instance's writers, retrying too, do not meet these again in step.
+      if (n > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** n)));
+      const outcome = await attempt(fn);
+      if (outcome.ok) return outcome.result;
+    }
+    throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
+  }
 
   return {
     backend: 'postgres',
     tables: readTables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-      const first = await attempt(fn);
-      if (first.ok) return first.result;
-      const retried = lane.then(async () => {
-        for (let n = 2; n <= MAX_ATTEMPTS; n++) {
-          // Jittered exponential backoff (1, 2, 4 … ms, capped at 50 ms, times a random factor):
-          // writers of other processes, retrying too, do not meet again in step.
-          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** n)));
-          const again = await attempt(fn);
-          if (again.ok) return again.result;
-        }
-        throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
-      });
-      lane = retried.catch(() => undefined);
-      return retried;
+      const turn = queue.then(() => run(fn));
+      queue = turn.catch(() => undefined);
+      return turn;
     },
     writable: () => writable,
     async schemaVersion() {
