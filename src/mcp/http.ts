@@ -124,7 +124,7 @@ export const mcpRoutes: Plugin<{
       });
       const entry: Session & { handle: Handle } = Object.assign(state, {
         handle: (req: IncomingMessage, res: ServerResponse, body?: unknown) =>
-          answerWith((r) => transport.handleRequest(r, { parsedBody: body }), req, res, `${baseUrl()}/mcp`, body),
+          answerWith((r) => transport.handleRequest(r, { parsedBody: body }), req, res, `${baseUrl()}/mcp`),
         close: async () => {
           await transport.close();
         },
@@ -167,7 +167,7 @@ export const mcpRoutes: Plugin<{
       });
       const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
       return (req, res, b) =>
-        answerWith((r) => transport.handleRequest(r, { parsedBody: b, authInfo }), req, res, `${baseUrl()}/mcp`, b);
+        answerWith((r) => transport.handleRequest(r, { parsedBody: b, authInfo }), req, res, `${baseUrl()}/mcp`);
     };
 
     const mount = async (request: Request, h: ResponseToolkit) => {

@@ -456,28 +456,21 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
         }
       }
       const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
-      await answerWith(
-        (r) => handler.fetch(r, { authInfo, parsedBody: body }),
-        req,
-        res,
-        `${deps.baseUrl()}/mcp`,
-        body,
-      );
+      await answerWith((r) => handler.fetch(r, { authInfo, parsedBody: body }), req, res, `${deps.baseUrl()}/mcp`);
     },
   };
 }
 
 /**
- * Serves a Node request with a web-standard handler (the SDK's): the already parsed body is
- * sent on as JSON, the answer (a JSON body or an event stream) is piped back, and the handler's
- * request is aborted when the client goes away.
+ * Serves a Node request with a web-standard handler (the SDK's), which `fetchLike` hands the
+ * already parsed body: the request's method and headers are sent on, the answer (a JSON body or
+ * an event stream) is piped back, and the handler's request is aborted when the client goes away.
  */
 export async function answerWith(
   fetchLike: (request: Request) => Promise<Response>,
   req: IncomingMessage,
   res: ServerResponse,
   url: string,
-  body: unknown,
 ): Promise<void> {
   const abort = new AbortController();
   res.once('close', () => abort.abort());
@@ -486,14 +479,10 @@ export async function answerWith(
     if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
     headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  const method = (req.method ?? 'POST').toUpperCase();
+  // The body is handed over parsed (`fetchLike` passes it as the SDK's parsedBody), so the
+  // request carries none: serializing it again only for the SDK not to read it cost CPU.
   const response = await fetchLike(
-    new Request(url, {
-      method,
-      headers,
-      signal: abort.signal,
-      ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
-    }),
+    new Request(url, { method: (req.method ?? 'POST').toUpperCase(), headers, signal: abort.signal }),
   );
   const out: Record<string, string> = {};
   response.headers.forEach((value, name) => {
