@@ -514,8 +514,10 @@ export function createMcpProxy(deps: {
 
     /**
      * A proxied call: refused when the agent is stopped (thrown, for a JSON-RPC error), gated as
-     * an action, then forwarded. With `own` hooks (or a progress relay) the call gets a client of
-     * its own, through which the upstream's notifications and requests reach the caller.
+     * an action, then forwarded. With `own` hooks that relay (requests, notifications) or a
+     * progress relay the call gets a client of its own, through which the upstream's
+     * notifications and requests reach the caller; with only `own.capabilities` it shares the
+     * client declaring that set (at most MAX_CAPABILITY_SETS per upstream, else its own).
      */
     async call(
       who: { workspaceId: string; agentId: string },
