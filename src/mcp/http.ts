@@ -1,7 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
 import type { Client } from '@modelcontextprotocol/client';
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
+import {
+  isInitializeRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type AuthInfo,
+  type Server,
+} from '@modelcontextprotocol/server';
 import Joi from 'joi';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
@@ -12,6 +17,7 @@ import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
 import { answerWith, createModernHandler, isModernRequest } from './modern.js';
+import { createServerPool } from './reuse.js';
 import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
 import { GATE_TOOL_NAMES } from './tools.js';
@@ -56,7 +62,10 @@ export const mcpRoutes: Plugin<{
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
     const modern = createModernHandler({ gate, proxy, version, baseUrl });
+    // Servers for requests without a session, one principal's each, reused (reuse.ts).
+    const statelessServers = createServerPool<Server>();
     server.ext('onPostStop', async () => {
+      statelessServers.clear();
       await modern.close();
       await sessions.closeAll();
       await proxy.close();
@@ -115,7 +124,7 @@ export const mcpRoutes: Plugin<{
       });
       const entry: Session & { handle: Handle } = Object.assign(state, {
         handle: (req: IncomingMessage, res: ServerResponse, body?: unknown) =>
-          answerWith((r) => transport.handleRequest(r, { parsedBody: body }), req, res, `${baseUrl()}/mcp`, body),
+          answerWith((r) => transport.handleRequest(r, { parsedBody: body }), req, res, `${baseUrl()}/mcp`),
         close: async () => {
           await transport.close();
         },
@@ -129,9 +138,14 @@ export const mcpRoutes: Plugin<{
       return entry;
     };
 
-    /** One request served on its own: a server and transport for it alone. */
+    /**
+     * One request served on its own: a transport for it alone, and a server of its principal's
+     * (an idle one reused, else a new one), which is free again once the request has ended.
+     */
     const stateless = async (request: Request, principal: Principal): Promise<Handle> => {
-      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl });
+      const mcp = statelessServers.take(principal, (track) =>
+        buildMcpServer({ gate, proxy, who: principal, version, baseUrl, track }),
+      );
       // A proxied tool call that asks for progress answers as a stream, so that the upstream's
       // progress and log messages reach the caller while it runs; everything else answers JSON.
       const body = request.payload as {
@@ -150,10 +164,10 @@ export const mcpRoutes: Plugin<{
       await mcp.connect(transport as never);
       request.raw.res.once('close', () => {
         void transport.close();
-        void mcp.close();
       });
+      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
       return (req, res, b) =>
-        answerWith((r) => transport.handleRequest(r, { parsedBody: b }), req, res, `${baseUrl()}/mcp`, b);
+        answerWith((r) => transport.handleRequest(r, { parsedBody: b, authInfo }), req, res, `${baseUrl()}/mcp`);
     };
 
     const mount = async (request: Request, h: ResponseToolkit) => {

@@ -22,6 +22,7 @@ import type { McpProxy } from './proxy.js';
 import { MCP_ERROR_CODE } from './server.js';
 import type { Principal } from './sessions.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
+import { createServerPool, principalKey, type Track } from './reuse.js';
 
 /**
  * The 2026-07-28 protocol at /mcp (the "modern" era): no `initialize`, a `server/discover`
@@ -36,9 +37,10 @@ import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
  *   `_meta["io.modelcontextprotocol/protocolVersion"]`); everything else (an `initialize`, a
  *   request of a 2025 session, a 2025 stateless request) stays on the 2025 path of http.ts,
  *   which keeps its sessions. The SDK's own classifier decides, so the two never disagree.
- * - Every request is served by a fresh server built for the authenticated caller: the gate's
- *   tools, and the workspace's upstream tools, resources, prompts and completions through the
- *   proxy's shared clients, every proxied tool call gated as on the 2025 path.
+ * - Every request is served by a server of the authenticated caller's own (reuse.ts: built once
+ *   per principal and reused, one request at a time): the gate's tools, and the workspace's
+ *   upstream tools, resources, prompts and completions through the proxy's shared clients,
+ *   every proxied tool call gated as on the 2025 path.
  * - Refusals are JSON-RPC errors of the catalogue's shape (`type`, `fix`, `docs` in `data`);
  *   an upstream's own errors pass through with their code.
  */
@@ -96,6 +98,15 @@ function ours<T>(result: T): T {
  */
 const APPROVAL_STATE = 'svc-approval:';
 
+/**
+ * A request reaches only the server of its own principal (reuse.ts keys the pool so); should it
+ * ever not, it is refused before anything is read or sent.
+ */
+function sameCaller(authInfo: AuthInfo | undefined, who: Principal): void {
+  const p = (authInfo?.extra as { principal?: Principal } | undefined)?.principal;
+  if (p && principalKey(p) !== principalKey(who)) throw new Error('an MCP server was handed another caller');
+}
+
 /** What the caller declared it can answer, as its upstream is told (the parts an upstream may ask for). */
 function mirrored(caps: Record<string, unknown>): Record<string, object> {
   const out: Record<string, object> = {};
@@ -110,6 +121,8 @@ export function buildModernServer(deps: {
   who: Principal;
   version: string;
   baseUrl: () => string;
+  /** When the server is pooled (reuse.ts): its handlers run under this, so it is reused only once they settle. */
+  track?: Track;
 }): Server {
   const { gate, proxy, who } = deps;
   const mcp = new Server(
@@ -123,15 +136,18 @@ export function buildModernServer(deps: {
       },
     },
   );
+  const track: Track = deps.track ?? ((run) => run());
   const guarded =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      try {
-        return await fn(...args);
-      } catch (err) {
-        throw asProtocolError(err, deps.baseUrl);
-      }
-    };
+    async (...args: A): Promise<R> =>
+      track(async () => {
+        try {
+          sameCaller((args[1] as { http?: { authInfo?: AuthInfo } } | undefined)?.http?.authInfo, who);
+          return await fn(...args);
+        } catch (err) {
+          throw asProtocolError(err, deps.baseUrl);
+        }
+      });
   const link = proxy.pooledModern;
   /** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
   const callerOf = (
@@ -354,11 +370,14 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
   changed(wid: string): Promise<void>;
   close(): Promise<void>;
 } {
+  // One server per principal, reused across its requests (reuse.ts): the request's principal,
+  // from its authInfo, picks the pool; what else varies is read from each request.
+  const servers = createServerPool<Server>();
   const handler = createMcpHandler(
     ({ authInfo }) => {
       const who = (authInfo?.extra as { principal?: Principal } | undefined)?.principal;
       if (!who) throw new Error('no principal for the MCP request');
-      return buildModernServer({ ...deps, who });
+      return servers.take(who, (track) => buildModernServer({ ...deps, who, track }));
     },
     { legacy: 'reject' },
   );
@@ -405,6 +424,7 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
       handler.notify.resourcesChanged();
     },
     async close() {
+      servers.clear();
       await Promise.all([...watches.keys()].map(unwatch));
       await handler.close();
     },
@@ -436,28 +456,21 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
         }
       }
       const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
-      await answerWith(
-        (r) => handler.fetch(r, { authInfo, parsedBody: body }),
-        req,
-        res,
-        `${deps.baseUrl()}/mcp`,
-        body,
-      );
+      await answerWith((r) => handler.fetch(r, { authInfo, parsedBody: body }), req, res, `${deps.baseUrl()}/mcp`);
     },
   };
 }
 
 /**
- * Serves a Node request with a web-standard handler (the SDK's): the already parsed body is
- * sent on as JSON, the answer (a JSON body or an event stream) is piped back, and the handler's
- * request is aborted when the client goes away.
+ * Serves a Node request with a web-standard handler (the SDK's), which `fetchLike` hands the
+ * already parsed body: the request's method and headers are sent on, the answer (a JSON body or
+ * an event stream) is piped back, and the handler's request is aborted when the client goes away.
  */
 export async function answerWith(
   fetchLike: (request: Request) => Promise<Response>,
   req: IncomingMessage,
   res: ServerResponse,
   url: string,
-  body: unknown,
 ): Promise<void> {
   const abort = new AbortController();
   res.once('close', () => abort.abort());
@@ -466,14 +479,10 @@ export async function answerWith(
     if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
     headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  const method = (req.method ?? 'POST').toUpperCase();
+  // The body is handed over parsed (`fetchLike` passes it as the SDK's parsedBody), so the
+  // request carries none: serializing it again only for the SDK not to read it cost CPU.
   const response = await fetchLike(
-    new Request(url, {
-      method,
-      headers,
-      signal: abort.signal,
-      ...(method === 'POST' ? { body: JSON.stringify(body) } : {}),
-    }),
+    new Request(url, { method: (req.method ?? 'POST').toUpperCase(), headers, signal: abort.signal }),
   );
   const out: Record<string, string> = {};
   response.headers.forEach((value, name) => {
@@ -490,13 +499,14 @@ export async function answerWith(
   stream.pipe(res);
 }
 
-/** A proxied tool's input schema as its upstream lists it, or undefined (no such tool, or no answer). */
+/**
+ * A proxied tool's input schema as the upstream's recent listing gives it (listings.ts: listed
+ * again only when older than PIN_RECHECK_MS, the listing the call's pin check then uses), or
+ * undefined (no such tool, or no answer).
+ */
 async function upstreamInputSchema(proxy: McpProxy, wid: string, name: string): Promise<unknown> {
   try {
-    const target = await proxy.resolve(wid, name, proxy.pooledModern);
-    if (!target) return undefined;
-    const { tools } = await (await proxy.pooledModern(target.server)).listTools();
-    return tools.find((x) => x.name === target.tool)?.inputSchema;
+    return await proxy.inputSchema(wid, name, proxy.pooledModern);
   } catch {
     return undefined;
   }

@@ -31,8 +31,22 @@ export interface PinnedTool {
   inputSchema: Record<string, unknown>;
 }
 
+/**
+ * The states already hashed, by the listed tool object: a listing is kept for PIN_RECHECK_MS
+ * (listings.ts) and every call of one of its tools is checked against it, so each tool object
+ * is hashed once, not once per call. Listed tools are never changed in place (a new listing is
+ * new objects).
+ */
+const hashed = new WeakMap<PinnedTool, McpToolState>();
+
 /** The hashed state of what a tool tells an agent. */
 export function toolState(tool: PinnedTool): McpToolState {
+  let state = hashed.get(tool);
+  if (!state) hashed.set(tool, (state = hashState(tool)));
+  return state;
+}
+
+function hashState(tool: PinnedTool): McpToolState {
   const description = typeof tool.description === 'string' ? tool.description : null;
   const inputSchema = tool.inputSchema ?? {};
   let text: string;

@@ -74,6 +74,22 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const LIST_TIMEOUT_MS = 5_000;
 /** Pages read of one upstream's list before the rest is left out. */
 const MAX_PAGES = 20;
+/** Capability sets a 2026-07-28 caller may declare that get a shared upstream client each, per upstream. */
+export const MAX_CAPABILITY_SETS = 8;
+/** The longest capability set (as canonical JSON) that gets a shared client. */
+const MAX_CAPABILITY_KEY = 1024;
+
+/** JSON with every object's keys sorted, so that equal capability sets have one text. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
 
 /**
  * What a connection to an upstream relays back: the capabilities the upstream is told its client
@@ -190,6 +206,10 @@ export function createMcpProxy(deps: {
   // next time; it is closed only once no call is using it, since closing it fails every call in
   // flight on it, though the upstream may have run them (an agent told a call failed may send it
   // again). `live` holds every client not yet closed, the dropped ones included, for shutdown.
+  // A 2026-07-28 caller's call that relays nothing back but declares capabilities (the upstream
+  // may answer input_required for them) shares a client declaring that same set: pooled by the
+  // set's canonical text, at most MAX_CAPABILITY_SETS sets per upstream (a call past that, or
+  // with a set over MAX_CAPABILITY_KEY characters, opens a client of its own, as before).
   interface Shared {
     client: Promise<Client>;
     busy: number;
@@ -197,8 +217,11 @@ export function createMcpProxy(deps: {
   }
   const pool = new Map<string, Shared>();
   const live = new Set<Shared>();
-  const poolKey = (server: McpServerRecord, era: UpstreamEra = 'legacy') =>
-    `${era}/${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const serverKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
+  const poolKey = (server: McpServerRecord, era: UpstreamEra = 'legacy') => `${era}/${serverKey(server)}`;
+  /** The pool key of a client declaring `caps` (none: the era's plain shared client). */
+  const capsKey = (server: McpServerRecord, era: UpstreamEra, caps: string) =>
+    caps === '' ? poolKey(server, era) : `${poolKey(server, era)}#${caps}`;
   const closeIfDone = async (shared: Shared): Promise<void> => {
     if (!shared.dropped || shared.busy > 0 || !live.delete(shared)) return;
     await shared.client.then((c) => c.close()).catch(() => {});
@@ -208,11 +231,27 @@ export function createMcpProxy(deps: {
     shared.dropped = true;
     await closeIfDone(shared);
   };
-  const sharedOf = (server: McpServerRecord, era: UpstreamEra = 'legacy'): Shared => {
-    const key = poolKey(server, era);
+  const sharedOf = (
+    server: McpServerRecord,
+    era: UpstreamEra = 'legacy',
+    capabilities?: ClientCapabilities,
+  ): Shared | undefined => {
+    const caps = capabilities === undefined ? '' : canonical(capabilities);
+    const key = capsKey(server, era, caps);
     let shared = pool.get(key);
     if (!shared) {
-      const made: Shared = { client: open(server, {}, era), busy: 0, dropped: false };
+      if (caps !== '') {
+        if (caps.length > MAX_CAPABILITY_KEY) return undefined;
+        const prefix = `${poolKey(server, era)}#`;
+        let sets = 0;
+        for (const k of pool.keys()) if (k.startsWith(prefix)) sets += 1;
+        if (sets >= MAX_CAPABILITY_SETS) return undefined;
+      }
+      const made: Shared = {
+        client: open(server, caps === '' ? {} : { capabilities: capabilities! }, era),
+        busy: 0,
+        dropped: false,
+      };
       pool.set(key, made);
       live.add(made);
       made.client.catch(() => void retire(made));
@@ -220,21 +259,18 @@ export function createMcpProxy(deps: {
     }
     return shared;
   };
-  const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server).client;
-  const pooledModern = (server: McpServerRecord): Promise<Client> => sharedOf(server, 'modern').client;
+  const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server)!.client;
+  const pooledModern = (server: McpServerRecord): Promise<Client> => sharedOf(server, 'modern')!.client;
   const drop = async (server: McpServerRecord): Promise<void> => {
-    for (const era of ['legacy', 'modern'] as const) {
-      const shared = pool.get(poolKey(server, era));
-      if (shared) await retire(shared);
-    }
+    const mine = [...pool].filter(([key]) =>
+      (['legacy', 'modern'] as const).some(
+        (era) => key === poolKey(server, era) || key.startsWith(`${poolKey(server, era)}#`),
+      ),
+    );
+    for (const [, shared] of mine) await retire(shared);
   };
-  /** Runs `use` on the shared client, which is not closed while it runs; a transport failure drops that client. */
-  const withShared = async <T>(
-    server: McpServerRecord,
-    use: (client: Client) => Promise<T>,
-    era: UpstreamEra = 'legacy',
-  ): Promise<T> => {
-    const shared = sharedOf(server, era);
+  /** Runs `use` on a shared client, which is not closed while it runs; a transport failure drops that client. */
+  const withShared = async <T>(shared: Shared, use: (client: Client) => Promise<T>): Promise<T> => {
     shared.busy += 1;
     try {
       return await use(await shared.client);
@@ -467,9 +503,21 @@ export function createMcpProxy(deps: {
     },
 
     /**
+     * A proxied tool's input schema, from the upstream's recent listing (listed again through
+     * `link` only when older than PIN_RECHECK_MS, as for the call's pin check), or undefined.
+     */
+    async inputSchema(wid: string, name: string, link: UpstreamLink = pooled): Promise<unknown> {
+      const target = await this.resolve(wid, name, link);
+      if (!target) return undefined;
+      return (await listed.recent(target.server, link)).find((x) => x.name === target.tool)?.inputSchema;
+    },
+
+    /**
      * A proxied call: refused when the agent is stopped (thrown, for a JSON-RPC error), gated as
-     * an action, then forwarded. With `own` hooks (or a progress relay) the call gets a client of
-     * its own, through which the upstream's notifications and requests reach the caller.
+     * an action, then forwarded. With `own` hooks that relay (requests, notifications) or a
+     * progress relay the call gets a client of its own, through which the upstream's
+     * notifications and requests reach the caller; with only `own.capabilities` it shares the
+     * client declaring that set (at most MAX_CAPABILITY_SETS per upstream, else its own).
      */
     async call(
       who: { workspaceId: string; agentId: string },
@@ -514,8 +562,16 @@ export function createMcpProxy(deps: {
           structuredContent: { action: action as unknown as Record<string, unknown> },
         };
       }
-      const own = relay.own !== undefined || relay.progress !== undefined;
       const era = relay.era ?? 'legacy';
+      // A call that relays something back (progress, the upstream's requests or notifications)
+      // gets a client of its own; one that only declares the caller's capabilities shares the
+      // client declaring that set; one that declares nothing shares the era's plain client.
+      const relays =
+        relay.progress !== undefined || relay.own?.request !== undefined || relay.own?.notify !== undefined;
+      const caps = relay.own?.capabilities;
+      const shared = relays
+        ? undefined
+        : sharedOf(target.server, era, caps !== undefined && Object.keys(caps).length > 0 ? caps : undefined);
       const send = async (client: Client) =>
         (await client.callTool(
           {
@@ -544,16 +600,16 @@ export function createMcpProxy(deps: {
         },
         async () => {
           try {
-            const result = own
-              ? await send((client = await open(target.server, relay.own, era)))
-              : await withShared(target.server, send, era);
+            const result = shared
+              ? await withShared(shared, send)
+              : await send((client = await open(target.server, relay.own, era)));
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
             metrics.mcpCalls.inc({ outcome: 'upstream_error' });
             throw upstreamError(err, target.server);
           } finally {
-            if (own) await client?.close().catch(() => {});
+            await client?.close().catch(() => {});
           }
         },
       );

@@ -3,6 +3,7 @@ import { ProtocolError, Server, type ClientCapabilities, type Prompt } from '@mo
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import type { McpProxy, UpstreamHooks, UpstreamLink } from './proxy.js';
+import type { Track } from './reuse.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
 
 /**
@@ -50,6 +51,8 @@ export function buildMcpServer(deps: {
   baseUrl: () => string;
   /** Present for a session: the upstream clients it opened, made on first use. */
   session?: { links: Map<string, Promise<Client>> };
+  /** When the server is pooled (reuse.ts): its handlers run under this, so it is reused only once they settle. */
+  track?: Track;
 }): Server {
   const { gate, proxy, who } = deps;
   const mcp = new Server(
@@ -71,17 +74,26 @@ export function buildMcpServer(deps: {
       docs: `${deps.baseUrl()}/docs/errors#${err.type}`,
       ...err.details,
     });
-  /** A handler whose refusals become JSON-RPC errors of the catalogue's shape. */
+  const track: Track = deps.track ?? ((run) => run());
+  /**
+   * A handler whose refusals become JSON-RPC errors of the catalogue's shape. A request that
+   * carries its principal (a pooled server's) must be this server's own caller's.
+   */
   const guarded =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      try {
-        return await fn(...args);
-      } catch (err) {
-        if (err instanceof AppError && err.status < 500) throw rpcError(err);
-        throw err;
-      }
-    };
+    async (...args: A): Promise<R> =>
+      track(async () => {
+        const p = (args[1] as { http?: { authInfo?: { extra?: { principal?: McpCaller } } } } | undefined)?.http
+          ?.authInfo?.extra?.principal;
+        if (p && (p.workspaceId !== who.workspaceId || p.agentId !== who.agentId))
+          throw new Error('an MCP server was handed another caller');
+        try {
+          return await fn(...args);
+        } catch (err) {
+          if (err instanceof AppError && err.status < 500) throw rpcError(err);
+          throw err;
+        }
+      });
 
   // The session's own client per upstream; what the upstream asks or says outside a tool call goes to the caller's standalone stream.
   const sessionHooks = (): UpstreamHooks => ({

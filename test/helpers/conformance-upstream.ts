@@ -1006,7 +1006,7 @@ export async function startConformanceUpstream(options: ConformanceUpstreamOptio
       methods.push((body as { method: string }).method);
     if (req.method === 'POST' && isModernRequest(req.method, req.headers, body)) {
       if (!allowedHosts.includes(String(req.headers.host))) return sendRpcError(res, 403, -32000, 'Forbidden host');
-      return answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`, body);
+      return answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`);
     }
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {

@@ -116,7 +116,7 @@ export async function startMcpUpstream(
       requests.push({ method: body.method, traceparent: typeof traceparent === 'string' ? traceparent : undefined });
     }
     if (modern && req.method === 'POST' && isModernRequest(req.method, req.headers, body)) {
-      await answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`, body);
+      await answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`);
       return;
     }
     if (options.faults && body?.method === 'tools/call' && body.params?.name === 'hang_up') {
