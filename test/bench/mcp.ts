@@ -29,8 +29,8 @@
  *   target; the upstream serves both eras (mcp-upstream-server.ts), so svc speaks 2026-07-28 to it.
  *   Each answer's body is judged: the echoed text, not `isError`, not a JSON-RPC error. The
  *   upstream's tool-call count must grow by exactly the calls answered.
- * Prints every number, then each goal as PASS or BELOW. Exits 1 when a goal is missed or any
- * request failed, after printing all (the 2026-07-28 and concurrent-refresh figures have no goal;
+ * Prints every number, then each goal as PASS or BELOW (a goal below is reported, not a failure).
+ * Exits 1 when any request failed, after printing all (the 2026-07-28 and concurrent-refresh figures have no goal;
  * their failures count as any other's). BENCH_CPU_PROF_DIR=dir: svc serve runs with --cpu-prof.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -65,7 +65,9 @@ import {
 import { goalsTable, verdict, type Goal } from './report.js';
 
 const SHAPE: Shape = { connections: 16, warmupSeconds: 1, roundSeconds: 3, rounds: 4 };
-const GOALS = { grantsPerSecond: 700, proxied: 0.9 };
+// Issue 23: refresh grants >= 1,000/s with p99 <= 100 ms; a proxied tools/call (2025-11-25) at most
+// 1,000 µs of svc CPU and at least 0.5 of the direct call's req/s.
+const GOALS = { grantsPerSecond: 1000, grantsP99: 100, proxied: 0.5, proxiedCpuMicros: 1000 };
 const SECRET = 'bench-upstream-secret-0123';
 const TEXT = 'Summarize ticket 4521: the customer cannot sign in since the v2.3 update.';
 const MCP_HEADERS = {
@@ -611,18 +613,57 @@ async function main(): Promise<number> {
     console.log(
       `refresh grants: ${one.token.rps.toFixed(0)} grants/s one at a time, ${one.pairs.rps.toFixed(0)} grants/s two at once (${(one.pairs.rps / 2).toFixed(0)} rotations/s; no goal: figures only)\n`,
     );
+    const grants = {
+      svc: `${one.token.rps.toFixed(0)} grants/s`,
+      baseline: `${one.bare.rps.toFixed(0)} req/s (bare)`,
+      ratio: one.token.rps / one.bare.rps,
+      cpuMicros: cpuMicros(one.token.cpuTicks[0]!, one.token.requests),
+    };
+    const proxiedCpu = cpuMicros(two.proxied.cpuTicks[0]!, two.proxied.requests);
+    const proxied = {
+      svc: `${two.proxied.rps.toFixed(0)} req/s`,
+      baseline: `${two.direct.rps.toFixed(0)} req/s (direct)`,
+      ratio,
+      cpuMicros: proxiedCpu,
+    };
     const goals: Goal[] = [
       {
         benchmark: `refresh grants, ${connections} chains`,
         measured: `${one.token.rps.toFixed(0)} grants/s (bare ${one.bare.rps.toFixed(0)} req/s)`,
         goal: `>= ${GOALS.grantsPerSecond} grants/s`,
         met: one.token.rps >= GOALS.grantsPerSecond,
+        ...grants,
+      },
+      {
+        benchmark: `refresh grants p99, ${connections} chains`,
+        measured: `p99 ${ms(one.token.p99)} ms`,
+        goal: `<= ${GOALS.grantsP99} ms`,
+        met: one.token.p99 <= GOALS.grantsP99,
+        ...grants,
       },
       {
         benchmark: `proxied tools/call, ${connections} conn`,
         measured: `${ratio.toFixed(2)} of direct req/s (${two.proxied.rps.toFixed(0)} vs ${two.direct.rps.toFixed(0)})`,
         goal: `>= ${GOALS.proxied.toFixed(2)}`,
         met: ratio >= GOALS.proxied,
+        ...proxied,
+      },
+      {
+        benchmark: `proxied tools/call CPU, ${connections} conn`,
+        measured: `${proxiedCpu.toFixed(0)} µs of svc CPU per call`,
+        goal: `<= ${GOALS.proxiedCpuMicros} µs`,
+        met: proxiedCpu <= GOALS.proxiedCpuMicros,
+        ...proxied,
+      },
+      {
+        benchmark: `proxied tools/call at ${MODERN}, ${connections} conn`,
+        measured: `${modernRatio.toFixed(2)} of direct req/s`,
+        goal: '',
+        met: true,
+        svc: `${two.modernProxied.rps.toFixed(0)} req/s`,
+        baseline: `${two.modernDirect.rps.toFixed(0)} req/s (direct)`,
+        ratio: modernRatio,
+        cpuMicros: cpuMicros(two.modernProxied.cpuTicks[0]!, two.modernProxied.requests),
       },
     ];
     console.log(goalsTable(goals));
@@ -642,7 +683,8 @@ async function main(): Promise<number> {
     if (failures === 0 && two.forwarded !== answered)
       problems.push(`the upstream ran ${two.forwarded} tool calls for ${answered} answered`);
     const missed = goals.filter((g) => !g.met);
-    if (missed.length > 0) problems.push(`below goal: ${missed.map((g) => g.benchmark).join(', ')}`);
+    if (missed.length > 0)
+      console.log(`\nbelow goal (reported, not a failure): ${missed.map((g) => g.benchmark).join(', ')}`);
     console.log('');
     for (const [why, text] of samples) console.log(`first "${why}" answer: ${text}`);
     return verdict(problems);
