@@ -118,10 +118,11 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
     async resolve(value: string): Promise<ResolvedKey | undefined> {
       if (!hasPrefix(value, 'ask')) return undefined;
       const hash = secretHash(value);
+      // Inside a write the transaction's own view is read and nothing is cached (it may yet roll back).
+      const generation = store.inWrite() ? undefined : await repo.generation();
       // The counter before the records: a write landing after this read leaves the entry below
       // tagged with the older generation, so the next use refills it.
-      const generation = await repo.generation();
-      const cached = resolved.get(generation, hash);
+      const cached = generation === undefined ? undefined : resolved.get(generation, hash);
       if (cached) return cached;
       const record = await repo.byHash(hash);
       if (!record || record.revokedAt) return undefined;
@@ -132,7 +133,7 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
           ? { record: Object.freeze(record), agent: agent && Object.freeze(agent) }
           : { record: Object.freeze(record) },
       );
-      resolved.set(generation, hash, found);
+      if (generation !== undefined) resolved.set(generation, hash, found);
       return found;
     },
 
