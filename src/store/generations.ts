@@ -11,7 +11,8 @@ import type { Tables } from './types.js';
  *   keys/repo.ts `put`, agents/repo.ts `put`, killswitch/repo.ts `putAgent`.
  * - `integrations`: inbound integration settings and secrets (integrations): integrations/repo.ts
  *   `putIntegration`.
- * - `signingKeys`: receipt and ledger signing keys (signingKeys): receipts' repo.
+ * - `signingKeys`: receipt and ledger signing keys (signingKeys) and which one is current (meta
+ *   `receiptKid`, `ledgerKid`): receipts/repo.ts `putKey`, `setCurrentKid`.
  */
 export type GenerationKind = 'keys' | 'integrations' | 'signingKeys';
 
