@@ -1,3 +1,4 @@
+import { bumpGeneration } from '../store/generations.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from './records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
@@ -10,8 +11,10 @@ export function agentsRepo(store: Store) {
     get(wid: string, aid: string): Promise<AgentRecord | undefined> {
       return t.agents.get([wid, aid]);
     },
+    /** Also bumps the `keys` generation: the keys service caches an agent key's agent with the key. */
     async put(agent: AgentRecord): Promise<void> {
       await t.agents.put([agent.workspaceId, agent.id], agent);
+      await bumpGeneration(t, 'keys');
     },
     async list(wid: string, options: { after?: string; limit?: number } = {}): Promise<AgentRecord[]> {
       return (await t.agents.scan([wid], options)).map((e) => e.value);

@@ -1,6 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
+import { GenerationCache } from '../lib/generation-cache.js';
 import type { IdSource } from '../lib/ids.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { Store } from '../store/index.js';
@@ -23,6 +24,12 @@ import { integrationsRepo } from './repo.js';
  *   workspace, kind and setting; they are never answered, shown or recorded (only their names).
  * - Every secret is sealed with the master key, bound to its workspace and kind; other settings
  *   of a kind (`config`) are plain. Configuring is recorded in the ledger (never the secret).
+ * - Opened settings are cached in memory (STYLE.md rule 7): per workspace and kind, the record and
+ *   its live signing secrets unsealed, valid for one value of the `integrations` generation, which
+ *   every write of an integration record bumps in its own transaction (repo.ts `putIntegration`),
+ *   whichever process or instance makes it. Each use reads that counter first (one store read), so
+ *   a rotation or `revokePrevious` is seen by the very next delivery; a secret's overlap is checked
+ *   against the clock at each use. Inside a write nothing is cached or taken from the cache.
  */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 export const INTEGRATION_KINDS = ['issuer', 'stripe', 'github', 'slack', 'chat-relay', 'ssf'] as const;
@@ -31,6 +38,14 @@ const GIVEN: ReadonlySet<IntegrationKind> = new Set(['stripe', 'slack']);
 const SEAL_PURPOSE = 'integration-secret';
 /** The plain settings a kind's secret settings are bound to. */
 const BOUND_TO: Partial<Record<IntegrationKind, readonly string[]>> = { github: ['apiUrl'] };
+/** How many workspace and kind pairs one process keeps opened (least recently used go first). */
+const OPENED_CACHED = 10_000;
+
+/** A record with the signing secrets that were live when it was opened, unsealed. */
+interface Opened {
+  record: IntegrationRecord;
+  secrets: ReadonlyArray<{ secret: string; retiresAtMs: number | null }>;
+}
 
 export interface ConfigureInput {
   rotate?: boolean;
@@ -64,14 +79,45 @@ export function createIntegrationRegistry(deps: {
   const live = (s: IntegrationRecord['secrets'][number], now: number) =>
     s.retiresAt === null || Date.parse(s.retiresAt) > now;
 
+  // [wid, kind] -> the record and its live secrets unsealed, under one `integrations` generation (rules above).
+  const opened = new GenerationCache<string, Opened>(OPENED_CACHED);
+  const openRecord = (record: IntegrationRecord): Opened => {
+    const now = clock.now();
+    const secrets = record.secrets
+      .filter((s) => live(s, now))
+      .map((s) => ({
+        secret: unsealText(masterKey, SEAL_PURPOSE, bound(record.workspaceId, record.kind), s.sealed),
+        retiresAtMs: s.retiresAt === null ? null : Date.parse(s.retiresAt),
+      }));
+    // Shared by every delivery until the next write: frozen, so none can alter it.
+    if (record.config) Object.freeze(record.config);
+    return Object.freeze({ record: Object.freeze(record), secrets: Object.freeze(secrets) });
+  };
+  /** The kind's record, opened: from the cache when the counter says it is current. */
+  const open = async (wid: string, kind: IntegrationKind): Promise<Opened | undefined> => {
+    if (store.inWrite()) {
+      const record = await repo.integration(wid, kind);
+      return record && openRecord(record);
+    }
+    // The counter before the record: a write landing after this read leaves the entry tagged with
+    // the older generation, so the next use refills it.
+    const generation = await repo.generation();
+    const key = JSON.stringify([wid, kind]);
+    const hit = opened.get(generation, key);
+    if (hit) return hit;
+    const record = await repo.integration(wid, kind);
+    if (!record) return undefined;
+    const fresh = openRecord(record);
+    opened.set(generation, key, fresh);
+    return fresh;
+  };
+
   /** The secrets a delivery may be signed with: the current one and, during a rotation, the one before. */
   const secretsFor = async (wid: string, kind: IntegrationKind): Promise<string[]> => {
-    const record = await repo.integration(wid, kind);
-    if (!record) return [];
+    const found = await open(wid, kind);
+    if (!found) return [];
     const now = clock.now();
-    return record.secrets
-      .filter((s) => live(s, now))
-      .map((s) => unsealText(masterKey, SEAL_PURPOSE, bound(wid, kind), s.sealed));
+    return found.secrets.filter((s) => s.retiresAtMs === null || s.retiresAtMs > now).map((s) => s.secret);
   };
 
   return {
@@ -82,7 +128,7 @@ export function createIntegrationRegistry(deps: {
       wid: string,
       kind: IntegrationKind,
     ): Promise<C | undefined> {
-      return (await repo.integration(wid, kind))?.config as C | undefined;
+      return (await open(wid, kind))?.record.config as C | undefined;
     },
 
     /** Every workspace that has set a kind up (for routes whose address names no workspace). */

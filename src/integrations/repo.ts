@@ -1,3 +1,4 @@
+import { bumpGeneration, readGeneration } from '../store/generations.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
 import type { ActionRecord } from '../gate/records.js';
@@ -27,8 +28,14 @@ export function integrationsRepo(store: Store) {
     integration(wid: string, kind: IntegrationKind): Promise<IntegrationRecord | undefined> {
       return t.integrations.get([wid, kind]);
     },
-    putIntegration(record: IntegrationRecord): Promise<void> {
-      return t.integrations.put([record.workspaceId, record.kind], record);
+    /** Also bumps the `integrations` generation, in the same write: the registry caches opened secrets behind it. */
+    async putIntegration(record: IntegrationRecord): Promise<void> {
+      await t.integrations.put([record.workspaceId, record.kind], record);
+      await bumpGeneration(t, 'integrations');
+    },
+    /** The `integrations` generation: one read that says whether the registry's cache is current. */
+    generation(): Promise<number> {
+      return readGeneration(t, 'integrations');
     },
     async integrations(wid: string): Promise<IntegrationRecord[]> {
       return values(await t.integrations.scan([wid]));

@@ -1,5 +1,6 @@
 import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
+import { GenerationCache } from '../lib/generation-cache.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Store } from '../store/index.js';
@@ -18,7 +19,16 @@ import type { MintKeyInput } from './schemas.js';
  * - A key of scope `agent` is bound to exactly one live agent of the same workspace.
  * - A revoked key is unknown from the next request on.
  * - Minting and revoking are recorded in the ledger (never the key value or its hash).
+ * - Authenticated keys are cached in memory (STYLE.md rule 7): by key hash, the live key record and
+ *   an agent key's agent record, valid for one value of the `keys` generation, which every write of
+ *   a key or an agent bumps in its own transaction (keys/repo.ts `put`, agents/repo.ts `put`,
+ *   killswitch/repo.ts `putAgent`), whichever process makes it (the CLI's `--local` included).
+ *   Each use reads that counter first (one store read), so a revoke, a new key, an agent's removal
+ *   or hold is seen by the very next request. Unknown and revoked keys are not cached.
  */
+
+/** How many authenticated keys one process keeps in memory (least recently used go first). */
+const RESOLVED_KEYS_CACHED = 10_000;
 
 export interface KeyView {
   id: string;
@@ -62,6 +72,8 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
   const { store, clock, ids, ledger } = deps;
   const repo = keysRepo(store);
   const agents = agentsRepo(store);
+  // key hash -> the live key and an agent key's agent, under one `keys` generation (see the rules above).
+  const resolved = new GenerationCache<string, ResolvedKey>(RESOLVED_KEYS_CACHED);
 
   return {
     /** Mints a key; `createdBy` is the actor as the ledger names it (user:…, key:…, operator). */
@@ -105,10 +117,24 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
     /** The live key behind a presented value, or undefined (unknown or revoked). */
     async resolve(value: string): Promise<ResolvedKey | undefined> {
       if (!hasPrefix(value, 'ask')) return undefined;
-      const record = await repo.byHash(secretHash(value));
+      const hash = secretHash(value);
+      // Inside a write the transaction's own view is read and nothing is cached (it may yet roll back).
+      const generation = store.inWrite() ? undefined : await repo.generation();
+      // The counter before the records: a write landing after this read leaves the entry below
+      // tagged with the older generation, so the next use refills it.
+      const cached = generation === undefined ? undefined : resolved.get(generation, hash);
+      if (cached) return cached;
+      const record = await repo.byHash(hash);
       if (!record || record.revokedAt) return undefined;
-      if (record.scope !== 'agent') return { record };
-      return { record, agent: await agents.get(record.workspaceId, record.agentId!) };
+      const agent = record.scope === 'agent' ? await agents.get(record.workspaceId, record.agentId!) : undefined;
+      // Shared by every request that presents the key until the next write: frozen, so none can alter it.
+      const found: ResolvedKey = Object.freeze(
+        record.scope === 'agent'
+          ? { record: Object.freeze(record), agent: agent && Object.freeze(agent) }
+          : { record: Object.freeze(record) },
+      );
+      if (generation !== undefined) resolved.set(generation, hash, found);
+      return found;
     },
 
     async list(wid: string, options: { after?: string; limit: number }) {

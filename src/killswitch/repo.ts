@@ -1,4 +1,5 @@
 import { endConnectionsInWrite } from '../oauth/connections.js';
+import { bumpGeneration } from '../store/generations.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
@@ -18,9 +19,10 @@ export function killSwitchRepo(store: Store) {
     async agents(wid: string): Promise<AgentRecord[]> {
       return (await t.agents.scan([wid])).map((e) => e.value);
     },
-    /** Only inside store.write(). */
-    putAgent(agent: AgentRecord): Promise<void> {
-      return t.agents.put([agent.workspaceId, agent.id], agent);
+    /** Only inside store.write(). Bumps the `keys` generation: the keys service caches an agent key's agent (holds included) with the key. */
+    async putAgent(agent: AgentRecord): Promise<void> {
+      await t.agents.put([agent.workspaceId, agent.id], agent);
+      await bumpGeneration(t, 'keys');
     },
     stopAll(wid: string): Promise<StopAllRecord | undefined> {
       return t.stopAll.get(wid);

@@ -1,8 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import { isoAt, type Clock } from '../lib/clock.js';
+import { GenerationCache } from '../lib/generation-cache.js';
 import type { Store } from '../store/index.js';
 import type { SigningKeyRecord, SigningKeyUse } from './records.js';
-import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey } from './crypto.js';
+import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey, type Jwk } from './crypto.js';
 import { receiptsRepo } from './repo.js';
 
 /**
@@ -16,7 +17,38 @@ import { receiptsRepo } from './repo.js';
  *   a kid names one immutable key, so that memo cannot go stale.
  * - Rotation retires the old key (it signs no more) but keeps publishing it, so receipts it
  *   signed keep verifying.
+ * - Outside a write, the key set (every record, the JWKS, the revoked kids, which key is current
+ *   per use) is cached in memory (STYLE.md rule 7), valid for one value of the `signingKeys`
+ *   generation, which every write of a signing key or of the current kid bumps in its own
+ *   transaction (repo.ts `putKey`, `setCurrentKid`), whichever process makes it (`svc keys
+ *   rotate-receipt-key`, `revoke-receipt-key`). Each use reads that counter first (one store read),
+ *   so a rotation signs the very next receipt with the new key and a revoked kid fails the very
+ *   next verification. Inside a write the store is read directly and nothing is cached.
  */
+
+/** The signing keys as the verifiers and signers use them, all from one set of reads. */
+interface KeySet {
+  readonly records: readonly SigningKeyRecord[];
+  readonly jwks: { keys: Jwk[] };
+  readonly revokedKids: ReadonlySet<string>;
+  readonly current: Readonly<Partial<Record<SigningKeyUse, SigningKeyRecord>>>;
+}
+
+function keySetOf(records: SigningKeyRecord[], kids: Record<SigningKeyUse, string | undefined>): KeySet {
+  for (const r of records) Object.freeze(r);
+  const jwks = toJwks(records);
+  for (const k of jwks.keys) Object.freeze(k);
+  Object.freeze(jwks.keys);
+  const byKid = (kid: string | undefined) => (kid === undefined ? undefined : records.find((r) => r.kid === kid));
+  const receipt = byKid(kids.receipt);
+  const ledger = byKid(kids.ledger);
+  return Object.freeze({
+    records: Object.freeze(records),
+    jwks: Object.freeze(jwks),
+    revokedKids: new Set(records.filter((k) => k.revokedAt !== null).map((k) => k.kid)),
+    current: Object.freeze({ ...(receipt ? { receipt } : {}), ...(ledger ? { ledger } : {}) }),
+  });
+}
 export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock: Clock }) {
   const { store, masterKey, clock } = deps;
   const repo = receiptsRepo(store);
@@ -33,7 +65,29 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
     return record;
   };
 
-  const all = (): Promise<SigningKeyRecord[]> => repo.keys();
+  // The key set under one `signingKeys` generation (see the rules above): one entry.
+  const sets = new GenerationCache<'set', KeySet>(1);
+  const readSet = async (): Promise<KeySet> => {
+    const [records, receipt, ledger] = await Promise.all([
+      repo.keys(),
+      repo.currentKid('receipt'),
+      repo.currentKid('ledger'),
+    ]);
+    return keySetOf(records, { receipt, ledger });
+  };
+  const keySet = async (): Promise<KeySet> => {
+    if (store.inWrite()) return readSet();
+    // The counter before the records: a write landing after this read leaves the entry tagged
+    // with the older generation, so the next use refills it.
+    const generation = await repo.generation();
+    const hit = sets.get(generation, 'set');
+    if (hit) return hit;
+    const fresh = await readSet();
+    sets.set(generation, 'set', fresh);
+    return fresh;
+  };
+
+  const all = async (): Promise<readonly SigningKeyRecord[]> => (await keySet()).records;
 
   /** A kid names one immutable key, so this memo cannot go stale (nor be wrong after a rerun). */
   const unsealedOf = (record: SigningKeyRecord): KeyObject => {
@@ -65,7 +119,7 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
 
     /** The current key read outside a write (to sign ahead of one), or undefined if none yet. */
     async current(use: SigningKeyUse): Promise<{ record: SigningKeyRecord; privateKey: KeyObject } | undefined> {
-      const record = await currentRecord(use);
+      const record = store.inWrite() ? await currentRecord(use) : (await keySet()).current[use];
       return record ? { record, privateKey: unsealedOf(record) } : undefined;
     },
 
@@ -93,8 +147,14 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
 
     all,
 
-    async jwks() {
-      return toJwks(await all());
+    async jwks(): Promise<{ keys: Jwk[] }> {
+      return (await keySet()).jwks;
+    },
+
+    /** What a receipt is verified against: the published keys and the revoked kids, from one key set. */
+    async verifyKeys(): Promise<{ jwks: { keys: Jwk[] }; revokedKids: ReadonlySet<string> }> {
+      const set = await keySet();
+      return { jwks: set.jwks, revokedKids: set.revokedKids };
     },
 
     record(kid: string): Promise<SigningKeyRecord | undefined> {

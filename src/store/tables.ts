@@ -176,6 +176,9 @@ export const tableSpec = {
   receiptsSeen: table<string>(),
   /** receipt jti -> why it no longer stands (its action failed or was cancelled) */
   receiptsWithdrawn: table<{ at: string; reason: string }>(),
+  /** kind ('keys' | 'integrations' | 'signingKeys') -> generation counter, bumped by every write of
+   * the records of that kind, in the same transaction: what in-memory caches check (generations.ts) */
+  generations: table<number>(),
   /** wid -> ledger head */
   ledgerHeads: table<LedgerHead>(),
   /** [wid, index] -> ledger record bytes and leaf hash */

@@ -34,14 +34,17 @@ export interface CliResult {
 
 /**
  * The arguments with `--store URL` added when the run puts data dirs on PostgreSQL
- * (postgres.ts, storeUrlFor) and they name a `--data-dir` but no store.
+ * (postgres.ts, storeUrlFor) and they name a `--data-dir` but no store (before any `--`).
  */
 async function withStoreArg(args: string[]): Promise<string[]> {
   const at = args.indexOf('--data-dir');
   const dir = at >= 0 ? args[at + 1] : undefined;
   if (dir === undefined || args.includes('--store')) return args;
   const url = await storeUrlFor(dir);
-  return url === undefined ? args : [...args, '--store', url];
+  if (url === undefined) return args;
+  // Before a `--` (after it every word is an argument, a kid say), else at the end.
+  const end = args.indexOf('--');
+  return end < 0 ? [...args, '--store', url] : [...args.slice(0, end), '--store', url, ...args.slice(end)];
 }
 
 /** Runs `svc ARGS` to completion. */
