@@ -42,6 +42,17 @@ multiSuite(test, 'lmdb, two workers', async (options: DeployOptions = {}) => {
   servers.push(server);
   const workers = workersOf(server.proc.pid!);
   if (workers.length !== 2) throw new Error(`expected 2 worker processes, found ${workers.length}`);
+  // The first start's owner is announced once both workers listen (the one that created it
+  // reports it); say what the workers logged if it was not.
+  if (!(server.boot as { owner?: unknown }).owner)
+    throw new Error(
+      `no first-start owner announced: ${server.stdout()}\nworkers' log:\n${server
+        .stderr()
+        .split('\n')
+        .filter((line) => !line.includes('"request"'))
+        .slice(-40)
+        .join('\n')}`,
+    );
   return {
     a: server,
     b: server,
