@@ -5,7 +5,7 @@ import { openStore } from '../../src/store/open.js';
 import { removeDir, ROOT, tempDir } from '../helpers/process.js';
 import fc from 'fast-check';
 import type { KeyPart } from '../../src/store/types.js';
-import { contractSuite, modelScan, options, putFromAnotherProcess } from './contract-suite.js';
+import { contractSuite, keysAndQueries, modelScan, options, putFromAnotherProcess } from './contract-suite.js';
 import type { StoreError } from '../../src/store/errors.js';
 
 /** The store contract (contract-suite.ts) on the LMDB backend, and a store an older svc made. */
@@ -43,17 +43,7 @@ test('lmdb: concurrent writes of one process run once each, as if one after anot
   let round = 0;
   // A small key space, so that the writes' keys, removes and scan ranges overlap often.
   const small = fc.constantFrom<KeyPart>('a', 'b', 1, 2);
-  const key3 = fc.tuple(small, small, small);
-  const query = fc.record(
-    {
-      prefix: fc.array(small, { maxLength: 2 }),
-      after: fc.option(small, { nil: undefined }),
-      limit: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
-      reverse: fc.boolean(),
-      startAfter: fc.option(key3, { nil: undefined }),
-    },
-    { requiredKeys: ['prefix', 'reverse'] },
-  );
+  const { key3, query } = keysAndQueries(small, 4);
   await fc.assert(
     fc.asyncProperty(
       fc.uniqueArray(key3, { maxLength: 16, selector: (k) => JSON.stringify(k) }),

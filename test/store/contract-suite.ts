@@ -51,17 +51,23 @@ const part = fc.oneof(
   fc.constantFrom<KeyPart>('a', 'b', 'ab', '', 'é', 'Z', 'a\u0000', 'wid_1'),
   fc.constantFrom<KeyPart>(0, 1, -1, 2.5, 10, -1e9, 1e12),
 );
-export const key3 = fc.tuple(part, part, part);
-export const query = fc.record(
-  {
-    prefix: fc.array(part, { maxLength: 2 }),
-    after: fc.option(part, { nil: undefined }),
-    limit: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
-    reverse: fc.boolean(),
-    startAfter: fc.option(key3, { nil: undefined }),
-  },
-  { requiredKeys: ['prefix', 'reverse'] },
-);
+/** Keys of three elements from `element`, and scan queries over them (at most `maxLimit`). */
+export function keysAndQueries(element: fc.Arbitrary<KeyPart>, maxLimit: number) {
+  const key = fc.tuple(element, element, element);
+  const scan = fc.record(
+    {
+      prefix: fc.array(element, { maxLength: 2 }),
+      after: fc.option(element, { nil: undefined }),
+      limit: fc.option(fc.integer({ min: 1, max: maxLimit }), { nil: undefined }),
+      reverse: fc.boolean(),
+      startAfter: fc.option(key, { nil: undefined }),
+    },
+    { requiredKeys: ['prefix', 'reverse'] },
+  );
+  return { key3: key, query: scan };
+}
+
+const { key3, query } = keysAndQueries(part, 6);
 
 export function modelScan(
   model: Map<string, { key: KeyPart[]; value: number }>,
