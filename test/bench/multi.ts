@@ -20,6 +20,7 @@ import { freshDatabase } from '../helpers/postgres.js';
 import { BIN, cleanEnv } from '../helpers/process.js';
 import { startChild, type Child } from './children.js';
 import { BENCH_PAYMENT, gateFixture, type ServeBoot } from './gate-fixture.js';
+import { processCpuMs } from './load.js';
 import { goalsTable, type Goal } from './report.js';
 
 const CONNECTIONS = 32;
@@ -27,7 +28,6 @@ const WARMUP_SECONDS = 1;
 const ROUND_SECONDS = 3;
 const ROUNDS = 3;
 const UNLIMITED = '100000000';
-const TICKS = 100; // USER_HZ: /proc's clock ticks per second on Linux
 
 interface Row {
   name: string;
@@ -54,18 +54,7 @@ function processTree(pid: number): number[] {
 }
 
 /** User + system CPU milliseconds of the processes. */
-function cpuMs(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      /* gone */
-    }
-  }
-  return (ticks * 1000) / TICKS;
-}
+const cpuMs = (pids: number[]): number => pids.reduce((ms, pid) => ms + processCpuMs(pid), 0);
 
 interface Target {
   urls: string[];
