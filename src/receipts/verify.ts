@@ -1,5 +1,4 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
-import { compactVerify, errors } from 'jose';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { checkReceiptClaims, type ReceiptClaims } from './types.js';
 
 /**
@@ -13,7 +12,7 @@ import { checkReceiptClaims, type ReceiptClaims } from './types.js';
  *    a header or payload that is not a UTF-8 JSON object, a header with `crit` or `b64` (no
  *    extension is understood), or claims missing or of the wrong type (see ./types.ts).
  * 2. `bad_signature`: the header's alg is anything but EdDSA (none, HS256, RS256, ES256, ...).
- *    jose is also given the allowlist ['EdDSA'], so no other algorithm can reach a key.
+ *    Only then is a key looked up, and only an Ed25519 key: no other algorithm can reach a key.
  *    Then the signature must be the one base64url form of 64 bytes, else `malformed`: a decoder
  *    that ignores the spare bits of the last character would accept four spellings of one
  *    receipt, and whoever keys on the token text (replay detection) must see one.
@@ -22,7 +21,10 @@ import { checkReceiptClaims, type ReceiptClaims } from './types.js';
  *    "verify" when it has them). Only receipt keys (use "sig") verify receipts: a ledger key
  *    (use "ledger") with that kid does not. A kid listed in `revokedKids` but absent from the set
  *    gives `revoked` instead.
- * 4. `bad_signature`: the signature does not verify with that key.
+ * 4. `bad_signature`: the signature does not verify with that key: Ed25519 (RFC 8032) over the
+ *    ASCII of `header.payload` as sent (RFC 7515's signing input), checked by node:crypto on the
+ *    libuv thread pool, not on the event loop (jose's compactVerify did the same check through
+ *    WebCrypto, with its own second parse of the header and more copies per call).
  * 5. `revoked`: the kid is in `revokedKids` (checked after the signature when the key is known,
  *    so a forgery under a revoked key that is still in the set says bad_signature).
  * 6. `expired`: now >= exp, with no leeway (0 s: a receipt is checked by the machine that
@@ -47,7 +49,6 @@ export interface VerifyKeys {
 }
 
 export const MAX_RECEIPT_LENGTH = 8 * 1024;
-const ALGORITHMS = ['EdDSA'];
 const ED25519_SIGNATURE_BYTES = 64;
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
 /** Empty only in an unsecured (alg "none") token, which is then refused for its alg. */
@@ -82,18 +83,16 @@ export async function verifyReceipt(token: string, keys: VerifyKeys, nowMs: numb
     const checked = checkReceiptClaims(jsonObject(encodedPayload));
     if (!checked.ok) return invalid('malformed', kid);
     if (header.alg !== 'EdDSA') return invalid('bad_signature', kid);
-    if (!canonicalSignature(signature)) return invalid('malformed', kid);
+    const signatureBytes = canonicalSignature(signature);
+    if (!signatureBytes) return invalid('malformed', kid);
     if (kid === null) return invalid('unknown_key', null);
 
     const revoked = keys?.revokedKids?.has(kid) === true;
     const key = receiptKey(keys?.jwks, kid);
     if (!key) return invalid(revoked ? 'revoked' : 'unknown_key', kid);
-    try {
-      await compactVerify(token, key, { algorithms: ALGORITHMS });
-    } catch (err) {
-      const forged = err instanceof errors.JWSSignatureVerificationFailed || err instanceof errors.JOSEAlgNotAllowed;
-      return invalid(forged ? 'bad_signature' : 'malformed', kid);
-    }
+    // The segments are base64url characters only (checked above), so ASCII is their byte form.
+    const signingInput = Buffer.from(`${encodedHeader}.${encodedPayload}`, 'latin1');
+    if (!(await verifyEd25519(signingInput, key, signatureBytes))) return invalid('bad_signature', kid);
     if (revoked) return invalid('revoked', kid);
     // Written so that a NaN clock fails closed.
     if (!(nowMs < checked.claims.exp * 1000)) return invalid('expired', kid);
@@ -103,9 +102,17 @@ export async function verifyReceipt(token: string, keys: VerifyKeys, nowMs: numb
   }
 }
 
-function canonicalSignature(segment: string): boolean {
+/** The signature's 64 bytes when the segment is their one base64url spelling; null otherwise. */
+function canonicalSignature(segment: string): Buffer | null {
   const bytes = Buffer.from(segment, 'base64url');
-  return bytes.length === ED25519_SIGNATURE_BYTES && bytes.toString('base64url') === segment;
+  return bytes.length === ED25519_SIGNATURE_BYTES && bytes.toString('base64url') === segment ? bytes : null;
+}
+
+/** Ed25519 verification on the thread pool; an error (a key of the wrong type) is thrown. */
+function verifyEd25519(data: Buffer, key: KeyObject, signature: Buffer): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    verify(null, data, key, signature, (err, ok) => (err ? reject(err) : resolve(ok)));
+  });
 }
 
 function jsonObject(segment: string): Record<string, unknown> | null {
@@ -136,8 +143,8 @@ function receiptKey(jwks: VerifyKeys['jwks'] | undefined, kid: string): KeyObjec
 }
 
 /**
- * Public keys by their x, so that jose's own cache (keyed by KeyObject) holds the converted key
- * across calls. Bounded: a key set is small, and a caller's odd sets cannot grow it for ever.
+ * Public keys by their x, imported once and reused by every check under that key. Bounded: a key
+ * set is small, and a caller's odd sets cannot grow it for ever.
  */
 const imported = new Map<string, KeyObject>();
 const MAX_IMPORTED = 256;
