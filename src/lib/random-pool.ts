@@ -3,7 +3,8 @@ import { randomFillSync } from 'node:crypto';
 /**
  * Cryptographically random bytes drawn from a pooled buffer, refilled from the CSPRNG 8 KiB at a
  * time. Per-request identifiers (request ids, trace and span ids) need fresh randomness on every
- * request; one OpenSSL call per 8 KiB instead of several per request keeps that off the hot path.
+ * request (as does the refresh grace seal's nonce); one OpenSSL call per 8 KiB instead of several per
+ * request keeps that off the hot path.
  * Each byte is handed out once. Long-lived secrets (keys, tokens) do not use the pool.
  */
 const SIZE = 8192;
@@ -18,6 +19,12 @@ function take(n: number): number {
   const at = offset;
   offset += n;
   return at;
+}
+
+/** `n` random bytes, copied out of the pool: for values that must be unique, not secret (a nonce). */
+export function randomBytesPooled(n: number): Buffer {
+  const at = take(n);
+  return Buffer.from(pool.subarray(at, at + n));
 }
 
 export function randomHex(bytes: number): string {
