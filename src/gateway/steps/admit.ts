@@ -1,5 +1,5 @@
 import type { AsyncStep } from './context.js';
-import { monthUsed } from './plan.js';
+import { monthlyAllowanceOf, monthUsed } from './plan.js';
 
 /**
  * 7. Admitted: every check passed. The headers that say how the request is served are set
@@ -23,7 +23,8 @@ export const admit: AsyncStep = {
       headers['x-svc-redacted'] = Object.entries(ctx.redacted)
         .map(([k, n]) => `${k}=${n}`)
         .join(', ');
-    const allowed = await env.monthlyRequests(ctx.wid);
+    // The allowance the plan step read for this request (the count itself is checked in its write).
+    const allowed = await monthlyAllowanceOf(ctx, env);
     if (!(await env.calls.countRequest(ctx.wid, ctx.at, allowed))) throw monthUsed(allowed!, ctx.nowMs);
     env.calls.openTask(ctx.wid, ctx.taskId, ctx.at);
   },

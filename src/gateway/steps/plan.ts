@@ -1,7 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
 import { isoAt } from '../../lib/clock.js';
 import { gatewayRepo } from '../repo.js';
-import type { AsyncStep, GatewayEnv } from './context.js';
+import type { AsyncStep, GatewayContext, GatewayEnv } from './context.js';
 
 /**
  * 2. The plan. The free plan's people limit: a workspace past it keeps its model traffic for the
@@ -45,10 +45,22 @@ async function checkSeats(env: GatewayEnv, wid: string, nowMs: number): Promise<
  * the admit step counts the request, checking the allowance again in the same write (racing
  * requests cannot both take the last one).
  */
-async function checkMonthlyRequests(env: GatewayEnv, wid: string, nowMs: number, at: string): Promise<void> {
-  const allowed = await env.monthlyRequests(wid);
-  if (allowed === null || (await env.calls.requestsThisMonth(wid, at)) < allowed) return;
-  throw monthUsed(allowed, nowMs);
+async function checkMonthlyRequests(ctx: GatewayContext, env: GatewayEnv): Promise<void> {
+  const allowed = await monthlyAllowanceOf(ctx, env);
+  if (allowed === null || (await env.calls.requestsThisMonth(ctx.wid, ctx.at)) < allowed) return;
+  throw monthUsed(allowed, ctx.nowMs);
+}
+
+const allowances = new WeakMap<GatewayContext, Promise<number | null>>();
+
+/**
+ * The month's request allowance, read from the store once per request: the plan step checks it and
+ * the admit step counts against it (each read scans the workspace's subscriptions).
+ */
+export function monthlyAllowanceOf(ctx: GatewayContext, env: GatewayEnv): Promise<number | null> {
+  let allowed = allowances.get(ctx);
+  if (!allowed) allowances.set(ctx, (allowed = Promise.resolve(env.monthlyRequests(ctx.wid))));
+  return allowed;
 }
 
 /** 429 plan_limit_reached: this month's requests are used; retry-after until next month. */
@@ -67,6 +79,6 @@ export const plan: AsyncStep = {
   name: 'plan',
   async run(ctx, env) {
     await checkSeats(env, ctx.wid, ctx.nowMs);
-    await checkMonthlyRequests(env, ctx.wid, ctx.nowMs, ctx.at);
+    await checkMonthlyRequests(ctx, env);
   },
 };
