@@ -219,11 +219,8 @@ function createServices(
           log,
           advise: s.webhooks.advise,
           settings: settings.gateway,
-          monthlyRequests: async (wid) => (await s.plans.allowances(wid)).monthlyRequests,
-          seats: {
-            people: async (wid) => (await s.plans.allowances(wid)).people,
-            graceDays: settings.plan.seatGraceDays,
-          },
+          allowances: (wid) => s.plans.allowances(wid),
+          seats: { graceDays: settings.plan.seatGraceDays },
           calls: s.calls,
           budgets: s.budgets,
         }),

@@ -34,8 +34,8 @@ export function createGateway(deps: {
   ledger: Ledger;
   log: Logger;
   settings: GatewaySettings;
-  monthlyRequests: (wid: string) => number | null | Promise<number | null>;
-  seats: { people: (wid: string) => number | null | Promise<number | null>; graceDays: number };
+  allowances: GatewayEnv['allowances'];
+  seats: { graceDays: number };
   calls: CallLog;
   budgets: Budgets;
   advise?: Advise;
@@ -75,7 +75,7 @@ export function createGateway(deps: {
     profiles: new Map(settings.policyProfiles.map((p) => [p.id, p])),
     catalogue: new Map(settings.models.map((m) => [m.id, m])),
     upstreamOf,
-    monthlyRequests: deps.monthlyRequests,
+    allowances: deps.allowances,
     seats: deps.seats,
     advise: deps.advise,
   };

@@ -83,8 +83,8 @@ function envOf(app: App): GatewayEnv {
     upstreamOf: () => {
       throw new Error('nothing is sent in these tests');
     },
-    monthlyRequests: () => null,
-    seats: { people: () => null, graceDays: 0 },
+    allowances: () => ({ people: null, monthlyRequests: null }),
+    seats: { graceDays: 0 },
   };
 }
 
@@ -275,7 +275,7 @@ test('admit: the answer says how it is served, and the request counts against th
 
 test("admit: the month's last request is taken once; a racing one is refused with 429 plan_limit_reached", async (t) => {
   await inStore(async (_app, env) => {
-    const limited: GatewayEnv = { ...env, monthlyRequests: () => 1 };
+    const limited: GatewayEnv = { ...env, allowances: () => ({ people: null, monthlyRequests: 1 }) };
     const racing = [contextOf(limited, hello), contextOf(limited, hello)];
     const ran = await Promise.allSettled(racing.map((ctx) => admit.run(ctx, limited)));
     t.is(ran.filter((r) => r.status === 'fulfilled').length, 1, 'one takes the last request');

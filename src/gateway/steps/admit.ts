@@ -1,5 +1,5 @@
 import type { AsyncStep } from './context.js';
-import { monthlyAllowanceOf, monthUsed } from './plan.js';
+import { allowancesOf, monthUsed } from './plan.js';
 
 /**
  * 7. Admitted: every check passed. The headers that say how the request is served are set
@@ -24,7 +24,7 @@ export const admit: AsyncStep = {
         .map(([k, n]) => `${k}=${n}`)
         .join(', ');
     // The allowance the plan step read for this request (the count itself is checked in its write).
-    const allowed = await monthlyAllowanceOf(ctx, env);
+    const allowed = (await allowancesOf(ctx, env)).monthlyRequests;
     if (!(await env.calls.countRequest(ctx.wid, ctx.at, allowed))) throw monthUsed(allowed!, ctx.nowMs);
     env.calls.openTask(ctx.wid, ctx.taskId, ctx.at);
   },

@@ -53,6 +53,12 @@ export interface GatewayAnswer {
 export type Advise = (wid: string, type: 'budget.advisory', onceKey: string, data: Record<string, unknown>) => void;
 
 /** What the steps use that outlives a request: made once, in service.ts. */
+/** A plan's allowances that bound model traffic: people in the workspace, model requests a month. */
+export interface GatewayAllowances {
+  people: number | null;
+  monthlyRequests: number | null;
+}
+
 export interface GatewayEnv {
   store: Store;
   clock: Clock;
@@ -67,9 +73,12 @@ export interface GatewayEnv {
   profiles: ReadonlyMap<string, PolicyProfile>;
   catalogue: ReadonlyMap<string, GatewayModel>;
   upstreamOf(providerId: string): Upstream;
-  /** The plan's allowances (the plans domain; they read the store, so they may answer later). */
-  monthlyRequests(wid: string): number | null | Promise<number | null>;
-  seats: { people: (wid: string) => number | null | Promise<number | null>; graceDays: number };
+  /**
+   * The plan's allowances the gateway checks (the plans domain; they read the store, so they may
+   * answer later): read once per request (plan.ts `allowancesOf`). null: unlimited.
+   */
+  allowances(wid: string): GatewayAllowances | Promise<GatewayAllowances>;
+  seats: { graceDays: number };
   advise?: Advise | undefined;
 }
 

@@ -1,7 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
 import { isoAt } from '../../lib/clock.js';
 import { gatewayRepo } from '../repo.js';
-import type { AsyncStep, GatewayContext, GatewayEnv } from './context.js';
+import type { AsyncStep, GatewayAllowances, GatewayContext, GatewayEnv } from './context.js';
 
 /**
  * 2. The plan. The free plan's people limit: a workspace past it keeps its model traffic for the
@@ -9,10 +9,11 @@ import type { AsyncStep, GatewayContext, GatewayEnv } from './context.js';
  * within the limit, the count starts afresh; the mark is written beside the answer, not before
  * it. Then the monthly request allowance: 429 plan_limit_reached, retry-after until next month.
  */
-async function checkSeats(env: GatewayEnv, wid: string, nowMs: number): Promise<void> {
+async function checkSeats(ctx: GatewayContext, env: GatewayEnv): Promise<void> {
   const { store } = env;
+  const { wid, nowMs } = ctx;
   const repo = gatewayRepo(store);
-  const people = await env.seats.people(wid);
+  const { people } = await allowancesOf(ctx, env);
   // The mark is written beside the answer (not awaited; a failure is retried by the next request).
   const forget = () => void store.write(() => repo.removeSeatOverage(wid)).catch(() => {});
   if (people === null) {
@@ -46,20 +47,21 @@ async function checkSeats(env: GatewayEnv, wid: string, nowMs: number): Promise<
  * requests cannot both take the last one).
  */
 async function checkMonthlyRequests(ctx: GatewayContext, env: GatewayEnv): Promise<void> {
-  const allowed = await monthlyAllowanceOf(ctx, env);
+  const allowed = (await allowancesOf(ctx, env)).monthlyRequests;
   if (allowed === null || (await env.calls.requestsThisMonth(ctx.wid, ctx.at)) < allowed) return;
   throw monthUsed(allowed, ctx.nowMs);
 }
 
-const allowances = new WeakMap<GatewayContext, Promise<number | null>>();
+const allowances = new WeakMap<GatewayContext, Promise<GatewayAllowances>>();
 
 /**
- * The month's request allowance, read from the store once per request: the plan step checks it and
- * the admit step counts against it (each read scans the workspace's subscriptions).
+ * The plan's allowances, read from the store once per request (a read scans the workspace's
+ * subscriptions): the plan step checks the people and the month's requests, and the admit step
+ * counts against the month's allowance.
  */
-export function monthlyAllowanceOf(ctx: GatewayContext, env: GatewayEnv): Promise<number | null> {
+export function allowancesOf(ctx: GatewayContext, env: GatewayEnv): Promise<GatewayAllowances> {
   let allowed = allowances.get(ctx);
-  if (!allowed) allowances.set(ctx, (allowed = Promise.resolve(env.monthlyRequests(ctx.wid))));
+  if (!allowed) allowances.set(ctx, (allowed = Promise.resolve(env.allowances(ctx.wid))));
   return allowed;
 }
 
@@ -78,7 +80,7 @@ export function monthUsed(allowed: number, nowMs: number): AppError {
 export const plan: AsyncStep = {
   name: 'plan',
   async run(ctx, env) {
-    await checkSeats(env, ctx.wid, ctx.nowMs);
+    await checkSeats(ctx, env);
     await checkMonthlyRequests(ctx, env);
   },
 };
