@@ -180,3 +180,48 @@ test.serial(
     }
   },
 );
+
+test.serial('a JSON answer at /mcp comes whole, with its length (not chunked), in both eras', async (t) => {
+  const legacy = await call(server.url, 'POST', '/mcp', {
+    headers: {
+      ...bearer(echoer.key),
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    },
+    json: {
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'tools/call',
+      params: { name: 'files__echo', arguments: { text: 'whole' } },
+    },
+  });
+  t.is(legacy.status, 200);
+  t.is(legacy.headers['content-type'], 'application/json');
+  t.is(legacy.headers['content-length'], String(Buffer.byteLength(legacy.text)));
+  t.is(legacy.headers['transfer-encoding'], undefined);
+  t.is((legacy.body as { result: { content: Array<{ text: string }> } }).result.content[0]!.text, 'whole');
+  const modern = await call(server.url, 'POST', '/mcp', {
+    headers: {
+      ...bearer(echoer.key),
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': REVISION,
+      'mcp-method': 'tools/list',
+    },
+    json: {
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'tools/list',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': REVISION,
+          'io.modelcontextprotocol/clientInfo': { name: 'svc-reuse-test', version: '1.0.0' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    },
+  });
+  t.is(modern.status, 200, modern.text);
+  t.is(modern.headers['content-length'], String(Buffer.byteLength(modern.text)));
+  t.is(modern.headers['transfer-encoding'], undefined);
+  t.true(proxiedNames((modern.body as { result: { tools: unknown } }).result.tools).includes('files__echo'));
+});
