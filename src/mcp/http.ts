@@ -17,6 +17,7 @@ import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
 import { answerWith, createModernHandler, isModernRequest } from './modern.js';
+import { JsonExchange } from './json-exchange.js';
 import { createServerPool } from './reuse.js';
 import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
@@ -41,7 +42,8 @@ import { PUBLIC_CORS } from '../oauth/cors.js';
  *   id that is unknown, ended or another credential's is `404 not_found`.
  * - A request without a session id is served on its own (stateless): the gate's tools and the
  *   upstreams' work the same, but nothing can come back to it later. GET and DELETE without
- *   one are `405 method_not_allowed`.
+ *   one are `405 method_not_allowed`. One JSON-RPC request answered as JSON goes to its server
+ *   without the web-standard bridge (json-exchange.ts); anything else takes the SDK's transport.
  * - Every request is authenticated anew: a revoked key or an ended connection cannot go on
  *   using a session it opened.
  */
@@ -157,6 +159,28 @@ export const mcpRoutes: Plugin<{
         typeof body.params?.name === 'string' &&
         !GATE_TOOL_NAMES.has(body.params.name) &&
         body.params._meta?.progressToken !== undefined;
+      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
+      // The plainest request (one JSON-RPC request answered as JSON) skips the web-standard bridge.
+      const plain = streamed ? undefined : JsonExchange.fits(request.raw.req.headers, body);
+      if (plain) {
+        const exchange = new JsonExchange();
+        await mcp.connect(exchange);
+        request.raw.res.once('close', () => {
+          void exchange.close();
+        });
+        return async (req, res) => {
+          const answer = await exchange.answer(plain, req.headers, authInfo);
+          if (!answer || res.destroyed) return;
+          const text = JSON.stringify(answer.message);
+          res
+            .writeHead(answer.status, {
+              'content-type': 'application/json',
+              'content-length': String(Buffer.byteLength(text)),
+            })
+            .end(text);
+          void exchange.close();
+        };
+      }
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: !streamed,
@@ -165,7 +189,6 @@ export const mcpRoutes: Plugin<{
       request.raw.res.once('close', () => {
         void transport.close();
       });
-      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
       return (req, res, b) =>
         answerWith((r) => transport.handleRequest(r, { parsedBody: b, authInfo }), req, res, `${baseUrl()}/mcp`);
     };

@@ -225,3 +225,41 @@ test.serial('a JSON answer at /mcp comes whole, with its length (not chunked), i
   t.is(modern.headers['transfer-encoding'], undefined);
   t.true(proxiedNames((modern.body as { result: { tools: unknown } }).result.tools).includes('files__echo'));
 });
+
+test.serial(
+  'a 2025-11-25 request without a session that is not one plain JSON-RPC request gets the SDK transport’s answer',
+  async (t) => {
+    const send = (headers: Record<string, string>, json: unknown) =>
+      call(server.url, 'POST', '/mcp', {
+        headers: { ...bearer(echoer.key), accept: 'application/json, text/event-stream', ...headers },
+        json,
+      });
+    const list = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
+    const unsupported = await send({ 'mcp-protocol-version': '2024-01-01' }, list(nextId++));
+    t.is(unsupported.status, 400);
+    t.is((unsupported.body as { error: { code: number } }).error.code, -32000);
+    t.regex(
+      (unsupported.body as { error: { message: string } }).error.message,
+      /Unsupported protocol version: 2024-01-01/,
+    );
+    const jsonOnly = await send({ accept: 'application/json' }, list(nextId++));
+    t.is(jsonOnly.status, 406);
+    const notification = await send({}, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    t.is(notification.status, 202);
+    const batch = await send({}, [list(101), list(102)]);
+    t.is(batch.status, 200, batch.text);
+    t.deepEqual(
+      (batch.body as Array<{ id: number; result: { tools: unknown } }>).map((m) => [
+        m.id,
+        proxiedNames(m.result.tools).includes('files__echo'),
+      ]),
+      [
+        [101, true],
+        [102, true],
+      ],
+    );
+    const invalid = await send({}, { jsonrpc: '2.0', id: 'x', method: 7 });
+    t.is(invalid.status, 400);
+    t.is((invalid.body as { error: { code: number } }).error.code, -32600);
+  },
+);
