@@ -83,15 +83,24 @@ export const mcpRoutes: Plugin<{
       };
     };
 
+    // The deployment's own URL, parsed again only when baseUrl() changes.
+    let ownUrl: URL | undefined;
+    const ownOf = (): URL => {
+      const base = baseUrl();
+      if (ownUrl?.href !== base && ownUrl?.href !== `${base}/`) ownUrl = new URL(base);
+      return ownUrl;
+    };
     const checkHost = (request: Request): void => {
-      const own = new URL(baseUrl());
-      // Compared as URLs, so that an explicit default port (example.com:443) is the same host.
-      let host: string | null;
-      try {
-        host = new URL(`${own.protocol}//${String(request.headers.host)}`).host;
-      } catch {
-        host = null;
-      }
+      const own = ownOf();
+      // Compared as URLs, so that an explicit default port (example.com:443) is the same host
+      // (a Host header spelled exactly as ours needs no parsing).
+      let host: string | null = request.headers.host === own.host ? own.host : null;
+      if (host === null)
+        try {
+          host = new URL(`${own.protocol}//${String(request.headers.host)}`).host;
+        } catch {
+          host = null;
+        }
       if (host !== own.host) {
         throw new AppError('forbidden', {
           message: `Host ${String(request.headers.host)} is not this deployment (${own.host}).`,
