@@ -13,6 +13,9 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
  * never lets one caller see another's tools or act as another; and nothing about an agent's
  * standing is kept in it: a freeze written by another process (the spawned `svc freeze --local`)
  * is seen by the very next call, which reaches no upstream. Serial: the CLI opens the store.
+ * Also how those requests are answered: a JSON answer whole, with its length, at both revisions;
+ * and a 2025-11-25 request that is not one plain JSON-RPC request (a batch, a notification, an
+ * unsupported version, an Accept without event streams) answered by the SDK's transport as before.
  */
 const REVISION = '2026-07-28';
 let server: ServedInProcess;
