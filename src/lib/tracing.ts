@@ -124,3 +124,13 @@ export function withActiveTrace(headers: Headers): Headers {
   });
   return headers;
 }
+
+/** The same for headers held as a plain object (lower-case names), as undici's `request` takes them. */
+export function withActiveTraceIn(headers: Record<string, string>): Record<string, string> {
+  propagation.inject(context.active(), headers, {
+    set: (carrier, key, value) => {
+      carrier[key.toLowerCase()] = value;
+    },
+  });
+  return headers;
+}

@@ -17,6 +17,7 @@ import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
 import { answerWith, createModernHandler, isModernRequest } from './modern.js';
+import { JsonExchange } from './json-exchange.js';
 import { createServerPool } from './reuse.js';
 import { buildMcpServer } from './server.js';
 import { createSessions, newSessionId, type Principal, type Session } from './sessions.js';
@@ -41,7 +42,8 @@ import { PUBLIC_CORS } from '../oauth/cors.js';
  *   id that is unknown, ended or another credential's is `404 not_found`.
  * - A request without a session id is served on its own (stateless): the gate's tools and the
  *   upstreams' work the same, but nothing can come back to it later. GET and DELETE without
- *   one are `405 method_not_allowed`.
+ *   one are `405 method_not_allowed`. One JSON-RPC request answered as JSON goes to its server
+ *   without the web-standard bridge (json-exchange.ts); anything else takes the SDK's transport.
  * - Every request is authenticated anew: a revoked key or an ended connection cannot go on
  *   using a session it opened.
  */
@@ -81,15 +83,24 @@ export const mcpRoutes: Plugin<{
       };
     };
 
+    // The deployment's own URL, parsed again only when baseUrl() changes.
+    let ownUrl: URL | undefined;
+    const ownOf = (): URL => {
+      const base = baseUrl();
+      if (ownUrl?.href !== base && ownUrl?.href !== `${base}/`) ownUrl = new URL(base);
+      return ownUrl;
+    };
     const checkHost = (request: Request): void => {
-      const own = new URL(baseUrl());
-      // Compared as URLs, so that an explicit default port (example.com:443) is the same host.
-      let host: string | null;
-      try {
-        host = new URL(`${own.protocol}//${String(request.headers.host)}`).host;
-      } catch {
-        host = null;
-      }
+      const own = ownOf();
+      // Compared as URLs, so that an explicit default port (example.com:443) is the same host
+      // (a Host header spelled exactly as ours needs no parsing).
+      let host: string | null = request.headers.host === own.host ? own.host : null;
+      if (host === null)
+        try {
+          host = new URL(`${own.protocol}//${String(request.headers.host)}`).host;
+        } catch {
+          host = null;
+        }
       if (host !== own.host) {
         throw new AppError('forbidden', {
           message: `Host ${String(request.headers.host)} is not this deployment (${own.host}).`,
@@ -157,6 +168,28 @@ export const mcpRoutes: Plugin<{
         typeof body.params?.name === 'string' &&
         !GATE_TOOL_NAMES.has(body.params.name) &&
         body.params._meta?.progressToken !== undefined;
+      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
+      // The plainest request (one JSON-RPC request answered as JSON) skips the web-standard bridge.
+      const plain = streamed ? undefined : JsonExchange.fits(request.raw.req.headers, body);
+      if (plain) {
+        const exchange = new JsonExchange();
+        await mcp.connect(exchange);
+        request.raw.res.once('close', () => {
+          void exchange.close();
+        });
+        return async (req, res) => {
+          const answer = await exchange.answer(plain, req.headers, authInfo);
+          if (!answer || res.destroyed) return;
+          const text = JSON.stringify(answer.message);
+          res
+            .writeHead(answer.status, {
+              'content-type': 'application/json',
+              'content-length': String(Buffer.byteLength(text)),
+            })
+            .end(text);
+          void exchange.close();
+        };
+      }
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: !streamed,
@@ -165,7 +198,6 @@ export const mcpRoutes: Plugin<{
       request.raw.res.once('close', () => {
         void transport.close();
       });
-      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
       return (req, res, b) =>
         answerWith((r) => transport.handleRequest(r, { parsedBody: b, authInfo }), req, res, `${baseUrl()}/mcp`);
     };

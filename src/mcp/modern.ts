@@ -464,7 +464,15 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
 /**
  * Serves a Node request with a web-standard handler (the SDK's), which `fetchLike` hands the
  * already parsed body: the request's method and headers are sent on, the answer (a JSON body or
- * an event stream) is piped back, and the handler's request is aborted when the client goes away.
+ * an event stream) is written back, and the handler's request is aborted when the client goes
+ * away before its answer was written.
+ * - The request carries no body: `fetchLike` passes it parsed (the SDK's parsedBody), and
+ *   serializing it again only for the SDK not to read it cost CPU.
+ * - An answer that is not an event stream is read whole and written with its length, in one
+ *   write to the socket; piping it through a stream wrote it chunked, its end in a second write.
+ *   An event stream is piped as it comes.
+ * - Nothing is aborted once the answer is written: aborting a finished request built an
+ *   AbortError for nothing, on every request.
  */
 export async function answerWith(
   fetchLike: (request: Request) => Promise<Response>,
@@ -473,14 +481,14 @@ export async function answerWith(
   url: string,
 ): Promise<void> {
   const abort = new AbortController();
-  res.once('close', () => abort.abort());
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
     headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  // The body is handed over parsed (`fetchLike` passes it as the SDK's parsedBody), so the
-  // request carries none: serializing it again only for the SDK not to read it cost CPU.
   const response = await fetchLike(
     new Request(url, { method: (req.method ?? 'POST').toUpperCase(), headers, signal: abort.signal }),
   );
@@ -488,11 +496,24 @@ export async function answerWith(
   response.headers.forEach((value, name) => {
     out[name] = value;
   });
-  res.writeHead(response.status, out);
   if (!response.body) {
-    res.end();
+    res.writeHead(response.status, out).end();
     return;
   }
+  if (!/^text\/event-stream\b/i.test(out['content-type'] ?? '')) {
+    let body: Buffer;
+    try {
+      body = Buffer.from(await response.arrayBuffer());
+    } catch {
+      res.destroy();
+      return;
+    }
+    delete out['transfer-encoding'];
+    out['content-length'] = String(body.length);
+    res.writeHead(response.status, out).end(body);
+    return;
+  }
+  res.writeHead(response.status, out);
   const stream = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
   stream.on('error', () => res.destroy());
   res.once('close', () => stream.destroy());

@@ -6,7 +6,7 @@ import {
   type Progress,
 } from '@modelcontextprotocol/client';
 import ipaddr from 'ipaddr.js';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
@@ -19,11 +19,12 @@ import type { MandateRule } from '../mandates/records.js';
 import type { McpServerRecord } from './records.js';
 import type { ToolResult } from './tools.js';
 import { metrics } from '../lib/metrics.js';
-import { inSpan, SpanKind, withActiveTrace } from '../lib/tracing.js';
+import { inSpan, SpanKind } from '../lib/tracing.js';
 import { actionOf, mayCall, mayUseServer } from './narrowing.js';
 import { createListings } from './listings.js';
 import { createPins, type PinView } from './pins.js';
 import { mcpServersRepo } from './repo.js';
+import { requestFetch } from './upstream-fetch.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -153,14 +154,10 @@ export function createMcpProxy(deps: {
   const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
   const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
-  // The SDK's transport takes a fetch: this one connects only where the dispatcher allows, and
-  // sends the active trace on (the request that made it, or the proxied call's CLIENT span).
-  const vettedFetch = ((url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, {
-      ...(init as object),
-      headers: withActiveTrace(new Headers(init?.headers)),
-      dispatcher,
-    } as never)) as unknown as typeof fetch;
+  // The SDK's transport takes a fetch: this one (undici's `request` behind the part of fetch the
+  // transport uses, upstream-fetch.ts) connects only where the dispatcher allows, and sends the
+  // active trace on (the request that made it, or the proxied call's CLIENT span).
+  const vettedFetch = requestFetch(dispatcher);
 
   const open = async (
     server: McpServerRecord,

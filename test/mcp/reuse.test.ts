@@ -13,6 +13,9 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
  * never lets one caller see another's tools or act as another; and nothing about an agent's
  * standing is kept in it: a freeze written by another process (the spawned `svc freeze --local`)
  * is seen by the very next call, which reaches no upstream. Serial: the CLI opens the store.
+ * Also how those requests are answered: a JSON answer whole, with its length, at both revisions;
+ * and a 2025-11-25 request that is not one plain JSON-RPC request (a batch, a notification, an
+ * unsupported version, an Accept without event streams) answered by the SDK's transport as before.
  */
 const REVISION = '2026-07-28';
 let server: ServedInProcess;
@@ -178,5 +181,88 @@ test.serial(
     } finally {
       await client.close();
     }
+  },
+);
+
+test.serial('a JSON answer at /mcp comes whole, with its length (not chunked), in both eras', async (t) => {
+  const legacy = await call(server.url, 'POST', '/mcp', {
+    headers: {
+      ...bearer(echoer.key),
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    },
+    json: {
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'tools/call',
+      params: { name: 'files__echo', arguments: { text: 'whole' } },
+    },
+  });
+  t.is(legacy.status, 200);
+  t.is(legacy.headers['content-type'], 'application/json');
+  t.is(legacy.headers['content-length'], String(Buffer.byteLength(legacy.text)));
+  t.is(legacy.headers['transfer-encoding'], undefined);
+  t.is((legacy.body as { result: { content: Array<{ text: string }> } }).result.content[0]!.text, 'whole');
+  const modern = await call(server.url, 'POST', '/mcp', {
+    headers: {
+      ...bearer(echoer.key),
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': REVISION,
+      'mcp-method': 'tools/list',
+    },
+    json: {
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'tools/list',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': REVISION,
+          'io.modelcontextprotocol/clientInfo': { name: 'svc-reuse-test', version: '1.0.0' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    },
+  });
+  t.is(modern.status, 200, modern.text);
+  t.is(modern.headers['content-length'], String(Buffer.byteLength(modern.text)));
+  t.is(modern.headers['transfer-encoding'], undefined);
+  t.true(proxiedNames((modern.body as { result: { tools: unknown } }).result.tools).includes('files__echo'));
+});
+
+test.serial(
+  'a 2025-11-25 request without a session that is not one plain JSON-RPC request gets the SDK transport’s answer',
+  async (t) => {
+    const send = (headers: Record<string, string>, json: unknown) =>
+      call(server.url, 'POST', '/mcp', {
+        headers: { ...bearer(echoer.key), accept: 'application/json, text/event-stream', ...headers },
+        json,
+      });
+    const list = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
+    const unsupported = await send({ 'mcp-protocol-version': '2024-01-01' }, list(nextId++));
+    t.is(unsupported.status, 400);
+    t.is((unsupported.body as { error: { code: number } }).error.code, -32000);
+    t.regex(
+      (unsupported.body as { error: { message: string } }).error.message,
+      /Unsupported protocol version: 2024-01-01/,
+    );
+    const jsonOnly = await send({ accept: 'application/json' }, list(nextId++));
+    t.is(jsonOnly.status, 406);
+    const notification = await send({}, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    t.is(notification.status, 202);
+    const batch = await send({}, [list(101), list(102)]);
+    t.is(batch.status, 200, batch.text);
+    t.deepEqual(
+      (batch.body as Array<{ id: number; result: { tools: unknown } }>).map((m) => [
+        m.id,
+        proxiedNames(m.result.tools).includes('files__echo'),
+      ]),
+      [
+        [101, true],
+        [102, true],
+      ],
+    );
+    const invalid = await send({}, { jsonrpc: '2.0', id: 'x', method: 7 });
+    t.is(invalid.status, 400);
+    t.is((invalid.body as { error: { code: number } }).error.code, -32600);
   },
 );
