@@ -137,7 +137,7 @@ test.serial('data loss: block refuses, redact replaces before the vendor reads i
   await gw.owner.send('PUT', '/gateway', { dataLoss: 'off' });
 });
 
-test.serial('refusals before anything is sent: a stopped agent, a spent budget, a dry run', async (t) => {
+test.serial('embeddings refused before anything is sent: a stopped agent, a spent budget, a dry run', async (t) => {
   const agent = (await gw.owner.send('POST', '/agents', { name: 'embedder' })).body.id as string;
   const agentKey = (await gw.owner.send('POST', `/agents/${agent}/keys`, {})).body.key as string;
   await gw.owner.send('POST', `/agents/${agent}/stop`, { reason: 'runaway' });

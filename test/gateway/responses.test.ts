@@ -311,7 +311,7 @@ test.serial('unsupported features are a 400 naming every field at fault, and not
   assertError(t, await post(key, { model: 'small' }), 400, 'invalid_request');
 });
 
-test.serial('refusals before anything is sent: a stopped agent, a spent budget, a dry run', async (t) => {
+test.serial('responses refused before anything is sent: a stopped agent, a spent budget, a dry run', async (t) => {
   const agent = (await gw.owner.send('POST', '/agents', { name: 'resp-agent' })).body.id as string;
   const agentKey = (await gw.owner.send('POST', `/agents/${agent}/keys`, {})).body.key as string;
   await gw.owner.send('POST', `/agents/${agent}/stop`, { reason: 'runaway' });

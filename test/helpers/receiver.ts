@@ -14,6 +14,8 @@ export interface Received {
 }
 
 /** A customer's receiver on loopback: answers as `mode` says, checks each signature with its own HMAC. */
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
 export async function startReceiver(secret: () => string) {
   const state = { mode: 'ok' as Mode, received: [] as Received[] };
   const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {

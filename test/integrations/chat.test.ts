@@ -93,7 +93,7 @@ let people: Staff;
 let owner: Person;
 let wid: string;
 let relaySecret = '';
-const relay = await startRelay(() => relaySecret);
+let relay: Awaited<ReturnType<typeof startRelay>>;
 
 let other: Person | undefined;
 /** A second workspace on the same server, made once. */
@@ -173,6 +173,7 @@ async function waiting(t: ExecutionContext, name: string, rule = reviewRule(), a
 }
 
 test.before(async () => {
+  relay = await startRelay(() => relaySecret);
   server = await serveInProcess({ env: FAST });
   people = await staff(server);
   owner = people.owner;

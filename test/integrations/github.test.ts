@@ -321,7 +321,7 @@ test.serial('rotation: the new secret verifies at once and the old one still doe
   t.is((await deliver(body, await headersFor('ping', body, old))).status, 200);
 });
 
-test.serial('whatever the signature header holds, the answer is 401, never a failure of the server', async (t) => {
+test.serial("whatever GitHub's signature header holds, the answer is 401, never a failure of the server", async (t) => {
   await t.notThrowsAsync(
     fc.assert(
       fc.asyncProperty(fc.string({ maxLength: 200 }), async (header) => {

@@ -123,7 +123,7 @@ test.serial(
   },
 );
 
-test.serial("a stopped agent's card is declined", async (t) => {
+test.serial("a stopped agent's card is declined by the issuer webhook", async (t) => {
   expectStatus(await owner.send('POST', `/agents/${billing.agentId}/stop`, { reason: 'card test' }), 200, 'stop');
   try {
     const res = await signed(event('authorization.request'));
@@ -261,17 +261,20 @@ test.serial('rotation: the new secret verifies at once and the old one for 24 ho
   secret = rotated.body.secret;
 });
 
-test.serial('whatever the signature header holds, the answer is 401, never a failure of the server', async (t) => {
-  await t.notThrowsAsync(
-    fc.assert(
-      fc.asyncProperty(fc.string({ maxLength: 200 }), async (header) => {
-        const res = await deliver('{}', { 'svc-signature': header.replace(/[\r\n]/g, '') });
-        return res.status === 401 && res.body?.error?.type === 'unauthenticated';
-      }),
-      { numRuns: 60 },
-    ),
-  );
-});
+test.serial(
+  "whatever the card issuer's signature header holds, the answer is 401, never a failure of the server",
+  async (t) => {
+    await t.notThrowsAsync(
+      fc.assert(
+        fc.asyncProperty(fc.string({ maxLength: 200 }), async (header) => {
+          const res = await deliver('{}', { 'svc-signature': header.replace(/[\r\n]/g, '') });
+          return res.status === 401 && res.body?.error?.type === 'unauthenticated';
+        }),
+        { numRuns: 60 },
+      ),
+    );
+  },
+);
 
 test.serial('only owners and admins set integrations up and map cards', async (t) => {
   const { addPerson } = await import('../approvals/support.js');

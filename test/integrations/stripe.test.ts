@@ -243,7 +243,7 @@ test.serial(
   },
 );
 
-test.serial("a stopped agent's card is declined", async (t) => {
+test.serial("a stopped agent's card is declined through Stripe Issuing", async (t) => {
   expectStatus(await owner.send('POST', `/agents/${billing.agentId}/stop`, { reason: 'card test' }), 200, 'stop');
   try {
     const res = await signed(authorization());

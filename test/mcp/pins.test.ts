@@ -11,7 +11,7 @@ import { assertError } from '../helpers/http.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { stopAndClean } from '../helpers/process.js';
-import { startReceiver, until } from '../helpers/receiver.js';
+import { startReceiver, until, type Receiver } from '../helpers/receiver.js';
 
 /**
  * A proxy that defends (issue 20 item 6), end to end with the SDK's client and a loopback
@@ -36,7 +36,7 @@ let owner: Person;
 let bot: Bot;
 let secret = '';
 const clock = manualClock();
-const receiver = await startReceiver(() => secret);
+let receiver: Receiver;
 
 async function connect(key: string): Promise<Client> {
   const client = new Client({ name: 'pins-test', version: '1.0.0' });
@@ -51,6 +51,7 @@ async function connect(key: string): Promise<Client> {
 const names = async (client: Client) => (await client.listTools()).tools.map((x) => x.name);
 
 test.before(async () => {
+  receiver = await startReceiver(() => secret);
   upstream = await startMcpUpstream({ secret: 'upstream-secret-1' });
   server = await serveInProcess({
     clock,

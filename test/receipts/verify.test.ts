@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createHmac, sign, type KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import {
@@ -19,11 +19,11 @@ import { ledgerKey, otherKey, receiptKey } from '../fixtures/receipts/test-keys.
  * the product would never sign are built by hand.
  */
 
-const fixture = (name: string) => readFile(new URL(`../fixtures/receipts/${name}`, import.meta.url), 'utf8');
-const jwks = JSON.parse(await fixture('jwks.json')) as { keys: Array<Record<string, unknown>> };
-const otherJwks = JSON.parse(await fixture('other-jwks.json')) as { keys: unknown[] };
-const claims = JSON.parse(await fixture('golden-claims.json')) as ReceiptClaims;
-const golden = (await fixture('golden-receipt.jwt')).trim();
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/receipts/${name}`, import.meta.url), 'utf8');
+const jwks = JSON.parse(fixture('jwks.json')) as { keys: Array<Record<string, unknown>> };
+const otherJwks = JSON.parse(fixture('other-jwks.json')) as { keys: unknown[] };
+const claims = JSON.parse(fixture('golden-claims.json')) as ReceiptClaims;
+const golden = fixture('golden-receipt.jwt').trim();
 const KEYS: VerifyKeys = { jwks };
 /** 2026-06-01: after the golden receipt's iat, long before its exp. */
 const NOW = Date.UTC(2026, 5, 1);

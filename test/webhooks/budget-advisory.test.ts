@@ -3,7 +3,7 @@ import { expectStatus } from '../helpers/console.js';
 import { bearer, call } from '../helpers/http.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { stopAndClean } from '../helpers/process.js';
-import { startReceiver, until } from '../helpers/receiver.js';
+import { startReceiver, until, type Receiver } from '../helpers/receiver.js';
 import { CATALOGUE, startGateway, user, type Gateway } from '../gateway/support.js';
 
 /**
@@ -32,9 +32,10 @@ const PRICEY = {
 let vendor: MockVendor;
 let gw: Gateway;
 let secret = '';
-const receiver = await startReceiver(() => secret);
+let receiver: Receiver;
 
 test.before(async () => {
+  receiver = await startReceiver(() => secret);
   vendor = await startMockVendor();
   gw = await startGateway(vendor, { models: [...CATALOGUE, PRICEY] }, FAST);
 });

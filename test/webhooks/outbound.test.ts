@@ -4,7 +4,7 @@ import { consoleClient, expectStatus, ownerConsole, type Person } from '../helpe
 import { PAY_ACME, payment } from '../helpers/gate.js';
 import { assertError, bearer, call, signIn } from '../helpers/http.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
-import { startReceiver, until } from '../helpers/receiver.js';
+import { startReceiver, until, type Receiver } from '../helpers/receiver.js';
 
 /**
  * Outbound webhooks (issue 8, API.md 8): events signed with svc-signature over the exact bytes
@@ -26,9 +26,10 @@ let server: RunningServer;
 let owner: Person;
 let bot: Bot;
 let secret = '';
-const receiver = await startReceiver(() => secret);
+let receiver: Receiver;
 
 test.before(async () => {
+  receiver = await startReceiver(() => secret);
   server = await startServer({ env: FAST });
   owner = await ownerConsole(server);
   bot = await makeBot(owner, 'hooks-bot', [PAY_ACME]);
