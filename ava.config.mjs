@@ -1,9 +1,20 @@
+import { relative } from 'node:path';
+
+// test/run.ts (npm test) runs most files in groups it writes to .test-groups/ for the run, and
+// names the order to start them in (the longest first).
+const order = process.env.SVC_TEST_ORDER ? JSON.parse(process.env.SVC_TEST_ORDER) : [];
+const rank = (file) => {
+  const i = order.indexOf(relative(import.meta.dirname, file));
+  return i === -1 ? order.length : i;
+};
+
 export default {
-  files: ['test/**/*.test.ts'],
+  files: process.env.SVC_TEST_GROUPS ? ['test/**/*.test.ts', '.test-groups/*.test.ts'] : ['test/**/*.test.ts'],
   extensions: { ts: 'module' },
   nodeArguments: ['--import=tsx'],
   timeout: '60s',
   // Tests spawn servers and CLI processes; two cores run two files at a time.
   concurrency: 2,
   workerThreads: false,
+  ...(order.length > 0 ? { sortTestFiles: (a, b) => rank(a) - rank(b) } : {}),
 };
