@@ -45,8 +45,9 @@ import {
  * and budgets, the MCP proxy, OAuth, the integrations (cards, Stripe, GitHub, SSF), drills, the
  * scorecard, the retention sweeper, and the store's measurements (metrics and spans). They bring
  * the heavy libraries (undici, the MCP SDK and zod, stripe, jose, prom-client, the AWS signer),
- * so they are imported here, by createApp, only for an app that builds every service (the server,
- * `svc init`); a `--local` command's app (`lazy`) uses none of them and never loads them.
+ * so they are imported here, by createApp, only for an app that builds every service (the server);
+ * the app of a command that opens the store (`lazy`: `svc init` and the `--local` commands) uses
+ * none of them and never loads them.
  */
 async function loadServerModules() {
   const [
