@@ -1,5 +1,6 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BIN, cleanEnv, removeDir, ROOT, tempDir } from '../helpers/process.js';
@@ -15,7 +16,8 @@ import { BIN, cleanEnv, removeDir, ROOT, tempDir } from '../helpers/process.js';
  * `--local` commands, `ledger verify`) loads the app but none of the server-only services (the
  * model gateway, MCP, OAuth, the integrations, drills, the scorecard) nor their libraries, nor
  * the webhooks' sending half, nor the PostgreSQL driver for an LMDB store, nor pino-pretty;
- * `receipt verify` against a key set file loads no undici.
+ * `receipt verify` against a key set file loads no undici. `svc serve` builds every service and its
+ * routes, but the libraries of what only a request uses (stripe, jose, AWS's signer) come with it.
  */
 async function loaded(
   args: string[],
@@ -177,4 +179,47 @@ test('svc receipt verify against a key set file loads neither the app nor undici
   t.is(code, 0);
   for (const heavy of ['/dist/src/app.js', '/node_modules/undici/', '/node_modules/lmdb/', '/node_modules/@hapi/'])
     t.deepEqual(from(urls, heavy), [], heavy);
+});
+
+test('svc serve builds every service and route before it listens, without stripe, jose or the AWS signer', async (t) => {
+  // A held port: serve builds the app and the HTTP server, then cannot listen (exit 3).
+  const held = createServer();
+  await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+  const { port } = held.address() as { port: number };
+  const dir = await tempDir('svc-trace-serve-');
+  try {
+    const { code, urls } = await loaded([
+      'serve',
+      '--data-dir',
+      join(dir, 'data'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--json',
+    ]);
+    t.is(code, 3);
+    for (const built of [
+      '/dist/src/server.js',
+      '/dist/src/gateway/service.js',
+      '/dist/src/mcp/http.js',
+      '/dist/src/integrations/stripe/signature.js',
+      '/dist/src/integrations/ssf/verifier.js',
+      '/dist/src/gateway/vendors/bedrock-sign.js',
+      '/node_modules/@hapi/hapi/',
+    ])
+      t.true(from(urls, built).length > 0, built);
+    for (const heavy of [
+      '/node_modules/stripe/',
+      '/node_modules/jose/',
+      '/node_modules/@smithy/',
+      '/node_modules/@aws-crypto/',
+      '/node_modules/pg/',
+      '/node_modules/pino-pretty/',
+    ])
+      t.deepEqual(from(urls, heavy), [], heavy);
+  } finally {
+    held.close();
+    await removeDir(dir);
+  }
 });
