@@ -33,7 +33,8 @@ export default class Init extends SvcCommand {
     if (!/^[^@\s]+@[^@\s]+$/.test(flags['owner-email']))
       this.fail('--owner-email is not an email address', EXIT.usage, 'invalid_request');
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'], storeUrl: flags.store } });
-    const app = await createApp(settings, { migrate: true, create: true, log: createLogger('warn') });
+    // Lazy: init uses the people and the signing keys, none of the server's own services (app.ts).
+    const app = await createApp(settings, { migrate: true, create: true, log: createLogger('warn'), lazy: true });
     try {
       if ((await app.services.people.workspaceCount()) > 0) {
         this.fail(

@@ -1,43 +1,24 @@
 import { createAgentsService } from './agents/index.js';
 import { createBlueprintsService } from './blueprints/index.js';
 import { createApprovals } from './approvals/service.js';
-import { createGate } from './gate/service.js';
 import { createKeysService } from './keys/index.js';
 import { createKillSwitch } from './killswitch/service.js';
-import { createDrills } from './drills/service.js';
-import { createScorecard } from './scorecard/service.js';
-import { createCallLog } from './gateway/calls.js';
-import { createBudgets, reservationMsOf } from './gateway/budgets.js';
-import { createGateway } from './gateway/service.js';
-import { createOAuth } from './oauth/service.js';
-import { createClientMetadata } from './oauth/client-metadata.js';
-import { createMcpProxy, PRIVATE_SETTING } from './mcp/proxy.js';
-import { createCards } from './integrations/cards.js';
-import { createHookEvents } from './integrations/hook-events.js';
-import { createIntegrations } from './integrations/service.js';
-import { createStripeEvents } from './integrations/stripe/service.js';
 import { createPlans } from './plans/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
-import { createGithub } from './integrations/github/service.js';
-import { createGithubCallbacks } from './integrations/github/callbacks.js';
-import { createSsf } from './integrations/ssf/service.js';
-import { createSsfKeys } from './integrations/ssf/keys.js';
 import { createWebhooks } from './webhooks/service.js';
 import { createChat } from './chat/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
 import { createSigningKeys } from './receipts/signing-keys.js';
-import { createSweeper, retentionJobs } from './retention/index.js';
-import { instrumentStore } from './observability/store.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
-import { safeDispatcher, type LookupFn } from './lib/safe-target.js';
 import { createPeopleService } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
+import type { LookupFn } from './lib/safe-target.js';
 import type { Settings } from './settings/load.js';
 import { deriveKey } from './lib/seal.js';
 import { metaRepo } from './store/meta-repo.js';
@@ -58,6 +39,84 @@ import {
   type MigrationResult,
   type Store,
 } from './store/index.js';
+
+/**
+ * The modules of the services only the server uses: the gate, the model gateway and its call log
+ * and budgets, the MCP proxy, OAuth, the integrations (cards, Stripe, GitHub, SSF), drills, the
+ * scorecard, the retention sweeper, and the store's measurements (metrics and spans). They bring
+ * the heavy libraries (undici, the MCP SDK and zod, stripe, jose, prom-client, the AWS signer),
+ * so they are imported here, by createApp, only for an app that builds every service (the server);
+ * the app of a command that opens the store (`lazy`: `svc init` and the `--local` commands) uses
+ * none of them and never loads them.
+ */
+async function loadServerModules() {
+  const [
+    gate,
+    drills,
+    scorecard,
+    calls,
+    budgets,
+    gateway,
+    oauth,
+    clientMetadata,
+    mcp,
+    cards,
+    hookEvents,
+    integrations,
+    stripe,
+    github,
+    githubCallbacks,
+    ssf,
+    ssfKeys,
+    retention,
+    observedStore,
+    safeTarget,
+  ] = await Promise.all([
+    import('./gate/service.js'),
+    import('./drills/service.js'),
+    import('./scorecard/service.js'),
+    import('./gateway/calls.js'),
+    import('./gateway/budgets.js'),
+    import('./gateway/service.js'),
+    import('./oauth/service.js'),
+    import('./oauth/client-metadata.js'),
+    import('./mcp/proxy.js'),
+    import('./integrations/cards.js'),
+    import('./integrations/hook-events.js'),
+    import('./integrations/service.js'),
+    import('./integrations/stripe/service.js'),
+    import('./integrations/github/service.js'),
+    import('./integrations/github/callbacks.js'),
+    import('./integrations/ssf/service.js'),
+    import('./integrations/ssf/keys.js'),
+    import('./retention/index.js'),
+    import('./observability/store.js'),
+    import('./lib/safe-target.js'),
+  ]);
+  return {
+    gate,
+    drills,
+    scorecard,
+    calls,
+    budgets,
+    gateway,
+    oauth,
+    clientMetadata,
+    mcp,
+    cards,
+    hookEvents,
+    integrations,
+    stripe,
+    github,
+    githubCallbacks,
+    ssf,
+    ssfKeys,
+    retention,
+    observedStore,
+    safeTarget,
+  };
+}
+type ServerModules = Awaited<ReturnType<typeof loadServerModules>>;
 
 /**
  * The composition root: opens the store, checks its schema, and wires every service with its
@@ -82,7 +141,9 @@ export interface AppOptions {
   clientMetadataCa?: string;
   /**
    * Build each service on first use instead of all at once: for a `--local` command, which uses
-   * a few. The server builds them all (the default), so a wiring mistake shows at start.
+   * a few. The server builds them all (the default), so a wiring mistake shows at start. A lazy
+   * app loads none of the server-only services' modules (loadServerModules) and does not measure
+   * its store.
    */
   lazy?: boolean;
 }
@@ -111,30 +172,30 @@ export interface Services {
   signingKeys: ReturnType<typeof createSigningKeys>;
   ledger: ReturnType<typeof createLedger>;
   receipts: ReturnType<typeof createReceipts>;
-  gate: ReturnType<typeof createGate>;
+  gate: ReturnType<ServerModules['gate']['createGate']>;
   killSwitch: ReturnType<typeof createKillSwitch>;
   approvals: ReturnType<typeof createApprovals>;
-  drills: ReturnType<typeof createDrills>;
-  scorecard: ReturnType<typeof createScorecard>;
-  calls: ReturnType<typeof createCallLog>;
-  budgets: ReturnType<typeof createBudgets>;
-  gateway: ReturnType<typeof createGateway>;
-  oauth: ReturnType<typeof createOAuth>;
-  mcpProxy: ReturnType<typeof createMcpProxy>;
+  drills: ReturnType<ServerModules['drills']['createDrills']>;
+  scorecard: ReturnType<ServerModules['scorecard']['createScorecard']>;
+  calls: ReturnType<ServerModules['calls']['createCallLog']>;
+  budgets: ReturnType<ServerModules['budgets']['createBudgets']>;
+  gateway: ReturnType<ServerModules['gateway']['createGateway']>;
+  oauth: ReturnType<ServerModules['oauth']['createOAuth']>;
+  mcpProxy: ReturnType<ServerModules['mcp']['createMcpProxy']>;
   plans: ReturnType<typeof createPlans>;
-  cards: ReturnType<typeof createCards>;
-  hookEvents: ReturnType<typeof createHookEvents>;
-  integrations: ReturnType<typeof createIntegrations>;
-  stripe: ReturnType<typeof createStripeEvents>;
+  cards: ReturnType<ServerModules['cards']['createCards']>;
+  hookEvents: ReturnType<ServerModules['hookEvents']['createHookEvents']>;
+  integrations: ReturnType<ServerModules['integrations']['createIntegrations']>;
+  stripe: ReturnType<ServerModules['stripe']['createStripeEvents']>;
   integrationRegistry: ReturnType<typeof createIntegrationRegistry>;
-  githubCallbacks: ReturnType<typeof createGithubCallbacks>;
+  githubCallbacks: ReturnType<ServerModules['githubCallbacks']['createGithubCallbacks']>;
   once: ReturnType<typeof createOnce>;
   webhooks: ReturnType<typeof createWebhooks>;
-  github: ReturnType<typeof createGithub>;
-  ssf: ReturnType<typeof createSsf>;
-  ssfKeys: ReturnType<typeof createSsfKeys>;
+  github: ReturnType<ServerModules['github']['createGithub']>;
+  ssf: ReturnType<ServerModules['ssf']['createSsf']>;
+  ssfKeys: ReturnType<ServerModules['ssfKeys']['createSsfKeys']>;
   chat: ReturnType<typeof createChat>;
-  sweeper: ReturnType<typeof createSweeper>;
+  sweeper: ReturnType<ServerModules['retention']['createSweeper']>;
 }
 
 /**
@@ -150,10 +211,17 @@ function createServices(
   masterKey: Buffer,
   issuer: () => string,
   log: Logger,
+  modules: ServerModules | undefined,
   lookup?: LookupFn,
   clientMetadataCa?: string,
 ) {
   const deps = { store, clock, ids };
+  // The server-only services' modules (loadServerModules); a `--local` app has none, and reaching
+  // one of those services there is a mistake in the command, not something to load late.
+  const server = (name: keyof Services): ServerModules => {
+    if (!modules) throw new Error(`service ${name} is the server's: an app opened for a --local command has none`);
+    return modules;
+  };
   const approvalTtlMs = settings.approvals.ttlHours * 3_600_000;
   // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
   const originHost = settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local';
@@ -202,18 +270,18 @@ function createServices(
           ledger: s.ledger,
           maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,
         }),
-      gate: (s) => createGate({ ...deps, ledger: s.ledger, receipts: s.receipts, approvalTtlMs }),
-      calls: () => createCallLog({ store, log, clock }),
+      gate: (s) => server('gate').gate.createGate({ ...deps, ledger: s.ledger, receipts: s.receipts, approvalTtlMs }),
+      calls: () => server('calls').calls.createCallLog({ store, log, clock }),
       budgets: (s) =>
-        createBudgets({
+        server('budgets').budgets.createBudgets({
           ...deps,
           ledger: s.ledger,
           calls: s.calls,
-          reservationMs: reservationMsOf(settings.gateway),
+          reservationMs: server('budgets').budgets.reservationMsOf(settings.gateway),
         }),
       webhooks: (s) => createWebhooks({ ...deps, masterKey, ledger: s.ledger, log, settings: settings.webhooks }),
       gateway: (s) =>
-        createGateway({
+        server('gateway').gateway.createGateway({
           ...deps,
           ledger: s.ledger,
           log,
@@ -226,7 +294,7 @@ function createServices(
         }),
       // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
       mcpProxy: (s) =>
-        createMcpProxy({
+        server('mcpProxy').mcp.createMcpProxy({
           ...deps,
           masterKey,
           ledger: s.ledger,
@@ -234,9 +302,9 @@ function createServices(
           version: '1',
           allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
           rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
-          dispatcher: safeDispatcher({
+          dispatcher: server('mcpProxy').safeTarget.safeDispatcher({
             allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
-            setting: PRIVATE_SETTING,
+            setting: server('mcpProxy').mcp.PRIVATE_SETTING,
             ...(lookup ? { lookup } : {}),
           }),
         }),
@@ -252,8 +320,9 @@ function createServices(
             maxMs: settings.lockout.maxMinutes * 60_000,
           },
         }),
-      hookEvents: () => createHookEvents({ store, clock }),
-      cards: (s) => createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
+      hookEvents: () => server('hookEvents').hookEvents.createHookEvents({ store, clock }),
+      cards: (s) =>
+        server('cards').cards.createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
       approvals: (s) => createApprovals({ ...deps, ledger: s.ledger, receipts: s.receipts, killSwitch: s.killSwitch }),
       integrationRegistry: (s) => createIntegrationRegistry({ ...deps, masterKey, ledger: s.ledger }),
       once: () => createOnce(deps),
@@ -270,7 +339,7 @@ function createServices(
           publicUrl: issuer,
         }),
       githubCallbacks: (s) =>
-        createGithubCallbacks({
+        server('githubCallbacks').githubCallbacks.createGithubCallbacks({
           ...deps,
           ledger: s.ledger,
           registry: s.integrationRegistry,
@@ -279,11 +348,11 @@ function createServices(
         }),
       // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
       sweeper: () =>
-        createSweeper({
+        server('sweeper').retention.createSweeper({
           store,
           clock,
           log,
-          jobs: retentionJobs({ retentionDays: settings.retention.days }),
+          jobs: server('sweeper').retention.retentionJobs({ retentionDays: settings.retention.days }),
           everyMs: settings.retention.sweepIntervalMs,
           batch: settings.retention.sweepBatch,
           maxPerRun: settings.retention.sweepMaxPerRun,
@@ -299,7 +368,7 @@ function createServices(
           people: s.people,
         }),
       drills: (s) =>
-        createDrills({
+        server('drills').drills.createDrills({
           ...deps,
           ledger: s.ledger,
           agents: s.agents,
@@ -310,19 +379,25 @@ function createServices(
           mcp: s.mcpProxy,
         }),
       scorecard: (s) =>
-        createScorecard({ ...deps, ledger: s.ledger, agents: s.agents, signingKeys: s.signingKeys, issuer }),
+        server('scorecard').scorecard.createScorecard({
+          ...deps,
+          ledger: s.ledger,
+          agents: s.agents,
+          signingKeys: s.signingKeys,
+          issuer,
+        }),
       // A URL client_id's metadata document is a target chosen by whoever sends the request: the vetted dispatcher.
       oauth: (s) =>
-        createOAuth({
+        server('oauth').oauth.createOAuth({
           ...deps,
           ledger: s.ledger,
           issuer,
           refreshGraceMs: settings.oauth.refreshGraceSeconds * 1000,
           graceKey: deriveKey(masterKey, 'oauth-refresh-grace'),
-          clientMetadata: createClientMetadata({
+          clientMetadata: server('oauth').clientMetadata.createClientMetadata({
             clock,
             timeoutMs: settings.oauth.clientMetadataTimeoutMs,
-            dispatcher: safeDispatcher({
+            dispatcher: server('oauth').safeTarget.safeDispatcher({
               allowPrivateTargets: settings.oauth.allowPrivateClientMetadata,
               setting: 'oauth.allowPrivateClientMetadata',
               connectTimeoutMs: settings.oauth.clientMetadataTimeoutMs,
@@ -331,9 +406,10 @@ function createServices(
             }),
           }),
         }),
-      integrations: (s) => createIntegrations({ cards: s.cards, hookEvents: s.hookEvents }),
+      integrations: (s) =>
+        server('integrations').integrations.createIntegrations({ cards: s.cards, hookEvents: s.hookEvents }),
       stripe: (s) =>
-        createStripeEvents({
+        server('stripe').stripe.createStripeEvents({
           cards: s.cards,
           plans: s.plans,
           hookEvents: s.hookEvents,
@@ -341,9 +417,11 @@ function createServices(
           clock,
           workspaceExists: s.people.workspaceExists,
         }),
-      github: (s) => createGithub({ ...deps, ledger: s.ledger, gate: s.gate, callbacks: s.githubCallbacks }),
-      ssf: (s) => createSsf({ store, ledger: s.ledger, people: s.people, once: s.once }),
-      ssfKeys: () => createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
+      github: (s) =>
+        server('github').github.createGithub({ ...deps, ledger: s.ledger, gate: s.gate, callbacks: s.githubCallbacks }),
+      ssf: (s) => server('ssf').ssf.createSsf({ store, ledger: s.ledger, people: s.people, once: s.once }),
+      ssfKeys: () =>
+        server('ssfKeys').ssfKeys.createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
     },
     {
       // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
@@ -376,15 +454,19 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
     masterKey = found ?? createMasterKey(settings.dataDir);
     if (typeof check === 'string' && !matchesCheck(masterKey, check)) throw wrongKey(source);
     migration = await ensureSchema(store, { migrate: options.migrate ?? false });
-    // The services write through the measured store (a span and the write latency series per write).
+    // Every service of the server (loadServerModules); a --local command's app only the ones it uses.
+    const modules = options.lazy ? undefined : await loadServerModules();
+    // The server's services write through the measured store (a span and the write latency series
+    // per write); a --local command exports neither metrics nor spans, so its store is not measured.
     wired = createServices(
-      instrumentStore(store),
+      modules ? modules.observedStore.instrumentStore(store) : store,
       settings,
       clock,
       ids,
       masterKey,
       () => publicUrl(),
       log,
+      modules,
       options.lookup,
       options.clientMetadataCa,
     );

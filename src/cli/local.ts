@@ -7,7 +7,8 @@ import { localRepo } from './repo.js';
  * one: a missing store is `store_not_found` (exit 3) naming the directory, and a missing or
  * different master key is refused. `readOnly`: nothing in the data dir is written (the command
  * works on a read-only copy). The app is loaded only here, on first use, and its services are
- * built lazily: a command builds only the services it uses, and a command that talks to the
+ * built lazily: a command builds only the services it uses, never loads the modules of the
+ * services only the server uses (app.ts, loadServerModules), and a command that talks to the
  * server never loads the app at all.
  */
 export async function openLocal(

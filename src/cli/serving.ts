@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createApp } from '../app.js';
 import { systemError } from '../errors/system.js';
-import { createLogger, prettyLogs } from '../lib/log.js';
+import { createLogger, prettyFormatter, prettyLogs } from '../lib/log.js';
 import { bootstrapIfEmpty } from '../people/index.js';
 import { createHttpServer } from '../server.js';
 import type { Settings } from '../settings/schema.js';
@@ -26,7 +26,9 @@ export async function serveUntilStopped(
   settings: Readonly<Settings>,
   options: { migrate: boolean; announce: (listening: Listening) => void },
 ): Promise<void> {
-  const log = createLogger(settings.log.level, { pretty: prettyLogs(settings.log.format, process.stderr.isTTY) });
+  const log = createLogger(settings.log.level, {
+    pretty: prettyLogs(settings.log.format, process.stderr.isTTY) ? await prettyFormatter() : undefined,
+  });
   // --workers N: this process becomes the cluster's primary; each worker runs the rest of this
   // function (workers.ts).
   if (settings.server.workers > 1 && !inWorker()) {

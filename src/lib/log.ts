@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import PinoPretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -50,8 +50,18 @@ export const redactPaths = [
 export interface LoggerOptions {
   /** Where the lines go (default stderr). */
   destination?: NodeJS.WritableStream;
-  /** Readable lines for a person at a terminal instead of JSON (see prettyLogs). */
-  pretty?: boolean;
+  /**
+   * Readable lines for a person at a terminal instead of JSON (see prettyLogs): pino-pretty, as
+   * `prettyFormatter()` loads it. Only `svc serve` writes such lines, so only it loads the package.
+   */
+  pretty?: PrettyFormatter | undefined;
+}
+
+export type PrettyFormatter = typeof PinoPretty;
+
+/** pino-pretty, for `LoggerOptions.pretty`. */
+export async function prettyFormatter(): Promise<PrettyFormatter> {
+  return (await import('pino-pretty')).default;
 }
 
 /** Whether `svc serve` writes readable lines: `log.format` pretty, or auto on a terminal. */
@@ -70,7 +80,7 @@ export function prettyLogs(format: 'auto' | 'json' | 'pretty', isTerminal: boole
  * cannot start), written synchronously.
  */
 export function createLogger(level: string, options: LoggerOptions | NodeJS.WritableStream = {}): Logger {
-  const { destination = process.stderr, pretty = false } = 'write' in options ? { destination: options } : options;
+  const { destination = process.stderr, pretty } = 'write' in options ? { destination: options } : options;
   const fd = destination === process.stdout ? 1 : 2;
   const settings = {
     level,
@@ -81,7 +91,7 @@ export function createLogger(level: string, options: LoggerOptions | NodeJS.Writ
   if (pretty) {
     return pino(
       settings,
-      PinoPretty({
+      pretty({
         destination: fd,
         sync: true,
         translateTime: 'UTC:yyyy-mm-dd HH:MM:ss.l',

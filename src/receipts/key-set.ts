@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { request } from 'undici';
 import type { VerifyKeys } from './verify.js';
 
 /**
@@ -71,6 +70,8 @@ export async function loadKeySet(source: string): Promise<{ jwks: VerifyKeys['jw
 async function fetchText(url: string): Promise<string> {
   const unreachable = (why: string) =>
     new KeySetError(`cannot get the key set from ${url}: ${why}`, true, FETCH_FIX, 'unreachable');
+  // undici only when the key set is at a URL: verifying against a file never loads it.
+  const { request } = await import('undici');
   let res;
   try {
     res = await request(url, {

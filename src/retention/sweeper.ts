@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/log.js';
-import { periodic } from '../lib/outbound.js';
+import { periodic } from '../lib/schedule.js';
 import type { KeyPart, Store, Table, Tables } from '../store/index.js';
 import { sweepRepo } from './repo.js';
 

@@ -1,4 +1,3 @@
-import { CompactSign } from 'jose';
 import type { AgentsService } from '../agents/index.js';
 import { AppError } from '../errors/app-error.js';
 import type { Ledger } from '../ledger/service.js';
@@ -82,6 +81,8 @@ export function createScorecard(deps: {
         ledgerSize,
         ...figures,
       };
+      // jose with the first scorecard, not when the server starts.
+      const { CompactSign } = await import('jose');
       const scorecard = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
         .setProtectedHeader({ alg: 'EdDSA', kid: key.record.kid, typ: SCORECARD_TYP })
         .sign(key.privateKey);

@@ -1,8 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { StoreError } from './errors.js';
 import type { KvStore, WriteTx } from './kv.js';
-import { openKvLmdbStore, type LmdbOpenOptions } from './kv-lmdb.js';
-import { openKvPostgresStore } from './kv-postgres.js';
+import type { LmdbOpenOptions } from './kv-lmdb.js';
 import { tableNames, type TableName, type Tables } from './tables.js';
 import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
 
@@ -113,8 +112,9 @@ export async function openStore(dataDir: string, options: OpenOptions = {}): Pro
 
 export async function openBackend(dataDir: string, options: OpenOptions = {}): Promise<KvStore> {
   const url = options.url?.trim() ?? '';
-  if (url === '' || url === 'lmdb:') return openKvLmdbStore(dataDir, options);
-  if (/^postgres(ql)?:\/\//i.test(url)) return openKvPostgresStore(url);
+  // Each backend's module (and its driver, lmdb or pg) is loaded only when the URL names it.
+  if (url === '' || url === 'lmdb:') return (await import('./kv-lmdb.js')).openKvLmdbStore(dataDir, options);
+  if (/^postgres(ql)?:\/\//i.test(url)) return (await import('./kv-postgres.js')).openKvPostgresStore(url);
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? 'that value';
   throw new StoreError(
     'cannot_open',

@@ -4,15 +4,12 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { Logger } from '../lib/log.js';
 import { sealText, unsealText } from '../lib/seal.js';
-import { signPayload } from '../lib/svc-signature.js';
-import { periodic, postOnce, retryDelay } from '../lib/outbound.js';
-import { safeDispatcher, targetProblem as checkTarget } from '../lib/safe-target.js';
+import { periodic, retryDelay } from '../lib/schedule.js';
 import type { LedgerRecord } from '../ledger/service.js';
 import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import type { Store } from '../store/index.js';
 import type { DeliveryRecord, WebhookEndpointRecord } from './records.js';
-import { metrics } from '../lib/metrics.js';
-import { inSpan, ROOT_CONTEXT, SpanKind, traceparentOf } from '../lib/tracing.js';
+import type { Sender } from './send.js';
 import { webhooksRepo, type OutboxKey } from './repo.js';
 
 /** Beyond a try's own bound (two timeouts: its target check and its post): a crashed try is sent again this soon after. */
@@ -107,13 +104,15 @@ export function createWebhooks(deps: {
   /** How long a claimed try keeps every other pass off its delivery (see the rules above). */
   const claimMs = 2 * settings.timeoutMs + CLAIM_MARGIN_MS;
 
+  // The sending half (send.ts: the target rule, undici, spans, metrics), loaded on first use: a
+  // command that opens the store queues deliveries but never sends, and never loads it.
+  let sending: Promise<Sender> | undefined;
+  const sender = (): Promise<Sender> =>
+    (sending ??= import('./send.js').then((m) =>
+      m.createSender({ allowPrivateTargets: settings.allowPrivateTargets, timeoutMs: settings.timeoutMs }),
+    ));
   // The shared target rule (lib/safe-target.ts): checked when added, and enforced at connect.
-  const targetProblem = (raw: string): Promise<string | null> =>
-    checkTarget(raw, { allowPrivateTargets: settings.allowPrivateTargets });
-  const dispatcher = safeDispatcher({
-    allowPrivateTargets: settings.allowPrivateTargets,
-    connectTimeoutMs: settings.timeoutMs,
-  });
+  const targetProblem = async (raw: string): Promise<string | null> => (await sender()).targetProblem(raw);
 
   /** Inside a write: one event's deliveries to every endpoint of the workspace that takes its type. */
   const enqueueInWrite = async (
@@ -224,38 +223,10 @@ export function createWebhooks(deps: {
     if (problem) {
       error = `refused: ${problem}`;
     } else if (destination) {
-      const { url, secret, body } = destination;
-      // A root span per try (deliveries run in the background, apart from any request); the
-      // receiver gets its traceparent.
-      ({ status, error } = await inSpan(
-        `webhook ${delivery.eventType}`,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: { 'svc.webhook.event_type': delivery.eventType, 'server.address': hostOf(url) },
-          parent: ROOT_CONTEXT,
-        },
-        async (span) => {
-          const traceparent = traceparentOf(span);
-          const sent = await postOnce(url, {
-            body,
-            dispatcher,
-            timeoutMs: settings.timeoutMs,
-            headers: {
-              'content-type': 'application/json',
-              'user-agent': 'svc-webhooks/1',
-              'svc-event-id': delivery.eventId,
-              'svc-event-type': delivery.eventType,
-              'svc-signature': signPayload(secret, body, Math.floor(clock.now() / 1000)),
-              ...(traceparent ? { traceparent } : {}),
-            },
-          });
-          if (sent.status !== null) span.setAttribute('http.response.status_code', sent.status);
-          return sent;
-        },
-      ));
+      ({ status, error } = await (await sender()).post(delivery, destination, () => Math.floor(clock.now() / 1000)));
     }
     const ok = status !== null && status >= 200 && status < 300;
-    metrics.webhookAttempts.inc({ result: ok ? 'delivered' : problem || !destination ? 'refused' : 'failed' });
+    (await sender()).count(ok ? 'delivered' : problem || !destination ? 'refused' : 'failed');
     const now = clock.now();
     await store.write(async () => {
       const current = await repo.delivery(wid, endpointId, deliveryId);
@@ -493,11 +464,3 @@ function view({ secretSealed: _sealed, ...rest }: WebhookEndpointRecord) {
 }
 
 export type Webhooks = ReturnType<typeof createWebhooks>;
-
-function hostOf(url: string): string {
-  try {
-    return new URL(url).hostname;
-  } catch {
-    return '';
-  }
-}

@@ -1,5 +1,4 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import type { GatewayProvider } from '../../settings/schema.js';
 
 /**
@@ -7,7 +6,8 @@ import type { GatewayProvider } from '../../settings/schema.js';
  * with `@aws-crypto/sha256-js`, as the AWS SDK signs), never by hand. Service `bedrock`, the
  * provider's region, the credentials the settings read from the standard AWS environment
  * variables, and the gateway's clock as the signing time. One signer per provider (it caches its
- * signing keys by day).
+ * signing keys by day). The signer's packages are imported with the first Bedrock request, not when
+ * the server starts.
  */
 const signers = new WeakMap<GatewayProvider, SignatureV4>();
 
@@ -15,10 +15,14 @@ export class MissingCredentials extends Error {
   readonly code = 'aws_credentials_missing';
 }
 
-function signerOf(provider: GatewayProvider): SignatureV4 {
+async function signerOf(provider: GatewayProvider): Promise<SignatureV4> {
   let signer = signers.get(provider);
   if (!signer) {
     if (!provider.aws) throw new MissingCredentials('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set');
+    const [{ Sha256 }, { SignatureV4 }] = await Promise.all([
+      import('@aws-crypto/sha256-js'),
+      import('@smithy/signature-v4'),
+    ]);
     signer = new SignatureV4({
       service: 'bedrock',
       region: provider.region ?? '',
@@ -42,7 +46,9 @@ export async function signedHeaders(
   at: Date,
 ): Promise<Record<string, string>> {
   const base = new URL(provider.baseUrl);
-  const signed = await signerOf(provider).sign(
+  const signed = await (
+    await signerOf(provider)
+  ).sign(
     {
       method: 'POST',
       protocol: base.protocol,

@@ -1,4 +1,4 @@
-import { EventStreamCodec, getChunkedStream } from '@smithy/core/event-streams';
+import type { EventStreamCodec } from '@smithy/core/event-streams';
 import type { SseEvent } from '../sse.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import { anthropicStop, converseUsage } from './bedrock.js';
@@ -19,15 +19,24 @@ import { namedEvent } from './sse-source.js';
  */
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 const encoder = new TextEncoder();
-const codec = new EventStreamCodec(
-  (bytes) => utf8.decode(bytes),
-  (text) => encoder.encode(text),
-);
+/** AWS's codec, imported with the first Bedrock stream, not when the server starts. */
+let codecs:
+  | Promise<{ codec: EventStreamCodec; getChunkedStream: typeof import('@smithy/core/event-streams').getChunkedStream }>
+  | undefined;
+const eventStreams = () =>
+  (codecs ??= import('@smithy/core/event-streams').then(({ EventStreamCodec, getChunkedStream }) => ({
+    codec: new EventStreamCodec(
+      (bytes) => utf8.decode(bytes),
+      (text) => encoder.encode(text),
+    ),
+    getChunkedStream,
+  })));
 
 export async function* bedrockEvents(
   body: AsyncIterable<Buffer | Uint8Array>,
   opts: { clientModel: string; id: string },
 ): AsyncGenerator<SseEvent[]> {
+  const { codec, getChunkedStream } = await eventStreams();
   const open = new Set<number>();
   let stop: string | null = null;
   let finished = false;

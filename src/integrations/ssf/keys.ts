@@ -1,4 +1,4 @@
-import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import type { JSONWebKeySet, JWTVerifyGetKey } from 'jose';
 import { request, type Dispatcher } from 'undici';
 import type { Clock } from '../../lib/clock.js';
 import { refusedBy, safeDispatcher, targetProblem } from '../../lib/safe-target.js';
@@ -95,6 +95,7 @@ export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean
     if (running) return running;
     lastFetch.set(key, clock.now());
     const fetching = (async () => {
+      const { createLocalJWKSet } = await import('jose');
       const keys = createLocalJWKSet(await fetchJwks(uri, allowPrivateTargets, dispatcher));
       cache.set(wid, { uri, keys, fetchedAt: clock.now() });
       return keys;
@@ -106,8 +107,9 @@ export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean
   return {
     KeysUnavailable,
 
-    /** The key resolver jwtVerify uses for this workspace's settings. */
-    resolver(wid: string, settings: SsfKeySettings): JWTVerifyGetKey {
+    /** The key resolver jwtVerify uses for this workspace's settings (jose is imported with the first). */
+    async resolver(wid: string, settings: SsfKeySettings): Promise<JWTVerifyGetKey> {
+      const { createLocalJWKSet, errors } = await import('jose');
       if (settings.jwks) return createLocalJWKSet(settings.jwks);
       const uri = settings.jwksUri!;
       return async (header, token) => {

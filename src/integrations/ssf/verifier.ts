@@ -1,4 +1,4 @@
-import { errors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import type { errors as JoseErrors, JSONWebKeySet, JWTPayload } from 'jose';
 import { signatureRefused, type InboundVerifier } from '../../http/auth/signature.js';
 import type { Clock } from '../../lib/clock.js';
 import { routeWorkspace, verifiedJson } from '../../http/inbound.js';
@@ -51,7 +51,7 @@ const FIX =
   'Send a Security Event Token signed (ES256 or RS256) with a key of the configured key set, with the configured iss and aud, a fresh iat and a new jti.';
 
 /** A jose failure in plain words (its claim name at most: never a value from the token). */
-function reasonOf(err: unknown, keysUnavailable: new (...args: never[]) => Error): string {
+function reasonOf(err: unknown, keysUnavailable: new (...args: never[]) => Error, errors: typeof JoseErrors): string {
   if (err instanceof keysUnavailable) return (err as Error).message;
   if (err instanceof errors.JOSEAlgNotAllowed) return "The token's algorithm is not allowed; only ES256 and RS256 are.";
   if (err instanceof errors.JWKSNoMatchingKey) return "No key of the identity provider's key set matches the token.";
@@ -103,9 +103,11 @@ export function ssfVerifier(deps: {
         throw signatureRefused('The body is not a well-formed signed token.', FIX);
       }
       if (!COMPACT.test(token)) throw signatureRefused('The body is not a well-formed signed token.', FIX);
+      // jose with the first token, not when the server starts.
+      const { errors, jwtVerify } = await import('jose');
       let claims: JWTPayload;
       try {
-        ({ payload: claims } = await jwtVerify(token, keys.resolver(w, settings), {
+        ({ payload: claims } = await jwtVerify(token, await keys.resolver(w, settings), {
           algorithms: ['ES256', 'RS256'],
           issuer: settings.issuer,
           audience: settings.audience,
@@ -116,7 +118,7 @@ export function ssfVerifier(deps: {
           currentDate: new Date(clock.now()),
         }));
       } catch (err) {
-        throw signatureRefused(reasonOf(err, keys.KeysUnavailable), FIX);
+        throw signatureRefused(reasonOf(err, keys.KeysUnavailable, errors), FIX);
       }
       // Verified, yet still the sender's text: a claim the ledger cannot hash is refused by field.
       verifiedJson(claims);

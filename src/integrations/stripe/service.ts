@@ -1,4 +1,3 @@
-import Stripe from 'stripe';
 import { AppError } from '../../errors/app-error.js';
 import type { Ledger } from '../../ledger/service.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
@@ -67,7 +66,10 @@ import {
  *   redelivery gets the first answer and changes nothing. Event types not listed are received
  *   (`{ received: true }`) and change nothing.
  */
-export const DEFAULT_STRIPE_VERSION: string = Stripe.API_VERSION;
+/** The version of the stripe package, for an event without its own; the package is loaded only then. */
+async function defaultStripeVersion(): Promise<string> {
+  return (await import('stripe')).default.API_VERSION;
+}
 const ACTOR = 'stripe';
 const SUBSCRIPTION_EVENTS = new Set([
   'customer.subscription.created',
@@ -140,7 +142,9 @@ export function createStripeEvents(deps: {
   workspaceExists: (wid: string) => Promise<boolean> | boolean;
 }) {
   const { cards, plans, hookEvents, ledger, clock, workspaceExists } = deps;
-  const versionOf = (event: StripeEvent) => ({ 'stripe-version': event.api_version || DEFAULT_STRIPE_VERSION });
+  const versionOf = async (event: StripeEvent) => ({
+    'stripe-version': event.api_version || (await defaultStripeVersion()),
+  });
   const received = { received: true };
 
   /**
@@ -279,7 +283,8 @@ export function createStripeEvents(deps: {
       }
 
       const seen = await hookEvents.answered(wid, ACTOR, event.id);
-      if (seen) return { body: seen, headers: event.type === 'issuing_authorization.request' ? versionOf(event) : {} };
+      if (seen)
+        return { body: seen, headers: event.type === 'issuing_authorization.request' ? await versionOf(event) : {} };
 
       if (event.type === 'issuing_authorization.request') {
         const auth = event.data.object as unknown as StripeAuthorization;
@@ -303,7 +308,7 @@ export function createStripeEvents(deps: {
             },
           }),
         );
-        return { body, headers: versionOf(event) };
+        return { body, headers: await versionOf(event) };
       }
 
       if (event.type === 'issuing_transaction.created') {

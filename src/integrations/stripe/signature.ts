@@ -1,4 +1,3 @@
-import Stripe from 'stripe';
 import { signatureRefused, type InboundVerifier } from '../../http/auth/signature.js';
 import type { Clock } from '../../lib/clock.js';
 import { routeWorkspace } from '../../http/inbound.js';
@@ -75,9 +74,10 @@ function stripeHeader(request: Parameters<InboundVerifier['headers']>[0], nowMs:
 
 /**
  * Rule 2: which of `secrets` sign the raw bytes, by the stripe package's check and our clock; a
- * body that is not UTF-8, or empty, is signed by none.
+ * body that is not UTF-8, or empty, is signed by none. The stripe package (some two hundred
+ * modules) is imported on the first signed delivery, not when the server starts.
  */
-function signedBy(raw: Buffer, header: string, clock: Clock): (secret: string) => boolean {
+async function signedBy(raw: Buffer, header: string, clock: Clock): Promise<(secret: string) => boolean> {
   let text: string;
   try {
     text = utf8.decode(raw);
@@ -86,6 +86,7 @@ function signedBy(raw: Buffer, header: string, clock: Clock): (secret: string) =
   }
   if (text.length === 0) return () => false;
   const now = clock.now();
+  const { default: Stripe } = await import('stripe');
   return (secret) => {
     try {
       return Stripe.webhooks.signature!.verifyHeader(text, header, secret, TOLERANCE_S, undefined, now);
@@ -111,7 +112,7 @@ export function stripeVerifier(
           'Send the exact bytes Stripe signed, to the workspace whose signing secret signed them.',
         );
       if (!w) throw refused();
-      const verifies = signedBy(raw, header, clock);
+      const verifies = await signedBy(raw, header, clock);
       const signers: StripeSigner[] = [
         ...(billingSecrets.some(verifies) ? ['operator' as const] : []),
         ...((await registry.secretsFor(w, 'stripe')).some(verifies) ? ['workspace' as const] : []),
@@ -143,8 +144,8 @@ export function stripeBillingVerifier(clock: Clock, billingSecrets: readonly str
       }
       return stripeHeader(request, nowMs);
     },
-    body(_request, raw, { header }) {
-      if (!billingSecrets.some(signedBy(raw, header, clock))) {
+    async body(_request, raw, { header }) {
+      if (!billingSecrets.some(await signedBy(raw, header, clock))) {
         throw signatureRefused(
           'The signature does not match the body.',
           "Send the exact bytes Stripe signed, signed with the operator's billing signing secret.",
