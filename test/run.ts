@@ -41,8 +41,18 @@ const POSTGRES_PASS = [
 const GROUPS = join(ROOT, '.test-groups');
 /** Folders whose files run alone: each spawns processes with a concurrency tuned for itself. */
 const ALONE_FOLDERS = new Set(['cli', 'multi']);
-/** Folders whose files take longer than their size says: they spawn processes or drive a browser. */
-const SLOW_FOLDERS = new Set(['cli', 'multi', 'browser']);
+/**
+ * How much longer than its size says a file of these folders takes (they spawn processes, kill
+ * them, or drive a browser), measured on a quiet machine: seconds per KB of source, against about
+ * 0.4 for a file of route tests.
+ */
+const SLOW_FOLDERS = new Map([
+  ['multi', 20],
+  ['cli', 6],
+  ['browser', 3],
+  ['conformance', 3],
+  ['durability', 3],
+]);
 /** At most this many files share a worker, so that the workers stay busy until the end. */
 const GROUP_SIZE = 8;
 const PER_TEST_HOOK = /\btest\.(?:beforeEach|afterEach)\b/;
@@ -51,14 +61,14 @@ const TOP_LEVEL_AWAIT = /^(?:(?:export )?(?:const|let|var) [^=\n]+= )?[\w.(]*\ba
 interface Worker {
   /** The file ava runs: a test file, or a group file importing several. */
   file: string;
-  /** How long it is expected to take, to start the longest first: its sources' size, times 3 in SLOW_FOLDERS. */
+  /** How long it is expected to take, to start the longest first: its sources' size, weighed by SLOW_FOLDERS. */
   weight: number;
 }
 
 const expand = (patterns: string[]) => [...new Set(patterns.flatMap((p) => globSync(p, { cwd: ROOT })))].sort();
 const folderOf = (file: string) => file.split('/')[1] ?? '';
 const weightOf = (files: string[]) =>
-  files.reduce((sum, f) => sum + statSync(join(ROOT, f)).size * (SLOW_FOLDERS.has(folderOf(f)) ? 3 : 1), 0);
+  files.reduce((sum, f) => sum + statSync(join(ROOT, f)).size * (SLOW_FOLDERS.get(folderOf(f)) ?? 1), 0);
 
 /** The workers for these test files, their groups written to `.test-groups/`. */
 function workers(files: string[], store: 'lmdb' | 'postgres'): Worker[] {
