@@ -44,6 +44,34 @@ export const bearer = (value: string) => ({ authorization: `Bearer ${value}` });
 /** Console writes need the CSRF header (SPEC.md 5.3.4). */
 export const csrf = { 'x-svc-csrf': '1' };
 
+/**
+ * What a Streamable HTTP client sends with a POST to /mcp: the credential (when there is one),
+ * both answer types in Accept, and the protocol revision when the request names one.
+ */
+export const mcpHeaders = (token?: string, revision?: string): Record<string, string> => ({
+  ...(token === undefined ? {} : bearer(token)),
+  accept: 'application/json, text/event-stream',
+  ...(revision === undefined ? {} : { 'mcp-protocol-version': revision }),
+});
+
+/** One JSON-RPC message POSTed to <base>/mcp with mcpHeaders, and any more headers. */
+export function mcpPost(
+  base: string,
+  token: string | undefined,
+  message: unknown,
+  options: { revision?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  return call(base, 'POST', '/mcp', {
+    headers: { ...mcpHeaders(token, options.revision), ...options.headers },
+    json: message,
+  });
+}
+
+/** The status of a `tools/list` with this token at <base>/mcp: 200 while it holds, 401 once it does not. */
+export async function mcpStatus(base: string, token: string): Promise<number> {
+  return (await mcpPost(base, token, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).status;
+}
+
 /** Signs in through POST /api/session and returns the cookie header to send back. */
 export async function signIn(base: string, email: string, password: string): Promise<string> {
   const res = await call(base, 'POST', '/api/session', { headers: csrf, json: { email, password } });

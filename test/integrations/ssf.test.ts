@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { addPerson, makeBot, SERVER_ENV } from '../approvals/support.js';
 import { consoleClient, expectStatus, otherWorkspace, ownerConsole, type Person } from '../helpers/console.js';
-import { assertError, call, type Reply } from '../helpers/http.js';
+import { assertError, call, mcpStatus, type Reply } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { connect } from '../oauth/support.js';
@@ -84,13 +84,6 @@ async function member(email: string): Promise<Member> {
 
 const meStatus = async (p: Person) =>
   (await call(server.url, 'GET', '/api/me', { headers: { cookie: p.cookie } })).status;
-const mcpStatus = async (accessToken: string) =>
-  (
-    await call(server.url, 'POST', '/mcp', {
-      headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json, text/event-stream' },
-      json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-    })
-  ).status;
 const memberEmails = async () =>
   ((await owner.get('/members')).body.data as Array<{ email: string }>).map((m) => m.email).sort();
 
@@ -100,7 +93,7 @@ async function snapshot(m: Member): Promise<string> {
     ledger: (await owner.ledger()).length,
     members: await memberEmails(),
     session: await meStatus(m.person),
-    mcp: await mcpStatus(m.mcpToken),
+    mcp: await mcpStatus(server.url, m.mcpToken),
   });
 }
 
@@ -134,7 +127,7 @@ test.serial(
   async (t) => {
     const alice = await member('alice@ssf.example');
     t.is(await meStatus(alice.person), 200);
-    t.is(await mcpStatus(alice.mcpToken), 200);
+    t.is(await mcpStatus(server.url, alice.mcpToken), 200);
     expectStatus(
       await alice.person.send('PUT', '/chat/users/slack/UALICE', { userId: alice.person.id }),
       200,
@@ -144,7 +137,7 @@ test.serial(
     t.is(res.status, 202, res.text);
     t.is(res.text, '');
     t.is(await meStatus(alice.person), 401);
-    t.is(await mcpStatus(alice.mcpToken), 401);
+    t.is(await mcpStatus(server.url, alice.mcpToken), 401);
     t.true((await memberEmails()).includes('alice@ssf.example'));
     const ledger = await owner.ledger();
     t.like(ledger.find((r) => r.kind === 'ssf.session_revoked')?.data, {
@@ -176,7 +169,7 @@ test.serial('credential-change, with the subject as sub_id and an RS256 key, doe
   );
   t.is(res.status, 202, res.text);
   t.is(await meStatus(bob.person), 401);
-  t.is(await mcpStatus(bob.mcpToken), 401);
+  t.is(await mcpStatus(server.url, bob.mcpToken), 401);
   t.like((await owner.ledger()).find((r) => r.kind === 'ssf.credential_change')?.data, { userId: bob.person.id });
 });
 
@@ -190,7 +183,7 @@ test.serial('account-disabled removes the membership too; the last owner is sign
   t.is(res.status, 202, res.text);
   t.false((await memberEmails()).includes('carol@ssf.example'));
   t.is(await meStatus(carol.person), 401);
-  t.is(await mcpStatus(carol.mcpToken), 401);
+  t.is(await mcpStatus(server.url, carol.mcpToken), 401);
   const ledger = await owner.ledger();
   t.like(
     ledger.find((r) => r.kind === 'member.removed' && r.subject === carol.person.id),
@@ -228,7 +221,7 @@ test.serial('an unknown subject or event type changes nothing but is accepted an
     202,
   );
   t.is(await meStatus(dave.person), 200);
-  t.is(await mcpStatus(dave.mcpToken), 200);
+  t.is(await mcpStatus(server.url, dave.mcpToken), 200);
   const added = (await owner.ledger()).slice(before);
   t.deepEqual(
     added.map((r) => [r.kind, r.data.reason]),

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { expectStatus, ownerConsole } from '../helpers/console.js';
-import { bearer, call } from '../helpers/http.js';
+import { mcpPost } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
@@ -37,14 +37,12 @@ test.after.always(async () => {
 
 /** A lone tools/call, as a client without a session sends it: served on the shared client. */
 const toolCall = (name: string, args: Record<string, unknown> = {}) =>
-  call(server.url, 'POST', '/mcp', {
-    headers: {
-      ...bearer(bot.key),
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    },
-    json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
-  });
+  mcpPost(
+    server.url,
+    bot.key,
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
+    { revision: '2025-11-25' },
+  );
 
 /** Resolves once the upstream has received a call of that tool; fails after `ms`. */
 async function received(tool: string, ms = 10_000): Promise<void> {

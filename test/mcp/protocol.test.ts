@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { request } from 'undici';
 import { makeBot, pay, reviewRule, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
+import { mcpHeaders } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
@@ -180,9 +181,8 @@ async function post(body: unknown, headers: Record<string, string> = {}) {
   const res = await request(`${server.url}/mcp`, {
     method: 'POST',
     headers: {
-      ...auth(),
+      ...mcpHeaders(bot.key),
       'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
       ...headers,
     },
     body: JSON.stringify(body),

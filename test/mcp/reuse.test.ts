@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { bearer, call } from '../helpers/http.js';
+import { bearer, mcpPost } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { stopAndClean, svc } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
@@ -52,14 +52,12 @@ test.after.always(async () => {
 let nextId = 1;
 /** One stateless 2025-11-25 JSON-RPC request (no initialize, no session), answered as JSON. */
 async function stateless(key: string, method: string, params: Record<string, unknown>) {
-  const res = await call(server.url, 'POST', '/mcp', {
-    headers: {
-      ...bearer(key),
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    },
-    json: { jsonrpc: '2.0', id: nextId++, method, params },
-  });
+  const res = await mcpPost(
+    server.url,
+    key,
+    { jsonrpc: '2.0', id: nextId++, method, params },
+    { revision: '2025-11-25' },
+  );
   if (res.status !== 200) throw new Error(`${method}: ${res.status} ${res.text}`);
   return res.body as { result?: Record<string, unknown>; error?: { code: number; data?: Record<string, unknown> } };
 }
@@ -185,32 +183,26 @@ test.serial(
 );
 
 test.serial('a JSON answer at /mcp comes whole, with its length (not chunked), in both eras', async (t) => {
-  const legacy = await call(server.url, 'POST', '/mcp', {
-    headers: {
-      ...bearer(echoer.key),
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    },
-    json: {
+  const legacy = await mcpPost(
+    server.url,
+    echoer.key,
+    {
       jsonrpc: '2.0',
       id: nextId++,
       method: 'tools/call',
       params: { name: 'files__echo', arguments: { text: 'whole' } },
     },
-  });
+    { revision: '2025-11-25' },
+  );
   t.is(legacy.status, 200);
   t.is(legacy.headers['content-type'], 'application/json');
   t.is(legacy.headers['content-length'], String(Buffer.byteLength(legacy.text)));
   t.is(legacy.headers['transfer-encoding'], undefined);
   t.is((legacy.body as { result: { content: Array<{ text: string }> } }).result.content[0]!.text, 'whole');
-  const modern = await call(server.url, 'POST', '/mcp', {
-    headers: {
-      ...bearer(echoer.key),
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': REVISION,
-      'mcp-method': 'tools/list',
-    },
-    json: {
+  const modern = await mcpPost(
+    server.url,
+    echoer.key,
+    {
       jsonrpc: '2.0',
       id: nextId++,
       method: 'tools/list',
@@ -222,7 +214,8 @@ test.serial('a JSON answer at /mcp comes whole, with its length (not chunked), i
         },
       },
     },
-  });
+    { revision: REVISION, headers: { 'mcp-method': 'tools/list' } },
+  );
   t.is(modern.status, 200, modern.text);
   t.is(modern.headers['content-length'], String(Buffer.byteLength(modern.text)));
   t.is(modern.headers['transfer-encoding'], undefined);
@@ -232,11 +225,7 @@ test.serial('a JSON answer at /mcp comes whole, with its length (not chunked), i
 test.serial(
   'a 2025-11-25 request without a session that is not one plain JSON-RPC request gets the SDK transport’s answer',
   async (t) => {
-    const send = (headers: Record<string, string>, json: unknown) =>
-      call(server.url, 'POST', '/mcp', {
-        headers: { ...bearer(echoer.key), accept: 'application/json, text/event-stream', ...headers },
-        json,
-      });
+    const send = (headers: Record<string, string>, json: unknown) => mcpPost(server.url, echoer.key, json, { headers });
     const list = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
     const unsupported = await send({ 'mcp-protocol-version': '2024-01-01' }, list(nextId++));
     t.is(unsupported.status, 400);

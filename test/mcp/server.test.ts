@@ -5,7 +5,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { request } from 'undici';
 import { expectStatus } from '../helpers/console.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { call, type Json } from '../helpers/http.js';
+import { call, mcpHeaders, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -160,11 +160,7 @@ test('401 without a credential points at the protected-resource metadata (RFC 97
 
 test('Host and Origin must name this deployment (DNS-rebinding protection)', async (t) => {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
-  const headers = {
-    authorization: `Bearer ${agent.key}`,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-  };
+  const headers = { ...mcpHeaders(agent.key), 'content-type': 'application/json' };
   const rebound = await request(`${server.url}/mcp`, {
     method: 'POST',
     body,

@@ -9,7 +9,7 @@ import {
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { startConformanceUpstream, type ConformanceUpstream } from '../helpers/conformance-upstream.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
-import { assertError, bearer, call } from '../helpers/http.js';
+import { assertError, bearer, call, mcpHeaders } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -31,10 +31,8 @@ const INIT = {
   method: 'initialize',
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 };
-const mcpHeaders = (key: string, session?: string) => ({
-  ...bearer(key),
-  accept: 'application/json, text/event-stream',
-  'mcp-protocol-version': '2025-11-25',
+const sessionHeaders = (key: string, session?: string) => ({
+  ...mcpHeaders(key, '2025-11-25'),
   ...(session ? { 'mcp-session-id': session } : {}),
 });
 const TOOLS_LIST = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
@@ -62,39 +60,39 @@ test.after.always(async () => {
 });
 
 test.serial('initialize opens a session only its own credential can use; DELETE ends it', async (t) => {
-  const init = await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(bot.key), json: INIT });
+  const init = await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(bot.key), json: INIT });
   t.is(init.status, 200);
   const session = String(init.headers['mcp-session-id']);
   t.regex(session, /^[\x21-\x7e]{43}$/, 'a visible-ASCII id of 32 random bytes');
 
-  const own = await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(bot.key, session), json: TOOLS_LIST });
+  const own = await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(bot.key, session), json: TOOLS_LIST });
   t.is(own.status, 200);
   t.regex(own.text, /authorize_action/);
 
   // Another agent's key, and another key of the same agent, are told the session does not exist.
   assertError(
     t,
-    await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(other.key, session), json: TOOLS_LIST }),
+    await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(other.key, session), json: TOOLS_LIST }),
     404,
     'not_found',
   );
   const second = expectStatus(await owner.send('POST', `/agents/${bot.agentId}/keys`, {}), 201, 'second key');
   assertError(
     t,
-    await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(second.body.key, session), json: TOOLS_LIST }),
+    await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(second.body.key, session), json: TOOLS_LIST }),
     404,
     'not_found',
   );
 
-  t.is((await call(server.url, 'DELETE', '/mcp', { headers: mcpHeaders(bot.key, session) })).status, 200);
-  const after = await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(bot.key, session), json: TOOLS_LIST });
+  t.is((await call(server.url, 'DELETE', '/mcp', { headers: sessionHeaders(bot.key, session) })).status, 200);
+  const after = await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(bot.key, session), json: TOOLS_LIST });
   assertError(t, after, 404, 'not_found');
   t.regex(after.body.error.fix, /initialize again/);
 });
 
 test.serial('GET and DELETE need a session: 405 with allow: POST', async (t) => {
   for (const method of ['GET', 'DELETE'] as const) {
-    const res = await call(server.url, method, '/mcp', { headers: mcpHeaders(bot.key) });
+    const res = await call(server.url, method, '/mcp', { headers: sessionHeaders(bot.key) });
     assertError(t, res, 405, 'method_not_allowed');
     t.is(res.headers.allow, 'POST');
   }
@@ -102,12 +100,12 @@ test.serial('GET and DELETE need a session: 405 with allow: POST', async (t) => 
 
 test.serial('a revoked key cannot go on using the session it opened', async (t) => {
   const minted = expectStatus(await owner.send('POST', `/agents/${bot.agentId}/keys`, {}), 201, 'key');
-  const init = await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(minted.body.key), json: INIT });
+  const init = await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(minted.body.key), json: INIT });
   const session = String(init.headers['mcp-session-id']);
   expectStatus(await owner.send('DELETE', `/keys/${minted.body.id}`), 200, 'revoke');
   assertError(
     t,
-    await call(server.url, 'POST', '/mcp', { headers: mcpHeaders(minted.body.key, session), json: TOOLS_LIST }),
+    await call(server.url, 'POST', '/mcp', { headers: sessionHeaders(minted.body.key, session), json: TOOLS_LIST }),
     401,
     'invalid_api_key',
   );

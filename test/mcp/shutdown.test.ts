@@ -1,6 +1,6 @@
 import test from 'ava';
 import { expectStatus, ownerConsole } from '../helpers/console.js';
-import { bearer, call } from '../helpers/http.js';
+import { mcpPost } from '../helpers/http.js';
 import { startMcpUpstream } from '../helpers/mcp-upstream.js';
 import { removeDir, startServer } from '../helpers/process.js';
 import { makeBot, SERVER_ENV } from '../approvals/support.js';
@@ -28,19 +28,17 @@ test('svc serve exits 0 on SIGTERM after proxied tool calls, with the upstream s
       'upstream',
     );
     // A lone tools/call without a session, as a stateless client sends it: the shared client serves it.
-    const res = await call(server.url, 'POST', '/mcp', {
-      headers: {
-        ...bearer(bot.key),
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2025-11-25',
-      },
-      json: {
+    const res = await mcpPost(
+      server.url,
+      bot.key,
+      {
         jsonrpc: '2.0',
         id: 1,
         method: 'tools/call',
         params: { name: 'files__echo', arguments: { text: 'before the stop' } },
       },
-    });
+      { revision: '2025-11-25' },
+    );
     t.is(res.status, 200, res.text);
     t.deepEqual(res.body.result?.content, [{ type: 'text', text: 'before the stop' }]);
 

@@ -9,7 +9,7 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createAgent, type AgentFixture } from '../helpers/gate.js';
-import { call } from '../helpers/http.js';
+import { call, mcpStatus } from '../helpers/http.js';
 import { ledgerRecords } from '../helpers/console.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
@@ -63,14 +63,6 @@ async function openAuthorize(clientId: string, redirectUri = REDIRECT, cookie: s
   return { status: res.status, location: res.headers.get('location'), html: await res.text() };
 }
 
-const mcpStatus = async (token: string) =>
-  (
-    await call(server.url, 'POST', '/mcp', {
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' },
-      json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-    })
-  ).status;
-
 test.serial('metadata says URL client ids are supported', async (t) => {
   const as = await discover(server);
   t.is(as.client_id_metadata_document_supported, true);
@@ -101,13 +93,13 @@ test.serial(
     );
     t.regex(tokens.access_token, /^aat_/);
     t.is(tokens.scope, 'svc:agent offline_access');
-    t.is(await mcpStatus(tokens.access_token), 200);
+    t.is(await mcpStatus(server.url, tokens.access_token), 200);
     const refreshed = await oauth.processRefreshTokenResponse(
       as,
       client,
       await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure),
     );
-    t.is(await mcpStatus(refreshed.access_token), 200);
+    t.is(await mcpStatus(server.url, refreshed.access_token), 200);
 
     const after = await stored();
     t.is(after.clients, before.clients, 'no client record: the document is the registration');

@@ -1,7 +1,7 @@
 import test from 'ava';
 import * as oauth from 'oauth4webapi';
 import { createAgent, type AgentFixture } from '../helpers/gate.js';
-import { call } from '../helpers/http.js';
+import { call, mcpPost } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
@@ -115,10 +115,7 @@ test.serial('scopes_supported in both metadata documents', async (t) => {
 
 test.serial('the /mcp challenge names the scope; a bad or expired token adds error="invalid_token"', async (t) => {
   const mcp = (headers: Record<string, string>) =>
-    call(server.url, 'POST', '/mcp', {
-      headers: { accept: 'application/json, text/event-stream', ...headers },
-      json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-    });
+    mcpPost(server.url, undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers });
   const base = `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp", scope="svc:agent offline_access"`;
   const none = await mcp({});
   t.is(none.status, 401);

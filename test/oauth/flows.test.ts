@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expectStatus } from '../helpers/console.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { call, ownerSession, signIn } from '../helpers/http.js';
+import { call, mcpStatus, ownerSession, signIn } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
@@ -29,14 +29,6 @@ const mcpAs = async (token: string) => {
   );
   return client;
 };
-const mcpStatus = async (token: string) =>
-  (
-    await call(server.url, 'POST', '/mcp', {
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' },
-      json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-    })
-  ).status;
-
 test.before(async () => {
   server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' }, clock });
   agent = await createAgent(server);
@@ -125,14 +117,14 @@ test.serial(
     );
     t.not(refreshed.access_token, tokens.access_token);
     t.not(refreshed.refresh_token, tokens.refresh_token);
-    t.is(await mcpStatus(tokens.access_token), 401, 'the old access token stopped');
-    t.is(await mcpStatus(refreshed.access_token), 200);
+    t.is(await mcpStatus(server.url, tokens.access_token), 401, 'the old access token stopped');
+    t.is(await mcpStatus(server.url, refreshed.access_token), 200);
     // Past the grace window (10 s by default): a reuse is a stolen token's.
     clock.advance(10_001);
     const reuse = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure);
     const err = await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, reuse));
     t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');
-    t.is(await mcpStatus(refreshed.access_token), 401, 'every token of the connection stopped');
+    t.is(await mcpStatus(server.url, refreshed.access_token), 401, 'every token of the connection stopped');
     const after = await oauth.refreshTokenGrantRequest(as, client, auth, refreshed.refresh_token!, insecure);
     await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, after), { instanceOf: oauth.ResponseBodyError });
   },
@@ -186,7 +178,7 @@ test.serial('a code is used once: replayed, it fails and ends what it minted; a 
     client,
     await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), ok, redirectUri, second.verifier, insecure),
   );
-  t.is(await mcpStatus(tokens.access_token), 200);
+  t.is(await mcpStatus(server.url, tokens.access_token), 200);
   const replay = await oauth.authorizationCodeGrantRequest(
     as,
     client,
@@ -197,7 +189,7 @@ test.serial('a code is used once: replayed, it fails and ends what it minted; a 
     insecure,
   );
   await t.throwsAsync(oauth.processAuthorizationCodeResponse(as, client, replay));
-  t.is(await mcpStatus(tokens.access_token), 401, "the replayed code's tokens stopped");
+  t.is(await mcpStatus(server.url, tokens.access_token), 401, "the replayed code's tokens stopped");
 });
 
 test.serial('a confidential client must authenticate as it registered; an unknown grant type is named', async (t) => {
@@ -222,7 +214,7 @@ test.serial('a confidential client must authenticate as it registered; an unknow
     401,
     'nor can it revoke without its secret',
   );
-  t.is(await mcpStatus(tokens.access_token), 200, 'the refused calls changed nothing');
+  t.is(await mcpStatus(server.url, tokens.access_token), 200, 'the refused calls changed nothing');
   const basic = {
     authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret as string}`).toString('base64')}`,
   };
@@ -240,7 +232,7 @@ test.serial('revocation ends the connection and answers 200 {} whatever the toke
   await oauth.processRevocationResponse(
     await oauth.revocationRequest(as, client, auth, tokens.refresh_token!, insecure),
   );
-  t.is(await mcpStatus(tokens.access_token), 401);
+  t.is(await mcpStatus(server.url, tokens.access_token), 401);
   const unknown = await call(server.url, 'POST', '/oauth/revoke', {
     body: new URLSearchParams({ token: 'aat_nothing', client_id: client.client_id }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -328,7 +320,7 @@ test.serial('the loopback port rule, invalid_target, and errors that are shown r
 
 test.serial('freezing the agent or removing the person ends their connections at once', async (t) => {
   const first = await connect(server);
-  t.is(await mcpStatus(first.tokens.access_token), 200);
+  t.is(await mcpStatus(server.url, first.tokens.access_token), 200);
   expectStatus(
     await call(server.url, 'POST', `/api/w/${agent.wid}/agents/${agent.agentId}/stop`, {
       headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
@@ -344,7 +336,11 @@ test.serial('freezing the agent or removing the person ends their connections at
     200,
     'restart',
   );
-  t.is(await mcpStatus(first.tokens.access_token), 401, 'a restart does not bring an ended connection back');
+  t.is(
+    await mcpStatus(server.url, first.tokens.access_token),
+    401,
+    'a restart does not bring an ended connection back',
+  );
   const refresh = await oauth.refreshTokenGrantRequest(
     first.as,
     first.client,
@@ -384,7 +380,7 @@ test.serial('freezing the agent or removing the person ends their connections at
   const memberCookie = await signIn(server.url, 'leaver@example.com', 'my-own-password-22');
   t.truthy(changed.headers['set-cookie']);
   const theirs = await connect(server, memberCookie);
-  t.is(await mcpStatus(theirs.tokens.access_token), 200);
+  t.is(await mcpStatus(server.url, theirs.tokens.access_token), 200);
   expectStatus(
     await call(server.url, 'DELETE', `/api/w/${agent.wid}/members/${member.id}`, {
       headers: { cookie: agent.cookie, 'x-svc-csrf': '1' },
@@ -392,5 +388,5 @@ test.serial('freezing the agent or removing the person ends their connections at
     200,
     'remove',
   );
-  t.is(await mcpStatus(theirs.tokens.access_token), 401);
+  t.is(await mcpStatus(server.url, theirs.tokens.access_token), 401);
 });

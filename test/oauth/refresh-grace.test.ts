@@ -4,7 +4,7 @@ import { discoverAuthorizationServerMetadata, refreshAuthorization } from '@mode
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { AuthorizationServerMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createAgent, type AgentFixture } from '../helpers/gate.js';
-import { call } from '../helpers/http.js';
+import { mcpStatus } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
@@ -30,14 +30,6 @@ test.before(async () => {
 
 test.after.always(() => stopAndClean(server));
 
-const mcpStatus = async (token: string) =>
-  (
-    await call(server.url, 'POST', '/mcp', {
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json, text/event-stream' },
-      json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-    })
-  ).status;
-
 const sdkRefresh = (clientId: string, refreshToken: string) =>
   refreshAuthorization(server.url, {
     metadata,
@@ -60,8 +52,8 @@ test.serial('two concurrent SDK refreshes get the same new pair, and the connect
   t.is(a.access_token, b.access_token, 'the second refresh gets the pair the first was issued');
   t.is(a.refresh_token, b.refresh_token);
   t.not(a.refresh_token, tokens.refresh_token);
-  t.is(await mcpStatus(a.access_token), 200, "the winner's access token works");
-  t.is(await mcpStatus(tokens.access_token), 401, 'the old access token stopped');
+  t.is(await mcpStatus(server.url, a.access_token), 200, "the winner's access token works");
+  t.is(await mcpStatus(server.url, tokens.access_token), 401, 'the old access token stopped');
   t.is((await connectionOf(client.client_id)).endedAt, null);
 
   // Still within the window, a third presentation gets the same pair again.
@@ -73,7 +65,7 @@ test.serial('two concurrent SDK refreshes get the same new pair, and the connect
   // The new refresh token rotates as usual.
   const next = await sdkRefresh(client.client_id, a.refresh_token!);
   t.not(next.access_token, a.access_token);
-  t.is(await mcpStatus(next.access_token), 200);
+  t.is(await mcpStatus(server.url, next.access_token), 200);
   t.is((await connectionOf(client.client_id)).endedAt, null);
 });
 
@@ -83,7 +75,7 @@ test.serial('a used refresh token presented after the window ends the whole conn
   clock.advance(10_001);
   const err = await t.throwsAsync(sdkRefresh(client.client_id, tokens.refresh_token!));
   t.true(err instanceof InvalidGrantError, String(err));
-  t.is(await mcpStatus(fresh.access_token), 401, 'the pair issued at the first use stopped too');
+  t.is(await mcpStatus(server.url, fresh.access_token), 401, 'the pair issued at the first use stopped too');
   t.like(await connectionOf(client.client_id), { endedWhy: 'refresh token reused' });
   await t.throwsAsync(sdkRefresh(client.client_id, fresh.refresh_token!), { instanceOf: InvalidGrantError });
 });
@@ -116,12 +108,7 @@ test('with refreshGraceSeconds 0, a second refresh at once ends the connection, 
     const again = await oauth.refreshTokenGrantRequest(as, client, auth, tokens.refresh_token!, insecure);
     const err = await t.throwsAsync(oauth.processRefreshTokenResponse(as, client, again));
     t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');
-    const status = (
-      await call(strict.url, 'POST', '/mcp', {
-        headers: { authorization: `Bearer ${first.access_token}`, accept: 'application/json, text/event-stream' },
-        json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-      })
-    ).status;
+    const status = await mcpStatus(strict.url, first.access_token);
     t.is(status, 401);
   } finally {
     await stopAndClean(strict);
@@ -144,12 +131,7 @@ test('on PostgreSQL, where two refreshes really run at once, both still get the 
       });
     const pairs = await Promise.all([refresh(), refresh(), refresh()]);
     t.is(new Set(pairs.map((p) => p.access_token)).size, 1, 'one pair for all three');
-    const status = (
-      await call(pgServer.url, 'POST', '/mcp', {
-        headers: { authorization: `Bearer ${pairs[0]!.access_token}`, accept: 'application/json, text/event-stream' },
-        json: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-      })
-    ).status;
+    const status = await mcpStatus(pgServer.url, pairs[0]!.access_token);
     t.is(status, 200);
   } finally {
     await stopAndClean(pgServer);
