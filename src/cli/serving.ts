@@ -5,7 +5,7 @@ import { createLogger, prettyFormatter, prettyLogs } from '../lib/log.js';
 import { bootstrapIfEmpty } from '../people/index.js';
 import { createHttpServer } from '../server.js';
 import type { Settings } from '../settings/schema.js';
-import { inWorker, leaveCluster, reportListening, runPrimary } from './workers.js';
+import { endWithPrimary, inWorker, leaveCluster, reportListening, runPrimary } from './workers.js';
 
 /** What `svc serve` tells once it listens. */
 export interface Listening {
@@ -39,6 +39,7 @@ export async function serveUntilStopped(
     });
     return;
   }
+  if (inWorker()) endWithPrimary();
   const app = await createApp(settings, { migrate: options.migrate, create: true, log });
   if (app.migration) log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
   const http = await createHttpServer(app);

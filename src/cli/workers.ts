@@ -37,6 +37,26 @@ export function reportListening(listening: Listening): void {
   process.send?.(message);
 }
 
+/**
+ * In a worker: when the primary is gone without a stop (kill -9, the OOM killer), the worker ends
+ * too, whatever it was doing. Node's cluster module calls process.exit() on that disconnect, and
+ * process.exit() while an LMDB write waits for its JavaScript callback never returns (Node joins
+ * the thread pool, whose LMDB write thread waits for the main thread: lmdb-js issue 336), leaving
+ * an orphan that holds the store and its output. A worker whose primary is gone therefore ends
+ * with SIGKILL at its exit: LMDB keeps every committed write through a kill -9, and what the worker
+ * had not acknowledged its client never saw acknowledged.
+ */
+export function endWithPrimary(): void {
+  let primaryGone = false;
+  // Before the cluster module's own listener, which exits.
+  process.prependOnceListener('disconnect', () => {
+    if (!cluster.worker?.exitedAfterDisconnect) primaryGone = true;
+  });
+  process.on('exit', () => {
+    if (primaryGone) process.kill(process.pid, 'SIGKILL');
+  });
+}
+
 /** In a worker whose server has stopped (drained, flushed, store closed): exits at once. */
 export function leaveCluster(): void {
   process.exit(0);

@@ -12,10 +12,26 @@ import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 const servers: RunningServer[] = [];
 test.after.always(async () => {
   for (const s of servers) {
+    // The workers too: a worker left behind would keep the server's output open, and its stop waiting.
+    const workers = s.proc.exitCode === null ? workersOf(s.proc.pid!) : [];
+    s.proc.kill('SIGKILL');
+    for (const pid of workers) killQuietly(pid);
     await s.stop('SIGKILL');
     await removeDir(s.dataDir);
   }
 });
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Whether a process still runs (a zombie does not). */
+const running = (pid: number) =>
+  existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z');
 
 /** The worker processes of a primary: its children, read from /proc. */
 function workersOf(pid: number): number[] {
@@ -86,9 +102,30 @@ test.serial('lmdb, two workers: SIGTERM after load drains both workers and the p
     new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 25_000)),
   ]);
   t.is(code, 0, 'the primary exits 0 once both workers have drained');
-  t.deepEqual(
-    workers.filter((pid) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z')),
-    [],
-    'no worker is left running',
-  );
+  t.deepEqual(workers.filter(running), [], 'no worker is left running');
 });
+
+test.serial(
+  'lmdb, two workers: kill -9 of the primary under load ends both workers too, and the store opens again',
+  async (t) => {
+    const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+    servers.push(server);
+    const workers = workersOf(server.proc.pid!);
+    t.is(workers.length, 2);
+    const bot = await createAgent(server, [
+      { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+    ]);
+    // Writes in flight on both workers when the primary dies (their answers may never come).
+    const load = Array.from({ length: 60 }, () => authorize(server, bot.key, payment(10)).catch(() => undefined));
+    await authorize(server, bot.key, payment(10));
+    server.proc.kill('SIGKILL');
+    await Promise.all(load);
+    const deadline = Date.now() + 15_000;
+    while (workers.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    t.deepEqual(workers.filter(running), [], 'a worker outlived its primary');
+    // Nothing holds the store: a new server opens it and serves.
+    const again = await startServer({ env: SERVER_ENV, dataDir: server.dataDir });
+    servers.push(again);
+    t.is((await authorize(again, bot.key, payment(10))).status, 200);
+  },
+);
