@@ -108,13 +108,18 @@ test.serial('lmdb, two workers: SIGTERM after load drains both workers and the p
 test.serial(
   'lmdb, two workers: kill -9 of the primary under load ends both workers too, and the store opens again',
   async (t) => {
-    const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+    // The agent is made by a one-process server first: this test is about the primary's death, not
+    // the first start (where the worker that created the owner announces it).
+    const first = await startServer({ env: SERVER_ENV });
+    servers.push(first);
+    const bot = await createAgent(first, [
+      { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+    ]);
+    await first.stop();
+    const server = await startServer({ args: ['--workers', '2'], env: SERVER_ENV, dataDir: first.dataDir });
     servers.push(server);
     const workers = workersOf(server.proc.pid!);
     t.is(workers.length, 2);
-    const bot = await createAgent(server, [
-      { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
-    ]);
     // Writes in flight on both workers when the primary dies (their answers may never come).
     const load = Array.from({ length: 60 }, () => authorize(server, bot.key, payment(10)).catch(() => undefined));
     await authorize(server, bot.key, payment(10));
