@@ -49,72 +49,38 @@ import {
  * the app of a command that opens the store (`lazy`: `svc init` and the `--local` commands) uses
  * none of them and never loads them.
  */
-async function loadServerModules() {
-  const [
-    gate,
-    drills,
-    scorecard,
-    calls,
-    budgets,
-    gateway,
-    oauth,
-    clientMetadata,
-    mcp,
-    cards,
-    hookEvents,
-    integrations,
-    stripe,
-    github,
-    githubCallbacks,
-    ssf,
-    ssfKeys,
-    retention,
-    observedStore,
-    safeTarget,
-  ] = await Promise.all([
-    import('./gate/service.js'),
-    import('./drills/service.js'),
-    import('./scorecard/service.js'),
-    import('./gateway/calls.js'),
-    import('./gateway/budgets.js'),
-    import('./gateway/service.js'),
-    import('./oauth/service.js'),
-    import('./oauth/client-metadata.js'),
-    import('./mcp/proxy.js'),
-    import('./integrations/cards.js'),
-    import('./integrations/hook-events.js'),
-    import('./integrations/service.js'),
-    import('./integrations/stripe/service.js'),
-    import('./integrations/github/service.js'),
-    import('./integrations/github/callbacks.js'),
-    import('./integrations/ssf/service.js'),
-    import('./integrations/ssf/keys.js'),
-    import('./retention/index.js'),
-    import('./observability/store.js'),
-    import('./lib/safe-target.js'),
-  ]);
-  return {
-    gate,
-    drills,
-    scorecard,
-    calls,
-    budgets,
-    gateway,
-    oauth,
-    clientMetadata,
-    mcp,
-    cards,
-    hookEvents,
-    integrations,
-    stripe,
-    github,
-    githubCallbacks,
-    ssf,
-    ssfKeys,
-    retention,
-    observedStore,
-    safeTarget,
-  };
+function loadServerModules() {
+  return importAll({
+    gate: import('./gate/service.js'),
+    drills: import('./drills/service.js'),
+    scorecard: import('./scorecard/service.js'),
+    calls: import('./gateway/calls.js'),
+    budgets: import('./gateway/budgets.js'),
+    gateway: import('./gateway/service.js'),
+    oauth: import('./oauth/service.js'),
+    clientMetadata: import('./oauth/client-metadata.js'),
+    mcp: import('./mcp/proxy.js'),
+    cards: import('./integrations/cards.js'),
+    hookEvents: import('./integrations/hook-events.js'),
+    integrations: import('./integrations/service.js'),
+    stripe: import('./integrations/stripe/service.js'),
+    github: import('./integrations/github/service.js'),
+    githubCallbacks: import('./integrations/github/callbacks.js'),
+    ssf: import('./integrations/ssf/service.js'),
+    ssfKeys: import('./integrations/ssf/keys.js'),
+    retention: import('./retention/index.js'),
+    observedStore: import('./observability/store.js'),
+    safeTarget: import('./lib/safe-target.js'),
+  });
+}
+
+/** The modules of a record of imports, loaded together, under the same names. */
+async function importAll<T extends Record<string, Promise<unknown>>>(
+  imports: T,
+): Promise<{ [K in keyof T]: Awaited<T[K]> }> {
+  const names = Object.keys(imports);
+  const modules = await Promise.all(Object.values(imports));
+  return Object.fromEntries(names.map((name, i) => [name, modules[i]])) as { [K in keyof T]: Awaited<T[K]> };
 }
 type ServerModules = Awaited<ReturnType<typeof loadServerModules>>;
 

@@ -120,40 +120,27 @@ const SERVER_ONLY = [
 ];
 
 const PASSWORD = 'a long enough owner password';
+const initArgs = (dataDir: string) => [
+  'init',
+  '--data-dir',
+  dataDir,
+  '--workspace',
+  'Acme',
+  '--owner-email',
+  'ops@acme.example',
+  '--owner-password',
+  PASSWORD,
+];
 
 test('svc init and the commands that open the store load the app without the server-only services or their libraries', async (t) => {
   const dir = await tempDir('svc-trace-store-');
   try {
     const dataDir = join(dir, 'data');
-    const init = await loaded([
-      'init',
-      '--data-dir',
-      dataDir,
-      '--workspace',
-      'Acme',
-      '--owner-email',
-      'ops@acme.example',
-      '--owner-password',
-      PASSWORD,
-      '--json',
-    ]);
+    const init = await loaded([...initArgs(dataDir), '--json']);
     t.is(init.code, 0);
     for (const [args, code] of [
       // A second init opens the store and refuses: it already has a workspace.
-      [
-        [
-          'init',
-          '--data-dir',
-          dataDir,
-          '--workspace',
-          'Acme',
-          '--owner-email',
-          'ops@acme.example',
-          '--owner-password',
-          PASSWORD,
-        ],
-        2,
-      ],
+      [initArgs(dataDir), 2],
       [['keys', 'list', '--local', '--data-dir', dataDir, '--json'], 0],
       [['keys', 'create', '--scope', 'admin', '--local', '--data-dir', dataDir, '--json'], 0],
       [['agents', 'list', '--local', '--data-dir', dataDir, '--json'], 0],
