@@ -8,7 +8,7 @@ import { createLogger } from '../../src/lib/log.js';
 import { bootstrapIfEmpty } from '../../src/people/index.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { storeUrlFor } from './postgres.js';
-import { removeDir, tempDir, type Served } from './process.js';
+import { PATIENT_SERVER, removeDir, tempDir, type Served } from './process.js';
 import { servingApps } from './store.js';
 
 export interface InProcess {
@@ -37,6 +37,7 @@ export async function inProcessServer(
         storeUrl: (await storeUrlFor(dir)) ?? null,
         'server.port': 0,
         'load.sampleIntervalMs': 0,
+        ...patientOverrides(undefined),
         ...overrides,
       },
     }),
@@ -83,6 +84,8 @@ export async function serveInProcess(
     lookup?: AppOptions['lookup'];
     /** Certificates trusted for Client ID Metadata Documents (AppOptions.clientMetadataCa). */
     clientMetadataCa?: string;
+    /** Keep the product's client timeouts (2 s for headers, 10 s for a request), not PATIENT_SERVER's. */
+    productTimeouts?: boolean;
   } = {},
 ): Promise<ServedInProcess> {
   const dataDir = options.dataDir ?? (await tempDir());
@@ -101,6 +104,7 @@ export async function serveInProcess(
       'server.port': 0,
       // The test shares this event loop: load shedding stays off unless the config turns it on.
       ...(sheds(options.config) ? {} : { 'load.sampleIntervalMs': 0 }),
+      ...(options.productTimeouts ? {} : patientOverrides(options.config)),
       ...options.overrides,
     },
   });
@@ -142,6 +146,16 @@ export async function serveInProcess(
       return stopped;
     },
   };
+}
+
+/** PATIENT_SERVER's timeouts as dotted overrides, but for those the config sets itself. */
+function patientOverrides(config: unknown): Record<string, number> {
+  const server = (config as { server?: Record<string, unknown> } | undefined)?.server ?? {};
+  return Object.fromEntries(
+    Object.entries(PATIENT_SERVER)
+      .filter(([key]) => server[key] === undefined)
+      .map(([key, value]) => [`server.${key}`, value]),
+  );
 }
 
 function sheds(config: unknown): boolean {

@@ -10,6 +10,20 @@ import { storeUrlFor } from './postgres.js';
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const BIN = join(ROOT, 'bin', 'run.js');
 
+/**
+ * How long a test's server waits for a client's headers and for its whole request. The product's
+ * 2 s and 10 s cut off slow-loris clients; in the suite the client is an ava worker whose event loop
+ * other tests share, and on a loaded machine it can stall longer than 2 s between connecting and
+ * writing (a CI run got 408 on a sign-in). Tests of the guard itself keep the product's values.
+ */
+export const PATIENT_SERVER = { headersTimeoutMs: 30_000, requestTimeoutMs: 60_000 } as const;
+
+/** A server config with PATIENT_SERVER's timeouts under what it sets itself. */
+export function patientConfig(config: unknown): Record<string, unknown> {
+  const given = (config ?? {}) as Record<string, unknown> & { server?: Record<string, unknown> };
+  return { ...given, server: { ...PATIENT_SERVER, ...given.server } };
+}
+
 export async function tempDir(prefix = 'svc-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
@@ -142,7 +156,8 @@ export interface RunningServer extends Served {
 
 /**
  * Starts `svc serve --json --port 0` on 127.0.0.1 and waits for it to log `listening`.
- * `dataDir` defaults to a new temp dir; `config` is written to a file and passed with --config.
+ * `dataDir` defaults to a new temp dir; `config`, under PATIENT_SERVER's timeouts, is written to
+ * `<dataDir>-config.json` and passed with --config.
  */
 export async function startServer(
   options: { dataDir?: string; env?: Record<string, string | undefined>; args?: string[]; config?: unknown } = {},
@@ -162,11 +177,9 @@ export async function startServer(
   ];
   const storeUrl = (options.args ?? []).includes('--store') ? undefined : await storeUrlFor(dataDir);
   if (storeUrl !== undefined) args.push('--store', storeUrl);
-  if (options.config !== undefined) {
-    const file = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
-    await writeFile(file, JSON.stringify(options.config));
-    args.push('--config', file);
-  }
+  const file = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
+  await writeFile(file, JSON.stringify(patientConfig(options.config)));
+  args.push('--config', file);
   const proc = spawn(process.execPath, args, {
     cwd: ROOT,
     env: cleanEnv({ SVC_LOG_LEVEL: 'info', ...options.env }),
@@ -222,5 +235,5 @@ export async function startServer(
 export async function stopAndClean(server: Served | undefined): Promise<void> {
   if (!server) return;
   await server.stop();
-  await removeDir(server.dataDir);
+  await Promise.all([removeDir(server.dataDir), rm(`${server.dataDir}-config.json`, { force: true })]);
 }

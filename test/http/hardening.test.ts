@@ -26,7 +26,7 @@ const temps: string[] = [];
 
 test.before(async () => {
   [server, loaded] = await Promise.all([
-    serveInProcess(),
+    serveInProcess({ productTimeouts: true }),
     serveInProcess({ config: { load: { maxHeapUsedBytes: 1, sampleIntervalMs: 50 } } }),
   ]);
 });
