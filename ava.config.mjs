@@ -11,7 +11,8 @@ const rank = (file) => {
 export default {
   files: process.env.SVC_TEST_GROUPS ? ['test/**/*.test.ts', '.test-groups/*.test.ts'] : ['test/**/*.test.ts'],
   extensions: { ts: 'module' },
-  nodeArguments: ['--import=tsx'],
+  // Node strips the types itself; the loader maps `./x.js` imports to `./x.ts` (test/helpers/ts-loader.mjs).
+  nodeArguments: [`--import=${new URL('./test/helpers/ts-loader.mjs', import.meta.url)}`],
   timeout: '60s',
   // Three workers on two cores: a worker waits on its servers and spawned processes part of the
   // time, and a third keeps both cores busy (the suite took 612 s of ava against about 700 with two).

@@ -8,11 +8,13 @@ import { verdictOffline, type ReceiptVerdict } from '../../src/receipts/verdict.
 
 /** An invalid receipt: exit 1, and the verdict itself is what --json prints (already on stdout). */
 class InvalidReceipt extends CliFailure {
-  constructor(readonly verdict: ReceiptVerdict) {
+  readonly verdict: ReceiptVerdict;
+  constructor(verdict: ReceiptVerdict) {
     super(`the receipt is not valid: ${verdict.reason ?? 'unknown reason'}`, {
       exit: EXIT.false,
       type: 'invalid_receipt',
     });
+    this.verdict = verdict;
     this.skipOclifErrorHandling = true;
   }
 }

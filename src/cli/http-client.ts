@@ -14,16 +14,24 @@ export class UnreachableError extends Error {
 
 /** The server answered with an error of the SPEC.md shape. */
 export class RemoteError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly fix: string | undefined;
+  /** The error object's other members (`count`, `oldCount`, `errors`, ...), beside docs and requestId. */
+  readonly details: Record<string, unknown>;
   constructor(
-    readonly status: number,
-    readonly type: string,
+    status: number,
+    type: string,
     message: string,
-    readonly fix: string | undefined,
-    /** The error object's other members (`count`, `oldCount`, `errors`, ...), beside docs and requestId. */
-    readonly details: Record<string, unknown> = {},
+    fix: string | undefined,
+    details: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'RemoteError';
+    this.status = status;
+    this.type = type;
+    this.fix = fix;
+    this.details = details;
   }
 }
 

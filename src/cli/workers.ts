@@ -65,8 +65,10 @@ export function leaveCluster(): void {
 /** A worker ended before the server was up: the start fails with its exit code. */
 export class WorkerStartFailed extends Error {
   override readonly name = 'WorkerStartFailed';
-  constructor(readonly exitCode: number) {
+  readonly exitCode: number;
+  constructor(exitCode: number) {
     super(`a worker exited with code ${exitCode} before the server listened (its error is shown above)`);
+    this.exitCode = exitCode;
   }
 }
 

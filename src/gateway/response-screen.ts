@@ -97,11 +97,13 @@ export const answerBlockedMessage = (found: Counts): string =>
 /** One choice's or block's text on its way out: holds the tail, releases the rest redacted. */
 export class TextHold {
   private pending = '';
+  private readonly mode: 'redact' | 'block';
+  private readonly found: Counts;
 
-  constructor(
-    private readonly mode: 'redact' | 'block',
-    private readonly found: Counts,
-  ) {}
+  constructor(mode: 'redact' | 'block', found: Counts) {
+    this.mode = mode;
+    this.found = found;
+  }
 
   /** The text that may go out now; null when a finding blocks the answer. */
   push(text: string): string | null {

@@ -12,7 +12,10 @@ export class GenerationCache<K, V> {
   private generation: number | undefined;
   private readonly entries = new Map<K, V>();
 
-  constructor(private readonly max: number) {}
+  private readonly max: number;
+  constructor(max: number) {
+    this.max = max;
+  }
 
   /** The value cached for `key` under `generation`, or undefined. */
   get(generation: number, key: K): V | undefined {

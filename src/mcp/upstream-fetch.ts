@@ -75,10 +75,10 @@ class UpstreamResponse {
   readonly #answer: Dispatcher.ResponseData;
   #web: ReadableStream<Uint8Array> | undefined;
 
-  constructor(
-    readonly url: string,
-    answer: Dispatcher.ResponseData,
-  ) {
+  readonly url: string;
+
+  constructor(url: string, answer: Dispatcher.ResponseData) {
+    this.url = url;
     this.#answer = answer;
     this.status = answer.statusCode;
     this.statusText = answer.statusText ?? '';

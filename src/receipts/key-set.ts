@@ -17,15 +17,16 @@ import type { VerifyKeys } from './verify.js';
  * const { jwks } = await loadKeySet('https://svc.example.com/.well-known/jwks.json');
  */
 export class KeySetError extends Error {
-  constructor(
-    message: string,
-    readonly remote: boolean,
-    readonly fix: string,
-    /** `unreachable`: the URL did not answer with a key set's text; `invalid_jwks`: the text is no key set. */
-    readonly type: 'unreachable' | 'invalid_jwks' = 'invalid_jwks',
-  ) {
+  readonly remote: boolean;
+  readonly fix: string;
+  /** `unreachable`: the URL did not answer with a key set's text; `invalid_jwks`: the text is no key set. */
+  readonly type: 'unreachable' | 'invalid_jwks';
+  constructor(message: string, remote: boolean, fix: string, type: 'unreachable' | 'invalid_jwks' = 'invalid_jwks') {
     super(message);
     this.name = 'KeySetError';
+    this.remote = remote;
+    this.fix = fix;
+    this.type = type;
   }
 }
 

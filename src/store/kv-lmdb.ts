@@ -142,7 +142,10 @@ const EMPTY_DB = {
 const EMPTY = { json: EMPTY_DB, text: EMPTY_DB } as unknown as Dbs;
 
 class LmdbReadTable<V> implements ReadTable<V> {
-  constructor(protected readonly dbs: Dbs) {}
+  protected readonly dbs: Dbs;
+  constructor(dbs: Dbs) {
+    this.dbs = dbs;
+  }
 
   async get(key: Key): Promise<V | undefined> {
     return this.dbs.json.get(key) as V | undefined;
@@ -160,12 +163,15 @@ class LmdbReadTable<V> implements ReadTable<V> {
 class LmdbWriteTable<V> implements WriteTable<V> {
   /** Buffered puts and removes, by the key's JSON text. */
   readonly pending = new Map<string, Pending>();
+  private readonly name: TableName;
+  private readonly dbs: Dbs;
+  private readonly tx: LmdbTx;
 
-  constructor(
-    private readonly name: TableName,
-    private readonly dbs: Dbs,
-    private readonly tx: LmdbTx,
-  ) {}
+  constructor(name: TableName, dbs: Dbs, tx: LmdbTx) {
+    this.name = name;
+    this.dbs = dbs;
+    this.tx = tx;
+  }
 
   async get(key: Key): Promise<V | undefined> {
     this.tx.assertOpen();
@@ -251,10 +257,13 @@ class LmdbTx {
    * @param flying this process's earlier write functions whose commit is pending, oldest first
    *   (the live list: one that commits leaves it, and its writes are then read from LMDB)
    */
-  constructor(
-    private readonly dbs: Record<TableName, Dbs>,
-    readonly flying: readonly LmdbTx[],
-  ) {}
+  private readonly dbs: Record<TableName, Dbs>;
+  readonly flying: readonly LmdbTx[];
+
+  constructor(dbs: Record<TableName, Dbs>, flying: readonly LmdbTx[]) {
+    this.dbs = dbs;
+    this.flying = flying;
+  }
 
   /** Tables are made on first use: most write functions touch two or three of them. */
   view(): WriteTx {

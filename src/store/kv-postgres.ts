@@ -102,10 +102,13 @@ function scanQuery(table: TableName, prefix: KeyPart[], options: ScanOptions): {
 }
 
 class PgTable<V> implements WriteTable<V> {
-  constructor(
-    private readonly name: TableName,
-    private readonly db: () => Queryable,
-  ) {}
+  private readonly name: TableName;
+  private readonly db: () => Queryable;
+
+  constructor(name: TableName, db: () => Queryable) {
+    this.name = name;
+    this.db = db;
+  }
 
   async get(key: Key): Promise<V | undefined> {
     const { rows } = await this.db().query<{ v: string }>({

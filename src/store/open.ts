@@ -34,10 +34,13 @@ function outsideWrite(): never {
 }
 
 class AmbientTable<V> implements Table<V> {
-  constructor(
-    private readonly name: TableName,
-    private readonly kv: KvStore,
-  ) {}
+  private readonly name: TableName;
+  private readonly kv: KvStore;
+
+  constructor(name: TableName, kv: KvStore) {
+    this.name = name;
+    this.kv = kv;
+  }
 
   private tx(): Table<V> | undefined {
     return current()?.tx[this.name] as Table<V> | undefined;

@@ -276,7 +276,10 @@ class UrlClientProvider implements OAuthClientProvider {
   verifier = '';
   pendingCode: string | null = null;
   requestedScope: string | null = null;
-  constructor(readonly clientMetadataUrl: string) {}
+  readonly clientMetadataUrl: string;
+  constructor(clientMetadataUrl: string) {
+    this.clientMetadataUrl = clientMetadataUrl;
+  }
   get redirectUrl() {
     return REDIRECT;
   }

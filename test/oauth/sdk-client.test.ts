@@ -30,7 +30,10 @@ class TestProvider implements OAuthClientProvider {
   verifier = '';
   pendingCode: string | null = null;
   authorizations = 0;
-  constructor(private readonly cookie: string) {}
+  private readonly cookie: string;
+  constructor(cookie: string) {
+    this.cookie = cookie;
+  }
   get redirectUrl() {
     return REDIRECT;
   }
