@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { globSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { join, relative } from 'node:path';
 import { startCluster, type Cluster } from './helpers/pg-cluster.js';
 import { ROOT } from './helpers/process.js';
@@ -10,9 +9,7 @@ import { ROOT } from './helpers/process.js';
  * route suites of POSTGRES_PASS a second time on PostgreSQL, in one ava run; `--postgres` runs only
  * that second pass (`npm run test:postgres`); file patterns run those files (on PostgreSQL when
  * SVC_TEST_STORE=postgres is set); arguments with flags (`--match`, `-v`, a `file:line`) pass to
- * ava unchanged. `--checks` (npm test) runs the lint and the tests' type check beside ava, at a
- * lower priority so that they take the CPU the tests leave idle; their output is printed once
- * ava ends, and a failed check fails the run.
+ * ava unchanged.
  *
  * ava has no global setup, so this starts one private PostgreSQL cluster (helpers/pg-cluster.ts)
  * for the whole run, hands its URL to ava in SVC_TEST_PG_URL (each test file makes its own
@@ -137,53 +134,7 @@ const stop = () => {
 };
 process.on('exit', stop);
 
-interface CheckResult {
-  name: string;
-  code: number | null;
-  output: string;
-  seconds: number;
-}
-
-/** What `--checks` runs beside ava. */
-const CHECKS = [
-  { name: 'lint', command: 'npm', args: ['run', '--silent', 'lint'] },
-  {
-    name: 'type check of the tests',
-    command: process.execPath,
-    args: [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'test/tsconfig.json'],
-  },
-];
-const checking: ReturnType<typeof spawn>[] = [];
-
-/** Starts a check at a lower priority (its children inherit it), keeping its output for the end. */
-function startCheck(check: (typeof CHECKS)[number]): Promise<CheckResult> {
-  const started = Date.now();
-  const proc = spawn(check.command, check.args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  checking.push(proc);
-  if (proc.pid !== undefined) setPriority(proc.pid, 10);
-  let output = '';
-  proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  return new Promise((resolvePromise) => {
-    proc.on('error', (err) => resolvePromise({ name: check.name, code: null, output: String(err), seconds: 0 }));
-    proc.on('close', (code) =>
-      resolvePromise({ name: check.name, code, output, seconds: Math.round((Date.now() - started) / 1000) }),
-    );
-  });
-}
-
-/** Prints each check's outcome (a failed one's output in full); true when all passed. */
-function report(results: CheckResult[]): boolean {
-  for (const r of results) {
-    if (r.code === 0) process.stdout.write(`${r.name}: passed (${r.seconds} s)\n`);
-    else process.stdout.write(`\n${r.name}: FAILED (exit ${r.code}, ${r.seconds} s)\n${r.output}\n`);
-  }
-  return results.every((r) => r.code === 0);
-}
-
-const argv = process.argv.slice(2);
-const checks = argv.includes('--checks') ? Promise.all(CHECKS.map(startCheck)) : Promise.resolve([]);
-const { avaArgs, order } = plan(argv.filter((a) => a !== '--checks'));
+const { avaArgs, order } = plan(process.argv.slice(2));
 if (!process.env.SVC_TEST_PG_URL) {
   cluster = await startCluster();
   process.stderr.write(`test PostgreSQL cluster on 127.0.0.1:${cluster.port}\n`);
@@ -203,16 +154,9 @@ const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'ava', 'entryp
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   // The terminal sends SIGINT to ava as well; a SIGTERM is passed on. Either way the cluster is
   // stopped once ava has exited.
-  process.on(signal, () => {
-    child.kill(signal);
-    for (const proc of checking) proc.kill(signal);
-  });
+  process.on(signal, () => child.kill(signal));
 }
 child.on('exit', (code, signal) => {
   stop();
-  void checks.then((results) => {
-    const passed = report(results);
-    const tests = code ?? (signal ? 1 : 0);
-    process.exit(tests !== 0 ? tests : passed ? 0 : 1);
-  });
+  process.exit(code ?? (signal ? 1 : 0));
 });
