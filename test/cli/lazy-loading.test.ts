@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BIN, cleanEnv, removeDir, ROOT, tempDir } from '../helpers/process.js';
+import { BIN, cleanEnv, initArgs, removeDir, ROOT, tempDir } from '../helpers/process.js';
 
 /**
  * Fast commands (issue 18.7): the command line loads what the command run needs and nothing else.
@@ -117,19 +117,6 @@ const SERVER_ONLY = [
   '/node_modules/@aws-crypto/',
   '/node_modules/pg/',
   '/node_modules/pino-pretty/',
-];
-
-const PASSWORD = 'a long enough owner password';
-const initArgs = (dataDir: string) => [
-  'init',
-  '--data-dir',
-  dataDir,
-  '--workspace',
-  'Acme',
-  '--owner-email',
-  'ops@acme.example',
-  '--owner-password',
-  PASSWORD,
 ];
 
 test('svc init and the commands that open the store load the app without the server-only services or their libraries', async (t) => {

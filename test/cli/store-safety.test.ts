@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { openStore } from '../../src/store/index.js';
 import type { Json } from '../helpers/http.js';
-import { BIN, cleanEnv, removeDir, ROOT, svc, tempDir, type CliResult } from '../helpers/process.js';
+import { BIN, cleanEnv, initArgs, removeDir, ROOT, svc, tempDir, type CliResult } from '../helpers/process.js';
 
 /**
  * Issue 18, items 2 to 5, through the spawned `svc`: a store is opened only with its own master key
@@ -22,8 +22,6 @@ test.after.always(async () => {
   for (const d of dirs) await removeDir(d);
 });
 
-const PASSWORD = 'a long enough owner password';
-
 /** svc, with room for the shared, loaded machines these run on (tests in this file run one at a time). */
 const run = (args: string[], options: Parameters<typeof svc>[1] = {}) => svc(args, { timeoutMs: 120_000, ...options });
 
@@ -32,17 +30,7 @@ async function initialised(): Promise<{ base: string; dataDir: string }> {
   const base = await tempDir();
   dirs.push(base);
   const dataDir = join(base, 'data');
-  const res = await run([
-    'init',
-    '--data-dir',
-    dataDir,
-    '--workspace',
-    'Acme',
-    '--owner-email',
-    'ops@acme.example',
-    '--owner-password',
-    PASSWORD,
-  ]);
+  const res = await run(initArgs(dataDir));
   if (res.code !== 0) throw new Error(`init failed: ${res.stderr}`);
   return { base, dataDir };
 }
@@ -383,8 +371,7 @@ if (cannotMount) {
       } finally {
         await filler.close();
       }
-      const args = ['--workspace', 'Acme', '--owner-email', 'ops@acme.example', '--owner-password', PASSWORD];
-      const res = await run(['init', '--data-dir', join(mount, 'data'), ...args, '--json']);
+      const res = await run([...initArgs(join(mount, 'data')), '--json']);
       t.is(res.code, 3, res.stderr);
       t.is(errorOf(res).type, 'disk_full');
       t.true(errorOf(res).message.includes(join(mount, 'data')));

@@ -11,6 +11,24 @@ export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const BIN = join(ROOT, 'bin', 'run.js');
 
 /**
+ * `svc init`'s arguments for a new store in `dataDir`: the workspace Acme, whose owner is
+ * ops@acme.example with a fixed password.
+ */
+export function initArgs(dataDir: string): string[] {
+  return [
+    'init',
+    '--data-dir',
+    dataDir,
+    '--workspace',
+    'Acme',
+    '--owner-email',
+    'ops@acme.example',
+    '--owner-password',
+    'a long enough owner password',
+  ];
+}
+
+/**
  * How long a test's server waits for a client's headers and for its whole request. The product's
  * 2 s and 10 s cut off slow-loris clients; in the suite the client is an ava worker whose event loop
  * other tests share, and on a loaded machine it can stall longer than 2 s between connecting and
