@@ -1,23 +1,11 @@
 import { text } from 'node:stream/consumers';
 import { Args, Flags } from '@oclif/core';
-import { CliFailure, EXIT, SvcCommand, urlFlag } from '../../src/cli/base-command.js';
+import { EXIT, SvcCommand, urlFlag } from '../../src/cli/base-command.js';
 import { serverClient } from '../../src/cli/client.js';
+import { InvalidReceipt, keySetFor } from '../../src/cli/receipt-check.js';
 import { describeVerdict } from '../../src/cli/receipt-text.js';
-import { jwksUrlOf, KeySetError, loadKeySet } from '../../src/receipts/key-set.js';
+import { jwksUrlOf } from '../../src/receipts/key-set.js';
 import { verdictOffline, type ReceiptVerdict } from '../../src/receipts/verdict.js';
-
-/** An invalid receipt: exit 1, and the verdict itself is what --json prints (already on stdout). */
-class InvalidReceipt extends CliFailure {
-  readonly verdict: ReceiptVerdict;
-  constructor(verdict: ReceiptVerdict) {
-    super(`the receipt is not valid: ${verdict.reason ?? 'unknown reason'}`, {
-      exit: EXIT.false,
-      type: 'invalid_receipt',
-    });
-    this.verdict = verdict;
-    this.skipOclifErrorHandling = true;
-  }
-}
 
 export default class ReceiptVerify extends SvcCommand {
   static override summary = "Check a receipt's signature and show what it says.";
@@ -60,7 +48,7 @@ export default class ReceiptVerify extends SvcCommand {
       );
     const verdict = flags.online
       ? await serverClient(flags.url).verify(token)
-      : await verdictOffline(token, await this.keySet(flags.jwks ?? jwksUrlOf(base!)));
+      : await verdictOffline(token, await keySetFor(flags.jwks ?? jwksUrlOf(base!), (line) => this.logToStderr(line)));
     for (const line of describeVerdict(verdict)) this.log(line);
     if (!verdict.valid) throw new InvalidReceipt(verdict);
     return verdict;
@@ -68,15 +56,5 @@ export default class ReceiptVerify extends SvcCommand {
 
   protected override toErrorJson(err: unknown): unknown {
     return err instanceof InvalidReceipt ? err.verdict : super.toErrorJson(err);
-  }
-
-  /** Problems with a file are usage errors (2); with a URL, "cannot reach" (3). */
-  private async keySet(source: string) {
-    const loaded = await loadKeySet(source).catch((err: unknown) => {
-      if (!(err instanceof KeySetError)) throw err;
-      return this.fail(err.message, err.remote ? EXIT.unreachable : EXIT.usage, err.type, err.fix);
-    });
-    if (loaded.warning) this.logToStderr(`warning: ${loaded.warning}`);
-    return loaded.jwks;
   }
 }
