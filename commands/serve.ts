@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { dataDirFlag, SvcCommand, storeFlag } from '../src/cli/base-command.js';
+import { firstStartText, listeningJson } from '../src/cli/serve-text.js';
 import { serveUntilStopped, type Listening } from '../src/cli/serving.js';
 import { loadSettings } from '../src/settings/load.js';
 
@@ -48,25 +49,11 @@ export default class Serve extends SvcCommand {
     await serveUntilStopped(settings, { migrate: flags.migrate, announce: (l) => this.announce(l) });
   }
 
-  private announce({ address, metricsUrl, boot }: Listening): void {
-    if (this.jsonEnabled()) {
-      this.logJson({
-        listening: address,
-        ...(metricsUrl ? { metrics: metricsUrl } : {}),
-        ...(boot ? { workspaceId: boot.workspaceId, owner: { email: boot.email, password: boot.password } } : {}),
-      });
-    } else if (boot) {
-      this.log(
-        [
-          '',
-          `  Workspace "Default" created (${boot.workspaceId}).`,
-          `  Owner: ${boot.email}`,
-          `  One-time password: ${boot.password}`,
-          '  It is shown this once and stored only as a hash. Sign in at /login and choose your own.',
-          `  Lost it? \`svc owner reset-password --email ${boot.email} --local\` prints a new one.`,
-          '',
-        ].join('\n'),
-      );
+  private announce(listening: Listening): void {
+    if (this.jsonEnabled()) this.logJson(listeningJson(listening));
+    else {
+      const text = firstStartText(listening);
+      if (text !== null) this.log(text);
     }
   }
 }

@@ -1,15 +1,7 @@
 import { Flags } from '@oclif/core';
-import { dataDirFlag, EXIT, SvcCommand, storeFlag } from '../../src/cli/base-command.js';
+import { dataDirFlag, SvcCommand, storeFlag } from '../../src/cli/base-command.js';
+import { checkBundle, checkStore, type LedgerCheck } from '../../src/cli/ledger-check.js';
 import { describeLedger } from '../../src/cli/ledger-text.js';
-import { openLocal } from '../../src/cli/local.js';
-import { BundleReadError, readBundle } from '../../src/ledger/bundle.js';
-import { verifyLedger, type LedgerVerifyReport } from '../../src/ledger/verify.js';
-
-type Result = {
-  ok: boolean;
-  ledgers: Array<LedgerVerifyReport & { workspaceId?: string }>;
-  keysFrom: 'store' | 'bundle' | 'file';
-};
 
 export default class LedgerVerify extends SvcCommand {
   static override summary = "Recompute the ledger's Merkle tree and check its signed checkpoints.";
@@ -27,45 +19,13 @@ export default class LedgerVerify extends SvcCommand {
     jwks: Flags.string({ description: "with --bundle: a JWKS file to trust instead of the bundle's own" }),
   };
 
-  async run(): Promise<Result> {
+  async run(): Promise<LedgerCheck> {
     const { flags } = await this.parse(LedgerVerify);
-    const result = flags.bundle ? this.verifyBundle(flags.bundle, flags.jwks) : await this.verifyStore(flags);
+    const result = flags.bundle
+      ? checkBundle(flags.bundle, flags.jwks, (line) => this.logToStderr(line))
+      : await checkStore({ dataDir: flags['data-dir'], store: flags.store, workspace: flags.workspace });
     for (const l of result.ledgers) this.log(describeLedger(l));
     if (!result.ok) this.checkedFalse();
     return result;
-  }
-
-  private verifyBundle(file: string, jwksFile: string | undefined): Result {
-    const input = (() => {
-      try {
-        return readBundle(file, jwksFile);
-      } catch (err) {
-        if (err instanceof BundleReadError) this.fail(err.message, EXIT.usage, 'invalid_request');
-        throw err;
-      }
-    })();
-    // A bundle's own key set proves only that the bundle agrees with itself.
-    if (!jwksFile)
-      this.logToStderr(
-        "note: the signing keys came from the bundle itself; pass --jwks with the deployment's published keys to check who signed it",
-      );
-    const report = verifyLedger(input);
-    return { ok: report.ok, ledgers: [report], keysFrom: jwksFile ? 'file' : 'bundle' };
-  }
-
-  private async verifyStore(flags: {
-    'data-dir'?: string | undefined;
-    store?: string | undefined;
-    workspace?: string | undefined;
-  }) {
-    const app = await openLocal(flags['data-dir'], { readOnly: true, store: flags.store });
-    try {
-      const { ledger } = app.services;
-      const wids = flags.workspace ? [flags.workspace] : await ledger.workspaces();
-      const ledgers = await Promise.all(wids.map(async (wid) => ({ workspaceId: wid, ...(await ledger.verify(wid)) })));
-      return { ok: ledgers.every((l) => l.ok), ledgers, keysFrom: 'store' as const };
-    } finally {
-      await app.close();
-    }
   }
 }
