@@ -7,7 +7,7 @@ import type { KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService, AgentViewer } from './service.js';
 import type { BlueprintsService } from '../blueprints/index.js';
-import { page, tagList as tags, userId, wid } from '../http/params.js';
+import { page, pageOf, tagList as tags, userId, wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
 
@@ -80,8 +80,7 @@ export const agentsRoutes: Plugin<{
         options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
         async handler(request) {
           const { wid: w } = params(request);
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return agents.page(w, { limit, ...(cursor ? { after: cursor } : {}) }, await viewer(request, w));
+          return agents.page(w, pageOf(request.query), await viewer(request, w));
         },
       },
       {

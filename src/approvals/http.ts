@@ -6,7 +6,7 @@ import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { Approvals, ApproveOutcome, Decider } from './service.js';
-import { wid } from '../http/params.js';
+import { pageOf, wid } from '../http/params.js';
 
 const apid = Joi.string().max(64).required();
 const note = Joi.object({ note: Joi.string().trim().max(1000).allow('') }).allow(null);
@@ -59,11 +59,9 @@ export const approvalsRoutes: Plugin<{
           },
         },
         handler(request) {
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
           return approvals.list(caller(request, 'service-token').workspaceId, {
             status: 'pending',
-            limit,
-            ...(cursor ? { after: cursor } : {}),
+            ...pageOf(request.query),
           });
         },
       },
@@ -93,11 +91,10 @@ export const approvalsRoutes: Plugin<{
           const { wid: w } = request.params as { wid: string };
           const { user } = caller(request, 'session');
           const role = await people.authorize(w, user, 'approvals.read');
-          const { status, limit, cursor } = request.query as { status?: 'pending'; limit: number; cursor?: string };
+          const { status } = request.query as { status?: 'pending' };
           return approvals.list(w, {
-            limit,
+            ...pageOf(request.query),
             ...(status ? { status } : {}),
-            ...(cursor ? { after: cursor } : {}),
             ...(role === 'member' ? { onlyFor: user.id } : {}),
           });
         },

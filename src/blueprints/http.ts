@@ -5,7 +5,7 @@ import type { Guards } from '../http/guards.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import { page, wid } from '../http/params.js';
+import { page, pageOf, wid } from '../http/params.js';
 import { blueprintInputSchema, tokenRegistrationSchema, type BlueprintInput } from './schemas.js';
 import type { BlueprintsService } from './service.js';
 
@@ -36,8 +36,7 @@ export const blueprintsRoutes: Plugin<{
         async handler(request) {
           const { wid: w } = params(request);
           await people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return blueprints.page(w, { limit, ...(cursor ? { after: cursor } : {}) });
+          return blueprints.page(w, pageOf(request.query));
         },
       },
       {

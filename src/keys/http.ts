@@ -6,7 +6,7 @@ import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { mintKeySchema, type MintKeyInput } from './schemas.js';
 import { toKeyView, type KeysService } from './service.js';
-import { page, wid } from '../http/params.js';
+import { page, pageOf, wid } from '../http/params.js';
 
 /** Workspace keys: minted by an admin key (machines) or in the console (owners, admins). */
 export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
@@ -30,11 +30,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         path: '/v1/admin/keys',
         options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } }, validate: { query: page } },
         handler(request) {
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return keys.list(caller(request, 'workspace-key').workspaceId, {
-            limit,
-            ...(cursor ? { after: cursor } : {}),
-          });
+          return keys.list(caller(request, 'workspace-key').workspaceId, pageOf(request.query));
         },
       },
       {
@@ -64,8 +60,7 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
         async handler(request) {
           const { wid: w } = request.params as { wid: string };
           await people.authorize(w, caller(request, 'session').user, 'keys.manage');
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return keys.list(w, { limit, ...(cursor ? { after: cursor } : {}) });
+          return keys.list(w, pageOf(request.query));
         },
       },
       {

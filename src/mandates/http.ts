@@ -7,7 +7,7 @@ import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { mandateInputSchema, templateInputSchema, type MandateInput, type TemplateInput } from './schemas.js';
 import type { MandatesService } from './service.js';
-import { page, wid } from '../http/params.js';
+import { page, pageOf, wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
 
@@ -67,8 +67,7 @@ export const mandatesRoutes: Plugin<{
         async handler(request) {
           const { wid: w } = params(request);
           await people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return mandates.templates(w, { limit, ...(cursor ? { after: cursor } : {}) });
+          return mandates.templates(w, pageOf(request.query));
         },
       },
       {

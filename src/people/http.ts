@@ -1,11 +1,11 @@
 import Joi from 'joi';
-import type { Plugin } from '@hapi/hapi';
+import type { Plugin, ServerRoute } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
 import type { Role } from './records.js';
 import { MIN_PASSWORD_LENGTH, type PeopleService } from './service.js';
-import { page, wid } from '../http/params.js';
+import { page, pageOf, wid } from '../http/params.js';
 
 const uid = Joi.string().max(64).required();
 const role = Joi.string().valid('owner', 'admin', 'member', 'analyst', 'auditor');
@@ -25,6 +25,25 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
   register(server, { people, production, guards }) {
     const cookieName = sessionCookieName(production);
     const session = { strategies: sessionStrategies(production) };
+    /** A route that takes the signed-in person's current code: limited like sign-in, per address and account. */
+    const totpCodeRoute = (
+      method: 'POST' | 'DELETE',
+      path: string,
+      act: (userId: string, totp: string) => Promise<unknown>,
+    ): ServerRoute => ({
+      method,
+      path,
+      options: {
+        auth: session,
+        ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
+        validate: { payload: Joi.object({ code }) },
+      },
+      handler(request) {
+        const { user } = caller(request, 'session');
+        guards.accountAttempt(user.email);
+        return act(user.id, (request.payload as { code: string }).code);
+      },
+    });
     server.route([
       {
         method: 'POST',
@@ -93,34 +112,8 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
         handler: (request) => people.startTotp(caller(request, 'session').user.id),
       },
-      {
-        method: 'POST',
-        path: '/api/me/totp/confirm',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
-          validate: { payload: Joi.object({ code }) },
-        },
-        handler(request) {
-          const { user } = caller(request, 'session');
-          guards.accountAttempt(user.email);
-          return people.confirmTotp(user.id, (request.payload as { code: string }).code);
-        },
-      },
-      {
-        method: 'DELETE',
-        path: '/api/me/totp',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
-          validate: { payload: Joi.object({ code }) },
-        },
-        handler(request) {
-          const { user } = caller(request, 'session');
-          guards.accountAttempt(user.email);
-          return people.disableTotp(user.id, (request.payload as { code: string }).code);
-        },
-      },
+      totpCodeRoute('POST', '/api/me/totp/confirm', (userId, totp) => people.confirmTotp(userId, totp)),
+      totpCodeRoute('DELETE', '/api/me/totp', (userId, totp) => people.disableTotp(userId, totp)),
       {
         method: 'GET',
         path: '/api/w/{wid}/members',
@@ -128,8 +121,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         async handler(request) {
           const { wid: w } = request.params as { wid: string };
           await people.authorize(w, caller(request, 'session').user, 'members.manage');
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return people.listMembers(w, { limit, ...(cursor ? { after: cursor } : {}) });
+          return people.listMembers(w, pageOf(request.query));
         },
       },
       {

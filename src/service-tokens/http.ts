@@ -8,7 +8,7 @@ import type { CreateTokenInput, ServiceTokensService } from './service.js';
 import { createTokenSchema } from './schemas.js';
 
 export { createTokenSchema } from './schemas.js';
-import { page, wid } from '../http/params.js';
+import { page, pageOf, wid } from '../http/params.js';
 
 /** Service tokens in the console (API.md 2; SPEC.md 2.3): owners only; the value is shown once. */
 export const serviceTokensRoutes: Plugin<{
@@ -33,8 +33,7 @@ export const serviceTokensRoutes: Plugin<{
         async handler(request) {
           const { wid: w } = request.params as { wid: string };
           await owner(request, w);
-          const { limit, cursor } = request.query as { limit: number; cursor?: string };
-          return tokens.list(w, { limit, ...(cursor ? { after: cursor } : {}) });
+          return tokens.list(w, pageOf(request.query));
         },
       },
       {
