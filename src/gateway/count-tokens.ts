@@ -1,8 +1,8 @@
 import Joi from 'joi';
 import type { Upstream } from '../lib/upstream.js';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
-import { exchange, readJson } from './exchange.js';
-import { DEFAULT_ANTHROPIC_VERSION } from './forward.js';
+import { exchange } from './exchange.js';
+import { DEFAULT_ANTHROPIC_VERSION, readJson } from './forward.js';
 import { countTokens } from './tokens.js';
 import type { VendorJson as Json } from './vendor-json.js';
 

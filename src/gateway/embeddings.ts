@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import type { Upstream } from '../lib/upstream.js';
-import { exchange, readJson } from './exchange.js';
-import type { Attempt, AttemptResult } from './forward.js';
+import { exchange } from './exchange.js';
+import { readJson, type Attempt, type AttemptResult } from './forward.js';
 import { openaiUsage } from './translate/responses.js';
 
 /**

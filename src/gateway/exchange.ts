@@ -37,20 +37,3 @@ export async function exchange(
   }
   return { kind: 'answer', answer, started };
 }
-
-/** The whole answer as a JSON object, or the failure it is. */
-export async function readJson(
-  answer: UpstreamAnswer,
-  started: number,
-): Promise<{ kind: 'body'; body: Json; upstreamMs: number } | Extract<AttemptResult, { kind: 'failed' }>> {
-  let text: string;
-  try {
-    text = await answer.body.text();
-  } catch (err) {
-    return { kind: 'failed', reason: (err as { code?: string }).code ?? 'body' };
-  }
-  const upstreamMs = performance.now() - started;
-  const body = parseJson(text);
-  if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
-  return { kind: 'body', body, upstreamMs };
-}

@@ -169,6 +169,23 @@ export const parseJson = (text: string): Json | null => {
   }
 };
 
+/** The whole answer as a JSON object, or the failure it is. */
+export async function readJson(
+  answer: UpstreamAnswer,
+  started: number,
+): Promise<{ kind: 'body'; body: Json; upstreamMs: number } | Extract<AttemptResult, { kind: 'failed' }>> {
+  let text: string;
+  try {
+    text = await answer.body.text();
+  } catch (err) {
+    return { kind: 'failed', reason: (err as { code?: string }).code ?? 'body' };
+  }
+  const upstreamMs = performance.now() - started;
+  const body = parseJson(text);
+  if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
+  return { kind: 'body', body, upstreamMs };
+}
+
 export async function attempt(upstream: Upstream, a: Attempt, id: string): Promise<AttemptResult> {
   // Kinds beyond openai and anthropic have their own adapter (vendors/index.ts).
   const vendor = vendorOf(a.provider.kind);
@@ -195,20 +212,13 @@ export async function attempt(upstream: Upstream, a: Attempt, id: string): Promi
     return { kind: 'refused', status: answer.statusCode, body: parseJson(text) ?? { message: text.slice(0, 500) } };
   }
   if (!a.stream) {
-    let text: string;
-    try {
-      text = await answer.body.text();
-    } catch (err) {
-      return { kind: 'failed', reason: (err as { code?: string }).code ?? 'body' };
-    }
-    const upstreamMs = performance.now() - started;
-    const body = parseJson(text);
-    if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
+    const read = await readJson(answer, started);
+    if (read.kind === 'failed') return read;
     try {
       return {
         kind: 'json',
-        upstreamMs,
-        ...answerFrom(a.provider.kind === 'openai' ? 'openai' : 'anthropic', body, a),
+        upstreamMs: read.upstreamMs,
+        ...answerFrom(a.provider.kind === 'openai' ? 'openai' : 'anthropic', read.body, a),
       };
     } catch {
       // An answer in a shape the translation cannot read is the upstream's failure, not ours.

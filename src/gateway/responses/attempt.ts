@@ -1,8 +1,8 @@
 import { finished, PassThrough, type Readable } from 'node:stream';
 import type { Upstream } from '../../lib/upstream.js';
 import type { GatewayProvider } from '../../settings/schema.js';
-import { exchange, readJson } from '../exchange.js';
-import { attempt, commitStream, type Attempt, type AttemptResult } from '../forward.js';
+import { exchange } from '../exchange.js';
+import { attempt, commitStream, readJson, type Attempt, type AttemptResult } from '../forward.js';
 import { createStreamScreen, type StreamScreen } from '../response-screen.js';
 import { SseReader } from '../sse.js';
 import { DEFAULT_MAX_TOKENS } from '../translate/requests.js';

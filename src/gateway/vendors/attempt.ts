@@ -4,6 +4,7 @@ import {
   answerFrom,
   bodyIn,
   parseJson,
+  readJson,
   translatorFor,
   type Attempt,
   type AttemptResult,
@@ -44,17 +45,14 @@ export async function vendorAttempt(
     return { kind: 'refused', status: answer.statusCode, body: body ?? { message: text.slice(0, 500) } };
   }
   if (!a.stream) {
-    let text: string;
+    const read = await readJson(answer, started);
+    if (read.kind === 'failed') return read;
     try {
-      text = await answer.body.text();
-    } catch (err) {
-      return { kind: 'failed', reason: (err as { code?: string }).code ?? 'body' };
-    }
-    const upstreamMs = performance.now() - started;
-    const body = parseJson(text);
-    if (!body) return { kind: 'failed', reason: 'the upstream answered something other than JSON' };
-    try {
-      return { kind: 'json', upstreamMs, ...answerFrom(vendor.pivot, vendor.answer(body, a, id), a) };
+      return {
+        kind: 'json',
+        upstreamMs: read.upstreamMs,
+        ...answerFrom(vendor.pivot, vendor.answer(read.body, a, id), a),
+      };
     } catch {
       // An answer in a shape the translation cannot read is the upstream's failure, not ours.
       return { kind: 'failed', reason: 'the upstream answered in a shape that could not be read' };
