@@ -3,6 +3,7 @@ import type { Upstream } from '../lib/upstream.js';
 import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import { exchange } from './exchange.js';
 import { DEFAULT_ANTHROPIC_VERSION, readJson } from './forward.js';
+import { anthropicMessages, anthropicSystem } from './schemas.js';
 import { countTokens } from './tokens.js';
 import type { VendorJson as Json } from './vendor-json.js';
 
@@ -18,20 +19,10 @@ import type { VendorJson as Json } from './vendor-json.js';
  *   message.
  * - Never a model call: no budget, no reservation, no call record, not counted against the month.
  */
-const parts = Joi.array().items(Joi.object().unknown(true)).max(10_000);
 export const countTokensSchema = Joi.object({
   model: Joi.string().max(256).required(),
-  messages: Joi.array()
-    .items(
-      Joi.object({
-        role: Joi.string().valid('user', 'assistant').required(),
-        content: Joi.alternatives(Joi.string().allow(''), parts).required(),
-      }).unknown(true),
-    )
-    .min(1)
-    .max(10_000)
-    .required(),
-  system: Joi.alternatives(Joi.string().allow(''), parts),
+  messages: anthropicMessages,
+  system: anthropicSystem,
   tools: Joi.array().items(Joi.object().unknown(true)).max(1000),
   tool_choice: Joi.object().unknown(true),
   thinking: Joi.object().unknown(true),

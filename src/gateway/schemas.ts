@@ -11,6 +11,18 @@ const parts = Joi.array().items(Joi.object().unknown(true)).max(10_000);
 // Read by the translation between shapes: arrays of objects, or absent.
 const objects = (max: number) => Joi.array().items(Joi.object().unknown(true)).max(max);
 const maxTokens = Joi.number().strict().integer().min(1).max(10_000_000);
+/** The Anthropic shape's conversation and system prompt, as Messages and its token count read them. */
+export const anthropicMessages = Joi.array()
+  .items(
+    Joi.object({
+      role: Joi.string().valid('user', 'assistant').required(),
+      content: Joi.alternatives(Joi.string().allow(''), parts).required(),
+    }).unknown(true),
+  )
+  .min(1)
+  .max(10_000)
+  .required();
+export const anthropicSystem = Joi.alternatives(Joi.string().allow(''), parts);
 
 export const chatCompletionsSchema = Joi.object({
   model: Joi.string().max(256).required(),
@@ -35,17 +47,8 @@ export const chatCompletionsSchema = Joi.object({
 export const messagesSchema = Joi.object({
   model: Joi.string().max(256).required(),
   max_tokens: maxTokens.required(),
-  messages: Joi.array()
-    .items(
-      Joi.object({
-        role: Joi.string().valid('user', 'assistant').required(),
-        content: Joi.alternatives(Joi.string().allow(''), parts).required(),
-      }).unknown(true),
-    )
-    .min(1)
-    .max(10_000)
-    .required(),
-  system: Joi.alternatives(Joi.string().allow(''), parts),
+  messages: anthropicMessages,
+  system: anthropicSystem,
   stream: Joi.boolean().strict(),
   tools: objects(1000),
 }).unknown(true);
