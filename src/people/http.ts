@@ -3,6 +3,7 @@ import type { Plugin, ServerRoute } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { caller } from '../http/auth/callers.js';
 import { sessionCookieName, sessionStrategies } from '../http/auth/session.js';
+import type { Permission } from './permissions.js';
 import type { Role } from './records.js';
 import { MIN_PASSWORD_LENGTH, type PeopleService } from './service.js';
 import { page, pageOf, wid } from '../http/params.js';
@@ -42,6 +43,28 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         const { user } = caller(request, 'session');
         guards.accountAttempt(user.email);
         return act(user.id, (request.payload as { code: string }).code);
+      },
+    });
+    /** A change to one member of a workspace, by a signed-in person the permission admits there. */
+    const memberWrite = (
+      method: 'PATCH' | 'DELETE',
+      path: string,
+      permission: Permission,
+      act: (w: string, u: string, by: { userId: string }, payload: unknown) => Promise<unknown>,
+      payload?: Joi.ObjectSchema,
+    ): ServerRoute => ({
+      method,
+      path,
+      options: {
+        auth: session,
+        ext: { onPreAuth: guards.consoleWrite },
+        validate: { params: Joi.object({ wid, uid }), ...(payload ? { payload } : {}) },
+      },
+      async handler(request) {
+        const { wid: w, uid: u } = request.params as { wid: string; uid: string };
+        const { user } = caller(request, 'session');
+        await people.authorize(w, user, permission);
+        return act(w, u, { userId: user.id }, request.payload);
       },
     });
     server.route([
@@ -148,53 +171,21 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
           return h.response(await people.addMember({ workspaceId: w, ...input }, { userId: user.id })).code(201);
         },
       },
-      {
-        method: 'PATCH',
-        path: '/api/w/{wid}/members/{uid}',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid, uid }), payload: Joi.object({ role, name }).or('role', 'name') },
-        },
-        async handler(request) {
-          const { wid: w, uid: u } = request.params as { wid: string; uid: string };
-          const { user } = caller(request, 'session');
-          await people.authorize(w, user, 'members.manage');
-          return people.updateMember(w, u, request.payload as { role?: Role; name?: string }, { userId: user.id });
-        },
-      },
-      {
-        // An owner lifts a member's lockout (people/lockouts.ts); recorded in this workspace.
-        method: 'DELETE',
-        path: '/api/w/{wid}/members/{uid}/lockout',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid, uid }) },
-        },
-        async handler(request) {
-          const { wid: w, uid: u } = request.params as { wid: string; uid: string };
-          const { user } = caller(request, 'session');
-          await people.authorize(w, user, 'members.unlock');
-          return people.liftLockout(w, u, { userId: user.id });
-        },
-      },
-      {
-        method: 'DELETE',
-        path: '/api/w/{wid}/members/{uid}',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid, uid }) },
-        },
-        async handler(request) {
-          const { wid: w, uid: u } = request.params as { wid: string; uid: string };
-          const { user } = caller(request, 'session');
-          await people.authorize(w, user, 'members.manage');
-          await people.removeMember(w, u, { userId: user.id });
-          return {};
-        },
-      },
+      memberWrite(
+        'PATCH',
+        '/api/w/{wid}/members/{uid}',
+        'members.manage',
+        (w, u, by, payload) => people.updateMember(w, u, payload as { role?: Role; name?: string }, by),
+        Joi.object({ role, name }).or('role', 'name'),
+      ),
+      // An owner lifts a member's lockout (people/lockouts.ts); recorded in this workspace.
+      memberWrite('DELETE', '/api/w/{wid}/members/{uid}/lockout', 'members.unlock', (w, u, by) =>
+        people.liftLockout(w, u, by),
+      ),
+      memberWrite('DELETE', '/api/w/{wid}/members/{uid}', 'members.manage', async (w, u, by) => {
+        await people.removeMember(w, u, by);
+        return {};
+      }),
     ]);
   },
 };
