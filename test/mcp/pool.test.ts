@@ -3,6 +3,7 @@ import { expectStatus, ownerConsole } from '../helpers/console.js';
 import { mcpPost } from '../helpers/http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { stopAndClean } from '../helpers/process.js';
+import { poll } from '../helpers/wait.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 
@@ -46,11 +47,12 @@ const toolCall = (name: string, args: Record<string, unknown> = {}) =>
 
 /** Resolves once the upstream has received a call of that tool; fails after `ms`. */
 async function received(tool: string, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!upstream.calls.some((c) => c.name === tool)) {
-    if (Date.now() > until) throw new Error(`the upstream never received ${tool}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  const seen = await poll(
+    () => upstream.calls.some((c) => c.name === tool),
+    (yes) => yes,
+    { timeoutMs: ms, everyMs: 10 },
+  );
+  if (!seen) throw new Error(`the upstream never received ${tool}`);
 }
 
 test('a call that fails on the shared client does not fail the calls in flight beside it', async (t) => {

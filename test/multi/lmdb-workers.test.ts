@@ -2,6 +2,7 @@ import test from 'ava';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { poll } from '../helpers/wait.js';
 import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 
 /**
@@ -125,9 +126,12 @@ test.serial(
     await authorize(server, bot.key, payment(10));
     server.proc.kill('SIGKILL');
     await Promise.all(load);
-    const deadline = Date.now() + 15_000;
-    while (workers.some(running) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    t.deepEqual(workers.filter(running), [], 'a worker outlived its primary');
+    const left = await poll(
+      () => workers.filter(running),
+      (alive) => alive.length === 0,
+      { timeoutMs: 15_000, everyMs: 100 },
+    );
+    t.deepEqual(left, [], 'a worker outlived its primary');
     // Nothing holds the store: a new server opens it and serves.
     const again = await startServer({ env: SERVER_ENV, dataDir: server.dataDir });
     servers.push(again);
