@@ -36,6 +36,23 @@ const renamer = (upstreamModel: string, clientModel: string) => {
   return (raw: string) => raw.replace(from, to);
 };
 
+/** The data of an Anthropic stream's message_start event: an empty assistant message of this id and model. */
+export function messageStart(id: string, model: string): Json {
+  return {
+    type: 'message_start',
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+    },
+  };
+}
+
 export function openaiPassThrough(opts: {
   upstreamModel: string;
   clientModel: string;
@@ -208,19 +225,7 @@ export function openaiToAnthropicStream(opts: { clientModel: string; id: string 
   const start = (): string => {
     if (state.started) return '';
     state.started = true;
-    return sseEvent('message_start', {
-      type: 'message_start',
-      message: {
-        id: opts.id,
-        type: 'message',
-        role: 'assistant',
-        model: opts.clientModel,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: 0, output_tokens: 0 },
-      },
-    });
+    return sseEvent('message_start', messageStart(opts.id, opts.clientModel));
   };
   return {
     event(e) {

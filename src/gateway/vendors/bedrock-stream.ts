@@ -2,6 +2,7 @@ import type { EventStreamCodec } from '@smithy/core/event-streams';
 import type { SseEvent } from '../sse.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import { anthropicStop, converseUsage } from './bedrock.js';
+import { messageStart } from '../translate/streams.js';
 import { namedEvent } from './sse-source.js';
 
 /**
@@ -72,21 +73,7 @@ export async function* bedrockEvents(
     const index = typeof payload.contentBlockIndex === 'number' ? payload.contentBlockIndex : 0;
     switch (header(':event-type')) {
       case 'messageStart':
-        out.push(
-          namedEvent('message_start', {
-            type: 'message_start',
-            message: {
-              id: `msg_${opts.id}`,
-              type: 'message',
-              role: 'assistant',
-              model: opts.clientModel,
-              content: [],
-              stop_reason: null,
-              stop_sequence: null,
-              usage: { input_tokens: 0, output_tokens: 0 },
-            },
-          }),
-        );
+        out.push(namedEvent('message_start', messageStart(`msg_${opts.id}`, opts.clientModel)));
         break;
       case 'contentBlockStart': {
         const tool = payload.start?.toolUse;
