@@ -14,11 +14,6 @@ export const SECTION_BUDGETS = String.raw`
     var STEP_TEXT = { nudge: 'Nudge', downgrade: 'Downgrade', approval: 'Approval', block: 'Block' };
     var SCOPE_TEXT = { workspace: 'Whole workspace', team: 'Team', principal: 'Principal', key: 'Key', agent: 'Agent' };
 
-    function sessionEnded(err) {
-      if (err && err.status === 401) { window.location.assign('/login'); return true; }
-      return false;
-    }
-
     async function load() {
       state.pending += 1;
       try {
@@ -85,22 +80,13 @@ export const SECTION_BUDGETS = String.raw`
           period: $('#budget-period').value,
           ladder: ladder,
         };
-        showNotice($('#budget-error'), '');
-        setBusy([button], true);
-        state.pending += 1;
-        try {
-          var made = await api('POST', base + '/budgets', payload);
+        // The button stays busy until the list shows the new budget.
+        await submitForm(state, $('#budget-error'), [button], 'POST', base + '/budgets', payload, async function (made) {
           $('#status').textContent = 'Budget set for ' + (kind === 'workspace' ? 'the whole workspace' : kind + ' ' + made.scope.id) + '.';
           $('#budget-scope-id').value = '';
           $('#budget-amount').value = '';
           await load();
-        } catch (err) {
-          if (sessionEnded(err)) return;
-          showNotice($('#budget-error'), err.message);
-        } finally {
-          state.pending -= 1;
-          setBusy([button], false);
-        }
+        });
       });
     }
     keepFresh(load, function () { return state.pending > 0; });
