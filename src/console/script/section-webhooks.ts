@@ -12,9 +12,8 @@ export const SECTION_WEBHOOKS = String.raw`
     var state = { endpoints: null, deliveries: {}, open: {}, confirming: {}, errors: {}, pending: 0 };
     var form = $('#webhook-form');
 
-    async function load() {
-      state.pending += 1;
-      try {
+    function load() {
+      return loadPart(state, 'webhooks', async function () {
         state.endpoints = (await api('GET', base + '/webhooks')).data;
         var open = state.endpoints.filter(function (e) { return state.open[e.id]; });
         var logs = await Promise.allSettled(open.map(function (e) { return api('GET', base + '/webhooks/' + encodeURIComponent(e.id) + '/deliveries'); }));
@@ -23,23 +22,13 @@ export const SECTION_WEBHOOKS = String.raw`
           else state.errors[open[i].id] = r.reason.message;
         });
         render();
-        $('#updated').textContent = 'Updated ' + clock(new Date());
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        replace($('#webhooks-body'), el('p', { class: 'notice notice-error', role: 'alert', text: err.message }));
-      } finally {
-        state.pending -= 1;
-      }
+      });
     }
 
     function render() {
-      var list = state.endpoints;
-      $('#webhooks-count').textContent = list.length ? String(list.length) : '';
-      if (list.length === 0) {
-        replace($('#webhooks-body'), el('p', { class: 'empty', id: 'webhooks-empty', text: 'No endpoints yet. Add one below to receive events as signed POST requests.' }));
-        return;
-      }
-      replace($('#webhooks-body'), el('ul', { class: 'endpoints', id: 'endpoint-list' }, list.map(endpointItem)));
+      drawList('webhooks', state.endpoints, el('p', { class: 'empty', id: 'webhooks-empty', text: 'No endpoints yet. Add one below to receive events as signed POST requests.' }), function (list) {
+        return el('ul', { class: 'endpoints', id: 'endpoint-list' }, list.map(endpointItem));
+      });
     }
 
     function endpointItem(e) {

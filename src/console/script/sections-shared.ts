@@ -8,7 +8,9 @@
  *   reload after), given the section's { base, state, itemErrors, load };
  * - submitForm(state, error, buttons, method, url, payload, done, reload): a form's write (its
  *   error line, its buttons busy, the writes counted, the reload after);
- * - stackTable(headers, rows): a list as a table that stacks on narrow screens.
+ * - stackTable(headers, rows): a list as a table that stacks on narrow screens;
+ * - loadPart(state, name, work) and drawList(name, list, empty, items): a section of one list
+ *   (budgets, webhooks) read and drawn in #{name}-body, its count in #{name}-count.
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
  * inside the one function of script/index.ts, beside the other parts.
  */
@@ -112,6 +114,33 @@ export const SECTIONS_SHARED = String.raw`
         return h === null ? el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })) : el('th', { scope: 'col', text: h });
       }))),
       el('tbody', {}, rows)));
+  }
+
+  /**
+   * A section's reload of its one part: work() reads and draws it, then the time of the update is
+   * shown; on a failure the error's message stands in the part (#{name}-body) instead; a 401 ends
+   * the session. The section's reads and writes are counted while it runs (state.pending).
+   */
+  async function loadPart(state, name, work) {
+    state.pending += 1;
+    try {
+      await work();
+      updated();
+    } catch (err) {
+      if (sessionEnded(err)) return;
+      replace($('#' + name + '-body'), el('p', { class: 'notice notice-error', role: 'alert', text: err.message }));
+    } finally {
+      state.pending -= 1;
+    }
+  }
+
+  /**
+   * A part's list: its count in #{name}-count (blank for none), and in #{name}-body its items
+   * (items(list)), or the line that says there are none (empty).
+   */
+  function drawList(name, list, empty, items) {
+    $('#' + name + '-count').textContent = list.length ? String(list.length) : '';
+    replace($('#' + name + '-body'), list.length ? items(list) : empty);
   }
 
   function updated() {
