@@ -157,17 +157,25 @@ export const BOARD = String.raw`
 
     // -- approvals --
 
-    function renderApprovals() {
-      var target = $('#approvals-body');
-      var count = $('#approvals-count');
-      if (state.errors.approvals && !state.approvals) { count.textContent = ''; replace(target, sectionError('approvals')); return; }
-      var list = state.approvals && state.approvals.data || [];
+    /**
+     * One list of the board (approvals, agents: #{key}-body, #{key}-count): its count, its items
+     * (content(list)) or the line that says there are none, and its error when its last load failed.
+     */
+    function renderList(key, emptyText, content) {
+      var target = $('#' + key + '-body');
+      var count = $('#' + key + '-count');
+      if (state.errors[key] && !state[key]) { count.textContent = ''; replace(target, sectionError(key)); return; }
+      var list = state[key] && state[key].data || [];
       count.textContent = list.length ? String(list.length) : '';
-      if (!list.length) {
-        replace(target, el('p', { class: 'empty', text: 'Nothing is waiting for a decision.' }), state.errors.approvals ? sectionError('approvals') : null);
-        return;
-      }
-      replace(target, el('ul', { class: 'items' }, list.map(approvalItem)), state.errors.approvals ? sectionError('approvals') : null);
+      var error = state.errors[key] ? sectionError(key) : null;
+      if (!list.length) { replace(target, el('p', { class: 'empty', text: emptyText }), error); return; }
+      replace(target, content(list), error);
+    }
+
+    function renderApprovals() {
+      renderList('approvals', 'Nothing is waiting for a decision.', function (list) {
+        return el('ul', { class: 'items' }, list.map(approvalItem));
+      });
     }
 
     function approvalItem(a) {
@@ -218,21 +226,10 @@ export const BOARD = String.raw`
     // -- agents --
 
     function renderAgents() {
-      var target = $('#agents-body');
-      var count = $('#agents-count');
-      if (state.errors.agents && !state.agents) { count.textContent = ''; replace(target, sectionError('agents')); return; }
-      var list = state.agents && state.agents.data || [];
-      count.textContent = list.length ? String(list.length) : '';
-      if (!list.length) {
-        replace(target, el('p', { class: 'empty', text: 'No agents yet.' }), state.errors.agents ? sectionError('agents') : null);
-        return;
-      }
-      var table = el('table', { class: 'table-stack' },
-        el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Agent' }), el('th', { scope: 'col', text: 'Standing' }), el('th', { scope: 'col', text: 'Holds' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
-        el('tbody', {}, list.map(agentRow)));
-      replace(target, el('div', { class: 'table-wrap' }, table),
-        state.agents.next ? el('p', { class: 'hint', text: 'Showing the first ' + list.length + ' agents.' }) : null,
-        state.errors.agents ? sectionError('agents') : null);
+      renderList('agents', 'No agents yet.', function (list) {
+        return [stackTable(['Agent', 'Standing', 'Holds', null], list.map(agentRow)),
+          state.agents.next ? el('p', { class: 'hint', text: 'Showing the first ' + list.length + ' agents.' }) : null];
+      });
     }
 
     function agentRow(agent) {

@@ -91,26 +91,7 @@ export const SECTION_AGENTS = String.raw`
     }
 
     /** One write, then a reload; its error is shown beside what it concerns (key), else on the page. */
-    async function write(key, label, buttons, method, path, payload, done) {
-      itemErrors[key] = null;
-      showNotice($('#error'), '');
-      setBusy(buttons, true);
-      state.pending += 1;
-      var answer = null;
-      try {
-        answer = await api(method, ctx.base + path, payload);
-        if (done) done(answer);
-      } catch (err) {
-        if (sessionEnded(err)) return null;
-        itemErrors[key] = label + ': ' + err.message;
-        say('');
-      } finally {
-        state.pending -= 1;
-        setBusy(buttons, false);
-      }
-      await load();
-      return answer;
-    }
+    var write = itemWriter({ base: ctx.base, state: state, itemErrors: itemErrors, load: load });
 
     function errorLine(key) {
       return itemErrors[key] ? el('p', { class: 'notice notice-error item-error', role: 'alert', text: itemErrors[key] }) : null;
@@ -135,14 +116,7 @@ export const SECTION_AGENTS = String.raw`
         replace(target, el('p', { class: 'empty', text: none }));
         return;
       }
-      var table = el('table', { class: 'table-stack' },
-        el('thead', {}, el('tr', {},
-          el('th', { scope: 'col', text: 'Agent' }),
-          el('th', { scope: 'col', text: 'Acts for' }),
-          el('th', { scope: 'col', text: 'Standing' }),
-          el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
-        el('tbody', {}, list.map(agentRow)));
-      replace(target, el('div', { class: 'table-wrap' }, table),
+      replace(target, stackTable(['Agent', 'Acts for', 'Standing', null], list.map(agentRow)),
         state.error ? el('p', { class: 'notice notice-error', role: 'alert', text: state.error }) : null);
     }
 
@@ -253,23 +227,11 @@ export const SECTION_AGENTS = String.raw`
         if (blueprint) payload.blueprint = blueprint;
         var person = $('#agent-new-acts-for');
         if (person) payload.actsFor = person.value === 'nobody' ? null : person.value;
-        var submit = $('#agent-new-submit');
-        showNotice(error, '');
-        setBusy([submit], true);
-        state.pending += 1;
-        try {
-          var agent = await api('POST', ctx.base + '/agents', payload);
+        await submitForm(state, error, [$('#agent-new-submit')], 'POST', ctx.base + '/agents', payload, function (agent) {
           $('#agent-new-name').value = '';
           say('Created: ' + agent.name);
           window.location.hash = agent.id;
-        } catch (err) {
-          if (sessionEnded(err)) return;
-          showNotice(error, err.message);
-        } finally {
-          state.pending -= 1;
-          setBusy([submit], false);
-        }
-        await load();
+        }, load);
       });
     }
 

@@ -14,34 +14,18 @@ export const SECTION_BUDGETS = String.raw`
     var STEP_TEXT = { nudge: 'Nudge', downgrade: 'Downgrade', approval: 'Approval', block: 'Block' };
     var SCOPE_TEXT = { workspace: 'Whole workspace', team: 'Team', principal: 'Principal', key: 'Key', agent: 'Agent' };
 
-    function sessionEnded(err) {
-      if (err && err.status === 401) { window.location.assign('/login'); return true; }
-      return false;
-    }
-
-    async function load() {
-      state.pending += 1;
-      try {
-        var answer = await api('GET', base + '/budgets');
-        render(answer.data);
-        $('#updated').textContent = 'Updated ' + clock(new Date());
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        replace($('#budgets-body'), el('p', { class: 'notice notice-error', role: 'alert', text: err.message }));
-      } finally {
-        state.pending -= 1;
-      }
+    function load() {
+      return loadPart(state, 'budgets', async function () {
+        render((await api('GET', base + '/budgets')).data);
+      });
     }
 
     function pct(share) { return Math.round(share * 1000) / 10 + '%'; }
 
     function render(list) {
-      $('#budgets-count').textContent = list.length ? String(list.length) : '';
-      if (list.length === 0) {
-        replace($('#budgets-body'), el('p', { class: 'empty', id: 'budgets-empty', text: 'No budgets yet: model traffic is limited only by the plan.' }));
-        return;
-      }
-      replace($('#budgets-body'), el('ul', { class: 'budgets', id: 'budget-list' }, list.map(budgetItem)));
+      drawList('budgets', list, el('p', { class: 'empty', id: 'budgets-empty', text: 'No budgets yet: model traffic is limited only by the plan.' }), function () {
+        return el('ul', { class: 'budgets', id: 'budget-list' }, list.map(budgetItem));
+      });
     }
 
     function budgetItem(b) {
@@ -85,22 +69,13 @@ export const SECTION_BUDGETS = String.raw`
           period: $('#budget-period').value,
           ladder: ladder,
         };
-        showNotice($('#budget-error'), '');
-        setBusy([button], true);
-        state.pending += 1;
-        try {
-          var made = await api('POST', base + '/budgets', payload);
+        // The button stays busy until the list shows the new budget.
+        await submitForm(state, $('#budget-error'), [button], 'POST', base + '/budgets', payload, async function (made) {
           $('#status').textContent = 'Budget set for ' + (kind === 'workspace' ? 'the whole workspace' : kind + ' ' + made.scope.id) + '.';
           $('#budget-scope-id').value = '';
           $('#budget-amount').value = '';
           await load();
-        } catch (err) {
-          if (sessionEnded(err)) return;
-          showNotice($('#budget-error'), err.message);
-        } finally {
-          state.pending -= 1;
-          setBusy([button], false);
-        }
+        });
       });
     }
     keepFresh(load, function () { return state.pending > 0; });

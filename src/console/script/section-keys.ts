@@ -35,24 +35,7 @@ export const SECTION_KEYS = String.raw`
       }
     }
 
-    async function write(key, label, buttons, method, path, payload, done) {
-      delete itemErrors[key];
-      showNotice($('#error'), '');
-      setBusy(buttons, true);
-      state.pending += 1;
-      try {
-        var answer = await api(method, ctx.base + path, payload);
-        if (done) done(answer);
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        itemErrors[key] = label + ': ' + err.message;
-        say('');
-      } finally {
-        state.pending -= 1;
-        setBusy(buttons, false);
-      }
-      await load();
-    }
+    var write = itemWriter({ base: ctx.base, state: state, itemErrors: itemErrors, load: load });
 
     function errorLine(key) {
       return itemErrors[key] ? el('p', { class: 'notice notice-error item-error', role: 'alert', text: itemErrors[key] }) : null;
@@ -71,12 +54,7 @@ export const SECTION_KEYS = String.raw`
       var list = showRevoked ? state.keys : live;
       $('#keys-count').textContent = live.length ? String(live.length) : '';
       if (!list.length) { replace(target, el('p', { class: 'empty', text: 'No keys yet.' }), sectionError('keys')); return; }
-      var table = el('table', { class: 'table-stack' },
-        el('thead', {}, el('tr', {},
-          el('th', { scope: 'col', text: 'Key' }), el('th', { scope: 'col', text: 'Scope' }),
-          el('th', { scope: 'col', text: 'Minted' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
-        el('tbody', {}, list.map(keyRow)));
-      replace(target, el('div', { class: 'table-wrap' }, table), sectionError('keys'));
+      replace(target, stackTable(['Key', 'Scope', 'Minted', null], list.map(keyRow)), sectionError('keys'));
     }
 
     function keyRow(k) {
@@ -110,24 +88,12 @@ export const SECTION_KEYS = String.raw`
         if (!name) { showNotice(error, 'Name the key after what uses it: the ledger and the usage reports show it.'); $('#key-new-name').focus(); return; }
         payload.name = name;
         if (team) payload.team = team;
-        var submit = $('#key-new-submit');
-        showNotice(error, '');
-        setBusy([submit], true);
-        state.pending += 1;
-        try {
-          var made = await api('POST', ctx.base + '/keys', payload);
+        await submitForm(state, error, [$('#key-new-submit')], 'POST', ctx.base + '/keys', payload, function (made) {
           $('#key-new-name').value = '';
           $('#key-new-team').value = '';
           replace($('#keys-secret'), secretOnce('New ' + made.scope + ' key ' + (made.name || made.id), made.key));
           say('Key minted: ' + (made.name || made.id));
-        } catch (err) {
-          if (sessionEnded(err)) return;
-          showNotice(error, err.message);
-        } finally {
-          state.pending -= 1;
-          setBusy([submit], false);
-        }
-        await load();
+        }, load);
       });
     }
 
@@ -139,12 +105,7 @@ export const SECTION_KEYS = String.raw`
       var live = state.tokens.filter(function (tk) { return !tk.revokedAt; });
       $('#tokens-count').textContent = live.length ? String(live.length) : '';
       if (!live.length) { replace(target, el('p', { class: 'empty', text: 'No service tokens.' }), sectionError('tokens')); return; }
-      var table = el('table', { class: 'table-stack' },
-        el('thead', {}, el('tr', {},
-          el('th', { scope: 'col', text: 'Token' }), el('th', { scope: 'col', text: 'Scopes' }),
-          el('th', { scope: 'col', text: 'Expires' }), el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
-        el('tbody', {}, live.map(tokenRow)));
-      replace(target, el('div', { class: 'table-wrap' }, table), sectionError('tokens'));
+      replace(target, stackTable(['Token', 'Scopes', 'Expires', null], live.map(tokenRow)), sectionError('tokens'));
     }
 
     function tokenRow(tk) {
@@ -173,25 +134,13 @@ export const SECTION_KEYS = String.raw`
         if (!scopes.length) { showNotice(error, 'Choose at least one scope.'); return; }
         var payload = { name: name, scopes: scopes, expiresInDays: days };
         if (ip.length) payload.ipAllow = ip;
-        var submit = $('#token-new-submit');
-        showNotice(error, '');
-        setBusy([submit], true);
-        state.pending += 1;
-        try {
-          var made = await api('POST', ctx.base + '/service-tokens', payload);
+        await submitForm(state, error, [$('#token-new-submit')], 'POST', ctx.base + '/service-tokens', payload, function (made) {
           $('#token-new-name').value = '';
           $('#token-new-ip').value = '';
           form.querySelectorAll('input[name=token-scope]').forEach(function (b) { b.checked = false; });
           replace($('#tokens-secret'), secretOnce('New service token ' + made.name, made.token));
           say('Token created: ' + made.name);
-        } catch (err) {
-          if (sessionEnded(err)) return;
-          showNotice(error, err.message);
-        } finally {
-          state.pending -= 1;
-          setBusy([submit], false);
-        }
-        await load();
+        }, load);
       });
     }
 

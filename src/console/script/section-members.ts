@@ -32,37 +32,14 @@ export const SECTION_MEMBERS = String.raw`
       updated();
     }
 
-    async function write(key, label, buttons, method, path, payload, done) {
-      delete itemErrors[key];
-      showNotice($('#error'), '');
-      setBusy(buttons, true);
-      state.pending += 1;
-      try {
-        var answer = await api(method, ctx.base + path, payload);
-        if (done) done(answer);
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        itemErrors[key] = label + ': ' + err.message;
-        say('');
-      } finally {
-        state.pending -= 1;
-        setBusy(buttons, false);
-      }
-      await load();
-    }
+    var write = itemWriter({ base: ctx.base, state: state, itemErrors: itemErrors, load: load });
 
     function render() {
       var target = $('#members-body');
       var errorNotice = state.error ? el('p', { class: 'notice notice-error', role: 'alert', text: state.error }) : null;
       if (!state.members) { replace(target, errorNotice); return; }
       $('#members-count').textContent = String(state.members.length);
-      var table = el('table', { class: 'table-stack' },
-        el('thead', {}, el('tr', {},
-          el('th', { scope: 'col', text: 'Person' }), el('th', { scope: 'col', text: 'Role' }),
-          el('th', { scope: 'col', text: 'Two-factor' }), el('th', { scope: 'col', text: 'Added' }),
-          el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })))),
-        el('tbody', {}, state.members.map(row)));
-      replace(target, el('div', { class: 'table-wrap' }, table), errorNotice);
+      replace(target, stackTable(['Person', 'Role', 'Two-factor', 'Added', null], state.members.map(row)), errorNotice);
     }
 
     function row(m) {
@@ -128,22 +105,10 @@ export const SECTION_MEMBERS = String.raw`
       if (!email || !name) { showNotice(error, 'Give the person\'s email and name.'); return; }
       var payload = { email: email, name: name, role: $('#member-new-role').value };
       if (password) payload.password = password;
-      var submit = $('#member-new-submit');
-      showNotice(error, '');
-      setBusy([submit], true);
-      state.pending += 1;
-      try {
-        var added = await api('POST', ctx.base + '/members', payload);
+      await submitForm(state, error, [$('#member-new-submit')], 'POST', ctx.base + '/members', payload, function (added) {
         ['#member-new-email', '#member-new-name', '#member-new-password'].forEach(function (s) { $(s).value = ''; });
         say('Added: ' + (added.name || added.email) + ' as ' + added.role + '.');
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        showNotice(error, err.message);
-      } finally {
-        state.pending -= 1;
-        setBusy([submit], false);
-      }
-      await load();
+      }, load);
     });
 
     keepFresh(load, function () { return state.pending > 0 || Object.keys(roleDrafts).length > 0; });

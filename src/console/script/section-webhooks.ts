@@ -12,14 +12,8 @@ export const SECTION_WEBHOOKS = String.raw`
     var state = { endpoints: null, deliveries: {}, open: {}, confirming: {}, errors: {}, pending: 0 };
     var form = $('#webhook-form');
 
-    function sessionEnded(err) {
-      if (err && err.status === 401) { window.location.assign('/login'); return true; }
-      return false;
-    }
-
-    async function load() {
-      state.pending += 1;
-      try {
+    function load() {
+      return loadPart(state, 'webhooks', async function () {
         state.endpoints = (await api('GET', base + '/webhooks')).data;
         var open = state.endpoints.filter(function (e) { return state.open[e.id]; });
         var logs = await Promise.allSettled(open.map(function (e) { return api('GET', base + '/webhooks/' + encodeURIComponent(e.id) + '/deliveries'); }));
@@ -28,23 +22,13 @@ export const SECTION_WEBHOOKS = String.raw`
           else state.errors[open[i].id] = r.reason.message;
         });
         render();
-        $('#updated').textContent = 'Updated ' + clock(new Date());
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        replace($('#webhooks-body'), el('p', { class: 'notice notice-error', role: 'alert', text: err.message }));
-      } finally {
-        state.pending -= 1;
-      }
+      });
     }
 
     function render() {
-      var list = state.endpoints;
-      $('#webhooks-count').textContent = list.length ? String(list.length) : '';
-      if (list.length === 0) {
-        replace($('#webhooks-body'), el('p', { class: 'empty', id: 'webhooks-empty', text: 'No endpoints yet. Add one below to receive events as signed POST requests.' }));
-        return;
-      }
-      replace($('#webhooks-body'), el('ul', { class: 'endpoints', id: 'endpoint-list' }, list.map(endpointItem)));
+      drawList('webhooks', state.endpoints, el('p', { class: 'empty', id: 'webhooks-empty', text: 'No endpoints yet. Add one below to receive events as signed POST requests.' }), function (list) {
+        return el('ul', { class: 'endpoints', id: 'endpoint-list' }, list.map(endpointItem));
+      });
     }
 
     function endpointItem(e) {
@@ -95,19 +79,10 @@ export const SECTION_WEBHOOKS = String.raw`
       var answer = !last ? '—' : last.status ? 'HTTP ' + last.status : (last.error || 'no answer');
       var badge = d.status === 'delivered' ? ['badge-ok', 'Delivered'] : d.status === 'failed' ? ['badge-danger', 'Failed'] : d.attempts.length ? ['badge-warn', 'Retrying'] : ['badge', 'Pending'];
       var again = el('button', { type: 'button', class: 'button', text: 'Redeliver' });
-      again.addEventListener('click', async function () {
-        setBusy([again], true);
-        state.pending += 1;
-        try {
-          await api('POST', base + '/webhooks/' + encodeURIComponent(e.id) + '/deliveries/' + encodeURIComponent(d.id) + '/redeliver', {});
+      again.addEventListener('click', function () {
+        endpointWrite(e, 'Redeliver', [again], 'POST', '/webhooks/' + encodeURIComponent(e.id) + '/deliveries/' + encodeURIComponent(d.id) + '/redeliver', function () {
           $('#status').textContent = 'Delivery of ' + d.eventType + ' sent again.';
-        } catch (err) {
-          if (sessionEnded(err)) return;
-          state.errors[e.id] = 'Redeliver: ' + err.message;
-        } finally {
-          state.pending -= 1;
-        }
-        await load();
+        });
       });
       return el('tr', { data: { delivery: d.id, state: d.status } },
         el('td', {}, el('div', { class: 'mono', text: d.eventType }), el('div', { class: 'muted mono small', text: d.eventId }), el('div', { class: 'small' }, time(d.createdAt))),
@@ -117,32 +92,39 @@ export const SECTION_WEBHOOKS = String.raw`
         el('td', { class: 'actions' }, again));
     }
 
-    async function removeEndpoint(e, buttons) {
+    /**
+     * A write on an endpoint or one of its deliveries, then a reload: its error is shown with the
+     * endpoint (what: the act it names); the buttons stay busy until the reload draws them anew.
+     */
+    async function endpointWrite(e, what, buttons, method, path, done) {
       setBusy(buttons, true);
       state.pending += 1;
       try {
-        await api('DELETE', base + '/webhooks/' + encodeURIComponent(e.id), {});
-        delete state.confirming[e.id];
-        $('#status').textContent = 'Endpoint removed: ' + e.url;
+        await api(method, base + path, {});
+        done();
       } catch (err) {
         if (sessionEnded(err)) return;
-        state.errors[e.id] = 'Remove: ' + err.message;
+        state.errors[e.id] = what + ': ' + err.message;
       } finally {
         state.pending -= 1;
       }
       await load();
     }
 
+    function removeEndpoint(e, buttons) {
+      return endpointWrite(e, 'Remove', buttons, 'DELETE', '/webhooks/' + encodeURIComponent(e.id), function () {
+        delete state.confirming[e.id];
+        $('#status').textContent = 'Endpoint removed: ' + e.url;
+      });
+    }
+
     form.addEventListener('submit', async function (event) {
       event.preventDefault();
       var button = $('#webhook-add');
       var events = Array.prototype.map.call(form.querySelectorAll('input[name=event]:checked'), function (c) { return c.value; });
-      showNotice($('#webhook-error'), '');
       $('#webhook-secret').hidden = true;
-      setBusy([button], true);
-      state.pending += 1;
-      try {
-        var made = await api('POST', base + '/webhooks', { url: $('#webhook-url').value.trim(), events: events });
+      // The button stays busy until the list shows the new endpoint.
+      await submitForm(state, $('#webhook-error'), [button], 'POST', base + '/webhooks', { url: $('#webhook-url').value.trim(), events: events }, async function (made) {
         form.reset();
         var box = $('#webhook-secret');
         replace(box,
@@ -151,13 +133,7 @@ export const SECTION_WEBHOOKS = String.raw`
         box.hidden = false;
         $('#status').textContent = 'Endpoint added.';
         await load();
-      } catch (err) {
-        if (sessionEnded(err)) return;
-        showNotice($('#webhook-error'), err.message);
-      } finally {
-        state.pending -= 1;
-        setBusy([button], false);
-      }
+      });
     });
     keepFresh(load, function () { return state.pending > 0; });
   }

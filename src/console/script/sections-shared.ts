@@ -1,7 +1,16 @@
 /**
  * What the console's sections share in the browser: the workspace they work in, the quiet status
  * line, a session that ended, every page of a list, a secret shown once with a copy button, a
- * two-step confirmation, and mandate rules and ledger actors as a person reads them.
+ * two-step confirmation, and mandate rules and ledger actors as a person reads them. And the
+ * pieces every section writes alike:
+ * - itemWriter(section): a section's write(key, label, buttons, method, path, payload, done) on
+ *   one item (the error beside the item, the buttons busy, the section's writes counted, a
+ *   reload after), given the section's { base, state, itemErrors, load };
+ * - submitForm(state, error, buttons, method, url, payload, done, reload): a form's write (its
+ *   error line, its buttons busy, the writes counted, the reload after);
+ * - stackTable(headers, rows): a list as a table that stacks on narrow screens;
+ * - loadPart(state, name, work) and drawList(name, list, empty, items): a section of one list
+ *   (budgets, webhooks) read and drawn in #{name}-body, its count in #{name}-count.
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
  * inside the one function of script/index.ts, beside the other parts.
  */
@@ -40,6 +49,98 @@ export const SECTIONS_SHARED = String.raw`
       if (!cursor) break;
     }
     return out;
+  }
+
+  /**
+   * A section's write on one of its items: write(key, label, buttons, method, path, payload,
+   * done). It clears the item's error and the page's error line, keeps the buttons busy and the
+   * section's writes counted (state.pending) while it runs, calls done(answer) on success, or
+   * keeps label + the error's message in itemErrors[key] for the item's error line; a 401 ends the
+   * session. Then it reloads the section (section.load) and resolves to the answer (null on a
+   * failure). section: { base (the API base the path follows), state, itemErrors, load }.
+   */
+  function itemWriter(section) {
+    return async function write(key, label, buttons, method, path, payload, done) {
+      delete section.itemErrors[key];
+      showNotice($('#error'), '');
+      setBusy(buttons, true);
+      section.state.pending += 1;
+      var answer = null;
+      try {
+        answer = await api(method, section.base + path, payload);
+        if (done) done(answer);
+      } catch (err) {
+        if (sessionEnded(err)) return null;
+        section.itemErrors[key] = label + ': ' + err.message;
+        say('');
+      } finally {
+        section.state.pending -= 1;
+        setBusy(buttons, false);
+      }
+      await section.load();
+      return answer;
+    };
+  }
+
+  /**
+   * A form's write: it clears the form's error line (error), keeps its buttons busy and the
+   * section's writes counted (state.pending) while it runs, then awaits done(answer), or shows the
+   * error's message in the form's error line; a 401 ends the session. Then reload(), when given.
+   */
+  async function submitForm(state, error, buttons, method, url, payload, done, reload) {
+    showNotice(error, '');
+    setBusy(buttons, true);
+    state.pending += 1;
+    try {
+      var answer = await api(method, url, payload);
+      if (done) await done(answer);
+    } catch (err) {
+      if (sessionEnded(err)) return;
+      showNotice(error, err.message);
+    } finally {
+      state.pending -= 1;
+      setBusy(buttons, false);
+    }
+    if (reload) await reload();
+  }
+
+  /**
+   * A list as a table that stacks on narrow screens, in its scrolling wrapper: a column heading a
+   * header (null: the actions column, named for screen readers only), a row an item.
+   */
+  function stackTable(headers, rows) {
+    return el('div', { class: 'table-wrap' }, el('table', { class: 'table-stack' },
+      el('thead', {}, el('tr', {}, headers.map(function (h) {
+        return h === null ? el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Actions' })) : el('th', { scope: 'col', text: h });
+      }))),
+      el('tbody', {}, rows)));
+  }
+
+  /**
+   * A section's reload of its one part: work() reads and draws it, then the time of the update is
+   * shown; on a failure the error's message stands in the part (#{name}-body) instead; a 401 ends
+   * the session. The section's reads and writes are counted while it runs (state.pending).
+   */
+  async function loadPart(state, name, work) {
+    state.pending += 1;
+    try {
+      await work();
+      updated();
+    } catch (err) {
+      if (sessionEnded(err)) return;
+      replace($('#' + name + '-body'), el('p', { class: 'notice notice-error', role: 'alert', text: err.message }));
+    } finally {
+      state.pending -= 1;
+    }
+  }
+
+  /**
+   * A part's list: its count in #{name}-count (blank for none), and in #{name}-body its items
+   * (items(list)), or the line that says there are none (empty).
+   */
+  function drawList(name, list, empty, items) {
+    $('#' + name + '-count').textContent = list.length ? String(list.length) : '';
+    replace($('#' + name + '-body'), list.length ? items(list) : empty);
   }
 
   function updated() {
