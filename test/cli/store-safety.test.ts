@@ -1,6 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { chmod, chown, cp, mkdir, readdir, readFile, rename, stat, truncate, writeFile, open } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -8,6 +6,7 @@ import test from 'ava';
 import { openStore } from '../../src/store/index.js';
 import type { Json } from '../helpers/http.js';
 import { BIN, cleanEnv, initArgs, removeDir, ROOT, svc, tempDir, type CliResult } from '../helpers/process.js';
+import { fillDisk, mountSmallDisk } from '../helpers/small-disk.js';
 
 /**
  * Issue 18, items 2 to 5, through the spawned `svc`: a store is opened only with its own master key
@@ -339,47 +338,19 @@ test.serial(
   },
 );
 
-/** Whether this machine lets the test mount a tmpfs (root, or a user namespace that allows it). */
-function mountable(): string | null {
-  const probe = mkdtempSync(join(tmpdir(), 'svc-mount-probe-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1M', 'tmpfs', probe], { stdio: 'pipe' });
-    execFileSync('umount', [probe], { stdio: 'pipe' });
-    return null;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim() || 'mount failed';
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
-
-const cannotMount = mountable();
 const fullDiskTitle = 'a new store on a full disk: disk_full, exit 3, never a bus error, and no store file left';
-if (cannotMount) {
-  test.skip(`${fullDiskTitle} (skipped: this machine cannot mount a tmpfs: ${cannotMount})`, () => {});
-} else {
-  test.serial(fullDiskTitle, async (t) => {
-    const mount = mkdtempSync(join(tmpdir(), 'svc-full-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mount]);
-    try {
-      // Fill it: LMDB would map its new lock file there and die of SIGBUS writing to it.
-      const filler = await open(join(mount, 'filler'), 'w');
-      try {
-        for (;;) await filler.write(Buffer.alloc(4096));
-      } catch {
-        /* the disk is full */
-      } finally {
-        await filler.close();
-      }
-      const res = await run([...initArgs(join(mount, 'data')), '--json']);
-      t.is(res.code, 3, res.stderr);
-      t.is(errorOf(res).type, 'disk_full');
-      t.true(errorOf(res).message.includes(join(mount, 'data')));
-      t.regex(errorOf(res).fix, /Free space/);
-      t.deepEqual(await readdir(join(mount, 'data')), [], 'no empty store file that would later read as damaged');
-    } finally {
-      execFileSync('umount', [mount], { stdio: 'pipe' });
-      rmSync(mount, { recursive: true, force: true });
-    }
-  });
-}
+test.serial(fullDiskTitle, async (t) => {
+  const disk = mountSmallDisk('256k');
+  try {
+    // Fill it: LMDB would map its new lock file there and die of SIGBUS writing to it.
+    t.true((await fillDisk(join(disk.dir, 'filler'))) > 0);
+    const res = await run([...initArgs(join(disk.dir, 'data')), '--json']);
+    t.is(res.code, 3, res.stderr);
+    t.is(errorOf(res).type, 'disk_full');
+    t.true(errorOf(res).message.includes(join(disk.dir, 'data')));
+    t.regex(errorOf(res).fix, /Free space/);
+    t.deepEqual(await readdir(join(disk.dir, 'data')), [], 'no empty store file that would later read as damaged');
+  } finally {
+    disk.remove();
+  }
+});

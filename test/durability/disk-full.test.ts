@@ -1,12 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { startServer, type RunningServer } from '../helpers/process.js';
+import { fillDisk, mountSmallDisk, type SmallDisk } from '../helpers/small-disk.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -21,142 +19,95 @@ import { withStore } from '../helpers/store.js';
 
 const SIZE = '8M';
 
-/** Whether this machine lets the test mount a tmpfs (root, or a user namespace that allows it). */
-function mountable(): string | null {
-  const probe = mkdtempSync(join(tmpdir(), 'svc-mount-probe-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1M', 'tmpfs', probe], { stdio: 'pipe' });
-    execFileSync('umount', [probe], { stdio: 'pipe' });
-    return null;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim() || 'mount failed';
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
-}
-
-const cannotMount = mountable();
 const title = 'a full disk: authorize fails closed with 503, reads answer, writes resume when space returns';
 
-let mountDir: string | undefined;
+let disk: SmallDisk | undefined;
 let server: RunningServer | undefined;
 
 test.after.always(async () => {
   if (server && server.proc.exitCode === null) await server.stop();
-  if (mountDir) {
-    try {
-      execFileSync('umount', [mountDir], { stdio: 'pipe' });
-    } finally {
-      await rm(mountDir, { recursive: true, force: true });
-    }
-  }
+  disk?.remove();
 });
 
-/** Writes zeros to `file` until the file system is full; returns the bytes written. */
-async function fill(file: string): Promise<number> {
-  const handle = await open(file, 'w');
-  const chunk = Buffer.alloc(64 * 1024);
-  let written = 0;
-  try {
-    for (;;) {
-      try {
-        const { bytesWritten } = await handle.write(chunk);
-        written += bytesWritten;
-        if (bytesWritten < chunk.length) break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
-        throw err;
-      }
-    }
-  } finally {
-    await handle.close();
-  }
-  return written;
-}
-
-if (cannotMount !== null) {
-  test.skip(`${title} (skipped: this machine cannot mount a tmpfs: ${cannotMount})`, () => {});
-} else {
-  test(title, async (t) => {
-    t.timeout(180_000);
-    mountDir = mkdtempSync(join(tmpdir(), 'svc-full-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${SIZE}`, 'tmpfs', mountDir]);
-    server = await startServer({
-      dataDir: join(mountDir, 'data'),
-      env: { SVC_GATE_RATE_PER_MINUTE: '100000000' },
-    });
-    const agent = await createAgent(server, [
-      { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
-    ]);
-    const before = await authorize(server, agent.key, payment(100));
-    t.is(before.body.decision, 'allow');
-
-    // Fill the file system, then ask until the store cannot find a page to reuse.
-    const filler = join(mountDir, 'filler');
-    t.true((await fill(filler)) > 0);
-    const allowed: string[] = [before.body.id];
-    let refused: Awaited<ReturnType<typeof authorize>> | undefined;
-    for (let i = 0; i < 5_000 && !refused; i++) {
-      const res = await authorize(server, agent.key, payment(100, { idempotencyKey: `fill-${i}` }));
-      if (res.status === 200) allowed.push(res.body.id);
-      else refused = res;
-    }
-    t.truthy(refused, 'the store filled up');
-    t.log(`${allowed.length - 1} allows after the disk filled, before the first refusal`);
-    assertError(t, refused!, 503, 'store_unavailable');
-    t.is(refused!.headers['retry-after'], '5');
-    t.is(refused!.body.error.docs, `${server.url}/docs/errors#store_unavailable`);
-    t.false(refused!.text.includes('No space left'), 'the cause stays in the logs');
-    // It keeps failing closed, never a 500, while the disk is full.
-    for (let i = 0; i < 5; i++) {
-      const again = await authorize(server, agent.key, payment(100, { idempotencyKey: `full-${i}` }));
-      t.true(again.status === 503 || again.status === 200, `${again.status} ${again.text}`);
-      if (again.status === 200) allowed.push(again.body.id);
-      else t.is(again.body.error.type, 'store_unavailable');
-    }
-
-    // Reads still answer; readiness says degraded; the process is alive.
-    const read = await call(server.url, 'GET', `/v1/actions/${before.body.id}`, { headers: bearer(agent.key) });
-    t.is(read.status, 200, read.text);
-    t.is(read.body.decision, 'allow');
-    const whoami = await call(server.url, 'GET', '/v1/whoami', { headers: bearer(agent.key) });
-    t.is(whoami.status, 200, whoami.text);
-    t.is((await call(server.url, 'GET', '/healthz')).status, 200);
-    const degraded = await call(server.url, 'GET', '/readyz');
-    t.is(degraded.status, 503);
-    t.like(degraded.body, { status: 'degraded', reason: 'store_unavailable' });
-    t.regex(server.stderr(), /"msg":"request failed"/, 'the operator sees the failure in the log');
-    t.regex(server.stderr(), /No space left on device/);
-
-    // Space returns: writes resume, and readiness comes back.
-    await rm(filler);
-    const after = await authorize(server, agent.key, payment(100, { idempotencyKey: 'after-space' }));
-    t.is(after.status, 200, after.text);
-    t.is(after.body.decision, 'allow');
-    allowed.push(after.body.id);
-    let ready = await call(server.url, 'GET', '/readyz');
-    for (let i = 0; i < 50 && ready.status !== 200; i++) ready = await call(server.url, 'GET', '/readyz');
-    t.is(ready.status, 200, ready.text);
-    t.is(ready.body.status, 'ready');
-
-    t.is(await server.stop(), 0, server.stderr());
-    // Nothing half-written: exactly the allows the client received, each with its ledger record;
-    // the ledger verifies.
-    const stored = await withStore(server.dataDir, async (app) => {
-      const actions = (await app.store.tables.actions.scan([agent.wid])).map((e) => e.value);
-      const subjects = new Set(
-        (await app.store.tables.ledger.scan([agent.wid])).map(
-          (e) => (JSON.parse(e.value.bytes) as { subject?: string }).subject,
-        ),
-      );
-      return {
-        actions: actions.map((a) => a.id).sort(),
-        unrecorded: actions.filter((a) => !subjects.has(a.id)).map((a) => a.id),
-        verify: await app.services.ledger.verify(agent.wid),
-      };
-    });
-    t.deepEqual(stored.actions, [...allowed].sort(), 'the store holds exactly the allows that were answered');
-    t.deepEqual(stored.unrecorded, [], 'no action without its ledger record');
-    t.true(stored.verify.ok, stored.verify.problem ?? '');
+test(title, async (t) => {
+  t.timeout(180_000);
+  disk = mountSmallDisk(SIZE);
+  const mountDir = disk.dir;
+  server = await startServer({
+    dataDir: join(mountDir, 'data'),
+    env: { SVC_GATE_RATE_PER_MINUTE: '100000000' },
   });
-}
+  const agent = await createAgent(server, [
+    { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+  ]);
+  const before = await authorize(server, agent.key, payment(100));
+  t.is(before.body.decision, 'allow');
+
+  // Fill the file system, then ask until the store cannot find a page to reuse.
+  const filler = join(mountDir, 'filler');
+  t.true((await fillDisk(filler)) > 0);
+  const allowed: string[] = [before.body.id];
+  let refused: Awaited<ReturnType<typeof authorize>> | undefined;
+  for (let i = 0; i < 5_000 && !refused; i++) {
+    const res = await authorize(server, agent.key, payment(100, { idempotencyKey: `fill-${i}` }));
+    if (res.status === 200) allowed.push(res.body.id);
+    else refused = res;
+  }
+  t.truthy(refused, 'the store filled up');
+  t.log(`${allowed.length - 1} allows after the disk filled, before the first refusal`);
+  assertError(t, refused!, 503, 'store_unavailable');
+  t.is(refused!.headers['retry-after'], '5');
+  t.is(refused!.body.error.docs, `${server.url}/docs/errors#store_unavailable`);
+  t.false(refused!.text.includes('No space left'), 'the cause stays in the logs');
+  // It keeps failing closed, never a 500, while the disk is full.
+  for (let i = 0; i < 5; i++) {
+    const again = await authorize(server, agent.key, payment(100, { idempotencyKey: `full-${i}` }));
+    t.true(again.status === 503 || again.status === 200, `${again.status} ${again.text}`);
+    if (again.status === 200) allowed.push(again.body.id);
+    else t.is(again.body.error.type, 'store_unavailable');
+  }
+
+  // Reads still answer; readiness says degraded; the process is alive.
+  const read = await call(server.url, 'GET', `/v1/actions/${before.body.id}`, { headers: bearer(agent.key) });
+  t.is(read.status, 200, read.text);
+  t.is(read.body.decision, 'allow');
+  const whoami = await call(server.url, 'GET', '/v1/whoami', { headers: bearer(agent.key) });
+  t.is(whoami.status, 200, whoami.text);
+  t.is((await call(server.url, 'GET', '/healthz')).status, 200);
+  const degraded = await call(server.url, 'GET', '/readyz');
+  t.is(degraded.status, 503);
+  t.like(degraded.body, { status: 'degraded', reason: 'store_unavailable' });
+  t.regex(server.stderr(), /"msg":"request failed"/, 'the operator sees the failure in the log');
+  t.regex(server.stderr(), /No space left on device/);
+
+  // Space returns: writes resume, and readiness comes back.
+  await rm(filler);
+  const after = await authorize(server, agent.key, payment(100, { idempotencyKey: 'after-space' }));
+  t.is(after.status, 200, after.text);
+  t.is(after.body.decision, 'allow');
+  allowed.push(after.body.id);
+  let ready = await call(server.url, 'GET', '/readyz');
+  for (let i = 0; i < 50 && ready.status !== 200; i++) ready = await call(server.url, 'GET', '/readyz');
+  t.is(ready.status, 200, ready.text);
+  t.is(ready.body.status, 'ready');
+
+  t.is(await server.stop(), 0, server.stderr());
+  // Nothing half-written: exactly the allows the client received, each with its ledger record;
+  // the ledger verifies.
+  const stored = await withStore(server.dataDir, async (app) => {
+    const actions = (await app.store.tables.actions.scan([agent.wid])).map((e) => e.value);
+    const subjects = new Set(
+      (await app.store.tables.ledger.scan([agent.wid])).map(
+        (e) => (JSON.parse(e.value.bytes) as { subject?: string }).subject,
+      ),
+    );
+    return {
+      actions: actions.map((a) => a.id).sort(),
+      unrecorded: actions.filter((a) => !subjects.has(a.id)).map((a) => a.id),
+      verify: await app.services.ledger.verify(agent.wid),
+    };
+  });
+  t.deepEqual(stored.actions, [...allowed].sort(), 'the store holds exactly the allows that were answered');
+  t.deepEqual(stored.unrecorded, [], 'no action without its ledger record');
+  t.true(stored.verify.ok, stored.verify.problem ?? '');
+});
