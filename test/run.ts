@@ -17,8 +17,8 @@ import { ROOT } from './helpers/process.js';
  * SIGINT or SIGTERM.
  *
  * Test files share workers. Most of a small test file's cost is its worker loading the
- * application's modules (about 2 s of CPU, see test/helpers/ts-loader.mjs), so the files of one folder are imported
- * together by a group file written to `.test-groups/` for the run, which ava runs in one worker:
+ * application's modules (about 1.5 s of CPU: test/helpers/ts-loader.mjs), so the files of one
+ * folder are imported together by a group file written to `.test-groups/` for the run, which ava runs in one worker:
  * their tests register with that worker's runner as if they were one file. A group of the
  * PostgreSQL pass sets SVC_TEST_STORE=postgres for its worker. Files run in a worker of their own
  * when their folder is about spawned processes (cli, multi: each file's concurrency is tuned

@@ -8,7 +8,7 @@ import { createLogger } from '../../src/lib/log.js';
 import { bootstrapIfEmpty } from '../../src/people/index.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { storeUrlFor } from './postgres.js';
-import { PATIENT_SERVER, removeDir, tempDir, type Served } from './process.js';
+import { PATIENT_SERVER, patientConfig, removeDir, tempDir, type Served } from './process.js';
 import { servingApps } from './store.js';
 
 export interface InProcess {
@@ -148,14 +148,10 @@ export async function serveInProcess(
   };
 }
 
-/** PATIENT_SERVER's timeouts as dotted overrides, but for those the config sets itself. */
-function patientOverrides(config: unknown): Record<string, number> {
-  const server = (config as { server?: Record<string, unknown> } | undefined)?.server ?? {};
-  return Object.fromEntries(
-    Object.entries(PATIENT_SERVER)
-      .filter(([key]) => server[key] === undefined)
-      .map(([key, value]) => [`server.${key}`, value]),
-  );
+/** The client timeouts patientConfig gives this config, as dotted overrides. */
+function patientOverrides(config: unknown): Record<string, unknown> {
+  const { server } = patientConfig(config) as { server: Record<string, unknown> };
+  return Object.fromEntries(Object.keys(PATIENT_SERVER).map((key) => [`server.${key}`, server[key]]));
 }
 
 function sheds(config: unknown): boolean {

@@ -13,9 +13,9 @@ export interface Received {
   body: string;
 }
 
-/** A customer's receiver on loopback: answers as `mode` says, checks each signature with its own HMAC. */
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
+/** A customer's receiver on loopback: answers as `mode` says, checks each signature with its own HMAC. */
 export async function startReceiver(secret: () => string) {
   const state = { mode: 'ok' as Mode, received: [] as Received[] };
   const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
