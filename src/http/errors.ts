@@ -77,6 +77,7 @@ export function payloadFailAction(request: Request, _h: unknown, err: Error | un
  */
 const STORE_UNAVAILABLE: Readonly<Record<string, string | null>> = {
   no_space: null,
+  disk_error: "The server's disk refused to record this request (an input/output error); nothing of it was kept.",
   unavailable:
     'The server cannot reach its store right now (the database is down or restarting); nothing of this request was kept.',
   conflict:

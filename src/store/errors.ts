@@ -1,7 +1,8 @@
 /**
  * Why the store could not be opened or used; the CLI maps these to exit status 3. `no_space`: a
  * write failed because the store cannot grow (disk or quota full) or its disk is read-only; nothing
- * of it was applied, and writes can succeed again once space returns. `unavailable`: the database
+ * of it was applied, and writes can succeed again once space returns. `disk_error`: the disk answered
+ * a write with an I/O error; nothing of it was applied. `unavailable`: the database
  * server cannot be reached or the connection was lost mid-request (PostgreSQL); `conflict`: a write
  * function kept conflicting with concurrent writers past the retry bound (`unsupported`: an operation
  * the backend does not offer, e.g. `backup` on PostgreSQL). Nothing of a write that
@@ -13,6 +14,7 @@ export type StoreErrorCode =
   | 'cannot_open'
   | 'write_failed'
   | 'no_space'
+  | 'disk_error'
   | 'unavailable'
   | 'conflict'
   | 'unsupported';

@@ -436,10 +436,10 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     Promise.resolve(root.committed).catch(() => undefined);
     Promise.resolve(root.flushed).catch(() => undefined);
     const cause = await commitCause(err);
-    if (outOfSpace(cause)) writable = false;
-    return new StoreError(outOfSpace(cause) ? 'no_space' : 'write_failed', `store write failed: ${messageOf(cause)}`, {
-      cause,
-    });
+    const code = outOfSpace(cause) ? 'no_space' : diskFault(cause) ? 'disk_error' : 'write_failed';
+    // The disk refuses writes: readiness says degraded until a write succeeds again.
+    if (code !== 'write_failed') writable = false;
+    return new StoreError(code, `store write failed: ${messageOf(cause)}`, { cause });
   }
 
   // The queue (see the opening comment): the function running now finishes before the next starts;
@@ -580,6 +580,15 @@ function outOfSpace(cause: unknown): boolean {
   return (
     NO_SPACE_CODES.has(code) || /No space left|MDB_MAP_FULL|Disk quota|Read-only file system/i.test(messageOf(cause))
   );
+}
+
+/**
+ * The disk answered a write with an I/O error (seen on the write after one that found the disk
+ * full): LMDB applied nothing of it, and a later write may succeed.
+ */
+function diskFault(cause: unknown): boolean {
+  const code = (cause as { code?: unknown } | null)?.code;
+  return code === 'EIO' || code === 5 || /Input\/output error/i.test(messageOf(cause));
 }
 
 function messageOf(cause: unknown): string {
