@@ -353,6 +353,29 @@ test('method_not_allowed: the allow header lists the accepted methods', async (t
   t.false(allow.includes('DELETE'));
 });
 
+test("a malformed percent-escape in the path, on any method: 400 invalid_request naming the path, never hapi's own 500", async (t) => {
+  for (const [method, path] of [
+    ['GET', '/v1/hooks/issuer/%ZZ'],
+    ['PUT', '/v1/actions/%ZZ/settle'],
+    ['POST', '/v1/actions/%ZZ/settle'],
+    ['DELETE', '/v1/actions/%E0%A4%A/settle'],
+    ['GET', '/no/such/route/%'],
+  ] as const) {
+    const res = await inject(development, method, path);
+    const error = assertError(t, res, 'http://127.0.0.1', 400, 'invalid_request', ['errors']);
+    t.deepEqual(
+      (error.errors as Array<{ field: string }>).map((e) => e.field),
+      ['path'],
+    );
+    t.regex(String(error.message), /percent-escape/);
+  }
+  t.regex(
+    (await inject(development, 'GET', '/v1/hooks/issuer/%ZZ')).body.error.message,
+    /\(%ZZ\)/,
+    'the bad escape is named',
+  );
+});
+
 test('body_too_large: a body over 1 MB with content-length', async (t) => {
   const body = JSON.stringify({ scope: 'inference', name: 'x'.repeat(1_100_000) });
   const res = await call(server.url, 'POST', '/v1/admin/keys', {
