@@ -7,6 +7,7 @@
  * the same createHttpServer and one extra route, then exercised with server.inject.
  */
 import test, { type ExecutionContext } from 'ava';
+import Boom from '@hapi/boom';
 import Joi from 'joi';
 import type { Server } from '@hapi/hapi';
 import { createApp, type App } from '../../src/app.js';
@@ -79,6 +80,21 @@ async function inProcess(env: 'production' | 'development'): Promise<InProcess> 
       options: { auth: false },
       handler() {
         throw new StoreError('conflict', 'store write conflicted with concurrent writers 32 times');
+      },
+    },
+    {
+      // An error the pipeline cannot map (its status cannot be read): rendered as internal, never hapi's own page.
+      method: 'GET',
+      path: '/test/unmappable',
+      options: { auth: false },
+      handler() {
+        const err = Boom.badRequest('odd');
+        Object.defineProperty(err, 'output', {
+          get() {
+            throw new TypeError('no output here');
+          },
+        });
+        throw err;
       },
     },
     {
@@ -431,6 +447,12 @@ test('a write that keeps conflicting with other writers: 503 store_unavailable w
     t.false(res.text.includes('32 times'), 'the store error itself is not shown');
     t.regex(String(res.headers['retry-after']), /^\d+$/);
   }
+});
+
+test('an error the pipeline cannot map is rendered as internal from the catalogue, not as a bare 500 page', async (t) => {
+  const res = await inject(production, 'GET', '/test/unmappable');
+  assertError(t, res, 'https://svc.example', 500, 'internal');
+  t.false(res.text.includes('no output here'));
 });
 
 test('internal in development: still type internal', async (t) => {
