@@ -157,6 +157,23 @@ test("an OAuth client_id of any length: RFC 6749's error shape at /oauth/token a
     t.is(page.statusCode, 400, `authorize ${n}`);
     t.regex(String(page.headers['content-type']), /^text\/html/);
   }
+  // A URL client_id (a metadata document) past 2,048 characters: the same answers, nothing fetched.
+  const url = encodeURIComponent(`https://app.example/${'p'.repeat(4_093)}`);
+  const token = await hapi.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: form,
+    payload: `grant_type=authorization_code&code=x&code_verifier=y&client_id=${url}`,
+  });
+  t.is(token.statusCode, 400, token.payload);
+  t.is(JSON.parse(token.payload).error, 'invalid_request');
+  const page = await hapi.inject({
+    method: 'GET',
+    url: `/oauth/authorize?response_type=code&client_id=${url}`,
+    headers: { cookie: credentials.session!.cookie! },
+  });
+  t.is(page.statusCode, 400);
+  t.regex(page.payload, /longer than 2048 characters/);
 });
 
 test('a malformed path escape on a method the route does not take: 400 invalid_request, and one log line saying so', async (t) => {
