@@ -40,12 +40,10 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
     errors.push({ field: null, message: `and ${details.length - MAX_FIELD_ERRORS} more fields at fault` });
   const options = svcOptions(request.route.settings);
   const firstField = errors[0]?.field?.split('.')[0];
+  // Own fields only: a body's field named "constructor" must not find Object's.
+  const byField = options.validationTypeByField ?? {};
   const type: ErrorType =
-    (firstField !== undefined &&
-    options.validationTypeByField &&
-    Object.hasOwn(options.validationTypeByField, firstField)
-      ? options.validationTypeByField[firstField]
-      : undefined) ||
+    (firstField !== undefined && Object.hasOwn(byField, firstField) ? byField[firstField] : undefined) ||
     options.validationType ||
     'invalid_request';
   throw new AppError(type, { details: { errors } });
@@ -140,7 +138,7 @@ function decodable(path: string): boolean {
 }
 
 /** `400 invalid_request` for a path with a percent-escape that is not one (`%ZZ`, a stray `%`, bytes that are not UTF-8). */
-export function malformedPath(path: string): AppError {
+function malformedPath(path: string): AppError {
   const escape = /%(?![0-9A-Fa-f]{2})[^/]{0,2}/.exec(path)?.[0];
   return new AppError('invalid_request', {
     details: {
