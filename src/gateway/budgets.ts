@@ -35,6 +35,8 @@ import { gatewayRepo } from './repo.js';
  *   this request) of the budget that is most used: nudge (x-svc-advisory), downgrade (cheapest
  *   eligible model first), approval (402 approval_required naming the workspace's owner), block
  *   (429 budget_exhausted, retry-after until the period ends).
+ * - A budget binds within its workspace: a workspace scope names it, a key or agent scope one of
+ *   its own keys or agents (else 400 invalid_budget naming scope.id).
  * - Creating a budget is a ledger record.
  */
 export type Step = 'nudge' | 'downgrade' | 'approval' | 'block';
@@ -96,6 +98,24 @@ export function createBudgets(deps: {
         return key.id === b.scope.id;
       case 'agent':
         return key.agentId === b.scope.id;
+    }
+  };
+
+  /**
+   * Why a scope cannot bind in workspace `wid`, or null: a workspace scope names this workspace,
+   * a key or agent scope one of its keys or agents (another workspace's would never bind).
+   */
+  const scopeFault = async (wid: string, scope: BudgetRecord['scope']): Promise<string | null> => {
+    switch (scope.kind) {
+      case 'workspace':
+        return scope.id === wid ? null : `"scope.id" must be this workspace's id (${wid})`;
+      case 'key':
+        return (await repo.hasKey(wid, scope.id)) ? null : '"scope.id" names no key of this workspace';
+      case 'agent':
+        return (await repo.hasAgent(wid, scope.id)) ? null : '"scope.id" names no agent of this workspace';
+      case 'team':
+      case 'principal':
+        return null;
     }
   };
 
@@ -177,6 +197,9 @@ export function createBudgets(deps: {
   return {
     async create(wid: string, input: BudgetInput, actor: string): Promise<BudgetRecord> {
       return store.write(async () => {
+        const fault = await scopeFault(wid, input.scope);
+        if (fault)
+          throw new AppError('invalid_budget', { details: { errors: [{ field: 'scope.id', message: fault }] } });
         const budget: BudgetRecord = {
           id: ids.id('bud'),
           workspaceId: wid,

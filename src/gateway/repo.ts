@@ -25,6 +25,10 @@ export function gatewayRepo(store: Store) {
 
     stopAll: (wid: string): Promise<StopAllRecord | undefined> => t.stopAll.get(wid),
 
+    // Whether a key or an agent is the workspace's (a budget may bind only its own).
+    hasKey: (wid: string, keyId: string): Promise<boolean> => t.keys.has([wid, keyId]),
+    hasAgent: (wid: string, agentId: string): Promise<boolean> => t.agents.has([wid, agentId]),
+
     // Seats (the plan's people limit).
     async memberCount(wid: string): Promise<number> {
       return (await t.members.scan([wid])).length;

@@ -40,8 +40,10 @@ export function validationFailAction(request: Request, _h: unknown, err: Error |
     errors.push({ field: null, message: `and ${details.length - MAX_FIELD_ERRORS} more fields at fault` });
   const options = svcOptions(request.route.settings);
   const firstField = errors[0]?.field?.split('.')[0];
+  // Own fields only: a body's field named "constructor" must not find Object's.
+  const byField = options.validationTypeByField ?? {};
   const type: ErrorType =
-    (firstField !== undefined && options.validationTypeByField?.[firstField]) ||
+    (firstField !== undefined && Object.hasOwn(byField, firstField) ? byField[firstField] : undefined) ||
     options.validationType ||
     'invalid_request';
   throw new AppError(type, { details: { errors } });
@@ -101,6 +103,9 @@ export function toAppError(
     });
   const boom = response as Boom;
   const status = boom.isBoom ? boom.output.statusCode : 500;
+  // hapi's router answers a path whose parameters it cannot decode with its own routes (404, or
+  // a bare 400 when the method matched): the escape is the fault, whatever the method.
+  if (isUnmatched(request) && !decodable(request.path)) return malformedPath(request.path);
   if (status === 404 && isUnmatched(request)) return unmatched(server, request);
   switch (status) {
     case 400:
@@ -121,6 +126,30 @@ export function toAppError(
     default:
       return new AppError('internal', { cause: response });
   }
+}
+
+function decodable(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `400 invalid_request` for a path with a percent-escape that is not one (`%ZZ`, a stray `%`, bytes that are not UTF-8). */
+function malformedPath(path: string): AppError {
+  const escape = /%(?![0-9A-Fa-f]{2})[^/]{0,2}/.exec(path)?.[0];
+  return new AppError('invalid_request', {
+    details: {
+      errors: [
+        {
+          field: 'path',
+          message: `the path holds a percent-escape that does not decode${escape ? ` (${escape})` : ' to UTF-8 text'}; write a literal % as %25`,
+        },
+      ],
+    },
+  });
 }
 
 function isUnmatched(request: Request): boolean {

@@ -6,7 +6,7 @@ import { inboundStrategy, signatureRefused, type InboundVerifier } from './auth/
 import { validationFailAction } from './errors.js';
 import { parseSignatureHeader, signatureMatches, timestampFresh, type ParsedSignature } from '../lib/svc-signature.js';
 import type { TableValue } from '../store/index.js';
-import { jsonFault } from '../lib/well-formed.js';
+import { jsonFault, stripPrototypeKeys } from '../lib/well-formed.js';
 
 // The record shapes this piece handles, as the store's registry declares them (the domains own
 // them in their records.ts, a layer above this one).
@@ -118,6 +118,8 @@ export function parseVerified<T>(request: Request, h: ResponseToolkit, schema: J
   } catch {
     throw new AppError('invalid_json');
   }
+  // As the pipeline does for every body hapi parses (this one it does not).
+  stripPrototypeKeys(body);
   verifiedJson(body);
   const { error, value } = schema.validate(body, { abortEarly: false });
   if (error) validationFailAction(request, h, error);

@@ -1,9 +1,9 @@
 import type { Plugin, Request, ResponseToolkit, Server } from '@hapi/hapi';
 import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
-import { invalidField } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
 import { anthropicEnvelope, oauthEnvelope, renderError } from '../errors/render.js';
-import { exceedsMembers, jsonFault } from '../lib/well-formed.js';
+import { exceedsMembers, jsonFault, stripPrototypeKeys } from '../lib/well-formed.js';
 import { svcOptions } from './route-options.js';
 
 /** Members (keys and items) a body may have, unless its route says otherwise. */
@@ -109,7 +109,7 @@ export const pipeline: Plugin<PipelineOptions> = {
       nameRequestSpan(request);
     };
 
-    // One pass over every parsed body, before validation (one lifecycle step, not two):
+    // Every parsed body, before validation (one lifecycle step, not two):
     // - a body with tens of thousands of members costs the validator (which lists every field at
     //   fault) as much as a second of work, so bodies are bounded first;
     // - every string must be well-formed Unicode (the ledger hashes what routes record, and
@@ -128,6 +128,16 @@ export const pipeline: Plugin<PipelineOptions> = {
         const limit = svcOptions(request.route.settings).maxBodyMembers ?? MAX_BODY_MEMBERS;
         if (exceedsMembers(payload, limit))
           throw invalidField(null, `the body has more than ${limit} fields and items in all`);
+        // hapi refuses a JSON `__proto__` key before this; `constructor` and `prototype` (and a
+        // form's `__proto__`) are removed, for every route, before any schema or lookup meets them.
+        const stripped = stripPrototypeKeys(payload);
+        if (stripped > 0) {
+          const { requestId } = requestStamp(request);
+          options.log.info(
+            { requestId, route: request.route.path, keys: stripped },
+            'prototype keys removed from a body',
+          );
+        }
         const fault = jsonFault(payload);
         if (fault) throw invalidField(fault.field, fault.message);
       }
@@ -138,9 +148,16 @@ export const pipeline: Plugin<PipelineOptions> = {
       const { response } = request;
       const { requestId } = requestStamp(request);
       if (response && 'isBoom' in response && response.isBoom) {
-        const err = toAppError(server, request, response, { retryAfterSeconds: options.retryAfterSeconds });
+        let err: AppError;
+        try {
+          err = toAppError(server, request, response, { retryAfterSeconds: options.retryAfterSeconds });
+        } catch (failed) {
+          // Never hapi's own 500 page: a failure to map the error is itself rendered and logged.
+          err = new AppError('internal', { cause: failed });
+        }
         if (err.status >= 500) {
-          options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
+          const cause = err.type === 'internal' && err.cause !== undefined ? { mapping: err.cause } : {};
+          options.log.error({ requestId, route: request.route.path, err: response, ...cause }, 'request failed');
         } else if (err.type === 'body_too_large') {
           // As body-limits.ts logs the bodies it refuses before hapi: the id, the route, the limit.
           const limit = request.route.settings.payload?.maxBytes;

@@ -105,3 +105,26 @@ export function jsonFault(value: unknown): JsonFault | undefined {
   if (number !== undefined) return say(number, 'is a number too large for JSON to carry exactly');
   return undefined;
 }
+
+/** Keys that reach an object's prototype when code copies or looks up by them: no route takes them. */
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/**
+ * Removes every key named `__proto__`, `constructor` or `prototype` from a parsed body, at every
+ * depth down to MAX_DEPTH, in place: what follows (the schemas, the lookups by field name, the
+ * services) never meets one. Returns how many were removed.
+ */
+export function stripPrototypeKeys(value: unknown): number {
+  let removed = 0;
+  const walk = (v: unknown, depth: number): void => {
+    if (v === null || typeof v !== 'object' || depth > MAX_DEPTH) return;
+    for (const key of Object.keys(v)) {
+      if (PROTOTYPE_KEYS.has(key)) {
+        delete (v as Record<string, unknown>)[key];
+        removed += 1;
+      } else walk((v as Record<string, unknown>)[key], depth + 1);
+    }
+  };
+  walk(value, 0);
+  return removed;
+}

@@ -46,6 +46,14 @@ export function isUrlClientId(clientId: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(clientId);
 }
 
+/**
+ * Whether a client_id is one registration could have made (`mcp_` and 43 base64url characters):
+ * any other that is not a URL names no client, and is refused without a lookup.
+ */
+export function isRegisteredClientId(clientId: string): boolean {
+  return /^mcp_[A-Za-z0-9_-]{43}$/.test(clientId);
+}
+
 /** The rules on the URL itself: null when it may be fetched. */
 export function clientIdUrlProblem(clientId: string): string | null {
   if (clientId.length > MAX_URL) return `the client_id URL is longer than ${MAX_URL} characters`;

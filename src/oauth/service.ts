@@ -9,7 +9,7 @@ import type { AgentRecord } from '../agents/records.js';
 import type { OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
 import { endConnectionsInWrite } from './connections.js';
 import { oauthRepo } from './repo.js';
-import { ClientMetadataProblem, isUrlClientId, type ClientMetadata } from './client-metadata.js';
+import { ClientMetadataProblem, isRegisteredClientId, isUrlClientId, type ClientMetadata } from './client-metadata.js';
 import { acceptableRedirect, redirectMatches } from './redirects.js';
 import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
 import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
@@ -212,7 +212,7 @@ export function createOAuth(deps: {
             return { problem: `This application's client_id cannot be used: ${err.message}` };
           throw err;
         }
-      } else client = clientId ? await repo.getClient(clientId) : undefined;
+      } else client = clientId && isRegisteredClientId(clientId) ? await repo.getClient(clientId) : undefined;
       if (!client) return { problem: 'This application is not registered here (unknown client_id).' };
       if (redirectUri === undefined) {
         if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };

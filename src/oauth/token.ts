@@ -6,7 +6,7 @@ import { bounded, metrics } from '../lib/metrics.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Store } from '../store/index.js';
 import type { OAuthClientRecord, OAuthConnectionRecord } from './records.js';
-import { clientIdUrlProblem, isUrlClientId } from './client-metadata.js';
+import { clientIdUrlProblem, isRegisteredClientId, isUrlClientId, MAX_URL } from './client-metadata.js';
 import { openPair, sealPair } from './grace.js';
 import type { OAuthRepo } from './repo.js';
 import { DEFAULT_SCOPE, offline, refreshScopeProblem } from './scopes.js';
@@ -110,13 +110,16 @@ export function createTokenEndpoint(deps: {
     basic: { id: string; secret: string } | null,
   ): Promise<OAuthClientRecord> => {
     const clientId = basic?.id ?? form.client_id;
+    // No client_id is longer than a URL one may be: refused as a malformed request, before any lookup.
+    if (clientId !== undefined && clientId.length > MAX_URL)
+      throw invalidField(basic ? null : 'client_id', `client_id is longer than ${MAX_URL} characters`);
     // A URL client is public: its codes and tokens are bound to the URL, so nothing is fetched here.
     const client =
       clientId && isUrlClientId(clientId)
         ? clientIdUrlProblem(clientId) === null
           ? urlClient(clientId, new URL(clientId).host)
           : undefined
-        : clientId
+        : clientId && isRegisteredClientId(clientId)
           ? await repo.getClient(clientId)
           : undefined;
     if (!client) throw new AppError('invalid_client', { message: 'Unknown client.' });

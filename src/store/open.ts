@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { invalidField } from '../errors/app-error.js';
 import { StoreError } from './errors.js';
 import type { KvStore, WriteTx } from './kv.js';
 import type { LmdbOpenOptions } from './kv-lmdb.js';
 import { tableNames, type TableName, type Tables } from './tables.js';
+import { keyFits, MAX_KEY_BYTES } from './tuple-key.js';
 import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
 
 /**
@@ -33,6 +35,17 @@ function outsideWrite(): never {
   throw new Error('store writes are only allowed inside store.write()');
 }
 
+/**
+ * A key longer than any the store takes comes from input (an id, a name, a cursor) that no record
+ * has: 400 invalid_request, never the backend's own error. Routes bound their ids first; this is
+ * what every key, whatever its route, meets.
+ */
+function keyTooLong(): Promise<never> {
+  return Promise.reject(
+    invalidField(null, `an identifier in this request is too long (a store key holds at most ${MAX_KEY_BYTES} bytes)`),
+  );
+}
+
 class AmbientTable<V> implements Table<V> {
   private readonly name: TableName;
   private readonly kv: KvStore;
@@ -47,22 +60,31 @@ class AmbientTable<V> implements Table<V> {
   }
 
   get(key: Key): Promise<V | undefined> {
+    if (!keyFits(key)) return keyTooLong();
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).get(key);
   }
 
   has(key: Key): Promise<boolean> {
+    if (!keyFits(key)) return keyTooLong();
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).has(key);
   }
 
   scan(prefix: KeyPart[], options?: ScanOptions): Promise<Array<{ key: KeyPart[]; value: V }>> {
+    if (
+      !keyFits(options?.after === undefined ? prefix : [...prefix, options.after]) ||
+      (options?.startAfter !== undefined && !keyFits(options.startAfter))
+    )
+      return keyTooLong();
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).scan(prefix, options);
   }
 
   async put(key: Key, value: V): Promise<void> {
+    if (!keyFits(key)) return keyTooLong();
     return (this.tx() ?? outsideWrite()).put(key, value);
   }
 
   async remove(key: Key): Promise<void> {
+    if (!keyFits(key)) return keyTooLong();
     return (this.tx() ?? outsideWrite()).remove(key);
   }
 }

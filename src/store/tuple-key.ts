@@ -50,6 +50,21 @@ export function encodeKey(key: Key): Buffer {
   return Buffer.concat(chunks);
 }
 
+/**
+ * The longest key the store takes, in this encoding's bytes. LMDB refuses a key over 1978 bytes in
+ * its own encoding (never longer than this one), so a longer key is refused here first, on either
+ * backend: no record has one.
+ */
+export const MAX_KEY_BYTES = 1900;
+
+/** Whether a key is within MAX_KEY_BYTES; measured exactly only when a quick upper bound is over it. */
+export function keyFits(key: Key): boolean {
+  const parts = Array.isArray(key) ? key : [key];
+  let bound = 0;
+  for (const part of parts) bound += typeof part === 'string' ? part.length * 3 + 2 : 9;
+  return bound <= MAX_KEY_BYTES || encodeKey(key).length <= MAX_KEY_BYTES;
+}
+
 export function decodeKey(bytes: Uint8Array): KeyPart[] {
   const out: KeyPart[] = [];
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { assertError, bearer, call, type Reply } from '../helpers/http.js';
+import { assertError, bearer, call, csrf, type Reply } from '../helpers/http.js';
+import { expectStatus, otherWorkspace } from '../helpers/console.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { poll } from '../helpers/wait.js';
 import { stopAndClean } from '../helpers/process.js';
@@ -83,6 +84,73 @@ test('400 invalid_budget lists each field at fault; only an admin key sets budge
     ladder: [{ at: 1, step: 'block' }],
   });
   t.regex(ok.body.id, /^bud_[0-9A-Za-z]{22}$/);
+});
+
+test("a budget binds only its own workspace: another workspace's id, key or agent is 400 invalid_budget naming scope.id", async (t) => {
+  const other = await otherWorkspace(gw.server);
+  const otherKey = expectStatus(await other.send('POST', '/keys', { scope: 'inference', name: 'theirs' }), 201, 'key');
+  const otherAgent = expectStatus(await other.send('POST', '/agents', { name: 'theirs' }), 201, 'agent');
+  const ownAgent = expectStatus(await gw.owner.send('POST', '/agents', { name: 'budgeted' }), 201, 'agent');
+  const ownKey = expectStatus(
+    await gw.owner.send('POST', '/keys', { scope: 'inference', name: 'budgeted' }),
+    201,
+    'key',
+  );
+  const count = async () =>
+    ((await call(gw.server.url, 'GET', '/v1/admin/budgets', { headers: bearer(admin) })).body.data as unknown[]).length;
+  const before = await count();
+  const foreign = [
+    { kind: 'workspace', id: other.wid },
+    { kind: 'key', id: otherKey.body.id as string },
+    { kind: 'agent', id: otherAgent.body.id as string },
+  ];
+  for (const scope of foreign) {
+    const body = { scope, amountMicros: 10, period: 'day' };
+    for (const res of [await budget(body), await gw.owner.send('POST', '/budgets', body)]) {
+      assertError(t, res, 400, 'invalid_budget');
+      t.deepEqual(
+        res.body.error.errors.map((e: { field: string }) => e.field),
+        ['scope.id'],
+        res.text,
+      );
+    }
+  }
+  t.is(await count(), before, 'nothing was created');
+  for (const scope of [
+    { kind: 'workspace', id: gw.owner.wid },
+    { kind: 'key', id: ownKey.body.id as string },
+    { kind: 'agent', id: ownAgent.body.id as string },
+  ]) {
+    const res = await budget({ scope, amountMicros: 1_000_000_000, period: 'month' });
+    t.is(res.status, 201, res.text);
+  }
+});
+
+test('prototype keys in a budget body are removed before validation: a 400 of the catalogue, never a 500', async (t) => {
+  const valid = { scope: { kind: 'team', id: 'proto' }, amountMicros: 10, period: 'day' };
+  for (const body of ['{"constructor":{"prototype":{"x":1}}}', '{"prototype":{},"scope":{"constructor":1}}']) {
+    for (const res of [
+      await call(gw.server.url, 'POST', '/v1/admin/budgets', {
+        headers: { ...bearer(admin), 'content-type': 'application/json' },
+        body,
+      }),
+      await call(gw.server.url, 'POST', gw.owner.api('/budgets'), {
+        headers: { cookie: gw.owner.cookie, ...csrf, 'content-type': 'application/json' },
+        body,
+      }),
+    ]) {
+      assertError(t, res, 400, 'invalid_budget');
+      t.false(res.text.includes('constructor'), res.text);
+    }
+  }
+  // With every other field right, the stripped keys leave a budget like any other.
+  const made = await call(gw.server.url, 'POST', gw.owner.api('/budgets'), {
+    headers: { cookie: gw.owner.cookie, ...csrf, 'content-type': 'application/json' },
+    body: JSON.stringify({ constructor: { prototype: { x: 1 } }, ...valid, prototype: 1 }),
+  });
+  t.is(made.status, 201, made.text);
+  t.deepEqual(Object.keys(made.body.scope as object).sort(), ['id', 'kind']);
+  t.is(({} as Record<string, unknown>).x, undefined, 'no prototype was touched');
 });
 
 test.serial(

@@ -7,6 +7,7 @@
  * the same createHttpServer and one extra route, then exercised with server.inject.
  */
 import test, { type ExecutionContext } from 'ava';
+import Boom from '@hapi/boom';
 import Joi from 'joi';
 import type { Server } from '@hapi/hapi';
 import { createApp, type App } from '../../src/app.js';
@@ -79,6 +80,21 @@ async function inProcess(env: 'production' | 'development'): Promise<InProcess> 
       options: { auth: false },
       handler() {
         throw new StoreError('conflict', 'store write conflicted with concurrent writers 32 times');
+      },
+    },
+    {
+      // An error the pipeline cannot map (its status cannot be read): rendered as internal, never hapi's own page.
+      method: 'GET',
+      path: '/test/unmappable',
+      options: { auth: false },
+      handler() {
+        const err = Boom.badRequest('odd');
+        Object.defineProperty(err, 'output', {
+          get() {
+            throw new TypeError('no output here');
+          },
+        });
+        throw err;
       },
     },
     {
@@ -353,6 +369,29 @@ test('method_not_allowed: the allow header lists the accepted methods', async (t
   t.false(allow.includes('DELETE'));
 });
 
+test("a malformed percent-escape in the path, on any method: 400 invalid_request naming the path, never hapi's own 500", async (t) => {
+  for (const [method, path] of [
+    ['GET', '/v1/hooks/issuer/%ZZ'],
+    ['PUT', '/v1/actions/%ZZ/settle'],
+    ['POST', '/v1/actions/%ZZ/settle'],
+    ['DELETE', '/v1/actions/%E0%A4%A/settle'],
+    ['GET', '/no/such/route/%'],
+  ] as const) {
+    const res = await inject(development, method, path);
+    const error = assertError(t, res, 'http://127.0.0.1', 400, 'invalid_request', ['errors']);
+    t.deepEqual(
+      (error.errors as Array<{ field: string }>).map((e) => e.field),
+      ['path'],
+    );
+    t.regex(String(error.message), /percent-escape/);
+  }
+  t.regex(
+    (await inject(development, 'GET', '/v1/hooks/issuer/%ZZ')).body.error.message,
+    /\(%ZZ\)/,
+    'the bad escape is named',
+  );
+});
+
 test('body_too_large: a body over 1 MB with content-length', async (t) => {
   const body = JSON.stringify({ scope: 'inference', name: 'x'.repeat(1_100_000) });
   const res = await call(server.url, 'POST', '/v1/admin/keys', {
@@ -408,6 +447,12 @@ test('a write that keeps conflicting with other writers: 503 store_unavailable w
     t.false(res.text.includes('32 times'), 'the store error itself is not shown');
     t.regex(String(res.headers['retry-after']), /^\d+$/);
   }
+});
+
+test('an error the pipeline cannot map is rendered as internal from the catalogue, not as a bare 500 page', async (t) => {
+  const res = await inject(production, 'GET', '/test/unmappable');
+  assertError(t, res, 'https://svc.example', 500, 'internal');
+  t.false(res.text.includes('no output here'));
 });
 
 test('internal in development: still type internal', async (t) => {

@@ -7,6 +7,7 @@ import { call, csrf, signIn } from '../helpers/http.js';
 import { removeDir, tempDir, stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
+import { StoreError } from '../../src/store/index.js';
 
 /** API.md section 2 and SPEC.md 5.3.3-5.3.4: sign-in, the session cookie and CSRF. */
 
@@ -123,6 +124,35 @@ test('signing out ends only that session', async (t) => {
   t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie: first } })).status, 401);
   t.is((await call(server.url, 'GET', '/api/me', { headers: { cookie: second } })).status, 200);
 });
+
+test.serial(
+  'a session the store cannot look up (the store is down): 503 store_unavailable, the cookie kept; it works again once the store is back',
+  async (t) => {
+    const cookie = await signIn(server.url, email, password);
+    const people = server.app.services.people;
+    const sessionUser = people.sessionUser.bind(people);
+    // What a read of a stopped PostgreSQL throws (kv-postgres.ts); test/multi/postgres-faults.test.ts stops a real one.
+    people.sessionUser = () => Promise.reject(new StoreError('unavailable', 'connection refused'));
+    try {
+      for (const [method, path, extra] of [
+        ['GET', '/api/me', {}],
+        ['GET', `/api/w/${wid}/agents`, {}],
+        ['POST', `/api/w/${wid}/agents`, csrf],
+        ['GET', '/oauth/authorize?client_id=x', {}],
+      ] as const) {
+        const res = await call(server.url, method, path, { headers: { cookie, ...extra } });
+        t.is(res.status, 503, `${method} ${path}: ${res.text}`);
+        t.is(res.body.error.type, 'store_unavailable');
+        t.regex(String(res.headers['retry-after']), /^\d+$/);
+        t.deepEqual(setCookies(res.headers), [], 'the cookie is not cleared');
+      }
+    } finally {
+      people.sessionUser = sessionUser;
+    }
+    const back = await call(server.url, 'GET', '/api/me', { headers: { cookie } });
+    t.is(back.status, 200, back.text);
+  },
+);
 
 test('a made-up sid cookie gives 401 unauthenticated', async (t) => {
   const res = await call(server.url, 'GET', '/api/me', { headers: { cookie: 'sid=Fe26.2**not-a-seal' } });

@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { canonicalJson } from '../../src/lib/canonical-json.js';
-import { jsonFault } from '../../src/lib/well-formed.js';
+import { jsonFault, stripPrototypeKeys } from '../../src/lib/well-formed.js';
 
 /**
  * `jsonFault`, the check every body passes before any schema (lib/well-formed.ts): whatever JSON
@@ -79,4 +79,50 @@ test('a number JSON cannot carry is named by its path; nesting past 64 levels by
   for (let i = 0; i < 64; i += 1) ok = [ok];
   t.is(jsonFault(ok), undefined, '64 levels are allowed');
   t.is(jsonFault([ok])?.field, Array(64).fill('0').join('.'));
+});
+
+/** `value` with every key named __proto__, constructor or prototype left out, by a plain recursive copy. */
+function withoutPrototypeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutPrototypeKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value))
+    if (!['__proto__', 'constructor', 'prototype'].includes(key))
+      Object.defineProperty(out, key, { value: withoutPrototypeKeys(child), enumerable: true });
+  return out;
+}
+
+test('stripPrototypeKeys removes __proto__, constructor and prototype at any depth, counts them, and leaves the rest as it was', (t) => {
+  // JSON text as a client sends it, with prototype keys mixed in at every level (JSON.parse makes them own keys).
+  const key = fc.oneof(
+    fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'x'),
+    fc.string({ maxLength: 6 }),
+  );
+  const value = fc.letrec((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small' },
+      fc.jsonValue({ maxDepth: 1 }),
+      fc.array(tie('node'), { maxLength: 3 }),
+      fc.dictionary(key, tie('node'), { maxKeys: 4 }),
+    ),
+  })).node;
+  fc.assert(
+    fc.property(value, (v) => {
+      const parsed = JSON.parse(JSON.stringify(v)) as unknown;
+      const expected = withoutPrototypeKeys(JSON.parse(JSON.stringify(v)));
+      const text = JSON.stringify(v);
+      const count = (text.match(/"(__proto__|constructor|prototype)":/g) ?? []).length;
+      const removed = stripPrototypeKeys(parsed);
+      t.deepEqual(parsed, expected);
+      t.true(removed <= count);
+      t.false(/"(__proto__|constructor|prototype)":/.test(JSON.stringify(parsed)));
+      t.is(({} as Record<string, unknown>).polluted, undefined);
+    }),
+    { numRuns: 300 },
+  );
+  const body = JSON.parse(
+    '{"a":{"constructor":{"prototype":{"polluted":1}}},"__proto__":{"polluted":1},"b":[{"prototype":1}]}',
+  ) as unknown;
+  t.is(stripPrototypeKeys(body), 3);
+  t.deepEqual(body, { a: {}, b: [{}] });
 });

@@ -45,7 +45,7 @@ test.serial('a URL that names no store we know is refused (exit 2) without echoi
 });
 
 test.serial(
-  'the database lost mid-run: requests fail closed with 503, nothing half-written; it recovers',
+  'the database lost mid-run: requests (a console session too) fail closed with 503, nothing half-written, no one signed out; it recovers',
   async (t) => {
     cluster = await startCluster();
     const dataDir = await tempDir('svc-pg-lost-');
@@ -66,6 +66,11 @@ test.serial(
     t.truthy(lost.headers['retry-after']);
     const ready = await call(server.url, 'GET', '/readyz');
     t.is(ready.status, 503, ready.text);
+    // A console session is a credential like the others: 503, and its cookie is not cleared.
+    const session = await call(server.url, 'GET', `/api/w/${bot.wid}/agents`, { headers: { cookie: bot.cookie } });
+    t.is(session.status, 503, session.text);
+    t.is(session.body.error.type, 'store_unavailable');
+    t.is(session.headers['set-cookie'], undefined, 'the session cookie is kept');
 
     cluster.resume();
     await until(
@@ -75,7 +80,7 @@ test.serial(
     const listed = await call(server.url, 'GET', `/api/w/${bot.wid}/ledger?limit=100`, {
       headers: { cookie: bot.cookie },
     });
-    t.is(listed.status, 200);
+    t.is(listed.status, 200, 'the same session cookie works again');
     const decided = (listed.body.data as Array<{ kind: string }>).filter((r) => r.kind.startsWith('action.'));
     t.true(decided.length >= 2, 'the decisions before and after the outage are recorded');
     const verify = await svc(['ledger', 'verify', '--data-dir', dataDir, '--store', cluster.url, '--json']);

@@ -4,7 +4,7 @@ import type { TestFn } from 'ava';
 import fc from 'fast-check';
 import { AppError } from '../../src/errors/app-error.js';
 import type { Store, Tables as WriteTx } from '../../src/store/types.js';
-import { compareKeys, hasPrefix } from '../../src/store/tuple-key.js';
+import { compareKeys, encodeKey, hasPrefix, MAX_KEY_BYTES } from '../../src/store/tuple-key.js';
 import type { KeyPart, ScanOptions } from '../../src/store/types.js';
 import { ROOT } from '../helpers/process.js';
 
@@ -137,6 +137,40 @@ export function contractSuite(test: TestFn, backend: Backend): void {
     t.is(err, domain);
     t.is(err?.name, 'AppError');
     t.is(await store.tables.periodUsage.get('y'), undefined);
+  });
+
+  test(`${backend.name}: a key up to MAX_KEY_BYTES works; a longer one is 400 invalid_request at every operation, nothing applied`, async (t) => {
+    const { store } = await fresh();
+    // The longest key of each shape that fits, and one a byte longer (its encoding: tuple-key.ts).
+    const fits = ['w', 'x'.repeat(MAX_KEY_BYTES - 5)];
+    const over = ['w', 'x'.repeat(MAX_KEY_BYTES - 4)];
+    t.is(encodeKey(fits).length, MAX_KEY_BYTES);
+    await store.write(async (tx) => tx.periodUsage.put(fits, 1));
+    t.is(await store.tables.periodUsage.get(fits), 1);
+    t.is((await store.tables.periodUsage.scan(['w'], { after: fits[1]! })).length, 0);
+    const tooLong = async (run: () => Promise<unknown>, what: string) => {
+      const err = await t.throwsAsync(run, undefined, what);
+      t.is((err as AppError | undefined)?.type, 'invalid_request', what);
+      t.is((err as AppError | undefined)?.status, 400, what);
+    };
+    const usage = store.tables.periodUsage;
+    for (const key of [over, 'é'.repeat(1_000), ['a', 1, 'b'.repeat(4_093)]]) {
+      await tooLong(() => usage.get(key), 'get');
+      await tooLong(() => usage.has(key), 'has');
+      await tooLong(() => usage.scan(Array.isArray(key) ? key : [key]), 'scan');
+      await tooLong(() => usage.scan(['w'], { startAfter: Array.isArray(key) ? key : [key] }), 'scan startAfter');
+      await tooLong(() => usage.scan(['w'], { after: 'y'.repeat(MAX_KEY_BYTES) }), 'scan after');
+      await tooLong(
+        () =>
+          store.write(async (tx) => {
+            await tx.periodUsage.put(['w', 'applied?'], 2);
+            await tx.periodUsage.put(key, 1);
+          }),
+        'put',
+      );
+      await tooLong(() => store.write(async (tx) => tx.periodUsage.remove(key)), 'remove');
+    }
+    t.false(await usage.has(['w', 'applied?']), 'nothing of the refused write was applied');
   });
 
   test(`${backend.name}: values round-trip exactly; remove; has; schema version`, async (t) => {

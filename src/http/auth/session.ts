@@ -31,14 +31,35 @@ export function sessionStrategies(production: boolean): string[] {
   return production ? [SESSION] : [SESSION, SESSION_HOST];
 }
 
+/**
+ * What the cookie strategy is given when the session could not be looked up (the store is down):
+ * not a caller. @hapi/cookie treats any error from `validate` as an invalid session and clears the
+ * cookie; so the lookup's error is carried past it instead, and thrown at onCredentials, before
+ * any route or scope sees the request: 503 store_unavailable, the cookie kept.
+ */
+interface Unresolved {
+  unresolved: unknown;
+}
+
 export async function registerSession(server: Server, options: SessionOptions): Promise<void> {
   await server.register(Cookie);
   const validate = async (_request: unknown, session: unknown) => {
     const sid = (session as Partial<SessionCookie> | undefined)?.sid;
-    const user = typeof sid === 'string' ? await options.people.sessionUser(sid) : undefined;
-    if (!user || !sid) return { isValid: false };
+    if (typeof sid !== 'string' || !sid) return { isValid: false };
+    let user: SessionUser | undefined;
+    try {
+      user = await options.people.sessionUser(sid);
+    } catch (err) {
+      return { isValid: true, credentials: { unresolved: err } satisfies Unresolved };
+    }
+    if (!user) return { isValid: false };
     return { isValid: true, credentials: credentials({ kind: 'session', user, secret: sid }) };
   };
+  server.ext('onCredentials', (request, h) => {
+    const found = request.auth.credentials as Partial<Unresolved> | null;
+    if (found && 'unresolved' in found) throw found.unresolved;
+    return h.continue;
+  });
   const cookie = (name: string, secure: boolean) => ({
     name,
     password: options.cookiePassword,
