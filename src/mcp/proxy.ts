@@ -307,7 +307,7 @@ export function createMcpProxy(deps: {
     era: UpstreamEra = 'legacy',
     capabilities?: ClientCapabilities,
   ): UpstreamSession | undefined => {
-    const caps = capabilities === undefined ? '' : canonical(capabilities);
+    const caps = capabilities === undefined || Object.keys(capabilities).length === 0 ? '' : canonical(capabilities);
     const plain = `|${agentKey(who)}|${era}|${serverKey(server)}`;
     const key = caps === '' ? plain : `${plain}#${caps}`;
     if (caps !== '' && !sessions.has(key)) {
@@ -665,10 +665,7 @@ export function createMcpProxy(deps: {
       const relays =
         relay.progress !== undefined || relay.own?.request !== undefined || relay.own?.notify !== undefined;
       const caps = relay.own?.capabilities;
-      const shared =
-        relays || relay.link
-          ? undefined
-          : sessionOf(who, target.server, era, caps !== undefined && Object.keys(caps).length > 0 ? caps : undefined);
+      const shared = relays || relay.link ? undefined : sessionOf(who, target.server, era, caps);
       const send = async (client: Client) =>
         (await client.callTool(
           {
