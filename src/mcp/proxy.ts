@@ -2,8 +2,6 @@ import { randomUUID } from 'node:crypto';
 import {
   Client,
   ProtocolError,
-  SdkError,
-  SdkErrorCode,
   StreamableHTTPClientTransport,
   type ClientCapabilities,
   type Progress,
@@ -29,7 +27,7 @@ import { createPins, type PinView } from './pins.js';
 import { mcpServersRepo } from './repo.js';
 import { requestFetch } from './upstream-fetch.js';
 import { DeadlineError, diagnose, withDeadline, type UpstreamProblem } from './diagnosis.js';
-import { createUpstreamSessions, type UpstreamSession } from './upstream-sessions.js';
+import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstream-sessions.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -657,7 +655,6 @@ export function createMcpProxy(deps: {
         };
       }
       const era = relay.era ?? 'legacy';
-      const base = relay.link ?? pooledFor(who, era);
       // A call that relays something back (progress, the upstream's requests or notifications)
       // gets a client of its own on the session; one that only declares the caller's
       // capabilities takes the agent's session declaring that set (past MAX_CAPABILITY_SETS, a
@@ -695,22 +692,22 @@ export function createMcpProxy(deps: {
           },
         },
         async () => {
+          // An attached call keeps the agent's session it is on from idling out while it runs.
+          const attached = async (b: Client) => send((client = await attach(b, target.server, relay.own ?? {}, era)));
           try {
             const result = shared
               ? await sessions.use(shared, send)
-              : await send((client = await attach(await base(target.server), target.server, relay.own ?? {}, era)));
+              : relay.link
+                ? await attached(await relay.link(target.server))
+                : await sessions.use(sessionOf(who, target.server, era)!, attached);
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
             failed = true;
             metrics.mcpCalls.inc({ outcome: 'upstream_error' });
-            // The session the call was attached to failed on the way (not the upstream's own answer): the next opens another.
-            if (
-              !shared &&
-              !(err instanceof ProtocolError) &&
-              !(err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout)
-            )
-              await base.drop?.(target.server);
+            // The caller session's upstream session failed on the way (not the upstream's own
+            // answer, nor a deadline): the next request opens another.
+            if (relay.link && brokenBy(err)) await relay.link.drop?.(target.server);
             throw upstreamError(err, target.server, limits.callTimeoutMs);
           } finally {
             // A call that failed may still be sending the upstream its notifications/cancelled
@@ -740,7 +737,7 @@ export function createMcpProxy(deps: {
       for (const server of capability === 'prompts' ? await promptServers(who, all) : all) {
         let client: Client;
         try {
-          client = await link(server);
+          client = await withDeadline(link(server), limits.timeoutMs);
         } catch (err) {
           failure ??= err;
           continue;
@@ -767,24 +764,24 @@ export function createMcpProxy(deps: {
     ): Promise<T[]> {
       await refuseIfStopped(who);
       const all = await this.list(who.workspaceId);
+      // Each upstream within the deadline: a late one leaves out only its own items.
+      const pages = async (server: McpServerRecord): Promise<T[]> => {
+        const client = await link(server);
+        if (!client.getServerCapabilities()?.[capability]) return [];
+        const items: T[] = [];
+        let cursor: string | undefined;
+        for (let page = 0; page < MAX_PAGES; page += 1) {
+          const answer = await list(client, server, cursor);
+          items.push(...answer.items);
+          if (!answer.nextCursor) break;
+          cursor = answer.nextCursor;
+        }
+        return items;
+      };
       const lists = await Promise.all(
-        (capability === 'prompts' ? await promptServers(who, all) : all).map(async (server) => {
-          try {
-            const client = await link(server);
-            if (!client.getServerCapabilities()?.[capability]) return [];
-            const items: T[] = [];
-            let cursor: string | undefined;
-            for (let page = 0; page < MAX_PAGES; page += 1) {
-              const answer = await list(client, server, cursor);
-              items.push(...answer.items);
-              if (!answer.nextCursor) break;
-              cursor = answer.nextCursor;
-            }
-            return items;
-          } catch {
-            return [];
-          }
-        }),
+        (capability === 'prompts' ? await promptServers(who, all) : all).map((server) =>
+          withDeadline(pages(server), limits.timeoutMs).catch(() => [] as T[]),
+        ),
       );
       return lists.flat();
     },

@@ -1,4 +1,4 @@
-import { ProtocolError, type Client } from '@modelcontextprotocol/client';
+import { ProtocolError, SdkError, SdkErrorCode, type Client } from '@modelcontextprotocol/client';
 
 /**
  * The proxy's upstream sessions (issue 34): each one a connected SDK client, opened for one agent
@@ -12,10 +12,16 @@ import { ProtocolError, type Client } from '@modelcontextprotocol/client';
  *   (-32003, `type: upstream_sessions_full`); nothing already open is closed for it.
  * - A session is ended (its `end`: `DELETE` on Streamable HTTP, then the connection closed) when
  *   its scope ends (the caller's session ended or idled out), when it fails on the way (a
- *   transport error), when its upstream is removed, at shutdown, and, for an agent's sessions
+ *   transport error: not the upstream's own JSON-RPC error, nor a deadline passed or a call
+ *   cancelled, which leave the session as it was), when its upstream is removed, at shutdown, and, for an agent's sessions
  *   without a caller session, after `idleMs` unused (checked every `sweepMs`). A session in use
  *   is ended only once its last use settles, since ending it fails every call in flight on it.
  */
+/** Whether a failure means the upstream session itself is broken (not the upstream's answer, nor a deadline or a cancellation). */
+export function brokenBy(err: unknown): boolean {
+  return !(err instanceof ProtocolError) && !(err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout);
+}
+
 export interface UpstreamSession {
   readonly key: string;
   readonly scope: string;
@@ -96,7 +102,7 @@ export function createUpstreamSessions(deps: {
       try {
         return await run(await s.client);
       } catch (err) {
-        if (!(err instanceof ProtocolError)) s.dropped = true;
+        if (brokenBy(err)) s.dropped = true;
         throw err;
       } finally {
         s.busy -= 1;

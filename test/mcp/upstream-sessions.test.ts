@@ -159,23 +159,32 @@ test.serial("an agent's upstream session without a caller session ends (DELETE) 
   t.is(await lone(bob.key, 'st__recall'), 'nothing', 'the next request opened a new one');
 });
 
-test.serial('a call past its deadline fails naming it, and the upstream is told to cancel', async (t) => {
-  const before = upstream.cancelled;
-  const started = Date.now();
-  const s = await session(alice.key);
-  const err = await t.throwsAsync(s.client.callTool({ name: 'st__wait', arguments: {} }));
-  t.true(Date.now() - started < 5_000);
-  t.regex((err as McpError).message, /did not answer within 1000 ms/);
-  t.like((err as McpError).data, { type: 'upstream_failure', cause: 'timeout' });
-  const cancelled = await poll(
-    () => upstream.cancelled,
-    (n) => n > before,
-    { timeoutMs: 5_000, everyMs: 20 },
-  );
-  t.true(cancelled > before, JSON.stringify(upstream.requests.slice(-6)));
-  await s.transport.terminateSession();
-  await s.client.close();
-});
+test.serial(
+  'a call past its deadline fails naming it, the upstream is told to cancel, and its session lives on',
+  async (t) => {
+    const before = upstream.cancelled;
+    const started = Date.now();
+    const s = await session(alice.key);
+    await s.client.callTool({ name: 'st__remember', arguments: { value: 'still here' } });
+    const err = await t.throwsAsync(s.client.callTool({ name: 'st__wait', arguments: {} }));
+    t.true(Date.now() - started < 5_000);
+    t.regex((err as McpError).message, /did not answer within 1000 ms/);
+    t.like((err as McpError).data, { type: 'upstream_failure', cause: 'timeout' });
+    const cancelled = await poll(
+      () => upstream.cancelled,
+      (n) => n > before,
+      { timeoutMs: 5_000, everyMs: 20 },
+    );
+    t.true(cancelled > before, JSON.stringify(upstream.requests.slice(-6)));
+    t.is(
+      text(await s.client.callTool({ name: 'st__recall', arguments: {} })),
+      'still here',
+      'a deadline passed does not end the upstream session',
+    );
+    await s.transport.terminateSession();
+    await s.client.close();
+  },
+);
 
 test.serial('past the cap of upstream sessions per agent, a call is refused naming the cap', async (t) => {
   const opened = [];
