@@ -209,6 +209,28 @@ test.serial('past the cap of upstream sessions per agent, a call is refused nami
   }
 });
 
+test.serial("a caller's cancellation of a proxied call reaches the upstream", async (t) => {
+  const before = upstream.cancelled;
+  const s = await session(alice.key);
+  const stop = new AbortController();
+  const pending = s.client.callTool({ name: 'st__wait', arguments: {} }, undefined, { signal: stop.signal });
+  await poll(
+    () => upstream.requests.filter((r) => r.method === 'tools/call').length,
+    (n) => n > 0,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  stop.abort('the person changed their mind');
+  await t.throwsAsync(pending);
+  const cancelled = await poll(
+    () => upstream.cancelled,
+    (n) => n > before,
+    { timeoutMs: 5_000, everyMs: 20 },
+  );
+  t.true(cancelled > before, 'the upstream was sent notifications/cancelled');
+  await s.transport.terminateSession();
+  await s.client.close();
+});
+
 /** A loopback HTTP server answering every request with `answer` (or never, without one). */
 const fake = (answer?: { status: number; type: string; body: string }) =>
   listenLoopback((req, res) => {
@@ -217,11 +239,12 @@ const fake = (answer?: { status: number; type: string; body: string }) =>
   });
 
 test.serial(
-  'adding a server that is not usable answers why: the HTTP status and body, no answer, not MCP',
+  'adding a server that is not usable answers why: the HTTP status and body, no answer, not MCP, TLS, DNS',
   async (t) => {
     const forbidden = await fake({ status: 403, type: 'application/json', body: '{"error":"forbidden: bad token"}' });
     const notMcp = await fake({ status: 200, type: 'application/json', body: '{"hello":"world"}' });
     const hanging = await fake();
+    const untrusted = await listenLoopback((_req, res) => res.writeHead(200).end('{}'), { tls: true });
     try {
       const f = expectStatus(
         await owner.send('POST', '/mcp-servers', { name: 'forbidden', url: forbidden.url }),
@@ -244,6 +267,20 @@ test.serial(
       t.true(Date.now() - started < TIMEOUT_MS * 3 + 1_000, 'adding waited the deadline, not a minute');
       t.like(h.body.problem, { cause: 'timeout' });
 
+      // An https upstream whose certificate svc does not trust, and a name that does not resolve.
+      const tls = expectStatus(
+        await owner.send('POST', '/mcp-servers', { name: 'untrusted', url: untrusted.url }),
+        201,
+        'add',
+      );
+      t.like(tls.body.problem, { cause: 'tls' });
+      const dns = expectStatus(
+        await owner.send('POST', '/mcp-servers', { name: 'nowhere', url: 'https://svc-test-nowhere.invalid/mcp' }),
+        201,
+        'add',
+      );
+      t.like(dns.body.problem, { cause: 'dns' });
+
       // The owner's view of one says why too; an agent's listing is held back by none of them.
       const view = expectStatus(await owner.get('/mcp-servers/forbidden/tools'), 200, 'view');
       t.is(view.body.reachable, false);
@@ -260,8 +297,9 @@ test.serial(
       await s.transport.terminateSession();
       await s.client.close();
     } finally {
-      for (const name of ['forbidden', 'notmcp', 'hanging']) await owner.send('DELETE', `/mcp-servers/${name}`);
-      await Promise.all([forbidden.close(), notMcp.close(), hanging.close()]);
+      for (const name of ['forbidden', 'notmcp', 'hanging', 'untrusted', 'nowhere'])
+        await owner.send('DELETE', `/mcp-servers/${name}`);
+      await Promise.all([forbidden.close(), notMcp.close(), hanging.close(), untrusted.close()]);
     }
   },
 );
