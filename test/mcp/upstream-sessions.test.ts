@@ -239,11 +239,21 @@ const fake = (answer?: { status: number; type: string; body: string }) =>
   });
 
 test.serial(
-  'adding a server that is not usable answers why: the HTTP status and body, no answer, not MCP, TLS, DNS',
+  'adding a server that is not usable answers why: the HTTP status and body, no answer, not MCP, TLS, DNS, protocol version',
   async (t) => {
     const forbidden = await fake({ status: 403, type: 'application/json', body: '{"error":"forbidden: bad token"}' });
     const notMcp = await fake({ status: 200, type: 'application/json', body: '{"hello":"world"}' });
     const hanging = await fake();
+    // Answers initialize with a protocol version no one speaks.
+    const ancient = await listenLoopback((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const id = (JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { id?: unknown }).id ?? null;
+        const result = { protocolVersion: '1999-01-01', capabilities: {}, serverInfo: { name: 'old', version: '0' } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result }));
+      });
+    });
     const untrusted = await listenLoopback((_req, res) => res.writeHead(200).end('{}'), { tls: true });
     try {
       const f = expectStatus(
@@ -266,6 +276,14 @@ test.serial(
       );
       t.true(Date.now() - started < TIMEOUT_MS * 3 + 1_000, 'adding waited the deadline, not a minute');
       t.like(h.body.problem, { cause: 'timeout' });
+
+      const old = expectStatus(
+        await owner.send('POST', '/mcp-servers', { name: 'ancient', url: ancient.url }),
+        201,
+        'add',
+      );
+      t.like(old.body.problem, { cause: 'protocol_version' });
+      t.regex(old.body.problem.message, /1999-01-01/);
 
       // An https upstream whose certificate svc does not trust, and a name that does not resolve.
       const tls = expectStatus(
@@ -297,9 +315,9 @@ test.serial(
       await s.transport.terminateSession();
       await s.client.close();
     } finally {
-      for (const name of ['forbidden', 'notmcp', 'hanging', 'untrusted', 'nowhere'])
+      for (const name of ['forbidden', 'notmcp', 'hanging', 'untrusted', 'nowhere', 'ancient'])
         await owner.send('DELETE', `/mcp-servers/${name}`);
-      await Promise.all([forbidden.close(), notMcp.close(), hanging.close(), untrusted.close()]);
+      await Promise.all([forbidden.close(), notMcp.close(), hanging.close(), untrusted.close(), ancient.close()]);
     }
   },
 );
