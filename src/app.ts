@@ -267,6 +267,13 @@ function createServices(
           gate: s.gate,
           version: '1',
           allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+          limits: {
+            timeoutMs: settings.mcp.upstreamTimeoutMs,
+            callTimeoutMs: settings.mcp.upstreamCallTimeoutMs,
+            sessionsPerAgent: settings.mcp.upstreamSessionsPerAgent,
+            sessionsPerServer: settings.mcp.upstreamSessionsPerServer,
+            idleMs: settings.mcp.upstreamIdleMs,
+          },
           rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
           dispatcher: server('mcpProxy').safeTarget.safeDispatcher({
             allowPrivateTargets: settings.mcp.allowPrivateUpstreams,

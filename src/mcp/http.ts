@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import type { Client } from '@modelcontextprotocol/client';
 import {
   isInitializeRequest,
   WebStandardStreamableHTTPServerTransport,
@@ -118,14 +117,10 @@ export const mcpRoutes: Plugin<{
 
     /** A session for this principal: its server, its transport, the upstream clients it opens. */
     const openSession = async (principal: Principal): Promise<Session & { handle: Handle }> => {
-      const links = new Map<string, Promise<Client>>();
-      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl, session: { links } });
+      const upstreams: { end?: () => Promise<void> } = {};
+      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl, session: upstreams });
       const state = { id: '', principal, lastSeen: Date.now(), open: 0 };
-      const closeLinks = async () => {
-        const clients = [...links.values()];
-        links.clear();
-        await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => {})));
-      };
+      const closeLinks = async () => upstreams.end?.();
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: newSessionId,
         onsessioninitialized: (id) => {
@@ -314,8 +309,8 @@ export const mcpRoutes: Plugin<{
         async handler(request) {
           const { wid: w, name } = request.params as { wid: string; name: string };
           await people.authorize(w, caller(request, 'session').user, 'mcp.manage');
-          const { reachable, tools } = await proxy.pinnedTools(w, name);
-          return { data: tools, next: null, reachable };
+          const { reachable, problem, tools } = await proxy.pinnedTools(w, name);
+          return { data: tools, next: null, reachable, problem };
         },
       },
       {

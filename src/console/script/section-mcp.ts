@@ -76,6 +76,12 @@ export const SECTION_MCP = String.raw`
       return item;
     }
 
+    // Why the upstream could not be used just now (its answer's problem: the cause, and the start of its body).
+    function unreachable(problem) {
+      var why = problem ? ': ' + problem.message + (problem.body ? ' (' + problem.body + ')' : '') : '';
+      return 'The upstream could not be used just now' + why + '. Showing what was last seen.';
+    }
+
     function serverCard(server, answer, failed) {
       var tools = answer ? answer.data : [];
       var waiting = tools.filter(function (x) { return x.status !== 'approved'; }).length;
@@ -84,7 +90,7 @@ export const SECTION_MCP = String.raw`
           waiting > 0 ? el('span', { class: 'mcp-badge mcp-changed', text: waiting + ' waiting' }) : null),
         el('p', { class: 'muted mcp-url', text: server.url }));
       if (failed) append(card, el('p', { class: 'notice notice-error', text: failed }));
-      else if (answer && !answer.reachable) append(card, el('p', { class: 'notice', text: 'The upstream did not answer just now: showing what was last seen.' }));
+      else if (answer && !answer.reachable) append(card, el('p', { class: 'notice mcp-problem', text: unreachable(answer.problem) }));
       if (tools.length === 0 && !failed) append(card, el('p', { class: 'muted', text: 'No tool pinned.' }));
       append(card, el('ul', { class: 'mcp-tools' }, tools
         .slice()
