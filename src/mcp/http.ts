@@ -24,6 +24,8 @@ import { createSessions, newSessionId, type Principal, type Session } from './se
 import { GATE_TOOL_NAMES } from './tools.js';
 import { SCOPES_SUPPORTED } from '../oauth/scopes.js';
 import { PUBLIC_CORS } from '../oauth/cors.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import { limitGate } from './tool-guard.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
@@ -35,6 +37,8 @@ import { PUBLIC_CORS } from '../oauth/cors.js';
  * Rules:
  * - Host (and Origin, when a browser sends one) must name this deployment: a page on another
  *   origin cannot reach /mcp through a rebound DNS name (403 forbidden).
+ * - The gate's tools count against the agent's per-minute gate limit, as the HTTP routes do
+ *   (tool-guard.ts).
  * - No credential: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (the strategy adds
  *   it on this route), pointing at the protected-resource metadata (RFC 9728).
  * - `initialize` opens a session (sessions.ts): its id comes back in `Mcp-Session-Id`, and the
@@ -51,6 +55,8 @@ type Handle = (req: IncomingMessage, res: ServerResponse, body?: unknown) => Pro
 
 export const mcpRoutes: Plugin<{
   gate: Gate;
+  /** The gate's per-agent limiter, shared with its HTTP routes. */
+  gateLimiter: RateLimiter;
   proxy: McpProxy;
   baseUrl: () => string;
   version: string;
@@ -60,7 +66,9 @@ export const mcpRoutes: Plugin<{
   stillValid: (p: Principal) => Promise<boolean>;
 }> = {
   name: 'svc-mcp',
-  register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
+  register(server, deps) {
+    const { proxy, baseUrl, version, people, production, guards, stillValid } = deps;
+    const gate = limitGate(deps.gate, deps.gateLimiter);
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
     const modern = createModernHandler({ gate, proxy, version, baseUrl });
@@ -331,6 +339,7 @@ export const mcpRoutes: Plugin<{
               hash: Joi.string()
                 .pattern(/^[0-9a-f]{64}$/)
                 .required(),
+              callsPerMinute: Joi.number().integer().min(1).max(1_000_000).allow(null),
             }),
           },
         },
@@ -338,8 +347,8 @@ export const mcpRoutes: Plugin<{
           const { wid: w, name, tool } = request.params as { wid: string; name: string; tool: string };
           const c = caller(request, 'session');
           await people.authorize(w, c.user, 'mcp.manage');
-          const { hash } = request.payload as { hash: string };
-          return proxy.approveTool(w, name, tool, hash, actorOf(c));
+          const { hash, callsPerMinute } = request.payload as { hash: string; callsPerMinute?: number | null };
+          return proxy.approveTool(w, name, tool, hash, actorOf(c), callsPerMinute);
         },
       },
       {

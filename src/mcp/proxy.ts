@@ -25,6 +25,9 @@ import { createListings } from './listings.js';
 import { createPins, type PinView } from './pins.js';
 import { mcpServersRepo } from './repo.js';
 import { requestFetch } from './upstream-fetch.js';
+import { createToolGuard, limitGate } from './tool-guard.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import type { DataLossMode } from '../settings/schema.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -150,10 +153,16 @@ export function createMcpProxy(deps: {
   dispatcher: Dispatcher;
   /** An agent's mandate rules, for narrowing what it is shown. */
   rules: (wid: string, agentId: string) => Promise<readonly MandateRule[]>;
+  /** The gate's per-agent limiter, shared with its HTTP routes (tool-guard.ts). */
+  gateLimiter: RateLimiter;
+  /** The workspace's data-loss mode, which screens proxied calls (tool-guard.ts). */
+  dataLoss: (wid: string) => Promise<DataLossMode>;
 }) {
-  const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
+  const { store, clock, masterKey, ledger, dispatcher } = deps;
+  const gate = limitGate(deps.gate, deps.gateLimiter);
   const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
+  const guard = createToolGuard({ store, clock, ledger, pins, dataLoss: deps.dataLoss });
   // The SDK's transport takes a fetch: this one (undici's `request` behind the part of fetch the
   // transport uses, upstream-fetch.ts) connects only where the dispatcher allows, and sends the
   // active trace on (the request that made it, or the proxied call's CLIENT span).
@@ -541,6 +550,8 @@ export function createMcpProxy(deps: {
         metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
         throw err;
       }
+      // The tool's own limit, and the arguments screened (tool-guard.ts).
+      const sent = await guard.before(who, target, args);
       const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
         type,
@@ -573,7 +584,7 @@ export function createMcpProxy(deps: {
         (await client.callTool(
           {
             name: target.tool,
-            arguments: args ?? {},
+            arguments: sent,
             ...(relay.input?.inputResponses ? { inputResponses: relay.input.inputResponses } : {}),
             ...(relay.input?.requestState !== undefined ? { requestState: relay.input.requestState } : {}),
           } as never,
@@ -584,8 +595,9 @@ export function createMcpProxy(deps: {
           },
         )) as ToolResult;
       let client: Client | undefined;
-      // The forwarded call is a CLIENT span (the gate's decision above has its own spans).
-      return inSpan(
+      // The forwarded call is a CLIENT span (the gate's decision above has its own spans); its
+      // result is screened before the caller sees it (tool-guard.ts).
+      const result = await inSpan(
         `tools/call ${target.tool}`,
         {
           kind: SpanKind.CLIENT,
@@ -610,6 +622,7 @@ export function createMcpProxy(deps: {
           }
         },
       );
+      return guard.after(who, target, result);
     },
 
     /**
@@ -697,10 +710,17 @@ export function createMcpProxy(deps: {
     },
 
     /** Approves what a tool says now (its change, named by `hash`), serving it again. */
-    async approveTool(wid: string, name: string, tool: string, hash: string, actor: string) {
+    async approveTool(
+      wid: string,
+      name: string,
+      tool: string,
+      hash: string,
+      actor: string,
+      callsPerMinute?: number | null,
+    ) {
       const server = await servers.get(wid, name);
       if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
-      return pins.approve(server, tool, hash, actor);
+      return pins.approve(server, tool, hash, actor, callsPerMinute);
     },
 
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */
