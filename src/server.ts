@@ -234,6 +234,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     options: {
       gate: services.gate,
       gateLimiter: services.gateLimiter,
+      allowedOrigins: settings.mcp.allowedOrigins,
       proxy: services.mcpProxy,
       baseUrl,
       version: API_VERSION,

@@ -26,6 +26,7 @@ import { SCOPES_SUPPORTED } from '../oauth/scopes.js';
 import { PUBLIC_CORS } from '../oauth/cors.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { limitGate } from './tool-guard.js';
+import { mcpCors } from './cors.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
@@ -35,8 +36,9 @@ import { limitGate } from './tool-guard.js';
  * envelope) goes to the SDK's per-request handler (modern.ts); everything else is 2025-11-25 (or
  * older) and is served below, with its sessions, by the SDK's web-standard transport.
  * Rules:
- * - Host (and Origin, when a browser sends one) must name this deployment: a page on another
- *   origin cannot reach /mcp through a rebound DNS name (403 forbidden).
+ * - Host must name this deployment, and Origin (when a browser sends one) this deployment or one
+ *   of `mcp.allowedOrigins`: a page on another origin cannot reach /mcp through a rebound DNS
+ *   name (403 forbidden). The allowed origins get CORS (cors.ts).
  * - The gate's tools count against the agent's per-minute gate limit, as the HTTP routes do
  *   (tool-guard.ts).
  * - No credential: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (the strategy adds
@@ -57,6 +59,8 @@ export const mcpRoutes: Plugin<{
   gate: Gate;
   /** The gate's per-agent limiter, shared with its HTTP routes. */
   gateLimiter: RateLimiter;
+  /** Web origins whose pages may call /mcp (`mcp.allowedOrigins`). */
+  allowedOrigins: readonly string[];
   proxy: McpProxy;
   baseUrl: () => string;
   version: string;
@@ -69,6 +73,7 @@ export const mcpRoutes: Plugin<{
   register(server, deps) {
     const { proxy, baseUrl, version, people, production, guards, stillValid } = deps;
     const gate = limitGate(deps.gate, deps.gateLimiter);
+    const cors = mcpCors(server, deps.allowedOrigins, baseUrl);
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
     const modern = createModernHandler({ gate, proxy, version, baseUrl });
@@ -116,10 +121,10 @@ export const mcpRoutes: Plugin<{
         });
       }
       const origin = request.headers.origin;
-      if (origin !== undefined && origin !== own.origin) {
+      if (origin !== undefined && origin !== own.origin && !cors.allows(String(origin))) {
         throw new AppError('forbidden', {
           message: `Origin ${origin} may not call this MCP server.`,
-          fix: 'Call /mcp from a client, not from a web page on another origin.',
+          fix: 'Call /mcp from a client, or from a page on an origin the operator lists in mcp.allowedOrigins.',
         });
       }
     };

@@ -160,7 +160,11 @@ export interface Settings {
   };
   ledger: { checkpointIntervalMs: number };
   retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
-  mcp: { allowPrivateUpstreams: boolean };
+  mcp: {
+    allowPrivateUpstreams: boolean;
+    /** Web origins (scheme://host[:port]) whose pages may call /mcp (CORS); none by default. */
+    allowedOrigins: string[];
+  };
   /** The OAuth authorization server (oauth/): Client ID Metadata Documents and refresh token rotation. */
   oauth: { allowPrivateClientMetadata: boolean; clientMetadataTimeoutMs: number; refreshGraceSeconds: number };
   plan: {
@@ -448,6 +452,18 @@ export const settingsSchema = Joi.object<Settings>({
       .falsy('0')
       .default(false)
       .description('the MCP proxy may reach upstream servers on loopback and private addresses (link-local never)'),
+    allowedOrigins: Joi.array()
+      .items(
+        Joi.string()
+          .custom((value: string) => {
+            const url = new URL(value);
+            if (url.origin !== value || url.origin === 'null') throw new Error('not an origin');
+            return value;
+          })
+          .messages({ 'any.custom': '{{#label}} must be an origin: scheme://host[:port], nothing after it' }),
+      )
+      .default([])
+      .description('web origins whose pages may call /mcp (CORS), exactly as a browser sends them'),
   }).default(),
   oauth: Joi.object({
     allowPrivateClientMetadata: Joi.boolean()
@@ -770,6 +786,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_RETENTION_DAYS', 'retention.days'],
   ['SVC_RETENTION_SWEEP_INTERVAL_MS', 'retention.sweepIntervalMs'],
   ['SVC_MCP_ALLOW_PRIVATE_UPSTREAMS', 'mcp.allowPrivateUpstreams'],
+  ['SVC_MCP_ALLOWED_ORIGINS', 'mcp.allowedOrigins'],
   ['SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', 'oauth.allowPrivateClientMetadata'],
   ['SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS', 'oauth.clientMetadataTimeoutMs'],
   ['SVC_OAUTH_REFRESH_GRACE_SECONDS', 'oauth.refreshGraceSeconds'],
