@@ -1,9 +1,7 @@
-import type { Request, ResponseToolkit, Server } from '@hapi/hapi';
-import { AppError } from '../errors/app-error.js';
-
 /**
  * CORS on /mcp for browser-based MCP clients (issue 34 part 4): the pages of the origins the
  * operator lists in `mcp.allowedOrigins` (exact origins, as a browser sends them) may call /mcp.
+ * What is answered is decided here; http.ts puts it on the route.
  * Rules:
  * - A preflight (OPTIONS /mcp) from an allowed origin answers 204 with that origin in
  *   `Access-Control-Allow-Origin`, the methods /mcp takes (GET, POST, DELETE) and the headers MCP
@@ -19,62 +17,32 @@ import { AppError } from '../errors/app-error.js';
  * - The Origin check (http.ts) still refuses every other origin (DNS rebinding): the list is
  *   the only way in, and it is empty by default.
  */
-const PATH = '/mcp';
 const METHODS = 'GET, POST, DELETE';
 const HEADERS = ['authorization', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
 const EXPOSED = 'mcp-session-id, www-authenticate';
 const MAX_AGE = '600';
 
-export function mcpCors(server: Server, origins: readonly string[], baseUrl: () => string) {
+export function mcpCors(origins: readonly string[]) {
   const allowed = new Set(origins);
-  const allows = (origin: string): boolean => allowed.has(origin);
-
-  // Before anything answers (authentication included): whatever /mcp answers an allowed origin,
-  // hapi's response or the MCP transport's own, is readable by its page.
-  server.ext('onRequest', (request: Request, h: ResponseToolkit) => {
-    const origin = request.headers.origin;
-    if (request.path === PATH && typeof origin === 'string' && allows(origin)) {
-      const res = request.raw.res;
-      res.setHeader('access-control-allow-origin', origin);
-      res.setHeader('access-control-expose-headers', EXPOSED);
-      res.setHeader('vary', 'origin');
-    }
-    return h.continue;
-  });
-  // hapi's own answers set their Vary (accept-encoding) over the one above: Origin added to it.
-  server.ext('onPreResponse', (request: Request, h: ResponseToolkit) => {
-    const origin = request.headers.origin;
-    const response = request.response;
-    if (request.path === PATH && typeof origin === 'string' && allows(origin)) {
-      if ('isBoom' in response && response.isBoom) response.output.headers.vary = 'origin';
-      else if (!('isBoom' in response)) response.vary('origin');
-    }
-    return h.continue;
-  });
-
-  server.route({
-    method: 'OPTIONS',
-    path: PATH,
-    options: { auth: false },
-    handler(request, h) {
-      const origin = request.headers.origin;
-      if (typeof origin !== 'string' || !allows(origin))
-        throw new AppError('forbidden', {
-          message: `Origin ${typeof origin === 'string' ? origin : '(none)'} may not call this MCP server.`,
-          fix: `The operator of ${new URL(baseUrl()).host} lists the page's origin in mcp.allowedOrigins.`,
-        });
-      const asked = String(request.headers['access-control-request-headers'] ?? '')
+  /** Whether a page of `origin` (the header as sent, if any) may call /mcp. */
+  const allows = (origin: unknown): origin is string => typeof origin === 'string' && allowed.has(origin);
+  return {
+    allows,
+    /** The headers every answer to an allowed origin carries. */
+    answerHeaders(origin: string): Record<string, string> {
+      return { 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED, vary: 'origin' };
+    },
+    /** The preflight's own headers, for the request headers the browser asked to send. */
+    preflightHeaders(asked: unknown): Record<string, string> {
+      const extra = String(asked ?? '')
         .split(',')
         .map((x) => x.trim().toLowerCase())
         .filter((x) => /^mcp-[a-z0-9-]+$/.test(x) && !HEADERS.includes(x));
-      return h
-        .response()
-        .code(204)
-        .header('access-control-allow-methods', METHODS)
-        .header('access-control-allow-headers', [...HEADERS, ...asked].join(', '))
-        .header('access-control-max-age', MAX_AGE);
+      return {
+        'access-control-allow-methods': METHODS,
+        'access-control-allow-headers': [...HEADERS, ...extra].join(', '),
+        'access-control-max-age': MAX_AGE,
+      };
     },
-  });
-
-  return { allows };
+  };
 }

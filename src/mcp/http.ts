@@ -73,7 +73,24 @@ export const mcpRoutes: Plugin<{
   register(server, deps) {
     const { proxy, baseUrl, version, people, production, guards, stillValid } = deps;
     const gate = limitGate(deps.gate, deps.gateLimiter);
-    const cors = mcpCors(server, deps.allowedOrigins, baseUrl);
+    const cors = mcpCors(deps.allowedOrigins);
+    // Before anything answers (authentication included), so that whatever /mcp answers an
+    // allowed origin, hapi's response or the MCP transport's own, is readable by its page.
+    server.ext('onRequest', (request, h) => {
+      const origin = request.headers.origin;
+      if (request.path === '/mcp' && cors.allows(origin))
+        for (const [name, value] of Object.entries(cors.answerHeaders(origin))) request.raw.res.setHeader(name, value);
+      return h.continue;
+    });
+    // hapi's own answers set their Vary (accept-encoding) over the one above: Origin added to it.
+    server.ext('onPreResponse', (request, h) => {
+      const response = request.response;
+      if (request.path === '/mcp' && cors.allows(request.headers.origin)) {
+        if ('isBoom' in response && response.isBoom) response.output.headers.vary = 'origin';
+        else if (!('isBoom' in response)) response.vary('origin');
+      }
+      return h.continue;
+    });
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
     const modern = createModernHandler({ gate, proxy, version, baseUrl });
@@ -121,7 +138,7 @@ export const mcpRoutes: Plugin<{
         });
       }
       const origin = request.headers.origin;
-      if (origin !== undefined && origin !== own.origin && !cors.allows(String(origin))) {
+      if (origin !== undefined && origin !== own.origin && !cors.allows(origin)) {
         throw new AppError('forbidden', {
           message: `Origin ${origin} may not call this MCP server.`,
           fix: 'Call /mcp from a client, or from a page on an origin the operator lists in mcp.allowedOrigins.',
@@ -261,6 +278,26 @@ export const mcpRoutes: Plugin<{
       { method: 'POST', path: '/mcp', options, handler: mount },
       { method: 'GET', path: '/mcp', options, handler: mount },
       { method: 'DELETE', path: '/mcp', options, handler: mount },
+      {
+        // A browser's preflight: answered for an allowed origin only (cors.ts).
+        method: 'OPTIONS',
+        path: '/mcp',
+        options: { auth: false },
+        handler(request, h) {
+          const origin = request.headers.origin;
+          if (!cors.allows(origin))
+            throw new AppError('forbidden', {
+              message: `Origin ${typeof origin === 'string' ? origin : '(none)'} may not call this MCP server.`,
+              fix: `The operator of ${ownOf().host} lists the page's origin in mcp.allowedOrigins.`,
+            });
+          const response = h.response().code(204);
+          for (const [name, value] of Object.entries(
+            cors.preflightHeaders(request.headers['access-control-request-headers']),
+          ))
+            response.header(name, value);
+          return response;
+        },
+      },
       {
         method: 'GET',
         path: '/api/w/{wid}/mcp-servers',
