@@ -77,10 +77,11 @@ function mapResult(result: ToolResult, visit: (text: string) => string): ToolRes
           return { ...item, resource: { ...item.resource, text: visit(item.resource.text) } };
         return item;
       })
-    : result.content;
+    : undefined;
   return {
     ...result,
-    content: content as ToolResult['content'],
+    // A result without content (a 2026-07-28 input_required) keeps its shape.
+    ...(content ? { content: content as ToolResult['content'] } : {}),
     ...(result.structuredContent !== undefined
       ? { structuredContent: mapStrings(result.structuredContent, visit) as Record<string, unknown> }
       : {}),

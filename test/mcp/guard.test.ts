@@ -1,4 +1,5 @@
 import test from 'ava';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -37,8 +38,15 @@ async function connect(key: string): Promise<Client> {
 const bot = (name: string): Promise<Bot> =>
   makeBot(owner, name, [{ actions: ['mcp.files.*', 'email'], domains: ['*'] }]);
 
-const authorizeAction = (client: Client) =>
-  client.callTool({ name: 'authorize_action', arguments: { type: 'email', summary: 'Send the weekly report' } });
+/** What both SDKs' clients answer a tool call with, as far as these tests read it. */
+type Answer = { isError?: boolean; content?: unknown; structuredContent?: unknown };
+const authorizeAction = async (client: {
+  callTool(p: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+}): Promise<Answer> =>
+  (await client.callTool({
+    name: 'authorize_action',
+    arguments: { type: 'email', summary: 'Send the weekly report' },
+  })) as Answer;
 
 /** The JSON-RPC error a call is refused with. */
 async function refusal(t: import('ava').ExecutionContext, call: Promise<unknown>): Promise<McpError> {
@@ -111,6 +119,30 @@ test.serial(
     await other.close();
   },
 );
+
+test.serial('a 2026-07-28 client meets the same limit, in the same shapes', async (t) => {
+  const agent = await bot('modern-bot');
+  const client = new ModernClient(
+    { name: 'guard-test-2026', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new ModernTransport(new URL(`${server.url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${agent.key}` } },
+    }),
+  );
+  try {
+    for (let i = 0; i < LIMIT; i += 1) t.not((await authorizeAction(client)).isError, true);
+    const over = await authorizeAction(client);
+    t.true(over.isError);
+    t.like((over.structuredContent as { error: object }).error, { type: 'rate_limited', limit: LIMIT });
+    const err = await t.throwsAsync(client.callTool({ name: 'files__echo', arguments: { text: 'hi' } }));
+    t.is((err as { code?: number }).code, -32001);
+    t.like((err as { data?: object }).data, { type: 'rate_limited', limit: LIMIT });
+  } finally {
+    await client.close();
+  }
+});
 
 test.serial('a tool approved with callsPerMinute is held to it, per agent', async (t) => {
   const tools = expectStatus(await owner.send('GET', '/mcp-servers/files/tools'), 200, 'pins').body.data as Array<{
