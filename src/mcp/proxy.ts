@@ -66,9 +66,10 @@ import type { DataLossMode } from '../settings/schema.js';
  *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool (its
  *   description, schemas and annotations) is pinned when the server is added, and a tool whose
  *   state is not its approved one is withheld and its calls refused until an owner or admin
- *   approves it (pins.ts). A call then meets its tool's own limit and the workspace's data-loss
- *   screening, and its authorization the agent's gate limit (tool-guard.ts). A call is checked against the upstream's listing of at most PIN_RECHECK_MS ago
- *   (listings.ts), before the gate is asked, so a withheld tool's call is no action.
+ *   approves it (pins.ts). A call is checked against the upstream's listing of at most
+ *   PIN_RECHECK_MS ago (listings.ts), before the gate is asked, so a withheld tool's call is no
+ *   action. It then meets its tool's own limit and the workspace's data-loss screening, and its
+ *   authorization the agent's gate limit (tool-guard.ts).
  * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
  *   CLIENT span.
  */
