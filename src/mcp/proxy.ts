@@ -28,6 +28,9 @@ import { mcpServersRepo } from './repo.js';
 import { requestFetch } from './upstream-fetch.js';
 import { DeadlineError, diagnose, withDeadline, type UpstreamProblem } from './diagnosis.js';
 import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstream-sessions.js';
+import { createToolGuard, limitGate } from './tool-guard.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import type { DataLossMode } from '../settings/schema.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -63,11 +66,13 @@ import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstre
  *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
  *   first upstream that answers for the URI.
  * - The proxy defends (issue 20 item 6): tools/list shows an agent only the tools its mandate could
- *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool's
- *   description and input schema are pinned when the server is added, and a tool whose state is
- *   not its approved one is withheld and its calls refused until an owner or admin approves it
- *   (pins.ts). A call is checked against the upstream's listing of at most PIN_RECHECK_MS ago
- *   (listings.ts), before the gate is asked, so a withheld tool's call is no action.
+ *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool (its
+ *   description, schemas and annotations) is pinned when the server is added, and a tool whose
+ *   state is not its approved one is withheld and its calls refused until an owner or admin
+ *   approves it (pins.ts). A call is checked against the upstream's listing of at most
+ *   PIN_RECHECK_MS ago (listings.ts), before the gate is asked, so a withheld tool's call is no
+ *   action. It then meets its tool's own limit and the workspace's data-loss screening, and its
+ *   authorization the agent's gate limit (tool-guard.ts).
  * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
  *   CLIENT span.
  */
@@ -183,11 +188,17 @@ export function createMcpProxy(deps: {
   rules: (wid: string, agentId: string) => Promise<readonly MandateRule[]>;
   /** Deadlines and caps of the upstream sessions (the `mcp.upstream*` settings); their defaults unless given. */
   limits?: Partial<UpstreamLimits>;
+  /** The gate's per-agent limiter, shared with its HTTP routes (tool-guard.ts). */
+  gateLimiter: RateLimiter;
+  /** The workspace's data-loss mode, which screens proxied calls (tool-guard.ts). */
+  dataLoss: (wid: string) => Promise<DataLossMode>;
 }) {
-  const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
+  const { store, clock, masterKey, ledger, dispatcher } = deps;
+  const gate = limitGate(deps.gate, deps.gateLimiter);
   const limits: UpstreamLimits = { ...UPSTREAM_DEFAULTS, ...deps.limits };
   const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
+  const guard = createToolGuard({ store, clock, ledger, pins, dataLoss: deps.dataLoss });
   // The SDK's transport takes a fetch: this one (undici's `request` behind the part of fetch the
   // transport uses, upstream-fetch.ts) connects only where the dispatcher allows, and sends the
   // active trace on (the request that made it, or the proxied call's CLIENT span).
@@ -636,6 +647,8 @@ export function createMcpProxy(deps: {
         metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
         throw err;
       }
+      // The tool's own limit, and the arguments screened (tool-guard.ts).
+      const sent = await guard.before(who, target, args);
       const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
         type,
@@ -667,7 +680,7 @@ export function createMcpProxy(deps: {
         (await client.callTool(
           {
             name: target.tool,
-            arguments: args ?? {},
+            arguments: sent,
             ...(relay.input?.inputResponses ? { inputResponses: relay.input.inputResponses } : {}),
             ...(relay.input?.requestState !== undefined ? { requestState: relay.input.requestState } : {}),
           } as never,
@@ -680,8 +693,9 @@ export function createMcpProxy(deps: {
         )) as ToolResult;
       let client: Client | undefined;
       let failed = false;
-      // The forwarded call is a CLIENT span (the gate's decision above has its own spans).
-      return inSpan(
+      // The forwarded call is a CLIENT span (the gate's decision above has its own spans); its
+      // result is screened before the caller sees it (tool-guard.ts).
+      const result = await inSpan(
         `tools/call ${target.tool}`,
         {
           kind: SpanKind.CLIENT,
@@ -717,6 +731,7 @@ export function createMcpProxy(deps: {
           }
         },
       );
+      return guard.after(who, target, result);
     },
 
     /**
@@ -809,10 +824,17 @@ export function createMcpProxy(deps: {
     },
 
     /** Approves what a tool says now (its change, named by `hash`), serving it again. */
-    async approveTool(wid: string, name: string, tool: string, hash: string, actor: string) {
+    async approveTool(
+      wid: string,
+      name: string,
+      tool: string,
+      hash: string,
+      actor: string,
+      callsPerMinute?: number | null,
+    ) {
       const server = await servers.get(wid, name);
       if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
-      return pins.approve(server, tool, hash, actor);
+      return pins.approve(server, tool, hash, actor, callsPerMinute);
     },
 
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */

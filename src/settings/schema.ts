@@ -162,12 +162,14 @@ export interface Settings {
   retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
   mcp: {
     allowPrivateUpstreams: boolean;
-    // The upstream sessions' deadlines and caps (issue 34).
+    // The upstream sessions' deadlines and caps.
     upstreamTimeoutMs: number;
     upstreamCallTimeoutMs: number;
     upstreamSessionsPerAgent: number;
     upstreamSessionsPerServer: number;
     upstreamIdleMs: number;
+    /** Web origins (scheme://host[:port]) whose pages may call /mcp (CORS); none by default. */
+    allowedOrigins: string[];
   };
   /** The OAuth authorization server (oauth/): Client ID Metadata Documents and refresh token rotation. */
   oauth: { allowPrivateClientMetadata: boolean; clientMetadataTimeoutMs: number; refreshGraceSeconds: number };
@@ -456,7 +458,7 @@ export const settingsSchema = Joi.object<Settings>({
       .falsy('0')
       .default(false)
       .description('the MCP proxy may reach upstream servers on loopback and private addresses (link-local never)'),
-    // The upstream sessions' deadlines and caps (issue 34).
+    // The upstream sessions' deadlines and caps.
     upstreamTimeoutMs: Joi.number()
       .integer()
       .min(100)
@@ -491,6 +493,18 @@ export const settingsSchema = Joi.object<Settings>({
       .max(86_400_000)
       .default(300_000)
       .description("an agent's upstream MCP session used without a session of its own ends after this long unused"),
+    allowedOrigins: Joi.array()
+      .items(
+        Joi.string()
+          .custom((value: string) => {
+            const url = new URL(value);
+            if (url.origin !== value || url.origin === 'null') throw new Error('not an origin');
+            return value;
+          })
+          .messages({ 'any.custom': '{{#label}} must be an origin: scheme://host[:port], nothing after it' }),
+      )
+      .default([])
+      .description('web origins whose pages may call /mcp (CORS), exactly as a browser sends them'),
   }).default(),
   oauth: Joi.object({
     allowPrivateClientMetadata: Joi.boolean()
@@ -818,6 +832,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_MCP_UPSTREAM_SESSIONS_PER_AGENT', 'mcp.upstreamSessionsPerAgent'],
   ['SVC_MCP_UPSTREAM_SESSIONS_PER_SERVER', 'mcp.upstreamSessionsPerServer'],
   ['SVC_MCP_UPSTREAM_IDLE_MS', 'mcp.upstreamIdleMs'],
+  ['SVC_MCP_ALLOWED_ORIGINS', 'mcp.allowedOrigins'],
   ['SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', 'oauth.allowPrivateClientMetadata'],
   ['SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS', 'oauth.clientMetadataTimeoutMs'],
   ['SVC_OAUTH_REFRESH_GRACE_SECONDS', 'oauth.refreshGraceSeconds'],
