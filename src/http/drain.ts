@@ -1,5 +1,7 @@
+import { readFileSync, readlinkSync } from 'node:fs';
 import type { Server as NodeServer, IncomingMessage, ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
+import { setImmediate as nextCheck } from 'node:timers/promises';
 
 /**
  * The graceful drain on SIGTERM, on the Node server in front of hapi. Rules, in order:
@@ -7,7 +9,18 @@ import { Server as NetServer, type Socket } from 'node:net';
  *    (requests already in flight, requests still queued on a keep-alive socket, and any request
  *    that arrives later on a connection that was open before), so each client learns from its
  *    last answer that the connection ends, and Node closes it after that answer.
- * 2. New connections are refused: the listening socket is closed at once.
+ * 2. New connections are refused: the listening socket is closed, but only once the connections
+ *    the kernel had already completed when the drain began are taken from it. Those are open for
+ *    their clients, whose requests are often already sent, yet Node has not accepted them: libuv
+ *    accepts one connection per turn of the event loop (libuv #3696), so under load (clients that
+ *    reconnect after every answer) dozens wait in the listen queue, and closing the listening
+ *    socket makes the kernel reset every one of them. So the drain reads how many wait (Linux: the
+ *    listening socket's receive queue in /proc/net/tcp), shrinks the socket's backlog to nothing
+ *    so that the kernel completes no new connection meanwhile (their clients retry the handshake
+ *    and then find the port closed: refused), accepts that many (until a turn of the loop accepts
+ *    none, at most until the timeout), answers each as in rule 1, and only then closes the
+ *    listening socket. Where the count cannot be read (not Linux; a cluster worker, whose primary
+ *    holds the socket) it is closed at once.
  * 3. An idle keep-alive connection is never cut before the keep-alive time the server advertised
  *    on it (`Keep-Alive: timeout=5`; Node closes it after that, plus its buffer). Cutting it sooner
  *    races the client's next request, which a client cannot tell from a lost one (nodejs/node
@@ -30,8 +43,11 @@ export function trackDrain(listener: NodeServer): Drain {
   const pending = new Set<ServerResponse>();
   let draining = false;
   let idle: (() => void) | undefined;
+  // Connections accepted since the drain began (rule 2).
+  let acceptedSince = 0;
 
   listener.on('connection', (socket: Socket) => {
+    if (draining) acceptedSince++;
     sockets.add(socket);
     socket.once('close', () => {
       sockets.delete(socket);
@@ -57,17 +73,62 @@ export function trackDrain(listener: NodeServer): Drain {
       draining = true;
       for (const res of pending) if (!res.headersSent) res.setHeader('connection', 'close');
       pending.clear();
+      const deadline = Date.now() + timeoutMs;
+      const queued = listenQueueLength(listener) ?? 0;
+      if (queued > 0) listenAgain(listener, 0);
+      while (acceptedSince < queued && Date.now() < deadline) {
+        const before = acceptedSince;
+        // Two check phases have a whole poll phase between them, where libuv accepts one.
+        await nextCheck();
+        await nextCheck();
+        if (acceptedSince === before) break;
+      }
       // net.Server's close stops accepting without http.Server's closeIdleConnections (rule 3).
       NetServer.prototype.close.call(listener);
       if (sockets.size > 0) {
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           idle = resolve;
-          timer = setTimeout(resolve, timeoutMs);
+          timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
         });
         clearTimeout(timer);
       }
       for (const socket of sockets) socket.destroy();
     },
   };
+}
+
+/**
+ * How many connections the kernel has completed on the listening socket that Node has not yet
+ * accepted (rule 2), or undefined where that cannot be read. Linux lists each TCP socket in
+ * /proc/net/tcp (tcp6 for IPv6) with its inode; for a listening one (state 0A) the receive queue
+ * is its accept queue.
+ */
+function listenQueueLength(listener: NetServer): number | undefined {
+  const fd = (listener as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) return undefined;
+  try {
+    const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/self/fd/${fd}`))?.[1];
+    if (inode === undefined) return undefined;
+    for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      for (const line of readFileSync(table, 'utf8').split('\n')) {
+        // sl local rem st tx_queue:rx_queue tr:when retrnsmt uid timeout inode ...
+        const fields = line.trim().split(/\s+/);
+        if (fields[9] !== inode || fields[3] !== '0A') continue;
+        return Number.parseInt(fields[4]!.split(':')[1]!, 16);
+      }
+    }
+  } catch {
+    // No /proc (not Linux, or hidden): the count is unknown.
+  }
+  return undefined;
+}
+
+/**
+ * Sets the listening socket's backlog (rule 2): listen(2) on a socket that already listens only
+ * changes it, and Linux completes no handshake while the accept queue holds more than the backlog.
+ */
+function listenAgain(listener: NetServer, backlog: number): void {
+  const handle = (listener as unknown as { _handle?: { listen?: (backlog: number) => number } | null })._handle;
+  handle?.listen?.(backlog);
 }
