@@ -14,13 +14,14 @@ import { setImmediate as nextCheck } from 'node:timers/promises';
  *    their clients, whose requests are often already sent, yet Node has not accepted them: libuv
  *    accepts one connection per turn of the event loop (libuv #3696), so under load (clients that
  *    reconnect after every answer) dozens wait in the listen queue, and closing the listening
- *    socket makes the kernel reset every one of them. So the drain reads how many wait (Linux: the
- *    listening socket's receive queue in /proc/net/tcp), shrinks the socket's backlog to nothing
- *    so that the kernel completes no new connection meanwhile (their clients retry the handshake
- *    and then find the port closed: refused), accepts that many (until a turn of the loop accepts
- *    none, at most until the timeout), answers each as in rule 1, and only then closes the
- *    listening socket. Where the count cannot be read (not Linux; a cluster worker, whose primary
- *    holds the socket) it is closed at once.
+ *    socket makes the kernel reset every one of them. So when the queue is not empty (Linux: the
+ *    listening socket's receive queue in /proc/net/tcp), the drain shrinks the socket's backlog to
+ *    nothing, so that the kernel completes no new connection while the queue holds one (those
+ *    clients retry the handshake later and find the port closed: refused), counts the queue again,
+ *    and closes the listening socket as the last of those is accepted, before any answer lets a
+ *    client connect again; or sooner, when a turn of the loop accepted none, or at the timeout.
+ *    Each is answered as in rule 1. Where the queue cannot be read (not Linux; a cluster worker,
+ *    whose primary holds the socket) the listening socket is closed at once.
  * 3. An idle keep-alive connection is never cut before the keep-alive time the server advertised
  *    on it (`Keep-Alive: timeout=5`; Node closes it after that, plus its buffer). Cutting it sooner
  *    races the client's next request, which a client cannot tell from a lost one (nodejs/node
@@ -43,11 +44,19 @@ export function trackDrain(listener: NodeServer): Drain {
   const pending = new Set<ServerResponse>();
   let draining = false;
   let idle: (() => void) | undefined;
-  // Connections accepted since the drain began (rule 2).
-  let acceptedSince = 0;
+  // Rule 2: the connections still to take from the listen queue before it is closed.
+  let toAccept = 0;
+  let listening = true;
+  // net.Server's close stops accepting without http.Server's closeIdleConnections (rule 3).
+  const stopListening = () => {
+    if (!listening) return;
+    listening = false;
+    NetServer.prototype.close.call(listener);
+  };
 
   listener.on('connection', (socket: Socket) => {
-    if (draining) acceptedSince++;
+    // Closed as the last one queued is accepted, before any answer lets a client connect again.
+    if (draining && --toAccept <= 0) stopListening();
     sockets.add(socket);
     socket.once('close', () => {
       sockets.delete(socket);
@@ -74,17 +83,19 @@ export function trackDrain(listener: NodeServer): Drain {
       for (const res of pending) if (!res.headersSent) res.setHeader('connection', 'close');
       pending.clear();
       const deadline = Date.now() + timeoutMs;
-      const queued = listenQueueLength(listener) ?? 0;
-      if (queued > 0) listenAgain(listener, 0);
-      while (acceptedSince < queued && Date.now() < deadline) {
-        const before = acceptedSince;
+      if ((listenQueueLength(listener) ?? 0) > 0) {
+        listenAgain(listener, 0);
+        // Counted again: a connection may have been completed just before the backlog shrank.
+        toAccept = listenQueueLength(listener) ?? 0;
+      }
+      while (listening && toAccept > 0 && Date.now() < deadline) {
+        const left = toAccept;
         // Two check phases have a whole poll phase between them, where libuv accepts one.
         await nextCheck();
         await nextCheck();
-        if (acceptedSince === before) break;
+        if (toAccept === left) break;
       }
-      // net.Server's close stops accepting without http.Server's closeIdleConnections (rule 3).
-      NetServer.prototype.close.call(listener);
+      stopListening();
       if (sockets.size > 0) {
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
