@@ -6,6 +6,7 @@ import { createAgent, payment } from '../helpers/gate.js';
 import { bearer } from '../helpers/http.js';
 import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * SIGTERM under load (src/http/drain.ts, `svc serve`): 50 keep-alive clients authorize in a loop
@@ -373,4 +374,33 @@ test('SIGTERM while fast answers (429) are on the wire: every request sent befor
 
 test('SIGTERM while slow answers (allows written to the store) are on the wire: every request sent before it is answered', async (t) => {
   await drainsWhatWasSent(t, 'slow');
+});
+
+test('SIGTERM with an idle keep-alive connection: it stays open, a request sent on it after the signal is answered with connection: close, then exit 0', async (t) => {
+  const server = await startServer({ config: { load: { sampleIntervalMs: 0 } } });
+  try {
+    const exited = new Promise<number | null>((r) => server.proc.on('exit', (code) => r(code)));
+    const idle = new Agent({ keepAlive: true, maxSockets: 1 });
+    const first = await send(server.url, idle, 'GET', '/healthz', {});
+    t.is(first.status, 200);
+    t.not(first.headers?.connection, 'close');
+    server.proc.kill('SIGTERM');
+    // The drain has begun (new connections are refused) while the connection sat idle.
+    const fresh = await poll(
+      () => send(server.url, false, 'GET', '/healthz', {}),
+      (res) => res.error !== undefined,
+    );
+    t.regex(fresh.error ?? `answered ${fresh.status}`, /^ECONNREFUSED/);
+    const late = await send(server.url, idle, 'GET', '/readyz', {});
+    t.true(late.reused, 'sent on the connection opened before the signal');
+    t.is(late.error, undefined, 'the idle connection was not cut');
+    t.is(late.status, 503);
+    t.is(late.headers?.connection, 'close');
+    t.is(await exited, 0, server.stderr());
+    idle.destroy();
+  } finally {
+    if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    await removeDir(server.dataDir);
+    await removeDir(`${server.dataDir}-config.json`);
+  }
 });
