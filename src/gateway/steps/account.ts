@@ -2,7 +2,7 @@ import { AppError } from '../../errors/app-error.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
 import { answerBlockedMessage, answerScreen, screenAnswer } from '../response-screen.js';
 import type { AsyncStep } from './context.js';
-import { costOf, estimateFor } from './prices.js';
+import { costOf, countPrompt, estimateFor } from './prices.js';
 
 /**
  * 10. Accounting: the upstream step's outcome becomes the answer. The call's cost from the
@@ -88,6 +88,7 @@ export const account: AsyncStep = {
     }
     const overhead = overheadMicros(ctx, result.upstreamFirstByteMs);
     headers['x-svc-overhead-micros'] = String(overhead);
+    await countPrompt(ctx, env);
     const estimate = estimateFor(ctx, model);
     void result.done.then(async ({ usage, outcome: ended, findings }) => {
       // A stream that did not finish (cut, or the client left) may never have reported its usage.
