@@ -1,6 +1,7 @@
 import type { Plugin, Request, ResponseToolkit, Server } from '@hapi/hapi';
 import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
+import { metrics } from '../lib/metrics.js';
 import { invalidField } from '../errors/app-error.js';
 import { anthropicEnvelope, oauthEnvelope, renderError } from '../errors/render.js';
 import { exceedsMembers, jsonFault } from '../lib/well-formed.js';
@@ -139,7 +140,12 @@ export const pipeline: Plugin<PipelineOptions> = {
       const { requestId } = requestStamp(request);
       if (response && 'isBoom' in response && response.isBoom) {
         const err = toAppError(server, request, response, { retryAfterSeconds: options.retryAfterSeconds });
-        if (err.status >= 500) {
+        if (err.type === 'overloaded') {
+          // Load shedding is the server working as configured, not a fault: one short line each
+          // (a stall sheds hundreds), and the count in svc_http_requests_shed_total.
+          metrics.requestsShed.inc();
+          options.log.warn({ requestId, route: request.route.path }, 'request shed: the server is overloaded');
+        } else if (err.status >= 500) {
           options.log.error({ requestId, route: request.route.path, err: response }, 'request failed');
         } else if (err.type === 'body_too_large') {
           // As body-limits.ts logs the bodies it refuses before hapi: the id, the route, the limit.
