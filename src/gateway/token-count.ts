@@ -21,6 +21,9 @@ interface BpeCore {
 /** The longest piece merged at once, in UTF-16 code units (at most 768 bytes of UTF-8). */
 export const CHUNK = 256;
 
+/** The text is split into pre-tokens this many characters at a time. */
+const WINDOW = 65_536;
+
 /** How many characters are counted between two looks at the clock (about a millisecond of work). */
 const CHARS_PER_LOOK = 16_384;
 
@@ -48,8 +51,13 @@ export function tokenizerOf(module: { default: unknown }): Tokenizer {
   const merged = (piece: string): number =>
     core.getBpeRankFromString(piece) !== undefined ? 1 : core.bytePairEncode(piece).length;
   const start = (text: string): Counting => {
-    const matches = text.matchAll(split);
     let n = 0;
+    // The text is split a window at a time, so that no one step of the split regex takes long
+    // (a single pre-token of ten million letters would be one match).
+    let next = 0;
+    let base = 0;
+    let window = '';
+    let matches: IterableIterator<RegExpMatchArray> | null = null;
     // A pre-token longer than CHUNK, merged a chunk at a time, and how far it is.
     let long = '';
     let at = 0;
@@ -67,9 +75,32 @@ export function tokenizerOf(module: { default: unknown }): Tokenizer {
               at = end;
               continue;
             }
-            const next = matches.next();
-            if (next.done) return n;
-            const piece = next.value[0];
+            if (matches === null) {
+              if (next >= text.length) return n;
+              base = next;
+              next = Math.min(text.length, base + WINDOW);
+              // Never between the two halves of a surrogate pair.
+              const last = text.charCodeAt(next - 1);
+              if (next < text.length && last >= 0xd800 && last <= 0xdbff) next--;
+              window = text.slice(base, next);
+              matches = window.matchAll(split);
+            }
+            const found = matches.next();
+            if (found.done) {
+              matches = null;
+              continue;
+            }
+            const piece = found.value[0];
+            const index = found.value.index!;
+            if (next < text.length && index + piece.length === window.length) {
+              // It may go on past the window: split again from its start, unless it fills the
+              // whole window (then it is merged in chunks as it is).
+              matches = null;
+              if (index > 0) {
+                next = base + index;
+                continue;
+              }
+            }
             if (piece.length > CHUNK) [long, at] = [piece, 0];
             else {
               n += merged(piece);

@@ -14,7 +14,8 @@ import type { CountJob, WorkerMessage } from './tokenizer-worker.js';
  *   run of random letters, takes 1 to 4 µs a character: under 10 ms; prose takes tens of
  *   microseconds, less than a round trip to a thread); a longer one is counted by the gateway's
  *   tokenizer thread
- *   (tokenizer-worker.ts), until DEADLINE_MS after it was asked. Past the deadline the text counts
+ *   (tokenizer-worker.ts), until DEADLINE_MS after it was handed over (the first waits for the
+ *   thread to load the tokenizer, once, a second or so). Past the deadline the text counts
  *   at four characters a token (`estimate`). Where no thread can be started (the single
  *   executable has no worker file) a long text is counted on the event loop a slice of about a
  *   millisecond at a time, other work running between slices, with the same deadline.
@@ -32,6 +33,8 @@ let loading: Promise<Error | null> | null = null;
 export const INLINE_CHARS = 2_048;
 /** How long a long text may take to count (its wait for the thread included). */
 export const DEADLINE_MS = 2_000;
+/** How long a count waits for the thread to load the tokenizer (about a second, once) at most. */
+const LOAD_MS = 10_000;
 /** An event-loop slice of a long text counted without a thread. */
 const SLICE_MS = 1;
 
@@ -73,60 +76,81 @@ export interface TokenCounter {
 
 type Pending = (tokens: number | null) => void;
 
-/** The tokenizer thread: one, started at the first long text (or warm()), and again if it dies. */
+/** A thread started, and whether it loaded the tokenizer. */
+interface Started {
+  worker: Worker;
+  ready: Promise<boolean>;
+}
+
+/**
+ * The tokenizer thread: one, started at the first long text (or warm()), and again if it dies. A
+ * count waits for it to load (about a second, once; at most LOAD_MS) before its deadline starts;
+ * `count` answers undefined when there is no thread to count on.
+ */
 function createThread(onFailure: (reason: string, unloadable: boolean) => void) {
-  let worker: Worker | null = null;
+  let current: Started | null = null;
   let seq = 0;
   const pending = new Map<number, Pending>();
   const settleAll = () => {
     for (const done of pending.values()) done(null);
     pending.clear();
   };
-  const start = (): Worker => {
+  const start = (): Started => {
     const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-    const w = new Worker(new URL(`./tokenizer-worker${ext}`, import.meta.url), { name: 'svc tokenizer' });
+    const worker = new Worker(new URL(`./tokenizer-worker${ext}`, import.meta.url), { name: 'svc tokenizer' });
     // Never what keeps the process alive: a server that stops ends it too (close()).
-    w.unref();
-    w.on('message', (m: WorkerMessage) => {
-      if ('id' in m) {
-        pending.get(m.id)?.(m.tokens);
-        pending.delete(m.id);
-      } else if (!m.ready) onFailure(`the tokenizer thread could not load gpt-tokenizer: ${m.error}`, true);
+    worker.unref();
+    let loaded: (ok: boolean) => void = () => {};
+    const ready = new Promise<boolean>((resolve) => (loaded = resolve));
+    worker.on('message', (m: WorkerMessage) => {
+      if ('id' in m) pending.get(m.id)?.(m.tokens);
+      else {
+        loaded(m.ready);
+        if (!m.ready) onFailure(`the tokenizer thread could not load gpt-tokenizer: ${m.error}`, true);
+      }
     });
-    // Gone (it failed, or could not load): what it was counting is estimated; the next long text
-    // starts another.
-    w.on('error', (err) => onFailure(`the tokenizer thread failed: ${err.message}`, false));
-    w.on('exit', () => {
-      if (worker !== w) return;
-      worker = null;
+    // Gone (it failed, could not load, or was closed): what it was counting is estimated; the next
+    // long text starts another.
+    worker.on('error', (err) => onFailure(`the tokenizer thread failed: ${err.message}`, false));
+    worker.on('exit', () => {
+      loaded(false);
+      if (current?.worker !== worker) return;
+      current = null;
       settleAll();
     });
-    return w;
+    return { worker, ready };
   };
   return {
     warm() {
-      worker ??= start();
+      current ??= start();
     },
-    count(text: string, deadline: number): Promise<number | null> {
-      worker ??= start();
+    async count(text: string): Promise<number | null | undefined> {
+      const { worker, ready } = (current ??= start());
+      let timer: NodeJS.Timeout | undefined;
+      const loaded = await Promise.race([
+        ready,
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), LOAD_MS))),
+      ]);
+      clearTimeout(timer);
+      if (!loaded) return undefined;
       const id = ++seq;
-      const w = worker;
+      const deadline = Date.now() + DEADLINE_MS;
       return new Promise<number | null>((resolve) => {
-        const timer = setTimeout(() => done(null), Math.max(0, deadline - Date.now()) + 10);
+        const late = setTimeout(() => done(null), DEADLINE_MS + 10);
         const done: Pending = (tokens) => {
-          clearTimeout(timer);
+          clearTimeout(late);
           pending.delete(id);
           resolve(tokens);
         };
         pending.set(id, done);
-        w.postMessage({ id, text, deadline } satisfies CountJob);
+        worker.postMessage({ id, text, deadline } satisfies CountJob);
       });
     },
     async close() {
-      const w = worker;
-      worker = null;
+      const started = current;
+      current = null;
       settleAll();
-      if (w) await w.terminate();
+      if (started) await started.worker.terminate();
     },
   };
 }
@@ -142,11 +166,14 @@ async function countInSlices(t: Tokenizer, text: string, deadline: number): Prom
 }
 
 /**
- * The gateway's counter. `onFailure` hears why the thread failed; a thread that could not load
- * the tokenizer is not started again, and long texts are then counted in slices.
+ * The gateway's counter: long texts on a thread, unless `thread` is false (the default in the
+ * single executable, which has no worker file), then in slices. `onFailure` hears why the thread
+ * failed; a thread that could not load the tokenizer is not started again.
  */
-export function createTokenCounter(options: { onFailure?: (reason: string) => void } = {}): TokenCounter {
-  let useThread = !isSea();
+export function createTokenCounter(
+  options: { thread?: boolean; onFailure?: (reason: string) => void } = {},
+): TokenCounter {
+  let useThread = options.thread ?? !isSea();
   const thread = createThread((reason, unloadable) => {
     if (unloadable) useThread = false;
     options.onFailure?.(reason);
@@ -154,9 +181,9 @@ export function createTokenCounter(options: { onFailure?: (reason: string) => vo
   return {
     async count(text) {
       if (text.length <= INLINE_CHARS || !tokenizer) return countTokens(text);
-      const deadline = Date.now() + DEADLINE_MS;
-      const n = useThread ? await thread.count(text, deadline) : await countInSlices(tokenizer, text, deadline);
-      return n ?? estimate(text);
+      const n = useThread ? await thread.count(text) : undefined;
+      if (n !== undefined) return n ?? estimate(text);
+      return (await countInSlices(tokenizer, text, Date.now() + DEADLINE_MS)) ?? estimate(text);
     },
     warm() {
       if (useThread) thread.warm();
