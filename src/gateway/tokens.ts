@@ -13,12 +13,13 @@ import type { CountJob, WorkerMessage } from './tokenizer-worker.js';
  *   a text of up to INLINE_CHARS characters is counted on the spot (the slowest kind of text, a
  *   run of random letters, takes 1 to 4 µs a character: under 10 ms; prose takes tens of
  *   microseconds, less than a round trip to a thread); a longer one is counted by the gateway's
- *   tokenizer thread
- *   (tokenizer-worker.ts), until DEADLINE_MS after it was handed over (the first waits for the
- *   thread to load the tokenizer, once, a second or so). Past the deadline the text counts
- *   at four characters a token (`estimate`). Where no thread can be started (the single
+ *   tokenizer thread (tokenizer-worker.ts), until DEADLINE_MS after it was handed over (the first
+ *   waits for the thread to load the tokenizer, once, a second or so). Past the deadline the text
+ *   counts at four characters a token (`estimate`). Where no thread can be started (the single
  *   executable has no worker file) a long text is counted on the event loop a slice of about a
  *   millisecond at a time, other work running between slices, with the same deadline.
+ * - So counting is asynchronous: a step that estimates awaits the count first (steps/prices.ts
+ *   `countPrompt`), and the budget admission awaits it before its store write, never inside it.
  * - The tokenizer's tables take a second or more to load, so they are loaded once, off the
  *   request path: the gateway starts loading them when it is created, and a model request that
  *   arrives before they are ready waits for them once (service.ts).
@@ -31,7 +32,7 @@ let loading: Promise<Error | null> | null = null;
 
 /** Longer texts are counted off the event loop. */
 export const INLINE_CHARS = 2_048;
-/** How long a long text may take to count (its wait for the thread included). */
+/** How long a long text may take to count, from the moment it is handed to the thread. */
 export const DEADLINE_MS = 2_000;
 /** How long a count waits for the thread to load the tokenizer (about a second, once) at most. */
 const LOAD_MS = 10_000;
