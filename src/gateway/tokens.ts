@@ -15,7 +15,8 @@ import type { CountJob, WorkerMessage } from './tokenizer-worker.js';
  *   microseconds, less than a round trip to a thread); a longer one is counted by the gateway's
  *   tokenizer thread (tokenizer-worker.ts), until DEADLINE_MS after it was handed over (the first
  *   waits for the thread to load the tokenizer, once, a second or so). Past the deadline the text
- *   counts at four characters a token (`estimate`). Where no thread can be started (the single
+ *   counts at four characters a token (`estimate`), as does a long text that finds MAX_WAITING
+ *   others waiting for the thread. Where no thread can be started (the single
  *   executable has no worker file) a long text is counted on the event loop a slice of about a
  *   millisecond at a time, other work running between slices, with the same deadline.
  * - So counting is asynchronous: a step that estimates awaits the count first (steps/prices.ts
@@ -36,6 +37,8 @@ export const INLINE_CHARS = 2_048;
 export const DEADLINE_MS = 2_000;
 /** How long a count waits for the thread to load the tokenizer (about a second, once) at most. */
 const LOAD_MS = 10_000;
+/** Texts at most waiting for the thread or counted by it (each one a copy, up to 10 MB). */
+const MAX_WAITING = 8;
 /** An event-loop slice of a long text counted without a thread. */
 const SLICE_MS = 1;
 
@@ -134,6 +137,8 @@ function createThread(onFailure: (reason: string, unloadable: boolean) => void) 
       ]);
       clearTimeout(timer);
       if (!loaded) return undefined;
+      // Each text waiting is a copy in the thread's queue: past MAX_WAITING, estimated at once.
+      if (pending.size >= MAX_WAITING) return null;
       const id = ++seq;
       const deadline = Date.now() + DEADLINE_MS;
       return new Promise<number | null>((resolve) => {

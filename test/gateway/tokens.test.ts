@@ -171,3 +171,21 @@ test('a closed counter ends its thread; a count after it starts another', async 
   await thread.close();
   t.is(await thread.count(text), reference0(text));
 });
+
+test.serial('past eight long texts waiting for the thread, the next ones are estimated at once', async (t) => {
+  const thread = counter();
+  await thread.count(`${CORPUS.prose}\n`.repeat(5));
+  // 100,000 random letters: 0.1 to 0.4 s of the thread each, about 52,000 tokens; estimated, 25,000.
+  const texts = Array.from({ length: 12 }, () => letters(100_000));
+  const started = performance.now();
+  const answers = await Promise.all(
+    texts.map(async (text) => ({ tokens: await thread.count(text), ms: performance.now() - started })),
+  );
+  const atOnce = answers.filter((a) => a.tokens === 25_000 && a.ms < DEADLINE_MS / 2);
+  t.log(answers.map((a) => `${a.tokens} in ${a.ms.toFixed(0)} ms`).join('; '));
+  t.true(atOnce.length >= 4, 'the four past the bound, estimated without waiting');
+  t.true(
+    answers.some((a) => a.tokens > 40_000),
+    'the first ones counted',
+  );
+});
