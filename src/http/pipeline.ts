@@ -4,7 +4,7 @@ import { randomIds } from '../lib/ids.js';
 import { metrics } from '../lib/metrics.js';
 import { AppError, invalidField } from '../errors/app-error.js';
 import { anthropicEnvelope, oauthEnvelope, renderError } from '../errors/render.js';
-import { exceedsMembers, jsonFault, stripPrototypeKeys } from '../lib/well-formed.js';
+import { jsonFault, sizeFault, stripPrototypeKeys } from '../lib/well-formed.js';
 import { svcOptions } from './route-options.js';
 
 /** Members (keys and items) a body may have, unless its route says otherwise. */
@@ -126,9 +126,12 @@ export const pipeline: Plugin<PipelineOptions> = {
         typeof payload === 'string' ||
         (payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload))
       ) {
-        const limit = svcOptions(request.route.settings).maxBodyMembers ?? MAX_BODY_MEMBERS;
-        if (exceedsMembers(payload, limit))
-          throw invalidField(null, `the body has more than ${limit} fields and items in all`);
+        const route = svcOptions(request.route.settings);
+        const tooBig = sizeFault(payload, {
+          members: route.maxBodyMembers ?? MAX_BODY_MEMBERS,
+          arrayItems: route.maxArrayItems,
+        });
+        if (tooBig) throw invalidField(null, tooBig);
         // hapi refuses a JSON `__proto__` key before this; `constructor` and `prototype` (and a
         // form's `__proto__`) are removed, for every route, before any schema or lookup meets them.
         const stripped = stripPrototypeKeys(payload);
