@@ -521,6 +521,10 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     backend: 'lmdb',
     tables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+      if (!readOnly && !roomToWrite(dir)) {
+        writable = false;
+        throw new StoreError('no_space', `store write refused: the disk of ${dir} is nearly full`);
+      }
       for (let n = 1; n <= maxAttempts; n++) {
         const seen = faults;
         const { result, committed } = await run(fn);
@@ -589,6 +593,26 @@ function ensureRoomToOpen(dir: string): void {
     throw new AppError('disk_full', {
       message: `no space left on the disk of the data directory ${dir} (less than 1 MiB free)`,
     });
+}
+
+/**
+ * Whether the data dir's disk has room for a write: more free than a reserve, 1/32 of the file
+ * system up to 64 MiB. Below it writes are refused before LMDB is asked to grow the file, because
+ * lmdb-js 3.5 cannot be trusted with a page write the disk refuses: its message for one is
+ * formatted into a 100-byte heap buffer that it can overrun (mdb.c, "Attempting to write page at
+ * position …"), and the process then aborts at random. A write already handed over when the disk
+ * fills still meets that; the reserve keeps it to the few in flight. Its cost is one statfs.
+ */
+const RESERVE_MAX = 64 * 1024 * 1024;
+function roomToWrite(dir: string): boolean {
+  let fs;
+  try {
+    fs = statfsSync(dir, { bigint: false });
+  } catch {
+    // The disk cannot say: LMDB's own write tells.
+    return true;
+  }
+  return fs.bavail * fs.bsize >= Math.min(RESERVE_MAX, (fs.blocks * fs.bsize) / 32);
 }
 
 function statOrUndefined(path: string) {
