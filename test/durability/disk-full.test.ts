@@ -5,6 +5,7 @@ import { authorize, createAgent, payment, type AgentFixture } from '../helpers/g
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
 import { startServer, svc, type RunningServer } from '../helpers/process.js';
 import { fillDisk, mountSmallDisk, type SmallDisk } from '../helpers/small-disk.js';
+import { openStore } from '../../src/store/open.js';
 import { withStore } from '../helpers/store.js';
 import { poll, within } from '../helpers/wait.js';
 
@@ -31,6 +32,7 @@ const title =
   'a full disk under load: authorize fails closed with 503, health and reads answer, writes resume when space returns';
 
 let disk: SmallDisk | undefined;
+let storeDisk: SmallDisk | undefined;
 let server: RunningServer | undefined;
 let load: Load | undefined;
 
@@ -38,6 +40,7 @@ test.after.always(async () => {
   if (server && server.proc.exitCode === null) await server.stop('SIGKILL');
   await load?.stop();
   disk?.remove();
+  storeDisk?.remove();
 });
 
 /** What the loops saw: the allows the server acknowledged, the refusals, and anything else. */
@@ -196,4 +199,46 @@ test(title, async (t) => {
   });
   t.deepEqual(stored.actions, [...allowed].sort(), 'the store holds exactly the allows that were answered');
   t.deepEqual(stored.unrecorded, [], 'no action without its ledger record');
+});
+
+test('commits LMDB itself cannot write: each write fails as no_space, nothing of them is kept, and the store takes writes again and closes', async (t) => {
+  t.timeout(60_000);
+  storeDisk = mountSmallDisk('4M');
+  const store = await openStore(join(storeDisk.dir, 'data'));
+  await store.write(async (tx) => tx.meta.put('before', 1));
+  const filler = join(storeDisk.dir, 'filler');
+  // Concurrent writes, each large enough to need new pages; the store finds room for all of them,
+  // then the first fills the disk as it runs: their commits are LMDB's to refuse.
+  const writes = Array.from({ length: 32 }, (_, i) =>
+    store.write(async (tx) => {
+      if (i === 0) await fillDisk(filler);
+      await tx.meta.put(`big-${i}`, 'x'.repeat(64 * 1024));
+    }),
+  );
+  const outcomes = await Promise.allSettled(writes);
+  const codes = outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : 'ok'));
+  t.true(codes.includes('no_space'), codes.join(' '));
+  t.deepEqual(
+    codes.filter((c) => c !== 'ok' && c !== 'no_space' && c !== 'disk_error'),
+    [],
+    'every failure is the store being unavailable',
+  );
+  t.false(store.writable(), 'readiness says degraded');
+  for (const [i, code] of codes.entries()) {
+    const kept = (await store.tables.meta.get(`big-${i}`)) !== undefined;
+    t.is(kept, code === 'ok', `write ${i} (${code}) is kept exactly when it was acknowledged`);
+  }
+  // Refused at once while the disk is full, before LMDB is asked.
+  const again = await t.throwsAsync(store.write(async (tx) => tx.meta.put('again', 1)));
+  t.is((again as { code?: string }).code, 'no_space');
+
+  // It closes while the disk is still full (a stop then), and takes writes once space returns.
+  await within(store.close(), 'close after failed commits');
+  await rm(filler);
+  const reopened = await openStore(join(storeDisk.dir, 'data'));
+  await reopened.write(async (tx) => tx.meta.put('after', 1));
+  t.true(reopened.writable());
+  t.is(await reopened.tables.meta.get('after'), 1);
+  t.is(await reopened.tables.meta.get('before'), 1);
+  await reopened.close();
 });
