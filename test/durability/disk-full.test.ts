@@ -212,6 +212,8 @@ test('commits LMDB itself cannot write: each write fails as no_space, nothing of
   const writes = Array.from({ length: 32 }, (_, i) =>
     store.write(async (tx) => {
       if (i === 0) await fillDisk(filler);
+      // Each commit in an event turn of its own, so the failures span many of lmdb-js's batches.
+      await new Promise((resolve) => setImmediate(resolve));
       await tx.meta.put(`big-${i}`, 'x'.repeat(64 * 1024));
     }),
   );
