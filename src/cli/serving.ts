@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { createApp } from '../app.js';
 import { systemError } from '../errors/system.js';
-import { createLogger, prettyFormatter, prettyLogs } from '../lib/log.js';
+import { endNow, endWithin } from '../lib/hard-exit.js';
+import { createLogger, flushLogSync, prettyFormatter, prettyLogs, type Logger } from '../lib/log.js';
 import { bootstrapIfEmpty } from '../people/index.js';
 import { createHttpServer } from '../server.js';
 import type { Settings } from '../settings/schema.js';
@@ -40,6 +41,7 @@ export async function serveUntilStopped(
     return;
   }
   if (inWorker()) endWithPrimary();
+  endOnFatal(log);
   const app = await createApp(settings, { migrate: options.migrate, create: true, log });
   if (app.migration) log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
   const http = await createHttpServer(app);
@@ -63,6 +65,11 @@ export async function serveUntilStopped(
   log.flush();
   const [name] = await signal;
   log.info({ signal: String(name ?? '') }, 'stopping: finishing in-flight requests');
+  const boundMs = settings.server.shutdownTimeoutMs + STOP_MARGIN_MS;
+  endWithin(boundMs, () => {
+    log.error({ boundMs }, 'the stop did not finish in time; ending the process hard');
+    flushLogSync(log);
+  });
   await http.stop();
   await app.close();
   log.info('stopped');
@@ -70,4 +77,31 @@ export async function serveUntilStopped(
   // A worker's IPC channel to the primary would keep it alive now that everything is closed and
   // flushed: it leaves, and the primary, waiting for every worker's exit, ends too.
   if (inWorker()) leaveCluster();
+}
+
+/**
+ * What a stop may take beyond the drain's timeout (`server.shutdownTimeoutMs`): stopping hapi and
+ * the background services, flushing and closing the store. Past it the process ends hard
+ * (hard-exit.ts), and so frees its port. Less than the 5 s a cluster's primary gives a worker
+ * beyond the same timeout before it kills it (workers.ts), so the worker's own bound comes first.
+ */
+const STOP_MARGIN_MS = 2000;
+
+/**
+ * An uncaught exception or unhandled rejection leaves the process in a state nobody planned: it
+ * is logged, and the process ends at once and hard (hard-exit.ts), never an exit that can wait
+ * forever on the store's write thread while it holds the port. LMDB keeps every acknowledged write
+ * through that; a supervisor (systemd, a cluster's primary) starts a new process.
+ */
+function endOnFatal(log: Logger): void {
+  const fatal = (err: unknown, origin: string) => {
+    try {
+      log.fatal({ err, origin }, 'fatal error; ending the process');
+      flushLogSync(log);
+    } finally {
+      endNow();
+    }
+  };
+  process.on('uncaughtException', (err, origin) => fatal(err, origin));
+  process.on('unhandledRejection', (reason) => fatal(reason, 'unhandledRejection'));
 }

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
+import { endNow } from '../lib/hard-exit.js';
 import type { Logger } from '../lib/log.js';
 import type { Listening } from './serving.js';
 
@@ -53,7 +54,7 @@ export function endWithPrimary(): void {
     if (!cluster.worker?.exitedAfterDisconnect) primaryGone = true;
   });
   process.on('exit', () => {
-    if (primaryGone) process.kill(process.pid, 'SIGKILL');
+    if (primaryGone) endNow();
   });
 }
 

@@ -105,3 +105,16 @@ export function createLogger(level: string, options: LoggerOptions | NodeJS.Writ
   if (level !== 'silent') setInterval(() => dest.flush(), 200).unref();
   return pino(settings, dest);
 }
+
+/**
+ * Writes what the logger still buffers before this function returns: for the last lines of a
+ * process about to end hard (hard-exit.ts), which a buffered or asynchronous write would lose.
+ */
+export function flushLogSync(log: Logger): void {
+  const stream = (log as unknown as Record<symbol, { flushSync?: () => void } | undefined>)[pino.symbols.streamSym];
+  try {
+    stream?.flushSync?.();
+  } catch {
+    // A destination that is not ready or already closed: nothing more can be written anyway.
+  }
+}

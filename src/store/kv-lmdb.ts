@@ -47,6 +47,8 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
 
 export const STORE_FILE = 'svc.mdb';
 const MAX_ATTEMPTS = 32;
+/** Empty transactions flushed() tries, after later commits failed, before it gives up. */
+const SETTLE_ATTEMPTS = 3;
 // Sorts after every id and every string key this service writes (ids are ASCII).
 const KEY_END = '\uffff';
 const REMOVED = Symbol('removed');
@@ -405,6 +407,15 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     }),
   ) as unknown as Record<TableName, Dbs>;
   let writable = !readOnly;
+  // Commits that failed since the store opened, and the flushes waiting to hear of the next one:
+  // lmdb-js never settles a failed commit's flush promise (flushed() and close() below).
+  let faults = 0;
+  const faultWaiters = new Set<() => void>();
+  const noteFault = () => {
+    faults++;
+    for (const wake of faultWaiters) wake();
+  };
+  if (!readOnly) handleDetachedFailures(root, noteFault);
   const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
 
   /** Validates and applies `tx` in the current batch; true once committed (not yet flushed). */
@@ -423,20 +434,46 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     return ok;
   }
 
-  async function flushed(): Promise<void> {
-    try {
-      await root.flushed;
-    } catch (err) {
-      throw await writeFault(err);
+  /**
+   * Resolves once a commit this process made since `seen` faults is on disk. `root.flushed` is the
+   * flush of lmdb-js's latest commit, which covers every earlier one, unless that commit failed: then
+   * it never settles (or rejects, though ours committed). So a fault since `seen` ends the wait, and
+   * an empty transaction (it writes no page, so it commits on a full disk too) makes a newer commit
+   * whose flush covers ours; waited for the same way, a few times at most.
+   */
+  async function flushed(seen: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      let wake = () => {};
+      const fault = new Promise<false>((resolve) => {
+        wake = () => resolve(false);
+        if (faults !== seen) wake();
+      });
+      faultWaiters.add(wake);
+      const done = await Promise.race([
+        Promise.resolve(root.flushed).then(
+          () => true,
+          () => false,
+        ),
+        fault,
+      ]).finally(() => faultWaiters.delete(wake));
+      if (done) break;
+      if (attempt === SETTLE_ATTEMPTS)
+        throw new StoreError('disk_error', 'store write failed: its flush to disk could not be confirmed');
+      seen = faults;
+      await root.transaction(() => undefined).catch(() => undefined);
     }
     writable = true;
   }
 
   async function writeFault(err: unknown): Promise<StoreError> {
+    noteFault();
     Promise.resolve(root.committed).catch(() => undefined);
     Promise.resolve(root.flushed).catch(() => undefined);
     const cause = await commitCause(err);
-    const code = outOfSpace(cause) ? 'no_space' : diskFault(cause) ? 'disk_error' : 'write_failed';
+    // A commit LMDB refused whose cause is not known (yet) is still the disk refusing it, never a
+    // fault of the request: it fails closed like an I/O error.
+    const refused = diskFault(cause) || (cause === err && isCommitFailure(err));
+    const code = outOfSpace(cause) ? 'no_space' : refused ? 'disk_error' : 'write_failed';
     // The disk refuses writes: readiness says degraded until a write succeeds again.
     if (code !== 'write_failed') writable = false;
     return new StoreError(code, `store write failed: ${messageOf(cause)}`, { cause });
@@ -484,10 +521,15 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     backend: 'lmdb',
     tables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+      if (!readOnly && !roomToWrite(dir)) {
+        writable = false;
+        throw new StoreError('no_space', `store write refused: the disk of ${dir} is nearly full`);
+      }
       for (let n = 1; n <= maxAttempts; n++) {
+        const seen = faults;
         const { result, committed } = await run(fn);
         if (await committed) {
-          await flushed();
+          await flushed(seen);
           return result;
         }
       }
@@ -503,6 +545,10 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       await root.backup(file, true);
     },
     async close() {
+      // lmdb-js never settles the flush promise of a commit that failed, and its close() waits for
+      // the latest one: an empty transaction, which writes no page and so commits on a full disk
+      // too, makes a newer one that settles.
+      if (faults > 0) await root.transaction(() => undefined).catch(() => undefined);
       await root.flushed;
       await root.close();
     },
@@ -549,6 +595,26 @@ function ensureRoomToOpen(dir: string): void {
     });
 }
 
+/**
+ * Whether the data dir's disk has room for a write: more free than a reserve, 1/32 of the file
+ * system up to 64 MiB. Below it writes are refused before LMDB is asked to grow the file, because
+ * lmdb-js 3.5 cannot be trusted with a page write the disk refuses: its message for one is
+ * formatted into a 100-byte heap buffer that it can overrun (mdb.c, "Attempting to write page at
+ * position …"), and the process then aborts at random. A write already handed over when the disk
+ * fills still meets that; the reserve keeps it to the few in flight. Its cost is one statfs.
+ */
+const RESERVE_MAX = 64 * 1024 * 1024;
+function roomToWrite(dir: string): boolean {
+  let fs;
+  try {
+    fs = statfsSync(dir, { bigint: false });
+  } catch {
+    // The disk cannot say: LMDB's own write tells.
+    return true;
+  }
+  return fs.bavail * fs.bsize >= Math.min(RESERVE_MAX, (fs.blocks * fs.bsize) / 32);
+}
+
 function statOrUndefined(path: string) {
   try {
     return statSync(path);
@@ -562,15 +628,56 @@ export function storeNotFound(dir: string): AppError {
   return new AppError('store_not_found', { message: `no store in ${dir}` });
 }
 
-/** lmdb-js rejects a failed commit with an error whose `commitError` promise holds the cause. */
+/**
+ * A failed commit must reach only the writes that awaited it. lmdb-js also rejects two promises
+ * nobody awaits (kriszyp/lmdb-js#368), each an unhandled rejection that ends the process under
+ * Node's default: the commit promise of the instruction that opens each event turn's batch (made in
+ * its own queued task; a failing batch rejects it with "Commit failed"), and the `commitError`
+ * promise that error carries (the cause: ENOSPC, EIO). The `beforecommit` event fires in that task
+ * just before the batch is opened; a microtask queued then runs once the task ends, and handles the
+ * batch's commit promise and, if it fails, its cause, and counts the fault (flushed() waits on
+ * that). The writes themselves still get the failure through their own promises (writeFault()).
+ */
+function handleDetachedFailures(root: RootDatabase, noteFault: () => void): void {
+  const ignore = () => undefined;
+  const handle = () => {
+    void root.committed.then(ignore, (err: unknown) => {
+      noteFault();
+      const cause = (err as { commitError?: unknown } | null)?.commitError;
+      if (cause instanceof Promise) cause.catch(ignore);
+    });
+  };
+  root.on('beforecommit', () => queueMicrotask(handle));
+}
+
+/** An lmdb-js commit failure: its error carries a `commitError` promise that holds the cause. */
+function isCommitFailure(err: unknown): boolean {
+  return (err as { commitError?: unknown } | null)?.commitError instanceof Promise;
+}
+
+/**
+ * lmdb-js rejects a failed commit's writes with an error whose `commitError` promise is rejected
+ * with the cause once the write thread reports it: in the same turn, or a turn later when the main
+ * thread saw the failed commit first. Waited for up to CAUSE_WAIT_MS; `err` itself when it never
+ * comes (or is not a commit failure).
+ */
+const CAUSE_WAIT_MS = 1000;
 async function commitCause(err: unknown): Promise<unknown> {
-  const pending = (err as { commitError?: Promise<unknown> } | null)?.commitError;
-  if (!(pending instanceof Promise)) return err;
+  if (!isCommitFailure(err)) return err;
+  const pending = (err as { commitError: Promise<unknown> }).commitError;
+  let timer: NodeJS.Timeout | undefined;
   const cause = pending.then(
     () => err,
     (reason: unknown) => reason,
   );
-  return Promise.race([cause, new Promise((resolve) => setImmediate(() => resolve(err)))]);
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(err), CAUSE_WAIT_MS);
+  });
+  try {
+    return await Promise.race([cause, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const NO_SPACE_CODES = new Set<unknown>([28, 122, 30, 'ENOSPC', 'EDQUOT', 'EROFS', -30792, 'MDB_MAP_FULL']);
