@@ -140,7 +140,8 @@ export function fromSchema(schema: Schema | undefined, ctx: Context, depth = 0):
   // An enumeration or a constant says all there is to say (the 1 in 7 of anything else mutates it).
   const types = choices.length > 0 ? [] : Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : [];
   for (const type of types) {
-    if (type === 'string') choices.push(text);
+    if (type === 'string')
+      choices.push(ctx.aimed ? fc.oneof({ weight: 3, arbitrary: text }, { weight: 1, arbitrary: longString() }) : text);
     else if (type === 'integer') {
       const bounded = fc.integer({ min: schema.minimum ?? -10, max: Math.min(schema.maximum ?? 1_000, 2 ** 31) });
       choices.push(ctx.aimed ? bounded : fc.oneof(bounded, oddNumber));

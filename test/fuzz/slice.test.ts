@@ -6,7 +6,7 @@ import { describe, report, runCampaign } from './campaign.js';
  * the table, a few requests each. It measures the event loop of this process, so it is serial.
  */
 const SEED = 20261129;
-const RUNS = 8;
+const RUNS = 30;
 
 test.serial('a seeded slice of the fuzz campaign finds nothing new on any route', async (t) => {
   t.timeout(180_000);
