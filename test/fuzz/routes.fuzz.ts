@@ -1,4 +1,8 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { report, runCampaign } from './campaign.js';
+import { raw } from './wire.js';
 
 /**
  * `npm run fuzz`: the campaign over every route (test/fuzz/campaign.ts). FUZZ_SEED (default 1),
@@ -23,4 +27,12 @@ const result = await runCampaign({
   },
 });
 process.stdout.write(`${report(result)}\n`);
+// Each finding's request as it went on the wire, to send again to any server: nc 127.0.0.1 PORT < FILE
+// (its credentials were this run's, so a route behind one answers 401 elsewhere).
+if (result.findings.length > 0) {
+  const dir = await mkdtemp(join(tmpdir(), `svc-fuzz-${seed}-`));
+  for (const [i, f] of result.findings.entries())
+    await writeFile(join(dir, `finding-${i + 1}.http`), raw(f.request, 8080));
+  process.stdout.write(`\nthe findings' requests, byte for byte: ${dir}/finding-N.http (nc 127.0.0.1 8080 < FILE)\n`);
+}
 process.exitCode = result.findings.length > 0 ? 1 : 0;

@@ -26,11 +26,7 @@ export interface WireAnswer {
 
 /** Sends one request on a connection of its own (Connection: close); undefined when nothing answered in time. */
 export function send(port: number, request: WireRequest, timeoutMs: number): Promise<WireAnswer | undefined> {
-  const head =
-    `${request.method} ${request.target} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\n` +
-    request.headers.map(([name, value]) => `${name}: ${value}\r\n`).join('') +
-    (request.body ? `content-length: ${request.body.length}\r\n` : '') +
-    '\r\n';
+  const bytes = raw(request, port);
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let done = false;
@@ -51,8 +47,18 @@ export function send(port: number, request: WireRequest, timeoutMs: number): Pro
       if (parsed?.streamed) finish(parsed);
     });
     socket.on('end', () => finish(parse(Buffer.concat(chunks), false)));
-    socket.write(Buffer.concat([Buffer.from(head, 'latin1'), request.body ?? Buffer.alloc(0)]));
+    socket.write(bytes);
   });
+}
+
+/** The request's bytes on the wire, as sent to 127.0.0.1:port (Connection: close). */
+export function raw(request: WireRequest, port: number): Buffer {
+  const head =
+    `${request.method} ${request.target} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\n` +
+    request.headers.map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+    (request.body ? `content-length: ${request.body.length}\r\n` : '') +
+    '\r\n';
+  return Buffer.concat([Buffer.from(head, 'latin1'), request.body ?? Buffer.alloc(0)]);
 }
 
 /** The answer in these bytes; with `partial`, only an event stream's head (anything else waits for the end). */
