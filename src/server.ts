@@ -104,7 +104,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
         options: { abortEarly: false, errors: { wrap: { label: '"' } } },
         failAction: validationFailAction,
       },
-      response: { emptyStatusCode: 204 },
+      // No answer is served in parts: a Range header is ignored (hapi's own 416 had no catalogue shape).
+      response: { emptyStatusCode: 204, ranges: false },
       // Answers can carry secrets shown once (minted keys): never cached anywhere.
       cache: { otherwise: 'no-store' },
       // A malformed cookie (planted by a sibling site, say) is ignored, never a 400 on every route.

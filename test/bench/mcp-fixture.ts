@@ -96,7 +96,10 @@ const form = (fields: Record<string, string>) => ({
 });
 
 /** A client registered, the agent connected by the owner's consent, and the code exchanged: the first pair of tokens. */
-export async function connect(bench: McpBench, name: string): Promise<Connection> {
+export async function connect(
+  bench: { server: { url: string }; cookie: string; agentId: string },
+  name: string,
+): Promise<Connection> {
   const base = bench.server.url;
   const registered = await call(base, 'POST', '/oauth/register', {
     json: { client_name: name, redirect_uris: [REDIRECT_URI] },
