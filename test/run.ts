@@ -54,6 +54,7 @@ const SLOW_FOLDERS = new Map([
   ['browser', 3],
   ['conformance', 3],
   ['durability', 3],
+  ['fuzz', 30],
 ]);
 /** At most this many files share a worker, so that the workers stay busy until the end. */
 const GROUP_SIZE = 8;
