@@ -16,6 +16,7 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
+import { mcpAdminRoutes } from './admin/http.js';
 import { answerWith, createModernHandler, isModernRequest } from './modern.js';
 import { JsonExchange } from './json-exchange.js';
 import { createServerPool } from './reuse.js';
@@ -355,5 +356,6 @@ export const mcpRoutes: Plugin<{
         handler: () => metadata(),
       },
     ]);
+    server.route(mcpAdminRoutes({ proxy, changed: (w) => modern.changed(w) }));
   },
 };

@@ -1,7 +1,15 @@
 import type { ConsoleSection } from '../sections.js';
 import { viewAllows } from '../view.js';
 
-const SCOPES = ['agents:read', 'agents:write', 'agents:freeze', 'approvals:read', 'evidence:read'] as const;
+const SCOPES = [
+  'agents:read',
+  'agents:write',
+  'agents:freeze',
+  'approvals:read',
+  'evidence:read',
+  'mcp:read',
+  'mcp:write',
+] as const;
 
 /**
  * Keys, /console/keys: the workspace's keys (owners and admins: list, mint inference and admin
