@@ -77,7 +77,11 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
     {
       method: 'DELETE',
       path: '/v1/admin/mcp-servers/{name}',
-      options: { auth: SERVICE_TOKEN, plugins: { svc: write }, validate: { params: Joi.object({ name }) } },
+      options: {
+        auth: SERVICE_TOKEN,
+        plugins: { svc: { ...write, errors: ['not_found'] } },
+        validate: { params: Joi.object({ name }) },
+      },
       async handler(request) {
         const c = token(request);
         await proxy.remove(c.workspaceId, named(request).name, actorOf(c));
