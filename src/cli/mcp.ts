@@ -64,7 +64,11 @@ export async function addRequest(
   if (flags.from) {
     // joi loads only for a file.
     const { remoteFromServerJson } = await import('./mcp-registry.js');
-    const remote = remoteFromServerJson(await readFile(flags.from, 'utf8'), flags.from);
+    const file = flags.from;
+    const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) =>
+      usage(`cannot read ${file}: ${err.code ?? err.message}`, 'Pass --from an MCP Registry server.json file.'),
+    );
+    const remote = remoteFromServerJson(text, file);
     name ??= remote.name;
     url ??=
       remote.url ??
