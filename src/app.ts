@@ -22,6 +22,7 @@ import type { LookupFn } from './lib/safe-target.js';
 import type { Settings } from './settings/load.js';
 import { deriveKey } from './lib/seal.js';
 import { metaRepo } from './store/meta-repo.js';
+import { createRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { resolve } from 'node:path';
 import {
   createMasterKey,
@@ -148,6 +149,8 @@ export interface Services {
   gateway: ReturnType<ServerModules['gateway']['createGateway']>;
   oauth: ReturnType<ServerModules['oauth']['createOAuth']>;
   mcpProxy: ReturnType<ServerModules['mcp']['createMcpProxy']>;
+  /** Each agent's gate requests per minute: one budget for the gate's HTTP routes and /mcp. */
+  gateLimiter: RateLimiter;
   plans: ReturnType<typeof createPlans>;
   cards: ReturnType<ServerModules['cards']['createCards']>;
   hookEvents: ReturnType<ServerModules['hookEvents']['createHookEvents']>;
@@ -259,14 +262,24 @@ function createServices(
           budgets: s.budgets,
         }),
       // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
+      gateLimiter: () => createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }),
       mcpProxy: (s) =>
         server('mcpProxy').mcp.createMcpProxy({
           ...deps,
           masterKey,
           ledger: s.ledger,
           gate: s.gate,
+          gateLimiter: s.gateLimiter,
+          dataLoss: async (wid) => (await s.gateway.settingsOf(wid)).dataLoss,
           version: '1',
           allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+          limits: {
+            timeoutMs: settings.mcp.upstreamTimeoutMs,
+            callTimeoutMs: settings.mcp.upstreamCallTimeoutMs,
+            sessionsPerAgent: settings.mcp.upstreamSessionsPerAgent,
+            sessionsPerServer: settings.mcp.upstreamSessionsPerServer,
+            idleMs: settings.mcp.upstreamIdleMs,
+          },
           rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
           dispatcher: server('mcpProxy').safeTarget.safeDispatcher({
             allowPrivateTargets: settings.mcp.allowPrivateUpstreams,

@@ -46,7 +46,6 @@ import { trackDrain } from './http/drain.js';
 import { createBodyLimits } from './http/body-limits.js';
 import { payloadFailAction, validationFailAction } from './http/errors.js';
 import { createGuards } from './http/guards.js';
-import { createRateLimiter } from './http/rate-limit.js';
 import { logRequest, pipeline } from './http/pipeline.js';
 import { healthAnswer, systemRoutes } from './http/system.js';
 import { createObservability } from './observability/index.js';
@@ -141,7 +140,7 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     keys: services.keys,
     oauth: services.oauth,
     baseUrl,
-    gateLimiter: createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }),
+    gateLimiter: services.gateLimiter,
   });
   registerWorkspaceKey(server, { keys: services.keys });
   registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
@@ -234,6 +233,8 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     plugin: mcpRoutes,
     options: {
       gate: services.gate,
+      gateLimiter: services.gateLimiter,
+      allowedOrigins: settings.mcp.allowedOrigins,
       proxy: services.mcpProxy,
       baseUrl,
       version: API_VERSION,

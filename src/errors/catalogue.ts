@@ -430,7 +430,7 @@ const catalogue = {
     status: 409,
     section: 'API.md 9 (MCP)',
     message:
-      'The upstream tool changed (its description or input schema) since an owner or admin approved it, or was never approved; it is withheld.',
+      'The upstream tool changed (its description, input or output schema, or annotations) since an owner or admin approved it, or was never approved; it is withheld.',
     fix: 'Ask an owner or admin to review the change in the console (MCP section) and approve it; then list the tools again.',
   },
 

@@ -24,7 +24,8 @@ export function createRateLimiter(options: { limit: number; windowMs?: number; c
   let lastSweep = 0;
 
   return {
-    take(key: string): RateDecision {
+    /** Counts one request of `key`, against `limit` when given (a key with a limit of its own), else the limiter's. */
+    take(key: string, limit = options.limit): RateDecision {
       const now = options.clock.now();
       if (now - lastSweep > windowMs) {
         for (const [k, w] of windows) if (now - w.start >= windowMs) windows.delete(k);
@@ -38,9 +39,9 @@ export function createRateLimiter(options: { limit: number; windowMs?: number; c
         if (windows.size > maxKeys) windows.delete(windows.keys().next().value!);
       }
       const resetSeconds = Math.max(1, Math.ceil((w.start + windowMs - now) / 1000));
-      if (w.count >= options.limit) return { allowed: false, limit: options.limit, remaining: 0, resetSeconds };
+      if (w.count >= limit) return { allowed: false, limit, remaining: 0, resetSeconds };
       w.count += 1;
-      return { allowed: true, limit: options.limit, remaining: options.limit - w.count, resetSeconds };
+      return { allowed: true, limit, remaining: limit - w.count, resetSeconds };
     },
   };
 }

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import type { Client } from '@modelcontextprotocol/client';
 import {
   isInitializeRequest,
   WebStandardStreamableHTTPServerTransport,
@@ -25,6 +24,9 @@ import { createSessions, newSessionId, type Principal, type Session } from './se
 import { GATE_TOOL_NAMES } from './tools.js';
 import { SCOPES_SUPPORTED } from '../oauth/scopes.js';
 import { PUBLIC_CORS } from '../oauth/cors.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import { limitGate } from './tool-guard.js';
+import { mcpCors } from './cors.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
@@ -34,8 +36,11 @@ import { PUBLIC_CORS } from '../oauth/cors.js';
  * envelope) goes to the SDK's per-request handler (modern.ts); everything else is 2025-11-25 (or
  * older) and is served below, with its sessions, by the SDK's web-standard transport.
  * Rules:
- * - Host (and Origin, when a browser sends one) must name this deployment: a page on another
- *   origin cannot reach /mcp through a rebound DNS name (403 forbidden).
+ * - Host must name this deployment, and Origin (when a browser sends one) this deployment or one
+ *   of `mcp.allowedOrigins`: a page on another origin cannot reach /mcp through a rebound DNS
+ *   name (403 forbidden). The allowed origins get CORS (cors.ts).
+ * - The gate's tools count against the agent's per-minute gate limit, as the HTTP routes do
+ *   (tool-guard.ts).
  * - No credential: 401 with `WWW-Authenticate: Bearer resource_metadata=…` (the strategy adds
  *   it on this route), pointing at the protected-resource metadata (RFC 9728).
  * - `initialize` opens a session (sessions.ts): its id comes back in `Mcp-Session-Id`, and the
@@ -52,6 +57,10 @@ type Handle = (req: IncomingMessage, res: ServerResponse, body?: unknown) => Pro
 
 export const mcpRoutes: Plugin<{
   gate: Gate;
+  /** The gate's per-agent limiter, shared with its HTTP routes. */
+  gateLimiter: RateLimiter;
+  /** Web origins whose pages may call /mcp (`mcp.allowedOrigins`). */
+  allowedOrigins: readonly string[];
   proxy: McpProxy;
   baseUrl: () => string;
   version: string;
@@ -61,7 +70,27 @@ export const mcpRoutes: Plugin<{
   stillValid: (p: Principal) => Promise<boolean>;
 }> = {
   name: 'svc-mcp',
-  register(server, { gate, proxy, baseUrl, version, people, production, guards, stillValid }) {
+  register(server, deps) {
+    const { proxy, baseUrl, version, people, production, guards, stillValid } = deps;
+    const gate = limitGate(deps.gate, deps.gateLimiter);
+    const cors = mcpCors(deps.allowedOrigins);
+    // Before anything answers (authentication included), so that whatever /mcp answers an
+    // allowed origin, hapi's response or the MCP transport's own, is readable by its page.
+    server.ext('onRequest', (request, h) => {
+      const origin = request.headers.origin;
+      if (request.path === '/mcp' && cors.allows(origin))
+        for (const [name, value] of Object.entries(cors.answerHeaders(origin))) request.raw.res.setHeader(name, value);
+      return h.continue;
+    });
+    // hapi's own answers set their Vary (accept-encoding) over the one above: Origin added to it.
+    server.ext('onPreResponse', (request, h) => {
+      const response = request.response;
+      if (request.path === '/mcp' && cors.allows(request.headers.origin)) {
+        if ('isBoom' in response && response.isBoom) response.output.headers.vary = 'origin';
+        else if (!('isBoom' in response)) response.vary('origin');
+      }
+      return h.continue;
+    });
     const session = { strategies: sessionStrategies(production) };
     const sessions = createSessions({ stillValid });
     const modern = createModernHandler({ gate, proxy, version, baseUrl });
@@ -109,24 +138,20 @@ export const mcpRoutes: Plugin<{
         });
       }
       const origin = request.headers.origin;
-      if (origin !== undefined && origin !== own.origin) {
+      if (origin !== undefined && origin !== own.origin && !cors.allows(origin)) {
         throw new AppError('forbidden', {
           message: `Origin ${origin} may not call this MCP server.`,
-          fix: 'Call /mcp from a client, not from a web page on another origin.',
+          fix: 'Call /mcp from a client, or from a page on an origin the operator lists in mcp.allowedOrigins.',
         });
       }
     };
 
     /** A session for this principal: its server, its transport, the upstream clients it opens. */
     const openSession = async (principal: Principal): Promise<Session & { handle: Handle }> => {
-      const links = new Map<string, Promise<Client>>();
-      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl, session: { links } });
+      const upstreams: { end?: () => Promise<void> } = {};
+      const mcp = buildMcpServer({ gate, proxy, who: principal, version, baseUrl, session: upstreams });
       const state = { id: '', principal, lastSeen: Date.now(), open: 0 };
-      const closeLinks = async () => {
-        const clients = [...links.values()];
-        links.clear();
-        await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => {})));
-      };
+      const closeLinks = async () => upstreams.end?.();
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: newSessionId,
         onsessioninitialized: (id) => {
@@ -250,6 +275,26 @@ export const mcpRoutes: Plugin<{
       { method: 'GET', path: '/mcp', options, handler: mount },
       { method: 'DELETE', path: '/mcp', options, handler: mount },
       {
+        // A browser's preflight: answered for an allowed origin only (cors.ts).
+        method: 'OPTIONS',
+        path: '/mcp',
+        options: { auth: false },
+        handler(request, h) {
+          const origin = request.headers.origin;
+          if (!cors.allows(origin))
+            throw new AppError('forbidden', {
+              message: `Origin ${typeof origin === 'string' ? origin : '(none)'} may not call this MCP server.`,
+              fix: `The operator of ${ownOf().host} lists the page's origin in mcp.allowedOrigins.`,
+            });
+          const response = h.response().code(204);
+          for (const [name, value] of Object.entries(
+            cors.preflightHeaders(request.headers['access-control-request-headers']),
+          ))
+            response.header(name, value);
+          return response;
+        },
+      },
+      {
         method: 'GET',
         path: '/api/w/{wid}/mcp-servers',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },
@@ -315,8 +360,8 @@ export const mcpRoutes: Plugin<{
         async handler(request) {
           const { wid: w, name } = request.params as { wid: string; name: string };
           await people.authorize(w, caller(request, 'session').user, 'mcp.manage');
-          const { reachable, tools } = await proxy.pinnedTools(w, name);
-          return { data: tools, next: null, reachable };
+          const { reachable, problem, tools } = await proxy.pinnedTools(w, name);
+          return { data: tools, next: null, reachable, problem };
         },
       },
       {
@@ -332,6 +377,7 @@ export const mcpRoutes: Plugin<{
               hash: Joi.string()
                 .pattern(/^[0-9a-f]{64}$/)
                 .required(),
+              callsPerMinute: Joi.number().integer().min(1).max(1_000_000).allow(null),
             }),
           },
         },
@@ -339,8 +385,8 @@ export const mcpRoutes: Plugin<{
           const { wid: w, name, tool } = request.params as { wid: string; name: string; tool: string };
           const c = caller(request, 'session');
           await people.authorize(w, c.user, 'mcp.manage');
-          const { hash } = request.payload as { hash: string };
-          return proxy.approveTool(w, name, tool, hash, actorOf(c));
+          const { hash, callsPerMinute } = request.payload as { hash: string; callsPerMinute?: number | null };
+          return proxy.approveTool(w, name, tool, hash, actorOf(c), callsPerMinute);
         },
       },
       {

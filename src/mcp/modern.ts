@@ -148,7 +148,7 @@ export function buildModernServer(deps: {
           throw asProtocolError(err, deps.baseUrl);
         }
       });
-  const link = proxy.pooledModern;
+  const link = proxy.pooledFor(who, 'modern');
   /** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
   const callerOf = (
     meta: Record<string, unknown> | undefined,
@@ -168,23 +168,13 @@ export function buildModernServer(deps: {
   };
   /**
    * A request that may be answered with input_required (prompts/get, resources/read) reaches the
-   * upstreams on connections of its own, declaring the caller's capabilities; they close with it.
+   * upstreams on the agent's sessions declaring the caller's capabilities.
    */
   const withCallerLinks = async <T>(
     capabilities: Record<string, object>,
     use: (own: typeof link) => Promise<T>,
   ): Promise<T> => {
-    const opened = new Map<string, ReturnType<typeof link>>();
-    const own: typeof link = (server) => {
-      let c = opened.get(server.name);
-      if (!c) opened.set(server.name, (c = proxy.open(server, { capabilities }, 'modern')));
-      return c;
-    };
-    try {
-      return await use(own);
-    } finally {
-      await Promise.all([...opened.values()].map((c) => c.then((x) => x.close()).catch(() => {})));
-    }
+    return use(proxy.pooledFor(who, 'modern', capabilities));
   };
   const running = async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted;
 
@@ -440,7 +430,7 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
       const name = message?.method === 'tools/call' ? message.params?.name : undefined;
       if (typeof name === 'string' && !GATE_TOOL_NAMES.has(name)) {
         const mismatch = paramHeaderMismatch(
-          await upstreamInputSchema(deps.proxy, principal.workspaceId, name),
+          await upstreamInputSchema(deps.proxy, principal, name),
           message?.params?.arguments,
           req.headers,
         );
@@ -525,9 +515,9 @@ export async function answerWith(
  * again only when older than PIN_RECHECK_MS, the listing the call's pin check then uses), or
  * undefined (no such tool, or no answer).
  */
-async function upstreamInputSchema(proxy: McpProxy, wid: string, name: string): Promise<unknown> {
+async function upstreamInputSchema(proxy: McpProxy, who: Principal, name: string): Promise<unknown> {
   try {
-    return await proxy.inputSchema(wid, name, proxy.pooledModern);
+    return await proxy.inputSchema(who.workspaceId, name, proxy.pooledFor(who, 'modern'));
   } catch {
     return undefined;
   }

@@ -10,9 +10,19 @@ import { mcpServersRepo, pinsRepo } from './repo.js';
 /**
  * Pins of upstream tools (issue 20 item 6): a proxy that does not take its upstreams' word.
  * Rules:
- * - What a tool tells an agent (its description and input schema) is hashed: SHA-256, lower-case
- *   hex, over the RFC 8785 canonical JSON of `{ description, inputSchema }` (description null
- *   when absent), so key order and spacing never count as a change.
+ * - What a tool tells an agent (the whole tool: its description, input schema, output schema and
+ *   annotations) is hashed: SHA-256, lower-case hex, over the RFC 8785 canonical JSON of
+ *   `{ description, inputSchema, outputSchema, annotations }` (description null when absent;
+ *   outputSchema and annotations left out when the tool declares none, so a tool without them
+ *   keeps the hash it had when only the description and input schema were pinned), so key order
+ *   and spacing never count as a change. Flipping `readOnlyHint`, or changing what the tool says
+ *   it returns, is a change like any other.
+ * - A pin approved before output schemas and annotations were pinned (its state has neither
+ *   field) still holds the tool whose description and input schema it approved: the first
+ *   listing that sees such a tool records its whole state as the approved one (same approver and
+ *   time, nothing in the ledger), and from then on any change of the four is held. An upgrade
+ *   so withholds no tool that did not change; what a tool declared beyond its description and
+ *   input schema before that first listing is taken as it is then.
  * - Each allowed tool is pinned (its state approved) when an owner or admin adds the server, and
  *   when one approves a change. A tool whose state is not its approved one (changed upstream, or
  *   never approved: it appeared after the server was added, or the server could not be reached
@@ -29,6 +39,8 @@ export interface PinnedTool {
   name: string;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
+  outputSchema?: unknown;
+  annotations?: unknown;
 }
 
 /**
@@ -46,31 +58,51 @@ export function toolState(tool: PinnedTool): McpToolState {
   return state;
 }
 
+const objectOrNull = (value: unknown): Record<string, unknown> | null =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+
+function hashOf(fields: Record<string, unknown>): string {
+  let text: string;
+  try {
+    text = canonicalJson(fields);
+  } catch {
+    // Not canonicalisable (a lone surrogate): still a fixed hash for the same bytes, never a pass.
+    text = JSON.stringify(fields);
+  }
+  return createHash('sha256').update(text).digest('hex');
+}
+
 function hashState(tool: PinnedTool): McpToolState {
   const description = typeof tool.description === 'string' ? tool.description : null;
   const inputSchema = tool.inputSchema ?? {};
-  let text: string;
-  try {
-    text = canonicalJson({ description, inputSchema });
-  } catch {
-    // Not canonicalisable (a lone surrogate): still a fixed hash for the same bytes, never a pass.
-    text = JSON.stringify({ description, inputSchema });
-  }
-  return { hash: createHash('sha256').update(text).digest('hex'), description, inputSchema };
+  const outputSchema = objectOrNull(tool.outputSchema);
+  const annotations = objectOrNull(tool.annotations);
+  const hash = hashOf({
+    description,
+    inputSchema,
+    ...(outputSchema ? { outputSchema } : {}),
+    ...(annotations ? { annotations } : {}),
+  });
+  return { hash, description, inputSchema, outputSchema, annotations };
+}
+
+/** Whether the approved state holds the tool as listed now (a pin from before the whole tool was pinned: by its description and input schema). */
+function agrees(approved: McpToolState | null | undefined, tool: PinnedTool): boolean {
+  if (!approved) return false;
+  if (approved.hash === toolState(tool).hash) return true;
+  if ('outputSchema' in approved) return false;
+  const description = typeof tool.description === 'string' ? tool.description : null;
+  return approved.hash === hashOf({ description, inputSchema: tool.inputSchema ?? {} });
 }
 
 /** What the console and the API show of a pin. */
 export interface PinView {
   tool: string;
   status: 'approved' | 'changed' | 'new';
-  approved: {
-    hash: string;
-    description: string | null;
-    inputSchema: Record<string, unknown>;
-    at: string;
-    by: string;
-  } | null;
-  changed: { hash: string; description: string | null; inputSchema: Record<string, unknown>; seenAt: string } | null;
+  approved: McpToolPinRecord['approved'];
+  changed: McpToolPinRecord['changed'];
+  /** Calls per minute each agent may make of the tool; null: no limit of its own. */
+  callsPerMinute: number | null;
 }
 
 export function pinView(p: McpToolPinRecord): PinView {
@@ -79,6 +111,7 @@ export function pinView(p: McpToolPinRecord): PinView {
     status: p.changed === null ? 'approved' : p.approved === null ? 'new' : 'changed',
     approved: p.approved,
     changed: p.changed,
+    callsPerMinute: p.callsPerMinute ?? null,
   };
 }
 
@@ -89,9 +122,14 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
   const sameServer = async (server: McpServerRecord) =>
     (await servers.get(server.workspaceId, server.name))?.createdAt === server.createdAt;
 
-  /** Inside a write: the change to `state` recorded beside the pin, once; or the pin's pending change dropped. */
-  const noteInWrite = async (server: McpServerRecord, tool: string, state: McpToolState): Promise<void> => {
+  /**
+   * Inside a write: the tool's new state recorded beside the pin, once; or the pin's pending
+   * change dropped (and a pin from before the whole tool was pinned given its whole state).
+   */
+  const noteInWrite = async (server: McpServerRecord, listed: PinnedTool): Promise<void> => {
     const wid = server.workspaceId;
+    const tool = listed.name;
+    const state = toolState(listed);
     const pin = (await repo.pin(wid, server.name, tool)) ?? {
       workspaceId: wid,
       server: server.name,
@@ -99,8 +137,10 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
       approved: null,
       changed: null,
     };
-    if (pin.approved?.hash === state.hash) {
-      if (pin.changed !== null) await repo.putPin({ ...pin, changed: null });
+    if (pin.approved && agrees(pin.approved, listed)) {
+      const { at, by, hash } = pin.approved;
+      if (pin.changed !== null || hash !== state.hash)
+        await repo.putPin({ ...pin, approved: { ...state, at, by }, changed: null });
       return;
     }
     if (pin.changed?.hash === state.hash) return;
@@ -150,16 +190,16 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
      */
     async observe(server: McpServerRecord, tools: readonly PinnedTool[]): Promise<Set<string>> {
       const served = new Set<string>();
-      const notes: Array<{ tool: string; state: McpToolState }> = [];
-      const states = tools.map((tool) => ({ tool, state: toolState(tool) }));
-      const found = await Promise.all(states.map(({ tool }) => repo.pin(server.workspaceId, server.name, tool.name)));
-      for (const [i, { tool, state }] of states.entries()) {
+      const notes: PinnedTool[] = [];
+      const found = await Promise.all(tools.map((tool) => repo.pin(server.workspaceId, server.name, tool.name)));
+      for (const [i, tool] of tools.entries()) {
         const pin = found[i];
-        if (pin?.approved?.hash === state.hash) {
+        const state = toolState(tool);
+        if (agrees(pin?.approved, tool)) {
           served.add(tool.name);
-          if (pin.changed !== null) notes.push({ tool: tool.name, state });
+          if (pin!.changed !== null || pin!.approved!.hash !== state.hash) notes.push(tool);
         } else if (pin?.changed?.hash !== state.hash) {
-          notes.push({ tool: tool.name, state });
+          notes.push(tool);
         }
       }
       if (notes.length > 0)
@@ -167,7 +207,7 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
           .write(async () => {
             // A server removed (or added again) meanwhile keeps no pin of this listing.
             if (!(await sameServer(server))) return;
-            for (const n of notes) await noteInWrite(server, n.tool, n.state);
+            for (const tool of notes) await noteInWrite(server, tool);
           })
           .catch(() => {});
       return served;
@@ -191,27 +231,55 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
         });
       const state = toolState(current);
       const pin = await repo.pin(server.workspaceId, server.name, tool);
-      if (pin?.approved?.hash === state.hash) return null;
+      if (agrees(pin?.approved, current)) return null;
       const oldHash = pin?.approved?.hash ?? null;
       return new AppError('tool_changed', {
         message:
           oldHash === null
             ? `The tool ${exposedName} was never approved on the upstream MCP server ${server.name}: it is withheld until an owner or admin approves it.`
-            : `The tool ${exposedName} changed on the upstream MCP server ${server.name} since it was approved (its description or input schema): it is withheld until an owner or admin approves the change.`,
+            : `The tool ${exposedName} changed on the upstream MCP server ${server.name} since it was approved (its description, input or output schema, or annotations): it is withheld until an owner or admin approves the change.`,
         fix: `An owner or admin reviews the change in the console (MCP section) and approves it, or calls POST /api/w/${server.workspaceId}/mcp-servers/${server.name}/tools/${tool}/approve with {"hash":"${state.hash}"}; then list the tools again.`,
         details: { server: server.name, tool, oldHash, newHash: state.hash },
       });
+    },
+
+    /** The calls per minute each agent may make of `tool` (null: no limit of its own). */
+    async callsPerMinute(server: McpServerRecord, tool: string): Promise<number | null> {
+      return (await repo.pin(server.workspaceId, server.name, tool))?.callsPerMinute ?? null;
     },
 
     async list(wid: string, server: string): Promise<PinView[]> {
       return (await repo.pinsOf(wid, server)).map(pinView);
     },
 
-    /** Approves the change waiting for `tool`, named by its hash; recorded in the ledger. */
-    async approve(server: McpServerRecord, tool: string, hash: string, actor: string): Promise<PinView> {
+    /**
+     * Approves the change waiting for `tool`, named by its hash; recorded in the ledger. With
+     * `callsPerMinute` (null: none) it sets the tool's own per-agent limit too; the limit alone
+     * is set on an approved tool by naming its approved hash.
+     */
+    async approve(
+      server: McpServerRecord,
+      tool: string,
+      hash: string,
+      actor: string,
+      callsPerMinute?: number | null,
+    ): Promise<PinView> {
       const wid = server.workspaceId;
       return store.write(async () => {
         const pin = (await sameServer(server)) ? await repo.pin(wid, server.name, tool) : undefined;
+        const limit = callsPerMinute === undefined ? {} : { callsPerMinute };
+        if (pin && !pin.changed && pin.approved?.hash === hash && callsPerMinute !== undefined) {
+          const next: McpToolPinRecord = { ...pin, ...limit };
+          await repo.putPin(next);
+          await ledger.record({
+            workspaceId: wid,
+            actor,
+            kind: 'mcp.tool_approved',
+            subject: server.name,
+            data: { server: server.name, tool, oldHash: hash, newHash: hash, callsPerMinute },
+          });
+          return pinView(next);
+        }
         if (!pin?.changed)
           throw new AppError('not_found', {
             message: `No change of tool ${tool} on the upstream MCP server ${server.name} waits for approval.`,
@@ -233,6 +301,7 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
           ...pin,
           approved: { ...state, at: isoAt(clock.now()), by: actor },
           changed: null,
+          ...limit,
         };
         await repo.putPin(next);
         await ledger.record({
@@ -240,7 +309,7 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
           actor,
           kind: 'mcp.tool_approved',
           subject: server.name,
-          data: { server: server.name, tool, oldHash: pin.approved?.hash ?? null, newHash: hash },
+          data: { server: server.name, tool, oldHash: pin.approved?.hash ?? null, newHash: hash, ...limit },
         });
         return pinView(next);
       });

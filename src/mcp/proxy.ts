@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   Client,
   ProtocolError,
@@ -12,7 +13,7 @@ import type { Gate } from '../gate/service.js';
 import { readStanding } from '../killswitch/standing.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
-import { addressProblem, refusedBy } from '../lib/safe-target.js';
+import { addressProblem } from '../lib/safe-target.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { Store } from '../store/index.js';
 import type { MandateRule } from '../mandates/records.js';
@@ -25,6 +26,11 @@ import { createListings } from './listings.js';
 import { createPins, type PinView } from './pins.js';
 import { mcpServersRepo } from './repo.js';
 import { requestFetch } from './upstream-fetch.js';
+import { DeadlineError, diagnose, withDeadline, type UpstreamProblem } from './diagnosis.js';
+import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstream-sessions.js';
+import { createToolGuard, limitGate } from './tool-guard.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import type { DataLossMode } from '../settings/schema.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -60,11 +66,13 @@ import { requestFetch } from './upstream-fetch.js';
  *   is asked). Prompts are named like tools; resources keep their URIs, and a read goes to the
  *   first upstream that answers for the URI.
  * - The proxy defends (issue 20 item 6): tools/list shows an agent only the tools its mandate could
- *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool's
- *   description and input schema are pinned when the server is added, and a tool whose state is
- *   not its approved one is withheld and its calls refused until an owner or admin approves it
- *   (pins.ts). A call is checked against the upstream's listing of at most PIN_RECHECK_MS ago
- *   (listings.ts), before the gate is asked, so a withheld tool's call is no action.
+ *   allow, and prompts only of servers it could act on (narrowing.ts); each allowed tool (its
+ *   description, schemas and annotations) is pinned when the server is added, and a tool whose
+ *   state is not its approved one is withheld and its calls refused until an owner or admin
+ *   approves it (pins.ts). A call is checked against the upstream's listing of at most
+ *   PIN_RECHECK_MS ago (listings.ts), before the gate is asked, so a withheld tool's call is no
+ *   action. It then meets its tool's own limit and the workspace's data-loss screening, and its
+ *   authorization the agent's gate limit (tool-guard.ts).
  * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
  *   CLIENT span.
  */
@@ -72,7 +80,29 @@ const SEAL_PURPOSE = 'mcp-upstream-secret';
 /** The setting that lets upstreams be on loopback and private addresses. */
 export const PRIVATE_SETTING = 'mcp.allowPrivateUpstreams';
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const LIST_TIMEOUT_MS = 5_000;
+/** The deadlines and caps of upstream sessions: the `mcp.upstream*` settings. */
+export interface UpstreamLimits {
+  /** Opening an upstream session, listing, adding a server, ending a session. */
+  timeoutMs: number;
+  /** One proxied call (counted again from each progress notification). */
+  callTimeoutMs: number;
+  sessionsPerAgent: number;
+  sessionsPerServer: number;
+  /** An agent's upstream session without a caller session ends after this long unused. */
+  idleMs: number;
+}
+export const UPSTREAM_DEFAULTS: UpstreamLimits = {
+  timeoutMs: 5_000,
+  callTimeoutMs: 60_000,
+  sessionsPerAgent: 64,
+  sessionsPerServer: 1_000,
+  idleMs: 5 * 60_000,
+};
+/** Request ids of clients attached to an upstream session: a block of ATTACHED_IDS_EACH each, from ATTACHED_IDS_FROM. */
+const ATTACHED_IDS_FROM = 1_000_000;
+const ATTACHED_IDS_EACH = 1_000;
+/** The agent id the console's own look at an upstream (its tools' pins) goes under. */
+const CONSOLE = '(console)';
 /** Pages read of one upstream's list before the rest is left out. */
 const MAX_PAGES = 20;
 /** Capability sets a 2026-07-28 caller may declare that get a shared upstream client each, per upstream. */
@@ -106,8 +136,14 @@ export interface UpstreamHooks {
   notify?: (n: { method: string; params?: Record<string, unknown> }) => void;
 }
 
-/** How a request reaches an upstream: the shared client, or one a session opened. */
-export type UpstreamLink = (server: McpServerRecord) => Promise<Client>;
+/**
+ * How a request reaches an upstream: the agent's session of it (requests without a caller
+ * session), or the caller session's. `drop` ends the session of an upstream that failed on the
+ * way, so that the next request opens another.
+ */
+export type UpstreamLink = ((server: McpServerRecord) => Promise<Client>) & {
+  drop?: (server: McpServerRecord) => Promise<void>;
+};
 
 /** The protocol era a caller speaks, and so the era of the connection its requests take upstream. */
 export type UpstreamEra = 'legacy' | 'modern';
@@ -150,23 +186,30 @@ export function createMcpProxy(deps: {
   dispatcher: Dispatcher;
   /** An agent's mandate rules, for narrowing what it is shown. */
   rules: (wid: string, agentId: string) => Promise<readonly MandateRule[]>;
+  /** Deadlines and caps of the upstream sessions (the `mcp.upstream*` settings); their defaults unless given. */
+  limits?: Partial<UpstreamLimits>;
+  /** The gate's per-agent limiter, shared with its HTTP routes (tool-guard.ts). */
+  gateLimiter: RateLimiter;
+  /** The workspace's data-loss mode, which screens proxied calls (tool-guard.ts). */
+  dataLoss: (wid: string) => Promise<DataLossMode>;
 }) {
-  const { store, clock, masterKey, ledger, gate, dispatcher } = deps;
+  const { store, clock, masterKey, ledger, dispatcher } = deps;
+  const gate = limitGate(deps.gate, deps.gateLimiter);
+  const limits: UpstreamLimits = { ...UPSTREAM_DEFAULTS, ...deps.limits };
   const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
+  const guard = createToolGuard({ store, clock, ledger, pins, dataLoss: deps.dataLoss });
   // The SDK's transport takes a fetch: this one (undici's `request` behind the part of fetch the
   // transport uses, upstream-fetch.ts) connects only where the dispatcher allows, and sends the
   // active trace on (the request that made it, or the proxied call's CLIENT span).
   const vettedFetch = requestFetch(dispatcher);
 
-  const open = async (
-    server: McpServerRecord,
-    hooks: UpstreamHooks = {},
-    era: UpstreamEra = 'legacy',
-  ): Promise<Client> => {
-    const secret = server.secretSealed
+  const secretOf = (server: McpServerRecord) =>
+    server.secretSealed
       ? unsealText(masterKey, SEAL_PURPOSE, `${server.workspaceId}/${server.name}`, server.secretSealed)
       : null;
+  /** A client of the proxy's, whose upstream's requests the caller answers and whose notifications the caller hears. */
+  const clientOf = (hooks: UpstreamHooks, era: UpstreamEra): Client => {
     const client = new Client(
       { name: 'svc-proxy', version: deps.version },
       {
@@ -178,7 +221,6 @@ export function createMcpProxy(deps: {
           : {}),
       },
     );
-    // Whatever the upstream asks of its client, the caller answers; whatever it tells, the caller hears.
     if (hooks.request)
       client.fallbackRequestHandler = async (req, ctx) =>
         (await hooks.request!(
@@ -188,96 +230,114 @@ export function createMcpProxy(deps: {
     if (hooks.notify)
       client.fallbackNotificationHandler = async (n) =>
         hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(server.url), {
-        fetch: vettedFetch,
-        ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
-      }),
-    );
+    return client;
+  };
+  const transportOf = (server: McpServerRecord, session?: { sessionId: string; protocolVersion?: string }) => {
+    const secret = secretOf(server);
+    return new StreamableHTTPClientTransport(new URL(server.url), {
+      fetch: vettedFetch,
+      ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
+      ...(session ?? {}),
+    });
+  };
+
+  /** A new upstream session: the handshake (initialize, or server/discover) within the deadline. */
+  const open = async (
+    server: McpServerRecord,
+    hooks: UpstreamHooks = {},
+    era: UpstreamEra = 'legacy',
+  ): Promise<Client> => {
+    const client = clientOf(hooks, era);
+    await client.connect(transportOf(server), { timeout: limits.timeoutMs });
     return client;
   };
 
-  // One connected client per upstream server, shared by calls that need no relay (the upstream
-  // transport takes concurrent requests): a call then costs the upstream one request, not an
-  // initialize handshake as well. A client that fails is dropped from the pool, and made again
-  // next time; it is closed only once no call is using it, since closing it fails every call in
-  // flight on it, though the upstream may have run them (an agent told a call failed may send it
-  // again). `live` holds every client not yet closed, the dropped ones included, for shutdown.
-  // A 2026-07-28 caller's call that relays nothing back but declares capabilities (the upstream
-  // may answer input_required for them) shares a client declaring that same set: pooled by the
-  // set's canonical text, at most MAX_CAPABILITY_SETS sets per upstream (a call past that, or
-  // with a set over MAX_CAPABILITY_KEY characters, opens a client of its own, as before).
-  interface Shared {
-    client: Promise<Client>;
-    busy: number;
-    dropped: boolean;
-  }
-  const pool = new Map<string, Shared>();
-  const live = new Set<Shared>();
+  let attachedBlocks = 0;
+  /**
+   * A client of its own for one call, on the upstream session `base` opened: no handshake, no
+   * request of its own (it sends the base's `Mcp-Session-Id` and protocol version, or, to a
+   * 2026-07-28 upstream, the discovery the base made), so a call costs the upstream the call
+   * alone, and what the upstream sends while the call runs (on the call's own stream) reaches
+   * this client's hooks. Closing it ends no upstream session. An upstream that gave no session id
+   * (a stateless one) is sent none: the empty id tells the SDK's client the handshake is done.
+   */
+  const attach = async (base: Client, server: McpServerRecord, hooks: UpstreamHooks, era: UpstreamEra) => {
+    const client = clientOf(hooks, era);
+    // Every client on one upstream session must number its requests apart, or the upstream would
+    // route one call's answer (and cancellation) to another's: each attached client starts its
+    // ids at a block of its own (the SDK's client counts from its `_requestMessageId`). A client
+    // without that counter gets a session of its own instead.
+    const ids = client as unknown as { _requestMessageId?: unknown };
+    if (typeof ids._requestMessageId !== 'number') {
+      await client.connect(transportOf(server), { timeout: limits.timeoutMs });
+      return client;
+    }
+    attachedBlocks += 1;
+    ids._requestMessageId = ATTACHED_IDS_FROM + attachedBlocks * ATTACHED_IDS_EACH;
+    const version = base.getNegotiatedProtocolVersion();
+    const discover = base.getDiscoverResult();
+    if (discover && base.getProtocolEra() === 'modern') {
+      await client.connect(transportOf(server), { prior: { kind: 'modern', discover } });
+      return client;
+    }
+    const sessionId = (base.transport as StreamableHTTPClientTransport | undefined)?.sessionId ?? '';
+    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }));
+    return client;
+  };
+
+  /** Ends an upstream session: DELETE on Streamable HTTP (within the deadline), then the connection closes. */
+  const end = async (client: Client): Promise<void> => {
+    const transport = client.transport as StreamableHTTPClientTransport | undefined;
+    if (transport?.sessionId) await withDeadline(transport.terminateSession(), limits.timeoutMs).catch(() => {});
+    await client.close().catch(() => {});
+  };
+
+  // The upstream sessions (upstream-sessions.ts): one per agent, upstream, era and declared
+  // capability set for the agent's requests without a caller session, one per caller session and
+  // upstream within one; never one agent's for another. A 2026-07-28 caller's call that relays
+  // nothing back but declares capabilities (the upstream may answer input_required for them)
+  // takes the session declaring that same set: at most MAX_CAPABILITY_SETS sets per agent and
+  // upstream (a call past that, or with a set over MAX_CAPABILITY_KEY characters, is attached to
+  // the agent's plain session instead, declaring its set).
+  const sessions = createUpstreamSessions({
+    now: () => clock.now(),
+    perAgent: limits.sessionsPerAgent,
+    perServer: limits.sessionsPerServer,
+    idleMs: limits.idleMs,
+    sweepMs: Math.min(limits.idleMs, 10_000),
+    end,
+  });
   const serverKey = (server: McpServerRecord) => `${server.workspaceId}/${server.name}/${server.createdAt}`;
-  const poolKey = (server: McpServerRecord, era: UpstreamEra = 'legacy') => `${era}/${serverKey(server)}`;
-  /** The pool key of a client declaring `caps` (none: the era's plain shared client). */
-  const capsKey = (server: McpServerRecord, era: UpstreamEra, caps: string) =>
-    caps === '' ? poolKey(server, era) : `${poolKey(server, era)}#${caps}`;
-  const closeIfDone = async (shared: Shared): Promise<void> => {
-    if (!shared.dropped || shared.busy > 0 || !live.delete(shared)) return;
-    await shared.client.then((c) => c.close()).catch(() => {});
-  };
-  const retire = async (shared: Shared): Promise<void> => {
-    for (const [key, s] of pool) if (s === shared) pool.delete(key);
-    shared.dropped = true;
-    await closeIfDone(shared);
-  };
-  const sharedOf = (
+  const agentKey = (who: { workspaceId: string; agentId: string }) => `${who.workspaceId}/${who.agentId}`;
+  /** The session of an agent's requests without a caller session, declaring `caps` (none: the era's plain one). */
+  const sessionOf = (
+    who: { workspaceId: string; agentId: string },
     server: McpServerRecord,
     era: UpstreamEra = 'legacy',
     capabilities?: ClientCapabilities,
-  ): Shared | undefined => {
-    const caps = capabilities === undefined ? '' : canonical(capabilities);
-    const key = capsKey(server, era, caps);
-    let shared = pool.get(key);
-    if (!shared) {
-      if (caps !== '') {
-        if (caps.length > MAX_CAPABILITY_KEY) return undefined;
-        const prefix = `${poolKey(server, era)}#`;
-        let sets = 0;
-        for (const k of pool.keys()) if (k.startsWith(prefix)) sets += 1;
-        if (sets >= MAX_CAPABILITY_SETS) return undefined;
-      }
-      const made: Shared = {
-        client: open(server, caps === '' ? {} : { capabilities: capabilities! }, era),
-        busy: 0,
-        dropped: false,
-      };
-      pool.set(key, made);
-      live.add(made);
-      made.client.catch(() => void retire(made));
-      shared = made;
+  ): UpstreamSession | undefined => {
+    const caps = capabilities === undefined || Object.keys(capabilities).length === 0 ? '' : canonical(capabilities);
+    const plain = `|${agentKey(who)}|${era}|${serverKey(server)}`;
+    const key = caps === '' ? plain : `${plain}#${caps}`;
+    if (caps !== '' && !sessions.has(key)) {
+      if (caps.length > MAX_CAPABILITY_KEY) return undefined;
+      if (sessions.count((k) => k.startsWith(`${plain}#`)) >= MAX_CAPABILITY_SETS) return undefined;
     }
-    return shared;
+    const name = { key, scope: '', agent: agentKey(who), server: serverKey(server) };
+    return sessions.take(name, () => open(server, caps === '' ? {} : { capabilities: capabilities! }, era));
   };
-  const pooled = (server: McpServerRecord): Promise<Client> => sharedOf(server)!.client;
-  const pooledModern = (server: McpServerRecord): Promise<Client> => sharedOf(server, 'modern')!.client;
-  const drop = async (server: McpServerRecord): Promise<void> => {
-    const mine = [...pool].filter(([key]) =>
-      (['legacy', 'modern'] as const).some(
-        (era) => key === poolKey(server, era) || key.startsWith(`${poolKey(server, era)}#`),
-      ),
-    );
-    for (const [, shared] of mine) await retire(shared);
-  };
-  /** Runs `use` on a shared client, which is not closed while it runs; a transport failure drops that client. */
-  const withShared = async <T>(shared: Shared, use: (client: Client) => Promise<T>): Promise<T> => {
-    shared.busy += 1;
-    try {
-      return await use(await shared.client);
-    } catch (err) {
-      if (!(err instanceof ProtocolError)) shared.dropped = true;
-      throw err;
-    } finally {
-      shared.busy -= 1;
-      if (shared.dropped) await retire(shared);
-    }
+  /** The link of an agent's requests without a caller session, in its era (and declaring `capabilities`). */
+  const pooledFor = (
+    who: { workspaceId: string; agentId: string },
+    era: UpstreamEra = 'legacy',
+    capabilities?: ClientCapabilities,
+  ): UpstreamLink => {
+    const link: UpstreamLink = (server) =>
+      (sessionOf(who, server, era, capabilities) ?? sessionOf(who, server, era)!).client;
+    // The agent's sessions of an upstream that failed on the way end; the next request opens another.
+    link.drop = (server) =>
+      sessions.retireWhere((s) => s.scope === '' && s.agent === agentKey(who) && s.server === serverKey(server));
+    return link;
   };
 
   const exposed = (server: McpServerRecord, tool: string) => (server.unprefixed ? tool : `${server.name}__${tool}`);
@@ -292,16 +352,16 @@ export function createMcpProxy(deps: {
   const allowed = (server: McpServerRecord, tool: string) =>
     server.allowTools === null || server.allowTools.includes(tool);
 
-  const listed = createListings({ clock, pins, allowed, keyOf: poolKey, timeoutMs: LIST_TIMEOUT_MS });
+  const listed = createListings({ clock, pins, allowed, keyOf: serverKey, timeoutMs: limits.timeoutMs });
   const offered = listed.offered;
   /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
-  const checkPinned = async (target: { server: McpServerRecord; tool: string }): Promise<void> => {
+  const checkPinned = async (target: { server: McpServerRecord; tool: string }, link: UpstreamLink): Promise<void> => {
     let tools: UpstreamTool[];
     try {
-      tools = await listed.recent(target.server, pooled);
+      tools = await withDeadline(listed.recent(target.server, link), limits.timeoutMs);
     } catch (err) {
-      await drop(target.server);
-      throw upstreamError(err, target.server);
+      await link.drop?.(target.server);
+      throw upstreamError(err, target.server, limits.timeoutMs);
     }
     const refusal = await pins.refusal(
       target.server,
@@ -342,13 +402,20 @@ export function createMcpProxy(deps: {
       wid: string,
       input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean },
       actor: string,
-    ): Promise<Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean; pinnedTools: string[] | null }> {
+    ): Promise<
+      Omit<McpServerRecord, 'secretSealed'> & {
+        hasSecret: boolean;
+        pinnedTools: string[] | null;
+        problem: UpstreamProblem | null;
+      }
+    > {
       if (!NAME.test(input.name))
         throw new AppError('invalid_request', {
           details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
         });
-      const problem = urlProblem(input.url, deps.allowPrivateUpstreams);
-      if (problem) throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: problem }] } });
+      const wrongUrl = urlProblem(input.url, deps.allowPrivateUpstreams);
+      if (wrongUrl)
+        throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: wrongUrl }] } });
       const record: McpServerRecord = {
         name: input.name,
         workspaceId: wid,
@@ -360,25 +427,30 @@ export function createMcpProxy(deps: {
         createdBy: actor,
       };
       // Its tools as they are now are what the person adding it approves (pins.ts). An upstream
-      // that cannot be listed is added all the same, its tools withheld until each is approved.
+      // that cannot be listed within the deadline is added all the same, its tools withheld until
+      // each is approved, and the answer names why (diagnosis.ts).
       // An upstream may offer 2026-07-28 callers tools it does not offer 2025 ones: both eras'
       // listings are pinned (a 2025-only upstream's refusal of the newer era is no failure).
       let tools: UpstreamTool[] | null = null;
+      let problem: UpstreamProblem | null = null;
       if (!(await servers.has(wid, input.name))) {
         const listed = async (era: UpstreamEra): Promise<UpstreamTool[]> => {
           let client: Client | undefined;
           try {
             client = await open(record, {}, era);
-            const all = (await client.listTools(undefined, { timeout: LIST_TIMEOUT_MS })).tools as UpstreamTool[];
+            const all = (await client.listTools(undefined, { timeout: limits.timeoutMs })).tools as UpstreamTool[];
             return all.filter((tool) => allowed(record, tool.name));
           } finally {
-            await client?.close().catch(() => {});
+            if (client) await end(client);
           }
         };
-        tools = await listed('legacy').catch(() => null);
+        tools = await withDeadline(listed('legacy'), limits.timeoutMs).catch((err: unknown) => {
+          problem = diagnose(err, limits.timeoutMs);
+          return null;
+        });
         if (tools) {
           const legacy = tools;
-          const modern = await listed('modern').catch(() => [] as UpstreamTool[]);
+          const modern = await withDeadline(listed('modern'), limits.timeoutMs).catch(() => [] as UpstreamTool[]);
           tools = [...legacy, ...modern.filter((tool) => !legacy.some((x) => x.name === tool.name))];
         }
       }
@@ -401,10 +473,11 @@ export function createMcpProxy(deps: {
             unprefixed: record.unprefixed,
             secret: record.secretSealed !== null,
             pinned: tools === null ? null : pinned,
+            ...(problem ? { problem: (problem as UpstreamProblem).cause } : {}),
           },
         });
       });
-      return { ...this.view(record), pinnedTools: tools === null ? null : tools.map((x) => x.name) };
+      return { ...this.view(record), pinnedTools: tools === null ? null : tools.map((x) => x.name), problem };
     },
 
     view({ secretSealed, ...rest }: McpServerRecord) {
@@ -418,7 +491,7 @@ export function createMcpProxy(deps: {
     async remove(wid: string, name: string, actor: string): Promise<void> {
       const existing = await servers.get(wid, name);
       if (existing) {
-        await drop(existing);
+        await sessions.retireWhere((s) => s.server === serverKey(existing));
         listed.forget(existing);
       }
       await store.write(async () => {
@@ -430,41 +503,67 @@ export function createMcpProxy(deps: {
       });
     },
 
-    /** The shared client of each upstream: the link for requests that need nothing relayed. */
-    pooled: pooled as UpstreamLink,
-    /** The same for callers of protocol 2026-07-28: the upstream is spoken to in that era where it can. */
-    pooledModern: pooledModern as UpstreamLink,
+    /**
+     * The link of an agent's requests without a caller session: its own session of each upstream
+     * in the caller's era (2026-07-28: spoken in that era where the upstream can), declaring
+     * `capabilities` when given (at most MAX_CAPABILITY_SETS sets per upstream; past that, the
+     * era's plain session).
+     */
+    pooledFor,
 
     /**
-     * Closes every shared client, at shutdown: each holds an event stream open to its upstream,
-     * which would otherwise keep the process alive after the server stopped.
+     * A caller session's link (server.ts): its own session of each upstream, opened on first use
+     * with `hooks` (the caller's capabilities; what the upstream asks or says outside a call goes
+     * to the caller), ended by `end` (the caller's session ended or idled out).
      */
-    async close(): Promise<void> {
-      const all = [...live];
-      pool.clear();
-      live.clear();
-      await Promise.all(all.map((s) => s.client.then((c) => c.close()).catch(() => {})));
+    sessionScope(who: { workspaceId: string; agentId: string }, hooks: () => UpstreamHooks) {
+      const scope = `s${randomUUID()}`;
+      const link: UpstreamLink = (server) =>
+        sessions.take(
+          { key: `${scope}|${serverKey(server)}`, scope, agent: agentKey(who), server: serverKey(server) },
+          () => open(server, hooks()),
+        ).client;
+      link.drop = (server) => sessions.retireWhere((s) => s.scope === scope && s.server === serverKey(server));
+      return {
+        link,
+        /** The upstream sessions it opened, for what the caller tells them all (its roots changed). */
+        clients: () => sessions.clients(scope),
+        end: () => sessions.retireWhere((s) => s.scope === scope),
+      };
     },
-    /** A client of its own for one session or one call; the caller closes it. */
+
+    /** Ends every upstream session, at shutdown: each holds an event stream open to its upstream. */
+    async close(): Promise<void> {
+      await sessions.close();
+    },
+    /** A new upstream session of its own (the caller ends it). */
     open,
+    /** Ends an upstream session a caller opened with `open`: DELETE, then the connection closes. */
+    end,
+    /** How many upstream sessions are open now. */
+    get upstreamSessions(): number {
+      return sessions.size;
+    },
 
     /**
      * Every upstream's allowed tools that the agent's mandate could allow and that match their
      * pins, under their exposed names, asked of all upstreams at once; an upstream that does not
-     * answer within LIST_TIMEOUT_MS is left out (and reconnected next time).
+     * answer within the deadline (`mcp.upstreamTimeoutMs`) is left out, its listing left to go on
+     * in the background (it refreshes the listing the calls' checks use when it lands); one that
+     * fails has its session ended, and the next listing opens another.
      */
-    async tools(who: { workspaceId: string; agentId: string }, link: UpstreamLink = pooled): Promise<UpstreamTool[]> {
+    async tools(who: { workspaceId: string; agentId: string }, link: UpstreamLink): Promise<UpstreamTool[]> {
       const [rules, all] = await Promise.all([deps.rules(who.workspaceId, who.agentId), this.list(who.workspaceId)]);
       const now = clock.now();
       const lists = await Promise.all(
         all.map(async (server) => {
           try {
-            const { tools, served } = await offered(server, link);
+            const { tools, served } = await withDeadline(offered(server, link), limits.timeoutMs);
             return tools
               .filter((tool) => served.has(tool.name) && mayCall(rules, server, tool.name, now))
               .map((tool) => ({ ...tool, name: exposed(server, tool.name) }) as UpstreamTool);
-          } catch {
-            if (link === pooled || link === pooledModern) await drop(server);
+          } catch (err) {
+            if (!(err instanceof DeadlineError)) await link.drop?.(server);
             return [];
           }
         }),
@@ -476,7 +575,7 @@ export function createMcpProxy(deps: {
     async resolve(
       wid: string,
       name: string,
-      link: UpstreamLink = pooled,
+      link: UpstreamLink,
     ): Promise<{ server: McpServerRecord; tool: string } | undefined> {
       const all = await this.list(wid);
       const prefixed = prefixedOwner(all, name);
@@ -488,9 +587,11 @@ export function createMcpProxy(deps: {
           .filter((s) => s.unprefixed && allowed(s, name))
           .map(async (s) => {
             try {
-              return (await offered(s, link)).tools.some((x) => x.name === name) ? s : undefined;
-            } catch {
-              if (link === pooled || link === pooledModern) await drop(s);
+              return (await withDeadline(offered(s, link), limits.timeoutMs)).tools.some((x) => x.name === name)
+                ? s
+                : undefined;
+            } catch (err) {
+              if (!(err instanceof DeadlineError)) await link.drop?.(s);
               return undefined;
             }
           }),
@@ -503,7 +604,7 @@ export function createMcpProxy(deps: {
      * A proxied tool's input schema, from the upstream's recent listing (listed again through
      * `link` only when older than PIN_RECHECK_MS, as for the call's pin check), or undefined.
      */
-    async inputSchema(wid: string, name: string, link: UpstreamLink = pooled): Promise<unknown> {
+    async inputSchema(wid: string, name: string, link: UpstreamLink): Promise<unknown> {
       const target = await this.resolve(wid, name, link);
       if (!target) return undefined;
       return (await listed.recent(target.server, link)).find((x) => x.name === target.tool)?.inputSchema;
@@ -511,10 +612,13 @@ export function createMcpProxy(deps: {
 
     /**
      * A proxied call: refused when the agent is stopped (thrown, for a JSON-RPC error), gated as
-     * an action, then forwarded. With `own` hooks that relay (requests, notifications) or a
-     * progress relay the call gets a client of its own, through which the upstream's
-     * notifications and requests reach the caller; with only `own.capabilities` it shares the
-     * client declaring that set (at most MAX_CAPABILITY_SETS per upstream, else its own).
+     * an action, then forwarded on the caller session's upstream session (`link`), or else on
+     * the agent's. With `own` hooks that relay (requests, notifications) or a progress relay the
+     * call gets a client of its own attached to that session (no handshake), through which the
+     * upstream's notifications and requests during the call reach the caller; with only
+     * `own.capabilities` it takes the agent's session declaring that set. The call has its
+     * deadline (`mcp.upstreamCallTimeoutMs`, counted again from each progress): past it, or when
+     * the caller cancels, the upstream is sent `notifications/cancelled`.
      */
     async call(
       who: { workspaceId: string; agentId: string },
@@ -524,6 +628,8 @@ export function createMcpProxy(deps: {
         progress?: (p: Progress) => void;
         own?: UpstreamHooks;
         signal?: AbortSignal;
+        /** The caller session's link; without one, the agent's own sessions are used. */
+        link?: UpstreamLink;
         /** The caller's era (legacy unless said), and for a 2026-07-28 caller's retry what it answered. */
         era?: UpstreamEra;
         input?: { inputResponses?: Record<string, unknown>; requestState?: string };
@@ -536,11 +642,13 @@ export function createMcpProxy(deps: {
         throw err;
       }
       try {
-        await checkPinned(target);
+        await checkPinned(target, relay.link ?? pooledFor(who, relay.era ?? 'legacy'));
       } catch (err) {
         metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
         throw err;
       }
+      // The tool's own limit, and the arguments screened (tool-guard.ts).
+      const sent = await guard.before(who, target, args);
       const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
         type,
@@ -561,31 +669,33 @@ export function createMcpProxy(deps: {
       }
       const era = relay.era ?? 'legacy';
       // A call that relays something back (progress, the upstream's requests or notifications)
-      // gets a client of its own; one that only declares the caller's capabilities shares the
-      // client declaring that set; one that declares nothing shares the era's plain client.
+      // gets a client of its own on the session; one that only declares the caller's
+      // capabilities takes the agent's session declaring that set (past MAX_CAPABILITY_SETS, a
+      // client of its own declaring it); one that declares nothing takes the era's plain one.
       const relays =
         relay.progress !== undefined || relay.own?.request !== undefined || relay.own?.notify !== undefined;
       const caps = relay.own?.capabilities;
-      const shared = relays
-        ? undefined
-        : sharedOf(target.server, era, caps !== undefined && Object.keys(caps).length > 0 ? caps : undefined);
+      const shared = relays || relay.link ? undefined : sessionOf(who, target.server, era, caps);
       const send = async (client: Client) =>
         (await client.callTool(
           {
             name: target.tool,
-            arguments: args ?? {},
+            arguments: sent,
             ...(relay.input?.inputResponses ? { inputResponses: relay.input.inputResponses } : {}),
             ...(relay.input?.requestState !== undefined ? { requestState: relay.input.requestState } : {}),
           } as never,
           {
+            timeout: limits.callTimeoutMs,
             ...(relay.progress ? { onprogress: relay.progress, resetTimeoutOnProgress: true } : {}),
             ...(relay.signal ? { signal: relay.signal } : {}),
             ...(era === 'modern' ? { allowInputRequired: true } : {}),
           },
         )) as ToolResult;
       let client: Client | undefined;
-      // The forwarded call is a CLIENT span (the gate's decision above has its own spans).
-      return inSpan(
+      let failed = false;
+      // The forwarded call is a CLIENT span (the gate's decision above has its own spans); its
+      // result is screened before the caller sees it (tool-guard.ts).
+      const result = await inSpan(
         `tools/call ${target.tool}`,
         {
           kind: SpanKind.CLIENT,
@@ -596,20 +706,32 @@ export function createMcpProxy(deps: {
           },
         },
         async () => {
+          // An attached call keeps the agent's session it is on from idling out while it runs.
+          const attached = async (b: Client) => send((client = await attach(b, target.server, relay.own ?? {}, era)));
           try {
             const result = shared
-              ? await withShared(shared, send)
-              : await send((client = await open(target.server, relay.own, era)));
+              ? await sessions.use(shared, send)
+              : relay.link
+                ? await attached(await relay.link(target.server))
+                : await sessions.use(sessionOf(who, target.server, era)!, attached);
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
+            failed = true;
             metrics.mcpCalls.inc({ outcome: 'upstream_error' });
-            throw upstreamError(err, target.server);
+            // The caller session's upstream session failed on the way (not the upstream's own
+            // answer, nor a deadline): the next request opens another.
+            if (relay.link && brokenBy(err)) await relay.link.drop?.(target.server);
+            throw upstreamError(err, target.server, limits.callTimeoutMs);
           } finally {
-            await client?.close().catch(() => {});
+            // A call that failed may still be sending the upstream its notifications/cancelled
+            // (past the deadline, or cancelled by the caller): its client closes once that is out.
+            if (client && failed) setTimeout(() => void client!.close().catch(() => {}), limits.timeoutMs).unref();
+            else await client?.close().catch(() => {});
           }
         },
       );
+      return guard.after(who, target, result);
     },
 
     /**
@@ -630,7 +752,7 @@ export function createMcpProxy(deps: {
       for (const server of capability === 'prompts' ? await promptServers(who, all) : all) {
         let client: Client;
         try {
-          client = await link(server);
+          client = await withDeadline(link(server), limits.timeoutMs);
         } catch (err) {
           failure ??= err;
           continue;
@@ -643,7 +765,7 @@ export function createMcpProxy(deps: {
           failure ??= err;
         }
       }
-      if (failure !== undefined) throw upstreamError(failure);
+      if (failure !== undefined) throw upstreamError(failure, undefined, limits.timeoutMs);
       if (missing) throw missing();
       throw new ProtocolError(-32601, `No upstream MCP server here offers ${capability}.`);
     },
@@ -657,24 +779,24 @@ export function createMcpProxy(deps: {
     ): Promise<T[]> {
       await refuseIfStopped(who);
       const all = await this.list(who.workspaceId);
+      // Each upstream within the deadline: a late one leaves out only its own items.
+      const pages = async (server: McpServerRecord): Promise<T[]> => {
+        const client = await link(server);
+        if (!client.getServerCapabilities()?.[capability]) return [];
+        const items: T[] = [];
+        let cursor: string | undefined;
+        for (let page = 0; page < MAX_PAGES; page += 1) {
+          const answer = await list(client, server, cursor);
+          items.push(...answer.items);
+          if (!answer.nextCursor) break;
+          cursor = answer.nextCursor;
+        }
+        return items;
+      };
       const lists = await Promise.all(
-        (capability === 'prompts' ? await promptServers(who, all) : all).map(async (server) => {
-          try {
-            const client = await link(server);
-            if (!client.getServerCapabilities()?.[capability]) return [];
-            const items: T[] = [];
-            let cursor: string | undefined;
-            for (let page = 0; page < MAX_PAGES; page += 1) {
-              const answer = await list(client, server, cursor);
-              items.push(...answer.items);
-              if (!answer.nextCursor) break;
-              cursor = answer.nextCursor;
-            }
-            return items;
-          } catch {
-            return [];
-          }
-        }),
+        (capability === 'prompts' ? await promptServers(who, all) : all).map((server) =>
+          withDeadline(pages(server), limits.timeoutMs).catch(() => [] as T[]),
+        ),
       );
       return lists.flat();
     },
@@ -683,24 +805,36 @@ export function createMcpProxy(deps: {
      * One server's pinned tools, for an owner or admin: its tools are listed again first (when
      * the upstream answers), so that a change shows even before an agent met it.
      */
-    async pinnedTools(wid: string, name: string): Promise<{ reachable: boolean; tools: PinView[] }> {
+    async pinnedTools(
+      wid: string,
+      name: string,
+    ): Promise<{ reachable: boolean; problem: UpstreamProblem | null; tools: PinView[] }> {
       const server = await servers.get(wid, name);
       if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
-      let reachable = true;
+      // The console's own session of the upstream, as an agent's: never an agent's.
+      const link = pooledFor({ workspaceId: wid, agentId: CONSOLE });
+      let problem: UpstreamProblem | null = null;
       try {
-        await offered(server, pooled);
-      } catch {
-        reachable = false;
-        await drop(server);
+        await withDeadline(offered(server, link), limits.timeoutMs);
+      } catch (err) {
+        problem = diagnose(err, limits.timeoutMs);
+        if (!(err instanceof DeadlineError)) await link.drop?.(server);
       }
-      return { reachable, tools: await pins.list(wid, name) };
+      return { reachable: problem === null, problem, tools: await pins.list(wid, name) };
     },
 
     /** Approves what a tool says now (its change, named by `hash`), serving it again. */
-    async approveTool(wid: string, name: string, tool: string, hash: string, actor: string) {
+    async approveTool(
+      wid: string,
+      name: string,
+      tool: string,
+      hash: string,
+      actor: string,
+      callsPerMinute?: number | null,
+    ) {
       const server = await servers.get(wid, name);
       if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
-      return pins.approve(server, tool, hash, actor);
+      return pins.approve(server, tool, hash, actor, callsPerMinute);
     },
 
     /** A prompt's exposed name, and the upstream prompt behind one (named as tools are). */
@@ -714,23 +848,18 @@ export function createMcpProxy(deps: {
 
 /**
  * An upstream's failure as the caller sees it: its own JSON-RPC errors pass through as it sent
- * them; a transport failure is named without its text, which may hold what an internal service
- * answered.
+ * them; a transport failure names its cause (diagnosis.ts: an HTTP status, a deadline, a TLS,
+ * name or connection failure, an answer that is not MCP) in `error.data.cause`, without the
+ * upstream's body or error text, which may hold what an internal service answered.
  */
-function upstreamError(err: unknown, server?: McpServerRecord): ProtocolError {
+function upstreamError(err: unknown, server: McpServerRecord | undefined, timeoutMs: number): ProtocolError {
   if (err instanceof ProtocolError) return err;
-  const refused = refusedBy(err);
-  if (refused)
-    return new ProtocolError(
-      -32003,
-      `The upstream MCP server${server ? ` ${server.name}` : ''} was not contacted: ${refused.message.replace(/^refused: /, '')}.`,
-      { type: 'upstream_failure' },
-    );
-  return new ProtocolError(
-    -32003,
-    `The upstream MCP server${server ? ` ${server.name}` : ''} could not be reached or did not answer.`,
-    { type: 'upstream_failure' },
-  );
+  const name = `The upstream MCP server${server ? ` ${server.name}` : ''}`;
+  const { cause, status, message } = diagnose(err, timeoutMs);
+  const data = { type: 'upstream_failure', cause, ...(status !== undefined ? { status } : {}) };
+  if (cause === 'refused_address') return new ProtocolError(-32003, `${name} was not contacted: ${message}.`, data);
+  const said = cause === 'connection' ? 'could not be reached' : cause === 'not_mcp' ? 'is not an MCP server' : message;
+  return new ProtocolError(-32003, `${name} failed: ${said}.`, data);
 }
 
 export type McpProxy = ReturnType<typeof createMcpProxy>;

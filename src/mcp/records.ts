@@ -19,11 +19,20 @@ export interface McpServerRecord {
   createdBy: string;
 }
 
-/** What an upstream tool tells an agent: its description and input schema, and their hash (mcp/pins.ts). */
+/**
+ * What an upstream tool tells an agent: its description, input and output schemas and
+ * annotations, and their hash (mcp/pins.ts). A state recorded before output schemas and
+ * annotations were pinned has neither field: its hash covers the description and input schema
+ * alone.
+ */
 export interface McpToolState {
   hash: string;
   description: string | null;
   inputSchema: Record<string, unknown>;
+  /** null: the tool declares none. */
+  outputSchema?: Record<string, unknown> | null;
+  /** null: the tool declares none. */
+  annotations?: Record<string, unknown> | null;
 }
 
 /**
@@ -38,4 +47,6 @@ export interface McpToolPinRecord {
   approved: (McpToolState & { at: string; by: string }) | null;
   /** The upstream's current state when it is not the approved one; null when they agree. */
   changed: (McpToolState & { seenAt: string }) | null;
+  /** Calls per minute each agent may make of this tool (mcp/tool-guard.ts); absent or null: no limit of its own. */
+  callsPerMinute?: number | null;
 }

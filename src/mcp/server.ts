@@ -14,15 +14,16 @@ import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
  * - A refusal (a stopped agent, an unknown tool) is a JSON-RPC error in the implementation range
  *   with `type`, `fix` and `docs` in `error.data` (API.md 7); the upstreams' own errors pass
  *   through as they sent them.
- * - Within a session (`session` given) each upstream is reached through a client the session
- *   opened for it, declaring the caller's capabilities: the upstream's requests (sampling,
- *   elicitation, roots) go to the caller and its notifications (log messages, resource updates,
- *   list changes) reach the caller's stream; subscriptions and the log level are the session's.
- *   A tool call gets a client of its own, so that what the upstream sends while it runs travels
- *   on that call's stream.
- * - Without a session nothing can come back later: upstreams are reached through the shared
- *   clients, a tool call that asks for progress streams its progress and log messages, and
- *   subscriptions are not offered.
+ * - Within a session (`session` given) each upstream is reached through an upstream session
+ *   this session opened for it (and for no other), declaring the caller's capabilities: the
+ *   upstream's requests (sampling, elicitation, roots) go to the caller and its notifications
+ *   (log messages, resource updates, list changes) reach the caller's stream; subscriptions and
+ *   the log level are the session's. A tool call gets a client of its own attached to that
+ *   upstream session, so that what the upstream sends while it runs travels on that call's
+ *   stream. The upstream sessions end when this session does.
+ * - Without a session nothing can come back later: upstreams are reached through the agent's own
+ *   upstream sessions (never another agent's), a tool call that asks for progress streams its
+ *   progress and log messages, and subscriptions are not offered.
  * - A stopped agent's tools/list names only the gate's tools, and nothing it asks reaches an
  *   upstream.
  */
@@ -49,8 +50,8 @@ export function buildMcpServer(deps: {
   who: McpCaller;
   version: string;
   baseUrl: () => string;
-  /** Present for a session: the upstream clients it opened, made on first use. */
-  session?: { links: Map<string, Promise<Client>> };
+  /** Present for a session: given here the way to end the upstream sessions it opened (when it ends). */
+  session?: { end?: () => Promise<void> };
   /** When the server is pooled (reuse.ts): its handlers run under this, so it is reused only once they settle. */
   track?: Track;
 }): Server {
@@ -103,26 +104,9 @@ export function buildMcpServer(deps: {
       void mcp.notification(n as never).catch(() => {});
     },
   });
-  const link: UpstreamLink = deps.session
-    ? (server) => {
-        const links = deps.session!.links;
-        const key = `${server.name}/${server.createdAt}`;
-        let client = links.get(key);
-        if (!client) {
-          client = proxy.open(server, sessionHooks()).then((c) => {
-            c.onclose = () => {
-              if (links.get(key) === client) links.delete(key);
-            };
-            return c;
-          });
-          links.set(key, client);
-          client.catch(() => {
-            if (links.get(key) === client) links.delete(key);
-          });
-        }
-        return client;
-      }
-    : proxy.pooled;
+  const scope = deps.session ? proxy.sessionScope(who, sessionHooks) : undefined;
+  if (deps.session && scope) deps.session.end = scope.end;
+  const link: UpstreamLink = scope ? scope.link : proxy.pooledFor(who);
   const running = async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted;
 
   mcp.setRequestHandler(
@@ -158,6 +142,7 @@ export function buildMcpServer(deps: {
           : undefined;
       return (await proxy.call(who, target, req.params.arguments, {
         signal: ctx.mcpReq.signal,
+        link,
         ...(own ? { own } : {}),
         ...(token !== undefined
           ? { progress: (p) => relayed({ method: 'notifications/progress', params: { ...p, progressToken: token } }) }
@@ -280,8 +265,7 @@ export function buildMcpServer(deps: {
 
   // The caller's roots changed: the upstreams this session opened are told.
   mcp.setNotificationHandler('notifications/roots/list_changed', async () => {
-    for (const client of deps.session?.links.values() ?? [])
-      void client.then((c) => c.sendRootsListChanged()).catch(() => {});
+    for (const client of scope?.clients() ?? []) void client.then((c) => c.sendRootsListChanged()).catch(() => {});
   });
   return mcp;
 }

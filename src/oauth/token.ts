@@ -23,7 +23,8 @@ import { DEFAULT_SCOPE, offline, refreshScopeProblem } from './scopes.js';
  *   `offline_access` (scopes.ts) and is used once: each refresh issues a new pair and stops the
  *   old access token. The same client presenting a used refresh token again within
  *   `refreshGraceMs` of its use gets the same new pair (grace.ts); later, the reuse ends the
- *   whole connection.
+ *   whole connection. A refresh token presented by another client than its own (used or not,
+ *   within the window or after it) ends the whole connection too.
  * - What a failed exchange changes (a code spent, a replayed code's or reused token's connection
  *   ended) commits: refusals are returned from the write and thrown after it.
  */
@@ -207,11 +208,17 @@ export function createTokenEndpoint(deps: {
               // the one retried sees the token used (and gets the grace pair, or ends the connection).
               const now = clock.now();
               const token = await repo.getToken(tokenHash);
-              if (!token || token.kind !== 'refresh' || token.clientId !== client.clientId)
-                return new AppError('invalid_grant', {
-                  message: 'Unknown refresh token, or one issued to another client.',
-                });
+              if (!token || token.kind !== 'refresh')
+                return new AppError('invalid_grant', { message: 'Unknown refresh token.' });
               const connection = await connectionOf(token);
+              // Another client holding this client's refresh token holds a stolen one, used or not,
+              // within the grace window or after it: the whole connection ends.
+              if (token.clientId !== client.clientId) {
+                await endInWrite(connection, 'refresh token presented by another client', 'system');
+                return new AppError('invalid_grant', {
+                  message: 'This refresh token was issued to another client: its connection is ended.',
+                });
+              }
               if (token.usedAt) {
                 // Within the window, the same client (checked above) gets the pair the first use issued.
                 if (token.grace && Date.parse(token.grace.until) > now && connection && !connection.endedAt) {

@@ -27,6 +27,9 @@ const defaultFile = 'config/default.json';
  * Loads the settings once: defaults < config/default.json < --config FILE < SVC_* < flags.
  * A bad value stops the start with a message naming the field.
  */
+/** Settings whose environment variable is a comma list. */
+const LIST_SETTINGS = new Set(['server.trustedProxies', 'mcp.allowedOrigins']);
+
 export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   const env = options.env ?? process.env;
   const merged: Record<string, unknown> = {};
@@ -38,7 +41,7 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
     setPath(
       merged,
       path,
-      path === 'server.trustedProxies'
+      LIST_SETTINGS.has(path)
         ? raw
             .split(',')
             .map((s) => s.trim())

@@ -160,7 +160,17 @@ export interface Settings {
   };
   ledger: { checkpointIntervalMs: number };
   retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
-  mcp: { allowPrivateUpstreams: boolean };
+  mcp: {
+    allowPrivateUpstreams: boolean;
+    // The upstream sessions' deadlines and caps.
+    upstreamTimeoutMs: number;
+    upstreamCallTimeoutMs: number;
+    upstreamSessionsPerAgent: number;
+    upstreamSessionsPerServer: number;
+    upstreamIdleMs: number;
+    /** Web origins (scheme://host[:port]) whose pages may call /mcp (CORS); none by default. */
+    allowedOrigins: string[];
+  };
   /** The OAuth authorization server (oauth/): Client ID Metadata Documents and refresh token rotation. */
   oauth: { allowPrivateClientMetadata: boolean; clientMetadataTimeoutMs: number; refreshGraceSeconds: number };
   plan: {
@@ -448,6 +458,53 @@ export const settingsSchema = Joi.object<Settings>({
       .falsy('0')
       .default(false)
       .description('the MCP proxy may reach upstream servers on loopback and private addresses (link-local never)'),
+    // The upstream sessions' deadlines and caps.
+    upstreamTimeoutMs: Joi.number()
+      .integer()
+      .min(100)
+      .max(120_000)
+      .default(5_000)
+      .description(
+        'deadline of an upstream MCP server opening a session, listing its tools, and answering when it is added',
+      ),
+    upstreamCallTimeoutMs: Joi.number()
+      .integer()
+      .min(100)
+      .max(3_600_000)
+      .default(60_000)
+      .description(
+        'deadline of one proxied tool call (counted again from each progress); past it the upstream is sent notifications/cancelled',
+      ),
+    upstreamSessionsPerAgent: Joi.number()
+      .integer()
+      .min(1)
+      .max(100_000)
+      .default(64)
+      .description('upstream MCP sessions one agent may have open at once, over all its sessions and upstreams'),
+    upstreamSessionsPerServer: Joi.number()
+      .integer()
+      .min(1)
+      .max(1_000_000)
+      .default(1_000)
+      .description('upstream MCP sessions open at once to one upstream server, over all agents'),
+    upstreamIdleMs: Joi.number()
+      .integer()
+      .min(100)
+      .max(86_400_000)
+      .default(300_000)
+      .description("an agent's upstream MCP session used without a session of its own ends after this long unused"),
+    allowedOrigins: Joi.array()
+      .items(
+        Joi.string()
+          .custom((value: string) => {
+            const url = new URL(value);
+            if (url.origin !== value || url.origin === 'null') throw new Error('not an origin');
+            return value;
+          })
+          .messages({ 'any.custom': '{{#label}} must be an origin: scheme://host[:port], nothing after it' }),
+      )
+      .default([])
+      .description('web origins whose pages may call /mcp (CORS), exactly as a browser sends them'),
   }).default(),
   oauth: Joi.object({
     allowPrivateClientMetadata: Joi.boolean()
@@ -770,6 +827,12 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_RETENTION_DAYS', 'retention.days'],
   ['SVC_RETENTION_SWEEP_INTERVAL_MS', 'retention.sweepIntervalMs'],
   ['SVC_MCP_ALLOW_PRIVATE_UPSTREAMS', 'mcp.allowPrivateUpstreams'],
+  ['SVC_MCP_UPSTREAM_TIMEOUT_MS', 'mcp.upstreamTimeoutMs'],
+  ['SVC_MCP_UPSTREAM_CALL_TIMEOUT_MS', 'mcp.upstreamCallTimeoutMs'],
+  ['SVC_MCP_UPSTREAM_SESSIONS_PER_AGENT', 'mcp.upstreamSessionsPerAgent'],
+  ['SVC_MCP_UPSTREAM_SESSIONS_PER_SERVER', 'mcp.upstreamSessionsPerServer'],
+  ['SVC_MCP_UPSTREAM_IDLE_MS', 'mcp.upstreamIdleMs'],
+  ['SVC_MCP_ALLOWED_ORIGINS', 'mcp.allowedOrigins'],
   ['SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', 'oauth.allowPrivateClientMetadata'],
   ['SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS', 'oauth.clientMetadataTimeoutMs'],
   ['SVC_OAUTH_REFRESH_GRACE_SECONDS', 'oauth.refreshGraceSeconds'],

@@ -6,6 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { addPerson, SERVER_ENV } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { listenLoopback } from '../helpers/loopback-http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { ROOT, stopAndClean } from '../helpers/process.js';
 
@@ -100,6 +101,31 @@ test.serial('an owner sees a changed tool as text, old beside new, and approves 
     ['echo', 'approved'],
   ]);
   t.true((await owner.ledger()).some((r) => r.kind === 'mcp.tool_approved' && r.data.tool === 'echo'));
+  t.deepEqual(problems, [], 'no page error and no CSP violation');
+});
+
+test.serial('an upstream that cannot be used says why on its card: the status and what it answered', async (t) => {
+  const locked = await listenLoopback((req, res) => {
+    req.resume();
+    res.writeHead(403, { 'content-type': 'text/plain' }).end('token expired');
+  });
+  try {
+    const added = expectStatus(
+      await owner.send('POST', '/mcp-servers', { name: 'locked', url: locked.url }),
+      201,
+      'add',
+    );
+    t.like(added.body.problem, { cause: 'http_status', status: 403, body: 'token expired' });
+    const page = await open(owner, 1280, 800);
+    await page.goto(`${server.url}/console/mcp?w=${owner.wid}`);
+    const notice = page.locator('section.mcp-server[data-server="locked"] .mcp-problem');
+    await notice.waitFor();
+    t.regex((await notice.textContent()) ?? '', /could not be used just now: it answered HTTP 403.*\(token expired\)/);
+    await page.context().close();
+  } finally {
+    await owner.send('DELETE', '/mcp-servers/locked');
+    await locked.close();
+  }
   t.deepEqual(problems, [], 'no page error and no CSP violation');
 });
 

@@ -159,6 +159,8 @@ async function passesInFull(t: import('ava').ExecutionContext, credential: strin
   t.deepEqual(failed, [], 'no check failed, of the required scenarios or the applicable not-scored ones');
   const checks = [...scenarios].filter(([name]) => required.includes(name)).flatMap(([, c]) => c);
   t.true(checks.filter((c) => c.status === 'SUCCESS').length > required.length, 'the required scenarios were checked');
+  // What docs/mcp-oauth.md (Conformance) reports.
+  t.log(`${revision}: ${required.length} required scenarios, ${checks.length} checks`);
   t.is(code, 0, 'the suite exits 0');
 }
 

@@ -18,7 +18,7 @@ import { answerWith, isModernRequest } from '../../src/mcp/modern.js';
  * With `faults`, two more tools: `hold` answers only once `release()` is called, and `hang_up`
  * closes the connection without an answer (a transport failure, as a crashed upstream gives).
  * One prompt, `greet`. `change()` rewrites a tool's description or schema from then on (a "rug
- * pull"); `requests` keeps each JSON-RPC method received with the `traceparent` it came with.
+ * pull"); `reply` stands in for a tool's answer; `requests` keeps each JSON-RPC method received with the `traceparent` it came with.
  * With `modern`, it serves protocol 2026-07-28 too on the same endpoint (requests carrying the
  * per-request envelope, through the official v2 SDK's per-request handler): tools `echo`, `add`
  * and `secret_tool`, the same answers, the calls counted alike. Without it, such requests are
@@ -28,8 +28,10 @@ export interface McpUpstream {
   url: string;
   calls: Array<{ name: string; args: unknown }>;
   requests: Array<{ method: string; traceparent: string | undefined }>;
-  /** From now on the tool `name` lists with these fields changed. */
-  change(name: string, fields: { description?: string; inputSchema?: Record<string, unknown> }): void;
+  /** From now on the tool `name` lists with these fields changed (description, schemas, annotations). */
+  change(name: string, fields: Record<string, unknown>): void;
+  /** When set, the answer of a 2025 tool call it returns (undefined: the tool's own answer). */
+  reply?: ((name: string, args: Record<string, unknown>) => Record<string, unknown> | undefined) | undefined;
   /** While true, every request is answered 503 (an upstream that is down). */
   down: boolean;
   /** Answers every `hold` call waiting, and those to come. */
@@ -157,7 +159,8 @@ export async function startMcpUpstream(
         await released;
         return { content: [{ type: 'text', text: 'held' }] };
       }
-      return answer(r.params.name, (r.params.arguments ?? {}) as Record<string, unknown>);
+      const args = (r.params.arguments ?? {}) as Record<string, unknown>;
+      return (fixture.reply?.(r.params.name, args) as never) ?? answer(r.params.name, args);
     });
     // The slow tool streams its notifications; everything else answers JSON.
     const transport = new StreamableHTTPServerTransport({
@@ -174,7 +177,7 @@ export async function startMcpUpstream(
   const http: HttpServer = createServer((req, res) => void handle(req, res));
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
-  return {
+  const fixture: McpUpstream = {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     requests,
@@ -198,4 +201,5 @@ export async function startMcpUpstream(
       });
     },
   };
+  return fixture;
 }

@@ -1,11 +1,12 @@
 import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { createAgent, payment } from '../helpers/gate.js';
 import { bearer } from '../helpers/http.js';
 import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
+import { poll } from '../helpers/wait.js';
 
 /**
  * SIGTERM under load (src/http/drain.ts, `svc serve`): 50 keep-alive clients authorize in a loop
@@ -39,10 +40,19 @@ function send(
   path: string,
   headers: Record<string, string>,
   body?: unknown,
-): Promise<{ status?: number; headers?: Record<string, unknown>; text?: string; reused: boolean; error?: string }> {
+): Promise<{
+  status?: number;
+  headers?: Record<string, unknown>;
+  text?: string;
+  reused: boolean;
+  error?: string;
+  /** When the whole request had been handed to the socket (performance.now()). */
+  writtenAt?: number;
+}> {
   const { hostname, port } = new URL(url);
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve) => {
+    let writtenAt: number | undefined;
     const req = httpRequest({
       host: hostname,
       port: Number(port),
@@ -54,19 +64,25 @@ function send(
         ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
       },
     });
+    // Emitted once the last byte was written to the socket (for a new one, after it connected).
+    req.on('finish', () => {
+      writtenAt = performance.now();
+    });
     req.on('response', (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => {
         text += d;
       });
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text, reused: req.reusedSocket }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode, headers: res.headers, text, reused: req.reusedSocket, writtenAt }),
+      );
       res.on('error', (err: NodeJS.ErrnoException) =>
-        resolve({ reused: req.reusedSocket, error: `${err.code ?? ''} ${err.message}` }),
+        resolve({ reused: req.reusedSocket, error: `${err.code ?? ''} ${err.message}`, writtenAt }),
       );
     });
     req.on('error', (err: NodeJS.ErrnoException) =>
-      resolve({ reused: req.reusedSocket, error: `${err.code ?? 'ERROR'} ${err.message}` }),
+      resolve({ reused: req.reusedSocket, error: `${err.code ?? 'ERROR'} ${err.message}`, writtenAt }),
     );
     req.end(payload);
   });
@@ -234,6 +250,156 @@ test('the drain is bounded by server.shutdownTimeoutMs: a request that never fin
     // One second of drain, plus the process's own start-up of its stop: far below the minute.
     t.true(Date.now() - started < 20_000, `stopped after ${Date.now() - started} ms`);
   } finally {
+    await removeDir(server.dataDir);
+    await removeDir(`${server.dataDir}-config.json`);
+  }
+});
+
+/**
+ * What was sent is answered, however fast the answers: 50 keep-alive clients of one agent send
+ * authorizations in a loop and SIGTERM lands while dozens are on the wire. Fast answers are 429s
+ * (the agent is over its rate limit), given before the body is read, so each closes its connection
+ * and the client connects again: at the signal most requests sit on connections the kernel has
+ * completed but the server has not accepted yet. Slow answers are allows, each written to the
+ * store, on kept-alive connections. Either way every request written whole before the signal is
+ * answered (never reset), every answer once readiness says draining carries `connection: close`,
+ * a client's only failure is a new connection refused, and the process exits 0 within
+ * server.shutdownTimeoutMs.
+ */
+async function drainsWhatWasSent(t: ExecutionContext, answers: 'fast' | 'slow'): Promise<void> {
+  t.timeout(180_000);
+  const shutdownTimeoutMs = 10_000;
+  const server = await startServer({
+    env: { SVC_GATE_RATE_PER_MINUTE: answers === 'fast' ? '1' : '100000000' },
+    config: { server: { shutdownTimeoutMs }, load: { sampleIntervalMs: 0 } },
+  });
+  try {
+    const exited = new Promise<number | null>((r) => server.proc.on('exit', (code) => r(code)));
+    const agent = await createAgent(server, [
+      { actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 },
+    ]);
+    const expected = answers === 'fast' ? 429 : 200;
+    // The agent's one authorization of the minute, spent before the load.
+    if (answers === 'fast')
+      await send(server.url, false, 'POST', '/v1/actions/authorize', bearer(agent.key), payment(100));
+    const pool = new Agent({ keepAlive: true, maxSockets: 50 });
+    const probe = new Agent({ keepAlive: true, maxSockets: 1 });
+    type Sent = Awaited<ReturnType<typeof send>> & { startedAt: number; doneAt: number };
+    const sent: Sent[] = [];
+    let answered = 0;
+    let midLoad!: () => void;
+    const loaded = new Promise<void>((r) => {
+      midLoad = r;
+    });
+    const client = async (c: number) => {
+      for (let n = 0; ; n++) {
+        const startedAt = performance.now();
+        const res = await send(
+          server.url,
+          pool,
+          'POST',
+          '/v1/actions/authorize',
+          bearer(agent.key),
+          payment(100, { idempotencyKey: `${answers}-c${c}-${n}` }),
+        );
+        sent.push({ ...res, startedAt, doneAt: performance.now() });
+        if (res.error !== undefined) return;
+        if (++answered === 400) midLoad();
+      }
+    };
+    const clients = Array.from({ length: 50 }, (_, c) => client(c));
+    await Promise.race([loaded, Promise.all(clients)]);
+    t.true(answered >= 400, 'the load was running when the signal was sent');
+    t.is((await send(server.url, probe, 'GET', '/readyz', {})).status, 200);
+
+    const signalAt = performance.now();
+    server.proc.kill('SIGTERM');
+    let ready = await send(server.url, probe, 'GET', '/readyz', {});
+    while (ready.status === 200) ready = await send(server.url, probe, 'GET', '/readyz', {});
+    const drainingAt = performance.now();
+    t.is(ready.status, 503, ready.error);
+    await Promise.all(clients);
+    const code = await exited;
+    const stoppedIn = performance.now() - signalAt;
+    pool.destroy();
+    probe.destroy();
+
+    const before = sent.filter((s) => s.writtenAt !== undefined && s.writtenAt < signalAt);
+    const onTheWire = before.filter((s) => s.doneAt > signalAt);
+    const failed = sent.filter((s) => s.error !== undefined);
+    const counts = {
+      sent: sent.length,
+      writtenBeforeSignal: before.length,
+      onTheWireAtSignal: onTheWire.length,
+      unansweredBeforeSignal: before.filter((s) => s.error !== undefined).length,
+      answered: sent.length - failed.length,
+      refused: failed.filter((s) => s.error!.startsWith('ECONNREFUSED')).length,
+      reset: failed.filter((s) => s.error!.startsWith('ECONNRESET')).length,
+      stoppedInMs: Math.round(stoppedIn),
+    };
+    t.log(`${answers} answers:`, counts);
+    t.true(onTheWire.length > 0, 'requests were on the wire when the signal was sent');
+    t.deepEqual(
+      before.filter((s) => s.error !== undefined).map((s) => s.error),
+      [],
+      'every request written before the signal was answered',
+    );
+    t.deepEqual(
+      sent.filter((s) => s.error === undefined && s.status !== expected).map((s) => s.status),
+      [],
+      `every answer is a whole ${expected}`,
+    );
+    t.deepEqual(
+      sent.filter((s) => s.error === undefined && s.startedAt > drainingAt && s.headers?.connection !== 'close'),
+      [],
+      'every answer sent during the drain carries connection: close',
+    );
+    t.deepEqual(
+      failed.filter((s) => s.reused || !s.error!.startsWith('ECONNREFUSED')).map((s) => s.error),
+      [],
+      'a client meets only a new connection refused',
+    );
+    t.is(code, 0, server.stderr());
+    t.true(stoppedIn < shutdownTimeoutMs, `stopped ${Math.round(stoppedIn)} ms after the signal`);
+  } finally {
+    if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
+    await removeDir(server.dataDir);
+    await removeDir(`${server.dataDir}-config.json`);
+  }
+}
+
+test('SIGTERM while fast answers (429) are on the wire: every request sent before it is answered, none reset', async (t) => {
+  await drainsWhatWasSent(t, 'fast');
+});
+
+test('SIGTERM while slow answers (allows written to the store) are on the wire: every request sent before it is answered', async (t) => {
+  await drainsWhatWasSent(t, 'slow');
+});
+
+test('SIGTERM with an idle keep-alive connection: it stays open, a request sent on it after the signal is answered with connection: close, then exit 0', async (t) => {
+  const server = await startServer({ config: { load: { sampleIntervalMs: 0 } } });
+  try {
+    const exited = new Promise<number | null>((r) => server.proc.on('exit', (code) => r(code)));
+    const idle = new Agent({ keepAlive: true, maxSockets: 1 });
+    const first = await send(server.url, idle, 'GET', '/healthz', {});
+    t.is(first.status, 200);
+    t.not(first.headers?.connection, 'close');
+    server.proc.kill('SIGTERM');
+    // The drain has begun (new connections are refused) while the connection sat idle.
+    const fresh = await poll(
+      () => send(server.url, false, 'GET', '/healthz', {}),
+      (res) => res.error !== undefined,
+    );
+    t.regex(fresh.error ?? `answered ${fresh.status}`, /^ECONNREFUSED/);
+    const late = await send(server.url, idle, 'GET', '/readyz', {});
+    t.true(late.reused, 'sent on the connection opened before the signal');
+    t.is(late.error, undefined, 'the idle connection was not cut');
+    t.is(late.status, 503);
+    t.is(late.headers?.connection, 'close');
+    t.is(await exited, 0, server.stderr());
+    idle.destroy();
+  } finally {
+    if (server.proc.exitCode === null) server.proc.kill('SIGKILL');
     await removeDir(server.dataDir);
     await removeDir(`${server.dataDir}-config.json`);
   }

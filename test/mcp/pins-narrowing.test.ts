@@ -7,7 +7,8 @@ import type { McpServerRecord } from '../../src/mcp/records.js';
 
 /**
  * The pieces of the defending proxy without a server: the pin hash (a known answer, and
- * properties: key order never counts, any change of description or schema does) and the
+ * properties: key order never counts, any change of description, either schema or annotations
+ * does, and a tool declaring no output schema or annotations hashes as it always did) and the
  * narrowing (a tool is listed exactly when the gate would not deny it; prompts of a server are
  * offered whenever some tool of it could be called).
  */
@@ -53,6 +54,40 @@ test('key order never changes the hash; a changed description or schema always d
       },
     ),
   );
+});
+
+test('any change of the output schema or annotations changes the hash; a tool declaring neither hashes as before', (t) => {
+  fc.assert(
+    fc.property(
+      fc.option(fc.string(), { nil: undefined }),
+      schema,
+      schema,
+      fc.string({ minLength: 1 }),
+      fc.boolean(),
+      (description, s, declared, extra, annotations) => {
+        const field = annotations ? 'annotations' : 'outputSchema';
+        const bare = toolState({ name: 't', description, inputSchema: s });
+        const sameBare = toolState({ name: 't', description, inputSchema: s, [field]: undefined });
+        t.is(sameBare.hash, bare.hash, 'absent and undefined are the same');
+        const withIt = toolState({ name: 't', description, inputSchema: s, [field]: declared });
+        t.not(withIt.hash, bare.hash, 'declaring one (even empty) is a change');
+        t.deepEqual(withIt[field], declared);
+        const changed = toolState({
+          name: 't',
+          description,
+          inputSchema: s,
+          [field]: { ...declared, [`k${extra}`]: extra },
+        });
+        t.not(changed.hash, withIt.hash);
+        const reversed = Object.fromEntries(Object.entries(declared).reverse());
+        t.is(toolState({ name: 't', description, inputSchema: s, [field]: reversed }).hash, withIt.hash);
+      },
+    ),
+  );
+  // The flip the issue names: readOnlyHint true to false.
+  const flip = (readOnlyHint: boolean) =>
+    toolState({ name: 'add', inputSchema: {}, annotations: { readOnlyHint } }).hash;
+  t.not(flip(true), flip(false));
 });
 
 test('narrowing: examples of what a mandate shows', (t) => {

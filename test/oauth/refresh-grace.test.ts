@@ -15,7 +15,8 @@ import { connect, insecure } from './support.js';
  * The refresh grace window (issue 20 item 3): two refreshes with one refresh token at once (the
  * MCP SDK's own refreshAuthorization, twice, concurrently) both get the same new pair, and the
  * connection lives on; the same token presented again after the window (10 s by default) is a
- * stolen token's reuse and ends the whole connection.
+ * stolen token's reuse and ends the whole connection, as does another client presenting it (at
+ * any time).
  */
 let server: ServedInProcess;
 let agent: AgentFixture;
@@ -80,10 +81,32 @@ test.serial('a used refresh token presented after the window ends the whole conn
   await t.throwsAsync(sdkRefresh(client.client_id, fresh.refresh_token!), { instanceOf: InvalidGrantError });
 });
 
-test.serial('within the window, another client presenting the token gets nothing', async (t) => {
+test.serial(
+  'within the window, another client presenting the token gets nothing and ends the connection',
+  async (t) => {
+    const first = await connect(server, agent.cookie);
+    const other = await connect(server, agent.cookie);
+    const fresh = await sdkRefresh(first.client.client_id, first.tokens.refresh_token!);
+    t.is(await mcpStatus(server.url, fresh.access_token), 200);
+    const stolen = await oauth.refreshTokenGrantRequest(
+      other.as,
+      other.client,
+      other.auth,
+      first.tokens.refresh_token!,
+      insecure,
+    );
+    const err = await t.throwsAsync(oauth.processRefreshTokenResponse(other.as, other.client, stolen));
+    t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');
+    t.is(await mcpStatus(server.url, fresh.access_token), 401, 'the pair the first client was issued stopped');
+    t.like(await connectionOf(first.client.client_id), { endedWhy: 'refresh token presented by another client' });
+    await t.throwsAsync(sdkRefresh(first.client.client_id, fresh.refresh_token!), { instanceOf: InvalidGrantError });
+    t.is((await connectionOf(other.client.client_id)).endedAt, null, "the other client's own connection is untouched");
+  },
+);
+
+test.serial('an unused refresh token presented by another client ends its connection too', async (t) => {
   const first = await connect(server, agent.cookie);
   const other = await connect(server, agent.cookie);
-  await sdkRefresh(first.client.client_id, first.tokens.refresh_token!);
   const stolen = await oauth.refreshTokenGrantRequest(
     other.as,
     other.client,
@@ -93,6 +116,10 @@ test.serial('within the window, another client presenting the token gets nothing
   );
   const err = await t.throwsAsync(oauth.processRefreshTokenResponse(other.as, other.client, stolen));
   t.is((err as oauth.ResponseBodyError).error, 'invalid_grant');
+  t.is(await mcpStatus(server.url, first.tokens.access_token), 401);
+  await t.throwsAsync(sdkRefresh(first.client.client_id, first.tokens.refresh_token!), {
+    instanceOf: InvalidGrantError,
+  });
 });
 
 test('with refreshGraceSeconds 0, a second refresh at once ends the connection, as before', async (t) => {

@@ -204,6 +204,19 @@ test('MCP upstreams on private addresses: off by default, on with SVC_MCP_ALLOW_
   );
 });
 
+test('mcp.allowedOrigins: none by default; SVC_MCP_ALLOWED_ORIGINS is a comma list of exact origins', (t) => {
+  t.deepEqual(loadSettings({ env: {} }).mcp.allowedOrigins, []);
+  t.deepEqual(
+    loadSettings({ env: { SVC_MCP_ALLOWED_ORIGINS: 'https://app.example, http://localhost:5173' } }).mcp.allowedOrigins,
+    ['https://app.example', 'http://localhost:5173'],
+  );
+  for (const bad of ['https://app.example/', 'https://app.example/mcp', 'app.example', '*', 'null'])
+    t.throws(() => loadSettings({ env: { SVC_MCP_ALLOWED_ORIGINS: bad } }), {
+      instanceOf: SettingsError,
+      message: /mcp\.allowedOrigins.*must be an origin/,
+    });
+});
+
 test('OAuth: private client metadata off by default, a 5 s fetch limit and a 10 s refresh grace; SVC_OAUTH_* set them', (t) => {
   t.deepEqual(loadSettings({ env: {} }).oauth, {
     allowPrivateClientMetadata: false,

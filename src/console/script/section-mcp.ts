@@ -1,7 +1,8 @@
 /**
  * The MCP tools section (/console/mcp): the workspace's upstream MCP servers, each with its tools
  * (GET /mcp-servers/{name}/tools, which lists the upstream's tools again first). A changed or new
- * tool shows the approved and the current description and input schema as text, line by line
+ * tool shows the approved and the current description, input schema, output schema and
+ * annotations as text, line by line
  * (lines only in the approved state marked -, only in the current one +), and an Approve button
  * that approves exactly the state shown (its hash).
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
@@ -18,6 +19,12 @@ export const SECTION_MCP = String.raw`
       String(s.description === null ? '(none)' : s.description).split('\n').forEach(function (l) { lines.push('  ' + l); });
       lines.push('inputSchema:');
       JSON.stringify(s.inputSchema, null, 2).split('\n').forEach(function (l) { lines.push('  ' + l); });
+      // A state approved before the whole tool was pinned has neither field; null: the tool declares none.
+      ['outputSchema', 'annotations'].forEach(function (field) {
+        if (s[field] === undefined) return;
+        lines.push(field + ':');
+        (s[field] === null ? '(none)' : JSON.stringify(s[field], null, 2)).split('\n').forEach(function (l) { lines.push('  ' + l); });
+      });
       return lines;
     }
 
@@ -76,6 +83,12 @@ export const SECTION_MCP = String.raw`
       return item;
     }
 
+    // Why the upstream could not be used just now (its answer's problem: the cause, and the start of its body).
+    function unreachable(problem) {
+      var why = problem ? ': ' + problem.message + (problem.body ? ' (' + problem.body + ')' : '') : '';
+      return 'The upstream could not be used just now' + why + '. Showing what was last seen.';
+    }
+
     function serverCard(server, answer, failed) {
       var tools = answer ? answer.data : [];
       var waiting = tools.filter(function (x) { return x.status !== 'approved'; }).length;
@@ -84,7 +97,7 @@ export const SECTION_MCP = String.raw`
           waiting > 0 ? el('span', { class: 'mcp-badge mcp-changed', text: waiting + ' waiting' }) : null),
         el('p', { class: 'muted mcp-url', text: server.url }));
       if (failed) append(card, el('p', { class: 'notice notice-error', text: failed }));
-      else if (answer && !answer.reachable) append(card, el('p', { class: 'notice', text: 'The upstream did not answer just now: showing what was last seen.' }));
+      else if (answer && !answer.reachable) append(card, el('p', { class: 'notice mcp-problem', text: unreachable(answer.problem) }));
       if (tools.length === 0 && !failed) append(card, el('p', { class: 'muted', text: 'No tool pinned.' }));
       append(card, el('ul', { class: 'mcp-tools' }, tools
         .slice()

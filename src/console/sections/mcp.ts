@@ -15,7 +15,7 @@ export const section: ConsoleSection = {
     return `<section class="card" id="mcp" aria-labelledby="mcp-title">
 <div class="section-head"><h2 id="mcp-title">Upstream MCP servers <span class="count" id="mcp-count"></span></h2></div>
 <div class="section-body">
-<p class="muted">Each tool's description and input schema are pinned when its server is added. A tool that changed upstream is hidden from agents and its calls are refused until you approve what it says now.</p>
+<p class="muted">Each tool's description, input and output schemas and annotations are pinned when its server is added. A tool that changed upstream is hidden from agents and its calls are refused until you approve what it says now.</p>
 <div id="mcp-body"><p class="muted">Loading…</p></div>
 </div>
 </section>`;

@@ -1,0 +1,172 @@
+import { AppError } from '../errors/app-error.js';
+import type { Gate } from '../gate/service.js';
+import { countByKind, describeCounts, findSensitive, redact, type DlpKind } from '../gateway/dlp.js';
+import { createRateLimiter, type RateDecision, type RateLimiter } from '../http/rate-limit.js';
+import type { Ledger } from '../ledger/service.js';
+import type { Clock } from '../lib/clock.js';
+import { metrics } from '../lib/metrics.js';
+import type { DataLossMode } from '../settings/schema.js';
+import type { Store } from '../store/index.js';
+import type { Pins } from './pins.js';
+import type { McpServerRecord } from './records.js';
+import type { ToolResult } from './tools.js';
+
+/**
+ * Limits and screening on the tools at /mcp (issue 34 part 3).
+ * Rules:
+ * - The gate's per-agent rate limit (`rateLimits.gatePerMinute`) is one budget for HTTP and
+ *   MCP: the limiter the agent-key strategy takes on the gate's HTTP routes is taken by every
+ *   `authorize_action` and every proxied tool call's authorization at the gate (limitGate).
+ * - A tool approved with `callsPerMinute` may be called that many times a minute by each agent;
+ *   the next call is refused before the gate is asked (no action) and before the upstream is.
+ * - The workspace's data-loss mode (the model gateway's, `gateway.dataLoss` or the console's
+ *   workspace setting) screens the strings of a proxied call's arguments before they are sent
+ *   and the text of its result (text content, embedded resources' text, structured content)
+ *   before the caller sees it, with the gateway's detectors (gateway/dlp.ts): `redact` replaces
+ *   each finding by `[REDACTED:<kind>]`, `block` refuses (the call is not sent; or its result is
+ *   withheld, the upstream having run it), `off` reads nothing. Each screening that found
+ *   something is one `mcp.tool_screened` ledger record: server, tool, `in` (arguments or
+ *   result), mode, outcome (redacted or blocked) and counts by kind, never a value.
+ * - Over MCP a refusal keeps the shape refusals have there: `authorize_action`'s is a tool
+ *   result with `isError: true` (as all the gate tools' refusals); a proxied call's is a JSON-RPC
+ *   error -32001 (as a withheld tool's), `type` rate_limited or sensitive_data_blocked, with
+ *   `limit` and `retryAfter` (seconds) for a limit, and `findings` and `in` for screening.
+ */
+type Counts = Partial<Record<DlpKind, number>>;
+type Who = { workspaceId: string; agentId: string };
+type Target = { server: McpServerRecord; tool: string };
+
+/** The refusal of a request over a per-minute limit, as MCP shows it (no retry-after header to read there). */
+export function overLimit(d: RateDecision, message: string): AppError {
+  return new AppError('rate_limited', {
+    message,
+    fix: `Wait ${d.resetSeconds} seconds (retryAfter), then call again.`,
+    details: { limit: d.limit, retryAfter: d.resetSeconds },
+    headers: { 'retry-after': String(d.resetSeconds) },
+  });
+}
+
+/** The gate, with its authorizations counted against the agent's per-minute limit shared with HTTP. */
+export function limitGate(gate: Gate, limiter: RateLimiter): Gate {
+  const limited: Gate = Object.create(gate) as Gate;
+  limited.authorize = async (c, input, options) => {
+    const d = limiter.take(c.agentId);
+    if (!d.allowed) throw overLimit(d, `This agent sent more than ${d.limit} gate requests this minute.`);
+    return gate.authorize(c, input, options);
+  };
+  return limited;
+}
+
+/** Every string in a JSON value passed through `visit`: a copy, the value itself untouched. */
+function mapStrings(value: unknown, visit: (text: string) => string): unknown {
+  if (typeof value === 'string') return visit(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, visit));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, visit)]));
+  return value;
+}
+
+type Item = { type?: unknown; text?: unknown; resource?: { text?: unknown } & Record<string, unknown> };
+
+/** A result's texts passed through `visit`: text content, embedded resources' text, structured content. */
+function mapResult(result: ToolResult, visit: (text: string) => string): ToolResult {
+  const content = Array.isArray(result.content)
+    ? (result.content as Item[]).map((item) => {
+        if (item?.type === 'text' && typeof item.text === 'string') return { ...item, text: visit(item.text) };
+        if (item?.type === 'resource' && typeof item.resource?.text === 'string')
+          return { ...item, resource: { ...item.resource, text: visit(item.resource.text) } };
+        return item;
+      })
+    : undefined;
+  return {
+    ...result,
+    // A result without content (a 2026-07-28 input_required) keeps its shape.
+    ...(content ? { content: content as ToolResult['content'] } : {}),
+    ...(result.structuredContent !== undefined
+      ? { structuredContent: mapStrings(result.structuredContent, visit) as Record<string, unknown> }
+      : {}),
+  };
+}
+
+export function createToolGuard(deps: {
+  store: Store;
+  clock: Clock;
+  ledger: Ledger;
+  pins: Pins;
+  /** The workspace's data-loss mode (the model gateway's setting). */
+  dataLoss: (wid: string) => Promise<DataLossMode>;
+}) {
+  const { store, ledger, pins } = deps;
+  // One window per agent and tool; each tool's limit is its own (taken from its pin at each call).
+  const perTool = createRateLimiter({ limit: 0, clock: deps.clock });
+
+  /** Screens `value`'s strings in `mode`: redacted copy and counts; block refuses after recording. */
+  const screen = async <T>(
+    who: Who,
+    target: Target,
+    where: 'arguments' | 'result',
+    value: T,
+    map: (v: T, visit: (text: string) => string) => T,
+  ): Promise<T> => {
+    const mode = await deps.dataLoss(who.workspaceId);
+    if (mode === 'off') return value;
+    const found: Counts = {};
+    const screened = map(value, (text) => {
+      const findings = findSensitive(text);
+      if (findings.length === 0) return text;
+      for (const [kind, n] of Object.entries(countByKind(findings)) as Array<[DlpKind, number]>)
+        found[kind] = (found[kind] ?? 0) + n;
+      return mode === 'redact' ? redact(text, findings) : text;
+    });
+    if (Object.keys(found).length === 0) return value;
+    for (const [kind, n] of Object.entries(found)) metrics.dataLossFindings.inc({ kind, mode }, n);
+    const outcome = mode === 'block' ? 'blocked' : 'redacted';
+    await store.write(() =>
+      ledger.record({
+        workspaceId: who.workspaceId,
+        actor: `agent:${who.agentId}`,
+        kind: 'mcp.tool_screened',
+        subject: target.server.name,
+        data: { server: target.server.name, tool: target.tool, in: where, mode, outcome, findings: found },
+      }),
+    );
+    if (mode === 'block')
+      throw new AppError('sensitive_data_blocked', {
+        message:
+          where === 'arguments'
+            ? `The arguments of the tool ${target.tool} hold ${describeCounts(found)}, and this workspace blocks sensitive data: the call was not sent.`
+            : `The result of the tool ${target.tool} holds ${describeCounts(found)}, and this workspace blocks sensitive data: the result is withheld.`,
+        details: { findings: found, in: where },
+      });
+    return screened;
+  };
+
+  return {
+    /**
+     * Before a proxied call is authorized at the gate: its tool's own per-agent limit taken, and
+     * its arguments screened. The arguments to send (redacted, or as they came).
+     */
+    async before(who: Who, target: Target, args: Record<string, unknown> | undefined) {
+      const limit = await pins.callsPerMinute(target.server, target.tool);
+      if (limit !== null) {
+        const d = perTool.take(`${who.workspaceId}/${who.agentId}/${target.server.name}/${target.tool}`, limit);
+        if (!d.allowed)
+          throw overLimit(d, `This agent called the tool ${target.tool} more than ${d.limit} times this minute.`);
+      }
+      return screen(
+        who,
+        target,
+        'arguments',
+        args ?? {},
+        (v, visit) => mapStrings(v, visit) as Record<string, unknown>,
+      );
+    },
+
+    /** A proxied call's result, screened before the caller sees it. */
+    async after(who: Who, target: Target, result: ToolResult): Promise<ToolResult> {
+      return screen(who, target, 'result', result, mapResult);
+    },
+  };
+}
+
+export type ToolGuard = ReturnType<typeof createToolGuard>;
