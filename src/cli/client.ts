@@ -88,8 +88,8 @@ export function serverClient(url: string, bearer?: string) {
       test: (name: string) => call<McpServerTest>('GET', mcpPath(name)),
       remove: (name: string) => call<object>('DELETE', mcpPath(name)).then(() => undefined),
       tools: (name: string) => call<McpToolList>('GET', `${mcpPath(name)}/tools`),
-      approve: (name: string, tool: string, hash: string) =>
-        call<PinView>('POST', `${mcpPath(name)}/tools/${encodeURIComponent(tool)}/approve`, { hash }),
+      approve: (name: string, tool: string, hash: string, limit: { callsPerMinute?: number | null } = {}) =>
+        call<PinView>('POST', `${mcpPath(name)}/tools/${encodeURIComponent(tool)}/approve`, { hash, ...limit }),
     },
     verify: (receipt: string) => call<Partial<ReceiptVerdict>>('POST', '/v1/verify', { receipt }).then(verdictOnline),
   };

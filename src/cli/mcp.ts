@@ -108,15 +108,19 @@ export async function toolsOf(
 
 /**
  * Approves a tool's pending state: the hash given (what the person reviewed in `tools list`), or
- * else the one listed now. A tool already approved is left as it is.
+ * else the one listed now. With `callsPerMinute` (null: none) the tool's per-agent limit is set
+ * too, or alone on a tool already approved. A tool already approved, with no limit to set, is left
+ * as it is.
  */
 export async function approve(
   client: ServerClient,
-  server: string,
-  tool: string,
-  hash: string | undefined,
+  target: { server: string; tool: string },
+  options: { hash?: string | undefined; callsPerMinute?: number | null | undefined },
 ): Promise<{ approved: boolean; pin: PinView }> {
-  if (hash) return { approved: true, pin: await client.mcp.approve(server, tool, hash) };
+  const { server, tool } = target;
+  const limit = options.callsPerMinute === undefined ? {} : { callsPerMinute: options.callsPerMinute };
+  const send = async (hash: string) => ({ approved: true, pin: await client.mcp.approve(server, tool, hash, limit) });
+  if (options.hash) return send(options.hash);
   const pin = (await client.mcp.tools(server)).data.find((t) => t.tool === tool);
   if (!pin)
     throw new CliFailure(`${server} has no tool ${tool}`, {
@@ -124,8 +128,19 @@ export async function approve(
       type: 'not_found',
       fix: `List its tools: svc mcp tools list ${server}`,
     });
-  if (pin.changed === null) return { approved: false, pin };
-  return { approved: true, pin: await client.mcp.approve(server, tool, pin.changed.hash) };
+  if (pin.changed) return send(pin.changed.hash);
+  if (pin.approved && options.callsPerMinute !== undefined) return send(pin.approved.hash);
+  return { approved: false, pin };
+}
+
+/** --calls-per-minute: a whole number from 1 to 1000000, or `none` (no limit); absent: unchanged. */
+export function callsPerMinuteOf(raw: string | undefined): number | null | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === 'none') return null;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000)
+    usage(`--calls-per-minute takes a whole number from 1 to 1000000, or none: ${raw}`);
+  return n;
 }
 
 /** The hash an approval would take (pending), else the approved one. */

@@ -178,6 +178,13 @@ test.serial('tools list and approve: a change shows with its hash, and is approv
   const again = await mcp(['tools', 'approve', 'files', 'add', '--json']);
   t.is(again.code, 0, again.stderr);
   t.like(json(again), { approved: false, pin: { status: 'approved' } });
+  // A limit alone, on a tool already approved; a limit out of range is a usage error.
+  const limited = await mcp(['tools', 'approve', 'files', 'add', '--calls-per-minute', '5', '--json']);
+  t.is(limited.code, 0, limited.stderr);
+  t.like(json(limited), { approved: true, pin: { status: 'approved', callsPerMinute: 5 } });
+  const zero = await mcp(['tools', 'approve', 'files', 'add', '--calls-per-minute', '0', '--json']);
+  t.is(zero.code, 2);
+  t.like(json(zero), { error: { type: 'usage', exitCode: 2 } });
   const unknown = await mcp(['tools', 'approve', 'files', 'nope', '--json']);
   t.is(unknown.code, 1);
   t.like(json(unknown), { error: { type: 'not_found', exitCode: 1 } });

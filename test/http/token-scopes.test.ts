@@ -3,6 +3,7 @@ import type { Server, ServerInjectResponse } from '@hapi/hapi';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import type { ServiceTokenScope } from '../../src/service-tokens/records.js';
+import { serviceTokenScopes } from '../../src/service-tokens/index.js';
 
 /**
  * SPEC.md 2.3 and issue 5: each service-token scope allows its routes and only those. The route
@@ -10,15 +11,7 @@ import type { ServiceTokenScope } from '../../src/service-tokens/records.js';
  * route is called with a token of each scope: the one scope it needs gets its work done, every
  * other scope gets 403 missing_scope.
  */
-const SCOPES: ServiceTokenScope[] = [
-  'agents:read',
-  'agents:write',
-  'agents:freeze',
-  'approvals:read',
-  'evidence:read',
-  'mcp:read',
-  'mcp:write',
-];
+const SCOPES: ServiceTokenScope[] = [...serviceTokenScopes];
 
 const EXPECTED: Record<string, ServiceTokenScope> = {
   'GET /v1/admin/agents': 'agents:read',

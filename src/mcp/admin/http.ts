@@ -3,6 +3,7 @@ import Joi from 'joi';
 import { AppError } from '../../errors/app-error.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../../http/auth/callers.js';
 import type { McpProxy } from '../proxy.js';
+import { addServerSchema, approveToolSchema, serverName, toolName } from '../schemas.js';
 
 /**
  * The machine routes of the upstream MCP servers (issue 34, part 8), for `svc mcp` and
@@ -11,11 +12,11 @@ import type { McpProxy } from '../proxy.js';
  * proxy as the console's routes do, so the ledger records are the same (`mcp.server_added`,
  * `mcp.server_removed`, `mcp.tool_approved`), under `token:<name>`.
  * - `GET /v1/admin/mcp-servers/{name}` is the connection test: the server, and whether its
- *   upstream answers a listing now (`reachable`), with why not (`problem`) when the proxy says.
+ *   upstream answers a listing now (`reachable`), and why not (`problem`: its cause, as adding
+ *   one names it).
  */
 export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) => Promise<void> }): ServerRoute[] {
   const { proxy, changed } = deps;
-  const name = Joi.string().max(64).required();
   const read = { tokenScope: 'mcp:read' };
   const write = { tokenScope: 'mcp:write' };
   const token = (request: Request) => caller(request, 'service-token');
@@ -36,17 +37,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: write },
-        validate: {
-          payload: Joi.object({
-            name: Joi.string().required(),
-            url: Joi.string()
-              .uri({ scheme: ['http', 'https'] })
-              .required(),
-            secret: Joi.string().max(4096).allow(null),
-            allowTools: Joi.array().items(Joi.string().max(128)).max(500).allow(null),
-            unprefixed: Joi.boolean(),
-          }),
-        },
+        validate: { payload: addServerSchema },
       },
       async handler(request, h) {
         const c = token(request);
@@ -61,15 +52,14 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: { ...read, errors: ['not_found'] } },
-        validate: { params: Joi.object({ name }) },
+        validate: { params: Joi.object({ name: serverName }) },
       },
       async handler(request) {
         const wid = token(request).workspaceId;
         // The tools' listing is the test: it reaches the upstream now (and is 404 for no such server).
-        const { reachable, tools, ...more } = await proxy.pinnedTools(wid, named(request).name);
+        const { reachable, problem, tools } = await proxy.pinnedTools(wid, named(request).name);
         const server = (await proxy.list(wid)).find((x) => x.name === named(request).name);
         if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${named(request).name}.` });
-        const problem = (more as { problem?: unknown }).problem ?? (reachable ? null : UNREACHABLE);
         const pending = tools.filter((x) => x.status !== 'approved').length;
         return { ...proxy.view(server), reachable, problem, tools: { total: tools.length, pending } };
       },
@@ -80,7 +70,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: { ...write, errors: ['not_found'] } },
-        validate: { params: Joi.object({ name }) },
+        validate: { params: Joi.object({ name: serverName }) },
       },
       async handler(request) {
         const c = token(request);
@@ -95,11 +85,11 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: { ...read, errors: ['not_found'] } },
-        validate: { params: Joi.object({ name }) },
+        validate: { params: Joi.object({ name: serverName }) },
       },
       async handler(request) {
-        const { reachable, tools, ...more } = await proxy.pinnedTools(token(request).workspaceId, named(request).name);
-        return { data: tools, next: null, reachable, ...more };
+        const { reachable, problem, tools } = await proxy.pinnedTools(token(request).workspaceId, named(request).name);
+        return { data: tools, next: null, reachable, problem };
       },
     },
     {
@@ -109,23 +99,16 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
         auth: SERVICE_TOKEN,
         plugins: { svc: { ...write, errors: ['not_found'] } },
         validate: {
-          params: Joi.object({ name, tool: Joi.string().max(128).required() }),
-          payload: Joi.object({
-            hash: Joi.string()
-              .pattern(/^[0-9a-f]{64}$/)
-              .required(),
-          }),
+          params: Joi.object({ name: serverName, tool: toolName }),
+          payload: approveToolSchema,
         },
       },
       async handler(request) {
         const c = token(request);
         const { name: server, tool } = named(request);
-        const { hash } = request.payload as { hash: string };
-        return proxy.approveTool(c.workspaceId, server, tool!, hash, actorOf(c));
+        const { hash, callsPerMinute } = request.payload as { hash: string; callsPerMinute?: number | null };
+        return proxy.approveTool(c.workspaceId, server, tool!, hash, actorOf(c), callsPerMinute);
       },
     },
   ];
 }
-
-/** Why a server is not reachable, when the proxy names no cause. */
-const UNREACHABLE = { cause: 'connection', message: 'it could not be reached or did not answer' };
