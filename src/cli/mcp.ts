@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { PinView } from '../mcp/pins.js';
 import { namedEnv } from '../settings/named-env.js';
-import type { McpServerRecord } from '../mcp/records.js';
+import type { UpstreamProblem } from '../mcp/diagnosis.js';
+import type { McpProxy } from '../mcp/proxy.js';
 import { CliFailure, EXIT } from './base-command.js';
 import { serverClient, type ServerClient } from './client.js';
 
@@ -10,25 +11,18 @@ import { serverClient, type ServerClient } from './client.js';
  * routes, the add request made from flags or from an MCP Registry server.json, the choice of
  * what an approval approves, and each command's text.
  */
-export type McpServerView = Omit<McpServerRecord, 'secretSealed'> & { hasSecret: boolean };
-/** Why an upstream cannot be used: a cause, what it means, and for an HTTP answer its status and the start of its body. */
-export interface UpstreamProblemView {
-  cause: string;
-  message: string;
-  status?: number;
-  body?: string;
-}
-export type McpServerAdded = McpServerView & { pinnedTools: string[] | null; problem?: UpstreamProblemView | null };
+export type McpServerView = ReturnType<McpProxy['view']>;
+export type McpServerAdded = Awaited<ReturnType<McpProxy['add']>>;
 export type McpServerTest = McpServerView & {
   reachable: boolean;
-  problem: UpstreamProblemView | null;
+  problem: UpstreamProblem | null;
   tools: { total: number; pending: number };
 };
 export interface McpToolList {
   data: PinView[];
   next: string | null;
   reachable: boolean;
-  problem?: UpstreamProblemView | null;
+  problem: UpstreamProblem | null;
 }
 export interface McpServerInput {
   name: string;
@@ -146,7 +140,7 @@ export function callsPerMinuteOf(raw: string | undefined): number | null | undef
 /** The hash an approval would take (pending), else the approved one. */
 const hashOf = (t: PinView) => (t.changed ?? t.approved)?.hash ?? '';
 
-export const problemText = (p: UpstreamProblemView): string =>
+export const problemText = (p: UpstreamProblem): string =>
   `${p.message}${p.status === undefined ? '' : ` (HTTP ${p.status})`}${p.body ? `: ${p.body}` : ''}`;
 
 export const serverLine = (s: McpServerView): string =>
