@@ -252,16 +252,19 @@ export function createBudgets(deps: {
      * With `reserve`, what it gives for the step (null: nothing) is reserved on every applicable
      * budget in the same store write as the reads of spend and reservations the step is decided
      * on, so racing requests of every process each see the others' reservations. A key no budget
-     * binds costs no write.
+     * binds costs no write. `beforeWrite` (what `reserve` needs that takes time, such as counting
+     * the prompt) is awaited first, once a budget binds, outside the write.
      */
     async admit(
       key: KeyRecord,
       reserve?: (step: Step | null) => number | null,
+      beforeWrite?: () => Promise<unknown> | undefined,
     ): Promise<Admission & { reservation: Reservation | null }> {
       const wid = key.workspaceId;
       const now = clock.now();
       const budgets = (await repo.budgets(wid)).filter((budget) => applies(budget, key));
       if (budgets.length === 0) return { step: null, binding: null, applicable: [], reservation: null };
+      await beforeWrite?.();
       const share = (b: Binding) => b.used / b.budget.amountMicros;
       const decided = await store.write(async () => {
         const applicable: Binding[] = await Promise.all(

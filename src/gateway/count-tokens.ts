@@ -4,7 +4,7 @@ import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import { exchange } from './exchange.js';
 import { DEFAULT_ANTHROPIC_VERSION, readJson } from './forward.js';
 import { anthropicMessages, anthropicSystem } from './schemas.js';
-import { countTokens } from './tokens.js';
+import type { TokenCounter } from './tokens.js';
 import type { VendorJson as Json } from './vendor-json.js';
 
 /**
@@ -31,27 +31,30 @@ export const countTokensSchema = Joi.object({
 const PER_MESSAGE = 3;
 const PER_IMAGE = 1600;
 
-function blocksTokens(content: unknown): number {
-  if (typeof content === 'string') return countTokens(content);
+/** The texts of a system prompt or message content to count, and the tokens of its images. */
+function blocksTexts(content: unknown, texts: string[]): number {
+  if (typeof content === 'string') texts.push(content);
   if (!Array.isArray(content)) return 0;
   let n = 0;
   for (const b of content as Json[]) {
     if (!b || typeof b !== 'object') continue;
-    if (typeof b.text === 'string') n += countTokens(b.text);
+    if (typeof b.text === 'string') texts.push(b.text);
     if (b.type === 'image' || b.type === 'document') n += PER_IMAGE;
-    else if (b.type === 'tool_use') n += countTokens(`${String(b.name ?? '')} ${JSON.stringify(b.input ?? {})}`);
-    else if (b.type === 'tool_result') n += blocksTokens(b.content);
-    else if (b.type === 'thinking' && typeof b.thinking === 'string') n += countTokens(b.thinking);
+    else if (b.type === 'tool_use') texts.push(`${String(b.name ?? '')} ${JSON.stringify(b.input ?? {})}`);
+    else if (b.type === 'tool_result') n += blocksTexts(b.content, texts);
+    else if (b.type === 'thinking' && typeof b.thinking === 'string') texts.push(b.thinking);
   }
   return n;
 }
 
-/** The body's input tokens, counted here. */
-export function countLocally(body: Json): number {
-  let n = blocksTokens(body.system);
+/** The body's input tokens, counted here (each text as tokens.ts counts it, off the event loop when long). */
+export async function countLocally(body: Json, tokens: TokenCounter): Promise<number> {
+  const texts: string[] = [];
+  let n = blocksTexts(body.system, texts);
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[])
-    n += PER_MESSAGE + blocksTokens(m?.content);
-  if (Array.isArray(body.tools) && body.tools.length > 0) n += countTokens(JSON.stringify(body.tools));
+    n += PER_MESSAGE + blocksTexts(m?.content, texts);
+  if (Array.isArray(body.tools) && body.tools.length > 0) texts.push(JSON.stringify(body.tools));
+  for (const counted of await Promise.all(texts.map((text) => tokens.count(text)))) n += counted;
   return Math.max(1, n);
 }
 

@@ -22,6 +22,15 @@ import { bucketCount, MAX_BUCKETS, usageReport, usageSeries } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
 
 /**
+ * The longest array a model request may hold: every array the model routes' schemas read is at
+ * most 10,000 items (messages, input items, content parts), and an embeddings request's token
+ * arrays at most 100,000. An over-long one is refused before validation, which would otherwise
+ * walk every item first (300,000 messages held the event loop for seconds).
+ */
+const MODEL_ARRAY_ITEMS = 10_000;
+const EMBEDDING_ARRAY_ITEMS = 100_000;
+
+/**
  * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
  * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
  * errors in its `{ type: "error", error }` envelope), GET /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
@@ -126,7 +135,9 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/chat/completions',
         options: {
           ...modelRoute,
-          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          plugins: {
+            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, maxArrayItems: MODEL_ARRAY_ITEMS, errors: modelErrors },
+          },
           validate: { payload: chatCompletionsSchema },
         },
         handler: model('openai'),
@@ -137,7 +148,13 @@ export const gatewayRoutes: Plugin<{
         options: {
           ...modelRoute,
           plugins: {
-            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic', errors: modelErrors },
+            svc: {
+              keyScope: 'any',
+              maxBodyMembers: 1_000_000,
+              maxArrayItems: MODEL_ARRAY_ITEMS,
+              errorEnvelope: 'anthropic',
+              errors: modelErrors,
+            },
           },
           validate: { payload: messagesSchema },
         },
@@ -148,7 +165,9 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/responses',
         options: {
           ...modelRoute,
-          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          plugins: {
+            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, maxArrayItems: MODEL_ARRAY_ITEMS, errors: modelErrors },
+          },
           validate: { payload: responsesSchema },
         },
         handler: model('responses'),
@@ -158,7 +177,14 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/embeddings',
         options: {
           ...modelRoute,
-          plugins: { svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errors: modelErrors } },
+          plugins: {
+            svc: {
+              keyScope: 'any',
+              maxBodyMembers: 1_000_000,
+              maxArrayItems: EMBEDDING_ARRAY_ITEMS,
+              errors: modelErrors,
+            },
+          },
           validate: { payload: embeddingsSchema },
         },
         handler: model('embeddings'),
@@ -170,7 +196,13 @@ export const gatewayRoutes: Plugin<{
         options: {
           ...modelRoute,
           plugins: {
-            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, errorEnvelope: 'anthropic', errors: countErrors },
+            svc: {
+              keyScope: 'any',
+              maxBodyMembers: 1_000_000,
+              maxArrayItems: MODEL_ARRAY_ITEMS,
+              errorEnvelope: 'anthropic',
+              errors: countErrors,
+            },
           },
           validate: { payload: countTokensSchema, query: Joi.object({ beta: Joi.string().valid('true', 'false') }) },
         },

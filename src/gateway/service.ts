@@ -16,7 +16,7 @@ import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest, Step } from './
 import { refusalEvent } from './steps/evidence.js';
 import { keepAnswer } from './steps/cache.js';
 import { createContext, runSteps, stepsFor } from './steps/index.js';
-import { loadTokenizer, tokenizerReady } from './tokens.js';
+import { createTokenCounter, loadTokenizer, tokenizerReady } from './tokens.js';
 import { refuseIfStopped } from './steps/kill-switch.js';
 import { gatewayRepo } from './repo.js';
 
@@ -61,6 +61,9 @@ export function createGateway(deps: {
   const health = createDeploymentHealth({ ...settings.breaker, now: () => clock.now(), models: settings.models });
   const limits = createLimits({ store, clock, log: deps.log, settings });
   const cache = createResponseCache({ store, clock, log: deps.log });
+  const tokens = createTokenCounter({
+    onFailure: (reason) => deps.log.warn({ reason }, 'long prompts are estimated or counted in slices'),
+  });
   const env: GatewayEnv = {
     store,
     clock,
@@ -75,16 +78,20 @@ export function createGateway(deps: {
     profiles: new Map(settings.policyProfiles.map((p) => [p.id, p])),
     catalogue: new Map(settings.models.map((m) => [m.id, m])),
     upstreamOf,
+    tokens,
     allowances: deps.allowances,
     seats: deps.seats,
     advise: deps.advise,
   };
   const refusals = createRefusalLog({ store, ledger: deps.ledger, ids, clock, log: deps.log });
   // The tokenizer's tables load off the request path (tokens.ts), when there are models to call.
-  if (settings.models.length > 0)
+  // Its thread, for long prompts, starts then too.
+  if (settings.models.length > 0) {
     void loadTokenizer().then((err) => {
       if (err) deps.log.error({ err }, 'the tokenizer could not be loaded; tokens are estimated at four characters');
     });
+    tokens.warm();
+  }
 
   return {
     health,
@@ -165,6 +172,7 @@ export function createGateway(deps: {
 
     async close(): Promise<void> {
       await Promise.all([...upstreams.values()].map((u) => u.close()));
+      await tokens.close();
       await calls.flush();
       await limits.flush();
       await cache.flush();

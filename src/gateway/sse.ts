@@ -12,11 +12,25 @@ export interface SseEvent {
 }
 
 export class SseReader {
-  private tail = '';
+  /** The unfinished event's text, as it came (joined only once the event is complete). */
+  private parts: string[] = [];
+  /** Its last two characters: a blank line may begin there and end in the next chunk. */
+  private edge = '';
 
-  /** The events completed by this chunk, in order. */
+  /**
+   * The events completed by this chunk, in order. Linear in what is pushed: a chunk is searched
+   * for a blank line with only the two characters before it, so an event that arrives in many
+   * chunks is not searched again from its start each time (a 10 MB event in 64 KB chunks took
+   * 2.3 s).
+   */
   push(chunk: string): SseEvent[] {
-    const text = this.tail + chunk;
+    const around = this.edge + chunk;
+    if (blankLine(around, 0) === null) {
+      if (chunk !== '') this.parts.push(chunk);
+      this.edge = around.slice(-2);
+      return [];
+    }
+    const text = this.parts.join('') + chunk;
     const out: SseEvent[] = [];
     let start = 0;
     for (;;) {
@@ -27,13 +41,15 @@ export class SseReader {
       if (event) out.push({ ...event, raw });
       start = end.after;
     }
-    this.tail = text.slice(start);
+    const rest = text.slice(start);
+    this.parts = rest === '' ? [] : [rest];
+    this.edge = rest.slice(-2);
     return out;
   }
 
   /** Whatever was left without its closing blank line (a stream cut midway), or ''. */
   rest(): string {
-    return this.tail;
+    return this.parts.join('');
   }
 }
 

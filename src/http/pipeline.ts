@@ -1,9 +1,10 @@
 import type { Plugin, Request, ResponseToolkit, Server } from '@hapi/hapi';
 import type { Logger } from '../lib/log.js';
 import { randomIds } from '../lib/ids.js';
+import { metrics } from '../lib/metrics.js';
 import { AppError, invalidField } from '../errors/app-error.js';
 import { anthropicEnvelope, oauthEnvelope, renderError } from '../errors/render.js';
-import { exceedsMembers, jsonFault, stripPrototypeKeys } from '../lib/well-formed.js';
+import { jsonFault, sizeFault, stripPrototypeKeys } from '../lib/well-formed.js';
 import { svcOptions } from './route-options.js';
 
 /** Members (keys and items) a body may have, unless its route says otherwise. */
@@ -125,9 +126,12 @@ export const pipeline: Plugin<PipelineOptions> = {
         typeof payload === 'string' ||
         (payload !== null && typeof payload === 'object' && !Buffer.isBuffer(payload))
       ) {
-        const limit = svcOptions(request.route.settings).maxBodyMembers ?? MAX_BODY_MEMBERS;
-        if (exceedsMembers(payload, limit))
-          throw invalidField(null, `the body has more than ${limit} fields and items in all`);
+        const route = svcOptions(request.route.settings);
+        const tooBig = sizeFault(payload, {
+          members: route.maxBodyMembers ?? MAX_BODY_MEMBERS,
+          arrayItems: route.maxArrayItems,
+        });
+        if (tooBig) throw invalidField(null, tooBig);
         // hapi refuses a JSON `__proto__` key before this; `constructor` and `prototype` (and a
         // form's `__proto__`) are removed, for every route, before any schema or lookup meets them.
         const stripped = stripPrototypeKeys(payload);
@@ -155,7 +159,12 @@ export const pipeline: Plugin<PipelineOptions> = {
           // Never hapi's own 500 page: a failure to map the error is itself rendered and logged.
           err = new AppError('internal', { cause: failed });
         }
-        if (err.status >= 500) {
+        if (err.type === 'overloaded') {
+          // Load shedding is the server working as configured, not a fault: one short line each
+          // (a stall sheds hundreds), and the count in svc_http_requests_shed_total.
+          metrics.requestsShed.inc();
+          options.log.warn({ requestId, route: request.route.path }, 'request shed: the server is overloaded');
+        } else if (err.status >= 500) {
           const cause = err.type === 'internal' && err.cause !== undefined ? { mapping: err.cause } : {};
           options.log.error({ requestId, route: request.route.path, err: response, ...cause }, 'request failed');
         } else if (err.type === 'body_too_large') {

@@ -14,6 +14,12 @@ export interface SvcRouteOptions {
   tokenScope?: string;
   /** Most members (keys and items, at every depth) a body may have; default MAX_BODY_MEMBERS. */
   maxBodyMembers?: number;
+  /**
+   * Most items of any one array in a body, checked with the members before validation (a route
+   * whose schema bounds its arrays: the validator would otherwise walk every item of an over-long
+   * one before refusing it); none by default.
+   */
+  maxArrayItems?: number;
   /** Agent-key routes counted against the agent's per-minute gate limit (SPEC.md 7.6). */
   gateRateLimit?: boolean;
   /** /mcp: a 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). */

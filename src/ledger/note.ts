@@ -1,5 +1,6 @@
 import { createHash, createPublicKey, sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { isPaddedBase64 } from '../lib/base64.js';
 
 /**
  * C2SP tlog-checkpoint bodies and C2SP signed notes with Ed25519 (signature type 0x01), byte for
@@ -36,7 +37,6 @@ const SIGNATURE_PREFIX = '\u2014 ';
 const NOT_IN_KEY_NAME = /[\s\u0085+\u0000-\u001f]/u;
 // eslint-disable-next-line no-control-regex -- control characters other than the newline are refused in a note
 const CONTROL_EXCEPT_NEWLINE = /[\u0000-\u0009\u000b-\u001f]/;
-const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // With the u flag a paired surrogate is one code point, so only a lone surrogate matches.
 const LONE_SURROGATE = /\p{Cs}/u;
 const DECIMAL = /^(?:0|[1-9][0-9]*)$/;
@@ -172,7 +172,7 @@ function isNoteText(text: string): boolean {
 
 /** Standard padded base64 in its one canonical spelling, or undefined. */
 function decodeStdBase64(text: string): Buffer | undefined {
-  if (text === '' || !STD_BASE64.test(text)) return undefined;
+  if (text === '' || !isPaddedBase64(text)) return undefined;
   const bytes = Buffer.from(text, 'base64');
   return bytes.toString('base64') === text ? bytes : undefined;
 }

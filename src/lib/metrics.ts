@@ -30,6 +30,11 @@ export const metrics = {
     labelNames: ['decision', 'signal'] as const,
     registers: [eventRegistry],
   }),
+  requestsShed: new Counter({
+    name: 'svc_http_requests_shed_total',
+    help: 'Requests refused with 503 overloaded because the process was over a load limit (load settings).',
+    registers: [eventRegistry],
+  }),
   httpDuration: new Histogram({
     name: 'svc_http_request_duration_seconds',
     help: 'Time from arrival to the answer, by route template, method and status class.',

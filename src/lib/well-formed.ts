@@ -40,22 +40,34 @@ export function hasNonFiniteNumber(value: unknown, depth = 0): boolean {
 }
 
 /**
- * Whether a JSON value has more than `limit` members (object keys and array items, at every
- * depth). Counting stops at the limit, so the cost is bounded whatever the value's size.
+ * What makes a JSON value too big to hand to a validator, or undefined: more than `members`
+ * members (object keys and array items, at every depth), or an array of more than `arrayItems`
+ * items. One walk that stops at the first excess, so the cost is bounded whatever the value's size
+ * (a validator that lists every field at fault walks every item of an over-long array first).
  */
-export function exceedsMembers(value: unknown, limit: number): boolean {
-  let left = limit;
+export function sizeFault(value: unknown, limits: { members: number; arrayItems?: number }): string | undefined {
+  let left = limits.members;
+  const longest = limits.arrayItems ?? Infinity;
+  let fault: string | undefined;
   const walk = (v: unknown, depth: number): boolean => {
     // Deeper levels are left to the route's own limits (and are not counted).
     if (v === null || typeof v !== 'object' || depth > MAX_DEPTH) return false;
+    if (Array.isArray(v) && v.length > longest) {
+      fault = `the body has an array of more than ${longest} items`;
+      return true;
+    }
     for (const key in v) {
       left -= 1;
-      if (left < 0) return true;
+      if (left < 0) {
+        fault = `the body has more than ${limits.members} fields and items in all`;
+        return true;
+      }
       if (walk((v as Record<string, unknown>)[key], depth + 1)) return true;
     }
     return false;
   };
-  return walk(value, 0);
+  walk(value, 0);
+  return fault;
 }
 
 /** What is wrong with a parsed JSON value as a whole, by field, before any schema looks at it. */

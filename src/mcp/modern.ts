@@ -23,6 +23,7 @@ import { MCP_ERROR_CODE } from './server.js';
 import type { Principal } from './sessions.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
 import { createServerPool, principalKey, type Track } from './reuse.js';
+import { isPaddedBase64 } from '../lib/base64.js';
 
 /**
  * The 2026-07-28 protocol at /mcp (the "modern" era): no `initialize`, a `server/discover`
@@ -523,13 +524,11 @@ async function upstreamInputSchema(proxy: McpProxy, who: Principal, name: string
   }
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 /** A Mcp-Param-* header's value: Base64 between `=?base64?` and `?=` is decoded; undefined when that is malformed. */
 function decodeParam(value: string): string | undefined {
   const m = /^=\?base64\?(.*)\?=$/.exec(value);
   if (!m) return value;
-  if (!BASE64.test(m[1]!)) return undefined;
+  if (!isPaddedBase64(m[1]!)) return undefined;
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1]!, 'base64'));
   } catch {

@@ -73,6 +73,27 @@ test.serial('routed to an OpenAI-kind model: counted with the tokenizer, never f
   t.is(vendor.count(), before, 'nothing was sent');
 });
 
+test.serial(
+  'a long prompt is counted on the tokenizer thread: the same count, in blocks and tool results too',
+  async (t) => {
+    // Over 2,048 characters a text is handed to the thread; the count is the tokenizer's all the same.
+    const long = 'Refunds are issued within 14 days of the request, to the card that paid. '.repeat(400);
+    const system = 'You answer questions about the refund policy. '.repeat(100);
+    const { data } = await gw
+      .anthropic(key)
+      .messages.countTokens({
+        model: 'small',
+        system,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: long }] },
+          { role: 'assistant', content: 'Noted.' },
+        ],
+      })
+      .withResponse();
+    t.is(data.input_tokens, countTokens(system) + countTokens(long) + countTokens('Noted.') + 2 * 3);
+  },
+);
+
 test.serial('?beta=true as Claude Code sends it; and a failing vendor falls back to the local count', async (t) => {
   const res = await post(
     euKey,

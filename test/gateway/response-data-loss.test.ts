@@ -276,3 +276,17 @@ for (const shape of ['openai', 'anthropic'] as const) {
     t.pass();
   });
 }
+
+test('held text: a long answer without a space, in small deltas, is screened in linear time', (t) => {
+  // A 16 KiB tail was screened again at every delta: 80 KB in 4-character deltas took 25 s.
+  const text = `${'a1'.repeat(100_000)} 4111 1111 1111 1111`;
+  const hold = new TextHold('redact', {});
+  const started = performance.now();
+  let out = '';
+  for (let i = 0; i < text.length; i += 4) out += hold.push(text.slice(i, i + 4))!;
+  out += hold.flush()!;
+  const ms = performance.now() - started;
+  t.log(`200 KB in 4-character deltas: ${ms.toFixed(0)} ms`);
+  t.is(out, redact(text));
+  t.true(ms < 3_000, `${ms} ms`);
+});

@@ -72,3 +72,18 @@ test('the writers produce what the reader reads back', (t) => {
   t.is(b!.event, 'message_stop');
   t.deepEqual(JSON.parse(b!.data), { type: 'message_stop' });
 });
+
+test('a 10 MB event read in 64 KB chunks takes linear time', (t) => {
+  const text = `data: ${'a'.repeat(10_000_000)}\ndata: end\n\n`;
+  const started = performance.now();
+  const reader = new SseReader();
+  const events = [];
+  for (let i = 0; i < text.length; i += 65_536) events.push(...reader.push(text.slice(i, i + 65_536)));
+  const ms = performance.now() - started;
+  t.log(`${ms.toFixed(0)} ms`);
+  t.is(events.length, 1);
+  t.is(events[0]!.data.length, 10_000_000 + '\nend'.length);
+  t.is(reader.rest(), '');
+  // Searched again from its start at each chunk, it took 2.3 s; now tens of ms.
+  t.true(ms < 500, `${ms} ms`);
+});

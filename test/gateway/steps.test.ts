@@ -13,7 +13,7 @@ import { dataLoss } from '../../src/gateway/steps/data-loss.js';
 import { dryRun } from '../../src/gateway/steps/dry-run.js';
 import { CHECKS, createContext, runSteps, STEPS } from '../../src/gateway/steps/index.js';
 import { killSwitch } from '../../src/gateway/steps/kill-switch.js';
-import { loadTokenizer } from '../../src/gateway/tokens.js';
+import { createTokenCounter, loadTokenizer } from '../../src/gateway/tokens.js';
 import { randomIds } from '../../src/lib/ids.js';
 import type { GatewayModel } from '../../src/settings/schema.js';
 import type { KeyRecord } from '../../src/keys/records.js';
@@ -83,6 +83,7 @@ function envOf(app: App): GatewayEnv {
     upstreamOf: () => {
       throw new Error('nothing is sent in these tests');
     },
+    tokens: createTokenCounter(),
     allowances: () => ({ people: null, monthlyRequests: null }),
     seats: { graceDays: 0 },
   };
@@ -292,13 +293,13 @@ test('dry-run: answers with the first candidate and the estimate only when asked
   await inStore(async (_app, env) => {
     const plain = contextOf(env, hello);
     plain.candidates = [SMALL, LARGE];
-    t.is(dryRun.run(plain, env), undefined, 'not asked: the path goes on');
+    t.is(await dryRun.run(plain, env), undefined, 'not asked: the path goes on');
     const ctx = contextOf(env, { ...hello, max_tokens: 10 });
     ctx.steering = { ...ctx.steering, dryRun: true };
     ctx.candidates = [SMALL, LARGE];
     ctx.taskClass = 'general';
     ctx.headers['x-svc-enforcement'] = 'observe';
-    const answer = dryRun.run(ctx, env) as { status: number; json: Record<string, unknown> };
+    const answer = (await dryRun.run(ctx, env)) as { status: number; json: Record<string, unknown> };
     t.is(answer.status, 200);
     // "hello": 1 token in (the tokenizer's count), 10 out, at 1,000,000 per million: 11 micro-dollars.
     t.like(answer.json, {

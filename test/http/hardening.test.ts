@@ -27,7 +27,10 @@ const temps: string[] = [];
 test.before(async () => {
   [server, loaded] = await Promise.all([
     serveInProcess({ productTimeouts: true }),
-    serveInProcess({ config: { load: { maxHeapUsedBytes: 1, sampleIntervalMs: 50 } } }),
+    serveInProcess({
+      config: { load: { maxHeapUsedBytes: 1, sampleIntervalMs: 50 }, observability: { metricsPort: 0 } },
+      logLevel: 'info',
+    }),
   ]);
 });
 
@@ -241,6 +244,31 @@ test('over the load limit: 503 overloaded with retry-after; /healthz and /readyz
   const ready = await call(loaded.url, 'GET', '/readyz');
   t.is(ready.status, 200);
   t.is(ready.body.status, 'ready');
+});
+
+test('a shed request is logged at warn without a stack, and counted in svc_http_requests_shed_total', async (t) => {
+  const shed = await poll(
+    () => call(loaded.url, 'GET', '/v1/models'),
+    (r) => r.status === 503,
+    { timeoutMs: 5_000 },
+  );
+  const requestId = String(shed!.headers['x-request-id']);
+  const lines = loaded
+    .logs()
+    .split('\n')
+    .filter((l) => l.includes(requestId))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const line = lines.find((l) => l.msg === 'request shed: the server is overloaded');
+  t.like(line, { level: 40, requestId }, loaded.logs().slice(-2000));
+  t.false(JSON.stringify(lines).includes('stack'), 'no stack in any line of the shed request');
+  t.false(
+    lines.some((l) => Number(l.level) >= 50),
+    'nothing at error level',
+  );
+  const exposition = await (await fetch(loaded.http.metricsUrl()!)).text();
+  const count = /^svc_http_requests_shed_total (\d+)$/m.exec(exposition);
+  t.truthy(count, exposition.slice(0, 500));
+  t.true(Number(count![1]) >= 1);
 });
 
 test('a bad value in the config file stops svc serve, naming the field', async (t) => {

@@ -2,7 +2,7 @@ import { AppError } from '../../errors/app-error.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
 import { answerBlockedMessage, answerScreen, screenAnswer } from '../response-screen.js';
 import type { AsyncStep } from './context.js';
-import { costOf, estimateFor } from './prices.js';
+import { costOf, countPrompt, estimateFor } from './prices.js';
 
 /**
  * 10. Accounting: the upstream step's outcome becomes the answer. The call's cost from the
@@ -88,10 +88,14 @@ export const account: AsyncStep = {
     }
     const overhead = overheadMicros(ctx, result.upstreamFirstByteMs);
     headers['x-svc-overhead-micros'] = String(overhead);
-    const estimate = estimateFor(ctx, model);
+    // The prompt is counted while the stream runs (off the loop, not before the first byte).
+    const estimate = countPrompt(ctx, env).then(
+      () => estimateFor(ctx, model),
+      () => estimateFor(ctx, model),
+    );
     void result.done.then(async ({ usage, outcome: ended, findings }) => {
       // A stream that did not finish (cut, or the client left) may never have reported its usage.
-      const cost = ended === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), estimate);
+      const cost = ended === 'ok' ? costOf(model, usage) : Math.max(costOf(model, usage), await estimate);
       await reservation?.settle(cost);
       recordCall(ctx, env, {
         ...served,

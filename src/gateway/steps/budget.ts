@@ -1,6 +1,6 @@
 import type { GatewayModel } from '../../settings/schema.js';
 import type { AsyncStep } from './context.js';
-import { estimateFor, priceOf } from './prices.js';
+import { countPrompt, estimateFor, priceOf } from './prices.js';
 
 /** The first of the candidates once sorted cheapest first (a stable sort keeps the first of equals). */
 const cheapest = (candidates: readonly GatewayModel[]): GatewayModel | undefined =>
@@ -21,10 +21,16 @@ export const budget: AsyncStep = {
   async run(ctx, env) {
     const { budgets } = env;
     const downgrades = (step: string | null) => step === 'downgrade' && ctx.enforcement === 'enforce';
-    const { reservation, ...admission } = await budgets.admit(ctx.key, (step) => {
-      const first = downgrades(step) ? cheapest(ctx.candidates) : ctx.candidates[0];
-      return ctx.steering.dryRun || !first ? null : estimateFor(ctx, first);
-    });
+    const reserves = !ctx.steering.dryRun && ctx.candidates.length > 0;
+    const { reservation, ...admission } = await budgets.admit(
+      ctx.key,
+      (step) => {
+        const first = downgrades(step) ? cheapest(ctx.candidates) : ctx.candidates[0];
+        return reserves && first ? estimateFor(ctx, first) : null;
+      },
+      // Counted before the admission's store write, and only when a budget binds the key.
+      () => (reserves ? countPrompt(ctx, env) : undefined),
+    );
     ctx.admission = admission;
     ctx.reservation = reservation;
     if (downgrades(admission.step)) ctx.candidates = [...ctx.candidates].sort((a, b) => priceOf(a) - priceOf(b));

@@ -14,6 +14,7 @@ import type { DlpKind } from '../dlp.js';
 import type { LimitHold, Limits } from '../limits.js';
 import type { AttemptResult, Shape } from '../forward.js';
 import type { Steering } from '../steering.js';
+import type { TokenCounter } from '../tokens.js';
 
 /**
  * What the gateway's steps share: the request (`GatewayRequest`), what lives as long as the
@@ -73,6 +74,8 @@ export interface GatewayEnv {
   profiles: ReadonlyMap<string, PolicyProfile>;
   catalogue: ReadonlyMap<string, GatewayModel>;
   upstreamOf(providerId: string): Upstream;
+  /** Counts prompts' tokens off the event loop (tokens.ts). */
+  tokens: TokenCounter;
   /**
    * The plan's allowances the gateway checks (the plans domain; they read the store, so they may
    * answer later): read once per request (plan.ts `allowancesOf`). null: unlimited.

@@ -50,7 +50,7 @@ export const countTokensStep: AsyncStep = {
     }
     await loadTokenizer();
     headers['x-svc-token-count'] = 'local';
-    const input = countLocally(ctx.body);
+    const input = await countLocally(ctx.body, env.tokens);
     headers['x-svc-overhead-micros'] = String(overheadMicros(ctx));
     return { status: 200, headers, json: { input_tokens: input } };
   },

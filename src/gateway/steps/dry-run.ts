@@ -1,16 +1,17 @@
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
-import type { SyncStep } from './context.js';
-import { estimateFor } from './prices.js';
+import type { AsyncStep } from './context.js';
+import { countPrompt, estimateFor } from './prices.js';
 
 /**
  * 8. Dry run (x-svc-dry-run: true): answered here with the model that would serve, the candidates
  * and the estimated cost; nothing is sent, nothing is reserved, and the call is recorded as
  * `dry_run`.
  */
-export const dryRun: SyncStep = {
+export const dryRun: AsyncStep = {
   name: 'dry-run',
-  run(ctx, env) {
+  async run(ctx, env) {
     if (!ctx.steering.dryRun) return;
+    await countPrompt(ctx, env);
     const first = ctx.candidates[0]!;
     serveHeaders(ctx, env, first);
     const estimate = estimateFor(ctx, first);

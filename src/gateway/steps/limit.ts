@@ -1,5 +1,5 @@
 import type { AsyncStep } from './context.js';
-import { maxTokensOf, promptTokensOf } from './prices.js';
+import { countPrompt, maxTokensOf } from './prices.js';
 
 /**
  * 6. Limits: requests and tokens per minute on the key, its team, its principal and its policy
@@ -13,7 +13,7 @@ export const limit: AsyncStep = {
   async run(ctx, env) {
     const scopes = env.limits.scopesOf(ctx.key, ctx.profile);
     if (scopes.length === 0) return;
-    const tokens = promptTokensOf(ctx) + maxTokensOf(ctx.body, ctx.req.shape);
+    const tokens = (await countPrompt(ctx, env)) + maxTokensOf(ctx.body, ctx.req.shape);
     const checked = await env.limits.check({
       wid: ctx.wid,
       scopes,
