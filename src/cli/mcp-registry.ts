@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { CliFailure, EXIT } from './base-command.js';
+import { printable } from './printable.js';
 
 /**
  * An MCP Registry `server.json` (the registry's server.schema.json), read for `svc mcp servers
@@ -67,7 +68,9 @@ type ServerJson = {
 const LOCAL_FIX =
   "Local (stdio) servers are declared by the operator in svc's configuration file, not added through the API; or serve it over Streamable HTTP and add that URL.";
 
-function refuse(source: string, message: string, fix: string, field = 'server.json'): never {
+function refuse(source: string, said: string, fix: string, field = 'server.json'): never {
+  // The file's own words (its name, a package's) may hold anything: shown printable.
+  const message = printable(said);
   throw new CliFailure(`${source}: ${message}`, {
     exit: EXIT.usage,
     type: 'invalid_request',

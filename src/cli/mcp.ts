@@ -5,6 +5,7 @@ import type { UpstreamProblem } from '../mcp/diagnosis.js';
 import type { McpProxy } from '../mcp/proxy.js';
 import { CliFailure, EXIT } from './base-command.js';
 import { serverClient, type ServerClient } from './client.js';
+import { printable } from './printable.js';
 
 /**
  * What `svc mcp servers …` and `svc mcp tools …` share: the answers of the /v1/admin/mcp-servers
@@ -140,8 +141,7 @@ export function callsPerMinuteOf(raw: string | undefined): number | null | undef
 /** The hash an approval would take (pending), else the approved one. */
 const hashOf = (t: PinView) => (t.changed ?? t.approved)?.hash ?? '';
 
-export const problemText = (p: UpstreamProblem): string =>
-  `${p.message}${p.status === undefined ? '' : ` (HTTP ${p.status})`}${p.body ? `: ${p.body}` : ''}`;
+export const problemText = (p: UpstreamProblem): string => printable(`${p.message}${p.body ? `: ${p.body}` : ''}`);
 
 export const serverLine = (s: McpServerView): string =>
   `${s.name}  ${s.url}${s.hasSecret ? '  (secret)' : ''}${s.allowTools ? `  allow: ${s.allowTools.join(',')}` : ''}`;
@@ -152,7 +152,8 @@ export function addedText(a: McpServerAdded): string[] {
       `Added ${a.name} (${a.url}), but it could not be listed${a.problem ? `: ${problemText(a.problem)}` : ''}.`,
       `Its tools are withheld until each is approved: svc mcp servers test ${a.name}, then svc mcp tools list ${a.name}.`,
     ];
-  return [`Added ${a.name} (${a.url}): ${a.pinnedTools.length} tool(s) pinned: ${a.pinnedTools.join(', ')}`];
+  const pinned = a.pinnedTools.map(printable).join(', ');
+  return [`Added ${a.name} (${a.url}): ${a.pinnedTools.length} tool(s) pinned: ${pinned}`];
 }
 
 export function testText(r: McpServerTest): string {
@@ -162,7 +163,7 @@ export function testText(r: McpServerTest): string {
 
 export function toolLines(r: { data: ServerTool[]; unreachable: string[] }): string[] {
   return [
-    ...r.data.map((t) => `${t.server}  ${t.tool}  ${t.status.padEnd(8)}  ${hashOf(t)}`),
+    ...r.data.map((t) => `${t.server}  ${printable(t.tool)}  ${t.status.padEnd(8)}  ${hashOf(t)}`),
     ...r.unreachable.map((s) => `${s}: not reachable now (pins shown as last seen)`),
   ];
 }

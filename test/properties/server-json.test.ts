@@ -2,6 +2,8 @@ import test from 'ava';
 import fc from 'fast-check';
 import { CliFailure } from '../../src/cli/base-command.js';
 import { remoteFromServerJson, type RegistryRemote } from '../../src/cli/mcp-registry.js';
+import { printable } from '../../src/cli/printable.js';
+import { problemText, toolLines } from '../../src/cli/mcp.js';
 
 /**
  * `svc mcp servers add --from`: an MCP Registry server.json gives its streamable-http remote, or
@@ -135,4 +137,29 @@ test('server.json: what svc cannot add is refused by name', (t) => {
   t.regex(refusal({ name: 'a/empty' }).message, /has neither remotes nor packages/);
   t.regex(refusal({ remotes: [] }).message, /"name" is required/);
   t.regex(outcome('{"name":').toString(), /not JSON/);
+});
+
+// eslint-disable-next-line no-control-regex -- what must not reach a terminal
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+test('server.json: what the file says is shown without its control characters', (t) => {
+  const hostile = refusal({
+    name: 'io.github.evil/x\u001b[2J\nsvc: all good',
+    packages: [{ registryType: 'npm', identifier: 'evil\u0007', transport: { type: 'stdio' } }],
+  });
+  t.false(CONTROL.test(hostile.message), hostile.message);
+  t.true(hostile.message.includes('x\\u001b[2J\\u000asvc: all good'), hostile.message);
+  // Any text: nothing a terminal acts on is left, and plain text is unchanged.
+  fc.assert(fc.property(fc.string({ unit: 'binary' }), (s) => !CONTROL.test(printable(s))));
+  fc.assert(fc.property(fc.string({ unit: fc.constantFrom(...'abc xyz-_/.:()') }), (s) => printable(s) === s));
+});
+
+test("svc mcp's text shows an upstream's words (tool names, the start of its answer) printable", (t) => {
+  const pin = { tool: 'echo\u001b]0;owned\u0007', status: 'new', approved: null, changed: { hash: 'ab' } };
+  const [line] = toolLines({ data: [{ server: 'files', ...pin } as never], unreachable: [] });
+  t.is(line, 'files  echo\\u001b]0;owned\\u0007  new       ab');
+  t.is(
+    problemText({ cause: 'http_status', message: 'it answered HTTP 403', status: 403, body: 'no\r\nsvc: fine' }),
+    'it answered HTTP 403: no\\u000d\\u000asvc: fine',
+  );
 });
