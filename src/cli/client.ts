@@ -2,6 +2,8 @@ import type { AgentView } from '../agents/index.js';
 import type { ApprovalView } from '../approvals/service.js';
 import type { DrillReport } from '../drills/service.js';
 import type { KeyView, MintKeyInput } from '../keys/index.js';
+import type { McpServerAdded, McpServerInput, McpServerTest, McpServerView, McpToolList } from './mcp.js';
+import type { PinView } from '../mcp/pins.js';
 import type { FreezeAnswer, PendingFreeze, Selector, StopAllState } from '../killswitch/index.js';
 import { verdictOnline, type ReceiptVerdict } from '../receipts/verdict.js';
 import { callServer } from './http-client.js';
@@ -51,6 +53,7 @@ export function serverClient(url: string, bearer?: string) {
     }
   };
   const agentPath = (aid: string) => `/v1/admin/agents/${encodeURIComponent(aid)}`;
+  const mcpPath = (name: string) => `/v1/admin/mcp-servers/${encodeURIComponent(name)}`;
   return {
     agents: {
       list: (query: { tag?: string | undefined; status?: string | undefined }) => {
@@ -77,6 +80,16 @@ export function serverClient(url: string, bearer?: string) {
       mint: (input: MintKeyInput) => call<MintedKey>('POST', '/v1/admin/keys', input),
       list: () => all<KeyView>('/v1/admin/keys'),
       revoke: (id: string) => call<object>('DELETE', `/v1/admin/keys/${encodeURIComponent(id)}`).then(() => undefined),
+    },
+    /** The workspace's upstream MCP servers and their tools' pins (mcp:read, mcp:write). */
+    mcp: {
+      servers: () => call<Page<McpServerView>>('GET', '/v1/admin/mcp-servers').then((p) => p.data),
+      add: (input: McpServerInput) => call<McpServerAdded>('POST', '/v1/admin/mcp-servers', input),
+      test: (name: string) => call<McpServerTest>('GET', mcpPath(name)),
+      remove: (name: string) => call<object>('DELETE', mcpPath(name)).then(() => undefined),
+      tools: (name: string) => call<McpToolList>('GET', `${mcpPath(name)}/tools`),
+      approve: (name: string, tool: string, hash: string, limit: { callsPerMinute?: number | null } = {}) =>
+        call<PinView>('POST', `${mcpPath(name)}/tools/${encodeURIComponent(tool)}/approve`, { hash, ...limit }),
     },
     verify: (receipt: string) => call<Partial<ReceiptVerdict>>('POST', '/v1/verify', { receipt }).then(verdictOnline),
   };

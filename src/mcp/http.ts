@@ -15,6 +15,8 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
 import type { McpProxy } from './proxy.js';
+import { mcpAdminRoutes } from './admin/http.js';
+import { addServerSchema, approveToolSchema } from './schemas.js';
 import { answerWith, createModernHandler, isModernRequest } from './modern.js';
 import { JsonExchange } from './json-exchange.js';
 import { createServerPool } from './reuse.js';
@@ -311,15 +313,7 @@ export const mcpRoutes: Plugin<{
           ext: { onPreAuth: guards.consoleWrite },
           validate: {
             params: Joi.object({ wid }),
-            payload: Joi.object({
-              name: Joi.string().required(),
-              url: Joi.string()
-                .uri({ scheme: ['http', 'https'] })
-                .required(),
-              secret: Joi.string().max(4096).allow(null),
-              allowTools: Joi.array().items(Joi.string().max(128)).max(500).allow(null),
-              unprefixed: Joi.boolean(),
-            }),
+            payload: addServerSchema,
           },
         },
         async handler(request, h) {
@@ -372,12 +366,7 @@ export const mcpRoutes: Plugin<{
           ext: { onPreAuth: guards.consoleWrite },
           validate: {
             params: Joi.object({ wid, name: Joi.string().max(64).required(), tool: Joi.string().max(128).required() }),
-            payload: Joi.object({
-              hash: Joi.string()
-                .pattern(/^[0-9a-f]{64}$/)
-                .required(),
-              callsPerMinute: Joi.number().integer().min(1).max(1_000_000).allow(null),
-            }),
+            payload: approveToolSchema,
           },
         },
         async handler(request) {
@@ -401,5 +390,6 @@ export const mcpRoutes: Plugin<{
         handler: () => metadata(),
       },
     ]);
+    server.route(mcpAdminRoutes({ proxy, changed: (w) => modern.changed(w) }));
   },
 };

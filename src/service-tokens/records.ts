@@ -4,7 +4,8 @@
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
-export type ServiceTokenScope = 'agents:read' | 'agents:write' | 'agents:freeze' | 'approvals:read' | 'evidence:read';
+export type ServiceTokenScope =
+  'agents:read' | 'agents:write' | 'agents:freeze' | 'approvals:read' | 'evidence:read' | 'mcp:read' | 'mcp:write';
 
 export interface ServiceTokenRecord {
   id: string;

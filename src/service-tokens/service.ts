@@ -25,6 +25,8 @@ export const serviceTokenScopes: readonly ServiceTokenScope[] = [
   'agents:freeze',
   'approvals:read',
   'evidence:read',
+  'mcp:read',
+  'mcp:write',
 ];
 
 export interface CreateTokenInput {

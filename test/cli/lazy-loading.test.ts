@@ -94,6 +94,26 @@ test('svc freeze through the server loads its own command and the client: no app
     t.deepEqual(from(urls, heavy), [], heavy);
 });
 
+test('svc mcp tools list through the server loads its command and the client: no app, MCP SDK, joi or hapi', async (t) => {
+  const { code, urls } = await loaded(['mcp', 'tools', 'list', '--url', 'http://127.0.0.1:9'], { SVC_TOKEN: 'ims_x' });
+  t.is(code, 3);
+  t.deepEqual(
+    from(urls, '/dist/commands/').map((u) => u.slice(u.indexOf('/dist/') + 1)),
+    ['dist/commands/mcp/tools/list.js'],
+  );
+  // joi comes only with `servers add --from` (the server.json's schema).
+  for (const heavy of [
+    '/dist/src/app.js',
+    '/dist/src/mcp/',
+    '/dist/src/cli/mcp-registry.js',
+    '/node_modules/@modelcontextprotocol/',
+    '/node_modules/@hapi/',
+    '/node_modules/joi/',
+    '/node_modules/undici/',
+  ])
+    t.deepEqual(from(urls, heavy), [], heavy);
+});
+
 /** What no command that opens the store needs: the server's own services and their libraries. */
 const SERVER_ONLY = [
   '/dist/src/gateway/',

@@ -1,7 +1,9 @@
 import test from 'ava';
 import type { Server, ServerInjectResponse } from '@hapi/hapi';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
+import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import type { ServiceTokenScope } from '../../src/service-tokens/records.js';
+import { serviceTokenScopes } from '../../src/service-tokens/index.js';
 
 /**
  * SPEC.md 2.3 and issue 5: each service-token scope allows its routes and only those. The route
@@ -9,7 +11,7 @@ import type { ServiceTokenScope } from '../../src/service-tokens/records.js';
  * route is called with a token of each scope: the one scope it needs gets its work done, every
  * other scope gets 403 missing_scope.
  */
-const SCOPES: ServiceTokenScope[] = ['agents:read', 'agents:write', 'agents:freeze', 'approvals:read', 'evidence:read'];
+const SCOPES: ServiceTokenScope[] = [...serviceTokenScopes];
 
 const EXPECTED: Record<string, ServiceTokenScope> = {
   'GET /v1/admin/agents': 'agents:read',
@@ -22,6 +24,13 @@ const EXPECTED: Record<string, ServiceTokenScope> = {
   'GET /v1/admin/evidence': 'evidence:read',
   'GET /v1/admin/scorecard': 'evidence:read',
   'GET /v1/admin/stop-all': 'agents:read',
+  // The upstream MCP servers: added, tested, listed, a change approved, and the one added removed.
+  'GET /v1/admin/mcp-servers': 'mcp:read',
+  'POST /v1/admin/mcp-servers': 'mcp:write',
+  'GET /v1/admin/mcp-servers/{name}': 'mcp:read',
+  'GET /v1/admin/mcp-servers/{name}/tools': 'mcp:read',
+  'POST /v1/admin/mcp-servers/{name}/tools/{tool}/approve': 'mcp:write',
+  'DELETE /v1/admin/mcp-servers/{name}': 'mcp:write',
   // Last: it stops every agent of the workspace (the routes above run first, in this order).
   'POST /v1/admin/stop-all': 'agents:freeze',
 };
@@ -31,12 +40,16 @@ let server: Server;
 const tokens = {} as Record<ServiceTokenScope, string>;
 let agentId: string;
 let blueprintId: string;
+let upstream: McpUpstream;
+/** The change of the upstream tool `echo` waiting for approval. */
+let changedHash: string;
 
 test.before(async () => {
-  running = await inProcessServer();
+  upstream = await startMcpUpstream();
+  running = await inProcessServer({ 'mcp.allowPrivateUpstreams': true });
   server = running.http.server;
   await server.initialize();
-  const { people, agents, serviceTokens, mandates, blueprints } = running.app.services;
+  const { people, agents, serviceTokens, mandates, blueprints, mcpProxy } = running.app.services;
   const { workspaceId: wid } = await people.createWorkspace({
     name: 'Scopes',
     ownerEmail: 'owner@scopes.example',
@@ -49,24 +62,37 @@ test.before(async () => {
   blueprintId = (
     await blueprints.create(wid, { name: 'mailers', tags: [], templates: [template.id] }, { actor: 'operator:cli' })
   ).id;
+  // A server whose tool `echo` changed since it was pinned: the approval route has a change to approve.
+  await mcpProxy.add(wid, { name: 'pinned', url: upstream.url }, 'operator:cli');
+  upstream.change('echo', { description: 'Says the text back, changed.' });
+  const listed = await mcpProxy.pinnedTools(wid, 'pinned');
+  changedHash = listed.tools.find((x) => x.tool === 'echo')!.changed!.hash;
   for (const scope of SCOPES)
     tokens[scope] = (
       await serviceTokens.create(wid, { name: scope.replace(':', '-'), scopes: [scope], expiresInDays: 1 })
     ).token;
 });
 
-test.after.always(() => running?.close());
+test.after.always(async () => {
+  await running?.close();
+  await upstream?.close();
+});
 
 /** The request a route gets: its path with ids filled in, and a body that does its work. */
 function requestFor(route: string): { method: string; url: string; payload?: object } {
   const [method, path] = route.split(' ') as [string, string];
-  const url = path.replace('{aid}', agentId);
+  const url = path
+    .replace('{aid}', agentId)
+    .replace('{name}', method === 'DELETE' ? 'added' : 'pinned')
+    .replace('{tool}', 'echo');
   const payloads: Record<string, object> = {
     'POST /v1/admin/agents': { blueprint: blueprintId, name: 'registered' },
     'POST /v1/admin/agents/{aid}/freeze': { reason: 'scope walk' },
     'POST /v1/admin/freezes': { selector: { agentIds: [agentId] }, reason: 'scope walk', confirmCount: 1 },
     'POST /v1/admin/drills': {},
     'POST /v1/admin/stop-all': { reason: 'scope walk' },
+    'POST /v1/admin/mcp-servers': { name: 'added', url: upstream.url },
+    'POST /v1/admin/mcp-servers/{name}/tools/{tool}/approve': { hash: changedHash },
   };
   return { method, url, ...(route in payloads ? { payload: payloads[route] } : {}) };
 }

@@ -1,7 +1,8 @@
 import type { ConsoleSection } from '../sections.js';
 import { viewAllows } from '../view.js';
+import { serviceTokenScopes } from '../../service-tokens/service.js';
 
-const SCOPES = ['agents:read', 'agents:write', 'agents:freeze', 'approvals:read', 'evidence:read'] as const;
+const SCOPES = serviceTokenScopes;
 
 /**
  * Keys, /console/keys: the workspace's keys (owners and admins: list, mint inference and admin
