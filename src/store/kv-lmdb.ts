@@ -39,6 +39,8 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  *   lock sees every commit made before it, of this process's batch and of other processes, so
  *   validated writes are serializable, and within one process they never conflict with each other:
  *   only another process's commit (the CLI, another worker) can send a function round again.
+ * - a function that throws is checked the same way, nothing applied: its throw is the answer only
+ *   if what it read still holds (see run()).
  * - the promise resolves after `root.flushed`: acknowledged means on disk, as before.
  * Entry versions (lmdb-js `useVersions`) would make validation cheaper but change the on-disk
  * format; comparing the stored text keeps it. Reads outside a write are a plain `get` on the named database
@@ -50,6 +52,9 @@ const MAX_ATTEMPTS = 32;
 // Sorts after every id and every string key this service writes (ids are ASCII).
 const KEY_END = '\uffff';
 const REMOVED = Symbol('removed');
+
+/** How a write function ended: its result, or what it threw. */
+type Outcome<T> = { ok: true; result: T } | { ok: false; error: unknown };
 
 /** A buffered put (the JSON text it will be on disk) or remove. */
 interface Pending {
@@ -407,15 +412,18 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
   let writable = !readOnly;
   const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
 
-  /** Validates and applies `tx` in the current batch; true once committed (not yet flushed). */
-  async function commit(tx: LmdbTx): Promise<boolean> {
+  /**
+   * Validates `tx` in the current batch and, when `apply`, applies its writes there; true once
+   * committed (not yet flushed) with every read still what it saw.
+   */
+  async function commit(tx: LmdbTx, apply = true): Promise<boolean> {
     let ok = false;
     try {
       // A child transaction of lmdb-js's batched write: concurrent writes share one commit and one
       // flush, yet each is atomic on its own.
       await root.childTransaction(() => {
         ok = tx.valid();
-        if (ok) tx.apply();
+        if (ok && apply) tx.apply();
       });
     } catch (err) {
       throw await writeFault(err);
@@ -451,22 +459,39 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
 
   /**
    * Runs `fn` at its turn in the queue and hands its commit to lmdb-js; resolves, once the function
-   * has finished, with its result and its commit (true once committed, false when it must run again).
+   * has finished, with its outcome and its commit (true once committed, false when it must run again).
+   *
+   * A function that throws has read a view that may mix snapshots (lmdb-js renews its read
+   * snapshot when a commit lands, this process's or another's, and an earlier function's in-flight
+   * writes land meanwhile): a ledger head newer than the records scanned after it, say. Its throw is
+   * the answer only if its reads are still what it saw, checked as a commit is (in the batch, after
+   * the earlier functions' commits), with nothing applied; else it runs again like a conflict.
    */
-  function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ result: T; committed: Promise<boolean> }> {
+  function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ outcome: Outcome<T>; committed: Promise<boolean> }> {
     const turn = queue.then(async () => {
       if (stale) {
         stale = false;
         root.resetReadTxn();
       }
-      const tx = new LmdbTx(dbs, flying);
-      let result: T;
+      // The functions in flight when this one starts: a commit that lands meanwhile leaves `flying`,
+      // but its writes stay in this function's view whichever snapshot its next read gets.
+      const tx = new LmdbTx(dbs, [...flying]);
+      let outcome: Outcome<T>;
       try {
-        result = await fn(tx.view());
+        outcome = { ok: true, result: await fn(tx.view()) };
+      } catch (error) {
+        outcome = { ok: false, error };
       } finally {
         tx.open = false;
       }
-      if (!tx.writes() && !tx.reads()) return { result, committed: Promise.resolve(true) };
+      // (A read-only store has no writers to have raced with: its reads were one snapshot.)
+      if ((readOnly || !tx.reads()) && (!outcome.ok || !tx.writes()))
+        return { outcome, committed: Promise.resolve(true) };
+      if (!outcome.ok) {
+        const checked = commit(tx, false);
+        checked.catch(() => undefined);
+        return { outcome, committed: checked };
+      }
       flying.push(tx);
       const committed = commit(tx).finally(() => {
         flying.splice(flying.indexOf(tx), 1);
@@ -474,7 +499,7 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       });
       // Awaited by the caller; a fault is also seen here first, so it is never unhandled.
       committed.catch(() => undefined);
-      return { result, committed };
+      return { outcome, committed };
     });
     queue = turn.catch(() => undefined);
     return turn;
@@ -485,11 +510,14 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     tables,
     async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
       for (let n = 1; n <= maxAttempts; n++) {
-        const { result, committed } = await run(fn);
-        if (await committed) {
-          await flushed();
-          return result;
-        }
+        // Another process's commit sent this round again: a jittered pause (up to 1, 2, 4 … ms,
+        // capped at 50 ms) so that writers of two processes retrying together fall out of step.
+        if (n > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** (n - 1))));
+        const { outcome, committed } = await run(fn);
+        if (!(await committed)) continue;
+        if (!outcome.ok) throw outcome.error;
+        await flushed();
+        return outcome.result;
       }
       throw new StoreError('conflict', `store write conflicted with concurrent writers ${maxAttempts} times`);
     },
