@@ -1,7 +1,6 @@
 import test from 'ava';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
-import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import { killQuietly, removeDir, running, startServer, workersOf, type RunningServer } from '../helpers/process.js';
 import { poll } from '../helpers/wait.js';
 import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 
@@ -21,34 +20,6 @@ test.after.always(async () => {
     await removeDir(s.dataDir);
   }
 });
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
-}
-
-/** Whether a process still runs (a zombie does not). */
-const running = (pid: number) =>
-  existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z');
-
-/** The worker processes of a primary: its children, read from /proc. */
-function workersOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) out.push(Number(entry));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 multiSuite(test, 'lmdb, two workers', async (options: DeployOptions = {}) => {
   const server = await startServer({
