@@ -137,3 +137,43 @@ test('lmdb: a write that another process keeps changing under it gives up with S
   t.is(await store.tables.periodUsage.get('mine'), undefined);
   await store.close();
 });
+
+test('lmdb: a write that throws on what another process changed under it runs again, and its throw stands only on reads that still hold', async (t) => {
+  const dataDir = await tempDir('svc-kv-');
+  dirs.push(dataDir);
+  const store = await openStore(dataDir);
+  await store.write(async (tx) => {
+    await tx.periodUsage.put('count', 1);
+    await tx.periodUsage.put('stored', 1);
+  });
+  // The first run reads `count`, then another process moves `count` and `stored` together: what
+  // this run reads next disagrees with its first read, and it throws on that.
+  let runs = 0;
+  const seen = await store.write(async (tx) => {
+    runs++;
+    const count = (await tx.periodUsage.get('count')) as number;
+    if (runs === 1) {
+      for (const key of ['count', 'stored']) {
+        const other = await putFromAnotherProcess(dataDir, key, 2);
+        t.is(other.code, 0, other.stderr);
+      }
+    }
+    const stored = (await tx.periodUsage.get('stored')) as number;
+    if (stored !== count) throw new Error(`the count says ${count} but ${stored} are stored`);
+    return count;
+  });
+  t.is(runs, 2, 'the run that read across the other commit ran again');
+  t.is(seen, 2);
+  // A throw on reads that hold is the answer, once.
+  runs = 0;
+  const err = await t.throwsAsync(
+    store.write(async (tx) => {
+      runs++;
+      await tx.periodUsage.get('count');
+      throw new Error('refused');
+    }),
+  );
+  t.is(err?.message, 'refused');
+  t.is(runs, 1);
+  await store.close();
+});
