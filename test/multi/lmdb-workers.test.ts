@@ -1,6 +1,17 @@
 import test from 'ava';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
-import { killQuietly, removeDir, running, startServer, workersOf, type RunningServer } from '../helpers/process.js';
+import {
+  killQuietly,
+  removeDir,
+  running,
+  startServer,
+  svc,
+  tempDir,
+  workersOf,
+  type RunningServer,
+} from '../helpers/process.js';
 import { poll } from '../helpers/wait.js';
 import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 
@@ -109,3 +120,24 @@ test.serial(
     t.is((await authorize(again, bot.key, payment(10))).status, 200);
   },
 );
+
+test.serial('lmdb, two workers: a start on a port another program holds exits 3 (port in use)', async (t) => {
+  // Each worker binds the port beside the others (SO_REUSEPORT); a socket bound without it still
+  // keeps the port to itself.
+  const held = createServer();
+  held.listen(0, '127.0.0.1');
+  await once(held, 'listening');
+  const port = (held.address() as { port: number }).port;
+  const dataDir = await tempDir();
+  try {
+    const busy = await svc(
+      ['serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', String(port), '--workers', '2'],
+      { env: SERVER_ENV },
+    );
+    t.is(busy.code, 3, busy.stderr);
+    t.regex(busy.stderr, /port is in use/);
+  } finally {
+    held.close();
+    await removeDir(dataDir);
+  }
+});
