@@ -122,7 +122,9 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
     (n) => n >= 3,
   );
   t.is(up, 3);
+  // How long a round took, and how long of it the replacement took to listen.
   const roundTimes: number[] = [];
+  const replacements: number[] = [];
   for (let kill = 1; kill <= KILLS; kill++) {
     const round = Date.now();
     const workers = workersOf(server.proc.pid!);
@@ -135,6 +137,7 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
       { timeoutMs: 10_000, everyMs: 5 },
     );
     killQuietly(workers[kill % 2]!);
+    const killed = Date.now();
     // The replacement is up when it logs `listening`.
     const listening = await poll(
       () => listeningLines(server),
@@ -143,6 +146,7 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
     );
     if (listening < 3 + kill) t.fail(`round ${kill}: no replacement worker listened within 30 s`);
     roundTimes.push(Date.now() - round);
+    replacements.push(Date.now() - killed);
   }
   stop.now = true;
   await Promise.all(clients);
@@ -150,7 +154,8 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
 
   const log = server.stderr();
   t.log(
-    `${KILLS} kills in ${Math.round((loadEnded - began) / 1000)} s (a round: median ${median(roundTimes)} ms); ` +
+    `${KILLS} kills in ${Math.round((loadEnded - began) / 1000)} s (a round: median ${median(roundTimes)} ms, of which the replacement's start ` +
+      `${median(replacements)} ms); ` +
       `${tally.acknowledged.length} allows acknowledged; other answers ${JSON.stringify([...tally.otherAnswers])}; ` +
       `connection errors ${JSON.stringify([...tally.connectionErrors])}; ${tally.unanswered.length} unanswered; ` +
       `replacements listening ${listeningLines(server) - 3}; store_damaged in the log ` +
