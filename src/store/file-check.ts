@@ -94,6 +94,18 @@ function damageIn(fd: number, head: Buffer): string | null {
   return null;
 }
 
+/**
+ * The id of the newest transaction the file's meta pages record (LMDB writes a commit's meta page
+ * last), or null when they cannot be read as LMDB's. Read with plain reads, not through the map.
+ */
+export function newestTxnid(fd: number): bigint | null {
+  const a = parseMeta(readAt(fd, 0, 512));
+  if (typeof a === 'string') return null;
+  const b = parseMeta(readAt(fd, a.pageSize, 512), 1n);
+  if (typeof b === 'string') return null;
+  return a.txnid >= b.txnid ? a.txnid : b.txnid;
+}
+
 function readAt(fd: number, position: number, length: number): Buffer {
   const buffer = Buffer.alloc(length);
   const read = readSync(fd, buffer, 0, length, position);

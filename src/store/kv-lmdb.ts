@@ -1,10 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, statfsSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statfsSync, statSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { AppError } from '../errors/app-error.js';
 import { systemError } from '../errors/system.js';
 import { StoreError } from './errors.js';
-import { damageOf } from './file-check.js';
+import { damageOf, newestTxnid } from './file-check.js';
 import { isDomainError, type Entry, type KvStore, type ReadTable, type WriteTable, type WriteTx } from './kv.js';
 import { tableNames, type TableName } from './tables.js';
 import { compareKeys, hasPrefix, toTuple } from './tuple-key.js';
@@ -410,6 +410,7 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     }),
   ) as unknown as Record<TableName, Dbs>;
   let writable = !readOnly;
+  const base = writeBase(file, root);
   const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
 
   /**
@@ -422,6 +423,8 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       // A child transaction of lmdb-js's batched write: concurrent writes share one commit and one
       // flush, yet each is atomic on its own.
       await root.childTransaction(() => {
+        // A transaction built on a set-back commit id applies nothing: the function runs again.
+        if (!base.onNewest()) return;
         ok = tx.valid();
         if (ok && apply) tx.apply();
       });
@@ -533,8 +536,61 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     async close() {
       await root.flushed;
       await root.close();
+      base.close();
     },
   };
+}
+
+/**
+ * Whether the write transaction under way builds on the newest commit; when not, the lock file is
+ * mended so that the next one does.
+ *
+ * The LMDB inside lmdb-js (3.5.6) sets the lock file's "last transaction committed" to the meta page
+ * it read as a process opens the store, whatever another process committed meanwhile (upstream LMDB
+ * fixed the same in ITS#9496 by doing so only for the first process to open it). So a process
+ * opening the store (a replacement worker, the CLI) while a worker commits can set that id back, and
+ * the next write transaction, of any process, then builds on the older commit and takes the newer
+ * one's place: that commit's writes, acknowledged ones among them, would be gone (seen as a batch of
+ * allows missing after a worker was replaced under load). Inside the write lock nobody commits, so
+ * the newest commit is the one the file's meta pages name; a transaction whose id does not follow it
+ * is built on a set-back id. None of its write functions applies anything (each runs again; the
+ * transaction commits nothing, which leaves the meta pages as they are), and the lock file's id is
+ * set to the newest commit, as LMDB itself does when it recovers from a writer that died. Checked
+ * for each write function (two small reads of the meta pages): a transaction built on a set-back id
+ * has the same id as the one before it, so the id cannot tell transactions apart.
+ */
+function writeBase(file: string, root: RootDatabase): { onNewest(): boolean; close(): void } {
+  let data: number | undefined;
+  return {
+    onNewest() {
+      data ??= openSync(file, 'r');
+      const latest = newestTxnid(data);
+      if (latest === null || BigInt(root.getWriteTxnId()) > latest) return true;
+      setLastCommitted(`${file}-lock`, latest);
+      return false;
+    },
+    close() {
+      if (data !== undefined) closeSync(data);
+      data = undefined;
+    },
+  };
+}
+
+// The lock file's header: a magic number and a format (two u32), then the last committed id (u64).
+const LOCK_LAST_COMMITTED = 8;
+// Descriptors of lock files, kept open: closing any descriptor of a file drops every POSIX lock this
+// process holds on it, LMDB's own included.
+const lockFiles = new Map<string, number>();
+
+function setLastCommitted(lockFile: string, txnid: bigint): void {
+  let fd = lockFiles.get(lockFile);
+  if (fd === undefined) {
+    fd = openSync(lockFile, 'r+');
+    lockFiles.set(lockFile, fd);
+  }
+  const bytes = Buffer.alloc(8);
+  bytes.writeBigUInt64LE(txnid);
+  writeSync(fd, bytes, 0, 8, LOCK_LAST_COMMITTED);
 }
 
 /**
