@@ -5,7 +5,14 @@ import { openStore } from '../../src/store/open.js';
 import { removeDir, ROOT, tempDir } from '../helpers/process.js';
 import fc from 'fast-check';
 import type { KeyPart } from '../../src/store/types.js';
-import { contractSuite, keysAndQueries, modelScan, options, putFromAnotherProcess } from './contract-suite.js';
+import {
+  contractSuite,
+  keysAndQueries,
+  modelScan,
+  options,
+  putFromAnotherProcess,
+  reopenFromAnotherProcess,
+} from './contract-suite.js';
 import type { StoreError } from '../../src/store/errors.js';
 
 /** The store contract (contract-suite.ts) on the LMDB backend, and a store an older svc made. */
@@ -175,5 +182,37 @@ test('lmdb: a write that throws on what another process changed under it runs ag
   );
   t.is(err?.message, 'refused');
   t.is(runs, 1);
+  await store.close();
+});
+
+test('lmdb: another process opening the store again and again while this one commits loses no acknowledged write', async (t) => {
+  const dataDir = await tempDir('svc-kv-');
+  dirs.push(dataDir);
+  const store = await openStore(dataDir);
+  await store.write(async (tx) => tx.periodUsage.put('counter', 0));
+  // Increments, four at a time, for as long as the other process opens the store (a replacement
+  // worker's start, a CLI command): each one acknowledged must be counted at the end.
+  let acknowledged = 0;
+  let opening = true;
+  let started!: () => void;
+  const open = new Promise<void>((resolve) => (started = resolve));
+  const other = reopenFromAnotherProcess(dataDir, 4000, started).finally(() => (opening = false));
+  await open;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (opening) {
+        await store.write(async (tx) => {
+          const n = ((await tx.periodUsage.get('counter')) as number | undefined) ?? 0;
+          await tx.periodUsage.put('counter', n + 1);
+        });
+        acknowledged++;
+      }
+    }),
+  );
+  const { code, lines, stderr } = await other;
+  t.is(code, 0, stderr);
+  t.log(`${acknowledged} increments acknowledged while the other process opened the store ${lines.at(-1)} times`);
+  // Read in a write: the latest commit, whatever the last opener left in the lock file.
+  t.is(await store.write(async (tx) => tx.periodUsage.get('counter')), acknowledged);
   await store.close();
 });
