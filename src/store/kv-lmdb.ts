@@ -1,6 +1,6 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statfsSync, statSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
 import { AppError } from '../errors/app-error.js';
 import { systemError } from '../errors/system.js';
 import { StoreError } from './errors.js';
@@ -411,6 +411,13 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
   ) as unknown as Record<TableName, Dbs>;
   let writable = !readOnly;
   const base = writeBase(file, root);
+  // This open may itself have set the lock file's id back (writeBase): mended at once, inside the
+  // write lock, so that reads outside a write see the newest commit too. Nothing is written.
+  if (!readOnly)
+    root.transactionSync(() => {
+      base.onNewest();
+      return ABORT;
+    });
   const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
 
   /**
