@@ -102,14 +102,17 @@ const listeningLines = (server: RunningServer) =>
 test('two workers, one killed with SIGKILL 100 times under load: every allow acknowledged is stored, every request answered or refused by a connection error', async (t) => {
   t.timeout(600_000);
   const began = Date.now();
-  const server = await startServer({
-    args: ['--workers', '2'],
-    env: { ...SERVER_ENV, SVC_GATE_RATE_PER_MINUTE: '1000000' },
-  });
-  servers.push(server);
+  // The agents are made by a one-process server first: this test is about workers dying, not the
+  // first start.
+  const env = { ...SERVER_ENV, SVC_GATE_RATE_PER_MINUTE: '1000000' };
+  const first = await startServer({ env });
+  servers.push(first);
   const rules = [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }];
-  const busy = await createAgent(server, rules, 'busy-bot');
-  const other = await createAgent(server, rules, 'other-bot');
+  const busy = await createAgent(first, rules, 'busy-bot');
+  const other = await createAgent(first, rules, 'other-bot');
+  t.is(await first.stop(), 0);
+  const server = await startServer({ args: ['--workers', '2'], env, dataDir: first.dataDir });
+  servers.push(server);
   const tally: Tally = { acknowledged: [], otherAnswers: new Map(), connectionErrors: new Map(), unanswered: [] };
   const stop = { now: false };
   // Three clients on one agent (one ledger, its head contended by both workers), one on another,
