@@ -50,18 +50,19 @@ export interface MetaPage {
  * Another process (a worker of `svc serve --workers`, the CLI) may be committing while this reads:
  * the file's length is taken after the meta pages (a file only grows, and a commit's pages are
  * written before its meta page), and a finding is kept only if the meta pages are the same once it
- * is made; a file whose meta pages moved meanwhile is read again (a damaged file does not change).
+ * is made; a file whose meta pages moved meanwhile is read again (a damaged file does not change),
+ * and one whose meta pages keep moving is one that another process is writing, not a damaged one.
  */
 export function damageOf(file: string): string | null {
   const fd = openSync(file, 'r');
   try {
-    let damage: string | null = null;
     for (let attempt = 0; attempt < RECHECKS; attempt++) {
       const before = readAt(fd, 0, 2 * MAX_PAGE);
-      damage = damageIn(fd, before);
+      const damage = damageIn(fd, before);
       if (damage === null || readAt(fd, 0, 2 * MAX_PAGE).equals(before)) return damage;
     }
-    return damage;
+    // Its meta pages moved under every reading: another process is committing to it, through LMDB.
+    return null;
   } finally {
     closeSync(fd);
   }
