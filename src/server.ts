@@ -71,7 +71,16 @@ export interface HttpServer {
   metricsUrl(): string | null;
 }
 
-export async function createHttpServer(app: App): Promise<HttpServer> {
+/**
+ * How the server binds: `port` instead of the settings' (a worker told by its primary), and
+ * `reusePort` to bind its own socket beside other processes on the same port (SO_REUSEPORT).
+ */
+export interface ListenOptions {
+  port?: number;
+  reusePort?: boolean;
+}
+
+export async function createHttpServer(app: App, listen: ListenOptions = {}): Promise<HttpServer> {
   const { settings, services, log, clock } = app;
   const production = settings.env === 'production';
   const listener = createNodeServer({
@@ -79,12 +88,21 @@ export async function createHttpServer(app: App): Promise<HttpServer> {
     requestTimeout: settings.server.requestTimeoutMs,
     connectionsCheckingInterval: settings.server.connectionsCheckingIntervalMs,
   });
+  if (listen.reusePort) {
+    // hapi calls listen(port, [host,] done); `exclusive` keeps a cluster worker's socket its own.
+    const plain = listener.listen.bind(listener);
+    listener.listen = ((port: number, ...rest: unknown[]) => {
+      const done = rest.pop() as () => void;
+      const host = rest[0] as string | undefined;
+      return plain({ port, host, reusePort: true, exclusive: true }, done);
+    }) as typeof listener.listen;
+  }
   const baseUrl = () => settings.baseUrl ?? server.info.uri;
 
   const server = Hapi.server({
     listener,
     host: settings.server.host,
-    port: settings.server.port,
+    port: listen.port ?? settings.server.port,
     autoListen: true,
     debug: false,
     router: { stripTrailingSlash: false },

@@ -6,7 +6,7 @@ import { createLogger, flushLogSync, prettyFormatter, prettyLogs, type Logger } 
 import { bootstrapIfEmpty } from '../people/index.js';
 import { createHttpServer } from '../server.js';
 import type { Settings } from '../settings/schema.js';
-import { endWithPrimary, inWorker, leaveCluster, reportListening, runPrimary } from './workers.js';
+import { endWithPrimary, inWorker, leaveCluster, portFromPrimary, reportListening, runPrimary } from './workers.js';
 
 /** What `svc serve` tells once it listens. */
 export interface Listening {
@@ -37,6 +37,7 @@ export async function serveUntilStopped(
       announce: options.announce,
       log,
       shutdownTimeoutMs: settings.server.shutdownTimeoutMs,
+      port: settings.server.port,
     });
     return;
   }
@@ -44,7 +45,8 @@ export async function serveUntilStopped(
   endOnFatal(log);
   const app = await createApp(settings, { migrate: options.migrate, create: true, log });
   if (app.migration) log.info({ from: app.migration.from, to: app.migration.to }, 'store migrated');
-  const http = await createHttpServer(app);
+  // A worker binds the port the primary names, beside the other workers (workers.ts).
+  const http = await createHttpServer(app, inWorker() ? { port: await portFromPrimary(), reusePort: true } : {});
   try {
     await http.start();
   } catch (err) {
@@ -59,7 +61,7 @@ export async function serveUntilStopped(
   // (or a test) reads the address must drain, not meet the default action and end the process.
   const signal = Promise.race([once(process, 'SIGTERM'), once(process, 'SIGINT')]);
   const listening = { address, metricsUrl: http.metricsUrl(), boot };
-  if (inWorker()) reportListening(listening);
+  if (inWorker()) reportListening(listening, http.server.info.port as number);
   else options.announce(listening);
   log.info({ address }, 'listening');
   log.flush();

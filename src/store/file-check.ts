@@ -44,33 +44,67 @@ export interface MetaPage {
   roots: bigint[];
 }
 
-/** Why the file is damaged, or null when it passes. Throws only for I/O errors (ENOENT, EACCES). */
+/**
+ * Why the file is damaged, or null when it passes. Throws only for I/O errors (ENOENT, EACCES).
+ *
+ * Another process (a worker of `svc serve --workers`, the CLI) may be committing while this reads:
+ * the file's length is taken after the meta pages (a file only grows, and a commit's pages are
+ * written before its meta page), and a finding is kept only if the meta pages are the same once it
+ * is made; a file whose meta pages moved meanwhile is read again (a damaged file does not change),
+ * and one whose meta pages keep moving is one that another process is writing, not a damaged one.
+ */
 export function damageOf(file: string): string | null {
   const fd = openSync(file, 'r');
   try {
-    const size = fstatSync(fd).size;
-    if (size === 0) return 'the file is empty (if a first start failed here before writing anything, remove it)';
-    const first = readAt(fd, 0, Math.min(size, 512));
-    if (size < PAGE_HEADER + LAST_PAGE) return `the file is ${size} bytes long, shorter than its header`;
-    const a = parseMeta(first);
-    if (typeof a === 'string') return `first meta page: ${a}`;
-    if (size < 2 * a.pageSize) return `the file is ${size} bytes long, shorter than its two meta pages`;
-    const b = parseMeta(readAt(fd, a.pageSize, 512), 1n);
-    if (typeof b === 'string') return `second meta page: ${b}`;
-    if (a.pageSize !== b.pageSize) return 'the two meta pages disagree on the page size';
-    const meta = a.txnid >= b.txnid ? a : b;
-    const needed = (meta.lastPage + 1n) * BigInt(meta.pageSize);
-    if (BigInt(size) < needed) return `the file is ${size} bytes long; its last page ends at ${needed} (truncated)`;
-    for (const root of meta.roots) {
-      if (root === INVALID_PAGE) continue;
-      if (root < 2n || root > meta.lastPage) return `a tree's root page ${root} lies outside the file`;
-      const problem = pageHeaderProblem(readAt(fd, Number(root) * meta.pageSize, PAGE_HEADER), root, meta);
-      if (problem) return `root page ${root}: ${problem}`;
+    for (let attempt = 0; attempt < RECHECKS; attempt++) {
+      const before = readAt(fd, 0, 2 * MAX_PAGE);
+      const damage = damageIn(fd, before);
+      if (damage === null || readAt(fd, 0, 2 * MAX_PAGE).equals(before)) return damage;
     }
+    // Its meta pages moved under every reading: another process is committing to it, through LMDB.
     return null;
   } finally {
     closeSync(fd);
   }
+}
+
+const RECHECKS = 5;
+const MAX_PAGE = 65536;
+
+/** The checks, given the file's first two pages (or what the file holds of them), read first. */
+function damageIn(fd: number, head: Buffer): string | null {
+  const size = fstatSync(fd).size;
+  if (size === 0 || head.length === 0)
+    return 'the file is empty (if a first start failed here before writing anything, remove it)';
+  if (head.length < PAGE_HEADER + LAST_PAGE) return `the file is ${size} bytes long, shorter than its header`;
+  const a = parseMeta(head.subarray(0, 512));
+  if (typeof a === 'string') return `first meta page: ${a}`;
+  if (head.length < 2 * a.pageSize) return `the file is ${size} bytes long, shorter than its two meta pages`;
+  const b = parseMeta(head.subarray(a.pageSize, a.pageSize + 512), 1n);
+  if (typeof b === 'string') return `second meta page: ${b}`;
+  if (a.pageSize !== b.pageSize) return 'the two meta pages disagree on the page size';
+  const meta = a.txnid >= b.txnid ? a : b;
+  const needed = (meta.lastPage + 1n) * BigInt(meta.pageSize);
+  if (BigInt(size) < needed) return `the file is ${size} bytes long; its last page ends at ${needed} (truncated)`;
+  for (const root of meta.roots) {
+    if (root === INVALID_PAGE) continue;
+    if (root < 2n || root > meta.lastPage) return `a tree's root page ${root} lies outside the file`;
+    const problem = pageHeaderProblem(readAt(fd, Number(root) * meta.pageSize, PAGE_HEADER), root, meta);
+    if (problem) return `root page ${root}: ${problem}`;
+  }
+  return null;
+}
+
+/**
+ * The id of the newest transaction the file's meta pages record (LMDB writes a commit's meta page
+ * last), or null when they cannot be read as LMDB's. Read with plain reads, not through the map.
+ */
+export function newestTxnid(fd: number): bigint | null {
+  const a = parseMeta(readAt(fd, 0, 512));
+  if (typeof a === 'string') return null;
+  const b = parseMeta(readAt(fd, a.pageSize, 512), 1n);
+  if (typeof b === 'string') return null;
+  return a.txnid >= b.txnid ? a.txnid : b.txnid;
 }
 
 function readAt(fd: number, position: number, length: number): Buffer {

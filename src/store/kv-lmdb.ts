@@ -1,10 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, statfsSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statfsSync, statSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { ABORT, open, type Database, type RootDatabase } from 'lmdb';
 import { AppError } from '../errors/app-error.js';
 import { systemError } from '../errors/system.js';
 import { StoreError } from './errors.js';
-import { damageOf } from './file-check.js';
+import { damageOf, newestTxnid } from './file-check.js';
 import { isDomainError, type Entry, type KvStore, type ReadTable, type WriteTable, type WriteTx } from './kv.js';
 import { tableNames, type TableName } from './tables.js';
 import { compareKeys, hasPrefix, toTuple } from './tuple-key.js';
@@ -39,6 +39,8 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  *   lock sees every commit made before it, of this process's batch and of other processes, so
  *   validated writes are serializable, and within one process they never conflict with each other:
  *   only another process's commit (the CLI, another worker) can send a function round again.
+ * - a function that throws is checked the same way, nothing applied: its throw is the answer only
+ *   if what it read still holds (see run()).
  * - the promise resolves after `root.flushed`: acknowledged means on disk, as before.
  * Entry versions (lmdb-js `useVersions`) would make validation cheaper but change the on-disk
  * format; comparing the stored text keeps it. Reads outside a write are a plain `get` on the named database
@@ -52,6 +54,9 @@ const SETTLE_ATTEMPTS = 3;
 // Sorts after every id and every string key this service writes (ids are ASCII).
 const KEY_END = '\uffff';
 const REMOVED = Symbol('removed');
+
+/** How a write function ended: its result, or what it threw. */
+type Outcome<T> = { ok: true; result: T } | { ok: false; error: unknown };
 
 /** A buffered put (the JSON text it will be on disk) or remove. */
 interface Pending {
@@ -416,17 +421,30 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
     for (const wake of faultWaiters) wake();
   };
   if (!readOnly) handleDetachedFailures(root, noteFault);
+  const base = writeBase(file, root);
+  // This open may itself have set the lock file's id back (writeBase): mended at once, inside the
+  // write lock, so that reads outside a write see the newest commit too. Nothing is written.
+  if (!readOnly)
+    root.transactionSync(() => {
+      base.onNewest();
+      return ABORT;
+    });
   const tables = Object.fromEntries(tableNames.map((name) => [name, new LmdbReadTable(dbs[name])])) as never;
 
-  /** Validates and applies `tx` in the current batch; true once committed (not yet flushed). */
-  async function commit(tx: LmdbTx): Promise<boolean> {
+  /**
+   * Validates `tx` in the current batch and, when `apply`, applies its writes there; true once
+   * committed (not yet flushed) with every read still what it saw.
+   */
+  async function commit(tx: LmdbTx, apply = true): Promise<boolean> {
     let ok = false;
     try {
       // A child transaction of lmdb-js's batched write: concurrent writes share one commit and one
       // flush, yet each is atomic on its own.
       await root.childTransaction(() => {
+        // A transaction built on a set-back commit id applies nothing: the function runs again.
+        if (!base.onNewest()) return;
         ok = tx.valid();
-        if (ok) tx.apply();
+        if (ok && apply) tx.apply();
       });
     } catch (err) {
       throw await writeFault(err);
@@ -488,22 +506,39 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
 
   /**
    * Runs `fn` at its turn in the queue and hands its commit to lmdb-js; resolves, once the function
-   * has finished, with its result and its commit (true once committed, false when it must run again).
+   * has finished, with its outcome and its commit (true once committed, false when it must run again).
+   *
+   * A function that throws has read a view that may mix snapshots (lmdb-js renews its read
+   * snapshot when a commit lands, this process's or another's, and an earlier function's in-flight
+   * writes land meanwhile): a ledger head newer than the records scanned after it, say. Its throw is
+   * the answer only if its reads are still what it saw, checked as a commit is (in the batch, after
+   * the earlier functions' commits), with nothing applied; else it runs again like a conflict.
    */
-  function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ result: T; committed: Promise<boolean> }> {
+  function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ outcome: Outcome<T>; committed: Promise<boolean> }> {
     const turn = queue.then(async () => {
       if (stale) {
         stale = false;
         root.resetReadTxn();
       }
-      const tx = new LmdbTx(dbs, flying);
-      let result: T;
+      // The functions in flight when this one starts: a commit that lands meanwhile leaves `flying`,
+      // but its writes stay in this function's view whichever snapshot its next read gets.
+      const tx = new LmdbTx(dbs, [...flying]);
+      let outcome: Outcome<T>;
       try {
-        result = await fn(tx.view());
+        outcome = { ok: true, result: await fn(tx.view()) };
+      } catch (error) {
+        outcome = { ok: false, error };
       } finally {
         tx.open = false;
       }
-      if (!tx.writes() && !tx.reads()) return { result, committed: Promise.resolve(true) };
+      // (A read-only store has no writers to have raced with: its reads were one snapshot.)
+      if ((readOnly || !tx.reads()) && (!outcome.ok || !tx.writes()))
+        return { outcome, committed: Promise.resolve(true) };
+      if (!outcome.ok) {
+        const checked = commit(tx, false);
+        checked.catch(() => undefined);
+        return { outcome, committed: checked };
+      }
       flying.push(tx);
       const committed = commit(tx).finally(() => {
         flying.splice(flying.indexOf(tx), 1);
@@ -511,7 +546,7 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       });
       // Awaited by the caller; a fault is also seen here first, so it is never unhandled.
       committed.catch(() => undefined);
-      return { result, committed };
+      return { outcome, committed };
     });
     queue = turn.catch(() => undefined);
     return turn;
@@ -526,12 +561,15 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
         throw new StoreError('no_space', `store write refused: the disk of ${dir} is nearly full`);
       }
       for (let n = 1; n <= maxAttempts; n++) {
+        // Another process's commit sent this round again: a jittered pause (up to 1, 2, 4 … ms,
+        // capped at 50 ms) so that writers of two processes retrying together fall out of step.
+        if (n > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** (n - 1))));
         const seen = faults;
-        const { result, committed } = await run(fn);
-        if (await committed) {
-          await flushed(seen);
-          return result;
-        }
+        const { outcome, committed } = await run(fn);
+        if (!(await committed)) continue;
+        if (!outcome.ok) throw outcome.error;
+        await flushed(seen);
+        return outcome.result;
       }
       throw new StoreError('conflict', `store write conflicted with concurrent writers ${maxAttempts} times`);
     },
@@ -551,8 +589,61 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       if (faults > 0) await root.transaction(() => undefined).catch(() => undefined);
       await root.flushed;
       await root.close();
+      base.close();
     },
   };
+}
+
+/**
+ * Whether the write transaction under way builds on the newest commit; when not, the lock file is
+ * mended so that the next one does.
+ *
+ * The LMDB inside lmdb-js (3.5.6) sets the lock file's "last transaction committed" to the meta page
+ * it read as a process opens the store, whatever another process committed meanwhile (upstream LMDB
+ * fixed the same in ITS#9496 by doing so only for the first process to open it). So a process
+ * opening the store (a replacement worker, the CLI) while a worker commits can set that id back, and
+ * the next write transaction, of any process, then builds on the older commit and takes the newer
+ * one's place: that commit's writes, acknowledged ones among them, would be gone (seen as a batch of
+ * allows missing after a worker was replaced under load). Inside the write lock nobody commits, so
+ * the newest commit is the one the file's meta pages name; a transaction whose id does not follow it
+ * is built on a set-back id. None of its write functions applies anything (each runs again; the
+ * transaction commits nothing, which leaves the meta pages as they are), and the lock file's id is
+ * set to the newest commit, as LMDB itself does when it recovers from a writer that died. Checked
+ * for each write function (two small reads of the meta pages): a transaction built on a set-back id
+ * has the same id as the one before it, so the id cannot tell transactions apart.
+ */
+function writeBase(file: string, root: RootDatabase): { onNewest(): boolean; close(): void } {
+  let data: number | undefined;
+  return {
+    onNewest() {
+      data ??= openSync(file, 'r');
+      const latest = newestTxnid(data);
+      if (latest === null || BigInt(root.getWriteTxnId()) > latest) return true;
+      setLastCommitted(`${file}-lock`, latest);
+      return false;
+    },
+    close() {
+      if (data !== undefined) closeSync(data);
+      data = undefined;
+    },
+  };
+}
+
+// The lock file's header: a magic number and a format (two u32), then the last committed id (u64).
+const LOCK_LAST_COMMITTED = 8;
+// Descriptors of lock files, kept open: closing any descriptor of a file drops every POSIX lock this
+// process holds on it, LMDB's own included.
+const lockFiles = new Map<string, number>();
+
+function setLastCommitted(lockFile: string, txnid: bigint): void {
+  let fd = lockFiles.get(lockFile);
+  if (fd === undefined) {
+    fd = openSync(lockFile, 'r+');
+    lockFiles.set(lockFile, fd);
+  }
+  const bytes = Buffer.alloc(8);
+  bytes.writeBigUInt64LE(txnid);
+  writeSync(fd, bytes, 0, 8, LOCK_LAST_COMMITTED);
 }
 
 /**

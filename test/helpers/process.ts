@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -254,4 +255,33 @@ export async function stopAndClean(server: Served | undefined): Promise<void> {
   if (!server) return;
   await server.stop();
   await Promise.all([removeDir(server.dataDir), rm(`${server.dataDir}-config.json`, { force: true })]);
+}
+
+/** Sends SIGKILL to a process that may be gone already. */
+export function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Whether a process still runs (a zombie does not). */
+export const running = (pid: number): boolean =>
+  existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z');
+
+/** The worker processes of `svc serve --workers N`'s primary: its children, read from /proc. */
+export function workersOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(entry));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
 }

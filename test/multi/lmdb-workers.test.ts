@@ -1,7 +1,17 @@
 import test from 'ava';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
-import { removeDir, startServer, type RunningServer } from '../helpers/process.js';
+import {
+  killQuietly,
+  removeDir,
+  running,
+  startServer,
+  svc,
+  tempDir,
+  workersOf,
+  type RunningServer,
+} from '../helpers/process.js';
 import { poll } from '../helpers/wait.js';
 import { multiSuite, SERVER_ENV, type DeployOptions } from './suite.js';
 
@@ -21,34 +31,6 @@ test.after.always(async () => {
     await removeDir(s.dataDir);
   }
 });
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
-}
-
-/** Whether a process still runs (a zombie does not). */
-const running = (pid: number) =>
-  existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z');
-
-/** The worker processes of a primary: its children, read from /proc. */
-function workersOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) out.push(Number(entry));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 multiSuite(test, 'lmdb, two workers', async (options: DeployOptions = {}) => {
   const server = await startServer({
@@ -138,3 +120,24 @@ test.serial(
     t.is((await authorize(again, bot.key, payment(10))).status, 200);
   },
 );
+
+test.serial('lmdb, two workers: a start on a port another program holds exits 3 (port in use)', async (t) => {
+  // Each worker binds the port beside the others (SO_REUSEPORT); a socket bound without it still
+  // keeps the port to itself.
+  const held = createServer();
+  held.listen(0, '127.0.0.1');
+  await once(held, 'listening');
+  const port = (held.address() as { port: number }).port;
+  const dataDir = await tempDir();
+  try {
+    const busy = await svc(
+      ['serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', String(port), '--workers', '2'],
+      { env: SERVER_ENV },
+    );
+    t.is(busy.code, 3, busy.stderr);
+    t.regex(busy.stderr, /port is in use/);
+  } finally {
+    held.close();
+    await removeDir(dataDir);
+  }
+});

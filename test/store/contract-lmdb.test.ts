@@ -5,7 +5,14 @@ import { openStore } from '../../src/store/open.js';
 import { removeDir, ROOT, tempDir } from '../helpers/process.js';
 import fc from 'fast-check';
 import type { KeyPart } from '../../src/store/types.js';
-import { contractSuite, keysAndQueries, modelScan, options, putFromAnotherProcess } from './contract-suite.js';
+import {
+  contractSuite,
+  keysAndQueries,
+  modelScan,
+  options,
+  putFromAnotherProcess,
+  reopenFromAnotherProcess,
+} from './contract-suite.js';
 import type { StoreError } from '../../src/store/errors.js';
 
 /** The store contract (contract-suite.ts) on the LMDB backend, and a store an older svc made. */
@@ -135,5 +142,77 @@ test('lmdb: a write that another process keeps changing under it gives up with S
   t.is(runs, 2);
   t.is(await store.tables.periodUsage.get('hot'), 102, "only the other process's writes landed");
   t.is(await store.tables.periodUsage.get('mine'), undefined);
+  await store.close();
+});
+
+test('lmdb: a write that throws on what another process changed under it runs again, and its throw stands only on reads that still hold', async (t) => {
+  const dataDir = await tempDir('svc-kv-');
+  dirs.push(dataDir);
+  const store = await openStore(dataDir);
+  await store.write(async (tx) => {
+    await tx.periodUsage.put('count', 1);
+    await tx.periodUsage.put('stored', 1);
+  });
+  // The first run reads `count`, then another process moves `count` and `stored` together: what
+  // this run reads next disagrees with its first read, and it throws on that.
+  let runs = 0;
+  const seen = await store.write(async (tx) => {
+    runs++;
+    const count = (await tx.periodUsage.get('count')) as number;
+    if (runs === 1) {
+      for (const key of ['count', 'stored']) {
+        const other = await putFromAnotherProcess(dataDir, key, 2);
+        t.is(other.code, 0, other.stderr);
+      }
+    }
+    const stored = (await tx.periodUsage.get('stored')) as number;
+    if (stored !== count) throw new Error(`the count says ${count} but ${stored} are stored`);
+    return count;
+  });
+  t.is(runs, 2, 'the run that read across the other commit ran again');
+  t.is(seen, 2);
+  // A throw on reads that hold is the answer, once.
+  runs = 0;
+  const err = await t.throwsAsync(
+    store.write(async (tx) => {
+      runs++;
+      await tx.periodUsage.get('count');
+      throw new Error('refused');
+    }),
+  );
+  t.is(err?.message, 'refused');
+  t.is(runs, 1);
+  await store.close();
+});
+
+test('lmdb: another process opening the store again and again while this one commits loses no acknowledged write', async (t) => {
+  const dataDir = await tempDir('svc-kv-');
+  dirs.push(dataDir);
+  const store = await openStore(dataDir);
+  await store.write(async (tx) => tx.periodUsage.put('counter', 0));
+  // Increments, four at a time, for as long as the other process opens the store (a replacement
+  // worker's start, a CLI command): each one acknowledged must be counted at the end.
+  let acknowledged = 0;
+  let opening = true;
+  let started!: () => void;
+  const open = new Promise<void>((resolve) => (started = resolve));
+  const other = reopenFromAnotherProcess(dataDir, 4000, started).finally(() => (opening = false));
+  await open;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (opening) {
+        await store.write(async (tx) => {
+          const n = ((await tx.periodUsage.get('counter')) as number | undefined) ?? 0;
+          await tx.periodUsage.put('counter', n + 1);
+        });
+        acknowledged++;
+      }
+    }),
+  );
+  const { code, lines, stderr } = await other;
+  t.is(code, 0, stderr);
+  t.log(`${acknowledged} increments acknowledged while the other process opened the store ${lines.at(-1)} times`);
+  // Read in a write: the latest commit, whatever the last opener left in the lock file.
+  t.is(await store.write(async (tx) => tx.periodUsage.get('counter')), acknowledged);
   await store.close();
 });

@@ -41,6 +41,16 @@ function child(spec: object, args: string[], onLine?: (line: string, kill: () =>
   );
 }
 
+/**
+ * Another process opening the store and closing it again for `ms` (kv-child.ts `reopen`); `onOpen`
+ * is called once it has the store open the first time.
+ */
+export async function reopenFromAnotherProcess(dataDir: string, ms: number, onOpen: () => void) {
+  return child({ dataDir }, ['reopen', String(ms)], (line) => {
+    if (line === 'opened') onOpen();
+  });
+}
+
 /** One write of periodUsage[key] = value by another process (kv-child.ts `put`). */
 export async function putFromAnotherProcess(dataDir: string, key: string, value: number) {
   return child({ dataDir }, ['put', key, String(value)]);

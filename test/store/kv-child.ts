@@ -5,7 +5,9 @@ import { openStore } from '../../src/store/open.js';
  *   kv-child.ts SPEC ack          writes ['ack', i] = i for i = 0, 1, … with 16 writes in flight,
  *                                 printing i once each is acknowledged, until killed;
  *   kv-child.ts SPEC inc N C      N read-modify-write increments of one counter, C at a time;
- *   kv-child.ts SPEC put KEY N    one write of periodUsage[KEY] = N.
+ *   kv-child.ts SPEC put KEY N    one write of periodUsage[KEY] = N;
+ *   kv-child.ts SPEC reopen MS    opens the store and closes it again, over and over for MS ms,
+ *                                 printing `opened` once first and the count at the end.
  * SPEC is JSON: { dataDir, url }.
  */
 
@@ -35,6 +37,17 @@ if (mode === 'ack') {
   };
   await Promise.all(Array.from({ length: Number(b) }, worker));
   process.stdout.write('done\n');
+} else if (mode === 'reopen') {
+  process.stdout.write('opened\n');
+  const end = Date.now() + Number(a);
+  let opens = 0;
+  while (Date.now() < end) {
+    const again = await openStore(spec.dataDir, { url: spec.url });
+    await again.tables.periodUsage.get('counter');
+    await again.close();
+    opens++;
+  }
+  process.stdout.write(`${opens}\n`);
 } else if (mode === 'put') {
   await store.write(async (tx) => tx.periodUsage.put(a!, Number(b)));
   process.stdout.write('ok\n');
