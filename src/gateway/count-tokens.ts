@@ -4,7 +4,7 @@ import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
 import { exchange } from './exchange.js';
 import { DEFAULT_ANTHROPIC_VERSION, readJson } from './forward.js';
 import { anthropicMessages, anthropicSystem } from './schemas.js';
-import type { TokenCounter } from './tokens.js';
+import { INLINE_CHARS, type TokenCounter } from './tokens.js';
 import type { VendorJson as Json } from './vendor-json.js';
 
 /**
@@ -54,7 +54,13 @@ export async function countLocally(body: Json, tokens: TokenCounter): Promise<nu
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[])
     n += PER_MESSAGE + blocksTexts(m?.content, texts);
   if (Array.isArray(body.tools) && body.tools.length > 0) texts.push(JSON.stringify(body.tools));
-  for (const counted of await Promise.all(texts.map((text) => tokens.count(text)))) n += counted;
+  // Short texts are counted on the spot, each; many of them together would hold the event loop
+  // as long as one long text (5,000 blocks of 2,000 letters: about a minute), so past INLINE_CHARS
+  // in all they are counted as one text, as a long one is (a line break between two texts costs
+  // at most a token more than counting them apart).
+  const total = texts.reduce((sum, text) => sum + text.length, 0);
+  const batch = total > INLINE_CHARS ? [texts.join('\n')] : texts;
+  for (const counted of await Promise.all(batch.map((text) => tokens.count(text)))) n += counted;
   return Math.max(1, n);
 }
 

@@ -94,6 +94,7 @@ interface Started {
 function createThread(onFailure: (reason: string, unloadable: boolean) => void) {
   let current: Started | null = null;
   let seq = 0;
+  let closed = false;
   const pending = new Map<number, Pending>();
   const settleAll = () => {
     for (const done of pending.values()) done(null);
@@ -126,9 +127,11 @@ function createThread(onFailure: (reason: string, unloadable: boolean) => void) 
   };
   return {
     warm() {
-      current ??= start();
+      if (!closed) current ??= start();
     },
     async count(text: string): Promise<number | null | undefined> {
+      // Closed: no thread is started again for a count still in flight (it is counted in slices).
+      if (closed) return undefined;
       const { worker, ready } = (current ??= start());
       let timer: NodeJS.Timeout | undefined;
       const loaded = await Promise.race([
@@ -153,6 +156,7 @@ function createThread(onFailure: (reason: string, unloadable: boolean) => void) 
       });
     },
     async close() {
+      closed = true;
       const started = current;
       current = null;
       settleAll();

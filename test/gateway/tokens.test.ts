@@ -11,6 +11,7 @@ import {
   loadTokenizer,
   type TokenCounter,
 } from '../../src/gateway/tokens.js';
+import { countLocally } from '../../src/gateway/count-tokens.js';
 
 /**
  * Token counts (src/gateway/tokens.ts, token-count.ts): within 1% of gpt-tokenizer's on prose,
@@ -164,7 +165,7 @@ test.serial(
   },
 );
 
-test('a closed counter ends its thread; a count after it starts another', async (t) => {
+test('a closed counter ends its thread; a count still coming is answered without starting another', async (t) => {
   const thread = counter();
   const text = `${CORPUS.code}\n`.repeat(10);
   t.is(await thread.count(text), reference0(text));
@@ -188,4 +189,21 @@ test.serial('past eight long texts waiting for the thread, the next ones are est
     answers.some((a) => a.tokens > 40_000),
     'the first ones counted',
   );
+});
+
+test.serial('many short texts of one body are counted as one long text, never each on the event loop', async (t) => {
+  const thread = counter();
+  // 2,000 blocks of 2,000 random letters: each short enough to count on the spot, together 4 MB
+  // (about 8 s of the loop when each was counted there).
+  const blocks = Array.from({ length: 2_000 }, () => ({ type: 'text', text: letters(2_000) }));
+  const body = { model: 'small', messages: [{ role: 'user', content: blocks }] };
+  const started = performance.now();
+  const { result, delayMs } = await longestDelay(() => countLocally(body, thread));
+  const ms = performance.now() - started;
+  t.log(`${result} tokens in ${ms.toFixed(0)} ms; the event loop's longest delay ${delayMs.toFixed(1)} ms`);
+  t.true(result >= 4_000_000 / 4, 'at least four characters a token');
+  t.true(delayMs < HELD_MS, `the loop was held ${delayMs} ms`);
+  // A short body is still counted exactly, text by text.
+  const small = { model: 'small', system: 'Be brief.', messages: [{ role: 'user', content: 'Hello there' }] };
+  t.is(await countLocally(small, thread), 3 + reference0('Be brief.') + reference0('Hello there'));
 });
