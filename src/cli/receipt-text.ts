@@ -1,4 +1,4 @@
-import { formatMoney } from '../lib/money.js';
+import { formatMoney, moneyOrNull } from '../lib/money.js';
 import type { ReceiptVerdict } from '../receipts/verdict.js';
 import type { VerifyReason } from '../receipts/verify.js';
 
@@ -45,8 +45,8 @@ export function describeVerdict(verdict: ReceiptVerdict): string[] {
 
 /** 1250 EUR -> "EUR 12.50 (1250 minor units)": as people read it, then the signed figure. */
 function money(amount: number, currency: string): string {
-  const shown = formatMoney(amount, currency);
-  return shown.endsWith('(minor units)') ? shown : `${shown} (${amount} minor units)`;
+  const shown = moneyOrNull(amount, currency);
+  return shown === null ? formatMoney(amount, currency) : `${shown} (${amount} minor units)`;
 }
 
 function isoSeconds(seconds: number): string {

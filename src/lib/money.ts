@@ -104,12 +104,17 @@ function wholeUnits(amount: number | bigint): bigint | null {
   return Number.isSafeInteger(amount) ? BigInt(amount) : null;
 }
 
-/** Minor units as people read them: formatMoney(2000, 'EUR') is "EUR 20.00", (2000, 'JPY') "JPY 2,000", (2000, 'KWD') "KWD 2.000". */
-export function formatMoney(minor: number | bigint, currency: string): string {
+/** As formatMoney, or null when the amount or the code cannot be read as money (see the rules above). */
+export function moneyOrNull(minor: number | bigint, currency: string): string | null {
   const units = wholeUnits(minor);
-  if (units === null || !WELL_FORMED.test(currency)) return `${String(minor)} ${currency} (minor units)`;
+  if (units === null || !WELL_FORMED.test(currency)) return null;
   const digits = currencyExponent(currency);
   return shown(formatOf(currency, digits, digits), decimalText(units, digits));
+}
+
+/** Minor units as people read them: formatMoney(2000, 'EUR') is "EUR 20.00", (2000, 'JPY') "JPY 2,000", (2000, 'KWD') "KWD 2.000". */
+export function formatMoney(minor: number | bigint, currency: string): string {
+  return moneyOrNull(minor, currency) ?? `${String(minor)} ${currency} (minor units)`;
 }
 
 /**
