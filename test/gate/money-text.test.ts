@@ -194,7 +194,7 @@ for (const currency of CURRENCIES) {
       merchant: { name: 'Acme', domain: 'acme.example', mcc: '5734' },
       createdAt: new Date(clock.now()).toISOString(),
     });
-    const ts = Math.floor(Date.now() / 1000);
+    const ts = Math.floor(clock.now() / 1000); // the server reads signatures against its own clock
     const declined = await call(server.url, 'POST', `/v1/hooks/issuer/${owner.wid}`, {
       headers: {
         'content-type': 'application/json',
