@@ -173,6 +173,7 @@ for (const currency of CURRENCIES) {
     });
     const fields = card!.slack.blocks[1].fields.map((f: { text: string }) => f.text);
     t.true(fields.includes(`Amount: ${shown[2500]}`), JSON.stringify(fields));
+    t.is(card!.approval.amountText, shown[2500], "the card's text for a relay that renders its own");
     t.deepEqual(
       card!.approval.payment,
       { amount: 2500, currency, merchant: 'acme.example' },
