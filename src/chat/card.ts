@@ -1,4 +1,5 @@
 import type { ApprovalRecord } from '../approvals/records.js';
+import { formatMoney } from '../lib/money.js';
 
 /**
  * The words of an approval card: who may decide it, in plain English, and the same card as Slack
@@ -15,16 +16,6 @@ export function whoMayDecide(
   const count = approval.requiredApprovals > 1 ? `; ${approval.requiredApprovals} different people must approve` : '';
   const duties = approval.separationOfDuties ? '; not the person the agent acts for' : '';
   return `${who}${count}${duties}.`;
-}
-
-/** Minor units shown in the currency's own decimals (JPY has none, EUR two). */
-function money(p: { amount: number; currency: string }): string {
-  try {
-    const format = new Intl.NumberFormat('en', { style: 'currency', currency: p.currency });
-    return format.format(p.amount / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
-  } catch {
-    return `${p.amount} ${p.currency} (minor units)`;
-  }
 }
 
 export function cardBlocks(
@@ -48,7 +39,9 @@ export function cardBlocks(
   const fields = [
     ...(a.agent ? [field('Agent', a.agent.name ?? a.agent.id)] : []),
     field('Action', a.type),
-    ...(a.payment ? [field('Amount', money(a.payment)), field('Merchant', a.payment.merchant)] : []),
+    ...(a.payment
+      ? [field('Amount', formatMoney(a.payment.amount, a.payment.currency)), field('Merchant', a.payment.merchant)]
+      : []),
     field('Who may decide', a.whoMayDecide),
     field('Expires', a.expiresAt),
   ];

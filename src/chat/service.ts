@@ -6,6 +6,7 @@ import type { Once } from '../integrations/once.js';
 import type { Ledger, LedgerRecord } from '../ledger/service.js';
 import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import { isoAt, type Clock } from '../lib/clock.js';
+import { formatMoney } from '../lib/money.js';
 import { SIGNATURE_TOLERANCE_SECONDS } from '../lib/svc-signature.js';
 import type { PeopleService } from '../people/index.js';
 import type { Store } from '../store/index.js';
@@ -118,7 +119,12 @@ export function createChat(deps: {
           payment: null,
           target: null,
         }
-      : (record.data as { type: string; summary: string; payment: unknown; target: unknown });
+      : (record.data as {
+          type: string;
+          summary: string;
+          payment: { amount: number; currency: string; merchant: string } | null;
+          target: unknown;
+        });
     const agent = isFreeze ? undefined : await repo.agent(wid, approval.agentId);
     const buttons: Array<{ decision: ButtonDecision; label: string; salt: string }> = [];
     for (const decision of ['approve', 'deny'] as const) {
@@ -146,6 +152,8 @@ export function createChat(deps: {
         summary: action.summary,
         agent: isFreeze ? null : { id: approval.agentId, name: agent?.name ?? null },
         payment: action.payment ?? null,
+        // The amount as people read it, for a relay that renders its own card.
+        amountText: action.payment ? formatMoney(action.payment.amount, action.payment.currency) : null,
         target: action.target ?? null,
         ...(isFreeze
           ? {

@@ -1,3 +1,4 @@
+import { formatMoney, moneyOrNull } from '../lib/money.js';
 import type { ReceiptVerdict } from '../receipts/verdict.js';
 import type { VerifyReason } from '../receipts/verify.js';
 
@@ -42,17 +43,10 @@ export function describeVerdict(verdict: ReceiptVerdict): string[] {
   return lines;
 }
 
-/** 1250 EUR -> "12.50 EUR (1250 minor units)", with the currency's own number of decimals. */
+/** 1250 EUR -> "EUR 12.50 (1250 minor units)": as people read it, then the signed figure. */
 function money(amount: number, currency: string): string {
-  let digits = 2;
-  try {
-    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  } catch {
-    /* an unknown code: two decimals */
-  }
-  const minor = String(amount).padStart(digits + 1, '0');
-  const major = digits === 0 ? minor : `${minor.slice(0, -digits)}.${minor.slice(-digits)}`;
-  return `${major} ${currency} (${amount} minor units)`;
+  const shown = moneyOrNull(amount, currency);
+  return shown === null ? formatMoney(amount, currency) : `${shown} (${amount} minor units)`;
 }
 
 function isoSeconds(seconds: number): string {

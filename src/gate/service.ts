@@ -4,6 +4,7 @@ import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { bounded, metrics } from '../lib/metrics.js';
+import { formatMoney } from '../lib/money.js';
 import type { Ledger } from '../ledger/service.js';
 import { evaluate, usageQueries, type ActionFacts, type Evaluation } from '../mandates/evaluate.js';
 import type { Presigned, Receipts } from '../receipts/service.js';
@@ -329,11 +330,14 @@ export function createGate(deps: {
         }
         if (input.amount !== undefined && action.payment && input.amount > action.payment.amount) {
           throw new AppError('invalid_amount', {
-            message: `The settled amount ${input.amount} is above the ${action.payment.amount} ${action.payment.currency} that was authorized.`,
+            message: `The settled amount ${formatMoney(input.amount, action.payment.currency)} is above the ${formatMoney(action.payment.amount, action.payment.currency)} that was authorized.`,
             fix: 'Settle at most the authorized amount; ask again (authorize) for anything more.',
             details: {
               errors: [
-                { field: 'amount', message: `"amount" must be at most the authorized ${action.payment.amount}` },
+                {
+                  field: 'amount',
+                  message: `"amount" must be at most ${action.payment.amount} (minor units: the authorized ${formatMoney(action.payment.amount, action.payment.currency)})`,
+                },
               ],
             },
           });

@@ -1,6 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 import type { IdSource } from '../lib/ids.js';
 import { metrics } from '../lib/metrics.js';
+import { formatMicroDollars } from '../lib/money.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import { periodStart } from '../mandates/index.js';
@@ -297,7 +298,7 @@ export function createBudgets(deps: {
       if (step === 'block') {
         const retry = Math.max(1, Math.ceil((periodEnd(binding) - now) / 1000));
         throw new AppError('budget_exhausted', {
-          message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} (${binding.budget.amountMicros} micro-dollars) is used up until ${isoAt(periodEnd(binding))}.`,
+          message: `The ${binding.budget.period} budget of ${scopeId(binding.budget)} (${formatMicroDollars(binding.budget.amountMicros)}) is used up until ${isoAt(periodEnd(binding))}.`,
           headers: { 'retry-after': String(retry), 'x-svc-budget-scope': scopeId(binding.budget) },
           details: {
             budgetId: binding.budget.id,

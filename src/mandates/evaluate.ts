@@ -1,4 +1,5 @@
 import type { PeriodCharge } from '../gate/records.js';
+import { formatMoney } from '../lib/money.js';
 import type { MandateRule } from './records.js';
 import { dayOf, usageKeyOf } from './usage.js';
 
@@ -79,13 +80,16 @@ interface RuleOutcome {
   signal: DenySignal | null;
   charge: PeriodCharge | null;
   needsApproval: boolean;
+  /** The limit an amount stage failed on, for the reason: the rule's `maxAmount`, or its period limit and what is used of it. */
+  limit?: { amount: number; period?: string; used?: number };
 }
 
-const fail = (stage: number, signal: DenySignal): RuleOutcome => ({
+const fail = (stage: number, signal: DenySignal, limit?: RuleOutcome['limit']): RuleOutcome => ({
   stage,
   signal,
   charge: null,
   needsApproval: false,
+  ...(limit ? { limit } : {}),
 });
 
 /**
@@ -98,7 +102,8 @@ function beforePeriod(rule: MandateRule, a: ActionFacts): RuleOutcome | null {
   if (!nameMatches(rule.domains, a.domain)) return fail(1, 'domain_not_allowed');
   if (a.amount === null) return { stage: 5, signal: null, charge: null, needsApproval: false };
   if (!rule.currencies || !rule.currencies.includes(a.currency!)) return fail(2, 'currency_not_allowed');
-  if (rule.maxAmount !== undefined && a.amount > rule.maxAmount) return fail(3, 'over_limit');
+  if (rule.maxAmount !== undefined && a.amount > rule.maxAmount)
+    return fail(3, 'over_limit', { amount: rule.maxAmount });
   return null;
 }
 
@@ -137,7 +142,8 @@ function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: num
   if (rule.periodLimit) {
     const key = usageKeyOf(rule);
     const used = usage(key, a.currency!, periodStart(rule.periodLimit.period, nowMs));
-    if (used + amount > rule.periodLimit.amount) return fail(4, 'period_limit');
+    if (used + amount > rule.periodLimit.amount)
+      return fail(4, 'period_limit', { amount: rule.periodLimit.amount, period: rule.periodLimit.period, used });
     charge = { usageKey: key, currency: a.currency!, day: dayOf(nowMs), amount };
   }
   return {
@@ -148,7 +154,15 @@ function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: num
   };
 }
 
-const DENY_REASONS: Record<DenySignal, (a: ActionFacts) => string> = {
+/** The action's amount as people read it (only the amount stages name it: the action has one there). */
+const paid = (a: ActionFacts): string => formatMoney(a.amount!, a.currency!);
+
+/**
+ * Why each furthest check refused, in words. `limit`: for over_limit the highest per-action limit
+ * of the covering rules (the most any of them allows), for period_limit the limit of the first
+ * rule that got that far, with what its period has used.
+ */
+const DENY_REASONS: Record<DenySignal, (a: ActionFacts, limit: RuleOutcome['limit']) => string> = {
   type_not_allowed: (a) => `No rule of this agent's mandate allows actions of type ${a.type}.`,
   merchant_not_allowed: (a) =>
     a.merchant === null
@@ -162,8 +176,14 @@ const DENY_REASONS: Record<DenySignal, (a: ActionFacts) => string> = {
     a.currency === null
       ? 'This action carries no amount, but every covering rule limits amounts.'
       : `No covering rule allows the currency ${a.currency}.`,
-  over_limit: (a) => `The amount ${a.amount} ${a.currency} is over every covering rule's per-action limit.`,
-  period_limit: (a) => `The amount ${a.amount} ${a.currency} would take this period's total over the rule's limit.`,
+  over_limit: (a, limit) =>
+    `The amount ${paid(a)} is over every covering rule's per-action limit` +
+    (limit ? ` (the highest is ${formatMoney(limit.amount, a.currency!)}).` : '.'),
+  period_limit: (a, limit) =>
+    `The amount ${paid(a)} would take this period's total over the rule's limit` +
+    (limit
+      ? ` (${formatMoney(limit.amount, a.currency!)} a ${limit.period}, of which ${formatMoney(limit.used ?? 0, a.currency!)} is used).`
+      : '.'),
 };
 
 /** `approved`: people have approved this action, so no rule's approval step applies (the fresh check at approval). */
@@ -183,13 +203,19 @@ export function evaluate(
     }
     if (outcome.signal === null) review ??= rule;
     else if (!best || outcome.stage > best.stage) best = outcome;
+    else if (
+      outcome.signal === 'over_limit' &&
+      best.signal === 'over_limit' &&
+      outcome.limit!.amount > best.limit!.amount
+    )
+      best = outcome;
   }
   if (review) {
     return {
       decision: 'review',
       rule: review,
       signals: ['approval_required'],
-      reason: `Rule ${review.id} asks a person to approve amounts above ${review.approval!.above} ${a.currency}.`,
+      reason: `Rule ${review.id} asks a person to approve amounts above ${formatMoney(review.approval!.above, a.currency!)}.`,
     };
   }
   const signal = best?.signal ?? STAGES[0]!;
@@ -200,6 +226,6 @@ export function evaluate(
     reason:
       rules.length === 0
         ? 'This agent has no mandate: every action is denied until one is set.'
-        : DENY_REASONS[signal](a),
+        : DENY_REASONS[signal](a, best?.limit),
   };
 }

@@ -74,7 +74,7 @@ test.serial('each approval names the rule that asked for a person and the reason
   t.is(first.id, asked[0]);
   t.is(first.action.ruleId, rule.id);
   t.deepEqual(first.rule, rule);
-  t.is(first.action.reason, `Rule ${rule.id} asks a person to approve amounts above 2000 EUR.`);
+  t.is(first.action.reason, `Rule ${rule.id} asks a person to approve amounts above EUR 20.00.`);
 
   // The mandate changed since: the rule is gone, its id and the reason stay.
   expectStatus(

@@ -144,7 +144,7 @@ test.serial(
     t.like(made, { name: 'invoice-bot', tags: ['billing'], blueprint: blueprintId, actsFor: owner.id });
     const detail = page.locator('#agent-detail');
     t.true((await detail.locator('.facts').innerText()).includes('Invoice payer'));
-    const ruleLine = 'payment · at acme.example · up to €50.00 each · a person approves above €20.00';
+    const ruleLine = 'payment · at acme.example · up to EUR 50.00 each · a person approves above EUR 20.00';
     t.is(await detail.locator('#agent-mandate .rule-text').textContent(), ruleLine);
 
     // The mandate: remove the rule and save; add the template's rules back and save.

@@ -146,14 +146,14 @@ test.serial('oldest first, each with the rule and the reason that asked; approve
   t.is(await first.locator('.item-title').textContent(), '1. Pay Acme invoice 1 (2500)');
   t.is(
     await first.locator('.approval-rule span').nth(1).textContent(),
-    'payment · at acme.example · up to €50.00 each · a person approves above €20.00',
+    'payment · at acme.example · up to EUR 50.00 each · a person approves above EUR 20.00',
   );
   t.is(await first.locator('.approval-rule .rule-id').textContent(), ruleId);
   t.is(
     await first.locator('.approval-reason span').nth(1).textContent(),
-    `Rule ${ruleId} asks a person to approve amounts above 2000 EUR.`,
+    `Rule ${ruleId} asks a person to approve amounts above EUR 20.00.`,
   );
-  t.true((await first.innerText()).includes('€25.00'));
+  t.true((await first.innerText()).includes('EUR 25.00'));
   t.true((await first.locator('.waited').innerText()).startsWith('Waiting 9 minutes'));
   t.true((await first.innerText()).includes('billing-bot'));
 

@@ -145,7 +145,7 @@ test.serial("approves a waiting payment; the agent's poll turns to allow with a 
   await item.waitFor();
   const text = await item.innerText();
   t.true(text.includes('Pay invoice to Acme (2000)'), text);
-  t.true(text.includes('€20.00'), text);
+  t.true(text.includes('EUR 20.00'), text);
   t.true(text.includes('acme.example'), text);
   t.true(text.includes('billing-bot'), 'the agent is named, not only its id');
   t.is(await page.locator('#approvals-count').textContent(), '1');

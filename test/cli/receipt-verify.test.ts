@@ -103,7 +103,7 @@ test.serial('human output names validity and the claims', async (t) => {
     'agent                 agt_GoldenAgentAAAAAAAAAAA',
     'action                act_GoldenActionAAAAAAAAAA',
     'type                  payment',
-    'amount                12.50 EUR (1250 minor units)',
+    'amount                EUR 12.50 (1250 minor units)',
     'merchant              acme.example',
     'approved by a person  no',
     'issued                2026-01-01T00:00:00Z by https://svc.example',

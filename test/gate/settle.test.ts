@@ -75,7 +75,10 @@ test('settling above the authorized amount is 400 invalid_amount, and the action
   const id = await allowed(t, payer, 1250);
   const res = await settle(server, payer.key, id, { status: 'completed', amount: 1251 });
   assertError(t, res, 400, 'invalid_amount');
-  t.deepEqual(res.body.error.errors, [{ field: 'amount', message: '"amount" must be at most the authorized 1250' }]);
+  t.is(res.body.error.message, 'The settled amount EUR 12.51 is above the EUR 12.50 that was authorized.');
+  t.deepEqual(res.body.error.errors, [
+    { field: 'amount', message: '"amount" must be at most 1250 (minor units: the authorized EUR 12.50)' },
+  ]);
   t.is((await getAction(server, payer.key, id)).body.status, 'allowed');
   t.deepEqual(
     (await recordsAbout(server, payer.wid, payer.cookie, id)).map((r) => r.kind),

@@ -189,6 +189,8 @@ test.serial(
     await ask(await gw.key({ defaultTaskClass: 'general', team: 'ladder', policyProfile: 'pricey-only' }), quality);
     const blocked = await ask(key, quality);
     assertError(t, blocked, 429, 'budget_exhausted');
+    // 1,000 micro-dollars, as people read dollars.
+    t.regex(blocked.body.error.message, /^The day budget of team:ladder \(USD 0\.001\) is used up until \d{4}-/);
     t.regex(String(blocked.headers['retry-after']), /^\d+$/);
     t.true(Number(blocked.headers['retry-after']) <= 86_400);
     t.is(blocked.headers['x-svc-budget-scope'], 'team:ladder');

@@ -1,10 +1,17 @@
+import { CURRENCY_EXPONENTS } from '../../lib/money.js';
+
 /**
  * The page script's helpers: elements built with text nodes only, the one API call (JSON, the
  * CSRF header on writes, error.message on failure), notices, and formatting of money and time.
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
- * inside the one function of script/index.ts, beside the other parts.
+ * inside the one function of script/index.ts, beside the other parts. Money is written as the
+ * server writes it (lib/money.ts): "EUR 20.00", with ISO 4217's decimals, handed in as a table.
  */
-export const HELPERS = String.raw`
+export const HELPERS =
+  'var CURRENCY_EXPONENTS = ' +
+  JSON.stringify(CURRENCY_EXPONENTS) +
+  ';\n' +
+  String.raw`
   // ---- small DOM and HTTP helpers ----------------------------------------------------------
 
   function $(selector, root) { return (root || document).querySelector(selector); }
@@ -82,15 +89,16 @@ export const HELPERS = String.raw`
 
   // ---- formatting ---------------------------------------------------------------------------
 
+  // Minor units as the server's texts write them: the code, then the exact digits (no division).
   function money(payment) {
     if (!payment || typeof payment.amount !== 'number') return null;
-    try {
-      var format = new Intl.NumberFormat(undefined, { style: 'currency', currency: payment.currency });
-      var digits = format.resolvedOptions().maximumFractionDigits;
-      return format.format(payment.amount / Math.pow(10, digits));
-    } catch (err) {
-      return payment.amount + ' ' + (payment.currency || '');
-    }
+    var code = payment.currency;
+    if (!Number.isSafeInteger(payment.amount) || !/^[A-Z]{3}$/.test(code || '')) return payment.amount + ' ' + (code || '') + ' (minor units)';
+    var digits = Object.prototype.hasOwnProperty.call(CURRENCY_EXPONENTS, code) ? CURRENCY_EXPONENTS[code] : 2;
+    var figures = String(Math.abs(payment.amount)).padStart(digits + 1, '0');
+    var exact = (payment.amount < 0 ? '-' : '') + (digits ? figures.slice(0, -digits) + '.' + figures.slice(-digits) : figures);
+    var format = new Intl.NumberFormat('en', { style: 'currency', currency: code, currencyDisplay: 'code', minimumFractionDigits: digits, maximumFractionDigits: digits });
+    return format.format(exact).replace(/\u00a0/g, ' ');
   }
 
   var relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });

@@ -194,8 +194,10 @@ export const SECTIONS_SHARED = String.raw`
     return wrap;
   }
 
-  function amountText(amount, currency) {
-    return money({ amount: amount, currency: currency }) || String(amount);
+  /** A rule's limit in each of its currencies (a limit counts minor units of the action's currency). */
+  function amountText(amount, currencies) {
+    if (!currencies || !currencies.length) return String(amount);
+    return currencies.map(function (currency) { return money({ amount: amount, currency: currency }); }).join(' or ');
   }
 
   /** A mandate rule as one line a person reads (what, where, how much, when a person decides). */
@@ -208,11 +210,11 @@ export const SECTIONS_SHARED = String.raw`
     if (rule.domains) parts.push(rule.domains.indexOf('*') !== -1 ? 'any domain' : 'on ' + rule.domains.join(', '));
     var currency = rule.currencies && rule.currencies.length === 1 ? rule.currencies[0] : null;
     if (rule.currencies && !currency) parts.push('in ' + rule.currencies.join(', '));
-    if (typeof rule.maxAmount === 'number') parts.push('up to ' + (currency ? amountText(rule.maxAmount, currency) : rule.maxAmount) + ' each');
+    if (typeof rule.maxAmount === 'number') parts.push('up to ' + amountText(rule.maxAmount, rule.currencies) + ' each');
     else if (currency) parts.push('in ' + currency);
-    if (rule.periodLimit) parts.push((currency ? amountText(rule.periodLimit.amount, currency) : rule.periodLimit.amount) + ' a ' + rule.periodLimit.period);
+    if (rule.periodLimit) parts.push(amountText(rule.periodLimit.amount, rule.currencies) + ' a ' + rule.periodLimit.period);
     if (rule.approval) {
-      var above = currency ? amountText(rule.approval.above, currency) : String(rule.approval.above);
+      var above = amountText(rule.approval.above, rule.currencies);
       var asks = 'a person approves above ' + above;
       if (rule.approval.count === 2) asks = 'two people approve above ' + above;
       if (rule.approval.approvers && rule.approval.approvers.length) asks += ' (named approvers)';
