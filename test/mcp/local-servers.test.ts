@@ -12,6 +12,7 @@ import { bearer } from '../helpers/http.js';
 import { ROOT, stopAndClean, svc, tempDir } from '../helpers/process.js';
 import { poll } from '../helpers/wait.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { loadSettings } from '../../src/settings/load.js';
 
 /**
  * Issue 34 part 5: stdio MCP servers declared in the config file (`mcp.localServers`), run by svc
@@ -254,4 +255,23 @@ test('svc refuses to start when a sandboxed server has no bwrap, or a command is
   t.is(noCommand.code, 2);
   t.regex(noCommand.stderr, /mcp\.localServers \(gone\): the command no-such-mcp-server is not found on PATH/);
   await rm(dir, { recursive: true, force: true });
+});
+
+test('the config names a local server by a unique id, and its environment by names only', (t) => {
+  const load = (localServers: unknown[]) => () =>
+    loadSettings({ env: { FOR_IT: 'value', NOT_FOR_IT: 'kept' }, overrides: { 'mcp.localServers': localServers } });
+  t.throws(load([{ id: 'a b', command: '/bin/true' }]), { message: /mcp.localServers.0.id/ });
+  t.throws(
+    load([
+      { id: 'same', command: '/bin/true' },
+      { id: 'same', command: '/bin/true' },
+    ]),
+    { message: /mcp.localServers.1: .*duplicate/ },
+  );
+  t.throws(load([{ id: 'v', command: '/bin/true', envValues: { X: 'y' } }]), {
+    message: /may not be in a config file: name the variables in env/,
+  });
+  const [loaded] = load([{ id: 'ok', command: '/bin/true', env: ['FOR_IT', 'UNSET'] }])().mcp.localServers;
+  t.deepEqual(loaded!.envValues, { FOR_IT: 'value' });
+  t.like(loaded, { sandbox: 'none', network: false, workspaces: null, memoryMb: 2048, maxProcesses: 16 });
 });
