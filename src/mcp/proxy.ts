@@ -242,7 +242,13 @@ export function createMcpProxy(deps: {
     // A local server is a child process speaking 2025 over stdio.
     const local = server.kind === 'local';
     const client = clientOf(hooks, local ? 'legacy' : era);
-    await client.connect(local ? localOf(server) : transportOf(server), { timeout: limits.timeoutMs });
+    try {
+      await client.connect(local ? localOf(server) : transportOf(server), { timeout: limits.timeoutMs });
+    } catch (err) {
+      // A process that did not complete the handshake is ended, not left running.
+      if (local) await client.close().catch(() => {});
+      throw err;
+    }
     return client;
   };
   const localOf = (server: McpServerRecord) => {

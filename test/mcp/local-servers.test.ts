@@ -1,6 +1,7 @@
 import test from 'ava';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,6 +24,7 @@ import { loadSettings } from '../../src/settings/load.js';
 const EVERYTHING = join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const FIXTURE = join(ROOT, 'test/fixtures/mcp-stdio/misbehaving.mjs');
 const CALL_TIMEOUT_MS = 1_500;
+const TIMEOUT_MS = 2_500;
 
 let server: ServedInProcess;
 let owner: Person;
@@ -51,6 +53,7 @@ test.before(async () => {
       ...SERVER_ENV,
       PATH: process.env.PATH,
       SVC_MCP_UPSTREAM_CALL_TIMEOUT_MS: String(CALL_TIMEOUT_MS),
+      SVC_MCP_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
       LOCAL_PASSED: 'passed',
       LOCAL_KEPT: 'never passed',
     },
@@ -61,6 +64,7 @@ test.before(async () => {
           local('fx', [FIXTURE], { env: ['LOCAL_PASSED', 'LOCAL_UNSET'] }),
           local('box', [FIXTURE], { sandbox: 'bwrap' }),
           local('elsewhere', [FIXTURE], { workspaces: ['w_not_this_one'] }),
+          local('mute', [FIXTURE, '--mute']),
         ],
       },
     },
@@ -195,6 +199,17 @@ test('a call that hangs fails at the call deadline, and the process keeps servin
   t.true(Date.now() - started < CALL_TIMEOUT_MS * 4);
   t.is(await call(client, 'fx__pid'), pid);
   await client.end();
+});
+
+test('a process that never answers initialize is ended at the deadline, its folder removed', async (t) => {
+  const status = expectStatus(await owner.get('/mcp-servers/mute/tools'), 200, 'tools').body;
+  t.false(status.reachable);
+  t.is(status.problem.cause, 'timeout');
+  const left = await poll(
+    async () => (await readdir(tmpdir())).filter((name) => name.startsWith('svc-mcp-mute-')),
+    (names) => names.length === 0,
+  );
+  t.deepEqual(left, [], 'no process (nor its working directory) is left');
 });
 
 test('a stderr flood is logged up to its limit, and the lines left out are counted', async (t) => {
