@@ -1,5 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import {
+  deserializeMessage,
+  serializeMessage,
+  STDIO_DEFAULT_MAX_BUFFER_SIZE,
+  type JSONRPCMessage,
+  type Transport,
+} from '@modelcontextprotocol/client';
 
 /**
  * An MCP client transport over a child process's stdin and stdout (issue 34 part 5), for the local
@@ -11,12 +17,17 @@ import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } fro
  *   for the exit (whatever it left in its group is killed then) and runs `cleanup` (the working
  *   directory is removed).
  * - stderr is read line by line (a line longer than MAX_LINE is cut there) and each line is given
- *   to `onStderr`; stdout carries newline-delimited JSON-RPC and nothing else.
+ *   to `onStderr`; stdout carries newline-delimited JSON-RPC and nothing else (a line that is not
+ *   JSON-RPC is reported to `onerror` and skipped): a process that writes more than MAX_MESSAGE
+ *   bytes without ending a message is killed, as a crash. A message's chunks are joined once, at
+ *   its end (the SDK's ReadBuffer joins them at every chunk, quadratic in a long message).
  * - An exit svc did not ask for is told to `onExit` with `requested: false`, then the transport
  *   closes (the SDK fails the calls in flight on it).
  */
 export const KILL_AFTER_MS = 2_000;
 export const MAX_LINE = 2_000;
+/** The longest message read from stdout: the SDK's own bound for stdio (10 MB). */
+export const MAX_MESSAGE = STDIO_DEFAULT_MAX_BUFFER_SIZE;
 
 export interface ChildSpec {
   /** The program and its arguments (the sandbox and the limits already put in front). */
@@ -30,7 +41,9 @@ export class ChildTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
   private child: ChildProcess | undefined;
-  private readonly buffer = new ReadBuffer();
+  /** The chunks of the message being read, and their length. */
+  private chunks: Buffer[] = [];
+  private pending = 0;
   private exited: Promise<void> | undefined;
   private closing = false;
   private readonly prepare: () => Promise<ChildSpec & { cleanup: () => Promise<void> }>;
@@ -82,18 +95,25 @@ export class ChildTransport implements Transport {
       });
     });
     child.stdout!.on('data', (chunk: Buffer) => {
-      this.buffer.append(chunk);
-      for (;;) {
-        let message: JSONRPCMessage | null;
-        try {
-          message = this.buffer.readMessage();
-        } catch (err) {
-          this.onerror?.(err as Error);
-          continue;
-        }
-        if (message === null) break;
-        this.onmessage?.(message);
+      let start = 0;
+      for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
+        this.chunks.push(chunk.subarray(start, end));
+        const line = Buffer.concat(this.chunks).toString('utf8');
+        this.chunks = [];
+        this.pending = 0;
+        start = end + 1;
+        this.deliver(line);
       }
+      if (start === chunk.length) return;
+      this.pending += chunk.length - start;
+      if (this.pending > MAX_MESSAGE) {
+        this.chunks = [];
+        this.pending = 0;
+        this.onerror?.(new Error(`the process wrote more than ${MAX_MESSAGE} bytes without ending a message`));
+        signalGroup(child, 'SIGKILL');
+        return;
+      }
+      this.chunks.push(chunk.subarray(start));
     });
     let partial = '';
     child.stderr!.setEncoding('utf8');
@@ -107,6 +127,18 @@ export class ChildTransport implements Transport {
       for (const line of lines) if (line !== '') this.hooks.onStderr(line.slice(0, MAX_LINE), child.pid ?? 0);
     });
     child.stdin!.on('error', () => {});
+  }
+
+  private deliver(line: string): void {
+    if (line.trim() === '') return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line.replace(/\r$/, ''));
+    } catch (err) {
+      this.onerror?.(err as Error);
+      return;
+    }
+    this.onmessage?.(message);
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
