@@ -216,7 +216,7 @@ export function createLocalServers(deps: {
             );
           if (live.size >= server.maxProcesses)
             throw refused(
-              `The local MCP server ${server.id} has ${server.maxProcesses} processes running, the most allowed (its maxProcesses in mcp.localServers). End a session (DELETE /mcp) or wait for one to idle out.`,
+              `The local MCP server ${server.id} runs as many processes as it may (${server.maxProcesses}, its maxProcesses in mcp.localServers). End a session (DELETE /mcp) or wait for one to idle out.`,
               { type: 'upstream_sessions_full', cap: server.maxProcesses, setting: 'mcp.localServers[].maxProcesses' },
             );
           live.add(transport);

@@ -65,6 +65,7 @@ test.before(async () => {
           local('box', [FIXTURE], { sandbox: 'bwrap' }),
           local('elsewhere', [FIXTURE], { workspaces: ['w_not_this_one'] }),
           local('mute', [FIXTURE, '--mute']),
+          local('solo', [FIXTURE], { maxProcesses: 2 }),
         ],
       },
     },
@@ -74,7 +75,7 @@ test.before(async () => {
   alice = await makeBot(owner, 'alice-bot', rules);
   bob = await makeBot(owner, 'bob-bot', rules);
   // Every tool of the local servers is approved by the owner, as for a remote server's.
-  for (const name of ['ev', 'fx', 'box']) {
+  for (const name of ['ev', 'fx', 'box', 'solo']) {
     const tools = expectStatus(await owner.get(`/mcp-servers/${name}/tools`), 200, `${name} tools`).body;
     for (const pin of tools.data as Array<{ tool: string; changed: { hash: string } }>)
       expectStatus(
@@ -293,6 +294,19 @@ test('svc refuses to start when a sandboxed server has no bwrap, or a command is
   t.is(noCommand.code, 2);
   t.regex(noCommand.stderr, /mcp\.localServers \(gone\): the command no-such-mcp-server is not found on PATH/);
   await rm(dir, { recursive: true, force: true });
+});
+
+test.serial('past its maxProcesses, a local server refuses another session naming the cap', async (t) => {
+  // Of solo's two processes, the console's look at its tools (in test.before) holds one.
+  const a = await session(alice.key);
+  const b = await session(bob.key);
+  t.regex(await call(a, 'solo__pid'), /^\d+$/);
+  const full = await t.throwsAsync(b.callTool({ name: 'solo__pid', arguments: {} }), { instanceOf: McpError });
+  t.regex(full.message, /local MCP server solo runs as many processes as it may \(2, its maxProcesses/);
+  t.like(full.data, { type: 'upstream_sessions_full', cap: 2 });
+  await a.end();
+  t.regex(await call(b, 'solo__pid'), /^\d+$/, 'a process ended makes room');
+  await b.end();
 });
 
 test('the config names a local server by a unique id, and its environment by names only', (t) => {
