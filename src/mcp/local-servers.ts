@@ -193,11 +193,6 @@ export function createLocalServers(deps: {
       const s = resolved.get(name);
       return s !== undefined && (s.workspaces === null || s.workspaces.includes(wid));
     },
-    /** How many children of a server run now. */
-    running(id: string): number {
-      return running.get(id)?.size ?? 0;
-    },
-
     /** A transport that starts a new child of the local server behind `record` (the record names it, never its command). */
     transport(record: McpServerRecord): ChildTransport {
       const server = resolved.get(record.name);

@@ -563,6 +563,9 @@ export function createMcpProxy(deps: {
       }
       const next: McpServerRecord = { ...existing, enabled };
       await store.write(async () => {
+        // Removed (or added again) meanwhile: not this one to change.
+        if ((await servers.get(wid, name))?.createdAt !== existing.createdAt)
+          throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
         await servers.put(next);
         await ledger.record({
           workspaceId: wid,
