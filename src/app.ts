@@ -61,6 +61,7 @@ function loadServerModules() {
     oauth: import('./oauth/service.js'),
     clientMetadata: import('./oauth/client-metadata.js'),
     mcp: import('./mcp/proxy.js'),
+    localServers: import('./mcp/local-servers.js'),
     cards: import('./integrations/cards.js'),
     hookEvents: import('./integrations/hook-events.js'),
     integrations: import('./integrations/service.js'),
@@ -281,6 +282,12 @@ function createServices(
             idleMs: settings.mcp.upstreamIdleMs,
           },
           rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
+          local: server('mcpProxy').localServers.createLocalServers({
+            servers: settings.mcp.localServers,
+            log,
+            now: () => clock.now(),
+            timeoutMs: settings.mcp.upstreamTimeoutMs,
+          }),
           dispatcher: server('mcpProxy').safeTarget.safeDispatcher({
             allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
             setting: server('mcpProxy').mcp.PRIVATE_SETTING,

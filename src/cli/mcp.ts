@@ -143,8 +143,13 @@ const hashOf = (t: PinView) => (t.changed ?? t.approved)?.hash ?? '';
 
 export const problemText = (p: UpstreamProblem): string => printable(`${p.message}${p.body ? `: ${p.body}` : ''}`);
 
+/** Where a server is: its URL, or the configuration file for a local (stdio) server. */
+const whereOf = (s: { kind?: string; url?: string }): string =>
+  'url' in s && s.url ? s.url : 'local, from the configuration file';
+
 export const serverLine = (s: McpServerView): string =>
-  `${s.name}  ${s.url}${s.hasSecret ? '  (secret)' : ''}${s.allowTools ? `  allow: ${s.allowTools.join(',')}` : ''}`;
+  `${s.name}  ${whereOf(s)}${s.enabled === false ? '  (disabled)' : ''}${s.hasSecret ? '  (secret)' : ''}` +
+  `${s.allowTools ? `  allow: ${printable(s.allowTools.join(','))}` : ''}`;
 
 export function addedText(a: McpServerAdded): string[] {
   if (a.pinnedTools === null)
@@ -157,8 +162,9 @@ export function addedText(a: McpServerAdded): string[] {
 }
 
 export function testText(r: McpServerTest): string {
-  if (!r.reachable) return `${r.name} (${r.url}) cannot be used: ${r.problem ? problemText(r.problem) : 'no answer'}`;
-  return `${r.name} (${r.url}) answers: ${r.tools.total} tool(s), ${r.tools.pending} waiting for approval`;
+  if (!r.reachable)
+    return `${r.name} (${whereOf(r)}) cannot be used: ${r.problem ? problemText(r.problem) : 'no answer'}`;
+  return `${r.name} (${whereOf(r)}) answers: ${r.tools.total} tool(s), ${r.tools.pending} waiting for approval`;
 }
 
 export function toolLines(r: { data: ServerTool[]; unreachable: string[] }): string[] {

@@ -302,7 +302,7 @@ export const mcpRoutes: Plugin<{
         async handler(request) {
           const { wid: w } = request.params as { wid: string };
           await people.authorize(w, caller(request, 'session').user, 'mcp.manage');
-          return { data: (await proxy.list(w)).map((x) => proxy.view(x)), next: null };
+          return { data: (await proxy.listAll(w)).map((x) => proxy.view(x)), next: null };
         },
       },
       {
@@ -340,6 +340,32 @@ export const mcpRoutes: Plugin<{
           await proxy.remove(w, name, actorOf(c));
           await modern.changed(w);
           return {};
+        },
+      },
+      {
+        method: 'PATCH',
+        path: '/api/w/{wid}/mcp-servers/{name}',
+        options: {
+          auth: session,
+          plugins: { svc: { errors: ['not_found'] } },
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({ wid, name: Joi.string().max(64).required() }),
+            payload: Joi.object({ enabled: Joi.boolean().required() }),
+          },
+        },
+        async handler(request) {
+          const { wid: w, name } = request.params as { wid: string; name: string };
+          const c = caller(request, 'session');
+          await people.authorize(w, c.user, 'mcp.manage');
+          const changed = await proxy.setEnabled(
+            w,
+            name,
+            (request.payload as { enabled: boolean }).enabled,
+            actorOf(c),
+          );
+          await modern.changed(w);
+          return changed;
         },
       },
       {

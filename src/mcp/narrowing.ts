@@ -5,7 +5,8 @@ import type { McpServerRecord } from './records.js';
 /**
  * What an agent is shown of the upstreams (issue 20 item 6): only what its mandate could allow.
  * Rules:
- * - A proxied call is the action `mcp.<server>.<tool>` on the upstream's host (`actionOf`, the one
+ * - A proxied call is the action `mcp.<server>.<tool>` on the upstream's host (a local server's:
+ *   `local`) (`actionOf`, the one
  *   definition the gate is asked with). It carries no amount and no merchant, so the mandate's
  *   answer depends on nothing else: a tool is listed exactly when the gate would not deny its
  *   call (allowed, or waiting for a person).
@@ -18,9 +19,13 @@ import type { McpServerRecord } from './records.js';
 /** A tool name as one segment of an action type (letters, digits, _ and -). */
 export const segment = (tool: string) => tool.replace(/[^A-Za-z0-9_-]/g, '_');
 
+/** The domain of every local server's actions (a stdio server of the configuration has no host). */
+export const LOCAL_DOMAIN = 'local';
+
 /** The gate action of a proxied call. */
 export function actionOf(server: McpServerRecord, tool: string): { type: string; domain: string } {
-  return { type: `mcp.${server.name}.${segment(tool)}`, domain: new URL(server.url).hostname };
+  const domain = server.kind === 'local' ? LOCAL_DOMAIN : new URL(server.url).hostname;
+  return { type: `mcp.${server.name}.${segment(tool)}`, domain };
 }
 
 /** Whether the gate could ever allow (or send for approval) a call of `tool` under these rules. */

@@ -31,6 +31,7 @@ import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstre
 import { createToolGuard, limitGate } from './tool-guard.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { DataLossMode } from '../settings/schema.js';
+import type { LocalServers } from './local-servers.js';
 
 /**
  * The MCP proxy (issue 7): a workspace's upstream MCP servers, their tools offered at /mcp as
@@ -192,6 +193,8 @@ export function createMcpProxy(deps: {
   gateLimiter: RateLimiter;
   /** The workspace's data-loss mode, which screens proxied calls (tool-guard.ts). */
   dataLoss: (wid: string) => Promise<DataLossMode>;
+  /** The config file's stdio servers (local-servers.ts); none unless given. */
+  local?: LocalServers;
 }) {
   const { store, clock, masterKey, ledger, dispatcher } = deps;
   const gate = limitGate(deps.gate, deps.gateLimiter);
@@ -247,9 +250,22 @@ export function createMcpProxy(deps: {
     hooks: UpstreamHooks = {},
     era: UpstreamEra = 'legacy',
   ): Promise<Client> => {
-    const client = clientOf(hooks, era);
-    await client.connect(transportOf(server), { timeout: limits.timeoutMs });
+    // A local server is a child process speaking 2025 over stdio.
+    const local = server.kind === 'local';
+    const client = clientOf(hooks, local ? 'legacy' : era);
+    try {
+      await client.connect(local ? localOf(server) : transportOf(server), { timeout: limits.timeoutMs });
+    } catch (err) {
+      // A process that did not complete the handshake is ended, not left running.
+      if (local) await client.close().catch(() => {});
+      throw err;
+    }
     return client;
+  };
+  const localOf = (server: McpServerRecord) => {
+    if (!deps.local)
+      throw new ProtocolError(-32003, `The local MCP server ${server.name} is not in the configuration.`);
+    return deps.local.transport(server);
   };
 
   let attachedBlocks = 0;
@@ -403,7 +419,10 @@ export function createMcpProxy(deps: {
       input: { name: string; url: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean },
       actor: string,
     ): Promise<
-      Omit<McpServerRecord, 'secretSealed'> & {
+      Omit<McpServerRecord, 'secretSealed' | 'url' | 'kind' | 'enabled'> & {
+        url?: string;
+        kind: 'local' | 'remote';
+        enabled: boolean;
         hasSecret: boolean;
         pinnedTools: string[] | null;
         problem: UpstreamProblem | null;
@@ -412,6 +431,11 @@ export function createMcpProxy(deps: {
       if (!NAME.test(input.name))
         throw new AppError('invalid_request', {
           details: { errors: [{ field: 'name', message: 'name must be 1 to 64 letters, digits, _ or -' }] },
+        });
+      if (deps.local?.declares(wid, input.name))
+        throw new AppError('invalid_request', {
+          message: `A local MCP server named ${input.name} is in the configuration.`,
+          details: { errors: [{ field: 'name', message: 'is taken by a local server of the configuration' }] },
         });
       const wrongUrl = urlProblem(input.url, deps.allowPrivateUpstreams);
       if (wrongUrl)
@@ -480,16 +504,98 @@ export function createMcpProxy(deps: {
       return { ...this.view(record), pinnedTools: tools === null ? null : tools.map((x) => x.name), problem };
     },
 
-    view({ secretSealed, ...rest }: McpServerRecord) {
-      return { ...rest, hasSecret: secretSealed !== null };
+    view({ secretSealed, url, kind, enabled, ...rest }: McpServerRecord) {
+      return {
+        ...rest,
+        ...(kind === 'local' ? { kind } : { url, kind: 'remote' as const }),
+        enabled: enabled !== false,
+        hasSecret: secretSealed !== null,
+      };
     },
 
+    /** The servers agents are offered: the remote ones and the enabled local ones of the configuration. */
     async list(wid: string): Promise<McpServerRecord[]> {
-      return servers.list(wid);
+      return (await this.listAll(wid)).filter((s) => s.enabled !== false);
+    },
+
+    /**
+     * Every server of a workspace, for the console: the remote ones, and the configuration's
+     * local ones (each recorded the first time the workspace's servers are listed, enabled,
+     * its tools waiting for approval; a remote server added earlier under the same name keeps
+     * it, and the local one stays out of that workspace). A local server no longer in the
+     * configuration is left out (its record and pins stay, for when it comes back).
+     */
+    async listAll(wid: string): Promise<McpServerRecord[]> {
+      const stored = await servers.list(wid);
+      const missing = (deps.local?.of(wid) ?? []).filter((l) => !stored.some((s) => s.name === l.id));
+      if (missing.length > 0) {
+        await store.write(async () => {
+          for (const l of missing) {
+            if (await servers.has(wid, l.id)) continue;
+            const record: McpServerRecord = {
+              name: l.id,
+              workspaceId: wid,
+              url: '',
+              secretSealed: null,
+              allowTools: null,
+              unprefixed: false,
+              createdAt: isoAt(clock.now()),
+              createdBy: 'system',
+              kind: 'local',
+            };
+            await servers.put(record);
+            await ledger.record({
+              workspaceId: wid,
+              actor: 'system',
+              kind: 'mcp.server_added',
+              subject: l.id,
+              data: { local: true, allowTools: null, unprefixed: false, secret: false, pinned: null },
+            });
+          }
+        });
+        return this.listAll(wid);
+      }
+      return stored.filter((s) => s.kind !== 'local' || deps.local?.declares(wid, s.name));
+    },
+
+    /** One server of the workspace (a local one only while the configuration declares it), or not_found. */
+    async find(wid: string, name: string): Promise<McpServerRecord> {
+      const server = (await this.listAll(wid)).find((s) => s.name === name);
+      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      return server;
+    },
+
+    /** Enables or disables a server (a disabled one is offered to no agent, its sessions ended). */
+    async setEnabled(wid: string, name: string, enabled: boolean, actor: string) {
+      const existing = await this.find(wid, name);
+      if (!enabled) {
+        await sessions.retireWhere((s) => s.server === serverKey(existing));
+        listed.forget(existing);
+      }
+      const next: McpServerRecord = { ...existing, enabled };
+      await store.write(async () => {
+        // Removed (or added again) meanwhile: not this one to change.
+        if ((await servers.get(wid, name))?.createdAt !== existing.createdAt)
+          throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+        await servers.put(next);
+        await ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: enabled ? 'mcp.server_enabled' : 'mcp.server_disabled',
+          subject: name,
+          data: {},
+        });
+      });
+      return this.view(next);
     },
 
     async remove(wid: string, name: string, actor: string): Promise<void> {
       const existing = await servers.get(wid, name);
+      if (existing?.kind === 'local' && deps.local?.declares(wid, name))
+        throw new AppError('invalid_request', {
+          message: `The MCP server ${name} is a local server of the configuration (mcp.localServers): it is removed there, not here. Disable it instead.`,
+          details: { errors: [{ field: 'name', message: 'is a local server of the configuration' }] },
+        });
       if (existing) {
         await sessions.retireWhere((s) => s.server === serverKey(existing));
         listed.forget(existing);
@@ -535,6 +641,7 @@ export function createMcpProxy(deps: {
     /** Ends every upstream session, at shutdown: each holds an event stream open to its upstream. */
     async close(): Promise<void> {
       await sessions.close();
+      await deps.local?.close();
     },
     /** A new upstream session of its own (the caller ends it). */
     open,
@@ -707,7 +814,11 @@ export function createMcpProxy(deps: {
         },
         async () => {
           // An attached call keeps the agent's session it is on from idling out while it runs.
-          const attached = async (b: Client) => send((client = await attach(b, target.server, relay.own ?? {}, era)));
+          // A local server's process has one connection: the call goes on the session itself.
+          const attached = async (b: Client) =>
+            target.server.kind === 'local'
+              ? send(b)
+              : send((client = await attach(b, target.server, relay.own ?? {}, era)));
           try {
             const result = shared
               ? await sessions.use(shared, send)
@@ -809,8 +920,7 @@ export function createMcpProxy(deps: {
       wid: string,
       name: string,
     ): Promise<{ reachable: boolean; problem: UpstreamProblem | null; tools: PinView[] }> {
-      const server = await servers.get(wid, name);
-      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      const server = await this.find(wid, name);
       // The console's own session of the upstream, as an agent's: never an agent's.
       const link = pooledFor({ workspaceId: wid, agentId: CONSOLE });
       let problem: UpstreamProblem | null = null;
@@ -832,8 +942,7 @@ export function createMcpProxy(deps: {
       actor: string,
       callsPerMinute?: number | null,
     ) {
-      const server = await servers.get(wid, name);
-      if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      const server = await this.find(wid, name);
       return pins.approve(server, tool, hash, actor, callsPerMinute);
     },
 
@@ -854,8 +963,14 @@ export function createMcpProxy(deps: {
  */
 function upstreamError(err: unknown, server: McpServerRecord | undefined, timeoutMs: number): ProtocolError {
   if (err instanceof ProtocolError) return err;
-  const name = `The upstream MCP server${server ? ` ${server.name}` : ''}`;
+  const name = `The ${server?.kind === 'local' ? 'local' : 'upstream'} MCP server${server ? ` ${server.name}` : ''}`;
   const { cause, status, message } = diagnose(err, timeoutMs);
+  if (server?.kind === 'local' && cause !== 'timeout')
+    return new ProtocolError(
+      -32003,
+      `${name} failed: its process ended or could not start (see svc's log); the next call starts another.`,
+      { type: 'upstream_failure', cause: 'process_exit' },
+    );
   const data = { type: 'upstream_failure', cause, ...(status !== undefined ? { status } : {}) };
   if (cause === 'refused_address') return new ProtocolError(-32003, `${name} was not contacted: ${message}.`, data);
   const said = cause === 'connection' ? 'could not be reached' : cause === 'not_mcp' ? 'is not an MCP server' : message;

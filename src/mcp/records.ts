@@ -17,6 +17,10 @@ export interface McpServerRecord {
   unprefixed: boolean;
   createdAt: string;
   createdBy: string;
+  /** 'local': a stdio server of the config file (mcp.localServers), its url empty; absent: remote. */
+  kind?: 'local';
+  /** false: disabled in the console, offered to no agent; absent: enabled. */
+  enabled?: boolean;
 }
 
 /**

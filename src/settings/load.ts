@@ -72,6 +72,13 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
       provider.aws = awsCredentials(env);
     }
   }
+  // A local MCP server is given the variables its config names, and no other.
+  for (const local of settings.mcp.localServers) {
+    local.envValues = Object.fromEntries(
+      local.env.flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])),
+    );
+    local.searchPath = env.PATH ?? '';
+  }
   return deepFreeze(settings);
 }
 

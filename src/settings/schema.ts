@@ -117,6 +117,30 @@ export interface GatewaySettings {
   retry: { deadlineMs: number };
 }
 
+/** A stdio MCP server declared in the config file (issue 34 part 5); never named by the API. */
+export interface LocalServerSettings {
+  /** Its name among a workspace's MCP servers. */
+  id: string;
+  /** An absolute path, or a name looked up on PATH at start. */
+  command: string;
+  args: string[];
+  /** Names of the environment variables passed to it; nothing else of svc's environment is. */
+  env: string[];
+  sandbox: 'none' | 'bwrap';
+  /** bwrap only: the process keeps the network (otherwise it has none). */
+  network: boolean;
+  /** The workspaces it appears in; null: all. */
+  workspaces: string[] | null;
+  /** Address space of one process (RLIMIT_AS, through prlimit). */
+  memoryMb: number;
+  /** Processes of this server running at once, over all sessions and workspaces. */
+  maxProcesses: number;
+  /** The values of `env`, read from svc's environment at load (an unset name is left out). */
+  envValues: Record<string, string>;
+  /** svc's PATH at load, where a command named without a folder is looked up. */
+  searchPath: string;
+}
+
 export interface Settings {
   env: 'development' | 'production';
   dataDir: string;
@@ -170,6 +194,8 @@ export interface Settings {
     upstreamIdleMs: number;
     /** Web origins (scheme://host[:port]) whose pages may call /mcp (CORS); none by default. */
     allowedOrigins: string[];
+    /** Stdio MCP servers svc runs itself, one process per upstream session (mcp/local-servers.ts). */
+    localServers: LocalServerSettings[];
   };
   /** The OAuth authorization server (oauth/): Client ID Metadata Documents and refresh token rotation. */
   oauth: { allowPrivateClientMetadata: boolean; clientMetadataTimeoutMs: number; refreshGraceSeconds: number };
@@ -505,6 +531,39 @@ export const settingsSchema = Joi.object<Settings>({
       )
       .default([])
       .description('web origins whose pages may call /mcp (CORS), exactly as a browser sends them'),
+    localServers: Joi.array()
+      .items(
+        Joi.object({
+          id: Joi.string()
+            .pattern(/^[A-Za-z0-9_-]{1,64}$/)
+            .required()
+            .description("its name among the workspace's MCP servers"),
+          command: Joi.string()
+            .min(1)
+            .max(4096)
+            .required()
+            .description('an absolute path, or a name looked up on PATH at start'),
+          args: Joi.array().items(Joi.string().max(4096)).max(256).default([]),
+          env: Joi.array()
+            .items(Joi.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$/))
+            .max(256)
+            .default([])
+            .description("names of the environment variables passed (values read from svc's environment)"),
+          sandbox: Joi.string().valid('none', 'bwrap').default('none'),
+          network: Joi.boolean().default(false).description('bwrap only: the process keeps the network'),
+          workspaces: Joi.array().items(Joi.string().max(128)).min(1).allow(null).default(null),
+          memoryMb: Joi.number().integer().min(64).max(1_048_576).default(2048),
+          maxProcesses: Joi.number().integer().min(1).max(10_000).default(16),
+          envValues: Joi.any().forbidden().messages({
+            'any.unknown': '{{#label}} may not be in a config file: name the variables in env',
+          }),
+          searchPath: Joi.any().forbidden(),
+        }),
+      )
+      .unique('id')
+      .max(256)
+      .default([])
+      .description('stdio MCP servers svc runs itself, one process per upstream session'),
   }).default(),
   oauth: Joi.object({
     allowPrivateClientMetadata: Joi.boolean()

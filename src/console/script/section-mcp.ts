@@ -4,7 +4,8 @@
  * tool shows the approved and the current description, input schema, output schema and
  * annotations as text, line by line
  * (lines only in the approved state marked -, only in the current one +), and an Approve button
- * that approves exactly the state shown (its hash).
+ * that approves exactly the state shown (its hash). A server is enabled or disabled there; a local
+ * server (kind local, from the configuration file) shows no address.
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
  * inside the one function of script/index.ts, beside the other parts.
  */
@@ -89,13 +90,37 @@ export const SECTION_MCP = String.raw`
       return 'The upstream could not be used just now' + why + '. Showing what was last seen.';
     }
 
+    // Enables or disables a server (a disabled one is offered to no agent).
+    function toggleButton(server) {
+      var button = el('button', { type: 'button', class: 'button mcp-toggle', text: server.enabled ? 'Disable' : 'Enable' });
+      button.addEventListener('click', async function () {
+        setBusy([button], true);
+        state.pending += 1;
+        try {
+          await api('PATCH', base + '/mcp-servers/' + encodeURIComponent(server.name), { enabled: !server.enabled });
+          $('#status').textContent = (server.enabled ? 'Disabled ' : 'Enabled ') + server.name + '.';
+          state.pending -= 1;
+          await load();
+        } catch (err) {
+          state.pending -= 1;
+          if (err.status === 401) { window.location.assign('/login'); return; }
+          showNotice($('#error'), err.message);
+          setBusy([button], false);
+        }
+      });
+      return button;
+    }
+
     function serverCard(server, answer, failed) {
       var tools = answer ? answer.data : [];
       var waiting = tools.filter(function (x) { return x.status !== 'approved'; }).length;
-      var card = el('section', { class: 'mcp-server', data: { server: server.name } },
+      // A local server (the config file's) has no address to show, and its command is never shown.
+      var where = server.kind === 'local' ? 'Local server, from the configuration file' : server.url;
+      var card = el('section', { class: 'mcp-server', data: { server: server.name, kind: server.kind, enabled: String(server.enabled) } },
         el('h3', {}, el('span', { text: server.name }), ' ',
-          waiting > 0 ? el('span', { class: 'mcp-badge mcp-changed', text: waiting + ' waiting' }) : null),
-        el('p', { class: 'muted mcp-url', text: server.url }));
+          waiting > 0 ? el('span', { class: 'mcp-badge mcp-changed', text: waiting + ' waiting' }) : null,
+          server.enabled ? null : el('span', { class: 'mcp-badge', text: 'disabled' })),
+        el('p', { class: 'muted mcp-url' }, where, ' ', toggleButton(server)));
       if (failed) append(card, el('p', { class: 'notice notice-error', text: failed }));
       else if (answer && !answer.reachable) append(card, el('p', { class: 'notice mcp-problem', text: unreachable(answer.problem) }));
       if (tools.length === 0 && !failed) append(card, el('p', { class: 'muted', text: 'No tool pinned.' }));

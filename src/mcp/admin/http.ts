@@ -1,6 +1,5 @@
 import type { Request, ServerRoute } from '@hapi/hapi';
 import Joi from 'joi';
-import { AppError } from '../../errors/app-error.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../../http/auth/callers.js';
 import type { McpProxy } from '../proxy.js';
 import { addServerSchema, approveToolSchema, serverName, toolName } from '../schemas.js';
@@ -28,7 +27,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       options: { auth: SERVICE_TOKEN, plugins: { svc: read } },
       async handler(request) {
         const wid = token(request).workspaceId;
-        return { data: (await proxy.list(wid)).map((x) => proxy.view(x)), next: null };
+        return { data: (await proxy.listAll(wid)).map((x) => proxy.view(x)), next: null };
       },
     },
     {
@@ -58,8 +57,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
         const wid = token(request).workspaceId;
         // The tools' listing is the test: it reaches the upstream now (and is 404 for no such server).
         const { reachable, problem, tools } = await proxy.pinnedTools(wid, named(request).name);
-        const server = (await proxy.list(wid)).find((x) => x.name === named(request).name);
-        if (!server) throw new AppError('not_found', { message: `No upstream MCP server ${named(request).name}.` });
+        const server = await proxy.find(wid, named(request).name);
         const pending = tools.filter((x) => x.status !== 'approved').length;
         return { ...proxy.view(server), reachable, problem, tools: { total: tools.length, pending } };
       },
