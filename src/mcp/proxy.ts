@@ -232,8 +232,16 @@ export function createMcpProxy(deps: {
         hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
     return client;
   };
-  const transportOf = (server: McpServerRecord, session?: { sessionId: string; protocolVersion?: string }) => {
-    const secret = secretOf(server);
+  /**
+   * The secret each upstream session was opened with: a client attached to the session sends the
+   * same one, unsealed once per session rather than once per call (an HKDF and a decryption).
+   */
+  const sessionSecrets = new WeakMap<Client, string | null>();
+  const transportOf = (
+    server: McpServerRecord,
+    session?: { sessionId: string; protocolVersion?: string },
+    secret: string | null = secretOf(server),
+  ) => {
     return new StreamableHTTPClientTransport(new URL(server.url), {
       fetch: vettedFetch,
       ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
@@ -248,7 +256,9 @@ export function createMcpProxy(deps: {
     era: UpstreamEra = 'legacy',
   ): Promise<Client> => {
     const client = clientOf(hooks, era);
-    await client.connect(transportOf(server), { timeout: limits.timeoutMs });
+    const secret = secretOf(server);
+    await client.connect(transportOf(server, undefined, secret), { timeout: limits.timeoutMs });
+    sessionSecrets.set(client, secret);
     return client;
   };
 
@@ -263,13 +273,14 @@ export function createMcpProxy(deps: {
    */
   const attach = async (base: Client, server: McpServerRecord, hooks: UpstreamHooks, era: UpstreamEra) => {
     const client = clientOf(hooks, era);
+    const secret = sessionSecrets.has(base) ? sessionSecrets.get(base)! : secretOf(server);
     // Every client on one upstream session must number its requests apart, or the upstream would
     // route one call's answer (and cancellation) to another's: each attached client starts its
     // ids at a block of its own (the SDK's client counts from its `_requestMessageId`). A client
     // without that counter gets a session of its own instead.
     const ids = client as unknown as { _requestMessageId?: unknown };
     if (typeof ids._requestMessageId !== 'number') {
-      await client.connect(transportOf(server), { timeout: limits.timeoutMs });
+      await client.connect(transportOf(server, undefined, secret), { timeout: limits.timeoutMs });
       return client;
     }
     attachedBlocks += 1;
@@ -277,11 +288,11 @@ export function createMcpProxy(deps: {
     const version = base.getNegotiatedProtocolVersion();
     const discover = base.getDiscoverResult();
     if (discover && base.getProtocolEra() === 'modern') {
-      await client.connect(transportOf(server), { prior: { kind: 'modern', discover } });
+      await client.connect(transportOf(server, undefined, secret), { prior: { kind: 'modern', discover } });
       return client;
     }
     const sessionId = (base.transport as StreamableHTTPClientTransport | undefined)?.sessionId ?? '';
-    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }));
+    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }, secret));
     return client;
   };
 
