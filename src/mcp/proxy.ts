@@ -198,7 +198,7 @@ export function createMcpProxy(deps: {
   const limits: UpstreamLimits = { ...UPSTREAM_DEFAULTS, ...deps.limits };
   const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
-  const guard = createToolGuard({ store, clock, ledger, pins, dataLoss: deps.dataLoss });
+  const guard = createToolGuard({ store, clock, ledger, dataLoss: deps.dataLoss });
   // The SDK's transport takes a fetch: this one (undici's `request` behind the part of fetch the
   // transport uses, upstream-fetch.ts) connects only where the dispatcher allows, and sends the
   // active trace on (the request that made it, or the proxied call's CLIENT span).
@@ -365,8 +365,14 @@ export function createMcpProxy(deps: {
 
   const listed = createListings({ clock, pins, allowed, keyOf: serverKey, timeoutMs: limits.timeoutMs });
   const offered = listed.offered;
-  /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
-  const checkPinned = async (target: { server: McpServerRecord; tool: string }, link: UpstreamLink): Promise<void> => {
+  /**
+   * Refuses a call of a tool whose description or schema is not the approved one (or that is not
+   * listed); else the calls per minute each agent may make of it (its pin's; null: no limit).
+   */
+  const checkPinned = async (
+    target: { server: McpServerRecord; tool: string },
+    link: UpstreamLink,
+  ): Promise<number | null> => {
     let tools: UpstreamTool[];
     try {
       tools = await withDeadline(listed.recent(target.server, link), limits.timeoutMs);
@@ -374,13 +380,14 @@ export function createMcpProxy(deps: {
       await link.drop?.(target.server);
       throw upstreamError(err, target.server, limits.timeoutMs);
     }
-    const refusal = await pins.refusal(
+    const admitted = await pins.admission(
       target.server,
       exposed(target.server, target.tool),
       target.tool,
       tools.find((x) => x.name === target.tool),
     );
-    if (refusal) throw refusal;
+    if (admitted.refusal) throw admitted.refusal;
+    return admitted.callsPerMinute;
   };
   /** The upstream servers whose prompts an agent is offered (narrowing.ts). */
   const promptServers = async (who: { workspaceId: string; agentId: string }, servers: McpServerRecord[]) => {
@@ -652,14 +659,15 @@ export function createMcpProxy(deps: {
         metrics.mcpCalls.inc({ outcome: 'stopped' });
         throw err;
       }
+      let limit: number | null;
       try {
-        await checkPinned(target, relay.link ?? pooledFor(who, relay.era ?? 'legacy'));
+        limit = await checkPinned(target, relay.link ?? pooledFor(who, relay.era ?? 'legacy'));
       } catch (err) {
         metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
         throw err;
       }
       // The tool's own limit, and the arguments screened (tool-guard.ts).
-      const sent = await guard.before(who, target, args);
+      const { sent, mode } = await guard.before(who, target, args, limit);
       const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
         type,
@@ -742,7 +750,7 @@ export function createMcpProxy(deps: {
           }
         },
       );
-      return guard.after(who, target, result);
+      return guard.after(who, target, result, mode);
     },
 
     /**
