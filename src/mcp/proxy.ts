@@ -619,12 +619,11 @@ export function createMcpProxy(deps: {
     },
 
     /**
-     * A proxied tool's input schema, from the upstream's recent listing (listed again through
-     * `link` only when older than PIN_RECHECK_MS, as for the call's pin check), or undefined.
+     * A proxied tool's input schema (`target`, resolved), from the upstream's recent listing
+     * (listed again through `link` only when older than PIN_RECHECK_MS, as for the call's pin
+     * check), or undefined.
      */
-    async inputSchema(wid: string, name: string, link: UpstreamLink): Promise<unknown> {
-      const target = await this.resolve(wid, name, link);
-      if (!target) return undefined;
+    async inputSchema(target: { server: McpServerRecord; tool: string }, link: UpstreamLink): Promise<unknown> {
       return (await listed.recent(target.server, link)).find((x) => x.name === target.tool)?.inputSchema;
     },
 
