@@ -21,14 +21,20 @@
  *   a form of the same size with a JSON answer of the grant's size. Afterwards every chain's last
  *   access token must work at /mcp, and no connection may have ended.
  * - tools/call: the same JSON-RPC request (`files__echo` at /mcp with the agent's key; `echo`
- *   straight to the upstream with its secret), in each era. At 2025-11-25, raw POSTs without
+ *   straight to the upstream with its secret), three ways. At 2025-11-25, raw POSTs without
  *   initialize (the transports are stateless; the preflight checks it and falls back to an
- *   initialize before each call if not). At 2026-07-28, the request exactly as
- *   @modelcontextprotocol/client pinned to 2026-07-28 sends it (the per-request `_meta` envelope,
+ *   initialize before each call if not); and at 2025-11-25 in a session, as a real client uses
+ *   one: each connection sends initialize and notifications/initialized first, then every call
+ *   carries the Mcp-Session-Id answered (none from a stateless upstream). At 2026-07-28, the
+ *   request exactly as @modelcontextprotocol/client pinned to 2026-07-28 sends it (the per-request `_meta` envelope,
  *   the Mcp-Method and Mcp-Name headers), captured from one real call of that client to each
  *   target; the upstream serves both eras (mcp-upstream-server.ts), so svc speaks 2026-07-28 to it.
  *   Each answer's body is judged: the echoed text, not `isError`, not a JSON-RPC error. The
- *   upstream's tool-call count must grow by exactly the calls answered.
+ *   upstream's tool-call count must grow by exactly the calls answered. Each way runs at one
+ *   connection (the goals: p50 ratio and added p99 of a call with no queue in front of it), then
+ *   at SHAPE's connections (throughput, CPU per call); the upstream's requests by method
+ *   (GET and DELETE included) are read around each measured round: its requests per proxied call.
+ *   BENCH_MCP_ONLY=tools: the tool calls alone, without the refresh grants (a shorter run).
  * Prints every number, then each goal as PASS or BELOW (a goal below is reported, not a failure).
  * Exits 1 when any request failed, after printing all (the 2026-07-28 and concurrent-refresh figures have no goal;
  * their failures count as any other's). BENCH_CPU_PROF_DIR=dir: svc serve runs with --cpu-prof.
