@@ -18,7 +18,7 @@ import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
 import type { Client } from '@modelcontextprotocol/client';
 import type { McpServerRecord } from './records.js';
-import type { McpProxy } from './proxy.js';
+import type { McpProxy, UpstreamLink } from './proxy.js';
 import { MCP_ERROR_CODE } from './server.js';
 import type { Principal } from './sessions.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
@@ -92,6 +92,9 @@ function ours<T>(result: T): T {
   const { [SERVER_INFO_META_KEY]: _upstream, ...rest } = meta;
   return { ...result, _meta: rest };
 }
+
+/** A proxied tool's name as a 2026-07-28 request gave it, and its upstream (undefined: none has it). */
+type Resolved = { name: string; target: { server: McpServerRecord; tool: string } | undefined };
 
 /**
  * The requestState of an authorize_action waiting for a person: the action's id. It needs no
@@ -219,7 +222,9 @@ export function buildModernServer(deps: {
       if (name === 'authorize_action')
         return (await authorize(req.params.arguments, callerOf(req.params._meta, ctx))) as never;
       if (GATE_TOOL_NAMES.has(name)) return callGateTool(gate, who, name, req.params.arguments) as never;
-      const target = await proxy.resolve(who.workspaceId, name, link);
+      // Resolved once per request: the Mcp-Param-* check (serve, below) already did, for this name.
+      const early = (ctx.http?.authInfo?.extra as { resolved?: Resolved } | undefined)?.resolved;
+      const target = early?.name === name ? early.target : await proxy.resolve(who.workspaceId, name, link);
       if (!target)
         throw new AppError('not_found', {
           message: `No tool ${name} here.`,
@@ -429,9 +434,16 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
         for (const server of await deps.proxy.list(principal.workspaceId)) watch(server);
       // SEP-2243: a proxied tool's arguments mirrored into Mcp-Param-* headers must agree with the body.
       const name = message?.method === 'tools/call' ? message.params?.name : undefined;
+      let resolved: Resolved | undefined;
       if (typeof name === 'string' && !GATE_TOOL_NAMES.has(name)) {
+        const link = deps.proxy.pooledFor(principal, 'modern');
+        // The tool's upstream, resolved once for the request: the call's handler is handed it.
+        resolved = await deps.proxy.resolve(principal.workspaceId, name, link).then(
+          (target) => ({ name, target }),
+          () => undefined,
+        );
         const mismatch = paramHeaderMismatch(
-          await upstreamInputSchema(deps.proxy, principal, name),
+          resolved?.target ? await upstreamInputSchema(deps.proxy, resolved.target, link) : undefined,
           message?.params?.arguments,
           req.headers,
         );
@@ -446,7 +458,12 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
           return;
         }
       }
-      const authInfo: AuthInfo = { token: '', clientId: principal.agentId, scopes: [], extra: { principal } };
+      const authInfo: AuthInfo = {
+        token: '',
+        clientId: principal.agentId,
+        scopes: [],
+        extra: { principal, ...(resolved ? { resolved } : {}) },
+      };
       await answerWith((r) => handler.fetch(r, { authInfo, parsedBody: body }), req, res, `${deps.baseUrl()}/mcp`);
     },
   };
@@ -516,9 +533,13 @@ export async function answerWith(
  * again only when older than PIN_RECHECK_MS, the listing the call's pin check then uses), or
  * undefined (no such tool, or no answer).
  */
-async function upstreamInputSchema(proxy: McpProxy, who: Principal, name: string): Promise<unknown> {
+async function upstreamInputSchema(
+  proxy: McpProxy,
+  target: { server: McpServerRecord; tool: string },
+  link: UpstreamLink,
+): Promise<unknown> {
   try {
-    return await proxy.inputSchema(who.workspaceId, name, proxy.pooledFor(who, 'modern'));
+    return await proxy.inputSchema(target, link);
   } catch {
     return undefined;
   }

@@ -86,6 +86,8 @@ function hashState(tool: PinnedTool): McpToolState {
   return { hash, description, inputSchema, outputSchema, annotations };
 }
 
+const refused = (...args: ConstructorParameters<typeof AppError>) => ({ refusal: new AppError(...args) });
+
 /** Whether the approved state holds the tool as listed now (a pin from before the whole tool was pinned: by its description and input schema). */
 function agrees(approved: McpToolState | null | undefined, tool: PinnedTool): boolean {
   if (!approved) return false;
@@ -214,26 +216,27 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
     },
 
     /**
-     * Why a call of `tool` is refused, or null when it may go on: `current` is the tool as the
-     * upstream lists it now (undefined: it does not list it). The pin is read from the store, so
-     * an approval made by another process counts at once.
+     * Whether a call of `tool` may go on: `current` is the tool as the upstream lists it now
+     * (undefined: it does not list it). Refused, the refusal; else the calls per minute each agent
+     * may make of it (null: no limit of its own). The pin is read from the store once per call
+     * (for both), so an approval or a limit set by another process counts at once.
      */
-    async refusal(
+    async admission(
       server: McpServerRecord,
       exposedName: string,
       tool: string,
       current: PinnedTool | undefined,
-    ): Promise<AppError | null> {
+    ): Promise<{ refusal: AppError } | { refusal: null; callsPerMinute: number | null }> {
       if (!current)
-        return new AppError('not_found', {
+        return refused('not_found', {
           message: `No tool ${exposedName} here: the upstream MCP server ${server.name} does not list it.`,
           fix: 'Call a tool that tools/list names.',
         });
       const state = toolState(current);
       const pin = await repo.pin(server.workspaceId, server.name, tool);
-      if (agrees(pin?.approved, current)) return null;
+      if (agrees(pin?.approved, current)) return { refusal: null, callsPerMinute: pin?.callsPerMinute ?? null };
       const oldHash = pin?.approved?.hash ?? null;
-      return new AppError('tool_changed', {
+      return refused('tool_changed', {
         message:
           oldHash === null
             ? `The tool ${exposedName} was never approved on the upstream MCP server ${server.name}: it is withheld until an owner or admin approves it.`
@@ -241,11 +244,6 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
         fix: `An owner or admin reviews the change in the console (MCP section) and approves it, or calls POST /api/w/${server.workspaceId}/mcp-servers/${server.name}/tools/${tool}/approve with {"hash":"${state.hash}"}; then list the tools again.`,
         details: { server: server.name, tool, oldHash, newHash: state.hash },
       });
-    },
-
-    /** The calls per minute each agent may make of `tool` (null: no limit of its own). */
-    async callsPerMinute(server: McpServerRecord, tool: string): Promise<number | null> {
-      return (await repo.pin(server.workspaceId, server.name, tool))?.callsPerMinute ?? null;
     },
 
     async list(wid: string, server: string): Promise<PinView[]> {

@@ -201,7 +201,7 @@ export function createMcpProxy(deps: {
   const limits: UpstreamLimits = { ...UPSTREAM_DEFAULTS, ...deps.limits };
   const servers = mcpServersRepo(store);
   const pins = createPins({ store, clock, ledger });
-  const guard = createToolGuard({ store, clock, ledger, pins, dataLoss: deps.dataLoss });
+  const guard = createToolGuard({ store, clock, ledger, dataLoss: deps.dataLoss });
   // The SDK's transport takes a fetch: this one (undici's `request` behind the part of fetch the
   // transport uses, upstream-fetch.ts) connects only where the dispatcher allows, and sends the
   // active trace on (the request that made it, or the proxied call's CLIENT span).
@@ -235,8 +235,16 @@ export function createMcpProxy(deps: {
         hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
     return client;
   };
-  const transportOf = (server: McpServerRecord, session?: { sessionId: string; protocolVersion?: string }) => {
-    const secret = secretOf(server);
+  /**
+   * The secret each upstream session was opened with: a client attached to the session sends the
+   * same one, unsealed once per session rather than once per call (an HKDF and a decryption).
+   */
+  const sessionSecrets = new WeakMap<Client, string | null>();
+  const transportOf = (
+    server: McpServerRecord,
+    session?: { sessionId: string; protocolVersion?: string },
+    secret: string | null = secretOf(server),
+  ) => {
     return new StreamableHTTPClientTransport(new URL(server.url), {
       fetch: vettedFetch,
       ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
@@ -253,13 +261,17 @@ export function createMcpProxy(deps: {
     // A local server is a child process speaking 2025 over stdio.
     const local = server.kind === 'local';
     const client = clientOf(hooks, local ? 'legacy' : era);
+    const secret = local ? null : secretOf(server);
     try {
-      await client.connect(local ? localOf(server) : transportOf(server), { timeout: limits.timeoutMs });
+      await client.connect(local ? localOf(server) : transportOf(server, undefined, secret), {
+        timeout: limits.timeoutMs,
+      });
     } catch (err) {
       // A process that did not complete the handshake is ended, not left running.
       if (local) await client.close().catch(() => {});
       throw err;
     }
+    if (!local) sessionSecrets.set(client, secret);
     return client;
   };
   const localOf = (server: McpServerRecord) => {
@@ -279,13 +291,14 @@ export function createMcpProxy(deps: {
    */
   const attach = async (base: Client, server: McpServerRecord, hooks: UpstreamHooks, era: UpstreamEra) => {
     const client = clientOf(hooks, era);
+    const secret = sessionSecrets.has(base) ? sessionSecrets.get(base)! : secretOf(server);
     // Every client on one upstream session must number its requests apart, or the upstream would
     // route one call's answer (and cancellation) to another's: each attached client starts its
     // ids at a block of its own (the SDK's client counts from its `_requestMessageId`). A client
     // without that counter gets a session of its own instead.
     const ids = client as unknown as { _requestMessageId?: unknown };
     if (typeof ids._requestMessageId !== 'number') {
-      await client.connect(transportOf(server), { timeout: limits.timeoutMs });
+      await client.connect(transportOf(server, undefined, secret), { timeout: limits.timeoutMs });
       return client;
     }
     attachedBlocks += 1;
@@ -293,11 +306,11 @@ export function createMcpProxy(deps: {
     const version = base.getNegotiatedProtocolVersion();
     const discover = base.getDiscoverResult();
     if (discover && base.getProtocolEra() === 'modern') {
-      await client.connect(transportOf(server), { prior: { kind: 'modern', discover } });
+      await client.connect(transportOf(server, undefined, secret), { prior: { kind: 'modern', discover } });
       return client;
     }
     const sessionId = (base.transport as StreamableHTTPClientTransport | undefined)?.sessionId ?? '';
-    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }));
+    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }, secret));
     return client;
   };
 
@@ -370,8 +383,14 @@ export function createMcpProxy(deps: {
 
   const listed = createListings({ clock, pins, allowed, keyOf: serverKey, timeoutMs: limits.timeoutMs });
   const offered = listed.offered;
-  /** Refuses a call of a tool whose description or schema is not the approved one (or that is not listed). */
-  const checkPinned = async (target: { server: McpServerRecord; tool: string }, link: UpstreamLink): Promise<void> => {
+  /**
+   * Refuses a call of a tool whose description or schema is not the approved one (or that is not
+   * listed); else the calls per minute each agent may make of it (its pin's; null: no limit).
+   */
+  const checkPinned = async (
+    target: { server: McpServerRecord; tool: string },
+    link: UpstreamLink,
+  ): Promise<number | null> => {
     let tools: UpstreamTool[];
     try {
       tools = await withDeadline(listed.recent(target.server, link), limits.timeoutMs);
@@ -379,13 +398,14 @@ export function createMcpProxy(deps: {
       await link.drop?.(target.server);
       throw upstreamError(err, target.server, limits.timeoutMs);
     }
-    const refusal = await pins.refusal(
+    const admitted = await pins.admission(
       target.server,
       exposed(target.server, target.tool),
       target.tool,
       tools.find((x) => x.name === target.tool),
     );
-    if (refusal) throw refusal;
+    if (admitted.refusal) throw admitted.refusal;
+    return admitted.callsPerMinute;
   };
   /** The upstream servers whose prompts an agent is offered (narrowing.ts). */
   const promptServers = async (who: { workspaceId: string; agentId: string }, servers: McpServerRecord[]) => {
@@ -708,12 +728,11 @@ export function createMcpProxy(deps: {
     },
 
     /**
-     * A proxied tool's input schema, from the upstream's recent listing (listed again through
-     * `link` only when older than PIN_RECHECK_MS, as for the call's pin check), or undefined.
+     * A proxied tool's input schema (`target`, resolved), from the upstream's recent listing
+     * (listed again through `link` only when older than PIN_RECHECK_MS, as for the call's pin
+     * check), or undefined.
      */
-    async inputSchema(wid: string, name: string, link: UpstreamLink): Promise<unknown> {
-      const target = await this.resolve(wid, name, link);
-      if (!target) return undefined;
+    async inputSchema(target: { server: McpServerRecord; tool: string }, link: UpstreamLink): Promise<unknown> {
       return (await listed.recent(target.server, link)).find((x) => x.name === target.tool)?.inputSchema;
     },
 
@@ -748,14 +767,15 @@ export function createMcpProxy(deps: {
         metrics.mcpCalls.inc({ outcome: 'stopped' });
         throw err;
       }
+      let limit: number | null;
       try {
-        await checkPinned(target, relay.link ?? pooledFor(who, relay.era ?? 'legacy'));
+        limit = await checkPinned(target, relay.link ?? pooledFor(who, relay.era ?? 'legacy'));
       } catch (err) {
         metrics.mcpCalls.inc({ outcome: err instanceof AppError ? 'withheld' : 'upstream_error' });
         throw err;
       }
       // The tool's own limit, and the arguments screened (tool-guard.ts).
-      const sent = await guard.before(who, target, args);
+      const { sent, mode } = await guard.before(who, target, args, limit);
       const { type, domain } = actionOf(target.server, target.tool);
       const { action } = await gate.authorize(who, {
         type,
@@ -842,7 +862,7 @@ export function createMcpProxy(deps: {
           }
         },
       );
-      return guard.after(who, target, result);
+      return guard.after(who, target, result, mode);
     },
 
     /**

@@ -7,7 +7,6 @@ import type { Clock } from '../lib/clock.js';
 import { metrics } from '../lib/metrics.js';
 import type { DataLossMode } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
-import type { Pins } from './pins.js';
 import type { McpServerRecord } from './records.js';
 import type { ToolResult } from './tools.js';
 
@@ -92,11 +91,10 @@ export function createToolGuard(deps: {
   store: Store;
   clock: Clock;
   ledger: Ledger;
-  pins: Pins;
   /** The workspace's data-loss mode (the model gateway's setting). */
   dataLoss: (wid: string) => Promise<DataLossMode>;
 }) {
-  const { store, ledger, pins } = deps;
+  const { store, ledger } = deps;
   // One window per agent and tool; each tool's limit is its own (taken from its pin at each call).
   const perTool = createRateLimiter({ limit: 0, clock: deps.clock });
 
@@ -105,10 +103,10 @@ export function createToolGuard(deps: {
     who: Who,
     target: Target,
     where: 'arguments' | 'result',
+    mode: DataLossMode,
     value: T,
     map: (v: T, visit: (text: string) => string) => T,
   ): Promise<T> => {
-    const mode = await deps.dataLoss(who.workspaceId);
     if (mode === 'off') return value;
     const found: Counts = {};
     const screened = map(value, (text) => {
@@ -143,28 +141,32 @@ export function createToolGuard(deps: {
 
   return {
     /**
-     * Before a proxied call is authorized at the gate: its tool's own per-agent limit taken, and
-     * its arguments screened. The arguments to send (redacted, or as they came).
+     * Before a proxied call is authorized at the gate: its tool's own per-agent limit (`limit`,
+     * from its pin; null: none) taken, and its arguments screened in the workspace's data-loss
+     * mode, read once for the call. The arguments to send (redacted, or as they came), and that
+     * mode, which screens the call's result (`after`).
      */
-    async before(who: Who, target: Target, args: Record<string, unknown> | undefined) {
-      const limit = await pins.callsPerMinute(target.server, target.tool);
+    async before(who: Who, target: Target, args: Record<string, unknown> | undefined, limit: number | null) {
       if (limit !== null) {
         const d = perTool.take(`${who.workspaceId}/${who.agentId}/${target.server.name}/${target.tool}`, limit);
         if (!d.allowed)
           throw overLimit(d, `This agent called the tool ${target.tool} more than ${d.limit} times this minute.`);
       }
-      return screen(
+      const mode = await deps.dataLoss(who.workspaceId);
+      const sent = await screen(
         who,
         target,
         'arguments',
+        mode,
         args ?? {},
         (v, visit) => mapStrings(v, visit) as Record<string, unknown>,
       );
+      return { sent, mode };
     },
 
-    /** A proxied call's result, screened before the caller sees it. */
-    async after(who: Who, target: Target, result: ToolResult): Promise<ToolResult> {
-      return screen(who, target, 'result', result, mapResult);
+    /** A proxied call's result, screened in the mode its arguments were (`before`) before the caller sees it. */
+    async after(who: Who, target: Target, result: ToolResult, mode: DataLossMode): Promise<ToolResult> {
+      return screen(who, target, 'result', mode, result, mapResult);
     },
   };
 }

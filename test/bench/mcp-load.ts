@@ -53,6 +53,8 @@ export interface LoopTarget {
   prelude?: string;
   /** Each body sent at once on this many connections of the lane (default 1); not with `prelude`. */
   fanOut?: number;
+  /** Counters read around each measured stretch (the upstream's requests by method): `Looped.counted` sums their growth. */
+  counters?: () => Promise<Record<string, number>>;
 }
 
 export interface Looped {
@@ -73,6 +75,8 @@ export interface Looped {
   bad: Record<string, number>;
   /** Lanes that stopped (after a failure). */
   stopped: number;
+  /** How much each of the target's `counters` grew over the measured rounds. */
+  counted: Record<string, number>;
 }
 
 interface Running {
@@ -84,6 +88,7 @@ interface Running {
   answeredAll: number;
   ticks: number[];
   bad: Record<string, number>;
+  counted: Record<string, number>;
 }
 
 const addInto = (into: Record<string, number>, key: string) => {
@@ -131,6 +136,7 @@ async function lane(r: Running, i: number, until: number, record: boolean): Prom
 }
 
 async function stretch(r: Running, seconds: number, record: boolean): Promise<void> {
+  const counted = record && r.target.counters ? await r.target.counters() : undefined;
   const before = r.target.pids.map(cpuTicks);
   const start = performance.now();
   const until = start + seconds * 1000;
@@ -140,6 +146,9 @@ async function stretch(r: Running, seconds: number, record: boolean): Promise<vo
   r.target.pids.forEach((pid, k) => {
     r.ticks[k]! += cpuTicks(pid) - before[k]!;
   });
+  if (!counted) return;
+  for (const [key, n] of Object.entries(await r.target.counters!()))
+    if (n !== (counted[key] ?? 0)) r.counted[key] = (r.counted[key] ?? 0) + n - (counted[key] ?? 0);
 }
 
 /** Each target warmed up, then `rounds` rounds taking turns, at `lanes.length` connections each. */
@@ -156,6 +165,7 @@ export async function closedLoop(targets: LoopTarget[], shape: Shape): Promise<L
     answeredAll: 0,
     ticks: target.pids.map(() => 0),
     bad: {},
+    counted: {},
   }));
   try {
     for (const r of running) await stretch(r, shape.warmupSeconds, false);
@@ -177,6 +187,7 @@ export async function closedLoop(targets: LoopTarget[], shape: Shape): Promise<L
       cpuTicks: r.ticks,
       bad: r.bad,
       stopped: r.target.lanes.filter((l) => l.stopped).length,
+      counted: r.counted,
     };
   });
 }

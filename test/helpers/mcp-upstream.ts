@@ -18,7 +18,7 @@ import { answerWith, isModernRequest } from '../../src/mcp/modern.js';
  * With `faults`, two more tools: `hold` answers only once `release()` is called, and `hang_up`
  * closes the connection without an answer (a transport failure, as a crashed upstream gives).
  * One prompt, `greet`. `change()` rewrites a tool's description or schema from then on (a "rug
- * pull"); `reply` stands in for a tool's answer; `requests` keeps each JSON-RPC method received with the `traceparent` it came with.
+ * pull"); `reply` stands in for a tool's answer; `requests` keeps each request received (its JSON-RPC method, else `HTTP <method>`) with the `traceparent` it came with.
  * With `modern`, it serves protocol 2026-07-28 too on the same endpoint (requests carrying the
  * per-request envelope, through the official v2 SDK's per-request handler): tools `echo`, `add`
  * and `secret_tool`, the same answers, the calls counted alike. Without it, such requests are
@@ -113,10 +113,10 @@ export async function startMcpUpstream(
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    if (typeof body?.method === 'string') {
-      const traceparent = req.headers.traceparent;
-      requests.push({ method: body.method, traceparent: typeof traceparent === 'string' ? traceparent : undefined });
-    }
+    // Every HTTP request is kept: a JSON-RPC request or notification by its method, anything else
+    // (a GET for the event stream, a DELETE ending a session, a client's answer) by its HTTP method.
+    const traceparent = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+    requests.push({ method: typeof body?.method === 'string' ? body.method : `HTTP ${req.method}`, traceparent });
     if (modern && req.method === 'POST' && isModernRequest(req.method, req.headers, body)) {
       await answerWith((r) => modern.fetch(r, { parsedBody: body }), req, res, `http://${req.headers.host}/mcp`);
       return;
