@@ -84,6 +84,7 @@ test('a 10 MB event read in 64 KB chunks takes linear time', (t) => {
   t.is(events.length, 1);
   t.is(events[0]!.data.length, 10_000_000 + '\nend'.length);
   t.is(reader.rest(), '');
-  // Searched again from its start at each chunk, it took 2.3 s; now tens of ms.
-  t.true(ms < 500, `${ms} ms`);
+  // Searched again from its start at each chunk, it took 2.3 s on a quiet machine; now tens of ms,
+  // a few hundred on a loaded one.
+  t.true(ms < 1_500, `${ms} ms`);
 });

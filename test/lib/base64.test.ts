@@ -28,5 +28,5 @@ test('ten megabytes are answered at once, with no stack overflow', (t) => {
   const ms = performance.now() - started;
   t.log(`${ms.toFixed(0)} ms`);
   // Linear over one class: tens of milliseconds; the repeated-group pattern threw a RangeError here.
-  t.true(ms < 1_000, `${ms} ms`);
+  t.true(ms < 5_000, `${ms} ms`);
 });
