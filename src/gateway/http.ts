@@ -136,7 +136,13 @@ export const gatewayRoutes: Plugin<{
         options: {
           ...modelRoute,
           plugins: {
-            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, maxArrayItems: MODEL_ARRAY_ITEMS, errors: modelErrors },
+            svc: {
+              keyScope: 'any',
+              maxBodyMembers: 1_000_000,
+              maxArrayItems: MODEL_ARRAY_ITEMS,
+              forwarded: true,
+              errors: modelErrors,
+            },
           },
           validate: { payload: chatCompletionsSchema },
         },
@@ -152,6 +158,7 @@ export const gatewayRoutes: Plugin<{
               keyScope: 'any',
               maxBodyMembers: 1_000_000,
               maxArrayItems: MODEL_ARRAY_ITEMS,
+              forwarded: true,
               errorEnvelope: 'anthropic',
               errors: modelErrors,
             },
@@ -166,7 +173,13 @@ export const gatewayRoutes: Plugin<{
         options: {
           ...modelRoute,
           plugins: {
-            svc: { keyScope: 'any', maxBodyMembers: 1_000_000, maxArrayItems: MODEL_ARRAY_ITEMS, errors: modelErrors },
+            svc: {
+              keyScope: 'any',
+              maxBodyMembers: 1_000_000,
+              maxArrayItems: MODEL_ARRAY_ITEMS,
+              forwarded: true,
+              errors: modelErrors,
+            },
           },
           validate: { payload: responsesSchema },
         },
@@ -182,6 +195,7 @@ export const gatewayRoutes: Plugin<{
               keyScope: 'any',
               maxBodyMembers: 1_000_000,
               maxArrayItems: EMBEDDING_ARRAY_ITEMS,
+              forwarded: true,
               errors: modelErrors,
             },
           },
@@ -200,6 +214,7 @@ export const gatewayRoutes: Plugin<{
               keyScope: 'any',
               maxBodyMembers: 1_000_000,
               maxArrayItems: MODEL_ARRAY_ITEMS,
+              forwarded: true,
               errorEnvelope: 'anthropic',
               errors: countErrors,
             },

@@ -133,8 +133,9 @@ export const pipeline: Plugin<PipelineOptions> = {
         });
         if (tooBig) throw invalidField(null, tooBig);
         // hapi refuses a JSON `__proto__` key before this; `constructor` and `prototype` (and a
-        // form's `__proto__`) are removed, for every route, before any schema or lookup meets them.
-        const stripped = stripPrototypeKeys(payload);
+        // form's `__proto__`) are removed, for every route but those that forward the body as it
+        // came, before any schema or lookup meets them.
+        const stripped = route.forwarded ? 0 : stripPrototypeKeys(payload);
         if (stripped > 0) {
           const { requestId } = requestStamp(request);
           options.log.info(

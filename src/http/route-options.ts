@@ -20,6 +20,12 @@ export interface SvcRouteOptions {
    * one before refusing it); none by default.
    */
   maxArrayItems?: number;
+  /**
+   * The body is forwarded as it came (a model request to its vendor, a JSON-RPC message to an
+   * upstream MCP server): its `constructor` and `prototype` keys are kept, not removed as on
+   * every other route, since a tool's schema or arguments may name a field so.
+   */
+  forwarded?: boolean;
   /** Agent-key routes counted against the agent's per-minute gate limit (SPEC.md 7.6). */
   gateRateLimit?: boolean;
   /** /mcp: a 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). */

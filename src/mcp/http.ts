@@ -270,7 +270,7 @@ export const mcpRoutes: Plugin<{
       return h.abandon;
     };
 
-    const options = { auth: AGENT_KEY, plugins: { svc: { mcpChallenge: true } } };
+    const options = { auth: AGENT_KEY, plugins: { svc: { mcpChallenge: true, forwarded: true } } };
     server.route([
       { method: 'POST', path: '/mcp', options, handler: mount },
       { method: 'GET', path: '/mcp', options, handler: mount },

@@ -175,3 +175,20 @@ test.serial('tool calls survive translation both ways, streaming too', async (t)
   t.is(anth.stop_reason, 'tool_use');
   t.like(anth.content[0], { type: 'tool_use', id: 'call_1', name: 'lookup', input: { q: 'x' } });
 });
+
+test.serial('a tool schema with a field named constructor reaches the vendor as it was sent', async (t) => {
+  // Other routes remove `constructor` and `prototype` keys from a body; a model request is
+  // forwarded, so its tools' schemas keep every field they name.
+  const parameters = {
+    type: 'object',
+    properties: { constructor: { type: 'string' }, prototype: { type: 'string' } },
+    required: ['constructor'],
+  };
+  await gw.openai(key).chat.completions.create({
+    model: 'small',
+    messages: user('build it'),
+    tools: [{ type: 'function', function: { name: 'build', parameters } }],
+  });
+  const sent = vendor.calls.at(-1)!.body as { tools: Array<{ function: { parameters: unknown } }> };
+  t.deepEqual(sent.tools[0]!.function.parameters, parameters);
+});
