@@ -18,12 +18,15 @@ import {
  * - Discovery: the upstream is asked once without a credential; a 401 whose `WWW-Authenticate`
  *   names `resource_metadata` is followed there, else `/.well-known/oauth-protected-resource`
  *   (RFC 9728); its first authorization server's metadata (RFC 8414, or OpenID discovery) is read,
- *   its issuer checked against the address it came from.
+ *   its issuer checked against the address it came from. The scope asked is the challenge's, else
+ *   the upstream's `scopes_supported`, with `offline_access` when the authorization server offers it.
  * - Registration: dynamic client registration (RFC 7591), a public client (`none`) with svc's
  *   callback as its one redirect URI, asked anew for each connection.
  * - Authorization: PKCE (S256), a state, and the upstream's `resource` indicator; the code is
  *   exchanged at the callback, and tokens are refreshed with the refresh token.
  */
+const OFFLINE = 'offline_access';
+
 export interface Discovered {
   issuer: string;
   metadata: AuthorizationServerMetadata;
@@ -64,11 +67,20 @@ export async function discover(upstreamUrl: string, fetchFn: ReturnType<typeof f
     ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}),
   });
   if (!info.authorizationServerMetadata) throw new Error('the upstream names no authorization server metadata');
+  // A refresh token is asked for where the authorization server offers one (offline_access), so
+  // that the connection outlives its first access token.
+  let asked = scope ?? info.resourceMetadata?.scopes_supported?.join(' ');
+  if (
+    asked !== undefined &&
+    info.authorizationServerMetadata.scopes_supported?.includes(OFFLINE) &&
+    !asked.split(' ').includes(OFFLINE)
+  )
+    asked = `${asked} ${OFFLINE}`;
   return {
     issuer: info.authorizationServerMetadata.issuer,
     metadata: info.authorizationServerMetadata,
     resource: info.resourceMetadata?.resource ?? null,
-    scope: scope ?? info.resourceMetadata?.scopes_supported?.join(' '),
+    scope: asked,
   };
 }
 

@@ -302,9 +302,7 @@ export function createMcpProxy(deps: {
       return client;
     }
     const sessionId = (base.transport as StreamableHTTPClientTransport | undefined)?.sessionId ?? '';
-    await client.connect(
-      transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }, agentId),
-    );
+    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }, agentId));
     return client;
   };
 

@@ -80,8 +80,11 @@ export function createUpstreamAuth(deps: {
     `${wid}/${server}/${holder}/${kind}/${field}`;
   const seal = (c: Pick<McpCredentialRecord, 'workspaceId' | 'server' | 'holder' | 'kind'>, field: string, v: string) =>
     sealText(masterKey, PURPOSE, bound(c.workspaceId, c.server, c.holder, c.kind, field), v);
-  const unseal = (c: Pick<McpCredentialRecord, 'workspaceId' | 'server' | 'holder' | 'kind'>, field: string, v: string) =>
-    unsealText(masterKey, PURPOSE, bound(c.workspaceId, c.server, c.holder, c.kind, field), v);
+  const unseal = (
+    c: Pick<McpCredentialRecord, 'workspaceId' | 'server' | 'holder' | 'kind'>,
+    field: string,
+    v: string,
+  ) => unsealText(masterKey, PURPOSE, bound(c.workspaceId, c.server, c.holder, c.kind, field), v);
   const pendingBound = (stateHash: string, field: string) => `pending/${stateHash}/${field}`;
 
   const requireAgent = async (wid: string, agentId: string) => {
@@ -371,7 +374,12 @@ export function createUpstreamAuth(deps: {
         tokens = await exchange(
           p,
           client,
-          { code: answer.code, ...(answer.iss !== undefined ? { iss: answer.iss } : {}), verifier, redirectUri: p.redirectUri },
+          {
+            code: answer.code,
+            ...(answer.iss !== undefined ? { iss: answer.iss } : {}),
+            verifier,
+            redirectUri: p.redirectUri,
+          },
           fetchFn,
         );
       } catch (err) {
@@ -379,7 +387,12 @@ export function createUpstreamAuth(deps: {
           message: `The authorization server of ${p.server} refused the code: ${(err as Error).message}.`,
         });
       }
-      const base = { workspaceId: p.workspaceId, server: p.server, serverCreatedAt: p.serverCreatedAt, holder: p.holder };
+      const base = {
+        workspaceId: p.workspaceId,
+        server: p.server,
+        serverCreatedAt: p.serverCreatedAt,
+        holder: p.holder,
+      };
       const c: McpCredentialRecord = {
         ...base,
         kind: 'oauth',

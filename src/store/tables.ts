@@ -24,12 +24,7 @@ import type { KeyRecord } from '../keys/records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
 import type { CheckpointRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
 import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
-import type {
-  McpCredentialRecord,
-  McpOAuthPendingRecord,
-  McpServerRecord,
-  McpToolPinRecord,
-} from '../mcp/records.js';
+import type { McpCredentialRecord, McpOAuthPendingRecord, McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
 import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from '../oauth/records.js';
 import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from '../people/records.js';
 import type { PlanRecord } from '../plans/records.js';
