@@ -26,7 +26,7 @@ import { PUBLIC_CORS } from '../oauth/cors.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { limitGate } from './tool-guard.js';
 import { mcpCors } from './cors.js';
-import { credentialRoutes } from './credentials-http.js';
+import { credentialRoutes } from './credentials/http.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
@@ -270,7 +270,7 @@ export const mcpRoutes: Plugin<{
     };
 
     const options = { auth: AGENT_KEY, plugins: { svc: { mcpChallenge: true } } };
-    // Each agent's own upstream credentials (credentials-http.ts).
+    // Each agent's own upstream credentials (credentials/http.ts).
     server.route(credentialRoutes({ proxy, people, guards, baseUrl, session }));
     server.route([
       { method: 'POST', path: '/mcp', options, handler: mount },

@@ -5,7 +5,7 @@ import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { sealText, unsealText } from '../lib/seal.js';
 import type { Store } from '../store/index.js';
-import { mcpCredentialsRepo } from './credentials-repo.js';
+import { mcpCredentialsRepo } from './credentials/repo.js';
 import { authorizationUrl, discover, exchange, formFetch, refresh, register } from './oauth-client.js';
 import type { McpCredentialKind, McpCredentialRecord, McpServerRecord } from './records.js';
 

@@ -1,17 +1,17 @@
 import type { ServerRoute } from '@hapi/hapi';
 import Joi from 'joi';
-import { actorOf, caller } from '../http/auth/callers.js';
-import type { Guards } from '../http/guards.js';
-import { wid } from '../http/params.js';
-import type { PeopleService } from '../people/index.js';
-import type { McpProxy } from './proxy.js';
-import type { Holder } from './upstream-auth.js';
+import { actorOf, caller } from '../../http/auth/callers.js';
+import type { Guards } from '../../http/guards.js';
+import { wid } from '../../http/params.js';
+import type { PeopleService } from '../../people/index.js';
+import type { McpProxy } from '../proxy.js';
+import type { Holder } from '../upstream-auth.js';
 
 /** Where the upstream's authorization server sends the person back (a session route of this deployment). */
 export const CALLBACK_PATH = '/api/mcp-oauth/callback';
 
 /**
- * The routes of each agent's own upstream credentials (upstream-auth.ts), for owners and admins
+ * The routes of each agent's own upstream credentials (../upstream-auth.ts), for owners and admins
  * (`mcp.manage`): the credentials of an upstream (never their secrets), an agent's static secret
  * set and removed, an OAuth connection started for an agent or the workspace, its callback (the
  * same person's session), and a connection removed.

@@ -1,6 +1,6 @@
-import type { Store } from '../store/index.js';
-import type { AgentRecord } from '../agents/records.js';
-import type { McpCredentialKind, McpCredentialRecord, McpOAuthPendingRecord } from './records.js';
+import type { Store } from '../../store/index.js';
+import type { AgentRecord } from '../../agents/records.js';
+import type { McpCredentialKind, McpCredentialRecord, McpOAuthPendingRecord } from '../records.js';
 
 /** The upstream credentials' reads and writes (mcp/upstream-auth.ts). Writes only inside store.write(). */
 export function mcpCredentialsRepo(store: Store) {
