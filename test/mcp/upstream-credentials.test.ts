@@ -1,9 +1,7 @@
 import test from 'ava';
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { addPerson, makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, mcpPost } from '../helpers/http.js';
-import { listenLoopback } from '../helpers/loopback-http.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
@@ -16,8 +14,8 @@ import { secretHash } from '../../src/lib/secrets.js';
  * svc: its /mcp is an MCP server protected by its own authorization server (RFC 9728 metadata,
  * dynamic registration, PKCE), so the gateway svc is that server's OAuth client, and what the
  * upstream saw is read from its own answers (the agent an action was made for). The static
- * secrets' upstream is the SDK fixture behind a front that records the Authorization header of
- * every request it receives.
+ * secrets' upstream is the SDK fixture, which keeps the Authorization header of every request it
+ * receives.
  */
 const clock = manualClock();
 let upstreamSvc: ServedInProcess;
@@ -30,32 +28,6 @@ let carol: Bot;
 let upAlice: Bot;
 let upWorkspace: Bot;
 let fixture: McpUpstream;
-let front: { url: string; close(): Promise<void> };
-const seen: Array<string | undefined> = [];
-const ACCEPTED = new Set(['Bearer ws-secret', 'Bearer alice-secret']);
-
-/** A front for the fixture: records each request's Authorization, refuses an unknown one (401), forwards the rest. */
-function recordingFront(target: string) {
-  const to = new URL(target);
-  return (req: IncomingMessage, res: ServerResponse) => {
-    seen.push(req.headers.authorization);
-    if (!ACCEPTED.has(req.headers.authorization ?? '')) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
-      return;
-    }
-    const headers = { ...req.headers, host: to.host };
-    delete headers.authorization;
-    const out = httpRequest(
-      { host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      },
-    );
-    out.on('error', () => res.destroy());
-    req.pipe(out);
-  };
-}
 
 test.before(async () => {
   upstreamSvc = await serveInProcess({ clock, env: SERVER_ENV });
@@ -75,10 +47,9 @@ test.before(async () => {
     'add up',
   );
   if (added.body.problem === null) throw new Error('the upstream should have asked for authorization');
-  fixture = await startMcpUpstream();
-  front = await listenLoopback(recordingFront(fixture.url));
+  fixture = await startMcpUpstream({ secrets: ['ws-secret', 'alice-secret'] });
   expectStatus(
-    await gwOwner.send('POST', '/mcp-servers', { name: 'st', url: front.url, secret: 'ws-secret' }),
+    await gwOwner.send('POST', '/mcp-servers', { name: 'st', url: fixture.url, secret: 'ws-secret' }),
     201,
     'add st',
   );
@@ -87,7 +58,6 @@ test.before(async () => {
 test.after.always(async () => {
   await stopAndClean(gateway);
   await stopAndClean(upstreamSvc);
-  await front?.close();
   await fixture?.close();
 });
 
@@ -219,21 +189,24 @@ test.serial(
       200,
       'set',
     );
-    seen.length = 0;
-    t.is((await callTool(alice.key, 'st__echo', { text: 'hi' })).result!.content[0]!.text, 'hi');
-    t.true(seen.length > 0 && seen.every((h) => h === 'Bearer alice-secret'), JSON.stringify(seen));
-    seen.length = 0;
-    t.is((await callTool(bob.key, 'st__echo', { text: 'hey' })).result!.content[0]!.text, 'hey');
-    t.true(seen.length > 0 && seen.every((h) => h === 'Bearer ws-secret'), JSON.stringify(seen));
-
-    // A caller's own token (its agent key) is what it sends the gateway, never what the upstream sees.
-    const everything = JSON.stringify(seen);
-    t.false(everything.includes(alice.key) || everything.includes(bob.key));
+    /** The Authorization headers the upstream received during `run`. */
+    const sent = async (run: () => Promise<unknown>) => {
+      const from = fixture.authorizations.length;
+      await run();
+      return fixture.authorizations.slice(from);
+    };
+    const only = (headers: Array<string | undefined>, expected: string) =>
+      headers.length > 0 && headers.every((h) => h === expected);
+    const first = fixture.authorizations.length;
+    t.true(only(await sent(() => callTool(alice.key, 'st__echo', { text: 'hi' })), 'Bearer alice-secret'));
+    t.true(only(await sent(() => callTool(bob.key, 'st__echo', { text: 'hey' })), 'Bearer ws-secret'));
 
     expectStatus(await gwOwner.send('DELETE', `/mcp-servers/st/credentials/agents/${alice.agentId}`), 200, 'remove');
-    seen.length = 0;
-    await callTool(alice.key, 'st__echo', { text: 'again' });
-    t.true(seen.length > 0 && seen.every((h) => h === 'Bearer ws-secret'), JSON.stringify(seen));
+    t.true(only(await sent(() => callTool(alice.key, 'st__echo', { text: 'again' })), 'Bearer ws-secret'));
+
+    // A caller's own token (its agent key) is what it sends the gateway, never what the upstream sees.
+    const everything = JSON.stringify(fixture.authorizations.slice(first));
+    t.false(everything.includes(alice.key) || everything.includes(bob.key));
 
     const records = (await gwOwner.ledger()).filter((r) => r.kind.startsWith('mcp.credential_'));
     t.deepEqual(
