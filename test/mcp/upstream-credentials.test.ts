@@ -106,8 +106,7 @@ test.serial(
   'an agent connected by OAuth reaches the upstream as its own connection; one not connected is refused naming the missing connection',
   async (t) => {
     const landed = await connect({ agentId: alice.agentId }, upAlice.agentId);
-    t.true(landed.startsWith('/console/mcp?'), landed);
-    t.true(landed.includes(encodeURIComponent(`up/agent:${alice.agentId}`)));
+    t.is(landed, `/console/mcp?w=${gwOwner.wid}#connected=${encodeURIComponent(`up/agent:${alice.agentId}`)}`);
     // Alice lists the upstream's tools with her token: they are seen, and wait for approval.
     await mcpPost(gateway.url, alice.key, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { revision: '2025-11-25' });
     await approveAll();

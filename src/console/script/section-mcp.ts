@@ -199,7 +199,7 @@ export const SECTION_MCP = String.raw`
     }
 
     // Back from an upstream's authorization server: say which connection was made.
-    var connected = new URLSearchParams(window.location.search).get('connected');
+    var connected = new URLSearchParams(window.location.hash.slice(1)).get('connected');
     if (connected) $('#status').textContent = 'Connected ' + connected + '.';
     keepFresh(load, function () { return state.pending > 0; });
   }

@@ -126,7 +126,7 @@ export function credentialRoutes(deps: {
         const done = await proxy.credentials.finish(q, c.user.id);
         const who = 'agentId' in done.holder ? `agent:${done.holder.agentId}` : 'workspace';
         return h.redirect(
-          `/console/mcp?w=${encodeURIComponent(done.workspaceId)}&connected=${encodeURIComponent(`${done.server}/${who}`)}`,
+          `/console/mcp?w=${encodeURIComponent(done.workspaceId)}#connected=${encodeURIComponent(`${done.server}/${who}`)}`,
         );
       },
     },
