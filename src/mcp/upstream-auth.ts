@@ -42,6 +42,13 @@ const SKEW_MS = 30_000;
 
 export type Holder = { agentId: string } | { workspace: true };
 
+/** The `error.data.type` of svc's own verdicts on an upstream's 401 (this holder has no credential, or it was refused). */
+export const CREDENTIAL_PROBLEMS: ReadonlySet<string> = new Set([
+  'upstream_not_connected',
+  'upstream_reconnect_needed',
+  'upstream_credential_refused',
+]);
+
 const holderId = (h: Holder): string => ('agentId' in h ? h.agentId : WORKSPACE_HOLDER);
 const holderOf = (id: string): Holder => (id === WORKSPACE_HOLDER ? { workspace: true } : { agentId: id });
 const hashOf = (state: string) => createHash('sha256').update(state, 'utf8').digest('hex');

@@ -28,6 +28,7 @@ let carol: Bot;
 let upAlice: Bot;
 let upWorkspace: Bot;
 let fixture: McpUpstream;
+let addedProblem: Record<string, unknown> | null;
 
 test.before(async () => {
   upstreamSvc = await serveInProcess({ clock, env: SERVER_ENV });
@@ -46,7 +47,7 @@ test.before(async () => {
     201,
     'add up',
   );
-  if (added.body.problem === null) throw new Error('the upstream should have asked for authorization');
+  addedProblem = added.body.problem as Record<string, unknown> | null;
   fixture = await startMcpUpstream({ secrets: ['ws-secret', 'alice-secret'] });
   expectStatus(
     await gwOwner.send('POST', '/mcp-servers', { name: 'st', url: fixture.url, secret: 'ws-secret' }),
@@ -105,6 +106,12 @@ const ask = { type: 'email', summary: 'Send the weekly report' };
 test.serial(
   'an agent connected by OAuth reaches the upstream as its own connection; one not connected is refused naming the missing connection',
   async (t) => {
+    // Added before anyone was connected: the answer said why its tools could not be listed.
+    t.like(addedProblem, { cause: 'http_status', status: 401 });
+    t.regex(
+      String(addedProblem?.message),
+      /the workspace has no connection to it\. Connect the workspace in the console/,
+    );
     const landed = await connect({ agentId: alice.agentId }, upAlice.agentId);
     t.is(landed, `/console/mcp?w=${gwOwner.wid}#connected=${encodeURIComponent(`up/agent:${alice.agentId}`)}`);
     // Alice lists the upstream's tools with her token: they are seen, and wait for approval.
