@@ -177,9 +177,12 @@ export function createUpstreamAuth(deps: {
     server: McpServerRecord,
     agentId: string | undefined,
   ): Promise<{ holder: string; kind: McpCredentialKind | 'server'; record?: McpCredentialRecord } | undefined> => {
-    for (const holder of agentId ? [agentId, WORKSPACE_HOLDER] : [WORKSPACE_HOLDER])
+    // Read before every request to the upstream: the agent's and the workspace's, together.
+    const holders = agentId ? [agentId, WORKSPACE_HOLDER] : [WORKSPACE_HOLDER];
+    const found = await Promise.all(holders.map((h) => repo.holder(server.workspaceId, server.name, h)));
+    for (const [i, holder] of holders.entries())
       for (const kind of ['oauth', 'secret'] as const) {
-        const record = await current(server, holder, kind);
+        const record = found[i]!.find((c) => c.kind === kind && c.serverCreatedAt === server.createdAt);
         if (record) return { holder, kind, record };
       }
     return server.secretSealed ? { holder: WORKSPACE_HOLDER, kind: 'server' } : undefined;
@@ -308,18 +311,20 @@ export function createUpstreamAuth(deps: {
       redirectUri: string,
     ): Promise<{ authorizationUrl: string; expiresAt: string }> {
       if ('agentId' in holder) await requireAgent(server.workspaceId, holder.agentId);
+      const state = randomBytes(32).toString('base64url');
       let found;
       let client;
+      let url;
+      let verifier;
       try {
         found = await discover(server.url, fetchFn);
         client = await register(found, redirectUri, fetchFn);
+        ({ url, verifier } = await authorizationUrl(found, client, redirectUri, state));
       } catch (err) {
         throw new AppError('upstream_failure', {
           message: `The upstream MCP server ${server.name} could not be connected with OAuth: ${(err as Error).message}.`,
         });
       }
-      const state = randomBytes(32).toString('base64url');
-      const { url, verifier } = await authorizationUrl(found, client, redirectUri, state);
       const stateHash = hashOf(state);
       const expiresAt = isoAt(clock.now() + PENDING_MS);
       await store.write(async () => {

@@ -12,6 +12,10 @@ export function mcpCredentialsRepo(store: Store) {
     async get(wid: string, server: string, holder: string, kind: McpCredentialKind) {
       return t.mcpCredentials.get([wid, server, holder, kind]);
     },
+    /** One holder's credentials of one upstream server (each kind), in one read. */
+    async holder(wid: string, server: string, holder: string): Promise<McpCredentialRecord[]> {
+      return (await t.mcpCredentials.scan([wid, server, holder])).map((e) => e.value);
+    },
     /** Every credential of one upstream server, by holder then kind. */
     async of(wid: string, server: string): Promise<McpCredentialRecord[]> {
       return (await t.mcpCredentials.scan([wid, server])).map((e) => e.value);
