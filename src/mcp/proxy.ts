@@ -39,6 +39,9 @@ import type { DataLossMode } from '../settings/schema.js';
  * Rules:
  * - Owners and admins add and remove upstream servers in the console: a name, a URL, an optional
  *   static bearer secret (sealed with the master key, never shown again) and a tool allow-list.
+ * - What an upstream is sent as `Authorization` is the agent's own credential for it (an OAuth
+ *   connection or a static secret), else the workspace's, else the secret given when it was added
+ *   (upstream-auth.ts); a caller's own credential is never forwarded.
  * - A stopped agent's proxied call is refused before the upstream is contacted.
  * - Every proxied call is first an action of type `mcp.<server>.<tool>` at the gate, against the
  *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
