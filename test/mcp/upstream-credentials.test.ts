@@ -8,6 +8,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
 import { consent } from '../oauth/support.js';
 import { secretHash } from '../../src/lib/secrets.js';
+import { metrics } from '../../src/lib/metrics.js';
 
 /**
  * Issue 34: each agent's own upstream credentials. The upstream of the OAuth tests is a second
@@ -161,6 +162,19 @@ test.serial("the workspace's connection serves agents without their own; an agen
 test.serial('an expired access token is renewed before use; a refused renewal says to connect again', async (t) => {
   const before = (await gwOwner.get('/mcp-servers/up/credentials')).body.data as Array<{ expiresAt: string }>;
   clock.advance(3_600_000 + 60_000);
+  // Four requests that find the token expired at once (as a session's concurrent calls do) share
+  // one renewal: one refresh grant upstream (its authorization server runs in this process, so
+  // its grants are counted here).
+  const refreshes = async () =>
+    (await metrics.oauthGrants.get()).values
+      .filter((v) => v.labels.grant_type === 'refresh_token' && v.labels.outcome === 'issued')
+      .reduce((n, v) => n + v.value, 0);
+  const grantsBefore = await refreshes();
+  const proxy = gateway.app.services.mcpProxy;
+  const up = await proxy.server(gwOwner.wid, 'up');
+  const sent = await Promise.all([1, 2, 3, 4].map(() => proxy.credentials.provider(up, alice.agentId).token()));
+  t.is(new Set(sent).size, 1, 'one token for all four');
+  t.is(await refreshes(), grantsBefore + 1, 'renewed once');
   const a = await callTool(alice.key, 'up__authorize_action', ask);
   t.is(a.error, undefined, JSON.stringify(a.error));
   t.is(a.result!.structuredContent!.agentId, upAlice.agentId);
