@@ -28,8 +28,9 @@ export const CONTENT_SECURITY_POLICY = [
 export const SCRIPT_PATH = '/console/app.js';
 export const STYLE_PATH = '/console/app.css';
 
-// A small shield, as a data: image (img-src allows data:), so the browser asks for no /favicon.ico.
-const ICON =
+// A small shield, as a data: image (img-src allows data:), so the browser asks for no /favicon.ico;
+// the OAuth consent page shows it too.
+export const ICON =
   'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 16 16%22%3E' +
   '%3Cpath d=%22M8 1l6 2.5v4C14 11 11.5 14 8 15 4.5 14 2 11 2 7.5v-4z%22 fill=%22%232f5d8a%22/%3E%3C/svg%3E';
 

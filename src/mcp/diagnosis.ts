@@ -1,4 +1,5 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import { CREDENTIAL_PROBLEMS } from './upstream-auth.js';
 import { refusedBy } from '../lib/safe-target.js';
 
 /**
@@ -52,6 +53,10 @@ function codeOf(err: unknown): string | undefined {
 export function diagnose(err: unknown, timeoutMs: number): UpstreamProblem {
   const refused = refusedBy(err);
   if (refused) return { cause: 'refused_address', message: refused.message.replace(/^refused: /, '') };
+  // An upstream's 401 that the holder's credentials could not answer (upstream-auth.ts): its words say what to do.
+  const data = err instanceof ProtocolError ? (err.data as { type?: unknown } | undefined) : undefined;
+  if (typeof data?.type === 'string' && CREDENTIAL_PROBLEMS.has(data.type))
+    return { cause: 'http_status', status: 401, message: `it answered HTTP 401 (${(err as ProtocolError).message})` };
   if (err instanceof SdkHttpError) {
     const text = typeof err.data.text === 'string' ? err.data.text : '';
     return {

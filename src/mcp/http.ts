@@ -28,6 +28,7 @@ import { PUBLIC_CORS } from '../oauth/cors.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { limitGate } from './tool-guard.js';
 import { mcpCors } from './cors.js';
+import { credentialRoutes } from './credentials/http.js';
 
 /**
  * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
@@ -271,6 +272,8 @@ export const mcpRoutes: Plugin<{
     };
 
     const options = { auth: AGENT_KEY, plugins: { svc: { mcpChallenge: true, forwarded: true } } };
+    // Each agent's own upstream credentials (credentials/http.ts).
+    server.route(credentialRoutes({ proxy, people, guards, baseUrl, session }));
     server.route([
       { method: 'POST', path: '/mcp', options, handler: mount },
       { method: 'GET', path: '/mcp', options, handler: mount },

@@ -26,6 +26,7 @@ import { createListings } from './listings.js';
 import { createPins, type PinView } from './pins.js';
 import { mcpServersRepo } from './repo.js';
 import { requestFetch } from './upstream-fetch.js';
+import { createUpstreamAuth } from './upstream-auth.js';
 import { DeadlineError, diagnose, withDeadline, type UpstreamProblem } from './diagnosis.js';
 import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstream-sessions.js';
 import { createToolGuard, limitGate } from './tool-guard.js';
@@ -39,6 +40,9 @@ import type { LocalServers } from './local-servers.js';
  * Rules:
  * - Owners and admins add and remove upstream servers in the console: a name, a URL, an optional
  *   static bearer secret (sealed with the master key, never shown again) and a tool allow-list.
+ * - What an upstream is sent as `Authorization` is the agent's own credential for it (an OAuth
+ *   connection or a static secret), else the workspace's, else the secret given when it was added
+ *   (upstream-auth.ts); a caller's own credential is never forwarded.
  * - A stopped agent's proxied call is refused before the upstream is contacted.
  * - Every proxied call is first an action of type `mcp.<server>.<tool>` at the gate, against the
  *   agent's mandate, recorded in the ledger: allowed, it is forwarded and the upstream's result
@@ -235,35 +239,40 @@ export function createMcpProxy(deps: {
         hooks.notify!({ method: n.method, ...(n.params ? { params: n.params } : {}) });
     return client;
   };
-  /**
-   * The secret each upstream session was opened with: a client attached to the session sends the
-   * same one, unsealed once per session rather than once per call (an HKDF and a decryption).
-   */
-  const sessionSecrets = new WeakMap<Client, string | null>();
+  // What an upstream is sent as Authorization, chosen for the agent whose session it is (upstream-auth.ts).
+  const auth = createUpstreamAuth({
+    store,
+    clock,
+    masterKey,
+    ledger,
+    vettedFetch,
+    workspaceSecret: secretOf,
+    serverNow: (wid, name) => servers.get(wid, name),
+  });
+  /** A transport to the upstream, authorized as `agentId` (undefined: the workspace, as the console's look). */
   const transportOf = (
     server: McpServerRecord,
     session?: { sessionId: string; protocolVersion?: string },
-    secret: string | null = secretOf(server),
-  ) => {
-    return new StreamableHTTPClientTransport(new URL(server.url), {
+    agentId?: string,
+  ) =>
+    new StreamableHTTPClientTransport(new URL(server.url), {
       fetch: vettedFetch,
-      ...(secret ? { requestInit: { headers: { authorization: `Bearer ${secret}` } } } : {}),
+      authProvider: auth.provider(server, agentId === CONSOLE ? undefined : agentId),
       ...(session ?? {}),
     });
-  };
 
   /** A new upstream session: the handshake (initialize, or server/discover) within the deadline. */
   const open = async (
     server: McpServerRecord,
     hooks: UpstreamHooks = {},
     era: UpstreamEra = 'legacy',
+    agentId?: string,
   ): Promise<Client> => {
     // A local server is a child process speaking 2025 over stdio.
     const local = server.kind === 'local';
     const client = clientOf(hooks, local ? 'legacy' : era);
-    const secret = local ? null : secretOf(server);
     try {
-      await client.connect(local ? localOf(server) : transportOf(server, undefined, secret), {
+      await client.connect(local ? localOf(server) : transportOf(server, undefined, agentId), {
         timeout: limits.timeoutMs,
       });
     } catch (err) {
@@ -271,7 +280,6 @@ export function createMcpProxy(deps: {
       if (local) await client.close().catch(() => {});
       throw err;
     }
-    if (!local) sessionSecrets.set(client, secret);
     return client;
   };
   const localOf = (server: McpServerRecord) => {
@@ -289,16 +297,21 @@ export function createMcpProxy(deps: {
    * this client's hooks. Closing it ends no upstream session. An upstream that gave no session id
    * (a stateless one) is sent none: the empty id tells the SDK's client the handshake is done.
    */
-  const attach = async (base: Client, server: McpServerRecord, hooks: UpstreamHooks, era: UpstreamEra) => {
+  const attach = async (
+    base: Client,
+    server: McpServerRecord,
+    hooks: UpstreamHooks,
+    era: UpstreamEra,
+    agentId: string,
+  ) => {
     const client = clientOf(hooks, era);
-    const secret = sessionSecrets.has(base) ? sessionSecrets.get(base)! : secretOf(server);
     // Every client on one upstream session must number its requests apart, or the upstream would
     // route one call's answer (and cancellation) to another's: each attached client starts its
     // ids at a block of its own (the SDK's client counts from its `_requestMessageId`). A client
     // without that counter gets a session of its own instead.
     const ids = client as unknown as { _requestMessageId?: unknown };
     if (typeof ids._requestMessageId !== 'number') {
-      await client.connect(transportOf(server, undefined, secret), { timeout: limits.timeoutMs });
+      await client.connect(transportOf(server, undefined, agentId), { timeout: limits.timeoutMs });
       return client;
     }
     attachedBlocks += 1;
@@ -306,11 +319,11 @@ export function createMcpProxy(deps: {
     const version = base.getNegotiatedProtocolVersion();
     const discover = base.getDiscoverResult();
     if (discover && base.getProtocolEra() === 'modern') {
-      await client.connect(transportOf(server, undefined, secret), { prior: { kind: 'modern', discover } });
+      await client.connect(transportOf(server, undefined, agentId), { prior: { kind: 'modern', discover } });
       return client;
     }
     const sessionId = (base.transport as StreamableHTTPClientTransport | undefined)?.sessionId ?? '';
-    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }, secret));
+    await client.connect(transportOf(server, { sessionId, ...(version ? { protocolVersion: version } : {}) }, agentId));
     return client;
   };
 
@@ -353,7 +366,9 @@ export function createMcpProxy(deps: {
       if (sessions.count((k) => k.startsWith(`${plain}#`)) >= MAX_CAPABILITY_SETS) return undefined;
     }
     const name = { key, scope: '', agent: agentKey(who), server: serverKey(server) };
-    return sessions.take(name, () => open(server, caps === '' ? {} : { capabilities: capabilities! }, era));
+    return sessions.take(name, () =>
+      open(server, caps === '' ? {} : { capabilities: capabilities! }, era, who.agentId),
+    );
   };
   /** The link of an agent's requests without a caller session, in its era (and declaring `capabilities`). */
   const pooledFor = (
@@ -625,6 +640,7 @@ export function createMcpProxy(deps: {
           throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
         await servers.remove(wid, name);
         await pins.removeInWrite(wid, name);
+        await auth.removeAllInWrite(wid, name);
         await ledger.record({ workspaceId: wid, actor, kind: 'mcp.server_removed', subject: name, data: {} });
       });
     },
@@ -647,7 +663,7 @@ export function createMcpProxy(deps: {
       const link: UpstreamLink = (server) =>
         sessions.take(
           { key: `${scope}|${serverKey(server)}`, scope, agent: agentKey(who), server: serverKey(server) },
-          () => open(server, hooks()),
+          () => open(server, hooks(), 'legacy', who.agentId),
         ).client;
       link.drop = (server) => sessions.retireWhere((s) => s.scope === scope && s.server === serverKey(server));
       return {
@@ -656,6 +672,15 @@ export function createMcpProxy(deps: {
         clients: () => sessions.clients(scope),
         end: () => sessions.retireWhere((s) => s.scope === scope),
       };
+    },
+
+    /** Each agent's and the workspace's own credentials for an upstream (upstream-auth.ts). */
+    credentials: auth,
+    /** An upstream server as stored, or not_found. */
+    async server(wid: string, name: string): Promise<McpServerRecord> {
+      const found = await servers.get(wid, name);
+      if (!found) throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+      return found;
     },
 
     /** Ends every upstream session, at shutdown: each holds an event stream open to its upstream. */
@@ -838,7 +863,7 @@ export function createMcpProxy(deps: {
           const attached = async (b: Client) =>
             target.server.kind === 'local'
               ? send(b)
-              : send((client = await attach(b, target.server, relay.own ?? {}, era)));
+              : send((client = await attach(b, target.server, relay.own ?? {}, era, who.agentId)));
           try {
             const result = shared
               ? await sessions.use(shared, send)

@@ -54,3 +54,60 @@ export interface McpToolPinRecord {
   /** Calls per minute each agent may make of this tool (mcp/tool-guard.ts); absent or null: no limit of its own. */
   callsPerMinute?: number | null;
 }
+
+/**
+ * Who an upstream credential belongs to (mcp/upstream-auth.ts): one agent's, or the whole
+ * workspace's (`WORKSPACE_HOLDER`), each of one kind: a static bearer secret or an OAuth connection.
+ */
+export type McpCredentialKind = 'secret' | 'oauth';
+
+/** One holder's credential for one upstream MCP server, its secrets sealed with the master key. */
+export interface McpCredentialRecord {
+  workspaceId: string;
+  server: string;
+  /** The server record's createdAt: a server removed and added again starts with no credentials. */
+  serverCreatedAt: string;
+  /** An agent id, or '*workspace' for the workspace's own. */
+  holder: string;
+  kind: McpCredentialKind;
+  /** kind 'secret': the bearer secret, sealed. */
+  secretSealed?: string;
+  /** kind 'oauth': the tokens and what refreshing them needs. */
+  oauth?: {
+    accessSealed: string;
+    refreshSealed: string | null;
+    /** When the access token expires (ISO); null: the authorization server did not say. */
+    expiresAt: string | null;
+    scope: string | null;
+    /** The authorization server's metadata, as discovered (endpoints only matter; nothing secret). */
+    issuer: string;
+    metadata: Record<string, unknown>;
+    clientId: string;
+    clientSecretSealed: string | null;
+    /** The resource indicator the tokens were asked for (the upstream's, from its metadata). */
+    resource: string | null;
+  };
+  setBy: string;
+  setAt: string;
+  /** When the tokens were last renewed (ISO), if ever. */
+  refreshedAt?: string;
+}
+
+/** An OAuth connection under way: what the callback needs, keyed by the state's hash, for a few minutes. */
+export interface McpOAuthPendingRecord {
+  workspaceId: string;
+  server: string;
+  serverCreatedAt: string;
+  holder: string;
+  /** The person who started it: only they may finish it. */
+  userId: string;
+  actor: string;
+  verifierSealed: string;
+  redirectUri: string;
+  issuer: string;
+  metadata: Record<string, unknown>;
+  clientId: string;
+  clientSecretSealed: string | null;
+  resource: string | null;
+  expiresAt: string;
+}

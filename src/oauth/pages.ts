@@ -1,5 +1,5 @@
 import { escapeHtml } from '../lib/html.js';
-import { STYLE_PATH } from '../console/pages.js';
+import { ICON, STYLE_PATH } from '../console/pages.js';
 
 /**
  * The OAuth pages a person sees (SPEC.md 4.5): the consent screen and the error page shown
@@ -24,6 +24,7 @@ const page = (title: string, content: string) => `<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="${ICON}">
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="${STYLE_PATH}">
 </head>

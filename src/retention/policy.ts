@@ -39,6 +39,8 @@ export function retentionJobs(options: { retentionDays: number }): SweepJob[] {
     // Access tokens after their hour, refresh tokens (used or not) after their 30 days.
     sweepJob({ table: 'oauthTokens', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
     sweepJob({ table: 'oauthConsentsUsed', expired: (e, now) => past(e.value, WINDOW_MARGIN_MS, now) }),
+    // Upstream OAuth connections started and never finished (their callback refuses them once expired).
+    sweepJob({ table: 'mcpOAuthPending', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
     sweepJob({ table: 'hookOnce', expired: (e, now) => e.value + WINDOW_MARGIN_MS <= now }),
     sweepJob({ table: 'chatButtons', expired: (e, now) => past(e.value.expiresAt, BUTTON_GRACE_MS, now) }),
     sweepJob({

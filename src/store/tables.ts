@@ -24,7 +24,7 @@ import type { KeyRecord } from '../keys/records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
 import type { CheckpointRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
 import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
-import type { McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
+import type { McpCredentialRecord, McpOAuthPendingRecord, McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
 import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from '../oauth/records.js';
 import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from '../people/records.js';
 import type { PlanRecord } from '../plans/records.js';
@@ -124,6 +124,10 @@ export const tableSpec = {
   mcpServers: table<McpServerRecord>(),
   /** [wid, server name, upstream tool name] -> the tool's pin */
   mcpToolPins: table<McpToolPinRecord>(),
+  /** [wid, server name, holder (agent id or '*workspace'), kind] -> an upstream credential (secrets sealed) */
+  mcpCredentials: table<McpCredentialRecord>(),
+  /** SHA-256 (hex) of an upstream OAuth connection's state -> the connection under way (kept minutes) */
+  mcpOAuthPending: table<McpOAuthPendingRecord>(),
   /** [wid, kind] -> inbound integration secrets */
   integrations: table<IntegrationRecord>(),
   /** [wid, provider, cardId] -> card mapping */

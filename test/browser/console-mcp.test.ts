@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { addPerson, SERVER_ENV } from '../approvals/support.js';
+import { addPerson, makeBot, SERVER_ENV } from '../approvals/support.js';
 import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { listenLoopback } from '../helpers/loopback-http.js';
@@ -17,7 +17,10 @@ import { ROOT, stopAndClean } from '../helpers/process.js';
  * approves it with the button; the API then serves it again. At desktop and phone widths, with
  * the Approve button inside the viewport, screenshots in test/artifacts/console-mcp-*.png, and
  * no CSP violation or page error. A local server (the config file's) shows no address nor
- * command, and its button disables and enables it. A member is not offered the section.
+ * command, and its button disables and enables it.
+ * A server's credentials are listed on its card: an agent's own
+ * secret removed there, and an agent connected from it through the upstream's consent page (the
+ * server's own /mcp as an OAuth-protected upstream). A member is not offered the section.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test', 'artifacts');
@@ -169,3 +172,43 @@ test.serial('a member is not offered the section', async (t) => {
     'Failed to load resource: the server responded with a status of 403 (Forbidden)',
   ]);
 });
+
+test.serial(
+  "a server's card lists its credentials: a secret removed, an agent connected through the upstream's consent page",
+  async (t) => {
+    const before = problems.length;
+    const bot = await makeBot(owner, 'reader-bot', [{ actions: ['mcp.*'], domains: ['*'] }]);
+    // The server's own /mcp is an upstream that asks for OAuth (its RFC 9728 metadata).
+    expectStatus(await owner.send('POST', '/mcp-servers', { name: 'self', url: `${server.url}/mcp` }), 201, 'self');
+    expectStatus(
+      await owner.send('PUT', `/mcp-servers/files/credentials/agents/${bot.agentId}`, { secret: 'reader-secret' }),
+      200,
+      'secret',
+    );
+    const page = await open(owner, 1280, 800);
+    await page.goto(`${server.url}/console/mcp?w=${owner.wid}`);
+    const secret = page.locator('section.mcp-server[data-server="files"] li.mcp-credential[data-kind="secret"]');
+    await secret.waitFor();
+    t.regex((await secret.textContent()) ?? '', /reader-bot .*: own static secret by user:/);
+    t.false(((await page.content()) ?? '').includes('reader-secret'), 'the secret is never shown');
+    await secret.getByRole('button', { name: 'Remove secret' }).click();
+    await secret.waitFor({ state: 'detached' });
+    t.deepEqual((await owner.get('/mcp-servers/files/credentials')).body.data, []);
+
+    const card = page.locator('section.mcp-server[data-server="self"]');
+    await card.getByLabel('Agent to connect to self').selectOption(bot.agentId);
+    await card.getByRole('button', { name: 'Connect an agent' }).click();
+    await page.waitForURL(/\/oauth\/authorize\?/);
+    await page.locator('#allow').click();
+    await page.waitForURL(/\/console\/mcp\?/);
+    const connected = page.locator('section.mcp-server[data-server="self"] li.mcp-credential[data-kind="oauth"]');
+    await connected.waitFor();
+    t.regex((await connected.textContent()) ?? '', /reader-bot .*: connected by user:.*token expires/);
+    t.is(await page.locator('#status').textContent(), `Connected self/agent:${bot.agentId}.`);
+    await connected.getByRole('button', { name: 'Disconnect' }).click();
+    await connected.waitFor({ state: 'detached' });
+    await page.context().close();
+    await owner.send('DELETE', '/mcp-servers/self');
+    t.deepEqual(problems.slice(before), [], 'no page error and no CSP violation');
+  },
+);

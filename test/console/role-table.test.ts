@@ -439,6 +439,31 @@ const rows: Row[] = [
     expect: reach(...MANAGERS),
     call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/tools/echo/approve', { hash: '0'.repeat(64) }),
   },
+  {
+    route: 'GET /api/w/{wid}/mcp-servers/{name}/credentials',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'GET', '/mcp-servers/nothing-here/credentials'),
+  },
+  {
+    route: 'PUT /api/w/{wid}/mcp-servers/{name}/credentials/agents/{agentId}',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'PUT', `/mcp-servers/nothing-here/credentials/agents/${nothing('agt')}`, { secret: 's' }),
+  },
+  {
+    route: 'DELETE /api/w/{wid}/mcp-servers/{name}/credentials/agents/{agentId}',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'DELETE', `/mcp-servers/nothing-here/credentials/agents/${nothing('agt')}`),
+  },
+  {
+    route: 'POST /api/w/{wid}/mcp-servers/{name}/connect',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/connect', { for: { workspace: true } }),
+  },
+  {
+    route: 'POST /api/w/{wid}/mcp-servers/{name}/disconnect',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/disconnect', { for: { workspace: true } }),
+  },
   { route: 'GET /api/w/{wid}/plan', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/plan') },
   // Integrations, cards, code host
   {

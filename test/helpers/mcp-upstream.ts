@@ -14,7 +14,8 @@ import { answerWith, isModernRequest } from '../../src/mcp/modern.js';
 /**
  * An upstream MCP server for the proxy's tests: outside the product, so a real HTTP server on
  * 127.0.0.1 built with the SDK. Tools `echo` and `add` (and `secret_tool`, to test allow-lists);
- * it requires `Authorization: Bearer <secret>` when given one, and counts the tool calls it runs.
+ * it requires `Authorization: Bearer <secret>` when given one (or any of `secrets`), keeps the
+ * Authorization header of every HTTP request it receives (`authorizations`), and counts the tool calls it runs.
  * With `faults`, two more tools: `hold` answers only once `release()` is called, and `hang_up`
  * closes the connection without an answer (a transport failure, as a crashed upstream gives).
  * One prompt, `greet`. `change()` rewrites a tool's description or schema from then on (a "rug
@@ -28,6 +29,8 @@ export interface McpUpstream {
   url: string;
   calls: Array<{ name: string; args: unknown }>;
   requests: Array<{ method: string; traceparent: string | undefined }>;
+  /** The Authorization header of each HTTP request received, refused ones included (undefined: none). */
+  authorizations: Array<string | undefined>;
   /** From now on the tool `name` lists with these fields changed (description, schemas, annotations). */
   change(name: string, fields: Record<string, unknown>): void;
   /** When set, the answer of a 2025 tool call it returns (undefined: the tool's own answer). */
@@ -75,10 +78,12 @@ function answer(name: string, args: Record<string, unknown>) {
 }
 
 export async function startMcpUpstream(
-  options: { secret?: string; faults?: boolean; modern?: boolean } = {},
+  options: { secret?: string; secrets?: string[]; faults?: boolean; modern?: boolean } = {},
 ): Promise<McpUpstream> {
   const calls: McpUpstream['calls'] = [];
   const requests: McpUpstream['requests'] = [];
+  const authorizations: McpUpstream['authorizations'] = [];
+  const accepted = [...(options.secret ? [options.secret] : []), ...(options.secrets ?? [])].map((x) => `Bearer ${x}`);
   const state = { down: false };
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
@@ -106,7 +111,8 @@ export async function startMcpUpstream(
       res.writeHead(503).end();
       return;
     }
-    if (options.secret && req.headers.authorization !== `Bearer ${options.secret}`) {
+    authorizations.push(req.headers.authorization);
+    if (accepted.length > 0 && !accepted.includes(req.headers.authorization ?? '')) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
     }
@@ -181,6 +187,7 @@ export async function startMcpUpstream(
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     requests,
+    authorizations,
     get down() {
       return state.down;
     },

@@ -109,6 +109,27 @@ async function seed(app: App): Promise<void> {
     await t.oauthTokens.put('live-refresh', { ...token('refresh', T0 + 10 * DAY), usedAt: iso(T0 - DAY) });
     await t.oauthConsentsUsed.put('old', iso(T0 - 6 * MIN));
     await t.oauthConsentsUsed.put('live', iso(T0 + 5 * MIN));
+    // Upstream OAuth connections started in the console and never finished.
+    for (const [state, expiresAt] of [
+      ['old', T0 - 6 * MIN],
+      ['live', T0 + 5 * MIN],
+    ] as const)
+      await t.mcpOAuthPending.put(state, {
+        workspaceId: 'ws_a',
+        server: 'up',
+        serverCreatedAt: iso(T0 - HOUR),
+        holder: 'agt_a',
+        userId: 'usr_a',
+        actor: 'user:usr_a',
+        verifierSealed: 'sealed',
+        redirectUri: 'http://127.0.0.1/api/mcp-oauth/callback',
+        issuer: 'https://as.example',
+        metadata: {},
+        clientId: 'c',
+        clientSecretSealed: null,
+        resource: null,
+        expiresAt: iso(expiresAt),
+      });
     // Single-use identifiers (integrations/once.ts).
     await t.hookOnce.put(['slack', 'old'], T0 - 6 * MIN);
     await t.hookOnce.put(['slack', 'live'], T0 + MIN);
@@ -158,6 +179,7 @@ async function held(app: App): Promise<Record<string, string[]>> {
     'oauthCodes',
     'oauthTokens',
     'oauthConsentsUsed',
+    'mcpOAuthPending',
     'hookOnce',
     'chatButtons',
     'sessions',
@@ -191,6 +213,7 @@ test('a run sweeps each record past its window and keeps every record inside it'
           oauthCodes: ['live', 'old'],
           oauthTokens: ['live-access', 'live-refresh', 'old-access', 'old-refresh'],
           oauthConsentsUsed: ['live', 'old'],
+          mcpOAuthPending: ['live', 'old'],
           hookOnce: ['slack/live', 'slack/old'],
           chatButtons: ['live', 'old'],
           sessions: ['live', 'old'],
@@ -204,12 +227,13 @@ test('a run sweeps each record past its window and keeps every record inside it'
         });
 
         const report = await app.services.sweeper.run();
-        t.is(report.removed, 15);
+        t.is(report.removed, 16);
         t.deepEqual(await held(app), {
           idempotency: ['ws_a/agt_a/live'],
           oauthCodes: ['live'],
           oauthTokens: ['live-access', 'live-refresh'],
           oauthConsentsUsed: ['live'],
+          mcpOAuthPending: ['live'],
           hookOnce: ['slack/live'],
           chatButtons: ['live'],
           sessions: ['live'],
@@ -227,7 +251,7 @@ test('a run sweeps each record past its window and keeps every record inside it'
 
         // Once the clock passes every window, the rest goes too; a pending delivery never does.
         clock.set(T0 + 100 * DAY);
-        t.is((await app.services.sweeper.run()).removed, 14);
+        t.is((await app.services.sweeper.run()).removed, 15);
         const after = await held(app);
         t.deepEqual(after.deliveries, ['ws_a/whk_a/old_pending']);
         t.true(

@@ -6,13 +6,17 @@
  * (lines only in the approved state marked -, only in the current one +), and an Approve button
  * that approves exactly the state shown (its hash). A server is enabled or disabled there; a local
  * server (kind local, from the configuration file) shows no address.
+ * Below, the server's credentials
+ * (GET /mcp-servers/{name}/credentials): each agent's or the workspace's OAuth connection or static
+ * secret, who set it, when it expires; a connection is started for the workspace or a chosen agent
+ * (POST …/connect, then the browser goes to the authorization address) and removed (…/disconnect).
  * Browser JavaScript kept as text (String.raw: no backtick and no dollar-brace inside); it runs
  * inside the one function of script/index.ts, beside the other parts.
  */
 export const SECTION_MCP = String.raw`
   function section_mcp() {
     var base = '/api/w/' + encodeURIComponent(body.dataset.workspace);
-    var state = { pending: 0 };
+    var state = { pending: 0, agents: [] };
 
     function textOf(s) {
       if (!s) return [];
@@ -111,7 +115,66 @@ export const SECTION_MCP = String.raw`
       return button;
     }
 
-    function serverCard(server, answer, failed) {
+    /** One call that changes credentials, then the section again; the failure shown in 'error'. */
+    async function credentialCall(buttons, error, method, path, payload, done) {
+      setBusy(buttons, true);
+      state.pending += 1;
+      try {
+        var answer = await api(method, path, payload);
+        state.pending -= 1;
+        if (done) done(answer);
+        else await load();
+      } catch (err) {
+        state.pending -= 1;
+        if (err.status === 401) { window.location.assign('/login'); return; }
+        showNotice(error, err.message);
+        setBusy(buttons, false);
+      }
+    }
+
+    function agentName(id) {
+      var found = state.agents.filter(function (a) { return a.id === id; })[0];
+      return found ? found.name + ' (' + id + ')' : id;
+    }
+
+    /** The server's credentials, and the buttons that connect the workspace or an agent. */
+    function credentialsBlock(server, creds) {
+      var path = base + '/mcp-servers/' + encodeURIComponent(server.name);
+      var error = el('p', { class: 'notice notice-error', role: 'alert', hidden: true });
+      var go = function (answer) { window.location.assign(answer.authorizationUrl); };
+      var items = (creds ? creds.data : []).map(function (c) {
+        var who = c.holder.workspace ? 'Workspace' : agentName(c.holder.agentId);
+        var what = c.kind === 'oauth' ? 'connected' : 'own static secret';
+        var remove = el('button', { type: 'button', class: 'button', text: c.kind === 'oauth' ? 'Disconnect' : 'Remove secret' });
+        remove.addEventListener('click', function () {
+          if (c.kind === 'oauth') credentialCall([remove], error, 'POST', path + '/disconnect', { for: c.holder });
+          else credentialCall([remove], error, 'DELETE', path + '/credentials/agents/' + encodeURIComponent(c.holder.agentId));
+        });
+        return el('li', { class: 'mcp-credential', data: { kind: c.kind } },
+          el('strong', { text: who }), ': ' + what + ' by ' + c.setBy + ', ', time(c.setAt),
+          c.kind === 'oauth' && c.expiresAt ? ['; token expires ', time(c.expiresAt)] : [], '. ', remove);
+      });
+      var forWorkspace = el('button', { type: 'button', class: 'button', text: 'Connect for the workspace' });
+      var pick = el('select', { 'aria-label': 'Agent to connect to ' + server.name },
+        state.agents.map(function (a) { return el('option', { value: a.id, text: a.name }); }));
+      var forAgent = el('button', { type: 'button', class: 'button', text: 'Connect an agent' });
+      forWorkspace.addEventListener('click', function () {
+        credentialCall([forWorkspace, forAgent], error, 'POST', path + '/connect', { for: { workspace: true } }, go);
+      });
+      forAgent.addEventListener('click', function () {
+        if (!pick.value) return;
+        credentialCall([forWorkspace, forAgent], error, 'POST', path + '/connect', { for: { agentId: pick.value } }, go);
+      });
+      return el('div', { class: 'mcp-credentials' },
+        el('h4', { text: 'Credentials' }),
+        items.length === 0
+          ? el('p', { class: 'muted', text: server.hasSecret ? 'The workspace secret only.' : 'None: the upstream is called without a credential.' })
+          : el('ul', {}, items),
+        error,
+        el('div', { class: 'mcp-connect' }, forWorkspace, ' ', pick, ' ', forAgent));
+    }
+
+    function serverCard(server, answer, failed, creds) {
       var tools = answer ? answer.data : [];
       var waiting = tools.filter(function (x) { return x.status !== 'approved'; }).length;
       // A local server (the config file's) has no address to show, and its command is never shown.
@@ -128,6 +191,7 @@ export const SECTION_MCP = String.raw`
         .slice()
         .sort(function (a, b) { return (a.status === 'approved') - (b.status === 'approved') || (a.tool < b.tool ? -1 : 1); })
         .map(function (tool) { return toolItem(server, tool); })));
+      append(card, credentialsBlock(server, creds));
       return card;
     }
 
@@ -138,12 +202,17 @@ export const SECTION_MCP = String.raw`
         var answers = await Promise.allSettled(servers.map(function (s) {
           return api('GET', base + '/mcp-servers/' + encodeURIComponent(s.name) + '/tools');
         }));
+        var creds = await Promise.allSettled(servers.map(function (s) {
+          return api('GET', base + '/mcp-servers/' + encodeURIComponent(s.name) + '/credentials');
+        }));
+        state.agents = servers.length === 0 ? [] : await listAll(base + '/agents').catch(function () { return []; });
         $('#mcp-count').textContent = String(servers.length);
         replace($('#mcp-body'), servers.length === 0
           ? el('p', { class: 'muted', text: 'No upstream MCP server in this workspace.' })
           : servers.map(function (s, i) {
             var r = answers[i];
-            return serverCard(s, r.status === 'fulfilled' ? r.value : null, r.status === 'rejected' ? r.reason.message : null);
+            return serverCard(s, r.status === 'fulfilled' ? r.value : null, r.status === 'rejected' ? r.reason.message : null,
+              creds[i].status === 'fulfilled' ? creds[i].value : null);
           }));
         showNotice($('#error'), '');
         $('#updated').textContent = 'Updated ' + clock(new Date());
@@ -155,6 +224,9 @@ export const SECTION_MCP = String.raw`
       }
     }
 
+    // Back from an upstream's authorization server: say which connection was made.
+    var connected = new URLSearchParams(window.location.hash.slice(1)).get('connected');
+    if (connected) $('#status').textContent = 'Connected ' + connected + '.';
     keepFresh(load, function () { return state.pending > 0; });
   }
 
