@@ -699,7 +699,9 @@ export const settingsSchema = Joi.object<Settings>({
           priceMicrosPerMTokCacheWrite1h: Joi.number()
             .integer()
             .min(0)
-            .description('prompt tokens written to the vendor prompt cache for one hour; unset: 2 x priceMicrosPerMTokIn'),
+            .description(
+              'prompt tokens written to the vendor prompt cache for one hour; unset: 2 x priceMicrosPerMTokIn',
+            ),
           quality: Joi.number().integer().min(0).default(1),
           latency: Joi.number().integer().min(0).default(1),
           jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),

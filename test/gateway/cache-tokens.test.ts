@@ -26,6 +26,9 @@ import { startGateway, user, type Gateway } from './support.js';
  */
 const TEN = 'one two three four five six seven eight nine ten';
 const ISSUE: CacheUsage = { write: 5_000, read: 20_000 };
+/** The issue's call as an OpenAI client reads its usage, and as it is recorded. */
+const ISSUE_OPENAI_USAGE = { prompt_tokens: 25_010, prompt_tokens_details: { cached_tokens: 20_000 } };
+const ISSUE_RECORD = { inputTokens: 25_010, cacheReadTokens: 20_000, cacheWriteTokens: 5_000, costMicros: 24_930 };
 
 const SONNET = {
   priceMicrosPerMTokIn: 3_000_000,
@@ -34,7 +37,11 @@ const SONNET = {
   priceMicrosPerMTokCacheWrite: 3_750_000,
   priceMicrosPerMTokCacheWrite1h: 6_000_000,
 };
-const GPT4O = { priceMicrosPerMTokIn: 2_500_000, priceMicrosPerMTokOut: 10_000_000, priceMicrosPerMTokCacheRead: 1_250_000 };
+const GPT4O = {
+  priceMicrosPerMTokIn: 2_500_000,
+  priceMicrosPerMTokOut: 10_000_000,
+  priceMicrosPerMTokCacheRead: 1_250_000,
+};
 const model = (id: string, provider: string, upstreamModel: string, prices: object) => ({
   id,
   provider,
@@ -112,7 +119,13 @@ async function teamKey(limits?: Record<string, number>) {
   const key = expectStatus(
     await call(gw.server.url, 'POST', '/v1/admin/keys', {
       headers: bearer(admin),
-      json: { scope: 'inference', defaultTaskClass: 'general', principal: 'alice', team, ...(limits ? { limits } : {}) },
+      json: {
+        scope: 'inference',
+        defaultTaskClass: 'general',
+        principal: 'alice',
+        team,
+        ...(limits ? { limits } : {}),
+      },
     }),
     201,
     'key',
@@ -170,6 +183,38 @@ const messages = (key: string, body: Record<string, unknown>): Promise<Reply> =>
     json: { messages: user(TEN), max_tokens: 10, ...body },
   });
 
+/** A stream to an OpenAI client with its usage asked: the usage chunk's, and the call's settled record. */
+async function openaiStream(key: string, model: string) {
+  const { data, response } = await gw
+    .openai(key)
+    .chat.completions.create({
+      model,
+      messages: user(TEN),
+      max_tokens: 10,
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    .withResponse();
+  let usage: object = {};
+  for await (const chunk of data) usage = chunk.usage ?? usage;
+  return { usage, record: await settledRecord(response.headers.get('x-svc-call-id')!) };
+}
+
+/** A stream to an Anthropic client: the usage of its message_start and message_delta, and the settled record. */
+async function anthropicStream(key: string, model: string) {
+  const { data, response } = await gw
+    .anthropic(key)
+    .messages.create({ model, messages: user(TEN), max_tokens: 10, stream: true })
+    .withResponse();
+  let start: object = {};
+  let end: object = {};
+  for await (const event of data) {
+    if (event.type === 'message_start') start = event.message.usage;
+    if (event.type === 'message_delta') end = event.usage;
+  }
+  return { start, end, record: await settledRecord(response.headers.get('x-svc-call-id')!) };
+}
+
 test.serial(
   "Anthropic: the issue's answer costs 24,930 micros, recorded, spent against the budget and reported",
   async (t) => {
@@ -204,55 +249,37 @@ test.serial(
   },
 );
 
-test.serial('Anthropic to an OpenAI client, whole and streamed: prompt_tokens counts the cache, cached_tokens its reads', async (t) => {
-  const { team, key, budget } = await teamKey();
-  vendor.fault('sonnet-up', { kind: 'cache', usage: ISSUE }, 2);
-  const whole = await chat(key, { model: 'sonnet' });
-  t.is(whole.status, 200, whole.text);
-  t.is(whole.headers['x-svc-cost-micros'], '24930');
-  t.like(whole.body.usage, {
-    prompt_tokens: 25_010,
-    completion_tokens: 10,
-    total_tokens: 25_020,
-    prompt_tokens_details: { cached_tokens: 20_000 },
-  });
+test.serial(
+  'Anthropic to an OpenAI client, whole and streamed: prompt_tokens counts the cache, cached_tokens its reads',
+  async (t) => {
+    const { team, key, budget } = await teamKey();
+    vendor.fault('sonnet-up', { kind: 'cache', usage: ISSUE }, 2);
+    const whole = await chat(key, { model: 'sonnet' });
+    t.is(whole.status, 200, whole.text);
+    t.is(whole.headers['x-svc-cost-micros'], '24930');
+    t.like(whole.body.usage, {
+      prompt_tokens: 25_010,
+      completion_tokens: 10,
+      total_tokens: 25_020,
+      prompt_tokens_details: { cached_tokens: 20_000 },
+    });
 
-  const { data, response } = await gw
-    .openai(key)
-    .chat.completions.create({
-      model: 'sonnet',
-      messages: user(TEN),
-      max_tokens: 10,
-      stream: true,
-      stream_options: { include_usage: true },
-    })
-    .withResponse();
-  let usage: unknown = null;
-  for await (const chunk of data) usage = chunk.usage ?? usage;
-  t.like(usage as object, { prompt_tokens: 25_010, prompt_tokens_details: { cached_tokens: 20_000 } });
-  t.like(await settledRecord(response.headers.get('x-svc-call-id')!), {
-    inputTokens: 25_010,
-    cacheReadTokens: 20_000,
-    cacheWriteTokens: 5_000,
-    costMicros: 24_930,
-  });
-  t.is(await spentOf(budget), 2 * 24_930);
-  t.like(await teamUsage(team), { calls: 2, inputTokens: 50_020, costMicros: 49_860 });
-});
+    const streamed = await openaiStream(key, 'sonnet');
+    t.like(streamed.usage, ISSUE_OPENAI_USAGE);
+    t.like(streamed.record, ISSUE_RECORD);
+    t.is(await spentOf(budget), 2 * 24_930);
+    t.like(await teamUsage(team), { calls: 2, inputTokens: 50_020, costMicros: 49_860 });
+  },
+);
 
 test.serial("Anthropic, streamed as is: one-hour cache writes are priced at the model's one-hour price", async (t) => {
   const { key, budget } = await teamKey();
   vendor.fault('sonnet-up', { kind: 'cache', usage: { write: 5_000, write1h: 2_000, read: 20_000 } });
-  const { data, response } = await gw
-    .anthropic(key)
-    .messages.create({ model: 'sonnet', messages: user(TEN), max_tokens: 10, stream: true })
-    .withResponse();
-  let start: Record<string, unknown> = {};
-  for await (const event of data) if (event.type === 'message_start') start = event.message.usage as never;
-  t.like(start, { input_tokens: 10, cache_read_input_tokens: 20_000, cache_creation_input_tokens: 5_000 });
+  const streamed = await anthropicStream(key, 'sonnet');
+  t.like(streamed.start, { input_tokens: 10, cache_read_input_tokens: 20_000, cache_creation_input_tokens: 5_000 });
   // 3,000 five-minute writes at $3.75 and 2,000 one-hour writes at $6: 11,250 + 12,000; with the
   // reads (6,000), input (30) and output (150): 29,430.
-  t.like(await settledRecord(response.headers.get('x-svc-call-id')!), {
+  t.like(streamed.record, {
     inputTokens: 25_010,
     cacheWriteTokens: 5_000,
     cacheWrite1hTokens: 2_000,
@@ -274,49 +301,47 @@ test.serial(
   },
 );
 
-test.serial('OpenAI: cached and reasoning tokens priced, and named as Anthropic names them for its clients', async (t) => {
-  const { team, key } = await teamKey();
-  const usage = { read: 20_000, reasoning: 50 };
-  vendor.fault('gpt-up', { kind: 'cache', usage }, 2);
-  // 10 uncached at $2.50 (25) + 20,000 cached at $1.25 (25,000) + 60 out at $10 (600).
-  const whole = await chat(key, { model: 'gpt' });
-  t.is(whole.status, 200, whole.text);
-  t.is(whole.headers['x-svc-cost-micros'], '25625');
-  t.like(whole.body.usage, {
-    prompt_tokens: 20_010,
-    completion_tokens: 60,
-    prompt_tokens_details: { cached_tokens: 20_000 },
-    completion_tokens_details: { reasoning_tokens: 50 },
-  });
-  const anthropic = await messages(key, { model: 'gpt' });
-  t.is(anthropic.status, 200, anthropic.text);
-  t.is(anthropic.headers['x-svc-cost-micros'], '25625');
-  t.like(anthropic.body.usage, {
-    input_tokens: 10,
-    output_tokens: 60,
-    cache_read_input_tokens: 20_000,
-    cache_creation_input_tokens: 0,
-  });
-  t.like(await recordOf(String(anthropic.headers['x-svc-call-id'])), {
-    inputTokens: 20_010,
-    outputTokens: 60,
-    cacheReadTokens: 20_000,
-    reasoningTokens: 50,
-  });
-  t.like(await teamUsage(team), { calls: 2, cacheReadTokens: 40_000, reasoningTokens: 100, costMicros: 51_250 });
-});
+test.serial(
+  'OpenAI: cached and reasoning tokens priced, and named as Anthropic names them for its clients',
+  async (t) => {
+    const { team, key } = await teamKey();
+    const usage = { read: 20_000, reasoning: 50 };
+    vendor.fault('gpt-up', { kind: 'cache', usage }, 2);
+    // 10 uncached at $2.50 (25) + 20,000 cached at $1.25 (25,000) + 60 out at $10 (600).
+    const whole = await chat(key, { model: 'gpt' });
+    t.is(whole.status, 200, whole.text);
+    t.is(whole.headers['x-svc-cost-micros'], '25625');
+    t.like(whole.body.usage, {
+      prompt_tokens: 20_010,
+      completion_tokens: 60,
+      prompt_tokens_details: { cached_tokens: 20_000 },
+      completion_tokens_details: { reasoning_tokens: 50 },
+    });
+    const anthropic = await messages(key, { model: 'gpt' });
+    t.is(anthropic.status, 200, anthropic.text);
+    t.is(anthropic.headers['x-svc-cost-micros'], '25625');
+    t.like(anthropic.body.usage, {
+      input_tokens: 10,
+      output_tokens: 60,
+      cache_read_input_tokens: 20_000,
+      cache_creation_input_tokens: 0,
+    });
+    t.like(await recordOf(String(anthropic.headers['x-svc-call-id'])), {
+      inputTokens: 20_010,
+      outputTokens: 60,
+      cacheReadTokens: 20_000,
+      reasoningTokens: 50,
+    });
+    t.like(await teamUsage(team), { calls: 2, cacheReadTokens: 40_000, reasoningTokens: 100, costMicros: 51_250 });
+  },
+);
 
 test.serial('Azure OpenAI: cached tokens priced, streamed to an Anthropic client', async (t) => {
   const { key, budget } = await teamKey();
   azure.fault('azure-up', { kind: 'cache', usage: { read: 20_000, reasoning: 50 } });
-  const { data, response } = await gw
-    .anthropic(key)
-    .messages.create({ model: 'azure-gpt', messages: user(TEN), max_tokens: 10, stream: true })
-    .withResponse();
-  let end: Record<string, unknown> = {};
-  for await (const event of data) if (event.type === 'message_delta') end = event.usage as never;
-  t.like(end, { input_tokens: 10, output_tokens: 60, cache_read_input_tokens: 20_000 });
-  t.like(await settledRecord(response.headers.get('x-svc-call-id')!), {
+  const streamed = await anthropicStream(key, 'azure-gpt');
+  t.like(streamed.end, { input_tokens: 10, output_tokens: 60, cache_read_input_tokens: 20_000 });
+  t.like(streamed.record, {
     inputTokens: 20_010,
     cacheReadTokens: 20_000,
     reasoningTokens: 50,
@@ -347,46 +372,28 @@ test.serial('Gemini: cachedContentTokenCount and thoughtsTokenCount priced and s
   t.is(await spentOf(budget), 3_613);
 
   gemini.fault('gemini-up', { kind: 'cache', usage: { read: 20_000, reasoning: 100 } });
-  const { data, response } = await gw
-    .anthropic(key)
-    .messages.create({ model: 'gemini-pro', messages: user(TEN), max_tokens: 10, stream: true })
-    .withResponse();
-  let end: Record<string, unknown> = {};
-  for await (const event of data) if (event.type === 'message_delta') end = event.usage as never;
-  t.like(end, { input_tokens: 10, cache_read_input_tokens: 20_000 });
-  t.like(await settledRecord(response.headers.get('x-svc-call-id')!), { costMicros: 3_613 });
+  const streamed = await anthropicStream(key, 'gemini-pro');
+  t.like(streamed.end, { input_tokens: 10, cache_read_input_tokens: 20_000 });
+  t.like(streamed.record, { costMicros: 3_613 });
 });
 
-test.serial("Bedrock: cacheReadInputTokens and cacheWriteInputTokens, whole and streamed, at the issue's price", async (t) => {
-  const { team, key, budget } = await teamKey();
-  bedrock.fault('bedrock-up', { kind: 'cache', usage: ISSUE }, 2);
-  const whole = await messages(key, { model: 'bedrock-sonnet' });
-  t.is(whole.status, 200, whole.text);
-  t.is(whole.headers['x-svc-cost-micros'], '24930');
-  t.like(whole.body.usage, { input_tokens: 10, cache_read_input_tokens: 20_000, cache_creation_input_tokens: 5_000 });
+test.serial(
+  "Bedrock: cacheReadInputTokens and cacheWriteInputTokens, whole and streamed, at the issue's price",
+  async (t) => {
+    const { team, key, budget } = await teamKey();
+    bedrock.fault('bedrock-up', { kind: 'cache', usage: ISSUE }, 2);
+    const whole = await messages(key, { model: 'bedrock-sonnet' });
+    t.is(whole.status, 200, whole.text);
+    t.is(whole.headers['x-svc-cost-micros'], '24930');
+    t.like(whole.body.usage, { input_tokens: 10, cache_read_input_tokens: 20_000, cache_creation_input_tokens: 5_000 });
 
-  const { data, response } = await gw
-    .openai(key)
-    .chat.completions.create({
-      model: 'bedrock-sonnet',
-      messages: user(TEN),
-      max_tokens: 10,
-      stream: true,
-      stream_options: { include_usage: true },
-    })
-    .withResponse();
-  let usage: unknown = null;
-  for await (const chunk of data) usage = chunk.usage ?? usage;
-  t.like(usage as object, { prompt_tokens: 25_010, prompt_tokens_details: { cached_tokens: 20_000 } });
-  t.like(await settledRecord(response.headers.get('x-svc-call-id')!), {
-    inputTokens: 25_010,
-    cacheReadTokens: 20_000,
-    cacheWriteTokens: 5_000,
-    costMicros: 24_930,
-  });
-  t.is(await spentOf(budget), 2 * 24_930);
-  t.like(await teamUsage(team), { calls: 2, cacheWriteTokens: 10_000, costMicros: 49_860 });
-});
+    const streamed = await openaiStream(key, 'bedrock-sonnet');
+    t.like(streamed.usage, ISSUE_OPENAI_USAGE);
+    t.like(streamed.record, ISSUE_RECORD);
+    t.is(await spentOf(budget), 2 * 24_930);
+    t.like(await teamUsage(team), { calls: 2, cacheWriteTokens: 10_000, costMicros: 49_860 });
+  },
+);
 
 test.serial('Responses clients see the cache in input_tokens_details; the call costs the same', async (t) => {
   const { key } = await teamKey();
@@ -410,4 +417,21 @@ test.serial("tokens per minute count the cache's tokens", async (t) => {
   const refused = await messages(key, { model: 'sonnet' });
   t.is(refused.status, 429, refused.text);
   t.like(refused.body.error, { limit: 'tokensPerMinute', used: 25_020 });
+});
+
+test.serial('GET /v1/models shows the cache prices a call is charged, set or by default', async (t) => {
+  const { key } = await teamKey();
+  const res = await call(gw.server.url, 'GET', '/v1/models', { headers: bearer(key) });
+  t.is(res.status, 200, res.text);
+  const byId = (id: string) => (res.body.data as Array<{ id: string }>).find((m) => m.id === id);
+  t.like(byId('sonnet'), {
+    priceMicrosPerMTokCacheRead: 300_000,
+    priceMicrosPerMTokCacheWrite: 3_750_000,
+    priceMicrosPerMTokCacheWrite1h: 6_000_000,
+  });
+  t.like(byId('sonnet-unpriced'), {
+    priceMicrosPerMTokCacheRead: 3_000_000,
+    priceMicrosPerMTokCacheWrite: 3_750_000,
+    priceMicrosPerMTokCacheWrite1h: 6_000_000,
+  });
 });
