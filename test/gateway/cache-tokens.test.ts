@@ -85,6 +85,8 @@ test.before(async () => {
         },
         { id: 'gemini', kind: 'gemini', baseUrl: gemini.url, apiKeyEnv: 'GEMINI_API_KEY' },
         { id: 'bedrock', kind: 'bedrock', baseUrl: bedrock.url, region: BEDROCK_REGION },
+        // Serves /v1/responses itself: the Responses API passes through.
+        { id: 'vendor-r', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY', responses: true },
       ],
       models: [
         model('sonnet', 'vendor-a', 'sonnet-up', SONNET),
@@ -100,6 +102,7 @@ test.before(async () => {
           priceMicrosPerMTokCacheRead: 125_000,
         }),
         model('bedrock-sonnet', 'bedrock', 'bedrock-up', SONNET),
+        model('gpt-responses', 'vendor-r', 'gpt-responses-up', GPT4O),
       ],
       policyProfiles: [],
     },
@@ -406,6 +409,37 @@ test.serial('Responses clients see the cache in input_tokens_details; the call c
   t.is(res.headers['x-svc-cost-micros'], '24930');
   t.like(res.body.usage, { input_tokens: 25_010, input_tokens_details: { cached_tokens: 20_000 }, output_tokens: 10 });
 });
+
+test.serial(
+  'Responses passed through to the vendor: its cached and reasoning tokens priced, whole and streamed',
+  async (t) => {
+    const { key, budget } = await teamKey();
+    vendor.fault('gpt-responses-up', { kind: 'cache', usage: { read: 20_000, reasoning: 50 } }, 2);
+    const ask = (stream: boolean) =>
+      call(gw.server.url, 'POST', '/v1/responses', {
+        headers: bearer(key),
+        json: { model: 'gpt-responses', input: TEN, max_output_tokens: 10, stream },
+      });
+    const whole = await ask(false);
+    t.is(whole.status, 200, whole.text);
+    // As the OpenAI chat answer above: 25 + 25,000 + 600.
+    t.is(whole.headers['x-svc-cost-micros'], '25625');
+    t.like(whole.body.usage, {
+      input_tokens: 20_010,
+      input_tokens_details: { cached_tokens: 20_000 },
+      output_tokens_details: { reasoning_tokens: 50 },
+    });
+    const streamed = await ask(true);
+    t.is(streamed.status, 200, streamed.text);
+    t.like(await settledRecord(String(streamed.headers['x-svc-call-id'])), {
+      inputTokens: 20_010,
+      cacheReadTokens: 20_000,
+      reasoningTokens: 50,
+      costMicros: 25_625,
+    });
+    t.is(await spentOf(budget), 2 * 25_625);
+  },
+);
 
 test.serial("tokens per minute count the cache's tokens", async (t) => {
   // The first call is estimated at 20 tokens (10 prompt, 10 max) and settles at 25,020: the
