@@ -17,6 +17,7 @@ import { embeddingsSchema } from './embeddings.js';
 import { responsesSchema } from './responses/schema.js';
 import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
 import { profileBlockers } from './routing.js';
+import { cachePrices } from './steps/prices.js';
 import type { Gateway } from './service.js';
 import { bucketCount, MAX_BUCKETS, usageReport, usageSeries } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
@@ -58,6 +59,10 @@ export const gatewayRoutes: Plugin<{
       jurisdiction: m.jurisdiction,
       priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
       priceMicrosPerMTokOut: m.priceMicrosPerMTokOut,
+      // The prompt cache's prices as charged (set, or their defaults: steps/prices.ts).
+      priceMicrosPerMTokCacheRead: cachePrices(m).read,
+      priceMicrosPerMTokCacheWrite: cachePrices(m).write,
+      priceMicrosPerMTokCacheWrite1h: cachePrices(m).write1h,
       taskClasses: m.taskClasses,
       quality: m.quality,
       latency: m.latency,

@@ -27,8 +27,18 @@ export interface CallRecord {
   /** The upstream model of the deployment that answered (absent in records from before deployments). */
   upstreamModel?: string | null;
   attemptedModels: string[];
+  /** Every prompt token, those the vendor's prompt cache read or wrote included. */
   inputTokens: number;
+  /** Every answer token, reasoning included. */
   outputTokens: number;
+  /** Of inputTokens, those read from the vendor's prompt cache (absent in older records: none known). */
+  cacheReadTokens?: number;
+  /** Of inputTokens, those written to the vendor's prompt cache (absent in older records: none known). */
+  cacheWriteTokens?: number;
+  /** Of cacheWriteTokens, those kept one hour (absent: none). */
+  cacheWrite1hTokens?: number;
+  /** Of outputTokens, those the model spent reasoning (absent in older records: none known). */
+  reasoningTokens?: number;
   costMicros: number;
   latencyMs: number;
   overheadMicros: number;

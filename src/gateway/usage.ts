@@ -26,20 +26,38 @@ const groupOf = (c: CallRecord, by: By): string => {
 
 export type UsageSeries = Awaited<ReturnType<typeof usageSeries>>;
 
+/**
+ * Tokens summed over calls: inputTokens counts every prompt token, the vendor's prompt cache's
+ * included, of which cacheReadTokens and cacheWriteTokens; outputTokens includes reasoningTokens.
+ */
+type Tokens = {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+};
+const noTokens = (): Tokens => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+});
+function addTokens(t: Tokens, c: CallRecord): void {
+  t.inputTokens += c.inputTokens;
+  t.outputTokens += c.outputTokens;
+  t.cacheReadTokens += c.cacheReadTokens ?? 0;
+  t.cacheWriteTokens += c.cacheWriteTokens ?? 0;
+  t.reasoningTokens += c.reasoningTokens ?? 0;
+}
+
 export async function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: Date; by: By }) {
   const from = q.from?.toISOString();
   const to = q.to?.toISOString();
   const groups = new Map<
     string,
-    {
-      group: string;
-      calls: number;
-      failed: number;
-      inputTokens: number;
-      outputTokens: number;
-      costMicros: number;
-      latencyMs: number;
-    }
+    Tokens & { group: string; calls: number; failed: number; costMicros: number; latencyMs: number }
   >();
   let after: string | undefined;
   for (;;) {
@@ -51,15 +69,13 @@ export async function usageReport(calls: CallLog, wid: string, q: { from?: Date;
         group: name,
         calls: 0,
         failed: 0,
-        inputTokens: 0,
-        outputTokens: 0,
+        ...noTokens(),
         costMicros: 0,
         latencyMs: 0,
       };
       g.calls += 1;
       if (c.outcome !== 'ok' && c.outcome !== 'dry_run') g.failed += 1;
-      g.inputTokens += c.inputTokens;
-      g.outputTokens += c.outputTokens;
+      addTokens(g, c);
       g.costMicros += c.costMicros;
       g.latencyMs += c.latencyMs;
       groups.set(name, g);
@@ -85,8 +101,8 @@ export async function usageReport(calls: CallLog, wid: string, q: { from?: Date;
  */
 export const MAX_BUCKETS = 400;
 const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
-type Totals = { calls: number; failed: number; inputTokens: number; outputTokens: number; costMicros: number };
-const zero = (): Totals => ({ calls: 0, failed: 0, inputTokens: 0, outputTokens: 0, costMicros: 0 });
+type Totals = Tokens & { calls: number; failed: number; costMicros: number };
+const zero = (): Totals => ({ calls: 0, failed: 0, ...noTokens(), costMicros: 0 });
 
 export function bucketStart(at: number, bucket: 'hour' | 'day'): number {
   return Math.floor(at / BUCKET_MS[bucket]) * BUCKET_MS[bucket];
@@ -116,8 +132,7 @@ export async function usageSeries(
   const add = (t: Totals, c: CallRecord) => {
     t.calls += 1;
     if (c.outcome !== 'ok' && c.outcome !== 'dry_run') t.failed += 1;
-    t.inputTokens += c.inputTokens;
-    t.outputTokens += c.outputTokens;
+    addTokens(t, c);
     t.costMicros += c.costMicros;
   };
   let after: string | undefined;

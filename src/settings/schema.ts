@@ -52,6 +52,12 @@ export interface GatewayModel {
   deployments: GatewayDeployment[];
   priceMicrosPerMTokIn: number;
   priceMicrosPerMTokOut: number;
+  /** Prompt tokens read from the vendor's cache; unset: priceMicrosPerMTokIn (gateway/steps/prices.ts). */
+  priceMicrosPerMTokCacheRead?: number;
+  /** Prompt tokens written to the vendor's cache (five minutes); unset: 1.25 x priceMicrosPerMTokIn. */
+  priceMicrosPerMTokCacheWrite?: number;
+  /** Prompt tokens written to the vendor's cache for one hour; unset: 2 x priceMicrosPerMTokIn. */
+  priceMicrosPerMTokCacheWrite1h?: number;
   quality: number;
   latency: number;
   jurisdiction: { domicile: string; region: string };
@@ -741,6 +747,20 @@ export const settingsSchema = Joi.object<Settings>({
             ),
           priceMicrosPerMTokIn: Joi.number().integer().min(0).required(),
           priceMicrosPerMTokOut: Joi.number().integer().min(0).required(),
+          priceMicrosPerMTokCacheRead: Joi.number()
+            .integer()
+            .min(0)
+            .description('prompt tokens read from the vendor prompt cache; unset: priceMicrosPerMTokIn'),
+          priceMicrosPerMTokCacheWrite: Joi.number()
+            .integer()
+            .min(0)
+            .description('prompt tokens written to the vendor prompt cache; unset: 1.25 x priceMicrosPerMTokIn'),
+          priceMicrosPerMTokCacheWrite1h: Joi.number()
+            .integer()
+            .min(0)
+            .description(
+              'prompt tokens written to the vendor prompt cache for one hour; unset: 2 x priceMicrosPerMTokIn',
+            ),
           quality: Joi.number().integer().min(0).default(1),
           latency: Joi.number().integer().min(0).default(1),
           jurisdiction: Joi.object({ domicile: Joi.string().required(), region: Joi.string().required() }).required(),

@@ -66,6 +66,8 @@ test.before(async () => {
       headers: bearer(key),
       json: { model, messages: user('hello') },
     });
+  // The Anthropic-kind answer read 2,000 prompt tokens from the vendor's cache and wrote 500 to it.
+  vendor.fault('claude-eu-2026', { kind: 'cache', usage: { read: 2_000, write: 500 } });
   answers = [await chat(search, 'small'), await chat(search, 'small'), await chat(ads, 'claude-eu')];
   for (const a of answers) expectStatus(a, 200, 'chat');
   for (const role of ['analyst', 'member'])
@@ -96,6 +98,8 @@ for (const width of Object.keys(WIDTHS) as Width[]) {
       const total = await page.locator('#usage-total').innerText();
       t.true(total.includes('3 calls'), total);
       t.true(total.includes(usd(costOf(answers))), total);
+      // Tokens in count the prompt cache's: 1 + 1 + (1 + 2,000 + 500) words and cached tokens.
+      t.true(total.includes('2,503 tokens in (2,000 read from the prompt cache, 500 written to it)'), total);
 
       const byModel = new Map<string, Reply[]>();
       for (const a of answers) byModel.set(servedBy(a), [...(byModel.get(servedBy(a)) ?? []), a]);

@@ -87,7 +87,12 @@ test('gemini answer: text without thoughts, calls with ids, stop reasons, usage 
     message: { content: 'ok', tool_calls: [{ id: 'call_abc_0', function: { name: 'f', arguments: '{"a":1}' } }] },
     finish_reason: 'tool_calls',
   });
-  t.deepEqual(answer.usage, { prompt_tokens: 7, completion_tokens: 8, total_tokens: 15 });
+  t.deepEqual(answer.usage, {
+    prompt_tokens: 7,
+    completion_tokens: 8,
+    total_tokens: 15,
+    completion_tokens_details: { reasoning_tokens: 5 },
+  });
   const blocked = fromGeminiResponse({ promptFeedback: { blockReason: 'SAFETY' } }, 'flash', 'abc', 1000);
   t.like(blocked.choices[0], { message: { content: '' }, finish_reason: 'content_filter' });
   const safety = fromGeminiResponse({ candidates: [{ finishReason: 'SAFETY' }] }, 'flash', 'abc', 1000);

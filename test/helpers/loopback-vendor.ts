@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { CacheUsage } from './cache-usage.js';
 import type { Json } from './http.js';
 
 /**
@@ -18,7 +19,9 @@ export type LoopbackFault =
   /** A stream: the socket is destroyed after this many pieces. */
   | { kind: 'cut'; afterChunks: number }
   /** A stream: the vendor's in-stream error as its first piece (Bedrock's exception message). */
-  | { kind: 'exception'; type: string };
+  | { kind: 'exception'; type: string }
+  /** Answers with prompt-cache and reasoning tokens in its usage (cache-usage.ts). */
+  | { kind: 'cache'; usage: CacheUsage };
 
 export interface LoopbackCall {
   path: string;

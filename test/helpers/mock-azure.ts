@@ -1,3 +1,4 @@
+import { openaiUsageOf } from './cache-usage.js';
 import type { Json } from './http.js';
 import { compose, send, startLoopbackVendor, TOOL_INPUT, writePieces, type LoopbackVendor } from './loopback-vendor.js';
 
@@ -63,11 +64,7 @@ export function startMockAzure(options: { key?: string } = {}): Promise<Loopback
         toolName: body.tools?.[0]?.function?.name,
         maxTokens: body.max_completion_tokens ?? body.max_tokens,
       });
-      const usage = {
-        prompt_tokens: reply.promptTokens,
-        completion_tokens: reply.completionTokens,
-        total_tokens: reply.promptTokens + reply.completionTokens,
-      };
+      const usage = openaiUsageOf(reply, x.fault?.kind === 'cache' ? x.fault.usage : undefined);
       const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
       const head = { id: 'chatcmpl-azure', created: 1_700_000_000, model: 'gpt-4o-2024-08-06' };
       const call = reply.tool

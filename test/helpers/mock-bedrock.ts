@@ -1,6 +1,7 @@
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { converseUsageOf } from './cache-usage.js';
 import type { Json } from './http.js';
 import {
   compose,
@@ -169,11 +170,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
         toolName: body.toolConfig?.tools?.[0]?.toolSpec?.name,
         maxTokens: body.inferenceConfig.maxTokens,
       });
-      const usage = {
-        inputTokens: reply.promptTokens,
-        outputTokens: reply.completionTokens,
-        totalTokens: reply.promptTokens + reply.completionTokens,
-      };
+      const usage = converseUsageOf(reply, x.fault?.kind === 'cache' ? x.fault.usage : undefined);
       const stopReason = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
       const toolUseId = 'tooluse_mock1';
       if (!x.stream)

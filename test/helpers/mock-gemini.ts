@@ -1,3 +1,4 @@
+import { geminiUsageOf } from './cache-usage.js';
 import type { Json } from './http.js';
 import { compose, send, startLoopbackVendor, TOOL_INPUT, writePieces, type LoopbackVendor } from './loopback-vendor.js';
 
@@ -100,11 +101,7 @@ export function startMockGemini(options: { key?: string } = {}): Promise<Loopbac
         toolName: body.tools?.[0]?.functionDeclarations?.[0]?.name,
         maxTokens: body.generationConfig?.maxOutputTokens,
       });
-      const usageMetadata = {
-        promptTokenCount: reply.promptTokens,
-        candidatesTokenCount: reply.completionTokens,
-        totalTokenCount: reply.promptTokens + reply.completionTokens,
-      };
+      const usageMetadata = geminiUsageOf(reply, x.fault?.kind === 'cache' ? x.fault.usage : undefined);
       const finishReason = reply.truncated ? 'MAX_TOKENS' : 'STOP';
       const response = (parts: Json[], last: boolean): Json => ({
         candidates: [

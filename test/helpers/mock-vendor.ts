@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { anthropicUsageOf, openaiUsageOf, responsesUsageOf, type CacheUsage } from './cache-usage.js';
 import type { Json } from './http.js';
 
 /**
@@ -36,7 +37,9 @@ export type Fault =
   | { kind: 'cut'; afterChunks: number }
   | { kind: 'delay'; ms: number }
   /** Answers with this text instead of the echo; streamed one piece per event (any split). */
-  | { kind: 'reply'; pieces: string[] };
+  | { kind: 'reply'; pieces: string[] }
+  /** Answers with prompt-cache and reasoning tokens in its usage (cache-usage.ts). */
+  | { kind: 'cache'; usage: CacheUsage };
 
 export interface VendorCall {
   vendor: 'openai' | 'anthropic';
@@ -163,7 +166,8 @@ export async function startMockVendor(
     const cutAfter = fault?.kind === 'cut' ? fault.afterChunks : Infinity;
     const id = ++serial;
     const pieces = fault?.kind === 'reply' ? fault.pieces : undefined;
-    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces };
+    const cache = fault?.kind === 'cache' ? fault.usage : undefined;
+    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces, cache };
     if (path === '/v1/responses') return responses(exchange, kept);
     if (path === '/v1/embeddings') return embeddings(exchange);
     if (path === '/v1/messages/count_tokens') return countTokens(exchange);
@@ -221,6 +225,8 @@ interface Exchange {
   cutAfter: number;
   /** A scripted reply's text pieces (the `reply` fault). */
   pieces: string[] | undefined;
+  /** Prompt-cache and reasoning tokens to report (the `cache` fault). */
+  cache: CacheUsage | undefined;
 }
 
 /** The scripted reply instead of the composed one. */
@@ -234,7 +240,7 @@ const scripted = (reply: Reply, pieces: string[] | undefined): Reply =>
       }
     : reply;
 
-function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promise<void> | void {
+function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) {
     return json(res, 401, {
       error: {
@@ -269,11 +275,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promis
   );
   const text = reply.tool ? null : reply.pieces.join('');
   const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
-  const usage = {
-    prompt_tokens: reply.promptTokens,
-    completion_tokens: reply.completionTokens,
-    total_tokens: reply.promptTokens + reply.completionTokens,
-  };
+  const usage = openaiUsageOf(reply, cache);
   const head = { id: `chatcmpl-mock${id}`, created: Math.floor(Date.now() / 1000), model: body.model };
 
   if (body.stream !== true) {
@@ -321,7 +323,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promis
   return sse(res, lines, cutAfter);
 }
 
-function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promise<void> | void {
+function anthropic({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange): Promise<void> | void {
   const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
@@ -355,7 +357,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Pro
       content,
       stop_reason: stop,
       stop_sequence: null,
-      usage: { input_tokens: reply.promptTokens, output_tokens: reply.completionTokens },
+      usage: anthropicUsageOf(reply, cache),
     });
   }
 
@@ -368,7 +370,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Pro
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: { input_tokens: reply.promptTokens, output_tokens: 1 },
+          usage: anthropicUsageOf(reply, cache, 1),
         },
       },
     ],
@@ -440,7 +442,7 @@ function responsesText(content: unknown): string {
 }
 
 function responses(
-  { req, res, body, key, id, cutAfter, pieces }: Exchange,
+  { req, res, body, key, id, cutAfter, pieces, cache }: Exchange,
   kept: Map<string, Json[]>,
 ): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) return openaiUnauthorized(res);
@@ -474,13 +476,7 @@ function responses(
   );
   const rid = `resp_mock${id}`;
   const text = reply.pieces.join('');
-  const usage = {
-    input_tokens: reply.promptTokens,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens: reply.completionTokens,
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: reply.promptTokens + reply.completionTokens,
-  };
+  const usage = responsesUsageOf(reply, cache);
   const messageItem = (t: string, status: string) => ({
     id: `msg_mock${id}`,
     type: 'message',

@@ -61,6 +61,14 @@ export const SECTION_USAGE = String.raw`
       return d.bucket === 'hour' ? iso.slice(5) : iso.slice(0, 10);
     }
 
+    // Tokens in counts the prompt cache's; how many of them it read or wrote is said beside.
+    function cached(t) {
+      var read = t.cacheReadTokens || 0;
+      var written = t.cacheWriteTokens || 0;
+      if (!read && !written) return '';
+      return ' (' + count(read) + ' read from the prompt cache, ' + count(written) + ' written to it)';
+    }
+
     function render() {
       var d = state.data;
       var metric = $('#usage-metric').value;
@@ -69,7 +77,7 @@ export const SECTION_USAGE = String.raw`
         el('p', { id: 'usage-total' },
           el('strong', { text: count(t.calls) + (t.calls === 1 ? ' call' : ' calls') }), ' · ',
           el('strong', { text: usd(t.costMicros) }), ' spent · ',
-          count(t.inputTokens) + ' tokens in, ' + count(t.outputTokens) + ' out',
+          count(t.inputTokens) + ' tokens in' + cached(t) + ', ' + count(t.outputTokens) + ' out',
           t.failed ? el('span', { class: 'badge badge-warn', text: count(t.failed) + ' failed' }) : null));
       // The five groups with most spend have their own colour; the rest are one series.
       var top = d.groups.slice(0, SERIES).map(function (g) { return g.group; });

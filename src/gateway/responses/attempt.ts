@@ -6,7 +6,7 @@ import { attempt, commitStream, readJson, type Attempt, type AttemptResult } fro
 import { createStreamScreen, type StreamScreen } from '../response-screen.js';
 import { SseReader } from '../sse.js';
 import { DEFAULT_MAX_TOKENS } from '../translate/requests.js';
-import { anthropicUsage, type Usage } from '../translate/responses.js';
+import { responsesApiUsage, type Usage } from '../translate/responses.js';
 import {
   chatToResponse,
   chatToResponsesStream,
@@ -67,8 +67,7 @@ async function passThrough(upstream: Upstream, a: Attempt): Promise<AttemptResul
     if (read.kind === 'failed') return read;
     return {
       kind: 'json',
-      // Responses names usage as Anthropic does: input_tokens, output_tokens.
-      usage: anthropicUsage(read.body.usage),
+      usage: responsesApiUsage(read.body.usage),
       upstreamMs: read.upstreamMs,
       body: { ...read.body, model: a.clientModel },
     };
@@ -104,7 +103,7 @@ export function responsesPassThrough(upstreamModel: string, clientModel: string)
       if (FINAL.has(type)) {
         state.finished = true;
         try {
-          const usage = anthropicUsage((JSON.parse(e.data) as Json)?.response?.usage);
+          const usage = responsesApiUsage((JSON.parse(e.data) as Json)?.response?.usage);
           if (usage) state.usage = usage;
         } catch {
           // An event that is not JSON passes as it is; its usage is unknown.

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
-import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
+import { overheadMicros, recordCall, serveHeaders, tokenFields } from './call-record.js';
 import { answerBlockedMessage, answerScreen, screenAnswer } from '../response-screen.js';
 import type { AsyncStep } from './context.js';
 import { costOf, countPrompt, estimateFor } from './prices.js';
@@ -60,8 +60,7 @@ export const account: AsyncStep = {
       if (answerFindings.answerFindings && answerScreen(ctx, env) === 'block') {
         recordCall(ctx, env, {
           ...served,
-          inputTokens: result.usage?.input ?? 0,
-          outputTokens: result.usage?.output ?? 0,
+          ...tokenFields(result.usage),
           costMicros: cost,
           outcome: 'sensitive_data_blocked',
           ...answerFindings,
@@ -78,8 +77,7 @@ export const account: AsyncStep = {
       headers['x-svc-overhead-micros'] = String(overhead);
       recordCall(ctx, env, {
         ...served,
-        inputTokens: result.usage?.input ?? 0,
-        outputTokens: result.usage?.output ?? 0,
+        ...tokenFields(result.usage),
         costMicros: cost,
         overheadMicros: overhead,
         ...answerFindings,
@@ -99,8 +97,7 @@ export const account: AsyncStep = {
       await reservation?.settle(cost);
       recordCall(ctx, env, {
         ...served,
-        inputTokens: usage?.input ?? 0,
-        outputTokens: usage?.output ?? 0,
+        ...tokenFields(usage),
         costMicros: cost,
         overheadMicros: overhead,
         outcome: ended === 'blocked' ? 'sensitive_data_blocked' : ended,

@@ -1,5 +1,6 @@
 import type { GatewayModel } from '../../settings/schema.js';
 import type { CallRecord } from '../records.js';
+import type { Usage } from '../translate/responses.js';
 import type { GatewayContext, GatewayEnv } from './context.js';
 import { priceOf } from './prices.js';
 
@@ -39,6 +40,18 @@ export function recordCall(ctx: GatewayContext, env: GatewayEnv, fields: Partial
     ...(ctx.cacheState ? { cache: ctx.cacheState } : {}),
     ...fields,
   });
+}
+
+/** A call's tokens as its record keeps them (the cache's and reasoning parts only when there are any). */
+export function tokenFields(u: Usage | null): Partial<CallRecord> {
+  return {
+    inputTokens: u?.input ?? 0,
+    outputTokens: u?.output ?? 0,
+    ...(u?.cacheRead ? { cacheReadTokens: u.cacheRead } : {}),
+    ...(u?.cacheWrite ? { cacheWriteTokens: u.cacheWrite } : {}),
+    ...(u?.cacheWrite1h ? { cacheWrite1hTokens: u.cacheWrite1h } : {}),
+    ...(u?.reasoning ? { reasoningTokens: u.reasoning } : {}),
+  };
 }
 
 /** The headers naming the model that serves (or would serve, in a dry run). */

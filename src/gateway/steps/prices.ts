@@ -7,8 +7,38 @@ import type { GatewayContext, GatewayEnv } from './context.js';
 /** A model's prices applied: what a call cost, what a request may cost, and a model's price for ordering. */
 type Json = Record<string, unknown>;
 
-export const costOf = (m: GatewayModel, u: Usage | null): number =>
-  u ? Math.ceil((u.input * m.priceMicrosPerMTokIn + u.output * m.priceMicrosPerMTokOut) / 1_000_000) : 0;
+/**
+ * A model's per-million-token prices for its prompt cache. Unset, each is the most any vendor
+ * charges against the input price, so spend is never under-counted: a read at the input price
+ * (vendors charge 0.1x to 0.5x), a write at 1.25x and a one-hour write at 2x (Anthropic's, on
+ * its own API and Bedrock; OpenAI and Gemini report no writes).
+ */
+export const cachePrices = (m: GatewayModel) => ({
+  read: m.priceMicrosPerMTokCacheRead ?? m.priceMicrosPerMTokIn,
+  write: m.priceMicrosPerMTokCacheWrite ?? m.priceMicrosPerMTokIn * 1.25,
+  write1h: m.priceMicrosPerMTokCacheWrite1h ?? m.priceMicrosPerMTokIn * 2,
+});
+
+/**
+ * What an answer cost: the prompt's uncached tokens at the input price, its cache reads and
+ * writes at theirs, and the output (reasoning included) at the output price, rounded up once.
+ */
+export const costOf = (m: GatewayModel, u: Usage | null): number => {
+  if (!u) return 0;
+  const read = u.cacheRead ?? 0;
+  const write = u.cacheWrite ?? 0;
+  const write1h = Math.min(write, u.cacheWrite1h ?? 0);
+  const uncached = Math.max(0, u.input - read - write);
+  const p = cachePrices(m);
+  return Math.ceil(
+    (uncached * m.priceMicrosPerMTokIn +
+      read * p.read +
+      (write - write1h) * p.write +
+      write1h * p.write1h +
+      u.output * m.priceMicrosPerMTokOut) /
+      1_000_000,
+  );
+};
 
 /** The prompt at its token count (tokens.ts), and the answer at its max tokens. */
 export const estimateOf = (m: GatewayModel, promptTokens: number, maxTokens: number): number =>

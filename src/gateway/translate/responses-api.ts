@@ -1,7 +1,7 @@
 import type { VendorJson as Json } from '../vendor-json.js';
 import { sseEvent, type SseEvent } from '../sse.js';
 import { DEFAULT_MAX_TOKENS } from './requests.js';
-import type { Usage } from './responses.js';
+import { openaiUsage, type Usage } from './responses.js';
 
 /**
  * The OpenAI Responses API (POST /v1/responses) to and from chat completions, for a vendor that
@@ -115,14 +115,14 @@ export function responsesToChatRequest(body: Json): Json {
   return out;
 }
 
-/** Usage as the Responses API names it. */
-export function responsesUsage(usage: Usage | null, details?: Json | null): Json | null {
+/** Usage as the Responses API names it: input_tokens counts the cache's tokens, cached_tokens those read. */
+export function responsesUsage(usage: Usage | null): Json | null {
   if (!usage) return null;
   return {
     input_tokens: usage.input,
-    input_tokens_details: { cached_tokens: Number(details?.prompt_tokens_details?.cached_tokens ?? 0) },
+    input_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
     output_tokens: usage.output,
-    output_tokens_details: { reasoning_tokens: Number(details?.completion_tokens_details?.reasoning_tokens ?? 0) },
+    output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
     total_tokens: usage.input + usage.output,
   };
 }
@@ -214,7 +214,7 @@ export function chatToResponse(completion: Json, request: Json, ids: ResponseIds
   });
   response.output = output;
   if (incomplete) response.incomplete_details = { reason: incomplete };
-  response.usage = responsesUsage(usage, completion.usage);
+  response.usage = responsesUsage(usage);
   return response;
 }
 
@@ -243,7 +243,6 @@ export function chatToResponsesStream(request: Json, ids: ResponseIds): Response
     finished: false,
     finish: null as string | null,
     usage: null as Usage | null,
-    usageDetails: null as Json | null,
   };
   const output: Json[] = [];
   // The item being written: text, or one tool call (by the chunk's tool-call index).
@@ -354,7 +353,7 @@ export function chatToResponsesStream(request: Json, ids: ResponseIds): Response
     const response = responseEnvelope(request, ids, incomplete ? 'incomplete' : 'completed');
     response.output = output;
     if (incomplete) response.incomplete_details = { reason: incomplete };
-    response.usage = responsesUsage(state.usage, state.usageDetails);
+    response.usage = responsesUsage(state.usage);
     out += emit(incomplete ? 'response.incomplete' : 'response.completed', { response });
     return out;
   };
@@ -369,11 +368,7 @@ export function chatToResponsesStream(request: Json, ids: ResponseIds): Response
       const chunk = parse(e.data);
       if (!chunk) return '';
       let out = start();
-      const u = chunk.usage;
-      if (u && typeof u.prompt_tokens === 'number') {
-        state.usage = { input: u.prompt_tokens, output: Number(u.completion_tokens ?? 0) };
-        state.usageDetails = u;
-      }
+      state.usage = openaiUsage(chunk.usage) ?? state.usage;
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
       if (!choice || typeof choice !== 'object') return out;
       const delta = (choice.delta ?? {}) as Json;

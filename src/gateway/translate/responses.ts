@@ -8,16 +8,96 @@ import { safeJson } from './requests.js';
  * client sees, never the upstream's own name.
  */
 
+/**
+ * The tokens of one answer, however the vendor names them. `input` is every prompt token, those
+ * read from and written to the vendor's prompt cache included (Anthropic and Bedrock report their
+ * input without them, OpenAI and Gemini with them); `cacheRead` and `cacheWrite` are the part of
+ * `input` the cache served or stored (`cacheWrite1h`: the part of `cacheWrite` kept one hour).
+ * `reasoning` is the part of `output` spent thinking (billed as output by every vendor).
+ */
 export interface Usage {
   input: number;
   output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  cacheWrite1h?: number;
+  reasoning?: number;
 }
 
-export const openaiUsage = (u: Json | null | undefined): Usage | null =>
-  u && typeof u.prompt_tokens === 'number' ? { input: u.prompt_tokens, output: u.completion_tokens ?? 0 } : null;
+const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
 
-export const anthropicUsage = (u: Json | null | undefined): Usage | null =>
-  u && typeof u.input_tokens === 'number' ? { input: u.input_tokens, output: u.output_tokens ?? 0 } : null;
+/** Only the parts that are not zero, so an answer without cache or reasoning has the usual two fields. */
+const parts = (u: Usage): Usage => {
+  const out: Usage = { input: u.input, output: u.output };
+  for (const k of ['cacheRead', 'cacheWrite', 'cacheWrite1h', 'reasoning'] as const) if (u[k]) out[k] = u[k];
+  return out;
+};
+
+/** OpenAI chat usage: prompt_tokens includes cached_tokens; completion_tokens includes reasoning_tokens. */
+export const openaiUsage = (u: Json | null | undefined): Usage | null =>
+  u && typeof u.prompt_tokens === 'number'
+    ? parts({
+        input: u.prompt_tokens,
+        output: u.completion_tokens ?? 0,
+        cacheRead: count(u.prompt_tokens_details?.cached_tokens),
+        reasoning: count(u.completion_tokens_details?.reasoning_tokens),
+      })
+    : null;
+
+/**
+ * Anthropic usage: input_tokens excludes the cache's tokens (cache_read_input_tokens,
+ * cache_creation_input_tokens, of which cache_creation.ephemeral_1h_input_tokens kept one hour).
+ */
+export const anthropicUsage = (u: Json | null | undefined): Usage | null => {
+  if (!u || typeof u.input_tokens !== 'number') return null;
+  const cacheRead = count(u.cache_read_input_tokens);
+  const cacheWrite = count(u.cache_creation_input_tokens);
+  return parts({
+    input: u.input_tokens + cacheRead + cacheWrite,
+    output: u.output_tokens ?? 0,
+    cacheRead,
+    cacheWrite,
+    cacheWrite1h: Math.min(cacheWrite, count(u.cache_creation?.ephemeral_1h_input_tokens)),
+  });
+};
+
+/** Responses API usage: input_tokens includes input_tokens_details.cached_tokens (OpenAI's rule). */
+export const responsesApiUsage = (u: Json | null | undefined): Usage | null =>
+  u && typeof u.input_tokens === 'number'
+    ? parts({
+        input: u.input_tokens,
+        output: u.output_tokens ?? 0,
+        cacheRead: count(u.input_tokens_details?.cached_tokens),
+        reasoning: count(u.output_tokens_details?.reasoning_tokens),
+      })
+    : null;
+
+/** Usage as an OpenAI chat client reads it: prompt_tokens counts the cache's tokens, cached_tokens those read. */
+export function toOpenaiUsage(u: Usage): Json {
+  return {
+    prompt_tokens: u.input,
+    completion_tokens: u.output,
+    total_tokens: u.input + u.output,
+    prompt_tokens_details: { cached_tokens: u.cacheRead ?? 0 },
+    completion_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
+  };
+}
+
+/** Usage as an Anthropic client reads it: input_tokens without the cache's tokens, which are named apart. */
+export function toAnthropicUsage(u: Usage): Json {
+  const cacheRead = u.cacheRead ?? 0;
+  const cacheWrite = u.cacheWrite ?? 0;
+  const oneHour = u.cacheWrite1h ?? 0;
+  return {
+    input_tokens: Math.max(0, u.input - cacheRead - cacheWrite),
+    output_tokens: u.output,
+    cache_creation_input_tokens: cacheWrite,
+    cache_read_input_tokens: cacheRead,
+    ...(cacheWrite > 0
+      ? { cache_creation: { ephemeral_5m_input_tokens: cacheWrite - oneHour, ephemeral_1h_input_tokens: oneHour } }
+      : {}),
+  };
+}
 
 export const toOpenaiFinish = (stop: unknown): string | null => {
   switch (stop) {
@@ -80,7 +160,7 @@ export function anthropicToOpenaiResponse(message: Json, model: string, nowSecon
         logprobs: null,
       },
     ],
-    usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+    usage: toOpenaiUsage(usage),
   };
 }
 
@@ -106,6 +186,6 @@ export function openaiToAnthropicResponse(completion: Json, model: string): Json
     content,
     stop_reason: toAnthropicStop(choice.finish_reason),
     stop_sequence: null,
-    usage: { input_tokens: usage.input, output_tokens: usage.output },
+    usage: toAnthropicUsage(usage),
   };
 }

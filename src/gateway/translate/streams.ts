@@ -1,6 +1,14 @@
 import type { VendorJson as Json } from '../vendor-json.js';
 import { sseData, sseEvent, type SseEvent } from '../sse.js';
-import { anthropicUsage, openaiUsage, toAnthropicStop, toOpenaiFinish, type Usage } from './responses.js';
+import {
+  anthropicUsage,
+  openaiUsage,
+  toAnthropicStop,
+  toAnthropicUsage,
+  toOpenaiFinish,
+  toOpenaiUsage,
+  type Usage,
+} from './responses.js';
 
 /**
  * Streams, event by event, from the upstream's shape to the client's. Each translator takes the
@@ -28,6 +36,23 @@ const parse = (data: string): Json | null => {
     return null;
   }
 };
+
+/**
+ * An Anthropic stream's usage: message_start's, with each message_delta's fields over it (the
+ * delta's counts are running totals; the cache's tokens may come in either).
+ */
+function anthropicStreamUsage() {
+  let raw: Json | null = null;
+  return {
+    read(e: SseEvent, body: Json | null): void {
+      const u = e.event === 'message_start' || body?.type === 'message_start' ? body?.message?.usage : body?.usage;
+      if (u && typeof u === 'object') raw = { ...(raw ?? { input_tokens: 0 }), ...(u as Json) };
+    },
+    get usage(): Usage | null {
+      return raw && anthropicUsage(raw);
+    },
+  };
+}
 
 const renamer = (upstreamModel: string, clientModel: string) => {
   if (upstreamModel === clientModel) return (raw: string) => raw;
@@ -89,17 +114,12 @@ export function openaiPassThrough(opts: {
 
 export function anthropicPassThrough(opts: { upstreamModel: string; clientModel: string }): StreamTranslator {
   const rename = renamer(opts.upstreamModel, opts.clientModel);
-  const state = { input: 0, output: 0, seen: false, finished: false };
+  const state = { finished: false };
+  const usage = anthropicStreamUsage();
   return {
     event(e) {
       if (e.event === 'message_start' || e.event === 'message_delta') {
-        const body = parse(e.data);
-        const usage = e.event === 'message_start' ? body?.message?.usage : body?.usage;
-        if (usage) {
-          state.seen = true;
-          if (typeof usage.input_tokens === 'number') state.input = usage.input_tokens;
-          if (typeof usage.output_tokens === 'number') state.output = usage.output_tokens;
-        }
+        usage.read(e, parse(e.data));
       } else if (e.event === 'message_stop') {
         state.finished = true;
       }
@@ -107,7 +127,7 @@ export function anthropicPassThrough(opts: { upstreamModel: string; clientModel:
     },
     end: () => '',
     get usage() {
-      return state.seen ? { input: state.input, output: state.output } : null;
+      return usage.usage;
     },
     get finished() {
       return state.finished;
@@ -122,7 +142,8 @@ export function anthropicToOpenaiStream(opts: {
   id: string;
   created: number;
 }): StreamTranslator {
-  const state = { input: 0, output: 0, seen: false, finished: false, finish: null as string | null };
+  const state = { finished: false, finish: null as string | null };
+  const usage = anthropicStreamUsage();
   const toolIndex = new Map<number, number>();
   const chunk = (delta: Json, finish: string | null = null) =>
     sseData({
@@ -137,15 +158,9 @@ export function anthropicToOpenaiStream(opts: {
       const body = parse(e.data);
       if (!body) return '';
       switch (e.event ?? body.type) {
-        case 'message_start': {
-          const usage = anthropicUsage(body.message?.usage);
-          if (usage) {
-            state.seen = true;
-            state.input = usage.input;
-            state.output = usage.output;
-          }
+        case 'message_start':
+          usage.read(e, body);
           return chunk({ role: 'assistant', content: '' });
-        }
         case 'content_block_start':
           if (body.content_block?.type === 'tool_use') {
             const index = toolIndex.size;
@@ -170,11 +185,7 @@ export function anthropicToOpenaiStream(opts: {
             });
           return '';
         case 'message_delta':
-          if (body.usage) {
-            state.seen = true;
-            if (typeof body.usage.output_tokens === 'number') state.output = body.usage.output_tokens;
-            if (typeof body.usage.input_tokens === 'number') state.input = body.usage.input_tokens;
-          }
+          usage.read(e, body);
           state.finish = toOpenaiFinish(body.delta?.stop_reason);
           return chunk({}, state.finish ?? 'stop');
         case 'message_stop':
@@ -185,25 +196,22 @@ export function anthropicToOpenaiStream(opts: {
       }
     },
     end() {
-      const usage =
-        opts.clientWantsUsage && state.seen
+      const u = usage.usage;
+      const last =
+        opts.clientWantsUsage && u
           ? sseData({
               id: opts.id,
               object: 'chat.completion.chunk',
               created: opts.created,
               model: opts.clientModel,
               choices: [],
-              usage: {
-                prompt_tokens: state.input,
-                completion_tokens: state.output,
-                total_tokens: state.input + state.output,
-              },
+              usage: toOpenaiUsage(u),
             })
           : '';
-      return `${usage}data: [DONE]\n\n`;
+      return `${last}data: [DONE]\n\n`;
     },
     get usage() {
-      return state.seen ? { input: state.input, output: state.output } : null;
+      return usage.usage;
     },
     get finished() {
       return state.finished;
@@ -288,7 +296,7 @@ export function openaiToAnthropicStream(opts: { clientModel: string; id: string 
         sseEvent('message_delta', {
           type: 'message_delta',
           delta: { stop_reason: state.stop ?? 'end_turn', stop_sequence: null },
-          usage: { input_tokens: usage.input, output_tokens: usage.output },
+          usage: toAnthropicUsage(usage),
         }) +
         sseEvent('message_stop', { type: 'message_stop' })
       );

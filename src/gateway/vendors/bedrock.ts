@@ -126,9 +126,17 @@ export const anthropicStop = (reason: unknown): string => {
   return 'end_turn';
 };
 
+/** Converse usage in Anthropic's names: inputTokens, as input_tokens, excludes the cache's tokens. */
 export const converseUsage = (u: Json | undefined): Json | undefined =>
   u && typeof u.inputTokens === 'number'
-    ? { input_tokens: u.inputTokens, output_tokens: u.outputTokens ?? 0 }
+    ? {
+        input_tokens: u.inputTokens,
+        output_tokens: u.outputTokens ?? 0,
+        ...(typeof u.cacheReadInputTokens === 'number' ? { cache_read_input_tokens: u.cacheReadInputTokens } : {}),
+        ...(typeof u.cacheWriteInputTokens === 'number'
+          ? { cache_creation_input_tokens: u.cacheWriteInputTokens }
+          : {}),
+      }
     : undefined;
 
 /** A Converse answer as an Anthropic message. */

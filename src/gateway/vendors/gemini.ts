@@ -151,14 +151,20 @@ export const geminiFinish = (reason: unknown, calledTool: boolean): string | nul
   return 'stop';
 };
 
-/** OpenAI usage from Gemini's usageMetadata (thinking tokens are output), or undefined. */
+/**
+ * OpenAI usage from Gemini's usageMetadata, or undefined: promptTokenCount includes the cached
+ * cachedContentTokenCount (OpenAI's cached_tokens); thinking tokens are output (reasoning_tokens).
+ */
 export const geminiUsage = (u: Json | undefined): Json | undefined => {
   if (!u || typeof u.promptTokenCount !== 'number') return undefined;
-  const completion = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
+  const thoughts = Number(u.thoughtsTokenCount ?? 0);
+  const completion = Number(u.candidatesTokenCount ?? 0) + thoughts;
   return {
     prompt_tokens: u.promptTokenCount,
     completion_tokens: completion,
     total_tokens: u.promptTokenCount + completion,
+    ...(u.cachedContentTokenCount ? { prompt_tokens_details: { cached_tokens: u.cachedContentTokenCount } } : {}),
+    ...(thoughts ? { completion_tokens_details: { reasoning_tokens: thoughts } } : {}),
   };
 };
 
