@@ -139,10 +139,13 @@ export interface UpstreamHooks {
 /**
  * How a request reaches an upstream: the agent's session of it (requests without a caller
  * session), or the caller session's. `drop` ends the session of an upstream that failed on the
- * way, so that the next request opens another.
+ * way, so that the next request opens another. `use` runs a call on that session, counted as in
+ * use while it runs (it is not ended under the call), and ends only that session should it fail
+ * on the way.
  */
 export type UpstreamLink = ((server: McpServerRecord) => Promise<Client>) & {
   drop?: (server: McpServerRecord) => Promise<void>;
+  use?: <T>(server: McpServerRecord, run: (client: Client) => Promise<T>) => Promise<T>;
 };
 
 /** The protocol era a caller speaks, and so the era of the connection its requests take upstream. */
@@ -332,8 +335,10 @@ export function createMcpProxy(deps: {
     era: UpstreamEra = 'legacy',
     capabilities?: ClientCapabilities,
   ): UpstreamLink => {
-    const link: UpstreamLink = (server) =>
-      (sessionOf(who, server, era, capabilities) ?? sessionOf(who, server, era)!).client;
+    const sessionFor = (server: McpServerRecord) =>
+      sessionOf(who, server, era, capabilities) ?? sessionOf(who, server, era)!;
+    const link: UpstreamLink = (server) => sessionFor(server).client;
+    link.use = (server, run) => sessions.use(sessionFor(server), run);
     // The agent's sessions of an upstream that failed on the way end; the next request opens another.
     link.drop = (server) =>
       sessions.retireWhere((s) => s.scope === '' && s.agent === agentKey(who) && s.server === serverKey(server));
@@ -518,11 +523,13 @@ export function createMcpProxy(deps: {
      */
     sessionScope(who: { workspaceId: string; agentId: string }, hooks: () => UpstreamHooks) {
       const scope = `s${randomUUID()}`;
-      const link: UpstreamLink = (server) =>
+      const sessionFor = (server: McpServerRecord) =>
         sessions.take(
           { key: `${scope}|${serverKey(server)}`, scope, agent: agentKey(who), server: serverKey(server) },
           () => open(server, hooks()),
-        ).client;
+        );
+      const link: UpstreamLink = (server) => sessionFor(server).client;
+      link.use = (server, run) => sessions.use(sessionFor(server), run);
       link.drop = (server) => sessions.retireWhere((s) => s.scope === scope && s.server === serverKey(server));
       return {
         link,
@@ -711,17 +718,20 @@ export function createMcpProxy(deps: {
           try {
             const result = shared
               ? await sessions.use(shared, send)
-              : relay.link
-                ? await attached(await relay.link(target.server))
-                : await sessions.use(sessionOf(who, target.server, era)!, attached);
+              : relay.link?.use
+                ? await relay.link.use(target.server, attached)
+                : relay.link
+                  ? await attached(await relay.link(target.server))
+                  : await sessions.use(sessionOf(who, target.server, era)!, attached);
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
             failed = true;
             metrics.mcpCalls.inc({ outcome: 'upstream_error' });
-            // The caller session's upstream session failed on the way (not the upstream's own
-            // answer, nor a deadline): the next request opens another.
-            if (relay.link && brokenBy(err)) await relay.link.drop?.(target.server);
+            // The link's upstream session failed on the way (not the upstream's own answer, nor a
+            // deadline): the next request opens another. A link's `use` has ended that one session
+            // already, once its other calls are answered; the agent's others are left alone.
+            if (relay.link && !relay.link.use && brokenBy(err)) await relay.link.drop?.(target.server);
             throw upstreamError(err, target.server, limits.callTimeoutMs);
           } finally {
             // A call that failed may still be sending the upstream its notifications/cancelled
