@@ -366,7 +366,7 @@ export function createMcpProxy(deps: {
       tools = await withDeadline(listed.recent(target.server, link), limits.timeoutMs);
     } catch (err) {
       await link.drop?.(target.server);
-      throw upstreamError(err, target.server, limits.timeoutMs);
+      throw upstreamError(err, target.server, limits.timeoutMs, secretOf(target.server));
     }
     const refusal = await pins.refusal(
       target.server,
@@ -450,7 +450,7 @@ export function createMcpProxy(deps: {
           }
         };
         tools = await withDeadline(listed('legacy'), limits.timeoutMs).catch((err: unknown) => {
-          problem = diagnose(err, limits.timeoutMs);
+          problem = diagnose(err, limits.timeoutMs, input.secret);
           return null;
         });
         if (tools) {
@@ -732,7 +732,7 @@ export function createMcpProxy(deps: {
             // deadline): the next request opens another. A link's `use` has ended that one session
             // already, once its other calls are answered; the agent's others are left alone.
             if (relay.link && !relay.link.use && brokenBy(err)) await relay.link.drop?.(target.server);
-            throw upstreamError(err, target.server, limits.callTimeoutMs);
+            throw upstreamError(err, target.server, limits.callTimeoutMs, secretOf(target.server));
           } finally {
             // A call that failed may still be sending the upstream its notifications/cancelled
             // (past the deadline, or cancelled by the caller): its client closes once that is out.
@@ -758,12 +758,14 @@ export function createMcpProxy(deps: {
     ): Promise<T> {
       await refuseIfStopped(who);
       let failure: unknown;
+      let failedOn: McpServerRecord | undefined;
       const all = await this.list(who.workspaceId);
       for (const server of capability === 'prompts' ? await promptServers(who, all) : all) {
         let client: Client;
         try {
           client = await withDeadline(link(server), limits.timeoutMs);
         } catch (err) {
+          failedOn ??= server;
           failure ??= err;
           continue;
         }
@@ -772,10 +774,12 @@ export function createMcpProxy(deps: {
           const answer = await ask(client, server);
           if (answer !== undefined) return answer;
         } catch (err) {
+          failedOn ??= server;
           failure ??= err;
         }
       }
-      if (failure !== undefined) throw upstreamError(failure, undefined, limits.timeoutMs);
+      if (failure !== undefined)
+        throw upstreamError(failure, undefined, limits.timeoutMs, failedOn && secretOf(failedOn));
       if (missing) throw missing();
       throw new ProtocolError(-32601, `No upstream MCP server here offers ${capability}.`);
     },
@@ -827,7 +831,7 @@ export function createMcpProxy(deps: {
       try {
         await withDeadline(offered(server, link), limits.timeoutMs);
       } catch (err) {
-        problem = diagnose(err, limits.timeoutMs);
+        problem = diagnose(err, limits.timeoutMs, secretOf(server));
         if (!(err instanceof DeadlineError)) await link.drop?.(server);
       }
       return { reachable: problem === null, problem, tools: await pins.list(wid, name) };
@@ -862,10 +866,15 @@ export function createMcpProxy(deps: {
  * name or connection failure, an answer that is not MCP) in `error.data.cause`, without the
  * upstream's body or error text, which may hold what an internal service answered.
  */
-function upstreamError(err: unknown, server: McpServerRecord | undefined, timeoutMs: number): ProtocolError {
+function upstreamError(
+  err: unknown,
+  server: McpServerRecord | undefined,
+  timeoutMs: number,
+  secret?: string | null,
+): ProtocolError {
   if (err instanceof ProtocolError) return err;
   const name = `The upstream MCP server${server ? ` ${server.name}` : ''}`;
-  const { cause, status, message } = diagnose(err, timeoutMs);
+  const { cause, status, message } = diagnose(err, timeoutMs, secret);
   const data = { type: 'upstream_failure', cause, ...(status !== undefined ? { status } : {}) };
   if (cause === 'refused_address') return new ProtocolError(-32003, `${name} was not contacted: ${message}.`, data);
   const said = cause === 'connection' ? 'could not be reached' : cause === 'not_mcp' ? 'is not an MCP server' : message;
