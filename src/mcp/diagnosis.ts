@@ -16,6 +16,9 @@ import { refusedBy } from '../lib/safe-target.js';
  * - `not_mcp`: it answered, but not with MCP (not JSON-RPC, or a content type MCP does not use).
  * - `protocol_version`: it speaks no protocol version svc speaks.
  * - `mcp_error`: it answered the handshake or the listing with a JSON-RPC error.
+ * The upstream's own words (its body, status text, error messages) may echo what it was sent:
+ * the server's bearer secret is replaced by `[secret]` in every text of a diagnosis (as sent, as
+ * JSON or a URL would escape it) before any of it is cut or leaves.
  */
 export const BODY_EXCERPT = 200;
 
@@ -50,7 +53,29 @@ function codeOf(err: unknown): string | undefined {
   return undefined;
 }
 
-export function diagnose(err: unknown, timeoutMs: number): UpstreamProblem {
+/** `text` with every form of `secret` a reply could echo replaced by `[secret]`. */
+export function withoutSecret(text: string, secret: string | null | undefined): string {
+  if (!secret) return text;
+  const forms = new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)]);
+  let out = text;
+  for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.split(form).join('[secret]');
+  return out;
+}
+
+/** Why `err` made an upstream unusable; `secret` (the server's bearer secret) appears in none of its texts. */
+export function diagnose(err: unknown, timeoutMs: number, secret?: string | null): UpstreamProblem {
+  const { body, message, ...rest } = cause(err, timeoutMs);
+  return {
+    ...rest,
+    message: withoutSecret(message, secret),
+    // Cut after the secret is taken out (a cut through it would leave its start), with room for its longest form.
+    ...(body !== undefined
+      ? { body: withoutSecret(body.slice(0, BODY_EXCERPT + 6 * (secret?.length ?? 0)), secret).slice(0, BODY_EXCERPT) }
+      : {}),
+  };
+}
+
+function cause(err: unknown, timeoutMs: number): UpstreamProblem {
   const refused = refusedBy(err);
   if (refused) return { cause: 'refused_address', message: refused.message.replace(/^refused: /, '') };
   // An upstream's 401 that the holder's credentials could not answer (upstream-auth.ts): its words say what to do.
@@ -62,7 +87,7 @@ export function diagnose(err: unknown, timeoutMs: number): UpstreamProblem {
     return {
       cause: 'http_status',
       status: err.status,
-      body: text.slice(0, BODY_EXCERPT),
+      body: text,
       message: `it answered HTTP ${err.status}${err.statusText ? ` ${err.statusText}` : ''}`,
     };
   }

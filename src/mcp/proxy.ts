@@ -144,10 +144,13 @@ export interface UpstreamHooks {
 /**
  * How a request reaches an upstream: the agent's session of it (requests without a caller
  * session), or the caller session's. `drop` ends the session of an upstream that failed on the
- * way, so that the next request opens another.
+ * way, so that the next request opens another. `use` runs a call on that session, counted as in
+ * use while it runs (it is not ended under the call), and ends only that session should it fail
+ * on the way.
  */
 export type UpstreamLink = ((server: McpServerRecord) => Promise<Client>) & {
   drop?: (server: McpServerRecord) => Promise<void>;
+  use?: <T>(server: McpServerRecord, run: (client: Client) => Promise<T>) => Promise<T>;
 };
 
 /** The protocol era a caller speaks, and so the era of the connection its requests take upstream. */
@@ -376,8 +379,10 @@ export function createMcpProxy(deps: {
     era: UpstreamEra = 'legacy',
     capabilities?: ClientCapabilities,
   ): UpstreamLink => {
-    const link: UpstreamLink = (server) =>
-      (sessionOf(who, server, era, capabilities) ?? sessionOf(who, server, era)!).client;
+    const sessionFor = (server: McpServerRecord) =>
+      sessionOf(who, server, era, capabilities) ?? sessionOf(who, server, era)!;
+    const link: UpstreamLink = (server) => sessionFor(server).client;
+    link.use = (server, run) => sessions.use(sessionFor(server), run);
     // The agent's sessions of an upstream that failed on the way end; the next request opens another.
     link.drop = (server) =>
       sessions.retireWhere((s) => s.scope === '' && s.agent === agentKey(who) && s.server === serverKey(server));
@@ -411,7 +416,7 @@ export function createMcpProxy(deps: {
       tools = await withDeadline(listed.recent(target.server, link), limits.timeoutMs);
     } catch (err) {
       await link.drop?.(target.server);
-      throw upstreamError(err, target.server, limits.timeoutMs);
+      throw upstreamError(err, target.server, limits.timeoutMs, secretOf(target.server));
     }
     const admitted = await pins.admission(
       target.server,
@@ -504,7 +509,7 @@ export function createMcpProxy(deps: {
           }
         };
         tools = await withDeadline(listed('legacy'), limits.timeoutMs).catch((err: unknown) => {
-          problem = diagnose(err, limits.timeoutMs);
+          problem = diagnose(err, limits.timeoutMs, input.secret);
           return null;
         });
         if (tools) {
@@ -660,11 +665,13 @@ export function createMcpProxy(deps: {
      */
     sessionScope(who: { workspaceId: string; agentId: string }, hooks: () => UpstreamHooks) {
       const scope = `s${randomUUID()}`;
-      const link: UpstreamLink = (server) =>
+      const sessionFor = (server: McpServerRecord) =>
         sessions.take(
           { key: `${scope}|${serverKey(server)}`, scope, agent: agentKey(who), server: serverKey(server) },
           () => open(server, hooks(), 'legacy', who.agentId),
-        ).client;
+        );
+      const link: UpstreamLink = (server) => sessionFor(server).client;
+      link.use = (server, run) => sessions.use(sessionFor(server), run);
       link.drop = (server) => sessions.retireWhere((s) => s.scope === scope && s.server === serverKey(server));
       return {
         link,
@@ -867,18 +874,21 @@ export function createMcpProxy(deps: {
           try {
             const result = shared
               ? await sessions.use(shared, send)
-              : relay.link
-                ? await attached(await relay.link(target.server))
-                : await sessions.use(sessionOf(who, target.server, era)!, attached);
+              : relay.link?.use
+                ? await relay.link.use(target.server, attached)
+                : relay.link
+                  ? await attached(await relay.link(target.server))
+                  : await sessions.use(sessionOf(who, target.server, era)!, attached);
             metrics.mcpCalls.inc({ outcome: result.isError === true ? 'tool_error' : 'ok' });
             return result;
           } catch (err) {
             failed = true;
             metrics.mcpCalls.inc({ outcome: 'upstream_error' });
-            // The caller session's upstream session failed on the way (not the upstream's own
-            // answer, nor a deadline): the next request opens another.
-            if (relay.link && brokenBy(err)) await relay.link.drop?.(target.server);
-            throw upstreamError(err, target.server, limits.callTimeoutMs);
+            // The link's upstream session failed on the way (not the upstream's own answer, nor a
+            // deadline): the next request opens another. A link's `use` has ended that one session
+            // already, once its other calls are answered; the agent's others are left alone.
+            if (relay.link && !relay.link.use && brokenBy(err)) await relay.link.drop?.(target.server);
+            throw upstreamError(err, target.server, limits.callTimeoutMs, secretOf(target.server));
           } finally {
             // A call that failed may still be sending the upstream its notifications/cancelled
             // (past the deadline, or cancelled by the caller): its client closes once that is out.
@@ -904,12 +914,14 @@ export function createMcpProxy(deps: {
     ): Promise<T> {
       await refuseIfStopped(who);
       let failure: unknown;
+      let failedOn: McpServerRecord | undefined;
       const all = await this.list(who.workspaceId);
       for (const server of capability === 'prompts' ? await promptServers(who, all) : all) {
         let client: Client;
         try {
           client = await withDeadline(link(server), limits.timeoutMs);
         } catch (err) {
+          failedOn ??= server;
           failure ??= err;
           continue;
         }
@@ -918,10 +930,12 @@ export function createMcpProxy(deps: {
           const answer = await ask(client, server);
           if (answer !== undefined) return answer;
         } catch (err) {
+          failedOn ??= server;
           failure ??= err;
         }
       }
-      if (failure !== undefined) throw upstreamError(failure, undefined, limits.timeoutMs);
+      if (failure !== undefined)
+        throw upstreamError(failure, undefined, limits.timeoutMs, failedOn && secretOf(failedOn));
       if (missing) throw missing();
       throw new ProtocolError(-32601, `No upstream MCP server here offers ${capability}.`);
     },
@@ -972,7 +986,7 @@ export function createMcpProxy(deps: {
       try {
         await withDeadline(offered(server, link), limits.timeoutMs);
       } catch (err) {
-        problem = diagnose(err, limits.timeoutMs);
+        problem = diagnose(err, limits.timeoutMs, secretOf(server));
         if (!(err instanceof DeadlineError)) await link.drop?.(server);
       }
       return { reachable: problem === null, problem, tools: await pins.list(wid, name) };
@@ -1006,10 +1020,15 @@ export function createMcpProxy(deps: {
  * name or connection failure, an answer that is not MCP) in `error.data.cause`, without the
  * upstream's body or error text, which may hold what an internal service answered.
  */
-function upstreamError(err: unknown, server: McpServerRecord | undefined, timeoutMs: number): ProtocolError {
+function upstreamError(
+  err: unknown,
+  server: McpServerRecord | undefined,
+  timeoutMs: number,
+  secret?: string | null,
+): ProtocolError {
   if (err instanceof ProtocolError) return err;
   const name = `The ${server?.kind === 'local' ? 'local' : 'upstream'} MCP server${server ? ` ${server.name}` : ''}`;
-  const { cause, status, message } = diagnose(err, timeoutMs);
+  const { cause, status, message } = diagnose(err, timeoutMs, secret);
   if (server?.kind === 'local' && cause !== 'timeout')
     return new ProtocolError(
       -32003,

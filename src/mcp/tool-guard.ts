@@ -19,9 +19,9 @@ import type { ToolResult } from './tools.js';
  * - A tool approved with `callsPerMinute` may be called that many times a minute by each agent;
  *   the next call is refused before the gate is asked (no action) and before the upstream is.
  * - The workspace's data-loss mode (the model gateway's, `gateway.dataLoss` or the console's
- *   workspace setting) screens the strings of a proxied call's arguments before they are sent
- *   and the text of its result (text content, embedded resources' text, structured content)
- *   before the caller sees it, with the gateway's detectors (gateway/dlp.ts): `redact` replaces
+ *   workspace setting) screens every string of a proxied call's arguments before they are sent
+ *   and of its result (content of every kind, structured content, `_meta`) before the caller
+ *   sees it, object keys included, with the gateway's detectors (gateway/dlp.ts): `redact` replaces
  *   each finding by `[REDACTED:<kind>]`, `block` refuses (the call is not sent; or its result is
  *   withheld, the upstream having run it), `off` reads nothing. Each screening that found
  *   something is one `mcp.tool_screened` ledger record: server, tool, `in` (arguments or
@@ -56,35 +56,39 @@ export function limitGate(gate: Gate, limiter: RateLimiter): Gate {
   return limited;
 }
 
-/** Every string in a JSON value passed through `visit`: a copy, the value itself untouched. */
-function mapStrings(value: unknown, visit: (text: string) => string): unknown {
+/** How deep `mapStrings` walks a value; anything deeper is screened as its JSON text. */
+const MAX_DEPTH = 64;
+
+/**
+ * Every string in a JSON value passed through `visit`, object keys included: a copy, the value
+ * itself untouched. A key changed by `visit` that meets another key gets a suffix (`#2`, ...), so
+ * no entry overwrites another. Past MAX_DEPTH a value is replaced by its JSON text, screened as
+ * one string, so that no depth escapes screening.
+ */
+function mapStrings(value: unknown, visit: (text: string) => string, depth = 0): unknown {
   if (typeof value === 'string') return visit(value);
-  if (Array.isArray(value)) return value.map((v) => mapStrings(v, visit));
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, visit)]));
-  return value;
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_DEPTH) return visit(JSON.stringify(value));
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, visit, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const renamed = visit(k);
+    let key = renamed;
+    for (let n = 2; key !== k && (Object.hasOwn(out, key) || Object.hasOwn(value, key)); n += 1)
+      key = `${renamed}#${n}`;
+    Object.defineProperty(out, key, {
+      value: mapStrings(v, visit, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
 }
 
-type Item = { type?: unknown; text?: unknown; resource?: { text?: unknown } & Record<string, unknown> };
-
-/** A result's texts passed through `visit`: text content, embedded resources' text, structured content. */
+/** A result's strings passed through `visit`: all of them, wherever they are (content of every kind, structured content, `_meta`), keys included. */
 function mapResult(result: ToolResult, visit: (text: string) => string): ToolResult {
-  const content = Array.isArray(result.content)
-    ? (result.content as Item[]).map((item) => {
-        if (item?.type === 'text' && typeof item.text === 'string') return { ...item, text: visit(item.text) };
-        if (item?.type === 'resource' && typeof item.resource?.text === 'string')
-          return { ...item, resource: { ...item.resource, text: visit(item.resource.text) } };
-        return item;
-      })
-    : undefined;
-  return {
-    ...result,
-    // A result without content (a 2026-07-28 input_required) keeps its shape.
-    ...(content ? { content: content as ToolResult['content'] } : {}),
-    ...(result.structuredContent !== undefined
-      ? { structuredContent: mapStrings(result.structuredContent, visit) as Record<string, unknown> }
-      : {}),
-  };
+  return mapStrings(result, visit) as ToolResult;
 }
 
 export function createToolGuard(deps: {

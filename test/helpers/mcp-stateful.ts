@@ -8,7 +8,7 @@ import { listenLoopback } from './loopback-http.js';
 /**
  * A stateful upstream MCP server for the proxy's tests: its state is per MCP session, as a
  * browser automation server's page is. `remember` keeps a value in the session, `recall` says it
- * back (or `nothing`); `wait` answers only when cancelled (it notes the cancellation). It counts
+ * back (or `nothing`); `wait` answers only when cancelled (it notes the cancellation), or, given `ms`, after that long. It counts
  * the sessions opened (`initialize`) and ended (`DELETE`), and every HTTP request it receives
  * (`requests`: the HTTP method and the JSON-RPC method), so a test can count what a proxied call
  * costs it.
@@ -53,6 +53,8 @@ export async function startStatefulUpstream(): Promise<StatefulUpstream> {
       }
       if (r.params.name === 'wait')
         return new Promise((resolve) => {
+          const ms = (r.params.arguments ?? {}).ms;
+          if (typeof ms === 'number') setTimeout(() => resolve({ content: [{ type: 'text', text: 'waited' }] }), ms);
           extra.signal.addEventListener('abort', () => {
             counts.cancelled += 1;
             resolve({ content: [{ type: 'text', text: 'cancelled' }] });

@@ -291,3 +291,73 @@ test.serial(
     }
   },
 );
+
+test.serial('the data-loss mode screens object keys and every string of a result, not only its text', async (t) => {
+  expectStatus(await owner.send('PUT', '/gateway', { dataLoss: 'block' }), 200, 'block');
+  const blocked = await connect((await bot('keys-block-bot')).key);
+  try {
+    const before = upstream.calls.length;
+    const err = await refusal(
+      t,
+      blocked.callTool({ name: 'files__echo', arguments: { text: 'hi', extra: { '4111 1111 1111 1111': 1 } } }),
+    );
+    t.like(err.data, { type: 'sensitive_data_blocked', in: 'arguments', findings: { card: 1 } });
+    t.is(upstream.calls.length, before, 'a key is screened as a value is: the call was not sent');
+
+    upstream.reply = () => ({
+      content: [
+        { type: 'text', text: 'see the link' },
+        { type: 'resource_link', uri: 'file:///x', name: 'x', description: 'card 4111 1111 1111 1111' },
+      ],
+    });
+    const withheld = await refusal(t, blocked.callTool({ name: 'files__add', arguments: { a: 1, b: 2 } }));
+    t.like(withheld.data, { type: 'sensitive_data_blocked', in: 'result', findings: { card: 1 } });
+  } finally {
+    upstream.reply = undefined;
+    await blocked.close();
+  }
+
+  expectStatus(await owner.send('PUT', '/gateway', { dataLoss: 'redact' }), 200, 'redact');
+  const client = await connect((await bot('keys-redact-bot')).key);
+  try {
+    await client.callTool({
+      name: 'files__echo',
+      arguments: { text: 'hi', extra: { 'bob@example.com': 1, 'ann@example.com': 2, '[REDACTED:email]': 3 } },
+    });
+    const sent = upstream.calls.at(-1)?.args as { extra: Record<string, number> };
+    t.deepEqual(
+      sent.extra,
+      { '[REDACTED:email]#2': 1, '[REDACTED:email]#3': 2, '[REDACTED:email]': 3 },
+      'each key redacted, none overwriting another',
+    );
+    t.false(JSON.stringify(upstream.calls.at(-1)).includes('@example.com'), 'the upstream never saw it');
+
+    upstream.reply = () => ({
+      content: [
+        { type: 'text', text: 'fine' },
+        {
+          type: 'resource_link',
+          uri: 'mailto:bob@example.com',
+          name: 'bob@example.com',
+          description: 'card 4111 1111 1111 1111',
+        },
+      ],
+      structuredContent: { 'ann@example.com': { deep: [{ deeper: 'AKIAABCDEFGHIJKLMNOP' }] } },
+      _meta: { owner: 'carl@example.com' },
+    });
+    const got = await client.callTool({ name: 'files__add', arguments: { a: 1, b: 2 } });
+    const seen = JSON.stringify(got);
+    for (const value of ['bob@example.com', 'ann@example.com', 'carl@example.com', '4111', 'AKIA'])
+      t.false(seen.includes(value), `${value} was redacted: ${seen}`);
+    t.like(got.content, [
+      { type: 'text', text: 'fine' },
+      { type: 'resource_link', name: '[REDACTED:email]', description: 'card [REDACTED:card]' },
+    ]);
+    t.deepEqual(got.structuredContent, { '[REDACTED:email]': { deep: [{ deeper: '[REDACTED:secret]' }] } });
+    t.deepEqual(got._meta, { owner: '[REDACTED:email]' });
+  } finally {
+    upstream.reply = undefined;
+    expectStatus(await owner.send('PUT', '/gateway', { dataLoss: 'off' }), 200, 'off');
+    await client.close();
+  }
+});
