@@ -27,7 +27,8 @@ import {
  * One attempt at one model: the upstream request in its vendor's shape, and the answer in the
  * client's. Rules:
  * - The body is built once from the parsed client body (translated when the shapes differ) and
- *   sent with the provider's secret, the client's `anthropic-version` (or a default) and the
+ *   sent with the provider's secret, the client's `anthropic-version` (or a default), its
+ *   `anthropic-beta` to an Anthropic-kind vendor (the beta-only fields it sends need it) and the
  *   request's `traceparent`.
  * - An answer of 408, 409, 429 or 5xx, a connection error or a timeout is a failure: the caller
  *   may fail over. 401 and 403 are failures too (the operator's upstream secret is wrong, not the
@@ -54,6 +55,8 @@ export interface Attempt {
   clientModel: string;
   traceparent: string;
   anthropicVersion: string | undefined;
+  /** The client's `anthropic-beta` (its values joined by commas), for an Anthropic-kind vendor. */
+  anthropicBeta?: string | undefined;
   signal: AbortSignal;
   nowSeconds: number;
   /** Data loss on the way back (response-screen.ts): a stream's text is screened in this mode. */
@@ -114,6 +117,8 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
     headers: {
       'x-api-key': secret,
       'anthropic-version': a.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
+      // The betas the client's beta-only fields need (context management, effort, thinking...).
+      ...(a.anthropicBeta ? { 'anthropic-beta': a.anthropicBeta } : {}),
       traceparent: a.traceparent,
     },
     body: JSON.stringify(bodyIn('anthropic', a)),

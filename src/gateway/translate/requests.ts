@@ -4,7 +4,8 @@ import type { VendorJson as Json } from '../vendor-json.js';
  * Request bodies from one vendor shape to the other (OpenAI chat completions <-> Anthropic
  * messages). Rules:
  * - System and developer messages become Anthropic's `system`; Anthropic's `system` becomes the
- *   first OpenAI message. Consecutive messages of one role are merged (Anthropic needs turns).
+ *   first OpenAI message, and an Anthropic `system` turn inside `messages` a system message in
+ *   its place. Consecutive messages of one role are merged (Anthropic needs turns).
  * - Tool definitions, tool calls (assistant `tool_calls` <-> `tool_use` blocks) and tool results
  *   (`tool` messages <-> `tool_result` blocks) carry over with their ids.
  * - Images: data URLs <-> base64 sources, http(s) URLs <-> url sources.
@@ -146,6 +147,11 @@ export function anthropicToOpenaiRequest(body: Json, model: string): Json {
   const messages: Json[] = [];
   if (body.system !== undefined) messages.push({ role: 'system', content: textOf(body.system) });
   for (const m of body.messages as Json[]) {
+    // A system turn mid-conversation stays where it is: chat completions takes one anywhere.
+    if (m.role === 'system') {
+      messages.push({ role: 'system', content: textOf(m.content) });
+      continue;
+    }
     if (typeof m.content === 'string') {
       messages.push({ role: m.role, content: m.content });
       continue;

@@ -8,7 +8,8 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  * `/converse-stream` for a stream (answered in AWS's binary event-stream framing, read by AWS's
  * codec: bedrock-stream.ts), signed with SigV4 (bedrock-sign.ts). Translated through the
  * Anthropic shape, which Converse follows closely:
- * - `system` becomes system text blocks; text, base64 images, `tool_use` and `tool_result`
+ * - `system`, and any `system` turn in the conversation after it (Converse has no system turns),
+ *   becomes the system text; text, base64 images, `tool_use` and `tool_result`
  *   blocks become `text`, `image`, `toolUse` and `toolResult` blocks (an image by URL has no
  *   Converse counterpart and is dropped; an empty text block, which Converse refuses, too).
  * - `max_tokens`, `temperature`, `top_p`, `stop_sequences` go in `inferenceConfig`; tools in
@@ -82,7 +83,13 @@ const toolChoiceOf = (choice: Json | undefined): Json | undefined => {
 /** An Anthropic messages body as a Converse body. */
 export function toConverseRequest(body: Json): Json {
   const messages: Json[] = [];
+  const system: string[] = [textOf(body.system)];
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[]) {
+    // Converse takes system text only beside the conversation: a system turn joins it, in order.
+    if (m?.role === 'system') {
+      system.push(textOf(m.content));
+      continue;
+    }
     const role = m?.role === 'assistant' ? 'assistant' : 'user';
     const content = toBlocks(m?.content);
     if (content.length === 0) continue;
@@ -96,8 +103,8 @@ export function toConverseRequest(body: Json): Json {
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0)
     inferenceConfig.stopSequences = body.stop_sequences;
   const out: Json = { messages, inferenceConfig };
-  const system = textOf(body.system);
-  if (system !== '') out.system = [{ text: system }];
+  const systemText = system.filter((t) => t !== '').join('\n\n');
+  if (systemText !== '') out.system = [{ text: systemText }];
   const tools: Json[] = (Array.isArray(body.tools) ? body.tools : []).map((t: Json) => ({
     toolSpec: {
       name: t?.name,
