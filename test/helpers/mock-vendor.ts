@@ -36,7 +36,12 @@ export type Fault =
   | { kind: 'cut'; afterChunks: number }
   | { kind: 'delay'; ms: number }
   /** Answers with this text instead of the echo; streamed one piece per event (any split). */
-  | { kind: 'reply'; pieces: string[] };
+  | { kind: 'reply'; pieces: string[] }
+  /**
+   * Answers with a call of this tool and these arguments (JSON text; a custom tool's input text
+   * when `custom`, answered as a Responses `custom_tool_call`), as an agent's scripted turn.
+   */
+  | { kind: 'call'; name: string; arguments: string; custom?: boolean };
 
 export interface VendorCall {
   vendor: 'openai' | 'anthropic';
@@ -75,6 +80,10 @@ interface Reply {
   pieces: string[];
   /** The first offered tool's name when the reply is a tool call. */
   tool?: string;
+  /** The call's arguments (JSON text) when scripted; else TOOL_ARGUMENTS. */
+  arguments?: string;
+  /** A Responses custom tool's call (its input is `arguments`, as text). */
+  custom?: boolean;
   truncated: boolean;
   promptTokens: number;
   completionTokens: number;
@@ -90,6 +99,13 @@ const ROUTES: Record<string, Vendor> = {
 const TOOL_ARGUMENTS = '{"q":"x"}';
 // The argument JSON is streamed in two pieces, as vendors split it mid-value.
 const TOOL_ARGUMENT_PIECES = ['{"q":', '"x"}'];
+const argumentsOf = (reply: Reply): string => reply.arguments ?? TOOL_ARGUMENTS;
+/** A scripted call's arguments split in two mid-text, as the default ones are. */
+const argumentPieces = (reply: Reply): string[] => {
+  if (reply.arguments === undefined) return TOOL_ARGUMENT_PIECES;
+  const half = Math.floor(reply.arguments.length / 2);
+  return [reply.arguments.slice(0, half), reply.arguments.slice(half)].filter((p) => p !== '');
+};
 
 export async function startMockVendor(
   options: { openaiKey?: string; anthropicKey?: string } = {},
@@ -163,7 +179,8 @@ export async function startMockVendor(
     const cutAfter = fault?.kind === 'cut' ? fault.afterChunks : Infinity;
     const id = ++serial;
     const pieces = fault?.kind === 'reply' ? fault.pieces : undefined;
-    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces };
+    const call = fault?.kind === 'call' ? fault : undefined;
+    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces, call };
     if (path === '/v1/responses') return responses(exchange, kept);
     if (path === '/v1/embeddings') return embeddings(exchange);
     if (path === '/v1/messages/count_tokens') return countTokens(exchange);
@@ -221,20 +238,32 @@ interface Exchange {
   cutAfter: number;
   /** A scripted reply's text pieces (the `reply` fault). */
   pieces: string[] | undefined;
+  /** A scripted tool call (the `call` fault). */
+  call: Extract<Fault, { kind: 'call' }> | undefined;
 }
 
 /** The scripted reply instead of the composed one. */
-const scripted = (reply: Reply, pieces: string[] | undefined): Reply =>
-  pieces
+const scripted = (reply: Reply, pieces: string[] | undefined, call?: Extract<Fault, { kind: 'call' }>): Reply =>
+  call
     ? {
-        pieces,
+        pieces: [],
+        tool: call.name,
+        arguments: call.arguments,
+        ...(call.custom ? { custom: true } : {}),
         truncated: false,
         promptTokens: reply.promptTokens,
-        completionTokens: pieces.join('').split(/\s+/).filter(Boolean).length,
+        completionTokens: 5,
       }
-    : reply;
+    : pieces
+      ? {
+          pieces,
+          truncated: false,
+          promptTokens: reply.promptTokens,
+          completionTokens: pieces.join('').split(/\s+/).filter(Boolean).length,
+        }
+      : reply;
 
-function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promise<void> | void {
+function openai({ req, res, body, key, id, cutAfter, pieces, call }: Exchange): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) {
     return json(res, 401, {
       error: {
@@ -266,6 +295,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promis
       maxTokens: body.max_completion_tokens ?? body.max_tokens,
     }),
     pieces,
+    call,
   );
   const text = reply.tool ? null : reply.pieces.join('');
   const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
@@ -278,7 +308,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promis
 
   if (body.stream !== true) {
     const toolCalls = reply.tool
-      ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: TOOL_ARGUMENTS } }]
+      ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: argumentsOf(reply) } }]
       : undefined;
     return json(res, 200, {
       ...head,
@@ -309,7 +339,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promis
         tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: reply.tool, arguments: '' } }],
       }),
     );
-    for (const piece of TOOL_ARGUMENT_PIECES)
+    for (const piece of argumentPieces(reply))
       events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
   } else {
     for (const piece of reply.pieces) events.push(chunk({ content: piece }));
@@ -321,7 +351,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promis
   return sse(res, lines, cutAfter);
 }
 
-function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Promise<void> | void {
+function anthropic({ req, res, body, key, id, cutAfter, pieces, call }: Exchange): Promise<void> | void {
   const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
@@ -341,6 +371,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Pro
       maxTokens: body.max_tokens,
     }),
     pieces,
+    call,
   );
   const stop = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
   const toolBlock = { type: 'tool_use', id: 'toolu_1', name: reply.tool };
@@ -348,7 +379,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Pro
 
   if (body.stream !== true) {
     const content = reply.tool
-      ? [{ ...toolBlock, input: { q: 'x' } }]
+      ? [{ ...toolBlock, input: JSON.parse(argumentsOf(reply)) }]
       : [{ type: 'text', text: reply.pieces.join('') }];
     return json(res, 200, {
       ...message,
@@ -379,7 +410,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces }: Exchange): Pro
     ['ping', {}],
   ];
   const deltas = reply.tool
-    ? TOOL_ARGUMENT_PIECES.map((piece) => ({ type: 'input_json_delta', partial_json: piece }))
+    ? argumentPieces(reply).map((piece) => ({ type: 'input_json_delta', partial_json: piece }))
     : reply.pieces.map((piece) => ({ type: 'text_delta', text: piece }));
   for (const delta of deltas) events.push(['content_block_delta', { index: 0, delta }]);
   events.push(
@@ -440,7 +471,7 @@ function responsesText(content: unknown): string {
 }
 
 function responses(
-  { req, res, body, key, id, cutAfter, pieces }: Exchange,
+  { req, res, body, key, id, cutAfter, pieces, call }: Exchange,
   kept: Map<string, Json[]>,
 ): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) return openaiUnauthorized(res);
@@ -471,6 +502,7 @@ function responses(
       maxTokens: body.max_output_tokens,
     }),
     pieces,
+    call,
   );
   const rid = `resp_mock${id}`;
   const text = reply.pieces.join('');
@@ -488,14 +520,10 @@ function responses(
     role: 'assistant',
     content: [{ type: 'output_text', text: t, annotations: [], logprobs: [] }],
   });
-  const callItem = (args: string, status: string) => ({
-    id: `fc_mock${id}`,
-    type: 'function_call',
-    status,
-    call_id: 'call_1',
-    name: reply.tool,
-    arguments: args,
-  });
+  const callItem = (args: string, status: string) =>
+    reply.custom
+      ? { id: `ctc_mock${id}`, type: 'custom_tool_call', status, call_id: 'call_1', name: reply.tool, input: args }
+      : { id: `fc_mock${id}`, type: 'function_call', status, call_id: 'call_1', name: reply.tool, arguments: args };
   const status = reply.truncated ? 'incomplete' : 'completed';
   const envelope = (st: string, output: object[], withUsage: boolean) => ({
     id: rid,
@@ -516,7 +544,7 @@ function responses(
     tools,
     usage: withUsage ? usage : null,
   });
-  const finalItem = reply.tool ? callItem(TOOL_ARGUMENTS, 'completed') : messageItem(text, 'completed');
+  const finalItem = reply.tool ? callItem(argumentsOf(reply), 'completed') : messageItem(text, 'completed');
   if (body.store === true) kept.set(rid, [...messages, { role: 'assistant', content: text }]);
 
   if (body.stream !== true) return json(res, 200, envelope(status, [finalItem], true));
@@ -528,12 +556,14 @@ function responses(
   push('response.in_progress', { response: envelope('in_progress', [], false) });
   if (reply.tool) {
     push('response.output_item.added', { output_index: 0, item: callItem('', 'in_progress') });
-    for (const piece of TOOL_ARGUMENT_PIECES)
-      push('response.function_call_arguments.delta', { item_id: `fc_mock${id}`, output_index: 0, delta: piece });
-    push('response.function_call_arguments.done', {
-      item_id: `fc_mock${id}`,
+    const itemId = reply.custom ? `ctc_mock${id}` : `fc_mock${id}`;
+    const kind = reply.custom ? 'custom_tool_call_input' : 'function_call_arguments';
+    for (const piece of argumentPieces(reply))
+      push(`response.${kind}.delta`, { item_id: itemId, output_index: 0, delta: piece });
+    push(`response.${kind}.done`, {
+      item_id: itemId,
       output_index: 0,
-      arguments: TOOL_ARGUMENTS,
+      [reply.custom ? 'input' : 'arguments']: argumentsOf(reply),
     });
   } else {
     const item = { item_id: `msg_mock${id}`, output_index: 0, content_index: 0 };
