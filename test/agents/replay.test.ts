@@ -1,0 +1,158 @@
+import test from 'ava';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { assertError, call, type Json } from '../helpers/http.js';
+import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
+import { AZURE_API_VERSION, AZURE_KEY, startMockAzure } from '../helpers/mock-azure.js';
+import { AWS_ENV, BEDROCK_REGION, startMockBedrock } from '../helpers/mock-bedrock.js';
+import { GEMINI_KEY, startMockGemini } from '../helpers/mock-gemini.js';
+import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
+import { ROOT } from '../helpers/process.js';
+import { startGateway, type Gateway } from '../gateway/support.js';
+
+/**
+ * The requests Claude Code and Codex CLI sent (test/fixtures/agents/, recorded from the agent
+ * tests), replayed through the gateway to every vendor kind: what each vendor receives carries
+ * what the agent sent (system turns mid-conversation, betas, tool results), and what a vendor
+ * kind cannot take is refused by name, never dropped.
+ */
+const fixture = (name: string): { path: string; headers: Record<string, string>; body: Json } =>
+  JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'agents', `${name}.json`), 'utf8'));
+
+let vendor: MockVendor;
+let bedrock: LoopbackVendor;
+let gemini: LoopbackVendor;
+let azure: LoopbackVendor;
+let gw: Gateway;
+let key: string;
+let translatedKey: string;
+
+const KINDS = ['anthropic', 'openai', 'responses', 'azure', 'bedrock', 'gemini'] as const;
+type Kind = (typeof KINDS)[number];
+const UPSTREAM: Record<Kind, string> = {
+  anthropic: 'claude-2026',
+  openai: 'gpt-2026',
+  responses: 'gpt-r-2026',
+  azure: 'azure-deployment',
+  bedrock: 'anthropic.claude-sonnet-v1:0',
+  gemini: 'gemini-3-flash',
+};
+
+test.before(async () => {
+  vendor = await startMockVendor();
+  bedrock = await startMockBedrock();
+  gemini = await startMockGemini();
+  azure = await startMockAzure();
+  gw = await startGateway(
+    vendor,
+    {
+      providers: [
+        { id: 'anthropic', kind: 'anthropic', baseUrl: vendor.anthropicBase, apiKeyEnv: 'VENDOR_A_KEY' },
+        { id: 'openai', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY' },
+        { id: 'responses', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY', responses: true },
+        {
+          id: 'azure',
+          kind: 'azure-openai',
+          baseUrl: azure.url,
+          apiVersion: AZURE_API_VERSION,
+          apiKeyEnv: 'AZURE_OPENAI_KEY',
+        },
+        { id: 'bedrock', kind: 'bedrock', baseUrl: bedrock.url, region: BEDROCK_REGION },
+        { id: 'gemini', kind: 'gemini', baseUrl: gemini.url, apiKeyEnv: 'GEMINI_API_KEY' },
+      ],
+      models: KINDS.map((kind) => ({
+        id: `via-${kind}`,
+        provider: kind,
+        upstreamModel: UPSTREAM[kind],
+        priceMicrosPerMTokIn: 1_000_000,
+        priceMicrosPerMTokOut: 5_000_000,
+        quality: 2,
+        latency: 1,
+        jurisdiction: { domicile: 'EU', region: 'eu-west' },
+        taskClasses: ['*'],
+      })),
+      // Without the provider that speaks Responses: what only it can take is refused by name.
+      policyProfiles: [{ id: 'translated', providers: ['anthropic', 'openai', 'azure', 'bedrock', 'gemini'] }],
+    },
+    { ...AWS_ENV, GEMINI_API_KEY: GEMINI_KEY, AZURE_OPENAI_KEY: AZURE_KEY },
+  );
+  key = await gw.key({ defaultTaskClass: 'general' });
+  translatedKey = await gw.key({ defaultTaskClass: 'general', policyProfile: 'translated' });
+});
+
+test.after.always(async () => {
+  await gw?.server.stop();
+  await Promise.all([vendor?.close(), bedrock?.close(), gemini?.close(), azure?.close()]);
+});
+
+const replay = (name: string, kind: Kind, k = key) => {
+  const f = fixture(name);
+  const auth: Record<string, string> = f.path.startsWith('/v1/messages')
+    ? { 'x-api-key': k }
+    : { authorization: `Bearer ${k}` };
+  const headers = { ...f.headers, ...auth };
+  return call(gw.server.url, 'POST', f.path, { headers, json: { ...f.body, model: `via-${kind}` } });
+};
+
+/** What the vendor of `kind` received last. */
+const received = (kind: Kind): Json => {
+  const from = kind === 'bedrock' ? bedrock : kind === 'gemini' ? gemini : kind === 'azure' ? azure : vendor;
+  return from.calls.at(-1)!;
+};
+
+/** The text of the Claude Code system turn that stands after its first user turn. */
+const claudeSystemTurn = (name: string): string => {
+  const turn = (fixture(name).body.messages as Json[]).find((m) => m.role === 'system')!;
+  return typeof turn.content === 'string' ? turn.content : ((turn.content as Json[])[0].text as string);
+};
+
+const ANTHROPIC_KINDS: Kind[] = ['anthropic', 'openai', 'azure', 'bedrock', 'gemini'];
+for (const name of ['claude-code-plain', 'claude-code-tool-result'])
+  for (const kind of ANTHROPIC_KINDS) {
+    test.serial(
+      `${name} through ${kind}: answered as a stream; the system turn and tool results carried`,
+      async (t) => {
+        const res = await replay(name, kind);
+        t.is(res.status, 200, res.text);
+        t.regex(res.text, /event: message_stop/);
+        t.regex(res.text, new RegExp(`"model":"via-${kind}"`));
+        const seen = received(kind);
+        const sent = JSON.stringify(seen.body);
+        const system = claudeSystemTurn(name).slice(0, 60);
+        t.true(sent.includes(JSON.stringify(system).slice(1, -1)), 'the system turn reached the vendor');
+        if (name.endsWith('tool-result')) t.regex(sent, /The launch code is 4711/);
+        if (kind === 'anthropic') {
+          const f = fixture(name);
+          t.deepEqual(seen.body, { ...f.body, model: UPSTREAM.anthropic }, 'passed as the agent sent it');
+          t.is(seen.headers['anthropic-beta'], f.headers['anthropic-beta']);
+        }
+        if (kind === 'openai' || kind === 'azure') {
+          const roles = (seen.body.messages as Json[]).map((m) => m.role);
+          t.is(roles[1], 'user');
+          t.is(roles[2], 'system', 'in its place in the conversation');
+        }
+      },
+    );
+  }
+
+for (const name of ['codex-plain', 'codex-tool-result']) {
+  test.serial(`${name} through a vendor that speaks Responses: passed as the agent sent it`, async (t) => {
+    const res = await replay(name, 'responses');
+    t.is(res.status, 200, res.text);
+    t.regex(res.text, /event: response.completed/);
+    const seen = received('responses');
+    t.is(seen.path, '/v1/responses');
+    t.deepEqual(seen.body.input, fixture(name).body.input);
+  });
+
+  for (const kind of ['anthropic', 'openai', 'bedrock', 'gemini'] as const)
+    test.serial(`${name} to ${kind}: its custom tool and additional_tools item refused by name`, async (t) => {
+      const before = received(kind);
+      const res = await replay(name, kind, translatedKey);
+      assertError(t, res, 400, 'invalid_request');
+      const fields = (res.body.error.errors as Json[]).map((e) => e.field);
+      t.true(fields.includes('input.0.type'), JSON.stringify(fields));
+      t.regex(res.body.error.fix, /responses: true/);
+      t.is(received(kind), before, 'nothing sent');
+    });
+}
