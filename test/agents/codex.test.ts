@@ -17,7 +17,7 @@ let g: AgentGateway;
 
 test.before(async () => {
   vendor = await startMockVendor();
-  g = await agentGateway(vendor, { [CODEX_DEFAULT]: 'responses' });
+  g = await agentGateway({ vendor }, { [CODEX_DEFAULT]: 'responses' });
 });
 
 test.after.always(async () => {

@@ -1,4 +1,7 @@
 import { expectStatus, ownerConsole } from '../helpers/console.js';
+import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
+import { AWS_ENV, BEDROCK_REGION } from '../helpers/mock-bedrock.js';
+import { GEMINI_KEY } from '../helpers/mock-gemini.js';
 import type { MockVendor } from '../helpers/mock-vendor.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
@@ -10,12 +13,24 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 export const CLAUDE_DEFAULT = 'claude-opus-5-5';
 export const CODEX_DEFAULT = 'gpt-6.2-sol';
 
-const PROVIDER_KINDS = {
-  anthropic: { kind: 'anthropic' },
-  openai: { kind: 'openai' },
-  responses: { kind: 'openai', responses: true },
-} as const;
-export type Upstream = keyof typeof PROVIDER_KINDS;
+export type Upstream = 'anthropic' | 'openai' | 'responses' | 'bedrock' | 'gemini';
+
+/** The loopback vendors: the OpenAI- and Anthropic-shaped mock, and Bedrock's and Gemini's when used. */
+export interface Vendors {
+  vendor: MockVendor;
+  bedrock?: LoopbackVendor;
+  gemini?: LoopbackVendor;
+}
+
+function providersOf({ vendor, bedrock, gemini }: Vendors): Record<string, unknown>[] {
+  return [
+    { id: 'anthropic', kind: 'anthropic', baseUrl: vendor.anthropicBase, apiKeyEnv: 'VENDOR_A_KEY' },
+    { id: 'openai', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY' },
+    { id: 'responses', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY', responses: true },
+    ...(bedrock ? [{ id: 'bedrock', kind: 'bedrock', baseUrl: bedrock.url, region: BEDROCK_REGION }] : []),
+    ...(gemini ? [{ id: 'gemini', kind: 'gemini', baseUrl: gemini.url, apiKeyEnv: 'GEMINI_API_KEY' }] : []),
+  ];
+}
 
 export interface AgentGateway {
   server: RunningServer;
@@ -23,19 +38,19 @@ export interface AgentGateway {
   stop(): Promise<void>;
 }
 
-export async function agentGateway(vendor: MockVendor, models: Record<string, Upstream>): Promise<AgentGateway> {
-  const providers = Object.entries(PROVIDER_KINDS).map(([id, p]) => ({
-    id,
-    ...p,
-    baseUrl: p.kind === 'anthropic' ? vendor.anthropicBase : vendor.openaiBase,
-    apiKeyEnv: p.kind === 'anthropic' ? 'VENDOR_A_KEY' : 'VENDOR_O_KEY',
-  }));
+export async function agentGateway(vendors: Vendors, models: Record<string, Upstream>): Promise<AgentGateway> {
   const server = await startServer({
-    env: { VENDOR_O_KEY: 'sk-mock-openai', VENDOR_A_KEY: 'sk-mock-anthropic', SVC_SIGNIN_RATE_PER_MINUTE: '1000' },
+    env: {
+      VENDOR_O_KEY: 'sk-mock-openai',
+      VENDOR_A_KEY: 'sk-mock-anthropic',
+      GEMINI_API_KEY: GEMINI_KEY,
+      ...AWS_ENV,
+      SVC_SIGNIN_RATE_PER_MINUTE: '1000',
+    },
     config: {
       gateway: {
         enforcement: 'enforce',
-        providers,
+        providers: providersOf(vendors),
         models: Object.entries(models).map(([id, provider]) => ({
           id,
           provider,

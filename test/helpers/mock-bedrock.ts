@@ -7,6 +7,7 @@ import {
   send,
   startLoopbackVendor,
   TOOL_INPUT,
+  inputPieces,
   writePieces,
   type Exchange,
   type LoopbackVendor,
@@ -168,6 +169,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
         endsWithUserText: last.role === 'user' && textOf(last.content) !== '',
         toolName: body.toolConfig?.tools?.[0]?.toolSpec?.name,
         maxTokens: body.inferenceConfig.maxTokens,
+        fault: x.fault,
       });
       const usage = {
         inputTokens: reply.promptTokens,
@@ -184,7 +186,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
               message: {
                 role: 'assistant',
                 content: reply.tool
-                  ? [{ toolUse: { toolUseId, name: reply.tool, input: TOOL_INPUT } }]
+                  ? [{ toolUse: { toolUseId, name: reply.tool, input: reply.input ?? TOOL_INPUT } }]
                   : [{ text: reply.pieces.join('') }],
               },
             },
@@ -203,7 +205,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
         frames.push(
           frame('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId, name: reply.tool } } }),
         );
-        for (const piece of ['{"q":', '"x"}'])
+        for (const piece of inputPieces(reply))
           frames.push(frame('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: piece } } }));
       } else {
         for (const piece of reply.pieces)

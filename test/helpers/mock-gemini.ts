@@ -102,6 +102,7 @@ export function startMockGemini(options: { key?: string } = {}): Promise<Loopbac
         endsWithUserText: last.role === 'user' && partsText(last.parts) !== '',
         toolName: body.tools?.[0]?.functionDeclarations?.[0]?.name,
         maxTokens: body.generationConfig?.maxOutputTokens,
+        fault: x.fault,
       });
       const usageMetadata = {
         promptTokenCount: reply.promptTokens,
@@ -122,7 +123,7 @@ export function startMockGemini(options: { key?: string } = {}): Promise<Loopbac
         responseId: 'gemini-mock',
       });
       const toolPart = reply.tool
-        ? [{ functionCall: { name: reply.tool, args: TOOL_INPUT }, thoughtSignature: THOUGHT_SIGNATURE }]
+        ? [{ functionCall: { name: reply.tool, args: reply.input ?? TOOL_INPUT }, thoughtSignature: THOUGHT_SIGNATURE }]
         : [];
       if (!x.stream)
         return send(x.res, {
