@@ -156,3 +156,20 @@ for (const name of ['codex-plain', 'codex-tool-result']) {
       t.is(received(kind), before, 'nothing sent');
     });
 }
+
+test.serial('anthropic-beta reaches an Anthropic-kind vendor: an unknown beta is its refusal, relayed', async (t) => {
+  const f = fixture('claude-code-plain');
+  const send = (beta: string | undefined) =>
+    call(gw.server.url, 'POST', '/v1/messages?beta=true', {
+      headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', ...(beta ? { 'anthropic-beta': beta } : {}) },
+      json: { ...f.body, model: 'via-anthropic' },
+    });
+  const unknown = await send(`${f.headers['anthropic-beta']},no-such-beta-2020-01-01`);
+  t.is(unknown.status, 400, unknown.text);
+  t.regex(unknown.body.error.message, /no-such-beta-2020-01-01/);
+  // Without the beta, the vendor refuses the beta-only field by name.
+  const without = await send(undefined);
+  t.is(without.status, 400, without.text);
+  t.regex(without.body.error.message, /context_management/);
+  t.is((await send(f.headers['anthropic-beta'])).status, 200);
+});

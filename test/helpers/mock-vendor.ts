@@ -27,6 +27,8 @@ import type { Json } from './http.js';
  *   the same text; base64 when asked (little-endian float32). Usage: the input's word count
  *   (a token array's length).
  * - Token counts: the prompt's word count, as the replies' usage counts it.
+ * - Anthropic: an `anthropic-beta` value it does not know is refused, and so is a beta-only field
+ *   (`context_management`) sent without its beta, as Anthropic refuses them.
  */
 
 export type Fault =
@@ -351,11 +353,52 @@ function openai({ req, res, body, key, id, cutAfter, pieces, call }: Exchange): 
   return sse(res, lines, cutAfter);
 }
 
+/**
+ * The betas the mock knows (those Claude Code 2.1 and the SDK send, and other published ones):
+ * another value of `anthropic-beta` is refused, as Anthropic refuses one it does not know.
+ */
+const KNOWN_BETAS = new Set([
+  'token-counting-2024-11-01',
+  'prompt-caching-2024-07-31',
+  'output-128k-2025-02-19',
+  'fine-grained-tool-streaming-2025-05-14',
+  'extended-cache-ttl-2025-04-11',
+  'files-api-2025-04-14',
+  'claude-code-20250219',
+  'interleaved-thinking-2025-05-14',
+  'context-management-2025-06-27',
+  'per-turn-control-2026-07-01',
+  'mid-conversation-tool-changes-2026-07-01',
+  'thinking-token-count-2026-05-13',
+  'advanced-tool-use-2025-11-20',
+  'effort-2025-11-24',
+  'thinking-display-updates-2026-08-18',
+  'context-1m-2025-08-07',
+]);
+/** Fields Anthropic takes only with their beta in `anthropic-beta`; without it, an extra input. */
+const BETA_FIELDS: Record<string, string> = { context_management: 'context-management-2025-06-27' };
+
+/** Anthropic's refusal of the request's betas, or null. */
+function betaRefusal(req: http.IncomingMessage, body: Json): string | null {
+  const header = req.headers['anthropic-beta'];
+  const betas = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  const unknown = betas.filter((b) => !KNOWN_BETAS.has(b));
+  if (unknown.length > 0) return `Unexpected value(s) \`${unknown.join(', ')}\` for the \`anthropic-beta\` header.`;
+  for (const [field, beta] of Object.entries(BETA_FIELDS))
+    if (body[field] !== undefined && !betas.includes(beta)) return `${field}: Extra inputs are not permitted`;
+  return null;
+}
+
 function anthropic({ req, res, body, key, id, cutAfter, pieces, call }: Exchange): Promise<void> | void {
   const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
     return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  const refused = betaRefusal(req, body);
+  if (refused) return json(res, 400, errorBody('anthropic', 400, refused));
   if (typeof body.model !== 'string' || !body.model)
     return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
   if (typeof body.max_tokens !== 'number')
@@ -622,6 +665,8 @@ function countTokens({ req, res, body, key }: Exchange): void {
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
     return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  const refused = betaRefusal(req, body);
+  if (refused) return json(res, 400, errorBody('anthropic', 400, refused));
   if (typeof body.model !== 'string' || !body.model)
     return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
   if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));
