@@ -8,6 +8,7 @@ import { vendorAttempt } from './vendors/attempt.js';
 import { vendorOf } from './vendors/index.js';
 import { FAILOVER } from './vendors/vendor.js';
 import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
+import { OPENAI_TOOL_ID_MAX, rekeyChatToolIds } from './translate/tool-ids.js';
 import {
   anthropicToOpenaiResponse,
   anthropicUsage,
@@ -29,7 +30,8 @@ import {
  * - The body is built once from the parsed client body (translated when the shapes differ) and
  *   sent with the provider's secret, the client's `anthropic-version` (or a default), its
  *   `anthropic-beta` to an Anthropic-kind vendor (the beta-only fields it sends need it) and the
- *   request's `traceparent`.
+ *   request's `traceparent`. Tool-call ids beyond what the vendor takes are re-keyed
+ *   (translate/tool-ids.ts).
  * - An answer of 408, 409, 429 or 5xx, a connection error or a timeout is a failure: the caller
  *   may fail over. 401 and 403 are failures too (the operator's upstream secret is wrong, not the
  *   client's request). Other 4xx are the client's request refused by the vendor: answered, not
@@ -109,7 +111,7 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
     return {
       path: '/chat/completions',
       headers: { authorization: `Bearer ${secret}`, traceparent: a.traceparent },
-      body: JSON.stringify(bodyIn('openai', a)),
+      body: JSON.stringify(rekeyChatToolIds(bodyIn('openai', a), OPENAI_TOOL_ID_MAX)),
     };
   }
   return {

@@ -5,7 +5,7 @@ import { assertError, call, type Json } from '../helpers/http.js';
 import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
 import { AZURE_API_VERSION, AZURE_KEY, startMockAzure } from '../helpers/mock-azure.js';
 import { AWS_ENV, BEDROCK_REGION, startMockBedrock } from '../helpers/mock-bedrock.js';
-import { GEMINI_KEY, startMockGemini } from '../helpers/mock-gemini.js';
+import { GEMINI_KEY, startMockGemini, THOUGHT_SIGNATURE } from '../helpers/mock-gemini.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { ROOT } from '../helpers/process.js';
 import { startGateway, type Gateway } from '../gateway/support.js';
@@ -173,3 +173,42 @@ test.serial('anthropic-beta reaches an Anthropic-kind vendor: an unknown beta is
   t.regex(without.body.error.message, /context_management/);
   t.is((await send(f.headers['anthropic-beta'])).status, 200);
 });
+
+test.serial(
+  'a conversation Gemini began continues at any vendor: tool-call ids re-keyed within each limit',
+  async (t) => {
+    const f = fixture('claude-code-tool-result');
+    // A Gemini call's id carries its thought signature: longer than OpenAI's 40.
+    const long = `call_1__ts_${Buffer.from(THOUGHT_SIGNATURE, 'base64').toString('base64url')}`;
+    t.true(long.length > 40);
+    const body = JSON.parse(JSON.stringify(f.body).replaceAll('toolu_1', long)) as Json;
+    for (const kind of ANTHROPIC_KINDS) {
+      const res = await call(gw.server.url, 'POST', f.path, {
+        headers: { ...f.headers, 'x-api-key': key },
+        json: { ...body, model: `via-${kind}` },
+      });
+      t.is(res.status, 200, `${kind}: ${res.text.slice(0, 500)}`);
+      const sent = JSON.stringify(received(kind).body);
+      t.regex(sent, /The launch code is 4711/, kind);
+      if (kind === 'openai' || kind === 'azure') t.false(sent.includes(long), kind);
+    }
+  },
+);
+
+test.serial(
+  'a tool-call id beyond Bedrock’s 64 characters is re-keyed, the call and its result still matched',
+  async (t) => {
+    const f = fixture('claude-code-tool-result');
+    const long = `toolu_${'0123456789'.repeat(10)}`;
+    const body = JSON.parse(JSON.stringify(f.body).replaceAll('toolu_1', long)) as Json;
+    for (const kind of ['bedrock', 'openai', 'anthropic'] as const) {
+      const res = await call(gw.server.url, 'POST', f.path, {
+        headers: { ...f.headers, 'x-api-key': key },
+        json: { ...body, model: `via-${kind}` },
+      });
+      t.is(res.status, 200, `${kind}: ${res.text.slice(0, 500)}`);
+      // The vendor that takes it (Anthropic) gets it as it is.
+      t.is(JSON.stringify(received(kind).body).includes(long), kind === 'anthropic', kind);
+    }
+  },
+);

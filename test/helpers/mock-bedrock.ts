@@ -122,6 +122,9 @@ function invalid(body: Json): string | null {
         return 'The text field in the ContentBlock object is blank.';
       if ((c.toolUse || c.toolResult) && !body.toolConfig)
         return 'The toolConfig field must be defined when using toolUse and toolResult content blocks.';
+      const id = c.toolUse?.toolUseId ?? c.toolResult?.toolUseId;
+      if (id !== undefined && !/^[a-zA-Z0-9_-]{1,64}$/.test(String(id)))
+        return `1 validation error detected: Value '${String(id)}' at 'toolUseId' failed to satisfy constraint: Member must have length less than or equal to 64 and satisfy regular expression pattern: [a-zA-Z0-9_-]+`;
       if (c.toolUse) used.add(String(c.toolUse.toolUseId));
       if (c.toolResult && !used.has(String(c.toolResult.toolUseId)))
         return 'The toolResult blocks do not match the toolUse blocks of the previous turn.';

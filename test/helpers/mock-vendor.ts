@@ -27,6 +27,7 @@ import type { Json } from './http.js';
  *   the same text; base64 when asked (little-endian float32). Usage: the input's word count
  *   (a token array's length).
  * - Token counts: the prompt's word count, as the replies' usage counts it.
+ * - OpenAI: a tool-call id over 40 characters is refused, as OpenAI refuses it.
  * - Anthropic: an `anthropic-beta` value it does not know is refused, and so is a beta-only field
  *   (`context_management`) sent without its beta, as Anthropic refuses them.
  */
@@ -289,6 +290,8 @@ function openai({ req, res, body, key, id, cutAfter, pieces, call }: Exchange): 
     }
   }
   const messages: Json[] = body.messages;
+  const tooLong = toolIdTooLong(messages);
+  if (tooLong) return json(res, 400, tooLong);
   const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const reply = scripted(
     compose({
@@ -469,6 +472,30 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces, call }: Exchange
     events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`),
     cutAfter,
   );
+}
+
+/** OpenAI's refusal of a tool-call id over its 40 characters (a call's or a result's), or null. */
+export function toolIdTooLong(messages: Json[]): object | null {
+  for (const [i, m] of messages.entries()) {
+    const ids: [string, unknown][] = [
+      [`messages[${i}].tool_call_id`, m?.tool_call_id],
+      ...((Array.isArray(m?.tool_calls) ? m.tool_calls : []) as Json[]).map((c, j): [string, unknown] => [
+        `messages[${i}].tool_calls[${j}].id`,
+        c?.id,
+      ]),
+    ];
+    for (const [param, id] of ids)
+      if (typeof id === 'string' && id.length > 40)
+        return {
+          error: {
+            message: `Invalid '${param}': string too long. Expected a string with maximum length 40, but got a string with length ${id.length} instead.`,
+            type: 'invalid_request_error',
+            param,
+            code: 'string_above_max_length',
+          },
+        };
+  }
+  return null;
 }
 
 const openaiUnauthorized = (res: Res): void =>

@@ -1,4 +1,5 @@
 import type { VendorJson as Json } from '../vendor-json.js';
+import { BEDROCK_TOOL_ID_MAX, rekeyToolId } from '../translate/tool-ids.js';
 import { bedrockEvents } from './bedrock-stream.js';
 import { signedHeaders } from './bedrock-sign.js';
 import { usualFailure, type VendorAdapter } from './vendor.js';
@@ -12,6 +13,7 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *   becomes the system text; text, base64 images, `tool_use` and `tool_result`
  *   blocks become `text`, `image`, `toolUse` and `toolResult` blocks (an image by URL has no
  *   Converse counterpart and is dropped; an empty text block, which Converse refuses, too).
+ *   Tool-call ids within Converse's 64 characters (translate/tool-ids.ts).
  * - `max_tokens`, `temperature`, `top_p`, `stop_sequences` go in `inferenceConfig`; tools in
  *   `toolConfig` (`toolChoice` auto, any or one tool; Converse has no "none": the tools are
  *   offered without a choice). A conversation with earlier tool calls and no tools offered
@@ -56,13 +58,14 @@ function toBlocks(content: unknown): Json[] {
       const format = String(b.source.media_type ?? '').replace(/^image\//, '');
       return IMAGE_FORMATS.has(format) ? [{ image: { format, source: { bytes: b.source.data } } }] : [];
     }
-    if (b?.type === 'tool_use') return [{ toolUse: { toolUseId: b.id, name: b.name, input: b.input ?? {} } }];
+    if (b?.type === 'tool_use')
+      return [{ toolUse: { toolUseId: rekeyToolId(b.id, BEDROCK_TOOL_ID_MAX), name: b.name, input: b.input ?? {} } }];
     if (b?.type === 'tool_result') {
       const text = textOf(b.content);
       return [
         {
           toolResult: {
-            toolUseId: b.tool_use_id,
+            toolUseId: rekeyToolId(b.tool_use_id, BEDROCK_TOOL_ID_MAX),
             content: [{ text: text === '' ? ' ' : text }],
             status: b.is_error === true ? 'error' : 'success',
           },
