@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { assertError, call, type Json } from '../helpers/http.js';
 import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
 import { AZURE_API_VERSION, AZURE_KEY, startMockAzure } from '../helpers/mock-azure.js';
-import { AWS_ENV, BEDROCK_REGION, startMockBedrock } from '../helpers/mock-bedrock.js';
+import { AWS_ENV, startMockBedrock } from '../helpers/mock-bedrock.js';
 import { GEMINI_KEY, startMockGemini, THOUGHT_SIGNATURE } from '../helpers/mock-gemini.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { ROOT } from '../helpers/process.js';
 import { startGateway, type Gateway } from '../gateway/support.js';
+import { catalogueModel, providersOf } from './support.js';
 
 /**
  * The requests Claude Code and Codex CLI sent (test/fixtures/agents/, recorded from the agent
@@ -47,9 +48,7 @@ test.before(async () => {
     vendor,
     {
       providers: [
-        { id: 'anthropic', kind: 'anthropic', baseUrl: vendor.anthropicBase, apiKeyEnv: 'VENDOR_A_KEY' },
-        { id: 'openai', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY' },
-        { id: 'responses', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY', responses: true },
+        ...providersOf({ vendor, bedrock, gemini }),
         {
           id: 'azure',
           kind: 'azure-openai',
@@ -57,20 +56,8 @@ test.before(async () => {
           apiVersion: AZURE_API_VERSION,
           apiKeyEnv: 'AZURE_OPENAI_KEY',
         },
-        { id: 'bedrock', kind: 'bedrock', baseUrl: bedrock.url, region: BEDROCK_REGION },
-        { id: 'gemini', kind: 'gemini', baseUrl: gemini.url, apiKeyEnv: 'GEMINI_API_KEY' },
       ],
-      models: KINDS.map((kind) => ({
-        id: `via-${kind}`,
-        provider: kind,
-        upstreamModel: UPSTREAM[kind],
-        priceMicrosPerMTokIn: 1_000_000,
-        priceMicrosPerMTokOut: 5_000_000,
-        quality: 2,
-        latency: 1,
-        jurisdiction: { domicile: 'EU', region: 'eu-west' },
-        taskClasses: ['*'],
-      })),
+      models: KINDS.map((kind) => catalogueModel(`via-${kind}`, kind, UPSTREAM[kind])),
       // Without the provider that speaks Responses: what only it can take is refused by name.
       policyProfiles: [{ id: 'translated', providers: ['anthropic', 'openai', 'azure', 'bedrock', 'gemini'] }],
     },

@@ -3,6 +3,7 @@ import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
 import { AWS_ENV, BEDROCK_REGION } from '../helpers/mock-bedrock.js';
 import { GEMINI_KEY } from '../helpers/mock-gemini.js';
 import type { MockVendor } from '../helpers/mock-vendor.js';
+import { CATALOGUE } from '../gateway/support.js';
 import { startServer, stopAndClean, type RunningServer } from '../helpers/process.js';
 
 /**
@@ -22,7 +23,16 @@ export interface Vendors {
   gemini?: LoopbackVendor;
 }
 
-function providersOf({ vendor, bedrock, gemini }: Vendors): Record<string, unknown>[] {
+/** A catalogue entry for any task class, priced and placed as the gateway tests' EU model. */
+export const catalogueModel = (id: string, provider: string, upstreamModel: string) => ({
+  ...CATALOGUE.find((m) => m.id === 'claude-eu')!,
+  id,
+  provider,
+  upstreamModel,
+});
+
+/** The providers at the loopback vendors, one per upstream kind (id: the kind). */
+export function providersOf({ vendor, bedrock, gemini }: Vendors): Record<string, unknown>[] {
   return [
     { id: 'anthropic', kind: 'anthropic', baseUrl: vendor.anthropicBase, apiKeyEnv: 'VENDOR_A_KEY' },
     { id: 'openai', kind: 'openai', baseUrl: vendor.openaiBase, apiKeyEnv: 'VENDOR_O_KEY' },
@@ -51,17 +61,7 @@ export async function agentGateway(vendors: Vendors, models: Record<string, Upst
       gateway: {
         enforcement: 'enforce',
         providers: providersOf(vendors),
-        models: Object.entries(models).map(([id, provider]) => ({
-          id,
-          provider,
-          upstreamModel: upstreamOf(id),
-          priceMicrosPerMTokIn: 1_000_000,
-          priceMicrosPerMTokOut: 5_000_000,
-          quality: 2,
-          latency: 1,
-          jurisdiction: { domicile: 'EU', region: 'eu-west' },
-          taskClasses: ['*'],
-        })),
+        models: Object.entries(models).map(([id, provider]) => catalogueModel(id, provider, upstreamOf(id))),
         home: { domicile: 'EU' },
       },
     },
