@@ -2,7 +2,7 @@ import type { VendorJson as Json } from '../vendor-json.js';
 import { BEDROCK_TOOL_ID_MAX, rekeyToolId } from '../translate/tool-ids.js';
 import { bedrockEvents } from './bedrock-stream.js';
 import { signedHeaders } from './bedrock-sign.js';
-import { usualFailure, type VendorAdapter } from './vendor.js';
+import { CannotCarry, usualFailure, type VendorAdapter } from './vendor.js';
 
 /**
  * Amazon Bedrock's Converse API: `POST {baseUrl}/model/{modelId}/converse`, and
@@ -13,7 +13,8 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *   becomes the system text; text, base64 images, `tool_use` and `tool_result`
  *   blocks become `text`, `image`, `toolUse` and `toolResult` blocks (an image by URL has no
  *   Converse counterpart and is dropped; an empty text block, which Converse refuses, too).
- *   Tool-call ids within Converse's 64 characters (translate/tool-ids.ts).
+ *   Tool-call ids within Converse's 64 characters (translate/tool-ids.ts). Structured output
+ *   (`output_config.format`) is refused by name, not dropped.
  * - `max_tokens`, `temperature`, `top_p`, `stop_sequences` go in `inferenceConfig`; tools in
  *   `toolConfig` (`toolChoice` auto, any or one tool; Converse has no "none": the tools are
  *   offered without a choice). A conversation with earlier tool calls and no tools offered
@@ -85,6 +86,10 @@ const toolChoiceOf = (choice: Json | undefined): Json | undefined => {
 
 /** An Anthropic messages body as a Converse body. */
 export function toConverseRequest(body: Json): Json {
+  if (body.output_config?.format != null)
+    throw new CannotCarry(
+      'output_config.format (structured output, or response_format) is not carried to Bedrock by this gateway: route the request to an Anthropic-, OpenAI- or Gemini-kind model, or ask for JSON in the prompt',
+    );
   const messages: Json[] = [];
   const system: string[] = [textOf(body.system)];
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[]) {
