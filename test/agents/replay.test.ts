@@ -103,6 +103,7 @@ for (const name of ['claude-code-plain', 'claude-code-tool-result'])
         t.is(res.status, 200, res.text);
         t.regex(res.text, /event: message_stop/);
         t.regex(res.text, new RegExp(`"model":"via-${kind}"`));
+        t.false(res.text.includes(UPSTREAM[kind]), 'every event names the catalogue model, never the vendor’s');
         const seen = received(kind);
         const sent = JSON.stringify(seen.body);
         const system = claudeSystemTurn(name).slice(0, 60);
@@ -127,6 +128,7 @@ for (const name of ['codex-plain', 'codex-tool-result']) {
     const res = await replay(name, 'responses');
     t.is(res.status, 200, res.text);
     t.regex(res.text, /event: response.completed/);
+    t.false(res.text.includes(UPSTREAM.responses), 'every event names the catalogue model, never the vendor’s');
     const seen = received('responses');
     t.is(seen.path, '/v1/responses');
     t.deepEqual(seen.body.input, fixture(name).body.input);

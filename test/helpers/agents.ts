@@ -26,8 +26,19 @@ function find(relative: string): string {
   );
 }
 
-/** Claude Code's executable (the package's native binary). */
-export const claudeBin = (): string => find('@anthropic-ai/claude-code/bin/claude.exe');
+/**
+ * Claude Code's executable: the native binary of this platform's package (an optional dependency
+ * of @anthropic-ai/claude-code), which its install script also copies over the package's
+ * bin/claude.exe placeholder; so it is found when install scripts did not run, too.
+ */
+export function claudeBin(): string {
+  const platform = `@anthropic-ai/claude-code-${process.platform}-${process.arch}/claude`;
+  try {
+    return find(platform);
+  } catch {
+    return find('@anthropic-ai/claude-code/bin/claude.exe');
+  }
+}
 /** The Codex CLI's launcher (a Node script that starts the native binary of this platform). */
 export const codexBin = (): string => find('@openai/codex/bin/codex.js');
 
