@@ -338,6 +338,47 @@ test.serial(
 );
 
 test.serial(
+  'a namespace of function tools is carried to a vendor asked in chat completions, its call named as offered',
+  async (t) => {
+    vendor.reset();
+    const tools = [
+      {
+        type: 'namespace',
+        name: 'collaboration',
+        description: 'Work with other agents',
+        tools: [{ type: 'function', name: 'spawn_agent', parameters: { type: 'object', properties: {} } }],
+      },
+    ];
+    const res = await post(key, { model: 'small', input: 'call tool', tools });
+    t.is(res.status, 200, res.text);
+    const sent = vendor.calls.at(-1)!;
+    t.is(sent.path, '/v1/chat/completions');
+    t.deepEqual(
+      sent.body.tools.map((x: { function: { name: string } }) => x.function.name),
+      ['collaboration__spawn_agent'],
+    );
+    t.like(res.body.output[0], { type: 'function_call', namespace: 'collaboration', name: 'spawn_agent' });
+
+    const streamed = await post(key, { model: 'small', input: 'call tool', tools, stream: true });
+    t.is(streamed.status, 200, streamed.text);
+    t.regex(streamed.text, /"type":"function_call"[^}]*"namespace":"collaboration","name":"spawn_agent"/);
+
+    // The call and its output sent back: the vendor sees the call under the name it offered.
+    const next = await post(key, {
+      model: 'small',
+      tools,
+      input: [
+        { role: 'user', content: 'call tool' },
+        { type: 'function_call', call_id: 'call_1', namespace: 'collaboration', name: 'spawn_agent', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'call_1', output: 'spawned' },
+      ],
+    });
+    t.is(next.status, 200, next.text);
+    t.is(vendor.calls.at(-1)!.body.messages[1].tool_calls[0].function.name, 'collaboration__spawn_agent');
+  },
+);
+
+test.serial(
   'namespaces, hosted and custom tools are refused by name when no vendor that speaks Responses may serve',
   async (t) => {
     const before = vendor.count();

@@ -10,9 +10,9 @@ import type { SyncStep } from './context.js';
  * provider, where it passes through as it is; with none, 400 invalid_request names each field and
  * the fix. That is: `store: true`, `previous_response_id` and `conversation` (a vendor that keeps
  * responses; or send the whole conversation in `input`, without store), tools other than function
- * tools (namespaces, hosted tools such as web_search, custom tools) and input items other than
- * messages, function calls, their outputs and reasoning (`additional_tools`, custom tool calls,
- * hosted tool calls), which chat completions has no way to carry.
+ * tools, alone or in a namespace (hosted tools such as web_search, custom tools), and input items
+ * other than messages, function calls, their outputs and reasoning (`additional_tools`, custom
+ * tool calls, hosted tool calls), which chat completions has no way to carry.
  */
 const STATEFUL = ['store', 'previous_response_id', 'conversation'] as const;
 
@@ -25,12 +25,18 @@ interface Fault {
 function responsesOnly(body: Json): Fault[] {
   const faults: Fault[] = [];
   const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
+  const fault = (field: string, type: unknown) =>
+    faults.push({
+      field,
+      message: `${field} is ${String(type)}: only function tools, alone or in a namespace, can be translated for a vendor that does not speak Responses`,
+    });
   tools.forEach((t, i) => {
-    if (t?.type !== 'function')
-      faults.push({
-        field: `tools.${i}.type`,
-        message: `tools.${i}.type is ${String(t?.type)}: only function tools can be translated for a vendor that does not speak Responses`,
+    // A namespace of function tools is carried (each under its flat name, translate/responses-api.ts).
+    if (t?.type === 'namespace')
+      ((Array.isArray(t.tools) ? t.tools : []) as Json[]).forEach((m, j) => {
+        if (m?.type !== 'function') fault(`tools.${i}.tools.${j}.type`, m?.type);
       });
+    else if (t?.type !== 'function') fault(`tools.${i}.type`, t?.type);
   });
   const input: Json[] = Array.isArray(body.input) ? body.input : [];
   input.forEach((item, i) => {
