@@ -27,7 +27,8 @@ import type { Json } from './http.js';
  *   the same text; base64 when asked (little-endian float32). Usage: the input's word count
  *   (a token array's length).
  * - Token counts: the prompt's word count, as the replies' usage counts it.
- * - OpenAI: a tool-call id over 40 characters is refused, as OpenAI refuses it.
+ * - OpenAI chat completions: a field it does not know, and a tool-call id over 40 characters, are
+ *   refused, as OpenAI refuses them.
  * - Anthropic: an `anthropic-beta` value it does not know is refused, and so is a beta-only field
  *   (`context_management`) sent without its beta, as Anthropic refuses them.
  */
@@ -289,6 +290,16 @@ function openai({ req, res, body, key, id, cutAfter, pieces, call }: Exchange): 
       });
     }
   }
+  const unknown = Object.keys(body).find((k) => !CHAT_FIELDS.has(k));
+  if (unknown !== undefined)
+    return json(res, 400, {
+      error: {
+        message: `Unrecognized request argument supplied: ${unknown}`,
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      },
+    });
   const messages: Json[] = body.messages;
   const tooLong = toolIdTooLong(messages);
   if (tooLong) return json(res, 400, tooLong);
@@ -473,6 +484,44 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces, call }: Exchange
     cutAfter,
   );
 }
+
+/** The chat-completions request's fields OpenAI knows; it refuses any other. */
+const CHAT_FIELDS = new Set([
+  'model',
+  'messages',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'functions',
+  'function_call',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'n',
+  'stop',
+  'presence_penalty',
+  'frequency_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'user',
+  'seed',
+  'response_format',
+  'reasoning_effort',
+  'service_tier',
+  'store',
+  'metadata',
+  'modalities',
+  'audio',
+  'prediction',
+  'web_search_options',
+  'verbosity',
+  'safety_identifier',
+  'prompt_cache_key',
+]);
 
 /** OpenAI's refusal of a tool-call id over its 40 characters (a call's or a result's), or null. */
 export function toolIdTooLong(messages: Json[]): object | null {
