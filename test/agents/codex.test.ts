@@ -14,14 +14,17 @@ import { agentGateway, CODEX_DEFAULT, upstreamOf, type AgentGateway } from './su
  */
 let vendor: MockVendor;
 let g: AgentGateway;
+let translated: AgentGateway;
 
 test.before(async () => {
   vendor = await startMockVendor();
   g = await agentGateway({ vendor }, { [CODEX_DEFAULT]: 'responses' });
+  translated = await agentGateway({ vendor }, { [CODEX_DEFAULT]: 'openai' });
 });
 
 test.after.always(async () => {
   await g?.stop();
+  await translated?.stop();
   await vendor?.close();
 });
 
@@ -67,5 +70,20 @@ test.serial(
     const output = input.find((i) => i.type === 'custom_tool_call_output');
     t.truthy(output, JSON.stringify(input.slice(-3)).slice(0, 2000));
     t.regex(JSON.stringify(output), /The launch code is 4711/);
+  },
+);
+
+test.serial(
+  'Codex at a model served in chat completions is told by name what cannot be carried, and the fix',
+  async (t) => {
+    const dirs = await agentDirs({});
+    t.teardown(dirs.clean);
+    vendor.reset();
+    const run = await codex(translated.server.url, translated.key, 'Say hello.', dirs);
+    t.not(run.code, 0);
+    // Its custom tool and its tools item are named, with the fix; nothing reached the vendor.
+    t.regex(run.stdout + run.stderr, /input\.0\.type/);
+    t.regex(run.stdout + run.stderr, /responses: true/);
+    t.is(vendor.calls.length, 0);
   },
 );
