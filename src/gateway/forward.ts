@@ -8,6 +8,7 @@ import { vendorAttempt } from './vendors/attempt.js';
 import { vendorOf } from './vendors/index.js';
 import { FAILOVER } from './vendors/vendor.js';
 import { anthropicToOpenaiRequest, DEFAULT_MAX_TOKENS, openaiToAnthropicRequest } from './translate/requests.js';
+import { OPENAI_TOOL_ID_MAX, rekeyChatToolIds } from './translate/tool-ids.js';
 import {
   anthropicToOpenaiResponse,
   anthropicUsage,
@@ -27,8 +28,10 @@ import {
  * One attempt at one model: the upstream request in its vendor's shape, and the answer in the
  * client's. Rules:
  * - The body is built once from the parsed client body (translated when the shapes differ) and
- *   sent with the provider's secret, the client's `anthropic-version` (or a default) and the
- *   request's `traceparent`.
+ *   sent with the provider's secret, the client's `anthropic-version` (or a default), its
+ *   `anthropic-beta` to an Anthropic-kind vendor (the beta-only fields it sends need it) and the
+ *   request's `traceparent`. Tool-call ids beyond what the vendor takes are re-keyed
+ *   (translate/tool-ids.ts).
  * - An answer of 408, 409, 429 or 5xx, a connection error or a timeout is a failure: the caller
  *   may fail over. 401 and 403 are failures too (the operator's upstream secret is wrong, not the
  *   client's request). Other 4xx are the client's request refused by the vendor: answered, not
@@ -54,6 +57,8 @@ export interface Attempt {
   clientModel: string;
   traceparent: string;
   anthropicVersion: string | undefined;
+  /** The client's `anthropic-beta` (its values joined by commas), for an Anthropic-kind vendor. */
+  anthropicBeta?: string | undefined;
   signal: AbortSignal;
   nowSeconds: number;
   /** Data loss on the way back (response-screen.ts): a stream's text is screened in this mode. */
@@ -106,7 +111,7 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
     return {
       path: '/chat/completions',
       headers: { authorization: `Bearer ${secret}`, traceparent: a.traceparent },
-      body: JSON.stringify(bodyIn('openai', a)),
+      body: JSON.stringify(rekeyChatToolIds(bodyIn('openai', a), OPENAI_TOOL_ID_MAX)),
     };
   }
   return {
@@ -114,6 +119,8 @@ function upstreamRequest(a: Attempt): { path: string; headers: Record<string, st
     headers: {
       'x-api-key': secret,
       'anthropic-version': a.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
+      // The betas the client's beta-only fields need (context management, effort, thinking...).
+      ...(a.anthropicBeta ? { 'anthropic-beta': a.anthropicBeta } : {}),
       traceparent: a.traceparent,
     },
     body: JSON.stringify(bodyIn('anthropic', a)),

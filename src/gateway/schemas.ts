@@ -11,11 +11,15 @@ const parts = Joi.array().items(Joi.object().unknown(true)).max(10_000);
 // Read by the translation between shapes: arrays of objects, or absent.
 const objects = (max: number) => Joi.array().items(Joi.object().unknown(true)).max(max);
 const maxTokens = Joi.number().strict().integer().min(1).max(10_000_000);
-/** The Anthropic shape's conversation and system prompt, as Messages and its token count read them. */
+/**
+ * The Anthropic shape's conversation and system prompt, as Messages and its token count read them.
+ * A `system` turn may stand anywhere in the conversation (Claude Code sends them mid-conversation):
+ * an Anthropic-kind vendor takes it as it is; the translations carry it (translate/requests.ts).
+ */
 export const anthropicMessages = Joi.array()
   .items(
     Joi.object({
-      role: Joi.string().valid('user', 'assistant').required(),
+      role: Joi.string().valid('user', 'assistant', 'system').required(),
       content: Joi.alternatives(Joi.string().allow(''), parts).required(),
     }).unknown(true),
   )

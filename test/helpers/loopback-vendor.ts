@@ -21,7 +21,11 @@ export type LoopbackFault =
   /** A stream: the vendor's in-stream error as its first piece (Bedrock's exception message). */
   | { kind: 'exception'; type: string }
   /** Answers with prompt-cache and reasoning tokens in its usage (cache-usage.ts). */
-  | { kind: 'cache'; usage: CacheUsage };
+  | { kind: 'cache'; usage: CacheUsage }
+  /** Answers with this text instead of the echo (an agent's scripted turn). */
+  | { kind: 'reply'; pieces: string[] }
+  /** Answers with a call of this tool with this input (an agent's scripted turn). */
+  | { kind: 'call'; name: string; input: Json };
 
 export interface LoopbackCall {
   path: string;
@@ -170,12 +174,21 @@ export interface Reply {
   pieces: string[];
   /** The tool to call instead of text. */
   tool?: string;
+  /** The call's input when scripted; else TOOL_INPUT. */
+  input?: Json;
   truncated: boolean;
   promptTokens: number;
   completionTokens: number;
 }
 
 export const TOOL_INPUT = { q: 'x' };
+
+/** A call's input as JSON text in two pieces, split mid-text as vendors stream it. */
+export function inputPieces(reply: Reply): string[] {
+  const text = JSON.stringify(reply.input ?? TOOL_INPUT);
+  const half = Math.floor(text.length / 2);
+  return [text.slice(0, half), text.slice(half)];
+}
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean);
 
@@ -187,8 +200,15 @@ export function compose(input: {
   endsWithUserText: boolean;
   toolName: string | undefined;
   maxTokens: number | undefined;
+  /** A scripted reply or call (the `reply` and `call` faults) instead of the composed one. */
+  fault?: LoopbackFault | undefined;
 }): Reply {
   const promptTokens = Math.max(1, words(input.promptText).length);
+  const f = input.fault;
+  if (f?.kind === 'call')
+    return { pieces: [], tool: f.name, input: f.input, truncated: false, promptTokens, completionTokens: 5 };
+  if (f?.kind === 'reply')
+    return { pieces: f.pieces, truncated: false, promptTokens, completionTokens: f.pieces.length };
   if (input.toolName && input.endsWithUserText && /\bcall tool\b/i.test(input.lastUserText))
     return { pieces: [], tool: input.toolName, truncated: false, promptTokens, completionTokens: 5 };
   const all = `echo: ${input.lastUserText}`.trimEnd().match(/\s*\S+/g) ?? [];

@@ -1,5 +1,6 @@
 import { openaiUsageOf } from './cache-usage.js';
 import type { Json } from './http.js';
+import { toolIdTooLong } from './mock-vendor.js';
 import { compose, send, startLoopbackVendor, TOOL_INPUT, writePieces, type LoopbackVendor } from './loopback-vendor.js';
 
 /**
@@ -55,6 +56,9 @@ export function startMockAzure(options: { key?: string } = {}): Promise<Loopback
           body: { error: { code: 'BadRequest', message: "'messages' is a required property" } },
         });
       const messages = body.messages as Json[];
+      // Azure refuses an over-long tool-call id as OpenAI does.
+      const tooLong = toolIdTooLong(messages);
+      if (tooLong) return send(x.res, { status: 400, body: tooLong });
       const last = messages.at(-1);
       const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
       const reply = compose({

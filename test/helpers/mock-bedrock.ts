@@ -8,6 +8,7 @@ import {
   send,
   startLoopbackVendor,
   TOOL_INPUT,
+  inputPieces,
   writePieces,
   type Exchange,
   type LoopbackVendor,
@@ -122,6 +123,9 @@ function invalid(body: Json): string | null {
         return 'The text field in the ContentBlock object is blank.';
       if ((c.toolUse || c.toolResult) && !body.toolConfig)
         return 'The toolConfig field must be defined when using toolUse and toolResult content blocks.';
+      const id = c.toolUse?.toolUseId ?? c.toolResult?.toolUseId;
+      if (id !== undefined && !/^[a-zA-Z0-9_-]{1,64}$/.test(String(id)))
+        return `1 validation error detected: Value '${String(id)}' at 'toolUseId' failed to satisfy constraint: Member must have length less than or equal to 64 and satisfy regular expression pattern: [a-zA-Z0-9_-]+`;
       if (c.toolUse) used.add(String(c.toolUse.toolUseId));
       if (c.toolResult && !used.has(String(c.toolResult.toolUseId)))
         return 'The toolResult blocks do not match the toolUse blocks of the previous turn.';
@@ -169,6 +173,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
         endsWithUserText: last.role === 'user' && textOf(last.content) !== '',
         toolName: body.toolConfig?.tools?.[0]?.toolSpec?.name,
         maxTokens: body.inferenceConfig.maxTokens,
+        fault: x.fault,
       });
       const usage = converseUsageOf(reply, x.fault?.kind === 'cache' ? x.fault.usage : undefined);
       const stopReason = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
@@ -181,7 +186,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
               message: {
                 role: 'assistant',
                 content: reply.tool
-                  ? [{ toolUse: { toolUseId, name: reply.tool, input: TOOL_INPUT } }]
+                  ? [{ toolUse: { toolUseId, name: reply.tool, input: reply.input ?? TOOL_INPUT } }]
                   : [{ text: reply.pieces.join('') }],
               },
             },
@@ -200,7 +205,7 @@ export function startMockBedrock(options: { secretAccessKey?: string; region?: s
         frames.push(
           frame('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId, name: reply.tool } } }),
         );
-        for (const piece of ['{"q":', '"x"}'])
+        for (const piece of inputPieces(reply))
           frames.push(frame('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: piece } } }));
       } else {
         for (const piece of reply.pieces)

@@ -8,7 +8,8 @@ import { compose, send, startLoopbackVendor, TOOL_INPUT, writePieces, type Loopb
  * answered as Google does: 400 INVALID_ARGUMENT with reason API_KEY_INVALID. The request is
  * checked as Gemini would: roles `user`/`model`, a `functionResponse` must name a function the
  * conversation called, `functionDeclarations` need a name, and a replayed `functionCall` must
- * bring back the `thoughtSignature` the mock gave it (Gemini 3's rule). Answers: candidates with parts
+ * bring back the `thoughtSignature` the mock gave it, or the documented
+ * `skip_thought_signature_validator` for a call Gemini did not make (Gemini 3's rule). Answers: candidates with parts
  * (`text` or a `functionCall`), `finishReason`, `usageMetadata`; a stream sends one
  * GenerateContentResponse per piece, the last with the finishReason and the usage.
  */
@@ -49,7 +50,9 @@ function invalid(body: Json): string | null {
     if (c?.role !== 'user' && c?.role !== 'model') return `Please use a valid role: user, model.`;
     if (!Array.isArray(c.parts) || c.parts.length === 0) return '* contents.parts: must not be empty';
     for (const p of c.parts as Json[]) {
-      if (p?.functionCall && p.thoughtSignature !== THOUGHT_SIGNATURE)
+      // The value Gemini documents for a call it did not make (another vendor's, in history).
+      const skipped = p?.thoughtSignature === 'skip_thought_signature_validator';
+      if (p?.functionCall && p.thoughtSignature !== THOUGHT_SIGNATURE && !skipped)
         return 'Function call is missing a thought_signature in functionCall parts.';
       if (p?.functionCall) called.add(String(p.functionCall.name));
       if (p?.functionResponse && !called.has(String(p.functionResponse.name)))
@@ -100,6 +103,7 @@ export function startMockGemini(options: { key?: string } = {}): Promise<Loopbac
         endsWithUserText: last.role === 'user' && partsText(last.parts) !== '',
         toolName: body.tools?.[0]?.functionDeclarations?.[0]?.name,
         maxTokens: body.generationConfig?.maxOutputTokens,
+        fault: x.fault,
       });
       const usageMetadata = geminiUsageOf(reply, x.fault?.kind === 'cache' ? x.fault.usage : undefined);
       const finishReason = reply.truncated ? 'MAX_TOKENS' : 'STOP';
@@ -116,7 +120,7 @@ export function startMockGemini(options: { key?: string } = {}): Promise<Loopbac
         responseId: 'gemini-mock',
       });
       const toolPart = reply.tool
-        ? [{ functionCall: { name: reply.tool, args: TOOL_INPUT }, thoughtSignature: THOUGHT_SIGNATURE }]
+        ? [{ functionCall: { name: reply.tool, args: reply.input ?? TOOL_INPUT }, thoughtSignature: THOUGHT_SIGNATURE }]
         : [];
       if (!x.stream)
         return send(x.res, {

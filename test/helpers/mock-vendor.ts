@@ -28,6 +28,10 @@ import type { Json } from './http.js';
  *   the same text; base64 when asked (little-endian float32). Usage: the input's word count
  *   (a token array's length).
  * - Token counts: the prompt's word count, as the replies' usage counts it.
+ * - OpenAI chat completions: a field it does not know, and a tool-call id over 40 characters, are
+ *   refused, as OpenAI refuses them.
+ * - Anthropic: an `anthropic-beta` value it does not know is refused, and so is a beta-only field
+ *   (`context_management`) sent without its beta, as Anthropic refuses them.
  */
 
 export type Fault =
@@ -39,7 +43,12 @@ export type Fault =
   /** Answers with this text instead of the echo; streamed one piece per event (any split). */
   | { kind: 'reply'; pieces: string[] }
   /** Answers with prompt-cache and reasoning tokens in its usage (cache-usage.ts). */
-  | { kind: 'cache'; usage: CacheUsage };
+  | { kind: 'cache'; usage: CacheUsage }
+  /**
+   * Answers with a call of this tool and these arguments (JSON text; a custom tool's input text
+   * when `custom`, answered as a Responses `custom_tool_call`), as an agent's scripted turn.
+   */
+  | { kind: 'call'; name: string; arguments: string; custom?: boolean };
 
 export interface VendorCall {
   vendor: 'openai' | 'anthropic';
@@ -78,6 +87,10 @@ interface Reply {
   pieces: string[];
   /** The first offered tool's name when the reply is a tool call. */
   tool?: string;
+  /** The call's arguments (JSON text) when scripted; else TOOL_ARGUMENTS. */
+  arguments?: string;
+  /** A Responses custom tool's call (its input is `arguments`, as text). */
+  custom?: boolean;
   truncated: boolean;
   promptTokens: number;
   completionTokens: number;
@@ -93,6 +106,13 @@ const ROUTES: Record<string, Vendor> = {
 const TOOL_ARGUMENTS = '{"q":"x"}';
 // The argument JSON is streamed in two pieces, as vendors split it mid-value.
 const TOOL_ARGUMENT_PIECES = ['{"q":', '"x"}'];
+const argumentsOf = (reply: Reply): string => reply.arguments ?? TOOL_ARGUMENTS;
+/** A scripted call's arguments split in two mid-text, as the default ones are. */
+const argumentPieces = (reply: Reply): string[] => {
+  if (reply.arguments === undefined) return TOOL_ARGUMENT_PIECES;
+  const half = Math.floor(reply.arguments.length / 2);
+  return [reply.arguments.slice(0, half), reply.arguments.slice(half)].filter((p) => p !== '');
+};
 
 export async function startMockVendor(
   options: { openaiKey?: string; anthropicKey?: string } = {},
@@ -167,7 +187,8 @@ export async function startMockVendor(
     const id = ++serial;
     const pieces = fault?.kind === 'reply' ? fault.pieces : undefined;
     const cache = fault?.kind === 'cache' ? fault.usage : undefined;
-    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces, cache };
+    const call = fault?.kind === 'call' ? fault : undefined;
+    const exchange = { req, res, body, key: keys[vendor], id, cutAfter, pieces, cache, call };
     if (path === '/v1/responses') return responses(exchange, kept);
     if (path === '/v1/embeddings') return embeddings(exchange);
     if (path === '/v1/messages/count_tokens') return countTokens(exchange);
@@ -227,20 +248,32 @@ interface Exchange {
   pieces: string[] | undefined;
   /** Prompt-cache and reasoning tokens to report (the `cache` fault). */
   cache: CacheUsage | undefined;
+  /** A scripted tool call (the `call` fault). */
+  call: Extract<Fault, { kind: 'call' }> | undefined;
 }
 
 /** The scripted reply instead of the composed one. */
-const scripted = (reply: Reply, pieces: string[] | undefined): Reply =>
-  pieces
+const scripted = (reply: Reply, pieces: string[] | undefined, call?: Extract<Fault, { kind: 'call' }>): Reply =>
+  call
     ? {
-        pieces,
+        pieces: [],
+        tool: call.name,
+        arguments: call.arguments,
+        ...(call.custom ? { custom: true } : {}),
         truncated: false,
         promptTokens: reply.promptTokens,
-        completionTokens: pieces.join('').split(/\s+/).filter(Boolean).length,
+        completionTokens: 5,
       }
-    : reply;
+    : pieces
+      ? {
+          pieces,
+          truncated: false,
+          promptTokens: reply.promptTokens,
+          completionTokens: pieces.join('').split(/\s+/).filter(Boolean).length,
+        }
+      : reply;
 
-function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange): Promise<void> | void {
+function openai({ req, res, body, key, id, cutAfter, pieces, cache, call }: Exchange): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) {
     return json(res, 401, {
       error: {
@@ -263,7 +296,19 @@ function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange):
       });
     }
   }
+  const unknown = Object.keys(body).find((k) => !CHAT_FIELDS.has(k));
+  if (unknown !== undefined)
+    return json(res, 400, {
+      error: {
+        message: `Unrecognized request argument supplied: ${unknown}`,
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      },
+    });
   const messages: Json[] = body.messages;
+  const tooLong = toolIdTooLong(messages);
+  if (tooLong) return json(res, 400, tooLong);
   const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const reply = scripted(
     compose({
@@ -272,6 +317,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange):
       maxTokens: body.max_completion_tokens ?? body.max_tokens,
     }),
     pieces,
+    call,
   );
   const text = reply.tool ? null : reply.pieces.join('');
   const finish = reply.tool ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
@@ -280,7 +326,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange):
 
   if (body.stream !== true) {
     const toolCalls = reply.tool
-      ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: TOOL_ARGUMENTS } }]
+      ? [{ id: 'call_1', type: 'function', function: { name: reply.tool, arguments: argumentsOf(reply) } }]
       : undefined;
     return json(res, 200, {
       ...head,
@@ -311,7 +357,7 @@ function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange):
         tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: reply.tool, arguments: '' } }],
       }),
     );
-    for (const piece of TOOL_ARGUMENT_PIECES)
+    for (const piece of argumentPieces(reply))
       events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
   } else {
     for (const piece of reply.pieces) events.push(chunk({ content: piece }));
@@ -323,11 +369,52 @@ function openai({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange):
   return sse(res, lines, cutAfter);
 }
 
-function anthropic({ req, res, body, key, id, cutAfter, pieces, cache }: Exchange): Promise<void> | void {
+/**
+ * The betas the mock knows (those Claude Code 2.1 and the SDK send, and other published ones):
+ * another value of `anthropic-beta` is refused, as Anthropic refuses one it does not know.
+ */
+const KNOWN_BETAS = new Set([
+  'token-counting-2024-11-01',
+  'prompt-caching-2024-07-31',
+  'output-128k-2025-02-19',
+  'fine-grained-tool-streaming-2025-05-14',
+  'extended-cache-ttl-2025-04-11',
+  'files-api-2025-04-14',
+  'claude-code-20250219',
+  'interleaved-thinking-2025-05-14',
+  'context-management-2025-06-27',
+  'per-turn-control-2026-07-01',
+  'mid-conversation-tool-changes-2026-07-01',
+  'thinking-token-count-2026-05-13',
+  'advanced-tool-use-2025-11-20',
+  'effort-2025-11-24',
+  'thinking-display-updates-2026-08-18',
+  'context-1m-2025-08-07',
+]);
+/** Fields Anthropic takes only with their beta in `anthropic-beta`; without it, an extra input. */
+const BETA_FIELDS: Record<string, string> = { context_management: 'context-management-2025-06-27' };
+
+/** Anthropic's refusal of the request's betas, or null. */
+function betaRefusal(req: http.IncomingMessage, body: Json): string | null {
+  const header = req.headers['anthropic-beta'];
+  const betas = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  const unknown = betas.filter((b) => !KNOWN_BETAS.has(b));
+  if (unknown.length > 0) return `Unexpected value(s) \`${unknown.join(', ')}\` for the \`anthropic-beta\` header.`;
+  for (const [field, beta] of Object.entries(BETA_FIELDS))
+    if (body[field] !== undefined && !betas.includes(beta)) return `${field}: Extra inputs are not permitted`;
+  return null;
+}
+
+function anthropic({ req, res, body, key, id, cutAfter, pieces, cache, call }: Exchange): Promise<void> | void {
   const apiKey = req.headers['x-api-key'] ?? req.headers.authorization?.replace(/^Bearer /, '');
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
     return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  const refused = betaRefusal(req, body);
+  if (refused) return json(res, 400, errorBody('anthropic', 400, refused));
   if (typeof body.model !== 'string' || !body.model)
     return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
   if (typeof body.max_tokens !== 'number')
@@ -343,6 +430,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces, cache }: Exchang
       maxTokens: body.max_tokens,
     }),
     pieces,
+    call,
   );
   const stop = reply.tool ? 'tool_use' : reply.truncated ? 'max_tokens' : 'end_turn';
   const toolBlock = { type: 'tool_use', id: 'toolu_1', name: reply.tool };
@@ -350,7 +438,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces, cache }: Exchang
 
   if (body.stream !== true) {
     const content = reply.tool
-      ? [{ ...toolBlock, input: { q: 'x' } }]
+      ? [{ ...toolBlock, input: JSON.parse(argumentsOf(reply)) }]
       : [{ type: 'text', text: reply.pieces.join('') }];
     return json(res, 200, {
       ...message,
@@ -381,7 +469,7 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces, cache }: Exchang
     ['ping', {}],
   ];
   const deltas = reply.tool
-    ? TOOL_ARGUMENT_PIECES.map((piece) => ({ type: 'input_json_delta', partial_json: piece }))
+    ? argumentPieces(reply).map((piece) => ({ type: 'input_json_delta', partial_json: piece }))
     : reply.pieces.map((piece) => ({ type: 'text_delta', text: piece }));
   for (const delta of deltas) events.push(['content_block_delta', { index: 0, delta }]);
   events.push(
@@ -397,6 +485,68 @@ function anthropic({ req, res, body, key, id, cutAfter, pieces, cache }: Exchang
     events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`),
     cutAfter,
   );
+}
+
+/** The chat-completions request's fields OpenAI knows; it refuses any other. */
+const CHAT_FIELDS = new Set([
+  'model',
+  'messages',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'functions',
+  'function_call',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'n',
+  'stop',
+  'presence_penalty',
+  'frequency_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'user',
+  'seed',
+  'response_format',
+  'reasoning_effort',
+  'service_tier',
+  'store',
+  'metadata',
+  'modalities',
+  'audio',
+  'prediction',
+  'web_search_options',
+  'verbosity',
+  'safety_identifier',
+  'prompt_cache_key',
+]);
+
+/** OpenAI's refusal of a tool-call id over its 40 characters (a call's or a result's), or null. */
+export function toolIdTooLong(messages: Json[]): object | null {
+  for (const [i, m] of messages.entries()) {
+    const ids: [string, unknown][] = [
+      [`messages[${i}].tool_call_id`, m?.tool_call_id],
+      ...((Array.isArray(m?.tool_calls) ? m.tool_calls : []) as Json[]).map((c, j): [string, unknown] => [
+        `messages[${i}].tool_calls[${j}].id`,
+        c?.id,
+      ]),
+    ];
+    for (const [param, id] of ids)
+      if (typeof id === 'string' && id.length > 40)
+        return {
+          error: {
+            message: `Invalid '${param}': string too long. Expected a string with maximum length 40, but got a string with length ${id.length} instead.`,
+            type: 'invalid_request_error',
+            param,
+            code: 'string_above_max_length',
+          },
+        };
+  }
+  return null;
 }
 
 const openaiUnauthorized = (res: Res): void =>
@@ -442,7 +592,7 @@ function responsesText(content: unknown): string {
 }
 
 function responses(
-  { req, res, body, key, id, cutAfter, pieces, cache }: Exchange,
+  { req, res, body, key, id, cutAfter, pieces, cache, call }: Exchange,
   kept: Map<string, Json[]>,
 ): Promise<void> | void {
   if (req.headers.authorization !== `Bearer ${key}`) return openaiUnauthorized(res);
@@ -473,6 +623,7 @@ function responses(
       maxTokens: body.max_output_tokens,
     }),
     pieces,
+    call,
   );
   const rid = `resp_mock${id}`;
   const text = reply.pieces.join('');
@@ -484,14 +635,10 @@ function responses(
     role: 'assistant',
     content: [{ type: 'output_text', text: t, annotations: [], logprobs: [] }],
   });
-  const callItem = (args: string, status: string) => ({
-    id: `fc_mock${id}`,
-    type: 'function_call',
-    status,
-    call_id: 'call_1',
-    name: reply.tool,
-    arguments: args,
-  });
+  const callItem = (args: string, status: string) =>
+    reply.custom
+      ? { id: `ctc_mock${id}`, type: 'custom_tool_call', status, call_id: 'call_1', name: reply.tool, input: args }
+      : { id: `fc_mock${id}`, type: 'function_call', status, call_id: 'call_1', name: reply.tool, arguments: args };
   const status = reply.truncated ? 'incomplete' : 'completed';
   const envelope = (st: string, output: object[], withUsage: boolean) => ({
     id: rid,
@@ -512,7 +659,7 @@ function responses(
     tools,
     usage: withUsage ? usage : null,
   });
-  const finalItem = reply.tool ? callItem(TOOL_ARGUMENTS, 'completed') : messageItem(text, 'completed');
+  const finalItem = reply.tool ? callItem(argumentsOf(reply), 'completed') : messageItem(text, 'completed');
   if (body.store === true) kept.set(rid, [...messages, { role: 'assistant', content: text }]);
 
   if (body.stream !== true) return json(res, 200, envelope(status, [finalItem], true));
@@ -524,12 +671,14 @@ function responses(
   push('response.in_progress', { response: envelope('in_progress', [], false) });
   if (reply.tool) {
     push('response.output_item.added', { output_index: 0, item: callItem('', 'in_progress') });
-    for (const piece of TOOL_ARGUMENT_PIECES)
-      push('response.function_call_arguments.delta', { item_id: `fc_mock${id}`, output_index: 0, delta: piece });
-    push('response.function_call_arguments.done', {
-      item_id: `fc_mock${id}`,
+    const itemId = reply.custom ? `ctc_mock${id}` : `fc_mock${id}`;
+    const kind = reply.custom ? 'custom_tool_call_input' : 'function_call_arguments';
+    for (const piece of argumentPieces(reply))
+      push(`response.${kind}.delta`, { item_id: itemId, output_index: 0, delta: piece });
+    push(`response.${kind}.done`, {
+      item_id: itemId,
       output_index: 0,
-      arguments: TOOL_ARGUMENTS,
+      [reply.custom ? 'input' : 'arguments']: argumentsOf(reply),
     });
   } else {
     const item = { item_id: `msg_mock${id}`, output_index: 0, content_index: 0 };
@@ -588,6 +737,8 @@ function countTokens({ req, res, body, key }: Exchange): void {
   if (apiKey !== key) return json(res, 401, errorBody('anthropic', 401, 'invalid x-api-key'));
   if (!req.headers['anthropic-version'])
     return json(res, 400, errorBody('anthropic', 400, 'anthropic-version: header is required'));
+  const refused = betaRefusal(req, body);
+  if (refused) return json(res, 400, errorBody('anthropic', 400, refused));
   if (typeof body.model !== 'string' || !body.model)
     return json(res, 400, errorBody('anthropic', 400, 'model: Field required'));
   if (!Array.isArray(body.messages)) return json(res, 400, errorBody('anthropic', 400, 'messages: Field required'));

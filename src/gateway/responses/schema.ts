@@ -6,14 +6,22 @@ import Joi from 'joi';
  * items (messages with text and image parts, function calls and their outputs, reasoning items),
  * instructions, function tools, tool_choice, max_output_tokens, metadata, stream, and the
  * sampling and format settings. What it cannot is refused by name rather than dropped: audio and
- * file inputs, hosted tools (web search, file search, code interpreter, computer use, MCP, image
- * generation, custom tools), other item types, stored prompts, `background: true`. `store: true`,
- * `previous_response_id` and `conversation` are checked later, once the route is known (only a
- * vendor that keeps responses can serve them: steps/responses-state.ts). Other fields pass to a
- * vendor that speaks Responses, and are not sent to one that is asked in chat completions.
+ * file inputs, stored prompts, `background: true`. What only a vendor that speaks Responses can
+ * take (`store: true`, `previous_response_id`, `conversation`, tools other than function tools:
+ * namespaces, hosted and custom tools; item types beyond the four above, such as
+ * `additional_tools` and custom tool calls) is accepted here and checked once the route is known
+ * (steps/responses-state.ts): passed through to such a vendor, refused by name otherwise. Other
+ * fields pass to a vendor that speaks Responses, and are not sent to one that is asked in chat
+ * completions.
  */
 const maxTokens = Joi.number().strict().integer().min(1).max(10_000_000);
-const ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'reasoning'];
+/** The item types chat completions can carry; others need a vendor that speaks Responses. */
+export const TRANSLATED_ITEM_TYPES: readonly string[] = [
+  'message',
+  'function_call',
+  'function_call_output',
+  'reasoning',
+];
 const PART_TYPES = ['input_text', 'output_text', 'input_image', 'refusal'];
 
 const ofType = (type: string) => Joi.object({ type: Joi.valid(type).required() }).unknown(true);
@@ -48,12 +56,8 @@ const part = Joi.alternatives().conditional(Joi.object({ type: Joi.valid('input_
   }).unknown(true),
 });
 
-const itemType = Joi.string()
-  .valid(...ITEM_TYPES)
-  .messages({
-    'any.only': `{{#label}} must be one of ${ITEM_TYPES.join(', ')}: hosted tool calls, custom tool calls and item references are not supported`,
-  });
-const otherItem = Joi.object({ type: itemType }).unknown(true);
+const itemType = Joi.string().max(64);
+const otherItem = Joi.object({ type: itemType.required() }).unknown(true);
 
 const message = Joi.object({
   type: itemType,
@@ -91,10 +95,7 @@ const item = Joi.alternatives().conditional(ofType('function_call'), {
 });
 
 const tool = Joi.object({
-  type: Joi.string().valid('function').required().messages({
-    'any.only':
-      '{{#label}} is {{#value}}: only function tools are supported (hosted tools such as web search, file search, code interpreter, computer use, MCP and image generation are not)',
-  }),
+  type: Joi.string().max(64).required(),
   name: Joi.when('type', {
     is: 'function',
     then: Joi.string()

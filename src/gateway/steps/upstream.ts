@@ -8,6 +8,9 @@ import { attemptResponses } from '../responses/attempt.js';
 import type { AsyncStep } from './context.js';
 import { estimateFor } from './prices.js';
 
+/** A header's value, its repeats joined by commas (as HTTP reads a list). */
+const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(',') : v);
+
 /**
  * 9. Upstream: the only step that sends. What the request may cost was reserved on its budgets
  * by the budget step's admission; the candidates with a deployment whose circuit is
@@ -39,6 +42,7 @@ export const upstream: AsyncStep = {
             traceparent: traceparent ?? req.traceparent,
             anthropicVersion:
               typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
+            anthropicBeta: headerValue(req.headers['anthropic-beta']),
             signal: req.signal,
             nowSeconds: Math.floor(ctx.nowMs / 1000),
             // Chat and Responses answers (a Responses stream is screened in its own shape, by

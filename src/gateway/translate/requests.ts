@@ -4,13 +4,16 @@ import type { VendorJson as Json } from '../vendor-json.js';
  * Request bodies from one vendor shape to the other (OpenAI chat completions <-> Anthropic
  * messages). Rules:
  * - System and developer messages become Anthropic's `system`; Anthropic's `system` becomes the
- *   first OpenAI message. Consecutive messages of one role are merged (Anthropic needs turns).
+ *   first OpenAI message, and an Anthropic `system` turn inside `messages` a system message in
+ *   its place. Consecutive messages of one role are merged (Anthropic needs turns).
  * - Tool definitions, tool calls (assistant `tool_calls` <-> `tool_use` blocks) and tool results
  *   (`tool` messages <-> `tool_result` blocks) carry over with their ids.
  * - Images: data URLs <-> base64 sources, http(s) URLs <-> url sources.
  * - `max_tokens` is required by Anthropic: an OpenAI request without one gets DEFAULT_MAX_TOKENS.
  * - Sampling (`temperature`, `top_p`, stop sequences) and `stream` carry over; fields with no
  *   counterpart are dropped rather than guessed.
+ * - Structured output: `response_format` json_schema <-> `output_config.format` json_schema
+ *   (json_object as the schema of any object).
  * - A streaming request sent to an OpenAI-kind upstream always asks for usage, so that the call
  *   is accounted from the vendor's own counts.
  */
@@ -100,6 +103,11 @@ export function openaiToAnthropicRequest(body: Json, model: string): Json {
   if (body.stop !== undefined && body.stop !== null)
     out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
   if (body.stream === true) out.stream = true;
+  const format = body.response_format;
+  if (format?.type === 'json_schema' && format.json_schema?.schema)
+    out.output_config = { format: { type: 'json_schema', schema: format.json_schema.schema } };
+  else if (format?.type === 'json_object')
+    out.output_config = { format: { type: 'json_schema', schema: { type: 'object' } } };
   if (Array.isArray(body.tools) && body.tools.length > 0) {
     out.tools = body.tools.map((t: Json) => ({
       name: t.function?.name,
@@ -146,6 +154,11 @@ export function anthropicToOpenaiRequest(body: Json, model: string): Json {
   const messages: Json[] = [];
   if (body.system !== undefined) messages.push({ role: 'system', content: textOf(body.system) });
   for (const m of body.messages as Json[]) {
+    // A system turn mid-conversation stays where it is: chat completions takes one anywhere.
+    if (m.role === 'system') {
+      messages.push({ role: 'system', content: textOf(m.content) });
+      continue;
+    }
     if (typeof m.content === 'string') {
       messages.push({ role: m.role, content: m.content });
       continue;
@@ -188,6 +201,9 @@ export function anthropicToOpenaiRequest(body: Json, model: string): Json {
     out.stream = true;
     out.stream_options = { include_usage: true };
   }
+  const format = body.output_config?.format;
+  if (format?.type === 'json_schema' && format.schema)
+    out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
   if (Array.isArray(body.tools) && body.tools.length > 0) {
     out.tools = body.tools.map((t: Json) => ({
       type: 'function',

@@ -12,7 +12,8 @@ import { openaiUsage, type Usage } from './responses.js';
  *   function_call items as the assistant's tool_calls (consecutive calls in one message), and
  *   function_call_output items as tool messages. Reasoning items are the vendor's own state
  *   and are not sent to a vendor that cannot read them.
- * - Function tools, tool_choice, max_output_tokens (DEFAULT_MAX_TOKENS when absent, so that a
+ * - Function tools (a namespace's as `<namespace>__<name>`, its calls answered with `namespace`
+ *   and `name` again), tool_choice, max_output_tokens (DEFAULT_MAX_TOKENS when absent, so that a
  *   budget's reservation bounds the call), temperature, top_p, parallel_tool_calls, user,
  *   reasoning.effort and text.format (json_schema, json_object) carry over. Validation refused
  *   everything the translation cannot carry (schemas.ts in responses/).
@@ -60,7 +61,10 @@ export function responsesToChatRequest(body: Json): Json {
         const call = {
           id: item.call_id,
           type: 'function',
-          function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '' },
+          function: {
+            name: flatName(item.namespace, item.name),
+            arguments: typeof item.arguments === 'string' ? item.arguments : '',
+          },
         };
         const last = messages[messages.length - 1];
         if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
@@ -93,7 +97,11 @@ export function responsesToChatRequest(body: Json): Json {
     };
   else if (format?.type === 'json_object') out.response_format = { type: 'json_object' };
   if (Array.isArray(body.tools) && body.tools.length > 0) {
-    out.tools = body.tools.map((t: Json) => ({
+    // A namespace is a group of function tools: each is offered on its own, under its flat name.
+    const functions = (body.tools as Json[]).flatMap((t): Json[] =>
+      t.type === 'namespace' ? ((t.tools ?? []) as Json[]).map((m) => ({ ...m, name: flatName(t.name, m.name) })) : [t],
+    );
+    out.tools = functions.map((t: Json) => ({
       type: 'function',
       function: {
         name: t.name,
@@ -174,14 +182,39 @@ const messageItem = (id: string, text: string, status: string): Json => ({
   content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
 });
 
-const callItem = (id: string, callId: string, name: string, args: string, status: string): Json => ({
-  id,
-  type: 'function_call',
-  status,
-  call_id: callId,
-  name,
-  arguments: args,
-});
+/**
+ * A namespace's function tool is offered to a vendor asked in chat completions as
+ * `<namespace>__<name>`; its calls come back as function_call items with `namespace` and `name`.
+ */
+export const flatName = (namespace: unknown, name: unknown): unknown =>
+  typeof namespace === 'string' && namespace !== '' ? `${namespace}__${String(name)}` : name;
+
+/** The request's namespaced function tools, by flat name. */
+function namespacedTools(request: Json): Map<string, { namespace: string; name: string }> {
+  const found = new Map<string, { namespace: string; name: string }>();
+  for (const t of (Array.isArray(request.tools) ? request.tools : []) as Json[])
+    if (t?.type === 'namespace')
+      for (const m of (Array.isArray(t.tools) ? t.tools : []) as Json[])
+        found.set(String(flatName(t.name, m?.name)), { namespace: String(t.name), name: String(m?.name) });
+  return found;
+}
+
+type CallItem = (id: string, callId: string, name: string, args: string, status: string) => Json;
+
+/** The function_call items of an answer to `request`: a namespaced tool's call named as it was offered. */
+const callItems =
+  (request: Json): CallItem =>
+  (id, callId, name, args, status) => {
+    const ns = namespacedTools(request).get(name);
+    return {
+      id,
+      type: 'function_call',
+      status,
+      call_id: callId,
+      ...(ns ? { namespace: ns.namespace, name: ns.name } : { name }),
+      arguments: args,
+    };
+  };
 
 /** A whole chat completion (in the client's model name already) as a `response` object. */
 export function chatToResponse(completion: Json, request: Json, ids: ResponseIds, usage: Usage | null): Json {
@@ -201,6 +234,7 @@ export function chatToResponse(completion: Json, request: Json, ids: ResponseIds
       content: [{ type: 'refusal', refusal: message.refusal }],
     });
   const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as Json[];
+  const callItem = callItems(request);
   calls.forEach((call, n) => {
     output.push(
       callItem(
@@ -236,6 +270,7 @@ export interface ResponsesStreamTranslator {
 }
 
 export function chatToResponsesStream(request: Json, ids: ResponseIds): ResponsesStreamTranslator {
+  const callItem = callItems(request);
   let seq = 0;
   const emit = (type: string, fields: Json): string => sseEvent(type, { type, sequence_number: seq++, ...fields });
   const state = {
@@ -279,7 +314,7 @@ export function chatToResponsesStream(request: Json, ids: ResponseIds): Response
       out += emit('response.function_call_arguments.done', {
         item_id: open.id,
         output_index: open.index,
-        name: open.name,
+        name: item.name,
         arguments: open.args,
       });
       out += emit('response.output_item.done', { output_index: open.index, item });

@@ -13,7 +13,7 @@ import {
 import { createStreamScreen } from '../response-screen.js';
 import type { SseEvent } from '../sse.js';
 import type { StreamTranslator } from '../translate/streams.js';
-import type { VendorAdapter } from './vendor.js';
+import { CannotCarry, type VendorAdapter } from './vendor.js';
 
 /**
  * One attempt at a model of an adapted vendor kind (vendor.ts): the same rules as forward.ts
@@ -33,6 +33,8 @@ export async function vendorAttempt(
     const req = await vendor.request(bodyIn(vendor.pivot, a), a);
     answer = await upstream.post(req.path, req.headers, req.body, a.signal);
   } catch (err) {
+    if (err instanceof CannotCarry)
+      return { kind: 'refused', status: 400, body: { error: { type: 'invalid_request_error', message: err.message } } };
     return { kind: 'failed', reason: (err as { code?: string }).code ?? (err as Error).name };
   }
   if (answer.statusCode >= 400) {

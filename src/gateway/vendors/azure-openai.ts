@@ -1,11 +1,12 @@
 import type { VendorJson as Json } from '../vendor-json.js';
+import { OPENAI_TOOL_ID_MAX, rekeyChatToolIds } from '../translate/tool-ids.js';
 import { dataEvent, sseBatches } from './sse-source.js';
 import { usualFailure, type VendorAdapter } from './vendor.js';
 
 /**
  * Azure OpenAI: the OpenAI chat-completions shape, at
  * `{resource}/openai/deployments/{deployment}/chat/completions?api-version={apiVersion}`, with
- * the key in an `api-key` header. The model's `upstreamModel` is the deployment's name. Azure's
+ * the key in an `api-key` header; tool-call ids within its 40 characters (translate/tool-ids.ts). The model's `upstreamModel` is the deployment's name. Azure's
  * answers name the underlying model, so every streamed chunk is re-serialised with the client's
  * model (a content-filter chunk without choices passes on as it came).
  *
@@ -20,7 +21,7 @@ export const azureOpenai: VendorAdapter = {
     return {
       path: `/openai/deployments/${deployment}/chat/completions?api-version=${version}`,
       headers: { 'api-key': a.provider.apiKey ?? '', traceparent: a.traceparent },
-      body: JSON.stringify(body),
+      body: JSON.stringify(rekeyChatToolIds(body, OPENAI_TOOL_ID_MAX)),
     };
   },
   failure(status, _headers, body) {

@@ -1,16 +1,20 @@
 import type { VendorJson as Json } from '../vendor-json.js';
+import { BEDROCK_TOOL_ID_MAX, rekeyToolId } from '../translate/tool-ids.js';
 import { bedrockEvents } from './bedrock-stream.js';
 import { signedHeaders } from './bedrock-sign.js';
-import { usualFailure, type VendorAdapter } from './vendor.js';
+import { CannotCarry, usualFailure, type VendorAdapter } from './vendor.js';
 
 /**
  * Amazon Bedrock's Converse API: `POST {baseUrl}/model/{modelId}/converse`, and
  * `/converse-stream` for a stream (answered in AWS's binary event-stream framing, read by AWS's
  * codec: bedrock-stream.ts), signed with SigV4 (bedrock-sign.ts). Translated through the
  * Anthropic shape, which Converse follows closely:
- * - `system` becomes system text blocks; text, base64 images, `tool_use` and `tool_result`
+ * - `system`, and any `system` turn in the conversation after it (Converse has no system turns),
+ *   becomes the system text; text, base64 images, `tool_use` and `tool_result`
  *   blocks become `text`, `image`, `toolUse` and `toolResult` blocks (an image by URL has no
  *   Converse counterpart and is dropped; an empty text block, which Converse refuses, too).
+ *   Tool-call ids within Converse's 64 characters (translate/tool-ids.ts). Structured output
+ *   (`output_config.format`) is refused by name, not dropped.
  * - `max_tokens`, `temperature`, `top_p`, `stop_sequences` go in `inferenceConfig`; tools in
  *   `toolConfig` (`toolChoice` auto, any or one tool; Converse has no "none": the tools are
  *   offered without a choice). A conversation with earlier tool calls and no tools offered
@@ -55,13 +59,14 @@ function toBlocks(content: unknown): Json[] {
       const format = String(b.source.media_type ?? '').replace(/^image\//, '');
       return IMAGE_FORMATS.has(format) ? [{ image: { format, source: { bytes: b.source.data } } }] : [];
     }
-    if (b?.type === 'tool_use') return [{ toolUse: { toolUseId: b.id, name: b.name, input: b.input ?? {} } }];
+    if (b?.type === 'tool_use')
+      return [{ toolUse: { toolUseId: rekeyToolId(b.id, BEDROCK_TOOL_ID_MAX), name: b.name, input: b.input ?? {} } }];
     if (b?.type === 'tool_result') {
       const text = textOf(b.content);
       return [
         {
           toolResult: {
-            toolUseId: b.tool_use_id,
+            toolUseId: rekeyToolId(b.tool_use_id, BEDROCK_TOOL_ID_MAX),
             content: [{ text: text === '' ? ' ' : text }],
             status: b.is_error === true ? 'error' : 'success',
           },
@@ -81,8 +86,18 @@ const toolChoiceOf = (choice: Json | undefined): Json | undefined => {
 
 /** An Anthropic messages body as a Converse body. */
 export function toConverseRequest(body: Json): Json {
+  if (body.output_config?.format != null)
+    throw new CannotCarry(
+      'output_config.format (structured output, or response_format) is not carried to Bedrock by this gateway: route the request to an Anthropic-, OpenAI- or Gemini-kind model, or ask for JSON in the prompt',
+    );
   const messages: Json[] = [];
+  const system: string[] = [textOf(body.system)];
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[]) {
+    // Converse takes system text only beside the conversation: a system turn joins it, in order.
+    if (m?.role === 'system') {
+      system.push(textOf(m.content));
+      continue;
+    }
     const role = m?.role === 'assistant' ? 'assistant' : 'user';
     const content = toBlocks(m?.content);
     if (content.length === 0) continue;
@@ -96,8 +111,8 @@ export function toConverseRequest(body: Json): Json {
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0)
     inferenceConfig.stopSequences = body.stop_sequences;
   const out: Json = { messages, inferenceConfig };
-  const system = textOf(body.system);
-  if (system !== '') out.system = [{ text: system }];
+  const systemText = system.filter((t) => t !== '').join('\n\n');
+  if (systemText !== '') out.system = [{ text: systemText }];
   const tools: Json[] = (Array.isArray(body.tools) ? body.tools : []).map((t: Json) => ({
     toolSpec: {
       name: t?.name,

@@ -40,6 +40,12 @@ export interface VendorAdapter {
 }
 
 /**
+ * What an adapter throws from `request` when the vendor has no way to carry something the client
+ * asked for: the client's request refused by name (400), nothing sent, no failover.
+ */
+export class CannotCarry extends Error {}
+
+/**
  * The statuses below 500 that are failures for every kind (forward.ts's rules). Kept here, not in
  * forward.ts, so that no adapter imports a value from forward.ts (which imports the adapters).
  */

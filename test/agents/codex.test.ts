@@ -1,0 +1,89 @@
+import test from 'ava';
+import { agentDirs, codex } from '../helpers/agents.js';
+import type { Json } from '../helpers/http.js';
+import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
+import { agentGateway, CODEX_DEFAULT, upstreamOf, type AgentGateway } from './support.js';
+
+/**
+ * The Codex CLI (`codex exec`, its default model and tools; a config.toml naming a real `svc
+ * serve` as a custom model provider that speaks Responses, the svc key in the environment)
+ * through the gateway to an OpenAI-kind upstream that speaks Responses: a plain prompt answered
+ * from a streamed reply, and a turn where the vendor calls Codex's `exec` tool (a custom tool:
+ * JavaScript that runs `cat` on a file in its working folder) and then answers from the file's
+ * text, which went back to the vendor.
+ */
+let vendor: MockVendor;
+let g: AgentGateway;
+let translated: AgentGateway;
+
+test.before(async () => {
+  vendor = await startMockVendor();
+  g = await agentGateway({ vendor }, { [CODEX_DEFAULT]: 'responses' });
+  translated = await agentGateway({ vendor }, { [CODEX_DEFAULT]: 'openai' });
+});
+
+test.after.always(async () => {
+  await g?.stop();
+  await translated?.stop();
+  await vendor?.close();
+});
+
+const model = upstreamOf(CODEX_DEFAULT);
+const sent = () => vendor.calls.filter((c) => c.path === '/v1/responses' && c.model === model);
+
+test.serial('Codex answers a plain prompt through a Responses upstream', async (t) => {
+  const dirs = await agentDirs({});
+  t.teardown(dirs.clean);
+  vendor.reset();
+  vendor.fault(model, { kind: 'reply', pieces: ['Hello', ' from', ' the', ' gateway.'] });
+  const run = await codex(g.server.url, g.key, 'Say hello.', dirs);
+  t.is(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  t.is(run.stdout.trim(), 'Hello from the gateway.');
+  const calls = sent();
+  t.is(calls.length, 1);
+  t.true(calls[0]!.stream, 'Codex streams');
+  // Its tools, namespaces of them included, reach the vendor as it sent them.
+  const tools = (calls[0]!.body.input as Json[]).find((i) => i.type === 'additional_tools');
+  t.truthy(tools, JSON.stringify(calls[0]!.body.input).slice(0, 500));
+  t.true((tools.tools as Json[]).some((x) => x.type === 'namespace'));
+});
+
+test.serial(
+  'Codex runs cat through its exec tool and continues with the result through a Responses upstream',
+  async (t) => {
+    const dirs = await agentDirs({ 'notes.txt': 'The launch code is 4711.\n' });
+    t.teardown(dirs.clean);
+    vendor.reset();
+    vendor.fault(model, {
+      kind: 'call',
+      name: 'exec',
+      custom: true,
+      arguments: 'const r = await tools.exec_command({ cmd: "cat notes.txt" });\ntext(r);\n',
+    });
+    vendor.fault(model, { kind: 'reply', pieces: ['The', ' code', ' is', ' 4711.'] });
+    const run = await codex(g.server.url, g.key, 'What is the launch code in notes.txt?', dirs);
+    t.is(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    t.is(run.stdout.trim(), 'The code is 4711.');
+    const calls = sent();
+    t.is(calls.length, 2, JSON.stringify(calls.map((c) => c.body.input?.length)));
+    const input = calls[1]!.body.input as Json[];
+    const output = input.find((i) => i.type === 'custom_tool_call_output');
+    t.truthy(output, JSON.stringify(input.slice(-3)).slice(0, 2000));
+    t.regex(JSON.stringify(output), /The launch code is 4711/);
+  },
+);
+
+test.serial(
+  'Codex at a model served in chat completions is told by name what cannot be carried, and the fix',
+  async (t) => {
+    const dirs = await agentDirs({});
+    t.teardown(dirs.clean);
+    vendor.reset();
+    const run = await codex(translated.server.url, translated.key, 'Say hello.', dirs);
+    t.not(run.code, 0);
+    // Its custom tool and its tools item are named, with the fix; nothing reached the vendor.
+    t.regex(run.stdout + run.stderr, /input\.0\.type/);
+    t.regex(run.stdout + run.stderr, /responses: true/);
+    t.is(vendor.calls.length, 0);
+  },
+);
