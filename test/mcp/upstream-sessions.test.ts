@@ -211,13 +211,13 @@ test.serial('past the cap of upstream sessions per agent, a call is refused nami
 
 test.serial("a caller's cancellation of a proxied call reaches the upstream", async (t) => {
   const before = upstream.cancelled;
+  const calls = () => upstream.requests.filter((r) => r.method === 'tools/call').length;
   const s = await session(alice.key);
+  const callsBefore = calls();
   const stop = new AbortController();
   const pending = s.client.callTool({ name: 'st__wait', arguments: {} }, undefined, { signal: stop.signal });
-  await poll(
-    () => upstream.requests.filter((r) => r.method === 'tools/call').length,
-    (n) => n > 0,
-  );
+  // This call reached the upstream (earlier tests' calls are counted too).
+  await poll(calls, (n) => n > callsBefore);
   await new Promise((resolve) => setTimeout(resolve, 100));
   stop.abort('the person changed their mind');
   await t.throwsAsync(pending);
