@@ -111,6 +111,9 @@ async function toCliFailure(err: Error, context: { parsing: boolean } = { parsin
   if (err instanceof CliFailure) return err;
   if (err instanceof StoreError && err.code === 'no_space')
     return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
+  // Damage found inside the file by a read: the same error as damage found before opening it.
+  if (err instanceof StoreError && err.code === 'damaged')
+    return toCliFailure(new AppError('store_damaged', { message: err.message, cause: err }));
   if (err instanceof StoreError)
     return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
   // svc serve --workers: a worker failed to start; the command fails as that worker did.

@@ -132,14 +132,14 @@ const catalogue = {
     message: 'The server is shedding load.',
     fix: 'Wait the number of seconds in the retry-after header, then retry.',
   },
-  // Added: the store cannot take writes (its disk or quota is full, or read-only). Fails closed:
-  // nothing of the request was kept.
+  // Added: the store cannot take writes (its disk or quota is full, or read-only) or cannot be read
+  // (its file is damaged). Fails closed: nothing of the request was kept.
   store_unavailable: {
     status: 503,
     section: 'added',
     message:
       'The server cannot record anything right now (its store has no space to write); nothing of this request was kept.',
-    fix: 'Retry after the seconds in retry-after; if it persists, the operator must free disk space for the data dir.',
+    fix: "Retry after the seconds in retry-after; if it persists, the operator must act on the cause the server's log names: free disk space for the data dir, or restore a damaged store file from its backup.",
   },
   request_timeout: {
     status: 408,
