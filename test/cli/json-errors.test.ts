@@ -86,3 +86,20 @@ test('a mistyped command under --json names the nearest command in its message a
   t.regex(error.fix, /svc ledger verify/);
   t.is(res.stderr, '');
 });
+
+test('a file that cannot be read is named with the reason in words, never a raw errno', async (t) => {
+  const missing = join(base, 'missing.json');
+  for (const { args, type } of [
+    { args: ['receipt', 'verify', 'a.b.c', '--jwks', missing], type: 'invalid_jwks' },
+    { args: ['ledger', 'verify', '--bundle', missing], type: 'invalid_request' },
+    { args: ['serve', '--config', missing, '--data-dir', dataDir], type: 'invalid_configuration' },
+  ]) {
+    const res = await svc([...args, '--json'], { timeoutMs: 60_000 });
+    t.is(res.code, 2, `${args.join(' ')}: ${res.stderr}`);
+    const { error } = JSON.parse(res.stdout) as { error: { type: string; message: string; fix: string } };
+    t.is(error.type, type);
+    t.true(error.message.includes(`${missing}: there is no such file`), error.message);
+    t.notRegex(error.message, /ENOENT|errno/);
+    t.true(error.fix.length > 0);
+  }
+});
