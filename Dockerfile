@@ -74,6 +74,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/config ./config
 COPY --from=build /app/dist ./dist
+# The commands' help, made at build time: without it every --help would be empty.
+COPY --from=build /app/oclif.manifest.json ./
 # `svc` on PATH (docker exec CONTAINER svc ...): bin/run.js, which finds dist/ by its real path.
 RUN chmod 0755 /app/bin/run.js \
   && ln -s /app/bin/run.js /usr/local/bin/svc \

@@ -17,7 +17,12 @@ export default class Backup extends SvcCommand {
   async run(): Promise<{ out: string; schemaVersion: number }> {
     const { flags } = await this.parse(Backup);
     if (existsSync(flags.out))
-      this.fail(`${flags.out} already exists; choose a new file`, EXIT.usage, 'invalid_request');
+      this.fail(
+        `${flags.out} already exists; choose a new file`,
+        EXIT.usage,
+        'invalid_request',
+        'Name a file that does not exist yet with --out; a backup never overwrites one.',
+      );
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'], storeUrl: flags.store } });
     if (settings.storeUrl !== null && /^postgres(ql)?:/i.test(settings.storeUrl))
       this.fail(

@@ -29,9 +29,19 @@ export default class Init extends SvcCommand {
     const { flags } = await this.parse(Init);
     const password = flags['owner-password'] ?? (await text(process.stdin)).replace(/\r?\n$/, '');
     if (password.length < 12)
-      this.fail('the owner password must have at least 12 characters', EXIT.usage, 'invalid_request');
+      this.fail(
+        'the owner password must have at least 12 characters',
+        EXIT.usage,
+        'invalid_request',
+        'Pass an --owner-password (or standard input) of at least 12 characters.',
+      );
     if (!/^[^@\s]+@[^@\s]+$/.test(flags['owner-email']))
-      this.fail('--owner-email is not an email address', EXIT.usage, 'invalid_request');
+      this.fail(
+        '--owner-email is not an email address',
+        EXIT.usage,
+        'invalid_request',
+        'Pass --owner-email as name@example.com.',
+      );
     const settings = loadSettings({ overrides: { dataDir: flags['data-dir'], storeUrl: flags.store } });
     // Lazy: init uses the people and the signing keys, none of the server's own services (app.ts).
     const app = await createApp(settings, { migrate: true, create: true, log: createLogger('warn'), lazy: true });

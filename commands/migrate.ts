@@ -32,7 +32,7 @@ export default class Migrate extends SvcCommand {
       this.log(
         result.applied.length === 0
           ? `schema version ${result.from}: up to date`
-          : `${verb} schema version ${result.from} -> ${result.dryRun ? result.applied[result.applied.length - 1]!.version : result.to}`,
+          : `${verb} schema version ${result.from} -> ${result.to}`,
       );
       for (const m of result.applied) this.log(`  ${m.version}: ${m.description}`);
       return result;

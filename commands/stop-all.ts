@@ -25,7 +25,12 @@ export default class StopAll extends SvcCommand {
   async run(): Promise<StopAllState | PendingFreeze> {
     const { args, flags } = await this.parse(StopAll);
     if (args.action === 'on' && flags.reason === undefined)
-      this.fail('on needs --reason', EXIT.usage, 'reason_required');
+      this.fail(
+        'on needs --reason',
+        EXIT.usage,
+        'reason_required',
+        'Pass --reason with a few words on why; it is kept in the ledger.',
+      );
     const state = await withAdmin(flags, flags.token, (admin) =>
       args.action === 'on'
         ? admin.stopAllOn(reasonOf(flags.reason!))

@@ -22,6 +22,7 @@ import { mandatesRoutes } from './mandates/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
 import { deriveKey } from './lib/seal.js';
+import { clientAddressOf } from './http/client-address.js';
 import { registerAgentKey } from './http/auth/agent-key.js';
 import { registerDenyByDefault } from './http/auth/deny.js';
 import { registerInbound } from './http/auth/signature.js';
@@ -137,7 +138,15 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
   installFrontDoor(listener, {
     production,
     health: (path) => healthAnswer(health, path),
-    answered: (entry) => logRequest(log, entry),
+    answered: (entry, req) =>
+      logRequest(log, {
+        ...entry,
+        client: clientAddressOf(
+          req.socket.remoteAddress,
+          req.headers['x-forwarded-for'],
+          settings.server.trustedProxies,
+        ),
+      }),
     bodies: createBodyLimits({ server, baseUrl, production, log }),
   });
   answerClientErrors(listener, { baseUrl, production });
@@ -145,7 +154,13 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
   const drain = trackDrain(listener);
   await server.register({
     plugin: pipeline,
-    options: { baseUrl, production, log, retryAfterSeconds: settings.load.retryAfterSeconds },
+    options: {
+      baseUrl,
+      production,
+      log,
+      retryAfterSeconds: settings.load.retryAfterSeconds,
+      trustedProxies: settings.server.trustedProxies,
+    },
   });
   const guards = createGuards({
     clock,

@@ -38,7 +38,13 @@ export default class KeysCreate extends SvcCommand {
       agentId: flags.agent,
     };
     const { value, error } = mintKeySchema.validate(JSON.parse(JSON.stringify(raw)), { abortEarly: false });
-    if (error) this.fail(error.details.map((d) => d.message).join('; '), EXIT.usage, 'invalid_request');
+    if (error)
+      this.fail(
+        error.details.map((d) => d.message).join('; '),
+        EXIT.usage,
+        'invalid_request',
+        'Correct the flags the message names; svc keys create --help lists them.',
+      );
     if (!flags.local && flags['admin-key'] && sendsInClear(flags.url))
       this.logToStderr(
         `warning: ${flags.url} is plain http to another machine: the admin key crosses in clear. Use https.`,

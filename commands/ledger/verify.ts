@@ -24,6 +24,7 @@ export default class LedgerVerify extends SvcCommand {
     const result = flags.bundle
       ? checkBundle(flags.bundle, flags.jwks, (line) => this.logToStderr(line))
       : await checkStore({ dataDir: flags['data-dir'], store: flags.store, workspace: flags.workspace });
+    if (result.ledgers.length === 0) this.log('ok: no ledger records yet, nothing to verify');
     for (const l of result.ledgers) this.log(describeLedger(l));
     if (!result.ok) this.checkedFalse();
     return result;

@@ -37,7 +37,13 @@ export default class TokensCreate extends SvcCommand {
       { name: flags.name, scopes: flags.scope, expiresInDays: flags['expires-in-days'], ipAllow: flags['ip-allow'] },
       { abortEarly: false },
     );
-    if (error) this.fail(error.details.map((d) => d.message).join('; '), EXIT.usage, 'invalid_request');
+    if (error)
+      this.fail(
+        error.details.map((d) => d.message).join('; '),
+        EXIT.usage,
+        'invalid_request',
+        'Correct the flags the message names; svc tokens create --help lists them.',
+      );
     const created = await withAdmin(flags, undefined, (a) => a.createToken(value as CreateTokenInput));
     this.log(created.token);
     this.logToStderr(`service token ${created.id} (${created.name}) expires ${created.expiresAt}: shown once.`);

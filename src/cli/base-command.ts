@@ -1,6 +1,6 @@
 import { Command, Errors, Flags, ux } from '@oclif/core';
 import { AppError } from '../errors/app-error.js';
-import { entryOf } from '../errors/catalogue.js';
+import { entryOf, fixOf } from '../errors/catalogue.js';
 import { systemError } from '../errors/system.js';
 import { StoreError } from '../store/errors.js';
 import { RemoteError, UnreachableError } from './http-client.js';
@@ -28,11 +28,13 @@ export class CliFailure extends Errors.CLIError {
     message: string,
     options: { exit: number; type: string; fix?: string | undefined; details?: Record<string, unknown> },
   ) {
+    // Without a fix of its own, the catalogue's for the type: every failure says what to do.
+    const fix = options.fix ?? fixOf(options.type);
     // oclif prints suggestions under the message on a terminal ("Try this: ..."); --json has `fix`.
-    super(message, { exit: options.exit, ...(options.fix ? { suggestions: [options.fix] } : {}) });
+    super(message, { exit: options.exit, ...(fix ? { suggestions: [fix] } : {}) });
     this.exitCode = options.exit;
     this.type = options.type;
-    this.fix = options.fix;
+    this.fix = fix;
     this.details = options.details ?? {};
   }
 }
@@ -111,6 +113,9 @@ async function toCliFailure(err: Error, context: { parsing: boolean } = { parsin
   if (err instanceof CliFailure) return err;
   if (err instanceof StoreError && err.code === 'no_space')
     return toCliFailure(new AppError('disk_full', { message: err.message, cause: err }));
+  // Damage found inside the file by a read: the same error as damage found before opening it.
+  if (err instanceof StoreError && err.code === 'damaged')
+    return toCliFailure(new AppError('store_damaged', { message: err.message, cause: err }));
   if (err instanceof StoreError)
     return new CliFailure(err.message, { exit: EXIT.unreachable, type: `store_${err.code}` });
   // svc serve --workers: a worker failed to start; the command fails as that worker did.

@@ -58,7 +58,12 @@ export function localOnly(what: string, why: string): never {
 /** A reason that says something: trimmed, and not empty. */
 export function reasonOf(reason: string): string {
   const trimmed = reason.trim();
-  if (trimmed === '') throw new CliFailure('--reason must say why', { exit: EXIT.usage, type: 'reason_required' });
+  if (trimmed === '')
+    throw new CliFailure('--reason must say why', {
+      exit: EXIT.usage,
+      type: 'reason_required',
+      fix: 'Pass --reason with a few words on why; it is kept in the ledger.',
+    });
   return trimmed;
 }
 

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { fileProblem } from '../errors/system.js';
 import type { PinView } from '../mcp/pins.js';
 import { namedEnv } from '../settings/named-env.js';
 import type { UpstreamProblem } from '../mcp/diagnosis.js';
@@ -61,7 +62,7 @@ export async function addRequest(
     const { remoteFromServerJson } = await import('./mcp-registry.js');
     const file = flags.from;
     const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) =>
-      usage(`cannot read ${file}: ${err.code ?? err.message}`, 'Pass --from an MCP Registry server.json file.'),
+      usage(`cannot read ${file}: ${fileProblem(err)}`, 'Pass --from an MCP Registry server.json file.'),
     );
     const remote = remoteFromServerJson(text, file);
     name ??= remote.name;

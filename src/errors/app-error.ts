@@ -72,3 +72,14 @@ export class AppError extends Error {
 export function invalidField(field: string | null, message: string): AppError {
   return new AppError('invalid_request', { details: { errors: [{ field, message }] } });
 }
+
+/**
+ * Revoking what is already revoked: still not a revocable object (404 not_found, exit 1), but the
+ * message says it is revoked and since when, rather than that it does not exist.
+ */
+export function alreadyRevoked(what: string, revokedAt: string): AppError {
+  return new AppError('not_found', {
+    message: `${what} is already revoked (since ${revokedAt}); nothing changed.`,
+    fix: 'Nothing to do: a revoked credential stays revoked. Mint a new one if it is needed again.',
+  });
+}

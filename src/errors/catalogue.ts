@@ -132,14 +132,14 @@ const catalogue = {
     message: 'The server is shedding load.',
     fix: 'Wait the number of seconds in the retry-after header, then retry.',
   },
-  // Added: the store cannot take writes (its disk or quota is full, or read-only). Fails closed:
-  // nothing of the request was kept.
+  // Added: the store cannot take writes (its disk or quota is full, or read-only) or cannot be read
+  // (its file is damaged). Fails closed: nothing of the request was kept.
   store_unavailable: {
     status: 503,
     section: 'added',
     message:
       'The server cannot record anything right now (its store has no space to write); nothing of this request was kept.',
-    fix: 'Retry after the seconds in retry-after; if it persists, the operator must free disk space for the data dir.',
+    fix: "Retry after the seconds in retry-after; if it persists, the operator must act on the cause the server's log names: free disk space for the data dir, or restore a damaged store file from its backup.",
   },
   request_timeout: {
     status: 408,
@@ -499,6 +499,112 @@ const catalogue = {
     message: 'The disk holding the data directory is full (or read-only).',
     fix: 'Free space on the disk of the data directory (or make it writable), then run the command again; nothing was half-written.',
   },
+
+  // Added: the command line's own errors, printed by `svc` before or instead of a request; the
+  // server never answers with them.
+  usage: {
+    status: 400,
+    section: 'added (svc command line)',
+    exit: 2,
+    message: 'The command line is malformed: an unknown command or flag, or a missing or invalid value.',
+    fix: 'See svc --help for the commands, and svc <command> --help for the flags a command takes.',
+  },
+  invalid_configuration: {
+    status: 400,
+    section: 'added (svc command line)',
+    exit: 2,
+    message: 'A setting (in the file given to --config, or an SVC_ environment variable) is invalid.',
+    fix: 'Correct each setting the message names, in the --config file or its SVC_ environment variable (docs/configuration.md lists them), and run the command again.',
+  },
+  invalid_jwks: {
+    status: 400,
+    section: 'added (svc command line)',
+    exit: 2,
+    message: 'The key set given to --jwks is not a JSON Web Key Set.',
+    fix: 'Pass a JSON file or URL holding { "keys": [...] }, as served at /.well-known/jwks.json.',
+  },
+  invalid_receipt: {
+    status: 400,
+    section: 'added (svc command line)',
+    message: 'The receipt does not verify: its signature, key, issuer or shape is wrong.',
+    fix: "Check that the receipt was copied whole and that the key set is the issuing server's; a receipt that was changed never verifies.",
+  },
+  unreachable: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'The server named by --url (or SVC_URL) did not answer.',
+    fix: 'Start the server, or pass --url (or SVC_URL) naming where it runs.',
+  },
+  local_only: {
+    status: 400,
+    section: 'added (svc command line)',
+    exit: 2,
+    message: 'This command, or this form of it, works only with --local on the store.',
+    fix: 'Run it with --local on the machine that holds the store (--data-dir), or do it in the console.',
+  },
+  ambiguous_workspace: {
+    status: 400,
+    section: 'added (svc command line)',
+    exit: 2,
+    message: 'The store holds several workspaces and the command did not name one.',
+    fix: 'Name one with --workspace.',
+  },
+  worker_failed: {
+    status: 503,
+    section: 'added (svc command line)',
+    message: 'A worker process of svc serve --workers failed to start.',
+    fix: "Read the worker's error above it in the log; it is the same error a single process would meet.",
+  },
+  store_newer_schema: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'The store was written by a newer svc than this one.',
+    fix: 'Run the svc version that last wrote this store (or a newer one), or restore a backup made by this version.',
+  },
+  store_older_schema: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'The store was written by an older svc and needs migrating.',
+    fix: 'Run svc migrate (svc migrate --dry-run says what it will do), then run the command again.',
+  },
+  store_cannot_open: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'The store could not be opened.',
+    fix: 'Check --store (or SVC_STORE_URL) and --data-dir (or SVC_DATA_DIR); the message says what failed.',
+  },
+  store_write_failed: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'A write to the store failed; nothing of it was applied.',
+    fix: 'Run the command again; if it fails the same way, check the disk of the data directory and the server log.',
+  },
+  store_disk_error: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'The disk answered a write to the store with an input/output error; nothing of it was applied.',
+    fix: 'Check the disk of the data directory (dmesg, SMART); run the command again once it answers.',
+  },
+  store_conflict: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'A write to the store kept conflicting with concurrent writers; nothing of it was applied.',
+    fix: 'Run the command again.',
+  },
+  store_unsupported: {
+    status: 503,
+    section: 'added (svc command line)',
+    exit: 3,
+    message: 'The store backend does not offer this operation.',
+    fix: 'On PostgreSQL, back up with pg_dump instead of svc backup.',
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorType = keyof typeof catalogue;
@@ -507,6 +613,11 @@ export const errorTypes = Object.keys(catalogue) as ErrorType[];
 
 export function entryOf(type: ErrorType): CatalogueEntry {
   return catalogue[type];
+}
+
+/** The catalogue's fix for `type`, or undefined for a type outside it. */
+export function fixOf(type: string): string | undefined {
+  return Object.hasOwn(catalogue, type) ? catalogue[type as ErrorType].fix : undefined;
 }
 
 export function docsUrl(baseUrl: string, type: ErrorType): string {

@@ -61,3 +61,25 @@ function errnoName(code: unknown): string | undefined {
     return undefined;
   }
 }
+
+const FILE_PROBLEMS: Readonly<Record<string, string>> = {
+  ENOENT: 'there is no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'it is a directory, not a file',
+  ENOTDIR: 'a part of its path is a file, not a directory',
+  ENAMETOOLONG: 'the name is too long',
+  ELOOP: 'too many symbolic links in its path',
+  EIO: 'the disk answered with an input/output error',
+};
+
+/**
+ * Why a file named by the operator (a flag, a setting) could not be read, in words: never a bare
+ * errno name (ENOENT) or Node's "ENOENT: no such file or directory, open '…'".
+ */
+export function fileProblem(err: unknown): string {
+  const code = errnoName((err as { code?: unknown } | null)?.code);
+  if (code !== undefined && FILE_PROBLEMS[code] !== undefined) return FILE_PROBLEMS[code];
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/^E[A-Z]+: /, '').replace(/, [a-z]+ '[^']*'$/, '');
+}

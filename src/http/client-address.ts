@@ -8,9 +8,17 @@ import { addressAllowed } from '../lib/ip-ranges.js';
  * With no trusted proxies configured, x-forwarded-for is never believed.
  */
 export function clientAddress(request: Request, trustedProxies: readonly string[]): string {
-  const socket = normalise(request.info.remoteAddress);
+  return clientAddressOf(request.info.remoteAddress, request.headers['x-forwarded-for'], trustedProxies);
+}
+
+/** clientAddress from the socket's address and the x-forwarded-for header (a raw request's). */
+export function clientAddressOf(
+  remoteAddress: string | undefined,
+  header: unknown,
+  trustedProxies: readonly string[],
+): string {
+  const socket = normalise(remoteAddress ?? '');
   if (trustedProxies.length === 0 || !addressAllowed(socket, trustedProxies)) return socket;
-  const header = request.headers['x-forwarded-for'];
   const joined: string = Array.isArray(header) ? header.join(',') : typeof header === 'string' ? header : '';
   const hops = joined
     .split(',')

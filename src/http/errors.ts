@@ -82,6 +82,8 @@ const STORE_UNAVAILABLE: Readonly<Record<string, string | null>> = {
   disk_error: "The server's disk refused to record this request (an input/output error); nothing of it was kept.",
   unavailable:
     'The server cannot reach its store right now (the database is down or restarting); nothing of this request was kept.',
+  damaged:
+    'The server cannot read its store: the store file is damaged (the operator must restore it from a backup); nothing of this request was kept.',
   conflict:
     'The server could not record this request: too many concurrent writes to the same records; nothing of it was kept.',
 };

@@ -43,7 +43,10 @@ export interface FrontDoorOptions {
   production: boolean;
   health(path: '/healthz' | '/readyz'): Promise<{ status: number; body: unknown }>;
   /** Called once per request answered here, for the request log. */
-  answered(entry: { requestId: string; method: string; route: string; status: number; ms: number }): void;
+  answered(
+    entry: { requestId: string; method: string; route: string; status: number; ms: number },
+    req: IncomingMessage,
+  ): void;
   /** Body limits enforced before hapi reads a body. */
   bodies?: BodyLimits;
 }
@@ -97,12 +100,12 @@ function admit(req: Stamped, res: ServerResponse, options: FrontDoorOptions): bo
   const method = req.method ?? 'GET';
   const refused = options.bodies?.admit(req, res, id);
   if (refused) {
-    options.answered({ requestId: id, method, ...refused, ms: Date.now() - received });
+    options.answered({ requestId: id, method, ...refused, ms: Date.now() - received }, req);
     return false;
   }
   const path = req.url === '/healthz' || req.url === '/readyz' ? req.url : undefined;
   if (path && (method === 'GET' || method === 'HEAD')) {
-    void answerHealth(res, options, { id, method, path, received });
+    void answerHealth(req, res, options, { id, method, path, received });
     return false;
   }
   return true;
@@ -110,6 +113,7 @@ function admit(req: Stamped, res: ServerResponse, options: FrontDoorOptions): bo
 
 /** Answers a health probe here (readiness reads the store); a failure to judge is 503, never a hang. */
 async function answerHealth(
+  req: IncomingMessage,
   res: ServerResponse,
   options: FrontDoorOptions,
   probe: { id: string; method: string; path: '/healthz' | '/readyz'; received: number },
@@ -125,13 +129,10 @@ async function answerHealth(
     'cache-control': 'no-store',
   });
   res.end(probe.method === 'HEAD' ? undefined : text);
-  options.answered({
-    requestId: probe.id,
-    method: probe.method,
-    route: probe.path,
-    status,
-    ms: Date.now() - probe.received,
-  });
+  options.answered(
+    { requestId: probe.id, method: probe.method, route: probe.path, status, ms: Date.now() - probe.received },
+    req,
+  );
 }
 
 /**

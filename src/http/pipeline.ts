@@ -9,6 +9,7 @@ import { svcOptions } from './route-options.js';
 
 /** Members (keys and items) a body may have, unless its route says otherwise. */
 export const MAX_BODY_MEMBERS = 2_000;
+import { clientAddress } from './client-address.js';
 import { toAppError } from './errors.js';
 import { API_VERSION, arrivedAt, requestSpanOf, securityHeaders, stampOf } from './front-door.js';
 import { observeRequest } from './request-metrics.js';
@@ -42,12 +43,18 @@ export interface PipelineOptions {
   log: Logger;
   /** retry-after sent with 503 overloaded. */
   retryAfterSeconds: number;
+  /** Proxies whose x-forwarded-for names the client in the request log. */
+  trustedProxies?: readonly string[];
 }
 
-/** One log line per request, from a fixed list of fields: never headers, query or body. */
+/**
+ * One log line per request, from a fixed list of fields: never headers, query or body. `client` is
+ * the client's address: the socket's, or through a trusted proxy (SVC_TRUSTED_PROXIES) the one
+ * its x-forwarded-for names.
+ */
 export function logRequest(
   log: Logger,
-  entry: { requestId: string; method: string; route: string; status: number; ms: number },
+  entry: { requestId: string; method: string; route: string; status: number; ms: number; client: string },
 ): void {
   log.info(entry, 'request');
 }
@@ -101,7 +108,9 @@ export const pipeline: Plugin<PipelineOptions> = {
     const logLine = (request: Request, requestId: string, status: number) => {
       const method = request.method.toUpperCase();
       const route = request.route.path;
-      logRequest(options.log, { requestId, method, route, status, ms: Date.now() - request.info.received });
+      const client = clientAddress(request, options.trustedProxies ?? []);
+      const ms = Date.now() - request.info.received;
+      logRequest(options.log, { requestId, method, route, status, ms, client });
       // The answer is about to be written: time to it, from the listener's arrival mark when there is one.
       const arrived = arrivedAt(request.raw.req);
       const seconds =

@@ -13,7 +13,8 @@ export interface HealthSource {
  * store takes writes). A store out of space is `503 degraded` (reads still answer; every write
  * fails closed with `503 store_unavailable`); each such readiness check tries one small write, so
  * readiness comes back on its own once space returns, even with no other traffic. A store that
- * cannot even be read (a database that does not answer) is `503 degraded` too, without a version.
+ * cannot even be read (a database that does not answer) is `503 degraded` too, without a version,
+ * and one whose file a read found damaged is `503 degraded` with the reason `store_damaged`.
  */
 export async function healthAnswer(
   source: HealthSource,
@@ -21,6 +22,8 @@ export async function healthAnswer(
 ): Promise<{ status: number; body: unknown }> {
   if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
   if (source.isDraining()) return { status: 503, body: { status: 'draining' } };
+  // Damage met inside the store file stays until it is restored: no write probe, no retry.
+  if (source.store.damaged?.()) return { status: 503, body: { status: 'degraded', reason: 'store_damaged' } };
   let schemaVersion: number;
   try {
     schemaVersion = await source.store.schemaVersion();

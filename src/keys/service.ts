@@ -1,4 +1,4 @@
-import { AppError, invalidField } from '../errors/app-error.js';
+import { alreadyRevoked, AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { GenerationCache } from '../lib/generation-cache.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
@@ -155,9 +155,10 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
     async revoke(wid: string, keyId: string, actor = 'operator:cli', only: { agentId?: string } = {}): Promise<void> {
       await store.write(async () => {
         const record = await repo.get(wid, keyId);
-        if (!record || record.revokedAt || (only.agentId !== undefined && record.agentId !== only.agentId)) {
+        if (!record || (only.agentId !== undefined && record.agentId !== only.agentId)) {
           throw new AppError('not_found', { message: 'No such key in this workspace.' });
         }
+        if (record.revokedAt) throw alreadyRevoked(`Key ${keyId}`, record.revokedAt);
         await repo.put({ ...record, revokedAt: isoAt(clock.now()) });
         await ledger.record({
           workspaceId: wid,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { fileProblem } from '../errors/system.js';
 import type { LedgerVerifyInput } from './verify.js';
 
 /** A file the evidence bundle's verification cannot read (a usage error: exit 2). */
@@ -10,7 +11,7 @@ function readJson(file: string, what: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new BundleReadError(`cannot read the ${what} ${file}: ${(err as Error).message}`, { cause: err });
+    throw new BundleReadError(`cannot read the ${what} ${file}: ${fileProblem(err)}`, { cause: err });
   }
 }
 

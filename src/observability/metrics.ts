@@ -31,6 +31,11 @@ export function createMetrics(sources: MetricsSources): Metrics {
   // Process and event-loop series: once per process (they sample the process, not an app).
   if (!processSeries) {
     collectDefaultMetrics({ register: eventRegistry, prefix: 'svc_' });
+    // prom-client names three gauges `_total`, a counter's suffix that Prometheus's lint
+    // (promtool check metrics) refuses on a gauge; the same numbers are the sums of their
+    // per-type gauges (sum(svc_nodejs_active_handles)), which stay.
+    for (const name of ['handles', 'requests', 'resources'])
+      eventRegistry.removeSingleMetric(`svc_nodejs_active_${name}_total`);
     processSeries = true;
   }
   const repo = observabilityRepo(sources.store);

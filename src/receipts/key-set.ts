@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { fileProblem } from '../errors/system.js';
 import type { VerifyKeys } from './verify.js';
 
 /**
@@ -47,7 +48,7 @@ export async function loadKeySet(source: string): Promise<{ jwks: VerifyKeys['jw
     ? await fetchText(source)
     : await readFile(source, 'utf8').catch((err: NodeJS.ErrnoException) => {
         throw new KeySetError(
-          `cannot read the key set file ${source}: ${err.code ?? err.message}`,
+          `cannot read the key set file ${source}: ${fileProblem(err)}`,
           false,
           'Pass --jwks a JSON Web Key Set file, or its URL.',
         );

@@ -1,4 +1,4 @@
-import { AppError, invalidField } from '../errors/app-error.js';
+import { alreadyRevoked, AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
@@ -95,8 +95,8 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
     async revoke(workspaceId: string, id: string, actor = 'operator:cli'): Promise<void> {
       await store.write(async () => {
         const record = await repo.get(workspaceId, id);
-        if (!record || record.revokedAt)
-          throw new AppError('not_found', { message: 'No such service token in this workspace.' });
+        if (!record) throw new AppError('not_found', { message: 'No such service token in this workspace.' });
+        if (record.revokedAt) throw alreadyRevoked(`Service token ${id}`, record.revokedAt);
         await repo.put({ ...record, revokedAt: isoAt(clock.now()) });
         await ledger?.record({
           workspaceId,

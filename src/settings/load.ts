@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { fileProblem } from '../errors/system.js';
 import { readPackageFile } from '../lib/paths.js';
 import { envMap, settingsSchema, type AwsCredentials, type Settings } from './schema.js';
 
@@ -141,7 +142,7 @@ function readJson(file: string, read = (path: string) => readFileSync(path, 'utf
   try {
     text = read(file);
   } catch (err) {
-    throw new SettingsError(`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new SettingsError(`cannot read config file ${file}: ${fileProblem(err)}`);
   }
   try {
     const parsed: unknown = JSON.parse(text);

@@ -5,7 +5,8 @@
  * a write with an I/O error; nothing of it was applied. `unavailable`: the database
  * server cannot be reached or the connection was lost mid-request (PostgreSQL); `conflict`: a write
  * function kept conflicting with concurrent writers past the retry bound (`unsupported`: an operation
- * the backend does not offer, e.g. `backup` on PostgreSQL). Nothing of a write that
+ * the backend does not offer, e.g. `backup` on PostgreSQL). `damaged`: a read or write met damage
+ * inside the LMDB file (damage.ts); the CLI says `store_damaged`, the HTTP layer answers 503. Nothing of a write that
  * failed with either was applied; the HTTP layer answers both with 503 (try again).
  */
 export type StoreErrorCode =
@@ -17,7 +18,8 @@ export type StoreErrorCode =
   | 'disk_error'
   | 'unavailable'
   | 'conflict'
-  | 'unsupported';
+  | 'unsupported'
+  | 'damaged';
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;

@@ -4,6 +4,7 @@ import type { Store } from './types.js';
 
 export interface MigrationResult {
   from: number;
+  /** The version after the migration (after a dry run, the version it would reach). */
   to: number;
   applied: Array<{ version: number; description: string }>;
   dryRun: boolean;
@@ -43,7 +44,8 @@ export async function migrateStore(
   }
   return {
     from,
-    to: options.dryRun ? from : Math.max(from, ...pending.map((m) => m.version)),
+    // The version the store is at afterwards: for a dry run, the one it would be at.
+    to: Math.max(from, ...pending.map((m) => m.version)),
     applied: pending.map(({ version, description }) => ({ version, description })),
     dryRun: options.dryRun ?? false,
   };

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { join, resolve } from 'node:path';
 import { invalidField } from '../errors/app-error.js';
 import { StoreError } from './errors.js';
 import type { KvStore, WriteTx } from './kv.js';
@@ -113,6 +114,7 @@ export function ambientStore(kv: KvStore): Store {
     inWrite: () => current() !== undefined,
     currentWrite: () => current(),
     writable: () => kv.writable(),
+    damaged: () => (kv as { damaged?: () => boolean }).damaged?.() ?? false,
     schemaVersion: () => kv.schemaVersion(),
     backup: (file) => kv.backup(file),
     close: () => kv.close(),
@@ -138,7 +140,13 @@ export async function openStore(dataDir: string, options: OpenOptions = {}): Pro
 export async function openBackend(dataDir: string, options: OpenOptions = {}): Promise<KvStore> {
   const url = options.url?.trim() ?? '';
   // Each backend's module (and its driver, lmdb or pg) is loaded only when the URL names it.
-  if (url === '' || url === 'lmdb:') return (await import('./kv-lmdb.js')).openKvLmdbStore(dataDir, options);
+  if (url === '' || url === 'lmdb:') {
+    const [{ openKvLmdbStore, STORE_FILE }, { openGuarded }] = await Promise.all([
+      import('./kv-lmdb.js'),
+      import('./damage.js'),
+    ]);
+    return openGuarded(join(resolve(dataDir), STORE_FILE), () => openKvLmdbStore(dataDir, options));
+  }
   if (/^postgres(ql)?:\/\//i.test(url)) return (await import('./kv-postgres.js')).openKvPostgresStore(url);
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? 'that value';
   throw new StoreError(

@@ -68,6 +68,8 @@ export interface Store {
    * disk) or cannot be reached, until a write succeeds again; readiness reports it.
    */
   writable(): boolean;
+  /** True once a read or write met damage inside the store file (it stays so: restore from backup). */
+  damaged?(): boolean;
   /** The schema version recorded in the store (0 for an empty store). */
   schemaVersion(): Promise<number>;
   /** A consistent copy of the whole store to `file`, safe while others write (LMDB only). */

@@ -218,7 +218,10 @@ test('migrate: dry run changes nothing, then 1 -> 2, then a re-run applies nothi
   t.is(dry.code, 0, dry.stderr);
   const dryDoc = json(dry.stdout);
   t.is(dryDoc.from, 1);
+  t.is(dryDoc.to, CURRENT_SCHEMA_VERSION, 'names the version it would reach');
   t.true(dryDoc.dryRun);
+  const dryText = await svc(['migrate', '--data-dir', d, '--dry-run']);
+  t.regex(dryText.stdout, new RegExp(`^would migrate schema version 1 -> ${CURRENT_SCHEMA_VERSION}$`, 'm'));
   t.deepEqual(
     dryDoc.applied.map((m: { version: number }) => m.version),
     AFTER_V1,

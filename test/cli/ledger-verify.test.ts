@@ -5,7 +5,7 @@ import { canonicalJson } from '../../src/lib/canonical-json.js';
 import { leafHash } from '../../src/ledger/merkle.js';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { call } from '../helpers/http.js';
-import { removeDir, startServer, svc } from '../helpers/process.js';
+import { initArgs, removeDir, startServer, svc, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 import type { App } from '../../src/app.js';
 
@@ -183,5 +183,22 @@ test.serial('an auditor with only the API records, RFC 8785 and SHA-256 gets the
     }
   } finally {
     await removeDir(server.dataDir);
+  }
+});
+
+test('an empty ledger: ledger verify says there is nothing to verify yet, and exits 0', async (t) => {
+  const base = await tempDir();
+  try {
+    const dataDir = `${base}/data`;
+    const init = await svc(initArgs(dataDir));
+    t.is(init.code, 0, init.stderr);
+    const text = await svc(['ledger', 'verify', '--data-dir', dataDir]);
+    t.is(text.code, 0, text.stderr);
+    t.is(text.stdout.trim(), 'ok: no ledger records yet, nothing to verify');
+    const doc = await verify(dataDir);
+    t.is(doc.code, 0);
+    t.deepEqual(doc.doc.ledgers, []);
+  } finally {
+    await removeDir(base);
   }
 });

@@ -261,7 +261,7 @@ test.serial(
     const missing = await mcp(['servers', 'add', '--from', join(dir, 'absent.json'), '--json']);
     t.is(missing.code, 2);
     t.like(json(missing), { error: { type: 'usage', exitCode: 2 } });
-    t.regex(json(missing).error.message, /absent\.json: ENOENT/);
+    t.regex(json(missing).error.message, /absent\.json: there is no such file$/);
     t.is((await owner.get('/mcp-servers')).body.data.length, 3);
   },
 );

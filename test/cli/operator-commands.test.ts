@@ -282,7 +282,9 @@ test.serial(
     const after = await remote(['agents', 'list'], token.token);
     t.is(after.code, 1);
     t.is(json(t, after).error.type, 'invalid_token');
-    t.is((await local(['tokens', 'revoke', token.id])).code, 1, 'revoking twice: not found');
+    const twice = await local(['tokens', 'revoke', token.id]);
+    t.is(twice.code, 1, 'revoking twice: refused');
+    t.regex(json(t, twice).error.message, new RegExp(`^Service token ${token.id} is already revoked \\(since `));
     const kinds = (await about(owner, token.id)).map((r) => [r.kind, r.actor]);
     t.deepEqual(kinds, [
       ['service_token.created', 'operator:cli'],
@@ -320,7 +322,10 @@ test.serial(
     const adminId = json(t, minted).id as string;
     t.is((await local(['keys', 'revoke', adminId])).code, 0);
     t.is((await remote(['keys', 'list'], admin, 'SVC_ADMIN_KEY')).code, 1, 'the revoked admin key is refused');
-    t.is((await local(['keys', 'revoke', adminId])).code, 1, 'revoking twice: not found');
+    const twice = await local(['keys', 'revoke', adminId]);
+    t.is(twice.code, 1, 'revoking twice: refused');
+    t.regex(json(t, twice).error.message, new RegExp(`^Key ${adminId} is already revoked \\(since `));
+    t.regex(json(t, twice).error.fix, /stays revoked/);
   },
 );
 

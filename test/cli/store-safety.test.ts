@@ -4,8 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import test from 'ava';
 import { openStore } from '../../src/store/index.js';
-import type { Json } from '../helpers/http.js';
-import { BIN, cleanEnv, initArgs, removeDir, ROOT, svc, tempDir, type CliResult } from '../helpers/process.js';
+import { assertError, bearer, call, type Json } from '../helpers/http.js';
+import {
+  BIN,
+  cleanEnv,
+  initArgs,
+  removeDir,
+  ROOT,
+  startServer,
+  svc,
+  tempDir,
+  type CliResult,
+} from '../helpers/process.js';
 import { fillDisk, mountSmallDisk } from '../helpers/small-disk.js';
 
 /**
@@ -203,6 +213,68 @@ test.serial('a damaged store file: serve and migrate --dry-run exit 3 too, and l
     t.true(bytes.equals(await readFile(join(copy, 'svc.mdb'))), `${damage.name}: not rewritten`);
   }
 });
+
+/** Zeroes, in a copy of the store, every page that holds `text`: pages deep in the trees, past the checks made before opening. */
+async function zeroPagesHolding(file: string, text: string): Promise<number> {
+  const bytes = await readFile(file);
+  const pageSize = bytes.readUInt32LE(48);
+  const pages = new Set<number>();
+  for (let at = bytes.indexOf(text); at !== -1; at = bytes.indexOf(text, at + 1)) pages.add(Math.floor(at / pageSize));
+  await overwrite(
+    file,
+    [...pages].map((p) => p * pageSize),
+    Buffer.alloc(pageSize),
+  );
+  return pages.size;
+}
+
+test.serial(
+  'damage inside the store file: commands exit 3 store_damaged with its fix; serve answers 503 and /readyz is degraded',
+  async (t) => {
+    const { base, dataDir } = await initialised();
+    const minted = await run(['keys', 'create', '--scope', 'admin', '--local', '--data-dir', dataDir, '--json']);
+    t.is(minted.code, 0, minted.stderr);
+    const key = JSON.parse(minted.stdout) as { id: string; key: string };
+    const copy = join(base, 'damaged-inside');
+    await cp(dataDir, copy, { recursive: true });
+    t.true((await zeroPagesHolding(join(copy, 'svc.mdb'), key.id)) > 0);
+
+    for (const args of [
+      ['ledger', 'verify'],
+      ['keys', 'list', '--local'],
+      ['keys', 'create', '--scope', 'admin', '--local'],
+    ]) {
+      const res = await run([...args, '--data-dir', copy, '--json']);
+      t.is(res.code, 3, `${args.join(' ')}: ${res.stdout} ${res.stderr}`);
+      const error = errorOf(res);
+      t.is(error.type, 'store_damaged', args.join(' '));
+      t.regex(error.message, /^store file damaged: restore from backup/);
+      t.regex(error.fix, /svc backup/);
+      t.is(error.exitCode, 3);
+    }
+    const text = await run(['ledger', 'verify', '--data-dir', copy]);
+    t.is(text.code, 3);
+    t.regex(text.stderr, /store file damaged: restore from backup/);
+    t.notRegex(text.stderr, /Code: -30796/);
+
+    const server = await startServer({ dataDir: copy });
+    try {
+      for (const [method, path, json] of [
+        ['GET', '/v1/whoami', undefined],
+        ['POST', '/v1/actions/authorize', { action: 'payment' }],
+      ] as const) {
+        const res = await call(server.url, method, path, { headers: bearer(key.key), ...(json ? { json } : {}) });
+        assertError(t, res, 503, 'store_unavailable');
+        t.regex(res.body.error.message, /damaged/);
+      }
+      const ready = await call(server.url, 'GET', '/readyz');
+      t.is(ready.status, 503);
+      t.deepEqual(ready.body, { status: 'degraded', reason: 'store_damaged' });
+    } finally {
+      await server.stop();
+    }
+  },
+);
 
 test.serial(
   'only serve and init create a store: other commands on a missing one exit 3 naming the directory',

@@ -20,6 +20,13 @@ export function pages(): Page[] {
   return ['README.md', ...docs].map((path) => ({ path, text: readFileSync(join(ROOT, path), 'utf8') }));
 }
 
+/** The fenced code blocks of a page whose info string is `info` (`nginx`, `yaml`). */
+export function codeBlocks(text: string, info: string): string[] {
+  return split(text)
+    .blocks.filter((b) => b.info === info)
+    .map((b) => b.body);
+}
+
 /** The lines outside fenced code blocks, and the fenced blocks with their info string. */
 function split(text: string): { prose: string[]; blocks: { info: string; body: string }[] } {
   const prose: string[] = [];

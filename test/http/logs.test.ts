@@ -51,3 +51,37 @@ test('one JSON log line per request, and no key, token, password, cookie or sign
     await removeDir(server.dataDir);
   }
 });
+
+test("each request's log line names the client's address; through a trusted proxy, the one x-forwarded-for gives", async (t) => {
+  const forwarded = { 'x-forwarded-for': '203.0.113.7' };
+  const clients = async (env: Record<string, string>): Promise<Record<string, unknown>> => {
+    const server = await startServer({ env });
+    try {
+      const whoami = await call(server.url, 'GET', '/v1/whoami', { headers: forwarded });
+      const health = await call(server.url, 'GET', '/readyz', { headers: forwarded });
+      const ids = [whoami, health].map((r) => String(r.headers['x-request-id']));
+      await poll(
+        () => server.stderr(),
+        (text) => ids.every((id) => text.includes(id)),
+        { timeoutMs: 5000 },
+      );
+      const lines = server
+        .stderr()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.msg === 'request' && ids.includes(String(l.requestId)));
+      return Object.fromEntries(lines.map((l) => [String(l.route), l.client]));
+    } finally {
+      await server.stop();
+      await removeDir(server.dataDir);
+    }
+  };
+  // No trusted proxy: x-forwarded-for is anyone's to write, so the socket's address is logged.
+  t.deepEqual(await clients({}), { '/v1/whoami': '127.0.0.1', '/readyz': '127.0.0.1' });
+  // The proxy on loopback is trusted: the address it forwarded is the client.
+  t.deepEqual(await clients({ SVC_TRUSTED_PROXIES: '127.0.0.1/32' }), {
+    '/v1/whoami': '203.0.113.7',
+    '/readyz': '203.0.113.7',
+  });
+});

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import test from 'ava';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import { createAgent, authorize, payment } from '../helpers/gate.js';
@@ -139,6 +140,16 @@ test.serial('the exposition parses and holds the series of what the server did, 
   t.deepEqual(ids, []);
   t.false(res.text.includes(agent.agentId));
   t.false(res.text.includes(agent.wid));
+});
+
+test.serial("the exposition passes Prometheus's own lint (promtool check metrics)", async (t) => {
+  const res = await scrape(`${gw.server.url}/metrics`, bearer(TOKEN));
+  t.is(res.status, 200);
+  const lint = spawnSync('promtool', ['check', 'metrics'], { input: res.text, encoding: 'utf8' });
+  t.is(lint.error, undefined, 'promtool runs (Debian package prometheus)');
+  t.is(lint.status, 0, `${lint.stdout}${lint.stderr}`);
+  t.is(`${lint.stdout}${lint.stderr}`.trim(), '');
+  t.regex(res.text, /^svc_nodejs_active_handles\{/m, 'the per-type gauges stay');
 });
 
 test.serial('the same counters move with the next decision', async (t) => {

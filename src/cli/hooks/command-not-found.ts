@@ -1,7 +1,10 @@
 import { Errors, type Hook } from '@oclif/core';
 import { distance } from 'fastest-levenshtein';
 
-/** An unknown command is a usage error (exit 2), with the nearest real command suggested. */
+/**
+ * An unknown command is a usage error (exit 2), with the nearest real command suggested; under
+ * --json it is the same `{error}` document every command prints on stdout.
+ */
 const hook: Hook.CommandNotFound = async function (options) {
   const wanted = options.id.replaceAll(':', ' ');
   const known = options.config.commandIDs.map((id) => id.replaceAll(':', ' '));
@@ -10,9 +13,14 @@ const hook: Hook.CommandNotFound = async function (options) {
     known[0] ?? '',
   );
   const close = nearest !== '' && distance(wanted, nearest) <= Math.max(2, Math.floor(wanted.length / 3));
-  Errors.error(`svc: "${wanted}" is not a command.${close ? ` Did you mean "${nearest}"?` : ''} See svc --help.`, {
-    exit: 2,
-  });
+  const message = `svc: "${wanted}" is not a command.${close ? ` Did you mean "${nearest}"?` : ''} See svc --help.`;
+  const argv = [...(options.argv ?? []), ...wanted.split(' ')];
+  if (argv.includes('--json')) {
+    const fix = close ? `Run svc ${nearest}; svc --help lists every command.` : 'svc --help lists every command.';
+    process.stdout.write(`${JSON.stringify({ error: { type: 'usage', message, fix, exitCode: 2 } }, null, 2)}\n`);
+    Errors.exit(2);
+  }
+  Errors.error(message, { exit: 2 });
 };
 
 export default hook;
