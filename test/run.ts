@@ -55,6 +55,7 @@ const SLOW_FOLDERS = new Map([
   ['conformance', 3],
   ['durability', 3],
   ['fuzz', 30],
+  ['agents', 10],
 ]);
 /** At most this many files share a worker, so that the workers stay busy until the end. */
 const GROUP_SIZE = 8;
