@@ -3,7 +3,7 @@ import type { Server } from '@hapi/hapi';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /**
- * SPEC.md 1.4, 2.3, 3 and 5.2: approvals are decided only by signed-in people, and no key or
+ * Approvals are decided only by signed-in people, and no key or
  * token lifts a freeze. The whole route table is walked: every route that decides an approval,
  * restarts an agent or lifts "stop every agent" — and every route whose path could — takes the
  * session strategies and nothing else, so no credential of a machine is even read there.
@@ -50,12 +50,15 @@ test('no route a key, token or signature reaches decides an approval or lifts a 
     );
   }
   // And no machine route (/v1/) has any such verb at all, except turning "stop every agent" on and
-  // reading it (API.md 9, `svc stop-all on|status` with a token): never off.
+  // reading it (`svc stop-all on|status` with a token): never off; and approving an upstream MCP
+  // tool's pinned description and schemas (`svc mcp tools approve`, an mcp:write token), which
+  // decides what a tool may tell agents, never whether an action happens (each call still goes to
+  // the gate, and its approvals to people).
   t.deepEqual(
     routes
       .filter((r) => r.path.startsWith('/v1/') && /(approve|deny|restart|unfreeze|stop-all)/.test(r.path))
       .map((r) => `${r.method.toUpperCase()} ${r.path}`)
       .sort(),
-    ['GET /v1/admin/stop-all', 'POST /v1/admin/stop-all'],
+    ['GET /v1/admin/stop-all', 'POST /v1/admin/mcp-servers/{name}/tools/{tool}/approve', 'POST /v1/admin/stop-all'],
   );
 });
