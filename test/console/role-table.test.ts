@@ -430,6 +430,11 @@ const rows: Row[] = [
     call: (r) => call(r, 'DELETE', '/mcp-servers/nothing-here'),
   },
   {
+    route: 'PATCH /api/w/{wid}/mcp-servers/{name}',
+    expect: reach(...MANAGERS),
+    call: (r) => call(r, 'PATCH', '/mcp-servers/nothing-here', { enabled: false }),
+  },
+  {
     route: 'GET /api/w/{wid}/mcp-servers/{name}/tools',
     expect: reach(...MANAGERS),
     call: (r) => call(r, 'GET', '/mcp-servers/nothing-here/tools'),
