@@ -354,10 +354,14 @@ async function drainsWhatWasSent(t: ExecutionContext, answers: 'fast' | 'slow'):
       [],
       'every answer sent during the drain carries connection: close',
     );
+    // A new connection made after the signal may be refused, or, in the moment the listening
+    // socket closes (a loaded machine widens it), reset before any request is read; a request
+    // on a connection already open is never cut (and every request written before the signal is
+    // answered, above).
     t.deepEqual(
-      failed.filter((s) => s.reused || !s.error!.startsWith('ECONNREFUSED')).map((s) => s.error),
+      failed.filter((s) => s.reused || !/^(ECONNREFUSED|ECONNRESET)/.test(s.error!)).map((s) => s.error),
       [],
-      'a client meets only a new connection refused',
+      'a client meets only a new connection refused or reset, never a cut request',
     );
     t.is(code, 0, server.stderr());
     t.true(stoppedIn < shutdownTimeoutMs, `stopped ${Math.round(stoppedIn)} ms after the signal`);
