@@ -37,6 +37,7 @@ export async function serveUntilStopped(
       announce: options.announce,
       log,
       shutdownTimeoutMs: settings.server.shutdownTimeoutMs,
+      host: settings.server.host,
       port: settings.server.port,
     });
     return;

@@ -1,5 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { systemError } from '../errors/system.js';
 import { endNow } from '../lib/hard-exit.js';
 import type { Logger } from '../lib/log.js';
 import type { Listening } from './serving.js';
@@ -104,12 +106,38 @@ export class WorkerStartFailed extends Error {
   }
 }
 
+/**
+ * Refuses a port another process serves, with SO_REUSEPORT or without: the workers bind it with
+ * SO_REUSEPORT, which would otherwise let them join another server's group on that port (a second
+ * `svc serve --workers` on another data dir, taking a share of its connections) instead of failing.
+ * A socket bound here without the option fails while any other socket holds the port; it is closed
+ * before the workers start.
+ */
+async function portFree(host: string, port: number): Promise<void> {
+  const probe = createServer();
+  try {
+    probe.listen({ host, port, exclusive: true });
+    await once(probe, 'listening');
+  } catch (err) {
+    throw systemError(err, { kind: 'listen', host, port }) ?? err;
+  } finally {
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+  }
+}
+
 /** Runs the primary until SIGTERM or SIGINT, once every worker has drained. */
 export async function runPrimary(
   workers: number,
-  options: { announce: (listening: Listening) => void; log: Logger; shutdownTimeoutMs: number; port: number },
+  options: {
+    announce: (listening: Listening) => void;
+    log: Logger;
+    shutdownTimeoutMs: number;
+    host: string;
+    port: number;
+  },
 ): Promise<void> {
   const { log } = options;
+  if (options.port !== 0) await portFree(options.host, options.port);
   // A worker gets its drain's timeout and this much more to exit before it is killed: what it
   // acknowledged is already on disk, and a stop must end.
   const exitBound = options.shutdownTimeoutMs + 5000;

@@ -141,3 +141,27 @@ test.serial('lmdb, two workers: a start on a port another program holds exits 3 
     await removeDir(dataDir);
   }
 });
+
+test.serial(
+  'lmdb, two workers: a second svc serve --workers on the port of a running one exits 3 (port in use)',
+  async (t) => {
+    // The workers' SO_REUSEPORT would let another server's workers join this one's port group and
+    // take a share of its connections: the second start is refused before any worker starts.
+    const first = await startServer({ args: ['--workers', '2'], env: SERVER_ENV });
+    servers.push(first);
+    const port = new URL(first.url).port;
+    const dataDir = await tempDir();
+    try {
+      const second = await svc(
+        ['serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', port, '--workers', '2'],
+        { env: SERVER_ENV },
+      );
+      t.is(second.code, 3, second.stderr);
+      t.regex(second.stderr, /port is in use/);
+      const health = await fetch(`${first.url}/healthz`);
+      t.is(health.status, 200, 'the first server still serves');
+    } finally {
+      await removeDir(dataDir);
+    }
+  },
+);
