@@ -30,6 +30,16 @@ import type { ErrorType } from '../errors/catalogue.js';
  */
 const MODEL_ARRAY_ITEMS = 10_000;
 const EMBEDDING_ARRAY_ITEMS = 100_000;
+/**
+ * What every model route declares: any key of the workspace, bodies as large as a long
+ * conversation (bounded before validation), forwarded as they came (their keys kept).
+ */
+const MODEL_ROUTE = {
+  keyScope: 'any',
+  maxBodyMembers: 1_000_000,
+  maxArrayItems: MODEL_ARRAY_ITEMS,
+  forwarded: true,
+} as const;
 
 /**
  * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
@@ -140,15 +150,7 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/chat/completions',
         options: {
           ...modelRoute,
-          plugins: {
-            svc: {
-              keyScope: 'any',
-              maxBodyMembers: 1_000_000,
-              maxArrayItems: MODEL_ARRAY_ITEMS,
-              forwarded: true,
-              errors: modelErrors,
-            },
-          },
+          plugins: { svc: { ...MODEL_ROUTE, errors: modelErrors } },
           validate: { payload: chatCompletionsSchema },
         },
         handler: model('openai'),
@@ -158,16 +160,7 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/messages',
         options: {
           ...modelRoute,
-          plugins: {
-            svc: {
-              keyScope: 'any',
-              maxBodyMembers: 1_000_000,
-              maxArrayItems: MODEL_ARRAY_ITEMS,
-              forwarded: true,
-              errorEnvelope: 'anthropic',
-              errors: modelErrors,
-            },
-          },
+          plugins: { svc: { ...MODEL_ROUTE, errorEnvelope: 'anthropic', errors: modelErrors } },
           validate: { payload: messagesSchema },
         },
         handler: model('anthropic'),
@@ -177,15 +170,7 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/responses',
         options: {
           ...modelRoute,
-          plugins: {
-            svc: {
-              keyScope: 'any',
-              maxBodyMembers: 1_000_000,
-              maxArrayItems: MODEL_ARRAY_ITEMS,
-              forwarded: true,
-              errors: modelErrors,
-            },
-          },
+          plugins: { svc: { ...MODEL_ROUTE, errors: modelErrors } },
           validate: { payload: responsesSchema },
         },
         handler: model('responses'),
@@ -195,15 +180,7 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/embeddings',
         options: {
           ...modelRoute,
-          plugins: {
-            svc: {
-              keyScope: 'any',
-              maxBodyMembers: 1_000_000,
-              maxArrayItems: EMBEDDING_ARRAY_ITEMS,
-              forwarded: true,
-              errors: modelErrors,
-            },
-          },
+          plugins: { svc: { ...MODEL_ROUTE, maxArrayItems: EMBEDDING_ARRAY_ITEMS, errors: modelErrors } },
           validate: { payload: embeddingsSchema },
         },
         handler: model('embeddings'),
@@ -214,16 +191,7 @@ export const gatewayRoutes: Plugin<{
         path: '/v1/messages/count_tokens',
         options: {
           ...modelRoute,
-          plugins: {
-            svc: {
-              keyScope: 'any',
-              maxBodyMembers: 1_000_000,
-              maxArrayItems: MODEL_ARRAY_ITEMS,
-              forwarded: true,
-              errorEnvelope: 'anthropic',
-              errors: countErrors,
-            },
-          },
+          plugins: { svc: { ...MODEL_ROUTE, errorEnvelope: 'anthropic', errors: countErrors } },
           validate: { payload: countTokensSchema, query: Joi.object({ beta: Joi.string().valid('true', 'false') }) },
         },
         handler: model('count_tokens'),
