@@ -245,7 +245,8 @@ test('a stderr flood is logged up to its limit, and the lines left out are count
       .reduce((n, l) => n + (l.dropped as number), 0);
     return { logged, dropped };
   };
-  const seen = await poll(count, (c) => c.logged + c.dropped === 2000);
+  // The count of lines left out is logged when a window closes (10 s) or the process ends.
+  const seen = await poll(count, (c) => c.logged + c.dropped === 2000, { timeoutMs: 30_000, everyMs: 50 });
   t.is(seen.logged + seen.dropped, 2000, 'every line is logged or counted');
   t.true(seen.logged >= 50 && seen.logged <= 100, `${seen.logged} lines logged`);
 });

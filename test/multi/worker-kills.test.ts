@@ -165,6 +165,10 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
       `${(log.match(/store_damaged|store file damaged/g) ?? []).length}, failed checkpoints ` +
       `${(log.match(/ledger checkpoint failed/g) ?? []).length}`,
   );
+  // What the workers logged at error level, for a failure's reader (the first few lines).
+  const errors = log.split('\n').filter((line) => /"level":(50|60)/.test(line));
+  if (errors.length > 0)
+    t.log(`${errors.length} error lines; the first:\n${errors.slice(0, 5).join('\n').slice(0, 4000)}`);
   t.deepEqual(tally.unanswered, [], 'every request got an answer or a connection error');
   t.is(tally.connectionErrors.get('ECONNREFUSED') ?? 0, 0, 'the port never refused a connection while a worker lived');
   t.deepEqual([...tally.otherAnswers], [], 'every answer was an allow');
