@@ -40,6 +40,9 @@ import {
   type MigrationResult,
   type Store,
 } from './store/index.js';
+import { chatRepo } from './chat/repo.js';
+import type { PrincipalEnded } from './lib/principal-ended.js';
+import { oauthRepo } from './oauth/repo.js';
 
 /**
  * The modules of the services only the server uses: the gate, the model gateway and its call log
@@ -169,6 +172,24 @@ export interface Services {
 }
 
 /**
+ * The principal-ended hooks (lib/principal-ended.ts): an ended agent's or person's grants in the
+ * other domains, each ended by its own domain's repo inside the caller's write.
+ */
+export function principalEndedHooks(store: Store): PrincipalEnded {
+  const oauth = oauthRepo(store);
+  const chat = chatRepo(store);
+  return {
+    async agent(wid, match, why, nowMs) {
+      await oauth.endConnections(wid, match, why, nowMs);
+    },
+    async person(wid, uid, why, nowMs) {
+      const connectionsEnded = (await oauth.endConnections(wid, { userId: uid }, why, nowMs)).length;
+      return { connectionsEnded, chatMappingsEnded: await chat.endMappingsOf(wid, uid) };
+    },
+  };
+}
+
+/**
  * The wiring of every service with its dependencies, each built on first use (lib/lazy.ts): the
  * server builds them all at once (createApp), a `--local` command only those it uses. The ledger
  * is never used without its subscribers: whoever first reaches it also wires them.
@@ -186,6 +207,7 @@ function createServices(
   clientMetadataCa?: string,
 ) {
   const deps = { store, clock, ids };
+  const principalEnded = principalEndedHooks(store);
   // The server-only services' modules (loadServerModules); a `--local` app has none, and reaching
   // one of those services there is a mistake in the command, not something to load late.
   const server = (name: keyof Services): ServerModules => {
@@ -205,6 +227,7 @@ function createServices(
           ledger: s.ledger,
           bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
           approvalTtlMs,
+          principalEnded,
         }),
       receipts: (s) =>
         createReceipts({
@@ -233,6 +256,7 @@ function createServices(
           ...deps,
           ledger: s.ledger,
           maxAgents: async (wid) => (await s.plans.allowances(wid)).agents,
+          principalEnded,
         }),
       mandates: (s) =>
         createMandatesService({
@@ -300,6 +324,7 @@ function createServices(
           masterKey,
           ledger: s.ledger,
           sessionTtlMs: settings.session.ttlHours * 3_600_000,
+          principalEnded,
           lockout: {
             maxFailures: settings.lockout.maxFailures,
             baseMs: settings.lockout.minutes * 60_000,

@@ -207,14 +207,13 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
   await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
   await server.register({
     plugin: keysRoutes,
-    options: { keys: services.keys, people: services.people, production, guards },
+    options: { keys: services.keys, agents: services.agents, people: services.people, production, guards },
   });
   await server.register({
     plugin: agentsRoutes,
     options: {
       agents: services.agents,
       blueprints: services.blueprints,
-      keys: services.keys,
       people: services.people,
       production,
       guards,

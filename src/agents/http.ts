@@ -3,7 +3,6 @@ import type { Plugin, Request } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import { expiresInDaysSchema, type KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService, AgentViewer } from './service.js';
 import type { BlueprintsService } from '../blueprints/index.js';
@@ -34,13 +33,12 @@ const patchSchema = Joi.object({
 export const agentsRoutes: Plugin<{
   agents: AgentsService;
   blueprints: BlueprintsService;
-  keys: KeysService;
   people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-agents',
-  register(server, { agents, blueprints, keys, people, production, guards }) {
+  register(server, { agents, blueprints, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const who = async (request: Request, w: string): Promise<AgentActor> => {
@@ -124,63 +122,6 @@ export const agentsRoutes: Plugin<{
         async handler(request) {
           const { wid: w, aid: a } = params(request);
           await agents.remove(w, a, await who(request, w));
-          return {};
-        },
-      },
-      {
-        // The agent's keys, for whoever may mint and revoke them (owners, admins, the member it
-        // acts for); never their values, which are shown once, when minted.
-        method: 'GET',
-        path: '/api/w/{wid}/agents/{aid}/keys',
-        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
-        async handler(request) {
-          const { wid: w, aid: a } = params(request);
-          await agents.manageable(w, a, await who(request, w));
-          return { data: await keys.forAgent(w, a), next: null };
-        },
-      },
-      {
-        method: 'POST',
-        path: '/api/w/{wid}/agents/{aid}/keys',
-        options: {
-          auth: session,
-          ext: write,
-          validate: {
-            params: Joi.object({ wid, aid }),
-            payload: Joi.object({
-              name: Joi.string().trim().min(1).max(200),
-              expiresInDays: expiresInDaysSchema.allow(null),
-            }).allow(null),
-          },
-        },
-        async handler(request, h) {
-          const { wid: w, aid: a } = params(request);
-          const actor = await who(request, w);
-          await agents.manageable(w, a, actor);
-          const { name, expiresInDays } =
-            (request.payload as { name?: string; expiresInDays?: number | null } | null) ?? {};
-          const minted = await keys.mint(
-            w,
-            { scope: 'agent', agentId: a, ...(name ? { name } : {}), expiresInDays: expiresInDays ?? null },
-            actor.actor,
-          );
-          const { id, key, name: named, createdAt, expiresAt } = minted;
-          return h.response({ id, key, agentId: a, name: named, createdAt, expiresAt }).code(201);
-        },
-      },
-      {
-        method: 'DELETE',
-        path: '/api/w/{wid}/agents/{aid}/keys/{keyId}',
-        options: {
-          auth: session,
-          ext: write,
-          validate: { params: Joi.object({ wid, aid, keyId: Joi.string().max(64).required() }) },
-        },
-        async handler(request) {
-          const { wid: w, aid: a, keyId } = params(request);
-          const actor = await who(request, w);
-          await agents.manageable(w, a, actor);
-          await keys.revoke(w, keyId, actor.actor, { agentId: a });
           return {};
         },
       },

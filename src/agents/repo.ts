@@ -2,7 +2,6 @@ import { bumpGeneration } from '../store/generations.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from './records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
-import { endConnectionsInWrite } from '../oauth/connections.js';
 
 /** Agent records. The gate issue adds mandates and standing; keys already bind to agents here. */
 export function agentsRepo(store: Store) {
@@ -26,10 +25,6 @@ export function agentsRepo(store: Store) {
     /** "Stop every agent" for the workspace, when in force (shown on every agent's view). */
     stopAll(wid: string): Promise<StopAllRecord | undefined> {
       return t.stopAll.get(wid);
-    },
-    /** Ends the agent's OAuth connections (oauth/connections.ts). Only inside store.write(). */
-    async endConnections(wid: string, aid: string, why: string, nowMs: number): Promise<void> {
-      await endConnectionsInWrite(t, wid, { agentId: aid }, why, nowMs);
     },
   };
 }

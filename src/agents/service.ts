@@ -2,13 +2,14 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { tokenOf, type Ledger } from '../ledger/service.js';
-import { standingOf } from '../killswitch/standing.js';
+import { standingOf } from './standing.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord, Hold } from './records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
 import type { Role } from '../people/records.js';
 import { agentsRepo } from './repo.js';
 import { roleAllows } from '../people/permissions.js';
+import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 /**
  * Rules:
@@ -38,7 +39,7 @@ export interface AgentView {
 }
 
 /**
- * An agent as people see it. Its standing is the one the gate enforces (killswitch/standing.ts):
+ * An agent as people see it. Its standing is the one the gate enforces (agents/standing.ts):
  * while "stop every agent" is in force the agent shows stopped, with that stop as a `workspace`
  * hold (shown, never stored on the agent).
  */
@@ -93,6 +94,8 @@ export function createAgentsService(deps: {
   ids: IdSource;
   ledger: Ledger;
   maxAgents: (wid: string) => number | null | Promise<number | null>;
+  /** What ends with an agent in other domains (its OAuth connections), inside the removal's write. */
+  principalEnded: PrincipalEnded;
 }) {
   const { store, clock, ids, ledger } = deps;
   const repo = agentsRepo(store);
@@ -185,7 +188,7 @@ export function createAgentsService(deps: {
         mayManage(agent, who);
         const removed = { ...agent, removedAt: isoAt(clock.now()) };
         await repo.put(removed);
-        await repo.endConnections(wid, aid, 'agent removed', clock.now());
+        await deps.principalEnded.agent(wid, { agentId: aid }, 'agent removed', clock.now());
         await ledger.record({
           workspaceId: wid,
           actor: who.actor,

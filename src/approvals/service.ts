@@ -1,7 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
-import { readStanding } from '../killswitch/standing.js';
+import { readStanding } from '../agents/standing.js';
 import { evaluate, usageQueries, type ActionFacts } from '../mandates/evaluate.js';
 import type { KillSwitch } from '../killswitch/service.js';
 import type { Receipts } from '../receipts/service.js';

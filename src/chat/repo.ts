@@ -1,4 +1,5 @@
 import type { Store } from '../store/index.js';
+import { endChatMappingsInWrite } from './mappings.js';
 import type { AgentRecord } from '../agents/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { ChatButtonRecord, ChatUserRecord } from './records.js';
@@ -12,6 +13,10 @@ import type { MemberRecord, UserRecord } from '../people/records.js';
 export function chatRepo(store: Store) {
   const t = store.tables;
   return {
+    /** Inside a write: removes every chat identity mapped to a person in a workspace (mappings.ts). */
+    endMappingsOf(wid: string, uid: string): Promise<number> {
+      return endChatMappingsInWrite(t, wid, uid);
+    },
     button(hash: string): Promise<ChatButtonRecord | undefined> {
       return t.chatButtons.get(hash);
     },

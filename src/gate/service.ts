@@ -8,7 +8,7 @@ import { formatMoney } from '../lib/money.js';
 import type { Ledger } from '../ledger/service.js';
 import { evaluate, usageQueries, type ActionFacts, type Evaluation } from '../mandates/evaluate.js';
 import type { Presigned, Receipts } from '../receipts/service.js';
-import { readStanding } from '../killswitch/standing.js';
+import { readStanding } from '../agents/standing.js';
 import type { Store } from '../store/index.js';
 import type { ActionRecord } from './records.js';
 import { gateRepo } from './repo.js';

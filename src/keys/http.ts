@@ -1,18 +1,38 @@
 import Joi from 'joi';
-import type { Plugin } from '@hapi/hapi';
+import type { Plugin, Request } from '@hapi/hapi';
+import type { AgentActor, AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
 import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import { mintKeySchema, type MintKeyInput } from './schemas.js';
+import { expiresInDaysSchema, mintKeySchema, type MintKeyInput } from './schemas.js';
 import { toKeyView, type KeysService } from './service.js';
 import { page, pageOf, wid } from '../http/params.js';
 
-/** Workspace keys: minted by an admin key (machines) or in the console (owners, admins). */
-export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; production: boolean; guards: Guards }> = {
+const aid = Joi.string().max(64).required();
+
+/**
+ * Workspace keys: minted by an admin key (machines) or in the console (owners, admins); and an
+ * agent's keys, for whoever may manage that agent (owners, admins, the member it acts for).
+ */
+export const keysRoutes: Plugin<{
+  keys: KeysService;
+  agents: AgentsService;
+  people: PeopleService;
+  production: boolean;
+  guards: Guards;
+}> = {
   name: 'svc-keys',
-  register(server, { keys, people, production, guards }) {
+  register(server, { keys, agents, people, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
+    const write = { onPreAuth: guards.consoleWrite };
+    const params = (request: Request) => request.params as { wid: string; aid: string; keyId: string };
+    /** A person managing an agent's keys: the agents service decides which agents they may. */
+    const who = async (request: Request, w: string): Promise<AgentActor> => {
+      const c = caller(request, 'session');
+      const role = await people.authorize(w, c.user, 'agents.manage');
+      return { actor: actorOf(c), userId: c.user.id, role };
+    };
     server.route([
       {
         method: 'POST',
@@ -91,6 +111,63 @@ export const keysRoutes: Plugin<{ keys: KeysService; people: PeopleService; prod
           const c = caller(request, 'session');
           await people.authorize(w, c.user, 'keys.manage');
           await keys.revoke(w, id, actorOf(c));
+          return {};
+        },
+      },
+      {
+        // The agent's keys, for whoever may mint and revoke them (owners, admins, the member it
+        // acts for); never their values, which are shown once, when minted.
+        method: 'GET',
+        path: '/api/w/{wid}/agents/{aid}/keys',
+        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
+        async handler(request) {
+          const { wid: w, aid: a } = params(request);
+          await agents.manageable(w, a, await who(request, w));
+          return { data: await keys.forAgent(w, a), next: null };
+        },
+      },
+      {
+        method: 'POST',
+        path: '/api/w/{wid}/agents/{aid}/keys',
+        options: {
+          auth: session,
+          ext: write,
+          validate: {
+            params: Joi.object({ wid, aid }),
+            payload: Joi.object({
+              name: Joi.string().trim().min(1).max(200),
+              expiresInDays: expiresInDaysSchema.allow(null),
+            }).allow(null),
+          },
+        },
+        async handler(request, h) {
+          const { wid: w, aid: a } = params(request);
+          const actor = await who(request, w);
+          await agents.manageable(w, a, actor);
+          const { name, expiresInDays } =
+            (request.payload as { name?: string; expiresInDays?: number | null } | null) ?? {};
+          const minted = await keys.mint(
+            w,
+            { scope: 'agent', agentId: a, ...(name ? { name } : {}), expiresInDays: expiresInDays ?? null },
+            actor.actor,
+          );
+          const { id, key, name: named, createdAt, expiresAt } = minted;
+          return h.response({ id, key, agentId: a, name: named, createdAt, expiresAt }).code(201);
+        },
+      },
+      {
+        method: 'DELETE',
+        path: '/api/w/{wid}/agents/{aid}/keys/{keyId}',
+        options: {
+          auth: session,
+          ext: write,
+          validate: { params: Joi.object({ wid, aid, keyId: Joi.string().max(64).required() }) },
+        },
+        async handler(request) {
+          const { wid: w, aid: a, keyId } = params(request);
+          const actor = await who(request, w);
+          await agents.manageable(w, a, actor);
+          await keys.revoke(w, keyId, actor.actor, { agentId: a });
           return {};
         },
       },

@@ -18,4 +18,4 @@ export {
   type StopAllState,
   type Who,
 } from './service.js';
-export type { Standing } from './standing.js';
+export type { Standing } from '../agents/standing.js';

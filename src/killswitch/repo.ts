@@ -1,4 +1,3 @@
-import { endConnectionsInWrite } from '../oauth/connections.js';
 import { bumpGeneration } from '../store/generations.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
@@ -7,8 +6,8 @@ import type { StopAllRecord } from './records.js';
 
 /**
  * The kill switch's reads and writes: agents' holds (on the agent records), "stop every agent"
- * (one record per workspace), a token's freeze waiting for a person (an approval of its own), and
- * the OAuth connections a stop ends.
+ * (one record per workspace) and a token's freeze waiting for a person (an approval of its own).
+ * What else a stop ends (OAuth connections) is the PrincipalEnded hooks' (lib/principal-ended.ts).
  */
 export function killSwitchRepo(store: Store) {
   const t = store.tables;
@@ -39,15 +38,6 @@ export function killSwitchRepo(store: Store) {
     async putPendingApproval(approval: ApprovalRecord): Promise<void> {
       await t.approvals.put([approval.workspaceId, approval.id], approval);
       await t.pendingApprovals.put([approval.expiresAt, approval.workspaceId, approval.id], true);
-    },
-    /** Ends the live OAuth connections a stop covers (oauth/connections.ts). Only inside store.write(). */
-    async endConnections(
-      wid: string,
-      match: { agentId?: string; all?: true },
-      why: string,
-      nowMs: number,
-    ): Promise<void> {
-      await endConnectionsInWrite(t, wid, match, why, nowMs);
     },
   };
 }

@@ -7,10 +7,11 @@ import type { AgentRecord } from '../agents/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { StopAllRecord } from './records.js';
 import type { Role } from '../people/records.js';
-import { readStanding, type Standing } from './standing.js';
+import { readStanding, type Standing } from '../agents/standing.js';
 import { killSwitchRepo } from './repo.js';
 import { sees } from '../agents/service.js';
 import { checkConfirmCount, matches, stopsEveryAgent, type Selector } from './selector.js';
+import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 export type { Selector } from './selector.js';
 
@@ -75,6 +76,8 @@ export function createKillSwitch(deps: {
   ledger: Ledger;
   bulkFreezeCeiling: number;
   approvalTtlMs: number;
+  /** What ends with a stop in other domains (OAuth connections), inside the stop's write. */
+  principalEnded: PrincipalEnded;
 }) {
   const { store, clock, ledger } = deps;
   const repo = killSwitchRepo(store);
@@ -88,7 +91,7 @@ export function createKillSwitch(deps: {
   const stopAllInWrite = async (wid: string, reason: string, who: Freezer): Promise<StopAllRecord> => {
     const record = { reason, by: who.actor, at: isoAt(clock.now()) };
     await repo.putStopAll(wid, record);
-    await repo.endConnections(wid, { all: true }, 'every agent stopped', clock.now());
+    await deps.principalEnded.agent(wid, { all: true }, 'every agent stopped', clock.now());
     await ledger.record({
       workspaceId: wid,
       actor: who.actor,
@@ -165,7 +168,7 @@ export function createKillSwitch(deps: {
         ...agent,
         holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }],
       });
-      await repo.endConnections(wid, { agentId: agent.id }, `agent frozen (${hold})`, clock.now());
+      await deps.principalEnded.agent(wid, { agentId: agent.id }, `agent frozen (${hold})`, clock.now());
       done.push(agent.id);
     }
     return done;

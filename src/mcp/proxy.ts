@@ -10,7 +10,7 @@ import ipaddr from 'ipaddr.js';
 import type { Dispatcher } from 'undici';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
-import { readStanding } from '../killswitch/standing.js';
+import { readStanding } from '../agents/standing.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { addressProblem } from '../lib/safe-target.js';

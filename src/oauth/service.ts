@@ -3,7 +3,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Ledger } from '../ledger/service.js';
-import { standingOf } from '../killswitch/standing.js';
+import { standingOf } from '../agents/standing.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
 import type { OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';

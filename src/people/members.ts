@@ -6,6 +6,7 @@ import type { Store } from '../store/index.js';
 import type { MemberRecord, Role, UserRecord } from './records.js';
 import { hashPassword } from './passwords.js';
 import type { PeopleRepo } from './repo.js';
+import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 /**
  * Members of a workspace (API.md section 2, members routes).
@@ -142,8 +143,9 @@ export function createMembers(deps: {
   ids: IdSource;
   repo: PeopleRepo;
   ledger?: MembersLedger | undefined;
+  principalEnded: PrincipalEnded;
 }) {
-  const { store, clock, ids, repo, ledger } = deps;
+  const { store, clock, ids, repo, ledger, principalEnded } = deps;
   const actorName = (by: MemberActor | undefined) =>
     !by ? 'system' : 'userId' in by ? `user:${by.userId}` : by.system;
   /**
@@ -168,8 +170,12 @@ export function createMembers(deps: {
     await repo.removeMember(wid, uid);
     const sessionsEnded = await repo.removeSessionsOf(uid);
     // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
-    const connectionsEnded = await repo.endConnectionsOf(wid, uid, 'person left the workspace', clock.now());
-    const chatMappingsEnded = await repo.endChatMappingsOf(wid, uid);
+    const { connectionsEnded, chatMappingsEnded } = await principalEnded.person(
+      wid,
+      uid,
+      'person left the workspace',
+      clock.now(),
+    );
     await ledger?.record({
       workspaceId: wid,
       actor: actorName(by),
@@ -194,9 +200,8 @@ export function createMembers(deps: {
   ): Promise<{ sessionsEnded: number; connectionsEnded: number }> => {
     if (!(await repo.getMember(wid, uid))) throw noSuchMember();
     const sessionsEnded = await repo.removeSessionsOf(uid);
-    const connectionsEnded = await repo.endConnectionsOf(wid, uid, why, clock.now());
     // Their chat identities stop speaking for them too: a chat account may be what was compromised.
-    const chatMappingsEnded = await repo.endChatMappingsOf(wid, uid);
+    const { connectionsEnded, chatMappingsEnded } = await principalEnded.person(wid, uid, why, clock.now());
     await ledger?.record({
       workspaceId: wid,
       actor: actorName(by),

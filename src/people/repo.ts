@@ -1,7 +1,5 @@
 import type { Store } from '../store/index.js';
 import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from './records.js';
-import { endConnectionsInWrite } from '../oauth/connections.js';
-import { endChatMappingsInWrite } from '../chat/mappings.js';
 
 /** Reads and writes of workspaces, people, memberships and sessions. Writes go inside store.write(). */
 export function peopleRepo(store: Store) {
@@ -104,14 +102,6 @@ export function peopleRepo(store: Store) {
         ended += 1;
       }
       return ended;
-    },
-    /** Inside a write: ends the OAuth connections a person made in a workspace (oauth/connections.ts). */
-    async endConnectionsOf(wid: string, uid: string, why: string, nowMs: number): Promise<number> {
-      return (await endConnectionsInWrite(t, wid, { userId: uid }, why, nowMs)).length;
-    },
-    /** Inside a write: ends a person's chat identities in a workspace (chat/mappings.ts). */
-    async endChatMappingsOf(wid: string, uid: string): Promise<number> {
-      return endChatMappingsInWrite(t, wid, uid);
     },
   };
 }

@@ -22,6 +22,7 @@ import {
   unsealTotpSecret,
 } from './two-factor.js';
 import { cleared, createLockouts, type Account, type LockoutPolicy } from './lockouts.js';
+import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 /**
  * Rules:
@@ -59,6 +60,8 @@ export interface PeopleDeps {
   ledger?: MembersLedger;
   /** Per-account lockouts (settings `lockout`); by default 5 in a row, 15 minutes doubling to a day. */
   lockout?: LockoutPolicy;
+  /** What ends with a person's membership in other domains (OAuth connections, chat identities). */
+  principalEnded: PrincipalEnded;
 }
 
 export const DEFAULT_LOCKOUT: LockoutPolicy = { maxFailures: 5, baseMs: 15 * 60_000, maxMs: 86_400_000 };
@@ -139,7 +142,7 @@ const sessionId = (hash: string) => `ses_${hash.slice(0, 16)}`;
 export function createPeopleService(deps: PeopleDeps) {
   const { store, clock, ids, masterKey } = deps;
   const repo = peopleRepo(store);
-  const members = createMembers({ store, clock, ids, repo, ledger: deps.ledger });
+  const members = createMembers({ store, clock, ids, repo, ledger: deps.ledger, principalEnded: deps.principalEnded });
   const recovery = createRecovery({ store, clock, repo, ...(deps.ledger ? { ledger: deps.ledger } : {}) });
   const lockouts = createLockouts({ store, clock, repo, policy: deps.lockout ?? DEFAULT_LOCKOUT, ledger: deps.ledger });
 

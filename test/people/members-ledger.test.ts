@@ -1,4 +1,5 @@
 import test from 'ava';
+import { principalEndedHooks } from '../../src/app.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { randomIds } from '../../src/lib/ids.js';
 import { createPeopleService } from '../../src/people/index.js';
@@ -25,6 +26,7 @@ test('adding, changing and removing a member are ledger records naming the actor
         masterKey: app.masterKey,
         sessionTtlMs: 60_000,
         ledger: app.services.ledger,
+        principalEnded: principalEndedHooks(app.store),
       });
       const by = { userId: made.ownerId };
       const added = await people.addMember(

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
-import { readStanding } from '../../killswitch/standing.js';
+import { readStanding } from '../../agents/standing.js';
 import type { Store } from '../../store/index.js';
 import type { KeyRecord } from '../../keys/records.js';
 import { gatewayRepo } from '../repo.js';

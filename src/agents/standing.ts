@@ -1,11 +1,12 @@
 import type { Store } from '../store/index.js';
-import type { AgentRecord, Hold } from '../agents/records.js';
-import type { StopAllRecord } from './records.js';
-import { killSwitchRepo } from './repo.js';
+import type { AgentRecord, Hold } from './records.js';
+import type { StopAllRecord } from '../killswitch/records.js';
+import { agentsRepo } from './repo.js';
 
 /**
- * The one standing check every enforcement point uses (the gate now; the model gateway and the
- * MCP proxy later). Rules:
+ * The one standing check every enforcement point uses (the gate, the model gateway, the MCP proxy,
+ * OAuth grants, approvals). Agents own it: the kill switch writes holds and "stop every agent",
+ * and every reader asks here. Rules:
  * - An agent is stopped while it has any hold, or while "stop every agent" is in force for its
  *   workspace; a removed or unknown agent is stopped too.
  * - Standing is read from the store at each call, never remembered: a hold written by another
@@ -27,7 +28,7 @@ export function standingOf(agent: AgentRecord | undefined, stopAll: StopAllRecor
 }
 
 export async function readStanding(store: Store, wid: string, aid: string): Promise<Standing> {
-  const repo = killSwitchRepo(store);
-  const [agent, stopAll] = await Promise.all([repo.agent(wid, aid), repo.stopAll(wid)]);
+  const repo = agentsRepo(store);
+  const [agent, stopAll] = await Promise.all([repo.get(wid, aid), repo.stopAll(wid)]);
   return standingOf(agent, stopAll);
 }
