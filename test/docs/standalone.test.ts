@@ -100,7 +100,7 @@ test('the errors page names, for every type, a docs page and heading that exist,
   t.deepEqual(broken, []);
   const page = errorsDocsPage();
   t.false(OUTSIDE.test(page));
-  t.regex(page, /More in the checkout's <code>docs\/gate\.md#the-gate<\/code>/);
+  t.regex(page, /Described in <code>docs\/gate\.md#the-gate<\/code> of svc's documentation/);
 });
 
 test('the checks see a citation and a pointer to a page or heading that is not there', (t) => {
