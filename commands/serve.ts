@@ -46,13 +46,16 @@ export default class Serve extends SvcCommand {
         'observability.metricsPort': flags['metrics-port'],
       },
     });
-    await serveUntilStopped(settings, { migrate: flags.migrate, announce: (l) => this.announce(l) });
+    await serveUntilStopped(settings, {
+      migrate: flags.migrate,
+      announce: (l) => this.announce(l, { dataDir: settings.dataDir, storeUrl: settings.storeUrl }),
+    });
   }
 
-  private announce(listening: Listening): void {
+  private announce(listening: Listening, where: { dataDir: string; storeUrl: string | null }): void {
     if (this.jsonEnabled()) this.logJson(listeningJson(listening));
     else {
-      const text = firstStartText(listening);
+      const text = firstStartText(listening, where);
       if (text !== null) this.log(text);
     }
   }

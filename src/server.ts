@@ -203,7 +203,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
     people: services.people,
   });
 
-  await server.register({ plugin: systemRoutes, options: health });
+  await server.register({ plugin: systemRoutes, options: { ...health, baseUrl } });
   await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
   await server.register({
     plugin: keysRoutes,

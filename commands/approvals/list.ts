@@ -6,7 +6,7 @@ import { localFlags, tokenFlags } from '../../src/cli/flags.js';
 export default class ApprovalsList extends SvcCommand {
   static override summary = 'List the approvals waiting for a person (read only).';
   static override description =
-    'Through the server with a service token (SVC_TOKEN, scope approvals:read), or --local on the store. Only a person in the console decides an approval (SPEC.md): no command approves or denies.';
+    'Through the server with a service token (SVC_TOKEN, scope approvals:read), or --local on the store. Only a person in the console decides an approval: no command approves or denies.';
   static override examples = [
     'SVC_TOKEN=ims_... <%= config.bin %> approvals list --json',
     '<%= config.bin %> approvals list --local',

@@ -10,8 +10,8 @@ import { page, pageOf, tagList as tags, userId, wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
 
-// With `blueprint` (API.md 2) the agent starts with the blueprint's tags and a mandate from its
-// templates, in the same write.
+// With `blueprint` (docs/gate.md#machine-administration) the agent starts with the blueprint's
+// tags and a mandate from its templates, in the same write.
 const createSchema = Joi.object({
   name: Joi.string().trim().min(1).max(200).required(),
   actsFor: userId.allow(null),
@@ -25,10 +25,10 @@ const patchSchema = Joi.object({
 }).min(1);
 
 /**
- * Agents in the console (API.md 2, by role: owners and admins manage every agent, members the
+ * Agents in the console (by role: owners and admins manage every agent, members the
  * agents that act for them; owners, admins and auditors read every agent, members and analysts
  * only those that act for them, any other being 404) and the machine read of the fleet
- * (SPEC.md 4.3, `agents:read`).
+ * (a service token with `agents:read`).
  */
 export const agentsRoutes: Plugin<{
   agents: AgentsService;

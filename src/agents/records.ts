@@ -1,10 +1,13 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
-/** Why an agent is stopped, and by whom (API.md 2). An agent with any hold is stopped. */
+/**
+ * Why an agent is stopped, and by whom (docs/gate.md#approvals-and-the-kill-switch). An agent with
+ * any hold is stopped.
+ */
 export interface Hold {
   hold: string;
   reason: string;

@@ -16,7 +16,7 @@ import type { PrincipalEnded } from '../lib/principal-ended.js';
  * - An agent belongs to exactly one workspace; an id of another workspace is not found.
  * - An agent acts for a person of its workspace (or nobody, when an owner or admin says so).
  *   A member may create and manage only agents that act for them.
- * - Per person (API.md 2): owners, admins and auditors read every agent (`agents.readAll`);
+ * - Per person (docs/api.md, the agents routes): owners, admins and auditors read every agent (`agents.readAll`);
  *   members and analysts read only the agents that act for them. Any other agent is to them as an
  *   agent of another workspace: `404 not_found`, on reads and on writes, so that no answer tells
  *   them it exists (its name, tags, holds or whom it acts for).
@@ -33,7 +33,7 @@ export interface AgentView {
   tags: string[];
   status: 'running' | 'stopped';
   holds: Hold[];
-  /** Added to API.md's shape: the blueprint the agent was registered from, or null. */
+  /** The blueprint the agent was registered from, or null. */
   blueprint: string | null;
   createdAt: string;
 }

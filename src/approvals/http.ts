@@ -12,7 +12,7 @@ const apid = Joi.string().max(64).required();
 const note = Joi.object({ note: Joi.string().trim().max(1000).allow('') }).allow(null);
 
 /**
- * Approvals in the console (SPEC.md 4.6, API.md 2): list (members and up), approve and deny
+ * Approvals in the console (docs/gate.md#approvals-and-the-kill-switch): list (members and up), approve and deny
  * (signed-in people only; the rules of approvals/service.ts decide who).
  */
 export function answer(outcome: ApproveOutcome) {

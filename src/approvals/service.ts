@@ -13,7 +13,7 @@ import type { Role } from '../people/records.js';
 import { approvalsRepo } from './repo.js';
 
 /**
- * Human approvals (SPEC.md 1.4, 4.6; API.md 2). Decided only by signed-in people: no route a key
+ * Human approvals (docs/gate.md#approvals-and-the-kill-switch). Decided only by signed-in people: no route a key
  * or token reaches calls this module.
  * Rules:
  * - Who may decide: owners and admins; members only for agents that act for them; when the rule
@@ -278,7 +278,7 @@ export function createApprovals(deps: {
     },
 
     /**
-     * Suggested rules (API.md 4, approvals:read): where people approved the same kind of payment
+     * Suggested rules (approvals:read): where people approved the same kind of payment
      * for an agent at least `minApprovals` times, the rule that would have allowed them outright.
      * Only a suggestion: a person decides whether to add it to the mandate.
      */

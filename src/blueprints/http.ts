@@ -10,9 +10,9 @@ import { blueprintInputSchema, tokenRegistrationSchema, type BlueprintInput } fr
 import type { BlueprintsService } from './service.js';
 
 /**
- * Blueprints in the console (API.md 2: owners and admins create them; every member may read
+ * Blueprints in the console (owners and admins create them; every member may read
  * them, as they may read templates) and a service token registering an agent from one
- * (API.md 4, `agents:write`): `201` agent; `400 template_only` for any `mandate` or `rules`;
+ * (`POST /v1/admin/agents`, `agents:write`): `201` agent; `400 template_only` for any `mandate` or `rules`;
  * `400 unknown_template` for a blueprint or template the workspace lacks.
  */
 export const blueprintsRoutes: Plugin<{

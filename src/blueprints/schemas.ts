@@ -2,7 +2,7 @@ import Joi from 'joi';
 import { tagList, userId } from '../http/params.js';
 
 /**
- * Blueprints (API.md 2) and registering agents from them (API.md 4).
+ * Blueprints and registering agents from them (docs/gate.md#machine-administration).
  * Template and blueprint ids are checked against the workspace by the service (unknown_template),
  * so here they are only bounded strings.
  */

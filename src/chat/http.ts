@@ -15,7 +15,7 @@ import type { Chat, ClickResult } from './service.js';
 import { blockActionsSchema, formPayload, type BlockActions } from './slack.js';
 
 /**
- * Approvals from chat (issue 8; API.md 8; see /work/readme-chat.md for the shapes).
+ * Approvals from chat (issue 8; the shapes are in docs/integrations.md#approvals-from-chat).
  * - Console (owners and admins): `GET /api/w/{wid}/chat/users`, `PUT
  *   /api/w/{wid}/chat/users/{platform}/{chatUserId} { userId: "usr_…" | null }`, and
  *   `GET /api/w/{wid}/chat/cards` (the cards sent to the relay: status and tries, never tokens).

@@ -16,7 +16,7 @@ import { cardBlocks, whoMayDecide } from './card.js';
 import { chatRepo } from './repo.js';
 
 /**
- * Approvals decided from chat (issue 8; SPEC.md 1.4, 4.6, 5.4).
+ * Approvals decided from chat (issue 8; docs/integrations.md#approvals-from-chat).
  * Rules:
  * - When an action waits for a person (ledger record `action.pending_approval`) and the workspace
  *   has the chat relay set up with a `url`, a card is queued to the relay in the same write, on the

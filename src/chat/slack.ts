@@ -5,7 +5,7 @@ import type { IntegrationRegistry } from '../integrations/registry.js';
 import { timestampFresh } from '../lib/svc-signature.js';
 
 /**
- * Slack's request signing, v0 (SPEC.md 5.4, 8.1), for `POST /v1/hooks/slack`, whose address names
+ * Slack's request signing, v0 (docs/integrations.md), for `POST /v1/hooks/slack`, whose address names
  * no workspace.
  * Rules:
  * - Headers, before the body is read: `X-Slack-Signature: v0=<64 hex>` and

@@ -12,7 +12,7 @@ import { localOnly, tokenClient, type Credential } from './flags.js';
  * as the operator: actor `operator:cli`, hold `owner`, as Stop in the console). Every method
  * returns the type the domain exports. Lifting holds, "stop every agent" off and service tokens
  * are the operator's acts only: through the server they are usage errors (no token lifts a
- * freeze, SPEC.md 3; a token is an owner's to mint).
+ * freeze: a person or the operator does; a token is an owner's to mint).
  */
 export interface Admin {
   createAgent(input: AgentRequest): Promise<AgentWithRules>;
@@ -42,7 +42,11 @@ export interface AgentRequest {
 }
 
 function remoteAdmin(flags: { url: string; token?: string | undefined }, kind: Credential): Admin {
-  const lifts = () => localOnly('lifting a hold', 'no service token lifts a freeze (SPEC.md 3)');
+  const lifts = () =>
+    localOnly(
+      'lifting a hold',
+      'no service token lifts a freeze: only a person in the console or the operator on the store does',
+    );
   const owners = () => localOnly('svc tokens', "a service token is an owner's to mint, list and revoke");
   const client = () => tokenClient(flags, kind);
   return {

@@ -7,7 +7,7 @@ import { RemoteError, UnreachableError } from './http-client.js';
 
 /**
  * Every command: `--json` prints one JSON document on stdout and nothing else (logs go to
- * stderr); failures map to the exit codes of API.md section 9:
+ * stderr); failures map to the exit codes of docs/cli.md#command-line:
  * 0 success, 1 the operation ran and failed (the thing checked is false, the server refused),
  * 2 usage or configuration error, 3 cannot reach or open the store, the master key does not match
  * it, or the port cannot be bound, 4 refused without running (a drill in its cooldown).
@@ -40,7 +40,10 @@ export class CliFailure extends Errors.CLIError {
 }
 
 export const dataDirFlag = Flags.string({ description: 'data directory of the store', env: 'SVC_DATA_DIR' });
-/** The store (API.md 9): every command that takes --data-dir takes it too. Never echoed: it may hold a password. */
+/**
+ * The store (docs/operations.md#store-backends): every command that takes --data-dir takes it too.
+ * Never echoed: it may hold a password.
+ */
 export const storeFlag = Flags.string({
   description:
     'the store: lmdb: (the file under --data-dir, the default) or postgres://user:password@host:port/database',

@@ -12,7 +12,7 @@ export class UnreachableError extends Error {
   }
 }
 
-/** The server answered with an error of the SPEC.md shape. */
+/** The server answered with an error in svc's error shape (`{ error: { type, message, fix, ... } }`). */
 export class RemoteError extends Error {
   readonly status: number;
   readonly type: string;

@@ -13,7 +13,7 @@ import { consoleView } from './view.js';
 const workspaceQuery = Joi.object({ w: Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/) });
 
 /**
- * The web console (API.md 2: "Web pages, server-rendered, same origin"): /login, /console (the
+ * The web console (docs/console.md; server-rendered pages, same origin): /login, /console (the
  * overview), /console/{section} (sections.ts), and
  * the page script and stylesheet it loads. Pages carry the strict Content-Security-Policy; the
  * front door adds X-Frame-Options: DENY, Referrer-Policy: no-referrer and nosniff to everything

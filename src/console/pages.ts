@@ -3,7 +3,7 @@ import { SECTIONS, sectionPath, type ConsoleSection } from './sections.js';
 import type { ConsoleView } from './view.js';
 
 /**
- * The console's server-rendered documents (API.md 2: /login and /console, same origin).
+ * The console's server-rendered documents (/login and /console, same origin; docs/console.md).
  *
  * Invariants:
  * - Every value that came from a person or the store passes through escapeHtml, here and only

@@ -13,7 +13,7 @@ export const drillsRoutes: Plugin<{ drills: Drills }> = {
       options: {
         auth: SERVICE_TOKEN,
         plugins: { svc: { tokenScope: 'agents:freeze' } },
-        // A selector is accepted for API.md's shape; a drill only ever touches its own agent.
+        // A selector is accepted, as on a freeze's body; a drill only ever touches its own agent.
         validate: { payload: Joi.object({ selector: Joi.object().unknown(true) }).allow(null) },
       },
       async handler(request, h) {

@@ -6,7 +6,7 @@ export interface FieldError {
   message: string;
 }
 
-/** Extra members of the SPEC.md 7.1 error object, beside type, message, fix, docs, requestId. */
+/** Extra members of the error object (docs/api.md#errors), beside type, message, fix, docs, requestId. */
 export interface ErrorDetails {
   errors?: FieldError[];
   hold?: string;

@@ -8,7 +8,7 @@ export function errorsDocsPage(): string {
       const e = entryOf(type);
       return `<section id="${type}"><h2><code>${type}</code> <span class="status">${e.status}</span></h2>
 <p>${escapeHtml(e.message)}</p><p><strong>Fix:</strong> ${escapeHtml(e.fix)}</p>
-<p class="meta">${e.validation ? 'Carries <code>errors</code>: a list of {field, message}. ' : ''}${e.exit === undefined ? '' : `<code>svc</code> exits ${e.exit}. `}Specified in: ${escapeHtml(e.section)}</p></section>`;
+<p class="meta">${e.validation ? 'Carries <code>errors</code>: a list of {field, message}. ' : ''}${e.exit === undefined ? '' : `<code>svc</code> exits ${e.exit}. `}Described in <code>docs/${escapeHtml(e.section)}</code> of svc's documentation.</p></section>`;
     })
     .join('\n');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>svc errors</title>

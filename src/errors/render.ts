@@ -22,7 +22,7 @@ export interface ErrorBody {
 }
 
 /**
- * The HTTP JSON rendering of an error (SPEC.md 7.1). Other surfaces (the vendor envelope,
+ * The HTTP JSON rendering of an error (docs/api.md#errors). Other surfaces (the vendor envelope,
  * OAuth, JSON-RPC, the CLI) wrap or translate this one.
  */
 export function renderError(err: AppError, ctx: RenderContext): ErrorBody {
@@ -46,7 +46,7 @@ export function renderError(err: AppError, ctx: RenderContext): ErrorBody {
 /**
  * The Anthropic-shaped surface (POST /v1/messages): the same error object inside the vendor's
  * envelope, `{ "type": "error", "error": { type, message, fix, docs, requestId, ... } }`, so its
- * SDK reads it as an API error and the SPEC.md fields are all there.
+ * SDK reads it as an API error and svc's own fields are all there.
  */
 export function anthropicEnvelope(body: ErrorBody): { type: 'error'; error: ErrorBody['error'] } {
   return { type: 'error', error: body.error };

@@ -4,7 +4,7 @@ import { AppError } from './app-error.js';
 /**
  * The operating system's refusals (an errno from node:fs or node:net), turned into the catalogue's
  * operator errors: a message that names the directory or the port, a fix, and the exit status of
- * API.md section 9. Never the raw errno object, on a terminal or under `--json`.
+ * docs/cli.md#command-line. Never the raw errno object, on a terminal or under `--json`.
  */
 export type SystemContext =
   { kind: 'data-dir'; path: string } | { kind: 'listen'; host: string; port: number } | { kind: 'file'; path: string };

@@ -13,9 +13,9 @@ import {
 import type { GateCaller, Gate } from './service.js';
 
 /**
- * The gate's routes (agent key; SPEC.md 4.1, API.md 3). Every answer after authentication
+ * The gate's routes (agent key; docs/gate.md#the-gate). Every answer after authentication
  * carries ratelimit-limit, ratelimit-remaining and ratelimit-reset for the calling agent
- * (SPEC.md 7.6); the agent-key strategy takes the limit (auth/agent-key.ts), before the body is
+ * (the IETF RateLimit headers); the agent-key strategy takes the limit (auth/agent-key.ts), before the body is
  * read. An id that is no action of this agent, however long, is 404 not_found.
  */
 const actionId = Joi.object({ id: Joi.string().max(1024).required() });

@@ -3,13 +3,13 @@ import { hasNonFiniteNumber, nestsDeeperThan } from '../lib/well-formed.js';
 import { BUILT_IN_TYPES } from '../mandates/schemas.js';
 
 /**
- * The gate's request bodies (SPEC.md 4.1, API.md 3), validated with every field's error listed.
+ * The gate's request bodies (docs/gate.md#the-gate), validated with every field's error listed.
  * Rules:
  * - `type`: a built-in single word, or a dotted custom type (`crm.update`).
  * - `summary`: one sentence, required.
  * - `payment.amount`: a positive whole number of minor units (a JSON integer, never a string);
  *   `payment.currency`: three upper-case letters; `payment.merchant`: who is paid, always named
- *   (a receipt names its merchant, SPEC.md 2.6).
+ *   (a receipt names its merchant: docs/gate.md#receipts).
  * - `metadata`: any JSON object, at most 8 levels deep and 16 KB, kept with the action.
  * - `session.id`: 1 to 128 printable characters.
  * - The idempotency key: 1 to 255 printable characters, in the body or the header.

@@ -15,7 +15,7 @@ import { gateRepo } from './repo.js';
 import type { AuthorizeInput, SettleInput } from './schemas.js';
 
 /**
- * The action gate (SPEC.md 1.1, 3, 4.1; API.md 3).
+ * The action gate (docs/gate.md#the-gate).
  * Rules:
  * - One transaction per request holds the decision: the action, its idempotency record, its
  *   ledger record, the period usage and the receipt commit together, flushed before the

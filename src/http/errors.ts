@@ -21,7 +21,7 @@ interface JoiLikeError extends Error {
 const MAX_FIELD_ERRORS = 50;
 
 /**
- * hapi validate.failAction: joi details to SPEC.md `errors` (dotted field, messages joined).
+ * hapi validate.failAction: joi details to the error's `errors` list (dotted field, messages joined).
  * Fields of the body are named as they are; others by their source (query.limit, params.wid).
  */
 export function validationFailAction(request: Request, _h: unknown, err: Error | undefined): never {

@@ -8,7 +8,7 @@ import { createRateLimiter } from './rate-limit.js';
  * Checks made before authentication, attached to the routes that need them (a route-level
  * onPreAuth step) rather than to every request: each lifecycle step costs every request that
  * passes it about 5% of a small request's time.
- * - CSRF on console writes (SPEC.md 5.3.4): x-svc-csrf: 1 and, when the browser sends Origin, an
+ * - CSRF on console writes (docs/security.md#security-model): x-svc-csrf: 1 and, when the browser sends Origin, an
  *   Origin of this deployment; else 403 csrf. Every non-GET /api/ route takes `guards.consoleWrite`
  *   (test/architecture/console-writes.test.ts walks the route table to prove it).
  * - Per-address rate limits on public routes: 429 rate_limited with retry-after.

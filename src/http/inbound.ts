@@ -13,7 +13,7 @@ import { jsonFault, stripPrototypeKeys } from '../lib/well-formed.js';
 type IntegrationKind = TableValue<'integrations'>['kind'];
 
 /**
- * What every inbound route (API.md 8) shares:
+ * What every inbound route (docs/integrations.md) shares:
  * - `hookOptions(kind)`: the route's verifier strategy, the body kept as raw bytes (1 MB), and a
  *   count of its refusals per workspace (in the store, so every instance adds to one count; shown
  *   by `GET /api/w/{wid}/integrations`).
@@ -22,7 +22,7 @@ type IntegrationKind = TableValue<'integrations'>['kind'];
  *   checked as a whole (`verifiedJson`: no nesting past 64 levels, no lone surrogate, no number
  *   past what JSON carries, each refused by field: a signed body is still the sender's text, and
  *   the gate and the ledger hash only well-formed text) and validated with the route's schema
- *   (400 in the SPEC.md shape). Nothing is stored before either check, so a redelivery of a
+ *   (400 in the error shape of docs/api.md#errors). Nothing is stored before either check, so a redelivery of a
  *   refused body is refused the same way.
  * - `svcSignatureVerifier`: the generic `svc-signature` scheme with a workspace's secrets, used
  *   by the card issuer and the chat relay.
@@ -133,7 +133,7 @@ export function routeWorkspace(request: Request): string | undefined {
 }
 
 /**
- * The generic `svc-signature` scheme (SPEC.md 5.4) for `kind`, with the secrets of the workspace in
+ * The generic `svc-signature` scheme (docs/integrations.md) for `kind`, with the secrets of the workspace in
  * the address: `t=<unix>,v1=<hex>`, five minutes of tolerance, HMAC-SHA256 over `<t>.<raw body>`.
  * With `once`, the signed request (its timestamp and body) is then claimed: a replayed call is
  * refused, however its header lists the v1 values.

@@ -2,7 +2,7 @@ import Joi from 'joi';
 
 /**
  * Path, query and body pieces routes share, declared once: a workspace id (`ws_` + 22 base62),
- * the list query of API.md (`?limit=` 1-200, default 50, `?cursor=`), a person id, and a list of
+ * the list query of every list route (`?limit=` 1-200, default 50, `?cursor=`), a person id, and a list of
  * agent tags (words without spaces, at most 50); `pageOf` reads a validated list query.
  */
 export const wid = Joi.string()

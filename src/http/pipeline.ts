@@ -16,7 +16,7 @@ import { observeRequest } from './request-metrics.js';
 import { nextTraceparent } from './trace.js';
 
 /**
- * The request pipeline every response goes through (SPEC.md 7.1, 7.6, 9):
+ * The request pipeline every response goes through (docs/api.md#errors):
  * - every response, error or not, carries x-request-id, svc-version and traceparent;
  * - every error is rendered from the catalogue, with requestId equal to x-request-id;
  * - a 5xx logs its cause and shows none of it;

@@ -26,12 +26,12 @@ export interface SvcRouteOptions {
    * every other route, since a tool's schema or arguments may name a field so.
    */
   forwarded?: boolean;
-  /** Agent-key routes counted against the agent's per-minute gate limit (SPEC.md 7.6). */
+  /** Agent-key routes counted against the agent's per-minute gate limit (ratelimit-* headers on every answer). */
   gateRateLimit?: boolean;
   /** /mcp: a 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728). */
   mcpChallenge?: boolean;
   /**
-   * Errors in another envelope: 'anthropic' wraps the SPEC.md error as `{ type: "error", error }`;
+   * Errors in another envelope: 'anthropic' wraps the svc error object as `{ type: "error", error }`;
    * 'oauth' answers RFC 6749's `{ error, error_description }` with Cache-Control: no-store.
    */
   errorEnvelope?: 'anthropic' | 'oauth';

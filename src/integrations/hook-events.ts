@@ -3,7 +3,8 @@ import type { Store } from '../store/index.js';
 import { integrationsRepo } from './repo.js';
 
 /**
- * "Answer each provider event once" (SPEC.md 8.1), in one place for every inbound integration.
+ * "Answer each provider event once" (a provider redelivers until it is answered), in one place for
+ * every inbound integration.
  * The answer given to an event is kept in `hookEvents` under [wid, source, event id].
  * Rules:
  * - `processOnce(wid, source, id, fn)` runs `fn` inside one store write together with storing its

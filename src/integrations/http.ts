@@ -12,7 +12,7 @@ import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from
 import type { Integrations, IssuerEvent } from './service.js';
 
 /**
- * Integration routes (API.md 8).
+ * Integration routes (docs/integrations.md).
  * - Console (owners and admins): `GET /api/w/{wid}/integrations` (settings, secrets' dates, and
  *   refusals counted since start); `PUT …/integrations/{kind}` with the kind's body (SETTINGS);
  *   `PUT …/integrations/ssf` (the identity provider) is owners' only;
@@ -101,7 +101,7 @@ const issuerEventSchema = Joi.object({
 }).unknown(true);
 
 /**
- * The console's card routes of one provider (API.md 2), the same for every provider, owners and
+ * The console's card routes of one provider, the same for every provider, owners and
  * admins only: `GET /api/w/{wid}/{provider}/cards`, `PUT …/{provider}/cards/{cardId}
  * { agentId | null }` → `{ cardId, agentId }` (the card's imported charges are reconciled again),
  * and `GET …/{provider}/cards/{cardId}/charges`.

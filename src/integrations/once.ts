@@ -3,7 +3,7 @@ import type { Store } from '../store/index.js';
 import { integrationsRepo } from './repo.js';
 
 /**
- * Identifiers an inbound integration accepts once (SPEC.md 8.1: each `jti` once, each chat
+ * Identifiers an inbound integration accepts once (each Security Event Token's `jti` once, each chat
  * signature once; a chat button token is not used up by a click, since a two-person rule needs
  * two people to press the same button), remembered in the store for their validity window so
  * that a replay is refused across restarts.

@@ -1,11 +1,11 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
 /**
- * An inbound integration's signing secrets (API.md 8), sealed with the master key: the current
+ * An inbound integration's signing secrets (docs/integrations.md), sealed with the master key: the current
  * one, and during a rotation the one before it until `retiresAt`.
  */
 export type IntegrationKind = 'issuer' | 'stripe' | 'github' | 'slack' | 'chat-relay' | 'ssf';
@@ -14,7 +14,7 @@ export interface IntegrationRecord {
   kind: IntegrationKind;
   workspaceId: string;
   secrets: Array<{ sealed: string; createdAt: string; retiresAt: string | null }>;
-  /** The kind's non-secret settings (API.md 8); absent in records older than them. */
+  /** The kind's non-secret settings; absent in records older than them. */
   config?: Record<string, unknown>;
   /** The kind's secret settings (github's API `token`), each sealed like `secrets`; never answered. */
   sealedConfig?: Record<string, string>;

@@ -9,7 +9,7 @@ import type { IntegrationKind, IntegrationRecord } from './records.js';
 import { integrationsRepo } from './repo.js';
 
 /**
- * Integration settings per workspace (API.md 8), one record per kind.
+ * Integration settings per workspace (docs/integrations.md), one record per kind.
  * Rules:
  * - `issuer`, `github` and `chat-relay` get a secret we generate (`whs_…`), answered once. Setting
  *   one up again needs `{ "rotate": true }`: a new secret is answered, and the old one keeps
@@ -24,7 +24,7 @@ import { integrationsRepo } from './repo.js';
  *   workspace, kind and setting; they are never answered, shown or recorded (only their names).
  * - Every secret is sealed with the master key, bound to its workspace and kind; other settings
  *   of a kind (`config`) are plain. Configuring is recorded in the ledger (never the secret).
- * - Opened settings are cached in memory (STYLE.md rule 7): per workspace and kind, the record and
+ * - Opened settings are cached in memory (docs/operations.md): per workspace and kind, the record and
  *   its live signing secrets unsealed, valid for one value of the `integrations` generation, which
  *   every write of an integration record bumps in its own transaction (repo.ts `putIntegration`),
  *   whichever process or instance makes it. Each use reads that counter first (one store read), so

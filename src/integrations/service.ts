@@ -2,7 +2,7 @@ import type { Cards } from './cards.js';
 import type { HookEvents } from './hook-events.js';
 
 /**
- * The generic card issuer (issue 8, API.md 8); its settings and secret are in registry.ts, and
+ * The generic card issuer (issue 8, docs/integrations.md); its settings and secret are in registry.ts, and
  * what it shares with Stripe Issuing (mapping, authorization, reconciliation) in cards.ts.
  * Rules:
  * - `authorization.request` is answered `{ approved, actionId, reason }`; other events

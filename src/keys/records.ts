@@ -2,7 +2,7 @@ import type { RateLimits } from '../gateway/records.js';
 
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
@@ -18,7 +18,7 @@ export interface KeyRecord {
   defaultTaskClass: string | null;
   policyProfile: string | null;
   agentId: string | null;
-  /** Requests and tokens per minute (absent: none); API.md 9. */
+  /** Requests and tokens per minute (absent: none); docs/gateway.md#rate-limits. */
   limits?: RateLimits | null;
   /** SHA-256 of the key value (base64url). */
   hash: string;

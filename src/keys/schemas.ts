@@ -40,7 +40,7 @@ export const expiresInDaysSchema = Joi.number()
 
 const label = Joi.string().trim().min(1).max(200);
 
-/** SPEC.md 2.2 and API.md section 4: POST /v1/admin/keys and POST /api/w/{wid}/keys. */
+/** Minting a key: POST /v1/admin/keys and POST /api/w/{wid}/keys. */
 export const mintKeySchema = Joi.object<MintKeyInput>({
   scope: Joi.string().valid('agent', 'inference', 'admin').default('inference'),
   name: label,
@@ -58,6 +58,6 @@ export const mintKeySchema = Joi.object<MintKeyInput>({
       'any.unknown': '"agentId" is only for keys of scope agent',
       'string.pattern.base': '"agentId" must be an agent id (agt_...)',
     }),
-  limits: rateLimitsSchema.allow(null).description("the key's requests and tokens per minute (API.md 9)"),
+  limits: rateLimitsSchema.allow(null).description("the key's requests and tokens per minute (none: no limit)"),
   expiresInDays: expiresInDaysSchema.allow(null),
 });

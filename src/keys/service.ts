@@ -21,7 +21,7 @@ import type { MintKeyInput } from './schemas.js';
  *   `expiresInDays`), from its `expiresAt` on by the injected clock, whether cached or not. A key
  *   without `expiresAt` never expires.
  * - Minting and revoking are recorded in the ledger (never the key value or its hash).
- * - Authenticated keys are cached in memory (STYLE.md rule 7): by key hash, the live key record and
+ * - Authenticated keys are cached in memory (docs/operations.md): by key hash, the live key record and
  *   an agent key's agent record, valid for one value of the `keys` generation, which every write of
  *   a key or an agent bumps in its own transaction (keys/repo.ts `put`, agents/repo.ts `put`,
  *   killswitch/repo.ts `putAgent`), whichever process makes it (the CLI's `--local` included).

@@ -32,7 +32,7 @@ const bulkFreeze = Joi.object({
 });
 
 /**
- * The kill switch in the console (API.md 2): stop (members: agents that act for them), restart
+ * The kill switch in the console: stop (members: agents that act for them), restart
  * (the person the agent acts for, an owner or an admin), and "stop every agent" (owners, admins).
  * Session only: no key or token reaches these routes.
  */
@@ -86,7 +86,7 @@ export const killSwitchRoutes: Plugin<{
         },
       },
       {
-        // Bulk freeze (API.md 4): 200 { frozen, agentIds }, or 202 { status: pending, approvalId, count } past the ceiling.
+        // Bulk freeze: 200 { frozen, agentIds }, or 202 { status: pending, approvalId, count } past the ceiling.
         method: 'POST',
         path: '/v1/admin/freezes',
         options: {

@@ -1,6 +1,6 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 

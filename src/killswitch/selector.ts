@@ -1,7 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 
 /**
- * Which agents a freeze names (API.md 4), and what the command line's selection flags mean. The
+ * Which agents a freeze names (docs/gate.md), and what the command line's selection flags mean. The
  * server's route and `svc freeze` (through the server or `--local`) share this one meaning.
  *
  * Rules:

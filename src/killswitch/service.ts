@@ -16,7 +16,7 @@ import type { PrincipalEnded } from '../lib/principal-ended.js';
 export type { Selector } from './selector.js';
 
 /**
- * The kill switch (SPEC.md 1.3, 3 agent rows; API.md 2).
+ * The kill switch (docs/gate.md#approvals-and-the-kill-switch).
  * Rules:
  * - Stopping an agent adds a hold: `owner` from the console and from `svc freeze --local` (the
  *   same hold; `by` says who), `token` from a service token; an agent with any hold is stopped.
@@ -49,7 +49,10 @@ export interface PendingFreeze {
   count: number;
 }
 
-/** What a freeze of a selection answers (API.md 4), through the server and from `svc freeze`. */
+/**
+ * What a freeze of a selection answers (docs/gate.md#machine-administration), through the server
+ * and from `svc freeze`.
+ */
 export type FreezeAnswer = { frozen: number; agentIds: string[] } | PendingFreeze;
 
 export function toFreezeAnswer(outcome: BulkFreezeOutcome): FreezeAnswer {
@@ -252,7 +255,7 @@ export function createKillSwitch(deps: {
     },
 
     /**
-     * A freeze of a selection (API.md 4; the selection's rules are in ./selector.ts). By a token:
+     * A freeze of a selection (the selection's rules are in ./selector.ts). By a token:
      * hold `token`, one `fleet.frozen` record, and past the ceiling nothing is frozen: a person
      * must approve it in the console (pending). By the operator on the store (no tokenId): hold
      * `owner` on each agent with an `agent.stopped` record each, as Stop in the console writes,

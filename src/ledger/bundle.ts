@@ -16,7 +16,7 @@ function readJson(file: string, what: string): unknown {
 }
 
 /**
- * An evidence bundle file (GET /v1/admin/evidence, API.md 5) as the ledger verifier's input, with
+ * An evidence bundle file (GET /v1/admin/evidence, docs/gate.md#ledger) as the ledger verifier's input, with
  * the key set of `jwksFile` when one is given (else the bundle's own). A bundle's records may be
  * record objects (hashed in their RFC 8785 form) or { bytes } with the decoded `record` beside
  * them, which must then be exactly the parse of the bytes (the verifier checks it).

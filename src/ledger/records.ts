@@ -1,4 +1,4 @@
-/** What a caller appends to a workspace's ledger (API.md section 5). */
+/** What a caller appends to a workspace's ledger (docs/gate.md#ledger). */
 export interface LedgerEvent {
   workspaceId: string;
   /** agent:agt_…, user:usr_…, token:<name>, key:key_…, operator:cli, system */

@@ -14,7 +14,7 @@ import { ledgerRepo } from './repo.js';
 export type { LedgerEvent, LedgerRecord } from './records.js';
 
 /**
- * The ledger: an append-only transparency log per workspace (API.md section 5).
+ * The ledger: an append-only transparency log per workspace (docs/gate.md#ledger).
  * Rules:
  * - `record` runs inside the caller's store.write(), so a decision and its record commit
  *   together or not at all: there is never an allow without its record. The subscribers
@@ -31,7 +31,7 @@ export type { LedgerEvent, LedgerRecord } from './records.js';
  */
 export const CHECKPOINT_EVERY_RECORDS = 1000;
 
-/** The token id a record carries beside `token:<name>` (API.md 5), for a caller that may be a token. */
+/** The token id a record carries beside `token:<name>` (its actor), for a caller that may be a token. */
 export const tokenOf = (who: { tokenId?: string | undefined }): { tokenId?: string } =>
   who.tokenId ? { tokenId: who.tokenId } : {};
 
@@ -265,7 +265,7 @@ export function createLedger(deps: {
     },
 
     /**
-     * The evidence bundle (API.md 5): every record from the first up to the newest signed
+     * The evidence bundle (`GET /v1/admin/evidence`): every record from the first up to the newest signed
      * checkpoint at or before `to` (all of them without `to`), each with the exact bytes that were
      * hashed and its leaf hash; the signed checkpoints; RFC 9162 consistency proofs between
      * consecutive checkpoints; and the JWKS. It always starts at record 0, so that

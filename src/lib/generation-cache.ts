@@ -1,6 +1,6 @@
 /**
  * A bounded in-memory cache whose entries are valid for one generation of a store counter
- * (store/generations.ts, STYLE.md rule 7). Invariants:
+ * (store/generations.ts, docs/operations.md#what-the-server-caches). Invariants:
  * - An entry is returned only under the generation it was filled under. The caller reads the
  *   counter BEFORE the records it caches, so a write landing in between leaves the entry tagged
  *   with the older generation, and the next use, seeing the newer one, refills it.

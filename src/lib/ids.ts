@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { randomBase62 } from './random-pool.js';
 
 /**
- * Identifiers and secret values (API.md conventions).
+ * Identifiers and secret values: one shape for every kind, told apart by its prefix.
  * - Ids: a prefix plus 22 random base62 characters (about 131 bits).
  * - Secrets: a prefix plus 43 base64url characters (256 bits), shown once, stored as hashes.
  */

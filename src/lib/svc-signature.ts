@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * The `svc-signature` scheme (SPEC.md 5.4): `t=<unix seconds>,v1=<hex>` where hex is
+ * The `svc-signature` scheme (docs/integrations.md): `t=<unix seconds>,v1=<hex>` where hex is
  * HMAC-SHA256 over `<t>.<raw body>` with a shared secret; five minutes of clock tolerance.
  * Used for the generic card issuer inbound and for every outbound webhook.
  */

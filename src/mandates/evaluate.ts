@@ -4,7 +4,7 @@ import type { MandateRule } from './records.js';
 import { dayOf, usageKeyOf } from './usage.js';
 
 /**
- * Mandate evaluation (API.md section 2): an action is allowed when some rule covers its type,
+ * Mandate evaluation (docs/gate.md#the-gate): an action is allowed when some rule covers its type,
  * merchant or domain, currency and amounts; it needs a person when the covering rule's
  * `approval.above` is exceeded; otherwise it is denied.
  *

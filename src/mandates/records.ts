@@ -1,10 +1,10 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
-/** A mandate rule (API.md 2, decided there). */
+/** A mandate rule (its fields are checked by schemas.ts; docs/gate.md#the-gate). */
 export interface MandateRule {
   id: string;
   actions: string[];

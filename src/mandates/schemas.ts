@@ -2,7 +2,7 @@ import Joi from 'joi';
 import type { MandateRule } from './records.js';
 
 /**
- * Mandate rules as API.md section 2 decides them, and the action types of API.md section 3.
+ * Mandate rules and the action types the gate judges (docs/gate.md#the-gate).
  * Rules:
  * - `actions` names built-in single-word types, dotted custom types (`crm.update`), a dotted
  *   prefix wildcard (`crm.*`), or `*`.

@@ -12,7 +12,7 @@ import { mandatesRepo } from './repo.js';
 import { duplicateRules, type MandateInput, type TemplateInput } from './schemas.js';
 
 /**
- * Mandates and templates (API.md section 2).
+ * Mandates and templates (docs/gate.md#the-gate).
  * Rules:
  * - A mandate is the whole list of an agent's rules; saving replaces it. A rule sent with the id
  *   of one of the agent's current rules keeps that id (and so its period usage); any other rule,

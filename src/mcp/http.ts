@@ -31,7 +31,7 @@ import { mcpCors } from './cors.js';
 import { credentialRoutes } from './credentials/http.js';
 
 /**
- * The MCP server at /mcp (SPEC.md 4.4, API.md 7): JSON-RPC over Streamable HTTP with the
+ * The MCP server at /mcp (docs/mcp-oauth.md): JSON-RPC over Streamable HTTP with the
  * official SDK's server package (`@modelcontextprotocol/server`), mounted through `request.raw`
  * with `h.abandon` once our own agent-key strategy has authenticated the caller (STYLE rule 13).
  * Both protocol eras are served here: a request of protocol 2026-07-28 (its per-request

@@ -12,7 +12,7 @@ import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
  * servers behind the proxy (tools, resources, prompts, completions), for one agent.
  * Rules:
  * - A refusal (a stopped agent, an unknown tool) is a JSON-RPC error in the implementation range
- *   with `type`, `fix` and `docs` in `error.data` (API.md 7); the upstreams' own errors pass
+ *   with `type`, `fix` and `docs` in `error.data` (docs/mcp-oauth.md); the upstreams' own errors pass
  *   through as they sent them.
  * - Within a session (`session` given) each upstream is reached through an upstream session
  *   this session opened for it (and for no other), declaring the caller's capabilities: the

@@ -3,12 +3,12 @@ import { authorizeSchema, settleSchema, type AuthorizeInput, type SettleInput } 
 import type { Gate, GateCaller } from '../gate/service.js';
 
 /**
- * The gate's tools at /mcp (API.md 7): authorize_action, get_action and settle_action, over the
+ * The gate's tools at /mcp (docs/mcp-oauth.md): authorize_action, get_action and settle_action, over the
  * same service as the HTTP routes (the same decisions, idempotency and ledger records).
  * Rules:
  * - Arguments are checked with the gate's own schemas; a request the gate cannot judge (bad
  *   arguments, an unknown action, a second settlement) is a tool result with `isError: true`
- *   whose text says what is wrong and how to fix it (SPEC.md 7.1), never a protocol error.
+ *   whose text says what is wrong and how to fix it (its type and fix), never a protocol error.
  * - A deny is a decision, not an error: the action comes back with `decision: "deny"`.
  * - The answer is the action as the HTTP route answers it, as JSON text and structured content.
  */
@@ -18,7 +18,7 @@ export interface ToolResult {
   isError?: boolean;
 }
 
-const action = { type: 'object', description: 'the action, as POST /v1/actions/authorize answers it (API.md 3)' };
+const action = { type: 'object', description: 'the action, as POST /v1/actions/authorize answers it' };
 
 export const GATE_TOOLS = [
   {

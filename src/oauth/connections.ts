@@ -3,7 +3,7 @@ import type { Tables } from '../store/index.js';
 import type { OAuthConnectionRecord } from './records.js';
 
 /**
- * Ending OAuth connections (SPEC.md 3 and 5.5): when the agent is frozen or removed, or the
+ * Ending OAuth connections (docs/mcp-oauth.md#oauth-for-mcp-clients): when the agent is frozen or removed, or the
  * connecting person leaves the workspace, every connection they hold ends at once, inside the
  * same write as the freeze, removal or departure, so no token of it works a moment longer. An
  * ended connection stays ended when the agent is restarted: the person connects again.

@@ -13,7 +13,7 @@ import { PUBLIC_CORS } from './cors.js';
 import { type AuthorizeRequest, type OAuth } from './service.js';
 
 /**
- * The authorization server's routes (SPEC.md 4.5, API.md 7): discovery, registration, the
+ * The authorization server's routes (docs/mcp-oauth.md#oauth-for-mcp-clients): discovery, registration, the
  * authorize and consent pages, token and revocation; and the console's list of connections.
  * Rules:
  * - Registration, token and revocation answer errors as `{ error, error_description }` with

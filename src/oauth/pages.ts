@@ -2,7 +2,7 @@ import { escapeHtml } from '../lib/html.js';
 import { ICON, STYLE_PATH } from '../console/pages.js';
 
 /**
- * The OAuth pages a person sees (SPEC.md 4.5): the consent screen and the error page shown
+ * The OAuth pages a person sees (docs/mcp-oauth.md#oauth-for-mcp-clients): the consent screen and the error page shown
  * when the request cannot be sent back to the application (unknown client, unregistered
  * redirect). Server-rendered, no script; every value passes through escapeHtml. The consent
  * form may post only here, and the answer may redirect only to the application's own address.

@@ -1,10 +1,10 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
-/** An OAuth client, registered dynamically (RFC 7591; SPEC.md 2.4). */
+/** An OAuth client, registered dynamically (RFC 7591). */
 export interface OAuthClientRecord {
   clientId: string;
   clientName: string;
@@ -15,7 +15,7 @@ export interface OAuthClientRecord {
   createdAt: string;
 }
 
-/** A person's MCP client connected to exactly one agent (SPEC.md 5.5). */
+/** A person's MCP client connected to exactly one agent: its tokens act as that agent at /mcp. */
 export interface OAuthConnectionRecord {
   id: string;
   workspaceId: string;

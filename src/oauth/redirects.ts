@@ -1,5 +1,5 @@
 /**
- * Redirect URIs (SPEC.md 2.4): what a client may register or list in its metadata document, and
+ * Redirect URIs (RFC 7591, RFC 8252): what a client may register or list in its metadata document, and
  * how a presented one is matched against them.
  */
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);

@@ -1,5 +1,5 @@
 /**
- * Scopes (API.md 9; RFC 6749 3.3). There is one access: `svc:agent`, acting as the connected
+ * Scopes (RFC 6749 3.3; docs/mcp-oauth.md). There is one access: `svc:agent`, acting as the connected
  * agent at /mcp. `offline_access` asks for a refresh token.
  * Rules:
  * - A request without `scope`, or whose `scope` names none of this server's scopes (`mcp`, say),

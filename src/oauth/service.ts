@@ -15,7 +15,7 @@ import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
 import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
 
 /**
- * The OAuth 2.1 authorization server for MCP clients (SPEC.md 2.4, 2.5, 3, 4.5, 5.5).
+ * The OAuth 2.1 authorization server for MCP clients (docs/mcp-oauth.md#oauth-for-mcp-clients).
  * Rules:
  * - Clients register themselves (RFC 7591): redirect URIs https, or http on a loopback address;
  *   `none` (public, the default), `client_secret_post` or `client_secret_basic` (a secret is

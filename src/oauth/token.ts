@@ -12,7 +12,7 @@ import type { OAuthRepo } from './repo.js';
 import { DEFAULT_SCOPE, offline, refreshScopeProblem } from './scopes.js';
 
 /**
- * The token and revocation endpoints (RFC 6749 4.1.3 and 6, RFC 7009; SPEC.md 4.5 and 5.5).
+ * The token and revocation endpoints (RFC 6749 4.1.3 and 6, RFC 7009; docs/mcp-oauth.md#oauth-for-mcp-clients).
  * Rules:
  * - The client authenticates as it registered (form fields or HTTP Basic); a URL client
  *   (client-metadata.ts) is public, and nothing is fetched here: its codes and tokens are bound

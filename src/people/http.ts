@@ -18,7 +18,7 @@ const code = Joi.string()
 
 /**
  * Sign-in, the signed-in person and their two-factor, and the members of a workspace
- * (API.md section 2). Routes that check a secret (password, code) are limited per address and
+ * (docs/console.md#members-and-two-factor). Routes that check a secret (password, code) are limited per address and
  * per account like sign-in.
  */
 export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; guards: Guards }> = {

@@ -9,7 +9,7 @@ import type { PeopleRepo } from './repo.js';
 import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 /**
- * Members of a workspace (API.md section 2, members routes).
+ * Members of a workspace (docs/console.md#members-and-two-factor).
  * Rules:
  * - Adding a member never tells whether the email already has an account on this server (in
  *   another workspace): the answer's status and shape are the same, it echoes the name and email
@@ -169,7 +169,7 @@ export function createMembers(deps: {
     if (member.role === 'owner' && (await repo.ownerCount(wid)) <= 1) throw lastOwner('removed');
     await repo.removeMember(wid, uid);
     const sessionsEnded = await repo.removeSessionsOf(uid);
-    // The MCP clients they connected stop with them (API.md 2, SPEC.md 5.5).
+    // The MCP clients they connected stop with them (their OAuth connections end).
     const { connectionsEnded, chatMappingsEnded } = await principalEnded.person(
       wid,
       uid,

@@ -1,7 +1,7 @@
 import type { Role } from './records.js';
 
 /**
- * The one permission table for console routes (SPEC.md 5.3.5): owners and admins manage
+ * The one permission table for console routes (docs/console.md): owners and admins manage
  * everything; members manage agents that act for them; analysts read reports; auditors read
  * evidence. Every console route names one permission from here.
  */
@@ -18,7 +18,8 @@ export const permissions = {
   /**
    * Who reads every agent of the workspace (auditors read evidence, and the ledger names every
    * agent with its holds). Everyone else with `workspace.read` sees only the agents that act for
-   * them; any other agent is "not found" to them (SPEC.md 7.2), on reads and writes alike.
+   * them; any other agent is "not found" to them (404 not_found, as an agent of another workspace),
+   * on reads and writes alike.
    */
   'agents.readAll': ['owner', 'admin', 'auditor'],
   'templates.manage': ['owner', 'admin'],

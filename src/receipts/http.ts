@@ -6,7 +6,7 @@ import type { Receipts } from './service.js';
 import type { SigningKeys } from './signing-keys.js';
 
 /**
- * Public receipt routes (SPEC.md 4.7, API.md 3): no credential; rate limited per client address.
+ * Public receipt routes (docs/gate.md#receipts): no credential; rate limited per client address.
  * - GET /.well-known/jwks.json: every receipt key still in use (`use: sig`) and the ledger key
  *   (`use: ledger`), public halves only.
  * - POST /v1/verify `{ receipt }`: `{ valid, claims, reason, replayed }`; a receipt that is

@@ -9,7 +9,7 @@ import { verifyReceipt, type VerifyResult } from './verify.js';
 import { receiptsRepo } from './repo.js';
 
 /**
- * Receipts (SPEC.md 2.6, API.md 3): a compact JWS over the claims of an allowed payment.
+ * Receipts (docs/gate.md#receipts): a compact JWS over the claims of an allowed payment.
  * Rules:
  * - Signed with the current receipt key only (never the ledger key), inside the transaction
  *   that stores the action, so an action and its receipt exist together or not at all.

@@ -18,7 +18,7 @@ import { receiptsRepo } from './repo.js';
  * - Rotation retires the old key (it signs no more) but keeps publishing it, so receipts it
  *   signed keep verifying.
  * - Outside a write, the key set (every record, the JWKS, the revoked kids, which key is current
- *   per use) is cached in memory (STYLE.md rule 7), valid for one value of the `signingKeys`
+ *   per use) is cached in memory (docs/operations.md#what-the-server-caches), valid for one value of the `signingKeys`
  *   generation, which every write of a signing key or of the current kid bumps in its own
  *   transaction (repo.ts `putKey`, `setCurrentKid`), whichever process makes it (`svc keys
  *   rotate-receipt-key`, `revoke-receipt-key`). Each use reads that counter first (one store read),

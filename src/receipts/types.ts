@@ -1,5 +1,5 @@
 /**
- * The claims of a receipt (SPEC.md 2.6, API.md 3) and the one check of their shape, shared by
+ * The claims of a receipt (docs/gate.md#receipts) and the one check of their shape, shared by
  * signing (never sign what a verifier would call malformed) and verification.
  *
  * Rules enforced:
@@ -8,8 +8,8 @@
  * - cur is three upper-case ASCII letters.
  * - hum is a boolean (true only when a person approved).
  * - iat and exp are safe integers (seconds since the epoch), not negative.
- * - Claims not listed here are ignored, not refused, so that adding a claim later (API.md: change
- *   only by adding) does not make older verifiers reject new receipts. The checked claims are a
+ * - Claims not listed here are ignored, not refused, so that adding a claim later (the format
+ *   changes only by adding) does not make older verifiers reject new receipts. The checked claims are a
  *   fresh object holding exactly the listed members, in this order.
  */
 

@@ -9,7 +9,7 @@ import { controlFigures, type ControlFigures } from './figures.js';
 import { scorecardRepo } from './repo.js';
 
 /**
- * The signed scorecard (issue 5; API.md 4 `GET /v1/admin/scorecard`).
+ * The signed scorecard (issue 5; `GET /v1/admin/scorecard`, docs/gate.md#scorecard).
  * Rules:
  * - The figures (figures.ts) are read at once, outside any write (one read-only pass: a write
  *   transaction over every action of a busy workspace would conflict with its traffic), so they

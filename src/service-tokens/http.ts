@@ -10,7 +10,7 @@ import { createTokenSchema } from './schemas.js';
 export { createTokenSchema } from './schemas.js';
 import { page, pageOf, wid } from '../http/params.js';
 
-/** Service tokens in the console (API.md 2; SPEC.md 2.3): owners only; the value is shown once. */
+/** Service tokens in the console (docs/gate.md#machine-administration): owners only; the value is shown once. */
 export const serviceTokensRoutes: Plugin<{
   tokens: ServiceTokensService;
   people: PeopleService;

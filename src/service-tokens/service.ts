@@ -9,7 +9,7 @@ import type { ServiceTokenRecord, ServiceTokenScope } from './records.js';
 import { serviceTokensRepo } from './repo.js';
 
 /**
- * Rules (SPEC.md 2.3, 5.3.2):
+ * Rules (docs/security.md#security-model):
  * - Every token expires, at most 90 days after creation.
  * - Unknown, revoked, or used from an address outside ipAllow: 401 invalid_token (one answer,
  *   so the reply does not tell a thief which check failed); expired: 401 token_expired.
@@ -38,7 +38,7 @@ export interface CreateTokenInput {
 
 const DAY_MS = 86_400_000;
 
-/** Every token expires, at most this many days after creation (SPEC.md 2.3). */
+/** Every token expires, at most this many days after creation. */
 export const MAX_TOKEN_DAYS = 90;
 
 export type ServiceTokenView = Omit<ServiceTokenRecord, 'hash'>;
@@ -108,7 +108,7 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
       });
     },
 
-    /** Authenticates a presented token from a client address; throws the SPEC.md 7.5 errors. */
+    /** Authenticates a presented token from a client address; throws invalid_token or token_expired. */
     async verify(value: string, clientAddress: string): Promise<ServiceTokenRecord> {
       const record = hasPrefix(value, 'ims') ? await repo.byHash(secretHash(value)) : undefined;
       if (!record || record.revokedAt) throw new AppError('invalid_token');

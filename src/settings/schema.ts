@@ -36,7 +36,10 @@ export interface GatewayProvider {
   responses?: boolean;
 }
 
-/** One place a catalogue model is served from (API.md 9): traffic spreads over them by weight. */
+/**
+ * One place a catalogue model is served from (docs/gateway.md#deployments-and-retries): traffic
+ * spreads over them by weight.
+ */
 export interface GatewayDeployment {
   provider: string;
   upstreamModel: string;
@@ -83,7 +86,7 @@ export interface PolicyProfile {
   cache?: { ttlSeconds: number };
 }
 
-/** Requests and tokens per minute (API.md 9); absent: no limit. */
+/** Requests and tokens per minute (docs/gateway.md#rate-limits); absent: no limit. */
 export interface RateLimits {
   requestsPerMinute?: number;
   tokensPerMinute?: number;
@@ -150,7 +153,10 @@ export interface LocalServerSettings {
 export interface Settings {
   env: 'development' | 'production';
   dataDir: string;
-  /** The store (API.md 9): null or 'lmdb:' is the LMDB file under dataDir; postgres://… is PostgreSQL. */
+  /**
+   * The store (docs/operations.md#store-backends): null or 'lmdb:' is the LMDB file under dataDir;
+   * postgres://… is PostgreSQL.
+   */
   storeUrl: string | null;
   baseUrl: string;
   masterKey: string | null;
@@ -242,7 +248,10 @@ export const MAX_PER_MINUTE = 1_000_000_000;
 /** The longest a cached answer may be kept (30 days). */
 export const MAX_CACHE_TTL_SECONDS = 30 * 86_400;
 
-/** `limits: { requestsPerMinute?, tokensPerMinute? }` (API.md 9): keys, policy profiles, teams and principals. */
+/**
+ * `limits: { requestsPerMinute?, tokensPerMinute? }` (docs/gateway.md#rate-limits): keys, policy
+ * profiles, teams and principals.
+ */
 export const rateLimitsSchema = Joi.object({
   requestsPerMinute: Joi.number().integer().min(1).max(MAX_PER_MINUTE),
   tokensPerMinute: Joi.number().integer().min(1).max(MAX_PER_MINUTE),

@@ -1,7 +1,7 @@
 import type { Tables } from './types.js';
 
 /**
- * Generation counters (STYLE.md rule 7): the one thing a process may check to keep an in-memory
+ * Generation counters (docs/operations.md): the one thing a process may check to keep an in-memory
  * cache of values another process or instance can change. Each kind below names the records it
  * covers; EVERY write of such a record bumps that kind's counter in its own transaction (through
  * its domain's repo), so a cache that reads the counter first, in one store read, and finds it

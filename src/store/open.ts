@@ -123,7 +123,7 @@ export function ambientStore(kv: KvStore): Store {
 
 export interface OpenOptions extends LmdbOpenOptions {
   /**
-   * The `--store` URL (or SVC_STORE_URL, API.md 9): absent or `lmdb:` is the LMDB file under the
+   * The `--store` URL (or SVC_STORE_URL, docs/operations.md): absent or `lmdb:` is the LMDB file under the
    * data dir; `postgres://user:pass@host:port/db` or `postgresql://…` is PostgreSQL.
    */
   url?: string | undefined;

@@ -7,7 +7,7 @@ import type { PeopleService } from '../people/index.js';
 import { EVENT_TYPES, type Webhooks } from './service.js';
 
 /**
- * Outbound webhook endpoints in the console (API.md 8), owners and admins:
+ * Outbound webhook endpoints in the console (docs/integrations.md#outbound-webhooks), owners and admins:
  * `GET/POST /api/w/{wid}/webhooks` (`{ url, events }`; the answer carries the secret, once),
  * `DELETE …/{id}`, `GET …/{id}/deliveries` (each with its tries), and
  * `POST …/{id}/deliveries/{did}/redeliver`.

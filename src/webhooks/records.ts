@@ -1,10 +1,13 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
-/** An outbound webhook endpoint (API.md 8); its signing secret sealed with the master key. */
+/**
+ * An outbound webhook endpoint (docs/integrations.md#outbound-webhooks); its signing secret sealed
+ * with the master key.
+ */
 export interface WebhookEndpointRecord {
   id: string;
   workspaceId: string;

@@ -16,7 +16,7 @@ import { webhooksRepo, type OutboxKey } from './repo.js';
 const CLAIM_MARGIN_MS = 5_000;
 
 /**
- * Outbound webhooks (issue 8, API.md 8): endpoints per workspace, events signed with
+ * Outbound webhooks (issue 8, docs/integrations.md#outbound-webhooks): endpoints per workspace, events signed with
  * `svc-signature` over the exact bytes sent, delivered from a durable outbox.
  * Rules:
  * - An event is a ledger record of a kind customers subscribe to (EVENT_OF). Its deliveries are

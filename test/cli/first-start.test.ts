@@ -1,9 +1,21 @@
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import test from 'ava';
 import { call, csrf, signIn, type Json } from '../helpers/http.js';
-import { removeDir, startServer, stopAndClean, svc, tempDir, type RunningServer } from '../helpers/process.js';
+import { signInUrl } from '../../src/cli/serve-text.js';
+import {
+  BIN,
+  ROOT,
+  cleanEnv,
+  removeDir,
+  startServer,
+  stopAndClean,
+  svc,
+  tempDir,
+  type RunningServer,
+} from '../helpers/process.js';
 
 /**
  * Issue 18, item 1: a first start cannot lock anyone out. The port is bound before the first
@@ -139,4 +151,88 @@ test('svc owner reset-password --local: a new one-time password, the old one and
   ]);
   t.is(unknown.code, 1);
   t.is((JSON.parse(unknown.stdout) as Json).error.type, 'not_found');
+});
+
+test('the first start prints the whole sign-in URL of the bound port, the password, and the npx svc command that prints a new one', async (t) => {
+  const base = await tempDir();
+  dirs.push(base);
+  const dataDir = join(base, 'data');
+  // As an operator runs it, without --json: the banner on stdout, the log on stderr.
+  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0'], {
+    cwd: ROOT,
+    env: cleanEnv({ SVC_LOG_LEVEL: 'info' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const exited = once(proc, 'exit');
+  const banner = new Promise<void>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`no banner within 60 s:\n${stdout}\n${stderr}`)), 60_000);
+    const check = () => {
+      if (/prints a new one\./.test(stdout) && /"listening"/.test(stderr)) {
+        clearTimeout(timer);
+        done();
+      }
+    };
+    proc.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      check();
+    });
+    proc.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      check();
+    });
+    void exited.then(() => fail(new Error(`svc serve exited:\n${stderr}`)));
+  });
+  try {
+    await banner;
+    const listening = stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Json)
+      .find((l) => l.msg === 'listening')!;
+    const bound = String(listening.address);
+    t.regex(bound, /^http:\/\/127\.0\.0\.1:\d+$/);
+    t.not(new URL(bound).port, '0');
+
+    // The whole URL: scheme, host, the port actually bound, the sign-in path; it opens the sign-in page.
+    const url = /Sign in at (\S+) and choose your own/.exec(stdout)?.[1];
+    t.is(url, `${bound}/login`, stdout);
+    const page = await fetch(url!);
+    t.is(page.status, 200);
+    t.regex(await page.text(), /<form id="signin"/);
+
+    // The printed password signs in there.
+    const password = /One-time password: (\S+)/.exec(stdout)![1]!;
+    const signIn = await call(new URL(url!).origin, 'POST', '/api/session', {
+      headers: csrf,
+      json: { email: 'admin@localhost', password },
+    });
+    t.is(signIn.status, 200, signIn.text);
+
+    // The command for a lost password, as a checkout runs it (npx), naming this data dir.
+    const command = /Lost it\? `([^`]+)` prints a new one\./.exec(stdout)?.[1];
+    t.is(command, `npx svc owner reset-password --email admin@localhost --local --data-dir ${resolve(dataDir)}`);
+    // It works as printed (what follows `npx svc` is svc's arguments; npx runs this checkout's bin/run.js).
+    const words = command!.split(' ');
+    t.deepEqual(words.slice(0, 2), ['npx', 'svc']);
+    const reset = await svc([...words.slice(2), '--json']);
+    t.is(reset.code, 0, reset.stderr);
+    const fresh = (JSON.parse(reset.stdout) as Json).password as string;
+    const again = await call(new URL(url!).origin, 'POST', '/api/session', {
+      headers: csrf,
+      json: { email: 'admin@localhost', password: fresh },
+    });
+    t.is(again.status, 200, again.text);
+  } finally {
+    proc.kill('SIGTERM');
+    await exited;
+  }
+});
+
+test('the sign-in URL of a server bound to every interface names this machine', (t) => {
+  t.is(signInUrl('http://0.0.0.0:8080'), 'http://127.0.0.1:8080/login');
+  t.is(signInUrl('http://[::]:9090'), 'http://[::1]:9090/login');
+  t.is(signInUrl('http://127.0.0.1:41234'), 'http://127.0.0.1:41234/login');
+  t.is(signInUrl('https://svc.example'), 'https://svc.example/login');
 });

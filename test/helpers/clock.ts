@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/lib/clock.js';
 
-/** A clock the test moves (STYLE.md rule 8): time passes only when `advance` or `set` says so. */
+/** A clock the test moves (time is injected, never slept on): time passes only when `advance` or `set` says so. */
 export interface ManualClock extends Clock {
   advance(ms: number): void;
   set(ms: number): void;

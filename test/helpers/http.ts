@@ -41,7 +41,7 @@ export async function call<T = Json>(
 
 export const bearer = (value: string) => ({ authorization: `Bearer ${value}` });
 
-/** Console writes need the CSRF header (SPEC.md 5.3.4). */
+/** Console writes need the CSRF header (docs/security.md#security-model). */
 export const csrf = { 'x-svc-csrf': '1' };
 
 /**
@@ -82,7 +82,7 @@ export async function signIn(base: string, email: string, password: string): Pro
 }
 
 /**
- * Asserts an error answer of the SPEC.md 7.1 shape: the status, the type, a message, a fix, and
+ * Asserts an error answer of svc's error shape (docs/api.md#errors): the status, the type, a message, a fix, and
  * a requestId equal to the x-request-id header.
  */
 export function assertError(t: import('ava').ExecutionContext, res: Reply, status: number, type: string): void {

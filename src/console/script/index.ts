@@ -45,7 +45,7 @@ const runners = Object.keys(SECTION_SCRIPTS)
  *
  * Rules it keeps:
  * - API data is rendered with DOM APIs and text nodes only; no markup is built from data.
- * - Every write sends x-svc-csrf: 1 and a JSON body (SPEC.md 5.3.4); cookies go same-origin only.
+ * - Every write sends x-svc-csrf: 1 and a JSON body (the CSRF rule); cookies go same-origin only.
  * - Every error answer shows its error.message to the person, beside what they tried.
  * - A 401 on the console means the session ended: the person is sent to /login.
  * - What a person typed (notes, reasons) survives a refresh of the lists.

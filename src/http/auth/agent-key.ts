@@ -13,8 +13,8 @@ type AgentRecord = TableValue<'agents'>;
 type KeyRecord = TableValue<'keys'>;
 
 /**
- * Agent key (SPEC.md 5.2): Authorization: Bearer ask_… bound to one agent. At /mcp an OAuth
- * access token (aat_, SPEC.md 5.5) is taken exactly alike, for the agent its connection is bound to.
+ * Agent key (docs/security.md#security-model): Authorization: Bearer ask_… bound to one agent. At /mcp an OAuth
+ * access token (aat_, docs/mcp-oauth.md) is taken exactly alike, for the agent its connection is bound to.
  * At /mcp a 401 challenges with `Bearer resource_metadata="…", scope="svc:agent offline_access"`
  * (RFC 9728 5.1, RFC 6750 3), and with `error="invalid_token"` when a token was sent but is
  * unknown, expired or revoked (RFC 6750 3.1; none when no token was sent).

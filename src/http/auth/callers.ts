@@ -28,7 +28,7 @@ export interface KeyResolver {
 }
 
 /**
- * The five caller kinds of SPEC.md 5.1. Each route accepts exactly one; a strategy reads only its
+ * The five caller kinds (docs/security.md#security-model). Each route accepts exactly one; a strategy reads only its
  * own credential, so a credential of another kind on a route is never looked at.
  */
 export type Caller =

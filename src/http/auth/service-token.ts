@@ -12,7 +12,7 @@ type ServiceTokenRecord = TableValue<'serviceTokens'>;
 type ServiceTokenScope = ServiceTokenRecord['scopes'][number];
 
 /**
- * Service token (SPEC.md 5.3.2): Authorization: Bearer ims_…. Unknown, revoked or from an address
+ * Service token (docs/security.md#security-model): Authorization: Bearer ims_…. Unknown, revoked or from an address
  * outside ipAllow: 401 invalid_token; expired: 401 token_expired; the route's scope
  * (`plugins.svc.tokenScope`) missing: 403 missing_scope.
  */

@@ -3,7 +3,7 @@ import type { Request, Server } from '@hapi/hapi';
 import { SESSION, SESSION_HOST, actorOf, caller, credentials, type SessionUser } from './callers.js';
 
 /**
- * Session cookie (SPEC.md 5.3.3): `__Host-sid` in production, `sid` on a local http server
+ * Session cookie (docs/security.md#security-model): `__Host-sid` in production, `sid` on a local http server
  * (which also accepts `__Host-sid`). HttpOnly, SameSite=Lax, Secure in production. The cookie
  * seals a random session secret; the store holds only its hash and is checked on every request,
  * so signing out or removing a member ends the session at once. Bearer tokens are not read here.

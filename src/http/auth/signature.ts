@@ -9,7 +9,7 @@ import { SIGNATURE, credentials } from './callers.js';
 type IntegrationKind = TableValue<'integrations'>['kind'];
 
 /**
- * Signed inbound requests (SPEC.md 5.4): one strategy per integration kind, all of the caller
+ * Signed inbound requests (docs/integrations.md): one strategy per integration kind, all of the caller
  * kind `signature`. Each runs its verifier in two steps:
  * 1. `headers`, before the body is read: the signature header is there, well-formed and fresh.
  * 2. `body`, over the raw bytes before anything parses them (routes set

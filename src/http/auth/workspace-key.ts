@@ -6,7 +6,7 @@ import { WORKSPACE_KEY, credentials, expectedCredential, type KeyResolver } from
 import { bearer } from './bearer.js';
 
 /**
- * Workspace key (SPEC.md 5.3.1): Authorization: Bearer ask_… or x-api-key: ask_… (some vendors'
+ * Workspace key (docs/security.md#security-model): Authorization: Bearer ask_… or x-api-key: ask_… (some vendors'
  * SDKs send the latter). Routes say which keys they take in `plugins.svc.keyScope`:
  * - 'admin': admin keys only (others: 403 forbidden);
  * - 'any-workspace' (default): inference or admin keys; an agent key: 403 forbidden;

@@ -10,7 +10,7 @@ import type { Github, GithubEvent } from './service.js';
 import type { GithubDelivery } from './verifier.js';
 
 /**
- * The code host's routes (API.md 8):
+ * The code host's routes (docs/integrations.md#code-host-github):
  * - `PUT /api/w/{wid}/github/bots/{login}` `{ agentId | null }` maps a GitHub account to an agent
  *   (owners and admins); `GET /api/w/{wid}/github/bots` lists the mappings.
  * - `POST /v1/hooks/github/{wid}`: GitHub's deliveries, verified by the `github` strategy over the

@@ -9,7 +9,7 @@ import { integrationsRepo } from '../repo.js';
 import type { GithubCallbacks } from './callbacks.js';
 
 /**
- * The code host (GitHub, issue 8, API.md 8); its secret is in registry.ts, its signature in
+ * The code host (GitHub, issue 8, docs/integrations.md); its secret is in registry.ts, its signature in
  * verifier.ts.
  * Rules:
  * - An account (a bot, usually) maps to one agent, or to nothing; logins ignore case.

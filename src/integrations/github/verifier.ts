@@ -5,7 +5,7 @@ import { routeWorkspace } from '../../http/inbound.js';
 import type { IntegrationRegistry } from '../registry.js';
 
 /**
- * The code host's signature (SPEC.md 5.4, GitHub's own scheme) on `POST /v1/hooks/github/{wid}`.
+ * The code host's signature (GitHub's own scheme, X-Hub-Signature-256) on `POST /v1/hooks/github/{wid}`.
  * Rules:
  * - Before the body is read: `X-Hub-Signature-256` is `sha256=<64 hex>`, `X-GitHub-Event` names
  *   an event and `X-GitHub-Delivery` is a delivery id; anything missing or malformed is 401.

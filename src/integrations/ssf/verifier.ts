@@ -7,7 +7,7 @@ import type { IntegrationRegistry } from '../registry.js';
 import type { SsfKeys } from './keys.js';
 
 /**
- * The identity provider's Security Event Tokens (SPEC.md 5.4, RFC 8417 over RFC 8935 push) on
+ * The identity provider's Security Event Tokens (docs/integrations.md, RFC 8417 over RFC 8935 push) on
  * `POST /v1/hooks/ssf/{wid}`.
  * Rules:
  * - Before the body is read: `content-type: application/secevent+jwt`.

@@ -13,10 +13,10 @@ import { BILLING_VARIANT, type StripeVerified } from './signature.js';
 import { stripeEventSchema, type StripeEvent } from './schemas.js';
 
 /**
- * The payment provider (Stripe Issuing and Billing), API.md 8:
+ * The payment provider (Stripe Issuing and Billing), docs/integrations.md:
  * - `POST /v1/hooks/stripe/{wid}`: Stripe's deliveries, verified by the `stripe` strategy
  *   (signature.ts) before anything parses them; bodies up to STRIPE_BODY_LIMIT (billing
- *   payloads run larger than the 1 MB of other routes, SPEC.md 8.1).
+ *   payloads run larger than the 1 MB of other routes, docs/operations.md#body-limits).
  * - `POST /v1/hooks/stripe/billing`: the operator's one billing endpoint, verified by the
  *   `stripe:billing` strategy (the operator's billing secrets only; none configured: every request
  *   is 401) and routed by each event's `metadata.workspaceId` (service.ts `handleBilling`). Its

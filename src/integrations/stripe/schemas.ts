@@ -1,7 +1,7 @@
 import Joi from 'joi';
 
 /**
- * The Stripe events the payment-provider route reads (API.md 8), as Stripe sends them (snake
+ * The Stripe events the payment-provider route reads (docs/integrations.md), as Stripe sends them (snake
  * case, lower-case currencies, unix seconds). Only the fields used are checked; everything else is
  * let through unread. Events of other types are accepted with their envelope alone.
  */

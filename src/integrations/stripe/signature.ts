@@ -4,7 +4,7 @@ import { routeWorkspace } from '../../http/inbound.js';
 import type { IntegrationRegistry } from '../registry.js';
 
 /**
- * The payment provider's signature (SPEC.md 5.4): Stripe's `Stripe-Signature` header,
+ * The payment provider's signature (docs/integrations.md): Stripe's `Stripe-Signature` header,
  * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">[,v1=…][,v0=…]`, verified by the
  * stripe package's own `webhooks.signature.verifyHeader` with the workspace's signing secrets.
  * Rules:
