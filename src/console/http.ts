@@ -3,7 +3,7 @@ import type { Plugin, Request, ResponseObject, ResponseToolkit } from '@hapi/hap
 import { caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import { APP_SCRIPT } from './script/index.js';
+import { APP_SCRIPT } from './generated/app-script.js';
 import { APP_STYLE } from './app-style.js';
 import { AppError } from '../errors/app-error.js';
 import { CONTENT_SECURITY_POLICY, SCRIPT_PATH, STYLE_PATH, consolePage, loginPage } from './pages.js';

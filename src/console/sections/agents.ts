@@ -5,7 +5,7 @@ import { viewAllows } from '../view.js';
  * Agents, /console/agents: the agents the person sees (owners, admins and auditors every agent;
  * everyone else those that act for them, as the API answers), a new agent from a blueprint, and
  * one agent's page: its mandate edited with the workspace's templates, its keys minted (shown
- * once) and revoked, stop and restart with a reason. Filled by script/section-agents.ts.
+ * once) and revoked, stop and restart with a reason. Filled by browser/section-agents.ts.
  *
  * Flags for the script (the API checks every request again):
  * - data-can-manage: may create agents and manage those that act for them (owners and admins:

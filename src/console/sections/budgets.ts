@@ -5,7 +5,7 @@ import { viewAllows } from '../view.js';
 /**
  * Budgets and their steps, /console/budgets (owners, admins, analysts read; owners and admins set
  * one): each budget's use of its period, the ladder with the step reached, and a form for a new
- * budget (POST /api/w/{wid}/budgets). Filled by script/section-budgets.ts.
+ * budget (POST /api/w/{wid}/budgets). Filled by browser/section-budgets.ts.
  */
 const STEPS = [
   ['nudge', 50, 'a note in x-svc-advisory'],

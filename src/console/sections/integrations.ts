@@ -4,7 +4,7 @@ import { viewAllows } from '../view.js';
 /**
  * Integrations, /console/integrations (owners and admins, as GET /api/w/{wid}/integrations):
  * each inbound integration set up, its secrets' dates and settings, and the requests it refused
- * (bad signature, unknown event) since the server started. Filled by script/section-integrations.ts.
+ * (bad signature, unknown event) since the server started. Filled by browser/section-integrations.ts.
  */
 export const section: ConsoleSection = {
   id: 'integrations',

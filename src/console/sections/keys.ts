@@ -8,7 +8,7 @@ const SCOPES = serviceTokenScopes;
  * Keys, /console/keys: the workspace's keys (owners and admins: list, mint inference and admin
  * keys, revoke any) and its service tokens (owners only: list, create, revoke). A new key or
  * token is shown once, with a Copy button. Agent keys are minted on the agent's page; they are
- * listed here too, and may be revoked here. Filled by script/section-keys.ts.
+ * listed here too, and may be revoked here. Filled by browser/section-keys.ts.
  */
 export const section: ConsoleSection = {
   id: 'keys',

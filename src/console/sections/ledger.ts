@@ -4,7 +4,7 @@ import { viewAllows } from '../view.js';
 /**
  * The ledger, /console/ledger (owners, admins, auditors, as GET /api/w/{wid}/ledger): the newest
  * signed checkpoint with "Verify now" (POST …/ledger/verify, the check `svc ledger verify` makes),
- * and the records, newest first, with filters. Filled by script/section-ledger.ts.
+ * and the records, newest first, with filters. Filled by browser/section-ledger.ts.
  */
 export const section: ConsoleSection = {
   id: 'ledger',

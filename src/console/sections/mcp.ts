@@ -5,7 +5,7 @@ import { viewAllows } from '../view.js';
  * MCP tools, /console/mcp (issue 20 item 6), for owners and admins (`mcp.manage`, as the API):
  * each upstream MCP server and its pinned tools; a tool that changed upstream (or was never
  * approved) shows what was approved beside what the upstream says now, as text, with a button
- * that approves it. Filled by script/section-mcp.ts.
+ * that approves it. Filled by browser/section-mcp.ts.
  */
 export const section: ConsoleSection = {
   id: 'mcp',

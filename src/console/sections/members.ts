@@ -5,7 +5,7 @@ import { viewAllows } from '../view.js';
  * Members, /console/members (owners and admins): the workspace's people with their roles,
  * whether they have two-factor on, and any lockout in force; add a person, change a role, remove
  * one; owners lift a lockout (never their own). Only owners make or change owners, as the API
- * rules. Filled by script/section-members.ts.
+ * rules. Filled by browser/section-members.ts.
  */
 export const section: ConsoleSection = {
   id: 'members',

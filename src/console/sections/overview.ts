@@ -2,7 +2,7 @@ import type { ConsoleSection } from '../sections.js';
 
 /**
  * The overview, /console: the board of the day (stop every agent, what waits for approval, the
- * agents with stop and restart). Filled by script/section-overview.ts.
+ * agents with stop and restart). Filled by browser/section-overview.ts.
  */
 export const section: ConsoleSection = {
   id: 'overview',

@@ -4,7 +4,7 @@ import { viewAllows } from '../view.js';
 /**
  * Gateway usage and spend over time, /console/usage (owners, admins, analysts: reports): a
  * window, a split by model, team or key, a chart drawn by the page script as SVG, and the same
- * numbers as tables. Filled by script/section-usage.ts from GET /api/w/{wid}/usage.
+ * numbers as tables. Filled by browser/section-usage.ts from GET /api/w/{wid}/usage.
  */
 export const section: ConsoleSection = {
   id: 'usage',

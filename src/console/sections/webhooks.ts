@@ -6,7 +6,7 @@ import { viewAllows } from '../view.js';
 /**
  * Outbound webhooks, /console/webhooks (owners and admins, as the API): the endpoints, a form to
  * add one (its secret is shown once), and each endpoint's delivery log with its tries and a
- * redelivery. Filled by script/section-webhooks.ts.
+ * redelivery. Filled by browser/section-webhooks.ts.
  */
 export const section: ConsoleSection = {
   id: 'webhooks',
