@@ -27,6 +27,11 @@ export interface ConsoleSection {
   title: string;
   /** Whether the person's role in the workspace shown may use this section. */
   visible(view: ConsoleView): boolean;
+  /**
+   * Whether the page carries the names of the workspace's people (view.people), for records that
+   * name people by id to a role that may not read the members list (an auditor on the ledger).
+   */
+  names?: boolean;
   /** The server-rendered skeleton inside <main>; every value passes through escapeHtml. */
   body(view: ConsoleView): string;
 }

@@ -27,6 +27,9 @@ export interface BoardContext {
   canDecide: boolean;
   canStopAll: boolean;
   canReadMembers: boolean;
+  /** Stops the agents that act for the person (every agent with canManageAll). */
+  canManage: boolean;
+  canManageAll: boolean;
 }
 
 export function createBoard(ctx: BoardContext): { load: () => Promise<void>; busy: () => boolean } {
@@ -221,6 +224,7 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
         class: 'button',
         id: 'stop-all-off',
         text: 'Let agents run again',
+        'data-permission': 'workspace.stopAll',
       });
       resume.addEventListener('click', function () {
         void write('stopAll', 'Let agents run again', [resume], 'DELETE', '/stop-all', {}, function () {
@@ -246,7 +250,12 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
         id: 'stop-all-on',
         text: 'Stop every agent',
       });
-      control = el('form', { class: 'inline-form', novalidate: true }, reason, stop);
+      control = el(
+        'form',
+        { class: 'inline-form', novalidate: true, 'data-permission': 'workspace.stopAll' },
+        reason,
+        stop,
+      );
       control.addEventListener('submit', function (event: Event) {
         event.preventDefault();
         const text = reason.value.trim();
@@ -262,6 +271,8 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
         });
       });
     }
+    // Who may not use the switch reads it only while every agent is stopped.
+    if (!ctx.canStopAll) $('#stop-all').hidden = !s.stopped;
     replace(
       target,
       el('div', { class: 'switch' + (s.stopped ? ' stopped' : '') }, description, control),
@@ -410,7 +421,12 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
       'li',
       { class: 'item', data: { approval: a.id } },
       details,
-      el('div', { class: 'item-decide' }, note, el('div', { class: 'buttons' }, deny, approve)),
+      el(
+        'div',
+        { class: 'item-decide', 'data-permission': 'approvals.decide' },
+        note,
+        el('div', { class: 'buttons' }, deny, approve),
+      ),
     );
   }
 
@@ -485,11 +501,19 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
     );
   }
 
+  /**
+   * Stop with a reason (who may manage the agent: the person it acts for, an owner or an admin)
+   * and restart (the person it acts for, an owner or an admin), each offered only to them.
+   */
   function agentActions(agent: Data, holds: Data) {
     const held = holds.some(function (h: Data) {
       return h.hold === 'owner';
     });
-    if (stopping[agent.id]) {
+    const own = agent.actsFor === ctx.me;
+    const mayStop = ctx.canManage && (ctx.canManageAll || own);
+    const mayRestart = ctx.canManageAll || own;
+    const acts = { 'data-acts-for': agent.actsFor || '' };
+    if (stopping[agent.id] && mayStop) {
       const reason = el('input', {
         type: 'text',
         maxlength: '500',
@@ -507,7 +531,13 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
         delete itemErrors[agent.id];
         renderAgents();
       });
-      const form = el('form', { class: 'inline-form', novalidate: true }, reason, cancel, confirm);
+      const form = el(
+        'form',
+        { class: 'inline-form', novalidate: true, 'data-permission': 'agents.manage', ...acts },
+        reason,
+        cancel,
+        confirm,
+      );
       form.addEventListener('submit', function (event) {
         event.preventDefault();
         const text = reason.value.trim();
@@ -536,16 +566,28 @@ export function createBoard(ctx: BoardContext): { load: () => Promise<void>; bus
       return form;
     }
     const buttons: Data[] = [];
-    if (!held) {
-      const stop = el('button', { type: 'button', class: 'button button-outline-danger', text: 'Stop…' });
+    if (mayStop && !held) {
+      const stop = el('button', {
+        type: 'button',
+        class: 'button button-outline-danger',
+        text: 'Stop…',
+        'data-permission': 'agents.manage',
+        ...acts,
+      });
       stop.addEventListener('click', function () {
         stopping[agent.id] = true;
         renderAgents();
       });
       buttons.push(stop);
     }
-    if (agent.status === 'stopped') {
-      const restart = el('button', { type: 'button', class: 'button', text: 'Restart' });
+    if (mayRestart && agent.status === 'stopped') {
+      const restart = el('button', {
+        type: 'button',
+        class: 'button',
+        text: 'Restart',
+        'data-permission': 'workspace.read',
+        ...acts,
+      });
       restart.addEventListener('click', function () {
         void write(
           agent.id,

@@ -24,9 +24,33 @@ export function consolePage(sectionRunners: Record<string, () => void>) {
       void changePassword(change, $<HTMLInputElement>('#current-password').value, $('#change-error'));
     });
   }
+  clearNoticesOnNextAction();
   if (!body.dataset.workspace) return;
   const run = sectionRunners[body.dataset.section ?? ''];
   if (run) run();
+}
+
+/**
+ * The quiet status line (#status: "Key minted", "Stopped: …") speaks of the last thing done, so
+ * the next thing done clears it: a press of a button or a link (a move to another page starts
+ * with none), a choice in a list, a form sent. What that next action says, it says after.
+ */
+function clearNoticesOnNextAction(): void {
+  const clear = function () {
+    const node = find('#status');
+    if (!node || !node.textContent) return;
+    node.textContent = '';
+    node.className = 'status';
+  };
+  document.addEventListener(
+    'click',
+    function (event) {
+      if (event.target instanceof Element && event.target.closest('button, a, summary, input[type=checkbox]')) clear();
+    },
+    true,
+  );
+  document.addEventListener('change', clear, true);
+  document.addEventListener('submit', clear, true);
 }
 
 /**

@@ -283,9 +283,18 @@ export function section_agents() {
     });
     const mode = acting[agent.id];
     if (mode) return reasonForm(agent, mode);
-    const buttons: HTMLElement[] = inDetail ? [] : [el('a', { href: '#' + agent.id, class: 'button', text: 'Open' })];
+    const acts = { 'data-acts-for': agent.actsFor || '' };
+    const buttons: HTMLElement[] = inDetail
+      ? []
+      : [el('a', { href: '#' + agent.id, class: 'button', text: 'Open', 'data-permission': 'workspace.read' })];
     if (mayStop && !held) {
-      const stop = el('button', { type: 'button', class: 'button button-outline-danger', text: 'Stop…' });
+      const stop = el('button', {
+        type: 'button',
+        class: 'button button-outline-danger',
+        text: 'Stop…',
+        'data-permission': 'agents.manage',
+        ...acts,
+      });
       stop.addEventListener('click', function () {
         acting[agent.id] = 'stop';
         itemErrors[agent.id] = null;
@@ -294,7 +303,13 @@ export function section_agents() {
       buttons.push(stop);
     }
     if (mayRestart && ownHolds.length) {
-      const restart = el('button', { type: 'button', class: 'button', text: 'Restart…' });
+      const restart = el('button', {
+        type: 'button',
+        class: 'button',
+        text: 'Restart…',
+        'data-permission': 'workspace.read',
+        ...acts,
+      });
       restart.addEventListener('click', function () {
         acting[agent.id] = 'restart';
         itemErrors[agent.id] = null;
@@ -329,7 +344,19 @@ export function section_agents() {
       itemErrors[agent.id] = null;
       rerender();
     });
-    const form = el('form', { class: 'inline-form', novalidate: true }, reason, cancel, confirm);
+    // Stopping manages the agent; restarting is the person it acts for's, an owner's or an admin's.
+    const form = el(
+      'form',
+      {
+        class: 'inline-form',
+        novalidate: true,
+        'data-permission': stop ? 'agents.manage' : 'workspace.read',
+        'data-acts-for': agent.actsFor || '',
+      },
+      reason,
+      cancel,
+      confirm,
+    );
     form.addEventListener('submit', function (event) {
       event.preventDefault();
       const text = reason.value.trim();
@@ -619,7 +646,12 @@ export function section_agents() {
     }
     return el(
       'div',
-      { class: 'detail-part', id: 'agent-mandate' },
+      {
+        class: 'detail-part',
+        id: 'agent-mandate',
+        'data-permission': 'agents.manage',
+        'data-acts-for': agent.actsFor || '',
+      },
       el('h3', { text: 'Mandate' }),
       items,
       changed ? el('p', { class: 'hint', text: 'Not saved yet.' }) : null,
@@ -732,7 +764,12 @@ export function section_agents() {
         : null;
     return el(
       'div',
-      { class: 'detail-part', id: 'agent-keys' },
+      {
+        class: 'detail-part',
+        id: 'agent-keys',
+        'data-permission': 'agents.manage',
+        'data-acts-for': agent.actsFor || '',
+      },
       el('h3', { text: 'Keys' }),
       shown,
       list,

@@ -268,7 +268,12 @@ export function section_approvals() {
       'li',
       { class: 'item', data: { approval: a.id } },
       details,
-      el('div', { class: 'item-decide' }, note, el('div', { class: 'buttons' }, deny, approve)),
+      el(
+        'div',
+        { class: 'item-decide', 'data-permission': 'approvals.decide' },
+        note,
+        el('div', { class: 'buttons' }, deny, approve),
+      ),
     );
   }
 

@@ -1,4 +1,5 @@
-import { clock } from './text.js';
+import { clock, entityName } from './text.js';
+import { listAll } from './sections-shared.js';
 import { keepFresh } from './console-page.js';
 import { body, failureOf, $, el, replace, api, showNotice, later, setBusy, time, type Data } from './helpers.js';
 /**
@@ -16,6 +17,11 @@ export function section_ledger() {
     pending: 0,
     paged: false,
   };
+  // Names for the ids the records carry: the workspace's people (from the page), its agents (read below).
+  const names: Record<string, string> = {};
+  document.querySelectorAll<HTMLElement>('#people-names li').forEach(function (li) {
+    if (li.dataset.id) names[li.dataset.id] = li.textContent ?? '';
+  });
   const form = $<HTMLFormElement>('#ledger-filter');
   const verifyButton = $<HTMLButtonElement>('#verify-now');
 
@@ -58,7 +64,15 @@ export function section_ledger() {
     const results = await Promise.allSettled([
       api('GET', base + '/ledger/checkpoint'),
       state.paged ? Promise.resolve(null) : api('GET', query()),
+      // Names only make ids readable: without them the ids are shown, so a failure is not an error.
+      listAll(base + '/agents').catch(function () {
+        return [];
+      }),
     ]);
+    if (results[2].status === 'fulfilled')
+      results[2].value.forEach(function (a: Data) {
+        names[a.id] = a.name;
+      });
     state.pending -= 1;
     if (
       results.some(function (r) {
@@ -219,8 +233,8 @@ export function section_ledger() {
       el('td', { class: 'mono index', text: String(r.index) }),
       el('td', { class: 'when' }, time(r.at)),
       el('td', {}, el('span', { class: 'kind', text: r.kind })),
-      el('td', { class: 'mono wrap', 'data-label': 'Actor', text: r.actor }),
-      el('td', { class: 'mono wrap', 'data-label': 'Subject', text: r.subject }),
+      el('td', { class: 'wrap actor', 'data-label': 'Actor' }, named(r.actor)),
+      el('td', { class: 'wrap subject', 'data-label': 'Subject' }, named(r.subject)),
       el(
         'td',
         { class: 'data' },
@@ -234,6 +248,15 @@ export function section_ledger() {
           : el('span', { class: 'muted', text: '—' }),
       ),
     );
+  }
+
+  /** An actor or a subject: its name when the page knows it (the id on hover), else the id itself. */
+  function named(raw: unknown) {
+    const text = raw === undefined || raw === null ? '' : String(raw);
+    const name = entityName(text, names);
+    return name === null
+      ? el('span', { class: 'mono', text: text })
+      : el('span', { class: 'named', title: text, 'data-id': text, text: name });
   }
 
   async function showOlder() {

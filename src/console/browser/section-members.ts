@@ -130,7 +130,12 @@ export function section_members() {
     );
     const actions: Data[] = [];
     if (m.lockedUntil && canUnlock && !self) {
-      const lift = el('button', { type: 'button', class: 'button', text: 'Lift lockout' });
+      const lift = el('button', {
+        type: 'button',
+        class: 'button',
+        text: 'Lift lockout',
+        'data-permission': 'members.unlock',
+      });
       lift.addEventListener('click', function () {
         void write(
           m.id,

@@ -12,6 +12,8 @@ export function section_overview() {
     canDecide: body.dataset.canDecide === 'true',
     canStopAll: body.dataset.canStopAll === 'true',
     canReadMembers: body.dataset.canReadMembers === 'true',
+    canManage: body.dataset.canManageAgents === 'true',
+    canManageAll: body.dataset.canManageAllAgents === 'true',
   });
   keepFresh(board.load, board.busy);
 }

@@ -109,6 +109,15 @@ export function ruleText(rule: MandateRule | null | undefined): string {
   return parts.join(' · ');
 }
 
+/**
+ * The name of a ledger actor or subject (user:usr_…, agent:agt_…, or a bare id) among the names
+ * known (by id), or null when none is known.
+ */
+export function entityName(raw: string, names: Record<string, string>): string | null {
+  const id = /^(?:user|agent):/.test(raw) ? raw.slice(raw.indexOf(':') + 1) : raw;
+  return Object.prototype.hasOwnProperty.call(names, id) && names[id] ? (names[id] ?? null) : null;
+}
+
 /** A ledger actor (user:usr_…, token:name, a bare user id) as a person reads it. */
 export function actorName(by: unknown, me: string, people?: Record<string, string>): string {
   if (!by) return 'someone';

@@ -10,7 +10,7 @@ export const section: ConsoleSection = {
   id: 'integrations',
   title: 'Integrations',
   visible: (view) => viewAllows(view, 'integrations.manage'),
-  body: () => `<section class="card" id="integrations" aria-labelledby="integrations-title">
+  body: () => `<section class="card" id="integrations" aria-labelledby="integrations-title" data-permission="integrations.manage">
 <div class="section-head"><h2 id="integrations-title">Integrations <span class="count" id="integrations-count"></span></h2></div>
 <div class="section-body" id="integrations-body"><p class="muted">Loading…</p></div>
 </section>`,

@@ -12,7 +12,7 @@ export const section: ConsoleSection = {
   title: 'MCP tools',
   visible: (view) => viewAllows(view, 'mcp.manage'),
   body() {
-    return `<section class="card" id="mcp" aria-labelledby="mcp-title">
+    return `<section class="card" id="mcp" aria-labelledby="mcp-title" data-permission="mcp.manage">
 <div class="section-head"><h2 id="mcp-title">Upstream MCP servers <span class="count" id="mcp-count"></span></h2></div>
 <div class="section-body">
 <p class="muted">Each tool's description, input and output schemas and annotations are pinned when its server is added. A tool that changed upstream is hidden from agents and its calls are refused until you approve what it says now.</p>

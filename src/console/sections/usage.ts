@@ -10,7 +10,7 @@ export const section: ConsoleSection = {
   id: 'usage',
   title: 'Usage',
   visible: (view) => viewAllows(view, 'usage.read'),
-  body: () => `<section class="card" id="usage" aria-labelledby="usage-title">
+  body: () => `<section class="card" id="usage" aria-labelledby="usage-title" data-permission="usage.read">
 <div class="section-head"><h2 id="usage-title">Gateway usage and spend</h2></div>
 <div class="section-body">
 <form id="usage-controls" class="filters" novalidate>

@@ -12,11 +12,11 @@ export const section: ConsoleSection = {
   id: 'webhooks',
   title: 'Webhooks',
   visible: (view) => viewAllows(view, 'integrations.manage'),
-  body: () => `<section class="card" id="webhooks" aria-labelledby="webhooks-title">
+  body: () => `<section class="card" id="webhooks" aria-labelledby="webhooks-title" data-permission="integrations.manage">
 <div class="section-head"><h2 id="webhooks-title">Webhook endpoints <span class="count" id="webhooks-count"></span></h2></div>
 <div class="section-body" id="webhooks-body"><p class="muted">Loading…</p></div>
 </section>
-<section class="card" id="webhook-new" aria-labelledby="webhook-new-title">
+<section class="card" id="webhook-new" aria-labelledby="webhook-new-title" data-permission="integrations.manage">
 <div class="section-head"><h2 id="webhook-new-title">Add an endpoint</h2></div>
 <div class="section-body">
 <form id="webhook-form" novalidate>
