@@ -12,6 +12,7 @@ export default tseslint.config(
       'data/**',
       'test/artifacts/**',
       'src/cli/generated/**',
+      'src/console/generated/**',
       '.test-groups/**',
       'eslint.config.js',
     ],

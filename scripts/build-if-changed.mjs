@@ -10,8 +10,8 @@ import { join } from 'node:path';
 
 const root = process.cwd();
 const SOURCES = ['src', 'commands', 'bin', 'config', 'scripts', 'package.json', 'package-lock.json', 'tsconfig.json'];
-// Written by the build itself (the command index).
-const GENERATED = join('src', 'cli', 'generated');
+// Written by the build itself (the command index, the console's page script).
+const GENERATED = [join('src', 'cli', 'generated'), join('src', 'console', 'generated')];
 const BUILT = 'oclif.manifest.json';
 
 /** The newest modification time under `path` (0 when it does not exist), and the file that has it. */
@@ -23,7 +23,7 @@ function newest(path) {
     return { time: 0, file: path };
   }
   if (!stats.isDirectory()) return { time: stats.mtimeMs, file: path };
-  if (path === GENERATED) return { time: 0, file: path };
+  if (GENERATED.includes(path)) return { time: 0, file: path };
   let best = { time: stats.mtimeMs, file: path };
   for (const name of readdirSync(join(root, path))) {
     const found = newest(join(path, name));

@@ -3,12 +3,28 @@ import type { Plugin, Request, ResponseObject, ResponseToolkit } from '@hapi/hap
 import { caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
-import { APP_SCRIPT } from './script/index.js';
+import { APP_SCRIPT } from './generated/app-script.js';
 import { APP_STYLE } from './app-style.js';
 import { AppError } from '../errors/app-error.js';
-import { CONTENT_SECURITY_POLICY, SCRIPT_PATH, STYLE_PATH, consolePage, loginPage } from './pages.js';
+import { CONTENT_SECURITY_POLICY, SCRIPT_PATH, STYLE_PATH, consolePage, loginPage, sectionShown } from './pages.js';
 import { findSection, SECTIONS, type ConsoleSection } from './sections.js';
-import { consoleView } from './view.js';
+import { consoleView, type ConsoleView } from './view.js';
+
+/** At most this many of a workspace's people are named on a page (pages of 200). */
+const NAMED_PEOPLE = 5000;
+
+/** The names of the workspace's people, as the members list gives them. */
+async function peopleNames(people: PeopleService, wid: string): Promise<ConsoleView['people']> {
+  const out: ConsoleView['people'] = [];
+  let after: string | undefined;
+  while (out.length < NAMED_PEOPLE) {
+    const page = await people.listMembers(wid, { limit: 200, ...(after ? { after } : {}) });
+    out.push(...page.data.map((m) => ({ id: m.id, name: m.name || m.email })));
+    if (!page.next) break;
+    after = page.next;
+  }
+  return out;
+}
 
 const workspaceQuery = Joi.object({ w: Joi.string().pattern(/^ws_[0-9A-Za-z]{22}$/) });
 
@@ -36,6 +52,8 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
       if (!request.auth.isAuthenticated) return h.redirect('/login');
       const { w } = request.query as { w?: string };
       const view = consoleView(await people.me(caller(request, 'session').user.id), w);
+      if (section.names && view.current && sectionShown(view, section))
+        view.people = await peopleNames(people, view.current.id);
       const response = page(h, consolePage(view, section));
       return view.current && !view.user.mustChangePassword && !section.visible(view) ? response.code(403) : response;
     };

@@ -10,6 +10,11 @@ import type { ConsoleView } from './view.js';
  *   here; the page script renders API data with DOM text nodes, never as markup.
  * - No inline script or style: the Content-Security-Policy below allows only same-origin files
  *   (/console/app.js, /console/app.css), so an injected tag would not run even if one slipped by.
+ * - Every control a page shows names the permission it needs, on itself or on an element around
+ *   it (data-permission: a name of the one permission table, src/people/permissions.ts, or
+ *   `session`, what any signed-in person may do), and is shown only to a role that holds it; an
+ *   agent's controls also name whom the agent acts for (data-acts-for): the person it acts for,
+ *   an owner or an admin may use them (test/browser/console-roles.test.ts).
  * - Forms post nowhere useful without the script: the API's CSRF check needs the x-svc-csrf
  *   header, which only the page script sends.
  */
@@ -132,7 +137,7 @@ function header(view: ConsoleView, section: ConsoleSection): string {
   const role = view.current
     ? `<span class="badge badge-neutral" id="role">${escapeHtml(view.current.role)}</span>`
     : '';
-  return `<header class="site-header">
+  return `<header class="site-header" data-permission="session">
 <div class="topbar">
 <div class="topbar-left"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>svc</span>${workspacePicker(view, section)}${role}</div>
 <div class="topbar-right"><span class="person" title="${escapeHtml(view.user.email)}">${escapeHtml(view.user.name)} <span class="muted">${escapeHtml(view.user.email)}</span></span>
@@ -143,7 +148,7 @@ ${navigation(view, section)}
 }
 
 function changePasswordPanel(email: string): string {
-  return `<section class="card narrow" aria-labelledby="change-title">
+  return `<section class="card narrow" aria-labelledby="change-title" data-permission="session">
 <h2 id="change-title">Choose your own password</h2>
 <p class="hint">You are signed in with a one-time password. Nothing in a workspace can be done until you replace it.</p>
 <form id="change-password" novalidate>
@@ -186,6 +191,8 @@ export function consolePage(view: ConsoleView, section: ConsoleSection): string 
     attributes['data-can-decide'] = String(view.can.decideApprovals);
     attributes['data-can-stop-all'] = String(view.can.stopAll);
     attributes['data-can-read-members'] = String(view.can.readMembers);
+    attributes['data-can-manage-agents'] = String(view.can.manageAgents);
+    attributes['data-can-manage-all-agents'] = String(view.can.manageAllAgents);
   }
   // The page script runs a section's code only when the section is shown.
   if (shown) attributes['data-section'] = section.id;
@@ -198,7 +205,7 @@ export function consolePage(view: ConsoleView, section: ConsoleSection): string 
 <main class="console">
 ${NOSCRIPT}
 <div class="toolbar"><p id="status" class="status" role="status" aria-live="polite"></p>
-${shown ? '<div class="toolbar-right"><span class="muted" id="updated"></span><button type="button" class="button button-quiet" id="refresh">Refresh</button></div>' : ''}</div>
+${shown ? '<div class="toolbar-right" data-permission="session"><span class="muted" id="updated"></span><button type="button" class="button button-quiet" id="refresh">Refresh</button></div>' : ''}</div>
 <p id="error" class="notice notice-error" role="alert" hidden></p>
 ${mainContent(view, section)}
 </main>`,

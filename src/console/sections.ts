@@ -16,7 +16,7 @@ import { section as mcp } from './sections/mcp.js';
  * /console), sharing one header whose navigation lists the sections the person's role may see.
  *
  * A section's server part renders only a skeleton (headings, empty containers, and data-* flags
- * for what the role may do); its page script (script/section-{id}.ts, `section_{id}()`) fills it
+ * for what the role may do); its page script (browser/section-{id}.ts, `section_{id}()`, run by browser/main.ts) fills it
  * from the API with text nodes. `visible` uses the one permission table, as the API does: it
  * hides what a role cannot use, and the API still refuses it.
  */
@@ -27,6 +27,11 @@ export interface ConsoleSection {
   title: string;
   /** Whether the person's role in the workspace shown may use this section. */
   visible(view: ConsoleView): boolean;
+  /**
+   * Whether the page carries the names of the workspace's people (view.people), for records that
+   * name people by id to a role that may not read the members list (an auditor on the ledger).
+   */
+  names?: boolean;
   /** The server-rendered skeleton inside <main>; every value passes through escapeHtml. */
   body(view: ConsoleView): string;
 }

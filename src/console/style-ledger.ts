@@ -17,6 +17,7 @@ export const STYLE_LEDGER = `
 tbody th[scope="row"] { text-transform: none; letter-spacing: normal; font-size: .9rem; font-weight: 600; color: var(--text); padding: .75rem .75rem .75rem 0; border-top: 1px solid var(--border); vertical-align: top; }
 th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .wrap { overflow-wrap: anywhere; word-break: break-word; }
+.named { text-decoration: underline dotted; text-underline-offset: 2px; cursor: help; }
 .small { font-size: .8rem; }
 .plain { list-style: none; margin: 0; padding: 0; }
 .more { margin: .75rem 0 0; }

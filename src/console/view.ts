@@ -10,7 +10,20 @@ export interface ConsoleView {
   user: PublicUser;
   workspaces: WorkspaceView[];
   current: WorkspaceView | undefined;
-  can: { readApprovals: boolean; decideApprovals: boolean; stopAll: boolean; readMembers: boolean };
+  /**
+   * The names of the workspace's people, for a page whose section asks for them (names: the
+   * ledger, whose records name people by id); empty otherwise.
+   */
+  people: Array<{ id: string; name: string }>;
+  can: {
+    readApprovals: boolean;
+    decideApprovals: boolean;
+    stopAll: boolean;
+    readMembers: boolean;
+    /** Stops agents and manages them: those that act for the person, or every one (manageAllAgents). */
+    manageAgents: boolean;
+    manageAllAgents: boolean;
+  };
 }
 
 /** Whether the person's role in the workspace shown holds a permission (false without a workspace). */
@@ -25,11 +38,14 @@ export function consoleView(me: { user: PublicUser; workspaces: WorkspaceView[] 
     user: me.user,
     workspaces: me.workspaces,
     current,
+    people: [],
     can: {
       readApprovals: allows('approvals.read'),
       decideApprovals: allows('approvals.decide'),
       stopAll: allows('workspace.stopAll'),
       readMembers: allows('members.manage'),
+      manageAgents: allows('agents.manage'),
+      manageAllAgents: allows('agents.readAll') && allows('members.manage'),
     },
   };
 }

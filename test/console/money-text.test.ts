@@ -1,19 +1,15 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { HELPERS } from '../../src/console/script/helpers.js';
-import { SECTIONS_SHARED } from '../../src/console/script/sections-shared.js';
+import { money, ruleText } from '../../src/console/browser/text.js';
 import { formatMoney } from '../../src/lib/money.js';
 
 /**
  * The console writes money as the server's texts do (issue 37: the approvals page showed "above
- * €2,000.00" beside a reason saying "above 200000 EUR"): its browser code, run here as the page
- * runs it, formats every amount exactly as src/lib/money.ts does, and a rule's limits in each of
+ * €2,000.00" beside a reason saying "above 200000 EUR"): its browser code (src/console/browser/text.ts,
+ * bundled into the page script) formats every amount exactly as src/lib/money.ts does, and a rule's limits in each of
  * its currencies.
  */
-const page = new Function(`${HELPERS}${SECTIONS_SHARED}\nreturn { money: money, ruleText: ruleText };`)() as {
-  money(payment: { amount: number; currency: string } | null): string | null;
-  ruleText(rule: unknown): string;
-};
+const page = { money, ruleText };
 
 test("the console's money is the server's formatMoney, for any amount and currency", (t) => {
   const currency = fc.oneof(

@@ -4,7 +4,7 @@ import { viewAllows } from '../view.js';
 /**
  * Approvals, /console/approvals: what waits for a person, oldest first, each with the rule that
  * asked and the gate's reason; approve or deny with a note (members: the approvals of agents
- * that act for them, as the API answers). Filled by script/section-approvals.ts.
+ * that act for them, as the API answers). Filled by browser/section-approvals.ts.
  */
 export const section: ConsoleSection = {
   id: 'approvals',

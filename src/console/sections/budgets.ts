@@ -5,7 +5,7 @@ import { viewAllows } from '../view.js';
 /**
  * Budgets and their steps, /console/budgets (owners, admins, analysts read; owners and admins set
  * one): each budget's use of its period, the ladder with the step reached, and a form for a new
- * budget (POST /api/w/{wid}/budgets). Filled by script/section-budgets.ts.
+ * budget (POST /api/w/{wid}/budgets). Filled by browser/section-budgets.ts.
  */
 const STEPS = [
   ['nudge', 50, 'a note in x-svc-advisory'],
@@ -19,7 +19,7 @@ function createForm(): string {
     ([step, at, what]) =>
       `<div class="filter"><label for="ladder-${step}">${escapeHtml(step[0]!.toUpperCase() + step.slice(1))} at %</label><input id="ladder-${step}" data-step="${step}" type="number" min="1" max="100" step="1" value="${at}" inputmode="numeric"><p class="hint">${escapeHtml(what)}; empty: no such step</p></div>`,
   ).join('\n');
-  return `<section class="card" id="budget-new" aria-labelledby="budget-new-title">
+  return `<section class="card" id="budget-new" aria-labelledby="budget-new-title" data-permission="gateway.manage">
 <div class="section-head"><h2 id="budget-new-title">New budget</h2></div>
 <div class="section-body">
 <form id="budget-form" novalidate>
@@ -45,7 +45,7 @@ export const section: ConsoleSection = {
   visible: (view) => viewAllows(view, 'usage.read'),
   body: (
     view,
-  ) => `<section class="card" id="budgets" aria-labelledby="budgets-title" data-can-manage="${viewAllows(view, 'gateway.manage')}">
+  ) => `<section class="card" id="budgets" aria-labelledby="budgets-title" data-permission="usage.read" data-can-manage="${viewAllows(view, 'gateway.manage')}">
 <div class="section-head"><h2 id="budgets-title">Budgets <span class="count" id="budgets-count"></span></h2></div>
 <div class="section-body" id="budgets-body"><p class="muted">Loading…</p></div>
 </section>

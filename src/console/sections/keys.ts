@@ -8,7 +8,7 @@ const SCOPES = serviceTokenScopes;
  * Keys, /console/keys: the workspace's keys (owners and admins: list, mint inference and admin
  * keys, revoke any) and its service tokens (owners only: list, create, revoke). A new key or
  * token is shown once, with a Copy button. Agent keys are minted on the agent's page; they are
- * listed here too, and may be revoked here. Filled by script/section-keys.ts.
+ * listed here too, and may be revoked here. Filled by browser/section-keys.ts.
  */
 export const section: ConsoleSection = {
   id: 'keys',
@@ -18,7 +18,7 @@ export const section: ConsoleSection = {
     const keys = viewAllows(view, 'keys.manage');
     const tokens = viewAllows(view, 'service-tokens.manage');
     const keysCard = keys
-      ? `<section class="card" id="workspace-keys" aria-labelledby="keys-title">
+      ? `<section class="card" id="workspace-keys" aria-labelledby="keys-title" data-permission="keys.manage">
 <div class="section-head"><h2 id="keys-title">Workspace keys <span class="count" id="keys-count"></span></h2>
 <label class="check"><input type="checkbox" id="keys-show-revoked"> Show revoked</label></div>
 <div class="section-body">
@@ -42,7 +42,7 @@ export const section: ConsoleSection = {
       (s) => `<label class="check"><input type="checkbox" name="token-scope" value="${s}"> <code>${s}</code></label>`,
     ).join('');
     const tokensCard = tokens
-      ? `<section class="card" id="service-tokens" aria-labelledby="tokens-title">
+      ? `<section class="card" id="service-tokens" aria-labelledby="tokens-title" data-permission="service-tokens.manage">
 <div class="section-head"><h2 id="tokens-title">Service tokens <span class="count" id="tokens-count"></span></h2></div>
 <div class="section-body">
 <div id="tokens-secret"></div>

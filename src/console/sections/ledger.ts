@@ -1,16 +1,23 @@
+import { escapeHtml } from '../../lib/html.js';
 import type { ConsoleSection } from '../sections.js';
 import { viewAllows } from '../view.js';
 
 /**
  * The ledger, /console/ledger (owners, admins, auditors, as GET /api/w/{wid}/ledger): the newest
  * signed checkpoint with "Verify now" (POST …/ledger/verify, the check `svc ledger verify` makes),
- * and the records, newest first, with filters. Filled by script/section-ledger.ts.
+ * and the records, newest first, with filters. Filled by browser/section-ledger.ts, which shows
+ * each actor and subject by name (the id on hover): people from the names this page carries
+ * (#people-names), agents from the agents list.
  */
 export const section: ConsoleSection = {
   id: 'ledger',
   title: 'Ledger',
   visible: (view) => viewAllows(view, 'ledger.read'),
-  body: () => `<section class="card" id="ledger-verify" aria-labelledby="ledger-verify-title">
+  names: true,
+  body: (view) => `<ul id="people-names" hidden>${view.people
+    .map((p) => `<li data-id="${escapeHtml(p.id)}">${escapeHtml(p.name)}</li>`)
+    .join('')}</ul>
+<section class="card" id="ledger-verify" aria-labelledby="ledger-verify-title" data-permission="ledger.read">
 <div class="section-head"><h2 id="ledger-verify-title">Integrity</h2>
 <button type="button" class="button button-primary" id="verify-now">Verify now</button></div>
 <div class="section-body">
@@ -18,7 +25,7 @@ export const section: ConsoleSection = {
 <div id="verify-result" class="verify-result" role="status" aria-live="polite"></div>
 </div>
 </section>
-<section class="card" id="ledger-records" aria-labelledby="ledger-records-title">
+<section class="card" id="ledger-records" aria-labelledby="ledger-records-title" data-permission="ledger.read">
 <div class="section-head"><h2 id="ledger-records-title">Records</h2></div>
 <div class="section-body">
 <form id="ledger-filter" class="filters" novalidate>

@@ -5,7 +5,7 @@ import { viewAllows } from '../view.js';
  * Members, /console/members (owners and admins): the workspace's people with their roles,
  * whether they have two-factor on, and any lockout in force; add a person, change a role, remove
  * one; owners lift a lockout (never their own). Only owners make or change owners, as the API
- * rules. Filled by script/section-members.ts.
+ * rules. Filled by browser/section-members.ts.
  */
 export const section: ConsoleSection = {
   id: 'members',
@@ -16,7 +16,7 @@ export const section: ConsoleSection = {
     const roles = ['admin', 'member', 'analyst', 'auditor', ...(owner ? ['owner'] : [])]
       .map((r) => `<option value="${r}"${r === 'member' ? ' selected' : ''}>${r}</option>`)
       .join('');
-    return `<div id="members-section" data-is-owner="${String(owner)}" data-can-unlock="${String(viewAllows(view, 'members.unlock'))}">
+    return `<div id="members-section" data-permission="members.manage" data-is-owner="${String(owner)}" data-can-unlock="${String(viewAllows(view, 'members.unlock'))}">
 <section class="card" id="members" aria-labelledby="members-title">
 <div class="section-head"><h2 id="members-title">Members <span class="count" id="members-count"></span></h2></div>
 <div class="section-body" id="members-body"><p class="muted">Loading…</p></div>

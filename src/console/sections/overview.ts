@@ -2,7 +2,8 @@ import type { ConsoleSection } from '../sections.js';
 
 /**
  * The overview, /console: the board of the day (stop every agent, what waits for approval, the
- * agents with stop and restart). Filled by script/section-overview.ts.
+ * agents with stop and restart). Filled by browser/section-overview.ts. "Stop every agent" is a
+ * card for those who may use it; anyone else sees it only while every agent is stopped, as news.
  */
 export const section: ConsoleSection = {
   id: 'overview',
@@ -15,7 +16,7 @@ export const section: ConsoleSection = {
 <div class="section-body" id="approvals-body"><p class="muted">Loading…</p></div>
 </section>`
       : '';
-    return `<section class="card" id="stop-all" aria-labelledby="stop-all-title">
+    return `<section class="card" id="stop-all" aria-labelledby="stop-all-title"${view.can.stopAll ? '' : ' hidden'}>
 <div class="section-head"><h2 id="stop-all-title">Stop every agent</h2></div>
 <div class="section-body" id="stop-all-body"><p class="muted">Loading…</p></div>
 </section>

@@ -4,13 +4,13 @@ import { viewAllows } from '../view.js';
 /**
  * Gateway usage and spend over time, /console/usage (owners, admins, analysts: reports): a
  * window, a split by model, team or key, a chart drawn by the page script as SVG, and the same
- * numbers as tables. Filled by script/section-usage.ts from GET /api/w/{wid}/usage.
+ * numbers as tables. Filled by browser/section-usage.ts from GET /api/w/{wid}/usage.
  */
 export const section: ConsoleSection = {
   id: 'usage',
   title: 'Usage',
   visible: (view) => viewAllows(view, 'usage.read'),
-  body: () => `<section class="card" id="usage" aria-labelledby="usage-title">
+  body: () => `<section class="card" id="usage" aria-labelledby="usage-title" data-permission="usage.read">
 <div class="section-head"><h2 id="usage-title">Gateway usage and spend</h2></div>
 <div class="section-body">
 <form id="usage-controls" class="filters" novalidate>

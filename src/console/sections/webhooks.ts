@@ -6,17 +6,17 @@ import { viewAllows } from '../view.js';
 /**
  * Outbound webhooks, /console/webhooks (owners and admins, as the API): the endpoints, a form to
  * add one (its secret is shown once), and each endpoint's delivery log with its tries and a
- * redelivery. Filled by script/section-webhooks.ts.
+ * redelivery. Filled by browser/section-webhooks.ts.
  */
 export const section: ConsoleSection = {
   id: 'webhooks',
   title: 'Webhooks',
   visible: (view) => viewAllows(view, 'integrations.manage'),
-  body: () => `<section class="card" id="webhooks" aria-labelledby="webhooks-title">
+  body: () => `<section class="card" id="webhooks" aria-labelledby="webhooks-title" data-permission="integrations.manage">
 <div class="section-head"><h2 id="webhooks-title">Webhook endpoints <span class="count" id="webhooks-count"></span></h2></div>
 <div class="section-body" id="webhooks-body"><p class="muted">Loading…</p></div>
 </section>
-<section class="card" id="webhook-new" aria-labelledby="webhook-new-title">
+<section class="card" id="webhook-new" aria-labelledby="webhook-new-title" data-permission="integrations.manage">
 <div class="section-head"><h2 id="webhook-new-title">Add an endpoint</h2></div>
 <div class="section-body">
 <form id="webhook-form" novalidate>
