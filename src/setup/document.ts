@@ -117,13 +117,9 @@ const SECRET_FORMS =
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const secretRef = Joi.object({
-  fromEnv: Joi.string()
-    .pattern(ENV_NAME)
-    .max(128)
-    .required()
-    .messages({
-      'string.pattern.base': '{{#label}} must be the name of an environment variable, such as STRIPE_SECRET',
-    }),
+  fromEnv: Joi.string().pattern(ENV_NAME).max(128).required().messages({
+    'string.pattern.base': '{{#label}} must be the name of an environment variable, such as STRIPE_SECRET',
+  }),
 }).messages({
   'object.base':
     '{{#label}} must be a mapping "fromEnv: NAME" naming an environment variable: a secret is never written in the file',

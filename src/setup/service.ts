@@ -27,6 +27,7 @@ import {
   type WorkspaceDocument,
 } from './document.js';
 import type { SetupResourceRecord } from './records.js';
+import { setupRepo } from './repo.js';
 import { exportDocument } from './export.js';
 import { distinctRules, rememberedKey, ruleKey, sameRuleSet, sameSet, type WorkspaceState } from './state.js';
 
@@ -108,7 +109,7 @@ export function createSetup(deps: {
   registry: IntegrationRegistry;
 }) {
   const { store, clock, ledger, people, agents, mandates, blueprints, budgets, mcp, registry } = deps;
-  const t = store.tables;
+  const repo = setupRepo(store);
 
   /** Every page of a paged list. */
   const everything = async <T>(
@@ -131,7 +132,7 @@ export function createSetup(deps: {
       budgets.list(wid),
       mcp.listAll(wid),
       registry.view(wid),
-      t.setupResources.scan([wid]),
+      repo.list(wid),
     ]);
     const mandateRows = await Promise.all(live.map((a) => mandates.get(wid, a.id)));
     const emails = new Map<string, string>();
@@ -153,7 +154,7 @@ export function createSetup(deps: {
       mcpServers: servers,
       integrations: integrations.map((i) => ({ kind: i.kind, config: i.config })),
       integrationSecrets: new Map(integrations.map((i) => [i.kind, i.sealedSettings.length > 0] as const)),
-      remembered: new Map(remembered.map((e) => [rememberedKey(e.value.section, e.value.name), e.value])),
+      remembered: new Map(remembered.map((e) => [rememberedKey(e.section, e.name), e])),
       emails,
     };
   }
@@ -602,10 +603,10 @@ export function createSetup(deps: {
     who: AgentActor,
   ): Promise<void> {
     await store.write(async () => {
-      const repo = gatewayRepo(store);
-      const found = (await repo.budgets(wid)).find((b) => b.id === current.id);
+      const budgetsRepo = gatewayRepo(store);
+      const found = (await budgetsRepo.budgets(wid)).find((b) => b.id === current.id);
       if (!found) throw new AppError('not_found', { message: `Budget ${current.id} was removed meanwhile.` });
-      await repo.putBudget({ ...found, ...change });
+      await budgetsRepo.putBudget({ ...found, ...change });
       await ledger.record({
         workspaceId: wid,
         actor: who.actor,
@@ -617,9 +618,8 @@ export function createSetup(deps: {
   }
 
   async function remember(wid: string, step: Step, state: WorkspaceState): Promise<void> {
-    const key = [wid, step.section, step.name];
     if (step.action === 'remove') {
-      await store.write(() => t.setupResources.remove(key));
+      await store.write(() => repo.remove(wid, step.section, step.name));
       return;
     }
     if (!step.remember) return;
@@ -634,7 +634,7 @@ export function createSetup(deps: {
       updatedAt: isoAt(clock.now()),
     };
     if (before && before.createdByFile === next.createdByFile && before.secretFromEnv === next.secretFromEnv) return;
-    await store.write(() => t.setupResources.put(key, next));
+    await store.write(() => repo.put(next));
   }
 
   return {
