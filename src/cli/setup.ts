@@ -80,8 +80,12 @@ export function setupClient(flags: { url: string; token?: string | undefined }) 
   tokenClient(flags);
   const { url, token } = flags as { url: string; token: string };
   return {
+    /** A dry run asks for the plan (setup:read); applying needs setup:write. */
     apply: (body: { document: WorkspaceDocument; secrets: Record<string, string>; dryRun: boolean; prune: boolean }) =>
-      callServer<SetupResult>(url, 'POST', '/v1/admin/setup', { bearer: token, body }),
+      callServer<SetupResult>(url, 'POST', body.dryRun ? '/v1/admin/setup/plan' : '/v1/admin/setup', {
+        bearer: token,
+        body,
+      }),
     export: () => callServer<{ document: WorkspaceDocument }>(url, 'GET', '/v1/admin/setup', { bearer: token }),
   };
 }

@@ -1,14 +1,14 @@
 import type { Plugin } from '@hapi/hapi';
-import { AppError } from '../errors/app-error.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { applyBodySchema, type ApplyInput, type Setup } from './service.js';
 
 /**
  * The workspace as a file (docs/setup-as-code.md), for `svc apply` and `svc export`:
  * - `GET /v1/admin/setup` (scope `setup:read`): `{ document }`, the workspace's file as JSON.
- * - `POST /v1/admin/setup` (scope `setup:write`; `setup:read` for a dry run) with
- *   `{ document, secrets?, dryRun?, prune? }`: the plan, and unless a dry run, applied: `200`
+ * - `POST /v1/admin/setup` (scope `setup:write`) with `{ document, secrets?, dryRun?, prune? }`:
+ *   the plan, and unless a dry run, applied: `200`
  *   `{ dryRun, prune, changed, summary, changes: [{ section, name, action, fields }], secrets }`.
+ * - `POST /v1/admin/setup/plan` (scope `setup:read`), the same body: the plan, never applied.
  *   A bad document is `400 invalid_workspace_file` or `400 secret_in_file`, listing every field;
  *   a secret's variable missing from `secrets` is `400 secret_unset`.
  * Each resource changes through its own service, so its ledger records are the ones the console's
@@ -27,8 +27,9 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
         },
       },
       {
+        // The plan only: what applying the document would change; never writes (a check in CI).
         method: 'POST',
-        path: '/v1/admin/setup',
+        path: '/v1/admin/setup/plan',
         options: {
           auth: SERVICE_TOKEN,
           plugins: { svc: { tokenScope: 'setup:read', maxBodyMembers: 200_000 } },
@@ -37,13 +38,20 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
         async handler(request) {
           const c = caller(request, 'service-token');
           const body = request.payload as ApplyInput;
-          // A dry run reads only; writing needs setup:write as well.
-          if (body.dryRun !== true && !c.token.scopes.includes('setup:write'))
-            throw new AppError('missing_scope', {
-              message:
-                'Applying a workspace file needs a service token with scope setup:write (a dry run: setup:read).',
-            });
-          return setup.apply(c.workspaceId, body, { actor: actorOf(c), tokenId: c.token.id });
+          return setup.apply(c.workspaceId, { ...body, dryRun: true }, { actor: actorOf(c), tokenId: c.token.id });
+        },
+      },
+      {
+        method: 'POST',
+        path: '/v1/admin/setup',
+        options: {
+          auth: SERVICE_TOKEN,
+          plugins: { svc: { tokenScope: 'setup:write', maxBodyMembers: 200_000 } },
+          validate: { payload: applyBodySchema },
+        },
+        async handler(request) {
+          const c = caller(request, 'service-token');
+          return setup.apply(c.workspaceId, request.payload as ApplyInput, { actor: actorOf(c), tokenId: c.token.id });
         },
       },
     ]);
