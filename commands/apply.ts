@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { SvcCommand } from '../src/cli/base-command.js';
 import { tokenFlags } from '../src/cli/flags.js';
-import { readWorkspaceFile, resultText, secretsOf, setupClient } from '../src/cli/setup.js';
+import { readWorkspaceFile, resultText, secretsOf, setupClient, withLines } from '../src/cli/setup.js';
 import type { SetupResult } from '../src/setup/service.js';
 
 export default class Apply extends SvcCommand {
@@ -30,14 +30,13 @@ export default class Apply extends SvcCommand {
 
   async run(): Promise<SetupResult> {
     const { flags } = await this.parse(Apply);
-    const { document, source } = await readWorkspaceFile(flags.file);
+    const { document, source, lineOf } = await readWorkspaceFile(flags.file);
     const secrets = secretsOf(document);
-    const result = await setupClient(flags).apply({
-      document,
-      secrets,
-      dryRun: flags['dry-run'],
-      prune: flags.prune,
-    });
+    const result = await setupClient(flags)
+      .apply({ document, secrets, dryRun: flags['dry-run'], prune: flags.prune })
+      .catch((err: unknown) => {
+        throw withLines(err, source, lineOf);
+      });
     for (const line of resultText(result, source)) this.log(line);
     return result;
   }

@@ -2,11 +2,17 @@ import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { stringify } from 'yaml';
 import { namedEnv } from '../settings/named-env.js';
-import { DocumentError, parseWorkspaceFile, secretRefs, type WorkspaceDocument } from '../setup/document.js';
+import {
+  DocumentError,
+  lineOfField,
+  parseWorkspaceFile,
+  secretRefs,
+  type WorkspaceDocument,
+} from '../setup/document.js';
 import type { Change, SetupResult } from '../setup/service.js';
 import { CliFailure, EXIT } from './base-command.js';
 import { tokenClient } from './flags.js';
-import { callServer } from './http-client.js';
+import { callServer, RemoteError } from './http-client.js';
 import { printable } from './printable.js';
 
 /**
@@ -30,8 +36,10 @@ export function fileFailure(err: DocumentError, source: string): CliFailure {
   );
 }
 
-/** The file named by -f (`-`: standard input), parsed and checked. */
-export async function readWorkspaceFile(path: string): Promise<{ document: WorkspaceDocument; source: string }> {
+/** The file named by -f (`-`: standard input), parsed and checked; `lineOf` finds a field's line in it. */
+export async function readWorkspaceFile(
+  path: string,
+): Promise<{ document: WorkspaceDocument; source: string; lineOf: (field: string) => number | null }> {
   const source = path === '-' ? '(stdin)' : path;
   const raw =
     path === '-'
@@ -52,7 +60,7 @@ export async function readWorkspaceFile(path: string): Promise<{ document: Works
           });
         });
   try {
-    return { document: parseWorkspaceFile(raw), source };
+    return { document: parseWorkspaceFile(raw), source, lineOf: lineOfField(raw) };
   } catch (err) {
     if (err instanceof DocumentError) throw fileFailure(err, source);
     throw err;
@@ -125,4 +133,24 @@ export function resultText(result: SetupResult, source: string): string[] {
 /** The workspace file as YAML, with a header saying where it came from. */
 export function documentYaml(document: WorkspaceDocument, from: string): string {
   return `# svc workspace file, exported from ${from}. Secrets are references to environment variables.\n${stringify(document, { lineWidth: 0 })}`;
+}
+
+/**
+ * A refusal of the file by the server (a name it refers to that the workspace lacks): the same
+ * failure as the file's own problems, each field with its line in the file. Other errors as they are.
+ */
+export function withLines(err: unknown, source: string, lineOf: (field: string) => number | null): unknown {
+  if (!(err instanceof RemoteError) || (err.type !== 'invalid_workspace_file' && err.type !== 'secret_unset'))
+    return err;
+  const listed = Array.isArray(err.details.errors)
+    ? (err.details.errors as Array<{ field: string | null; message: string }>)
+    : [];
+  if (listed.length === 0) return err;
+  return fileFailure(
+    new DocumentError(
+      err.type === 'secret_unset' ? 'secret_unset' : 'invalid_workspace_file',
+      listed.map((e) => ({ field: e.field ?? '(file)', line: e.field ? lineOf(e.field) : null, message: e.message })),
+    ),
+    source,
+  );
 }

@@ -88,11 +88,12 @@ export interface FileProblem {
   message: string;
 }
 
-/** Why a file was refused: `invalid_workspace_file` (its shape), or `secret_in_file`. */
+/** Why a file was refused: `invalid_workspace_file` (its shape), `secret_in_file`, or `secret_unset`. */
+export type DocumentErrorType = 'invalid_workspace_file' | 'secret_in_file' | 'secret_unset';
 export class DocumentError extends Error {
-  readonly type: 'invalid_workspace_file' | 'secret_in_file';
+  readonly type: DocumentErrorType;
   readonly errors: FileProblem[];
-  constructor(type: 'invalid_workspace_file' | 'secret_in_file', errors: FileProblem[]) {
+  constructor(type: DocumentErrorType, errors: FileProblem[]) {
     super(errors.map((e) => `${e.field}${e.line === null ? '' : ` (line ${e.line})`}: ${e.message}`).join('; '));
     this.name = 'DocumentError';
     this.type = type;
@@ -389,4 +390,27 @@ export function parseWorkspaceFile(text: string): WorkspaceDocument {
     ]);
   }
   return checkDocument(value, lineFinder(doc, counter));
+}
+
+/** A path as problems name it (`agents[2].blueprint`) split into its keys and indexes. */
+export function pathOf(field: string): Array<string | number> {
+  const out: Array<string | number> = [];
+  for (const m of field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push(m[2] !== undefined ? Number(m[2]) : m[1]!);
+  return out;
+}
+
+/**
+ * The line of each path in a workspace file's text (a problem the server found names its path
+ * only): the line of the node at the path, or of its nearest parent in the file; null for a text
+ * that does not parse.
+ *
+ * @example
+ * lineOfField('version: 1\nagents:\n  - name: a\n')('agents[0].name'); // 3
+ */
+export function lineOfField(text: string): (field: string) => number | null {
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false });
+  if (doc.errors.length > 0) return () => null;
+  const find = lineFinder(doc, counter);
+  return (field) => find(pathOf(field));
 }

@@ -320,8 +320,17 @@ test.serial('bad files: YAML, shape and references, each with its path and line,
   const missing = await run(['apply', '-f', refs, '--json']);
   t.is(missing.code, 2);
   t.like(json(missing), {
-    error: { type: 'invalid_workspace_file', exitCode: 2, errors: [{ field: 'agents[0].blueprint' }] },
+    error: {
+      type: 'invalid_workspace_file',
+      exitCode: 2,
+      line: 4,
+      errors: [{ field: 'agents[0].blueprint', line: 4 }],
+    },
   });
+  t.regex(
+    unwrapped((await run(['apply', '-f', refs])).stderr),
+    /refs\.yaml:4: agents\[0\]\.blueprint: no blueprint nowhere/,
+  );
 
   const none = await run(['apply', '-f', join(dir, 'no-such.yaml'), '--json']);
   t.like(json(none), { error: { type: 'usage', exitCode: 2 } });

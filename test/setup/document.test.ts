@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { checkDocument, DocumentError, parseWorkspaceFile, secretRefs } from '../../src/setup/document.js';
+import { checkDocument, DocumentError, lineOfField, parseWorkspaceFile, secretRefs } from '../../src/setup/document.js';
 
 /**
  * fast-check over the workspace file of `svc apply` (docs/setup-as-code.md): whatever the text,
@@ -95,7 +95,7 @@ const documents = fc.record({
 
 test('any text: a document or a DocumentError, never another failure', (t) => {
   const texts = fc.oneof(
-    fc.string({ unit: 'binary', maxLength: 400 }),
+    fc.string({ unit: 'binary', maxLength: 200 }),
     documents.map((d) => stringify(d)).chain((text) => fc.nat({ max: text.length }).map((cut) => text.slice(0, cut))),
     fc.jsonValue().map((v) => stringify(v)),
   );
@@ -113,7 +113,7 @@ test('any text: a document or a DocumentError, never another failure', (t) => {
       }
       return true;
     }),
-    { numRuns: 400 },
+    { numRuns: 150 },
   );
   t.pass();
 });
@@ -207,4 +207,22 @@ test('names are unique within a section; references to secrets are mappings nami
     }),
   ) as DocumentError;
   t.regex(budgets.errors[0]!.message, /second budget for the same scope and period/);
+});
+
+test('a field the server names is found on its line of the file (the server knows paths, not lines)', (t) => {
+  fc.assert(
+    fc.property(documents, (doc) => {
+      const text = stringify(doc);
+      const lines = text.split('\n');
+      const lineOf = lineOfField(text);
+      doc.agents.forEach((a, i) => {
+        t.true(lines[lineOf(`agents[${i}].name`)! - 1]!.includes(`name: ${a.name}`));
+        if (a.blueprint) t.true(lines[lineOf(`agents[${i}].blueprint`)! - 1]!.includes(`blueprint: ${a.blueprint}`));
+      });
+      doc.templates.forEach((tpl, i) => t.true(lines[lineOf(`templates[${i}].name`)! - 1]!.includes(tpl.name)));
+    }),
+    { numRuns: 100 },
+  );
+  t.is(lineOfField('version: 1\nagents:\n  - name: a\n')('agents[0].missing'), 3);
+  t.is(lineOfField('version: [\n')('version'), null);
 });
