@@ -186,6 +186,16 @@ const budget = Joi.object({
     .max(4),
 });
 
+// A key set of the identity provider holds public keys only: a private or symmetric member is refused.
+const PRIVATE_MEMBERS = Object.fromEntries(
+  ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => [
+    m,
+    Joi.any()
+      .forbidden()
+      .messages({ 'any.unknown': 'a key set here holds public keys only; {{#label}} is a private key member' }),
+  ]),
+);
+
 const url = Joi.string()
   .uri({ scheme: ['https', 'http'] })
   .max(2048);
@@ -246,8 +256,9 @@ export const documentSchema = Joi.object<WorkspaceDocument>({
     .unique(uniqueBy('name'))
     .default([]),
   integrations: Joi.object({
-    issuer: Joi.object({}),
-    'chat-relay': Joi.object({ url }),
+    // `issuer:` with nothing after it is the same as `issuer: {}`.
+    issuer: Joi.object({}).allow(null),
+    'chat-relay': Joi.object({ url }).allow(null),
     github: Joi.object({ apiUrl: url, token: secretRef.allow(null) }),
     stripe: Joi.object({ signingSecret: secretRef.required() }),
     slack: Joi.object({
@@ -260,9 +271,19 @@ export const documentSchema = Joi.object<WorkspaceDocument>({
       issuer: Joi.string().min(1).max(2048).required(),
       audience: Joi.string().min(1).max(2048).required(),
       jwksUri: url,
-      jwks: Joi.object({ keys: Joi.array().items(Joi.object().unknown(true)).min(1).max(20).required() }),
+      jwks: Joi.object({
+        keys: Joi.array()
+          .items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true))
+          .min(1)
+          .max(20)
+          .required(),
+      }),
     }).xor('jwksUri', 'jwks'),
-  }).default({}),
+  })
+    .custom((value: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(value).map(([kind, settings]) => [kind, settings ?? {}])),
+    )
+    .default({}),
 });
 
 /** What identifies a budget in the file and in the workspace: its scope and period. */
@@ -342,7 +363,7 @@ export function checkDocument(
       error.details.map((d) => ({
         field: pathText(d.path),
         line: lineOf(d.path),
-        message: d.message.replace(/^"([^"]*)"/, (_m, label: string) => label),
+        message: d.context?.label ? d.message.replaceAll(`"${d.context.label}"`, d.context.label) : d.message,
       })),
     );
   }

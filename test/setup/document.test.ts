@@ -226,3 +226,20 @@ test('a field the server names is found on its line of the file (the server know
   t.is(lineOfField('version: 1\nagents:\n  - name: a\n')('agents[0].missing'), 3);
   t.is(lineOfField('version: [\n')('version'), null);
 });
+
+test('an integration written with nothing after it is set up with its defaults; a private key in a key set is refused', (t) => {
+  t.deepEqual(parseWorkspaceFile('version: 1\nintegrations:\n  issuer:\n  chat-relay:\n').integrations, {
+    issuer: {},
+    'chat-relay': {},
+  });
+  const text =
+    'version: 1\nintegrations:\n  ssf:\n    issuer: a\n    audience: b\n    jwks: { keys: [{ kty: EC, d: x }] }\n';
+  const error = t.throws(() => parseWorkspaceFile(text), { instanceOf: DocumentError }) as DocumentError;
+  t.deepEqual(error.errors, [
+    {
+      field: 'integrations.ssf.jwks.keys[0].d',
+      line: 6,
+      message: 'a key set here holds public keys only; integrations.ssf.jwks.keys[0].d is a private key member',
+    },
+  ]);
+});
