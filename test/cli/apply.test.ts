@@ -193,6 +193,10 @@ test.serial('applying the same file again changes nothing, writes nothing, and s
   t.is(again.code, 0, again.stderr);
   t.false(json(again).changed);
   t.like(json(again).summary, { create: 0, update: 0, remove: 0, unchanged: 8 });
+  // The file from standard input (-f -), as a pipeline gives it.
+  const piped = await run(['apply', '-f', '-', '--json'], {}, await readFile(file, 'utf8'));
+  t.is(piped.code, 0, piped.stderr);
+  t.false(json(piped).changed);
   t.is((await owner.ledger()).length, before);
 });
 
