@@ -51,7 +51,19 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
         },
         async handler(request) {
           const c = caller(request, 'service-token');
-          return setup.apply(c.workspaceId, request.payload as ApplyInput, { actor: actorOf(c), tokenId: c.token.id });
+          const result = await setup.apply(c.workspaceId, request.payload as ApplyInput, {
+            actor: actorOf(c),
+            tokenId: c.token.id,
+          });
+          // Connected MCP clients hear that the workspace's tools changed, as after the MCP routes.
+          const mcpChanged = result.changes.some(
+            (x) => x.section === 'mcpServers' && x.action !== 'unchanged' && x.action !== 'unmanaged',
+          );
+          const changed = (request.server.plugins as { 'svc-mcp'?: { changed?: (w: string) => Promise<void> } })[
+            'svc-mcp'
+          ]?.changed;
+          if (mcpChanged && !result.dryRun && changed) await changed(c.workspaceId);
+          return result;
         },
       },
     ]);
