@@ -76,6 +76,7 @@ function loadServerModules() {
     retention: import('./retention/index.js'),
     observedStore: import('./observability/store.js'),
     safeTarget: import('./lib/safe-target.js'),
+    setup: import('./setup/service.js'),
   });
 }
 
@@ -169,6 +170,8 @@ export interface Services {
   ssfKeys: ReturnType<ServerModules['ssfKeys']['createSsfKeys']>;
   chat: ReturnType<typeof createChat>;
   sweeper: ReturnType<ServerModules['retention']['createSweeper']>;
+  /** svc apply and svc export: the workspace as a file. */
+  setup: ReturnType<ServerModules['setup']['createSetup']>;
 }
 
 /**
@@ -336,6 +339,19 @@ function createServices(
         server('cards').cards.createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
       approvals: (s) => createApprovals({ ...deps, ledger: s.ledger, receipts: s.receipts, killSwitch: s.killSwitch }),
       integrationRegistry: (s) => createIntegrationRegistry({ ...deps, masterKey, ledger: s.ledger }),
+      setup: (s) =>
+        server('setup').setup.createSetup({
+          store,
+          clock,
+          ledger: s.ledger,
+          people: s.people,
+          agents: s.agents,
+          mandates: s.mandates,
+          blueprints: s.blueprints,
+          budgets: s.budgets,
+          mcp: s.mcpProxy,
+          registry: s.integrationRegistry,
+        }),
       once: () => createOnce(deps),
       chat: (s) =>
         createChat({

@@ -40,6 +40,7 @@ import { chatRoutes } from './chat/http.js';
 import { slackVerifier } from './chat/slack.js';
 import { registerServiceToken } from './http/auth/service-token.js';
 import { registerSession } from './http/auth/session.js';
+import { setupRoutes } from './setup/http.js';
 import { registerWorkspaceKey } from './http/auth/workspace-key.js';
 import { answerClientErrors } from './http/client-error.js';
 import { installFrontDoor } from './http/front-door.js';
@@ -321,6 +322,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       issuer: baseUrl,
     },
   });
+  await server.register({ plugin: setupRoutes, options: { setup: services.setup } });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
   const observability = createObservability({
     settings: settings.observability,

@@ -161,7 +161,7 @@ export function createAgentsService(deps: {
     async update(
       wid: string,
       aid: string,
-      change: { name?: string; tags?: string[]; actsFor?: string | null },
+      change: { name?: string; tags?: string[]; actsFor?: string | null; blueprint?: string | null },
       who: AgentActor,
     ): Promise<AgentRecord> {
       return store.write(async () => {

@@ -89,6 +89,29 @@ export function createBlueprintsService(deps: {
       });
     },
 
+    /** A blueprint's tags and templates replaced (`svc apply`); agents registered from it keep theirs. */
+    async update(wid: string, id: string, input: BlueprintInput, who: AgentActor): Promise<BlueprintRecord> {
+      return store.write(async () => {
+        const current = await blueprintOf(wid, id);
+        await rulesOf(wid, input.templates);
+        const blueprint: BlueprintRecord = {
+          ...current,
+          name: input.name,
+          tags: input.tags,
+          templates: input.templates,
+        };
+        await repo.put(blueprint);
+        await ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'blueprint.updated',
+          subject: blueprint.id,
+          data: { name: blueprint.name, tags: blueprint.tags, templates: blueprint.templates },
+        });
+        return blueprint;
+      });
+    },
+
     async page(
       wid: string,
       options: { after?: string; limit: number },

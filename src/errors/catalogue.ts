@@ -372,6 +372,27 @@ const catalogue = {
     message: 'A named template or blueprint does not exist in this workspace.',
     fix: 'Name templates and blueprints that exist in this workspace.',
   },
+  invalid_workspace_file: {
+    status: 400,
+    section: 'added (setup as code)',
+    validation: true,
+    message: 'The workspace file is not valid.',
+    fix: 'Correct each field listed in errors (each names its path and line in the file), then apply the file again.',
+  },
+  secret_in_file: {
+    status: 400,
+    section: 'added (setup as code)',
+    validation: true,
+    message: 'The workspace file holds a secret.',
+    fix: 'Write the secret field as { fromEnv: NAME } and set the environment variable NAME where svc apply runs; never put a secret in the file.',
+  },
+  secret_unset: {
+    status: 400,
+    section: 'added (setup as code)',
+    validation: true,
+    message: 'A secret the workspace file refers to is not set in the environment.',
+    fix: 'Set each environment variable named in errors (the file refers to it with fromEnv) where svc apply runs, then apply again.',
+  },
   invalid_selector: {
     status: 400,
     section: 'gate.md#machine-administration',

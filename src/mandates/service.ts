@@ -159,6 +159,33 @@ export function createMandatesService(deps: {
       });
     },
 
+    /**
+     * A template's rules replaced (`svc apply`): a rule kept as it was keeps its id. Agents whose
+     * mandates were taken from it keep theirs (a mandate is a copy); whoever applies a workspace
+     * file updates those too. A ledger record, as creating one is.
+     */
+    async updateTemplate(wid: string, id: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {
+      refuseDuplicates(input.rules);
+      return store.write(async () => {
+        const current = await repo.template(wid, id);
+        if (!current) throw new AppError('unknown_template', { message: `No template ${id} in this workspace.` });
+        const template: TemplateRecord = {
+          ...current,
+          name: input.name,
+          rules: withIds(input.rules, current.rules, ids),
+        };
+        await repo.putTemplate(template);
+        await ledger.record({
+          workspaceId: wid,
+          actor: who.actor,
+          kind: 'template.updated',
+          subject: template.id,
+          data: { name: template.name, rules: template.rules },
+        });
+        return template;
+      });
+    },
+
     /** The rules of the named templates, in order (ids dropped); 400 unknown_template for a missing one. */
     async rulesOfTemplates(wid: string, templateIds: readonly string[]): Promise<MandateInput['rules']> {
       const templates = await Promise.all(templateIds.map((id) => repo.template(wid, id)));

@@ -420,5 +420,7 @@ export const mcpRoutes: Plugin<{
       },
     ]);
     server.route(mcpAdminRoutes({ proxy, changed: (w) => modern.changed(w) }));
+    // Other plugins that change a workspace's servers (svc apply) tell the connected clients too.
+    server.expose('changed', (w: string) => modern.changed(w));
   },
 };

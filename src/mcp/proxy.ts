@@ -629,6 +629,65 @@ export function createMcpProxy(deps: {
       return this.view(next);
     },
 
+    /** Whether a remote server's secret is `value` (null: it has none), without answering the secret. */
+    secretIs(server: McpServerRecord, value: string | null): boolean {
+      return secretOf(server) === value;
+    },
+
+    /**
+     * A remote server's address, secret, tool allowlist or prefixing changed in place (`svc apply`):
+     * its sessions end and its listing is forgotten, so the next call connects anew; its tools'
+     * approvals stay, and a tool whose definition differs at the new address is held as any changed
+     * tool is (pins.ts). A ledger record (never the secret).
+     */
+    async update(
+      wid: string,
+      name: string,
+      change: { url?: string; secret?: string | null; allowTools?: string[] | null; unprefixed?: boolean },
+      actor: string,
+    ) {
+      const existing = await this.find(wid, name);
+      if (existing.kind === 'local')
+        throw new AppError('invalid_request', {
+          message: `The MCP server ${name} is a local server of the configuration (mcp.localServers): it is changed there.`,
+          details: { errors: [{ field: 'name', message: 'is a local server of the configuration' }] },
+        });
+      const url = change.url ?? existing.url;
+      const wrongUrl = urlProblem(url, deps.allowPrivateUpstreams);
+      if (wrongUrl)
+        throw new AppError('invalid_request', { details: { errors: [{ field: 'url', message: wrongUrl }] } });
+      const next: McpServerRecord = {
+        ...existing,
+        url,
+        ...(change.secret !== undefined
+          ? { secretSealed: change.secret ? sealText(masterKey, SEAL_PURPOSE, `${wid}/${name}`, change.secret) : null }
+          : {}),
+        ...(change.allowTools !== undefined ? { allowTools: change.allowTools } : {}),
+        ...(change.unprefixed !== undefined ? { unprefixed: change.unprefixed } : {}),
+      };
+      await sessions.retireWhere((x) => x.server === serverKey(existing));
+      listed.forget(existing);
+      await store.write(async () => {
+        if ((await servers.get(wid, name))?.createdAt !== existing.createdAt)
+          throw new AppError('not_found', { message: `No upstream MCP server ${name} in this workspace.` });
+        await servers.put(next);
+        await ledger.record({
+          workspaceId: wid,
+          actor,
+          kind: 'mcp.server_updated',
+          subject: name,
+          data: {
+            changed: Object.keys(change).sort(),
+            url: next.url,
+            allowTools: next.allowTools,
+            unprefixed: next.unprefixed,
+            secret: next.secretSealed !== null,
+          },
+        });
+      });
+      return this.view(next);
+    },
+
     async remove(wid: string, name: string, actor: string): Promise<void> {
       const existing = await servers.get(wid, name);
       if (existing?.kind === 'local' && deps.local?.declares(wid, name))

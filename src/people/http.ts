@@ -137,6 +137,30 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         handler: (request) => people.me(caller(request, 'session').user.id),
       },
       {
+        // The caller's workspaces and role in each (as GET /api/me lists them).
+        method: 'GET',
+        path: '/api/workspaces',
+        options: { auth: session },
+        handler: async (request) => ({
+          data: await people.workspacesOf(caller(request, 'session').user.id),
+          next: null,
+        }),
+      },
+      {
+        // Another workspace: an owner of one creates it, and is its owner (people/service.ts).
+        method: 'POST',
+        path: '/api/workspaces',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: { payload: Joi.object({ name: Joi.string().trim().min(1).max(200).required() }) },
+        },
+        async handler(request, h) {
+          const { name } = request.payload as { name: string };
+          return h.response(await people.createAnotherWorkspace(caller(request, 'session').user, name)).code(201);
+        },
+      },
+      {
         method: 'POST',
         path: '/api/me/totp',
         options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },

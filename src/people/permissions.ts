@@ -9,6 +9,8 @@ export const permissions = {
   'workspace.read': ['owner', 'admin', 'member', 'analyst', 'auditor'],
   'keys.manage': ['owner', 'admin'],
   'service-tokens.manage': ['owner'],
+  /** Creating another workspace (of which the creator is the owner): owners of a workspace. */
+  'workspaces.create': ['owner'],
   'members.manage': ['owner', 'admin'],
   /** Lifting a member's lockout (too many wrong passwords or codes): owners, never for themselves. */
   'members.unlock': ['owner'],

@@ -220,7 +220,7 @@ export function createPeopleService(deps: PeopleDeps) {
         if (input.firstOnly && (await repo.workspaceCount()) > 0) {
           throw new AppError('invalid_request', {
             message: 'The store already has a workspace.',
-            fix: 'Set up only an empty store; use the console to add workspaces.',
+            fix: 'Set up only an empty store. To add a workspace to this one, an owner runs svc workspaces create NAME (POST /api/workspaces).',
           });
         }
         if (await repo.userByEmail(user.email)) throw invalidField('email', 'a person with this email already exists');
@@ -479,6 +479,55 @@ export function createPeopleService(deps: PeopleDeps) {
       if (!user) throw new AppError('unauthenticated');
       return { user: toPublicUser(user), workspaces };
     },
+
+    /**
+     * Another workspace, made by a person who owns one already (`POST /api/workspaces`,
+     * `svc workspaces create`): they are its owner, and nothing else is shared with the
+     * workspaces they have (members, agents, keys, tokens, settings and ledger are its own).
+     * Recorded as the new workspace's first ledger record, and in each workspace they own.
+     */
+    async createAnotherWorkspace(user: PublicUser, name: string): Promise<WorkspaceView> {
+      if (user.mustChangePassword) {
+        throw new AppError('forbidden', {
+          message: 'Change the one-time password first.',
+          fix: 'Send PUT /api/me/password with currentPassword and a newPassword of your own.',
+        });
+      }
+      const at = isoAt(clock.now());
+      const workspace = { id: ids.id('ws'), name: name.trim(), createdAt: at };
+      await store.write(async () => {
+        const owned = (await repo.workspacesOf(user.id)).filter((w) => roleAllows(w.role, 'workspaces.create'));
+        if (owned.length === 0) {
+          throw new AppError('forbidden', {
+            message: `Only ${rolesFor('workspaces.create').join(' or ')} of a workspace may create another.`,
+            fix: 'Ask an owner of your workspace to create it and add you to it.',
+          });
+        }
+        await repo.putWorkspace(workspace);
+        await repo.putMember({ workspaceId: workspace.id, userId: user.id, role: 'owner', addedAt: at });
+        const data = { name: workspace.name, owner: user.id };
+        const actor = `user:${user.id}`;
+        await deps.ledger?.record({
+          workspaceId: workspace.id,
+          actor,
+          kind: 'workspace.created',
+          subject: workspace.id,
+          data,
+        });
+        for (const w of owned)
+          await deps.ledger?.record({
+            workspaceId: w.workspace.id,
+            actor,
+            kind: 'workspace.created',
+            subject: workspace.id,
+            data,
+          });
+      });
+      return { id: workspace.id, name: workspace.name, role: 'owner' };
+    },
+
+    /** The workspaces a person belongs to, with their role in each. */
+    workspacesOf,
 
     /**
      * The caller's role in a workspace, checked against a permission of the one table. A person

@@ -5,7 +5,15 @@
  */
 
 export type ServiceTokenScope =
-  'agents:read' | 'agents:write' | 'agents:freeze' | 'approvals:read' | 'evidence:read' | 'mcp:read' | 'mcp:write';
+  | 'agents:read'
+  | 'agents:write'
+  | 'agents:freeze'
+  | 'approvals:read'
+  | 'evidence:read'
+  | 'mcp:read'
+  | 'mcp:write'
+  | 'setup:read'
+  | 'setup:write';
 
 export interface ServiceTokenRecord {
   id: string;

@@ -27,6 +27,9 @@ export const serviceTokenScopes: readonly ServiceTokenScope[] = [
   'evidence:read',
   'mcp:read',
   'mcp:write',
+  // svc export (setup:read) and svc apply (setup:write): the workspace's setup as a file.
+  'setup:read',
+  'setup:write',
 ];
 
 export interface CreateTokenInput {

@@ -30,6 +30,7 @@ import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } f
 import type { PlanRecord } from '../plans/records.js';
 import type { SigningKeyRecord } from '../receipts/records.js';
 import type { ServiceTokenRecord } from '../service-tokens/records.js';
+import type { SetupResourceRecord } from '../setup/records.js';
 import type { DeliveryRecord, WebhookEndpointRecord } from '../webhooks/records.js';
 import type { Table } from './types.js';
 
@@ -189,6 +190,8 @@ export const tableSpec = {
   ledger: table<LedgerEntry>(),
   /** [wid, size] -> signed checkpoint */
   checkpoints: table<CheckpointRecord>(),
+  /** [wid, section, name] -> what svc apply wrote from a workspace file (created by it, its secret's variable) */
+  setupResources: table<SetupResourceRecord>(),
 } as const;
 
 export type TableName = keyof typeof tableSpec;

@@ -31,6 +31,10 @@ const EXPECTED: Record<string, ServiceTokenScope> = {
   'GET /v1/admin/mcp-servers/{name}/tools': 'mcp:read',
   'POST /v1/admin/mcp-servers/{name}/tools/{tool}/approve': 'mcp:write',
   'DELETE /v1/admin/mcp-servers/{name}': 'mcp:write',
+  // The workspace as a file: exported, planned, applied.
+  'GET /v1/admin/setup': 'setup:read',
+  'POST /v1/admin/setup/plan': 'setup:read',
+  'POST /v1/admin/setup': 'setup:write',
   // Last: it stops every agent of the workspace (the routes above run first, in this order).
   'POST /v1/admin/stop-all': 'agents:freeze',
 };
@@ -93,6 +97,8 @@ function requestFor(route: string): { method: string; url: string; payload?: obj
     'POST /v1/admin/stop-all': { reason: 'scope walk' },
     'POST /v1/admin/mcp-servers': { name: 'added', url: upstream.url },
     'POST /v1/admin/mcp-servers/{name}/tools/{tool}/approve': { hash: changedHash },
+    'POST /v1/admin/setup/plan': { document: { version: 1 } },
+    'POST /v1/admin/setup': { document: { version: 1, templates: [{ name: 'walked', rules: [] }] } },
   };
   return { method, url, ...(route in payloads ? { payload: payloads[route] } : {}) };
 }

@@ -149,6 +149,37 @@ test.serial('a 2026-07-28 listener hears that the tools changed when an upstream
   }
 });
 
+test.serial('a 2026-07-28 listener hears that the tools changed when svc apply adds an upstream', async (t) => {
+  const token = expectStatus(
+    await owner.send('POST', '/service-tokens', { name: 'apply', scopes: ['setup:write'], expiresInDays: 1 }),
+    201,
+    'token',
+  ).body.token as string;
+  const client = await modernClient();
+  const changed = new Promise<void>((resolve) => {
+    client.setNotificationHandler('notifications/tools/list_changed', () => resolve());
+  });
+  const subscription = await client.listen({ toolsListChanged: true });
+  const more = await startMcpUpstream();
+  try {
+    const document = { version: 1, mcpServers: [{ name: 'more', url: more.url }] };
+    const applied = await request(`${server.url}/v1/admin/setup`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ document }),
+    });
+    t.is(applied.statusCode, 200, await applied.body.text());
+    await changed;
+    const names = (await client.listTools()).tools.map((x) => x.name);
+    t.true(names.includes('more__echo'), names.join());
+  } finally {
+    await subscription.close();
+    await client.close();
+    expectStatus(await owner.send('DELETE', '/mcp-servers/more'), 200, 'remove the second upstream');
+    await more.close();
+  }
+});
+
 test.serial('the v1 SDK client on 2025-11-25 keeps working on the same endpoint, with its session', async (t) => {
   const client = new LegacyClient({ name: 'svc-test-2025', version: '1.0.0' });
   const transport = new LegacyTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: auth() } });
