@@ -119,6 +119,11 @@ export interface GatewayBench {
   keys: { main: string; all: string; spent: string; stopped: string; admin: string };
 }
 
+/**
+ * The benchmark's `svc serve`, set up as its header says. BENCH_SVC_BIN: the `bin/run.js` of
+ * another checkout's build to serve instead (to compare two builds on one fixture; the store is
+ * made by this checkout's CLI).
+ */
 export async function startGatewayBench(
   dataDir: string,
   vendorUrl: string,
@@ -181,7 +186,18 @@ export async function startGatewayBench(
   await writeFile(configFile, JSON.stringify(config(vendorUrl)));
   const env = cleanEnv({ ...VENDOR_ENV, SVC_LOG_LEVEL: 'info' });
   const server = await startChild<{ listening: string }>(
-    [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0', '--config', configFile],
+    [
+      ...nodeFlags,
+      process.env.BENCH_SVC_BIN ?? BIN,
+      'serve',
+      '--json',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--config',
+      configFile,
+    ],
     env,
   );
   try {
