@@ -21,7 +21,7 @@ import { gatewayRepo } from './repo.js';
  *   SSE bytes, replayed as they came). At most `maxEntryBytes` (1 MiB) each; a bigger answer is not
  *   kept. Written after the answer, in a transaction of its own (a failure is logged, never the
  *   caller's problem); the same write prunes up to 100 expired entries, oldest first, through
- *   `responseCacheExpiry` [expires at ms, wid, hash].
+ *   `responseCacheExpiry` [expires at ms, wid, hash] (it reads only the oldest while that one is live).
  * - An entry past its `expiresAtMs` (by the gateway's clock) is a miss.
  * - A hit answers with what was kept, `x-svc-cache: hit`, nothing sent, nothing reserved, and is
  *   recorded as a call of zero cost and zero tokens; a miss that is kept carries `x-svc-cache: miss`.
@@ -61,6 +61,11 @@ export function createResponseCache(deps: { store: Store; clock: Clock; log: Log
         if (old) await repo.removeExpiry(old.expiresAtMs, slot.wid, slot.hash);
         await repo.putCached(slot.wid, slot.hash, record);
         await repo.putExpiry(record.expiresAtMs, slot.wid, slot.hash);
+        // The oldest entry alone first: while it is live (the usual case) nothing has expired, and
+        // reading (and validating at commit) PRUNE_PER_WRITE live entries on every write cost a
+        // fifth of the gateway's CPU on a stream of misses.
+        const [oldest] = await repo.firstExpiries(1);
+        if (oldest === undefined || oldest[0] > now) return;
         for (const [at, wid, hash] of await repo.firstExpiries(PRUNE_PER_WRITE)) {
           if (at > now) break;
           await repo.removeExpiry(at, wid, hash);

@@ -11,6 +11,10 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
     /** Requests per second over all connections; each connection sends its share in a burst at the start of each second. */
     overallRate?: number;
+    /** Stop after this many requests in all (instead of after `duration`). */
+    amount?: number;
+    /** Each connection's requests in turn; `setupRequest` may change one (e.g. its body) before each send. */
+    requests?: Array<{ setupRequest?: (request: { body?: string }) => { body?: string } }>;
   }
   interface Result {
     duration: number;

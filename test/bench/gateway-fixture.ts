@@ -26,6 +26,13 @@ export const MODEL = 'small';
 /** The embedding model of POST /v1/embeddings. */
 export const EMBEDDING_MODEL = 'embed';
 
+/** The largest requests or tokens per minute a limit may name: counted on every request, never reached. */
+const MAX_PER_MINUTE = 1_000_000_000;
+/** How long the `all` key's profile keeps a cached answer (expired entries are pruned as new ones are written). */
+export const CACHE_TTL_SECONDS = 60;
+/** The team (and principal) of the `all` key. */
+export const ALL_TEAM = 'bench-all';
+
 /** The gateway's configuration over the mock vendor (the soak and the growth measurement use it too). */
 export function config(vendorUrl: string): unknown {
   const model = (
@@ -69,7 +76,23 @@ export function config(vendorUrl: string): unknown {
       ],
       policyProfiles: [
         { id: 'us-only', domiciles: ['US'], signOff: 'the CISO' },
+        // The same, with requests and tokens per minute and the response cache (the `all` key).
+        {
+          id: 'us-only-all',
+          domiciles: ['US'],
+          signOff: 'the CISO',
+          limits: { requestsPerMinute: MAX_PER_MINUTE, tokensPerMinute: MAX_PER_MINUTE },
+          cache: { ttlSeconds: CACHE_TTL_SECONDS },
+        },
         { id: 'eu-only', domiciles: ['EU'], signOff: 'the data protection officer' },
+      ],
+      // The `all` key's team has limits of its own too: two windows counted per request.
+      limits: [
+        {
+          scope: { kind: 'team', id: ALL_TEAM },
+          requestsPerMinute: MAX_PER_MINUTE,
+          tokensPerMinute: MAX_PER_MINUTE,
+        },
       ],
       highRiskTaskClasses: ['medical.*'],
       home: { domicile: 'EU' },
@@ -88,9 +111,19 @@ export async function cli<T>(args: string[], input?: string): Promise<T> {
 export interface GatewayBench {
   server: Child<{ listening: string }>;
   workspaceId: string;
-  keys: { main: string; spent: string; stopped: string; admin: string };
+  /**
+   * main: a task class and the `us-only` profile; all: the same with rate limits (its profile's and
+   * its team's) and the response cache (profile `us-only-all`); spent: a used-up budget; stopped: a
+   * stopped agent's.
+   */
+  keys: { main: string; all: string; spent: string; stopped: string; admin: string };
 }
 
+/**
+ * The benchmark's `svc serve`, set up as its header says. BENCH_SVC_BIN: the `bin/run.js` of
+ * another checkout's build to serve instead (to compare two builds on one fixture; the store is
+ * made by this checkout's CLI).
+ */
 export async function startGatewayBench(
   dataDir: string,
   vendorUrl: string,
@@ -116,6 +149,20 @@ export async function startGatewayBench(
     '--policy-profile',
     'us-only',
   );
+  const all = await key(
+    '--scope',
+    'inference',
+    '--name',
+    'bench-all',
+    '--principal',
+    ALL_TEAM,
+    '--team',
+    ALL_TEAM,
+    '--task-class',
+    'general',
+    '--policy-profile',
+    'us-only-all',
+  );
   const spent = await key(
     '--scope',
     'inference',
@@ -139,7 +186,18 @@ export async function startGatewayBench(
   await writeFile(configFile, JSON.stringify(config(vendorUrl)));
   const env = cleanEnv({ ...VENDOR_ENV, SVC_LOG_LEVEL: 'info' });
   const server = await startChild<{ listening: string }>(
-    [...nodeFlags, BIN, 'serve', '--json', '--data-dir', dataDir, '--port', '0', '--config', configFile],
+    [
+      ...nodeFlags,
+      process.env.BENCH_SVC_BIN ?? BIN,
+      'serve',
+      '--json',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--config',
+      configFile,
+    ],
     env,
   );
   try {
@@ -182,7 +240,7 @@ export async function startGatewayBench(
       json: { model: MODEL, messages: [{ role: 'user', content: 'spend it' }] },
     });
     if (spend.status !== 200) throw new Error(`spending the small budget: ${spend.status} ${spend.text}`);
-    return { server, workspaceId, keys: { main, spent, stopped, admin } };
+    return { server, workspaceId, keys: { main, all, spent, stopped, admin } };
   } catch (err) {
     await server.stop();
     throw err;

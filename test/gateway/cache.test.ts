@@ -250,6 +250,43 @@ test.serial('an entry expires after its TTL by the gateway clock', async (t) => 
   t.is(vendor.count(), before + 1);
 });
 
+test.serial("expired entries leave the store with the next entry's write; live ones stay", async (t) => {
+  const { key } = await mint();
+  const tables = gw.server.app.store.tables;
+  const stored = async () => ({
+    entries: (await tables.responseCache.scan([])).map((e) => e.value.expiresAtMs),
+    expiries: (await tables.responseCacheExpiry.scan([])).map((e) => e.key[0] as number),
+  });
+  await chat(key, 'pruned first');
+  await cached(t, 'pruned first');
+  await chat(key, 'pruned second');
+  await cached(t, 'pruned second');
+  // Nothing has expired: the next write keeps every entry (and its place in the expiry index).
+  await chat(key, 'kept third');
+  await cached(t, 'kept third');
+  const live = await stored();
+  t.true(live.entries.length >= 3);
+  t.is(live.expiries.length, live.entries.length);
+
+  clock.advance(61_000);
+  await chat(key, 'after expiry');
+  await cached(t, 'after expiry');
+  const now = clock.now();
+  const after = await stored();
+  t.deepEqual(
+    after.entries.filter((at) => at <= now),
+    [],
+    'no expired entry is left',
+  );
+  t.deepEqual(
+    after.expiries,
+    after.entries.slice().sort((a, b) => a - b),
+  );
+  t.is(after.entries.length, 1, 'only the newest entry is left');
+  t.is((await chat(key, 'after expiry')).headers['x-svc-cache'], 'hit');
+  t.is((await chat(key, 'kept third')).headers['x-svc-cache'], 'miss');
+});
+
 test('property: a policy profile takes cache: { ttlSeconds } with a whole number of seconds', (t) => {
   const ttl = fc.oneof(fc.integer({ min: -10, max: 40 * 86_400 }), fc.double(), fc.constant('soon'), fc.constant(null));
   t.notThrows(() =>
