@@ -135,6 +135,7 @@ export const gatewayRoutes: Plugin<{
       'plan_limit_reached',
       'seat_limit_reached',
       'upstream_failure',
+      'upstream_rate_limited',
     ];
     // Token counting is no model call: no plan, budget or admission refuses it.
     const countErrors: ErrorType[] = [

@@ -122,6 +122,11 @@ function checkGateway(settings: Settings): void {
     for (const id of p.providers ?? [])
       if (!providerIds.has(id))
         problems.push(`  gateway.policyProfiles.${i}.providers: "${id}" is not a configured provider`);
+    for (const field of ['contextWindowFallbacks', 'contentPolicyFallbacks'] as const)
+      for (const [from, to] of Object.entries(p[field] ?? {}))
+        for (const id of from === '*' ? to : [from, ...to])
+          if (!modelIds.has(id))
+            problems.push(`  gateway.policyProfiles.${i}.${field}: "${id}" is not a configured model`);
   });
   if (problems.length > 0) throw new SettingsError(`invalid configuration:\n${problems.join('\n')}`);
 }

@@ -81,6 +81,13 @@ export interface PolicyProfile {
   limits?: RateLimits;
   /** Turns the response cache on for the profile's keys (gateway/cache.ts). */
   cache?: { ttlSeconds: number };
+  /**
+   * A vendor's context-window refusal (the prompt is too long) moves to these models, by the model
+   * refused (`*`: any), as LiteLLM's `context_window_fallbacks` (gateway/failover.ts).
+   */
+  contextWindowFallbacks?: Record<string, string[]>;
+  /** A vendor's content-policy refusal moves to these models, by the model refused (`*`: any). */
+  contentPolicyFallbacks?: Record<string, string[]>;
 }
 
 /** Requests and tokens per minute (API.md 9); absent: no limit. */
@@ -241,6 +248,11 @@ const signingSecret = Joi.string()
 export const MAX_PER_MINUTE = 1_000_000_000;
 /** The longest a cached answer may be kept (30 days). */
 export const MAX_CACHE_TTL_SECONDS = 30 * 86_400;
+
+/** A profile's fallbacks: the model refused (or `*`) to the models tried next, in order. */
+const fallbacksSchema = Joi.object()
+  .pattern(Joi.string().max(128), Joi.array().items(Joi.string().max(128)).min(1).max(32).unique())
+  .max(256);
 
 /** `limits: { requestsPerMinute?, tokensPerMinute? }` (API.md 9): keys, policy profiles, teams and principals. */
 export const rateLimitsSchema = Joi.object({
@@ -786,6 +798,12 @@ export const settingsSchema = Joi.object<Settings>({
           cache: Joi.object({
             ttlSeconds: Joi.number().integer().min(1).max(MAX_CACHE_TTL_SECONDS).required(),
           }).description("the response cache, on for the profile's keys, entries kept ttlSeconds"),
+          contextWindowFallbacks: fallbacksSchema.description(
+            'a vendor refusing the prompt as too long for the model moves the request to these models: { "<model refused, or *>": ["<model>", ...] }',
+          ),
+          contentPolicyFallbacks: fallbacksSchema.description(
+            'a vendor refusing the request by its content policy moves the request to these models: { "<model refused, or *>": ["<model>", ...] }',
+          ),
         }),
       )
       .unique('id')
