@@ -42,7 +42,7 @@ const MODEL_ROUTE = {
 } as const;
 
 /**
- * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
+ * The model gateway's routes (docs/gateway.md): POST /v1/chat/completions, /v1/responses and
  * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
  * errors in its `{ type: "error", error }` envelope), GET /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
  * agent key for its agent's own traffic.

@@ -126,7 +126,7 @@ export interface GatewaySettings {
   bodyTimeoutMs: number;
   breaker: { failures: number; cooldownMs: number };
   limits: ScopeLimits[];
-  /** How long past its start a request may wait on a vendor's retry-after before failing over (deployments.ts). */
+  /** How long past its start a request may wait on a vendor's named wait or back off from throttling (gateway/failover.ts). */
   retry: { deadlineMs: number };
 }
 
@@ -874,7 +874,7 @@ export const settingsSchema = Joi.object<Settings>({
         .max(600000)
         .default(2000)
         .description(
-          "how long past its start a request may wait on a vendor's retry-after to retry a model's deployment; a longer wait fails over to the next model at once",
+          "how long past its start a request may wait on a vendor's named wait (retry-after, Gemini's RetryInfo) or back off from throttling, to ask again; a longer wait fails over to the next model at once, and is passed to the client as 429 with retry-after when none answers",
         ),
     }).default(),
     limits: Joi.array()
