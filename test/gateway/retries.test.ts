@@ -323,8 +323,12 @@ test.serial("a 502 says x-should-retry: false, so the SDKs' default retries make
   )) as InstanceType<typeof Anthropic.APIError>;
   t.is(aerr.status, 502);
   t.is(calls('anthropic'), 1);
-  // Control: without the header the SDK retries a 502 (maxRetries 2 by default); the header is what stops it.
-  t.is(openai.maxRetries, 2);
+  // Control: the same SDK against a vendor's 502 without the header makes its three calls.
+  vendor.reset();
+  fault('openai', { kind: 'status', status: 502 }, Infinity);
+  const direct = new OpenAI({ apiKey: 'sk-mock-openai', baseURL: vendor.openaiBase });
+  await t.throwsAsync(direct.chat.completions.create({ model: UPSTREAM.openai, messages: user('hello') }));
+  t.is(calls('openai'), 3, 'without x-should-retry: false, one client call is three vendor calls');
 });
 
 test.serial('every refusal of a model route says whether to retry it', async (t) => {

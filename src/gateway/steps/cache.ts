@@ -9,7 +9,7 @@ import type { AfterStep, AsyncStep } from './context.js';
  * never for a dry run or a request with `x-svc-cache: bypass`. A hit is answered here (nothing
  * sent, nothing reserved, a call of zero cost; a streamed request replays its stream) with
  * `x-svc-cache: hit`; a miss goes on with `x-svc-cache: miss`, and its answer is kept once it
- * ended well (`keepAnswer`, after the steps).
+ * ended well (`cacheWrite`, the after-step of the table: steps/index.ts).
  */
 export const cache: AsyncStep = {
   name: 'cache',
