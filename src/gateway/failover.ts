@@ -4,7 +4,7 @@ import type { Upstream, UpstreamAnswer } from '../lib/upstream.js';
 import type { GatewayModel, GatewayProvider, PolicyProfile } from '../settings/schema.js';
 import type { Deployment } from './deployments.js';
 import type { StreamScreen } from './response-screen.js';
-import type { SseEvent } from './sse.js';
+import { SseReader, type SseEvent } from './sse.js';
 import type { Usage } from './translate/responses.js';
 import type { StreamTranslator } from './translate/streams.js';
 import type { GatewayContext, GatewayEnv, Outcome } from './steps/context.js';
@@ -226,92 +226,130 @@ export async function readJson(
 }
 
 /**
+ * Where a stream's events come from: an async iterator of batches (an adapter's own reader), or
+ * the body read as server-sent events, each batch mapped synchronously (`map`: the pivot-shaped
+ * events of a vendor that streams SSE), fed from the body's `data` events without a promise per
+ * chunk.
+ */
+export type EventSource =
+  { kind: 'iterator'; events: AsyncIterator<SseEvent[]> } | { kind: 'sse'; map: (batch: SseEvent[]) => SseEvent[] };
+
+/**
  * The one stream commit: waits for the first batch of events; then the client's stream, fed batch
  * by batch through `tr` (to the client's shape) and the answer screen `sc` when one is given.
  */
-export async function commitEvents(
+export function commitEvents(
   body: Readable,
-  events: AsyncIterator<SseEvent[]>,
+  source: EventSource,
   tr: StreamTranslator,
   signal: AbortSignal,
   started: number,
   sc: StreamScreen | null,
 ): Promise<AttemptResult> {
-  const bytesOf = (batch: SseEvent[]) => {
-    let bytes = '';
-    for (const e of batch) bytes += tr.event(e);
-    return sc ? sc.push(bytes) : bytes;
-  };
-  let first: string;
-  try {
-    const next = await events.next();
-    if (next.done) return { kind: 'failed', reason: 'the upstream stream ended before its first event' };
-    first = bytesOf(next.value);
-  } catch (err) {
-    body.destroy();
-    return { kind: 'failed', reason: (err as { code?: string }).code ?? (err as Error).message };
-  }
-  const out = new PassThrough();
-  // Errors reach the client through hapi once it pipes this; until then they must not throw.
-  out.on('error', () => {});
-  let settle!: (v: StreamEnd) => void;
-  const done = new Promise<StreamEnd>((r) => {
-    settle = r;
-  });
-  let over = false;
-  // The client went away: stop reading the upstream (undici closes the connection).
-  out.on('close', () => {
-    if (!over) {
+  return new Promise<AttemptResult>((resolve) => {
+    let out: PassThrough | null = null;
+    let over = false;
+    let settle!: (v: StreamEnd) => void;
+    const done = new Promise<StreamEnd>((r) => {
+      settle = r;
+    });
+    const finish = (end: StreamEnd) => {
       over = true;
+      settle(end);
+    };
+    /** A blocked finding: its error event was the last write; the stream ends there. */
+    const blocked = (): boolean => {
+      if (!sc?.blocked || over || !out) return false;
+      finish({ usage: tr.usage, outcome: 'blocked', findings: sc.blocked });
       body.destroy();
-      settle({ usage: tr.usage, outcome: 'cancelled' });
-    }
-  });
-  /** A blocked finding: its error event was the last write; the stream ends there. */
-  const blocked = (): boolean => {
-    if (!sc?.blocked || over) return false;
-    over = true;
-    settle({ usage: tr.usage, outcome: 'blocked', findings: sc.blocked });
-    body.destroy();
-    out.end();
-    return true;
-  };
-  if (first !== '') out.write(first);
-  void (async () => {
-    if (blocked()) return;
-    try {
-      for (;;) {
-        const next = await events.next();
-        if (next.done) break;
-        const bytes = bytesOf(next.value);
-        if (bytes !== '') out.write(bytes);
-        if (blocked()) return;
+      out.end();
+      return true;
+    };
+    const batch = (events: SseEvent[]) => {
+      if (over) return;
+      let bytes = '';
+      for (const e of events) bytes += tr.event(e);
+      if (sc) bytes = sc.push(bytes);
+      if (!out) {
+        const opened = new PassThrough();
+        out = opened;
+        // Errors reach the client through hapi once it pipes this; until then they must not throw.
+        opened.on('error', () => {});
+        // The client went away: stop reading the upstream (undici closes the connection).
+        opened.on('close', () => {
+          if (!over) {
+            finish({ usage: tr.usage, outcome: 'cancelled' });
+            body.destroy();
+          }
+        });
+        resolve({ kind: 'stream', stream: opened, upstreamFirstByteMs: performance.now() - started, done });
+      }
+      if (bytes !== '') out.write(bytes);
+      blocked();
+    };
+    const end = () => {
+      if (!out) {
+        resolve({ kind: 'failed', reason: 'the upstream stream ended before its first event' });
+        return;
       }
       if (over) return;
-      if (tr.finished) {
-        const last = sc ? sc.end(tr.end()) : tr.end();
-        if (sc?.blocked) {
-          out.write(last);
-          blocked();
-          return;
-        }
-        over = true;
-        out.end(last);
-        settle({ usage: tr.usage, outcome: 'ok', ...(sc ? { findings: sc.found() } : {}) });
-      } else {
-        over = true;
+      if (!tr.finished) {
+        finish({ usage: tr.usage, outcome: 'cut' });
         out.destroy(new Error('the upstream stream was cut'));
-        settle({ usage: tr.usage, outcome: 'cut' });
+        return;
       }
-    } catch (err) {
-      // Upstream bytes the adapter cannot read, or the connection lost: cut, never the process.
+      const last = sc ? sc.end(tr.end()) : tr.end();
+      if (sc?.blocked) {
+        out.write(last);
+        blocked();
+        return;
+      }
+      finish({ usage: tr.usage, outcome: 'ok', ...(sc ? { findings: sc.found() } : {}) });
+      out.end(last);
+    };
+    // Upstream bytes that cannot be read, or the connection lost: a failed attempt before the
+    // first event, a cut stream after it; never the process.
+    const fail = (err: Error) => {
+      if (!out) {
+        resolve({ kind: 'failed', reason: (err as { code?: string }).code ?? err.message });
+        return;
+      }
       if (over) return;
-      over = true;
-      out.destroy(err as Error);
-      settle({ usage: tr.usage, outcome: signal.aborted ? 'cancelled' : 'cut' });
+      finish({ usage: tr.usage, outcome: signal.aborted ? 'cancelled' : 'cut' });
+      out.destroy(err);
+    };
+    if (source.kind === 'sse') {
+      const reader = new SseReader();
+      body.setEncoding('utf8');
+      const onData = (chunk: string) => {
+        try {
+          const events = reader.push(chunk);
+          if (events.length > 0) batch(source.map(events));
+          if (over) body.off('data', onData);
+        } catch (err) {
+          body.destroy(err as Error);
+        }
+      };
+      body.on('data', onData);
+      body.on('end', end);
+      body.on('error', fail);
+      return;
     }
-  })();
-  return { kind: 'stream', stream: out, upstreamFirstByteMs: performance.now() - started, done };
+    void (async () => {
+      try {
+        for (;;) {
+          const next = await source.events.next();
+          if (next.done) break;
+          batch(next.value);
+          if (over) return;
+        }
+        end();
+      } catch (err) {
+        body.destroy();
+        fail(err as Error);
+      }
+    })();
+  });
 }
 
 /** Milliseconds a `retry-after` asks for (seconds or an HTTP date); undefined when absent or unreadable. */

@@ -13,7 +13,6 @@ import { answerFrom, bodyIn, translatorFor } from './pivot.js';
 import { createStreamScreen, type StreamScreen } from './response-screen.js';
 import { openaiUsage } from './translate/responses.js';
 import type { StreamTranslator } from './translate/streams.js';
-import { sseBatches } from './vendors/sse-source.js';
 import { vendorOf } from './vendors/index.js';
 import { CannotCarry, type UpstreamCall, type VendorAdapter } from './vendors/vendor.js';
 
@@ -78,7 +77,9 @@ export async function vendorAttempt(
   const body = sent.answer.body;
   return commitEvents(
     body,
-    vendor.events(body, a, id)[Symbol.asyncIterator](),
+    vendor.sse
+      ? { kind: 'sse', map: vendor.sse(a, id) }
+      : { kind: 'iterator', events: vendor.events!(body, a, id)[Symbol.asyncIterator]() },
     tr,
     a.signal,
     sent.started,
@@ -155,4 +156,4 @@ export const commitStream = (
   tr: StreamTranslator,
   sc: StreamScreen | null = null,
 ): Promise<AttemptResult> =>
-  commitEvents(answer.body as Readable, sseBatches(answer.body)[Symbol.asyncIterator](), tr, a.signal, started, sc);
+  commitEvents(answer.body as Readable, { kind: 'sse', map: (batch) => batch }, tr, a.signal, started, sc);

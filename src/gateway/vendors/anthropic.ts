@@ -1,7 +1,6 @@
 import { anthropicFallback, usualFault } from '../failover.js';
 import { DEFAULT_ANTHROPIC_VERSION } from '../pivot.js';
 import type { Attempt } from '../failover.js';
-import { sseBatches } from './sse-source.js';
 import type { VendorAdapter } from './vendor.js';
 
 /**
@@ -29,7 +28,7 @@ export const anthropic: VendorAdapter = {
     return fallback ? { failure: null, fallback } : usual;
   },
   answer: (body) => body,
-  events: (body) => sseBatches(body),
+  sse: () => (batch) => batch,
   streamModel: (a) => a.model.upstreamModel,
   countTokens: (a) => ({
     path: '/v1/messages/count_tokens',

@@ -1,6 +1,6 @@
 import type { VendorJson as Json } from '../vendor-json.js';
 import { OPENAI_TOOL_ID_MAX, rekeyChatToolIds } from '../translate/tool-ids.js';
-import { dataEvent, sseBatches } from './sse-source.js';
+import { dataEvent } from './sse-source.js';
 import { openaiFallback, usualFault } from '../failover.js';
 import type { VendorAdapter } from './vendor.js';
 
@@ -35,13 +35,10 @@ export const azureOpenai: VendorAdapter = {
     return fallback ? { failure: null, fallback } : usual;
   },
   answer: (body) => body,
-  async *events(body, a) {
-    for await (const batch of sseBatches(body)) {
-      yield batch.map((e) => {
-        if (e.data === '[DONE]') return e;
-        const chunk = JSON.parse(e.data) as Json;
-        return dataEvent({ ...chunk, model: a.clientModel });
-      });
-    }
-  },
+  sse: (a) => (batch) =>
+    batch.map((e) => {
+      if (e.data === '[DONE]') return e;
+      const chunk = JSON.parse(e.data) as Json;
+      return dataEvent({ ...chunk, model: a.clientModel });
+    }),
 };

@@ -1,7 +1,6 @@
 import { openaiFallback, usualFault } from '../failover.js';
 import { DEFAULT_MAX_TOKENS } from '../translate/requests.js';
 import { OPENAI_TOOL_ID_MAX, rekeyChatToolIds } from '../translate/tool-ids.js';
-import { sseBatches } from './sse-source.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import type { VendorAdapter } from './vendor.js';
 
@@ -33,7 +32,7 @@ export const openai: VendorAdapter = {
     return fallback ? { failure: null, fallback } : usual;
   },
   answer: (body) => body,
-  events: (body) => sseBatches(body),
+  sse: () => (batch) => batch,
   streamModel: (a) => a.model.upstreamModel,
   embeddings: (a) => ({
     path: '/embeddings',

@@ -47,8 +47,14 @@ export interface VendorAdapter {
   fault(status: number, headers: Record<string, string | string[] | undefined>, body: Json | null): VendorFault;
   /** A whole answer in the vendor's shape, in the pivot shape (throws on a shape it cannot read). */
   answer(body: Json, a: Attempt, id: string): Json;
-  /** A streamed answer, as batches of pivot-shaped events (see the invariants above). */
-  events(body: AsyncIterable<Buffer | Uint8Array>, a: Attempt, id: string): AsyncIterable<SseEvent[]>;
+  /**
+   * A streamed answer, as batches of pivot-shaped events (see the invariants above): either
+   * `events`, reading the body itself, or `sse` for a vendor that streams server-sent events,
+   * mapping each batch the gateway's reader completed, synchronously (no promise per chunk: the
+   * cheaper path). One of the two is given.
+   */
+  events?(body: AsyncIterable<Buffer | Uint8Array>, a: Attempt, id: string): AsyncIterable<SseEvent[]>;
+  sse?(a: Attempt, id: string): (batch: SseEvent[]) => SseEvent[];
   /** The model the pivot events name, renamed to the client's on the way (default: the client's already). */
   streamModel?(a: Attempt): string;
   /** POST /v1/embeddings (OpenAI shape both ways): the vendor's request. */
