@@ -288,6 +288,14 @@ const catalogue = {
     message: 'Every eligible model failed.',
     fix: 'Retry later; attemptedModels lists what was tried.',
   },
+  // Added: every eligible model's vendor throttled the request (429, or its own throttling
+  // error), past the waits the gateway may spend on it (gateway.retry.deadlineMs).
+  upstream_rate_limited: {
+    status: 429,
+    section: 'added',
+    message: 'Every eligible model is throttling.',
+    fix: 'Wait the number of seconds in the retry-after header (when given), then retry; attemptedModels lists what was tried.',
+  },
 
   // The OAuth authorization server for MCP clients (RFC 6749, 7591, 8707), answered as
   // `{ error, error_description }` on its own routes.

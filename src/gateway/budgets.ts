@@ -13,7 +13,7 @@ import type { CallLog } from './calls.js';
 import { gatewayRepo } from './repo.js';
 
 /**
- * Model budgets (API.md 6, issue 6).
+ * Model budgets (docs/gateway.md; issue 6).
  * Rules:
  * - A budget binds the traffic of its scope: the whole workspace, a team or principal (the key's),
  *   one key, or one agent (an agent key's). Spend is micro-dollars per UTC day, week (from

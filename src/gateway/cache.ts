@@ -8,7 +8,7 @@ import type { CachedAnswerRecord } from './records.js';
 import { gatewayRepo } from './repo.js';
 
 /**
- * The response cache (API.md 9, issue 19 item 7).
+ * The response cache (docs/gateway.md "Response cache"; issue 19 item 7).
  * Rules:
  * - Off unless the key's policy profile has `cache: { ttlSeconds }`. Skipped for a dry run and for
  *   a request with `x-svc-cache: bypass` (any other value is 400 invalid_request).

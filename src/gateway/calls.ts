@@ -22,7 +22,7 @@ import { createWriteBehind } from './write-behind.js';
  *   (null: unlimited), and a call's spend, have nothing to check: they are written behind with the
  *   records, this process's counts of the last `flushMs` added, in the records' write, to what the
  *   store holds (read inside it). Reads are of the store plus what this process has not written
- *   yet (STYLE rule 7: no cache of what another process writes); another process's spend is seen
+ *   yet (never a cache of what another process writes); another process's spend is seen
  *   once it is written (within its `flushMs`).
  * - A failed write-behind is logged and what it held kept for the next try. A failed count under
  *   an allowance rejects: the request that made it fails closed.

@@ -1,8 +1,4 @@
 import Joi from 'joi';
-import type { Upstream } from '../lib/upstream.js';
-import type { GatewayModel, GatewayProvider } from '../settings/schema.js';
-import { exchange } from './exchange.js';
-import { DEFAULT_ANTHROPIC_VERSION, readJson } from './forward.js';
 import { anthropicMessages, anthropicSystem } from './schemas.js';
 import { INLINE_CHARS, type TokenCounter } from './tokens.js';
 import type { VendorJson as Json } from './vendor-json.js';
@@ -10,11 +6,12 @@ import type { VendorJson as Json } from './vendor-json.js';
 /**
  * POST /v1/messages/count_tokens (Anthropic shape; Claude Code calls it before every turn, with
  * ?beta=true). Rules:
- * - Asked of the routed model's vendor when it is Anthropic-kind (its count is exact); otherwise,
- *   or when that vendor fails, counted here with the tokenizer (tokens.ts): the text of the
- *   system prompt and of every block (tool uses' names and inputs, tool results), the tool
- *   definitions as JSON, three tokens a message, and 1,600 an image or document (what Anthropic
- *   charges a large one).
+ * - Asked of the routed model's vendor when its kind's adapter counts (Anthropic: its count is
+ *   exact; forward.ts `attemptCount`), by the one failover rule (failover.ts: a named wait within
+ *   the deadline is waited); otherwise, or when that vendor fails, counted here with the
+ *   tokenizer (tokens.ts): the text of the system prompt and of every block (tool uses' names and
+ *   inputs, tool results), the tool definitions as JSON, three tokens a message, and 1,600 an
+ *   image or document (what Anthropic charges a large one).
  * - A vendor's refusal of the body (another 4xx) is the client's: 400 invalid_request with its
  *   message.
  * - Never a model call: no budget, no reservation, no call record, not counted against the month.
@@ -62,39 +59,4 @@ export async function countLocally(body: Json, tokens: TokenCounter): Promise<nu
   const batch = total > INLINE_CHARS ? [texts.join('\n')] : texts;
   for (const counted of await Promise.all(batch.map((text) => tokens.count(text)))) n += counted;
   return Math.max(1, n);
-}
-
-export type VendorCount =
-  | { kind: 'counted'; inputTokens: number; upstreamMs: number }
-  | { kind: 'refused'; status: number; body: Json }
-  | { kind: 'failed'; reason: string };
-
-/** Asks an Anthropic-kind vendor for the count of `body` at `model`. */
-export async function askVendor(
-  upstream: Upstream,
-  provider: GatewayProvider,
-  model: GatewayModel,
-  body: Json,
-  headers: { anthropicVersion?: string | undefined; anthropicBeta?: string | undefined; traceparent: string },
-  signal: AbortSignal,
-): Promise<VendorCount> {
-  const sent = await exchange(
-    upstream,
-    '/v1/messages/count_tokens',
-    {
-      'x-api-key': provider.apiKey ?? '',
-      'anthropic-version': headers.anthropicVersion ?? DEFAULT_ANTHROPIC_VERSION,
-      ...(headers.anthropicBeta ? { 'anthropic-beta': headers.anthropicBeta } : {}),
-      traceparent: headers.traceparent,
-    },
-    { ...body, model: model.upstreamModel },
-    signal,
-  );
-  if (sent.kind !== 'answer') return sent;
-  const read = await readJson(sent.answer, sent.started);
-  if (read.kind === 'failed') return read;
-  const n = read.body.input_tokens;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
-    return { kind: 'failed', reason: 'the upstream answered without input_tokens' };
-  return { kind: 'counted', inputTokens: n, upstreamMs: read.upstreamMs };
 }

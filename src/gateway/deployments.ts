@@ -1,11 +1,8 @@
-import { sleepOn } from '../lib/clock.js';
 import type { GatewayDeployment, GatewayModel, PolicyProfile } from '../settings/schema.js';
 import { createModelHealth } from './breaker.js';
-import type { AttemptResult } from './forward.js';
-import type { GatewayContext, GatewayEnv, Outcome } from './steps/context.js';
 
 /**
- * Where a catalogue model is served from (API.md 9 `deployments`), and the health of each place.
+ * Where a catalogue model is served from (the catalogue's `deployments`), and the health of each place.
  * Rules:
  * - Every deployment has its own circuit (breaker.ts) and observed latency; a model's circuit is
  *   open when every one of its deployments' is, and its latency is the mean of theirs (routing
@@ -17,11 +14,8 @@ import type { GatewayContext, GatewayEnv, Outcome } from './steps/context.js';
  *   order. No randomness, so a test can count it.
  * - A deployment that answered 429 or 5xx with `retry-after` is skipped by every request until
  *   then (a vendor's own cool-down), like an open circuit.
- * - A request tries a model's deployments in that order, on to the next after a failure (429,
- *   5xx, connection error, timeout: forward.ts); a vendor's refusal (other 4xx) is an answer,
- *   never retried. When all failed and one asked to be retried after a wait that ends within the
- *   request's deadline (start + `gateway.retry.deadlineMs`), the request waits for the shortest
- *   and tries that deployment once more; otherwise it fails over to the next model at once.
+ * - A request tries a model's deployments in that order, on to the next after a failure, by the
+ *   one failover rule (failover.ts: what a failure is, the waits, the backoff, the fallbacks).
  * - When no deployment of any candidate model is admitted, the one whose circuit opened (or
  *   cool-down started) longest ago is tried, so that an outage of everything recovers.
  *
@@ -140,63 +134,3 @@ export function createDeploymentHealth(options: {
 }
 
 export type DeploymentHealth = ReturnType<typeof createDeploymentHealth>;
-
-/** Milliseconds a `retry-after` header asks for (seconds or an HTTP date); undefined when absent or unreadable. */
-export function retryAfterMs(header: string | string[] | undefined, nowMs: number): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
-}
-
-type Answered = Extract<Outcome, { kind: 'answered' }>;
-
-/**
- * One model's turn in a request: its deployments in order, then (within the deadline) the one
- * whose retry-after ends first. An answer (or the vendor's refusal), 'aborted' when the client
- * left, or null: fail over to the next model.
- */
-export async function tryDeployments(
-  ctx: GatewayContext,
-  env: GatewayEnv,
-  model: GatewayModel,
-  deployments: readonly Deployment[],
-  send: (served: GatewayModel) => Promise<AttemptResult>,
-): Promise<Answered | 'aborted' | null> {
-  const deadline = ctx.nowMs + env.settings.retry.deadlineMs;
-  let wait: { d: Deployment; ms: number } | null = null;
-  const one = async (d: Deployment): Promise<Answered | 'aborted' | null> => {
-    // The model as this deployment serves it: the call record and headers name its provider.
-    const served: GatewayModel = { ...model, provider: d.provider, upstreamModel: d.upstreamModel };
-    const started = performance.now();
-    const result = await send(served);
-    if (result.kind === 'failed') {
-      if (ctx.req.signal.aborted) return 'aborted';
-      const ms = retryAfterMs(result.retryAfter, env.clock.now());
-      env.health.failure(d, ms);
-      if (ms !== undefined && (wait === null || ms < wait.ms)) wait = { d, ms };
-      return null;
-    }
-    env.health.success(
-      d,
-      result.kind === 'json'
-        ? result.upstreamMs
-        : result.kind === 'stream'
-          ? result.upstreamFirstByteMs
-          : performance.now() - started,
-    );
-    return { kind: 'answered', model: served, result };
-  };
-  for (const d of deployments) {
-    const answered = await one(d);
-    if (answered) return answered;
-  }
-  const retry = wait as { d: Deployment; ms: number } | null;
-  if (retry === null || env.clock.now() + retry.ms > deadline) return null;
-  await sleepOn(env.clock, retry.ms, ctx.req.signal);
-  if (ctx.req.signal.aborted) return 'aborted';
-  env.health.cooled(retry.d);
-  return one(retry.d);
-}

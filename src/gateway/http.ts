@@ -43,7 +43,7 @@ const MODEL_ROUTE = {
 } as const;
 
 /**
- * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
+ * The model gateway's routes (docs/gateway.md): POST /v1/chat/completions, /v1/responses and
  * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
  * errors in its `{ type: "error", error }` envelope), GET /v1/models and /v1/models/{id}; and for admin keys budgets, usage and upstream status. Any workspace key, or an
  * agent key for its agent's own traffic.
@@ -136,6 +136,7 @@ export const gatewayRoutes: Plugin<{
       'plan_limit_reached',
       'seat_limit_reached',
       'upstream_failure',
+      'upstream_rate_limited',
     ];
     // Token counting is no model call: no plan, budget or admission refuses it.
     const countErrors: ErrorType[] = [

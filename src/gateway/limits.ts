@@ -9,7 +9,7 @@ import { gatewayRepo } from './repo.js';
 import { createWriteBehind } from './write-behind.js';
 
 /**
- * Requests and tokens per minute on model traffic (API.md 9, issue 19 item 5).
+ * Requests and tokens per minute on model traffic (docs/gateway.md "Rate limits"; issue 19 item 5).
  * Rules:
  * - A limit binds a scope: the key (its `limits`), its team and its principal (`gateway.limits`
  *   in settings) and its policy profile (the profile's `limits`). Teams, principals and profiles

@@ -1,6 +1,6 @@
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
- * their tables and key layouts; ids are the prefixed ids of API.md). Types only: the store imports
+ * their tables and key layouts; ids are the prefixed ids the API hands out, e.g. `call_…`). Types only: the store imports
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
@@ -58,7 +58,7 @@ export interface WorkspaceGatewayRecord {
   updatedBy: string;
 }
 
-/** A model budget (API.md 6). */
+/** A model budget (POST /v1/admin/budgets). */
 export interface BudgetRecord {
   id: string;
   workspaceId: string;
@@ -70,7 +70,7 @@ export interface BudgetRecord {
   createdBy: string;
 }
 
-/** A key's, team's, principal's or policy profile's model traffic limits (API.md 9; gateway/limits.ts). */
+/** A key's, team's, principal's or policy profile's model traffic limits (gateway/limits.ts). */
 export interface RateLimits {
   requestsPerMinute?: number;
   tokensPerMinute?: number;

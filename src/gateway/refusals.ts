@@ -8,7 +8,7 @@ import { createDropCounter } from './drops.js';
 import { createWriteBehind } from './write-behind.js';
 
 /**
- * The gateway's refusals as ledger records (SPEC.md 6.3, 7.1 `evidenceRecord`), written off the
+ * The gateway's refusals as ledger records (docs/gateway.md "Refusals are evidence"; the error's `evidenceRecord`), written off the
  * hot path.
  * Rules:
  * - A refusal is answered without waiting for the store: its record gets its `evr_` id at once

@@ -1,7 +1,7 @@
 import type { GatewayModel, GatewaySettings, PolicyProfile } from '../settings/schema.js';
 
 /**
- * Which models may serve a request, in the order to try them (SPEC.md 1.5, issue 6).
+ * Which models may serve a request, in the order to try them (docs/gateway.md; issue 6).
  * Rules:
  * - A model serves a task class when its `taskClasses` holds `*`, the class itself, or a parent
  *   of it (`code` serves `code.review`). Task class `embedding` (and its subclasses) is served

@@ -57,7 +57,7 @@ export const messagesSchema = Joi.object({
   tools: objects(1000),
 }).unknown(true);
 
-/** A budget (API.md 6): 400 invalid_budget lists every field at fault. */
+/** A budget (docs/gateway.md, budgets): 400 invalid_budget lists every field at fault. */
 const STEPS: readonly Step[] = ['nudge', 'downgrade', 'approval', 'block'];
 export const budgetSchema = Joi.object({
   scope: Joi.object({

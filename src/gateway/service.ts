@@ -14,7 +14,6 @@ import type { CallLog } from './calls.js';
 import { createRefusalLog } from './refusals.js';
 import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest, Step } from './steps/context.js';
 import { refusalEvent } from './steps/evidence.js';
-import { keepAnswer } from './steps/cache.js';
 import { createContext, runSteps, stepsFor } from './steps/index.js';
 import { createTokenCounter, loadTokenizer, tokenizerReady } from './tokens.js';
 import { refuseIfStopped } from './steps/kill-switch.js';
@@ -22,8 +21,21 @@ import { gatewayRepo } from './repo.js';
 
 export type { Advise, GatewayAnswer, GatewayRequest } from './steps/context.js';
 
+/** The refusals a client may send again as they are, after the retry-after they carry. */
+const RETRYABLE = new Set(['rate_limited', 'upstream_rate_limited']);
+
 /**
- * The model gateway (SPEC.md 1.5, 4.2, 7.4, 7.6; API.md 6): what lives as long as the gateway
+ * `x-should-retry` on every refusal of a model route, which the OpenAI and Anthropic SDKs obey
+ * over their own rule (they retry 408, 409, 429 and 5xx, three calls by default): `true` for a
+ * rate limit (ours or the vendors', with its retry-after), `false` for every other (a 502 means
+ * every model and deployment was already tried, and the failover rule retried what could be).
+ */
+function shouldRetry(headers: Record<string, string>, err: unknown): void {
+  if (err instanceof AppError) headers['x-should-retry'] = RETRYABLE.has(err.type) ? 'true' : 'false';
+}
+
+/**
+ * The model gateway (docs/gateway.md): what lives as long as the gateway
  * (upstream pools, circuit breakers, the refusal evidence queue) and the request path, whose
  * steps, in order, are steps/index.ts. Also the workspace's own gateway settings (console).
  */
@@ -113,13 +125,14 @@ export function createGateway(deps: {
       // Once, for the first requests after start: the steps count tokens synchronously.
       if (!tokenizerReady()) await loadTokenizer();
       const ctx = createContext(req, env);
-      const answer = await runSteps(
+      return runSteps(
         ctx,
         env,
         async (err: unknown, step: Step) => {
-          // Refused after its limits counted it: the request used no tokens; nor did it spend.
+          // Refused after its limits counted it: the request used no tokens (its reservation
+          // the runner released).
           ctx.limitHold?.settle(0);
-          await ctx.reservation?.settle(0);
+          shouldRetry(ctx.headers, err);
           const event = refusalEvent(ctx, err, step.name);
           if (!event) return;
           const id = await refusals.record(event);
@@ -127,7 +140,6 @@ export function createGateway(deps: {
         },
         stepsFor(req.shape),
       );
-      return keepAnswer(ctx, env, answer);
     },
 
     /** The bounded queues' bounds, and what this workspace lost to them (GET /v1/admin/upstreams). */

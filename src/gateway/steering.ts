@@ -3,7 +3,7 @@ import type { ClassifierRule } from '../settings/schema.js';
 import { OBJECTIVES, type Objective } from './routing.js';
 
 /**
- * The steering headers of SPEC.md 7.6, read and checked once per model request.
+ * The steering headers (`x-svc-*`, docs/gateway.md), read and checked once per model request.
  * Rules:
  * - `x-svc-task-class` is dotted words (`code.review`); `x-svc-task-id` a `task_` id;
  *   `x-svc-objective` one of OBJECTIVES (default balanced); `x-svc-dry-run` `true` or `false`;

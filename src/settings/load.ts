@@ -108,8 +108,8 @@ function checkGateway(settings: Settings): void {
       const at = `gateway.models.${i}.${given ? `deployments.${j}.` : ''}provider`;
       const kind = providers.find((p) => p.id === d.provider)?.kind;
       if (kind === undefined) problems.push(`  ${at}: "${d.provider}" is not a configured provider`);
-      // POST /v1/embeddings speaks the OpenAI shape to the vendor (gateway/embeddings.ts): a model
-      // marked for embeddings on another kind would only ever fail, so it is refused here.
+      // POST /v1/embeddings is a capability of the openai kind's adapter only (gateway/vendors/):
+      // a model marked for embeddings on another kind would only ever fail, so it is refused here.
       else if (m.taskClasses?.includes('embedding') && kind !== 'openai')
         problems.push(
           `  ${at}: "${d.provider}" is of kind ${kind}, and embeddings are served through openai-kind providers (OpenAI and compatible) only`,
@@ -122,6 +122,11 @@ function checkGateway(settings: Settings): void {
     for (const id of p.providers ?? [])
       if (!providerIds.has(id))
         problems.push(`  gateway.policyProfiles.${i}.providers: "${id}" is not a configured provider`);
+    for (const field of ['contextWindowFallbacks', 'contentPolicyFallbacks'] as const)
+      for (const [from, to] of Object.entries(p[field] ?? {}))
+        for (const id of from === '*' ? to : [from, ...to])
+          if (!modelIds.has(id))
+            problems.push(`  gateway.policyProfiles.${i}.${field}: "${id}" is not a configured model`);
   });
   if (problems.length > 0) throw new SettingsError(`invalid configuration:\n${problems.join('\n')}`);
 }

@@ -84,6 +84,13 @@ export interface PolicyProfile {
   limits?: RateLimits;
   /** Turns the response cache on for the profile's keys (gateway/cache.ts). */
   cache?: { ttlSeconds: number };
+  /**
+   * A vendor's context-window refusal (the prompt is too long) moves to these models, by the model
+   * refused (`*`: any), as LiteLLM's `context_window_fallbacks` (gateway/failover.ts).
+   */
+  contextWindowFallbacks?: Record<string, string[]>;
+  /** A vendor's content-policy refusal moves to these models, by the model refused (`*`: any). */
+  contentPolicyFallbacks?: Record<string, string[]>;
 }
 
 /** Requests and tokens per minute (docs/gateway.md#rate-limits); absent: no limit. */
@@ -122,7 +129,7 @@ export interface GatewaySettings {
   bodyTimeoutMs: number;
   breaker: { failures: number; cooldownMs: number };
   limits: ScopeLimits[];
-  /** How long past its start a request may wait on a vendor's retry-after before failing over (deployments.ts). */
+  /** How long past its start a request may wait on a vendor's named wait or back off from throttling (gateway/failover.ts). */
   retry: { deadlineMs: number };
 }
 
@@ -247,6 +254,11 @@ const signingSecret = Joi.string()
 export const MAX_PER_MINUTE = 1_000_000_000;
 /** The longest a cached answer may be kept (30 days). */
 export const MAX_CACHE_TTL_SECONDS = 30 * 86_400;
+
+/** A profile's fallbacks: the model refused (or `*`) to the models tried next, in order. */
+const fallbacksSchema = Joi.object()
+  .pattern(Joi.string().max(128), Joi.array().items(Joi.string().max(128)).min(1).max(32).unique())
+  .max(256);
 
 /**
  * `limits: { requestsPerMinute?, tokensPerMinute? }` (docs/gateway.md#rate-limits): keys, policy
@@ -795,6 +807,12 @@ export const settingsSchema = Joi.object<Settings>({
           cache: Joi.object({
             ttlSeconds: Joi.number().integer().min(1).max(MAX_CACHE_TTL_SECONDS).required(),
           }).description("the response cache, on for the profile's keys, entries kept ttlSeconds"),
+          contextWindowFallbacks: fallbacksSchema.description(
+            'a vendor refusing the prompt as too long for the model moves the request to these models: { "<model refused, or *>": ["<model>", ...] }',
+          ),
+          contentPolicyFallbacks: fallbacksSchema.description(
+            'a vendor refusing the request by its content policy moves the request to these models: { "<model refused, or *>": ["<model>", ...] }',
+          ),
         }),
       )
       .unique('id')
@@ -865,7 +883,7 @@ export const settingsSchema = Joi.object<Settings>({
         .max(600000)
         .default(2000)
         .description(
-          "how long past its start a request may wait on a vendor's retry-after to retry a model's deployment; a longer wait fails over to the next model at once",
+          "how long past its start a request may wait on a vendor's named wait (retry-after, Gemini's RetryInfo) or back off from throttling, to ask again; a longer wait fails over to the next model at once, and is passed to the client as 429 with retry-after when none answers",
         ),
     }).default(),
     limits: Joi.array()

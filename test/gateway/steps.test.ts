@@ -130,6 +130,7 @@ test('the steps, in order: every check before the one step that sends', (t) => {
       'dry-run',
       'upstream',
       'account',
+      'cache-write',
     ],
   );
 });

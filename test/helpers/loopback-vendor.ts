@@ -15,6 +15,8 @@ import type { Json } from './http.js';
 
 export type LoopbackFault =
   | { kind: 'status'; status: number }
+  /** Answers this status, body and headers (the vendor's own error shape: RetryInfo, a context-length refusal). */
+  | { kind: 'answer'; status: number; body: Json; headers?: Record<string, string> }
   | { kind: 'reset' }
   /** A stream: the socket is destroyed after this many pieces. */
   | { kind: 'cut'; afterChunks: number }
@@ -106,6 +108,12 @@ export async function startLoopbackVendor(spec: VendorSpec): Promise<LoopbackVen
       return;
     }
     if (fault?.kind === 'status') return send(res, spec.error(fault.status));
+    if (fault?.kind === 'answer')
+      return send(res, {
+        status: fault.status,
+        body: fault.body,
+        ...(fault.headers ? { headers: fault.headers } : {}),
+      });
     const refused = await spec.authenticate(x);
     if (refused) return send(res, refused);
     if (body === null || typeof body !== 'object')

@@ -36,6 +36,8 @@ import type { Json } from './http.js';
 
 export type Fault =
   | { kind: 'status'; status: number; retryAfterSeconds?: number }
+  /** Answers this status, body and headers (a vendor's own error shape, e.g. a context-length refusal). */
+  | { kind: 'answer'; status: number; body: Json; headers?: Record<string, string> }
   | { kind: 'hang' }
   | { kind: 'reset' }
   | { kind: 'cut'; afterChunks: number }
@@ -176,6 +178,7 @@ export async function startMockVendor(
         fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
       return json(res, fault.status, errorBody(vendor, fault.status, `mock fault: status ${fault.status}`), headers);
     }
+    if (fault?.kind === 'answer') return json(res, fault.status, fault.body, fault.headers ?? {});
     if (fault?.kind === 'delay') {
       await sleep(fault.ms);
       if (res.destroyed) return;

@@ -2,8 +2,8 @@ import test from 'ava';
 import fc from 'fast-check';
 import { Readable } from 'node:stream';
 import { EventStreamCodec } from '@smithy/core/event-streams';
-import type { Attempt, AttemptResult, Shape } from '../../src/gateway/forward.js';
-import { vendorAttempt } from '../../src/gateway/vendors/attempt.js';
+import type { Attempt, AttemptResult, Shape } from '../../src/gateway/failover.js';
+import { vendorAttempt } from '../../src/gateway/forward.js';
 import { vendorOf } from '../../src/gateway/vendors/index.js';
 import type { Upstream } from '../../src/lib/upstream.js';
 import type { GatewayProvider, ProviderKind } from '../../src/settings/schema.js';
@@ -13,7 +13,7 @@ import type { GatewayProvider, ProviderKind } from '../../src/settings/schema.js
  * bytes: a whole stream gives the client exactly the bytes it gives unchunked, and any bytes at
  * all (garbage, a stream cut anywhere, a byte changed) end in a failed attempt (the next model
  * is tried) or a stream that ends or is cut, never a thrown error (a 5xx) and never a hang.
- * Run through the real attempt path (vendors/attempt.ts) with the upstream's answer given.
+ * Run through the real attempt path (forward.ts `vendorAttempt`) with the upstream's answer given.
  */
 const RUNS = 60;
 const TEXT = ['echo:', ' héllo', ' ☃', ' 日本語', ' done'];

@@ -1,11 +1,17 @@
 import { finished, PassThrough, type Readable } from 'node:stream';
 import type { Upstream } from '../../lib/upstream.js';
 import type { GatewayProvider } from '../../settings/schema.js';
-import { exchange } from '../exchange.js';
-import { attempt, commitStream, readJson, type Attempt, type AttemptResult } from '../forward.js';
+import {
+  attempt,
+  commitStream,
+  passesResponses,
+  readJson,
+  sendResponses,
+  type Attempt,
+  type AttemptResult,
+} from '../forward.js';
 import { createStreamScreen, type StreamScreen } from '../response-screen.js';
 import { SseReader } from '../sse.js';
-import { DEFAULT_MAX_TOKENS } from '../translate/requests.js';
 import { responsesApiUsage, type Usage } from '../translate/responses.js';
 import {
   chatToResponse,
@@ -18,18 +24,18 @@ import type { StreamTranslator } from '../translate/streams.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 
 /**
- * POST /v1/responses at one model. A provider that speaks Responses (an OpenAI-kind provider with
- * `responses: true`) gets the body as it is (the upstream model's name; max_output_tokens
- * DEFAULT_MAX_TOKENS when absent, so the reservation bounds the call) at its /responses, and its
+ * POST /v1/responses at one model. A provider that speaks Responses (a provider with `responses:
+ * true` whose kind's adapter has the capability: vendors/openai.ts) gets the body as it is (the
+ * upstream model's name; max_output_tokens bounded, so the reservation bounds the call), and its
  * answer and events come back with the catalogue's model name. Any other vendor is asked in chat
  * completions (translate/responses-api.ts), through forward.ts, which translates on to the
  * vendor's own shape; its answer and stream are translated back. Failover, refusals and the
- * stream's commit follow forward.ts's rules either way.
+ * stream's commit follow failover.ts's rule either way.
  * Data loss on the way back (response-screen.ts) screens what the client receives, in the
  * Responses shape, either way: the answer by the accounting step, a stream here (the chat attempt
  * under a translation is not screened itself, so the text is screened once).
  */
-export const speaksResponses = (p: GatewayProvider): boolean => p.kind === 'openai' && p.responses === true;
+export const speaksResponses = (p: GatewayProvider): boolean => passesResponses({ provider: p });
 
 export async function attemptResponses(upstream: Upstream, a: Attempt, id: string): Promise<AttemptResult> {
   const ids: ResponseIds = { id, model: a.clientModel, createdAt: a.nowSeconds };
@@ -52,15 +58,8 @@ export async function attemptResponses(upstream: Upstream, a: Attempt, id: strin
 }
 
 async function passThrough(upstream: Upstream, a: Attempt): Promise<AttemptResult> {
-  const body: Json = { ...a.body, model: a.model.upstreamModel };
-  body.max_output_tokens ??= DEFAULT_MAX_TOKENS;
-  const sent = await exchange(
-    upstream,
-    '/responses',
-    { authorization: `Bearer ${a.provider.apiKey ?? ''}`, traceparent: a.traceparent },
-    body,
-    a.signal,
-  );
+  // The request is the adapter's (vendors/openai.ts), judged by the one failover rule.
+  const sent = await sendResponses(upstream, a);
   if (sent.kind !== 'answer') return sent;
   if (!a.stream) {
     const read = await readJson(sent.answer, sent.started);

@@ -9,8 +9,9 @@ import { costOf, countPrompt, estimateFor } from './prices.js';
  * vendor's usage settles the reservation (a stream when it ends: one that did not finish is
  * charged at least its estimate, never nothing), the cost and overhead headers are set, and the
  * call record is queued. A vendor's refusal of the request is 400 invalid_request with its
- * message; no model answering is 502 upstream_failure with attemptedModels. Both release the
- * reservation and are recorded. The answer's text is screened for data loss (response-screen.ts):
+ * message; no model answering is 502 upstream_failure with attemptedModels, or 429
+ * upstream_rate_limited when the vendors throttled (with `retry-after`: the shortest wait a vendor
+ * named beyond the request's deadline). Each is recorded; the runner releases the reservation. The answer's text is screened for data loss (response-screen.ts):
  * redacted, or refused with 400 sensitive_data_blocked (`in: answer`), charged and recorded.
  */
 export const account: AsyncStep = {
@@ -18,11 +19,23 @@ export const account: AsyncStep = {
   async run(ctx, env) {
     const { headers, outcome, reservation, attempted } = ctx;
     if (outcome.kind === 'exhausted') {
-      await reservation?.settle(0);
       recordCall(ctx, env, {
         attemptedModels: attempted,
         outcome: ctx.req.signal.aborted ? 'cancelled' : 'upstream_failure',
       });
+      if (attempted.length > 0 && (outcome.retryAfterMs !== undefined || outcome.throttled)) {
+        // The vendors throttled: the client backs off as they asked (their wait, when one was named).
+        if (outcome.retryAfterMs !== undefined)
+          headers['retry-after'] = String(Math.max(1, Math.ceil(outcome.retryAfterMs / 1000)));
+        throw new AppError('upstream_rate_limited', {
+          message: `Every eligible model is throttling: ${attempted.join(', ')}.`,
+          headers,
+          details: {
+            attemptedModels: attempted,
+            ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}),
+          },
+        });
+      }
       throw new AppError('upstream_failure', {
         message:
           attempted.length > 0
@@ -42,7 +55,6 @@ export const account: AsyncStep = {
     };
     serveHeaders(ctx, env, model);
     if (result.kind === 'refused') {
-      await reservation?.settle(0);
       recordCall(ctx, env, { ...served, outcome: 'upstream_error' });
       throw new AppError('invalid_request', {
         message: `${model.id} refused the request (HTTP ${result.status}): ${String(result.body.error?.message ?? result.body.message ?? 'no reason given')}`,

@@ -2,14 +2,14 @@ import { Readable } from 'node:stream';
 import { invalidField } from '../../errors/app-error.js';
 import { cacheKeyOf } from '../cache.js';
 import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
-import type { GatewayAnswer, GatewayContext, GatewayEnv, AsyncStep } from './context.js';
+import type { AfterStep, AsyncStep } from './context.js';
 
 /**
  * 9. Response cache (cache.ts), on for a key whose policy profile has `cache: { ttlSeconds }`:
  * never for a dry run or a request with `x-svc-cache: bypass`. A hit is answered here (nothing
  * sent, nothing reserved, a call of zero cost; a streamed request replays its stream) with
  * `x-svc-cache: hit`; a miss goes on with `x-svc-cache: miss`, and its answer is kept once it
- * ended well (`keepAnswer`, after the steps).
+ * ended well (`cacheWrite`, the after-step of the table: steps/index.ts).
  */
 export const cache: AsyncStep = {
   name: 'cache',
@@ -32,9 +32,7 @@ export const cache: AsyncStep = {
       return;
     }
     ctx.cacheState = 'hit';
-    // Nothing is sent: the admission's reservation is released.
-    await ctx.reservation?.settle(0);
-    ctx.reservation = null;
+    // Nothing is sent: the runner releases the admission's reservation (steps/index.ts `release`).
     const { headers } = ctx;
     headers['x-svc-cache'] = 'hit';
     const model = env.catalogue.get(entry.model);
@@ -48,26 +46,29 @@ export const cache: AsyncStep = {
   },
 };
 
-/** After the steps: a missed request's answer, once it ended well, is kept for the next. */
-export function keepAnswer(ctx: GatewayContext, env: GatewayEnv, answer: GatewayAnswer): GatewayAnswer {
-  const slot = ctx.cacheSlot;
-  if (!slot || ctx.outcome.kind !== 'answered' || answer.status !== 200) return answer;
-  const { model, result } = ctx.outcome;
-  const served = { model: model.id, provider: model.provider };
-  if (result.kind === 'json' && answer.json) {
-    env.cache.keepJson(slot, {
-      ...served,
-      json: answer.json,
-      inputTokens: result.usage?.input ?? 0,
-      outputTokens: result.usage?.output ?? 0,
-    });
-  } else if (result.kind === 'stream' && answer.stream) {
-    const ended = result.done.then((d) => ({
-      ok: d.outcome === 'ok',
-      inputTokens: d.usage?.input ?? 0,
-      outputTokens: d.usage?.output ?? 0,
-    }));
-    return { ...answer, stream: env.cache.teeStream(slot, answer.stream, ended, served) };
-  }
-  return answer;
-}
+/** After the answer: a missed request's answer, once it ended well, is kept for the next. */
+export const cacheWrite: AfterStep = {
+  name: 'cache-write',
+  after(ctx, env, answer) {
+    const slot = ctx.cacheSlot;
+    if (!slot || ctx.outcome.kind !== 'answered' || answer.status !== 200) return answer;
+    const { model, result } = ctx.outcome;
+    const served = { model: model.id, provider: model.provider };
+    if (result.kind === 'json' && answer.json) {
+      env.cache.keepJson(slot, {
+        ...served,
+        json: answer.json,
+        inputTokens: result.usage?.input ?? 0,
+        outputTokens: result.usage?.output ?? 0,
+      });
+    } else if (result.kind === 'stream' && answer.stream) {
+      const ended = result.done.then((d) => ({
+        ok: d.outcome === 'ok',
+        inputTokens: d.usage?.input ?? 0,
+        outputTokens: d.usage?.output ?? 0,
+      }));
+      return { ...answer, stream: env.cache.teeStream(slot, answer.stream, ended, served) };
+    }
+    return answer;
+  },
+};

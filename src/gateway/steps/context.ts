@@ -12,7 +12,7 @@ import type { CacheSlot, ResponseCache } from '../cache.js';
 import type { CallLog } from '../calls.js';
 import type { DlpKind } from '../dlp.js';
 import type { LimitHold, Limits } from '../limits.js';
-import type { AttemptResult, Shape } from '../forward.js';
+import type { AttemptResult, Shape } from '../failover.js';
 import type { Steering } from '../steering.js';
 import type { TokenCounter } from '../tokens.js';
 
@@ -25,9 +25,9 @@ import type { TokenCounter } from '../tokens.js';
 type Json = Record<string, unknown>;
 
 /**
- * The route a request came by: the two chat shapes, which forward.ts speaks; POST /v1/responses,
- * POST /v1/embeddings (responses/attempt.ts, embeddings.ts) and POST /v1/messages/count_tokens
- * (count-tokens.ts).
+ * The route a request came by: the two chat shapes; POST /v1/responses, POST /v1/embeddings and
+ * POST /v1/messages/count_tokens (each a capability of the vendors' adapters: forward.ts,
+ * responses/attempt.ts).
  */
 export type RouteShape = Shape | 'responses' | 'embeddings' | 'count_tokens';
 
@@ -85,9 +85,13 @@ export interface GatewayEnv {
   advise?: Advise | undefined;
 }
 
-/** How the upstream step ended (exhausted: no model answered); the accounting step answers from it. */
+/**
+ * How the upstream step ended (exhausted: no model answered; with the shortest wait a vendor named
+ * beyond the deadline, and whether a vendor throttled); the accounting step answers from it.
+ */
 export type Outcome =
-  { kind: 'exhausted' } | { kind: 'answered'; model: GatewayModel; result: Exclude<AttemptResult, { kind: 'failed' }> };
+  | { kind: 'exhausted'; retryAfterMs?: number; throttled?: boolean }
+  | { kind: 'answered'; model: GatewayModel; result: Exclude<AttemptResult, { kind: 'failed' }> };
 
 export interface GatewayContext {
   readonly req: GatewayRequest;
@@ -152,4 +156,15 @@ export interface AsyncStep {
   run(ctx: GatewayContext, env: GatewayEnv): Promise<GatewayAnswer | void>;
 }
 
-export type Step = SyncStep | AsyncStep;
+/**
+ * A step after the answer: it runs once a step answered (and only then), and may replace the
+ * answer (the response cache keeps a missed answer as it is written).
+ */
+export interface AfterStep {
+  readonly name: string;
+  after(ctx: GatewayContext, env: GatewayEnv, answer: GatewayAnswer): GatewayAnswer;
+}
+
+/** A step that checks or answers. */
+export type CheckStep = SyncStep | AsyncStep;
+export type Step = CheckStep | AfterStep;

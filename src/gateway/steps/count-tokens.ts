@@ -1,8 +1,12 @@
 import { AppError } from '../../errors/app-error.js';
-import { askVendor, countLocally } from '../count-tokens.js';
+import { countLocally } from '../count-tokens.js';
+import { failover } from '../failover.js';
+import { attemptCount } from '../forward.js';
+import { vendorOf } from '../vendors/index.js';
 import { loadTokenizer } from '../tokens.js';
 import { overheadMicros, serveHeaders } from './call-record.js';
 import type { AsyncStep } from './context.js';
+import { attemptFor } from './upstream.js';
 
 /**
  * Token counting (POST /v1/messages/count_tokens): the answer, after the kill switch,
@@ -16,35 +20,31 @@ export const countTokensStep: AsyncStep = {
   async run(ctx, env) {
     const model = ctx.candidates[0]!;
     const provider = env.providers.get(model.provider)!;
-    const { headers, req } = ctx;
+    const { headers } = ctx;
     headers['x-svc-enforcement'] = ctx.enforcement === 'shadow' ? 'shadow' : 'observe';
     serveHeaders(ctx, env, model);
-    if (!ctx.steering.dryRun && provider.kind === 'anthropic' && !env.health.open(model.id)) {
-      const beta = req.headers['anthropic-beta'];
-      const version = req.headers['anthropic-version'];
-      const asked = await askVendor(
-        env.upstreamOf(provider.id),
-        provider,
-        model,
-        ctx.body,
-        {
-          anthropicVersion: typeof version === 'string' ? version : undefined,
-          anthropicBeta: Array.isArray(beta) ? beta.join(',') : beta,
-          traceparent: req.traceparent,
-        },
-        req.signal,
+    if (!ctx.steering.dryRun && vendorOf(provider.kind).countTokens && !env.health.open(model.id)) {
+      // The routed model only, by the one failover rule (its deployments, a vendor's named wait).
+      const asked = await failover(
+        ctx,
+        env,
+        [model],
+        (served) =>
+          attemptCount(env.upstreamOf(served.provider), attemptFor(ctx, env, served, undefined), ctx.callId.slice(5)),
+        async () => {},
       );
-      if (asked.kind === 'counted') {
+      const result = asked.kind === 'answered' ? asked.result : null;
+      if (result?.kind === 'json') {
         headers['x-svc-token-count'] = 'vendor';
-        headers['x-svc-overhead-micros'] = String(overheadMicros(ctx, asked.upstreamMs));
-        return { status: 200, headers, json: { input_tokens: asked.inputTokens } };
+        headers['x-svc-overhead-micros'] = String(overheadMicros(ctx, result.upstreamMs));
+        return { status: 200, headers, json: result.body };
       }
-      if (asked.kind === 'refused') {
+      if (result?.kind === 'refused') {
         throw new AppError('invalid_request', {
-          message: `${model.id} refused the request (HTTP ${asked.status}): ${String(asked.body.error?.message ?? asked.body.message ?? 'no reason given')}`,
+          message: `${model.id} refused the request (HTTP ${result.status}): ${String(result.body.error?.message ?? result.body.message ?? 'no reason given')}`,
           fix: "Correct the request as the vendor's message says.",
           headers,
-          details: { upstreamStatus: asked.status },
+          details: { upstreamStatus: result.status },
         });
       }
     }

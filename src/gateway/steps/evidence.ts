@@ -4,7 +4,7 @@ import type { LedgerEvent } from '../../ledger/service.js';
 import type { GatewayContext } from './context.js';
 
 /**
- * Which refusals of the request path are evidence (SPEC.md 6.3: refusals that reflect a policy
+ * Which refusals of the request path are evidence (docs/gateway.md "Refusals are evidence": refusals that reflect a policy
  * decision), and the ledger record each becomes.
  * Rules:
  * - Kind `gateway.call_refused`; subject the call's id (the refusal's x-svc-call-id); actor the

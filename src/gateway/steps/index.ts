@@ -3,10 +3,18 @@ import { promptText } from '../screen.js';
 import { account } from './account.js';
 import { admit } from './admit.js';
 import { budget } from './budget.js';
-import { cache } from './cache.js';
+import { cache, cacheWrite } from './cache.js';
 import { classify } from './classify.js';
 import { countTokensStep } from './count-tokens.js';
-import type { GatewayAnswer, GatewayContext, GatewayEnv, GatewayRequest, RouteShape, Step } from './context.js';
+import type {
+  CheckStep,
+  GatewayAnswer,
+  GatewayContext,
+  GatewayEnv,
+  GatewayRequest,
+  RouteShape,
+  Step,
+} from './context.js';
 import { dataLoss } from './data-loss.js';
 import { dryRun } from './dry-run.js';
 import { killSwitch } from './kill-switch.js';
@@ -17,8 +25,8 @@ import { route } from './route.js';
 import { upstream } from './upstream.js';
 
 /**
- * The model gateway's request path (SPEC.md 1.5, 4.2, 7.4, 7.6; API.md 6): one step per file, in
- * this order. A step refuses by throwing an AppError, ends the request by returning an answer, or
+ * The model gateway's request path (docs/gateway.md, "What happens to each request"): one step
+ * per file, in this order. A step refuses by throwing an AppError, ends the request by returning an answer, or
  * goes on. Every step reads `req`, `key`, `body`, `wid`, `nowMs`, `at`, `callId` and `prompt()`
  * and may set answer `headers`; besides, of the context (context.ts):
  *
@@ -43,6 +51,7 @@ import { upstream } from './upstream.js';
  *   account      outcome reservation attempted, and what    -
  *                a call record names: taskId sessionId
  *                taskClass requested steering admission
+ *   cache-write  cacheSlot outcome, and the answer          the answer (its stream teed)
  *
  * Invariants:
  * - Every check's refusal comes before the upstream step, the only one that sends (after it, only
@@ -51,13 +60,15 @@ import { upstream } from './upstream.js';
  * - The budget step's admission takes the request's reservation in the same store write as its
  *   check (budgets.ts `admit`), so racing requests of every process each see the others'
  *   reservations and a budget is overrun by at most one. A refusal after it, or a cache hit,
- *   releases it; the call's end settles it (removed, and its cost added, in one write).
+ *   releases it, in one place (`release`, called by the runner); the call's end settles it
+ *   (removed, and its cost added, in one write).
+ * - After-steps (the response cache's write) run only on an answer, and may replace it.
  * - Counts that bound traffic are read, checked and written in one store write each: the rate
  *   windows (limit step, limits.ts) and the month's requests (admit step, calls.ts).
  * - A refusal by the kill switch, data loss or a budget (evidence.ts `EVIDENCED`) is a ledger
  *   record, queued off the hot path (refusals.ts); the error carries its id as `evidenceRecord`.
  */
-export const CHECKS: readonly Step[] = [
+export const CHECKS: readonly CheckStep[] = [
   killSwitch,
   plan,
   classify,
@@ -70,7 +81,7 @@ export const CHECKS: readonly Step[] = [
   dryRun,
 ];
 
-export const STEPS: readonly Step[] = [...CHECKS, upstream, account];
+export const STEPS: readonly Step[] = [...CHECKS, upstream, account, cacheWrite];
 
 /**
  * The path by route: POST /v1/responses checks that a vendor keeps state when asked to, right
@@ -143,8 +154,21 @@ export function createContext(req: GatewayRequest, env: GatewayEnv): GatewayCont
 }
 
 /**
- * Runs the steps in order until one answers. A refusal is thrown as it was raised, after `onRefusal`
- * (which may add to it, e.g. its evidence record) saw it with the step that raised it.
+ * The one place a request's budget reservation is released (settled at zero): the request ended
+ * without a model's answer to charge (a refusal by any step, the vendor's refusal, no model
+ * answering, a cache hit). An answer's cost settles it in the accounting step instead; a settle
+ * runs once (budgets.ts), so a release after it changes nothing.
+ */
+export async function release(ctx: GatewayContext): Promise<void> {
+  const reservation = ctx.reservation;
+  ctx.reservation = null;
+  await reservation?.settle(0);
+}
+
+/**
+ * Runs the steps in order until one answers, then the after-steps on that answer. A refusal is
+ * thrown as it was raised, after the reservation was released and `onRefusal` (which may add to
+ * it, e.g. its evidence record) saw it with the step that raised it.
  */
 export async function runSteps(
   ctx: GatewayContext,
@@ -152,15 +176,22 @@ export async function runSteps(
   onRefusal: (err: unknown, step: Step) => void | Promise<void>,
   steps: readonly Step[] = STEPS,
 ): Promise<GatewayAnswer> {
+  let answer: GatewayAnswer | void = undefined;
   for (const step of steps) {
-    let answer: GatewayAnswer | void;
+    if ('after' in step) {
+      if (answer) answer = step.after(ctx, env, answer);
+      continue;
+    }
+    if (answer) continue;
     try {
       answer = await step.run(ctx, env);
     } catch (err) {
+      await release(ctx);
       await onRefusal(err, step);
       throw err;
     }
-    if (answer) return answer;
   }
-  throw new Error('the gateway steps ended without an answer');
+  if (!answer) throw new Error('the gateway steps ended without an answer');
+  if (ctx.outcome.kind !== 'answered') await release(ctx);
+  return answer;
 }

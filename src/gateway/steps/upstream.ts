@@ -1,73 +1,69 @@
 import type { GatewayModel } from '../../settings/schema.js';
 import { observeAttempt } from '../attempt-telemetry.js';
-import { tryDeployments } from '../deployments.js';
-import { attemptEmbeddings } from '../embeddings.js';
-import { attempt, type AttemptResult } from '../forward.js';
+import { failover, type Attempt } from '../failover.js';
+import { attempt, attemptEmbeddings } from '../forward.js';
 import { answerScreen } from '../response-screen.js';
 import { attemptResponses } from '../responses/attempt.js';
-import type { AsyncStep } from './context.js';
+import type { AsyncStep, GatewayContext, GatewayEnv } from './context.js';
 import { estimateFor } from './prices.js';
 
 /** A header's value, its repeats joined by commas (as HTTP reads a list). */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(',') : v);
 
+/** The attempt at `served` (a model as one deployment serves it) for this request. */
+export function attemptFor(
+  ctx: GatewayContext,
+  env: GatewayEnv,
+  served: GatewayModel,
+  traceparent: string | undefined,
+): Attempt {
+  const { req, body } = ctx;
+  return {
+    shape: req.shape === 'anthropic' || req.shape === 'count_tokens' ? 'anthropic' : 'openai',
+    body,
+    stream: body.stream === true,
+    model: served,
+    provider: env.providers.get(served.provider)!,
+    clientModel: ctx.enforcement === 'shadow' ? ctx.requested! : served.id,
+    traceparent: traceparent ?? req.traceparent,
+    anthropicVersion:
+      typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
+    anthropicBeta: headerValue(req.headers['anthropic-beta']),
+    signal: req.signal,
+    nowSeconds: Math.floor(ctx.nowMs / 1000),
+    // Chat and Responses answers (a Responses stream is screened in its own shape, by
+    // responses/attempt.ts); embeddings answers are vectors, with no text to screen.
+    screen: req.shape === 'embeddings' || req.shape === 'count_tokens' ? undefined : answerScreen(ctx, env),
+  };
+}
+
 /**
  * 9. Upstream: the only step that sends. What the request may cost was reserved on its budgets
- * by the budget step's admission; the candidates with a deployment whose circuit is
- * closed are tried in order, each in its vendor's shape (forward.ts translates both ways;
- * Responses and embeddings requests go by responses/attempt.ts and embeddings.ts): a model's
- * deployments first (deployments.ts: weights, retry-after), then the next model, until one
- * answers; the reservation follows the model tried. A stream is committed at
- * its first event and never failed over after it. The outcome is left for the accounting step;
- * if an attempt throws, the reservation is released.
+ * by the budget step's admission; the candidates are tried by the one failover rule
+ * (failover.ts: deployments, waits, backoff, fallbacks), each attempt through its vendor's
+ * adapter (forward.ts; Responses by responses/attempt.ts); the reservation follows the model
+ * tried. A stream is committed at its first event and never failed over after it. The outcome is
+ * left for the accounting step; a request that ends without a model's answer has its reservation
+ * released by the runner (steps/index.ts), in one place.
  */
 export const upstream: AsyncStep = {
   name: 'upstream',
   async run(ctx, env) {
-    const { req, body, candidates } = ctx;
+    const { req, body } = ctx;
     const reservation = ctx.reservation;
-    const attempted = ctx.attempted;
-    const send = async (served: GatewayModel): Promise<AttemptResult> => {
-      const provider = env.providers.get(served.provider)!;
-      return observeAttempt(served, provider, body, (traceparent) =>
-        (req.shape === 'responses' ? attemptResponses : req.shape === 'embeddings' ? attemptEmbeddings : attempt)(
-          env.upstreamOf(provider.id),
-          {
-            shape: req.shape === 'anthropic' ? 'anthropic' : 'openai',
-            body,
-            stream: body.stream === true,
-            model: served,
-            provider,
-            clientModel: ctx.enforcement === 'shadow' ? ctx.requested! : served.id,
-            traceparent: traceparent ?? req.traceparent,
-            anthropicVersion:
-              typeof req.headers['anthropic-version'] === 'string' ? req.headers['anthropic-version'] : undefined,
-            anthropicBeta: headerValue(req.headers['anthropic-beta']),
-            signal: req.signal,
-            nowSeconds: Math.floor(ctx.nowMs / 1000),
-            // Chat and Responses answers (a Responses stream is screened in its own shape, by
-            // responses/attempt.ts); embeddings answers are vectors, with no text to screen.
-            screen: req.shape === 'embeddings' ? undefined : answerScreen(ctx, env),
-          },
-          ctx.callId.slice(5),
+    const route =
+      req.shape === 'responses' ? attemptResponses : req.shape === 'embeddings' ? attemptEmbeddings : attempt;
+    ctx.outcome = await failover(
+      ctx,
+      env,
+      ctx.candidates,
+      (served) =>
+        observeAttempt(served, env.providers.get(served.provider)!, body, (traceparent) =>
+          route(env.upstreamOf(served.provider), attemptFor(ctx, env, served, traceparent), ctx.callId.slice(5)),
         ),
-      );
-    };
-    try {
-      for (const { model, deployments } of env.health.plan(candidates, ctx.profile)) {
-        if (attempted.length > 0 && reservation) await reservation.change(estimateFor(ctx, model));
-        attempted.push(model.id);
-        const answered = await tryDeployments(ctx, env, model, deployments, send);
-        if (answered === 'aborted') break;
-        if (answered) {
-          ctx.outcome = answered;
-          return;
-        }
-      }
-    } catch (err) {
-      await reservation?.settle(0);
-      throw err;
-    }
-    ctx.outcome = { kind: 'exhausted' };
+      async (model) => {
+        if (reservation) await reservation.change(estimateFor(ctx, model));
+      },
+    );
   },
 };

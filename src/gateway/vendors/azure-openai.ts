@@ -1,7 +1,8 @@
 import type { VendorJson as Json } from '../vendor-json.js';
 import { OPENAI_TOOL_ID_MAX, rekeyChatToolIds } from '../translate/tool-ids.js';
-import { dataEvent, sseBatches } from './sse-source.js';
-import { usualFailure, type VendorAdapter } from './vendor.js';
+import { dataEvent } from './sse-source.js';
+import { openaiFallback, usualFault } from '../failover.js';
+import type { VendorAdapter } from './vendor.js';
 
 /**
  * Azure OpenAI: the OpenAI chat-completions shape, at
@@ -12,6 +13,7 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *
  * Errors: the usual rule (401/403 a wrong key, 429 throttling, 5xx); besides, 404 is a deployment
  * that does not exist under that name, the operator's configuration, so it fails over too.
+ * `context_length_exceeded` and the content filter are marked for the profile's fallbacks.
  */
 export const azureOpenai: VendorAdapter = {
   pivot: 'openai',
@@ -24,18 +26,19 @@ export const azureOpenai: VendorAdapter = {
       body: JSON.stringify(rekeyChatToolIds(body, OPENAI_TOOL_ID_MAX)),
     };
   },
-  failure(status, _headers, body) {
-    if (status === 404) return `HTTP 404 ${String(body?.error?.code ?? 'DeploymentNotFound')}`;
-    return usualFailure(status);
+  fault(status, _headers, body) {
+    if (status === 404) return { failure: `HTTP 404 ${String(body?.error?.code ?? 'DeploymentNotFound')}` };
+    const usual = usualFault(status);
+    if (usual.failure !== null) return usual;
+    // Azure's content filter: 400 code content_filter (innererror ResponsibleAIPolicyViolation).
+    const fallback = openaiFallback(body);
+    return fallback ? { failure: null, fallback } : usual;
   },
   answer: (body) => body,
-  async *events(body, a) {
-    for await (const batch of sseBatches(body)) {
-      yield batch.map((e) => {
-        if (e.data === '[DONE]') return e;
-        const chunk = JSON.parse(e.data) as Json;
-        return dataEvent({ ...chunk, model: a.clientModel });
-      });
-    }
-  },
+  sse: (a) => (batch) =>
+    batch.map((e) => {
+      if (e.data === '[DONE]') return e;
+      const chunk = JSON.parse(e.data) as Json;
+      return dataEvent({ ...chunk, model: a.clientModel });
+    }),
 };

@@ -1,7 +1,6 @@
 import type { EventStreamCodec } from '@smithy/core/event-streams';
 import type { SseEvent } from '../sse.js';
 import type { VendorJson as Json } from '../vendor-json.js';
-import { anthropicStop, converseUsage } from './bedrock.js';
 import { messageStart } from '../translate/streams.js';
 import { namedEvent } from './sse-source.js';
 
@@ -18,6 +17,25 @@ import { namedEvent } from './sse-source.js';
  * that ends before messageStop was cut. An exception message (`:message-type: exception`, e.g.
  * throttlingException) or a frame the codec refuses throws.
  */
+export const anthropicStop = (reason: unknown): string => {
+  if (reason === 'tool_use' || reason === 'max_tokens' || reason === 'stop_sequence') return reason;
+  if (reason === 'guardrail_intervened' || reason === 'content_filtered') return 'refusal';
+  return 'end_turn';
+};
+
+/** Converse usage in Anthropic's names: inputTokens, as input_tokens, excludes the cache's tokens. */
+export const converseUsage = (u: Json | undefined): Json | undefined =>
+  u && typeof u.inputTokens === 'number'
+    ? {
+        input_tokens: u.inputTokens,
+        output_tokens: u.outputTokens ?? 0,
+        ...(typeof u.cacheReadInputTokens === 'number' ? { cache_read_input_tokens: u.cacheReadInputTokens } : {}),
+        ...(typeof u.cacheWriteInputTokens === 'number'
+          ? { cache_creation_input_tokens: u.cacheWriteInputTokens }
+          : {}),
+      }
+    : undefined;
+
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 const encoder = new TextEncoder();
 /** AWS's codec, imported with the first Bedrock stream, not when the server starts. */

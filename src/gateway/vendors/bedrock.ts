@@ -1,8 +1,11 @@
+import { anthropicFallback, usualFault } from '../failover.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import { BEDROCK_TOOL_ID_MAX, rekeyToolId } from '../translate/tool-ids.js';
-import { bedrockEvents } from './bedrock-stream.js';
+import { anthropicStop, bedrockEvents, converseUsage } from './bedrock-stream.js';
 import { signedHeaders } from './bedrock-sign.js';
-import { CannotCarry, usualFailure, type VendorAdapter } from './vendor.js';
+import { CannotCarry, type VendorAdapter } from './vendor.js';
+
+export { anthropicStop, converseUsage };
 
 /**
  * Amazon Bedrock's Converse API: `POST {baseUrl}/model/{modelId}/converse`, and
@@ -24,7 +27,9 @@ import { CannotCarry, usualFailure, type VendorAdapter } from './vendor.js';
  *
  * Errors (the `x-amzn-errortype` header or the body's `__type`): throttling, quota, a model not
  * ready, failing or timing out, and 5xx fail over; so does a refused signature or credential
- * (403, the operator's); a ValidationException (400) is the client's request refused.
+ * (403, the operator's); a ValidationException (400) is the client's request refused (marked as
+ * the context window when it says the input is too long). ThrottlingException is throttling:
+ * Bedrock names no wait, so it is retried with backoff when no other model serves.
  */
 
 const FAILOVER_TYPES = new Set([
@@ -135,25 +140,6 @@ export function toConverseRequest(body: Json): Json {
   return out;
 }
 
-export const anthropicStop = (reason: unknown): string => {
-  if (reason === 'tool_use' || reason === 'max_tokens' || reason === 'stop_sequence') return reason;
-  if (reason === 'guardrail_intervened' || reason === 'content_filtered') return 'refusal';
-  return 'end_turn';
-};
-
-/** Converse usage in Anthropic's names: inputTokens, as input_tokens, excludes the cache's tokens. */
-export const converseUsage = (u: Json | undefined): Json | undefined =>
-  u && typeof u.inputTokens === 'number'
-    ? {
-        input_tokens: u.inputTokens,
-        output_tokens: u.outputTokens ?? 0,
-        ...(typeof u.cacheReadInputTokens === 'number' ? { cache_read_input_tokens: u.cacheReadInputTokens } : {}),
-        ...(typeof u.cacheWriteInputTokens === 'number'
-          ? { cache_creation_input_tokens: u.cacheWriteInputTokens }
-          : {}),
-      }
-    : undefined;
-
 /** A Converse answer as an Anthropic message. */
 export function fromConverseResponse(body: Json, model: string, id: string): Json {
   const blocks = body.output?.message?.content;
@@ -192,10 +178,14 @@ export const bedrock: VendorAdapter = {
     const signed = await signedHeaders(a.provider, path, headers, json, new Date(a.nowSeconds * 1000));
     return { path, headers: signed, body: json };
   },
-  failure(status, headers, body) {
+  fault(status, headers, body) {
     const type = errorType(headers, body);
-    if (FAILOVER_TYPES.has(type)) return `HTTP ${status} ${type}`;
-    return usualFailure(status);
+    if (FAILOVER_TYPES.has(type))
+      return { failure: `HTTP ${status} ${type}`, ...(type === 'ThrottlingException' ? { throttled: true } : {}) };
+    const usual = usualFault(status);
+    if (usual.failure !== null) return usual;
+    const fallback = anthropicFallback(body);
+    return fallback ? { failure: null, fallback } : usual;
   },
   answer: (body, a, id) => fromConverseResponse(body, a.clientModel, id),
   events: (body, a, id) => bedrockEvents(body, { clientModel: a.clientModel, id }),

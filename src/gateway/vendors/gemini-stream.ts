@@ -1,7 +1,64 @@
 import type { SseEvent } from '../sse.js';
 import type { VendorJson as Json } from '../vendor-json.js';
-import { geminiFinish, geminiUsage, readParts } from './gemini.js';
 import { DONE, dataEvent, sseBatches } from './sse-source.js';
+
+/** Where a tool call id carries Gemini's thought signature (gemini.ts reads it back). */
+export const SIGNATURE = '__ts_';
+
+/** The tool call id for a call, carrying its thought signature when Gemini gave one. */
+const callId = (base: string, signature: unknown): string =>
+  typeof signature === 'string' && signature !== ''
+    ? `${base}${SIGNATURE}${Buffer.from(signature, 'base64').toString('base64url')}`
+    : base;
+
+export const geminiFinish = (reason: unknown, calledTool: boolean): string | null => {
+  if (reason === undefined || reason === null) return null;
+  if (calledTool) return 'tool_calls';
+  if (reason === 'STOP') return 'stop';
+  if (reason === 'MAX_TOKENS') return 'length';
+  if (['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY'].includes(String(reason)))
+    return 'content_filter';
+  return 'stop';
+};
+
+/**
+ * OpenAI usage from Gemini's usageMetadata, or undefined: promptTokenCount includes the cached
+ * cachedContentTokenCount (OpenAI's cached_tokens); thinking tokens are output (reasoning_tokens).
+ */
+export const geminiUsage = (u: Json | undefined): Json | undefined => {
+  if (!u || typeof u.promptTokenCount !== 'number') return undefined;
+  const thoughts = Number(u.thoughtsTokenCount ?? 0);
+  const completion = Number(u.candidatesTokenCount ?? 0) + thoughts;
+  return {
+    prompt_tokens: u.promptTokenCount,
+    completion_tokens: completion,
+    total_tokens: u.promptTokenCount + completion,
+    ...(u.cachedContentTokenCount ? { prompt_tokens_details: { cached_tokens: u.cachedContentTokenCount } } : {}),
+    ...(thoughts ? { completion_tokens_details: { reasoning_tokens: thoughts } } : {}),
+  };
+};
+
+/** A candidate's parts as OpenAI text and tool calls; `n` numbers the calls across a stream. */
+export function readParts(parts: unknown, id: string, n: { calls: number }): { text: string; calls: Json[] } {
+  let text = '';
+  const calls: Json[] = [];
+  for (const p of (Array.isArray(parts) ? parts : []) as Json[]) {
+    if (typeof p?.text === 'string' && p.thought !== true) text += p.text;
+    if (p?.functionCall && typeof p.functionCall === 'object') {
+      const index = n.calls++;
+      calls.push({
+        index,
+        id: callId(
+          typeof p.functionCall.id === 'string' ? p.functionCall.id : `call_${id}_${index}`,
+          p.thoughtSignature,
+        ),
+        type: 'function',
+        function: { name: String(p.functionCall.name ?? ''), arguments: JSON.stringify(p.functionCall.args ?? {}) },
+      });
+    }
+  }
+  return { text, calls };
+}
 
 /**
  * Gemini's streamGenerateContent (`alt=sse`: each event a whole GenerateContentResponse holding

@@ -1,7 +1,10 @@
+import { durationSeconds, openaiFallback, usualFault } from '../failover.js';
 import { safeJson } from '../translate/requests.js';
 import type { VendorJson as Json } from '../vendor-json.js';
-import { geminiEvents } from './gemini-stream.js';
-import { usualFailure, type VendorAdapter } from './vendor.js';
+import { geminiEvents, geminiFinish, geminiUsage, readParts, SIGNATURE } from './gemini-stream.js';
+import type { VendorAdapter } from './vendor.js';
+
+export { geminiFinish, geminiUsage, readParts };
 
 /**
  * Google Gemini, natively: `POST {baseUrl}/v1beta/models/{model}:generateContent`, and
@@ -25,7 +28,9 @@ import { usualFailure, type VendorAdapter } from './vendor.js';
  *
  * Errors: the usual rule, and a 400 whose reason is API_KEY_INVALID (how Gemini answers a wrong
  * key) is the operator's credential refused, so it fails over like a 401; RESOURCE_EXHAUSTED is
- * throttling.
+ * throttling, and the wait its `google.rpc.RetryInfo` detail names (`retryDelay`, e.g. "30s") is
+ * the vendor's retry-after; a 400 saying the input token count exceeds the maximum is the context
+ * window (the profile's fallbacks).
  */
 
 const partsOf = (content: unknown): Json[] => {
@@ -65,14 +70,7 @@ const toolConfigOf = (choice: unknown): Json | undefined => {
   return undefined;
 };
 
-const SIGNATURE = '__ts_';
 const SKIP_SIGNATURE = 'skip_thought_signature_validator';
-
-/** The tool call id for a call, carrying its thought signature when Gemini gave one. */
-const callId = (base: string, signature: unknown): string =>
-  typeof signature === 'string' && signature !== ''
-    ? `${base}${SIGNATURE}${Buffer.from(signature, 'base64').toString('base64url')}`
-    : base;
 
 /** The thought signature a tool call id carries, or null. */
 const signatureOf = (id: unknown): string | null => {
@@ -141,55 +139,6 @@ export function toGeminiRequest(body: Json): Json {
   return out;
 }
 
-export const geminiFinish = (reason: unknown, calledTool: boolean): string | null => {
-  if (reason === undefined || reason === null) return null;
-  if (calledTool) return 'tool_calls';
-  if (reason === 'STOP') return 'stop';
-  if (reason === 'MAX_TOKENS') return 'length';
-  if (['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY'].includes(String(reason)))
-    return 'content_filter';
-  return 'stop';
-};
-
-/**
- * OpenAI usage from Gemini's usageMetadata, or undefined: promptTokenCount includes the cached
- * cachedContentTokenCount (OpenAI's cached_tokens); thinking tokens are output (reasoning_tokens).
- */
-export const geminiUsage = (u: Json | undefined): Json | undefined => {
-  if (!u || typeof u.promptTokenCount !== 'number') return undefined;
-  const thoughts = Number(u.thoughtsTokenCount ?? 0);
-  const completion = Number(u.candidatesTokenCount ?? 0) + thoughts;
-  return {
-    prompt_tokens: u.promptTokenCount,
-    completion_tokens: completion,
-    total_tokens: u.promptTokenCount + completion,
-    ...(u.cachedContentTokenCount ? { prompt_tokens_details: { cached_tokens: u.cachedContentTokenCount } } : {}),
-    ...(thoughts ? { completion_tokens_details: { reasoning_tokens: thoughts } } : {}),
-  };
-};
-
-/** A candidate's parts as OpenAI text and tool calls; `n` numbers the calls across a stream. */
-export function readParts(parts: unknown, id: string, n: { calls: number }): { text: string; calls: Json[] } {
-  let text = '';
-  const calls: Json[] = [];
-  for (const p of (Array.isArray(parts) ? parts : []) as Json[]) {
-    if (typeof p?.text === 'string' && p.thought !== true) text += p.text;
-    if (p?.functionCall && typeof p.functionCall === 'object') {
-      const index = n.calls++;
-      calls.push({
-        index,
-        id: callId(
-          typeof p.functionCall.id === 'string' ? p.functionCall.id : `call_${id}_${index}`,
-          p.thoughtSignature,
-        ),
-        type: 'function',
-        function: { name: String(p.functionCall.name ?? ''), arguments: JSON.stringify(p.functionCall.args ?? {}) },
-      });
-    }
-  }
-  return { text, calls };
-}
-
 /** A Gemini GenerateContentResponse as an OpenAI chat completion. */
 export function fromGeminiResponse(body: Json, model: string, id: string, nowSeconds: number): Json {
   if (!Array.isArray(body.candidates) && !body.promptFeedback) throw new Error('not a GenerateContentResponse');
@@ -218,10 +167,16 @@ export function fromGeminiResponse(body: Json, model: string, id: string, nowSec
   };
 }
 
+const details = (body: Json | null): Json[] => (Array.isArray(body?.error?.details) ? body.error.details : []);
+
 const errorReasons = (body: Json | null): string[] =>
-  (Array.isArray(body?.error?.details) ? body.error.details : [])
+  details(body)
     .map((d: Json) => d?.reason)
     .filter((r: unknown): r is string => typeof r === 'string');
+
+/** The wait a google.rpc.RetryInfo detail names, in seconds. */
+const retryDelay = (body: Json | null): string | undefined =>
+  durationSeconds(details(body).find((d) => String(d?.['@type'] ?? '').endsWith('google.rpc.RetryInfo'))?.retryDelay);
 
 export const gemini: VendorAdapter = {
   pivot: 'openai',
@@ -233,13 +188,21 @@ export const gemini: VendorAdapter = {
       body: JSON.stringify(toGeminiRequest(body)),
     };
   },
-  failure(status, _headers, body) {
+  fault(status, _headers, body) {
     const reasons = errorReasons(body);
+    const wait = retryDelay(body);
+    const waits = wait !== undefined ? { retryAfter: wait } : {};
     if (reasons.some((r) => r === 'API_KEY_INVALID' || r === 'API_KEY_SERVICE_BLOCKED'))
-      return `HTTP ${status} ${reasons.join(' ')}`;
-    if (body?.error?.status === 'RESOURCE_EXHAUSTED' || body?.error?.status === 'UNAVAILABLE')
-      return `HTTP ${status} ${String(body.error.status)}`;
-    return usualFailure(status);
+      return { failure: `HTTP ${status} ${reasons.join(' ')}` };
+    if (body?.error?.status === 'RESOURCE_EXHAUSTED')
+      return { failure: `HTTP ${status} RESOURCE_EXHAUSTED`, throttled: true, ...waits };
+    if (body?.error?.status === 'UNAVAILABLE') return { failure: `HTTP ${status} UNAVAILABLE`, ...waits };
+    const usual = usualFault(status);
+    if (usual.failure !== null) return { ...usual, ...waits };
+    const message = String(body?.error?.message ?? '');
+    if (/input token count.*exceeds the maximum/i.test(message)) return { failure: null, fallback: 'context_window' };
+    const fallback = openaiFallback(body);
+    return fallback ? { failure: null, fallback } : usual;
   },
   answer: (body, a, id) => fromGeminiResponse(body, a.clientModel, id, a.nowSeconds),
   events: (body, a, id) => geminiEvents(body, { clientModel: a.clientModel, id, created: a.nowSeconds }),

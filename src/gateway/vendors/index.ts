@@ -1,17 +1,18 @@
 import type { ProviderKind } from '../../settings/schema.js';
+import { anthropic } from './anthropic.js';
 import { azureOpenai } from './azure-openai.js';
 import { bedrock } from './bedrock.js';
 import { gemini } from './gemini.js';
+import { openai } from './openai.js';
 import type { VendorAdapter } from './vendor.js';
 
-/**
- * The vendor kinds with an adapter (vendor.ts). `openai` (also the catch-all for any
- * OpenAI-compatible vendor) and `anthropic` are forwarded natively by forward.ts.
- */
-const ADAPTERS: Partial<Record<ProviderKind, VendorAdapter>> = {
+/** Every vendor kind's adapter (vendor.ts). `openai` is also the catch-all for any OpenAI-compatible vendor. */
+const ADAPTERS: Record<ProviderKind, VendorAdapter> = {
+  openai,
+  anthropic,
   'azure-openai': azureOpenai,
   gemini,
   bedrock,
 };
 
-export const vendorOf = (kind: ProviderKind): VendorAdapter | undefined => ADAPTERS[kind];
+export const vendorOf = (kind: ProviderKind): VendorAdapter => ADAPTERS[kind];
