@@ -292,7 +292,7 @@ const catalogue = {
   // error), past the waits the gateway may spend on it (gateway.retry.deadlineMs).
   upstream_rate_limited: {
     status: 429,
-    section: 'added',
+    section: 'gateway.md#retries-and-failover',
     message: 'Every eligible model is throttling.',
     fix: 'Wait the number of seconds in the retry-after header (when given), then retry; attemptedModels lists what was tried.',
   },
@@ -382,21 +382,21 @@ const catalogue = {
   },
   invalid_workspace_file: {
     status: 400,
-    section: 'added (setup as code)',
+    section: 'setup-as-code.md#the-workspace-file',
     validation: true,
     message: 'The workspace file is not valid.',
     fix: 'Correct each field listed in errors (each names its path and line in the file), then apply the file again.',
   },
   secret_in_file: {
     status: 400,
-    section: 'added (setup as code)',
+    section: 'setup-as-code.md#secrets-are-never-in-the-file',
     validation: true,
     message: 'The workspace file holds a secret.',
     fix: 'Write the secret field as { fromEnv: NAME } and set the environment variable NAME where svc apply runs; never put a secret in the file.',
   },
   secret_unset: {
     status: 400,
-    section: 'added (setup as code)',
+    section: 'setup-as-code.md#secrets-are-never-in-the-file',
     validation: true,
     message: 'A secret the workspace file refers to is not set in the environment.',
     fix: 'Set each environment variable named in errors (the file refers to it with fromEnv) where svc apply runs, then apply again.',
