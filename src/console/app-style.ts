@@ -80,6 +80,8 @@ code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 .workspace-form { display: flex; align-items: center; gap: .4rem; }
 .workspace-form::before { content: "/"; color: var(--muted); margin-right: .5rem; }
 .workspace-form select { width: auto; max-width: 22rem; padding: .3rem .5rem; font-weight: 600; }
+.new-workspace { margin-left: .5rem; }
+.new-workspace[open] form { position: absolute; z-index: 5; margin-top: .4rem; padding: .75rem; background: var(--surface, #fff); border: 1px solid var(--border, #ddd); border-radius: .4rem; max-width: 26rem; }
 .person { font-size: .9rem; overflow-wrap: anywhere; }
 
 /* Sections navigation: wraps on a narrow screen, never clipped */

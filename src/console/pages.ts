@@ -120,6 +120,23 @@ function workspacePicker(view: ConsoleView, section: ConsoleSection): string {
 </form>`;
 }
 
+/**
+ * An owner makes another workspace (they own it; POST /api/workspaces): a name, then the console
+ * opens it. Others never see it.
+ */
+function newWorkspace(view: ConsoleView): string {
+  if (view.current?.role !== 'owner' || view.user.mustChangePassword) return '';
+  return `<details class="new-workspace" id="new-workspace" data-permission="workspaces.create">
+<summary class="button button-quiet">New workspace</summary>
+<form id="new-workspace-form" class="inline-form">
+<label for="new-workspace-name">Name of the new workspace</label>
+<input id="new-workspace-name" name="name" maxlength="200" required autocomplete="off">
+<button type="submit" class="button button-primary">Create</button>
+<p id="new-workspace-error" class="notice" role="alert" hidden></p>
+</form>
+</details>`;
+}
+
 /** The sections the person's role may see, the current one marked; every link keeps ?w=. */
 function navigation(view: ConsoleView, section: ConsoleSection): string {
   if (!view.current || view.user.mustChangePassword) return '';
@@ -139,7 +156,7 @@ function header(view: ConsoleView, section: ConsoleSection): string {
     : '';
   return `<header class="site-header" data-permission="session">
 <div class="topbar">
-<div class="topbar-left"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>svc</span>${workspacePicker(view, section)}${role}</div>
+<div class="topbar-left"><span class="brand"><span class="brand-mark" aria-hidden="true"></span>svc</span>${workspacePicker(view, section)}${role}${newWorkspace(view)}</div>
 <div class="topbar-right"><span class="person" title="${escapeHtml(view.user.email)}">${escapeHtml(view.user.name)} <span class="muted">${escapeHtml(view.user.email)}</span></span>
 <button type="button" class="button button-quiet" id="sign-out">Sign out</button></div>
 </div>

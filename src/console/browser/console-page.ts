@@ -17,6 +17,16 @@ export function consolePage(sectionRunners: Record<string, () => void>) {
       $<HTMLFormElement>('#workspace-form').submit();
     });
   }
+  const create = find<HTMLFormElement>('#new-workspace-form');
+  if (create) {
+    create.addEventListener(
+      'submit',
+      later(async function (event: SubmitEvent) {
+        event.preventDefault();
+        await createWorkspace(create);
+      }),
+    );
+  }
   const change = find<HTMLFormElement>('#change-password');
   if (change) {
     change.addEventListener('submit', function (event) {
@@ -28,6 +38,21 @@ export function consolePage(sectionRunners: Record<string, () => void>) {
   if (!body.dataset.workspace) return;
   const run = sectionRunners[body.dataset.section ?? ''];
   if (run) run();
+}
+
+/** Makes the workspace the form names, then opens it; a refusal is shown under the form. */
+async function createWorkspace(form: HTMLFormElement): Promise<void> {
+  const error = $('#new-workspace-error');
+  const submit = $<HTMLButtonElement>('button[type=submit]', form);
+  showNotice(error, '');
+  setBusy([submit], true);
+  try {
+    const made = await api('POST', '/api/workspaces', { name: $<HTMLInputElement>('#new-workspace-name').value });
+    window.location.assign(`/console?w=${encodeURIComponent(String(made.id))}`);
+  } catch (caught) {
+    showNotice(error, failureOf(caught).message);
+    setBusy([submit], false);
+  }
 }
 
 /**
