@@ -1,3 +1,4 @@
+import { geminiGenerationExtras } from '../translate/carry.js';
 import { safeJson } from '../translate/requests.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import { geminiEvents } from './gemini-stream.js';
@@ -123,6 +124,8 @@ export function toGeminiRequest(body: Json): Json {
     generationConfig.responseMimeType = 'application/json';
     generationConfig.responseJsonSchema = format.json_schema.schema;
   }
+  // Thinking, topK, seed, penalties, candidates: translate/carry.ts.
+  Object.assign(generationConfig, geminiGenerationExtras(body));
   const out: Json = { contents, generationConfig };
   if (system.length > 0) out.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
   if (Array.isArray(body.tools) && body.tools.length > 0) {

@@ -1,0 +1,302 @@
+import { createHash } from 'node:crypto';
+import type { VendorJson as Json } from '../vendor-json.js';
+
+/**
+ * The fields beyond a conversation, its tools and its sampling, carried in their translated
+ * meaning to a vendor of another shape (the translations call the builders here), or refused by
+ * name before anything is sent (`uncarried`, read by steps/carry.ts). Rule: refused by name,
+ * never dropped. Rules:
+ * - Thinking: Anthropic `thinking` (enabled with a budget, adaptive) and `output_config.effort`
+ *   become OpenAI `reasoning_effort` (a budget up to 2,048 tokens low, up to 12,288 medium, more
+ *   high; effort max as high), Gemini `thinkingConfig` (Gemini 3 `thinkingLevel` low or high,
+ *   earlier models a `thinkingBudget`), and on Bedrock, for a Claude model, the same fields in
+ *   `additionalModelRequestFields` with the betas they need. `reasoning_effort` becomes
+ *   Anthropic `thinking` with a budget (low 1,024, medium 4,096, high 16,384; `max_tokens`
+ *   raised to the budget and 1,024 more when it is below it); none and minimal are no thinking.
+ *   Adaptive thinking and effort are the model's choice to think: to a model that does not think
+ *   (OpenAI's gpt-4 and gpt-3.5 families, Gemini before 2.5, a Bedrock model other than Claude)
+ *   they are not sent, as the model would not think either; thinking `enabled` is sent, and
+ *   such a vendor's refusal is relayed.
+ * - Context editing (`context_management`): clearing thinking is carried by every translation
+ *   (no vendor of another shape is ever sent earlier thinking); Bedrock's Claude takes the field
+ *   as it is; other edits (clearing tool results, compaction) are refused for OpenAI, Azure and
+ *   Gemini.
+ * - The end user: Anthropic `metadata.user_id` is OpenAI `safety_identifier` and Bedrock
+ *   `requestMetadata.user`, as its SHA-256 (hex), within both limits; OpenAI `safety_identifier`
+ *   or `user` is Anthropic `metadata.user_id`. Gemini has no such field: advisory, not sent.
+ * - Advisory fields, which change how a vendor caches or phrases, not what it answers, and which
+ *   the agents send by default, are not sent where the vendor has no counterpart: prompt-cache
+ *   hints (`cache_control`, `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`),
+ *   `verbosity`, `service_tier` auto or standard, a tool's `defer_loading`, and
+ *   `parallel_tool_calls: false` at Gemini and Bedrock (Codex sends it; Anthropic takes it as
+ *   `disable_parallel_tool_use`; the others may answer with several calls, which agents run in
+ *   turn).
+ * - Everything else a vendor kind has no way to carry is refused by name: 400 invalid_request,
+ *   `errors` naming each field with what to do, before any vendor is called.
+ */
+
+export type VendorKind = 'openai' | 'anthropic' | 'azure-openai' | 'bedrock' | 'gemini';
+export type RequestShape = 'openai' | 'anthropic';
+
+export interface Fault {
+  field: string;
+  message: string;
+}
+
+/** A model that does not think (adaptive thinking and effort are not sent to it). */
+export const doesNotThink = (kind: VendorKind, model: string): boolean =>
+  kind === 'bedrock' ? !isClaude(model) : /^(gpt-4|gpt-3\.5|chatgpt|gemini-(1\.|2\.0))/i.test(model);
+
+/** A Claude model on Bedrock (an `anthropic.` model id, or a profile naming Claude). */
+export const isClaude = (model: string): boolean => /anthropic\.|claude/i.test(model);
+
+const hashed = (id: string): string => createHash('sha256').update(id).digest('hex');
+
+/** The reasoning effort Anthropic's thinking and effort settings ask for, or undefined. */
+export function effortOf(body: Json): string | undefined {
+  const effort = body.output_config?.effort;
+  if (typeof effort === 'string') return effort === 'max' ? 'high' : effort;
+  const thinking = body.thinking;
+  if (thinking?.type === 'enabled' && typeof thinking.budget_tokens === 'number')
+    return thinking.budget_tokens <= 2048 ? 'low' : thinking.budget_tokens <= 12288 ? 'medium' : 'high';
+  return undefined;
+}
+
+/** OpenAI chat fields carrying an Anthropic body's thinking, effort, end user and tool settings. */
+export function anthropicExtrasForOpenai(body: Json, model: string): Json {
+  const out: Json = {};
+  const effort = effortOf(body);
+  const explicit = body.thinking?.type === 'enabled';
+  if (effort && (explicit || !doesNotThink('openai', model))) out.reasoning_effort = effort;
+  if (typeof body.metadata?.user_id === 'string') out.safety_identifier = hashed(body.metadata.user_id);
+  if (body.tool_choice?.disable_parallel_tool_use === true && Array.isArray(body.tools) && body.tools.length > 0)
+    out.parallel_tool_calls = false;
+  if (body.service_tier === 'standard_only') out.service_tier = 'default';
+  // Gemini reads top_k from the pivot (the carry step refuses it for OpenAI and Azure).
+  if (typeof body.top_k === 'number') out.top_k = body.top_k;
+  return out;
+}
+
+const BUDGET: Record<string, number> = { low: 1024, medium: 4096, high: 16384, xhigh: 16384 };
+
+/** Anthropic fields carrying an OpenAI chat body's reasoning effort, end user and tool settings. */
+export function openaiExtrasForAnthropic(body: Json, maxTokens: number): Json {
+  const out: Json = {};
+  const budget = BUDGET[String(body.reasoning_effort)];
+  if (budget !== undefined) {
+    out.thinking = { type: 'enabled', budget_tokens: budget };
+    if (maxTokens <= budget) out.max_tokens = budget + 1024;
+  }
+  const user = body.safety_identifier ?? body.user;
+  if (typeof user === 'string' && user !== '') out.metadata = { user_id: user };
+  if (body.service_tier === 'default') out.service_tier = 'standard_only';
+  return out;
+}
+
+/** A tool choice with parallel calls turned off when the OpenAI body says so. */
+export const withParallel = (choice: Json | undefined, body: Json): Json | undefined =>
+  body.parallel_tool_calls === false && choice?.type !== 'none'
+    ? { ...(choice ?? { type: 'auto' }), disable_parallel_tool_use: true }
+    : choice;
+
+/** The betas Bedrock's Claude takes in `anthropic_beta`, for the fields carried there. */
+const BEDROCK_BETAS = new Set([
+  'interleaved-thinking-2025-05-14',
+  'context-management-2025-06-27',
+  'effort-2025-11-24',
+  'context-1m-2025-08-07',
+  'output-128k-2025-02-19',
+]);
+
+/**
+ * The Converse fields beyond messages, system, inference and tools, from an Anthropic body:
+ * structured output, and for a Claude model its thinking, effort, context editing and top_k.
+ */
+export function converseExtras(body: Json, model: string, beta?: string): Json {
+  const out: Json = {};
+  const format = body.output_config?.format ?? body.output_format;
+  if (format?.type === 'json_schema' && format.schema)
+    out.outputConfig = {
+      textFormat: {
+        type: 'json_schema',
+        structure: { jsonSchema: { name: 'output', schema: JSON.stringify(format.schema) } },
+      },
+    };
+  if (typeof body.metadata?.user_id === 'string') out.requestMetadata = { user: hashed(body.metadata.user_id) };
+  if (!isClaude(model)) return out;
+  const extra: Json = {};
+  if (body.thinking != null) extra.thinking = body.thinking;
+  if (typeof body.output_config?.effort === 'string') extra.output_config = { effort: body.output_config.effort };
+  if (body.context_management != null) extra.context_management = body.context_management;
+  if (typeof body.top_k === 'number') extra.top_k = body.top_k;
+  const betas = (beta ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => BEDROCK_BETAS.has(b));
+  if (betas.length > 0 && Object.keys(extra).length > 0) extra.anthropic_beta = betas;
+  if (Object.keys(extra).length > 0) out.additionalModelRequestFields = extra;
+  return out;
+}
+
+const GEMINI_BUDGET: Record<string, number> = { minimal: 0, low: 1024, medium: 8192, high: 24576, xhigh: 24576 };
+
+/** The Gemini generationConfig fields beyond the core, from an OpenAI chat body (the pivot). */
+export function geminiGenerationExtras(body: Json): Json {
+  const out: Json = {};
+  const model = String(body.model ?? '');
+  const effort = body.reasoning_effort;
+  if (typeof effort === 'string' && effort !== 'none' && !doesNotThink('gemini', model))
+    out.thinkingConfig = /^gemini-3/.test(model)
+      ? { thinkingLevel: effort === 'minimal' || effort === 'low' ? 'low' : 'high' }
+      : { thinkingBudget: GEMINI_BUDGET[effort] ?? -1 };
+  if (typeof body.top_k === 'number') out.topK = body.top_k;
+  if (typeof body.seed === 'number') out.seed = body.seed;
+  if (typeof body.frequency_penalty === 'number' && body.frequency_penalty !== 0)
+    out.frequencyPenalty = body.frequency_penalty;
+  if (typeof body.presence_penalty === 'number' && body.presence_penalty !== 0)
+    out.presencePenalty = body.presence_penalty;
+  if (typeof body.n === 'number' && body.n > 1) out.candidateCount = body.n;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What cannot be carried: refused by name.
+
+type Rule = (value: unknown, kind: VendorKind, body: Json, model: string) => string | null;
+
+const isSet = (v: unknown): boolean =>
+  v !== undefined &&
+  v !== null &&
+  !(Array.isArray(v) && v.length === 0) &&
+  !(typeof v === 'object' && Object.keys(v as object).length === 0);
+
+const ONLY_ANTHROPIC =
+  (what: string): Rule =>
+  (v, kind) =>
+    isSet(v) && kind !== 'anthropic' ? `${what} is Anthropic's own: only an Anthropic-kind vendor can take it` : null;
+const ONLY_OPENAI =
+  (what: string): Rule =>
+  (v, kind) =>
+    isSet(v) && kind !== 'openai' && kind !== 'azure-openai'
+      ? `${what} is OpenAI's own: only an OpenAI- or Azure-kind vendor can take it`
+      : null;
+/** A value other than the default (0, false, 1 for n), at a kind not in `takes`. */
+const NOT_DEFAULT =
+  (what: string, takes: VendorKind[], defaults: unknown[]): Rule =>
+  (v, kind) =>
+    isSet(v) && !defaults.includes(v) && !takes.includes(kind) && kind !== 'openai' && kind !== 'azure-openai'
+      ? `${what} has no counterpart at a ${kind}-kind vendor`
+      : null;
+
+/** The Anthropic body's fields: what each translated kind cannot carry. */
+const ANTHROPIC_RULES: Record<string, Rule> = {
+  top_k: (v, kind, _b, model) =>
+    typeof v === 'number' && (kind === 'openai' || kind === 'azure-openai' || (kind === 'bedrock' && !isClaude(model)))
+      ? `top_k has no counterpart at this ${kind}-kind model (Gemini, Bedrock's Claude and Anthropic take it)`
+      : null,
+  thinking: (v, kind, _b, model) =>
+    (v as Json)?.type === 'enabled' && kind === 'bedrock' && !isClaude(model)
+      ? 'thinking (enabled) has no counterpart at a Bedrock model other than Claude'
+      : null,
+  context_management: (v, kind, _b, model) => {
+    if (kind === 'anthropic' || (kind === 'bedrock' && isClaude(model))) return null;
+    const edits = Array.isArray((v as Json)?.edits) ? ((v as Json).edits as Json[]) : [];
+    const other = edits.findIndex((e) => !String(e?.type ?? '').startsWith('clear_thinking'));
+    return other === -1
+      ? null
+      : `context_management.edits.${other} (${String(edits[other]?.type)}) is done by Anthropic's servers: no ${kind}-kind vendor can`;
+  },
+  container: ONLY_ANTHROPIC('container (code execution and skills)'),
+  mcp_servers: ONLY_ANTHROPIC('mcp_servers (the MCP connector)'),
+  compaction: ONLY_ANTHROPIC('compaction'),
+  thread: ONLY_ANTHROPIC('thread'),
+  fallbacks: ONLY_ANTHROPIC('fallbacks'),
+  fallback_credit_token: ONLY_ANTHROPIC('fallback_credit_token'),
+  billing_policy: ONLY_ANTHROPIC('billing_policy'),
+  user_profile_id: ONLY_ANTHROPIC('user_profile_id'),
+  workspace_id: ONLY_ANTHROPIC('workspace_id'),
+  diagnostics: ONLY_ANTHROPIC('diagnostics'),
+  inference_geo: ONLY_ANTHROPIC('inference_geo (where Anthropic runs the model; svc routes by jurisdiction)'),
+  speed: (v, kind) =>
+    isSet(v) && v !== 'standard' && kind !== 'anthropic' ? `speed ${String(v)} is Anthropic's own` : null,
+  tools: (v, kind) => {
+    if (kind === 'anthropic' || !Array.isArray(v)) return null;
+    const i = (v as Json[]).findIndex((t) => t?.type !== undefined && t.type !== 'custom' && t.type !== null);
+    return i === -1
+      ? null
+      : `tools.${i} (${String((v as Json[])[i]?.type)}) is a tool Anthropic runs: only custom tools can be offered to a ${kind}-kind vendor`;
+  },
+};
+
+/** The chat-completions body's fields: what each translated kind cannot carry. */
+const OPENAI_RULES: Record<string, Rule> = {
+  audio: ONLY_OPENAI('audio output'),
+  modalities: (v, kind) =>
+    Array.isArray(v) && v.some((m) => m !== 'text') && kind !== 'openai' && kind !== 'azure-openai'
+      ? "modalities other than text (audio output) are OpenAI's own"
+      : null,
+  functions: ONLY_OPENAI('functions (the deprecated form of tools; send tools)'),
+  function_call: ONLY_OPENAI('function_call (the deprecated form of tool_choice; send tool_choice)'),
+  logit_bias: ONLY_OPENAI('logit_bias'),
+  logprobs: NOT_DEFAULT('logprobs', [], [false]),
+  top_logprobs: NOT_DEFAULT('top_logprobs', [], [0]),
+  prediction: ONLY_OPENAI('prediction (predicted outputs)'),
+  moderation: ONLY_OPENAI('moderation'),
+  web_search_options: ONLY_OPENAI('web_search_options (OpenAI runs the search)'),
+  store: NOT_DEFAULT('store (stored completions)', [], [false]),
+  metadata: ONLY_OPENAI('metadata (kept with stored completions)'),
+  seed: NOT_DEFAULT('seed', ['gemini'], []),
+  frequency_penalty: NOT_DEFAULT('frequency_penalty', ['gemini'], [0]),
+  presence_penalty: NOT_DEFAULT('presence_penalty', ['gemini'], [0]),
+  n: NOT_DEFAULT('n (more than one choice)', ['gemini'], [1]),
+  service_tier: (v, kind) =>
+    isSet(v) && v !== 'auto' && v !== 'default' && kind !== 'openai' && kind !== 'azure-openai'
+      ? `service_tier ${String(v)} is OpenAI's own`
+      : null,
+  reasoning_effort: (v, kind, _b, model) =>
+    typeof v === 'string' && !['none', 'minimal'].includes(v) && kind === 'bedrock' && !isClaude(model)
+      ? 'reasoning_effort has no counterpart at a Bedrock model other than Claude'
+      : null,
+};
+
+/**
+ * The fields of a client body in `shape` that a vendor of `kind` (model `model`) cannot carry,
+ * each named with why; empty when it can carry them all.
+ */
+export function uncarried(shape: RequestShape, body: Json, kind: VendorKind, model: string): Fault[] {
+  if (shape === kind || (shape === 'openai' && kind === 'azure-openai')) return [];
+  const rules = shape === 'anthropic' ? ANTHROPIC_RULES : OPENAI_RULES;
+  const faults: Fault[] = [];
+  for (const [field, rule] of Object.entries(rules)) {
+    if (!(field in body)) continue;
+    const message = rule(body[field], kind, body, model);
+    if (message) faults.push({ field: message.match(/^[\w.]+/)?.[0] ?? field, message });
+  }
+  return faults;
+}
+
+/** The Responses body's fields that chat completions cannot carry (beyond its tools and items). */
+const RESPONSES_RULES: Record<string, Rule> = {
+  context_management: (v) =>
+    isSet(v) ? 'context_management (server-side compaction) needs a vendor that speaks Responses' : null,
+  max_tool_calls: (v) => (isSet(v) ? 'max_tool_calls needs a vendor that speaks Responses' : null),
+  moderation: (v) => (isSet(v) ? 'moderation needs a vendor that speaks Responses' : null),
+  access_programs: (v) => (isSet(v) ? 'access_programs needs a vendor that speaks Responses' : null),
+  image: (v) => (isSet(v) ? 'image needs a vendor that speaks Responses' : null),
+  truncation: (v) =>
+    v === 'auto' ? 'truncation auto (dropping the oldest items) needs a vendor that speaks Responses' : null,
+};
+
+/**
+ * What a Responses body sent to a vendor asked in chat completions cannot carry: its own fields
+ * (above), then those of the chat body it becomes (`chat`, translate/responses-api.ts) at `kind`.
+ */
+export function uncarriedResponses(body: Json, chat: Json, kind: VendorKind, model: string): Fault[] {
+  const faults: Fault[] = [];
+  for (const [field, rule] of Object.entries(RESPONSES_RULES)) {
+    if (!(field in body)) continue;
+    const message = rule(body[field], kind, body, model);
+    if (message) faults.push({ field, message });
+  }
+  return [...faults, ...uncarried('openai', chat, kind, model)];
+}
