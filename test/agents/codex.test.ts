@@ -10,7 +10,8 @@ import { agentGateway, CODEX_DEFAULT, upstreamOf, type AgentGateway } from './su
  * through the gateway to an OpenAI-kind upstream that speaks Responses: a plain prompt answered
  * from a streamed reply, and a turn where the vendor calls Codex's `exec` tool (a custom tool:
  * JavaScript that runs `cat` on a file in its working folder) and then answers from the file's
- * text, which went back to the vendor.
+ * text, which went back to the vendor. The same through an OpenAI-kind upstream asked in chat
+ * completions: its namespaces' tools and its custom tool carried as function tools.
  */
 let vendor: MockVendor;
 let g: AgentGateway;
@@ -73,17 +74,49 @@ test.serial(
   },
 );
 
+/** What the translated provider's vendor received (chat completions). */
+const sentChat = () => vendor.calls.filter((c) => c.path === '/v1/chat/completions' && c.model === model);
+
+test.serial('Codex answers a plain prompt through a provider asked in chat completions', async (t) => {
+  const dirs = await agentDirs({});
+  t.teardown(dirs.clean);
+  vendor.reset();
+  vendor.fault(model, { kind: 'reply', pieces: ['Hello', ' from', ' the', ' gateway.'] });
+  const run = await codex(translated.server.url, translated.key, 'Say hello.', dirs);
+  t.is(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  t.is(run.stdout.trim(), 'Hello from the gateway.');
+  const calls = sentChat();
+  t.is(calls.length, 1);
+  t.true(calls[0]!.stream);
+  // Its namespaces' tools, each under its qualified name; its custom tool as a function of its input.
+  const names = (calls[0]!.body.tools as Json[]).map((x) => x.function.name as string);
+  t.true(names.includes('functions__exec'), names.join(' '));
+  t.true(names.includes('collaboration__spawn_agent'), names.join(' '));
+});
+
 test.serial(
-  'Codex at a model served in chat completions is told by name what cannot be carried, and the fix',
+  'Codex runs cat through its exec tool and continues with the result through a provider asked in chat completions',
   async (t) => {
-    const dirs = await agentDirs({});
+    const dirs = await agentDirs({ 'notes.txt': 'The launch code is 4711.\n' });
     t.teardown(dirs.clean);
     vendor.reset();
-    const run = await codex(translated.server.url, translated.key, 'Say hello.', dirs);
-    t.not(run.code, 0);
-    // Its custom tool and its tools item are named, with the fix; nothing reached the vendor.
-    t.regex(run.stdout + run.stderr, /input\.0\.type/);
-    t.regex(run.stdout + run.stderr, /responses: true/);
-    t.is(vendor.calls.length, 0);
+    // The vendor calls the function the custom tool was offered as; Codex gets its custom call.
+    vendor.fault(model, {
+      kind: 'call',
+      name: 'functions__exec',
+      arguments: JSON.stringify({
+        input: 'const r = await tools.exec_command({ cmd: "cat notes.txt" });\ntext(r);\n',
+      }),
+    });
+    vendor.fault(model, { kind: 'reply', pieces: ['The', ' code', ' is', ' 4711.'] });
+    const run = await codex(translated.server.url, translated.key, 'What is the launch code in notes.txt?', dirs);
+    t.is(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    t.is(run.stdout.trim(), 'The code is 4711.');
+    const calls = sentChat();
+    t.is(calls.length, 2);
+    const messages = calls[1]!.body.messages as Json[];
+    const result = messages.find((m) => m.role === 'tool');
+    t.truthy(result, JSON.stringify(messages.slice(-3)).slice(0, 2000));
+    t.regex(JSON.stringify(result), /The launch code is 4711/);
   },
 );
