@@ -24,7 +24,8 @@ export const carry: SyncStep = {
     };
     let first: Fault[] | null = null;
     const keep = ctx.candidates.filter((m) => {
-      const provider = env.providers.get(m.provider)!;
+      const provider = env.providers.get(m.provider);
+      if (!provider) return true;
       const faults = faultsOf(provider.kind as VendorKind, m.upstreamModel, speaksResponses(provider));
       if (faults.length > 0) first ??= faults;
       return faults.length === 0;

@@ -219,6 +219,10 @@ const ANTHROPIC_RULES: Record<string, Rule> = {
   inference_geo: ONLY_ANTHROPIC('inference_geo (where Anthropic runs the model; svc routes by jurisdiction)'),
   speed: (v, kind) =>
     isSet(v) && v !== 'standard' && kind !== 'anthropic' ? `speed ${String(v)} is Anthropic's own` : null,
+  tool_choice: (v, kind) =>
+    (v as Json)?.type === 'none' && kind === 'bedrock'
+      ? 'tool_choice none has no counterpart at Bedrock (Converse offers tools without one): leave the tools out'
+      : null,
   tools: (v, kind) => {
     if (kind === 'anthropic' || !Array.isArray(v)) return null;
     const i = (v as Json[]).findIndex((t) => t?.type !== undefined && t.type !== 'custom' && t.type !== null);
@@ -249,6 +253,10 @@ const OPENAI_RULES: Record<string, Rule> = {
   frequency_penalty: NOT_DEFAULT('frequency_penalty', ['gemini'], [0]),
   presence_penalty: NOT_DEFAULT('presence_penalty', ['gemini'], [0]),
   n: NOT_DEFAULT('n (more than one choice)', ['gemini'], [1]),
+  tool_choice: (v, kind) =>
+    v === 'none' && kind === 'bedrock'
+      ? 'tool_choice none has no counterpart at Bedrock (Converse offers tools without one): leave the tools out'
+      : null,
   service_tier: (v, kind) =>
     isSet(v) && v !== 'auto' && v !== 'default' && kind !== 'openai' && kind !== 'azure-openai'
       ? `service_tier ${String(v)} is OpenAI's own`
@@ -298,5 +306,17 @@ export function uncarriedResponses(body: Json, chat: Json, kind: VendorKind, mod
     const message = rule(body[field], kind, body, model);
     if (message) faults.push({ field, message });
   }
-  return [...faults, ...uncarried('openai', chat, kind, model)];
+  // The chat fields the Responses fields became, named as the client sent them.
+  const named = (field: string): string =>
+    field === 'logprobs' ? (body.top_logprobs != null ? 'top_logprobs' : 'include') : (RESPONSES_NAMES[field] ?? field);
+  return [
+    ...faults,
+    ...uncarried('openai', chat, kind, model).map((f) => ({ field: named(f.field), message: f.message })),
+  ];
 }
+
+const RESPONSES_NAMES: Record<string, string> = {
+  reasoning_effort: 'reasoning.effort',
+  response_format: 'text.format',
+  verbosity: 'text.verbosity',
+};

@@ -104,9 +104,16 @@ export function responsesToChatRequest(body: Json): Json {
   if (typeof body.user === 'string') out.user = body.user;
   if (typeof body.reasoning?.effort === 'string') out.reasoning_effort = body.reasoning.effort;
   // The same fields in chat completions (carry.ts says where each goes beyond OpenAI).
-  for (const field of ['prompt_cache_key', 'prompt_cache_retention', 'safety_identifier', 'service_tier'])
+  for (const field of [
+    'prompt_cache_key',
+    'prompt_cache_options',
+    'prompt_cache_retention',
+    'safety_identifier',
+    'service_tier',
+  ])
     if (body[field] != null) out[field] = body[field];
   if (typeof body.text?.verbosity === 'string') out.verbosity = body.text.verbosity;
+  if (Array.isArray(body.include) && body.include.includes('message.output_text.logprobs')) out.logprobs = true;
   if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0) {
     out.logprobs = true;
     out.top_logprobs = body.top_logprobs;
