@@ -691,3 +691,79 @@ for (const route of ['chat', 'messages', 'responses'] as Route[])
           { numRuns: 3 },
         );
   });
+
+/** A group's other names (tool_choice, parallel_tool_calls): the subsets pick the group once. */
+const ALIASES = new Set(['tool_choice', 'parallel_tool_calls']);
+/** The token limits, each read before the others: alone in the test above. */
+const LIMITS = new Set(['max_tokens', 'max_completion_tokens', 'max_output_tokens']);
+const TRANSLATED: Record<Route, Kind[]> = {
+  chat: ['anthropic', 'bedrock', 'gemini'],
+  messages: ['openai', 'responses', 'azure', 'bedrock', 'gemini'],
+  responses: ['anthropic', 'openai', 'azure', 'bedrock', 'gemini'],
+};
+
+for (const route of ['chat', 'messages', 'responses'] as Route[])
+  test.serial(
+    `${route}: several fields at once to a kind of another shape are each carried, or the 400 names only fields that cannot be`,
+    async (t) => {
+      const names = Object.keys(TABLE[route]).filter((f) => !ALIASES.has(f) && !LIMITS.has(f));
+      const request = fc
+        .tuple(
+          fc.constantFrom(...TRANSLATED[route]),
+          fc.uniqueArray(fc.constantFrom(...names), { minLength: 2, maxLength: 5 }),
+        )
+        .chain(([kind, fields]) =>
+          fc.tuple(fc.constant(kind), fc.tuple(...fields.map((f) => TABLE[route][f]!.arb.map((v) => [f, v] as const)))),
+        );
+      await fc.assert(
+        fc.asyncProperty(request, async ([kind, pairs]) => {
+          const values = pairs.map(([f, v]) => [f, JSON.parse(JSON.stringify(v)) as Json] as const);
+          const sent = Object.assign({}, ...values.map(([f, v]) => fieldsOf(f, v))) as Json;
+          const key = keys.get(kind)!;
+          const headers: Record<string, string> =
+            route === 'messages'
+              ? { 'x-api-key': key, 'anthropic-version': '2023-06-01' }
+              : { authorization: `Bearer ${key}` };
+          const before = callsOf(kind).length;
+          const res = await call(gw.server.url, 'POST', PATH[route], {
+            headers,
+            json: { ...base(route, kind), ...sent },
+          });
+          const where = `${route} ${JSON.stringify(sent)} to ${kind}: ${res.status} ${res.text.slice(0, 300)}`;
+          const verdicts = values.map(([f, v]) => [f, TABLE[route][f]!.oracle(kind, v)] as const);
+          const refused = new Set(verdicts.filter(([, x]) => x === 'refused').map(([f]) => f));
+          if (res.status === 400 && callsOf(kind).length > before) {
+            // Sent, and the vendor refused a field by name (relayed).
+            const message = String(res.body?.error?.message ?? '');
+            t.true(
+              Object.keys(sent).some((n) => message.includes(n)),
+              `the vendor's refusal names a field: ${where}`,
+            );
+            return;
+          }
+          if (res.status === 400) {
+            // A group's fields name the group.
+            const errors = ((res.body?.error?.errors ?? []) as Json[])
+              .map((e) => String(e.field).split('.')[0]!)
+              .map((f) => (ALIASES.has(f) ? 'tools' : f));
+            const named = errors.filter((f) => f in sent);
+            t.true(named.length > 0, `a 400 names a field: ${where}`);
+            // Only fields that cannot be carried (a group named by any of its fields).
+            for (const f of named) t.true(refused.has(f), `${f}: ${where}`);
+            t.is(callsOf(kind).length, before, `nothing sent: ${where}`);
+            return;
+          }
+          t.is(res.status, 200, where);
+          t.is(refused.size, 0, `fields that cannot be carried were not refused: ${where}`);
+          const received = callsOf(kind).at(-1)!.body;
+          for (const [f, verdict] of verdicts)
+            if (typeof verdict === 'function')
+              t.true(
+                verdict(received, res.body),
+                `${f} not carried: ${where} → ${JSON.stringify(received).slice(0, 300)}`,
+              );
+        }),
+        { numRuns: 150 },
+      );
+    },
+  );

@@ -162,6 +162,7 @@ export function geminiGenerationExtras(body: Json): Json {
 // ---------------------------------------------------------------------------------------------
 // What cannot be carried: refused by name.
 
+/** Why the field's value cannot be carried to `kind`, or null when it can. */
 type Rule = (value: unknown, kind: VendorKind, body: Json, model: string) => string | null;
 
 const isSet = (v: unknown): boolean =>
@@ -278,7 +279,8 @@ export function uncarried(shape: RequestShape, body: Json, kind: VendorKind, mod
   for (const [field, rule] of Object.entries(rules)) {
     if (!(field in body)) continue;
     const message = rule(body[field], kind, body, model);
-    if (message) faults.push({ field: message.match(/^[\w.]+/)?.[0] ?? field, message });
+    // A message that begins with a part of the field (`tools.2 …`) names that part.
+    if (message) faults.push({ field: new RegExp(`^${field}\\.[\\w.]+`).exec(message)?.[0] ?? field, message });
   }
   return faults;
 }
