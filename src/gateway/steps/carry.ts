@@ -1,12 +1,13 @@
 import { AppError } from '../../errors/app-error.js';
 import { speaksResponses } from '../responses/attempt.js';
-import { uncarried, uncarriedResponses, type Fault, type VendorKind } from '../translate/carry.js';
+import type { VendorKind } from '../translate/carry.js';
+import { uncarried, uncarriedResponses, type Fault } from '../translate/uncarried.js';
 import { responsesToChatRequest } from '../translate/responses-api.js';
 import type { SyncStep } from './context.js';
 
 /**
  * 4c. What each vendor kind can carry (chat completions, messages and Responses): a field that a
- * candidate's vendor kind has no way to carry (translate/carry.ts `uncarried`) keeps the
+ * candidate's vendor kind has no way to carry (translate/uncarried.ts) keeps the
  * candidates to those that can; with none left, 400 invalid_request names each field, why, and
  * the fix, before anything is sent. Refused by name, never dropped.
  */
