@@ -13,10 +13,13 @@ import type { VendorJson as Json } from '../vendor-json.js';
  *   `additionalModelRequestFields` with the betas they need. `reasoning_effort` becomes
  *   Anthropic `thinking` with a budget (low 1,024, medium 4,096, high 16,384; `max_tokens`
  *   raised to the budget and 1,024 more when it is below it); none and minimal are no thinking.
- *   Adaptive thinking and effort are the model's choice to think: to a model that does not think
- *   (OpenAI's gpt-4 and gpt-3.5 families, Gemini before 2.5, a Bedrock model other than Claude)
- *   they are not sent, as the model would not think either; thinking `enabled` is sent, and
- *   such a vendor's refusal is relayed.
+ *   Adaptive thinking and an effort (`output_config.effort`, `reasoning_effort`, Responses
+ *   `reasoning.effort`) guide how much a model thinks: to a model that does not think (OpenAI's
+ *   gpt-4 and gpt-3.5 families, Gemini before 2.5) they are not sent, as it would not think
+ *   either; nor to a Bedrock model other than Claude, whose own reasoning fields this gateway
+ *   does not know (Codex sends an effort by default: refusing it would refuse Codex there).
+ *   Thinking `enabled` is an explicit ask: sent, or refused by name (a Bedrock model other than
+ *   Claude).
  * - Context editing (`context_management`): clearing thinking is carried by every translation
  *   (no vendor of another shape is ever sent earlier thinking); Bedrock's Claude takes the field
  *   as it is; other edits (clearing tool results, compaction) are refused for OpenAI, Azure and

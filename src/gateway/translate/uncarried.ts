@@ -114,10 +114,14 @@ const OPENAI_RULES: Record<string, Rule> = {
     isSet(v) && v !== 'auto' && v !== 'default' && kind !== 'openai' && kind !== 'azure-openai'
       ? `service_tier ${String(v)} is OpenAI's own`
       : null,
-  reasoning_effort: (v, kind, _b, model) =>
-    typeof v === 'string' && !['none', 'minimal'].includes(v) && kind === 'bedrock' && !isClaude(model)
-      ? 'reasoning_effort has no counterpart at a Bedrock model other than Claude'
+  user: (v, kind, body) =>
+    typeof v === 'string' &&
+    typeof body.safety_identifier === 'string' &&
+    v !== body.safety_identifier &&
+    (kind === 'anthropic' || kind === 'bedrock')
+      ? 'user differs from safety_identifier: this vendor takes one end-user id (metadata.user_id); send one of them'
       : null,
+  // reasoning_effort: carried, or (a Bedrock model other than Claude) advisory, as carry.ts says.
 };
 
 /**
