@@ -21,8 +21,8 @@ import { ROOT } from './helpers/process.js';
  * folder are imported together by a group file written to `.test-groups/` for the run, which ava runs in one worker:
  * their tests register with that worker's runner as if they were one file. A group of the
  * PostgreSQL pass sets SVC_TEST_STORE=postgres for its worker. Files run in a worker of their own
- * when their folder is about spawned processes (cli, multi: each file's concurrency is tuned
- * for itself), when they declare per-test hooks (`test.beforeEach`/`afterEach` would run for
+ * when their folder is about spawned processes (cli, multi, agents: each file's concurrency is
+ * tuned for itself), when they declare per-test hooks (`test.beforeEach`/`afterEach` would run for
  * the whole group) or when they await at their top level (ava starts a worker's tests on the tick
  * after the first declaration; sibling modules evaluate while one awaits, so that file could no
  * longer declare its tests). A failing test is named by its group (`gateway-2 › title`); its stack
@@ -41,8 +41,12 @@ const POSTGRES_PASS = [
 const GROUPS = join(ROOT, '.test-groups');
 /** Where the run keeps V8's compile cache (NODE_COMPILE_CACHE), beside npm's own caches. */
 const COMPILE_CACHE = join(ROOT, 'node_modules', '.cache', 'svc-test-compile');
-/** Folders whose files run alone: each spawns processes with a concurrency tuned for itself. */
-const ALONE_FOLDERS = new Set(['cli', 'multi']);
+/**
+ * Folders whose files run alone: each spawns processes with a concurrency tuned for itself (the
+ * agents' files each start several `svc serve` in their hooks, which together outlast ava's
+ * timeout before any test ends when they share a worker).
+ */
+const ALONE_FOLDERS = new Set(['cli', 'multi', 'agents']);
 /**
  * How much longer than its size says a file of these folders takes (they spawn processes, kill
  * them, or drive a browser), measured on a quiet machine: seconds per KB of source, against about

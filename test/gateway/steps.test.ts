@@ -122,6 +122,7 @@ test('the steps, in order: every check before the one step that sends', (t) => {
       'plan',
       'classify',
       'route',
+      'carry',
       'data-loss',
       'limit',
       'budget',

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { assertError, call, type Json } from '../helpers/http.js';
+import { call, type Json } from '../helpers/http.js';
 import type { LoopbackVendor } from '../helpers/loopback-vendor.js';
 import { AWS_ENV, startMockBedrock } from '../helpers/mock-bedrock.js';
 import { GEMINI_KEY, startMockGemini } from '../helpers/mock-gemini.js';
@@ -10,8 +10,7 @@ import { startGateway, type Gateway } from './support.js';
 /**
  * Structured output asked in one shape reaches a vendor of another kind with its meaning:
  * OpenAI's `response_format` json_schema as Anthropic's `output_config.format`, and back; to
- * Gemini as `responseJsonSchema`; and to Bedrock, which this gateway does not carry it to,
- * refused by name with nothing sent.
+ * Gemini as `responseJsonSchema`; to Bedrock as Converse's `outputConfig.textFormat`.
  */
 let vendor: MockVendor;
 let bedrock: LoopbackVendor;
@@ -90,12 +89,11 @@ test.serial('output_config.format reaches Gemini as responseJsonSchema', async (
   t.deepEqual(config.responseJsonSchema, SCHEMA);
 });
 
-test.serial('structured output to Bedrock is refused by name, and nothing is sent', async (t) => {
-  const before = bedrock.calls.length;
+test.serial('structured output reaches Bedrock as outputConfig.textFormat, the schema as JSON text', async (t) => {
   for (const res of [await messages('so-bedrock'), await chat('so-bedrock')]) {
-    t.is(res.status, 400, res.text);
-    t.regex(res.text, /output_config\.format/);
+    t.is(res.status, 200, res.text);
+    const format = (bedrock.calls.at(-1)!.body as Json).outputConfig.textFormat;
+    t.is(format.type, 'json_schema');
+    t.deepEqual(JSON.parse(format.structure.jsonSchema.schema as string), SCHEMA);
   }
-  assertError(t, await chat('so-bedrock'), 400, 'invalid_request');
-  t.is(bedrock.calls.length, before);
 });

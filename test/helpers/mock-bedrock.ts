@@ -22,7 +22,7 @@ import {
  * request) with the same maintained signer, `@smithy/signature-v4` (403
  * InvalidSignatureException on any difference, or a date more than five minutes off). Errors
  * carry `x-amzn-errortype`. The request is validated as Converse does (ValidationException):
- * turns start with user and alternate, no blank text, tool blocks need a toolConfig, every
+ * only Converse's fields (and inferenceConfig's), turns start with user and alternate, no blank text, tool blocks need a toolConfig, every
  * toolResult answers an earlier toolUse. A stream is AWS's binary event stream, encoded by
  * AWS's codec, one frame per write; the `exception` fault sends an exception frame.
  */
@@ -110,7 +110,31 @@ async function verify(x: Exchange, secretAccessKey: string, region: string) {
   return null;
 }
 
+/** Converse's request fields; AWS refuses any other (and the inference settings' others). */
+const CONVERSE_FIELDS = new Set([
+  'messages',
+  'system',
+  'inferenceConfig',
+  'toolConfig',
+  'guardrailConfig',
+  'additionalModelRequestFields',
+  'promptVariables',
+  'additionalModelResponseFieldPaths',
+  'requestMetadata',
+  'performanceConfig',
+  'serviceTier',
+  'outputConfig',
+]);
+const INFERENCE_FIELDS = new Set(['maxTokens', 'temperature', 'topP', 'stopSequences']);
+
 function invalid(body: Json): string | null {
+  const unknown = [
+    ...Object.keys(body).filter((k) => !CONVERSE_FIELDS.has(k)),
+    ...Object.keys(body.inferenceConfig ?? {})
+      .filter((k) => !INFERENCE_FIELDS.has(k))
+      .map((k) => `inferenceConfig.${k}`),
+  ];
+  if (unknown.length > 0) return `1 validation error detected: extraneous key [${unknown[0]}] is not permitted`;
   if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: must not be empty';
   if (typeof body.inferenceConfig?.maxTokens !== 'number') return 'inferenceConfig.maxTokens: expected a number';
   const used = new Set<string>();

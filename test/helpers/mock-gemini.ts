@@ -6,7 +6,8 @@ import { compose, send, startLoopbackVendor, TOOL_INPUT, writePieces, type Loopb
  * Gemini's native API on loopback: `POST /v1beta/models/{model}:generateContent` and
  * `:streamGenerateContent?alt=sse`, the key in `x-goog-api-key`. A wrong or missing key is
  * answered as Google does: 400 INVALID_ARGUMENT with reason API_KEY_INVALID. The request is
- * checked as Gemini would: roles `user`/`model`, a `functionResponse` must name a function the
+ * checked as Gemini would: only its fields (and generationConfig's), by name, roles
+ * `user`/`model`, a `functionResponse` must name a function the
  * conversation called, `functionDeclarations` need a name, and a replayed `functionCall` must
  * bring back the `thoughtSignature` the mock gave it, or the documented
  * `skip_thought_signature_validator` for a call Gemini did not make (Gemini 3's rule). Answers: candidates with parts
@@ -43,7 +44,48 @@ const partsText = (parts: unknown): string =>
     .filter(Boolean)
     .join(' ');
 
+/** GenerateContentRequest's fields and its generationConfig's; Google refuses any other name. */
+const REQUEST_FIELDS = new Set([
+  'contents',
+  'tools',
+  'toolConfig',
+  'safetySettings',
+  'systemInstruction',
+  'generationConfig',
+  'cachedContent',
+  'labels',
+]);
+const GENERATION_FIELDS = new Set([
+  'stopSequences',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+  'responseModalities',
+  'candidateCount',
+  'maxOutputTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'seed',
+  'presencePenalty',
+  'frequencyPenalty',
+  'responseLogprobs',
+  'logprobs',
+  'enableEnhancedCivicAnswers',
+  'speechConfig',
+  'thinkingConfig',
+  'imageConfig',
+  'mediaResolution',
+]);
+
 function invalid(body: Json): string | null {
+  const unknown = [
+    ...Object.keys(body).filter((k) => !REQUEST_FIELDS.has(k)),
+    ...Object.keys(body.generationConfig ?? {})
+      .filter((k) => !GENERATION_FIELDS.has(k))
+      .map((k) => `generation_config.${k}`),
+  ];
+  if (unknown.length > 0) return `Invalid JSON payload received. Unknown name "${unknown[0]}": Cannot find field.`;
   if (!Array.isArray(body.contents) || body.contents.length === 0) return '* contents: must not be empty';
   const called = new Set<string>();
   for (const c of body.contents as Json[]) {

@@ -7,9 +7,9 @@ import Joi from 'joi';
  * instructions, function tools, tool_choice, max_output_tokens, metadata, stream, and the
  * sampling and format settings. What it cannot is refused by name rather than dropped: audio and
  * file inputs, stored prompts, `background: true`. What only a vendor that speaks Responses can
- * take (`store: true`, `previous_response_id`, `conversation`, tools other than function tools:
- * namespaces, hosted and custom tools; item types beyond the four above, such as
- * `additional_tools` and custom tool calls) is accepted here and checked once the route is known
+ * take (`store: true`, `previous_response_id`, `conversation`, hosted tools such as web_search;
+ * item types beyond messages, function and custom tool calls, their outputs, reasoning and
+ * `additional_tools`) is accepted here and checked once the route is known
  * (steps/responses-state.ts): passed through to such a vendor, refused by name otherwise. Other
  * fields pass to a vendor that speaks Responses, and are not sent to one that is asked in chat
  * completions.
@@ -21,7 +21,12 @@ export const TRANSLATED_ITEM_TYPES: readonly string[] = [
   'function_call',
   'function_call_output',
   'reasoning',
+  'custom_tool_call',
+  'custom_tool_call_output',
+  'additional_tools',
 ];
+/** The tool types chat completions can carry (a custom tool as a function of one string). */
+export const TRANSLATED_TOOL_TYPES: readonly string[] = ['function', 'custom'];
 const PART_TYPES = ['input_text', 'output_text', 'input_image', 'refusal'];
 
 const ofType = (type: string) => Joi.object({ type: Joi.valid(type).required() }).unknown(true);

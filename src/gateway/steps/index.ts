@@ -4,6 +4,7 @@ import { account } from './account.js';
 import { admit } from './admit.js';
 import { budget } from './budget.js';
 import { cache, cacheWrite } from './cache.js';
+import { carry } from './carry.js';
 import { classify } from './classify.js';
 import { countTokensStep } from './count-tokens.js';
 import type {
@@ -36,6 +37,7 @@ import { upstream } from './upstream.js';
  *   classify     -                                          steering taskId sessionId profile own
  *                                                           enforcement taskClass
  *   route        steering profile enforcement taskClass     requested wouldRouteTo candidates
+ *   carry        candidates                                 candidates (those that can carry it)
  *   data-loss    own                                        redacted; body (redacts in place)
  *   limit        profile                                    limitHold
  *   budget       enforcement candidates steering            admission reservation; candidates
@@ -73,6 +75,7 @@ export const CHECKS: readonly CheckStep[] = [
   plan,
   classify,
   route,
+  carry,
   dataLoss,
   limit,
   budget,
@@ -95,6 +98,7 @@ export const RESPONSES_STEPS: readonly Step[] = [
   classify,
   route,
   responsesState,
+  carry,
   dataLoss,
   limit,
   budget,

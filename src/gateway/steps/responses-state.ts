@@ -1,6 +1,6 @@
 import { AppError } from '../../errors/app-error.js';
 import { speaksResponses } from '../responses/attempt.js';
-import { TRANSLATED_ITEM_TYPES } from '../responses/schema.js';
+import { TRANSLATED_ITEM_TYPES, TRANSLATED_TOOL_TYPES } from '../responses/schema.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import type { SyncStep } from './context.js';
 
@@ -10,9 +10,10 @@ import type { SyncStep } from './context.js';
  * provider, where it passes through as it is; with none, 400 invalid_request names each field and
  * the fix. That is: `store: true`, `previous_response_id` and `conversation` (a vendor that keeps
  * responses; or send the whole conversation in `input`, without store), tools other than function
- * tools, alone or in a namespace (hosted tools such as web_search, custom tools), and input items
- * other than messages, function calls, their outputs and reasoning (`additional_tools`, custom
- * tool calls, hosted tool calls), which chat completions has no way to carry.
+ * and custom tools, alone or in a namespace, in `tools` or an `additional_tools` item (hosted
+ * tools such as web_search), and input items other than messages, function and custom tool
+ * calls, their outputs, reasoning and `additional_tools` (hosted tool calls), which chat
+ * completions has no way to carry.
  */
 const STATEFUL = ['store', 'previous_response_id', 'conversation'] as const;
 
@@ -24,21 +25,26 @@ interface Fault {
 /** The tools and items of the body that need a vendor that speaks Responses. */
 function responsesOnly(body: Json): Fault[] {
   const faults: Fault[] = [];
-  const tools: Json[] = Array.isArray(body.tools) ? body.tools : [];
   const fault = (field: string, type: unknown) =>
     faults.push({
       field,
-      message: `${field} is ${String(type)}: only function tools, alone or in a namespace, can be translated for a vendor that does not speak Responses`,
+      message: `${field} is ${String(type)}: only function and custom tools, alone or in a namespace, can be translated for a vendor that does not speak Responses`,
     });
-  tools.forEach((t, i) => {
-    // A namespace of function tools is carried (each under its flat name, translate/responses-api.ts).
-    if (t?.type === 'namespace')
-      ((Array.isArray(t.tools) ? t.tools : []) as Json[]).forEach((m, j) => {
-        if (m?.type !== 'function') fault(`tools.${i}.tools.${j}.type`, m?.type);
-      });
-    else if (t?.type !== 'function') fault(`tools.${i}.type`, t?.type);
-  });
+  const check = (tools: unknown, at: string) =>
+    ((Array.isArray(tools) ? tools : []) as Json[]).forEach((t, i) => {
+      // A namespace of function tools is carried (each under its flat name, translate/responses-api.ts).
+      if (t?.type === 'namespace')
+        ((Array.isArray(t.tools) ? t.tools : []) as Json[]).forEach((m, j) => {
+          if (!TRANSLATED_TOOL_TYPES.includes(m?.type)) fault(`${at}.${i}.tools.${j}.type`, m?.type);
+        });
+      else if (!TRANSLATED_TOOL_TYPES.includes(t?.type)) fault(`${at}.${i}.type`, t?.type);
+    });
+  check(body.tools, 'tools');
   const input: Json[] = Array.isArray(body.input) ? body.input : [];
+  // Codex offers its tools in additional_tools items: carried as the request's own.
+  input.forEach((item, i) => {
+    if (item?.type === 'additional_tools') check(item.tools, `input.${i}.tools`);
+  });
   input.forEach((item, i) => {
     const type = item?.type ?? 'message';
     if (!TRANSLATED_ITEM_TYPES.includes(type))

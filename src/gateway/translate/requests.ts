@@ -1,4 +1,5 @@
 import type { VendorJson as Json } from '../vendor-json.js';
+import { anthropicExtrasForOpenai, openaiExtrasForAnthropic, withParallel } from './carry.js';
 
 /**
  * Request bodies from one vendor shape to the other (OpenAI chat completions <-> Anthropic
@@ -10,8 +11,9 @@ import type { VendorJson as Json } from '../vendor-json.js';
  *   (`tool` messages <-> `tool_result` blocks) carry over with their ids.
  * - Images: data URLs <-> base64 sources, http(s) URLs <-> url sources.
  * - `max_tokens` is required by Anthropic: an OpenAI request without one gets DEFAULT_MAX_TOKENS.
- * - Sampling (`temperature`, `top_p`, stop sequences) and `stream` carry over; fields with no
- *   counterpart are dropped rather than guessed.
+ * - Sampling (`temperature`, `top_p`, stop sequences) and `stream` carry over; thinking, effort,
+ *   the end user, parallel tool calls and the service tier as carry.ts says; what has no
+ *   counterpart was refused by name before (carry.ts `uncarried`), never dropped here.
  * - Structured output: `response_format` json_schema <-> `output_config.format` json_schema
  *   (json_object as the schema of any object).
  * - A streaming request sent to an OpenAI-kind upstream always asks for usage, so that the call
@@ -108,13 +110,14 @@ export function openaiToAnthropicRequest(body: Json, model: string): Json {
     out.output_config = { format: { type: 'json_schema', schema: format.json_schema.schema } };
   else if (format?.type === 'json_object')
     out.output_config = { format: { type: 'json_schema', schema: { type: 'object' } } };
+  Object.assign(out, openaiExtrasForAnthropic(body, out.max_tokens as number));
   if (Array.isArray(body.tools) && body.tools.length > 0) {
     out.tools = body.tools.map((t: Json) => ({
       name: t.function?.name,
       ...(t.function?.description ? { description: t.function.description } : {}),
       input_schema: t.function?.parameters ?? { type: 'object', properties: {} },
     }));
-    const choice = toAnthropicToolChoice(body.tool_choice);
+    const choice = withParallel(toAnthropicToolChoice(body.tool_choice), body);
     if (choice) out.tool_choice = choice;
   }
   return out;
@@ -201,9 +204,10 @@ export function anthropicToOpenaiRequest(body: Json, model: string): Json {
     out.stream = true;
     out.stream_options = { include_usage: true };
   }
-  const format = body.output_config?.format;
+  const format = body.output_config?.format ?? body.output_format;
   if (format?.type === 'json_schema' && format.schema)
     out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
+  Object.assign(out, anthropicExtrasForOpenai(body, model));
   if (Array.isArray(body.tools) && body.tools.length > 0) {
     out.tools = body.tools.map((t: Json) => ({
       type: 'function',

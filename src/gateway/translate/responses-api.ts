@@ -2,6 +2,7 @@ import type { VendorJson as Json } from '../vendor-json.js';
 import { sseEvent, type SseEvent } from '../sse.js';
 import { DEFAULT_MAX_TOKENS } from './requests.js';
 import { openaiUsage, type Usage } from './responses.js';
+import { customAsFunction, customInput, flatName, namespacedTools, offeredTools } from './responses-tools.js';
 
 /**
  * The OpenAI Responses API (POST /v1/responses) to and from chat completions, for a vendor that
@@ -13,9 +14,14 @@ import { openaiUsage, type Usage } from './responses.js';
  *   function_call_output items as tool messages. Reasoning items are the vendor's own state
  *   and are not sent to a vendor that cannot read them.
  * - Function tools (a namespace's as `<namespace>__<name>`, its calls answered with `namespace`
- *   and `name` again), tool_choice, max_output_tokens (DEFAULT_MAX_TOKENS when absent, so that a
+ *   and `name` again), also those of `additional_tools` input items (how Codex offers its
+ *   tools); custom tools as functions of one string argument, `input` (their calls answered as
+ *   custom_tool_call items with that input; custom_tool_call and its output items sent as a
+ *   tool call and a tool message); tool_choice, max_output_tokens (DEFAULT_MAX_TOKENS when absent, so that a
  *   budget's reservation bounds the call), temperature, top_p, parallel_tool_calls, user,
- *   reasoning.effort and text.format (json_schema, json_object) carry over. Validation refused
+ *   reasoning.effort, text.format (json_schema, json_object), text.verbosity, top_logprobs and
+ *   the prompt-cache, end-user and service-tier fields carry over (carry.ts says where each
+ *   goes beyond OpenAI). Validation refused
  *   everything the translation cannot carry (schemas.ts in responses/).
  * - The answer is a `response` object: a message item with the text, one function_call item per
  *   tool call, usage in Responses' names; a length stop is status `incomplete` with reason
@@ -69,10 +75,24 @@ export function responsesToChatRequest(body: Json): Json {
         const last = messages[messages.length - 1];
         if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
         else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
-      } else if (type === 'function_call_output') {
+      } else if (type === 'custom_tool_call') {
+        // A custom tool is offered as a function of one string argument, `input`.
+        const call = {
+          id: item.call_id,
+          type: 'function',
+          function: {
+            name: flatName(item.namespace, item.name),
+            arguments: JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' }),
+          },
+        };
+        const last = messages[messages.length - 1];
+        if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
+        else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+      } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
         messages.push({ role: 'tool', tool_call_id: item.call_id, content: textOfParts(item.output) });
       }
       // reasoning: the vendor's own state, not readable by another vendor (see above).
+      // additional_tools: its tools are offered with the request's (offeredTools).
     }
   }
   const out: Json = {
@@ -84,6 +104,21 @@ export function responsesToChatRequest(body: Json): Json {
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
   if (typeof body.user === 'string') out.user = body.user;
   if (typeof body.reasoning?.effort === 'string') out.reasoning_effort = body.reasoning.effort;
+  // The same fields in chat completions (carry.ts says where each goes beyond OpenAI).
+  for (const field of [
+    'prompt_cache_key',
+    'prompt_cache_options',
+    'prompt_cache_retention',
+    'safety_identifier',
+    'service_tier',
+  ])
+    if (body[field] != null) out[field] = body[field];
+  if (typeof body.text?.verbosity === 'string') out.verbosity = body.text.verbosity;
+  if (Array.isArray(body.include) && body.include.includes('message.output_text.logprobs')) out.logprobs = true;
+  if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0) {
+    out.logprobs = true;
+    out.top_logprobs = body.top_logprobs;
+  }
   const format = body.text?.format;
   if (format?.type === 'json_schema')
     out.response_format = {
@@ -96,19 +131,23 @@ export function responsesToChatRequest(body: Json): Json {
       },
     };
   else if (format?.type === 'json_object') out.response_format = { type: 'json_object' };
-  if (Array.isArray(body.tools) && body.tools.length > 0) {
+  const offered = offeredTools(body);
+  if (offered.length > 0) {
     // A namespace is a group of function tools: each is offered on its own, under its flat name.
-    const functions = (body.tools as Json[]).flatMap((t): Json[] =>
+    const functions = offered.flatMap((t): Json[] =>
       t.type === 'namespace' ? ((t.tools ?? []) as Json[]).map((m) => ({ ...m, name: flatName(t.name, m.name) })) : [t],
     );
     out.tools = functions.map((t: Json) => ({
       type: 'function',
-      function: {
-        name: t.name,
-        ...(t.description ? { description: t.description } : {}),
-        parameters: t.parameters ?? { type: 'object', properties: {} },
-        ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}),
-      },
+      function:
+        t.type === 'custom'
+          ? customAsFunction(t)
+          : {
+              name: t.name,
+              ...(t.description ? { description: t.description } : {}),
+              parameters: t.parameters ?? { type: 'object', properties: {} },
+              ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}),
+            },
     }));
     if (typeof body.parallel_tool_calls === 'boolean') out.parallel_tool_calls = body.parallel_tool_calls;
     const choice = body.tool_choice;
@@ -182,39 +221,18 @@ const messageItem = (id: string, text: string, status: string): Json => ({
   content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
 });
 
-/**
- * A namespace's function tool is offered to a vendor asked in chat completions as
- * `<namespace>__<name>`; its calls come back as function_call items with `namespace` and `name`.
- */
-export const flatName = (namespace: unknown, name: unknown): unknown =>
-  typeof namespace === 'string' && namespace !== '' ? `${namespace}__${String(name)}` : name;
-
-/** The request's namespaced function tools, by flat name. */
-function namespacedTools(request: Json): Map<string, { namespace: string; name: string }> {
-  const found = new Map<string, { namespace: string; name: string }>();
-  for (const t of (Array.isArray(request.tools) ? request.tools : []) as Json[])
-    if (t?.type === 'namespace')
-      for (const m of (Array.isArray(t.tools) ? t.tools : []) as Json[])
-        found.set(String(flatName(t.name, m?.name)), { namespace: String(t.name), name: String(m?.name) });
-  return found;
-}
-
 type CallItem = (id: string, callId: string, name: string, args: string, status: string) => Json;
 
 /** The function_call items of an answer to `request`: a namespaced tool's call named as it was offered. */
-const callItems =
-  (request: Json): CallItem =>
-  (id, callId, name, args, status) => {
-    const ns = namespacedTools(request).get(name);
-    return {
-      id,
-      type: 'function_call',
-      status,
-      call_id: callId,
-      ...(ns ? { namespace: ns.namespace, name: ns.name } : { name }),
-      arguments: args,
-    };
+const callItems = (request: Json): CallItem => {
+  const named = namespacedTools(request);
+  return (id, callId, name, args, status) => {
+    const ns = named.get(name);
+    const tool = ns ? { ...(ns.namespace ? { namespace: ns.namespace } : {}), name: ns.name } : { name };
+    if (ns?.custom) return { id, type: 'custom_tool_call', status, call_id: callId, ...tool, input: customInput(args) };
+    return { id, type: 'function_call', status, call_id: callId, ...tool, arguments: args };
   };
+};
 
 /** A whole chat completion (in the client's model name already) as a `response` object. */
 export function chatToResponse(completion: Json, request: Json, ids: ResponseIds, usage: Usage | null): Json {
@@ -271,6 +289,7 @@ export interface ResponsesStreamTranslator {
 
 export function chatToResponsesStream(request: Json, ids: ResponseIds): ResponsesStreamTranslator {
   const callItem = callItems(request);
+  const named = namespacedTools(request);
   let seq = 0;
   const emit = (type: string, fields: Json): string => sseEvent(type, { type, sequence_number: seq++, ...fields });
   const state = {
@@ -311,12 +330,18 @@ export function chatToResponsesStream(request: Json, ids: ResponseIds): Response
       output.push(item);
     } else {
       const item = callItem(open.id, open.callId, open.name, open.args, 'completed');
-      out += emit('response.function_call_arguments.done', {
-        item_id: open.id,
-        output_index: open.index,
-        name: item.name,
-        arguments: open.args,
-      });
+      if (item.type === 'custom_tool_call') {
+        // A custom call's input is known whole only once its JSON arguments are.
+        const at = { item_id: open.id, output_index: open.index };
+        out += emit('response.custom_tool_call_input.delta', { ...at, delta: item.input });
+        out += emit('response.custom_tool_call_input.done', { ...at, input: item.input });
+      } else
+        out += emit('response.function_call_arguments.done', {
+          item_id: open.id,
+          output_index: open.index,
+          name: item.name,
+          arguments: open.args,
+        });
       out += emit('response.output_item.done', { output_index: open.index, item });
       output.push(item);
     }
@@ -374,6 +399,7 @@ export function chatToResponsesStream(request: Json, ids: ResponseIds): Response
     const piece = c.function?.arguments;
     if (typeof piece === 'string' && piece !== '') {
       open.args += piece;
+      if (named.get(open.name)?.custom) return out;
       out += emit('response.function_call_arguments.delta', {
         item_id: open.id,
         output_index: open.index,

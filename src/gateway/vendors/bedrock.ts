@@ -3,7 +3,8 @@ import type { VendorJson as Json } from '../vendor-json.js';
 import { BEDROCK_TOOL_ID_MAX, rekeyToolId } from '../translate/tool-ids.js';
 import { anthropicStop, bedrockEvents, converseUsage } from './bedrock-stream.js';
 import { signedHeaders } from './bedrock-sign.js';
-import { CannotCarry, type VendorAdapter } from './vendor.js';
+import { converseExtras } from '../translate/carry.js';
+import type { VendorAdapter } from './vendor.js';
 
 export { anthropicStop, converseUsage };
 
@@ -16,8 +17,8 @@ export { anthropicStop, converseUsage };
  *   becomes the system text; text, base64 images, `tool_use` and `tool_result`
  *   blocks become `text`, `image`, `toolUse` and `toolResult` blocks (an image by URL has no
  *   Converse counterpart and is dropped; an empty text block, which Converse refuses, too).
- *   Tool-call ids within Converse's 64 characters (translate/tool-ids.ts). Structured output
- *   (`output_config.format`) is refused by name, not dropped.
+ *   Tool-call ids within Converse's 64 characters (translate/tool-ids.ts). Structured output,
+ *   thinking and the other fields beyond these: translate/carry.ts `converseExtras`.
  * - `max_tokens`, `temperature`, `top_p`, `stop_sequences` go in `inferenceConfig`; tools in
  *   `toolConfig` (`toolChoice` auto, any or one tool; Converse has no "none": the tools are
  *   offered without a choice). A conversation with earlier tool calls and no tools offered
@@ -91,10 +92,6 @@ const toolChoiceOf = (choice: Json | undefined): Json | undefined => {
 
 /** An Anthropic messages body as a Converse body. */
 export function toConverseRequest(body: Json): Json {
-  if (body.output_config?.format != null)
-    throw new CannotCarry(
-      'output_config.format (structured output, or response_format) is not carried to Bedrock by this gateway: route the request to an Anthropic-, OpenAI- or Gemini-kind model, or ask for JSON in the prompt',
-    );
   const messages: Json[] = [];
   const system: string[] = [textOf(body.system)];
   for (const m of (Array.isArray(body.messages) ? body.messages : []) as Json[]) {
@@ -173,7 +170,10 @@ export const bedrock: VendorAdapter = {
   pivot: 'anthropic',
   async request(body, a) {
     const path = `/model/${encodeURIComponent(a.model.upstreamModel)}/${a.stream ? 'converse-stream' : 'converse'}`;
-    const json = JSON.stringify(toConverseRequest(body));
+    const json = JSON.stringify({
+      ...toConverseRequest(body),
+      ...converseExtras(body, a.model.upstreamModel, a.anthropicBeta),
+    });
     const headers = { traceparent: a.traceparent };
     const signed = await signedHeaders(a.provider, path, headers, json, new Date(a.nowSeconds * 1000));
     return { path, headers: signed, body: json };

@@ -1,4 +1,5 @@
 import { durationSeconds, openaiFallback, usualFault } from '../failover.js';
+import { geminiGenerationExtras } from '../translate/carry.js';
 import { safeJson } from '../translate/requests.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 import { geminiEvents, geminiFinish, geminiUsage, readParts, SIGNATURE } from './gemini-stream.js';
@@ -121,6 +122,8 @@ export function toGeminiRequest(body: Json): Json {
     generationConfig.responseMimeType = 'application/json';
     generationConfig.responseJsonSchema = format.json_schema.schema;
   }
+  // Thinking, topK, seed, penalties, candidates: translate/carry.ts.
+  Object.assign(generationConfig, geminiGenerationExtras(body));
   const out: Json = { contents, generationConfig };
   if (system.length > 0) out.systemInstruction = { parts: [{ text: system.join('\n\n') }] };
   if (Array.isArray(body.tools) && body.tools.length > 0) {
