@@ -484,10 +484,12 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       if (refused === SETTLE_REFUSED || round === SETTLE_ROUNDS)
         throw new StoreError('disk_error', 'store write failed: its flush to disk could not be confirmed');
       seen = faults;
-      const committed = await root.transaction(() => undefined).then(
-        () => true,
-        () => false,
-      );
+      const committed = await root
+        .transaction(() => undefined)
+        .then(
+          () => true,
+          () => false,
+        );
       if (!committed) refused++;
     }
     writable = true;
