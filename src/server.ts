@@ -11,7 +11,7 @@ import { gatewayRoutes } from './gateway/http.js';
 import { mcpRoutes } from './mcp/http.js';
 import { credentialLive } from './mcp/sessions.js';
 import { oauthRoutes } from './oauth/http.js';
-import { deviceRoutes } from './oauth/device-http.js';
+import { deviceRoutes } from './oauth/device/http.js';
 import { API_VERSION } from './http/front-door.js';
 import { keysRoutes } from './keys/http.js';
 import { killSwitchRoutes } from './killswitch/http.js';

@@ -108,7 +108,7 @@ export const killSwitchRoutes: Plugin<{
         async handler(request, h) {
           const by = token(request);
           const body = request.payload as { selector: Selector; reason: string; confirmCount?: unknown };
-          // A person (an owner or an admin, person-access.ts) freezes as the console's Stop does:
+          // A person (an owner or an admin, oauth/device/person-access.ts) freezes as the console's Stop does:
           // hold `owner` on each agent, no ceiling; a token holds `token` and waits past the ceiling.
           const freezer = by.person ? { actor: by.actor, ...by.person } : { actor: by.actor, tokenId: by.tokenId };
           const outcome = await killSwitch.freezeSelected(by.wid, body, freezer);

@@ -30,7 +30,7 @@ export type IdPrefix =
   | 'req'
   | 'scr'
   | 'lgn';
-/** `dvc`, `pat`, `prt`: a device code, and a person's CLI access and refresh tokens (oauth/device.ts). */
+/** `dvc`, `pat`, `prt`: a device code, and a person's CLI access and refresh tokens (oauth/device/service.ts). */
 export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid' | 'whs' | 'dvc' | 'pat' | 'prt';
 
 export interface IdSource {

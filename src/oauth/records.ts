@@ -57,7 +57,7 @@ export interface OAuthTokenRecord {
 }
 
 /**
- * A device authorization under way (RFC 8628; oauth/device.ts), stored by the hash of its device
+ * A device authorization under way (RFC 8628; oauth/device/service.ts), stored by the hash of its device
  * code. A person approves or denies it in the console by its user code.
  */
 export interface DeviceCodeRecord {

@@ -13,7 +13,7 @@ import { ClientMetadataProblem, isRegisteredClientId, isUrlClientId, type Client
 import { acceptableRedirect, redirectMatches } from './redirects.js';
 import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
 import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
-import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant } from './device.js';
+import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant } from './device/service.js';
 
 /**
  * The OAuth 2.1 authorization server for MCP clients (SPEC.md 2.4, 2.5, 3, 4.5, 5.5).
@@ -77,7 +77,7 @@ export function createOAuth(deps: {
   refreshGraceMs: number;
   /** The deployment's key for sealing that pair (grace.ts). */
   graceKey: Buffer;
-  /** `svc login` (device.ts): the device code's lifetime and polling interval, and the person's tokens' lifetimes. */
+  /** `svc login` (device/service.ts): the device code's lifetime and polling interval, and the person's tokens' lifetimes. */
   device?: {
     deviceCodeTtlSeconds: number;
     pollIntervalSeconds: number;
@@ -133,7 +133,7 @@ export function createOAuth(deps: {
   return {
     resourceUrl,
     grantedScope,
-    /** `svc login`'s device authorization grant and the person-bound tokens it issues (device.ts). */
+    /** `svc login`'s device authorization grant and the person-bound tokens it issues (device/service.ts). */
     device,
     /** The scope the /mcp challenge names: the access, and a refresh token to stay connected. */
     challengeScope: DEFAULT_SCOPE,
@@ -351,13 +351,13 @@ export function createOAuth(deps: {
       return code;
     },
 
-    /** The token endpoint (token.ts); the device grant and a person's refresh tokens go to device.ts. */
+    /** The token endpoint (token.ts); the device grant and a person's refresh tokens go to device/service.ts. */
     token(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null) {
       if (form.grant_type === DEVICE_GRANT) return device.deviceToken(form);
       if (form.grant_type === 'refresh_token' && form.refresh_token?.startsWith('prt_')) return device.refresh(form);
       return endpoint.token(form, basic);
     },
-    /** RFC 7009 revocation (token.ts; the command line's client: device.ts). */
+    /** RFC 7009 revocation (token.ts; the command line's client: device/service.ts). */
     revoke(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null) {
       if (!basic && form.client_id === CLI_CLIENT_ID) return device.revoke(form);
       return endpoint.revoke(form, basic);

@@ -29,7 +29,7 @@ export interface KeyResolver {
 
 /**
  * A person signed in to the command line (`svc login`), as the machine routes see them: their
- * role in the workspace now, which decides what they may do there (oauth/person-access.ts).
+ * role in the workspace now, which decides what they may do there (oauth/device/person-access.ts).
  */
 export interface PersonCredential {
   workspaceId: string;

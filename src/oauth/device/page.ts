@@ -1,5 +1,5 @@
-import { escapeHtml } from '../lib/html.js';
-import { ICON, STYLE_PATH } from '../console/pages.js';
+import { escapeHtml } from '../../lib/html.js';
+import { ICON, STYLE_PATH } from '../../console/pages.js';
 
 /**
  * The console page where a signed-in person approves or denies a command-line sign-in

@@ -1,6 +1,6 @@
-import type { Role } from '../people/records.js';
-import { permissions, type Permission } from '../people/permissions.js';
-import type { ServiceTokenScope } from '../service-tokens/records.js';
+import type { Role } from '../../people/records.js';
+import { permissions, type Permission } from '../../people/permissions.js';
+import type { ServiceTokenScope } from '../../service-tokens/records.js';
 
 /**
  * What a person signed in to the command line (`svc login`) may do on the machine routes, which

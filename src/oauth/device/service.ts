@@ -1,15 +1,16 @@
-import { AppError, invalidField } from '../errors/app-error.js';
-import { isoAt, type Clock } from '../lib/clock.js';
-import type { IdSource } from '../lib/ids.js';
-import { secretHash } from '../lib/secrets.js';
-import type { Ledger } from '../ledger/service.js';
-import type { Role } from '../people/records.js';
-import type { ServiceTokenScope } from '../service-tokens/records.js';
-import type { Store } from '../store/index.js';
-import type { DeviceCodeRecord, PersonLoginRecord } from './records.js';
-import { openPair, sealPair } from './grace.js';
+import { AppError, invalidField } from '../../errors/app-error.js';
+import { isoAt, type Clock } from '../../lib/clock.js';
+import type { IdSource } from '../../lib/ids.js';
+import { secretHash } from '../../lib/secrets.js';
+import type { Ledger } from '../../ledger/service.js';
+import type { Role } from '../../people/records.js';
+import type { ServiceTokenScope } from '../../service-tokens/records.js';
+import type { Store } from '../../store/index.js';
+import type { DeviceCodeRecord, PersonLoginRecord } from '../records.js';
+import { openPair, sealPair } from '../grace.js';
 import { rolesForScope } from './person-access.js';
 import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
+import { deviceRepo } from './repo.js';
 
 /**
  * `svc login`: the OAuth 2.0 device authorization grant (RFC 8628) and the person-bound tokens it
@@ -19,7 +20,7 @@ import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
  *   authorization endpoint answers a device code (`dvc_`, 256 bits, stored as a hash) and a user
  *   code (user-code.ts), valid `deviceCodeTtlSeconds`.
  * - A person signed in to the console approves or denies the user code for one workspace they
- *   belong to (device-http.ts); the decision is recorded in the ledger as theirs.
+ *   belong to (http.ts); the decision is recorded in the ledger as theirs.
  * - The token endpoint answers, for the device code (RFC 8628 3.5): `authorization_pending` until
  *   the person decides; `slow_down` when polled sooner than the interval since the last poll (the
  *   interval then grows by 5 seconds, as the client's must); `access_denied`; `expired_token`
@@ -94,7 +95,7 @@ export function createDeviceGrant(deps: {
   graceKey: Buffer;
 }) {
   const { store, clock, ids, ledger } = deps;
-  const t = store.tables;
+  const repo = deviceRepo(store);
 
   const checkClient = (form: Record<string, string | undefined>) => {
     if (form.client_id !== CLI_CLIENT_ID)
@@ -107,7 +108,7 @@ export function createDeviceGrant(deps: {
 
   const endLoginInWrite = async (login: PersonLoginRecord | undefined, why: string, actor: string) => {
     if (!login || login.endedAt) return;
-    await t.personLogins.put([login.workspaceId, login.id], { ...login, endedAt: isoAt(clock.now()), endedWhy: why });
+    await repo.putLogin({ ...login, endedAt: isoAt(clock.now()), endedWhy: why });
     await ledger.record({
       workspaceId: login.workspaceId,
       actor,
@@ -128,13 +129,13 @@ export function createDeviceGrant(deps: {
       clientId: login.clientId,
       usedAt: null,
     };
-    await t.personTokens.put(accessHash, {
+    await repo.putToken(accessHash, {
       ...base,
       kind: 'access',
       expiresAt: isoAt(nowMs + deps.accessTtlSeconds * 1000),
       pairedAccess: null,
     });
-    await t.personTokens.put(secretHash(refresh), {
+    await repo.putToken(secretHash(refresh), {
       ...base,
       kind: 'refresh',
       expiresAt: isoAt(nowMs + deps.refreshTtlDays * 86_400_000),
@@ -149,14 +150,14 @@ export function createDeviceGrant(deps: {
     };
   };
 
-  const loginOf = (r: { workspaceId: string; loginId: string }) => t.personLogins.get([r.workspaceId, r.loginId]);
+  const loginOf = (r: { workspaceId: string; loginId: string }) => repo.getLogin(r.workspaceId, r.loginId);
 
   /** The device code record a typed user code stands for, or undefined. */
   const byUserCode = async (typed: string): Promise<{ hash: string; record: DeviceCodeRecord } | undefined> => {
     const code = normalizeUserCode(typed);
     if (code === null) return undefined;
-    const hash = await t.deviceUserCodes.get(code);
-    const record = hash === undefined ? undefined : await t.deviceCodes.get(hash);
+    const hash = await repo.deviceOfUserCode(code);
+    const record = hash === undefined ? undefined : await repo.getDevice(hash);
     return hash !== undefined && record ? { hash, record } : undefined;
   };
 
@@ -174,11 +175,11 @@ export function createDeviceGrant(deps: {
         // A user code names one device code at a time: drawn again on the rare collision with a live one.
         for (;;) {
           const candidate = newUserCode();
-          const taken = await t.deviceUserCodes.get(candidate);
-          const holder = taken === undefined ? undefined : await t.deviceCodes.get(taken);
+          const taken = await repo.deviceOfUserCode(candidate);
+          const holder = taken === undefined ? undefined : await repo.getDevice(taken);
           if (holder && Date.parse(holder.expiresAt) > now && holder.status === 'pending') continue;
-          await t.deviceUserCodes.put(candidate, hash);
-          await t.deviceCodes.put(hash, {
+          await repo.putUserCode(candidate, hash);
+          await repo.putDevice(hash, {
             userCode: candidate,
             clientId: CLI_CLIENT_ID,
             requestedAt: isoAt(now),
@@ -232,14 +233,14 @@ export function createDeviceGrant(deps: {
       if (!found) throw invalidField('user_code', 'no sign-in waits for that code');
       await store.write(async () => {
         const now = clock.now();
-        const record = await t.deviceCodes.get(found.hash);
+        const record = await repo.getDevice(found.hash);
         if (!record || record.status !== 'pending')
           throw invalidField('user_code', 'that code was already used: run svc login again');
         if (Date.parse(record.expiresAt) <= now)
           throw invalidField('user_code', 'that code has expired: run svc login again');
-        if (!(await t.userWorkspaces.get([userId, workspaceId])))
+        if (!(await repo.roleIn(userId, workspaceId)))
           throw invalidField('workspace', 'you are not a member of that workspace');
-        await t.deviceCodes.put(found.hash, {
+        await repo.putDevice(found.hash, {
           ...record,
           status: decision === 'approve' ? 'approved' : 'denied',
           userId,
@@ -266,7 +267,7 @@ export function createDeviceGrant(deps: {
       return outcome(
         await store.write(async (): Promise<PersonTokenResponse | AppError> => {
           const now = clock.now();
-          const record = await t.deviceCodes.get(hash);
+          const record = await repo.getDevice(hash);
           if (!record || record.clientId !== CLI_CLIENT_ID)
             return new AppError('invalid_grant', { message: 'Unknown device code.' });
           if (record.status === 'used')
@@ -278,12 +279,12 @@ export function createDeviceGrant(deps: {
           const last = record.lastPolledAt === null ? null : Date.parse(record.lastPolledAt);
           if (last !== null && now - last < record.intervalSeconds * 1000) {
             const intervalSeconds = record.intervalSeconds + SLOW_DOWN_SECONDS;
-            await t.deviceCodes.put(hash, { ...record, intervalSeconds, lastPolledAt: isoAt(now) });
+            await repo.putDevice(hash, { ...record, intervalSeconds, lastPolledAt: isoAt(now) });
             return new AppError('slow_down', {
               message: `Polled too soon: wait ${intervalSeconds} seconds between polls.`,
             });
           }
-          await t.deviceCodes.put(hash, { ...record, lastPolledAt: isoAt(now) });
+          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now) });
           if (record.status === 'pending')
             return new AppError('authorization_pending', {
               message: 'Waiting for a person to approve the code in the console.',
@@ -300,9 +301,9 @@ export function createDeviceGrant(deps: {
             endedAt: null,
             endedWhy: null,
           };
-          await t.personLogins.put([login.workspaceId, login.id], login);
-          await t.deviceCodes.put(hash, { ...record, lastPolledAt: isoAt(now), status: 'used' });
-          await t.deviceUserCodes.remove(record.userCode);
+          await repo.putLogin(login);
+          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now), status: 'used' });
+          await repo.removeUserCode(record.userCode);
           await ledger.record({
             workspaceId: login.workspaceId,
             actor: `user:${login.userId}`,
@@ -324,7 +325,7 @@ export function createDeviceGrant(deps: {
       return outcome(
         await store.write(async (): Promise<PersonTokenResponse | AppError> => {
           const now = clock.now();
-          const token = await t.personTokens.get(hash);
+          const token = await repo.getToken(hash);
           if (!token || token.kind !== 'refresh')
             return new AppError('invalid_grant', { message: 'Unknown refresh token.' });
           const login = await loginOf(token);
@@ -345,13 +346,13 @@ export function createDeviceGrant(deps: {
             return new AppError('invalid_grant', { message: 'This sign-in has ended. Run svc login again.' });
           if (Date.parse(token.expiresAt) <= now)
             return new AppError('invalid_grant', { message: 'The refresh token expired. Run svc login again.' });
-          if (!(await t.userWorkspaces.get([login.userId, login.workspaceId]))) {
+          if (!(await repo.roleIn(login.userId, login.workspaceId))) {
             await endLoginInWrite(login, 'the person left the workspace', 'system');
             return new AppError('invalid_grant', { message: 'You are no longer a member of this workspace.' });
           }
-          if (token.pairedAccess) await t.personTokens.remove(token.pairedAccess);
+          if (token.pairedAccess) await repo.removeToken(token.pairedAccess);
           const pair = await issuePairInWrite(login, now);
-          await t.personTokens.put(hash, {
+          await repo.putToken(hash, {
             ...token,
             usedAt: isoAt(now),
             grace:
@@ -366,7 +367,7 @@ export function createDeviceGrant(deps: {
 
     /** A workspace's name, for what the command line shows (whoami). */
     async workspaceName(wid: string): Promise<string> {
-      return (await t.workspaces.get(wid))?.name ?? wid;
+      return (await repo.getWorkspace(wid))?.name ?? wid;
     },
 
     /** RFC 7009 for a person's token: ends its login; nothing is said about what the token was. */
@@ -375,7 +376,7 @@ export function createDeviceGrant(deps: {
       if (!form.token) return;
       const hash = secretHash(form.token);
       await store.write(async () => {
-        const token = await t.personTokens.get(hash);
+        const token = await repo.getToken(hash);
         if (!token) return;
         await endLoginInWrite(await loginOf(token), 'signed out (svc logout)', `user:${token.userId}`);
       });
@@ -387,7 +388,7 @@ export function createDeviceGrant(deps: {
      * person's role may not do what the route does.
      */
     async resolve(value: string, scope: ServiceTokenScope | undefined): Promise<PersonCaller> {
-      const token = await t.personTokens.get(secretHash(value));
+      const token = await repo.getToken(secretHash(value));
       if (!token || token.kind !== 'access')
         throw new AppError('invalid_token', {
           message: 'This sign-in token is unknown or was replaced by a refresh.',
@@ -400,9 +401,9 @@ export function createDeviceGrant(deps: {
         });
       const [login, role, user, workspace] = await Promise.all([
         loginOf(token),
-        t.userWorkspaces.get([token.userId, token.workspaceId]),
-        t.users.get(token.userId),
-        t.workspaces.get(token.workspaceId),
+        repo.roleIn(token.userId, token.workspaceId),
+        repo.getUser(token.userId),
+        repo.getWorkspace(token.workspaceId),
       ]);
       if (!login || login.endedAt)
         throw new AppError('invalid_token', { message: 'This sign-in has ended.', fix: 'Run svc login again.' });

@@ -1,17 +1,17 @@
 import Joi from 'joi';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
-import { AppError } from '../errors/app-error.js';
-import { caller, SERVICE_TOKEN } from '../http/auth/callers.js';
-import { sessionStrategies } from '../http/auth/session.js';
-import { clientAddress } from '../http/client-address.js';
-import type { Guards } from '../http/guards.js';
-import type { PeopleService } from '../people/index.js';
-import { PUBLIC_CORS } from './cors.js';
-import type { DeviceGrant } from './device.js';
-import { DEVICE_PAGE_POLICY, deviceCodePage, deviceConfirmPage, deviceDonePage } from './device-page.js';
+import { AppError } from '../../errors/app-error.js';
+import { caller, SERVICE_TOKEN } from '../../http/auth/callers.js';
+import { sessionStrategies } from '../../http/auth/session.js';
+import { clientAddress } from '../../http/client-address.js';
+import type { Guards } from '../../http/guards.js';
+import type { PeopleService } from '../../people/index.js';
+import { PUBLIC_CORS } from '../cors.js';
+import type { DeviceGrant } from './service.js';
+import { DEVICE_PAGE_POLICY, deviceCodePage, deviceConfirmPage, deviceDonePage } from './page.js';
 
 /**
- * `svc login`'s routes (device.ts): the device authorization endpoint (RFC 8628 3.1), the
+ * `svc login`'s routes (service.ts): the device authorization endpoint (RFC 8628 3.1), the
  * verification page a signed-in person approves the code on (/device, RFC 8628 3.3), and
  * GET /v1/admin/whoami, which tells the command line who its credential is.
  * Rules:
