@@ -262,12 +262,30 @@ test.serial('a member signed in can do from the CLI only what their role allows 
 
 test.serial('denial: the person denies the code, and the CLI stops with access_denied', async (t) => {
   const run = spawnLogin(['login', '--url', a.url, '--name', 'denied', '--json']);
-  const denied = await decide(a, ownerA.cookie, await run.code, 'deny');
+  const userCode = await run.code;
+  const denied = await decide(a, ownerA.cookie, userCode, 'deny');
   t.is(denied.status, 200);
   const result = await run.done;
   t.is(result.code, 1);
   t.like(JSON.parse(result.stdout), { error: { type: 'access_denied' } });
   t.false('denied' in readContexts().contexts);
+  // The code is decided: approving it afterwards is refused on the page, and nothing changes.
+  const late = await call(a.url, 'POST', '/device', {
+    headers: { cookie: ownerA.cookie, origin: a.url, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ user_code: userCode, workspace: ownerA.wid, decision: 'approve' }).toString(),
+  });
+  t.is(late.status, 400);
+  t.regex(late.text, /id="problem"[^>]*>[^<]*already used/);
+  // From another site: refused.
+  const forged = await call(a.url, 'POST', '/device', {
+    headers: {
+      cookie: ownerA.cookie,
+      origin: 'https://evil.example',
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ user_code: userCode, workspace: ownerA.wid, decision: 'approve' }).toString(),
+  });
+  t.is(forged.status, 403);
   t.truthy((await ownerA.ledger()).find((r) => r.kind === 'cli.login_denied' && r.actor === `user:${ownerA.id}`));
 });
 

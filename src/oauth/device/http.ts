@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
 import { AppError } from '../../errors/app-error.js';
-import { caller, SERVICE_TOKEN } from '../../http/auth/callers.js';
+import { caller, SERVICE_TOKEN, type SessionUser } from '../../http/auth/callers.js';
 import { sessionStrategies } from '../../http/auth/session.js';
 import { clientAddress } from '../../http/client-address.js';
 import type { Guards } from '../../http/guards.js';
@@ -52,6 +52,32 @@ export const deviceRoutes: Plugin<{
         return html(h, deviceCodePage({ person: user.email, problem: pending.problem, typed }), 400);
       const { workspaces } = await people.me(user.id);
       return html(h, deviceConfirmPage({ person: user.email, ...pending, workspaces }));
+    };
+
+    /**
+     * The person's decision for the workspace they chose (their first by default), or the refusal
+     * to show on the page (a used or expired code, a one-time password to change first).
+     */
+    const decide = async (
+      user: SessionUser,
+      body: { user_code: string; workspace?: string; decision: 'approve' | 'deny' },
+    ): Promise<{ workspaceName: string } | { problem: string; status: number }> => {
+      const { workspaces } = await people.me(user.id);
+      const chosen = workspaces.find((w) => w.id === body.workspace) ?? workspaces[0];
+      try {
+        if (!chosen) throw new AppError('forbidden', { message: 'You belong to no workspace.' });
+        // The same check as the console's: a member of the workspace, with their own password.
+        await people.authorize(chosen.id, user, 'workspace.read');
+        await device.decide(body.user_code, user.id, chosen.id, body.decision);
+        return { workspaceName: chosen.name };
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500)
+          return {
+            problem: err.type === 'invalid_request' ? err.message : `${err.message} ${err.fix}`,
+            status: err.status,
+          };
+        throw err;
+      }
     };
 
     server.route([
@@ -107,19 +133,14 @@ export const deviceRoutes: Plugin<{
             throw new AppError('csrf', { message: 'The decision was posted from another site.' });
           const user = caller(request, 'session').user;
           const body = request.payload as { user_code: string; workspace?: string; decision: 'approve' | 'deny' };
-          const { workspaces } = await people.me(user.id);
-          const chosen = workspaces.find((w) => w.id === body.workspace) ?? workspaces[0];
-          if (!chosen) throw new AppError('forbidden', { message: 'You belong to no workspace.' });
-          // The same check as the console's: a member of the workspace, with their own password.
-          await people.authorize(chosen.id, user, 'workspace.read');
-          try {
-            await device.decide(body.user_code, user.id, chosen.id, body.decision);
-          } catch (err) {
-            if (err instanceof AppError && err.type === 'invalid_request')
-              return html(h, deviceCodePage({ person: user.email, problem: err.message, typed: body.user_code }), 400);
-            throw err;
-          }
-          return html(h, deviceDonePage(body.decision, chosen.name));
+          const outcome = await decide(user, body);
+          if ('problem' in outcome)
+            return html(
+              h,
+              deviceCodePage({ person: user.email, problem: outcome.problem, typed: body.user_code }),
+              outcome.status,
+            );
+          return html(h, deviceDonePage(body.decision, outcome.workspaceName));
         },
       },
       {
