@@ -70,6 +70,8 @@ export function resolveRemote(
   credential: string | undefined,
   options: { useSignIn?: boolean } = {},
 ): { url: string; bearer: Bearer | undefined; context: string | null } {
+  // A script's token and server, given both: the contexts are not read at all (nor can a broken file stop it).
+  if (credential && flags.url) return { url: flags.url, bearer: credential, context: null };
   const chosen = chosenContext(flags.context);
   const url = flags.url ?? chosen?.context.url ?? DEFAULT_URL;
   if (credential) return { url, bearer: credential, context: chosen?.name ?? null };

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import * as oauth from 'oauth4webapi';
@@ -152,7 +152,13 @@ test.serial(
     const text = await readFile(join(folder, 'contexts.json'), 'utf8');
     t.notRegex(text, /pat_|prt_/, 'no token in clear');
     t.is(readContexts().current, 'a');
-    t.regex(openTokens('a', readContexts().contexts.a!)!.access, /^pat_/);
+    const tokens = openTokens('a', readContexts().contexts.a!)!;
+    t.regex(tokens.access, /^pat_/);
+    // The server keeps the tokens only as hashes: neither is in its store file, the sign-in's id is.
+    const store = await readFile(join(a.dataDir, 'svc.mdb'));
+    t.is(store.indexOf(tokens.access), -1);
+    t.is(store.indexOf(tokens.refresh), -1);
+    t.not(store.indexOf(readContexts().contexts.a!.loginId), -1);
 
     // The approval and the sign-in are the person's in the ledger.
     const records = await ownerA.ledger();
@@ -192,8 +198,11 @@ test.serial('later commands need no --url or --token, and the ledger names the p
   ).body as { token: string };
   const agent2 = expectStatus(await ownerA.send('POST', '/agents', { name: 'ci-bot', actsFor: ownerA.id }), 201, 'a')
     .body as { id: string };
+  // A CI runner's config dir may hold anything, a broken contexts file included: never read.
+  await mkdir(join(home, 'ci', 'svc'), { recursive: true });
+  await writeFile(join(home, 'ci', 'svc', 'contexts.json'), '{ not json');
   const byToken = await svc(['agents', 'stop', agent2.id, '--reason', 'ci stop', '--json'], {
-    env: { ...env, SVC_TOKEN: minted.token, SVC_URL: a.url },
+    env: { HOME: home, XDG_CONFIG_HOME: join(home, 'ci'), SVC_TOKEN: minted.token, SVC_URL: a.url },
   });
   t.is(byToken.code, 0, byToken.stderr);
   t.like(json(byToken), { holds: [{ hold: 'token' }] });
