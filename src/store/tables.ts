@@ -130,8 +130,8 @@ export const tableSpec = {
   oauthConsentsUsed: table<string>(),
   /** device code hash -> a device authorization under way (RFC 8628) */
   deviceCodes: table<DeviceCodeRecord>(),
-  /** user code (normalised) -> the device code hash it stands for */
-  deviceUserCodes: table<string>(),
+  /** user code (normalised) -> the device code hash it stands for, until the code expires */
+  deviceUserCodes: table<{ hash: string; expiresAt: string }>(),
   /** [wid, lgnId] -> a person signed in to the command line */
   personLogins: table<PersonLoginRecord>(),
   /** token hash -> a person's command-line access or refresh token */

@@ -18,11 +18,11 @@ export function deviceRepo(store: Store) {
       await t.deviceCodes.put(hash, record);
     },
     /** The device code hash a (normalised) user code stands for. */
-    deviceOfUserCode(code: string): Promise<string | undefined> {
-      return t.deviceUserCodes.get(code);
+    async deviceOfUserCode(code: string): Promise<string | undefined> {
+      return (await t.deviceUserCodes.get(code))?.hash;
     },
-    async putUserCode(code: string, hash: string): Promise<void> {
-      await t.deviceUserCodes.put(code, hash);
+    async putUserCode(code: string, hash: string, expiresAt: string): Promise<void> {
+      await t.deviceUserCodes.put(code, { hash, expiresAt });
     },
     async removeUserCode(code: string): Promise<void> {
       await t.deviceUserCodes.remove(code);

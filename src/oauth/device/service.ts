@@ -178,13 +178,14 @@ export function createDeviceGrant(deps: {
           const taken = await repo.deviceOfUserCode(candidate);
           const holder = taken === undefined ? undefined : await repo.getDevice(taken);
           if (holder && Date.parse(holder.expiresAt) > now && holder.status === 'pending') continue;
-          await repo.putUserCode(candidate, hash);
+          const expiresAt = isoAt(now + deps.deviceCodeTtlSeconds * 1000);
+          await repo.putUserCode(candidate, hash, expiresAt);
           await repo.putDevice(hash, {
             userCode: candidate,
             clientId: CLI_CLIENT_ID,
             requestedAt: isoAt(now),
             requestedFrom,
-            expiresAt: isoAt(now + deps.deviceCodeTtlSeconds * 1000),
+            expiresAt,
             intervalSeconds: deps.pollIntervalSeconds,
             lastPolledAt: null,
             status: 'pending',
