@@ -338,6 +338,10 @@ test.serial(
     const elsewhere = await svc(['agents', 'list', '--url', a.url, '--json'], { env });
     t.is(elsewhere.code, 2);
     t.like(JSON.parse(elsewhere.stdout), { error: { type: 'unauthenticated' } });
+    // svc health asks a context's server when one is named.
+    const health = await svc(['health', '--context', 'a', '--json'], { env });
+    t.is(health.code, 0, health.stderr);
+    t.is(json(health).url, `${a.url}/healthz`);
     const unknown = await svc(['agents', 'list', '--context', 'nope', '--json'], { env });
     t.is(unknown.code, 2);
     t.like(JSON.parse(unknown.stdout), { error: { type: 'unknown_context' } });
