@@ -478,3 +478,24 @@ test.serial(
     t.is((await call(b.url, 'GET', '/v1/admin/whoami', { headers: bearer(refreshed.access_token) })).status, 401);
   },
 );
+
+test.serial(
+  'a person whose password was reset is refused from the CLI, as in the console, until they change it',
+  async (t) => {
+    const signedIn = await loginAs(b, ownerB.cookie, ['--name', 'b2']);
+    t.is(signedIn.code, 0, signedIn.stderr);
+    const users = b.app.store.tables.users;
+    const before = (await users.get(ownerB.id))!;
+    await b.app.store.write(() => users.put(ownerB.id, { ...before, mustChangePassword: true }));
+    try {
+      const refused = await svc(['agents', 'list', '--context', 'b2', '--json'], { env });
+      t.is(refused.code, 1);
+      t.like(JSON.parse(refused.stdout), { error: { type: 'forbidden' } });
+      t.regex(JSON.parse(refused.stdout).error.message, /Change the one-time password first/);
+    } finally {
+      await b.app.store.write(() => users.put(ownerB.id, before));
+    }
+    const again = await svc(['agents', 'list', '--context', 'b2', '--json'], { env });
+    t.is(again.code, 0, again.stderr);
+  },
+);

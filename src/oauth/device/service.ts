@@ -413,6 +413,13 @@ export function createDeviceGrant(deps: {
           message: 'You are no longer a member of this workspace.',
           fix: 'Ask an owner or admin of the workspace to add you again, then run svc login.',
         });
+      // As in the console: a person holding a password someone else chose (an operator's reset)
+      // may do nothing until they change it.
+      if (user.mustChangePassword)
+        throw new AppError('forbidden', {
+          message: 'Change the one-time password first.',
+          fix: 'Sign in to the console, choose your own password, then run the command again.',
+        });
       const roles = rolesForScope(scope);
       if (roles && !roles.includes(role))
         throw new AppError('forbidden', {
