@@ -15,8 +15,9 @@ export default class Export extends SvcCommand {
 
   async run(): Promise<{ document: WorkspaceDocument }> {
     const { flags } = await this.parse(Export);
-    const { document } = await setupClient(flags).export();
-    if (!this.jsonEnabled()) this.log(documentYaml(document, flags.url).trimEnd());
+    const client = setupClient(flags);
+    const { document } = await client.export();
+    if (!this.jsonEnabled()) this.log(documentYaml(document, client.url).trimEnd());
     return { document };
   }
 }

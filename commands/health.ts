@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SvcCommand } from '../src/cli/base-command.js';
+import { chosenContext } from '../src/cli/contexts.js';
 import { callServer } from '../src/cli/http-client.js';
 import { loadSettings } from '../src/settings/load.js';
 
@@ -26,13 +27,18 @@ export default class Health extends SvcCommand {
   ];
   static override flags = {
     url: Flags.string({ description: 'address of the server (default: where svc serve binds)', env: 'SVC_URL' }),
+    context: Flags.string({
+      description: 'ask the server of this svc login context (by name) instead of where svc serve binds',
+      env: 'SVC_CONTEXT',
+    }),
     config: Flags.string({ description: 'JSON config file merged over config/default.json' }),
     ready: Flags.boolean({ description: 'ask /readyz: ready to serve, not draining' }),
   };
 
   async run(): Promise<HealthResult> {
     const { flags } = await this.parse(Health);
-    let base = flags.url;
+    // A context only when named: the default stays the local server, as a container's check needs.
+    let base = flags.url ?? (flags.context === undefined ? undefined : chosenContext(flags.context)?.context.url);
     if (!base) {
       const { server } = loadSettings(flags.config ? { configFile: flags.config } : {});
       base = `http://${localAddress(server.host)}:${server.port}`;

@@ -421,6 +421,12 @@ function createServices(
           issuer,
           refreshGraceMs: settings.oauth.refreshGraceSeconds * 1000,
           graceKey: deriveKey(masterKey, 'oauth-refresh-grace'),
+          device: {
+            deviceCodeTtlSeconds: settings.oauth.deviceCodeTtlSeconds,
+            pollIntervalSeconds: settings.oauth.devicePollIntervalSeconds,
+            accessTtlSeconds: settings.oauth.personAccessTtlSeconds,
+            refreshTtlDays: settings.oauth.personRefreshTtlDays,
+          },
           clientMetadata: server('oauth').clientMetadata.createClientMetadata({
             clock,
             timeoutMs: settings.oauth.clientMetadataTimeoutMs,

@@ -11,6 +11,7 @@ import { gatewayRoutes } from './gateway/http.js';
 import { mcpRoutes } from './mcp/http.js';
 import { credentialLive } from './mcp/sessions.js';
 import { oauthRoutes } from './oauth/http.js';
+import { deviceRoutes } from './oauth/device/http.js';
 import { API_VERSION } from './http/front-door.js';
 import { keysRoutes } from './keys/http.js';
 import { killSwitchRoutes } from './killswitch/http.js';
@@ -178,7 +179,11 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
     gateLimiter: services.gateLimiter,
   });
   registerWorkspaceKey(server, { keys: services.keys });
-  registerServiceToken(server, { tokens: services.serviceTokens, trustedProxies: settings.server.trustedProxies });
+  registerServiceToken(server, {
+    tokens: services.serviceTokens,
+    trustedProxies: settings.server.trustedProxies,
+    persons: services.oauth.device,
+  });
   const registry = services.integrationRegistry;
   const refusals = createRefusals(registry);
   const billingSecrets = [settings.billing.stripeSigningSecret, settings.billing.stripePreviousSigningSecret].filter(
@@ -323,6 +328,17 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
     },
   });
   await server.register({ plugin: setupRoutes, options: { setup: services.setup } });
+  await server.register({
+    plugin: deviceRoutes,
+    options: {
+      device: services.oauth.device,
+      people: services.people,
+      production,
+      guards,
+      issuer: baseUrl,
+      trustedProxies: settings.server.trustedProxies,
+    },
+  });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
   const observability = createObservability({
     settings: settings.observability,

@@ -3,6 +3,7 @@ import { withAdmin } from '../../src/cli/admin.js';
 import { EXIT, SvcCommand } from '../../src/cli/base-command.js';
 import { sendsInClear, type MintedKey } from '../../src/cli/client.js';
 import { adminKeyFlags, localFlags } from '../../src/cli/flags.js';
+import { resolveRemote } from '../../src/cli/remote.js';
 import { MAX_KEY_DAYS, mintKeySchema, type MintKeyInput } from '../../src/keys/index.js';
 
 export default class KeysCreate extends SvcCommand {
@@ -50,10 +51,9 @@ export default class KeysCreate extends SvcCommand {
         'invalid_request',
         'Correct the flags the message names; svc keys create --help lists them.',
       );
-    if (!flags.local && flags['admin-key'] && sendsInClear(flags.url))
-      this.logToStderr(
-        `warning: ${flags.url} is plain http to another machine: the admin key crosses in clear. Use https.`,
-      );
+    const url = resolveRemote(flags, flags['admin-key'], { useSignIn: false }).url;
+    if (!flags.local && flags['admin-key'] && sendsInClear(url))
+      this.logToStderr(`warning: ${url} is plain http to another machine: the admin key crosses in clear. Use https.`);
     const minted = await withAdmin(flags, flags['admin-key'], (a) => a.mintKey(value as MintKeyInput), 'admin-key');
     this.log(minted.key);
     this.logToStderr(

@@ -1,6 +1,7 @@
 import { text } from 'node:stream/consumers';
 import { Args, Flags } from '@oclif/core';
-import { EXIT, SvcCommand, urlFlag } from '../../src/cli/base-command.js';
+import { contextFlag, EXIT, SvcCommand, urlFlag } from '../../src/cli/base-command.js';
+import { resolveRemote } from '../../src/cli/remote.js';
 import { serverClient } from '../../src/cli/client.js';
 import { InvalidReceipt, keySetFor } from '../../src/cli/receipt-check.js';
 import { describeVerdict } from '../../src/cli/receipt-text.js';
@@ -26,6 +27,7 @@ export default class ReceiptVerify extends SvcCommand {
     jwks: Flags.string({ description: 'key set: a JSON file, or an http(s) URL fetched once', exclusive: ['online'] }),
     online: Flags.boolean({ description: 'ask the server (POST /v1/verify) instead of verifying here' }),
     url: urlFlag,
+    context: contextFlag,
   };
 
   async run(): Promise<ReceiptVerdict> {
@@ -38,16 +40,17 @@ export default class ReceiptVerify extends SvcCommand {
         'usage',
         'Pass the receipt, or pipe it in with -.',
       );
-    const base = URL.canParse(flags.url) ? new URL(flags.url) : null;
+    const url = resolveRemote(flags, undefined, { useSignIn: false }).url;
+    const base = URL.canParse(url) ? new URL(url) : null;
     if ((flags.online || !flags.jwks) && !['http:', 'https:'].includes(base?.protocol ?? ''))
       this.fail(
-        `--url ${flags.url} is not an http(s) URL`,
+        `--url ${url} is not an http(s) URL`,
         EXIT.usage,
         'usage',
         'Pass --url (or SVC_URL) as http(s)://host:port.',
       );
     const verdict = flags.online
-      ? await serverClient(flags.url).verify(token)
+      ? await serverClient(url).verify(token)
       : await verdictOffline(token, await keySetFor(flags.jwks ?? jwksUrlOf(base!), (line) => this.logToStderr(line)));
     for (const line of describeVerdict(verdict)) this.log(line);
     if (!verdict.valid) throw new InvalidReceipt(verdict);

@@ -1,5 +1,6 @@
 import { Args } from '@oclif/core';
 import { SvcCommand } from '../../src/cli/base-command.js';
+import { resolveRemote } from '../../src/cli/remote.js';
 import { credentialsOf, personFlags, workspacesClient, type WorkspaceView } from '../../src/cli/workspaces.js';
 
 export default class WorkspacesCreate extends SvcCommand {
@@ -15,7 +16,10 @@ export default class WorkspacesCreate extends SvcCommand {
 
   async run(): Promise<WorkspaceView> {
     const { args, flags } = await this.parse(WorkspacesCreate);
-    const created = await workspacesClient(flags.url, await credentialsOf(flags)).create(args.name);
+    const created = await workspacesClient(
+      resolveRemote(flags, undefined, { useSignIn: false }).url,
+      await credentialsOf(flags),
+    ).create(args.name);
     this.log(`Workspace "${created.name}" ${created.id}: you are its owner.`);
     return created;
   }

@@ -1,4 +1,5 @@
 import { SvcCommand } from '../../src/cli/base-command.js';
+import { resolveRemote } from '../../src/cli/remote.js';
 import { printable } from '../../src/cli/printable.js';
 import { credentialsOf, personFlags, workspacesClient, type WorkspaceView } from '../../src/cli/workspaces.js';
 
@@ -11,7 +12,10 @@ export default class WorkspacesList extends SvcCommand {
 
   async run(): Promise<{ data: WorkspaceView[] }> {
     const { flags } = await this.parse(WorkspacesList);
-    const data = await workspacesClient(flags.url, await credentialsOf(flags)).list();
+    const data = await workspacesClient(
+      resolveRemote(flags, undefined, { useSignIn: false }).url,
+      await credentialsOf(flags),
+    ).list();
     for (const w of data) this.log(`${w.id}  ${w.role.padEnd(8)} ${printable(w.name)}`);
     return { data };
   }

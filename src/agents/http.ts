@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService, AgentViewer } from './service.js';
@@ -66,7 +66,7 @@ export const agentsRoutes: Plugin<{
         },
         async handler(request) {
           const { tag, status } = request.query as { tag?: string; status?: string };
-          const data = (await agents.views(caller(request, 'service-token').workspaceId)).filter(
+          const data = (await agents.views(machineCaller(request).workspaceId)).filter(
             (a) => (!tag || a.tags.includes(tag)) && (!status || a.status === status),
           );
           return { data, next: null };

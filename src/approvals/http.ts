@@ -2,7 +2,7 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { Approvals, ApproveOutcome, Decider } from './service.js';
@@ -59,7 +59,7 @@ export const approvalsRoutes: Plugin<{
           },
         },
         handler(request) {
-          return approvals.list(caller(request, 'service-token').workspaceId, {
+          return approvals.list(machineCaller(request).workspaceId, {
             status: 'pending',
             ...pageOf(request.query),
           });
@@ -70,7 +70,7 @@ export const approvalsRoutes: Plugin<{
         path: '/v1/admin/approvals/suggestions',
         options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'approvals:read' } } },
         handler: async (request) => ({
-          data: await approvals.suggestions(caller(request, 'service-token').workspaceId),
+          data: await approvals.suggestions(machineCaller(request).workspaceId),
         }),
       },
       {

@@ -2,7 +2,7 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { page, pageOf, wid } from '../http/params.js';
@@ -70,7 +70,7 @@ export const blueprintsRoutes: Plugin<{
           validate: { payload: tokenRegistrationSchema },
         },
         async handler(request, h) {
-          const c = caller(request, 'service-token');
+          const c = machineCaller(request);
           const body = request.payload as {
             blueprint: string;
             name: string;
@@ -80,7 +80,8 @@ export const blueprintsRoutes: Plugin<{
           };
           const agent = await blueprints.register(
             { workspaceId: c.workspaceId, ...body },
-            { actor: actorOf(c), tokenId: c.token.id },
+            // A person signed in with svc login registers as in the console; a token by its id.
+            c.person ? { actor: c.actor, ...c.person } : { actor: c.actor, tokenId: c.tokenId },
           );
           return h.response({ ...(await agents.view(agent)), mandateRules: agent.mandateRules }).code(201);
         },

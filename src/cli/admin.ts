@@ -41,7 +41,10 @@ export interface AgentRequest {
   templates?: string[];
 }
 
-function remoteAdmin(flags: { url: string; token?: string | undefined }, kind: Credential): Admin {
+function remoteAdmin(
+  flags: { url?: string | undefined; context?: string | undefined; token?: string | undefined },
+  kind: Credential,
+): Admin {
   const lifts = () =>
     localOnly(
       'lifting a hold',
@@ -76,7 +79,8 @@ function remoteAdmin(flags: { url: string; token?: string | undefined }, kind: C
 export async function withAdmin<T>(
   flags: {
     local?: boolean | undefined;
-    url: string;
+    url?: string | undefined;
+    context?: string | undefined;
     'data-dir'?: string | undefined;
     store?: string | undefined;
     workspace?: string | undefined;
@@ -91,5 +95,5 @@ export async function withAdmin<T>(
     const [{ withLocal }, { localAdmin }] = await Promise.all([import('./local.js'), import('./local-admin.js')]);
     return withLocal(flags, (services, wid) => fn(localAdmin(services, wid)), options);
   }
-  return fn(remoteAdmin({ url: flags.url, token: credential }, kind));
+  return fn(remoteAdmin({ url: flags.url, context: flags.context, token: credential }, kind));
 }

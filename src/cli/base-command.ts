@@ -3,6 +3,7 @@ import { AppError } from '../errors/app-error.js';
 import { entryOf, fixOf } from '../errors/catalogue.js';
 import { systemError } from '../errors/system.js';
 import { StoreError } from '../store/errors.js';
+import { useConfigDir } from './config-dir.js';
 import { RemoteError, UnreachableError } from './http-client.js';
 
 /**
@@ -49,14 +50,25 @@ export const storeFlag = Flags.string({
     'the store: lmdb: (the file under --data-dir, the default) or postgres://user:password@host:port/database',
   env: 'SVC_STORE_URL',
 });
+/** No default here: without it, the context's server, else http://127.0.0.1:8080 (remote.ts). */
 export const urlFlag = Flags.string({
-  description: 'address of a running svc server',
+  description: "address of a running svc server (default: the context's, else http://127.0.0.1:8080)",
   env: 'SVC_URL',
-  default: 'http://127.0.0.1:8080',
+});
+/** A server signed in to with svc login, by the name given there (default: the current one). */
+export const contextFlag = Flags.string({
+  description: 'the sign-in context to use (svc login --name): its server and person; default: the current one',
+  env: 'SVC_CONTEXT',
 });
 
 export abstract class SvcCommand extends Command {
   static override enableJsonFlag = true;
+
+  public override async init(): Promise<void> {
+    await super.init();
+    // Where svc login keeps its contexts: oclif's config dir for svc (SVC_CONFIG_DIR, XDG_CONFIG_HOME/svc, ~/.config/svc).
+    useConfigDir(this.config.configDir);
+  }
 
   /**
    * The thing checked is false (an invalid receipt, a broken ledger): the result is still printed

@@ -6,12 +6,14 @@ import type { McpServerAdded, McpServerInput, McpServerTest, McpServerView, McpT
 import type { PinView } from '../mcp/pins.js';
 import type { FreezeAnswer, PendingFreeze, Selector, StopAllState } from '../killswitch/index.js';
 import { verdictOnline, type ReceiptVerdict } from '../receipts/verdict.js';
-import { callServer } from './http-client.js';
+import { callServer, RemoteError } from './http-client.js';
+import type { Bearer } from './remote.js';
 
 /**
  * The typed client of a running server that the commands use: one method per route a command
  * calls, each returning the type the domain exports for that answer. It knows the routes, not
- * the rules: those stay in the server. The credential is a service token (`SVC_TOKEN`) for the
+ * the rules: those stay in the server. The credential is a service token (`SVC_TOKEN`) or a
+ * person's sign-in (svc login, remote.ts: refreshed when the server says it expired) for the
  * machine routes, or an admin workspace key (`SVC_ADMIN_KEY`) for the key routes.
  *
  * @example
@@ -20,6 +22,21 @@ import { callServer } from './http-client.js';
 export type Page<T> = { data: T[]; next: string | null };
 export type AgentWithRules = AgentView & { mandateRules: number };
 export type MintedKey = KeyView & { key: string };
+/** GET /v1/admin/whoami. */
+export type WhoAmI =
+  | {
+      kind: 'person';
+      user: { id: string; email: string; name: string };
+      workspace: { id: string; name: string };
+      role: string;
+      loginId: string;
+      expiresAt: string;
+    }
+  | {
+      kind: 'service-token';
+      workspace: { id: string; name: string };
+      token: { id: string; name: string; scopes: string[]; expiresAt: string };
+    };
 
 /** http to anything but this machine: a credential sent there crosses the network in clear. */
 export function sendsInClear(url: string): boolean {
@@ -35,9 +52,20 @@ export function sendsInClear(url: string): boolean {
   }
 }
 
-export function serverClient(url: string, bearer?: string) {
-  const call = <T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) =>
-    callServer<T>(url, method, path, { ...(bearer ? { bearer } : {}), ...(body === undefined ? {} : { body }) });
+export function serverClient(url: string, bearer?: Bearer) {
+  const send = <T>(method: 'GET' | 'POST' | 'DELETE', path: string, body: unknown, token: string | undefined) =>
+    callServer<T>(url, method, path, { ...(token ? { bearer: token } : {}), ...(body === undefined ? {} : { body }) });
+  const call = async <T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> => {
+    if (bearer === undefined || typeof bearer === 'string') return send<T>(method, path, body, bearer);
+    try {
+      return await send<T>(method, path, body, await bearer.get());
+    } catch (err) {
+      // A sign-in's access token that expired early (another clock): refreshed once, then asked again.
+      if (err instanceof RemoteError && err.status === 401 && err.type === 'token_expired')
+        return send<T>(method, path, body, await bearer.refresh());
+      throw err;
+    }
+  };
   /** Every page of a list route, in order. */
   const all = async <T>(path: string): Promise<T[]> => {
     const out: T[] = [];
@@ -91,6 +119,8 @@ export function serverClient(url: string, bearer?: string) {
       approve: (name: string, tool: string, hash: string, limit: { callsPerMinute?: number | null } = {}) =>
         call<PinView>('POST', `${mcpPath(name)}/tools/${encodeURIComponent(tool)}/approve`, { hash, ...limit }),
     },
+    /** Who the credential is: a service token, or a person signed in with svc login. */
+    whoami: () => call<WhoAmI>('GET', '/v1/admin/whoami'),
     verify: (receipt: string) => call<Partial<ReceiptVerdict>>('POST', '/v1/verify', { receipt }).then(verdictOnline),
   };
 }

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
-import { CliFailure, dataDirFlag, EXIT, storeFlag, urlFlag } from './base-command.js';
+import { CliFailure, contextFlag, dataDirFlag, EXIT, storeFlag, urlFlag } from './base-command.js';
 import { serverClient, type ServerClient } from './client.js';
+import { resolveRemote } from './remote.js';
 
 /**
  * Flags that several commands share, and the one way each gets its client: through the server
@@ -13,15 +14,24 @@ export const localFlags = {
   store: storeFlag,
 };
 
-/** `--url` and `--token` (SVC_TOKEN), a service token with the scope named. */
+/** `--url`, `--context` and `--admin-key` (SVC_ADMIN_KEY): the key routes take an admin workspace key. */
 export const adminKeyFlags = {
   url: urlFlag,
+  context: contextFlag,
   'admin-key': Flags.string({ description: 'admin workspace key for the server', env: 'SVC_ADMIN_KEY' }),
 };
 
+/**
+ * `--url`, `--context` and `--token` (SVC_TOKEN), a service token with the scope named; without a
+ * token, the person signed in with svc login (the context's), with their role's permissions.
+ */
 export const tokenFlags = (scope: string) => ({
   url: urlFlag,
-  token: Flags.string({ description: `service token with scope ${scope}`, env: 'SVC_TOKEN' }),
+  context: contextFlag,
+  token: Flags.string({
+    description: `service token with scope ${scope} (default: your svc login sign-in)`,
+    env: 'SVC_TOKEN',
+  }),
 });
 
 export const reasonFlag = Flags.string({ description: 'why (kept with the hold and in the ledger)', required: true });
@@ -29,21 +39,28 @@ export const reasonFlag = Flags.string({ description: 'why (kept with the hold a
 /** A service token (SVC_TOKEN), or an admin workspace key (SVC_ADMIN_KEY) for the key routes. */
 export type Credential = 'token' | 'admin-key';
 const NAMED = {
-  token: 'service token: set SVC_TOKEN (or --token)',
+  token: 'service token (set SVC_TOKEN or --token) and no svc login sign-in for this server',
   'admin-key': 'admin key: set SVC_ADMIN_KEY (or --admin-key)',
 };
 
-/** The client for a credential; without one, a usage error that names both ways. */
+/**
+ * The client for a credential (the flag's, else the context's sign-in: remote.ts); without one, a
+ * usage error that names the ways. The key routes take an admin key only, never a sign-in.
+ */
 export function tokenClient(
-  flags: { url: string; token?: string | undefined },
+  flags: { url?: string | undefined; context?: string | undefined; token?: string | undefined },
   kind: Credential = 'token',
 ): ServerClient {
-  if (!flags.token)
+  const remote = resolveRemote(flags, flags.token, { useSignIn: kind === 'token' });
+  if (!remote.bearer)
     throw new CliFailure(`no ${NAMED[kind]}, or use --local on the store`, {
       exit: EXIT.usage,
       type: 'unauthenticated',
+      ...(kind === 'token'
+        ? { fix: 'Sign in with svc login --url URL, set SVC_TOKEN to a service token, or use --local on the store.' }
+        : {}),
     });
-  return serverClient(flags.url, flags.token);
+  return serverClient(remote.url, remote.bearer);
 }
 
 /** A command (or a form of one) that only the operator on the store may run. */

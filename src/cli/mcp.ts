@@ -6,6 +6,7 @@ import type { UpstreamProblem } from '../mcp/diagnosis.js';
 import type { McpProxy } from '../mcp/proxy.js';
 import { CliFailure, EXIT } from './base-command.js';
 import { serverClient, type ServerClient } from './client.js';
+import { resolveRemote } from './remote.js';
 import { printable } from './printable.js';
 
 /**
@@ -35,15 +36,20 @@ export interface McpServerInput {
 /** A tool's pin, with its server's name. */
 export type ServerTool = PinView & { server: string };
 
-/** The client, with the service token these commands take (they have no --local form). */
-export function mcpClient(flags: { url: string; token?: string | undefined }): ServerClient {
-  if (!flags.token)
-    throw new CliFailure('no service token: set SVC_TOKEN (or --token)', {
+/** The client, with the service token these commands take, else the svc login sign-in (they have no --local form). */
+export function mcpClient(flags: {
+  url?: string | undefined;
+  context?: string | undefined;
+  token?: string | undefined;
+}): ServerClient {
+  const remote = resolveRemote(flags, flags.token);
+  if (!remote.bearer)
+    throw new CliFailure('no service token (set SVC_TOKEN or --token) and no svc login sign-in for this server', {
       exit: EXIT.usage,
       type: 'unauthenticated',
-      fix: 'Create one with the mcp:read or mcp:write scope: svc tokens create --scope mcp:write ... --local (or in the console).',
+      fix: 'Sign in with svc login --url URL, or create a token with the mcp:read or mcp:write scope: svc tokens create --scope mcp:write ... --local (or in the console).',
     });
-  return serverClient(flags.url, flags.token);
+  return serverClient(remote.url, remote.bearer);
 }
 
 const usage = (message: string, fix?: string): never => {

@@ -12,6 +12,7 @@ import {
 import type { Change, SetupResult } from '../setup/service.js';
 import { CliFailure, EXIT } from './base-command.js';
 import { tokenClient } from './flags.js';
+import { resolveRemote } from './remote.js';
 import { callServer, RemoteError } from './http-client.js';
 import { printable } from './printable.js';
 
@@ -84,17 +85,31 @@ export function secretsOf(document: WorkspaceDocument): Record<string, string> {
 }
 
 /** The setup routes through the server with a service token; without one, the usage error that names SVC_TOKEN. */
-export function setupClient(flags: { url: string; token?: string | undefined }) {
+export function setupClient(flags: {
+  url?: string | undefined;
+  context?: string | undefined;
+  token?: string | undefined;
+}) {
+  // Which server and credential: a token and --url, else the signed-in context (svc login).
   tokenClient(flags);
-  const { url, token } = flags as { url: string; token: string };
+  const { url, bearer } = resolveRemote(flags, flags.token);
+  const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> => {
+    const send = (token: string) => callServer<T>(url, method, path, { bearer: token, ...(body ? { body } : {}) });
+    if (typeof bearer === 'string') return send(bearer);
+    try {
+      return await send(await bearer!.get());
+    } catch (err) {
+      if (err instanceof RemoteError && err.status === 401 && err.type === 'token_expired')
+        return send(await bearer!.refresh());
+      throw err;
+    }
+  };
   return {
+    url,
     /** A dry run asks for the plan (setup:read); applying needs setup:write. */
     apply: (body: { document: WorkspaceDocument; secrets: Record<string, string>; dryRun: boolean; prune: boolean }) =>
-      callServer<SetupResult>(url, 'POST', body.dryRun ? '/v1/admin/setup/plan' : '/v1/admin/setup', {
-        bearer: token,
-        body,
-      }),
-    export: () => callServer<{ document: WorkspaceDocument }>(url, 'GET', '/v1/admin/setup', { bearer: token }),
+      call<SetupResult>('POST', body.dryRun ? '/v1/admin/setup/plan' : '/v1/admin/setup', body),
+    export: () => call<{ document: WorkspaceDocument }>('GET', '/v1/admin/setup'),
   };
 }
 

@@ -64,14 +64,15 @@ export const consoleRoutes: Plugin<{ people: PeopleService; production: boolean 
 
     server.route([
       {
-        // ?next= brings a person back where sign-in interrupted them: only the OAuth consent
-        // (a path of this origin), never another site.
+        // ?next= brings a person back where sign-in interrupted them: only the OAuth consent and
+        // the command line's sign-in page (/device: paths of this origin), never another site.
         method: 'GET',
         path: '/login',
         options: { auth: false, validate: { query: Joi.object({ next: Joi.string().max(4096) }) } },
         handler: (request, h) => {
           const { next } = request.query as { next?: string };
-          return page(h, next && next.startsWith('/oauth/authorize?') ? loginPage(next) : login);
+          const back = next && (next.startsWith('/oauth/authorize?') || /^\/device(\?|$)/.test(next));
+          return page(h, back ? loginPage(next) : login);
         },
       },
       {

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { Plugin } from '@hapi/hapi';
-import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import type { Drills } from './service.js';
 
 /** POST /v1/admin/drills (service token, agents:freeze): a kill-switch drill; 201 with its report. */
@@ -17,8 +17,8 @@ export const drillsRoutes: Plugin<{ drills: Drills }> = {
         validate: { payload: Joi.object({ selector: Joi.object().unknown(true) }).allow(null) },
       },
       async handler(request, h) {
-        const c = caller(request, 'service-token');
-        return h.response(await drills.run(c.workspaceId, { actor: actorOf(c), tokenId: c.token.id })).code(201);
+        const c = machineCaller(request);
+        return h.response(await drills.run(c.workspaceId, { actor: c.actor, tokenId: c.tokenId })).code(201);
       },
     });
   },

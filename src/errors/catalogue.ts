@@ -327,7 +327,7 @@ const catalogue = {
     status: 400,
     section: 'mcp-oauth.md#oauth-for-mcp-clients',
     message: 'The grant type is not supported.',
-    fix: 'Use authorization_code or refresh_token.',
+    fix: 'Use authorization_code, refresh_token, or urn:ietf:params:oauth:grant-type:device_code.',
   },
   invalid_scope: {
     status: 400,
@@ -340,6 +340,32 @@ const catalogue = {
     section: 'mcp-oauth.md#oauth-for-mcp-clients',
     message: "The resource is not this deployment's /mcp address.",
     fix: 'Send resource set to the /mcp URL named in the protected-resource metadata.',
+  },
+  // Added: the device authorization grant (RFC 8628) behind `svc login`; the token endpoint's
+  // answers while the person has not yet decided, as the RFC spells them.
+  authorization_pending: {
+    status: 400,
+    section: 'added (device authorization, RFC 8628)',
+    message: 'The person has not approved or denied this sign-in yet.',
+    fix: 'Poll again after the interval; the person approves the code at the verification address.',
+  },
+  slow_down: {
+    status: 400,
+    section: 'added (device authorization, RFC 8628)',
+    message: 'The token endpoint was polled sooner than the interval allows.',
+    fix: 'Wait 5 seconds longer between polls from now on, as RFC 8628 says.',
+  },
+  access_denied: {
+    status: 400,
+    section: 'added (device authorization, RFC 8628)',
+    message: 'The person denied this sign-in.',
+    fix: 'Run svc login again if the denial was a mistake, and approve the code the CLI prints.',
+  },
+  expired_token: {
+    status: 400,
+    section: 'added (device authorization, RFC 8628)',
+    message: 'The device code expired before the person approved it.',
+    fix: 'Run svc login again and approve the new code within its lifetime.',
   },
 
   // Machine administration (service tokens, blueprints, freezes, drills)
@@ -544,6 +570,13 @@ const catalogue = {
     exit: 2,
     message: 'A setting (in the file given to --config, or an SVC_ environment variable) is invalid.',
     fix: 'Correct each setting the message names, in the --config file or its SVC_ environment variable (docs/configuration.md lists them), and run the command again.',
+  },
+  unknown_context: {
+    status: 400,
+    section: 'added (svc command line)',
+    exit: 2,
+    message: 'No sign-in context of that name is stored for this user.',
+    fix: 'Run svc whoami --all to list your contexts, or svc login --url URL --name NAME to add one.',
   },
   invalid_jwks: {
     status: 400,

@@ -67,6 +67,11 @@ const OAUTH_CODES = new Set([
   'invalid_client_metadata',
   'invalid_redirect_uri',
   'rate_limited',
+  // RFC 8628 3.5: the device authorization grant's answers at the token endpoint.
+  'authorization_pending',
+  'slow_down',
+  'access_denied',
+  'expired_token',
 ]);
 export function oauthEnvelope(body: ErrorBody, status: number): { error: string; error_description: string } {
   const code = OAUTH_CODES.has(body.error.type)

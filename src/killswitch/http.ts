@@ -2,7 +2,7 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { toFreezeAnswer, type KillSwitch, type Selector, type Who } from './service.js';
@@ -58,8 +58,8 @@ export const killSwitchRoutes: Plugin<{
     };
 
     const token = (request: Request) => {
-      const c = caller(request, 'service-token');
-      return { wid: c.workspaceId, actor: actorOf(c), tokenId: c.token.id };
+      const c = machineCaller(request);
+      return { wid: c.workspaceId, actor: c.actor, tokenId: c.tokenId, person: c.person };
     };
 
     server.route([
@@ -75,13 +75,15 @@ export const killSwitchRoutes: Plugin<{
         async handler(request) {
           const by = token(request);
           const { aid: a } = request.params as { aid: string };
+          const reason = (request.payload as { reason: string }).reason;
+          // A person signed in with svc login stops as Stop in the console does: hold `owner`, lifted by a restart.
+          if (by.person) {
+            const who = { actor: by.actor, ...by.person };
+            await agents.manageable(by.wid, a, who);
+            return agents.view(await killSwitch.stop(by.wid, a, { hold: 'owner', reason }, who));
+          }
           return agents.view(
-            await killSwitch.stop(
-              by.wid,
-              a,
-              { hold: 'token', reason: (request.payload as { reason: string }).reason },
-              { actor: by.actor, tokenId: by.tokenId },
-            ),
+            await killSwitch.stop(by.wid, a, { hold: 'token', reason }, { actor: by.actor, tokenId: by.tokenId }),
           );
         },
       },
@@ -106,7 +108,10 @@ export const killSwitchRoutes: Plugin<{
         async handler(request, h) {
           const by = token(request);
           const body = request.payload as { selector: Selector; reason: string; confirmCount?: unknown };
-          const outcome = await killSwitch.freezeSelected(by.wid, body, { actor: by.actor, tokenId: by.tokenId });
+          // A person (an owner or an admin, oauth/device/person-access.ts) freezes as the console's Stop does:
+          // hold `owner` on each agent, no ceiling; a token holds `token` and waits past the ceiling.
+          const freezer = by.person ? { actor: by.actor, ...by.person } : { actor: by.actor, tokenId: by.tokenId };
+          const outcome = await killSwitch.freezeSelected(by.wid, body, freezer);
           return h.response(toFreezeAnswer(outcome)).code(outcome.kind === 'pending' ? 202 : 200);
         },
       },
@@ -121,6 +126,11 @@ export const killSwitchRoutes: Plugin<{
         },
         async handler(request, h) {
           const by = token(request);
+          if (by.person) {
+            const reason = (request.payload as { reason: string }).reason;
+            await killSwitch.stopAll(by.wid, reason, { actor: by.actor, ...by.person });
+            return killSwitch.stopAllState(by.wid);
+          }
           const outcome = await killSwitch.stopAllByToken(by.wid, (request.payload as { reason: string }).reason, {
             actor: by.actor,
             tokenId: by.tokenId,

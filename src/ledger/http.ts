@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import type { Plugin } from '@hapi/hapi';
-import { caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import type { PeopleService } from '../people/index.js';
@@ -34,10 +34,7 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
       },
       async handler(request) {
         const { to } = request.query as { to?: string };
-        return ledger.bundle(
-          caller(request, 'service-token').workspaceId,
-          to ? { to: new Date(to).toISOString() } : {},
-        );
+        return ledger.bundle(machineCaller(request).workspaceId, to ? { to: new Date(to).toISOString() } : {});
       },
     });
     server.route({

@@ -28,8 +28,10 @@ export type IdPrefix =
   | 'task'
   | 'cnx'
   | 'req'
-  | 'scr';
-export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid' | 'whs';
+  | 'scr'
+  | 'lgn';
+/** `dvc`, `pat`, `prt`: a device code, and a person's CLI access and refresh tokens (oauth/device/service.ts). */
+export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid' | 'whs' | 'dvc' | 'pat' | 'prt';
 
 export interface IdSource {
   id(prefix: IdPrefix): string;

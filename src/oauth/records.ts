@@ -55,3 +55,52 @@ export interface OAuthTokenRecord {
   /** A used refresh token: the pair its use issued, sealed (oauth/grace.ts), served again until `until`. */
   grace?: { until: string; sealed: string } | null;
 }
+
+/**
+ * A device authorization under way (RFC 8628; oauth/device/service.ts), stored by the hash of its device
+ * code. A person approves or denies it in the console by its user code.
+ */
+export interface DeviceCodeRecord {
+  /** The user code, normalised: eight letters without the dash. */
+  userCode: string;
+  clientId: string;
+  requestedAt: string;
+  /** The address the request came from, shown to the person who approves it. */
+  requestedFrom: string;
+  expiresAt: string;
+  /** The polling interval now in force (raised by 5 at each `slow_down`). */
+  intervalSeconds: number;
+  lastPolledAt: string | null;
+  status: 'pending' | 'approved' | 'denied' | 'used';
+  /** Who approved it, and for which workspace (null until approved). */
+  userId: string | null;
+  workspaceId: string | null;
+  decidedAt: string | null;
+}
+
+/** A person signed in to the command line: its tokens rotate; ending it stops every one of them. */
+export interface PersonLoginRecord {
+  id: string;
+  workspaceId: string;
+  userId: string;
+  clientId: string;
+  createdAt: string;
+  requestedFrom: string;
+  endedAt: string | null;
+  endedWhy: string | null;
+}
+
+/** A person's command-line access (`pat_`) or refresh (`prt_`) token, stored by its hash. */
+export interface PersonTokenRecord {
+  kind: 'access' | 'refresh';
+  loginId: string;
+  workspaceId: string;
+  userId: string;
+  clientId: string;
+  expiresAt: string;
+  usedAt: string | null;
+  /** A refresh token's access token (hash), which stops working when the refresh token is used. */
+  pairedAccess: string | null;
+  /** A used refresh token: the pair its use issued, sealed (oauth/grace.ts), served again until `until`. */
+  grace?: { until: string; sealed: string } | null;
+}

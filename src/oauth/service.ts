@@ -13,6 +13,7 @@ import { ClientMetadataProblem, isRegisteredClientId, isUrlClientId, type Client
 import { acceptableRedirect, redirectMatches } from './redirects.js';
 import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
 import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
+import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant } from './device/service.js';
 
 /**
  * The OAuth 2.1 authorization server for MCP clients (docs/mcp-oauth.md#oauth-for-mcp-clients).
@@ -76,6 +77,13 @@ export function createOAuth(deps: {
   refreshGraceMs: number;
   /** The deployment's key for sealing that pair (grace.ts). */
   graceKey: Buffer;
+  /** `svc login` (device/service.ts): the device code's lifetime and polling interval, and the person's tokens' lifetimes. */
+  device?: {
+    deviceCodeTtlSeconds: number;
+    pollIntervalSeconds: number;
+    accessTtlSeconds: number;
+    refreshTtlDays: number;
+  };
 }) {
   const { store, clock, ids, ledger } = deps;
   const repo = oauthRepo(store);
@@ -108,9 +116,25 @@ export function createOAuth(deps: {
     endInWrite,
   });
 
+  const device = createDeviceGrant({
+    store,
+    clock,
+    ids,
+    ledger,
+    issuer: deps.issuer,
+    deviceCodeTtlSeconds: deps.device?.deviceCodeTtlSeconds ?? 600,
+    pollIntervalSeconds: deps.device?.pollIntervalSeconds ?? 5,
+    accessTtlSeconds: deps.device?.accessTtlSeconds ?? 3600,
+    refreshTtlDays: deps.device?.refreshTtlDays ?? 30,
+    refreshGraceMs: deps.refreshGraceMs,
+    graceKey: deps.graceKey,
+  });
+
   return {
     resourceUrl,
     grantedScope,
+    /** `svc login`'s device authorization grant and the person-bound tokens it issues (device/service.ts). */
+    device,
     /** The scope the /mcp challenge names: the access, and a refresh token to stay connected. */
     challengeScope: DEFAULT_SCOPE,
 
@@ -123,8 +147,9 @@ export function createOAuth(deps: {
         token_endpoint: `${issuer}/oauth/token`,
         registration_endpoint: `${issuer}/oauth/register`,
         revocation_endpoint: `${issuer}/oauth/revoke`,
+        device_authorization_endpoint: `${issuer}/oauth/device_authorization`,
         response_types_supported: ['code'],
-        grant_types_supported: ['authorization_code', 'refresh_token'],
+        grant_types_supported: ['authorization_code', 'refresh_token', DEVICE_GRANT],
         code_challenge_methods_supported: ['S256'],
         token_endpoint_auth_methods_supported: [...AUTH_METHODS],
         revocation_endpoint_auth_methods_supported: [...AUTH_METHODS],
@@ -326,10 +351,17 @@ export function createOAuth(deps: {
       return code;
     },
 
-    /** The token endpoint (token.ts). */
-    token: endpoint.token,
-    /** RFC 7009 revocation (token.ts). */
-    revoke: endpoint.revoke,
+    /** The token endpoint (token.ts); the device grant and a person's refresh tokens go to device/service.ts. */
+    token(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null) {
+      if (form.grant_type === DEVICE_GRANT) return device.deviceToken(form);
+      if (form.grant_type === 'refresh_token' && form.refresh_token?.startsWith('prt_')) return device.refresh(form);
+      return endpoint.token(form, basic);
+    },
+    /** RFC 7009 revocation (token.ts; the command line's client: device/service.ts). */
+    revoke(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null) {
+      if (!basic && form.client_id === CLI_CLIENT_ID) return device.revoke(form);
+      return endpoint.revoke(form, basic);
+    },
 
     /** An access token as the agent it stands for, or undefined (unknown, expired, or its connection ended). */
     async resolveAccess(

@@ -264,7 +264,7 @@ export function createTokenEndpoint(deps: {
           );
         }
         throw new AppError('unsupported_grant_type', {
-          message: `grant_type must be authorization_code or refresh_token${form.grant_type ? `, not ${form.grant_type}` : ''}.`,
+          message: `grant_type must be authorization_code, refresh_token or urn:ietf:params:oauth:grant-type:device_code${form.grant_type ? `, not ${form.grant_type}` : ''}.`,
         });
       });
     },

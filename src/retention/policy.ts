@@ -39,6 +39,11 @@ export function retentionJobs(options: { retentionDays: number }): SweepJob[] {
     // Access tokens after their hour, refresh tokens (used or not) after their 30 days.
     sweepJob({ table: 'oauthTokens', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
     sweepJob({ table: 'oauthConsentsUsed', expired: (e, now) => past(e.value, WINDOW_MARGIN_MS, now) }),
+    // svc login: device codes a day past their expiry (a late poll is still told it was spent or
+    // expired), their user codes once they expire, a person's tokens once they expire.
+    sweepJob({ table: 'deviceCodes', expired: (e, now) => past(e.value.expiresAt, SPENT_CODE_KEPT_MS, now) }),
+    sweepJob({ table: 'deviceUserCodes', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
+    sweepJob({ table: 'personTokens', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
     // Upstream OAuth connections started and never finished (their callback refuses them once expired).
     sweepJob({ table: 'mcpOAuthPending', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
     sweepJob({ table: 'hookOnce', expired: (e, now) => e.value + WINDOW_MARGIN_MS <= now }),

@@ -1,5 +1,5 @@
 import type { Plugin } from '@hapi/hapi';
-import { caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import type { Scorecard } from './service.js';
 
 /** GET /v1/admin/scorecard (service token, evidence:read): `{ scorecard: "<JWS>" }`. */
@@ -11,7 +11,7 @@ export const scorecardRoutes: Plugin<{ scorecard: Scorecard }> = {
       path: '/v1/admin/scorecard',
       options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'evidence:read' } } },
       async handler(request) {
-        return { scorecard: (await scorecard.signed(caller(request, 'service-token').workspaceId)).scorecard };
+        return { scorecard: (await scorecard.signed(machineCaller(request).workspaceId)).scorecard };
       },
     });
   },

@@ -217,7 +217,15 @@ export interface Settings {
     localServers: LocalServerSettings[];
   };
   /** The OAuth authorization server (oauth/): Client ID Metadata Documents and refresh token rotation. */
-  oauth: { allowPrivateClientMetadata: boolean; clientMetadataTimeoutMs: number; refreshGraceSeconds: number };
+  oauth: {
+    allowPrivateClientMetadata: boolean;
+    clientMetadataTimeoutMs: number;
+    refreshGraceSeconds: number;
+    deviceCodeTtlSeconds: number;
+    devicePollIntervalSeconds: number;
+    personAccessTtlSeconds: number;
+    personRefreshTtlDays: number;
+  };
   plan: {
     agents: number | null;
     mandateRules: number | null;
@@ -614,6 +622,30 @@ export const settingsSchema = Joi.object<Settings>({
       .description(
         'a refresh token presented again this long after its first use, by the same client, gets the same new pair (concurrent refreshes); later, reuse ends the connection. 0: no grace',
       ),
+    deviceCodeTtlSeconds: Joi.number()
+      .integer()
+      .min(1)
+      .max(3600)
+      .default(600)
+      .description('svc login: how long a user code waits for a person to approve it'),
+    devicePollIntervalSeconds: Joi.number()
+      .integer()
+      .min(1)
+      .max(60)
+      .default(5)
+      .description('svc login: the least time between two polls of the token endpoint (faster polls get slow_down)'),
+    personAccessTtlSeconds: Joi.number()
+      .integer()
+      .min(1)
+      .max(86400)
+      .default(3600)
+      .description("svc login: how long a person's command-line access token lasts before the CLI refreshes it"),
+    personRefreshTtlDays: Joi.number()
+      .integer()
+      .min(1)
+      .max(90)
+      .default(30)
+      .description("svc login: how long a person's command-line refresh token lasts unused; then svc login again"),
   }).default(),
   plan: Joi.object({
     agents: Joi.number()
@@ -942,6 +974,10 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', 'oauth.allowPrivateClientMetadata'],
   ['SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS', 'oauth.clientMetadataTimeoutMs'],
   ['SVC_OAUTH_REFRESH_GRACE_SECONDS', 'oauth.refreshGraceSeconds'],
+  ['SVC_OAUTH_DEVICE_CODE_TTL_SECONDS', 'oauth.deviceCodeTtlSeconds'],
+  ['SVC_OAUTH_DEVICE_POLL_INTERVAL_SECONDS', 'oauth.devicePollIntervalSeconds'],
+  ['SVC_OAUTH_PERSON_ACCESS_TTL_SECONDS', 'oauth.personAccessTtlSeconds'],
+  ['SVC_OAUTH_PERSON_REFRESH_TTL_DAYS', 'oauth.personRefreshTtlDays'],
   ['SVC_PLAN_AGENTS', 'plan.agents'],
   ['SVC_PLAN_MANDATE_RULES', 'plan.mandateRules'],
   ['SVC_SESSION_TTL_HOURS', 'session.ttlHours'],

@@ -25,7 +25,15 @@ import type { StopAllRecord } from '../killswitch/records.js';
 import type { CheckpointRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
 import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
 import type { McpCredentialRecord, McpOAuthPendingRecord, McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
-import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from '../oauth/records.js';
+import type {
+  DeviceCodeRecord,
+  OAuthClientRecord,
+  OAuthCodeRecord,
+  OAuthConnectionRecord,
+  OAuthTokenRecord,
+  PersonLoginRecord,
+  PersonTokenRecord,
+} from '../oauth/records.js';
 import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from '../people/records.js';
 import type { PlanRecord } from '../plans/records.js';
 import type { SigningKeyRecord } from '../receipts/records.js';
@@ -121,6 +129,14 @@ export const tableSpec = {
   oauthTokens: table<OAuthTokenRecord>(),
   /** consent nonce -> when its form expires: a signed consent form connects once */
   oauthConsentsUsed: table<string>(),
+  /** device code hash -> a device authorization under way (RFC 8628) */
+  deviceCodes: table<DeviceCodeRecord>(),
+  /** user code (normalised) -> the device code hash it stands for, until the code expires */
+  deviceUserCodes: table<{ hash: string; expiresAt: string }>(),
+  /** [wid, lgnId] -> a person signed in to the command line */
+  personLogins: table<PersonLoginRecord>(),
+  /** token hash -> a person's command-line access or refresh token */
+  personTokens: table<PersonTokenRecord>(),
   /** [wid, server name] -> upstream MCP server */
   mcpServers: table<McpServerRecord>(),
   /** [wid, server name, upstream tool name] -> the tool's pin */

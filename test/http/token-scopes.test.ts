@@ -115,7 +115,16 @@ test.serial('every service-token route declares the scope SPEC.md 2.3 gives it',
     found[`${r.method.toUpperCase()} ${r.path}`] = (r.settings.plugins as { svc?: { tokenScope?: string } } | undefined)
       ?.svc?.tokenScope;
   }
-  t.deepEqual(found, EXPECTED);
+  // The one route without a scope: any token (or svc login's sign-in) asks who it is itself.
+  t.deepEqual(found, { ...EXPECTED, 'GET /v1/admin/whoami': undefined });
+});
+
+test.serial('GET /v1/admin/whoami: any service token, whatever its scopes, is told who it is', async (t) => {
+  for (const scope of SCOPES) {
+    const res = await inject('GET /v1/admin/whoami', tokens[scope]);
+    t.is(res.statusCode, 200, res.payload);
+    t.like(JSON.parse(res.payload), { kind: 'service-token', token: { scopes: [scope] } });
+  }
 });
 
 for (const [route, needed] of Object.entries(EXPECTED)) {

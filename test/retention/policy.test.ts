@@ -109,6 +109,37 @@ async function seed(app: App): Promise<void> {
     await t.oauthTokens.put('live-refresh', { ...token('refresh', T0 + 10 * DAY), usedAt: iso(T0 - DAY) });
     await t.oauthConsentsUsed.put('old', iso(T0 - 6 * MIN));
     await t.oauthConsentsUsed.put('live', iso(T0 + 5 * MIN));
+    const device = (expiresAt: number) => ({
+      userCode: 'BCDFGHJK',
+      clientId: 'svc-cli',
+      requestedAt: iso(expiresAt - 10 * MIN),
+      requestedFrom: '127.0.0.1',
+      expiresAt: iso(expiresAt),
+      intervalSeconds: 5,
+      lastPolledAt: null,
+      status: 'used' as const,
+      userId: 'usr_a',
+      workspaceId: 'ws_a',
+      decidedAt: null,
+    });
+    await t.deviceCodes.put('old', device(T0 - DAY - MIN));
+    await t.deviceCodes.put('live', device(T0 - DAY + MIN));
+    await t.deviceUserCodes.put('OLD', { hash: 'old', expiresAt: iso(T0 - 6 * MIN) });
+    await t.deviceUserCodes.put('LIVE', { hash: 'live', expiresAt: iso(T0 + 5 * MIN) });
+    const personToken = (kind: 'access' | 'refresh', expiresAt: number) => ({
+      kind,
+      loginId: 'lgn_a',
+      workspaceId: 'ws_a',
+      userId: 'usr_a',
+      clientId: 'svc-cli',
+      expiresAt: iso(expiresAt),
+      usedAt: null,
+      pairedAccess: null,
+    });
+    await t.personTokens.put('old-access', personToken('access', T0 - 6 * MIN));
+    await t.personTokens.put('live-access', personToken('access', T0 + 30 * MIN));
+    await t.personTokens.put('old-refresh', { ...personToken('refresh', T0 - HOUR), usedAt: iso(T0 - 20 * DAY) });
+    await t.personTokens.put('live-refresh', personToken('refresh', T0 + 10 * DAY));
     // Upstream OAuth connections started in the console and never finished.
     for (const [state, expiresAt] of [
       ['old', T0 - 6 * MIN],
@@ -179,6 +210,9 @@ async function held(app: App): Promise<Record<string, string[]>> {
     'oauthCodes',
     'oauthTokens',
     'oauthConsentsUsed',
+    'deviceCodes',
+    'deviceUserCodes',
+    'personTokens',
     'mcpOAuthPending',
     'hookOnce',
     'chatButtons',
@@ -213,6 +247,9 @@ test('a run sweeps each record past its window and keeps every record inside it'
           oauthCodes: ['live', 'old'],
           oauthTokens: ['live-access', 'live-refresh', 'old-access', 'old-refresh'],
           oauthConsentsUsed: ['live', 'old'],
+          deviceCodes: ['live', 'old'],
+          deviceUserCodes: ['LIVE', 'OLD'],
+          personTokens: ['live-access', 'live-refresh', 'old-access', 'old-refresh'],
           mcpOAuthPending: ['live', 'old'],
           hookOnce: ['slack/live', 'slack/old'],
           chatButtons: ['live', 'old'],
@@ -227,12 +264,15 @@ test('a run sweeps each record past its window and keeps every record inside it'
         });
 
         const report = await app.services.sweeper.run();
-        t.is(report.removed, 16);
+        t.is(report.removed, 20);
         t.deepEqual(await held(app), {
           idempotency: ['ws_a/agt_a/live'],
           oauthCodes: ['live'],
           oauthTokens: ['live-access', 'live-refresh'],
           oauthConsentsUsed: ['live'],
+          deviceCodes: ['live'],
+          deviceUserCodes: ['LIVE'],
+          personTokens: ['live-access', 'live-refresh'],
           mcpOAuthPending: ['live'],
           hookOnce: ['slack/live'],
           chatButtons: ['live'],
@@ -251,7 +291,7 @@ test('a run sweeps each record past its window and keeps every record inside it'
 
         // Once the clock passes every window, the rest goes too; a pending delivery never does.
         clock.set(T0 + 100 * DAY);
-        t.is((await app.services.sweeper.run()).removed, 15);
+        t.is((await app.services.sweeper.run()).removed, 19);
         const after = await held(app);
         t.deepEqual(after.deliveries, ['ws_a/whk_a/old_pending']);
         t.true(

@@ -222,6 +222,10 @@ test('OAuth: private client metadata off by default, a 5 s fetch limit and a 10 
     allowPrivateClientMetadata: false,
     clientMetadataTimeoutMs: 5000,
     refreshGraceSeconds: 10,
+    deviceCodeTtlSeconds: 600,
+    devicePollIntervalSeconds: 5,
+    personAccessTtlSeconds: 3600,
+    personRefreshTtlDays: 30,
   });
   t.deepEqual(
     loadSettings({
@@ -229,10 +233,27 @@ test('OAuth: private client metadata off by default, a 5 s fetch limit and a 10 
         SVC_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA: '1',
         SVC_OAUTH_CLIENT_METADATA_TIMEOUT_MS: '300',
         SVC_OAUTH_REFRESH_GRACE_SECONDS: '0',
+        SVC_OAUTH_DEVICE_CODE_TTL_SECONDS: '120',
+        SVC_OAUTH_DEVICE_POLL_INTERVAL_SECONDS: '2',
+        SVC_OAUTH_PERSON_ACCESS_TTL_SECONDS: '900',
+        SVC_OAUTH_PERSON_REFRESH_TTL_DAYS: '7',
       },
     }).oauth,
-    { allowPrivateClientMetadata: true, clientMetadataTimeoutMs: 300, refreshGraceSeconds: 0 },
+    {
+      allowPrivateClientMetadata: true,
+      clientMetadataTimeoutMs: 300,
+      refreshGraceSeconds: 0,
+      deviceCodeTtlSeconds: 120,
+      devicePollIntervalSeconds: 2,
+      personAccessTtlSeconds: 900,
+      personRefreshTtlDays: 7,
+    },
   );
+  for (const [name, bad] of [
+    ['SVC_OAUTH_DEVICE_POLL_INTERVAL_SECONDS', '0'],
+    ['SVC_OAUTH_PERSON_REFRESH_TTL_DAYS', '91'],
+  ] as const)
+    t.throws(() => loadSettings({ env: { [name]: bad } }), { instanceOf: SettingsError });
   t.false(
     loadSettings({ env: { SVC_MCP_ALLOW_PRIVATE_UPSTREAMS: '1', SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1' } }).oauth
       .allowPrivateClientMetadata,

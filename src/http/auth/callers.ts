@@ -28,13 +28,30 @@ export interface KeyResolver {
 }
 
 /**
+ * A person signed in to the command line (`svc login`), as the machine routes see them: their
+ * role in the workspace now, which decides what they may do there (oauth/device/person-access.ts).
+ */
+export interface PersonCredential {
+  workspaceId: string;
+  user: { id: string; email: string; name: string };
+  role: 'owner' | 'admin' | 'member' | 'analyst' | 'auditor';
+  /** The sign-in (`lgn_…`) the token belongs to: `svc logout` ends it. */
+  loginId: string;
+  /** When this access token expires. */
+  expiresAt: string;
+}
+
+/**
  * The five caller kinds (docs/security.md#security-model). Each route accepts exactly one; a strategy reads only its
- * own credential, so a credential of another kind on a route is never looked at.
+ * own credential, so a credential of another kind on a route is never looked at. The machine
+ * routes' kind (the service token's strategy) also takes a person's command-line token (`pat_`,
+ * from `svc login`): then the caller is the person (`person`), with their role's permissions.
  */
 export type Caller =
   | { kind: 'agent'; workspaceId: string; agent: AgentRecord; key: KeyRecord }
   | { kind: 'workspace-key'; workspaceId: string; key: KeyRecord }
   | { kind: 'service-token'; workspaceId: string; token: ServiceTokenRecord }
+  | ({ kind: 'person' } & PersonCredential)
   | { kind: 'session'; user: SessionUser; secret: string }
   | { kind: 'signature'; keyId: string };
 
@@ -57,10 +74,35 @@ export function actorOf(c: Caller): string {
     case 'service-token':
       return `token:${c.token.name}`;
     case 'session':
+    case 'person':
       return `user:${c.user.id}`;
     case 'signature':
       return `system`;
   }
+}
+
+/**
+ * The caller of a machine route (/v1/admin/…): a service token, or a person signed in with
+ * `svc login`. `tokenId` is what a per-token limit counts by: the service token's id, or the
+ * person's sign-in. `person` is set for a person (their id and role, as the console's routes pass them).
+ */
+export function machineCaller(request: Request): {
+  workspaceId: string;
+  actor: string;
+  tokenId: string;
+  person: { userId: string; role: PersonCredential['role'] } | null;
+} {
+  const found = (request.auth.credentials as unknown as { caller?: Caller }).caller;
+  if (found?.kind === 'service-token')
+    return { workspaceId: found.workspaceId, actor: actorOf(found), tokenId: found.token.id, person: null };
+  if (found?.kind === 'person')
+    return {
+      workspaceId: found.workspaceId,
+      actor: actorOf(found),
+      tokenId: found.loginId,
+      person: { userId: found.user.id, role: found.role },
+    };
+  throw new Error('route expected a service token or a person signed in with svc login');
 }
 
 export function credentials(c: Caller): { caller: Caller } {
@@ -79,7 +121,7 @@ export const SIGNATURE = 'signature';
 export const expectedCredential: Record<string, string> = {
   [AGENT_KEY]: 'an agent key (Authorization: Bearer ask_...)',
   [WORKSPACE_KEY]: 'a workspace key (Authorization: Bearer ask_... or x-api-key: ask_...)',
-  [SERVICE_TOKEN]: 'a service token (Authorization: Bearer ims_...)',
+  [SERVICE_TOKEN]: 'a service token (Authorization: Bearer ims_...) or a sign-in token from svc login (pat_...)',
   [SESSION]: 'a signed-in session (sign in with POST /api/session)',
   [SESSION_HOST]: 'a signed-in session (sign in with POST /api/session)',
   [SIGNATURE]: 'a signed request (svc-signature header)',

@@ -3,7 +3,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { TableValue } from '../../store/index.js';
 import { clientAddress } from '../client-address.js';
 import { svcOptions } from '../route-options.js';
-import { SERVICE_TOKEN, credentials, expectedCredential } from './callers.js';
+import { SERVICE_TOKEN, credentials, expectedCredential, type PersonCredential } from './callers.js';
 import { bearer } from './bearer.js';
 
 // The record shapes this piece handles, as the store's registry declares them (the domains own
@@ -21,13 +21,27 @@ export interface TokenVerifier {
   verify(value: string, clientAddress: string): Promise<ServiceTokenRecord>;
 }
 
+/**
+ * What the strategy asks of the service that knows a person's command-line token (`pat_`, from
+ * `svc login`): the person, once their role allows the route's scope, else an AppError
+ * (invalid_token, token_expired, forbidden).
+ */
+export interface PersonVerifier {
+  resolve(value: string, scope: ServiceTokenScope | undefined): Promise<PersonCredential>;
+}
+
 export function registerServiceToken(
   server: Server,
-  deps: { tokens: TokenVerifier; trustedProxies: readonly string[] },
+  deps: { tokens: TokenVerifier; trustedProxies: readonly string[]; persons?: PersonVerifier },
 ): void {
   server.auth.scheme(SERVICE_TOKEN, () => ({
     async authenticate(request, h) {
       const value = bearer(request);
+      if (value?.startsWith('pat_') && deps.persons) {
+        const needed = svcOptions(request.route.settings).tokenScope as ServiceTokenScope | undefined;
+        const person = await deps.persons.resolve(value, needed);
+        return h.authenticated({ credentials: credentials({ kind: 'person', ...person }) });
+      }
       if (!value || !value.startsWith('ims_')) {
         throw new AppError('unauthenticated', {
           message: `This route takes ${expectedCredential[SERVICE_TOKEN]}; none was sent.`,

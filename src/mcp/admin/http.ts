@@ -1,6 +1,6 @@
 import type { Request, ServerRoute } from '@hapi/hapi';
 import Joi from 'joi';
-import { actorOf, caller, SERVICE_TOKEN } from '../../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../../http/auth/callers.js';
 import type { McpProxy } from '../proxy.js';
 import { addServerSchema, approveToolSchema, serverName, toolName } from '../schemas.js';
 
@@ -18,7 +18,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
   const { proxy, changed } = deps;
   const read = { tokenScope: 'mcp:read' };
   const write = { tokenScope: 'mcp:write' };
-  const token = (request: Request) => caller(request, 'service-token');
+  const token = (request: Request) => machineCaller(request);
   const named = (request: Request) => request.params as { name: string; tool?: string };
   return [
     {
@@ -40,7 +40,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       },
       async handler(request, h) {
         const c = token(request);
-        const added = await proxy.add(c.workspaceId, request.payload as never, actorOf(c));
+        const added = await proxy.add(c.workspaceId, request.payload as never, c.actor);
         await changed(c.workspaceId);
         return h.response(added).code(201);
       },
@@ -72,7 +72,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
       },
       async handler(request) {
         const c = token(request);
-        await proxy.remove(c.workspaceId, named(request).name, actorOf(c));
+        await proxy.remove(c.workspaceId, named(request).name, c.actor);
         await changed(c.workspaceId);
         return {};
       },
@@ -105,7 +105,7 @@ export function mcpAdminRoutes(deps: { proxy: McpProxy; changed: (wid: string) =
         const c = token(request);
         const { name: server, tool } = named(request);
         const { hash, callsPerMinute } = request.payload as { hash: string; callsPerMinute?: number | null };
-        return proxy.approveTool(c.workspaceId, server, tool!, hash, actorOf(c), callsPerMinute);
+        return proxy.approveTool(c.workspaceId, server, tool!, hash, c.actor, callsPerMinute);
       },
     },
   ];

@@ -1,0 +1,241 @@
+import { AppError, invalidField } from '../../errors/app-error.js';
+import { isoAt, type Clock } from '../../lib/clock.js';
+import type { IdSource } from '../../lib/ids.js';
+import { secretHash } from '../../lib/secrets.js';
+import type { Ledger } from '../../ledger/service.js';
+import type { Store } from '../../store/index.js';
+import type { DeviceCodeRecord, PersonLoginRecord } from '../records.js';
+import { CLI_CLIENT_ID, checkClient, createPersonTokens, outcome, type PersonTokenResponse } from './person-tokens.js';
+import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
+import { deviceRepo } from './repo.js';
+
+/**
+ * `svc login`: the OAuth 2.0 device authorization grant (RFC 8628) and the person-bound tokens it
+ * issues to the command line.
+ * Rules:
+ * - One public client, CLI_CLIENT_ID (no secret: a command line keeps none). The device
+ *   authorization endpoint answers a device code (`dvc_`, 256 bits, stored as a hash) and a user
+ *   code (user-code.ts), valid `deviceCodeTtlSeconds`.
+ * - A person signed in to the console approves or denies the user code for one workspace they
+ *   belong to (http.ts); the decision is recorded in the ledger as theirs.
+ * - The token endpoint answers, for the device code (RFC 8628 3.5): `authorization_pending` until
+ *   the person decides; `slow_down` when polled sooner than the interval since the last poll (the
+ *   interval then grows by 5 seconds, as the client's must); `access_denied`; `expired_token`
+ *   past the code's lifetime; once approved, one token pair, once (the code is then spent:
+ *   `invalid_grant`).
+ * - The pair is bound to the person and the workspace, a sign-in (`lgn_`, recorded in the ledger as
+ *   `cli.signed_in` by the person); its refresh, revocation (`svc logout`) and what its access
+ *   token may do on the machine routes: person-tokens.ts.
+ */
+export { CLI_CLIENT_ID, PERSON_SCOPE, type PersonCaller, type PersonTokenResponse } from './person-tokens.js';
+export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** RFC 8628 3.5: each slow_down adds this much to the interval. */
+export const SLOW_DOWN_SECONDS = 5;
+
+export interface DeviceAuthorization {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+  expires_in: number;
+  interval: number;
+}
+
+/** A user code as the verification page shows it, before the person decides. */
+export interface PendingDevice {
+  userCode: string;
+  requestedAt: string;
+  requestedFrom: string;
+  expiresAt: string;
+}
+
+export function createDeviceGrant(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger: Ledger;
+  issuer: () => string;
+  deviceCodeTtlSeconds: number;
+  pollIntervalSeconds: number;
+  accessTtlSeconds: number;
+  refreshTtlDays: number;
+  refreshGraceMs: number;
+  graceKey: Buffer;
+}) {
+  const { store, clock, ids, ledger } = deps;
+  const repo = deviceRepo(store);
+  const tokens = createPersonTokens(deps);
+
+  /** The device code record a typed user code stands for, or undefined. */
+  const byUserCode = async (typed: string): Promise<{ hash: string; record: DeviceCodeRecord } | undefined> => {
+    const code = normalizeUserCode(typed);
+    if (code === null) return undefined;
+    const hash = await repo.deviceOfUserCode(code);
+    const record = hash === undefined ? undefined : await repo.getDevice(hash);
+    return hash !== undefined && record ? { hash, record } : undefined;
+  };
+
+  return {
+    clientId: CLI_CLIENT_ID,
+    /** The refresh_token grant for `prt_` tokens, revocation, a `pat_` token's person (person-tokens.ts). */
+    refresh: tokens.refresh,
+    revoke: tokens.revoke,
+    resolve: tokens.resolve,
+    workspaceName: tokens.workspaceName,
+    verificationUri: () => `${deps.issuer()}/device`,
+
+    /** RFC 8628 3.1-3.2: a new device code and user code. */
+    async authorize(form: Record<string, string | undefined>, requestedFrom: string): Promise<DeviceAuthorization> {
+      checkClient(form);
+      const deviceCode = ids.secret('dvc');
+      const hash = secretHash(deviceCode);
+      const userCode = await store.write(async () => {
+        const now = clock.now();
+        // A user code names one device code at a time: drawn again on the rare collision with a live one.
+        for (;;) {
+          const candidate = newUserCode();
+          const taken = await repo.deviceOfUserCode(candidate);
+          const holder = taken === undefined ? undefined : await repo.getDevice(taken);
+          if (holder && Date.parse(holder.expiresAt) > now && holder.status === 'pending') continue;
+          const expiresAt = isoAt(now + deps.deviceCodeTtlSeconds * 1000);
+          await repo.putUserCode(candidate, hash, expiresAt);
+          await repo.putDevice(hash, {
+            userCode: candidate,
+            clientId: CLI_CLIENT_ID,
+            requestedAt: isoAt(now),
+            requestedFrom,
+            expiresAt,
+            intervalSeconds: deps.pollIntervalSeconds,
+            lastPolledAt: null,
+            status: 'pending',
+            userId: null,
+            workspaceId: null,
+            decidedAt: null,
+          });
+          return candidate;
+        }
+      });
+      const shown = formatUserCode(userCode);
+      const uri = `${deps.issuer()}/device`;
+      return {
+        device_code: deviceCode,
+        user_code: shown,
+        verification_uri: uri,
+        verification_uri_complete: `${uri}?user_code=${encodeURIComponent(shown)}`,
+        expires_in: deps.deviceCodeTtlSeconds,
+        interval: deps.pollIntervalSeconds,
+      };
+    },
+
+    /** The sign-in a typed user code stands for, while a person may still decide it; else the problem to show. */
+    async pending(typed: string): Promise<PendingDevice | { problem: string }> {
+      const found = await byUserCode(typed);
+      if (!found) return { problem: 'No sign-in waits for that code. Check the code the command line printed.' };
+      const { record } = found;
+      if (record.status !== 'pending')
+        return { problem: 'That code was already used. Run svc login again for a new one.' };
+      if (Date.parse(record.expiresAt) <= clock.now())
+        return { problem: 'That code has expired. Run svc login again for a new one.' };
+      return {
+        userCode: formatUserCode(record.userCode),
+        requestedAt: record.requestedAt,
+        requestedFrom: record.requestedFrom,
+        expiresAt: record.expiresAt,
+      };
+    },
+
+    /**
+     * A signed-in person's decision on a user code: approve for `workspaceId` (the caller has
+     * checked that the person belongs to it) or deny. Recorded in the ledger as theirs.
+     */
+    async decide(typed: string, userId: string, workspaceId: string, decision: 'approve' | 'deny'): Promise<void> {
+      const found = await byUserCode(typed);
+      if (!found) throw invalidField('user_code', 'no sign-in waits for that code');
+      await store.write(async () => {
+        const now = clock.now();
+        const record = await repo.getDevice(found.hash);
+        if (!record || record.status !== 'pending')
+          throw invalidField('user_code', 'that code was already used: run svc login again');
+        if (Date.parse(record.expiresAt) <= now)
+          throw invalidField('user_code', 'that code has expired: run svc login again');
+        if (!(await repo.roleIn(userId, workspaceId)))
+          throw invalidField('workspace', 'you are not a member of that workspace');
+        await repo.putDevice(found.hash, {
+          ...record,
+          status: decision === 'approve' ? 'approved' : 'denied',
+          userId,
+          workspaceId,
+          decidedAt: isoAt(now),
+        });
+        await ledger.record({
+          workspaceId,
+          actor: `user:${userId}`,
+          kind: decision === 'approve' ? 'cli.login_approved' : 'cli.login_denied',
+          subject: formatUserCode(record.userCode),
+          data: { clientId: record.clientId, requestedFrom: record.requestedFrom },
+        });
+      });
+    },
+
+    /** The token endpoint's device_code grant (RFC 8628 3.4-3.5). */
+    async deviceToken(form: Record<string, string | undefined>): Promise<PersonTokenResponse> {
+      checkClient(form);
+      if (!form.device_code) throw invalidField('device_code', 'device_code is required');
+      const hash = secretHash(form.device_code);
+      // The poll's time is kept (slow_down) and an approved code spent in the same write as the
+      // answer: refusals are returned from the write and thrown after it, so what they change commits.
+      return outcome(
+        await store.write(async (): Promise<PersonTokenResponse | AppError> => {
+          const now = clock.now();
+          const record = await repo.getDevice(hash);
+          if (!record || record.clientId !== CLI_CLIENT_ID)
+            return new AppError('invalid_grant', { message: 'Unknown device code.' });
+          if (record.status === 'used')
+            return new AppError('invalid_grant', { message: 'This device code was already exchanged.' });
+          if (record.status === 'pending' && Date.parse(record.expiresAt) <= now)
+            return new AppError('expired_token', {
+              message: 'The code expired before anyone approved it. Run svc login again.',
+            });
+          const last = record.lastPolledAt === null ? null : Date.parse(record.lastPolledAt);
+          if (last !== null && now - last < record.intervalSeconds * 1000) {
+            const intervalSeconds = record.intervalSeconds + SLOW_DOWN_SECONDS;
+            await repo.putDevice(hash, { ...record, intervalSeconds, lastPolledAt: isoAt(now) });
+            return new AppError('slow_down', {
+              message: `Polled too soon: wait ${intervalSeconds} seconds between polls.`,
+            });
+          }
+          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now) });
+          if (record.status === 'pending')
+            return new AppError('authorization_pending', {
+              message: 'Waiting for a person to approve the code in the console.',
+            });
+          if (record.status === 'denied')
+            return new AppError('access_denied', { message: 'The person denied this sign-in.' });
+          const login: PersonLoginRecord = {
+            id: ids.id('lgn'),
+            workspaceId: record.workspaceId!,
+            userId: record.userId!,
+            clientId: record.clientId,
+            createdAt: isoAt(now),
+            requestedFrom: record.requestedFrom,
+            endedAt: null,
+            endedWhy: null,
+          };
+          await repo.putLogin(login);
+          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now), status: 'used' });
+          await repo.removeUserCode(record.userCode);
+          await ledger.record({
+            workspaceId: login.workspaceId,
+            actor: `user:${login.userId}`,
+            kind: 'cli.signed_in',
+            subject: login.id,
+            data: { clientId: login.clientId, requestedFrom: login.requestedFrom },
+          });
+          return tokens.issuePairInWrite(login, now);
+        }),
+      );
+    },
+  };
+}
+
+export type DeviceGrant = ReturnType<typeof createDeviceGrant>;
