@@ -345,25 +345,25 @@ const catalogue = {
   // answers while the person has not yet decided, as the RFC spells them.
   authorization_pending: {
     status: 400,
-    section: 'added (device authorization, RFC 8628)',
+    section: 'cli.md#signing-in-svc-login',
     message: 'The person has not approved or denied this sign-in yet.',
     fix: 'Poll again after the interval; the person approves the code at the verification address.',
   },
   slow_down: {
     status: 400,
-    section: 'added (device authorization, RFC 8628)',
+    section: 'cli.md#signing-in-svc-login',
     message: 'The token endpoint was polled sooner than the interval allows.',
     fix: 'Wait 5 seconds longer between polls from now on, as RFC 8628 says.',
   },
   access_denied: {
     status: 400,
-    section: 'added (device authorization, RFC 8628)',
+    section: 'cli.md#signing-in-svc-login',
     message: 'The person denied this sign-in.',
     fix: 'Run svc login again if the denial was a mistake, and approve the code the CLI prints.',
   },
   expired_token: {
     status: 400,
-    section: 'added (device authorization, RFC 8628)',
+    section: 'cli.md#signing-in-svc-login',
     message: 'The device code expired before the person approved it.',
     fix: 'Run svc login again and approve the new code within its lifetime.',
   },
@@ -573,7 +573,7 @@ const catalogue = {
   },
   unknown_context: {
     status: 400,
-    section: 'added (svc command line)',
+    section: 'cli.md#signing-in-svc-login',
     exit: 2,
     message: 'No sign-in context of that name is stored for this user.',
     fix: 'Run svc whoami --all to list your contexts, or svc login --url URL --name NAME to add one.',

@@ -96,7 +96,8 @@ test('npm start -- --port N --data-dir D serves on that port from that data dir 
       const timer = setTimeout(() => fail(new Error(`not listening within 180 s:\n${output}`)), 180_000);
       const seen = (d: Buffer) => {
         output += d.toString();
-        if (output.includes(`"address":"http://127.0.0.1:${port}"`)) {
+        // The banner may come a moment after the listening line (another stream): both are waited for.
+        if (output.includes(`"address":"http://127.0.0.1:${port}"`) && output.includes('Sign in at')) {
           clearTimeout(timer);
           done();
         }
