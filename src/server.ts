@@ -275,7 +275,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       people: services.people,
       production,
       guards,
-      stillValid: credentialLive(app.store),
+      stillValid: credentialLive(app.store, () => clock.now()),
     },
   });
   await server.register({

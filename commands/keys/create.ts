@@ -3,7 +3,7 @@ import { withAdmin } from '../../src/cli/admin.js';
 import { EXIT, SvcCommand } from '../../src/cli/base-command.js';
 import { sendsInClear, type MintedKey } from '../../src/cli/client.js';
 import { adminKeyFlags, localFlags } from '../../src/cli/flags.js';
-import { mintKeySchema, type MintKeyInput } from '../../src/keys/index.js';
+import { MAX_KEY_DAYS, mintKeySchema, type MintKeyInput } from '../../src/keys/index.js';
 
 export default class KeysCreate extends SvcCommand {
   static override summary = 'Mint a key; its value is printed once.';
@@ -13,6 +13,7 @@ export default class KeysCreate extends SvcCommand {
     '<%= config.bin %> keys create --scope admin --local --name ops',
     'SVC_ADMIN_KEY=ask_... <%= config.bin %> keys create --scope inference --principal alice --team search --json',
     '<%= config.bin %> keys create --scope agent --agent agt_... --local',
+    '<%= config.bin %> keys create --scope inference --name ci-run --expires-in-days 30 --local --json',
   ];
   static override flags = {
     scope: Flags.string({ description: 'key scope', options: ['agent', 'inference', 'admin'], required: true }),
@@ -22,6 +23,9 @@ export default class KeysCreate extends SvcCommand {
     'task-class': Flags.string({ description: 'default task class, dotted' }),
     'policy-profile': Flags.string({ description: 'policy profile' }),
     name: Flags.string({ description: 'display name' }),
+    'expires-in-days': Flags.integer({
+      description: `days until the key is refused, as a revoked one is (1-${MAX_KEY_DAYS}); without it, the key never expires`,
+    }),
     ...localFlags,
     ...adminKeyFlags,
   };
@@ -36,6 +40,7 @@ export default class KeysCreate extends SvcCommand {
       defaultTaskClass: flags['task-class'],
       policyProfile: flags['policy-profile'],
       agentId: flags.agent,
+      expiresInDays: flags['expires-in-days'],
     };
     const { value, error } = mintKeySchema.validate(JSON.parse(JSON.stringify(raw)), { abortEarly: false });
     if (error)
@@ -51,7 +56,9 @@ export default class KeysCreate extends SvcCommand {
       );
     const minted = await withAdmin(flags, flags['admin-key'], (a) => a.mintKey(value as MintKeyInput), 'admin-key');
     this.log(minted.key);
-    this.logToStderr(`${minted.scope} key ${minted.id} in ${minted.workspaceId}: shown once, stored only as a hash.`);
+    this.logToStderr(
+      `${minted.scope} key ${minted.id} in ${minted.workspaceId}${minted.expiresAt ? `, expires ${minted.expiresAt}` : ''}: shown once, stored only as a hash.`,
+    );
     return minted;
   }
 }

@@ -18,7 +18,7 @@ export default class KeysList extends SvcCommand {
     const data = await withAdmin(flags, flags['admin-key'], (admin) => admin.listKeys(), 'admin-key');
     for (const k of data)
       this.log(
-        `${k.id}  ${k.scope.padEnd(9)}  ${k.name ?? '-'}${k.agentId ? `  agent ${k.agentId}` : ''}${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}`,
+        `${k.id}  ${k.scope.padEnd(9)}  ${k.name ?? '-'}${k.agentId ? `  agent ${k.agentId}` : ''}${k.expiresAt ? `  expires ${k.expiresAt}` : ''}${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}`,
       );
     return { data };
   }

@@ -3,7 +3,7 @@ import type { Plugin, Request } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
 import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { KeysService } from '../keys/index.js';
+import { expiresInDaysSchema, type KeysService } from '../keys/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService, AgentViewer } from './service.js';
 import type { BlueprintsService } from '../blueprints/index.js';
@@ -147,18 +147,25 @@ export const agentsRoutes: Plugin<{
           ext: write,
           validate: {
             params: Joi.object({ wid, aid }),
-            payload: Joi.object({ name: Joi.string().trim().min(1).max(200) }).allow(null),
+            payload: Joi.object({
+              name: Joi.string().trim().min(1).max(200),
+              expiresInDays: expiresInDaysSchema.allow(null),
+            }).allow(null),
           },
         },
         async handler(request, h) {
           const { wid: w, aid: a } = params(request);
           const actor = await who(request, w);
           await agents.manageable(w, a, actor);
-          const name = (request.payload as { name?: string } | null)?.name;
-          const minted = await keys.mint(w, { scope: 'agent', agentId: a, ...(name ? { name } : {}) }, actor.actor);
-          return h
-            .response({ id: minted.id, key: minted.key, agentId: a, name: minted.name, createdAt: minted.createdAt })
-            .code(201);
+          const { name, expiresInDays } =
+            (request.payload as { name?: string; expiresInDays?: number | null } | null) ?? {};
+          const minted = await keys.mint(
+            w,
+            { scope: 'agent', agentId: a, ...(name ? { name } : {}), expiresInDays: expiresInDays ?? null },
+            actor.actor,
+          );
+          const { id, key, name: named, createdAt, expiresAt } = minted;
+          return h.response({ id, key, agentId: a, name: named, createdAt, expiresAt }).code(201);
         },
       },
       {

@@ -21,6 +21,7 @@ import { cachePrices } from './steps/prices.js';
 import type { Gateway } from './service.js';
 import { bucketCount, MAX_BUCKETS, usageReport, usageSeries } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
+import { AppError } from '../errors/app-error.js';
 
 /**
  * The longest array a model request may hold: every array the model routes' schemas read is at
@@ -44,7 +45,7 @@ const MODEL_ROUTE = {
 /**
  * The model gateway's routes (API.md 6, 9): POST /v1/chat/completions, /v1/responses and
  * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
- * errors in its `{ type: "error", error }` envelope), GET /v1/models; and for admin keys budgets, usage and upstream status. Any workspace key, or an
+ * errors in its `{ type: "error", error }` envelope), GET /v1/models and /v1/models/{id}; and for admin keys budgets, usage and upstream status. Any workspace key, or an
  * agent key for its agent's own traffic.
  */
 export const gatewayRoutes: Plugin<{
@@ -204,6 +205,27 @@ export const gatewayRoutes: Plugin<{
           object: 'list',
           data: reachable(caller(request, 'workspace-key').key).map(modelView),
         }),
+      },
+      {
+        // One model of that catalogue (OpenAI's retrieve). Catalogue ids may hold `/` and `:`: the
+        // id spans the rest of the path, sent as is or percent-encoded (the SDKs encode `/`).
+        method: 'GET',
+        path: '/v1/models/{id*}',
+        options: {
+          auth: WORKSPACE_KEY,
+          plugins: { svc: { keyScope: 'any', errors: ['not_found'] } },
+          validate: { params: Joi.object({ id: Joi.string().allow('') }) },
+        },
+        handler(request) {
+          const { id } = request.params as { id: string };
+          const found = reachable(caller(request, 'workspace-key').key).find((m) => m.id === id);
+          if (!found)
+            throw new AppError('not_found', {
+              message: `Model "${id.length > 200 ? `${id.slice(0, 200)}…` : id}" is not in the catalogue this key may reach.`,
+              fix: 'Name a model that GET /v1/models lists for this key.',
+            });
+          return modelView(found);
+        },
       },
       {
         method: 'GET',

@@ -24,5 +24,7 @@ export interface KeyRecord {
   hash: string;
   createdAt: string;
   createdBy: string;
+  /** From this instant on the key is refused as a revoked one is (absent or null: never; keys minted before expiry existed have none). */
+  expiresAt?: string | null;
   revokedAt: string | null;
 }

@@ -12,7 +12,31 @@ export interface MintKeyInput {
   policyProfile?: string;
   agentId?: string;
   limits?: RateLimits | null;
+  /** Whole days from minting until the key stops being accepted (absent or null: it never expires). */
+  expiresInDays?: number | null;
 }
+
+/** The longest expiry a key may be minted with: ten years. */
+export const MAX_KEY_DAYS = 3650;
+
+/**
+ * `expiresInDays`: a whole number of days from 1 to MAX_KEY_DAYS, as a JSON number (a string such
+ * as "30" is refused, not read as 30). Shared by every route and command that mints a key.
+ */
+export const expiresInDaysSchema = Joi.number()
+  .strict()
+  .integer()
+  .min(1)
+  .max(MAX_KEY_DAYS)
+  .messages(
+    Object.fromEntries(
+      ['number.base', 'number.integer', 'number.min', 'number.max', 'number.infinity', 'number.unsafe'].map((code) => [
+        code,
+        `{{#label}} must be a whole number of days from 1 to ${MAX_KEY_DAYS}`,
+      ]),
+    ),
+  )
+  .description(`days from minting until the key is refused, 1 to ${MAX_KEY_DAYS}; absent: no expiry`);
 
 const label = Joi.string().trim().min(1).max(200);
 
@@ -35,4 +59,5 @@ export const mintKeySchema = Joi.object<MintKeyInput>({
       'string.pattern.base': '"agentId" must be an agent id (agt_...)',
     }),
   limits: rateLimitsSchema.allow(null).description("the key's requests and tokens per minute (API.md 9)"),
+  expiresInDays: expiresInDaysSchema.allow(null),
 });

@@ -17,7 +17,9 @@ import type { MintKeyInput } from './schemas.js';
  * - A key value (ask_ + 256 random bits) is returned once, at minting; the store keeps its
  *   SHA-256 hash and finds the key by that hash.
  * - A key of scope `agent` is bound to exactly one live agent of the same workspace.
- * - A revoked key is unknown from the next request on.
+ * - A revoked key is unknown from the next request on; so is an expired one (minted with
+ *   `expiresInDays`), from its `expiresAt` on by the injected clock, whether cached or not. A key
+ *   without `expiresAt` never expires.
  * - Minting and revoking are recorded in the ledger (never the key value or its hash).
  * - Authenticated keys are cached in memory (STYLE.md rule 7): by key hash, the live key record and
  *   an agent key's agent record, valid for one value of the `keys` generation, which every write of
@@ -42,6 +44,8 @@ export interface KeyView {
   limits: RateLimits | null;
   workspaceId: string;
   createdAt: string;
+  /** When the key stops being accepted; null: never. */
+  expiresAt: string | null;
   revokedAt: string | null;
 }
 
@@ -64,8 +68,16 @@ export function toKeyView(r: KeyRecord): KeyView {
     limits: r.limits ?? null,
     workspaceId: r.workspaceId,
     createdAt: r.createdAt,
+    expiresAt: r.expiresAt ?? null,
     revokedAt: r.revokedAt,
   };
+}
+
+const DAY_MS = 86_400_000;
+
+/** Whether a key is still accepted at `now` (ms): not revoked, and not past its expiry if it has one. */
+export function keyStands(r: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, now: number): boolean {
+  return r.revokedAt === null && (r.expiresAt == null || now < Date.parse(r.expiresAt));
 }
 
 export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger }) {
@@ -79,6 +91,7 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
     /** Mints a key; `createdBy` is the actor as the ledger names it (user:…, key:…, operator). */
     async mint(workspaceId: string, input: MintKeyInput, createdBy: string): Promise<KeyView & { key: string }> {
       const key = ids.secret('ask');
+      const now = clock.now();
       const record: KeyRecord = {
         id: ids.id('key'),
         workspaceId,
@@ -91,8 +104,9 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
         agentId: input.agentId ?? null,
         ...(input.limits && Object.keys(input.limits).length > 0 ? { limits: input.limits } : {}),
         hash: secretHash(key),
-        createdAt: isoAt(clock.now()),
+        createdAt: isoAt(now),
         createdBy,
+        ...(input.expiresInDays != null ? { expiresAt: isoAt(now + input.expiresInDays * DAY_MS) } : {}),
         revokedAt: null,
       };
       await store.write(async () => {
@@ -108,13 +122,18 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
           actor: createdBy,
           kind: 'key.minted',
           subject: record.id,
-          data: { scope: record.scope, name: record.name, agentId: record.agentId },
+          data: {
+            scope: record.scope,
+            name: record.name,
+            agentId: record.agentId,
+            ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}),
+          },
         });
       });
       return { ...toKeyView(record), key };
     },
 
-    /** The live key behind a presented value, or undefined (unknown or revoked). */
+    /** The live key behind a presented value, or undefined (unknown, expired or revoked). */
     async resolve(value: string): Promise<ResolvedKey | undefined> {
       if (!hasPrefix(value, 'ask')) return undefined;
       const hash = secretHash(value);
@@ -123,9 +142,10 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
       // The counter before the records: a write landing after this read leaves the entry below
       // tagged with the older generation, so the next use refills it.
       const cached = generation === undefined ? undefined : resolved.get(generation, hash);
-      if (cached) return cached;
+      // A cached key may have expired since it was cached: expiry is checked on every use.
+      if (cached) return keyStands(cached.record, clock.now()) ? cached : undefined;
       const record = await repo.byHash(hash);
-      if (!record || record.revokedAt) return undefined;
+      if (!record || !keyStands(record, clock.now())) return undefined;
       const agent = record.scope === 'agent' ? await agents.get(record.workspaceId, record.agentId!) : undefined;
       // Shared by every request that presents the key until the next write: frozen, so none can alter it.
       const found: ResolvedKey = Object.freeze(

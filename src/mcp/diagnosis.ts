@@ -62,6 +62,17 @@ export function withoutSecret(text: string, secret: string | null | undefined): 
   return out;
 }
 
+/**
+ * An upstream's own JSON-RPC error with `secret` taken out of its message and of every string of
+ * its data (an upstream that echoes the request's headers would hand the server's secret on).
+ */
+export function errorWithoutSecret(err: ProtocolError, secret: string | null | undefined): ProtocolError {
+  if (!secret) return err;
+  const data =
+    err.data === undefined ? undefined : (JSON.parse(withoutSecret(JSON.stringify(err.data), secret)) as unknown);
+  return ProtocolError.fromError(err.code, withoutSecret(err.message, secret), data);
+}
+
 /** Why `err` made an upstream unusable; `secret` (the server's bearer secret) appears in none of its texts. */
 export function diagnose(err: unknown, timeoutMs: number, secret?: string | null): UpstreamProblem {
   const { body, message, ...rest } = cause(err, timeoutMs);

@@ -27,7 +27,7 @@ import { createPins, type PinView } from './pins.js';
 import { mcpServersRepo } from './repo.js';
 import { requestFetch } from './upstream-fetch.js';
 import { createUpstreamAuth } from './upstream-auth.js';
-import { DeadlineError, diagnose, withDeadline, type UpstreamProblem } from './diagnosis.js';
+import { DeadlineError, diagnose, errorWithoutSecret, withDeadline, type UpstreamProblem } from './diagnosis.js';
 import { brokenBy, createUpstreamSessions, type UpstreamSession } from './upstream-sessions.js';
 import { createToolGuard, limitGate } from './tool-guard.js';
 import type { RateLimiter } from '../http/rate-limit.js';
@@ -888,6 +888,9 @@ export function createMcpProxy(deps: {
             // deadline): the next request opens another. A link's `use` has ended that one session
             // already, once its other calls are answered; the agent's others are left alone.
             if (relay.link && !relay.link.use && brokenBy(err)) await relay.link.drop?.(target.server);
+            // The upstream's own error is screened as its result would be, without its secret.
+            if (err instanceof ProtocolError)
+              throw await guard.afterError(who, target, errorWithoutSecret(err, secretOf(target.server)), mode);
             throw upstreamError(err, target.server, limits.callTimeoutMs, secretOf(target.server));
           } finally {
             // A call that failed may still be sending the upstream its notifications/cancelled

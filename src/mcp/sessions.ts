@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/index.js';
+import { keyStands } from '../keys/index.js';
 import { sessionCredentialsRepo } from './repo.js';
 
 /**
@@ -38,8 +39,8 @@ export interface Session {
   close(): Promise<void>;
 }
 
-/** Whether a session's credential still stands: its agent is not removed, its key not revoked, its connection not ended. */
-export function credentialLive(store: Store): (p: Principal) => Promise<boolean> {
+/** Whether a session's credential still stands: its agent is not removed, its key not revoked or expired, its connection not ended. */
+export function credentialLive(store: Store, now: () => number = Date.now): (p: Principal) => Promise<boolean> {
   const repo = sessionCredentialsRepo(store);
   return async (p) => {
     const [agent, key] = await Promise.all([
@@ -47,7 +48,7 @@ export function credentialLive(store: Store): (p: Principal) => Promise<boolean>
       repo.key(p.workspaceId, p.credentialId),
     ]);
     if (!agent || agent.removedAt) return false;
-    if (key) return key.revokedAt === null;
+    if (key) return keyStands(key, now());
     const connection = await repo.connection(p.workspaceId, p.credentialId);
     return connection !== undefined && connection.endedAt === null;
   };

@@ -1,5 +1,6 @@
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
+import { ProtocolError } from '@modelcontextprotocol/client';
 import { countByKind, describeCounts, findSensitive, redact, type DlpKind } from '../gateway/dlp.js';
 import { createRateLimiter, type RateDecision, type RateLimiter } from '../http/rate-limit.js';
 import type { Ledger } from '../ledger/service.js';
@@ -171,6 +172,23 @@ export function createToolGuard(deps: {
     /** A proxied call's result, screened in the mode its arguments were (`before`) before the caller sees it. */
     async after(who: Who, target: Target, result: ToolResult, mode: DataLossMode): Promise<ToolResult> {
       return screen(who, target, 'result', mode, result, mapResult);
+    },
+
+    /**
+     * An upstream's own JSON-RPC error, screened like a result (its message and data may echo what
+     * the tool read): the same code, its texts redacted, or withheld in block mode.
+     */
+    async afterError(who: Who, target: Target, err: ProtocolError, mode: DataLossMode): Promise<ProtocolError> {
+      const seen = { message: err.message, data: err.data };
+      const screened = await screen(
+        who,
+        target,
+        'result',
+        mode,
+        seen,
+        (v, visit) => mapStrings(v, visit) as typeof seen,
+      );
+      return screened === seen ? err : ProtocolError.fromError(err.code, screened.message, screened.data);
     },
   };
 }

@@ -78,7 +78,10 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
             payload: Joi.object({
               email: Joi.string().trim().max(320).required(),
               password: Joi.string().max(1024).required(),
-              totp: Joi.string().pattern(/^\d{6,8}$/),
+              // A six-to-eight digit code, or a recovery code (`abcde-fghij`) in its place.
+              totp: Joi.string()
+                .trim()
+                .pattern(/^(\d{6,8}|[A-Za-z2-7]{5}[- ]?[A-Za-z2-7]{5})$/),
             }),
           },
         },
@@ -88,7 +91,11 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
           guards.accountAttempt(email);
           const result = await people.signIn(email, password, totp);
           h.state(cookieName, { sid: result.secret });
-          return { user: result.user, workspaces: result.workspaces };
+          return {
+            user: result.user,
+            workspaces: result.workspaces,
+            ...(result.recoveryCodesLeft !== undefined ? { recoveryCodesLeft: result.recoveryCodesLeft } : {}),
+          };
         },
       },
       {
@@ -137,6 +144,44 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
       },
       totpCodeRoute('POST', '/api/me/totp/confirm', (userId, totp) => people.confirmTotp(userId, totp)),
       totpCodeRoute('DELETE', '/api/me/totp', (userId, totp) => people.disableTotp(userId, totp)),
+      totpCodeRoute('POST', '/api/me/totp/recovery-codes', (userId, totp) => people.replaceRecoveryCodes(userId, totp)),
+      {
+        method: 'GET',
+        path: '/api/me/sessions',
+        options: { auth: session },
+        handler(request) {
+          const c = caller(request, 'session');
+          return people.sessionsOf(c.user.id, c.secret);
+        },
+      },
+      {
+        method: 'DELETE',
+        path: '/api/me/sessions',
+        options: { auth: session, ext: { onPreAuth: guards.consoleWrite } },
+        handler(request) {
+          const c = caller(request, 'session');
+          return people.endSessions(c.user.id, c.secret);
+        },
+      },
+      {
+        method: 'DELETE',
+        path: '/api/me/sessions/{sessionId}',
+        options: {
+          auth: session,
+          ext: { onPreAuth: guards.consoleWrite },
+          validate: {
+            params: Joi.object({
+              sessionId: Joi.string()
+                .pattern(/^ses_[\w-]{16}$/)
+                .required(),
+            }),
+          },
+        },
+        handler(request) {
+          const c = caller(request, 'session');
+          return people.endSessions(c.user.id, c.secret, (request.params as { sessionId: string }).sessionId);
+        },
+      },
       {
         method: 'GET',
         path: '/api/w/{wid}/members',

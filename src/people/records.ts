@@ -21,9 +21,10 @@ export interface UserRecord {
   /**
    * Two-factor (RFC 6238), absent when never enrolled. `sealed`: the secret under AES-256-GCM
    * (people/two-factor.ts), never in clear; `confirmedAt` null while enrolment awaits its first
-   * code (not yet asked at sign-in); `lastStep`: the last time step a code was accepted at.
+   * code (not yet asked at sign-in); `lastStep`: the last time step a code was accepted at;
+   * `recovery`: the SHA-256 hashes of the recovery codes not yet used (two-factor.ts).
    */
-  totp?: { sealed: string; confirmedAt: string | null; lastStep?: number };
+  totp?: { sealed: string; confirmedAt: string | null; lastStep?: number; recovery?: string[] };
   createdAt: string;
 }
 

@@ -72,6 +72,16 @@ export function peopleRepo(store: Store) {
       await t.sessions.remove(hash);
       if (session) await t.sessionsByUser.remove([session.userId, hash]);
     },
+    /** A person's sessions, with the hash each is stored under. */
+    async sessionsOf(uid: string): Promise<Array<{ hash: string; session: SessionRecord }>> {
+      const out: Array<{ hash: string; session: SessionRecord }> = [];
+      for (const { key } of await t.sessionsByUser.scan([uid])) {
+        const hash = String(key[1]);
+        const session = await t.sessions.get(hash);
+        if (session) out.push({ hash, session });
+      }
+      return out;
+    },
     /** Removes a person's sessions that expired before `nowIso` (the index holds each expiry). */
     async removeExpiredSessionsOf(uid: string, nowIso: string): Promise<number> {
       let removed = 0;

@@ -9,7 +9,18 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import { roleAllows, rolesFor, type Permission } from './permissions.js';
 import { createRecovery } from './recovery.js';
 import { peopleRepo } from './repo.js';
-import { matchingStep, newTotpSecret, otpauthUri, sealTotpSecret, unsealTotpSecret } from './two-factor.js';
+import QRCode from 'qrcode';
+import {
+  isRecoveryCode,
+  matchingStep,
+  newRecoveryCodes,
+  newTotpSecret,
+  otpauthUri,
+  recoveryCodeHash,
+  recoveryCodeIndex,
+  sealTotpSecret,
+  unsealTotpSecret,
+} from './two-factor.js';
 import { cleared, createLockouts, type Account, type LockoutPolicy } from './lockouts.js';
 
 /**
@@ -111,6 +122,20 @@ function wrongCode(attemptsLeft?: number): AppError {
 
 const USED_CODE = 'The two-factor code is wrong, or was used already.';
 
+/** The second factor a sign-in gave: a code's time step, or a recovery code (its hash). */
+type SecondFactor = { step: number } | { recovery: string };
+
+/** One of a person's console sessions as they see it: never its secret, nor its stored hash whole. */
+export interface SessionView {
+  id: string;
+  createdAt: string;
+  expiresAt: string;
+  current: boolean;
+}
+
+/** A session's public id: a prefix of its stored hash (the hash of its secret), enough to name it. */
+const sessionId = (hash: string) => `ses_${hash.slice(0, 16)}`;
+
 export function createPeopleService(deps: PeopleDeps) {
   const { store, clock, ids, masterKey } = deps;
   const repo = peopleRepo(store);
@@ -129,13 +154,19 @@ export function createPeopleService(deps: PeopleDeps) {
    * Sign-in's second factor, once the password was right: the step the code used. A code is an
    * attempt at the account's two-factor, counted before it is checked.
    */
-  async function signInStep(user: UserRecord, code: string | undefined): Promise<number | null> {
+  async function signInStep(user: UserRecord, code: string | undefined): Promise<SecondFactor | null> {
     if (!totpOn(user)) return null;
     if (code === undefined) throw totpRequired('This account needs a two-factor code: send it as totp.');
     const attempt = await lockouts.take(user.id, 'totp');
+    // A recovery code goes where the code goes (two-factor.ts), and is good once.
+    if (isRecoveryCode(code)) {
+      if (recoveryCodeIndex(user.totp!.recovery ?? [], code) === -1)
+        throw lockouts.refusal(attempt, (left) => totpRequired(USED_CODE, left));
+      return { recovery: recoveryCodeHash(code) };
+    }
     const step = freshStep(user, code);
     if (step === null) throw lockouts.refusal(attempt, (left) => totpRequired(USED_CODE, left));
-    return step;
+    return { step };
   }
 
   async function workspacesOf(uid: string): Promise<WorkspaceView[]> {
@@ -207,6 +238,7 @@ export function createPeopleService(deps: PeopleDeps) {
       const ok = await verifyPassword(user?.passwordHash, password);
       if (!user || !ok) throw wrongCredentials();
       const step = await signInStep(user, totp);
+      let recoveryCodesLeft: number | undefined;
       const secret = ids.secret('sid');
       const now = clock.now();
       await store.write(async () => {
@@ -216,11 +248,18 @@ export function createPeopleService(deps: PeopleDeps) {
         if (latest?.passwordHash !== user.passwordHash) throw wrongCredentials();
         // The code is spent with the session: a second sign-in with it, even a racing one, fails.
         if (totpOn(latest)) {
-          if (step === null || latest.totp!.sealed !== user.totp?.sealed || step <= (latest.totp!.lastStep ?? -1)) {
-            throw totpRequired(USED_CODE);
+          if (step === null || latest.totp!.sealed !== user.totp?.sealed) throw totpRequired(USED_CODE);
+          if ('recovery' in step) {
+            // Spent with the session, like a code: a racing sign-in with it finds it gone.
+            const left = (latest.totp!.recovery ?? []).filter((h) => h !== step.recovery);
+            if (left.length === (latest.totp!.recovery ?? []).length) throw totpRequired(USED_CODE);
+            await repo.putUser(cleared({ ...latest, totp: { ...latest.totp!, recovery: left } }, ['totp']));
+            recoveryCodesLeft = left.length;
+          } else {
+            if (step.step <= (latest.totp!.lastStep ?? -1)) throw totpRequired(USED_CODE);
+            // A right code clears the count of wrong ones.
+            await repo.putUser(cleared({ ...latest, totp: { ...latest.totp!, lastStep: step.step } }, ['totp']));
           }
-          // A right code clears the count of wrong ones.
-          await repo.putUser(cleared({ ...latest, totp: { ...latest.totp!, lastStep: step } }, ['totp']));
         }
         // Sessions are not kept past their expiry: each sign-in clears the person's expired ones.
         await repo.removeExpiredSessionsOf(user.id, isoAt(now));
@@ -230,7 +269,12 @@ export function createPeopleService(deps: PeopleDeps) {
           expiresAt: isoAt(now + deps.sessionTtlMs),
         });
       });
-      return { secret, user: toPublicUser(user), workspaces: await workspacesOf(user.id) };
+      return {
+        secret,
+        user: toPublicUser(user),
+        workspaces: await workspacesOf(user.id),
+        ...(recoveryCodesLeft !== undefined ? { recoveryCodesLeft } : {}),
+      };
     },
 
     /** The person behind a session secret, or undefined when it is unknown or expired. */
@@ -287,7 +331,7 @@ export function createPeopleService(deps: PeopleDeps) {
      * Starts a two-factor enrolment: a new secret, sealed in the store and answered once. Until a
      * code confirms it, sign-in does not ask for codes; a new start replaces a waiting one.
      */
-    async startTotp(uid: string): Promise<{ secret: string; otpauthUri: string }> {
+    async startTotp(uid: string): Promise<{ secret: string; otpauthUri: string; qrSvg: string }> {
       const user = await repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       const secret = newTotpSecret();
@@ -300,11 +344,14 @@ export function createPeopleService(deps: PeopleDeps) {
         }
         await repo.putUser({ ...latest, totp: { sealed, confirmedAt: null } });
       });
-      return { secret, otpauthUri: otpauthUri(secret, user.email) };
+      const uri = otpauthUri(secret, user.email);
+      // The same URI as a QR code (an SVG image) for an authenticator app's camera.
+      const qrSvg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
+      return { secret, otpauthUri: uri, qrSvg };
     },
 
     /** A current code of the waiting enrolment turns two-factor on (and is spent). */
-    async confirmTotp(uid: string, code: string): Promise<{ totp: true }> {
+    async confirmTotp(uid: string, code: string): Promise<{ totp: true; recoveryCodes: string[] }> {
       const user = await repo.getUser(uid);
       if (!user) throw new AppError('unauthenticated');
       if (!user.totp) throw invalidField(null, 'no two-factor enrolment is waiting: start one with POST /api/me/totp');
@@ -312,18 +359,91 @@ export function createPeopleService(deps: PeopleDeps) {
       const attempt = await lockouts.take(uid, 'totp');
       const step = freshStep(user, code);
       if (step === null) throw lockouts.refusal(attempt, wrongCode);
+      const recoveryCodes = newRecoveryCodes();
       await store.write(async () => {
         const latest = await repo.getUser(uid);
         // Another enrolment started meanwhile: this code belongs to a secret no longer waiting.
         if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || totpOn(latest)) throw wrongCode();
         await repo.putUser(
           cleared(
-            { ...latest, totp: { sealed: latest.totp.sealed, confirmedAt: isoAt(clock.now()), lastStep: step } },
+            {
+              ...latest,
+              totp: {
+                sealed: latest.totp.sealed,
+                confirmedAt: isoAt(clock.now()),
+                lastStep: step,
+                recovery: recoveryCodes.map(recoveryCodeHash),
+              },
+            },
             ['totp'],
           ),
         );
       });
-      return { totp: true };
+      // Shown this once: only their hashes are kept.
+      return { totp: true, recoveryCodes };
+    },
+
+    /**
+     * New recovery codes in place of the old ones (all of them, used or not), for a person with
+     * two-factor on and a current code; shown this once.
+     */
+    async replaceRecoveryCodes(uid: string, code: string): Promise<{ recoveryCodes: string[] }> {
+      const user = await repo.getUser(uid);
+      if (!user) throw new AppError('unauthenticated');
+      if (!totpOn(user)) throw invalidField(null, 'two-factor is not on: turn it on first (POST /api/me/totp)');
+      const attempt = await lockouts.take(uid, 'totp');
+      const step = freshStep(user, code);
+      if (step === null) throw lockouts.refusal(attempt, wrongCode);
+      const recoveryCodes = newRecoveryCodes();
+      await store.write(async () => {
+        const latest = await repo.getUser(uid);
+        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1))
+          throw wrongCode();
+        await repo.putUser(
+          cleared(
+            { ...latest, totp: { ...latest.totp, lastStep: step, recovery: recoveryCodes.map(recoveryCodeHash) } },
+            ['totp'],
+          ),
+        );
+      });
+      return { recoveryCodes };
+    },
+
+    /** The person's own console sessions, newest first; `current` marks the one asking. */
+    async sessionsOf(uid: string, currentSecret: string): Promise<{ sessions: SessionView[] }> {
+      const now = isoAt(clock.now());
+      const current = secretHash(currentSecret);
+      const sessions: SessionView[] = [];
+      for (const { hash, session } of await repo.sessionsOf(uid)) {
+        if (session.expiresAt <= now) continue;
+        sessions.push({
+          id: sessionId(hash),
+          createdAt: session.createdAt,
+          expiresAt: session.expiresAt,
+          current: hash === current,
+        });
+      }
+      sessions.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+      return { sessions };
+    },
+
+    /**
+     * Ends the person's other sessions (a browser left signed in elsewhere), or the one named by
+     * `id`; never the one asking (signing out ends that).
+     */
+    async endSessions(uid: string, currentSecret: string, id?: string): Promise<{ sessionsEnded: number }> {
+      const current = secretHash(currentSecret);
+      return store.write(async () => {
+        let sessionsEnded = 0;
+        for (const { hash } of await repo.sessionsOf(uid)) {
+          if (hash === current || (id !== undefined && sessionId(hash) !== id)) continue;
+          await repo.removeSession(hash);
+          sessionsEnded += 1;
+        }
+        if (id !== undefined && sessionsEnded === 0)
+          throw new AppError('not_found', { message: `No other session of yours has the id ${id}.` });
+        return { sessionsEnded };
+      });
     },
 
     /** Turns two-factor off (or drops a waiting enrolment); needs a current, unused code. */

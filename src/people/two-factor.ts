@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { sealBytes, unsealBytes } from '../lib/seal.js';
 
@@ -72,4 +72,44 @@ export function matchingStep(secretBase32: string, code: string, nowMs: number):
   const delta = TOTP.validate({ ...options, token: code, timestamp: nowMs, window: TOTP_DRIFT_STEPS });
   if (delta === null) return null;
   return TOTP.counter({ period: TOTP_PERIOD_SECONDS, timestamp: nowMs }) + delta;
+}
+
+/**
+ * Recovery codes: the way in when the authenticator is lost. Ten codes are shown once, when
+ * two-factor is turned on (or the codes are replaced); each is 50 random bits written as two
+ * groups of five lowercase base32 letters (`abcde-fghij`), taken in place of a code at sign-in,
+ * and good once. Only their SHA-256 hashes are stored: a stolen store file gives none of them.
+ */
+export const RECOVERY_CODE_COUNT = 10;
+const RECOVERY_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+const RECOVERY_SHAPE = /^[a-z2-7]{5}[- ]?[a-z2-7]{5}$/;
+
+export function newRecoveryCodes(): string[] {
+  return Array.from({ length: RECOVERY_CODE_COUNT }, () => {
+    const bytes = randomBytes(10);
+    const letters = [...bytes].map((b) => RECOVERY_ALPHABET[b & 31]).join('');
+    return `${letters.slice(0, 5)}-${letters.slice(5)}`;
+  });
+}
+
+/** Whether `code` is written as a recovery code (spaces and case aside), not a six-digit code. */
+export function isRecoveryCode(code: string): boolean {
+  return RECOVERY_SHAPE.test(code.trim().toLowerCase());
+}
+
+/** The stored form of a recovery code: the same for `abcde-fghij`, `ABCDEFGHIJ` and ` abcde fghij`. */
+export function recoveryCodeHash(code: string): string {
+  const plain = code.toLowerCase().replace(/[\s-]/g, '');
+  return createHash('sha256').update(`svc-recovery:${plain}`).digest('hex');
+}
+
+/** The index of `code`'s hash among `hashes`, compared in constant time; -1 when none. */
+export function recoveryCodeIndex(hashes: readonly string[], code: string): number {
+  const given = Buffer.from(recoveryCodeHash(code), 'hex');
+  let found = -1;
+  hashes.forEach((h, i) => {
+    const stored = Buffer.from(h, 'hex');
+    if (stored.length === given.length && timingSafeEqual(stored, given) && found === -1) found = i;
+  });
+  return found;
 }

@@ -49,8 +49,13 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
 
 export const STORE_FILE = 'svc.mdb';
 const MAX_ATTEMPTS = 32;
-/** Empty transactions flushed() tries, after later commits failed, before it gives up. */
-const SETTLE_ATTEMPTS = 3;
+/**
+ * Empty transactions flushed() tries, after later commits failed, before it gives up: refused ones
+ * (the disk refuses even those), and in all (other batches' faults wake it too, and say nothing of
+ * whether its own commit is on disk).
+ */
+const SETTLE_REFUSED = 3;
+const SETTLE_ROUNDS = 64;
 // Sorts after every id and every string key this service writes (ids are ASCII).
 const KEY_END = '\uffff';
 const REMOVED = Symbol('removed');
@@ -457,10 +462,11 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
    * flush of lmdb-js's latest commit, which covers every earlier one, unless that commit failed: then
    * it never settles (or rejects, though ours committed). So a fault since `seen` ends the wait, and
    * an empty transaction (it writes no page, so it commits on a full disk too) makes a newer commit
-   * whose flush covers ours; waited for the same way, a few times at most.
+   * whose flush covers ours; waited for the same way, until one is flushed, three of them are
+   * refused, or SETTLE_ROUNDS have gone (faults of other batches do not count against it).
    */
   async function flushed(seen: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+    for (let round = 1, refused = 0; ; round++) {
       let wake = () => {};
       const fault = new Promise<false>((resolve) => {
         wake = () => resolve(false);
@@ -475,10 +481,14 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
         fault,
       ]).finally(() => faultWaiters.delete(wake));
       if (done) break;
-      if (attempt === SETTLE_ATTEMPTS)
+      if (refused === SETTLE_REFUSED || round === SETTLE_ROUNDS)
         throw new StoreError('disk_error', 'store write failed: its flush to disk could not be confirmed');
       seen = faults;
-      await root.transaction(() => undefined).catch(() => undefined);
+      const committed = await root.transaction(() => undefined).then(
+        () => true,
+        () => false,
+      );
+      if (!committed) refused++;
     }
     writable = true;
   }

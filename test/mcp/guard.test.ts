@@ -361,3 +361,55 @@ test.serial('the data-loss mode screens object keys and every string of a result
     await client.close();
   }
 });
+
+test.serial(
+  "an upstream's own JSON-RPC error is screened like its result, and never carries the server's secret",
+  async (t) => {
+    const secret = 'sk-upstream-0123456789abcdef';
+    const other = await startMcpUpstream();
+    expectStatus(
+      await owner.send('POST', '/mcp-servers', { name: 'vault', url: other.url, secret, allowTools: ['echo', 'add'] }),
+      201,
+      'upstream with a secret',
+    );
+    expectStatus(await owner.send('PUT', '/gateway', { dataLoss: 'redact' }), 200, 'redact');
+    const client = await connect(
+      (await makeBot(owner, 'error-bot', [{ actions: ['mcp.vault.*'], domains: ['*'] }])).key,
+    );
+    try {
+      // An upstream that echoes what it was sent: the Authorization header and a card it read.
+      other.reply = () => {
+        throw new McpError(-32010, `lookup failed (${other.authorizations.at(-1)}) for card 4111 1111 1111 1111`, {
+          row: { owner: 'bob@example.com', auth: other.authorizations.at(-1) },
+        });
+      };
+      const err = await t.throwsAsync(client.callTool({ name: 'vault__echo', arguments: { text: 'hi' } }));
+      t.true(err instanceof McpError, String(err));
+      const got = err as McpError;
+      t.is(got.code, -32010, "the upstream's own code");
+      t.regex(got.message, /lookup failed \(Bearer \[secret\]\) for card \[REDACTED:card\]/);
+      t.deepEqual(got.data, { row: { owner: '[REDACTED:email]', auth: 'Bearer [secret]' } });
+      t.false(JSON.stringify({ m: got.message, d: got.data }).includes('0123456789abcdef'), 'no secret');
+
+      const records = (await owner.ledger()).filter((r) => r.kind === 'mcp.tool_screened' && r.subject === 'vault');
+      t.deepEqual(
+        records.map((r) => r.data),
+        [
+          {
+            server: 'vault',
+            tool: 'echo',
+            in: 'result',
+            mode: 'redact',
+            outcome: 'redacted',
+            findings: { card: 1, email: 1 },
+          },
+        ],
+      );
+    } finally {
+      other.reply = undefined;
+      expectStatus(await owner.send('PUT', '/gateway', { dataLoss: 'off' }), 200, 'off');
+      await client.close();
+      await other.close();
+    }
+  },
+);

@@ -19,7 +19,7 @@ type KeyRecord = TableValue<'keys'>;
  * (RFC 9728 5.1, RFC 6750 3), and with `error="invalid_token"` when a token was sent but is
  * unknown, expired or revoked (RFC 6750 3.1; none when no token was sent).
  * - no ask_ bearer: 401 unauthenticated (other kinds of credential are not read);
- * - unknown or revoked: 401 invalid_api_key;
+ * - unknown, expired or revoked: 401 invalid_api_key (one answer for all three);
  * - a workspace key (not bound to an agent): 403 agent_key_required;
  * - its agent was removed: 403 agent_not_found.
  * On gate routes (`plugins.svc.gateRateLimit`) the agent's per-minute limit is taken here, before
@@ -84,7 +84,7 @@ export function registerAgentKey(
         });
       }
       const resolved = await deps.keys.resolve(value);
-      if (!resolved) throw new AppError('invalid_api_key', challengeWith('The key is unknown or revoked'));
+      if (!resolved) throw new AppError('invalid_api_key', challengeWith('The key is unknown, expired or revoked'));
       if (resolved.record.scope !== 'agent') throw new AppError('agent_key_required');
       if (!resolved.agent || resolved.agent.removedAt)
         throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });

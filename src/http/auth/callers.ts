@@ -22,7 +22,7 @@ export interface SessionUser {
   totp: boolean;
 }
 
-/** What the key strategies ask of the keys service: a key and an agent key's agent (undefined: unknown or revoked). */
+/** What the key strategies ask of the keys service: a key and an agent key's agent (undefined: unknown, expired or revoked). */
 export interface KeyResolver {
   resolve(value: string): Promise<{ record: KeyRecord; agent?: AgentRecord | undefined } | undefined>;
 }
