@@ -277,7 +277,7 @@ test('GET /console/app.js and /console/app.css: their content types, no session 
     /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/,
     'data never becomes markup or code',
   );
-  t.regex(js.text, /'x-svc-csrf'\] = '1'/);
+  t.regex(js.text, /\[["']x-svc-csrf["']\] = ["']1["']/);
 
   const css = await page('/console/app.css');
   t.is(css.status, 200);

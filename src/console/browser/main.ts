@@ -12,6 +12,9 @@ import { section_overview } from './section-overview.js';
 import { section_usage } from './section-usage.js';
 import { section_webhooks } from './section-webhooks.js';
 import { loginPage } from './sign-in.js';
+import { section_account } from './section-account.js';
+import { section_blueprints } from './section-blueprints.js';
+import { section_templates } from './section-templates.js';
 /**
  * The console's page script, served as /console/app.js: TypeScript bundled by esbuild at build
  * time (scripts/generate-console.mjs) into one file, no framework, nothing from another origin;
@@ -39,6 +42,9 @@ const SECTION_RUNNERS: Record<string, () => void> = {
   webhooks: section_webhooks,
   integrations: section_integrations,
   mcp: section_mcp,
+  templates: section_templates,
+  blueprints: section_blueprints,
+  account: section_account,
 };
 
 if (body.dataset.page === 'login') loginPage();
