@@ -16,6 +16,7 @@ import { section_account } from './section-account.js';
 import { section_blueprints } from './section-blueprints.js';
 import { section_templates } from './section-templates.js';
 import { section_mcp_add } from './section-mcp-add.js';
+import { section_integrations_setup } from './section-integrations-setup.js';
 /**
  * The console's page script, served as /console/app.js: TypeScript bundled by esbuild at build
  * time (scripts/generate-console.mjs) into one file, no framework, nothing from another origin;
@@ -41,7 +42,10 @@ const SECTION_RUNNERS: Record<string, () => void> = {
   usage: section_usage,
   budgets: section_budgets,
   webhooks: section_webhooks,
-  integrations: section_integrations,
+  integrations: function () {
+    section_integrations();
+    section_integrations_setup();
+  },
   mcp: function () {
     section_mcp();
     section_mcp_add();
