@@ -5,6 +5,7 @@ import type { Browser } from 'playwright-core';
 import { consoleClient, ownerConsole, type Person } from '../helpers/console.js';
 import { call, signIn } from '../helpers/http.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { startReceiver, until } from '../helpers/receiver.js';
 import { stopAndClean } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 import { clipped, launch, screenshot, signedInPage } from './reports-support.js';
@@ -22,7 +23,13 @@ let browser: Browser;
 let owner: Person;
 
 test.before(async () => {
-  server = await serveInProcess({ env: { SVC_SIGNIN_RATE_PER_MINUTE: '1000' } });
+  server = await serveInProcess({
+    env: {
+      SVC_SIGNIN_RATE_PER_MINUTE: '1000',
+      SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1',
+      SVC_WEBHOOKS_DISPATCH_INTERVAL_MS: '50',
+    },
+  });
   owner = await ownerConsole(server);
   browser = await launch();
 });
@@ -145,3 +152,41 @@ test.serial('an admin is offered only the kinds an admin may set up; the card fi
     await close();
   }
 });
+
+test.serial(
+  'the chat relay: set up from the console, and its test card arrives signed with the secret shown',
+  async (t) => {
+    t.timeout(60_000);
+    let relaySecret = '';
+    const relay = await startReceiver(() => relaySecret);
+    const { page, problems, close } = await signedInPage(browser, server.url, owner.cookie, 'desktop');
+    try {
+      await page.goto(url());
+      await page.selectOption('#integration-kind', 'chat-relay');
+      await page.fill('#integration-url', relay.url);
+      await page.click('#integration-save');
+      const secretField = page.getByRole('textbox', { name: 'Secret of the chat relay integration' });
+      await secretField.waitFor();
+      relaySecret = await secretField.inputValue();
+      await page.click('#integration-test');
+      await page.locator('#integration-test-result', { hasText: `Sent to ${relay.url}` }).waitFor();
+      await until('the test card', () => relay.state.received.length > 0);
+      const card = relay.state.received[0]!;
+      t.true(card.verified, 'signed with the secret the console showed');
+      t.is(card.type, 'approval.card');
+      const body = JSON.parse(card.body) as { test: boolean; buttons: unknown[]; approval: { summary: string } };
+      t.true(body.test);
+      t.deepEqual(body.buttons, []);
+      t.regex(body.approval.summary, /^A test card from svc/);
+      const sent = (await owner.ledger()).filter((r) => r.kind === 'integration.test_sent');
+      t.deepEqual(
+        sent.map((r) => [r.subject, r.actor, r.data.url]),
+        [['chat-relay', `user:${owner.id}`, relay.url]],
+      );
+      t.deepEqual(problems, []);
+    } finally {
+      await close();
+      await relay.close();
+    }
+  },
+);

@@ -16,6 +16,19 @@ interface Field {
   member: string;
 }
 
+/**
+ * How to see a first event arrive: the chat relay's is sent from here (svc is the sender); the
+ * other systems send their own test events.
+ */
+const TRY: Record<string, string> = {
+  issuer: 'Ask your card issuer to send a test event: it appears above as taken or refused.',
+  stripe:
+    'In Stripe, open the endpoint and send a test webhook (or run stripe trigger): a refused one is counted above.',
+  github: 'GitHub sends a ping when the webhook is added; Recent Deliveries shows svc’s answer.',
+  slack: 'Press a button on an approval card in Slack: a refused click is counted above.',
+  ssf: 'Have your identity provider send a verification event to this receiver.',
+};
+
 const KINDS: Record<string, { name: string; fields: Field[]; generated: boolean; paste: string }> = {
   issuer: {
     name: 'Card issuer',
@@ -163,7 +176,32 @@ export function section_integrations_setup() {
       { class: 'secret', id: 'integration-paste' },
       el('p', { class: 'secret-title', text: KINDS[kind]!.paste }),
       el('div', { class: 'secret-row' }, field, copy),
+      kind === 'chat-relay' ? testCard() : el('p', { class: 'hint', text: TRY[kind] ?? '' }),
     );
+  }
+
+  /** The chat relay's test card: svc sends it, signed, to the relay's address. */
+  function testCard(): HTMLElement {
+    const line = el('span', { class: 'muted', id: 'integration-test-result', role: 'status' });
+    const send = el('button', { type: 'button', class: 'button', id: 'integration-test', text: 'Send a test card' });
+    send.addEventListener(
+      'click',
+      later(async function () {
+        setBusy([send], true);
+        line.textContent = '';
+        try {
+          const answer = await api('POST', ctx.base + '/integrations/chat-relay/test', {});
+          line.textContent = 'Sent to ' + answer.url + ': it appears in your chat once the relay posts it.';
+        } catch (caught) {
+          const err = failureOf(caught);
+          if (sessionEnded(err)) return;
+          line.textContent = plainMessage(err.message);
+        } finally {
+          setBusy([send], false);
+        }
+      }),
+    );
+    return el('div', { class: 'inline-form' }, send, line);
   }
 
   kindSelect.addEventListener('change', function () {
