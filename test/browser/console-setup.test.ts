@@ -174,7 +174,9 @@ for (const width of Object.keys(WIDTHS) as Width[]) {
 
 const totpOf = (base32: string) =>
   new TOTP({ secret: Secret.fromBase32(base32), algorithm: 'SHA1', digits: 6, period: 30 });
-const codeAt = (base32: string, steps: number) => totpOf(base32).generate({ timestamp: Date.now() + steps * 30_000 });
+/** The code of a 30 s time step, and the step now: codes are good one step either side, each step once. */
+const codeOf = (base32: string, step: number) => totpOf(base32).generate({ timestamp: step * 30_000 + 1_000 });
+const stepNow = () => Math.floor(Date.now() / 30_000);
 
 test.serial('your account: password, two-factor with a QR code and recovery codes, sessions', async (t) => {
   t.timeout(90_000);
@@ -225,14 +227,15 @@ test.serial('your account: password, two-factor with a QR code and recovery code
     );
     const secret = ((await page.locator('#totp-secret').textContent()) ?? '').trim();
     t.regex(secret, /^[A-Z2-7]{16,}$/);
-    await page.fill('#totp-code', codeAt(secret, -1));
+    const first = stepNow();
+    await page.fill('#totp-code', codeOf(secret, first));
     await page.click('#totp-confirm');
     const codes = page.locator('#recovery-codes li');
     await codes.nth(9).waitFor();
     t.is(await codes.count(), 10);
-    const first = (await codes.allTextContents()).map((c) => c.trim());
+    const firstCodes = (await codes.allTextContents()).map((c) => c.trim());
     const href = (await page.locator('#recovery-download').getAttribute('href')) ?? '';
-    t.is(decodeURIComponent(href.replace(/^data:text\/plain;charset=utf-8,/, '')), first.join('\n') + '\n');
+    t.is(decodeURIComponent(href.replace(/^data:text\/plain;charset=utf-8,/, '')), firstCodes.join('\n') + '\n');
     await page.click('#recovery-done');
     await page.locator('#totp-state', { hasText: 'Sign-in asks for a code.' }).waitFor();
     const pageCookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
@@ -245,15 +248,17 @@ test.serial('your account: password, two-factor with a QR code and recovery code
     t.is(asked.body.error.type, 'totp_required');
 
     // New recovery codes, with a current code: ten others.
-    await page.fill('#totp-current-code', codeAt(secret, 0));
+    await page.fill('#totp-current-code', codeOf(secret, first + 1));
     await page.click('#totp-renew');
     await codes.nth(9).waitFor();
     const second = (await codes.allTextContents()).map((c) => c.trim());
-    t.is(second.filter((c) => first.includes(c)).length, 0);
+    t.is(second.filter((c) => firstCodes.includes(c)).length, 0);
     await page.click('#recovery-done');
 
     // Two-factor off, with the next code.
-    await page.fill('#totp-current-code', codeAt(secret, 1));
+    // Its step must be one the server takes: wait for the next step to begin (at most 30 s).
+    while (stepNow() < first + 1) await new Promise((r) => setTimeout(r, 250));
+    await page.fill('#totp-current-code', codeOf(secret, first + 2));
     await page.click('#totp-off');
     await page.locator('#totp-state', { hasText: 'Two-factor sign-in is off' }).waitFor();
     t.is(

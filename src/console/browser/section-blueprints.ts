@@ -152,9 +152,10 @@ export function section_blueprints() {
             ticked.clear();
             say('Blueprint created: ' + b.name + '. Make an agent from it on the Agents page.');
           },
-          load,
         );
+        // The API's field messages as sentences, in the same turn as submitForm showed them.
         if (!error.hidden) error.textContent = plainMessage(error.textContent || '');
+        await load();
       }),
     );
   }

@@ -212,9 +212,10 @@ export function section_templates() {
             renderEditor();
             say('Template saved: ' + tpl.name);
           },
-          load,
         );
+        // The API's field messages as sentences, in the same turn as submitForm showed them.
         if (!error.hidden) error.textContent = plainMessage(error.textContent || '');
+        await load();
       }),
     );
   }
