@@ -333,7 +333,7 @@ export function section_account() {
           'td',
           { 'data-label': 'Session' },
           el('span', { class: 'mono', text: s.id }),
-          s.current ? el('span', { class: 'badge badge-ok', text: 'This session' }) : null,
+          s.current ? [' ', el('span', { class: 'badge badge-ok', text: 'This session' })] : null,
         ),
         el('td', { 'data-label': 'Signed in' }, time(s.createdAt)),
         el('td', { 'data-label': 'Ends' }, time(s.expiresAt)),
