@@ -112,6 +112,16 @@ export const chatRoutes: Plugin<{
         },
       },
       {
+        // A test card to the chat relay, signed as every card (owners: the relay speaks for people).
+        method: 'POST',
+        path: '/api/w/{wid}/integrations/chat-relay/test',
+        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }) } },
+        async handler(request, h) {
+          const { wid: w, actor } = await permittedMember(people, request, 'integrations.approvalChannels');
+          return h.response(await chat.sendTestCard(w, actor)).code(202);
+        },
+      },
+      {
         method: 'GET',
         path: '/api/w/{wid}/chat/cards',
         options: { auth: session, validate: { params: Joi.object({ wid }) } },

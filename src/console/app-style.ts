@@ -9,6 +9,7 @@ import { STYLE_USAGE } from './style-usage.js';
 import { STYLE_BUDGETS } from './style-budgets.js';
 import { STYLE_WEBHOOKS } from './style-webhooks.js';
 import { STYLE_INTEGRATIONS } from './style-integrations.js';
+import { STYLE_SETUP } from './style-setup.js';
 
 /**
  * Each console section's own rules (src/console/style-{id}.ts), appended after the shared ones
@@ -26,6 +27,7 @@ const SECTION_STYLES: readonly string[] = [
   STYLE_WEBHOOKS,
   STYLE_INTEGRATIONS,
   STYLE_MCP,
+  STYLE_SETUP,
 ];
 
 /**

@@ -10,6 +10,9 @@ import { section as budgets } from './sections/budgets.js';
 import { section as webhooks } from './sections/webhooks.js';
 import { section as integrations } from './sections/integrations.js';
 import { section as mcp } from './sections/mcp.js';
+import { section as templates } from './sections/templates.js';
+import { section as blueprints } from './sections/blueprints.js';
+import { section as account } from './sections/account.js';
 
 /**
  * The console's sections (issue 21, item 4): each is its own page, /console/{id} (the overview is
@@ -39,6 +42,8 @@ export interface ConsoleSection {
 export const SECTIONS: readonly ConsoleSection[] = [
   overview,
   agents,
+  templates,
+  blueprints,
   approvals,
   keys,
   members,
@@ -48,6 +53,7 @@ export const SECTIONS: readonly ConsoleSection[] = [
   webhooks,
   integrations,
   mcp,
+  account,
 ];
 
 /** A section's address, keeping the workspace shown (?w=). */

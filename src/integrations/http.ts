@@ -4,12 +4,12 @@ import { permittedMember, sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { PeopleService } from '../people/index.js';
-import type { Permission } from '../people/permissions.js';
 import type { CardProvider, IntegrationKind } from './records.js';
 import type { Cards } from './cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
 import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from './registry.js';
 import type { Integrations, IssuerEvent } from './service.js';
+import { KIND_PERMISSION } from './kind-permissions.js';
 
 /**
  * Integration routes (docs/integrations.md).
@@ -150,13 +150,6 @@ export function cardRoutes(
     },
   ];
 }
-
-/** Who sets a kind up: owners and admins, except where the secret speaks for people (owners only). */
-const KIND_PERMISSION: Partial<Record<IntegrationKind, Permission>> = {
-  ssf: 'integrations.identityProvider',
-  slack: 'integrations.approvalChannels',
-  'chat-relay': 'integrations.approvalChannels',
-};
 
 /** Splits a settings body into what the registry takes: rotation, a provider's secret, and the rest. */
 function configureInput(body: Record<string, unknown>): ConfigureInput {

@@ -108,6 +108,8 @@ test.serial(
       labels: [
         'Overview',
         'Agents',
+        'Templates',
+        'Blueprints',
         'Approvals',
         'Keys',
         'Members',
@@ -117,6 +119,7 @@ test.serial(
         'Webhooks',
         'Integrations',
         'MCP tools',
+        'Your account',
       ],
       current: 'Agents',
     });
@@ -220,7 +223,14 @@ test.serial(
 test.serial('a member at 390 px sees only the agents that act for them, with every button on the screen', async (t) => {
   t.timeout(60_000);
   const { page, errors } = await open(member.cookie, PHONE);
-  t.deepEqual((await navigation(page)).labels, ['Overview', 'Agents', 'Approvals']);
+  t.deepEqual((await navigation(page)).labels, [
+    'Overview',
+    'Agents',
+    'Templates',
+    'Blueprints',
+    'Approvals',
+    'Your account',
+  ]);
   const row = page.locator(`tr[data-agent="${membersAgentId}"]`);
   await row.waitFor();
   t.deepEqual(
@@ -280,7 +290,15 @@ test.serial('an analyst reads the agents that act for them, with nothing to pres
   t.is(await page.locator('#agents-body').innerText(), 'No agents act for you.');
   t.is(await page.locator('#agent-new').count(), 0);
   // Analysts read the reports (usage and budgets), nothing else beyond their agents.
-  t.deepEqual((await navigation(page)).labels, ['Overview', 'Agents', 'Usage', 'Budgets']);
+  t.deepEqual((await navigation(page)).labels, [
+    'Overview',
+    'Agents',
+    'Templates',
+    'Blueprints',
+    'Usage',
+    'Budgets',
+    'Your account',
+  ]);
   const keys = await call(server.url, 'GET', `/console/keys?w=${server.boot.workspaceId!}`, {
     headers: { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ') },
   });

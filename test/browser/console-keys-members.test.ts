@@ -284,7 +284,14 @@ test.serial('a member gets neither section: not in the navigation, and the page 
   // Mia is an auditor now (the owner changed her role above).
   t.is(p.page.url().includes('/console/members'), true);
   // An auditor reads the ledger too.
-  t.deepEqual((await navigation(p.page)).labels, ['Overview', 'Agents', 'Ledger']);
+  t.deepEqual((await navigation(p.page)).labels, [
+    'Overview',
+    'Agents',
+    'Templates',
+    'Blueprints',
+    'Ledger',
+    'Your account',
+  ]);
   t.true((await p.page.locator('#not-for-role').innerText()).includes('does not open this section'));
   for (const section of ['keys', 'members']) {
     const res = await call(server.url, 'GET', `/console/${section}`, { headers: { cookie: member.cookie } });

@@ -12,6 +12,11 @@ import { section_overview } from './section-overview.js';
 import { section_usage } from './section-usage.js';
 import { section_webhooks } from './section-webhooks.js';
 import { loginPage } from './sign-in.js';
+import { section_account } from './section-account.js';
+import { section_blueprints } from './section-blueprints.js';
+import { section_templates } from './section-templates.js';
+import { section_mcp_add } from './section-mcp-add.js';
+import { section_integrations_setup } from './section-integrations-setup.js';
 /**
  * The console's page script, served as /console/app.js: TypeScript bundled by esbuild at build
  * time (scripts/generate-console.mjs) into one file, no framework, nothing from another origin;
@@ -37,8 +42,17 @@ const SECTION_RUNNERS: Record<string, () => void> = {
   usage: section_usage,
   budgets: section_budgets,
   webhooks: section_webhooks,
-  integrations: section_integrations,
-  mcp: section_mcp,
+  integrations: function () {
+    section_integrations();
+    section_integrations_setup();
+  },
+  mcp: function () {
+    section_mcp();
+    section_mcp_add();
+  },
+  templates: section_templates,
+  blueprints: section_blueprints,
+  account: section_account,
 };
 
 if (body.dataset.page === 'login') loginPage();

@@ -609,7 +609,13 @@ function mandatePart(agent: Data, d: Data) {
           );
         }),
       )
-    : el('p', { class: 'hint', text: 'The workspace has no templates yet: an owner or an admin writes them.' });
+    : el(
+        'p',
+        { class: 'hint' },
+        'The workspace has no templates yet: an owner or an admin writes them on the ',
+        el('a', { href: '/console/templates?w=' + encodeURIComponent(ctx.wid), text: 'Templates' }),
+        ' page.',
+      );
   let actions: Data = null;
   if (changed) {
     const save = el('button', { type: 'button', class: 'button button-primary', text: 'Save mandate' });

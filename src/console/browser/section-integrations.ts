@@ -47,13 +47,7 @@ export function section_integrations() {
     if (list.length === 0) {
       replace(
         $('#integrations-body'),
-        el(
-          'p',
-          { class: 'empty', id: 'integrations-empty' },
-          'No integration is set up. Set one up with ',
-          el('code', { text: 'PUT /api/w/{wid}/integrations/{kind}' }),
-          '.',
-        ),
+        el('p', { class: 'empty', id: 'integrations-empty' }, 'No integration is set up. Set one up below.'),
       );
       return;
     }

@@ -1,4 +1,5 @@
 import { body, failureOf, $, api, showNotice, later, setBusy, type Data } from './helpers.js';
+import { plainMessage } from './plain-errors.js';
 /**
  * /login in the browser: email and password to POST /api/session; on 401 totp_required the code
  * field appears and the next try sends it; a one-time password is replaced (PUT /api/me/password)
@@ -79,7 +80,7 @@ export async function changePassword(form: Data, current: Data, error: Data) {
     window.location.assign('/console');
   } catch (caught) {
     const err = failureOf(caught);
-    showNotice(error, err.message);
+    showNotice(error, plainMessage(err.message));
     setBusy([submit], false);
   }
 }

@@ -1,5 +1,6 @@
 import type { ConsoleSection } from '../sections.js';
 import { viewAllows } from '../view.js';
+import { MCP_ADD_CARD } from './mcp-add.js';
 
 /**
  * MCP tools, /console/mcp (issue 20 item 6), for owners and admins (`mcp.manage`, as the API):
@@ -18,6 +19,7 @@ export const section: ConsoleSection = {
 <p class="muted">Each tool's description, input and output schemas and annotations are pinned when its server is added. A tool that changed upstream is hidden from agents and its calls are refused until you approve what it says now.</p>
 <div id="mcp-body"><p class="muted">Loading…</p></div>
 </div>
-</section>`;
+</section>
+${MCP_ADD_CARD}`;
   },
 };
