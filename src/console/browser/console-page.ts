@@ -59,9 +59,12 @@ async function createWorkspace(form: HTMLFormElement): Promise<void> {
  * The quiet status line (#status: "Key minted", "Stopped: …") speaks of the last thing done, so
  * the next thing done clears it: a press of a button or a link (a move to another page starts
  * with none), a choice in a list, a form sent. What that next action says, it says after.
+ * Only the person's own actions count (trusted events): a section that presses its own Refresh
+ * after saving (`$('#refresh').click()`) must not wipe the notice it has just shown.
  */
 function clearNoticesOnNextAction(): void {
-  const clear = function () {
+  const clear = function (event: Event) {
+    if (!event.isTrusted) return;
     const node = find('#status');
     if (!node || !node.textContent) return;
     node.textContent = '';
@@ -70,7 +73,8 @@ function clearNoticesOnNextAction(): void {
   document.addEventListener(
     'click',
     function (event) {
-      if (event.target instanceof Element && event.target.closest('button, a, summary, input[type=checkbox]')) clear();
+      if (event.target instanceof Element && event.target.closest('button, a, summary, input[type=checkbox]'))
+        clear(event);
     },
     true,
   );

@@ -121,6 +121,9 @@ export function section_integrations_setup() {
 
   function renderFields() {
     const kind = KINDS[kindSelect.value]!;
+    // The settings and Save need the chosen kind's permission (owners only for some kinds).
+    const chosen = kindSelect.selectedOptions[0];
+    if (chosen && chosen.dataset.permission) form.dataset.permission = chosen.dataset.permission;
     replace(
       $('#integration-fields'),
       kind.fields.map(function (f) {
@@ -183,7 +186,13 @@ export function section_integrations_setup() {
   /** The chat relay's test card: svc sends it, signed, to the relay's address. */
   function testCard(): HTMLElement {
     const line = el('span', { class: 'muted', id: 'integration-test-result', role: 'status' });
-    const send = el('button', { type: 'button', class: 'button', id: 'integration-test', text: 'Send a test card' });
+    const send = el('button', {
+      type: 'button',
+      class: 'button',
+      id: 'integration-test',
+      text: 'Send a test card',
+      'data-permission': 'integrations.approvalChannels',
+    });
     send.addEventListener(
       'click',
       later(async function () {

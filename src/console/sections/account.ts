@@ -12,7 +12,7 @@ export const section: ConsoleSection = {
   id: 'account',
   title: 'Your account',
   visible: (view) => view.current !== undefined,
-  body: (view) => `<div id="account-section" data-totp="${String(view.user.totp)}">
+  body: (view) => `<div id="account-section" data-permission="session" data-totp="${String(view.user.totp)}">
 <section class="card" id="account-password" aria-labelledby="account-password-title">
 <div class="section-head"><h2 id="account-password-title">Password</h2></div>
 <div class="section-body">

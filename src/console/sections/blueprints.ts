@@ -16,7 +16,7 @@ export const section: ConsoleSection = {
   body(view) {
     const manage = viewAllows(view, 'templates.manage');
     const form = manage
-      ? `<section class="card" id="blueprint-new" aria-labelledby="blueprint-new-title">
+      ? `<section class="card" id="blueprint-new" aria-labelledby="blueprint-new-title" data-permission="templates.manage">
 <div class="section-head"><h2 id="blueprint-new-title">New blueprint</h2></div>
 <div class="section-body">
 <form id="blueprint-form" class="stack-form" novalidate>

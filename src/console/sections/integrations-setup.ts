@@ -23,15 +23,24 @@ const OPTIONS: ReadonlyArray<[IntegrationKind, string]> = [
 
 export function integrationSetupCard(view: ConsoleView): string {
   // The API's own table of who sets each kind up: a kind the person may not set up is not offered.
-  const options = OPTIONS.filter(([kind]) => viewAllows(view, KIND_PERMISSION[kind] ?? 'integrations.manage'))
-    .map(([kind, label]) => `<option value="${kind}">${escapeHtml(label)}</option>`)
+  // Each option names the permission its PUT needs; the form's settings and Save name the chosen
+  // kind's (browser/section-integrations-setup.ts keeps it in step with the choice).
+  const offered = OPTIONS.map(
+    ([kind, label]) => [kind, label, KIND_PERMISSION[kind] ?? 'integrations.manage'] as const,
+  ).filter(([, , permission]) => viewAllows(view, permission));
+  const options = offered
+    .map(
+      ([kind, label, permission]) =>
+        `<option value="${kind}" data-permission="${permission}">${escapeHtml(label)}</option>`,
+    )
     .join('\n');
-  return `<section class="card" id="integration-setup" aria-labelledby="integration-setup-title">
+  const first = offered[0]?.[2] ?? 'integrations.manage';
+  return `<section class="card" id="integration-setup" aria-labelledby="integration-setup-title" data-permission="integrations.manage">
 <div class="section-head"><h2 id="integration-setup-title">Set up an integration</h2></div>
 <div class="section-body">
-<form id="integration-form" class="stack-form" novalidate>
+<form id="integration-form" class="stack-form" novalidate data-permission="${first}">
 <p id="integration-error" class="notice notice-error" role="alert" hidden></p>
-<div class="field"><label for="integration-kind">Integration</label><select id="integration-kind">
+<div class="field" data-permission="integrations.manage"><label for="integration-kind">Integration</label><select id="integration-kind">
 ${options}
 </select></div>
 <div id="integration-fields"></div>

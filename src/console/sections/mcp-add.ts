@@ -4,7 +4,7 @@
  * shown again); then the connection test's result, and a button that tests it again (GET
  * …/mcp-servers/{name}/tools). Filled by browser/section-mcp-add.ts.
  */
-export const MCP_ADD_CARD = `<section class="card" id="mcp-add" aria-labelledby="mcp-add-title">
+export const MCP_ADD_CARD = `<section class="card" id="mcp-add" aria-labelledby="mcp-add-title" data-permission="mcp.manage">
 <div class="section-head"><h2 id="mcp-add-title">Add a server</h2></div>
 <div class="section-body">
 <form id="mcp-add-form" class="stack-form" novalidate>

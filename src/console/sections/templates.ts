@@ -17,7 +17,7 @@ export const section: ConsoleSection = {
   body(view) {
     const manage = viewAllows(view, 'templates.manage');
     const editor = manage
-      ? `<section class="card" id="template-new" aria-labelledby="template-new-title">
+      ? `<section class="card" id="template-new" aria-labelledby="template-new-title" data-permission="templates.manage">
 <div class="section-head"><h2 id="template-new-title">New template</h2></div>
 <div class="section-body">
 <form id="template-form" class="stack-form" novalidate>
