@@ -488,6 +488,12 @@ const rows: Row[] = [
     expect: allow('owner'),
     call: (r) => call(r, 'PUT', '/integrations/slack', { signingSecret: `slack-${unique()}-secret` }),
   },
+  {
+    // Whether a relay is set up or not, only an owner gets past the role check.
+    route: 'POST /api/w/{wid}/integrations/chat-relay/test',
+    expect: reach('owner'),
+    call: (r) => call(r, 'POST', '/integrations/chat-relay/test'),
+  },
   ...(['issuer', 'stripe'] as const).flatMap((provider): Row[] => [
     {
       route: `GET /api/w/{wid}/${provider}/cards`,
