@@ -12,7 +12,7 @@ import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
 import { createSigningKeys } from './receipts/signing-keys.js';
-import { systemClock, type Clock } from './lib/clock.js';
+import { isoAt, systemClock, type Clock } from './lib/clock.js';
 import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
@@ -43,6 +43,7 @@ import {
 import { chatRepo } from './chat/repo.js';
 import type { PrincipalEnded } from './lib/principal-ended.js';
 import { oauthRepo } from './oauth/repo.js';
+import { deviceRepo } from './oauth/device/repo.js';
 
 /**
  * The modules of the services only the server uses: the gate, the model gateway and its call log
@@ -181,13 +182,18 @@ export interface Services {
 export function principalEndedHooks(store: Store): PrincipalEnded {
   const oauth = oauthRepo(store);
   const chat = chatRepo(store);
+  const logins = deviceRepo(store);
   return {
     async agent(wid, match, why, nowMs) {
       await oauth.endConnections(wid, match, why, nowMs);
     },
     async person(wid, uid, why, nowMs) {
       const connectionsEnded = (await oauth.endConnections(wid, { userId: uid }, why, nowMs)).length;
+      await logins.endLoginsOf(uid, why, isoAt(nowMs), wid);
       return { connectionsEnded, chatMappingsEnded: await chat.endMappingsOf(wid, uid) };
+    },
+    async credentialsChanged(uid, why, nowMs) {
+      await logins.endLoginsOf(uid, why, isoAt(nowMs));
     },
   };
 }

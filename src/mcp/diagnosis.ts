@@ -68,9 +68,23 @@ export function withoutSecret(text: string, secret: string | null | undefined): 
  */
 export function errorWithoutSecret(err: ProtocolError, secret: string | null | undefined): ProtocolError {
   if (!secret) return err;
-  const data =
-    err.data === undefined ? undefined : (JSON.parse(withoutSecret(JSON.stringify(err.data), secret)) as unknown);
-  return ProtocolError.fromError(err.code, withoutSecret(err.message, secret), data);
+  // Every string of the data, keys included, walked (never its JSON text re-parsed: a secret may
+  // look like JSON).
+  const clean = (value: unknown, depth: number): unknown => {
+    if (typeof value === 'string') return withoutSecret(value, secret);
+    if (value === null || typeof value !== 'object' || depth > 64) return value;
+    if (Array.isArray(value)) return value.map((v) => clean(v, depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value))
+      Object.defineProperty(out, withoutSecret(k, secret), {
+        value: clean(v, depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    return out;
+  };
+  return ProtocolError.fromError(err.code, withoutSecret(err.message, secret), clean(err.data, 0));
 }
 
 /** Why `err` made an upstream unusable; `secret` (the server's bearer secret) appears in none of its texts. */

@@ -947,9 +947,13 @@ export function createMcpProxy(deps: {
             // deadline): the next request opens another. A link's `use` has ended that one session
             // already, once its other calls are answered; the agent's others are left alone.
             if (relay.link && !relay.link.use && brokenBy(err)) await relay.link.drop?.(target.server);
-            // The upstream's own error is screened as its result would be, without its secret.
-            if (err instanceof ProtocolError)
-              throw await guard.afterError(who, target, errorWithoutSecret(err, secretOf(target.server)), mode);
+            // The upstream's own error is screened as its result would be, without the credential
+            // the call carried (the agent's own, or the workspace's) nor the server's secret.
+            if (err instanceof ProtocolError) {
+              const used = await auth.credential(target.server, who.agentId);
+              const clean = errorWithoutSecret(errorWithoutSecret(err, used), secretOf(target.server));
+              throw await guard.afterError(who, target, clean, mode);
+            }
             throw upstreamError(err, target.server, limits.callTimeoutMs, secretOf(target.server));
           } finally {
             // A call that failed may still be sending the upstream its notifications/cancelled
@@ -1088,7 +1092,8 @@ function upstreamError(
   timeoutMs: number,
   secret?: string | null,
 ): ProtocolError {
-  if (err instanceof ProtocolError) return err;
+  // The upstream's own error, without the server's secret (an upstream may echo what it was sent).
+  if (err instanceof ProtocolError) return errorWithoutSecret(err, secret);
   const name = `The ${server?.kind === 'local' ? 'local' : 'upstream'} MCP server${server ? ` ${server.name}` : ''}`;
   const { cause, status, message } = diagnose(err, timeoutMs, secret);
   if (server?.kind === 'local' && cause !== 'timeout')

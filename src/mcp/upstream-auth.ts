@@ -204,6 +204,9 @@ export function createUpstreamAuth(deps: {
     ledger.record({ workspaceId: wid, actor, kind, subject: server, data: { server, ...data } as never });
 
   return {
+    /** The credential a request of this agent's (or the workspace's) to the upstream carries now. */
+    credential: (server: McpServerRecord, agentId?: string): Promise<string | undefined> =>
+      tokenOf(server, agentId).catch(() => undefined),
     /**
      * The transport's credential for one agent's session of an upstream (agentId undefined: the
      * workspace's), read before every request; a 401 renews an OAuth token or fails naming what to do.

@@ -6,6 +6,7 @@ import { cleared, LOCK_KINDS, type Account } from './lockouts.js';
 import type { MembersLedger } from './members.js';
 import { hashPassword } from './passwords.js';
 import type { PeopleRepo } from './repo.js';
+import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 /**
  * The operator's recovery of an owner's access (`svc owner reset-password --local`): the operator
@@ -30,7 +31,13 @@ export interface OwnerPasswordReset {
   workspaces: string[];
 }
 
-export function createRecovery(deps: { store: Store; clock: Clock; repo: PeopleRepo; ledger?: MembersLedger }) {
+export function createRecovery(deps: {
+  store: Store;
+  clock: Clock;
+  repo: PeopleRepo;
+  ledger?: MembersLedger;
+  principalEnded: PrincipalEnded;
+}) {
   const { store, repo, ledger } = deps;
   return {
     async resetOwnerPassword(email: string, options: { disableTwoFactor?: boolean } = {}): Promise<OwnerPasswordReset> {
@@ -53,6 +60,7 @@ export function createRecovery(deps: { store: Store; clock: Clock; repo: PeopleR
         const next = twoFactorDisabled ? rest : { ...rest, ...(totp ? { totp } : {}) };
         await repo.putUser(cleared({ ...next, passwordHash, mustChangePassword: true }, LOCK_KINDS));
         const sessionsEnded = await repo.removeSessionsOf(user.id);
+        await deps.principalEnded.credentialsChanged(user.id, 'password reset by the operator', deps.clock.now());
         const workspaces = (await repo.workspacesOf(user.id)).map((m) => m.workspace.id);
         for (const workspaceId of workspaces) {
           await ledger?.record({

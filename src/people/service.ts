@@ -2,6 +2,7 @@ import { AppError, invalidField } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import { isId, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
+import { deriveKey } from '../lib/seal.js';
 import type { Store } from '../store/index.js';
 import type { Role, UserRecord } from './records.js';
 import { createMembers, type MembersLedger } from './members.js';
@@ -141,9 +142,16 @@ const sessionId = (hash: string) => `ses_${hash.slice(0, 16)}`;
 
 export function createPeopleService(deps: PeopleDeps) {
   const { store, clock, ids, masterKey } = deps;
+  const recoveryKey = deriveKey(masterKey, 'recovery-codes');
   const repo = peopleRepo(store);
   const members = createMembers({ store, clock, ids, repo, ledger: deps.ledger, principalEnded: deps.principalEnded });
-  const recovery = createRecovery({ store, clock, repo, ...(deps.ledger ? { ledger: deps.ledger } : {}) });
+  const recovery = createRecovery({
+    store,
+    clock,
+    repo,
+    principalEnded: deps.principalEnded,
+    ...(deps.ledger ? { ledger: deps.ledger } : {}),
+  });
   const lockouts = createLockouts({ store, clock, repo, policy: deps.lockout ?? DEFAULT_LOCKOUT, ledger: deps.ledger });
 
   /** The step a code of this person's secret matches now and that was not used yet, or null. */
@@ -163,9 +171,9 @@ export function createPeopleService(deps: PeopleDeps) {
     const attempt = await lockouts.take(user.id, 'totp');
     // A recovery code goes where the code goes (two-factor.ts), and is good once.
     if (isRecoveryCode(code)) {
-      if (recoveryCodeIndex(user.totp!.recovery ?? [], code) === -1)
+      if (recoveryCodeIndex(recoveryKey, user.id, user.totp!.recovery ?? [], code) === -1)
         throw lockouts.refusal(attempt, (left) => totpRequired(USED_CODE, left));
-      return { recovery: recoveryCodeHash(code) };
+      return { recovery: recoveryCodeHash(recoveryKey, user.id, code) };
     }
     const step = freshStep(user, code);
     if (step === null) throw lockouts.refusal(attempt, (left) => totpRequired(USED_CODE, left));
@@ -321,6 +329,8 @@ export function createPeopleService(deps: PeopleDeps) {
         const { mustChangePassword: _was, ...rest } = latest as Account;
         await repo.putUser(cleared({ ...rest, passwordHash }, ['password']));
         const sessionsEnded = await repo.removeSessionsOf(uid);
+        // Command-line sign-ins made with the old password end too (a stolen laptop's among them).
+        await deps.principalEnded.credentialsChanged(uid, 'password changed', now);
         await repo.putSession(secretHash(secret), {
           userId: uid,
           createdAt: isoAt(now),
@@ -375,7 +385,7 @@ export function createPeopleService(deps: PeopleDeps) {
                 sealed: latest.totp.sealed,
                 confirmedAt: isoAt(clock.now()),
                 lastStep: step,
-                recovery: recoveryCodes.map(recoveryCodeHash),
+                recovery: recoveryCodes.map((c) => recoveryCodeHash(recoveryKey, uid, c)),
               },
             },
             ['totp'],
@@ -404,7 +414,14 @@ export function createPeopleService(deps: PeopleDeps) {
           throw wrongCode();
         await repo.putUser(
           cleared(
-            { ...latest, totp: { ...latest.totp, lastStep: step, recovery: recoveryCodes.map(recoveryCodeHash) } },
+            {
+              ...latest,
+              totp: {
+                ...latest.totp,
+                lastStep: step,
+                recovery: recoveryCodes.map((c) => recoveryCodeHash(recoveryKey, uid, c)),
+              },
+            },
             ['totp'],
           ),
         );

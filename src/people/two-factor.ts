@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import { sealBytes, unsealBytes } from '../lib/seal.js';
 
@@ -78,7 +78,9 @@ export function matchingStep(secretBase32: string, code: string, nowMs: number):
  * Recovery codes: the way in when the authenticator is lost. Ten codes are shown once, when
  * two-factor is turned on (or the codes are replaced); each is 50 random bits written as two
  * groups of five lowercase base32 letters (`abcde-fghij`), taken in place of a code at sign-in,
- * and good once. Only their SHA-256 hashes are stored: a stolen store file gives none of them.
+ * and good once. Only their HMAC-SHA-256, under a key derived from the master key and bound to
+ * the person, is stored: a copy of the store file without master.key cannot test guesses at them
+ * (50 bits each would not hold against a fast hash alone), nor move them to another person.
  */
 export const RECOVERY_CODE_COUNT = 10;
 const RECOVERY_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -97,15 +99,18 @@ export function isRecoveryCode(code: string): boolean {
   return RECOVERY_SHAPE.test(code.trim().toLowerCase());
 }
 
-/** The stored form of a recovery code: the same for `abcde-fghij`, `ABCDEFGHIJ` and ` abcde fghij`. */
-export function recoveryCodeHash(code: string): string {
+/**
+ * The stored form of a person's recovery code (`key`: deriveKey(masterKey, 'recovery-codes')): the
+ * same for `abcde-fghij`, `ABCDEFGHIJ` and ` abcde fghij`.
+ */
+export function recoveryCodeHash(key: Buffer, uid: string, code: string): string {
   const plain = code.toLowerCase().replace(/[\s-]/g, '');
-  return createHash('sha256').update(`svc-recovery:${plain}`).digest('hex');
+  return createHmac('sha256', key).update(`${uid}:${plain}`).digest('hex');
 }
 
-/** The index of `code`'s hash among `hashes`, compared in constant time; -1 when none. */
-export function recoveryCodeIndex(hashes: readonly string[], code: string): number {
-  const given = Buffer.from(recoveryCodeHash(code), 'hex');
+/** The index of `code`'s hash among the person's `hashes`, compared in constant time; -1 when none. */
+export function recoveryCodeIndex(key: Buffer, uid: string, hashes: readonly string[], code: string): number {
+  const given = Buffer.from(recoveryCodeHash(key, uid, code), 'hex');
   let found = -1;
   hashes.forEach((h, i) => {
     const stored = Buffer.from(h, 'hex');

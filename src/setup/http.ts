@@ -1,5 +1,5 @@
 import type { Plugin } from '@hapi/hapi';
-import { actorOf, caller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
 import { applyBodySchema, type ApplyInput, type Setup } from './service.js';
 
 /**
@@ -12,7 +12,8 @@ import { applyBodySchema, type ApplyInput, type Setup } from './service.js';
  *   A bad document is `400 invalid_workspace_file` or `400 secret_in_file`, listing every field;
  *   a secret's variable missing from `secrets` is `400 secret_unset`.
  * Each resource changes through its own service, so its ledger records are the ones the console's
- * and the other machine routes write, under `token:<name>`.
+ * and the other machine routes write, under `token:<name>` (or `user:<id>` for a person signed in
+ * with `svc login`).
  */
 export const setupRoutes: Plugin<{ setup: Setup }> = {
   name: 'svc-setup',
@@ -23,7 +24,7 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
         path: '/v1/admin/setup',
         options: { auth: SERVICE_TOKEN, plugins: { svc: { tokenScope: 'setup:read' } } },
         async handler(request) {
-          return { document: await setup.export(caller(request, 'service-token').workspaceId) };
+          return { document: await setup.export(machineCaller(request).workspaceId) };
         },
       },
       {
@@ -36,9 +37,9 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
           validate: { payload: applyBodySchema },
         },
         async handler(request) {
-          const c = caller(request, 'service-token');
+          const c = machineCaller(request);
           const body = request.payload as ApplyInput;
-          return setup.apply(c.workspaceId, { ...body, dryRun: true }, { actor: actorOf(c), tokenId: c.token.id });
+          return setup.apply(c.workspaceId, { ...body, dryRun: true }, { actor: c.actor, tokenId: c.tokenId });
         },
       },
       {
@@ -50,10 +51,11 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
           validate: { payload: applyBodySchema },
         },
         async handler(request) {
-          const c = caller(request, 'service-token');
+          // A service token, or a person signed in with svc login (the ledger names them).
+          const c = machineCaller(request);
           const result = await setup.apply(c.workspaceId, request.payload as ApplyInput, {
-            actor: actorOf(c),
-            tokenId: c.token.id,
+            actor: c.actor,
+            tokenId: c.tokenId,
           });
           // Connected MCP clients hear that the workspace's tools changed, as after the MCP routes.
           const mcpChanged = result.changes.some(

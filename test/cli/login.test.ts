@@ -182,6 +182,13 @@ test.serial('later commands need no --url or --token, and the ledger names the p
   const listed = await svc(['agents', 'list', '--json'], { env });
   t.is(listed.code, 0, listed.stderr);
   t.true((json(listed).data as Array<{ id: string }>).some((x) => x.id === agent.id));
+  // The workspace as a file, too (svc export), as the owner signed in.
+  const exported = await svc(['export', '--json'], { env });
+  t.is(exported.code, 0, exported.stderr);
+  t.true(
+    (json(exported).document.agents as Array<{ name: string }>).some((x) => x.name === 'cli-login-bot'),
+    exported.stdout,
+  );
 
   const stopped = await svc(['agents', 'stop', agent.id, '--reason', 'signed-in stop', '--json'], { env });
   t.is(stopped.code, 0, stopped.stderr);
@@ -497,5 +504,36 @@ test.serial(
     }
     const again = await svc(['agents', 'list', '--context', 'b2', '--json'], { env });
     t.is(again.code, 0, again.stderr);
+  },
+);
+
+test.serial(
+  "a password change ends the person's command-line sign-ins, as it ends their console sessions",
+  async (t) => {
+    const signedIn = await loginAs(a, ownerA.cookie, ['--name', 'before-change']);
+    t.is(signedIn.code, 0, signedIn.stderr);
+    const before = await svc(['agents', 'list', '--context', 'before-change', '--json'], { env });
+    t.is(before.code, 0, before.stderr);
+
+    const current = `${a.boot.owner!.password}-changed`;
+    const changed = await call(a.url, 'PUT', '/api/me/password', {
+      headers: { ...csrf, cookie: ownerA.cookie },
+      json: { currentPassword: current, newPassword: `${current}-again` },
+    });
+    t.is(changed.status, 200, changed.text);
+    const tokens = openTokens('before-change', readContexts().contexts['before-change']!)!;
+    const refused = await call(a.url, 'GET', '/v1/admin/whoami', { headers: bearer(tokens.access) });
+    t.is(refused.status, 401, 'the access token is refused at once');
+    const refresh = await call(a.url, 'POST', '/oauth/token', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh,
+        client_id: 'svc-cli',
+      }).toString(),
+    });
+    t.is(refresh.body.error, 'invalid_grant', 'and so is its refresh token');
+    const after = await svc(['agents', 'list', '--context', 'before-change', '--json'], { env });
+    t.not(after.code, 0, after.stdout);
   },
 );

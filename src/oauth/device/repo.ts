@@ -35,6 +35,22 @@ export function deviceRepo(store: Store) {
       await t.personLogins.put([login.workspaceId, login.id], login);
     },
 
+    /**
+     * Inside a write: ends the person's command-line sign-ins in `wid`, or in every workspace they
+     * belong to; their tokens are refused from then on (person-tokens.ts reads `endedAt`).
+     */
+    async endLoginsOf(uid: string, why: string, nowIso: string, wid?: string): Promise<number> {
+      const wids = wid !== undefined ? [wid] : (await t.userWorkspaces.scan([uid])).map((e) => String(e.key[1]));
+      let ended = 0;
+      for (const w of wids)
+        for (const { value: login } of await t.personLogins.scan([w])) {
+          if (login.userId !== uid || login.endedAt) continue;
+          await t.personLogins.put([w, login.id], { ...login, endedAt: nowIso, endedWhy: why });
+          ended += 1;
+        }
+      return ended;
+    },
+
     getToken(hash: string): Promise<PersonTokenRecord | undefined> {
       return t.personTokens.get(hash);
     },
