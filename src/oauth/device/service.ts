@@ -192,9 +192,14 @@ export function createDeviceGrant(deps: {
             return new AppError('invalid_grant', { message: 'Unknown device code.' });
           if (record.status === 'used')
             return new AppError('invalid_grant', { message: 'This device code was already exchanged.' });
-          if (record.status === 'pending' && Date.parse(record.expiresAt) <= now)
+          // A code is good until it expires, approved or not (RFC 8628 3.5): an approval left
+          // unexchanged past then is not a sign-in any more.
+          if (record.status !== 'denied' && Date.parse(record.expiresAt) <= now)
             return new AppError('expired_token', {
-              message: 'The code expired before anyone approved it. Run svc login again.',
+              message:
+                record.status === 'approved'
+                  ? 'The code expired before this device exchanged it. Run svc login again.'
+                  : 'The code expired before anyone approved it. Run svc login again.',
             });
           const last = record.lastPolledAt === null ? null : Date.parse(record.lastPolledAt);
           if (last !== null && now - last < record.intervalSeconds * 1000) {
