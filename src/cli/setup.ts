@@ -71,6 +71,21 @@ export async function readWorkspaceFile(
 /** The values of the variables the file refers to; any unset is exit 2 naming the field and the variable. */
 export function secretsOf(document: WorkspaceDocument): Record<string, string> {
   const refs = secretRefs(document);
+  // svc's own variables (SVC_TOKEN, SVC_ADMIN_KEY, ...) are the CLI's credentials: a file edited to
+  // name one would send it to whatever server the file names.
+  const own = refs.filter((r) => /^SVC_/i.test(r.fromEnv));
+  if (own.length > 0)
+    throw new CliFailure(
+      `the file refers to svc's own variables, which are never sent as a secret: ${own.map((m) => `${m.fromEnv} (${m.field})`).join(', ')}`,
+      {
+        exit: EXIT.usage,
+        type: 'invalid_workspace_file',
+        fix: 'Keep each secret in a variable of its own (STRIPE_SIGNING_SECRET, say), not one whose name starts with SVC_.',
+        details: {
+          errors: own.map((m) => ({ field: m.field, message: `${m.fromEnv} is one of svc's own variables` })),
+        },
+      },
+    );
   const missing = refs.filter((r) => namedEnv(r.fromEnv) === undefined);
   if (missing.length > 0)
     throw new CliFailure(

@@ -285,6 +285,15 @@ test.serial(
       error: { type: 'secret_unset', exitCode: 2, errors: [{ field: 'integrations.stripe.signingSecret' }] },
     });
     t.regex(json(res).error.message, /NOT_SET_ANYWHERE/);
+
+    // svc's own variables are never a secret to send: the CLI's token would go to the file's server.
+    const own = await write('own.yaml', FILE({ stripeEnv: 'SVC_TOKEN' }));
+    const refused = await run(['apply', '-f', own, '--json']);
+    t.is(refused.code, 2);
+    t.like(json(refused), {
+      error: { type: 'invalid_workspace_file', exitCode: 2, errors: [{ field: 'integrations.stripe.signingSecret' }] },
+    });
+    t.regex(json(refused).error.message, /SVC_TOKEN/);
   },
 );
 
