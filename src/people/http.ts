@@ -15,6 +15,14 @@ const code = Joi.string()
   .pattern(/^\d{6}$/)
   .required()
   .messages({ 'string.pattern.base': '"code" must be the 6 digits your authenticator shows' });
+/** A current code, or one of the recovery codes (turning two-factor off when the authenticator is lost). */
+const codeOrRecovery = Joi.string()
+  .trim()
+  .pattern(/^(\d{6}|[A-Za-z2-7]{5}[- ]?[A-Za-z2-7]{5})$/)
+  .required()
+  .messages({
+    'string.pattern.base': '"code" must be the 6 digits your authenticator shows, or one of your recovery codes',
+  });
 
 /**
  * Sign-in, the signed-in person and their two-factor, and the members of a workspace
@@ -31,13 +39,14 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
       method: 'POST' | 'DELETE',
       path: string,
       act: (userId: string, totp: string) => Promise<unknown>,
+      schema = code,
     ): ServerRoute => ({
       method,
       path,
       options: {
         auth: session,
         ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
-        validate: { payload: Joi.object({ code }) },
+        validate: { payload: Joi.object({ code: schema }) },
       },
       handler(request) {
         const { user } = caller(request, 'session');
@@ -167,7 +176,7 @@ export const peopleRoutes: Plugin<{ people: PeopleService; production: boolean; 
         handler: (request) => people.startTotp(caller(request, 'session').user.id),
       },
       totpCodeRoute('POST', '/api/me/totp/confirm', (userId, totp) => people.confirmTotp(userId, totp)),
-      totpCodeRoute('DELETE', '/api/me/totp', (userId, totp) => people.disableTotp(userId, totp)),
+      totpCodeRoute('DELETE', '/api/me/totp', (userId, totp) => people.disableTotp(userId, totp), codeOrRecovery),
       totpCodeRoute('POST', '/api/me/totp/recovery-codes', (userId, totp) => people.replaceRecoveryCodes(userId, totp)),
       {
         method: 'GET',

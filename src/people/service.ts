@@ -472,11 +472,19 @@ export function createPeopleService(deps: PeopleDeps) {
       if (!user) throw new AppError('unauthenticated');
       if (!user.totp) throw invalidField(null, 'two-factor is not on');
       const attempt = await lockouts.take(uid, 'totp');
-      const step = freshStep(user, code);
-      if (step === null) throw lockouts.refusal(attempt, wrongCode);
+      // A recovery code turns it off too (the authenticator lost), spent with it.
+      const recovery = isRecoveryCode(code) ? recoveryCodeHash(recoveryKey, uid, code) : null;
+      const step = recovery === null ? freshStep(user, code) : null;
+      if (
+        recovery !== null ? recoveryCodeIndex(recoveryKey, uid, user.totp.recovery ?? [], code) === -1 : step === null
+      )
+        throw lockouts.refusal(attempt, wrongCode);
       await store.write(async () => {
         const latest = await repo.getUser(uid);
-        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed || step <= (latest.totp.lastStep ?? -1))
+        if (!latest?.totp || latest.totp.sealed !== user.totp!.sealed) throw wrongCode();
+        if (
+          recovery !== null ? !(latest.totp.recovery ?? []).includes(recovery) : step! <= (latest.totp.lastStep ?? -1)
+        )
           throw wrongCode();
         const { totp: _off, ...rest } = latest as Account;
         await repo.putUser(cleared(rest, ['totp']));

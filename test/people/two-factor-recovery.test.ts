@@ -160,3 +160,18 @@ async function postgresValues(url: string): Promise<string> {
     await client.end();
   }
 }
+
+test.serial('with the authenticator lost, a recovery code turns two-factor off, and is spent', async (t) => {
+  const code = fresh[2]!;
+  const wrong = await send('DELETE', '/api/me/totp', { code: 'zzzzz-zzzzz' });
+  t.true([400, 401].includes(wrong.status), wrong.text);
+  t.is((await send('GET', '/api/me')).body.user.totp, true, 'a wrong code changes nothing');
+
+  const off = await send('DELETE', '/api/me/totp', { code: code.toUpperCase() });
+  t.is(off.status, 200, off.text);
+  t.deepEqual(off.body, { totp: false });
+  t.is((await send('GET', '/api/me')).body.user.totp, false);
+  // Signing in asks for no code now; the recovery codes went with the two-factor they belonged to.
+  const plain = await signInWith(person);
+  t.is(plain.status, 200, plain.text);
+});
