@@ -129,7 +129,11 @@ export function section_account() {
         start,
       );
     }
-    const code = codeInput('totp-current-code', 'A current code from your authenticator app');
+    // A current code; to turn two-factor off, a recovery code also does (the authenticator lost).
+    const code = codeInput('totp-current-code', 'A current code from your authenticator app, or a recovery code');
+    code.removeAttribute('pattern');
+    code.setAttribute('maxlength', '12');
+    code.setAttribute('inputmode', 'text');
     const renew = el('button', { type: 'button', class: 'button', id: 'totp-renew', text: 'Replace recovery codes' });
     const off = el('button', {
       type: 'button',
@@ -137,11 +141,14 @@ export function section_account() {
       id: 'totp-off',
       text: 'Turn off two-factor',
     });
-    async function withCode(method: string, path: string, done: (answer: Data) => void) {
+    async function withCode(method: string, path: string, done: (answer: Data) => void, recovery = false) {
       state.error = '';
       const value = code.value.replace(/\s+/g, '');
-      if (!/^[0-9]{6,8}$/.test(value)) {
-        state.error = 'Type the 6-digit code your authenticator app shows now.';
+      const shaped = /^[0-9]{6,8}$/.test(value) || (recovery && /^[A-Za-z2-7]{5}-?[A-Za-z2-7]{5}$/.test(value));
+      if (!shaped) {
+        state.error = recovery
+          ? 'Type the 6-digit code your authenticator app shows now, or one of your recovery codes.'
+          : 'Type the 6-digit code your authenticator app shows now.';
         renderTotp();
         return;
       }
@@ -166,17 +173,27 @@ export function section_account() {
     off.addEventListener(
       'click',
       later(function () {
-        return withCode('DELETE', '/api/me/totp', function () {
-          state.totp = false;
-          say('Two-factor sign-in is off.');
-        });
+        return withCode(
+          'DELETE',
+          '/api/me/totp',
+          function () {
+            state.totp = false;
+            say('Two-factor sign-in is off.');
+          },
+          true,
+        );
       }),
     );
     replace(
       target,
       el('p', { id: 'totp-state' }, el('span', { class: 'badge badge-ok', text: 'On' }), ' Sign-in asks for a code.'),
       errorLine(),
-      el('div', { class: 'field' }, el('label', { for: 'totp-current-code', text: 'A current code' }), code),
+      el(
+        'div',
+        { class: 'field' },
+        el('label', { for: 'totp-current-code', text: 'A current code (or, to turn it off, a recovery code)' }),
+        code,
+      ),
       el('div', { class: 'inline-form' }, renew, off),
     );
   }
