@@ -166,7 +166,12 @@ export function uncarriedResponses(body: Json, chat: Json, kind: VendorKind, mod
   }
   // The chat fields the Responses fields became, named as the client sent them.
   const named = (field: string): string =>
-    field === 'logprobs' ? (body.top_logprobs != null ? 'top_logprobs' : 'include') : (RESPONSES_NAMES[field] ?? field);
+    field === 'logprobs'
+      ? // top_logprobs 0 asks for nothing: then the ask came from include.
+        typeof body.top_logprobs === 'number' && body.top_logprobs > 0
+        ? 'top_logprobs'
+        : 'include'
+      : (RESPONSES_NAMES[field] ?? field);
   return [
     ...faults,
     ...uncarried('openai', chat, kind, model).map((f) => ({ field: named(f.field), message: f.message })),
