@@ -30,7 +30,8 @@ import { ChildTransport } from './stdio-child.js';
  *   read-only, a private /dev, /proc and /tmp, the working directory the one writable folder,
  *   a session of its own, and the sandbox dies with svc.
  * - stderr lines are logged at warn with the server's id and the pid, at most STDERR_LINES per
- *   STDERR_WINDOW_MS per process; the lines left out are counted and the count logged.
+ *   STDERR_WINDOW_MS per process; the lines left out are counted and the count logged at the
+ *   window's end (or the process's, whichever comes first).
  * - An exit svc did not ask for is a crash: the calls in flight fail naming the server, and the
  *   next start of that server waits BACKOFF_BASE_MS, doubled with each crash in a row, at most
  *   BACKOFF_MAX_MS (a start that would wait longer than the upstream deadline is refused at
@@ -158,7 +159,10 @@ export function createLocalServers(deps: {
     let windowStart = deps.now();
     let lines = 0;
     let dropped = 0;
+    let pending: NodeJS.Timeout | undefined;
     const flush = (pid: number) => {
+      if (pending) clearTimeout(pending);
+      pending = undefined;
       if (dropped > 0) log.warn({ mcpLocalServer: id, pid, dropped }, 'local MCP server stderr lines left out');
       dropped = 0;
     };
@@ -170,8 +174,12 @@ export function createLocalServers(deps: {
           windowStart = t;
           lines = 0;
         }
-        if (lines >= STDERR_LINES) dropped += 1;
-        else {
+        if (lines >= STDERR_LINES) {
+          dropped += 1;
+          // A flood followed by silence still has its count logged, a window after its first
+          // line left out (not only at the next line or the process's end).
+          pending ??= setTimeout(() => flush(pid), STDERR_WINDOW_MS).unref();
+        } else {
           lines += 1;
           log.warn({ mcpLocalServer: id, pid, stderr: text }, 'local MCP server stderr');
         }
