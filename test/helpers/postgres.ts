@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { resolve as resolvePath } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join, resolve as resolvePath } from 'node:path';
 import pg from 'pg';
 import { startCluster, type Cluster } from './pg-cluster.js';
 
@@ -77,4 +78,21 @@ export function storeUrlFor(dataDir: string): Promise<string | undefined> {
     storeUrls.set(key, url);
   }
   return url;
+}
+
+/**
+ * What a store holds, as stored, for tests that check a secret never lands there: the LMDB file's
+ * bytes, or every value of the PostgreSQL table (latin1, so byte searches work on both).
+ */
+export async function storedBytes(dataDir: string): Promise<Buffer> {
+  const url = await storeUrlFor(dataDir);
+  if (url === undefined) return readFile(join(dataDir, 'svc.mdb'));
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ v: string }>('SELECT v FROM svc_kv');
+    return Buffer.from(rows.map((r) => r.v).join('\n'), 'latin1');
+  } finally {
+    await client.end();
+  }
 }
