@@ -21,7 +21,7 @@ import { ROOT } from './helpers/process.js';
  * folder are imported together by a group file written to `.test-groups/` for the run, which ava runs in one worker:
  * their tests register with that worker's runner as if they were one file. A group of the
  * PostgreSQL pass sets SVC_TEST_STORE=postgres for its worker. Files run in a worker of their own
- * when their folder is about spawned processes (cli, multi, agents: each file's concurrency is
+ * when their folder is about spawned processes (cli, multi, clients: each file's concurrency is
  * tuned for itself), when they declare per-test hooks (`test.beforeEach`/`afterEach` would run for
  * the whole group) or when they await at their top level (ava starts a worker's tests on the tick
  * after the first declaration; sibling modules evaluate while one awaits, so that file could no
@@ -35,18 +35,21 @@ const POSTGRES_PASS = [
   'test/people/**/*.test.ts',
   'test/killswitch/**/*.test.ts',
   'test/approvals/**/*.test.ts',
-  'test/http/{keys,service-tokens,token-scopes,auth}.test.ts',
-  'test/gateway/{budgets,limits,records,refusals,seats,chat,responses,embeddings,cache}.test.ts',
+  'test/http/{token-scopes,auth}.test.ts',
+  'test/keys/admin.test.ts',
+  'test/service-tokens/admin.test.ts',
+  'test/plans/seats.test.ts',
+  'test/gateway/{budgets,limits,records,refusals,chat,responses,embeddings,cache}.test.ts',
 ];
 const GROUPS = join(ROOT, '.test-groups');
 /** Where the run keeps V8's compile cache (NODE_COMPILE_CACHE), beside npm's own caches. */
 const COMPILE_CACHE = join(ROOT, 'node_modules', '.cache', 'svc-test-compile');
 /**
  * Folders whose files run alone: each spawns processes with a concurrency tuned for itself (the
- * agents' files each start several `svc serve` in their hooks, which together outlast ava's
+ * real clients' files each start several `svc serve` in their hooks, which together outlast ava's
  * timeout before any test ends when they share a worker).
  */
-const ALONE_FOLDERS = new Set(['cli', 'multi', 'agents']);
+const ALONE_FOLDERS = new Set(['cli', 'multi', 'clients']);
 /**
  * How much longer than its size says a file of these folders takes (they spawn processes, kill
  * them, or drive a browser), measured on a quiet machine: seconds per KB of source, against about
@@ -59,7 +62,7 @@ const SLOW_FOLDERS = new Map([
   ['conformance', 3],
   ['durability', 3],
   ['fuzz', 30],
-  ['agents', 10],
+  ['clients', 10],
 ]);
 /** At most this many files share a worker, so that the workers stay busy until the end. */
 const GROUP_SIZE = 8;

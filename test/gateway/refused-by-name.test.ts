@@ -11,7 +11,7 @@ import { AWS_ENV, startMockBedrock } from '../helpers/mock-bedrock.js';
 import { GEMINI_KEY, startMockGemini } from '../helpers/mock-gemini.js';
 import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { ROOT } from '../helpers/process.js';
-import { catalogueModel, providersOf } from '../agents/support.js';
+import { catalogueModel, providersOf } from '../clients/support.js';
 import { startGateway, type Gateway } from './support.js';
 
 /**

@@ -257,7 +257,7 @@ const schemaAt = (kind: Kind, body: Json): unknown => {
   }
 };
 
-// The Vercel AI SDK's requests (test/agents/ai-sdk.test.ts), each of its three wire shapes.
+// The Vercel AI SDK's requests (test/clients/ai-sdk.test.ts), each of its three wire shapes.
 for (const kind of KINDS)
   test.serial(`ai-sdk-chat-stream through ${kind}: answered as a stream, with its usage`, async (t) => {
     const res = await replay('ai-sdk-chat-stream', kind);

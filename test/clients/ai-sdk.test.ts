@@ -25,7 +25,7 @@ import { agentGateway, upstreamOf, type AgentGateway, type Upstream } from './su
  *
  * With SVC_RECORD_AI_SDK=1 the requests the SDK sent are written to test/fixtures/agents/
  * (ai-sdk-*.json; then `npx prettier --write test/fixtures/agents`), which
- * test/agents/replay.test.ts replays to every vendor kind.
+ * test/clients/replay.test.ts replays to every vendor kind.
  */
 let vendor: MockVendor;
 let bedrock: LoopbackVendor;

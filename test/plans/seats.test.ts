@@ -5,7 +5,7 @@ import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 import { stopAndClean } from '../helpers/process.js';
 import { manualClock } from '../helpers/clock.js';
 import { until } from '../helpers/receiver.js';
-import { startGateway, user, type Gateway } from './support.js';
+import { startGateway, user, type Gateway } from '../gateway/support.js';
 
 /**
  * The free plan's people limit (SPEC.md 7.4): a workspace past plan.people keeps its model
