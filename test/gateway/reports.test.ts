@@ -11,9 +11,8 @@ import { startGateway, user, type Gateway } from '../gateway/support.js';
  * - GET /api/w/{wid}/usage: calls and spend per hour or day, by model, team or key, every bucket
  *   of the window answered; a window of too many buckets is 400 invalid_request.
  * - GET and POST /api/w/{wid}/budgets: budgets with what they used and the ladder's step reached.
- * - GET /api/w/{wid}/ledger with filters and newest first; GET …/ledger/checkpoint; POST
- *   …/ledger/verify ("verify now", the check `svc ledger verify` makes), which names the first
- *   bad record once a stored record is changed.
+ * - GET /api/w/{wid}/ledger with filters and newest first (the checkpoint and "verify now":
+ *   test/ledger/verify.test.ts).
  * Roles are checked for every route by test/console/role-table.test.ts.
  */
 const DAY = 86_400_000;
@@ -168,42 +167,4 @@ test.serial('the ledger filters by kind, actor and subject, newest first', async
   );
   assertError(t, await gw.owner.get('/ledger?order=desc&after=3'), 400, 'invalid_request');
   assertError(t, await gw.owner.get('/ledger?before=3'), 400, 'invalid_request');
-});
-
-test.serial('verify now checks the stored ledger and names the first changed record', async (t) => {
-  const { ledger } = gw.server.app.services;
-  await ledger.checkpointAll();
-  const head = expectStatus(await gw.owner.get('/ledger/checkpoint'), 200, 'checkpoint').body;
-  const size = (await gw.owner.ledger()).length;
-  t.is(head.size, size);
-  t.is(head.checkpoint.size, size);
-  t.true(head.checkpoint.note.startsWith(`${head.origin}\n${size}\n`), head.checkpoint.note);
-
-  const verified = expectStatus(await gw.owner.send('POST', '/ledger/verify', {}), 200, 'verify').body;
-  t.like(verified, { ok: true, size, checkpoints: head.checkpoint ? verified.checkpoints : 0, firstBadIndex: null });
-  t.is(verified.workspaceId, gw.owner.wid);
-  t.is(verified.checkedAt, iso(clock.now()));
-  assertError(
-    t,
-    await call(gw.server.url, 'POST', gw.owner.api('/ledger/verify'), {
-      headers: { cookie: gw.owner.cookie },
-      json: {},
-    }),
-    403,
-    'csrf',
-  );
-
-  // Someone with the store changes record 1's data: verify now names it.
-  const { store } = gw.server.app;
-  const entry = (await store.tables.ledger.get([gw.owner.wid, 1]))!;
-  const record = JSON.parse(entry.bytes) as LedgerRecord;
-  await store.write(async () => {
-    await store.tables.ledger.put([gw.owner.wid, 1], {
-      ...entry,
-      bytes: entry.bytes.replace(JSON.stringify(record.kind), JSON.stringify(`${record.kind}x`)),
-    });
-  });
-  const broken = expectStatus(await gw.owner.send('POST', '/ledger/verify', {}), 200, 'verify').body;
-  t.like(broken, { ok: false, firstBadIndex: 1 });
-  t.is(typeof broken.problem, 'string');
 });

@@ -22,7 +22,7 @@ const tokenOf = async (wid: string, name: string, scopes: ServiceTokenScope[]) =
   (await server.app.services.serviceTokens.create(wid, { name, scopes, expiresInDays: 1 })).token;
 
 const as = (token: string, method: string, path: string, json?: unknown): Promise<Reply> =>
-  call(server.url, method, `/v1/admin/mcp-servers${path}`, {
+  call(server.url, method, path, {
     headers: bearer(token),
     ...(json === undefined ? {} : { json }),
   });
@@ -41,7 +41,7 @@ test.after.always(async () => {
 });
 
 test.serial('a token adds a server as the console would: its tools pinned, recorded under the token', async (t) => {
-  const added = await as(writer, 'POST', '', {
+  const added = await as(writer, 'POST', '/v1/admin/mcp-servers', {
     name: 'files',
     url: upstream.url,
     secret: 'upstream-secret-1',
@@ -61,23 +61,28 @@ test.serial('a token adds a server as the console would: its tools pinned, recor
   const record = (await owner.ledger()).find((r) => r.kind === 'mcp.server_added');
   t.like(record, { actor: 'token:mcp-writer', subject: 'files', data: { url: upstream.url, secret: true } });
 
-  const again = await as(writer, 'POST', '', { name: 'files', url: upstream.url });
+  const again = await as(writer, 'POST', '/v1/admin/mcp-servers', { name: 'files', url: upstream.url });
   assertError(t, again, 400, 'invalid_request');
-  assertError(t, await as(writer, 'POST', '', { name: 'x', url: 'ftp://files.example/' }), 400, 'invalid_request');
+  assertError(
+    t,
+    await as(writer, 'POST', '/v1/admin/mcp-servers', { name: 'x', url: 'ftp://files.example/' }),
+    400,
+    'invalid_request',
+  );
 });
 
 test.serial('list and the connection test: reachable with its counts, else unreachable with a cause', async (t) => {
-  const list = await as(reader, 'GET', '');
+  const list = await as(reader, 'GET', '/v1/admin/mcp-servers');
   t.is(list.status, 200, list.text);
   t.like(list.body, { data: [{ name: 'files', hasSecret: true }], next: null });
 
-  const ok = await as(reader, 'GET', '/files');
+  const ok = await as(reader, 'GET', '/v1/admin/mcp-servers/files');
   t.is(ok.status, 200, ok.text);
   t.like(ok.body, { name: 'files', reachable: true, problem: null, tools: { total: 2, pending: 0 } });
 
   upstream.down = true;
   try {
-    const down = await as(reader, 'GET', '/files');
+    const down = await as(reader, 'GET', '/v1/admin/mcp-servers/files');
     t.is(down.status, 200, down.text);
     t.false(down.body.reachable);
     t.is(typeof down.body.problem.cause, 'string');
@@ -85,14 +90,14 @@ test.serial('list and the connection test: reachable with its counts, else unrea
   } finally {
     upstream.down = false;
   }
-  assertError(t, await as(reader, 'GET', '/nothing'), 404, 'not_found');
+  assertError(t, await as(reader, 'GET', '/v1/admin/mcp-servers/nothing'), 404, 'not_found');
 });
 
 test.serial(
   'a change is listed with its hash; approving names the hash, and the approval is the token’s',
   async (t) => {
     upstream.change('echo', { description: 'Says the text back, louder.' });
-    const tools = await as(reader, 'GET', '/files/tools');
+    const tools = await as(reader, 'GET', '/v1/admin/mcp-servers/files/tools');
     t.is(tools.status, 200, tools.text);
     t.true(tools.body.reachable);
     const echo = (tools.body.data as Array<{ tool: string; status: string; changed: { hash: string } | null }>).find(
@@ -103,17 +108,19 @@ test.serial(
     // A reader may not approve; a stale hash is refused; the one listed is approved.
     assertError(
       t,
-      await as(reader, 'POST', '/files/tools/echo/approve', { hash: echo.changed!.hash }),
+      await as(reader, 'POST', '/v1/admin/mcp-servers/files/tools/echo/approve', { hash: echo.changed!.hash }),
       403,
       'missing_scope',
     );
     assertError(
       t,
-      await as(writer, 'POST', '/files/tools/echo/approve', { hash: 'a'.repeat(64) }),
+      await as(writer, 'POST', '/v1/admin/mcp-servers/files/tools/echo/approve', { hash: 'a'.repeat(64) }),
       400,
       'invalid_request',
     );
-    const approved = await as(writer, 'POST', '/files/tools/echo/approve', { hash: echo.changed!.hash });
+    const approved = await as(writer, 'POST', '/v1/admin/mcp-servers/files/tools/echo/approve', {
+      hash: echo.changed!.hash,
+    });
     t.is(approved.status, 200, approved.text);
     t.like(approved.body, { tool: 'echo', status: 'approved', changed: null, approved: { by: 'token:mcp-writer' } });
     const record = (await owner.ledger()).find((r) => r.kind === 'mcp.tool_approved');
@@ -127,15 +134,15 @@ test.serial(
 test.serial("a token of another workspace sees none of this workspace's servers", async (t) => {
   const other = await otherWorkspace(server);
   const stranger = await tokenOf(other.wid, 'stranger', ['mcp:read', 'mcp:write']);
-  t.deepEqual((await as(stranger, 'GET', '')).body.data, []);
-  assertError(t, await as(stranger, 'GET', '/files'), 404, 'not_found');
-  assertError(t, await as(stranger, 'DELETE', '/files'), 404, 'not_found');
+  t.deepEqual((await as(stranger, 'GET', '/v1/admin/mcp-servers')).body.data, []);
+  assertError(t, await as(stranger, 'GET', '/v1/admin/mcp-servers/files'), 404, 'not_found');
+  assertError(t, await as(stranger, 'DELETE', '/v1/admin/mcp-servers/files'), 404, 'not_found');
   t.is((await owner.get('/mcp-servers')).body.data.length, 1);
 });
 
 test.serial('removing it is recorded under the token, and the server is gone', async (t) => {
-  assertError(t, await as(reader, 'DELETE', '/files'), 403, 'missing_scope');
-  const removed = await as(writer, 'DELETE', '/files');
+  assertError(t, await as(reader, 'DELETE', '/v1/admin/mcp-servers/files'), 403, 'missing_scope');
+  const removed = await as(writer, 'DELETE', '/v1/admin/mcp-servers/files');
   t.is(removed.status, 200, removed.text);
   t.like(
     (await owner.ledger()).find((r) => r.kind === 'mcp.server_removed'),
@@ -143,5 +150,5 @@ test.serial('removing it is recorded under the token, and the server is gone', a
   );
   expectStatus(await owner.get('/mcp-servers'), 200, 'list');
   t.deepEqual((await owner.get('/mcp-servers')).body.data, []);
-  assertError(t, await as(reader, 'GET', '/files'), 404, 'not_found');
+  assertError(t, await as(reader, 'GET', '/v1/admin/mcp-servers/files'), 404, 'not_found');
 });

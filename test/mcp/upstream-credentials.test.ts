@@ -256,7 +256,10 @@ test.serial('the callback answers only the person who started the connection', a
     'connect',
   );
   const url = new URL(started.body.authorizationUrl as string);
+  // The upstream sends the person's browser back to the gateway's callback.
+  t.is(url.searchParams.get('redirect_uri'), `${gateway.url}/api/mcp-oauth/callback`);
   const { location } = await consent(upstreamSvc, url, upOwner.cookie, 'allow', upAlice.agentId);
+  t.is(new URL(location).pathname, '/api/mcp-oauth/callback');
   const admin = await addPerson(gateway, gwOwner.wid, 'admin@gateway.example', 'admin');
   for (const [cookie, address] of [
     [admin.cookie, location],

@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expectStatus } from '../helpers/console.js';
 import { createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { call, mcpStatus, ownerSession, signIn } from '../helpers/http.js';
+import { call, csrf, mcpStatus, ownerSession, signIn } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { manualClock } from '../helpers/clock.js';
@@ -105,6 +105,30 @@ test.serial("a person connects a client to one agent: the access token works at 
     ),
   );
 });
+
+test.serial(
+  'the person ends a connection from the console: its tokens stop at once, and it is listed as ended',
+  async (t) => {
+    const { tokens } = await connect(server);
+    t.is(await mcpStatus(server.url, tokens.access_token), 200);
+    const headers = { cookie: agent.cookie };
+    const listed = await call(server.url, 'GET', `/api/w/${agent.wid}/connections`, { headers });
+    const open = (listed.body.data as Array<{ id: string; endedAt: string | null }>).filter((c) => c.endedAt === null);
+    const mine = open.at(-1)!;
+    const ended = await call(server.url, 'DELETE', `/api/w/${agent.wid}/connections/${mine.id}`, {
+      headers: { ...headers, ...csrf },
+    });
+    t.is(ended.status, 200, ended.text);
+    t.is(await mcpStatus(server.url, tokens.access_token), 401, 'the access token stopped');
+    const after = await call(server.url, 'GET', `/api/w/${agent.wid}/connections`, { headers });
+    t.truthy(after.body.data.find((c: { id: string }) => c.id === mine.id)?.endedAt);
+    const unknown = await call(server.url, 'DELETE', `/api/w/${agent.wid}/connections/cnx_none`, {
+      headers: { ...headers, ...csrf },
+    });
+    t.is(unknown.status, 404);
+    t.is(unknown.body.error.type, 'not_found');
+  },
+);
 
 test.serial(
   'refresh rotates the pair; the old access token stops; reusing a refresh token ends the whole connection',

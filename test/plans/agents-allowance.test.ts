@@ -4,7 +4,10 @@ import { ownerConsole, type Person } from '../helpers/console.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
-/** SPEC.md 7.3: 402 plan_limit_reached when the plan's agent allowance (SVC_PLAN_AGENTS) is used. */
+/**
+ * The plan's agent allowance (SVC_PLAN_AGENTS): a workspace that has used it gets 402
+ * plan_limit_reached for the next agent, and GET /api/w/{wid}/plan tells the allowances.
+ */
 
 let server: ServedInProcess;
 let owner: Person;
@@ -67,3 +70,17 @@ test.serial('a refused creation leaves no ledger record', async (t) => {
   // Two rounds of the first test (three made), and two racers.
   t.is(created.length, 5);
 });
+
+test.serial(
+  'the workspace’s plan tells its allowances, the configured ones set and the others unlimited',
+  async (t) => {
+    const plan = await owner.get('/plan');
+    t.is(plan.status, 200, plan.text);
+    t.deepEqual(plan.body, {
+      plan: 'free',
+      paid: false,
+      allowances: { agents: 2, mandateRules: null, monthlyRequests: null, people: null },
+      subscription: null,
+    });
+  },
+);

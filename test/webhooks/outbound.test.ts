@@ -120,6 +120,27 @@ test.serial(
   },
 );
 
+test.serial(
+  'removing an endpoint: it is no longer listed, the removal is recorded, and it cannot be removed twice',
+  async (t) => {
+    const added = expectStatus(
+      await owner.send('POST', '/webhooks', { url: receiver.url, events: ['agent.stopped'] }),
+      201,
+      'add',
+    );
+    t.true((await owner.get('/webhooks')).body.data.some((e: { id: string }) => e.id === added.body.id));
+    const removed = await owner.send('DELETE', `/webhooks/${added.body.id}`);
+    t.is(removed.status, 200, removed.text);
+    t.deepEqual(removed.body, {});
+    t.false((await owner.get('/webhooks')).body.data.some((e: { id: string }) => e.id === added.body.id));
+    t.like(
+      (await owner.ledger()).find((r) => r.kind === 'webhook.removed' && r.subject === added.body.id),
+      { actor: `user:${owner.id}` },
+    );
+    assertError(t, await owner.send('DELETE', `/webhooks/${added.body.id}`), 404, 'not_found');
+  },
+);
+
 test.serial('killing the server with SIGKILL during delivery loses no event', async (t) => {
   t.timeout(60_000);
   receiver.state.mode = 'hang';

@@ -1,0 +1,104 @@
+import test from 'ava';
+import { ownerConsole, type Person } from '../helpers/console.js';
+import { assertError, bearer, call } from '../helpers/http.js';
+import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { stopAndClean } from '../helpers/process.js';
+import { serviceToken } from '../helpers/tokens.js';
+
+/**
+ * The setup routes `svc apply` and `svc export` call (test/cli/apply.test.ts runs the commands):
+ * POST /v1/admin/setup/plan says what a workspace file would change and changes nothing, POST
+ * /v1/admin/setup applies it (once: the same file again changes nothing), GET /v1/admin/setup
+ * gives back the workspace as a file; setup:read plans and exports, only setup:write applies, and a
+ * secret written in the file is refused before anything is looked at.
+ */
+let server: ServedInProcess;
+let owner: Person;
+let reader: string;
+let writer: string;
+
+const document = {
+  version: 1,
+  templates: [
+    {
+      name: 'small-payments',
+      rules: [{ actions: ['payment'], merchants: ['acme.example'], currencies: ['EUR'], maxAmount: 5000 }],
+    },
+  ],
+  agents: [{ name: 'routes-bot', templates: ['small-payments'], tags: ['ops'] }],
+};
+
+test.before(async () => {
+  server = await serveInProcess();
+  owner = await ownerConsole(server);
+  reader = await serviceToken(owner, 'setup-reader', ['setup:read']);
+  writer = await serviceToken(owner, 'setup-writer', ['setup:read', 'setup:write']);
+});
+
+test.after.always(() => stopAndClean(server));
+
+const agentNames = async () =>
+  ((await owner.get('/agents?limit=200')).body.data as Array<{ name: string }>).map((a) => a.name);
+
+test.serial(
+  'a plan names what would change and changes nothing; applying does it once; export gives it back',
+  async (t) => {
+    const plan = await call(server.url, 'POST', '/v1/admin/setup/plan', {
+      headers: bearer(reader),
+      json: { document },
+    });
+    t.is(plan.status, 200, plan.text);
+    t.true(plan.text.includes('routes-bot') && plan.text.includes('small-payments'), plan.text);
+    t.false((await agentNames()).includes('routes-bot'), 'a plan changes nothing');
+
+    assertError(
+      t,
+      await call(server.url, 'POST', '/v1/admin/setup', { headers: bearer(reader), json: { document } }),
+      403,
+      'missing_scope',
+    );
+    t.false((await agentNames()).includes('routes-bot'));
+
+    const applied = await call(server.url, 'POST', '/v1/admin/setup', { headers: bearer(writer), json: { document } });
+    t.is(applied.status, 200, applied.text);
+    t.true((await agentNames()).includes('routes-bot'));
+    const recordsAfterFirst = (await owner.ledger()).length;
+
+    const again = await call(server.url, 'POST', '/v1/admin/setup', { headers: bearer(writer), json: { document } });
+    t.is(again.status, 200, again.text);
+    t.is((await agentNames()).filter((n) => n === 'routes-bot').length, 1, 'the same file again makes no second agent');
+    t.is((await owner.ledger()).length, recordsAfterFirst, 'and records nothing');
+
+    const exported = await call(server.url, 'GET', '/v1/admin/setup', { headers: bearer(reader) });
+    t.is(exported.status, 200, exported.text);
+    t.like(exported.body.document, { version: 1 });
+    t.like(
+      exported.body.document.agents.find((a: { name: string }) => a.name === 'routes-bot'),
+      { name: 'routes-bot', templates: ['small-payments'], tags: ['ops'] },
+    );
+    t.deepEqual(
+      exported.body.document.templates.map((x: { name: string }) => x.name),
+      ['small-payments'],
+    );
+  },
+);
+
+test.serial(
+  'a secret written in the file is refused naming its field; bad files and no token are refused',
+  async (t) => {
+    const withSecret = { version: 1, integrations: { slack: { signingSecret: 'a-literal-secret-123' } } };
+    for (const path of ['/v1/admin/setup/plan', '/v1/admin/setup']) {
+      const res = await call(server.url, 'POST', path, { headers: bearer(writer), json: { document: withSecret } });
+      assertError(t, res, 400, 'secret_in_file');
+      t.is(res.body.error.errors[0].field, 'integrations.slack.signingSecret');
+      t.false(res.text.includes('a-literal-secret-123'), 'the secret is not echoed');
+    }
+    const unknown = await call(server.url, 'POST', '/v1/admin/setup/plan', {
+      headers: bearer(writer),
+      json: { document: { version: 1, agents: [{ name: 'x', mandate: {} }] } },
+    });
+    assertError(t, unknown, 400, 'invalid_workspace_file');
+    t.is(unknown.body.error.errors[0].field, 'agents[0].mandate');
+    assertError(t, await call(server.url, 'GET', '/v1/admin/setup'), 401, 'unauthenticated');
+  },
+);
