@@ -216,7 +216,12 @@ export async function startServer(
   void exited.then(() => process.off('exit', reap));
   // serve --json prints one (pretty) JSON document once it listens: wait until it parses whole.
   const boot = await new Promise<Boot>((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 30_000);
+    // A server that did not start in time is stopped: left running, it would hold the test
+    // process open (its pipes) after the test failed.
+    const timer = setTimeout(() => {
+      reap();
+      reject(new Error(`server did not start within 30 s:\n${stderr}`));
+    }, 30_000);
     proc.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
       try {

@@ -19,8 +19,13 @@ const ANSWER_WITHIN_MS = 20_000;
 const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
 const servers: RunningServer[] = [];
+// The clients' stop: also set when the test fails midway, so that they do not keep it running.
+const stop = { now: false };
 test.after.always(async () => {
+  stop.now = true;
   for (const s of servers) {
+    if (process.env.SVC_TEST_KEEP_LOG)
+      (await import('node:fs')).writeFileSync(`${process.env.SVC_TEST_KEEP_LOG}-${s.proc.pid}.log`, s.stderr());
     const workers = s.proc.exitCode === null ? workersOf(s.proc.pid!) : [];
     s.proc.kill('SIGKILL');
     for (const pid of workers) killQuietly(pid);
@@ -93,11 +98,21 @@ async function client(server: RunningServer, fx: AgentFixture, tally: Tally, sto
   }
 }
 
-const listeningLines = (server: RunningServer) =>
-  server
-    .stderr()
-    .split('\n')
-    .filter((line) => line.includes('"msg":"listening"')).length;
+/**
+ * How many `listening` lines the server has logged: read on from where the last call stopped (the
+ * log grows by a line per request, and is polled every few milliseconds).
+ */
+const seen = new Map<RunningServer, { upTo: number; count: number }>();
+function listeningLines(server: RunningServer): number {
+  const log = server.stderr();
+  const at = seen.get(server) ?? { upTo: 0, count: 0 };
+  // Whole lines only: the last one may be partial still.
+  const upTo = log.lastIndexOf('\n') + 1;
+  if (upTo > at.upTo) at.count += (log.slice(at.upTo, upTo).match(/"msg":"listening"/g) ?? []).length;
+  at.upTo = Math.max(at.upTo, upTo);
+  seen.set(server, at);
+  return at.count;
+}
 
 test('two workers, one killed with SIGKILL 100 times under load: every allow acknowledged is stored, every request answered or refused by a connection error', async (t) => {
   t.timeout(600_000);
@@ -114,7 +129,6 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
   const server = await startServer({ args: ['--workers', '2'], env, dataDir: first.dataDir });
   servers.push(server);
   const tally: Tally = { acknowledged: [], otherAnswers: new Map(), connectionErrors: new Map(), unanswered: [] };
-  const stop = { now: false };
   // Three clients on one agent (one ledger, its head contended by both workers), one on another,
   // and one that opens a new connection for each request.
   const clients = [busy, busy, busy, other, busy].map((fx, i) => client(server, fx, tally, stop, i === 4));
@@ -176,7 +190,10 @@ test('two workers, one killed with SIGKILL 100 times under load: every allow ack
   t.deepEqual(
     [...tally.otherAnswers].filter(([answer]) => answer !== '503 overloaded'),
     [],
-    'every answer was an allow, or a shed request (503 overloaded)',
+    `every answer was an allow, or a shed request (503 overloaded); the first error lines the workers logged:\n${errors
+      .slice(0, 3)
+      .join('\n')
+      .slice(0, 3000)}`,
   );
   t.false(/store_damaged|store file damaged/.test(log), 'no worker found the store damaged');
   t.false(/ledger checkpoint failed/.test(log), 'every checkpoint was signed');
