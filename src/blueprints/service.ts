@@ -35,7 +35,7 @@ export function createBlueprintsService(deps: {
   agents: AgentsService;
   mandates: MandatesService;
   people: Pick<PeopleService, 'memberIdByEmail'>;
-}) {
+}): BlueprintsService {
   const { store, clock, ids, ledger, agents, mandates, people } = deps;
   const repo = blueprintsRepo(store);
 
@@ -147,4 +147,21 @@ export function createBlueprintsService(deps: {
   };
 }
 
-export type BlueprintsService = ReturnType<typeof createBlueprintsService>;
+/**
+ * Agent blueprints: named sets of tags and mandate templates that agents are registered from.
+ * Writes the `blueprints` table; registering writes the agent and its mandate through the agents
+ * and mandates services, in one write, each change a ledger record.
+ */
+export interface BlueprintsService {
+  /** A new blueprint; 400 when it names a template the workspace lacks. */
+  create(wid: string, input: BlueprintInput, who: AgentActor): Promise<BlueprintRecord>;
+  /** A blueprint's tags and templates replaced (`svc apply`); agents registered from it keep theirs. */
+  update(wid: string, id: string, input: BlueprintInput, who: AgentActor): Promise<BlueprintRecord>;
+  /** The workspace's blueprints, a page at a time. */
+  page(
+    wid: string,
+    options: { after?: string; limit: number },
+  ): Promise<{ data: BlueprintRecord[]; next: string | null }>;
+  /** An agent with its mandate from templates (a blueprint's, then the named ones), in one write. */
+  register(input: Registration, who: AgentActor): Promise<AgentRecord & { mandateRules: number }>;
+}

@@ -77,7 +77,7 @@ export function createDrills(deps: {
   gate: Gate;
   gateway: Pick<Gateway, 'admitsAgent'>;
   mcp: Pick<Gateway, 'admitsAgent'>;
-}) {
+}): Drills {
   const { store, clock, ledger, agents, mandates, killSwitch, gate, gateway, mcp } = deps;
   const repo = drillsRepo(store);
 
@@ -176,4 +176,15 @@ export function createDrills(deps: {
   };
 }
 
-export type Drills = ReturnType<typeof createDrills>;
+/**
+ * Kill-switch drills (the rules above). Writes the drill's own agent, mandate and hold through the
+ * agents, mandates and kill-switch services, the `drills` cooldown and the `drillReports` table,
+ * and a `drill.completed` ledger record.
+ */
+export interface Drills {
+  /**
+   * Runs one drill for the workspace as the token (`actor` as the ledger names it): its report,
+   * passed or not; 429 drill_cooldown, without running, within the hour of the token's last one.
+   */
+  run(wid: string, token: { actor: string; tokenId: string }): Promise<DrillReport>;
+}

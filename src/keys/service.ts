@@ -80,7 +80,7 @@ export function keyStands(r: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, now: nu
   return r.revokedAt === null && (r.expiresAt == null || now < Date.parse(r.expiresAt));
 }
 
-export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger }) {
+export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSource; ledger: Ledger }): KeysService {
   const { store, clock, ids, ledger } = deps;
   const repo = keysRepo(store);
   const agents = agentsRepo(store);
@@ -192,4 +192,20 @@ export function createKeysService(deps: { store: Store; clock: Clock; ids: IdSou
   };
 }
 
-export type KeysService = ReturnType<typeof createKeysService>;
+/**
+ * Workspace and agent keys: minted (the value shown once, stored as a hash), resolved on every
+ * request that presents one, listed and revoked. Writes the `keys` and `keysByHash` tables and a
+ * ledger record for each mint and revocation.
+ */
+export interface KeysService {
+  /** Mints a key; `createdBy` is the actor as the ledger names it (user:…, key:…, operator). */
+  mint(workspaceId: string, input: MintKeyInput, createdBy: string): Promise<KeyView & { key: string }>;
+  /** The live key behind a presented value, or undefined (unknown, expired or revoked). */
+  resolve(value: string): Promise<ResolvedKey | undefined>;
+  /** The workspace's keys, a page at a time, never a value or a hash. */
+  list(wid: string, options: { after?: string; limit: number }): Promise<{ data: KeyView[]; next: string | null }>;
+  /** One agent's keys (revoked ones too, with revokedAt), oldest first: for its page in the console. */
+  forAgent(wid: string, agentId: string): Promise<KeyView[]>;
+  /** Revokes a key; `only.agentId` limits it to one agent's keys (404 for any other key). */
+  revoke(wid: string, keyId: string, actor?: string, only?: { agentId?: string }): Promise<void>;
+}

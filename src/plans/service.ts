@@ -74,7 +74,7 @@ export interface PlanView {
 
 const UNLIMITED: PlanAllowances = { agents: null, mandateRules: null, monthlyRequests: null, people: null };
 
-export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; free: PlanAllowances }) {
+export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; free: PlanAllowances }): Plans {
   const { store, clock, ledger, free } = deps;
   const repo = plansRepo(store);
 
@@ -197,4 +197,32 @@ export function createPlans(deps: { store: Store; clock: Clock; ledger: Ledger; 
   };
 }
 
-export type Plans = ReturnType<typeof createPlans>;
+/**
+ * A workspace's plan: the allowances it is held to (the free plan's unless a paid subscription
+ * says otherwise) and the subscriptions that set them. Reads and writes the `plans` table (one
+ * record per subscription of a workspace); a change of plan is a ledger record.
+ */
+export interface Plans {
+  /** The allowances the workspace is held to now (read on every check; another process may write). */
+  allowances(wid: string): Promise<PlanAllowances>;
+  /** Whether the subscription is one of the workspace's (known from its bound events). */
+  has(wid: string, subscriptionId: string): Promise<boolean>;
+  /**
+   * The workspaces that have the subscription: one, normally; more only when its
+   * `metadata.workspaceId` was changed at Stripe. Reads every workspace's subscriptions.
+   */
+  workspacesWith(subscriptionId: string): Promise<string[]>;
+  /** The plan as the console shows it: its name, whether it is paid, its allowances and its subscription. */
+  view(wid: string): Promise<PlanView>;
+  /**
+   * Inside a write: applies a subscription report to its subscription's record. Returns whether
+   * the record changed (false for an older event, a same-second one that ranks no higher, or any
+   * event about a subscription already deleted).
+   */
+  applyInWrite(wid: string, report: SubscriptionReport, actor: string): Promise<boolean>;
+  /**
+   * Inside a write: a failed payment of one of the workspace's subscriptions is noted on its
+   * record and in the ledger; the status itself follows the subscription's own events.
+   */
+  paymentFailedInWrite(wid: string, subscriptionId: string | null, eventId: string, actor: string): Promise<boolean>;
+}

@@ -69,7 +69,7 @@ export interface SweeperOptions {
 
 const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-export function createSweeper(options: SweeperOptions) {
+export function createSweeper(options: SweeperOptions): Sweeper {
   const { store, clock, log, jobs, batch, maxPerRun } = options;
   const cursors = new Map<string, KeyPart[]>();
   const repo = sweepRepo(store);
@@ -142,4 +142,14 @@ export function createSweeper(options: SweeperOptions) {
   };
 }
 
-export type Sweeper = ReturnType<typeof createSweeper>;
+/** The retention sweeper (the rules above): removes what the policy says has expired, table by table. */
+export interface Sweeper {
+  /** One run now: what it removed, table by table. */
+  run(): Promise<SweepReport>;
+  /** Starts the background runs (the server does; commands that open the store do not). */
+  start(): void;
+  /** Stops them, waiting for a run in progress. */
+  stop(): Promise<void>;
+  /** The tables swept, in the order a run takes them. */
+  readonly tables: ReadonlyArray<keyof Tables>;
+}

@@ -42,7 +42,7 @@ export function createScorecard(deps: {
   agents: AgentsService;
   signingKeys: SigningKeys;
   issuer: () => string;
-}) {
+}): Scorecard {
   const { store, clock, ids, ledger, agents, signingKeys } = deps;
   const repo = scorecardRepo(store);
   /** The workspace's live agents as people see them (with their standing). */
@@ -91,4 +91,13 @@ export function createScorecard(deps: {
   };
 }
 
-export type Scorecard = ReturnType<typeof createScorecard>;
+/**
+ * The workspace's control scorecard: figures read from agents, drills, approvals and actions (it
+ * writes nothing but the ledger key it signs with, on a store that lacks one).
+ */
+export interface Scorecard {
+  /** The figures as of now, unsigned, with the ledger's size they were read at. */
+  figures(wid: string): Promise<{ figures: ControlFigures; ledgerSize: number }>;
+  /** The figures signed with the ledger key as a JWT of type svc-scorecard+jwt, and its claims. */
+  signed(wid: string): Promise<{ scorecard: string; claims: ScorecardClaims }>;
+}

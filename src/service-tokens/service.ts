@@ -48,7 +48,12 @@ export type ServiceTokenView = Omit<ServiceTokenRecord, 'hash'>;
 
 const viewOf = ({ hash: _hash, ...view }: ServiceTokenRecord): ServiceTokenView => view;
 
-export function createServiceTokensService(deps: { store: Store; clock: Clock; ids: IdSource; ledger?: Ledger }) {
+export function createServiceTokensService(deps: {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  ledger?: Ledger;
+}): ServiceTokensService {
   const { store, clock, ids, ledger } = deps;
   const repo = serviceTokensRepo(store);
   return {
@@ -124,4 +129,22 @@ export function createServiceTokensService(deps: { store: Store; clock: Clock; i
   };
 }
 
-export type ServiceTokensService = ReturnType<typeof createServiceTokensService>;
+/**
+ * Service tokens, the credentials of pipelines and operators' scripts on the admin routes:
+ * created (the value shown once, stored as a hash), listed, revoked and verified on each request.
+ * Writes `serviceTokens` and `serviceTokensByHash`, and a ledger record for each creation and
+ * revocation.
+ */
+export interface ServiceTokensService {
+  /** Creates a token; its value is returned once. `actor` is who, as the ledger names them. */
+  create(workspaceId: string, input: CreateTokenInput, actor?: string): Promise<ServiceTokenView & { token: string }>;
+  /** The workspace's tokens, a page at a time, never a value or a hash. */
+  list(
+    workspaceId: string,
+    options: { after?: string; limit: number },
+  ): Promise<{ data: ServiceTokenView[]; next: string | null }>;
+  /** Revokes a token: refused from the next request on. */
+  revoke(workspaceId: string, id: string, actor?: string): Promise<void>;
+  /** Authenticates a presented token from a client address; throws invalid_token or token_expired. */
+  verify(value: string, clientAddress: string): Promise<ServiceTokenRecord>;
+}
