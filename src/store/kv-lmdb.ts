@@ -362,10 +362,16 @@ export interface LmdbOpenOptions {
   maxAttempts?: number;
 }
 
-export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}): KvStore {
-  const create = options.create ?? true;
-  const readOnly = options.readOnly ?? false;
-  const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
+/**
+ * The LMDB environment of the store in `dataDir`, opened after the checks that must come first (the
+ * data dir prepared, the file's meta pages read for damage, room to open), with a handle of each
+ * table: its JSON view and its stored text (what validation compares).
+ */
+function openEnvironment(
+  dataDir: string,
+  create: boolean,
+  readOnly: boolean,
+): { dir: string; file: string; root: RootDatabase; dbs: Record<TableName, Dbs> } {
   const dir = resolve(dataDir);
   const file = join(dir, STORE_FILE);
   prepareDataDir(dir, { create: create && !readOnly, chmod: !readOnly });
@@ -416,6 +422,14 @@ export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}):
       return [name, { json, text: root.openDB({ name, cache: false, compression: false, encoding: 'string' }) }];
     }),
   ) as unknown as Record<TableName, Dbs>;
+  return { dir, file, root, dbs };
+}
+
+export function openKvLmdbStore(dataDir: string, options: LmdbOpenOptions = {}): KvStore {
+  const create = options.create ?? true;
+  const readOnly = options.readOnly ?? false;
+  const maxAttempts = options.maxAttempts ?? MAX_ATTEMPTS;
+  const { dir, file, root, dbs } = openEnvironment(dataDir, create, readOnly);
   let writable = !readOnly;
   // Commits that failed since the store opened, and the flushes waiting to hear of the next one:
   // lmdb-js never settles a failed commit's flush promise (flushed() and close() below).
