@@ -6,8 +6,8 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * API.md section 2 (agents and their keys in the console), SPEC.md 5.2 (agent keys), 5.3.4
- * (CSRF on console writes) and 7.2 (an id of another workspace is simply not found).
+ * Agents and their keys in the console: agent keys, CSRF on console writes, and an id of another
+ * workspace that is simply not found.
  */
 
 const AGENT_ID = /^agt_[0-9A-Za-z]{22}$/;
@@ -74,7 +74,7 @@ test('POST agents answers 201 with the agent in the decided shape, and GET shows
     tags: ['team:billing', 'eu'],
   });
   t.is(res.status, 201, res.text);
-  // API.md's fields, and `blueprint` added (null: not registered from one).
+  // the documented fields, and `blueprint` added (null: not registered from one).
   t.deepEqual(Object.keys(res.body).sort(), [
     'actsFor',
     'blueprint',
@@ -277,7 +277,7 @@ test('?limit outside 1-200 gives 400 invalid_request on query.limit', async (t) 
   }
 });
 
-// CSRF (SPEC.md 5.3.4)
+// CSRF
 
 test('console writes on agent routes without x-svc-csrf give 403 csrf and change nothing', async (t) => {
   const agent = (await createAgent({ name: 'guarded-bot', actsFor: owner.id })).body;

@@ -7,7 +7,7 @@ import { withStore } from '../helpers/store.js';
 import { makeBot, pendingPayment, reviewRule, SERVER_ENV } from './support.js';
 
 /**
- * Approvals for automation (API.md 4, approvals:read): a token reads what waits for people and
+ * Approvals for automation (approvals:read): a token reads what waits for people and
  * the rules people's repeated approvals suggest; it can never decide (see the route-table test).
  */
 let server: ServedInProcess;

@@ -20,7 +20,7 @@ import {
 } from './support.js';
 
 /**
- * Human approvals through the real server and real sessions (SPEC.md 1.4, 4.6; API.md 2 and 3):
+ * Human approvals through the real server and real sessions:
  * a `review` decision waits as an apr_ approval; signed-in people approve or deny it under the
  * rule's terms (who may decide, named approvers, separation of duties, two people, holds), a
  * fresh check against the mandate is made, and the agent's poll turns to allow (with a receipt
@@ -186,7 +186,7 @@ test('deny: the approval is denied, the action is deny approval_denied with evid
   t.deepEqual((await agentView(server, bot, action.id)).body, view.body, 'the action is unchanged');
   t.like(await findApproval(owner, action.approvalId), { status: 'denied' });
 
-  // A denied action is not settled (SPEC.md 3: not allowed → 409 not_allowed).
+  // A denied action is not settled (not allowed → 409 not_allowed).
   const settle = await call(server.url, 'POST', `/v1/actions/${action.id}/settle`, {
     headers: bearer(bot.key),
     json: { status: 'completed' },

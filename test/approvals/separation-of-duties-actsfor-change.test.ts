@@ -5,7 +5,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { agentView, makeBot, pendingPayment, reviewRule, SERVER_ENV, staff } from './support.js';
 
 /**
- * Review 2: separation of duties (SPEC.md 4.6, issue 4): "the person the agent acts for may not
+ * Review 2: separation of duties (issue 4): "the person the agent acts for may not
  * approve its action". approvals/service.ts checks the agent's *current* actsFor at approval time
  * (service.ts:161), and the approval record keeps no copy of who the agent acted for when the
  * action was asked. An admin (or owner) the agent acts for re-points the agent (PATCH actsFor to

@@ -3,7 +3,7 @@ import type { Server } from '@hapi/hapi';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /**
- * SPEC.md 5.3.4, for every console write there is and every one added later: the route table is
+ * Cross-site request forgery, for every console write there is and every one added later: the route table is
  * walked, and each non-GET /api/ route is called cross-site (no x-svc-csrf; then the header with
  * a foreign Origin). Every one answers 403 csrf before anything else is looked at.
  */

@@ -4,10 +4,10 @@ import { dirname, join, normalize, relative } from 'node:path';
 import { ROOT } from '../helpers/process.js';
 
 /**
- * STYLE.md rule 1, enforced: frameworks stay at the edges. Only http.ts files, src/http/ and the
+ * The layer rules, enforced: frameworks stay at the edges. Only http.ts files, src/http/ and the
  * server's assembly (src/server.ts) import hapi; only commands/ and src/cli/ import oclif; only
  * src/store/ imports lmdb or the PostgreSQL driver (pg); only src/settings/ reads process.env;
- * services (service.ts) import none of them. STYLE.md rule 7: only a domain's repo.ts (and
+ * services (service.ts) import none of them. And only a domain's repo.ts (and
  * src/store/ itself) touches the store's tables.
  */
 async function sources(dir: string): Promise<string[]> {
@@ -105,7 +105,7 @@ test('only repo.ts files (and src/store/) touch the store tables', async (t) => 
   t.deepEqual(
     offenders,
     [],
-    `these files use \`.tables\` outside a repo (STYLE.md rule 7): move each read and write into the domain's repo.ts:\n  ${offenders.join('\n  ')}`,
+    `these files use \`.tables\` outside a repo: move each read and write into the domain's repo.ts:\n  ${offenders.join('\n  ')}`,
   );
 });
 

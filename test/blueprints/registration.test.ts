@@ -7,8 +7,8 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { addPerson, ID, SERVER_ENV } from '../approvals/support.js';
 
 /**
- * Blueprints (API.md 2) and registering agents from them by service token (API.md 4,
- * `agents:write`): the mandate comes from templates only (400 template_only for anything else),
+ * Blueprints and registering agents from them by service token (`agents:write`): the mandate comes from templates only (400 template_only for
+ * anything else),
  * a blueprint or template the workspace lacks is 400 unknown_template, and a refused
  * registration leaves nothing behind.
  */

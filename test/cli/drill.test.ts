@@ -79,7 +79,7 @@ test.serial(
     t.truthy((byToken[0] as unknown as { tokenId?: string }).tokenId);
 
     const again = await svc(['drill', '--url', server.url, '--json'], { env: { SVC_TOKEN: token } });
-    // Refused without running (API.md 9): exit 4, not 1, so a CI re-run within the hour is not a failed drill.
+    // Refused without running: exit 4, not 1, so a CI re-run within the hour is not a failed drill.
     t.is(again.code, 4, again.stdout);
     t.like(JSON.parse(again.stdout).error, { type: 'drill_cooldown', exitCode: 4 });
     t.is((await owner.ledger()).filter((r) => r.kind === 'drill.completed').length, 1, 'the refused drill did not run');

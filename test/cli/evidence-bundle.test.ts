@@ -10,7 +10,7 @@ import { poll } from '../helpers/wait.js';
 import { verifyLedger } from '../../src/ledger/verify.js';
 
 /**
- * The evidence bundle (API.md 4, 5): GET /v1/admin/evidence with a token of scope evidence:read
+ * The evidence bundle: GET /v1/admin/evidence with a token of scope evidence:read
  * gives the ledger's records with their hashed bytes, the signed checkpoints, the consistency
  * proofs between them and the JWKS; `svc ledger verify --bundle` checks it offline with nothing
  * else, and a bundle with one byte changed fails naming the record, as does one whose decoded
@@ -105,7 +105,7 @@ test.serial('one byte changed in a record fails, naming that record', async (t) 
   t.like(JSON.parse(res.stdout), { ok: false, ledgers: [{ ok: false, firstBadIndex: i }] });
 });
 
-/** An evidence bundle as served (API.md 5), typed as far as the tests below read it. */
+/** An evidence bundle as served, typed as far as the tests below read it. */
 interface DecodedRecord {
   kind: string;
   data: { name?: string; scopes?: unknown; approvedBy?: string; payment?: { amount: number | string } };

@@ -12,7 +12,7 @@ import { removeDir, startServer, svc, tempDir, type RunningServer } from '../hel
 
 /**
  * `svc init` (scripted bootstrap) and `svc migrate` over a store of the previous schema version,
- * through the real binary. Exit codes: 0 ok, 2 usage, 3 cannot open the store (API.md section 1).
+ * through the real binary. Exit codes: 0 ok, 2 usage, 3 cannot open the store.
  */
 
 const dirs: string[] = [];

@@ -10,7 +10,7 @@ import { withStore } from '../helpers/store.js';
 import type { App } from '../../src/app.js';
 
 /**
- * `svc ledger verify` (API.md 1, 5): recomputes the Merkle tree from the stored bytes, checks
+ * `svc ledger verify`: recomputes the Merkle tree from the stored bytes, checks
  * every signed checkpoint and names the first bad record. The tampering below is what someone
  * with write access to the LMDB file could do; each kind must be caught.
  */

@@ -7,7 +7,7 @@ import { withStore } from '../helpers/store.js';
 import { about, makeBot, pay, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
- * The operator's day from a terminal (API.md 9, issue 18.6), through the spawned svc against a
+ * The operator's day from a terminal (issue 18.6), through the spawned svc against a
  * real server: stop and restart an agent, "stop every agent" on, off and status, service tokens
  * minted, listed and revoked, keys listed and revoked, approvals read. Each goes through the
  * server with a credential of the right scope or `--local` on the store, and writes the ledger

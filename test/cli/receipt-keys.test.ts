@@ -6,7 +6,7 @@ import { stopAndClean, svc } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * Receipt key rotation and revocation from the terminal, while the server runs (API.md 1, 3):
+ * Receipt key rotation and revocation from the terminal, while the server runs:
  * a rotated key keeps verifying the receipts it signed; the server signs with the new key from
  * the next receipt on; a revoked key leaves the JWKS and its receipts check as `revoked`.
  */

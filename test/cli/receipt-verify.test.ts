@@ -49,7 +49,7 @@ test.before(async () => {
     requested.push(req.url ?? '');
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'POST' && path === '/v1/verify') {
-      // Stands in for the server's answer (SPEC.md 4.7): valid for the golden receipt, seen before.
+      // Stands in for the server's answer: valid for the golden receipt, seen before.
       let body = '';
       req.on('data', (d: Buffer) => {
         body += d.toString();

@@ -7,7 +7,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
- * The web console's pages over a real listening server (issue 4, item 4; API.md 2 "Web pages,
+ * The web console's pages over a real listening server (issue 4, item 4; "Web pages,
  * server-rendered, same origin"): who gets which page, the headers every page carries, the
  * assets' types, and that everything rendered on the server from a person's data is escaped.
  * What the page script does is the browser test's (test/browser/console.test.ts).

@@ -5,7 +5,7 @@ import type { Role } from '../../src/people/records.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /**
- * The role table (SPEC.md 5.3.5, API.md 2, issue 15 item 3): every console route of a workspace,
+ * The role table (issue 15 item 3): every console route of a workspace,
  * reads and writes, called by each role. Owners and admins manage everything; members manage
  * the agents that act for them; analysts read reports; auditors read evidence and the ledger.
  *
@@ -16,7 +16,7 @@ import { inProcessServer, type InProcess } from '../helpers/in-process.js';
  * permission check (any answer but 401 and 403: the object named may not exist); `forbidden` is
  * exactly 403 forbidden (the role may never do this); `not_found` is exactly 404 not_found (a
  * member or analyst asking about an agent that does not act for them: to them it does not exist,
- * as an agent of another workspace does not, SPEC.md 7.2).
+ * as an agent of another workspace does not).
  */
 const ROLES: Role[] = ['owner', 'admin', 'member', 'analyst', 'auditor'];
 type Outcome = 'ok' | 'reached' | 'forbidden' | 'not_found';

@@ -8,7 +8,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
- * SPEC.md 5.3.5 and API.md section 2 by role: owners and admins manage every agent; a member
+ * The agents routes by role: owners and admins manage every agent; a member
  * manages the agents that act for them, gives them only template rules, and makes no templates;
  * the ledger is for owners, admins and auditors.
  */

@@ -7,7 +7,7 @@ import { authorizeRaw, getAction, makeAgent, recordsBy, type Agent } from './sup
 
 /**
  * POST /v1/actions/authorize refuses a malformed request with 400 invalid_request, listing every
- * bad field in `errors` (SPEC.md 4.1, 7.1, 7.3), and decides nothing for it.
+ * bad field in `errors`, and decides nothing for it.
  */
 
 let server: ServedInProcess;

@@ -42,7 +42,7 @@ async function collect(status: 'cancelled' | 'failed' | 'completed', amount?: nu
     const res = await authorize(server, fx.key, payment(LIMIT));
     if (res.body.decision !== 'allow') break;
     await settle(server, fx.key, res.body.id, amount === undefined ? { status } : { status, amount });
-    // The merchant checks the receipt online, afterwards, as SPEC.md 4.7 lets it.
+    // The merchant checks the receipt online, afterwards, as the receipt docs let it.
     const verified = await call(server.url, 'POST', '/v1/verify', { json: { receipt: res.body.receipt } });
     if (verified.body.valid === true && verified.body.replayed === false) vouched += verified.body.claims.amt as number;
   }

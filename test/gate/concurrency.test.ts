@@ -7,7 +7,7 @@ import { makeAgent, recordsAbout, recordsBy, settle } from './support.js';
 
 /**
  * Real concurrency against one server: racing authorizations cannot together overrun a period
- * limit, and racing settlements settle an action once (SPEC.md 3; src/gate/service.ts rules).
+ * limit, and racing settlements settle an action once (src/gate/service.ts rules).
  */
 
 let server: ServedInProcess;

@@ -7,7 +7,7 @@ import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { getAction, makeAgent, owner, recordsBy, settle } from './support.js';
 
 /**
- * Who may use the gate (SPEC.md 5.2, 7.2, 7.3; API.md 2): an agent key only. A workspace key is
+ * Who may use the gate: an agent key only. A workspace key is
  * 403 agent_key_required; the key of a removed agent is 403 agent_not_found; no credential is
  * 401 unauthenticated; a revoked or unknown key is 401 invalid_api_key. Every route of the gate.
  */

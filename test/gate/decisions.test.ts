@@ -16,8 +16,8 @@ import {
 } from './support.js';
 
 /**
- * Decisions of POST /v1/actions/authorize against the agent's mandate (API.md 2 and 3), and
- * GET /v1/actions/{id} (SPEC.md 4.1): allow with a signed receipt; deny with a signal and an
+ * Decisions of POST /v1/actions/authorize against the agent's mandate, and
+ * GET /v1/actions/{id}: allow with a signed receipt; deny with a signal and an
  * evidence record the ledger holds; review with a pending approval.
  */
 

@@ -6,7 +6,7 @@ import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { ACTION_ID, makeAgent, recordsAbout, recordsBy, type Agent } from './support.js';
 
 /**
- * Idempotency of POST /v1/actions/authorize (SPEC.md 4.1, 7.3; API.md 3): the same key and the
+ * Idempotency of POST /v1/actions/authorize: the same key and the
  * same request answer the same action, never a second decision; the same key for another
  * request is 409 idempotency_conflict. The key goes in the body or the idempotency-key header.
  */

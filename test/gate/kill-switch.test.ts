@@ -7,7 +7,7 @@ import { withStore } from '../helpers/store.js';
 import { assertDenied, getAction, makeAgent, type Agent } from './support.js';
 
 /**
- * Kill switch at the gate (SPEC.md 1.3, 3, 7.3): a stopped agent's action requests get 200 with
+ * Kill switch at the gate: a stopped agent's action requests get 200 with
  * a deny decision carrying signal agent_frozen, and a freeze written by another process (here:
  * the test process opening the same store, as `svc freeze --local` does) applies to the very
  * next request. Serial: each test opens the server's LMDB store from this process.

@@ -5,7 +5,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorizeRaw, makeAgent, type Agent } from './support.js';
 
 /**
- * Review: SPEC.md 7.2 keeps 500 for server faults. A number too large for a double in metadata
+ * 500 is kept for server faults. A number too large for a double in metadata
  * (valid JSON, parsed as Infinity) with an idempotency key must be a 4xx or a decision, never 500.
  */
 

@@ -6,7 +6,7 @@ import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { authorizeRaw, getAction, makeAgent, rateHeaders, recordsBy, settle } from './support.js';
 
 /**
- * The gate's per-agent rate limit (SPEC.md 7.6, 8.1): every answer after authentication carries
+ * The gate's per-agent rate limit: every answer after authentication carries
  * ratelimit-limit, ratelimit-remaining and ratelimit-reset; past the limit, 429 rate_limited
  * with retry-after. One server at the default limit, one started with SVC_GATE_RATE_PER_MINUTE=5.
  */

@@ -7,7 +7,7 @@ import { authorizeRaw, decodeReceipt, makeAgent, type Agent } from './support.js
 
 /**
  * Odd but well-formed JSON on the gate is the client's fault, never the server's: every such
- * request answers 200 or a 4xx of the SPEC.md 7.1 shape (7.2: 500 is for server faults), and a
+ * request answers 200 or a 4xx of the documented error shape (500 is for server faults only), and a
  * refused request leaves nothing in the ledger.
  */
 
@@ -68,8 +68,8 @@ test('a lone surrogate in metadata with an idempotency key: 400 invalid_request,
 });
 
 test('a payment-carrying action that names no merchant is decided or refused as malformed, never a 500', async (t) => {
-  // A rule without merchants covers actions that name none (API.md 2); a receipt names its
-  // merchant (SPEC.md 2.6). Either the request is refused naming payment.merchant, or it is
+  // A rule without merchants covers actions that name none; a receipt names its
+  // merchant. Either the request is refused naming payment.merchant, or it is
   // allowed and its receipt is valid.
   const res = await authorize(server, fx.key, {
     type: 'transfer',

@@ -6,7 +6,7 @@ import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { assertDenied, getAction, recordsAbout, settle, makeAgent, type Agent } from './support.js';
 
 /**
- * POST /v1/actions/{id}/settle (SPEC.md 3, 4.1, 7.3; API.md 3): only an allowed, unsettled
+ * POST /v1/actions/{id}/settle: only an allowed, unsettled
  * action can be settled, once; a failed or cancelled settlement gives its amount back to the
  * period, and a completed one with an amount replaces the authorized amount.
  */

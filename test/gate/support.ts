@@ -139,7 +139,7 @@ export async function assertDenied(
   t.deepEqual(evidence?.data.signals, [signal]);
 }
 
-/** Gate answers after authentication carry the per-minute limit headers (SPEC.md 7.6). */
+/** Gate answers after authentication carry the per-minute limit headers. */
 export function rateHeaders(res: Reply): { limit: number; remaining: number; reset: number } {
   return {
     limit: Number(res.headers['ratelimit-limit']),

@@ -7,7 +7,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { CATALOGUE, PROFILES, startGateway, user, type Gateway } from './support.js';
 
 /**
- * Budgets (API.md 6, issue 6): set with an admin key (400 invalid_budget listing fields), the
+ * Budgets (issue 6): set with an admin key (400 invalid_budget listing fields), the
  * ladder (nudge, downgrade, approval, block), and spend that holds under concurrency: reserved at
  * admission, settled from the vendor's usage, never double counted.
  */

@@ -11,7 +11,7 @@ import { poll } from '../helpers/wait.js';
 import { CATALOGUE, PROFILES, startGateway, user, type Gateway } from './support.js';
 
 /**
- * The response cache (issue 19 item 7, API.md 9): on per policy profile with a TTL; an exact match
+ * The response cache (issue 19 item 7): on per policy profile with a TTL; an exact match
  * on the canonical request within one workspace; never for a dry run or x-svc-cache: bypass; a hit
  * sends nothing, costs nothing against budgets, is recorded as a call of zero cost, and replays a
  * stream as a stream; entries expire by the gateway's clock.

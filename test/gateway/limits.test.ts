@@ -16,7 +16,7 @@ import { withStore } from '../helpers/store.js';
 import { gatewayConfig, PROFILES, startGateway, user, VENDOR_ENV, type Gateway } from './support.js';
 
 /**
- * Requests and tokens per minute (issue 19 item 5, API.md 9) on a key, a team, a principal and a
+ * Requests and tokens per minute (issue 19 item 5) on a key, a team, a principal and a
  * policy profile: OpenAI's x-ratelimit-* headers on every answer under a limit; past one, 429
  * rate_limited with retry-after, a ledger record, and nothing sent upstream; the window moves with
  * the (injected) clock; counts hold across a restart on the same data dir.
@@ -49,7 +49,7 @@ test.after.always(async () => {
   await vendor?.close();
 });
 
-/** Mints a key through POST /v1/admin/keys (the API.md 9 route for `limits`). */
+/** Mints a key through POST /v1/admin/keys (the route that sets `limits`). */
 const mint = async (input: Record<string, unknown>): Promise<string> =>
   expectStatus(
     await call(gw.server.url, 'POST', '/v1/admin/keys', {

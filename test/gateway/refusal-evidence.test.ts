@@ -7,7 +7,7 @@ import { until } from '../helpers/receiver.js';
 import { CATALOGUE, PROFILES, startGateway, user, type Gateway } from './support.js';
 
 /**
- * The gateway's policy refusals are evidence (SPEC.md 6.3, 7.1; issue 15 item 6): a stopped
+ * The gateway's policy refusals are evidence (issue 15 item 6): a stopped
  * agent, data loss blocked, a budget's block and its approval step each leave a ledger record
  * (kind gateway.call_refused, the call's id as subject, the agent or key as actor), and the
  * refusal's error names it in `evidenceRecord`. Records are written off the hot path, so the test

@@ -8,8 +8,8 @@ import { stopAndClean } from '../helpers/process.js';
 import { startGateway, user, type Gateway } from './support.js';
 
 /**
- * The gateway's refusals and steering (SPEC.md 7.4, 7.6): each is answered before anything is
- * sent (the mock vendor counts), in the SPEC.md error shape, and in Anthropic's envelope on
+ * The gateway's refusals and steering: each is answered before anything is
+ * sent (the mock vendor counts), in the documented error shape, and in Anthropic's envelope on
  * /v1/messages.
  */
 let vendor: MockVendor;

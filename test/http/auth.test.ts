@@ -5,7 +5,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
- * SPEC.md 5.1-5.3: each route takes exactly one caller kind; a credential of another kind on it is
+ * Each route takes exactly one caller kind; a credential of another kind on it is
  * not read at all (401 unauthenticated, as if nothing was sent).
  */
 

@@ -41,7 +41,7 @@ test.after.always(async () => {
 interface Answer {
   status: number;
   headers: Record<string, string>;
-  /** The parsed JSON body (every answer here is an error of the SPEC.md 7.1 shape). */
+  /** The parsed JSON body (every answer here is an error of the documented error shape). */
   body: { error: { type: string; message: string; fix: string; docs: string; requestId: string } };
 }
 

@@ -1,5 +1,5 @@
 /**
- * SPEC.md 7.1 and 7.2 against the real server: every common error row that exists in the
+ * against the real server: every common error row that exists in the
  * foundation is provoked through the public surface, and its body is checked for the exact
  * shape (type, message, fix, docs, requestId, and the row's own extra members).
  *
@@ -136,10 +136,10 @@ async function inject(p: InProcess, method: string, url: string, payload?: unkno
 }
 
 /**
- * Asserts SPEC.md 7.1: status, type, and exactly the members type, message, fix, docs, requestId
+ * Asserts the error shape: status, type, and exactly the members type, message, fix, docs, requestId
  * plus `extra`; docs is `${base}/docs/errors#<type>`; requestId equals x-request-id.
  */
-/** The `error` of an answer (SPEC.md 7.1): its requestId, and the fields `extra` names (errors, …), as sent. */
+/** The `error` of an answer: its requestId, and the fields `extra` names (errors, …), as sent. */
 interface ErrorBody {
   type: string;
   message: string;
@@ -473,7 +473,7 @@ test('GET /docs/errors is an HTML page with an anchor for every error type', asy
   }
 });
 
-test('every catalogue entry has a status and a fix; every SPEC.md 7.2 type is in it', (t) => {
+test('every catalogue entry has a status and a fix; every documented type is in it', (t) => {
   for (const type of errorTypes) {
     const entry = entryOf(type);
     t.true(Number.isInteger(entry.status) && entry.status >= 400 && entry.status <= 599, type);

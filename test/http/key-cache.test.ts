@@ -7,7 +7,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, pay, SERVER_ENV } from '../approvals/support.js';
 
 /**
- * The server caches authenticated keys in memory behind the `keys` generation counter (STYLE.md
+ * The server caches authenticated keys in memory behind the `keys` generation counter (
  * rule 7, keys/service.ts). A key revoked, minted or an agent stopped by another process (the
  * spawned CLI, `--local`, on the server's store) is seen by the very next request, even when the
  * key has just been served from the cache. Serial: the CLI opens the server's store.

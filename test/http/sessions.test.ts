@@ -9,7 +9,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 import { StoreError } from '../../src/store/index.js';
 
-/** API.md section 2 and SPEC.md 5.3.3-5.3.4: sign-in, the session cookie and CSRF. */
+/** Sign-in, the session cookie and CSRF. */
 
 let server: ServedInProcess;
 let wid: string;
@@ -168,7 +168,7 @@ test('on a development server the same sealed value is accepted under the name _
   t.is(res.body.user.email, email);
 });
 
-// CSRF (SPEC.md 5.3.4)
+// CSRF
 
 test('a console write without x-svc-csrf gives 403 csrf', async (t) => {
   const cookie = await signIn(server.url, email, password);

@@ -9,7 +9,7 @@ import { signPayload } from '../../src/lib/svc-signature.js';
 import type { Json } from '../helpers/http.js';
 
 /**
- * SPEC.md 5.4, generic `svc-signature`: `t=<unix seconds>,v1=<hex>`, HMAC-SHA256 over `<t>.<raw
+ * generic `svc-signature`: `t=<unix seconds>,v1=<hex>`, HMAC-SHA256 over `<t>.<raw
  * body>`, five minutes of tolerance, several secrets during a rotation. A call that does not
  * verify is refused (401 unauthenticated) before the handler sees it.
  */

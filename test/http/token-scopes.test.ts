@@ -6,7 +6,7 @@ import type { ServiceTokenScope } from '../../src/service-tokens/records.js';
 import { serviceTokenScopes } from '../../src/service-tokens/index.js';
 
 /**
- * SPEC.md 2.3 and issue 5: each service-token scope allows its routes and only those. The route
+ * Issue 5: each service-token scope allows its routes and only those. The route
  * table is walked, so a new token route must declare its scope here on purpose; then every token
  * route is called with a token of each scope: the one scope it needs gets its work done, every
  * other scope gets 403 missing_scope.
@@ -106,7 +106,7 @@ function requestFor(route: string): { method: string; url: string; payload?: obj
 const inject = (route: string, token: string): Promise<ServerInjectResponse> =>
   server.inject({ ...requestFor(route), headers: { authorization: `Bearer ${token}` }, remoteAddress: '127.0.0.1' });
 
-test.serial('every service-token route declares the scope SPEC.md 2.3 gives it', (t) => {
+test.serial('every service-token route declares the scope the docs give it', (t) => {
   const found: Record<string, string | undefined> = {};
   for (const r of server.table()) {
     const auth = r.settings.auth as { strategies?: string[] } | false | undefined;

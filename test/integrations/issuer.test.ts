@@ -9,7 +9,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * The generic card issuer (issue 8, API.md 8): deliveries signed with `svc-signature` over the
+ * The generic card issuer (issue 8): deliveries signed with `svc-signature` over the
  * raw bytes (signed here by the published scheme, with node:crypto), an authorization request
  * decided by the gate as the card's agent, posted charges reconciled against the agent's allowed
  * payments, and every forged, stale, altered, unsigned or replayed delivery changing nothing.

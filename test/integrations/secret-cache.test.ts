@@ -9,7 +9,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * The integration registry caches opened (unsealed) signing secrets in memory behind the
- * `integrations` generation counter (STYLE.md rule 7, integrations/registry.ts). A rotation made
+ * `integrations` generation counter (integrations/registry.ts). A rotation made
  * through another instance (a second `svc serve` process on the same store) is seen by the very
  * next delivery to this one, even when the old secret has just been served from the cache.
  */

@@ -7,7 +7,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * Integration settings (API.md 8): `PUT /api/w/{wid}/integrations/{kind}` for the six kinds.
+ * Integration settings: `PUT /api/w/{wid}/integrations/{kind}` for the six kinds.
  * Generated secrets (issuer, github, chat-relay) are answered once; a provider's own signing
  * secret (stripe, slack) is taken, never answered back, and replacing it keeps the old one for a
  * day; the identity provider takes its issuer, audience and keys. Secrets never reach the

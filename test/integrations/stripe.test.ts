@@ -10,7 +10,7 @@ import { inProcessServer, serveInProcess, type ServedInProcess } from '../helper
 import { stopAndClean } from '../helpers/process.js';
 
 /**
- * The payment provider (Stripe Issuing and Billing, API.md 8): deliveries signed by the stripe
+ * The payment provider (Stripe Issuing and Billing): deliveries signed by the stripe
  * package's own test signer (`webhooks.generateTestHeaderString`) over the raw bytes; an
  * authorization request decided by the gate as the card's agent and answered in Stripe's
  * synchronous shape; transactions reconciled like the issuer's charges; subscriptions setting the

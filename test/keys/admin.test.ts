@@ -4,7 +4,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
-/** SPEC.md 2.2, API.md sections 2 and 4: workspace keys minted by an admin key and in the console. */
+/** Workspace keys minted by an admin key and in the console. */
 
 const KEY_PATTERN = /^ask_[A-Za-z0-9_-]{43}$/;
 

@@ -8,7 +8,7 @@ import { makeBot, SERVER_ENV, type Bot } from '../approvals/support.js';
 import { withStore } from '../helpers/store.js';
 
 /**
- * Freezes by service token (API.md 4, SPEC.md 3 and 7.5): one agent, or a selection confirmed by
+ * Freezes by service token: one agent, or a selection confirmed by
  * count; past the workspace's ceiling the freeze waits for a person (202 pending) and happens only
  * when one approves. The ledger names the token ("token:<name> froze <n> agents") with its id.
  */
@@ -53,7 +53,7 @@ function t_ok(res: Reply): void {
 const freezes = (token: string, body: unknown) =>
   call(server.url, 'POST', '/v1/admin/freezes', { headers: bearer(token), json: body });
 
-test.serial('the bulk-freeze errors of SPEC.md 7.5', async (t) => {
+test.serial('the bulk-freeze errors', async (t) => {
   assertError(t, await freezes(freezer.token, { reason: 'x', confirmCount: 1 }), 400, 'invalid_selector');
   assertError(t, await freezes(freezer.token, { selector: {}, reason: 'x', confirmCount: 1 }), 400, 'invalid_selector');
   assertError(
@@ -68,7 +68,7 @@ test.serial('the bulk-freeze errors of SPEC.md 7.5', async (t) => {
     400,
     'reason_required',
   );
-  // Without a usable confirmCount the answer says how many the selector matches now (API.md 9).
+  // Without a usable confirmCount the answer says how many the selector matches now.
   for (const confirmCount of [undefined, 0, '2', 1.5]) {
     const uncounted = await freezes(freezer.token, { selector: { tags: ['red'] }, reason: 'x', confirmCount });
     assertError(t, uncounted, 409, 'confirm_count_required');

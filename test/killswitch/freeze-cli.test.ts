@@ -8,7 +8,7 @@ import { withStore } from '../helpers/store.js';
 import { about, addPerson, makeBot, pay, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
- * `svc freeze --local` (API.md 1): the kill switch from the terminal, written on the store while
+ * `svc freeze --local`: the kill switch from the terminal, written on the store while
  * the server runs. The server reads standing from the store on every request, so the very next
  * authorize is refused. The hold is `operator`, and only a person lifts it: restart is a session
  * route, and a key presented as a bearer there is not a credential at all. Serial: the CLI opens

@@ -18,8 +18,8 @@ import {
 } from '../approvals/support.js';
 
 /**
- * No route reachable by a key or token decides an approval or lifts a freeze (SPEC.md 3, 4.6:
- * "bearer tokens are ignored on these routes"). From outside, the proof is that every such route
+ * No route reachable by a key or token decides an approval or lifts a freeze: bearer tokens are
+ * ignored on these routes. From outside, the proof is that every such route
  * answers 401 to every kind of machine credential (an agent key, a workspace admin key, a service
  * token with every agent and approval scope), even with the CSRF header a browser would send, and
  * that nothing changed afterwards.

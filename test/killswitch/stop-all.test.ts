@@ -16,7 +16,7 @@ import {
 } from '../approvals/support.js';
 
 /**
- * "Stop every agent" (API.md 2; SPEC.md 3): owners and admins turn it on and off; while it is in
+ * "Stop every agent": owners and admins turn it on and off; while it is in
  * force every agent's next authorize is a deny with `agent_frozen`, and no waiting action can be
  * approved. Serial: the switch is one per workspace.
  */
@@ -114,11 +114,7 @@ test.serial('while every agent is stopped, each agent reads as stopped in the co
     for (const bot of bots) {
       const view = await owner.get(`/agents/${bot.agentId}`);
       t.is(view.status, 200, view.text);
-      t.is(
-        view.body.status,
-        'stopped',
-        `SPEC.md 3: "stop every agent" in force moves an agent to stopped (${bot.agentId})`,
-      );
+      t.is(view.body.status, 'stopped', `"stop every agent" in force moves an agent to stopped (${bot.agentId})`);
     }
   } finally {
     t.is((await owner.send('DELETE', '/stop-all')).status, 200);

@@ -7,7 +7,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { about, makeBot, pay, SERVER_ENV, staff, type Bot } from '../approvals/support.js';
 
 /**
- * The kill switch for one agent in the console (SPEC.md 3 agent rows; API.md 2): stop writes the
+ * The kill switch for one agent in the console (the agent rows): stop writes the
  * hold `owner` and the very next authorize is a deny with `agent_frozen`; restart is for the
  * person the agent acts for, an owner or an admin (an auditor, who sees every agent: 403
  * forbidden naming who may; a member or analyst it does not act for does not see it: 404).

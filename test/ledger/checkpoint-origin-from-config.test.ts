@@ -4,7 +4,7 @@ import { stopAndClean, svc } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
- * Review: API.md 5 / README: checkpoints carry the origin line `<host>/<wid>`, host being
+ * checkpoints carry the origin line `<host>/<wid>`, host being
  * baseUrl's. A deployment whose baseUrl is set in its config file (svc serve --config) and whose
  * operator mints a key with `svc keys create --local` (README quick start) must still sign its
  * checkpoints under its own origin. Today the first ledger record, written by the CLI process

@@ -13,7 +13,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * GET /api/w/{wid}/ledger?after=INDEX (API.md sections 2 and 5): the workspace's records in
+ * GET /api/w/{wid}/ledger?after=INDEX: the workspace's records in
  * index order, `{ index, id, at, workspaceId, actor, kind, subject, data }`, never a secret.
  */
 

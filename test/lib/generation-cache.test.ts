@@ -1,7 +1,7 @@
 import test from 'ava';
 import { GenerationCache } from '../../src/lib/generation-cache.js';
 
-/** The cache behind every generation counter (STYLE.md rule 7): bounded, and valid for one generation only. */
+/** The cache behind every generation counter: bounded, and valid for one generation only. */
 
 test('an entry is returned only under the generation it was filled under; another generation empties the cache', (t) => {
   const cache = new GenerationCache<string, number>(10);

@@ -6,8 +6,8 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * API.md section 2 (an agent's mandate, the mandate rule, templates) and SPEC.md 7.3
- * (invalid_mandate, confirm_broaden). Every mandate change is a ledger record (API.md 5).
+ * An agent's mandate, the mandate rule and templates in the console, and their errors
+ * (invalid_mandate, confirm_broaden). Every mandate change is a ledger record.
  */
 
 const RULE_ID = /^mnd_[0-9A-Za-z]{22}$/;

@@ -9,7 +9,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 import { startGateway, user, type Gateway } from '../gateway/support.js';
 
 /**
- * GET /metrics (issue 21, API.md 9): off unless a scrape token is set (bearer, 401 without it or
+ * GET /metrics (issue 21): off unless a scrape token is set (bearer, 401 without it or
  * with another) or --metrics-port opens a 127.0.0.1 listener without a token. The exposition is
  * parsed with a real Prometheus text-format parser; the series the issue lists are there, with
  * values that follow what the server did, and no label holds an id of an agent, key or workspace.

@@ -4,7 +4,7 @@ import { errorTypes } from '../../src/errors/catalogue.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
 /**
- * GET /openapi.json and GET /docs/api (issue 21, API.md 9): an OpenAPI 3.1 document generated
+ * GET /openapi.json and GET /docs/api (issue 21): an OpenAPI 3.1 document generated
  * from the server's own route table, valid by a maintained OpenAPI validator, naming every route
  * the server answers with its credential, its schemas and its errors from the catalogue; the
  * reference page lists the same operations with no script and a strict CSP.

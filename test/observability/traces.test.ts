@@ -14,7 +14,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { startGateway, user, type Gateway } from '../gateway/support.js';
 
 /**
- * OpenTelemetry traces (issue 21, API.md 9): with OTEL_EXPORTER_OTLP_ENDPOINT set, the server
+ * OpenTelemetry traces (issue 21): with OTEL_EXPORTER_OTLP_ENDPOINT set, the server
  * sends its spans over OTLP/HTTP to a collector (here a loopback receiver). One span per request,
  * named after its route, continuing an incoming traceparent; child spans for the upstream attempt
  * (GenAI semantic conventions, and the traceparent sent upstream names it), the signing and the

@@ -6,7 +6,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
- * The members routes of API.md section 2, through a real server and real cookies: who may list,
+ * The members routes, through a real server and real cookies: who may list,
  * add, change and remove members; only owners make owners; a workspace keeps an owner; removing a
  * member ends their sessions at once and takes the workspace from them, not their account.
  */

@@ -6,7 +6,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 import { withStore } from '../helpers/store.js';
 
 /**
- * Two-factor sign-in (API.md section 2, TOTP per RFC 6238) through a real server: enrol, confirm,
+ * Two-factor sign-in (TOTP per RFC 6238) through a real server: enrol, confirm,
  * `401 totp_required` at sign-in, one use per code, turning it off with a code, and the secret
  * never in the store file. Codes are computed here with the otpauth library from the secret the
  * enrolment answered. Serial: each test carries on with the person the one before left.

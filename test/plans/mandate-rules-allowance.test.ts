@@ -5,7 +5,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
- * SPEC.md 7.3: 402 plan_limit_reached when the plan's mandate allowance (SVC_PLAN_MANDATE_RULES,
+ * 402 plan_limit_reached when the plan's mandate allowance (SVC_PLAN_MANDATE_RULES,
  * rules over all of a workspace's agents) would be passed; a refused mandate leaves the old one.
  */
 

@@ -8,7 +8,7 @@ import { until } from '../helpers/receiver.js';
 import { startGateway, user, type Gateway } from '../gateway/support.js';
 
 /**
- * The free plan's people limit (SPEC.md 7.4): a workspace past plan.people keeps its model
+ * The free plan's people limit: a workspace past plan.people keeps its model
  * traffic for the grace period, then gets 402 seat_limit_reached until it is back within it.
  */
 let vendor: MockVendor;

@@ -7,8 +7,8 @@ import { makeAgent, type Agent } from '../gate/support.js';
 
 /**
  * Arbitrary input to the gate and to receipt verification, through a real `svc serve`: never a
- * 5xx (SPEC.md 7.2: 500 is a server fault), and every answer that is not a 200 has the SPEC.md
- * 7.1 shape (type, message, fix, docs, requestId = x-request-id; `errors` on validation types).
+ * 5xx (500 is a server fault), and every answer that is not a 200 has the documented error
+ * shape (type, message, fix, docs, requestId = x-request-id; `errors` on validation types).
  * The rate limits are raised so that only the input decides the answer.
  */
 
@@ -154,7 +154,7 @@ const mutatedBody = fc
   )
   .map(([base, changes]) => changes.reduce((b, [path, value]) => mutate(b, path, value), base));
 
-test('POST /v1/actions/authorize: arbitrary JSON bodies never give a 5xx, and refusals have the SPEC.md shape', async (t) => {
+test('POST /v1/actions/authorize: arbitrary JSON bodies never give a 5xx, and refusals have the documented error shape', async (t) => {
   await t.notThrowsAsync(
     fc.assert(
       fc.asyncProperty(

@@ -7,7 +7,7 @@ import { startMockVendor, type MockVendor } from '../helpers/mock-vendor.js';
 
 /**
  * Arbitrary model requests through the real gateway (server.inject) to the mock vendor, in both
- * shapes, streaming or not: the answer is a 200 or a 4xx of the SPEC.md shape (in Anthropic's
+ * shapes, streaming or not: the answer is a 200 or a 4xx of the documented error shape (in Anthropic's
  * envelope on /v1/messages), never a 5xx, a crash or a hang.
  */
 let running: InProcess;
@@ -102,7 +102,7 @@ function wellFormed(status: number, body: Json, envelope: boolean): boolean {
   );
 }
 
-test('POST /v1/chat/completions: any body gives 200 or a 4xx of the SPEC.md shape', async (t) => {
+test('POST /v1/chat/completions: any body gives 200 or a 4xx of the documented error shape', async (t) => {
   await fc.assert(
     fc.asyncProperty(
       fc.array(openaiMessage, { maxLength: 4 }),

@@ -5,7 +5,7 @@ import type { App } from '../../src/app.js';
 import type { Json } from '../helpers/http.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
-/** Arbitrary input, through the real server (server.inject): never a 5xx, always the SPEC.md shape. */
+/** Arbitrary input, through the real server (server.inject): never a 5xx, always the documented error shape. */
 let running: InProcess;
 let app: App;
 let server: Server;
@@ -41,7 +41,7 @@ function wellFormedError(status: number, body: Json): boolean {
 
 const jsonValue = fc.jsonValue({ maxDepth: 3 });
 
-test('POST /v1/admin/keys: any JSON body answers 201 or a 4xx of the SPEC.md shape', async (t) => {
+test('POST /v1/admin/keys: any JSON body answers 201 or a 4xx of the documented error shape', async (t) => {
   await fc.assert(
     fc.asyncProperty(
       fc.oneof(

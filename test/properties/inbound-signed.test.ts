@@ -17,7 +17,7 @@ import { inProcessServer, type InProcess } from '../helpers/in-process.js';
  * so it passes verification and reaches the parser. Mutations: lone surrogates in values and
  * keys, deep nesting, numbers JSON cannot carry (1e400) or carry exactly, wrong types, missing
  * fields. For every one:
- * - the answer is never a 5xx; a refusal has the SPEC.md 7.1 shape (`errors` on invalid_request);
+ * - the answer is never a 5xx; a refusal has the documented error shape (`errors` on invalid_request);
  * - a refusal stores nothing (every table but the single-use claims of signatures, which a
  *   verified signature spends by design, is byte for byte as before);
  * - a redelivery (signed afresh where a signature is single-use) is answered the same.

@@ -9,7 +9,7 @@ import { withStore } from '../helpers/store.js';
 import { receiptKey } from '../fixtures/receipts/test-keys.js';
 
 /**
- * Receipts from a real server, checked the three ways SPEC.md 4.7 and API.md 3 name: by a
+ * Receipts from a real server, checked the three ways name: by a
  * merchant with jose and the published JWKS alone, online through POST /v1/verify, and with
  * `svc receipt verify` offline and --online. All three must agree.
  */

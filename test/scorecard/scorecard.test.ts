@@ -9,7 +9,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { makeBot, pay, pendingPayment, reviewRule, SERVER_ENV, type Bot } from '../approvals/support.js';
 
 /**
- * The signed scorecard (issue 5, API.md 4): GET /v1/admin/scorecard with evidence:read answers a
+ * The signed scorecard (issue 5): GET /v1/admin/scorecard with evidence:read answers a
  * JWS over the workspace's control figures, signed with the ledger key (never the receipt key),
  * that an auditor verifies with jose and the published JWKS alone.
  */

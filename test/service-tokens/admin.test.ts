@@ -6,7 +6,7 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { fixedClock, withStore } from '../helpers/store.js';
 
-/** SPEC.md 2.3, 5.3.2, 7.5: service tokens on GET /v1/admin/agents (scope agents:read). */
+/** service tokens on GET /v1/admin/agents (scope agents:read). */
 
 let server: ServedInProcess;
 let wid: string;

@@ -6,7 +6,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { addPerson, SERVER_ENV } from '../approvals/support.js';
 
 /**
- * Service tokens in the console (API.md 2, SPEC.md 2.3): owners create them (the value shown
+ * Service tokens in the console: owners create them (the value shown
  * once), list them (never the value or its hash) and revoke them; every token expires within 90
  * days; ipAllow pins it to address ranges; creation and revocation are ledger records.
  */

@@ -73,7 +73,7 @@ test('settings are frozen once loaded', (t) => {
   t.true(Object.isFrozen(s.server));
 });
 
-test('gateway providers and models are validated in the API.md shape', (t) => {
+test('gateway providers and models are validated in the documented error shape', (t) => {
   t.throws(
     () =>
       loadSettings({

@@ -7,7 +7,7 @@ import { startReceiver, until, type Receiver } from '../helpers/receiver.js';
 import { CATALOGUE, startGateway, user, type Gateway } from '../gateway/support.js';
 
 /**
- * `budget.advisory` (API.md 8): when a budget's ladder reaches nudge, and then downgrade, its
+ * `budget.advisory`: when a budget's ladder reaches nudge, and then downgrade, its
  * workspace's endpoints get one signed event for each step in the period, however many model
  * calls follow; budget advisories are not ledger records, so this event comes from the gateway.
  */

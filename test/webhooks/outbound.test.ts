@@ -7,7 +7,7 @@ import { startServer, stopAndClean, type RunningServer } from '../helpers/proces
 import { startReceiver, until, type Receiver } from '../helpers/receiver.js';
 
 /**
- * Outbound webhooks (issue 8, API.md 8): events signed with svc-signature over the exact bytes
+ * Outbound webhooks (issue 8): events signed with svc-signature over the exact bytes
  * sent, each with a stable svc-event-id, delivered from a durable outbox to a receiver that
  * fails, then times out, then recovers; nothing lost when the server is killed with SIGKILL in
  * the middle; an endpoint that keeps failing is disabled, and a redelivery brings it back.
