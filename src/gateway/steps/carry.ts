@@ -3,6 +3,7 @@ import { speaksResponses } from '../responses/attempt.js';
 import type { VendorKind } from '../translate/carry.js';
 import { uncarried, uncarriedResponses, type Fault } from '../translate/uncarried.js';
 import { responsesToChatRequest } from '../translate/responses-api.js';
+import type { VendorJson as Json } from '../vendor-json.js';
 import type { SyncStep } from './context.js';
 
 /**
@@ -16,7 +17,7 @@ export const carry: SyncStep = {
   run(ctx, env) {
     const shape = ctx.req.shape;
     if (shape !== 'openai' && shape !== 'anthropic' && shape !== 'responses') return;
-    let chat: ReturnType<typeof responsesToChatRequest> | null = null;
+    let chat: Json | null = null;
     const faultsOf = (kind: VendorKind, model: string, responses: boolean): Fault[] => {
       if (shape !== 'responses') return uncarried(shape, ctx.body, kind, model);
       if (responses) return [];
