@@ -7,7 +7,7 @@ import type { VendorJson as Json } from '../vendor-json.js';
 import type { SyncStep } from './context.js';
 
 /**
- * 4c. What each vendor kind can carry (chat completions, messages and Responses): a field that a
+ * What each vendor kind can carry (chat completions, messages and Responses): a field that a
  * candidate's vendor kind has no way to carry (translate/uncarried.ts) keeps the
  * candidates to those that can; with none left, 400 invalid_request names each field, why, and
  * the fix, before anything is sent. Refused by name, never dropped.
