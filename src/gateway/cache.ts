@@ -46,7 +46,47 @@ export function cacheKeyOf(input: { shape: string; model: string; body: Record<s
   return createHash('sha256').update(text).digest('hex');
 }
 
-export function createResponseCache(deps: { store: Store; clock: Clock; log: Logger; maxEntryBytes?: number }) {
+/**
+ * The response cache (the rules above). Reads and writes `responseCache` and
+ * `responseCacheExpiry`; an entry is written after its answer, in a write of its own.
+ */
+export interface ResponseCache {
+  /** The live entry for this slot, or undefined (none, or expired). */
+  lookup(slot: Pick<CacheSlot, 'wid' | 'hash'>): Promise<CachedAnswerRecord | undefined>;
+  /** Keeps a JSON answer (not when it is over `maxEntryBytes`). */
+  keepJson(
+    slot: CacheSlot,
+    entry: {
+      model: string;
+      provider: string;
+      json: Record<string, unknown>;
+      inputTokens: number;
+      outputTokens: number;
+    },
+  ): void;
+  /**
+   * The stream the client reads: the same bytes, also collected; once the stream ended and
+   * `ended` says it ended well, they are kept. The client leaving ends the source too.
+   */
+  teeStream(
+    slot: CacheSlot,
+    source: Readable,
+    ended: Promise<{ ok: boolean; inputTokens: number; outputTokens: number }>,
+    served: { model: string; provider: string },
+  ): Readable;
+  /** Resolves once the entries being written are written (or failed): for shutdown and tests. */
+  flush(): Promise<void>;
+}
+
+export interface ResponseCacheDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  /** The largest answer kept, in bytes (`MAX_CACHE_ENTRY_BYTES` by default). */
+  maxEntryBytes?: number;
+}
+
+export function createResponseCache(deps: ResponseCacheDeps): ResponseCache {
   const { store, clock, log } = deps;
   const repo = gatewayRepo(store);
   const maxBytes = deps.maxEntryBytes ?? MAX_CACHE_ENTRY_BYTES;
@@ -78,37 +118,17 @@ export function createResponseCache(deps: { store: Store; clock: Clock; log: Log
   };
 
   return {
-    /** The live entry for this slot, or undefined (none, or expired). */
-    async lookup(slot: Pick<CacheSlot, 'wid' | 'hash'>): Promise<CachedAnswerRecord | undefined> {
+    async lookup(slot) {
       const entry = await repo.cached(slot.wid, slot.hash);
       return entry && entry.expiresAtMs > clock.now() ? entry : undefined;
     },
 
-    /** Keeps a JSON answer. */
-    keepJson(
-      slot: CacheSlot,
-      entry: {
-        model: string;
-        provider: string;
-        json: Record<string, unknown>;
-        inputTokens: number;
-        outputTokens: number;
-      },
-    ): void {
+    keepJson(slot, entry) {
       if (Buffer.byteLength(JSON.stringify(entry.json)) > maxBytes) return;
       put(slot, { ...entry, sse: null });
     },
 
-    /**
-     * The stream the client reads: the same bytes, also collected; once the stream ended and
-     * `ended` says it ended well, they are kept. The client leaving ends the source too.
-     */
-    teeStream(
-      slot: CacheSlot,
-      source: Readable,
-      ended: Promise<{ ok: boolean; inputTokens: number; outputTokens: number }>,
-      served: { model: string; provider: string },
-    ): Readable {
+    teeStream(slot, source, ended, served) {
       const chunks: Buffer[] = [];
       let size = 0;
       const out = new Transform({
@@ -136,11 +156,8 @@ export function createResponseCache(deps: { store: Store; clock: Clock; log: Log
       return out;
     },
 
-    /** Resolves once the entries being written are written (or failed): for shutdown and tests. */
-    async flush(): Promise<void> {
+    async flush() {
       await Promise.all([...pending]);
     },
   };
 }
-
-export type ResponseCache = ReturnType<typeof createResponseCache>;

@@ -48,7 +48,49 @@ interface Batch {
   counts: Array<[string, number]>;
 }
 
-export function createCallLog(deps: {
+/** The call queue's bound and what one workspace lost to it since the process started. */
+export interface CallQueue {
+  capacity: number;
+  dropped: number;
+  tasksDropped: number;
+}
+
+/**
+ * The call log: call records, task ids, the month's request count and budget spend, written
+ * behind the answers (the rules above). Writes `calls`, `tasks`, `monthlyRequests` and
+ * `budgetSpend`, and reads them (plus what this process has not written yet).
+ */
+export interface CallLog {
+  /**
+   * Counts one request against the month now (before it is answered). Under an allowance
+   * (`allowed` not null), unless `allowed` requests were already counted this month (then nothing
+   * is counted and the answer is false): read, checked and written in one write function, so
+   * racing requests (of any process) see each other. Under none, written behind.
+   */
+  countRequest(wid: string, at: string, allowed?: number | null): Promise<boolean>;
+  /** The month's requests: written, and counted here but not written yet. */
+  requestsThisMonth(wid: string, at: string): Promise<number>;
+  /** Adds to a budget's spend in a period (written behind; never dropped). */
+  addSpend(wid: string, budgetId: string, periodStart: string, micros: number): void;
+  /** Micro-dollars a budget has spent in a period: written, and not written yet. */
+  spent(wid: string, budgetId: string, periodStart: string): Promise<number>;
+  /** Whether the task id is the workspace's: written, or handed out here a moment ago. */
+  taskKnown(wid: string, taskId: string): Promise<boolean>;
+  /** Queues a new task id (dropped, counted, when `capacity` new ones already wait). */
+  openTask(wid: string, taskId: string, at: string): void;
+  /** Queues a call record; drops it (counted, logged) when `capacity` records already wait. */
+  record(call: CallRecord): void;
+  /** Resolves once everything queued before the call is written (or its write failed). */
+  flush(): Promise<void>;
+  /** The queue's bound and what this workspace lost to it since the process started. */
+  queueOf(wid: string): CallQueue;
+  /** The whole queue (every workspace): for the operator's logs and tests, not for a workspace's admin. */
+  stats(): { capacity: number; queued: number; tasks: number; dropped: number; tasksDropped: number };
+  /** A page of the workspace's written call records, in id order, after the id `after`. */
+  page(wid: string, options: { after?: string; limit: number }): Promise<CallRecord[]>;
+}
+
+export interface CallLogDeps {
   store: Store;
   log: Logger;
   clock: Clock;
@@ -57,7 +99,9 @@ export function createCallLog(deps: {
   capacity?: number;
   /** The store writes go through (tests stall or fail it); the store's own by default. */
   write?: Store['write'];
-}) {
+}
+
+export function createCallLog(deps: CallLogDeps): CallLog {
   const { store, log } = deps;
   const repo = gatewayRepo(store);
   const capacity = deps.capacity ?? CALL_QUEUE_CAPACITY;
@@ -122,13 +166,7 @@ export function createCallLog(deps: {
   const schedule = () => behind.queued(queue.length);
 
   return {
-    /**
-     * Counts one request against the month now (before it is answered). Under an allowance
-     * (`allowed` not null), unless `allowed` requests were already counted this month (then nothing
-     * is counted and the answer is false): read, checked and written in one write function, so
-     * racing requests (of any process) see each other. Under none, written behind (above).
-     */
-    async countRequest(wid: string, at: string, allowed: number | null = null): Promise<boolean> {
+    async countRequest(wid, at, allowed = null) {
       const month = monthOf(at);
       if (allowed === null) {
         count(monthCounter(wid, month), 1);
@@ -141,24 +179,21 @@ export function createCallLog(deps: {
         return true;
       });
     },
-    /** The month's requests: written, and counted here but not written yet. */
-    async requestsThisMonth(wid: string, at: string): Promise<number> {
+    async requestsThisMonth(wid, at) {
       const month = monthOf(at);
       return (await repo.monthlyRequests(wid, month)) + unwritten(monthCounter(wid, month));
     },
-    /** Adds to a budget's spend in a period (written behind; never dropped). */
-    addSpend(wid: string, budgetId: string, periodStart: string, micros: number): void {
+    addSpend(wid, budgetId, periodStart, micros) {
       if (micros <= 0) return;
       count(spendCounter(wid, budgetId, periodStart), micros);
     },
-    /** Micro-dollars a budget has spent in a period: written, and not written yet. */
-    async spent(wid: string, budgetId: string, periodStart: string): Promise<number> {
+    async spent(wid, budgetId, periodStart) {
       return (await repo.spent(wid, budgetId, periodStart)) + unwritten(spendCounter(wid, budgetId, periodStart));
     },
-    async taskKnown(wid: string, taskId: string): Promise<boolean> {
+    async taskKnown(wid, taskId) {
       return newTasks.has(`${wid}\u0000${taskId}`) || (await repo.hasTask(wid, taskId));
     },
-    openTask(wid: string, taskId: string, at: string): void {
+    openTask(wid, taskId, at) {
       const key = `${wid}\u0000${taskId}`;
       if (newTasks.has(key)) return;
       if (newTasks.size >= capacity) {
@@ -168,8 +203,7 @@ export function createCallLog(deps: {
       newTasks.set(key, at);
       schedule();
     },
-    /** Queues a call record; drops it (counted, logged) when `capacity` records already wait. */
-    record(call: CallRecord): void {
+    record(call) {
       countCall(call);
       if (queue.length + writing >= capacity) {
         drops.drop(call.workspaceId);
@@ -178,18 +212,15 @@ export function createCallLog(deps: {
       queue.push(call);
       schedule();
     },
-    /** Resolves once everything queued before the call is written (or its write failed). */
-    async flush(): Promise<void> {
+    async flush() {
       await behind.flush();
       drops.report();
       taskDrops.report();
     },
-    /** The queue's bound and what this workspace lost to it since the process started. */
-    queueOf(wid: string): { capacity: number; dropped: number; tasksDropped: number } {
+    queueOf(wid) {
       return { capacity, dropped: drops.dropped(wid), tasksDropped: taskDrops.dropped(wid) };
     },
-    /** The whole queue (every workspace): for the operator's logs and tests, not for a workspace's admin. */
-    stats(): { capacity: number; queued: number; tasks: number; dropped: number; tasksDropped: number } {
+    stats() {
       return {
         capacity,
         queued: queue.length + writing,
@@ -198,13 +229,11 @@ export function createCallLog(deps: {
         tasksDropped: taskDrops.total(),
       };
     },
-    page(wid: string, options: { after?: string; limit: number }): Promise<CallRecord[]> {
+    page(wid, options) {
       return repo.calls(wid, { ...(options.after ? { after: options.after } : {}), limit: options.limit });
     },
   };
 }
-
-export type CallLog = ReturnType<typeof createCallLog>;
 
 /** The call's series: by the served model and provider (configured ids, so a bounded set), never by key or agent. */
 function countCall(call: CallRecord): void {

@@ -1,5 +1,5 @@
 import type { GatewayDeployment, GatewayModel, PolicyProfile } from '../settings/schema.js';
-import { createModelHealth } from './breaker.js';
+import { createModelHealth, type ModelHealthOptions } from './breaker.js';
 
 /**
  * Where a catalogue model is served from (the catalogue's `deployments`), and the health of each place.
@@ -37,12 +37,43 @@ export interface Planned {
 export const deploymentKey = (modelId: string, d: GatewayDeployment): string =>
   `${modelId}/${d.provider}/${d.upstreamModel}`;
 
-export function createDeploymentHealth(options: {
-  failures: number;
-  cooldownMs: number;
-  now: () => number;
+/** A deployment's state as GET /v1/admin/upstreams shows it. */
+export interface DeploymentState {
+  provider: string;
+  upstreamModel: string;
+  weight: number;
+  circuit: 'open' | 'closed';
+  /** Until when a vendor's retry-after keeps it out (null: not cooling). */
+  coolingUntil: string | null;
+  observedLatencyMs: number | null;
+}
+
+/**
+ * Where each request goes among a model's deployments, and their health in this process (the
+ * rules above). Kept in memory, per process; reads and writes no store.
+ */
+export interface DeploymentHealth {
+  /** The candidates with the deployments each may try, in order; models left with none are dropped. */
+  plan(models: readonly GatewayModel[], profile: PolicyProfile | null): Planned[];
+  /** A success of the deployment: its cool-down ends, its circuit closes, its latency counts. */
+  success(d: Deployment, latencyMs: number): void;
+  /** A failure of the deployment; `retryAfterMs` (from the vendor) keeps it out until then. */
+  failure(d: Deployment, retryAfterMs?: number): void;
+  /** Forgets a deployment's cool-down (the request waited it out itself). */
+  cooled(d: Deployment): void;
+  /** The model's observed latency: the mean of its deployments' (undefined until one was measured). */
+  latencyMs(modelId: string): number | undefined;
+  /** Whether every deployment of the model has its circuit open. */
+  open(modelId: string): boolean;
+  /** Each deployment's circuit and latency (GET /v1/admin/upstreams). */
+  deployments(m: GatewayModel): DeploymentState[];
+}
+
+export interface DeploymentHealthOptions extends ModelHealthOptions {
   models: readonly GatewayModel[];
-}) {
+}
+
+export function createDeploymentHealth(options: DeploymentHealthOptions): DeploymentHealth {
   const breaker = createModelHealth(options);
   const catalogue = new Map(options.models.map((m) => [m.id, m]));
   /** Smooth weighted round robin's running weights, per deployment key. */
@@ -71,8 +102,7 @@ export function createDeploymentHealth(options: {
   };
 
   return {
-    /** The candidates with the deployments each may try, in order; models left with none are dropped. */
-    plan(models: readonly GatewayModel[], profile: PolicyProfile | null): Planned[] {
+    plan(models, profile) {
       const now = options.now();
       const allowed = (d: Deployment) => !profile?.providers || profile.providers.includes(d.provider);
       const all = models.map((model) => ({ model, deployments: deploymentsOf(model).filter(allowed) }));
@@ -89,33 +119,28 @@ export function createDeploymentHealth(options: {
       const oldest = every.sort((a, b) => since(a.d.key) - since(b.d.key))[0]!;
       return [{ model: oldest.model, deployments: [oldest.d] }];
     },
-    success(d: Deployment, latencyMs: number): void {
+    success(d, latencyMs) {
       coolUntil.delete(d.key);
       breaker.success(d.key, latencyMs);
     },
-    /** A failure of the deployment; `retryAfterMs` (from the vendor) keeps it out until then. */
-    failure(d: Deployment, retryAfterMs?: number): void {
+    failure(d, retryAfterMs) {
       breaker.failure(d.key);
       if (retryAfterMs !== undefined && retryAfterMs > 0) coolUntil.set(d.key, options.now() + retryAfterMs);
     },
-    /** Forgets a deployment's cool-down (the request waited it out itself). */
-    cooled(d: Deployment): void {
+    cooled(d) {
       coolUntil.delete(d.key);
     },
-    /** The model's observed latency: the mean of its deployments' (undefined until one was measured). */
-    latencyMs(modelId: string): number | undefined {
+    latencyMs(modelId) {
       const seen = keysOf(modelId)
         .map((k) => breaker.latencyMs(k))
         .filter((v): v is number => v !== undefined);
       return seen.length === 0 ? undefined : seen.reduce((a, b) => a + b, 0) / seen.length;
     },
-    /** Whether every deployment of the model has its circuit open. */
-    open(modelId: string): boolean {
+    open(modelId) {
       const keys = keysOf(modelId);
       return keys.length > 0 && keys.every((k) => breaker.open(k));
     },
-    /** Each deployment's circuit and latency (GET /v1/admin/upstreams). */
-    deployments(m: GatewayModel) {
+    deployments(m) {
       const now = options.now();
       return deploymentsOf(m).map((d) => ({
         provider: d.provider,
@@ -132,5 +157,3 @@ export function createDeploymentHealth(options: {
     return m ? m.deployments.map((d) => deploymentKey(m.id, d)) : [];
   }
 }
-
-export type DeploymentHealth = ReturnType<typeof createDeploymentHealth>;

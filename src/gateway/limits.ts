@@ -72,7 +72,33 @@ interface Batch {
   nowMs: number;
 }
 
-export function createLimits(deps: {
+/** One request's rate-limit check: its scopes now, and whether it counts (a dry run does not). */
+export interface LimitInput {
+  wid: string;
+  scopes: readonly LimitScope[];
+  nowMs: number;
+  /** The request's estimated tokens (the prompt's, plus its max tokens). */
+  tokens: number;
+  count: boolean;
+}
+
+/**
+ * Requests and tokens per minute on model traffic (the rules above). Reads and writes
+ * `rateWindows`; the corrections to what a call used are written behind.
+ */
+export interface Limits {
+  /** The scopes whose limits bind this key's traffic: the key's, its team's, its principal's, its profile's. */
+  scopesOf(key: KeyRecord, profile: PolicyProfile | null): LimitScope[];
+  /**
+   * Refuses (429 rate_limited) when a scope has used its minute; else counts the request and its
+   * estimated tokens (unless `count` is false: a dry run) and gives the headers and the hold.
+   */
+  check(input: LimitInput): Promise<LimitCheck>;
+  /** Resolves once every count made before the call is written (or its write failed). */
+  flush(): Promise<void>;
+}
+
+export interface LimitsDeps {
   store: Store;
   clock: Clock;
   log: Logger;
@@ -80,7 +106,9 @@ export function createLimits(deps: {
   flushMs?: number;
   /** The store writes go through (tests stall or fail it); the store's own by default. */
   write?: Store['write'];
-}) {
+}
+
+export function createLimits(deps: LimitsDeps): Limits {
   const { store } = deps;
   const repo = gatewayRepo(store);
   const byScope = new Map(deps.settings.limits.map((l) => [`${l.scope.kind}\u0000${l.scope.id}`, l]));
@@ -165,8 +193,7 @@ export function createLimits(deps: {
   });
 
   return {
-    /** The scopes whose limits bind this key's traffic. */
-    scopesOf(key: KeyRecord, profile: PolicyProfile | null): LimitScope[] {
+    scopesOf(key, profile) {
       const out: LimitScope[] = [];
       const push = (kind: LimitScopeKind, id: string | null | undefined, limits: RateLimits | null | undefined) => {
         if (id && limits && (limits.requestsPerMinute !== undefined || limits.tokensPerMinute !== undefined))
@@ -179,17 +206,7 @@ export function createLimits(deps: {
       return out;
     },
 
-    /**
-     * Refuses (429 rate_limited) when a scope has used its minute; else counts the request and its
-     * estimated tokens (unless `count` is false: a dry run) and gives the headers and the hold.
-     */
-    async check(input: {
-      wid: string;
-      scopes: readonly LimitScope[];
-      nowMs: number;
-      tokens: number;
-      count: boolean;
-    }): Promise<LimitCheck> {
+    async check(input) {
       const { wid, scopes, nowMs, tokens } = input;
       if (scopes.length === 0) return { headers: {}, hold: null };
       const minute = Math.floor(nowMs / MINUTE) * MINUTE;
@@ -249,7 +266,6 @@ export function createLimits(deps: {
       };
     },
 
-    /** Resolves once every count made before the call is written (or its write failed). */
     flush: () => behind.flush(),
   };
 }
@@ -297,5 +313,3 @@ function headersOf(
   }
   return out;
 }
-
-export type Limits = ReturnType<typeof createLimits>;

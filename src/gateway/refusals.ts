@@ -42,7 +42,31 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-export function createRefusalLog(deps: {
+/** The refusal queue's bound and what one workspace lost to it since the process started. */
+export interface RefusalQueue {
+  capacity: number;
+  dropped: number;
+}
+
+/**
+ * The gateway's refusal evidence, queued off the hot path and appended to the ledger in
+ * batches (the rules above). Writes ledger records (`gateway.call_refused`) through the ledger.
+ */
+export interface RefusalLog {
+  /**
+   * Queues one refusal's record; returns its id, or null when it was dropped (not hashable, or
+   * no room within `waitMs`). A promise only when the queue is full.
+   */
+  record(event: LedgerEvent): string | null | Promise<string | null>;
+  /** Resolves once every record queued before the call is written (or its write failed). */
+  flush(): Promise<void>;
+  /** The queue's bound and what this workspace lost to it since the process started. */
+  queueOf(wid: string): RefusalQueue;
+  /** The whole queue (every workspace): for the operator's logs and tests. */
+  stats(): { capacity: number; queued: number; waiting: number; dropped: number; written: number };
+}
+
+export interface RefusalLogDeps {
   store: Store;
   ledger: Ledger;
   ids: IdSource;
@@ -55,7 +79,9 @@ export function createRefusalLog(deps: {
   waitMs?: number;
   /** The store writes go through (tests stall or fail it); the store's own by default. */
   write?: Store['write'];
-}) {
+}
+
+export function createRefusalLog(deps: RefusalLogDeps): RefusalLog {
   const { ledger, ids, log } = deps;
   const capacity = deps.capacity ?? REFUSAL_QUEUE_CAPACITY;
   const waitMs = deps.waitMs ?? REFUSAL_WAIT_MS;
@@ -110,11 +136,7 @@ export function createRefusalLog(deps: {
   });
 
   return {
-    /**
-     * Queues one refusal's record; returns its id, or null when it was dropped (not hashable, or
-     * no room within `waitMs`). A promise only when the queue is full.
-     */
-    record(event: LedgerEvent): string | null | Promise<string | null> {
+    record(event) {
       try {
         canonicalJson(event);
       } catch (err) {
@@ -140,8 +162,7 @@ export function createRefusalLog(deps: {
       });
     },
 
-    /** Resolves once every record queued before the call is written (or its write failed). */
-    async flush(): Promise<void> {
+    async flush() {
       const failed = failures;
       await behind.flush();
       // Callers waiting for room were queued as that write ended: theirs are written too.
@@ -149,16 +170,12 @@ export function createRefusalLog(deps: {
       drops.report();
     },
 
-    /** The queue's bound and what this workspace lost to it since the process started. */
-    queueOf(wid: string): { capacity: number; dropped: number } {
+    queueOf(wid) {
       return { capacity, dropped: drops.dropped(wid) };
     },
 
-    /** The whole queue (every workspace): for the operator's logs and tests. */
-    stats(): { capacity: number; queued: number; waiting: number; dropped: number; written: number } {
+    stats() {
       return { capacity, queued: queue.length + writing, waiting: waiting.length, dropped: drops.total(), written };
     },
   };
 }
-
-export type RefusalLog = ReturnType<typeof createRefusalLog>;

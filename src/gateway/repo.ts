@@ -14,9 +14,81 @@ import type { UserRecord } from '../people/records.js';
  * The gateway's tables: budgets and their spend, call records, tasks, the monthly request count,
  * rate windows, the response cache, the workspace's gateway settings and seat overage; and the
  * few reads of other domains' tables the gateway's checks make (members, users, "stop every
- * agent"). Puts and removes are legal only inside `store.write`.
+ * agent", whether a key or an agent exists). Puts and removes are legal only inside `store.write`.
  */
-export function gatewayRepo(store: Store) {
+export interface GatewayRepo {
+  // The workspace's own gateway settings (`workspaceGateway`).
+  settingsOf(wid: string): Promise<WorkspaceGatewayRecord | undefined>;
+  putSettings(wid: string, own: WorkspaceGatewayRecord): Promise<void>;
+
+  /** "Stop every agent" in the workspace (the kill switch's table, read). */
+  stopAll(wid: string): Promise<StopAllRecord | undefined>;
+
+  /** Whether a key is the workspace's (a budget may bind only its own). */
+  hasKey(wid: string, keyId: string): Promise<boolean>;
+  /** Whether an agent is the workspace's (a budget may bind only its own). */
+  hasAgent(wid: string, agentId: string): Promise<boolean>;
+
+  // Seats (the plan's people limit): members read, `seatOverage` written.
+  memberCount(wid: string): Promise<number>;
+  seatOverage(wid: string): Promise<string | undefined>;
+  hasSeatOverage(wid: string): Promise<boolean>;
+  putSeatOverage(wid: string, since: string): Promise<void>;
+  removeSeatOverage(wid: string): Promise<void>;
+
+  /** The workspace's owner (the first member with that role), as an approval refusal names them. */
+  ownerOf(wid: string): Promise<Pick<UserRecord, 'id' | 'email' | 'name'> | null>;
+
+  // Budgets (`budgets`) and their spend (`budgetSpend` [wid, budId, period start]).
+  budgets(wid: string): Promise<BudgetRecord[]>;
+  putBudget(b: BudgetRecord): Promise<void>;
+  spent(wid: string, budgetId: string, periodStart: string): Promise<number>;
+  putSpent(wid: string, budgetId: string, periodStart: string, micros: number): Promise<void>;
+
+  // Budget reservations (`budgetReservations` [wid, budId, period start, resId]).
+  reservations(
+    wid: string,
+    budgetId: string,
+    periodStart: string,
+  ): Promise<Array<{ id: string; value: BudgetReservationRecord }>>;
+  putReservation(
+    wid: string,
+    budgetId: string,
+    periodStart: string,
+    id: string,
+    r: BudgetReservationRecord,
+  ): Promise<void>;
+  removeReservation(wid: string, budgetId: string, periodStart: string, id: string): Promise<void>;
+
+  // The month's requests (`monthlyRequests` [wid, month]).
+  monthlyRequests(wid: string, month: string): Promise<number>;
+  putMonthlyRequests(wid: string, month: string, n: number): Promise<void>;
+
+  // Tasks and call records (`tasks`, `calls`).
+  hasTask(wid: string, taskId: string): Promise<boolean>;
+  putTask(wid: string, taskId: string, at: string): Promise<void>;
+  putCall(r: CallRecord): Promise<void>;
+  calls(wid: string, options: { after?: string; limit: number }): Promise<CallRecord[]>;
+
+  // Rate windows (`rateWindows` [wid, kind, id, minute start ms]).
+  rateWindow(key: KeyPart[]): Promise<RateWindowRecord | undefined>;
+  putRateWindow(key: KeyPart[], w: RateWindowRecord): Promise<void>;
+  rateWindowKeys(scope: KeyPart[]): Promise<KeyPart[][]>;
+  removeRateWindow(key: KeyPart[]): Promise<void>;
+
+  // The response cache (`responseCache` [wid, hash]) and its expiry index
+  // (`responseCacheExpiry` [expires at ms, wid, hash]).
+  cached(wid: string, hash: string): Promise<CachedAnswerRecord | undefined>;
+  putCached(wid: string, hash: string, r: CachedAnswerRecord): Promise<void>;
+  removeCached(wid: string, hash: string): Promise<void>;
+  putExpiry(at: number, wid: string, hash: string): Promise<void>;
+  removeExpiry(at: number, wid: string, hash: string): Promise<void>;
+  /** The `limit` entries that expire first: [expires at ms, wid, hash]. */
+  firstExpiries(limit: number): Promise<Array<[number, string, string]>>;
+}
+
+/** The gateway's repo over a store. */
+export function gatewayRepo(store: Store): GatewayRepo {
   const t = store.tables;
   return {
     // The workspace's own gateway settings.
@@ -115,5 +187,3 @@ export function gatewayRepo(store: Store) {
     },
   };
 }
-
-export type GatewayRepo = ReturnType<typeof gatewayRepo>;

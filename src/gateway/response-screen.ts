@@ -1,8 +1,10 @@
-import { metrics } from '../lib/metrics.js';
 import type { DataLossMode } from '../settings/schema.js';
-import { countByKind, describeCounts, findSensitive, redact, type DlpKind, type Finding } from './dlp.js';
+import { describeCounts, findSensitive, redact } from './dlp.js';
 import type { Shape } from './forward.js';
-import { SseReader, sseData, sseEvent } from './sse.js';
+import { SseReader } from './sse.js';
+import { anthropicScreen, openaiScreen } from './stream-screen-chat.js';
+import { responsesScreen } from './stream-screen-responses.js';
+import { addFindings, countFindings, type Counts } from './text-hold.js';
 import type { VendorJson as Json } from './vendor-json.js';
 import type { GatewayContext, GatewayEnv } from './steps/context.js';
 
@@ -33,25 +35,9 @@ import type { GatewayContext, GatewayEnv } from './steps/context.js';
  *   with an `error` event (`code: sensitive_data_blocked`).
  * - Embeddings answers are vectors: there is no text to screen.
  * - Counts by kind only, never a value; the same metric as the prompt's, with `mode`.
+ * The hold is text-hold.ts; each shape's stream rule is stream-screen-chat.ts (OpenAI,
+ * Anthropic) or stream-screen-responses.ts.
  */
-export type Counts = Partial<Record<DlpKind, number>>;
-
-const HOLD = 256;
-/** The Responses events after which no more text comes. */
-const FINAL_RESPONSES = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error']);
-const MAX_HOLD = 16 * 1024;
-/** The last white space of a text (one pass: each try runs to the next space at most). */
-const LAST_SPACE = /\s\S*$/;
-
-const add = (total: Counts, findings: readonly Finding[]) => {
-  for (const [kind, n] of Object.entries(countByKind(findings)) as Array<[DlpKind, number]>)
-    total[kind] = (total[kind] ?? 0) + n;
-};
-
-const count = (counts: Counts, mode: DataLossMode) => {
-  for (const [kind, n] of Object.entries(counts)) metrics.dataLossFindings.inc({ kind, mode }, n);
-};
-
 /** The mode the answer is screened in: the workspace's (else the deployment's); undefined when off. */
 export const answerScreen = (ctx: GatewayContext, env: GatewayEnv): 'redact' | 'block' | undefined => {
   const mode = ctx.own?.dataLoss ?? env.settings.dataLoss;
@@ -65,7 +51,7 @@ export function screenAnswer(shape: string, body: Json, mode: DataLossMode): Cou
   const visit = (text: string, set: (v: string) => void) => {
     const findings = findSensitive(text);
     if (findings.length === 0) return;
-    add(found, findings);
+    addFindings(found, findings);
     if (mode === 'redact') set(redact(text, findings));
   };
   if (shape === 'openai' && Array.isArray(body.choices)) {
@@ -89,278 +75,68 @@ export function screenAnswer(shape: string, body: Json, mode: DataLossMode): Cou
               part.text = v;
             });
   }
-  count(found, mode);
+  countFindings(found, mode);
   return found;
 }
 
 export const answerBlockedMessage = (found: Counts): string =>
   `The answer holds ${describeCounts(found)}, and this workspace blocks sensitive data.`;
 
-/** One choice's or block's text on its way out: holds the tail, releases the rest redacted. */
-export class TextHold {
-  private pending = '';
-  /** How long `pending` must grow before it is screened again. */
-  private screenAt = 0;
-  private readonly mode: 'redact' | 'block';
-  private readonly found: Counts;
+export { TextHold, type Counts } from './text-hold.js';
 
-  constructor(mode: 'redact' | 'block', found: Counts) {
-    this.mode = mode;
-    this.found = found;
-  }
-
-  /** The text that may go out now; null when a finding blocks the answer. */
-  push(text: string): string | null {
-    this.pending += text;
-    // What is held is screened again with each new piece: only once the new text is a 64th of
-    // what is held, so the work stays linear in the answer (a 16 KiB tail without a space,
-    // screened again at every 4-character delta, took 25 s for an 80 KB answer). Holding longer
-    // never changes what is released, only when.
-    if (this.pending.length < this.screenAt) return '';
-    const released = this.release(false);
-    this.screenAt = this.pending.length + (this.pending.length >> 6);
-    return released;
-  }
-
-  /** Everything held, at the end of the text; null when a finding blocks the answer. */
-  flush(): string | null {
-    return this.release(true);
-  }
-
-  private release(all: boolean): string | null {
-    const p = this.pending;
-    const findings = findSensitive(p);
-    if (this.mode === 'block' && findings.length > 0) {
-      add(this.found, findings);
-      this.pending = '';
-      return null;
-    }
-    let cut = all ? p.length : Math.max(0, p.length - HOLD);
-    if (!all && cut > 0) {
-      const floor = Math.max(0, p.length - MAX_HOLD);
-      // Back to just after the last space before the cut (the cut itself when it is at a space).
-      if (!/\s/.test(p[cut]!)) {
-        const last = LAST_SPACE.exec(p.slice(floor, cut));
-        cut = last ? floor + last.index + 1 : floor;
-      }
-      const begin = p.lastIndexOf('-----BEGIN', cut);
-      if (begin >= floor && begin !== -1 && p.indexOf('-----END', begin) === -1) cut = Math.min(cut, begin);
-      for (const f of findings) if (f.start < cut && f.end > cut) cut = Math.max(floor, f.start);
-    }
-    const out = findings.filter((f) => f.end <= cut);
-    add(this.found, out);
-    this.pending = p.slice(cut);
-    return redact(p.slice(0, cut), out);
-  }
+/** One shape's rule for a stream's events, over the holds it keeps (stream-screen-*.ts). */
+export interface EventScreen {
+  /** The bytes to send instead of the event `raw` ('' holds it all back); null when a finding blocks the answer. */
+  event(name: string | null, data: string, raw: string): string | null;
+  /** Everything still held, as events of the shape (the stream's end); null when a finding blocks. */
+  flush(): string | null;
+  /** The event that ends a blocked stream, in the shape (its SDKs raise it). */
+  blocked(message: string): string;
 }
 
 /**
- * Screens a stream of client-shaped SSE bytes (the translator's output): `push` and `end` return
- * the bytes to send instead. After a block, `blocked` holds the counts and both return only the
- * error event (once), then ''.
+ * A stream's data-loss screen on the way back: the bytes to send instead of the client-shaped SSE
+ * bytes (the translator's output) it is given. Holds the tail of each text (the rules above);
+ * after a block, only the shape's error event goes out (once), then nothing. Reads and writes no
+ * store: it counts what it found (the findings metric) and says so.
  */
-export function createStreamScreen(shape: Shape | 'responses', mode: 'redact' | 'block') {
+export interface StreamScreen {
+  /** The bytes to send now for these. */
+  push(bytes: string): string;
+  /** The stream's last bytes: whatever is still held goes out (or blocks). */
+  end(bytes: string): string;
+  /** The counts that blocked the stream; null while it is not blocked. */
+  readonly blocked: Counts | null;
+  /** What was found (and redacted) so far. */
+  found(): Counts;
+}
+
+/** Screens a stream of the route's shape (`openai`, `anthropic` or `responses`) in `mode`. */
+export function createStreamScreen(shape: Shape | 'responses', mode: 'redact' | 'block'): StreamScreen {
   const reader = new SseReader();
   const found: Counts = {};
-  const holds = new Map<number, TextHold>();
+  const events =
+    shape === 'responses'
+      ? responsesScreen(mode, found)
+      : shape === 'openai'
+        ? openaiScreen(mode, found)
+        : anthropicScreen(mode, found);
   let blocked: Counts | null = null;
   let errorSent = false;
-  /** The last chunk's envelope (OpenAI), for the chunks that release held text. */
-  let envelope: Json | null = null;
 
-  const hold = (i: number) => {
-    let h = holds.get(i);
-    if (!h) holds.set(i, (h = new TextHold(mode, found)));
-    return h;
-  };
   const block = (): string => {
     blocked = { ...found };
     if (errorSent) return '';
     errorSent = true;
-    count(found, mode);
-    const message = answerBlockedMessage(found);
-    if (shape === 'responses')
-      return sseEvent('error', { type: 'error', code: 'sensitive_data_blocked', message, param: null });
-    return shape === 'openai'
-      ? sseData({
-          error: { message, type: 'sensitive_data_blocked', code: 'sensitive_data_blocked', param: null },
-        })
-      : sseEvent('error', { type: 'error', error: { type: 'invalid_request_error', message } });
-  };
-  /** The held text of one index (or all), as events to send before what ends it. */
-  const flush = (only?: number): string | null => {
-    let bytes = '';
-    for (const [i, h] of holds) {
-      if (only !== undefined && i !== only) continue;
-      const text = h.flush();
-      if (text === null) return null;
-      holds.delete(i);
-      if (text === '') continue;
-      bytes +=
-        shape === 'openai'
-          ? sseData({ ...envelope, choices: [{ index: i, delta: { content: text }, finish_reason: null }] })
-          : sseEvent('content_block_delta', {
-              type: 'content_block_delta',
-              index: i,
-              delta: { type: 'text_delta', text },
-            });
-    }
-    return bytes;
-  };
-
-  const openaiEvent = (data: string, raw: string): string | null => {
-    if (data === '[DONE]') {
-      const held = flush();
-      return held === null ? null : held + raw;
-    }
-    let chunk: Json;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return raw;
-    }
-    if (!chunk || typeof chunk !== 'object' || !Array.isArray(chunk.choices)) return raw;
-    const { choices: _choices, usage: _usage, ...rest } = chunk;
-    envelope = rest;
-    let before = '';
-    if (chunk.choices.length === 0) {
-      // The usage chunk comes after every choice finished.
-      const held = flush();
-      if (held === null) return null;
-      before = held;
-    }
-    for (const c of chunk.choices as Json[]) {
-      const i = typeof c?.index === 'number' ? c.index : 0;
-      if (typeof c?.delta?.content === 'string') {
-        const text = hold(i).push(c.delta.content);
-        if (text === null) return null;
-        c.delta.content = text;
-      }
-      if (c?.finish_reason != null) {
-        const held = flush(i);
-        if (held === null) return null;
-        before += held;
-      }
-    }
-    return before + sseData(chunk);
-  };
-
-  const anthropicEvent = (name: string | null, data: string, raw: string): string | null => {
-    if (
-      name !== 'content_block_delta' &&
-      name !== 'content_block_stop' &&
-      name !== 'message_delta' &&
-      name !== 'message_stop'
-    )
-      return raw;
-    let event: Json;
-    try {
-      event = JSON.parse(data);
-    } catch {
-      return raw;
-    }
-    const i = typeof event?.index === 'number' ? event.index : 0;
-    if (name === 'content_block_delta') {
-      if (event.delta?.type !== 'text_delta' || typeof event.delta.text !== 'string') return raw;
-      const text = hold(i).push(event.delta.text);
-      if (text === null) return null;
-      if (text === '') return '';
-      event.delta.text = text;
-      return sseEvent(name, event);
-    }
-    const held = name === 'content_block_stop' ? flush(i) : flush();
-    return held === null ? null : held + raw;
-  };
-
-  /** Responses: each output_text's hold by `output_index:content_index`, with its last delta event. */
-  const texts = new Map<string, { hold: TextHold; output: number; last: Json }>();
-  /** The held text of the matching Responses texts, as delta events. */
-  const flushTexts = (match: (output: number, key: string) => boolean): string | null => {
-    let bytes = '';
-    for (const [key, t] of texts) {
-      if (!match(t.output, key)) continue;
-      const text = t.hold.flush();
-      if (text === null) return null;
-      texts.delete(key);
-      if (text !== '') bytes += sseEvent('response.output_text.delta', { ...t.last, delta: text });
-    }
-    return bytes;
-  };
-  /** A full text an event carries, redacted (null: it blocks). Its findings were counted as deltas. */
-  const carried = (text: string): string | null => {
-    const findings = findSensitive(text);
-    if (findings.length === 0) return text;
-    if (mode === 'block') {
-      if (Object.keys(found).length === 0) add(found, findings);
-      return null;
-    }
-    return redact(text, findings);
-  };
-  /** Redacts the output_text parts in `parts` in place; false when one blocks. */
-  const carriedParts = (parts: unknown): boolean => {
-    if (!Array.isArray(parts)) return true;
-    for (const part of parts as Json[]) {
-      if (part?.type !== 'output_text' || typeof part.text !== 'string') continue;
-      const text = carried(part.text);
-      if (text === null) return false;
-      part.text = text;
-    }
-    return true;
-  };
-  const carriedItems = (items: unknown): boolean =>
-    !Array.isArray(items) || (items as Json[]).every((item) => item?.type !== 'message' || carriedParts(item.content));
-
-  const responsesEvent = (name: string | null, data: string, raw: string): string | null => {
-    let event: Json;
-    try {
-      event = JSON.parse(data);
-    } catch {
-      return raw;
-    }
-    if (!event || typeof event !== 'object') return raw;
-    const type = name ?? (typeof event.type === 'string' ? event.type : '');
-    const output = typeof event.output_index === 'number' ? event.output_index : 0;
-    const key = `${output}:${typeof event.content_index === 'number' ? event.content_index : 0}`;
-    if (type === 'response.output_text.delta') {
-      if (typeof event.delta !== 'string') return raw;
-      let t = texts.get(key);
-      if (!t) texts.set(key, (t = { hold: new TextHold(mode, found), output, last: event }));
-      t.last = event;
-      const text = t.hold.push(event.delta);
-      if (text === null) return null;
-      if (text === '') return '';
-      return sseEvent(type, { ...event, delta: text });
-    }
-    let held: string | null = '';
-    if (type === 'response.output_text.done' || type === 'response.content_part.done')
-      held = flushTexts((_o, k) => k === key);
-    else if (type === 'response.output_item.done') held = flushTexts((o) => o === output);
-    else if (FINAL_RESPONSES.has(type)) held = flushTexts(() => true);
-    if (held === null) return null;
-    // The full texts the event carries: as redacted as the deltas that went out.
-    const before = JSON.stringify(event);
-    if (type === 'response.output_text.done' && typeof event.text === 'string') {
-      const text = carried(event.text);
-      if (text === null) return null;
-      event.text = text;
-    }
-    if (event.part && !carriedParts([event.part])) return null;
-    if (event.item && !carriedItems([event.item])) return null;
-    if (event.response && !carriedItems(event.response.output)) return null;
-    const after = JSON.stringify(event);
-    return held + (after === before ? raw : name ? sseEvent(name, event) : sseData(event));
+    countFindings(found, mode);
+    return events.blocked(answerBlockedMessage(found));
   };
 
   const screenBytes = (bytes: string): string => {
     if (blocked) return '';
     let out = '';
     for (const e of reader.push(bytes)) {
-      const sent =
-        shape === 'responses'
-          ? responsesEvent(e.event, e.data, e.raw)
-          : shape === 'openai'
-            ? openaiEvent(e.data, e.raw)
-            : anthropicEvent(e.event, e.data, e.raw);
+      const sent = events.event(e.event, e.data, e.raw);
       if (sent === null) return out + block();
       out += sent;
     }
@@ -369,22 +145,18 @@ export function createStreamScreen(shape: Shape | 'responses', mode: 'redact' | 
 
   return {
     push: screenBytes,
-    /** The stream's last bytes: whatever is still held goes out (or blocks). */
     end(bytes: string): string {
       let out = screenBytes(bytes);
       if (blocked) return out;
-      const held = shape === 'responses' ? flushTexts(() => true) : flush();
+      const held = events.flush();
       if (held === null) return out + block();
       out += held + reader.rest();
-      count(found, mode);
+      countFindings(found, mode);
       return out;
     },
     get blocked(): Counts | null {
       return blocked;
     },
-    /** What was found (and redacted) so far. */
     found: (): Counts => found,
   };
 }
-
-export type StreamScreen = ReturnType<typeof createStreamScreen>;

@@ -3,15 +3,15 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { Logger } from '../lib/log.js';
 import { createUpstream, type Upstream } from '../lib/upstream.js';
-import type { GatewaySettings } from '../settings/schema.js';
+import type { DataLossMode, Enforcement, GatewaySettings } from '../settings/schema.js';
 import type { Store } from '../store/index.js';
 import { createResponseCache } from './cache.js';
 import { createLimits } from './limits.js';
-import { createDeploymentHealth } from './deployments.js';
+import { createDeploymentHealth, type DeploymentHealth } from './deployments.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Budgets } from './budgets.js';
-import type { CallLog } from './calls.js';
-import { createRefusalLog } from './refusals.js';
+import type { CallLog, CallQueue } from './calls.js';
+import { createRefusalLog, type RefusalQueue } from './refusals.js';
 import type { Advise, GatewayAnswer, GatewayEnv, GatewayRequest, Step } from './steps/context.js';
 import { refusalEvent } from './steps/evidence.js';
 import { createContext, runSteps, stepsFor } from './steps/index.js';
@@ -34,12 +34,57 @@ function shouldRetry(headers: Record<string, string>, err: unknown): void {
   if (err instanceof AppError) headers['x-should-retry'] = RETRYABLE.has(err.type) ? 'true' : 'false';
 }
 
+/** A workspace's own gateway settings over the deployment's (the console's gateway page). */
+export interface WorkspaceGatewaySettings {
+  enforcement: Enforcement;
+  dataLoss: DataLossMode;
+  /** When the workspace last changed them, and who (null: never, the deployment's hold). */
+  updatedAt: string | null;
+  updatedBy: string | null;
+}
+
 /**
- * The model gateway (docs/gateway.md): what lives as long as the gateway
- * (upstream pools, circuit breakers, the refusal evidence queue) and the request path, whose
- * steps, in order, are steps/index.ts. Also the workspace's own gateway settings (console).
+ * The model gateway (docs/gateway.md): what lives as long as the gateway (upstream pools, circuit
+ * breakers, the refusal evidence queue) and the request path, whose steps, in order, are
+ * steps/index.ts. Also the workspace's own gateway settings (console).
  */
-export function createGateway(deps: {
+export interface Gateway {
+  /** Each deployment's circuit, cool-down and observed latency, in this process. */
+  readonly health: DeploymentHealth;
+  /**
+   * The gateway's enforcement point alone, for drills: whether a model call with a key of this
+   * agent would be let past the standing check (the first step of every call), without a call.
+   * Reads the agent's standing and "stop every agent"; writes nothing.
+   */
+  admitsAgent(wid: string, agentId: string): Promise<{ admitted: true } | { admitted: false; type: string }>;
+  /**
+   * One model request through the steps for its route shape, in order: an answer, or the
+   * refusal thrown as its step raised it (with `x-should-retry`, and the `evidenceRecord` of
+   * the refusal's ledger record when it is evidence). Writes what the steps write: counts,
+   * reservations, call records, cache entries, refusal records.
+   */
+  handle(req: GatewayRequest): Promise<GatewayAnswer>;
+  /** The bounded queues' bounds, and what this workspace lost to them (GET /v1/admin/upstreams). */
+  queues(wid: string): { calls: CallQueue; refusals: RefusalQueue };
+  /** The workspace's own settings (console), over the deployment's defaults. */
+  settingsOf(wid: string): Promise<WorkspaceGatewaySettings>;
+  /**
+   * Changes the workspace's own settings and appends `gateway.settings_updated`, in one write;
+   * answers the settings now.
+   */
+  configure(
+    wid: string,
+    change: { enforcement?: Enforcement; dataLoss?: DataLossMode },
+    actor: string,
+  ): Promise<WorkspaceGatewaySettings>;
+  /**
+   * Closes the upstream pools and the tokenizer's thread, writes what the queues hold, and signs
+   * a ledger checkpoint when refusal records were written.
+   */
+  close(): Promise<void>;
+}
+
+export interface GatewayDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -51,7 +96,9 @@ export function createGateway(deps: {
   calls: CallLog;
   budgets: Budgets;
   advise?: Advise;
-}) {
+}
+
+export function createGateway(deps: GatewayDeps): Gateway {
   const { store, clock, ids, settings, calls } = deps;
   const repo = gatewayRepo(store);
   const providers = new Map(settings.providers.map((p) => [p.id, p]));
@@ -108,11 +155,7 @@ export function createGateway(deps: {
   return {
     health,
 
-    /**
-     * The gateway's enforcement point alone, for drills: whether a model call with a key of this
-     * agent would be let past the standing check (the first step of every call), without a call.
-     */
-    async admitsAgent(wid: string, agentId: string): Promise<{ admitted: true } | { admitted: false; type: string }> {
+    async admitsAgent(wid, agentId) {
       try {
         await refuseIfStopped(store, { workspaceId: wid, agentId });
         return { admitted: true };
@@ -121,7 +164,7 @@ export function createGateway(deps: {
       }
     },
 
-    async handle(req: GatewayRequest): Promise<GatewayAnswer> {
+    async handle(req) {
       // Once, for the first requests after start: the steps count tokens synchronously.
       if (!tokenizerReady()) await loadTokenizer();
       const ctx = createContext(req, env);
@@ -142,13 +185,11 @@ export function createGateway(deps: {
       );
     },
 
-    /** The bounded queues' bounds, and what this workspace lost to them (GET /v1/admin/upstreams). */
-    queues(wid: string) {
+    queues(wid) {
       return { calls: calls.queueOf(wid), refusals: refusals.queueOf(wid) };
     },
 
-    /** The workspace's own settings (console), over the deployment's defaults. */
-    async settingsOf(wid: string) {
+    async settingsOf(wid) {
       const own = await repo.settingsOf(wid);
       return {
         enforcement: own?.enforcement ?? settings.enforcement,
@@ -158,11 +199,7 @@ export function createGateway(deps: {
       };
     },
 
-    async configure(
-      wid: string,
-      change: { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' },
-      actor: string,
-    ) {
+    async configure(wid, change, actor) {
       await store.write(async () => {
         const current = await repo.settingsOf(wid);
         await repo.putSettings(wid, {
@@ -195,5 +232,3 @@ export function createGateway(deps: {
     },
   };
 }
-
-export type Gateway = ReturnType<typeof createGateway>;

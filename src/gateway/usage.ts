@@ -5,9 +5,9 @@ import type { CallLog } from './calls.js';
  * Usage reports for admin keys: calls grouped by model, principal, team, agent, key or task
  * class over a time window, with tokens, cost, failures and mean latency.
  */
-type By = 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
+export type UsageBy = 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
 
-const groupOf = (c: CallRecord, by: By): string => {
+const groupOf = (c: CallRecord, by: UsageBy): string => {
   switch (by) {
     case 'model':
       return c.model ?? '(none)';
@@ -24,13 +24,11 @@ const groupOf = (c: CallRecord, by: By): string => {
   }
 };
 
-export type UsageSeries = Awaited<ReturnType<typeof usageSeries>>;
-
 /**
  * Tokens summed over calls: inputTokens counts every prompt token, the vendor's prompt cache's
  * included, of which cacheReadTokens and cacheWriteTokens; outputTokens includes reasoningTokens.
  */
-type Tokens = {
+export type Tokens = {
   inputTokens: number;
   outputTokens: number;
   cacheReadTokens: number;
@@ -52,7 +50,19 @@ function addTokens(t: Tokens, c: CallRecord): void {
   t.reasoningTokens += c.reasoningTokens ?? 0;
 }
 
-export async function usageReport(calls: CallLog, wid: string, q: { from?: Date; to?: Date; by: By }) {
+/** The usage report: one row per group, over the window (null ends: unbounded). */
+export interface UsageReport {
+  by: UsageBy;
+  from: string | null;
+  to: string | null;
+  data: Array<Tokens & { group: string; calls: number; failed: number; costMicros: number; meanLatencyMs: number }>;
+}
+
+export async function usageReport(
+  calls: CallLog,
+  wid: string,
+  q: { from?: Date; to?: Date; by: UsageBy },
+): Promise<UsageReport> {
   const from = q.from?.toISOString();
   const to = q.to?.toISOString();
   const groups = new Map<
@@ -101,7 +111,26 @@ export async function usageReport(calls: CallLog, wid: string, q: { from?: Date;
  */
 export const MAX_BUCKETS = 400;
 const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
-type Totals = Tokens & { calls: number; failed: number; costMicros: number };
+export type Totals = Tokens & { calls: number; failed: number; costMicros: number };
+
+/** The console's usage chart: the window's totals, per group, and per bucket (with each group's share). */
+export interface UsageSeries {
+  by: 'model' | 'team' | 'key';
+  bucket: 'hour' | 'day';
+  /** The window, `from` moved back to the start of its bucket. */
+  from: string;
+  to: string;
+  total: Totals;
+  /** Per group, most spent first (then most calls, then name). */
+  groups: Array<Totals & { group: string }>;
+  /** Every bucket of the window, empty ones with zeros. */
+  buckets: Array<{
+    start: string;
+    calls: number;
+    costMicros: number;
+    groups: Record<string, { calls: number; costMicros: number }>;
+  }>;
+}
 const zero = (): Totals => ({ calls: 0, failed: 0, ...noTokens(), costMicros: 0 });
 
 export function bucketStart(at: number, bucket: 'hour' | 'day'): number {
@@ -116,7 +145,7 @@ export async function usageSeries(
   calls: CallLog,
   wid: string,
   q: { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' },
-) {
+): Promise<UsageSeries> {
   const size = BUCKET_MS[q.bucket];
   const start = bucketStart(q.from.getTime(), q.bucket);
   const end = q.to.getTime();

@@ -26,6 +26,11 @@ test('src/gateway has no run-time import cycle', async (t) => {
     (graph.get('src/gateway/forward.ts') ?? []).includes('src/gateway/vendors/index.ts'),
     'the scan sees the attempt import the adapters',
   );
+  for (const vendor of ['bedrock', 'gemini'])
+    t.true(
+      (graph.get(`src/gateway/vendors/${vendor}.ts`) ?? []).includes(`src/gateway/vendors/${vendor}-stream.ts`),
+      `the scan sees the ${vendor} adapter import its stream reader (which must not import it back)`,
+    );
   const found = cycles(graph);
   t.deepEqual(
     found,

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { rateLimitsSchema } from '../../src/settings/schema.js';
 import { loadSettings } from '../../src/settings/load.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { createLimits, resetIn } from '../../src/gateway/limits.js';
+import { createLimits, resetIn, type Limits } from '../../src/gateway/limits.js';
 import { expectStatus, ownerConsole, type LedgerRecord } from '../helpers/console.js';
 import { manualClock } from '../helpers/clock.js';
 import { assertError, bearer, call, type Reply } from '../helpers/http.js';
@@ -314,8 +314,7 @@ test('processes sharing one store add their counts to it, never overwrite each o
       const at = manualClock(clock.now());
       const make = () => createLimits({ store: app.store, clock: at, log: app.log, settings: { limits: [] } });
       const scopes = [{ kind: 'key' as const, id: 'key_shared', limits: { requestsPerMinute: 3 } }];
-      const ask = (l: ReturnType<typeof make>) =>
-        l.check({ wid: 'wsp_x', scopes, nowMs: at.now(), tokens: 10, count: true });
+      const ask = (l: Limits) => l.check({ wid: 'wsp_x', scopes, nowMs: at.now(), tokens: 10, count: true });
       const [one, two] = [make(), make()];
       // Racing: each count is read, checked and written in one write; the two conflict, never overwrite.
       await Promise.all([ask(one), ask(two)]);

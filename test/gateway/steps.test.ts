@@ -1,4 +1,6 @@
 import test from 'ava';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { App } from '../../src/app.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { createBudgets } from '../../src/gateway/budgets.js';
@@ -18,7 +20,7 @@ import { randomIds } from '../../src/lib/ids.js';
 import type { GatewayModel } from '../../src/settings/schema.js';
 import type { KeyRecord } from '../../src/keys/records.js';
 import { manualClock } from '../helpers/clock.js';
-import { removeDir, tempDir } from '../helpers/process.js';
+import { removeDir, ROOT, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
 /**
@@ -134,6 +136,48 @@ test('the steps, in order: every check before the one step that sends', (t) => {
       'cache-write',
     ],
   );
+});
+
+/** The steps the docs tell within another step's item, not as one of their own. */
+const TOLD_WITHIN = [
+  'admit', // the month's count (Plan) and the headers that say how the request is served
+  'account', // the call's cost and record, after the list
+  'cache-write', // the answer kept (Response cache)
+];
+
+test('the table alone gives the order: the docs list the steps in it, numbered in turn, and so does the step map', async (t) => {
+  const order = STEPS.map((s) => s.name);
+  const docs = await readFile(join(ROOT, 'docs/gateway.md'), 'utf8');
+  const section = /### What happens to each request\n([\s\S]*?)\n### /.exec(docs)?.[1] ?? '';
+  const numbers = [...section.matchAll(/^(\d+)\. /gm)].map((m) => Number(m[1]));
+  t.true(numbers.length > 5, 'the docs section is found');
+  t.deepEqual(
+    numbers,
+    numbers.map((_, i) => i + 1),
+    'numbered 1, 2, 3, ...',
+  );
+  const named = [...section.matchAll(/\*\*[^*]+\*\* \(`([a-z-]+)`/g)].map((m) => m[1]!);
+  for (const name of named) t.true(order.includes(name), `the docs name a step that runs: ${name}`);
+  t.deepEqual(
+    named,
+    order.filter((name) => named.includes(name)),
+    'the docs list the steps in the order they run',
+  );
+  t.deepEqual(
+    order.filter((name) => !named.includes(name)),
+    TOLD_WITHIN,
+    'every step has its item in the docs, but those told within another',
+  );
+  // The reads-and-writes map atop steps/index.ts, one row per step.
+  const source = await readFile(join(ROOT, 'src/gateway/steps/index.ts'), 'utf8');
+  const map = /^ \* {3}step {2,}reads {2,}writes\n([\s\S]*?)\n \*\n/m.exec(source)?.[1] ?? '';
+  const rows = [...map.matchAll(/^ \* {3}([a-z-]+) /gm)].map((m) => m[1]!);
+  t.deepEqual(rows, order, 'the map atop steps/index.ts has one row per step, in order');
+  // No step's file numbers itself: its place is the table's.
+  for (const file of await readdir(join(ROOT, 'src/gateway/steps'))) {
+    const text = await readFile(join(ROOT, 'src/gateway/steps', file), 'utf8');
+    t.notRegex(text, /^ \* \d+[a-z]?\. [A-Z]/m, `steps/${file} numbers no step by hand`);
+  }
 });
 
 test('every check runs before the one step that sends; a refusal is seen with its step, then thrown', async (t) => {

@@ -5,7 +5,7 @@ import type { AsyncStep } from './context.js';
 import { costOf, countPrompt, estimateFor } from './prices.js';
 
 /**
- * 10. Accounting: the upstream step's outcome becomes the answer. The call's cost from the
+ * Accounting: the upstream step's outcome becomes the answer. The call's cost from the
  * vendor's usage settles the reservation (a stream when it ends: one that did not finish is
  * charged at least its estimate, never nothing), the cost and overhead headers are set, and the
  * call record is queued. A vendor's refusal of the request is 400 invalid_request with its

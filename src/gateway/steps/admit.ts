@@ -2,7 +2,7 @@ import type { AsyncStep } from './context.js';
 import { allowancesOf, monthUsed } from './plan.js';
 
 /**
- * 7. Admitted: every check passed. The headers that say how the request is served are set
+ * Admitted: every check passed. The headers that say how the request is served are set
  * (x-svc-enforcement: shadow, downgrade, nudge or observe; x-svc-would-route-to in shadow mode;
  * x-svc-redacted), the request counts against the month's allowance (before it is answered; the
  * allowance is checked again in the same write as the count, so racing requests of any process

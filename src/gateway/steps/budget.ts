@@ -7,7 +7,7 @@ const cheapest = (candidates: readonly GatewayModel[]): GatewayModel | undefined
   [...candidates].sort((a, b) => priceOf(a) - priceOf(b))[0];
 
 /**
- * 6. Budgets. The ladder's step on the most-used budget binding the key's traffic: block (429
+ * Budgets. The ladder's step on the most-used budget binding the key's traffic: block (429
  * budget_exhausted) and approval (402 approval_required) refuse; downgrade puts the cheapest
  * candidates first (enforcing only); nudge and downgrade carry x-svc-advisory, and one
  * `budget.advisory` event per budget, period and step. What the request may cost (its first

@@ -5,7 +5,7 @@ import { overheadMicros, recordCall, serveHeaders } from './call-record.js';
 import type { AfterStep, AsyncStep } from './context.js';
 
 /**
- * 9. Response cache (cache.ts), on for a key whose policy profile has `cache: { ttlSeconds }`:
+ * Response cache (cache.ts), on for a key whose policy profile has `cache: { ttlSeconds }`:
  * never for a dry run or a request with `x-svc-cache: bypass`. A hit is answered here (nothing
  * sent, nothing reserved, a call of zero cost; a streamed request replays its stream) with
  * `x-svc-cache: hit`; a miss goes on with `x-svc-cache: miss`, and its answer is kept once it

@@ -3,10 +3,11 @@ import { speaksResponses } from '../responses/attempt.js';
 import type { VendorKind } from '../translate/carry.js';
 import { uncarried, uncarriedResponses, type Fault } from '../translate/uncarried.js';
 import { responsesToChatRequest } from '../translate/responses-api.js';
+import type { VendorJson as Json } from '../vendor-json.js';
 import type { SyncStep } from './context.js';
 
 /**
- * 4c. What each vendor kind can carry (chat completions, messages and Responses): a field that a
+ * What each vendor kind can carry (chat completions, messages and Responses): a field that a
  * candidate's vendor kind has no way to carry (translate/uncarried.ts) keeps the
  * candidates to those that can; with none left, 400 invalid_request names each field, why, and
  * the fix, before anything is sent. Refused by name, never dropped.
@@ -16,7 +17,7 @@ export const carry: SyncStep = {
   run(ctx, env) {
     const shape = ctx.req.shape;
     if (shape !== 'openai' && shape !== 'anthropic' && shape !== 'responses') return;
-    let chat: ReturnType<typeof responsesToChatRequest> | null = null;
+    let chat: Json | null = null;
     const faultsOf = (kind: VendorKind, model: string, responses: boolean): Fault[] => {
       if (shape !== 'responses') return uncarried(shape, ctx.body, kind, model);
       if (responses) return [];

@@ -5,7 +5,7 @@ import { gatewayRepo } from '../repo.js';
 import type { AsyncStep } from './context.js';
 
 /**
- * 3. Classification. The steering headers (400 invalid_request naming a malformed one); the
+ * Classification. The steering headers (400 invalid_request naming a malformed one); the
  * task (an x-svc-task-id must name a task of this workspace) and the session; the key's policy
  * profile (one that is not configured admits no model: 409 policy_conflict); the enforcement
  * (the profile's, else the workspace's, else the deployment's); the task class (the header, else

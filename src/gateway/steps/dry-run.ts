@@ -3,7 +3,7 @@ import type { AsyncStep } from './context.js';
 import { countPrompt, estimateFor } from './prices.js';
 
 /**
- * 8. Dry run (x-svc-dry-run: true): answered here with the model that would serve, the candidates
+ * Dry run (x-svc-dry-run: true): answered here with the model that would serve, the candidates
  * and the estimated cost; nothing is sent, nothing is reserved, and the call is recorded as
  * `dry_run`.
  */

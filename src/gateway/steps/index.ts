@@ -27,8 +27,10 @@ import { upstream } from './upstream.js';
 
 /**
  * The model gateway's request path (docs/gateway.md, "What happens to each request"): one step
- * per file, in this order. A step refuses by throwing an AppError, ends the request by returning an answer, or
- * goes on. Every step reads `req`, `key`, `body`, `wid`, `nowMs`, `at`, `callId` and `prompt()`
+ * per file, in the order of the tables below, which alone give it (a step's file does not number
+ * itself; test/gateway/steps.test.ts holds the docs' list and this map to the tables). A step
+ * refuses by throwing an AppError, ends the request by returning an answer, or goes on. Every
+ * step reads `req`, `key`, `body`, `wid`, `nowMs`, `at`, `callId` and `prompt()`
  * and may set answer `headers`; besides, of the context (context.ts):
  *
  *   step         reads                                      writes

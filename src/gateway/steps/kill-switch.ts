@@ -6,7 +6,7 @@ import { gatewayRepo } from '../repo.js';
 import type { AsyncStep } from './context.js';
 
 /**
- * 1. Kill switch. An agent key of a stopped agent (a hold, or "stop every agent"), or any key
+ * Kill switch. An agent key of a stopped agent (a hold, or "stop every agent"), or any key
  * bound to no one agent while "stop every agent" stands, is 403 agent_stopped; nothing is sent.
  * Standing is read from the store at each request, so a freeze by another process applies to the
  * very next one.

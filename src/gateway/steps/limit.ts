@@ -2,7 +2,7 @@ import type { AsyncStep } from './context.js';
 import { countPrompt, maxTokensOf } from './prices.js';
 
 /**
- * 6. Limits: requests and tokens per minute on the key, its team, its principal and its policy
+ * Limits: requests and tokens per minute on the key, its team, its principal and its policy
  * profile (limits.ts). Past one: 429 rate_limited with retry-after, nothing sent. Otherwise the
  * request and its estimated tokens count now (a dry run is checked, not counted), and every answer
  * from here on, refusals included, carries OpenAI's x-ratelimit-* headers. The call's record

@@ -4,7 +4,7 @@ import { gatewayRepo } from '../repo.js';
 import type { AsyncStep, GatewayAllowances, GatewayContext, GatewayEnv } from './context.js';
 
 /**
- * 2. The plan. The free plan's people limit: a workspace past it keeps its model traffic for the
+ * Plan. The free plan's people limit: a workspace past it keeps its model traffic for the
  * grace period, counted from when it was first seen past it; then 402 seat_limit_reached. Back
  * within the limit, the count starts afresh; the mark is written beside the answer, not before
  * it. Then the monthly request allowance: 429 plan_limit_reached, retry-after until next month.

@@ -5,7 +5,7 @@ import type { VendorJson as Json } from '../vendor-json.js';
 import type { SyncStep } from './context.js';
 
 /**
- * 4b. Responses state and Responses-only features (POST /v1/responses only). What only a vendor
+ * Responses state and Responses-only features (POST /v1/responses only). What only a vendor
  * that speaks Responses (`responses: true`) can take keeps the candidates to models at such a
  * provider, where it passes through as it is; with none, 400 invalid_request names each field and
  * the fix. That is: `store: true`, `previous_response_id` and `conversation` (a vendor that keeps

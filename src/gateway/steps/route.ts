@@ -3,7 +3,7 @@ import { eligibleModels, profileBlockers } from '../routing.js';
 import type { SyncStep } from './context.js';
 
 /**
- * 4. Routing. The eligible models for the task class, the key's policy profile and the objective,
+ * Routing. The eligible models for the task class, the key's policy profile and the objective,
  * in order. Enforcing, they are the candidates, and none is 409 policy_conflict with the
  * relaxations that would admit one. In shadow mode the requested model serves (400
  * invalid_request when the catalogue has no such model) and the routing choice is only reported;

@@ -38,7 +38,7 @@ export function attemptFor(
 }
 
 /**
- * 9. Upstream: the only step that sends. What the request may cost was reserved on its budgets
+ * Upstream: the only step that sends. What the request may cost was reserved on its budgets
  * by the budget step's admission; the candidates are tried by the one failover rule
  * (failover.ts: deployments, waits, backoff, fallbacks), each attempt through its vendor's
  * adapter (forward.ts; Responses by responses/attempt.ts); the reservation follows the model
