@@ -1,10 +1,7 @@
 import test from 'ava';
-import { ownerConsole, type Person } from '../helpers/console.js';
 import { authorize, createAgent, payment } from '../helpers/gate.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
-import { stopAndClean } from '../helpers/process.js';
-import { serviceToken } from '../helpers/tokens.js';
+import { ownedServer, serviceToken } from '../helpers/tokens.js';
 
 /**
  * "Stop every agent" from a pipeline: GET /v1/admin/stop-all (agents:read) tells whether the
@@ -12,63 +9,55 @@ import { serviceToken } from '../helpers/tokens.js';
  * stops it (within the token's ceiling, at once), every agent is refused from then on, and the
  * ledger names the token. Lifting it is a person's (the console): no token route does it.
  */
-let server: ServedInProcess;
-let owner: Person;
-
-test.before(async () => {
-  server = await serveInProcess();
-  owner = await ownerConsole(server);
-});
-
-test.after.always(() => stopAndClean(server));
+const served = ownedServer(test);
 
 test.serial('a token reads the state, stops every agent with a reason, and the agents are refused', async (t) => {
-  const agent = await createAgent(server);
-  const reader = await serviceToken(owner, 'stop-reader', ['agents:read']);
-  const freezer = await serviceToken(owner, 'stop-freezer', ['agents:read', 'agents:freeze']);
-  const before = await call(server.url, 'GET', '/v1/admin/stop-all', { headers: bearer(reader) });
+  const agent = await createAgent(served.server);
+  const reader = await serviceToken(served.owner, 'stop-reader', ['agents:read']);
+  const freezer = await serviceToken(served.owner, 'stop-freezer', ['agents:read', 'agents:freeze']);
+  const before = await call(served.server.url, 'GET', '/v1/admin/stop-all', { headers: bearer(reader) });
   t.is(before.status, 200, before.text);
   t.deepEqual(before.body, { stopped: false, reason: null, by: null, at: null });
-  t.is((await authorize(server, agent.key, payment(100))).body.decision, 'allow');
+  t.is((await authorize(served.server, agent.key, payment(100))).body.decision, 'allow');
 
   assertError(
     t,
-    await call(server.url, 'POST', '/v1/admin/stop-all', { headers: bearer(reader), json: { reason: 'drill' } }),
+    await call(served.server.url, 'POST', '/v1/admin/stop-all', { headers: bearer(reader), json: { reason: 'drill' } }),
     403,
     'missing_scope',
   );
   assertError(
     t,
-    await call(server.url, 'POST', '/v1/admin/stop-all', { headers: bearer(freezer), json: {} }),
+    await call(served.server.url, 'POST', '/v1/admin/stop-all', { headers: bearer(freezer), json: {} }),
     400,
     'reason_required',
   );
 
-  const stopped = await call(server.url, 'POST', '/v1/admin/stop-all', {
+  const stopped = await call(served.server.url, 'POST', '/v1/admin/stop-all', {
     headers: bearer(freezer),
     json: { reason: 'incident 12' },
   });
   t.is(stopped.status, 200, stopped.text);
   t.like(stopped.body, { stopped: true, reason: 'incident 12', by: 'token:stop-freezer' });
   t.true(Date.parse(stopped.body.at) > 0);
-  const after = await call(server.url, 'GET', '/v1/admin/stop-all', { headers: bearer(reader) });
+  const after = await call(served.server.url, 'GET', '/v1/admin/stop-all', { headers: bearer(reader) });
   t.deepEqual(after.body, stopped.body);
 
   // The gate's answer to an agent under the hold: a recorded deny naming it.
-  const refused = await authorize(server, agent.key, payment(100));
+  const refused = await authorize(served.server, agent.key, payment(100));
   t.is(refused.status, 200, refused.text);
   t.like(refused.body, { decision: 'deny', signals: ['agent_frozen'] });
   t.regex(refused.body.reason, /incident 12/);
-  const record = (await owner.ledger()).find((r) => r.actor === 'token:stop-freezer');
+  const record = (await served.owner.ledger()).find((r) => r.actor === 'token:stop-freezer');
   t.truthy(record, 'the ledger names the token');
 });
 
 test.serial('without a token, or with an agent key, the state is not told', async (t) => {
-  assertError(t, await call(server.url, 'GET', '/v1/admin/stop-all'), 401, 'unauthenticated');
-  const agent = await createAgent(server);
+  assertError(t, await call(served.server.url, 'GET', '/v1/admin/stop-all'), 401, 'unauthenticated');
+  const agent = await createAgent(served.server);
   assertError(
     t,
-    await call(server.url, 'GET', '/v1/admin/stop-all', { headers: bearer(agent.key) }),
+    await call(served.server.url, 'GET', '/v1/admin/stop-all', { headers: bearer(agent.key) }),
     401,
     'unauthenticated',
   );

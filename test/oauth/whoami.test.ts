@@ -1,32 +1,21 @@
 import test from 'ava';
-import { ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
-import { stopAndClean } from '../helpers/process.js';
-import { serviceToken } from '../helpers/tokens.js';
+import { ownedServer, serviceToken } from '../helpers/tokens.js';
 
 /**
  * GET /v1/admin/whoami: what a service token is (its workspace, name, scopes and expiry, never its
  * value), so a pipeline can check it before it acts; `svc whoami` shows the same for a sign-in
  * (test/cli/login.test.ts). Other credentials are refused.
  */
-let server: ServedInProcess;
-let owner: Person;
-
-test.before(async () => {
-  server = await serveInProcess();
-  owner = await ownerConsole(server);
-});
-
-test.after.always(() => stopAndClean(server));
+const served = ownedServer(test);
 
 test('a service token is told its workspace, name, scopes and expiry, never its value', async (t) => {
-  const token = await serviceToken(owner, 'whoami-ci', ['agents:read', 'evidence:read'], 7);
-  const res = await call(server.url, 'GET', '/v1/admin/whoami', { headers: bearer(token) });
+  const token = await serviceToken(served.owner, 'whoami-ci', ['agents:read', 'evidence:read'], 7);
+  const res = await call(served.server.url, 'GET', '/v1/admin/whoami', { headers: bearer(token) });
   t.is(res.status, 200, res.text);
   t.like(res.body, {
     kind: 'service-token',
-    workspace: { id: owner.wid },
+    workspace: { id: served.owner.wid },
     token: { name: 'whoami-ci', scopes: ['agents:read', 'evidence:read'] },
   });
   t.regex(res.body.token.id, /^tok_/);
@@ -36,12 +25,12 @@ test('a service token is told its workspace, name, scopes and expiry, never its 
 });
 
 test('no credential, an agent key or a workspace key: 401', async (t) => {
-  assertError(t, await call(server.url, 'GET', '/v1/admin/whoami'), 401, 'unauthenticated');
-  const key = await owner.send('POST', '/keys', { scope: 'admin', name: 'whoami-admin' });
+  assertError(t, await call(served.server.url, 'GET', '/v1/admin/whoami'), 401, 'unauthenticated');
+  const key = await served.owner.send('POST', '/keys', { scope: 'admin', name: 'whoami-admin' });
   t.is(key.status, 201, key.text);
   assertError(
     t,
-    await call(server.url, 'GET', '/v1/admin/whoami', { headers: bearer(key.body.key) }),
+    await call(served.server.url, 'GET', '/v1/admin/whoami', { headers: bearer(key.body.key) }),
     401,
     'unauthenticated',
   );

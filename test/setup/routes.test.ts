@@ -1,9 +1,6 @@
 import test from 'ava';
-import { ownerConsole, type Person } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
-import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
-import { stopAndClean } from '../helpers/process.js';
-import { serviceToken } from '../helpers/tokens.js';
+import { ownedServer, serviceToken } from '../helpers/tokens.js';
 
 /**
  * The setup routes `svc apply` and `svc export` call (test/cli/apply.test.ts runs the commands):
@@ -12,10 +9,12 @@ import { serviceToken } from '../helpers/tokens.js';
  * gives back the workspace as a file; setup:read plans and exports, only setup:write applies, and a
  * secret written in the file is refused before anything is looked at.
  */
-let server: ServedInProcess;
-let owner: Person;
 let reader: string;
 let writer: string;
+const served = ownedServer(test, {}, async ({ owner }) => {
+  reader = await serviceToken(owner, 'setup-reader', ['setup:read']);
+  writer = await serviceToken(owner, 'setup-writer', ['setup:read', 'setup:write']);
+});
 
 const document = {
   version: 1,
@@ -28,22 +27,13 @@ const document = {
   agents: [{ name: 'routes-bot', templates: ['small-payments'], tags: ['ops'] }],
 };
 
-test.before(async () => {
-  server = await serveInProcess();
-  owner = await ownerConsole(server);
-  reader = await serviceToken(owner, 'setup-reader', ['setup:read']);
-  writer = await serviceToken(owner, 'setup-writer', ['setup:read', 'setup:write']);
-});
-
-test.after.always(() => stopAndClean(server));
-
 const agentNames = async () =>
-  ((await owner.get('/agents?limit=200')).body.data as Array<{ name: string }>).map((a) => a.name);
+  ((await served.owner.get('/agents?limit=200')).body.data as Array<{ name: string }>).map((a) => a.name);
 
 test.serial(
   'a plan names what would change and changes nothing; applying does it once; export gives it back',
   async (t) => {
-    const plan = await call(server.url, 'POST', '/v1/admin/setup/plan', {
+    const plan = await call(served.server.url, 'POST', '/v1/admin/setup/plan', {
       headers: bearer(reader),
       json: { document },
     });
@@ -53,23 +43,29 @@ test.serial(
 
     assertError(
       t,
-      await call(server.url, 'POST', '/v1/admin/setup', { headers: bearer(reader), json: { document } }),
+      await call(served.server.url, 'POST', '/v1/admin/setup', { headers: bearer(reader), json: { document } }),
       403,
       'missing_scope',
     );
     t.false((await agentNames()).includes('routes-bot'));
 
-    const applied = await call(server.url, 'POST', '/v1/admin/setup', { headers: bearer(writer), json: { document } });
+    const applied = await call(served.server.url, 'POST', '/v1/admin/setup', {
+      headers: bearer(writer),
+      json: { document },
+    });
     t.is(applied.status, 200, applied.text);
     t.true((await agentNames()).includes('routes-bot'));
-    const recordsAfterFirst = (await owner.ledger()).length;
+    const recordsAfterFirst = (await served.owner.ledger()).length;
 
-    const again = await call(server.url, 'POST', '/v1/admin/setup', { headers: bearer(writer), json: { document } });
+    const again = await call(served.server.url, 'POST', '/v1/admin/setup', {
+      headers: bearer(writer),
+      json: { document },
+    });
     t.is(again.status, 200, again.text);
     t.is((await agentNames()).filter((n) => n === 'routes-bot').length, 1, 'the same file again makes no second agent');
-    t.is((await owner.ledger()).length, recordsAfterFirst, 'and records nothing');
+    t.is((await served.owner.ledger()).length, recordsAfterFirst, 'and records nothing');
 
-    const exported = await call(server.url, 'GET', '/v1/admin/setup', { headers: bearer(reader) });
+    const exported = await call(served.server.url, 'GET', '/v1/admin/setup', { headers: bearer(reader) });
     t.is(exported.status, 200, exported.text);
     t.like(exported.body.document, { version: 1 });
     t.like(
@@ -88,17 +84,20 @@ test.serial(
   async (t) => {
     const withSecret = { version: 1, integrations: { slack: { signingSecret: 'a-literal-secret-123' } } };
     for (const path of ['/v1/admin/setup/plan', '/v1/admin/setup']) {
-      const res = await call(server.url, 'POST', path, { headers: bearer(writer), json: { document: withSecret } });
+      const res = await call(served.server.url, 'POST', path, {
+        headers: bearer(writer),
+        json: { document: withSecret },
+      });
       assertError(t, res, 400, 'secret_in_file');
       t.is(res.body.error.errors[0].field, 'integrations.slack.signingSecret');
       t.false(res.text.includes('a-literal-secret-123'), 'the secret is not echoed');
     }
-    const unknown = await call(server.url, 'POST', '/v1/admin/setup/plan', {
+    const unknown = await call(served.server.url, 'POST', '/v1/admin/setup/plan', {
       headers: bearer(writer),
       json: { document: { version: 1, agents: [{ name: 'x', mandate: {} }] } },
     });
     assertError(t, unknown, 400, 'invalid_workspace_file');
     t.is(unknown.body.error.errors[0].field, 'agents[0].mandate');
-    assertError(t, await call(server.url, 'GET', '/v1/admin/setup'), 401, 'unauthenticated');
+    assertError(t, await call(served.server.url, 'GET', '/v1/admin/setup'), 401, 'unauthenticated');
   },
 );
