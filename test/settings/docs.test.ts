@@ -94,6 +94,16 @@ test('each environment variable is named once and sets a declared setting', (t) 
   t.true(
     names.includes('SVC_GATE_RATE_PER_MINUTE') && names.includes('NODE_ENV') && names.includes('OTEL_SERVICE_NAME'),
   );
+  // A variable holds one word, or a comma list of words: never an object or a list of objects.
+  const objects = walk(declarations).filter(
+    ({ setting }) =>
+      setting.meta.env !== undefined &&
+      (setting.fields !== undefined || (setting.item !== undefined && setting.item.schema.type !== 'string')),
+  );
+  t.deepEqual(
+    objects.map(({ path }) => path),
+    [],
+  );
 });
 
 test('the flags the table names are flags of svc serve', (t) => {
