@@ -70,12 +70,6 @@ export interface BudgetRecord {
   createdBy: string;
 }
 
-/** A key's, team's, principal's or policy profile's model traffic limits (gateway/limits.ts). */
-export interface RateLimits {
-  requestsPerMinute?: number;
-  tokensPerMinute?: number;
-}
-
 /** What one scope used in one minute (gateway/limits.ts). */
 export interface RateWindowRecord {
   requests: number;

@@ -1,4 +1,4 @@
-import type { RateLimits } from '../gateway/records.js';
+import type { RateLimits } from '../settings/schema.js';
 
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists

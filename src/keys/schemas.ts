@@ -1,6 +1,5 @@
 import Joi from 'joi';
-import { rateLimitsSchema } from '../settings/schema.js';
-import type { RateLimits } from '../gateway/records.js';
+import { rateLimitsSchema, type RateLimits } from '../settings/schema.js';
 import type { KeyScope } from './records.js';
 
 export interface MintKeyInput {

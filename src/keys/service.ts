@@ -5,7 +5,7 @@ import { hasPrefix, type IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
-import type { RateLimits } from '../gateway/records.js';
+import type { RateLimits } from '../settings/schema.js';
 import type { KeyRecord } from './records.js';
 import { agentsRepo } from '../agents/repo.js';
 import type { Ledger } from '../ledger/service.js';

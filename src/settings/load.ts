@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileProblem } from '../errors/system.js';
 import { readPackageFile } from '../lib/paths.js';
-import { envMap, settingsSchema, type AwsCredentials, type Settings } from './schema.js';
+import { AWS_ENV, environment, settingsSchema, type AwsCredentials, type Settings } from './schema.js';
 
 export type { Settings } from './schema.js';
 
@@ -28,21 +28,18 @@ const defaultFile = 'config/default.json';
  * Loads the settings once: defaults < config/default.json < --config FILE < SVC_* < flags.
  * A bad value stops the start with a message naming the field.
  */
-/** Settings whose environment variable is a comma list. */
-const LIST_SETTINGS = new Set(['server.trustedProxies', 'mcp.allowedOrigins']);
-
 export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
   const env = options.env ?? process.env;
   const merged: Record<string, unknown> = {};
   deepMerge(merged, readJson(defaultFile, readPackageFile));
   if (options.configFile) deepMerge(merged, readJson(options.configFile));
-  for (const [name, path] of envMap) {
+  for (const { name, path, list } of environment) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
     setPath(
       merged,
       path,
-      LIST_SETTINGS.has(path)
+      list
         ? raw
             .split(',')
             .map((s) => s.trim())
@@ -85,10 +82,11 @@ export function loadSettings(options: LoadOptions = {}): Readonly<Settings> {
 
 /** The standard AWS environment variables (as the AWS SDKs read them); null unless both halves are set. */
 function awsCredentials(env: Record<string, string | undefined>): AwsCredentials | null {
-  const accessKeyId = env.AWS_ACCESS_KEY_ID;
-  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  const [idName, secretName, tokenName] = AWS_ENV;
+  const accessKeyId = env[idName];
+  const secretAccessKey = env[secretName];
   if (!accessKeyId || !secretAccessKey) return null;
-  const sessionToken = env.AWS_SESSION_TOKEN;
+  const sessionToken = env[tokenName];
   return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
 }
 

@@ -1,7 +1,9 @@
 import test from 'ava';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { walk } from '../../src/settings/define.js';
 import { loadSettings, SettingsError } from '../../src/settings/load.js';
+import { declarations } from '../../src/settings/schema.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 
 test('defaults come from config/default.json and the schema', (t) => {
@@ -342,4 +344,26 @@ test('a model marked for embeddings on a provider kind that serves none is a con
   t.regex(deployed!.message, /gateway\.models\.0\.deployments\.1\.provider: "gm" is of kind gemini/);
   // A chat model on the same provider is fine.
   t.is(load({ id: 'chat', provider: 'gm', upstreamModel: 'gemini-2.5-flash' }).gateway.models[0]!.provider, 'gm');
+});
+
+test('config/default.json repeats the declared defaults and nothing else, so the two cannot disagree', async (t) => {
+  const shipped = JSON.parse(await readFile(new URL('../../config/default.json', import.meta.url), 'utf8')) as object;
+  const declared = new Map(walk(declarations).map(({ path, setting }) => [path, setting]));
+  const leaves = (node: object, prefix: string): Array<[string, unknown]> =>
+    Object.entries(node).flatMap(([key, value]) => {
+      const path = prefix === '' ? key : `${prefix}.${key}`;
+      return value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? leaves(value as object, path)
+        : [[path, value] as [string, unknown]];
+    });
+  const disagreeing = leaves(shipped, '').flatMap(([path, value]) => {
+    const setting = declared.get(path);
+    if (!setting) return [`${path}: no such setting`];
+    const fallback = (setting.schema.describe() as { flags?: { default?: unknown } }).flags?.default;
+    return JSON.stringify(fallback) === JSON.stringify(value)
+      ? []
+      : [`${path}: ${JSON.stringify(value)} against ${JSON.stringify(fallback)}`];
+  });
+  t.deepEqual(disagreeing, []);
+  t.true(leaves(shipped, '').length > 10);
 });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ProviderKind as VendorKind } from '../../settings/schema.js';
 import type { VendorJson as Json } from '../vendor-json.js';
 
 /**
@@ -38,7 +39,7 @@ import type { VendorJson as Json } from '../vendor-json.js';
  *   `errors` naming each field with what to do, before any vendor is called.
  */
 
-export type VendorKind = 'openai' | 'anthropic' | 'azure-openai' | 'bedrock' | 'gemini';
+export type { VendorKind };
 export type RequestShape = 'openai' | 'anthropic';
 
 /** A model that does not think (adaptive thinking and effort are not sent to it). */

@@ -1,0 +1,144 @@
+import { bool, group, int, oneOf, string } from './define.js';
+
+/**
+ * Work the server does in the background, and what it tells of itself: outbound webhooks, the
+ * ledger's checkpoints, retention, logs, metrics and traces.
+ */
+
+export const webhooks = group({
+  allowPrivateTargets: bool({
+    default: false,
+    env: 'SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS',
+    doc: 'outbound webhooks may go to loopback and private addresses (link-local never)',
+  }),
+  timeoutMs: int({
+    min: 100,
+    max: 60000,
+    default: 10000,
+    env: 'SVC_WEBHOOKS_TIMEOUT_MS',
+    doc: 'a delivery that has not answered by then failed',
+  }),
+  backoffBaseMs: int({
+    min: 10,
+    default: 30000,
+    env: 'SVC_WEBHOOKS_BACKOFF_BASE_MS',
+    doc: "the first retry's wait; it doubles each time (±20% jitter), up to `backoffMaxMs`",
+  }),
+  backoffMaxMs: int({
+    min: 10,
+    default: 6 * 3_600_000,
+    env: 'SVC_WEBHOOKS_BACKOFF_MAX_MS',
+    doc: 'the longest wait between two tries',
+  }),
+  giveUpAfterMs: int({
+    min: 10,
+    default: 26 * 3_600_000,
+    env: 'SVC_WEBHOOKS_GIVE_UP_AFTER_MS',
+    doc: 'a delivery still failing this long after its event is given up, and its endpoint disabled',
+  }),
+  dispatchIntervalMs: int({
+    min: 10,
+    max: 60000,
+    default: 1000,
+    env: 'SVC_WEBHOOKS_DISPATCH_INTERVAL_MS',
+    doc: 'how often the outbox is read for deliveries due',
+  }),
+});
+
+export const ledger = group({
+  checkpointIntervalMs: int({
+    min: 100,
+    max: 60000,
+    default: 1000,
+    env: 'SVC_LEDGER_CHECKPOINT_INTERVAL_MS',
+    doc: 'the server signs a ledger checkpoint this often when records were added (and every 1,000 records)',
+  }),
+});
+
+export const retention = group({
+  days: int({
+    min: 7,
+    max: 36500,
+    default: 90,
+    env: 'SVC_RETENTION_DAYS',
+    doc: 'operational records (gateway call records and tasks, webhook delivery logs, answers kept for inbound events) are swept this many days after they were made; at least 7 (providers retry for days); the ledger is never swept ([the store](operations.md#the-store))',
+  }),
+  sweepIntervalMs: int({
+    min: 1000,
+    max: 86_400_000,
+    default: 300_000,
+    env: 'SVC_RETENTION_SWEEP_INTERVAL_MS',
+    doc: 'how often the background sweeper runs over every table with a window or a retention',
+  }),
+  sweepBatch: int({
+    min: 1,
+    max: 10_000,
+    default: 500,
+    doc: 'entries the sweeper reads per page and removes per write (a write never holds the lock long)',
+  }),
+  sweepMaxPerRun: int({
+    min: 1,
+    max: 10_000_000,
+    default: 100_000,
+    doc: 'entries of one table the sweeper reads in one run; a larger table is walked over several runs',
+  }),
+});
+
+export const log = group({
+  level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    default: 'info',
+    env: 'SVC_LOG_LEVEL',
+    doc: 'pino level; logs go to stderr',
+  }),
+  format: oneOf(['auto', 'json', 'pretty'], {
+    default: 'auto',
+    env: 'SVC_LOG_FORMAT',
+    doc: '`auto`: readable lines (`2026-11-24 05:12:09.120 INFO: listening {"address":…}`) when `svc serve` runs on a terminal, JSON lines with ISO 8601 UTC times (`"time":"2026-11-24T05:12:09.120Z"`) everywhere else (a pipe, a file, systemd, Docker); `json` or `pretty` force one',
+  }),
+});
+
+/** GET /metrics and OpenTelemetry traces (observability/): both off unless configured. */
+export const observability = group({
+  metricsToken: string({
+    min: 16,
+    max: 256,
+    joi: (s) =>
+      s
+        .pattern(/^[\x21-\x7e]+$/)
+        .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII without spaces' }),
+    nullable: true,
+    default: null,
+    env: 'SVC_METRICS_TOKEN',
+    doc: 'the bearer token GET /metrics requires (16 to 256 printable characters); unset (and no `metricsPort`), the route does not exist',
+  }),
+  metricsPort: int({
+    min: 0,
+    max: 65535,
+    nullable: true,
+    default: null,
+    env: 'SVC_METRICS_PORT',
+    flag: '--metrics-port',
+    doc: 'GET /metrics without a token on a separate listener bound to 127.0.0.1 at this port',
+  }),
+  otlpEndpoint: string({
+    joi: (s) => s.uri({ scheme: ['http', 'https'] }),
+    nullable: true,
+    default: null,
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    doc: 'OTLP/HTTP base address: traces are sent to `<it>/v1/traces`; unset (and no `otlpTracesEndpoint`), no trace is kept or sent',
+  }),
+  otlpTracesEndpoint: string({
+    joi: (s) => s.uri({ scheme: ['http', 'https'] }),
+    nullable: true,
+    default: null,
+    env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    doc: 'OTLP/HTTP traces address used as it is (over `otlpEndpoint`)',
+  }),
+  serviceName: string({
+    min: 1,
+    max: 128,
+    default: 'svc',
+    env: 'OTEL_SERVICE_NAME',
+    doc: '`service.name` of the traces',
+  }),
+});
