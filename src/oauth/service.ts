@@ -7,7 +7,6 @@ import { standingOf } from '../agents/standing.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
 import type { OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
-import { endConnectionsInWrite } from './connections.js';
 import { oauthRepo } from './repo.js';
 import { ClientMetadataProblem, isRegisteredClientId, isUrlClientId, type ClientMetadata } from './client-metadata.js';
 import { acceptableRedirect, redirectMatches } from './redirects.js';
@@ -34,7 +33,7 @@ import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant } from './device/service
  *   the same new pair (grace.ts); later, the reuse ends the whole connection.
  * - Revoking either token ends its connection (RFC 7009: 200 {} whatever the token was).
  * - A connection also ends when its agent is frozen or removed, or its person leaves the
- *   workspace (connections.ts); an ended connection's tokens never work again.
+ *   workspace (repo.ts endConnections, through the principal-ended hooks); an ended connection's tokens never work again.
  * - Codes and tokens are stored only as hashes.
  */
 export const CODE_TTL_MS = 5 * 60_000;
@@ -395,7 +394,6 @@ export function createOAuth(deps: {
       });
     },
 
-    endAllInWrite: endConnectionsInWrite,
   };
 }
 
