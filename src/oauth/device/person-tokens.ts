@@ -60,6 +60,28 @@ export function checkClient(form: Record<string, string | undefined>): void {
     throw new AppError('invalid_client', { message: `${CLI_CLIENT_ID} is a public client: send no client_secret.` });
 }
 
+/**
+ * A person's command-line tokens: reads and writes their sign-ins (`personLogins`) and tokens
+ * (`personTokens`, as hashes), reads memberships, people and workspaces; records the end of a
+ * sign-in in the ledger.
+ */
+export interface PersonTokens {
+  /** Inside the caller's write: a new pair for the sign-in. */
+  issuePairInWrite(login: PersonLoginRecord, nowMs: number): Promise<PersonTokenResponse>;
+  /** The token endpoint's refresh_token grant for a `prt_` token. */
+  refresh(form: Record<string, string | undefined>): Promise<PersonTokenResponse>;
+  /** A workspace's name, for what the command line shows (whoami). */
+  workspaceName(wid: string): Promise<string>;
+  /** RFC 7009 for a person's token: ends its login; nothing is said about what the token was. */
+  revoke(form: Record<string, string | undefined>): Promise<void>;
+  /**
+   * A `pat_` token as the person it stands for on a route needing `scope`: 401 invalid_token
+   * (unknown, signed out, or no longer a member) or token_expired, 403 forbidden when the
+   * person's role may not do what the route does.
+   */
+  resolve(value: string, scope: ServiceTokenScope | undefined): Promise<PersonCaller>;
+}
+
 export function createPersonTokens(deps: {
   store: Store;
   clock: Clock;
@@ -69,7 +91,7 @@ export function createPersonTokens(deps: {
   refreshTtlDays: number;
   refreshGraceMs: number;
   graceKey: Buffer;
-}) {
+}): PersonTokens {
   const { store, clock, ids, ledger } = deps;
   const repo = deviceRepo(store);
 
@@ -123,7 +145,6 @@ export function createPersonTokens(deps: {
   return {
     issuePairInWrite,
 
-    /** The token endpoint's refresh_token grant for a `prt_` token. */
     async refresh(form: Record<string, string | undefined>): Promise<PersonTokenResponse> {
       checkClient(form);
       const value = form.refresh_token;
@@ -172,12 +193,10 @@ export function createPersonTokens(deps: {
       );
     },
 
-    /** A workspace's name, for what the command line shows (whoami). */
     async workspaceName(wid: string): Promise<string> {
       return (await repo.getWorkspace(wid))?.name ?? wid;
     },
 
-    /** RFC 7009 for a person's token: ends its login; nothing is said about what the token was. */
     async revoke(form: Record<string, string | undefined>): Promise<void> {
       checkClient(form);
       if (!form.token) return;
@@ -189,11 +208,6 @@ export function createPersonTokens(deps: {
       });
     },
 
-    /**
-     * A `pat_` token as the person it stands for on a route needing `scope`: 401 invalid_token
-     * (unknown, signed out, or no longer a member) or token_expired, 403 forbidden when the
-     * person's role may not do what the route does.
-     */
     async resolve(value: string, scope: ServiceTokenScope | undefined): Promise<PersonCaller> {
       const token = await repo.getToken(secretHash(value));
       if (!token || token.kind !== 'access')
@@ -242,5 +256,3 @@ export function createPersonTokens(deps: {
     },
   };
 }
-
-export type PersonTokens = ReturnType<typeof createPersonTokens>;

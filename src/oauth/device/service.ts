@@ -5,7 +5,14 @@ import { secretHash } from '../../lib/secrets.js';
 import type { Ledger } from '../../ledger/service.js';
 import type { Store } from '../../store/index.js';
 import type { DeviceCodeRecord, PersonLoginRecord } from '../records.js';
-import { CLI_CLIENT_ID, checkClient, createPersonTokens, outcome, type PersonTokenResponse } from './person-tokens.js';
+import {
+  CLI_CLIENT_ID,
+  checkClient,
+  createPersonTokens,
+  outcome,
+  type PersonTokenResponse,
+  type PersonTokens,
+} from './person-tokens.js';
 import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
 import { deviceRepo } from './repo.js';
 
@@ -49,7 +56,7 @@ export interface PendingDevice {
   expiresAt: string;
 }
 
-export function createDeviceGrant(deps: {
+export interface DeviceGrantDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -61,7 +68,43 @@ export function createDeviceGrant(deps: {
   refreshTtlDays: number;
   refreshGraceMs: number;
   graceKey: Buffer;
-}) {
+}
+
+/**
+ * `svc login`'s device authorization grant and the person's tokens it issues. Reads and writes
+ * device codes and user codes (`deviceCodes`, `userCodes`), sign-ins and person tokens (through
+ * person-tokens.ts); reads memberships; records decisions and sign-ins in the ledger.
+ */
+export interface DeviceGrant {
+  /** The command line's client id (public). */
+  clientId: typeof CLI_CLIENT_ID;
+  /** The refresh_token grant for `prt_` tokens (person-tokens.ts). */
+  refresh: PersonTokens['refresh'];
+  /** RFC 7009 for a person's token (person-tokens.ts). */
+  revoke: PersonTokens['revoke'];
+  /** A `pat_` token's person on a machine route (person-tokens.ts). */
+  resolve: PersonTokens['resolve'];
+  /** A workspace's name, for whoami (person-tokens.ts). */
+  workspaceName: PersonTokens['workspaceName'];
+  /** The page where a person types the user code. */
+  verificationUri(): string;
+  /** RFC 8628 3.1-3.2: a new device code and user code, stored (the device code as a hash). */
+  authorize(form: Record<string, string | undefined>, requestedFrom: string): Promise<DeviceAuthorization>;
+  /** The sign-in a typed user code stands for, while a person may still decide it; else the problem to show. */
+  pending(typed: string): Promise<PendingDevice | { problem: string }>;
+  /**
+   * A signed-in person's decision on a user code: approve for `workspaceId` (the caller has
+   * checked that the person belongs to it) or deny. Recorded in the ledger as theirs.
+   */
+  decide(typed: string, userId: string, workspaceId: string, decision: 'approve' | 'deny'): Promise<void>;
+  /**
+   * The token endpoint's device_code grant (RFC 8628 3.4-3.5): pending, slow_down, denied,
+   * expired, or once approved one pair (a sign-in, recorded in the ledger), once.
+   */
+  deviceToken(form: Record<string, string | undefined>): Promise<PersonTokenResponse>;
+}
+
+export function createDeviceGrant(deps: DeviceGrantDeps): DeviceGrant {
   const { store, clock, ids, ledger } = deps;
   const repo = deviceRepo(store);
   const tokens = createPersonTokens(deps);
@@ -242,5 +285,3 @@ export function createDeviceGrant(deps: {
     },
   };
 }
-
-export type DeviceGrant = ReturnType<typeof createDeviceGrant>;
