@@ -54,3 +54,5 @@ export function chatRepo(store: Store) {
     },
   };
 }
+
+export type ChatRepo = ReturnType<typeof chatRepo>;
