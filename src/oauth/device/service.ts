@@ -1,24 +1,24 @@
-import { AppError, invalidField } from '../../errors/app-error.js';
+import { invalidField } from '../../errors/app-error.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
 import type { IdSource } from '../../lib/ids.js';
 import { secretHash } from '../../lib/secrets.js';
 import type { Ledger } from '../../ledger/service.js';
 import type { Store } from '../../store/index.js';
-import type { DeviceCodeRecord, PersonLoginRecord } from '../records.js';
+import type { DeviceCodeRecord } from '../records.js';
 import {
   CLI_CLIENT_ID,
   checkClient,
   createPersonTokens,
-  outcome,
   type PersonTokenResponse,
   type PersonTokens,
 } from './person-tokens.js';
 import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
 import { deviceRepo } from './repo.js';
+import { deviceToken } from './device-token.js';
 
 /**
  * `svc login`: the OAuth 2.0 device authorization grant (RFC 8628) and the person-bound tokens it
- * issues to the command line.
+ * issues to the command line (the token endpoint's device_code grant: device-token.ts).
  * Rules:
  * - One public client, CLI_CLIENT_ID (no secret: a command line keeps none). The device
  *   authorization endpoint answers a device code (`dvc_`, 256 bits, stored as a hash) and a user
@@ -36,8 +36,7 @@ import { deviceRepo } from './repo.js';
  */
 export { CLI_CLIENT_ID, PERSON_SCOPE, type PersonCaller, type PersonTokenResponse } from './person-tokens.js';
 export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-/** RFC 8628 3.5: each slow_down adds this much to the interval. */
-export const SLOW_DOWN_SECONDS = 5;
+export { SLOW_DOWN_SECONDS } from './device-token.js';
 
 export interface DeviceAuthorization {
   device_code: string;
@@ -220,68 +219,6 @@ export function createDeviceGrant(deps: DeviceGrantDeps): DeviceGrant {
       });
     },
 
-    /** The token endpoint's device_code grant (RFC 8628 3.4-3.5). */
-    async deviceToken(form: Record<string, string | undefined>): Promise<PersonTokenResponse> {
-      checkClient(form);
-      if (!form.device_code) throw invalidField('device_code', 'device_code is required');
-      const hash = secretHash(form.device_code);
-      // The poll's time is kept (slow_down) and an approved code spent in the same write as the
-      // answer: refusals are returned from the write and thrown after it, so what they change commits.
-      return outcome(
-        await store.write(async (): Promise<PersonTokenResponse | AppError> => {
-          const now = clock.now();
-          const record = await repo.getDevice(hash);
-          if (!record || record.clientId !== CLI_CLIENT_ID)
-            return new AppError('invalid_grant', { message: 'Unknown device code.' });
-          if (record.status === 'used')
-            return new AppError('invalid_grant', { message: 'This device code was already exchanged.' });
-          // A code is good until it expires, approved or not (RFC 8628 3.5): an approval left
-          // unexchanged past then is not a sign-in any more.
-          if (record.status !== 'denied' && Date.parse(record.expiresAt) <= now)
-            return new AppError('expired_token', {
-              message:
-                record.status === 'approved'
-                  ? 'The code expired before this device exchanged it. Run svc login again.'
-                  : 'The code expired before anyone approved it. Run svc login again.',
-            });
-          const last = record.lastPolledAt === null ? null : Date.parse(record.lastPolledAt);
-          if (last !== null && now - last < record.intervalSeconds * 1000) {
-            const intervalSeconds = record.intervalSeconds + SLOW_DOWN_SECONDS;
-            await repo.putDevice(hash, { ...record, intervalSeconds, lastPolledAt: isoAt(now) });
-            return new AppError('slow_down', {
-              message: `Polled too soon: wait ${intervalSeconds} seconds between polls.`,
-            });
-          }
-          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now) });
-          if (record.status === 'pending')
-            return new AppError('authorization_pending', {
-              message: 'Waiting for a person to approve the code in the console.',
-            });
-          if (record.status === 'denied')
-            return new AppError('access_denied', { message: 'The person denied this sign-in.' });
-          const login: PersonLoginRecord = {
-            id: ids.id('lgn'),
-            workspaceId: record.workspaceId!,
-            userId: record.userId!,
-            clientId: record.clientId,
-            createdAt: isoAt(now),
-            requestedFrom: record.requestedFrom,
-            endedAt: null,
-            endedWhy: null,
-          };
-          await repo.putLogin(login);
-          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now), status: 'used' });
-          await repo.removeUserCode(record.userCode);
-          await ledger.record({
-            workspaceId: login.workspaceId,
-            actor: `user:${login.userId}`,
-            kind: 'cli.signed_in',
-            subject: login.id,
-            data: { clientId: login.clientId, requestedFrom: login.requestedFrom },
-          });
-          return tokens.issuePairInWrite(login, now);
-        }),
-      );
-    },
+    deviceToken: (form) => deviceToken({ store, clock, ids, ledger, repo, tokens }, form),
   };
 }
