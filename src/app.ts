@@ -7,7 +7,7 @@ import { createPlans } from './plans/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createWebhooks } from './webhooks/service.js';
-import { createChat } from './chat/service.js';
+import { createChat, type Chat } from './chat/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
@@ -16,7 +16,7 @@ import { isoAt, systemClock, type Clock } from './lib/clock.js';
 import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
-import { createPeopleService } from './people/index.js';
+import { createPeopleService, type People } from './people/index.js';
 import { createServiceTokensService } from './service-tokens/index.js';
 import type { LookupFn } from './lib/safe-target.js';
 import type { Settings } from './settings/load.js';
@@ -43,6 +43,7 @@ import {
 import { chatRepo } from './chat/repo.js';
 import type { PrincipalEnded } from './lib/principal-ended.js';
 import { oauthRepo } from './oauth/repo.js';
+import type { OAuth } from './oauth/service.js';
 import { deviceRepo } from './oauth/device/repo.js';
 
 /**
@@ -136,7 +137,7 @@ export interface App {
 
 /** Every service of the app, by name; built on first use (see createServices). */
 export interface Services {
-  people: ReturnType<typeof createPeopleService>;
+  people: People;
   agents: ReturnType<typeof createAgentsService>;
   keys: ReturnType<typeof createKeysService>;
   serviceTokens: ReturnType<typeof createServiceTokensService>;
@@ -153,7 +154,7 @@ export interface Services {
   calls: ReturnType<ServerModules['calls']['createCallLog']>;
   budgets: ReturnType<ServerModules['budgets']['createBudgets']>;
   gateway: ReturnType<ServerModules['gateway']['createGateway']>;
-  oauth: ReturnType<ServerModules['oauth']['createOAuth']>;
+  oauth: OAuth;
   mcpProxy: ReturnType<ServerModules['mcp']['createMcpProxy']>;
   /** Each agent's gate requests per minute: one budget for the gate's HTTP routes and /mcp. */
   gateLimiter: RateLimiter;
@@ -169,7 +170,7 @@ export interface Services {
   github: ReturnType<ServerModules['github']['createGithub']>;
   ssf: ReturnType<ServerModules['ssf']['createSsf']>;
   ssfKeys: ReturnType<ServerModules['ssfKeys']['createSsfKeys']>;
-  chat: ReturnType<typeof createChat>;
+  chat: Chat;
   sweeper: ReturnType<ServerModules['retention']['createSweeper']>;
   /** svc apply and svc export: the workspace as a file. */
   setup: ReturnType<ServerModules['setup']['createSetup']>;

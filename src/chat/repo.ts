@@ -1,5 +1,4 @@
 import type { Store } from '../store/index.js';
-import { endChatMappingsInWrite } from './mappings.js';
 import type { AgentRecord } from '../agents/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { ChatButtonRecord, ChatUserRecord } from './records.js';
@@ -13,9 +12,15 @@ import type { MemberRecord, UserRecord } from '../people/records.js';
 export function chatRepo(store: Store) {
   const t = store.tables;
   return {
-    /** Inside a write: removes every chat identity mapped to a person in a workspace (mappings.ts). */
-    endMappingsOf(wid: string, uid: string): Promise<number> {
-      return endChatMappingsInWrite(t, wid, uid);
+    /**
+     * Inside a write: removes every chat identity mapped to a person in a workspace, and counts
+     * them. A person who leaves, or whose access an identity provider revoked, no longer decides
+     * anything from chat; a new mapping needs them signed in again (they map only their own identity).
+     */
+    async endMappingsOf(wid: string, uid: string): Promise<number> {
+      const mine = (await t.chatUsers.scan([wid])).filter((e) => e.value.userId === uid);
+      for (const e of mine) await t.chatUsers.remove(e.key);
+      return mine.length;
     },
     button(hash: string): Promise<ChatButtonRecord | undefined> {
       return t.chatButtons.get(hash);
@@ -49,3 +54,5 @@ export function chatRepo(store: Store) {
     },
   };
 }
+
+export type ChatRepo = ReturnType<typeof chatRepo>;

@@ -186,7 +186,27 @@ async function fetchDocument(
   }
 }
 
-export function createClientMetadata(deps: { clock: Clock; dispatcher: Dispatcher; timeoutMs: number }) {
+/**
+ * Client ID Metadata Documents: the client a URL client_id stands for. Keeps a bounded in-memory
+ * cache of documents (as long as their Cache-Control or Expires allows, at most MAX_TTL_MS) and
+ * fetches one at a time per URL; reads and writes no store.
+ */
+export interface ClientMetadata {
+  /**
+   * The client a URL client_id stands for, from the cache while it is fresh, else fetched.
+   * @throws ClientMetadataProblem when the URL or its document is refused.
+   * @example
+   *   const client = await metadata.resolve('https://app.example.com/oauth/client.json');
+   *   client.redirectUris; // from the document only
+   */
+  resolve(clientId: string): Promise<MetadataClient>;
+}
+
+export function createClientMetadata(deps: {
+  clock: Clock;
+  dispatcher: Dispatcher;
+  timeoutMs: number;
+}): ClientMetadata {
   const cache = new Map<string, { client: MetadataClient; until: number }>();
   const inFlight = new Map<string, Promise<MetadataClient>>();
 
@@ -210,13 +230,6 @@ export function createClientMetadata(deps: { clock: Clock; dispatcher: Dispatche
   };
 
   return {
-    /**
-     * The client a URL client_id stands for, from the cache while it is fresh, else fetched.
-     * @throws ClientMetadataProblem when the URL or its document is refused.
-     * @example
-     *   const client = await metadata.resolve('https://app.example.com/oauth/client.json');
-     *   client.redirectUris; // from the document only
-     */
     async resolve(clientId: string): Promise<MetadataClient> {
       const problem = clientIdUrlProblem(clientId);
       if (problem) throw new ClientMetadataProblem(`${problem[0]!.toUpperCase()}${problem.slice(1)}.`);
@@ -226,5 +239,3 @@ export function createClientMetadata(deps: { clock: Clock; dispatcher: Dispatche
     },
   };
 }
-
-export type ClientMetadata = ReturnType<typeof createClientMetadata>;

@@ -3,7 +3,7 @@ import type { AgentRecord } from '../agents/records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
 import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
 import type { Role, WorkspaceRecord } from '../people/records.js';
-import { endConnectionsInWrite } from './connections.js';
+import { isoAt } from '../lib/clock.js';
 
 /**
  * The authorization server's records: registered clients, connections, codes and tokens (by
@@ -30,14 +30,29 @@ export function oauthRepo(store: Store) {
     async listConnections(wid: string): Promise<OAuthConnectionRecord[]> {
       return (await t.oauthConnections.scan([wid])).map((e) => e.value);
     },
-    /** Inside a write: ends the connections `match` names (connections.ts). */
-    endConnections(
+    /**
+     * Inside a write: ends every live connection `match` names (an agent's, a person's, or all of
+     * the workspace's) and returns them. When the agent is frozen or removed, or the connecting
+     * person leaves the workspace, every connection they hold ends in the same write as the freeze,
+     * removal or departure, so no token of it works a moment longer
+     * (docs/mcp-oauth.md#oauth-for-mcp-clients). An ended connection stays ended when the agent is
+     * restarted: the person connects again.
+     */
+    async endConnections(
       wid: string,
       match: { agentId?: string; userId?: string; all?: true },
       why: string,
       nowMs: number,
     ): Promise<OAuthConnectionRecord[]> {
-      return endConnectionsInWrite(t, wid, match, why, nowMs);
+      const ended: OAuthConnectionRecord[] = [];
+      for (const { value: c } of await t.oauthConnections.scan([wid])) {
+        if (c.endedAt) continue;
+        if (!match.all && c.agentId !== match.agentId && c.userId !== match.userId) continue;
+        const done = { ...c, endedAt: isoAt(nowMs), endedWhy: why };
+        await t.oauthConnections.put([wid, c.id], done);
+        ended.push(done);
+      }
+      return ended;
     },
 
     getCode(hash: string): Promise<OAuthCodeRecord | undefined> {

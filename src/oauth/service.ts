@@ -1,19 +1,26 @@
-import { AppError, invalidField } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { secretHash } from '../lib/secrets.js';
 import type { Ledger } from '../ledger/service.js';
-import { standingOf } from '../agents/standing.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
-import type { OAuthClientRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
-import { endConnectionsInWrite } from './connections.js';
+import type { OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
 import { oauthRepo } from './repo.js';
-import { ClientMetadataProblem, isRegisteredClientId, isUrlClientId, type ClientMetadata } from './client-metadata.js';
+import type { ClientMetadata } from './client-metadata.js';
 import { acceptableRedirect, redirectMatches } from './redirects.js';
 import { DEFAULT_SCOPE, SCOPES_SUPPORTED, grantedScope } from './scopes.js';
-import { AUTH_METHODS, createTokenEndpoint, urlClient, type AuthMethod } from './token.js';
-import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant } from './device/service.js';
+import { AUTH_METHODS, createTokenEndpoint, type TokenResponse } from './token.js';
+import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant, type DeviceGrant } from './device/service.js';
+import { registerClient, type ClientRegistration, type RegistrationInput } from './register.js';
+import {
+  clientAndRedirect,
+  connectable,
+  grantConnection,
+  type AuthorizeRequest,
+  type AuthorizingClient,
+  type ConnectableAgent,
+} from './authorization.js';
 
 /**
  * The OAuth 2.1 authorization server for MCP clients (docs/mcp-oauth.md#oauth-for-mcp-clients).
@@ -34,39 +41,86 @@ import { CLI_CLIENT_ID, DEVICE_GRANT, createDeviceGrant } from './device/service
  *   the same new pair (grace.ts); later, the reuse ends the whole connection.
  * - Revoking either token ends its connection (RFC 7009: 200 {} whatever the token was).
  * - A connection also ends when its agent is frozen or removed, or its person leaves the
- *   workspace (connections.ts); an ended connection's tokens never work again.
+ *   workspace (repo.ts endConnections, through the principal-ended hooks); an ended connection's
+ *   tokens never work again.
  * - Codes and tokens are stored only as hashes.
+ *
+ * The operations, one file each: registration (register.ts), the authorization endpoint's client,
+ * agents and consent (authorization.ts), the token and revocation endpoints (token.ts), `svc login`
+ * (device/service.ts).
  */
-export const CODE_TTL_MS = 5 * 60_000;
 export { SCOPE } from './scopes.js';
 export { ACCESS_TTL_SECONDS, REFRESH_TTL_MS, type AuthMethod, type TokenResponse } from './token.js';
+export { CODE_TTL_MS, type AuthorizeRequest, type AuthorizingClient, type ConnectableAgent } from './authorization.js';
+export type { ClientRegistration, RegistrationInput } from './register.js';
 export { acceptableRedirect, redirectMatches };
 
-export interface AuthorizeRequest {
-  clientId: string;
-  redirectUri: string;
-  challenge: string;
-  state: string | null;
-  resource: string;
-  /** The granted scope (scopes.ts). */
-  scope: string;
-  /** A URL client's name, from its metadata document when the consent page was shown. */
-  clientName?: string;
-  /** The consent form's own id: a form connects once. */
-  nonce?: string;
-  /** When the consent form expires (ms). */
-  exp?: number;
+/** RFC 8414 authorization server metadata, as GET /.well-known/oauth-authorization-server answers it. */
+export interface AuthorizationServerMetadata {
+  issuer: string;
+  authorization_endpoint: string;
+  token_endpoint: string;
+  registration_endpoint: string;
+  revocation_endpoint: string;
+  device_authorization_endpoint: string;
+  response_types_supported: string[];
+  grant_types_supported: string[];
+  code_challenge_methods_supported: string[];
+  token_endpoint_auth_methods_supported: string[];
+  revocation_endpoint_auth_methods_supported: string[];
+  scopes_supported: string[];
+  authorization_response_iss_parameter_supported: boolean;
+  client_id_metadata_document_supported: boolean;
 }
 
-/** A client as the authorization endpoint sees it: registered, or described by its metadata document (`host` set). */
-export interface AuthorizingClient {
-  clientId: string;
-  clientName: string;
-  redirectUris: string[];
-  host?: string;
+/** A client's credentials from an HTTP Basic header, when it sent one. */
+export type BasicCredentials = { id: string; secret: string } | null;
+
+/**
+ * The OAuth 2.1 authorization server for MCP clients and the command line. It reads and writes
+ * the OAuth tables (`oauthClients`, `oauthConnections`, `oauthCodes`, `oauthTokens`,
+ * `oauthConsentsUsed`) through repo.ts and the device grant's through device/repo.ts; it reads
+ * memberships, workspaces, agents and the workspace's stop; it records connections made and ended
+ * in the ledger.
+ */
+export interface OAuth {
+  /** This deployment's /mcp URL: the one `resource` every request must name (RFC 8707). */
+  resourceUrl(): string;
+  /** The scope a request's `scope` is granted, or the problem with it (scopes.ts). */
+  grantedScope: typeof grantedScope;
+  /** `svc login`'s device authorization grant and the person-bound tokens it issues (device/service.ts). */
+  device: DeviceGrant;
+  /** The scope the /mcp challenge names: the access, and a refresh token to stay connected. */
+  challengeScope: string;
+  /** RFC 8414 discovery. */
+  metadata(): AuthorizationServerMetadata;
+  /** RFC 7591 registration (register.ts): writes the client; its secret is answered once. */
+  register(input: RegistrationInput): Promise<ClientRegistration>;
+  /**
+   * The client and the redirect to use, or the problem to show on an error page (never a
+   * redirect). A URL client_id is resolved through its metadata document (fetched or cached).
+   */
+  clientAndRedirect(
+    clientId: string | undefined,
+    redirectUri: string | undefined,
+  ): Promise<{ client: AuthorizingClient; redirectUri: string } | { problem: string }>;
+  /** The agents a person may connect: every agent of workspaces they own or administer; as a member, the agents that act for them. */
+  connectable(userId: string): Promise<ConnectableAgent[]>;
+  /** A person's consent: the connection and its code, in one write; answers the code. */
+  grant(req: AuthorizeRequest, userId: string, agentId: string): Promise<string>;
+  /** The token endpoint (token.ts); the device grant and a person's refresh tokens go to device/service.ts. */
+  token(form: Record<string, string | undefined>, basic: BasicCredentials): Promise<TokenResponse>;
+  /** RFC 7009 revocation (token.ts; the command line's client: device/service.ts). */
+  revoke(form: Record<string, string | undefined>, basic: BasicCredentials): Promise<void>;
+  /** An access token as the agent it stands for, or undefined (unknown, expired, or its connection ended). */
+  resolveAccess(value: string): Promise<{ workspaceId: string; agent: AgentRecord; connectionId: string } | undefined>;
+  /** A workspace's connections: everyone's for owners and admins (`all`), their own for others. */
+  connections(wid: string, userId: string, all: boolean): Promise<OAuthConnectionRecord[]>;
+  /** Ends one connection (someone else's only with `all`), recorded in the ledger; answers it ended. */
+  endConnection(wid: string, cnxId: string, userId: string, all: boolean): Promise<OAuthConnectionRecord>;
 }
 
-export function createOAuth(deps: {
+export interface OAuthDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -84,7 +138,9 @@ export function createOAuth(deps: {
     accessTtlSeconds: number;
     refreshTtlDays: number;
   };
-}) {
+}
+
+export function createOAuth(deps: OAuthDeps): OAuth {
   const { store, clock, ids, ledger } = deps;
   const repo = oauthRepo(store);
   const resourceUrl = () => `${deps.issuer()}/mcp`;
@@ -133,12 +189,9 @@ export function createOAuth(deps: {
   return {
     resourceUrl,
     grantedScope,
-    /** `svc login`'s device authorization grant and the person-bound tokens it issues (device/service.ts). */
     device,
-    /** The scope the /mcp challenge names: the access, and a refresh token to stay connected. */
     challengeScope: DEFAULT_SCOPE,
 
-    /** RFC 8414 discovery. */
     metadata() {
       const issuer = deps.issuer();
       return {
@@ -159,214 +212,23 @@ export function createOAuth(deps: {
       };
     },
 
-    async register(input: {
-      client_name?: unknown;
-      redirect_uris?: unknown;
-      token_endpoint_auth_method?: unknown;
-      grant_types?: unknown;
-      response_types?: unknown;
-    }) {
-      const uris = input.redirect_uris;
-      if (!Array.isArray(uris) || uris.length === 0 || uris.some((u) => typeof u !== 'string')) {
-        throw new AppError('invalid_redirect_uri', { message: 'redirect_uris must be a non-empty array of URLs.' });
-      }
-      const bad = (uris as string[]).find((u) => !acceptableRedirect(u));
-      if (bad !== undefined)
-        throw new AppError('invalid_redirect_uri', {
-          message: `${bad} is neither https nor http on a loopback address (or it has a fragment).`,
-        });
-      const method = input.token_endpoint_auth_method ?? 'none';
-      if (typeof method !== 'string' || !(AUTH_METHODS as readonly string[]).includes(method)) {
-        throw new AppError('invalid_client_metadata', {
-          message: `token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}.`,
-        });
-      }
-      if (
-        input.client_name !== undefined &&
-        (typeof input.client_name !== 'string' || input.client_name.length > 200)
-      ) {
-        throw new AppError('invalid_client_metadata', {
-          message: 'client_name must be a string of at most 200 characters.',
-        });
-      }
-      for (const [field, allowed] of [
-        ['grant_types', ['authorization_code', 'refresh_token']],
-        ['response_types', ['code']],
-      ] as const) {
-        const v = input[field];
-        if (v !== undefined && (!Array.isArray(v) || v.some((x) => !(allowed as readonly string[]).includes(x)))) {
-          throw new AppError('invalid_client_metadata', { message: `${field} may hold only ${allowed.join(', ')}.` });
-        }
-      }
-      const secret = method === 'none' ? null : ids.secret('mcs');
-      const client: OAuthClientRecord = {
-        clientId: ids.secret('mcp'),
-        clientName: typeof input.client_name === 'string' ? input.client_name : 'MCP client',
-        redirectUris: uris as string[],
-        authMethod: method as AuthMethod,
-        secretHash: secret ? secretHash(secret) : null,
-        createdAt: isoAt(clock.now()),
-      };
-      await store.write(() => repo.putClient(client));
-      return {
-        client_id: client.clientId,
-        ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
-        client_id_issued_at: Math.floor(Date.parse(client.createdAt) / 1000),
-        client_name: client.clientName,
-        redirect_uris: client.redirectUris,
-        token_endpoint_auth_method: client.authMethod,
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
-      };
-    },
+    register: (input) => registerClient({ store, repo, clock, ids }, input),
+    clientAndRedirect: (clientId, redirectUri) =>
+      clientAndRedirect({ repo, clientMetadata: deps.clientMetadata }, clientId, redirectUri),
+    connectable: (userId) => connectable(repo, userId),
+    grant: (req, userId, agentId) => grantConnection({ store, repo, clock, ids, ledger }, req, userId, agentId),
 
-    /**
-     * The client and the redirect to use, or the problem to show on an error page (never a
-     * redirect). A URL client_id is resolved through its metadata document (fetched or cached).
-     */
-    async clientAndRedirect(
-      clientId: string | undefined,
-      redirectUri: string | undefined,
-    ): Promise<{ client: AuthorizingClient; redirectUri: string } | { problem: string }> {
-      let client: AuthorizingClient | undefined;
-      if (clientId && isUrlClientId(clientId)) {
-        try {
-          client = await deps.clientMetadata.resolve(clientId);
-        } catch (err) {
-          if (err instanceof ClientMetadataProblem)
-            return { problem: `This application's client_id cannot be used: ${err.message}` };
-          throw err;
-        }
-      } else client = clientId && isRegisteredClientId(clientId) ? await repo.getClient(clientId) : undefined;
-      if (!client) return { problem: 'This application is not registered here (unknown client_id).' };
-      if (redirectUri === undefined) {
-        if (client.redirectUris.length === 1) return { client, redirectUri: client.redirectUris[0]! };
-        return { problem: 'The application did not say where to send you back (redirect_uri).' };
-      }
-      if (!client.redirectUris.some((r) => redirectMatches(r, redirectUri)))
-        return {
-          problem: client.host
-            ? `The address to send you back to is not one of those in the application's metadata document (${client.host}).`
-            : 'The address to send you back to is not one this application registered.',
-        };
-      return { client, redirectUri };
-    },
-
-    /** The agents a person may connect: every agent of workspaces they own or administer; as a member, the agents that act for them. */
-    async connectable(
-      userId: string,
-    ): Promise<Array<{ workspaceId: string; workspaceName: string; agentId: string; agentName: string }>> {
-      const memberships = (await repo.membershipsOf(userId)).filter(
-        ({ role }) => role === 'owner' || role === 'admin' || role === 'member',
-      );
-      const perWorkspace = await Promise.all(
-        memberships.map(async ({ workspaceId: wid, role }) => {
-          const [workspace, stopAll, agents] = await Promise.all([
-            repo.getWorkspace(wid),
-            repo.stopAllOf(wid),
-            repo.agentsOf(wid),
-          ]);
-          return agents
-            .filter(
-              (a) => !a.removedAt && !(role === 'member' && a.actsFor !== userId) && !standingOf(a, stopAll).stopped,
-            )
-            .map((a) => ({
-              workspaceId: wid,
-              workspaceName: workspace?.name ?? wid,
-              agentId: a.id,
-              agentName: a.name,
-            }));
-        }),
-      );
-      return perWorkspace.flat();
-    },
-
-    /** A person's consent: the connection and its code, in one write. */
-    async grant(req: AuthorizeRequest, userId: string, agentId: string): Promise<string> {
-      const choice = (await this.connectable(userId)).find((c) => c.agentId === agentId);
-      if (!choice)
-        throw invalidField('agent', 'you may not connect that agent (it is not yours, is stopped, or was removed)');
-      const client = isUrlClientId(req.clientId)
-        ? urlClient(req.clientId, req.clientName ?? new URL(req.clientId).host)
-        : await repo.getClient(req.clientId);
-      if (!client) throw new AppError('invalid_client');
-      const code = ids.secret('aat').replace(/^aat_/, 'code_');
-      await store.write(async () => {
-        const now = clock.now();
-        // Checked again inside the write: a freeze, removal or departure committed a moment
-        // earlier must not leave a connection alive that it would have ended.
-        // One read after another: a write's reads share one connection.
-        const role = await repo.roleIn(userId, choice.workspaceId);
-        const live = await repo.getAgent(choice.workspaceId, agentId);
-        if (
-          !role ||
-          !live ||
-          live.removedAt ||
-          standingOf(live, await repo.stopAllOf(choice.workspaceId)).stopped ||
-          (role === 'member' && live.actsFor !== userId)
-        ) {
-          throw invalidField(
-            'agent',
-            'you may no longer connect that agent (it was stopped or removed, or you left the workspace)',
-          );
-        }
-        if (req.nonce !== undefined) {
-          if (await repo.consentUsed(req.nonce))
-            throw new AppError('forbidden', {
-              message: 'This consent form was already used.',
-              fix: 'Start the connection again from the application.',
-            });
-          await repo.useConsent(req.nonce, isoAt(req.exp ?? now));
-        }
-        const connection: OAuthConnectionRecord = {
-          id: ids.id('cnx'),
-          workspaceId: choice.workspaceId,
-          clientId: client.clientId,
-          clientName: client.clientName,
-          agentId,
-          userId,
-          scope: req.scope,
-          createdAt: isoAt(now),
-          endedAt: null,
-          endedWhy: null,
-        };
-        await repo.putConnection(connection);
-        await repo.putCode(secretHash(code), {
-          clientId: client.clientId,
-          redirectUri: req.redirectUri,
-          challenge: req.challenge,
-          connectionId: connection.id,
-          workspaceId: connection.workspaceId,
-          expiresAt: isoAt(now + CODE_TTL_MS),
-          usedAt: null,
-        });
-        await ledger.record({
-          workspaceId: connection.workspaceId,
-          actor: `user:${userId}`,
-          kind: 'oauth.connected',
-          subject: connection.id,
-          data: { clientId: client.clientId, clientName: client.clientName, agentId, scope: req.scope },
-        });
-      });
-      return code;
-    },
-
-    /** The token endpoint (token.ts); the device grant and a person's refresh tokens go to device/service.ts. */
-    token(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null) {
+    token(form, basic) {
       if (form.grant_type === DEVICE_GRANT) return device.deviceToken(form);
       if (form.grant_type === 'refresh_token' && form.refresh_token?.startsWith('prt_')) return device.refresh(form);
       return endpoint.token(form, basic);
     },
-    /** RFC 7009 revocation (token.ts; the command line's client: device/service.ts). */
-    revoke(form: Record<string, string | undefined>, basic: { id: string; secret: string } | null) {
+    revoke(form, basic) {
       if (!basic && form.client_id === CLI_CLIENT_ID) return device.revoke(form);
       return endpoint.revoke(form, basic);
     },
 
-    /** An access token as the agent it stands for, or undefined (unknown, expired, or its connection ended). */
-    async resolveAccess(
-      value: string,
-    ): Promise<{ workspaceId: string; agent: AgentRecord; connectionId: string } | undefined> {
+    async resolveAccess(value) {
       const token: OAuthTokenRecord | undefined = await repo.getToken(secretHash(value));
       if (!token || token.kind !== 'access' || !token.expiresAt || Date.parse(token.expiresAt) <= clock.now())
         return undefined;
@@ -380,12 +242,11 @@ export function createOAuth(deps: {
       return { workspaceId: token.workspaceId, agent, connectionId: connection.id };
     },
 
-    /** A workspace's connections: everyone's for owners and admins, their own for others. */
-    async connections(wid: string, userId: string, all: boolean): Promise<OAuthConnectionRecord[]> {
+    async connections(wid, userId, all) {
       return (await repo.listConnections(wid)).filter((c) => all || c.userId === userId);
     },
 
-    async endConnection(wid: string, cnxId: string, userId: string, all: boolean): Promise<OAuthConnectionRecord> {
+    async endConnection(wid, cnxId, userId, all) {
       return store.write(async () => {
         const c = await repo.getConnection(wid, cnxId);
         if (!c || (!all && c.userId !== userId))
@@ -394,9 +255,5 @@ export function createOAuth(deps: {
         return (await repo.getConnection(wid, cnxId))!;
       });
     },
-
-    endAllInWrite: endConnectionsInWrite,
   };
 }
-
-export type OAuth = ReturnType<typeof createOAuth>;

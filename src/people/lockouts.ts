@@ -94,23 +94,42 @@ export function lockedUntil(account: Account | undefined, kind: LockKind, nowMs:
   return until !== null && Date.parse(until) > nowMs ? until : null;
 }
 
+/**
+ * Per-account lockouts of wrong current passwords and wrong two-factor codes. Reads and writes
+ * the person's account (`users`: its `attempts`), and records locks and lifts in the ledger.
+ */
+export interface Lockouts {
+  /**
+   * Counts one attempt of `kind` at the person's account before their secret is checked:
+   * `account_locked` when the kind is locked; otherwise the attempt, which locks the kind when
+   * it is the last one allowed (recorded in the ledger of each of their workspaces).
+   */
+  take(uid: string, kind: LockKind): Promise<Attempt>;
+  /**
+   * The error for an attempt that was wrong: `account_locked` when it was the last one allowed,
+   * else `wrong` with how many attempts are left.
+   */
+  refusal(attempt: Attempt, wrong: (attemptsLeft: number) => AppError): AppError;
+  /**
+   * An owner lifts a member's lockouts (both kinds, and their counts), recorded in this
+   * workspace. Not their own (`second_owner_required`), and only a member of this workspace
+   * (`404` otherwise). Answers what was lifted: the kinds that were locked or counting.
+   */
+  lift(wid: string, uid: string, by: { userId: string }): Promise<{ userId: string; lifted: LockKind[] }>;
+}
+
 export function createLockouts(deps: {
   store: Store;
   clock: Clock;
   repo: PeopleRepo;
   policy: LockoutPolicy;
   ledger?: MembersLedger | undefined;
-}) {
+}): Lockouts {
   const { store, clock, repo, policy, ledger } = deps;
   const account = async (uid: string) => (await repo.getUser(uid)) as Account | undefined;
   const duration = (locks: number) => Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, locks - 1));
 
   return {
-    /**
-     * Counts one attempt of `kind` at the person's account before their secret is checked:
-     * `account_locked` when the kind is locked; otherwise the attempt, which locks the kind when
-     * it is the last one allowed (recorded in the ledger of each of their workspaces).
-     */
     async take(uid: string, kind: LockKind): Promise<Attempt> {
       return store.write(async (): Promise<Attempt> => {
         const now = clock.now();
@@ -144,21 +163,12 @@ export function createLockouts(deps: {
       });
     },
 
-    /**
-     * The error for an attempt that was wrong: `account_locked` when it was the last one allowed,
-     * else `wrong` with how many attempts are left.
-     */
     refusal(attempt: Attempt, wrong: (attemptsLeft: number) => AppError): AppError {
       return attempt.lockedUntil
         ? accountLocked(attempt.kind, attempt.lockedUntil, clock.now())
         : wrong(attempt.attemptsLeft);
     },
 
-    /**
-     * An owner lifts a member's lockouts (both kinds, and their counts), recorded in this
-     * workspace. Not their own (`second_owner_required`), and only a member of this workspace
-     * (`404` otherwise). Answers what was lifted: the kinds that were locked or counting.
-     */
     async lift(wid: string, uid: string, by: { userId: string }): Promise<{ userId: string; lifted: LockKind[] }> {
       if (uid === by.userId) {
         throw new AppError('second_owner_required', {
@@ -192,5 +202,3 @@ export function createLockouts(deps: {
     },
   };
 }
-
-export type Lockouts = ReturnType<typeof createLockouts>;

@@ -31,13 +31,23 @@ export interface OwnerPasswordReset {
   workspaces: string[];
 }
 
+/**
+ * The operator's way back into a workspace whose owner lost their password (`svc owner
+ * reset-password`, at the store). Writes the person's account and ends their sessions and
+ * command-line sign-ins; records `member.password_reset` in each of their workspaces.
+ */
+export interface Recovery {
+  /** A new one-time password for an owner (their two-factor off too with `disableTwoFactor`), shown once. */
+  resetOwnerPassword(email: string, options?: { disableTwoFactor?: boolean }): Promise<OwnerPasswordReset>;
+}
+
 export function createRecovery(deps: {
   store: Store;
   clock: Clock;
   repo: PeopleRepo;
   ledger?: MembersLedger;
   principalEnded: PrincipalEnded;
-}) {
+}): Recovery {
   const { store, repo, ledger } = deps;
   return {
     async resetOwnerPassword(email: string, options: { disableTwoFactor?: boolean } = {}): Promise<OwnerPasswordReset> {

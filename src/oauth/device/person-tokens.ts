@@ -8,13 +8,13 @@ import type { ServiceTokenScope } from '../../service-tokens/records.js';
 import type { Store } from '../../store/index.js';
 import type { PersonLoginRecord } from '../records.js';
 import { openPair, sealPair } from '../grace.js';
-import { rolesForScope } from './person-access.js';
 import { deviceRepo } from './repo.js';
+import { resolvePersonToken } from './person-caller.js';
 
 /**
  * A person's command-line tokens (service.ts issues the first pair once a device code is
  * approved): the pair, the refresh_token grant for `prt_` tokens, revocation, and what a `pat_`
- * token stands for on the machine routes.
+ * token stands for on the machine routes (person-caller.ts).
  * Rules:
  * - A pair is bound to one sign-in (`lgn_`: the person and the workspace): access `pat_`
  *   (`accessTtlSeconds`), refresh `prt_` (`refreshTtlDays`), stored as hashes.
@@ -60,6 +60,28 @@ export function checkClient(form: Record<string, string | undefined>): void {
     throw new AppError('invalid_client', { message: `${CLI_CLIENT_ID} is a public client: send no client_secret.` });
 }
 
+/**
+ * A person's command-line tokens: reads and writes their sign-ins (`personLogins`) and tokens
+ * (`personTokens`, as hashes), reads memberships, people and workspaces; records the end of a
+ * sign-in in the ledger.
+ */
+export interface PersonTokens {
+  /** Inside the caller's write: a new pair for the sign-in. */
+  issuePairInWrite(login: PersonLoginRecord, nowMs: number): Promise<PersonTokenResponse>;
+  /** The token endpoint's refresh_token grant for a `prt_` token. */
+  refresh(form: Record<string, string | undefined>): Promise<PersonTokenResponse>;
+  /** A workspace's name, for what the command line shows (whoami). */
+  workspaceName(wid: string): Promise<string>;
+  /** RFC 7009 for a person's token: ends its login; nothing is said about what the token was. */
+  revoke(form: Record<string, string | undefined>): Promise<void>;
+  /**
+   * A `pat_` token as the person it stands for on a route needing `scope`: 401 invalid_token
+   * (unknown, signed out, or no longer a member) or token_expired, 403 forbidden when the
+   * person's role may not do what the route does.
+   */
+  resolve(value: string, scope: ServiceTokenScope | undefined): Promise<PersonCaller>;
+}
+
 export function createPersonTokens(deps: {
   store: Store;
   clock: Clock;
@@ -69,7 +91,7 @@ export function createPersonTokens(deps: {
   refreshTtlDays: number;
   refreshGraceMs: number;
   graceKey: Buffer;
-}) {
+}): PersonTokens {
   const { store, clock, ids, ledger } = deps;
   const repo = deviceRepo(store);
 
@@ -123,7 +145,6 @@ export function createPersonTokens(deps: {
   return {
     issuePairInWrite,
 
-    /** The token endpoint's refresh_token grant for a `prt_` token. */
     async refresh(form: Record<string, string | undefined>): Promise<PersonTokenResponse> {
       checkClient(form);
       const value = form.refresh_token;
@@ -172,12 +193,10 @@ export function createPersonTokens(deps: {
       );
     },
 
-    /** A workspace's name, for what the command line shows (whoami). */
     async workspaceName(wid: string): Promise<string> {
       return (await repo.getWorkspace(wid))?.name ?? wid;
     },
 
-    /** RFC 7009 for a person's token: ends its login; nothing is said about what the token was. */
     async revoke(form: Record<string, string | undefined>): Promise<void> {
       checkClient(form);
       if (!form.token) return;
@@ -189,58 +208,6 @@ export function createPersonTokens(deps: {
       });
     },
 
-    /**
-     * A `pat_` token as the person it stands for on a route needing `scope`: 401 invalid_token
-     * (unknown, signed out, or no longer a member) or token_expired, 403 forbidden when the
-     * person's role may not do what the route does.
-     */
-    async resolve(value: string, scope: ServiceTokenScope | undefined): Promise<PersonCaller> {
-      const token = await repo.getToken(secretHash(value));
-      if (!token || token.kind !== 'access')
-        throw new AppError('invalid_token', {
-          message: 'This sign-in token is unknown or was replaced by a refresh.',
-          fix: 'Run svc login again.',
-        });
-      if (Date.parse(token.expiresAt) <= clock.now())
-        throw new AppError('token_expired', {
-          message: 'This sign-in token expired.',
-          fix: 'Refresh it with its refresh token (the svc command line does so by itself), or run svc login again.',
-        });
-      const [login, role, user, workspace] = await Promise.all([
-        loginOf(token),
-        repo.roleIn(token.userId, token.workspaceId),
-        repo.getUser(token.userId),
-        repo.getWorkspace(token.workspaceId),
-      ]);
-      if (!login || login.endedAt)
-        throw new AppError('invalid_token', { message: 'This sign-in has ended.', fix: 'Run svc login again.' });
-      if (!role || !user || !workspace)
-        throw new AppError('invalid_token', {
-          message: 'You are no longer a member of this workspace.',
-          fix: 'Ask an owner or admin of the workspace to add you again, then run svc login.',
-        });
-      // As in the console: a person holding a password someone else chose (an operator's reset)
-      // may do nothing until they change it.
-      if (user.mustChangePassword)
-        throw new AppError('forbidden', {
-          message: 'Change the one-time password first.',
-          fix: 'Sign in to the console, choose your own password, then run the command again.',
-        });
-      const roles = rolesForScope(scope);
-      if (roles && !roles.includes(role))
-        throw new AppError('forbidden', {
-          message: `Only ${roles.join(' or ')} may do this from the command line; you are ${role} in this workspace.`,
-          fix: 'Ask an owner or admin of the workspace to do it, or to change your role.',
-        });
-      return {
-        workspaceId: token.workspaceId,
-        user: { id: user.id, email: user.email, name: user.name },
-        role,
-        loginId: login.id,
-        expiresAt: token.expiresAt,
-      };
-    },
+    resolve: (value, scope) => resolvePersonToken({ repo, clock }, value, scope),
   };
 }
-
-export type PersonTokens = ReturnType<typeof createPersonTokens>;

@@ -72,3 +72,5 @@ export function deviceRepo(store: Store) {
     },
   };
 }
+
+export type DeviceRepo = ReturnType<typeof deviceRepo>;

@@ -1,17 +1,24 @@
-import { AppError, invalidField } from '../../errors/app-error.js';
+import { invalidField } from '../../errors/app-error.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
 import type { IdSource } from '../../lib/ids.js';
 import { secretHash } from '../../lib/secrets.js';
 import type { Ledger } from '../../ledger/service.js';
 import type { Store } from '../../store/index.js';
-import type { DeviceCodeRecord, PersonLoginRecord } from '../records.js';
-import { CLI_CLIENT_ID, checkClient, createPersonTokens, outcome, type PersonTokenResponse } from './person-tokens.js';
+import type { DeviceCodeRecord } from '../records.js';
+import {
+  CLI_CLIENT_ID,
+  checkClient,
+  createPersonTokens,
+  type PersonTokenResponse,
+  type PersonTokens,
+} from './person-tokens.js';
 import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
 import { deviceRepo } from './repo.js';
+import { deviceToken } from './device-token.js';
 
 /**
  * `svc login`: the OAuth 2.0 device authorization grant (RFC 8628) and the person-bound tokens it
- * issues to the command line.
+ * issues to the command line (the token endpoint's device_code grant: device-token.ts).
  * Rules:
  * - One public client, CLI_CLIENT_ID (no secret: a command line keeps none). The device
  *   authorization endpoint answers a device code (`dvc_`, 256 bits, stored as a hash) and a user
@@ -29,8 +36,7 @@ import { deviceRepo } from './repo.js';
  */
 export { CLI_CLIENT_ID, PERSON_SCOPE, type PersonCaller, type PersonTokenResponse } from './person-tokens.js';
 export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-/** RFC 8628 3.5: each slow_down adds this much to the interval. */
-export const SLOW_DOWN_SECONDS = 5;
+export { SLOW_DOWN_SECONDS } from './device-token.js';
 
 export interface DeviceAuthorization {
   device_code: string;
@@ -49,7 +55,7 @@ export interface PendingDevice {
   expiresAt: string;
 }
 
-export function createDeviceGrant(deps: {
+export interface DeviceGrantDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -61,7 +67,43 @@ export function createDeviceGrant(deps: {
   refreshTtlDays: number;
   refreshGraceMs: number;
   graceKey: Buffer;
-}) {
+}
+
+/**
+ * `svc login`'s device authorization grant and the person's tokens it issues. Reads and writes
+ * device codes and user codes (`deviceCodes`, `userCodes`), sign-ins and person tokens (through
+ * person-tokens.ts); reads memberships; records decisions and sign-ins in the ledger.
+ */
+export interface DeviceGrant {
+  /** The command line's client id (public). */
+  clientId: typeof CLI_CLIENT_ID;
+  /** The refresh_token grant for `prt_` tokens (person-tokens.ts). */
+  refresh: PersonTokens['refresh'];
+  /** RFC 7009 for a person's token (person-tokens.ts). */
+  revoke: PersonTokens['revoke'];
+  /** A `pat_` token's person on a machine route (person-tokens.ts). */
+  resolve: PersonTokens['resolve'];
+  /** A workspace's name, for whoami (person-tokens.ts). */
+  workspaceName: PersonTokens['workspaceName'];
+  /** The page where a person types the user code. */
+  verificationUri(): string;
+  /** RFC 8628 3.1-3.2: a new device code and user code, stored (the device code as a hash). */
+  authorize(form: Record<string, string | undefined>, requestedFrom: string): Promise<DeviceAuthorization>;
+  /** The sign-in a typed user code stands for, while a person may still decide it; else the problem to show. */
+  pending(typed: string): Promise<PendingDevice | { problem: string }>;
+  /**
+   * A signed-in person's decision on a user code: approve for `workspaceId` (the caller has
+   * checked that the person belongs to it) or deny. Recorded in the ledger as theirs.
+   */
+  decide(typed: string, userId: string, workspaceId: string, decision: 'approve' | 'deny'): Promise<void>;
+  /**
+   * The token endpoint's device_code grant (RFC 8628 3.4-3.5): pending, slow_down, denied,
+   * expired, or once approved one pair (a sign-in, recorded in the ledger), once.
+   */
+  deviceToken(form: Record<string, string | undefined>): Promise<PersonTokenResponse>;
+}
+
+export function createDeviceGrant(deps: DeviceGrantDeps): DeviceGrant {
   const { store, clock, ids, ledger } = deps;
   const repo = deviceRepo(store);
   const tokens = createPersonTokens(deps);
@@ -177,70 +219,6 @@ export function createDeviceGrant(deps: {
       });
     },
 
-    /** The token endpoint's device_code grant (RFC 8628 3.4-3.5). */
-    async deviceToken(form: Record<string, string | undefined>): Promise<PersonTokenResponse> {
-      checkClient(form);
-      if (!form.device_code) throw invalidField('device_code', 'device_code is required');
-      const hash = secretHash(form.device_code);
-      // The poll's time is kept (slow_down) and an approved code spent in the same write as the
-      // answer: refusals are returned from the write and thrown after it, so what they change commits.
-      return outcome(
-        await store.write(async (): Promise<PersonTokenResponse | AppError> => {
-          const now = clock.now();
-          const record = await repo.getDevice(hash);
-          if (!record || record.clientId !== CLI_CLIENT_ID)
-            return new AppError('invalid_grant', { message: 'Unknown device code.' });
-          if (record.status === 'used')
-            return new AppError('invalid_grant', { message: 'This device code was already exchanged.' });
-          // A code is good until it expires, approved or not (RFC 8628 3.5): an approval left
-          // unexchanged past then is not a sign-in any more.
-          if (record.status !== 'denied' && Date.parse(record.expiresAt) <= now)
-            return new AppError('expired_token', {
-              message:
-                record.status === 'approved'
-                  ? 'The code expired before this device exchanged it. Run svc login again.'
-                  : 'The code expired before anyone approved it. Run svc login again.',
-            });
-          const last = record.lastPolledAt === null ? null : Date.parse(record.lastPolledAt);
-          if (last !== null && now - last < record.intervalSeconds * 1000) {
-            const intervalSeconds = record.intervalSeconds + SLOW_DOWN_SECONDS;
-            await repo.putDevice(hash, { ...record, intervalSeconds, lastPolledAt: isoAt(now) });
-            return new AppError('slow_down', {
-              message: `Polled too soon: wait ${intervalSeconds} seconds between polls.`,
-            });
-          }
-          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now) });
-          if (record.status === 'pending')
-            return new AppError('authorization_pending', {
-              message: 'Waiting for a person to approve the code in the console.',
-            });
-          if (record.status === 'denied')
-            return new AppError('access_denied', { message: 'The person denied this sign-in.' });
-          const login: PersonLoginRecord = {
-            id: ids.id('lgn'),
-            workspaceId: record.workspaceId!,
-            userId: record.userId!,
-            clientId: record.clientId,
-            createdAt: isoAt(now),
-            requestedFrom: record.requestedFrom,
-            endedAt: null,
-            endedWhy: null,
-          };
-          await repo.putLogin(login);
-          await repo.putDevice(hash, { ...record, lastPolledAt: isoAt(now), status: 'used' });
-          await repo.removeUserCode(record.userCode);
-          await ledger.record({
-            workspaceId: login.workspaceId,
-            actor: `user:${login.userId}`,
-            kind: 'cli.signed_in',
-            subject: login.id,
-            data: { clientId: login.clientId, requestedFrom: login.requestedFrom },
-          });
-          return tokens.issuePairInWrite(login, now);
-        }),
-      );
-    },
+    deviceToken: (form) => deviceToken({ store, clock, ids, ledger, repo, tokens }, form),
   };
 }
-
-export type DeviceGrant = ReturnType<typeof createDeviceGrant>;
