@@ -10,7 +10,7 @@ import { rememberedKey, type WorkspaceState } from './state.js';
 import { fileFault, GENERATED, REMOVABLE, type SetupDeps, type SetupResult, type Step } from './types.js';
 
 /**
- * The plan's second half (service.ts has templates, blueprints and agents): budgets, MCP servers and integrations, and what
+ * The plan's second half (plan-definitions.ts has templates, blueprints and agents): budgets, MCP servers and integrations, and what
  * the workspace has that the file does not. Each adds its steps to the context's list.
  */
 export interface PlanContext {
