@@ -63,7 +63,34 @@ export function underApi(url: string, apiUrl: string): boolean {
   return u.pathname.startsWith(prefix);
 }
 
-export function createGithubCallbacks(deps: {
+/** A deployment protection decision to report, as the decision's write queues it. */
+export interface GithubReport {
+  delivery: string;
+  /** The delivery's `deployment_callback_url` as sent (checked here: a string under the kind's apiUrl). */
+  url: unknown;
+  environment: string;
+  state: 'approved' | 'rejected';
+  comment: string;
+  actionId: string | null;
+}
+
+/**
+ * Reports of deployment protection decisions to GitHub (the rules above). Reads and writes the
+ * `githubCallbacks` table, reads the github kind's settings and token, and records each report
+ * sent, refused or given up on.
+ */
+export interface GithubCallbacks {
+  /** Inside the decision's write: queues its report, or records why it is not sent. */
+  enqueueInWrite(wid: string, report: GithubReport): Promise<void>;
+  /** Sends what is due now (each report once at a time); resolves when those tries are written. */
+  dispatch(): Promise<void>;
+  /** Starts the dispatcher (the server does; commands that open the store do not). */
+  start(): void;
+  /** Stops the dispatcher, after the pass under way. */
+  stop(): Promise<void>;
+}
+
+export interface GithubCallbacksDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -72,7 +99,9 @@ export function createGithubCallbacks(deps: {
   log: Logger;
   settings: CallbackSettings;
   dispatcher?: Dispatcher;
-}) {
+}
+
+export function createGithubCallbacks(deps: GithubCallbacksDeps): GithubCallbacks {
   const { store, clock, ids, ledger, registry, settings } = deps;
   const repo = integrationsRepo(store);
   /** How long a claimed try keeps others off: its target check and its post, each bounded by the timeout, and a margin. */
@@ -84,17 +113,7 @@ export function createGithubCallbacks(deps: {
     String((await registry.configOf(wid, 'github'))?.apiUrl ?? DEFAULT_API_URL);
 
   /** Inside the decision's write: queues its report, or records why it is not sent. */
-  const enqueueInWrite = async (
-    wid: string,
-    report: {
-      delivery: string;
-      url: unknown;
-      environment: string;
-      state: 'approved' | 'rejected';
-      comment: string;
-      actionId: string | null;
-    },
-  ): Promise<void> => {
+  const enqueueInWrite = async (wid: string, report: GithubReport): Promise<void> => {
     const apiUrl = await apiUrlOf(wid);
     const url = typeof report.url === 'string' ? report.url : '';
     const reason = !url
@@ -240,14 +259,8 @@ export function createGithubCallbacks(deps: {
     );
   };
 
-  return {
-    enqueueInWrite,
-    dispatch,
-    /** Starts the dispatcher (the server does; commands that open the store do not). */
-    ...periodic(dispatch, settings.dispatchIntervalMs, (err) =>
-      deps.log.error({ err }, 'github report dispatch failed'),
-    ),
-  };
+  const loop = periodic(dispatch, settings.dispatchIntervalMs, (err) =>
+    deps.log.error({ err }, 'github report dispatch failed'),
+  );
+  return { enqueueInWrite, dispatch, start: loop.start, stop: loop.stop };
 }
-
-export type GithubCallbacks = ReturnType<typeof createGithubCallbacks>;

@@ -149,13 +149,33 @@ function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
   }
 }
 
-export function createGithub(deps: {
+/**
+ * GitHub's verified deliveries and the accounts mapped to agents (the rules above). Reads and
+ * writes the `githubBots` and `hookEvents` tables, decides deployments at the gate, queues their
+ * reports (callbacks.ts) and records each delivery it acts on.
+ */
+export interface Github {
+  /** The workspace's mapped accounts. */
+  bots(wid: string): Promise<GithubBotRecord[]>;
+  /** Maps an account to an agent of the workspace, or unmaps it (null); recorded (`github.bot_mapped`). */
+  mapBot(wid: string, login: string, agentId: string | null, by: string): Promise<GithubBotRecord>;
+  /**
+   * One verified delivery (its body validated by the route): a deployment protection request
+   * decided at the gate as the sender's agent, a listed event recorded, others received. A
+   * delivery seen before (by id, or the same bytes under another id) gets its first answer.
+   */
+  handle(wid: string, d: Delivery, event: string, body: GithubEvent): Promise<GithubAnswer>;
+}
+
+export interface GithubDeps {
   store: Store;
   clock: Clock;
   ledger: Ledger;
   gate: Gate;
   callbacks: GithubCallbacks;
-}) {
+}
+
+export function createGithub(deps: GithubDeps): Github {
   const { store, clock, ledger, gate, callbacks } = deps;
   const repo = integrationsRepo(store);
   const actor = 'github';
@@ -279,7 +299,6 @@ export function createGithub(deps: {
       return repo.githubBots(wid);
     },
 
-    /** Maps an account to an agent of the workspace, or unmaps it (null). */
     async mapBot(wid: string, login: string, agentId: string | null, by: string): Promise<GithubBotRecord> {
       return store.write(async () => {
         if (agentId !== null) {
@@ -306,7 +325,6 @@ export function createGithub(deps: {
       });
     },
 
-    /** One verified delivery (its body validated by the route). */
     async handle(wid: string, d: Delivery, event: string, body: GithubEvent): Promise<GithubAnswer> {
       const seen = await seenAnswer(wid, d);
       if (seen) return seen;
@@ -330,5 +348,3 @@ export function createGithub(deps: {
     },
   };
 }
-
-export type Github = ReturnType<typeof createGithub>;
