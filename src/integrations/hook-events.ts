@@ -20,7 +20,17 @@ import { integrationsRepo } from './repo.js';
  */
 export type HookAnswer = Record<string, unknown>;
 
-export function createHookEvents(deps: { store: Store; clock: Clock }) {
+/** Each provider event answered once (the rules above). Reads and writes the `hookEvents` table. */
+export interface HookEvents {
+  /** The first answer given to an event, if it was processed (a read for a fast path only). */
+  answered(wid: string, source: string, id: string): Promise<HookAnswer | undefined>;
+  /** Runs `fn` and stores its answer in one write, once per event; a repeat gets the first answer. */
+  processOnce<A extends HookAnswer>(wid: string, source: string, id: string, fn: () => Promise<A>): Promise<HookAnswer>;
+  /** `processOnce` for a caller already inside a store write. */
+  onceInWrite<A extends HookAnswer>(wid: string, source: string, id: string, fn: () => Promise<A>): Promise<HookAnswer>;
+}
+
+export function createHookEvents(deps: { store: Store; clock: Clock }): HookEvents {
   const { store, clock } = deps;
   const repo = integrationsRepo(store);
 
@@ -38,12 +48,10 @@ export function createHookEvents(deps: { store: Store; clock: Clock }) {
   };
 
   return {
-    /** The first answer given to an event, if it was processed. */
     async answered(wid: string, source: string, id: string): Promise<HookAnswer | undefined> {
       return (await repo.hookEvent(wid, source, id))?.answer;
     },
 
-    /** Runs `fn` and stores its answer in one write, once per event; a repeat gets the first answer. */
     processOnce<A extends HookAnswer>(
       wid: string,
       source: string,
@@ -56,5 +64,3 @@ export function createHookEvents(deps: { store: Store; clock: Clock }) {
     onceInWrite,
   };
 }
-
-export type HookEvents = ReturnType<typeof createHookEvents>;

@@ -7,7 +7,8 @@ import type { PeopleService } from '../people/index.js';
 import type { CardProvider, IntegrationKind } from './records.js';
 import type { Cards } from './cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
-import { INTEGRATION_KINDS, type ConfigureInput, type IntegrationRegistry } from './registry.js';
+import type { ConfigureInput, IntegrationRegistry } from './registry.js';
+import { INTEGRATION_KINDS } from './kinds.js';
 import type { Integrations, IssuerEvent } from './service.js';
 import { KIND_PERMISSION } from './kind-permissions.js';
 

@@ -11,12 +11,19 @@ import { integrationsRepo } from './repo.js';
  *   first time, false while the identifier is remembered, so two instances never both accept it.
  *   An entry past its window is as good as absent (the sweeper removes it: retention/policy.ts).
  */
-export function createOnce(deps: { store: Store; clock: Clock }) {
+/** Identifiers accepted once (the rules above). Reads and writes the `once` table. */
+export interface Once {
+  /** Marks `id` used in `scope` until `untilMs`; false when it already was. Joins the caller's write, if any. */
+  claim(scope: string, id: string, untilMs: number): Promise<boolean>;
+  /** Whether `id` is in use in `scope` (read-only; a claim decides). */
+  used(scope: string, id: string): Promise<boolean>;
+}
+
+export function createOnce(deps: { store: Store; clock: Clock }): Once {
   const { store, clock } = deps;
   const repo = integrationsRepo(store);
 
   return {
-    /** Marks `id` used in `scope` until `untilMs`; false when it already was. Joins the caller's write, if any. */
     claim(scope: string, id: string, untilMs: number): Promise<boolean> {
       return store.write(async () => {
         const until = await repo.onceUntil(scope, id);
@@ -26,12 +33,9 @@ export function createOnce(deps: { store: Store; clock: Clock }) {
       });
     },
 
-    /** Whether `id` is in use in `scope` (read-only; a claim decides). */
     async used(scope: string, id: string): Promise<boolean> {
       const until = await repo.onceUntil(scope, id);
       return until !== undefined && until > clock.now();
     },
   };
 }
-
-export type Once = ReturnType<typeof createOnce>;

@@ -1,15 +1,17 @@
+import type { IntegrationKind } from './kinds.js';
+
 /**
  * The shapes of the records this domain writes to the store, as stored (src/store/tables.ts lists
  * their tables and key layouts; ids: src/lib/ids.ts). Types only: the store imports
- * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
+ * them, so nothing here runs (test/architecture/layers.test.ts holds it to that). The kinds are
+ * listed once, in kinds.ts.
  */
+export type { IntegrationKind };
 
 /**
  * An inbound integration's signing secrets (docs/integrations.md), sealed with the master key: the current
  * one, and during a rotation the one before it until `retiresAt`.
  */
-export type IntegrationKind = 'issuer' | 'stripe' | 'github' | 'slack' | 'chat-relay' | 'ssf';
-
 export interface IntegrationRecord {
   kind: IntegrationKind;
   workspaceId: string;

@@ -22,14 +22,20 @@ export interface IssuerEvent {
   createdAt: string;
 }
 
-export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents }) {
+/** The generic card issuer's deliveries (the rules above): through the cards and hook-events, which own what they write. */
+export interface Integrations {
+  /**
+   * One verified delivery from the issuer: an authorization request answered
+   * `{ approved, actionId, reason }`, a charge imported (`{ received: true }`). A redelivery of
+   * an event already processed gets the first answer and changes nothing (hook-events.ts).
+   */
+  handle(wid: string, event: IssuerEvent): Promise<Record<string, unknown>>;
+}
+
+export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents }): Integrations {
   const { cards, hookEvents } = deps;
 
   return {
-    /**
-     * One verified delivery from the issuer. A redelivery of an event already processed gets
-     * the first answer and changes nothing (hook-events.ts).
-     */
     async handle(wid: string, event: IssuerEvent): Promise<Record<string, unknown>> {
       const seen = await hookEvents.answered(wid, 'issuer', event.id);
       if (seen) return seen;
@@ -62,5 +68,3 @@ export function createIntegrations(deps: { cards: Cards; hookEvents: HookEvents 
     },
   };
 }
-
-export type Integrations = ReturnType<typeof createIntegrations>;

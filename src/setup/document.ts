@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { LineCounter, parseDocument, isMap, isSeq, isScalar, type Node } from 'yaml';
 import { ruleSchema } from '../mandates/schemas.js';
+import type { IntegrationKind } from '../integrations/kinds.js';
 
 /**
  * The workspace file of `svc apply` and `svc export` (docs/setup-as-code.md): templates,
@@ -59,14 +60,16 @@ export interface FileMcpServer {
   allowTools?: string[] | null;
   unprefixed?: boolean;
 }
-export interface FileIntegrations {
-  issuer?: Record<string, never>;
-  'chat-relay'?: { url?: string };
-  github?: { apiUrl?: string; token?: SecretRef | null };
-  stripe?: { signingSecret: SecretRef };
-  slack?: { signingSecret: SecretRef; teamId?: string | null };
-  ssf?: { issuer: string; audience: string; jwksUri?: string; jwks?: { keys: Array<Record<string, unknown>> } };
+/** Each integration kind's settings in the file: one entry per kind of kinds.ts (a kind missing here fails the type check). */
+interface FileIntegrationSettings {
+  issuer: Record<string, never>;
+  'chat-relay': { url?: string };
+  github: { apiUrl?: string; token?: SecretRef | null };
+  stripe: { signingSecret: SecretRef };
+  slack: { signingSecret: SecretRef; teamId?: string | null };
+  ssf: { issuer: string; audience: string; jwksUri?: string; jwks?: { keys: Array<Record<string, unknown>> } };
 }
+export type FileIntegrations = { [K in IntegrationKind]?: FileIntegrationSettings[K] };
 
 export interface WorkspaceDocument {
   version: 1;
@@ -200,6 +203,33 @@ const url = Joi.string()
   .uri({ scheme: ['https', 'http'] })
   .max(2048);
 
+/** Each kind's settings as the file gives them: one entry per kind of kinds.ts (a kind missing here fails the type check). */
+const INTEGRATION_SETTINGS: Record<IntegrationKind, Joi.Schema> = {
+  // `issuer:` with nothing after it is the same as `issuer: {}`.
+  issuer: Joi.object({}).allow(null),
+  'chat-relay': Joi.object({ url }).allow(null),
+  github: Joi.object({ apiUrl: url, token: secretRef.allow(null) }),
+  stripe: Joi.object({ signingSecret: secretRef.required() }),
+  slack: Joi.object({
+    signingSecret: secretRef.required(),
+    teamId: Joi.string()
+      .pattern(/^[A-Z0-9]{1,32}$/)
+      .allow(null),
+  }),
+  ssf: Joi.object({
+    issuer: Joi.string().min(1).max(2048).required(),
+    audience: Joi.string().min(1).max(2048).required(),
+    jwksUri: url,
+    jwks: Joi.object({
+      keys: Joi.array()
+        .items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true))
+        .min(1)
+        .max(20)
+        .required(),
+    }),
+  }).xor('jwksUri', 'jwks'),
+};
+
 export const documentSchema = Joi.object<WorkspaceDocument>({
   version: Joi.number().valid(DOCUMENT_VERSION).required(),
   templates: Joi.array()
@@ -255,31 +285,7 @@ export const documentSchema = Joi.object<WorkspaceDocument>({
     .max(200)
     .unique(uniqueBy('name'))
     .default([]),
-  integrations: Joi.object({
-    // `issuer:` with nothing after it is the same as `issuer: {}`.
-    issuer: Joi.object({}).allow(null),
-    'chat-relay': Joi.object({ url }).allow(null),
-    github: Joi.object({ apiUrl: url, token: secretRef.allow(null) }),
-    stripe: Joi.object({ signingSecret: secretRef.required() }),
-    slack: Joi.object({
-      signingSecret: secretRef.required(),
-      teamId: Joi.string()
-        .pattern(/^[A-Z0-9]{1,32}$/)
-        .allow(null),
-    }),
-    ssf: Joi.object({
-      issuer: Joi.string().min(1).max(2048).required(),
-      audience: Joi.string().min(1).max(2048).required(),
-      jwksUri: url,
-      jwks: Joi.object({
-        keys: Joi.array()
-          .items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true))
-          .min(1)
-          .max(20)
-          .required(),
-      }),
-    }).xor('jwksUri', 'jwks'),
-  })
+  integrations: Joi.object(INTEGRATION_SETTINGS)
     .custom((value: Record<string, unknown>) =>
       Object.fromEntries(Object.entries(value).map(([kind, settings]) => [kind, settings ?? {}])),
     )

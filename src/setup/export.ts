@@ -2,6 +2,7 @@ import type { MandateRule } from '../mandates/records.js';
 import type { FileAgent, FileBudget, FileIntegrations, FileMcpServer, WorkspaceDocument } from './document.js';
 import { DOCUMENT_VERSION } from './document.js';
 import { defaultSecretEnv, distinctRules, rememberedKey, ruleKey, type WorkspaceState } from './state.js';
+import { GIVEN } from './types.js';
 
 /**
  * A workspace as its file (`svc export`): what `svc apply` of that file would find unchanged.
@@ -86,10 +87,8 @@ export function exportDocument(state: WorkspaceState): WorkspaceDocument {
     else if (kind === 'chat-relay') integrations['chat-relay'] = plain;
     else if (kind === 'github')
       integrations.github = { ...plain, ...(hasToken ? { token: { fromEnv: envOf('integrations', 'github') } } : {}) };
-    else if (kind === 'stripe')
-      integrations.stripe = { ...plain, signingSecret: { fromEnv: envOf('integrations', kind) } };
-    else if (kind === 'slack')
-      integrations.slack = { ...plain, signingSecret: { fromEnv: envOf('integrations', kind) } };
+    else if (GIVEN.has(kind))
+      integrations[kind] = { ...plain, signingSecret: { fromEnv: envOf('integrations', kind) } };
     else integrations[kind] = plain;
   }
 

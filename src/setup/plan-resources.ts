@@ -7,10 +7,10 @@ import { gatewayRepo } from '../gateway/repo.js';
 import type { IntegrationKind } from '../integrations/records.js';
 import { budgetKey, type FileBudget, type Section, type WorkspaceDocument } from './document.js';
 import { rememberedKey, type WorkspaceState } from './state.js';
-import { fileFault, GENERATED, REMOVABLE, type SetupDeps, type SetupResult, type Step } from './types.js';
+import { fileFault, GENERATED, GIVEN, REMOVABLE, type SetupDeps, type SetupResult, type Step } from './types.js';
 
 /**
- * The plan's second half (service.ts has templates, blueprints and agents): budgets, MCP servers and integrations, and what
+ * The plan's second half (plan-definitions.ts has templates, blueprints and agents): budgets, MCP servers and integrations, and what
  * the workspace has that the file does not. Each adds its steps to the context's list.
  */
 export interface PlanContext {
@@ -186,15 +186,13 @@ export async function planIntegrations(ctx: PlanContext): Promise<void> {
           ...(kind === 'github' && ((await registry.configSecret(wid, 'github', 'token')) ?? null) !== secret
             ? [field]
             : []),
-          ...((kind === 'stripe' || kind === 'slack') && (await registry.secretsFor(wid, kind))[0] !== secret
-            ? [field]
-            : []),
+          ...(GIVEN.has(kind) && (await registry.secretsFor(wid, kind))[0] !== secret ? [field] : []),
         ]
       : [];
     const input = {
       ...(Object.keys(config).length > 0 ? { config } : {}),
       ...(kind === 'github' && (!current || fields.includes('token')) ? { configSecrets: { token: secret } } : {}),
-      ...((kind === 'stripe' || kind === 'slack') && secret ? { signingSecret: secret } : {}),
+      ...(GIVEN.has(kind) && secret ? { signingSecret: secret } : {}),
     };
     const remember = { secretFromEnv: ref?.fromEnv ?? null };
     if (current && fields.length === 0) {

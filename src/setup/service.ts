@@ -1,20 +1,17 @@
 import Joi from 'joi';
 import { AppError } from '../errors/app-error.js';
 import { isoAt } from '../lib/clock.js';
-import { canonicalJson } from '../lib/canonical-json.js';
 import type { AgentActor } from '../agents/index.js';
-import type { MandateRule } from '../mandates/records.js';
-import { templateInputSchema } from '../mandates/schemas.js';
-import type { BudgetRecord } from '../gateway/records.js';
 import { checkDocument, DocumentError, secretRefs, type WorkspaceDocument } from './document.js';
-import { planBudgets, planIntegrations, planMcpServers, planOthers } from './plan-resources.js';
+import { exportDocument } from './export.js';
+import { plan } from './plan.js';
+import { readState } from './read-state.js';
 import type { SetupResourceRecord } from './records.js';
 import { setupRepo } from './repo.js';
-import { fileFault, type ApplyInput, type ChangeAction, type SetupDeps, type SetupResult, type Step } from './types.js';
+import { rememberedKey, type WorkspaceState } from './state.js';
+import type { ApplyInput, ChangeAction, SetupDeps, SetupResult, Step } from './types.js';
 
 export type { ApplyInput, Change, ChangeAction, SetupDeps, SetupResult } from './types.js';
-import { exportDocument } from './export.js';
-import { distinctRules, rememberedKey, ruleKey, sameRuleSet, sameSet, type WorkspaceState } from './state.js';
 
 /**
  * `svc apply`: a workspace made to match a file, through the same services (and so the same checks
@@ -41,288 +38,28 @@ import { distinctRules, rememberedKey, ruleKey, sameRuleSet, sameSet, type Works
  * - One `setup.applied` ledger record sums up an apply that changed something.
  */
 
-export function createSetup(deps: SetupDeps) {
-  const { store, clock, ledger, people, agents, mandates, blueprints, budgets, mcp, registry } = deps;
+/**
+ * `svc apply` and `svc export` (the rules above). Reads every resource the file can hold through
+ * its domain's service; apply writes through those services (their own writes and ledger
+ * records), remembers what it created and which variable held each secret (`setupResources`),
+ * and records one `setup.applied`.
+ */
+export interface Setup {
+  /**
+   * Makes the workspace match the document (or, with `dryRun`, says what that would change).
+   * Refuses a document that is not a workspace file (`invalid_workspace_file`, `secret_in_file`)
+   * or names a secret's variable that `secrets` lacks (`secret_unset`).
+   */
+  apply(wid: string, input: ApplyInput, who: AgentActor): Promise<SetupResult>;
+  /** The workspace as a file: names instead of ids, secrets as references to variables. */
+  export(wid: string): Promise<WorkspaceDocument>;
+}
+
+export function createSetup(deps: SetupDeps): Setup {
+  const { store, clock, ledger } = deps;
   const repo = setupRepo(store);
 
-  /** Every page of a paged list. */
-  const everything = async <T>(
-    list: (o: { limit: number; after?: string }) => Promise<{ data: T[]; next: string | null }>,
-  ) => {
-    const out: T[] = [];
-    for (let after: string | undefined; ;) {
-      const page = await list({ limit: 200, ...(after ? { after } : {}) });
-      out.push(...page.data);
-      if (!page.next || page.data.length === 0) return out;
-      after = page.next;
-    }
-  };
-
-  async function readState(wid: string): Promise<WorkspaceState> {
-    const [templates, bps, live, budgetRows, servers, integrations, remembered] = await Promise.all([
-      everything((o) => mandates.templates(wid, o)),
-      everything((o) => blueprints.page(wid, o)),
-      agents.list(wid),
-      budgets.list(wid),
-      mcp.listAll(wid),
-      registry.view(wid),
-      repo.list(wid),
-    ]);
-    const mandateRows = await Promise.all(live.map((a) => mandates.get(wid, a.id)));
-    const emails = new Map<string, string>();
-    const ids = new Set<string>([
-      ...live.flatMap((a) => (a.actsFor ? [a.actsFor] : [])),
-      ...templates.flatMap((tpl) => tpl.rules.flatMap((r) => r.approval?.approvers ?? [])),
-    ]);
-    for (const id of ids) {
-      const found = await people.me(id).catch(() => undefined);
-      if (found) emails.set(id, found.user.email);
-    }
-    return {
-      workspaceId: wid,
-      templates,
-      blueprints: bps,
-      agents: live,
-      mandates: new Map(live.map((a, i) => [a.id, mandateRows[i]!.rules.map(({ id: _id, ...r }) => r)])),
-      budgets: budgetRows.map(({ spentMicros: _s, reservedMicros: _r, periodStart: _p, ...b }) => b as BudgetRecord),
-      mcpServers: servers,
-      integrations: integrations.map((i) => ({ kind: i.kind, config: i.config })),
-      integrationSecrets: new Map(integrations.map((i) => [i.kind, i.sealedSettings.length > 0] as const)),
-      remembered: new Map(remembered.map((e) => [rememberedKey(e.section, e.name), e])),
-      emails,
-    };
-  }
-
-  /** A name the file uses must be unique in the workspace too, or it could mean either. */
-  const onlyOne = <T extends { name: string }>(rows: T[], name: string, what: string, field: string): T | undefined => {
-    const found = rows.filter((r) => r.name === name);
-    if (found.length > 1)
-      throw fileFault(
-        field,
-        `${found.length} ${what} of the workspace are named ${name}: rename all but one in the console`,
-      );
-    return found[0];
-  };
-
-  async function plan(
-    wid: string,
-    doc: WorkspaceDocument,
-    secrets: Record<string, string>,
-    who: AgentActor,
-    prune: boolean,
-  ) {
-    const state = await readState(wid);
-    const steps: Step[] = [];
-    const generated: SetupResult['secrets'] = [];
-    const secretOf = (ref: { fromEnv: string } | null | undefined, field: string): string | null => {
-      if (!ref) return null;
-      const value = secrets[ref.fromEnv];
-      if (value === undefined)
-        throw new AppError('secret_unset', {
-          message: `${field} refers to the environment variable ${ref.fromEnv}, which is not set.`,
-          details: { field, fromEnv: ref.fromEnv },
-        });
-      return value;
-    };
-
-    // People by e-mail address (or id), as members of this workspace.
-    const personOf = async (ref: string | null | undefined, field: string): Promise<string | null> => {
-      if (!ref) return null;
-      if (!ref.includes('@')) {
-        if (!(await people.me(ref).catch(() => undefined))) throw fileFault(field, `${field} names no person`);
-        return ref;
-      }
-      const id = await people.memberIdByEmail(wid, ref);
-      if (!id) throw fileFault(field, `${field}: ${ref} is not a person of this workspace`);
-      return id;
-    };
-
-    // Templates: their rules as the template route stores them.
-    const templateIds = new Map(state.templates.map((x) => [x.name, x.id] as const));
-    const templateRules = new Map(state.templates.map((x) => [x.name, x.rules.map(({ id: _id, ...r }) => r)] as const));
-    for (const [i, file] of doc.templates.entries()) {
-      const rules = [];
-      for (const [j, rule] of file.rules.entries()) {
-        const approval = rule.approval as { approvers?: string[] } | undefined;
-        const approvers = approval?.approvers
-          ? await Promise.all(
-              approval.approvers.map((p, k) => personOf(p, `templates[${i}].rules[${j}].approval.approvers[${k}]`)),
-            )
-          : undefined;
-        rules.push({
-          ...rule,
-          ...(approval ? { approval: { ...approval, ...(approvers ? { approvers } : {}) } } : {}),
-        });
-      }
-      const { error, value } = templateInputSchema.validate({ name: file.name, rules }, { abortEarly: false });
-      if (error) throw fileFault(`templates[${i}]`, error.message);
-      const desired = (value as { rules: Array<Omit<MandateRule, 'id'>> }).rules;
-      const current = onlyOne(state.templates, file.name, 'templates', `templates[${i}].name`);
-      templateRules.set(file.name, desired);
-      if (!current) {
-        steps.push({
-          section: 'templates',
-          name: file.name,
-          action: 'create',
-          fields: [],
-          run: async () => {
-            templateIds.set(
-              file.name,
-              (await mandates.createTemplate(wid, { name: file.name, rules: desired }, who)).id,
-            );
-          },
-          remember: { createdByFile: true },
-        });
-      } else if (canonicalJson(current.rules.map(ruleKey)) !== canonicalJson(desired.map(ruleKey))) {
-        // A rule kept as it was keeps its id.
-        const keep = new Map(current.rules.map((r) => [ruleKey(r), r.id]));
-        steps.push({
-          section: 'templates',
-          name: file.name,
-          action: 'update',
-          fields: ['rules'],
-          run: async () => {
-            const rules = desired.map((r) => ({
-              ...r,
-              ...(keep.has(ruleKey(r)) ? { id: keep.get(ruleKey(r))! } : {}),
-            }));
-            await mandates.updateTemplate(wid, current.id, { name: file.name, rules }, who);
-          },
-        });
-      } else steps.push({ section: 'templates', name: file.name, action: 'unchanged', fields: [] });
-    }
-
-    // Blueprints: their templates by name.
-    const templateName = new Map(state.templates.map((x) => [x.id, x.name] as const));
-    const blueprintIds = new Map(state.blueprints.map((x) => [x.name, x.id] as const));
-    const blueprintOf = new Map(
-      state.blueprints.map(
-        (x) => [x.name, { tags: x.tags, templates: x.templates.map((id) => templateName.get(id) ?? id) }] as const,
-      ),
-    );
-    const templateExists = (name: string, field: string) => {
-      if (!templateRules.has(name))
-        throw fileFault(field, `${field}: no template ${name} in the file or the workspace`);
-    };
-    for (const [i, file] of doc.blueprints.entries()) {
-      file.templates.forEach((n, k) => templateExists(n, `blueprints[${i}].templates[${k}]`));
-      const current = onlyOne(state.blueprints, file.name, 'blueprints', `blueprints[${i}].name`);
-      blueprintOf.set(file.name, { tags: file.tags, templates: file.templates });
-      const input = () => ({
-        name: file.name,
-        tags: file.tags,
-        templates: file.templates.map((n) => templateIds.get(n)!),
-      });
-      if (!current) {
-        steps.push({
-          section: 'blueprints',
-          name: file.name,
-          action: 'create',
-          fields: [],
-          run: async () => {
-            blueprintIds.set(file.name, (await blueprints.create(wid, input(), who)).id);
-          },
-          remember: { createdByFile: true },
-        });
-        continue;
-      }
-      const fields = [
-        ...(sameSet(current.tags, file.tags) ? [] : ['tags']),
-        ...(canonicalJson(current.templates.map((id) => templateName.get(id) ?? id)) === canonicalJson(file.templates)
-          ? []
-          : ['templates']),
-      ];
-      steps.push({
-        section: 'blueprints',
-        name: file.name,
-        action: fields.length > 0 ? 'update' : 'unchanged',
-        fields,
-        ...(fields.length > 0
-          ? { run: async () => void (await blueprints.update(wid, current.id, input(), who)) }
-          : {}),
-      });
-    }
-
-    // Agents: registered from their blueprint and templates; their mandate kept to those templates' rules.
-    const agentIds = new Map(state.agents.map((a) => [a.name, a.id] as const));
-    for (const [i, file] of doc.agents.entries()) {
-      const at = `agents[${i}]`;
-      if (file.blueprint && !blueprintOf.has(file.blueprint))
-        throw fileFault(
-          `${at}.blueprint`,
-          `${at}.blueprint: no blueprint ${file.blueprint} in the file or the workspace`,
-        );
-      (file.templates ?? []).forEach((n, k) => templateExists(n, `${at}.templates[${k}]`));
-      const bp = file.blueprint ? blueprintOf.get(file.blueprint)! : undefined;
-      const names = [...(bp?.templates ?? []), ...(file.templates ?? [])];
-      const rules = distinctRules(names.flatMap((n) => templateRules.get(n) ?? []));
-      const tags = [...new Set([...(bp?.tags ?? []), ...(file.tags ?? [])])];
-      const actsFor = await personOf(file.actsFor, `${at}.actsFor`);
-      const current = onlyOne(state.agents, file.name, 'agents', `${at}.name`);
-      if (!current) {
-        steps.push({
-          section: 'agents',
-          name: file.name,
-          action: 'create',
-          fields: [],
-          run: async () => {
-            const agent = await blueprints.register(
-              {
-                workspaceId: wid,
-                name: file.name,
-                actsFor,
-                tags: file.tags ?? [],
-                ...(file.blueprint ? { blueprint: blueprintIds.get(file.blueprint)! } : {}),
-                templates: (file.templates ?? []).map((n) => templateIds.get(n)!),
-              },
-              who,
-            );
-            agentIds.set(file.name, agent.id);
-          },
-          remember: { createdByFile: true },
-        });
-        continue;
-      }
-      const currentBlueprint = state.blueprints.find((b) => b.id === current.blueprint)?.name ?? null;
-      const manage = file.manageMandate !== false;
-      const fields = [
-        ...(currentBlueprint === (file.blueprint ?? null) ? [] : ['blueprint']),
-        ...(sameSet(current.tags, tags) ? [] : ['tags']),
-        ...(current.actsFor === actsFor ? [] : ['actsFor']),
-        ...(manage && !sameRuleSet(state.mandates.get(current.id) ?? [], rules) ? ['mandate'] : []),
-      ];
-      steps.push({
-        section: 'agents',
-        name: file.name,
-        action: fields.length > 0 ? 'update' : 'unchanged',
-        fields,
-        ...(fields.length > 0
-          ? {
-              run: async () => {
-                const change = {
-                  ...(fields.includes('tags') ? { tags } : {}),
-                  ...(fields.includes('actsFor') ? { actsFor } : {}),
-                  ...(fields.includes('blueprint')
-                    ? { blueprint: file.blueprint ? blueprintIds.get(file.blueprint)! : null }
-                    : {}),
-                };
-                if (Object.keys(change).length > 0) await agents.update(wid, current.id, change, who);
-                if (fields.includes('mandate'))
-                  await mandates.put(wid, current.id, { rules, confirmBroaden: true }, who);
-              },
-            }
-          : {}),
-      });
-    }
-
-    const ctx = { deps, wid, who, doc, state, steps, generated, secretOf, agentIds };
-    const budgetsByKey = planBudgets(ctx);
-    planMcpServers(ctx);
-    await planIntegrations(ctx);
-    planOthers(ctx, budgetsByKey, prune);
-    return { steps, generated, state };
-  }
-
+  /** After a step: what apply remembers of its resource (created by a file, the secret's variable), written only when it changed. */
   async function remember(wid: string, step: Step, state: WorkspaceState): Promise<void> {
     if (step.action === 'remove') {
       await store.write(() => repo.remove(wid, step.section, step.name));
@@ -344,12 +81,7 @@ export function createSetup(deps: SetupDeps) {
   }
 
   return {
-    /**
-     * Makes the workspace match the document (or, with `dryRun`, says what that would change).
-     * Refuses a document that is not a workspace file (`invalid_workspace_file`, `secret_in_file`)
-     * or names a secret's variable that `secrets` lacks (`secret_unset`).
-     */
-    async apply(wid: string, input: ApplyInput, who: AgentActor): Promise<SetupResult> {
+    async apply(wid, input, who) {
       const doc = checkedOrRefused(input.document);
       const secrets = input.secrets ?? {};
       const missing = secretRefs(doc).filter((r) => secrets[r.fromEnv] === undefined);
@@ -362,7 +94,7 @@ export function createSetup(deps: SetupDeps) {
         });
       const prune = input.prune === true;
       const dryRun = input.dryRun === true;
-      const { steps, generated, state } = await plan(wid, doc, secrets, who, prune);
+      const { steps, generated, state } = await plan(deps, wid, doc, secrets, who, prune);
       if (!dryRun) {
         for (const step of steps) {
           if (step.run && step.action !== 'unchanged' && step.action !== 'unmanaged') await step.run();
@@ -394,14 +126,11 @@ export function createSetup(deps: SetupDeps) {
       };
     },
 
-    /** The workspace as a file: names instead of ids, secrets as references to variables. */
-    async export(wid: string): Promise<WorkspaceDocument> {
-      return exportDocument(await readState(wid));
+    async export(wid) {
+      return exportDocument(await readState(deps, wid));
     },
   };
 }
-
-export type Setup = ReturnType<typeof createSetup>;
 
 /** The document checked, or the file's refusal as an error of the catalogue (with each problem's path). */
 function checkedOrRefused(document: unknown): WorkspaceDocument {

@@ -7,6 +7,7 @@ import type { BlueprintsService } from '../blueprints/index.js';
 import type { MandatesService } from '../mandates/index.js';
 import type { PeopleService } from '../people/index.js';
 import type { Budgets } from '../gateway/budgets.js';
+import { GENERATED_KINDS, GIVEN_KINDS } from '../integrations/kinds.js';
 import type { IntegrationRegistry } from '../integrations/registry.js';
 import type { McpProxy } from '../mcp/proxy.js';
 import type { Section } from './document.js';
@@ -59,7 +60,10 @@ export type Step = Change & {
 };
 
 export const REMOVABLE: readonly Section[] = ['agents', 'mcpServers'];
-export const GENERATED: ReadonlySet<string> = new Set(['issuer', 'github', 'chat-relay']);
+/** The kinds whose secret the server makes (answered once in `secrets`). */
+export const GENERATED: ReadonlySet<string> = new Set(GENERATED_KINDS);
+/** The kinds that take the provider's own signing secret (a `signingSecret` reference in the file). */
+export const GIVEN: ReadonlySet<string> = new Set(GIVEN_KINDS);
 
 /** A field error of the file found against the workspace (a name it refers to that does not exist). */
 export const fileFault = (field: string, message: string) =>

@@ -59,3 +59,6 @@ export function webhooksRepo(store: Store) {
     },
   };
 }
+
+/** The outbound webhooks' reads and writes (one per store). */
+export type WebhooksRepo = ReturnType<typeof webhooksRepo>;

@@ -10,7 +10,25 @@ import { signPayload } from '../lib/svc-signature.js';
  * the OpenTelemetry API and prom-client, so the service imports it on first use: a command that
  * opens the store queues deliveries in its ledger writes but never sends one, and never loads it.
  */
-export function createSender(settings: { allowPrivateTargets: boolean; timeoutMs: number }) {
+export interface Sender {
+  /** Why `url` may not be sent to (the shared target rule), or null. */
+  targetProblem(url: string): Promise<string | null>;
+  /**
+   * One try: `body` signed with `secret` at `nowSeconds`, posted within the timeout and enforced
+   * at connect on the address actually connected to. A root span per try (deliveries run in the
+   * background, apart from any request); the receiver gets its traceparent. Never throws: a
+   * refused connection or a timeout is `{ status: null, error }`.
+   */
+  post(
+    delivery: { eventId: string; eventType: string },
+    destination: { url: string; secret: string; body: string },
+    nowSeconds: () => number,
+  ): Promise<{ status: number | null; error: string | null }>;
+  /** Counts a try's outcome (the attempts metric). */
+  count(result: 'delivered' | 'refused' | 'failed'): void;
+}
+
+export function createSender(settings: { allowPrivateTargets: boolean; timeoutMs: number }): Sender {
   // The shared target rule (lib/safe-target.ts): checked when added, and enforced at connect.
   const dispatcher = safeDispatcher({
     allowPrivateTargets: settings.allowPrivateTargets,
@@ -65,8 +83,6 @@ export function createSender(settings: { allowPrivateTargets: boolean; timeoutMs
     },
   };
 }
-
-export type Sender = ReturnType<typeof createSender>;
 
 function hostOf(url: string): string {
   try {

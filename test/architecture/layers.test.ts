@@ -169,6 +169,8 @@ function layerOf(file: string): number {
  */
 const REGISTRY = 'src/store/tables.ts';
 const RECORDS = /^src\/[^/]+\/records\.ts$/;
+/** A domain's lists of kinds (`as const`), which its records.ts may derive types from. */
+const KINDS = /^src\/[^/]+\/kinds\.ts$/;
 function allowedUpward(file: string, target: string, typeOnly: boolean): boolean {
   return file === REGISTRY && RECORDS.test(target) && typeOnly;
 }
@@ -220,14 +222,27 @@ test('the registry imports record types only, and records.ts files hold types on
   for (const file of records) {
     const text = await readFile(join(ROOT, file), 'utf8');
     offenders.push(...runtimeIn(text).map((line) => `${file}: ${line}`));
-    // A records.ts imports types only, and only from another records.ts, src/lib/ or src/settings/
-    // (the settings' declared shapes, such as RateLimits, stand on a floor below the store).
+    // A records.ts imports types only, and only from another records.ts, a domain's kinds.ts,
+    // src/lib/ or src/settings/ (the settings' declared shapes, such as RateLimits, stand on a
+    // floor below the store).
     for (const { spec, typeOnly } of relativeImportsOf(text)) {
       const target = normalize(join(dirname(file), spec)).replace(/\.js$/, '.ts');
-      if (!typeOnly || !(RECORDS.test(target) || target.startsWith('src/lib/') || target.startsWith('src/settings/')))
+      if (
+        !typeOnly ||
+        !(
+          RECORDS.test(target) ||
+          KINDS.test(target) ||
+          target.startsWith('src/lib/') ||
+          target.startsWith('src/settings/')
+        )
+      )
         offenders.push(`${file} imports ${spec}`);
     }
     for (const spec of importsOf(text)) if (!spec.startsWith('.')) offenders.push(`${file} imports ${spec}`);
+  }
+  // A kinds.ts (a domain's list of kinds, `as const`, that its record types derive from) imports nothing.
+  for (const file of (await sources('src')).filter((f) => KINDS.test(f))) {
+    for (const spec of importsOf(await readFile(join(ROOT, file), 'utf8'))) offenders.push(`${file} imports ${spec}`);
   }
   t.deepEqual(offenders, [], 'records.ts files are types only: the store imports them (the layers exception above)');
 });

@@ -5,6 +5,7 @@ import { expectStatus, ownerConsole, type Person } from '../helpers/console.js';
 import { assertError } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { INTEGRATION_KINDS } from '../../src/integrations/kinds.js';
 
 /**
  * Integration settings: `PUT /api/w/{wid}/integrations/{kind}` for the six kinds.
@@ -152,7 +153,7 @@ test.serial(
     let changed = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('issuer', 'stripe', 'github', 'slack', 'chat-relay', 'ssf'),
+        fc.constantFrom(...INTEGRATION_KINDS),
         fc.oneof(
           fc.jsonValue(),
           fc.dictionary(

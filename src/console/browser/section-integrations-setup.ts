@@ -1,6 +1,7 @@
 import { $, el, replace, later, api, failureOf, setBusy, showNotice, type Data } from './helpers.js';
 import { plainMessage } from './plain-errors.js';
 import { workspaceContext, say, sessionEnded, secretOnce } from './sections-shared.js';
+import type { IntegrationKind } from '../../integrations/kinds.js';
 /**
  * The integrations section's "Set up" card in the browser: the settings of the kind chosen, sent
  * with PUT /api/w/{wid}/integrations/{kind}; then the secret svc made (shown once, with Copy) and
@@ -107,7 +108,7 @@ const KINDS: Record<string, { name: string; fields: Field[]; generated: boolean;
     generated: false,
     paste: 'In your identity provider, add a Shared Signals receiver (push delivery) with this address.',
   },
-};
+} satisfies Record<IntegrationKind, { name: string; fields: Field[]; generated: boolean; paste: string }>;
 
 export function section_integrations_setup() {
   const ctx = workspaceContext();

@@ -1,6 +1,7 @@
 import { clock } from './text.js';
 import { keepFresh } from './console-page.js';
 import { body, failureOf, $, el, replace, api, time, type Data } from './helpers.js';
+import type { IntegrationKind } from '../../integrations/kinds.js';
 /**
  * The integrations section (/console/integrations): each integration set up, where its provider
  * sends (this origin's /v1/hooks/… address), its secrets (created, retiring), its plain settings,
@@ -19,7 +20,7 @@ export function section_integrations() {
     slack: 'Slack',
     'chat-relay': 'Chat relay',
     ssf: 'Identity provider (SSF)',
-  };
+  } satisfies Record<IntegrationKind, string>;
 
   function hookUrl(kind: Data) {
     return window.location.origin + '/v1/hooks/' + kind + (kind === 'slack' ? '' : '/' + encodeURIComponent(wid ?? ''));

@@ -2,7 +2,7 @@ import type { ConsoleView } from '../view.js';
 import { viewAllows } from '../view.js';
 import { escapeHtml } from '../../lib/html.js';
 import { KIND_PERMISSION } from '../../integrations/kind-permissions.js';
-import type { IntegrationKind } from '../../integrations/records.js';
+import { INTEGRATION_KINDS, type IntegrationKind } from '../../integrations/kinds.js';
 
 /**
  * The integrations section's "Set up" card (PUT /api/w/{wid}/integrations/{kind}, owners and
@@ -11,15 +11,17 @@ import type { IntegrationKind } from '../../integrations/records.js';
  * system. Filled by browser/section-integrations-setup.ts. Slack, the chat relay and the identity
  * provider are offered to owners only, as the API permits them (their secrets speak for people).
  */
-/** The kinds the card offers, in order, with what each asks for. */
-const OPTIONS: ReadonlyArray<[IntegrationKind, string]> = [
-  ['issuer', 'Card issuer (svc makes the signing secret)'],
-  ['stripe', "Stripe (paste Stripe's signing secret)"],
-  ['github', 'GitHub deployments (svc makes the webhook secret)'],
-  ['slack', "Slack (paste Slack's signing secret)"],
-  ['chat-relay', 'Chat relay (svc makes the secret; approval cards go to your relay)'],
-  ['ssf', 'Identity provider, Shared Signals (its issuer and keys)'],
-];
+/** What each kind asks for: one label per kind. */
+const LABELS: Record<IntegrationKind, string> = {
+  issuer: 'Card issuer (svc makes the signing secret)',
+  stripe: "Stripe (paste Stripe's signing secret)",
+  github: 'GitHub deployments (svc makes the webhook secret)',
+  slack: "Slack (paste Slack's signing secret)",
+  'chat-relay': 'Chat relay (svc makes the secret; approval cards go to your relay)',
+  ssf: 'Identity provider, Shared Signals (its issuer and keys)',
+};
+/** The kinds the card offers, in the order of the list of kinds, with what each asks for. */
+const OPTIONS: ReadonlyArray<[IntegrationKind, string]> = INTEGRATION_KINDS.map((kind) => [kind, LABELS[kind]]);
 
 export function integrationSetupCard(view: ConsoleView): string {
   // The API's own table of who sets each kind up: a kind the person may not set up is not offered.

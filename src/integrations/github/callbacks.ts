@@ -3,13 +3,16 @@ import type { Ledger } from '../../ledger/service.js';
 import { isoAt, type Clock } from '../../lib/clock.js';
 import type { IdSource } from '../../lib/ids.js';
 import type { Logger } from '../../lib/log.js';
-import { postOnce } from '../../lib/outbound.js';
-import { periodic, retryDelay } from '../../lib/schedule.js';
-import { safeDispatcher, targetProblem } from '../../lib/safe-target.js';
+import { periodic } from '../../lib/schedule.js';
+import { safeDispatcher } from '../../lib/safe-target.js';
 import type { Store } from '../../store/index.js';
 import type { GithubCallbackRecord } from '../records.js';
 import type { IntegrationRegistry } from '../registry.js';
 import { integrationsRepo } from '../repo.js';
+import { DEFAULT_API_URL, underApi } from './api-url.js';
+import { recordReport, sendReport } from './report-try.js';
+
+export { DEFAULT_API_URL, underApi } from './api-url.js';
 
 /** Beyond a try's own bound (two timeouts: its target check and its post): a crashed try is sent again this soon after. */
 const CLAIM_MARGIN_MS = 5_000;
@@ -36,7 +39,6 @@ const CLAIM_MARGIN_MS = 5_000;
  *   next try past the longest a try can take (`claimMs`): of several instances (or passes), one
  *   sends it. A process that dies during a try leaves it to be tried again once that has passed.
  */
-export const DEFAULT_API_URL = 'https://api.github.com';
 const BATCH = 20;
 
 export interface CallbackSettings {
@@ -48,22 +50,34 @@ export interface CallbackSettings {
   dispatchIntervalMs: number;
 }
 
-/** Whether `url` is under `apiUrl`: same origin, and its path under apiUrl's path. */
-export function underApi(url: string, apiUrl: string): boolean {
-  let u: URL;
-  let base: URL;
-  try {
-    u = new URL(url);
-    base = new URL(apiUrl);
-  } catch {
-    return false;
-  }
-  if (u.username || u.password || u.origin !== base.origin) return false;
-  const prefix = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
-  return u.pathname.startsWith(prefix);
+/** A deployment protection decision to report, as the decision's write queues it. */
+export interface GithubReport {
+  delivery: string;
+  /** The delivery's `deployment_callback_url` as sent (checked here: a string under the kind's apiUrl). */
+  url: unknown;
+  environment: string;
+  state: 'approved' | 'rejected';
+  comment: string;
+  actionId: string | null;
 }
 
-export function createGithubCallbacks(deps: {
+/**
+ * Reports of deployment protection decisions to GitHub (the rules above). Reads and writes the
+ * `githubCallbacks` table, reads the github kind's settings and token, and records each report
+ * sent, refused or given up on.
+ */
+export interface GithubCallbacks {
+  /** Inside the decision's write: queues its report, or records why it is not sent. */
+  enqueueInWrite(wid: string, report: GithubReport): Promise<void>;
+  /** Sends what is due now (each report once at a time); resolves when those tries are written. */
+  dispatch(): Promise<void>;
+  /** Starts the dispatcher (the server does; commands that open the store do not). */
+  start(): void;
+  /** Stops the dispatcher, after the pass under way. */
+  stop(): Promise<void>;
+}
+
+export interface GithubCallbacksDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -72,7 +86,9 @@ export function createGithubCallbacks(deps: {
   log: Logger;
   settings: CallbackSettings;
   dispatcher?: Dispatcher;
-}) {
+}
+
+export function createGithubCallbacks(deps: GithubCallbacksDeps): GithubCallbacks {
   const { store, clock, ids, ledger, registry, settings } = deps;
   const repo = integrationsRepo(store);
   /** How long a claimed try keeps others off: its target check and its post, each bounded by the timeout, and a margin. */
@@ -84,17 +100,7 @@ export function createGithubCallbacks(deps: {
     String((await registry.configOf(wid, 'github'))?.apiUrl ?? DEFAULT_API_URL);
 
   /** Inside the decision's write: queues its report, or records why it is not sent. */
-  const enqueueInWrite = async (
-    wid: string,
-    report: {
-      delivery: string;
-      url: unknown;
-      environment: string;
-      state: 'approved' | 'rejected';
-      comment: string;
-      actionId: string | null;
-    },
-  ): Promise<void> => {
+  const enqueueInWrite = async (wid: string, report: GithubReport): Promise<void> => {
     const apiUrl = await apiUrlOf(wid);
     const url = typeof report.url === 'string' ? report.url : '';
     const reason = !url
@@ -141,80 +147,11 @@ export function createGithubCallbacks(deps: {
       return current;
     });
 
+  const tryDeps = { ...deps, repo, dispatcher, apiUrlOf };
   /** One try of one report: sent, then its outcome written. */
   const attempt = async (c: GithubCallbackRecord): Promise<void> => {
-    const started = clock.now();
-    let status: number | null = null;
-    let error: string | null = null;
-    let final: string | null = null;
-    const [token, apiUrl] = await Promise.all([
-      registry.configSecret(c.workspaceId, 'github', 'token'),
-      apiUrlOf(c.workspaceId),
-    ]);
-    if (!token) final = 'no GitHub token is configured';
-    else if (!underApi(c.url, apiUrl))
-      final = `the deployment_callback_url is not under the configured apiUrl ${apiUrl}`;
-    else {
-      const problem = await targetProblem(c.url, {
-        allowPrivateTargets: settings.allowPrivateTargets,
-        httpsOnly: true,
-      });
-      if (problem) {
-        error = `refused: ${problem}`;
-      } else {
-        ({ status, error } = await postOnce(c.url, {
-          dispatcher,
-          timeoutMs: settings.timeoutMs,
-          headers: {
-            authorization: `Bearer ${token}`,
-            accept: 'application/vnd.github+json',
-            'content-type': 'application/json',
-            'user-agent': 'svc-github/1',
-            'x-github-api-version': '2022-11-28',
-          },
-          body: JSON.stringify({ environment_name: c.environment, state: c.state, comment: c.comment }),
-        }));
-      }
-    }
-    const ok = status !== null && status >= 200 && status < 300;
-    if (status !== null && !ok && status < 500 && status !== 408 && status !== 429) final = `GitHub answered ${status}`;
-    const now = clock.now();
-    await store.write(async () => {
-      const current = await repo.githubCallback(c.workspaceId, c.id);
-      if (!current) return;
-      const attempts = [...current.attempts, { at: isoAt(started), status, error: error ?? final }];
-      const facts = {
-        state: current.state,
-        environment: current.environment,
-        actionId: current.actionId,
-        tries: attempts.length,
-        status,
-      };
-      if (ok) {
-        await repo.removeGithubCallback(c.workspaceId, c.id);
-        await ledger.record({
-          workspaceId: c.workspaceId,
-          actor: 'github',
-          kind: 'github.deployment_reported',
-          subject: current.delivery,
-          data: facts,
-        });
-        return;
-      }
-      const next = now + retryDelay(attempts.length, settings);
-      if (final || next - Date.parse(current.createdAt) > settings.giveUpAfterMs) {
-        await repo.removeGithubCallback(c.workspaceId, c.id);
-        await ledger.record({
-          workspaceId: c.workspaceId,
-          actor: 'github',
-          kind: 'github.deployment_report_failed',
-          subject: current.delivery,
-          data: { ...facts, reason: final ?? error ?? 'gave up' },
-        });
-        return;
-      }
-      await repo.putGithubCallback({ ...current, attempts, nextAttemptMs: next });
-    });
+    const outcome = await sendReport(tryDeps, c);
+    await recordReport(tryDeps, c, outcome);
   };
 
   const inFlight = new Set<string>();
@@ -240,14 +177,8 @@ export function createGithubCallbacks(deps: {
     );
   };
 
-  return {
-    enqueueInWrite,
-    dispatch,
-    /** Starts the dispatcher (the server does; commands that open the store do not). */
-    ...periodic(dispatch, settings.dispatchIntervalMs, (err) =>
-      deps.log.error({ err }, 'github report dispatch failed'),
-    ),
-  };
+  const loop = periodic(dispatch, settings.dispatchIntervalMs, (err) =>
+    deps.log.error({ err }, 'github report dispatch failed'),
+  );
+  return { enqueueInWrite, dispatch, start: loop.start, stop: loop.stop };
 }
-
-export type GithubCallbacks = ReturnType<typeof createGithubCallbacks>;

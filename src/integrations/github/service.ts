@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { AppError } from '../../errors/app-error.js';
 import type { Gate } from '../../gate/service.js';
 import type { Ledger } from '../../ledger/service.js';
@@ -7,6 +6,9 @@ import type { Store } from '../../store/index.js';
 import type { GithubBotRecord } from '../records.js';
 import { integrationsRepo } from '../repo.js';
 import type { GithubCallbacks } from './callbacks.js';
+import { decideProtection } from './protection.js';
+
+export { deployTarget, label } from './protection.js';
 
 /**
  * The code host (GitHub, issue 8, docs/integrations.md); its secret is in registry.ts, its signature in
@@ -32,7 +34,7 @@ import type { GithubCallbacks } from './callbacks.js';
  */
 export const RECORDED = ['push', 'pull_request', 'deployment', 'deployment_status'] as const;
 
-interface Repo {
+export interface Repo {
   full_name: string;
   html_url?: string;
 }
@@ -44,7 +46,7 @@ export interface GithubEvent {
 }
 
 /** The fields of GitHub's events that are read here, each as GitHub may send it or leave it out. */
-interface GithubFields {
+export interface GithubFields {
   ref?: unknown;
   after?: unknown;
   before?: unknown;
@@ -72,37 +74,6 @@ export interface Delivery {
 }
 /** hookEvents source under which answers are also kept by body hash. */
 const BODY_SOURCE = 'github-body';
-
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/**
- * One DNS label for a name: the name itself (lower-cased) when it already is a label without
- * `--`; otherwise `h--` and 16 hex digits of its SHA-256. Labels made the first way never hold
- * `--` and those made the second way always do, so two different names never share a label
- * (short of a hash collision): a mandate naming one repository cannot be met by another.
- */
-export function label(name: string): string {
-  const lower = name.toLowerCase();
-  return LABEL.test(lower) && !lower.includes('--')
-    ? lower
-    : `h--${createHash('sha256').update(name).digest('hex').slice(0, 16)}`;
-}
-
-/**
- * The target domain of a deployment: `<environment>.<repo>.<owner>.<host>`, host from the
- * repository's address (github.com by default). A mandate rule then allows one environment
- * (`production.app.acme.github.com`) or all of a repository's (`*.app.acme.github.com`).
- */
-export function deployTarget(repository: Repo, environment: string): string {
-  const [owner = '', repo = ''] = repository.full_name.split('/');
-  let host = 'github.com';
-  try {
-    if (repository.html_url) host = new URL(repository.html_url).hostname.toLowerCase();
-  } catch {
-    /* the default */
-  }
-  return [label(environment), label(repo), label(owner), host].join('.');
-}
 
 /** What a recorded event keeps (never bodies, messages or titles: only identifying facts). */
 function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
@@ -149,13 +120,33 @@ function factsOf(event: string, body: GithubEvent): Record<string, unknown> {
   }
 }
 
-export function createGithub(deps: {
+/**
+ * GitHub's verified deliveries and the accounts mapped to agents (the rules above). Reads and
+ * writes the `githubBots` and `hookEvents` tables, decides deployments at the gate, queues their
+ * reports (callbacks.ts) and records each delivery it acts on.
+ */
+export interface Github {
+  /** The workspace's mapped accounts. */
+  bots(wid: string): Promise<GithubBotRecord[]>;
+  /** Maps an account to an agent of the workspace, or unmaps it (null); recorded (`github.bot_mapped`). */
+  mapBot(wid: string, login: string, agentId: string | null, by: string): Promise<GithubBotRecord>;
+  /**
+   * One verified delivery (its body validated by the route): a deployment protection request
+   * decided at the gate as the sender's agent, a listed event recorded, others received. A
+   * delivery seen before (by id, or the same bytes under another id) gets its first answer.
+   */
+  handle(wid: string, d: Delivery, event: string, body: GithubEvent): Promise<GithubAnswer>;
+}
+
+export interface GithubDeps {
   store: Store;
   clock: Clock;
   ledger: Ledger;
   gate: Gate;
   callbacks: GithubCallbacks;
-}) {
+}
+
+export function createGithub(deps: GithubDeps): Github {
   const { store, clock, ledger, gate, callbacks } = deps;
   const repo = integrationsRepo(store);
   const actor = 'github';
@@ -191,95 +182,13 @@ export function createGithub(deps: {
       return answer;
     });
 
-  const protection = async (wid: string, d: Delivery, body: GithubEvent): Promise<GithubAnswer> => {
-    const delivery = d.id;
-    const b = body as GithubEvent & GithubFields;
-    const environment = String(b.environment ?? b.deployment?.environment ?? '');
-    const repository = body.repository!;
-    const facts = {
-      repository: repository.full_name,
-      environment,
-      ref: b.deployment?.ref ?? null,
-      headSha: b.deployment?.sha ?? null,
-      deploymentId: b.deployment?.id ?? null,
-      sender: body.sender.login,
-    };
-    const agentId = await agentOf(wid, body.sender.login);
-    if (!agentId) {
-      const answer = {
-        state: 'rejected',
-        decision: null,
-        actionId: null,
-        agentId: null,
-        reason: `GitHub account ${body.sender.login} is not mapped to an agent.`,
-      };
-      return once(wid, d, answer, async () => {
-        await ledger.record({
-          workspaceId: wid,
-          actor,
-          kind: 'github.deployment_rejected',
-          subject: delivery,
-          data: { ...facts, agentId: null, reason: 'unmapped account' },
-        });
-        await callbacks.enqueueInWrite(wid, {
-          delivery,
-          url: b.deployment_callback_url,
-          environment,
-          state: 'rejected',
-          comment: `svc: ${answer.reason}`,
-          actionId: null,
-        });
-      });
-    }
-    const { action } = await gate.authorize(
-      { workspaceId: wid, agentId },
-      {
-        type: 'deploy',
-        summary: `Deploy ${repository.full_name} to ${environment}`.slice(0, 1000),
-        target: { domain: deployTarget(repository, environment) },
-        // The body's hash makes a redelivery (or a replay under another delivery id) the same
-        // action, even if the first answer was lost.
-        idempotencyKey: `github:${d.bodyHash}`,
-        metadata: { githubDelivery: delivery, ...facts },
-      },
-    );
-    const state = action.decision === 'allow' ? 'approved' : action.decision === 'review' ? 'waiting' : 'rejected';
-    const answer = {
-      state,
-      decision: action.decision,
-      actionId: action.id,
-      agentId,
-      approvalId: action.approvalId,
-      reason: action.reason,
-    };
-    return once(wid, d, answer, async () => {
-      await ledger.record({
-        workspaceId: wid,
-        actor,
-        kind: 'github.deployment_protection',
-        subject: delivery,
-        data: { ...facts, agentId, actionId: action.id, state },
-      });
-      // Decided: GitHub is told, durably (queued in this same write). A review is not decided yet.
-      if (state !== 'waiting') {
-        await callbacks.enqueueInWrite(wid, {
-          delivery,
-          url: b.deployment_callback_url,
-          environment,
-          state: state as 'approved' | 'rejected',
-          comment: `svc ${action.decision} (action ${action.id})${action.reason ? `: ${action.reason}` : ''}`,
-          actionId: action.id,
-        });
-      }
-    });
-  };
+  const protectionDeps = { ledger, gate, callbacks, agentOf, once };
 
   return {
     bots(wid: string): Promise<GithubBotRecord[]> {
       return repo.githubBots(wid);
     },
 
-    /** Maps an account to an agent of the workspace, or unmaps it (null). */
     async mapBot(wid: string, login: string, agentId: string | null, by: string): Promise<GithubBotRecord> {
       return store.write(async () => {
         if (agentId !== null) {
@@ -306,14 +215,13 @@ export function createGithub(deps: {
       });
     },
 
-    /** One verified delivery (its body validated by the route). */
     async handle(wid: string, d: Delivery, event: string, body: GithubEvent): Promise<GithubAnswer> {
       const seen = await seenAnswer(wid, d);
       if (seen) return seen;
       if (event === 'ping') return { received: true, event, recorded: false };
       if (event === 'deployment_protection_rule') {
         if (body.action !== 'requested' || !body.repository) return { received: true, event, recorded: false };
-        return protection(wid, d, body);
+        return decideProtection(protectionDeps, wid, d, body);
       }
       if (!(RECORDED as readonly string[]).includes(event)) return { received: true, event, recorded: false };
       const agentId = await agentOf(wid, body.sender.login);
@@ -330,5 +238,3 @@ export function createGithub(deps: {
     },
   };
 }
-
-export type Github = ReturnType<typeof createGithub>;

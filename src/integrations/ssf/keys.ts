@@ -79,7 +79,15 @@ async function fetchJwks(uri: string, allowPrivate: boolean, dispatcher: Dispatc
   return jwks as JSONWebKeySet;
 }
 
-export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean; dispatcher?: Dispatcher }) {
+/** The identity provider's keys (the rules above); holds its cache in memory, no store. */
+export interface SsfKeys {
+  /** The error a key resolver throws when the key set cannot be had (the verifier answers 401). */
+  readonly KeysUnavailable: typeof KeysUnavailable;
+  /** The key resolver jwtVerify uses for this workspace's settings (jose is imported with the first). */
+  resolver(wid: string, settings: SsfKeySettings): Promise<JWTVerifyGetKey>;
+}
+
+export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean; dispatcher?: Dispatcher }): SsfKeys {
   const { clock, allowPrivateTargets } = deps;
   const dispatcher = deps.dispatcher ?? safeDispatcher({ allowPrivateTargets, connectTimeoutMs: TIMEOUT_MS });
   const cache = new Map<string, { uri: string; keys: JWTVerifyGetKey; fetchedAt: number }>();
@@ -107,7 +115,6 @@ export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean
   return {
     KeysUnavailable,
 
-    /** The key resolver jwtVerify uses for this workspace's settings (jose is imported with the first). */
     async resolver(wid: string, settings: SsfKeySettings): Promise<JWTVerifyGetKey> {
       const { createLocalJWKSet, errors } = await import('jose');
       if (settings.jwks) return createLocalJWKSet(settings.jwks);
@@ -139,5 +146,3 @@ export function createSsfKeys(deps: { clock: Clock; allowPrivateTargets: boolean
     },
   };
 }
-
-export type SsfKeys = ReturnType<typeof createSsfKeys>;

@@ -47,7 +47,20 @@ export function emailOf(subject: unknown): string | undefined {
   return undefined;
 }
 
-export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleService; once: Once }) {
+/**
+ * The identity provider's security events (the rules above). Claims each token's `jti` (once.ts),
+ * ends people's access or membership through the people service, and records each event.
+ */
+export interface Ssf {
+  /**
+   * Acts on each event of one verified token, in one write with the claim of its `jti`: the
+   * claim, every effect and every ledger record land together or not at all, so a failure
+   * leaves the token unclaimed (the transmitter's retry is acted on) and nothing half-applied.
+   */
+  handle(set: VerifiedSet): Promise<void>;
+}
+
+export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleService; once: Once }): Ssf {
   const { store, ledger, people, once } = deps;
 
   /**
@@ -73,11 +86,6 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
   };
 
   return {
-    /**
-     * Acts on each event of one verified token, in one write with the claim of its `jti`: the
-     * claim, every effect and every ledger record land together or not at all, so a failure
-     * leaves the token unclaimed (the transmitter's retry is acted on) and nothing half-applied.
-     */
     async handle(set: VerifiedSet): Promise<void> {
       const { workspaceId: wid, claims, claimUntil } = set;
       const base = { jti: claims.jti, iss: claims.iss ?? null };
@@ -127,5 +135,3 @@ export function createSsf(deps: { store: Store; ledger: Ledger; people: PeopleSe
     },
   };
 }
-
-export type Ssf = ReturnType<typeof createSsf>;
