@@ -2,7 +2,7 @@ import type { Gate } from '../../gate/service.js';
 import type { Listings } from '../listings.js';
 import type { Pins } from '../pins.js';
 import type { McpServerRecord } from '../records.js';
-import type { mcpServersRepo } from '../repo.js';
+import type { McpServersRepo } from '../repo.js';
 import type { ToolGuard } from '../tool-guard.js';
 import type { UpstreamAuth } from '../upstream-auth.js';
 import type { UpstreamConnections } from './connections.js';
@@ -19,7 +19,7 @@ export interface ProxyContext {
   readonly limits: UpstreamLimits;
   /** The gate, each authorization taking the agent's gate limit first (tool-guard.ts limitGate). */
   readonly gate: Gate;
-  readonly servers: ReturnType<typeof mcpServersRepo>;
+  readonly servers: McpServersRepo;
   readonly pins: Pins;
   readonly guard: ToolGuard;
   readonly auth: UpstreamAuth;
