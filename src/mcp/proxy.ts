@@ -97,6 +97,7 @@ export type {
  *   authorization the agent's gate limit (tool-guard.ts).
  * - Requests to an upstream carry the active trace's `traceparent`: a proxied call's names its
  *   CLIENT span.
+ */
 
 /**
  * The proxy's contract with its callers (the MCP servers of server.ts and modern.ts, the
