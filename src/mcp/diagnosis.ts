@@ -1,5 +1,5 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
-import { CREDENTIAL_PROBLEMS } from './upstream-auth.js';
+import { CREDENTIAL_PROBLEMS } from './upstream-auth/holders.js';
 import { refusedBy } from '../lib/safe-target.js';
 
 /**

@@ -89,13 +89,28 @@ interface Resolved extends LocalServerSettings {
   program: string;
 }
 
+/**
+ * The configuration's local (stdio) MCP servers (the rules above): which workspace has which,
+ * and a transport that starts a child for one. Keeps the running children; reads no store.
+ */
+export interface LocalServers {
+  /** The local servers a workspace has, by id. */
+  of(wid: string): LocalServerSettings[];
+  /** Whether `name` is a local server of the workspace's. */
+  declares(wid: string, name: string): boolean;
+  /** A transport that starts a new child of the local server behind `record` (the record names it, never its command). */
+  transport(record: McpServerRecord): ChildTransport;
+  /** Ends every child still running, at shutdown. */
+  close(): Promise<void>;
+}
+
 export function createLocalServers(deps: {
   servers: readonly LocalServerSettings[];
   log: Logger;
   now: () => number;
   /** The upstream deadline: a restart that would wait longer is refused at once. */
   timeoutMs: number;
-}) {
+}): LocalServers {
   const { log } = deps;
   const fail = (id: string, why: string) =>
     new SettingsError(`invalid configuration:\n  mcp.localServers (${id}): ${why}`);
@@ -259,5 +274,3 @@ export function createLocalServers(deps: {
     },
   };
 }
-
-export type LocalServers = ReturnType<typeof createLocalServers>;

@@ -1,6 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import {
   classifyInboundRequest,
   CLIENT_CAPABILITIES_META_KEY,
@@ -23,7 +21,10 @@ import { MCP_ERROR_CODE } from './server.js';
 import type { Principal } from './sessions.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
 import { createServerPool, principalKey, type Track } from './reuse.js';
-import { isPaddedBase64 } from '../lib/base64.js';
+import { answerWith } from './answer-with.js';
+import { paramHeaderMismatch } from './param-headers.js';
+
+export { answerWith } from './answer-with.js';
 
 /**
  * The 2026-07-28 protocol at /mcp (the "modern" era): no `initialize`, a `server/discover`
@@ -119,6 +120,49 @@ function mirrored(caps: Record<string, unknown>): Record<string, object> {
   return out;
 }
 
+/** A handler whose refusals become JSON-RPC errors, run under the pool's track, for this server's own caller only. */
+type Guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A) => Promise<R>;
+
+/** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
+interface Caller {
+  capabilities: Record<string, object>;
+  input: { inputResponses?: Record<string, unknown>; requestState?: string };
+}
+type CallerCtx = {
+  mcpReq: { envelope?: unknown; inputResponses?: Record<string, unknown>; requestState: <T>() => T | undefined };
+};
+
+function callerOf(meta: Record<string, unknown> | undefined, ctx: CallerCtx): Caller {
+  const envelope = { ...meta, ...(ctx.mcpReq.envelope as object | undefined) } as Record<string, unknown>;
+  const state = ctx.mcpReq.requestState<unknown>();
+  return {
+    capabilities: mirrored((envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>),
+    input: {
+      ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+      ...(typeof state === 'string' ? { requestState: state } : {}),
+    },
+  };
+}
+
+/** What the handlers of one caller's modern server share (buildModernServer, below). */
+interface Handlers {
+  mcp: Server;
+  gate: Gate;
+  proxy: McpProxy;
+  who: Principal;
+  baseUrl: () => string;
+  /** The agent's own sessions of the upstreams, in the modern era. */
+  link: UpstreamLink;
+  guarded: Guarded;
+  /** Whether the agent is running now (a stopped one is offered only the gate's tools). */
+  running: () => Promise<boolean>;
+}
+
+/**
+ * One caller's modern server: its capabilities, then its handlers in the order of this list:
+ * tools (the gate's authorize_action answered input_required when a person must decide),
+ * resources, prompts and completions.
+ */
 export function buildModernServer(deps: {
   gate: Gate;
   proxy: McpProxy;
@@ -141,73 +185,61 @@ export function buildModernServer(deps: {
     },
   );
   const track: Track = deps.track ?? ((run) => run());
-  const guarded =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> =>
-      track(async () => {
-        try {
-          sameCaller((args[1] as { http?: { authInfo?: AuthInfo } } | undefined)?.http?.authInfo, who);
-          return await fn(...args);
-        } catch (err) {
-          throw asProtocolError(err, deps.baseUrl);
-        }
-      });
-  const link = proxy.pooledFor(who, 'modern');
-  /** What this request's caller declared and answered (its envelope), as the upstream is to be told. */
-  const callerOf = (
-    meta: Record<string, unknown> | undefined,
-    ctx: {
-      mcpReq: { envelope?: unknown; inputResponses?: Record<string, unknown>; requestState: <T>() => T | undefined };
-    },
-  ) => {
-    const envelope = { ...meta, ...(ctx.mcpReq.envelope as object | undefined) } as Record<string, unknown>;
-    const state = ctx.mcpReq.requestState<unknown>();
-    return {
-      capabilities: mirrored((envelope[CLIENT_CAPABILITIES_META_KEY] ?? {}) as Record<string, unknown>),
-      input: {
-        ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
-        ...(typeof state === 'string' ? { requestState: state } : {}),
-      },
-    };
-  };
-  /**
-   * A request that may be answered with input_required (prompts/get, resources/read) reaches the
-   * upstreams on the agent's sessions declaring the caller's capabilities.
-   */
-  const withCallerLinks = async <T>(
-    capabilities: Record<string, object>,
-    use: (own: typeof link) => Promise<T>,
-  ): Promise<T> => {
-    return use(proxy.pooledFor(who, 'modern', capabilities));
-  };
-  const running = async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted;
-
-  /**
-   * authorize_action for a 2026-07-28 caller: a decision that waits for a person is answered as
-   * input_required when the caller can show a URL (elicitation in URL mode): the person is sent
-   * to the console's approvals, and the caller's retry (with the requestState naming the action)
-   * answers the decision once made, or asks again while it waits. A caller that cannot gets the
-   * pending action, as on 2025, and polls get_action.
-   */
-  const authorize = async (args: Record<string, unknown> | undefined, caller: ReturnType<typeof callerOf>) => {
-    const state = caller.input.requestState;
-    const result = state?.startsWith(APPROVAL_STATE)
-      ? await callGateTool(gate, who, 'get_action', { id: state.slice(APPROVAL_STATE.length) })
-      : await callGateTool(gate, who, 'authorize_action', args);
-    const action = result.structuredContent as { id?: string; decision?: string; approvalId?: string } | undefined;
-    const elicitation = caller.capabilities.elicitation as { url?: object } | undefined;
-    if (result.isError || action?.decision !== 'review' || elicitation?.url === undefined) return result;
-    return inputRequired({
-      inputRequests: {
-        approval: inputRequired.elicitUrl({
-          message: `A person must decide on action ${action.id} (approval ${action.approvalId}) before it may go ahead. Open the approvals to decide, then continue.`,
-          url: `${deps.baseUrl()}/console/approvals`,
+  const h: Handlers = {
+    mcp,
+    gate,
+    proxy,
+    who,
+    baseUrl: deps.baseUrl,
+    link: proxy.pooledFor(who, 'modern'),
+    guarded:
+      (fn) =>
+      async (...args) =>
+        track(async () => {
+          try {
+            sameCaller((args[1] as { http?: { authInfo?: AuthInfo } } | undefined)?.http?.authInfo, who);
+            return await fn(...args);
+          } catch (err) {
+            throw asProtocolError(err, deps.baseUrl);
+          }
         }),
-      },
-      requestState: `${APPROVAL_STATE}${action.id}`,
-    });
+    running: async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted,
   };
+  registerTools(h);
+  registerResources(h);
+  registerPrompts(h);
+  return mcp;
+}
 
+/**
+ * authorize_action for a 2026-07-28 caller: a decision that waits for a person is answered as
+ * input_required when the caller can show a URL (elicitation in URL mode): the person is sent
+ * to the console's approvals, and the caller's retry (with the requestState naming the action)
+ * answers the decision once made, or asks again while it waits. A caller that cannot gets the
+ * pending action, as on 2025, and polls get_action.
+ */
+async function authorize({ gate, who, baseUrl }: Handlers, args: Record<string, unknown> | undefined, caller: Caller) {
+  const state = caller.input.requestState;
+  const result = state?.startsWith(APPROVAL_STATE)
+    ? await callGateTool(gate, who, 'get_action', { id: state.slice(APPROVAL_STATE.length) })
+    : await callGateTool(gate, who, 'authorize_action', args);
+  const action = result.structuredContent as { id?: string; decision?: string; approvalId?: string } | undefined;
+  const elicitation = caller.capabilities.elicitation as { url?: object } | undefined;
+  if (result.isError || action?.decision !== 'review' || elicitation?.url === undefined) return result;
+  return inputRequired({
+    inputRequests: {
+      approval: inputRequired.elicitUrl({
+        message: `A person must decide on action ${action.id} (approval ${action.approvalId}) before it may go ahead. Open the approvals to decide, then continue.`,
+        url: `${baseUrl()}/console/approvals`,
+      }),
+    },
+    requestState: `${APPROVAL_STATE}${action.id}`,
+  });
+}
+
+/** tools/list and tools/call: the gate's tools, and the upstreams' gated as on the 2025 path. */
+function registerTools(h: Handlers): void {
+  const { mcp, gate, proxy, who, link, guarded, running } = h;
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
@@ -220,7 +252,7 @@ export function buildModernServer(deps: {
     guarded(async (req, ctx) => {
       const { name } = req.params;
       if (name === 'authorize_action')
-        return (await authorize(req.params.arguments, callerOf(req.params._meta, ctx))) as never;
+        return (await authorize(h, req.params.arguments, callerOf(req.params._meta, ctx))) as never;
       if (GATE_TOOL_NAMES.has(name)) return callGateTool(gate, who, name, req.params.arguments) as never;
       // Resolved once per request: the Mcp-Param-* check (serve, below) already did, for this name.
       const early = (ctx.http?.authInfo?.extra as { resolved?: Resolved } | undefined)?.resolved;
@@ -253,7 +285,14 @@ export function buildModernServer(deps: {
       ) as never;
     }),
   );
+}
 
+/**
+ * resources/list, resources/templates/list and resources/read. A read may be answered with
+ * input_required: it reaches the upstreams on the agent's sessions declaring the caller's
+ * capabilities.
+ */
+function registerResources({ mcp, proxy, who, link, guarded }: Handlers): void {
   mcp.setRequestHandler(
     'resources/list',
     guarded(async () => ({
@@ -277,18 +316,23 @@ export function buildModernServer(deps: {
     guarded(async (req, ctx) => {
       const caller = callerOf(req.params._meta, ctx);
       return ours(
-        await withCallerLinks(caller.capabilities, (own) =>
-          proxy.first(who, 'resources', own, (c) =>
-            c.readResource({ uri: req.params.uri, ...caller.input } as never, {
-              signal: ctx.mcpReq.signal,
-              allowInputRequired: true,
-            }),
-          ),
+        await proxy.first(who, 'resources', proxy.pooledFor(who, 'modern', caller.capabilities), (c) =>
+          c.readResource({ uri: req.params.uri, ...caller.input } as never, {
+            signal: ctx.mcpReq.signal,
+            allowInputRequired: true,
+          }),
         ),
       ) as never;
     }),
   );
+}
 
+/**
+ * prompts/list, prompts/get (which may be answered with input_required, so it reaches the
+ * upstreams on the agent's sessions declaring the caller's capabilities) and
+ * completion/complete.
+ */
+function registerPrompts({ mcp, proxy, who, link, guarded }: Handlers): void {
   mcp.setRequestHandler(
     'prompts/list',
     guarded(async () => ({
@@ -304,8 +348,8 @@ export function buildModernServer(deps: {
   /** The upstream prompt behind an exposed name: a prefixed one directly, else the first unprefixed upstream that has it. */
   const onPrompt = async <T>(
     name: string,
-    ask: (c: Awaited<ReturnType<typeof link>>, prompt: string) => Promise<T>,
-    through: typeof link = link,
+    ask: (c: Client, prompt: string) => Promise<T>,
+    through: UpstreamLink = link,
   ) => {
     const target = await proxy.promptTarget(who.workspaceId, name);
     return proxy
@@ -325,16 +369,14 @@ export function buildModernServer(deps: {
     guarded(async (req, ctx) => {
       const caller = callerOf(req.params._meta, ctx);
       return ours(
-        await withCallerLinks(caller.capabilities, (own) =>
-          onPrompt(
-            req.params.name,
-            (c, prompt) =>
-              c.getPrompt(
-                { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}), ...caller.input },
-                { signal: ctx.mcpReq.signal, allowInputRequired: true },
-              ),
-            own,
-          ),
+        await onPrompt(
+          req.params.name,
+          (c, prompt) =>
+            c.getPrompt(
+              { name: prompt, ...(req.params.arguments ? { arguments: req.params.arguments } : {}), ...caller.input },
+              { signal: ctx.mcpReq.signal, allowInputRequired: true },
+            ),
+          proxy.pooledFor(who, 'modern', caller.capabilities),
         ),
       ) as never;
     }),
@@ -352,7 +394,6 @@ export function buildModernServer(deps: {
       return (await proxy.first(who, 'completions', link, (c) => c.complete({ ...params, ref }))) as never;
     }),
   );
-  return mcp;
 }
 
 /**
@@ -470,65 +511,6 @@ export function createModernHandler(deps: { gate: Gate; proxy: McpProxy; version
 }
 
 /**
- * Serves a Node request with a web-standard handler (the SDK's), which `fetchLike` hands the
- * already parsed body: the request's method and headers are sent on, the answer (a JSON body or
- * an event stream) is written back, and the handler's request is aborted when the client goes
- * away before its answer was written.
- * - The request carries no body: `fetchLike` passes it parsed (the SDK's parsedBody), and
- *   serializing it again only for the SDK not to read it cost CPU.
- * - An answer that is not an event stream is read whole and written with its length, in one
- *   write to the socket; piping it through a stream wrote it chunked, its end in a second write.
- *   An event stream is piped as it comes.
- * - Nothing is aborted once the answer is written: aborting a finished request built an
- *   AbortError for nothing, on every request.
- */
-export async function answerWith(
-  fetchLike: (request: Request) => Promise<Response>,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: string,
-): Promise<void> {
-  const abort = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
-    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-  }
-  const response = await fetchLike(
-    new Request(url, { method: (req.method ?? 'POST').toUpperCase(), headers, signal: abort.signal }),
-  );
-  const out: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    out[name] = value;
-  });
-  if (!response.body) {
-    res.writeHead(response.status, out).end();
-    return;
-  }
-  if (!/^text\/event-stream\b/i.test(out['content-type'] ?? '')) {
-    let body: Buffer;
-    try {
-      body = Buffer.from(await response.arrayBuffer());
-    } catch {
-      res.destroy();
-      return;
-    }
-    delete out['transfer-encoding'];
-    out['content-length'] = String(body.length);
-    res.writeHead(response.status, out).end(body);
-    return;
-  }
-  res.writeHead(response.status, out);
-  const stream = Readable.fromWeb(response.body as unknown as WebReadableStream<Uint8Array>);
-  stream.on('error', () => res.destroy());
-  res.once('close', () => stream.destroy());
-  stream.pipe(res);
-}
-
-/**
  * A proxied tool's input schema as the upstream's recent listing gives it (listings.ts: listed
  * again only when older than PIN_RECHECK_MS, the listing the call's pin check then uses), or
  * undefined (no such tool, or no answer).
@@ -543,61 +525,4 @@ async function upstreamInputSchema(
   } catch {
     return undefined;
   }
-}
-
-/** A Mcp-Param-* header's value: Base64 between `=?base64?` and `?=` is decoded; undefined when that is malformed. */
-function decodeParam(value: string): string | undefined {
-  const m = /^=\?base64\?(.*)\?=$/.exec(value);
-  if (!m) return value;
-  if (!isPaddedBase64(m[1]!)) return undefined;
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1]!, 'base64'));
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * SEP-2243: for each property of the tool's input schema (reached through `properties` alone)
- * that declares `x-mcp-header: Name`, a value in the body's arguments must come with a
- * `Mcp-Param-Name` header that decodes to the same value (numbers compared as numbers); a header
- * with malformed Base64 is refused. Returns what disagrees, or undefined.
- */
-export function paramHeaderMismatch(
-  schema: unknown,
-  args: unknown,
-  headers: IncomingMessage['headers'],
-): { header: string; message: string } | undefined {
-  const declared: Array<{ header: string; path: string[]; type: unknown }> = [];
-  const walk = (node: unknown, path: string[]) => {
-    const properties = (node as { properties?: unknown } | null)?.properties;
-    if (!properties || typeof properties !== 'object') return;
-    for (const [key, child] of Object.entries(properties as Record<string, unknown>)) {
-      const header = (child as Record<string, unknown> | null)?.['x-mcp-header'];
-      if (typeof header === 'string' && header !== '')
-        declared.push({ header, path: [...path, key], type: (child as { type?: unknown }).type });
-      walk(child, [...path, key]);
-    }
-  };
-  walk(schema, []);
-  for (const d of declared) {
-    let value: unknown = args;
-    for (const key of d.path)
-      value = value && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
-    if (value === undefined || value === null || typeof value === 'object') continue;
-    const header = `mcp-param-${d.header.toLowerCase()}`;
-    const raw = headers[header];
-    const sent = Array.isArray(raw) ? raw[0] : raw;
-    if (sent === undefined)
-      return { header, message: `the body carries ${d.path.join('.')} but the Mcp-Param-${d.header} header is absent` };
-    const decoded = decodeParam(sent);
-    if (decoded === undefined) return { header, message: `the Mcp-Param-${d.header} header carries malformed Base64` };
-    const same =
-      typeof value === 'number' || d.type === 'integer' || d.type === 'number'
-        ? Number(decoded) === Number(value)
-        : decoded === String(value);
-    if (!same)
-      return { header, message: `the Mcp-Param-${d.header} header disagrees with ${d.path.join('.')} in the body` };
-  }
-  return undefined;
 }

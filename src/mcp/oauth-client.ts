@@ -34,8 +34,11 @@ export interface Discovered {
   scope: string | undefined;
 }
 
+/** The fetch the SDK's helpers are given (formFetch). */
+export type FormFetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
 /** The fetch the SDK's helpers are given: a form body (URLSearchParams) sent as its text, the rest as the vetted fetch takes it. */
-export function formFetch(vetted: typeof fetch) {
+export function formFetch(vetted: typeof fetch): FormFetch {
   return (url: string | URL, init?: RequestInit): Promise<Response> => {
     if (init?.body instanceof URLSearchParams) {
       const headers = new Headers(init.headers);
@@ -46,7 +49,7 @@ export function formFetch(vetted: typeof fetch) {
   };
 }
 
-export async function discover(upstreamUrl: string, fetchFn: ReturnType<typeof formFetch>): Promise<Discovered> {
+export async function discover(upstreamUrl: string, fetchFn: FormFetch): Promise<Discovered> {
   // The upstream's own challenge first: it may name its metadata's address.
   let resourceMetadataUrl: URL | undefined;
   let scope: string | undefined;
@@ -87,7 +90,7 @@ export async function discover(upstreamUrl: string, fetchFn: ReturnType<typeof f
 export async function register(
   d: Discovered,
   redirectUri: string,
-  fetchFn: ReturnType<typeof formFetch>,
+  fetchFn: FormFetch,
 ): Promise<{ clientId: string; clientSecret: string | null }> {
   const registered = await registerClient(d.issuer, {
     metadata: d.metadata,
@@ -130,7 +133,7 @@ export async function exchange(
   at: { issuer: string; metadata: Record<string, unknown>; resource: string | null },
   client: { clientId: string; clientSecret: string | null },
   code: { code: string; iss?: string; verifier: string; redirectUri: string },
-  fetchFn: ReturnType<typeof formFetch>,
+  fetchFn: FormFetch,
 ): Promise<OAuthTokens> {
   return exchangeAuthorization(at.issuer, {
     metadata: at.metadata as AuthorizationServerMetadata,
@@ -148,7 +151,7 @@ export async function refresh(
   at: { issuer: string; metadata: Record<string, unknown>; resource: string | null },
   client: { clientId: string; clientSecret: string | null },
   refreshToken: string,
-  fetchFn: ReturnType<typeof formFetch>,
+  fetchFn: FormFetch,
 ): Promise<OAuthTokens> {
   return refreshAuthorization(at.issuer, {
     metadata: at.metadata as AuthorizationServerMetadata,

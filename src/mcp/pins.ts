@@ -117,7 +117,44 @@ export function pinView(p: McpToolPinRecord): PinView {
   };
 }
 
-export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger }) {
+/**
+ * Each allowed tool's pin (the rules above): it reads and writes `mcpToolPins` (and reads
+ * `mcpServers`), with `mcp.tool_*` ledger records.
+ */
+export interface Pins {
+  /** Inside the write that adds a server: its tools as listed now are its approved ones (each tool's hash, by name). */
+  pinInWrite(server: McpServerRecord, tools: readonly PinnedTool[], actor: string): Promise<Record<string, string>>;
+  /** Inside the write that removes a server: its pins go with it. */
+  removeInWrite(wid: string, server: string): Promise<void>;
+  /**
+   * A listing of one server's (allowed) tools, as the upstream gave it: the names of those that
+   * match their pins. New states are recorded (once each).
+   */
+  observe(server: McpServerRecord, tools: readonly PinnedTool[]): Promise<Set<string>>;
+  /**
+   * Whether a call of `tool` may go on: `current` is the tool as the upstream lists it now
+   * (undefined: it does not list it). Refused, the refusal; else the calls per minute each agent
+   * may make of it (null: no limit of its own).
+   */
+  admission(
+    server: McpServerRecord,
+    exposedName: string,
+    tool: string,
+    current: PinnedTool | undefined,
+  ): Promise<{ refusal: AppError } | { refusal: null; callsPerMinute: number | null }>;
+  /** One server's pins, as the console shows them. */
+  list(wid: string, server: string): Promise<PinView[]>;
+  /** Approves the change waiting for `tool`, named by its hash (and sets its own limit when given). */
+  approve(
+    server: McpServerRecord,
+    tool: string,
+    hash: string,
+    actor: string,
+    callsPerMinute?: number | null,
+  ): Promise<PinView>;
+}
+
+export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger }): Pins {
   const { store, clock, ledger } = deps;
   const repo = pinsRepo(store);
   const servers = mcpServersRepo(store);
@@ -314,5 +351,3 @@ export function createPins(deps: { store: Store; clock: Clock; ledger: Ledger })
     },
   };
 }
-
-export type Pins = ReturnType<typeof createPins>;

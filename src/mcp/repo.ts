@@ -48,6 +48,9 @@ export function mcpServersRepo(store: Store) {
   };
 }
 
+/** The upstream servers' reads and writes, as their users name them. */
+export type McpServersRepo = ReturnType<typeof mcpServersRepo>;
+
 /** What an MCP session's credential check reads (mcp/sessions.ts): the agent, its key or its OAuth connection. */
 export function sessionCredentialsRepo(store: Store) {
   const t = store.tables;

@@ -28,7 +28,22 @@ export function principalKey(p: Principal): string {
   return JSON.stringify([p.workspaceId, p.agentId, p.credentialId]);
 }
 
-export function createServerPool<S extends Server>(limits: { perPrincipal?: number; maxIdle?: number } = {}) {
+/** Idle MCP servers kept per principal for reuse (the rules above); in memory only. */
+export interface ServerPool<S extends Server> {
+  /**
+   * An idle server of this principal, or one `build` makes (given the tracker its handlers
+   * run under). It comes back when its transport closes and its last handler has settled.
+   */
+  take(principal: Principal, build: (track: Track) => S): S;
+  /** How many servers wait idle (for tests and metrics). */
+  idleCount(): number;
+  /** Forgets every idle server (at shutdown); none is taken back afterwards. */
+  clear(): void;
+}
+
+export function createServerPool<S extends Server>(
+  limits: { perPrincipal?: number; maxIdle?: number } = {},
+): ServerPool<S> {
   const perPrincipal = limits.perPrincipal ?? PER_PRINCIPAL;
   const maxIdle = limits.maxIdle ?? MAX_IDLE;
   interface Entry {
@@ -105,5 +120,3 @@ export function createServerPool<S extends Server>(limits: { perPrincipal?: numb
     },
   };
 }
-
-export type ServerPool<S extends Server> = ReturnType<typeof createServerPool<S>>;

@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { ProtocolError, Server, type ClientCapabilities, type Prompt } from '@modelcontextprotocol/server';
 import { AppError } from '../errors/app-error.js';
 import type { Gate } from '../gate/service.js';
-import type { McpProxy, UpstreamHooks, UpstreamLink } from './proxy.js';
+import type { McpProxy, SessionScope, UpstreamHooks, UpstreamLink } from './proxy.js';
 import type { Track } from './reuse.js';
 import { callGateTool, GATE_TOOLS, GATE_TOOL_NAMES } from './tools.js';
 
@@ -44,6 +44,29 @@ function mirrored(caps: ClientCapabilities | undefined): NonNullable<UpstreamHoo
   } as never;
 }
 
+/** A handler whose refusals become JSON-RPC errors of the catalogue's shape, run under the pool's track. */
+type Guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A) => Promise<R>;
+
+/** What the handlers of one caller's server share (buildMcpServer, below). */
+interface Handlers {
+  mcp: Server;
+  gate: Gate;
+  proxy: McpProxy;
+  who: McpCaller;
+  /** Whether this server is a session's (subscriptions, the log level and the upstreams' requests are a session's). */
+  session: boolean;
+  link: UpstreamLink;
+  scope: SessionScope | undefined;
+  guarded: Guarded;
+  /** Whether the agent is running now (a stopped one is offered only the gate's tools). */
+  running: () => Promise<boolean>;
+}
+
+/**
+ * One caller's server: its capabilities, its link to the upstreams (a session's own, or the
+ * agent's), then its handlers, in the order of this list: tools, resources, prompts and
+ * completions, the log level, the caller's roots.
+ */
 export function buildMcpServer(deps: {
   gate: Gate;
   proxy: McpProxy;
@@ -68,21 +91,52 @@ export function buildMcpServer(deps: {
       },
     },
   );
+  // The session's own client per upstream; what the upstream asks or says outside a tool call goes to the caller's standalone stream.
+  const sessionHooks = (): UpstreamHooks => ({
+    capabilities: mirrored(mcp.getClientCapabilities()),
+    request: (req, signal) => mcp.request(req as never, { signal }) as Promise<Record<string, unknown>>,
+    notify: (n) => {
+      void mcp.notification(n as never).catch(() => {});
+    },
+  });
+  const scope = deps.session ? proxy.sessionScope(who, sessionHooks) : undefined;
+  if (deps.session && scope) deps.session.end = scope.end;
+  const h: Handlers = {
+    mcp,
+    gate,
+    proxy,
+    who,
+    session: deps.session !== undefined,
+    link: scope ? scope.link : proxy.pooledFor(who),
+    scope,
+    guarded: guardedFor(who, deps.baseUrl, deps.track ?? ((run) => run())),
+    running: async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted,
+  };
+  registerTools(h);
+  registerResources(h);
+  registerPrompts(h);
+  registerLogging(h);
+  // The caller's roots changed: the upstreams this session opened are told.
+  mcp.setNotificationHandler('notifications/roots/list_changed', async () => {
+    for (const client of scope?.clients() ?? []) void client.then((c) => c.sendRootsListChanged()).catch(() => {});
+  });
+  return mcp;
+}
+
+/**
+ * A handler whose refusals become JSON-RPC errors of the catalogue's shape. A request that
+ * carries its principal (a pooled server's) must be this server's own caller's.
+ */
+function guardedFor(who: McpCaller, baseUrl: () => string, track: Track): Guarded {
   const rpcError = (err: AppError) =>
     new ProtocolError(MCP_ERROR_CODE, err.message, {
       type: err.type,
       fix: err.fix,
-      docs: `${deps.baseUrl()}/docs/errors#${err.type}`,
+      docs: `${baseUrl()}/docs/errors#${err.type}`,
       ...err.details,
     });
-  const track: Track = deps.track ?? ((run) => run());
-  /**
-   * A handler whose refusals become JSON-RPC errors of the catalogue's shape. A request that
-   * carries its principal (a pooled server's) must be this server's own caller's.
-   */
-  const guarded =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> =>
+  return (fn) =>
+    async (...args) =>
       track(async () => {
         const p = (args[1] as { http?: { authInfo?: { extra?: { principal?: McpCaller } } } } | undefined)?.http
           ?.authInfo?.extra?.principal;
@@ -95,20 +149,10 @@ export function buildMcpServer(deps: {
           throw err;
         }
       });
+}
 
-  // The session's own client per upstream; what the upstream asks or says outside a tool call goes to the caller's standalone stream.
-  const sessionHooks = (): UpstreamHooks => ({
-    capabilities: mirrored(mcp.getClientCapabilities()),
-    request: (req, signal) => mcp.request(req as never, { signal }) as Promise<Record<string, unknown>>,
-    notify: (n) => {
-      void mcp.notification(n as never).catch(() => {});
-    },
-  });
-  const scope = deps.session ? proxy.sessionScope(who, sessionHooks) : undefined;
-  if (deps.session && scope) deps.session.end = scope.end;
-  const link: UpstreamLink = scope ? scope.link : proxy.pooledFor(who);
-  const running = async () => (await proxy.admitsAgent(who.workspaceId, who.agentId)).admitted;
-
+/** tools/list (the gate's tools, and the upstreams' for a running agent) and tools/call. */
+function registerTools({ mcp, gate, proxy, who, session, link, guarded, running }: Handlers): void {
   mcp.setRequestHandler(
     'tools/list',
     guarded(async () => ({
@@ -131,7 +175,7 @@ export function buildMcpServer(deps: {
       const relayed = (n: { method: string; params?: Record<string, unknown> }) => {
         void ctx.mcpReq.notify(n as never).catch(() => {});
       };
-      const own: UpstreamHooks | undefined = deps.session
+      const own: UpstreamHooks | undefined = session
         ? {
             capabilities: mirrored(mcp.getClientCapabilities()),
             request: (r, signal) => ctx.mcpReq.send(r as never, { signal }) as Promise<Record<string, unknown>>,
@@ -150,7 +194,10 @@ export function buildMcpServer(deps: {
       })) as never;
     }),
   );
+}
 
+/** resources/list, resources/templates/list, resources/read, and within a session (un)subscribe. */
+function registerResources({ mcp, proxy, who, session, link, guarded }: Handlers): void {
   mcp.setRequestHandler(
     'resources/list',
     guarded(async () => ({
@@ -178,7 +225,7 @@ export function buildMcpServer(deps: {
         )) as never,
     ),
   );
-  if (deps.session) {
+  if (session) {
     mcp.setRequestHandler(
       'resources/subscribe',
       guarded(async (req) =>
@@ -196,7 +243,10 @@ export function buildMcpServer(deps: {
       ),
     );
   }
+}
 
+/** prompts/list, prompts/get and completion/complete (a prompt's arguments, or a resource's). */
+function registerPrompts({ mcp, proxy, who, link, guarded }: Handlers): void {
   mcp.setRequestHandler(
     'prompts/list',
     guarded(async () => ({
@@ -242,13 +292,18 @@ export function buildMcpServer(deps: {
       return proxy.first(who, 'completions', link, (c) => c.complete(req.params));
     }),
   );
+}
 
-  // The log level is the session's: each upstream that logs is told it. Without a session no
-  // log message could reach the caller later, and the shared clients are not the caller's to set.
+/**
+ * logging/setLevel: the log level is the session's, and each upstream that logs is told it.
+ * Without a session no log message could reach the caller later, and the shared clients are
+ * not the caller's to set.
+ */
+function registerLogging({ mcp, proxy, who, session, link, guarded, running }: Handlers): void {
   mcp.setRequestHandler(
     'logging/setLevel',
     guarded(async (req) => {
-      if (!deps.session || !(await running())) return {};
+      if (!session || !(await running())) return {};
       await Promise.all(
         (await proxy.list(who.workspaceId)).map(async (server) => {
           try {
@@ -262,10 +317,4 @@ export function buildMcpServer(deps: {
       return {};
     }),
   );
-
-  // The caller's roots changed: the upstreams this session opened are told.
-  mcp.setNotificationHandler('notifications/roots/list_changed', async () => {
-    for (const client of scope?.clients() ?? []) void client.then((c) => c.sendRootsListChanged()).catch(() => {});
-  });
-  return mcp;
 }

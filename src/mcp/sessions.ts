@@ -58,7 +58,28 @@ export function newSessionId(): string {
   return randomBytes(32).toString('base64url');
 }
 
-export function createSessions(options: { now?: () => number; stillValid: (p: Principal) => Promise<boolean> }) {
+/**
+ * The 2025 MCP sessions open at /mcp, in memory: each its caller's, swept every SWEEP_MS (ended
+ * once idle IDLE_MS with no request open, or once its credential is no longer valid), at most
+ * PER_AGENT_MAX per agent. Reads the store only through `stillValid`.
+ */
+export interface Sessions {
+  /** Keeps a session just opened; past its agent's cap, the least recently used of its others ends. */
+  add(session: Session): void;
+  /** The session with this id, if it exists and belongs to this principal. */
+  find(id: string, principal: Principal): Session | undefined;
+  /** A request of the session begins; the returned function marks its end. */
+  enter(session: Session): () => void;
+  /** Forgets a session that closed itself (DELETE, or its transport closed). */
+  forget(id: string): void;
+  /** Ends every session, at shutdown. */
+  closeAll(): Promise<void>;
+}
+
+export function createSessions(options: {
+  now?: () => number;
+  stillValid: (p: Principal) => Promise<boolean>;
+}): Sessions {
   const now = options.now ?? Date.now;
   const sessions = new Map<string, Session>();
 
@@ -132,5 +153,3 @@ export function createSessions(options: { now?: () => number; stillValid: (p: Pr
     },
   };
 }
-
-export type Sessions = ReturnType<typeof createSessions>;

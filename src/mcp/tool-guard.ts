@@ -92,13 +92,39 @@ function mapResult(result: ToolResult, visit: (text: string) => string): ToolRes
   return mapStrings(result, visit) as ToolResult;
 }
 
+/**
+ * The limits and screening of proxied calls (the rules above). Writes `mcp.tool_screened` ledger
+ * records; keeps each tool's per-agent window in memory.
+ */
+export interface ToolGuard {
+  /**
+   * Before a proxied call is authorized at the gate: its tool's own per-agent limit (`limit`,
+   * from its pin; null: none) taken, and its arguments screened in the workspace's data-loss
+   * mode, read once for the call. The arguments to send (redacted, or as they came), and that
+   * mode, which screens the call's result (`after`).
+   */
+  before(
+    who: Who,
+    target: Target,
+    args: Record<string, unknown> | undefined,
+    limit: number | null,
+  ): Promise<{ sent: Record<string, unknown>; mode: DataLossMode }>;
+  /** A proxied call's result, screened in the mode its arguments were (`before`) before the caller sees it. */
+  after(who: Who, target: Target, result: ToolResult, mode: DataLossMode): Promise<ToolResult>;
+  /**
+   * An upstream's own JSON-RPC error, screened like a result (its message and data may echo what
+   * the tool read): the same code, its texts redacted, or withheld in block mode.
+   */
+  afterError(who: Who, target: Target, err: ProtocolError, mode: DataLossMode): Promise<ProtocolError>;
+}
+
 export function createToolGuard(deps: {
   store: Store;
   clock: Clock;
   ledger: Ledger;
   /** The workspace's data-loss mode (the model gateway's setting). */
   dataLoss: (wid: string) => Promise<DataLossMode>;
-}) {
+}): ToolGuard {
   const { store, ledger } = deps;
   // One window per agent and tool; each tool's limit is its own (taken from its pin at each call).
   const perTool = createRateLimiter({ limit: 0, clock: deps.clock });
@@ -192,5 +218,3 @@ export function createToolGuard(deps: {
     },
   };
 }
-
-export type ToolGuard = ReturnType<typeof createToolGuard>;

@@ -33,6 +33,36 @@ export interface UpstreamSession {
   lastUsed: number;
 }
 
+/** The name of an upstream session: its key, and what the caps and retirements pick it by. */
+export interface UpstreamSessionName {
+  key: string;
+  scope: string;
+  agent: string;
+  server: string;
+}
+
+/** The proxy's upstream sessions (the rules above); in memory only, each a connected client. */
+export interface UpstreamSessions {
+  /** The session so named, opened with `make` when there is none (past a cap: refused). */
+  take(name: UpstreamSessionName, make: () => Promise<Client>): UpstreamSession;
+  /** Runs `use` on a session, which is not ended while it runs; a failure other than the upstream's own answer ends it. */
+  use<T>(s: UpstreamSession, run: (client: Client) => Promise<T>): Promise<T>;
+  /** Whether a session of this key is open. */
+  has(key: string): boolean;
+  /** How many open sessions' keys a predicate picks. */
+  count(pick: (key: string) => boolean): number;
+  /** Ends one session (once its last use settles). */
+  retire(s: UpstreamSession): Promise<void>;
+  /** Ends the sessions a predicate picks (an upstream removed or failing, a caller session ended). */
+  retireWhere(pick: (s: UpstreamSession) => boolean): Promise<void>;
+  /** The connected clients of one scope (a caller session's), for what it tells them all. */
+  clients(scope: string): Array<Promise<Client>>;
+  /** How many sessions are open, for the tests' and operators' eyes. */
+  readonly size: number;
+  /** Ends every session, at shutdown. */
+  close(): Promise<void>;
+}
+
 export function createUpstreamSessions(deps: {
   now: () => number;
   perAgent: number;
@@ -41,7 +71,7 @@ export function createUpstreamSessions(deps: {
   sweepMs: number;
   /** Ends one session upstream (DELETE, then close); never throws. */
   end: (client: Client) => Promise<void>;
-}) {
+}): UpstreamSessions {
   const open = new Map<string, UpstreamSession>();
   /** Every session not yet ended, the dropped ones still in use included. */
   const live = new Set<UpstreamSession>();
@@ -74,7 +104,7 @@ export function createUpstreamSessions(deps: {
 
   return {
     /** The session so named, opened with `make` when there is none (past a cap: refused). */
-    take(name: { key: string; scope: string; agent: string; server: string }, make: () => Promise<Client>) {
+    take(name: UpstreamSessionName, make: () => Promise<Client>): UpstreamSession {
       const found = open.get(name.key);
       if (found) {
         found.lastUsed = deps.now();
@@ -140,5 +170,3 @@ export function createUpstreamSessions(deps: {
     },
   };
 }
-
-export type UpstreamSessions = ReturnType<typeof createUpstreamSessions>;

@@ -1,6 +1,6 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { paramHeaderMismatch } from '../../src/mcp/modern.js';
+import { paramHeaderMismatch } from '../../src/mcp/param-headers.js';
 
 /**
  * SEP-2243 for proxied tools: an argument the upstream's input schema mirrors into a header

@@ -43,3 +43,6 @@ export function mcpCredentialsRepo(store: Store) {
     },
   };
 }
+
+/** The upstream credentials' reads and writes, as its users name them. */
+export type McpCredentialsRepo = ReturnType<typeof mcpCredentialsRepo>;
