@@ -88,7 +88,66 @@ export interface NewAgent {
   blueprint?: string | null;
 }
 
-export function createAgentsService(deps: {
+/**
+ * What the kill switch asks of agents: an agent's holds, changed inside the kill switch's own
+ * write (with its ledger record), while the agent record stays written by agents alone.
+ */
+export interface AgentHolds {
+  /**
+   * Inside the caller's store.write(): stores `agent` (as read in that write) with `holds` in
+   * place of its own, and bumps the `keys` generation as every agent write does (the keys
+   * service caches an agent key's agent, holds included). Writes the agents table only.
+   */
+  setHoldsInWrite(agent: AgentRecord, holds: Hold[]): Promise<AgentRecord>;
+}
+
+/**
+ * The agents of a workspace: creating, changing and removing them (each with its ledger record,
+ * in the same write), and reading them as people and machines may see them. Reads and writes the
+ * agents table, reads members and "stop every agent"; writes nothing of another domain except
+ * through the principal-ended hooks it is given.
+ */
+export interface Agents extends AgentHolds {
+  /** Creates an agent in its own write (`agent.created`); 402 plan_limit_reached past the plan's allowance. */
+  create(input: NewAgent, who?: AgentActor): Promise<AgentRecord>;
+  /** The creation alone, inside a store.write() the caller holds (so a mandate can join it). */
+  createIn(input: NewAgent, who: AgentActor): Promise<AgentRecord>;
+  /** Changes a live agent the caller may manage (`agent.updated`); 404 for any other. */
+  update(
+    wid: string,
+    aid: string,
+    change: { name?: string; tags?: string[]; actsFor?: string | null; blueprint?: string | null },
+    who: AgentActor,
+  ): Promise<AgentRecord>;
+  /**
+   * Removes a live agent the caller may manage (`agent.removed`), keeping its record with
+   * `removedAt`; what it held in other domains ends in the same write (principal-ended hooks).
+   */
+  remove(wid: string, aid: string, who?: AgentActor): Promise<AgentRecord>;
+  /** The agent as people see it, with the workspace's stop-all read now. */
+  view(agent: AgentRecord): Promise<AgentView>;
+  /** Every live agent of the workspace as people see it, with its stop-all read once for all. */
+  views(wid: string): Promise<AgentView[]>;
+  /** A live agent the caller may manage (members: their own), or 404. */
+  manageable(wid: string, aid: string, who: AgentActor): Promise<AgentRecord>;
+  /** A live agent this person sees (see `sees`), or 404 as for an agent of another workspace. */
+  readable(wid: string, aid: string, viewer: AgentViewer): Promise<AgentRecord>;
+  /** A live agent, or undefined (removed or unknown). */
+  get(wid: string, aid: string): Promise<AgentRecord | undefined>;
+  /** Every live agent of the workspace. */
+  list(wid: string): Promise<AgentRecord[]>;
+  /** A page of the live agents `viewer` sees (every agent when no viewer is named: machines, the CLI). */
+  page(
+    wid: string,
+    options: { after?: string; limit: number },
+    viewer?: AgentViewer,
+  ): Promise<{ data: AgentView[]; next: string | null }>;
+}
+
+/** The agents service under its earlier name (the same contract). */
+export type AgentsService = Agents;
+
+export interface AgentsDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -96,7 +155,9 @@ export function createAgentsService(deps: {
   maxAgents: (wid: string) => number | null | Promise<number | null>;
   /** What ends with an agent in other domains (its OAuth connections), inside the removal's write. */
   principalEnded: PrincipalEnded;
-}) {
+}
+
+export function createAgentsService(deps: AgentsDeps): Agents {
   const { store, clock, ids, ledger } = deps;
   const repo = agentsRepo(store);
 
@@ -226,6 +287,12 @@ export function createAgentsService(deps: {
       return agent;
     },
 
+    async setHoldsInWrite(agent: AgentRecord, holds: Hold[]): Promise<AgentRecord> {
+      const held = { ...agent, holds };
+      await repo.put(held);
+      return held;
+    },
+
     async get(wid: string, aid: string): Promise<AgentRecord | undefined> {
       const agent = await repo.get(wid, aid);
       return agent && !agent.removedAt ? agent : undefined;
@@ -260,5 +327,3 @@ export function createAgentsService(deps: {
     },
   };
 }
-
-export type AgentsService = ReturnType<typeof createAgentsService>;
