@@ -3,7 +3,10 @@ import type { Store } from '../store/index.js';
 import type { AgentRecord } from './records.js';
 import type { StopAllRecord } from '../killswitch/records.js';
 
-/** Agent records. The gate issue adds mandates and standing; keys already bind to agents here. */
+/**
+ * Agent records: this repo is their only writer (the kill switch changes holds through the agents
+ * service's `setHoldsInWrite`). Also reads members and "stop every agent" for the agents' views.
+ */
 export function agentsRepo(store: Store) {
   const t = store.tables;
   return {
