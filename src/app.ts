@@ -1,8 +1,8 @@
-import { createAgentsService } from './agents/index.js';
+import { createAgentsService, type Agents } from './agents/index.js';
 import { createBlueprintsService } from './blueprints/index.js';
-import { createApprovals } from './approvals/service.js';
+import { createApprovalOpener, createApprovals, type Approvals } from './approvals/service.js';
 import { createKeysService } from './keys/index.js';
-import { createKillSwitch } from './killswitch/service.js';
+import { createKillSwitch, type KillSwitch } from './killswitch/service.js';
 import { createPlans } from './plans/service.js';
 import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
@@ -45,6 +45,8 @@ import type { PrincipalEnded } from './lib/principal-ended.js';
 import { oauthRepo } from './oauth/repo.js';
 import type { OAuth } from './oauth/service.js';
 import { deviceRepo } from './oauth/device/repo.js';
+import { createPendingActions } from './gate/pending.js';
+import type { Gate } from './gate/service.js';
 
 /**
  * The modules of the services only the server uses: the gate, the model gateway and its call log
@@ -138,7 +140,7 @@ export interface App {
 /** Every service of the app, by name; built on first use (see createServices). */
 export interface Services {
   people: People;
-  agents: ReturnType<typeof createAgentsService>;
+  agents: Agents;
   keys: ReturnType<typeof createKeysService>;
   serviceTokens: ReturnType<typeof createServiceTokensService>;
   mandates: ReturnType<typeof createMandatesService>;
@@ -146,9 +148,9 @@ export interface Services {
   signingKeys: ReturnType<typeof createSigningKeys>;
   ledger: ReturnType<typeof createLedger>;
   receipts: ReturnType<typeof createReceipts>;
-  gate: ReturnType<ServerModules['gate']['createGate']>;
-  killSwitch: ReturnType<typeof createKillSwitch>;
-  approvals: ReturnType<typeof createApprovals>;
+  gate: Gate;
+  killSwitch: KillSwitch;
+  approvals: Approvals;
   drills: ReturnType<ServerModules['drills']['createDrills']>;
   scorecard: ReturnType<ServerModules['scorecard']['createScorecard']>;
   calls: ReturnType<ServerModules['calls']['createCallLog']>;
@@ -218,6 +220,9 @@ function createServices(
 ) {
   const deps = { store, clock, ids };
   const principalEnded = principalEndedHooks(store);
+  // Opening an approval (the gate's reviews, the kill switch's freezes past the ceiling): the
+  // approvals' own write, apart from the approvals service, which itself needs the kill switch.
+  const approvalOpener = createApprovalOpener(store);
   // The server-only services' modules (loadServerModules); a `--local` app has none, and reaching
   // one of those services there is a mistake in the command, not something to load late.
   const server = (name: keyof Services): ServerModules => {
@@ -237,6 +242,8 @@ function createServices(
           ledger: s.ledger,
           bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
           approvalTtlMs,
+          agents: s.agents,
+          approvals: approvalOpener,
           principalEnded,
         }),
       receipts: (s) =>
@@ -274,7 +281,14 @@ function createServices(
           ledger: s.ledger,
           maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,
         }),
-      gate: (s) => server('gate').gate.createGate({ ...deps, ledger: s.ledger, receipts: s.receipts, approvalTtlMs }),
+      gate: (s) =>
+        server('gate').gate.createGate({
+          ...deps,
+          ledger: s.ledger,
+          receipts: s.receipts,
+          approvals: approvalOpener,
+          approvalTtlMs,
+        }),
       calls: () => server('calls').calls.createCallLog({ store, log, clock }),
       budgets: (s) =>
         server('budgets').budgets.createBudgets({
@@ -344,7 +358,13 @@ function createServices(
       hookEvents: () => server('hookEvents').hookEvents.createHookEvents({ store, clock }),
       cards: (s) =>
         server('cards').cards.createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
-      approvals: (s) => createApprovals({ ...deps, ledger: s.ledger, receipts: s.receipts, killSwitch: s.killSwitch }),
+      approvals: (s) =>
+        createApprovals({
+          ...deps,
+          ledger: s.ledger,
+          actions: createPendingActions({ store, ledger: s.ledger, receipts: s.receipts }),
+          killSwitch: s.killSwitch,
+        }),
       integrationRegistry: (s) => createIntegrationRegistry({ ...deps, masterKey, ledger: s.ledger }),
       setup: (s) =>
         server('setup').setup.createSetup({

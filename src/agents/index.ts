@@ -1,1 +1,9 @@
-export { createAgentsService, toAgentView, type AgentsService, type AgentView, type AgentActor } from './service.js';
+export {
+  createAgentsService,
+  toAgentView,
+  type AgentHolds,
+  type Agents,
+  type AgentsService,
+  type AgentView,
+  type AgentActor,
+} from './service.js';

@@ -1,15 +1,17 @@
-import { AppError, invalidField } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import { tokenOf, type Ledger } from '../ledger/service.js';
-import { standingOf } from './standing.js';
 import type { Store } from '../store/index.js';
 import type { AgentRecord, Hold } from './records.js';
-import type { StopAllRecord } from '../killswitch/records.js';
 import type { Role } from '../people/records.js';
 import { agentsRepo } from './repo.js';
-import { roleAllows } from '../people/permissions.js';
 import type { PrincipalEnded } from '../lib/principal-ended.js';
+import { checkActsFor, createAgentIn } from './create.js';
+import { pageOfAgents } from './page.js';
+import { sees, toAgentView, type AgentView, type AgentViewer } from './view.js';
+
+export { sees, toAgentView, type AgentView, type AgentViewer } from './view.js';
 
 /**
  * Rules:
@@ -25,50 +27,10 @@ import type { PrincipalEnded } from '../lib/principal-ended.js';
  *   402 plan_limit_reached past it, checked inside the write, so racing creations cannot pass it
  *   (`maxAgents` may read the store: it is awaited there, so its reads are the write's).
  * - Every creation, change and removal is recorded in the ledger with its actor.
+ * - Agent records are written here alone; the kill switch sets holds through `setHoldsInWrite`.
+ *
+ * Creation is in ./create.ts, paging in ./page.ts, how people see an agent in ./view.ts.
  */
-export interface AgentView {
-  id: string;
-  name: string;
-  actsFor: string | null;
-  tags: string[];
-  status: 'running' | 'stopped';
-  holds: Hold[];
-  /** The blueprint the agent was registered from, or null. */
-  blueprint: string | null;
-  createdAt: string;
-}
-
-/**
- * An agent as people see it. Its standing is the one the gate enforces (agents/standing.ts):
- * while "stop every agent" is in force the agent shows stopped, with that stop as a `workspace`
- * hold (shown, never stored on the agent).
- */
-export function toAgentView(a: AgentRecord, stopAll?: StopAllRecord): AgentView {
-  const holds = [
-    ...(a.holds ?? []),
-    ...(stopAll ? [{ hold: 'workspace', reason: stopAll.reason, by: stopAll.by, at: stopAll.at }] : []),
-  ];
-  return {
-    id: a.id,
-    name: a.name,
-    actsFor: a.actsFor,
-    tags: a.tags,
-    status: standingOf(a, stopAll).stopped ? 'stopped' : 'running',
-    holds,
-    blueprint: a.blueprint ?? null,
-    createdAt: a.createdAt,
-  };
-}
-
-/** A signed-in person reading agents: who they are and their role in the workspace. */
-export interface AgentViewer {
-  userId: string;
-  role: Role;
-}
-
-/** Whether a person sees an agent at all (owners, admins, auditors: every agent; others: their own). */
-export const sees = (agent: AgentRecord, viewer: AgentViewer): boolean =>
-  roleAllows(viewer.role, 'agents.readAll') || agent.actsFor === viewer.userId;
 
 const noSuchAgent = () => new AppError('not_found', { message: 'No such agent in this workspace.' });
 
@@ -88,7 +50,66 @@ export interface NewAgent {
   blueprint?: string | null;
 }
 
-export function createAgentsService(deps: {
+/**
+ * What the kill switch asks of agents: an agent's holds, changed inside the kill switch's own
+ * write (with its ledger record), while the agent record stays written by agents alone.
+ */
+export interface AgentHolds {
+  /**
+   * Inside the caller's store.write(): stores `agent` (as read in that write) with `holds` in
+   * place of its own, and bumps the `keys` generation as every agent write does (the keys
+   * service caches an agent key's agent, holds included). Writes the agents table only.
+   */
+  setHoldsInWrite(agent: AgentRecord, holds: Hold[]): Promise<AgentRecord>;
+}
+
+/**
+ * The agents of a workspace: creating, changing and removing them (each with its ledger record,
+ * in the same write), and reading them as people and machines may see them. Reads and writes the
+ * agents table, reads members and "stop every agent"; writes nothing of another domain except
+ * through the principal-ended hooks it is given.
+ */
+export interface Agents extends AgentHolds {
+  /** Creates an agent in its own write (`agent.created`); 402 plan_limit_reached past the plan's allowance. */
+  create(input: NewAgent, who?: AgentActor): Promise<AgentRecord>;
+  /** The creation alone, inside a store.write() the caller holds (so a mandate can join it). */
+  createIn(input: NewAgent, who: AgentActor): Promise<AgentRecord>;
+  /** Changes a live agent the caller may manage (`agent.updated`); 404 for any other. */
+  update(
+    wid: string,
+    aid: string,
+    change: { name?: string; tags?: string[]; actsFor?: string | null; blueprint?: string | null },
+    who: AgentActor,
+  ): Promise<AgentRecord>;
+  /**
+   * Removes a live agent the caller may manage (`agent.removed`), keeping its record with
+   * `removedAt`; what it held in other domains ends in the same write (principal-ended hooks).
+   */
+  remove(wid: string, aid: string, who?: AgentActor): Promise<AgentRecord>;
+  /** The agent as people see it, with the workspace's stop-all read now. */
+  view(agent: AgentRecord): Promise<AgentView>;
+  /** Every live agent of the workspace as people see it, with its stop-all read once for all. */
+  views(wid: string): Promise<AgentView[]>;
+  /** A live agent the caller may manage (members: their own), or 404. */
+  manageable(wid: string, aid: string, who: AgentActor): Promise<AgentRecord>;
+  /** A live agent this person sees (see `sees`), or 404 as for an agent of another workspace. */
+  readable(wid: string, aid: string, viewer: AgentViewer): Promise<AgentRecord>;
+  /** A live agent, or undefined (removed or unknown). */
+  get(wid: string, aid: string): Promise<AgentRecord | undefined>;
+  /** Every live agent of the workspace. */
+  list(wid: string): Promise<AgentRecord[]>;
+  /** A page of the live agents `viewer` sees (every agent when no viewer is named: machines, the CLI). */
+  page(
+    wid: string,
+    options: { after?: string; limit: number },
+    viewer?: AgentViewer,
+  ): Promise<{ data: AgentView[]; next: string | null }>;
+}
+
+/** The agents service under its earlier name (the same contract). */
+export type AgentsService = Agents;
+
+export interface AgentsDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
@@ -96,8 +117,10 @@ export function createAgentsService(deps: {
   maxAgents: (wid: string) => number | null | Promise<number | null>;
   /** What ends with an agent in other domains (its OAuth connections), inside the removal's write. */
   principalEnded: PrincipalEnded;
-}) {
-  const { store, clock, ids, ledger } = deps;
+}
+
+export function createAgentsService(deps: AgentsDeps): Agents {
+  const { store, clock, ledger } = deps;
   const repo = agentsRepo(store);
 
   const live = async (wid: string, aid: string): Promise<AgentRecord> => {
@@ -105,57 +128,16 @@ export function createAgentsService(deps: {
     if (!agent || agent.removedAt) throw noSuchAgent();
     return agent;
   };
+  const createIn = (input: NewAgent, who: AgentActor) => createAgentIn({ ...deps, repo }, input, who);
   /** A member may act only on agents that act for them; any other is not found to them. */
   const mayManage = (agent: AgentRecord, who: AgentActor): void => {
     if (who.role === 'member' && agent.actsFor !== who.userId) throw noSuchAgent();
   };
-  const checkActsFor = async (wid: string, actsFor: string | null, who: AgentActor): Promise<void> => {
-    if (who.role === 'member' && actsFor !== who.userId) {
-      throw invalidField('actsFor', '"actsFor" must be your own id: members create agents that act for them');
-    }
-    if (actsFor !== null && !(await repo.isMember(wid, actsFor)))
-      throw invalidField('actsFor', '"actsFor" names no person of this workspace');
-  };
-
-  const createIn = async (input: NewAgent, who: AgentActor): Promise<AgentRecord> => {
-    const actsFor = input.actsFor ?? (who.role === 'member' ? who.userId! : null);
-    await checkActsFor(input.workspaceId, actsFor, who);
-    const maxAgents = await deps.maxAgents(input.workspaceId);
-    if (maxAgents !== null && (await repo.list(input.workspaceId)).filter((a) => !a.removedAt).length >= maxAgents) {
-      throw new AppError('plan_limit_reached', {
-        message: `The plan allows ${maxAgents} agents in a workspace, and they are all in use.`,
-        fix: 'Remove an agent you no longer use, or raise plan.agents in the configuration.',
-      });
-    }
-    const agent: AgentRecord = {
-      id: ids.id('agt'),
-      workspaceId: input.workspaceId,
-      name: input.name,
-      actsFor,
-      tags: input.tags ?? [],
-      holds: [],
-      blueprint: input.blueprint ?? null,
-      createdAt: isoAt(clock.now()),
-      removedAt: null,
-    };
-    await repo.put(agent);
-    await ledger.record({
-      workspaceId: agent.workspaceId,
-      actor: who.actor,
-      ...tokenOf(who),
-      kind: 'agent.created',
-      subject: agent.id,
-      data: { name: agent.name, actsFor, tags: agent.tags, ...(agent.blueprint ? { blueprint: agent.blueprint } : {}) },
-    });
-    return agent;
-  };
-
   return {
     async create(input: NewAgent, who: AgentActor = { actor: 'operator:cli' }): Promise<AgentRecord> {
       return store.write(() => createIn(input, who));
     },
 
-    /** The creation alone, inside a write the caller holds (so a mandate can join it). */
     createIn,
 
     async update(
@@ -167,7 +149,7 @@ export function createAgentsService(deps: {
       return store.write(async () => {
         const agent = await live(wid, aid);
         mayManage(agent, who);
-        if (change.actsFor !== undefined) await checkActsFor(wid, change.actsFor, who);
+        if (change.actsFor !== undefined) await checkActsFor(repo, wid, change.actsFor, who);
         const updated: AgentRecord = { ...agent, ...change };
         await repo.put(updated);
         await ledger.record({
@@ -226,6 +208,12 @@ export function createAgentsService(deps: {
       return agent;
     },
 
+    async setHoldsInWrite(agent: AgentRecord, holds: Hold[]): Promise<AgentRecord> {
+      const held = { ...agent, holds };
+      await repo.put(held);
+      return held;
+    },
+
     async get(wid: string, aid: string): Promise<AgentRecord | undefined> {
       const agent = await repo.get(wid, aid);
       return agent && !agent.removedAt ? agent : undefined;
@@ -235,30 +223,6 @@ export function createAgentsService(deps: {
       return (await repo.list(wid)).filter((a) => !a.removedAt);
     },
 
-    /** A page of the live agents `viewer` sees (every agent when no viewer is named: machines, the CLI). */
-    async page(
-      wid: string,
-      options: { after?: string; limit: number },
-      viewer?: AgentViewer,
-    ): Promise<{ data: AgentView[]; next: string | null }> {
-      const out: AgentRecord[] = [];
-      let after = options.after;
-      // Removed agents and those the viewer does not see are skipped, so read on until the page
-      // is full or the table ends.
-      for (;;) {
-        const rows = await repo.list(wid, { ...(after ? { after } : {}), limit: options.limit + 1 });
-        for (const a of rows) if (!a.removedAt && (!viewer || sees(a, viewer))) out.push(a);
-        if (rows.length <= options.limit || out.length > options.limit) break;
-        after = rows[rows.length - 1]!.id;
-      }
-      const page = out.slice(0, options.limit);
-      const stopAll = await repo.stopAll(wid);
-      return {
-        data: page.map((a) => toAgentView(a, stopAll)),
-        next: out.length > options.limit ? page[page.length - 1]!.id : null,
-      };
-    },
+    page: (wid, options, viewer) => pageOfAgents(repo, wid, options, viewer),
   };
 }
-
-export type AgentsService = ReturnType<typeof createAgentsService>;

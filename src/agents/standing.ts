@@ -5,8 +5,8 @@ import { agentsRepo } from './repo.js';
 
 /**
  * The one standing check every enforcement point uses (the gate, the model gateway, the MCP proxy,
- * OAuth grants, approvals). Agents own it: the kill switch writes holds and "stop every agent",
- * and every reader asks here. Rules:
+ * OAuth grants, approvals). Agents own it: the kill switch sets holds (through the agents'
+ * `setHoldsInWrite`) and writes "stop every agent", and every reader asks here. Rules:
  * - An agent is stopped while it has any hold, or while "stop every agent" is in force for its
  *   workspace; a removed or unknown agent is stopped too.
  * - Standing is read from the store at each call, never remembered: a hold written by another

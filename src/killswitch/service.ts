@@ -1,16 +1,20 @@
 import { AppError } from '../errors/app-error.js';
-import { isoAt, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import { tokenOf, type Ledger } from '../ledger/service.js';
 import type { IdSource } from '../lib/ids.js';
 import type { Store } from '../store/index.js';
+import type { AgentHolds } from '../agents/service.js';
 import type { AgentRecord } from '../agents/records.js';
+import type { ApprovalOpener } from '../approvals/service.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { StopAllRecord } from './records.js';
 import type { Role } from '../people/records.js';
 import { readStanding, type Standing } from '../agents/standing.js';
 import { killSwitchRepo } from './repo.js';
 import { sees } from '../agents/service.js';
-import { checkConfirmCount, matches, stopsEveryAgent, type Selector } from './selector.js';
+import { applyApprovedFreezeInWrite, freezeSelected } from './freeze.js';
+import { holdInWrite, live, requestInWrite, selected, stopAllInWrite, type KillSwitchContext } from './in-write.js';
+import type { Selector } from './selector.js';
 import type { PrincipalEnded } from '../lib/principal-ended.js';
 
 export type { Selector } from './selector.js';
@@ -32,6 +36,10 @@ export type { Selector } from './selector.js';
  *   ceiling; past it, that too waits for a person.
  * - Every stop, restart and stop-all change is a ledger record naming who did it, in the same
  *   transaction as the change.
+ * - "Stop every agent" is written here alone; an agent's holds through the agents' contract
+ *   (`AgentHolds`), a freeze waiting for a person through the approvals' (`ApprovalOpener`).
+ *
+ * The writes the operations share are in ./in-write.ts; the freezes of a selection in ./freeze.ts.
  */
 export interface Who {
   actor: string;
@@ -72,128 +80,88 @@ export interface StopAllState {
 /** Who froze: a token (hold `token`, held to the ceiling) or a person or the operator (hold `owner`). */
 export type Freezer = Who & { tokenId?: string };
 
-export function createKillSwitch(deps: {
+/**
+ * The kill switch: stops and restarts agents, freezes selections of them, and turns "stop every
+ * agent" on and off, each with its ledger record in the same write. Writes "stop every agent" and
+ * ledger records; agents' holds and waiting freezes through the agents' and approvals' contracts.
+ */
+export interface KillSwitch {
+  /** The agent's standing as the gate enforces it, read now (agents/standing.ts). */
+  standing(wid: string, aid: string): Promise<Standing>;
+  /** A drill lifts its own hold, and nothing else: every other hold stays (`agent.drill_hold_lifted`). */
+  liftDrillHold(wid: string, aid: string, who: Who & { tokenId?: string }): Promise<void>;
+  /** Puts a hold on a live agent (`agent.stopped`), ending its grants elsewhere; 404 for no live agent. */
+  stop(
+    wid: string,
+    aid: string,
+    input: { hold: 'owner' | 'token' | 'drill'; reason: string },
+    who: Who & { tokenId?: string },
+  ): Promise<AgentRecord>;
+  /**
+   * Lifts every hold (`agent.restarted`, with `reason` when given: the console asks for one).
+   * Only the person the agent acts for, an owner or an admin: 403 forbidden naming who may; 404
+   * for an agent this person does not see.
+   */
+  restart(wid: string, aid: string, who: Who, reason?: string): Promise<AgentRecord>;
+  /** A freeze of a selection (./freeze.ts): frozen now, or pending a person past a token's ceiling. */
+  freezeSelected(
+    wid: string,
+    input: { selector: Selector; reason: string; confirmCount?: unknown },
+    by: Freezer,
+  ): Promise<BulkFreezeOutcome>;
+  /** Applies a bulk freeze a person approved, inside the approval's store.write() (the approvals' side). */
+  applyApprovedFreezeInWrite(
+    wid: string,
+    freeze: NonNullable<ApprovalRecord['freeze']>,
+    approver: string,
+  ): Promise<string[]>;
+  /** "Stop every agent" as the console and `svc stop-all status` show it. Reads only. */
+  stopAllState(wid: string): Promise<StopAllState>;
+  /** "Stop every agent" on, by a person or the operator on the store (`workspace.stop_all`). */
+  stopAll(wid: string, reason: string, who: Who): Promise<StopAllRecord>;
+  /**
+   * "Stop every agent" on, asked by a token: at once when the workspace has no more live agents
+   * than the ceiling, else it waits for a person, as a bulk freeze does.
+   */
+  stopAllByToken(
+    wid: string,
+    reason: string,
+    token: { actor: string; tokenId: string },
+  ): Promise<{ kind: 'stopped'; state: StopAllState } | { kind: 'pending'; approvalId: string; count: number }>;
+  /** "Stop every agent" off (`workspace.stop_all_lifted`); nothing when it was not on. */
+  startAll(wid: string, who: Who): Promise<void>;
+}
+
+export interface KillSwitchDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
   ledger: Ledger;
   bulkFreezeCeiling: number;
   approvalTtlMs: number;
+  /** The agents' contract: an agent's holds, written inside the kill switch's write. */
+  agents: AgentHolds;
+  /** The approvals' contract: a token's freeze past the ceiling waits for a person. */
+  approvals: ApprovalOpener;
   /** What ends with a stop in other domains (OAuth connections), inside the stop's write. */
   principalEnded: PrincipalEnded;
-}) {
-  const { store, clock, ledger } = deps;
-  const repo = killSwitchRepo(store);
+}
 
-  const selected = async (wid: string, s: Selector): Promise<AgentRecord[]> =>
-    (await repo.agents(wid)).filter((a) => matches(a, s));
-
-  const liveCount = async (wid: string): Promise<number> => (await selected(wid, { all: true })).length;
-
-  /** Turns on "stop every agent", with its ledger record. Inside store.write(). */
-  const stopAllInWrite = async (wid: string, reason: string, who: Freezer): Promise<StopAllRecord> => {
-    const record = { reason, by: who.actor, at: isoAt(clock.now()) };
-    await repo.putStopAll(wid, record);
-    await deps.principalEnded.agent(wid, { all: true }, 'every agent stopped', clock.now());
-    await ledger.record({
-      workspaceId: wid,
-      actor: who.actor,
-      ...tokenOf(who),
-      kind: 'workspace.stop_all',
-      subject: wid,
-      data: { reason },
-    });
-    return record;
-  };
-
-  /** A token's request past the ceiling: an approval of its own, for a person to decide. Inside store.write(). */
-  const requestInWrite = async (
-    wid: string,
-    freeze: { agentIds: string[]; reason: string; all: boolean },
-    token: { actor: string; tokenId: string },
-    count: number,
-  ): Promise<{ kind: 'pending'; approvalId: string; count: number }> => {
-    const now = clock.now();
-    const approvalId = deps.ids.id('apr');
-    const expiresAt = isoAt(now + deps.approvalTtlMs);
-    await repo.putPendingApproval({
-      id: approvalId,
-      workspaceId: wid,
-      actionId: '',
-      agentId: '',
-      status: 'pending',
-      approvers: null,
-      approvals: [],
-      requiredApprovals: 1,
-      separationOfDuties: false,
-      createdAt: isoAt(now),
-      expiresAt,
-      decidedBy: null,
-      reason: null,
-      freeze: {
-        agentIds: freeze.agentIds,
-        reason: freeze.reason,
-        requestedBy: token.actor,
-        tokenId: token.tokenId,
-        ...(freeze.all ? { all: true } : {}),
-      },
-    });
-    await ledger.record({
-      workspaceId: wid,
-      actor: token.actor,
-      tokenId: token.tokenId,
-      kind: 'fleet.freeze_requested',
-      subject: approvalId,
-      data: {
-        count,
-        agentIds: freeze.agentIds,
-        reason: freeze.reason,
-        ceiling: deps.bulkFreezeCeiling,
-        ...(freeze.all ? { stopAll: true } : {}),
-      },
-    });
-    return { kind: 'pending', approvalId, count };
-  };
-
-  /** Puts a hold on each agent. Inside store.write(). */
-  const holdInWrite = async (
-    wid: string,
-    agentIds: readonly string[],
-    hold: 'owner' | 'token' | 'drill',
-    reason: string,
-    by: string,
-  ): Promise<string[]> => {
-    const agents = await Promise.all(agentIds.map((aid) => repo.agent(wid, aid)));
-    const done: string[] = [];
-    for (const agent of agents) {
-      if (!agent || agent.removedAt) continue;
-      await repo.putAgent({
-        ...agent,
-        holds: [...(agent.holds ?? []).filter((h) => h.hold !== hold), { hold, reason, by, at: isoAt(clock.now()) }],
-      });
-      await deps.principalEnded.agent(wid, { agentId: agent.id }, `agent frozen (${hold})`, clock.now());
-      done.push(agent.id);
-    }
-    return done;
-  };
-
-  const live = async (wid: string, aid: string): Promise<AgentRecord> => {
-    const agent = await repo.agent(wid, aid);
-    if (!agent || agent.removedAt) throw new AppError('not_found', { message: 'No such agent in this workspace.' });
-    return agent;
-  };
+export function createKillSwitch(deps: KillSwitchDeps): KillSwitch {
+  const ctx: KillSwitchContext = { ...deps, repo: killSwitchRepo(deps.store) };
+  const { store, ledger, repo } = ctx;
 
   return {
-    standing(wid: string, aid: string): Promise<Standing> {
-      return readStanding(store, wid, aid);
-    },
+    standing: (wid, aid) => readStanding(store, wid, aid),
 
-    /** A drill lifts its own hold, and nothing else: every other hold stays. */
-    async liftDrillHold(wid: string, aid: string, who: Who & { tokenId?: string }): Promise<void> {
+    async liftDrillHold(wid, aid, who) {
       await store.write(async () => {
         const agent = await repo.agent(wid, aid);
         if (!agent || !(agent.holds ?? []).some((h) => h.hold === 'drill')) return;
-        await repo.putAgent({ ...agent, holds: (agent.holds ?? []).filter((h) => h.hold !== 'drill') });
+        await deps.agents.setHoldsInWrite(
+          agent,
+          (agent.holds ?? []).filter((h) => h.hold !== 'drill'),
+        );
         await ledger.record({
           workspaceId: wid,
           actor: who.actor,
@@ -205,15 +173,10 @@ export function createKillSwitch(deps: {
       });
     },
 
-    async stop(
-      wid: string,
-      aid: string,
-      input: { hold: 'owner' | 'token' | 'drill'; reason: string },
-      who: Who & { tokenId?: string },
-    ): Promise<AgentRecord> {
+    async stop(wid, aid, input, who) {
       return store.write(async () => {
-        await live(wid, aid);
-        await holdInWrite(wid, [aid], input.hold, input.reason, who.actor);
+        await live(ctx, wid, aid);
+        await holdInWrite(ctx, wid, [aid], input.hold, input.reason, who.actor);
         await ledger.record({
           workspaceId: wid,
           actor: who.actor,
@@ -226,10 +189,9 @@ export function createKillSwitch(deps: {
       });
     },
 
-    /** `reason`, when given, is recorded with the restart (the console asks for one). */
-    async restart(wid: string, aid: string, who: Who, reason?: string): Promise<AgentRecord> {
+    async restart(wid, aid, who, reason) {
       return store.write(async () => {
-        const agent = await live(wid, aid);
+        const agent = await live(ctx, wid, aid);
         // An agent this person does not see (agents/service.ts `sees`) is not found to them.
         if (who.role !== undefined && who.userId !== undefined && !sees(agent, { userId: who.userId, role: who.role }))
           throw new AppError('not_found', { message: 'No such agent in this workspace.' });
@@ -241,8 +203,7 @@ export function createKillSwitch(deps: {
             fix: 'Ask the person the agent acts for, an owner or an admin to restart it.',
           });
         }
-        const running = { ...agent, holds: [] };
-        await repo.putAgent(running);
+        const running = await deps.agents.setHoldsInWrite(agent, []);
         await ledger.record({
           workspaceId: wid,
           actor: who.actor,
@@ -254,119 +215,27 @@ export function createKillSwitch(deps: {
       });
     },
 
-    /**
-     * A freeze of a selection (the selection's rules are in ./selector.ts). By a token:
-     * hold `token`, one `fleet.frozen` record, and past the ceiling nothing is frozen: a person
-     * must approve it in the console (pending). By the operator on the store (no tokenId): hold
-     * `owner` on each agent with an `agent.stopped` record each, as Stop in the console writes,
-     * and no ceiling. Either way `all` also turns on "stop every agent".
-     */
-    async freezeSelected(
-      wid: string,
-      input: { selector: Selector; reason: string; confirmCount?: unknown },
-      by: Freezer,
-    ): Promise<BulkFreezeOutcome> {
-      return store.write(async (): Promise<BulkFreezeOutcome> => {
-        const agents = await selected(wid, input.selector);
-        if (agents.length === 0) throw new AppError('nothing_selected');
-        checkConfirmCount(input.confirmCount, agents.length);
-        const agentIds = agents.map((a) => a.id);
-        const all = stopsEveryAgent(input.selector);
-        if (by.tokenId === undefined) {
-          const frozen = await holdInWrite(wid, agentIds, 'owner', input.reason, by.actor);
-          for (const aid of frozen)
-            await ledger.record({
-              workspaceId: wid,
-              actor: by.actor,
-              kind: 'agent.stopped',
-              subject: aid,
-              data: { hold: 'owner', reason: input.reason },
-            });
-          if (all) await stopAllInWrite(wid, input.reason, by);
-          return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
-        }
-        const token = { actor: by.actor, tokenId: by.tokenId };
-        if (agentIds.length > deps.bulkFreezeCeiling)
-          return requestInWrite(wid, { agentIds, reason: input.reason, all }, token, agentIds.length);
-        const frozen = await holdInWrite(wid, agentIds, 'token', input.reason, token.actor);
-        await ledger.record({
-          workspaceId: wid,
-          actor: token.actor,
-          tokenId: token.tokenId,
-          kind: 'fleet.frozen',
-          subject: wid,
-          data: {
-            summary: `${token.actor} froze ${frozen.length} agents`,
-            count: frozen.length,
-            agentIds: frozen,
-            reason: input.reason,
-          },
-        });
-        if (all) await stopAllInWrite(wid, input.reason, by);
-        return { kind: 'frozen', frozen: frozen.length, agentIds: frozen };
-      });
-    },
+    freezeSelected: (wid, input, by) => freezeSelected(ctx, wid, input, by),
+    applyApprovedFreezeInWrite: (wid, freeze, approver) => applyApprovedFreezeInWrite(ctx, wid, freeze, approver),
 
-    /** Applies a bulk freeze a person approved. Inside store.write(). */
-    async applyApprovedFreezeInWrite(
-      wid: string,
-      freeze: NonNullable<ApprovalRecord['freeze']>,
-      approver: string,
-    ): Promise<string[]> {
-      const frozen = await holdInWrite(
-        wid,
-        freeze.agentIds,
-        'token',
-        freeze.reason,
-        `${freeze.requestedBy}, approved by ${approver}`,
-      );
-      await ledger.record({
-        workspaceId: wid,
-        actor: approver,
-        kind: 'fleet.frozen',
-        subject: wid,
-        data: {
-          summary: `${freeze.requestedBy} froze ${frozen.length} agents, approved by ${approver}`,
-          count: frozen.length,
-          agentIds: frozen,
-          reason: freeze.reason,
-          requestedBy: freeze.requestedBy,
-          tokenId: freeze.tokenId,
-        },
-      });
-      if (freeze.all) await stopAllInWrite(wid, freeze.reason, { actor: approver });
-      return frozen;
-    },
-
-    async stopAllState(wid: string): Promise<StopAllState> {
+    async stopAllState(wid) {
       const s = await repo.stopAll(wid);
       return { stopped: s !== undefined, reason: s?.reason ?? null, by: s?.by ?? null, at: s?.at ?? null };
     },
 
-    /** "Stop every agent" on, by a person or the operator on the store. */
-    async stopAll(wid: string, reason: string, who: Who): Promise<StopAllRecord> {
-      return store.write(() => stopAllInWrite(wid, reason, who));
-    },
+    stopAll: (wid, reason, who) => store.write(() => stopAllInWrite(ctx, wid, reason, who)),
 
-    /**
-     * "Stop every agent" on, asked by a token: at once when the workspace has no more live agents
-     * than the ceiling, else it waits for a person, as a bulk freeze does.
-     */
-    async stopAllByToken(
-      wid: string,
-      reason: string,
-      token: { actor: string; tokenId: string },
-    ): Promise<{ kind: 'stopped'; state: StopAllState } | { kind: 'pending'; approvalId: string; count: number }> {
+    async stopAllByToken(wid, reason, token) {
       return store.write(async () => {
-        const count = await liveCount(wid);
+        const count = (await selected(ctx, wid, { all: true })).length;
         if (count > deps.bulkFreezeCeiling)
-          return requestInWrite(wid, { agentIds: [], reason, all: true }, token, count);
-        const record = await stopAllInWrite(wid, reason, token);
+          return requestInWrite(ctx, wid, { agentIds: [], reason, all: true }, token, count);
+        const record = await stopAllInWrite(ctx, wid, reason, token);
         return { kind: 'stopped' as const, state: { stopped: true, ...record } };
       });
     },
 
-    async startAll(wid: string, who: Who): Promise<void> {
+    async startAll(wid, who) {
       await store.write(async () => {
         if (!(await repo.stopAll(wid))) return;
         await repo.removeStopAll(wid);
@@ -381,5 +250,3 @@ export function createKillSwitch(deps: {
     },
   };
 }
-
-export type KillSwitch = ReturnType<typeof createKillSwitch>;
