@@ -11,7 +11,7 @@ import { createChat } from './chat/service.js';
 import { createLedger } from './ledger/service.js';
 import { createMandatesService } from './mandates/index.js';
 import { createReceipts } from './receipts/service.js';
-import { createSigningKeys } from './receipts/signing-keys.js';
+import { createSigningKeys } from './signing/service.js';
 import { isoAt, systemClock, type Clock } from './lib/clock.js';
 import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';

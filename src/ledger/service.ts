@@ -1,7 +1,7 @@
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import type { SigningKeys } from '../receipts/signing-keys.js';
+import type { SigningKeys } from '../signing/service.js';
 import type { Store } from '../store/index.js';
 import { appendLeafHashToFrontier, consistencyProof, leafHash, rootFromFrontier, rootOf } from './merkle.js';
 import { checkpointBody, signNote } from './note.js';
