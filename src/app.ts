@@ -8,10 +8,10 @@ import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createWebhooks } from './webhooks/service.js';
 import { createChat } from './chat/service.js';
-import { createLedger } from './ledger/service.js';
-import { createMandatesService } from './mandates/index.js';
-import { createReceipts } from './receipts/service.js';
-import { createSigningKeys } from './signing/service.js';
+import { createLedger, type Ledger } from './ledger/service.js';
+import { createMandates, type Mandates } from './mandates/index.js';
+import { createReceipts, type Receipts } from './receipts/service.js';
+import { createSigningKeys, type SigningKeys } from './signing/service.js';
 import { isoAt, systemClock, type Clock } from './lib/clock.js';
 import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
@@ -140,11 +140,11 @@ export interface Services {
   agents: ReturnType<typeof createAgentsService>;
   keys: ReturnType<typeof createKeysService>;
   serviceTokens: ReturnType<typeof createServiceTokensService>;
-  mandates: ReturnType<typeof createMandatesService>;
+  mandates: Mandates;
   blueprints: ReturnType<typeof createBlueprintsService>;
-  signingKeys: ReturnType<typeof createSigningKeys>;
-  ledger: ReturnType<typeof createLedger>;
-  receipts: ReturnType<typeof createReceipts>;
+  signingKeys: SigningKeys;
+  ledger: Ledger;
+  receipts: Receipts;
   gate: ReturnType<ServerModules['gate']['createGate']>;
   killSwitch: ReturnType<typeof createKillSwitch>;
   approvals: ReturnType<typeof createApprovals>;
@@ -268,7 +268,7 @@ function createServices(
           principalEnded,
         }),
       mandates: (s) =>
-        createMandatesService({
+        createMandates({
           ...deps,
           ledger: s.ledger,
           maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,

@@ -77,3 +77,5 @@ export function mandatesRepo(store: Store) {
     },
   };
 }
+
+export type MandatesRepo = ReturnType<typeof mandatesRepo>;
