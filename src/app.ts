@@ -8,10 +8,10 @@ import { createIntegrationRegistry } from './integrations/registry.js';
 import { createOnce } from './integrations/once.js';
 import { createWebhooks } from './webhooks/service.js';
 import { createChat, type Chat } from './chat/service.js';
-import { createLedger } from './ledger/service.js';
-import { createMandatesService } from './mandates/index.js';
-import { createReceipts } from './receipts/service.js';
-import { createSigningKeys } from './receipts/signing-keys.js';
+import { createLedger, type Ledger } from './ledger/service.js';
+import { createMandates, type Mandates } from './mandates/index.js';
+import { createReceipts, type Receipts } from './receipts/service.js';
+import { createSigningKeys, type SigningKeys } from './signing/service.js';
 import { isoAt, systemClock, type Clock } from './lib/clock.js';
 import { lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
@@ -143,11 +143,11 @@ export interface Services {
   agents: Agents;
   keys: ReturnType<typeof createKeysService>;
   serviceTokens: ReturnType<typeof createServiceTokensService>;
-  mandates: ReturnType<typeof createMandatesService>;
+  mandates: Mandates;
   blueprints: ReturnType<typeof createBlueprintsService>;
-  signingKeys: ReturnType<typeof createSigningKeys>;
-  ledger: ReturnType<typeof createLedger>;
-  receipts: ReturnType<typeof createReceipts>;
+  signingKeys: SigningKeys;
+  ledger: Ledger;
+  receipts: Receipts;
   gate: Gate;
   killSwitch: KillSwitch;
   approvals: Approvals;
@@ -276,7 +276,7 @@ function createServices(
           principalEnded,
         }),
       mandates: (s) =>
-        createMandatesService({
+        createMandates({
           ...deps,
           ledger: s.ledger,
           maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,

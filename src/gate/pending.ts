@@ -1,7 +1,8 @@
 import type { Ledger } from '../ledger/service.js';
 import type { Receipts } from '../receipts/service.js';
 import type { Store } from '../store/index.js';
-import type { ActionRecord, PeriodCharge } from './records.js';
+import type { PeriodCharge } from '../mandates/records.js';
+import type { ActionRecord } from './records.js';
 import { gateRepo } from './repo.js';
 
 /**

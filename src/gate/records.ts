@@ -4,19 +4,11 @@
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
+import type { PeriodCharge } from '../mandates/records.js';
+
 export type ActionStatus = 'allowed' | 'denied' | 'pending_approval' | 'settled';
 
 export type Decision = 'allow' | 'deny' | 'review';
-
-/** What an allowed action adds to its rule's usage (mandates/usage.ts), so a settlement can release or replace it. */
-export interface PeriodCharge {
-  /** The rule's cover, hashed: usage follows what a rule covers, not its id. */
-  usageKey: string;
-  currency: string;
-  /** The UTC day the amount counts on. */
-  day: string;
-  amount: number;
-}
 
 export interface ActionRecord {
   id: string;

@@ -4,7 +4,8 @@ import type { AgentRecord } from '../agents/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { MandateRule } from '../mandates/records.js';
 import type { UsageLookup, UsageQuery } from '../mandates/evaluate.js';
-import type { ActionRecord, IdempotencyRecord, PeriodCharge } from './records.js';
+import type { PeriodCharge } from '../mandates/records.js';
+import type { ActionRecord, IdempotencyRecord } from './records.js';
 
 /**
  * The gate's reads and writes: actions ([wid, id]) and idempotency keys ([wid, aid, key]), which

@@ -1,3 +1,4 @@
+import type { LedgerParts } from './context.js';
 import type { LedgerRecord } from './records.js';
 
 /**
@@ -38,4 +39,58 @@ export function matches(record: LedgerRecord, filter: LedgerFilter): boolean {
   if (filter.from && record.at < filter.from) return false;
   if (filter.to && record.at >= filter.to) return false;
   return true;
+}
+
+/** A page of records, and where the next page starts (null at the end). */
+export interface LedgerPage {
+  data: LedgerRecord[];
+  next: number | null;
+}
+
+/** How the console reads: a filter, an order, where to start (exclusive) and how many at most. */
+export interface LedgerSearch {
+  filter: LedgerFilter;
+  order: 'asc' | 'desc';
+  cursor?: number;
+  limit: number;
+}
+
+/**
+ * Records matching the filter, oldest first after `cursor` (`order: 'asc'`) or newest first before
+ * it (`'desc'`). At most SCAN_LIMIT records are examined; `next` is the index to resume from (the
+ * last one examined), or null at the end.
+ */
+export async function searchLedger(
+  parts: Pick<LedgerParts, 'repo'>,
+  wid: string,
+  options: LedgerSearch,
+): Promise<LedgerPage> {
+  const { repo } = parts;
+  const reverse = options.order === 'desc';
+  const data: LedgerRecord[] = [];
+  let cursor = options.cursor;
+  let examined = 0;
+  const chunk = Math.min(SCAN_LIMIT, Math.max(options.limit * 4, 200));
+  for (;;) {
+    const rows = await repo.entries(wid, {
+      ...(cursor === undefined ? {} : { after: cursor }),
+      reverse,
+      limit: chunk,
+    });
+    for (const row of rows) {
+      const record = JSON.parse(row.bytes) as LedgerRecord;
+      cursor = record.index;
+      examined += 1;
+      if (matches(record, options.filter)) data.push(record);
+      if (data.length === options.limit) {
+        const more = reverse ? record.index > 0 : record.index < ((await repo.head(wid))?.size ?? 0) - 1;
+        return { data, next: more ? record.index : null };
+      }
+      if (examined >= SCAN_LIMIT) {
+        const more = rows.length === chunk || row !== rows[rows.length - 1];
+        return { data, next: more ? record.index : null };
+      }
+    }
+    if (rows.length < chunk) return { data, next: null };
+  }
 }

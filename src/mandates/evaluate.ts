@@ -1,6 +1,5 @@
-import type { PeriodCharge } from '../gate/records.js';
 import { formatMoney } from '../lib/money.js';
-import type { MandateRule } from './records.js';
+import type { MandateRule, PeriodCharge } from './records.js';
 import { dayOf, usageKeyOf } from './usage.js';
 
 /**

@@ -6,7 +6,7 @@ import { actorOf, caller } from '../http/auth/callers.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import { mandateInputSchema, templateInputSchema, type MandateInput, type TemplateInput } from './schemas.js';
-import type { MandatesService } from './service.js';
+import type { Mandates } from './service.js';
 import { page, pageOf, wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
@@ -16,7 +16,7 @@ const aid = Joi.string().max(64).required();
  * templates (owner, admin). Malformed rules: 400 invalid_mandate listing every field.
  */
 export const mandatesRoutes: Plugin<{
-  mandates: MandatesService;
+  mandates: Mandates;
   agents: AgentsService;
   people: PeopleService;
   production: boolean;

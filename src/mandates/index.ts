@@ -1,4 +1,4 @@
-export { createMandatesService, type MandatesService, type MandateView } from './service.js';
+export { createMandates, type Mandates, type MandatesDeps, type MandatesService, type MandateView } from './service.js';
 export {
   mandateInputSchema,
   templateInputSchema,

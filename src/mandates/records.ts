@@ -16,6 +16,19 @@ export interface MandateRule {
   approval?: { above: number; approvers?: string[]; count?: 1 | 2; separationOfDuties?: boolean };
 }
 
+/**
+ * What an allowed action adds to its rule's usage (usage.ts), so a settlement can release or
+ * replace it. The gate's action record carries one.
+ */
+export interface PeriodCharge {
+  /** The rule's cover, hashed: usage follows what a rule covers, not its id. */
+  usageKey: string;
+  currency: string;
+  /** The UTC day the amount counts on. */
+  day: string;
+  amount: number;
+}
+
 export interface MandateRecord {
   workspaceId: string;
   agentId: string;

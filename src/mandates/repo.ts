@@ -1,6 +1,5 @@
 import type { Store } from '../store/index.js';
-import type { PeriodCharge } from '../gate/records.js';
-import type { MandateRecord, MandateRule, TemplateRecord } from './records.js';
+import type { MandateRecord, MandateRule, PeriodCharge, TemplateRecord } from './records.js';
 import type { UsageLookup, UsageQuery } from './evaluate.js';
 
 const dayBefore = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
@@ -78,3 +77,5 @@ export function mandatesRepo(store: Store) {
     },
   };
 }
+
+export type MandatesRepo = ReturnType<typeof mandatesRepo>;

@@ -1,15 +1,14 @@
-import { isDeepStrictEqual } from 'node:util';
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import { tokenOf, type Ledger } from '../ledger/service.js';
+import type { Ledger } from '../ledger/service.js';
 import type { AgentActor } from '../agents/index.js';
 import { agentsRepo } from '../agents/repo.js';
 import type { Store } from '../store/index.js';
-import type { MandateRecord, MandateRule, TemplateRecord } from './records.js';
-import { canonicalJson } from '../lib/canonical-json.js';
+import type { MandateRule, TemplateRecord } from './records.js';
 import { mandatesRepo } from './repo.js';
-import { duplicateRules, type MandateInput, type TemplateInput } from './schemas.js';
+import { refuseDuplicates, saveMandateInWrite, withIds, type SaveParts } from './save.js';
+import type { MandateInput, TemplateInput } from './schemas.js';
 
 /**
  * Mandates and templates (docs/gate.md#the-gate).
@@ -34,91 +33,56 @@ export interface MandateView {
   updatedBy: string | null;
 }
 
-/** Each current id is kept at most once (by the first rule sending it): ids stay unique. */
-function withIds(rules: MandateInput['rules'], current: readonly MandateRule[], ids: IdSource): MandateRule[] {
-  const known = new Set(current.map((r) => r.id));
-  return rules.map((r) => {
-    if (r.id && known.delete(r.id)) return { ...r, id: r.id };
-    return { ...r, id: ids.id('mnd') };
-  });
+/**
+ * Agents' mandates and the workspace's templates. Reads and writes the `mandates` and `templates`
+ * tables (repo.ts); reads agents (a removed agent's rules count no more) and records every change
+ * in the ledger, in the same write. Every save refuses the same rule twice (400 invalid_mandate).
+ */
+export interface Mandates {
+  /** An agent's mandate; an agent without one has no rules (and null dates). Reads only. */
+  get(wid: string, aid: string): Promise<MandateView>;
+  /**
+   * Saves an agent's whole rule list, in its own write, under the rules above: members only from
+   * templates (403 forbidden), 409 confirm_broaden, 402 plan_limit_reached. Records
+   * `mandate.updated`.
+   */
+  put(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView>;
+  /** `put` inside a write the caller holds (an agent registered with its mandate). Only inside store.write(). */
+  putIn(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView>;
+  /** A new template (its rules get fresh ids), in its own write; records `template.created`. */
+  createTemplate(wid: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord>;
+  /**
+   * A template's rules replaced (`svc apply`): a rule kept as it was keeps its id. Agents whose
+   * mandates were taken from it keep theirs (a mandate is a copy); whoever applies a workspace
+   * file updates those too. Its own write; records `template.updated`; 400 unknown_template.
+   */
+  updateTemplate(wid: string, id: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord>;
+  /** The rules of the named templates, in order (ids dropped); 400 unknown_template for a missing one. Reads only. */
+  rulesOfTemplates(wid: string, templateIds: readonly string[]): Promise<MandateInput['rules']>;
+  /** A page of the workspace's templates by id, after `after`; `next` is the last id given. Reads only. */
+  templates(
+    wid: string,
+    options: { after?: string; limit: number },
+  ): Promise<{ data: TemplateRecord[]; next: string | null }>;
 }
 
-const anywhere = (r: MandateRule) => r.merchants?.includes('*') || r.domains?.includes('*');
-const narrow = (r: MandateRule) =>
-  (r.merchants && !r.merchants.includes('*')) || (r.domains && !r.domains.includes('*'));
-const withoutId = ({ id: _id, ...rest }: MandateRule | (Omit<MandateRule, 'id'> & { id?: string })) => rest;
+/** The former name of the mandates' contract, kept while other domains move to `Mandates`. */
+export type MandatesService = Mandates;
 
-function refuseDuplicates(rules: MandateInput['rules']): void {
-  const errors = duplicateRules(rules as unknown as Array<Record<string, unknown>>, canonicalJson);
-  if (errors.length > 0) throw new AppError('invalid_mandate', { details: { errors } });
-}
-
-export function createMandatesService(deps: {
+/** What mandates are made from. `maxRules` is the plan's allowance per workspace (null: none); it may read the store. */
+export interface MandatesDeps {
   store: Store;
   clock: Clock;
   ids: IdSource;
   ledger: Ledger;
   maxRules: (wid: string) => number | null | Promise<number | null>;
-}) {
+}
+
+export function createMandates(deps: MandatesDeps): Mandates {
   const { store, clock, ids, ledger } = deps;
   const repo = mandatesRepo(store);
-  const agents = agentsRepo(store);
-
-  // Rules of live agents only: a removed agent's mandate can no longer be changed, nor used.
-  const rulesInWorkspace = async (wid: string, exceptAgent: string): Promise<number> => {
-    const others = (await repo.inWorkspace(wid)).filter((m) => m.agentId !== exceptAgent);
-    const live = await Promise.all(others.map(async (m) => !(await agents.get(wid, m.agentId))?.removedAt));
-    return others.reduce((n, m, i) => n + (live[i] ? m.mandate.rules.length : 0), 0);
-  };
-
-  const putIn = async (wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> => {
-    const current = await repo.rules(wid, aid);
-    const rules = withIds(input.rules, current, ids);
-    if (who.role === 'member') {
-      const allowed = (await repo.templates(wid)).flatMap((template) => template.rules.map(withoutId));
-      const beyond = rules.find((r) => !allowed.some((a) => isDeepStrictEqual(a, withoutId(r))));
-      if (beyond) {
-        throw new AppError('forbidden', {
-          message:
-            'Members may only give an agent rules from the workspace templates; an owner or admin may save other rules.',
-          fix: 'Copy the rules of a template unchanged, or ask an owner or admin.',
-        });
-      }
-    }
-    const broad = rules.find(anywhere);
-    const narrower = rules.find((r) => r !== broad && narrow(r));
-    if (broad && narrower && !input.confirmBroaden) {
-      throw new AppError('confirm_broaden', {
-        details: {
-          reason: `Rule ${broad.id} allows ${broad.merchants?.includes('*') ? 'any merchant' : 'any domain'} beside rule ${narrower.id}, which allows only ${[...(narrower.merchants ?? []), ...(narrower.domains ?? [])].join(', ')}: the narrower rule would no longer limit anything.`,
-        },
-      });
-    }
-    const maxRules = await deps.maxRules(wid);
-    if (maxRules !== null && (await rulesInWorkspace(wid, aid)) + rules.length > maxRules) {
-      throw new AppError('plan_limit_reached', {
-        message: `The plan allows ${maxRules} mandate rules in a workspace; this mandate would pass it.`,
-        fix: 'Remove rules you no longer use, or raise plan.mandateRules in the configuration.',
-      });
-    }
-    const record: MandateRecord = {
-      workspaceId: wid,
-      agentId: aid,
-      rules,
-      updatedAt: isoAt(clock.now()),
-      updatedBy: who.actor,
-    };
-    await repo.put(record);
-    await ledger.record({
-      workspaceId: wid,
-      actor: who.actor,
-      ...tokenOf(who),
-      kind: 'mandate.updated',
-      subject: aid,
-      data: { rules, confirmBroaden: input.confirmBroaden },
-    });
-    return { agentId: aid, rules, updatedAt: record.updatedAt, updatedBy: record.updatedBy };
-  };
+  // What saving a mandate (save.ts) reads and writes.
+  const save: SaveParts = { clock, ids, ledger, maxRules: deps.maxRules, repo, agents: agentsRepo(store) };
 
   return {
     async get(wid: string, aid: string): Promise<MandateView> {
@@ -128,13 +92,12 @@ export function createMandatesService(deps: {
 
     async put(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> {
       refuseDuplicates(input.rules);
-      return store.write(() => putIn(wid, aid, input, who));
+      return store.write(() => saveMandateInWrite(save, wid, aid, input, who));
     },
 
-    /** Saving a mandate inside a write the caller holds (an agent registered with its mandate). */
     async putIn(wid: string, aid: string, input: MandateInput, who: AgentActor): Promise<MandateView> {
       refuseDuplicates(input.rules);
-      return putIn(wid, aid, input, who);
+      return saveMandateInWrite(save, wid, aid, input, who);
     },
 
     async createTemplate(wid: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {
@@ -159,11 +122,6 @@ export function createMandatesService(deps: {
       });
     },
 
-    /**
-     * A template's rules replaced (`svc apply`): a rule kept as it was keeps its id. Agents whose
-     * mandates were taken from it keep theirs (a mandate is a copy); whoever applies a workspace
-     * file updates those too. A ledger record, as creating one is.
-     */
     async updateTemplate(wid: string, id: string, input: TemplateInput, who: AgentActor): Promise<TemplateRecord> {
       refuseDuplicates(input.rules);
       return store.write(async () => {
@@ -186,7 +144,6 @@ export function createMandatesService(deps: {
       });
     },
 
-    /** The rules of the named templates, in order (ids dropped); 400 unknown_template for a missing one. */
     async rulesOfTemplates(wid: string, templateIds: readonly string[]): Promise<MandateInput['rules']> {
       const templates = await Promise.all(templateIds.map((id) => repo.template(wid, id)));
       return templateIds.flatMap((id, i) => {
@@ -209,5 +166,3 @@ export function createMandatesService(deps: {
     },
   };
 }
-
-export type MandatesService = ReturnType<typeof createMandatesService>;

@@ -3,7 +3,7 @@ import type { Plugin } from '@hapi/hapi';
 import { AppError, invalidField } from '../errors/app-error.js';
 import type { Guards } from '../http/guards.js';
 import type { Receipts } from './service.js';
-import type { SigningKeys } from './signing-keys.js';
+import type { SigningKeys } from '../signing/service.js';
 
 /**
  * Public receipt routes (docs/gate.md#receipts): no credential; rate limited per client address.

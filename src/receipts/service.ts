@@ -2,9 +2,8 @@ import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Store } from '../store/index.js';
-import type { ActionRecord } from '../gate/records.js';
+import type { SigningKeys } from '../signing/service.js';
 import { signReceipt, signReceiptAsync, type ReceiptClaims } from './crypto.js';
-import type { SigningKeys } from './signing-keys.js';
 import { verifyReceipt, type VerifyResult } from './verify.js';
 import { receiptsRepo } from './repo.js';
 
@@ -32,16 +31,67 @@ export interface Presigned {
   receipt: string;
 }
 
-type ReceiptSubject = Pick<ActionRecord, 'id' | 'agentId' | 'type' | 'payment'>;
+/**
+ * What a receipt is signed over: an allowed payment's action id, agent, action type and payment
+ * (the gate's action record has these fields). A receipt is only signed for an action with a payment.
+ */
+export interface ReceiptSubject {
+  id: string;
+  agentId: string;
+  type: string;
+  payment: { amount: number; currency: string; merchant?: string } | null;
+}
 
-export function createReceipts(deps: {
+/**
+ * Receipts: signing them for the gate's allowed payments, the receipt key's rotation and
+ * revocation, and their online verification. Reads the signing keys (src/signing/) and writes them
+ * only through them; writes `receiptsSeen`; records key changes in every workspace's ledger.
+ */
+export interface Receipts {
+  /**
+   * Signs, on the thread pool and outside any transaction, the receipt an action will carry if
+   * its transaction allows it: the event loop and the write lock are not held for a signature.
+   * Null when there is no receipt key yet. Reads the cached key set; writes nothing.
+   */
+  presign(action: ReceiptSubject, hum: boolean, atMs: number): Promise<Presigned | null>;
+  /**
+   * The receipt of an allowed action. Only inside store.write(). A receipt signed ahead is used
+   * when the key that signed it is still the current one; otherwise it is signed here (Ed25519 is
+   * deterministic: a write run again signs the same claims to the same receipt), with the key
+   * created here if the store has none yet.
+   */
+  issueInWrite(action: ReceiptSubject, hum: boolean, atMs: number, presigned?: Presigned | null): Promise<string>;
+  /**
+   * A new receipt key; the old one is retired but still published. Its own write, which records
+   * `receipt_key.rotated` in every workspace's ledger.
+   */
+  rotateKey(actor: string): Promise<{ kid: string; retiredKid: string | null; createdAt: string }>;
+  /**
+   * Revokes a receipt key (a compromised one): it leaves the JWKS and online checks of its
+   * receipts answer `revoked`. The current key cannot be revoked (403 forbidden: rotate first); an
+   * unknown kid or a ledger key is 404 not_found. Its own write, which records
+   * `receipt_key.revoked` in every workspace's ledger.
+   */
+  revokeKey(kid: string, actor: string): Promise<{ kid: string; revokedAt: string }>;
+  /**
+   * Checks a receipt against the keys in the store that are not revoked, and marks it seen (from
+   * the second check on, `replayed` is true); an invalid receipt is never marked, and a withdrawn
+   * one answers `revoked`. Writes `receiptsSeen` once per receipt.
+   */
+  verifyOnline(token: string): Promise<OnlineVerifyResult>;
+}
+
+/** What receipts are made from. `issuer` is read at each signature (the server's public address). */
+export interface ReceiptsDeps {
   store: Store;
   clock: Clock;
   signingKeys: SigningKeys;
   ledger: Ledger;
   ttlSeconds: number;
   issuer: () => string;
-}) {
+}
+
+export function createReceipts(deps: ReceiptsDeps): Receipts {
   const { store, clock, signingKeys } = deps;
   const repo = receiptsRepo(store);
   const claimsOf = (action: ReceiptSubject, hum: boolean, atMs: number): ReceiptClaims => {
@@ -61,10 +111,6 @@ export function createReceipts(deps: {
     };
   };
   return {
-    /**
-     * Signs, on the thread pool and outside any transaction, the receipt an action will carry if
-     * its transaction allows it: the event loop and the write lock are not held for a signature.
-     */
     async presign(action: ReceiptSubject, hum: boolean, atMs: number): Promise<Presigned | null> {
       const key = await signingKeys.current('receipt');
       if (!key) return null;
@@ -74,14 +120,8 @@ export function createReceipts(deps: {
       };
     },
 
-    /**
-     * The receipt of an allowed action. Only inside store.write(). A receipt signed ahead is used
-     * when the key that signed it is still the current one; otherwise it is signed here (Ed25519 is
-     * deterministic: a write run again signs the same claims to the same receipt), with the key
-     * created here if the store has none yet.
-     */
     async issueInWrite(
-      action: ActionRecord,
+      action: ReceiptSubject,
       hum: boolean,
       atMs: number,
       presigned: Presigned | null = null,
@@ -91,7 +131,6 @@ export function createReceipts(deps: {
       return signReceipt(privateKey, record.kid, claimsOf(action, hum, atMs));
     },
 
-    /** A new receipt key; the old one is retired but still published. Recorded in every ledger. */
     async rotateKey(actor: string): Promise<{ kid: string; retiredKid: string | null; createdAt: string }> {
       return store.write(async () => {
         const { added, retired } = await signingKeys.rotateInWrite('receipt');
@@ -108,22 +147,17 @@ export function createReceipts(deps: {
       });
     },
 
-    /**
-     * Revokes a receipt key (a compromised one): it leaves the JWKS and online checks of its
-     * receipts answer `revoked`. The current key cannot be revoked: rotate first.
-     */
     async revokeKey(kid: string, actor: string): Promise<{ kid: string; revokedAt: string }> {
       return store.write(async () => {
         const record = await signingKeys.record(kid);
         if (!record || record.use !== 'receipt') throw new AppError('not_found', { message: `No receipt key ${kid}.` });
-        if ((await repo.currentKid('receipt')) === kid) {
+        if ((await signingKeys.currentKid('receipt')) === kid) {
           throw new AppError('forbidden', {
             message: `${kid} is the current receipt key.`,
             fix: 'Run svc keys rotate-receipt-key first, then revoke the old key.',
           });
         }
-        const revokedAt = record.revokedAt ?? isoAt(clock.now());
-        await repo.putKey({ ...record, revokedAt, retiredAt: record.retiredAt ?? revokedAt });
+        const revokedAt = await signingKeys.revokeInWrite(record);
         for (const wid of await repo.workspaceIds()) {
           await deps.ledger.record({ workspaceId: wid, actor, kind: 'receipt_key.revoked', subject: kid, data: {} });
         }
@@ -132,7 +166,7 @@ export function createReceipts(deps: {
     },
 
     async verifyOnline(token: string): Promise<OnlineVerifyResult> {
-      // The key set and the revoked kids, from the cached key set (signing-keys.ts: one read of its counter).
+      // The key set and the revoked kids, from the cached key set (src/signing/service.ts: one read of its counter).
       const result = await verifyReceipt(token, await signingKeys.verifyKeys(), clock.now());
       if (!result.valid || !result.claims)
         return { valid: false, claims: null, reason: result.reason, replayed: false };
@@ -155,5 +189,3 @@ export function createReceipts(deps: {
     },
   };
 }
-
-export type Receipts = ReturnType<typeof createReceipts>;

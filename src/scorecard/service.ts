@@ -3,7 +3,7 @@ import { AppError } from '../errors/app-error.js';
 import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
-import type { SigningKeys } from '../receipts/signing-keys.js';
+import type { SigningKeys } from '../signing/service.js';
 import type { Store } from '../store/index.js';
 import { controlFigures, type ControlFigures } from './figures.js';
 import { scorecardRepo } from './repo.js';

@@ -12,7 +12,7 @@ import type { Tables } from './types.js';
  * - `integrations`: inbound integration settings and secrets (integrations): integrations/repo.ts
  *   `putIntegration`.
  * - `signingKeys`: receipt and ledger signing keys (signingKeys) and which one is current (meta
- *   `receiptKid`, `ledgerKid`): receipts/repo.ts `putKey`, `setCurrentKid`.
+ *   `receiptKid`, `ledgerKid`): signing/repo.ts `putKey`, `setCurrentKid`.
  */
 export type GenerationKind = 'keys' | 'integrations' | 'signingKeys';
 

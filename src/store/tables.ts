@@ -36,7 +36,7 @@ import type {
 } from '../oauth/records.js';
 import type { MemberRecord, Role, SessionRecord, UserRecord, WorkspaceRecord } from '../people/records.js';
 import type { PlanRecord } from '../plans/records.js';
-import type { SigningKeyRecord } from '../receipts/records.js';
+import type { SigningKeyRecord } from '../signing/records.js';
 import type { ServiceTokenRecord } from '../service-tokens/records.js';
 import type { SetupResourceRecord } from '../setup/records.js';
 import type { DeliveryRecord, WebhookEndpointRecord } from '../webhooks/records.js';

@@ -7,7 +7,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
 /**
  * The server caches its signing key set (the JWKS, the revoked kids, the current key per use)
- * behind the `signingKeys` generation counter (receipts/signing-keys.ts). With
+ * behind the `signingKeys` generation counter (signing/service.ts). With
  * that cache warm (receipts signed and verified, the JWKS read), a rotation and a revocation made
  * by the spawned CLI on the server's store are seen by the very next request. Serial: the CLI
  * opens the server's store.

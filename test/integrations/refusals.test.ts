@@ -7,7 +7,7 @@ import { createRefusals } from '../../src/http/inbound.js';
 import { createIntegrationRegistry } from '../../src/integrations/registry.js';
 import { createLedger } from '../../src/ledger/service.js';
 import { randomIds } from '../../src/lib/ids.js';
-import { createSigningKeys } from '../../src/receipts/signing-keys.js';
+import { createSigningKeys } from '../../src/signing/service.js';
 import { openStore } from '../../src/store/open.js';
 import { manualClock } from '../helpers/clock.js';
 

@@ -2,7 +2,7 @@ import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { createLedger, CHECKPOINT_EVERY_RECORDS, type LedgerEvent } from '../../src/ledger/service.js';
 import { randomIds } from '../../src/lib/ids.js';
-import { createSigningKeys } from '../../src/receipts/signing-keys.js';
+import { createSigningKeys } from '../../src/signing/service.js';
 import { migrateStore, openStore, type Store } from '../../src/store/index.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { fixedClock } from '../helpers/store.js';

@@ -4,7 +4,7 @@ import { AppError } from '../../src/errors/app-error.js';
 import { createLedger, type Ledger, type LedgerEvent } from '../../src/ledger/service.js';
 import type { LedgerSubscriber } from '../../src/ledger/subscribers.js';
 import { randomIds } from '../../src/lib/ids.js';
-import { createSigningKeys } from '../../src/receipts/signing-keys.js';
+import { createSigningKeys } from '../../src/signing/service.js';
 import { migrateStore, openStore, type Store } from '../../src/store/index.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { fixedClock, withStore } from '../helpers/store.js';

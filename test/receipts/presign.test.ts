@@ -1,6 +1,6 @@
 import test from 'ava';
 import { decodeProtectedHeader } from 'jose';
-import type { ActionRecord } from '../../src/gate/records.js';
+import type { ReceiptSubject } from '../../src/receipts/service.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 
@@ -9,12 +9,12 @@ import { withStore } from '../helpers/store.js';
  * is used only if the key that signed it is still current when the transaction commits; a key
  * rotated in between (by `svc keys rotate-receipt-key`, say) means signing again with the new one.
  */
-const action = {
+const action: ReceiptSubject = {
   id: 'act_AAAAAAAAAAAAAAAAAAAAAA',
   agentId: 'agt_AAAAAAAAAAAAAAAAAAAAAA',
   type: 'payment',
   payment: { amount: 100, currency: 'EUR', merchant: 'acme.example' },
-} as ActionRecord;
+};
 
 test.serial('a receipt signed ahead is the receipt signed in the transaction, byte for byte', async (t) => {
   const dir = await tempDir();

@@ -3,13 +3,8 @@ import { createHmac, sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import {
-  generateSigningKey,
-  signReceipt,
-  toJwks,
-  unsealPrivateKey,
-  type ReceiptClaims,
-} from '../../src/receipts/crypto.js';
+import { signReceipt, type ReceiptClaims } from '../../src/receipts/crypto.js';
+import { generateSigningKey, toJwks, unsealPrivateKey } from '../../src/signing/crypto.js';
 import { verifyReceipt, type VerifyKeys } from '../../src/receipts/verify.js';
 import { ledgerKey, otherKey, receiptKey } from '../fixtures/receipts/test-keys.js';
 

@@ -2,7 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Iron from '@hapi/iron';
 import test from 'ava';
-import { unsealPrivateKey } from '../../src/receipts/crypto.js';
+import { unsealPrivateKey } from '../../src/signing/crypto.js';
 import { deriveKey } from '../../src/lib/seal.js';
 import { loadMasterKey } from '../../src/store/index.js';
 import { bearer, call, csrf } from '../helpers/http.js';

@@ -5,7 +5,7 @@ import test from 'ava';
 import { createLedger } from '../../src/ledger/service.js';
 import { randomIds } from '../../src/lib/ids.js';
 import { createLogger } from '../../src/lib/log.js';
-import { createSigningKeys } from '../../src/receipts/signing-keys.js';
+import { createSigningKeys } from '../../src/signing/service.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/index.js';
 import { createWebhooks } from '../../src/webhooks/service.js';

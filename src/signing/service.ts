@@ -4,7 +4,7 @@ import { GenerationCache } from '../lib/generation-cache.js';
 import type { Store } from '../store/index.js';
 import type { SigningKeyRecord, SigningKeyUse } from './records.js';
 import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey, type Jwk } from './crypto.js';
-import { receiptsRepo } from './repo.js';
+import { signingKeysRepo } from './repo.js';
 
 /**
  * The service's own signing keys: one current receipt key and one current ledger key, kept
@@ -25,6 +25,63 @@ import { receiptsRepo } from './repo.js';
  *   so a rotation signs the very next receipt with the new key and a revoked kid fails the very
  *   next verification. Inside a write the store is read directly and nothing is cached.
  */
+
+/** A current key as its signer uses it: the record (its kid) and the unsealed private half. */
+export interface CurrentKey {
+  record: SigningKeyRecord;
+  privateKey: KeyObject;
+}
+
+/**
+ * The service's signing keys, for those who sign (receipts, the ledger's checkpoints) and those
+ * who publish or check them (the JWKS, online receipt verification, the scorecard). Reads and
+ * writes the `signingKeys` table and the meta keys `receiptKid`, `ledgerKid` (repo.ts), and
+ * nothing else.
+ */
+export interface SigningKeys {
+  /**
+   * The current key of a use, created (and made current) if the store has none. Only inside
+   * store.write(): reads the store in that write, and may write a new key in it.
+   */
+  currentInWrite(use: SigningKeyUse): Promise<CurrentKey>;
+  /** The current key's id alone, as of now (inside a write: as of that transaction). One store read. */
+  currentKid(use: SigningKeyUse): Promise<string | undefined>;
+  /**
+   * The current key read outside a write (to sign ahead of one), from the cached key set, or
+   * undefined if there is none yet. Inside a write it reads the store directly. Writes nothing.
+   */
+  current(use: SigningKeyUse): Promise<CurrentKey | undefined>;
+  /** Creates the receipt and ledger keys if they do not exist yet (first start, `svc init`): its own write. */
+  ensure(): Promise<void>;
+  /**
+   * A new current key of a use; the old one is marked retired (it signs no more) but stays
+   * published. Only inside store.write().
+   */
+  rotateInWrite(use: SigningKeyUse): Promise<{ added: SigningKeyRecord; retired: SigningKeyRecord | null }>;
+  /**
+   * Marks a key revoked (it leaves the JWKS; a receipt it signed answers `revoked` online) and
+   * retired, keeping the dates it already has; returns when it was revoked. The caller decides
+   * whether that key may be revoked. Only inside store.write().
+   */
+  revokeInWrite(record: SigningKeyRecord): Promise<string>;
+  /** Every key record (public halves and sealed private halves), from the cached key set. */
+  all(): Promise<readonly SigningKeyRecord[]>;
+  /** The published key set: every key not revoked, receipt keys as use "sig", ledger keys as "ledger". */
+  jwks(): Promise<{ keys: Jwk[] }>;
+  /** What a receipt is verified against: the published keys and the revoked kids, from one key set. */
+  verifyKeys(): Promise<{ jwks: { keys: Jwk[] }; revokedKids: ReadonlySet<string> }>;
+  /** One key's record by its kid, read from the store. */
+  record(kid: string): Promise<SigningKeyRecord | undefined>;
+  /** One key's public half by its kid, read from the store. */
+  publicKey(kid: string): Promise<KeyObject | undefined>;
+}
+
+/** What the signing keys are made from: the store, the master key that seals them, the clock. */
+export interface SigningKeysDeps {
+  store: Store;
+  masterKey: Buffer;
+  clock: Clock;
+}
 
 /** The signing keys as the verifiers and signers use them, all from one set of reads. */
 interface KeySet {
@@ -49,9 +106,10 @@ function keySetOf(records: SigningKeyRecord[], kids: Record<SigningKeyUse, strin
     current: Object.freeze({ ...(receipt ? { receipt } : {}), ...(ledger ? { ledger } : {}) }),
   });
 }
-export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock: Clock }) {
+
+export function createSigningKeys(deps: SigningKeysDeps): SigningKeys {
   const { store, masterKey, clock } = deps;
-  const repo = receiptsRepo(store);
+  const repo = signingKeysRepo(store);
   const unsealed = new Map<string, KeyObject>();
 
   /**
@@ -106,24 +164,20 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
   };
 
   return {
-    /** The current key of a kind, created if the store has none. Only inside store.write(). */
-    async currentInWrite(use: SigningKeyUse): Promise<{ record: SigningKeyRecord; privateKey: KeyObject }> {
+    async currentInWrite(use: SigningKeyUse): Promise<CurrentKey> {
       const record = (await currentRecord(use)) ?? (await add(use));
       return { record, privateKey: unsealedOf(record) };
     },
 
-    /** The current key's id alone, as of now (inside a write: as of that transaction). */
     currentKid(use: SigningKeyUse): Promise<string | undefined> {
       return repo.currentKid(use);
     },
 
-    /** The current key read outside a write (to sign ahead of one), or undefined if none yet. */
-    async current(use: SigningKeyUse): Promise<{ record: SigningKeyRecord; privateKey: KeyObject } | undefined> {
+    async current(use: SigningKeyUse): Promise<CurrentKey | undefined> {
       const record = store.inWrite() ? await currentRecord(use) : (await keySet()).current[use];
       return record ? { record, privateKey: unsealedOf(record) } : undefined;
     },
 
-    /** Creates the receipt and ledger keys if they do not exist yet (first start, `svc init`). */
     async ensure(): Promise<void> {
       const kids = await Promise.all([repo.currentKid('receipt'), repo.currentKid('ledger')]);
       if (kids.every((kid) => kid !== undefined)) return;
@@ -134,7 +188,6 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
       });
     },
 
-    /** A new current key; the old one is retired, still published. Only inside store.write(). */
     async rotateInWrite(use: SigningKeyUse): Promise<{ added: SigningKeyRecord; retired: SigningKeyRecord | null }> {
       const old = await currentRecord(use);
       let retired: SigningKeyRecord | null = null;
@@ -145,13 +198,18 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
       return { added: await add(use), retired };
     },
 
+    async revokeInWrite(record: SigningKeyRecord): Promise<string> {
+      const revokedAt = record.revokedAt ?? isoAt(clock.now());
+      await repo.putKey({ ...record, revokedAt, retiredAt: record.retiredAt ?? revokedAt });
+      return revokedAt;
+    },
+
     all,
 
     async jwks(): Promise<{ keys: Jwk[] }> {
       return (await keySet()).jwks;
     },
 
-    /** What a receipt is verified against: the published keys and the revoked kids, from one key set. */
     async verifyKeys(): Promise<{ jwks: { keys: Jwk[] }; revokedKids: ReadonlySet<string> }> {
       const set = await keySet();
       return { jwks: set.jwks, revokedKids: set.revokedKids };
@@ -167,5 +225,3 @@ export function createSigningKeys(deps: { store: Store; masterKey: Buffer; clock
     },
   };
 }
-
-export type SigningKeys = ReturnType<typeof createSigningKeys>;
