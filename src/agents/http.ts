@@ -5,7 +5,7 @@ import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/call
 import { sessionStrategies } from '../http/auth/session.js';
 import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService, AgentViewer } from './service.js';
-import type { BlueprintsService } from '../blueprints/index.js';
+import type { AgentRegistration } from './registration.js';
 import { page, pageOf, tagList as tags, userId, wid } from '../http/params.js';
 
 const aid = Joi.string().max(64).required();
@@ -32,7 +32,7 @@ const patchSchema = Joi.object({
  */
 export const agentsRoutes: Plugin<{
   agents: AgentsService;
-  blueprints: BlueprintsService;
+  blueprints: AgentRegistration;
   people: PeopleService;
   production: boolean;
   guards: Guards;

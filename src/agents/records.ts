@@ -28,3 +28,13 @@ export interface AgentRecord {
   createdAt: string;
   removedAt: string | null;
 }
+
+/**
+ * "Stop every agent" in force for a workspace (absent: not in force): written by the kill switch,
+ * read by every agent's standing (agents/standing.ts), so declared here, below both.
+ */
+export interface StopAllRecord {
+  reason: string;
+  by: string;
+  at: string;
+}

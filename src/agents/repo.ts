@@ -1,7 +1,6 @@
 import { bumpGeneration } from '../store/generations.js';
 import type { Store } from '../store/index.js';
-import type { AgentRecord } from './records.js';
-import type { StopAllRecord } from '../killswitch/records.js';
+import type { AgentRecord, StopAllRecord } from './records.js';
 
 /**
  * Agent records: this repo is their only writer (the kill switch changes holds through the agents

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js';
 import type { AgentRecord, Hold } from './records.js';
-import type { StopAllRecord } from '../killswitch/records.js';
+import type { StopAllRecord } from './records.js';
 import { agentsRepo } from './repo.js';
 
 /**

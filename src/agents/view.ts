@@ -1,4 +1,4 @@
-import type { StopAllRecord } from '../killswitch/records.js';
+import type { StopAllRecord } from './records.js';
 import { roleAllows } from '../people/permissions.js';
 import type { Role } from '../people/records.js';
 import type { AgentRecord, Hold } from './records.js';

@@ -3,7 +3,7 @@ import { isoAt, type Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import type { PendingActions } from '../gate/pending.js';
 import type { ActionRecord } from '../gate/records.js';
-import type { KillSwitch } from '../killswitch/service.js';
+import type { ApprovedFreezes } from './contracts.js';
 import type { Store } from '../store/index.js';
 import type { ApprovalRecord } from './records.js';
 import { approvalsRepo, type ApprovalsRepo } from './repo.js';
@@ -19,7 +19,7 @@ export interface ApprovalsContext {
   /** The gate's contract: how a waiting action ends. */
   actions: PendingActions;
   /** Applies a fleet freeze a person approved, inside the approval's write. */
-  killSwitch: Pick<KillSwitch, 'applyApprovedFreezeInWrite'>;
+  killSwitch: ApprovedFreezes;
   /** The approval as people see it at `nowMs`. */
   view(a: ApprovalRecord, nowMs: number): Promise<ApprovalView>;
   /** Writes an approval that is no longer waiting, and takes it off the expiry queue. Inside store.write(). */
@@ -31,7 +31,7 @@ export function createContext(deps: {
   clock: Clock;
   ledger: Ledger;
   actions: PendingActions;
-  killSwitch: Pick<KillSwitch, 'applyApprovedFreezeInWrite'>;
+  killSwitch: ApprovedFreezes;
 }): ApprovalsContext {
   const repo = approvalsRepo(deps.store);
   return {

@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
-import type { KillSwitch } from '../killswitch/service.js';
+import type { ApprovedFreezes } from './contracts.js';
 import type { PendingActions } from '../gate/pending.js';
 import type { Store } from '../store/index.js';
 import type { ApprovalRecord } from './records.js';
@@ -137,7 +137,7 @@ export interface ApprovalsDeps {
   /** The gate's contract: how a waiting action ends (denied, or allowed with its receipt). */
   actions: PendingActions;
   /** Applies a fleet freeze a person approved, inside the approval's write. */
-  killSwitch: Pick<KillSwitch, 'applyApprovedFreezeInWrite'>;
+  killSwitch: ApprovedFreezes;
 }
 
 export function createApprovals(deps: ApprovalsDeps): Approvals {

@@ -40,11 +40,4 @@ export const tokenRegistrationSchema = Joi.object({
   templates: refs,
 });
 
-export interface Registration {
-  workspaceId: string;
-  name: string;
-  actsFor?: string | null;
-  tags?: string[];
-  blueprint?: string;
-  templates?: string[];
-}
+export type { RegistrationInput as Registration } from '../agents/registration.js';

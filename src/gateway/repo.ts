@@ -7,7 +7,7 @@ import type {
   RateWindowRecord,
   WorkspaceGatewayRecord,
 } from './records.js';
-import type { StopAllRecord } from '../killswitch/records.js';
+import type { StopAllRecord } from '../agents/records.js';
 import type { UserRecord } from '../people/records.js';
 
 /**

@@ -4,9 +4,5 @@
  * them, so nothing here runs (test/architecture/layers.test.ts holds it to that).
  */
 
-/** "Stop every agent" in force for a workspace (absent: not in force). */
-export interface StopAllRecord {
-  reason: string;
-  by: string;
-  at: string;
-}
+// "Stop every agent" in force: declared with the agents' standing, which reads it.
+export type { StopAllRecord } from '../agents/records.js';

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js';
 import type { AgentRecord } from '../agents/records.js';
-import type { StopAllRecord } from '../killswitch/records.js';
+import type { StopAllRecord } from '../agents/records.js';
 import type { OAuthClientRecord, OAuthCodeRecord, OAuthConnectionRecord, OAuthTokenRecord } from './records.js';
 import type { Role, WorkspaceRecord } from '../people/records.js';
 import { isoAt } from '../lib/clock.js';

@@ -1,4 +1,4 @@
-import type { AgentRecord } from '../agents/records.js';
+import type { AgentRecord, StopAllRecord } from '../agents/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { BlueprintRecord } from '../blueprints/records.js';
 import type { ChatButtonRecord, ChatUserRecord } from '../chat/records.js';
@@ -21,7 +21,6 @@ import type {
   IntegrationRecord,
 } from '../integrations/records.js';
 import type { KeyRecord } from '../keys/records.js';
-import type { StopAllRecord } from '../killswitch/records.js';
 import type { CheckpointRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
 import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
 import type { McpCredentialRecord, McpOAuthPendingRecord, McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
