@@ -1,19 +1,38 @@
 import { createAgentsService, type Agents } from './agents/index.js';
 import { createBlueprintsService } from './blueprints/index.js';
-import { createApprovalOpener, createApprovals, type Approvals } from './approvals/service.js';
+import { createApprovalOpener, createApprovals, type ApprovalOpener, type Approvals } from './approvals/service.js';
 import { createKeysService } from './keys/index.js';
 import { createKillSwitch, type KillSwitch } from './killswitch/service.js';
-import { createPlans } from './plans/service.js';
-import { createIntegrationRegistry } from './integrations/registry.js';
-import { createOnce } from './integrations/once.js';
-import { createWebhooks } from './webhooks/service.js';
+import { createPlans, type Plans } from './plans/service.js';
+import { createIntegrationRegistry, type IntegrationRegistry } from './integrations/registry.js';
+import { createOnce, type Once } from './integrations/once.js';
+import { createWebhooks, type Webhooks } from './webhooks/service.js';
 import { createChat, type Chat } from './chat/service.js';
 import { createLedger, type Ledger } from './ledger/service.js';
 import { createMandates, type Mandates } from './mandates/index.js';
 import { createReceipts, type Receipts } from './receipts/service.js';
 import { createSigningKeys, type SigningKeys } from './signing/service.js';
 import { isoAt, systemClock, type Clock } from './lib/clock.js';
-import { lazily } from './lib/lazy.js';
+import type { KeysService } from './keys/service.js';
+import type { ServiceTokensService } from './service-tokens/service.js';
+import type { BlueprintsService } from './blueprints/service.js';
+import type { Drills } from './drills/service.js';
+import type { Scorecard } from './scorecard/service.js';
+import type { CallLog } from './gateway/calls.js';
+import type { Budgets } from './gateway/budgets.js';
+import type { Gateway } from './gateway/service.js';
+import type { McpProxy } from './mcp/proxy.js';
+import type { Cards } from './integrations/cards.js';
+import type { HookEvents } from './integrations/hook-events.js';
+import type { Integrations } from './integrations/service.js';
+import type { StripeEvents } from './integrations/stripe/service.js';
+import type { GithubCallbacks } from './integrations/github/callbacks.js';
+import type { Github } from './integrations/github/service.js';
+import type { Ssf } from './integrations/ssf/service.js';
+import type { SsfKeys } from './integrations/ssf/keys.js';
+import type { Sweeper } from './retention/sweeper.js';
+import type { Setup } from './setup/service.js';
+import { lazily, type Lazily } from './lib/lazy.js';
 import { randomIds, type IdSource } from './lib/ids.js';
 import { createLogger, type Logger } from './lib/log.js';
 import { createPeopleService, type People } from './people/index.js';
@@ -141,41 +160,41 @@ export interface App {
 export interface Services {
   people: People;
   agents: Agents;
-  keys: ReturnType<typeof createKeysService>;
-  serviceTokens: ReturnType<typeof createServiceTokensService>;
+  keys: KeysService;
+  serviceTokens: ServiceTokensService;
   mandates: Mandates;
-  blueprints: ReturnType<typeof createBlueprintsService>;
+  blueprints: BlueprintsService;
   signingKeys: SigningKeys;
   ledger: Ledger;
   receipts: Receipts;
   gate: Gate;
   killSwitch: KillSwitch;
   approvals: Approvals;
-  drills: ReturnType<ServerModules['drills']['createDrills']>;
-  scorecard: ReturnType<ServerModules['scorecard']['createScorecard']>;
-  calls: ReturnType<ServerModules['calls']['createCallLog']>;
-  budgets: ReturnType<ServerModules['budgets']['createBudgets']>;
-  gateway: ReturnType<ServerModules['gateway']['createGateway']>;
+  drills: Drills;
+  scorecard: Scorecard;
+  calls: CallLog;
+  budgets: Budgets;
+  gateway: Gateway;
   oauth: OAuth;
-  mcpProxy: ReturnType<ServerModules['mcp']['createMcpProxy']>;
+  mcpProxy: McpProxy;
   /** Each agent's gate requests per minute: one budget for the gate's HTTP routes and /mcp. */
   gateLimiter: RateLimiter;
-  plans: ReturnType<typeof createPlans>;
-  cards: ReturnType<ServerModules['cards']['createCards']>;
-  hookEvents: ReturnType<ServerModules['hookEvents']['createHookEvents']>;
-  integrations: ReturnType<ServerModules['integrations']['createIntegrations']>;
-  stripe: ReturnType<ServerModules['stripe']['createStripeEvents']>;
-  integrationRegistry: ReturnType<typeof createIntegrationRegistry>;
-  githubCallbacks: ReturnType<ServerModules['githubCallbacks']['createGithubCallbacks']>;
-  once: ReturnType<typeof createOnce>;
-  webhooks: ReturnType<typeof createWebhooks>;
-  github: ReturnType<ServerModules['github']['createGithub']>;
-  ssf: ReturnType<ServerModules['ssf']['createSsf']>;
-  ssfKeys: ReturnType<ServerModules['ssfKeys']['createSsfKeys']>;
+  plans: Plans;
+  cards: Cards;
+  hookEvents: HookEvents;
+  integrations: Integrations;
+  stripe: StripeEvents;
+  integrationRegistry: IntegrationRegistry;
+  githubCallbacks: GithubCallbacks;
+  once: Once;
+  webhooks: Webhooks;
+  github: Github;
+  ssf: Ssf;
+  ssfKeys: SsfKeys;
   chat: Chat;
-  sweeper: ReturnType<ServerModules['retention']['createSweeper']>;
+  sweeper: Sweeper;
   /** svc apply and svc export: the workspace as a file. */
-  setup: ReturnType<ServerModules['setup']['createSetup']>;
+  setup: Setup;
 }
 
 /**
@@ -206,6 +225,37 @@ export function principalEndedHooks(store: Store): PrincipalEnded {
  * server builds them all at once (createApp), a `--local` command only those it uses. The ledger
  * is never used without its subscribers: whoever first reaches it also wires them.
  */
+/** Factories of some of the services, each given the services it may use. */
+type Factories<K extends keyof Services> = { [N in K]: (s: Services) => Services[N] };
+
+/** What every factory may be given: the app's parts and the shared pieces of its wiring. */
+interface Wiring {
+  store: Store;
+  settings: Readonly<Settings>;
+  clock: Clock;
+  ids: IdSource;
+  masterKey: Buffer;
+  issuer: () => string;
+  log: Logger;
+  lookup: LookupFn | undefined;
+  clientMetadataCa: string | undefined;
+  deps: { store: Store; clock: Clock; ids: IdSource };
+  principalEnded: PrincipalEnded;
+  /**
+   * Opening an approval (the gate's reviews, the kill switch's freezes past the ceiling): the
+   * approvals' own write, apart from the approvals service, which itself needs the kill switch.
+   */
+  approvalOpener: ApprovalOpener;
+  /**
+   * The server-only services' modules (loadServerModules); a `--local` app has none, and reaching
+   * one of those services there is a mistake in the command, not something to load late.
+   */
+  server(name: keyof Services): ServerModules;
+  approvalTtlMs: number;
+  /** The checkpoint origin names this deployment; fixed per workspace when its ledger starts. */
+  originHost: string;
+}
+
 function createServices(
   store: Store,
   settings: Readonly<Settings>,
@@ -217,278 +267,360 @@ function createServices(
   modules: ServerModules | undefined,
   lookup?: LookupFn,
   clientMetadataCa?: string,
-) {
-  const deps = { store, clock, ids };
-  const principalEnded = principalEndedHooks(store);
-  // Opening an approval (the gate's reviews, the kill switch's freezes past the ceiling): the
-  // approvals' own write, apart from the approvals service, which itself needs the kill switch.
-  const approvalOpener = createApprovalOpener(store);
-  // The server-only services' modules (loadServerModules); a `--local` app has none, and reaching
-  // one of those services there is a mistake in the command, not something to load late.
-  const server = (name: keyof Services): ServerModules => {
-    if (!modules) throw new Error(`service ${name} is the server's: an app opened for a --local command has none`);
-    return modules;
-  };
-  const approvalTtlMs = settings.approvals.ttlHours * 3_600_000;
-  // The checkpoint origin names this deployment; fixed per workspace when its ledger starts.
-  const originHost = settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local';
-  return lazily<Services>(
-    {
-      signingKeys: () => createSigningKeys({ store, masterKey, clock }),
-      ledger: (s) => createLedger({ ...deps, signingKeys: s.signingKeys, originHost }),
-      killSwitch: (s) =>
-        createKillSwitch({
-          ...deps,
-          ledger: s.ledger,
-          bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
-          approvalTtlMs,
-          agents: s.agents,
-          approvals: approvalOpener,
-          principalEnded,
-        }),
-      receipts: (s) =>
-        createReceipts({
-          store,
-          clock,
-          signingKeys: s.signingKeys,
-          ledger: s.ledger,
-          ttlSeconds: settings.receipts.ttlDays * 86_400,
-          issuer,
-        }),
-      // The plan.* settings are the free plan's allowances; a workspace on a paid plan is not held to them.
-      plans: (s) =>
-        createPlans({
-          store,
-          clock,
-          ledger: s.ledger,
-          free: {
-            agents: settings.plan.agents,
-            mandateRules: settings.plan.mandateRules,
-            monthlyRequests: settings.plan.monthlyRequests,
-            people: settings.plan.people,
-          },
-        }),
-      agents: (s) =>
-        createAgentsService({
-          ...deps,
-          ledger: s.ledger,
-          maxAgents: async (wid) => (await s.plans.allowances(wid)).agents,
-          principalEnded,
-        }),
-      mandates: (s) =>
-        createMandates({
-          ...deps,
-          ledger: s.ledger,
-          maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,
-        }),
-      gate: (s) =>
-        server('gate').gate.createGate({
-          ...deps,
-          ledger: s.ledger,
-          receipts: s.receipts,
-          approvals: approvalOpener,
-          approvalTtlMs,
-        }),
-      calls: () => server('calls').calls.createCallLog({ store, log, clock }),
-      budgets: (s) =>
-        server('budgets').budgets.createBudgets({
-          ...deps,
-          ledger: s.ledger,
-          calls: s.calls,
-          reservationMs: server('budgets').budgets.reservationMsOf(settings.gateway),
-        }),
-      webhooks: (s) => createWebhooks({ ...deps, masterKey, ledger: s.ledger, log, settings: settings.webhooks }),
-      gateway: (s) =>
-        server('gateway').gateway.createGateway({
-          ...deps,
-          ledger: s.ledger,
-          log,
-          advise: s.webhooks.advise,
-          settings: settings.gateway,
-          allowances: (wid) => s.plans.allowances(wid),
-          seats: { graceDays: settings.plan.seatGraceDays },
-          calls: s.calls,
-          budgets: s.budgets,
-        }),
-      // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
-      gateLimiter: () => createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }),
-      mcpProxy: (s) =>
-        server('mcpProxy').mcp.createMcpProxy({
-          ...deps,
-          masterKey,
-          ledger: s.ledger,
-          gate: s.gate,
-          gateLimiter: s.gateLimiter,
-          dataLoss: async (wid) => (await s.gateway.settingsOf(wid)).dataLoss,
-          version: '1',
-          allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
-          limits: {
-            timeoutMs: settings.mcp.upstreamTimeoutMs,
-            callTimeoutMs: settings.mcp.upstreamCallTimeoutMs,
-            sessionsPerAgent: settings.mcp.upstreamSessionsPerAgent,
-            sessionsPerServer: settings.mcp.upstreamSessionsPerServer,
-            idleMs: settings.mcp.upstreamIdleMs,
-          },
-          rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
-          local: server('mcpProxy').localServers.createLocalServers({
-            servers: settings.mcp.localServers,
-            log,
-            now: () => clock.now(),
-            timeoutMs: settings.mcp.upstreamTimeoutMs,
-          }),
-          dispatcher: server('mcpProxy').safeTarget.safeDispatcher({
-            allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
-            setting: server('mcpProxy').mcp.PRIVATE_SETTING,
-            ...(lookup ? { lookup } : {}),
-          }),
-        }),
-      people: (s) =>
-        createPeopleService({
-          ...deps,
-          masterKey,
-          ledger: s.ledger,
-          sessionTtlMs: settings.session.ttlHours * 3_600_000,
-          principalEnded,
-          lockout: {
-            maxFailures: settings.lockout.maxFailures,
-            baseMs: settings.lockout.minutes * 60_000,
-            maxMs: settings.lockout.maxMinutes * 60_000,
-          },
-        }),
-      hookEvents: () => server('hookEvents').hookEvents.createHookEvents({ store, clock }),
-      cards: (s) =>
-        server('cards').cards.createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
-      approvals: (s) =>
-        createApprovals({
-          ...deps,
-          ledger: s.ledger,
-          actions: createPendingActions({ store, ledger: s.ledger, receipts: s.receipts }),
-          killSwitch: s.killSwitch,
-        }),
-      integrationRegistry: (s) => createIntegrationRegistry({ ...deps, masterKey, ledger: s.ledger }),
-      setup: (s) =>
-        server('setup').setup.createSetup({
-          store,
-          clock,
-          ledger: s.ledger,
-          people: s.people,
-          agents: s.agents,
-          mandates: s.mandates,
-          blueprints: s.blueprints,
-          budgets: s.budgets,
-          mcp: s.mcpProxy,
-          registry: s.integrationRegistry,
-        }),
-      once: () => createOnce(deps),
-      chat: (s) =>
-        createChat({
-          ...deps,
-          ledger: s.ledger,
-          webhooks: s.webhooks,
-          registry: s.integrationRegistry,
-          approvals: s.approvals,
-          people: s.people,
-          once: s.once,
-          buttonKey: deriveKey(masterKey, 'chat-button'),
-          publicUrl: issuer,
-        }),
-      githubCallbacks: (s) =>
-        server('githubCallbacks').githubCallbacks.createGithubCallbacks({
-          ...deps,
-          ledger: s.ledger,
-          registry: s.integrationRegistry,
-          log,
-          settings: settings.webhooks,
-        }),
-      // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
-      sweeper: () =>
-        server('sweeper').retention.createSweeper({
-          store,
-          clock,
-          log,
-          jobs: server('sweeper').retention.retentionJobs({ retentionDays: settings.retention.days }),
-          everyMs: settings.retention.sweepIntervalMs,
-          batch: settings.retention.sweepBatch,
-          maxPerRun: settings.retention.sweepMaxPerRun,
-        }),
-      keys: (s) => createKeysService({ ...deps, ledger: s.ledger }),
-      serviceTokens: (s) => createServiceTokensService({ ...deps, ledger: s.ledger }),
-      blueprints: (s) =>
-        createBlueprintsService({
-          ...deps,
-          ledger: s.ledger,
-          agents: s.agents,
-          mandates: s.mandates,
-          people: s.people,
-        }),
-      drills: (s) =>
-        server('drills').drills.createDrills({
-          ...deps,
-          ledger: s.ledger,
-          agents: s.agents,
-          mandates: s.mandates,
-          killSwitch: s.killSwitch,
-          gate: s.gate,
-          gateway: s.gateway,
-          mcp: s.mcpProxy,
-        }),
-      scorecard: (s) =>
-        server('scorecard').scorecard.createScorecard({
-          ...deps,
-          ledger: s.ledger,
-          agents: s.agents,
-          signingKeys: s.signingKeys,
-          issuer,
-        }),
-      // A URL client_id's metadata document is a target chosen by whoever sends the request: the vetted dispatcher.
-      oauth: (s) =>
-        server('oauth').oauth.createOAuth({
-          ...deps,
-          ledger: s.ledger,
-          issuer,
-          refreshGraceMs: settings.oauth.refreshGraceSeconds * 1000,
-          graceKey: deriveKey(masterKey, 'oauth-refresh-grace'),
-          device: {
-            deviceCodeTtlSeconds: settings.oauth.deviceCodeTtlSeconds,
-            pollIntervalSeconds: settings.oauth.devicePollIntervalSeconds,
-            accessTtlSeconds: settings.oauth.personAccessTtlSeconds,
-            refreshTtlDays: settings.oauth.personRefreshTtlDays,
-          },
-          clientMetadata: server('oauth').clientMetadata.createClientMetadata({
-            clock,
-            timeoutMs: settings.oauth.clientMetadataTimeoutMs,
-            dispatcher: server('oauth').safeTarget.safeDispatcher({
-              allowPrivateTargets: settings.oauth.allowPrivateClientMetadata,
-              setting: 'oauth.allowPrivateClientMetadata',
-              connectTimeoutMs: settings.oauth.clientMetadataTimeoutMs,
-              ...(lookup ? { lookup } : {}),
-              ...(clientMetadataCa ? { ca: clientMetadataCa } : {}),
-            }),
-          }),
-        }),
-      integrations: (s) =>
-        server('integrations').integrations.createIntegrations({ cards: s.cards, hookEvents: s.hookEvents }),
-      stripe: (s) =>
-        server('stripe').stripe.createStripeEvents({
-          cards: s.cards,
-          plans: s.plans,
-          hookEvents: s.hookEvents,
-          ledger: s.ledger,
-          clock,
-          workspaceExists: s.people.workspaceExists,
-        }),
-      github: (s) =>
-        server('github').github.createGithub({ ...deps, ledger: s.ledger, gate: s.gate, callbacks: s.githubCallbacks }),
-      ssf: (s) => server('ssf').ssf.createSsf({ store, ledger: s.ledger, people: s.people, once: s.once }),
-      ssfKeys: () =>
-        server('ssfKeys').ssfKeys.createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
+): Lazily<Services> {
+  const w: Wiring = {
+    store,
+    settings,
+    clock,
+    ids,
+    masterKey,
+    issuer,
+    log,
+    lookup,
+    clientMetadataCa,
+    deps: { store, clock, ids },
+    principalEnded: principalEndedHooks(store),
+    approvalOpener: createApprovalOpener(store),
+    server: (name) => {
+      if (!modules) throw new Error(`service ${name} is the server's: an app opened for a --local command has none`);
+      return modules;
     },
+    approvalTtlMs: settings.approvals.ttlHours * 3_600_000,
+    originHost: settings.baseUrl ? new URL(settings.baseUrl).host : 'svc.local',
+  };
+  return lazily<Services>(
+    { ...decisionsServices(w), ...trafficServices(w), ...integrationsServices(w) },
     {
       // What every ledger record also writes, in its own write and in this order (ledger/subscribers.ts):
       // its webhook deliveries, then, for an approval requested, the card the chat relay gets.
       ledger: (ledger, s) => ledger.subscribe([s.webhooks.outbox, s.chat.cards]),
     },
   );
+}
+
+/**
+ * The decision side: the ledger and its signing keys, people, agents and their mandates, keys and
+ * tokens, the gate, approvals, the kill switch, receipts, plans, drills and the scorecard.
+ */
+function decisionsServices(
+  w: Wiring,
+): Factories<
+  | 'signingKeys'
+  | 'ledger'
+  | 'killSwitch'
+  | 'receipts'
+  | 'plans'
+  | 'agents'
+  | 'mandates'
+  | 'gate'
+  | 'approvals'
+  | 'keys'
+  | 'serviceTokens'
+  | 'blueprints'
+  | 'drills'
+  | 'scorecard'
+  | 'people'
+> {
+  const {
+    store,
+    settings,
+    clock,
+    masterKey,
+    issuer,
+    deps,
+    principalEnded,
+    approvalOpener,
+    server,
+    approvalTtlMs,
+    originHost,
+  } = w;
+  return {
+    signingKeys: () => createSigningKeys({ store, masterKey, clock }),
+    ledger: (s) => createLedger({ ...deps, signingKeys: s.signingKeys, originHost }),
+    killSwitch: (s) =>
+      createKillSwitch({
+        ...deps,
+        ledger: s.ledger,
+        bulkFreezeCeiling: settings.killSwitch.bulkFreezeCeiling,
+        approvalTtlMs,
+        agents: s.agents,
+        approvals: approvalOpener,
+        principalEnded,
+      }),
+    receipts: (s) =>
+      createReceipts({
+        store,
+        clock,
+        signingKeys: s.signingKeys,
+        ledger: s.ledger,
+        ttlSeconds: settings.receipts.ttlDays * 86_400,
+        issuer,
+      }),
+    // The plan.* settings are the free plan's allowances; a workspace on a paid plan is not held to them.
+    plans: (s) =>
+      createPlans({
+        store,
+        clock,
+        ledger: s.ledger,
+        free: {
+          agents: settings.plan.agents,
+          mandateRules: settings.plan.mandateRules,
+          monthlyRequests: settings.plan.monthlyRequests,
+          people: settings.plan.people,
+        },
+      }),
+    agents: (s) =>
+      createAgentsService({
+        ...deps,
+        ledger: s.ledger,
+        maxAgents: async (wid) => (await s.plans.allowances(wid)).agents,
+        principalEnded,
+      }),
+    mandates: (s) =>
+      createMandates({
+        ...deps,
+        ledger: s.ledger,
+        maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,
+      }),
+    gate: (s) =>
+      server('gate').gate.createGate({
+        ...deps,
+        ledger: s.ledger,
+        receipts: s.receipts,
+        approvals: approvalOpener,
+        approvalTtlMs,
+      }),
+    approvals: (s) =>
+      createApprovals({
+        ...deps,
+        ledger: s.ledger,
+        actions: createPendingActions({ store, ledger: s.ledger, receipts: s.receipts }),
+        killSwitch: s.killSwitch,
+      }),
+    keys: (s) => createKeysService({ ...deps, ledger: s.ledger }),
+    serviceTokens: (s) => createServiceTokensService({ ...deps, ledger: s.ledger }),
+    blueprints: (s) =>
+      createBlueprintsService({
+        ...deps,
+        ledger: s.ledger,
+        agents: s.agents,
+        mandates: s.mandates,
+        people: s.people,
+      }),
+    drills: (s) =>
+      server('drills').drills.createDrills({
+        ...deps,
+        ledger: s.ledger,
+        agents: s.agents,
+        mandates: s.mandates,
+        killSwitch: s.killSwitch,
+        gate: s.gate,
+        gateway: s.gateway,
+        mcp: s.mcpProxy,
+      }),
+    scorecard: (s) =>
+      server('scorecard').scorecard.createScorecard({
+        ...deps,
+        ledger: s.ledger,
+        agents: s.agents,
+        signingKeys: s.signingKeys,
+        issuer,
+      }),
+    people: (s) =>
+      createPeopleService({
+        ...deps,
+        masterKey,
+        ledger: s.ledger,
+        sessionTtlMs: settings.session.ttlHours * 3_600_000,
+        principalEnded,
+        lockout: {
+          maxFailures: settings.lockout.maxFailures,
+          baseMs: settings.lockout.minutes * 60_000,
+          maxMs: settings.lockout.maxMinutes * 60_000,
+        },
+      }),
+  };
+}
+
+/**
+ * The traffic that passes through: the model gateway with its call log and budgets, the gate's
+ * per-agent limiter, the MCP proxy, and OAuth for the clients that connect to it.
+ */
+function trafficServices(w: Wiring): Factories<'calls' | 'budgets' | 'gateway' | 'gateLimiter' | 'mcpProxy' | 'oauth'> {
+  const { store, settings, clock, masterKey, issuer, log, lookup, clientMetadataCa, deps, server } = w;
+  return {
+    calls: () => server('calls').calls.createCallLog({ store, log, clock }),
+    budgets: (s) =>
+      server('budgets').budgets.createBudgets({
+        ...deps,
+        ledger: s.ledger,
+        calls: s.calls,
+        reservationMs: server('budgets').budgets.reservationMsOf(settings.gateway),
+      }),
+    gateway: (s) =>
+      server('gateway').gateway.createGateway({
+        ...deps,
+        ledger: s.ledger,
+        log,
+        advise: s.webhooks.advise,
+        settings: settings.gateway,
+        allowances: (wid) => s.plans.allowances(wid),
+        seats: { graceDays: settings.plan.seatGraceDays },
+        calls: s.calls,
+        budgets: s.budgets,
+      }),
+    // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
+    gateLimiter: () => createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }),
+    mcpProxy: (s) =>
+      server('mcpProxy').mcp.createMcpProxy({
+        ...deps,
+        masterKey,
+        ledger: s.ledger,
+        gate: s.gate,
+        gateLimiter: s.gateLimiter,
+        dataLoss: async (wid) => (await s.gateway.settingsOf(wid)).dataLoss,
+        version: '1',
+        allowPrivateUpstreams: settings.mcp.allowPrivateUpstreams,
+        limits: {
+          timeoutMs: settings.mcp.upstreamTimeoutMs,
+          callTimeoutMs: settings.mcp.upstreamCallTimeoutMs,
+          sessionsPerAgent: settings.mcp.upstreamSessionsPerAgent,
+          sessionsPerServer: settings.mcp.upstreamSessionsPerServer,
+          idleMs: settings.mcp.upstreamIdleMs,
+        },
+        rules: async (wid, aid) => (await s.mandates.get(wid, aid)).rules,
+        local: server('mcpProxy').localServers.createLocalServers({
+          servers: settings.mcp.localServers,
+          log,
+          now: () => clock.now(),
+          timeoutMs: settings.mcp.upstreamTimeoutMs,
+        }),
+        dispatcher: server('mcpProxy').safeTarget.safeDispatcher({
+          allowPrivateTargets: settings.mcp.allowPrivateUpstreams,
+          setting: server('mcpProxy').mcp.PRIVATE_SETTING,
+          ...(lookup ? { lookup } : {}),
+        }),
+      }),
+    // A URL client_id's metadata document is a target chosen by whoever sends the request: the vetted dispatcher.
+    oauth: (s) =>
+      server('oauth').oauth.createOAuth({
+        ...deps,
+        ledger: s.ledger,
+        issuer,
+        refreshGraceMs: settings.oauth.refreshGraceSeconds * 1000,
+        graceKey: deriveKey(masterKey, 'oauth-refresh-grace'),
+        device: {
+          deviceCodeTtlSeconds: settings.oauth.deviceCodeTtlSeconds,
+          pollIntervalSeconds: settings.oauth.devicePollIntervalSeconds,
+          accessTtlSeconds: settings.oauth.personAccessTtlSeconds,
+          refreshTtlDays: settings.oauth.personRefreshTtlDays,
+        },
+        clientMetadata: server('oauth').clientMetadata.createClientMetadata({
+          clock,
+          timeoutMs: settings.oauth.clientMetadataTimeoutMs,
+          dispatcher: server('oauth').safeTarget.safeDispatcher({
+            allowPrivateTargets: settings.oauth.allowPrivateClientMetadata,
+            setting: 'oauth.allowPrivateClientMetadata',
+            connectTimeoutMs: settings.oauth.clientMetadataTimeoutMs,
+            ...(lookup ? { lookup } : {}),
+            ...(clientMetadataCa ? { ca: clientMetadataCa } : {}),
+          }),
+        }),
+      }),
+  };
+}
+
+/**
+ * What talks to the world outside: webhooks, chat, cards and Stripe, GitHub, SSF, the integration
+ * registry, the setup file, and the retention sweeper.
+ */
+function integrationsServices(
+  w: Wiring,
+): Factories<
+  | 'webhooks'
+  | 'hookEvents'
+  | 'cards'
+  | 'integrationRegistry'
+  | 'setup'
+  | 'once'
+  | 'chat'
+  | 'githubCallbacks'
+  | 'sweeper'
+  | 'integrations'
+  | 'stripe'
+  | 'github'
+  | 'ssf'
+  | 'ssfKeys'
+> {
+  const { store, settings, clock, masterKey, issuer, log, deps, server } = w;
+  return {
+    webhooks: (s) => createWebhooks({ ...deps, masterKey, ledger: s.ledger, log, settings: settings.webhooks }),
+    hookEvents: () => server('hookEvents').hookEvents.createHookEvents({ store, clock }),
+    cards: (s) =>
+      server('cards').cards.createCards({ store, clock, ledger: s.ledger, gate: s.gate, hookEvents: s.hookEvents }),
+    integrationRegistry: (s) => createIntegrationRegistry({ ...deps, masterKey, ledger: s.ledger }),
+    setup: (s) =>
+      server('setup').setup.createSetup({
+        store,
+        clock,
+        ledger: s.ledger,
+        people: s.people,
+        agents: s.agents,
+        mandates: s.mandates,
+        blueprints: s.blueprints,
+        budgets: s.budgets,
+        mcp: s.mcpProxy,
+        registry: s.integrationRegistry,
+      }),
+    once: () => createOnce(deps),
+    chat: (s) =>
+      createChat({
+        ...deps,
+        ledger: s.ledger,
+        webhooks: s.webhooks,
+        registry: s.integrationRegistry,
+        approvals: s.approvals,
+        people: s.people,
+        once: s.once,
+        buttonKey: deriveKey(masterKey, 'chat-button'),
+        publicUrl: issuer,
+      }),
+    githubCallbacks: (s) =>
+      server('githubCallbacks').githubCallbacks.createGithubCallbacks({
+        ...deps,
+        ledger: s.ledger,
+        registry: s.integrationRegistry,
+        log,
+        settings: settings.webhooks,
+      }),
+    // One sweeper for every table with a window or a retention (retention/policy.ts); the server starts it.
+    sweeper: () =>
+      server('sweeper').retention.createSweeper({
+        store,
+        clock,
+        log,
+        jobs: server('sweeper').retention.retentionJobs({ retentionDays: settings.retention.days }),
+        everyMs: settings.retention.sweepIntervalMs,
+        batch: settings.retention.sweepBatch,
+        maxPerRun: settings.retention.sweepMaxPerRun,
+      }),
+    integrations: (s) =>
+      server('integrations').integrations.createIntegrations({ cards: s.cards, hookEvents: s.hookEvents }),
+    stripe: (s) =>
+      server('stripe').stripe.createStripeEvents({
+        cards: s.cards,
+        plans: s.plans,
+        hookEvents: s.hookEvents,
+        ledger: s.ledger,
+        clock,
+        workspaceExists: s.people.workspaceExists,
+      }),
+    github: (s) =>
+      server('github').github.createGithub({ ...deps, ledger: s.ledger, gate: s.gate, callbacks: s.githubCallbacks }),
+    ssf: (s) => server('ssf').ssf.createSsf({ store, ledger: s.ledger, people: s.people, once: s.once }),
+    ssfKeys: () =>
+      server('ssfKeys').ssfKeys.createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
+  };
 }
 
 export async function createApp(settings: Readonly<Settings>, options: AppOptions = {}): Promise<App> {
@@ -500,7 +632,7 @@ export async function createApp(settings: Readonly<Settings>, options: AppOption
   const store = await openStore(settings.dataDir, { create, readOnly, url: settings.storeUrl ?? undefined });
   let masterKey: Buffer;
   let migration: MigrationResult | null;
-  let wired: ReturnType<typeof createServices> | undefined;
+  let wired: Lazily<Services> | undefined;
   let publicUrl = () => settings.baseUrl ?? `http://${settings.server.host}:${settings.server.port}`;
   try {
     const source = { dataDir: settings.dataDir, fromSettings: settings.masterKey, file: settings.masterKeyFile };

@@ -14,10 +14,20 @@
  * const s = lazily<{ a: number; b: number }>({ a: () => 1, b: (s) => s.a + 1 });
  * s.b; // 2, and `a` was built for it
  */
+/** The object of members built on first use, and what it tells of them. */
+export interface Lazily<T extends object> {
+  /** The members: each built on its first access. */
+  self: T;
+  /** Whether a member was built already. */
+  built(name: keyof T): boolean;
+  /** Builds every member now (the server does, so a wiring mistake shows at start). */
+  buildAll(): void;
+}
+
 export function lazily<T extends object>(
   factories: { [K in keyof T]: (self: T) => T[K] },
   after: { [K in keyof T]?: (value: T[K], self: T) => void } = {},
-): { self: T; built(name: keyof T): boolean; buildAll(): void } {
+): Lazily<T> {
   const values = new Map<keyof T, unknown>();
   const building = new Set<keyof T>();
   const pending: Array<() => void> = [];
