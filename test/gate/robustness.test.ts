@@ -118,3 +118,16 @@ test('a body that is JSON but not an object is refused as invalid_request', asyn
     );
   }
 });
+
+// A number too large for a double in metadata (valid JSON, parsed as Infinity) with an idempotency
+// key is a 4xx or a decision, never a 500 (500 is for server faults only).
+test('metadata holding 1e400 or -1e400 with an idempotency key is not a 500', async (t) => {
+  const fx = await makeAgent(server, [PAY_ACME, { actions: ['crm.*'] }], 'infinity-bot');
+  for (const body of [
+    '{"type":"crm.update","summary":"Update","idempotencyKey":"inf-1","metadata":{"n":1e400}}',
+    '{"type":"payment","summary":"Pay","idempotencyKey":"inf-2","payment":{"amount":100,"currency":"EUR","merchant":"acme.example"},"metadata":{"n":-1e400}}',
+  ]) {
+    const res = await authorizeRaw(server, fx.key, body);
+    t.true(res.status < 500, `${res.status} ${res.text}`);
+  }
+});

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { assertError } from '../helpers/http.js';
+import { assertError, call } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
@@ -202,4 +202,48 @@ test('a completed settlement without an amount keeps the authorized amount in th
   t.is(settled.status, 200, settled.text);
   await assertDenied(t, server, fx, await authorize(server, fx.key, payment(1001)), 'period_limit');
   t.is((await authorize(server, fx.key, payment(1000))).body.decision, 'allow');
+});
+
+/*
+ * A cancelled or failed settlement gives the amount back to the period, but the receipt signed for
+ * the action stays valid, online too (valid: true, replayed: false). The agent settles its own
+ * actions, with no check, so a rogue agent could loop authorize -> cancel and collect receipts for
+ * any multiple of its period limit, each one a merchant verifies as genuine. What the receipts
+ * vouch for must stay within the mandate's period limit.
+ */
+const RECEIPT_LIMIT = 5000;
+
+/** What a looping agent's receipts vouch for, verified online, after four authorize-and-settle rounds. */
+async function vouchedAfterSettling(name: string, status: 'cancelled' | 'completed', amount?: number): Promise<number> {
+  const looping = await makeAgent(
+    server,
+    [{ ...PAY_ACME, maxAmount: RECEIPT_LIMIT, periodLimit: { amount: RECEIPT_LIMIT, period: 'day' } }],
+    name,
+  );
+  let vouched = 0;
+  for (let i = 0; i < 4; i += 1) {
+    const res = await authorize(server, looping.key, payment(RECEIPT_LIMIT));
+    if (res.body.decision !== 'allow') break;
+    await settle(server, looping.key, res.body.id, amount === undefined ? { status } : { status, amount });
+    // The merchant checks the receipt online, afterwards, as the receipt docs let it.
+    const verified = await call(server.url, 'POST', '/v1/verify', { json: { receipt: res.body.receipt } });
+    if (verified.body.valid === true && verified.body.replayed === false) vouched += verified.body.claims.amt as number;
+  }
+  return vouched;
+}
+
+test('receipts of cancelled actions do not let valid receipts exceed the period limit', async (t) => {
+  const vouched = await vouchedAfterSettling('looping-cancel-bot', 'cancelled');
+  t.true(
+    vouched <= RECEIPT_LIMIT,
+    `${vouched} EUR-cents of receipts verify valid and fresh online, under a daily limit of ${RECEIPT_LIMIT}`,
+  );
+});
+
+test('a completed settlement of 0 does not let a 5000 receipt be re-issued', async (t) => {
+  const vouched = await vouchedAfterSettling('looping-zero-bot', 'completed', 0);
+  t.true(
+    vouched <= RECEIPT_LIMIT,
+    `${vouched} EUR-cents of receipts verify valid and fresh online, under a daily limit of ${RECEIPT_LIMIT}`,
+  );
 });

@@ -239,3 +239,26 @@ test.serial(
     t.is(bad.code, 2, bad.stdout);
   },
 );
+
+// Last: it freezes every agent of the workspace. `svc freeze --all --local` puts an `owner` hold on
+// each agent listed and also turns on "stop every agent", so an agent created afterwards (by any
+// member, during the incident) is refused too, not allowed while the operator believes every
+// agent is frozen.
+test.serial('after svc freeze --all, an agent created later is stopped too', async (t) => {
+  const before = await makeBot(owner, 'before-freeze-all', PAY);
+  const count = (await owner.get('/agents?limit=200')).body.data.length as number;
+  const run = await freeze(['--all', '--confirm-count', String(count), '--reason', 'incident 42', '--local']);
+  t.is(run.code, 0, run.stderr);
+  const old = await authorize(server, before.key, pay(100));
+  t.deepEqual(old.body.signals, ['agent_frozen'], old.text);
+
+  const later = await makeBot(owner, 'after-freeze-all', PAY);
+  const res = await authorize(server, later.key, pay(100));
+  t.is(res.status, 200, res.text);
+  t.is(
+    res.body.decision,
+    'deny',
+    `an agent created after freeze --all was ${res.body.decision} (receipt ${res.body.receipt ? 'issued' : 'none'})`,
+  );
+  t.deepEqual(res.body.signals, ['agent_frozen']);
+});

@@ -185,6 +185,13 @@ test.serial(
     t.is(first.status, 200);
     t.true(first.body.user.mustChangePassword);
     t.is((await send('GET', `/api/w/${wid}/agents`, first.cookie)).status, 403);
+    // Whatever the role given: an admin added with a chosen password cannot act (approve, restart,
+    // be the second person of a two-person rule) under it either.
+    const admin = newEmail();
+    t.is((await add({ email: admin, name: 'New Admin', role: 'admin', password })).status, 201);
+    const asAdmin = await signIn(admin, password);
+    t.true(asAdmin.body.user.mustChangePassword);
+    t.is((await send('GET', `/api/w/${wid}/agents`, asAdmin.cookie)).status, 403);
   },
 );
 
