@@ -68,7 +68,10 @@ export interface PermissionChecker {
 export function permissionFor(option: PermissionOption, params: Record<string, unknown>): RoutePermission {
   if (typeof option === 'string') return option;
   const value = params[option.byParam];
-  return (typeof value === 'string' ? option.of[value] : undefined) ?? option.otherwise;
+  // Own keys only: a parameter named `constructor` is no permission of Object's.
+  return (
+    (typeof value === 'string' && Object.hasOwn(option.of, value) ? option.of[value] : undefined) ?? option.otherwise
+  );
 }
 
 /** The permission a route of the route table declares, if any. */
