@@ -1,4 +1,4 @@
-import { createServer as createNodeServer } from 'node:http';
+import { createServer as createNodeServer, type Server as NodeServer } from 'node:http';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
 import { agentsRoutes } from './agents/http.js';
@@ -95,7 +95,7 @@ interface RouteContext {
 }
 
 /** The Node server hapi listens with: its timeouts, and its own socket beside other processes' (`reusePort`). */
-function nodeListener(settings: App['settings'], listen: ListenOptions) {
+function nodeListener(settings: App['settings'], listen: ListenOptions): NodeServer {
   const listener = createNodeServer({
     headersTimeout: settings.server.headersTimeoutMs,
     requestTimeout: settings.server.requestTimeoutMs,
@@ -114,7 +114,7 @@ function nodeListener(settings: App['settings'], listen: ListenOptions) {
 }
 
 /** The hapi server and what every route shares: load shedding, body limits, validation, caching, cookies. */
-function hapiServer(settings: App['settings'], listener: ReturnType<typeof createNodeServer>, listen: ListenOptions) {
+function hapiServer(settings: App['settings'], listener: NodeServer, listen: ListenOptions) {
   return Hapi.server({
     listener,
     host: settings.server.host,
