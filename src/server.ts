@@ -1,4 +1,4 @@
-import { createServer as createNodeServer } from 'node:http';
+import { createServer as createNodeServer, type Server as NodeServer } from 'node:http';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
 import { agentsRoutes } from './agents/http.js';
@@ -23,6 +23,7 @@ import { mandatesRoutes } from './mandates/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
 import { deriveKey } from './lib/seal.js';
+import type { Logger } from './lib/log.js';
 import { clientAddressOf } from './http/client-address.js';
 import { registerAgentKey } from './http/auth/agent-key.js';
 import { registerDenyByDefault } from './http/auth/deny.js';
@@ -31,7 +32,7 @@ import { integrationsRoutes } from './integrations/http.js';
 import { stripeRoutes } from './integrations/stripe/http.js';
 import { stripeBillingVerifier, stripeVerifier } from './integrations/stripe/signature.js';
 import { plansRoutes } from './plans/http.js';
-import { createRefusals, svcSignatureVerifier } from './http/inbound.js';
+import { createRefusals, svcSignatureVerifier, type Refusals } from './http/inbound.js';
 import { githubRoutes } from './integrations/github/http.js';
 import { githubVerifier } from './integrations/github/verifier.js';
 import { ssfRoutes } from './integrations/ssf/http.js';
@@ -40,7 +41,8 @@ import { webhooksRoutes } from './webhooks/http.js';
 import { chatRoutes } from './chat/http.js';
 import { slackVerifier } from './chat/slack.js';
 import { registerServiceToken } from './http/auth/service-token.js';
-import { registerSession } from './http/auth/session.js';
+import { registerPermissions } from './http/auth/permission.js';
+import { registerSession, sessionStrategies } from './http/auth/session.js';
 import { setupRoutes } from './setup/http.js';
 import { registerWorkspaceKey } from './http/auth/workspace-key.js';
 import { answerClientErrors } from './http/client-error.js';
@@ -48,7 +50,7 @@ import { installFrontDoor } from './http/front-door.js';
 import { trackDrain } from './http/drain.js';
 import { createBodyLimits } from './http/body-limits.js';
 import { payloadFailAction, validationFailAction } from './http/errors.js';
-import { createGuards } from './http/guards.js';
+import { createGuards, type Guards } from './http/guards.js';
 import { logRequest, pipeline } from './http/pipeline.js';
 import { healthAnswer, systemRoutes } from './http/system.js';
 import { createObservability } from './observability/index.js';
@@ -83,9 +85,17 @@ export interface ListenOptions {
   reusePort?: boolean;
 }
 
-export async function createHttpServer(app: App, listen: ListenOptions = {}): Promise<HttpServer> {
-  const { settings, services, log, clock } = app;
-  const production = settings.env === 'production';
+/** What the route plugins are given besides their services. */
+interface RouteContext {
+  app: App;
+  production: boolean;
+  guards: Guards;
+  refusals: Refusals;
+  baseUrl: () => string;
+}
+
+/** The Node server hapi listens with: its timeouts, and its own socket beside other processes' (`reusePort`). */
+function nodeListener(settings: App['settings'], listen: ListenOptions): NodeServer {
   const listener = createNodeServer({
     headersTimeout: settings.server.headersTimeoutMs,
     requestTimeout: settings.server.requestTimeoutMs,
@@ -100,9 +110,12 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       return plain({ port, host, reusePort: true, exclusive: true }, done);
     }) as typeof listener.listen;
   }
-  const baseUrl = () => settings.baseUrl ?? server.info.uri;
+  return listener;
+}
 
-  const server = Hapi.server({
+/** The hapi server and what every route shares: load shedding, body limits, validation, caching, cookies. */
+function hapiServer(settings: App['settings'], listener: NodeServer, listen: ListenOptions) {
+  return Hapi.server({
     listener,
     host: settings.server.host,
     port: listen.port ?? settings.server.port,
@@ -135,43 +148,14 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       security: false,
     },
   });
+}
 
-  const health = { store: app.store, isDraining: () => drain.draining() };
-  installFrontDoor(listener, {
-    production,
-    health: (path) => healthAnswer(health, path),
-    answered: (entry, req) =>
-      logRequest(log, {
-        ...entry,
-        client: clientAddressOf(
-          req.socket.remoteAddress,
-          req.headers['x-forwarded-for'],
-          settings.server.trustedProxies,
-        ),
-      }),
-    bodies: createBodyLimits({ server, baseUrl, production, log }),
-  });
-  answerClientErrors(listener, { baseUrl, production });
-  // After the front door, so that its answers (health) are marked during a drain too.
-  const drain = trackDrain(listener);
-  await server.register({
-    plugin: pipeline,
-    options: {
-      baseUrl,
-      production,
-      log,
-      retryAfterSeconds: settings.load.retryAfterSeconds,
-      trustedProxies: settings.server.trustedProxies,
-    },
-  });
-  const guards = createGuards({
-    clock,
-    baseUrl,
-    baseUrlConfigured: settings.baseUrl !== null,
-    trustedProxies: settings.server.trustedProxies,
-    rateLimits: settings.rateLimits,
-  });
-
+/**
+ * The auth strategies, each given the service that knows its credential, then deny-by-default,
+ * the session cookie, and the check of the permission a console route declares.
+ */
+async function registerAuth(server: Server, app: App, production: boolean, baseUrl: () => string): Promise<Refusals> {
+  const { settings, services, clock } = app;
   registerAgentKey(server, {
     keys: services.keys,
     oauth: services.oauth,
@@ -208,54 +192,52 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
     ttlMs: settings.session.ttlHours * 3_600_000,
     people: services.people,
   });
+  registerPermissions(server, { people: services.people, sessionStrategies: sessionStrategies(production) });
+  return refusals;
+}
 
-  await server.register({ plugin: systemRoutes, options: { ...health, baseUrl } });
+/** People, keys, agents and their mandates, the gate, receipts, the ledger, tokens, drills, the kill switch, approvals. */
+async function registerCoreRoutes(server: Server, { app, production, guards }: RouteContext): Promise<void> {
+  const { services } = app;
   await server.register({ plugin: peopleRoutes, options: { people: services.people, production, guards } });
   await server.register({
     plugin: keysRoutes,
-    options: { keys: services.keys, agents: services.agents, people: services.people, production, guards },
+    options: { keys: services.keys, agents: services.agents, production, guards },
   });
   await server.register({
     plugin: agentsRoutes,
-    options: {
-      agents: services.agents,
-      blueprints: services.blueprints,
-      people: services.people,
-      production,
-      guards,
-    },
+    options: { agents: services.agents, blueprints: services.blueprints, production, guards },
   });
   await server.register({
     plugin: blueprintsRoutes,
-    options: { blueprints: services.blueprints, agents: services.agents, people: services.people, production, guards },
+    options: { blueprints: services.blueprints, agents: services.agents, production, guards },
   });
   await server.register({
     plugin: mandatesRoutes,
-    options: { mandates: services.mandates, agents: services.agents, people: services.people, production, guards },
+    options: { mandates: services.mandates, agents: services.agents, production, guards },
   });
   await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
   await server.register({
     plugin: receiptsRoutes,
     options: { receipts: services.receipts, signingKeys: services.signingKeys, guards },
   });
-  await server.register({
-    plugin: ledgerRoutes,
-    options: { ledger: services.ledger, people: services.people, production, guards },
-  });
+  await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, production, guards } });
   await server.register({
     plugin: serviceTokensRoutes,
-    options: { tokens: services.serviceTokens, people: services.people, production, guards },
+    options: { tokens: services.serviceTokens, production, guards },
   });
   await server.register({ plugin: drillsRoutes, options: { drills: services.drills } });
   await server.register({ plugin: scorecardRoutes, options: { scorecard: services.scorecard } });
   await server.register({
     plugin: killSwitchRoutes,
-    options: { killSwitch: services.killSwitch, agents: services.agents, people: services.people, production, guards },
+    options: { killSwitch: services.killSwitch, agents: services.agents, production, guards },
   });
-  await server.register({
-    plugin: approvalsRoutes,
-    options: { approvals: services.approvals, people: services.people, production, guards },
-  });
+  await server.register({ plugin: approvalsRoutes, options: { approvals: services.approvals, production, guards } });
+}
+
+/** The model gateway and the MCP server. */
+async function registerGatewayRoutes(server: Server, { app, production, guards, baseUrl }: RouteContext) {
+  const { settings, services, clock } = app;
   await server.register({
     plugin: gatewayRoutes,
     options: {
@@ -263,7 +245,6 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       budgets: services.budgets,
       calls: services.calls,
       settings: settings.gateway,
-      people: services.people,
       production,
       guards,
     },
@@ -277,50 +258,45 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       proxy: services.mcpProxy,
       baseUrl,
       version: API_VERSION,
-      people: services.people,
       production,
       guards,
       stillValid: credentialLive(app.store, () => clock.now()),
     },
   });
+}
+
+/** Integrations (cards, the payment provider, plans, the code host, the identity provider), webhooks, chat. */
+async function registerIntegrationRoutes(server: Server, { app, production, guards, refusals }: RouteContext) {
+  const { services } = app;
   await server.register({
     plugin: integrationsRoutes,
     options: {
       integrations: services.integrations,
       cards: services.cards,
-      registry,
+      registry: services.integrationRegistry,
       refusals,
-      people: services.people,
       production,
       guards,
     },
   });
   await server.register({
     plugin: stripeRoutes,
-    options: { stripe: services.stripe, cards: services.cards, refusals, people: services.people, production, guards },
+    options: { stripe: services.stripe, cards: services.cards, refusals, production, guards },
   });
-  await server.register({
-    plugin: plansRoutes,
-    options: { plans: services.plans, people: services.people, production },
-  });
-  await server.register({
-    plugin: githubRoutes,
-    options: { github: services.github, refusals, people: services.people, production, guards },
-  });
+  await server.register({ plugin: plansRoutes, options: { plans: services.plans, production } });
+  await server.register({ plugin: githubRoutes, options: { github: services.github, refusals, production, guards } });
   await server.register({ plugin: ssfRoutes, options: { ssf: services.ssf, refusals } });
-  await server.register({
-    plugin: webhooksRoutes,
-    options: { webhooks: services.webhooks, people: services.people, production, guards },
-  });
-  await server.register({
-    plugin: chatRoutes,
-    options: { chat: services.chat, refusals, people: services.people, production, guards },
-  });
+  await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, production, guards } });
+  await server.register({ plugin: chatRoutes, options: { chat: services.chat, refusals, production, guards } });
+}
+
+/** The authorization server, setup, `svc login`'s device flow, and the console's pages. */
+async function registerSignInRoutes(server: Server, { app, production, guards, baseUrl }: RouteContext) {
+  const { settings, services } = app;
   await server.register({
     plugin: oauthRoutes,
     options: {
       oauth: services.oauth,
-      people: services.people,
       production,
       guards,
       consentKey: deriveKey(app.masterKey, 'oauth-consent'),
@@ -340,6 +316,11 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
     },
   });
   await server.register({ plugin: consoleRoutes, options: { people: services.people, production } });
+}
+
+/** The API's own documents, and the metrics (on this listener when it has a scrape token). */
+async function registerObservability(server: Server, app: App, baseUrl: () => string) {
+  const { settings, services, log, clock } = app;
   const observability = createObservability({
     settings: settings.observability,
     store: app.store,
@@ -355,17 +336,75 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       plugin: metricsRoutes,
       options: { metrics: observability.metrics, token: observability.scrapeToken },
     });
+  return observability;
+}
 
-  app.publicUrl.set(baseUrl);
-  // Ledger checkpoints: every interval when records were added, and once more on shutdown.
-  let checkpoints: NodeJS.Timeout | undefined;
-  // Expired approvals are ended first, so their ledger records make the same checkpoint.
-  const checkpoint = () =>
+/** Ledger checkpoints: expired approvals are ended first, so their ledger records make the same checkpoint. */
+function checkpointer(services: App['services'], log: Logger): () => Promise<unknown> {
+  return () =>
     services.approvals
       .expireDue()
       .catch((err: unknown) => log.error({ err }, 'approval expiry failed'))
       .then(() => services.ledger.checkpointAll())
       .catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
+}
+
+export async function createHttpServer(app: App, listen: ListenOptions = {}): Promise<HttpServer> {
+  const { settings, services, log, clock } = app;
+  const production = settings.env === 'production';
+  const listener = nodeListener(settings, listen);
+  const server = hapiServer(settings, listener, listen);
+  const baseUrl = () => settings.baseUrl ?? server.info.uri;
+
+  const health = { store: app.store, isDraining: () => drain.draining() };
+  installFrontDoor(listener, {
+    production,
+    health: (path) => healthAnswer(health, path),
+    answered: (entry, req) =>
+      logRequest(log, {
+        ...entry,
+        client: clientAddressOf(
+          req.socket.remoteAddress,
+          req.headers['x-forwarded-for'],
+          settings.server.trustedProxies,
+        ),
+      }),
+    bodies: createBodyLimits({ server, baseUrl, production, log }),
+  });
+  answerClientErrors(listener, { baseUrl, production });
+  // After the front door, so that its answers (health) are marked during a drain too.
+  const drain = trackDrain(listener);
+  await server.register({
+    plugin: pipeline,
+    options: {
+      baseUrl,
+      production,
+      log,
+      retryAfterSeconds: settings.load.retryAfterSeconds,
+      trustedProxies: settings.server.trustedProxies,
+    },
+  });
+  const guards = createGuards({
+    clock,
+    baseUrl,
+    baseUrlConfigured: settings.baseUrl !== null,
+    trustedProxies: settings.server.trustedProxies,
+    rateLimits: settings.rateLimits,
+  });
+  const refusals = await registerAuth(server, app, production, baseUrl);
+
+  const routes: RouteContext = { app, production, guards, refusals, baseUrl };
+  await server.register({ plugin: systemRoutes, options: { ...health, baseUrl } });
+  await registerCoreRoutes(server, routes);
+  await registerGatewayRoutes(server, routes);
+  await registerIntegrationRoutes(server, routes);
+  await registerSignInRoutes(server, routes);
+  const observability = await registerObservability(server, app, baseUrl);
+
+  app.publicUrl.set(baseUrl);
+  // Ledger checkpoints: every interval when records were added, and once more on shutdown.
+  let checkpoints: NodeJS.Timeout | undefined;
+  const checkpoint = checkpointer(services, log);
 
   return {
     server,

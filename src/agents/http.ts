@@ -1,9 +1,9 @@
 import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import type { AgentActor, AgentsService, AgentViewer } from './service.js';
 import type { AgentRegistration } from './registration.js';
 import { page, pageOf, tagList as tags, userId, wid } from '../http/params.js';
@@ -33,23 +33,27 @@ const patchSchema = Joi.object({
 export const agentsRoutes: Plugin<{
   agents: AgentsService;
   blueprints: AgentRegistration;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-agents',
-  register(server, { agents, blueprints, people, production, guards }) {
+  register(server, { agents, blueprints, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
-    const write = { onPreAuth: guards.consoleWrite };
-    const who = async (request: Request, w: string): Promise<AgentActor> => {
-      const c = caller(request, 'session');
-      const role = await people.authorize(w, c.user, 'agents.manage');
-      return { actor: actorOf(c), userId: c.user.id, role };
+    /** Writes: a person who may manage agents; the service decides which (`agents.manage`). */
+    const manage = {
+      auth: session,
+      app: { permission: 'agents.manage' },
+      ext: { onPreAuth: guards.consoleWrite },
+    } as const;
+    /** Reads: any role, narrowed per person by the service (`sees`). */
+    const read = { auth: session, app: { permission: 'workspace.read' } } as const;
+    const who = (request: Request): AgentActor => {
+      const { actor, user, role } = member(request);
+      return { actor, userId: user.id, role };
     };
-    /** A person reading agents: any role, narrowed per person by the service (`sees`). */
-    const viewer = async (request: Request, w: string): Promise<AgentViewer> => {
-      const { user } = caller(request, 'session');
-      return { userId: user.id, role: await people.authorize(w, user, 'workspace.read') };
+    const viewer = (request: Request): AgentViewer => {
+      const { user, role } = member(request);
+      return { userId: user.id, role };
     };
     const params = (request: Request) => request.params as { wid: string; aid: string; keyId: string };
 
@@ -75,16 +79,13 @@ export const agentsRoutes: Plugin<{
       {
         method: 'GET',
         path: '/api/w/{wid}/agents',
-        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        async handler(request) {
-          const { wid: w } = params(request);
-          return agents.page(w, pageOf(request.query), await viewer(request, w));
-        },
+        options: { ...read, validate: { params: Joi.object({ wid }), query: page } },
+        handler: (request) => agents.page(params(request).wid, pageOf(request.query), viewer(request)),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/agents',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: createSchema } },
+        options: { ...manage, validate: { params: Joi.object({ wid }), payload: createSchema } },
         async handler(request, h) {
           const { wid: w } = params(request);
           const body = request.payload as {
@@ -93,35 +94,35 @@ export const agentsRoutes: Plugin<{
             tags?: string[];
             blueprint?: string;
           };
-          const agent = await blueprints.register({ workspaceId: w, ...body }, await who(request, w));
+          const agent = await blueprints.register({ workspaceId: w, ...body }, who(request));
           return h.response(await agents.view(agent)).code(201);
         },
       },
       {
         method: 'GET',
         path: '/api/w/{wid}/agents/{aid}',
-        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
+        options: { ...read, validate: { params: Joi.object({ wid, aid }) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return agents.view(await agents.readable(w, a, await viewer(request, w)));
+          return agents.view(await agents.readable(w, a, viewer(request)));
         },
       },
       {
         method: 'PATCH',
         path: '/api/w/{wid}/agents/{aid}',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: patchSchema } },
+        options: { ...manage, validate: { params: Joi.object({ wid, aid }), payload: patchSchema } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          return agents.view(await agents.update(w, a, request.payload as { name?: string }, await who(request, w)));
+          return agents.view(await agents.update(w, a, request.payload as { name?: string }, who(request)));
         },
       },
       {
         method: 'DELETE',
         path: '/api/w/{wid}/agents/{aid}',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }) } },
+        options: { ...manage, validate: { params: Joi.object({ wid, aid }) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          await agents.remove(w, a, await who(request, w));
+          await agents.remove(w, a, who(request));
           return {};
         },
       },

@@ -2,9 +2,9 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import type { Approvals, ApproveOutcome, Decider } from './service.js';
 import { pageOf, wid } from '../http/params.js';
 
@@ -29,17 +29,21 @@ export function answer(outcome: ApproveOutcome) {
 
 export const approvalsRoutes: Plugin<{
   approvals: Approvals;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-approvals',
-  register(server, { approvals, people, production, guards }) {
+  register(server, { approvals, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
-    const write = { onPreAuth: guards.consoleWrite };
-    const decider = async (request: Request, w: string): Promise<Decider> => {
-      const c = caller(request, 'session');
-      return { userId: c.user.id, actor: actorOf(c), role: await people.authorize(w, c.user, 'approvals.decide') };
+    /** Approve and deny: people who may decide; the approval's own rules then decide who (service.ts). */
+    const decide = {
+      auth: session,
+      app: { permission: 'approvals.decide' },
+      ext: { onPreAuth: guards.consoleWrite },
+    } as const;
+    const decider = (request: Request): Decider => {
+      const { user, actor, role } = member(request);
+      return { userId: user.id, actor, role };
     };
     const body = (request: Request) => (request.payload as { note?: string } | null)?.note || null;
 
@@ -78,6 +82,7 @@ export const approvalsRoutes: Plugin<{
         path: '/api/w/{wid}/approvals',
         options: {
           auth: session,
+          app: { permission: 'approvals.read' },
           validate: {
             params: Joi.object({ wid }),
             query: Joi.object({
@@ -87,10 +92,8 @@ export const approvalsRoutes: Plugin<{
             }),
           },
         },
-        async handler(request) {
-          const { wid: w } = request.params as { wid: string };
-          const { user } = caller(request, 'session');
-          const role = await people.authorize(w, user, 'approvals.read');
+        handler(request) {
+          const { wid: w, user, role } = member(request);
           const { status } = request.query as { status?: 'pending' };
           return approvals.list(w, {
             ...pageOf(request.query),
@@ -102,19 +105,19 @@ export const approvalsRoutes: Plugin<{
       {
         method: 'POST',
         path: '/api/w/{wid}/approvals/{apid}/approve',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
+        options: { ...decide, validate: { params: Joi.object({ wid, apid }), payload: note } },
         async handler(request) {
           const { wid: w, apid: a } = request.params as { wid: string; apid: string };
-          return answer(await approvals.approve(w, a, await decider(request, w), body(request)));
+          return answer(await approvals.approve(w, a, decider(request), body(request)));
         },
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/approvals/{apid}/deny',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, apid }), payload: note } },
+        options: { ...decide, validate: { params: Joi.object({ wid, apid }), payload: note } },
         async handler(request) {
           const { wid: w, apid: a } = request.params as { wid: string; apid: string };
-          return answer(await approvals.deny(w, a, await decider(request, w), body(request)));
+          return answer(await approvals.deny(w, a, decider(request), body(request)));
         },
       },
     ]);

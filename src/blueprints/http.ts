@@ -1,10 +1,10 @@
 import Joi from 'joi';
-import type { Plugin, Request } from '@hapi/hapi';
+import type { Plugin } from '@hapi/hapi';
 import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import { page, pageOf, wid } from '../http/params.js';
 import { blueprintInputSchema, tokenRegistrationSchema, type BlueprintInput } from './schemas.js';
 import type { BlueprintsService } from './service.js';
@@ -18,42 +18,37 @@ import type { BlueprintsService } from './service.js';
 export const blueprintsRoutes: Plugin<{
   blueprints: BlueprintsService;
   agents: AgentsService;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-blueprints',
-  register(server, { blueprints, agents, people, production, guards }) {
+  register(server, { blueprints, agents, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const params = (request: Request) => request.params as { wid: string };
 
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/blueprints',
-        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        async handler(request) {
-          const { wid: w } = params(request);
-          await people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          return blueprints.page(w, pageOf(request.query));
+        options: {
+          auth: session,
+          app: { permission: 'workspace.read' },
+          validate: { params: Joi.object({ wid }), query: page },
         },
+        handler: (request) => blueprints.page(member(request).wid, pageOf(request.query)),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/blueprints',
         options: {
           auth: session,
+          app: { permission: 'templates.manage' },
           ext: write,
           validate: { params: Joi.object({ wid }), payload: blueprintInputSchema },
         },
         async handler(request, h) {
-          const { wid: w } = params(request);
-          const c = caller(request, 'session');
-          await people.authorize(w, c.user, 'templates.manage');
-          return h
-            .response(await blueprints.create(w, request.payload as BlueprintInput, { actor: actorOf(c) }))
-            .code(201);
+          const { wid: w, actor } = member(request);
+          return h.response(await blueprints.create(w, request.payload as BlueprintInput, { actor })).code(201);
         },
       },
       {

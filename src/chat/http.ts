@@ -3,14 +3,13 @@ import type { Plugin, Request } from '@hapi/hapi';
 import { answer } from '../approvals/http.js';
 import { AppError } from '../errors/app-error.js';
 import { verified } from '../http/auth/signature.js';
-import { caller } from '../http/auth/callers.js';
-import { permittedMember, sessionStrategies } from '../http/auth/session.js';
+import { member } from '../http/auth/permission.js';
+import { sessionStrategies } from '../http/auth/session.js';
 import { roleAllows } from '../people/permissions.js';
 import { validationFailAction } from '../http/errors.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import { hookOptions, parseVerified, verifiedJson, type Refusals } from '../http/inbound.js';
-import type { PeopleService } from '../people/index.js';
 import type { Chat, ClickResult } from './service.js';
 import { blockActionsSchema, formPayload, type BlockActions } from './slack.js';
 
@@ -53,35 +52,29 @@ const approvalOf = (result: ClickResult) => answer(result.outcome);
 export const chatRoutes: Plugin<{
   chat: Chat;
   refusals: Refusals;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-chat',
-  register(server, { chat, refusals, people, production, guards }) {
+  register(server, { chat, refusals, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
-    /** A person who may decide approvals (whose chat identity may then decide for them), and whether they manage integrations. */
-    const person = async (request: Request) => {
-      const { wid: w, actor } = await permittedMember(people, request, 'approvals.decide');
-      const c = caller(request, 'session');
-      return {
-        wid: w,
-        actor,
-        self: c.user.id,
-        manager: roleAllows(await people.authorize(w, c.user, 'approvals.decide'), 'integrations.manage'),
-      };
+    /** A person who may decide approvals (whose chat identity may then decide for them). */
+    const decider = { auth: session, app: { permission: 'approvals.decide' } } as const;
+    /** The person, and whether they manage integrations. */
+    const person = (request: Request) => {
+      const { wid: w, actor, user, role } = member(request);
+      return { wid: w, actor, self: user.id, manager: roleAllows(role, 'integrations.manage') };
     };
 
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/chat/users',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        options: { ...decider, validate: { params: Joi.object({ wid }) } },
         async handler(request) {
           // Owners and admins see every mapping; others their own.
-          const { wid: w, self, manager } = await person(request);
+          const { wid: w, self, manager } = person(request);
           return { data: (await chat.users(w)).filter((u) => manager || u.userId === self), next: null };
         },
       },
@@ -89,7 +82,7 @@ export const chatRoutes: Plugin<{
         method: 'PUT',
         path: '/api/w/{wid}/chat/users/{platform}/{chatUserId}',
         options: {
-          auth: session,
+          ...decider,
           ext: write,
           validate: {
             params: Joi.object({ wid, platform: PLATFORM, chatUserId: CHAT_USER_ID }),
@@ -101,8 +94,8 @@ export const chatRoutes: Plugin<{
             }),
           },
         },
-        async handler(request) {
-          const { wid: w, actor, self, manager } = await person(request);
+        handler(request) {
+          const { wid: w, actor, self, manager } = person(request);
           const { platform, chatUserId } = request.params as { platform: string; chatUserId: string };
           return chat.mapUser(w, platform, chatUserId, (request.payload as { userId: string | null }).userId, {
             actor,
@@ -115,19 +108,27 @@ export const chatRoutes: Plugin<{
         // A test card to the chat relay, signed as every card (owners: the relay speaks for people).
         method: 'POST',
         path: '/api/w/{wid}/integrations/chat-relay/test',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }) } },
+        options: {
+          auth: session,
+          app: { permission: 'integrations.approvalChannels' },
+          ext: write,
+          validate: { params: Joi.object({ wid }) },
+        },
         async handler(request, h) {
-          const { wid: w, actor } = await permittedMember(people, request, 'integrations.approvalChannels');
+          const { wid: w, actor } = member(request);
           return h.response(await chat.sendTestCard(w, actor)).code(202);
         },
       },
       {
         method: 'GET',
         path: '/api/w/{wid}/chat/cards',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        options: {
+          auth: session,
+          app: { permission: 'integrations.manage' },
+          validate: { params: Joi.object({ wid }) },
+        },
         async handler(request) {
-          const { wid: w } = await managed(request);
-          return { data: await chat.deliveries(w), next: null };
+          return { data: await chat.deliveries(member(request).wid), next: null };
         },
       },
       {

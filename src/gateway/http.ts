@@ -1,12 +1,10 @@
 import Joi from 'joi';
-import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
+import type { Plugin, Request, ResponseToolkit, ServerRoute } from '@hapi/hapi';
 import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
 import { requestStamp } from '../http/pipeline.js';
 import { arrivedAt } from '../http/front-door.js';
 import type { Guards } from '../http/guards.js';
-import { permittedMember, sessionStrategies } from '../http/auth/session.js';
-import { wid } from '../http/params.js';
-import type { PeopleService } from '../people/index.js';
+import { sessionStrategies } from '../http/auth/session.js';
 import type { GatewayModel, GatewaySettings } from '../settings/schema.js';
 import type { KeyRecord } from '../keys/records.js';
 import type { Budgets } from './budgets.js';
@@ -16,10 +14,11 @@ import { countTokensSchema } from './count-tokens.js';
 import { embeddingsSchema } from './embeddings.js';
 import { responsesSchema } from './responses/schema.js';
 import { budgetSchema, chatCompletionsSchema, messagesSchema, type BudgetInput } from './schemas.js';
+import { gatewayConsoleRoutes } from './console/http.js';
 import { profileBlockers } from './routing.js';
 import { cachePrices } from './steps/prices.js';
 import type { Gateway } from './service.js';
-import { bucketCount, MAX_BUCKETS, usageReport, usageSeries } from './usage.js';
+import { usageReport } from './usage.js';
 import type { ErrorType } from '../errors/catalogue.js';
 import { AppError } from '../errors/app-error.js';
 
@@ -42,350 +41,278 @@ const MODEL_ROUTE = {
   forwarded: true,
 } as const;
 
-/**
- * The model gateway's routes (docs/gateway.md): POST /v1/chat/completions, /v1/responses and
- * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
- * errors in its `{ type: "error", error }` envelope), GET /v1/models and /v1/models/{id}; and for admin keys budgets, usage and upstream status. Any workspace key, or an
- * agent key for its agent's own traffic.
- */
-export const gatewayRoutes: Plugin<{
+// What the gateway's steps can refuse a model request with (listed in GET /openapi.json).
+const MODEL_ERRORS: ErrorType[] = [
+  'agent_stopped',
+  'unclassified_request',
+  'policy_conflict',
+  'sensitive_data_blocked',
+  'budget_exhausted',
+  'approval_required',
+  'rate_limited',
+  'plan_limit_reached',
+  'seat_limit_reached',
+  'upstream_failure',
+  'upstream_rate_limited',
+];
+// Token counting is no model call: no plan, budget or admission refuses it.
+const COUNT_ERRORS: ErrorType[] = [
+  'agent_stopped',
+  'unclassified_request',
+  'policy_conflict',
+  'sensitive_data_blocked',
+];
+
+/** What the gateway's route groups are given. */
+interface GatewayRouteDeps {
   gateway: Gateway;
   budgets: Budgets;
   calls: CallLog;
   settings: GatewaySettings;
-  people: PeopleService;
-  production: boolean;
-  guards: Guards;
-}> = {
-  name: 'svc-gateway',
-  register(server, { gateway, budgets, calls, settings, people, production, guards }) {
-    const session = { strategies: sessionStrategies(production) };
-    const created = Math.floor(Date.now() / 1000);
-    const modelView = (m: GatewayModel) => ({
-      id: m.id,
-      object: 'model',
-      created,
-      owned_by: m.provider,
-      provider: m.provider,
-      jurisdiction: m.jurisdiction,
-      priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
-      priceMicrosPerMTokOut: m.priceMicrosPerMTokOut,
-      // The prompt cache's prices as charged (set, or their defaults: steps/prices.ts).
-      priceMicrosPerMTokCacheRead: cachePrices(m).read,
-      priceMicrosPerMTokCacheWrite: cachePrices(m).write,
-      priceMicrosPerMTokCacheWrite1h: cachePrices(m).write1h,
-      taskClasses: m.taskClasses,
-      quality: m.quality,
-      latency: m.latency,
+}
+
+/** The catalogue as GET /v1/models shows it, and the models a key may reach (its policy profile's). */
+function catalogue(settings: GatewaySettings) {
+  const created = Math.floor(Date.now() / 1000);
+  const modelView = (m: GatewayModel) => ({
+    id: m.id,
+    object: 'model',
+    created,
+    owned_by: m.provider,
+    provider: m.provider,
+    jurisdiction: m.jurisdiction,
+    priceMicrosPerMTokIn: m.priceMicrosPerMTokIn,
+    priceMicrosPerMTokOut: m.priceMicrosPerMTokOut,
+    // The prompt cache's prices as charged (set, or their defaults: steps/prices.ts).
+    priceMicrosPerMTokCacheRead: cachePrices(m).read,
+    priceMicrosPerMTokCacheWrite: cachePrices(m).write,
+    priceMicrosPerMTokCacheWrite1h: cachePrices(m).write1h,
+    taskClasses: m.taskClasses,
+    quality: m.quality,
+    latency: m.latency,
+  });
+  const profiles = new Map(settings.policyProfiles.map((p) => [p.id, p]));
+  /** The catalogue a key may reach: its policy profile's models, providers and jurisdictions. */
+  const reachable = (key: KeyRecord) => {
+    if (!key.policyProfile) return settings.models;
+    const p = profiles.get(key.policyProfile);
+    if (!p) return [];
+    return settings.models.filter((m) => profileBlockers(m, p, settings.home).length === 0);
+  };
+  return { modelView, reachable };
+}
+
+/** A model route's handler: the request handed to the gateway, its answer (JSON or a stream) with its headers. */
+function modelHandler(gateway: Gateway) {
+  return (shape: RouteShape) => async (request: Request, h: ResponseToolkit) => {
+    // From the moment the listener saw the request (parsing and authentication included).
+    const startedAt = arrivedAt(request.raw.req) ?? performance.now() - (Date.now() - request.info.received);
+    const abort = new AbortController();
+    // The client went away before its answer was written: cancel the upstream call.
+    request.raw.res.once('close', () => {
+      if (!request.raw.res.writableFinished) abort.abort();
     });
-    const profiles = new Map(settings.policyProfiles.map((p) => [p.id, p]));
-    /** The catalogue a key may reach: its policy profile's models, providers and jurisdictions. */
-    const reachable = (key: KeyRecord) => {
-      if (!key.policyProfile) return settings.models;
-      const p = profiles.get(key.policyProfile);
-      if (!p) return [];
-      return settings.models.filter((m) => profileBlockers(m, p, settings.home).length === 0);
-    };
-
-    const model = (shape: RouteShape) => async (request: Request, h: ResponseToolkit) => {
-      // From the moment the listener saw the request (parsing and authentication included).
-      const startedAt = arrivedAt(request.raw.req) ?? performance.now() - (Date.now() - request.info.received);
-      const abort = new AbortController();
-      // The client went away before its answer was written: cancel the upstream call.
-      request.raw.res.once('close', () => {
-        if (!request.raw.res.writableFinished) abort.abort();
+    // Headers every answer carries, refusals included (the pipeline sets them on errors too).
+    const headers = (request.app.responseHeaders ??= {});
+    let answer;
+    try {
+      answer = await gateway.handle({
+        shape,
+        body: request.payload as Record<string, unknown>,
+        key: caller(request, 'workspace-key').key,
+        headers: request.headers as Record<string, string | string[] | undefined>,
+        traceparent: requestStamp(request).traceparent,
+        signal: abort.signal,
+        startedAt,
+        answerHeaders: headers,
       });
-      // Headers every answer carries, refusals included (the pipeline sets them on errors too).
-      const headers = (request.app.responseHeaders ??= {});
-      let answer;
-      try {
-        answer = await gateway.handle({
-          shape,
-          body: request.payload as Record<string, unknown>,
-          key: caller(request, 'workspace-key').key,
-          headers: request.headers as Record<string, string | string[] | undefined>,
-          traceparent: requestStamp(request).traceparent,
-          signal: abort.signal,
-          startedAt,
-          answerHeaders: headers,
-        });
-      } catch (err) {
-        headers['x-svc-overhead-micros'] ??= String(Math.round((performance.now() - startedAt) * 1000));
-        throw err;
-      }
-      const response = answer.stream
-        ? h
-            .response(answer.stream)
-            .type('text/event-stream; charset=utf-8')
-            .header('cache-control', 'no-cache')
-            .header('content-encoding', 'identity')
-        : h.response(answer.json).code(answer.status);
-      for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
-      return response;
-    };
-    const modelRoute = { auth: WORKSPACE_KEY, payload: { maxBytes: settings.bodyBytes } };
-    // What the gateway's steps can refuse a model request with (listed in GET /openapi.json).
-    const modelErrors: ErrorType[] = [
-      'agent_stopped',
-      'unclassified_request',
-      'policy_conflict',
-      'sensitive_data_blocked',
-      'budget_exhausted',
-      'approval_required',
-      'rate_limited',
-      'plan_limit_reached',
-      'seat_limit_reached',
-      'upstream_failure',
-      'upstream_rate_limited',
-    ];
-    // Token counting is no model call: no plan, budget or admission refuses it.
-    const countErrors: ErrorType[] = [
-      'agent_stopped',
-      'unclassified_request',
-      'policy_conflict',
-      'sensitive_data_blocked',
-    ];
+    } catch (err) {
+      headers['x-svc-overhead-micros'] ??= String(Math.round((performance.now() - startedAt) * 1000));
+      throw err;
+    }
+    const response = answer.stream
+      ? h
+          .response(answer.stream)
+          .type('text/event-stream; charset=utf-8')
+          .header('cache-control', 'no-cache')
+          .header('content-encoding', 'identity')
+      : h.response(answer.json).code(answer.status);
+    for (const [name, value] of Object.entries(answer.headers)) response.header(name, value);
+    return response;
+  };
+}
 
-    server.route([
-      {
-        method: 'POST',
-        path: '/v1/chat/completions',
-        options: {
-          ...modelRoute,
-          plugins: { svc: { ...MODEL_ROUTE, errors: modelErrors } },
-          validate: { payload: chatCompletionsSchema },
-        },
-        handler: model('openai'),
+/** The model routes (any workspace key, or an agent key for its agent's own traffic) and the catalogue. */
+function modelRoutes(deps: GatewayRouteDeps): ServerRoute[] {
+  const { gateway, settings } = deps;
+  const { modelView, reachable } = catalogue(settings);
+  const model = modelHandler(gateway);
+  const modelRoute = { auth: WORKSPACE_KEY, payload: { maxBytes: settings.bodyBytes } };
+  return [
+    {
+      method: 'POST',
+      path: '/v1/chat/completions',
+      options: {
+        ...modelRoute,
+        plugins: { svc: { ...MODEL_ROUTE, errors: MODEL_ERRORS } },
+        validate: { payload: chatCompletionsSchema },
       },
-      {
-        method: 'POST',
-        path: '/v1/messages',
-        options: {
-          ...modelRoute,
-          plugins: { svc: { ...MODEL_ROUTE, errorEnvelope: 'anthropic', errors: modelErrors } },
-          validate: { payload: messagesSchema },
-        },
-        handler: model('anthropic'),
+      handler: model('openai'),
+    },
+    {
+      method: 'POST',
+      path: '/v1/messages',
+      options: {
+        ...modelRoute,
+        plugins: { svc: { ...MODEL_ROUTE, errorEnvelope: 'anthropic', errors: MODEL_ERRORS } },
+        validate: { payload: messagesSchema },
       },
-      {
-        method: 'POST',
-        path: '/v1/responses',
-        options: {
-          ...modelRoute,
-          plugins: { svc: { ...MODEL_ROUTE, errors: modelErrors } },
-          validate: { payload: responsesSchema },
-        },
-        handler: model('responses'),
+      handler: model('anthropic'),
+    },
+    {
+      method: 'POST',
+      path: '/v1/responses',
+      options: {
+        ...modelRoute,
+        plugins: { svc: { ...MODEL_ROUTE, errors: MODEL_ERRORS } },
+        validate: { payload: responsesSchema },
       },
-      {
-        method: 'POST',
-        path: '/v1/embeddings',
-        options: {
-          ...modelRoute,
-          plugins: { svc: { ...MODEL_ROUTE, maxArrayItems: EMBEDDING_ARRAY_ITEMS, errors: modelErrors } },
-          validate: { payload: embeddingsSchema },
-        },
-        handler: model('embeddings'),
+      handler: model('responses'),
+    },
+    {
+      method: 'POST',
+      path: '/v1/embeddings',
+      options: {
+        ...modelRoute,
+        plugins: { svc: { ...MODEL_ROUTE, maxArrayItems: EMBEDDING_ARRAY_ITEMS, errors: MODEL_ERRORS } },
+        validate: { payload: embeddingsSchema },
       },
-      {
-        // Claude Code adds ?beta=true.
-        method: 'POST',
-        path: '/v1/messages/count_tokens',
-        options: {
-          ...modelRoute,
-          plugins: { svc: { ...MODEL_ROUTE, errorEnvelope: 'anthropic', errors: countErrors } },
-          validate: { payload: countTokensSchema, query: Joi.object({ beta: Joi.string().valid('true', 'false') }) },
-        },
-        handler: model('count_tokens'),
+      handler: model('embeddings'),
+    },
+    {
+      // Claude Code adds ?beta=true.
+      method: 'POST',
+      path: '/v1/messages/count_tokens',
+      options: {
+        ...modelRoute,
+        plugins: { svc: { ...MODEL_ROUTE, errorEnvelope: 'anthropic', errors: COUNT_ERRORS } },
+        validate: { payload: countTokensSchema, query: Joi.object({ beta: Joi.string().valid('true', 'false') }) },
       },
-      {
-        method: 'GET',
-        path: '/v1/models',
-        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
-        handler: (request) => ({
-          object: 'list',
-          data: reachable(caller(request, 'workspace-key').key).map(modelView),
-        }),
+      handler: model('count_tokens'),
+    },
+    {
+      method: 'GET',
+      path: '/v1/models',
+      options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'any' } } },
+      handler: (request) => ({
+        object: 'list',
+        data: reachable(caller(request, 'workspace-key').key).map(modelView),
+      }),
+    },
+    {
+      // One model of that catalogue (OpenAI's retrieve). Catalogue ids may hold `/` and `:`: the
+      // id spans the rest of the path, sent as is or percent-encoded (the SDKs encode `/`).
+      method: 'GET',
+      path: '/v1/models/{id*}',
+      options: {
+        auth: WORKSPACE_KEY,
+        plugins: { svc: { keyScope: 'any', errors: ['not_found'] } },
+        validate: { params: Joi.object({ id: Joi.string().allow('') }) },
       },
-      {
-        // One model of that catalogue (OpenAI's retrieve). Catalogue ids may hold `/` and `:`: the
-        // id spans the rest of the path, sent as is or percent-encoded (the SDKs encode `/`).
-        method: 'GET',
-        path: '/v1/models/{id*}',
-        options: {
-          auth: WORKSPACE_KEY,
-          plugins: { svc: { keyScope: 'any', errors: ['not_found'] } },
-          validate: { params: Joi.object({ id: Joi.string().allow('') }) },
-        },
-        handler(request) {
-          const { id } = request.params as { id: string };
-          const found = reachable(caller(request, 'workspace-key').key).find((m) => m.id === id);
-          if (!found)
-            throw new AppError('not_found', {
-              message: `Model "${id.length > 200 ? `${id.slice(0, 200)}…` : id}" is not in the catalogue this key may reach.`,
-              fix: 'Name a model that GET /v1/models lists for this key.',
-            });
-          return modelView(found);
-        },
+      handler(request) {
+        const { id } = request.params as { id: string };
+        const found = reachable(caller(request, 'workspace-key').key).find((m) => m.id === id);
+        if (!found)
+          throw new AppError('not_found', {
+            message: `Model "${id.length > 200 ? `${id.slice(0, 200)}…` : id}" is not in the catalogue this key may reach.`,
+            fix: 'Name a model that GET /v1/models lists for this key.',
+          });
+        return modelView(found);
       },
-      {
-        method: 'GET',
-        path: '/api/w/{wid}/gateway',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        async handler(request) {
-          const { wid: w } = request.params as { wid: string };
-          await people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          return gateway.settingsOf(w);
-        },
+    },
+  ];
+}
+
+/** For admin keys: budgets, usage, and the upstreams' status. */
+function adminRoutes(deps: GatewayRouteDeps): ServerRoute[] {
+  const { gateway, budgets, calls, settings } = deps;
+  return [
+    {
+      method: 'POST',
+      path: '/v1/admin/budgets',
+      options: {
+        auth: WORKSPACE_KEY,
+        plugins: { svc: { keyScope: 'admin', validationType: 'invalid_budget' } },
+        validate: { payload: budgetSchema },
       },
-      {
-        // The workspace's enforcement and data-loss mode (owners, admins); a ledger record.
-        method: 'PUT',
-        path: '/api/w/{wid}/gateway',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          validate: {
-            params: Joi.object({ wid }),
-            payload: Joi.object({
-              enforcement: Joi.string().valid('enforce', 'shadow'),
-              dataLoss: Joi.string().valid('off', 'redact', 'block'),
-            }).min(1),
-          },
-        },
-        async handler(request) {
-          const { wid: w } = request.params as { wid: string };
-          const c = caller(request, 'session');
-          await people.authorize(w, c.user, 'gateway.manage');
-          return gateway.configure(
-            w,
-            request.payload as { enforcement?: 'enforce' | 'shadow'; dataLoss?: 'off' | 'redact' | 'block' },
-            actorOf(c),
-          );
-        },
+      async handler(request, h) {
+        const c = caller(request, 'workspace-key');
+        return h.response(await budgets.create(c.workspaceId, request.payload as BudgetInput, actorOf(c))).code(201);
       },
-      {
-        method: 'POST',
-        path: '/v1/admin/budgets',
-        options: {
-          auth: WORKSPACE_KEY,
-          plugins: { svc: { keyScope: 'admin', validationType: 'invalid_budget' } },
-          validate: { payload: budgetSchema },
-        },
-        async handler(request, h) {
-          const c = caller(request, 'workspace-key');
-          return h.response(await budgets.create(c.workspaceId, request.payload as BudgetInput, actorOf(c))).code(201);
-        },
-      },
-      {
-        method: 'GET',
-        path: '/v1/admin/budgets',
-        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
-        handler: async (request) => ({
-          data: await budgets.list(caller(request, 'workspace-key').workspaceId),
-          next: null,
-        }),
-      },
-      {
-        method: 'GET',
-        path: '/v1/admin/usage',
-        options: {
-          auth: WORKSPACE_KEY,
-          plugins: { svc: { keyScope: 'admin' } },
-          validate: {
-            query: Joi.object({
-              from: Joi.date().iso(),
-              to: Joi.date().iso(),
-              by: Joi.string().valid('model', 'principal', 'team', 'agent', 'key', 'taskClass').default('model'),
-            }),
-          },
-        },
-        async handler(request) {
-          await calls.flush();
-          const q = request.query as {
-            from?: Date;
-            to?: Date;
-            by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
-          };
-          return usageReport(calls, caller(request, 'workspace-key').workspaceId, q);
+    },
+    {
+      method: 'GET',
+      path: '/v1/admin/budgets',
+      options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
+      handler: async (request) => ({
+        data: await budgets.list(caller(request, 'workspace-key').workspaceId),
+        next: null,
+      }),
+    },
+    {
+      method: 'GET',
+      path: '/v1/admin/usage',
+      options: {
+        auth: WORKSPACE_KEY,
+        plugins: { svc: { keyScope: 'admin' } },
+        validate: {
+          query: Joi.object({
+            from: Joi.date().iso(),
+            to: Joi.date().iso(),
+            by: Joi.string().valid('model', 'principal', 'team', 'agent', 'key', 'taskClass').default('model'),
+          }),
         },
       },
-      {
-        // Usage and spend over time (owners, admins, analysts): the console's usage section.
-        method: 'GET',
-        path: '/api/w/{wid}/usage',
-        options: {
-          auth: session,
-          validate: {
-            params: Joi.object({ wid }),
-            query: Joi.object({
-              from: Joi.date().iso().required(),
-              to: Joi.date().iso().greater(Joi.ref('from')).required(),
-              by: Joi.string().valid('model', 'team', 'key').default('model'),
-              bucket: Joi.string().valid('hour', 'day').default('day'),
-            }).custom((q: { from: Date; to: Date; bucket: 'hour' | 'day' }, helpers) =>
-              bucketCount(q.from, q.to, q.bucket) > MAX_BUCKETS
-                ? helpers.message({ custom: `the window holds more than ${MAX_BUCKETS} ${q.bucket}s: narrow it` })
-                : q,
-            ),
-          },
-        },
-        async handler(request) {
-          const { wid: w } = await permittedMember(people, request, 'usage.read');
-          await calls.flush();
-          const q = request.query as { from: Date; to: Date; by: 'model' | 'team' | 'key'; bucket: 'hour' | 'day' };
-          return usageSeries(calls, w, q);
-        },
+      async handler(request) {
+        await calls.flush();
+        const q = request.query as {
+          from?: Date;
+          to?: Date;
+          by: 'model' | 'principal' | 'team' | 'agent' | 'key' | 'taskClass';
+        };
+        return usageReport(calls, caller(request, 'workspace-key').workspaceId, q);
       },
-      {
-        // Budgets with what they used this period and the ladder's step reached (owners, admins, analysts).
-        method: 'GET',
-        path: '/api/w/{wid}/budgets',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        async handler(request) {
-          const { wid: w } = await permittedMember(people, request, 'usage.read');
-          return { data: await budgets.overview(w), next: null };
-        },
-      },
-      {
-        // A budget set in the console (owners, admins): the same body and checks as POST /v1/admin/budgets.
-        method: 'POST',
-        path: '/api/w/{wid}/budgets',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          // The body's faults are invalid_budget, as on POST /v1/admin/budgets; a bad path stays invalid_request.
-          plugins: {
-            svc: {
-              validationTypeByField: Object.fromEntries(
-                ['scope', 'amountMicros', 'period', 'ladder'].map((f) => [f, 'invalid_budget' as const]),
-              ),
-            },
-          },
-          validate: { params: Joi.object({ wid }), payload: budgetSchema },
-        },
-        async handler(request, h) {
-          const { wid: w, actor } = await permittedMember(people, request, 'gateway.manage');
-          return h.response(await budgets.create(w, request.payload as BudgetInput, actor)).code(201);
-        },
-      },
-      {
-        method: 'GET',
-        path: '/v1/admin/upstreams',
-        options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
-        handler: (request) => ({
-          data: settings.models.map((m) => ({
-            model: m.id,
-            provider: m.provider,
-            circuit: gateway.health.open(m.id) ? 'open' : 'closed',
-            observedLatencyMs: gateway.health.latencyMs(m.id) ?? null,
-            // Each deployment's own circuit and latency (the model's circuit is open when all are).
-            deployments: gateway.health.deployments(m),
-          })),
-          // What the bounded record queues dropped of this workspace's records (docs/gateway.md).
-          recordQueues: gateway.queues(caller(request, 'workspace-key').workspaceId),
-        }),
-      },
-    ]);
+    },
+    {
+      method: 'GET',
+      path: '/v1/admin/upstreams',
+      options: { auth: WORKSPACE_KEY, plugins: { svc: { keyScope: 'admin' } } },
+      handler: (request) => ({
+        data: settings.models.map((m) => ({
+          model: m.id,
+          provider: m.provider,
+          circuit: gateway.health.open(m.id) ? 'open' : 'closed',
+          observedLatencyMs: gateway.health.latencyMs(m.id) ?? null,
+          // Each deployment's own circuit and latency (the model's circuit is open when all are).
+          deployments: gateway.health.deployments(m),
+        })),
+        // What the bounded record queues dropped of this workspace's records (docs/gateway.md).
+        recordQueues: gateway.queues(caller(request, 'workspace-key').workspaceId),
+      }),
+    },
+  ];
+}
+
+/**
+ * The model gateway's routes (docs/gateway.md): POST /v1/chat/completions, /v1/responses and
+ * /v1/embeddings (OpenAI shapes), POST /v1/messages and /v1/messages/count_tokens (Anthropic shape;
+ * errors in its `{ type: "error", error }` envelope), GET /v1/models and /v1/models/{id}; and for admin keys budgets, usage and upstream status. Any workspace key, or an
+ * agent key for its agent's own traffic. The console's routes are in console/http.ts.
+ */
+export const gatewayRoutes: Plugin<GatewayRouteDeps & { production: boolean; guards: Guards }> = {
+  name: 'svc-gateway',
+  register(server, deps) {
+    const session = { strategies: sessionStrategies(deps.production) };
+    server.route([...modelRoutes(deps), ...gatewayConsoleRoutes({ ...deps, session }), ...adminRoutes(deps)]);
   },
 };

@@ -50,13 +50,22 @@ export interface InboundSecrets {
  * to an address that names none, is not counted (nothing shows such a count), so it cannot grow
  * the store. A count that cannot be written is lost, never turned into an error for the sender.
  */
+export interface Refusals {
+  /** The refusals counted for a workspace's integration of this kind (reads the integration's record). */
+  get(wid: string, kind: IntegrationKind): Promise<number>;
+  /**
+   * A route extension (onPreResponse) counting this route's 4xx and 5xx under the request's
+   * workspace, when it has set the kind up (reads its settings, writes its count).
+   */
+  counter(kind: IntegrationKind): (request: Request, h: ResponseToolkit) => Promise<symbol>;
+}
+
 export function createRefusals(
   registry: Pick<InboundSecrets, 'configOf' | 'refusals' | 'countRefusal'>,
   log?: { warn(obj: object, msg: string): void },
-) {
+): Refusals {
   return {
     get: (wid: string, kind: IntegrationKind): Promise<number> => registry.refusals(wid, kind),
-    /** A route extension counting this route's 4xx and 5xx under the request's workspace, when it has set the kind up. */
     counter(kind: IntegrationKind) {
       return async (request: Request, h: ResponseToolkit) => {
         const response = request.response as { statusCode?: number; output?: { statusCode: number } } | null;
@@ -78,8 +87,6 @@ export function createRefusals(
     },
   };
 }
-
-export type Refusals = ReturnType<typeof createRefusals>;
 
 /**
  * Route options of an inbound route of `kind`; `maxBytes` only for provider bodies that may be

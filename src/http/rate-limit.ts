@@ -17,14 +17,27 @@ export interface RateDecision {
  * insertion order), so an attacker rotating addresses costs bounded memory. Dropping a window can
  * only hand a key a fresh budget early, never refuse anyone wrongly.
  */
-export function createRateLimiter(options: { limit: number; windowMs?: number; clock: Clock; maxKeys?: number }) {
+export interface RateLimiter {
+  /**
+   * Counts one request of `key` in its window, against `limit` when given (a key with a limit of
+   * its own), else the limiter's; refused (`allowed: false`) once the window's count is reached.
+   * Reads and writes only the limiter's own memory.
+   */
+  take(key: string, limit?: number): RateDecision;
+}
+
+export function createRateLimiter(options: {
+  limit: number;
+  windowMs?: number;
+  clock: Clock;
+  maxKeys?: number;
+}): RateLimiter {
   const windowMs = options.windowMs ?? 60_000;
   const maxKeys = options.maxKeys ?? 100_000;
   const windows = new Map<string, { start: number; count: number }>();
   let lastSweep = 0;
 
   return {
-    /** Counts one request of `key`, against `limit` when given (a key with a limit of its own), else the limiter's. */
     take(key: string, limit = options.limit): RateDecision {
       const now = options.clock.now();
       if (now - lastSweep > windowMs) {
@@ -45,5 +58,3 @@ export function createRateLimiter(options: { limit: number; windowMs?: number; c
     },
   };
 }
-
-export type RateLimiter = ReturnType<typeof createRateLimiter>;

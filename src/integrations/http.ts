@@ -1,9 +1,9 @@
 import Joi from 'joi';
-import type { Plugin, Request, RouteOptions, ServerRoute } from '@hapi/hapi';
-import { permittedMember, sessionStrategies } from '../http/auth/session.js';
+import type { Plugin, RouteOptions, ServerRoute } from '@hapi/hapi';
+import { member } from '../http/auth/permission.js';
+import { sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
-import type { PeopleService } from '../people/index.js';
 import type { CardProvider, IntegrationKind } from './records.js';
 import type { Cards } from './cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
@@ -109,33 +109,32 @@ const issuerEventSchema = Joi.object({
  */
 export function cardRoutes(
   provider: CardProvider,
-  deps: { cards: Cards; people: PeopleService; session: RouteOptions['auth']; write: RouteOptions['ext'] },
+  deps: { cards: Cards; session: RouteOptions['auth']; write: RouteOptions['ext'] },
 ): ServerRoute[] {
-  const { cards, people, session, write } = deps;
-  const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
+  const { cards, session, write } = deps;
+  const managed = { auth: session, app: { permission: 'integrations.manage' } } as const;
   return [
     {
       method: 'GET',
       path: `/api/w/{wid}/${provider}/cards`,
-      options: { auth: session, validate: { params: Joi.object({ wid }) } },
+      options: { ...managed, validate: { params: Joi.object({ wid }) } },
       async handler(request) {
-        const { wid: w } = await managed(request);
-        return { data: await cards.cards(w, provider), next: null };
+        return { data: await cards.cards(member(request).wid, provider), next: null };
       },
     },
     {
       method: 'PUT',
       path: `/api/w/{wid}/${provider}/cards/{cardId}`,
       options: {
-        auth: session,
+        ...managed,
         ext: write,
         validate: {
           params: Joi.object({ wid, cardId: CARD_ID }),
           payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }),
         },
       },
-      async handler(request) {
-        const { wid: w, actor } = await managed(request);
+      handler(request) {
+        const { wid: w, actor } = member(request);
         const { cardId } = request.params as { cardId: string };
         return cards.mapCard(w, provider, cardId, (request.payload as { agentId: string | null }).agentId, actor);
       },
@@ -143,9 +142,9 @@ export function cardRoutes(
     {
       method: 'GET',
       path: `/api/w/{wid}/${provider}/cards/{cardId}/charges`,
-      options: { auth: session, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
+      options: { ...managed, validate: { params: Joi.object({ wid, cardId: CARD_ID }) } },
       async handler(request) {
-        const { wid: w } = await managed(request);
+        const { wid: w } = member(request);
         return { data: await cards.charges(w, provider, (request.params as { cardId: string }).cardId), next: null };
       },
     },
@@ -170,23 +169,25 @@ export const integrationsRoutes: Plugin<{
   cards: Cards;
   registry: IntegrationRegistry;
   refusals: Refusals;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-integrations',
-  register(server, { integrations, cards, registry, refusals, people, production, guards }) {
+  register(server, { integrations, cards, registry, refusals, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
-    const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
 
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/integrations',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        options: {
+          auth: session,
+          app: { permission: 'integrations.manage' },
+          validate: { params: Joi.object({ wid }) },
+        },
         async handler(request) {
-          const { wid: w } = await managed(request);
+          const { wid: w } = member(request);
           const views = await registry.view(w);
           const refused = await Promise.all(views.map((v) => refusals.get(w, v.kind)));
           return { data: views.map((v, i) => ({ ...v, refused: refused[i] })), next: null };
@@ -197,6 +198,8 @@ export const integrationsRoutes: Plugin<{
         path: '/api/w/{wid}/integrations/{kind}',
         options: {
           auth: session,
+          // The identity provider and the approval channels are owners' alone (their secrets speak for people).
+          app: { permission: { byParam: 'kind', of: KIND_PERMISSION, otherwise: 'integrations.manage' } },
           ext: write,
           validate: {
             params: Joi.object({
@@ -213,18 +216,13 @@ export const integrationsRoutes: Plugin<{
             },
           },
         },
-        async handler(request) {
+        handler(request) {
           const { kind } = request.params as { kind: IntegrationKind };
-          // The identity provider is owners' alone (its tokens end people's access).
-          const { wid: w, actor } = await permittedMember(
-            people,
-            request,
-            KIND_PERMISSION[kind] ?? 'integrations.manage',
-          );
+          const { wid: w, actor } = member(request);
           return registry.configure(w, kind, configureInput((request.payload ?? {}) as Record<string, unknown>), actor);
         },
       },
-      ...cardRoutes('issuer', { cards, people, session, write }),
+      ...cardRoutes('issuer', { cards, session, write }),
       {
         method: 'POST',
         path: '/v1/hooks/issuer/{wid}',

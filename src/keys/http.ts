@@ -3,8 +3,8 @@ import type { Plugin, Request } from '@hapi/hapi';
 import type { AgentActor, AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
 import { actorOf, caller, WORKSPACE_KEY } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import { expiresInDaysSchema, mintKeySchema, type MintKeyInput } from './schemas.js';
 import { toKeyView, type KeysService } from './service.js';
 import { page, pageOf, wid } from '../http/params.js';
@@ -18,20 +18,21 @@ const aid = Joi.string().max(64).required();
 export const keysRoutes: Plugin<{
   keys: KeysService;
   agents: AgentsService;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-keys',
-  register(server, { keys, agents, people, production, guards }) {
+  register(server, { keys, agents, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const params = (request: Request) => request.params as { wid: string; aid: string; keyId: string };
-    /** A person managing an agent's keys: the agents service decides which agents they may. */
-    const who = async (request: Request, w: string): Promise<AgentActor> => {
-      const c = caller(request, 'session');
-      const role = await people.authorize(w, c.user, 'agents.manage');
-      return { actor: actorOf(c), userId: c.user.id, role };
+    /** The workspace's keys: owners and admins. */
+    const keysManage = { auth: session, app: { permission: 'keys.manage' } } as const;
+    /** An agent's keys: whoever may manage agents; the agents service decides which agents they may. */
+    const agentsManage = { auth: session, app: { permission: 'agents.manage' } } as const;
+    const who = (request: Request): AgentActor => {
+      const { actor, user, role } = member(request);
+      return { actor, userId: user.id, role };
     };
     server.route([
       {
@@ -76,41 +77,29 @@ export const keysRoutes: Plugin<{
       {
         method: 'GET',
         path: '/api/w/{wid}/keys',
-        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        async handler(request) {
-          const { wid: w } = request.params as { wid: string };
-          await people.authorize(w, caller(request, 'session').user, 'keys.manage');
-          return keys.list(w, pageOf(request.query));
-        },
+        options: { ...keysManage, validate: { params: Joi.object({ wid }), query: page } },
+        handler: (request) => keys.list(member(request).wid, pageOf(request.query)),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/keys',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid }), payload: mintKeySchema },
-        },
+        options: { ...keysManage, ext: write, validate: { params: Joi.object({ wid }), payload: mintKeySchema } },
         async handler(request, h) {
-          const { wid: w } = request.params as { wid: string };
-          const c = caller(request, 'session');
-          await people.authorize(w, c.user, 'keys.manage');
-          return h.response(await keys.mint(w, request.payload as MintKeyInput, actorOf(c))).code(201);
+          const { wid: w, actor } = member(request);
+          return h.response(await keys.mint(w, request.payload as MintKeyInput, actor)).code(201);
         },
       },
       {
         method: 'DELETE',
         path: '/api/w/{wid}/keys/{id}',
         options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
+          ...keysManage,
+          ext: write,
           validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) },
         },
         async handler(request) {
-          const { wid: w, id } = request.params as { wid: string; id: string };
-          const c = caller(request, 'session');
-          await people.authorize(w, c.user, 'keys.manage');
-          await keys.revoke(w, id, actorOf(c));
+          const { wid: w, actor } = member(request);
+          await keys.revoke(w, (request.params as { id: string }).id, actor);
           return {};
         },
       },
@@ -119,10 +108,10 @@ export const keysRoutes: Plugin<{
         // acts for); never their values, which are shown once, when minted.
         method: 'GET',
         path: '/api/w/{wid}/agents/{aid}/keys',
-        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
+        options: { ...agentsManage, validate: { params: Joi.object({ wid, aid }) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          await agents.manageable(w, a, await who(request, w));
+          await agents.manageable(w, a, who(request));
           return { data: await keys.forAgent(w, a), next: null };
         },
       },
@@ -130,7 +119,7 @@ export const keysRoutes: Plugin<{
         method: 'POST',
         path: '/api/w/{wid}/agents/{aid}/keys',
         options: {
-          auth: session,
+          ...agentsManage,
           ext: write,
           validate: {
             params: Joi.object({ wid, aid }),
@@ -142,7 +131,7 @@ export const keysRoutes: Plugin<{
         },
         async handler(request, h) {
           const { wid: w, aid: a } = params(request);
-          const actor = await who(request, w);
+          const actor = who(request);
           await agents.manageable(w, a, actor);
           const { name, expiresInDays } =
             (request.payload as { name?: string; expiresInDays?: number | null } | null) ?? {};
@@ -159,13 +148,13 @@ export const keysRoutes: Plugin<{
         method: 'DELETE',
         path: '/api/w/{wid}/agents/{aid}/keys/{keyId}',
         options: {
-          auth: session,
+          ...agentsManage,
           ext: write,
           validate: { params: Joi.object({ wid, aid, keyId: Joi.string().max(64).required() }) },
         },
         async handler(request) {
           const { wid: w, aid: a, keyId } = params(request);
-          const actor = await who(request, w);
+          const actor = who(request);
           await agents.manageable(w, a, actor);
           await keys.revoke(w, keyId, actor.actor, { agentId: a });
           return {};

@@ -2,9 +2,9 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller, machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import { member, type RoutePermission } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import { toFreezeAnswer, type KillSwitch, type Selector, type Who } from './service.js';
 import { wid } from '../http/params.js';
 
@@ -39,22 +39,23 @@ const bulkFreeze = Joi.object({
 export const killSwitchRoutes: Plugin<{
   killSwitch: KillSwitch;
   agents: AgentsService;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-kill-switch',
-  register(server, { killSwitch, agents, people, production, guards }) {
+  register(server, { killSwitch, agents, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const params = (request: Request) => request.params as { wid: string; aid: string };
-    const who = async (
-      request: Request,
-      w: string,
-      permission: 'agents.manage' | 'workspace.stopAll' | 'workspace.read',
-    ): Promise<Who> => {
-      const c = caller(request, 'session');
-      return { actor: actorOf(c), userId: c.user.id, role: await people.authorize(w, c.user, permission) };
+    /** A console route's options: the session, the permission it needs, and the write guard for a write. */
+    const consoleRoute = (permission: RoutePermission, writes: boolean) => ({
+      auth: session,
+      app: { permission },
+      ...(writes ? { ext: write } : {}),
+    });
+    const who = (request: Request): Who => {
+      const { actor, user, role } = member(request);
+      return { actor, userId: user.id, role };
     };
 
     const token = (request: Request) => {
@@ -149,10 +150,13 @@ export const killSwitchRoutes: Plugin<{
       {
         method: 'POST',
         path: '/api/w/{wid}/agents/{aid}/stop',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, aid }), payload: reason } },
+        options: {
+          ...consoleRoute('agents.manage', true),
+          validate: { params: Joi.object({ wid, aid }), payload: reason },
+        },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
-          const by = await who(request, w, 'agents.manage');
+          const by = who(request);
           await agents.manageable(w, a, by);
           return agents.view(
             await killSwitch.stop(w, a, { hold: 'owner', reason: (request.payload as { reason: string }).reason }, by),
@@ -162,9 +166,9 @@ export const killSwitchRoutes: Plugin<{
       {
         method: 'POST',
         path: '/api/w/{wid}/agents/{aid}/restart',
+        // Anyone of the workspace reaches the agents service, which decides who may restart this agent.
         options: {
-          auth: session,
-          ext: write,
+          ...consoleRoute('workspace.read', true),
           // The reason is optional (the console asks for one): recorded with the restart.
           validate: {
             params: Joi.object({ wid, aid }),
@@ -174,40 +178,35 @@ export const killSwitchRoutes: Plugin<{
         async handler(request) {
           const { wid: w, aid: a } = params(request);
           const why = (request.payload as { reason?: string } | null)?.reason || undefined;
-          return agents.view(await killSwitch.restart(w, a, await who(request, w, 'workspace.read'), why));
+          return agents.view(await killSwitch.restart(w, a, who(request), why));
         },
       },
       {
         method: 'GET',
         path: '/api/w/{wid}/stop-all',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        async handler(request) {
-          const { wid: w } = params(request);
-          await who(request, w, 'workspace.read');
-          return killSwitch.stopAllState(w);
-        },
+        options: { ...consoleRoute('workspace.read', false), validate: { params: Joi.object({ wid }) } },
+        handler: (request) => killSwitch.stopAllState(member(request).wid),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/stop-all',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }), payload: reason } },
+        options: {
+          ...consoleRoute('workspace.stopAll', true),
+          validate: { params: Joi.object({ wid }), payload: reason },
+        },
         async handler(request) {
           const { wid: w } = params(request);
-          await killSwitch.stopAll(
-            w,
-            (request.payload as { reason: string }).reason,
-            await who(request, w, 'workspace.stopAll'),
-          );
+          await killSwitch.stopAll(w, (request.payload as { reason: string }).reason, who(request));
           return killSwitch.stopAllState(w);
         },
       },
       {
         method: 'DELETE',
         path: '/api/w/{wid}/stop-all',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid }) } },
+        options: { ...consoleRoute('workspace.stopAll', true), validate: { params: Joi.object({ wid }) } },
         async handler(request) {
           const { wid: w } = params(request);
-          await killSwitch.startAll(w, await who(request, w, 'workspace.stopAll'));
+          await killSwitch.startAll(w, who(request));
           return killSwitch.stopAllState(w);
         },
       },

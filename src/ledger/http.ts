@@ -1,9 +1,9 @@
 import Joi from 'joi';
 import type { Plugin } from '@hapi/hapi';
 import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
-import { permittedMember, sessionStrategies } from '../http/auth/session.js';
+import { member } from '../http/auth/permission.js';
+import { sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
-import type { PeopleService } from '../people/index.js';
 import type { Ledger } from './service.js';
 import { hasFilter, type LedgerFilter } from './search.js';
 import { wid } from '../http/params.js';
@@ -20,10 +20,11 @@ import { wid } from '../http/params.js';
  */
 const text = Joi.string().trim().max(200).allow('');
 
-export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; production: boolean; guards: Guards }> = {
+export const ledgerRoutes: Plugin<{ ledger: Ledger; production: boolean; guards: Guards }> = {
   name: 'svc-ledger',
-  register(server, { ledger, people, production, guards }) {
-    const session = { strategies: sessionStrategies(production) };
+  register(server, { ledger, production, guards }) {
+    // Owners, admins and auditors.
+    const reader = { auth: { strategies: sessionStrategies(production) }, app: { permission: 'ledger.read' } } as const;
     server.route({
       method: 'GET',
       path: '/v1/admin/evidence',
@@ -41,7 +42,7 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
       method: 'GET',
       path: '/api/w/{wid}/ledger',
       options: {
-        auth: session,
+        ...reader,
         validate: {
           params: Joi.object({ wid }),
           query: Joi.object({
@@ -59,7 +60,7 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
         },
       },
       async handler(request) {
-        const { wid: w } = await permittedMember(people, request, 'ledger.read');
+        const { wid: w } = member(request);
         const q = request.query as {
           after?: number;
           before?: number;
@@ -93,22 +94,18 @@ export const ledgerRoutes: Plugin<{ ledger: Ledger; people: PeopleService; produ
     server.route({
       method: 'GET',
       path: '/api/w/{wid}/ledger/checkpoint',
-      options: { auth: session, validate: { params: Joi.object({ wid }) } },
-      async handler(request) {
-        return ledger.latestCheckpoint((await permittedMember(people, request, 'ledger.read')).wid);
-      },
+      options: { ...reader, validate: { params: Joi.object({ wid }) } },
+      handler: (request) => ledger.latestCheckpoint(member(request).wid),
     });
     server.route({
       method: 'POST',
       path: '/api/w/{wid}/ledger/verify',
       options: {
-        auth: session,
+        ...reader,
         ext: { onPreAuth: guards.consoleWrite },
         validate: { params: Joi.object({ wid }), payload: Joi.object({}).allow(null) },
       },
-      async handler(request) {
-        return ledger.verifyNow((await permittedMember(people, request, 'ledger.read')).wid);
-      },
+      handler: (request) => ledger.verifyNow(member(request).wid),
     });
   },
 };

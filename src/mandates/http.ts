@@ -2,9 +2,8 @@ import Joi from 'joi';
 import type { Plugin, Request } from '@hapi/hapi';
 import type { AgentsService } from '../agents/index.js';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import { mandateInputSchema, templateInputSchema, type MandateInput, type TemplateInput } from './schemas.js';
 import type { Mandates } from './service.js';
 import { page, pageOf, wid } from '../http/params.js';
@@ -18,28 +17,29 @@ const aid = Joi.string().max(64).required();
 export const mandatesRoutes: Plugin<{
   mandates: Mandates;
   agents: AgentsService;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-mandates',
-  register(server, { mandates, agents, people, production, guards }) {
+  register(server, { mandates, agents, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     const params = (request: Request) => request.params as { wid: string; aid: string };
+    /** A person who may manage agents, and this agent (the agents service decides). */
     const who = async (request: Request, w: string, a: string) => {
-      const c = caller(request, 'session');
-      const role = await people.authorize(w, c.user, 'agents.manage');
-      const actor = { actor: actorOf(c), userId: c.user.id, role };
+      const { actor: name, user, role } = member(request);
+      const actor = { actor: name, userId: user.id, role };
       await agents.manageable(w, a, actor);
       return actor;
     };
+    const agentsManage = { auth: session, app: { permission: 'agents.manage' } } as const;
+    const templatesManage = { auth: session, app: { permission: 'templates.manage' } } as const;
 
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/agents/{aid}/mandate',
-        options: { auth: session, validate: { params: Joi.object({ wid, aid }) } },
+        options: { ...agentsManage, validate: { params: Joi.object({ wid, aid }) } },
         async handler(request) {
           const { wid: w, aid: a } = params(request);
           await who(request, w, a);
@@ -50,7 +50,7 @@ export const mandatesRoutes: Plugin<{
         method: 'PUT',
         path: '/api/w/{wid}/agents/{aid}/mandate',
         options: {
-          auth: session,
+          ...agentsManage,
           ext: write,
           plugins: { svc: { validationType: 'invalid_mandate', maxBodyMembers: 50_000 } },
           validate: { params: Joi.object({ wid, aid }), payload: mandateInputSchema },
@@ -63,29 +63,25 @@ export const mandatesRoutes: Plugin<{
       {
         method: 'GET',
         path: '/api/w/{wid}/templates',
-        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        async handler(request) {
-          const { wid: w } = params(request);
-          await people.authorize(w, caller(request, 'session').user, 'workspace.read');
-          return mandates.templates(w, pageOf(request.query));
+        options: {
+          auth: session,
+          app: { permission: 'workspace.read' },
+          validate: { params: Joi.object({ wid }), query: page },
         },
+        handler: (request) => mandates.templates(member(request).wid, pageOf(request.query)),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/templates',
         options: {
-          auth: session,
+          ...templatesManage,
           ext: write,
           plugins: { svc: { validationType: 'invalid_mandate', maxBodyMembers: 50_000 } },
           validate: { params: Joi.object({ wid }), payload: templateInputSchema },
         },
         async handler(request, h) {
-          const { wid: w } = params(request);
-          const c = caller(request, 'session');
-          await people.authorize(w, c.user, 'templates.manage');
-          return h
-            .response(await mandates.createTemplate(w, request.payload as TemplateInput, { actor: actorOf(c) }))
-            .code(201);
+          const { wid: w, actor } = member(request);
+          return h.response(await mandates.createTemplate(w, request.payload as TemplateInput, { actor })).code(201);
         },
       },
     ]);

@@ -3,10 +3,10 @@ import Joi from 'joi';
 import type { Plugin, Request, ResponseToolkit } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
 import { caller } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
-import type { PeopleService } from '../people/index.js';
 import { consentPage, consentPolicy, errorPage, ERROR_PAGE_POLICY } from './pages.js';
 import { isUrlClientId } from './client-metadata.js';
 import { PUBLIC_CORS } from './cors.js';
@@ -45,57 +45,165 @@ function basicAuth(request: Request): { id: string; secret: string } | null {
   }
 }
 
+/** The consent form's request, signed with a key of this deployment, and opened again for the same person. */
+interface ConsentSeal {
+  sign(body: object): string;
+  /** The request, if this deployment signed it for this person and it has not expired (else 403 forbidden). */
+  open(token: string, userId: string): AuthorizeRequest;
+}
+
+function consentSeal(consentKey: Buffer): ConsentSeal {
+  const sign = (body: object): string => {
+    const data = Buffer.from(JSON.stringify(body)).toString('base64url');
+    return `${data}.${createHmac('sha256', consentKey).update(data).digest('base64url')}`;
+  };
+  const open = (token: string, userId: string): AuthorizeRequest => {
+    const [data, mac] = token.split('.');
+    const expected = createHmac('sha256', consentKey)
+      .update(data ?? '')
+      .digest('base64url');
+    if (!data || !mac || mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) {
+      throw new AppError('forbidden', {
+        message: 'This consent form was not issued here.',
+        fix: 'Start the connection again from the application.',
+      });
+    }
+    const body = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as AuthorizeRequest & {
+      userId: string;
+      exp: number;
+    };
+    if (body.userId !== userId || body.exp < Date.now()) {
+      throw new AppError('forbidden', {
+        message: 'This consent form has expired or belongs to another person.',
+        fix: 'Start the connection again from the application.',
+      });
+    }
+    return body;
+  };
+  return { sign, open };
+}
+
+/** What the authorization pages are given. */
+interface AuthorizeDeps {
+  oauth: OAuth;
+  issuer: () => string;
+  seal: ConsentSeal;
+}
+
+/** Back to the application's redirect URI with these parameters and `iss`. */
+function backTo(issuer: () => string) {
+  return (h: ResponseToolkit, redirectUri: string, params: Record<string, string | null>) => {
+    const url = new URL(redirectUri);
+    for (const [k, v] of Object.entries({ ...params, iss: issuer() })) if (v !== null) url.searchParams.set(k, v);
+    return h.redirect(url.toString());
+  };
+}
+
+/** GET /oauth/authorize: the error page, the way to sign in, an error back to the application, or the consent page. */
+function authorizePage({ oauth, issuer, seal }: AuthorizeDeps) {
+  const back = backTo(issuer);
+  const { sign } = seal;
+  return async (request: Request, h: ResponseToolkit) => {
+    const q = request.query as Record<string, string | undefined>;
+    const toSignIn = () => h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
+    if (!request.auth.isAuthenticated && q.client_id !== undefined && isUrlClientId(q.client_id)) return toSignIn();
+    const target = await oauth.clientAndRedirect(q.client_id, q.redirect_uri);
+    if ('problem' in target)
+      return h
+        .response(errorPage(target.problem))
+        .code(400)
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', ERROR_PAGE_POLICY);
+    // Only a signed-in person is ever sent back to the application, errors included: a
+    // stranger cannot use this route to bounce anyone to a registered address.
+    if (!request.auth.isAuthenticated) return toSignIn();
+    const state = q.state ?? null;
+    const fail = (error: string, description: string) =>
+      back(h, target.redirectUri, { error, error_description: description, state });
+    if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
+    if (!q.code_challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(q.code_challenge))
+      return fail('invalid_request', 'a PKCE code_challenge is required');
+    if (q.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
+    if (q.resource !== undefined && q.resource !== oauth.resourceUrl())
+      return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
+    const scope = oauth.grantedScope(q.scope);
+    if ('problem' in scope) return fail('invalid_scope', scope.problem);
+    const user = caller(request, 'session').user;
+    const req: AuthorizeRequest = {
+      clientId: target.client.clientId,
+      redirectUri: target.redirectUri,
+      challenge: q.code_challenge,
+      state,
+      resource: oauth.resourceUrl(),
+      scope: scope.scope,
+      ...(target.client.host ? { clientName: target.client.clientName } : {}),
+    };
+    const html = consentPage({
+      clientName: target.client.clientName,
+      ...(target.client.host ? { clientHost: target.client.host } : {}),
+      redirectHost: new URL(target.redirectUri).host,
+      person: user.email,
+      request: sign({
+        ...req,
+        userId: user.id,
+        exp: Date.now() + CONSENT_TTL_MS,
+        nonce: randomBytes(16).toString('base64url'),
+      }),
+      agents: await oauth.connectable(user.id),
+    });
+    // Referrer-Policy same-origin (not the deployment's no-referrer): under no-referrer a
+    // browser posts a form with `Origin: null`, and the post below could not tell this page
+    // from another site's. Nothing of this page's address reaches another origin either way.
+    return h
+      .response(html)
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin))
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'same-origin');
+  };
+}
+
+/** POST /oauth/authorize: the person's decision on the consent form, back to the application. */
+function consentDecision({ oauth, issuer, seal }: AuthorizeDeps) {
+  const back = backTo(issuer);
+  const { open } = seal;
+  return async (request: Request, h: ResponseToolkit) => {
+    // A form post from this origin only (browsers send Origin on form posts).
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== new URL(issuer()).origin)
+      throw new AppError('csrf', { message: 'The consent was posted from another site.' });
+    const user = caller(request, 'session').user;
+    const body = request.payload as { request: string; agent?: string; decision: 'allow' | 'deny' };
+    const req = open(body.request, user.id);
+    if (body.decision === 'deny')
+      return back(h, req.redirectUri, {
+        error: 'access_denied',
+        error_description: 'the person declined',
+        state: req.state,
+      });
+    if (!body.agent)
+      throw new AppError('invalid_request', {
+        details: { errors: [{ field: 'agent', message: 'choose the agent to connect' }] },
+      });
+    const code = await oauth.grant(req, user.id, body.agent);
+    return back(h, req.redirectUri, { code, state: req.state });
+  };
+}
+
 export const oauthRoutes: Plugin<{
   oauth: OAuth;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
   consentKey: Buffer;
   issuer: () => string;
 }> = {
   name: 'svc-oauth',
-  register(server, { oauth, people, production, guards, consentKey, issuer }) {
+  register(server, { oauth, production, guards, consentKey, issuer }) {
     const session = { strategies: sessionStrategies(production) };
     const oauthErrors = { svc: { errorEnvelope: 'oauth' as const } };
     const form = Joi.object().pattern(/./, Joi.string().allow('')).unknown(true);
 
-    const sign = (body: object): string => {
-      const data = Buffer.from(JSON.stringify(body)).toString('base64url');
-      return `${data}.${createHmac('sha256', consentKey).update(data).digest('base64url')}`;
-    };
-    const open = (token: string, userId: string): AuthorizeRequest => {
-      const [data, mac] = token.split('.');
-      const expected = createHmac('sha256', consentKey)
-        .update(data ?? '')
-        .digest('base64url');
-      if (
-        !data ||
-        !mac ||
-        mac.length !== expected.length ||
-        !timingSafeEqual(Buffer.from(mac), Buffer.from(expected))
-      ) {
-        throw new AppError('forbidden', {
-          message: 'This consent form was not issued here.',
-          fix: 'Start the connection again from the application.',
-        });
-      }
-      const body = JSON.parse(Buffer.from(data, 'base64url').toString('utf8')) as AuthorizeRequest & {
-        userId: string;
-        exp: number;
-      };
-      if (body.userId !== userId || body.exp < Date.now()) {
-        throw new AppError('forbidden', {
-          message: 'This consent form has expired or belongs to another person.',
-          fix: 'Start the connection again from the application.',
-        });
-      }
-      return body;
-    };
-    const backTo = (h: ResponseToolkit, redirectUri: string, params: Record<string, string | null>) => {
-      const url = new URL(redirectUri);
-      for (const [k, v] of Object.entries({ ...params, iss: issuer() })) if (v !== null) url.searchParams.set(k, v);
-      return h.redirect(url.toString());
-    };
+    const pages: AuthorizeDeps = { oauth, issuer, seal: consentSeal(consentKey) };
 
     server.route([
       {
@@ -130,66 +238,7 @@ export const oauthRoutes: Plugin<{
           auth: { ...session, mode: 'try' },
           validate: { query: Joi.object().pattern(/./, Joi.string().allow('')) },
         },
-        async handler(request, h) {
-          const q = request.query as Record<string, string | undefined>;
-          const toSignIn = () =>
-            h.redirect(`/login?next=${encodeURIComponent(request.url.pathname + request.url.search)}`);
-          if (!request.auth.isAuthenticated && q.client_id !== undefined && isUrlClientId(q.client_id))
-            return toSignIn();
-          const target = await oauth.clientAndRedirect(q.client_id, q.redirect_uri);
-          if ('problem' in target)
-            return h
-              .response(errorPage(target.problem))
-              .code(400)
-              .type('text/html; charset=utf-8')
-              .header('content-security-policy', ERROR_PAGE_POLICY);
-          // Only a signed-in person is ever sent back to the application, errors included: a
-          // stranger cannot use this route to bounce anyone to a registered address.
-          if (!request.auth.isAuthenticated) return toSignIn();
-          const state = q.state ?? null;
-          const fail = (error: string, description: string) =>
-            backTo(h, target.redirectUri, { error, error_description: description, state });
-          if (q.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
-          if (!q.code_challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(q.code_challenge))
-            return fail('invalid_request', 'a PKCE code_challenge is required');
-          if (q.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
-          if (q.resource !== undefined && q.resource !== oauth.resourceUrl())
-            return fail('invalid_target', `resource must be ${oauth.resourceUrl()}`);
-          const scope = oauth.grantedScope(q.scope);
-          if ('problem' in scope) return fail('invalid_scope', scope.problem);
-          const user = caller(request, 'session').user;
-          const req: AuthorizeRequest = {
-            clientId: target.client.clientId,
-            redirectUri: target.redirectUri,
-            challenge: q.code_challenge,
-            state,
-            resource: oauth.resourceUrl(),
-            scope: scope.scope,
-            ...(target.client.host ? { clientName: target.client.clientName } : {}),
-          };
-          const html = consentPage({
-            clientName: target.client.clientName,
-            ...(target.client.host ? { clientHost: target.client.host } : {}),
-            redirectHost: new URL(target.redirectUri).host,
-            person: user.email,
-            request: sign({
-              ...req,
-              userId: user.id,
-              exp: Date.now() + CONSENT_TTL_MS,
-              nonce: randomBytes(16).toString('base64url'),
-            }),
-            agents: await oauth.connectable(user.id),
-          });
-          // Referrer-Policy same-origin (not the deployment's no-referrer): under no-referrer a
-          // browser posts a form with `Origin: null`, and the post below could not tell this page
-          // from another site's. Nothing of this page's address reaches another origin either way.
-          return h
-            .response(html)
-            .type('text/html; charset=utf-8')
-            .header('content-security-policy', consentPolicy(new URL(target.redirectUri).origin))
-            .header('cache-control', 'no-store')
-            .header('referrer-policy', 'same-origin');
-        },
+        handler: authorizePage(pages),
       },
       {
         method: 'POST',
@@ -204,27 +253,7 @@ export const oauthRoutes: Plugin<{
             }),
           },
         },
-        async handler(request, h) {
-          // A form post from this origin only (browsers send Origin on form posts).
-          const origin = request.headers.origin;
-          if (origin !== undefined && origin !== new URL(issuer()).origin)
-            throw new AppError('csrf', { message: 'The consent was posted from another site.' });
-          const user = caller(request, 'session').user;
-          const body = request.payload as { request: string; agent?: string; decision: 'allow' | 'deny' };
-          const req = open(body.request, user.id);
-          if (body.decision === 'deny')
-            return backTo(h, req.redirectUri, {
-              error: 'access_denied',
-              error_description: 'the person declined',
-              state: req.state,
-            });
-          if (!body.agent)
-            throw new AppError('invalid_request', {
-              details: { errors: [{ field: 'agent', message: 'choose the agent to connect' }] },
-            });
-          const code = await oauth.grant(req, user.id, body.agent);
-          return backTo(h, req.redirectUri, { code, state: req.state });
-        },
+        handler: consentDecision(pages),
       },
       {
         method: 'POST',
@@ -247,11 +276,10 @@ export const oauthRoutes: Plugin<{
       {
         method: 'GET',
         path: '/api/w/{wid}/connections',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        // Each person their own connections; owners and admins every one.
+        options: { auth: session, app: { permission: 'workspace.read' }, validate: { params: Joi.object({ wid }) } },
         async handler(request) {
-          const { wid: w } = request.params as { wid: string };
-          const user = caller(request, 'session').user;
-          const role = await people.authorize(w, user, 'workspace.read');
+          const { wid: w, user, role } = member(request);
           return { data: await oauth.connections(w, user.id, role === 'owner' || role === 'admin'), next: null };
         },
       },
@@ -260,14 +288,14 @@ export const oauthRoutes: Plugin<{
         path: '/api/w/{wid}/connections/{cnx}',
         options: {
           auth: session,
+          app: { permission: 'workspace.read' },
           ext: { onPreAuth: guards.consoleWrite },
           validate: { params: Joi.object({ wid, cnx: Joi.string().max(64).required() }) },
         },
-        async handler(request) {
-          const { wid: w, cnx } = request.params as { wid: string; cnx: string };
-          const c = caller(request, 'session');
-          const role = await people.authorize(w, c.user, 'workspace.read');
-          return oauth.endConnection(w, cnx, c.user.id, role === 'owner' || role === 'admin');
+        handler(request) {
+          const { wid: w, user, role } = member(request);
+          const { cnx } = request.params as { cnx: string };
+          return oauth.endConnection(w, cnx, user.id, role === 'owner' || role === 'admin');
         },
       },
     ]);

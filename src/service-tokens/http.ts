@@ -1,9 +1,8 @@
 import Joi from 'joi';
-import type { Plugin, Request } from '@hapi/hapi';
+import type { Plugin } from '@hapi/hapi';
 import type { Guards } from '../http/guards.js';
-import { actorOf, caller } from '../http/auth/callers.js';
+import { member } from '../http/auth/permission.js';
 import { sessionStrategies } from '../http/auth/session.js';
-import type { PeopleService } from '../people/index.js';
 import type { CreateTokenInput, ServiceTokensService } from './service.js';
 import { createTokenSchema } from './schemas.js';
 
@@ -13,40 +12,31 @@ import { page, pageOf, wid } from '../http/params.js';
 /** Service tokens in the console (docs/gate.md#machine-administration): owners only; the value is shown once. */
 export const serviceTokensRoutes: Plugin<{
   tokens: ServiceTokensService;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-service-tokens',
-  register(server, { tokens, people, production, guards }) {
-    const session = { strategies: sessionStrategies(production) };
-    const owner = async (request: Request, w: string) => {
-      const c = caller(request, 'session');
-      await people.authorize(w, c.user, 'service-tokens.manage');
-      return actorOf(c);
-    };
+  register(server, { tokens, production, guards }) {
+    // Owners only.
+    const owner = {
+      auth: { strategies: sessionStrategies(production) },
+      app: { permission: 'service-tokens.manage' },
+    } as const;
+    const write = { onPreAuth: guards.consoleWrite };
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/service-tokens',
-        options: { auth: session, validate: { params: Joi.object({ wid }), query: page } },
-        async handler(request) {
-          const { wid: w } = request.params as { wid: string };
-          await owner(request, w);
-          return tokens.list(w, pageOf(request.query));
-        },
+        options: { ...owner, validate: { params: Joi.object({ wid }), query: page } },
+        handler: (request) => tokens.list(member(request).wid, pageOf(request.query)),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/service-tokens',
-        options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
-          validate: { params: Joi.object({ wid }), payload: createTokenSchema },
-        },
+        options: { ...owner, ext: write, validate: { params: Joi.object({ wid }), payload: createTokenSchema } },
         async handler(request, h) {
-          const { wid: w } = request.params as { wid: string };
-          const created = await tokens.create(w, request.payload as CreateTokenInput, await owner(request, w));
+          const { wid: w, actor } = member(request);
+          const created = await tokens.create(w, request.payload as CreateTokenInput, actor);
           return h
             .response({
               id: created.id,
@@ -63,13 +53,13 @@ export const serviceTokensRoutes: Plugin<{
         method: 'DELETE',
         path: '/api/w/{wid}/service-tokens/{id}',
         options: {
-          auth: session,
-          ext: { onPreAuth: guards.consoleWrite },
+          ...owner,
+          ext: write,
           validate: { params: Joi.object({ wid, id: Joi.string().max(64).required() }) },
         },
         async handler(request) {
-          const { wid: w, id } = request.params as { wid: string; id: string };
-          await tokens.revoke(w, id, await owner(request, w));
+          const { wid: w, actor } = member(request);
+          await tokens.revoke(w, (request.params as { id: string }).id, actor);
           return {};
         },
       },

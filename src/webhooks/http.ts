@@ -1,9 +1,9 @@
 import Joi from 'joi';
-import type { Plugin, Request } from '@hapi/hapi';
-import { permittedMember, sessionStrategies } from '../http/auth/session.js';
+import type { Plugin } from '@hapi/hapi';
+import { member } from '../http/auth/permission.js';
+import { sessionStrategies } from '../http/auth/session.js';
 import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
-import type { PeopleService } from '../people/index.js';
 import { EVENT_TYPES, type Webhooks } from './service.js';
 
 /**
@@ -16,27 +16,28 @@ const ID = Joi.string().max(64).required();
 
 export const webhooksRoutes: Plugin<{
   webhooks: Webhooks;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-webhooks',
-  register(server, { webhooks, people, production, guards }) {
-    const session = { strategies: sessionStrategies(production) };
+  register(server, { webhooks, production, guards }) {
+    const session = {
+      auth: { strategies: sessionStrategies(production) },
+      app: { permission: 'integrations.manage' },
+    } as const;
     const write = { onPreAuth: guards.consoleWrite };
-    const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/webhooks',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
-        handler: async (request) => ({ data: await webhooks.list((await managed(request)).wid), next: null }),
+        options: { ...session, validate: { params: Joi.object({ wid }) } },
+        handler: async (request) => ({ data: await webhooks.list(member(request).wid), next: null }),
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/webhooks',
         options: {
-          auth: session,
+          ...session,
           ext: write,
           validate: {
             params: Joi.object({ wid }),
@@ -54,7 +55,7 @@ export const webhooksRoutes: Plugin<{
           },
         },
         async handler(request, h) {
-          const { wid: w, actor } = await managed(request);
+          const { wid: w, actor } = member(request);
           return h
             .response(await webhooks.add(w, request.payload as { url: string; events: string[] }, actor))
             .code(201);
@@ -63,9 +64,9 @@ export const webhooksRoutes: Plugin<{
       {
         method: 'DELETE',
         path: '/api/w/{wid}/webhooks/{id}',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID }) } },
+        options: { ...session, ext: write, validate: { params: Joi.object({ wid, id: ID }) } },
         async handler(request) {
-          const { wid: w, actor } = await managed(request);
+          const { wid: w, actor } = member(request);
           await webhooks.remove(w, (request.params as { id: string }).id, actor);
           return {};
         },
@@ -73,18 +74,18 @@ export const webhooksRoutes: Plugin<{
       {
         method: 'GET',
         path: '/api/w/{wid}/webhooks/{id}/deliveries',
-        options: { auth: session, validate: { params: Joi.object({ wid, id: ID }) } },
+        options: { ...session, validate: { params: Joi.object({ wid, id: ID }) } },
         async handler(request) {
-          const { wid: w } = await managed(request);
+          const { wid: w } = member(request);
           return { data: await webhooks.deliveries(w, (request.params as { id: string }).id), next: null };
         },
       },
       {
         method: 'POST',
         path: '/api/w/{wid}/webhooks/{id}/deliveries/{did}/redeliver',
-        options: { auth: session, ext: write, validate: { params: Joi.object({ wid, id: ID, did: ID }) } },
-        async handler(request) {
-          const { wid: w, actor } = await managed(request);
+        options: { ...session, ext: write, validate: { params: Joi.object({ wid, id: ID, did: ID }) } },
+        handler(request) {
+          const { wid: w, actor } = member(request);
           const { id, did } = request.params as { id: string; did: string };
           return webhooks.redeliver(w, id, did, actor);
         },

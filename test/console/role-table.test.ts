@@ -1,6 +1,8 @@
 import test from 'ava';
-import type { Server } from '@hapi/hapi';
+import type { RequestRoute, Server } from '@hapi/hapi';
 import type { App } from '../../src/app.js';
+import { declaredPermission, permissionFor, type PermissionOption } from '../../src/http/auth/permission.js';
+import { roleAllows, type Permission } from '../../src/people/index.js';
 import type { Role } from '../../src/people/records.js';
 import { inProcessServer, type InProcess } from '../helpers/in-process.js';
 
@@ -9,8 +11,12 @@ import { inProcessServer, type InProcess } from '../helpers/in-process.js';
  * reads and writes, called by each role. Owners and admins manage everything; members manage
  * the agents that act for them; analysts read reports; auditors read evidence and the ledger.
  *
- * The rows are checked against the server's own route table: a route under /api/w/{wid}/ with no
- * row fails the first test, so a route added later cannot go unchecked.
+ * The permission each route needs is read from the server's own route table (the route option
+ * `app.permission`), and the roles it admits from the one permission table (people/permissions.ts):
+ * a role it admits must get the route's answer, any other exactly 403. A route under /api/w/{wid}/
+ * that declares no permission, or has no row here, fails the first test, so a route added later
+ * cannot go unchecked. Rows name by hand only what the services decide beyond the permission
+ * (an agent that does not act for a member is, to them, not found).
  *
  * Outcomes: `ok` is an answer below 400 (the route did its work); `reached` passed the
  * permission check (any answer but 401 and 403: the object named may not exist); `forbidden` is
@@ -112,7 +118,12 @@ interface Row {
   route: string;
   /** What this row is about, when a route has more than one row. */
   about?: string;
-  expect: Record<Role, Outcome>;
+  /** What a role the route's permission admits gets: `ok` (the default) or `reached` (the object named may not exist). */
+  admitted?: 'ok' | 'reached';
+  /** The path parameters the call names, where the route's permission depends on one (PUT …/integrations/{kind}). */
+  params?: Record<string, string>;
+  /** Outcomes the services decide beyond the permission, by role (an admitted role may still not see an agent). */
+  beyond?: Partial<Record<Role, Outcome>>;
   call: (role: Role) => Promise<Reply>;
   /** Checks on an allowed answer (what this role may see in it). */
   check?: (role: Role, res: Reply) => void;
@@ -120,16 +131,8 @@ interface Row {
   undo?: () => Promise<unknown>;
 }
 
-/** `ok` for the roles given, `forbidden` for the others. */
-const allow = (...roles: Role[]): Record<Role, Outcome> =>
-  Object.fromEntries(ROLES.map((r) => [r, roles.includes(r) ? 'ok' : 'forbidden'])) as Record<Role, Outcome>;
-/** `reached` for the roles given, `forbidden` for the others (the object may not exist). */
-const reach = (...roles: Role[]): Record<Role, Outcome> =>
-  Object.fromEntries(ROLES.map((r) => [r, roles.includes(r) ? 'reached' : 'forbidden'])) as Record<Role, Outcome>;
-const EVERYONE = ROLES;
-const MANAGERS: Role[] = ['owner', 'admin'];
-/** Writes on another person's agent: owners and admins; a member does not see it; readers may not write. */
-const othersAgentWrite = { ...allow(...MANAGERS), member: 'not_found' } as Record<Role, Outcome>;
+/** Writes on another person's agent: a member (whom `agents.manage` admits) does not see it. */
+const othersAgentWrite: Partial<Record<Role, Outcome>> = { member: 'not_found' };
 
 /** A fresh agent acting for the owner (for routes that remove it). */
 const freshAgent = async () =>
@@ -139,10 +142,9 @@ const ids_ = (res: Reply) => (res.body?.data ?? []).map((x: { id: string }) => x
 
 const rows: Row[] = [
   // Members
-  { route: 'GET /api/w/{wid}/members', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/members') },
+  { route: 'GET /api/w/{wid}/members', call: (r) => call(r, 'GET', '/members') },
   {
     route: 'POST /api/w/{wid}/members',
-    expect: allow(...MANAGERS),
     call: (r) =>
       call(r, 'POST', '/members', {
         email: `${unique()}@acme.example`,
@@ -153,12 +155,10 @@ const rows: Row[] = [
   },
   {
     route: 'PATCH /api/w/{wid}/members/{uid}',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'PATCH', `/members/${ids.analyst}`, { name: 'Analyst' }),
   },
   {
     route: 'DELETE /api/w/{wid}/members/{uid}',
-    expect: allow(...MANAGERS),
     call: async (r) => {
       const spare = await app.services.people.addMember({
         workspaceId: wid,
@@ -171,26 +171,22 @@ const rows: Row[] = [
   },
   {
     route: 'DELETE /api/w/{wid}/members/{uid}/lockout',
-    expect: allow('owner'),
     call: (r) => call(r, 'DELETE', `/members/${ids.analyst}/lockout`),
   },
   // Workspace keys
-  { route: 'GET /api/w/{wid}/keys', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/keys') },
+  { route: 'GET /api/w/{wid}/keys', call: (r) => call(r, 'GET', '/keys') },
   {
     route: 'POST /api/w/{wid}/keys',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'POST', '/keys', { scope: 'inference', name: unique() }),
   },
   {
     route: 'DELETE /api/w/{wid}/keys/{id}',
-    expect: allow(...MANAGERS),
     call: async (r) =>
       call(r, 'DELETE', `/keys/${(await app.services.keys.mint(wid, { scope: 'inference' }, 'test')).id}`),
   },
   // Agents: read per person
   {
     route: 'GET /api/w/{wid}/agents',
-    expect: allow(...EVERYONE),
     call: (r) => call(r, 'GET', '/agents?limit=200'),
     check: (role, res) => {
       const seen = ids_(res);
@@ -204,19 +200,18 @@ const rows: Row[] = [
   },
   {
     route: 'POST /api/w/{wid}/agents',
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'POST', '/agents', { name: unique() }),
   },
   {
     route: 'GET /api/w/{wid}/agents/{aid}',
     about: "another person's agent",
-    expect: { ...allow('owner', 'admin', 'auditor'), member: 'not_found', analyst: 'not_found' },
+    beyond: { member: 'not_found', analyst: 'not_found' },
     call: (r) => call(r, 'GET', `/agents/${ownersAgent}`),
   },
   {
     route: 'GET /api/w/{wid}/agents/{aid}',
     about: "the member's own agent",
-    expect: { ...allow('owner', 'admin', 'auditor', 'member'), analyst: 'not_found' },
+    beyond: { analyst: 'not_found' },
     call: (r) => call(r, 'GET', `/agents/${membersAgent}`),
     check: (role, res) => {
       if (res.body.id !== membersAgent || res.body.actsFor !== ids.member) throw new Error(`${role}: ${res.text}`);
@@ -225,73 +220,69 @@ const rows: Row[] = [
   {
     route: 'PATCH /api/w/{wid}/agents/{aid}',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: (r) => call(r, 'PATCH', `/agents/${ownersAgent}`, { tags: ['t'] }),
   },
   {
     route: 'PATCH /api/w/{wid}/agents/{aid}',
     about: "the member's own agent",
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'PATCH', `/agents/${membersAgent}`, { tags: ['mine'] }),
   },
   {
     route: 'DELETE /api/w/{wid}/agents/{aid}',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: async (r) => call(r, 'DELETE', `/agents/${await freshAgent()}`),
   },
   {
     route: 'GET /api/w/{wid}/agents/{aid}/keys',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: (r) => call(r, 'GET', `/agents/${ownersAgent}/keys`),
   },
   {
     route: 'GET /api/w/{wid}/agents/{aid}/keys',
     about: "the member's own agent",
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'GET', `/agents/${membersAgent}/keys`),
   },
   {
     route: 'POST /api/w/{wid}/agents/{aid}/keys',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: (r) => call(r, 'POST', `/agents/${ownersAgent}/keys`, {}),
   },
   {
     route: 'POST /api/w/{wid}/agents/{aid}/keys',
     about: "the member's own agent",
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'POST', `/agents/${membersAgent}/keys`, {}),
   },
   {
     route: 'DELETE /api/w/{wid}/agents/{aid}/keys/{keyId}',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: async (r) => call(r, 'DELETE', `/agents/${ownersAgent}/keys/${await freshKey(ownersAgent)}`),
   },
   {
     route: 'GET /api/w/{wid}/agents/{aid}/mandate',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: (r) => call(r, 'GET', `/agents/${ownersAgent}/mandate`),
   },
   {
     route: 'GET /api/w/{wid}/agents/{aid}/mandate',
     about: "the member's own agent",
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'GET', `/agents/${membersAgent}/mandate`),
   },
   {
     route: 'PUT /api/w/{wid}/agents/{aid}/mandate',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: (r) => call(r, 'PUT', `/agents/${ownersAgent}/mandate`, { rules: [] }),
   },
   {
     route: 'POST /api/w/{wid}/agents/{aid}/stop',
     about: "another person's agent",
-    expect: othersAgentWrite,
+    beyond: othersAgentWrite,
     call: (r) => call(r, 'POST', `/agents/${ownersAgent}/stop`, { reason: 'table' }),
     undo: () => call('owner', 'POST', `/agents/${ownersAgent}/restart`),
   },
@@ -299,26 +290,23 @@ const rows: Row[] = [
     route: 'POST /api/w/{wid}/agents/{aid}/restart',
     about: "another person's agent",
     // An auditor sees every agent, but restarts none of another's: 403 naming who may.
-    expect: { ...allow(...MANAGERS), member: 'not_found', analyst: 'not_found' },
+    beyond: { member: 'not_found', analyst: 'not_found', auditor: 'forbidden' },
     call: (r) => call(r, 'POST', `/agents/${ownersAgent}/restart`),
   },
   // Templates and blueprints
-  { route: 'GET /api/w/{wid}/templates', expect: allow(...EVERYONE), call: (r) => call(r, 'GET', '/templates') },
+  { route: 'GET /api/w/{wid}/templates', call: (r) => call(r, 'GET', '/templates') },
   {
     route: 'POST /api/w/{wid}/templates',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'POST', '/templates', { name: unique(), rules: [{ actions: ['email'] }] }),
   },
-  { route: 'GET /api/w/{wid}/blueprints', expect: allow(...EVERYONE), call: (r) => call(r, 'GET', '/blueprints') },
+  { route: 'GET /api/w/{wid}/blueprints', call: (r) => call(r, 'GET', '/blueprints') },
   {
     route: 'POST /api/w/{wid}/blueprints',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'POST', '/blueprints', { name: unique(), tags: ['fleet'] }),
   },
   // Approvals
   {
     route: 'GET /api/w/{wid}/approvals',
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'GET', '/approvals?limit=200'),
     check: (role, res) => {
       if (ids_(res).includes(ownersApproval) !== (role !== 'member'))
@@ -327,70 +315,60 @@ const rows: Row[] = [
   },
   {
     route: 'POST /api/w/{wid}/approvals/{apid}/approve',
-    expect: reach(...MANAGERS, 'member'),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', `/approvals/${nothing('apr')}/approve`, {}),
   },
   {
     route: 'POST /api/w/{wid}/approvals/{apid}/deny',
-    expect: reach(...MANAGERS, 'member'),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', `/approvals/${nothing('apr')}/deny`, {}),
   },
   // "Stop every agent"
-  { route: 'GET /api/w/{wid}/stop-all', expect: allow(...EVERYONE), call: (r) => call(r, 'GET', '/stop-all') },
+  { route: 'GET /api/w/{wid}/stop-all', call: (r) => call(r, 'GET', '/stop-all') },
   {
     route: 'POST /api/w/{wid}/stop-all',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'POST', '/stop-all', { reason: 'table' }),
     undo: () => call('owner', 'DELETE', '/stop-all'),
   },
-  { route: 'DELETE /api/w/{wid}/stop-all', expect: allow(...MANAGERS), call: (r) => call(r, 'DELETE', '/stop-all') },
+  { route: 'DELETE /api/w/{wid}/stop-all', call: (r) => call(r, 'DELETE', '/stop-all') },
   // The ledger
   {
     route: 'GET /api/w/{wid}/ledger',
-    expect: allow('owner', 'admin', 'auditor'),
     call: (r) => call(r, 'GET', '/ledger'),
   },
   {
     route: 'GET /api/w/{wid}/ledger/checkpoint',
-    expect: allow('owner', 'admin', 'auditor'),
     call: (r) => call(r, 'GET', '/ledger/checkpoint'),
   },
   {
     route: 'POST /api/w/{wid}/ledger/verify',
-    expect: allow('owner', 'admin', 'auditor'),
     call: (r) => call(r, 'POST', '/ledger/verify', {}),
   },
   // Reports: gateway usage and budgets (analysts read reports)
   {
     route: 'GET /api/w/{wid}/usage',
-    expect: allow(...MANAGERS, 'analyst'),
     call: (r) => call(r, 'GET', '/usage?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z'),
   },
   {
     route: 'GET /api/w/{wid}/budgets',
-    expect: allow(...MANAGERS, 'analyst'),
     call: (r) => call(r, 'GET', '/budgets'),
   },
   {
     route: 'POST /api/w/{wid}/budgets',
-    expect: allow(...MANAGERS),
     call: (r) =>
       call(r, 'POST', '/budgets', { scope: { kind: 'team', id: unique() }, amountMicros: 1_000_000, period: 'day' }),
   },
   // Service tokens: owners only
   {
     route: 'GET /api/w/{wid}/service-tokens',
-    expect: allow('owner'),
     call: (r) => call(r, 'GET', '/service-tokens'),
   },
   {
     route: 'POST /api/w/{wid}/service-tokens',
-    expect: allow('owner'),
     call: (r) => call(r, 'POST', '/service-tokens', { name: unique(), scopes: ['agents:read'], expiresInDays: 7 }),
   },
   {
     route: 'DELETE /api/w/{wid}/service-tokens/{id}',
-    expect: allow('owner'),
     call: async (r) => {
       const made = await app.services.serviceTokens.create(wid, {
         name: unique(),
@@ -403,183 +381,202 @@ const rows: Row[] = [
   // OAuth connections: each person their own (owners and admins every one)
   {
     route: 'GET /api/w/{wid}/connections',
-    expect: allow(...EVERYONE),
     call: (r) => call(r, 'GET', '/connections'),
   },
   {
     route: 'DELETE /api/w/{wid}/connections/{cnx}',
-    expect: reach(...EVERYONE),
+    admitted: 'reached',
     call: (r) => call(r, 'DELETE', `/connections/${nothing('cnx')}`),
   },
   // Gateway and MCP settings
-  { route: 'GET /api/w/{wid}/gateway', expect: allow(...EVERYONE), call: (r) => call(r, 'GET', '/gateway') },
+  { route: 'GET /api/w/{wid}/gateway', call: (r) => call(r, 'GET', '/gateway') },
   {
     route: 'PUT /api/w/{wid}/gateway',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'PUT', '/gateway', { dataLoss: 'off' }),
   },
-  { route: 'GET /api/w/{wid}/mcp-servers', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/mcp-servers') },
+  { route: 'GET /api/w/{wid}/mcp-servers', call: (r) => call(r, 'GET', '/mcp-servers') },
   {
     route: 'POST /api/w/{wid}/mcp-servers',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'POST', '/mcp-servers', { name: unique(), url: 'https://tools.example/mcp' }),
   },
   {
     route: 'DELETE /api/w/{wid}/mcp-servers/{name}',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'DELETE', '/mcp-servers/nothing-here'),
   },
   {
     route: 'PATCH /api/w/{wid}/mcp-servers/{name}',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'PATCH', '/mcp-servers/nothing-here', { enabled: false }),
   },
   {
     route: 'GET /api/w/{wid}/mcp-servers/{name}/tools',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'GET', '/mcp-servers/nothing-here/tools'),
   },
   {
     route: 'POST /api/w/{wid}/mcp-servers/{name}/tools/{tool}/approve',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/tools/echo/approve', { hash: '0'.repeat(64) }),
   },
   {
     route: 'GET /api/w/{wid}/mcp-servers/{name}/credentials',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'GET', '/mcp-servers/nothing-here/credentials'),
   },
   {
     route: 'PUT /api/w/{wid}/mcp-servers/{name}/credentials/agents/{agentId}',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'PUT', `/mcp-servers/nothing-here/credentials/agents/${nothing('agt')}`, { secret: 's' }),
   },
   {
     route: 'DELETE /api/w/{wid}/mcp-servers/{name}/credentials/agents/{agentId}',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'DELETE', `/mcp-servers/nothing-here/credentials/agents/${nothing('agt')}`),
   },
   {
     route: 'POST /api/w/{wid}/mcp-servers/{name}/connect',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/connect', { for: { workspace: true } }),
   },
   {
     route: 'POST /api/w/{wid}/mcp-servers/{name}/disconnect',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', '/mcp-servers/nothing-here/disconnect', { for: { workspace: true } }),
   },
-  { route: 'GET /api/w/{wid}/plan', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/plan') },
+  { route: 'GET /api/w/{wid}/plan', call: (r) => call(r, 'GET', '/plan') },
   // Integrations, cards, code host
   {
     route: 'GET /api/w/{wid}/integrations',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'GET', '/integrations'),
   },
   {
     route: 'PUT /api/w/{wid}/integrations/{kind}',
     about: 'a payment provider',
-    expect: allow(...MANAGERS),
+    params: { kind: 'stripe' },
     call: (r) => call(r, 'PUT', '/integrations/stripe', { signingSecret: `whsec_${unique()}_secret` }),
   },
   {
     route: 'PUT /api/w/{wid}/integrations/{kind}',
     about: 'an approval channel',
-    expect: allow('owner'),
+    params: { kind: 'slack' },
     call: (r) => call(r, 'PUT', '/integrations/slack', { signingSecret: `slack-${unique()}-secret` }),
   },
   {
     // Whether a relay is set up or not, only an owner gets past the role check.
     route: 'POST /api/w/{wid}/integrations/chat-relay/test',
-    expect: reach('owner'),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', '/integrations/chat-relay/test'),
   },
   ...(['issuer', 'stripe'] as const).flatMap((provider): Row[] => [
     {
       route: `GET /api/w/{wid}/${provider}/cards`,
-      expect: allow(...MANAGERS),
       call: (r) => call(r, 'GET', `/${provider}/cards`),
     },
     {
       route: `PUT /api/w/{wid}/${provider}/cards/{cardId}`,
-      expect: allow(...MANAGERS),
       call: (r) => call(r, 'PUT', `/${provider}/cards/card_table`, { agentId: null }),
     },
     {
       route: `GET /api/w/{wid}/${provider}/cards/{cardId}/charges`,
-      expect: allow(...MANAGERS),
       call: (r) => call(r, 'GET', `/${provider}/cards/card_table/charges`),
     },
   ]),
-  { route: 'GET /api/w/{wid}/github/bots', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/github/bots') },
+  { route: 'GET /api/w/{wid}/github/bots', call: (r) => call(r, 'GET', '/github/bots') },
   {
     route: 'PUT /api/w/{wid}/github/bots/{login}',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'PUT', '/github/bots/table-bot', { agentId: null }),
   },
   // Approvals from chat: each person maps only their own identity
   {
     route: 'GET /api/w/{wid}/chat/users',
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'GET', '/chat/users'),
   },
   {
     route: 'PUT /api/w/{wid}/chat/users/{platform}/{chatUserId}',
-    expect: allow(...MANAGERS, 'member'),
     call: (r) => call(r, 'PUT', `/chat/users/teams/${r}-chat`, { userId: ids[r] }),
   },
-  { route: 'GET /api/w/{wid}/chat/cards', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/chat/cards') },
+  { route: 'GET /api/w/{wid}/chat/cards', call: (r) => call(r, 'GET', '/chat/cards') },
   // Outbound webhooks
-  { route: 'GET /api/w/{wid}/webhooks', expect: allow(...MANAGERS), call: (r) => call(r, 'GET', '/webhooks') },
+  { route: 'GET /api/w/{wid}/webhooks', call: (r) => call(r, 'GET', '/webhooks') },
   {
     route: 'POST /api/w/{wid}/webhooks',
-    expect: allow(...MANAGERS),
     call: (r) => call(r, 'POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['action.decided'] }),
   },
   {
     route: 'DELETE /api/w/{wid}/webhooks/{id}',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'DELETE', `/webhooks/${nothing('whk')}`),
   },
   {
     route: 'GET /api/w/{wid}/webhooks/{id}/deliveries',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'GET', `/webhooks/${nothing('whk')}/deliveries`),
   },
   {
     route: 'POST /api/w/{wid}/webhooks/{id}/deliveries/{did}/redeliver',
-    expect: reach(...MANAGERS),
+    admitted: 'reached',
     call: (r) => call(r, 'POST', `/webhooks/${nothing('whk')}/deliveries/${nothing('dlv')}/redeliver`),
   },
 ];
 
-test.serial('every console route of a workspace has a row in the table (a new route needs one)', (t) => {
-  const routes = server
-    .table()
-    .filter((r) => r.path.startsWith('/api/w/{wid}/'))
-    .map((r) => `${r.method.toUpperCase()} ${r.path}`);
-  t.true(routes.length > 40, `the walk found the workspace routes (${routes.length})`);
+/** The workspace routes of the server's route table, by `METHOD path`. */
+const workspaceRoutes = (): Map<string, RequestRoute> =>
+  new Map(
+    server
+      .table()
+      .filter((r) => r.path.startsWith('/api/w/{wid}/'))
+      .map((r) => [`${r.method.toUpperCase()} ${r.path}`, r]),
+  );
+
+/** What each role gets from a row's call: what the route's declared permission admits, and what the services decide beyond it. */
+function expected(row: Row): { permission: Permission; outcomes: Record<Role, Outcome> } {
+  const route = workspaceRoutes().get(row.route);
+  const option: PermissionOption | undefined = route && declaredPermission(route);
+  if (!option) throw new Error(`${row.route} declares no permission`);
+  const permission = permissionFor(option, row.params ?? {}) as Permission;
+  const outcomes = Object.fromEntries(
+    ROLES.map((r) => [r, row.beyond?.[r] ?? (roleAllows(r, permission) ? (row.admitted ?? 'ok') : 'forbidden')]),
+  ) as Record<Role, Outcome>;
+  return { permission, outcomes };
+}
+
+test.serial('every console route of a workspace declares its permission and has a row in the table', (t) => {
+  const routes = workspaceRoutes();
+  t.true(routes.size > 40, `the walk found the workspace routes (${routes.size})`);
+  t.deepEqual(
+    [...routes].filter(([, r]) => declaredPermission(r) === undefined).map(([name]) => name),
+    [],
+    'routes that declare no permission (options.app.permission)',
+  );
   const covered = new Set(rows.map((r) => r.route));
   t.deepEqual(
-    routes.filter((r) => !covered.has(r)),
+    [...routes.keys()].filter((r) => !covered.has(r)),
     [],
     'routes without a row',
   );
   t.deepEqual(
-    [...covered].filter((r) => !routes.includes(r)),
+    [...covered].filter((r) => !routes.has(r)),
     [],
     'rows naming no route',
   );
+  // A route whose permission depends on a path parameter: each of its rows names the parameter.
+  for (const row of rows) {
+    const option = routes.get(row.route)?.settings.app?.permission;
+    if (option !== undefined && typeof option !== 'string')
+      t.truthy(row.params?.[option.byParam], `${row.route} (${row.about ?? ''}) names {${option.byParam}}`);
+  }
 });
 
 for (const row of rows) {
   const name = `${row.route}${row.about ? ` (${row.about})` : ''}`;
-  const summary = ROLES.map((r) => `${r} ${row.expect[r]}`).join(', ');
-  test.serial(`${name}: ${summary}`, async (t) => {
+  test.serial(name, async (t) => {
+    const { permission, outcomes } = expected(row);
+    t.log(`${permission}: ${ROLES.map((r) => `${r} ${outcomes[r]}`).join(', ')}`);
     for (const role of ROLES) {
       const res = await row.call(role);
-      const what = `${role}: ${res.status} ${res.text.slice(0, 300)}`;
-      switch (row.expect[role]) {
+      const what = `${role} (${permission}): ${res.status} ${res.text.slice(0, 300)}`;
+      switch (outcomes[role]) {
         case 'ok':
           t.true(res.status < 400, what);
           row.check?.(role, res);

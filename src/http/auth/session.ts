@@ -1,6 +1,6 @@
 import Cookie from '@hapi/cookie';
-import type { Request, Server } from '@hapi/hapi';
-import { SESSION, SESSION_HOST, actorOf, caller, credentials, type SessionUser } from './callers.js';
+import type { Server } from '@hapi/hapi';
+import { SESSION, SESSION_HOST, credentials, type SessionUser } from './callers.js';
 
 /**
  * Session cookie (docs/security.md#security-model): `__Host-sid` in production, `sid` on a local http server
@@ -82,16 +82,4 @@ export async function registerSession(server: Server, options: SessionOptions): 
       requestDecoratorName: 'cookieAuthHost',
     });
   }
-}
-
-/** The signed-in person of a console route on /api/w/{wid}/…, once their role there allows `permission` (else 403 forbidden). */
-export async function permittedMember<P extends string>(
-  people: { authorize: (wid: string, user: SessionUser, permission: P) => Promise<unknown> },
-  request: Request,
-  permission: P,
-): Promise<{ wid: string; actor: string }> {
-  const { wid } = request.params as { wid: string };
-  const c = caller(request, 'session');
-  await people.authorize(wid, c.user, permission);
-  return { wid, actor: actorOf(c) };
 }

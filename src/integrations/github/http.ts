@@ -1,10 +1,10 @@
 import Joi from 'joi';
-import type { Plugin, Request } from '@hapi/hapi';
-import { permittedMember, sessionStrategies } from '../../http/auth/session.js';
+import type { Plugin } from '@hapi/hapi';
+import { member } from '../../http/auth/permission.js';
+import { sessionStrategies } from '../../http/auth/session.js';
 import { verified } from '../../http/auth/signature.js';
 import type { Guards } from '../../http/guards.js';
 import { wid } from '../../http/params.js';
-import type { PeopleService } from '../../people/index.js';
 import { hookOptions, parseVerified, type Refusals } from '../../http/inbound.js';
 import type { Github, GithubEvent } from './service.js';
 import type { GithubDelivery } from './verifier.js';
@@ -112,38 +112,38 @@ const schemaOf = (event: string): Joi.Schema => {
 export const githubRoutes: Plugin<{
   github: Github;
   refusals: Refusals;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-github',
-  register(server, { github, refusals, people, production, guards }) {
-    const session = { strategies: sessionStrategies(production) };
-    const managed = (request: Request) => permittedMember(people, request, 'integrations.manage');
+  register(server, { github, refusals, production, guards }) {
+    const managed = {
+      auth: { strategies: sessionStrategies(production) },
+      app: { permission: 'integrations.manage' },
+    } as const;
 
     server.route([
       {
         method: 'GET',
         path: '/api/w/{wid}/github/bots',
-        options: { auth: session, validate: { params: Joi.object({ wid }) } },
+        options: { ...managed, validate: { params: Joi.object({ wid }) } },
         async handler(request) {
-          const { wid: w } = await managed(request);
-          return { data: await github.bots(w), next: null };
+          return { data: await github.bots(member(request).wid), next: null };
         },
       },
       {
         method: 'PUT',
         path: '/api/w/{wid}/github/bots/{login}',
         options: {
-          auth: session,
+          ...managed,
           ext: { onPreAuth: guards.consoleWrite },
           validate: {
             params: Joi.object({ wid, login: LOGIN }),
             payload: Joi.object({ agentId: Joi.string().max(64).allow(null).required() }),
           },
         },
-        async handler(request) {
-          const { wid: w, actor } = await managed(request);
+        handler(request) {
+          const { wid: w, actor } = member(request);
           const { login } = request.params as { login: string };
           return github.mapBot(w, login, (request.payload as { agentId: string | null }).agentId, actor);
         },

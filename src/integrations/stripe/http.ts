@@ -3,7 +3,6 @@ import type { Plugin } from '@hapi/hapi';
 import { sessionStrategies } from '../../http/auth/session.js';
 import type { Guards } from '../../http/guards.js';
 import { wid } from '../../http/params.js';
-import type { PeopleService } from '../../people/index.js';
 import { cardRoutes } from '../http.js';
 import type { Cards } from '../cards.js';
 import { hookOptions, parseVerified, type Refusals } from '../../http/inbound.js';
@@ -33,16 +32,15 @@ export const stripeRoutes: Plugin<{
   stripe: StripeEvents;
   cards: Cards;
   refusals: Refusals;
-  people: PeopleService;
   production: boolean;
   guards: Guards;
 }> = {
   name: 'svc-stripe',
-  register(server, { stripe, cards, refusals, people, production, guards }) {
+  register(server, { stripe, cards, refusals, production, guards }) {
     const session = { strategies: sessionStrategies(production) };
     const write = { onPreAuth: guards.consoleWrite };
     server.route([
-      ...cardRoutes('stripe', { cards, people, session, write }),
+      ...cardRoutes('stripe', { cards, session, write }),
       {
         // A literal segment: hapi matches it before `{wid}` (which would refuse it anyway: not a workspace id).
         method: 'POST',

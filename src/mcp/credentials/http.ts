@@ -1,9 +1,9 @@
 import type { ServerRoute } from '@hapi/hapi';
 import Joi from 'joi';
-import { actorOf, caller } from '../../http/auth/callers.js';
+import { caller } from '../../http/auth/callers.js';
+import { member } from '../../http/auth/permission.js';
 import type { Guards } from '../../http/guards.js';
 import { wid } from '../../http/params.js';
-import type { PeopleService } from '../../people/index.js';
 import type { McpProxy } from '../proxy.js';
 import type { Holder } from '../upstream-auth.js';
 
@@ -18,29 +18,28 @@ export const CALLBACK_PATH = '/api/mcp-oauth/callback';
  */
 export function credentialRoutes(deps: {
   proxy: McpProxy;
-  people: PeopleService;
   guards: Guards;
   baseUrl: () => string;
   session: { strategies: string[] };
 }): ServerRoute[] {
-  const { proxy, people, guards, session } = deps;
+  const { proxy, guards, session } = deps;
   const name = Joi.string().max(64).required();
   const agentId = Joi.string().max(64).required();
   const holder = Joi.alternatives()
     .try(Joi.object({ agentId }), Joi.object({ workspace: Joi.boolean().valid(true).required() }))
     .required();
+  /** The upstream named, for a person who manages the workspace's MCP servers. */
   const manager = async (request: Parameters<typeof caller>[0]) => {
-    const { wid: w, name: n } = request.params as { wid: string; name: string };
-    const c = caller(request, 'session');
-    await people.authorize(w, c.user, 'mcp.manage');
-    return { server: await proxy.server(w, n), c };
+    const m = member(request);
+    return { server: await proxy.server(m.wid, (request.params as { name: string }).name), m };
   };
-  const write = { auth: session, ext: { onPreAuth: guards.consoleWrite } };
+  const read = { auth: session, app: { permission: 'mcp.manage' } } as const;
+  const write = { ...read, ext: { onPreAuth: guards.consoleWrite } };
   return [
     {
       method: 'GET',
       path: '/api/w/{wid}/mcp-servers/{name}/credentials',
-      options: { auth: session, validate: { params: Joi.object({ wid, name }) } },
+      options: { ...read, validate: { params: Joi.object({ wid, name }) } },
       async handler(request) {
         const { server } = await manager(request);
         return { data: await proxy.credentials.list(server), next: null, hasSecret: server.secretSealed !== null };
@@ -57,9 +56,9 @@ export function credentialRoutes(deps: {
         },
       },
       async handler(request) {
-        const { server, c } = await manager(request);
+        const { server, m } = await manager(request);
         const { agentId: aid } = request.params as { agentId: string };
-        return proxy.credentials.setSecret(server, aid, (request.payload as { secret: string }).secret, actorOf(c));
+        return proxy.credentials.setSecret(server, aid, (request.payload as { secret: string }).secret, m.actor);
       },
     },
     {
@@ -67,9 +66,9 @@ export function credentialRoutes(deps: {
       path: '/api/w/{wid}/mcp-servers/{name}/credentials/agents/{agentId}',
       options: { ...write, validate: { params: Joi.object({ wid, name, agentId }) } },
       async handler(request) {
-        const { server, c } = await manager(request);
+        const { server, m } = await manager(request);
         const { agentId: aid } = request.params as { agentId: string };
-        await proxy.credentials.remove(server, { agentId: aid }, 'secret', actorOf(c));
+        await proxy.credentials.remove(server, { agentId: aid }, 'secret', m.actor);
         return {};
       },
     },
@@ -82,12 +81,12 @@ export function credentialRoutes(deps: {
         validate: { params: Joi.object({ wid, name }), payload: Joi.object({ for: holder }) },
       },
       async handler(request) {
-        const { server, c } = await manager(request);
+        const { server, m } = await manager(request);
         const { for: h } = request.payload as { for: Holder };
         return proxy.credentials.connect(
           server,
           h,
-          { userId: c.user.id, actor: actorOf(c) },
+          { userId: m.user.id, actor: m.actor },
           `${deps.baseUrl()}${CALLBACK_PATH}`,
         );
       },
@@ -97,9 +96,9 @@ export function credentialRoutes(deps: {
       path: '/api/w/{wid}/mcp-servers/{name}/disconnect',
       options: { ...write, validate: { params: Joi.object({ wid, name }), payload: Joi.object({ for: holder }) } },
       async handler(request) {
-        const { server, c } = await manager(request);
+        const { server, m } = await manager(request);
         const { for: h } = request.payload as { for: Holder };
-        await proxy.credentials.remove(server, h, 'oauth', actorOf(c));
+        await proxy.credentials.remove(server, h, 'oauth', m.actor);
         return {};
       },
     },
