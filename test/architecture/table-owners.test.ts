@@ -71,3 +71,10 @@ test('the decision tables have the owners the code declares', async (t) => {
   t.deepEqual(owners('pendingApprovals'), ['src/approvals/repo.ts']);
   t.deepEqual(owners('stopAll'), ['src/killswitch/repo.ts']);
 });
+
+test('only a repo.ts writes a table', async (t) => {
+  const outside = [...(await writers()).values()]
+    .flatMap((folders) => [...folders.values()].flat())
+    .filter((file) => !file.endsWith('/repo.ts'));
+  t.deepEqual([...new Set(outside)], []);
+});
