@@ -1,18 +1,14 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors/app-error.js';
 import { canonicalJson } from '../lib/canonical-json.js';
-import { isoAt, type Clock } from '../lib/clock.js';
-import type { IdSource } from '../lib/ids.js';
+import { isoAt } from '../lib/clock.js';
 import { bounded, metrics } from '../lib/metrics.js';
-import type { Ledger } from '../ledger/service.js';
-import type { Presigned, Receipts } from '../receipts/service.js';
-import type { Store } from '../store/index.js';
-import type { ApprovalOpener } from '../approvals/service.js';
+import type { Presigned } from '../receipts/service.js';
 import { decide, type Verdict } from './decide.js';
 import type { ActionRecord } from './records.js';
 import type { GateRepo } from './repo.js';
 import type { AuthorizeInput } from './schemas.js';
-import type { AuthorizeOptions, GateCaller } from './service.js';
+import type { AuthorizeOptions, GateCaller, GateDeps } from './service.js';
 import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
 
 /**
@@ -32,14 +28,7 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  * 10. `store`: the action and its idempotency key; then the caller's own `inWrite`.
  *  After the write, the decision is counted once (a replay decided nothing new).
  */
-export interface AuthorizeDeps {
-  store: Store;
-  clock: Clock;
-  ids: IdSource;
-  ledger: Ledger;
-  receipts: Receipts;
-  approvals: ApprovalOpener;
-  approvalTtlMs: number;
+export interface AuthorizeDeps extends GateDeps {
   repo: GateRepo;
 }
 

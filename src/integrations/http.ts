@@ -6,6 +6,7 @@ import type { Guards } from '../http/guards.js';
 import { wid } from '../http/params.js';
 import type { CardProvider, IntegrationKind } from './records.js';
 import type { Cards } from './cards.js';
+import { integrationUrl, slackTeamId, ssfTrust } from './schemas.js';
 import { hookOptions, parseVerified, type Refusals } from '../http/inbound.js';
 import type { ConfigureInput, IntegrationRegistry } from './registry.js';
 import { INTEGRATION_KINDS } from './kinds.js';
@@ -28,19 +29,6 @@ import { KIND_PERMISSION } from './kind-permissions.js';
 export const CARD_ID = Joi.string()
   .pattern(/^[A-Za-z0-9_-]{1,64}$/)
   .required();
-const url = Joi.string()
-  .uri({ scheme: ['https', 'http'] })
-  .max(2048);
-
-const PRIVATE_MEMBERS = Object.fromEntries(
-  ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => [
-    m,
-    Joi.any()
-      .forbidden()
-      .messages({ 'any.unknown': 'a JWKS here holds public keys only; {{#label}} is a private key member' }),
-  ]),
-);
-
 /** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
 export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
   issuer: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
@@ -48,34 +36,19 @@ export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
     rotate: Joi.boolean(),
     revokePrevious: Joi.boolean(),
     // Where deployment decisions are reported (GitHub Enterprise Server: https://host/api/v3).
-    apiUrl: Joi.string()
-      .uri({ scheme: ['https', 'http'] })
-      .max(2048),
+    apiUrl: integrationUrl,
     // A GitHub App installation token or a PAT that may review deployments; sealed, never answered.
     token: Joi.string().min(1).max(1024).pattern(/^\S+$/).allow(null),
   }),
-  'chat-relay': Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean(), url }),
+  'chat-relay': Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean(), url: integrationUrl }),
   stripe: Joi.object({ signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/), revokePrevious: Joi.boolean() }),
   slack: Joi.object({
     signingSecret: Joi.string().min(8).max(256).pattern(/^\S+$/),
     revokePrevious: Joi.boolean(),
-    teamId: Joi.string()
-      .pattern(/^[A-Z0-9]{1,32}$/)
-      .allow(null),
+    teamId: slackTeamId,
   }),
-  ssf: Joi.object({
-    issuer: Joi.string().min(1).max(2048).required(),
-    audience: Joi.string().min(1).max(2048).required(),
-    jwksUri: url,
-    // Public keys only: a private or symmetric member (d, p, q, dp, dq, qi, oth, k) is refused, never stored.
-    jwks: Joi.object({
-      keys: Joi.array()
-        .items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true))
-        .min(1)
-        .max(20)
-        .required(),
-    }),
-  })
+  // Public keys only: a private or symmetric member (d, p, q, dp, dq, qi, oth, k) is refused, never stored.
+  ssf: Joi.object(ssfTrust)
     .xor('jwksUri', 'jwks')
     // Settings merge with what was set before: naming one source of keys clears the other.
     .custom((value: Record<string, unknown>) => ({ jwksUri: null, jwks: null, ...value })),

@@ -2,6 +2,7 @@ import Joi from 'joi';
 import { LineCounter, parseDocument, isMap, isSeq, isScalar, type Node } from 'yaml';
 import { ruleSchema } from '../mandates/schemas.js';
 import type { IntegrationKind } from '../integrations/kinds.js';
+import { integrationUrl, slackTeamId, ssfTrust } from '../integrations/schemas.js';
 
 /**
  * The workspace file of `svc apply` and `svc export` (docs/setup-as-code.md): templates,
@@ -189,19 +190,7 @@ const budget = Joi.object({
     .max(4),
 });
 
-// A key set of the identity provider holds public keys only: a private or symmetric member is refused.
-const PRIVATE_MEMBERS = Object.fromEntries(
-  ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => [
-    m,
-    Joi.any()
-      .forbidden()
-      .messages({ 'any.unknown': 'a key set here holds public keys only; {{#label}} is a private key member' }),
-  ]),
-);
-
-const url = Joi.string()
-  .uri({ scheme: ['https', 'http'] })
-  .max(2048);
+const url = integrationUrl;
 
 /** Each kind's settings as the file gives them: one entry per kind of kinds.ts (a kind missing here fails the type check). */
 const INTEGRATION_SETTINGS: Record<IntegrationKind, Joi.Schema> = {
@@ -212,22 +201,9 @@ const INTEGRATION_SETTINGS: Record<IntegrationKind, Joi.Schema> = {
   stripe: Joi.object({ signingSecret: secretRef.required() }),
   slack: Joi.object({
     signingSecret: secretRef.required(),
-    teamId: Joi.string()
-      .pattern(/^[A-Z0-9]{1,32}$/)
-      .allow(null),
+    teamId: slackTeamId,
   }),
-  ssf: Joi.object({
-    issuer: Joi.string().min(1).max(2048).required(),
-    audience: Joi.string().min(1).max(2048).required(),
-    jwksUri: url,
-    jwks: Joi.object({
-      keys: Joi.array()
-        .items(Joi.object({ kty: Joi.string().valid('EC', 'RSA').required(), ...PRIVATE_MEMBERS }).unknown(true))
-        .min(1)
-        .max(20)
-        .required(),
-    }),
-  }).xor('jwksUri', 'jwks'),
+  ssf: Joi.object(ssfTrust).xor('jwksUri', 'jwks'),
 };
 
 export const documentSchema = Joi.object<WorkspaceDocument>({
