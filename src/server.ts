@@ -19,6 +19,8 @@ import { drillsRoutes } from './drills/http.js';
 import { scorecardRoutes } from './scorecard/http.js';
 import { serviceTokensRoutes } from './service-tokens/http.js';
 import { ledgerRoutes } from './ledger/http.js';
+import { createLedgerTiles } from './ledger/tiles.js';
+import { ledgerTilesRoutes } from './ledger/tiles-http.js';
 import { mandatesRoutes } from './mandates/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
@@ -241,6 +243,16 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
   await server.register({
     plugin: ledgerRoutes,
     options: { ledger: services.ledger, people: services.people, production, guards },
+  });
+  await server.register({
+    plugin: ledgerTilesRoutes,
+    options: {
+      tiles: createLedgerTiles({ store: app.store }),
+      people: services.people,
+      production,
+      guards,
+      public: settings.ledger.public,
+    },
   });
   await server.register({
     plugin: serviceTokensRoutes,

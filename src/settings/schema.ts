@@ -201,7 +201,7 @@ export interface Settings {
     giveUpAfterMs: number;
     dispatchIntervalMs: number;
   };
-  ledger: { checkpointIntervalMs: number };
+  ledger: { checkpointIntervalMs: number; public: boolean };
   retention: { days: number; sweepIntervalMs: number; sweepBatch: number; sweepMaxPerRun: number };
   mcp: {
     allowPrivateUpstreams: boolean;
@@ -484,6 +484,13 @@ export const settingsSchema = Joi.object<Settings>({
       .max(60000)
       .default(1000)
       .description('the server signs a ledger checkpoint this often when records were added (and every 1,000 records)'),
+    public: Joi.boolean()
+      .truthy('1')
+      .falsy('0')
+      .default(false)
+      .description(
+        "anyone may read each workspace ledger's checkpoint, tiles and entry bundles under /v1/ledger/{workspaceId}/ (otherwise evidence:read)",
+      ),
   }).default(),
   retention: Joi.object({
     days: Joi.number()
@@ -962,6 +969,7 @@ export const envMap: ReadonlyArray<readonly [string, string]> = [
   ['SVC_WEBHOOKS_GIVE_UP_AFTER_MS', 'webhooks.giveUpAfterMs'],
   ['SVC_WEBHOOKS_DISPATCH_INTERVAL_MS', 'webhooks.dispatchIntervalMs'],
   ['SVC_LEDGER_CHECKPOINT_INTERVAL_MS', 'ledger.checkpointIntervalMs'],
+  ['SVC_LEDGER_PUBLIC', 'ledger.public'],
   ['SVC_RETENTION_DAYS', 'retention.days'],
   ['SVC_RETENTION_SWEEP_INTERVAL_MS', 'retention.sweepIntervalMs'],
   ['SVC_MCP_ALLOW_PRIVATE_UPSTREAMS', 'mcp.allowPrivateUpstreams'],
