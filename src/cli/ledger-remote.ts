@@ -55,9 +55,11 @@ export function parseVerifierKey(text: string): { name: string; publicKey: KeyOb
       exit: EXIT.usage,
       type: 'invalid_request',
     });
-  const parts = text.split('+');
-  if (parts.length !== 3) throw bad('want <name>+<key id>+<key>');
-  const [name, id, encoded] = parts as [string, string, string];
+  // The name and the hex key id hold no '+'; the base64 key may.
+  const first = text.indexOf('+');
+  const second = first < 0 ? -1 : text.indexOf('+', first + 1);
+  if (second < 0) throw bad('want <name>+<key id>+<key>');
+  const [name, id, encoded] = [text.slice(0, first), text.slice(first + 1, second), text.slice(second + 1)];
   const raw = Buffer.from(encoded, 'base64');
   if (raw.length !== 33 || raw[0] !== 0x01) throw bad('not an Ed25519 key');
   let publicKey: KeyObject;

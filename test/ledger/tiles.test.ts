@@ -9,6 +9,8 @@ import { bearer, call, csrf } from '../helpers/http.js';
 import { removeDir, ROOT, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 import { verifierKey as noteVerifierKey } from '../../src/ledger/note.js';
+import { verifyInclusion } from '../../src/ledger/merkle.js';
+import { checkpointRoot } from '../../src/ledger/proofs.js';
 
 /**
  * A workspace ledger read from outside svc, in the C2SP tlog-tiles layout under
@@ -109,6 +111,7 @@ test.serial('the checkpoint and tiles need evidence:read or a ledger reader, and
   const anonymous = await call(server.url, 'GET', `/v1/ledger/${agent.wid}/checkpoint`);
   t.is(anonymous.status, 401);
   t.is(anonymous.body.error.type, 'unauthenticated');
+  t.is((await call(server.url, 'GET', `/v1/ledger/${agent.wid}/tile/0/000`)).status, 401);
   const checkpoint = await call(server.url, 'GET', `/v1/ledger/${agent.wid}/checkpoint`, { headers: bearer(token) });
   t.is(checkpoint.status, 200);
   t.regex(checkpoint.headers['content-type'] as string, /^text\/plain/);
@@ -176,8 +179,26 @@ test.serial("Go's sumdb verifies the log, its tiles, its entries, and that it on
   t.regex(String(refused.verdict.problem), /checkpoint signature/);
   // svc's own remote verifier, from the tiles alone.
   const own = await svc(['ledger', 'verify', '--url', base(), '--key', key, '--token', token, '--json']);
-  t.is(own.code, 0, own.stderr);
+  t.is(own.code, 0, own.stderr + own.stdout);
   t.like(JSON.parse(own.stdout), { ok: true, keysFrom: 'key', ledgers: [{ ok: true, size: after }] });
+});
+
+test.serial('each record a checkpoint covers carries its inclusion proof in the evidence bundle', async (t) => {
+  await settled();
+  const res = await call(server.url, 'GET', '/v1/admin/evidence', { headers: bearer(token) });
+  t.is(res.status, 200);
+  const last = res.body.checkpoints[res.body.checkpoints.length - 1];
+  const root = checkpointRoot(last.note);
+  const records = res.body.records as Array<{ bytes: string; inclusion?: { size: number; proof: string[] } }>;
+  t.is(records.length, last.size);
+  for (const [index, r] of records.entries()) {
+    t.is(r.inclusion?.size, last.size);
+    const proof = r.inclusion!.proof.map((h) => Buffer.from(h, 'base64'));
+    t.true(verifyInclusion(index, last.size, Buffer.from(r.bytes), root, proof), `record ${index}`);
+  }
+  // A proof does not hold for other bytes.
+  const proof = records[3]!.inclusion!.proof.map((h) => Buffer.from(h, 'base64'));
+  t.false(verifyInclusion(3, last.size, Buffer.from(records[4]!.bytes), root, proof));
 });
 
 test.serial(
@@ -205,10 +226,10 @@ test.serial(
     t.is(entries.status, 200);
     t.is(entries.cacheControl, 'public, max-age=31536000, immutable');
     const found = await goVerify(['-url', base(), '-key', key]);
-    t.is(found.code, 1);
+    t.is(found.code, 1, JSON.stringify(found.verdict));
     t.like(found.verdict, { ok: false, firstBadIndex: 7 });
     const own = await svc(['ledger', 'verify', '--url', base(), '--key', key, '--json']);
-    t.is(own.code, 1);
+    t.is(own.code, 1, own.stderr + own.stdout);
     t.like(JSON.parse(own.stdout), { ok: false, ledgers: [{ ok: false, firstBadIndex: 7 }] });
   },
 );
