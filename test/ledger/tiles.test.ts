@@ -138,20 +138,20 @@ test.serial('the checkpoint and tiles need evidence:read or a ledger reader, and
 test.serial('a tile or bundle beyond the signed log, or a path that is not a tile path, is 404', async (t) => {
   const size = await settled();
   for (const path of [
-    'tile/0/001', // only a partial second tile exists
-    `tile/0/001.p/${size - 256 + 1}`,
-    'tile/0/002.p/1',
-    `tile/entries/001.p/${size - 256 + 1}`,
-    'tile/1/000', // one level-1 hash, not 256
-    'tile/2/000.p/1',
-    'tile/0/x000/000', // not canonical
-    'tile/0/00',
-    'tile/0/000.p/0',
-    'tile/0/000.p/256',
-    'tile/64/000',
-    'tile/data/000',
+    '0/001', // only a partial second tile exists
+    `0/001.p/${size - 256 + 1}`,
+    '0/002.p/1',
+    `entries/001.p/${size - 256 + 1}`,
+    '1/000', // one level-1 hash, not 256
+    '2/000.p/1',
+    '0/x000/000', // not canonical
+    '0/00',
+    '0/000.p/0',
+    '0/000.p/256',
+    '64/000',
+    'data/000',
   ]) {
-    const res = await call(server.url, 'GET', `/v1/ledger/${agent.wid}/${path}`, { headers: bearer(token) });
+    const res = await call(server.url, 'GET', `/v1/ledger/${agent.wid}/tile/${path}`, { headers: bearer(token) });
     t.is(res.status, 404, path);
     t.is(res.body.error.type, 'not_found', path);
   }
