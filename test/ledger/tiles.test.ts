@@ -9,7 +9,7 @@ import { bearer, call, csrf } from '../helpers/http.js';
 import { removeDir, ROOT, startServer, svc, tempDir, type RunningServer } from '../helpers/process.js';
 import { withStore } from '../helpers/store.js';
 import { verifierKey as noteVerifierKey } from '../../src/ledger/note.js';
-import { verifyInclusion } from '../../src/ledger/merkle.js';
+import { leafHash, verifyInclusion } from '../../src/ledger/merkle.js';
 import { checkpointRoot } from '../../src/ledger/proofs.js';
 
 /**
@@ -122,6 +122,16 @@ test.serial('the checkpoint and tiles need evidence:read or a ledger reader, and
   t.is(bySession.status, 200);
   t.is(bySession.cacheControl, 'private, max-age=31536000, immutable');
   t.is(bySession.bytes.length, 256 * 32);
+  // A token without evidence:read may not read it.
+  const reader = await call(server.url, 'POST', `/api/w/${agent.wid}/service-tokens`, {
+    headers: { ...csrf, cookie: agent.cookie },
+    json: { name: 'lister', scopes: ['agents:read'], expiresInDays: 1 },
+  });
+  const unscoped = await call(server.url, 'GET', `/v1/ledger/${agent.wid}/checkpoint`, {
+    headers: bearer(reader.body.token),
+  });
+  t.is(unscoped.status, 403);
+  t.is(unscoped.body.error.type, 'missing_scope');
   // Another workspace's ledger is not this token's.
   const other = await call(server.url, 'GET', `/v1/ledger/ws_2vFknJAOBsbff8vvQI9KOq/checkpoint`, {
     headers: bearer(token),
@@ -231,5 +241,24 @@ test.serial(
     const own = await svc(['ledger', 'verify', '--url', base(), '--key', key, '--json']);
     t.is(own.code, 1, own.stderr + own.stdout);
     t.like(JSON.parse(own.stdout), { ok: false, ledgers: [{ ok: false, firstBadIndex: 7 }] });
+
+    // Rewritten whole (bytes and a matching leaf hash): the tiles no longer give the signed root.
+    t.is(await server.stop(), 0);
+    await withStore(server.dataDir, (app) =>
+      app.store.write(async () => {
+        const entry = (await app.store.tables.ledger.get([agent.wid, 260]))!;
+        const bytes = entry.bytes.replace(/"at":"/, '"at":"1');
+        await app.store.tables.ledger.put([agent.wid, 260], { bytes, leaf: leafHash(bytes).toString('base64url') });
+      }),
+    );
+    server = await startServer({
+      dataDir: server.dataDir,
+      config: { ...CONFIG, ledger: { ...CONFIG.ledger, public: true } },
+    });
+    const rewritten = await goVerify(['-url', base(), '-key', key]);
+    t.is(rewritten.code, 1, JSON.stringify(rewritten.verdict));
+    t.regex(String(rewritten.verdict.problem), /tile/);
+    const ownAgain = await svc(['ledger', 'verify', '--url', base(), '--key', key, '--json']);
+    t.is(ownAgain.code, 1, ownAgain.stderr + ownAgain.stdout);
   },
 );
