@@ -18,7 +18,8 @@ import { killSwitchRoutes } from './killswitch/http.js';
 import { drillsRoutes } from './drills/http.js';
 import { scorecardRoutes } from './scorecard/http.js';
 import { serviceTokensRoutes } from './service-tokens/http.js';
-import { ledgerRoutes } from './ledger/http.js';
+import { ledgerRoutes, ledgerTilesRoutes } from './ledger/http.js';
+import { createLedgerTiles } from './ledger/tiles.js';
 import { mandatesRoutes } from './mandates/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
@@ -222,6 +223,16 @@ async function registerCoreRoutes(server: Server, { app, production, guards }: R
     options: { receipts: services.receipts, signingKeys: services.signingKeys, guards },
   });
   await server.register({ plugin: ledgerRoutes, options: { ledger: services.ledger, production, guards } });
+  await server.register({
+    plugin: ledgerTilesRoutes,
+    options: {
+      tiles: createLedgerTiles({ store: app.store }),
+      people: services.people,
+      production,
+      guards,
+      public: app.settings.ledger.public,
+    },
+  });
   await server.register({
     plugin: serviceTokensRoutes,
     options: { tokens: services.serviceTokens, production, guards },

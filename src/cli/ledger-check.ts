@@ -7,7 +7,7 @@ import { openLocal } from './local.js';
 export type LedgerCheck = {
   ok: boolean;
   ledgers: Array<LedgerVerifyReport & { workspaceId?: string }>;
-  keysFrom: 'store' | 'bundle' | 'file';
+  keysFrom: 'store' | 'bundle' | 'file' | 'key';
 };
 
 /**

@@ -53,6 +53,11 @@ export const ledger = group({
     env: 'SVC_LEDGER_CHECKPOINT_INTERVAL_MS',
     doc: 'the server signs a ledger checkpoint this often when records were added (and every 1,000 records)',
   }),
+  public: bool({
+    default: false,
+    env: 'SVC_LEDGER_PUBLIC',
+    doc: "anyone may read each workspace ledger's checkpoint, tiles and entry bundles under `/v1/ledger/{workspaceId}/` ([outside verification](gate.md#outside-verification)); otherwise a token or session with evidence:read",
+  }),
 });
 
 export const retention = group({

@@ -27,6 +27,7 @@ test.after.always(() => running?.close());
 /** Plugins whose test folder is not their name: the folder of src/ that declares them. */
 const FOLDER_OF_PLUGIN: Readonly<Record<string, string>> = {
   'kill-switch': 'killswitch',
+  'ledger-tiles': 'ledger',
   github: 'integrations',
   stripe: 'integrations',
   ssf: 'integrations',
