@@ -244,3 +244,41 @@ test('GET /v1/actions/{id}: an unknown id is not found', async (t) => {
     assertError(t, await getAction(server, payer.key, id), 404, 'not_found');
   }
 });
+
+/*
+ * A rule for `*.acme.example` covers acme.example's subdomains. A merchant name that is not a
+ * subdomain of acme.example, but merely ends in ".acme.example", is not allowed, nor gets a valid
+ * receipt naming it.
+ */
+const WILDCARD = [{ actions: ['payment'], merchants: ['*.acme.example'], currencies: ['EUR'], maxAmount: 5000 }];
+
+test('a wildcard merchant rule covers a subdomain', async (t) => {
+  const fx = await makeAgent(server, WILDCARD, 'wildcard-bot-control');
+  const res = await authorize(server, fx.key, {
+    type: 'payment',
+    summary: 'Pay',
+    payment: { amount: 100, currency: 'EUR', merchant: 'shop.acme.example' },
+  });
+  t.is(res.body.decision, 'allow', res.text);
+});
+
+test('a wildcard merchant rule covers no name that merely ends in the domain', async (t) => {
+  const fx = await makeAgent(server, WILDCARD, 'wildcard-bot');
+  for (const merchant of [
+    'evil.example/.acme.example',
+    'evil.example#.acme.example',
+    'https://evil.example?.acme.example',
+    'evil.example .acme.example',
+    'evil.example@.acme.example',
+  ]) {
+    const res = await authorize(server, fx.key, {
+      type: 'payment',
+      summary: 'Pay',
+      payment: { amount: 100, currency: 'EUR', merchant },
+    });
+    t.true(
+      res.status === 400 || res.body.decision === 'deny',
+      `${merchant}: ${res.status} decision ${res.body.decision}, receipt ${res.body.receipt ? 'issued' : 'none'}`,
+    );
+  }
+});
