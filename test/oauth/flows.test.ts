@@ -109,19 +109,27 @@ test.serial("a person connects a client to one agent: the access token works at 
 test.serial(
   'the person ends a connection from the console: its tokens stop at once, and it is listed as ended',
   async (t) => {
+    const headers = { cookie: agent.cookie };
+    const listed = async () =>
+      (await call(server.url, 'GET', `/api/w/${agent.wid}/connections`, { headers })).body.data as Array<{
+        id: string;
+        endedAt: string | null;
+      }>;
+    // The connection this test makes: the one listed afterwards that was not listed before (the
+    // list is in id order, which says nothing of when each was made).
+    const before = new Set((await listed()).map((c) => c.id));
     const { tokens } = await connect(server);
     t.is(await mcpStatus(server.url, tokens.access_token), 200);
-    const headers = { cookie: agent.cookie };
-    const listed = await call(server.url, 'GET', `/api/w/${agent.wid}/connections`, { headers });
-    const open = (listed.body.data as Array<{ id: string; endedAt: string | null }>).filter((c) => c.endedAt === null);
-    const mine = open.at(-1)!;
+    const made = (await listed()).filter((c) => !before.has(c.id));
+    t.is(made.length, 1);
+    const mine = made[0]!;
+    t.is(mine.endedAt, null);
     const ended = await call(server.url, 'DELETE', `/api/w/${agent.wid}/connections/${mine.id}`, {
       headers: { ...headers, ...csrf },
     });
     t.is(ended.status, 200, ended.text);
     t.is(await mcpStatus(server.url, tokens.access_token), 401, 'the access token stopped');
-    const after = await call(server.url, 'GET', `/api/w/${agent.wid}/connections`, { headers });
-    t.truthy(after.body.data.find((c: { id: string }) => c.id === mine.id)?.endedAt);
+    t.truthy((await listed()).find((c) => c.id === mine.id)?.endedAt);
     const unknown = await call(server.url, 'DELETE', `/api/w/${agent.wid}/connections/cnx_none`, {
       headers: { ...headers, ...csrf },
     });
