@@ -322,7 +322,6 @@ async function registerSignInRoutes(server: Server, { app, production, guards, b
       people: services.people,
       production,
       guards,
-      issuer: baseUrl,
       trustedProxies: settings.server.trustedProxies,
     },
   });

@@ -31,8 +31,11 @@ export interface Guards {
   accountAttempt(email: string): void;
   /** For every console write route: the CSRF check. */
   consoleWrite: RouteExtObject;
-  /** For a public route: the per-address limit of its kind, and the CSRF check for console writes. */
-  publicRoute(kind: RateLimitKind, options?: { consoleWrite?: boolean }): RouteExtObject;
+  /**
+   * For a public route: the per-address limit of its kind, and the CSRF check for console writes
+   * or, for an HTML form's post (which cannot send x-svc-csrf), the Origin check alone.
+   */
+  publicRoute(kind: RateLimitKind, options?: { consoleWrite?: boolean; formPost?: boolean }): RouteExtObject;
 }
 
 export function createGuards(options: GuardOptions): Guards {
@@ -43,6 +46,7 @@ export function createGuards(options: GuardOptions): Guards {
     account: createRateLimiter({ limit: options.rateLimits.signInPerMinute, clock: options.clock }),
   };
   const csrf = (request: Request) => checkCsrf(request, options.baseUrl, options.baseUrlConfigured);
+  const sameOrigin = (request: Request) => checkOrigin(request, options.baseUrl, options.baseUrlConfigured);
   const refuse = (decision: { allowed: boolean; resetSeconds: number }) => {
     if (!decision.allowed)
       throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
@@ -67,6 +71,7 @@ export function createGuards(options: GuardOptions): Guards {
         method: (request: Request, h: ResponseToolkit) => {
           // CSRF first: a cross-site request should not spend the victim's rate budget.
           if (routeOptions.consoleWrite) csrf(request);
+          if (routeOptions.formPost) sameOrigin(request);
           limit(request, kind);
           return h.continue;
         },
@@ -80,6 +85,11 @@ function checkCsrf(request: Request, baseUrl: () => string, exact: boolean): voi
   if (request.headers['x-svc-csrf'] !== '1') {
     throw new AppError('csrf', { message: 'Console writes need the header x-svc-csrf: 1.' });
   }
+  checkOrigin(request, baseUrl, exact);
+}
+
+/** When the browser sends Origin (it does on every cross-site post), it must be this deployment's. */
+function checkOrigin(request: Request, baseUrl: () => string, exact: boolean): void {
   const origin = request.headers.origin;
   if (origin !== undefined && !originMatches(request, String(origin), new URL(baseUrl()).origin, exact)) {
     throw new AppError('csrf', {

@@ -28,11 +28,10 @@ export const deviceRoutes: Plugin<{
   people: PeopleService;
   production: boolean;
   guards: Guards;
-  issuer: () => string;
   trustedProxies: readonly string[];
 }> = {
   name: 'svc-oauth-device',
-  register(server, { device, people, production, guards, issuer, trustedProxies }) {
+  register(server, { device, people, production, guards, trustedProxies }) {
     const session = { strategies: sessionStrategies(production) };
     const form = Joi.object().pattern(/./, Joi.string().allow('')).unknown(true);
     const html = (h: ResponseToolkit, body: string, code = 200) =>
@@ -118,6 +117,9 @@ export const deviceRoutes: Plugin<{
         path: '/device',
         options: {
           auth: session,
+          // A form post of this deployment only (browsers send Origin on form posts; without
+          // baseUrl, the origin the page was served from), and a per-address budget for typed codes.
+          ext: { onPreAuth: guards.publicRoute('public', { formPost: true }) },
           validate: {
             payload: Joi.object({
               user_code: Joi.string().max(64).required(),
@@ -127,10 +129,6 @@ export const deviceRoutes: Plugin<{
           },
         },
         async handler(request, h) {
-          // A form post from this origin only (browsers send Origin on form posts).
-          const origin = request.headers.origin;
-          if (origin !== undefined && origin !== new URL(issuer()).origin)
-            throw new AppError('csrf', { message: 'The decision was posted from another site.' });
           const user = caller(request, 'session').user;
           const body = request.payload as { user_code: string; workspace?: string; decision: 'approve' | 'deny' };
           const outcome = await decide(user, body);
