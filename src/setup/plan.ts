@@ -79,7 +79,11 @@ async function personOf(
 ): Promise<string | null> {
   if (!ref) return null;
   if (!ref.includes('@')) {
-    if (!(await deps.people.me(ref).catch(() => undefined))) throw fileFault(field, `${field} names no person`);
+    // A person of this workspace: one of another workspace is named exactly as one who does not
+    // exist (the file tells nothing of other workspaces).
+    const found = await deps.people.me(ref).catch(() => undefined);
+    if (!found?.workspaces.some((w) => w.id === wid))
+      throw fileFault(field, `${field}: ${ref} is not a person of this workspace`);
     return ref;
   }
   const id = await deps.people.memberIdByEmail(wid, ref);

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { otherWorkspace } from '../helpers/console.js';
 import { assertError, bearer, call } from '../helpers/http.js';
 import { ownedServer, serviceToken } from '../helpers/tokens.js';
 
@@ -99,5 +100,36 @@ test.serial(
     assertError(t, unknown, 400, 'invalid_workspace_file');
     t.is(unknown.body.error.errors[0].field, 'agents[0].mandate');
     assertError(t, await call(served.server.url, 'GET', '/v1/admin/setup'), 401, 'unauthenticated');
+  },
+);
+
+test.serial(
+  'a person named by id must be of this workspace: one of another is refused as one who does not exist',
+  async (t) => {
+    const stranger = await otherWorkspace(served.server);
+    const agentFor = (actsFor: string) => ({ version: 1, agents: [{ name: 'stranger-bot', actsFor }] });
+    const theirs = await call(served.server.url, 'POST', '/v1/admin/setup/plan', {
+      headers: bearer(writer),
+      json: { document: agentFor(stranger.id) },
+    });
+    const nobody = await call(served.server.url, 'POST', '/v1/admin/setup/plan', {
+      headers: bearer(writer),
+      json: { document: agentFor('usr_0000000000000000000000') },
+    });
+    for (const [res, id] of [
+      [theirs, stranger.id],
+      [nobody, 'usr_0000000000000000000000'],
+    ] as const) {
+      assertError(t, res, 400, 'invalid_workspace_file');
+      t.deepEqual(res.body.error.errors, [
+        { field: 'agents[0].actsFor', message: `agents[0].actsFor: ${id} is not a person of this workspace` },
+      ]);
+    }
+    const applied = await call(served.server.url, 'POST', '/v1/admin/setup', {
+      headers: bearer(writer),
+      json: { document: agentFor(stranger.id) },
+    });
+    assertError(t, applied, 400, 'invalid_workspace_file');
+    t.false((await agentNames()).includes('stranger-bot'));
   },
 );
