@@ -1,5 +1,6 @@
-import type { Plugin } from '@hapi/hapi';
-import { machineCaller, SERVICE_TOKEN } from '../http/auth/callers.js';
+import type { Plugin, Request } from '@hapi/hapi';
+import { machineCaller, SERVICE_TOKEN, type Caller } from '../http/auth/callers.js';
+import { rolesForScope } from '../oauth/device/person-access.js';
 import { applyBodySchema, type ApplyInput, type Setup } from './service.js';
 
 /**
@@ -39,7 +40,13 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
         async handler(request) {
           const c = machineCaller(request);
           const body = request.payload as ApplyInput;
-          return setup.apply(c.workspaceId, { ...body, dryRun: true }, { actor: c.actor, tokenId: c.tokenId });
+          // Secrets are compared only for a caller who may apply the file anyway (setup:write).
+          return setup.apply(
+            c.workspaceId,
+            { ...body, dryRun: true },
+            { actor: c.actor, tokenId: c.tokenId },
+            { compareSecrets: mayApply(request) },
+          );
         },
       },
       {
@@ -71,3 +78,11 @@ export const setupRoutes: Plugin<{ setup: Setup }> = {
     ]);
   },
 };
+
+/** Whether the caller may apply a file (setup:write): a token with the scope, or a person whose role grants it. */
+function mayApply(request: Request): boolean {
+  const found = (request.auth.credentials as unknown as { caller?: Caller }).caller;
+  if (found?.kind === 'service-token') return found.token.scopes.includes('setup:write');
+  if (found?.kind === 'person') return rolesForScope('setup:write')?.includes(found.role) ?? false;
+  return false;
+}

@@ -23,6 +23,11 @@ export interface PlanContext {
   generated: SetupResult['secrets'];
   /** A secret's value from the caller's variables (secret_unset when missing). */
   secretOf: (ref: { fromEnv: string } | null | undefined, field: string) => string | null;
+  /**
+   * Whether a secret the file gives is compared with the stored one (an apply, or a plan for a
+   * caller who may apply); else it is listed as a change, so that a plan confirms no guess.
+   */
+  compareSecrets: boolean;
   /** Agents by name, filled in as the plan's agents are created. */
   agentIds: Map<string, string>;
 }
@@ -147,7 +152,7 @@ export function planMcpServers(ctx: PlanContext): void {
     }
     const fields = [
       ...(current.url === input.url ? [] : ['url']),
-      ...(mcp.secretIs(current, secret) ? [] : ['secret']),
+      ...((secret !== null && !ctx.compareSecrets) || !mcp.secretIs(current, secret) ? ['secret'] : []),
       ...(canonicalJson(current.allowTools) === canonicalJson(input.allowTools) ? [] : ['allowTools']),
       ...(current.unprefixed === input.unprefixed ? [] : ['unprefixed']),
     ];
@@ -183,10 +188,7 @@ export async function planIntegrations(ctx: PlanContext): Promise<void> {
           ...Object.keys(config).filter(
             (k) => canonicalJson(current.config[k] ?? null) !== canonicalJson(config[k] ?? null),
           ),
-          ...(kind === 'github' && ((await registry.configSecret(wid, 'github', 'token')) ?? null) !== secret
-            ? [field]
-            : []),
-          ...(GIVEN.has(kind) && (await registry.secretsFor(wid, kind))[0] !== secret ? [field] : []),
+          ...((kind === 'github' || GIVEN.has(kind)) && (await secretChanged(ctx, kind, secret)) ? [field] : []),
         ]
       : [];
     const input = {
@@ -281,4 +283,16 @@ async function updateBudgetIn(
       data: { scope: found.scope, period: found.period, amountMicros: change.amountMicros, ladder: change.ladder },
     });
   });
+}
+
+/**
+ * Whether an integration's secret (GitHub's token, or the signing secret of a kind the provider
+ * gives) differs from the stored one; one the file gives counts as changed, uncompared, in a plan
+ * for a caller who may not apply it.
+ */
+async function secretChanged(ctx: PlanContext, kind: IntegrationKind, secret: string | null): Promise<boolean> {
+  if (secret !== null && !ctx.compareSecrets) return true;
+  const { registry } = ctx.deps;
+  if (kind === 'github') return ((await registry.configSecret(ctx.wid, 'github', 'token')) ?? null) !== secret;
+  return (await registry.secretsFor(ctx.wid, kind))[0] !== secret;
 }

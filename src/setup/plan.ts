@@ -26,6 +26,7 @@ export async function plan(
   secrets: Record<string, string>,
   who: AgentActor,
   prune: boolean,
+  compareSecrets = true,
 ): Promise<{ steps: Step[]; generated: SetupResult['secrets']; state: WorkspaceState }> {
   const state = await readState(deps, wid);
   const base: PlanContext = {
@@ -37,6 +38,7 @@ export async function plan(
     steps: [],
     generated: [],
     secretOf: (ref, field) => secretOf(secrets, ref, field),
+    compareSecrets,
     agentIds: new Map(state.agents.map((a) => [a.name, a.id] as const)),
   };
   const ctx: DefinitionsContext = {

@@ -49,8 +49,12 @@ export interface Setup {
    * Makes the workspace match the document (or, with `dryRun`, says what that would change).
    * Refuses a document that is not a workspace file (`invalid_workspace_file`, `secret_in_file`)
    * or names a secret's variable that `secrets` lacks (`secret_unset`).
+   *
+   * `compareSecrets: false` (a plan for a caller who may not apply it) compares no secret the file
+   * gives with the stored one: each is listed as a change ("will be set"), so that a plan never
+   * confirms a guessed secret.
    */
-  apply(wid: string, input: ApplyInput, who: AgentActor): Promise<SetupResult>;
+  apply(wid: string, input: ApplyInput, who: AgentActor, options?: { compareSecrets?: boolean }): Promise<SetupResult>;
   /** The workspace as a file: names instead of ids, secrets as references to variables. */
   export(wid: string): Promise<WorkspaceDocument>;
 }
@@ -81,7 +85,7 @@ export function createSetup(deps: SetupDeps): Setup {
   }
 
   return {
-    async apply(wid, input, who) {
+    async apply(wid, input, who, options = {}) {
       const doc = checkedOrRefused(input.document);
       const secrets = input.secrets ?? {};
       const missing = secretRefs(doc).filter((r) => secrets[r.fromEnv] === undefined);
@@ -94,7 +98,9 @@ export function createSetup(deps: SetupDeps): Setup {
         });
       const prune = input.prune === true;
       const dryRun = input.dryRun === true;
-      const { steps, generated, state } = await plan(deps, wid, doc, secrets, who, prune);
+      const compareSecrets = options.compareSecrets ?? true;
+      if (!compareSecrets && !dryRun) throw new Error('a setup that compares no secret is a plan only');
+      const { steps, generated, state } = await plan(deps, wid, doc, secrets, who, prune, compareSecrets);
       if (!dryRun) {
         for (const step of steps) {
           if (step.run && step.action !== 'unchanged' && step.action !== 'unmanaged') await step.run();

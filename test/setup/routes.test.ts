@@ -133,3 +133,32 @@ test.serial(
     t.false((await agentNames()).includes('stranger-bot'));
   },
 );
+
+test.serial(
+  'a plan by a token that may not apply compares no secret: a right guess and a wrong one read alike',
+  async (t) => {
+    const document = { version: 1, integrations: { slack: { signingSecret: { fromEnv: 'SLACK_SECRET' } } } };
+    const secrets = { SLACK_SECRET: 'the-slack-signing-secret-1' };
+    const applied = await call(served.server.url, 'POST', '/v1/admin/setup', {
+      headers: bearer(writer),
+      json: { document, secrets },
+    });
+    t.is(applied.status, 200, applied.text);
+    const planned = async (token: string, guess: string) => {
+      const res = await call(served.server.url, 'POST', '/v1/admin/setup/plan', {
+        headers: bearer(token),
+        json: { document, secrets: { SLACK_SECRET: guess } },
+      });
+      t.is(res.status, 200, res.text);
+      return res.body.changes.find((c: { section: string; name: string }) => c.name === 'slack');
+    };
+    // A reader: the secret is listed as one that will be set, whatever the guess.
+    const right = await planned(reader, secrets.SLACK_SECRET);
+    const wrong = await planned(reader, 'a-wrong-guess-of-it-1');
+    t.deepEqual(right, wrong);
+    t.like(right, { action: 'update', fields: ['signingSecret'] });
+    // A writer, who may set it anyway: compared, so the plan says what applying would do.
+    t.like(await planned(writer, secrets.SLACK_SECRET), { action: 'unchanged', fields: [] });
+    t.like(await planned(writer, 'a-wrong-guess-of-it-1'), { action: 'update', fields: ['signingSecret'] });
+  },
+);
