@@ -19,7 +19,8 @@ export function consentPolicy(redirectOrigin: string): string {
 }
 export const ERROR_PAGE_POLICY = "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-const page = (title: string, content: string) => `<!doctype html>
+/** A sign-in-styled page of the OAuth flows (consent, errors, the device page): its shell around `content`. */
+export const page = (title: string, content: string, dataPage?: string) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -28,7 +29,7 @@ const page = (title: string, content: string) => `<!doctype html>
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="${STYLE_PATH}">
 </head>
-<body class="page-login">
+<body class="page-login"${dataPage ? ` data-page="${escapeHtml(dataPage)}"` : ''}>
 <main class="signin">
 ${content}
 </main>

@@ -102,15 +102,18 @@ export function registerPermissions(
   options: { people: PermissionChecker; sessionStrategies: readonly string[] },
 ): void {
   server.events.on('route', (route) => checkDeclaration(route, options.sessionStrategies));
-  server.ext('onPreHandler', async (request, h) => {
+  // Every request passes here (hapi has no server-wide step for some routes only): a route that
+  // declares nothing (the gate, the gateway, /mcp) returns at once, without a promise.
+  server.ext('onPreHandler', (request, h) => {
     const option = declaredPermission(request.route);
     if (option === undefined) return h.continue;
     const params = request.params as Record<string, unknown>;
     const wid = params.wid as string;
     const c = caller(request, 'session');
-    const role = await options.people.authorize(wid, c.user, permissionFor(option, params));
-    request.app.member = { wid, user: c.user, role, actor: actorOf(c) };
-    return h.continue;
+    return options.people.authorize(wid, c.user, permissionFor(option, params)).then((role) => {
+      request.app.member = { wid, user: c.user, role, actor: actorOf(c) };
+      return h.continue;
+    });
   });
 }
 

@@ -1,5 +1,5 @@
 import { escapeHtml } from '../../lib/html.js';
-import { ICON, STYLE_PATH } from '../../console/pages.js';
+import { page as signinPage } from '../pages.js';
 
 /**
  * The console page where a signed-in person approves or denies a command-line sign-in
@@ -10,22 +10,7 @@ import { ICON, STYLE_PATH } from '../../console/pages.js';
 export const DEVICE_PAGE_POLICY =
   "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-const page = (title: string, content: string) => `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="${ICON}">
-<title>${escapeHtml(title)}</title>
-<link rel="stylesheet" href="${STYLE_PATH}">
-</head>
-<body class="page-login" data-page="device">
-<main class="signin">
-${content}
-</main>
-</body>
-</html>
-`;
+const page = (title: string, content: string) => signinPage(title, content, 'device');
 
 /** The code form: what the person types the terminal's code into (with the problem of a previous try, if any). */
 export function deviceCodePage(input: { person: string; problem?: string; typed?: string }): string {
