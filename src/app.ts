@@ -470,7 +470,8 @@ function trafficServices(w: Wiring): Factories<'calls' | 'budgets' | 'gateway' |
         budgets: s.budgets,
       }),
     // Upstream MCP servers are workspace-chosen targets: reached only through the vetted, pinned dispatcher.
-    gateLimiter: () => createRateLimiter({ limit: settings.rateLimits.gatePerMinute, clock }),
+    gateLimiter: () =>
+      createRateLimiter({ limit: settings.rateLimits.gatePerMinute, scope: 'gate', counters: store.counters, clock }),
     mcpProxy: (s) =>
       server('mcpProxy').mcp.createMcpProxy({
         ...deps,

@@ -400,6 +400,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
     baseUrlConfigured: settings.baseUrl !== null,
     trustedProxies: settings.server.trustedProxies,
     rateLimits: settings.rateLimits,
+    counters: app.store.counters,
   });
   const refusals = await registerAuth(server, app, production, baseUrl);
 

@@ -1,6 +1,7 @@
 import type { Request, ResponseToolkit, RouteExtObject } from '@hapi/hapi';
 import { AppError } from '../errors/app-error.js';
 import type { Clock } from '../lib/clock.js';
+import type { WindowCounters } from '../store/counters.js';
 import { clientAddress, rateKeyOf } from './client-address.js';
 import { createRateLimiter } from './rate-limit.js';
 
@@ -22,13 +23,18 @@ export interface GuardOptions {
   baseUrlConfigured: boolean;
   trustedProxies: readonly string[];
   rateLimits: { publicPerMinute: number; signInPerMinute: number };
+  /** The store's shared counters: the limits hold across processes and instances. */
+  counters: WindowCounters;
 }
 
 export type RateLimitKind = 'public' | 'signIn';
 
 export interface Guards {
-  /** Counts a sign-in attempt at an account (by email), whatever address it comes from. */
-  accountAttempt(email: string): void;
+  /**
+   * Counts a sign-in attempt at an account (by email), whatever address it comes from; rejects
+   * with 429 rate_limited past the limit (503 when the store cannot count).
+   */
+  accountAttempt(email: string): Promise<void>;
   /** For every console write route: the CSRF check. */
   consoleWrite: RouteExtObject;
   /**
@@ -39,11 +45,12 @@ export interface Guards {
 }
 
 export function createGuards(options: GuardOptions): Guards {
+  const { clock, counters } = options;
   const limiters = {
-    public: createRateLimiter({ limit: options.rateLimits.publicPerMinute, clock: options.clock }),
-    signIn: createRateLimiter({ limit: options.rateLimits.signInPerMinute, clock: options.clock }),
+    public: createRateLimiter({ limit: options.rateLimits.publicPerMinute, scope: 'public', counters, clock }),
+    signIn: createRateLimiter({ limit: options.rateLimits.signInPerMinute, scope: 'signIn', counters, clock }),
     // Password guessing from many addresses at one account: the same budget per account.
-    account: createRateLimiter({ limit: options.rateLimits.signInPerMinute, clock: options.clock }),
+    account: createRateLimiter({ limit: options.rateLimits.signInPerMinute, scope: 'account', counters, clock }),
   };
   const csrf = (request: Request) => checkCsrf(request, options.baseUrl, options.baseUrlConfigured);
   const sameOrigin = (request: Request) => checkOrigin(request, options.baseUrl, options.baseUrlConfigured);
@@ -51,14 +58,14 @@ export function createGuards(options: GuardOptions): Guards {
     if (!decision.allowed)
       throw new AppError('rate_limited', { headers: { 'retry-after': String(decision.resetSeconds) } });
   };
-  const limit = (request: Request, kind: RateLimitKind) => {
-    refuse(limiters[kind].take(rateKeyOf(clientAddress(request, options.trustedProxies))));
+  const limit = async (request: Request, kind: RateLimitKind) => {
+    refuse(await limiters[kind].take(rateKeyOf(clientAddress(request, options.trustedProxies))));
     // Sign-in bodies name an account; the payload is not parsed yet, so the account is counted
     // where the body is read (accountAttempt, below).
   };
   return {
-    accountAttempt(email: string) {
-      refuse(limiters.account.take(email.trim().toLowerCase()));
+    async accountAttempt(email: string) {
+      refuse(await limiters.account.take(email.trim().toLowerCase()));
     },
     consoleWrite: {
       method: (request: Request, h: ResponseToolkit) => {
@@ -68,11 +75,11 @@ export function createGuards(options: GuardOptions): Guards {
     },
     publicRoute(kind, routeOptions = {}) {
       return {
-        method: (request: Request, h: ResponseToolkit) => {
+        method: async (request: Request, h: ResponseToolkit) => {
           // CSRF first: a cross-site request should not spend the victim's rate budget.
           if (routeOptions.consoleWrite) csrf(request);
           if (routeOptions.formPost) sameOrigin(request);
-          limit(request, kind);
+          await limit(request, kind);
           return h.continue;
         },
       };

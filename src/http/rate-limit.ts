@@ -1,8 +1,12 @@
 import type { Clock } from '../lib/clock.js';
+import { counterKey, type WindowCounters } from '../store/counters.js';
 
 /**
- * Fixed one-minute windows per key (a client address, an agent). Memory is bounded: windows
- * that ended are dropped when the table is swept, at most once per window.
+ * Fixed one-minute windows per key (a client address, an agent), counted in the store's shared
+ * counters (store/counters.ts): every process and instance on one store counts into the same
+ * window, so the limit holds in total, not per process. Windows are aligned to the clock (a
+ * window starts at a multiple of its length), which is what lets separate processes agree on
+ * which window a request falls in. Ended windows are swept by the counters.
  */
 export interface RateDecision {
   allowed: boolean;
@@ -13,48 +17,35 @@ export interface RateDecision {
 }
 
 /**
- * At most `maxKeys` windows are kept: past that, the oldest windows are dropped (Map order is
- * insertion order), so an attacker rotating addresses costs bounded memory. Dropping a window can
- * only hand a key a fresh budget early, never refuse anyone wrongly.
+ * A limit shared by every process on the store. A count the store cannot make (its database
+ * unreachable, its disk full) rejects with the store's error, which the HTTP layer answers with
+ * 503 and retry-after: a limit never lets everything through, nor answers 500.
  */
 export interface RateLimiter {
   /**
    * Counts one request of `key` in its window, against `limit` when given (a key with a limit of
    * its own), else the limiter's; refused (`allowed: false`) once the window's count is reached.
-   * Reads and writes only the limiter's own memory.
+   * Reads and writes only the store's counters, under the limiter's scope.
    */
-  take(key: string, limit?: number): RateDecision;
+  take(key: string, limit?: number): Promise<RateDecision>;
 }
 
 export function createRateLimiter(options: {
   limit: number;
+  /** The limit's name in the counters: limiters of one scope share their windows. */
+  scope: string;
+  counters: WindowCounters;
   windowMs?: number;
   clock: Clock;
-  maxKeys?: number;
 }): RateLimiter {
   const windowMs = options.windowMs ?? 60_000;
-  const maxKeys = options.maxKeys ?? 100_000;
-  const windows = new Map<string, { start: number; count: number }>();
-  let lastSweep = 0;
-
   return {
-    take(key: string, limit = options.limit): RateDecision {
+    async take(key: string, limit = options.limit): Promise<RateDecision> {
       const now = options.clock.now();
-      if (now - lastSweep > windowMs) {
-        for (const [k, w] of windows) if (now - w.start >= windowMs) windows.delete(k);
-        lastSweep = now;
-      }
-      let w = windows.get(key);
-      if (!w || now - w.start >= windowMs) {
-        w = { start: now, count: 0 };
-        windows.delete(key);
-        windows.set(key, w);
-        if (windows.size > maxKeys) windows.delete(windows.keys().next().value!);
-      }
-      const resetSeconds = Math.max(1, Math.ceil((w.start + windowMs - now) / 1000));
-      if (w.count >= limit) return { allowed: false, limit, remaining: 0, resetSeconds };
-      w.count += 1;
-      return { allowed: true, limit, remaining: limit - w.count, resetSeconds };
+      const end = Math.floor(now / windowMs) * windowMs + windowMs;
+      const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
+      const { allowed, count } = await options.counters.hit(options.scope, counterKey(key), { end, now }, limit);
+      return { allowed, limit, remaining: allowed ? Math.max(0, limit - count) : 0, resetSeconds };
     },
   };
 }

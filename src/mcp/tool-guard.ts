@@ -50,7 +50,7 @@ export function overLimit(d: RateDecision, message: string): AppError {
 export function limitGate(gate: Gate, limiter: RateLimiter): Gate {
   const limited: Gate = Object.create(gate) as Gate;
   limited.authorize = async (c, input, options) => {
-    const d = limiter.take(c.agentId);
+    const d = await limiter.take(c.agentId);
     if (!d.allowed) throw overLimit(d, `This agent sent more than ${d.limit} gate requests this minute.`);
     return gate.authorize(c, input, options);
   };
@@ -94,7 +94,7 @@ function mapResult(result: ToolResult, visit: (text: string) => string): ToolRes
 
 /**
  * The limits and screening of proxied calls (the rules above). Writes `mcp.tool_screened` ledger
- * records; keeps each tool's per-agent window in memory.
+ * records; counts each tool's per-agent window in the store's shared counters (every instance's).
  */
 export interface ToolGuard {
   /**
@@ -127,7 +127,7 @@ export function createToolGuard(deps: {
 }): ToolGuard {
   const { store, ledger } = deps;
   // One window per agent and tool; each tool's limit is its own (taken from its pin at each call).
-  const perTool = createRateLimiter({ limit: 0, clock: deps.clock });
+  const perTool = createRateLimiter({ limit: 0, scope: 'mcpTool', counters: store.counters, clock: deps.clock });
 
   /** Screens `value`'s strings in `mode`: redacted copy and counts; block refuses after recording. */
   const screen = async <T>(
@@ -179,7 +179,7 @@ export function createToolGuard(deps: {
      */
     async before(who: Who, target: Target, args: Record<string, unknown> | undefined, limit: number | null) {
       if (limit !== null) {
-        const d = perTool.take(`${who.workspaceId}/${who.agentId}/${target.server.name}/${target.tool}`, limit);
+        const d = await perTool.take(`${who.workspaceId}/${who.agentId}/${target.server.name}/${target.tool}`, limit);
         if (!d.allowed)
           throw overLimit(d, `This agent called the tool ${target.tool} more than ${d.limit} times this minute.`);
       }

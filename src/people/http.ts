@@ -63,7 +63,7 @@ function signInRoutes({ people, guards, cookieName, session }: PeopleRouteDeps):
       async handler(request, h) {
         const { email, password, totp } = request.payload as { email: string; password: string; totp?: string };
         // Every attempt counts against the account, a right password with a wrong code too.
-        guards.accountAttempt(email);
+        await guards.accountAttempt(email);
         const result = await people.signIn(email, password, totp);
         h.state(cookieName, { sid: result.secret });
         return {
@@ -156,9 +156,9 @@ function twoFactorAndSessionRoutes({ people, guards, session }: PeopleRouteDeps)
       ext: { onPreAuth: guards.publicRoute('signIn', { consoleWrite: true }) },
       validate: { payload: Joi.object({ code: schema }) },
     },
-    handler(request) {
+    async handler(request) {
       const { user } = caller(request, 'session');
-      guards.accountAttempt(user.email);
+      await guards.accountAttempt(user.email);
       return act(user.id, (request.payload as { code: string }).code);
     },
   });

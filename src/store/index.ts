@@ -12,6 +12,7 @@ export { STORE_FILE, storeNotFound } from './kv-lmdb.js';
 export { migrateStore, ensureSchema, newerSchema, type MigrationResult } from './migrate.js';
 export { CURRENT_SCHEMA_VERSION } from './migrations/index.js';
 export { StoreError } from './errors.js';
+export { counterKey, memoryCounters, type WindowCounters } from './counters.js';
 export {
   loadMasterKey,
   readMasterKey,

@@ -721,7 +721,7 @@ function ensureRoomToOpen(dir: string): void {
  * fills still meets that; the reserve keeps it to the few in flight. Its cost is one statfs.
  */
 const RESERVE_MAX = 64 * 1024 * 1024;
-function roomToWrite(dir: string): boolean {
+export function roomToWrite(dir: string): boolean {
   let fs;
   try {
     fs = statfsSync(dir, { bigint: false });

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { join, resolve } from 'node:path';
 import { invalidField } from '../errors/app-error.js';
+import type { WindowCounters } from './counters.js';
 import { StoreError } from './errors.js';
 import type { KvStore, WriteTx } from './kv.js';
 import type { LmdbOpenOptions } from './kv-lmdb.js';
@@ -90,8 +91,11 @@ class AmbientTable<V> implements Table<V> {
   }
 }
 
-/** The domains' store over a backend's: the ambient transaction (above) and nothing else. */
-export function ambientStore(kv: KvStore): Store {
+/**
+ * The domains' store over a backend's: the ambient transaction (above) and nothing else; the
+ * rate limits' counters beside it (closed with it).
+ */
+export function ambientStore(kv: KvStore, counters: WindowCounters): Store {
   const tables = Object.freeze(
     Object.fromEntries(tableNames.map((name) => [name, new AmbientTable(name, kv)])),
   ) as unknown as Tables;
@@ -117,7 +121,11 @@ export function ambientStore(kv: KvStore): Store {
     damaged: () => (kv as { damaged?: () => boolean }).damaged?.() ?? false,
     schemaVersion: () => kv.schemaVersion(),
     backup: (file) => kv.backup(file),
-    close: () => kv.close(),
+    counters,
+    async close() {
+      await counters.close().catch(() => undefined);
+      await kv.close();
+    },
   };
 }
 
@@ -134,7 +142,14 @@ export interface OpenOptions extends LmdbOpenOptions {
  * never repeats the URL (it may hold a password).
  */
 export async function openStore(dataDir: string, options: OpenOptions = {}): Promise<Store> {
-  return ambientStore(await openBackend(dataDir, options));
+  const kv = await openBackend(dataDir, options);
+  // The counters open their file or connections on their first count, never for a command that
+  // only reads (no file is made beside a store opened read-only).
+  const counters =
+    kv.backend === 'postgres'
+      ? (await import('./counters-postgres.js')).openPostgresCounters(options.url!.trim())
+      : (await import('./counters-lmdb.js')).openLmdbCounters(dataDir);
+  return ambientStore(kv, counters);
 }
 
 export async function openBackend(dataDir: string, options: OpenOptions = {}): Promise<KvStore> {

@@ -184,6 +184,9 @@ export const tableSpec = {
   budgetReservations: table<BudgetReservationRecord>(),
   /** [wid, scope kind, scope id, minute start ms] -> requests and tokens that scope used that minute */
   rateWindows: table<RateWindowRecord>(),
+  /** [window end ms, scope, key] -> requests counted in that window by a rate limit (store/counters.ts;
+   * on LMDB they live in a file of their own, counters-<boot>.mdb, never in this one) */
+  rateCounters: table<number>(),
   /** [wid, SHA-256 of the canonical request] -> a cached model answer */
   responseCache: table<CachedAnswerRecord>(),
   /** [expires at ms, wid, hash] -> 1: the cache's entries in the order they expire, for pruning */

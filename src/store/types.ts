@@ -17,6 +17,7 @@
  * - Keys are a string or a tuple of strings and numbers, ordered element by element.
  */
 
+import type { WindowCounters } from './counters.js';
 import type { Tables } from './tables.js';
 
 export type { Tables } from './tables.js';
@@ -55,6 +56,11 @@ export interface Store {
   readonly tables: Tables;
   /** Runs `fn` in one atomic, durable transaction; it may run more than once (see above). */
   write<T>(fn: (tx: Tables) => Promise<T>): Promise<T>;
+  /**
+   * The rate limits' window counters, shared by every process on this store (counters.ts): not
+   * durable like a write, and never part of one.
+   */
+  readonly counters: WindowCounters;
   /** Whether the calling code runs inside a write function (repos assert it for put-only paths). */
   inWrite(): boolean;
   /**

@@ -2,6 +2,7 @@ import test from 'ava';
 import { request } from 'node:http';
 import { rateKeyOf } from '../../src/http/client-address.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { memoryCounters } from '../../src/store/counters.js';
 import { call, csrf, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
@@ -57,11 +58,12 @@ test('IPv6 addresses are limited per /64; IPv4 per address', (t) => {
   t.not(rateKeyOf('10.0.0.1'), rateKeyOf('10.0.0.2'));
 });
 
-test('the limiter keeps a bounded number of windows and still limits the keys it keeps', (t) => {
-  const limiter = createRateLimiter({ limit: 1, clock: { now: () => 1000 }, maxKeys: 100 });
-  for (let i = 0; i < 10_000; i += 1) limiter.take(`addr-${i}`);
-  t.false(limiter.take('addr-9999').allowed, 'a recent key is still limited');
-  t.true(limiter.take('addr-0').allowed, 'the oldest keys were dropped, not kept forever');
+test('the in-memory counters keep a bounded number of windows and still limit the keys they keep', async (t) => {
+  const counters = memoryCounters({ maxKeys: 100 });
+  const limiter = createRateLimiter({ limit: 1, scope: 'public', counters, clock: { now: () => 1000 } });
+  for (let i = 0; i < 10_000; i += 1) await limiter.take(`addr-${i}`);
+  t.false((await limiter.take('addr-9999')).allowed, 'a recent key is still limited');
+  t.true((await limiter.take('addr-0')).allowed, 'the oldest keys were dropped, not kept forever');
 });
 
 test('a malformed cookie on the request does not break sign-in or any other route', async (t) => {

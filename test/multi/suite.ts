@@ -1,4 +1,5 @@
 import type { TestFn } from 'ava';
+import { request } from 'node:http';
 import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
 import { CATALOGUE, gatewayConfig, PROFILES, user, VENDOR_ENV } from '../gateway/support.js';
 import { expectStatus, ownerConsole } from '../helpers/console.js';
@@ -250,5 +251,93 @@ export function multiSuite(test: TestFn, name: string, start: (options?: DeployO
     } finally {
       await vendor.close();
     }
+  });
+
+  test.serial(
+    `${name}: one rate limit across both: 40 gate requests and 40 public ones split over A and B, 20 of each answered, 20 refused`,
+    async (t) => {
+      // Limits of 20 a minute; the sign-in limit stays high for the console the agent is made with.
+      const d = await deploy({ env: { SVC_GATE_RATE_PER_MINUTE: '20', SVC_PUBLIC_RATE_PER_MINUTE: '20' } });
+      const bot = await agent(d);
+      // Windows are whole minutes of the clock: all 80 requests are sent well inside one.
+      await startOfWindow();
+      // Each request on a connection of its own, alternating A and B: on the workers' one port
+      // the kernel spreads new connections over both workers (SO_REUSEPORT), so both count.
+      const gate = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          ownConnection(i % 2 === 0 ? d.a : d.b, 'POST', '/v1/actions/authorize', {
+            headers: { authorization: `Bearer ${bot.key}` },
+            json: payment(10),
+          }),
+        ),
+      );
+      const decided = gate.filter((r) => r.status === 200);
+      const limited = gate.filter((r) => r.status === 429);
+      t.is(decided.length, 20, `answered: ${gate.map((r) => r.status).join(',')}`);
+      t.is(limited.length, 20);
+      for (const r of limited) {
+        t.is((JSON.parse(r.text) as { error: { type: string } }).error.type, 'rate_limited', r.text);
+        t.is(r.headers['ratelimit-limit'], '20');
+        t.is(r.headers['ratelimit-remaining'], '0');
+        t.true(Number(r.headers['retry-after']) >= 1, String(r.headers['retry-after']));
+      }
+      // One count for all: each place in the window was given once, whichever process counted it.
+      const remaining = decided.map((r) => Number(r.headers['ratelimit-remaining'])).sort((x, y) => x - y);
+      t.deepEqual(
+        remaining,
+        Array.from({ length: 20 }, (_, i) => i),
+        'each count was given once, 19 down to 0',
+      );
+
+      // A public route (per client address): the same 127.0.0.1 through A and B.
+      const jwks = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => ownConnection(i % 2 === 0 ? d.a : d.b, 'GET', '/.well-known/jwks.json')),
+      );
+      t.is(jwks.filter((r) => r.status === 200).length, 20, `answered: ${jwks.map((r) => r.status).join(',')}`);
+      const refused = jwks.filter((r) => r.status === 429);
+      t.is(refused.length, 20);
+      for (const r of refused) t.is((JSON.parse(r.text) as { error: { type: string } }).error.type, 'rate_limited');
+    },
+  );
+}
+
+/** Waits, when the current minute has less than 25 s left, for the next one to begin. */
+async function startOfWindow(): Promise<void> {
+  const into = Date.now() % 60_000;
+  if (into > 35_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - into + 50));
+}
+
+/** One request on a new TCP connection (no keep-alive pool): its status, headers and text. */
+function ownConnection(
+  server: Served,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; json?: unknown } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const body = options.json === undefined ? undefined : JSON.stringify(options.json);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(path, server.url),
+      {
+        method,
+        agent: false,
+        headers: {
+          ...options.headers,
+          ...(body === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
   });
 }

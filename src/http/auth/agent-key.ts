@@ -89,7 +89,7 @@ export function registerAgentKey(
       if (!resolved.agent || resolved.agent.removedAt)
         throw new AppError('agent_not_found', { details: { agentId: resolved.record.agentId! } });
       if (svcOptions(request.route.settings).gateRateLimit) {
-        const d = deps.gateLimiter.take(resolved.agent.id);
+        const d = await deps.gateLimiter.take(resolved.agent.id);
         request.app.responseHeaders = {
           'ratelimit-limit': String(d.limit),
           'ratelimit-remaining': String(d.remaining),
