@@ -6,7 +6,7 @@ import type { KvStore, WriteTx } from './kv.js';
 import type { LmdbOpenOptions } from './kv-lmdb.js';
 import { tableNames, type TableName, type Tables } from './tables.js';
 import { keyFits, MAX_KEY_BYTES } from './tuple-key.js';
-import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
+import type { Key, KeyPart, ScanOptions, Store, Table, WriteOptions } from './types.js';
 
 /**
  * The store the app uses (types.ts) over either backend (kv.ts).
@@ -65,6 +65,11 @@ class AmbientTable<V> implements Table<V> {
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).get(key);
   }
 
+  getMany(keys: readonly Key[]): Promise<Array<V | undefined>> {
+    if (!keys.every((key) => keyFits(key))) return keyTooLong();
+    return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).getMany(keys);
+  }
+
   has(key: Key): Promise<boolean> {
     if (!keyFits(key)) return keyTooLong();
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).has(key);
@@ -98,7 +103,7 @@ export function ambientStore(kv: KvStore): Store {
   return {
     backend: kv.backend,
     tables,
-    async write<T>(fn: (tx: Tables) => Promise<T>): Promise<T> {
+    async write<T>(fn: (tx: Tables) => Promise<T>, options?: WriteOptions): Promise<T> {
       const outer = current();
       // A write inside a write joins it: one transaction, committed by the outermost.
       if (outer) return fn(tables);
@@ -109,7 +114,7 @@ export function ambientStore(kv: KvStore): Store {
         } finally {
           here.open = false;
         }
-      });
+      }, options);
     },
     inWrite: () => current() !== undefined,
     currentWrite: () => current(),

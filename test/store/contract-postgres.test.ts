@@ -60,6 +60,8 @@ test('postgres: a connection lost mid-write rejects with StoreError unavailable;
     const err = await t.throwsAsync(
       store.write(async (tx) => {
         await tx.periodUsage.put('lost', 1);
+        // A read sends the transaction's BEGIN (writes wait for the COMMIT): it is open on the server.
+        await tx.periodUsage.get('lost0');
         await killer.query(
           `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
            WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`,
