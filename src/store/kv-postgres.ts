@@ -7,7 +7,6 @@ import {
   type KvStore,
   type ReadTable,
   type ReadTables,
-  type WriteTable,
   type WriteOptions,
   type WriteTx,
 } from './kv.js';
