@@ -28,7 +28,10 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  *   scans are index range scans and answer exactly as on LMDB.
  * - Values: the JSON text, in a `text` column (not `jsonb`, which reorders object keys and rewrites
  *   numbers): what JSON.parse gives back is exactly what was put, as on LMDB.
- * - A write is one SERIALIZABLE transaction on one pooled connection; on a serialization failure
+ * - A write is one transaction on one pooled connection, in few round trips (pg-tx.ts: reads made
+ *   together in one message, writes with the COMMIT): SERIALIZABLE, or, for a write that names
+ *   the rows it serializes on, READ COMMITTED with those rows locked first (`scopedMode` says why
+ *   that is correct). On a serialization failure
  *   (40001) or deadlock (40P01) it is rolled back and the write function runs again after a
  *   jittered backoff, at most MAX_ATTEMPTS times (then StoreError 'conflict'). The writes of one
  *   process queue, one transaction at a time (see `queue` below), so only another instance's
