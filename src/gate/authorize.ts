@@ -4,6 +4,7 @@ import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt } from '../lib/clock.js';
 import { bounded, metrics } from '../lib/metrics.js';
 import type { Presigned } from '../receipts/service.js';
+import { readStanding } from '../agents/standing.js';
 import { decide, type Verdict } from './decide.js';
 import type { ActionRecord } from './records.js';
 import type { GateRepo } from './repo.js';
@@ -17,8 +18,11 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  *  1. `askedOf`: the request's id, time, session, idempotency key and fingerprint.
  *  2. `presignAhead`: a payment the store would allow now gets its receipt signed on the thread
  *     pool, outside the write (used only if the write's own decision allows it too).
- *  In one store.write():
- *  3. `replay`: a live idempotency key answers with its first action (or 409 for another request).
+ *  In one store.write(), serialized on the deciding agent's record (`serializeOn`: decisions for
+ *  one agent run one after another; decisions for other agents never wait for or fail this one):
+ *  3. `readAhead`: every known key the decision reads, asked at once (one round trip on PostgreSQL;
+ *     the steps below find them in the transaction).
+ *     `replay`: a live idempotency key answers with its first action (or 409 for another request).
  *  4. `decide` (./decide.ts): standing, then the mandate against the period usage.
  *  5. `mustAnswerNow`: a review the asker cannot wait for becomes a deny saying so.
  *  6. `openApproval`: a review opens its approval (the approvals' contract, with its expiry entry).
@@ -55,20 +59,25 @@ export function createAuthorize(deps: AuthorizeDeps) {
   ): Promise<Authorized> {
     const asked = askedOf(deps, c, input, options);
     const presigned = await presignAhead(deps, asked);
-    const decided = await deps.store.write(async (): Promise<Authorized> => {
-      const first = await replay(deps, asked);
-      if (first) return first;
-      const verdict = mustAnswerNow(await decide(deps, c, input, asked.now), options.cannotWait);
-      const action = actionOf(asked, verdict);
-      await openApproval(deps, asked, verdict, action);
-      await charge(deps, action);
-      await issueReceipt(deps, asked, verdict, action, presigned);
-      await recordEvidence(deps, verdict, action);
-      await store(deps, asked, action);
-      const view = toActionView(action);
-      await options.inWrite?.(view, false);
-      return { action: view, replayed: false };
-    });
+    const { workspaceId, agentId } = c;
+    const decided = await deps.store.write(
+      async (): Promise<Authorized> => {
+        await readAhead(deps, asked);
+        const first = await replay(deps, asked);
+        if (first) return first;
+        const verdict = mustAnswerNow(await decide(deps, c, input, asked.now), options.cannotWait);
+        const action = actionOf(asked, verdict);
+        await openApproval(deps, asked, verdict, action);
+        await charge(deps, action);
+        await issueReceipt(deps, asked, verdict, action, presigned);
+        await recordEvidence(deps, verdict, action);
+        await store(deps, asked, action);
+        const view = toActionView(action);
+        await options.inWrite?.(view, false);
+        return { action: view, replayed: false };
+      },
+      { serializeOn: [['agents', [workspaceId, agentId]]] },
+    );
     // Counted once durable, and once per decision (a replay decided nothing new).
     if (!decided.replayed) countDecision(decided.action.decision, decided.action.signals);
     return decided;
@@ -117,6 +126,21 @@ async function presignAhead(deps: AuthorizeDeps, a: Asked): Promise<Presigned | 
     );
   }
   return null;
+}
+
+/**
+ * The keys the decision will read, asked together so that PostgreSQL answers them in one round
+ * trip (the transaction keeps the answers: the steps' own reads of them ask nothing again): the
+ * idempotency key, the agent and its workspace's stop-all, its mandate, the current receipt key.
+ */
+async function readAhead(deps: AuthorizeDeps, a: Asked): Promise<void> {
+  const { workspaceId, agentId } = a.caller;
+  await Promise.all([
+    a.idemKey === null ? undefined : deps.repo.idempotency(workspaceId, agentId, a.idemKey),
+    readStanding(deps.store, workspaceId, agentId),
+    deps.repo.rules(workspaceId, agentId),
+    a.input.payment ? deps.receipts.currentKid() : undefined,
+  ]);
 }
 
 /** Same key, same request, key still kept: the first action again. Same key, another request: 409. */

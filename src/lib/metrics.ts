@@ -70,6 +70,22 @@ export const metrics = {
     buckets: SECONDS,
     registers: [eventRegistry],
   }),
+  storeRoundTrips: new Counter({
+    name: 'svc_store_round_trips_total',
+    help: 'PostgreSQL store: messages a write transaction sent to the database and waited for (each holds one or more statements).',
+    registers: [eventRegistry],
+  }),
+  storeStatements: new Counter({
+    name: 'svc_store_statements_total',
+    help: 'PostgreSQL store: statements in those messages (BEGIN and COMMIT included).',
+    registers: [eventRegistry],
+  }),
+  storeRetries: new Counter({
+    name: 'svc_store_write_retries_total',
+    help: 'PostgreSQL store: write transactions run again after a serialization failure (40001) or deadlock (40P01), by code.',
+    labelNames: ['code'] as const,
+    registers: [eventRegistry],
+  }),
   gatewayRequests: new Counter({
     name: 'svc_gateway_requests_total',
     help: 'Model gateway calls recorded, by the model and provider that served (none when refused before routing) and outcome.',

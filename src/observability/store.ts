@@ -10,11 +10,11 @@ import type { Store } from '../store/index.js';
  * `schemaVersion` are the store's own.
  */
 export function instrumentStore(store: Store): Store {
-  const write: Store['write'] = (fn) => {
+  const write: Store['write'] = (fn, options) => {
     // A write inside a write joins it (one transaction): measured once, as the outer one.
-    if (store.inWrite()) return store.write(fn);
+    if (store.inWrite()) return store.write(fn, options);
     const started = performance.now();
-    return inSpan('store.write', {}, () => store.write(fn)).then(
+    return inSpan('store.write', {}, () => store.write(fn, options)).then(
       (result) => {
         metrics.storeFlush.observe({ outcome: 'ok' }, secondsSince(started));
         return result;

@@ -62,6 +62,11 @@ export interface Receipts {
    */
   issueInWrite(action: ReceiptSubject, hum: boolean, atMs: number, presigned?: Presigned | null): Promise<string>;
   /**
+   * The current receipt key's id as the store holds it (inside a write, as that write reads it):
+   * what `issueInWrite` reads first, for a caller that reads its keys ahead. Writes nothing.
+   */
+  currentKid(): Promise<string | undefined>;
+  /**
    * A new receipt key; the old one is retired but still published. Its own write, which records
    * `receipt_key.rotated` in every workspace's ledger.
    */
@@ -118,6 +123,10 @@ export function createReceipts(deps: ReceiptsDeps): Receipts {
         kid: key.record.kid,
         receipt: await signReceiptAsync(key.privateKey, key.record.kid, claimsOf(action, hum, atMs)),
       };
+    },
+
+    currentKid() {
+      return signingKeys.currentKid('receipt');
     },
 
     async issueInWrite(

@@ -62,6 +62,7 @@ export function openGuarded(file: string, open: () => KvStore): DamageAware {
     });
   const table = <V>(inner: ReadTable<V>): ReadTable<V> => ({
     get: (key) => guard(() => inner.get(key)),
+    getMany: (keys) => guard(() => inner.getMany(keys)),
     has: (key) => guard(() => inner.has(key)),
     scan: (prefix, options) => guard(() => inner.scan(prefix, options)),
   });
@@ -71,7 +72,7 @@ export function openGuarded(file: string, open: () => KvStore): DamageAware {
   return {
     backend: kv.backend,
     tables,
-    write: (fn) => guard(() => kv.write(fn)),
+    write: (fn, options) => guard(() => kv.write(fn, options)),
     writable: () => !damaged && kv.writable(),
     damaged: () => damaged,
     schemaVersion: () => guard(() => kv.schemaVersion()),

@@ -24,5 +24,5 @@ export {
   MASTER_KEY_CHECK,
   type MasterKeySource,
 } from './master-key.js';
-export type { Store, Table, Tables, Key, KeyPart, ScanOptions, MetaValue } from './types.js';
+export type { Store, Table, Tables, Key, KeyPart, ScanOptions, MetaValue, WriteOptions } from './types.js';
 export type { TableName, TableValue } from './tables.js';

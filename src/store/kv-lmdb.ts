@@ -163,6 +163,10 @@ class LmdbReadTable<V> implements ReadTable<V> {
     return this.dbs.json.get(key) as V | undefined;
   }
 
+  async getMany(keys: readonly Key[]): Promise<Array<V | undefined>> {
+    return keys.map((key) => this.dbs.json.get(key) as V | undefined);
+  }
+
   async has(key: Key): Promise<boolean> {
     return this.dbs.json.doesExist(key);
   }
@@ -198,6 +202,11 @@ class LmdbWriteTable<V> implements WriteTable<V> {
     const seen = text === REMOVED ? undefined : (text ?? this.dbs.text.get(key));
     this.tx.gets.push({ dbs: this.dbs, key, text: seen });
     return seen === undefined ? undefined : (decode(seen) as V);
+  }
+
+  /** Each key as `get` reads it (so each is validated at commit and sees this write's own writes). */
+  async getMany(keys: readonly Key[]): Promise<Array<V | undefined>> {
+    return Promise.all(keys.map((key) => this.get(key)));
   }
 
   async has(key: Key): Promise<boolean> {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { metrics } from '../lib/metrics.js';
 import { StoreError } from './errors.js';
 import {
   isDomainError,
@@ -6,9 +7,10 @@ import {
   type KvStore,
   type ReadTable,
   type ReadTables,
-  type WriteTable,
+  type WriteOptions,
   type WriteTx,
 } from './kv.js';
+import { byteaLiteral, PgTx, textLiteral, type PgCounts, type PgTxMode } from './pg-tx.js';
 import { tableNames, type TableName } from './tables.js';
 import { AFTER_ALL, decodeKey, encodeKey } from './tuple-key.js';
 import type { Key, KeyPart, ScanOptions } from './types.js';
@@ -26,7 +28,10 @@ import type { Key, KeyPart, ScanOptions } from './types.js';
  *   scans are index range scans and answer exactly as on LMDB.
  * - Values: the JSON text, in a `text` column (not `jsonb`, which reorders object keys and rewrites
  *   numbers): what JSON.parse gives back is exactly what was put, as on LMDB.
- * - A write is one SERIALIZABLE transaction on one pooled connection; on a serialization failure
+ * - A write is one transaction on one pooled connection, in few round trips (pg-tx.ts: reads made
+ *   together in one message, writes with the COMMIT): SERIALIZABLE, or, for a write that names
+ *   the rows it serializes on, READ COMMITTED with those rows locked first (`scopedMode` says why
+ *   that is correct). On a serialization failure
  *   (40001) or deadlock (40P01) it is rolled back and the write function runs again after a
  *   jittered backoff, at most MAX_ATTEMPTS times (then StoreError 'conflict'). The writes of one
  *   process queue, one transaction at a time (see `queue` below), so only another instance's
@@ -47,6 +52,52 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS svc_kv (
   v text NOT NULL,
   PRIMARY KEY (tbl, k)
 )`;
+
+/**
+ * Fails a checked write (pg-tx.ts) whose rows changed since it read them, as a serialization
+ * failure that names their tables in PostgreSQL's log.
+ */
+const CHECK_FUNCTION = `CREATE OR REPLACE FUNCTION svc_kv_check(changed text[]) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF cardinality(changed) > 0 THEN
+    RAISE EXCEPTION 'could not serialize access: rows this write read were changed by another write (tables %)',
+      array_to_string(changed, ', ') USING ERRCODE = 'serialization_failure';
+  END IF;
+  RETURN true;
+END $$`;
+
+const SERIALIZABLE: PgTxMode = { begin: 'BEGIN ISOLATION LEVEL SERIALIZABLE', first: [], checked: false };
+
+/**
+ * A write that names the rows it serializes on (`serializeOn`: the gate names the deciding
+ * agent's record). Why this is correct, and why it never fails a write of another agent:
+ * - READ COMMITTED, and the first statement, sent with BEGIN, locks the named rows FOR UPDATE: a
+ *   second write naming one of them waits there until the first commits. Every later statement
+ *   of the write takes a new snapshot, so what it reads after the lock includes everything the
+ *   previous holder committed: the writes on one agent run strictly one after another, each
+ *   seeing the one before (its usage, its idempotency keys, its holds).
+ * - A write that changes a named row without naming it (a freeze setting a hold on the agent's
+ *   record, under SERIALIZABLE) waits for the lock too: it cannot slip between a decision's read
+ *   of the record and its commit.
+ * - Every row the write read and then writes is written only if it still holds what was read
+ *   (pg-tx.ts, checked mode): a writer that does not name the row (the period usage given back
+ *   by a settlement, an approval's charge, another append to the same ledger) makes this write
+ *   fail as a serialization failure and run again, never lose an update.
+ * - Rows read and not written (the mandate, a workspace's stop-all, the signing key) are read as
+ *   committed at that moment: the write is ordered before any change to them committed later,
+ *   which is a serial order.
+ * - No predicate locks: SERIALIZABLE locks index pages (and, past max_pred_locks_per_relation,
+ *   the whole one table every store table lives in), so two decisions for agents that share
+ *   nothing failed each other whenever their rows shared an index page. Here they share no row,
+ *   so nothing makes one wait for or fail the other.
+ */
+function scopedMode(rows: ReadonlyArray<readonly [TableName, Key]>): PgTxMode {
+  const first = rows.map(
+    ([table, key]) =>
+      `SELECT 1 FROM svc_kv WHERE tbl = ${textLiteral(table)} AND k = ${byteaLiteral(encodeKey(key))} FOR UPDATE`,
+  );
+  return { begin: 'BEGIN ISOLATION LEVEL READ COMMITTED', first, checked: true };
+}
 
 type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
@@ -101,7 +152,8 @@ function scanQuery(table: TableName, prefix: KeyPart[], options: ScanOptions): {
   return { text, values };
 }
 
-class PgTable<V> implements WriteTable<V> {
+/** A table read outside a write: each read one autocommit statement on the pool. */
+class PgTable<V> implements ReadTable<V> {
   private readonly name: TableName;
   private readonly db: () => Queryable;
 
@@ -119,6 +171,20 @@ class PgTable<V> implements WriteTable<V> {
     return rows[0] === undefined ? undefined : (JSON.parse(rows[0].v) as V);
   }
 
+  async getMany(keys: readonly Key[]): Promise<Array<V | undefined>> {
+    const encoded = keys.map((key) => encodeKey(key));
+    const { rows } = await this.db().query<{ k: Buffer; v: string }>({
+      name: 'svc_kv_get_many',
+      text: 'SELECT k, v FROM svc_kv WHERE tbl = $1 AND k = ANY($2::bytea[])',
+      values: [this.name, encoded],
+    });
+    const found = new Map(rows.map((r) => [r.k.toString('hex'), r.v]));
+    return encoded.map((k) => {
+      const v = found.get(k.toString('hex'));
+      return v === undefined ? undefined : (JSON.parse(v) as V);
+    });
+  }
+
   async has(key: Key): Promise<boolean> {
     return (await this.get(key)) !== undefined;
   }
@@ -126,22 +192,6 @@ class PgTable<V> implements WriteTable<V> {
   async scan(prefix: KeyPart[], options: ScanOptions = {}): Promise<Array<Entry<V>>> {
     const { rows } = await this.db().query<{ k: Buffer; v: string }>(scanQuery(this.name, prefix, options));
     return rows.map((row) => ({ key: decodeKey(row.k), value: JSON.parse(row.v) as V }));
-  }
-
-  async put(key: Key, value: V): Promise<void> {
-    await this.db().query({
-      name: 'svc_kv_put',
-      text: 'INSERT INTO svc_kv (tbl, k, v) VALUES ($1, $2, $3) ON CONFLICT (tbl, k) DO UPDATE SET v = EXCLUDED.v',
-      values: [this.name, encodeKey(key), JSON.stringify(value)],
-    });
-  }
-
-  async remove(key: Key): Promise<void> {
-    await this.db().query({
-      name: 'svc_kv_remove',
-      text: 'DELETE FROM svc_kv WHERE tbl = $1 AND k = $2',
-      values: [this.name, encodeKey(key)],
-    });
   }
 }
 
@@ -177,6 +227,7 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
       // Several processes may open a new database at once: one creates the table at a time.
       await client.query('SELECT pg_advisory_xact_lock(7170291)');
       await client.query(SCHEMA);
+      await client.query(CHECK_FUNCTION);
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -193,6 +244,10 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
   }
 
   let writable = true;
+  const counts: PgCounts = (statements) => {
+    metrics.storeRoundTrips.inc();
+    metrics.storeStatements.inc(statements);
+  };
   const tables = tablesOn(() => pool);
 
   const fault = (err: unknown): StoreError => {
@@ -223,6 +278,7 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
         };
       const read: ReadTable<unknown> = {
         get: guard((key: Key) => t.get(key)),
+        getMany: guard((keys: readonly Key[]) => t.getMany(keys)),
         has: guard((key: Key) => t.has(key)),
         scan: guard((prefix: KeyPart[], o?: ScanOptions) => t.scan(prefix, o)),
       };
@@ -231,10 +287,14 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
   ) as unknown as ReadTables;
 
   /**
-   * One run of `fn` in a SERIALIZABLE transaction on one pooled connection; `ok: false` after a
+   * One run of `fn` in a SERIALIZABLE transaction on one pooled connection (pg-tx.ts: its reads
+   * gathered into few round trips, its writes sent with the COMMIT); `ok: false` after a
    * serialization failure or deadlock (rolled back, to be run again).
    */
-  async function attempt<T>(fn: (tx: WriteTx) => Promise<T>): Promise<{ ok: true; result: T } | { ok: false }> {
+  async function attempt<T>(
+    fn: (tx: WriteTx) => Promise<T>,
+    mode: PgTxMode,
+  ): Promise<{ ok: true; result: T } | { ok: false }> {
     let client: pg.PoolClient;
     try {
       client = await pool.connect();
@@ -248,39 +308,29 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
       broken = err;
     };
     client.on('error', onError);
-    let open = true;
-    // One connection runs one statement at a time: a write function's concurrent reads
-    // (Promise.all) are queued here rather than on the client (which pg deprecates).
-    let queue: Promise<unknown> = Promise.resolve();
-    const serial = {
-      query(config: unknown) {
-        const next = queue.then(() => client.query(config as pg.QueryConfig));
-        queue = next.catch(() => undefined);
-        return next;
-      },
-    } as unknown as Queryable;
-    const tx = tablesOn(() => {
-      if (!open) throw new Error('a store transaction was used after its write function ended');
-      return serial;
-    }) as unknown as WriteTx;
+    const run = new PgTx(client, mode, counts);
+    const tx = Object.fromEntries(tableNames.map((name) => [name, run.table(name)])) as unknown as WriteTx;
     try {
-      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
       const result = await fn(tx);
-      open = false;
-      await client.query('COMMIT');
+      await run.commit();
       writable = true;
       return { ok: true, result };
     } catch (err) {
-      open = false;
+      await run.drained();
       if (connectionFault(err)) {
         broken = err as Error;
         throw fault(err);
       }
-      await client.query('ROLLBACK').catch((e: unknown) => {
-        broken = e as Error;
-      });
+      if (run.started()) {
+        await client.query('ROLLBACK').catch((e: unknown) => {
+          broken = e as Error;
+        });
+      }
       const code = (err as { code?: unknown } | null)?.code;
-      if (typeof code === 'string' && RETRY_CODES.has(code) && !broken) return { ok: false };
+      if (typeof code === 'string' && RETRY_CODES.has(code) && !broken) {
+        metrics.storeRetries.inc({ code });
+        return { ok: false };
+      }
       if (isDomainError(err) || err instanceof StoreError) throw err;
       // A database error from a statement (a bug or a constraint) is a store fault; any other
       // error thrown by the write function itself passes through unchanged.
@@ -300,12 +350,12 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
   // that does retries at once, at its turn, after a jittered backoff.
   let queue: Promise<unknown> = Promise.resolve();
 
-  async function run<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
+  async function run<T>(fn: (tx: WriteTx) => Promise<T>, mode: PgTxMode): Promise<T> {
     for (let n = 1; n <= MAX_ATTEMPTS; n++) {
       // Jittered exponential backoff (1, 2, 4 … ms, capped at 50 ms, times a random factor):
       // another instance's writers, retrying too, do not meet these again in step.
       if (n > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** n)));
-      const outcome = await attempt(fn);
+      const outcome = await attempt(fn, mode);
       if (outcome.ok) return outcome.result;
     }
     throw new StoreError('conflict', `store write conflicted with concurrent writers ${MAX_ATTEMPTS} times`);
@@ -314,8 +364,10 @@ export async function openKvPostgresStore(url: string, options: PostgresOptions 
   return {
     backend: 'postgres',
     tables: readTables,
-    async write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T> {
-      const turn = queue.then(() => run(fn));
+    async write<T>(fn: (tx: WriteTx) => Promise<T>, options?: WriteOptions): Promise<T> {
+      const rows = options?.serializeOn ?? [];
+      const mode = rows.length === 0 ? SERIALIZABLE : scopedMode(rows);
+      const turn = queue.then(() => run(fn, mode));
       queue = turn.catch(() => undefined);
       return turn;
     },

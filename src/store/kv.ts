@@ -21,10 +21,10 @@
  *   `scan(prefix)` lists the keys that extend the prefix, in that order.
  */
 
-import type { Key, KeyPart, ScanOptions, Table } from './types.js';
+import type { Key, KeyPart, ScanOptions, Table, WriteOptions } from './types.js';
 import type { TableName, TableValue, Tables } from './tables.js';
 
-export type { Key, KeyPart, ScanOptions } from './types.js';
+export type { Key, KeyPart, ScanOptions, WriteOptions } from './types.js';
 export { tableNames, tableSpec, type TableName, type TableValue } from './tables.js';
 
 export interface Entry<V> {
@@ -35,6 +35,8 @@ export interface Entry<V> {
 /** A table as read outside a write: every read sees the latest commit. */
 export interface ReadTable<V> {
   get(key: Key): Promise<V | undefined>;
+  /** Several keys at once (one statement on PostgreSQL), answered in the order asked. */
+  getMany(keys: readonly Key[]): Promise<Array<V | undefined>>;
   has(key: Key): Promise<boolean>;
   /** Entries whose tuple key starts with `prefix`, in key order. */
   scan(prefix: KeyPart[], options?: ScanOptions): Promise<Array<Entry<V>>>;
@@ -53,7 +55,7 @@ export interface KvStore {
   readonly backend: 'lmdb' | 'postgres';
   readonly tables: ReadTables;
   /** Runs `fn` in one atomic, durable transaction (see the invariants above: it may run again). */
-  write<T>(fn: (tx: WriteTx) => Promise<T>): Promise<T>;
+  write<T>(fn: (tx: WriteTx) => Promise<T>, options?: WriteOptions): Promise<T>;
   /**
    * False from a write that failed because the store cannot grow (disk or quota full, read-only
    * disk) or cannot be reached, until a write succeeds again; readiness reports it.

@@ -7,7 +7,7 @@ import type { KvStore, WriteTx } from './kv.js';
 import type { LmdbOpenOptions } from './kv-lmdb.js';
 import { tableNames, type TableName, type Tables } from './tables.js';
 import { keyFits, MAX_KEY_BYTES } from './tuple-key.js';
-import type { Key, KeyPart, ScanOptions, Store, Table } from './types.js';
+import type { Key, KeyPart, ScanOptions, Store, Table, WriteOptions } from './types.js';
 
 /**
  * The store the app uses (types.ts) over either backend (kv.ts).
@@ -66,6 +66,11 @@ class AmbientTable<V> implements Table<V> {
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).get(key);
   }
 
+  getMany(keys: readonly Key[]): Promise<Array<V | undefined>> {
+    if (!keys.every((key) => keyFits(key))) return keyTooLong();
+    return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).getMany(keys);
+  }
+
   has(key: Key): Promise<boolean> {
     if (!keyFits(key)) return keyTooLong();
     return (this.tx() ?? (this.kv.tables[this.name] as unknown as Table<V>)).has(key);
@@ -102,7 +107,7 @@ export function ambientStore(kv: KvStore, counters: WindowCounters): Store {
   return {
     backend: kv.backend,
     tables,
-    async write<T>(fn: (tx: Tables) => Promise<T>): Promise<T> {
+    async write<T>(fn: (tx: Tables) => Promise<T>, options?: WriteOptions): Promise<T> {
       const outer = current();
       // A write inside a write joins it: one transaction, committed by the outermost.
       if (outer) return fn(tables);
@@ -113,7 +118,7 @@ export function ambientStore(kv: KvStore, counters: WindowCounters): Store {
         } finally {
           here.open = false;
         }
-      });
+      }, options);
     },
     inWrite: () => current() !== undefined,
     currentWrite: () => current(),

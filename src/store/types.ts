@@ -18,7 +18,7 @@
  */
 
 import type { WindowCounters } from './counters.js';
-import type { Tables } from './tables.js';
+import type { TableName, Tables } from './tables.js';
 
 export type { Tables } from './tables.js';
 
@@ -40,6 +40,11 @@ export interface ScanOptions {
 
 export interface Table<V> {
   get(key: Key): Promise<V | undefined>;
+  /**
+   * Several keys of this table at once, answered in the order asked: on PostgreSQL one statement
+   * (inside a write, keys it already read or wrote are answered without asking).
+   */
+  getMany(keys: readonly Key[]): Promise<Array<V | undefined>>;
   has(key: Key): Promise<boolean>;
   /** Only inside `store.write`. */
   put(key: Key, value: V): Promise<void>;
@@ -49,13 +54,26 @@ export interface Table<V> {
   scan(prefix: KeyPart[], options?: ScanOptions): Promise<Array<{ key: KeyPart[]; value: V }>>;
 }
 
+/**
+ * How a write meets concurrent writers beyond the default (every write is serializable with every
+ * other). `serializeOn` names rows, each `[table, key]`, that stand for all the state the write
+ * decides on (the gate: the deciding agent's record): writes naming the same row run one after
+ * another, and writes naming different rows never fail each other. What such a write read and
+ * then writes is still checked (a row another write changed since: it runs again), and what it
+ * read beside those rows is what was committed when it read it. LMDB has one writer at a time:
+ * the option changes nothing there.
+ */
+export interface WriteOptions {
+  serializeOn?: ReadonlyArray<readonly [TableName, Key]>;
+}
+
 export interface Store {
   /** Which backend holds the data: readiness, `svc status` and the metrics name it. */
   readonly backend: 'lmdb' | 'postgres';
   /** Every table; inside a write function, the write's own transaction. */
   readonly tables: Tables;
   /** Runs `fn` in one atomic, durable transaction; it may run more than once (see above). */
-  write<T>(fn: (tx: Tables) => Promise<T>): Promise<T>;
+  write<T>(fn: (tx: Tables) => Promise<T>, options?: WriteOptions): Promise<T>;
   /**
    * The rate limits' window counters, shared by every process on this store (counters.ts): not
    * durable like a write, and never part of one.

@@ -2,6 +2,7 @@ import test from 'ava';
 import pg from 'pg';
 import { StoreError } from '../../src/store/errors.js';
 import { openStore } from '../../src/store/open.js';
+import type { WriteOptions } from '../../src/store/types.js';
 import { freePort } from '../helpers/pg-cluster.js';
 import { freshDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { removeDir, tempDir } from '../helpers/process.js';
@@ -60,6 +61,8 @@ test('postgres: a connection lost mid-write rejects with StoreError unavailable;
     const err = await t.throwsAsync(
       store.write(async (tx) => {
         await tx.periodUsage.put('lost', 1);
+        // A read sends the transaction's BEGIN (writes wait for the COMMIT): it is open on the server.
+        await tx.periodUsage.get('lost0');
         await killer.query(
           `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
            WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`,
@@ -91,4 +94,87 @@ test('postgres: backup refuses and points to pg_dump; unknown store schemes are 
   const bad = await t.throwsAsync(openStore('/nonexistent', { url: 'mysql://root:pw@h/db' }));
   t.regex(bad!.message, /unknown store mysql:/);
   t.false(bad!.message.includes('pw'));
+});
+
+/** Two stores over one database, as two instances: each its own pool and its own queue. */
+async function twoInstances(): Promise<[Awaited<ReturnType<typeof openStore>>, Awaited<ReturnType<typeof openStore>>]> {
+  const db = await database();
+  const first = await openStore('/nonexistent', { url: db.url });
+  const second = await openStore('/nonexistent', { url: db.url });
+  await first.write(async (tx) => {
+    await tx.agents.put(['w', 'a'], { id: 'a' } as never);
+    await tx.agents.put(['w', 'b'], { id: 'b' } as never);
+  });
+  return [first, second];
+}
+
+const onAgent = (aid: string): WriteOptions => ({ serializeOn: [['agents', ['w', aid]]] });
+
+function latch(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+test('postgres: writes serialized on one row run one after another: the second waits, then reads what the first committed, and never runs again', async (t) => {
+  const [one, two] = await twoInstances();
+  try {
+    const started = latch();
+    const release = latch();
+    const first = one.write(async (tx) => {
+      const n = (await tx.periodUsage.get('count')) ?? 0;
+      started.open();
+      await release.promise;
+      await tx.periodUsage.put('count', n + 1);
+    }, onAgent('a'));
+    await started.promise;
+    let runs = 0;
+    let seen: number | undefined;
+    const second = two.write(async (tx) => {
+      runs += 1;
+      seen = (await tx.periodUsage.get('count')) ?? 0;
+      await tx.periodUsage.put('count', seen + 1);
+    }, onAgent('a'));
+    // The second waits on the row while the first holds it.
+    await new Promise((r) => setTimeout(r, 300));
+    t.is(runs, 1);
+    t.is(seen, undefined, 'the second has read nothing while the first holds the row');
+    release.open();
+    await Promise.all([first, second]);
+    t.is(seen, 1);
+    t.is(runs, 1);
+    t.is(await one.tables.periodUsage.get('count'), 2);
+  } finally {
+    await one.close();
+    await two.close();
+  }
+});
+
+test('postgres: writes serialized on two different rows run at once; a plain write changing a row one of them read makes it run again, its update not lost', async (t) => {
+  const [one, two] = await twoInstances();
+  try {
+    const started = latch();
+    const release = latch();
+    let runs = 0;
+    const held = one.write(async (tx) => {
+      runs += 1;
+      const n = (await tx.periodUsage.get('shared')) ?? 0;
+      started.open();
+      await release.promise;
+      await tx.periodUsage.put('shared', n + 1);
+    }, onAgent('a'));
+    await started.promise;
+    // Another agent's write commits while the first is open: nothing of theirs is shared.
+    await two.write(async (tx) => tx.periodUsage.put('other', 1), onAgent('b'));
+    // A plain write changes the row the held one read, and commits first.
+    await two.write(async (tx) => tx.periodUsage.put('shared', 10));
+    release.open();
+    await held;
+    t.is(runs, 2, 'the held write ran again on the changed row');
+    t.is(await one.tables.periodUsage.get('shared'), 11);
+    t.is(await one.tables.periodUsage.get('other'), 1);
+  } finally {
+    await one.close();
+    await two.close();
+  }
 });

@@ -294,6 +294,104 @@ export function contractSuite(test: TestFn, backend: Backend): void {
     t.is(await store.tables.periodUsage.get('counter'), 120);
   });
 
+  test(`${backend.name}: increments serialized on rows of their own and plain ones, from two processes at once, give exactly N`, async (t) => {
+    const { store, spec } = await fresh();
+    const [a, b] = await Promise.all([child(spec, ['inc-on', '60', '6']), child(spec, ['inc', '60', '6'])]);
+    t.is(a.code, 0, a.stderr);
+    t.is(b.code, 0, b.stderr);
+    t.is(await store.tables.periodUsage.get('counter'), 120);
+  });
+
+  test(`${backend.name}: getMany answers in the order asked, absent keys included; inside a write it sees the write's own puts and removes`, async (t) => {
+    const { store } = await fresh();
+    await store.write(async (tx) => {
+      await tx.periodUsage.put(['m', 1], 1);
+      await tx.periodUsage.put(['m', 2], 2);
+      await tx.periodUsage.put(['m', 3], 3);
+    });
+    t.deepEqual(
+      await store.tables.periodUsage.getMany([
+        ['m', 3],
+        ['m', 9],
+        ['m', 1],
+      ]),
+      [3, undefined, 1],
+    );
+    t.deepEqual(await store.tables.periodUsage.getMany([]), []);
+    const seen = await store.write(async (tx) => {
+      const before = await tx.periodUsage.getMany([
+        ['m', 1],
+        ['m', 2],
+        ['m', 4],
+      ]);
+      await tx.periodUsage.put(['m', 4], 4);
+      await tx.periodUsage.remove(['m', 1]);
+      await tx.periodUsage.put(['m', 2], 20);
+      const after = await tx.periodUsage.getMany([
+        ['m', 1],
+        ['m', 2],
+        ['m', 4],
+        ['m', 3],
+      ]);
+      const scanned = (await tx.periodUsage.scan(['m'])).map((e) => e.value);
+      return { before, after, scanned, one: await tx.periodUsage.get(['m', 2]) };
+    });
+    t.deepEqual(seen, { before: [1, 2, undefined], after: [undefined, 20, 4, 3], scanned: [20, 3, 4], one: 20 });
+    t.deepEqual(
+      await store.tables.periodUsage.getMany([
+        ['m', 1],
+        ['m', 2],
+        ['m', 3],
+        ['m', 4],
+      ]),
+      [undefined, 20, 3, 4],
+    );
+    // A write that reads many, writes, then throws applies nothing.
+    await t.throwsAsync(
+      store.write(async (tx) => {
+        await tx.periodUsage.getMany([
+          ['m', 2],
+          ['m', 3],
+        ]);
+        await tx.periodUsage.put(['m', 2], 200);
+        await tx.periodUsage.put(['m', 5], 5);
+        throw new Error('changed my mind');
+      }),
+      { message: 'changed my mind' },
+    );
+    t.deepEqual(
+      await store.tables.periodUsage.getMany([
+        ['m', 2],
+        ['m', 5],
+      ]),
+      [20, undefined],
+    );
+  });
+
+  test(`${backend.name}: a write serialized on a row reads its own writes, and a key inside a range it scanned without asking again`, async (t) => {
+    const { store } = await fresh();
+    await store.write(async (tx) => {
+      await tx.periodUsage.put(['u', 'a', '2026-01-01'], 5);
+      await tx.periodUsage.put(['u', 'a', '2026-01-03'], 7);
+    });
+    const got = await store.write(
+      async (tx) => {
+        const sum = (await tx.periodUsage.scan(['u', 'a'], { after: '2026-01-01' })).reduce((n, e) => n + e.value, 0);
+        const absent = await tx.periodUsage.get(['u', 'a', '2026-01-02']);
+        await tx.periodUsage.put(['u', 'a', '2026-01-02'], 1);
+        await tx.periodUsage.put(['u', 'a', '2026-01-03'], 8);
+        const again = (await tx.periodUsage.scan(['u', 'a'])).map((e) => e.value);
+        return { sum, absent, again, read: await tx.periodUsage.get(['u', 'a', '2026-01-02']) };
+      },
+      { serializeOn: [['agents', ['w', 'a']]] },
+    );
+    t.deepEqual(got, { sum: 7, absent: undefined, again: [5, 1, 8], read: 1 });
+    t.deepEqual(
+      (await store.tables.periodUsage.scan(['u', 'a'])).map((e) => e.value),
+      [5, 1, 8],
+    );
+  });
+
   test(`${backend.name}: another process's write is seen by the next read`, async (t) => {
     const { store, spec } = await fresh();
     t.is(await store.tables.periodUsage.get('frozen'), undefined);

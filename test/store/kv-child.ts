@@ -25,14 +25,21 @@ if (mode === 'ack') {
     }
   };
   await Promise.all(Array.from({ length: 16 }, worker));
-} else if (mode === 'inc') {
+} else if (mode === 'inc' || mode === 'inc-on') {
+  // inc-on: each write serialized on a row of its own worker (the gate's way), so only the
+  // check of what it read and writes keeps the count against the other process's writes.
   let left = Number(a);
+  let workers = 0;
   const worker = async () => {
+    const row = `lock-${workers++}`;
     while (left-- > 0) {
-      await store.write(async (tx) => {
-        const n = (await tx.periodUsage.get('counter')) ?? 0;
-        await tx.periodUsage.put('counter', n + 1);
-      });
+      await store.write(
+        async (tx) => {
+          const n = (await tx.periodUsage.get('counter')) ?? 0;
+          await tx.periodUsage.put('counter', n + 1);
+        },
+        mode === 'inc-on' ? { serializeOn: [['agents', row]] } : {},
+      );
     }
   };
   await Promise.all(Array.from({ length: Number(b) }, worker));
