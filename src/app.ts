@@ -389,6 +389,7 @@ function decisionsServices(
         receipts: s.receipts,
         approvals: approvalOpener,
         approvalTtlMs,
+        assetCurrencies: settings.gate.assetCurrencies,
       }),
     approvals: (s) =>
       createApprovals({
