@@ -16,7 +16,9 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  * Deciding one action request (the gate's rules are listed in ./service.ts), as an ordered list of
  * steps, each a small function below:
  *  0. `readChallenge` (./challenge.ts): a 402 payment challenge in place of `payment` becomes the
- *     payment it asks for (400 naming what is wrong, before anything is stored).
+ *     payment it asks for (400 naming what is wrong, before anything is stored). One that no longer
+ *     reads (an MPP challenge past its `expires`) under an idempotency key still in force is
+ *     answered by the replay below, the first action again; with no first action, the 400 stands.
  *  1. `askedOf`: the request's id, time, session, idempotency key and fingerprint.
  *  2. `presignAhead`: a payment the store would allow now gets its receipt signed on the thread
  *     pool, outside the write (used only if the write's own decision allows it too).
@@ -62,11 +64,12 @@ export function createAuthorize(deps: AuthorizeDeps) {
     options: AuthorizeOptions = {},
   ): Promise<Authorized> {
     const asked = askedOf(deps, c, input, options);
-    readChallenge(deps, asked);
+    const unread = readChallenge(deps, asked);
     const presigned = await presignAhead(deps, asked);
     const decided = await deps.store.write(async (): Promise<Authorized> => {
       const first = await replay(deps, asked);
       if (first) return first;
+      if (unread) throw unread;
       const verdict = mustAnswerNow(await decide(deps, c, asked.input, asked.now), options.cannotWait);
       const action = actionOf(asked, verdict);
       await openApproval(deps, asked, verdict, action);
@@ -100,14 +103,25 @@ function askedOf(deps: AuthorizeDeps, c: GateCaller, input: AuthorizeInput, opti
   };
 }
 
-/** Step 0: the payment a 402 challenge asks for, in place of `payment`, and what was read from it. */
-function readChallenge(deps: AuthorizeDeps, a: Asked): void {
+/**
+ * Step 0: the payment a 402 challenge asks for, in place of `payment`, and what was read from it.
+ * A challenge that does not read is thrown at once without an idempotency key; with one, it is
+ * returned, for the write to throw unless the key replays a first action.
+ */
+function readChallenge(deps: AuthorizeDeps, a: Asked): Error | null {
   const sent = a.input.challenge;
-  if (!sent) return;
-  const read = parseChallenge(sent, deps.assetCurrencies ?? DEFAULT_ASSET_CURRENCIES, a.now, a.input.target?.domain);
+  if (!sent) return null;
+  let read: ReturnType<typeof parseChallenge>;
+  try {
+    read = parseChallenge(sent, deps.assetCurrencies ?? DEFAULT_ASSET_CURRENCIES, a.now, a.input.target?.domain);
+  } catch (err) {
+    if (a.idemKey === null) throw err;
+    return err as Error;
+  }
   const { payment, assetSymbol: _symbol, ...challenge } = read;
   a.input = { ...a.input, payment };
   a.challenge = challenge;
+  return null;
 }
 
 function fingerprint(input: AuthorizeInput, sessionId: string | null): string {

@@ -4,6 +4,7 @@ import { call, bearer, type Reply } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize } from '../helpers/gate.js';
+import { manualClock } from '../helpers/clock.js';
 import {
   ACTION_ID,
   APPROVAL_ID,
@@ -336,4 +337,68 @@ test('a payment action needs a payment or a challenge', async (t) => {
   });
   t.is(res.status, 400, res.text);
   t.regex(res.text, /challenge/);
+});
+
+test('gate.assetCurrencies decides which currency a token counts in; an idempotent retry outlives the challenge', async (t) => {
+  const clock = manualClock();
+  const other = await serveInProcess({ clock, config: { gate: { assetCurrencies: { USDC: 'EUR', PYUSD: 'USD' } } } });
+  try {
+    const fx = await makeAgent(
+      other,
+      [{ actions: ['payment'], merchants: [SELLER], currencies: ['EUR', 'USD'], maxAmount: 5000 }],
+      'configured-buyer',
+    );
+    // USDC counts in euros here, and EURC is not mapped at all.
+    const usd = await authorize(other, fx.key, challengeBody('x402', x402Value([usdc('1500000')])));
+    t.is(usd.status, 200, usd.text);
+    t.deepEqual(usd.body.payment, { amount: 150, currency: 'EUR', merchant: SELLER });
+    const eurc = await authorize(
+      other,
+      fx.key,
+      challengeBody('x402', x402Value([usdc('1500000', { asset: EURC_BASE })])),
+    );
+    t.is(eurc.status, 400, eurc.text);
+    // A token named by its symbol in the setting.
+    const pyusd = await authorize(
+      other,
+      fx.key,
+      challengeBody(
+        'mpp',
+        mppValue(
+          { amount: '990000', currency: 'PYUSD', recipient: '0xfeed' },
+          { expires: new Date(clock.now() + 60_000).toISOString() },
+        ),
+      ),
+    );
+    t.is(pyusd.status, 200, pyusd.text);
+    t.deepEqual(pyusd.body.payment, { amount: 99, currency: 'USD', merchant: SELLER });
+
+    // Decided under an idempotency key; the challenge then expires; the same retry is the first action again.
+    const body = challengeBody(
+      'mpp',
+      mppValue(
+        { amount: '100', currency: 'usd', recipient: 'acct_9' },
+        { expires: new Date(clock.now() + 60_000).toISOString() },
+      ),
+      { idempotencyKey: 'pay-once-402' },
+    );
+    const first = await authorize(other, fx.key, body);
+    t.is(first.status, 200, first.text);
+    clock.advance(120_000);
+    const again = await authorize(other, fx.key, body);
+    t.is(again.status, 200, again.text);
+    t.is(again.body.id, first.body.id);
+    const { idempotencyKey: _key, ...unkeyed } = body;
+    const expired = await authorize(other, fx.key, unkeyed);
+    t.is(expired.status, 400, expired.text);
+    t.regex(expired.text, /expired/);
+  } finally {
+    await stopAndClean(other);
+  }
+});
+
+test('gate.assetCurrencies is checked at start: a currency that is not three letters is refused', async (t) => {
+  await t.throwsAsync(serveInProcess({ config: { gate: { assetCurrencies: { USDC: 'dollars' } } } }), {
+    message: /assetCurrencies/,
+  });
 });
