@@ -70,7 +70,11 @@ function mppValue(request: Record<string, unknown>, params: Record<string, strin
     .join(', ')}`;
 }
 
-const challengeBody = (scheme: string, value: string, extra: Record<string, unknown> = {}) => ({
+const challengeBody = (
+  scheme: string,
+  value: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> => ({
   type: 'payment',
   summary: 'Pay for the report the API asked payment for',
   challenge: { scheme, value },
