@@ -29,6 +29,7 @@ import type { StripeEvents } from './integrations/stripe/service.js';
 import type { GithubCallbacks } from './integrations/github/callbacks.js';
 import type { Github } from './integrations/github/service.js';
 import type { Ssf } from './integrations/ssf/service.js';
+import type { AcpOrders } from './integrations/acp/service.js';
 import type { SsfKeys } from './integrations/ssf/keys.js';
 import type { Sweeper } from './retention/sweeper.js';
 import type { Setup } from './setup/service.js';
@@ -95,6 +96,7 @@ function loadServerModules() {
     github: import('./integrations/github/service.js'),
     githubCallbacks: import('./integrations/github/callbacks.js'),
     ssf: import('./integrations/ssf/service.js'),
+    acp: import('./integrations/acp/service.js'),
     ssfKeys: import('./integrations/ssf/keys.js'),
     retention: import('./retention/index.js'),
     observedStore: import('./observability/store.js'),
@@ -190,6 +192,8 @@ export interface Services {
   webhooks: Webhooks;
   github: Github;
   ssf: Ssf;
+  /** A merchant's checkout events (ACP webhooks). */
+  acp: AcpOrders;
   ssfKeys: SsfKeys;
   chat: Chat;
   sweeper: Sweeper;
@@ -389,6 +393,7 @@ function decisionsServices(
         receipts: s.receipts,
         approvals: approvalOpener,
         approvalTtlMs,
+        assetCurrencies: settings.gate.assetCurrencies,
       }),
     approvals: (s) =>
       createApprovals({
@@ -551,6 +556,7 @@ function integrationsServices(
   | 'stripe'
   | 'github'
   | 'ssf'
+  | 'acp'
   | 'ssfKeys'
 > {
   const { store, settings, clock, masterKey, issuer, log, deps, server } = w;
@@ -619,6 +625,7 @@ function integrationsServices(
     github: (s) =>
       server('github').github.createGithub({ ...deps, ledger: s.ledger, gate: s.gate, callbacks: s.githubCallbacks }),
     ssf: (s) => server('ssf').ssf.createSsf({ store, ledger: s.ledger, people: s.people, once: s.once }),
+    acp: (s) => server('acp').acp.createAcpOrders({ store, ledger: s.ledger, once: s.once }),
     ssfKeys: () =>
       server('ssfKeys').ssfKeys.createSsfKeys({ clock, allowPrivateTargets: settings.webhooks.allowPrivateTargets }),
   };

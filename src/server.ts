@@ -37,6 +37,8 @@ import { createRefusals, svcSignatureVerifier, type Refusals } from './http/inbo
 import { githubRoutes } from './integrations/github/http.js';
 import { githubVerifier } from './integrations/github/verifier.js';
 import { ssfRoutes } from './integrations/ssf/http.js';
+import { acpRoutes } from './integrations/acp/http.js';
+import { acpVerifier } from './integrations/acp/verifier.js';
 import { ssfVerifier } from './integrations/ssf/verifier.js';
 import { webhooksRoutes } from './webhooks/http.js';
 import { chatRoutes } from './chat/http.js';
@@ -177,6 +179,7 @@ async function registerAuth(server: Server, app: App, production: boolean, baseU
   registerInbound(server, clock, [
     svcSignatureVerifier('issuer', registry),
     githubVerifier(registry),
+    acpVerifier(registry),
     ssfVerifier({ registry, keys: services.ssfKeys, once: services.once, clock }),
     stripeVerifier(registry, clock, billingSecrets),
     stripeBillingVerifier(clock, billingSecrets),
@@ -297,6 +300,7 @@ async function registerIntegrationRoutes(server: Server, { app, production, guar
   await server.register({ plugin: plansRoutes, options: { plans: services.plans, production } });
   await server.register({ plugin: githubRoutes, options: { github: services.github, refusals, production, guards } });
   await server.register({ plugin: ssfRoutes, options: { ssf: services.ssf, refusals } });
+  await server.register({ plugin: acpRoutes, options: { acp: services.acp, refusals } });
   await server.register({ plugin: webhooksRoutes, options: { webhooks: services.webhooks, production, guards } });
   await server.register({ plugin: chatRoutes, options: { chat: services.chat, refusals, production, guards } });
 }

@@ -6,7 +6,8 @@ import { bounded, metrics } from '../lib/metrics.js';
 import type { Presigned } from '../receipts/service.js';
 import { readStanding } from '../agents/standing.js';
 import { decide, type Verdict } from './decide.js';
-import type { ActionRecord } from './records.js';
+import { parseChallenge } from './challenge.js';
+import type { ActionChallenge, ActionRecord } from './records.js';
 import type { GateRepo } from './repo.js';
 import type { AuthorizeInput } from './schemas.js';
 import type { AuthorizeOptions, GateCaller, GateDeps } from './service.js';
@@ -15,6 +16,10 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
 /**
  * Deciding one action request (the gate's rules are listed in ./service.ts), as an ordered list of
  * steps, each a small function below:
+ *  0. `readChallenge` (./challenge.ts): a 402 payment challenge in place of `payment` becomes the
+ *     payment it asks for (400 naming what is wrong, before anything is stored). One that no longer
+ *     reads (an MPP challenge past its `expires`) under an idempotency key still in force is
+ *     answered by the replay below, the first action again; with no first action, the 400 stands.
  *  1. `askedOf`: the request's id, time, session, idempotency key and fingerprint.
  *  2. `presignAhead`: a payment the store would allow now gets its receipt signed on the thread
  *     pool, outside the write (used only if the write's own decision allows it too).
@@ -32,6 +37,9 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  * 10. `store`: the action and its idempotency key; then the caller's own `inWrite`.
  *  After the write, the decision is counted once (a replay decided nothing new).
  */
+/** gate.assetCurrencies' default: USDC counts in US dollars, EURC in euros. */
+export const DEFAULT_ASSET_CURRENCIES: Readonly<Record<string, string>> = { USDC: 'USD', EURC: 'EUR' };
+
 export interface AuthorizeDeps extends GateDeps {
   repo: GateRepo;
 }
@@ -49,6 +57,8 @@ interface Asked {
   idemKey: string | null;
   /** The request's fingerprint ('' without an idempotency key). */
   print: string;
+  /** What was read from the request's 402 challenge, if it sent one. */
+  challenge: ActionChallenge | null;
 }
 
 export function createAuthorize(deps: AuthorizeDeps) {
@@ -58,6 +68,7 @@ export function createAuthorize(deps: AuthorizeDeps) {
     options: AuthorizeOptions = {},
   ): Promise<Authorized> {
     const asked = askedOf(deps, c, input, options);
+    const unread = readChallenge(deps, asked);
     const presigned = await presignAhead(deps, asked);
     const { workspaceId, agentId } = c;
     const decided = await deps.store.write(
@@ -65,7 +76,8 @@ export function createAuthorize(deps: AuthorizeDeps) {
         await readAhead(deps, asked);
         const first = await replay(deps, asked);
         if (first) return first;
-        const verdict = mustAnswerNow(await decide(deps, c, input, asked.now), options.cannotWait);
+        if (unread) throw unread;
+        const verdict = mustAnswerNow(await decide(deps, c, asked.input, asked.now), options.cannotWait);
         const action = actionOf(asked, verdict);
         await openApproval(deps, asked, verdict, action);
         await charge(deps, action);
@@ -96,7 +108,29 @@ function askedOf(deps: AuthorizeDeps, c: GateCaller, input: AuthorizeInput, opti
     sessionId,
     idemKey,
     print: idemKey === null ? '' : fingerprint(input, sessionId),
+    challenge: null,
   };
+}
+
+/**
+ * Step 0: the payment a 402 challenge asks for, in place of `payment`, and what was read from it.
+ * A challenge that does not read is thrown at once without an idempotency key; with one, it is
+ * returned, for the write to throw unless the key replays a first action.
+ */
+function readChallenge(deps: AuthorizeDeps, a: Asked): Error | null {
+  const sent = a.input.challenge;
+  if (!sent) return null;
+  let read: ReturnType<typeof parseChallenge>;
+  try {
+    read = parseChallenge(sent, deps.assetCurrencies ?? DEFAULT_ASSET_CURRENCIES, a.now, a.input.target?.domain);
+  } catch (err) {
+    if (a.idemKey === null) throw err;
+    return err as Error;
+  }
+  const { payment, assetSymbol: _symbol, ...challenge } = read;
+  a.input = { ...a.input, payment };
+  a.challenge = challenge;
+  return null;
 }
 
 function fingerprint(input: AuthorizeInput, sessionId: string | null): string {
@@ -120,7 +154,7 @@ async function presignAhead(deps: AuthorizeDeps, a: Asked): Promise<Presigned | 
     (await decide(deps, c, input, a.now)).decision === 'allow'
   ) {
     return deps.receipts.presign(
-      { id: a.id, agentId: c.agentId, type: input.type, payment: input.payment },
+      { id: a.id, agentId: c.agentId, type: input.type, payment: input.payment, challenge: a.challenge },
       false,
       a.now,
     );
@@ -194,6 +228,7 @@ function actionOf(a: Asked, verdict: Verdict): ActionRecord {
     idempotencyKey: a.idemKey,
     metadata: input.metadata ?? null,
     createdAt: isoAt(a.now),
+    ...(a.challenge ? { challenge: a.challenge } : {}),
   };
 }
 
@@ -258,6 +293,7 @@ async function recordEvidence(deps: AuthorizeDeps, verdict: Verdict, action: Act
       approvalId: action.approvalId,
       receipt: action.receipt !== null,
       sessionId: action.sessionId,
+      ...(action.challenge ? { challenge: action.challenge } : {}),
     },
   });
   if (verdict.decision !== 'allow') action.evidenceRecord = evidence.id;

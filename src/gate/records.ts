@@ -32,6 +32,20 @@ export interface ActionRecord {
   idempotencyKey: string | null;
   metadata: Record<string, unknown> | null;
   createdAt: string;
+  /** The 402 payment challenge the payment was read from (absent or null: none). */
+  challenge?: ActionChallenge | null;
+}
+
+/** What the gate read from a 402 payment challenge (docs/payment-challenges.md). */
+export interface ActionChallenge {
+  scheme: 'x402' | 'mpp';
+  /** base64url SHA-256 of the header value as received; the receipt's `challengeHash`. */
+  hash: string;
+  payee: string;
+  asset: string;
+  network: string;
+  /** The amount in the asset's base units, as the challenge states it. */
+  assetAmount: string;
 }
 
 export interface IdempotencyRecord {

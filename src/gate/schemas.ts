@@ -10,6 +10,8 @@ import { BUILT_IN_TYPES } from '../mandates/schemas.js';
  * - `payment.amount`: a positive whole number of minor units (a JSON integer, never a string);
  *   `payment.currency`: three upper-case letters; `payment.merchant`: who is paid, always named
  *   (a receipt names its merchant: docs/gate.md#receipts).
+ * - `challenge`: in place of `payment`, a 402 payment challenge as received (`scheme` x402 or mpp,
+ *   `value` the header's value, printable ASCII up to 16 KB); ./challenge.ts reads the payment from it.
  * - `metadata`: any JSON object, at most 8 levels deep and 16 KB, kept with the action.
  * - `session.id`: 1 to 128 printable characters.
  * - The idempotency key: 1 to 255 printable characters, in the body or the header.
@@ -19,6 +21,8 @@ const PRINTABLE = /^[\x20-\x7e]+$/;
 const METADATA_DEPTH = 8;
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const METADATA_BYTES = 16_384;
+/** The most text a challenge value may hold (MPP asks servers to keep one under 8 KB). */
+export const MAX_CHALLENGE_CHARS = 16_384;
 
 const typeSchema = Joi.string()
   .max(128)
@@ -68,6 +72,16 @@ export const authorizeSchema = Joi.object({
       .required()
       .messages({ 'string.pattern.base': "{{#label}} must be the merchant's domain name, such as acme.example" }),
   }),
+  challenge: Joi.object({
+    scheme: Joi.string().valid('x402', 'mpp').required().messages({ 'any.only': '{{#label}} must be x402 or mpp' }),
+    value: Joi.string()
+      .strict()
+      .min(1)
+      .max(MAX_CHALLENGE_CHARS)
+      .pattern(/^[\x20-\x7e\t]+$/)
+      .required()
+      .messages({ 'string.pattern.base': "{{#label}} must be the header's value as received (printable ASCII)" }),
+  }),
   target: Joi.object({ domain: Joi.string().trim().lowercase().hostname().max(253) }),
   session: Joi.object({ id: sessionIdSchema.required() }),
   idempotencyKey: idempotencyKeySchema,
@@ -83,14 +97,20 @@ export const authorizeSchema = Joi.object({
         return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
       return value;
     }),
-}).when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
-  then: Joi.object({ payment: Joi.required() }),
-});
+})
+  .oxor('payment', 'challenge')
+  .messages({ 'object.oxor': 'send "payment" or "challenge", not both' })
+  .when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
+    then: Joi.object().or('payment', 'challenge').messages({
+      'object.missing': 'a payment action needs "payment" (or "challenge", a 402 payment challenge)',
+    }),
+  });
 
 export interface AuthorizeInput {
   type: string;
   summary: string;
   payment?: { amount: number; currency: string; merchant?: string };
+  challenge?: { scheme: 'x402' | 'mpp'; value: string };
   target?: { domain?: string };
   session?: { id: string };
   idempotencyKey?: string;

@@ -101,6 +101,8 @@ export interface GateDeps {
   /** Opens the approval a review asks for, inside the decision's write. */
   approvals: ApprovalOpener;
   approvalTtlMs: number;
+  /** Which currency a token of a 402 challenge counts in (setting gate.assetCurrencies). */
+  assetCurrencies?: Readonly<Record<string, string>>;
 }
 
 export function createGate(deps: GateDeps): Gate {

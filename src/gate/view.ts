@@ -23,6 +23,8 @@ export interface ActionView {
   sessionId: string | null;
   metadata: Record<string, unknown> | null;
   createdAt: string;
+  /** Present when the payment was read from a 402 payment challenge: what svc read and decided. */
+  challenge?: NonNullable<ActionRecord['challenge']>;
 }
 
 export function toActionView(a: ActionRecord): ActionView {
@@ -45,5 +47,6 @@ export function toActionView(a: ActionRecord): ActionView {
     sessionId: a.sessionId,
     metadata: a.metadata,
     createdAt: a.createdAt,
+    ...(a.challenge ? { challenge: a.challenge } : {}),
   };
 }

@@ -32,6 +32,7 @@ export const CARD_ID = Joi.string()
 /** The body of `PUT /api/w/{wid}/integrations/{kind}`, per kind. */
 export const SETTINGS: Record<IntegrationKind, Joi.ObjectSchema> = {
   issuer: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
+  acp: Joi.object({ rotate: Joi.boolean(), revokePrevious: Joi.boolean() }),
   github: Joi.object({
     rotate: Joi.boolean(),
     revokePrevious: Joi.boolean(),

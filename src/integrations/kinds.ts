@@ -5,12 +5,12 @@
  * `import type` from here and the store still depends on no domain code at run time
  * (test/architecture/layers.test.ts holds this file to that).
  */
-export const INTEGRATION_KINDS = ['issuer', 'stripe', 'github', 'slack', 'chat-relay', 'ssf'] as const;
+export const INTEGRATION_KINDS = ['issuer', 'stripe', 'github', 'slack', 'chat-relay', 'ssf', 'acp'] as const;
 
 export type IntegrationKind = (typeof INTEGRATION_KINDS)[number];
 
 /** The kinds whose signing secret svc generates (`whs_…`) and answers once. */
-export const GENERATED_KINDS = ['issuer', 'github', 'chat-relay'] as const satisfies readonly IntegrationKind[];
+export const GENERATED_KINDS = ['issuer', 'github', 'chat-relay', 'acp'] as const satisfies readonly IntegrationKind[];
 
 /** The kinds that take the provider's own signing secret in the settings body (never answered back). */
 export const GIVEN_KINDS = ['stripe', 'slack'] as const satisfies readonly IntegrationKind[];

@@ -101,6 +101,10 @@ export function integrationsRepo(store: Store) {
     async actionsOf(wid: string, agentId: string): Promise<ActionRecord[]> {
       return values(await t.actions.scan([wid])).filter((a) => a.agentId === agentId);
     },
+    /** Every action of a workspace (the decisions a merchant's checkout event may belong to). */
+    async actionsIn(wid: string): Promise<ActionRecord[]> {
+      return values(await t.actions.scan([wid]));
+    },
     agent(wid: string, agentId: string): Promise<AgentRecord | undefined> {
       return t.agents.get([wid, agentId]);
     },

@@ -40,6 +40,8 @@ export interface ReceiptSubject {
   agentId: string;
   type: string;
   payment: { amount: number; currency: string; merchant?: string } | null;
+  /** The 402 payment challenge the payment was read from: its hash is the receipt's `challengeHash`. */
+  challenge?: { hash: string } | null;
 }
 
 /**
@@ -113,6 +115,7 @@ export function createReceipts(deps: ReceiptsDeps): Receipts {
       iat,
       exp: iat + deps.ttlSeconds,
       jti: action.id,
+      ...(action.challenge ? { challengeHash: action.challenge.hash } : {}),
     };
   };
   return {

@@ -8,6 +8,8 @@
  * - cur is three upper-case ASCII letters.
  * - hum is a boolean (true only when a person approved).
  * - iat and exp are safe integers (seconds since the epoch), not negative.
+ * - challengeHash, when present, is the base64url SHA-256 (43 characters) of the 402 payment
+ *   challenge the payment was read from.
  * - Claims not listed here are ignored, not refused, so that adding a claim later (the format
  *   changes only by adding) does not make older verifiers reject new receipts. The checked claims are a
  *   fresh object holding exactly the listed members, in this order.
@@ -25,6 +27,7 @@ export interface ReceiptClaims {
   iat: number;
   exp: number;
   jti: string;
+  challengeHash?: string;
 }
 
 export type ClaimsCheck = { ok: true; claims: ReceiptClaims } | { ok: false; problem: string };
@@ -50,6 +53,11 @@ export function checkReceiptClaims(value: unknown): ClaimsCheck {
     if (!Number.isSafeInteger(v[name]) || (v[name] as number) < 0)
       return { ok: false, problem: `claim "${name}" must be an integer number of seconds` };
   }
+  if (
+    v.challengeHash !== undefined &&
+    (typeof v.challengeHash !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(v.challengeHash))
+  )
+    return { ok: false, problem: 'claim "challengeHash" must be a base64url SHA-256 (43 characters)' };
   const claims: ReceiptClaims = {
     iss: v.iss as string,
     sub: v.sub as string,
@@ -62,6 +70,7 @@ export function checkReceiptClaims(value: unknown): ClaimsCheck {
     iat: v.iat as number,
     exp: v.exp as number,
     jti: v.jti as string,
+    ...(v.challengeHash !== undefined ? { challengeHash: v.challengeHash as string } : {}),
   };
   return { ok: true, claims };
 }

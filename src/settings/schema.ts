@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { billing, oauth, plan } from './accounts.js';
-import { envVariables, group, int, number, oneOf, string, type EnvVariable, type ValueOf } from './define.js';
+import { envVariables, group, int, number, oneOf, record, string, type EnvVariable, type ValueOf } from './define.js';
 import { gateway } from './gateway.js';
 import { mcp } from './mcp.js';
 import { ledger, log, observability, retention, webhooks } from './operations.js';
@@ -115,6 +115,17 @@ export const declarations = {
       env: 'SVC_APPROVAL_TTL_HOURS',
       doc: 'a waiting approval expires this long after the action asked (its action is then denied)',
     }),
+  }),
+  gate: group({
+    assetCurrencies: record(
+      Joi.string().pattern(/^[A-Z][A-Z0-9]{1,15}$/),
+      string({ joi: (s) => s.pattern(/^[A-Z]{3}$/) }),
+      {
+        default: { USDC: 'USD', EURC: 'EUR' },
+        doc: 'the currency a token of a 402 payment challenge counts in, by its symbol (6 decimals): [402 payment challenges](payment-challenges.md)',
+        shown: '`{ USDC: "USD", EURC: "EUR" }`',
+      },
+    ),
   }),
   killSwitch: group({
     bulkFreezeCeiling: int({

@@ -64,6 +64,7 @@ export interface FileMcpServer {
 /** Each integration kind's settings in the file: one entry per kind of kinds.ts (a kind missing here fails the type check). */
 interface FileIntegrationSettings {
   issuer: Record<string, never>;
+  acp: Record<string, never>;
   'chat-relay': { url?: string };
   github: { apiUrl?: string; token?: SecretRef | null };
   stripe: { signingSecret: SecretRef };
@@ -196,6 +197,7 @@ const url = integrationUrl;
 const INTEGRATION_SETTINGS: Record<IntegrationKind, Joi.Schema> = {
   // `issuer:` with nothing after it is the same as `issuer: {}`.
   issuer: Joi.object({}).allow(null),
+  acp: Joi.object({}).allow(null),
   'chat-relay': Joi.object({ url }).allow(null),
   github: Joi.object({ apiUrl: url, token: secretRef.allow(null) }),
   stripe: Joi.object({ signingSecret: secretRef.required() }),

@@ -84,6 +84,7 @@ export function exportDocument(state: WorkspaceState): WorkspaceDocument {
   }))) {
     const plain = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== null && v !== undefined));
     if (kind === 'issuer') integrations.issuer = {};
+    else if (kind === 'acp') integrations.acp = {};
     else if (kind === 'chat-relay') integrations['chat-relay'] = plain;
     else if (kind === 'github')
       integrations.github = { ...plain, ...(hasToken ? { token: { fromEnv: envOf('integrations', 'github') } } : {}) };

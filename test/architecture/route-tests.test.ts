@@ -31,6 +31,7 @@ const FOLDER_OF_PLUGIN: Readonly<Record<string, string>> = {
   github: 'integrations',
   stripe: 'integrations',
   ssf: 'integrations',
+  acp: 'integrations',
   'oauth-device': 'oauth',
   'api-docs': 'observability',
   system: 'http',

@@ -28,6 +28,7 @@ const TRY: Record<string, string> = {
   github: 'GitHub sends a ping when the webhook is added; Recent Deliveries shows svc’s answer.',
   slack: 'Press a button on an approval card in Slack: a refused click is counted above.',
   ssf: 'Have your identity provider send a verification event to this receiver.',
+  acp: 'Ask the merchant to send an order event: it is in the ledger as acp.order_create or acp.order_update.',
 };
 
 const KINDS: Record<string, { name: string; fields: Field[]; generated: boolean; paste: string }> = {
@@ -36,6 +37,13 @@ const KINDS: Record<string, { name: string; fields: Field[]; generated: boolean;
     fields: [],
     generated: true,
     paste: 'Give your card issuer this address for its webhooks, and the secret to sign them with (svc-signature).',
+  },
+  acp: {
+    name: 'Merchant checkout events (ACP)',
+    fields: [],
+    generated: true,
+    paste:
+      'Give the merchant this address for its order webhooks, and the secret to sign them with (Merchant-Signature).',
   },
   stripe: {
     name: 'Stripe',

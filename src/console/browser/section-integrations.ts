@@ -20,6 +20,7 @@ export function section_integrations() {
     slack: 'Slack',
     'chat-relay': 'Chat relay',
     ssf: 'Identity provider (SSF)',
+    acp: 'Merchant checkout events (ACP)',
   } satisfies Record<IntegrationKind, string>;
 
   function hookUrl(kind: Data) {

@@ -19,6 +19,7 @@ const LABELS: Record<IntegrationKind, string> = {
   slack: "Slack (paste Slack's signing secret)",
   'chat-relay': 'Chat relay (svc makes the secret; approval cards go to your relay)',
   ssf: 'Identity provider, Shared Signals (its issuer and keys)',
+  acp: 'Merchant checkout events, ACP (svc makes the webhook secret)',
 };
 /** The kinds the card offers, in the order of the list of kinds, with what each asks for. */
 const OPTIONS: ReadonlyArray<[IntegrationKind, string]> = INTEGRATION_KINDS.map((kind) => [kind, LABELS[kind]]);
