@@ -1,4 +1,4 @@
-import { bool, group, int, oneOf, string } from './define.js';
+import { bool, group, int, list, object, oneOf, string } from './define.js';
 
 /**
  * Work the server does in the background, and what it tells of itself: outbound webhooks, the
@@ -58,6 +58,27 @@ export const ledger = group({
     env: 'SVC_LEDGER_PUBLIC',
     doc: "anyone may read each workspace ledger's checkpoint, tiles and entry bundles under `/v1/ledger/{workspaceId}/` ([outside verification](gate.md#outside-verification)); otherwise a token or session with evidence:read",
   }),
+  witnesses: list(
+    object({
+      url: string({
+        required: true,
+        joi: (s) => s.uri({ scheme: ['http', 'https'] }).max(2000),
+        doc: "the witness's submission prefix: svc posts to `<url>/add-checkpoint`",
+      }),
+      publicKey: string({
+        required: true,
+        // <name>+<8 hex key id>+<base64 of 0x04 and the 32-byte key>; the ledger checks the rest.
+        joi: (s) => s.pattern(/^[^\s+]+\+[0-9a-fA-F]{8}\+[A-Za-z0-9+/]{44}$/),
+        doc: "the witness's cosignature verifier key (`<name>+<key id>+<base64 key>`, C2SP tlog-cosignature Ed25519)",
+      }),
+    }),
+    {
+      default: [],
+      max: 32,
+      joi: (s) => s.unique('publicKey'),
+      doc: 'witnesses svc sends each new signed checkpoint to, with its consistency proof (C2SP tlog-witness `add-checkpoint`), and whose cosignatures it stores and serves with the checkpoint ([witnesses](gate.md#witnesses))',
+    },
+  ),
 });
 
 export const retention = group({
