@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { bool, group, int, list, object, oneOf, string } from './define.js';
 
 /**
@@ -67,19 +68,47 @@ export const ledger = group({
       }),
       publicKey: string({
         required: true,
-        // <name>+<8 hex key id>+<base64 of 0x04 and the 32-byte key>; the ledger checks the rest.
-        joi: (s) => s.pattern(/^[^\s+]+\+[0-9a-fA-F]{8}\+[A-Za-z0-9+/]{44}$/),
+        joi: (s) =>
+          s
+            .custom((value: string) => {
+              if (!isCosignerKey(value)) throw new Error('not a cosigner key');
+              return value;
+            })
+            .messages({
+              'any.custom':
+                '{{#label}} must be a witness cosignature key <name>+<key id>+<base64 of 0x04 and the Ed25519 key>, its key id matching',
+            }),
         doc: "the witness's cosignature verifier key (`<name>+<key id>+<base64 key>`, C2SP tlog-cosignature Ed25519)",
       }),
     }),
     {
       default: [],
       max: 32,
-      joi: (s) => s.unique('publicKey'),
+      // One witness per name: its cosignatures are stored and counted by it.
+      joi: (s) =>
+        s.unique((a: { publicKey: string }, b: { publicKey: string }) => nameOf(a.publicKey) === nameOf(b.publicKey)),
       doc: 'witnesses svc sends each new signed checkpoint to, with its consistency proof (C2SP tlog-witness `add-checkpoint`), and whose cosignatures it stores and serves with the checkpoint ([witnesses](gate.md#witnesses))',
     },
   ),
 });
+
+const nameOf = (key: string) => key.slice(0, key.indexOf('+'));
+
+/**
+ * A C2SP tlog-cosignature Ed25519 verifier key: `<name>+<8 hex key id>+<base64(0x04 || key)>`,
+ * its key id the first 4 bytes of SHA-256(name || 0x0A || 0x04 || key).
+ */
+function isCosignerKey(text: string): boolean {
+  const m = /^([^\s+\p{Cc}]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/]{44})$/iu.exec(text);
+  if (!m) return false;
+  const raw = Buffer.from(m[3]!, 'base64');
+  if (raw.length !== 33 || raw[0] !== 0x04 || raw.toString('base64') !== m[3]) return false;
+  const id = createHash('sha256')
+    .update(Buffer.concat([Buffer.from(`${m[1]}\n`, 'utf8'), raw]))
+    .digest()
+    .subarray(0, 4);
+  return id.toString('hex') === m[2]!.toLowerCase();
+}
 
 export const retention = group({
   days: int({

@@ -1,4 +1,7 @@
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import fc from 'fast-check';
 import {
@@ -10,6 +13,7 @@ import {
 } from '../../src/ledger/cosignature.js';
 import { consistencyProof, leafHash, nodeHash, verifyConsistency } from '../../src/ledger/merkle.js';
 import type { TileRef } from '../../src/ledger/tiles.js';
+import { loadSettings, SettingsError } from '../../src/settings/load.js';
 import { addCheckpointBody } from '../../src/ledger/witness.js';
 import { consistencyProofFromTiles, type TileSource } from '../../src/ledger/witness-proof.js';
 
@@ -143,4 +147,43 @@ test('a cosignature line is read when made by the key over this checkpoint, and 
       return true;
     }),
   );
+});
+
+test('ledger.witnesses takes cosignature keys whose key id matches, one per witness name, and names what is wrong otherwise', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-witness-settings-'));
+  const load = async (witnesses: unknown) => {
+    const file = join(dir, 'config.json');
+    await writeFile(file, JSON.stringify({ ledger: { witnesses } }));
+    return loadSettings({ configFile: file, env: {} });
+  };
+  try {
+    const key = (name: string) => cosignerVerifierKey(name, generateKeyPairSync('ed25519').publicKey);
+    const good = [
+      { url: 'https://w1.example/submit', publicKey: key('w1.example/a') },
+      { url: 'http://127.0.0.1:9000', publicKey: key('w2.example/b') },
+    ];
+    t.deepEqual((await load(good)).ledger.witnesses, good);
+    t.deepEqual((await load([])).ledger.witnesses, []);
+    const refused = async (witnesses: unknown, message: RegExp) => {
+      const err = await t.throwsAsync(load(witnesses), { instanceOf: SettingsError });
+      t.regex(err!.message, message);
+    };
+    const w1 = key('w1.example/a');
+    await refused(
+      [{ url: 'https://w1.example', publicKey: w1.replace(/\+[0-9a-f]{8}\+/, '+00000000+') }],
+      /ledger\.witnesses\[0\]\.publicKey.*key id/,
+    );
+    const asNoteKey = w1.replace(/\+B/, '+A');
+    await refused([{ url: 'https://w1.example', publicKey: asNoteKey }], /ledger\.witnesses\[0\]\.publicKey/);
+    await refused([{ url: 'ftp://w1.example', publicKey: w1 }], /ledger\.witnesses\[0\]\.url/);
+    await refused(
+      [
+        { url: 'https://w1.example', publicKey: w1 },
+        { url: 'https://w1-again.example', publicKey: key('w1.example/a') },
+      ],
+      /ledger\.witnesses\[1\].*duplicate/,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
