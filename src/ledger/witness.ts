@@ -19,6 +19,8 @@ import { consistencyProofFromTiles } from './witness-proof.js';
  *   none from 0), a blank line, then the signed checkpoint. `old` is the size this process last saw
  *   the witness cosign (0 when it knows none: a witness that has cosigned before answers 409 with
  *   its size, `text/x.tlog.size`, and the request is made again from that size, at most twice).
+ *   A witness whose size is above this checkpoint's has cosigned a newer one (sent by another
+ *   process): not a failure, the next round sends the newest.
  * - A 200's lines are kept only when they are valid cosignatures by that witness's configured key
  *   over this checkpoint; none valid counts as `invalid`.
  * - A witness that is down, slow (5 s), or refuses (403, 404, 409 for the same size, 422 ...)
@@ -78,6 +80,8 @@ interface WitnessState {
 
 type Outcome =
   | { result: 'cosigned'; cosignature: Cosignature }
+  /** The witness has cosigned a larger tree (another process of this deployment sent it): nothing to do. */
+  | { result: 'behind'; size: number }
   | { result: 'conflict' | 'refused' | 'failed' | 'unreachable' | 'invalid'; detail: string; status?: number };
 
 function witnessOf(setting: WitnessSetting): Witness {
@@ -112,7 +116,7 @@ async function exchange(
 ): Promise<Outcome> {
   for (let attempt = 0; ; attempt++) {
     const old = state.known;
-    if (old > checkpoint.size) return { result: 'refused', detail: `it has cosigned a larger tree (size ${old})` };
+    if (old > checkpoint.size) return { result: 'behind', size: old };
     const proof = await consistencyProofFromTiles(tiles, wid, old, checkpoint.size);
     let res: Response;
     let text: string;
@@ -135,6 +139,10 @@ async function exchange(
     }
     if (res.status === 409) {
       const size = conflictSize(res, text);
+      if (size !== null && size > checkpoint.size) {
+        state.known = size;
+        return { result: 'behind', size };
+      }
       if (size !== null && size !== old && attempt < CONFLICT_RETRIES) {
         state.known = size;
         continue;
@@ -178,6 +186,10 @@ export function createLedgerWitnesses(deps: LedgerWitnessesDeps): LedgerWitnesse
   };
 
   const report = (w: Witness, wid: string, size: number, outcome: Outcome, state: WitnessState) => {
+    if (outcome.result === 'behind') {
+      log.debug({ witness: w.key.name, workspaceId: wid, size, witnessSize: outcome.size }, 'a witness is ahead');
+      return;
+    }
     metrics.witnessSubmissions.inc({ witness: bounded(w.key.name, 'other'), result: outcome.result });
     if (outcome.result === 'cosigned') {
       state.failures = 0;

@@ -317,3 +317,43 @@ test.serial(
     }
   },
 );
+
+test.serial(
+  'with two workers both submit, and the witness cosigns the newest checkpoint without refusing either',
+  async (t) => {
+    const witness = await startWitness('witness.test/workers');
+    let workers: RunningServer | undefined;
+    const ownAgent = agent;
+    const ownKey = logKey;
+    try {
+      workers = await startServer({ args: ['--workers', '2'], config: config([witness]) });
+      agent = await createAgent(workers);
+      await decide(workers, 4);
+      await poll(
+        () => served(workers!),
+        (s) => s.size > 0,
+        { timeoutMs: 10_000 },
+      );
+      logKey = await keyOf(workers);
+      witness.trust(logKey);
+      for (let round = 0; round < 3; round++) {
+        await Promise.all([decide(workers, 3), decide(workers, 3)]);
+        await cosignedBy(workers, ['witness.test/workers']);
+      }
+      // A second worker's submission of a checkpoint the other already had cosigned is a 409 with
+      // the same size, then the same checkpoint again; never a consistency failure.
+      t.deepEqual(
+        witness.answers.filter((a) => a.status === 422 || a.status === 400 || a.status === 403),
+        [],
+      );
+      t.notRegex(workers.stdout() + workers.stderr(), /a witness refused a ledger checkpoint/);
+      const verified = await verify(workers, ['--witness', witness.verifierKey]);
+      t.is(verified.code, 0, verified.stdout + verified.stderr);
+    } finally {
+      await stopAndClean(workers);
+      await witness.close();
+      agent = ownAgent;
+      logKey = ownKey;
+    }
+  },
+);
