@@ -20,6 +20,7 @@ import { scorecardRoutes } from './scorecard/http.js';
 import { serviceTokensRoutes } from './service-tokens/http.js';
 import { ledgerRoutes, ledgerTilesRoutes } from './ledger/http.js';
 import { createLedgerTiles } from './ledger/tiles.js';
+import { createLedgerWitnesses } from './ledger/witness.js';
 import { mandatesRoutes } from './mandates/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
@@ -420,6 +421,14 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
   // Ledger checkpoints: every interval when records were added, and once more on shutdown.
   let checkpoints: NodeJS.Timeout | undefined;
   const checkpoint = checkpointer(services, log);
+  // Each new checkpoint to the configured witnesses, on its own timer (ledger/witness.ts).
+  const witnesses = createLedgerWitnesses({
+    store: app.store,
+    clock,
+    log,
+    witnesses: settings.ledger.witnesses,
+    everyMs: settings.ledger.checkpointIntervalMs,
+  });
 
   return {
     server,
@@ -431,6 +440,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       await server.start();
       checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
       checkpoints.unref();
+      witnesses.start();
       services.webhooks.start();
       services.githubCallbacks.start();
       services.sweeper.start();
@@ -442,6 +452,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       await services.githubCallbacks.stop();
       await services.sweeper.stop();
       clearInterval(checkpoints);
+      await witnesses.stop();
       await checkpoint();
       await observability.stop();
     },

@@ -12,6 +12,7 @@ export default class LedgerVerify extends SvcCommand {
     '<%= config.bin %> ledger verify --data-dir /var/lib/svc',
     '<%= config.bin %> ledger verify --bundle evidence.json --jwks jwks.json --json',
     '<%= config.bin %> ledger verify --url https://svc.example.com/v1/ledger/ws_123/ --key "$(svc ledger key --workspace ws_123 | cut -d" " -f2)"',
+    '<%= config.bin %> ledger verify --url https://svc.example.com/v1/ledger/ws_123/ --key "$KEY" --witness "$W1" --witness "$W2" --quorum 1',
   ];
   static override flags = {
     'data-dir': dataDirFlag,
@@ -26,12 +27,22 @@ export default class LedgerVerify extends SvcCommand {
     }),
     key: Flags.string({ description: 'with --url: the signed-note verifier key to trust (svc ledger key)' }),
     token: Flags.string({ description: 'with --url: a service token with evidence:read', env: 'SVC_TOKEN' }),
+    witness: Flags.string({
+      description: "with --url: a witness's cosignature verifier key (tlog-cosignature); repeat for each witness",
+      multiple: true,
+      dependsOn: ['url'],
+    }),
+    quorum: Flags.integer({
+      description: 'with --witness: how many of the given witnesses must have cosigned the checkpoint (default: all)',
+      min: 1,
+      dependsOn: ['witness'],
+    }),
   };
 
   async run(): Promise<LedgerCheck> {
     const { flags } = await this.parse(LedgerVerify);
     const result = flags.url
-      ? await this.remote(flags.url, flags.key!, flags.token)
+      ? await this.remote(flags.url, flags.key!, flags.token, flags.witness ?? [], flags.quorum)
       : flags.bundle
         ? checkBundle(flags.bundle, flags.jwks, (line) => this.logToStderr(line))
         : await checkStore({ dataDir: flags['data-dir'], store: flags.store, workspace: flags.workspace });
@@ -41,8 +52,20 @@ export default class LedgerVerify extends SvcCommand {
     return result;
   }
 
-  private async remote(url: string, key: string, token: string | undefined): Promise<LedgerCheck> {
-    const report = await verifyRemote({ url, key, ...(token ? { token } : {}) });
+  private async remote(
+    url: string,
+    key: string,
+    token: string | undefined,
+    witnesses: string[],
+    quorum: number | undefined,
+  ): Promise<LedgerCheck> {
+    const report = await verifyRemote({
+      url,
+      key,
+      witnesses,
+      ...(token ? { token } : {}),
+      ...(quorum === undefined ? {} : { quorum }),
+    });
     return { ok: report.ok, ledgers: [report], keysFrom: 'key' };
   }
 }

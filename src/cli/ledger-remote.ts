@@ -1,4 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { cosignaturesIn, parseCosignerKey, type CosignerKey } from '../ledger/cosignature.js';
 import { leafHash, nodeHash } from '../ledger/merkle.js';
 import { noteKeyId, openNote, parseCheckpointBody, verifierKey } from '../ledger/note.js';
 import { encodeTileIndex, TILE_WIDTH } from '../ledger/tiles.js';
@@ -76,6 +77,36 @@ export function parseVerifierKey(text: string): { name: string; publicKey: KeyOb
   return { name, publicKey };
 }
 
+/** Reads the --witness keys (cosignature/v1 Ed25519 verifier keys); a usage error when one is malformed. */
+export function parseWitnessKeys(texts: readonly string[]): CosignerKey[] {
+  return texts.map((text) => {
+    try {
+      return parseCosignerKey(text);
+    } catch (err) {
+      throw new CliFailure(`--witness ${JSON.stringify(text)}: ${(err as Error).message}`, {
+        exit: EXIT.usage,
+        type: 'invalid_request',
+      });
+    }
+  });
+}
+
+/**
+ * Null when the checkpoint carries valid cosignatures (C2SP tlog-cosignature) by at least `quorum`
+ * of the given witnesses (each counted once); otherwise what is missing.
+ */
+export function quorumProblem(
+  note: string,
+  body: string,
+  witnesses: readonly CosignerKey[],
+  quorum: number,
+): string | null {
+  const by = witnesses.filter((w) => cosignaturesIn(note, body, w).length > 0).map((w) => w.name);
+  if (by.length >= quorum) return null;
+  const named = by.length === 0 ? 'none of the given witnesses' : by.join(', ');
+  return `the checkpoint is cosigned by ${named}: ${by.length} of the ${quorum} required by --quorum`;
+}
+
 type Get = (path: string) => Promise<Buffer>;
 
 function fetcher(base: string, token: string | undefined): Get {
@@ -130,11 +161,25 @@ function rootOfHashes(hashes: readonly Buffer[]): Buffer {
 
 /**
  * Verifies a ledger served in the tlog-tiles layout from its checkpoint, tiles and entry bundles
- * alone: the checkpoint's signature by `key`, every entry's leaf hash against the level-0 tiles,
+ * alone: the checkpoint's signature by `key`, its cosignatures by a quorum of `witnesses`, every entry's leaf hash against the level-0 tiles,
  * every tile level against the one below, and the root the tiles give against the signed one.
  */
-export async function verifyRemote(options: { url: string; key: string; token?: string }): Promise<LedgerVerifyReport> {
+export async function verifyRemote(options: {
+  url: string;
+  key: string;
+  token?: string;
+  /** Witness verifier keys, of which `quorum` must have cosigned the checkpoint. */
+  witnesses?: readonly string[];
+  quorum?: number;
+}): Promise<LedgerVerifyReport> {
   const { name, publicKey } = parseVerifierKey(options.key);
+  const witnesses = parseWitnessKeys(options.witnesses ?? []);
+  const quorum = options.quorum ?? witnesses.length;
+  if (quorum > witnesses.length)
+    throw new CliFailure(`--quorum ${quorum} needs at least ${quorum} --witness keys, got ${witnesses.length}`, {
+      exit: EXIT.usage,
+      type: 'invalid_request',
+    });
   const get = fetcher(options.url, options.token);
   const report = (size: number, origin: string, firstBadIndex: number | null, problem: string | null) => ({
     ok: problem === null,
@@ -145,9 +190,12 @@ export async function verifyRemote(options: { url: string; key: string; token?: 
     firstBadIndex,
     problem,
   });
-  const opened = openNote((await get('checkpoint')).toString('utf8'), name, publicKey);
+  const note = (await get('checkpoint')).toString('utf8');
+  const opened = openNote(note, name, publicKey);
   if (!opened) return report(0, name, null, `the checkpoint is not signed by ${verifierKey(name, publicKey)}`);
   const { origin, size, rootHash } = parseCheckpointBody(opened.body);
+  const unwitnessed = quorum > 0 ? quorumProblem(note, opened.body, witnesses, quorum) : null;
+  if (unwitnessed) return report(size, origin, null, unwitnessed);
   if (size === 0) return report(0, origin, null, rootHash.equals(rootOfEmpty()) ? null : 'the empty root is wrong');
   // Level 0 from the entry bundles, checked against the served level-0 tiles.
   const leaves: Buffer[] = [];

@@ -43,3 +43,18 @@ export interface CheckpointRecord {
   /** The ledger key that signed it. */
   kid: string;
 }
+
+/** The witnesses' cosignatures of one signed checkpoint (C2SP tlog-cosignature), one per witness. */
+export interface CosignaturesRecord {
+  size: number;
+  lines: Array<{
+    /** The witness's key name. */
+    witness: string;
+    /** The signature line as the witness gave it (`— <name> <base64>`), without its newline. */
+    line: string;
+    /** The cosignature's own time (POSIX seconds). */
+    timestamp: number;
+    /** When svc stored it. */
+    at: string;
+  }>;
+}

@@ -1,9 +1,9 @@
 import type { Store } from '../store/index.js';
-import type { CheckpointRecord, LedgerEntry, LedgerHead } from './records.js';
+import type { CheckpointRecord, CosignaturesRecord, LedgerEntry, LedgerHead } from './records.js';
 
 /**
  * The ledger's reads and writes: per workspace, its head, its entries ([wid, index]) and its
- * signed checkpoints ([wid, size]). Inside a store write, reads see and writes join that write's
+ * signed checkpoints ([wid, size]) and the witnesses' cosignatures of them ([wid, size]). Inside a store write, reads see and writes join that write's
  * transaction (the store's ambient transaction), so an append that reads the head and writes the
  * next entry conflicts with, and retries after, a concurrent append to the same ledger.
  */
@@ -39,6 +39,14 @@ export function ledgerRepo(store: Store) {
     /** Only inside store.write(). */
     putCheckpoint(wid: string, checkpoint: CheckpointRecord): Promise<void> {
       return t.checkpoints.put([wid, checkpoint.size], checkpoint);
+    },
+    /** The witnesses' cosignatures of the checkpoint of `size`, if any. */
+    cosignatures(wid: string, size: number): Promise<CosignaturesRecord | undefined> {
+      return t.cosignatures.get([wid, size]);
+    },
+    /** Only inside store.write(). */
+    putCosignatures(wid: string, record: CosignaturesRecord): Promise<void> {
+      return t.cosignatures.put([wid, record.size], record);
     },
   };
 }

@@ -14,6 +14,8 @@ import { ledgerRepo } from './repo.js';
  *   Level 0 holds the leaf hashes stored with each entry (RFC 9162 SHA-256(0x00 || bytes)).
  * - An entry bundle holds the same entries' exact bytes (the RFC 8785 JSON that was hashed),
  *   each after its length as a big-endian 16-bit number.
+ * - The checkpoint is served with the witnesses' cosignatures stored for it (witness.ts) after
+ *   the log's own signature, as further signature lines of the same note.
  * - Tile and bundle contents for a given path never change once served (a ledger only grows), so
  *   full tiles are kept in a small memory cache and every such answer may be cached for good.
  */
@@ -91,7 +93,10 @@ function perfectRoot(hashes: readonly Buffer[]): Buffer {
 
 /** A ledger's checkpoint, tiles and entry bundles as a verifier outside svc reads them. */
 export interface LedgerTiles {
-  /** The newest signed checkpoint (a C2SP signed note), or null when none is signed yet. Reads the checkpoints. */
+  /**
+   * The newest signed checkpoint (a C2SP signed note) with the witnesses' cosignature lines stored
+   * for it, or null when none is signed yet. Reads the checkpoints and their cosignatures.
+   */
   checkpoint(wid: string): Promise<string | null>;
   /**
    * The bytes of a tile or entry bundle of the log as of the newest signed checkpoint; null when
@@ -160,7 +165,10 @@ export function createLedgerTiles(deps: LedgerTilesDeps): LedgerTiles {
 
   return {
     async checkpoint(wid) {
-      return (await signedSize(wid))?.note ?? null;
+      const signed = await signedSize(wid);
+      if (!signed) return null;
+      const cosigned = await repo.cosignatures(wid, signed.size);
+      return signed.note + (cosigned?.lines ?? []).map((l) => `${l.line}\n`).join('');
     },
     async tile(wid, ref) {
       const signed = await signedSize(wid);

@@ -135,6 +135,12 @@ export const metrics = {
     labelNames: ['result'] as const,
     registers: [eventRegistry],
   }),
+  witnessSubmissions: new Counter({
+    name: 'svc_ledger_witness_submissions_total',
+    help: 'Ledger checkpoints sent to witnesses, by witness (its key name) and result: cosigned, or why not (conflict, refused, failed, unreachable, invalid).',
+    labelNames: ['witness', 'result'] as const,
+    registers: [eventRegistry],
+  }),
   oauthGrants: new Counter({
     name: 'svc_oauth_grants_total',
     help: 'OAuth token requests, by grant type and outcome (issued, or the OAuth error code).',

@@ -1,4 +1,5 @@
-import { bool, group, int, oneOf, string } from './define.js';
+import { createHash } from 'node:crypto';
+import { bool, group, int, list, object, oneOf, string } from './define.js';
 
 /**
  * Work the server does in the background, and what it tells of itself: outbound webhooks, the
@@ -58,7 +59,56 @@ export const ledger = group({
     env: 'SVC_LEDGER_PUBLIC',
     doc: "anyone may read each workspace ledger's checkpoint, tiles and entry bundles under `/v1/ledger/{workspaceId}/` ([outside verification](gate.md#outside-verification)); otherwise a token or session with evidence:read",
   }),
+  witnesses: list(
+    object({
+      url: string({
+        required: true,
+        joi: (s) => s.uri({ scheme: ['http', 'https'] }).max(2000),
+        doc: "the witness's submission prefix: svc posts to `<url>/add-checkpoint`",
+      }),
+      publicKey: string({
+        required: true,
+        joi: (s) =>
+          s
+            .custom((value: string) => {
+              if (!isCosignerKey(value)) throw new Error('not a cosigner key');
+              return value;
+            })
+            .messages({
+              'any.custom':
+                '{{#label}} must be a witness cosignature key <name>+<key id>+<base64 of 0x04 and the Ed25519 key>, its key id matching',
+            }),
+        doc: "the witness's cosignature verifier key (`<name>+<key id>+<base64 key>`, C2SP tlog-cosignature Ed25519)",
+      }),
+    }),
+    {
+      default: [],
+      max: 32,
+      // One witness per name: its cosignatures are stored and counted by it.
+      joi: (s) =>
+        s.unique((a: { publicKey: string }, b: { publicKey: string }) => nameOf(a.publicKey) === nameOf(b.publicKey)),
+      doc: 'witnesses svc sends each new signed checkpoint to, with its consistency proof (C2SP tlog-witness `add-checkpoint`), and whose cosignatures it stores and serves with the checkpoint ([witnesses](gate.md#witnesses))',
+    },
+  ),
 });
+
+const nameOf = (key: string) => key.slice(0, key.indexOf('+'));
+
+/**
+ * A C2SP tlog-cosignature Ed25519 verifier key: `<name>+<8 hex key id>+<base64(0x04 || key)>`,
+ * its key id the first 4 bytes of SHA-256(name || 0x0A || 0x04 || key).
+ */
+function isCosignerKey(text: string): boolean {
+  const m = /^([^\s+\p{Cc}]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/]{44})$/iu.exec(text);
+  if (!m) return false;
+  const raw = Buffer.from(m[3]!, 'base64');
+  if (raw.length !== 33 || raw[0] !== 0x04 || raw.toString('base64') !== m[3]) return false;
+  const id = createHash('sha256')
+    .update(Buffer.concat([Buffer.from(`${m[1]}\n`, 'utf8'), raw]))
+    .digest()
+    .subarray(0, 4);
+  return id.toString('hex') === m[2]!.toLowerCase();
+}
 
 export const retention = group({
   days: int({

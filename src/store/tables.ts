@@ -21,7 +21,7 @@ import type {
   IntegrationRecord,
 } from '../integrations/records.js';
 import type { KeyRecord } from '../keys/records.js';
-import type { CheckpointRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
+import type { CheckpointRecord, CosignaturesRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
 import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
 import type { McpCredentialRecord, McpOAuthPendingRecord, McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
 import type {
@@ -208,6 +208,8 @@ export const tableSpec = {
   ledger: table<LedgerEntry>(),
   /** [wid, size] -> signed checkpoint */
   checkpoints: table<CheckpointRecord>(),
+  /** [wid, size] -> the witnesses' cosignatures of that checkpoint */
+  cosignatures: table<CosignaturesRecord>(),
   /** [wid, section, name] -> what svc apply wrote from a workspace file (created by it, its secret's variable) */
   setupResources: table<SetupResourceRecord>(),
 } as const;
