@@ -153,7 +153,8 @@ function componentName(item: [unknown, Map<string, unknown>]): string | null {
   const [name, params] = item;
   if (typeof name !== 'string') return null;
   let out = JSON.stringify(name);
-  for (const [k, v] of params) out += v === true ? `;${k}` : `;${k}=${typeof v === 'string' ? JSON.stringify(v) : String(v)}`;
+  for (const [k, v] of params)
+    out += v === true ? `;${k}` : `;${k}=${typeof v === 'string' ? JSON.stringify(v) : String(v)}`;
   return out;
 }
 
@@ -267,7 +268,8 @@ export async function verifyRequest(message: HttpRequestMessage, options: Verify
     return fail('no_signature', 'the request carries no Signature-Input and Signature');
   const inputs = parseSignatureInput(inputValue);
   if (!inputs) return fail('malformed', 'Signature-Input is not a dictionary of signature inputs');
-  const input = (options.select ? inputs.find(options.select) : undefined) ?? (inputs.length === 1 ? inputs[0] : undefined);
+  const input =
+    (options.select ? inputs.find(options.select) : undefined) ?? (inputs.length === 1 ? inputs[0] : undefined);
   if (!input) return fail('no_signature', 'no signature of the expected kind');
   const bytes = signatureBytes(sigValue, input.label);
   if (!bytes) return fail('malformed', `Signature has no byte sequence for ${input.label}`);

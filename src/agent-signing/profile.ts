@@ -91,7 +91,11 @@ export function verifyAgentRequest(
     keyFor: (kid) => keys.get(kid),
     now: nowSeconds,
     select: (input) => input.params.tag === TAG,
-    requiredComponents: ['@authority', ...(hasAgent ? ['signature-agent'] : []), ...(hasBody ? ['content-digest'] : [])],
+    requiredComponents: [
+      '@authority',
+      ...(hasAgent ? ['signature-agent'] : []),
+      ...(hasBody ? ['content-digest'] : []),
+    ],
     requiredParams: ['created', 'expires', 'keyid', 'tag'],
     maxWindowSeconds: MAX_WINDOW_SECONDS,
     skewSeconds: 60,

@@ -55,7 +55,8 @@ export const signHttpSchema = Joi.object<SignHttpInput>({
     .required()
     .custom((value: string, helpers) => {
       const url = new URL(value);
-      if (url.username || url.password) return helpers.message({ custom: '{{#label}} must not carry a user name or password' });
+      if (url.username || url.password)
+        return helpers.message({ custom: '{{#label}} must not carry a user name or password' });
       if (!url.hostname) return helpers.message({ custom: '{{#label}} must name a host' });
       return value;
     }),

@@ -81,9 +81,7 @@ export interface AgentSigningDeps {
   baseUrl: () => string;
 }
 
-type Outcome =
-  | { kind: 'signed'; key: AgentSigningKeyRecord }
-  | { kind: 'refused'; error: AppError };
+type Outcome = { kind: 'signed'; key: AgentSigningKeyRecord } | { kind: 'refused'; error: AppError };
 
 const liveAt = (nowMs: number) => (r: AgentSigningKeyRecord) =>
   r.retiredAt === null || Date.parse(r.retiredAt) + RETIRED_GRACE_MS > nowMs;

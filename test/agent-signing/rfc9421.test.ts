@@ -51,7 +51,7 @@ const B26_SIGNATURE =
 const keyFor = (kid: string) => (kid === 'test-key-ed25519' ? publicKey : undefined);
 const NOW = 1618884473 + 10;
 
-test('B.2.6: svc signs the test request with the test key to the RFC\'s exact bytes', async (t) => {
+test("B.2.6: svc signs the test request with the test key to the RFC's exact bytes", async (t) => {
   const out = await signRequest(REQUEST, {
     label: 'sig-b26',
     components: ['date', '@method', '@path', '@authority', 'content-type', 'content-length'],
@@ -62,13 +62,19 @@ test('B.2.6: svc signs the test request with the test key to the RFC\'s exact by
   t.is(out.signature, B26_SIGNATURE);
 });
 
-test('B.2.6: svc verifies the RFC\'s signature, and not the same bytes over another request', async (t) => {
-  const signed = { ...REQUEST, headers: { ...REQUEST.headers, 'signature-input': B26_INPUT, signature: B26_SIGNATURE } };
+test("B.2.6: svc verifies the RFC's signature, and not the same bytes over another request", async (t) => {
+  const signed = {
+    ...REQUEST,
+    headers: { ...REQUEST.headers, 'signature-input': B26_INPUT, signature: B26_SIGNATURE },
+  };
   const ok = await verifyRequest(signed, { keyFor, now: NOW });
   t.true(ok.ok, JSON.stringify(ok));
   if (ok.ok) t.is(ok.keyid, 'test-key-ed25519');
 
-  const otherPath = await verifyRequest({ ...signed, url: 'https://example.com/bar?param=Value&Pet=dog' }, { keyFor, now: NOW });
+  const otherPath = await verifyRequest(
+    { ...signed, url: 'https://example.com/bar?param=Value&Pet=dog' },
+    { keyFor, now: NOW },
+  );
   t.deepEqual(otherPath.ok ? null : otherPath.reason, 'bad_signature');
   const otherDate = await verifyRequest(
     { ...signed, headers: { ...signed.headers, date: 'Tue, 20 Apr 2021 02:07:56 GMT' } },
@@ -78,7 +84,10 @@ test('B.2.6: svc verifies the RFC\'s signature, and not the same bytes over anot
 });
 
 test('the verifier refuses what it must: missing components, unknown keys, algorithms, time, another body', async (t) => {
-  const signed = { ...REQUEST, headers: { ...REQUEST.headers, 'signature-input': B26_INPUT, signature: B26_SIGNATURE } };
+  const signed = {
+    ...REQUEST,
+    headers: { ...REQUEST.headers, 'signature-input': B26_INPUT, signature: B26_SIGNATURE },
+  };
   const reason = async (m: HttpRequestMessage, o: Partial<Parameters<typeof verifyRequest>[1]> = {}) => {
     const r = await verifyRequest(m, { keyFor, now: NOW, ...o });
     return r.ok ? 'ok' : r.reason;
@@ -94,7 +103,9 @@ test('the verifier refuses what it must: missing components, unknown keys, algor
     'algorithm_not_allowed',
   );
   // An RSA or P-256 key under the same keyid is never used as Ed25519.
-  const { publicKey: ecKey } = await import('node:crypto').then((c) => c.generateKeyPairSync('ec', { namedCurve: 'P-256' }));
+  const { publicKey: ecKey } = await import('node:crypto').then((c) =>
+    c.generateKeyPairSync('ec', { namedCurve: 'P-256' }),
+  );
   t.is(await reason(signed, { keyFor: () => ecKey }), 'unknown_key');
 
   // A signature that covers content-digest, over another body.
@@ -145,7 +156,9 @@ test('property: inputs built from components and parameters parse back to them',
   const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/);
   fc.assert(
     fc.property(
-      fc.uniqueArray(fc.oneof(name, fc.constantFrom('@method', '@authority', '@path', '@target-uri')), { maxLength: 8 }),
+      fc.uniqueArray(fc.oneof(name, fc.constantFrom('@method', '@authority', '@path', '@target-uri')), {
+        maxLength: 8,
+      }),
       fc.integer({ min: 0, max: 2 ** 31 }),
       fc.stringMatching(/^[A-Za-z0-9_-]{1,43}$/),
       (components, created, keyid) => {
