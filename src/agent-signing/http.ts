@@ -22,6 +22,7 @@ export const agentSigningRoutes: Plugin<{ signing: AgentSigning; guards: Guards 
         method: 'POST',
         path: '/v1/signatures/http',
         options: {
+          description: "Sign an agent's outbound HTTP request (RFC 9421, Web Bot Auth)",
           auth: AGENT_KEY,
           plugins: { svc: { gateRateLimit: true, errors: ['agent_stopped', 'signing_not_allowed'] } },
           validate: { payload: signHttpSchema },
@@ -34,7 +35,11 @@ export const agentSigningRoutes: Plugin<{ signing: AgentSigning; guards: Guards 
       {
         method: 'GET',
         path: DIRECTORY_PATH,
-        options: { auth: false, ext: { onPreAuth: guards.publicRoute('public') } },
+        options: {
+          description: "The agents' public signing keys (Web Bot Auth key directory)",
+          auth: false,
+          ext: { onPreAuth: guards.publicRoute('public') },
+        },
         async handler(request, h) {
           const host = String(request.headers.host ?? request.info.host);
           const directory = await signing.directory({

@@ -1,7 +1,7 @@
 import Joi from 'joi';
 
 /**
- * What an agent asks svc to sign (docs/signed-requests.md#asking-svc-to-sign).
+ * What an agent asks svc to sign (docs/signed-requests.md#what-svc-signs).
  * Rules:
  * - `method`: an HTTP method token, upper-cased.
  * - `url`: absolute http or https, at most 8192 characters, without user name or password

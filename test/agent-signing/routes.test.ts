@@ -9,7 +9,7 @@ import { ROTATE_AFTER_MS, RETIRED_GRACE_MS } from '../../src/agent-signing/servi
 import { consoleClient } from '../helpers/console.js';
 import { manualClock } from '../helpers/clock.js';
 import { createAgent, type AgentFixture } from '../helpers/gate.js';
-import { bearer, call } from '../helpers/http.js';
+import { bearer, call, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -406,3 +406,18 @@ test.serial(
     t.false(JSON.stringify(stored).includes('"d"'), 'only the sealed private half is stored');
   },
 );
+
+test.serial('the routes are in the OpenAPI document, with their schemas from joi and their errors', async (t) => {
+  const res = await call(server.url, 'GET', '/openapi.json');
+  t.is(res.status, 200);
+  const doc = res.body as unknown as { paths: Record<string, Record<string, Json>> };
+  const op = doc.paths['/v1/signatures/http']!.post;
+  t.deepEqual(op.security, [{ agentKey: [] }]);
+  const schema = op.requestBody.content['application/json'].schema;
+  t.deepEqual(schema.required.sort(), ['method', 'url']);
+  t.truthy(schema.properties.headers);
+  t.deepEqual(op.responses['403']['x-svc-error-types'].sort(), ['agent_stopped', 'signing_not_allowed']);
+  const dir = doc.paths['/.well-known/http-message-signatures-directory']!.get;
+  t.truthy(dir);
+  t.is(String((await directory()).headers['cache-control']), 'public, max-age=60');
+});
