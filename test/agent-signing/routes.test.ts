@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
-import { httpbis, createVerifier } from 'http-message-signatures';
+import { httpbis, createSigner, createVerifier } from 'http-message-signatures';
 import { signatureHeaders, verify as wbaVerify } from 'web-bot-auth';
 import { signerFromJWK, verifierFromJWK } from 'web-bot-auth/crypto';
 import { verifyAgentRequest } from '../../src/agent-signing/index.js';
@@ -58,6 +58,7 @@ test.serial(
     const res = await sign(fx.key, { method: 'get', url, headers: { Accept: 'text/html' } });
     t.is(res.status, 200, res.text);
     t.deepEqual(Object.keys(res.body).sort(), ['signature', 'signature-agent', 'signature-input']);
+    t.truthy(res.headers['ratelimit-limit'], "it counts against the agent's gate rate limit");
     const sig = res.body as Record<string, string>;
     t.is(sig['signature-agent'], JSON.stringify(`${server.url}${DIRECTORY}`), 'Signature-Agent names the directory');
     t.regex(
@@ -217,6 +218,24 @@ test.serial(
     const nowS = Math.floor(now.getTime() / 1000);
     const ok = await verifyAgentRequest(signed, keys, nowS);
     t.true(ok.ok, JSON.stringify(ok));
+
+    // One http-message-signatures makes, with the same profile.
+    const byLibrary = await httpbis.signMessage(
+      {
+        key: createSigner(privateKey, 'ed25519', kid),
+        name: 'sig2',
+        fields: ['@authority', 'signature-agent'],
+        params: ['created', 'expires', 'keyid', 'tag'],
+        paramValues: { created: now, expires: new Date(now.getTime() + 300_000), tag: 'web-bot-auth' },
+      },
+      request,
+    );
+    const libraryOk = await verifyAgentRequest(
+      { ...request, headers: byLibrary.headers as Record<string, string> },
+      keys,
+      Math.floor(now.getTime() / 1000),
+    );
+    t.true(libraryOk.ok, JSON.stringify(libraryOk));
 
     // Without signature-agent covered while the header is sent: refused by name.
     const bare = await signatureHeaders({ ...request, headers: {} }, signer, {
