@@ -205,13 +205,15 @@ export function createAgentSigning(deps: AgentSigningDeps): AgentSigning {
   /** The keys the directory lists at a time: of agents not stopped, current or within grace, oldest first. */
   async function listedKeys(nowMs: number): Promise<AgentSigningKeyRecord[]> {
     const all = (await repo.all()).filter(liveAt(nowMs));
-    const standing = new Map<string, boolean>();
-    for (const r of all) {
-      const id = `${r.workspaceId}/${r.agentId}`;
-      if (!standing.has(id)) standing.set(id, !(await readStanding(store, r.workspaceId, r.agentId)).stopped);
-    }
+    const agents = new Map(all.map((r) => [`${r.workspaceId}/${r.agentId}`, r]));
+    const running = new Set<string>();
+    await Promise.all(
+      [...agents].map(async ([id, r]) => {
+        if (!(await readStanding(store, r.workspaceId, r.agentId)).stopped) running.add(id);
+      }),
+    );
     return all
-      .filter((r) => standing.get(`${r.workspaceId}/${r.agentId}`))
+      .filter((r) => running.has(`${r.workspaceId}/${r.agentId}`))
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.kid.localeCompare(b.kid));
   }
 }
