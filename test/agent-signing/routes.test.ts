@@ -140,6 +140,8 @@ test.serial(
       covered: ['@method', '@target-uri', '@authority', 'signature-agent', 'accept'],
     });
     t.is(issued[0]!.actor, `agent:${fx.agentId}`);
+    t.false(JSON.stringify(issued[0]!.data).includes('text/html'), 'header values are not recorded');
+    t.false(JSON.stringify(issued[0]!.data).includes('item=42'), 'nor the query');
   },
 );
 
