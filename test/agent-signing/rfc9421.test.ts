@@ -1,14 +1,8 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
-import {
-  digestMatches,
-  parseSignatureInput,
-  signatureBytes,
-  signRequest,
-  verifyRequest,
-  type HttpRequestMessage,
-} from '../../src/agent-signing/httpsig.js';
+import { digestMatches, parseSignatureInput, signatureBytes } from '../../src/agent-signing/parse.js';
+import { signRequest, verifyRequest, type HttpRequestMessage } from '../../src/agent-signing/httpsig.js';
 
 /**
  * svc's RFC 9421 signer and verifier (src/agent-signing/httpsig.ts) against the RFC's own answer:
