@@ -10,6 +10,7 @@ import { createWebhooks, type Webhooks } from './webhooks/service.js';
 import { createChat, type Chat } from './chat/service.js';
 import { createLedger, type Ledger } from './ledger/service.js';
 import { createMandates, type Mandates } from './mandates/index.js';
+import { createAgentSigning, type AgentSigning } from './agent-signing/index.js';
 import { createReceipts, type Receipts } from './receipts/service.js';
 import { createSigningKeys, type SigningKeys } from './signing/service.js';
 import { isoAt, systemClock, type Clock } from './lib/clock.js';
@@ -165,6 +166,8 @@ export interface Services {
   keys: KeysService;
   serviceTokens: ServiceTokensService;
   mandates: Mandates;
+  /** Agents' signed HTTP requests (Web Bot Auth) and their key directory. */
+  agentSigning: AgentSigning;
   blueprints: BlueprintsService;
   signingKeys: SigningKeys;
   ledger: Ledger;
@@ -316,6 +319,7 @@ function decisionsServices(
   | 'plans'
   | 'agents'
   | 'mandates'
+  | 'agentSigning'
   | 'gate'
   | 'approvals'
   | 'keys'
@@ -386,6 +390,8 @@ function decisionsServices(
         ledger: s.ledger,
         maxRules: async (wid) => (await s.plans.allowances(wid)).mandateRules,
       }),
+    agentSigning: (s) =>
+      createAgentSigning({ store, clock, masterKey, ledger: s.ledger, mandates: s.mandates, baseUrl: issuer }),
     gate: (s) =>
       server('gate').gate.createGate({
         ...deps,

@@ -7,6 +7,7 @@ import { approvalsRoutes } from './approvals/http.js';
 import type { App } from './app.js';
 import { consoleRoutes } from './console/http.js';
 import { gateRoutes } from './gate/http.js';
+import { agentSigningRoutes } from './agent-signing/http.js';
 import { gatewayRoutes } from './gateway/http.js';
 import { mcpRoutes } from './mcp/http.js';
 import { credentialLive } from './mcp/sessions.js';
@@ -222,6 +223,7 @@ async function registerCoreRoutes(server: Server, { app, production, guards }: R
     options: { mandates: services.mandates, agents: services.agents, production, guards },
   });
   await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
+  await server.register({ plugin: agentSigningRoutes, options: { signing: services.agentSigning, guards } });
   await server.register({
     plugin: receiptsRoutes,
     options: { receipts: services.receipts, signingKeys: services.signingKeys, guards },

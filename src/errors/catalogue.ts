@@ -270,6 +270,12 @@ const catalogue = {
     message: 'The agent is stopped; nothing was sent.',
     fix: 'Ask the person the agent acts for, an owner or an admin to restart it in the console.',
   },
+  signing_not_allowed: {
+    status: 403,
+    section: 'signed-requests.md#when-svc-refuses',
+    message: "The agent's mandate does not name the request's domain; nothing was signed.",
+    fix: "Ask an owner to add the domain to a rule's domains in the agent's mandate, or sign requests only to domains it names.",
+  },
   policy_conflict: {
     status: 409,
     section: 'gateway.md#model-gateway',

@@ -1,4 +1,5 @@
 import type { AgentRecord, StopAllRecord } from '../agents/records.js';
+import type { AgentSigningKeyRecord } from '../agent-signing/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { BlueprintRecord } from '../blueprints/records.js';
 import type { ChatButtonRecord, ChatUserRecord } from '../chat/records.js';
@@ -195,6 +196,8 @@ export const tableSpec = {
   stopAll: table<StopAllRecord>(),
   /** kid -> receipt or ledger signing key (private half sealed with the master key) */
   signingKeys: table<SigningKeyRecord>(),
+  /** [wid, aid, kid] -> an agent's key for signing its HTTP requests (private half sealed with the master key) */
+  agentSigningKeys: table<AgentSigningKeyRecord>(),
   /** receipt jti -> first online verification time */
   receiptsSeen: table<string>(),
   /** receipt jti -> why it no longer stands (its action failed or was cancelled) */
