@@ -29,6 +29,7 @@ import { ROOT } from '../helpers/process.js';
 type Kind = 'per-instance' | 'constant' | 'request' | 'store' | 'tests';
 
 const STATE: Record<string, Kind> = {
+  'src/agent-signing/service.ts unsealed': 'per-instance',
   'src/gateway/breaker.ts state': 'per-instance',
   'src/gateway/cache.ts pending': 'per-instance',
   'src/gateway/calls.ts newTasks': 'per-instance',
@@ -65,6 +66,7 @@ const STATE: Record<string, Kind> = {
   'src/keys/service.ts resolved': 'per-instance',
   'src/ledger/append.ts appending': 'request',
   'src/ledger/tiles.ts cache': 'per-instance',
+  'src/ledger/witness.ts states': 'per-instance',
   'src/lib/generation-cache.ts entries': 'per-instance',
   'src/lib/money.ts formats': 'constant',
   'src/mcp/listings.ts listings': 'per-instance',
