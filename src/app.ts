@@ -66,6 +66,7 @@ import type { OAuth } from './oauth/service.js';
 import { deviceRepo } from './oauth/device/repo.js';
 import { createPendingActions } from './gate/pending.js';
 import type { Gate } from './gate/service.js';
+import type { Ap2 } from './ap2/service.js';
 
 /**
  * The modules of the services only the server uses: the gate, the model gateway and its call log
@@ -79,6 +80,7 @@ import type { Gate } from './gate/service.js';
 function loadServerModules() {
   return importAll({
     gate: import('./gate/service.js'),
+    ap2: import('./ap2/service.js'),
     drills: import('./drills/service.js'),
     scorecard: import('./scorecard/service.js'),
     calls: import('./gateway/calls.js'),
@@ -168,6 +170,8 @@ export interface Services {
   ledger: Ledger;
   receipts: Receipts;
   gate: Gate;
+  /** AP2 in: trusted issuers, holder keys, imported mandates, presentations at authorize. */
+  ap2: Ap2;
   killSwitch: KillSwitch;
   approvals: Approvals;
   drills: Drills;
@@ -313,6 +317,7 @@ function decisionsServices(
   | 'agents'
   | 'mandates'
   | 'gate'
+  | 'ap2'
   | 'approvals'
   | 'keys'
   | 'serviceTokens'
@@ -389,7 +394,9 @@ function decisionsServices(
         receipts: s.receipts,
         approvals: approvalOpener,
         approvalTtlMs,
+        ap2: s.ap2,
       }),
+    ap2: (s) => server('ap2').ap2.createAp2({ ...deps, ledger: s.ledger, mandates: s.mandates }),
     approvals: (s) =>
       createApprovals({
         ...deps,

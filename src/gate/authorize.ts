@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
+import type { Presented } from '../ap2/service.js';
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt } from '../lib/clock.js';
 import { bounded, metrics } from '../lib/metrics.js';
@@ -15,6 +16,9 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  * Deciding one action request (the gate's rules are listed in ./service.ts), as an ordered list of
  * steps, each a small function below:
  *  1. `askedOf`: the request's id, time, session, idempotency key and fingerprint.
+ *     `presentedMandate`: a presented AP2 closed mandate verified (src/ap2/presentation.ts),
+ *     before anything is written; in the write it is admitted (nonce unused, mandate presentable)
+ *     after `replay`, only its mandate's rules judge, and its nonce is kept after `store`.
  *  2. `presignAhead`: a payment the store would allow now gets its receipt signed on the thread
  *     pool, outside the write (used only if the write's own decision allows it too).
  *  In one store.write():
@@ -54,17 +58,23 @@ export function createAuthorize(deps: AuthorizeDeps) {
     options: AuthorizeOptions = {},
   ): Promise<Authorized> {
     const asked = askedOf(deps, c, input, options);
-    const presigned = await presignAhead(deps, asked);
+    const presented = await presentedMandate(deps, asked);
+    const presigned = await presignAhead(deps, asked, presented);
     const decided = await deps.store.write(async (): Promise<Authorized> => {
       const first = await replay(deps, asked);
       if (first) return first;
-      const verdict = mustAnswerNow(await decide(deps, c, input, asked.now), options.cannotWait);
-      const action = actionOf(asked, verdict);
+      if (presented) await deps.ap2!.admitInWrite(c, presented, asked.now);
+      const verdict = mustAnswerNow(
+        await decide(deps, c, input, asked.now, presented?.mandateId ?? null),
+        options.cannotWait,
+      );
+      const action = actionOf(asked, verdict, presented);
       await openApproval(deps, asked, verdict, action);
       await charge(deps, action);
       await issueReceipt(deps, asked, verdict, action, presigned);
       await recordEvidence(deps, verdict, action);
       await store(deps, asked, action);
+      if (presented) await deps.ap2!.presentedInWrite(c, presented, action.id, action.createdAt);
       const view = toActionView(action);
       await options.inWrite?.(view, false);
       return { action: view, replayed: false };
@@ -103,12 +113,12 @@ function fingerprint(input: AuthorizeInput, sessionId: string | null): string {
  * against; only that decision counts, and the receipt signed ahead is used only if it, too,
  * allows (the claims depend on nothing else).
  */
-async function presignAhead(deps: AuthorizeDeps, a: Asked): Promise<Presigned | null> {
+async function presignAhead(deps: AuthorizeDeps, a: Asked, presented: Presented | null): Promise<Presigned | null> {
   const { caller: c, input } = a;
   if (
     input.payment &&
     (a.idemKey === null || !(await deps.repo.idempotency(c.workspaceId, c.agentId, a.idemKey))) &&
-    (await decide(deps, c, input, a.now)).decision === 'allow'
+    (await decide(deps, c, input, a.now, presented?.mandateId ?? null)).decision === 'allow'
   ) {
     return deps.receipts.presign(
       { id: a.id, agentId: c.agentId, type: input.type, payment: input.payment },
@@ -117,6 +127,14 @@ async function presignAhead(deps: AuthorizeDeps, a: Asked): Promise<Presigned | 
     );
   }
   return null;
+}
+
+/** A presented AP2 closed mandate, verified against the request (400/422 naming the fault), or null. */
+async function presentedMandate(deps: AuthorizeDeps, a: Asked): Promise<Presented | null> {
+  const { ap2 } = a.input;
+  if (!ap2) return null;
+  if (!deps.ap2) throw invalidField('ap2', '"ap2" is not accepted by this gate');
+  return deps.ap2.verify(a.caller, { ap2, ...(a.input.payment ? { payment: a.input.payment } : {}) }, a.now);
 }
 
 /** Same key, same request, key still kept: the first action again. Same key, another request: 409. */
@@ -146,7 +164,7 @@ function mustAnswerNow(decided: Verdict, cannotWait: boolean | undefined): Verdi
   };
 }
 
-function actionOf(a: Asked, verdict: Verdict): ActionRecord {
+function actionOf(a: Asked, verdict: Verdict, presented: Presented | null): ActionRecord {
   const { caller: c, input } = a;
   return {
     id: a.id,
@@ -169,6 +187,7 @@ function actionOf(a: Asked, verdict: Verdict): ActionRecord {
     sessionId: a.sessionId,
     idempotencyKey: a.idemKey,
     metadata: input.metadata ?? null,
+    ...(presented ? { ap2Mandate: presented.mandateId } : {}),
     createdAt: isoAt(a.now),
   };
 }
@@ -234,6 +253,7 @@ async function recordEvidence(deps: AuthorizeDeps, verdict: Verdict, action: Act
       approvalId: action.approvalId,
       receipt: action.receipt !== null,
       sessionId: action.sessionId,
+      ...(action.ap2Mandate ? { ap2Mandate: action.ap2Mandate } : {}),
     },
   });
   if (verdict.decision !== 'allow') action.evidenceRecord = evidence.id;
