@@ -160,7 +160,7 @@ export async function verifyIssuer(
     throw invalid(field, 'the workspace trusts no AP2 issuer yet (PUT /api/w/{wid}/ap2/settings)');
   const { x5c, kid } = token.header;
   let matched: TrustedIssuer | null = null;
-  let key: KeyObject | ReturnType<typeof createLocalJWKSet> | null = null;
+  let key: Parameters<typeof compactVerify>[1] | null = null;
   if (x5c !== undefined) {
     for (const issuer of issuers) {
       const found = issuer.x5cRoots ? x5cKey(x5c, issuer.x5cRoots, nowMs, field) : null;
@@ -177,7 +177,7 @@ export async function verifyIssuer(
     key = createLocalJWKSet(matched.jwks as unknown as { keys: Array<Record<string, string>> });
   }
   try {
-    await compactVerify(token.jwt, key as KeyObject, { algorithms: ['ES256'] });
+    await compactVerify(token.jwt, key!, { algorithms: ['ES256'] });
   } catch {
     throw invalid(field, `${field}: the issuer's signature does not verify (forged or altered)`);
   }

@@ -1,5 +1,4 @@
 import type { Store } from '../store/index.js';
-import type { ActionRecord } from '../gate/records.js';
 import type { Ap2MandateRecord, Ap2SettingsRecord, HolderKeyRecord } from './records.js';
 
 /**
@@ -38,7 +37,8 @@ export function ap2Repo(store: Store) {
     async useNonce(wid: string, hash: string, untilMs: number): Promise<void> {
       await t.ap2Nonces.put([wid, hash], untilMs);
     },
-    action(wid: string, id: string): Promise<ActionRecord | undefined> {
+    /** A gate action's id and status (what a presentation's outcome is read from). */
+    async action(wid: string, id: string): Promise<{ id: string; status: string } | undefined> {
       return t.actions.get([wid, id]);
     },
   };
