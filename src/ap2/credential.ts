@@ -129,7 +129,9 @@ function x5cKey(x5c: unknown, roots: readonly string[], nowMs: number, field: st
   } catch {
     throw malformed(field, `${field}: an x5c certificate cannot be read`);
   }
-  const current = (c: X509Certificate) => Date.parse(c.validFrom) <= nowMs && nowMs <= Date.parse(c.validTo);
+  const skew = SKEW_S * 1000;
+  const current = (c: X509Certificate) =>
+    c.validFromDate.getTime() - skew <= nowMs && nowMs <= c.validToDate.getTime() + skew;
   for (let i = 0; i < certs.length; i += 1) {
     if (!current(certs[i]!)) throw invalid(field, `${field}: x5c certificate ${i} is outside its validity dates`);
     const up = certs[i + 1];

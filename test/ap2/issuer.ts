@@ -1,4 +1,9 @@
-import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { createHash, createPrivateKey, generateKeyPairSync, sign, X509Certificate, type KeyObject } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { SDJwtInstance } from '@sd-jwt/core';
 import { ES256, digest, generateSalt } from '@sd-jwt/crypto-nodejs';
 
@@ -127,3 +132,70 @@ export const chain = (open: string, closed: string) => `${open}~${closed}`;
 
 /** An Ed25519 key pair, for algorithm-confusion cases. */
 export const ed25519 = () => generateKeyPairSync('ed25519');
+
+const run = promisify(execFile);
+
+/** A leaf certificate's private key and its DER (base64, as `x5c` carries it). */
+export interface Leaf {
+  key: KeyObject;
+  der: string;
+}
+
+/**
+ * A certificate root and a leaf it signed (P-256, made by the machine's openssl), and a leaf of
+ * another root: what an issuer trusted by `x5cRoots` signs with.
+ */
+export async function certificates(): Promise<{ rootPem: string; leaf: Leaf; strangerLeaf: Leaf }> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-ap2-pki-'));
+  try {
+    const made = async (name: string, issuerName?: string): Promise<void> => {
+      const key = join(dir, `${name}.key`);
+      const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key];
+      if (!issuerName) {
+        await run('openssl', [
+          'req',
+          '-x509',
+          ...ec,
+          '-out',
+          join(dir, `${name}.pem`),
+          '-subj',
+          `/CN=${name}`,
+          '-days',
+          '30',
+        ]);
+        return;
+      }
+      await run('openssl', ['req', ...ec, '-out', join(dir, `${name}.csr`), '-subj', `/CN=${name}`]);
+      await run('openssl', [
+        'x509',
+        '-req',
+        '-in',
+        join(dir, `${name}.csr`),
+        '-CA',
+        join(dir, `${issuerName}.pem`),
+        '-CAkey',
+        join(dir, `${issuerName}.key`),
+        '-CAcreateserial',
+        '-out',
+        join(dir, `${name}.pem`),
+        '-days',
+        '30',
+      ]);
+    };
+    const leafOf = async (name: string): Promise<Leaf> => ({
+      key: createPrivateKey(await readFile(join(dir, `${name}.key`))),
+      der: new X509Certificate(await readFile(join(dir, `${name}.pem`))).raw.toString('base64'),
+    });
+    await made('root');
+    await made('leaf', 'root');
+    await made('other-root');
+    await made('stranger', 'other-root');
+    return {
+      rootPem: await readFile(join(dir, 'root.pem'), 'utf8'),
+      leaf: await leafOf('leaf'),
+      strangerLeaf: await leafOf('stranger'),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

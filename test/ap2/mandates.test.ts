@@ -6,7 +6,17 @@ import { consoleClient, expectStatus, type ConsoleClient } from '../helpers/cons
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { stopAndClean } from '../helpers/process.js';
 import { owner, recordsBy, type Agent } from '../gate/support.js';
-import { chain, ed25519, issueClosed, issueOpen, newKeys, publicOnly, sha256, type KeyPair } from './issuer.js';
+import {
+  certificates,
+  chain,
+  ed25519,
+  issueClosed,
+  issueOpen,
+  newKeys,
+  publicOnly,
+  sha256,
+  type KeyPair,
+} from './issuer.js';
 
 /**
  * AP2 in (docs/ap2.md), through the real server: an owner trusts an issuer
@@ -422,6 +432,47 @@ test.serial('trusted issuers and holder keys: malformed settings are refused by 
   const key = (await ws.get(`/agents/${a.agentId}/ap2/holder-key`)).body;
   t.is(key.jwk, null);
 });
+
+test.serial(
+  'an issuer trusted by certificate root: an x5c chain to the root verifies, another root does not',
+  async (t) => {
+    const pki = await certificates();
+    expectStatus(
+      await ws.send('PUT', '/ap2/settings', {
+        issuers: [
+          { name: 'Test wallet', iss: ISS, jwks: { keys: [publicOnly(issuer.publicKey, 'issuer-1')] } },
+          { name: 'Bank', x5cRoots: [pki.rootPem] },
+        ],
+      }),
+      200,
+      'settings with a root',
+    );
+    const a = await holderAgent('x5c');
+    const signed = (leaf: typeof pki.leaf, cnf = a.holder.publicKey) =>
+      issueOpen(
+        { keyObject: leaf.key, header: { x5c: [leaf.der] } },
+        {
+          constraints: [RANGE, REFERENCE],
+          cnf,
+          iatSeconds: sec(),
+          expSeconds: sec() + 600,
+          iss: 'https://bank.example',
+        },
+      );
+    const res = await importIt(a.agentId, await signed(pki.leaf));
+    t.is(res.status, 201, res.text);
+    t.is(res.body.issuer, 'https://bank.example');
+    const b = await holderAgent('x5c-stranger');
+    await refusedImport(
+      t,
+      await signed(pki.strangerLeaf, b.holder.publicKey),
+      422,
+      'ap2_invalid_credential',
+      /no trusted root/,
+      b,
+    );
+  },
+);
 
 // Last: these move the clock by days.
 
