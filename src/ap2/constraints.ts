@@ -20,7 +20,7 @@ import { RECURRENCE_FREQUENCIES } from '../mandates/schemas.js';
  *   the merchant verifies.
  * - A `payment_amount` or `payee` the open mandate sets itself narrows the rule the same way.
  * Anything else (an unknown type, a second constraint of one type, a payee without a website, a
- * budget in another currency, no currency at all): 422 ap2_unresolved_constraint, naming it.
+ * budget in another currency, no currency at all): 422 unresolved_constraint, naming it.
  */
 
 const CURRENCY = Joi.string().pattern(/^[A-Z]{3}$/);
@@ -49,7 +49,7 @@ const SCHEMAS: Record<string, Joi.ObjectSchema> = {
 export const CONSTRAINT_TYPES = Object.keys(SCHEMAS);
 
 const unresolved = (field: string, message: string): AppError =>
-  new AppError('ap2_unresolved_constraint', { details: { errors: [{ field, message }] } });
+  new AppError('unresolved_constraint', { details: { errors: [{ field, message }] } });
 
 type Constraint = Record<string, unknown> & { type: string };
 

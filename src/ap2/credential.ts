@@ -18,8 +18,8 @@ import { MAX_CREDENTIAL_CHARS } from './schemas.js';
  * function. A chain is tokens joined by `~~` (the Delegate SD-JWT serialisation AP2 v0.2 uses): the
  * issuer-signed open mandate, then the agent-signed closed mandate (`typ` `kb+sd-jwt`) whose
  * `sd_hash` binds it to the open one as presented. Every refusal throws an AppError naming the
- * field and what is wrong: `ap2_malformed_credential` (400) for what cannot be read,
- * `ap2_invalid_credential` (422) for what fails verification.
+ * field and what is wrong: `malformed_mandate_credential` (400) for what cannot be read,
+ * `invalid_mandate_credential` (422) for what fails verification.
  *
  * Rules:
  * - Only ES256 is accepted, for the issuer and for the agent (AP2's `sd-jwt_alg_values`): `none`,
@@ -51,10 +51,10 @@ export interface Token {
 }
 
 export const invalid = (field: string, message: string): AppError =>
-  new AppError('ap2_invalid_credential', { details: { errors: [{ field, message }] } });
+  new AppError('invalid_mandate_credential', { details: { errors: [{ field, message }] } });
 
 export const malformed = (field: string, message: string): AppError =>
-  new AppError('ap2_malformed_credential', { details: { errors: [{ field, message }] } });
+  new AppError('malformed_mandate_credential', { details: { errors: [{ field, message }] } });
 
 /** base64url SHA-256 of ASCII text (digests, `sd_hash`, a credential's hash). */
 export const sha256 = (text: string): string => createHash('sha256').update(text, 'ascii').digest('base64url');

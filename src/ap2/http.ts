@@ -45,7 +45,7 @@ export const ap2Routes: Plugin<{ ap2: Ap2; agents: AgentsService; production: bo
         options: {
           ...owners,
           ext: write,
-          plugins: { svc: { validationType: 'invalid_ap2_settings' } },
+          plugins: { svc: { validationType: 'invalid_trust_settings' } },
           validate: { params: Joi.object({ wid }), payload: ap2SettingsSchema },
         },
         async handler(request) {
@@ -68,7 +68,7 @@ export const ap2Routes: Plugin<{ ap2: Ap2; agents: AgentsService; production: bo
         options: {
           ...agentsManage,
           ext: write,
-          plugins: { svc: { validationType: 'invalid_ap2_settings' } },
+          plugins: { svc: { validationType: 'invalid_trust_settings' } },
           validate: { ...agentParams, payload: holderKeySchema },
         },
         async handler(request) {
@@ -92,7 +92,7 @@ export const ap2Routes: Plugin<{ ap2: Ap2; agents: AgentsService; production: bo
         options: {
           ...owners,
           ext: write,
-          plugins: { svc: { validationType: 'ap2_malformed_credential' } },
+          plugins: { svc: { validationType: 'malformed_mandate_credential' } },
           validate: { ...agentParams, payload: importSchema },
         },
         async handler(request, h) {

@@ -32,8 +32,8 @@ import type { Ap2Repo } from './repo.js';
  *  4. `matchesRequest`: the closed mandate's amount, currency and payee are the request's payment;
  *     what the open mandate set itself is unchanged; instruments and PISPs are among those allowed.
  *  In the decision's write:
- *  5. `admitInWrite`: the nonce unused (else 409 ap2_replayed), and the open mandate presentable
- *     (one presentation at a time: 409 ap2_presentation_refused).
+ *  5. `admitInWrite`: the nonce unused (else 409 key_binding_replayed), and the open mandate presentable
+ *     (one presentation at a time: 409 presentation_refused).
  *  6. `presentedInWrite`: the nonce kept for its lifetime, the presentation noted on the mandate.
  */
 
@@ -122,7 +122,7 @@ function keyBinding(
 }
 
 const mismatch = (field: string, message: string): AppError =>
-  new AppError('ap2_mandate_mismatch', { details: { errors: [{ field, message }] } });
+  new AppError('mandate_mismatch', { details: { errors: [{ field, message }] } });
 
 /** The closed mandate pays what the request pays, keeps what the open one set, within instruments and PISPs. */
 function matchesRequest(
@@ -163,7 +163,7 @@ export async function admitInWrite(
 ): Promise<void> {
   const used = await repo.nonce(c.workspaceId, p.nonceHash);
   if (used !== undefined && used > nowMs)
-    throw new AppError('ap2_replayed', {
+    throw new AppError('key_binding_replayed', {
       message: 'This key-binding JWT (its nonce) was presented before; nothing was decided.',
     });
   const mandate = await repo.mandate(c.workspaceId, c.agentId, p.mandateId);
@@ -171,7 +171,7 @@ export async function admitInWrite(
   if (!mandate || !last) return;
   const previous = await repo.action(c.workspaceId, last.actionId);
   const refuse = (message: string) => {
-    throw new AppError('ap2_presentation_refused', { message, details: { reason: message } });
+    throw new AppError('presentation_refused', { message, details: { reason: message } });
   };
   if (!previous) return;
   if (previous.status === 'pending_approval')

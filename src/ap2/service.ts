@@ -44,7 +44,7 @@ export interface Ap2Presentations {
     input: { ap2: Ap2Input; payment?: { amount: number; currency: string; merchant?: string } },
     nowMs: number,
   ): Promise<Presented>;
-  /** 409 ap2_replayed for a used nonce, 409 ap2_presentation_refused when the mandate is not presentable. Only inside store.write(). */
+  /** 409 key_binding_replayed for a used nonce, 409 presentation_refused when the mandate is not presentable. Only inside store.write(). */
   admitInWrite(c: { workspaceId: string; agentId: string }, p: Presented, nowMs: number): Promise<void>;
   /** Keeps the nonce and notes the presentation on the mandate. Only inside store.write(). */
   presentedInWrite(
@@ -89,7 +89,7 @@ export interface Ap2 extends Ap2Presentations {
   /**
    * Verifies an open Payment Mandate (issuer, ES256, disclosures, times, vct, `cnf` = the agent's
    * holder key) and adds its rule to the agent's mandate, in one write with its record and
-   * `ap2.mandate.imported`. 400/422 naming what is wrong; 409 ap2_holder_key_required.
+   * `ap2.mandate.imported`. 400/422 naming what is wrong; 409 holder_key_required.
    */
   importMandate(wid: string, aid: string, credential: string, who: AgentActor): Promise<Ap2MandateView>;
   /** The agent's imported mandates. Reads only. */
@@ -191,7 +191,7 @@ export function createAp2(deps: Ap2Deps): Ap2 {
       const [text] = splitChain(credential, F, 1) as [string];
       const token = await readToken(text, F);
       const holder = await repo.holderKey(wid, aid);
-      if (!holder) throw new AppError('ap2_holder_key_required');
+      if (!holder) throw new AppError('holder_key_required');
       const issuer = await verifyIssuer(token, (await repo.settings(wid))?.issuers ?? [], now, F);
       checkDisclosures(token, F);
       checkTimes(token.payload, now, F);

@@ -202,54 +202,54 @@ const catalogue = {
     message: 'The mandate has malformed rules.',
     fix: 'Correct each rule field listed in errors.',
   },
-  ap2_malformed_credential: {
+  malformed_mandate_credential: {
     status: 400,
     section: 'ap2.md#what-svc-verifies',
     validation: true,
     message: 'The AP2 credential cannot be read as an SD-JWT.',
     fix: 'Send the compact SD-JWT as issued: the issuer-signed JWT, its disclosures, each followed by ~.',
   },
-  ap2_invalid_credential: {
+  invalid_mandate_credential: {
     status: 422,
     section: 'ap2.md#what-svc-verifies',
     validation: true,
     message: 'The AP2 credential failed verification.',
     fix: 'Send a credential signed ES256 by a trusted issuer, unexpired, bound to the agent key, with only the disclosures it references.',
   },
-  ap2_unresolved_constraint: {
+  unresolved_constraint: {
     status: 422,
     section: 'ap2.md#mapping-ap2-constraints-to-rules',
     validation: true,
     message: 'The AP2 mandate has a constraint svc cannot turn into a rule.',
     fix: 'Issue the mandate with the constraints the mapping table lists, in their documented shapes.',
   },
-  ap2_holder_key_required: {
+  holder_key_required: {
     status: 409,
     section: 'ap2.md#the-agents-holder-key',
     message: 'The agent has no registered AP2 holder key.',
     fix: 'Register the public key the agent holds (PUT /api/w/{wid}/agents/{aid}/ap2/holder-key), then import again.',
   },
-  invalid_ap2_settings: {
+  invalid_trust_settings: {
     status: 400,
     section: 'ap2.md#trusted-issuers',
     validation: true,
     message: 'The AP2 settings have malformed fields.',
     fix: 'Correct each field listed in errors.',
   },
-  ap2_mandate_mismatch: {
+  mandate_mismatch: {
     status: 422,
     section: 'ap2.md#presenting-a-closed-mandate',
     validation: true,
     message: 'The closed AP2 mandate does not match the request or its open mandate.',
     fix: 'Present the closed mandate made for this payment: the same amount, currency and payee, and the open mandate it chains to as imported.',
   },
-  ap2_replayed: {
+  key_binding_replayed: {
     status: 409,
     section: 'ap2.md#presenting-a-closed-mandate',
     message: 'This key-binding JWT was presented before.',
     fix: 'Make a new closed mandate with a fresh nonce for each presentation.',
   },
-  ap2_presentation_refused: {
+  presentation_refused: {
     status: 409,
     section: 'ap2.md#one-presentation-at-a-time',
     message: 'The open AP2 mandate may not be presented again now.',

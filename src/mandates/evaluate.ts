@@ -45,7 +45,7 @@ export type DenySignal =
   | 'recurrence_limit'
   | 'outside_execution_window'
   | 'mandate_expired'
-  | 'ap2_presentation_required';
+  | 'presentation_required';
 
 export type Evaluation =
   | { decision: 'allow'; rule: MandateRule; charge: PeriodCharge | null; signals: string[]; reason: string }
@@ -157,7 +157,7 @@ function outsideWindow(rule: MandateRule, a: ActionFacts, nowMs: number): DenySi
   const { notBefore, notAfter } = rule.executionDate ?? {};
   if ((notBefore && nowMs < Date.parse(notBefore)) || (notAfter && nowMs > Date.parse(notAfter)))
     return 'outside_execution_window';
-  if (rule.source?.presentationRequired && a.ap2Mandate !== rule.source.mandateId) return 'ap2_presentation_required';
+  if (rule.source?.presentationRequired && a.ap2Mandate !== rule.source.mandateId) return 'presentation_required';
   return null;
 }
 
@@ -280,7 +280,7 @@ const DENY_REASONS: Record<DenySignal, (a: ActionFacts, limit: RuleOutcome['limi
   recurrence_limit: () => "The rule's recurrence allows no further use now (once per its window, up to its count).",
   outside_execution_window: () => "The action falls outside the rule's execution dates.",
   mandate_expired: () => 'The credential the rule was imported from has expired.',
-  ap2_presentation_required: () =>
+  presentation_required: () =>
     "The rule's AP2 mandate constrains what only a presented closed mandate shows: present one (ap2.mandate).",
 };
 

@@ -171,7 +171,7 @@ test.serial('an imported open mandate becomes rules with their source, shown and
   t.deepEqual((await authorize(server, a.key, pay(100))).body.signals, ['under_minimum']);
   t.deepEqual((await authorize(server, a.key, pay(2_000, 'evil.example'))).body.signals, ['merchant_not_allowed']);
   // The same credential twice is refused.
-  assertError(t, await importIt(a.agentId, cred), 422, 'ap2_invalid_credential');
+  assertError(t, await importIt(a.agentId, cred), 422, 'invalid_mandate_credential');
 });
 
 test.serial(
@@ -190,7 +190,7 @@ test.serial(
 
     // Replayed: refused, nothing decided or stored.
     const replay = await authorize(server, a.key, body);
-    assertError(t, replay, 409, 'ap2_replayed');
+    assertError(t, replay, 409, 'key_binding_replayed');
     t.is((await recordsBy(server, a)).length, records.length);
 
     // A new presentation of the same (non-recurring) open mandate after an allow: refused.
@@ -199,7 +199,7 @@ test.serial(
       a.key,
       pay(2_500, 'acme.example', { ap2: { mandate: chain(cred, await closedFor(a, cred, 2_500)) } }),
     );
-    assertError(t, again, 409, 'ap2_presentation_refused');
+    assertError(t, again, 409, 'presentation_refused');
     t.regex(again.body.error.message, /closes once/);
     t.is((await recordsBy(server, a)).length, records.length);
   },
@@ -214,12 +214,12 @@ test.serial('instrument constraints need a presented closed mandate, whose instr
     { payeesAt: undefined },
   );
   expectStatus(await importIt(a.agentId, cred), 201, 'import');
-  t.deepEqual((await authorize(server, a.key, pay(1_000))).body.signals, ['ap2_presentation_required']);
+  t.deepEqual((await authorize(server, a.key, pay(1_000))).body.signals, ['presentation_required']);
   const other = await closedFor(a, cred, 1_000, 'https://acme.example', {
     extra: { payment_instrument: { ...card, id: 'card-2' } },
   });
   const wrong = await authorize(server, a.key, pay(1_000, 'acme.example', { ap2: { mandate: chain(cred, other) } }));
-  assertError(t, wrong, 422, 'ap2_mandate_mismatch');
+  assertError(t, wrong, 422, 'mandate_mismatch');
   const ok = await authorize(
     server,
     a.key,
@@ -252,7 +252,7 @@ test.serial('a forged credential (signed by another key under the trusted kid) i
     { jwk: stranger.privateKey, header: { kid: 'issuer-1' } },
     { constraints: [RANGE, REFERENCE], cnf: a.holder.publicKey, iatSeconds: sec(), expSeconds: sec() + 600, iss: ISS },
   );
-  await refusedImport(t, forged, 422, 'ap2_invalid_credential', /signature does not verify/, a);
+  await refusedImport(t, forged, 422, 'invalid_mandate_credential', /signature does not verify/, a);
   // An altered payload under the real signature: refused too.
   const real = await open(a.holder, [RANGE, REFERENCE], { payeesAt: undefined });
   const [jwt, ...rest] = real.split('~');
@@ -260,7 +260,7 @@ test.serial('a forged credential (signed by another key under the trusted kid) i
   const claims = JSON.parse(Buffer.from(p!, 'base64url').toString());
   claims.iss = 'https://evil.example';
   const altered = [[h, base64url.encode(JSON.stringify(claims)), s].join('.'), ...rest].join('~');
-  await refusedImport(t, altered, 422, 'ap2_invalid_credential', /signature does not verify/, a);
+  await refusedImport(t, altered, 422, 'invalid_mandate_credential', /signature does not verify/, a);
 });
 
 test.serial('an expired credential is refused', async (t) => {
@@ -270,20 +270,20 @@ test.serial('an expired credential is refused', async (t) => {
     iatSeconds: sec() - 7200,
     expSeconds: sec() - 3600,
   });
-  await refusedImport(t, cred, 422, 'ap2_invalid_credential', /expired at/, a);
+  await refusedImport(t, cred, 422, 'invalid_mandate_credential', /expired at/, a);
 });
 
 test.serial("a credential bound to another key than the agent's holder key is refused", async (t) => {
   const a = await holderAgent('wrongly-bound');
   const cred = await open(stranger, [RANGE, REFERENCE], { payeesAt: undefined });
-  await refusedImport(t, cred, 422, 'ap2_invalid_credential', /another key/, a);
+  await refusedImport(t, cred, 422, 'invalid_mandate_credential', /another key/, a);
 });
 
 test.serial('an over-disclosed credential (a disclosure nothing references) is refused', async (t) => {
   const a = await holderAgent('over-disclosed');
   const cred = await open(a.holder, [RANGE, REFERENCE], { payeesAt: undefined });
   const extra = base64url.encode(JSON.stringify(['salt-123', 'ssn', '078-05-1120']));
-  await refusedImport(t, `${cred}${extra}~`, 422, 'ap2_invalid_credential', /over-disclosed/, a);
+  await refusedImport(t, `${cred}${extra}~`, 422, 'invalid_mandate_credential', /over-disclosed/, a);
 });
 
 test.serial('algorithm confusion is refused by name: none, HS256 keyed with the public key, EdDSA', async (t) => {
@@ -292,14 +292,14 @@ test.serial('algorithm confusion is refused by name: none, HS256 keyed with the 
   const [jwt, ...rest] = real.split('~');
   const payload = JSON.parse(Buffer.from(jwt!.split('.')[1]!, 'base64url').toString());
   const none = `${base64url.encode(JSON.stringify({ alg: 'none', kid: 'issuer-1' }))}.${jwt!.split('.')[1]}.`;
-  await refusedImport(t, [none, ...rest].join('~'), 422, 'ap2_invalid_credential', /alg none/, a);
+  await refusedImport(t, [none, ...rest].join('~'), 422, 'invalid_mandate_credential', /alg none/, a);
   const publicKeyBytes = new TextEncoder().encode(JSON.stringify(publicOnly(issuer.publicKey, 'issuer-1')));
   const hs = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256', kid: 'issuer-1' }).sign(publicKeyBytes);
-  await refusedImport(t, [hs, ...rest].join('~'), 422, 'ap2_invalid_credential', /HS256/, a);
+  await refusedImport(t, [hs, ...rest].join('~'), 422, 'invalid_mandate_credential', /HS256/, a);
   const ed = await new SignJWT(payload)
     .setProtectedHeader({ alg: 'EdDSA', kid: 'issuer-1' })
     .sign(ed25519().privateKey);
-  await refusedImport(t, [ed, ...rest].join('~'), 422, 'ap2_invalid_credential', /EdDSA/, a);
+  await refusedImport(t, [ed, ...rest].join('~'), 422, 'invalid_mandate_credential', /EdDSA/, a);
 });
 
 test.serial(
@@ -310,20 +310,20 @@ test.serial(
       { jwk: issuer.privateKey, header: { kid: 'someone-else' } },
       { constraints: [RANGE], cnf: a.holder.publicKey, iatSeconds: sec() },
     );
-    await refusedImport(t, untrusted, 422, 'ap2_invalid_credential', /no trusted issuer/, a);
+    await refusedImport(t, untrusted, 422, 'invalid_mandate_credential', /no trusted issuer/, a);
     const closedVct = await open(a.holder, [RANGE], { payeesAt: undefined, vct: 'mandate.payment.1' });
     await refusedImport(
       t,
       closedVct,
       422,
-      'ap2_invalid_credential',
+      'invalid_mandate_credential',
       /vct "mandate.payment.1" is not mandate.payment.open.1/,
       a,
     );
     const unknown = await open(a.holder, [RANGE, { type: 'payment.loyalty_points', max: 3 }], { payeesAt: undefined });
-    await refusedImport(t, unknown, 422, 'ap2_unresolved_constraint', /does not know the constraint/, a);
-    await refusedImport(t, 'not a credential', 400, 'ap2_malformed_credential', /not a compact SD-JWT/, a);
-    await refusedImport(t, 'abc.def~', 400, 'ap2_malformed_credential', /compact JWT/, a);
+    await refusedImport(t, unknown, 422, 'unresolved_constraint', /does not know the constraint/, a);
+    await refusedImport(t, 'not a credential', 400, 'malformed_mandate_credential', /not a compact SD-JWT/, a);
+    await refusedImport(t, 'abc.def~', 400, 'malformed_mandate_credential', /compact JWT/, a);
   },
 );
 
@@ -332,7 +332,7 @@ test.serial('an agent without a registered holder key cannot be given an AP2 man
   const holder = await newKeys();
   const cred = await open(holder, [RANGE, REFERENCE], { payeesAt: undefined });
   const before = (await ws.ledger()).length;
-  assertError(t, await importIt(a.agentId, cred), 409, 'ap2_holder_key_required');
+  assertError(t, await importIt(a.agentId, cred), 409, 'holder_key_required');
   await nothingImported(t, a.agentId, before);
 });
 
@@ -359,36 +359,36 @@ test.serial('bad closed mandates are refused naming the fault, with no action re
         website: 'https://acme.example',
       }),
       422,
-      'ap2_invalid_credential',
+      'invalid_mandate_credential',
       /not signed by the agent's holder key/,
     ],
     [
       'for another audience',
       closedFor(a, cred, 1_000, 'https://acme.example', { aud: 'https://merchant.example' }),
       422,
-      'ap2_invalid_credential',
+      'invalid_mandate_credential',
       /aud must be/,
     ],
     [
       'stale',
       closedFor(a, cred, 1_000, 'https://acme.example', { iatSeconds: sec() - 3_600 }),
       422,
-      'ap2_invalid_credential',
+      'invalid_mandate_credential',
       /stale/,
     ],
     [
       'bound to another open mandate',
       closedFor(a, cred, 1_000, 'https://acme.example', { sdHash: sha256('something else') }),
       422,
-      'ap2_invalid_credential',
+      'invalid_mandate_credential',
       /wrongly bound/,
     ],
-    ['for another amount', closedFor(a, cred, 2_000), 422, 'ap2_mandate_mismatch', /not 1000 USD/],
+    ['for another amount', closedFor(a, cred, 2_000), 422, 'mandate_mismatch', /not 1000 USD/],
     [
       'for another payee',
       closedFor(a, cred, 1_000, 'https://shop.example'),
       422,
-      'ap2_mandate_mismatch',
+      'mandate_mismatch',
       /not acme.example/,
     ],
   ];
@@ -399,13 +399,13 @@ test.serial('bad closed mandates are refused naming the fault, with no action re
   }
   const notImported = await open(a.holder, [RANGE, REFERENCE], { payeesAt: undefined });
   const res = await present(await closedFor(a, notImported, 1_000), 1_000, notImported);
-  assertError(t, res, 422, 'ap2_invalid_credential');
+  assertError(t, res, 422, 'invalid_mandate_credential');
   t.regex(res.body.error.message, /not imported/);
   assertError(
     t,
     await authorize(server, a.key, pay(1_000, 'acme.example', { ap2: { mandate: cred } })),
     400,
-    'ap2_malformed_credential',
+    'malformed_mandate_credential',
   );
   t.is((await recordsBy(server, a)).length, before, 'no decision was recorded');
   // The agent's own good presentation still goes through afterwards.
@@ -418,13 +418,13 @@ test.serial('trusted issuers and holder keys: malformed settings are refused by 
     t,
     await ws.send('PUT', `/agents/${a.agentId}/ap2/holder-key`, { jwk: { ...issuer.privateKey } }),
     400,
-    'invalid_ap2_settings',
+    'invalid_trust_settings',
   );
   assertError(
     t,
     await ws.send('PUT', '/ap2/settings', { issuers: [{ name: 'no keys' }] }),
     400,
-    'invalid_ap2_settings',
+    'invalid_trust_settings',
   );
   const settings = (await ws.get('/ap2/settings')).body;
   t.is(settings.audience, `urn:svc:workspace:${ws.wid}`);
@@ -467,7 +467,7 @@ test.serial(
       t,
       await signed(pki.strangerLeaf, b.holder.publicKey),
       422,
-      'ap2_invalid_credential',
+      'invalid_mandate_credential',
       /no trusted root/,
       b,
     );
@@ -503,7 +503,7 @@ test.serial('budget, recurrence and refusals: a refused presentation must be nam
   t.is(sameDay.body.decision, 'deny');
   t.deepEqual(sameDay.body.signals, ['recurrence_limit']);
   await laterByDays(1);
-  assertError(t, await present(7_000), 409, 'ap2_presentation_refused');
+  assertError(t, await present(7_000), 409, 'presentation_refused');
   const named = await present(7_000, sameDay.body.id);
   t.is(named.body.decision, 'allow', named.text);
   await laterByDays(1);

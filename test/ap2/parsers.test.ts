@@ -134,7 +134,7 @@ test('constraints of any JSON shape map to rules or are refused as unresolved, n
       } catch (e) {
         return (
           e instanceof AppError &&
-          e.type === 'ap2_unresolved_constraint' &&
+          e.type === 'unresolved_constraint' &&
           /^constraints/.test(e.details.errors![0]!.field!)
         );
       }
