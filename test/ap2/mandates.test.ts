@@ -474,6 +474,63 @@ test.serial(
   },
 );
 
+test.serial(
+  'a presentation waiting for approval holds the open mandate; an idempotent retry answers the first action',
+  async (t) => {
+    const a = await holderAgent('approved');
+    const cred = await open(a.holder, [RANGE, PAYEES, REFERENCE]);
+    expectStatus(await importIt(a.agentId, cred), 201, 'import');
+    // The owner adds an approval step to the imported rule, keeping its id and source.
+    const rule = (await ws.get(`/agents/${a.agentId}/mandate`)).body.rules[0];
+    expectStatus(
+      await ws.send('PUT', `/agents/${a.agentId}/mandate`, { rules: [{ ...rule, approval: { above: 1_000 } }] }),
+      200,
+      'approval step',
+    );
+    const body = pay(2_000, 'acme.example', {
+      idempotencyKey: 'ap2-approved-1',
+      ap2: { mandate: chain(cred, await closedFor(a, cred, 2_000)) },
+    });
+    const first = await authorize(server, a.key, body);
+    t.is(first.body.decision, 'review', first.text);
+    const retry = await authorize(server, a.key, body);
+    t.is(retry.status, 200, retry.text);
+    t.is(retry.body.id, first.body.id);
+    const next = await authorize(
+      server,
+      a.key,
+      pay(1_500, 'acme.example', { ap2: { mandate: chain(cred, await closedFor(a, cred, 1_500)) } }),
+    );
+    assertError(t, next, 409, 'presentation_refused');
+    t.regex(next.body.error.message, /waits for approval/);
+  },
+);
+
+test.serial('the new rule fields are checked like any other when a person sets them', async (t) => {
+  const a = await newAgent('hand-set');
+  const put = (rule: Record<string, unknown>) => ws.send('PUT', `/agents/${a.agentId}/mandate`, { rules: [rule] });
+  const base = { actions: ['payment'], merchants: ['acme.example'] };
+  for (const [rule, field] of [
+    [{ ...base, budget: { amount: 100 } }, 'rules.0'],
+    [{ ...base, currencies: ['EUR'], minAmount: 0 }, 'rules.0.minAmount'],
+    [{ ...base, currencies: ['EUR'], recurrence: { frequency: 'HOURLY' } }, 'rules.0.recurrence.frequency'],
+    [{ ...base, executionDate: {} }, 'rules.0.executionDate'],
+  ] as const) {
+    const res = await put(rule);
+    assertError(t, res, 400, 'invalid_mandate');
+    t.true(
+      (res.body.error.errors as Array<{ field: string }>).some((e) => e.field.startsWith(field)),
+      JSON.stringify(res.body.error.errors),
+    );
+  }
+  assertError(
+    t,
+    await authorize(server, a.key, pay(100, 'acme.example', { ap2: { mandate: 42 } })),
+    400,
+    'invalid_request',
+  );
+});
+
 // Last: these move the clock by days.
 
 test.serial('budget, recurrence and refusals: a refused presentation must be named before the next', async (t) => {
