@@ -68,6 +68,7 @@ import type { OAuth } from './oauth/service.js';
 import { deviceRepo } from './oauth/device/repo.js';
 import { createPendingActions } from './gate/pending.js';
 import type { Gate } from './gate/service.js';
+import type { Ap2 } from './ap2/service.js';
 
 /**
  * The modules of the services only the server uses: the gate, the model gateway and its call log
@@ -81,6 +82,7 @@ import type { Gate } from './gate/service.js';
 function loadServerModules() {
   return importAll({
     gate: import('./gate/service.js'),
+    ap2: import('./ap2/service.js'),
     drills: import('./drills/service.js'),
     scorecard: import('./scorecard/service.js'),
     calls: import('./gateway/calls.js'),
@@ -173,6 +175,8 @@ export interface Services {
   ledger: Ledger;
   receipts: Receipts;
   gate: Gate;
+  /** AP2 in: trusted issuers, holder keys, imported mandates, presentations at authorize. */
+  ap2: Ap2;
   killSwitch: KillSwitch;
   approvals: Approvals;
   drills: Drills;
@@ -321,6 +325,7 @@ function decisionsServices(
   | 'mandates'
   | 'agentSigning'
   | 'gate'
+  | 'ap2'
   | 'approvals'
   | 'keys'
   | 'serviceTokens'
@@ -400,7 +405,9 @@ function decisionsServices(
         approvals: approvalOpener,
         approvalTtlMs,
         assetCurrencies: settings.gate.assetCurrencies,
+        ap2: s.ap2,
       }),
+    ap2: (s) => server('ap2').ap2.createAp2({ ...deps, ledger: s.ledger, mandates: s.mandates }),
     approvals: (s) =>
       createApprovals({
         ...deps,

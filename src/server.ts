@@ -23,6 +23,7 @@ import { ledgerRoutes, ledgerTilesRoutes } from './ledger/http.js';
 import { createLedgerTiles } from './ledger/tiles.js';
 import { createLedgerWitnesses } from './ledger/witness.js';
 import { mandatesRoutes } from './mandates/http.js';
+import { ap2Routes } from './ap2/http.js';
 import { receiptsRoutes } from './receipts/http.js';
 import { peopleRoutes } from './people/http.js';
 import { deriveKey } from './lib/seal.js';
@@ -221,6 +222,10 @@ async function registerCoreRoutes(server: Server, { app, production, guards }: R
   await server.register({
     plugin: mandatesRoutes,
     options: { mandates: services.mandates, agents: services.agents, production, guards },
+  });
+  await server.register({
+    plugin: ap2Routes,
+    options: { ap2: services.ap2, agents: services.agents, production, guards },
   });
   await server.register({ plugin: gateRoutes, options: { gate: services.gate } });
   await server.register({ plugin: agentSigningRoutes, options: { signing: services.agentSigning, guards } });

@@ -151,6 +151,7 @@ async function freshCheck(
     currency: action.payment?.currency ?? null,
     merchant: action.payment?.merchant ?? null,
     domain: action.target?.domain ?? null,
+    ap2Mandate: action.ap2Mandate ?? null,
   };
   const usage = await ctx.repo.lookup(wid, action.agentId, usageQueries(rules, facts, now));
   const verdict = evaluate(rules, facts, usage, now, { approved: true });

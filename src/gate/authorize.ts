@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '../errors/app-error.js';
+import { AppError, invalidField } from '../errors/app-error.js';
+import type { Presented } from '../ap2/service.js';
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt } from '../lib/clock.js';
 import { bounded, metrics } from '../lib/metrics.js';
@@ -21,6 +22,9 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  *     reads (an MPP challenge past its `expires`) under an idempotency key still in force is
  *     answered by the replay below, the first action again; with no first action, the 400 stands.
  *  1. `askedOf`: the request's id, time, session, idempotency key and fingerprint.
+ *     `presentedMandate`: a presented AP2 closed mandate verified (src/ap2/presentation.ts),
+ *     before anything is written; in the write it is admitted (nonce unused, mandate presentable)
+ *     after `replay`, only its mandate's rules judge, and its nonce is kept after `store`.
  *  2. `presignAhead`: a payment the store would allow now gets its receipt signed on the thread
  *     pool, outside the write (used only if the write's own decision allows it too).
  *  In one store.write(), serialized on the deciding agent's record (`serializeOn`: decisions for
@@ -69,7 +73,8 @@ export function createAuthorize(deps: AuthorizeDeps) {
   ): Promise<Authorized> {
     const asked = askedOf(deps, c, input, options);
     const unread = readChallenge(deps, asked);
-    const presigned = await presignAhead(deps, asked);
+    const presented = await presentedMandate(deps, asked);
+    const presigned = await presignAhead(deps, asked, presented);
     const { workspaceId, agentId } = c;
     const decided = await deps.store.write(
       async (): Promise<Authorized> => {
@@ -77,13 +82,18 @@ export function createAuthorize(deps: AuthorizeDeps) {
         const first = await replay(deps, asked);
         if (first) return first;
         if (unread) throw unread;
-        const verdict = mustAnswerNow(await decide(deps, c, asked.input, asked.now), options.cannotWait);
-        const action = actionOf(asked, verdict);
+        if (presented) await deps.ap2!.admitInWrite(c, presented, asked.now);
+        const verdict = mustAnswerNow(
+          await decide(deps, c, asked.input, asked.now, presented?.mandateId ?? null),
+          options.cannotWait,
+        );
+        const action = actionOf(asked, verdict, presented);
         await openApproval(deps, asked, verdict, action);
         await charge(deps, action);
         await issueReceipt(deps, asked, verdict, action, presigned);
         await recordEvidence(deps, verdict, action);
         await store(deps, asked, action);
+        if (presented) await deps.ap2!.presentedInWrite(c, presented, action.id, action.createdAt);
         const view = toActionView(action);
         await options.inWrite?.(view, false);
         return { action: view, replayed: false };
@@ -146,12 +156,12 @@ function fingerprint(input: AuthorizeInput, sessionId: string | null): string {
  * against; only that decision counts, and the receipt signed ahead is used only if it, too,
  * allows (the claims depend on nothing else).
  */
-async function presignAhead(deps: AuthorizeDeps, a: Asked): Promise<Presigned | null> {
+async function presignAhead(deps: AuthorizeDeps, a: Asked, presented: Presented | null): Promise<Presigned | null> {
   const { caller: c, input } = a;
   if (
     input.payment &&
     (a.idemKey === null || !(await deps.repo.idempotency(c.workspaceId, c.agentId, a.idemKey))) &&
-    (await decide(deps, c, input, a.now)).decision === 'allow'
+    (await decide(deps, c, input, a.now, presented?.mandateId ?? null)).decision === 'allow'
   ) {
     return deps.receipts.presign(
       { id: a.id, agentId: c.agentId, type: input.type, payment: input.payment, challenge: a.challenge },
@@ -175,6 +185,14 @@ async function readAhead(deps: AuthorizeDeps, a: Asked): Promise<void> {
     deps.repo.rules(workspaceId, agentId),
     a.input.payment ? deps.receipts.currentKid() : undefined,
   ]);
+}
+
+/** A presented AP2 closed mandate, verified against the request (400/422 naming the fault), or null. */
+async function presentedMandate(deps: AuthorizeDeps, a: Asked): Promise<Presented | null> {
+  const { ap2 } = a.input;
+  if (!ap2) return null;
+  if (!deps.ap2) throw invalidField('ap2', '"ap2" is not accepted by this gate');
+  return deps.ap2.verify(a.caller, { ap2, ...(a.input.payment ? { payment: a.input.payment } : {}) }, a.now);
 }
 
 /** Same key, same request, key still kept: the first action again. Same key, another request: 409. */
@@ -204,7 +222,7 @@ function mustAnswerNow(decided: Verdict, cannotWait: boolean | undefined): Verdi
   };
 }
 
-function actionOf(a: Asked, verdict: Verdict): ActionRecord {
+function actionOf(a: Asked, verdict: Verdict, presented: Presented | null): ActionRecord {
   const { caller: c, input } = a;
   return {
     id: a.id,
@@ -227,6 +245,7 @@ function actionOf(a: Asked, verdict: Verdict): ActionRecord {
     sessionId: a.sessionId,
     idempotencyKey: a.idemKey,
     metadata: input.metadata ?? null,
+    ...(presented ? { ap2Mandate: presented.mandateId } : {}),
     createdAt: isoAt(a.now),
     ...(a.challenge ? { challenge: a.challenge } : {}),
   };
@@ -294,6 +313,7 @@ async function recordEvidence(deps: AuthorizeDeps, verdict: Verdict, action: Act
       receipt: action.receipt !== null,
       sessionId: action.sessionId,
       ...(action.challenge ? { challenge: action.challenge } : {}),
+      ...(action.ap2Mandate ? { ap2Mandate: action.ap2Mandate } : {}),
     },
   });
   if (verdict.decision !== 'allow') action.evidenceRecord = evidence.id;

@@ -31,6 +31,8 @@ export interface ActionRecord {
   sessionId: string | null;
   idempotencyKey: string | null;
   metadata: Record<string, unknown> | null;
+  /** The imported AP2 open mandate a presented closed mandate chained to (docs/ap2.md); absent: none. */
+  ap2Mandate?: string | null;
   createdAt: string;
   /** The 402 payment challenge the payment was read from (absent or null: none). */
   challenge?: ActionChallenge | null;

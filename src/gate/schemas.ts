@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { hasNonFiniteNumber, nestsDeeperThan } from '../lib/well-formed.js';
 import { BUILT_IN_TYPES } from '../mandates/schemas.js';
+import { authorizeAp2Schema } from '../ap2/schemas.js';
 
 /**
  * The gate's request bodies (docs/gate.md#the-gate), validated with every field's error listed.
@@ -15,6 +16,7 @@ import { BUILT_IN_TYPES } from '../mandates/schemas.js';
  * - `metadata`: any JSON object, at most 8 levels deep and 16 KB, kept with the action.
  * - `session.id`: 1 to 128 printable characters.
  * - The idempotency key: 1 to 255 printable characters, in the body or the header.
+ * - `ap2`: `{ mandate, refusal? }`, a closed AP2 mandate chain (docs/ap2.md).
  * - Unknown fields are refused, so a misspelt field is never silently ignored.
  */
 const PRINTABLE = /^[\x20-\x7e]+$/;
@@ -85,6 +87,8 @@ export const authorizeSchema = Joi.object({
   target: Joi.object({ domain: Joi.string().trim().lowercase().hostname().max(253) }),
   session: Joi.object({ id: sessionIdSchema.required() }),
   idempotencyKey: idempotencyKeySchema,
+  // A closed AP2 Payment Mandate chained to an imported open one (docs/ap2.md#presenting-a-closed-mandate).
+  ap2: authorizeAp2Schema,
   metadata: Joi.object()
     .unknown(true)
     .max(50)
@@ -114,6 +118,7 @@ export interface AuthorizeInput {
   target?: { domain?: string };
   session?: { id: string };
   idempotencyKey?: string;
+  ap2?: { mandate: string; refusal?: string };
   metadata?: Record<string, unknown>;
 }
 

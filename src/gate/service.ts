@@ -5,6 +5,7 @@ import type { Ledger } from '../ledger/service.js';
 import type { Receipts } from '../receipts/service.js';
 import type { Store } from '../store/index.js';
 import type { ApprovalOpener } from '../approvals/service.js';
+import type { Ap2Presentations } from '../ap2/service.js';
 import { createAuthorize } from './authorize.js';
 import { gateRepo } from './repo.js';
 import type { AuthorizeInput, SettleInput } from './schemas.js';
@@ -103,6 +104,8 @@ export interface GateDeps {
   approvalTtlMs: number;
   /** Which currency a token of a 402 challenge counts in (setting gate.assetCurrencies). */
   assetCurrencies?: Readonly<Record<string, string>>;
+  /** Verifies a presented AP2 closed mandate and keeps its nonce (docs/ap2.md); absent: `ap2` is refused. */
+  ap2?: Ap2Presentations;
 }
 
 export function createGate(deps: GateDeps): Gate {

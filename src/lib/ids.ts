@@ -29,7 +29,8 @@ export type IdPrefix =
   | 'cnx'
   | 'req'
   | 'scr'
-  | 'lgn';
+  | 'lgn'
+  | 'ap2';
 /** `dvc`, `pat`, `prt`: a device code, and a person's CLI access and refresh tokens (oauth/device/service.ts). */
 export type SecretPrefix = 'ask' | 'ims' | 'aat' | 'art' | 'mcp' | 'mcs' | 'sid' | 'whs' | 'dvc' | 'pat' | 'prt';
 

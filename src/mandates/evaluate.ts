@@ -12,6 +12,10 @@ import { dayOf, usageKeyOf } from './usage.js';
  *   merchant (likewise `domains`); a rule without `currencies` covers only actions without an amount.
  * - Period limits are summed per rule's cover (usage.ts), per currency, per calendar period in UTC
  *   (day; week from Monday; month), over the period's allowed and settled amounts.
+ * - `minAmount`, `budget` (a total over the rule's life), `recurrence` (once per window, at most
+ *   `maxOccurrences` uses) and `executionDate` hold like the limits; a rule from an imported AP2
+ *   credential stops covering at the credential's expiry (docs/ap2.md#mapping-ap2-constraints-to-rules).
+ * - With a presented AP2 mandate, only the rules made from it judge the action.
  * - Among covering rules, one that allows outright wins over one that needs approval.
  * - A refusal names the furthest check any rule got to (type, then merchant or domain, then
  *   currency, then amount, then period), so the signal says what would have to change.
@@ -22,6 +26,11 @@ export interface ActionFacts {
   currency: string | null;
   merchant: string | null;
   domain: string | null;
+  /**
+   * The imported AP2 open mandate (`ap2_…`) a closed mandate presented with the action chains to:
+   * only that mandate's rules judge such an action. Absent or null: nothing was presented.
+   */
+  ap2Mandate?: string | null;
 }
 
 export type DenySignal =
@@ -30,7 +39,13 @@ export type DenySignal =
   | 'domain_not_allowed'
   | 'currency_not_allowed'
   | 'over_limit'
-  | 'period_limit';
+  | 'period_limit'
+  | 'under_minimum'
+  | 'budget_exhausted'
+  | 'recurrence_limit'
+  | 'outside_execution_window'
+  | 'mandate_expired'
+  | 'presentation_required';
 
 export type Evaluation =
   | { decision: 'allow'; rule: MandateRule; charge: PeriodCharge | null; signals: string[]; reason: string }
@@ -66,13 +81,39 @@ export function nameMatches(list: readonly string[] | undefined, name: string | 
   return list.some((p) => p === '*' || p === n || (p.startsWith('*.') && n.endsWith(p.slice(1))));
 }
 
-const STAGES: DenySignal[] = [
-  'type_not_allowed',
-  'merchant_not_allowed',
-  'currency_not_allowed',
-  'over_limit',
-  'period_limit',
-];
+/** A rule's checks in order; a refusal names the furthest stage any rule reached. */
+const STAGE = { type: 0, name: 1, window: 2, currency: 3, amount: 4, period: 5, passed: 6 } as const;
+
+/** The first day of all time: a `budget` or `maxOccurrences` counts every day of its cover. */
+export const ALL_TIME = '1970-01-01';
+
+/** The bucket currency under which a cover's uses (not amounts) are counted, for `recurrence`. */
+export const USES = '#';
+
+const DAY_MS = 86_400_000;
+/** A `recurrence` window, in days: one use per window (28 days lets a monthly payment fall on the same date). */
+const RECURRENCE_DAYS: Record<string, number> = {
+  DAILY: 1,
+  WEEKLY: 7,
+  BIWEEKLY: 14,
+  MONTHLY: 28,
+  QUARTERLY: 90,
+  ANNUALLY: 365,
+};
+
+/** The first day of the rolling recurrence window ending today, or null (ON_DEMAND: no spacing). */
+export function recurrenceStart(frequency: string, nowMs: number): string | null {
+  const days = RECURRENCE_DAYS[frequency];
+  return days === undefined ? null : dayOf(nowMs - (days - 1) * DAY_MS);
+}
+
+/**
+ * The rules that may judge an action: with a presented AP2 mandate, only the rules made from it;
+ * without, every rule.
+ */
+export function rulesFor(rules: readonly MandateRule[], a: ActionFacts): readonly MandateRule[] {
+  return a.ap2Mandate ? rules.filter((r) => r.source?.mandateId === a.ap2Mandate) : rules;
+}
 
 interface RuleOutcome {
   stage: number;
@@ -95,16 +136,33 @@ const fail = (stage: number, signal: DenySignal, limit?: RuleOutcome['limit']): 
  * The checks before the period limit: the rule's outcome when they settle it, or null when the
  * rule goes on to its period limit (if any) and approval step, which only then need its usage.
  */
-function beforePeriod(rule: MandateRule, a: ActionFacts): RuleOutcome | null {
-  if (!rule.actions.some((p) => typeMatches(p, a.type))) return fail(0, 'type_not_allowed');
-  if (!nameMatches(rule.merchants, a.merchant)) return fail(1, 'merchant_not_allowed');
-  if (!nameMatches(rule.domains, a.domain)) return fail(1, 'domain_not_allowed');
-  if (a.amount === null) return { stage: 5, signal: null, charge: null, needsApproval: false };
-  if (!rule.currencies || !rule.currencies.includes(a.currency!)) return fail(2, 'currency_not_allowed');
+function beforePeriod(rule: MandateRule, a: ActionFacts, nowMs: number): RuleOutcome | null {
+  if (!rule.actions.some((p) => typeMatches(p, a.type))) return fail(STAGE.type, 'type_not_allowed');
+  if (!nameMatches(rule.merchants, a.merchant)) return fail(STAGE.name, 'merchant_not_allowed');
+  if (!nameMatches(rule.domains, a.domain)) return fail(STAGE.name, 'domain_not_allowed');
+  const window = outsideWindow(rule, a, nowMs);
+  if (window) return fail(STAGE.window, window);
+  if (a.amount === null) return { stage: STAGE.passed, signal: null, charge: null, needsApproval: false };
+  if (!rule.currencies || !rule.currencies.includes(a.currency!)) return fail(STAGE.currency, 'currency_not_allowed');
   if (rule.maxAmount !== undefined && a.amount > rule.maxAmount)
-    return fail(3, 'over_limit', { amount: rule.maxAmount });
+    return fail(STAGE.amount, 'over_limit', { amount: rule.maxAmount });
+  if (rule.minAmount !== undefined && a.amount < rule.minAmount)
+    return fail(STAGE.amount, 'under_minimum', { amount: rule.minAmount });
   return null;
 }
+
+/** The time checks: the source credential's expiry, the execution window, a presentation the rule needs. */
+function outsideWindow(rule: MandateRule, a: ActionFacts, nowMs: number): DenySignal | null {
+  if (rule.source?.expiresAt && Date.parse(rule.source.expiresAt) <= nowMs) return 'mandate_expired';
+  const { notBefore, notAfter } = rule.executionDate ?? {};
+  if ((notBefore && nowMs < Date.parse(notBefore)) || (notAfter && nowMs > Date.parse(notAfter)))
+    return 'outside_execution_window';
+  if (rule.source?.presentationRequired && a.ap2Mandate !== rule.source.mandateId) return 'presentation_required';
+  return null;
+}
+
+/** Whether a rule keeps usage: a period limit, a budget or a recurrence. */
+const keepsUsage = (rule: MandateRule): boolean => Boolean(rule.periodLimit || rule.budget || rule.recurrence);
 
 /** One period usage `evaluate` will look up: a rule's cover, in a currency, from a day on. */
 export interface UsageQuery {
@@ -120,33 +178,61 @@ export interface UsageQuery {
  */
 export function usageQueries(rules: readonly MandateRule[], a: ActionFacts, nowMs: number): UsageQuery[] {
   const out = new Map<string, UsageQuery>();
-  for (const rule of rules) {
-    if (!rule.periodLimit || beforePeriod(rule, a) !== null) continue;
-    const q = {
-      usageKey: usageKeyOf(rule),
-      currency: a.currency!,
-      periodStart: periodStart(rule.periodLimit.period, nowMs),
-    };
-    out.set(JSON.stringify([q.usageKey, q.currency, q.periodStart]), q);
+  const add = (usageKey: string, currency: string, start: string) =>
+    out.set(JSON.stringify([usageKey, currency, start]), { usageKey, currency, periodStart: start });
+  for (const rule of rulesFor(rules, a)) {
+    if (!keepsUsage(rule) || beforePeriod(rule, a, nowMs) !== null) continue;
+    const key = usageKeyOf(rule);
+    if (rule.periodLimit) add(key, a.currency!, periodStart(rule.periodLimit.period, nowMs));
+    if (rule.budget) add(key, a.currency!, ALL_TIME);
+    const since = rule.recurrence ? recurrenceStart(rule.recurrence.frequency, nowMs) : null;
+    if (since) add(key, USES, since);
+    if (rule.recurrence?.maxOccurrences !== undefined) add(key, USES, ALL_TIME);
   }
   return [...out.values()];
 }
 
+/** The usage checks (period limit, budget, recurrence): a failed outcome, or null when all pass. */
+function usageFails(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number): RuleOutcome | null {
+  const key = usageKeyOf(rule);
+  const amount = a.amount!;
+  if (rule.periodLimit) {
+    const used = usage(key, a.currency!, periodStart(rule.periodLimit.period, nowMs));
+    if (used + amount > rule.periodLimit.amount)
+      return fail(STAGE.period, 'period_limit', {
+        amount: rule.periodLimit.amount,
+        period: rule.periodLimit.period,
+        used,
+      });
+  }
+  if (rule.budget) {
+    const used = usage(key, a.currency!, ALL_TIME);
+    if (used + amount > rule.budget.amount)
+      return fail(STAGE.period, 'budget_exhausted', { amount: rule.budget.amount, used });
+  }
+  if (rule.recurrence) {
+    const since = recurrenceStart(rule.recurrence.frequency, nowMs);
+    const max = rule.recurrence.maxOccurrences;
+    if ((since && usage(key, USES, since) > 0) || (max !== undefined && usage(key, USES, ALL_TIME) >= max))
+      return fail(STAGE.period, 'recurrence_limit', { amount: 0 });
+  }
+  return null;
+}
+
 function judge(rule: MandateRule, a: ActionFacts, usage: UsageLookup, nowMs: number, approved: boolean): RuleOutcome {
-  const settled = beforePeriod(rule, a);
+  const settled = beforePeriod(rule, a, nowMs);
   if (settled) return settled;
   // beforePeriod passed only for an action with an amount in one of the rule's currencies.
   const amount = a.amount!;
   let charge: PeriodCharge | null = null;
-  if (rule.periodLimit) {
-    const key = usageKeyOf(rule);
-    const used = usage(key, a.currency!, periodStart(rule.periodLimit.period, nowMs));
-    if (used + amount > rule.periodLimit.amount)
-      return fail(4, 'period_limit', { amount: rule.periodLimit.amount, period: rule.periodLimit.period, used });
-    charge = { usageKey: key, currency: a.currency!, day: dayOf(nowMs), amount };
+  if (keepsUsage(rule)) {
+    const failed = usageFails(rule, a, usage, nowMs);
+    if (failed) return failed;
+    charge = { usageKey: usageKeyOf(rule), currency: a.currency!, day: dayOf(nowMs), amount };
+    if (rule.recurrence) charge.occurrence = true;
   }
   return {
-    stage: 5,
+    stage: STAGE.passed,
     signal: null,
     charge,
     needsApproval: !approved && rule.approval !== undefined && amount > rule.approval.above,
@@ -183,6 +269,19 @@ const DENY_REASONS: Record<DenySignal, (a: ActionFacts, limit: RuleOutcome['limi
     (limit
       ? ` (${formatMoney(limit.amount, a.currency!)} a ${limit.period}, of which ${formatMoney(limit.used ?? 0, a.currency!)} is used).`
       : '.'),
+  under_minimum: (a, limit) =>
+    `The amount ${paid(a)} is under every covering rule's least amount` +
+    (limit ? ` (${formatMoney(limit.amount, a.currency!)}).` : '.'),
+  budget_exhausted: (a, limit) =>
+    `The amount ${paid(a)} would take the rule's total budget over its limit` +
+    (limit
+      ? ` (${formatMoney(limit.amount, a.currency!)} in all, of which ${formatMoney(limit.used ?? 0, a.currency!)} is used).`
+      : '.'),
+  recurrence_limit: () => "The rule's recurrence allows no further use now (once per its window, up to its count).",
+  outside_execution_window: () => "The action falls outside the rule's execution dates.",
+  mandate_expired: () => 'The credential the rule was imported from has expired.',
+  presentation_required: () =>
+    "The rule's AP2 mandate constrains what only a presented closed mandate shows: present one (ap2.mandate).",
 };
 
 /** `approved`: people have approved this action, so no rule's approval step applies (the fresh check at approval). */
@@ -195,6 +294,7 @@ export function evaluate(
 ): Evaluation {
   let best: RuleOutcome | null = null;
   let review: MandateRule | null = null;
+  rules = rulesFor(rules, a);
   for (const rule of rules) {
     const outcome = judge(rule, a, usage, nowMs, options.approved ?? false);
     if (outcome.signal === null && !outcome.needsApproval) {
@@ -217,7 +317,7 @@ export function evaluate(
       reason: `Rule ${review.id} asks a person to approve amounts above ${formatMoney(review.approval!.above, a.currency!)}.`,
     };
   }
-  const signal = best?.signal ?? STAGES[0]!;
+  const signal = best?.signal ?? 'type_not_allowed';
   return {
     decision: 'deny',
     rule: null,

@@ -1,6 +1,6 @@
 import type { Store } from '../store/index.js';
 import type { MandateRecord, MandateRule, PeriodCharge, TemplateRecord } from './records.js';
-import type { UsageLookup, UsageQuery } from './evaluate.js';
+import { USES, type UsageLookup, type UsageQuery } from './evaluate.js';
 
 const dayBefore = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 const queryKey = (usageKey: string, currency: string, periodStart: string) =>
@@ -41,10 +41,18 @@ export function usageRepo(store: Store) {
         return used;
       };
     },
-    /** Adds (or, negative, gives back) an amount on the day it was charged. Only inside store.write(). */
+    /**
+     * Adds (or, negative, gives back) an amount on the day it was charged. The action's first
+     * charge (its whole amount) also counts one use when its rule counts uses (`occurrence`); a
+     * settlement's give-back leaves the use counted. Only inside store.write().
+     */
     async add(wid: string, aid: string, charge: PeriodCharge, delta: number): Promise<void> {
       const key = [wid, aid, charge.usageKey, charge.currency, charge.day];
       await t.periodUsage.put(key, Math.max(0, ((await t.periodUsage.get(key)) ?? 0) + delta));
+      if (charge.occurrence && delta > 0 && delta === charge.amount) {
+        const uses = [wid, aid, charge.usageKey, USES, charge.day];
+        await t.periodUsage.put(uses, ((await t.periodUsage.get(uses)) ?? 0) + 1);
+      }
     },
   };
 }

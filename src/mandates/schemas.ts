@@ -10,6 +10,8 @@ import type { MandateRule } from './records.js';
  *   `*.example.com` (that domain's subdomains). Matching ignores case.
  * - Amounts are positive whole minor units; currencies three upper-case letters.
  * - `approval.count` is 1 or 2; named approvers are person ids.
+ * - `minAmount`, `budget`, `recurrence` and `executionDate` (docs/ap2.md#mapping-ap2-constraints-to-rules)
+ *   are what imported AP2 constraints become; a person may set them too.
  */
 export const BUILT_IN_TYPES = [
   'payment',
@@ -22,6 +24,17 @@ export const BUILT_IN_TYPES = [
   'download',
   'deploy',
   'delete',
+] as const;
+
+/** How often a rule with `recurrence` may be used (AP2 `payment.agent_recurrence` frequencies). */
+export const RECURRENCE_FREQUENCIES = [
+  'ON_DEMAND',
+  'DAILY',
+  'WEEKLY',
+  'BIWEEKLY',
+  'MONTHLY',
+  'QUARTERLY',
+  'ANNUALLY',
 ] as const;
 
 export const DOTTED_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$/;
@@ -92,9 +105,35 @@ export const ruleSchema = Joi.object<MandateRule>({
     }
     return approval;
   }),
+  minAmount: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER),
+  budget: Joi.object({ amount: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).required() }),
+  recurrence: Joi.object({
+    frequency: Joi.string()
+      .valid(...RECURRENCE_FREQUENCIES)
+      .required(),
+    maxOccurrences: Joi.number().integer().min(1).max(1_000_000),
+  }),
+  executionDate: Joi.object({
+    notBefore: Joi.string().isoDate(),
+    notAfter: Joi.string().isoDate(),
+  }).or('notBefore', 'notAfter'),
+  source: Joi.object({
+    kind: Joi.string().valid('ap2').required(),
+    mandateId: Joi.string()
+      .pattern(/^ap2_[0-9A-Za-z]{22}$/)
+      .required(),
+    credentialHash: Joi.string()
+      .pattern(/^[A-Za-z0-9_-]{43}$/)
+      .required(),
+    issuer: Joi.string().max(500).required(),
+    expiresAt: Joi.string().isoDate(),
+    presentationRequired: Joi.boolean(),
+  }),
 })
   // Limits need a currency: an amount is meaningless without one.
   .with('maxAmount', 'currencies')
+  .with('minAmount', 'currencies')
+  .with('budget', 'currencies')
   .with('periodLimit', 'currencies');
 
 export const rulesSchema = Joi.array().items(ruleSchema).max(200).required();

@@ -11,6 +11,8 @@ import type { MandateRule } from './records.js';
  *   reset a budget.
  * - Buckets are per day (UTC); a period's usage is the sum of its days so far, so changing a
  *   rule's period from day to week counts the whole week.
+ * - A rule with `budget` or `recurrence` also counts over all time (a budget) and counts its uses
+ *   (under the currency `#`): the action's first charge adds one use.
  * Its reads and writes (the daily buckets) are in repo.ts.
  */
 export function usageKeyOf(rule: MandateRule): string {
@@ -21,8 +23,17 @@ export function usageKeyOf(rule: MandateRule): string {
     domains: sorted(rule.domains),
     currencies: sorted(rule.currencies),
   };
+  // A rule imported from an AP2 credential counts what was spent under that credential only: a
+  // new credential is a new budget. Its buckets are kept as long as it may count (retention).
+  if (rule.source) {
+    const withSource = { ...cover, credential: rule.source.credentialHash };
+    return AP2_USAGE + createHash('sha256').update(canonicalJson(withSource)).digest('base64url').slice(0, 22);
+  }
   return createHash('sha256').update(canonicalJson(cover)).digest('base64url').slice(0, 22);
 }
+
+/** The prefix of an imported credential's usage keys: its budget and use counts are never swept. */
+export const AP2_USAGE = 'ap2.';
 
 export function dayOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);

@@ -42,6 +42,11 @@ export const permissions = {
    * speak for any mapped chat user, so only an owner sets them up.
    */
   'integrations.approvalChannels': ['owner'],
+  /**
+   * AP2 (docs/ap2.md): the issuers whose mandates the workspace trusts, and importing a person's
+   * open mandate as an agent's rules. Their keys speak for people's authority: owners only.
+   */
+  'ap2.manage': ['owner'],
   /** "Stop every agent" on and off. */
   'workspace.stopAll': ['owner', 'admin'],
   /** Read waiting approvals; deciding also passes the approval's own rules (approvers, duties). */

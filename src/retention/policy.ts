@@ -1,3 +1,4 @@
+import { AP2_USAGE } from '../mandates/usage.js';
 import { BUTTON_GRACE_MS } from '../chat/service.js';
 import { DRILL_COOLDOWN_MS } from '../drills/service.js';
 import { sweepJob, type SweepJob } from './sweeper.js';
@@ -47,6 +48,7 @@ export function retentionJobs(options: { retentionDays: number }): SweepJob[] {
     // Upstream OAuth connections started and never finished (their callback refuses them once expired).
     sweepJob({ table: 'mcpOAuthPending', expired: (e, now) => past(e.value.expiresAt, WINDOW_MARGIN_MS, now) }),
     sweepJob({ table: 'hookOnce', expired: (e, now) => e.value + WINDOW_MARGIN_MS <= now }),
+    sweepJob({ table: 'ap2Nonces', expired: (e, now) => e.value + WINDOW_MARGIN_MS <= now }),
     sweepJob({ table: 'chatButtons', expired: (e, now) => past(e.value.expiresAt, BUTTON_GRACE_MS, now) }),
     sweepJob({
       table: 'sessions',
@@ -56,7 +58,9 @@ export function retentionJobs(options: { retentionDays: number }): SweepJob[] {
     sweepJob({ table: 'drills', expired: (e, now) => past(e.value, DRILL_COOLDOWN_MS, now) }),
     sweepJob({
       table: 'periodUsage',
-      expired: (e, now) => past(`${String(e.key[4])}T00:00:00.000Z`, PERIOD_USAGE_KEPT_MS, now),
+      // An imported AP2 credential's budget and use counts last its whole life: never swept.
+      expired: (e, now) =>
+        !String(e.key[2]).startsWith(AP2_USAGE) && past(`${String(e.key[4])}T00:00:00.000Z`, PERIOD_USAGE_KEPT_MS, now),
     }),
     // Retention.
     sweepJob({ table: 'calls', expired: (e, now) => past(e.value.at, retention, now) }),

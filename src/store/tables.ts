@@ -1,5 +1,6 @@
 import type { AgentRecord, StopAllRecord } from '../agents/records.js';
 import type { AgentSigningKeyRecord } from '../agent-signing/records.js';
+import type { Ap2MandateRecord, Ap2SettingsRecord, HolderKeyRecord } from '../ap2/records.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import type { BlueprintRecord } from '../blueprints/records.js';
 import type { ChatButtonRecord, ChatUserRecord } from '../chat/records.js';
@@ -91,6 +92,14 @@ export const tableSpec = {
   serviceTokensByHash: table<[string, string]>(),
   /** [wid, aid] -> the agent's mandate (schema 4) */
   mandates: table<MandateRecord>(),
+  /** wid -> the workspace's AP2 settings (trusted issuers) */
+  ap2Settings: table<Ap2SettingsRecord>(),
+  /** [wid, aid] -> the agent's AP2 holder key */
+  ap2HolderKeys: table<HolderKeyRecord>(),
+  /** [wid, aid, ap2Id] -> an imported AP2 open mandate */
+  ap2Mandates: table<Ap2MandateRecord>(),
+  /** [wid, SHA-256 of a key-binding JWT's nonce] -> until when (ms) it stays used */
+  ap2Nonces: table<number>(),
   /** [wid, tplId] -> mandate template */
   templates: table<TemplateRecord>(),
   /** [wid, bpId] -> agent blueprint */

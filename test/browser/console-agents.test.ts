@@ -149,6 +149,8 @@ test.serial(
     t.true((await detail.locator('.facts').innerText()).includes('Invoice payer'));
     const ruleLine = 'payment · at acme.example · up to EUR 50.00 each · a person approves above EUR 20.00';
     t.is(await detail.locator('#agent-mandate .rule-text').textContent(), ruleLine);
+    // Its AP2 holder key (docs/ap2.md): none yet, then the one registered, by thumbprint.
+    t.regex(await detail.locator('.holder-key').innerText(), /None registered/);
 
     // The mandate: remove the rule and save; add the template's rules back and save.
     await detail.locator('#agent-mandate').getByRole('button', { name: 'Remove rule 1' }).click();

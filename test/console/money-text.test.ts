@@ -40,3 +40,27 @@ test("a rule's line shows each limit in the currency's units, in each of the rul
     'payment · any merchant · up to KWD 1.500 each',
   );
 });
+
+test('a rule imported from an AP2 mandate shows its least amount, budget, recurrence, dates and source', (t) => {
+  t.is(
+    page.ruleText({
+      actions: ['payment'],
+      merchants: ['acme.example'],
+      currencies: ['USD'],
+      maxAmount: 10_000,
+      minAmount: 500,
+      budget: { amount: 20_000 },
+      recurrence: { frequency: 'MONTHLY', maxOccurrences: 12 },
+      executionDate: { notAfter: '2026-12-31T23:59:59Z' },
+      source: {
+        kind: 'ap2',
+        mandateId: 'ap2_0000000000000000000000',
+        credentialHash: 'AEyhwWFxP8-SL-ULmtdAQzkcqSo2YA5Rj7wnPZXTC7g',
+        issuer: 'https://wallet.example',
+      },
+    }),
+    'payment · at acme.example · up to USD 100.00 each · at least USD 5.00 · USD 200.00 in all · ' +
+      'once monthly, 12 times at most · until 2026-12-31T23:59:59Z · ' +
+      'from AP2 mandate ap2_0000000000000000000000 by https://wallet.example (credential AEyhwWFxP8-S…)',
+  );
+});

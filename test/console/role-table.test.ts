@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import test from 'ava';
 import type { RequestRoute, Server } from '@hapi/hapi';
 import type { App } from '../../src/app.js';
@@ -130,6 +131,12 @@ interface Row {
   /** Puts back what an allowed call changed, so that every role meets the same state. */
   undo?: () => Promise<unknown>;
 }
+
+/** A public P-256 key, as an agent's AP2 holder key. */
+const HOLDER_JWK = (() => {
+  const { kty, crv, x, y } = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+  return { kty, crv, x, y };
+})();
 
 /** Writes on another person's agent: a member (whom `agents.manage` admits) does not see it. */
 const othersAgentWrite: Partial<Record<Role, Outcome>> = { member: 'not_found' };
@@ -278,6 +285,48 @@ const rows: Row[] = [
     about: "another person's agent",
     beyond: othersAgentWrite,
     call: (r) => call(r, 'PUT', `/agents/${ownersAgent}/mandate`, { rules: [] }),
+  },
+  // AP2 (docs/ap2.md): trusted issuers and imports for owners; holder keys for whoever manages the agent.
+  { route: 'GET /api/w/{wid}/ap2/settings', call: (r) => call(r, 'GET', '/ap2/settings') },
+  { route: 'PUT /api/w/{wid}/ap2/settings', call: (r) => call(r, 'PUT', '/ap2/settings', { issuers: [] }) },
+  {
+    route: 'GET /api/w/{wid}/agents/{aid}/ap2/holder-key',
+    about: "another person's agent",
+    beyond: othersAgentWrite,
+    call: (r) => call(r, 'GET', `/agents/${ownersAgent}/ap2/holder-key`),
+  },
+  {
+    route: 'GET /api/w/{wid}/agents/{aid}/ap2/holder-key',
+    about: "the member's own agent",
+    call: (r) => call(r, 'GET', `/agents/${membersAgent}/ap2/holder-key`),
+  },
+  {
+    route: 'PUT /api/w/{wid}/agents/{aid}/ap2/holder-key',
+    about: "another person's agent",
+    beyond: othersAgentWrite,
+    call: (r) => call(r, 'PUT', `/agents/${ownersAgent}/ap2/holder-key`, { jwk: HOLDER_JWK }),
+  },
+  {
+    route: 'PUT /api/w/{wid}/agents/{aid}/ap2/holder-key',
+    about: "the member's own agent",
+    call: (r) => call(r, 'PUT', `/agents/${membersAgent}/ap2/holder-key`, { jwk: HOLDER_JWK }),
+  },
+  {
+    route: 'GET /api/w/{wid}/agents/{aid}/mandate/ap2',
+    about: "another person's agent",
+    beyond: othersAgentWrite,
+    call: (r) => call(r, 'GET', `/agents/${ownersAgent}/mandate/ap2`),
+  },
+  {
+    route: 'GET /api/w/{wid}/agents/{aid}/mandate/ap2',
+    about: "the member's own agent",
+    call: (r) => call(r, 'GET', `/agents/${membersAgent}/mandate/ap2`),
+  },
+  {
+    // An owner gets past the role check to the credential's verification (this one is no SD-JWT).
+    route: 'POST /api/w/{wid}/agents/{aid}/mandate/ap2',
+    admitted: 'reached',
+    call: (r) => call(r, 'POST', `/agents/${ownersAgent}/mandate/ap2`, { credential: 'not-a-credential' }),
   },
   {
     route: 'POST /api/w/{wid}/agents/{aid}/stop',

@@ -39,7 +39,14 @@ const state: {
   members: Data[];
   error: string | null;
   pending: number;
-  detail: { agentId: string; mayManage: boolean; mandate: Data; keys: Data; error: string | null } | null;
+  detail: {
+    agentId: string;
+    mayManage: boolean;
+    mandate: Data;
+    keys: Data;
+    holderKey: Data;
+    error: string | null;
+  } | null;
 } = {
   agents: null,
   blueprints: [],
@@ -134,6 +141,7 @@ async function loadDetail() {
     mayManage ? api('GET', ctx.base + '/agents/' + encodeURIComponent(id) + '/mandate') : Promise.resolve(null),
     mayManage ? api('GET', ctx.base + '/agents/' + encodeURIComponent(id) + '/keys') : Promise.resolve(null),
     mayManage && !state.templates ? listAll(ctx.base + '/templates') : Promise.resolve(state.templates),
+    mayManage ? api('GET', ctx.base + '/agents/' + encodeURIComponent(id) + '/ap2/holder-key') : Promise.resolve(null),
   ]);
   if (
     results.some(function (r) {
@@ -150,6 +158,7 @@ async function loadDetail() {
     mayManage: mayManage,
     mandate: results[0]?.status === 'fulfilled' ? results[0].value : null,
     keys: results[1]?.status === 'fulfilled' ? results[1].value : null,
+    holderKey: results[3]?.status === 'fulfilled' ? results[3].value : null,
     error:
       results
         .filter(function (r) {
@@ -503,6 +512,30 @@ function renderDetail() {
           text: 'Its mandate and keys are managed by the person it acts for, an owner or an admin.',
         }),
     d.mayManage ? keysPart(agent, d) : null,
+    d.mayManage ? holderKeyPart(d) : null,
+  );
+}
+
+/** The public key the agent holds for AP2 mandates (docs/ap2.md#the-agents-holder-key), read only. */
+function holderKeyPart(d: Data) {
+  const key = d.holderKey;
+  return el(
+    'section',
+    { class: 'holder-key' },
+    el('h3', { text: 'AP2 holder key' }),
+    key && key.thumbprint
+      ? el(
+          'p',
+          {},
+          'Thumbprint ',
+          el('span', { class: 'mono', text: key.thumbprint }),
+          key.registeredAt ? ' · registered ' : null,
+          key.registeredAt ? time(key.registeredAt) : null,
+        )
+      : el('p', {
+          class: 'hint',
+          text: 'None registered: AP2 mandates are bound to a key the agent holds; register its public key first.',
+        }),
   );
 }
 

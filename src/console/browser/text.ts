@@ -15,6 +15,11 @@ export interface MandateRule {
   maxAmount?: number;
   periodLimit?: { amount: number; period: string };
   approval?: { above: number; count?: number; approvers?: string[]; separationOfDuties?: boolean };
+  minAmount?: number;
+  budget?: { amount: number };
+  recurrence?: { frequency: string; maxOccurrences?: number };
+  executionDate?: { notBefore?: string; notAfter?: string };
+  source?: { kind: string; mandateId: string; credentialHash: string; issuer: string; expiresAt?: string };
 }
 
 // ---- formatting ---------------------------------------------------------------------------
@@ -98,6 +103,18 @@ export function ruleText(rule: MandateRule | null | undefined): string {
   else if (currency) parts.push('in ' + currency);
   if (rule.periodLimit)
     parts.push(amountText(rule.periodLimit.amount, rule.currencies) + ' a ' + rule.periodLimit.period);
+  if (typeof rule.minAmount === 'number') parts.push('at least ' + amountText(rule.minAmount, rule.currencies));
+  if (rule.budget) parts.push(amountText(rule.budget.amount, rule.currencies) + ' in all');
+  if (rule.recurrence) {
+    const once =
+      rule.recurrence.frequency === 'ON_DEMAND' ? 'any time' : 'once ' + rule.recurrence.frequency.toLowerCase();
+    const max = rule.recurrence.maxOccurrences;
+    parts.push(once + (typeof max === 'number' ? ', ' + max + ' times at most' : ''));
+  }
+  if (rule.executionDate) {
+    const { notBefore, notAfter } = rule.executionDate;
+    parts.push([notBefore ? 'from ' + notBefore : '', notAfter ? 'until ' + notAfter : ''].filter(Boolean).join(' '));
+  }
   if (rule.approval) {
     const above = amountText(rule.approval.above, rule.currencies);
     let asks = 'a person approves above ' + above;
@@ -106,6 +123,18 @@ export function ruleText(rule: MandateRule | null | undefined): string {
     if (rule.approval.separationOfDuties) asks += ', not the person it acts for';
     parts.push(asks);
   }
+  if (rule.source)
+    parts.push(
+      'from AP2 mandate ' +
+        rule.source.mandateId +
+        ' by ' +
+        rule.source.issuer +
+        ' (credential ' +
+        rule.source.credentialHash.slice(0, 12) +
+        '…' +
+        (rule.source.expiresAt ? ', expires ' + rule.source.expiresAt : '') +
+        ')',
+    );
   return parts.join(' · ');
 }
 
