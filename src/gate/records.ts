@@ -32,6 +32,12 @@ export interface ActionRecord {
   idempotencyKey: string | null;
   metadata: Record<string, unknown> | null;
   createdAt: string;
+  /** The protocol receipts the request asked for (absent on actions from before they existed). */
+  protocols?: { ap2: boolean; acp: { checkoutSessionId: string; merchantId: string } | null } | null;
+  /** The AP2 Payment Receipt (Success for an allow, Error for a deny), when asked for. */
+  ap2Receipt?: string | null;
+  /** The signed ACP allowance of an allowed payment, when asked for. */
+  acpAllowance?: string | null;
 }
 
 export interface IdempotencyRecord {

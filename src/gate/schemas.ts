@@ -13,6 +13,9 @@ import { BUILT_IN_TYPES } from '../mandates/schemas.js';
  * - `metadata`: any JSON object, at most 8 levels deep and 16 KB, kept with the action.
  * - `session.id`: 1 to 128 printable characters.
  * - The idempotency key: 1 to 255 printable characters, in the body or the header.
+ * - `receipts`: the protocol receipts asked for beside svc's own, `ap2` and/or `acp`, for a
+ *   payment only; `acp` (the checkout session an ACP allowance is for: `checkoutSessionId`,
+ *   `merchantId`) comes with `receipts: ["acp"]`, and alone asks for the allowance too.
  * - Unknown fields are refused, so a misspelt field is never silently ignored.
  */
 const PRINTABLE = /^[\x20-\x7e]+$/;
@@ -44,6 +47,16 @@ export const sessionIdSchema = Joi.string()
   .max(128)
   .pattern(PRINTABLE)
   .messages({ 'string.pattern.base': '{{#label}} must be 1 to 128 printable characters' });
+
+/** The protocol receipts an authorize request may ask for. */
+export const PROTOCOL_RECEIPTS = ['ap2', 'acp'] as const;
+
+/** An ACP checkout session's or merchant's id: 1 to 512 printable characters. */
+const acpIdSchema = Joi.string()
+  .min(1)
+  .max(512)
+  .pattern(PRINTABLE)
+  .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII characters' });
 
 export const authorizeSchema = Joi.object({
   type: typeSchema.required(),
@@ -83,9 +96,44 @@ export const authorizeSchema = Joi.object({
         return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
       return value;
     }),
-}).when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
-  then: Joi.object({ payment: Joi.required() }),
-});
+  // The receipts in the agent-commerce protocols' shapes asked for beside svc's own (docs/ap2-receipts.md, docs/acp.md).
+  receipts: Joi.array()
+    .items(
+      Joi.string()
+        .valid(...PROTOCOL_RECEIPTS)
+        .messages({ 'any.only': '{{#label}} must be one of ap2, acp' }),
+    )
+    .unique()
+    .min(1)
+    .max(PROTOCOL_RECEIPTS.length),
+  acp: Joi.object({
+    checkoutSessionId: acpIdSchema.required(),
+    merchantId: acpIdSchema.max(256).required(),
+  }),
+})
+  .when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
+    then: Joi.object({ payment: Joi.required() }),
+  })
+  .when(Joi.object({ receipts: Joi.array().required() }).unknown(), {
+    then: Joi.object({
+      payment: Joi.required().messages({
+        'any.required': '{{#label}} is required: AP2 and ACP receipts are for a payment',
+      }),
+    }),
+  })
+  .when(Joi.object({ acp: Joi.object().required() }).unknown(), {
+    then: Joi.object({
+      payment: Joi.required().messages({ 'any.required': '{{#label}} is required: an ACP allowance is for a payment' }),
+    }),
+  })
+  .when(Joi.object({ receipts: Joi.array().has(Joi.valid('acp')).required() }).unknown(), {
+    then: Joi.object({
+      acp: Joi.required().messages({
+        'any.required':
+          '{{#label}} is required with receipts "acp": the checkout session it is for (checkoutSessionId and merchantId)',
+      }),
+    }),
+  });
 
 export interface AuthorizeInput {
   type: string;
@@ -95,6 +143,8 @@ export interface AuthorizeInput {
   session?: { id: string };
   idempotencyKey?: string;
   metadata?: Record<string, unknown>;
+  receipts?: Array<(typeof PROTOCOL_RECEIPTS)[number]>;
+  acp?: { checkoutSessionId: string; merchantId: string };
 }
 
 export const settleSchema = Joi.object({

@@ -23,6 +23,10 @@ export interface ActionView {
   sessionId: string | null;
   metadata: Record<string, unknown> | null;
   createdAt: string;
+  /** Only when asked for (`receipts: ["ap2"]`): the AP2 Payment Receipt, Success or Error. */
+  ap2Receipt?: string | null;
+  /** Only when asked for (`acp`): the signed ACP allowance; null until the payment is allowed. */
+  acpAllowance?: string | null;
 }
 
 export function toActionView(a: ActionRecord): ActionView {
@@ -45,5 +49,7 @@ export function toActionView(a: ActionRecord): ActionView {
     sessionId: a.sessionId,
     metadata: a.metadata,
     createdAt: a.createdAt,
+    ...(a.protocols?.ap2 ? { ap2Receipt: a.ap2Receipt ?? null } : {}),
+    ...(a.protocols?.acp ? { acpAllowance: a.acpAllowance ?? null } : {}),
   };
 }
