@@ -4,8 +4,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import canonicalize from 'canonicalize';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
-import { authorize, createAgent, payment, type AgentFixture } from '../helpers/gate.js';
-import { call } from '../helpers/http.js';
+import { authorize, createAgent, PAY_ACME, payment, type AgentFixture } from '../helpers/gate.js';
+import { bearer, call, csrf } from '../helpers/http.js';
 import { removeDir, stopAndClean, svc, tempDir } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 
@@ -16,7 +16,7 @@ import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
  * the served JWKS alone, by POST /v1/verify, and by `svc receipt verify` offline, which say which
  * shape it is and what it says. Forgeries (alg none, HS256 with the public key, an ES256 key
  * presented as EdDSA, a changed body) are refused naming what is wrong; a rotation keeps the old
- * receipts verifiable.
+ * receipts verifiable; a payment that waited for a person gets them when it is approved.
  */
 let server: ServedInProcess;
 let agent: AgentFixture;
@@ -282,4 +282,23 @@ test.serial('a rotation signs new protocol receipts with a new ES256 key; the ol
     await t.notThrowsAsync(joseVerify(token));
     t.like((await verifyOnline(token)).body, { valid: true });
   }
+});
+
+test('a payment that waited for a person gets the protocol receipts it asked for when it is approved', async (t) => {
+  const reviewed = await createAgent(server, [{ ...PAY_ACME, approval: { above: 1000 } }], 'reviewed-bot');
+  const asked = await authorize(server, reviewed.key, payment(2500, { receipts: ['ap2', 'acp'], acp: ACP }));
+  t.like(asked.body, { decision: 'review', receipt: null, ap2Receipt: null, acpAllowance: null });
+  const approved = await call(server.url, 'POST', `/api/w/${reviewed.wid}/approvals/${asked.body.approvalId}/approve`, {
+    headers: { ...csrf, cookie: reviewed.cookie },
+    json: {},
+  });
+  t.is(approved.status, 200, approved.text);
+  const action = (await call(server.url, 'GET', `/v1/actions/${asked.body.id}`, { headers: bearer(reviewed.key) }))
+    .body;
+  t.like(action, { decision: 'allow', status: 'allowed' });
+  t.like(await joseVerify(action.ap2Receipt), { status: 'Success', payment_id: action.id });
+  t.like(await joseVerify(action.acpAllowance), {
+    jti: action.id,
+    allowance: { max_amount: 2500, checkout_session_id: ACP.checkoutSessionId },
+  });
 });
