@@ -36,7 +36,8 @@ import { IDEMPOTENCY_TTL_MS, toActionView, type ActionView } from './view.js';
  *  5. `mustAnswerNow`: a review the asker cannot wait for becomes a deny saying so.
  *  6. `openApproval`: a review opens its approval (the approvals' contract, with its expiry entry).
  *  7. `charge`: an allow counts in its rule's period usage.
- *  8. `issueReceipt`: an allowed payment gets its receipt.
+ *  8. `issueReceipt`: an allowed payment gets its receipt, and the protocol receipts asked for (an
+ *     AP2 receipt, an ACP allowance; a denied one its AP2 rejection receipt).
  *  9. `recordEvidence`: the ledger record of the decision.
  * 10. `store`: the action and its idempotency key; then the caller's own `inWrite`.
  *  After the write, the decision is counted once (a replay decided nothing new).
@@ -248,7 +249,15 @@ function actionOf(a: Asked, verdict: Verdict, presented: Presented | null): Acti
     ...(presented ? { ap2Mandate: presented.mandateId } : {}),
     createdAt: isoAt(a.now),
     ...(a.challenge ? { challenge: a.challenge } : {}),
+    ...protocolsOf(input),
   };
+}
+
+/** The protocol receipts asked for, kept with the action (an approval's allow issues them later). */
+function protocolsOf(input: AuthorizeInput): Pick<ActionRecord, 'protocols'> {
+  const ap2 = input.receipts?.includes('ap2') ?? false;
+  const acp = input.acp ?? null;
+  return ap2 || acp ? { protocols: { ap2, acp } } : {};
 }
 
 /** A review waits for people: its approval opens, as its rule asks, in this write. */
@@ -281,7 +290,10 @@ async function charge(deps: AuthorizeDeps, action: ActionRecord): Promise<void> 
   if (action.charge) await deps.repo.add(action.workspaceId, action.agentId, action.charge, action.charge.amount);
 }
 
-/** An allowed payment gets its receipt (the one signed ahead, when it still holds). */
+/**
+ * An allowed payment gets its receipt (the one signed ahead, when it still holds) and the protocol
+ * receipts asked for; a denied one asked for AP2 its AP2 rejection receipt.
+ */
 async function issueReceipt(
   deps: AuthorizeDeps,
   a: Asked,
@@ -291,6 +303,18 @@ async function issueReceipt(
 ): Promise<void> {
   if (verdict.decision === 'allow' && action.payment)
     action.receipt = await deps.receipts.issueInWrite(action, false, a.now, presigned);
+  if (action.protocols && action.payment && verdict.decision !== 'review') {
+    const outcome =
+      verdict.decision === 'allow'
+        ? { decision: 'allow' as const }
+        : { decision: 'deny' as const, signals: action.signals, reason: action.reason };
+    const issued = await deps.receipts.issueProtocolInWrite(
+      { id: action.id, agentId: action.agentId, payment: action.payment, outcome },
+      action.protocols,
+      a.now,
+    );
+    Object.assign(action, issued);
+  }
 }
 
 /** The decision's ledger record; anything but an allow names it as its evidence. */

@@ -27,7 +27,7 @@ export interface PendingActions {
   /**
    * Inside the caller's write: the waiting action, approved by people and allowed by a fresh
    * check (`ruleId`, `charge`), ends allowed: its charge counts in the period, a payment gets its
-   * receipt (`hum: true`), and an `action.allowed` ledger record by `actor` names the approval.
+   * receipt (`hum: true`) and the protocol receipts its request asked for, and an `action.allowed` ledger record by `actor` names the approval.
    * Writes the period usage, the action and that record.
    */
   allowInWrite(
@@ -72,6 +72,15 @@ export function createPendingActions(deps: { store: Store; ledger: Ledger; recei
       };
       if (allowed.charge) await repo.add(action.workspaceId, action.agentId, allowed.charge, allowed.charge.amount);
       if (allowed.payment) allowed.receipt = await receipts.issueInWrite(allowed, true, approved.nowMs);
+      if (allowed.payment && allowed.protocols) {
+        const subject = { id: allowed.id, agentId: allowed.agentId, payment: allowed.payment };
+        const issued = await receipts.issueProtocolInWrite(
+          { ...subject, outcome: { decision: 'allow' } },
+          allowed.protocols,
+          approved.nowMs,
+        );
+        Object.assign(allowed, issued);
+      }
       await ledger.record({
         workspaceId: action.workspaceId,
         actor: approved.actor,

@@ -34,6 +34,12 @@ export interface ActionRecord {
   /** The imported AP2 open mandate a presented closed mandate chained to (docs/ap2.md); absent: none. */
   ap2Mandate?: string | null;
   createdAt: string;
+  /** The protocol receipts the request asked for (absent on actions from before they existed). */
+  protocols?: { ap2: boolean; acp: { checkoutSessionId: string; merchantId: string } | null } | null;
+  /** The AP2 Payment Receipt (Success for an allow, Error for a deny), when asked for. */
+  ap2Receipt?: string | null;
+  /** The signed ACP allowance of an allowed payment, when asked for. */
+  acpAllowance?: string | null;
   /** The 402 payment challenge the payment was read from (absent or null: none). */
   challenge?: ActionChallenge | null;
 }

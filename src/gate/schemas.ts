@@ -17,6 +17,9 @@ import { authorizeAp2Schema } from '../ap2/schemas.js';
  * - `session.id`: 1 to 128 printable characters.
  * - The idempotency key: 1 to 255 printable characters, in the body or the header.
  * - `ap2`: `{ mandate, refusal? }`, a closed AP2 mandate chain (docs/ap2.md).
+ * - `receipts`: the protocol receipts asked for beside svc's own, `ap2` and/or `acp`, for a
+ *   payment only; `acp` (the checkout session an ACP allowance is for: `checkoutSessionId`,
+ *   `merchantId`) comes with `receipts: ["acp"]`, and alone asks for the allowance too.
  * - Unknown fields are refused, so a misspelt field is never silently ignored.
  */
 const PRINTABLE = /^[\x20-\x7e]+$/;
@@ -50,6 +53,16 @@ export const sessionIdSchema = Joi.string()
   .max(128)
   .pattern(PRINTABLE)
   .messages({ 'string.pattern.base': '{{#label}} must be 1 to 128 printable characters' });
+
+/** The protocol receipts an authorize request may ask for. */
+export const PROTOCOL_RECEIPTS = ['ap2', 'acp'] as const;
+
+/** An ACP checkout session's or merchant's id: 1 to 512 printable characters. */
+const acpIdSchema = Joi.string()
+  .min(1)
+  .max(512)
+  .pattern(PRINTABLE)
+  .messages({ 'string.pattern.base': '{{#label}} must be printable ASCII characters' });
 
 export const authorizeSchema = Joi.object({
   type: typeSchema.required(),
@@ -101,12 +114,47 @@ export const authorizeSchema = Joi.object({
         return helpers.message({ custom: `{{#label}} may hold at most ${METADATA_BYTES} bytes of JSON` });
       return value;
     }),
+  // The receipts in the agent-commerce protocols' shapes asked for beside svc's own (docs/ap2-receipts.md, docs/acp.md).
+  receipts: Joi.array()
+    .items(
+      Joi.string()
+        .valid(...PROTOCOL_RECEIPTS)
+        .messages({ 'any.only': '{{#label}} must be one of ap2, acp' }),
+    )
+    .unique()
+    .min(1)
+    .max(PROTOCOL_RECEIPTS.length),
+  acp: Joi.object({
+    checkoutSessionId: acpIdSchema.required(),
+    merchantId: acpIdSchema.max(256).required(),
+  }),
 })
   .oxor('payment', 'challenge')
   .messages({ 'object.oxor': 'send "payment" or "challenge", not both' })
   .when(Joi.object({ type: Joi.valid('payment') }).unknown(), {
     then: Joi.object().or('payment', 'challenge').messages({
       'object.missing': 'a payment action needs "payment" (or "challenge", a 402 payment challenge)',
+    }),
+  })
+  // A payment read from a 402 challenge may ask for protocol receipts too.
+  .when(Joi.object({ receipts: Joi.array().required(), challenge: Joi.forbidden() }).unknown(), {
+    then: Joi.object({
+      payment: Joi.required().messages({
+        'any.required': '{{#label}} is required: AP2 and ACP receipts are for a payment',
+      }),
+    }),
+  })
+  .when(Joi.object({ acp: Joi.object().required(), challenge: Joi.forbidden() }).unknown(), {
+    then: Joi.object({
+      payment: Joi.required().messages({ 'any.required': '{{#label}} is required: an ACP allowance is for a payment' }),
+    }),
+  })
+  .when(Joi.object({ receipts: Joi.array().has(Joi.valid('acp')).required() }).unknown(), {
+    then: Joi.object({
+      acp: Joi.required().messages({
+        'any.required':
+          '{{#label}} is required with receipts "acp": the checkout session it is for (checkoutSessionId and merchantId)',
+      }),
     }),
   });
 
@@ -120,6 +168,8 @@ export interface AuthorizeInput {
   idempotencyKey?: string;
   ap2?: { mandate: string; refusal?: string };
   metadata?: Record<string, unknown>;
+  receipts?: Array<(typeof PROTOCOL_RECEIPTS)[number]>;
+  acp?: { checkoutSessionId: string; merchantId: string };
 }
 
 export const settleSchema = Joi.object({

@@ -25,6 +25,10 @@ export interface ActionView {
   createdAt: string;
   /** Present when the payment was read from a 402 payment challenge: what svc read and decided. */
   challenge?: NonNullable<ActionRecord['challenge']>;
+  /** Only when asked for (`receipts: ["ap2"]`): the AP2 Payment Receipt, Success or Error. */
+  ap2Receipt?: string | null;
+  /** Only when asked for (`acp`): the signed ACP allowance; null until the payment is allowed. */
+  acpAllowance?: string | null;
 }
 
 export function toActionView(a: ActionRecord): ActionView {
@@ -48,5 +52,7 @@ export function toActionView(a: ActionRecord): ActionView {
     metadata: a.metadata,
     createdAt: a.createdAt,
     ...(a.challenge ? { challenge: a.challenge } : {}),
+    ...(a.protocols?.ap2 ? { ap2Receipt: a.ap2Receipt ?? null } : {}),
+    ...(a.protocols?.acp ? { acpAllowance: a.acpAllowance ?? null } : {}),
   };
 }

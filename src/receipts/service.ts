@@ -4,7 +4,9 @@ import type { Ledger } from '../ledger/service.js';
 import type { Store } from '../store/index.js';
 import type { SigningKeys } from '../signing/service.js';
 import { signReceipt, signReceiptAsync, type ReceiptClaims } from './crypto.js';
-import { verifyReceipt, type VerifyResult } from './verify.js';
+import type { VerifyResult } from './verify.js';
+import { verifyAnyReceipt, type AnyReceiptClaims, type ReceiptShape } from './protocol-verify.js';
+import { signAcpAllowance, signAp2Receipt, type ProtocolSubject } from './protocol-sign.js';
 import { receiptsRepo } from './repo.js';
 
 /**
@@ -17,12 +19,41 @@ import { receiptsRepo } from './repo.js';
  *   the receipt seen: from the second check on, `replayed` is true. An invalid receipt is
  *   never marked. A receipt withdrawn because its action failed or was cancelled (before any
  *   online check) answers `revoked`; offline verifiers cannot know of that withdrawal.
+ * - The protocol receipts (an AP2 Payment Receipt, a signed ACP allowance: ./protocol-sign.ts)
+ *   are signed with the current ES256 receipt key in the same transaction. Online, any shape of an
+ *   action's receipt marks that action's receipt seen (`replayed` is per action, whatever shape
+ *   was shown first); an AP2 rejection receipt is only verified.
  */
 export interface OnlineVerifyResult {
   valid: boolean;
-  claims: ReceiptClaims | null;
+  /** svc's receipt, an AP2 Payment Receipt, or a signed ACP allowance (null: not a token at all). */
+  shape: ReceiptShape | null;
+  claims: AnyReceiptClaims | null;
   reason: VerifyResult['reason'];
+  /** What is wrong, in a sentence; null when valid. */
+  problem: string | null;
   replayed: boolean;
+}
+
+/** The protocol receipts an authorize request asked for: an AP2 receipt, an ACP allowance for a checkout session. */
+export interface ProtocolAsk {
+  ap2: boolean;
+  acp: { checkoutSessionId: string; merchantId: string } | null;
+}
+
+/** The protocol receipts issued for one decision (only those asked for, and that the outcome gives). */
+export interface ProtocolReceipts {
+  ap2Receipt?: string;
+  acpAllowance?: string;
+}
+
+/** A receipt key rotation: the new Ed25519 and ES256 receipt keys, and the ones they retired. */
+export interface RotatedKeys {
+  kid: string;
+  retiredKid: string | null;
+  createdAt: string;
+  es256Kid: string;
+  retiredEs256Kid: string | null;
 }
 
 /** A receipt signed ahead of its transaction, and the key that signed it. */
@@ -69,10 +100,19 @@ export interface Receipts {
    */
   currentKid(): Promise<string | undefined>;
   /**
-   * A new receipt key; the old one is retired but still published. Its own write, which records
-   * `receipt_key.rotated` in every workspace's ledger.
+   * The protocol receipts a decision gives, signed with the current ES256 receipt key (made here
+   * if the store has none yet): for an allow, an AP2 "Success" receipt and an ACP allowance when
+   * asked; for a deny, an AP2 "Error" receipt (a rejection receipt) when asked. Only inside
+   * store.write(); ES256 signatures are random, so a write run again signs other bytes of the
+   * same claims, and only the last run's are stored.
    */
-  rotateKey(actor: string): Promise<{ kid: string; retiredKid: string | null; createdAt: string }>;
+  issueProtocolInWrite(subject: ProtocolSubject, ask: ProtocolAsk, atMs: number): Promise<ProtocolReceipts>;
+  /**
+   * A new receipt key, and a new ES256 receipt key (the AP2 and ACP shapes); the old ones are
+   * retired but still published. Its own write, which records `receipt_key.rotated` in every
+   * workspace's ledger.
+   */
+  rotateKey(actor: string): Promise<RotatedKeys>;
   /**
    * Revokes a receipt key (a compromised one): it leaves the JWKS and online checks of its
    * receipts answer `revoked`. The current key cannot be revoked (403 forbidden: rotate first); an
@@ -81,7 +121,8 @@ export interface Receipts {
    */
   revokeKey(kid: string, actor: string): Promise<{ kid: string; revokedAt: string }>;
   /**
-   * Checks a receipt against the keys in the store that are not revoked, and marks it seen (from
+   * Checks a receipt of any shape svc issues (./protocol-verify.ts) against the keys in the store
+   * that are not revoked, and marks its action's receipt seen (from
    * the second check on, `replayed` is true); an invalid receipt is never marked, and a withdrawn
    * one answers `revoked`. Writes `receiptsSeen` once per receipt.
    */
@@ -96,6 +137,15 @@ export interface ReceiptsDeps {
   ledger: Ledger;
   ttlSeconds: number;
   issuer: () => string;
+}
+
+/**
+ * The action a valid receipt speaks for (its online mark and withdrawal are the action's, whatever
+ * the shape); null for an AP2 rejection receipt, which allowed nothing.
+ */
+function actionOf(claims: AnyReceiptClaims): string | null {
+  if ('status' in claims) return claims.status === 'Success' ? claims.payment_id : null;
+  return claims.jti;
 }
 
 export function createReceipts(deps: ReceiptsDeps): Receipts {
@@ -143,27 +193,53 @@ export function createReceipts(deps: ReceiptsDeps): Receipts {
       return signReceipt(privateKey, record.kid, claimsOf(action, hum, atMs));
     },
 
-    async rotateKey(actor: string): Promise<{ kid: string; retiredKid: string | null; createdAt: string }> {
+    async issueProtocolInWrite(subject: ProtocolSubject, ask: ProtocolAsk, atMs: number): Promise<ProtocolReceipts> {
+      const allowed = subject.outcome.decision === 'allow';
+      if (!ask.ap2 && !(allowed && ask.acp)) return {};
+      const { record, privateKey } = await signingKeys.currentInWrite('receipt-es256');
+      const times = { issuer: deps.issuer(), atMs, ttlSeconds: deps.ttlSeconds };
+      return {
+        ...(ask.ap2 ? { ap2Receipt: signAp2Receipt(privateKey, record.kid, subject, times) } : {}),
+        ...(allowed && ask.acp
+          ? { acpAllowance: signAcpAllowance(privateKey, record.kid, subject, ask.acp, times) }
+          : {}),
+      };
+    },
+
+    async rotateKey(actor: string): Promise<RotatedKeys> {
       return store.write(async () => {
         const { added, retired } = await signingKeys.rotateInWrite('receipt');
+        const es256 = await signingKeys.rotateInWrite('receipt-es256');
+        const rotated = {
+          kid: added.kid,
+          retiredKid: retired?.kid ?? null,
+          createdAt: added.createdAt,
+          es256Kid: es256.added.kid,
+          retiredEs256Kid: es256.retired?.kid ?? null,
+        };
         for (const wid of await repo.workspaceIds()) {
           await deps.ledger.record({
             workspaceId: wid,
             actor,
             kind: 'receipt_key.rotated',
             subject: added.kid,
-            data: { retiredKid: retired?.kid ?? null },
+            data: {
+              retiredKid: rotated.retiredKid,
+              es256Kid: rotated.es256Kid,
+              retiredEs256Kid: rotated.retiredEs256Kid,
+            },
           });
         }
-        return { kid: added.kid, retiredKid: retired?.kid ?? null, createdAt: added.createdAt };
+        return rotated;
       });
     },
 
     async revokeKey(kid: string, actor: string): Promise<{ kid: string; revokedAt: string }> {
       return store.write(async () => {
         const record = await signingKeys.record(kid);
-        if (!record || record.use !== 'receipt') throw new AppError('not_found', { message: `No receipt key ${kid}.` });
-        if ((await signingKeys.currentKid('receipt')) === kid) {
+        if (!record || (record.use !== 'receipt' && record.use !== 'receipt-es256'))
+          throw new AppError('not_found', { message: `No receipt key ${kid}.` });
+        if ((await signingKeys.currentKid(record.use)) === kid) {
           throw new AppError('forbidden', {
             message: `${kid} is the current receipt key.`,
             fix: 'Run svc keys rotate-receipt-key first, then revoke the old key.',
@@ -179,14 +255,32 @@ export function createReceipts(deps: ReceiptsDeps): Receipts {
 
     async verifyOnline(token: string): Promise<OnlineVerifyResult> {
       // The key set and the revoked kids, from the cached key set (src/signing/service.ts: one read of its counter).
-      const result = await verifyReceipt(token, await signingKeys.verifyKeys(), clock.now());
+      const result = await verifyAnyReceipt(token, await signingKeys.verifyKeys(), clock.now());
+      const { shape } = result;
       if (!result.valid || !result.claims)
-        return { valid: false, claims: null, reason: result.reason, replayed: false };
-      const jti = result.claims.jti;
-      const withdrawn = { valid: false, claims: null, reason: 'revoked' as const, replayed: false };
+        return { valid: false, shape, claims: null, reason: result.reason, problem: result.problem, replayed: false };
+      const valid = (replayed: boolean): OnlineVerifyResult => ({
+        valid: true,
+        shape,
+        claims: result.claims,
+        reason: null,
+        problem: null,
+        replayed,
+      });
+      const jti = actionOf(result.claims);
+      // An AP2 rejection receipt speaks for no payment: nothing to mark, nothing to withdraw.
+      if (jti === null) return valid(false);
+      const withdrawn: OnlineVerifyResult = {
+        valid: false,
+        shape,
+        claims: null,
+        reason: 'revoked',
+        problem: "the payment's receipt was withdrawn: it failed or was cancelled before anyone checked it",
+        replayed: false,
+      };
       // Seen before: nothing to write, and nothing more to read (a receipt once seen is never
       // withdrawn, so a replayed check, the common one, costs one read).
-      if (await repo.seen(jti)) return { valid: true, claims: result.claims, reason: null, replayed: true };
+      if (await repo.seen(jti)) return valid(true);
       if (await repo.withdrawn(jti)) return withdrawn;
       // Inside the write, against a settlement racing this check: one of them comes first.
       const outcome = await store.write(async () => {
@@ -196,8 +290,7 @@ export function createReceipts(deps: ReceiptsDeps): Receipts {
         return 'first' as const;
       });
       if (outcome === 'withdrawn') return withdrawn;
-      const replayed = outcome === 'replayed';
-      return { valid: true, claims: result.claims, reason: null, replayed };
+      return valid(outcome === 'replayed');
     },
   };
 }

@@ -1,15 +1,18 @@
 import { systemClock, type Clock } from '../lib/clock.js';
-import type { ReceiptClaims } from './types.js';
+import type { AnyReceiptClaims, ReceiptShape } from './protocol-verify.js';
 import type { VerifyKeys, VerifyReason } from './verify.js';
 
 /**
- * A receipt's verdict as `svc receipt verify` prints it, offline (./verify.ts against a key set)
- * or online (`POST /v1/verify`, which also says whether it was presented before).
+ * A receipt's verdict as `svc receipt verify` prints it, offline (./protocol-verify.ts against a
+ * key set) or online (`POST /v1/verify`, which also says whether it was presented before): which
+ * shape it has (svc's, an AP2 Payment Receipt, a signed ACP allowance) and what it says.
  */
 export interface ReceiptVerdict {
   valid: boolean;
-  claims: ReceiptClaims | null;
+  shape?: ReceiptShape | null;
+  claims: AnyReceiptClaims | null;
   reason: VerifyReason | string | null;
+  problem?: string | null;
   kid?: string;
   replayed?: boolean;
 }
@@ -20,12 +23,14 @@ export async function verdictOffline(
   jwks: VerifyKeys['jwks'],
   clock: Clock = systemClock,
 ): Promise<ReceiptVerdict> {
-  const { verifyReceipt } = await import('./verify.js');
-  const result = await verifyReceipt(token, { jwks }, clock.now());
+  const { verifyAnyReceipt } = await import('./protocol-verify.js');
+  const result = await verifyAnyReceipt(token, { jwks }, clock.now());
   return {
     valid: result.valid,
+    shape: result.shape,
     claims: result.claims,
     reason: result.reason,
+    problem: result.problem,
     ...(result.kid === null ? {} : { kid: result.kid }),
   };
 }
@@ -34,8 +39,10 @@ export async function verdictOffline(
 export function verdictOnline(answer: Partial<ReceiptVerdict>): ReceiptVerdict {
   return {
     valid: answer.valid === true,
+    shape: answer.shape ?? null,
     claims: answer.claims ?? null,
     reason: answer.reason ?? null,
+    problem: answer.problem ?? null,
     ...(typeof answer.kid === 'string' ? { kid: answer.kid } : {}),
     replayed: answer.replayed === true,
   };

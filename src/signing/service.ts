@@ -7,8 +7,9 @@ import { generateSigningKey, publicKeyOf, toJwks, unsealPrivateKey, type Jwk } f
 import { signingKeysRepo } from './repo.js';
 
 /**
- * The service's own signing keys: one current receipt key and one current ledger key, kept
- * apart so that neither can stand in for the other (the JWKS marks them `sig` and `ledger`).
+ * The service's own signing keys: one current receipt key, one current ledger key, and one current
+ * ES256 receipt key (the AP2 and ACP shapes), kept apart so that none can stand in for another
+ * (the JWKS marks them `sig` and `ledger`, and each with its one `alg`).
  * Rules:
  * - Private halves are stored sealed with the master key and unsealed only in memory; they are
  *   never logged and no route returns them.
@@ -35,7 +36,7 @@ export interface CurrentKey {
 /**
  * The service's signing keys, for those who sign (receipts, the ledger's checkpoints) and those
  * who publish or check them (the JWKS, online receipt verification, the scorecard). Reads and
- * writes the `signingKeys` table and the meta keys `receiptKid`, `ledgerKid` (repo.ts), and
+ * writes the `signingKeys` table and the meta keys `receiptKid`, `ledgerKid`, `receipt-es256Kid` (repo.ts), and
  * nothing else.
  */
 export interface SigningKeys {
@@ -51,7 +52,10 @@ export interface SigningKeys {
    * undefined if there is none yet. Inside a write it reads the store directly. Writes nothing.
    */
   current(use: SigningKeyUse): Promise<CurrentKey | undefined>;
-  /** Creates the receipt and ledger keys if they do not exist yet (first start, `svc init`): its own write. */
+  /**
+   * Creates the receipt, ledger and ES256 receipt keys that do not exist yet (first start, `svc
+   * init`, a store from before ES256 keys): its own write.
+   */
   ensure(): Promise<void>;
   /**
    * A new current key of a use; the old one is marked retired (it signs no more) but stays
@@ -66,7 +70,7 @@ export interface SigningKeys {
   revokeInWrite(record: SigningKeyRecord): Promise<string>;
   /** Every key record (public halves and sealed private halves), from the cached key set. */
   all(): Promise<readonly SigningKeyRecord[]>;
-  /** The published key set: every key not revoked, receipt keys as use "sig", ledger keys as "ledger". */
+  /** The published key set: every key not revoked, receipt keys (Ed25519 and ES256) as use "sig", ledger keys as "ledger". */
   jwks(): Promise<{ keys: Jwk[] }>;
   /** What a receipt is verified against: the published keys and the revoked kids, from one key set. */
   verifyKeys(): Promise<{ jwks: { keys: Jwk[] }; revokedKids: ReadonlySet<string> }>;
@@ -75,6 +79,9 @@ export interface SigningKeys {
   /** One key's public half by its kid, read from the store. */
   publicKey(kid: string): Promise<KeyObject | undefined>;
 }
+
+/** The uses that always have a current key (first start, `svc init`, and a store made before a use existed). */
+const ENSURED: readonly SigningKeyUse[] = ['receipt', 'ledger', 'receipt-es256'];
 
 /** What the signing keys are made from: the store, the master key that seals them, the clock. */
 export interface SigningKeysDeps {
@@ -99,11 +106,16 @@ function keySetOf(records: SigningKeyRecord[], kids: Record<SigningKeyUse, strin
   const byKid = (kid: string | undefined) => (kid === undefined ? undefined : records.find((r) => r.kid === kid));
   const receipt = byKid(kids.receipt);
   const ledger = byKid(kids.ledger);
+  const es256 = byKid(kids['receipt-es256']);
   return Object.freeze({
     records: Object.freeze(records),
     jwks: Object.freeze(jwks),
     revokedKids: new Set(records.filter((k) => k.revokedAt !== null).map((k) => k.kid)),
-    current: Object.freeze({ ...(receipt ? { receipt } : {}), ...(ledger ? { ledger } : {}) }),
+    current: Object.freeze({
+      ...(receipt ? { receipt } : {}),
+      ...(ledger ? { ledger } : {}),
+      ...(es256 ? { 'receipt-es256': es256 } : {}),
+    }),
   });
 }
 
@@ -126,12 +138,13 @@ export function createSigningKeys(deps: SigningKeysDeps): SigningKeys {
   // The key set under one `signingKeys` generation (see the rules above): one entry.
   const sets = new GenerationCache<'set', KeySet>(1);
   const readSet = async (): Promise<KeySet> => {
-    const [records, receipt, ledger] = await Promise.all([
+    const [records, receipt, ledger, es256] = await Promise.all([
       repo.keys(),
       repo.currentKid('receipt'),
       repo.currentKid('ledger'),
+      repo.currentKid('receipt-es256'),
     ]);
-    return keySetOf(records, { receipt, ledger });
+    return keySetOf(records, { receipt, ledger, 'receipt-es256': es256 });
   };
   const keySet = async (): Promise<KeySet> => {
     if (store.inWrite()) return readSet();
@@ -179,10 +192,10 @@ export function createSigningKeys(deps: SigningKeysDeps): SigningKeys {
     },
 
     async ensure(): Promise<void> {
-      const kids = await Promise.all([repo.currentKid('receipt'), repo.currentKid('ledger')]);
+      const kids = await Promise.all(ENSURED.map((use) => repo.currentKid(use)));
       if (kids.every((kid) => kid !== undefined)) return;
       await store.write(async () => {
-        for (const use of ['receipt', 'ledger'] as const) {
+        for (const use of ENSURED) {
           if ((await repo.currentKid(use)) === undefined) await add(use);
         }
       });

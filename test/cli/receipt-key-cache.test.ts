@@ -25,7 +25,7 @@ test.after.always(async () => {
 const verify = (receipt: string) => call(server.url, 'POST', '/v1/verify', { json: { receipt } });
 const sigKids = async (): Promise<string[]> =>
   (await call(server.url, 'GET', '/.well-known/jwks.json')).body.keys
-    .filter((k: { use: string }) => k.use === 'sig')
+    .filter((k: { use: string; alg: string }) => k.use === 'sig' && k.alg === 'EdDSA')
     .map((k: { kid: string }) => k.kid)
     .sort();
 

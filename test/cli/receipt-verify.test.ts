@@ -59,8 +59,15 @@ test.before(async () => {
         const { receipt } = JSON.parse(body) as { receipt: string };
         const answer =
           receipt === golden
-            ? { valid: true, claims, reason: null, replayed: true }
-            : { valid: false, claims: null, reason: 'bad_signature', replayed: false };
+            ? { valid: true, shape: 'svc', claims, reason: null, problem: null, replayed: true }
+            : {
+                valid: false,
+                shape: 'svc',
+                claims: null,
+                reason: 'bad_signature',
+                problem: 'altered',
+                replayed: false,
+              };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
       });
     } else if (path === '/jwks.json' || path === '/.well-known/jwks.json') {
@@ -92,7 +99,7 @@ async function closedPort(): Promise<string> {
 test.serial('the golden receipt against the key-set file: exit 0 and {valid, claims, reason, kid}', async (t) => {
   const res = await svc(['receipt', 'verify', golden, '--jwks', JWKS, '--json']);
   t.is(res.code, 0, show(res));
-  t.deepEqual(onlyJson(res), { valid: true, claims, reason: null, kid });
+  t.deepEqual(onlyJson(res), { valid: true, shape: 'svc', claims, reason: null, problem: null, kid });
 });
 
 test.serial('human output names validity and the claims', async (t) => {
@@ -117,7 +124,14 @@ test.serial('human output names validity and the claims', async (t) => {
 test.serial('a tampered receipt: exit 1, reason bad_signature, the verdict as the one JSON document', async (t) => {
   const res = await svc(['receipt', 'verify', tampered, '--jwks', JWKS, '--json']);
   t.is(res.code, 1, show(res));
-  t.deepEqual(onlyJson(res), { valid: false, claims: null, reason: 'bad_signature', kid });
+  t.deepEqual(onlyJson(res), {
+    valid: false,
+    claims: null,
+    reason: 'bad_signature',
+    kid,
+    shape: 'svc',
+    problem: 'the signature does not verify with the key the receipt names',
+  });
 });
 
 test.serial(
@@ -134,7 +148,14 @@ test.serial(
 test.serial("against another deployment's key set: exit 1, unknown_key", async (t) => {
   const res = await svc(['receipt', 'verify', golden, '--jwks', OTHER_JWKS, '--json']);
   t.is(res.code, 1, show(res));
-  t.deepEqual(onlyJson(res), { valid: false, claims: null, reason: 'unknown_key', kid });
+  t.deepEqual(onlyJson(res), {
+    valid: false,
+    claims: null,
+    reason: 'unknown_key',
+    kid,
+    shape: 'svc',
+    problem: 'the key set holds no receipt key with the id the receipt names',
+  });
 });
 
 test.serial('alg "none": exit 1', async (t) => {
@@ -149,13 +170,26 @@ test.serial('an expired receipt: exit 1, expired', async (t) => {
   const token = `${input}.${sign(null, Buffer.from(input), receiptKey().privateKey).toString('base64url')}`;
   const res = await svc(['receipt', 'verify', token, '--jwks', JWKS, '--json']);
   t.is(res.code, 1, show(res));
-  t.deepEqual(onlyJson(res), { valid: false, claims: null, reason: 'expired', kid });
+  t.deepEqual(onlyJson(res), {
+    valid: false,
+    claims: null,
+    reason: 'expired',
+    kid,
+    shape: 'svc',
+    problem: 'the receipt has expired',
+  });
 });
 
 test.serial('garbage: exit 1, malformed', async (t) => {
   const res = await svc(['receipt', 'verify', 'not-a-receipt', '--jwks', JWKS, '--json']);
   t.is(res.code, 1, show(res));
-  t.deepEqual(onlyJson(res), { valid: false, claims: null, reason: 'malformed' });
+  t.deepEqual(onlyJson(res), {
+    valid: false,
+    shape: null,
+    claims: null,
+    reason: 'malformed',
+    problem: 'not a well-formed receipt',
+  });
 });
 
 test.serial('- reads the receipt from standard input, whitespace trimmed', async (t) => {
@@ -170,7 +204,7 @@ test.serial('- reads the receipt from standard input, whitespace trimmed', async
 test.serial('--jwks URL: fetched once from the key-set host', async (t) => {
   const res = await svc(['receipt', 'verify', golden, '--jwks', `${hostUrl}/jwks.json?from=once-test`, '--json']);
   t.is(res.code, 0, show(res));
-  t.deepEqual(onlyJson(res), { valid: true, claims, reason: null, kid });
+  t.deepEqual(onlyJson(res), { valid: true, shape: 'svc', claims, reason: null, problem: null, kid });
   t.is(requested.filter((u) => u === '/jwks.json?from=once-test').length, 1);
 });
 
@@ -231,13 +265,20 @@ test.serial(
   async (t) => {
     const res = await svc(['receipt', 'verify', golden, '--online', '--json'], { env: { SVC_URL: hostUrl } });
     t.is(res.code, 0, show(res));
-    t.deepEqual(onlyJson(res), { valid: true, claims, reason: null, replayed: true });
+    t.deepEqual(onlyJson(res), { valid: true, shape: 'svc', claims, reason: null, problem: null, replayed: true });
     t.true(verifyBodies.includes(JSON.stringify({ receipt: golden })));
     const human = await svc(['receipt', 'verify', golden, '--online', '--url', hostUrl]);
     t.is(human.code, 0, show(human));
     t.regex(human.stdout, /^VALID receipt\n {2}already checked online before/);
     const bad = await svc(['receipt', 'verify', tampered, '--online', '--url', hostUrl, '--json']);
     t.is(bad.code, 1, show(bad));
-    t.deepEqual(onlyJson(bad), { valid: false, claims: null, reason: 'bad_signature', replayed: false });
+    t.deepEqual(onlyJson(bad), {
+      valid: false,
+      claims: null,
+      reason: 'bad_signature',
+      replayed: false,
+      shape: 'svc',
+      problem: 'altered',
+    });
   },
 );

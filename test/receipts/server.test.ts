@@ -72,10 +72,11 @@ test('a merchant verifies a receipt with jose and the published JWKS alone', asy
   }
 });
 
-test('the JWKS publishes public halves only, receipt keys as sig and the ledger key as ledger', (t) => {
-  t.deepEqual(jwks.keys.map((k) => k.use).sort(), ['ledger', 'sig']);
+test('the JWKS publishes public halves only, receipt keys (EdDSA and ES256) as sig and the ledger key as ledger', (t) => {
+  t.deepEqual(jwks.keys.map((k) => `${k.use} ${k.alg}`).sort(), ['ledger EdDSA', 'sig ES256', 'sig EdDSA']);
   for (const k of jwks.keys) {
-    t.like(k, { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA' });
+    if (k.alg === 'ES256') t.like(k, { kty: 'EC', crv: 'P-256' });
+    else t.like(k, { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA' });
     t.is(k.d, undefined, 'never a private half');
     t.is(typeof k.kid, 'string');
   }
@@ -98,16 +99,21 @@ test.serial('POST /v1/verify: valid with claims, then replayed from the second c
 });
 
 test('POST /v1/verify names the reason for each kind of bad receipt', async (t) => {
-  const cases: Array<[string, string]> = [
-    [tamperedReceipt(), 'bad_signature'],
-    [algNoneReceipt(), 'bad_signature'],
-    [wrongKeyReceipt(), 'unknown_key'],
-    ['not-a-jws', 'malformed'],
+  const cases: Array<[string, string, string | null, string]> = [
+    [tamperedReceipt(), 'bad_signature', 'svc', 'the signature does not verify with the key the receipt names'],
+    [
+      algNoneReceipt(),
+      'bad_signature',
+      'svc',
+      'svc\'s receipts are signed with EdDSA; this one says alg "none", which is refused',
+    ],
+    [wrongKeyReceipt(), 'unknown_key', 'svc', 'the key set holds no receipt key with the id the receipt names'],
+    ['not-a-jws', 'malformed', null, 'not a well-formed receipt'],
   ];
-  for (const [token, reason] of cases) {
+  for (const [token, reason, shape, problem] of cases) {
     const res = await verifyOnline(token);
     t.is(res.status, 200);
-    t.deepEqual(res.body, { valid: false, claims: null, reason, replayed: false }, reason);
+    t.deepEqual(res.body, { valid: false, shape, claims: null, reason, problem, replayed: false }, reason);
   }
 });
 

@@ -127,3 +127,19 @@ test('the published key set of the fixtures is what toJwks gives for the test ke
     JSON.parse(await fixture('jwks.json')),
   );
 });
+
+test('generateSigningKey for receipt-es256: a P-256 key whose kid is its RFC 7638 thumbprint; sealed, it unseals to a key that signs ES256', async (t) => {
+  const record = generateSigningKey(MASTER, 'receipt-es256', NOW);
+  t.deepEqual(Object.keys(record.publicJwk), ['kty', 'crv', 'x', 'y']);
+  t.like(record.publicJwk, { kty: 'EC', crv: 'P-256' });
+  t.is(record.kid, await calculateJwkThumbprint(record.publicJwk, 'sha256'));
+  const privateKey = unsealPrivateKey(record, MASTER);
+  t.is(privateKey.asymmetricKeyType, 'ec');
+  const message = Buffer.from('an AP2 receipt');
+  const signature = sign('sha256', message, { key: privateKey, dsaEncoding: 'ieee-p1363' });
+  t.true(verify('sha256', message, { key: publicKeyOf(record), dsaEncoding: 'ieee-p1363' }, signature));
+  t.deepEqual(toJwks([record]).keys, [{ ...record.publicJwk, kid: record.kid, alg: 'ES256', use: 'sig' }]);
+  t.throws(() => unsealPrivateKey(record, OTHER_MASTER), { message: UNSEAL });
+  // A P-256 record moved to the Ed25519 receipt use does not unseal (the seal key is per use).
+  t.throws(() => unsealPrivateKey({ ...record, use: 'receipt' }, MASTER), { message: UNSEAL });
+});

@@ -36,27 +36,46 @@ test('a store without keys has no current key until a write asks for one, which 
   });
 });
 
-test('ensure makes one receipt key and one ledger key, once; the JWKS publishes them as "sig" and "ledger"', async (t) => {
+test('ensure makes one receipt key, one ledger key and one ES256 receipt key, once; the JWKS publishes them as "sig", "ledger" and "sig"', async (t) => {
   await withKeys(async (app) => {
     const keys = app.services.signingKeys;
     await keys.ensure();
     await keys.ensure();
     const all = await keys.all();
-    t.deepEqual(all.map((k) => k.use).sort(), ['ledger', 'receipt']);
+    t.deepEqual(all.map((k) => k.use).sort(), ['ledger', 'receipt', 'receipt-es256']);
     const receiptKid = await keys.currentKid('receipt');
     const ledgerKid = await keys.currentKid('ledger');
+    const es256Kid = await keys.currentKid('receipt-es256');
     const jwks = await keys.jwks();
     t.deepEqual(
-      jwks.keys.map((k) => [k.kid, k.use]).sort(),
+      jwks.keys.map((k) => [k.kid, k.use, k.alg]).sort(),
       [
-        [receiptKid, 'sig'],
-        [ledgerKid, 'ledger'],
+        [receiptKid, 'sig', 'EdDSA'],
+        [ledgerKid, 'ledger', 'EdDSA'],
+        [es256Kid, 'sig', 'ES256'],
       ].sort(),
     );
     t.false(JSON.stringify(jwks).includes('sealed'), 'nothing private is published');
     t.deepEqual((await keys.record(receiptKid!))?.createdAt, new Date(T0).toISOString());
     t.is((await keys.publicKey(receiptKid!))?.asymmetricKeyType, 'ed25519');
+    t.is((await keys.publicKey(es256Kid!))?.asymmetricKeyType, 'ec');
+    t.is((await keys.current('receipt-es256'))?.privateKey.asymmetricKeyDetails?.namedCurve, 'prime256v1');
     t.is(await keys.publicKey('no-such-kid'), undefined);
+  });
+});
+
+test('a store made before ES256 keys gets one at the next ensure, and keeps its other keys', async (t) => {
+  await withKeys(async (app) => {
+    const keys = app.services.signingKeys;
+    await app.store.write(async () => {
+      await keys.currentInWrite('receipt');
+      await keys.currentInWrite('ledger');
+    });
+    const receiptKid = await keys.currentKid('receipt');
+    t.is(await keys.currentKid('receipt-es256'), undefined);
+    await keys.ensure();
+    t.is(await keys.currentKid('receipt'), receiptKid);
+    t.truthy(await keys.currentKid('receipt-es256'));
   });
 });
 
@@ -73,7 +92,7 @@ test('rotation makes a new current key and retires the old one, which stays publ
     t.is(await keys.currentKid('receipt'), added.kid);
     t.is((await keys.current('receipt'))!.record.kid, added.kid, 'the cached key set follows the rotation');
     t.deepEqual(
-      (await keys.jwks()).keys.filter((k) => k.use === 'sig').map((k) => k.kid),
+      (await keys.jwks()).keys.filter((k) => k.use === 'sig' && k.alg === 'EdDSA').map((k) => k.kid),
       [added.kid, old].sort((a, b) => (a < b ? -1 : 1)),
     );
     t.is((await keys.record(old))?.retiredAt, new Date(T0 + 60_000).toISOString());

@@ -80,14 +80,14 @@ test('no file in the data dir but master.key holds a password, key, token or ses
 
   t.is(await server.stop(), 0);
 
-  // The receipt and ledger signing keys: their private halves, unsealed here with the master key.
+  // The receipt, ledger and ES256 receipt signing keys: their private halves, unsealed here with the master key.
   const signing = await withStore(dataDir, async (app) =>
     (await app.services.signingKeys.all()).map((record) => {
       const jwk = unsealPrivateKey(record, app.masterKey).export({ format: 'jwk' });
       return { kid: record.kid, d: String(jwk.d) };
     }),
   );
-  t.is(signing.length, 2, 'a receipt key and a ledger key');
+  t.is(signing.length, 3, 'a receipt key, a ledger key and an ES256 receipt key');
 
   const secrets: Array<[string, string]> = [
     ['owner password', password],
