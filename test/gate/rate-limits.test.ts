@@ -4,6 +4,10 @@ import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { authorize, payment, PAY_ACME } from '../helpers/gate.js';
 import { authorizeRaw, getAction, makeAgent, rateHeaders, recordsBy, settle } from './support.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
+
+// Rate-limit windows are whole minutes of the clock: each test counts inside one.
+test.beforeEach(() => clearOfMinuteEdge());
 
 /**
  * The gate's per-agent rate limit: every answer after authentication carries

@@ -30,3 +30,13 @@ export async function within<T>(promise: Promise<T>, what: string, timeoutMs = 1
     clearTimeout(timer);
   }
 }
+
+/**
+ * Rate-limit windows are whole minutes of the clock (every process agrees on them): a test that
+ * counts requests against a limit starts at least `needMs` before the minute ends, so that its
+ * requests all fall in one window. Waits into the next minute when it is too late in this one.
+ */
+export async function clearOfMinuteEdge(needMs = 20_000): Promise<void> {
+  const into = Date.now() % 60_000;
+  if (60_000 - into < needMs) await new Promise((resolve) => setTimeout(resolve, 60_000 - into + 50));
+}

@@ -6,6 +6,10 @@ import { memoryCounters } from '../../src/store/counters.js';
 import { call, csrf, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
+
+// Rate-limit windows are whole minutes of the clock: each test counts inside one.
+test.beforeEach(() => clearOfMinuteEdge());
 
 /** Sign-in abuse: limits per address, per /64, per account; cookies that would lock people out. */
 let server: ServedInProcess;

@@ -21,6 +21,10 @@ import { bearer, call, csrf, signIn, type Json, type Reply, ownerSession } from 
 import { removeDir, tempDir } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
+
+// Rate-limit windows are whole minutes of the clock: each test counts inside one.
+test.beforeEach(() => clearOfMinuteEdge());
 
 const MEMBER = { email: 'member@example.test', password: 'member-password-0001' };
 const OTHER_OWNER = { email: 'other-owner@example.test', password: 'other-owner-password-01' };

@@ -7,6 +7,7 @@ import { bearer, call, csrf } from '../helpers/http.js';
 import { startMockVendor } from '../helpers/mock-vendor.js';
 import { svc, type Served } from '../helpers/process.js';
 import { startReceiver, until } from '../helpers/receiver.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
 
 /**
  * What must hold when several processes serve one store (issue 17, item 4), run against two
@@ -260,7 +261,7 @@ export function multiSuite(test: TestFn, name: string, start: (options?: DeployO
       const d = await deploy({ env: { SVC_GATE_RATE_PER_MINUTE: '20', SVC_PUBLIC_RATE_PER_MINUTE: '20' } });
       const bot = await agent(d);
       // Windows are whole minutes of the clock: all 80 requests are sent well inside one.
-      await startOfWindow();
+      await clearOfMinuteEdge(25_000);
       // Each request on a connection of its own, alternating A and B: on the workers' one port
       // the kernel spreads new connections over both workers (SO_REUSEPORT), so both count.
       const gate = await Promise.all(
@@ -302,11 +303,6 @@ export function multiSuite(test: TestFn, name: string, start: (options?: DeployO
 }
 
 /** Waits, when the current minute has less than 25 s left, for the next one to begin. */
-async function startOfWindow(): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 35_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - into + 50));
-}
-
 /** One request on a new TCP connection (no keep-alive pool): its status, headers and text. */
 function ownConnection(
   server: Served,

@@ -1,6 +1,10 @@
 import test from 'ava';
 import { assertError, call } from '../helpers/http.js';
 import { ownedServer } from '../helpers/tokens.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
+
+// Rate-limit windows are whole minutes of the clock: each test counts inside one.
+test.beforeEach(() => clearOfMinuteEdge());
 
 /**
  * The /device page's decision, a form post of a signed-in person (`svc login`'s approval; the

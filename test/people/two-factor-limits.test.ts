@@ -5,6 +5,10 @@ import { assertError, call, csrf, type Json } from '../helpers/http.js';
 import { stopAndClean } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
+
+// Rate-limit windows are whole minutes of the clock: each test counts inside one.
+test.beforeEach(() => clearOfMinuteEdge());
 
 /**
  * Guessing codes is limited like guessing passwords: a sign-in with the right password and a

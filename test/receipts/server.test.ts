@@ -7,6 +7,10 @@ import { stopAndClean, svc } from '../helpers/process.js';
 import { serveInProcess, type ServedInProcess } from '../helpers/in-process.js';
 import { withStore } from '../helpers/store.js';
 import { receiptKey } from '../fixtures/receipts/test-keys.js';
+import { clearOfMinuteEdge } from '../helpers/wait.js';
+
+// Rate-limit windows are whole minutes of the clock: each test counts inside one.
+test.beforeEach(() => clearOfMinuteEdge());
 
 /**
  * Receipts from a real server, checked the three ways name: by a
