@@ -70,6 +70,17 @@ export const metrics = {
     buckets: SECONDS,
     registers: [eventRegistry],
   }),
+  ledgerIntegrationLag: new Histogram({
+    name: 'svc_ledger_integration_lag_seconds',
+    help: 'Ledger records: time from their append (the decision) to their integration (an index, in a signed checkpoint).',
+    buckets: SECONDS,
+    registers: [eventRegistry],
+  }),
+  ledgerIntegrated: new Counter({
+    name: 'svc_ledger_integrated_records_total',
+    help: 'Ledger records integrated (given their index) by this process.',
+    registers: [eventRegistry],
+  }),
   gatewayRequests: new Counter({
     name: 'svc_gateway_requests_total',
     help: 'Model gateway calls recorded, by the model and provider that served (none when refused before routing) and outcome.',
