@@ -1,5 +1,4 @@
 import { canonicalJson } from '../lib/canonical-json.js';
-import { metrics } from '../lib/metrics.js';
 import { CHECKPOINT_EVERY_RECORDS, checkpointInWrite } from './checkpoint.js';
 import { emptyHead, type LedgerParts } from './context.js';
 import { leafHash } from './merkle.js';
@@ -44,6 +43,8 @@ export async function integrateBatch(parts: LedgerParts, wid: string): Promise<n
     return waiting.map((w) => w.key[1]);
   });
   const now = clock.now();
+  // Loaded here, not at the top: the CLI opens the ledger without the metrics' library.
+  const { metrics } = await import('../lib/metrics.js');
   for (const at of appendedAt) metrics.ledgerIntegrationLag.observe(Math.max(0, now - at) / 1000);
   metrics.ledgerIntegrated.inc(appendedAt.length);
   return appendedAt.length;

@@ -121,7 +121,7 @@ export interface Ledger {
    * still waiting (`waiting`, `integrated: false`, no index). Reads only.
    */
   bundle(wid: string, options?: { to?: string }): Promise<EvidenceBundle>;
-  /** Every workspace that has integrated records. */
+  /** Every workspace that has a ledger: integrated records, or records waiting. */
   workspaces(): Promise<string[]>;
 }
 
@@ -173,7 +173,8 @@ export function createLedger(deps: LedgerDeps): Ledger {
     bundle: (wid, options = {}) => evidenceBundle(parts, wid, options),
 
     async workspaces() {
-      return (await repo.heads()).map((e) => e.wid);
+      const [heads, waiting] = await Promise.all([repo.heads(), repo.waitingWorkspaces()]);
+      return [...new Set([...heads.map((e) => e.wid), ...waiting.map(([wid]) => wid)])].sort();
     },
   };
 }
