@@ -4,6 +4,7 @@ import { createLedger, CHECKPOINT_EVERY_RECORDS, type LedgerEvent } from '../../
 import { randomIds } from '../../src/lib/ids.js';
 import { createSigningKeys } from '../../src/signing/service.js';
 import { migrateStore, openStore, type Store } from '../../src/store/index.js';
+import { verifyLedger } from '../../src/ledger/verify.js';
 import { removeDir, tempDir } from '../helpers/process.js';
 import { fixedClock } from '../helpers/store.js';
 
@@ -105,3 +106,43 @@ test.serial('integration signs a checkpoint per full batch in its write; checkpo
   );
   t.true(bundle.jwks.keys.some((k) => (k as { use?: string }).use === 'ledger'));
 });
+
+test.serial(
+  'waiting records are listed apart and checked against their hashes, in the store and in the bundle',
+  async (t) => {
+    const ledger = newLedger();
+    const wid = 'ws_waiting';
+    await store.write(async () => {
+      for (let i = 0; i < 3; i += 1) await ledger.record(event(wid, i));
+    });
+    t.like(await ledger.verify(wid), { ok: true, size: 0, waiting: 3, problem: null });
+    const bundle = await ledger.bundle(wid);
+    t.deepEqual(
+      bundle.waiting.map((w) => [w.integrated, 'index' in w.record, w.record.data.i]),
+      [
+        [false, false, 0],
+        [false, false, 1],
+        [false, false, 2],
+      ],
+    );
+    t.true(verifyLedger({ ...bundle, waiting: bundle.waiting }).ok);
+    // A decoded copy in the bundle that says something else than the hashed bytes is refused.
+    const forged = bundle.waiting.map((w, i) =>
+      i === 1 ? { ...w, record: { ...w.record, subject: 'agt_other' } } : w,
+    );
+    t.regex(
+      String(verifyLedger({ ...bundle, waiting: forged }).problem),
+      /waiting record evr_\w+: its decoded "record"/,
+    );
+    // A waiting record edited in the store no longer matches its leaf hash.
+    const [first] = await store.tables.ledgerWaiting.scan([wid], { limit: 1 });
+    await store.write(() =>
+      store.tables.ledgerWaiting.put(first!.key, {
+        ...first!.value,
+        bytes: first!.value.bytes.replace('"i":0', '"i":7'),
+      }),
+    );
+    t.like(await ledger.verify(wid), { ok: false, waiting: 3 });
+    t.regex(String((await ledger.verify(wid)).problem), /waiting record evr_\w+ does not match its stored leaf hash/);
+  },
+);
