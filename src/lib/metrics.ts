@@ -73,7 +73,8 @@ export const metrics = {
   ledgerIntegrationLag: new Histogram({
     name: 'svc_ledger_integration_lag_seconds',
     help: 'Ledger records: time from their append (the decision) to their integration (an index, in a signed checkpoint).',
-    buckets: SECONDS,
+    // Finer around one second, the integration interval's default.
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5, 10, 30, 60],
     registers: [eventRegistry],
   }),
   ledgerIntegrated: new Counter({
