@@ -79,7 +79,7 @@ export interface Ledger {
   /**
    * Integrates every waiting record now, whoever holds the lease (each batch one write), and signs
    * a checkpoint for any ledger still ahead of its last one; how many workspaces got a checkpoint.
-   * Shutdown, the CLI and the tests call it.
+   * Shutdown and the tests call it (the CLI never integrates: the first checkpoint fixes the origin).
    */
   checkpointAll(): Promise<number>;
   /** Integrates now what waits: of one workspace, or of all; how many records. */
