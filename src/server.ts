@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { createServer as createNodeServer, type Server as NodeServer } from 'node:http';
+import { hostname } from 'node:os';
 import Hapi from '@hapi/hapi';
 import type { Server } from '@hapi/hapi';
 import { agentsRoutes } from './agents/http.js';
@@ -20,6 +22,7 @@ import { drillsRoutes } from './drills/http.js';
 import { scorecardRoutes } from './scorecard/http.js';
 import { serviceTokensRoutes } from './service-tokens/http.js';
 import { ledgerRoutes, ledgerTilesRoutes } from './ledger/http.js';
+import { leaseTtlMs } from './ledger/service.js';
 import { createLedgerTiles } from './ledger/tiles.js';
 import { createLedgerWitnesses } from './ledger/witness.js';
 import { mandatesRoutes } from './mandates/http.js';
@@ -351,6 +354,7 @@ async function registerObservability(server: Server, app: App, baseUrl: () => st
     models: settings.gateway.models,
     circuitOpen: (id) => services.gateway.health.open(id),
     version: API_VERSION,
+    maxMergeDelayMs: maxMergeDelayMs(settings.ledger),
   });
   await server.register({ plugin: apiDocsRoutes, options: { baseUrl, version: API_VERSION } });
   if (observability.metrics && observability.scrapeToken !== null)
@@ -361,14 +365,27 @@ async function registerObservability(server: Server, app: App, baseUrl: () => st
   return observability;
 }
 
-/** Ledger checkpoints: expired approvals are ended first, so their ledger records make the same checkpoint. */
-function checkpointer(services: App['services'], log: Logger): () => Promise<unknown> {
+/** How often the ledger integrator runs: the shorter of its two settings. */
+const integrateEvery = (ledger: App['settings']['ledger']): number =>
+  Math.min(ledger.integrateEveryMs, ledger.checkpointIntervalMs);
+
+/** The longest a ledger record waits for its index: a round, plus the lease's expiry when the integrator dies. */
+const maxMergeDelayMs = (ledger: App['settings']['ledger']): number =>
+  integrateEvery(ledger) + leaseTtlMs(integrateEvery(ledger));
+
+/**
+ * The ledger integrator's round: expired approvals are ended first, so their ledger records make
+ * the same checkpoint; then, while this process holds the integrator lease (one per store, moved
+ * to another process when its holder dies), waiting records are integrated and checkpointed.
+ */
+function integrator(services: App['services'], log: Logger, everyMs: number): () => Promise<unknown> {
+  const holder = `${hostname()}:${process.pid}:${randomUUID()}`;
   return () =>
     services.approvals
       .expireDue()
       .catch((err: unknown) => log.error({ err }, 'approval expiry failed'))
-      .then(() => services.ledger.checkpointAll())
-      .catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
+      .then(() => services.ledger.integrate(holder, everyMs))
+      .catch((err: unknown) => log.error({ err }, 'ledger integration failed'));
 }
 
 export async function createHttpServer(app: App, listen: ListenOptions = {}): Promise<HttpServer> {
@@ -425,9 +442,13 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
   const observability = await registerObservability(server, app, baseUrl);
 
   app.publicUrl.set(baseUrl);
-  // Ledger checkpoints: every interval when records were added, and once more on shutdown.
+  // The ledger integrator: every interval while this process holds the lease; on shutdown, what
+  // waits is integrated and checkpointed whoever holds it.
   let checkpoints: NodeJS.Timeout | undefined;
-  const checkpoint = checkpointer(services, log);
+  const integrateEveryMs = integrateEvery(settings.ledger);
+  const integrate = integrator(services, log, integrateEveryMs);
+  let integrating: Promise<unknown> | null = null;
+  const round = () => (integrating ??= integrate().finally(() => (integrating = null)));
   // Each new checkpoint to the configured witnesses, on its own timer (ledger/witness.ts).
   const witnesses = createLedgerWitnesses({
     store: app.store,
@@ -445,7 +466,7 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       await observability.start();
       await services.signingKeys.ensure();
       await server.start();
-      checkpoints = setInterval(() => void checkpoint(), settings.ledger.checkpointIntervalMs);
+      checkpoints = setInterval(() => void round(), integrateEveryMs);
       checkpoints.unref();
       witnesses.start();
       services.webhooks.start();
@@ -460,7 +481,9 @@ export async function createHttpServer(app: App, listen: ListenOptions = {}): Pr
       await services.sweeper.stop();
       clearInterval(checkpoints);
       await witnesses.stop();
-      await checkpoint();
+      await integrating;
+      await services.approvals.expireDue().catch((err: unknown) => log.error({ err }, 'approval expiry failed'));
+      await services.ledger.checkpointAll().catch((err: unknown) => log.error({ err }, 'ledger checkpoint failed'));
       await observability.stop();
     },
   };

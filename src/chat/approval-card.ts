@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LedgerRecord } from '../ledger/service.js';
+import type { AppendedRecord } from '../ledger/service.js';
 import { formatMoney } from '../lib/money.js';
 import type { ApprovalRecord } from '../approvals/records.js';
 import { cardBlocks, whoMayDecide } from './card.js';
@@ -38,7 +38,7 @@ export function registerCardTarget(ctx: ChatContext): void {
 }
 
 /** What the card says of the action: from the ledger record itself, or the freeze the approval asks for. */
-function actionOf(record: LedgerRecord, approval: ApprovalRecord, isFreeze: boolean) {
+function actionOf(record: AppendedRecord, approval: ApprovalRecord, isFreeze: boolean) {
   return isFreeze
     ? {
         type: 'freeze',
@@ -75,7 +75,7 @@ async function buttonsInWrite(ctx: ChatContext, wid: string, approval: ApprovalR
  * action waiting for a person (`action.pending_approval`), or a bulk freeze past the ceiling
  * (`fleet.freeze_requested`, decided by owners and admins).
  */
-export async function cardInWrite(ctx: ChatContext, record: LedgerRecord): Promise<void> {
+export async function cardInWrite(ctx: ChatContext, record: AppendedRecord): Promise<void> {
   const { repo } = ctx;
   const wid = record.workspaceId;
   const isFreeze = record.kind === 'fleet.freeze_requested';

@@ -4,7 +4,8 @@ import type { LedgerVerifyReport } from '../ledger/verify.js';
 export function describeLedger(l: LedgerVerifyReport): string {
   if (l.ok) {
     const after = l.uncheckpointed ? `, ${l.uncheckpointed} records after the last checkpoint` : '';
-    return `ok ${l.origin}: ${l.size} records, ${l.checkpoints} signed checkpoints${after}`;
+    const waiting = l.waiting ? `, ${l.waiting} records waiting to be integrated (each matches its hash)` : '';
+    return `ok ${l.origin}: ${l.size} records, ${l.checkpoints} signed checkpoints${after}${waiting}`;
   }
   const first = l.firstBadIndex === null ? '' : ` (first bad record: index ${l.firstBadIndex})`;
   return `BROKEN ${l.origin}: ${l.problem}${first}`;

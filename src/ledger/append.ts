@@ -1,58 +1,38 @@
 import { canonicalJson } from '../lib/canonical-json.js';
 import { isoAt } from '../lib/clock.js';
-import { CHECKPOINT_EVERY_RECORDS, checkpointInWrite } from './checkpoint.js';
-import { emptyHead, type LedgerParts } from './context.js';
+import type { LedgerParts } from './context.js';
 import { leafHash } from './merkle.js';
-import type { LedgerEvent, LedgerRecord } from './records.js';
+import type { AppendedRecord, LedgerEvent } from './records.js';
+import type { WaitingKey } from './repo.js';
 import type { LedgerSubscriber } from './subscribers.js';
 
 /**
  * Appending to a workspace's ledger, and the subscribers called with each record.
  * Rules:
- * - An append runs inside the caller's store.write(): it reads the head and writes the next entry
- *   and the head in the caller's transaction, so a decision and its record commit together or not
- *   at all, and a concurrent append to the same ledger (another write, another process) conflicts
- *   and runs again: appends are serialized by the store, and no head is kept in memory.
- * - Within ONE write, appends are queued one after another (store.currentWrite() names the
- *   write), so even a `Promise.all` over `record` gives consecutive indexes.
- * - The stored value is the exact RFC 8785 bytes that were hashed, with the RFC 9162 leaf hash.
+ * - An append runs inside the caller's store.write(): it writes the record as a waiting entry
+ *   under a key no other append shares, [wid, appendedAtMs, seq, id], and reads nothing of the
+ *   ledger. So a decision and its record commit together or not at all, and two decisions never
+ *   conflict over the ledger (no head is read or written: integrate.ts gives records their index).
+ * - `seq` counts this process's appends, so that appends of one process (one write's included,
+ *   even a `Promise.all` over `record`) wait, and are integrated, in the order they were made.
+ * - The stored value is the exact RFC 8785 bytes of the appended record (no index yet), with its
+ *   RFC 9162 leaf hash: durable and hashed before it is integrated.
  * - The subscribers (subscribers.ts) are given once, in order, before the first record; each is
- *   called with each record in its write, after the record and the head are written.
+ *   called with each record in its write, after the record is written.
  */
 
-/** The appends under way in each write (record: one at a time per write). */
-const appending = new WeakMap<object, Promise<unknown>>();
-const NOT_IN_WRITE = {};
+/** This process's appends, counted: the second part of a waiting key's order. */
+let seq = 0;
 
 /** The append of one ledger and its subscribers: `subscribe` once, then `record` in writes. */
 export function createAppend(parts: LedgerParts): {
   subscribe(ordered: readonly LedgerSubscriber[]): void;
-  record(event: LedgerEvent, options?: { id?: string }): Promise<LedgerRecord>;
+  record(event: LedgerEvent, options?: { id?: string }): Promise<AppendedRecord>;
 } {
-  const { store, clock, ids, repo } = parts;
+  const { clock, ids, repo } = parts;
   let subscribers: readonly LedgerSubscriber[] | null = null;
   // Subscribers given after a record was appended would have missed it: refused.
   let appended = false;
-
-  const append = async (event: LedgerEvent, options: { id?: string }): Promise<LedgerRecord> => {
-    const wid = event.workspaceId;
-    const head = { ...((await repo.head(wid)) ?? emptyHead()) };
-    const record: LedgerRecord = {
-      index: head.size,
-      id: options.id ?? ids.id('evr'),
-      at: isoAt(clock.now()),
-      ...event,
-    };
-    const bytes = canonicalJson(record);
-    const leaf = leafHash(bytes);
-    await repo.putEntry(wid, head.size, { bytes, leaf: leaf.toString('base64url') });
-    head.size += 1;
-    if (head.size - head.checkpointSize >= CHECKPOINT_EVERY_RECORDS) await checkpointInWrite(parts, wid, head);
-    await repo.putHead(wid, head);
-    appended = true;
-    for (const subscriber of subscribers ?? []) await subscriber.onRecordInWrite(record);
-    return record;
-  };
 
   return {
     subscribe(ordered) {
@@ -62,15 +42,15 @@ export function createAppend(parts: LedgerParts): {
     },
 
     async record(event, options = {}) {
-      // Appends within one write run one after another, whatever the caller awaits: each reads
-      // the head the previous one wrote (two at once would both take the same index).
-      const write = store.currentWrite() ?? NOT_IN_WRITE;
-      const mine = (appending.get(write) ?? Promise.resolve()).then(() => append(event, options));
-      appending.set(
-        write,
-        mine.catch(() => undefined),
-      );
-      return mine;
+      const now = clock.now();
+      const record: AppendedRecord = { id: options.id ?? ids.id('evr'), at: isoAt(now), ...event };
+      const bytes = canonicalJson(record);
+      seq += 1;
+      const key: WaitingKey = [event.workspaceId, now, seq, record.id];
+      await repo.putWaiting(key, { bytes, leaf: leafHash(bytes).toString('base64url') });
+      appended = true;
+      for (const subscriber of subscribers ?? []) await subscriber.onRecordInWrite(record);
+      return record;
     },
   };
 }

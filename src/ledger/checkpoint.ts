@@ -8,8 +8,9 @@ import type { LedgerHead } from './records.js';
  * The ledger's signed checkpoints (C2SP signed notes, signed with the ledger key, never the
  * receipt key).
  * Rules:
- * - A checkpoint is written when CHECKPOINT_EVERY_RECORDS records have accumulated (by the append
- *   that reaches that count, in its write), and by `checkpointAll` (every second and on shutdown).
+ * - A checkpoint is signed by each integration batch (integrate.ts), in its write, over the size
+ *   it reaches (at most CHECKPOINT_EVERY_RECORDS records); `checkpointAll` (integrate.ts) integrates what waits and signs for any ledger whose head is ahead
+ *   of its last checkpoint (a store written before integration signed in the same write).
  * - The head keeps the tree's compact range as of the last checkpoint; a checkpoint extends it
  *   with the leaf hashes stored since, so neither an append nor a checkpoint costs more with the
  *   ledger's size.
@@ -20,6 +21,8 @@ export const CHECKPOINT_EVERY_RECORDS = 1000;
 export interface LatestCheckpoint {
   origin: string;
   size: number;
+  /** Records appended and not yet integrated (no index yet: the next integration gives them one). */
+  waiting: number;
   checkpoint: { size: number; at: string; kid: string; note: string } | null;
 }
 
@@ -52,33 +55,16 @@ export async function checkpointInWrite(parts: LedgerParts, wid: string, head: L
   head.checkpointFrontier = frontier;
 }
 
-/** Signs a checkpoint for every workspace whose ledger grew since its last one, in one write. */
-export async function checkpointAll(parts: LedgerParts): Promise<number> {
-  const { repo, store } = parts;
-  const stale = (await repo.heads()).filter((e) => e.head.size > e.head.checkpointSize);
-  if (stale.length === 0) return 0;
-  return store.write(async () => {
-    let n = 0;
-    for (const { wid } of stale) {
-      const head = await repo.head(wid);
-      if (!head || head.size <= head.checkpointSize) continue;
-      const next = { ...head };
-      await checkpointInWrite(parts, wid, next);
-      await repo.putHead(wid, next);
-      n += 1;
-    }
-    return n;
-  });
-}
-
 /** The newest signed checkpoint, with the ledger's origin and its size now (read after it, so never smaller). */
 export async function latestCheckpoint(parts: LedgerParts, wid: string): Promise<LatestCheckpoint> {
   const { repo } = parts;
   const last = (await repo.checkpoints(wid, { reverse: true, limit: 1 }))[0];
   const head = (await repo.head(wid)) ?? emptyHead();
+  const waiting = (await repo.waiting(wid)).length;
   return {
     origin: originOf(parts, wid, head),
     size: head.size,
+    waiting,
     checkpoint: last ? { size: last.size, at: last.at, kid: last.kid, note: last.note } : null,
   };
 }

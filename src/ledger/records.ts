@@ -9,11 +9,18 @@ export interface LedgerEvent {
   data: Record<string, unknown>;
 }
 
-/** An event as appended: its place in the workspace's ledger, its id and its time. */
-export interface LedgerRecord extends LedgerEvent {
-  index: number;
+/**
+ * An event as a decision appends it: its id and its time, durable and hashed at once, waiting to
+ * be integrated (it has no index yet).
+ */
+export interface AppendedRecord extends LedgerEvent {
   id: string;
   at: string;
+}
+
+/** An integrated record: an appended one with its place in the workspace's ledger. */
+export interface LedgerRecord extends AppendedRecord {
+  index: number;
 }
 
 /**
@@ -57,4 +64,18 @@ export interface CosignaturesRecord {
     /** When svc stored it. */
     at: string;
   }>;
+}
+
+/**
+ * A record waiting to be integrated: the RFC 8785 bytes of the appended record (no index) and
+ * their RFC 9162 leaf hash. Its key, [wid, appendedAtMs, seq, id], orders the waiting entries.
+ */
+export type WaitingEntry = LedgerEntry;
+
+/** Who integrates the ledgers: the holder of this lease until `expiresAt` (ms), renewed while it lives. */
+export interface LedgerLease {
+  holder: string;
+  expiresAt: number;
+  /** When this holder took it (ms). */
+  since: number;
 }

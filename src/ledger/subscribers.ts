@@ -1,4 +1,4 @@
-import type { LedgerRecord } from './records.js';
+import type { AppendedRecord } from './records.js';
 
 /**
  * The contract between the ledger and what must happen with its records, in the same transaction
@@ -36,5 +36,5 @@ export interface LedgerSubscriber {
    * Called with each record appended, inside the write that appends it, and awaited: it may run
    * more than once for one record (see the rules above).
    */
-  onRecordInWrite(record: LedgerRecord): Promise<void>;
+  onRecordInWrite(record: AppendedRecord): Promise<void>;
 }

@@ -7,16 +7,19 @@ import { verifyLedger, type LedgerVerifyReport } from './verify.js';
  * are not one snapshot, so they are ordered to stay consistent while others append: the head
  * and the checkpoints first, then the records (at least as many as that head counts, by then),
  * then the head again and the keys. A record count between the two heads' is appends made
- * meanwhile; any other count is a ledger whose head disagrees with its records.
+ * meanwhile; any other count is a ledger whose head disagrees with its records. The waiting
+ * records are read before all of that and checked against their hashes.
  */
 export async function verifyStored(parts: LedgerParts, wid: string): Promise<LedgerVerifyReport> {
   const { repo, signingKeys } = parts;
+  // Waiting first: an entry integrated meanwhile is then read twice (both checked), never missed.
+  const waiting = (await repo.waiting(wid)).map((w) => w.entry);
   const [first, checkpoints] = await Promise.all([repo.head(wid), repo.checkpoints(wid)]);
   const records = await repo.entries(wid);
   const [last, jwks] = await Promise.all([repo.head(wid), signingKeys.jwks()]);
   const head = first ?? emptyHead();
   const sizeAfter = (last ?? emptyHead()).size;
-  const report = verifyLedger({ origin: originOf(parts, wid, head), records, checkpoints, jwks });
+  const report = verifyLedger({ origin: originOf(parts, wid, head), records, checkpoints, jwks, waiting });
   if (report.ok && (records.length < head.size || records.length > Math.max(head.size, sizeAfter))) {
     const counted = records.length < head.size ? head.size : Math.max(head.size, sizeAfter);
     return {

@@ -19,6 +19,8 @@ import { openNote, parseCheckpointBody } from './note.js';
  *    checkpoint from the same records is stronger than checking consistency proofs between them:
  *    no signed history can have been rewritten. The roots come from one pass over the records
  *    (a compact range), so the check costs O(n log n) whatever the number of checkpoints.
+ * 4. Every waiting record (appended, not yet integrated: no index, under no checkpoint yet) holds
+ *    RFC 8785 bytes with no `index`, and its leaf hash (and decoded copy) match them, as in 1.
  * A mismatch at a checkpoint cannot say which of the records since the last good checkpoint was
  * changed; it names the first of them.
  */
@@ -34,6 +36,8 @@ export interface LedgerVerifyInput {
   jwks: { keys: ReadonlyArray<object> };
   /** A bundle's RFC 9162 proofs between consecutive checkpoints (base64 hashes), checked too. */
   consistency?: ReadonlyArray<{ from: number; to: number; proof: readonly string[] }>;
+  /** Records appended and not yet integrated, oldest first: checked against their hashes. */
+  waiting?: ReadonlyArray<{ bytes: string; leaf?: string; record?: unknown }>;
 }
 
 export interface LedgerVerifyReport {
@@ -43,6 +47,8 @@ export interface LedgerVerifyReport {
   checkpoints: number;
   /** Records after the last checkpoint (not yet covered by a signature). */
   uncheckpointed: number;
+  /** Records appended and not yet integrated (no index yet), each checked against its hash. */
+  waiting?: number;
   firstBadIndex: number | null;
   problem: string | null;
 }
@@ -76,6 +82,26 @@ function decodedMatches(record: unknown, bytes: string): boolean {
   }
 }
 
+/** The first problem of the waiting records, or null: each is checked against its own hash only. */
+function waitingProblem(waiting: NonNullable<LedgerVerifyInput['waiting']>): string | null {
+  for (const [k, w] of waiting.entries()) {
+    let parsed: { index?: unknown; id?: unknown };
+    try {
+      parsed = JSON.parse(w.bytes) as { index?: unknown; id?: unknown };
+    } catch {
+      return `waiting record ${k} is not JSON`;
+    }
+    const name = `waiting record ${typeof parsed.id === 'string' ? parsed.id : k}`;
+    if ('index' in parsed) return `${name} says it has an index: only integrated records do`;
+    if (!decodedMatches(parsed, w.bytes)) return `${name} is not in its canonical (RFC 8785) form: it was edited`;
+    if (w.leaf !== undefined && w.leaf !== leafHash(w.bytes).toString('base64url'))
+      return `${name} does not match its stored leaf hash`;
+    if ('record' in w && !decodedMatches(w.record, w.bytes))
+      return `${name}: its decoded "record" is not what its hashed bytes say: the bundle was edited (trust the bytes)`;
+  }
+  return null;
+}
+
 export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
   const n = input.records.length;
   const report = (
@@ -89,10 +115,13 @@ export function verifyLedger(input: LedgerVerifyInput): LedgerVerifyReport {
     size: n,
     checkpoints,
     uncheckpointed: n - lastSize,
+    waiting: input.waiting?.length ?? 0,
     firstBadIndex,
     problem,
   });
 
+  const badWaiting = waitingProblem(input.waiting ?? []);
+  if (badWaiting) return report(null, badWaiting);
   for (let i = 0; i < n; i += 1) {
     const { bytes, leaf } = input.records[i]!;
     let parsed: { index?: unknown };

@@ -86,6 +86,18 @@ export const metrics = {
     labelNames: ['code'] as const,
     registers: [eventRegistry],
   }),
+  ledgerIntegrationLag: new Histogram({
+    name: 'svc_ledger_integration_lag_seconds',
+    help: 'Ledger records: time from their append (the decision) to their integration (an index, in a signed checkpoint).',
+    // Finer around one second, the integration interval's default.
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5, 10, 30, 60],
+    registers: [eventRegistry],
+  }),
+  ledgerIntegrated: new Counter({
+    name: 'svc_ledger_integrated_records_total',
+    help: 'Ledger records integrated (given their index) by this process.',
+    registers: [eventRegistry],
+  }),
   gatewayRequests: new Counter({
     name: 'svc_gateway_requests_total',
     help: 'Model gateway calls recorded, by the model and provider that served (none when refused before routing) and outcome.',

@@ -34,11 +34,19 @@ export function createObservability(deps: {
   models: ReadonlyArray<{ id: string; provider: string }>;
   circuitOpen(modelId: string): boolean;
   version: string;
+  /** The ledger's maximum merge delay (append to integration), as configured. */
+  maxMergeDelayMs?: number;
 }): Observability {
   const { settings } = deps;
   const on = settings.metricsToken !== null || settings.metricsPort !== null;
   const metrics = on
-    ? createMetrics({ store: deps.store, clock: deps.clock, models: deps.models, circuitOpen: deps.circuitOpen })
+    ? createMetrics({
+        store: deps.store,
+        clock: deps.clock,
+        models: deps.models,
+        circuitOpen: deps.circuitOpen,
+        ...(deps.maxMergeDelayMs === undefined ? {} : { maxMergeDelayMs: deps.maxMergeDelayMs }),
+      })
     : null;
   let listener: MetricsListener | null = null;
   let tracing: Tracing | null = null;

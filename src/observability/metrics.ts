@@ -17,6 +17,8 @@ export interface MetricsSources {
   /** The gateway's configured models (ids and providers: the operator's own, bounded, set). */
   models: ReadonlyArray<{ id: string; provider: string }>;
   circuitOpen(modelId: string): boolean;
+  /** The ledger's maximum merge delay (append to integration), as configured. */
+  maxMergeDelayMs?: number;
 }
 
 export interface Metrics {
@@ -73,6 +75,28 @@ export function createMetrics(sources: MetricsSources): Metrics {
     'For ledgers with records not yet checkpointed: the longest time since their last checkpoint (0 when all are covered).',
     async () => (await ledgerNow()).secondsSinceCheckpoint,
   );
+  let waiting: ReturnType<typeof repo.ledgerWaiting> | null = null;
+  gauge(
+    'svc_ledger_waiting_records',
+    'Ledger records appended and not yet integrated (no index yet), in every workspace.',
+    async () => {
+      waiting = repo.ledgerWaiting(sources.clock.now());
+      return (await waiting).records;
+    },
+  );
+  gauge(
+    'svc_ledger_oldest_waiting_seconds',
+    'Age of the oldest ledger record waiting to be integrated (0 when none waits).',
+    async () => (await (waiting ??= repo.ledgerWaiting(sources.clock.now()))).oldestSeconds,
+  );
+  if (sources.maxMergeDelayMs !== undefined) {
+    const mmd = sources.maxMergeDelayMs / 1000;
+    gauge(
+      'svc_ledger_max_merge_delay_seconds',
+      "The ledger's maximum merge delay as configured: the integration interval plus the integrator lease's expiry.",
+      () => Promise.resolve(mmd),
+    );
+  }
   let outbox: ReturnType<typeof repo.outbox> | null = null;
   gauge('svc_webhook_outbox_depth', 'Webhook deliveries waiting to be sent (first tries and retries).', async () => {
     outbox = repo.outbox(sources.clock.now());

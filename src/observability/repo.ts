@@ -41,6 +41,13 @@ export function observabilityRepo(store: Store) {
       }
       return { records, unCheckpointed, secondsSinceCheckpoint: Math.max(0, (nowMs - oldestMs) / 1000) };
     },
+    /** Ledger records waiting to be integrated, and the age of the oldest (its key's append time). */
+    async ledgerWaiting(nowMs: number): Promise<{ records: number; oldestSeconds: number }> {
+      let oldestMs = nowMs;
+      const waiting = await t.ledgerWaiting.scan([]);
+      for (const { key } of waiting) oldestMs = Math.min(oldestMs, Number(key[1]));
+      return { records: waiting.length, oldestSeconds: Math.max(0, (nowMs - oldestMs) / 1000) };
+    },
     /** Deliveries waiting in the outbox, and how long the oldest of them has waited since it was made. */
     async outbox(nowMs: number): Promise<{ depth: number; oldestSeconds: number }> {
       let oldestMs = nowMs;

@@ -52,7 +52,14 @@ export const ledger = group({
     max: 60000,
     default: 1000,
     env: 'SVC_LEDGER_CHECKPOINT_INTERVAL_MS',
-    doc: 'the server signs a ledger checkpoint this often when records were added (and every 1,000 records)',
+    doc: 'the approvals due expire and the ledger integrator runs at least this often (the shorter of this and `ledger.integrateEveryMs`)',
+  }),
+  integrateEveryMs: int({
+    min: 10,
+    max: 60000,
+    default: 1000,
+    env: 'SVC_LEDGER_INTEGRATE_EVERY_MS',
+    doc: "the integrator (the process holding the ledger lease) gives waiting ledger records their index and signs a checkpoint this often while records wait; a record's index and inclusion proof come at most this long after its decision, plus the lease's expiry (three times this, at least 2 s) when the integrator dies ([the ledger](gate.md#ledger))",
   }),
   public: bool({
     default: false,

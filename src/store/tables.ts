@@ -23,7 +23,14 @@ import type {
   IntegrationRecord,
 } from '../integrations/records.js';
 import type { KeyRecord } from '../keys/records.js';
-import type { CheckpointRecord, CosignaturesRecord, LedgerEntry, LedgerHead } from '../ledger/records.js';
+import type {
+  CheckpointRecord,
+  CosignaturesRecord,
+  LedgerEntry,
+  LedgerHead,
+  LedgerLease,
+  WaitingEntry,
+} from '../ledger/records.js';
 import type { MandateRecord, TemplateRecord } from '../mandates/records.js';
 import type { McpCredentialRecord, McpOAuthPendingRecord, McpServerRecord, McpToolPinRecord } from '../mcp/records.js';
 import type {
@@ -222,6 +229,10 @@ export const tableSpec = {
   checkpoints: table<CheckpointRecord>(),
   /** [wid, size] -> the witnesses' cosignatures of that checkpoint */
   cosignatures: table<CosignaturesRecord>(),
+  /** [wid, appendedAtMs, seq, evr id] -> a ledger record appended and not yet integrated */
+  ledgerWaiting: table<WaitingEntry>(),
+  /** 'integrator' -> the lease of the process that integrates waiting records */
+  ledgerLeases: table<LedgerLease>(),
   /** [wid, section, name] -> what svc apply wrote from a workspace file (created by it, its secret's variable) */
   setupResources: table<SetupResourceRecord>(),
 } as const;

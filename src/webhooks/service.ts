@@ -2,7 +2,7 @@ import type { Ledger } from '../ledger/service.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
 import type { Logger } from '../lib/log.js';
-import type { LedgerRecord } from '../ledger/service.js';
+import type { AppendedRecord } from '../ledger/service.js';
 import type { LedgerSubscriber } from '../ledger/subscribers.js';
 import type { Store } from '../store/index.js';
 import { createDispatcher } from './dispatch.js';
@@ -187,7 +187,7 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
 
   /** The deliveries of one ledger record, written in its own write (a ledger subscriber). */
   const outbox: LedgerSubscriber = {
-    async onRecordInWrite(record: LedgerRecord): Promise<void> {
+    async onRecordInWrite(record: AppendedRecord): Promise<void> {
       const type = EVENT_OF[record.kind];
       if (!type) return;
       await eventInWrite(

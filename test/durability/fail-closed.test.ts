@@ -26,12 +26,17 @@ test.serial(
         return { actions: actions.length, usage: usage.map((e) => e.value), idempotency: idempotency.length };
       };
       const before = await withStore(server.dataDir, async (app) => {
-        // Break the ledger: its head claims a last checkpoint that cannot exist, so the next append
-        // (which must sign a checkpoint over it) cannot be written.
+        // Break the record's write: an append writes the record and, in the same write, its
+        // subscribers' deliveries; a webhook endpoint stored without its list of events makes
+        // the outbox's part of that write fail, so the record cannot be written.
         const snapshot = await count(app);
         await app.store.write(async () => {
-          const head = (await app.store.tables.ledgerHeads.get(agent.wid))!;
-          await app.store.tables.ledgerHeads.put(agent.wid, { ...head, checkpointSize: -1000 });
+          await app.store.tables.webhookEndpoints.put([agent.wid, 'whk_broken'], {
+            id: 'whk_broken',
+            workspaceId: agent.wid,
+            disabledAt: null,
+            events: null,
+          } as never);
         });
         return snapshot;
       });

@@ -286,6 +286,8 @@ test('a stalled store and 50,000 refusals: memory stays bounded, and the drops a
     t.like(refusals.stats(), { queued: 1000, dropped: 49_000 });
     disk.release();
     await refusals.flush();
+    // The records are durable; integrated (given their index) by the ledger's integrator.
+    await app.services.ledger.integrateNow(WA);
     t.is((await app.services.ledger.head(WA))!.size, 1000);
   });
 });

@@ -49,7 +49,11 @@ test('a failed handle claims nothing and changes nothing; its retry is acted on,
       },
     },
   };
-  const ledgerSize = async () => (await services.ledger.head(wid))?.size ?? 0;
+  // Records are integrated (given their index) after their write: integrate what waits, then count.
+  const ledgerSize = async () => {
+    await services.ledger.integrateNow(wid);
+    return (await services.ledger.head(wid))?.size ?? 0;
+  };
   const members = async () => (await services.people.listMembers(wid, { limit: 50 })).data.map((m) => m.email).sort();
   const before = { size: await ledgerSize(), members: await members() };
 

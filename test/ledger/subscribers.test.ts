@@ -46,14 +46,26 @@ const event = (workspaceId: string, kind = 'agent.created'): LedgerEvent => ({
   data: {},
 });
 
-/** A subscriber that notes, in the store, each record it saw and the ledger's size it read then. */
+/**
+ * A subscriber that notes, in the store, each record it saw (by the count of waiting records its
+ * workspace had then, its own included) and that count.
+ */
 const noting = (name: string, seen: string[]): LedgerSubscriber => ({
   async onRecordInWrite(record) {
-    const size = (await store.tables.ledgerHeads.get(record.workspaceId))?.size;
-    seen.push(`${name}:${record.index}`);
-    await store.tables.meta.put(`test-subscriber/${name}/${record.id}`, size);
+    const waiting = await store.tables.ledgerWaiting.scan([record.workspaceId]);
+    assertOwn(
+      waiting.map((w) => w.key[3]),
+      record.id,
+    );
+    seen.push(`${name}:${waiting.length - 1}`);
+    await store.tables.meta.put(`test-subscriber/${name}/${record.id}`, waiting.length);
   },
 });
+
+/** The record is among the waiting ones its subscriber reads: written before it is called. */
+function assertOwn(ids: unknown[], id: string): void {
+  if (!ids.includes(id)) throw new Error(`record ${id} was not written before its subscriber ran`);
+}
 
 test('each record reaches every subscriber, in the order given, inside its write and after the head', async (t) => {
   const ledger = newLedger();
@@ -65,10 +77,10 @@ test('each record reaches every subscriber, in the order given, inside its write
     await ledger.record(event('ws_order')),
   ]);
   t.deepEqual(seen, ['first:0', 'second:0', 'first:1', 'second:1']);
-  for (const record of records) {
-    // Each read the head as of its record: written before the subscribers are called.
-    t.is(await store.tables.meta.get(`test-subscriber/first/${record.id}`), record.index + 1);
-    t.is(await store.tables.meta.get(`test-subscriber/second/${record.id}`), record.index + 1);
+  for (const [i, record] of records.entries()) {
+    // Each read the waiting records as of its record: written before the subscribers are called.
+    t.is(await store.tables.meta.get(`test-subscriber/first/${record.id}`), i + 1);
+    t.is(await store.tables.meta.get(`test-subscriber/second/${record.id}`), i + 1);
   }
 });
 

@@ -56,7 +56,8 @@ async function settled(): Promise<number> {
       headers: { cookie: agent.cookie },
     });
     const size = await signedSize();
-    if (size > 0 && size === head.body.size) return size;
+    // Settled: every record integrated (none waiting) and under the newest checkpoint.
+    if (size > 0 && size === head.body.size && head.body.waiting === 0) return size;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('no checkpoint covered the ledger');

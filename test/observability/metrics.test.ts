@@ -113,8 +113,15 @@ test.serial('the exposition parses and holds the series of what the server did, 
     ['small', '0'],
   ]);
 
-  t.true(Number(family(families, 'svc_ledger_records').metrics[0]!.value) >= 2);
+  // The two decisions' records: integrated already, or still waiting for the integrator.
+  const ledgerRecords = ['svc_ledger_records', 'svc_ledger_waiting_records'].map((name) =>
+    Number(family(families, name).metrics[0]!.value),
+  );
+  t.true(ledgerRecords[0]! + ledgerRecords[1]! >= 2);
+  t.is(family(families, 'svc_ledger_integration_lag_seconds').type, 'HISTOGRAM');
+  t.true(Number(family(families, 'svc_ledger_max_merge_delay_seconds').metrics[0]!.value) > 0);
   for (const name of [
+    'svc_ledger_oldest_waiting_seconds',
     'svc_ledger_seconds_since_checkpoint',
     'svc_approvals_waiting',
     'svc_agents_stopped',
