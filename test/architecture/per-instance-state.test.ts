@@ -64,7 +64,6 @@ const STATE: Record<string, Kind> = {
   'src/integrations/ssf/keys.ts lastFetch': 'per-instance',
   'src/integrations/ssf/keys.ts inFlight': 'per-instance',
   'src/keys/service.ts resolved': 'per-instance',
-  'src/ledger/append.ts appending': 'request',
   'src/ledger/tiles.ts cache': 'per-instance',
   'src/ledger/witness.ts states': 'per-instance',
   'src/lib/generation-cache.ts entries': 'per-instance',

@@ -72,10 +72,13 @@ async function served(on: RunningServer): Promise<{ size: number; text: string; 
   return { size: Number(text.split('\n')[1]), text, by };
 }
 
+/** The ledger's size once every record appended so far is integrated (none still waiting). */
 async function ledgerSize(on: RunningServer): Promise<number> {
-  const head = await call(on.url, 'GET', `/api/w/${agent.wid}/ledger/checkpoint`, {
-    headers: { cookie: agent.cookie },
-  });
+  const head = await poll(
+    () => call(on.url, 'GET', `/api/w/${agent.wid}/ledger/checkpoint`, { headers: { cookie: agent.cookie } }),
+    (r) => r.status === 200 && r.body.waiting === 0,
+    { timeoutMs: 15_000, everyMs: 100 },
+  );
   return head.body.size as number;
 }
 
