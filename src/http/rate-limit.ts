@@ -1,5 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import { counterKey, type WindowCounters } from '../store/counters.js';
+import { StoreError } from '../store/errors.js';
 
 /**
  * Fixed one-minute windows per key (a client address, an agent), counted in the store's shared
@@ -18,8 +19,11 @@ export interface RateDecision {
 
 /**
  * A limit shared by every process on the store. A count the store cannot make (its database
- * unreachable, its disk full) rejects with the store's error, which the HTTP layer answers with
- * 503 and retry-after: a limit never lets everything through, nor answers 500.
+ * unreachable, its counters' file unusable) rejects with the store's error, which the HTTP layer
+ * answers with 503 and retry-after: a limit never lets everything through, nor answers 500.
+ * One exception: a disk below the store's reserve (StoreError 'no_space'). Writes are refused
+ * then anyway, and reads and health must keep answering, so the limiter counts in this process's
+ * memory until the counters can count again: the limit then holds per process, not in total.
  */
 export interface RateLimiter {
   /**
@@ -30,6 +34,9 @@ export interface RateLimiter {
   take(key: string, limit?: number): Promise<RateDecision>;
 }
 
+/** Keys counted in memory per window while the disk is full, at most. */
+const MAX_FALLBACK_KEYS = 100_000;
+
 export function createRateLimiter(options: {
   limit: number;
   /** The limit's name in the counters: limiters of one scope share their windows. */
@@ -39,12 +46,25 @@ export function createRateLimiter(options: {
   clock: Clock;
 }): RateLimiter {
   const windowMs = options.windowMs ?? 60_000;
+  // The counts made while the disk is full, this window's only (bounded: older windows dropped).
+  let fallback = { end: 0, counts: new Map<string, number>() };
+  const countHere = (key: string, end: number, limit: number) => {
+    if (fallback.end !== end) fallback = { end, counts: new Map() };
+    const count = fallback.counts.get(key) ?? 0;
+    if (count >= limit) return { allowed: false, count };
+    if (fallback.counts.size < MAX_FALLBACK_KEYS || fallback.counts.has(key)) fallback.counts.set(key, count + 1);
+    return { allowed: true, count: count + 1 };
+  };
   return {
     async take(key: string, limit = options.limit): Promise<RateDecision> {
       const now = options.clock.now();
       const end = Math.floor(now / windowMs) * windowMs + windowMs;
       const resetSeconds = Math.max(1, Math.ceil((end - now) / 1000));
-      const { allowed, count } = await options.counters.hit(options.scope, counterKey(key), { end, now }, limit);
+      const k = counterKey(key);
+      const { allowed, count } = await options.counters.hit(options.scope, k, { end, now }, limit).catch((err) => {
+        if (err instanceof StoreError && err.code === 'no_space') return countHere(k, end, limit);
+        throw err;
+      });
       return { allowed, limit, remaining: allowed ? Math.max(0, limit - count) : 0, resetSeconds };
     },
   };

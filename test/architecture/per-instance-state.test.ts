@@ -53,6 +53,7 @@ const STATE: Record<string, Kind> = {
   'src/gateway/tokens.ts pending': 'per-instance',
   'src/gateway/vendors/bedrock-sign.ts signers': 'constant',
   'src/http/body-limits.ts lingering': 'request',
+  'src/http/rate-limit.ts counts': 'per-instance',
   'src/http/system.ts rechecking': 'store',
   'src/store/pg-tx.ts seen': 'request',
   'src/store/pg-tx.ts base': 'request',
