@@ -1,5 +1,4 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { calculateJwkThumbprint } from 'jose';
 import { isoAt } from '../lib/clock.js';
 import { sealBytes, unsealBytes } from '../lib/seal.js';
 import type { AgentSigningKeyRecord } from './records.js';
@@ -38,8 +37,11 @@ function publicJwkOf(key: KeyObject): AgentSigningKeyRecord['publicJwk'] {
 }
 
 /** RFC 7638 thumbprint of an Ed25519 public JWK (jose computes the canonical members). */
-export const thumbprintOf = (jwk: { kty: string; crv: string; x: string }): Promise<string> =>
-  calculateJwkThumbprint({ kty: jwk.kty, crv: jwk.crv, x: jwk.x }, 'sha256');
+export async function thumbprintOf(jwk: { kty: string; crv: string; x: string }): Promise<string> {
+  // jose is loaded on first use: the commands that only open the store never load it.
+  const { calculateJwkThumbprint } = await import('jose');
+  return calculateJwkThumbprint({ kty: jwk.kty, crv: jwk.crv, x: jwk.x }, 'sha256');
+}
 
 /** A new key for one agent, its private half sealed. Random: inside a write, a rerun makes another. */
 export async function generateAgentKey(

@@ -18,6 +18,7 @@ import {
   verifyIssuer,
 } from './credential.js';
 import { payeeHost } from './constraints.js';
+import { audienceOf } from './audience.js';
 import type { Ap2Repo } from './repo.js';
 
 /**
@@ -52,9 +53,6 @@ export interface Presented {
   nonceUntil: number;
   refusal: string | null;
 }
-
-/** The `aud` a key-binding JWT must carry for a workspace. */
-export const audienceOf = (wid: string): string => `urn:svc:workspace:${wid}`;
 
 const F = 'ap2.mandate';
 

@@ -1,4 +1,3 @@
-import { calculateJwkThumbprint } from 'jose';
 import { AppError } from '../errors/app-error.js';
 import { isoAt, type Clock } from '../lib/clock.js';
 import type { IdSource } from '../lib/ids.js';
@@ -8,30 +7,17 @@ import type { Mandates } from '../mandates/service.js';
 import type { MandateRule } from '../mandates/records.js';
 import type { Store } from '../store/index.js';
 import { ruleOf } from './constraints.js';
-import {
-  checkDisclosures,
-  checkTimes,
-  claimsOf,
-  cnfThumbprint,
-  contentOf,
-  invalid,
-  OPEN_PAYMENT_VCT,
-  readToken,
-  sha256,
-  splitChain,
-  verifyIssuer,
-} from './credential.js';
-import {
-  admitInWrite,
-  audienceOf,
-  presentedInWrite,
-  verifyPresentation,
-  type Ap2Input,
-  type Presented,
-} from './presentation.js';
+import { audienceOf } from './audience.js';
+import type { Ap2Input, Presented } from './presentation.js';
+
+// The credential code (jose, @sd-jwt) is loaded on first use: a command that only opens the store
+// (svc init, the --local commands) builds this service without loading it.
+const credentialCode = () => import('./credential.js');
+const presentationCode = () => import('./presentation.js');
 import type { Ap2MandateRecord, PublicJwk, TrustedIssuer } from './records.js';
 import { ap2Repo } from './repo.js';
-export { audienceOf, type Ap2Input, type Presented } from './presentation.js';
+export { audienceOf } from './audience.js';
+export type { Ap2Input, Presented } from './presentation.js';
 
 /**
  * What the gate asks of AP2 when an agent presents a closed mandate (./presentation.ts has the
@@ -111,9 +97,10 @@ export function createAp2(deps: Ap2Deps): Ap2 {
   const repo = ap2Repo(store);
 
   return {
-    verify: (c, input, nowMs) => verifyPresentation(repo, c, input, nowMs),
-    admitInWrite: (c, p, nowMs) => admitInWrite(repo, c, p, nowMs),
-    presentedInWrite: (c, p, actionId, at) => presentedInWrite(repo, c, p, actionId, at),
+    verify: async (c, input, nowMs) => (await presentationCode()).verifyPresentation(repo, c, input, nowMs),
+    admitInWrite: async (c, p, nowMs) => (await presentationCode()).admitInWrite(repo, c, p, nowMs),
+    presentedInWrite: async (c, p, actionId, at) =>
+      (await presentationCode()).presentedInWrite(repo, c, p, actionId, at),
 
     async settings(wid) {
       const s = await repo.settings(wid);
@@ -163,6 +150,7 @@ export function createAp2(deps: Ap2Deps): Ap2 {
     },
 
     async setHolderKey(wid, aid, jwk, who) {
+      const { calculateJwkThumbprint } = await import('jose');
       const thumbprint = await calculateJwkThumbprint(jwk as unknown as Record<string, string>, 'sha256');
       const record = {
         workspaceId: wid,
@@ -188,6 +176,19 @@ export function createAp2(deps: Ap2Deps): Ap2 {
     async importMandate(wid, aid, credential, who) {
       const now = clock.now();
       const F = 'credential';
+      const {
+        checkDisclosures,
+        checkTimes,
+        claimsOf,
+        cnfThumbprint,
+        contentOf,
+        invalid,
+        OPEN_PAYMENT_VCT,
+        readToken,
+        sha256,
+        splitChain,
+        verifyIssuer,
+      } = await credentialCode();
       const [text] = splitChain(credential, F, 1) as [string];
       const token = await readToken(text, F);
       const holder = await repo.holderKey(wid, aid);
