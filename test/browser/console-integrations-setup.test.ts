@@ -136,7 +136,7 @@ test.serial('an admin is offered only the kinds an admin may set up; the card fi
     const options = await page.locator('#integration-kind option').allTextContents();
     t.deepEqual(
       options.map((o) => o.split(' ')[0]),
-      ['Card', 'Stripe', 'GitHub'],
+      ['Card', 'Stripe', 'GitHub', 'Merchant'],
       'no Slack, chat relay nor identity provider: owners only',
     );
     await page.selectOption('#integration-kind', 'github');
