@@ -412,7 +412,7 @@ function decisionsServices(
       createApprovals({
         ...deps,
         ledger: s.ledger,
-        actions: createPendingActions({ store, ledger: s.ledger, receipts: s.receipts }),
+        actions: createPendingActions({ store, ledger: s.ledger, receipts: s.receipts, clock: deps.clock }),
         killSwitch: s.killSwitch,
       }),
     keys: (s) => createKeysService({ ...deps, ledger: s.ledger }),

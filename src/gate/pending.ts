@@ -1,3 +1,4 @@
+import type { Clock } from '../lib/clock.js';
 import type { Ledger } from '../ledger/service.js';
 import type { Receipts } from '../receipts/service.js';
 import type { Store } from '../store/index.js';
@@ -18,7 +19,8 @@ export interface PendingActions {
   /**
    * Inside the caller's write: the waiting action ends denied with these signals and reason;
    * `evidenceRecord` is the ledger record the caller wrote for it (the denial, the expiry, or a
-   * fresh check's deny). Writes the action.
+   * fresh check's deny). A payment whose request asked for AP2 gets its AP2 rejection receipt
+   * (status Error, naming why) here, as a denial at authorize does. Writes the action.
    */
   denyInWrite(
     action: ActionRecord,
@@ -43,8 +45,13 @@ export interface PendingActions {
   ): Promise<ActionRecord>;
 }
 
-export function createPendingActions(deps: { store: Store; ledger: Ledger; receipts: Receipts }): PendingActions {
-  const { ledger, receipts } = deps;
+export function createPendingActions(deps: {
+  store: Store;
+  ledger: Ledger;
+  receipts: Receipts;
+  clock: Clock;
+}): PendingActions {
+  const { ledger, receipts, clock } = deps;
   const repo = gateRepo(deps.store);
   return {
     async denyInWrite(action, outcome) {
@@ -56,6 +63,15 @@ export function createPendingActions(deps: { store: Store; ledger: Ledger; recei
         reason: outcome.reason,
         evidenceRecord: outcome.evidenceRecord,
       };
+      if (denied.payment && denied.protocols?.ap2) {
+        const subject = { id: denied.id, agentId: denied.agentId, payment: denied.payment };
+        const issued = await receipts.issueProtocolInWrite(
+          { ...subject, outcome: { decision: 'deny', signals: denied.signals, reason: denied.reason } },
+          denied.protocols,
+          clock.now(),
+        );
+        Object.assign(denied, issued);
+      }
       await repo.putAction(denied);
       return denied;
     },

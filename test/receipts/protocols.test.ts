@@ -302,3 +302,23 @@ test('a payment that waited for a person gets the protocol receipts it asked for
     allowance: { max_amount: 2500, checkout_session_id: ACP.checkoutSessionId },
   });
 });
+
+test('a payment a person denies gets the AP2 rejection receipt it asked for, and no allowance', async (t) => {
+  const reviewed = await createAgent(server, [{ ...PAY_ACME, approval: { above: 1000 } }], 'refused-bot');
+  const asked = await authorize(server, reviewed.key, payment(2600, { receipts: ['ap2', 'acp'], acp: ACP }));
+  t.like(asked.body, { decision: 'review', ap2Receipt: null, acpAllowance: null });
+  const denied = await call(server.url, 'POST', `/api/w/${reviewed.wid}/approvals/${asked.body.approvalId}/deny`, {
+    headers: { ...csrf, cookie: reviewed.cookie },
+    json: { note: 'not this month' },
+  });
+  t.is(denied.status, 200, denied.text);
+  const action = (await call(server.url, 'GET', `/v1/actions/${asked.body.id}`, { headers: bearer(reviewed.key) }))
+    .body;
+  t.like(action, { decision: 'deny', status: 'denied', receipt: null, acpAllowance: null });
+  t.like(await joseVerify(action.ap2Receipt), {
+    status: 'Error',
+    payment_id: action.id,
+    error_description: action.reason,
+    payment: { payment_amount: { amount: 2600, currency: 'EUR' } },
+  });
+});
