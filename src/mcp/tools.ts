@@ -43,6 +43,27 @@ export const GATE_TOOLS = [
         session: { type: 'object', properties: { id: { type: 'string' } } },
         idempotencyKey: { type: 'string' },
         metadata: { type: 'object' },
+        challenge: {
+          type: 'object',
+          description:
+            'in place of payment: a 402 payment challenge (x402 PAYMENT-REQUIRED or MPP Payment) as received',
+          properties: { scheme: { type: 'string', enum: ['x402', 'mpp'] }, value: { type: 'string' } },
+        },
+        ap2: {
+          type: 'object',
+          description: 'a closed AP2 mandate with its key-binding JWT, and the id of the refused action it follows',
+          properties: { mandate: { type: 'string' }, refusal: { type: 'string' } },
+        },
+        receipts: {
+          type: 'array',
+          description: "receipts in the protocols' shapes beside svc's own, for a payment",
+          items: { type: 'string', enum: ['ap2', 'acp'] },
+        },
+        acp: {
+          type: 'object',
+          description: 'the ACP checkout session an allowance is for',
+          properties: { checkoutSessionId: { type: 'string' }, merchantId: { type: 'string' } },
+        },
       },
       required: ['type', 'summary'],
     },

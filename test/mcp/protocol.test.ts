@@ -270,3 +270,20 @@ test.serial('server/discover advertises both revisions; errors carry the request
   t.is(mismatch.json.id, 11);
   t.is((mismatch.json.error as { code: number }).code, -32020);
 });
+
+test.serial(
+  'authorize_action advertises the agent-commerce fields, and asking it for an AP2 receipt gets one',
+  async (t) => {
+    const client = await modernClient();
+    const tool = (await client.listTools()).tools.find((x) => x.name === 'authorize_action');
+    const properties = Object.keys((tool?.inputSchema as { properties?: object } | undefined)?.properties ?? {});
+    for (const field of ['payment', 'challenge', 'ap2', 'receipts', 'acp']) t.true(properties.includes(field), field);
+
+    const allowed = structured(
+      await client.callTool({ name: 'authorize_action', arguments: { ...pay(1100, 'with AP2'), receipts: ['ap2'] } }),
+    );
+    t.like(allowed, { decision: 'allow' });
+    t.is(typeof allowed.ap2Receipt, 'string', 'an AP2 Payment Receipt beside svc receipt');
+    await client.close();
+  },
+);
