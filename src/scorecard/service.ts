@@ -14,7 +14,7 @@ import { scorecardRepo } from './repo.js';
  * - The figures (figures.ts) are read at once, outside any write (one read-only pass: a write
  *   transaction over every action of a busy workspace would conflict with its traffic), so they
  *   describe the store as of the request, give or take the writes that land while it is read;
- *   `ledgerSize` is the ledger's record count read with them.
+ *   `ledgerSize` is the ledger's record count read with them, once what waited is integrated.
  * - It is a compact JWS (EdDSA) signed with the workspace ledger's key: the key of the evidence,
  *   published in /.well-known/jwks.json with `use: "ledger"`, never the receipt key, so that no
  *   scorecard can pass for a receipt. Header `typ: "svc-scorecard+jwt"`.
@@ -51,6 +51,8 @@ export function createScorecard(deps: {
   return {
     /** The figures as of now, unsigned. */
     async figures(wid: string): Promise<{ figures: ControlFigures; ledgerSize: number }> {
+      // The records still waiting are integrated first, so ledgerSize counts every decision so far.
+      await ledger.integrateNow(wid);
       const [views, drills, approvals, actions, head] = await Promise.all([
         viewsOf(wid),
         repo.drillReports(wid),
