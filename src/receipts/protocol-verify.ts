@@ -8,7 +8,7 @@ import {
   type Ap2ReceiptClaims,
   type ProtocolShape,
 } from './protocol-claims.js';
-import { MAX_RECEIPT_LENGTH, verifyReceipt, type VerifyKeys, type VerifyReason } from './verify.js';
+import { jsonObject, MAX_RECEIPT_LENGTH, verifyReceipt, type VerifyKeys, type VerifyReason } from './verify.js';
 import type { ReceiptClaims } from './types.js';
 
 /**
@@ -50,7 +50,6 @@ export interface AnyVerifyResult {
 
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const SIGNATURE = /^[A-Za-z0-9_-]*$/;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 const PROBLEMS: Record<VerifyReason, string> = {
   malformed: 'not a well-formed receipt',
@@ -60,23 +59,16 @@ const PROBLEMS: Record<VerifyReason, string> = {
   revoked: 'the key that signed the receipt has been revoked',
 };
 
-function jsonObject(segment: string | undefined): Record<string, unknown> | null {
-  if (segment === undefined || !SEGMENT.test(segment)) return null;
-  try {
-    const value: unknown = JSON.parse(utf8.decode(Buffer.from(segment, 'base64url')));
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
-  }
+/** A segment of base64url characters only, decoded to a JSON object; null otherwise. */
+function segmentObject(segment: string | undefined): Record<string, unknown> | null {
+  return segment !== undefined && SEGMENT.test(segment) ? jsonObject(segment) : null;
 }
 
 /** Any shape svc issues: detected from the payload, then verified by its own rules. */
 export async function verifyAnyReceipt(token: string, keys: VerifyKeys, nowMs: number): Promise<AnyVerifyResult> {
   try {
     const payload =
-      typeof token === 'string' && token.length <= MAX_RECEIPT_LENGTH ? jsonObject(token.split('.')[1]) : null;
+      typeof token === 'string' && token.length <= MAX_RECEIPT_LENGTH ? segmentObject(token.split('.')[1]) : null;
     const shape = payload ? protocolShapeOf(payload) : null;
     if (shape) return await verifyProtocol(token, shape, keys, nowMs);
     const r = await verifyReceipt(token, keys, nowMs);
@@ -95,7 +87,7 @@ export async function verifyAnyReceipt(token: string, keys: VerifyKeys, nowMs: n
 
 /** svc's receipt's reason in words, naming an ES256 key presented as an EdDSA one and a refused alg. */
 function svcProblem(reason: VerifyReason, token: string, keys: VerifyKeys, kid: string | null): string {
-  const header = jsonObject(token.split('.')[0]);
+  const header = segmentObject(token.split('.')[0]);
   const alg = header?.alg;
   if (reason === 'bad_signature' && alg !== 'EdDSA')
     return `svc's receipts are signed with EdDSA; this one says alg ${JSON.stringify(alg ?? null)}, which is refused`;
@@ -122,8 +114,8 @@ async function verifyProtocol(
   const parts = token.split('.');
   const [encodedHeader = '', encodedPayload = '', signature = ''] = parts;
   if (parts.length !== 3 || !SIGNATURE.test(signature)) return no('malformed');
-  const header = jsonObject(encodedHeader);
-  const payload = jsonObject(encodedPayload);
+  const header = segmentObject(encodedHeader);
+  const payload = segmentObject(encodedPayload);
   if (!header || !payload) return no('malformed');
   kid = typeof header.kid === 'string' ? header.kid : null;
   if ('crit' in header || 'b64' in header)

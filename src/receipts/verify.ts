@@ -115,7 +115,8 @@ function verifyEd25519(data: Buffer, key: KeyObject, signature: Buffer): Promise
   });
 }
 
-function jsonObject(segment: string): Record<string, unknown> | null {
+/** A base64url JWS segment decoded to a JSON object; null when it is not one. */
+export function jsonObject(segment: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(utf8.decode(Buffer.from(segment, 'base64url')));
     return typeof value === 'object' && value !== null && !Array.isArray(value)
