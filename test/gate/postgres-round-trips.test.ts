@@ -1,10 +1,10 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bearer, call, csrf, ownerSession } from '../helpers/http.js';
+import { bearer, call } from '../helpers/http.js';
 import { startCluster, type Cluster } from '../helpers/pg-cluster.js';
 import { startServer, stopAndClean, tempDir, type RunningServer } from '../helpers/process.js';
-import { PAY_ACME } from '../helpers/gate.js';
+import { createAgent, PAY_ACME } from '../helpers/gate.js';
 
 /**
  * An authorize on PostgreSQL without chatter (src/store/pg-tx.ts, src/gate/authorize.ts): the
@@ -35,20 +35,8 @@ test.after.always(async () => {
 });
 
 /** An agent paying acme.example under a daily limit, in workspace `wid`, and its key. */
-async function agentIn(server: RunningServer, cookie: string, wid: string, name: string): Promise<string> {
-  const headers = { ...csrf, cookie };
-  const agent = await call(server.url, 'POST', `/api/w/${wid}/agents`, { headers, json: { name } });
-  if (agent.status !== 201) throw new Error(`agent: ${agent.status} ${agent.text}`);
-  const rules = [{ ...PAY_ACME, maxAmount: 100, periodLimit: { amount: 100_000_000, period: 'day' } }];
-  const mandate = await call(server.url, 'PUT', `/api/w/${wid}/agents/${agent.body.id}/mandate`, {
-    headers,
-    json: { rules, confirmBroaden: true },
-  });
-  if (mandate.status !== 200) throw new Error(`mandate: ${mandate.status} ${mandate.text}`);
-  const key = await call(server.url, 'POST', `/api/w/${wid}/agents/${agent.body.id}/keys`, { headers, json: {} });
-  if (key.status !== 201) throw new Error(`key: ${key.status} ${key.text}`);
-  return key.body.key as string;
-}
+/** An agent that may pay acme.example up to 1.00 a time, with a daily limit no run reaches. */
+const RULES = [{ ...PAY_ACME, maxAmount: 100, periodLimit: { amount: 100_000_000, period: 'day' } }];
 
 const PAYMENT = {
   type: 'payment',
@@ -99,8 +87,7 @@ const logSize = () => readFileSync(join(cluster.dir, 'log')).length;
 test.serial(
   'one authorize on PostgreSQL makes at most 6 round trips to the database, BEGIN and COMMIT included',
   async (t) => {
-    const cookie = await ownerSession(a);
-    const key = await agentIn(a, cookie, a.boot.workspaceId!, 'trips-bot');
+    const { key } = await createAgent(a, RULES, 'trips-bot');
     await authorize(a, key); // the first decision of a process reads its signing key set once
     const N = 20;
     const trips0 = await counter(a, 'svc_store_round_trips_total');
@@ -117,9 +104,9 @@ test.serial(
 test.serial(
   'two instances deciding at once for two agents of one workspace: no serialization failure or deadlock in PostgreSQL’s log, the ledger’s integrator included',
   async (t) => {
-    const cookie = await ownerSession(a);
-    const keyA = await agentIn(a, cookie, a.boot.workspaceId!, 'left-bot');
-    const keyB = await agentIn(b, cookie, a.boot.workspaceId!, 'right-bot');
+    // Both made through A (one store); B decides for its own.
+    const { key: keyA } = await createAgent(a, RULES, 'left-bot');
+    const { key: keyB } = await createAgent(a, RULES, 'right-bot');
     const from = logSize();
     const retries0 =
       (await counter(a, 'svc_store_write_retries_total')) + (await counter(b, 'svc_store_write_retries_total'));
