@@ -96,22 +96,35 @@ export function openLmdbCounters(dataDir: string): WindowCounters {
 
   return {
     async hit(scope, key, { end: windowEnd, now }, limit) {
-      try {
-        const wall = Date.now();
-        if (wall - room.at > ROOM_EVERY_MS) room = { at: wall, ok: roomToWrite(dir) };
-        if (!room.ok) throw new StoreError('no_space', `no space left for the rate-limit counters in ${dir}`);
-        const d = opened();
+      const wall = Date.now();
+      const count = (d: RootDatabase<number, [number, string, string]>) => {
         const k: [number, string, string] = [windowEnd, scope, key];
         return d.transactionSync(() => {
           if (wall - lastSweep > SWEEP_EVERY_MS) {
             lastSweep = wall;
             sweep(d, now);
           }
-          const count = d.get(k) ?? 0;
-          if (count >= limit) return { allowed: false, count };
-          d.putSync(k, count + 1);
-          return { allowed: true, count: count + 1 };
+          const n = d.get(k) ?? 0;
+          if (n >= limit) return { allowed: false, count: n };
+          d.putSync(k, n + 1);
+          return { allowed: true, count: n + 1 };
         });
+      };
+      try {
+        if (wall - room.at > ROOM_EVERY_MS) room = { at: wall, ok: roomToWrite(dir) };
+        if (!room.ok) throw new StoreError('no_space', `no space left for the rate-limit counters in ${dir}`);
+        const d = opened();
+        try {
+          return count(d);
+        } catch (err) {
+          // A worker killed while it counted can leave this process's view of the file stale
+          // (LMDB answers MDB_PROBLEM from then on): the file is opened afresh and the count made
+          // once more; what still fails is refused like any count that cannot be made.
+          if (err instanceof StoreError) throw err;
+          db = undefined;
+          await d.close().catch(() => undefined);
+          return count(opened());
+        }
       } catch (err) {
         throw unavailable(err);
       }
